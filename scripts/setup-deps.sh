@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs the Debian packages stagebench builds and tests with. Idempotent: only missing
+# packages are installed, so a prepared machine spends no time here.
+set -euo pipefail
+
+pkgs=(
+  build-essential cmake ninja-build pkg-config git ca-certificates
+  nlohmann-json3-dev libcli11-dev libcurl4-openssl-dev libsqlite3-dev libfmt-dev
+  libopenblas-dev libssl-dev googletest libgtest-dev libgmock-dev
+  nodejs npm clang-format python3
+)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+# npm may come from a non-Debian Node.js install; accept any working npm.
+if command -v npm >/dev/null 2>&1; then
+  missing=("${missing[@]/npm/}"); missing=("${missing[@]/nodejs/}")
+fi
+missing=($(printf '%s\n' "${missing[@]}" | grep -v '^$' || true))
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup-deps: all packages present"
+  exit 0
+fi
+echo "setup-deps: installing ${missing[*]}"
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,28 @@
+#include "cli/commands.hpp"
+#include "scenario/demo.hpp"
+
+namespace sb::cli {
+
+void add_demo_command(CLI::App& app, Context& ctx) {
+    auto* cmd = app.add_subcommand(
+        "demo", "Generate a small synthetic model and measure it on every available backend");
+    auto o = std::make_shared<DemoOptions>();
+    cmd->add_option("--dir", o->dir, "where the model and results go")->capture_default_str();
+    cmd->add_option("--preset", o->preset, "synthetic model preset")->capture_default_str();
+    cmd->add_option("--layers", o->layers, "layers of the scaled-down model")
+        ->capture_default_str();
+    cmd->add_option("-p,--n-prompt", o->n_prompt, "prompt tokens")->capture_default_str();
+    cmd->add_option("-n,--n-gen", o->n_gen, "generated tokens")->capture_default_str();
+    cmd->add_option("-r,--repetitions", o->reps, "repetitions")->capture_default_str();
+    cmd->add_option("-t,--threads", o->threads, "CPU threads (0 = default)");
+    cmd->add_flag("!--no-rpc", o->rpc, "do not start a loopback RPC server");
+    bool quiet = false;
+    cmd->add_flag("-q,--quiet", quiet, "no progress lines");
+    cmd->callback([&ctx, o, cmd] {
+        o->progress = cmd->count("--quiet") == 0;
+        o->argv = ctx.argv;
+        ctx.exit_code = run_demo(*o, ctx.out, ctx.err);
+    });
+}
+
+}  // namespace sb::cli

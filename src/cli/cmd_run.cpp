@@ -1,0 +1,22 @@
+#include "cli/commands.hpp"
+#include "cli/run_options.hpp"
+
+namespace sb::cli {
+
+void add_run_command(CLI::App& app, Context& ctx) {
+    auto* cmd = app.add_subcommand(
+        "run", "Measure prefill and decode separately over a test matrix (like llama-bench)");
+    auto a = std::make_shared<RunArgs>();
+    cmd->add_option("-m,--model", a->run.matrix.models, "GGUF model file(s), comma list")
+        ->required()
+        ->delimiter(',');
+    add_matrix_options(cmd, *a);
+    add_output_options(cmd, *a);
+    cmd->callback([&ctx, a] {
+        finish_run_args(*a);
+        ResultDocument doc = new_document("run", ctx.argv);
+        ctx.exit_code = run_benchmark(a->run, doc, ctx.out, ctx.err);
+    });
+}
+
+}  // namespace sb::cli

@@ -1,0 +1,48 @@
+#include <memory>
+
+#include "cli/commands.hpp"
+#include "core/error.hpp"
+#include "telemetry/sensors_report.hpp"
+#include "telemetry/sysfs_util.hpp"
+#include "telemetry/telemetry_json.hpp"
+
+namespace sb::cli {
+
+void add_sensors_command(CLI::App& app, Context& ctx) {
+    auto* cmd = app.add_subcommand(
+        "sensors", "List the telemetry sources found, with current values and a short summary");
+    struct Args {
+        std::string sysfs_root = "/sys";
+        std::string duration = "5s";
+        double hz = 10;
+        std::string format = "md";
+    };
+    auto a = std::make_shared<Args>();
+    cmd->add_option("--sysfs-root", a->sysfs_root,
+                    "Root of the sysfs tree (a fixture tree in tests)")
+        ->capture_default_str();
+    cmd->add_option("--duration", a->duration, "How long to sample: 5s, 500ms, or seconds")
+        ->capture_default_str();
+    cmd->add_option("--hz", a->hz, "Sampling rate")->capture_default_str();
+    cmd->add_option("-o,--output", a->format, "Output format: md or json")->capture_default_str();
+    cmd->callback([&ctx, a] {
+        if (a->format != "md" && a->format != "json") {
+            throw usage_error("-o must be md or json, not '" + a->format + "'");
+        }
+        if (!sysfs::is_dir(a->sysfs_root)) {
+            throw input_error("--sysfs-root " + a->sysfs_root + " is not a directory");
+        }
+        SensorsOptions o;
+        o.discover = discover_options_for_root(a->sysfs_root);
+        o.duration_ns = parse_duration_ns(a->duration);
+        o.hz = a->hz;
+        SensorsReport r = run_sensors(o, ctx.err);
+        if (a->format == "json") {
+            ctx.out << to_json(r).dump(2) << "\n";
+        } else {
+            write_sensors_markdown(ctx.out, r);
+        }
+    });
+}
+
+}  // namespace sb::cli

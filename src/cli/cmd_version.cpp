@@ -1,0 +1,25 @@
+#include "cli/commands.hpp"
+#include "engine/backends.hpp"
+
+#ifndef SB_VERSION
+#define SB_VERSION "0.0.0"
+#endif
+
+namespace sb::cli {
+
+void add_version_command(CLI::App& app, Context& ctx) {
+    auto* cmd = app.add_subcommand("version", "Print stagebench's version and its llama.cpp build");
+    cmd->callback([&ctx] {
+        BuildInfo b = build_info();
+        ctx.out << "stagebench " << SB_VERSION << "\n"
+                << "llama.cpp " << b.llama_tag << " (commit " << b.llama_commit << ")\n"
+                << "backends:";
+        for (const auto& name : b.backends_available)
+            ctx.out << " " << name;
+        ctx.out << (b.dynamic_backends ? " (loadable modules from " + b.llama_lib_dir + ")"
+                                       : " (linked)")
+                << "\n";
+    });
+}
+
+}  // namespace sb::cli

@@ -1,0 +1,24 @@
+#pragma once
+// Command-line options shared by `run` and `demo` (the test matrix and output choices).
+#include <CLI/CLI.hpp>
+#include <memory>
+
+#include "scenario/run_command.hpp"
+
+namespace sb::cli {
+
+struct RunArgs {
+    RunOptions run;
+    std::string target_ci;  // "2%" or "0.02"
+    bool no_warmup = false;
+    bool quiet = false;
+};
+
+// Adds the matrix options (-p, -n, -d, -t, -b, --ubatch-size, --device, ...) to cmd.
+void add_matrix_options(CLI::App* cmd, RunArgs& a);
+// Adds -o, --out, --membw, --rpc, -q.
+void add_output_options(CLI::App* cmd, RunArgs& a);
+// Applies the derived options (target CI, warmup, progress). Throws sb::Error(usage).
+void finish_run_args(RunArgs& a);
+
+}  // namespace sb::cli

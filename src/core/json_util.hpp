@@ -1,0 +1,28 @@
+#pragma once
+// Small helpers shared by the to_json functions of the core types. Missing values become JSON
+// null, never zero.
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "core/warning.hpp"
+
+namespace sb {
+
+// The value, or null when absent.
+template <class T>
+nlohmann::json opt(const std::optional<T>& v) {
+    return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+// {"code", "message", "hint"}.
+inline nlohmann::json to_json(const Warning& w) {
+    return nlohmann::json{{"code", w.code}, {"message", w.message}, {"hint", w.hint}};
+}
+
+// Lets nlohmann convert Warning (and Warnings) implicitly: json j = warnings;
+inline void to_json(nlohmann::json& j, const Warning& w) {
+    j = to_json(w);
+}
+
+}  // namespace sb

@@ -1,0 +1,138 @@
+#include "core/result.hpp"
+
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+
+#include "core/error.hpp"
+#include "core/json_util.hpp"
+#include "core/stats_json.hpp"
+
+namespace sb {
+
+using nlohmann::json;
+
+std::string TestConfig::test_name() const {
+    std::string s;
+    if (n_prompt > 0)
+        s += "pp" + std::to_string(n_prompt);
+    if (n_gen > 0) {
+        if (!s.empty())
+            s += '+';
+        s += "tg" + std::to_string(n_gen);
+    }
+    if (n_depth > 0)
+        s += " @ d" + std::to_string(n_depth);
+    return s;
+}
+
+json to_json(const TestConfig& c) {
+    return json{{"model_path", c.model_path},
+                {"devices", c.devices},
+                {"test", c.test_name()},
+                {"n_prompt", c.n_prompt},
+                {"n_gen", c.n_gen},
+                {"n_depth", c.n_depth},
+                {"n_threads", c.n_threads},
+                {"n_batch", c.n_batch},
+                {"n_ubatch", c.n_ubatch},
+                {"n_gpu_layers", c.n_gpu_layers},
+                {"flash_attn", c.flash_attn},
+                {"type_k", c.type_k},
+                {"type_v", c.type_v},
+                {"reps", c.reps},
+                {"target_ci", opt(c.target_ci)},
+                {"max_reps", c.max_reps},
+                {"warmup", c.warmup},
+                {"seed", c.seed}};
+}
+
+json to_json(const StageResult& s) {
+    return json{{"n_tokens", s.n_tokens},
+                {"duration_ns", s.duration_ns},
+                {"duration", to_json(s.duration)},
+                {"tokens_per_s", s.tokens_per_s},
+                {"throughput", to_json(s.throughput)}};
+}
+
+json to_json(const DecodeResult& d) {
+    json j = to_json(static_cast<const StageResult&>(d));
+    j["token_latency_ns"] = d.token_latency_ns;
+    j["itl"] = to_json(d.itl);
+    j["kv_depth_start"] = d.kv_depth_start;
+    return j;
+}
+
+json to_json(const TestResult& t) {
+    json j{{"config", to_json(t.config)},
+           {"status", t.status},
+           {"error", opt(t.error)},
+           {"backends", t.backends},
+           {"notes", t.notes},
+           {"reps_done", t.reps_done},
+           {"stopped_by", t.stopped_by},
+           {"prefill", t.prefill ? to_json(*t.prefill) : json(nullptr)},
+           {"decode", t.decode ? to_json(*t.decode) : json(nullptr)},
+           {"ttft_ns", t.ttft_ns},
+           {"ttft", to_json(t.ttft)},
+           {"roofline",
+            {{"decode_bytes_per_token", opt(t.roofline.decode_bytes_per_token)},
+             {"decode_bandwidth_gbps", opt(t.roofline.decode_bandwidth_gbps)},
+             {"decode_bandwidth_fraction", opt(t.roofline.decode_bandwidth_fraction)},
+             {"prefill_gflops", opt(t.roofline.prefill_gflops)}}},
+           {"started_ns", t.started_ns},
+           {"finished_ns", t.finished_ns}};
+    return j;
+}
+
+json to_json(const ResultDocument& d) {
+    json tests = json::array();
+    for (const auto& t : d.tests)
+        tests.push_back(to_json(t));
+    json warnings = json::array();
+    for (const auto& w : d.warnings)
+        warnings.push_back(to_json(w));
+    json j{{"schema", "stagebench.result"},
+           {"schema_version", kResultSchemaVersion},
+           {"command", d.command},
+           {"argv", d.argv},
+           {"tool",
+            {{"name", "stagebench"}, {"version", d.tool_version}, {"build_type", d.build_type}}},
+           {"llama", d.llama},
+           {"system", d.system},
+           {"models", d.models},
+           {"membw", d.membw},
+           {"started_at", d.started_at},
+           {"finished_at", d.finished_at},
+           {"tests", tests},
+           {"warnings", warnings},
+           {"telemetry", d.telemetry}};
+    for (const auto& [k, v] : d.extra.items())
+        j[k] = v;
+    return j;
+}
+
+std::string utc_timestamp() {
+    std::time_t t = std::time(nullptr);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
+}
+
+void write_document(const ResultDocument& doc, const std::string& path) {
+    const std::string tmp = path + ".tmp";
+    {
+        std::ofstream f(tmp, std::ios::trunc);
+        if (!f)
+            throw runtime_error("cannot write result file '" + path + "'");
+        f << to_json(doc).dump(2) << '\n';
+        if (!f)
+            throw runtime_error("cannot write result file '" + path + "'");
+    }
+    if (std::rename(tmp.c_str(), path.c_str()) != 0)
+        throw runtime_error("cannot move result file into place at '" + path + "'");
+}
+
+}  // namespace sb

@@ -1,0 +1,109 @@
+#pragma once
+// The one typed result document. Every reporter (md, csv, json, jsonl) and the file written
+// with --out read this structure; a field added here reaches every format through to_json().
+// Durations are nanoseconds on the sb::now_ns() clock; rates are per second.
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/stats.hpp"
+#include "core/warning.hpp"
+
+namespace sb {
+
+inline constexpr int kResultSchemaVersion = 1;
+
+// One point of the test matrix.
+struct TestConfig {
+    std::string model_path;
+    std::string devices = "CPU";  // '+'-joined device names, e.g. "CPU", "BLAS", "RPC0"
+    int n_prompt = 512;
+    int n_gen = 128;
+    int n_depth = 0;
+    int n_threads = 0;
+    int n_batch = 2048;
+    int n_ubatch = 512;
+    int n_gpu_layers = 99;
+    std::string flash_attn = "auto";
+    std::string type_k = "f16";
+    std::string type_v = "f16";
+    int reps = 5;                     // minimum repetitions
+    std::optional<double> target_ci;  // stop once the 95% CI half-width / mean is below this
+    int max_reps = 5;                 // repetitions at most (== reps without --target-ci)
+    bool warmup = true;
+    uint64_t seed = 1;
+
+    // A short name like llama-bench's: "pp512", "tg128", "pp512+tg128", with "@d1024".
+    std::string test_name() const;
+};
+
+// One measured stage of one test: raw samples kept next to their summaries.
+struct StageResult {
+    int n_tokens = 0;                  // tokens per repetition
+    std::vector<int64_t> duration_ns;  // one per repetition
+    Summary duration;                  // of duration_ns
+    std::vector<double> tokens_per_s;  // one per repetition
+    Summary throughput;                // of tokens_per_s
+};
+
+struct DecodeResult : StageResult {
+    std::vector<int64_t> token_latency_ns;  // every token of every repetition, in order
+    Summary itl;                            // inter-token latency over token_latency_ns
+    int kv_depth_start = 0;                 // KV depth of the first decoded token
+};
+
+struct Roofline {
+    std::optional<double> decode_bytes_per_token;     // weights + mean KV read per token
+    std::optional<double> decode_bandwidth_gbps;      // bytes per token x median tokens/s
+    std::optional<double> decode_bandwidth_fraction;  // of the measured machine bandwidth
+    std::optional<double> prefill_gflops;             // approximate (2 x params per token)
+};
+
+struct TestResult {
+    TestConfig config;
+    std::string status = "ok";  // ok | failed | interrupted
+    std::optional<std::string> error;
+    std::vector<std::string> backends;  // devices that ran ops (host CPU last)
+    std::vector<std::string> notes;
+    int reps_done = 0;
+    std::string stopped_by;  // reps | target_ci | max_reps | error | interrupt
+    std::optional<StageResult> prefill;
+    std::optional<DecodeResult> decode;
+    std::vector<int64_t> ttft_ns;  // prefill + first decoded token, per repetition
+    Summary ttft;
+    Roofline roofline;
+    int64_t started_ns = 0, finished_ns = 0;
+};
+
+struct ResultDocument {
+    std::string command;  // "run", "demo", ...
+    std::vector<std::string> argv;
+    std::string tool_version;
+    std::string build_type;
+    nlohmann::json llama;                 // tag, commit, backends
+    nlohmann::json system;                // SystemInfo
+    std::vector<nlohmann::json> models;   // ModelInfo per model path
+    nlohmann::json membw;                 // null when not measured
+    std::string started_at, finished_at;  // UTC, ISO 8601
+    std::vector<TestResult> tests;
+    Warnings warnings;
+    nlohmann::json telemetry;                         // null when no telemetry was recorded
+    nlohmann::json extra = nlohmann::json::object();  // sections of other scenarios
+};
+
+nlohmann::json to_json(const TestConfig&);
+nlohmann::json to_json(const StageResult&);
+nlohmann::json to_json(const DecodeResult&);
+nlohmann::json to_json(const TestResult&);
+nlohmann::json to_json(const ResultDocument&);
+
+// Current UTC time as "2026-11-29T09:30:00Z".
+std::string utc_timestamp();
+
+// Writes the document to path atomically (temporary file + rename), so a reader or a crash
+// never sees half a file. Throws sb::Error(runtime) when the file cannot be written.
+void write_document(const ResultDocument& doc, const std::string& path);
+
+}  // namespace sb

@@ -1,0 +1,259 @@
+#include "core/stats.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+
+#include "core/error.hpp"
+#include "core/json_util.hpp"
+#include "core/stats_json.hpp"
+
+namespace sb {
+
+namespace {
+
+// Neumaier-compensated sum: with values near 2e10 ns and thousands of samples, a plain sum
+// loses the low digits that the variance pass depends on.
+class CompensatedSum {
+  public:
+    void add(double x) {
+        const double t = sum_ + x;
+        if (std::abs(sum_) >= std::abs(x)) {
+            c_ += (sum_ - t) + x;
+        } else {
+            c_ += (x - t) + sum_;
+        }
+        sum_ = t;
+    }
+    double value() const { return sum_ + c_; }
+
+  private:
+    double sum_ = 0, c_ = 0;
+};
+
+void check_finite(std::span<const double> samples, const char* what) {
+    for (double x : samples) {
+        if (!std::isfinite(x)) {
+            throw runtime_error(std::string(what) + ": sample is not finite");
+        }
+    }
+}
+
+// Linear interpolation between closest ranks (Hyndman & Fan type 7) on sorted data.
+double percentile_sorted(std::span<const double> sorted, double q) {
+    const double h = q * static_cast<double>(sorted.size() - 1);
+    const auto lo = static_cast<std::size_t>(std::floor(h));
+    if (lo + 1 >= sorted.size()) {
+        return sorted.back();
+    }
+    const double frac = h - static_cast<double>(lo);
+    return sorted[lo] + frac * (sorted[lo + 1] - sorted[lo]);
+}
+
+// Median of a scratch buffer, reordering it.
+double median_inplace(std::vector<double>& v) {
+    const std::size_t mid = v.size() / 2;
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
+    const double upper = v[mid];
+    if (v.size() % 2 == 1) {
+        return upper;
+    }
+    const double lower = *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid));
+    return lower + (upper - lower) / 2;
+}
+
+// Unbiased index in [0, n) by rejection: std::uniform_int_distribution differs between
+// standard libraries, and a seeded bootstrap must give the same interval everywhere.
+std::size_t bounded(std::mt19937_64& rng, std::size_t n) {
+    const std::uint64_t range = n;
+    const std::uint64_t limit = UINT64_MAX - (UINT64_MAX % range);
+    std::uint64_t x;
+    do {
+        x = rng();
+    } while (x >= limit);
+    return static_cast<std::size_t>(x % range);
+}
+
+}  // namespace
+
+std::optional<double> percentile(std::span<const double> samples, double q) {
+    if (!(q >= 0.0 && q <= 1.0)) {
+        throw usage_error("percentile: q must be in [0, 1], got " + std::to_string(q));
+    }
+    if (samples.empty()) {
+        return std::nullopt;
+    }
+    check_finite(samples, "percentile");
+    std::vector<double> sorted(samples.begin(), samples.end());
+    std::sort(sorted.begin(), sorted.end());
+    return percentile_sorted(sorted, q);
+}
+
+double t_quantile_975(std::size_t df) {
+    if (df == 0) {
+        throw usage_error("t_quantile_975: df must be >= 1");
+    }
+    static constexpr std::array<double, 30> kTable = {
+        12.7062047, 4.3026527, 3.1824463, 2.7764451, 2.5705818, 2.4469119, 2.3646243, 2.3060041,
+        2.2621572,  2.2281389, 2.2009852, 2.1788128, 2.1603687, 2.1447867, 2.1314495, 2.1199053,
+        2.1098156,  2.1009220, 2.0930241, 2.0859634, 2.0796138, 2.0738731, 2.0686576, 2.0638986,
+        2.0595386,  2.0555294, 2.0518307, 2.0484071, 2.0452296, 2.0422725};
+    if (df <= kTable.size()) {
+        return kTable[df - 1];
+    }
+    // Cornish-Fisher expansion of t around the normal quantile (Abramowitz & Stegun 26.7.5);
+    // the error is below 1e-6 for df > 30.
+    const double z = 1.959963984540054;
+    const double v = static_cast<double>(df);
+    const double z2 = z * z;
+    const double g1 = (z2 + 1) * z / 4;
+    const double g2 = ((5 * z2 + 16) * z2 + 3) * z / 96;
+    const double g3 = (((3 * z2 + 19) * z2 + 17) * z2 - 15) * z / 384;
+    const double g4 = ((((79 * z2 + 776) * z2 + 1482) * z2 - 1920) * z2 - 945) * z / 92160;
+    return z + g1 / v + g2 / (v * v) + g3 / (v * v * v) + g4 / (v * v * v * v);
+}
+
+std::vector<std::size_t> mad_outliers(std::span<const double> samples, double threshold) {
+    std::vector<std::size_t> out;
+    if (samples.empty()) {
+        return out;
+    }
+    check_finite(samples, "mad_outliers");
+    std::vector<double> scratch(samples.begin(), samples.end());
+    const double med = median_inplace(scratch);
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+        scratch[i] = std::abs(samples[i] - med);
+    }
+    const double mad = median_inplace(scratch);
+    if (mad == 0) {
+        return out;
+    }
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+        const double z = 0.6745 * (samples[i] - med) / mad;
+        if (std::abs(z) > threshold) {
+            out.push_back(i);
+        }
+    }
+    return out;
+}
+
+Summary summarize(std::span<const double> samples) {
+    Summary s;
+    s.n = samples.size();
+    if (samples.empty()) {
+        return s;
+    }
+    check_finite(samples, "summarize");
+
+    std::vector<double> sorted(samples.begin(), samples.end());
+    std::sort(sorted.begin(), sorted.end());
+    s.min = sorted.front();
+    s.max = sorted.back();
+    s.median = percentile_sorted(sorted, 0.5);
+    s.p90 = percentile_sorted(sorted, 0.90);
+    s.p99 = percentile_sorted(sorted, 0.99);
+
+    // Two passes, both compensated; the first is shifted by a sample so that the sum holds
+    // the small deviations rather than n times a large value.
+    const double shift = samples[0];
+    CompensatedSum dev;
+    for (double x : samples) {
+        dev.add(x - shift);
+    }
+    const double n = static_cast<double>(samples.size());
+    double mean = shift + dev.value() / n;
+    mean = std::clamp(mean, sorted.front(), sorted.back());
+    s.mean = mean;
+    s.outliers = mad_outliers(samples);
+    if (samples.size() < 2) {
+        return s;
+    }
+
+    CompensatedSum sq;
+    for (double x : samples) {
+        const double d = x - mean;
+        sq.add(d * d);
+    }
+    const double stddev = std::sqrt(sq.value() / (n - 1));
+    s.stddev = stddev;
+    if (mean != 0) {
+        s.cv = stddev / std::abs(mean);
+    }
+    const double half = t_quantile_975(samples.size() - 1) * stddev / std::sqrt(n);
+    s.ci95_lo = mean - half;
+    s.ci95_hi = mean + half;
+    if (mean != 0) {
+        s.ci95_half_rel = half / std::abs(mean);
+    }
+    return s;
+}
+
+RatioCi ratio_of_medians(std::span<const double> a, std::span<const double> b,
+                         std::size_t resamples, std::uint64_t seed) {
+    if (a.empty() || b.empty()) {
+        throw usage_error("ratio_of_medians: both samples must be non-empty");
+    }
+    if (resamples == 0) {
+        throw usage_error("ratio_of_medians: resamples must be >= 1");
+    }
+    check_finite(a, "ratio_of_medians");
+    check_finite(b, "ratio_of_medians");
+
+    std::vector<double> ra(a.begin(), a.end());
+    std::vector<double> rb(b.begin(), b.end());
+    const double med_b = median_inplace(rb);
+    if (med_b == 0) {
+        throw input_error("ratio_of_medians: the median of the baseline is 0");
+    }
+    RatioCi r;
+    r.ratio = median_inplace(ra) / med_b;
+
+    std::mt19937_64 rng(seed);
+    std::vector<double> ratios;
+    ratios.reserve(resamples);
+    for (std::size_t k = 0; k < resamples; ++k) {
+        for (auto& x : ra) {
+            x = a[bounded(rng, a.size())];
+        }
+        for (auto& x : rb) {
+            x = b[bounded(rng, b.size())];
+        }
+        const double mb = median_inplace(rb);
+        // A resample whose baseline median is 0 has no ratio; it is left out of the interval.
+        if (mb != 0) {
+            ratios.push_back(median_inplace(ra) / mb);
+        }
+    }
+    if (ratios.empty()) {
+        r.lo = r.hi = r.ratio;
+    } else {
+        std::sort(ratios.begin(), ratios.end());
+        r.lo = percentile_sorted(ratios, 0.025);
+        r.hi = percentile_sorted(ratios, 0.975);
+    }
+    r.no_difference = r.lo <= 1.0 && 1.0 <= r.hi;
+    return r;
+}
+
+nlohmann::json to_json(const Summary& s) {
+    return nlohmann::json{
+        {"n", s.n},
+        {"mean", opt(s.mean)},
+        {"stddev", opt(s.stddev)},
+        {"cv", opt(s.cv)},
+        {"min", opt(s.min)},
+        {"median", opt(s.median)},
+        {"p90", opt(s.p90)},
+        {"p99", opt(s.p99)},
+        {"max", opt(s.max)},
+        {"ci95_lo", opt(s.ci95_lo)},
+        {"ci95_hi", opt(s.ci95_hi)},
+        {"ci95_half_rel", opt(s.ci95_half_rel)},
+        {"outliers", s.outliers},
+    };
+}
+
+}  // namespace sb

@@ -1,0 +1,246 @@
+#include "core/stats.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/stats_json.hpp"
+
+namespace sb {
+namespace {
+
+// 20-second samples in ns with sub-microsecond jitter: the case where an integer or one-pass
+// variance overflows or cancels (llama.cpp issues 22300, 24951).
+std::vector<double> twenty_second_samples(std::size_t n) {
+    std::mt19937_64 rng(7);
+    std::normal_distribution<double> jitter(0.0, 250.0);
+    std::vector<double> v(n);
+    for (auto& x : v) {
+        x = std::round(20e9 + jitter(rng));
+    }
+    return v;
+}
+
+TEST(Stats, TwentySecondSamplesMatchLongDoubleReference) {
+    const auto v = twenty_second_samples(1000);
+    long double sum = 0;
+    for (double x : v) {
+        sum += x;
+    }
+    const long double mean = sum / v.size();
+    long double sq = 0;
+    for (double x : v) {
+        sq += (x - mean) * (x - mean);
+    }
+    const long double sd = std::sqrt(sq / (v.size() - 1));
+
+    const Summary s = summarize(v);
+    ASSERT_EQ(s.n, 1000u);
+    ASSERT_TRUE(s.mean && s.stddev && s.cv && s.ci95_lo && s.ci95_hi && s.ci95_half_rel);
+    EXPECT_NEAR(*s.mean, static_cast<double>(mean), 1e-3);  // ns, on a 2e10 value
+    EXPECT_NEAR(*s.stddev, static_cast<double>(sd), 1e-6 * static_cast<double>(sd));
+    EXPECT_GT(*s.stddev, 200.0);
+    EXPECT_LT(*s.stddev, 300.0);
+    EXPECT_NEAR(*s.cv, static_cast<double>(sd / mean), 1e-15);
+    const double half = t_quantile_975(999) * static_cast<double>(sd) / std::sqrt(1000.0);
+    EXPECT_NEAR(*s.ci95_hi - *s.ci95_lo, 2 * half, 1e-3);
+    EXPECT_LT(*s.ci95_lo, *s.mean);
+    EXPECT_GT(*s.ci95_hi, *s.mean);
+}
+
+TEST(Stats, EmptyHasNoStatistics) {
+    const Summary s = summarize({});
+    EXPECT_EQ(s.n, 0u);
+    EXPECT_FALSE(s.mean || s.stddev || s.cv || s.min || s.median || s.p90 || s.p99 || s.max);
+    EXPECT_FALSE(s.ci95_lo || s.ci95_hi || s.ci95_half_rel);
+    EXPECT_TRUE(s.outliers.empty());
+    EXPECT_FALSE(percentile({}, 0.5));
+}
+
+TEST(Stats, SingleSample) {
+    const std::vector<double> v{42.0};
+    const Summary s = summarize(v);
+    EXPECT_EQ(s.n, 1u);
+    EXPECT_EQ(s.mean, 42.0);
+    EXPECT_EQ(s.min, 42.0);
+    EXPECT_EQ(s.max, 42.0);
+    EXPECT_EQ(s.median, 42.0);
+    EXPECT_EQ(s.p90, 42.0);
+    EXPECT_EQ(s.p99, 42.0);
+    EXPECT_FALSE(s.stddev);
+    EXPECT_FALSE(s.cv);
+    EXPECT_FALSE(s.ci95_lo || s.ci95_hi || s.ci95_half_rel);
+}
+
+TEST(Stats, ConstantSamples) {
+    const std::vector<double> v(50, 2e10);
+    const Summary s = summarize(v);
+    EXPECT_EQ(s.mean, 2e10);
+    EXPECT_EQ(s.stddev, 0.0);
+    EXPECT_EQ(s.cv, 0.0);
+    EXPECT_EQ(s.ci95_lo, 2e10);
+    EXPECT_EQ(s.ci95_hi, 2e10);
+    EXPECT_EQ(s.ci95_half_rel, 0.0);
+    EXPECT_TRUE(s.outliers.empty());
+}
+
+TEST(Stats, ZeroMeanHasNoCv) {
+    const std::vector<double> v{-1.0, 1.0};
+    const Summary s = summarize(v);
+    EXPECT_EQ(s.mean, 0.0);
+    ASSERT_TRUE(s.stddev);
+    EXPECT_NEAR(*s.stddev, std::sqrt(2.0), 1e-15);
+    EXPECT_FALSE(s.cv);
+    EXPECT_FALSE(s.ci95_half_rel);
+    EXPECT_TRUE(s.ci95_lo && s.ci95_hi);
+}
+
+TEST(Stats, KnownPercentiles) {
+    // 1..101 in scrambled order: the q-percentile is 1 + 100q exactly.
+    std::vector<double> v;
+    for (int i = 101; i >= 1; i -= 2) {
+        v.push_back(i);
+    }
+    for (int i = 2; i <= 100; i += 2) {
+        v.push_back(i);
+    }
+    EXPECT_DOUBLE_EQ(*percentile(v, 0.0), 1.0);
+    EXPECT_DOUBLE_EQ(*percentile(v, 0.5), 51.0);
+    EXPECT_DOUBLE_EQ(*percentile(v, 0.9), 91.0);
+    EXPECT_DOUBLE_EQ(*percentile(v, 0.99), 100.0);
+    EXPECT_DOUBLE_EQ(*percentile(v, 1.0), 101.0);
+    const Summary s = summarize(v);
+    EXPECT_DOUBLE_EQ(*s.median, 51.0);
+    EXPECT_DOUBLE_EQ(*s.p90, 91.0);
+    EXPECT_DOUBLE_EQ(*s.p99, 100.0);
+    EXPECT_DOUBLE_EQ(*s.mean, 51.0);
+
+    // Interpolation between ranks: {10, 20, 30, 40}.
+    const std::vector<double> w{40, 10, 30, 20};
+    EXPECT_DOUBLE_EQ(*percentile(w, 0.5), 25.0);
+    EXPECT_DOUBLE_EQ(*percentile(w, 0.9), 37.0);
+    EXPECT_DOUBLE_EQ(*percentile(w, 0.25), 17.5);
+    EXPECT_DOUBLE_EQ(*summarize(w).median, 25.0);
+}
+
+TEST(Stats, PercentileRejectsBadQuantileAndNonFinite) {
+    const std::vector<double> v{1, 2, 3};
+    EXPECT_THROW(percentile(v, 1.5), Error);
+    EXPECT_THROW(percentile(v, -0.1), Error);
+    EXPECT_THROW(percentile(v, std::nan("")), Error);
+    const std::vector<double> bad{1, std::nan(""), 3};
+    EXPECT_THROW(summarize(bad), Error);
+}
+
+TEST(Stats, KnownTQuantiles) {
+    EXPECT_NEAR(t_quantile_975(1), 12.706, 5e-4);
+    EXPECT_NEAR(t_quantile_975(2), 4.303, 5e-4);
+    EXPECT_NEAR(t_quantile_975(5), 2.571, 5e-4);
+    EXPECT_NEAR(t_quantile_975(10), 2.228, 5e-4);
+    EXPECT_NEAR(t_quantile_975(20), 2.086, 5e-4);
+    EXPECT_NEAR(t_quantile_975(30), 2.042, 5e-4);
+    EXPECT_NEAR(t_quantile_975(31), 2.0395, 5e-4);
+    EXPECT_NEAR(t_quantile_975(40), 2.021, 5e-4);
+    EXPECT_NEAR(t_quantile_975(60), 2.000, 5e-4);
+    EXPECT_NEAR(t_quantile_975(120), 1.980, 5e-4);
+    EXPECT_NEAR(t_quantile_975(1000), 1.962, 5e-4);
+    EXPECT_NEAR(t_quantile_975(1000000), 1.95996, 1e-4);
+    EXPECT_THROW(t_quantile_975(0), Error);
+    for (std::size_t df = 1; df < 200; ++df) {
+        EXPECT_GT(t_quantile_975(df), t_quantile_975(df + 1)) << df;
+    }
+}
+
+TEST(Stats, MadFlagsInjectedOutlierOnly) {
+    std::mt19937_64 rng(3);
+    std::normal_distribution<double> d(100.0, 1.0);
+    std::vector<double> v(200);
+    for (auto& x : v) {
+        x = d(rng);
+    }
+    EXPECT_TRUE(mad_outliers(v).empty());
+    EXPECT_TRUE(summarize(v).outliers.empty());
+    v[57] = 150.0;
+    EXPECT_EQ(mad_outliers(v), std::vector<std::size_t>{57});
+    EXPECT_EQ(summarize(v).outliers, std::vector<std::size_t>{57});
+}
+
+TEST(Stats, MadIsSilentWhenMadIsZero) {
+    const std::vector<double> v{5, 5, 5, 5, 5, 9};
+    EXPECT_TRUE(mad_outliers(v).empty());
+    EXPECT_TRUE(mad_outliers({}).empty());
+}
+
+TEST(Stats, RatioOfIdenticalDistributionsIsNoDifference) {
+    std::mt19937_64 rng(11);
+    std::normal_distribution<double> d(1000.0, 20.0);
+    std::vector<double> a(60), b(60);
+    for (auto& x : a) {
+        x = d(rng);
+    }
+    for (auto& x : b) {
+        x = d(rng);
+    }
+    const RatioCi r = ratio_of_medians(a, b);
+    EXPECT_NEAR(r.ratio, 1.0, 0.03);
+    EXPECT_LE(r.lo, r.ratio);
+    EXPECT_GE(r.hi, r.ratio);
+    EXPECT_TRUE(r.no_difference);
+
+    const RatioCi same = ratio_of_medians(a, a);
+    EXPECT_DOUBLE_EQ(same.ratio, 1.0);
+    EXPECT_TRUE(same.no_difference);
+}
+
+TEST(Stats, RatioOfDoubledSamplesIsTwo) {
+    std::mt19937_64 rng(13);
+    std::normal_distribution<double> d(1000.0, 20.0);
+    std::vector<double> a(40), b(40);
+    for (std::size_t i = 0; i < b.size(); ++i) {
+        b[i] = d(rng);
+        a[i] = 2 * d(rng);
+    }
+    const RatioCi r = ratio_of_medians(a, b, 2000, 42);
+    EXPECT_NEAR(r.ratio, 2.0, 0.05);
+    EXPECT_GT(r.lo, 1.9);
+    EXPECT_LT(r.hi, 2.1);
+    EXPECT_FALSE(r.no_difference);
+}
+
+TEST(Stats, RatioIsReproducibleAndValidatesInput) {
+    const std::vector<double> a{3, 1, 4, 1, 5, 9, 2, 6};
+    const std::vector<double> b{2, 7, 1, 8, 2, 8, 1, 8};
+    const RatioCi r1 = ratio_of_medians(a, b, 500, 9);
+    const RatioCi r2 = ratio_of_medians(a, b, 500, 9);
+    EXPECT_EQ(r1.lo, r2.lo);
+    EXPECT_EQ(r1.hi, r2.hi);
+    EXPECT_THROW(ratio_of_medians({}, b), Error);
+    EXPECT_THROW(ratio_of_medians(a, {}), Error);
+    EXPECT_THROW(ratio_of_medians(a, b, 0), Error);
+    const std::vector<double> zeros{0, 0, 0};
+    EXPECT_THROW(ratio_of_medians(a, zeros), Error);
+}
+
+TEST(Stats, SummaryJsonUsesNullForUndefined) {
+    const std::vector<double> one{7.0};
+    const nlohmann::json j = to_json(summarize(one));
+    EXPECT_EQ(j["n"], 1);
+    EXPECT_EQ(j["mean"], 7.0);
+    EXPECT_TRUE(j["stddev"].is_null());
+    EXPECT_TRUE(j["cv"].is_null());
+    EXPECT_TRUE(j["ci95_lo"].is_null());
+    EXPECT_TRUE(j["ci95_half_rel"].is_null());
+    EXPECT_TRUE(j["outliers"].is_array());
+    for (const char* key : {"n", "mean", "stddev", "cv", "min", "median", "p90", "p99", "max",
+                            "ci95_lo", "ci95_hi", "ci95_half_rel", "outliers"}) {
+        EXPECT_TRUE(j.contains(key)) << key;
+    }
+    const nlohmann::json implicit = summarize(one);
+    EXPECT_EQ(implicit, j);
+}
+
+}  // namespace
+}  // namespace sb

@@ -1,0 +1,146 @@
+#include "core/sysinfo.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+
+namespace sb {
+namespace {
+
+std::string fixture(const std::string& name) {
+#ifdef SB_SOURCE_DIR
+    const std::filesystem::path src = SB_SOURCE_DIR;
+#else
+    const std::filesystem::path src = std::filesystem::path(__FILE__).parent_path() / "../..";
+#endif
+    return (src / "tests/fixtures/sysinfo" / name).string();
+}
+
+bool has_code(const Warnings& w, const std::string& code) {
+    return std::any_of(w.begin(), w.end(), [&](const Warning& x) { return x.code == code; });
+}
+
+TEST(SysInfo, X86Laptop) {
+    const SystemInfo s = read_system_info(fixture("x86_laptop"));
+    EXPECT_EQ(s.hostname, "lab-laptop");
+    EXPECT_EQ(s.os, "Ubuntu 24.04.1 LTS");
+    EXPECT_EQ(s.kernel, "6.8.0-45-generic");
+    EXPECT_EQ(s.arch, "x86_64");
+    EXPECT_EQ(s.cpu_model, "Intel(R) Core(TM) i7-1165G7 @ 2.80GHz");
+    EXPECT_EQ(s.cores_logical, 8);
+    EXPECT_EQ(s.cores_physical, 4);  // cpuinfo (physical id, core id) pairs
+    EXPECT_EQ(s.mem_total_bytes, 16318412ull * 1024);
+    EXPECT_EQ(s.mem_available_bytes, 8000000ull * 1024);
+    // policy10 after policy2: numeric order.
+    EXPECT_EQ(s.governors,
+              (std::vector<std::string>{"powersave", "powersave", "performance", "schedutil"}));
+    EXPECT_EQ(s.loadavg_1m, 3.5);
+    EXPECT_TRUE(s.on_battery_known);
+    EXPECT_EQ(s.on_battery, false);  // AC online; the mouse's discharging battery is ignored
+}
+
+TEST(SysInfo, AndroidPhone) {
+    const SystemInfo s = read_system_info(fixture("android_phone"));
+    EXPECT_EQ(s.os, "Android 14");
+    EXPECT_EQ(s.kernel, "5.10.198-android12-9-g1234");
+    EXPECT_EQ(s.arch, "");
+    EXPECT_EQ(s.cpu_model,
+              "Qualcomm Technologies, Inc SM8450 (Cortex-A510 + Cortex-A710 + Cortex-X2)");
+    EXPECT_EQ(s.cores_logical, 8);
+    EXPECT_EQ(s.cores_physical, 8);  // sysfs topology
+    EXPECT_EQ(s.governors, (std::vector<std::string>{"schedutil", "schedutil", "schedutil"}));
+    EXPECT_FALSE(s.loadavg_1m);
+    EXPECT_EQ(s.on_battery, true);
+}
+
+TEST(SysInfo, EmptyRootIsAllMissing) {
+    const SystemInfo s = read_system_info(fixture("empty"));
+    EXPECT_EQ(s.hostname, "");
+    EXPECT_EQ(s.os, "");
+    EXPECT_EQ(s.kernel, "");
+    EXPECT_EQ(s.cpu_model, "");
+    EXPECT_EQ(s.cores_logical, 0);
+    EXPECT_FALSE(s.cores_physical);
+    EXPECT_FALSE(s.mem_total_bytes);
+    EXPECT_FALSE(s.mem_available_bytes);
+    EXPECT_TRUE(s.governors.empty());
+    EXPECT_FALSE(s.loadavg_1m);
+    EXPECT_FALSE(s.on_battery_known);
+    EXPECT_FALSE(s.on_battery);
+    EXPECT_NO_THROW(read_system_info(fixture("does_not_exist")));
+
+    const nlohmann::json j = to_json(s);
+    EXPECT_TRUE(j["hostname"].is_null());
+    EXPECT_TRUE(j["cores_logical"].is_null());
+    EXPECT_TRUE(j["mem_total_bytes"].is_null());
+    EXPECT_TRUE(j["on_battery"].is_null());
+    EXPECT_TRUE(j["governors"].is_array());
+    EXPECT_TRUE(system_warnings(s, 64).empty());
+}
+
+TEST(SysInfo, LiveSystemReads) {
+    const SystemInfo s = read_system_info();
+    EXPECT_FALSE(s.kernel.empty());
+    EXPECT_FALSE(s.arch.empty());
+    EXPECT_GE(s.cores_logical, 1);
+}
+
+TEST(SysInfo, Json) {
+    const nlohmann::json j = to_json(read_system_info(fixture("x86_laptop")));
+    EXPECT_EQ(j["hostname"], "lab-laptop");
+    EXPECT_EQ(j["cores_logical"], 8);
+    EXPECT_EQ(j["cores_physical"], 4);
+    EXPECT_EQ(j["mem_total_bytes"], 16318412ull * 1024);
+    EXPECT_EQ(j["loadavg_1m"], 3.5);
+    EXPECT_EQ(j["on_battery"], false);
+    EXPECT_EQ(j["governors"].size(), 4u);
+    EXPECT_FALSE(j.contains("on_battery_known"));
+}
+
+TEST(SysInfo, Warnings) {
+    const SystemInfo laptop = read_system_info(fixture("x86_laptop"));
+    const Warnings w = system_warnings(laptop, 4);
+    EXPECT_TRUE(has_code(w, "governor_not_performance"));
+    EXPECT_TRUE(has_code(w, "other_load"));  // 3.5 > 0.25 * 8
+    EXPECT_FALSE(has_code(w, "on_battery"));
+    EXPECT_FALSE(has_code(w, "oversubscribed"));
+    for (const auto& x : w) {
+        EXPECT_FALSE(x.message.empty()) << x.code;
+        EXPECT_FALSE(x.hint.empty()) << x.code;
+    }
+    EXPECT_TRUE(has_code(system_warnings(laptop, 9), "oversubscribed"));
+    EXPECT_FALSE(has_code(system_warnings(laptop, 8), "oversubscribed"));
+
+    const SystemInfo phone = read_system_info(fixture("android_phone"));
+    const Warnings pw = system_warnings(phone, 8);
+    EXPECT_TRUE(has_code(pw, "on_battery"));
+    EXPECT_TRUE(has_code(pw, "governor_not_performance"));
+    EXPECT_FALSE(has_code(pw, "other_load"));  // load unknown: skipped
+
+    SystemInfo quiet;
+    quiet.cores_logical = 8;
+    quiet.governors = {"performance", "performance"};
+    quiet.loadavg_1m = 2.0;  // exactly 0.25 per CPU: not above
+    quiet.on_battery = false;
+    EXPECT_TRUE(system_warnings(quiet, 8).empty());
+}
+
+TEST(SysInfo, BuildWarnings) {
+    EXPECT_TRUE(build_warnings(false, false).empty());
+    const Warnings both = build_warnings(true, true);
+    ASSERT_EQ(both.size(), 2u);
+    EXPECT_EQ(both[0].code, "debug_build");
+    EXPECT_EQ(both[1].code, "debug_build");
+    EXPECT_NE(both[0].message, both[1].message);
+    EXPECT_EQ(build_warnings(false, true).size(), 1u);
+
+    const nlohmann::json j = both;
+    ASSERT_TRUE(j.is_array());
+    EXPECT_EQ(j[0]["code"], "debug_build");
+    EXPECT_TRUE(j[0].contains("hint"));
+}
+
+}  // namespace
+}  // namespace sb

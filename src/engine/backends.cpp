@@ -1,0 +1,340 @@
+#include "engine/backends.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "core/error.hpp"
+#include "ggml-backend.h"
+#include "llama.h"
+
+#ifndef SB_LLAMA_LIB_DIR
+#define SB_LLAMA_LIB_DIR ""
+#endif
+#ifndef SB_LLAMA_TAG
+#define SB_LLAMA_TAG "unknown"
+#endif
+#ifndef SB_LLAMA_COMMIT
+#define SB_LLAMA_COMMIT "unknown"
+#endif
+
+namespace fs = std::filesystem;
+
+namespace sb {
+namespace {
+
+bool g_initialised = false;
+bool g_dynamic = false;
+// Module name ("blas") -> device types it registered when it was last loaded, so that an
+// unloaded module is still known to be an accelerator.
+std::map<std::string, std::vector<std::string>> g_module_device_names;
+std::set<std::string> g_accel_modules;
+
+void quiet_log(enum ggml_log_level level, const char* text, void*) {
+    // llama.cpp logs to stderr by default; stagebench keeps stderr for its own progress.
+    (void)level;
+    (void)text;
+}
+
+std::string lib_dir() {
+    if (const char* env = std::getenv("STAGEBENCH_BACKEND_DIR"); env && *env)
+        return env;
+    return SB_LLAMA_LIB_DIR;
+}
+
+std::string type_name(enum ggml_backend_dev_type t) {
+    switch (t) {
+        case GGML_BACKEND_DEVICE_TYPE_CPU:
+            return "cpu";
+        case GGML_BACKEND_DEVICE_TYPE_GPU:
+            return "gpu";
+        case GGML_BACKEND_DEVICE_TYPE_IGPU:
+            return "igpu";
+        case GGML_BACKEND_DEVICE_TYPE_ACCEL:
+            return "accel";
+        default:
+            return "other";
+    }
+}
+
+// Module files in the backend directory: "cpu" -> /path/libggml-cpu.so.
+std::map<std::string, fs::path> module_files() {
+    std::map<std::string, fs::path> out;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(lib_dir(), ec)) {
+        const std::string f = e.path().filename().string();
+        if (f.rfind("libggml-", 0) != 0 || f.size() < 12 || f.substr(f.size() - 3) != ".so")
+            continue;
+        std::string name = f.substr(8, f.size() - 11);
+        if (name == "base")
+            continue;
+        out.emplace(name, e.path());
+    }
+    return out;
+}
+
+std::string lower(std::string s) {
+    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+    return s;
+}
+
+ggml_backend_reg_t find_reg(const std::string& module) {
+    for (size_t i = 0; i < ggml_backend_reg_count(); ++i) {
+        ggml_backend_reg_t reg = ggml_backend_reg_get(i);
+        if (lower(ggml_backend_reg_name(reg)) == module)
+            return reg;
+    }
+    return nullptr;
+}
+
+ggml_backend_reg_t load_module(const std::string& module) {
+    if (auto* reg = find_reg(module))
+        return reg;
+    auto files = module_files();
+    auto it = files.find(module);
+    if (it == files.end())
+        return nullptr;
+    ggml_backend_reg_t reg = ggml_backend_load(it->second.c_str());
+    if (!reg)
+        return nullptr;
+    auto& names = g_module_device_names[module];
+    names.clear();
+    bool all_accel = ggml_backend_reg_dev_count(reg) > 0;
+    for (size_t i = 0; i < ggml_backend_reg_dev_count(reg); ++i) {
+        ggml_backend_dev_t dev = ggml_backend_reg_dev_get(reg, i);
+        names.push_back(ggml_backend_dev_name(dev));
+        all_accel = all_accel && ggml_backend_dev_type(dev) == GGML_BACKEND_DEVICE_TYPE_ACCEL;
+    }
+    if (all_accel)
+        g_accel_modules.insert(module);
+    return reg;
+}
+
+DeviceInfo describe(ggml_backend_dev_t dev) {
+    DeviceInfo d;
+    d.name = ggml_backend_dev_name(dev);
+    d.description = ggml_backend_dev_description(dev);
+    d.type = type_name(ggml_backend_dev_type(dev));
+    d.backend = ggml_backend_reg_name(ggml_backend_dev_backend_reg(dev));
+    size_t free = 0, total = 0;
+    ggml_backend_dev_memory(dev, &free, &total);
+    if (total > 0) {
+        d.memory_total_bytes = total;
+        d.memory_free_bytes = free;
+    }
+    return d;
+}
+
+// Bounded TCP connect: ggml's RPC client aborts the process on a refused connection, so
+// reachability is checked here first.
+void probe_tcp(const std::string& endpoint, int timeout_ms) {
+    auto colon = endpoint.rfind(':');
+    if (colon == std::string::npos || colon == 0 || colon + 1 == endpoint.size())
+        throw input_error("RPC endpoint '" + endpoint + "' is not host:port");
+    std::string host = endpoint.substr(0, colon), port = endpoint.substr(colon + 1);
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* res = nullptr;
+    if (int rc = getaddrinfo(host.c_str(), port.c_str(), &hints, &res); rc != 0)
+        throw input_error("RPC server " + endpoint + ": cannot resolve: " + gai_strerror(rc));
+    std::string why = "no address";
+    bool ok = false;
+    for (addrinfo* a = res; a && !ok; a = a->ai_next) {
+        int fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+            continue;
+        int rc = connect(fd, a->ai_addr, a->ai_addrlen);
+        if (rc != 0 && errno == EINPROGRESS) {
+            pollfd p{fd, POLLOUT, 0};
+            rc = poll(&p, 1, timeout_ms);
+            if (rc == 0) {
+                why = "no answer within " + std::to_string(timeout_ms) + " ms";
+                rc = -1;
+            } else if (rc > 0) {
+                int err = 0;
+                socklen_t len = sizeof(err);
+                getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+                rc = err == 0 ? 0 : -1;
+                if (err)
+                    why = std::strerror(err);
+            } else {
+                why = std::strerror(errno);
+            }
+        } else if (rc != 0) {
+            why = std::strerror(errno);
+        }
+        ok = rc == 0;
+        close(fd);
+    }
+    freeaddrinfo(res);
+    if (!ok)
+        throw input_error("RPC server " + endpoint + " is unreachable: " + why);
+}
+
+}  // namespace
+
+void init_backends() {
+    if (g_initialised)
+        return;
+    g_initialised = true;
+    const char* env = std::getenv("STAGEBENCH_LLAMA_LOG");
+    if (!(env && std::string(env) == "1"))
+        llama_log_set(quiet_log, nullptr);
+    llama_backend_init();
+    g_dynamic = ggml_backend_reg_count() == 0 || !module_files().empty();
+    if (g_dynamic && !find_reg("cpu")) {
+        if (!load_module("cpu"))
+            throw input_error("cannot load the ggml CPU backend from '" + lib_dir() +
+                              "' (set STAGEBENCH_BACKEND_DIR to the llama.cpp bin directory)");
+    }
+}
+
+BuildInfo build_info() {
+    init_backends();
+    BuildInfo b;
+    b.llama_tag = SB_LLAMA_TAG;
+    b.llama_commit = SB_LLAMA_COMMIT;
+    b.llama_lib_dir = lib_dir();
+    b.dynamic_backends = g_dynamic;
+    if (g_dynamic) {
+        for (const auto& [name, path] : module_files())
+            b.backends_available.push_back(name);
+    } else {
+        for (size_t i = 0; i < ggml_backend_reg_count(); ++i)
+            b.backends_available.push_back(lower(ggml_backend_reg_name(ggml_backend_reg_get(i))));
+    }
+    b.system_info = llama_print_system_info();
+    return b;
+}
+
+std::vector<DeviceInfo> list_devices() {
+    init_backends();
+    if (g_dynamic)
+        for (const auto& [name, path] : module_files())
+            load_module(name);
+    std::vector<DeviceInfo> out;
+    for (size_t i = 0; i < ggml_backend_dev_count(); ++i)
+        out.push_back(describe(ggml_backend_dev_get(i)));
+    return out;
+}
+
+std::vector<DeviceInfo> add_rpc_server(const std::string& endpoint, int timeout_ms) {
+    init_backends();
+    probe_tcp(endpoint, timeout_ms);
+    ggml_backend_reg_t rpc = g_dynamic ? load_module("rpc") : find_reg("rpc");
+    if (!rpc)
+        throw input_error("this llama.cpp build has no RPC backend (build with GGML_RPC=ON)");
+    using add_fn_t = ggml_backend_reg_t (*)(const char*);
+    auto add = reinterpret_cast<add_fn_t>(
+        ggml_backend_reg_get_proc_address(rpc, "ggml_backend_rpc_add_server"));
+    if (!add)
+        throw input_error("this llama.cpp RPC backend cannot add servers");
+    ggml_backend_reg_t reg = add(endpoint.c_str());
+    if (!reg)
+        throw input_error("RPC server " + endpoint + " reports no devices");
+    // Registering the same server twice would duplicate its devices.
+    bool known = false;
+    for (size_t i = 0; i < ggml_backend_reg_count(); ++i)
+        known |= ggml_backend_reg_get(i) == reg;
+    if (!known)
+        ggml_backend_register(reg);
+    std::vector<DeviceInfo> out;
+    for (size_t i = 0; i < ggml_backend_reg_dev_count(reg); ++i)
+        out.push_back(describe(ggml_backend_reg_dev_get(reg, i)));
+    return out;
+}
+
+DeviceSelection select_devices(const std::vector<std::string>& devices) {
+    init_backends();
+    DeviceSelection sel;
+    std::set<std::string> wanted_accel;
+    if (g_dynamic) {
+        // Know every module's device names (loading is cheap and needed to tell accelerators).
+        for (const auto& [name, path] : module_files())
+            if (!g_module_device_names.count(name))
+                load_module(name);
+    }
+    auto module_of = [](const std::string& dev) -> std::optional<std::string> {
+        for (const auto& [module, names] : g_module_device_names)
+            if (std::find(names.begin(), names.end(), dev) != names.end())
+                return module;
+        return std::nullopt;
+    };
+    for (const auto& d : devices) {
+        if (d == "CPU" || d.empty())
+            continue;
+        auto m = module_of(d);
+        if (g_dynamic && m && g_accel_modules.count(*m)) {
+            wanted_accel.insert(*m);
+        } else if (!m && !ggml_backend_dev_by_name(d.c_str())) {
+            std::string avail;
+            for (const auto& info : list_devices())
+                avail += (avail.empty() ? "" : ", ") + info.name;
+            throw input_error("unknown device '" + d + "' (available: " + avail + ")");
+        }
+    }
+    if (g_dynamic) {
+        for (const auto& m : g_accel_modules) {
+            if (wanted_accel.count(m)) {
+                load_module(m);
+            } else if (auto* reg = find_reg(m)) {
+                ggml_backend_unload(reg);
+            }
+        }
+    }
+    for (const auto& d : devices) {
+        if (d == "CPU" || d.empty())
+            continue;
+        ggml_backend_dev_t dev = ggml_backend_dev_by_name(d.c_str());
+        if (!dev)
+            throw input_error("device '" + d + "' is not available");
+        if (ggml_backend_dev_type(dev) != GGML_BACKEND_DEVICE_TYPE_ACCEL)
+            sel.offload.push_back(d);
+    }
+    for (size_t i = 0; i < ggml_backend_dev_count(); ++i) {
+        ggml_backend_dev_t dev = ggml_backend_dev_get(i);
+        if (ggml_backend_dev_type(dev) == GGML_BACKEND_DEVICE_TYPE_ACCEL) {
+            std::string name = ggml_backend_dev_name(dev);
+            sel.active.push_back(name);
+            if (std::find(devices.begin(), devices.end(), name) == devices.end())
+                sel.notes.push_back("accelerator " + name +
+                                    " is linked into llama.cpp and cannot be disabled");
+        }
+    }
+    sel.active.insert(sel.active.begin(), sel.offload.begin(), sel.offload.end());
+    sel.active.push_back("CPU");
+    return sel;
+}
+
+}  // namespace sb
+
+namespace sb {
+void check_device_names(const std::vector<std::string>& names) {
+    const auto devs = list_devices();
+    for (const auto& n : names) {
+        if (n == "CPU")
+            continue;
+        bool found = false;
+        for (const auto& d : devs)
+            found |= d.name == n;
+        if (!found) {
+            std::string avail;
+            for (const auto& d : devs)
+                avail += (avail.empty() ? "" : ", ") + d.name;
+            throw input_error("unknown device '" + n + "' (available: " + avail + ")");
+        }
+    }
+}
+}  // namespace sb

@@ -1,0 +1,62 @@
+#pragma once
+// The ggml backend registry as stagebench uses it: which backends and devices exist, how to
+// add RPC servers, and how to make exactly a test's devices available.
+//
+// llama.cpp builds with loadable backends (GGML_BACKEND_DL) let stagebench run CPU alone and
+// CPU + accelerator (BLAS) in one process: accelerator modules are loaded only for the tests
+// that name them. With statically linked backends every accelerator is always active and
+// `select_devices` reports that as a note.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sb {
+
+struct DeviceInfo {
+    std::string name;         // ggml device name: "CPU", "BLAS", "RPC0", "CUDA0"
+    std::string description;  // e.g. CPU model, RPC endpoint
+    std::string type;         // cpu | gpu | igpu | accel | meta
+    std::string backend;      // registry name: "CPU", "BLAS", "RPC[127.0.0.1:50052]"
+    std::optional<uint64_t> memory_total_bytes, memory_free_bytes;
+};
+
+struct BuildInfo {
+    std::string llama_tag, llama_commit, llama_lib_dir;
+    bool dynamic_backends = false;                // backends are loadable modules
+    std::vector<std::string> backends_available;  // modules found (dynamic) or linked (static)
+    std::string system_info;                      // llama_print_system_info()
+};
+
+// Initialises llama.cpp once (idempotent, thread-compatible not thread-safe) and loads the
+// CPU backend. Silences llama.cpp's logging unless STAGEBENCH_LLAMA_LOG=1.
+void init_backends();
+
+BuildInfo build_info();
+
+// Loads every backend module available (for listing), then returns all devices.
+std::vector<DeviceInfo> list_devices();
+
+// Connects to an RPC server "host:port" and registers its devices (named RPC<n>). Throws
+// sb::Error(input) with one line when the server is unreachable or not an RPC server; the
+// probe is bounded by timeout_ms.
+std::vector<DeviceInfo> add_rpc_server(const std::string& endpoint, int timeout_ms = 3000);
+
+struct DeviceSelection {
+    std::vector<std::string> offload;  // devices that receive layers (GPU-like), in order
+    std::vector<std::string> active;   // every device that will run ops, host CPU last
+    std::vector<std::string> notes;    // e.g. accelerators that could not be disabled
+};
+
+// Makes the registry match `devices` (see LoadSpec::devices): loads the named accelerator
+// modules and unloads the others (dynamic builds). Throws sb::Error(input) naming the
+// available devices when one is unknown. Call only while no model is loaded.
+DeviceSelection select_devices(const std::vector<std::string>& devices);
+
+}  // namespace sb
+
+namespace sb {
+// Throws sb::Error(input) naming the available devices when any name is unknown ("CPU" is
+// always known). Loads every backend module to know their devices.
+void check_device_names(const std::vector<std::string>& names);
+}  // namespace sb

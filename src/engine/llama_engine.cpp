@@ -1,0 +1,276 @@
+#include "engine/llama_engine.hpp"
+
+#include <cstring>
+#include <random>
+
+#include "core/clock.hpp"
+#include "core/error.hpp"
+#include "ggml-backend.h"
+#include "ggml-cpu.h"
+#include "llama.h"
+
+namespace sb {
+namespace {
+
+ggml_type parse_cache_type(const std::string& s) {
+    for (int t = 0; t < GGML_TYPE_COUNT; ++t) {
+        const char* name = ggml_type_name(static_cast<ggml_type>(t));
+        if (name && s == name)
+            return static_cast<ggml_type>(t);
+    }
+    throw usage_error("unknown KV cache type '" + s + "' (e.g. f16, q8_0, q4_0)");
+}
+
+llama_flash_attn_type parse_fa(const std::string& s) {
+    if (s == "auto")
+        return LLAMA_FLASH_ATTN_TYPE_AUTO;
+    if (s == "on" || s == "1")
+        return LLAMA_FLASH_ATTN_TYPE_ENABLED;
+    if (s == "off" || s == "0")
+        return LLAMA_FLASH_ATTN_TYPE_DISABLED;
+    throw usage_error("flash attention must be auto, on or off, not '" + s + "'");
+}
+
+bool same_placement(const LoadSpec& a, const LoadSpec& b) {
+    return a.model_path == b.model_path && a.devices == b.devices &&
+           a.n_gpu_layers == b.n_gpu_layers;
+}
+
+bool same_context(const LoadSpec& a, const LoadSpec& b) {
+    return a.n_ctx == b.n_ctx && a.n_batch == b.n_batch && a.n_ubatch == b.n_ubatch &&
+           a.n_threads == b.n_threads && a.flash_attn == b.flash_attn && a.type_k == b.type_k &&
+           a.type_v == b.type_v;
+}
+
+}  // namespace
+
+struct LlamaEngine::Impl {
+    LoadSpec spec;
+    bool have_spec = false;
+    llama_model* model = nullptr;
+    llama_context* ctx = nullptr;
+    ggml_threadpool* threadpool = nullptr;
+    DeviceSelection selection;
+    std::vector<std::string> notes;
+    // The KV state at a given depth, so that decode at depth d starts without re-prefilling.
+    int cached_depth = -1;
+    std::vector<uint8_t> cached_state;
+    std::vector<llama_token> scratch;
+
+    using tp_new_t = ggml_threadpool* (*)(ggml_threadpool_params*);
+    using tp_free_t = void (*)(ggml_threadpool*);
+    tp_new_t tp_new = nullptr;
+    tp_free_t tp_free = nullptr;
+
+    void free_context() {
+        if (ctx)
+            llama_free(ctx);
+        ctx = nullptr;
+        if (threadpool && tp_free)
+            tp_free(threadpool);
+        threadpool = nullptr;
+        cached_depth = -1;
+        cached_state.clear();
+    }
+    void free_model() {
+        free_context();
+        if (model)
+            llama_model_free(model);
+        model = nullptr;
+    }
+};
+
+LlamaEngine::LlamaEngine() : impl_(std::make_unique<Impl>()) {
+    init_backends();
+}
+
+LlamaEngine::~LlamaEngine() {
+    impl_->free_model();
+}
+
+EngineCaps LlamaEngine::caps() const {
+    return EngineCaps{"llama.cpp", /*in_process=*/true, /*kv_depth_cache=*/true,
+                      /*thread_control=*/true};
+}
+
+void LlamaEngine::unload() {
+    impl_->free_model();
+    impl_->have_spec = false;
+}
+
+void LlamaEngine::load(const LoadSpec& spec) {
+    Impl& m = *impl_;
+    const bool reuse_model = m.have_spec && m.model && same_placement(m.spec, spec);
+    const bool reuse_ctx = reuse_model && m.ctx && same_context(m.spec, spec);
+    if (reuse_ctx)
+        return;
+    m.free_context();
+    if (!reuse_model) {
+        m.free_model();
+        m.have_spec = false;
+        m.selection = select_devices(spec.devices);
+        m.notes = m.selection.notes;
+        std::vector<ggml_backend_dev_t> devs;
+        for (const auto& name : m.selection.offload)
+            devs.push_back(ggml_backend_dev_by_name(name.c_str()));
+        devs.push_back(nullptr);
+        llama_model_params mp = llama_model_default_params();
+        mp.devices = devs.data();
+        mp.n_gpu_layers = m.selection.offload.empty() ? 0 : spec.n_gpu_layers;
+        m.model = llama_model_load_from_file(spec.model_path.c_str(), mp);
+        if (!m.model)
+            throw input_error("llama.cpp could not load model '" + spec.model_path +
+                              "' (set STAGEBENCH_LLAMA_LOG=1 to see why)");
+    }
+    llama_context_params cp = llama_context_default_params();
+    cp.n_ctx = spec.n_ctx;
+    cp.n_batch = spec.n_batch;
+    cp.n_ubatch = spec.n_ubatch;
+    const int threads = spec.n_threads > 0 ? spec.n_threads : cp.n_threads;
+    cp.n_threads = threads;
+    cp.n_threads_batch = threads;
+    cp.flash_attn_type = parse_fa(spec.flash_attn);
+    cp.type_k = parse_cache_type(spec.type_k);
+    cp.type_v = parse_cache_type(spec.type_v);
+    cp.no_perf = true;
+    m.ctx = llama_init_from_model(m.model, cp);
+    if (!m.ctx)
+        throw input_error("llama.cpp could not create a context (n_ctx " +
+                          std::to_string(spec.n_ctx) + ", batch " + std::to_string(spec.n_batch) +
+                          ", ubatch " + std::to_string(spec.n_ubatch) + ")");
+    // A persistent thread pool, as llama-bench attaches: without it the CPU backend would
+    // create and join threads around every graph, which is not how a serving engine runs.
+    if (ggml_backend_reg_t cpu = ggml_backend_reg_by_name("CPU")) {
+        m.tp_new = reinterpret_cast<Impl::tp_new_t>(
+            ggml_backend_reg_get_proc_address(cpu, "ggml_threadpool_new"));
+        m.tp_free = reinterpret_cast<Impl::tp_free_t>(
+            ggml_backend_reg_get_proc_address(cpu, "ggml_threadpool_free"));
+    }
+    if (m.tp_new) {
+        ggml_threadpool_params tpp = ggml_threadpool_params_default(threads);
+        m.threadpool = m.tp_new(&tpp);
+        if (!m.threadpool)
+            throw runtime_error("cannot create a CPU thread pool of " + std::to_string(threads) +
+                                " threads");
+        llama_attach_threadpool(m.ctx, m.threadpool, nullptr);
+    }
+    llama_set_n_threads(m.ctx, threads, threads);
+    m.spec = spec;
+    m.have_spec = true;
+}
+
+void LlamaEngine::reset() {
+    if (!impl_->ctx)
+        throw runtime_error("engine has no context (load() first)");
+    llama_memory_clear(llama_get_memory(impl_->ctx), false);
+}
+
+void LlamaEngine::fill_to_depth(int n_depth, uint64_t seed) {
+    Impl& m = *impl_;
+    reset();
+    if (n_depth <= 0)
+        return;
+    if (m.cached_depth == n_depth &&
+        llama_state_seq_set_data(m.ctx, m.cached_state.data(), m.cached_state.size(), 0) != 0)
+        return;
+    std::mt19937_64 rng(seed);
+    std::vector<int32_t> tokens(n_depth);
+    std::uniform_int_distribution<int32_t> dist(0, n_vocab() - 1);
+    for (auto& t : tokens)
+        t = dist(rng);
+    if (auto bos = bos_token())
+        tokens[0] = *bos;
+    prefill(tokens);
+    m.cached_state.resize(llama_state_seq_get_size(m.ctx, 0));
+    llama_state_seq_get_data(m.ctx, m.cached_state.data(), m.cached_state.size(), 0);
+    m.cached_depth = n_depth;
+}
+
+StageTimes LlamaEngine::prefill(std::span<const int32_t> tokens) {
+    Impl& m = *impl_;
+    if (!m.ctx)
+        throw runtime_error("engine has no context (load() first)");
+    m.scratch.assign(tokens.begin(), tokens.end());
+    const int n = static_cast<int>(m.scratch.size());
+    const int n_batch = m.spec.n_batch;
+    StageTimes t;
+    t.start_ns = now_ns();
+    for (int done = 0; done < n;) {
+        const int k = std::min(n - done, n_batch);
+        const int rc = llama_decode(m.ctx, llama_batch_get_one(m.scratch.data() + done, k));
+        if (rc != 0)
+            throw runtime_error("llama_decode failed during prefill (code " + std::to_string(rc) +
+                                ") at token " + std::to_string(done));
+        done += k;
+    }
+    llama_synchronize(m.ctx);
+    t.end_ns = now_ns();
+    return t;
+}
+
+int64_t LlamaEngine::decode_step(int32_t token) {
+    Impl& m = *impl_;
+    llama_token tok = token;
+    const int rc = llama_decode(m.ctx, llama_batch_get_one(&tok, 1));
+    if (rc != 0)
+        throw runtime_error("llama_decode failed during decode (code " + std::to_string(rc) + ")");
+    llama_synchronize(m.ctx);
+    return now_ns();
+}
+
+int32_t LlamaEngine::n_vocab() const {
+    return llama_vocab_n_tokens(llama_model_get_vocab(impl_->model));
+}
+
+std::optional<int32_t> LlamaEngine::bos_token() const {
+    const llama_vocab* v = llama_model_get_vocab(impl_->model);
+    if (!llama_vocab_get_add_bos(v))
+        return std::nullopt;
+    return llama_vocab_bos(v);
+}
+
+std::vector<std::string> LlamaEngine::active_backends() const {
+    return impl_->selection.active;
+}
+
+std::optional<uint64_t> LlamaEngine::weight_bytes() const {
+    if (!impl_->model)
+        return std::nullopt;
+    return llama_model_size(impl_->model);
+}
+
+std::optional<uint64_t> LlamaEngine::n_params() const {
+    if (!impl_->model)
+        return std::nullopt;
+    return llama_model_n_params(impl_->model);
+}
+
+std::optional<double> LlamaEngine::kv_bytes_read(int depth) const {
+    const llama_model* model = impl_->model;
+    if (!model)
+        return std::nullopt;
+    const int n_layer = llama_model_n_layer(model);
+    const int n_head = llama_model_n_head(model);
+    const int n_head_kv = llama_model_n_head_kv(model);
+    const int n_embd = llama_model_n_embd(model);
+    int head_dim = n_head > 0 ? n_embd / n_head : 0;
+    char arch[64] = {0}, buf[64] = {0};
+    if (llama_model_meta_val_str(model, "general.architecture", arch, sizeof arch) > 0) {
+        const std::string key = std::string(arch) + ".attention.key_length";
+        if (llama_model_meta_val_str(model, key.c_str(), buf, sizeof buf) > 0)
+            head_dim = std::atoi(buf);
+    }
+    const double bytes_k =
+        ggml_type_size(parse_cache_type(impl_->spec.type_k)) /
+        static_cast<double>(ggml_blck_size(parse_cache_type(impl_->spec.type_k)));
+    const double bytes_v =
+        ggml_type_size(parse_cache_type(impl_->spec.type_v)) /
+        static_cast<double>(ggml_blck_size(parse_cache_type(impl_->spec.type_v)));
+    return static_cast<double>(depth) * n_layer * n_head_kv * head_dim * (bytes_k + bytes_v);
+}
+
+std::vector<std::string> LlamaEngine::notes() const {
+    return impl_->notes;
+}
+
+}  // namespace sb

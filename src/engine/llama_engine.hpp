@@ -1,0 +1,42 @@
+#pragma once
+// LlamaEngine: llama.cpp linked in-process. The timed loops mirror what llama.cpp's own
+// llama-bench does (batch submission, one synchronisation per stage for prefill and per token
+// for decode, a persistent CPU thread pool), so numbers are comparable with it; nothing else
+// runs inside a timed region.
+#include <memory>
+
+#include "engine/backends.hpp"
+#include "engine/engine.hpp"
+
+namespace sb {
+
+class LlamaEngine final : public Engine {
+  public:
+    LlamaEngine();
+    ~LlamaEngine() override;
+    LlamaEngine(const LlamaEngine&) = delete;
+    LlamaEngine& operator=(const LlamaEngine&) = delete;
+
+    EngineCaps caps() const override;
+    void load(const LoadSpec& spec) override;
+    void reset() override;
+    void fill_to_depth(int n_depth, uint64_t seed) override;
+    StageTimes prefill(std::span<const int32_t> tokens) override;
+    int64_t decode_step(int32_t token) override;
+    int32_t n_vocab() const override;
+    std::optional<int32_t> bos_token() const override;
+    std::vector<std::string> active_backends() const override;
+
+    std::vector<std::string> notes() const override;
+    std::optional<uint64_t> weight_bytes() const override;
+    std::optional<uint64_t> n_params() const override;
+    std::optional<double> kv_bytes_read(int depth) const override;
+    // Frees the model and context (e.g. before switching device sets).
+    void unload();
+
+  private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace sb

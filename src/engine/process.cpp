@@ -1,0 +1,147 @@
+#include "engine/process.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include "core/error.hpp"
+
+extern char** environ;
+
+#ifndef SB_LLAMA_LIB_DIR
+#define SB_LLAMA_LIB_DIR ""
+#endif
+
+namespace sb {
+
+ChildProcess ChildProcess::spawn(const std::vector<std::string>& argv,
+                                 const std::string& log_path) {
+    if (argv.empty())
+        throw input_error("no program to start");
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    std::vector<char*> args;
+    for (const auto& a : argv)
+        args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    pid_t pid = -1;
+    int rc = posix_spawn(&pid, argv[0].c_str(), &fa, nullptr, args.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0)
+        throw input_error("cannot start " + argv[0] + ": " + std::strerror(rc));
+    ChildProcess p;
+    p.pid_ = pid;
+    return p;
+}
+
+ChildProcess::ChildProcess(ChildProcess&& o) noexcept : pid_(o.pid_) {
+    o.pid_ = -1;
+}
+
+ChildProcess& ChildProcess::operator=(ChildProcess&& o) noexcept {
+    if (this != &o) {
+        stop();
+        pid_ = o.pid_;
+        o.pid_ = -1;
+    }
+    return *this;
+}
+
+ChildProcess::~ChildProcess() {
+    stop();
+}
+
+bool ChildProcess::running() {
+    if (pid_ <= 0)
+        return false;
+    int status = 0;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return false;
+    }
+    return true;
+}
+
+void ChildProcess::stop() {
+    if (pid_ <= 0)
+        return;
+    kill(pid_, SIGTERM);
+    for (int i = 0; i < 200; ++i) {
+        int status = 0;
+        if (waitpid(pid_, &status, WNOHANG) == pid_) {
+            pid_ = -1;
+            return;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+}
+
+int free_loopback_port() {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        throw runtime_error("cannot create a socket");
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = 0;
+    socklen_t len = sizeof a;
+    if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+        getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+        close(fd);
+        throw runtime_error("cannot find a free port on 127.0.0.1");
+    }
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+bool wait_for_port(const std::string& host, int port, int timeout_ms, ChildProcess* proc) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (std::chrono::steady_clock::now() < deadline) {
+        if (proc && !proc->running())
+            return false;
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_port = htons(static_cast<uint16_t>(port));
+        inet_pton(AF_INET, host.c_str(), &a.sin_addr);
+        const bool ok = connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+        close(fd);
+        if (ok)
+            return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+}
+
+std::string find_peer_program(const std::string& name) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+    std::vector<fs::path> candidates;
+    if (!ec)
+        candidates.push_back(self.parent_path().parent_path() / "peers" / name);
+    if (*SB_LLAMA_LIB_DIR)
+        candidates.push_back(fs::path(SB_LLAMA_LIB_DIR) / name);
+    for (const auto& c : candidates)
+        if (fs::exists(c, ec) && access(c.c_str(), X_OK) == 0)
+            return c.string();
+    return {};
+}
+
+}  // namespace sb

@@ -1,0 +1,40 @@
+#pragma once
+// Peer programs started by stagebench (an RPC server for the demo, llama-server for HTTP
+// runs): a child process that is always stopped when its owner goes out of scope.
+#include <sys/types.h>
+#include <string>
+#include <vector>
+
+namespace sb {
+
+class ChildProcess {
+  public:
+    ChildProcess() = default;
+    // Starts argv[0] (a path) with argv; stdout and stderr go to log_path (appended). Throws
+    // sb::Error(input) when the program cannot be started.
+    static ChildProcess spawn(const std::vector<std::string>& argv, const std::string& log_path);
+    ChildProcess(ChildProcess&& o) noexcept;
+    ChildProcess& operator=(ChildProcess&& o) noexcept;
+    ChildProcess(const ChildProcess&) = delete;
+    ChildProcess& operator=(const ChildProcess&) = delete;
+    ~ChildProcess();  // SIGTERM, then SIGKILL after 2 s
+
+    pid_t pid() const { return pid_; }
+    bool running();
+    void stop();
+
+  private:
+    pid_t pid_ = -1;
+};
+
+// A TCP port on 127.0.0.1 that was free a moment ago.
+int free_loopback_port();
+
+// Waits until host:port accepts a connection or timeout_ms passes, or the process exits.
+bool wait_for_port(const std::string& host, int port, int timeout_ms, ChildProcess* proc = nullptr);
+
+// Finds a peer program built from the same llama.cpp tree: next to the stagebench binary's
+// ../peers/, then in the llama.cpp bin directory. Empty when not found.
+std::string find_peer_program(const std::string& name);
+
+}  // namespace sb

@@ -1,0 +1,340 @@
+#include "model/synth.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <set>
+
+#include "core/error.hpp"
+#include "engine/ggml_quantizer.hpp"
+#include "model/gguf.hpp"
+#include "model/inspect.hpp"
+#include "model/presets.hpp"
+
+namespace sb {
+namespace {
+
+namespace fs = std::filesystem;
+
+// One directory per test: CTest may run the tests of this file in parallel processes.
+fs::path test_dir() {
+    const fs::path dir = fs::path(testing::TempDir()) / "sb_synth_test" /
+                         testing::UnitTest::GetInstance()->current_test_info()->name();
+    fs::create_directories(dir);
+    return dir;
+}
+
+std::string temp_file(const std::string& name) {
+    return (test_dir() / name).string();
+}
+
+std::vector<uint8_t> slurp(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void spit(const std::string& path, const std::vector<uint8_t>& bytes) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char*>(bytes.data()),
+              static_cast<std::streamsize>(bytes.size()));
+}
+
+SynthResult write_tiny(const std::string& name, const std::string& quant, uint64_t seed = 1,
+                       const Quantizer& q = GgmlQuantizer(), int threads = 0) {
+    SynthOptions o;
+    o.preset = "tiny";
+    o.quant = quant;
+    o.seed = seed;
+    o.threads = threads;
+    o.out_path = temp_file(name);
+    o.generator = "stagebench test";
+    return write_synthetic_model(o, q);
+}
+
+void expect_inspect_input_error(const std::string& path) {
+    try {
+        inspect_model(path);
+        FAIL() << "no error for " << path;
+    } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::input);
+        const std::string msg = e.what();
+        EXPECT_EQ(msg.rfind(path + ": ", 0), 0u) << msg;
+        EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+    }
+}
+
+TEST(Synth, TinyQ4_0MatchesThePreset) {
+    const SynthResult r = write_tiny("tiny-q4_0.gguf", "q4_0");
+    const Preset& p = find_preset("tiny");
+    const auto specs = preset_tensors(p);
+    EXPECT_EQ(r.n_params, count_params(p));
+    EXPECT_EQ(r.n_tensors, specs.size());
+    EXPECT_EQ(r.quant, "q4_0");
+    EXPECT_EQ(r.quantizer, "ggml");
+    EXPECT_TRUE(r.f16_fallback.empty());
+    EXPECT_EQ(r.file_bytes, fs::file_size(r.path));
+
+    const GgufFile g = read_gguf(r.path);
+    ASSERT_EQ(g.tensors.size(), specs.size());
+    for (std::size_t i = 0; i < specs.size(); ++i) {
+        const auto& t = g.tensors[i];
+        EXPECT_EQ(t.name, specs[i].name);
+        EXPECT_EQ(t.ne, specs[i].ne) << t.name;
+        EXPECT_EQ(t.type, specs[i].ne.size() == 2 ? ggml_type::kQ4_0 : ggml_type::kF32) << t.name;
+    }
+    EXPECT_EQ(g.n_params(), r.n_params);
+    EXPECT_EQ(g.architecture(), "llama");
+    EXPECT_EQ(g.get_string("general.name"), "synthetic tiny");
+    EXPECT_EQ(g.get_u32("general.file_type"), 2u);
+    EXPECT_EQ(g.get_u32("general.alignment"), 32u);
+    EXPECT_EQ(g.get_u32("llama.block_count"), 4u);
+    EXPECT_EQ(g.get_u32("llama.embedding_length"), 256u);
+    EXPECT_EQ(g.get_u32("llama.feed_forward_length"), 768u);
+    EXPECT_EQ(g.get_u32("llama.attention.head_count"), 8u);
+    EXPECT_EQ(g.get_u32("llama.attention.head_count_kv"), 4u);
+    EXPECT_EQ(g.get_u32("llama.rope.dimension_count"), 32u);
+    EXPECT_EQ(g.get_u32("llama.vocab_size"), 4096u);
+    EXPECT_EQ(gguf_type_of(*g.find("llama.attention.layer_norm_rms_epsilon")), GgufType::float32);
+    EXPECT_EQ(gguf_type_of(*g.find("llama.context_length")), GgufType::uint32);
+    EXPECT_EQ(g.get_string("tokenizer.ggml.model"), "llama");
+    EXPECT_EQ(g.get_array_size("tokenizer.ggml.tokens"), 4096u);
+    EXPECT_EQ(g.get_array_size("tokenizer.ggml.scores"), 4096u);
+    EXPECT_EQ(g.get_array_size("tokenizer.ggml.token_type"), 4096u);
+    EXPECT_EQ(gguf_element_type(*g.get_array("tokenizer.ggml.scores")), GgufType::float32);
+    EXPECT_EQ(gguf_element_type(*g.get_array("tokenizer.ggml.token_type")), GgufType::int32);
+    EXPECT_EQ(g.get_u32("tokenizer.ggml.bos_token_id"), 1u);
+    EXPECT_EQ(g.get_u32("tokenizer.ggml.eos_token_id"), 2u);
+    EXPECT_EQ(g.get_u32("tokenizer.ggml.unknown_token_id"), 0u);
+    EXPECT_EQ(g.get_bool("tokenizer.ggml.add_bos_token"), true);
+    EXPECT_EQ(g.get_bool("stagebench.synthetic"), true);
+    EXPECT_EQ(g.get_string("stagebench.preset"), "tiny");
+    EXPECT_EQ(g.get_u64("stagebench.seed"), 1u);
+    EXPECT_EQ(gguf_type_of(*g.find("stagebench.seed")), GgufType::uint64);
+    EXPECT_EQ(g.get_string("stagebench.generator"), "stagebench test");
+
+    // No temporary file is left beside the result.
+    for (const auto& e : fs::directory_iterator(test_dir())) {
+        EXPECT_EQ(e.path().string().find(".tmp-"), std::string::npos) << e.path();
+    }
+}
+
+TEST(Synth, F32WeightsHaveTheIntendedDistribution) {
+    const SynthResult r = write_tiny("tiny-f32.gguf", "f32");
+    const GgufFile g = read_gguf(r.path);
+    EXPECT_EQ(g.get_u32("general.file_type"), 0u);
+    const auto bytes = slurp(r.path);
+    for (const auto& t : g.tensors)
+        EXPECT_EQ(t.type, ggml_type::kF32) << t.name;
+
+    const auto* norm = g.find_tensor("blk.0.attn_norm.weight");
+    ASSERT_NE(norm, nullptr);
+    std::vector<float> ones(256);
+    std::memcpy(ones.data(), bytes.data() + g.data_offset + norm->offset, norm->nbytes);
+    for (float x : ones)
+        EXPECT_EQ(x, 1.0f);
+
+    const auto* w = g.find_tensor("blk.1.ffn_up.weight");
+    std::vector<float> v(static_cast<std::size_t>(w->n_elements()));
+    std::memcpy(v.data(), bytes.data() + g.data_offset + w->offset, w->nbytes);
+    double sum = 0, sq = 0;
+    for (float x : v) {
+        sum += x;
+        sq += double(x) * x;
+    }
+    const double mean = sum / v.size();
+    const double sd = std::sqrt(sq / v.size() - mean * mean);
+    EXPECT_NEAR(mean, 0.0, 0.001);
+    EXPECT_NEAR(sd, 0.02, 0.001);
+}
+
+TEST(Synth, SameSeedSameBytesOtherSeedOtherBytes) {
+    const auto a = slurp(write_tiny("seed1a.gguf", "q4_0", 1).path);
+    const auto b = slurp(write_tiny("seed1b.gguf", "q4_0", 1, GgmlQuantizer(), 1).path);
+    const auto c = slurp(write_tiny("seed2.gguf", "q4_0", 2).path);
+    EXPECT_EQ(a, b);  // thread count does not matter either
+    ASSERT_EQ(a.size(), c.size());
+    EXPECT_NE(a, c);
+}
+
+TEST(Synth, BuiltinQuantizerMatchesGgmlByteForByte) {
+    for (const std::string q : {"q4_0", "q8_0", "f16", "f32"}) {
+        const SynthResult rg = write_tiny("g-" + q + ".gguf", q, 3);
+        const SynthResult rb = write_tiny("b-" + q + ".gguf", q, 3, BuiltinQuantizer());
+        const GgufFile gg = read_gguf(rg.path);
+        const GgufFile gb = read_gguf(rb.path);
+        EXPECT_EQ(gb.get_string("stagebench.quantizer"), "builtin");
+        // The tensor data sections are identical; only the quantizer's name differs.
+        const auto a = slurp(rg.path);
+        const auto b = slurp(rb.path);
+        const std::vector<uint8_t> da(a.begin() + static_cast<long>(gg.data_offset), a.end());
+        const std::vector<uint8_t> db(b.begin() + static_cast<long>(gb.data_offset), b.end());
+        EXPECT_EQ(da, db) << q;
+    }
+}
+
+TEST(Synth, OptionsAreChecked) {
+    SynthOptions o;
+    o.preset = "tiny";
+    o.out_path = temp_file("bad.gguf");
+    auto kind_of = [&](const SynthOptions& opt) {
+        try {
+            write_synthetic_model(opt, GgmlQuantizer());
+        } catch (const Error& e) {
+            return e.kind();
+        }
+        return ErrorKind::runtime;  // unexpected success
+    };
+    SynthOptions bad = o;
+    bad.quant = "q3_x";
+    EXPECT_EQ(kind_of(bad), ErrorKind::usage);
+    bad = o;
+    bad.preset = "nope";
+    EXPECT_EQ(kind_of(bad), ErrorKind::usage);
+    bad = o;
+    bad.layers = -2;
+    EXPECT_EQ(kind_of(bad), ErrorKind::usage);
+    bad = o;
+    bad.out_path = "";
+    EXPECT_EQ(kind_of(bad), ErrorKind::usage);
+    bad = o;
+    bad.out_path = temp_file("missing-dir/x.gguf");
+    EXPECT_EQ(kind_of(bad), ErrorKind::input);
+    bad = o;
+    bad.out_path = test_dir().string();
+    EXPECT_EQ(kind_of(bad), ErrorKind::input);
+    EXPECT_FALSE(fs::exists(o.out_path));
+}
+
+TEST(Synth, LayerOverrideAndProgress) {
+    SynthOptions o;
+    o.preset = "tiny";
+    o.layers = 2;
+    o.quant = "Q8_0";
+    o.out_path = temp_file("tiny-2l.gguf");
+    uint64_t last_done = 0, last_total = 0;
+    int calls = 0;
+    o.on_progress = [&](uint64_t done, uint64_t total) {
+        EXPECT_GE(done, last_done);
+        last_done = done;
+        last_total = total;
+        ++calls;
+    };
+    const SynthResult r = write_synthetic_model(o, GgmlQuantizer());
+    EXPECT_EQ(r.n_layers, 2);
+    EXPECT_EQ(r.n_params, count_params(find_preset("tiny"), 2));
+    EXPECT_GT(calls, 0);
+    EXPECT_EQ(last_done, last_total);
+    const GgufFile g = read_gguf(r.path);
+    EXPECT_EQ(g.get_u32("llama.block_count"), 2u);
+    EXPECT_EQ(g.get_u32("general.file_type"), 7u);
+    EXPECT_EQ(g.find_tensor("blk.2.attn_q.weight"), nullptr);
+    EXPECT_EQ(g.find_tensor("blk.1.attn_q.weight")->type, ggml_type::kQ8_0);
+}
+
+TEST(Synth, VocabularyIsValid) {
+    for (int64_t n : {260, 4096, 128256, 151936}) {
+        const SyntheticVocab v = make_synthetic_vocab(n);
+        ASSERT_EQ(v.tokens.size(), static_cast<std::size_t>(n));
+        ASSERT_EQ(v.scores.size(), v.tokens.size());
+        ASSERT_EQ(v.token_types.size(), v.tokens.size());
+        EXPECT_EQ(std::set<std::string>(v.tokens.begin(), v.tokens.end()).size(), v.tokens.size());
+        for (std::size_t i = 1; i < v.scores.size(); ++i)
+            EXPECT_LE(v.scores[i], v.scores[i - 1]);
+        for (const auto& t : v.tokens)
+            EXPECT_FALSE(t.empty());
+    }
+    const SyntheticVocab v = make_synthetic_vocab(300);
+    EXPECT_EQ(v.tokens[0], "<unk>");
+    EXPECT_EQ(v.token_types[0], 2);
+    EXPECT_EQ(v.tokens[1], "<s>");
+    EXPECT_EQ(v.token_types[1], 3);
+    EXPECT_EQ(v.tokens[2], "</s>");
+    EXPECT_EQ(v.tokens[3], "<0x00>");
+    EXPECT_EQ(v.tokens[3 + 10], "<0x0A>");
+    EXPECT_EQ(v.tokens[258], "<0xFF>");
+    EXPECT_EQ(v.token_types[258], 6);
+    EXPECT_EQ(v.tokens[259], "\xE2\x96\x81");
+    EXPECT_EQ(v.token_types[259], 1);
+    EXPECT_THROW(make_synthetic_vocab(100), Error);
+}
+
+TEST(Inspect, DescribesASyntheticModel) {
+    const SynthResult r = write_tiny("inspect.gguf", "q4_0", 42);
+    const ModelInfo m = inspect_model(r.path);
+    EXPECT_EQ(m.arch, "llama");
+    EXPECT_EQ(m.name, "synthetic tiny");
+    EXPECT_EQ(m.file_bytes, r.file_bytes);
+    EXPECT_EQ(m.n_params, r.n_params);
+    EXPECT_EQ(m.n_tensors, r.n_tensors);
+    EXPECT_EQ(m.file_type, "Q4_0");
+    EXPECT_EQ(m.dominant_type, "q4_0");
+    EXPECT_TRUE(m.synthetic);
+    EXPECT_EQ(m.synthetic_preset, "tiny");
+    EXPECT_EQ(m.synthetic_seed, 42u);
+    EXPECT_EQ(m.n_layers, 4);
+    EXPECT_EQ(m.n_embd, 256);
+    EXPECT_EQ(m.n_vocab, 4096);
+    EXPECT_EQ(m.n_ctx_train, 2048);
+    EXPECT_EQ(m.tokenizer, "llama");
+    EXPECT_EQ(m.tensor_types.at("f32"), 9u);
+
+    const nlohmann::json j = to_json(m);
+    EXPECT_EQ(j["arch"], "llama");
+    EXPECT_EQ(j["synthetic_preset"], "tiny");
+    EXPECT_EQ(j["n_params"], r.n_params);
+    EXPECT_EQ(to_json(r)["n_params"], r.n_params);
+}
+
+TEST(Inspect, MissingValuesAreNull) {
+    GgufWriter w;
+    w.set_string("general.architecture", "llama");
+    w.add_tensor("token_embd.weight", {4, 3}, ggml_type::kF32, std::vector<uint8_t>(48));
+    const std::string path = temp_file("bare.gguf");
+    w.write(path);
+    const ModelInfo m = inspect_model(path);
+    EXPECT_FALSE(m.synthetic);
+    EXPECT_FALSE(m.name);
+    EXPECT_FALSE(m.n_layers);
+    EXPECT_EQ(m.n_vocab, 3);  // from token_embd.weight
+    const nlohmann::json j = to_json(m);
+    EXPECT_TRUE(j["name"].is_null());
+    EXPECT_TRUE(j["file_type"].is_null());
+    EXPECT_TRUE(j["synthetic_preset"].is_null());
+}
+
+TEST(Inspect, UnusableFilesAreOneLineInputErrors) {
+    const SynthResult r = write_tiny("whole.gguf", "q4_0");
+    const auto bytes = slurp(r.path);
+    const std::string cut = temp_file("truncated.gguf");
+    for (std::size_t n : {std::size_t{0}, std::size_t{10}, std::size_t{1000}, bytes.size() / 2,
+                          bytes.size() - 100}) {
+        spit(cut, std::vector<uint8_t>(bytes.begin(), bytes.begin() + static_cast<long>(n)));
+        expect_inspect_input_error(cut);
+    }
+    std::vector<uint8_t> garbage(4096);
+    for (std::size_t i = 0; i < garbage.size(); ++i)
+        garbage[i] = static_cast<uint8_t>(i * 7 + 3);
+    const std::string junk = temp_file("garbage.gguf");
+    spit(junk, garbage);
+    expect_inspect_input_error(junk);
+    // The right magic followed by garbage.
+    garbage[0] = 'G', garbage[1] = 'G', garbage[2] = 'U', garbage[3] = 'F';
+    garbage[4] = 3, garbage[5] = garbage[6] = garbage[7] = 0;
+    spit(junk, garbage);
+    expect_inspect_input_error(junk);
+
+    expect_inspect_input_error(test_dir().string());
+    expect_inspect_input_error(temp_file("no-such-model.gguf"));
+
+    GgufWriter no_arch;
+    no_arch.add_tensor("x", {4}, ggml_type::kF32, std::vector<uint8_t>(16));
+    no_arch.write(temp_file("noarch.gguf"));
+    expect_inspect_input_error(temp_file("noarch.gguf"));
+}
+
+}  // namespace
+}  // namespace sb

@@ -1,0 +1,219 @@
+#include "report/reporter.hpp"
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+
+namespace sb {
+namespace {
+
+using nlohmann::json;
+
+// The model entry of the document for a path (name, size, params), if present.
+const json* model_entry(const ResultDocument& doc, const std::string& path) {
+    for (const auto& m : doc.models)
+        if (m.value("path", "") == path)
+            return &m;
+    return nullptr;
+}
+
+std::string model_name(const ResultDocument& doc, const std::string& path) {
+    if (const json* m = model_entry(doc, path)) {
+        std::string n = m->value("name", path);
+        if (m->value("synthetic", false) && n.find("synthetic") == std::string::npos)
+            n += " (synthetic)";
+        return n;
+    }
+    return path;
+}
+
+std::string human_bytes(double b) {
+    const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int i = 0;
+    while (b >= 1024 && i < 4) {
+        b /= 1024;
+        ++i;
+    }
+    return fmt::format("{:.2f} {}", b, units[i]);
+}
+
+std::string num(const std::optional<double>& v, const char* f = "{:.2f}") {
+    return v ? fmt::format(fmt::runtime(f), *v) : std::string("-");
+}
+
+std::string stage_test(const TestConfig& c, bool decode) {
+    std::string s = decode ? "tg" + std::to_string(c.n_gen) : "pp" + std::to_string(c.n_prompt);
+    const int depth = decode ? c.n_depth + c.n_prompt : c.n_depth;
+    if (depth > 0)
+        s += " @ d" + std::to_string(depth);
+    return s;
+}
+
+class MarkdownReporter : public Reporter {
+  public:
+    explicit MarkdownReporter(std::ostream& out) : out_(out) {}
+    void begin(const ResultDocument&) override {
+        out_ << "| model | size | params | devices | threads | test | t/s | ± sd | CV % | "
+                "median ms | ITL p50 ms | ITL p99 ms |\n"
+             << "| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | "
+                "---: |\n";
+        out_.flush();
+    }
+    void test_done(const ResultDocument& doc, const TestResult& t) override {
+        const TestConfig& c = t.config;
+        std::string size = "-", params = "-";
+        if (const json* m = model_entry(doc, c.model_path)) {
+            if (m->contains("file_bytes"))
+                size = human_bytes((*m)["file_bytes"].get<double>());
+            if (m->contains("n_params")) {
+                const double p = (*m)["n_params"].get<double>();
+                params =
+                    p >= 1e9 ? fmt::format("{:.2f} B", p / 1e9) : fmt::format("{:.2f} M", p / 1e6);
+            }
+        }
+        const std::string threads = c.n_threads > 0 ? std::to_string(c.n_threads) : "auto";
+        const std::string lead =
+            fmt::format("| {} | {} | {} | {} | {} ", model_name(doc, c.model_path), size, params,
+                        c.devices, threads);
+        if (t.status == "failed" && !t.prefill && !t.decode) {
+            out_ << lead << "| " << c.test_name() << " | FAILED: " << t.error.value_or("")
+                 << " | | | | | |\n";
+            out_.flush();
+            return;
+        }
+        auto row = [&](const StageResult& s, bool decode, const Summary* itl) {
+            const double ms = 1e-6;
+            out_ << lead << "| " << stage_test(c, decode) << " | " << num(s.throughput.mean)
+                 << " | " << num(s.throughput.stddev) << " | "
+                 << (s.throughput.cv ? fmt::format("{:.2f}", *s.throughput.cv * 100) : "-") << " | "
+                 << (s.duration.median ? fmt::format("{:.2f}", *s.duration.median * ms) : "-")
+                 << " | " << (itl && itl->median ? fmt::format("{:.3f}", *itl->median * ms) : "-")
+                 << " | " << (itl && itl->p99 ? fmt::format("{:.3f}", *itl->p99 * ms) : "-")
+                 << " |\n";
+        };
+        if (t.prefill)
+            row(*t.prefill, false, nullptr);
+        if (t.decode)
+            row(*t.decode, true, &t.decode->itl);
+        if (t.status != "ok")
+            out_ << lead << "| " << c.test_name() << " | " << t.status << ": "
+                 << t.error.value_or("") << " | | | | | |\n";
+        out_.flush();
+    }
+    void end(const ResultDocument& doc) override {
+        bool any_ttft = false;
+        for (const auto& t : doc.tests)
+            any_ttft |= t.ttft.median.has_value();
+        if (any_ttft) {
+            out_ << "\n| test | devices | TTFT median ms | decode GB/s | of machine | prefill "
+                    "GFLOP/s |\n"
+                 << "| --- | --- | ---: | ---: | ---: | ---: |\n";
+            for (const auto& t : doc.tests) {
+                out_ << "| " << t.config.test_name() << " | " << t.config.devices << " | "
+                     << (t.ttft.median ? fmt::format("{:.2f}", *t.ttft.median * 1e-6) : "-")
+                     << " | " << num(t.roofline.decode_bandwidth_gbps) << " | "
+                     << (t.roofline.decode_bandwidth_fraction
+                             ? fmt::format("{:.0f} %", *t.roofline.decode_bandwidth_fraction * 100)
+                             : "-")
+                     << " | " << num(t.roofline.prefill_gflops, "{:.1f}") << " |\n";
+            }
+        }
+        std::vector<std::string> notes;
+        for (const auto& t : doc.tests)
+            for (const auto& n : t.notes)
+                if (std::find(notes.begin(), notes.end(), n) == notes.end())
+                    notes.push_back(n);
+        for (const auto& n : notes)
+            out_ << "\nnote: " << n << "\n";
+        for (const auto& w : doc.warnings)
+            out_ << "\nwarning: " << w.message << (w.hint.empty() ? "" : " (" + w.hint + ")")
+                 << "\n";
+        out_.flush();
+    }
+
+  private:
+    std::ostream& out_;
+};
+
+// One row per measured stage; numbers unformatted (full precision, '.' decimal point).
+class CsvReporter : public Reporter {
+  public:
+    explicit CsvReporter(std::ostream& out) : out_(out) {}
+    void begin(const ResultDocument&) override {
+        out_ << "model_path,devices,n_threads,n_batch,n_ubatch,n_depth,flash_attn,type_k,type_v,"
+                "test,stage,n_tokens,reps,status,tokens_per_s_mean,tokens_per_s_stddev,"
+                "tokens_per_s_cv,tokens_per_s_ci95_lo,tokens_per_s_ci95_hi,duration_ns_median,"
+                "itl_ns_p50,itl_ns_p90,itl_ns_p99,error\n";
+    }
+    void test_done(const ResultDocument&, const TestResult& t) override {
+        const TestConfig& c = t.config;
+        auto v = [](const std::optional<double>& x) {
+            return x ? fmt::format("{}", *x) : std::string();
+        };
+        auto quote = [](std::string s) {
+            std::string q = "\"";
+            for (char ch : s)
+                q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+            return q + "\"";
+        };
+        auto row = [&](const char* stage, const StageResult* s, const Summary* itl) {
+            out_ << quote(c.model_path) << ',' << quote(c.devices) << ',' << c.n_threads << ','
+                 << c.n_batch << ',' << c.n_ubatch << ',' << c.n_depth << ',' << c.flash_attn << ','
+                 << c.type_k << ',' << c.type_v << ',' << quote(c.test_name()) << ',' << stage
+                 << ',' << (s ? s->n_tokens : 0) << ',' << t.reps_done << ',' << t.status << ','
+                 << (s ? v(s->throughput.mean) : "") << ',' << (s ? v(s->throughput.stddev) : "")
+                 << ',' << (s ? v(s->throughput.cv) : "") << ','
+                 << (s ? v(s->throughput.ci95_lo) : "") << ','
+                 << (s ? v(s->throughput.ci95_hi) : "") << ',' << (s ? v(s->duration.median) : "")
+                 << ',' << (itl ? v(itl->median) : "") << ',' << (itl ? v(itl->p90) : "") << ','
+                 << (itl ? v(itl->p99) : "") << ',' << quote(t.error.value_or("")) << '\n';
+        };
+        if (t.prefill)
+            row("prefill", &*t.prefill, nullptr);
+        if (t.decode)
+            row("decode", &*t.decode, &t.decode->itl);
+        if (!t.prefill && !t.decode)
+            row("none", nullptr, nullptr);
+        out_.flush();
+    }
+
+  private:
+    std::ostream& out_;
+};
+
+class JsonReporter : public Reporter {
+  public:
+    explicit JsonReporter(std::ostream& out) : out_(out) {}
+    void end(const ResultDocument& doc) override { out_ << to_json(doc).dump(2) << '\n'; }
+
+  private:
+    std::ostream& out_;
+};
+
+class JsonlReporter : public Reporter {
+  public:
+    explicit JsonlReporter(std::ostream& out) : out_(out) {}
+    void test_done(const ResultDocument&, const TestResult& t) override {
+        out_ << to_json(t).dump() << '\n';
+        out_.flush();
+    }
+
+  private:
+    std::ostream& out_;
+};
+
+}  // namespace
+
+std::unique_ptr<Reporter> make_reporter(const std::string& format, std::ostream& out) {
+    if (format == "md")
+        return std::make_unique<MarkdownReporter>(out);
+    if (format == "csv")
+        return std::make_unique<CsvReporter>(out);
+    if (format == "json")
+        return std::make_unique<JsonReporter>(out);
+    if (format == "jsonl")
+        return std::make_unique<JsonlReporter>(out);
+    throw usage_error("unknown output format '" + format + "' (md, csv, json, jsonl)");
+}
+
+}  // namespace sb

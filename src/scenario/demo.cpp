@@ -1,0 +1,93 @@
+#include "scenario/demo.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/error.hpp"
+#include "engine/backends.hpp"
+#include "engine/ggml_quantizer.hpp"
+#include "engine/process.hpp"
+#include "model/synth.hpp"
+#include "scenario/run_command.hpp"
+
+#ifndef SB_VERSION
+#define SB_VERSION "0.0.0"
+#endif
+
+namespace sb {
+
+int run_demo(const DemoOptions& o, std::ostream& out, std::ostream& err) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    fs::create_directories(o.dir, ec);
+    if (ec)
+        throw input_error("cannot create demo directory '" + o.dir + "': " + ec.message());
+    const std::string model = (fs::path(o.dir) / "model.gguf").string();
+
+    SynthOptions so;
+    so.preset = o.preset;
+    so.layers = o.layers;
+    so.quant = o.quant;
+    so.out_path = model;
+    so.generator = std::string("stagebench ") + SB_VERSION;
+    if (o.progress)
+        err << "stagebench: writing synthetic " << o.preset << " (" << o.layers << " layers, "
+            << o.quant << ") to " << model << "\n";
+    GgmlQuantizer quantizer;
+    write_synthetic_model(so, quantizer);
+
+    RunOptions ro;
+    ro.matrix.models = {model};
+    ro.matrix.n_prompt = {o.n_prompt};
+    ro.matrix.n_gen = {o.n_gen};
+    ro.matrix.n_threads = {o.threads};
+    ro.matrix.reps = o.reps;
+    ro.out_path = (fs::path(o.dir) / "result.json").string();
+    ro.progress = o.progress;
+    ro.matrix.devices = {"CPU"};
+    for (const auto& d : list_devices())
+        if (d.type == "accel")
+            ro.matrix.devices.push_back(d.name);
+
+    ChildProcess rpc;
+    if (o.rpc) {
+        const std::string prog = find_peer_program("ggml-rpc-server");
+        if (prog.empty()) {
+            err << "stagebench: no ggml-rpc-server peer found; skipping the RPC backend\n";
+        } else {
+            const int port = free_loopback_port();
+            const std::string log = (fs::path(o.dir) / "rpc-server.log").string();
+            // Without -d the server picks the first device, which can be the BLAS accelerator; that
+            // backend cannot run whole graphs, so the server would abort on the first one.
+            std::vector<std::string> argv{prog, "-H", "127.0.0.1", "-p", std::to_string(port),
+                                          "-d", "CPU"};
+            if (o.threads > 0) {
+                argv.push_back("-t");
+                argv.push_back(std::to_string(o.threads));
+            }
+            rpc = ChildProcess::spawn(argv, log);
+            if (!wait_for_port("127.0.0.1", port, 15000, &rpc))
+                throw runtime_error("the RPC server did not start, see " + log);
+            const std::string ep = "127.0.0.1:" + std::to_string(port);
+            for (const auto& d : add_rpc_server(ep))
+                ro.matrix.devices.push_back(d.name);
+        }
+    }
+
+    ResultDocument doc = new_document("demo", o.argv);
+    std::ostringstream table;
+    const int rc = run_benchmark(ro, doc, table, err);
+    std::ofstream summary(fs::path(o.dir) / "summary.md");
+    summary << "# stagebench demo\n\nSynthetic " << o.preset << " scaled to " << o.layers
+            << " layers (" << o.quant << "), prompt " << o.n_prompt << " tokens, " << o.n_gen
+            << " generated, " << o.reps << " repetitions per backend.\n\n"
+            << table.str();
+    out << table.str();
+    if (o.progress)
+        err << "stagebench: wrote " << ro.out_path.value() << " and "
+            << (fs::path(o.dir) / "summary.md").string() << "\n";
+    return rc;
+}
+
+}  // namespace sb

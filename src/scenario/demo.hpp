@@ -1,0 +1,26 @@
+#pragma once
+// `stagebench demo`: the main job on an embedded default. Generates a scaled-down synthetic
+// model, starts a loopback RPC server when the peer program is available, and runs a short
+// stage sweep on every available backend (CPU, CPU+BLAS, RPC). Writes <dir>/model.gguf,
+// <dir>/result.json and <dir>/summary.md; the summary also goes to `out`.
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace sb {
+
+struct DemoOptions {
+    std::string dir = "stagebench-demo";
+    std::string preset = "llama-3.2-1b";
+    int layers = 2;
+    std::string quant = "q4_0";
+    int n_prompt = 128, n_gen = 32, reps = 3, threads = 0;
+    bool rpc = true;  // start and measure a loopback RPC server
+    bool progress = true;
+    std::vector<std::string> argv;
+};
+
+// Returns the exit code (0 ok, 1 some test failed). Throws sb::Error for unusable options.
+int run_demo(const DemoOptions& opts, std::ostream& out, std::ostream& err);
+
+}  // namespace sb

@@ -1,0 +1,165 @@
+#include "scenario/run_command.hpp"
+
+#include <algorithm>
+#include <thread>
+
+#include "core/error.hpp"
+#include "core/interrupt.hpp"
+#include "core/membw.hpp"
+#include "core/sysinfo.hpp"
+#include "engine/backends.hpp"
+#include "engine/llama_engine.hpp"
+#include "model/inspect.hpp"
+#include "report/reporter.hpp"
+
+#ifndef SB_VERSION
+#define SB_VERSION "0.0.0"
+#endif
+
+namespace sb {
+
+ResultDocument new_document(const std::string& command, const std::vector<std::string>& argv) {
+    ResultDocument doc;
+    doc.command = command;
+    doc.argv = argv;
+    doc.tool_version = SB_VERSION;
+#ifdef NDEBUG
+    doc.build_type = "release";
+#else
+    doc.build_type = "debug";
+#endif
+    BuildInfo b = build_info();
+    doc.llama = {{"tag", b.llama_tag},
+                 {"commit", b.llama_commit},
+                 {"dynamic_backends", b.dynamic_backends},
+                 {"backends", b.backends_available},
+                 {"system_info", b.system_info}};
+    SystemInfo si = read_system_info();
+    doc.system = to_json(si);
+#ifdef NDEBUG
+    const bool debug = false;
+#else
+    const bool debug = true;
+#endif
+    for (auto& w : build_warnings(debug, false))
+        doc.warnings.push_back(w);
+    doc.started_at = utc_timestamp();
+    return doc;
+}
+
+namespace {
+
+std::optional<double> resolve_membw(const RunOptions& opts, ResultDocument& doc,
+                                    std::ostream& err) {
+    if (opts.membw == "off")
+        return std::nullopt;
+    if (opts.membw != "auto") {
+        try {
+            size_t used = 0;
+            double v = std::stod(opts.membw, &used);
+            if (used != opts.membw.size() || v <= 0)
+                throw std::invalid_argument("");
+            doc.membw = {{"source", "user"}, {"triad_gbps", v}};
+            return v;
+        } catch (const std::exception&) {
+            throw usage_error("--membw must be auto, off or GB/s, not '" + opts.membw + "'");
+        }
+    }
+    int threads = 0;
+    for (int t : opts.matrix.n_threads)
+        threads = std::max(threads, t);
+    if (threads <= 0)
+        threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    if (opts.progress)
+        err << "stagebench: measuring memory bandwidth (" << threads << " threads)\n";
+    MembwResult m = measure_membw(default_membw_array_bytes(), threads, 5);
+    doc.membw = {{"source", "measured"},         {"threads", m.threads},
+                 {"array_bytes", m.array_bytes}, {"copy_gbps", m.copy_gbps},
+                 {"scale_gbps", m.scale_gbps},   {"add_gbps", m.add_gbps},
+                 {"triad_gbps", m.triad_gbps}};
+    return m.triad_gbps;
+}
+
+}  // namespace
+
+int run_benchmark(const RunOptions& opts, ResultDocument& doc, std::ostream& out,
+                  std::ostream& err) {
+    // Everything the user gave is checked before the first measurement: bad input is an
+    // error of the command, not a failed test.
+    const auto tests = expand_matrix(opts.matrix);
+    for (const auto& path : opts.matrix.models)
+        doc.models.push_back(to_json(inspect_model(path)));
+    for (const auto& ep : opts.rpc_servers)
+        add_rpc_server(ep);
+    {
+        std::vector<std::string> names;
+        for (const auto& d : opts.matrix.devices) {
+            size_t start = 0;
+            while (start <= d.size()) {
+                size_t plus = d.find('+', start);
+                names.push_back(
+                    d.substr(start, plus == std::string::npos ? std::string::npos : plus - start));
+                if (plus == std::string::npos)
+                    break;
+                start = plus + 1;
+            }
+        }
+        check_device_names(names);
+    }
+    auto reporter = make_reporter(opts.format, out);
+    const auto membw = resolve_membw(opts, doc, err);
+    int max_threads = 0;
+    for (const auto& t : tests)
+        max_threads = std::max(max_threads, t.n_threads);
+    SystemInfo si = read_system_info();
+    for (auto& w : system_warnings(si, max_threads))
+        doc.warnings.push_back(w);
+    for (const auto& m : doc.models)
+        if (m.value("synthetic", false)) {
+            doc.warnings.push_back(
+                {"synthetic_model",
+                 "model '" + m.value("path", "") +
+                     "' is synthetic: random weights, real shapes; speed is representative, "
+                     "output text is not",
+                 "use a real GGUF for quality-sensitive measurements"});
+            break;
+        }
+
+    auto save = [&] {
+        if (opts.out_path)
+            write_document(doc, *opts.out_path);
+    };
+    save();
+    reporter->begin(doc);
+    LlamaEngine engine;
+    SweepHooks hooks;
+    if (opts.progress)
+        hooks.progress = [&](const std::string& s) { err << "stagebench: " << s << "\n"; };
+    int failed = 0;
+    for (size_t i = 0; i < tests.size(); ++i) {
+        if (interrupt_requested())
+            break;
+        TestResult r = run_test(engine, tests[i], hooks, membw);
+        if (r.status != "ok")
+            ++failed;
+        if (r.status == "failed" && opts.progress)
+            err << "stagebench: test " << r.config.test_name() << " on " << r.config.devices
+                << " failed: " << r.error.value_or("") << "\n";
+        doc.tests.push_back(std::move(r));
+        doc.finished_at = utc_timestamp();
+        save();
+        reporter->test_done(doc, doc.tests.back());
+    }
+    engine.unload();
+    doc.finished_at = utc_timestamp();
+    save();
+    reporter->end(doc);
+    if (interrupt_requested()) {
+        err << "stagebench: interrupted; " << doc.tests.size() << " test(s) kept"
+            << (opts.out_path ? " in " + *opts.out_path : std::string()) << "\n";
+        return 1;
+    }
+    return failed > 0 ? 1 : 0;
+}
+
+}  // namespace sb

@@ -1,0 +1,31 @@
+#pragma once
+// `stagebench run` and `stagebench demo` end to end: validate inputs, describe the machine,
+// run the sweep, stream rows to a reporter and keep the result document on disk as each test
+// completes. Returns the exit code (0 all tests ok, 1 some failed or interrupted); throws
+// sb::Error for bad input found before anything was measured.
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "core/result.hpp"
+#include "scenario/stage_sweep.hpp"
+
+namespace sb {
+
+struct RunOptions {
+    MatrixSpec matrix;
+    std::vector<std::string> rpc_servers;  // host:port
+    std::string format = "md";             // md | csv | json | jsonl (stdout)
+    std::optional<std::string> out_path;   // the result document (JSON)
+    std::string membw = "auto";            // auto | off | a number in GB/s
+    bool progress = true;                  // progress lines on the error stream
+};
+
+// Fills the parts of a result document that describe the tool, llama.cpp and the machine.
+ResultDocument new_document(const std::string& command, const std::vector<std::string>& argv);
+
+int run_benchmark(const RunOptions& opts, ResultDocument& doc, std::ostream& out,
+                  std::ostream& err);
+
+}  // namespace sb

@@ -1,0 +1,253 @@
+#include "scenario/stage_sweep.hpp"
+
+#include <algorithm>
+#include <random>
+#include <sstream>
+
+#include "core/clock.hpp"
+#include "core/error.hpp"
+#include "core/interrupt.hpp"
+
+namespace sb {
+namespace {
+
+std::vector<std::string> split_plus(const std::string& s) {
+    std::vector<std::string> out;
+    std::stringstream ss(s);
+    std::string item;
+    while (std::getline(ss, item, '+'))
+        if (!item.empty())
+            out.push_back(item);
+    if (out.empty())
+        out.push_back("CPU");
+    return out;
+}
+
+std::vector<int32_t> random_tokens(int n, int32_t n_vocab, uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    std::uniform_int_distribution<int32_t> dist(0, n_vocab - 1);
+    std::vector<int32_t> t(n);
+    for (auto& x : t)
+        x = dist(rng);
+    return t;
+}
+
+template <class T>
+std::vector<double> to_double(const std::vector<T>& v) {
+    return std::vector<double>(v.begin(), v.end());
+}
+
+void finish_stage(StageResult& s) {
+    s.duration = summarize(to_double(s.duration_ns));
+    s.throughput = summarize(s.tokens_per_s);
+}
+
+bool ci_reached(const StageResult* s, double target) {
+    if (!s)
+        return true;
+    Summary sum = summarize(s->tokens_per_s);
+    return sum.ci95_half_rel && *sum.ci95_half_rel <= target;
+}
+
+}  // namespace
+
+std::vector<TestConfig> expand_matrix(const MatrixSpec& m) {
+    if (m.models.empty())
+        throw usage_error("no model given (-m FILE)");
+    if (m.reps < 1)
+        throw usage_error("repetitions (-r) must be at least 1");
+    if (m.target_ci && (*m.target_ci <= 0 || *m.target_ci >= 1))
+        throw usage_error("--target-ci must be a percentage between 0 and 100");
+    auto positive = [](const std::vector<int>& v, const char* flag, bool zero_ok) {
+        for (int x : v)
+            if (x < 0 || (!zero_ok && x == 0))
+                throw usage_error(std::string(flag) + " must be " + (zero_ok ? ">= 0" : "> 0") +
+                                  ", got " + std::to_string(x));
+    };
+    // A prefill of no tokens measures nothing; -n 0 gives a prefill-only test.
+    positive(m.n_prompt, "-p", false);
+    positive(m.n_gen, "-n", true);
+    positive(m.n_depth, "-d", true);
+    positive(m.n_threads, "-t", true);
+    positive(m.n_batch, "-b", false);
+    positive(m.n_ubatch, "-ub", false);
+    const int max_reps = m.max_reps > 0 ? std::max(m.max_reps, m.reps)
+                                        : (m.target_ci ? std::max(50, m.reps) : m.reps);
+    std::vector<TestConfig> out;
+    for (const auto& model : m.models)
+        for (const auto& dev : m.devices)
+            for (int ngl : m.n_gpu_layers)
+                for (int p : m.n_prompt)
+                    for (int n : m.n_gen) {
+                        for (int d : m.n_depth)
+                            for (int t : m.n_threads)
+                                for (int b : m.n_batch)
+                                    for (int ub : m.n_ubatch)
+                                        for (const auto& fa : m.flash_attn)
+                                            for (const auto& tk : m.type_k)
+                                                for (const auto& tv : m.type_v) {
+                                                    TestConfig c;
+                                                    c.model_path = model;
+                                                    c.devices = dev;
+                                                    c.n_gpu_layers = ngl;
+                                                    c.n_prompt = p;
+                                                    c.n_gen = n;
+                                                    c.n_depth = d;
+                                                    c.n_threads = t;
+                                                    c.n_batch = b;
+                                                    c.n_ubatch = std::min(ub, b);
+                                                    c.flash_attn = fa;
+                                                    c.type_k = tk;
+                                                    c.type_v = tv;
+                                                    c.reps = m.reps;
+                                                    c.target_ci = m.target_ci;
+                                                    c.max_reps = max_reps;
+                                                    c.warmup = m.warmup;
+                                                    c.seed = m.seed;
+                                                    out.push_back(c);
+                                                }
+                    }
+    return out;
+}
+
+TestResult run_test(Engine& engine, const TestConfig& c, const SweepHooks& hooks,
+                    std::optional<double> membw_gbps) {
+    TestResult r;
+    r.config = c;
+    r.started_ns = now_ns();
+    auto mark = [&](const char* stage, bool begin) {
+        if (hooks.stage_marker)
+            hooks.stage_marker(stage, begin);
+    };
+    try {
+        LoadSpec ls;
+        ls.model_path = c.model_path;
+        ls.devices = split_plus(c.devices);
+        ls.n_gpu_layers = c.n_gpu_layers;
+        ls.n_ctx = c.n_depth + c.n_prompt + c.n_gen + 8;
+        ls.n_batch = c.n_batch;
+        ls.n_ubatch = c.n_ubatch;
+        ls.n_threads = c.n_threads;
+        ls.flash_attn = c.flash_attn;
+        ls.type_k = c.type_k;
+        ls.type_v = c.type_v;
+        engine.load(ls);
+        r.backends = engine.active_backends();
+        r.notes = engine.notes();
+        const int32_t n_vocab = engine.n_vocab();
+        const auto bos = engine.bos_token();
+
+        if (c.n_prompt > 0)
+            r.prefill.emplace().n_tokens = c.n_prompt;
+        if (c.n_gen > 0) {
+            r.decode.emplace().n_tokens = c.n_gen;
+            r.decode->kv_depth_start = c.n_depth + c.n_prompt;
+        }
+        // Inputs are made before the clock starts; repetition i uses seed + i.
+        auto prompt_for = [&](int rep) {
+            auto t = random_tokens(c.n_prompt, n_vocab, c.seed * 1000003 + rep);
+            if (bos && c.n_depth == 0 && !t.empty())
+                t[0] = *bos;
+            return t;
+        };
+
+        if (c.warmup) {
+            if (hooks.progress)
+                hooks.progress(c.test_name() + ": warmup");
+            engine.fill_to_depth(c.n_depth, c.seed);
+            if (c.n_prompt > 0)
+                engine.prefill(prompt_for(-1));
+            if (c.n_gen > 0)
+                engine.decode_step(bos.value_or(0));
+        }
+
+        r.stopped_by = "reps";
+        for (int rep = 0; rep < c.max_reps; ++rep) {
+            if (interrupt_requested()) {
+                r.status = "interrupted";
+                r.stopped_by = "interrupt";
+                break;
+            }
+            if (hooks.progress)
+                hooks.progress(c.test_name() + " on " + c.devices + ": repetition " +
+                               std::to_string(rep + 1) + "/" + std::to_string(c.max_reps));
+            engine.fill_to_depth(c.n_depth, c.seed);
+            const auto prompt = prompt_for(rep);
+            const auto gen = random_tokens(c.n_gen, n_vocab, c.seed * 7919 + rep);
+            int64_t prefill_ns = 0;
+            if (c.n_prompt > 0) {
+                mark("prefill", true);
+                StageTimes st = engine.prefill(prompt);
+                mark("prefill", false);
+                prefill_ns = st.end_ns - st.start_ns;
+                r.prefill->duration_ns.push_back(prefill_ns);
+                r.prefill->tokens_per_s.push_back(c.n_prompt * 1e9 / prefill_ns);
+            }
+            if (c.n_gen > 0) {
+                mark("decode", true);
+                const int64_t start = now_ns();
+                int64_t prev = start;
+                for (int i = 0; i < c.n_gen; ++i) {
+                    const int64_t t = engine.decode_step(gen[i]);
+                    r.decode->token_latency_ns.push_back(t - prev);
+                    prev = t;
+                }
+                mark("decode", false);
+                const int64_t total = prev - start;
+                r.decode->duration_ns.push_back(total);
+                r.decode->tokens_per_s.push_back(c.n_gen * 1e9 / total);
+                if (c.n_prompt > 0)
+                    r.ttft_ns.push_back(prefill_ns + r.decode->token_latency_ns[rep * c.n_gen]);
+            }
+            r.reps_done = rep + 1;
+            if (r.reps_done >= c.reps && c.target_ci &&
+                ci_reached(r.prefill ? &*r.prefill : nullptr, *c.target_ci) &&
+                ci_reached(r.decode ? &*r.decode : nullptr, *c.target_ci)) {
+                r.stopped_by = "target_ci";
+                break;
+            }
+            if (!c.target_ci && r.reps_done >= c.reps)
+                break;
+            if (r.reps_done == c.max_reps)
+                r.stopped_by = c.target_ci ? "max_reps" : "reps";
+        }
+    } catch (const Error& e) {
+        r.status = "failed";
+        r.error = e.what();
+        r.stopped_by = "error";
+    } catch (const std::exception& e) {
+        r.status = "failed";
+        r.error = e.what();
+        r.stopped_by = "error";
+    }
+    if (r.prefill)
+        finish_stage(*r.prefill);
+    if (r.decode) {
+        finish_stage(*r.decode);
+        r.decode->itl = summarize(to_double(r.decode->token_latency_ns));
+    }
+    r.ttft = summarize(to_double(r.ttft_ns));
+
+    // Roofline context: what decode read per token and what prefill computed.
+    if (r.decode && r.decode->throughput.median) {
+        auto wb = engine.weight_bytes();
+        auto kv = engine.kv_bytes_read(r.decode->kv_depth_start + c.n_gen / 2);
+        if (wb && kv) {
+            r.roofline.decode_bytes_per_token = static_cast<double>(*wb) + *kv;
+            r.roofline.decode_bandwidth_gbps =
+                *r.roofline.decode_bytes_per_token * *r.decode->throughput.median / 1e9;
+            if (membw_gbps && *membw_gbps > 0)
+                r.roofline.decode_bandwidth_fraction =
+                    *r.roofline.decode_bandwidth_gbps / *membw_gbps;
+        }
+    }
+    if (r.prefill && r.prefill->throughput.median) {
+        if (auto np = engine.n_params())
+            r.roofline.prefill_gflops =
+                2.0 * static_cast<double>(*np) * *r.prefill->throughput.median / 1e9;
+    }
+    r.finished_ns = now_ns();
+    return r;
+}
+
+}  // namespace sb

@@ -1,0 +1,47 @@
+#pragma once
+// The stage sweep behind `stagebench run`: for every point of a test matrix, prefill and
+// decode measured separately on one engine, with warmup, repetitions (fixed or adaptive) and
+// raw samples kept. A failing test is recorded with its error and the sweep goes on.
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/result.hpp"
+#include "engine/engine.hpp"
+
+namespace sb {
+
+// Comma lists from the command line; every combination is one test (llama-bench's matrix).
+struct MatrixSpec {
+    std::vector<std::string> models;
+    std::vector<std::string> devices{"CPU"};
+    std::vector<int> n_prompt{512}, n_gen{128}, n_depth{0}, n_threads{0}, n_batch{2048},
+        n_ubatch{512}, n_gpu_layers{99};
+    std::vector<std::string> flash_attn{"auto"}, type_k{"f16"}, type_v{"f16"};
+    int reps = 5;
+    std::optional<double> target_ci;
+    int max_reps = 0;  // 0 = reps (or 50 with target_ci)
+    bool warmup = true;
+    uint64_t seed = 1;
+};
+
+// Expands the matrix, ordered so that tests sharing a model placement are adjacent (one load
+// each). Throws sb::Error(usage) for invalid values (p and n both 0, negative sizes...).
+std::vector<TestConfig> expand_matrix(const MatrixSpec& spec);
+
+struct SweepHooks {
+    // Called after every test, before the next starts (write results, print a row).
+    std::function<void(const TestResult&)> on_test_done;
+    // Progress lines for humans (stderr).
+    std::function<void(const std::string&)> progress;
+    // Stage markers for telemetry: (stage name, begin?) at the exact boundary.
+    std::function<void(const std::string&, bool)> stage_marker;
+};
+
+// Runs one test. Never throws for a failure of the test itself: that is recorded in the
+// result's status and error.
+TestResult run_test(Engine& engine, const TestConfig& config, const SweepHooks& hooks,
+                    std::optional<double> membw_gbps);
+
+}  // namespace sb

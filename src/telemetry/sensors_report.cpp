@@ -1,0 +1,255 @@
+#include "telemetry/sensors_report.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <thread>
+
+#include "core/error.hpp"
+#include "core/interrupt.hpp"
+#include "core/json_util.hpp"
+#include "telemetry/sysfs_util.hpp"
+#include "telemetry/telemetry_json.hpp"
+
+namespace sb {
+
+int64_t parse_duration_ns(const std::string& text) {
+    std::string_view s = sysfs::trim(text);
+    std::size_t n = 0;
+    while (n < s.size() && (std::isdigit(static_cast<unsigned char>(s[n])) || s[n] == '.' ||
+                            s[n] == '-' || s[n] == '+')) {
+        ++n;
+    }
+    auto v = sysfs::parse_number(s.substr(0, n));
+    std::string_view unit = s.substr(n);
+    static const std::map<std::string_view, double> kScale = {
+        {"", 1e9}, {"s", 1e9}, {"ms", 1e6}, {"us", 1e3}, {"ns", 1}, {"m", 60e9}, {"min", 60e9}};
+    auto it = kScale.find(unit);
+    if (!v || it == kScale.end() || *v < 0 || *v * it->second > 1e18) {
+        throw usage_error(fmt::format(
+            "invalid duration '{}': use e.g. 5s, 500ms, 1m or a number of seconds", text));
+    }
+    return static_cast<int64_t>(std::llround(*v * it->second));
+}
+
+SensorsReport run_sensors(const SensorsOptions& o, std::ostream& log) {
+    if (o.duration_ns < 0)
+        throw usage_error("duration must not be negative");
+    if (!(o.hz > 0 && o.hz <= 1000)) {
+        throw usage_error(fmt::format("--hz {} is outside (0, 1000]", o.hz));
+    }
+    Discovery d = discover_sources(o.discover);
+    const std::size_t n_sources = d.sources.size();
+    Sampler s(std::move(d), SamplerOptions{o.hz, {}});
+    s.sample_now();
+    if (o.duration_ns > 0 && n_sources > 0) {
+        log << fmt::format("sampling {} source(s) for {:.3g} s at {:g} Hz\n", n_sources,
+                           static_cast<double>(o.duration_ns) * 1e-9, o.hz);
+        s.start();
+        const int64_t t0 = s.mark("sensors", true);
+        // Sleep in slices so that Ctrl-C ends the window early with what was measured.
+        const auto until =
+            std::chrono::steady_clock::now() + std::chrono::nanoseconds(o.duration_ns);
+        while (!interrupt_requested()) {
+            auto now = std::chrono::steady_clock::now();
+            if (now >= until)
+                break;
+            std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
+                until - now, std::chrono::milliseconds(50)));
+        }
+        s.mark("sensors", false);
+        s.stop();
+        (void)t0;
+    } else if (n_sources == 0) {
+        log << "no telemetry sources found\n";
+    }
+    TelemetryRecord rec = s.record();
+    SensorsReport r;
+    r.hz = o.hz;
+    r.sources = rec.sources;
+    r.classes = rec.classes;
+    r.warnings = rec.warnings;
+    for (const auto& se : rec.series) {
+        if (se.metric.quantity == Quantity::residency || se.values.empty())
+            continue;
+        r.current.push_back({se.metric.name, se.metric.unit(), se.values.front()});
+    }
+    if (!rec.stages.empty()) {
+        const StageTelemetry& st = rec.stages.back();
+        r.duration_ns = st.duration_ns;
+        std::map<std::string, std::size_t> index;
+        auto row = [&](const std::string& sensor) -> SensorWindow& {
+            auto [it, added] = index.try_emplace(sensor, r.window.size());
+            if (added)
+                r.window.push_back(SensorWindow{sensor, "", {}, {}, {}, {}, {}, {}, {}, {}});
+            return r.window[it->second];
+        };
+        std::map<std::string, const Metric*> by_name;
+        for (const auto& se : rec.series)
+            by_name[se.metric.name] = &se.metric;
+        for (const auto& e : st.energy) {
+            SensorWindow& w = row(e.sensor);
+            if (!w.energy_method.empty())
+                continue;
+            w.energy_method = e.method;
+            w.energy_j = e.energy_j;
+            w.mean_power_mw = e.mean_power_mw;
+            w.max_power_mw = e.max_power_mw;
+        }
+        for (const auto& g : st.gauges) {
+            const Metric* m = by_name.count(g.metric) ? by_name[g.metric] : nullptr;
+            if (!m)
+                continue;
+            if (g.quantity == Quantity::temperature) {
+                SensorWindow& w = row(m->sensor);
+                if (g.min)
+                    w.temp_min_mc = std::min(w.temp_min_mc.value_or(*g.min), *g.min);
+                if (g.max)
+                    w.temp_max_mc = std::max(w.temp_max_mc.value_or(*g.max), *g.max);
+            } else if (g.quantity == Quantity::frequency &&
+                       (g.metric.find("cur_freq") != std::string::npos ||
+                        g.metric.find("sm_freq") != std::string::npos)) {
+                SensorWindow& w = row(m->sensor);
+                if (w.freq_mean_khz)
+                    continue;
+                w.freq_min_khz = g.min;
+                w.freq_max_khz = g.max;
+                w.freq_mean_khz = g.mean;
+            }
+        }
+        r.stage = st;
+        for (const auto& w : st.warnings)
+            r.warnings.push_back(w);
+    }
+    return r;
+}
+
+namespace {
+
+// Markdown table cells must not contain '|'.
+std::string cell(std::string s) {
+    std::string out;
+    for (char c : s) {
+        if (c == '|')
+            out += '\\';
+        out += c;
+    }
+    return out;
+}
+
+std::string num(const std::optional<double>& v, double scale, int decimals) {
+    if (!v)
+        return "-";
+    return fmt::format("{:.{}f}", *v * scale, decimals);
+}
+
+}  // namespace
+
+void write_sensors_markdown(std::ostream& out, const SensorsReport& r) {
+    out << "# Sensors\n\n";
+    if (r.sources.empty()) {
+        out << "No telemetry sources found.\n\n";
+    } else {
+        out << "| source | class | metrics | properties |\n| --- | --- | ---: | --- |\n";
+        for (const auto& s : r.sources) {
+            std::string props;
+            for (const auto& [k, v] : s.properties)
+                props += (props.empty() ? "" : "; ") + k + ": " + v;
+            out << "| " << cell(s.name) << " | " << s.source_class << " | " << s.metrics.size()
+                << " | " << (props.empty() ? "-" : cell(props)) << " |\n";
+        }
+        out << "\n";
+    }
+    bool any_absent = false;
+    for (const auto& c : r.classes) {
+        if (c.found > 0)
+            continue;
+        if (!any_absent)
+            out << "Absent:\n\n";
+        any_absent = true;
+        out << "- " << c.source_class << ": " << c.note << "\n";
+    }
+    if (any_absent)
+        out << "\n";
+    if (!r.current.empty()) {
+        out << "## Current values\n\n| metric | value | unit |\n| --- | ---: | --- |\n";
+        for (const auto& c : r.current) {
+            out << "| " << c.metric << " | " << num(c.value, 1, c.unit == "bits" ? 0 : 1) << " | "
+                << c.unit << " |\n";
+        }
+        out << "\n";
+    }
+    if (!r.window.empty()) {
+        out << fmt::format("## Over {:.3f} s at {:g} Hz\n\n",
+                           static_cast<double>(r.duration_ns) * 1e-9, r.hz);
+        out << "| sensor | energy (J) | mean power (mW) | max power (mW) | temp min (°C) | "
+               "temp max (°C) | freq min (MHz) | freq max (MHz) | freq mean (MHz) |\n"
+            << "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+        for (const auto& w : r.window) {
+            out << "| " << w.sensor << " | " << num(w.energy_j, 1, 4) << " | "
+                << num(w.mean_power_mw, 1, 1) << " | " << num(w.max_power_mw, 1, 1) << " | "
+                << num(w.temp_min_mc, 1e-3, 1) << " | " << num(w.temp_max_mc, 1e-3, 1) << " | "
+                << num(w.freq_min_khz, 1e-3, 0) << " | " << num(w.freq_max_khz, 1e-3, 0) << " | "
+                << num(w.freq_mean_khz, 1e-3, 0) << " |\n";
+        }
+        out << "\nEnergy from counters read at the window's ends where a sensor has one, else "
+               "integrated power. Nested RAPL domains overlap: do not add them.\n\n";
+    }
+    if (!r.warnings.empty()) {
+        out << "## Warnings\n\n";
+        for (const auto& w : r.warnings) {
+            out << "- **" << w.code << "**: " << w.message << " — " << w.hint << "\n";
+        }
+    }
+}
+
+nlohmann::json to_json(const SensorsReport& r) {
+    using nlohmann::json;
+    json sources = json::array(), classes = json::array(), absent = json::array(),
+         current = json::array(), window = json::array(), warnings = json::array();
+    for (const auto& s : r.sources) {
+        json props = json::object();
+        for (const auto& [k, v] : s.properties)
+            props[k] = v;
+        sources.push_back({{"name", s.name},
+                           {"class", s.source_class},
+                           {"metrics", s.metrics},
+                           {"properties", props}});
+    }
+    for (const auto& c : r.classes) {
+        classes.push_back({{"class", c.source_class}, {"found", c.found}, {"note", c.note}});
+        if (c.found == 0)
+            absent.push_back(c.source_class);
+    }
+    for (const auto& c : r.current) {
+        current.push_back({{"metric", c.metric}, {"unit", c.unit}, {"value", opt(c.value)}});
+    }
+    for (const auto& w : r.window) {
+        window.push_back(
+            {{"sensor", w.sensor},
+             {"energy_method", w.energy_method.empty() ? json(nullptr) : json(w.energy_method)},
+             {"energy_j", opt(w.energy_j)},
+             {"mean_power_mw", opt(w.mean_power_mw)},
+             {"max_power_mw", opt(w.max_power_mw)},
+             {"temp_min_mc", opt(w.temp_min_mc)},
+             {"temp_max_mc", opt(w.temp_max_mc)},
+             {"freq_min_khz", opt(w.freq_min_khz)},
+             {"freq_max_khz", opt(w.freq_max_khz)},
+             {"freq_mean_khz", opt(w.freq_mean_khz)}});
+    }
+    for (const auto& w : r.warnings)
+        warnings.push_back(to_json(w));
+    return json{{"duration_ns", r.duration_ns},
+                {"hz", r.hz},
+                {"sources", sources},
+                {"classes", classes},
+                {"absent", absent},
+                {"current", current},
+                {"window", window},
+                {"stage", r.stage ? to_json(*r.stage) : json(nullptr)},
+                {"warnings", warnings}};
+}
+
+}  // namespace sb

@@ -1,0 +1,126 @@
+#include "telemetry/sensors_report.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <sstream>
+
+#include "core/error.hpp"
+#include "telemetry/test_util.hpp"
+
+namespace sb {
+namespace {
+
+using sb::testing::FixtureCopy;
+
+TEST(ParseDuration, AcceptsUnits) {
+    EXPECT_EQ(parse_duration_ns("5s"), 5'000'000'000);
+    EXPECT_EQ(parse_duration_ns("500ms"), 500'000'000);
+    EXPECT_EQ(parse_duration_ns("5"), 5'000'000'000);
+    EXPECT_EQ(parse_duration_ns("2.5s"), 2'500'000'000);
+    EXPECT_EQ(parse_duration_ns("1m"), 60'000'000'000);
+    EXPECT_EQ(parse_duration_ns("250us"), 250'000);
+    EXPECT_EQ(parse_duration_ns("0"), 0);
+}
+
+TEST(ParseDuration, RejectsGarbage) {
+    for (const char* s : {"", "abc", "-1s", "5h", "s", "5 s s", "1e30s"}) {
+        EXPECT_THROW(parse_duration_ns(s), sb::Error) << s;
+    }
+}
+
+TEST(Sensors, RejectsBadRate) {
+    SensorsOptions o;
+    o.discover = discover_options_for_root("/nonexistent");
+    o.hz = 0;
+    std::ostringstream log;
+    EXPECT_THROW(run_sensors(o, log), sb::Error);
+}
+
+// What `stagebench sensors --sysfs-root` is checked with: a tree whose RAPL counter a writer
+// advances in place (readers may see the file empty) and wraps, and a battery whose power
+// changes; the report must match the writer within 2%.
+TEST(Sensors, ReportsWriterPowerAndEnergyAcrossWraps) {
+    FixtureCopy fx("x86-laptop-rapl");
+    const std::string pkg = fx.path("class/powercap/intel-rapl:0/energy_uj");
+    sb::testing::write_atomic(fx.path("class/powercap/intel-rapl:0/max_energy_range_uj"),
+                              "5000000\n");
+    const double rate = 12e6;  // µJ/s: 12 W, wrapping every 0.42 s
+    sb::testing::Writer w(
+        [&](double t) {
+            sb::testing::write_in_place(
+                pkg, std::to_string(static_cast<int64_t>(std::fmod(4e6 + rate * t, 5e6))) + "\n");
+        },
+        std::chrono::microseconds(1000));
+    SensorsOptions o;
+    o.discover = discover_options_for_root(fx.root());
+    o.duration_ns = 1'000'000'000;
+    o.hz = 20;
+    std::ostringstream log;
+    SensorsReport r = run_sensors(o, log);
+    EXPECT_NEAR(static_cast<double>(r.duration_ns), 1e9, 5e7);
+    const SensorWindow* pk = nullptr;
+    const SensorWindow* bat = nullptr;
+    for (const auto& s : r.window) {
+        if (s.sensor == "rapl.package-0")
+            pk = &s;
+        if (s.sensor == "battery.BAT0")
+            bat = &s;
+    }
+    ASSERT_NE(pk, nullptr);
+    ASSERT_TRUE(pk->energy_j && pk->mean_power_mw);
+    const double expected_j = rate * static_cast<double>(r.duration_ns) * 1e-15;
+    EXPECT_NEAR(*pk->energy_j, expected_j, 0.02 * expected_j);
+    EXPECT_NEAR(*pk->mean_power_mw, 12000.0, 240.0);
+    EXPECT_EQ(pk->energy_method, "counter");
+    ASSERT_NE(bat, nullptr);
+    EXPECT_NEAR(*bat->mean_power_mw, 12500.0, 1e-6);
+    EXPECT_NE(log.str().find("sampling"), std::string::npos);
+
+    std::ostringstream md;
+    write_sensors_markdown(md, r);
+    EXPECT_NE(md.str().find("| rapl.package-0 |"), std::string::npos);
+    EXPECT_NE(md.str().find("Absent"), std::string::npos);
+    EXPECT_NE(md.str().find("nvml"), std::string::npos);
+    nlohmann::json j = to_json(r);
+    EXPECT_EQ(j["hz"], 20.0);
+    EXPECT_FALSE(j["window"].empty());
+    EXPECT_FALSE(j["current"].empty());
+    EXPECT_TRUE(j["stage"].is_object());
+}
+
+TEST(Sensors, ZeroDurationListsCurrentValuesOnly) {
+    FixtureCopy fx("rpi5");
+    SensorsOptions o;
+    o.discover = discover_options_for_root(fx.root());
+    o.duration_ns = 0;
+    std::ostringstream log, md;
+    SensorsReport r = run_sensors(o, log);
+    EXPECT_TRUE(r.window.empty());
+    bool throttled = false;
+    for (const auto& c : r.current) {
+        if (c.metric == "rpi.throttled_flags")
+            throttled = c.value == 0x50005;
+    }
+    EXPECT_TRUE(throttled);
+    write_sensors_markdown(md, r);
+    EXPECT_EQ(md.str().find("## Over"), std::string::npos);
+}
+
+TEST(Sensors, EmptyTreeSaysNothingFound) {
+    FixtureCopy fx("rpi5");
+    std::filesystem::remove_all(fx.root());
+    std::filesystem::create_directories(fx.root());
+    SensorsOptions o;
+    o.discover = discover_options_for_root(fx.root());
+    o.discover.try_vcgencmd = false;
+    o.duration_ns = 100'000'000;
+    std::ostringstream log, md;
+    SensorsReport r = run_sensors(o, log);
+    write_sensors_markdown(md, r);
+    EXPECT_NE(md.str().find("No telemetry sources found"), std::string::npos);
+    EXPECT_TRUE(r.sources.empty());
+}
+
+}  // namespace
+}  // namespace sb

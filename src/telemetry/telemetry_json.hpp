@@ -1,0 +1,45 @@
+#pragma once
+// JSON forms of the telemetry results, for the result document. Units are in the key names
+// (t_ns, energy_j, power_mw...) or in the "unit" field of a metric; missing values are null.
+//
+//   Metric:          {"name", "sensor", "quantity", "unit", "kind": "gauge"|"counter",
+//                     "wrap_range", "refresh_ns", "system_total", "within"}
+//   Series:          {"metric", "unit", "kind", "t_ns": [...], "values": [... null ...],
+//                     "cumulative": [...] (counters only: unwrapped, from 0)}
+//   StageTelemetry:  {"stage", "occurrence", "begin_ns", "end_ns", "duration_ns", "tokens",
+//                     "total": {"metric", "energy_j", "net_energy_j", "j_per_token",
+//                               "net_j_per_token"},
+//                     "energy": [EnergyStat...], "gauges": [GaugeStat...],
+//                     "residency": [{"sensor", "method", "bins": [{"freq_khz", "fraction"}]}],
+//                     "warnings": [...]}
+//   TelemetryRecord: {"hz", "sources": [{"name", "class", "metrics", "properties"}],
+//                     "classes": [{"class", "found", "note"}], "absent": ["nvml", ...],
+//                     "metrics": [Metric...], "series": [Series...], "marks": [...],
+//                     "stages": [StageTelemetry...], "idle": {...}|null, "warnings": [...]}
+#include <nlohmann/json.hpp>
+
+#include "telemetry/sampler.hpp"
+
+namespace sb {
+
+nlohmann::json to_json(const Metric& m);
+nlohmann::json to_json(const EnergyStat& e);
+nlohmann::json to_json(const GaugeStat& g);
+nlohmann::json to_json(const StageTelemetry& s);
+nlohmann::json to_json(const IdleBaseline& b);
+nlohmann::json to_json(const Series& s);
+// with_series = false leaves out the (large) time series, keeping everything else.
+nlohmann::json to_json(const TelemetryRecord& r, bool with_series = true);
+
+// Let nlohmann convert them implicitly: json j = record;
+inline void to_json(nlohmann::json& j, const Metric& v) {
+    j = to_json(v);
+}
+inline void to_json(nlohmann::json& j, const StageTelemetry& v) {
+    j = to_json(v);
+}
+inline void to_json(nlohmann::json& j, const TelemetryRecord& v) {
+    j = to_json(v);
+}
+
+}  // namespace sb

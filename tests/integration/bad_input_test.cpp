@@ -1,0 +1,87 @@
+// Bad input as a new user would give it: one clear line on stderr, exit code 2, no crash,
+// no hang, nothing on stdout.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "cli_harness.hpp"
+#include "engine/process.hpp"
+
+using namespace sbtest;
+
+namespace {
+
+void expect_one_line_error(const Proc& p, const std::string& needle) {
+    EXPECT_EQ(p.exit_code, 2) << p.err;
+    EXPECT_EQ(std::count(p.err.begin(), p.err.end(), '\n'), 1) << p.err;
+    EXPECT_EQ(p.err.rfind("stagebench: error: ", 0), 0u) << p.err;
+    EXPECT_NE(p.err.find(needle), std::string::npos) << p.err;
+    EXPECT_TRUE(p.out.empty()) << p.out;
+}
+
+std::vector<std::string> run_args(const std::string& model) {
+    return {"run", "-m", model, "-p", "8", "-n", "2", "-r", "1", "--membw", "off", "-q"};
+}
+
+}  // namespace
+
+TEST(BadInput, MissingModelFile) {
+    expect_one_line_error(sbtest::sb(run_args("/nonexistent/model.gguf")),
+                          "/nonexistent/model.gguf");
+}
+
+TEST(BadInput, TruncatedModelFile) {
+    TempDir t;
+    const std::string cut = t.file("cut.gguf");
+    {
+        std::ifstream in(tiny_model(), std::ios::binary);
+        std::vector<char> buf(std::filesystem::file_size(tiny_model()) / 2);
+        in.read(buf.data(), buf.size());
+        std::ofstream(cut, std::ios::binary).write(buf.data(), buf.size());
+    }
+    expect_one_line_error(sbtest::sb(run_args(cut)), cut);
+}
+
+TEST(BadInput, CorruptModelFile) {
+    TempDir t;
+    const std::string bad = t.file("garbage.gguf");
+    std::ofstream(bad) << "this is not a model, just some text that is long enough to read\n";
+    expect_one_line_error(sbtest::sb(run_args(bad)), bad);
+}
+
+TEST(BadInput, UnknownDevice) {
+    auto args = run_args(tiny_model());
+    args.insert(args.end(), {"--device", "NOPE0"});
+    expect_one_line_error(sbtest::sb(args), "unknown device 'NOPE0'");
+}
+
+TEST(BadInput, ZeroPromptTokens) {
+    auto args = run_args(tiny_model());
+    args.insert(args.end(), {"-p", "0"});
+    expect_one_line_error(sbtest::sb(args), "-p");
+}
+
+TEST(BadInput, UnknownFlag) {
+    auto args = run_args(tiny_model());
+    args.push_back("--frobnicate");
+    expect_one_line_error(sbtest::sb(args), "--frobnicate");
+}
+
+TEST(BadInput, NotANumber) {
+    expect_one_line_error(sbtest::sb({"run", "-m", tiny_model(), "-p", "lots"}), "lots");
+}
+
+TEST(BadInput, UnreachableRpcServer) {
+    const int port = ::sb::free_loopback_port();  // nothing listens there
+    const std::string ep = "127.0.0.1:" + std::to_string(port);
+    auto args = run_args(tiny_model());
+    args.insert(args.end(), {"--rpc", ep});
+    expect_one_line_error(sbtest::sb(args, 60), ep);
+}
+
+TEST(BadInput, UnknownSynthPreset) {
+    TempDir t;
+    expect_one_line_error(sbtest::sb({"synth", "--preset", "gpt-17", "-o", t.file("x.gguf")}),
+                          "gpt-17");
+}

@@ -1,0 +1,114 @@
+#include "cli_harness.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+extern char** environ;
+
+namespace sbtest {
+
+std::string stagebench_bin() {
+    return std::string(SB_BINARY_DIR) + "/bin/stagebench";
+}
+std::string peer(const std::string& name) {
+    return std::string(SB_BINARY_DIR) + "/peers/" + name;
+}
+
+std::string read_file(const std::string& path) {
+    std::ifstream f(path);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+}
+
+pid_t spawn_bg(const std::vector<std::string>& argv, const std::string& log) {
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&fa, 2, (log + ".err").c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                     0644);
+    std::vector<char*> a;
+    for (const auto& s : argv)
+        a.push_back(const_cast<char*>(s.c_str()));
+    a.push_back(nullptr);
+    pid_t pid = -1;
+    if (posix_spawn(&pid, argv[0].c_str(), &fa, nullptr, a.data(), environ) != 0)
+        throw std::runtime_error("cannot start " + argv[0]);
+    posix_spawn_file_actions_destroy(&fa);
+    return pid;
+}
+
+int wait_exit(pid_t pid, int timeout_s) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+    int status = 0;
+    while (waitpid(pid, &status, WNOHANG) == 0) {
+        if (std::chrono::steady_clock::now() > deadline) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            return 999;  // timed out: a hang
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    return 128 + WTERMSIG(status);
+}
+
+int signal_and_wait(pid_t pid, int sig, int timeout_s) {
+    kill(pid, sig);
+    return wait_exit(pid, timeout_s);
+}
+
+Proc run(const std::vector<std::string>& argv, int timeout_s) {
+    TempDir t;
+    const std::string log = t.file("out");
+    pid_t pid = spawn_bg(argv, log);
+    Proc p;
+    p.exit_code = wait_exit(pid, timeout_s);
+    p.out = read_file(log);
+    p.err = read_file(log + ".err");
+    return p;
+}
+
+Proc sb(const std::vector<std::string>& args, int timeout_s) {
+    std::vector<std::string> argv{stagebench_bin()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run(argv, timeout_s);
+}
+
+TempDir::TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "sbtest.XXXXXX").string();
+    if (!mkdtemp(tmpl.data()))
+        throw std::runtime_error("mkdtemp failed");
+    path = tmpl;
+}
+
+TempDir::~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+}
+
+const std::string& tiny_model() {
+    static TempDir dir;
+    static std::string path = [] {
+        std::string p = dir.file("tiny.gguf");
+        Proc r = sb({"synth", "--preset", "tiny", "--seed", "7", "-o", p});
+        if (r.exit_code != 0)
+            throw std::runtime_error("synth failed: " + r.err);
+        return p;
+    }();
+    return path;
+}
+
+}  // namespace sbtest

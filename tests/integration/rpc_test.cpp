@@ -1,0 +1,45 @@
+// A real ggml RPC server on loopback as a device: layers offloaded over TCP.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_harness.hpp"
+#include "engine/process.hpp"
+
+using nlohmann::json;
+using namespace sbtest;
+
+TEST(Rpc, RunOffloadsToALoopbackRpcServer) {
+    TempDir t;
+    const int port = ::sb::free_loopback_port();
+    pid_t server = spawn_bg({peer("ggml-rpc-server"), "-H", "127.0.0.1", "-p", std::to_string(port),
+                             "-t", "1", "-d", "CPU"},
+                            t.file("rpc.log"));
+    ASSERT_TRUE(::sb::wait_for_port("127.0.0.1", port, 20000));
+    const std::string ep = "127.0.0.1:" + std::to_string(port);
+    Proc p = sbtest::sb({"run", "-m", tiny_model(), "-p", "16", "-n", "4", "-r", "2", "--rpc", ep,
+                         "--device", "CPU,RPC0", "--membw", "off", "-o", "json", "-q"});
+    signal_and_wait(server, SIGTERM);
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    json doc = json::parse(p.out);
+    ASSERT_EQ(doc["tests"].size(), 2u);
+    EXPECT_EQ(doc["tests"][1]["config"]["devices"], "RPC0");
+    EXPECT_EQ(doc["tests"][1]["backends"], json::array({"RPC0", "CPU"}));
+    EXPECT_EQ(doc["tests"][1]["status"], "ok");
+    EXPECT_EQ(doc["tests"][1]["decode"]["token_latency_ns"].size(), 8u);
+}
+
+TEST(Rpc, DevicesListsAnRpcServer) {
+    TempDir t;
+    const int port = ::sb::free_loopback_port();
+    pid_t server = spawn_bg({peer("ggml-rpc-server"), "-H", "127.0.0.1", "-p", std::to_string(port),
+                             "-t", "1", "-d", "CPU"},
+                            t.file("rpc.log"));
+    ASSERT_TRUE(::sb::wait_for_port("127.0.0.1", port, 20000));
+    Proc p = sbtest::sb({"devices", "--rpc", "127.0.0.1:" + std::to_string(port)});
+    signal_and_wait(server, SIGTERM);
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    EXPECT_NE(p.out.find("| CPU |"), std::string::npos) << p.out;
+    EXPECT_NE(p.out.find("| RPC0 |"), std::string::npos) << p.out;
+}
