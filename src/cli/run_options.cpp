@@ -62,6 +62,14 @@ void add_output_options(CLI::App* cmd, RunArgs& a) {
     cmd->add_option("--rpc", a.run.rpc_servers, "RPC servers host:port to use (comma list)")
         ->delimiter(',');
     cmd->add_flag("-q,--quiet", a.quiet, "no progress lines on stderr");
+    cmd->add_option("--telemetry", a.run.telemetry,
+                    "sample sensors around every stage: auto (where sources exist), on, off")
+        ->capture_default_str();
+    cmd->add_option("--sysfs-root", a.run.sysfs_root, "where the sensors are (default /sys)")
+        ->capture_default_str();
+    cmd->add_option("--telemetry-hz", a.run.telemetry_hz, "sampling rate")->capture_default_str();
+    cmd->add_option("--idle", a.run.idle_s, "seconds of idle baseline before the first test")
+        ->capture_default_str();
 }
 
 void finish_run_args(RunArgs& a) {

@@ -80,6 +80,7 @@ json to_json(const TestResult& t) {
              {"decode_bandwidth_gbps", opt(t.roofline.decode_bandwidth_gbps)},
              {"decode_bandwidth_fraction", opt(t.roofline.decode_bandwidth_fraction)},
              {"prefill_gflops", opt(t.roofline.prefill_gflops)}}},
+           {"telemetry", t.telemetry},
            {"started_ns", t.started_ns},
            {"finished_ns", t.finished_ns}};
     return j;

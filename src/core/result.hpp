@@ -13,7 +13,7 @@
 
 namespace sb {
 
-inline constexpr int kResultSchemaVersion = 1;
+inline constexpr int kResultSchemaVersion = 2;
 
 // One point of the test matrix.
 struct TestConfig {
@@ -58,7 +58,7 @@ struct Roofline {
     std::optional<double> decode_bytes_per_token;     // weights + mean KV read per token
     std::optional<double> decode_bandwidth_gbps;      // bytes per token x median tokens/s
     std::optional<double> decode_bandwidth_fraction;  // of the measured machine bandwidth
-    std::optional<double> prefill_gflops;             // approximate (2 x params per token)
+    std::optional<double> prefill_gflops;             // approximate, see prefill_flops()
 };
 
 struct TestResult {
@@ -74,6 +74,9 @@ struct TestResult {
     std::vector<int64_t> ttft_ns;  // prefill + first decoded token, per repetition
     Summary ttft;
     Roofline roofline;
+    // Per-stage telemetry of every repetition ({"prefill": [...], "decode": [...]}, see
+    // telemetry/telemetry_json.hpp) and the stage totals; null without telemetry.
+    nlohmann::json telemetry;
     int64_t started_ns = 0, finished_ns = 0;
 };
 

@@ -39,6 +39,13 @@ struct LoadSpec {
     std::string type_v = "f16";
 };
 
+struct ModelShape {
+    int n_layer = 0;
+    int n_embd = 0;  // embedding width (the token embedding lookup is n_vocab x n_embd)
+    int n_vocab = 0;
+    int n_attn = 0;  // n_head x head_dim: width of Q and of the attention output
+};
+
 struct StageTimes {
     int64_t start_ns = 0;  // sb::now_ns() clock
     int64_t end_ns = 0;
@@ -74,10 +81,12 @@ class Engine {
     // Notes about the current load that a reader of the results should know.
     virtual std::vector<std::string> notes() const { return {}; }
 
-    // Roofline inputs, when the engine knows them: bytes of weights, parameter count, and
-    // bytes of KV cache that one decoded token reads at KV depth `depth`.
+    // Roofline inputs, when the engine knows them: bytes of weights, parameter count, the
+    // shape that attention and the embedding lookup take, and bytes of KV cache that one
+    // decoded token reads at KV depth `depth`.
     virtual std::optional<uint64_t> weight_bytes() const { return std::nullopt; }
     virtual std::optional<uint64_t> n_params() const { return std::nullopt; }
+    virtual std::optional<ModelShape> shape() const { return std::nullopt; }
     virtual std::optional<double> kv_bytes_read(int depth) const { return std::nullopt; }
 };
 

@@ -245,21 +245,39 @@ std::optional<uint64_t> LlamaEngine::n_params() const {
     return llama_model_n_params(impl_->model);
 }
 
-std::optional<double> LlamaEngine::kv_bytes_read(int depth) const {
-    const llama_model* model = impl_->model;
-    if (!model)
-        return std::nullopt;
-    const int n_layer = llama_model_n_layer(model);
+namespace {
+int head_dim_of(const llama_model* model) {
     const int n_head = llama_model_n_head(model);
-    const int n_head_kv = llama_model_n_head_kv(model);
-    const int n_embd = llama_model_n_embd(model);
-    int head_dim = n_head > 0 ? n_embd / n_head : 0;
+    int head_dim = n_head > 0 ? llama_model_n_embd(model) / n_head : 0;
     char arch[64] = {0}, buf[64] = {0};
     if (llama_model_meta_val_str(model, "general.architecture", arch, sizeof arch) > 0) {
         const std::string key = std::string(arch) + ".attention.key_length";
         if (llama_model_meta_val_str(model, key.c_str(), buf, sizeof buf) > 0)
             head_dim = std::atoi(buf);
     }
+    return head_dim;
+}
+}  // namespace
+
+std::optional<ModelShape> LlamaEngine::shape() const {
+    const llama_model* model = impl_->model;
+    if (!model)
+        return std::nullopt;
+    ModelShape s;
+    s.n_layer = llama_model_n_layer(model);
+    s.n_embd = llama_model_n_embd(model);
+    s.n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(model));
+    s.n_attn = llama_model_n_head(model) * head_dim_of(model);
+    return s;
+}
+
+std::optional<double> LlamaEngine::kv_bytes_read(int depth) const {
+    const llama_model* model = impl_->model;
+    if (!model)
+        return std::nullopt;
+    const int n_layer = llama_model_n_layer(model);
+    const int n_head_kv = llama_model_n_head_kv(model);
+    const int head_dim = head_dim_of(model);
     const double bytes_k =
         ggml_type_size(parse_cache_type(impl_->spec.type_k)) /
         static_cast<double>(ggml_blck_size(parse_cache_type(impl_->spec.type_k)));

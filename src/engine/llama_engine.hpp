@@ -30,6 +30,7 @@ class LlamaEngine final : public Engine {
     std::vector<std::string> notes() const override;
     std::optional<uint64_t> weight_bytes() const override;
     std::optional<uint64_t> n_params() const override;
+    std::optional<ModelShape> shape() const override;
     std::optional<double> kv_bytes_read(int depth) const override;
     // Frees the model and context (e.g. before switching device sets).
     void unload();

@@ -118,6 +118,33 @@ class MarkdownReporter : public Reporter {
                      << " | " << num(t.roofline.prefill_gflops, "{:.1f}") << " |\n";
             }
         }
+        bool any_energy = false;
+        for (const auto& t : doc.tests)
+            any_energy |= t.telemetry.is_object() && t.telemetry.contains("summary") &&
+                          !t.telemetry["summary"].empty();
+        if (any_energy) {
+            out_
+                << "\n| test | devices | stage | J/token | net J/token | mean W | energy source |\n"
+                << "| --- | --- | --- | ---: | ---: | ---: | --- |\n";
+            auto med = [](const json& s, const char* key, double scale, const char* f) {
+                const json& v = s[key]["median"];
+                return v.is_number() ? fmt::format(fmt::runtime(f), v.get<double>() * scale)
+                                     : std::string("-");
+            };
+            for (const auto& t : doc.tests) {
+                if (!t.telemetry.is_object() || !t.telemetry.contains("summary"))
+                    continue;
+                for (const auto& [stage, s] : t.telemetry["summary"].items()) {
+                    out_ << "| " << t.config.test_name() << " | " << t.config.devices << " | "
+                         << stage << " | " << med(s, "j_per_token", 1, "{:.4f}") << " | "
+                         << med(s, "net_j_per_token", 1, "{:.4f}") << " | "
+                         << med(s, "mean_power_mw", 1e-3, "{:.2f}") << " | "
+                         << (s["total_metric"].is_string() ? s["total_metric"].get<std::string>()
+                                                           : std::string("-"))
+                         << " |\n";
+                }
+            }
+        }
         std::vector<std::string> notes;
         for (const auto& t : doc.tests)
             for (const auto& n : t.notes)

@@ -20,6 +20,11 @@ struct RunOptions {
     std::optional<std::string> out_path;   // the result document (JSON)
     std::string membw = "auto";            // auto | off | a number in GB/s
     bool progress = true;                  // progress lines on the error stream
+    // Telemetry: auto (on where sources exist), on, off; sensors under sysfs_root.
+    std::string telemetry = "auto";
+    std::string sysfs_root = "/sys";
+    double telemetry_hz = 10;
+    double idle_s = 2;  // idle baseline before the first test (0: none)
 };
 
 // Fills the parts of a result document that describe the tool, llama.cpp and the machine.

@@ -51,6 +51,19 @@ bool ci_reached(const StageResult* s, double target) {
 
 }  // namespace
 
+double prefill_flops(uint64_t n_params, const ModelShape& s, int n_depth, int n_prompt) {
+    // Matrix multiplications: 2 FLOPs per weight per token, except the token embedding, which
+    // is a lookup; the output projection runs for the last token only (no logits are asked
+    // for the others), whether or not it shares the embedding's weights.
+    const double embd = static_cast<double>(s.n_vocab) * s.n_embd;
+    const double dense = 2.0 * (static_cast<double>(n_params) - embd) * n_prompt + 2.0 * embd;
+    // Attention: QK^T and softmax(QK^T)V, 2 x 2 x n_attn FLOPs per (query, key) pair, and
+    // query i attends to n_depth + i + 1 keys.
+    const double pairs = static_cast<double>(n_prompt) * n_depth +
+                         static_cast<double>(n_prompt) * (n_prompt + 1) / 2.0;
+    return dense + 4.0 * s.n_layer * static_cast<double>(s.n_attn) * pairs;
+}
+
 std::vector<TestConfig> expand_matrix(const MatrixSpec& m) {
     if (m.models.empty())
         throw usage_error("no model given (-m FILE)");
@@ -115,9 +128,9 @@ TestResult run_test(Engine& engine, const TestConfig& c, const SweepHooks& hooks
     TestResult r;
     r.config = c;
     r.started_ns = now_ns();
-    auto mark = [&](const char* stage, bool begin) {
+    auto mark = [&](const char* stage, bool begin, std::optional<int64_t> tokens = {}) {
         if (hooks.stage_marker)
-            hooks.stage_marker(stage, begin);
+            hooks.stage_marker(stage, begin, tokens);
     };
     try {
         LoadSpec ls;
@@ -178,7 +191,7 @@ TestResult run_test(Engine& engine, const TestConfig& c, const SweepHooks& hooks
             if (c.n_prompt > 0) {
                 mark("prefill", true);
                 StageTimes st = engine.prefill(prompt);
-                mark("prefill", false);
+                mark("prefill", false, c.n_prompt);
                 prefill_ns = st.end_ns - st.start_ns;
                 r.prefill->duration_ns.push_back(prefill_ns);
                 r.prefill->tokens_per_s.push_back(c.n_prompt * 1e9 / prefill_ns);
@@ -192,7 +205,7 @@ TestResult run_test(Engine& engine, const TestConfig& c, const SweepHooks& hooks
                     r.decode->token_latency_ns.push_back(t - prev);
                     prev = t;
                 }
-                mark("decode", false);
+                mark("decode", false, c.n_gen);
                 const int64_t total = prev - start;
                 r.decode->duration_ns.push_back(total);
                 r.decode->tokens_per_s.push_back(c.n_gen * 1e9 / total);
@@ -241,10 +254,12 @@ TestResult run_test(Engine& engine, const TestConfig& c, const SweepHooks& hooks
                     *r.roofline.decode_bandwidth_gbps / *membw_gbps;
         }
     }
-    if (r.prefill && r.prefill->throughput.median) {
-        if (auto np = engine.n_params())
+    if (r.prefill && r.prefill->duration.median) {
+        auto np = engine.n_params();
+        auto sh = engine.shape();
+        if (np && sh)  // FLOPs per ns = GFLOP/s
             r.roofline.prefill_gflops =
-                2.0 * static_cast<double>(*np) * *r.prefill->throughput.median / 1e9;
+                prefill_flops(*np, *sh, c.n_depth, c.n_prompt) / *r.prefill->duration.median;
     }
     r.finished_ns = now_ns();
     return r;

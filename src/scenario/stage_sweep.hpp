@@ -35,9 +35,14 @@ struct SweepHooks {
     std::function<void(const TestResult&)> on_test_done;
     // Progress lines for humans (stderr).
     std::function<void(const std::string&)> progress;
-    // Stage markers for telemetry: (stage name, begin?) at the exact boundary.
-    std::function<void(const std::string&, bool)> stage_marker;
+    // Stage markers for telemetry: (stage name, begin?, tokens of the stage on the end mark),
+    // called just outside the timed region at each boundary.
+    std::function<void(const std::string&, bool, std::optional<int64_t>)> stage_marker;
 };
+
+// Approximate FLOPs of a prefill of n_prompt tokens at KV depth n_depth: dense matrix
+// multiplications (the embedding lookup excluded, one output row) plus attention.
+double prefill_flops(uint64_t n_params, const ModelShape& shape, int n_depth, int n_prompt);
 
 // Runs one test. Never throws for a failure of the test itself: that is recorded in the
 // result's status and error.

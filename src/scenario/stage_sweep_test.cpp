@@ -66,3 +66,16 @@ TEST(TestConfig, NamesLikeLlamaBench) {
     c.n_depth = 1024;
     EXPECT_EQ(c.test_name(), "pp512+tg128 @ d1024");
 }
+
+TEST(PrefillFlops, DenseTermExcludesTheEmbeddingLookupAndAddsAttention) {
+    ModelShape s;
+    s.n_layer = 2;
+    s.n_embd = 4;
+    s.n_vocab = 10;
+    s.n_attn = 4;
+    // 1000 params, 40 of them the embedding; 3 tokens at depth 0: pairs = 1 + 2 + 3 = 6.
+    const double expect = 2.0 * 960 * 3 + 2.0 * 40 + 4.0 * 2 * 4 * 6;
+    EXPECT_DOUBLE_EQ(prefill_flops(1000, s, 0, 3), expect);
+    // At depth 5 every query sees 5 more keys.
+    EXPECT_DOUBLE_EQ(prefill_flops(1000, s, 5, 3) - expect, 4.0 * 2 * 4 * 15);
+}

@@ -96,8 +96,11 @@ class BatterySource : public Source {
 
     void read(int64_t, std::vector<std::optional<double>>& out) override {
         std::optional<std::string> status;
-        if (has_status_)
-            status = sysfs::read_trimmed(dir_ + "/status");
+        if (has_status_) {
+            if (auto r = read_file(dir_ + "/status"); r.text) {
+                status = std::string(sysfs::trim(*r.text));
+            }
+        }
         const bool discharging = status && *status == "Discharging";
         const bool charging = status && *status == "Charging";
         if (i_discharging_ >= 0) {
@@ -166,7 +169,7 @@ class BatterySource : public Source {
 
   private:
     std::optional<double> read_raw(const std::string& field, const std::string& file) {
-        auto r = sysfs::read_text(dir_ + "/" + file);
+        auto r = read_file(dir_ + "/" + file);
         if (!r.text) {
             note_read_error(sensor_ + "." + field, r.err);
             return std::nullopt;

@@ -101,7 +101,7 @@ class TimeInStateSource : public Source {
     }
     void read(int64_t, std::vector<std::optional<double>>& out) override {
         for (const auto& p : policies_) {
-            auto r = sysfs::read_text(p.path);
+            auto r = read_file(p.path);
             std::optional<std::map<double, double>> tis;
             if (!r.text) {
                 note_read_error(p.sensor + ".residency", r.err);

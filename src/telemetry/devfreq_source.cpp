@@ -35,7 +35,7 @@ class FileSource : public Source {
                 out[i] = read_number_file(it.path, it.metric.name, it.scale, it.lo, it.hi);
                 continue;
             }
-            auto r = sysfs::read_text(it.path);
+            auto r = read_file(it.path);
             out[i] = std::nullopt;
             if (!r.text) {
                 note_read_error(it.metric.name, r.err);

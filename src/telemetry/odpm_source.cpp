@@ -54,7 +54,7 @@ class OdpmSource : public Source {
     void read(int64_t, std::vector<std::optional<double>>& out) override {
         for (auto& o : out)
             o.reset();
-        auto r = sysfs::read_text(path_);
+        auto r = read_file(path_);
         if (!r.text) {
             note_read_error(name_ + ".energy_value", r.err);
             return;

@@ -23,6 +23,14 @@ using Point = std::pair<int64_t, double>;
 bool is_energy_counter(const Metric& m) {
     return m.kind == MetricKind::counter && m.quantity == Quantity::energy;
 }
+// The operating frequency of a CPU policy or GPU (not its limits, not a memory clock).
+bool is_current_frequency(const Metric& m) {
+    auto ends_with = [&](std::string_view suffix) {
+        return m.name.size() >= suffix.size() &&
+               m.name.compare(m.name.size() - suffix.size(), suffix.size(), suffix) == 0;
+    };
+    return ends_with(".cur_freq_khz") || ends_with(".sm_freq_khz");
+}
 bool read_at_marks(const Metric& m) {
     return m.kind == MetricKind::counter || m.quantity == Quantity::power;
 }
@@ -314,13 +322,14 @@ int64_t Sampler::mark(const std::string& stage, bool begin, std::optional<int64_
     std::lock_guard lk(mu_);
     const int64_t t = clock();
     MarkData md;
-    md.mark = {stage, begin, t};
+    md.mark = {stage, begin, t, 0};
     md.tokens = tokens;
     md.values.assign(metrics_.size(), std::nullopt);
     for (std::size_t s = 0; s < sources_.size(); ++s) {
         if (boundary_source_[s])
             read_source_locked(s, t, true, &md);
     }
+    md.mark.read_ns = clock() - t;
     marks_.push_back(std::move(md));
     return t;
 }
@@ -402,6 +411,8 @@ StageTelemetry Sampler::summarize_locked(const std::string& stage, int occurrenc
     st.begin_ns = mb.mark.t_ns;
     st.end_ns = me.mark.t_ns;
     st.duration_ns = st.end_ns - st.begin_ns;
+    st.begin_read_ns = mb.mark.read_ns;
+    st.end_read_ns = me.mark.read_ns;
     st.tokens = me.tokens ? me.tokens : mb.tokens;
     const int64_t tb = st.begin_ns, te = st.end_ns;
     const double dur_s = static_cast<double>(st.duration_ns) * 1e-9;
@@ -551,8 +562,7 @@ StageTelemetry Sampler::summarize_locked(const std::string& stage, int occurrenc
             }
         }
         // Sampled residency for current-frequency gauges of sensors without time_in_state.
-        if (mt.quantity == Quantity::frequency && mt.name.find("min_freq") == std::string::npos &&
-            mt.name.find("max_freq") == std::string::npos && !stp.empty()) {
+        if (mt.quantity == Quantity::frequency && is_current_frequency(mt) && !stp.empty()) {
             std::map<double, double> w;
             for (std::size_t i = 0; i < stp.size(); ++i) {
                 int64_t until = i + 1 < stp.size() ? stp[i + 1].first : te;

@@ -16,7 +16,8 @@
 //   nlohmann::json j = to_json(s.record());   // telemetry_json.hpp
 //
 // Thread-safety: every public member function may be called from any thread; calls are
-// serialised internally (a mark waits for at most one source read of the sampler thread).
+// serialised internally (a mark waits for at most one source read of the sampler thread, a few
+// ms at worst when a counter file is being rewritten and its read is retried).
 // Errors: hz outside (0, 1000] throws sb::Error(usage) from the constructor; nothing else
 // throws except std::bad_alloc. Malformed readings become missing samples and warnings.
 #include <condition_variable>
@@ -82,6 +83,9 @@ struct StageTelemetry {
     std::string stage;
     int occurrence = 0;  // 0 for the first begin/end pair with this name, 1 for the next...
     int64_t begin_ns = 0, end_ns = 0, duration_ns = 0;
+    // How long the counter reads at each boundary took (the counters' values are from within
+    // [begin_ns, begin_ns + begin_read_ns]); large values mean slow sensors (I2C, NVML).
+    int64_t begin_read_ns = 0, end_read_ns = 0;
     std::optional<int64_t> tokens;
     std::vector<EnergyStat> energy;
     std::vector<GaugeStat> gauges;
@@ -110,7 +114,8 @@ struct Series {
 struct StageMark {
     std::string stage;
     bool begin = true;
-    int64_t t_ns = 0;
+    int64_t t_ns = 0;     // the boundary
+    int64_t read_ns = 0;  // how long the boundary reads took after t_ns
 };
 
 struct SourceInfo {
@@ -157,7 +162,8 @@ class Sampler {
     // and afterwards stops the thread if it was not running) and uses that stage as baseline.
     void measure_idle(int64_t duration_ns);
     // Uses the last completed occurrence of an already marked stage as the idle baseline.
-    // Returns false when there is no such stage.
+    // Returns false when there is no such stage. Summaries are computed when asked for, so the
+    // baseline applies to every stage, earlier ones included.
     bool set_idle_stage(const std::string& stage);
 
     // The last completed occurrence of stage; nullopt when none completed.

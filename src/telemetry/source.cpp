@@ -95,9 +95,16 @@ void Source::note_read_error(const std::string& metric, int err) {
     is.last_errno = err;
 }
 
+sysfs::ReadResult Source::read_file(const std::string& path) {
+    auto it = readers_.find(path);
+    if (it == readers_.end())
+        it = readers_.emplace(path, sysfs::FileReader(path)).first;
+    return it->second.read();
+}
+
 std::optional<double> Source::read_number_file(const std::string& path, const std::string& metric,
                                                double scale, double lo, double hi) {
-    auto r = sysfs::read_text(path);
+    auto r = read_file(path);
     if (!r.text) {
         note_read_error(metric, r.err);
         return std::nullopt;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/warning.hpp"
+#include "telemetry/sysfs_util.hpp"
 
 namespace sb {
 
@@ -102,6 +103,8 @@ class Source {
     void note_malformed(const std::string& metric, std::string_view raw);
     // Counts a read that failed (errno), e.g. ENODATA from a thermal zone.
     void note_read_error(const std::string& metric, int err);
+    // Reads a file through a FileReader of this source (kept open on sysfs).
+    sysfs::ReadResult read_file(const std::string& path);
     // Reads a decimal number from a file, multiplies it by scale and checks that the result lies
     // in [lo, hi]. Anything else (unreadable, "N/A", empty, out of range) is noted and nullopt.
     std::optional<double> read_number_file(const std::string& path, const std::string& metric,
@@ -114,6 +117,7 @@ class Source {
         int last_errno = 0;
     };
     std::map<std::string, Issue> issues_;
+    std::map<std::string, sysfs::FileReader> readers_;
 };
 
 }  // namespace sb

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,22 +15,21 @@
 
 namespace sb::sysfs {
 
-ReadResult read_text(const std::string& path) {
+namespace {
+
+constexpr long kSysfsMagic = 0x62656572;  // SYSFS_MAGIC from <linux/magic.h>
+
+// Reads fd from offset 0 to the end (at most 64 KiB) with pread.
+ReadResult read_fd(int fd) {
     ReadResult r;
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        r.err = errno;
-        return r;
-    }
     std::string buf;
     char chunk[4096];
     while (buf.size() < 65536) {
-        ssize_t n = ::read(fd, chunk, sizeof chunk);
+        ssize_t n = ::pread(fd, chunk, sizeof chunk, static_cast<off_t>(buf.size()));
         if (n < 0) {
             if (errno == EINTR)
                 continue;
             r.err = errno;
-            ::close(fd);
             return r;
         }
         if (n == 0)
@@ -39,8 +39,39 @@ ReadResult read_text(const std::string& path) {
         if (static_cast<std::size_t>(n) < sizeof chunk)
             break;
     }
-    ::close(fd);
     r.text = std::move(buf);
+    return r;
+}
+
+}  // namespace
+
+ReadResult read_text(const std::string& path) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return ReadResult{std::nullopt, errno};
+    ReadResult r = read_fd(fd);
+    ::close(fd);
+    return r;
+}
+
+FileReader::~FileReader() {
+    if (fd_ >= 0)
+        ::close(fd_);
+}
+
+ReadResult FileReader::read() {
+    if (fd_ >= 0)
+        return read_fd(fd_);
+    int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return ReadResult{std::nullopt, errno};
+    ReadResult r = read_fd(fd);
+    struct statfs fs {};
+    if (::fstatfs(fd, &fs) == 0 && static_cast<long>(fs.f_type) == kSysfsMagic) {
+        fd_ = fd;  // keep it: sysfs attributes are re-read with pread from offset 0
+    } else {
+        ::close(fd);
+    }
     return r;
 }
 

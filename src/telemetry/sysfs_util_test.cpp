@@ -53,5 +53,30 @@ TEST(ReadText, MissingFileGivesErrno) {
     EXPECT_EQ(r.err, ENOENT);
 }
 
+TEST(FileReader, ReopensFilesOutsideSysfs) {
+    sb::testing::FixtureCopy fx("rpi5");
+    const std::string f = fx.path("class/thermal/thermal_zone0/temp");
+    FileReader r(f);
+    EXPECT_EQ(r.read().text, "52650\n");
+    EXPECT_FALSE(r.kept_open());  // a fixture writer may replace the file
+    sb::testing::write_atomic(f, "60000\n");
+    EXPECT_EQ(r.read().text, "60000\n");
+    std::filesystem::remove(f);
+    EXPECT_EQ(r.read().err, ENOENT);
+}
+
+TEST(FileReader, KeepsSysfsFilesOpenAndRereadsThem) {
+    const std::string f = "/sys/devices/system/cpu/online";
+    if (!exists(f))
+        GTEST_SKIP() << "no " << f;
+    FileReader r(f);
+    auto a = r.read();
+    ASSERT_TRUE(a.text);
+    EXPECT_TRUE(r.kept_open());
+    for (int i = 0; i < 3; ++i)
+        EXPECT_EQ(r.read().text, a.text);  // pread from offset 0
+    EXPECT_EQ(read_text(f).text, a.text);
+}
+
 }  // namespace
 }  // namespace sb::sysfs

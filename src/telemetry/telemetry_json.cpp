@@ -76,6 +76,8 @@ json to_json(const StageTelemetry& s) {
                 {"begin_ns", s.begin_ns},
                 {"end_ns", s.end_ns},
                 {"duration_ns", s.duration_ns},
+                {"begin_read_ns", s.begin_read_ns},
+                {"end_read_ns", s.end_read_ns},
                 {"tokens", opt(s.tokens)},
                 {"total",
                  {{"metric", opt(s.total_metric)},
@@ -127,7 +129,8 @@ json to_json(const TelemetryRecord& r, bool with_series) {
     for (const auto& s : r.series)
         metrics.push_back(to_json(s.metric));
     for (const auto& m : r.marks) {
-        marks.push_back({{"stage", m.stage}, {"begin", m.begin}, {"t_ns", m.t_ns}});
+        marks.push_back(
+            {{"stage", m.stage}, {"begin", m.begin}, {"t_ns", m.t_ns}, {"read_ns", m.read_ns}});
     }
     for (const auto& s : r.stages)
         stages.push_back(to_json(s));

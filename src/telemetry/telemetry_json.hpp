@@ -6,7 +6,8 @@
 //                     "wrap_range", "refresh_ns", "system_total", "within"}
 //   Series:          {"metric", "unit", "kind", "t_ns": [...], "values": [... null ...],
 //                     "cumulative": [...] (counters only: unwrapped, from 0)}
-//   StageTelemetry:  {"stage", "occurrence", "begin_ns", "end_ns", "duration_ns", "tokens",
+//   StageTelemetry:  {"stage", "occurrence", "begin_ns", "end_ns", "duration_ns",
+//                     "begin_read_ns", "end_read_ns", "tokens",
 //                     "total": {"metric", "energy_j", "net_energy_j", "j_per_token",
 //                               "net_j_per_token"},
 //                     "energy": [EnergyStat...], "gauges": [GaugeStat...],
@@ -14,7 +15,8 @@
 //                     "warnings": [...]}
 //   TelemetryRecord: {"hz", "sources": [{"name", "class", "metrics", "properties"}],
 //                     "classes": [{"class", "found", "note"}], "absent": ["nvml", ...],
-//                     "metrics": [Metric...], "series": [Series...], "marks": [...],
+//                     "metrics": [Metric...], "series": [Series...],
+//                     "marks": [{"stage", "begin", "t_ns", "read_ns"}],
 //                     "stages": [StageTelemetry...], "idle": {...}|null, "warnings": [...]}
 #include <nlohmann/json.hpp>
 

@@ -4,14 +4,18 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "core/clock.hpp"
 
@@ -88,6 +92,57 @@ class Writer {
     std::function<void(double)> fn_;
     std::atomic<bool> stop_{false};
     std::thread thread_;
+};
+
+// What a writer put into a counter file (unwrapped values, increasing) with the time span of
+// each write, so that a test can bound what a reader may have seen in a time span without
+// trusting the scheduler: a writer thread can be descheduled for tens of milliseconds.
+class WriteLog {
+  public:
+    void add(int64_t before_ns, int64_t after_ns, double value) {
+        std::lock_guard lk(mu_);
+        entries_.push_back({before_ns, after_ns, value});
+    }
+    // [lowest, highest] value the file may have held at some instant of [t_lo, t_hi]: at least
+    // the last write finished by t_lo, at most the last write started by t_hi.
+    std::pair<double, double> range(int64_t t_lo, int64_t t_hi) const {
+        std::lock_guard lk(mu_);
+        double lo = entries_.front().value, hi = entries_.front().value;
+        for (const auto& e : entries_) {
+            if (e.after_ns <= t_lo)
+                lo = e.value;
+            if (e.before_ns <= t_hi)
+                hi = e.value;
+        }
+        return {lo, hi};
+    }
+    // Range of the increase between two reads made in [b, b + b_read] and [e, e + e_read].
+    std::pair<double, double> delta(int64_t b, int64_t b_read, int64_t e, int64_t e_read) const {
+        auto rb = range(b, b + b_read), re = range(e, e + e_read);
+        return {re.first - rb.second, re.second - rb.first};
+    }
+
+    // Integral over [ta, tb] (value x seconds) of what the file held, taking each write to
+    // take effect when it finished: the analytic answer for a gauge the writer produced.
+    double integral(int64_t ta, int64_t tb) const {
+        std::lock_guard lk(mu_);
+        double sum = 0;
+        for (std::size_t k = 0; k < entries_.size(); ++k) {
+            int64_t from = std::max(entries_[k].after_ns, ta);
+            int64_t to = k + 1 < entries_.size() ? std::min(entries_[k + 1].after_ns, tb) : tb;
+            if (to > from)
+                sum += entries_[k].value * static_cast<double>(to - from) * 1e-9;
+        }
+        return sum;
+    }
+
+  private:
+    struct Entry {
+        int64_t before_ns, after_ns;
+        double value;
+    };
+    mutable std::mutex mu_;
+    std::vector<Entry> entries_;
 };
 
 // A clock the test moves by hand.

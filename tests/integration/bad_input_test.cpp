@@ -27,7 +27,7 @@ std::vector<std::string> run_args(const std::string& model) {
 }  // namespace
 
 TEST(BadInput, MissingModelFile) {
-    expect_one_line_error(sbtest::sb(run_args("/nonexistent/model.gguf")),
+    expect_one_line_error(sbtest::run_sb(run_args("/nonexistent/model.gguf")),
                           "/nonexistent/model.gguf");
 }
 
@@ -40,36 +40,36 @@ TEST(BadInput, TruncatedModelFile) {
         in.read(buf.data(), buf.size());
         std::ofstream(cut, std::ios::binary).write(buf.data(), buf.size());
     }
-    expect_one_line_error(sbtest::sb(run_args(cut)), cut);
+    expect_one_line_error(sbtest::run_sb(run_args(cut)), cut);
 }
 
 TEST(BadInput, CorruptModelFile) {
     TempDir t;
     const std::string bad = t.file("garbage.gguf");
     std::ofstream(bad) << "this is not a model, just some text that is long enough to read\n";
-    expect_one_line_error(sbtest::sb(run_args(bad)), bad);
+    expect_one_line_error(sbtest::run_sb(run_args(bad)), bad);
 }
 
 TEST(BadInput, UnknownDevice) {
     auto args = run_args(tiny_model());
     args.insert(args.end(), {"--device", "NOPE0"});
-    expect_one_line_error(sbtest::sb(args), "unknown device 'NOPE0'");
+    expect_one_line_error(sbtest::run_sb(args), "unknown device 'NOPE0'");
 }
 
 TEST(BadInput, ZeroPromptTokens) {
     auto args = run_args(tiny_model());
     args.insert(args.end(), {"-p", "0"});
-    expect_one_line_error(sbtest::sb(args), "-p");
+    expect_one_line_error(sbtest::run_sb(args), "-p");
 }
 
 TEST(BadInput, UnknownFlag) {
     auto args = run_args(tiny_model());
     args.push_back("--frobnicate");
-    expect_one_line_error(sbtest::sb(args), "--frobnicate");
+    expect_one_line_error(sbtest::run_sb(args), "--frobnicate");
 }
 
 TEST(BadInput, NotANumber) {
-    expect_one_line_error(sbtest::sb({"run", "-m", tiny_model(), "-p", "lots"}), "lots");
+    expect_one_line_error(sbtest::run_sb({"run", "-m", tiny_model(), "-p", "lots"}), "lots");
 }
 
 TEST(BadInput, UnreachableRpcServer) {
@@ -77,11 +77,11 @@ TEST(BadInput, UnreachableRpcServer) {
     const std::string ep = "127.0.0.1:" + std::to_string(port);
     auto args = run_args(tiny_model());
     args.insert(args.end(), {"--rpc", ep});
-    expect_one_line_error(sbtest::sb(args, 60), ep);
+    expect_one_line_error(sbtest::run_sb(args, 60), ep);
 }
 
 TEST(BadInput, UnknownSynthPreset) {
     TempDir t;
-    expect_one_line_error(sbtest::sb({"synth", "--preset", "gpt-17", "-o", t.file("x.gguf")}),
+    expect_one_line_error(sbtest::run_sb({"synth", "--preset", "gpt-17", "-o", t.file("x.gguf")}),
                           "gpt-17");
 }

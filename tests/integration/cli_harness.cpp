@@ -81,7 +81,7 @@ Proc run(const std::vector<std::string>& argv, int timeout_s) {
     return p;
 }
 
-Proc sb(const std::vector<std::string>& args, int timeout_s) {
+Proc run_sb(const std::vector<std::string>& args, int timeout_s) {
     std::vector<std::string> argv{stagebench_bin()};
     argv.insert(argv.end(), args.begin(), args.end());
     return run(argv, timeout_s);
@@ -103,7 +103,7 @@ const std::string& tiny_model() {
     static TempDir dir;
     static std::string path = [] {
         std::string p = dir.file("tiny.gguf");
-        Proc r = sb({"synth", "--preset", "tiny", "--seed", "7", "-o", p});
+        Proc r = run_sb({"synth", "--preset", "tiny", "--seed", "7", "-o", p});
         if (r.exit_code != 0)
             throw std::runtime_error("synth failed: " + r.err);
         return p;

@@ -21,7 +21,7 @@ std::string peer(const std::string& name);
 // Runs argv (argv[0] is a path) with a timeout in seconds.
 Proc run(const std::vector<std::string>& argv, int timeout_s = 600);
 // Runs stagebench with args.
-Proc sb(const std::vector<std::string>& args, int timeout_s = 600);
+Proc run_sb(const std::vector<std::string>& args, int timeout_s = 600);
 
 // A temporary directory removed at destruction.
 struct TempDir {

@@ -18,8 +18,8 @@ TEST(Rpc, RunOffloadsToALoopbackRpcServer) {
                             t.file("rpc.log"));
     ASSERT_TRUE(::sb::wait_for_port("127.0.0.1", port, 20000));
     const std::string ep = "127.0.0.1:" + std::to_string(port);
-    Proc p = sbtest::sb({"run", "-m", tiny_model(), "-p", "16", "-n", "4", "-r", "2", "--rpc", ep,
-                         "--device", "CPU,RPC0", "--membw", "off", "-o", "json", "-q"});
+    Proc p = sbtest::run_sb({"run", "-m", tiny_model(), "-p", "16", "-n", "4", "-r", "2", "--rpc",
+                             ep, "--device", "CPU,RPC0", "--membw", "off", "-o", "json", "-q"});
     signal_and_wait(server, SIGTERM);
     ASSERT_EQ(p.exit_code, 0) << p.err;
     json doc = json::parse(p.out);
@@ -37,7 +37,7 @@ TEST(Rpc, DevicesListsAnRpcServer) {
                              "-t", "1", "-d", "CPU"},
                             t.file("rpc.log"));
     ASSERT_TRUE(::sb::wait_for_port("127.0.0.1", port, 20000));
-    Proc p = sbtest::sb({"devices", "--rpc", "127.0.0.1:" + std::to_string(port)});
+    Proc p = sbtest::run_sb({"devices", "--rpc", "127.0.0.1:" + std::to_string(port)});
     signal_and_wait(server, SIGTERM);
     ASSERT_EQ(p.exit_code, 0) << p.err;
     EXPECT_NE(p.out.find("| CPU |"), std::string::npos) << p.out;

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "cli_harness.hpp"
+#include "core/result.hpp"
 
 using nlohmann::json;
 using namespace sbtest;
@@ -27,7 +28,7 @@ double mean_of(const json& arr) {
 }  // namespace
 
 TEST(Run, VersionNamesTheLlamaBuild) {
-    Proc p = sb({"--version"});
+    Proc p = run_sb({"--version"});
     ASSERT_EQ(p.exit_code, 0) << p.err;
     EXPECT_NE(p.out.find("stagebench "), std::string::npos);
     EXPECT_NE(p.out.find("llama.cpp "), std::string::npos);
@@ -38,14 +39,14 @@ TEST(Run, VersionNamesTheLlamaBuild) {
 TEST(Run, WritesADocumentWhoseSummariesRecomputeFromRawSamples) {
     TempDir t;
     const std::string out = t.file("r.json");
-    Proc p = sb({"run", "-m", tiny_model(), "-p", "32", "-n", "8", "-r", "3", "-t", "2", "--membw",
-                 "off", "--out", out, "-o", "json", "-q"});
+    Proc p = run_sb({"run", "-m", tiny_model(), "-p", "32", "-n", "8", "-r", "3", "-t", "2",
+                     "--membw", "off", "--out", out, "-o", "json", "-q"});
     ASSERT_EQ(p.exit_code, 0) << p.err;
     json stdout_doc = json::parse(p.out);
     json doc = json::parse(read_file(out));
     EXPECT_EQ(doc["tests"], stdout_doc["tests"]);
     EXPECT_EQ(doc["schema"], "stagebench.result");
-    EXPECT_EQ(doc["schema_version"], 1);
+    EXPECT_EQ(doc["schema_version"], sb::kResultSchemaVersion);
     EXPECT_TRUE(doc["models"][0]["synthetic"].get<bool>());
     ASSERT_EQ(doc["tests"].size(), 1u);
     const json& test = doc["tests"][0];
@@ -75,15 +76,15 @@ TEST(Run, WritesADocumentWhoseSummariesRecomputeFromRawSamples) {
 }
 
 TEST(Run, MatrixStreamsCsvAndJsonlRows) {
-    Proc csv = sb({"run", "-m", tiny_model(), "-p", "16,32", "-n", "4", "-r", "1", "--membw", "off",
-                   "-o", "csv", "-q"});
+    Proc csv = run_sb({"run", "-m", tiny_model(), "-p", "16,32", "-n", "4", "-r", "1", "--membw",
+                       "off", "-o", "csv", "-q"});
     ASSERT_EQ(csv.exit_code, 0) << csv.err;
     EXPECT_EQ(std::count(csv.out.begin(), csv.out.end(), '\n'), 5) << csv.out;  // header + 4
     EXPECT_NE(csv.out.find(",prefill,"), std::string::npos);
     EXPECT_NE(csv.out.find(",decode,"), std::string::npos);
 
-    Proc jl = sb({"run", "-m", tiny_model(), "-p", "16", "-n", "4", "-t", "1,2", "-r", "1",
-                  "--membw", "off", "-o", "jsonl", "-q"});
+    Proc jl = run_sb({"run", "-m", tiny_model(), "-p", "16", "-n", "4", "-t", "1,2", "-r", "1",
+                      "--membw", "off", "-o", "jsonl", "-q"});
     ASSERT_EQ(jl.exit_code, 0) << jl.err;
     std::istringstream lines(jl.out);
     std::string line;
@@ -97,7 +98,8 @@ TEST(Run, MatrixStreamsCsvAndJsonlRows) {
 }
 
 TEST(Run, MarkdownIsTheDefaultAndLogsStayOnStderr) {
-    Proc p = sb({"run", "-m", tiny_model(), "-p", "16", "-n", "4", "-r", "1", "--membw", "off"});
+    Proc p =
+        run_sb({"run", "-m", tiny_model(), "-p", "16", "-n", "4", "-r", "1", "--membw", "off"});
     ASSERT_EQ(p.exit_code, 0) << p.err;
     EXPECT_EQ(p.out.rfind("| model |", 0), 0u) << p.out;
     EXPECT_NE(p.out.find("| pp16 |"), std::string::npos) << p.out;
@@ -107,8 +109,8 @@ TEST(Run, MarkdownIsTheDefaultAndLogsStayOnStderr) {
 }
 
 TEST(Run, CpuAloneAndCpuWithBlasAreDifferentTests) {
-    Proc p = sb({"run", "-m", tiny_model(), "-p", "64", "-n", "2", "-r", "1", "--device",
-                 "CPU,BLAS", "--membw", "off", "-o", "json", "-q"});
+    Proc p = run_sb({"run", "-m", tiny_model(), "-p", "64", "-n", "2", "-r", "1", "--device",
+                     "CPU,BLAS", "--membw", "off", "-o", "json", "-q"});
     ASSERT_EQ(p.exit_code, 0) << p.err;
     json doc = json::parse(p.out);
     ASSERT_EQ(doc["tests"].size(), 2u);
@@ -117,15 +119,15 @@ TEST(Run, CpuAloneAndCpuWithBlasAreDifferentTests) {
 }
 
 TEST(Run, AdaptiveRepetitionsStopAtTheTargetOrTheCap) {
-    Proc p = sb({"run", "-m", tiny_model(), "-p", "16", "-n", "4", "-r", "2", "--target-ci",
-                 "0.0001%", "--max-reps", "3", "--membw", "off", "-o", "json", "-q"});
+    Proc p = run_sb({"run", "-m", tiny_model(), "-p", "16", "-n", "4", "-r", "2", "--target-ci",
+                     "0.0001%", "--max-reps", "3", "--membw", "off", "-o", "json", "-q"});
     ASSERT_EQ(p.exit_code, 0) << p.err;
     json t = json::parse(p.out)["tests"][0];
     EXPECT_EQ(t["stopped_by"], "max_reps");
     EXPECT_EQ(t["reps_done"], 3);
 
-    Proc q = sb({"run", "-m", tiny_model(), "-p", "16", "-n", "4", "-r", "3", "--target-ci", "90%",
-                 "--max-reps", "20", "--membw", "off", "-o", "json", "-q"});
+    Proc q = run_sb({"run", "-m", tiny_model(), "-p", "16", "-n", "4", "-r", "3", "--target-ci",
+                     "90%", "--max-reps", "20", "--membw", "off", "-o", "json", "-q"});
     ASSERT_EQ(q.exit_code, 0) << q.err;
     json u = json::parse(q.out)["tests"][0];
     EXPECT_EQ(u["stopped_by"], "target_ci");
