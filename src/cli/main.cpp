@@ -1,10 +1,26 @@
 // A trampoline: all behaviour lives in the library, main only forwards the exit code.
+#include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
 #include "cli/commands.hpp"
 #include "core/interrupt.hpp"
+#include "engine/backends.hpp"
+
+namespace {
+
+// llama.cpp gave up (e.g. its RPC server died): one line instead of a core dump. Results are
+// written after every test, so what was measured before is already on disk.
+void on_fatal(const char* message) {
+    std::fprintf(stderr, "stagebench: error: llama.cpp stopped: %s\n", message);
+    std::fflush(stderr);
+    std::_Exit(1);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
+    sb::set_fatal_handler(on_fatal);
     sb::install_interrupt_handlers();
     sb::cli::Context ctx{std::cout, std::cerr};
     return sb::cli::run_cli(argc, argv, ctx);

@@ -17,6 +17,7 @@
 
 #include "core/error.hpp"
 #include "ggml-backend.h"
+#include "ggml.h"
 #include "llama.h"
 
 #ifndef SB_LLAMA_LIB_DIR
@@ -184,6 +185,10 @@ void probe_tcp(const std::string& endpoint, int timeout_ms) {
 }
 
 }  // namespace
+
+void set_fatal_handler(FatalHandler handler) {
+    ggml_set_abort_callback(handler);
+}
 
 void init_backends() {
     if (g_initialised)

@@ -28,6 +28,13 @@ struct BuildInfo {
     std::string system_info;                      // llama_print_system_info()
 };
 
+// llama.cpp stops the process (ggml_abort) on some failures it cannot report, e.g. an RPC
+// server that dies mid-run. The handler receives ggml's one-line message first; it must not
+// return normally to llama.cpp's caller (main() installs one that prints the line and exits).
+// Pass nullptr to restore ggml's default (message, backtrace, abort).
+using FatalHandler = void (*)(const char* message);
+void set_fatal_handler(FatalHandler handler);
+
 // Initialises llama.cpp once (idempotent, thread-compatible not thread-safe) and loads the
 // CPU backend. Silences llama.cpp's logging unless STAGEBENCH_LLAMA_LOG=1.
 void init_backends();

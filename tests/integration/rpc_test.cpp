@@ -2,7 +2,9 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <chrono>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "cli_harness.hpp"
 #include "engine/process.hpp"
@@ -42,4 +44,37 @@ TEST(Rpc, DevicesListsAnRpcServer) {
     ASSERT_EQ(p.exit_code, 0) << p.err;
     EXPECT_NE(p.out.find("| CPU |"), std::string::npos) << p.out;
     EXPECT_NE(p.out.find("| RPC0 |"), std::string::npos) << p.out;
+}
+
+TEST(Rpc, AServerThatDiesMidRunIsOneLineAndKeepsEarlierTests) {
+    TempDir t;
+    const int port = ::sb::free_loopback_port();
+    pid_t server = spawn_bg({peer("ggml-rpc-server"), "-H", "127.0.0.1", "-p", std::to_string(port),
+                             "-t", "1", "-d", "CPU"},
+                            t.file("rpc.log"));
+    ASSERT_TRUE(::sb::wait_for_port("127.0.0.1", port, 20000));
+    const std::string out = t.file("r.json");
+    // Two RPC tests: the first completes (kept on disk), the server dies during the second.
+    pid_t run = spawn_bg({stagebench_bin(), "run", "-m", tiny_model(), "-p", "16,32", "-n", "128",
+                          "-r", "20", "--rpc", "127.0.0.1:" + std::to_string(port), "--device",
+                          "RPC0", "--membw", "off", "--out", out, "-q"},
+                         t.file("run.log"));
+    for (int i = 0; i < 3000; ++i) {
+        try {
+            if (json::parse(read_file(out))["tests"].size() == 1)
+                break;
+        } catch (...) {
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    signal_and_wait(server, SIGKILL);
+    const int rc = wait_exit(run, 120);
+    EXPECT_EQ(rc, 1);
+    const std::string err = read_file(t.file("run.log.err"));
+    EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+    EXPECT_EQ(err.rfind("stagebench: error: ", 0), 0u) << err;
+    json doc = json::parse(read_file(out));
+    ASSERT_EQ(doc["tests"].size(), 1u);
+    EXPECT_EQ(doc["tests"][0]["status"], "ok");
 }
