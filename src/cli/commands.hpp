@@ -23,6 +23,9 @@ void add_run_command(CLI::App& app, Context& ctx);
 void add_membw_command(CLI::App& app, Context& ctx);
 void add_demo_command(CLI::App& app, Context& ctx);
 void add_sensors_command(CLI::App& app, Context& ctx);
+void add_ops_command(CLI::App& app, Context& ctx);
+void add_decompose_command(CLI::App& app, Context& ctx);
+void add_import_command(CLI::App& app, Context& ctx);
 
 // Builds the whole CLI; used by main() and by CLI tests.
 void build_app(CLI::App& app, Context& ctx);

@@ -5,31 +5,13 @@
 
 #include "core/clock.hpp"
 #include "core/error.hpp"
+#include "engine/llama_params.hpp"
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
 #include "llama.h"
 
 namespace sb {
 namespace {
-
-ggml_type parse_cache_type(const std::string& s) {
-    for (int t = 0; t < GGML_TYPE_COUNT; ++t) {
-        const char* name = ggml_type_name(static_cast<ggml_type>(t));
-        if (name && s == name)
-            return static_cast<ggml_type>(t);
-    }
-    throw usage_error("unknown KV cache type '" + s + "' (e.g. f16, q8_0, q4_0)");
-}
-
-llama_flash_attn_type parse_fa(const std::string& s) {
-    if (s == "auto")
-        return LLAMA_FLASH_ATTN_TYPE_AUTO;
-    if (s == "on" || s == "1")
-        return LLAMA_FLASH_ATTN_TYPE_ENABLED;
-    if (s == "off" || s == "0")
-        return LLAMA_FLASH_ATTN_TYPE_DISABLED;
-    throw usage_error("flash attention must be auto, on or off, not '" + s + "'");
-}
 
 bool same_placement(const LoadSpec& a, const LoadSpec& b) {
     return a.model_path == b.model_path && a.devices == b.devices &&
@@ -129,7 +111,7 @@ void LlamaEngine::load(const LoadSpec& spec) {
     const int threads = spec.n_threads > 0 ? spec.n_threads : cp.n_threads;
     cp.n_threads = threads;
     cp.n_threads_batch = threads;
-    cp.flash_attn_type = parse_fa(spec.flash_attn);
+    cp.flash_attn_type = parse_flash_attn(spec.flash_attn);
     cp.type_k = parse_cache_type(spec.type_k);
     cp.type_v = parse_cache_type(spec.type_v);
     cp.no_perf = true;

@@ -124,4 +124,15 @@ nlohmann::json to_json(const ModelInfo& m) {
     };
 }
 
+Warnings model_warnings(const std::vector<nlohmann::json>& models) {
+    for (const auto& m : models)
+        if (m.value("synthetic", false))
+            return {{"synthetic_model",
+                     "model '" + m.value("path", "") +
+                         "' is synthetic: random weights, real shapes; speed is representative, "
+                         "output text is not",
+                     "use a real GGUF for quality-sensitive measurements"}};
+    return {};
+}
+
 }  // namespace sb

@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/warning.hpp"
+
 namespace sb {
 
 struct ModelInfo {
@@ -48,5 +50,9 @@ std::optional<std::string> llama_file_type_name(uint32_t file_type);
 
 // Every field; absent values are null.
 nlohmann::json to_json(const ModelInfo& info);
+
+// Warnings a reader of results from these models (to_json(ModelInfo) entries) should see: a
+// synthetic model's speed is representative, its output is not. At most one per kind.
+Warnings model_warnings(const std::vector<nlohmann::json>& models);
 
 }  // namespace sb

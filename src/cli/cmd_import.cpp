@@ -1,0 +1,27 @@
+#include "cli/commands.hpp"
+#include "profile/ops_command.hpp"
+#include "scenario/run_command.hpp"
+
+namespace sb::cli {
+
+void add_import_command(CLI::App& app, Context& ctx) {
+    auto* cmd = app.add_subcommand("import", "Import a backend's own profile as per-op records");
+    cmd->require_subcommand(1);
+    auto* hex = cmd->add_subcommand(
+        "hexagon-profile",
+        "Parse GGML_HEXAGON_PROFILE output (old op-usec/call-usec and newer usec/cycles "
+        "formats) into per-op records and tables");
+    auto o = std::make_shared<ImportOptions>();
+    hex->add_option("LOG", o->log_path, "log file with profile-op lines")->required();
+    hex->add_option("-o,--output", o->format, "stdout format: md, csv, json")
+        ->check(CLI::IsMember({"md", "csv", "json"}))
+        ->capture_default_str();
+    hex->add_option("--out", o->out_path, "write the result document (JSON) here");
+    hex->add_option("--top", o->top_n, "rows in the top-ops table")->capture_default_str();
+    hex->callback([&ctx, o] {
+        ResultDocument doc = new_document("import", ctx.argv);
+        ctx.exit_code = run_import_hexagon(*o, doc, ctx.out, ctx.err);
+    });
+}
+
+}  // namespace sb::cli

@@ -1,0 +1,110 @@
+#include "cli/commands.hpp"
+#include "core/error.hpp"
+#include "profile/ops_command.hpp"
+#include "scenario/run_command.hpp"
+
+namespace sb::cli {
+
+namespace {
+
+struct OpsArgs {
+    OpsCommandOptions o;
+    std::string stage = "both";
+    std::string device = "CPU";
+    bool quiet = false;
+};
+
+std::vector<std::string> split_devices(const std::string& s) {
+    std::vector<std::string> out;
+    std::string cur;
+    for (char c : s) {
+        if (c == '+' || c == ',') {
+            if (!cur.empty())
+                out.push_back(cur);
+            cur.clear();
+        } else {
+            cur += c;
+        }
+    }
+    if (!cur.empty())
+        out.push_back(cur);
+    if (out.empty())
+        out.push_back("CPU");
+    return out;
+}
+
+}  // namespace
+
+// `ops` and `decompose` share their options; decompose also measures dispatch and
+// conversion and prints the decomposition first. Declared in cmd_decompose.cpp too.
+void add_ops_like_command(CLI::App& app, Context& ctx, bool decompose) {
+    auto* cmd =
+        decompose
+            ? app.add_subcommand(
+                  "decompose",
+                  "Split prefill and decode along the accelerator path: compute, activation "
+                  "conversion, communication (dispatch), copies between backends, fallback ops, "
+                  "host")
+            : app.add_subcommand(
+                  "ops",
+                  "Per-operator profile of the real prefill and decode graphs: op time vs call "
+                  "time by op type, layer and backend; splits, copies between backends, "
+                  "fallback");
+    auto a = std::make_shared<OpsArgs>();
+    OpsOptions& o = a->o.ops;
+    cmd->add_option("-m,--model", o.model_path, "GGUF model file")->required();
+    cmd->add_option("-p,--n-prompt", o.n_prompt, "prompt tokens (prefill stage)")
+        ->capture_default_str();
+    cmd->add_option("-d,--n-depth", o.n_depth, "KV cache depth before the prompt")
+        ->capture_default_str();
+    cmd->add_option("--stage", a->stage, "stages to profile: prefill, decode or both")
+        ->check(CLI::IsMember({"prefill", "decode", "both"}))
+        ->capture_default_str();
+    cmd->add_option("--device", a->device,
+                    "one device set (-dev): CPU, BLAS, RPC0, ...; join with + to combine")
+        ->capture_default_str();
+    cmd->add_option("--rpc", a->o.rpc_servers, "RPC servers host:port to use (comma list)")
+        ->delimiter(',');
+    cmd->add_option("-t,--threads", o.n_threads, "CPU threads (0 = llama.cpp default)")
+        ->capture_default_str();
+    cmd->add_option("-b,--batch-size", o.n_batch, "logical batch size")->capture_default_str();
+    cmd->add_option("--ubatch-size", o.n_ubatch, "physical batch size (-ub)")
+        ->capture_default_str();
+    cmd->add_option("--n-gpu-layers", o.n_gpu_layers, "layers to offload (-ngl)")
+        ->capture_default_str();
+    cmd->add_option("--flash-attn", o.flash_attn, "flash attention auto|on|off (-fa)")
+        ->capture_default_str();
+    cmd->add_option("--cache-type-k", o.type_k, "K cache type (-ctk)")->capture_default_str();
+    cmd->add_option("--cache-type-v", o.type_v, "V cache type (-ctv)")->capture_default_str();
+    cmd->add_option("--replay", o.replay_copies,
+                    "copies of each op replayed back to back for its op time (0: no op times)")
+        ->capture_default_str();
+    cmd->add_option("--reps", o.traced_reps, "node-by-node traced repetitions")
+        ->capture_default_str();
+    cmd->add_option("--plain-reps", o.plain_reps, "uninstrumented repetitions")
+        ->capture_default_str();
+    cmd->add_option("--top", o.top_n, "rows in the top-ops table")->capture_default_str();
+    cmd->add_option("--seed", o.seed, "seed for the random tokens")->capture_default_str();
+    cmd->add_option("-o,--output", a->o.format, "stdout format: md, csv, json")
+        ->check(CLI::IsMember({"md", "csv", "json"}))
+        ->capture_default_str();
+    cmd->add_option("--out", a->o.out_path, "write the result document (JSON) here");
+    cmd->add_flag("-q,--quiet", a->quiet, "no progress lines on stderr");
+    cmd->callback([&ctx, a, decompose] {
+        OpsOptions& o = a->o.ops;
+        o.prefill = a->stage != "decode";
+        o.decode = a->stage != "prefill";
+        o.devices = split_devices(a->device);
+        a->o.progress = !a->quiet;
+        o.decompose = decompose;
+        a->o.brief = decompose;
+        ResultDocument doc = new_document(decompose ? "decompose" : "ops", ctx.argv);
+        ctx.exit_code = run_ops_command(a->o, doc, ctx.out, ctx.err);
+    });
+}
+
+void add_ops_command(CLI::App& app, Context& ctx) {
+    add_ops_like_command(app, ctx, false);
+}
+
+}  // namespace sb::cli

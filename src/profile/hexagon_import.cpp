@@ -1,0 +1,306 @@
+#include "profile/hexagon_import.hpp"
+
+#include <cctype>
+#include <charconv>
+#include <cstdlib>
+
+#include "core/json_util.hpp"
+
+namespace sb {
+
+using nlohmann::json;
+
+namespace {
+
+std::string trim(const std::string& s) {
+    size_t a = 0, b = s.size();
+    while (a < b && std::isspace(static_cast<unsigned char>(s[a])))
+        ++a;
+    while (b > a && std::isspace(static_cast<unsigned char>(s[b - 1])))
+        --b;
+    return s.substr(a, b - a);
+}
+
+std::vector<std::string> split(const std::string& s, const std::string& sep) {
+    std::vector<std::string> out;
+    size_t start = 0;
+    while (true) {
+        size_t p = s.find(sep, start);
+        if (p == std::string::npos) {
+            out.push_back(s.substr(start));
+            break;
+        }
+        out.push_back(s.substr(start, p - start));
+        start = p + sep.size();
+    }
+    return out;
+}
+
+std::vector<std::string> split_ws(const std::string& s) {
+    std::vector<std::string> out;
+    std::string cur;
+    for (char c : s) {
+        if (std::isspace(static_cast<unsigned char>(c))) {
+            if (!cur.empty())
+                out.push_back(cur);
+            cur.clear();
+        } else {
+            cur += c;
+        }
+    }
+    if (!cur.empty())
+        out.push_back(cur);
+    return out;
+}
+
+std::optional<int64_t> to_int(const std::string& s) {
+    int64_t v = 0;
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc() || p != s.data() + s.size())
+        return std::nullopt;
+    return v;
+}
+
+std::optional<double> to_double(const std::string& s) {
+    if (s.empty())
+        return std::nullopt;
+    char* end = nullptr;
+    double v = std::strtod(s.c_str(), &end);
+    if (end != s.c_str() + s.size())
+        return std::nullopt;
+    return v;
+}
+
+// "in0 x in1 -> out" into {in0, in1, out}; the last element is the output.
+std::vector<std::string> io_list(const std::string& field) {
+    std::vector<std::string> out;
+    auto arrow = split(field, " -> ");
+    std::string outputs = arrow.back();
+    if (arrow.size() > 1) {
+        std::string inputs = field.substr(0, field.size() - outputs.size() - 4);
+        for (auto& s : split(inputs, " x "))
+            out.push_back(trim(s));
+    }
+    out.push_back(trim(outputs));
+    return out;
+}
+
+std::vector<int64_t> dims_of(const std::string& s) {
+    std::vector<int64_t> ne;
+    std::string t = s;
+    if (!t.empty() && t.back() == '!')
+        t.pop_back();  // non-contiguous marker
+    for (auto& part : split(t, ":")) {
+        auto v = to_int(trim(part));
+        if (!v)
+            return {};
+        ne.push_back(*v);
+    }
+    return ne;
+}
+
+struct Timings {
+    std::optional<int64_t> usec, cycles, pkts, call_usec, start, n_ops;
+    std::optional<double> mhz;
+    bool op_prefixed = false;
+};
+
+// Reads "op-usec N op-cycles N op-pkts N (F) call-usec N" or "usec N cycles N [start S]
+// [mhz M] [pmu [..]] [evt [..]]". Returns an error text, or empty on success.
+std::string parse_timings(const std::string& text, Timings& t) {
+    auto tok = split_ws(text);
+    for (size_t i = 0; i < tok.size(); ++i) {
+        const std::string& k = tok[i];
+        auto next_int = [&](std::optional<int64_t>& dst) -> bool {
+            if (i + 1 >= tok.size())
+                return false;
+            auto v = to_int(tok[i + 1]);
+            if (!v)
+                return false;
+            dst = v;
+            ++i;
+            return true;
+        };
+        if (k == "op-usec" || k == "usec") {
+            t.op_prefixed = t.op_prefixed || k == "op-usec";
+            if (!next_int(t.usec))
+                return "bad number after " + k;
+        } else if (k == "op-cycles" || k == "cycles") {
+            if (!next_int(t.cycles))
+                return "bad number after " + k;
+        } else if (k == "op-pkts" || k == "pkts") {
+            if (!next_int(t.pkts))
+                return "bad number after " + k;
+        } else if (k == "call-usec") {
+            if (!next_int(t.call_usec))
+                return "bad number after call-usec";
+        } else if (k == "start") {
+            if (!next_int(t.start))
+                return "bad number after start";
+        } else if (k == "n-ops") {
+            if (!next_int(t.n_ops))
+                return "bad number after n-ops";
+        } else if (k == "mhz") {
+            if (i + 1 >= tok.size())
+                return "missing value after mhz";
+            t.mhz = to_double(tok[++i]);
+            if (!t.mhz)
+                return "bad number after mhz";
+        } else if (k == "pmu" || k == "evt") {
+            // "[1,2,3]" possibly split by spaces: skip to the closing bracket.
+            while (i + 1 < tok.size()) {
+                ++i;
+                if (tok[i].find(']') != std::string::npos)
+                    break;
+            }
+        } else if (k.size() >= 2 && k.front() == '(' && k.back() == ')') {
+            // op-pkts ratio "(0.77)"
+        } else {
+            return "unexpected '" + k + "' in timings";
+        }
+    }
+    if (!t.usec)
+        return "no usec value";
+    return "";
+}
+
+}  // namespace
+
+HexagonImport parse_hexagon_profile(std::istream& in) {
+    HexagonImport imp;
+    std::string line;
+    auto unparsed = [&](const std::string& text, const std::string& why) {
+        imp.n_unparsed++;
+        if (imp.unparsed.size() < 20)
+            imp.unparsed.push_back({imp.n_lines, text.substr(0, 200), why});
+    };
+    while (std::getline(in, line)) {
+        imp.n_lines++;
+        if (!line.empty() && line.back() == '\r')
+            line.pop_back();
+        const size_t idx = line.find("profile-op");
+        if (idx == std::string::npos) {
+            imp.n_ignored++;
+            continue;
+        }
+        // The session name right before "profile-op" ("HTP0", "HTP1:0").
+        std::string device = "HTP";
+        {
+            auto before = split_ws(line.substr(0, idx));
+            if (!before.empty() && before.back().rfind("HTP", 0) == 0)
+                device = before.back();
+        }
+        size_t p = idx + std::string("profile-op").size();
+        while (p < line.size() && line[p] == ' ')
+            ++p;
+        size_t q = p;
+        while (q < line.size() && (std::isalnum(static_cast<unsigned char>(line[q])) ||
+                                   line[q] == '_' || line[q] == '+' || line[q] == '-'))
+            ++q;
+        if (q == p) {
+            unparsed(line, "no op name after profile-op");
+            continue;
+        }
+        const std::string op = line.substr(p, q - p);
+        if (q >= line.size() || (line[q] != ':' && line[q] != '|')) {
+            unparsed(line, "expected ':' or '|' after the op name");
+            continue;
+        }
+        const bool pipe = line[q] == '|';
+        std::vector<std::string> fields;
+        if (pipe) {
+            for (auto& f : split(line.substr(q + 1), "|"))
+                fields.push_back(trim(f));
+        } else {
+            for (auto& f : split(line.substr(q + 1), " : "))
+                fields.push_back(trim(f));
+        }
+        if (fields.size() < 2) {
+            unparsed(line, "too few fields");
+            continue;
+        }
+        Timings t;
+        if (auto err = parse_timings(fields.back(), t); !err.empty()) {
+            unparsed(line, err);
+            continue;
+        }
+        if (op == "OPBATCH") {
+            HexagonBatch b;
+            b.device = device;
+            b.line = imp.n_lines;
+            b.usec = static_cast<double>(*t.usec);
+            b.cycles = t.cycles;
+            if (fields.size() >= 2) {
+                Timings nt;
+                if (parse_timings(fields[1] + " usec 0", nt).empty())
+                    b.n_ops = nt.n_ops;
+            }
+            imp.batches.push_back(b);
+            continue;
+        }
+        if (fields.size() < 4) {
+            unparsed(line, "expected names, dims and types before the timings");
+            continue;
+        }
+        auto names = io_list(fields[0]);
+        auto dims = io_list(fields[1]);
+        auto types = io_list(fields[2]);
+        OpRecord r;
+        r.node = static_cast<int>(imp.records.size());
+        r.op = op;
+        r.backend = device;
+        r.out.name = names.back();
+        r.out.ne = dims_of(dims.back());
+        if (r.out.ne.empty()) {
+            unparsed(line, "cannot read the output dims '" + dims.back() + "'");
+            continue;
+        }
+        r.out.type = types.back();
+        const size_t n_in = std::max({names.size(), dims.size(), types.size()}) - 1;
+        for (size_t i = 0; i < n_in; ++i) {
+            TensorInfo s;
+            if (names.size() > 1 && i + 1 < names.size())
+                s.name = names[i];
+            if (dims.size() > 1 && i + 1 < dims.size())
+                s.ne = dims_of(dims[i]);
+            if (types.size() > 1 && i + 1 < types.size())
+                s.type = types[i];
+            r.srcs.push_back(s);
+        }
+        r.layer = parse_layer(r.out.name);
+        r.no_compute = is_no_compute_op(op);
+        r.op_ns = static_cast<double>(*t.usec) * 1000.0;
+        r.op_method = "backend profiler (usec)";
+        if (t.call_usec)
+            r.call_ns = static_cast<double>(*t.call_usec) * 1000.0;
+        r.cycles = t.cycles;
+        r.mhz = t.mhz;
+        r.pkts = t.pkts;
+        r.start_cycles = t.start;
+        imp.records.push_back(std::move(r));
+        const std::string fmt = pipe            ? "usec (pipe)"
+                                : t.op_prefixed ? "op-usec/call-usec"
+                                                : "usec (colon)";
+        imp.formats[fmt]++;
+    }
+    return imp;
+}
+
+json to_json(const HexagonImport& imp) {
+    json unparsed = json::array();
+    for (const auto& u : imp.unparsed)
+        unparsed.push_back({{"line", u.line}, {"text", u.text}, {"reason", u.reason}});
+    double batch_usec = 0;
+    for (const auto& b : imp.batches)
+        batch_usec += b.usec;
+    return json{{"n_lines", imp.n_lines},
+                {"n_records", imp.records.size()},
+                {"n_ignored", imp.n_ignored},
+                {"n_unparsed", imp.n_unparsed},
+                {"unparsed", unparsed},
+                {"formats", imp.formats},
+                {"n_batches", imp.batches.size()},
+                {"batch_usec_total", imp.batches.empty() ? json(nullptr) : json(batch_usec)}};
+}
+
+}  // namespace sb

@@ -1,0 +1,157 @@
+#include "profile/hexagon_import.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "profile/ops_profile.hpp"
+
+namespace sb {
+namespace {
+
+HexagonImport parse_fixture(const std::string& name) {
+    std::ifstream f(std::string(SB_SOURCE_DIR) + "/tests/fixtures/hexagon/" + name);
+    EXPECT_TRUE(f.good()) << name;
+    return parse_hexagon_profile(f);
+}
+
+const OpAggregate* find(const std::vector<OpAggregate>& v, const std::string& key) {
+    for (const auto& a : v)
+        if (a.key == key)
+            return &a;
+    return nullptr;
+}
+
+TEST(HexagonImport, OldFormatHasOpAndCallTimes) {
+    HexagonImport imp = parse_fixture("opsync_old.log");
+    EXPECT_EQ(imp.records.size(), 34u);
+    EXPECT_EQ(imp.n_unparsed, 3);
+    EXPECT_EQ(imp.n_ignored, 5);
+    EXPECT_EQ(imp.formats.at("op-usec/call-usec"), 34);
+    ASSERT_EQ(imp.unparsed.size(), 3u);
+    EXPECT_NE(imp.unparsed[0].reason.find("no op name"), std::string::npos);
+    EXPECT_NE(imp.unparsed[1].reason.find("bad number"), std::string::npos);
+
+    const OpRecord& q = imp.records[2];
+    EXPECT_EQ(q.op, "MUL_MAT");
+    EXPECT_EQ(q.out.name, "Qcur-0");
+    EXPECT_EQ(q.layer, 0);
+    EXPECT_EQ(q.backend, "HTP0");
+    EXPECT_EQ(q.out.type, "f32");
+    EXPECT_EQ(q.out.ne, (std::vector<int64_t>{3072, 1}));
+    ASSERT_EQ(q.srcs.size(), 2u);
+    EXPECT_EQ(q.srcs[0].name, "blk.0.attn_q.weight");
+    EXPECT_EQ(q.srcs[0].type, "q4_0");
+    EXPECT_EQ(q.srcs[0].ne, (std::vector<int64_t>{3072, 3072}));
+    EXPECT_DOUBLE_EQ(*q.op_ns, 188000.0);
+    EXPECT_DOUBLE_EQ(*q.call_ns, 301000.0);
+    EXPECT_EQ(*q.cycles, 188 * 1125);
+    EXPECT_TRUE(q.pkts.has_value());
+    // A line with a logcat prefix parses like the others.
+    EXPECT_EQ(imp.records[3].out.name, "Kcur-0");
+    EXPECT_EQ(imp.records[33].out.name, "result_output");
+    EXPECT_FALSE(imp.records[33].layer.has_value());
+}
+
+TEST(HexagonImport, OldFormatAggregatesShowTheSchedulingTax) {
+    HexagonImport imp = parse_fixture("opsync_old.log");
+    StageProfile s;
+    s.stage = "log";
+    s.ops = imp.records;
+    finalize_stage(s);
+    const OpAggregate* mm = find(s.by_op, "MUL_MAT");
+    const OpAggregate* rms = find(s.by_op, "RMS_NORM");
+    ASSERT_TRUE(mm && rms);
+    EXPECT_EQ(mm->count, 15);
+    EXPECT_DOUBLE_EQ(*mm->op_ns, 9100e3);
+    EXPECT_DOUBLE_EQ(*mm->call_ns, 10892e3);
+    EXPECT_NEAR(*mm->call_op_ratio, 10892.0 / 9100.0, 1e-9);
+    EXPECT_EQ(rms->count, 5);
+    EXPECT_NEAR(*rms->call_op_ratio, 703.0 / 45.0, 1e-9);
+    EXPECT_GT(*rms->call_op_ratio, 8 * *mm->call_op_ratio);
+    double share = 0;
+    for (const auto& a : s.by_op)
+        share += a.share.value_or(0);
+    EXPECT_NEAR(share, 1.0, 1e-9);              // no stage time: shares of the summed op time
+    EXPECT_EQ(s.by_op.front().key, "MUL_MAT");  // largest call time first
+    // Layers 0 and 1 are identical; the output layer has none.
+    ASSERT_EQ(s.by_layer.size(), 3u);
+    EXPECT_EQ(s.by_layer[0].layer, 0);
+    EXPECT_DOUBLE_EQ(*s.by_layer[0].op_ns, 2020e3);
+    EXPECT_DOUBLE_EQ(*s.by_layer[1].call_ns, 3870e3);
+    EXPECT_EQ(s.by_layer[2].key, "none");
+    EXPECT_EQ(s.ops[s.top[0]].out.name, "result_output");
+}
+
+TEST(HexagonImport, AsyncColonFormatHasNoCallTime) {
+    HexagonImport imp = parse_fixture("async_pr22269.log");
+    EXPECT_EQ(imp.records.size(), 16u);
+    EXPECT_EQ(imp.n_unparsed, 1);
+    EXPECT_EQ(imp.formats.at("usec (colon)"), 16);
+    const OpRecord& r = imp.records[1];
+    EXPECT_EQ(r.op, "MUL");
+    EXPECT_DOUBLE_EQ(*r.op_ns, 6000.0);
+    EXPECT_FALSE(r.call_ns.has_value());
+    EXPECT_EQ(*r.cycles, 6915);
+    EXPECT_NEAR(*r.mhz, 1152.5, 1e-9);
+    EXPECT_EQ(*r.start_cycles, 400011272);
+    StageProfile s;
+    s.stage = "log";
+    s.ops = imp.records;
+    finalize_stage(s);
+    const OpAggregate* mm = find(s.by_op, "MUL_MAT");
+    ASSERT_TRUE(mm);
+    EXPECT_FALSE(mm->call_ns.has_value());
+    EXPECT_FALSE(mm->call_op_ratio.has_value());
+    EXPECT_DOUBLE_EQ(*mm->op_ns, 1950e3);
+}
+
+TEST(HexagonImport, PipeFormatAndBatches) {
+    HexagonImport imp = parse_fixture("async_pipe.log");
+    EXPECT_EQ(imp.records.size(), 16u);
+    EXPECT_EQ(imp.n_unparsed, 1);
+    EXPECT_EQ(imp.n_ignored, 1);
+    EXPECT_EQ(imp.formats.at("usec (pipe)"), 16);
+    ASSERT_EQ(imp.batches.size(), 2u);
+    EXPECT_EQ(imp.batches[0].n_ops, 8);
+    EXPECT_DOUBLE_EQ(imp.batches[1].usec, 1308.0);
+    const OpRecord& r = imp.records[2];
+    EXPECT_EQ(r.op, "MUL_MAT");
+    EXPECT_EQ(r.out.name, "Qcur-1");
+    EXPECT_EQ(r.layer, 1);
+    EXPECT_EQ(r.srcs[1].name, "attn_norm-1");
+    EXPECT_DOUBLE_EQ(*r.op_ns, 188000.0);
+}
+
+TEST(HexagonImport, GarbageIsCountedNeverFatal) {
+    std::istringstream in(
+        "hello\n"
+        "ggml-hex: HTP0 profile-op\n"
+        "ggml-hex: HTP0 profile-op RMS_NORM; x\n"
+        "ggml-hex: HTP0 profile-op ADD: a -> b : 4:1 -> 4:1 : f32 -> f32 : op-usec -\n"
+        "\xff\xfe binary junk profile-op ???\n"
+        "ggml-hex: HTP1 profile-op ADD: a x c -> b-2 : 4:1 x 4:1 -> 4:1 : f32 x f32 -> f32 : "
+        "s : usec 3 cycles 9\r\n");
+    HexagonImport imp = parse_hexagon_profile(in);
+    EXPECT_EQ(imp.n_lines, 6);
+    EXPECT_EQ(imp.n_ignored, 1);
+    EXPECT_EQ(imp.n_unparsed, 4);
+    ASSERT_EQ(imp.records.size(), 1u);
+    EXPECT_EQ(imp.records[0].backend, "HTP1");
+    EXPECT_EQ(imp.records[0].layer, 2);
+    EXPECT_DOUBLE_EQ(*imp.records[0].op_ns, 3000.0);
+    nlohmann::json j = to_json(imp);
+    EXPECT_EQ(j["n_unparsed"], 4);
+    EXPECT_EQ(j["unparsed"].size(), 4u);
+}
+
+TEST(HexagonImport, EmptyInput) {
+    std::istringstream in("");
+    HexagonImport imp = parse_hexagon_profile(in);
+    EXPECT_TRUE(imp.records.empty());
+    EXPECT_EQ(imp.n_lines, 0);
+}
+
+}  // namespace
+}  // namespace sb

@@ -1,0 +1,464 @@
+#include "profile/op_replay.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "core/clock.hpp"
+
+namespace sb {
+
+namespace {
+
+bool is_empty_op(ggml_op op) {
+    return op == GGML_OP_NONE || op == GGML_OP_VIEW || op == GGML_OP_RESHAPE ||
+           op == GGML_OP_PERMUTE || op == GGML_OP_TRANSPOSE;
+}
+
+bool is_custom_op(ggml_op op) {
+    return op == GGML_OP_MAP_CUSTOM1 || op == GGML_OP_MAP_CUSTOM2 || op == GGML_OP_MAP_CUSTOM3 ||
+           op == GGML_OP_CUSTOM;
+}
+
+// Bytes a tensor with this layout spans (ggml_nbytes of a tensor with these fields).
+size_t span_bytes(const TensorDesc& d) {
+    ggml_tensor t{};
+    t.type = d.type;
+    for (int i = 0; i < GGML_MAX_DIMS; ++i) {
+        t.ne[i] = d.ne[i];
+        t.nb[i] = d.nb[i];
+    }
+    return ggml_nbytes(&t);
+}
+
+size_t dense_bytes(const TensorDesc& d) {
+    return ggml_row_size(d.type, d.ne[0]) * static_cast<size_t>(d.ne[1] * d.ne[2] * d.ne[3]);
+}
+
+// Host bytes for a tensor of `type` holding n_rows x n_per_row elements in nbytes.
+std::vector<uint8_t> make_data(ggml_type type, int64_t n_per_row, int64_t n_rows, size_t nbytes,
+                               std::mt19937& rng) {
+    std::vector<uint8_t> out(nbytes, 0);
+    const int64_t n = n_per_row * n_rows;
+    auto floats = [&](int64_t count) {
+        std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+        std::vector<float> f(static_cast<size_t>(count));
+        for (auto& v : f)
+            v = dist(rng);
+        return f;
+    };
+    switch (type) {
+        case GGML_TYPE_F32: {
+            auto f = floats(static_cast<int64_t>(nbytes / sizeof(float)));
+            std::memcpy(out.data(), f.data(), f.size() * sizeof(float));
+            return out;
+        }
+        case GGML_TYPE_F16: {
+            auto f = floats(static_cast<int64_t>(nbytes / sizeof(ggml_fp16_t)));
+            ggml_fp32_to_fp16_row(f.data(), reinterpret_cast<ggml_fp16_t*>(out.data()),
+                                  static_cast<int64_t>(f.size()));
+            return out;
+        }
+        case GGML_TYPE_BF16: {
+            auto f = floats(static_cast<int64_t>(nbytes / sizeof(ggml_bf16_t)));
+            ggml_fp32_to_bf16_row(f.data(), reinterpret_cast<ggml_bf16_t*>(out.data()),
+                                  static_cast<int64_t>(f.size()));
+            return out;
+        }
+        case GGML_TYPE_I8:
+        case GGML_TYPE_I16:
+        case GGML_TYPE_I32:
+        case GGML_TYPE_I64:
+            return out;  // zeros: valid row indices, positions and expert ids
+        default:
+            break;
+    }
+    // Types ggml_quantize_chunk can produce without an importance matrix (others: zeros).
+    static const ggml_type quantizable[] = {GGML_TYPE_Q4_0, GGML_TYPE_Q4_1,   GGML_TYPE_Q5_0,
+                                            GGML_TYPE_Q5_1, GGML_TYPE_Q8_0,   GGML_TYPE_Q2_K,
+                                            GGML_TYPE_Q3_K, GGML_TYPE_Q4_K,   GGML_TYPE_Q5_K,
+                                            GGML_TYPE_Q6_K, GGML_TYPE_IQ4_NL, GGML_TYPE_IQ4_XS};
+    const bool can_quantize =
+        std::find(std::begin(quantizable), std::end(quantizable), type) != std::end(quantizable);
+    if (can_quantize && !ggml_quantize_requires_imatrix(type) && n > 0 &&
+        n_per_row % ggml_blck_size(type) == 0 &&
+        ggml_row_size(type, n_per_row) * static_cast<size_t>(n_rows) <= nbytes) {
+        auto f = floats(n);
+        ggml_quantize_chunk(type, f.data(), out.data(), 0, n_rows, n_per_row, nullptr);
+    }
+    return out;
+}
+
+class Arena {
+  public:
+    ~Arena() {
+        for (auto* b : buffers_)
+            ggml_backend_buffer_free(b);
+        for (auto& [buft, ctx] : ctxs_)
+            ggml_free(ctx);
+    }
+    ggml_context* ctx_for(ggml_backend_buffer_type_t buft, size_t max_tensors) {
+        for (auto& [b, c] : ctxs_)
+            if (b == buft)
+                return c;
+        ggml_init_params p{ggml_tensor_overhead() * max_tensors, nullptr, true};
+        ggml_context* c = ggml_init(p);
+        ctxs_.emplace_back(buft, c);
+        return c;
+    }
+    bool allocate() {
+        for (auto& [buft, ctx] : ctxs_) {
+            if (!ggml_get_first_tensor(ctx))
+                continue;
+            ggml_backend_buffer_t b = ggml_backend_alloc_ctx_tensors_from_buft(ctx, buft);
+            if (!b)
+                return false;
+            buffers_.push_back(b);
+        }
+        return true;
+    }
+
+  private:
+    std::vector<std::pair<ggml_backend_buffer_type_t, ggml_context*>> ctxs_;
+    std::vector<ggml_backend_buffer_t> buffers_;
+};
+
+struct Replica {
+    ggml_tensor* tensor = nullptr;  // what the node reads
+    ggml_tensor* holder = nullptr;  // what owns the memory (itself or its base)
+};
+
+Replica make_replica(ggml_context* ctx, const TensorDesc& d) {
+    Replica r;
+    if (d.contiguous) {
+        r.tensor = ggml_new_tensor(ctx, d.type, GGML_MAX_DIMS, d.ne.data());
+        r.holder = r.tensor;
+        return r;
+    }
+    const size_t need = std::max(span_bytes(d), dense_bytes(d));
+    const size_t ts = ggml_type_size(d.type);
+    const int64_t blck = ggml_blck_size(d.type);
+    const int64_t n_el = static_cast<int64_t>((need + ts - 1) / ts) * blck;
+    ggml_tensor* base = ggml_new_tensor_1d(ctx, d.type, n_el);
+    ggml_tensor* v =
+        ggml_view_4d(ctx, base, d.ne[0], d.ne[1], d.ne[2], d.ne[3], d.nb[1], d.nb[2], d.nb[3], 0);
+    for (int i = 0; i < GGML_MAX_DIMS; ++i)
+        v->nb[i] = d.nb[i];
+    // A leaf that aliases base's memory, not a VIEW node to compute.
+    v->op = GGML_OP_NONE;
+    v->src[0] = nullptr;
+    std::memset(v->op_params, 0, sizeof v->op_params);
+    r.tensor = v;
+    r.holder = base;
+    return r;
+}
+
+// Computes g and waits for it. Reading back a few bytes of the last node makes the wait real
+// on backends whose synchronize returns before the work is done (ggml-rpc sends the graph and
+// returns; only a request with a reply waits for the server).
+int64_t time_compute(ggml_backend_t backend, ggml_cgraph* g, bool& ok) {
+    ggml_tensor* last = ggml_graph_node(g, -1);
+    uint8_t sink[64];
+    const size_t probe =
+        std::min<size_t>({sizeof sink, ggml_type_size(last->type), ggml_nbytes(last)});
+    const int64_t t0 = now_ns();
+    ok = ggml_backend_graph_compute(backend, g) == GGML_STATUS_SUCCESS;
+    if (ok && probe > 0)
+        ggml_backend_tensor_get(last, sink, 0, probe);
+    return now_ns() - t0;
+}
+
+double median(std::vector<int64_t> v) {
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n % 2 ? static_cast<double>(v[n / 2])
+                 : 0.5 * static_cast<double>(v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
+TensorDesc describe_tensor(const ggml_tensor* t, bool with_data) {
+    TensorDesc d;
+    d.name = t->name;
+    d.type = t->type;
+    for (int i = 0; i < GGML_MAX_DIMS; ++i) {
+        d.ne[i] = t->ne[i];
+        d.nb[i] = t->nb[i];
+    }
+    d.contiguous = ggml_is_contiguous(t);
+    const ggml_tensor* mem = t->view_src ? t->view_src : t;
+    ggml_backend_buffer_t buf = mem->buffer ? mem->buffer : t->buffer;
+    if (buf) {
+        d.buft = ggml_backend_buffer_get_type(buf);
+        if (ggml_backend_dev_t dev = d.buft ? ggml_backend_buft_get_device(d.buft) : nullptr)
+            d.buffer_device = ggml_backend_dev_name(dev);
+    }
+    d.nbytes = ggml_nbytes(t);
+    d.weight = buf && ggml_backend_buffer_get_usage(buf) == GGML_BACKEND_BUFFER_USAGE_WEIGHTS;
+    d.sched_copy = std::count(d.name.begin(), d.name.end(), '#') >= 2;
+    // Leaves of the compute buffer are graph inputs or scheduler copies: small, and their
+    // values can matter (masks, indices). Weights and the KV cache keep random data.
+    const bool input = (t->flags & GGML_TENSOR_FLAG_INPUT) ||
+                       (mem->op == GGML_OP_NONE && buf &&
+                        ggml_backend_buffer_get_usage(buf) == GGML_BACKEND_BUFFER_USAGE_COMPUTE);
+    if (with_data && input && buf && t->data && d.nbytes > 0 && d.nbytes <= (64u << 20)) {
+        auto bytes = std::make_shared<std::vector<uint8_t>>(d.nbytes);
+        ggml_backend_tensor_get(t, bytes->data(), 0, d.nbytes);
+        d.data = std::move(bytes);
+    }
+    return d;
+}
+
+TensorDesc contiguous_desc(const std::string& name, ggml_type type,
+                           const std::array<int64_t, GGML_MAX_DIMS>& ne) {
+    TensorDesc d;
+    d.name = name;
+    d.type = type;
+    d.ne = ne;
+    d.nb[0] = ggml_type_size(type);
+    d.nb[1] = ggml_row_size(type, ne[0]);
+    for (int i = 2; i < GGML_MAX_DIMS; ++i)
+        d.nb[i] = d.nb[i - 1] * static_cast<size_t>(ne[i - 1]);
+    d.contiguous = true;
+    d.nbytes = d.nb[3] * static_cast<size_t>(ne[3]);
+    return d;
+}
+
+std::optional<ggml_type> activation_type_for(ggml_type w) {
+    switch (w) {
+        case GGML_TYPE_F16:
+            return GGML_TYPE_F16;
+        case GGML_TYPE_BF16:
+            return GGML_TYPE_BF16;
+        case GGML_TYPE_Q4_0:
+        case GGML_TYPE_Q5_0:
+        case GGML_TYPE_Q8_0:
+        case GGML_TYPE_IQ4_NL:
+            return GGML_TYPE_Q8_0;
+        case GGML_TYPE_Q4_1:
+        case GGML_TYPE_Q5_1:
+            return GGML_TYPE_Q8_1;
+        case GGML_TYPE_Q2_K:
+        case GGML_TYPE_Q3_K:
+        case GGML_TYPE_Q4_K:
+        case GGML_TYPE_Q5_K:
+        case GGML_TYPE_Q6_K:
+        case GGML_TYPE_IQ4_XS:
+            return GGML_TYPE_Q8_K;
+        default:
+            return std::nullopt;
+    }
+}
+
+NodeDesc NodeDesc::capture(const ggml_tensor* t, bool with_data) {
+    NodeDesc n;
+    n.op = t->op;
+    n.op_desc = ggml_op_desc(t);
+    std::memcpy(n.op_params.data(), t->op_params, sizeof t->op_params);
+    n.dst = describe_tensor(t);
+    int last = -1;
+    for (int i = 0; i < GGML_MAX_SRC; ++i)
+        if (t->src[i])
+            last = i;
+    for (int i = 0; i <= last; ++i) {
+        if (t->src[i])
+            n.srcs.push_back(describe_tensor(t->src[i], with_data));
+        else
+            n.srcs.push_back(std::nullopt);
+    }
+    return n;
+}
+
+std::string NodeDesc::signature() const {
+    auto tensor_sig = [](const TensorDesc& d) {
+        return fmt::format("{}[{},{},{},{}|{},{},{},{}]@{}{}", static_cast<int>(d.type), d.ne[0],
+                           d.ne[1], d.ne[2], d.ne[3], d.nb[0], d.nb[1], d.nb[2], d.nb[3],
+                           fmt::ptr(d.buft), d.weight ? "w" : "");
+    };
+    std::string s = fmt::format("{}:", static_cast<int>(op));
+    for (int32_t p : op_params)
+        s += fmt::format("{:x},", static_cast<uint32_t>(p));
+    s += " -> " + tensor_sig(dst);
+    for (const auto& src : srcs)
+        s += " | " + (src ? tensor_sig(*src) : std::string("null"));
+    return s;
+}
+
+ReplayResult replay_op(const NodeDesc& n, ggml_backend_t backend, bool keep_bufts,
+                       const ReplayConfig& cfg) {
+    ReplayResult res;
+    const std::string where = ggml_backend_name(backend);
+    if (is_empty_op(n.op)) {
+        res.op_ns = 0.0;
+        res.method = "no compute (view of memory): zero op time";
+        return res;
+    }
+    if (is_custom_op(n.op)) {
+        res.method = "custom op: not replayable";
+        return res;
+    }
+    const int copies = std::max(1, cfg.copies);
+    const int n_alloc = std::max(copies, cfg.max_copies);
+    ggml_backend_buffer_type_t def = ggml_backend_get_default_buffer_type(backend);
+    auto buft_for = [&](const TensorDesc& d) {
+        return keep_bufts && d.buft && d.contiguous ? d.buft : def;
+    };
+
+    // Only weights cycle through distinct copies: in the real graph a weight comes back only
+    // after the rest of the model went through the caches, while activations come straight
+    // from the op before (hot).
+    size_t set_bytes = 0;
+    for (const auto& s : n.srcs)
+        if (s && s->weight)
+            set_bytes += std::max(span_bytes(*s), dense_bytes(*s));
+    const size_t budget_sets = set_bytes > 0 ? cfg.input_budget_bytes / set_bytes : copies;
+    const int k = static_cast<int>(std::clamp<size_t>(
+        budget_sets, 1, static_cast<size_t>(std::min(n_alloc, std::max(1, cfg.max_input_sets)))));
+    const size_t max_tensors = 2 * n.srcs.size() * static_cast<size_t>(k) + n_alloc + 8;
+
+    Arena arena;
+    std::vector<std::vector<Replica>> sets(k);
+    for (int s = 0; s < k; ++s) {
+        for (size_t j = 0; j < n.srcs.size(); ++j) {
+            const auto& src = n.srcs[j];
+            if (!src) {
+                sets[s].push_back({});
+            } else if (s > 0 && !src->weight) {
+                sets[s].push_back(sets[0][j]);
+            } else {
+                sets[s].push_back(make_replica(arena.ctx_for(buft_for(*src), max_tensors), *src));
+            }
+        }
+    }
+    ggml_context* dctx = arena.ctx_for(keep_bufts && n.dst.buft ? n.dst.buft : def, max_tensors);
+    const size_t out_need = std::max(span_bytes(n.dst), dense_bytes(n.dst));
+    const size_t ts = ggml_type_size(n.dst.type);
+    const int64_t out_el =
+        static_cast<int64_t>((out_need + ts - 1) / ts) * ggml_blck_size(n.dst.type);
+    ggml_tensor* out_base = ggml_new_tensor_1d(dctx, n.dst.type, out_el);
+    std::vector<ggml_tensor*> nodes;
+    for (int i = 0; i < n_alloc; ++i) {
+        const auto& d = n.dst;
+        ggml_tensor* t = ggml_view_4d(dctx, out_base, d.ne[0], d.ne[1], d.ne[2], d.ne[3], d.nb[1],
+                                      d.nb[2], d.nb[3], 0);
+        for (int j = 0; j < GGML_MAX_DIMS; ++j)
+            t->nb[j] = d.nb[j];
+        t->op = n.op;
+        std::memcpy(t->op_params, n.op_params.data(), sizeof t->op_params);
+        for (int j = 0; j < GGML_MAX_SRC; ++j)
+            t->src[j] = nullptr;
+        const auto& set = sets[i % k];
+        for (size_t j = 0; j < set.size(); ++j)
+            t->src[j] = set[j].tensor;
+        t->flags |= GGML_TENSOR_FLAG_COMPUTE;  // backends skip nodes without it
+        ggml_format_name(t, "replay_%d", i);
+        nodes.push_back(t);
+    }
+    if (!arena.allocate()) {
+        res.method = "cannot allocate replay buffers on " + where;
+        return res;
+    }
+    if (!ggml_backend_supports_op(backend, nodes[0])) {
+        res.method = "not supported by " + where;
+        return res;
+    }
+    // Input data: generated once per source, copied into every set.
+    std::mt19937 rng(12345);
+    for (size_t j = 0; j < n.srcs.size(); ++j) {
+        if (!n.srcs[j])
+            continue;
+        ggml_tensor* h0 = sets[0][j].holder;
+        const size_t nb = ggml_nbytes(h0);
+        const int64_t per_row = h0->ne[0];
+        const int64_t rows = ggml_nelements(h0) / std::max<int64_t>(1, per_row);
+        const auto& real = n.srcs[j]->data;
+        const int distinct = n.srcs[j]->weight ? k : 1;
+        if (real && real->size() <= nb) {
+            for (int s = 0; s < distinct; ++s)
+                ggml_backend_tensor_set(sets[s][j].holder, real->data(), 0, real->size());
+            continue;
+        }
+        const auto data = make_data(h0->type, per_row, rows, nb, rng);
+        for (int s = 0; s < distinct; ++s)
+            ggml_backend_tensor_set(sets[s][j].holder, data.data(), 0, nb);
+    }
+
+    ggml_init_params gp{ggml_graph_overhead_custom(1, false) +
+                            3 * ggml_graph_overhead_custom(static_cast<size_t>(n_alloc), false) +
+                            1024,
+                        nullptr, true};
+    ggml_context* gctx = ggml_init(gp);
+    struct GctxFree {
+        ggml_context* c;
+        ~GctxFree() { ggml_free(c); }
+    } gfree{gctx};
+    bool ok = true;
+    // Wall time of computing the first `count` copies in one graph: {minimum, median}. The
+    // minimum is the op's cost with the least interference (other load preempts, never speeds
+    // up); slopes are taken between minima.
+    auto measure = [&](int count, int min_reps) -> std::pair<double, double> {
+        ggml_cgraph* g = ggml_new_graph_custom(gctx, static_cast<size_t>(count), false);
+        for (int i = 0; i < count; ++i)
+            ggml_graph_add_node(g, nodes[static_cast<size_t>(i)]);
+        time_compute(backend, g, ok);  // warm: work buffers, caches, the remote graph
+        std::vector<int64_t> totals;
+        int64_t spent = 0;
+        while (ok && (static_cast<int>(totals.size()) < min_reps || spent < cfg.min_total_ns) &&
+               totals.size() < 50) {
+            totals.push_back(time_compute(backend, g, ok));
+            spent += totals.back();
+        }
+        if (totals.empty())
+            return {0.0, 0.0};
+        return {static_cast<double>(*std::min_element(totals.begin(), totals.end())),
+                median(totals)};
+    };
+    const auto [t1, t1_median] = measure(1, 5);
+    if (!ok) {
+        res.method = "compute failed on " + where;
+        return res;
+    }
+    res.isolated_ns = t1_median;
+    int count = copies;
+    if (t1 * copies > static_cast<double>(cfg.max_graph_ns))
+        count = std::max(
+            1, static_cast<int>(static_cast<double>(cfg.max_graph_ns) / std::max(1.0, t1)));
+    double tn = count > 1 ? measure(count, cfg.min_reps).first : t1;
+    double slope = count > 1 ? (tn - t1) / (count - 1) : tn;
+    if (ok && count > 1 && count < n_alloc && tn - t1 < t1) {
+        // One dispatch still outweighs the copies' compute: more copies.
+        int more = slope > 0 ? static_cast<int>(std::ceil(2.0 * t1 / slope)) : n_alloc;
+        more = std::clamp(more, count + 1, n_alloc);
+        tn = measure(more, cfg.min_reps).first;
+        count = more;
+        slope = (tn - t1) / (count - 1);
+    }
+    if (!ok) {
+        res.method = "compute failed on " + where;
+        return res;
+    }
+    const double avg = tn / count;
+    if (std::getenv("STAGEBENCH_REPLAY_DEBUG"))
+        std::fprintf(stderr, "replay %s on %s: t1 %.0f ns, t%d %.0f ns, slope %.1f, avg %.1f\n",
+                     n.op_desc.c_str(), where.c_str(), t1, count, tn, slope, avg);
+    res.copies = count;
+    if (count > 1 && slope > 0) {
+        res.op_ns = std::min(slope, avg);
+        res.method =
+            fmt::format("replayed 1x and {}x on {} ({} input set{}); {}", count, where, k,
+                        k == 1 ? "" : "s", slope < avg ? "slope (dispatch removed)" : "average");
+    } else {
+        res.op_ns = avg;
+        res.method = fmt::format("replayed {}x on {} ({} input set{}); average (upper bound)",
+                                 count, where, k, k == 1 ? "" : "s");
+    }
+    return res;
+}
+
+}  // namespace sb

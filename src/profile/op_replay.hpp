@@ -1,0 +1,99 @@
+#pragma once
+// Op replay: the compute time of one ggml node with dispatch removed. The node is rebuilt from
+// a description captured while llama.cpp ran it (op, parameters, shapes, strides, types,
+// buffer types), then copies of it with fresh inputs of the same layout are computed back to
+// back in one graph on a backend (see ReplayConfig for how the op time is taken). Internal to
+// src/profile (ggml types in the interface).
+//
+// Inputs: the real values of graph inputs and scheduler copies when captured (positions,
+// masks, row indices); otherwise random floats (F32/F16/BF16), ggml-quantized random floats
+// (quantized types), zeros (integer types: row indices and positions stay in range). Weights
+// cycle through distinct copies (ReplayConfig::input_budget_bytes) so that a memory-bound op
+// streams them as the real graph does; activations are shared, hot as in the real graph.
+// Outputs of all copies share one buffer.
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ggml-backend.h"
+#include "ggml.h"
+
+namespace sb {
+
+struct TensorDesc {
+    std::string name;
+    ggml_type type = GGML_TYPE_F32;
+    std::array<int64_t, GGML_MAX_DIMS> ne{};
+    std::array<size_t, GGML_MAX_DIMS> nb{};
+    bool contiguous = true;
+    ggml_backend_buffer_type_t buft = nullptr;  // of its memory (the view source's for views)
+    std::string buffer_device;  // device of that buffer type ("CPU", "RPC0"); may be empty
+    size_t nbytes = 0;
+    bool weight = false;      // in a weights buffer (model parameters)
+    bool sched_copy = false;  // a copy the scheduler made from another backend ("CPU#x#0")
+    // The real bytes (ggml_nbytes, from the tensor's data pointer) of graph inputs and
+    // scheduler copies: positions, masks, row indices keep their values in replays (a
+    // flash-attention kernel skips masked positions; random masks would cost it more).
+    std::shared_ptr<const std::vector<uint8_t>> data;
+};
+
+struct NodeDesc {
+    ggml_op op = GGML_OP_NONE;
+    std::string op_desc;  // ggml_op_desc()
+    std::array<int32_t, GGML_MAX_OP_PARAMS / sizeof(int32_t)> op_params{};
+    TensorDesc dst;
+    std::vector<std::optional<TensorDesc>> srcs;  // trailing empty sources dropped
+
+    // with_data: also read the real data of the inputs that have it (see TensorDesc::data).
+    static NodeDesc capture(const ggml_tensor* t, bool with_data);
+    // Everything that decides the op's cost (op, parameters, layouts, types, buffer types);
+    // not names or addresses. Equal signatures replay once.
+    std::string signature() const;
+};
+
+TensorDesc describe_tensor(const ggml_tensor* t, bool with_data = false);
+
+// A contiguous tensor description of `type` and shape ne (no buffer type, no data).
+TensorDesc contiguous_desc(const std::string& name, ggml_type type,
+                           const std::array<int64_t, GGML_MAX_DIMS>& ne);
+
+// The type the CPU backend converts mat-mul activations to for weights of type w (its
+// vec_dot_type): Q8_0 for Q4_0, Q8_K for the K-quants, ... nullopt for F32 (no conversion) and
+// types not listed here.
+std::optional<ggml_type> activation_type_for(ggml_type w);
+
+// Op time = min(slope, average): with T(1) the op alone and T(n) n copies in one graph (each
+// the minimum over repetitions: interference only ever adds time),
+// slope = (T(n) - T(1)) / (n - 1) removes the one dispatch the graph still pays, average =
+// T(n) / n is the upper bound used when the slope is lost in noise. When one dispatch still
+// outweighs the n ops (an RPC round trip against a tiny op), n grows up to max_copies.
+struct ReplayConfig {
+    int copies = 16;       // nodes per replay graph
+    int max_copies = 256;  // when dispatch dominates
+    int max_input_sets = 32;
+    // Distinct copies of the weights cycled up to about this many bytes: the model's weight
+    // bytes (capped), so that a weight is as cold in the replay as in the real graph.
+    size_t input_budget_bytes = 256u << 20;
+    int64_t max_graph_ns = 500'000'000;  // fewer copies when one graph would take longer
+    int min_reps = 3;                    // graph computations timed at least
+    int64_t min_total_ns = 5'000'000;    // and at least this much time
+};
+
+struct ReplayResult {
+    std::optional<double> op_ns;        // per op, dispatch removed (see ReplayConfig)
+    std::optional<double> isolated_ns;  // the op alone in a one-node graph: median wall time
+    int copies = 0;
+    std::string method;  // "replayed 16x on CPU", or why there is no time
+};
+
+// Replays n on backend. keep_bufts: inputs go to the buffer types the original used (the
+// backend that ran it: keeps repacked CPU weights repacked); else to the backend's default
+// buffer type (replaying on another backend). Never throws for an op it cannot run: the
+// result says why and has no time.
+ReplayResult replay_op(const NodeDesc& n, ggml_backend_t backend, bool keep_bufts,
+                       const ReplayConfig& cfg);
+
+}  // namespace sb

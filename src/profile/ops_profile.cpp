@@ -1,0 +1,302 @@
+#include "profile/ops_profile.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "core/json_util.hpp"
+#include "core/stats.hpp"
+
+namespace sb {
+
+using nlohmann::json;
+
+namespace {
+
+std::optional<double> median_of(const std::vector<int64_t>& v) {
+    if (v.empty())
+        return std::nullopt;
+    std::vector<double> d(v.begin(), v.end());
+    return percentile(d, 0.5);
+}
+
+std::string pct(double f) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.0f%%", f * 100.0);
+    return buf;
+}
+
+}  // namespace
+
+void finalize_stage(StageProfile& s, size_t top_n) {
+    Reconciliation& r = s.rec;
+    r.plain_median_ns = median_of(r.plain_ns);
+    r.traced_median_ns = median_of(r.traced_ns);
+    r.sum_op_ns = sum_op_ns(s.ops);
+    r.sum_call_ns = sum_call_ns(s.ops, false);
+    r.sum_call_compute_ns = sum_call_ns(s.ops, true);
+
+    s.n_splits = static_cast<int>(s.splits.size());
+    s.n_copies = 0;
+    s.copy_bytes.reset();
+    s.copy_ns.reset();
+    for (const auto& sp : s.splits) {
+        s.n_copies += sp.n_inputs;
+        if (sp.input_bytes)
+            s.copy_bytes = s.copy_bytes.value_or(0) + *sp.input_bytes;
+        if (sp.copy_ns)
+            s.copy_ns = s.copy_ns.value_or(0) + *sp.copy_ns;
+    }
+    r.sum_copy_ns = s.copy_ns;
+    if (r.traced_median_ns && r.sum_call_ns)
+        r.host_ns = *r.traced_median_ns - *r.sum_call_ns - r.sum_copy_ns.value_or(0) -
+                    r.sched_gap_ns.value_or(0);
+    if (r.traced_median_ns && r.plain_median_ns && *r.plain_median_ns > 0) {
+        r.overhead_ns = *r.traced_median_ns - *r.plain_median_ns;
+        r.overhead_ratio = *r.traced_median_ns / *r.plain_median_ns - 1.0;
+    }
+    r.op_within_stage = true;
+    if (r.sum_op_ns && r.plain_median_ns && *r.plain_median_ns > 0) {
+        r.op_fraction = *r.sum_op_ns / *r.plain_median_ns;
+        r.op_within_stage = *r.sum_op_ns <= *r.plain_median_ns;
+        if (!r.op_within_stage)
+            s.notes.push_back("summed op time is " + pct(*r.op_fraction) +
+                              " of the uninstrumented stage time: the replayed ops ran slower "
+                              "alone than inside the real graph (cold caches, other load); "
+                              "treat op times of this stage as upper bounds");
+    }
+    const std::optional<double> denom = r.plain_median_ns ? r.plain_median_ns : r.sum_op_ns;
+    s.by_op = aggregate(s.ops, GroupBy::op, denom);
+    s.by_layer = aggregate(s.ops, GroupBy::layer, denom);
+    s.by_backend = aggregate(s.ops, GroupBy::backend, denom);
+    s.top = top_records(s.ops, top_n);
+}
+
+Decomposition decompose_stage(const StageProfile& s, const std::vector<std::string>& accelerators,
+                              const std::map<std::string, double>& dispatch_ns,
+                              const std::vector<std::optional<double>>& conversion_ns) {
+    Decomposition d;
+    d.accelerators = accelerators;
+    d.dispatch_ns = dispatch_ns;
+    auto is_accel = [&](const std::string& b) {
+        return std::find(accelerators.begin(), accelerators.end(), b) != accelerators.end();
+    };
+    std::optional<double> accel, conv, fallback, comm, tax;
+    for (size_t i = 0; i < s.ops.size(); ++i) {
+        const OpRecord& r = s.ops[i];
+        if (r.no_compute)
+            continue;
+        const bool on_accel = is_accel(r.backend);
+        if (on_accel) {
+            d.n_accel_ops++;
+            if (r.op_ns)
+                accel = accel.value_or(0) + *r.op_ns;
+            if (r.op_ns && r.call_ns)
+                tax = tax.value_or(0) + (*r.call_ns - *r.op_ns);
+            if (r.op == "MUL_MAT" || r.op == "MUL_MAT_ID") {
+                if (i < conversion_ns.size() && conversion_ns[i]) {
+                    d.n_conversion_ops++;
+                    conv = conv.value_or(0) + *conversion_ns[i];
+                } else {
+                    d.n_conversion_missing++;
+                }
+            }
+        } else if (r.op_ns) {
+            fallback = fallback.value_or(0) + *r.op_ns;
+        }
+    }
+    for (const auto& sp : s.splits) {
+        if (!is_accel(sp.backend))
+            continue;
+        d.n_dispatches++;
+        if (auto it = dispatch_ns.find(sp.backend); it != dispatch_ns.end())
+            comm = comm.value_or(0) + it->second;
+    }
+    if (!accelerators.empty())
+        if (auto it = dispatch_ns.find(accelerators.front()); it != dispatch_ns.end())
+            d.per_op_dispatch_ns = d.n_accel_ops * it->second;
+    d.traced_tax_ns = tax;
+    std::optional<double> compute = accel;
+    if (compute && conv)
+        compute = std::max(0.0, *compute - *conv);
+    const std::optional<double> stage = s.rec.plain_median_ns;
+    std::optional<double> host;
+    if (stage)
+        host = *stage - compute.value_or(0) - conv.value_or(0) - comm.value_or(0) -
+               s.rec.sum_copy_ns.value_or(0) - fallback.value_or(0);
+    auto part = [&](const std::string& name, std::optional<double> ns, const std::string& note) {
+        DecompositionPart p;
+        p.name = name;
+        p.ns = ns;
+        if (ns && stage && *stage > 0)
+            p.share = *ns / *stage;
+        p.note = note;
+        d.parts.push_back(p);
+    };
+    std::string accel_names;
+    for (const auto& a : accelerators)
+        accel_names += (accel_names.empty() ? "" : "+") + a;
+    part("accelerator_compute", compute,
+         "op times of the " + std::to_string(d.n_accel_ops) + " computing ops on " + accel_names +
+             (conv ? ", less conversion" : ""));
+    part("conversion", conv,
+         std::to_string(d.n_conversion_ops) +
+             " mat-mul(s): F32 activations vs already converted (vec-dot type)" +
+             (d.n_conversion_missing
+                  ? "; " + std::to_string(d.n_conversion_missing) + " not separable"
+                  : std::string()));
+    part("communication", comm,
+         std::to_string(d.n_dispatches) + " dispatch(es) of a split, each one no-work round trip");
+    part("copies", s.rec.sum_copy_ns,
+         std::to_string(s.n_copies) + " tensor(s) copied between backends (traced)");
+    part("fallback_ops", fallback, "op times of computing ops on other backends");
+    part("host", host,
+         host && *host < 0
+             ? "negative: the parts, each measured on its own, overlap in the real run (e.g. "
+               "asynchronous sends)"
+             : "the rest of the stage: graph build, inputs, outputs, synchronisation");
+    return d;
+}
+
+Warnings profile_warnings(const OpsProfile& p) {
+    Warnings w;
+    for (const auto& s : p.stages) {
+        if (!s.rec.op_within_stage && s.rec.op_fraction) {
+            w.push_back({"op_time_exceeds_stage",
+                         s.stage + ": summed op time is " + pct(*s.rec.op_fraction) +
+                             " of the uninstrumented stage time",
+                         "rerun on an idle machine; raise --replay for steadier op times"});
+        }
+        if (p.replay_copies == 0)
+            continue;  // op times were not asked for
+        int failed = 0;
+        for (const auto& r : s.ops)
+            if (!r.no_compute && !r.op_ns)
+                ++failed;
+        if (failed > 0)
+            w.push_back({"op_replay_incomplete",
+                         s.stage + ": " + std::to_string(failed) +
+                             " op(s) have no op time (replay unsupported or failed)",
+                         "see op_method in the per-op records"});
+    }
+    return w;
+}
+
+json to_json(const SplitRecord& s) {
+    return json{{"graph", s.graph},
+                {"index", s.index},
+                {"backend", s.backend},
+                {"first_node", s.first_node},
+                {"n_nodes", s.n_nodes},
+                {"n_inputs", s.n_inputs},
+                {"input_bytes", opt(s.input_bytes)},
+                {"inputs", s.inputs},
+                {"copy_ns", opt(s.copy_ns)}};
+}
+
+json to_json(const FallbackRow& f) {
+    return json{{"op", f.op},
+                {"backend", f.backend},
+                {"requested", f.requested},
+                {"count", f.count},
+                {"call_ns", opt(f.call_ns)},
+                {"op_ns", opt(f.op_ns)},
+                {"n_replayed", f.n_replayed},
+                {"op_ns_replayed", opt(f.op_ns_replayed)},
+                {"op_ns_requested", opt(f.op_ns_requested)},
+                {"penalty", opt(f.penalty)},
+                {"note", f.note}};
+}
+
+json to_json(const Reconciliation& r) {
+    return json{{"plain_ns", r.plain_ns},
+                {"plain_median_ns", opt(r.plain_median_ns)},
+                {"traced_ns", r.traced_ns},
+                {"traced_median_ns", opt(r.traced_median_ns)},
+                {"sum_op_ns", opt(r.sum_op_ns)},
+                {"sum_call_ns", opt(r.sum_call_ns)},
+                {"sum_call_compute_ns", opt(r.sum_call_compute_ns)},
+                {"sum_copy_ns", opt(r.sum_copy_ns)},
+                {"sched_gap_ns", opt(r.sched_gap_ns)},
+                {"host_ns", opt(r.host_ns)},
+                {"overhead_ns", opt(r.overhead_ns)},
+                {"overhead_ratio", opt(r.overhead_ratio)},
+                {"op_fraction", opt(r.op_fraction)},
+                {"op_within_stage", r.op_within_stage}};
+}
+
+json to_json(const Decomposition& d) {
+    json parts = json::array();
+    for (const auto& p : d.parts)
+        parts.push_back(
+            {{"name", p.name}, {"ns", opt(p.ns)}, {"share", opt(p.share)}, {"note", p.note}});
+    return json{{"parts", parts},
+                {"accelerators", d.accelerators},
+                {"dispatch_ns", d.dispatch_ns},
+                {"n_dispatches", d.n_dispatches},
+                {"n_accel_ops", d.n_accel_ops},
+                {"per_op_dispatch_ns", opt(d.per_op_dispatch_ns)},
+                {"traced_tax_ns", opt(d.traced_tax_ns)},
+                {"n_conversion_ops", d.n_conversion_ops},
+                {"n_conversion_missing", d.n_conversion_missing}};
+}
+
+json to_json(const StageProfile& s) {
+    json ops = json::array(), by_op = json::array(), by_layer = json::array(),
+         by_backend = json::array(), top = json::array(), splits = json::array(),
+         fallback = json::array();
+    for (const auto& r : s.ops)
+        ops.push_back(to_json(r));
+    for (const auto& a : s.by_op)
+        by_op.push_back(to_json(a, GroupBy::op));
+    for (const auto& a : s.by_layer)
+        by_layer.push_back(to_json(a, GroupBy::layer));
+    for (const auto& a : s.by_backend)
+        by_backend.push_back(to_json(a, GroupBy::backend));
+    for (size_t i : s.top)
+        top.push_back(i);
+    for (const auto& sp : s.splits)
+        splits.push_back(to_json(sp));
+    for (const auto& f : s.fallback)
+        fallback.push_back(to_json(f));
+    return json{{"stage", s.stage},
+                {"n_tokens", s.n_tokens},
+                {"kv_depth", s.kv_depth},
+                {"n_graphs", s.n_graphs},
+                {"traced_reps", s.traced_reps},
+                {"reconciliation", to_json(s.rec)},
+                {"by_op", by_op},
+                {"by_layer", by_layer},
+                {"by_backend", by_backend},
+                {"top", top},
+                {"n_splits", s.n_splits},
+                {"n_copies", s.n_copies},
+                {"copy_bytes", opt(s.copy_bytes)},
+                {"copy_ns", opt(s.copy_ns)},
+                {"splits", splits},
+                {"fallback", fallback},
+                {"decomposition", s.decomposition ? to_json(*s.decomposition) : json(nullptr)},
+                {"notes", s.notes},
+                {"ops", ops}};
+}
+
+json to_json(const OpsProfile& p) {
+    json stages = json::array();
+    for (const auto& s : p.stages)
+        stages.push_back(to_json(s));
+    json j{{"source", p.source},
+           {"model_path", p.model_path},
+           {"devices", p.devices},
+           {"requested", p.requested},
+           {"backends", p.backends},
+           {"n_threads", p.n_threads},
+           {"n_prompt", p.n_prompt},
+           {"n_depth", p.n_depth},
+           {"replay_copies", p.replay_copies},
+           {"method", p.method},
+           {"stages", stages}};
+    if (!p.import_info.is_null())
+        j["import"] = p.import_info;
+    return j;
+}
+
+}  // namespace sb

@@ -1,0 +1,236 @@
+#include "profile/ops_report.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace sb {
+
+namespace {
+
+std::string us(const std::optional<double>& ns) {
+    if (!ns)
+        return "-";
+    const double v = *ns / 1000.0;
+    if (v >= 100)
+        return fmt::format("{:.0f}", v);
+    if (v >= 10)
+        return fmt::format("{:.1f}", v);
+    return fmt::format("{:.2f}", v);
+}
+
+std::string ms(const std::optional<double>& ns) {
+    return ns ? fmt::format("{:.3f} ms", *ns / 1e6) : std::string("-");
+}
+
+std::string pct(const std::optional<double>& f) {
+    return f ? fmt::format("{:.1f} %", *f * 100.0) : std::string("-");
+}
+
+std::string ratio(const std::optional<double>& r) {
+    if (!r)
+        return "-";
+    return *r >= 100 ? fmt::format("{:.0f}x", *r) : fmt::format("{:.1f}x", *r);
+}
+
+std::string bytes(const std::optional<uint64_t>& b) {
+    if (!b)
+        return "-";
+    double v = static_cast<double>(*b);
+    const char* units[] = {"B", "KiB", "MiB", "GiB"};
+    int i = 0;
+    while (v >= 1024 && i < 3) {
+        v /= 1024;
+        ++i;
+    }
+    return i == 0 ? fmt::format("{} B", *b) : fmt::format("{:.1f} {}", v, units[i]);
+}
+
+std::string csv_field(const std::string& s) {
+    if (s.find_first_of(",\"\n") == std::string::npos)
+        return s;
+    std::string q = "\"";
+    for (char c : s) {
+        if (c == '"')
+            q += '"';
+        q += c;
+    }
+    return q + "\"";
+}
+
+std::string md_cell(const std::string& s) {
+    std::string o;
+    for (char c : s) {
+        if (c == '|')
+            o += "\\|";
+        else
+            o += c;
+    }
+    return o;
+}
+
+void aggregate_table(std::ostream& out, const std::string& title, const std::string& key_name,
+                     const std::vector<OpAggregate>& rows, bool have_stage) {
+    if (rows.empty())
+        return;
+    out << "\n### " << title << "\n\n";
+    out << "| " << key_name << " | count | op µs | call µs | call/op | "
+        << (have_stage ? "op share of stage" : "op share") << " | call share |\n";
+    out << "| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+    for (const auto& a : rows) {
+        std::string key = a.key;
+        if (a.n_no_compute == a.count && a.count > 0)
+            key += " (no compute)";
+        out << "| " << md_cell(key) << " | " << a.count << " | " << us(a.op_ns) << " | "
+            << us(a.call_ns) << " | " << ratio(a.call_op_ratio) << " | " << pct(a.share) << " | "
+            << pct(a.call_share) << " |\n";
+    }
+}
+
+void decomposition_table(const Decomposition& d, std::ostream& out) {
+    std::string accel;
+    for (const auto& a : d.accelerators)
+        accel += (accel.empty() ? "" : "+") + a;
+    out << "\n### Decomposition of the stage (accelerator path: " << accel << ")\n\n";
+    out << "| part | time | share of stage | how |\n| --- | ---: | ---: | --- |\n";
+    for (const auto& part : d.parts) {
+        std::string name = part.name;
+        std::replace(name.begin(), name.end(), '_', ' ');
+        out << "| " << name << " | " << ms(part.ns) << " | " << pct(part.share) << " | "
+            << md_cell(part.note) << " |\n";
+    }
+    out << "\n";
+    for (const auto& [b, ns] : d.dispatch_ns)
+        out << "- one dispatch with no work on " << b << ": " << us(ns) << " µs\n";
+    out << "- if each of the " << d.n_accel_ops
+        << " accelerator ops were dispatched alone: " << ms(d.per_op_dispatch_ns)
+        << " of dispatch (traced node by node, call - op summed: " << ms(d.traced_tax_ns) << ")\n";
+}
+
+void stage_section(const OpsProfile& p, const StageProfile& s, std::ostream& out, size_t top_n,
+                   bool brief) {
+    const Reconciliation& r = s.rec;
+    if (s.stage == "log") {
+        out << "\n## " << (p.source == "hexagon-profile" ? "Hexagon profile" : "log") << " — "
+            << s.ops.size() << " ops\n";
+    } else {
+        out << "\n## " << s.stage << " — " << s.n_tokens << " token(s) at KV depth " << s.kv_depth
+            << " · " << p.devices << " · "
+            << (p.n_threads > 0 ? std::to_string(p.n_threads) : std::string("default"))
+            << " threads · " << s.n_graphs << " graph(s)\n";
+    }
+    const bool have_stage = r.plain_median_ns.has_value();
+    if (s.stage != "log") {
+        out << "\n| reconciliation | time | of stage |\n| --- | ---: | ---: |\n";
+        out << "| uninstrumented stage (median of " << r.plain_ns.size() << ") | "
+            << ms(r.plain_median_ns) << " | 100 % |\n";
+        out << "| traced stage, node by node (median of " << r.traced_ns.size() << ") | "
+            << ms(r.traced_median_ns) << " | "
+            << (r.overhead_ratio
+                    ? fmt::format("tracing overhead {:+.0f} %", *r.overhead_ratio * 100.0)
+                    : std::string("-"))
+            << " |\n";
+        out << "| Σ op time (replayed) | " << ms(r.sum_op_ns) << " | " << pct(r.op_fraction)
+            << (r.op_within_stage ? "" : " **exceeds the stage**") << " |\n";
+        std::optional<double> call_frac;
+        if (r.sum_call_compute_ns && r.plain_median_ns && *r.plain_median_ns > 0)
+            call_frac = *r.sum_call_compute_ns / *r.plain_median_ns;
+        out << "| Σ call time, ops that compute | " << ms(r.sum_call_compute_ns) << " | "
+            << pct(call_frac) << " |\n";
+        out << "| Σ call time, all nodes (views dispatched too) | " << ms(r.sum_call_ns)
+            << " | - |\n";
+        out << "| copies between backends (" << s.n_splits << " splits, " << s.n_copies
+            << " tensors, " << bytes(s.copy_bytes) << ") | " << ms(r.sum_copy_ns) << " | - |\n";
+        out << "| scheduler between nodes | " << ms(r.sched_gap_ns) << " | - |\n";
+        out << "| host: graph build, inputs, outputs | " << ms(r.host_ns) << " | - |\n";
+    } else {
+        out << "\n| total | time |\n| --- | ---: |\n";
+        out << "| Σ op time (backend-reported) | " << ms(r.sum_op_ns) << " |\n";
+        out << "| Σ call time | " << ms(r.sum_call_ns) << " |\n";
+    }
+    if (s.decomposition)
+        decomposition_table(*s.decomposition, out);
+    aggregate_table(out, "By op type", "op", s.by_op, have_stage);
+    if (brief) {
+        if (!s.notes.empty()) {
+            out << "\n";
+            for (const auto& n : s.notes)
+                out << "- " << n << "\n";
+        }
+        return;
+    }
+    aggregate_table(out, "By layer", "layer", s.by_layer, have_stage);
+    aggregate_table(out, "By backend", "backend", s.by_backend, have_stage);
+    if (!s.top.empty()) {
+        out << "\n### Top " << std::min(top_n, s.top.size()) << " ops\n\n";
+        out << "| node | op | name | backend | shape | type | op µs | call µs | call/op |\n";
+        out << "| ---: | --- | --- | --- | --- | --- | ---: | ---: | ---: |\n";
+        for (size_t i = 0; i < s.top.size() && i < top_n; ++i) {
+            const OpRecord& o = s.ops[s.top[i]];
+            std::optional<double> rr;
+            if (o.op_ns && o.call_ns && *o.op_ns > 0)
+                rr = *o.call_ns / *o.op_ns;
+            out << "| "
+                << (s.n_graphs > 1 ? fmt::format("{}:{}", o.graph, o.node) : std::to_string(o.node))
+                << " | " << o.op << " | " << md_cell(o.out.name) << " | " << o.backend << " | "
+                << shape_text(o.out.ne) << " | " << o.out.type << " | " << us(o.op_ns) << " | "
+                << us(o.call_ns) << " | " << ratio(rr) << " |\n";
+        }
+    }
+    if (s.splits.size() > 1) {
+        out << "\n### Splits and copies between backends\n\n";
+        out << "| graph | split | backend | nodes | inputs copied | bytes | copy µs |\n";
+        out << "| ---: | ---: | --- | ---: | ---: | ---: | ---: |\n";
+        for (const auto& sp : s.splits)
+            out << "| " << sp.graph << " | " << sp.index << " | " << md_cell(sp.backend) << " | "
+                << sp.n_nodes << " | " << sp.n_inputs << " | " << bytes(sp.input_bytes) << " | "
+                << us(sp.copy_ns) << " |\n";
+    }
+    if (!s.fallback.empty()) {
+        out << "\n### Fallback: ops that ran off the requested backend\n\n";
+        out << "| op | ran on | asked | count | call µs | op µs there | replayed there | "
+               "op µs of those there | op µs of those asked | penalty | note |\n";
+        out << "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n";
+        for (const auto& f : s.fallback)
+            out << "| " << f.op << " | " << f.backend << " | " << f.requested << " | " << f.count
+                << " | " << us(f.call_ns) << " | " << us(f.op_ns) << " | " << f.n_replayed << " | "
+                << us(f.op_ns_replayed) << " | " << us(f.op_ns_requested) << " | "
+                << ratio(f.penalty) << " | " << md_cell(f.note) << " |\n";
+    }
+    if (!s.notes.empty()) {
+        out << "\n";
+        for (const auto& n : s.notes)
+            out << "- " << n << "\n";
+    }
+}
+
+}  // namespace
+
+void write_ops_markdown(const OpsProfile& p, std::ostream& out, size_t top_n, bool brief) {
+    if (p.source == "trace") {
+        out << "# Per-op profile: " << p.model_path << "\n\n" << p.method << "\n";
+    } else {
+        out << "# Imported profile (" << p.source << ")\n\n" << p.method << "\n";
+    }
+    for (const auto& s : p.stages)
+        stage_section(p, s, out, top_n, brief);
+    out.flush();
+}
+
+void write_ops_csv(const OpsProfile& p, std::ostream& out) {
+    out << "stage,graph,node,op,name,layer,backend,type,shape,no_compute,op_ns,call_ns,"
+           "isolated_call_ns\n";
+    auto num = [](const std::optional<double>& v) {
+        return v ? fmt::format("{:.1f}", *v) : std::string();
+    };
+    for (const auto& s : p.stages)
+        for (const auto& o : s.ops)
+            out << s.stage << ',' << o.graph << ',' << o.node << ',' << csv_field(o.op) << ','
+                << csv_field(o.out.name) << ',' << (o.layer ? std::to_string(*o.layer) : "") << ','
+                << csv_field(o.backend) << ',' << o.out.type << ',' << shape_text(o.out.ne) << ','
+                << (o.no_compute ? 1 : 0) << ',' << num(o.op_ns) << ',' << num(o.call_ns) << ','
+                << num(o.isolated_call_ns) << '\n';
+    out.flush();
+}
+
+}  // namespace sb

@@ -1,0 +1,20 @@
+#pragma once
+// Text forms of an OpsProfile: Markdown tables (one section per stage) and CSV (one row per
+// op). Formatting only; every number comes from the profile. Missing values print as "-".
+#include <ostream>
+
+#include "profile/ops_profile.hpp"
+
+namespace sb {
+
+// Per stage: reconciliation, decomposition (when measured), by op type (with the call/op
+// column), by layer, by backend, top ops, splits and copies, fallback, notes. brief: only the
+// reconciliation, the decomposition and the by-op table (`stagebench decompose`).
+void write_ops_markdown(const OpsProfile& p, std::ostream& out, size_t top_n = 10,
+                        bool brief = false);
+
+// Header then one row per op of every stage: stage, graph, node, op, name, layer, backend,
+// type, shape, no_compute, op_ns, call_ns, isolated_call_ns.
+void write_ops_csv(const OpsProfile& p, std::ostream& out);
+
+}  // namespace sb

@@ -1,0 +1,912 @@
+#include "profile/tracer.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <random>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "core/clock.hpp"
+#include "core/error.hpp"
+#include "core/interrupt.hpp"
+#include "engine/backends.hpp"
+#include "engine/llama_params.hpp"
+#include "ggml-backend.h"
+#include "ggml-cpu.h"
+#include "ggml.h"
+#include "llama.h"
+#include "profile/op_replay.hpp"
+#include "profile/sched_log.hpp"
+
+namespace sb {
+namespace {
+
+// ---- tracing state shared with the llama.cpp callbacks -------------------------------------
+
+struct Event {
+    int graph = 0;
+    int node = 0;
+    int64_t call_ns = 0;
+    int64_t gap_ns = -1;  // since the previous node's done callback; -1 at a graph's start
+};
+
+struct TracedRun {
+    std::vector<Event> events;
+    std::vector<NodeDesc> nodes;          // one per event when capturing
+    std::vector<SchedAssignment> graphs;  // the scheduler's assignment for each graph
+    int64_t wall_ns = 0;
+};
+
+struct Tracer {
+    std::mutex mu;  // guards the log fields (ggml may log from other threads)
+    std::string log_text;
+    bool log_dirty = false;
+    bool forward_log = false;
+
+    bool active = false;
+    bool capture = false;
+    bool wait_remote = true;  // wait for RPC nodes to complete (see eval_cb)
+    bool expect_start = true;
+    const ggml_tensor* first_node = nullptr;
+    int graph = -1;
+    int node = 0;
+    int64_t ask_ns = 0, gap_ns = -1, last_done_ns = 0;
+    SchedAssignment assignment;
+    TracedRun* run = nullptr;
+
+    void begin(TracedRun* r, bool cap) {
+        run = r;
+        capture = cap;
+        expect_start = true;
+        graph = -1;
+        node = 0;
+        active = true;
+    }
+    void end() {
+        active = false;
+        run = nullptr;
+    }
+};
+
+void log_cb(ggml_log_level level, const char* text, void* ud) {
+    auto* tr = static_cast<Tracer*>(ud);
+    if (tr->forward_log)
+        std::fputs(text, stderr);
+    if (level != GGML_LOG_LEVEL_DEBUG && level != GGML_LOG_LEVEL_CONT)
+        return;
+    std::lock_guard<std::mutex> lk(tr->mu);
+    const bool start = std::strstr(text, "## SPLIT #0:") != nullptr;
+    if (start) {
+        tr->log_text.clear();
+    } else if (tr->log_text.empty()) {
+        return;  // not part of a scheduler dump
+    }
+    tr->log_text += text;
+    if (start)
+        tr->log_dirty = true;
+    if (tr->log_text.size() > (64u << 20))
+        tr->log_text.clear();
+}
+
+// With every node answered "needed", ggml_backend_sched computes the nodes one at a time:
+// ask(node) -> compute node alone -> synchronize -> done(node). Timestamps are taken as late as
+// possible in ask and as early as possible in done, so the call time holds no callback work.
+bool eval_cb(ggml_tensor* t, bool ask, void* ud) {
+    auto* tr = static_cast<Tracer*>(ud);
+    if (!tr->active)
+        return false;
+    if (ask) {
+        const int64_t enter = now_ns();
+        bool dirty = false;
+        std::string text;
+        {
+            std::lock_guard<std::mutex> lk(tr->mu);
+            if (tr->log_dirty) {
+                dirty = true;
+                if (tr->capture)
+                    text = tr->log_text;
+                tr->log_dirty = false;
+            }
+        }
+        // Only the capturing run needs the assignment; timed runs skip the parsing.
+        if (dirty && tr->capture)
+            tr->assignment = parse_sched_assignments(text);
+        if (dirty || tr->expect_start || t == tr->first_node) {
+            // A new graph: a fresh dump, the first node after begin(), or a reused graph.
+            tr->expect_start = false;
+            tr->first_node = t;
+            tr->graph++;
+            tr->node = 0;
+            if (tr->capture)
+                tr->run->graphs.push_back(tr->assignment);
+            tr->gap_ns = -1;
+        } else {
+            tr->gap_ns = enter - tr->last_done_ns;
+        }
+        tr->ask_ns = now_ns();
+        return true;
+    }
+    if (tr->wait_remote && t->buffer && ggml_nbytes(t) > 0 &&
+        std::strncmp(ggml_backend_buffer_name(t->buffer), "RPC", 3) == 0) {
+        // ggml-rpc's synchronize returns once the request is sent; a read with a reply waits
+        // for the server to have computed the node.
+        uint8_t sink[64];
+        const size_t probe =
+            std::min<size_t>({sizeof sink, ggml_type_size(t->type), ggml_nbytes(t)});
+        ggml_backend_tensor_get(t, sink, 0, probe);
+    }
+    const int64_t done = now_ns();
+    tr->run->events.push_back({tr->graph, tr->node, done - tr->ask_ns, tr->gap_ns});
+    if (tr->capture)
+        tr->run->nodes.push_back(NodeDesc::capture(t, true));
+    tr->node++;
+    tr->last_done_ns = now_ns();
+    return true;
+}
+
+// ---- llama.cpp session ---------------------------------------------------------------------
+
+using tp_new_t = ggml_threadpool* (*)(ggml_threadpool_params*);
+using tp_free_t = void (*)(ggml_threadpool*);
+using set_threads_t = void (*)(ggml_backend_t, int);
+using set_tp_t = void (*)(ggml_backend_t, ggml_threadpool*);
+
+struct Session {
+    llama_model* model = nullptr;
+    llama_context* ctx = nullptr;
+    ggml_threadpool* tp = nullptr;
+    tp_free_t tp_free = nullptr;
+    std::map<std::string, ggml_backend_t> replay;       // device name -> backend for replays
+    std::map<std::string, std::string> dev_of_backend;  // ggml_backend_name -> device name
+    ggml_log_callback prev_log = nullptr;
+    void* prev_log_ud = nullptr;
+    bool log_swapped = false;
+
+    void free_ctx() {
+        if (ctx)
+            llama_free(ctx);
+        ctx = nullptr;
+    }
+    ~Session() {
+        free_ctx();
+        for (auto& [name, b] : replay)
+            ggml_backend_free(b);
+        if (model)
+            llama_model_free(model);
+        if (tp && tp_free)
+            tp_free(tp);
+        if (log_swapped)
+            llama_log_set(prev_log, prev_log_ud);
+    }
+};
+
+struct Stages {
+    int threads = 0;
+    int n_ctx = 0;
+};
+
+llama_context* make_context(Session& s, const OpsOptions& o, const Stages& st, Tracer* tr) {
+    llama_context_params cp = llama_context_default_params();
+    cp.n_ctx = static_cast<uint32_t>(st.n_ctx);
+    cp.n_batch = static_cast<uint32_t>(o.n_batch);
+    cp.n_ubatch = static_cast<uint32_t>(o.n_ubatch);
+    cp.n_threads = st.threads;
+    cp.n_threads_batch = st.threads;
+    cp.flash_attn_type = parse_flash_attn(o.flash_attn);
+    cp.type_k = parse_cache_type(o.type_k);
+    cp.type_v = parse_cache_type(o.type_v);
+    cp.no_perf = true;
+    std::optional<std::string> old_debug;
+    if (tr) {
+        cp.cb_eval = eval_cb;
+        cp.cb_eval_user_data = tr;
+        // The scheduler reads GGML_SCHED_DEBUG once, when the context creates it.
+        if (const char* e = std::getenv("GGML_SCHED_DEBUG"))
+            old_debug = e;
+        setenv("GGML_SCHED_DEBUG", "2", 1);
+    }
+    llama_context* ctx = llama_init_from_model(s.model, cp);
+    if (tr) {
+        if (old_debug)
+            setenv("GGML_SCHED_DEBUG", old_debug->c_str(), 1);
+        else
+            unsetenv("GGML_SCHED_DEBUG");
+    }
+    if (!ctx)
+        throw input_error("llama.cpp could not create a context (n_ctx " +
+                          std::to_string(st.n_ctx) + ", batch " + std::to_string(o.n_batch) +
+                          ", ubatch " + std::to_string(o.n_ubatch) + ")");
+    if (s.tp)
+        llama_attach_threadpool(ctx, s.tp, nullptr);
+    llama_set_n_threads(ctx, st.threads, st.threads);
+    return ctx;
+}
+
+void clear_kv(llama_context* ctx) {
+    llama_memory_clear(llama_get_memory(ctx), false);
+}
+
+void decode_all(llama_context* ctx, std::vector<llama_token>& toks, int n_batch) {
+    const int n = static_cast<int>(toks.size());
+    for (int done = 0; done < n;) {
+        const int k = std::min(n - done, n_batch);
+        const int rc = llama_decode(ctx, llama_batch_get_one(toks.data() + done, k));
+        if (rc != 0)
+            throw runtime_error("llama_decode failed (code " + std::to_string(rc) + ")");
+        done += k;
+    }
+    llama_synchronize(ctx);
+}
+
+std::vector<llama_token> random_tokens(const llama_model* model, int n, uint64_t seed,
+                                       bool with_bos) {
+    const llama_vocab* v = llama_model_get_vocab(model);
+    std::mt19937_64 rng(seed);
+    std::uniform_int_distribution<int32_t> dist(0, llama_vocab_n_tokens(v) - 1);
+    std::vector<llama_token> t(static_cast<size_t>(std::max(0, n)));
+    for (auto& x : t)
+        x = dist(rng);
+    if (with_bos && !t.empty() && llama_vocab_get_add_bos(v))
+        t[0] = llama_vocab_bos(v);
+    return t;
+}
+
+// ---- building a stage from traced runs ----------------------------------------------------
+
+double median_of(std::vector<int64_t> v) {
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n % 2 ? static_cast<double>(v[n / 2])
+                 : 0.5 * static_cast<double>(v[n / 2 - 1] + v[n / 2]);
+}
+
+TensorInfo info_of(const TensorDesc& d) {
+    TensorInfo t;
+    t.name = d.name;
+    t.type = ggml_type_name(d.type);
+    t.ne.assign(d.ne.begin(), d.ne.end());
+    t.contiguous = d.contiguous;
+    return t;
+}
+
+bool same_structure(const TracedRun& a, const TracedRun& b) {
+    if (a.events.size() != b.events.size())
+        return false;
+    for (size_t i = 0; i < a.events.size(); ++i)
+        if (a.events[i].graph != b.events[i].graph || a.events[i].node != b.events[i].node)
+            return false;
+    return true;
+}
+
+std::string device_of(const Session& s, const std::string& backend_name) {
+    auto it = s.dev_of_backend.find(backend_name);
+    return it != s.dev_of_backend.end() ? it->second : backend_name;
+}
+
+struct BuiltStage {
+    StageProfile stage;
+    std::vector<NodeDesc> nodes;  // parallel to stage.ops
+};
+
+// base: the capturing run (node descriptions, the scheduler's assignment); runs_in: the timed
+// runs, whose median call times and wall times are reported.
+BuiltStage build_stage(const Session& s, const std::string& name, const TracedRun& base,
+                       const std::vector<TracedRun>& runs_in) {
+    BuiltStage b;
+    StageProfile& st = b.stage;
+    st.stage = name;
+    if (runs_in.empty() || base.nodes.size() != base.events.size())
+        return b;
+    std::vector<const TracedRun*> runs;
+    for (const auto& r : runs_in)
+        if (same_structure(base, r))
+            runs.push_back(&r);
+    if (runs.size() < runs_in.size())
+        st.notes.push_back(
+            fmt::format("{} of {} traced repetitions ran a different graph and were left out",
+                        runs_in.size() - runs.size(), runs_in.size()));
+    if (runs.empty()) {
+        st.notes.push_back("no traced repetition ran the captured graph: no call times");
+        return b;
+    }
+    st.traced_reps = static_cast<int>(runs.size());
+    for (const auto* r : runs)
+        st.rec.traced_ns.push_back(r->wall_ns);
+    st.n_graphs = base.events.empty() ? 0 : base.events.back().graph + 1;
+
+    int mismatches = 0, no_dump_graphs = 0;
+    const size_t n_ev = base.events.size();
+    std::vector<std::string> backend_of(n_ev);
+    for (size_t e = 0; e < n_ev; ++e) {
+        const Event& ev = base.events[e];
+        const NodeDesc& nd = base.nodes[e];
+        OpRecord r;
+        r.graph = ev.graph;
+        r.node = ev.node;
+        r.op = nd.op_desc;
+        r.out = info_of(nd.dst);
+        for (const auto& src : nd.srcs)
+            r.srcs.push_back(src ? info_of(*src) : TensorInfo{});
+        r.layer = parse_layer(nd.dst.name);
+        r.no_compute = is_no_compute_op(ggml_op_name(nd.op));
+        std::vector<int64_t> calls;
+        for (const auto* run : runs)
+            calls.push_back(run->events[e].call_ns);
+        r.call_ns = median_of(calls);
+        const SchedAssignment* a = static_cast<size_t>(ev.graph) < base.graphs.size()
+                                       ? &base.graphs[static_cast<size_t>(ev.graph)]
+                                       : nullptr;
+        if (a && !a->empty()) {
+            r.backend = device_of(s, a->split_of(ev.node)->backend);
+            auto it = a->nodes.find(ev.node);
+            if (!r.no_compute &&
+                (it == a->nodes.end() || !sched_line_matches(it->second, nd.op_desc, nd.dst.name)))
+                ++mismatches;
+        } else {
+            r.backend = nd.dst.buffer_device.empty() ? "unknown" : nd.dst.buffer_device;
+        }
+        backend_of[e] = r.backend;
+        st.ops.push_back(std::move(r));
+        b.nodes.push_back(nd);
+    }
+    for (const auto& a : base.graphs)
+        if (a.empty())
+            ++no_dump_graphs;
+    if (mismatches > 0)
+        st.notes.push_back(fmt::format(
+            "{} node(s) did not match the scheduler's dump by name; their backend is the "
+            "split's, which may be approximate",
+            mismatches));
+    if (no_dump_graphs > 0)
+        st.notes.push_back(
+            "no scheduler assignment dump (GGML_SCHED_DEBUG) was seen for some graphs: their "
+            "backends come from the nodes' buffers (BLAS cannot be told from CPU this way)");
+
+    // Splits, copies between backends and scheduler gaps.
+    std::vector<bool> split_start(n_ev, false);
+    for (int g = 0; g < st.n_graphs; ++g) {
+        size_t first = n_ev, last = 0;
+        for (size_t e = 0; e < n_ev; ++e)
+            if (base.events[e].graph == g) {
+                first = std::min(first, e);
+                last = e;
+            }
+        if (first == n_ev)
+            continue;
+        const int n_nodes = static_cast<int>(last - first + 1);
+        std::vector<SplitRecord> splits;
+        const SchedAssignment* a = static_cast<size_t>(g) < base.graphs.size()
+                                       ? &base.graphs[static_cast<size_t>(g)]
+                                       : nullptr;
+        if (a && !a->empty()) {
+            for (const auto& sp : a->splits) {
+                SplitRecord r;
+                r.graph = g;
+                r.index = sp.index;
+                r.backend = device_of(s, sp.backend);
+                r.first_node = sp.first_node;
+                r.n_inputs = sp.n_inputs;
+                r.inputs = sp.inputs;
+                splits.push_back(r);
+            }
+        } else {
+            // No dump: a split wherever the backend of a computing node changes.
+            std::string cur;
+            for (size_t e = first; e <= last; ++e) {
+                if (st.ops[e].no_compute)
+                    continue;
+                if (backend_of[e] != cur) {
+                    SplitRecord r;
+                    r.graph = g;
+                    r.index = static_cast<int>(splits.size());
+                    r.backend = backend_of[e];
+                    r.first_node = splits.empty() ? 0 : base.events[e].node;
+                    splits.push_back(r);
+                    cur = backend_of[e];
+                }
+            }
+        }
+        for (size_t k = 0; k < splits.size(); ++k) {
+            SplitRecord& r = splits[k];
+            const int end = k + 1 < splits.size() ? splits[k + 1].first_node : n_nodes;
+            r.n_nodes = std::max(0, end - r.first_node);
+            std::map<std::string, uint64_t> copies;
+            for (int i = r.first_node; i < end; ++i) {
+                const NodeDesc& nd = base.nodes[first + static_cast<size_t>(i)];
+                for (const auto& src : nd.srcs)
+                    if (src && src->sched_copy)
+                        copies[src->name] = src->nbytes;
+            }
+            if (!copies.empty() || r.n_inputs == 0) {
+                uint64_t bytes = 0;
+                for (const auto& [nm, nb] : copies)
+                    bytes += nb;
+                r.input_bytes = bytes;
+            }
+            if (!a || a->empty()) {
+                r.n_inputs = static_cast<int>(copies.size());
+                for (const auto& [nm, nb] : copies)
+                    r.inputs.push_back(nm);
+            }
+            if (r.first_node >= 0 && r.first_node < n_nodes)
+                split_start[first + static_cast<size_t>(r.first_node)] = true;
+            if (k > 0 && r.first_node < n_nodes) {
+                std::vector<int64_t> gaps;
+                for (const auto* run : runs) {
+                    const int64_t gap =
+                        run->events[first + static_cast<size_t>(r.first_node)].gap_ns;
+                    if (gap >= 0)
+                        gaps.push_back(gap);
+                }
+                if (!gaps.empty())
+                    r.copy_ns = median_of(gaps);
+            }
+        }
+        for (auto& r : splits)
+            st.splits.push_back(std::move(r));
+    }
+    std::vector<int64_t> gap_sums;
+    for (const auto* run : runs) {
+        int64_t sum = 0;
+        for (size_t e = 0; e < n_ev; ++e)
+            if (!split_start[e] && run->events[e].gap_ns > 0)
+                sum += run->events[e].gap_ns;
+        gap_sums.push_back(sum);
+    }
+    if (!gap_sums.empty())
+        st.rec.sched_gap_ns = median_of(gap_sums);
+    return b;
+}
+
+// One dispatch with no work on a backend: the median call of a one-element ADD (a 32x32
+// mat-mul on backends without ADD, e.g. BLAS) less its op time.
+std::optional<double> measure_dispatch(ggml_backend_t be, const ReplayConfig& cfg) {
+    NodeDesc add;
+    add.op = GGML_OP_ADD;
+    add.op_desc = "ADD";
+    add.dst = contiguous_desc("dispatch_probe", GGML_TYPE_F32, {1, 1, 1, 1});
+    add.srcs = {contiguous_desc("a", GGML_TYPE_F32, {1, 1, 1, 1}),
+                contiguous_desc("b", GGML_TYPE_F32, {1, 1, 1, 1})};
+    NodeDesc mm;
+    mm.op = GGML_OP_MUL_MAT;
+    mm.op_desc = "MUL_MAT";
+    mm.dst = contiguous_desc("dispatch_probe", GGML_TYPE_F32, {32, 32, 1, 1});
+    mm.srcs = {contiguous_desc("a", GGML_TYPE_F32, {32, 32, 1, 1}),
+               contiguous_desc("b", GGML_TYPE_F32, {32, 32, 1, 1})};
+    for (const NodeDesc* nd : {&add, &mm}) {
+        ReplayResult r = replay_op(*nd, be, false, cfg);
+        if (r.isolated_ns && r.op_ns)
+            return std::max(0.0, *r.isolated_ns - *r.op_ns);
+    }
+    return std::nullopt;
+}
+
+// Activation conversion inside a mat-mul: the op with F32 activations (converted by the
+// kernel) against the same op with activations already in the kernel's type. Both replayed
+// with fresh buffers, so repacked CPU weights are timed on the plain kernel.
+std::optional<double> measure_conversion(const NodeDesc& nd, ggml_backend_t be,
+                                         const ReplayConfig& cfg) {
+    if (nd.op != GGML_OP_MUL_MAT && nd.op != GGML_OP_MUL_MAT_ID)
+        return std::nullopt;
+    if (nd.srcs.size() < 2 || !nd.srcs[0] || !nd.srcs[1])
+        return std::nullopt;
+    const TensorDesc& w = *nd.srcs[0];
+    const TensorDesc& x = *nd.srcs[1];
+    if (x.type != GGML_TYPE_F32 || !x.contiguous)
+        return std::nullopt;
+    const auto vt = activation_type_for(w.type);
+    if (!vt || *vt == GGML_TYPE_F32 || x.ne[0] % ggml_blck_size(*vt) != 0)
+        return std::nullopt;
+    NodeDesc pre = nd;
+    pre.srcs[1] = contiguous_desc(x.name, *vt, x.ne);
+    ReplayResult a = replay_op(nd, be, false, cfg);
+    ReplayResult b = replay_op(pre, be, false, cfg);
+    if (!a.op_ns || !b.op_ns)
+        return std::nullopt;
+    return std::max(0.0, *a.op_ns - *b.op_ns);
+}
+
+}  // namespace
+
+OpsProfile profile_ops(const OpsOptions& o, const ProgressFn& progress) {
+    auto say = [&](const std::string& m) {
+        if (progress)
+            progress(m);
+    };
+    if (!o.prefill && !o.decode)
+        throw usage_error("nothing to profile: no stage selected");
+    if (o.n_prompt <= 0 && o.prefill)
+        throw usage_error("-p must be at least 1 for prefill");
+    if (o.n_depth < 0)
+        throw usage_error("-d must not be negative");
+    if (o.replay_copies < 0)
+        throw usage_error("--replay must be 0 (no op times) or more");
+    if (o.traced_reps < 1 || o.plain_reps < 1)
+        throw usage_error("repetitions must be >= 1");
+    init_backends();
+
+    Session s;
+    Tracer tr;
+    tr.forward_log = [] {
+        const char* e = std::getenv("STAGEBENCH_LLAMA_LOG");
+        return e && std::string(e) == "1";
+    }();
+    ggml_log_get(&s.prev_log, &s.prev_log_ud);
+    llama_log_set(log_cb, &tr);
+    s.log_swapped = true;
+
+    DeviceSelection sel = select_devices(o.devices);
+    std::vector<ggml_backend_dev_t> devs;
+    for (const auto& name : sel.offload)
+        devs.push_back(ggml_backend_dev_by_name(name.c_str()));
+    devs.push_back(nullptr);
+    llama_model_params mp = llama_model_default_params();
+    mp.devices = devs.data();
+    mp.n_gpu_layers = sel.offload.empty() ? 0 : o.n_gpu_layers;
+    say("loading " + o.model_path);
+    s.model = llama_model_load_from_file(o.model_path.c_str(), mp);
+    if (!s.model)
+        throw input_error("llama.cpp could not load model '" + o.model_path +
+                          "' (set STAGEBENCH_LLAMA_LOG=1 to see why)");
+
+    Stages st;
+    st.threads = o.n_threads > 0 ? o.n_threads : llama_context_default_params().n_threads;
+    const int plain_decode_tokens = std::max(8, 2 * o.plain_reps);
+    st.n_ctx = o.n_depth + std::max(0, o.n_prompt) + plain_decode_tokens + o.traced_reps + 16;
+    st.n_ctx = (st.n_ctx + 255) / 256 * 256;
+
+    // One CPU thread pool for llama.cpp's contexts and the replays, as llama-bench attaches
+    // one: two pools would spin against each other.
+    ggml_backend_reg_t cpu_reg = ggml_backend_reg_by_name("CPU");
+    if (cpu_reg) {
+        auto tp_new = reinterpret_cast<tp_new_t>(
+            ggml_backend_reg_get_proc_address(cpu_reg, "ggml_threadpool_new"));
+        s.tp_free = reinterpret_cast<tp_free_t>(
+            ggml_backend_reg_get_proc_address(cpu_reg, "ggml_threadpool_free"));
+        if (tp_new) {
+            ggml_threadpool_params tpp = ggml_threadpool_params_default(st.threads);
+            s.tp = tp_new(&tpp);
+            if (!s.tp)
+                throw runtime_error("cannot create a CPU thread pool of " +
+                                    std::to_string(st.threads) + " threads");
+        }
+    }
+
+    OpsProfile p;
+    p.source = "trace";
+    p.model_path = o.model_path;
+    {
+        std::string joined;
+        for (const auto& d : o.devices)
+            joined += (joined.empty() ? "" : "+") + d;
+        p.devices = joined.empty() ? "CPU" : joined;
+    }
+    for (const auto& d : o.devices)
+        if (d != "CPU" && !d.empty())
+            p.requested.push_back(d);
+    if (p.requested.empty())
+        p.requested.push_back("CPU");
+    p.backends = sel.active;
+    p.n_threads = st.threads;
+    p.n_prompt = o.n_prompt;
+    p.n_depth = o.n_depth;
+    p.replay_copies = o.replay_copies;
+    p.method =
+        "Call time: each node dispatched alone by the ggml scheduler (eval callback) and waited "
+        "for (dispatch + transport + sync + compute), median of " +
+        std::to_string(o.traced_reps) + " traced runs. " +
+        (o.replay_copies > 0
+             ? "Op time: the same op (shapes, types, parameters, backend) replayed once and up "
+               "to " +
+                   std::to_string(o.replay_copies) +
+                   "+ times back to back in one graph; the slope between the two removes the "
+                   "dispatch. "
+             : std::string("Op time: not measured (--replay 0). ")) +
+        "Backend per node: the scheduler's assignment (GGML_SCHED_DEBUG dump). "
+        "Views/reshapes/permutes do not compute: op time 0.";
+
+    const int depth = o.n_depth;
+    const int prompt = std::max(0, o.n_prompt);
+    const auto depth_toks = random_tokens(s.model, depth, o.seed + 1, true);
+    const auto prompt_toks = random_tokens(s.model, prompt, o.seed, depth == 0);
+    const auto gen_toks = random_tokens(s.model, 64, o.seed + 2, false);
+    auto fill = [&](llama_context* ctx, bool with_prompt) {
+        clear_kv(ctx);
+        std::vector<llama_token> t = depth_toks;
+        if (with_prompt)
+            t.insert(t.end(), prompt_toks.begin(), prompt_toks.end());
+        if (!t.empty())
+            decode_all(ctx, t, o.n_batch);
+    };
+
+    // 1. Uninstrumented stage times, as `stagebench run` measures them.
+    std::vector<int64_t> plain_prefill, plain_decode;
+    {
+        say("uninstrumented stages");
+        s.ctx = make_context(s, o, st, nullptr);
+        if (o.prefill) {
+            for (int r = -1; r < o.plain_reps && !interrupt_requested(); ++r) {
+                fill(s.ctx, false);
+                std::vector<llama_token> t = prompt_toks;
+                const int64_t t0 = now_ns();
+                decode_all(s.ctx, t, o.n_batch);
+                const int64_t t1 = now_ns();
+                if (r >= 0)
+                    plain_prefill.push_back(t1 - t0);
+            }
+        }
+        if (o.decode) {
+            fill(s.ctx, true);
+            for (int i = -1; i < plain_decode_tokens && !interrupt_requested(); ++i) {
+                std::vector<llama_token> t{gen_toks[static_cast<size_t>(i + 1) % gen_toks.size()]};
+                const int64_t t0 = now_ns();
+                decode_all(s.ctx, t, o.n_batch);
+                const int64_t t1 = now_ns();
+                if (i >= 0)
+                    plain_decode.push_back(t1 - t0);
+            }
+        }
+        s.free_ctx();
+    }
+
+    // 2. Node-by-node traced runs.
+    // The first (warm-up) run of each stage captures the nodes and the scheduler's assignment;
+    // the timed runs that follow only take timestamps.
+    TracedRun capture_prefill, capture_decode;
+    std::vector<TracedRun> traced_prefill, traced_decode;
+    {
+        say("tracing node by node");
+        s.ctx = make_context(s, o, st, &tr);
+        auto traced = [&](std::vector<llama_token> toks, TracedRun& run, bool capture) {
+            tr.begin(&run, capture);
+            const int64_t t0 = now_ns();
+            try {
+                decode_all(s.ctx, toks, o.n_batch);
+            } catch (...) {
+                tr.end();
+                throw;
+            }
+            run.wall_ns = now_ns() - t0;
+            tr.end();
+        };
+        if (o.prefill) {
+            for (int r = -1; r < o.traced_reps && !interrupt_requested(); ++r) {
+                fill(s.ctx, false);
+                if (r < 0) {
+                    traced(prompt_toks, capture_prefill, true);
+                } else {
+                    traced_prefill.emplace_back();
+                    traced(prompt_toks, traced_prefill.back(), false);
+                }
+            }
+        }
+        if (o.decode) {
+            fill(s.ctx, true);
+            for (int r = -1; r < o.traced_reps && !interrupt_requested(); ++r) {
+                std::vector<llama_token> tok{
+                    gen_toks[static_cast<size_t>(r + 1) % gen_toks.size()]};
+                if (r < 0) {
+                    traced(tok, capture_decode, true);
+                } else {
+                    traced_decode.emplace_back();
+                    traced(tok, traced_decode.back(), false);
+                }
+            }
+        }
+    }
+
+    // The traced context is done; replays allocate their own buffers.
+    s.free_ctx();
+
+    // Backends for replays, named as the scheduler names them.
+    for (const auto& name : sel.active) {
+        ggml_backend_dev_t dev = ggml_backend_dev_by_name(name.c_str());
+        if (!dev)
+            continue;
+        ggml_backend_t be = ggml_backend_dev_init(dev, nullptr);
+        if (!be)
+            continue;
+        if (ggml_backend_reg_t reg = ggml_backend_dev_backend_reg(dev)) {
+            if (auto set_n = reinterpret_cast<set_threads_t>(
+                    ggml_backend_reg_get_proc_address(reg, "ggml_backend_set_n_threads")))
+                set_n(be, st.threads);
+            if (s.tp && ggml_backend_dev_type(dev) == GGML_BACKEND_DEVICE_TYPE_CPU)
+                if (auto set_tp = reinterpret_cast<set_tp_t>(
+                        ggml_backend_reg_get_proc_address(reg, "ggml_backend_cpu_set_threadpool")))
+                    set_tp(be, s.tp);
+        }
+        s.replay[name] = be;
+        s.dev_of_backend[ggml_backend_name(be)] = name;
+    }
+
+    std::vector<BuiltStage> built;
+    if (o.prefill)
+        built.push_back(build_stage(s, "prefill", capture_prefill, traced_prefill));
+    if (o.decode)
+        built.push_back(build_stage(s, "decode", capture_decode, traced_decode));
+
+    // 3. Op replay: each distinct node once, on the backend that ran it.
+    ReplayConfig cfg;
+    cfg.copies = o.replay_copies;
+    cfg.input_budget_bytes =
+        static_cast<size_t>(std::min<uint64_t>(llama_model_size(s.model), cfg.input_budget_bytes));
+    std::map<std::string, ReplayResult> cache;
+    size_t distinct = 0;
+    for (auto& b : built)
+        for (size_t i = 0; i < b.stage.ops.size(); ++i) {
+            OpRecord& r = b.stage.ops[i];
+            const NodeDesc& nd = b.nodes[i];
+            auto be = s.replay.find(r.backend);
+            if (r.no_compute) {
+                r.op_ns = 0.0;
+                r.op_method = "no compute (view of memory): zero op time";
+                continue;
+            }
+            if (o.replay_copies == 0) {
+                r.op_method = "op replay skipped (--replay 0)";
+                continue;
+            }
+            if (be == s.replay.end()) {
+                r.op_method = "no backend to replay on for " + r.backend;
+                continue;
+            }
+            const std::string key = r.backend + "|" + nd.signature();
+            auto it = cache.find(key);
+            if (it == cache.end()) {
+                if (interrupt_requested()) {
+                    r.op_method = "interrupted before replay";
+                    continue;
+                }
+                if (++distinct % 10 == 1)
+                    say(fmt::format("replaying distinct ops ({} so far)", distinct));
+                it = cache.emplace(key, replay_op(nd, be->second, true, cfg)).first;
+            }
+            r.op_ns = it->second.op_ns;
+            r.isolated_call_ns = it->second.isolated_ns;
+            r.op_method = it->second.method;
+        }
+
+    // 4. Fallback: ops off the requested devices, and what they would cost there.
+    const std::set<std::string> requested(p.requested.begin(), p.requested.end());
+    std::string target;
+    for (const auto& d : p.requested)
+        if (o.replay_copies > 0 && s.replay.count(d)) {
+            target = d;
+            break;
+        }
+    for (auto& b : built) {
+        std::map<std::pair<std::string, std::string>, FallbackRow> rows;
+        std::map<std::pair<std::string, std::string>, std::set<std::string>> why;
+        for (size_t i = 0; i < b.stage.ops.size(); ++i) {
+            const OpRecord& r = b.stage.ops[i];
+            if (r.no_compute || requested.count(r.backend))
+                continue;
+            auto key = std::make_pair(r.op, r.backend);
+            FallbackRow& f = rows[key];
+            f.op = r.op;
+            f.backend = r.backend;
+            f.requested = target.empty() ? p.requested.front() : target;
+            f.count++;
+            if (r.call_ns)
+                f.call_ns = f.call_ns.value_or(0) + *r.call_ns;
+            if (r.op_ns)
+                f.op_ns = f.op_ns.value_or(0) + *r.op_ns;
+            if (target.empty())
+                continue;
+            ggml_backend_t tb = s.replay[target];
+            const NodeDesc& nd = b.nodes[i];
+            // Inputs in buffers the requested backend cannot read keep an op away from it
+            // even when it supports the op (e.g. repacked CPU weights and BLAS).
+            for (const auto& src : nd.srcs)
+                if (src && src->buft && !src->sched_copy &&
+                    !ggml_backend_supports_buft(tb, src->buft))
+                    why[key].insert(std::string("inputs in ") + ggml_backend_buft_name(src->buft) +
+                                    " buffers, which " + target + " cannot use");
+            const std::string ckey = target + "|fresh|" + nd.signature();
+            auto it = cache.find(ckey);
+            if (it == cache.end() && !interrupt_requested())
+                it = cache.emplace(ckey, replay_op(nd, tb, false, cfg)).first;
+            if (it != cache.end() && it->second.op_ns && r.op_ns) {
+                f.n_replayed++;
+                f.op_ns_replayed = f.op_ns_replayed.value_or(0) + *r.op_ns;
+                f.op_ns_requested = f.op_ns_requested.value_or(0) + *it->second.op_ns;
+            } else if (it != cache.end()) {
+                why[key].insert(it->second.method);
+            }
+        }
+        for (auto& [key, f] : rows) {
+            std::string note;
+            if (f.n_replayed > 0 && f.op_ns_replayed && f.op_ns_requested &&
+                *f.op_ns_requested > 0) {
+                f.penalty = *f.op_ns_replayed / *f.op_ns_requested;
+                note = "penalty: op time there / on " + f.requested;
+                if (f.n_replayed < f.count)
+                    note += fmt::format(" ({} of {} ops)", f.n_replayed, f.count);
+            }
+            for (const auto& w : why[key])
+                note += (note.empty() ? "" : "; ") + w;
+            f.note = note;
+            b.stage.fallback.push_back(f);
+        }
+        std::sort(b.stage.fallback.begin(), b.stage.fallback.end(),
+                  [](const FallbackRow& x, const FallbackRow& y) {
+                      return x.call_ns.value_or(0) > y.call_ns.value_or(0);
+                  });
+    }
+
+    // 5. Decomposition: each backend's no-work dispatch, the accelerator mat-muls' conversion.
+    std::map<std::string, double> dispatch;
+    std::map<std::string, std::optional<double>> conv_cache;
+    const bool decompose = o.decompose && o.replay_copies > 0;
+    if (decompose) {
+        say("measuring dispatch and activation conversion");
+        std::set<std::string> used;
+        for (const auto& b : built)
+            for (const auto& r : b.stage.ops)
+                used.insert(r.backend);
+        for (const auto& name : used)
+            if (auto it = s.replay.find(name); it != s.replay.end())
+                if (auto d = measure_dispatch(it->second, cfg))
+                    dispatch[name] = *d;
+    }
+
+    for (auto& b : built) {
+        StageProfile& stg = b.stage;
+        if (stg.stage == "prefill") {
+            stg.n_tokens = prompt;
+            stg.kv_depth = depth;
+            stg.rec.plain_ns = plain_prefill;
+        } else {
+            stg.n_tokens = 1;
+            stg.kv_depth = depth + prompt;
+            stg.rec.plain_ns = plain_decode;
+        }
+        bool any_rpc = false;
+        for (const auto& r : stg.ops)
+            any_rpc |= r.backend.rfind("RPC", 0) == 0;
+        if (any_rpc)
+            stg.notes.push_back(
+                "RPC: a node dispatched alone is sent with its source chain within the split "
+                "(ggml-rpc serialises sources recursively), so call times grow along a split; "
+                "isolated_call_ns in the records is the op alone with fresh inputs");
+        finalize_stage(stg, o.top_n);
+        if (decompose) {
+            std::vector<std::optional<double>> conv(stg.ops.size());
+            bool plain_kernel = false;
+            for (size_t i = 0; i < stg.ops.size(); ++i) {
+                const OpRecord& r = stg.ops[i];
+                if (!requested.count(r.backend))
+                    continue;
+                auto be = s.replay.find(r.backend);
+                if (be == s.replay.end() || interrupt_requested())
+                    continue;
+                const NodeDesc& nd = b.nodes[i];
+                const std::string key = r.backend + "|" + nd.signature();
+                auto it = conv_cache.find(key);
+                if (it == conv_cache.end())
+                    it = conv_cache.emplace(key, measure_conversion(nd, be->second, cfg)).first;
+                conv[i] = it->second;
+                if (conv[i] && !nd.srcs.empty() && nd.srcs[0] && nd.srcs[0]->buft &&
+                    nd.srcs[0]->buft != ggml_backend_get_default_buffer_type(be->second))
+                    plain_kernel = true;
+            }
+            stg.decomposition = decompose_stage(stg, p.requested, dispatch, conv);
+            if (plain_kernel)
+                stg.notes.push_back(
+                    "conversion was measured with the weights in a plain buffer; the real run "
+                    "keeps them repacked, whose kernels convert activations their own way");
+        }
+        p.stages.push_back(std::move(stg));
+    }
+    if (interrupt_requested())
+        for (auto& stg : p.stages)
+            stg.notes.push_back("interrupted: results are partial");
+    return p;
+}
+
+}  // namespace sb

@@ -1,0 +1,309 @@
+// `stagebench ops` end to end on the real llama.cpp with the tiny synthetic model: CPU alone,
+// CPU + BLAS (a partial-coverage accelerator) and CPU + an RPC server on loopback (real
+// per-dispatch communication). Also `stagebench import hexagon-profile` on the fixtures.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "cli_harness.hpp"
+#include "engine/process.hpp"
+
+using nlohmann::json;
+using namespace sbtest;
+
+namespace {
+
+const json& stage_of(const json& ops, const std::string& name) {
+    for (const auto& s : ops["stages"])
+        if (s["stage"] == name)
+            return s;
+    static const json none;
+    ADD_FAILURE() << "no stage " << name;
+    return none;
+}
+
+const json* op_row(const json& stage, const std::string& op) {
+    for (const auto& a : stage["by_op"])
+        if (a["op"] == op)
+            return &a;
+    return nullptr;
+}
+
+// Checks every stage: per-op records with call and op times, aggregates, reconciliation.
+void check_stage(const json& s, int min_nodes) {
+    SCOPED_TRACE(s["stage"].get<std::string>());
+    ASSERT_GE(s["ops"].size(), static_cast<size_t>(min_nodes));
+    int with_op = 0, compute = 0;
+    for (const auto& r : s["ops"]) {
+        ASSERT_TRUE(r["call_ns"].is_number()) << r.dump();
+        EXPECT_GT(r["call_ns"].get<double>(), 0);
+        EXPECT_FALSE(r["backend"].get<std::string>().empty());
+        if (r["no_compute"].get<bool>()) {
+            EXPECT_EQ(r["op_ns"], 0);
+            continue;
+        }
+        ++compute;
+        if (r["op_ns"].is_number()) {
+            ++with_op;
+            EXPECT_GT(r["op_ns"].get<double>(), 0) << r.dump();
+        }
+    }
+    EXPECT_EQ(with_op, compute) << "every computing op is replayed";
+    const json& rec = s["reconciliation"];
+    ASSERT_TRUE(rec["plain_median_ns"].is_number());
+    ASSERT_TRUE(rec["traced_median_ns"].is_number());
+    ASSERT_TRUE(rec["sum_op_ns"].is_number());
+    EXPECT_TRUE(rec["overhead_ratio"].is_number());
+    EXPECT_TRUE(rec["op_within_stage"].get<bool>())
+        << "sum op " << rec["sum_op_ns"] << " plain " << rec["plain_median_ns"];
+    EXPECT_LE(rec["sum_op_ns"].get<double>(), rec["plain_median_ns"].get<double>());
+    EXPECT_GT(rec["sum_call_ns"].get<double>(), rec["sum_op_ns"].get<double>());
+    const json* mm = op_row(s, "MUL_MAT");
+    ASSERT_NE(mm, nullptr);
+    EXPECT_TRUE((*mm)["call_op_ratio"].is_number());
+    EXPECT_GT((*mm)["count"].get<int>(), 4);
+    EXPECT_FALSE(s["by_layer"].empty());
+    EXPECT_FALSE(s["by_backend"].empty());
+    EXPECT_FALSE(s["top"].empty());
+    EXPECT_GE(s["n_splits"].get<int>(), 1);
+}
+
+std::set<std::string> backends_of(const json& stage, const std::string& op) {
+    std::set<std::string> b;
+    for (const auto& r : stage["ops"])
+        if (r["op"] == op)
+            b.insert(r["backend"].get<std::string>());
+    return b;
+}
+
+}  // namespace
+
+TEST(Ops, CpuProfilesPrefillAndDecode) {
+    TempDir t;
+    const std::string out = t.file("ops.json");
+    Proc p = sbtest::run_sb({"ops", "-m", tiny_model(), "-p", "64", "-t", "1", "--replay", "8",
+                             "--reps", "2", "--plain-reps", "3", "--out", out, "-q"});
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    EXPECT_NE(p.out.find("### By op type"), std::string::npos) << p.out;
+    EXPECT_NE(p.out.find("call/op"), std::string::npos);
+    EXPECT_NE(p.out.find("## prefill"), std::string::npos);
+    EXPECT_NE(p.out.find("## decode"), std::string::npos);
+    json doc = json::parse(read_file(out));
+    EXPECT_EQ(doc["command"], "ops");
+    EXPECT_EQ(doc["schema_version"], 2);
+    const json& ops = doc["ops"];
+    EXPECT_EQ(ops["source"], "trace");
+    ASSERT_EQ(ops["stages"].size(), 2u);
+    const json& pre = stage_of(ops, "prefill");
+    const json& dec = stage_of(ops, "decode");
+    check_stage(pre, 50);
+    check_stage(dec, 50);
+    EXPECT_EQ(pre["n_tokens"], 64);
+    EXPECT_EQ(dec["kv_depth"], 64);
+    EXPECT_EQ(backends_of(dec, "MUL_MAT"), std::set<std::string>{"CPU"});
+    EXPECT_TRUE(dec["fallback"].empty());
+    // The layer is known for the per-layer ops: the tiny preset has 4 layers.
+    std::set<int> layers;
+    for (const auto& a : dec["by_layer"])
+        if (a["layer"].is_number())
+            layers.insert(a["layer"].get<int>());
+    EXPECT_EQ(layers, (std::set<int>{0, 1, 2, 3}));
+}
+
+TEST(Ops, BlasTakesLargeMatMulsAndTheRestFallsBack) {
+    // F16 weights: llama.cpp repacks q4_0 weights for the CPU, and BLAS cannot read those.
+    TempDir t;
+    const std::string model = t.file("tiny-f16.gguf");
+    Proc s =
+        sbtest::run_sb({"synth", "--preset", "tiny", "--seed", "7", "--quant", "f16", "-o", model});
+    ASSERT_EQ(s.exit_code, 0) << s.err;
+    Proc p =
+        sbtest::run_sb({"ops", "-m", model, "-p", "64", "-t", "1", "--device", "BLAS", "--replay",
+                        "8", "--reps", "2", "--plain-reps", "3", "-o", "json", "-q"});
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    json doc = json::parse(p.out);
+    const json& ops = doc["ops"];
+    EXPECT_EQ(ops["requested"], json::array({"BLAS"}));
+    const json& pre = stage_of(ops, "prefill");
+    const json& dec = stage_of(ops, "decode");
+    check_stage(pre, 50);
+    check_stage(dec, 50);
+    // Prefill's batch is large enough for BLAS; decode's single token is not.
+    EXPECT_TRUE(backends_of(pre, "MUL_MAT").count("BLAS")) << pre["by_backend"].dump();
+    EXPECT_EQ(backends_of(dec, "MUL_MAT"), std::set<std::string>{"CPU"});
+    EXPECT_GT(pre["n_splits"].get<int>(), 1);
+    // Everything BLAS cannot run is a fallback to the CPU, with no BLAS time to compare.
+    ASSERT_FALSE(pre["fallback"].empty());
+    bool rms = false;
+    for (const auto& f : pre["fallback"]) {
+        EXPECT_EQ(f["backend"], "CPU");
+        if (f["op"] == "RMS_NORM") {
+            rms = true;
+            EXPECT_TRUE(f["op_ns_requested"].is_null());
+            EXPECT_EQ(f["n_replayed"], 0);
+            EXPECT_NE(f["note"].get<std::string>().find("not supported"), std::string::npos);
+        }
+    }
+    EXPECT_TRUE(rms);
+}
+
+TEST(Ops, RepackedWeightsKeepMatMulsOffBlasAndSayWhy) {
+    Proc p = sbtest::run_sb({"ops",          "-m",       tiny_model(), "-p",     "64",
+                             "-t",           "1",        "--device",   "BLAS",   "--stage",
+                             "prefill",      "--replay", "4",          "--reps", "1",
+                             "--plain-reps", "2",        "-o",         "json",   "-q"});
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    json doc = json::parse(p.out);
+    ASSERT_EQ(doc["ops"]["stages"].size(), 1u);
+    const json& pre = stage_of(doc["ops"], "prefill");
+    for (const auto& f : pre["fallback"]) {
+        if (f["op"] != "MUL_MAT")
+            continue;
+        if (f["note"].get<std::string>().find("CPU_REPACK") == std::string::npos)
+            GTEST_SKIP() << "weights not repacked on this CPU: " << f["note"];
+        // The batched mat-muls would run on BLAS: their penalty is measured.
+        EXPECT_GT(f["n_replayed"].get<int>(), 0);
+        EXPECT_TRUE(f["penalty"].is_number());
+        return;
+    }
+    GTEST_SKIP() << "MUL_MAT ran on BLAS";
+}
+
+TEST(Ops, RpcDecodeShowsTheSchedulingTaxOfLightOps) {
+    TempDir t;
+    const int port = sb::free_loopback_port();
+    // -d CPU: by default the server offers its accelerators (BLAS), which run few ops.
+    pid_t server = spawn_bg({peer("ggml-rpc-server"), "-H", "127.0.0.1", "-p", std::to_string(port),
+                             "-t", "1", "-d", "CPU"},
+                            t.file("rpc.log"));
+    ASSERT_TRUE(sb::wait_for_port("127.0.0.1", port, 20000));
+    const std::string ep = "127.0.0.1:" + std::to_string(port);
+    Proc p = sbtest::run_sb({"ops",          "-m",       tiny_model(), "-p",     "32",
+                             "-t",           "1",        "--rpc",      ep,       "--device",
+                             "RPC0",         "--replay", "8",          "--reps", "2",
+                             "--plain-reps", "3",        "-o",         "json",   "-q"});
+    signal_and_wait(server, SIGTERM);
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    json doc = json::parse(p.out);
+    const json& ops = doc["ops"];
+    const json& dec = stage_of(ops, "decode");
+    check_stage(dec, 50);
+    check_stage(stage_of(ops, "prefill"), 50);
+    EXPECT_TRUE(backends_of(dec, "MUL_MAT").count("RPC0"));
+    EXPECT_GT(dec["n_splits"].get<int>(), 1);
+    EXPECT_GT(dec["n_copies"].get<int>(), 0);
+    bool timed_copy = false;
+    for (const auto& sp : dec["splits"])
+        timed_copy |= sp["copy_ns"].is_number();
+    EXPECT_TRUE(timed_copy) << dec["splits"].dump();
+    // The study's pattern: light ops pay the round trip, heavy ops amortise it.
+    const json* mm = op_row(dec, "MUL_MAT");
+    ASSERT_NE(mm, nullptr);
+    const double mm_ratio = (*mm)["call_op_ratio"].get<double>();
+    double light_call = 0, light_op = 0;
+    int light = 0;
+    for (const char* op : {"RMS_NORM", "ADD", "MUL", "ROPE"}) {
+        const json* r = op_row(dec, op);
+        if (!r || !(*r)["call_op_ratio"].is_number())
+            continue;
+        ++light;
+        light_call += (*r)["call_ns"].get<double>();
+        light_op += (*r)["op_ns"].get<double>();
+        EXPECT_GT((*r)["call_op_ratio"].get<double>(), mm_ratio) << op;
+    }
+    ASSERT_GE(light, 3);
+    EXPECT_GT(light_call / light_op, 2 * mm_ratio) << "MUL_MAT " << mm_ratio;
+    // Ops kept on the CPU (the input embedding) are fallback from RPC0, priced there.
+    ASSERT_FALSE(dec["fallback"].empty());
+    EXPECT_EQ(dec["fallback"][0]["requested"], "RPC0");
+}
+
+TEST(Ops, BadInputIsOneLine) {
+    Proc p = sbtest::run_sb({"ops", "-m", "/nonexistent.gguf", "-q"});
+    EXPECT_EQ(p.exit_code, 2);
+    EXPECT_NE(p.err.find("stagebench: error:"), std::string::npos);
+    Proc d = sbtest::run_sb({"ops", "-m", tiny_model(), "--device", "NOPE0", "-q"});
+    EXPECT_EQ(d.exit_code, 2);
+    EXPECT_NE(d.err.find("unknown device"), std::string::npos) << d.err;
+}
+
+TEST(Import, HexagonLogsOfBothFormatsBecomeTables) {
+    const std::string dir = std::string(SB_SOURCE_DIR) + "/tests/fixtures/hexagon/";
+    Proc md = sbtest::run_sb({"import", "hexagon-profile", dir + "opsync_old.log"});
+    ASSERT_EQ(md.exit_code, 0) << md.err;
+    EXPECT_NE(md.out.find("### By op type"), std::string::npos) << md.out;
+    EXPECT_NE(md.out.find("| MUL_MAT | 15 |"), std::string::npos) << md.out;
+    EXPECT_NE(md.err.find("3 profile-op line(s) did not parse"), std::string::npos) << md.err;
+
+    Proc js =
+        sbtest::run_sb({"import", "hexagon-profile", dir + "async_pr22269.log", "-o", "json"});
+    ASSERT_EQ(js.exit_code, 0) << js.err;
+    json doc = json::parse(js.out);
+    EXPECT_EQ(doc["command"], "import");
+    const json& ops = doc["ops"];
+    EXPECT_EQ(ops["source"], "hexagon-profile");
+    EXPECT_EQ(ops["import"]["n_records"], 16);
+    EXPECT_EQ(ops["import"]["n_unparsed"], 1);
+    const json& s = ops["stages"][0];
+    EXPECT_EQ(s["ops"].size(), 16u);
+    EXPECT_TRUE(s["ops"][0]["call_ns"].is_null());
+
+    Proc none = sbtest::run_sb({"import", "hexagon-profile", dir + "../../CMakeLists.txt"});
+    EXPECT_EQ(none.exit_code, 2);
+    Proc missing = sbtest::run_sb({"import", "hexagon-profile", dir + "nope.log"});
+    EXPECT_EQ(missing.exit_code, 2);
+}
+
+TEST(Decompose, RpcStagesSplitIntoComputeConversionCommunicationCopiesHost) {
+    TempDir t;
+    const int port = ::sb::free_loopback_port();
+    pid_t server = spawn_bg({peer("ggml-rpc-server"), "-H", "127.0.0.1", "-p", std::to_string(port),
+                             "-t", "1", "-d", "CPU"},
+                            t.file("rpc.log"));
+    ASSERT_TRUE(::sb::wait_for_port("127.0.0.1", port, 20000));
+    const std::string ep = "127.0.0.1:" + std::to_string(port);
+    Proc p = sbtest::run_sb({"decompose",    "-m",       tiny_model(), "-p",     "32",
+                             "-t",           "1",        "--rpc",      ep,       "--device",
+                             "RPC0",         "--replay", "8",          "--reps", "2",
+                             "--plain-reps", "3",        "-o",         "json",   "-q"});
+    Proc md = sbtest::run_sb({"decompose", "-m",      tiny_model(),   "-p",       "32",
+                              "-t",        "1",       "--rpc",        ep,         "--device",
+                              "RPC0",      "--stage", "decode",       "--replay", "4",
+                              "--reps",    "1",       "--plain-reps", "2",        "-q"});
+    signal_and_wait(server, SIGTERM);
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    json doc = json::parse(p.out);
+    EXPECT_EQ(doc["command"], "decompose");
+    for (const auto& s : doc["ops"]["stages"]) {
+        SCOPED_TRACE(s["stage"].get<std::string>());
+        const json& d = s["decomposition"];
+        ASSERT_TRUE(d.is_object());
+        std::map<std::string, json> parts;
+        for (const auto& part : d["parts"])
+            parts[part["name"]] = part;
+        for (const char* name : {"accelerator_compute", "conversion", "communication", "copies",
+                                 "fallback_ops", "host"})
+            ASSERT_TRUE(parts.count(name)) << name;
+        EXPECT_GT(parts["accelerator_compute"]["ns"].get<double>(), 0);
+        EXPECT_GE(parts["conversion"]["ns"].get<double>(), 0);
+        EXPECT_GT(parts["communication"]["ns"].get<double>(), 0);
+        EXPECT_GT(parts["copies"]["ns"].get<double>(), 0);
+        EXPECT_TRUE(parts["host"]["ns"].is_number());
+        EXPECT_GT(d["dispatch_ns"]["RPC0"].get<double>(), 0);
+        EXPECT_GT(d["n_conversion_ops"].get<int>(), 0);
+        // The parts add up to the uninstrumented stage time (host is what is left).
+        double sum = 0;
+        for (const auto& [name, part] : parts)
+            sum += part["ns"].get<double>();
+        EXPECT_NEAR(sum, s["reconciliation"]["plain_median_ns"].get<double>(), 1.0);
+    }
+    ASSERT_EQ(md.exit_code, 0) << md.err;
+    EXPECT_NE(md.out.find("### Decomposition of the stage (accelerator path: RPC0)"),
+              std::string::npos)
+        << md.out;
+    EXPECT_NE(md.out.find("| communication |"), std::string::npos);
+    EXPECT_EQ(md.out.find("### By layer"), std::string::npos);  // the brief view
+}
