@@ -7,11 +7,12 @@ void add_run_command(CLI::App& app, Context& ctx) {
     auto* cmd = app.add_subcommand(
         "run", "Measure prefill and decode separately over a test matrix (like llama-bench)");
     auto a = std::make_shared<RunArgs>();
-    cmd->add_option("-m,--model", a->run.matrix.models, "GGUF model file(s), comma list")
-        ->required()
+    cmd->add_option("-m,--model", a->run.matrix.models,
+                    "GGUF model file(s), comma list; with --url the server's model name(s)")
         ->delimiter(',');
     add_matrix_options(cmd, *a);
     add_output_options(cmd, *a);
+    add_engine_options(cmd, *a);
     cmd->callback([&ctx, a] {
         finish_run_args(*a);
         ResultDocument doc = new_document("run", ctx.argv);

@@ -72,6 +72,26 @@ void add_output_options(CLI::App* cmd, RunArgs& a) {
         ->capture_default_str();
 }
 
+void add_engine_options(CLI::App* cmd, RunArgs& a) {
+    HttpRunOptions& h = a.run.http;
+    cmd->add_option("--engine", h.engines,
+                    "llama (in-process), http (a server: --url, or a llama-server started on "
+                    "127.0.0.1 for -m FILE), or llama,http for both side by side")
+        ->delimiter(',')
+        ->capture_default_str();
+    cmd->add_option("--url", h.url,
+                    "server for --engine http, e.g. http://127.0.0.1:8080; -m then names the "
+                    "server's model (optional)");
+    cmd->add_option("--api", h.api,
+                    "HTTP API: openai (/v1/completions), openai-chat (/v1/chat/completions), "
+                    "llama (llama-server /completion), ollama (/api/generate)")
+        ->check(CLI::IsMember({"openai", "openai-chat", "llama", "ollama"}))
+        ->capture_default_str();
+    cmd->add_option("--timeout", h.timeout_s,
+                    "seconds to wait for a connection and for each silence of the server")
+        ->capture_default_str();
+}
+
 void finish_run_args(RunArgs& a) {
     MatrixSpec& m = a.run.matrix;
     m.warmup = !a.no_warmup;

@@ -18,6 +18,8 @@ struct RunArgs {
 void add_matrix_options(CLI::App* cmd, RunArgs& a);
 // Adds -o, --out, --membw, --rpc, -q.
 void add_output_options(CLI::App* cmd, RunArgs& a);
+// Adds --engine, --url, --api, --timeout (engines behind HTTP).
+void add_engine_options(CLI::App* cmd, RunArgs& a);
 // Applies the derived options (target CI, warmup, progress). Throws sb::Error(usage).
 void finish_run_args(RunArgs& a);
 

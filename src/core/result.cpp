@@ -44,7 +44,8 @@ json to_json(const TestConfig& c) {
                 {"target_ci", opt(c.target_ci)},
                 {"max_reps", c.max_reps},
                 {"warmup", c.warmup},
-                {"seed", c.seed}};
+                {"seed", c.seed},
+                {"engine", c.engine}};
 }
 
 json to_json(const StageResult& s) {
@@ -61,6 +62,47 @@ json to_json(const DecodeResult& d) {
     j["itl"] = to_json(d.itl);
     j["kv_depth_start"] = d.kv_depth_start;
     return j;
+}
+
+json to_json(const ServerTimings& s) {
+    return json{{"source", s.source},
+                {"prompt_n", opt(s.prompt_n)},
+                {"cache_n", opt(s.cache_n)},
+                {"predicted_n", opt(s.predicted_n)},
+                {"prompt_ns", opt(s.prompt_ns)},
+                {"predicted_ns", opt(s.predicted_ns)},
+                {"queue_ns", opt(s.queue_ns)},
+                {"load_ns", opt(s.load_ns)}};
+}
+
+json to_json(const ClientTimings& c) {
+    json fc = json::array();
+    for (const auto& v : c.first_content_ns)
+        fc.push_back(opt(v));
+    return json{{"e2e_ns", c.e2e_ns},
+                {"e2e", to_json(c.e2e)},
+                {"tpot_ns", c.tpot_ns},
+                {"tpot", to_json(c.tpot)},
+                {"first_content_ns", fc},
+                {"first_content", to_json(c.first_content)},
+                {"prompt_tokens", c.prompt_tokens},
+                {"output_tokens", c.output_tokens},
+                {"streamed_tokens", c.streamed_tokens},
+                {"chunks", c.chunks}};
+}
+
+json to_json(const ServerSide& s) {
+    json reps = json::array();
+    for (const auto& r : s.reps)
+        reps.push_back(to_json(r));
+    return json{{"reps", reps},
+                {"prefill_tokens_per_s", to_json(s.prefill_tokens_per_s)},
+                {"decode_tokens_per_s", to_json(s.decode_tokens_per_s)},
+                {"client_minus_server",
+                 {{"ttft_minus_prompt_ns", s.ttft_minus_prompt_ns},
+                  {"ttft_minus_prompt", to_json(s.ttft_minus_prompt)},
+                  {"e2e_minus_total_ns", s.e2e_minus_total_ns},
+                  {"e2e_minus_total", to_json(s.e2e_minus_total)}}}};
 }
 
 json to_json(const TestResult& t) {
@@ -82,7 +124,9 @@ json to_json(const TestResult& t) {
              {"prefill_gflops", opt(t.roofline.prefill_gflops)}}},
            {"telemetry", t.telemetry},
            {"started_ns", t.started_ns},
-           {"finished_ns", t.finished_ns}};
+           {"finished_ns", t.finished_ns},
+           {"client", t.client ? to_json(*t.client) : json(nullptr)},
+           {"server", t.server ? to_json(*t.server) : json(nullptr)}};
     return j;
 }
 
@@ -107,7 +151,8 @@ json to_json(const ResultDocument& d) {
            {"finished_at", d.finished_at},
            {"tests", tests},
            {"warnings", warnings},
-           {"telemetry", d.telemetry}};
+           {"telemetry", d.telemetry},
+           {"engines", d.engines}};
     for (const auto& [k, v] : d.extra.items())
         j[k] = v;
     return j;

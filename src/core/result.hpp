@@ -34,6 +34,9 @@ struct TestConfig {
     int max_reps = 5;                 // repetitions at most (== reps without --target-ci)
     bool warmup = true;
     uint64_t seed = 1;
+    // llama (in-process llama.cpp) or http (a server; model_path is then the GGUF the managed
+    // llama-server serves, or the model name sent to a --url server, "" for its default).
+    std::string engine = "llama";
 
     // A short name like llama-bench's: "pp512", "tg128", "pp512+tg128", with "@d1024".
     std::string test_name() const;
@@ -61,6 +64,46 @@ struct Roofline {
     std::optional<double> prefill_gflops;             // approximate, see prefill_flops()
 };
 
+// One request's stage timings as an engine behind HTTP reported them; absent fields were not
+// reported. source: "llama-server" (timings{}), "ollama" (*_duration), "mlc" (usage.extra),
+// "vllm" (metrics{}).
+struct ServerTimings {
+    std::string source;
+    std::optional<int64_t> prompt_n, cache_n, predicted_n;  // tokens
+    std::optional<int64_t> prompt_ns, predicted_ns;         // prompt processing, generation
+    std::optional<int64_t> queue_ns, load_ns;               // waiting, model load (Ollama)
+};
+
+// What the client measured per repetition of a test on an engine behind HTTP (one sb::now_ns
+// clock, request start = 0). The stage results of TestResult hold the rest: prefill =
+// n_prompt / TTFT, decode = tokens after the first / (E2E - TTFT), ttft_ns, and the
+// inter-token gaps as token_latency_ns.
+struct ClientTimings {
+    std::vector<int64_t> e2e_ns;  // request start -> last token
+    Summary e2e;
+    std::vector<int64_t> tpot_ns;  // (E2E - TTFT) / (output tokens - 1)
+    Summary tpot;
+    // request start -> first answer content (after any reasoning); null when none came
+    std::vector<std::optional<int64_t>> first_content_ns;
+    Summary first_content;
+    std::vector<int64_t> prompt_tokens;    // as the server counted them (usage), else asked
+    std::vector<int64_t> output_tokens;    // usage.completion_tokens, else streamed
+    std::vector<int64_t> streamed_tokens;  // counted from the stream itself
+    std::vector<int64_t> chunks;           // streamed messages that carried output
+};
+
+// Server-side timings per repetition and how the client's view differs from them (network,
+// queueing, tokenisation, HTTP and JSON work).
+struct ServerSide {
+    std::vector<ServerTimings> reps;
+    Summary prefill_tokens_per_s;               // prompt_n / prompt time
+    Summary decode_tokens_per_s;                // predicted_n / generation time
+    std::vector<int64_t> ttft_minus_prompt_ns;  // client TTFT - server prompt time
+    Summary ttft_minus_prompt;
+    std::vector<int64_t> e2e_minus_total_ns;  // client E2E - (server prompt + generation)
+    Summary e2e_minus_total;
+};
+
 struct TestResult {
     TestConfig config;
     std::string status = "ok";  // ok | failed | interrupted
@@ -78,6 +121,9 @@ struct TestResult {
     // telemetry/telemetry_json.hpp) and the stage totals; null without telemetry.
     nlohmann::json telemetry;
     int64_t started_ns = 0, finished_ns = 0;
+    // Engines behind HTTP only (null in JSON for the in-process engine).
+    std::optional<ClientTimings> client;
+    std::optional<ServerSide> server;  // when the server reported its own timings
 };
 
 struct ResultDocument {
@@ -94,11 +140,16 @@ struct ResultDocument {
     Warnings warnings;
     nlohmann::json telemetry;                         // null when no telemetry was recorded
     nlohmann::json extra = nlohmann::json::object();  // sections of other scenarios
+    // The engines of the run by name ("llama", "http"): what they are and how they ran.
+    nlohmann::json engines = nlohmann::json::object();
 };
 
 nlohmann::json to_json(const TestConfig&);
 nlohmann::json to_json(const StageResult&);
 nlohmann::json to_json(const DecodeResult&);
+nlohmann::json to_json(const ServerTimings&);
+nlohmann::json to_json(const ClientTimings&);
+nlohmann::json to_json(const ServerSide&);
 nlohmann::json to_json(const TestResult&);
 nlohmann::json to_json(const ResultDocument&);
 

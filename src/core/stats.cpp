@@ -256,4 +256,9 @@ nlohmann::json to_json(const Summary& s) {
     };
 }
 
+Summary summarize_ns(std::span<const int64_t> samples) {
+    const std::vector<double> v(samples.begin(), samples.end());
+    return summarize(std::span<const double>(v));
+}
+
 }  // namespace sb

@@ -22,6 +22,9 @@ struct Summary {
 // Summary of the samples (any unit; the result has the same unit, cv is a fraction).
 Summary summarize(std::span<const double> samples);
 
+// Summary of integer samples (e.g. durations in ns), converted to double first.
+Summary summarize_ns(std::span<const int64_t> samples);
+
 // Linear-interpolated percentile (q in [0,1]) of samples; nullopt when empty.
 std::optional<double> percentile(std::span<const double> samples, double q);
 

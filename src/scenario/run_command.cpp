@@ -12,8 +12,7 @@
 #include "engine/llama_engine.hpp"
 #include "model/inspect.hpp"
 #include "report/reporter.hpp"
-#include "telemetry/discover.hpp"
-#include "telemetry/sampler.hpp"
+#include "scenario/telemetry_setup.hpp"
 #include "telemetry/telemetry_json.hpp"
 
 #ifndef SB_VERSION
@@ -84,82 +83,20 @@ std::optional<double> resolve_membw(const RunOptions& opts, ResultDocument& doc,
     return m.triad_gbps;
 }
 
-// The sampler when telemetry is wanted, with the families found and absent. Null when off.
-std::unique_ptr<Sampler> open_telemetry(const RunOptions& opts, std::ostream& err) {
-    if (opts.telemetry == "off")
-        return nullptr;
-    if (opts.telemetry != "auto" && opts.telemetry != "on")
-        throw usage_error("--telemetry must be auto, on or off, not '" + opts.telemetry + "'");
-    if (opts.idle_s < 0)
-        throw usage_error("--idle must be >= 0 seconds");
-    Discovery d = discover_sources(discover_options_for_root(opts.sysfs_root));
-    if (d.sources.empty() && opts.telemetry == "on")
-        throw input_error("--telemetry on: no telemetry sources under " + opts.sysfs_root +
-                          " (stagebench sensors lists what is absent and why)");
-    SamplerOptions so;
-    so.hz = opts.telemetry_hz;
-    auto sampler = std::make_unique<Sampler>(std::move(d), so);
-    if (opts.progress) {
-        const auto rec = sampler->record();
-        err << "stagebench: telemetry: " << rec.sources.size() << " source(s)";
-        std::string absent;
-        for (const auto& c : rec.classes)
-            if (c.found == 0)
-                absent += (absent.empty() ? "" : ", ") + c.source_class;
-        if (!absent.empty())
-            err << "; absent: " << absent;
-        err << "\n";
-    }
-    return sampler;
-}
-
-// Per-repetition stage telemetry of one test, and medians of what people compare.
-nlohmann::json test_telemetry(const Sampler& tel, const std::string& prefix) {
-    nlohmann::json j = nlohmann::json::object();
-    nlohmann::json summary = nlohmann::json::object();
-    for (const char* stage : {"prefill", "decode"}) {
-        const auto occ = tel.stage_summaries(prefix + stage);
-        if (occ.empty())
-            continue;
-        nlohmann::json arr = nlohmann::json::array();
-        std::vector<double> jpt, net_jpt, energy, power;
-        for (const auto& o : occ) {
-            arr.push_back(to_json(o));
-            if (o.j_per_token)
-                jpt.push_back(*o.j_per_token);
-            if (o.net_j_per_token)
-                net_jpt.push_back(*o.net_j_per_token);
-            if (o.total_energy_j) {
-                energy.push_back(*o.total_energy_j);
-                if (o.duration_ns > 0)
-                    power.push_back(*o.total_energy_j / (o.duration_ns * 1e-9) * 1e3);
-            }
-        }
-        j[stage] = arr;
-        summary[stage] = {
-            {"j_per_token", to_json(summarize(jpt))},
-            {"net_j_per_token", to_json(summarize(net_jpt))},
-            {"energy_j", to_json(summarize(energy))},
-            {"mean_power_mw", to_json(summarize(power))},
-            {"total_metric", occ.front().total_metric ? nlohmann::json(*occ.front().total_metric)
-                                                      : nlohmann::json(nullptr)}};
-    }
-    j["summary"] = summary;
-    return j;
-}
-
 }  // namespace
 
 int run_benchmark(const RunOptions& opts, ResultDocument& doc, std::ostream& out,
                   std::ostream& err) {
     // Everything the user gave is checked before the first measurement: bad input is an
     // error of the command, not a failed test.
-    const auto tests = expand_matrix(opts.matrix);
-    for (const auto& path : opts.matrix.models)
-        doc.models.push_back(to_json(inspect_model(path)));
+    HttpRun http(opts.http, opts.matrix, opts.rpc_servers);
+    auto tests = http.plan(opts.matrix);
+    if (http.needs_gguf())
+        for (const auto& path : opts.matrix.models)
+            doc.models.push_back(to_json(inspect_model(path)));
     for (const auto& ep : opts.rpc_servers)
         add_rpc_server(ep);
-    {
+    if (http.uses_llama()) {
         std::vector<std::string> names;
         for (const auto& d : opts.matrix.devices) {
             size_t start = 0;
@@ -174,26 +111,21 @@ int run_benchmark(const RunOptions& opts, ResultDocument& doc, std::ostream& out
         }
         check_device_names(names);
     }
+    http.connect(doc, tests, err, opts.progress);
     auto reporter = make_reporter(opts.format, out);
-    auto tel = open_telemetry(opts, err);
-    const bool sampling = tel && !tel->record().sources.empty();
-    const auto membw = resolve_membw(opts, doc, err);
+    auto tel = open_telemetry(
+        TelemetryChoice{opts.telemetry, opts.sysfs_root, opts.telemetry_hz, opts.idle_s}, err,
+        opts.progress);
+    const bool sampling = tel && has_sources(*tel);
+    const auto membw = http.uses_llama() ? resolve_membw(opts, doc, err) : std::optional<double>();
     int max_threads = 0;
     for (const auto& t : tests)
         max_threads = std::max(max_threads, t.n_threads);
     SystemInfo si = read_system_info();
     for (auto& w : system_warnings(si, max_threads))
         doc.warnings.push_back(w);
-    for (const auto& m : doc.models)
-        if (m.value("synthetic", false)) {
-            doc.warnings.push_back(
-                {"synthetic_model",
-                 "model '" + m.value("path", "") +
-                     "' is synthetic: random weights, real shapes; speed is representative, "
-                     "output text is not",
-                 "use a real GGUF for quality-sensitive measurements"});
-            break;
-        }
+    for (auto& w : model_warnings(doc.models))
+        doc.warnings.push_back(w);
 
     auto save = [&] {
         if (opts.out_path)
@@ -225,7 +157,8 @@ int run_benchmark(const RunOptions& opts, ResultDocument& doc, std::ostream& out
         if (interrupt_requested())
             break;
         stage_prefix = "test" + std::to_string(i) + "/";
-        TestResult r = run_test(engine, tests[i], hooks, membw);
+        TestResult r = tests[i].engine == "http" ? http.run(tests[i], hooks)
+                                                 : run_test(engine, tests[i], hooks, membw);
         if (sampling)
             r.telemetry = test_telemetry(*tel, stage_prefix);
         if (r.status != "ok")
@@ -239,6 +172,7 @@ int run_benchmark(const RunOptions& opts, ResultDocument& doc, std::ostream& out
         reporter->test_done(doc, doc.tests.back());
     }
     engine.unload();
+    http.stop();
     if (tel) {
         tel->stop();
         doc.telemetry = to_json(tel->record());

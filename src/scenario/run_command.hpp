@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/result.hpp"
+#include "scenario/http_run.hpp"
 #include "scenario/stage_sweep.hpp"
 
 namespace sb {
@@ -25,6 +26,8 @@ struct RunOptions {
     std::string sysfs_root = "/sys";
     double telemetry_hz = 10;
     double idle_s = 2;  // idle baseline before the first test (0: none)
+    // Engines: in-process llama.cpp and/or a server over HTTP (see scenario/http_run.hpp).
+    HttpRunOptions http;
 };
 
 // Fills the parts of a result document that describe the tool, llama.cpp and the machine.

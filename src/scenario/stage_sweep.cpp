@@ -32,24 +32,25 @@ std::vector<int32_t> random_tokens(int n, int32_t n_vocab, uint64_t seed) {
     return t;
 }
 
-template <class T>
-std::vector<double> to_double(const std::vector<T>& v) {
-    return std::vector<double>(v.begin(), v.end());
-}
+}  // namespace
 
 void finish_stage(StageResult& s) {
-    s.duration = summarize(to_double(s.duration_ns));
+    s.duration = summarize_ns(s.duration_ns);
     s.throughput = summarize(s.tokens_per_s);
 }
 
-bool ci_reached(const StageResult* s, double target) {
-    if (!s)
-        return true;
-    Summary sum = summarize(s->tokens_per_s);
-    return sum.ci95_half_rel && *sum.ci95_half_rel <= target;
+bool target_ci_reached(const TestResult& r, double target) {
+    for (const StageResult* s :
+         {static_cast<const StageResult*>(r.prefill ? &*r.prefill : nullptr),
+          static_cast<const StageResult*>(r.decode ? &*r.decode : nullptr)}) {
+        if (!s)
+            continue;
+        const Summary sum = summarize(s->tokens_per_s);
+        if (!sum.ci95_half_rel || *sum.ci95_half_rel > target)
+            return false;
+    }
+    return true;
 }
-
-}  // namespace
 
 double prefill_flops(uint64_t n_params, const ModelShape& s, int n_depth, int n_prompt) {
     // Matrix multiplications: 2 FLOPs per weight per token, except the token embedding, which
@@ -213,9 +214,7 @@ TestResult run_test(Engine& engine, const TestConfig& c, const SweepHooks& hooks
                     r.ttft_ns.push_back(prefill_ns + r.decode->token_latency_ns[rep * c.n_gen]);
             }
             r.reps_done = rep + 1;
-            if (r.reps_done >= c.reps && c.target_ci &&
-                ci_reached(r.prefill ? &*r.prefill : nullptr, *c.target_ci) &&
-                ci_reached(r.decode ? &*r.decode : nullptr, *c.target_ci)) {
+            if (r.reps_done >= c.reps && c.target_ci && target_ci_reached(r, *c.target_ci)) {
                 r.stopped_by = "target_ci";
                 break;
             }
@@ -237,9 +236,9 @@ TestResult run_test(Engine& engine, const TestConfig& c, const SweepHooks& hooks
         finish_stage(*r.prefill);
     if (r.decode) {
         finish_stage(*r.decode);
-        r.decode->itl = summarize(to_double(r.decode->token_latency_ns));
+        r.decode->itl = summarize_ns(r.decode->token_latency_ns);
     }
-    r.ttft = summarize(to_double(r.ttft_ns));
+    r.ttft = summarize_ns(r.ttft_ns);
 
     // Roofline context: what decode read per token and what prefill computed.
     if (r.decode && r.decode->throughput.median) {

@@ -44,6 +44,11 @@ struct SweepHooks {
 // multiplications (the embedding lookup excluded, one output row) plus attention.
 double prefill_flops(uint64_t n_params, const ModelShape& shape, int n_depth, int n_prompt);
 
+// Fills a stage's summaries from its raw samples.
+void finish_stage(StageResult& s);
+// Whether every measured stage's tokens/s has a 95 % CI half-width within target (relative).
+bool target_ci_reached(const TestResult& r, double target);
+
 // Runs one test. Never throws for a failure of the test itself: that is recorded in the
 // result's status and error.
 TestResult run_test(Engine& engine, const TestConfig& config, const SweepHooks& hooks,

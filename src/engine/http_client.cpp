@@ -1,0 +1,432 @@
+#include "engine/http_client.hpp"
+
+#include <curl/curl.h>
+
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+
+#include "core/clock.hpp"
+#include "core/error.hpp"
+#include "core/interrupt.hpp"
+
+namespace sb {
+
+// ---- Server-Sent Events ----------------------------------------------------------------
+
+void SseParser::feed(std::string_view bytes, int64_t arrival_ns, std::vector<StreamMessage>& out) {
+    out_ = &out;
+    arrival_ns_ = arrival_ns;
+    size_t i = 0;
+    if (after_cr_ && !bytes.empty()) {
+        if (bytes[0] == '\n')
+            i = 1;  // the LF of a CRLF whose CR ended the previous chunk
+        after_cr_ = false;
+    }
+    while (i < bytes.size()) {
+        const size_t end = bytes.find_first_of("\r\n", i);
+        if (end == std::string_view::npos) {
+            line_.append(bytes.substr(i));
+            break;
+        }
+        line_.append(bytes.substr(i, end - i));
+        line(line_);
+        line_.clear();
+        i = end + 1;
+        if (bytes[end] == '\r') {
+            if (i < bytes.size()) {
+                if (bytes[i] == '\n')
+                    ++i;
+            } else {
+                after_cr_ = true;
+            }
+        }
+    }
+    out_ = nullptr;
+}
+
+void SseParser::line(std::string_view l) {
+    if (!started_) {
+        started_ = true;
+        if (l.substr(0, 3) == "\xEF\xBB\xBF")
+            l.remove_prefix(3);
+    }
+    if (l.empty()) {
+        dispatch(arrival_ns_, *out_);
+        return;
+    }
+    if (l[0] == ':')
+        return;  // a comment (keep-alive pings, OpenRouter's ": PROCESSING")
+    const size_t colon = l.find(':');
+    std::string_view field = l.substr(0, colon);
+    std::string_view value;
+    if (colon != std::string_view::npos) {
+        value = l.substr(colon + 1);
+        if (!value.empty() && value[0] == ' ')
+            value.remove_prefix(1);
+    }
+    if (field == "data") {
+        if (has_data_)
+            data_ += '\n';
+        data_.append(value);
+        has_data_ = true;
+    } else if (field == "event") {
+        event_.assign(value);
+    }
+}
+
+void SseParser::dispatch(int64_t arrival_ns, std::vector<StreamMessage>& out) {
+    if (has_data_)
+        out.push_back(StreamMessage{std::move(data_), std::move(event_), arrival_ns});
+    data_.clear();
+    event_.clear();
+    has_data_ = false;
+}
+
+bool SseParser::finish(int64_t arrival_ns, std::vector<StreamMessage>& out) {
+    after_cr_ = false;
+    if (!line_.empty()) {
+        line_.clear();
+        data_.clear();
+        event_.clear();
+        has_data_ = false;
+        return true;
+    }
+    dispatch(arrival_ns, out);
+    return false;
+}
+
+// ---- NDJSON ------------------------------------------------------------------------------
+
+namespace {
+
+bool blank(std::string_view s) {
+    return s.find_first_not_of(" \t\r") == std::string_view::npos;
+}
+
+}  // namespace
+
+void NdjsonParser::feed(std::string_view bytes, int64_t arrival_ns,
+                        std::vector<StreamMessage>& out) {
+    size_t i = 0;
+    while (i < bytes.size()) {
+        const size_t end = bytes.find('\n', i);
+        if (end == std::string_view::npos) {
+            line_.append(bytes.substr(i));
+            break;
+        }
+        line_.append(bytes.substr(i, end - i));
+        if (!line_.empty() && line_.back() == '\r')
+            line_.pop_back();
+        if (!blank(line_))
+            out.push_back(StreamMessage{line_, {}, arrival_ns});
+        line_.clear();
+        i = end + 1;
+    }
+}
+
+bool NdjsonParser::finish(int64_t arrival_ns, std::vector<StreamMessage>& out) {
+    if (!line_.empty() && line_.back() == '\r')
+        line_.pop_back();
+    const bool had = !blank(line_);
+    if (had)
+        out.push_back(StreamMessage{line_, {}, arrival_ns});
+    line_.clear();
+    return had;
+}
+
+// ---- URLs and error bodies -----------------------------------------------------------------
+
+std::string Url::base() const {
+    const bool v6 = host.find(':') != std::string::npos;
+    return scheme + "://" + (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port) + prefix;
+}
+
+Url parse_url(const std::string& s) {
+    auto bad = [&](const std::string& why) {
+        return usage_error("--url '" + s + "': " + why + " (expected http://HOST:PORT)");
+    };
+    Url u;
+    size_t pos = s.find("://");
+    if (pos == std::string::npos)
+        throw bad("no scheme");
+    u.scheme = s.substr(0, pos);
+    if (u.scheme != "http" && u.scheme != "https")
+        throw bad("scheme must be http or https");
+    u.port = u.scheme == "https" ? 443 : 80;
+    std::string rest = s.substr(pos + 3);
+    if (rest.find_first_of("?#") != std::string::npos)
+        throw bad("no query or fragment allowed");
+    const size_t slash = rest.find('/');
+    std::string hostport = rest.substr(0, slash);
+    u.prefix = slash == std::string::npos ? "" : rest.substr(slash);
+    while (!u.prefix.empty() && u.prefix.back() == '/')
+        u.prefix.pop_back();
+    std::string port;
+    if (!hostport.empty() && hostport[0] == '[') {
+        const size_t close = hostport.find(']');
+        if (close == std::string::npos)
+            throw bad("unclosed IPv6 bracket");
+        u.host = hostport.substr(1, close - 1);
+        if (close + 1 < hostport.size()) {
+            if (hostport[close + 1] != ':')
+                throw bad("junk after the IPv6 address");
+            port = hostport.substr(close + 2);
+        }
+    } else {
+        const size_t colon = hostport.rfind(':');
+        u.host = hostport.substr(0, colon);
+        if (colon != std::string::npos)
+            port = hostport.substr(colon + 1);
+    }
+    if (u.host.empty())
+        throw bad("no host");
+    if (!port.empty() || hostport.back() == ':') {
+        try {
+            size_t used = 0;
+            const int p = std::stoi(port, &used);
+            if (used != port.size() || p < 1 || p > 65535)
+                throw std::invalid_argument(port);
+            u.port = p;
+        } catch (const std::exception&) {
+            throw bad("port must be 1-65535");
+        }
+    }
+    return u;
+}
+
+std::string error_message_of(const std::string& body) {
+    std::string msg;
+    try {
+        const auto j = nlohmann::json::parse(body);
+        if (j.is_object()) {
+            if (j.contains("error")) {
+                const auto& e = j["error"];
+                if (e.is_object() && e.contains("message") && e["message"].is_string())
+                    msg = e["message"].get<std::string>();
+                else if (e.is_string())
+                    msg = e.get<std::string>();
+                else
+                    msg = e.dump();
+            } else if (j.contains("message") && j["message"].is_string()) {
+                msg = j["message"].get<std::string>();
+            } else if (j.contains("detail") && j["detail"].is_string()) {
+                msg = j["detail"].get<std::string>();
+            }
+        }
+    } catch (const std::exception&) {
+    }
+    if (msg.empty())
+        msg = body.substr(0, body.find('\n'));
+    for (char& c : msg)
+        if (c == '\n' || c == '\r' || c == '\t')
+            c = ' ';
+    if (msg.size() > 200)
+        msg = msg.substr(0, 197) + "...";
+    return msg;
+}
+
+// ---- libcurl client -----------------------------------------------------------------------
+
+namespace {
+
+std::string seconds(int64_t ms) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", ms / 1000.0);
+    return buf;
+}
+
+// The state of one transfer, shared with libcurl's callbacks.
+struct Transfer {
+    CURL* curl = nullptr;
+    const std::function<bool(std::string_view, int64_t)>* on_bytes = nullptr;
+    std::string* sink = nullptr;  // whole-response mode
+    long status = 0;
+    std::string error_body;
+    bool stopped = false, timed_out = false, interrupted = false;
+    int64_t last_activity_ns = 0;
+    int64_t read_ns = 0;
+};
+
+size_t on_header(char*, size_t size, size_t n, void* ud) {
+    static_cast<Transfer*>(ud)->last_activity_ns = now_ns();
+    return size * n;
+}
+
+size_t on_write(char* p, size_t size, size_t n, void* ud) {
+    const int64_t t = now_ns();
+    auto* tr = static_cast<Transfer*>(ud);
+    tr->last_activity_ns = t;
+    const size_t len = size * n;
+    if (tr->status == 0)
+        curl_easy_getinfo(tr->curl, CURLINFO_RESPONSE_CODE, &tr->status);
+    if (tr->sink) {
+        tr->sink->append(p, len);
+        return len;
+    }
+    if (tr->status < 200 || tr->status >= 300) {
+        if (tr->error_body.size() < 4096)
+            tr->error_body.append(p, std::min(len, 4096 - tr->error_body.size()));
+        return len;
+    }
+    if (!(*tr->on_bytes)(std::string_view(p, len), t)) {
+        tr->stopped = true;
+        return 0;  // makes libcurl stop with CURLE_WRITE_ERROR
+    }
+    return len;
+}
+
+int on_progress(void* ud, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+    auto* tr = static_cast<Transfer*>(ud);
+    if (interrupt_requested()) {
+        tr->interrupted = true;
+        return 1;
+    }
+    if (now_ns() - tr->last_activity_ns > tr->read_ns) {
+        tr->timed_out = true;
+        return 1;
+    }
+    return 0;
+}
+
+}  // namespace
+
+struct HttpClient::Impl {
+    CURL* curl = nullptr;
+    curl_slist* headers = nullptr;
+    char errbuf[CURL_ERROR_SIZE] = {};
+    std::string body;
+
+    // Runs one request; returns libcurl's code with the transfer's state filled in.
+    CURLcode perform(const HttpClient& c, const std::string& path, const std::string* post,
+                     Transfer& tr, int64_t* start_ns) {
+        curl_easy_setopt(curl, CURLOPT_URL, (c.url_.base() + path).c_str());
+        if (post) {
+            body = *post;
+            curl_easy_setopt(curl, CURLOPT_POST, 1L);
+            curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.data());
+            curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE,
+                             static_cast<curl_off_t>(body.size()));
+        } else {
+            curl_easy_setopt(curl, CURLOPT_HTTPGET, 1L);
+        }
+        tr.curl = curl;
+        tr.read_ns = c.timeouts_.read_ms * 1'000'000;
+        curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_write);
+        curl_easy_setopt(curl, CURLOPT_WRITEDATA, &tr);
+        curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
+        curl_easy_setopt(curl, CURLOPT_HEADERDATA, &tr);
+        curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+        curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &tr);
+        errbuf[0] = 0;
+        const int64_t t0 = now_ns();
+        tr.last_activity_ns = t0;
+        if (start_ns)
+            *start_ns = t0;
+        const CURLcode rc = curl_easy_perform(curl);
+        if (tr.status == 0)
+            curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &tr.status);
+        return rc;
+    }
+
+    // One line for a failed transfer.
+    std::string describe(const HttpClient& c, CURLcode rc, const Transfer& tr) const {
+        const std::string where = c.url_.base();
+        const std::string detail = errbuf[0] ? errbuf : curl_easy_strerror(rc);
+        if (tr.interrupted)
+            return "interrupted";
+        if (tr.timed_out)
+            return "no data from " + where + " for " + seconds(c.timeouts_.read_ms) +
+                   " s (--timeout)";
+        switch (rc) {
+            case CURLE_COULDNT_CONNECT:
+            case CURLE_COULDNT_RESOLVE_HOST:
+                return "cannot connect to " + where + ": " + detail;
+            case CURLE_OPERATION_TIMEDOUT:
+                return "connecting to " + where + " timed out after " +
+                       seconds(c.timeouts_.connect_ms) + " s (--timeout)";
+            case CURLE_GOT_NOTHING:
+                return where + " closed the connection without answering";
+            case CURLE_PARTIAL_FILE:
+            case CURLE_RECV_ERROR:
+            case CURLE_SEND_ERROR:
+                return where + " closed the connection mid-response (" + detail + ")";
+            default:
+                return "request to " + where + " failed: " + detail;
+        }
+    }
+};
+
+HttpClient::HttpClient(const std::string& base_url, HttpTimeouts timeouts)
+    : url_(parse_url(base_url)), timeouts_(timeouts), impl_(std::make_unique<Impl>()) {
+    static std::once_flag once;
+    std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+    impl_->curl = curl_easy_init();
+    if (!impl_->curl)
+        throw runtime_error("cannot initialise libcurl");
+    CURL* c = impl_->curl;
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, impl_->errbuf);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(timeouts_.connect_ms));
+    curl_easy_setopt(c, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1);
+    curl_easy_setopt(c, CURLOPT_TCP_NODELAY, 1L);
+    curl_easy_setopt(c, CURLOPT_PROXY, "");  // a benchmark talks to the server, not a proxy
+    curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, nullptr);  // no compression: bytes as sent
+    // No "Expect: 100-continue": it would add a round trip (or a 1 s wait) to long prompts.
+    impl_->headers = curl_slist_append(impl_->headers, "Content-Type: application/json");
+    impl_->headers = curl_slist_append(impl_->headers, "Expect:");
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, impl_->headers);
+}
+
+HttpClient::~HttpClient() {
+    if (impl_) {
+        if (impl_->curl)
+            curl_easy_cleanup(impl_->curl);
+        curl_slist_free_all(impl_->headers);
+    }
+}
+
+HttpResponse HttpClient::get(const std::string& path) {
+    Transfer tr;
+    HttpResponse r;
+    tr.sink = &r.body;
+    const CURLcode rc = impl_->perform(*this, path, nullptr, tr, nullptr);
+    if (rc != CURLE_OK)
+        throw runtime_error(impl_->describe(*this, rc, tr));
+    r.status = tr.status;
+    return r;
+}
+
+HttpResponse HttpClient::post_json(const std::string& path, const nlohmann::json& body) {
+    Transfer tr;
+    HttpResponse r;
+    tr.sink = &r.body;
+    const std::string b = body.dump();
+    const CURLcode rc = impl_->perform(*this, path, &b, tr, nullptr);
+    if (rc != CURLE_OK)
+        throw runtime_error(impl_->describe(*this, rc, tr));
+    r.status = tr.status;
+    return r;
+}
+
+StreamOutcome HttpClient::post_stream(
+    const std::string& path, const nlohmann::json& body,
+    const std::function<bool(std::string_view, int64_t)>& on_bytes) {
+    Transfer tr;
+    tr.on_bytes = &on_bytes;
+    StreamOutcome o;
+    const std::string b = body.dump();
+    const CURLcode rc = impl_->perform(*this, path, &b, tr, &o.start_ns);
+    o.status = tr.status;
+    o.error_body = std::move(tr.error_body);
+    if (rc == CURLE_OK)
+        o.complete = true;
+    else if (rc == CURLE_WRITE_ERROR && tr.stopped)
+        o.stopped = true;
+    else
+        o.error = impl_->describe(*this, rc, tr);
+    return o;
+}
+
+}  // namespace sb

@@ -1,0 +1,772 @@
+#include "engine/http_engine.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "core/clock.hpp"
+#include "core/error.hpp"
+
+namespace sb {
+
+using nlohmann::json;
+
+HttpApi parse_http_api(const std::string& name) {
+    if (name == "openai")
+        return HttpApi::openai;
+    if (name == "openai-chat")
+        return HttpApi::openai_chat;
+    if (name == "llama")
+        return HttpApi::llama;
+    if (name == "ollama")
+        return HttpApi::ollama;
+    throw usage_error("--api must be openai, openai-chat, llama or ollama, not '" + name + "'");
+}
+
+const char* http_api_name(HttpApi api) {
+    switch (api) {
+        case HttpApi::openai:
+            return "openai";
+        case HttpApi::openai_chat:
+            return "openai-chat";
+        case HttpApi::llama:
+            return "llama";
+        case HttpApi::ollama:
+            return "ollama";
+    }
+    return "?";
+}
+
+// ---- reading streamed messages ------------------------------------------------------------
+
+namespace {
+
+std::optional<int64_t> int_field(const json& j, const char* key) {
+    if (!j.is_object())
+        return std::nullopt;
+    auto it = j.find(key);
+    if (it == j.end() || !it->is_number())
+        return std::nullopt;
+    return static_cast<int64_t>(std::llround(it->get<double>()));
+}
+
+std::optional<double> num_field(const json& j, const char* key) {
+    if (!j.is_object())
+        return std::nullopt;
+    auto it = j.find(key);
+    if (it == j.end() || !it->is_number())
+        return std::nullopt;
+    return it->get<double>();
+}
+
+bool nonempty_string(const json& j, const char* key) {
+    if (!j.is_object())
+        return false;
+    auto it = j.find(key);
+    return it != j.end() && it->is_string() && !it->get_ref<const std::string&>().empty();
+}
+
+std::optional<int64_t> ns_from(std::optional<double> v, double scale) {
+    if (!v)
+        return std::nullopt;
+    return static_cast<int64_t>(std::llround(*v * scale));
+}
+
+// llama-server: timings{prompt_n, prompt_ms, predicted_n, predicted_ms, cache_n}.
+ServerTimings llama_timings(const json& t) {
+    ServerTimings s;
+    s.source = "llama-server";
+    s.prompt_n = int_field(t, "prompt_n");
+    s.cache_n = int_field(t, "cache_n");
+    s.predicted_n = int_field(t, "predicted_n");
+    s.prompt_ns = ns_from(num_field(t, "prompt_ms"), 1e6);
+    s.predicted_ns = ns_from(num_field(t, "predicted_ms"), 1e6);
+    return s;
+}
+
+// MLC LLM: usage.extra{prefill_tokens, decode_tokens, prefill_tokens_per_s,
+// decode_tokens_per_s, ttft_s, ...}.
+std::optional<ServerTimings> mlc_timings(const json& extra) {
+    if (!extra.is_object())
+        return std::nullopt;
+    ServerTimings s;
+    s.source = "mlc";
+    s.prompt_n = int_field(extra, "prefill_tokens");
+    s.predicted_n = int_field(extra, "decode_tokens");
+    const auto pre_rate = num_field(extra, "prefill_tokens_per_s");
+    const auto dec_rate = num_field(extra, "decode_tokens_per_s");
+    if (s.prompt_n && pre_rate && *pre_rate > 0)
+        s.prompt_ns = ns_from(*s.prompt_n / *pre_rate, 1e9);
+    else
+        s.prompt_ns = ns_from(num_field(extra, "ttft_s"), 1e9);
+    if (s.predicted_n && dec_rate && *dec_rate > 0)
+        s.predicted_ns = ns_from(*s.predicted_n / *dec_rate, 1e9);
+    if (!s.prompt_ns && !s.predicted_ns)
+        return std::nullopt;
+    return s;
+}
+
+// vLLM: metrics{first_scheduled_time, first_token_time, last_token_time, time_in_queue}
+// (seconds, wall clock).
+std::optional<ServerTimings> vllm_timings(const json& m) {
+    const auto sched = num_field(m, "first_scheduled_time");
+    const auto first = num_field(m, "first_token_time");
+    const auto last = num_field(m, "last_token_time");
+    if (!first)
+        return std::nullopt;
+    ServerTimings s;
+    s.source = "vllm";
+    if (sched)
+        s.prompt_ns = ns_from(*first - *sched, 1e9);
+    if (last)
+        s.predicted_ns = ns_from(*last - *first, 1e9);
+    s.queue_ns = ns_from(num_field(m, "time_in_queue"), 1e9);
+    return s;
+}
+
+std::string shorten(const std::string& s, size_t n = 80) {
+    std::string o = s.size() > n ? s.substr(0, n) + "..." : s;
+    for (char& c : o)
+        if (c == '\n' || c == '\r')
+            c = ' ';
+    return o;
+}
+
+std::string error_text(const json& e) {
+    if (e.is_string())
+        return e.get<std::string>();
+    if (e.is_object() && e.contains("message") && e["message"].is_string())
+        return e["message"].get<std::string>();
+    return e.dump();
+}
+
+void read_openai(const json& j, bool chat, ChunkInfo& ci) {
+    if (auto it = j.find("choices"); it != j.end() && it->is_array() && !it->empty()) {
+        const json& c = (*it)[0];
+        if (chat) {
+            const json delta = c.value("delta", json::object());
+            const bool content = nonempty_string(delta, "content");
+            const bool reasoning =
+                nonempty_string(delta, "reasoning_content") || nonempty_string(delta, "reasoning");
+            const bool tool = delta.is_object() && delta.contains("tool_calls") &&
+                              delta["tool_calls"].is_array() && !delta["tool_calls"].empty();
+            ci.output = content || reasoning || tool;
+            ci.content = content || tool;
+        } else {
+            ci.output = ci.content = nonempty_string(c, "text");
+        }
+        if (auto t = c.find("token_ids"); t != c.end() && t->is_array())  // vLLM
+            ci.tokens = static_cast<int64_t>(t->size());
+        if (auto f = c.find("finish_reason"); f != c.end() && f->is_string()) {
+            ci.final = true;
+            ci.finish_reason = f->get<std::string>();
+        }
+    }
+    if (auto u = j.find("usage"); u != j.end() && u->is_object()) {
+        ci.usage_prompt = int_field(*u, "prompt_tokens");
+        ci.usage_completion = int_field(*u, "completion_tokens");
+        ci.final = true;
+        if (u->contains("extra"))
+            ci.server = mlc_timings((*u)["extra"]);
+    }
+    if (auto t = j.find("timings"); t != j.end() && t->is_object()) {
+        ci.server = llama_timings(*t);
+        ci.cum_tokens = int_field(*t, "predicted_n");
+    }
+    if (auto m = j.find("metrics"); m != j.end() && m->is_object())
+        ci.server = vllm_timings(*m);
+}
+
+void read_llama(const json& j, ChunkInfo& ci) {
+    const bool stop = j.value("stop", false);
+    const bool has_tokens = j.contains("tokens") && j["tokens"].is_array() && !j["tokens"].empty();
+    if (!stop && (has_tokens || nonempty_string(j, "content"))) {
+        ci.output = ci.content = true;
+        if (has_tokens)
+            ci.tokens = static_cast<int64_t>(j["tokens"].size());
+        ci.cum_tokens = int_field(j, "tokens_predicted");
+    }
+    if (stop) {
+        ci.final = true;
+        ci.finish_reason = j.value("stop_type", "stop");
+        ci.usage_prompt = int_field(j, "tokens_evaluated");
+        ci.usage_completion = int_field(j, "tokens_predicted");
+        // A last message that still carries text (older servers) is output too.
+        if (nonempty_string(j, "content")) {
+            ci.output = ci.content = true;
+            ci.cum_tokens = ci.usage_completion;
+        }
+    }
+    if (auto t = j.find("timings"); t != j.end() && t->is_object())
+        ci.server = llama_timings(*t);
+}
+
+void read_ollama(const json& j, ChunkInfo& ci) {
+    const bool response = nonempty_string(j, "response");
+    ci.output = response || nonempty_string(j, "thinking");
+    ci.content = response;
+    if (j.value("done", false)) {
+        ci.final = true;
+        ci.finish_reason = j.value("done_reason", "stop");
+        ci.usage_prompt = int_field(j, "prompt_eval_count");
+        ci.usage_completion = int_field(j, "eval_count");
+        ServerTimings s;
+        s.source = "ollama";
+        s.prompt_n = ci.usage_prompt;
+        s.predicted_n = ci.usage_completion;
+        s.prompt_ns = int_field(j, "prompt_eval_duration");
+        s.predicted_ns = int_field(j, "eval_duration");
+        s.load_ns = int_field(j, "load_duration");
+        ci.server = s;
+    }
+}
+
+}  // namespace
+
+ChunkInfo interpret_message(HttpApi api, const StreamMessage& m) {
+    ChunkInfo ci;
+    if (m.data == "[DONE]") {
+        ci.done_marker = true;
+        ci.final = true;
+        return ci;
+    }
+    json j;
+    try {
+        j = json::parse(m.data);
+    } catch (const json::exception&) {
+        throw runtime_error("malformed JSON in the stream: '" + shorten(m.data) + "'");
+    }
+    if (!j.is_object())
+        throw runtime_error("malformed message in the stream (not a JSON object): '" +
+                            shorten(m.data) + "'");
+    if (auto e = j.find("error"); e != j.end() && !e->is_null()) {
+        ci.error = error_text(*e);
+        return ci;
+    }
+    if (m.event == "error") {
+        ci.error = shorten(m.data, 200);
+        return ci;
+    }
+    switch (api) {
+        case HttpApi::openai:
+            read_openai(j, false, ci);
+            break;
+        case HttpApi::openai_chat:
+            read_openai(j, true, ci);
+            break;
+        case HttpApi::llama:
+            read_llama(j, ci);
+            break;
+        case HttpApi::ollama:
+            read_ollama(j, ci);
+            break;
+    }
+    return ci;
+}
+
+// ---- timing ----------------------------------------------------------------------------------
+
+RequestTiming compute_timing(const Generation& g) {
+    if (g.chunks.empty())
+        throw runtime_error("the server streamed no tokens");
+    RequestTiming t;
+    t.n_chunks = static_cast<int64_t>(g.chunks.size());
+    // Tokens per chunk: the server's cumulative count, else its token array, else one.
+    std::vector<int64_t> k(g.chunks.size(), 1);
+    bool any_known = false;
+    int64_t prev_cum = 0;
+    for (size_t i = 0; i < g.chunks.size(); ++i) {
+        const auto& c = g.chunks[i];
+        if (c.cum_tokens) {
+            k[i] = std::max<int64_t>(0, *c.cum_tokens - prev_cum);
+            prev_cum = *c.cum_tokens;
+            any_known = true;
+        } else if (c.tokens) {
+            k[i] = *c.tokens;
+            prev_cum += k[i];
+            any_known = true;
+        } else {
+            prev_cum += 1;
+        }
+    }
+    int64_t streamed = 0;
+    for (auto x : k)
+        streamed += x;
+    if (!any_known && g.completion_tokens && *g.completion_tokens > streamed) {
+        // Chunks that carry several tokens and say nothing about it (vLLM's stream interval,
+        // merged UTF-8 pieces): spread what usage reports over the chunks after the first.
+        int64_t extra = *g.completion_tokens - streamed;
+        const size_t from = g.chunks.size() > 1 ? 1 : 0;
+        const int64_t slots = static_cast<int64_t>(g.chunks.size() - from);
+        for (size_t i = from; i < g.chunks.size(); ++i) {
+            const int64_t idx = static_cast<int64_t>(i - from);
+            k[i] += extra / slots + (idx < extra % slots ? 1 : 0);
+        }
+        t.notes.push_back("usage reports " + std::to_string(*g.completion_tokens) + " tokens in " +
+                          std::to_string(g.chunks.size()) +
+                          " streamed chunks: per-chunk token counts estimated");
+        streamed = *g.completion_tokens;
+    }
+    t.n_streamed = streamed;
+    t.n_out = g.completion_tokens.value_or(streamed);
+    if (g.completion_tokens && *g.completion_tokens != streamed)
+        t.notes.push_back("usage reports " + std::to_string(*g.completion_tokens) +
+                          " output tokens, the stream carried " + std::to_string(streamed));
+
+    std::optional<int64_t> first, last;
+    int64_t prev = 0;
+    for (size_t i = 0; i < g.chunks.size(); ++i) {
+        const auto& c = g.chunks[i];
+        if (c.content && !t.first_content_ns)
+            t.first_content_ns = c.arrival_ns - g.start_ns;
+        if (k[i] == 0)
+            continue;
+        if (!first) {
+            first = c.arrival_ns;
+        } else {
+            // k tokens arrived together: their gap is split evenly, the rounding remainder
+            // goes to the last one so the gaps add up to the observed time.
+            const int64_t gap = c.arrival_ns - prev;
+            const int64_t each = gap / k[i];
+            for (int64_t j = 0; j < k[i]; ++j)
+                t.itl_ns.push_back(j + 1 == k[i] ? gap - each * (k[i] - 1) : each);
+        }
+        prev = c.arrival_ns;
+        last = c.arrival_ns;
+    }
+    if (!first)
+        throw runtime_error("the server streamed no tokens");
+    t.ttft_ns = *first - g.start_ns;
+    t.e2e_ns = *last - g.start_ns;
+    if (t.n_out >= 2 && t.e2e_ns > t.ttft_ns)
+        t.tpot_ns = (t.e2e_ns - t.ttft_ns) / (t.n_out - 1);
+    return t;
+}
+
+// ---- prompts -------------------------------------------------------------------------------
+
+std::string prompt_words(uint64_t seed, int64_t n_words) {
+    static const char* const kWords[] = {
+        "time",     "people",  "water",  "world",    "school",  "family",  "system",  "program",
+        "number",   "night",   "point",  "city",     "story",   "money",   "power",   "group",
+        "mother",   "river",   "garden", "window",   "market",  "paper",   "music",   "friend",
+        "morning",  "summer",  "winter", "mountain", "country", "machine", "letter",  "answer",
+        "question", "light",   "table",  "street",   "animal",  "travel",  "simple",  "little",
+        "green",    "yellow",  "quiet",  "early",    "happy",   "strong",  "bright",  "common",
+        "open",     "small",   "large",  "young",    "clear",   "heavy",   "short",   "long",
+        "walk",     "read",    "write",  "build",    "carry",   "follow",  "begin",   "listen",
+        "measure",  "signal",  "energy", "memory",   "engine",  "bridge",  "forest",  "island",
+        "ocean",    "planet",  "circle", "square",   "silver",  "golden",  "winter",  "harbor",
+        "candle",   "pencil",  "ticket", "blanket",  "kitchen", "library", "village", "station",
+        "doctor",   "teacher", "farmer", "painter",  "pilot",   "sailor",  "singer",  "writer"};
+    constexpr size_t kN = sizeof kWords / sizeof kWords[0];
+    std::mt19937_64 rng(seed ^ 0x9e3779b97f4a7c15ULL);
+    std::uniform_int_distribution<size_t> pick(0, kN - 1);
+    std::string s;
+    for (int64_t i = 0; i < n_words; ++i) {
+        if (i)
+            s += ' ';
+        s += kWords[pick(rng)];
+    }
+    return s;
+}
+
+// ---- the engine ------------------------------------------------------------------------------
+
+namespace {
+
+std::string normalise_url(std::string url) {
+    while (!url.empty() && url.back() == '/')
+        url.pop_back();
+    if (url.size() > 3 && url.compare(url.size() - 3, 3, "/v1") == 0)
+        url.resize(url.size() - 3);
+    return url;
+}
+
+json parse_or_null(const std::string& body) {
+    try {
+        return json::parse(body);
+    } catch (const json::exception&) {
+        return nullptr;
+    }
+}
+
+}  // namespace
+
+HttpEngine::HttpEngine(HttpEngineOptions o) : opts_(std::move(o)) {
+    opts_.url = normalise_url(opts_.url);
+    client_ = std::make_unique<HttpClient>(opts_.url, opts_.timeouts);
+}
+
+HttpEngine::~HttpEngine() = default;
+
+void HttpEngine::connect() {
+    const std::string where = client_->url().base();
+    auto get = [&](const std::string& path) {
+        try {
+            return client_->get(path);
+        } catch (const Error& e) {
+            throw input_error(std::string(e.what()));
+        }
+    };
+    if (opts_.api == HttpApi::ollama) {
+        HttpResponse v = get("/api/version");
+        json vj = parse_or_null(v.body);
+        if (v.status != 200 || !vj.is_object())
+            throw input_error(where + " does not answer Ollama's /api/version (HTTP " +
+                              std::to_string(v.status) + "); is it an Ollama server?");
+        kind_ = "ollama";
+        about_["version"] = vj.value("version", "");
+        HttpResponse tags = get("/api/tags");
+        json tj = parse_or_null(tags.body);
+        if (tags.status == 200 && tj.is_object() && tj["models"].is_array())
+            for (const auto& m : tj["models"])
+                if (m.contains("name") && m["name"].is_string())
+                    models_.push_back(m["name"].get<std::string>());
+        return;
+    }
+    HttpResponse props = get("/props");
+    json pj = parse_or_null(props.body);
+    if (props.status == 200 && pj.is_object() &&
+        (pj.contains("default_generation_settings") || pj.contains("build_info"))) {
+        kind_ = "llama-server";
+        for (const char* k : {"build_info", "model_path", "total_slots"})
+            if (pj.contains(k))
+                about_[k] = pj[k];
+        if (pj.contains("default_generation_settings") &&
+            pj["default_generation_settings"].contains("n_ctx"))
+            about_["n_ctx"] = pj["default_generation_settings"]["n_ctx"];
+    }
+    HttpResponse mr = get("/v1/models");
+    json mj = parse_or_null(mr.body);
+    if (mr.status == 200 && mj.is_object() && mj["data"].is_array()) {
+        for (const auto& m : mj["data"]) {
+            if (m.contains("id") && m["id"].is_string())
+                models_.push_back(m["id"].get<std::string>());
+            const std::string owner = m.value("owned_by", "");
+            if (kind_ == "openai-compatible") {
+                if (owner == "llamacpp")
+                    kind_ = "llama-server";
+                else if (owner == "vllm")
+                    kind_ = "vllm";
+                else if (owner.find("MLC") != std::string::npos)
+                    kind_ = "mlc-llm";
+            }
+        }
+    } else if (mr.status == 0 || props.status == 0) {
+        throw input_error(where + " answered nothing on /v1/models");
+    }
+    if (opts_.api == HttpApi::llama && kind_ != "llama-server")
+        throw input_error("--api llama needs llama-server's native API; " + where +
+                          " does not look like llama-server (no /props)");
+    if (kind_ == "llama-server")
+        tokenizer_ = Tokenizer::llama;
+}
+
+json HttpEngine::describe() const {
+    json j{{"url", opts_.url},
+           {"api", http_api_name(opts_.api)},
+           {"server", kind_},
+           {"models", models_},
+           {"connect_timeout_s", opts_.timeouts.connect_ms / 1000.0},
+           {"read_timeout_s", opts_.timeouts.read_ms / 1000.0}};
+    switch (tokenizer_) {
+        case Tokenizer::llama:
+        case Tokenizer::vllm:
+            j["tokenizer"] = "/tokenize";
+            break;
+        default:
+            j["tokenizer"] = nullptr;
+    }
+    j["about"] = about_;
+    return j;
+}
+
+std::string HttpEngine::resolve_model(const std::string& model) const {
+    if (!model.empty() || models_.empty() || kind_ == "llama-server")
+        return model;
+    return models_.front();
+}
+
+std::optional<std::vector<int32_t>> HttpEngine::tokenize(const std::string& model,
+                                                         const std::string& text,
+                                                         bool add_special) {
+    if (tokenizer_ == Tokenizer::none)
+        return std::nullopt;
+    json body;
+    if (tokenizer_ == Tokenizer::llama) {
+        body = {{"content", text}, {"add_special", add_special}};
+    } else {
+        body = {{"prompt", text}, {"add_special_tokens", add_special}};
+        const std::string m = resolve_model(model);
+        if (!m.empty())
+            body["model"] = m;
+    }
+    HttpResponse r = client_->post_json("/tokenize", body);
+    json j = parse_or_null(r.body);
+    if (r.status != 200 || !j.is_object() || !j["tokens"].is_array()) {
+        if (tokenizer_ == Tokenizer::unknown) {
+            tokenizer_ = Tokenizer::none;
+            return std::nullopt;
+        }
+        throw runtime_error("/tokenize failed (HTTP " + std::to_string(r.status) +
+                            "): " + error_message_of(r.body));
+    }
+    if (tokenizer_ == Tokenizer::unknown)
+        tokenizer_ = Tokenizer::vllm;
+    std::vector<int32_t> out;
+    for (const auto& t : j["tokens"]) {
+        if (t.is_number_integer())
+            out.push_back(t.get<int32_t>());
+        else if (t.is_object() && t.contains("id"))
+            out.push_back(t["id"].get<int32_t>());
+    }
+    return out;
+}
+
+int64_t HttpEngine::probe_prompt_tokens(const std::string& model, const std::string& text) {
+    HttpPrompt p;
+    p.text = text;
+    Generation g = generate(model, p, 1, 1);
+    if (!g.prompt_tokens)
+        throw runtime_error("cannot size prompts: " + client_->url().base() +
+                            " reports no prompt token count (usage.prompt_tokens)");
+    return *g.prompt_tokens;
+}
+
+HttpPrompt HttpEngine::make_prompt(const std::string& model, int64_t n, uint64_t seed) {
+    if (n < 1)
+        throw usage_error("a prompt needs at least one token");
+    HttpPrompt p;
+    p.n_tokens = n;
+    if (tokenizer_ == Tokenizer::unknown && opts_.api != HttpApi::ollama &&
+        opts_.api != HttpApi::openai_chat)
+        tokenize(model, "probe", true);  // learns whether a /tokenize exists
+    const bool has_tokenizer = tokenizer_ == Tokenizer::llama || tokenizer_ == Tokenizer::vllm;
+
+    // Token ids: exact, and accepted by /completion and by OpenAI's /v1/completions.
+    if (has_tokenizer && (opts_.api == HttpApi::openai || opts_.api == HttpApi::llama)) {
+        for (int64_t words = n; words <= 64 * n + 64; words *= 2) {
+            auto t = tokenize(model, prompt_words(seed, words), true);
+            if (!t)
+                break;
+            if (static_cast<int64_t>(t->size()) >= n) {
+                t->resize(static_cast<size_t>(n));
+                p.tokens = std::move(*t);
+                p.exact = true;
+                return p;
+            }
+        }
+        throw runtime_error("cannot build a prompt of " + std::to_string(n) +
+                            " tokens with the server's tokenizer");
+    }
+
+    // Text: a number of words whose token count is as close to n as the server lets us see.
+    std::function<int64_t(int64_t)> count;
+    const std::string m = model;
+    if (has_tokenizer) {
+        // Chat on a server with a tokenizer: the text's tokens plus the chat template's,
+        // measured once with a short request.
+        if (!template_overhead_.count(m)) {
+            const std::string probe = prompt_words(seed ^ 0x5bd1e995ULL, 8);
+            auto t = tokenize(m, probe, false);
+            const int64_t total = probe_prompt_tokens(m, probe);
+            template_overhead_[m] = total - static_cast<int64_t>(t ? t->size() : 0);
+        }
+        count = [&, m](int64_t words) {
+            auto t = tokenize(m, prompt_words(seed, words), false);
+            return static_cast<int64_t>(t ? t->size() : 0) + template_overhead_[m];
+        };
+    } else {
+        // No tokenizer: two short requests fit tokens = a + b x words (fresh words each, so
+        // that no prefix cache shortens the count), and the words for n follow from it.
+        if (!words_to_tokens_.count(m)) {
+            const int64_t k1 = std::max<int64_t>(4, n / 4), k2 = std::max<int64_t>(k1 + 4, n);
+            const double c1 =
+                static_cast<double>(probe_prompt_tokens(m, prompt_words(seed ^ 0x1234567ULL, k1)));
+            const double c2 =
+                static_cast<double>(probe_prompt_tokens(m, prompt_words(seed ^ 0x7654321ULL, k2)));
+            double b = (c2 - c1) / static_cast<double>(k2 - k1);
+            if (!(b > 0))
+                b = 1;
+            words_to_tokens_[m] = {c1 - b * k1, b};
+        }
+        const auto [a, b] = words_to_tokens_[m];
+        const int64_t words = std::max<int64_t>(1, std::llround((n - a) / b));
+        p.text = prompt_words(seed, words);
+        return p;
+    }
+    int64_t words = n, best_words = n, best_diff = -1;
+    std::vector<int64_t> tried;
+    for (int iter = 0; iter < 16; ++iter) {
+        const int64_t c = count(words);
+        const int64_t diff = std::llabs(c - n);
+        if (best_diff < 0 || diff < best_diff) {
+            best_diff = diff;
+            best_words = words;
+        }
+        if (diff == 0)
+            break;
+        tried.push_back(words);
+        int64_t next = std::max<int64_t>(
+            1, std::llround(static_cast<double>(words) * n / std::max<int64_t>(c, 1)));
+        if (next == words)
+            next = words + (c < n ? 1 : -1);
+        if (next < 1 || std::find(tried.begin(), tried.end(), next) != tried.end()) {
+            next = words + (c < n ? 1 : -1);
+            if (next < 1 || std::find(tried.begin(), tried.end(), next) != tried.end())
+                break;
+        }
+        words = next;
+    }
+    p.text = prompt_words(seed, best_words);
+    p.exact = best_diff == 0;
+    return p;
+}
+
+Generation HttpEngine::generate(const std::string& model_in, const HttpPrompt& prompt,
+                                int64_t n_gen, uint64_t seed,
+                                const std::function<void()>& on_first_output) {
+    const std::string model = resolve_model(model_in);
+    n_gen = std::max<int64_t>(1, n_gen);
+    const bool llama = kind_ == "llama-server";
+    json body;
+    std::string path;
+    json prompt_value = prompt.tokens.empty() ? json(prompt.text) : json(prompt.tokens);
+    switch (opts_.api) {
+        case HttpApi::openai:
+        case HttpApi::openai_chat:
+            if (opts_.api == HttpApi::openai) {
+                path = "/v1/completions";
+                body["prompt"] = prompt_value;
+            } else {
+                path = "/v1/chat/completions";
+                body["messages"] = json::array({{{"role", "user"}, {"content", prompt.text}}});
+            }
+            body["max_tokens"] = n_gen;
+            body["stream"] = true;
+            body["stream_options"] = {{"include_usage", true}};
+            body["temperature"] = 0.0;
+            body["top_p"] = 1.0;
+            body["seed"] = seed;
+            body["ignore_eos"] = true;
+            if (kind_ == "vllm")
+                body["min_tokens"] = n_gen;
+            if (llama) {
+                body["cache_prompt"] = false;      // a cold prefill every time
+                body["timings_per_token"] = true;  // exact tokens per chunk
+            }
+            break;
+        case HttpApi::llama:
+            path = "/completion";
+            body = {{"prompt", prompt_value},
+                    {"n_predict", n_gen},
+                    {"stream", true},
+                    {"cache_prompt", false},
+                    {"ignore_eos", true},
+                    {"temperature", 0.0},
+                    {"top_k", 1},
+                    {"seed", seed}};
+            break;
+        case HttpApi::ollama: {
+            path = "/api/generate";
+            json options = {
+                {"num_predict", n_gen}, {"temperature", 0.0}, {"top_k", 1}, {"seed", seed}};
+            const int64_t ctx = prompt.n_tokens + n_gen + 64;
+            if (ctx > 2048)
+                options["num_ctx"] = ctx;
+            body = {{"prompt", prompt.text}, {"raw", true}, {"stream", true}, {"options", options}};
+            break;
+        }
+    }
+    if (!model.empty())
+        body["model"] = model;
+
+    Generation g;
+    SseParser sse;
+    NdjsonParser nd;
+    const bool ndjson = opts_.api == HttpApi::ollama;
+    std::vector<StreamMessage> msgs;
+    std::optional<std::string> stream_error;
+    bool saw_final = false, first = true;
+    // Runs inside libcurl's callback: nothing may throw through it.
+    auto handle = [&](const StreamMessage& m) -> bool {
+        try {
+            ChunkInfo ci = interpret_message(opts_.api, m);
+            if (ci.error) {
+                stream_error = "the server reported an error in the stream: " + *ci.error;
+                return false;
+            }
+            if (ci.output) {
+                g.chunks.push_back({m.arrival_ns, ci.content, ci.tokens, ci.cum_tokens});
+                if (first) {
+                    first = false;
+                    if (on_first_output)
+                        on_first_output();
+                }
+            }
+            if (ci.usage_prompt)
+                g.prompt_tokens = ci.usage_prompt;
+            if (ci.usage_completion)
+                g.completion_tokens = ci.usage_completion;
+            if (ci.server)
+                g.server = ci.server;
+            if (!ci.finish_reason.empty())
+                g.finish_reason = ci.finish_reason;
+            saw_final |= ci.final;
+            return true;
+        } catch (const std::exception& e) {
+            stream_error = e.what();
+            return false;
+        }
+    };
+    auto on_bytes = [&](std::string_view bytes, int64_t t) -> bool {
+        msgs.clear();
+        if (ndjson)
+            nd.feed(bytes, t, msgs);
+        else
+            sse.feed(bytes, t, msgs);
+        for (const auto& m : msgs)
+            if (!handle(m))
+                return false;
+        return true;
+    };
+    StreamOutcome o = client_->post_stream(path, body, on_bytes);
+    g.start_ns = o.start_ns;
+    g.end_ns = now_ns();
+    if (!stream_error && o.complete) {
+        msgs.clear();
+        if (ndjson)
+            nd.finish(g.end_ns, msgs);
+        else
+            sse.finish(g.end_ns, msgs);
+        for (const auto& m : msgs)
+            if (!handle(m))
+                break;
+    }
+    const std::string where = client_->url().base() + path;
+    const std::string progress =
+        g.chunks.empty() ? "" : " after " + std::to_string(g.chunks.size()) + " streamed chunk(s)";
+    if (stream_error)
+        throw runtime_error(*stream_error + " (" + where + progress + ")");
+    if (o.status >= 300 || (o.status > 0 && o.status < 200))
+        throw runtime_error("HTTP " + std::to_string(o.status) + " from " + where + ": " +
+                            error_message_of(o.error_body));
+    if (o.error)
+        throw runtime_error(*o.error + progress);
+    if (!saw_final)
+        throw runtime_error("the stream from " + where +
+                            " ended before the server's final message" + progress);
+    if (g.chunks.empty())
+        throw runtime_error("the server streamed no tokens (" + where + ")");
+    // vLLM's metrics time the tokens after the first; usage fills in what it leaves out.
+    if (g.server && g.server->source == "vllm") {
+        if (!g.server->prompt_n)
+            g.server->prompt_n = g.prompt_tokens;
+        if (!g.server->predicted_n && g.completion_tokens)
+            g.server->predicted_n = *g.completion_tokens - 1;
+    }
+    return g;
+}
+
+}  // namespace sb

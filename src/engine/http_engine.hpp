@@ -1,0 +1,156 @@
+#pragma once
+// An engine behind HTTP: llama-server, vLLM, MLC LLM, Ollama, MLX-LM... measured from the
+// client with one monotonic clock (sb::now_ns), with the stage definitions of the serving
+// benchmarks (../shared/domain.md section 5):
+//   TTFT   request start -> first streamed token (a reasoning or tool-call token counts; the
+//          first answer content is reported separately);
+//   ITL    gaps between consecutive tokens; a chunk that carries k tokens splits its gap into k
+//          equal gaps (the extra tokens of the first chunk have no observable gap: skipped);
+//   TPOT   (E2E - TTFT) / (output tokens - 1);  E2E  request start -> last token.
+// Output tokens come from `usage` (stream_options.include_usage) or the server's own counts,
+// cross-checked with the stream; server-side stage timings are kept when the server sends
+// them (llama-server timings, Ollama *_duration, MLC usage.extra, vLLM metrics).
+//
+// Unlike the in-process Engine (engine.hpp), a server takes whole requests, so this class
+// offers prompts and generations rather than prefill/decode steps. Errors are sb::Error: input
+// when the server cannot be used at all (connect()), runtime for a failed request, always one
+// line.
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/result.hpp"
+#include "engine/http_client.hpp"
+
+namespace sb {
+
+// openai: /v1/completions (SSE); openai-chat: /v1/chat/completions (SSE); llama:
+// llama-server's native /completion (SSE); ollama: Ollama's native /api/generate (NDJSON).
+enum class HttpApi { openai, openai_chat, llama, ollama };
+
+// Throws sb::Error(usage) for an unknown name.
+HttpApi parse_http_api(const std::string& name);
+const char* http_api_name(HttpApi api);
+
+// What one streamed message says, whatever the API.
+struct ChunkInfo {
+    bool output = false;   // carries generated output: text, reasoning, a tool call or a token
+    bool content = false;  // carries answer content (not reasoning)
+    std::optional<int64_t> tokens;      // tokens it carries, when the server says
+    std::optional<int64_t> cum_tokens;  // tokens generated so far, when the server says
+    bool final = false;                 // the server's last message (finish, usage, done, stop)
+    bool done_marker = false;           // "data: [DONE]"
+    std::optional<int64_t> usage_prompt, usage_completion;
+    std::optional<ServerTimings> server;
+    std::optional<std::string> error;  // an error the server reported inside the stream
+    std::string finish_reason;
+};
+
+// Reads one streamed message of api. Throws sb::Error(runtime) ("malformed JSON in the
+// stream: ...") when the payload is not a JSON object.
+ChunkInfo interpret_message(HttpApi api, const StreamMessage& m);
+
+// Everything one streamed request returned, on the client clock.
+struct Generation {
+    struct Chunk {
+        int64_t arrival_ns = 0;
+        bool content = false;
+        std::optional<int64_t> tokens, cum_tokens;
+    };
+    int64_t start_ns = 0;       // just before the request was sent
+    int64_t end_ns = 0;         // the response ended
+    std::vector<Chunk> chunks;  // messages that carried output, in arrival order
+    std::optional<int64_t> prompt_tokens, completion_tokens;  // usage or the server's counts
+    std::optional<ServerTimings> server;
+    std::string finish_reason;
+};
+
+// The client-side measures of one request (durations relative to its start, in ns).
+struct RequestTiming {
+    int64_t ttft_ns = 0;
+    std::optional<int64_t> first_content_ns;
+    int64_t e2e_ns = 0;
+    int64_t n_out = 0;       // output tokens: usage when given, else the stream's count
+    int64_t n_streamed = 0;  // tokens counted from the stream
+    int64_t n_chunks = 0;
+    std::vector<int64_t> itl_ns;     // one gap per token after the first chunk's
+    std::optional<int64_t> tpot_ns;  // undefined for fewer than 2 tokens or E2E == TTFT
+    std::vector<std::string> notes;  // disagreements between the stream and the counts
+};
+
+// Per-chunk token counts come from the server (cumulative counts, token arrays) where it
+// gives them; otherwise each chunk is one token, and when usage reports more tokens than
+// chunks the extra ones are spread evenly over the chunks after the first (with a note).
+// Throws sb::Error(runtime) when g has no output chunk.
+RequestTiming compute_timing(const Generation& g);
+
+// A prompt made before the clock starts.
+struct HttpPrompt {
+    std::vector<int32_t> tokens;  // sent as token ids when non-empty: exactly n_tokens long
+    std::string text;             // sent as text otherwise
+    int64_t n_tokens = 0;         // the length the server should count
+    bool exact = false;           // verified with the server's tokenizer
+};
+
+struct HttpEngineOptions {
+    std::string url;  // http://host:port (a trailing /v1 is accepted)
+    HttpApi api = HttpApi::openai;
+    HttpTimeouts timeouts;
+};
+
+class HttpEngine {
+  public:
+    // Throws sb::Error(usage) for a malformed URL.
+    explicit HttpEngine(HttpEngineOptions o);
+    ~HttpEngine();
+
+    // Talks to the server once: reachable, what it is, which models it lists. Throws
+    // sb::Error(input) when it cannot be reached or cannot serve the chosen API.
+    void connect();
+
+    const HttpEngineOptions& options() const { return opts_; }
+    // "llama-server", "ollama", "vllm", "mlc-llm" or "openai-compatible".
+    const std::string& server_kind() const { return kind_; }
+    const std::vector<std::string>& models() const { return models_; }
+    // {"url", "api", "server", "models", "tokenizer", and what the server said about itself}
+    nlohmann::json describe() const;
+
+    // A prompt of n_tokens for model, its words varied by seed so that no prefix cache helps.
+    // Exact through the server's tokenizer (llama-server, vLLM /tokenize) where one exists;
+    // otherwise calibrated with short requests and approximate. Throws sb::Error(runtime).
+    HttpPrompt make_prompt(const std::string& model, int64_t n_tokens, uint64_t seed);
+
+    // Streams one generation of n_gen tokens (>= 1) with greedy sampling and the seed,
+    // EOS ignored where the API allows, prompt caching off on llama-server.
+    // on_first_output runs once, right after the first output was timestamped (telemetry
+    // marks). Throws sb::Error(runtime), one line, for an HTTP error, a transport failure,
+    // a malformed stream, an error inside the stream, a stream that ends early or carries
+    // no token.
+    Generation generate(const std::string& model, const HttpPrompt& prompt, int64_t n_gen,
+                        uint64_t seed, const std::function<void()>& on_first_output = {});
+
+  private:
+    std::optional<std::vector<int32_t>> tokenize(const std::string& model, const std::string& text,
+                                                 bool add_special);
+    int64_t probe_prompt_tokens(const std::string& model, const std::string& text);
+    std::string resolve_model(const std::string& model) const;
+
+    HttpEngineOptions opts_;
+    std::unique_ptr<HttpClient> client_;
+    std::string kind_ = "openai-compatible";
+    std::vector<std::string> models_;
+    nlohmann::json about_ = nlohmann::json::object();
+    enum class Tokenizer { unknown, llama, vllm, none } tokenizer_ = Tokenizer::unknown;
+    std::map<std::string, int64_t> template_overhead_;                  // per model (chat)
+    std::map<std::string, std::pair<double, double>> words_to_tokens_;  // per model: a + b*words
+};
+
+// Deterministic text of n_words common English words drawn with seed; a longer text with the
+// same seed starts with the shorter one.
+std::string prompt_words(uint64_t seed, int64_t n_words);
+
+}  // namespace sb

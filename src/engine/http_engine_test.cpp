@@ -1,0 +1,251 @@
+#include "engine/http_engine.hpp"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "core/error.hpp"
+
+using namespace sb;
+
+namespace {
+
+ChunkInfo read(HttpApi api, const std::string& data) {
+    return interpret_message(api, StreamMessage{data, "", 0});
+}
+
+Generation::Chunk chunk(int64_t t, std::optional<int64_t> cum = {},
+                        std::optional<int64_t> tokens = {}, bool content = true) {
+    Generation::Chunk c;
+    c.arrival_ns = t;
+    c.cum_tokens = cum;
+    c.tokens = tokens;
+    c.content = content;
+    return c;
+}
+
+}  // namespace
+
+TEST(HttpApi, Names) {
+    for (const char* n : {"openai", "openai-chat", "llama", "ollama"})
+        EXPECT_STREQ(http_api_name(parse_http_api(n)), n);
+    EXPECT_THROW(parse_http_api("grpc"), Error);
+}
+
+TEST(InterpretMessage, LlamaServerCompletionChunks) {
+    // As llama-server's /v1/completions streams them with timings_per_token.
+    auto c = read(
+        HttpApi::openai,
+        R"({"choices":[{"text":"axy","index":0,"finish_reason":null}],"timings":)"
+        R"({"cache_n":0,"prompt_n":4,"prompt_ms":4.609,"predicted_n":2,"predicted_ms":5.737}})");
+    EXPECT_TRUE(c.output);
+    EXPECT_TRUE(c.content);
+    EXPECT_EQ(c.cum_tokens, 2);
+    EXPECT_FALSE(c.final);
+    ASSERT_TRUE(c.server);
+    EXPECT_EQ(c.server->source, "llama-server");
+    EXPECT_EQ(c.server->prompt_ns, 4609000);
+    auto fin = read(HttpApi::openai,
+                    R"({"choices":[{"text":"","index":0,"finish_reason":"length"}],"usage":)"
+                    R"({"completion_tokens":3,"prompt_tokens":4},"timings":{"cache_n":0,)"
+                    R"("prompt_n":4,"prompt_ms":4.6,"predicted_n":3,"predicted_ms":6.7}})");
+    EXPECT_FALSE(fin.output);
+    EXPECT_TRUE(fin.final);
+    EXPECT_EQ(fin.finish_reason, "length");
+    EXPECT_EQ(fin.usage_prompt, 4);
+    EXPECT_EQ(fin.usage_completion, 3);
+    EXPECT_EQ(fin.server->predicted_n, 3);
+    EXPECT_EQ(fin.server->predicted_ns, 6700000);
+    EXPECT_TRUE(read(HttpApi::openai, "[DONE]").done_marker);
+}
+
+TEST(InterpretMessage, ChatReasoningCountsAsOutputNotContent) {
+    auto role = read(HttpApi::openai_chat,
+                     R"({"choices":[{"index":0,"delta":{"role":"assistant","content":null}}]})");
+    EXPECT_FALSE(role.output);
+    auto think = read(HttpApi::openai_chat,
+                      R"({"choices":[{"index":0,"delta":{"reasoning_content":"hmm"}}]})");
+    EXPECT_TRUE(think.output);
+    EXPECT_FALSE(think.content);
+    auto think2 =
+        read(HttpApi::openai_chat, R"({"choices":[{"index":0,"delta":{"reasoning":"so"}}]})");
+    EXPECT_TRUE(think2.output);
+    auto answer =
+        read(HttpApi::openai_chat, R"({"choices":[{"index":0,"delta":{"content":"Hi"}}]})");
+    EXPECT_TRUE(answer.output);
+    EXPECT_TRUE(answer.content);
+    auto tool = read(HttpApi::openai_chat,
+                     R"({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0}]}}]})");
+    EXPECT_TRUE(tool.output);
+    auto usage = read(HttpApi::openai_chat,
+                      R"({"choices":[],"usage":{"prompt_tokens":40,"completion_tokens":4}})");
+    EXPECT_TRUE(usage.final);
+    EXPECT_EQ(usage.usage_prompt, 40);
+}
+
+TEST(InterpretMessage, LlamaNative) {
+    auto part =
+        read(HttpApi::llama,
+             R"({"index":0,"content":"","tokens":[3023],"stop":false,"tokens_predicted":2})");
+    EXPECT_TRUE(part.output);  // a token whose text is empty still is a token
+    EXPECT_EQ(part.tokens, 1);
+    EXPECT_EQ(part.cum_tokens, 2);
+    auto stop = read(HttpApi::llama,
+                     R"({"content":"","tokens":[],"stop":true,"tokens_predicted":4,)"
+                     R"("tokens_evaluated":5,"stop_type":"limit","timings":{"cache_n":0,)"
+                     R"("prompt_n":5,"prompt_ms":1.332,"predicted_n":4,"predicted_ms":1.691}})");
+    EXPECT_FALSE(stop.output);
+    EXPECT_TRUE(stop.final);
+    EXPECT_EQ(stop.usage_prompt, 5);
+    EXPECT_EQ(stop.usage_completion, 4);
+    EXPECT_EQ(stop.server->prompt_n, 5);
+}
+
+TEST(InterpretMessage, OllamaNative) {
+    auto part = read(HttpApi::ollama, R"({"model":"m","response":"Hi","done":false})");
+    EXPECT_TRUE(part.output);
+    auto think =
+        read(HttpApi::ollama, R"({"model":"m","response":"","thinking":"x","done":false})");
+    EXPECT_TRUE(think.output);
+    EXPECT_FALSE(think.content);
+    auto done = read(HttpApi::ollama,
+                     R"({"model":"m","response":"","done":true,"done_reason":"length",)"
+                     R"("total_duration":5000000,"load_duration":1000,"prompt_eval_count":26,)"
+                     R"("prompt_eval_duration":130000,"eval_count":12,"eval_duration":400000})");
+    EXPECT_TRUE(done.final);
+    EXPECT_EQ(done.usage_completion, 12);
+    ASSERT_TRUE(done.server);
+    EXPECT_EQ(done.server->source, "ollama");
+    EXPECT_EQ(done.server->prompt_ns, 130000);
+    EXPECT_EQ(done.server->predicted_ns, 400000);
+    EXPECT_EQ(done.server->load_ns, 1000);
+}
+
+TEST(InterpretMessage, MlcUsageExtraAndVllmMetrics) {
+    auto mlc = read(HttpApi::openai_chat,
+                    R"({"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":5,"extra":)"
+                    R"({"prefill_tokens":10,"decode_tokens":4,"prefill_tokens_per_s":1000.0,)"
+                    R"("decode_tokens_per_s":50.0,"ttft_s":0.02}}})");
+    ASSERT_TRUE(mlc.server);
+    EXPECT_EQ(mlc.server->source, "mlc");
+    EXPECT_EQ(mlc.server->prompt_ns, 10000000);     // 10 tokens at 1000 t/s
+    EXPECT_EQ(mlc.server->predicted_ns, 80000000);  // 4 tokens at 50 t/s
+    auto vllm = read(HttpApi::openai,
+                     R"({"choices":[{"text":"","finish_reason":"length"}],"metrics":)"
+                     R"({"arrival_time":100.0,"first_scheduled_time":100.5,"first_token_time":)"
+                     R"(100.75,"last_token_time":101.75,"time_in_queue":0.5}})");
+    ASSERT_TRUE(vllm.server);
+    EXPECT_EQ(vllm.server->source, "vllm");
+    EXPECT_EQ(vllm.server->prompt_ns, 250000000);
+    EXPECT_EQ(vllm.server->predicted_ns, 1000000000);
+    EXPECT_EQ(vllm.server->queue_ns, 500000000);
+}
+
+TEST(InterpretMessage, ErrorsAndMalformedJson) {
+    auto e = read(HttpApi::openai, R"({"error":{"message":"context overflow","code":400}})");
+    ASSERT_TRUE(e.error);
+    EXPECT_EQ(*e.error, "context overflow");
+    try {
+        read(HttpApi::openai, "{not json");
+        FAIL();
+    } catch (const Error& err) {
+        EXPECT_EQ(err.kind(), ErrorKind::runtime);
+        EXPECT_NE(std::string(err.what()).find("malformed JSON"), std::string::npos);
+    }
+    EXPECT_THROW(read(HttpApi::openai, "[1,2]"), Error);
+}
+
+TEST(ComputeTiming, OneTokenPerChunk) {
+    Generation g;
+    g.start_ns = 1000;
+    for (int i = 0; i < 5; ++i)
+        g.chunks.push_back(chunk(1000 + 50'000'000 + i * 10'000'000));
+    g.completion_tokens = 5;
+    RequestTiming t = compute_timing(g);
+    EXPECT_EQ(t.ttft_ns, 50'000'000);
+    EXPECT_EQ(t.e2e_ns, 90'000'000);
+    EXPECT_EQ(t.n_out, 5);
+    EXPECT_EQ(t.itl_ns, (std::vector<int64_t>(4, 10'000'000)));
+    EXPECT_EQ(t.tpot_ns, 10'000'000);  // (90 - 50) / (5 - 1)
+    EXPECT_EQ(t.first_content_ns, 50'000'000);
+    EXPECT_TRUE(t.notes.empty());
+}
+
+TEST(ComputeTiming, MultiTokenChunkSplitsItsGap) {
+    // Cumulative counts 1, 3, 4: the second chunk brought two tokens after 30 ms.
+    Generation g;
+    g.start_ns = 0;
+    g.chunks = {chunk(100, 1), chunk(130, 3), chunk(141, 4)};
+    g.completion_tokens = 4;
+    RequestTiming t = compute_timing(g);
+    EXPECT_EQ(t.itl_ns, (std::vector<int64_t>{15, 15, 11}));
+    EXPECT_EQ(t.n_streamed, 4);
+    EXPECT_EQ(t.tpot_ns, (141 - 100) / 3);
+    // Token arrays (llama native) say the same.
+    g.chunks = {chunk(100, {}, 1), chunk(131, {}, 2), chunk(141, {}, 1)};
+    t = compute_timing(g);
+    EXPECT_EQ(t.itl_ns, (std::vector<int64_t>{15, 16, 10}));
+    EXPECT_EQ(std::accumulate(t.itl_ns.begin(), t.itl_ns.end(), int64_t{0}), 41);
+}
+
+TEST(ComputeTiming, UsageBeyondTheChunksIsSpreadWithANote) {
+    // 3 chunks, usage says 7 tokens, no per-chunk counts: 4 extra over the last two chunks.
+    Generation g;
+    g.chunks = {chunk(10), chunk(40), chunk(70)};
+    g.completion_tokens = 7;
+    RequestTiming t = compute_timing(g);
+    EXPECT_EQ(t.n_out, 7);
+    EXPECT_EQ(t.n_streamed, 7);
+    EXPECT_EQ(t.itl_ns, (std::vector<int64_t>{10, 10, 10, 10, 10, 10}));
+    EXPECT_EQ(t.tpot_ns, 10);
+    ASSERT_EQ(t.notes.size(), 1u);
+    EXPECT_NE(t.notes[0].find("estimated"), std::string::npos);
+}
+
+TEST(ComputeTiming, DisagreementIsNotedAndUsageWins) {
+    Generation g;
+    g.chunks = {chunk(10, 1), chunk(20, 2), chunk(30, 3)};
+    g.completion_tokens = 4;
+    RequestTiming t = compute_timing(g);
+    EXPECT_EQ(t.n_out, 4);
+    EXPECT_EQ(t.n_streamed, 3);
+    ASSERT_EQ(t.notes.size(), 1u);
+}
+
+TEST(ComputeTiming, ReasoningBeforeContent) {
+    Generation g;
+    g.start_ns = 0;
+    g.chunks = {chunk(100, {}, {}, false), chunk(110, {}, {}, false), chunk(120), chunk(130)};
+    RequestTiming t = compute_timing(g);
+    EXPECT_EQ(t.ttft_ns, 100);
+    EXPECT_EQ(t.first_content_ns, 120);
+    EXPECT_EQ(t.n_out, 4);  // no usage: the stream's count
+}
+
+TEST(ComputeTiming, FirstChunkWithSeveralTokensHasNoObservableGaps) {
+    Generation g;
+    g.chunks = {chunk(100, 3), chunk(110, 4)};
+    RequestTiming t = compute_timing(g);
+    EXPECT_EQ(t.n_out, 4);
+    EXPECT_EQ(t.itl_ns, (std::vector<int64_t>{10}));
+    EXPECT_EQ(t.tpot_ns, 10 / 3);
+}
+
+TEST(ComputeTiming, OneTokenHasNoTpotAndNoTokenIsAnError) {
+    Generation g;
+    g.chunks = {chunk(100)};
+    RequestTiming t = compute_timing(g);
+    EXPECT_FALSE(t.tpot_ns);
+    EXPECT_TRUE(t.itl_ns.empty());
+    EXPECT_EQ(t.e2e_ns, t.ttft_ns);
+    g.chunks.clear();
+    EXPECT_THROW(compute_timing(g), Error);
+}
+
+TEST(PromptWords, DeterministicAndPrefixStable) {
+    EXPECT_EQ(prompt_words(3, 10), prompt_words(3, 10));
+    EXPECT_NE(prompt_words(3, 10), prompt_words(4, 10));
+    const std::string a = prompt_words(5, 4), b = prompt_words(5, 9);
+    EXPECT_EQ(b.rfind(a, 0), 0u);
+    EXPECT_EQ(std::count(b.begin(), b.end(), ' '), 8);
+}

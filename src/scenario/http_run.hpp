@@ -1,0 +1,87 @@
+#pragma once
+// The HTTP side of `stagebench run`: tests on an engine behind a server, measured with the
+// stage definitions of engine/http_engine.hpp and mapped onto the one TestResult every
+// reporter reads:
+//   prefill  n_prompt / TTFT per repetition (TTFT includes the first token and the transport);
+//   decode   tokens after the first / (E2E - TTFT), its raw samples the inter-token gaps;
+//   ttft_ns  TTFT; client{} E2E, TPOT, first content, token counts; server{} the server's own
+//            stage timings with client - server differences.
+// The server is either given (--url) or a llama-server that stagebench starts on 127.0.0.1
+// for each GGUF (-m FILE, --engine http without --url); `--engine llama,http` runs every test
+// on both, the in-process test first, so the two appear side by side.
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "core/result.hpp"
+#include "engine/http_engine.hpp"
+#include "scenario/stage_sweep.hpp"
+
+namespace sb {
+
+struct HttpRunOptions {
+    std::vector<std::string> engines{"llama"};  // llama | http, one or both
+    std::optional<std::string> url;             // --url; none: stagebench starts llama-server
+    std::string api = "openai";                 // openai | openai-chat | llama | ollama
+    double timeout_s = 120;                     // connect and silent-read timeout
+};
+
+// Runs one test on a server. model is the name sent to the server ("" for its default).
+// Never throws for a failure of the test: it is recorded (status failed, error one line) with
+// the repetitions measured before it.
+TestResult run_http_test(HttpEngine& engine, const std::string& model, const TestConfig& config,
+                         const SweepHooks& hooks);
+
+// Adds one measured request to r: stage samples, client and server records. n_prompt is the
+// prompt length asked for (used when the server does not count it).
+void add_http_repetition(TestResult& r, const RequestTiming& t, const Generation& g,
+                         int64_t n_prompt);
+// Summaries of what add_http_repetition collected, and notes a reader needs (server numbers
+// next to the client's, prompts that were not the length asked, early stops).
+void finish_http_result(TestResult& r, const std::string& server_kind);
+
+// Plans, connects and runs the HTTP tests of one `run` invocation.
+class HttpRun {
+  public:
+    // Checks the combination of options; throws sb::Error(usage) for a bad one (unknown
+    // engine or API, -d with http, --url with the in-process engine, no model and no URL...)
+    // and sb::Error(input) when llama-server is needed but not found.
+    HttpRun(const HttpRunOptions& opts, const MatrixSpec& matrix,
+            const std::vector<std::string>& rpc_servers);
+    ~HttpRun();
+
+    bool uses_llama() const { return llama_; }
+    bool uses_http() const { return http_; }
+    // -m names GGUF files (the in-process engine, or the llama-server stagebench starts).
+    bool needs_gguf() const { return llama_ || !opts_.url; }
+
+    // Every test of the run in order: an in-process test, then the HTTP test of the same
+    // point. Throws sb::Error(usage) as expand_matrix does.
+    std::vector<TestConfig> plan(const MatrixSpec& matrix);
+
+    // With --url: reaches the server (sb::Error(input) when it cannot), names the default
+    // model in tests that have none, lists server models in doc.models. Describes the engines
+    // in doc.engines and adds a warning when the server is not on this machine.
+    void connect(ResultDocument& doc, std::vector<TestConfig>& tests, std::ostream& err,
+                 bool progress);
+
+    // Runs one HTTP test (starting or switching the managed llama-server first).
+    TestResult run(const TestConfig& config, const SweepHooks& hooks);
+
+    // Stops a managed llama-server.
+    void stop();
+
+  private:
+    struct Managed;
+    HttpRunOptions opts_;
+    HttpApi api_ = HttpApi::openai;
+    bool llama_ = false, http_ = false;
+    std::string server_bin_;
+    int n_ctx_ = 0;
+    std::unique_ptr<HttpEngine> engine_;  // --url
+    std::unique_ptr<Managed> managed_;
+};
+
+}  // namespace sb

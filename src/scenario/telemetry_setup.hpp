@@ -1,0 +1,33 @@
+#pragma once
+// Telemetry as scenarios use it: open a sampler from the command line's choices, and turn a
+// test's stage records into its per-test telemetry section.
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <string>
+
+#include "telemetry/sampler.hpp"
+
+namespace sb {
+
+struct TelemetryChoice {
+    std::string mode = "auto";  // auto (on where sources exist) | on | off
+    std::string sysfs_root = "/sys";
+    double hz = 10;
+    double idle_s = 2;  // idle baseline before the first measurement (0: none)
+};
+
+// The sampler (not started) with every source found, or null when mode is off. Throws
+// sb::Error(usage) for a bad mode, rate or idle time, and sb::Error(input) for mode "on" when
+// no source exists. Prints a line naming the sources and absent families when progress.
+std::unique_ptr<Sampler> open_telemetry(const TelemetryChoice& choice, std::ostream& err,
+                                        bool progress);
+
+// True when the sampler has at least one source to read.
+bool has_sources(const Sampler& s);
+
+// {"prefill": [...], "decode": [...], "summary": {...}}: the stage records whose names are
+// prefix + "prefill" / "decode", and medians of J/token, net J/token, energy and mean power.
+nlohmann::json test_telemetry(const Sampler& tel, const std::string& prefix);
+
+}  // namespace sb

@@ -1,0 +1,342 @@
+// `stagebench run --engine http`: against the real llama-server on 127.0.0.1 serving the tiny
+// synthetic model, side by side with the in-process engine, and against a fault-injecting
+// server of the tests' own (malformed SSE, HTTP 500, a connection closed mid-stream, a server
+// that never answers): clean one-line errors recorded for the test, exit code 1, no hang.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "cli_harness.hpp"
+#include "engine/http_client.hpp"
+#include "engine/process.hpp"
+#include "fault_server.hpp"
+
+using nlohmann::json;
+using namespace sbtest;
+
+namespace {
+
+// One llama-server for the suite: the tiny model, one thread, one slot.
+class LlamaServerTest : public ::testing::Test {
+  protected:
+    static void SetUpTestSuite() {
+        dir_ = new TempDir;
+        port_ = ::sb::free_loopback_port();
+        pid_ = spawn_bg({peer("llama-server"), "-m", tiny_model(), "--host", "127.0.0.1", "--port",
+                         std::to_string(port_), "-t", "1", "-c", "1024", "-np", "1", "--no-webui"},
+                        dir_->file("server.log"));
+        ASSERT_TRUE(::sb::wait_for_port("127.0.0.1", port_, 60000));
+        ::sb::HttpClient c(url(), ::sb::HttpTimeouts{2000, 5000});
+        for (int i = 0; i < 600; ++i) {
+            try {
+                if (c.get("/health").status == 200)
+                    return;
+            } catch (const std::exception&) {
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+        FAIL() << "llama-server never became healthy";
+    }
+    static void TearDownTestSuite() {
+        if (pid_ > 0)
+            signal_and_wait(pid_, SIGTERM);
+        delete dir_;
+    }
+    static std::string url() { return "http://127.0.0.1:" + std::to_string(port_); }
+
+    static inline TempDir* dir_ = nullptr;
+    static inline int port_ = 0;
+    static inline pid_t pid_ = -1;
+};
+
+std::vector<std::string> quiet(std::vector<std::string> a) {
+    a.insert(a.end(), {"--telemetry", "off", "--membw", "off", "-q"});
+    return a;
+}
+
+}  // namespace
+
+TEST_F(LlamaServerTest, GivesTtftDecodeItlAndTheServersTimings) {
+    for (const char* api : {"openai", "llama", "openai-chat"}) {
+        SCOPED_TRACE(api);
+        Proc p = run_sb(quiet({"run", "--engine", "http", "--url", url(), "--api", api, "-p", "32",
+                               "-n", "8", "-r", "2", "-o", "json"}),
+                        300);
+        ASSERT_EQ(p.exit_code, 0) << p.err;
+        json doc = json::parse(p.out);
+        EXPECT_EQ(doc["engines"]["http"]["server"], "llama-server");
+        EXPECT_EQ(doc["engines"]["http"]["api"], api);
+        ASSERT_EQ(doc["tests"].size(), 1u);
+        const json& t = doc["tests"][0];
+        EXPECT_EQ(t["status"], "ok") << t["error"];
+        EXPECT_EQ(t["config"]["engine"], "http");
+        EXPECT_EQ(t["config"]["devices"], "HTTP");
+        EXPECT_EQ(t["reps_done"], 2);
+        ASSERT_EQ(t["ttft_ns"].size(), 2u);
+        ASSERT_EQ(t["prefill"]["tokens_per_s"].size(), 2u);
+        EXPECT_GT(t["prefill"]["throughput"]["median"].get<double>(), 0);
+        ASSERT_EQ(t["decode"]["tokens_per_s"].size(), 2u);
+        EXPECT_GT(t["decode"]["throughput"]["median"].get<double>(), 0);
+        EXPECT_EQ(t["decode"]["n_tokens"], 7);
+        EXPECT_FALSE(t["decode"]["itl"]["p99"].is_null());
+        EXPECT_EQ(t["client"]["output_tokens"], json::array({8, 8}));
+        for (size_t i = 0; i < 2; ++i) {
+            // TTFT < E2E and TPOT = (E2E - TTFT) / 7.
+            const auto ttft = t["ttft_ns"][i].get<int64_t>();
+            const auto e2e = t["client"]["e2e_ns"][i].get<int64_t>();
+            EXPECT_LT(ttft, e2e);
+            EXPECT_EQ(t["client"]["tpot_ns"][i].get<int64_t>(), (e2e - ttft) / 7);
+        }
+        ASSERT_TRUE(t["server"].is_object()) << t.dump();
+        const json& s0 = t["server"]["reps"][0];
+        EXPECT_EQ(s0["source"], "llama-server");
+        EXPECT_EQ(s0["predicted_n"], 8);
+        EXPECT_EQ(s0["cache_n"], 0);  // cold prefill: prompt cache off
+        if (std::string(api) != "openai-chat") {
+            // Token-id prompts sized with /tokenize: exactly -p tokens, every token timed.
+            EXPECT_EQ(s0["prompt_n"], 32);
+            EXPECT_EQ(t["client"]["prompt_tokens"], json::array({32, 32}));
+            EXPECT_EQ(t["decode"]["token_latency_ns"].size(), 14u);
+        } else {
+            EXPECT_NEAR(s0["prompt_n"].get<double>(), 32, 4);  // text + chat template
+        }
+        EXPECT_GT(t["server"]["prefill_tokens_per_s"]["median"].get<double>(), 0);
+        EXPECT_FALSE(t["server"]["client_minus_server"]["ttft_minus_prompt"]["median"].is_null());
+        // The client waits at least as long as the server works.
+        EXPECT_GT(t["ttft_ns"][0].get<int64_t>(), s0["prompt_ns"].get<int64_t>());
+    }
+}
+
+TEST_F(LlamaServerTest, MarkdownShowsHttpRowsAndTheServerNote) {
+    Proc p = run_sb(
+        quiet({"run", "--engine", "http", "--url", url(), "-p", "16", "-n", "4", "-r", "1"}), 300);
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    EXPECT_NE(p.out.find("| HTTP |"), std::string::npos) << p.out;
+    EXPECT_NE(p.out.find("| pp16 |"), std::string::npos) << p.out;
+    EXPECT_NE(p.out.find("llama-server timings"), std::string::npos) << p.out;
+    EXPECT_NE(p.out.find("TTFT median ms"), std::string::npos) << p.out;
+}
+
+TEST(Http, InProcessAndHttpSideBySide) {
+    TempDir t;
+    const std::string out = t.file("r.json");
+    Proc p = run_sb(quiet({"run", "-m", tiny_model(), "--engine", "llama,http", "-p", "32", "-n",
+                           "8", "-r", "3", "-t", "1", "--out", out}),
+                    300);
+    std::printf("%s", p.out.c_str());  // the side-by-side table, for the README
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    json doc = json::parse(read_file(out));
+    ASSERT_EQ(doc["tests"].size(), 2u);
+    EXPECT_EQ(doc["tests"][0]["config"]["engine"], "llama");
+    EXPECT_EQ(doc["tests"][1]["config"]["engine"], "http");
+    EXPECT_EQ(doc["tests"][1]["config"]["model_path"], tiny_model());
+    EXPECT_EQ(doc["tests"][1]["status"], "ok") << doc["tests"][1]["error"];
+    EXPECT_TRUE(doc["engines"]["llama"]["in_process"].get<bool>());
+    EXPECT_TRUE(doc["engines"]["http"]["started_by_stagebench"].get<bool>());
+    EXPECT_EQ(doc["tests"][1]["server"]["reps"][0]["prompt_n"], 32);
+    EXPECT_NE(p.out.find("| CPU |"), std::string::npos) << p.out;
+    EXPECT_NE(p.out.find("| HTTP |"), std::string::npos) << p.out;
+}
+
+TEST(Http, UnreachableServerIsBadInput) {
+    const int port = ::sb::free_loopback_port();  // nothing listens there
+    const std::string u = "http://127.0.0.1:" + std::to_string(port);
+    Proc p = run_sb(quiet({"run", "--engine", "http", "--url", u, "-p", "8", "-n", "2"}), 60);
+    EXPECT_EQ(p.exit_code, 2) << p.err;
+    EXPECT_EQ(std::count(p.err.begin(), p.err.end(), '\n'), 1) << p.err;
+    EXPECT_EQ(p.err.rfind("stagebench: error: ", 0), 0u) << p.err;
+    EXPECT_NE(p.err.find(u), std::string::npos) << p.err;
+    EXPECT_TRUE(p.out.empty());
+}
+
+TEST(Http, BadEngineOptionsAreUsageErrors) {
+    Proc p = run_sb(quiet({"run", "--engine", "http", "-p", "8"}), 60);
+    EXPECT_EQ(p.exit_code, 2) << p.err;
+    EXPECT_NE(p.err.find("--url"), std::string::npos) << p.err;
+    p = run_sb(quiet({"run", "--engine", "http", "--url", "http://127.0.0.1:1", "-d", "64"}), 60);
+    EXPECT_EQ(p.exit_code, 2) << p.err;
+    EXPECT_NE(p.err.find("-d"), std::string::npos) << p.err;
+}
+
+// A stream whose timing we know: the first token after 100 ms, then three chunks 40 ms apart
+// that carry two tokens each (usage says 7), with comments, CRLF and messages cut in two.
+TEST(Http, ClientTimingOfAKnownStream) {
+    FaultServer server([](const HttpRequest& req, FaultConn& c) {
+        if (answer_discovery(req, c))
+            return;
+        const int n = req.json().value("max_tokens", 1);
+        c.begin_chunked(200, "text/event-stream");
+        if (n == 1) {
+            c.chunk(sse_text("x") + sse_final(16, 1));
+            c.end_chunked();
+            return;
+        }
+        c.sleep_ms(100);
+        c.chunk(": ping\r\n\r\n" + sse_text("first"));
+        for (int i = 0; i < 3; ++i) {
+            c.sleep_ms(35);
+            const std::string m = sse_text(" two words");
+            c.chunk(m.substr(0, 10));  // the message completes 5 ms later
+            c.sleep_ms(5);
+            c.chunk(m.substr(10));
+        }
+        c.chunk(sse_final(16, 7));
+        c.end_chunked();
+    });
+    Proc p = run_sb(quiet({"run", "--engine", "http", "--url", server.url(), "-p", "16", "-n", "7",
+                           "-r", "2", "--no-warmup", "-o", "json"}),
+                    120);
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    json t = json::parse(p.out)["tests"][0];
+    EXPECT_EQ(t["config"]["model_path"], "fault-model");
+    for (size_t i = 0; i < 2; ++i) {
+        const double ttft_ms = t["ttft_ns"][i].get<double>() * 1e-6;
+        EXPECT_GE(ttft_ms, 100);
+        EXPECT_LT(ttft_ms, 250);
+        EXPECT_NEAR(t["client"]["tpot_ns"][i].get<double>() * 1e-6, 20, 8);
+        EXPECT_EQ(t["client"]["output_tokens"][i], 7);
+        EXPECT_EQ(t["client"]["chunks"][i], 4);
+        EXPECT_EQ(t["client"]["prompt_tokens"][i], 16);
+    }
+    ASSERT_EQ(t["decode"]["token_latency_ns"].size(), 12u);
+    for (const auto& gap : t["decode"]["token_latency_ns"])
+        EXPECT_NEAR(gap.get<double>() * 1e-6, 20, 10);
+    EXPECT_NEAR(t["decode"]["throughput"]["median"].get<double>(), 50, 15);
+    EXPECT_TRUE(t["server"].is_null());
+    bool estimated = false;
+    for (const auto& n : t["notes"])
+        estimated |= n.get<std::string>().find("estimated") != std::string::npos;
+    EXPECT_TRUE(estimated) << t["notes"];
+}
+
+// Two tests: -n 6 streams fine, -n 4 meets the fault. The first must be kept, the second
+// recorded as failed with one clear line, the exit code 1.
+TEST(Http, FaultsAreCleanErrorsAndTheRunGoesOn) {
+    struct Case {
+        const char* name;
+        std::function<void(FaultConn&)> fault;
+        const char* expect;
+    };
+    const std::vector<Case> cases = {
+        {"malformed SSE",
+         [](FaultConn& c) {
+             c.begin_chunked(200, "text/event-stream");
+             c.chunk(sse_text("a") + "data: {\"choices\": [oops\n\n");
+             c.end_chunked();
+         },
+         "malformed JSON in the stream"},
+        {"HTTP 500",
+         [](FaultConn& c) {
+             c.reply(500, "application/json",
+                     R"j({"error":{"message":"out of memory (injected)","code":500}})j");
+         },
+         "HTTP 500 from"},
+        {"error inside the stream",
+         [](FaultConn& c) {
+             c.begin_chunked(200, "text/event-stream");
+             c.chunk(sse_text("a") + "data: {\"error\":{\"message\":\"slot crashed\"}}\n\n");
+             c.end_chunked();
+         },
+         "slot crashed"},
+        {"closed mid-stream (chunked)",
+         [](FaultConn& c) {
+             c.begin_chunked(200, "text/event-stream");
+             c.chunk(sse_text("a") + sse_text("b"));
+             c.sleep_ms(20);
+         },
+         "closed the connection mid-response"},
+        {"closed mid-stream (no length)",
+         [](FaultConn& c) {
+             c.send(
+                 "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n" +
+                 sse_text("a") + "data: {\"choi");
+         },
+         "ended before the server's final message"},
+        {"never answers", [](FaultConn& c) { c.wait_until_stopped(); }, "for 2 s (--timeout)"},
+    };
+    for (const auto& k : cases) {
+        SCOPED_TRACE(k.name);
+        FaultServer server([&](const HttpRequest& req, FaultConn& c) {
+            if (answer_discovery(req, c))
+                return;
+            const int n = req.json().value("max_tokens", 1);
+            if (n == 4) {
+                k.fault(c);
+                return;
+            }
+            c.begin_chunked(200, "text/event-stream");
+            for (int i = 0; i < n; ++i)
+                c.chunk(sse_text("t"));
+            c.chunk(sse_final(8, n));
+            c.end_chunked();
+        });
+        TempDir t;
+        const std::string out = t.file("r.json");
+        const auto start = std::chrono::steady_clock::now();
+        // Not quiet: the failure's line on stderr is part of what is checked.
+        Proc p =
+            run_sb({"run", "--engine", "http", "--url", server.url(), "-p", "8", "-n", "6,4", "-r",
+                    "1", "--no-warmup", "--timeout", "2", "--out", out, "--telemetry", "off"},
+                   60);
+        const double took_s =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        EXPECT_EQ(p.exit_code, 1) << p.err;
+        EXPECT_LT(took_s, 20);
+        json doc = json::parse(read_file(out));
+        ASSERT_EQ(doc["tests"].size(), 2u);
+        EXPECT_EQ(doc["tests"][0]["status"], "ok") << doc["tests"][0]["error"];
+        EXPECT_EQ(doc["tests"][0]["decode"]["token_latency_ns"].size(), 5u);
+        const json& bad = doc["tests"][1];
+        EXPECT_EQ(bad["status"], "failed");
+        EXPECT_EQ(bad["stopped_by"], "error");
+        const std::string err = bad["error"].get<std::string>();
+        std::printf("%-30s -> %s\n", k.name, err.c_str());  // what a user reads
+        EXPECT_NE(err.find(k.expect), std::string::npos) << err;
+        EXPECT_EQ(err.find('\n'), std::string::npos) << err;
+        EXPECT_NE(p.err.find("stagebench: test pp8+tg4 on HTTP failed: "), std::string::npos)
+            << p.err;
+        EXPECT_NE(p.out.find("FAILED"), std::string::npos) << p.out;
+    }
+}
+
+// Telemetry marks the HTTP stages too: prefill ends at the first token, decode at the last.
+TEST(Http, TelemetryStagesFollowTheStream) {
+    TempDir t;
+    const auto root = t.path / "sys";
+    std::filesystem::copy(
+        std::filesystem::path(SB_SOURCE_DIR) / "tests/fixtures/telemetry/x86-laptop-rapl/sys", root,
+        std::filesystem::copy_options::recursive);
+    FaultServer server([](const HttpRequest& req, FaultConn& c) {
+        if (answer_discovery(req, c))
+            return;
+        const int n = req.json().value("max_tokens", 1);
+        c.begin_chunked(200, "text/event-stream");
+        c.sleep_ms(n == 1 ? 0 : 60);
+        for (int i = 0; i < n; ++i) {
+            c.chunk(sse_text("t"));
+            c.sleep_ms(10);
+        }
+        c.chunk(sse_final(16, n));
+        c.end_chunked();
+    });
+    Proc p = run_sb(
+        {"run",          "--engine",    "http",   "--url", server.url(),  "-p",          "16",
+         "-n",           "5",           "-r",     "2",     "--no-warmup", "--telemetry", "on",
+         "--sysfs-root", root.string(), "--idle", "0",     "--membw",     "off",         "-q",
+         "-o",           "json"},
+        120);
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    json test = json::parse(p.out)["tests"][0];
+    ASSERT_TRUE(test["telemetry"].is_object()) << test["telemetry"];
+    ASSERT_EQ(test["telemetry"]["prefill"].size(), 2u) << test["telemetry"];
+    ASSERT_EQ(test["telemetry"]["decode"].size(), 2u) << test["telemetry"];
+    const json& pre = test["telemetry"]["prefill"][0];
+    ASSERT_TRUE(pre.contains("duration_ns")) << pre;
+    // The prefill window is the wait for the first token (60 ms here), not the whole request.
+    EXPECT_GE(pre["duration_ns"].get<double>() * 1e-6, 55);
+    EXPECT_LT(pre["duration_ns"].get<double>() * 1e-6, 60 + 100);
+}
