@@ -20,6 +20,7 @@ void build_app(CLI::App& app, Context& ctx) {
     add_membw_command(app, ctx);
     add_demo_command(app, ctx);
     add_sensors_command(app, ctx);
+    add_sustained_command(app, ctx);
     add_ops_command(app, ctx);
     add_decompose_command(app, ctx);
     add_import_command(app, ctx);

@@ -23,6 +23,7 @@ void add_run_command(CLI::App& app, Context& ctx);
 void add_membw_command(CLI::App& app, Context& ctx);
 void add_demo_command(CLI::App& app, Context& ctx);
 void add_sensors_command(CLI::App& app, Context& ctx);
+void add_sustained_command(CLI::App& app, Context& ctx);
 void add_ops_command(CLI::App& app, Context& ctx);
 void add_decompose_command(CLI::App& app, Context& ctx);
 void add_import_command(CLI::App& app, Context& ctx);

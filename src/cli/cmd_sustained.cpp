@@ -1,0 +1,60 @@
+#include "cli/commands.hpp"
+#include "scenario/run_command.hpp"
+#include "scenario/sustained.hpp"
+
+namespace sb::cli {
+
+void add_sustained_command(CLI::App& app, Context& ctx) {
+    auto* cmd = app.add_subcommand(
+        "sustained", "Repeat one fixed workload for many rounds: throttling, DVFS, variation");
+    auto o = std::make_shared<SustainedOptions>();
+    cmd->add_option("-m,--model", o->model, "GGUF model file")->required();
+    cmd->add_option("--rounds", o->rounds, "rounds")->capture_default_str();
+    cmd->add_option("--prompt-tokens", o->prompt_tokens, "prompt tokens per round")
+        ->capture_default_str();
+    cmd->add_option("--max-tokens", o->max_tokens, "generated tokens per round (always bounded)")
+        ->capture_default_str();
+    cmd->add_option("--chunk", o->chunk, "prefill in chunks of this many tokens");
+    cmd->add_option("--cooldown", o->cooldown, "between rounds: 0, 10s, until-temp:45C")
+        ->capture_default_str();
+    cmd->add_option("--cooldown-timeout", o->cooldown_timeout_s,
+                    "seconds to wait at most for until-temp")
+        ->capture_default_str();
+    cmd->add_option("--background", o->background,
+                    "background load, e.g. cpu:2@50%,mem:1: adds a loaded phase compared with "
+                    "the unloaded one");
+    cmd->add_option("--device", o->devices, "device (e.g. CPU, BLAS, RPC0; join with +)")
+        ->capture_default_str();
+    cmd->add_option("--rpc", o->rpc_servers, "RPC servers host:port")->delimiter(',');
+    cmd->add_option("-t,--threads", o->threads, "CPU threads (0 = default)");
+    cmd->add_option("--seed", o->seed, "seed of the fixed prompt")->capture_default_str();
+    cmd->add_option("--telemetry", o->telemetry.mode, "auto, on, off")->capture_default_str();
+    cmd->add_option("--sysfs-root", o->telemetry.sysfs_root, "where the sensors are")
+        ->capture_default_str();
+    cmd->add_option("--telemetry-hz", o->telemetry.hz, "sampling rate")->capture_default_str();
+    cmd->add_option("--idle", o->telemetry.idle_s, "seconds of idle baseline")
+        ->capture_default_str();
+    cmd->add_option("--out", o->out_path, "result document (JSON), rewritten after every round");
+    cmd->add_option("-o,--output", o->format, "stdout format: md or json")
+        ->check(CLI::IsMember({"md", "json"}))
+        ->capture_default_str();
+    cmd->add_option("--engine", o->http.engines,
+                    "llama (in-process) or http (a server: --url, or a llama-server started on "
+                    "127.0.0.1 for -m FILE)")
+        ->capture_default_str();
+    cmd->add_option("--url", o->http.url, "server for --engine http; -m then names its model");
+    cmd->add_option("--api", o->http.api, "HTTP API: openai, openai-chat, llama, ollama")
+        ->check(CLI::IsMember({"openai", "openai-chat", "llama", "ollama"}))
+        ->capture_default_str();
+    cmd->add_option("--timeout", o->http.timeout_s, "seconds to wait for the server")
+        ->capture_default_str();
+    auto quiet = std::make_shared<bool>(false);
+    cmd->add_flag("-q,--quiet", *quiet, "no progress lines");
+    cmd->callback([&ctx, o, quiet] {
+        o->progress = !*quiet;
+        ResultDocument doc = new_document("sustained", ctx.argv);
+        ctx.exit_code = run_sustained(*o, doc, ctx.out, ctx.err);
+    });
+}
+
+}  // namespace sb::cli

@@ -1,0 +1,112 @@
+#include "scenario/background_load.hpp"
+
+#include <chrono>
+#include <cstring>
+#include <sstream>
+
+#include "core/error.hpp"
+
+namespace sb {
+
+BackgroundSpec parse_background(const std::string& text) {
+    BackgroundSpec spec;
+    spec.text = text;
+    std::stringstream ss(text);
+    std::string item;
+    auto bad = [&](const std::string& why) {
+        return usage_error("--background '" + text + "': " + why +
+                           " (expected e.g. cpu:2@50%,mem:1)");
+    };
+    auto to_int = [&](const std::string& s) {
+        size_t used = 0;
+        int v = 0;
+        try {
+            v = std::stoi(s, &used);
+        } catch (const std::exception&) {
+            throw bad("'" + s + "' is not a count");
+        }
+        if (used != s.size() || v < 1 || v > 256)
+            throw bad("'" + s + "' is not a count 1..256");
+        return v;
+    };
+    while (std::getline(ss, item, ',')) {
+        if (item.rfind("cpu:", 0) == 0) {
+            std::string rest = item.substr(4);
+            const auto at = rest.find('@');
+            spec.cpu_threads = to_int(rest.substr(0, at));
+            if (at != std::string::npos) {
+                std::string pct = rest.substr(at + 1);
+                if (!pct.empty() && pct.back() == '%')
+                    pct.pop_back();
+                size_t used = 0;
+                double p = 0;
+                try {
+                    p = std::stod(pct, &used);
+                } catch (const std::exception&) {
+                    throw bad("duty '" + rest.substr(at + 1) + "' is not a percentage");
+                }
+                if (used != pct.size() || p <= 0 || p > 100)
+                    throw bad("duty must be in (0, 100] %");
+                spec.cpu_duty = p / 100.0;
+            }
+        } else if (item.rfind("mem:", 0) == 0) {
+            spec.mem_threads = to_int(item.substr(4));
+        } else {
+            throw bad("unknown load '" + item + "'");
+        }
+    }
+    if (spec.cpu_threads == 0 && spec.mem_threads == 0)
+        throw bad("no load given");
+    return spec;
+}
+
+BackgroundLoad::BackgroundLoad(BackgroundSpec spec) : spec_(std::move(spec)) {}
+
+BackgroundLoad::~BackgroundLoad() {
+    stop();
+}
+
+void BackgroundLoad::start() {
+    if (!threads_.empty())
+        return;
+    stop_ = false;
+    using clock = std::chrono::steady_clock;
+    const auto period = std::chrono::microseconds(10'000);
+    const auto busy = std::chrono::microseconds(static_cast<int64_t>(10'000 * spec_.cpu_duty));
+    for (int i = 0; i < spec_.cpu_threads; ++i)
+        threads_.emplace_back([this, period, busy] {
+            volatile uint64_t sink = 0;
+            while (!stop_.load(std::memory_order_relaxed)) {
+                const auto t0 = clock::now();
+                while (clock::now() - t0 < busy)
+                    sink = sink * 6364136223846793005ULL + 1;
+                ++cpu_periods_;
+                if (busy < period)
+                    std::this_thread::sleep_until(t0 + period);
+            }
+        });
+    for (int i = 0; i < spec_.mem_threads; ++i)
+        threads_.emplace_back([this] {
+            // Two buffers well beyond any cache, copied back and forth in 1 MiB steps so that
+            // stop() is honoured quickly.
+            constexpr size_t kBytes = 64u << 20, kStep = 1u << 20;
+            std::vector<char> a(kBytes, 1), b(kBytes, 2);
+            for (bool forward = true; !stop_.load(std::memory_order_relaxed); forward = !forward)
+                for (size_t off = 0; off < kBytes && !stop_.load(std::memory_order_relaxed);
+                     off += kStep) {
+                    char* dst = (forward ? b.data() : a.data()) + off;
+                    const char* src = (forward ? a.data() : b.data()) + off;
+                    std::memcpy(dst, src, kStep);
+                    mem_bytes_ += kStep;
+                }
+        });
+}
+
+void BackgroundLoad::stop() {
+    stop_ = true;
+    for (auto& t : threads_)
+        t.join();
+    threads_.clear();
+}
+
+}  // namespace sb

@@ -1,0 +1,474 @@
+#include "scenario/sustained.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <thread>
+
+#include "core/change_point.hpp"
+#include "core/clock.hpp"
+#include "core/error.hpp"
+#include "core/interrupt.hpp"
+#include "core/sysinfo.hpp"
+#include "engine/backends.hpp"
+#include "engine/llama_engine.hpp"
+#include "model/inspect.hpp"
+#include "report/sustained_report.hpp"
+#include "scenario/background_load.hpp"
+#include "scenario/run_command.hpp"
+#include "scenario/stage_sweep.hpp"
+#include "telemetry/telemetry_json.hpp"
+
+namespace sb {
+namespace {
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+    return s.size() >= suffix.size() &&
+           s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::vector<double> present(const std::vector<SustainedRound>& rounds,
+                            std::optional<double> SustainedRound::*field) {
+    std::vector<double> v;
+    for (const auto& r : rounds)
+        if (r.status == "ok" && r.*field)
+            v.push_back(*(r.*field));
+    return v;
+}
+
+// Fills a round's temperature and frequency figures from its telemetry record.
+void round_telemetry(const StageTelemetry& st, SustainedRound& r) {
+    double cpu_sum = 0;
+    int cpu_n = 0;
+    for (const auto& g : st.gauges) {
+        if (g.quantity == Quantity::temperature) {
+            auto hotter = [](std::optional<double>& dst, const std::optional<double>& mc) {
+                if (mc && (!dst || *mc / 1000.0 > *dst))
+                    dst = *mc / 1000.0;
+            };
+            hotter(r.temp_start_c, g.start);
+            hotter(r.temp_end_c, g.end);
+            hotter(r.temp_max_c, g.max);
+        } else if (g.quantity == Quantity::frequency && ends_with(g.metric, ".cur_freq_khz")) {
+            r.freq[g.metric] = FreqStat{g.mean, g.min};
+            if (g.metric.rfind("cpufreq.", 0) == 0 && g.mean) {
+                cpu_sum += *g.mean;
+                ++cpu_n;
+            }
+        }
+    }
+    if (cpu_n > 0)
+        r.cpu_freq_mean_khz = cpu_sum / cpu_n;
+}
+
+std::optional<double> hottest_now(const Sampler& tel) {
+    std::optional<double> hottest;
+    for (const auto& s : tel.record().series) {
+        if (s.metric.quantity != Quantity::temperature || s.values.empty())
+            continue;
+        for (auto it = s.values.rbegin(); it != s.values.rend(); ++it)
+            if (*it) {
+                if (!hottest || **it / 1000.0 > *hottest)
+                    hottest = **it / 1000.0;
+                break;
+            }
+    }
+    return hottest;
+}
+
+double wait_cooldown(const CooldownPolicy& p, Sampler* tel, std::ostream& err, bool progress) {
+    const int64_t t0 = now_ns();
+    auto elapsed = [&] { return (now_ns() - t0) * 1e-9; };
+    if (p.kind == CooldownPolicy::Kind::fixed) {
+        while (elapsed() < p.seconds && !interrupt_requested())
+            std::this_thread::sleep_for(std::chrono::milliseconds(
+                std::min<int64_t>(100, static_cast<int64_t>((p.seconds - elapsed()) * 1000) + 1)));
+    } else if (p.kind == CooldownPolicy::Kind::until_temp && tel) {
+        while (!interrupt_requested() && elapsed() < p.timeout_s) {
+            auto t = hottest_now(*tel);
+            if (t && *t <= p.target_c)
+                break;
+            std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        }
+        if (elapsed() >= p.timeout_s && progress)
+            err << "stagebench: cool-down to " << p.target_c << " C timed out after " << p.timeout_s
+                << " s\n";
+    }
+    return elapsed();
+}
+
+}  // namespace
+
+CooldownPolicy parse_cooldown(const std::string& text) {
+    CooldownPolicy p;
+    auto bad = [&] {
+        return usage_error("--cooldown '" + text + "': expected 0, 10s, 500ms or until-temp:45C");
+    };
+    if (text == "0" || text == "none" || text.empty())
+        return p;
+    if (text.rfind("until-temp:", 0) == 0) {
+        std::string v = text.substr(11);
+        if (!v.empty() && (v.back() == 'C' || v.back() == 'c'))
+            v.pop_back();
+        size_t used = 0;
+        try {
+            p.target_c = std::stod(v, &used);
+        } catch (const std::exception&) {
+            throw bad();
+        }
+        if (used != v.size() || p.target_c <= 0 || p.target_c > 150)
+            throw bad();
+        p.kind = CooldownPolicy::Kind::until_temp;
+        return p;
+    }
+    double scale = 1;
+    std::string v = text;
+    if (ends_with(v, "ms")) {
+        scale = 1e-3;
+        v.resize(v.size() - 2);
+    } else if (ends_with(v, "s")) {
+        v.pop_back();
+    }
+    size_t used = 0;
+    try {
+        p.seconds = std::stod(v, &used) * scale;
+    } catch (const std::exception&) {
+        throw bad();
+    }
+    if (used != v.size() || p.seconds < 0)
+        throw bad();
+    p.kind = p.seconds > 0 ? CooldownPolicy::Kind::fixed : CooldownPolicy::Kind::none;
+    return p;
+}
+
+AcrossRounds summarize_rounds(const std::vector<SustainedRound>& rounds,
+                              const std::vector<Series>& freq_series) {
+    AcrossRounds a;
+    const auto pre = present(rounds, &SustainedRound::prefill_tps);
+    const auto dec = present(rounds, &SustainedRound::decode_tps);
+    a.prefill_tps = summarize(pre);
+    a.decode_tps = summarize(dec);
+    a.ttft_ms = summarize(present(rounds, &SustainedRound::ttft_ms));
+    a.decode_j_per_token = summarize(present(rounds, &SustainedRound::decode_j_per_token));
+    if (dec.size() >= 2 && dec.front() > 0)
+        a.first_last_change = dec.back() / dec.front() - 1.0;
+
+    // The rounds that carry each series, so that an onset index maps back to a round number.
+    std::vector<int> dec_rounds, freq_rounds;
+    std::vector<double> freq;
+    for (const auto& r : rounds) {
+        if (r.status != "ok")
+            continue;
+        if (r.decode_tps)
+            dec_rounds.push_back(r.round);
+        if (r.cpu_freq_mean_khz) {
+            freq.push_back(*r.cpu_freq_mean_khz);
+            freq_rounds.push_back(r.round);
+        }
+    }
+    std::optional<int> tput_onset;
+    if (auto cp = detect_change_point(dec); cp && cp->relative_change < 0)
+        tput_onset = dec_rounds[cp->index];
+    if (auto cp = detect_change_point(freq); cp && cp->relative_change < 0)
+        a.freq_onset_round = freq_rounds[cp->index];
+    if (tput_onset && (!a.freq_onset_round || *tput_onset <= *a.freq_onset_round)) {
+        a.throttle_onset_round = tput_onset;
+        a.onset_basis = "throughput";
+    } else if (a.freq_onset_round) {
+        a.throttle_onset_round = a.freq_onset_round;
+        a.onset_basis = "frequency";
+    }
+    if (!dec.empty()) {
+        double sum = 0;
+        int n = 0;
+        for (size_t i = 0; i < dec.size(); ++i)
+            if (!a.throttle_onset_round || dec_rounds[i] >= *a.throttle_onset_round) {
+                sum += dec[i];
+                ++n;
+            }
+        if (n > 0) {
+            a.steady_decode_tps = sum / n;
+            a.peak_to_steady = *std::max_element(dec.begin(), dec.end()) / *a.steady_decode_tps;
+        }
+    }
+    if (a.throttle_onset_round)
+        a.verdict = "throttled at round " + std::to_string(*a.throttle_onset_round);
+    else if (a.first_last_change && *a.first_last_change < -0.10)
+        a.verdict = "degraded";
+    else if (!dec.empty())
+        a.verdict = "stable";
+    else
+        a.verdict = "no data";
+
+    // Time at the frequency floor: the policy's own minimum where the kernel reports it, else
+    // the lowest frequency seen in the phase.
+    std::map<std::string, double> floors;
+    for (const auto& s : freq_series)
+        if (ends_with(s.metric.name, ".min_freq_khz"))
+            for (const auto& v : s.values)
+                if (v)
+                    floors[s.metric.name.substr(0, s.metric.name.size() - 13)] = *v;
+    for (const auto& s : freq_series) {
+        if (!ends_with(s.metric.name, ".cur_freq_khz") || s.t_ns.size() < 2)
+            continue;
+        const std::string base = s.metric.name.substr(0, s.metric.name.size() - 13);
+        std::optional<double> floor, lowest, highest;
+        for (const auto& v : s.values)
+            if (v) {
+                lowest = lowest ? std::min(*lowest, *v) : *v;
+                highest = highest ? std::max(*highest, *v) : *v;
+            }
+        if (auto it = floors.find(base); it != floors.end())
+            floor = it->second;
+        else if (lowest && highest && *lowest < *highest)
+            floor = lowest;  // without a reported minimum, a clock that never moved has no floor
+        if (!floor)
+            continue;
+        double at = 0, total = 0;
+        for (size_t i = 0; i + 1 < s.t_ns.size(); ++i) {
+            const double dt = (s.t_ns[i + 1] - s.t_ns[i]) * 1e-9;
+            total += dt;
+            if (s.values[i] && *s.values[i] <= *floor * 1.001)
+                at += dt;
+        }
+        a.time_at_floor.push_back({s.metric.name, *floor, at, total > 0 ? at / total : 0});
+    }
+    return a;
+}
+
+int run_sustained(const SustainedOptions& o, ResultDocument& doc, std::ostream& out,
+                  std::ostream& err) {
+    if (o.rounds < 1)
+        throw usage_error("--rounds must be at least 1");
+    if (o.prompt_tokens < 1)
+        throw usage_error("--prompt-tokens must be at least 1");
+    if (o.max_tokens < 1)
+        throw usage_error("--max-tokens must be at least 1");
+    if (o.chunk && *o.chunk < 1)
+        throw usage_error("--chunk must be at least 1");
+    if (o.format != "md" && o.format != "json")
+        throw usage_error("-o must be md or json");
+    CooldownPolicy cooldown = parse_cooldown(o.cooldown);
+    cooldown.timeout_s = o.cooldown_timeout_s;
+    std::optional<BackgroundSpec> bg;
+    if (o.background)
+        bg = parse_background(*o.background);
+    if (o.http.engines.size() != 1)
+        throw usage_error("sustained runs one engine: --engine llama or --engine http");
+    const bool over_http = o.http.engines[0] == "http";
+    MatrixSpec matrix;
+    matrix.models = {o.model};
+    matrix.devices = {o.devices};
+    matrix.n_prompt = {o.prompt_tokens};
+    matrix.n_gen = {o.max_tokens};
+    matrix.n_threads = {o.threads};
+    matrix.reps = 1;
+    matrix.seed = o.seed;
+    std::unique_ptr<HttpRun> http;
+    std::vector<TestConfig> http_tests;
+    if (over_http) {
+        http = std::make_unique<HttpRun>(o.http, matrix, o.rpc_servers);
+        http_tests = http->plan(matrix);
+    }
+    if (!http || http->needs_gguf())
+        doc.models.push_back(to_json(inspect_model(o.model)));
+    for (const auto& ep : o.rpc_servers)
+        add_rpc_server(ep);
+    if (http)
+        http->connect(doc, http_tests, err, o.progress);
+    if (!over_http) {
+        std::vector<std::string> names;
+        std::string d = o.devices;
+        for (size_t p; (p = d.find('+')) != std::string::npos; d = d.substr(p + 1))
+            names.push_back(d.substr(0, p));
+        names.push_back(d);
+        check_device_names(names);
+    }
+    auto tel = open_telemetry(o.telemetry, err, o.progress);
+    const bool sampling = tel && has_sources(*tel);
+    if (cooldown.kind == CooldownPolicy::Kind::until_temp) {
+        if (!sampling || !hottest_now(*tel)) {
+            if (sampling)
+                tel->sample_now();
+            if (!sampling || !hottest_now(*tel))
+                throw input_error("--cooldown " + o.cooldown +
+                                  " needs a temperature sensor, and none was found");
+        }
+    }
+    for (auto& w : system_warnings(read_system_info(), o.threads))
+        doc.warnings.push_back(w);
+    for (auto& w : model_warnings(doc.models))
+        doc.warnings.push_back(w);
+
+    TestConfig c;
+    c.model_path = o.model;
+    c.devices = o.devices;
+    c.n_prompt = o.prompt_tokens;
+    c.n_gen = o.max_tokens;
+    c.n_threads = o.threads;
+    c.n_batch = o.chunk ? *o.chunk : 2048;
+    c.n_ubatch = std::min(c.n_batch, 512);
+    c.reps = c.max_reps = 1;
+    c.seed = o.seed;
+
+    SustainedResult res;
+    res.config = {
+        {"model", o.model},
+        {"devices", o.devices},
+        {"threads", o.threads},
+        {"rounds", o.rounds},
+        {"prompt_tokens", o.prompt_tokens},
+        {"max_tokens", o.max_tokens},
+        {"chunk", o.chunk ? nlohmann::json(*o.chunk) : nlohmann::json(nullptr)},
+        {"cooldown", o.cooldown},
+        {"background", o.background ? nlohmann::json(*o.background) : nlohmann::json(nullptr)},
+        {"seed", o.seed}};
+    auto save = [&] {
+        doc.extra["sustained"] = to_json(res);
+        doc.finished_at = utc_timestamp();
+        if (o.out_path)
+            write_document(doc, *o.out_path);
+    };
+    save();
+    if (sampling) {
+        if (o.telemetry.idle_s > 0) {
+            if (o.progress)
+                err << "stagebench: measuring the idle baseline (" << o.telemetry.idle_s << " s)\n";
+            tel->measure_idle(static_cast<int64_t>(o.telemetry.idle_s * 1e9));
+        }
+        tel->start();
+    }
+
+    LlamaEngine engine;
+    SweepHooks hooks;
+    std::string prefix;
+    if (sampling)
+        hooks.stage_marker = [&](const std::string& stage, bool begin,
+                                 std::optional<int64_t> tokens) {
+            tel->mark(prefix + stage, begin, tokens);
+        };
+    int failed = 0;
+    std::vector<std::pair<std::string, std::optional<BackgroundSpec>>> phases{
+        {bg ? "baseline" : "rounds", std::nullopt}};
+    if (bg)
+        phases.push_back({"loaded", bg});
+    for (size_t ph = 0; ph < phases.size() && !interrupt_requested(); ++ph) {
+        SustainedPhase phase;
+        phase.name = phases[ph].first;
+        phase.background = phases[ph].second ? phases[ph].second->text : "";
+        res.phases.push_back(phase);
+        std::unique_ptr<BackgroundLoad> load;
+        if (phases[ph].second) {
+            load = std::make_unique<BackgroundLoad>(*phases[ph].second);
+            load->start();
+        }
+        const int64_t phase_start = now_ns();
+        for (int round = 1; round <= o.rounds && !interrupt_requested(); ++round) {
+            SustainedRound sr;
+            sr.round = round;
+            if (round > 1)
+                sr.cooldown_s = wait_cooldown(cooldown, tel.get(), err, o.progress);
+            if (interrupt_requested())
+                break;
+            c.warmup = round == 1;  // one warm-up before each phase, never between rounds
+            prefix = "p" + std::to_string(ph) + "/r" + std::to_string(round) + "/";
+            if (sampling)
+                tel->mark(prefix + "round", true);
+            TestResult r;
+            if (http) {
+                TestConfig hc = http_tests.at(0);
+                hc.warmup = c.warmup;
+                hc.reps = hc.max_reps = 1;
+                hc.n_batch = c.n_batch;
+                hc.n_ubatch = c.n_ubatch;
+                r = http->run(hc, hooks);
+            } else {
+                r = run_test(engine, c, hooks, std::nullopt);
+            }
+            if (sampling)
+                tel->mark(prefix + "round", false);
+            sr.start_ns = r.started_ns;
+            sr.end_ns = r.finished_ns;
+            sr.status = r.status;
+            sr.error = r.error;
+            if (r.status != "ok")
+                ++failed;
+            if (r.prefill && !r.prefill->tokens_per_s.empty())
+                sr.prefill_tps = r.prefill->tokens_per_s[0];
+            if (r.decode && !r.decode->tokens_per_s.empty()) {
+                sr.decode_tps = r.decode->tokens_per_s[0];
+                if (r.decode->itl.median)
+                    sr.itl_p50_ms = *r.decode->itl.median * 1e-6;
+                if (r.decode->itl.p99)
+                    sr.itl_p99_ms = *r.decode->itl.p99 * 1e-6;
+            }
+            if (!r.ttft_ns.empty())
+                sr.ttft_ms = r.ttft_ns[0] * 1e-6;
+            if (sampling) {
+                r.telemetry = test_telemetry(*tel, prefix);
+                if (auto st = tel->stage_summary(prefix + "round"))
+                    round_telemetry(*st, sr);
+                if (auto p = tel->stage_summary(prefix + "prefill"))
+                    sr.prefill_energy_j = p->total_energy_j;
+                if (auto d = tel->stage_summary(prefix + "decode")) {
+                    sr.decode_energy_j = d->total_energy_j;
+                    sr.decode_j_per_token = d->j_per_token;
+                }
+            }
+            r.notes.push_back("sustained " + phase.name + " round " + std::to_string(round));
+            doc.tests.push_back(std::move(r));
+            res.phases.back().rounds.push_back(sr);
+            if (o.progress)
+                err << "stagebench: " << phase.name << " round " << round << "/" << o.rounds
+                    << ": decode " << (sr.decode_tps ? std::to_string(*sr.decode_tps) : "-")
+                    << " tok/s" << (sr.error ? " (" + *sr.error + ")" : "") << "\n";
+            std::vector<Series> freq;
+            if (sampling)
+                for (auto& s : tel->record().series)
+                    if (s.metric.quantity == Quantity::frequency) {
+                        Series cut = s;
+                        cut.t_ns.clear();
+                        cut.values.clear();
+                        for (size_t i = 0; i < s.t_ns.size(); ++i)
+                            if (s.t_ns[i] >= phase_start) {
+                                cut.t_ns.push_back(s.t_ns[i]);
+                                cut.values.push_back(s.values[i]);
+                            }
+                        freq.push_back(std::move(cut));
+                    }
+            res.phases.back().across = summarize_rounds(res.phases.back().rounds, freq);
+            save();
+        }
+    }
+    if (res.phases.size() == 2) {
+        for (const char* stage : {"prefill", "decode"}) {
+            auto field = std::string(stage) == "prefill" ? &SustainedRound::prefill_tps
+                                                         : &SustainedRound::decode_tps;
+            auto a = present(res.phases[0].rounds, field), b = present(res.phases[1].rounds, field);
+            if (a.empty() || b.empty())
+                continue;
+            RatioCi rc = ratio_of_medians(a, b);
+            res.slowdown.push_back({stage, rc.ratio, rc.lo, rc.hi, rc.no_difference});
+        }
+    }
+    engine.unload();
+    if (http)
+        http->stop();
+    if (tel) {
+        tel->stop();
+        doc.telemetry = to_json(tel->record());
+    }
+    save();
+    if (o.format == "json")
+        out << to_json(doc).dump(2) << "\n";
+    else
+        write_sustained_markdown(res, doc.warnings, out);
+    if (interrupt_requested()) {
+        err << "stagebench: interrupted; the rounds measured so far are kept"
+            << (o.out_path ? " in " + *o.out_path : std::string()) << "\n";
+        return 1;
+    }
+    return failed > 0 ? 1 : 0;
+}
+
+}  // namespace sb

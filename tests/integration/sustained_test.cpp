@@ -1,0 +1,136 @@
+// `stagebench sustained` end to end on the real engine with a tiny synthetic model.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "cli_harness.hpp"
+
+using nlohmann::json;
+using namespace sbtest;
+namespace fs = std::filesystem;
+
+namespace {
+
+double mean_of(const std::vector<double>& v) {
+    double s = 0;
+    for (double x : v)
+        s += x;
+    return s / v.size();
+}
+
+}  // namespace
+
+TEST(Sustained, AcrossRoundStatisticsRecomputeFromTheRounds) {
+    TempDir t;
+    const std::string out = t.file("s.json");
+    Proc p = run_sb({"sustained", "-m", tiny_model(), "--rounds", "5", "--prompt-tokens", "64",
+                     "--max-tokens", "16", "-t", "1", "--telemetry", "off", "--out", out, "-q"});
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    EXPECT_NE(p.out.find("verdict:"), std::string::npos) << p.out;
+    json s = json::parse(read_file(out))["sustained"];
+    ASSERT_EQ(s["phases"].size(), 1u);
+    const json& ph = s["phases"][0];
+    ASSERT_EQ(ph["rounds"].size(), 5u);
+    std::vector<double> dec, pre;
+    for (const json& r : ph["rounds"]) {
+        EXPECT_EQ(r["status"], "ok");
+        dec.push_back(r["decode_tps"].get<double>());
+        pre.push_back(r["prefill_tps"].get<double>());
+    }
+    const json& a = ph["across"];
+    EXPECT_NEAR(a["decode_tps"]["mean"].get<double>(), mean_of(dec), 1e-9 * mean_of(dec));
+    EXPECT_NEAR(a["prefill_tps"]["mean"].get<double>(), mean_of(pre), 1e-9 * mean_of(pre));
+    EXPECT_DOUBLE_EQ(a["decode_tps"]["min"].get<double>(),
+                     *std::min_element(dec.begin(), dec.end()));
+    EXPECT_DOUBLE_EQ(a["decode_tps"]["max"].get<double>(),
+                     *std::max_element(dec.begin(), dec.end()));
+    EXPECT_NEAR(a["first_last_change"].get<double>(), dec.back() / dec.front() - 1, 1e-12);
+    EXPECT_FALSE(a["verdict"].get<std::string>().empty());
+    // Every round is also a test with raw samples: the decode rate is its one repetition's.
+    json doc = json::parse(read_file(out));
+    ASSERT_EQ(doc["tests"].size(), 5u);
+    EXPECT_DOUBLE_EQ(doc["tests"][2]["decode"]["tokens_per_s"][0].get<double>(), dec[2]);
+}
+
+TEST(Sustained, BackgroundCpuLoadSlowsDecodeDown) {
+    Proc p = run_sb({"sustained", "-m", tiny_model(), "--rounds", "4", "--prompt-tokens", "64",
+                     "--max-tokens", "32", "-t", "2", "--background", "cpu:2", "--telemetry", "off",
+                     "-o", "json", "-q"});
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    json s = json::parse(p.out)["sustained"];
+    ASSERT_EQ(s["phases"].size(), 2u);
+    EXPECT_EQ(s["phases"][1]["background"], "cpu:2");
+    bool saw_decode = false;
+    for (const json& d : s["slowdown"])
+        if (d["stage"] == "decode") {
+            saw_decode = true;
+            EXPECT_GT(d["ratio"].get<double>(), 1.0) << d.dump();
+        }
+    EXPECT_TRUE(saw_decode);
+}
+
+TEST(Sustained, FindsAFrequencyDropAtAKnownRound) {
+    TempDir t;
+    const fs::path root = t.path / "sys";
+    fs::copy(fs::path(SB_SOURCE_DIR) / "tests/fixtures/telemetry/android-snapdragon/sys", root,
+             fs::copy_options::recursive);
+    const std::string out = t.file("s.json");
+    // After round 3 reaches the disk, every CPU policy drops to a low clock (as a phone that
+    // starts throttling); the cool-down gives the change time to land before round 4.
+    std::atomic<bool> stop{false};
+    std::thread writer([&] {
+        while (!stop) {
+            try {
+                json d = json::parse(read_file(out));
+                if (d["sustained"]["phases"][0]["rounds"].size() >= 3) {
+                    for (auto& e : fs::directory_iterator(root / "devices/system/cpu/cpufreq")) {
+                        const fs::path f = e.path() / "scaling_cur_freq";
+                        if (!fs::exists(f))
+                            continue;
+                        std::ofstream(f.string() + ".tmp") << "600000\n";
+                        fs::rename(f.string() + ".tmp", f);
+                    }
+                    return;
+                }
+            } catch (...) {
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+    });
+    Proc p =
+        run_sb({"sustained", "-m",           tiny_model(),  "--rounds",    "7",  "--prompt-tokens",
+                "64",        "--max-tokens", "32",          "-t",          "1",  "--cooldown",
+                "300ms",     "--sysfs-root", root.string(), "--telemetry", "on", "--telemetry-hz",
+                "100",       "--idle",       "0",           "--out",       out,  "-q"});
+    stop = true;
+    writer.join();
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    json a = json::parse(read_file(out))["sustained"]["phases"][0]["across"];
+    EXPECT_EQ(a["freq_onset_round"], 4) << a.dump();
+    EXPECT_EQ(a["throttle_onset_round"], 4) << a.dump();
+    EXPECT_EQ(a["verdict"], "throttled at round 4");
+}
+
+TEST(Sustained, RunsOverHttpAgainstARealLlamaServer) {
+    // No --url: stagebench starts build/peers/llama-server on 127.0.0.1 for the model.
+    Proc p = run_sb(
+        {"sustained", "-m", tiny_model(), "--engine", "http", "--rounds", "3", "--prompt-tokens",
+         "32", "--max-tokens", "8", "-t", "1", "--telemetry", "off", "-o", "json", "-q"},
+        300);
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    json doc = json::parse(p.out);
+    const json& rounds = doc["sustained"]["phases"][0]["rounds"];
+    ASSERT_EQ(rounds.size(), 3u);
+    for (const json& r : rounds) {
+        EXPECT_EQ(r["status"], "ok") << r.dump();
+        EXPECT_GT(r["decode_tps"].get<double>(), 0);
+        EXPECT_GT(r["ttft_ms"].get<double>(), 0);
+    }
+    EXPECT_EQ(doc["tests"][0]["config"]["engine"], "http");
+}
