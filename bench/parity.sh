@@ -10,6 +10,10 @@ cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-5}; THREADS=${THREADS:-2}; PRESET=${PRESET:-llama-3.2-1b}; LAYERS=${LAYERS:-4}
 P=${P:-512}; N=${N:-128}; REPS=${REPS:-5}; QUANT=${QUANT:-q4_0}
 SB=build/bin/stagebench; LB=build/peers/llama-bench
+# llama-bench (with -dev none) always adds the accelerator modules it finds, here BLAS, to its
+# scheduler; stagebench's device for the same setup is BLAS (CPU + BLAS). CPU alone would be
+# another configuration, not the peer's.
+SB_DEVICE=${SB_DEVICE:-BLAS}
 [ -x "$SB" ] && [ -x "$LB" ] || { echo "build first: make build" >&2; exit 2; }
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 model="$work/model.gguf"
@@ -21,7 +25,7 @@ for r in $(seq 1 "$ROUNDS"); do
   if [ $((r % 2)) -eq 1 ]; then order="sb lb"; else order="lb sb"; fi
   for who in $order; do
     if [ "$who" = sb ]; then
-      "$SB" run -m "$model" -p "$P" -n "$N" -t "$THREADS" -r "$REPS" --device CPU \
+      "$SB" run -m "$model" -p "$P" -n "$N" -t "$THREADS" -r "$REPS" --device "$SB_DEVICE" \
         --membw off -o json -q > "$work/sb.$r.json"
     else
       "$LB" -m "$model" -p "$P" -n 0 -t "$THREADS" -r "$REPS" -dev none -o json \
