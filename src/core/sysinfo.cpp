@@ -1,4 +1,5 @@
 #include "core/sysinfo.hpp"
+#include "core/strings.hpp"
 
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -23,15 +24,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string trim(std::string_view s) {
-    const auto b = s.find_first_not_of(" \t\r\n");
-    if (b == std::string_view::npos) {
-        return {};
-    }
-    const auto e = s.find_last_not_of(" \t\r\n");
-    return std::string(s.substr(b, e - b + 1));
-}
-
 std::optional<std::string> read_text(const fs::path& p) {
     std::ifstream in(p, std::ios::binary);
     if (!in) {
@@ -51,7 +43,7 @@ std::optional<std::string> read_value(const fs::path& p) {
     if (!text) {
         return std::nullopt;
     }
-    std::string v = trim(text->substr(0, text->find('\n')));
+    std::string v = trimmed(text->substr(0, text->find('\n')));
     if (v.empty()) {
         return std::nullopt;
     }
@@ -100,7 +92,7 @@ std::optional<std::set<long>> parse_cpu_list(std::string_view s) {
     std::stringstream ss{std::string(s)};
     std::string part;
     while (std::getline(ss, part, ',')) {
-        part = trim(part);
+        part = trimmed(part);
         if (part.empty()) {
             continue;
         }
@@ -129,8 +121,8 @@ std::vector<std::pair<std::string, std::string>> parse_cpuinfo(const std::string
         if (colon == std::string::npos) {
             continue;
         }
-        out.emplace_back(trim(std::string_view(line).substr(0, colon)),
-                         trim(std::string_view(line).substr(colon + 1)));
+        out.emplace_back(trimmed(std::string_view(line).substr(0, colon)),
+                         trimmed(std::string_view(line).substr(colon + 1)));
     }
     return out;
 }
@@ -206,8 +198,8 @@ std::string key_value(const std::string& text, const std::string& key) {
     std::string line;
     while (std::getline(in, line)) {
         const auto eq = line.find('=');
-        if (eq != std::string::npos && trim(std::string_view(line).substr(0, eq)) == key) {
-            return unquote(trim(std::string_view(line).substr(eq + 1)));
+        if (eq != std::string::npos && trimmed(std::string_view(line).substr(0, eq)) == key) {
+            return unquote(trimmed(std::string_view(line).substr(eq + 1)));
         }
     }
     return {};
@@ -218,7 +210,7 @@ std::string read_os(const fs::path& root) {
         if (auto text = read_text(root / p)) {
             std::string name = key_value(*text, "PRETTY_NAME");
             if (name.empty()) {
-                name = trim(key_value(*text, "NAME") + " " + key_value(*text, "VERSION_ID"));
+                name = trimmed(key_value(*text, "NAME") + " " + key_value(*text, "VERSION_ID"));
             }
             if (!name.empty()) {
                 return name;
@@ -243,7 +235,7 @@ std::optional<uint64_t> meminfo_bytes(const std::string& text, std::string_view 
         if (colon == std::string::npos || std::string_view(line).substr(0, colon) != key) {
             continue;
         }
-        const std::string v = trim(std::string_view(line).substr(colon + 1));
+        const std::string v = trimmed(std::string_view(line).substr(colon + 1));
         const auto kib = parse_number<uint64_t>(v);
         if (!kib) {
             return std::nullopt;

@@ -1,4 +1,5 @@
 #include "profile/hexagon_import.hpp"
+#include "core/strings.hpp"
 
 #include <cctype>
 #include <charconv>
@@ -11,15 +12,6 @@ namespace sb {
 using nlohmann::json;
 
 namespace {
-
-std::string trim(const std::string& s) {
-    size_t a = 0, b = s.size();
-    while (a < b && std::isspace(static_cast<unsigned char>(s[a])))
-        ++a;
-    while (b > a && std::isspace(static_cast<unsigned char>(s[b - 1])))
-        --b;
-    return s.substr(a, b - a);
-}
 
 std::vector<std::string> split(const std::string& s, const std::string& sep) {
     std::vector<std::string> out;
@@ -79,9 +71,9 @@ std::vector<std::string> io_list(const std::string& field) {
     if (arrow.size() > 1) {
         std::string inputs = field.substr(0, field.size() - outputs.size() - 4);
         for (auto& s : split(inputs, " x "))
-            out.push_back(trim(s));
+            out.push_back(trimmed(s));
     }
-    out.push_back(trim(outputs));
+    out.push_back(trimmed(outputs));
     return out;
 }
 
@@ -91,7 +83,7 @@ std::vector<int64_t> dims_of(const std::string& s) {
     if (!t.empty() && t.back() == '!')
         t.pop_back();  // non-contiguous marker
     for (auto& part : split(t, ":")) {
-        auto v = to_int(trim(part));
+        auto v = to_int(trimmed(part));
         if (!v)
             return {};
         ne.push_back(*v);
@@ -210,10 +202,10 @@ HexagonImport parse_hexagon_profile(std::istream& in) {
         std::vector<std::string> fields;
         if (pipe) {
             for (auto& f : split(line.substr(q + 1), "|"))
-                fields.push_back(trim(f));
+                fields.push_back(trimmed(f));
         } else {
             for (auto& f : split(line.substr(q + 1), " : "))
-                fields.push_back(trim(f));
+                fields.push_back(trimmed(f));
         }
         if (fields.size() < 2) {
             unparsed(line, "too few fields");

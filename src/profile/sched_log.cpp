@@ -1,4 +1,5 @@
 #include "profile/sched_log.hpp"
+#include "core/strings.hpp"
 
 #include <cctype>
 #include <sstream>
@@ -6,15 +7,6 @@
 namespace sb {
 
 namespace {
-
-std::string trim(const std::string& s) {
-    size_t a = 0, b = s.size();
-    while (a < b && std::isspace(static_cast<unsigned char>(s[a])))
-        ++a;
-    while (b > a && std::isspace(static_cast<unsigned char>(s[b - 1])))
-        --b;
-    return s.substr(a, b - a);
-}
 
 bool read_int(const std::string& s, size_t& pos, int& out) {
     while (pos < s.size() && s[pos] == ' ')
@@ -62,7 +54,7 @@ bool parse_split(const std::string& line, SchedSplit& sp) {
             break;
         std::string inner = line.substr(p + 1, close - p - 1);  // "name (size"
         size_t paren = inner.rfind(" (");
-        sp.inputs.push_back(trim(paren == std::string::npos ? inner : inner.substr(0, paren)));
+        sp.inputs.push_back(trimmed(paren == std::string::npos ? inner : inner.substr(0, paren)));
         p = close + 2;
     }
     return true;
@@ -79,12 +71,12 @@ bool parse_node(const std::string& line, int& index, SchedNodeLine& node) {
     if (line.compare(pos, 2, " (") != 0 || line.size() < pos + 2 + 10 + 3 + 20)
         return false;
     pos += 2;
-    node.op = trim(line.substr(pos, 10));
+    node.op = trimmed(line.substr(pos, 10));
     pos += 10;
     if (line.compare(pos, 3, "): ") != 0)
         return false;
     pos += 3;
-    node.name = trim(line.substr(pos, 20));
+    node.name = trimmed(line.substr(pos, 20));
     return true;
 }
 

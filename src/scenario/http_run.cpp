@@ -194,15 +194,8 @@ TestResult run_http_test(HttpEngine& engine, const std::string& model, const Tes
             for (const auto& n : t.notes)
                 add_note(r, c.test_name() + " over HTTP: " + n);
             add_http_repetition(r, t, g, c.n_prompt);
-            r.reps_done = rep + 1;
-            if (r.reps_done >= c.reps && c.target_ci && target_ci_reached(r, *c.target_ci)) {
-                r.stopped_by = "target_ci";
+            if (repetition_done(r, c, rep))
                 break;
-            }
-            if (!c.target_ci && r.reps_done >= c.reps)
-                break;
-            if (r.reps_done == c.max_reps)
-                r.stopped_by = c.target_ci ? "max_reps" : "reps";
         }
     } catch (const std::exception& e) {
         r.status = interrupt_requested() ? "interrupted" : "failed";

@@ -52,6 +52,19 @@ bool target_ci_reached(const TestResult& r, double target) {
     return true;
 }
 
+bool repetition_done(TestResult& r, const TestConfig& c, int rep) {
+    r.reps_done = rep + 1;
+    if (r.reps_done >= c.reps && c.target_ci && target_ci_reached(r, *c.target_ci)) {
+        r.stopped_by = "target_ci";
+        return true;
+    }
+    if (r.reps_done >= c.max_reps) {
+        r.stopped_by = c.target_ci ? "max_reps" : "reps";
+        return true;
+    }
+    return !c.target_ci && r.reps_done >= c.reps;
+}
+
 double prefill_flops(uint64_t n_params, const ModelShape& s, int n_depth, int n_prompt) {
     // Matrix multiplications: 2 FLOPs per weight per token, except the token embedding, which
     // is a lookup; the output projection runs for the last token only (no logits are asked
@@ -213,15 +226,8 @@ TestResult run_test(Engine& engine, const TestConfig& c, const SweepHooks& hooks
                 if (c.n_prompt > 0)
                     r.ttft_ns.push_back(prefill_ns + r.decode->token_latency_ns[rep * c.n_gen]);
             }
-            r.reps_done = rep + 1;
-            if (r.reps_done >= c.reps && c.target_ci && target_ci_reached(r, *c.target_ci)) {
-                r.stopped_by = "target_ci";
+            if (repetition_done(r, c, rep))
                 break;
-            }
-            if (!c.target_ci && r.reps_done >= c.reps)
-                break;
-            if (r.reps_done == c.max_reps)
-                r.stopped_by = c.target_ci ? "max_reps" : "reps";
         }
     } catch (const Error& e) {
         r.status = "failed";

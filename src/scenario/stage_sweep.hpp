@@ -49,6 +49,11 @@ void finish_stage(StageResult& s);
 // Whether every measured stage's tokens/s has a 95 % CI half-width within target (relative).
 bool target_ci_reached(const TestResult& r, double target);
 
+// Records that repetition rep (0-based) finished and says whether the test is done: the
+// minimum repetitions reached without --target-ci, the CI target met, or max_reps reached
+// (r.stopped_by says which).
+bool repetition_done(TestResult& r, const TestConfig& c, int rep);
+
 // Runs one test. Never throws for a failure of the test itself: that is recorded in the
 // result's status and error.
 TestResult run_test(Engine& engine, const TestConfig& config, const SweepHooks& hooks,

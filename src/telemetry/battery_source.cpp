@@ -98,7 +98,7 @@ class BatterySource : public Source {
         std::optional<std::string> status;
         if (has_status_) {
             if (auto r = read_file(dir_ + "/status"); r.text) {
-                status = std::string(sysfs::trim(*r.text));
+                status = std::string(sb::trim(*r.text));
             }
         }
         const bool discharging = status && *status == "Discharging";

@@ -56,7 +56,7 @@ std::optional<std::map<double, double>> parse_time_in_state(const std::string& t
     std::istringstream in(text);
     std::string line;
     while (std::getline(in, line)) {
-        auto t = sysfs::trim(line);
+        auto t = sb::trim(line);
         if (t.empty())
             continue;
         auto sp = t.find_first_of(" \t");

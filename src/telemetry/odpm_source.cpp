@@ -22,7 +22,7 @@ std::optional<std::vector<std::pair<std::string, double>>> parse_energy_value(
     std::string line;
     bool any = false;
     while (std::getline(in, line)) {
-        auto t = sysfs::trim(line);
+        auto t = sb::trim(line);
         if (t.empty() || t.substr(0, 2) == "t=")
             continue;
         auto lb = t.find('['), rb = t.find(']'), comma = t.find(',', rb == t.npos ? 0 : rb);

@@ -16,7 +16,7 @@
 namespace sb {
 
 int64_t parse_duration_ns(const std::string& text) {
-    std::string_view s = sysfs::trim(text);
+    std::string_view s = sb::trim(text);
     std::size_t n = 0;
     while (n < s.size() && (std::isdigit(static_cast<unsigned char>(s[n])) || s[n] == '.' ||
                             s[n] == '-' || s[n] == '+')) {

@@ -86,7 +86,7 @@ Warnings Source::warnings() const {
 void Source::note_malformed(const std::string& metric, std::string_view raw) {
     auto& is = issues_[metric];
     ++is.malformed;
-    is.last_raw = std::string(sysfs::trim(raw.substr(0, 64)));
+    is.last_raw = std::string(sb::trim(raw.substr(0, 64)));
 }
 
 void Source::note_read_error(const std::string& metric, int err) {

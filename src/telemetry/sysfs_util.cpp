@@ -153,15 +153,6 @@ std::vector<std::string> list_dir(const std::string& dir, std::string_view prefi
     return out;
 }
 
-std::string_view trim(std::string_view s) {
-    auto ws = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\0'; };
-    while (!s.empty() && ws(s.front()))
-        s.remove_prefix(1);
-    while (!s.empty() && ws(s.back()))
-        s.remove_suffix(1);
-    return s;
-}
-
 std::optional<double> parse_number(std::string_view s) {
     s = trim(s);
     if (s.empty())

@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 #include <vector>
+#include "core/strings.hpp"  // trim
 
 namespace sb::sysfs {
 
@@ -49,8 +50,6 @@ bool is_executable(const std::string& path);
 // Names of the entries of dir starting with prefix, in natural order (zone2 before zone10).
 // Empty when dir is absent.
 std::vector<std::string> list_dir(const std::string& dir, std::string_view prefix = "");
-
-std::string_view trim(std::string_view s);
 
 // A decimal number: optional sign, digits, optional fraction and exponent, surrounding
 // whitespace allowed. Anything else ("N/A", "", "12abc", "nan", "inf") is nullopt.

@@ -76,7 +76,7 @@ std::optional<std::string> run_capture(const std::string& path, const std::strin
 }
 
 std::optional<double> parse_throttled(const std::string& text) {
-    auto t = sysfs::trim(text);
+    auto t = sb::trim(text);
     const std::string_view key = "throttled=";
     if (t.substr(0, key.size()) != key)
         return std::nullopt;
