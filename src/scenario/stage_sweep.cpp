@@ -169,6 +169,8 @@ TestResult run_test(Engine& engine, const TestConfig& c, const SweepHooks& hooks
         if (c.n_gen > 0) {
             r.decode.emplace().n_tokens = c.n_gen;
             r.decode->kv_depth_start = c.n_depth + c.n_prompt;
+            // Every token latency is stored inside the timed loop: no reallocation there.
+            r.decode->token_latency_ns.reserve(static_cast<size_t>(c.n_gen) * c.max_reps);
         }
         // Inputs are made before the clock starts; repetition i uses seed + i.
         auto prompt_for = [&](int rep) {
