@@ -342,4 +342,15 @@ void check_device_names(const std::vector<std::string>& names) {
         }
     }
 }
+std::vector<std::string> split_device_set(const std::string& spec) {
+    if (spec.empty())
+        return {"CPU"};
+    std::vector<std::string> out;
+    size_t start = 0;
+    for (size_t plus; (plus = spec.find('+', start)) != std::string::npos; start = plus + 1)
+        out.push_back(spec.substr(start, plus - start));
+    out.push_back(spec.substr(start));
+    return out;
+}
+
 }  // namespace sb

@@ -63,6 +63,10 @@ DeviceSelection select_devices(const std::vector<std::string>& devices);
 }  // namespace sb
 
 namespace sb {
+// The devices of one test's device set, "BLAS+RPC0" -> {"BLAS", "RPC0"}; an empty spec is
+// {"CPU"}. Empty names between separators are kept, so check_device_names rejects them.
+std::vector<std::string> split_device_set(const std::string& spec);
+
 // Throws sb::Error(input) naming the available devices when any name is unknown ("CPU" is
 // always known). Loads every backend module to know their devices.
 void check_device_names(const std::vector<std::string>& names);

@@ -98,17 +98,9 @@ int run_benchmark(const RunOptions& opts, ResultDocument& doc, std::ostream& out
         add_rpc_server(ep);
     if (http.uses_llama()) {
         std::vector<std::string> names;
-        for (const auto& d : opts.matrix.devices) {
-            size_t start = 0;
-            while (start <= d.size()) {
-                size_t plus = d.find('+', start);
-                names.push_back(
-                    d.substr(start, plus == std::string::npos ? std::string::npos : plus - start));
-                if (plus == std::string::npos)
-                    break;
-                start = plus + 1;
-            }
-        }
+        for (const auto& d : opts.matrix.devices)
+            for (auto& n : split_device_set(d))
+                names.push_back(std::move(n));
         check_device_names(names);
     }
     http.connect(doc, tests, err, opts.progress);

@@ -2,26 +2,14 @@
 
 #include <algorithm>
 #include <random>
-#include <sstream>
 
 #include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
+#include "engine/backends.hpp"
 
 namespace sb {
 namespace {
-
-std::vector<std::string> split_plus(const std::string& s) {
-    std::vector<std::string> out;
-    std::stringstream ss(s);
-    std::string item;
-    while (std::getline(ss, item, '+'))
-        if (!item.empty())
-            out.push_back(item);
-    if (out.empty())
-        out.push_back("CPU");
-    return out;
-}
 
 std::vector<int32_t> random_tokens(int n, int32_t n_vocab, uint64_t seed) {
     std::mt19937_64 rng(seed);
@@ -149,7 +137,7 @@ TestResult run_test(Engine& engine, const TestConfig& c, const SweepHooks& hooks
     try {
         LoadSpec ls;
         ls.model_path = c.model_path;
-        ls.devices = split_plus(c.devices);
+        ls.devices = split_device_set(c.devices);
         ls.n_gpu_layers = c.n_gpu_layers;
         ls.n_ctx = c.n_depth + c.n_prompt + c.n_gen + 8;
         ls.n_batch = c.n_batch;

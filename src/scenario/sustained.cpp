@@ -276,14 +276,8 @@ int run_sustained(const SustainedOptions& o, ResultDocument& doc, std::ostream& 
         add_rpc_server(ep);
     if (http)
         http->connect(doc, http_tests, err, o.progress);
-    if (!over_http) {
-        std::vector<std::string> names;
-        std::string d = o.devices;
-        for (size_t p; (p = d.find('+')) != std::string::npos; d = d.substr(p + 1))
-            names.push_back(d.substr(0, p));
-        names.push_back(d);
-        check_device_names(names);
-    }
+    if (!over_http)
+        check_device_names(split_device_set(o.devices));
     auto tel = open_telemetry(o.telemetry, err, o.progress);
     const bool sampling = tel && has_sources(*tel);
     if (cooldown.kind == CooldownPolicy::Kind::until_temp) {

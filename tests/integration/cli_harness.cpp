@@ -1,5 +1,7 @@
 #include "cli_harness.hpp"
 
+#include "engine/process.hpp"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -109,6 +111,23 @@ const std::string& tiny_model() {
         return p;
     }();
     return path;
+}
+
+RpcServer::RpcServer(const TempDir& dir) : port(sb::free_loopback_port()) {
+    pid = spawn_bg({peer("ggml-rpc-server"), "-H", "127.0.0.1", "-p", std::to_string(port), "-t",
+                    "1", "-d", "CPU"},
+                   dir.file("rpc.log"));
+    ready = sb::wait_for_port("127.0.0.1", port, 20000);
+}
+
+RpcServer::~RpcServer() {
+    if (pid > 0)
+        stop(SIGTERM);
+}
+
+void RpcServer::stop(int sig) {
+    signal_and_wait(pid, sig);
+    pid = -1;
 }
 
 }  // namespace sbtest

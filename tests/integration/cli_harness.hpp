@@ -42,4 +42,19 @@ int wait_exit(pid_t pid, int timeout_s);
 
 std::string read_file(const std::string& path);
 
+// A real ggml-rpc-server on a free 127.0.0.1 port, 1 thread, CPU device (without -d it would
+// offer BLAS, which cannot run whole graphs), logging to <dir>/rpc.log; stopped (SIGTERM) at
+// destruction unless already stopped. ready is false when it did not listen within 20 s.
+struct RpcServer {
+    explicit RpcServer(const TempDir& dir);
+    ~RpcServer();
+    RpcServer(const RpcServer&) = delete;
+    RpcServer& operator=(const RpcServer&) = delete;
+    std::string endpoint() const { return "127.0.0.1:" + std::to_string(port); }
+    void stop(int sig);  // sends sig and waits for the server to exit
+    int port = 0;
+    pid_t pid = -1;
+    bool ready = false;
+};
+
 }  // namespace sbtest

@@ -174,18 +174,14 @@ TEST(Ops, RepackedWeightsKeepMatMulsOffBlasAndSayWhy) {
 
 TEST(Ops, RpcDecodeShowsTheSchedulingTaxOfLightOps) {
     TempDir t;
-    const int port = sb::free_loopback_port();
-    // -d CPU: by default the server offers its accelerators (BLAS), which run few ops.
-    pid_t server = spawn_bg({peer("ggml-rpc-server"), "-H", "127.0.0.1", "-p", std::to_string(port),
-                             "-t", "1", "-d", "CPU"},
-                            t.file("rpc.log"));
-    ASSERT_TRUE(sb::wait_for_port("127.0.0.1", port, 20000));
-    const std::string ep = "127.0.0.1:" + std::to_string(port);
+    RpcServer server(t);
+    ASSERT_TRUE(server.ready);
+    const std::string ep = server.endpoint();
     Proc p = sbtest::run_sb({"ops",          "-m",       tiny_model(), "-p",     "32",
                              "-t",           "1",        "--rpc",      ep,       "--device",
                              "RPC0",         "--replay", "8",          "--reps", "2",
                              "--plain-reps", "3",        "-o",         "json",   "-q"});
-    signal_and_wait(server, SIGTERM);
+    server.stop(SIGTERM);
     ASSERT_EQ(p.exit_code, 0) << p.err;
     json doc = json::parse(p.out);
     const json& ops = doc["ops"];
@@ -259,12 +255,9 @@ TEST(Import, HexagonLogsOfBothFormatsBecomeTables) {
 
 TEST(Decompose, RpcStagesSplitIntoComputeConversionCommunicationCopiesHost) {
     TempDir t;
-    const int port = ::sb::free_loopback_port();
-    pid_t server = spawn_bg({peer("ggml-rpc-server"), "-H", "127.0.0.1", "-p", std::to_string(port),
-                             "-t", "1", "-d", "CPU"},
-                            t.file("rpc.log"));
-    ASSERT_TRUE(::sb::wait_for_port("127.0.0.1", port, 20000));
-    const std::string ep = "127.0.0.1:" + std::to_string(port);
+    RpcServer server(t);
+    ASSERT_TRUE(server.ready);
+    const std::string ep = server.endpoint();
     Proc p = sbtest::run_sb({"decompose",    "-m",       tiny_model(), "-p",     "32",
                              "-t",           "1",        "--rpc",      ep,       "--device",
                              "RPC0",         "--replay", "8",          "--reps", "2",
@@ -273,7 +266,7 @@ TEST(Decompose, RpcStagesSplitIntoComputeConversionCommunicationCopiesHost) {
                               "-t",        "1",       "--rpc",        ep,         "--device",
                               "RPC0",      "--stage", "decode",       "--replay", "4",
                               "--reps",    "1",       "--plain-reps", "2",        "-q"});
-    signal_and_wait(server, SIGTERM);
+    server.stop(SIGTERM);
     ASSERT_EQ(p.exit_code, 0) << p.err;
     json doc = json::parse(p.out);
     EXPECT_EQ(doc["command"], "decompose");

@@ -14,15 +14,12 @@ using namespace sbtest;
 
 TEST(Rpc, RunOffloadsToALoopbackRpcServer) {
     TempDir t;
-    const int port = ::sb::free_loopback_port();
-    pid_t server = spawn_bg({peer("ggml-rpc-server"), "-H", "127.0.0.1", "-p", std::to_string(port),
-                             "-t", "1", "-d", "CPU"},
-                            t.file("rpc.log"));
-    ASSERT_TRUE(::sb::wait_for_port("127.0.0.1", port, 20000));
-    const std::string ep = "127.0.0.1:" + std::to_string(port);
+    RpcServer server(t);
+    ASSERT_TRUE(server.ready);
+    const std::string ep = server.endpoint();
     Proc p = sbtest::run_sb({"run", "-m", tiny_model(), "-p", "16", "-n", "4", "-r", "2", "--rpc",
                              ep, "--device", "CPU,RPC0", "--membw", "off", "-o", "json", "-q"});
-    signal_and_wait(server, SIGTERM);
+    server.stop(SIGTERM);
     ASSERT_EQ(p.exit_code, 0) << p.err;
     json doc = json::parse(p.out);
     ASSERT_EQ(doc["tests"].size(), 2u);
@@ -34,13 +31,10 @@ TEST(Rpc, RunOffloadsToALoopbackRpcServer) {
 
 TEST(Rpc, DevicesListsAnRpcServer) {
     TempDir t;
-    const int port = ::sb::free_loopback_port();
-    pid_t server = spawn_bg({peer("ggml-rpc-server"), "-H", "127.0.0.1", "-p", std::to_string(port),
-                             "-t", "1", "-d", "CPU"},
-                            t.file("rpc.log"));
-    ASSERT_TRUE(::sb::wait_for_port("127.0.0.1", port, 20000));
-    Proc p = sbtest::run_sb({"devices", "--rpc", "127.0.0.1:" + std::to_string(port)});
-    signal_and_wait(server, SIGTERM);
+    RpcServer server(t);
+    ASSERT_TRUE(server.ready);
+    Proc p = sbtest::run_sb({"devices", "--rpc", server.endpoint()});
+    server.stop(SIGTERM);
     ASSERT_EQ(p.exit_code, 0) << p.err;
     EXPECT_NE(p.out.find("| CPU |"), std::string::npos) << p.out;
     EXPECT_NE(p.out.find("| RPC0 |"), std::string::npos) << p.out;
@@ -48,17 +42,14 @@ TEST(Rpc, DevicesListsAnRpcServer) {
 
 TEST(Rpc, AServerThatDiesMidRunIsOneLineAndKeepsEarlierTests) {
     TempDir t;
-    const int port = ::sb::free_loopback_port();
-    pid_t server = spawn_bg({peer("ggml-rpc-server"), "-H", "127.0.0.1", "-p", std::to_string(port),
-                             "-t", "1", "-d", "CPU"},
-                            t.file("rpc.log"));
-    ASSERT_TRUE(::sb::wait_for_port("127.0.0.1", port, 20000));
+    RpcServer server(t);
+    ASSERT_TRUE(server.ready);
     const std::string out = t.file("r.json");
     // Two RPC tests: the first completes (kept on disk), the server dies during the second.
-    pid_t run = spawn_bg({stagebench_bin(), "run", "-m", tiny_model(), "-p", "16,32", "-n", "128",
-                          "-r", "20", "--rpc", "127.0.0.1:" + std::to_string(port), "--device",
-                          "RPC0", "--membw", "off", "--out", out, "-q"},
-                         t.file("run.log"));
+    pid_t run = spawn_bg(
+        {stagebench_bin(), "run", "-m", tiny_model(), "-p", "16,32", "-n", "128", "-r", "20",
+         "--rpc", server.endpoint(), "--device", "RPC0", "--membw", "off", "--out", out, "-q"},
+        t.file("run.log"));
     for (int i = 0; i < 3000; ++i) {
         try {
             if (json::parse(read_file(out))["tests"].size() == 1)
@@ -68,7 +59,7 @@ TEST(Rpc, AServerThatDiesMidRunIsOneLineAndKeepsEarlierTests) {
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    signal_and_wait(server, SIGKILL);
+    server.stop(SIGKILL);
     const int rc = wait_exit(run, 120);
     EXPECT_EQ(rc, 1);
     const std::string err = read_file(t.file("run.log.err"));
