@@ -7,6 +7,9 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_BUILD_TYPE ?= Release
+# ccache keeps compiled objects in ~/.cache/ccache, so a fresh clone rebuilds in seconds.
+LAUNCHER := $(if $(shell command -v ccache),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+export CCACHE_BASEDIR := $(CURDIR)
 
 .PHONY: all deps configure build test demo bench format format-check clean
 
@@ -21,7 +24,7 @@ $(BUILD)/.llama-dir: deps FORCE
 	  if [ "$$(cat $@ 2>/dev/null)" != "$$dir" ]; then echo "$$dir" > $@; fi
 
 configure: $(BUILD)/.llama-dir
-	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(CMAKE_BUILD_TYPE) \
+	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(CMAKE_BUILD_TYPE) $(LAUNCHER) \
 	  -DSTAGEBENCH_LLAMA_BUILD_DIR=$$(cat $(BUILD)/.llama-dir) >$(BUILD)/configure.log 2>&1 \
 	  || { cat $(BUILD)/configure.log; exit 1; }
 

@@ -7,7 +7,7 @@ pkgs=(
   build-essential cmake ninja-build pkg-config git ca-certificates
   nlohmann-json3-dev libcli11-dev libcurl4-openssl-dev libsqlite3-dev libfmt-dev
   libopenblas-dev libssl-dev googletest libgtest-dev libgmock-dev
-  nodejs npm clang-format python3
+  nodejs npm clang-format python3 ccache chromium
 )
 missing=()
 for p in "${pkgs[@]}"; do
