@@ -470,4 +470,13 @@ nlohmann::json to_json(const SystemInfo& info) {
     };
 }
 
+std::optional<int64_t> process_rss_bytes(const std::string& proc_root) {
+    std::ifstream f(proc_root + "/self/statm");
+    int64_t size_pages = 0, resident_pages = 0;
+    if (!(f >> size_pages >> resident_pages) || resident_pages < 0)
+        return std::nullopt;
+    const long page = sysconf(_SC_PAGESIZE);
+    return resident_pages * static_cast<int64_t>(page > 0 ? page : 4096);
+}
+
 }  // namespace sb

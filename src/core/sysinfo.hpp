@@ -41,6 +41,10 @@ Warnings system_warnings(const SystemInfo& info, int threads_used);
 // caller knows how each was built (e.g. NDEBUG in main(), the llama.cpp build type).
 Warnings build_warnings(bool stagebench_debug, bool llama_debug);
 
+// Resident memory of this process in bytes (/proc/self/statm under proc_root, resident pages x
+// page size); nullopt when the file is missing or malformed.
+std::optional<int64_t> process_rss_bytes(const std::string& proc_root = "/proc");
+
 // JSON object with the SystemInfo fields (on_battery_known omitted); unknown values are null.
 nlohmann::json to_json(const SystemInfo& info);
 

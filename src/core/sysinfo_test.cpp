@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace sb {
 namespace {
@@ -144,3 +145,16 @@ TEST(SysInfo, BuildWarnings) {
 
 }  // namespace
 }  // namespace sb
+
+TEST(SysInfo, ProcessRss) {
+    // The live process: resident memory grows by what is touched.
+    auto before = sb::process_rss_bytes();
+    ASSERT_TRUE(before.has_value());
+    std::vector<char> block(64 << 20, 1);
+    auto after = sb::process_rss_bytes();
+    ASSERT_TRUE(after.has_value());
+    EXPECT_GT(*after - *before, 32 << 20);
+    EXPECT_EQ(block[12345], 1);
+    // A missing or malformed statm is unknown, not zero.
+    EXPECT_FALSE(sb::process_rss_bytes("/nonexistent").has_value());
+}

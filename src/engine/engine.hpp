@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "core/error.hpp"
+
 namespace sb {
 
 // What an engine can do, as data, so scenarios adapt instead of guessing.
@@ -18,6 +20,7 @@ struct EngineCaps {
     bool in_process = false;      // timings are taken in the engine's own process
     bool kv_depth_cache = false;  // can restore a KV state to start decode at depth d quickly
     bool thread_control = false;  // honours LoadSpec::n_threads
+    bool state_transfer = false;  // save_state()/restore_state() move a sequence between engines
 };
 
 // Everything that selects how a model is loaded and run. Fields that select the model's
@@ -88,6 +91,19 @@ class Engine {
     virtual std::optional<uint64_t> n_params() const { return std::nullopt; }
     virtual std::optional<ModelShape> shape() const { return std::nullopt; }
     virtual std::optional<double> kv_bytes_read(int depth) const { return std::nullopt; }
+
+    // The sequence state (KV cache and positions of the one sequence) as bytes, and back, so a
+    // prompt prefilled by one engine is decoded by another (caps().state_transfer). save_state
+    // overwrites buf (reusing its capacity) and returns the byte count; restore_state replaces
+    // this engine's state, and the next decode_step continues after the restored tokens. Both
+    // throw sb::Error(runtime) on failure, including states from an incompatible context
+    // (other model, KV types); engines without the capability throw sb::Error(input).
+    virtual size_t save_state(std::vector<uint8_t>& buf) {
+        throw input_error(caps().name + " cannot move a sequence state between engines");
+    }
+    virtual void restore_state(std::span<const uint8_t> state) {
+        throw input_error(caps().name + " cannot move a sequence state between engines");
+    }
 };
 
 }  // namespace sb

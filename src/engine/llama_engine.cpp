@@ -72,7 +72,7 @@ LlamaEngine::~LlamaEngine() {
 
 EngineCaps LlamaEngine::caps() const {
     return EngineCaps{"llama.cpp", /*in_process=*/true, /*kv_depth_cache=*/true,
-                      /*thread_control=*/true};
+                      /*thread_control=*/true, /*state_transfer=*/true};
 }
 
 void LlamaEngine::unload() {
@@ -267,6 +267,35 @@ std::optional<double> LlamaEngine::kv_bytes_read(int depth) const {
         ggml_type_size(parse_cache_type(impl_->spec.type_v)) /
         static_cast<double>(ggml_blck_size(parse_cache_type(impl_->spec.type_v)));
     return static_cast<double>(depth) * n_layer * n_head_kv * head_dim * (bytes_k + bytes_v);
+}
+
+size_t LlamaEngine::save_state(std::vector<uint8_t>& buf) {
+    Impl& m = *impl_;
+    if (!m.ctx)
+        throw runtime_error("engine has no context (load() first)");
+    // The size is asked every time: it grows with the tokens in the cache.
+    const size_t size = llama_state_seq_get_size(m.ctx, 0);
+    buf.resize(size);
+    const size_t written = llama_state_seq_get_data(m.ctx, buf.data(), buf.size(), 0);
+    if (written == 0 || written > size)
+        throw runtime_error("llama.cpp could not save the sequence state (" + std::to_string(size) +
+                            " bytes expected)");
+    buf.resize(written);
+    return written;
+}
+
+void LlamaEngine::restore_state(std::span<const uint8_t> state) {
+    Impl& m = *impl_;
+    if (!m.ctx)
+        throw runtime_error("engine has no context (load() first)");
+    llama_memory_clear(llama_get_memory(m.ctx), false);
+    if (llama_state_seq_set_data(m.ctx, state.data(), state.size(), 0) == 0)
+        throw runtime_error("llama.cpp refused the sequence state (" +
+                            std::to_string(state.size()) +
+                            " bytes): the contexts differ in model or KV cache types");
+    // Transports may queue the writes (the RPC client does): the state is moved only once the
+    // device has it.
+    llama_synchronize(m.ctx);
 }
 
 std::vector<std::string> LlamaEngine::notes() const {

@@ -32,6 +32,8 @@ class LlamaEngine final : public Engine {
     std::optional<uint64_t> n_params() const override;
     std::optional<ModelShape> shape() const override;
     std::optional<double> kv_bytes_read(int depth) const override;
+    size_t save_state(std::vector<uint8_t>& buf) override;
+    void restore_state(std::span<const uint8_t> state) override;
     // Frees the model and context (e.g. before switching device sets).
     void unload();
 

@@ -9,7 +9,6 @@
 #include "engine/backends.hpp"
 
 namespace sb {
-namespace {
 
 std::vector<int32_t> random_tokens(int n, int32_t n_vocab, uint64_t seed) {
     std::mt19937_64 rng(seed);
@@ -19,8 +18,6 @@ std::vector<int32_t> random_tokens(int n, int32_t n_vocab, uint64_t seed) {
         x = dist(rng);
     return t;
 }
-
-}  // namespace
 
 void finish_stage(StageResult& s) {
     s.duration = summarize_ns(s.duration_ns);

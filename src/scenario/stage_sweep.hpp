@@ -44,6 +44,10 @@ struct SweepHooks {
 // multiplications (the embedding lookup excluded, one output row) plus attention.
 double prefill_flops(uint64_t n_params, const ModelShape& shape, int n_depth, int n_prompt);
 
+// n tokens drawn uniformly from [0, n_vocab) by a generator seeded with seed: the inputs of
+// every timed stage, made before its clock starts.
+std::vector<int32_t> random_tokens(int n, int32_t n_vocab, uint64_t seed);
+
 // Fills a stage's summaries from its raw samples.
 void finish_stage(StageResult& s);
 // Whether every measured stage's tokens/s has a 95 % CI half-width within target (relative).

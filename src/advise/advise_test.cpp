@@ -1,0 +1,150 @@
+#include "advise/advise.hpp"
+
+#include <gtest/gtest.h>
+
+#include "core/error.hpp"
+
+namespace sb {
+namespace {
+
+using nlohmann::json;
+
+// A test as `run` writes it: raw tokens/s per repetition and the duration medians.
+json test_of(const std::string& devices, int p, int n, std::vector<double> pp_tps,
+             std::vector<double> tg_tps, std::optional<double> decode_jpt = {}) {
+    auto median = [](std::vector<double> v) {
+        std::sort(v.begin(), v.end());
+        return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+    };
+    json t = {{"status", "ok"},
+              {"config", {{"devices", devices}, {"n_prompt", p}, {"n_gen", n}, {"n_depth", 0}}},
+              {"prefill",
+               {{"tokens_per_s", pp_tps}, {"duration", {{"median", p * 1e9 / median(pp_tps)}}}}},
+              {"decode",
+               {{"tokens_per_s", tg_tps}, {"duration", {{"median", n * 1e9 / median(tg_tps)}}}}}};
+    if (decode_jpt)
+        t["telemetry"] = {{"summary", {{"decode", {{"j_per_token", {{"median", *decode_jpt}}}}}}}};
+    return t;
+}
+
+TEST(Interpolate, BetweenBeyondAndSingle) {
+    std::vector<std::pair<double, double>> pts{{100, 10}, {200, 30}};
+    EXPECT_DOUBLE_EQ(interpolate(pts, 150), 20);
+    EXPECT_DOUBLE_EQ(interpolate(pts, 300), 50);  // the last segment extended
+    EXPECT_DOUBLE_EQ(interpolate(pts, 0), 0);     // extended below 0 is clamped
+    EXPECT_DOUBLE_EQ(interpolate({{100, 10}}, 50), 5);
+    EXPECT_THROW(interpolate({}, 1), Error);
+}
+
+TEST(Advise, NamesTheFastestPerStageWithCi) {
+    json doc = {
+        {"command", "run"},
+        {"tests",
+         {test_of("CPU", 64, 16, {1000, 1010, 990, 1005, 995}, {50, 51, 49, 50, 50}, 0.5),
+          test_of("RPC0", 64, 16, {500, 505, 495, 502, 498}, {100, 101, 99, 100, 100}, 0.2)}}};
+    json a = advise({{"r.json", doc}}, {});
+    ASSERT_EQ(a["stages"].size(), 2u);
+    EXPECT_EQ(a["stages"][0]["stage"], "prefill");
+    EXPECT_EQ(a["stages"][0]["fastest"], "CPU");
+    EXPECT_NEAR(a["stages"][0]["ratio_to_runner_up"]["ratio"].get<double>(), 2.0, 0.05);
+    EXPECT_TRUE(a["stages"][0]["ratio_to_runner_up"]["decisive"].get<bool>());
+    EXPECT_EQ(a["stages"][1]["fastest"], "RPC0");
+    EXPECT_EQ(a["stages"][1]["most_efficient"]["devices"], "RPC0");
+    // Without a measured transfer, only the device sets alone are predicted.
+    ASSERT_FALSE(a["predictions"].empty());
+    for (const auto& x : a["predictions"][0]["assignments"])
+        EXPECT_EQ(x["prefill"], x["decode"]);
+}
+
+TEST(Advise, PredictsTheHybridFromItsPartsAndFindsTheCrossover) {
+    // CPU: prefill 1000 t/s, decode 50 t/s; RPC0: prefill 200 t/s, decode 100 t/s; the
+    // transfer costs 1 ms + 10 us per prompt token.
+    json doc = {{"command", "hybrid"}, {"tests", json::array()}};
+    json points = json::array();
+    for (int p : {64, 256}) {
+        doc["tests"].push_back(test_of("CPU", p, 32, {1000, 1000, 1000}, {50, 50, 50}));
+        doc["tests"].push_back(test_of("RPC0", p, 32, {200, 200, 200}, {100, 100, 100}));
+        const double transfer = 1e6 + 1e4 * p;
+        const double measured = p * 1e6 + transfer + 32 * 1e7;
+        points.push_back(
+            {{"n_prompt", p},
+             {"n_gen", 32},
+             {"transfer", {{"duration", {{"median", transfer}}}, {"bytes_per_token", 1024.0}}},
+             {"e2e", {{"hybrid", {{"summary", {{"median", measured}}}}}}}});
+    }
+    doc["hybrid"] = {{"prefill_device", "CPU"}, {"decode_device", "RPC0"}, {"points", points}};
+    json a = advise({{"h.json", doc}}, {});
+    ASSERT_EQ(a["validation"].size(), 2u);
+    for (const auto& v : a["validation"])
+        EXPECT_NEAR(v["error"].get<double>(), 0.0, 1e-9);
+    ASSERT_EQ(a["model"]["transfer"].size(), 1u);
+    EXPECT_NEAR(a["model"]["transfer"][0]["intercept_ns"].get<double>(), 1e6, 1);
+    EXPECT_NEAR(a["model"]["transfer"][0]["ns_per_token"].get<double>(), 1e4, 1e-3);
+    // At pp256+tg32: CPU alone 256 + 640 = 896 ms, RPC0 alone 1280 + 320, hybrid
+    // 256 + 3.56 + 320 = 579.6 ms.
+    const json& best = a["predictions"][1]["best"];
+    EXPECT_EQ(best["prefill"], "CPU");
+    EXPECT_EQ(best["decode"], "RPC0");
+    // Crossover: with 32 generated tokens the hybrid beats CPU alone once its transfer
+    // (1 ms + 10 us/token) costs less than the 320 ms decode saves: at every length here.
+    ASSERT_EQ(a["crossover"].size(), 1u);
+    EXPECT_EQ(a["crossover"][0]["ranges"].back()["best"], "CPU → RPC0");
+}
+
+TEST(Advise, FlagsDispatchOverheadAndFallback) {
+    json ops = {{"stages",
+                 {{{"stage", "decode"},
+                   {"fallback",
+                    {{{"op", "RMS_NORM"},
+                      {"backend", "CPU"},
+                      {"requested", "BLAS"},
+                      {"count", 3},
+                      {"call_ns", 9000.0},
+                      {"penalty", 1.5}}}},
+                   {"ops",
+                    {{{"op", "ADD"}, {"backend", "RPC0"}, {"op_ns", 1000.0}, {"call_ns", 30000.0}},
+                     {{"op", "ADD"}, {"backend", "RPC0"}, {"op_ns", 1000.0}, {"call_ns", 25000.0}},
+                     {{"op", "MUL_MAT"}, {"backend", "CPU"}, {"op_ns", 9e4}, {"call_ns", 9.2e4}},
+                     {{"op", "VIEW"},
+                      {"backend", "CPU"},
+                      {"no_compute", true},
+                      {"op_ns", 0.0},
+                      {"call_ns", 5e4}}}}}}}};
+    json doc = {{"command", "ops"}, {"ops", ops}};
+    json a = advise({{"o.json", doc}}, {});
+    ASSERT_EQ(a["dispatch"].size(), 1u);
+    EXPECT_EQ(a["dispatch"][0]["op"], "ADD");
+    EXPECT_NEAR(a["dispatch"][0]["median_overhead_ns"].get<double>(), 26500, 1e-6);
+    ASSERT_EQ(a["fallback"].size(), 1u);
+    EXPECT_EQ(a["fallback"][0]["op"], "RMS_NORM");
+    // A larger budget flags nothing.
+    AdviseOptions o;
+    o.dispatch_budget_ns = 50'000;
+    EXPECT_TRUE(advise({{"o.json", doc}}, o)["dispatch"].empty());
+}
+
+TEST(Advise, SustainedSteadyStateCanOverturnTheChoice) {
+    json run = {{"command", "run"},
+                {"tests",
+                 {test_of("CPU", 64, 16, {1000, 1000}, {80, 80}),
+                  test_of("RPC0", 64, 16, {500, 500}, {100, 100})}}};
+    json sus = {{"command", "sustained"}};
+    sus["sustained"] = {{"config", {{"devices", "RPC0"}}},
+                        {"phases",
+                         {{{"name", "baseline"},
+                           {"across",
+                            {{"steady_decode_tps", 60.0},
+                             {"peak_to_steady", 1.66},
+                             {"verdict", "throttled at round 3"}}}}}}};
+    json a = advise({{"r.json", run}, {"s.json", sus}}, {});
+    ASSERT_EQ(a["sustained"].size(), 1u);
+    EXPECT_FALSE(a["sustained"][0]["still_fastest_decode"].get<bool>());
+    EXPECT_EQ(a["sustained"][0]["compared_with"]["devices"], "CPU");
+}
+
+TEST(Advise, NothingUsableIsAnInputError) {
+    EXPECT_THROW(advise({{"x.json", json{{"command", "sensors"}}}}, {}), Error);
+}
+
+}  // namespace
+}  // namespace sb

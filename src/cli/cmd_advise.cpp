@@ -1,0 +1,74 @@
+#include <fstream>
+#include <memory>
+
+#include "advise/advise.hpp"
+#include "cli/commands.hpp"
+#include "core/error.hpp"
+#include "report/advise_report.hpp"
+
+namespace sb::cli {
+
+namespace {
+
+struct AdviseArgs {
+    std::vector<std::string> inputs;
+    std::string format = "md";
+    std::optional<std::string> out_path;
+    double budget_us = 10;
+    std::optional<int> n_prompt, n_gen;
+};
+
+nlohmann::json read_document(const std::string& path) {
+    std::ifstream f(path);
+    if (!f)
+        throw input_error("cannot read '" + path + "'");
+    try {
+        return nlohmann::json::parse(f);
+    } catch (const nlohmann::json::exception&) {
+        throw input_error("'" + path + "' is not a JSON result document");
+    }
+}
+
+}  // namespace
+
+void add_advise_command(CLI::App& app, Context& ctx) {
+    auto* cmd = app.add_subcommand(
+        "advise", "Which backend should run which stage, from this device's result documents");
+    auto a = std::make_shared<AdviseArgs>();
+    cmd->add_option("documents", a->inputs,
+                    "result documents (JSON) of run, hybrid, ops, decompose, sustained")
+        ->required();
+    cmd->add_option("-o,--output", a->format, "stdout format: md or json")
+        ->check(CLI::IsMember({"md", "json"}))
+        ->capture_default_str();
+    cmd->add_option("--out", a->out_path, "also write the advice (JSON) here");
+    cmd->add_option("--dispatch-budget-us", a->budget_us,
+                    "flag operators whose call overhead per call exceeds this")
+        ->check(CLI::PositiveNumber)
+        ->capture_default_str();
+    cmd->add_option("--prompt", a->n_prompt, "prompt length to predict for")
+        ->check(CLI::PositiveNumber);
+    cmd->add_option("--gen", a->n_gen, "generated tokens to predict for")
+        ->check(CLI::PositiveNumber);
+    cmd->callback([&ctx, a] {
+        std::vector<AdviseInput> in;
+        for (const auto& p : a->inputs)
+            in.push_back({p, read_document(p)});
+        AdviseOptions o;
+        o.dispatch_budget_ns = a->budget_us * 1e3;
+        o.n_prompt = a->n_prompt;
+        o.n_gen = a->n_gen;
+        const nlohmann::json advice = advise(in, o);
+        if (a->out_path) {
+            std::ofstream f(*a->out_path);
+            if (!(f << advice.dump(2) << "\n"))
+                throw runtime_error("cannot write '" + *a->out_path + "'");
+        }
+        if (a->format == "json")
+            ctx.out << advice.dump(2) << "\n";
+        else
+            write_advice_markdown(advice, ctx.out);
+    });
+}
+
+}  // namespace sb::cli

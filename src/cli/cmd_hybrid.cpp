@@ -1,0 +1,73 @@
+#include <memory>
+
+#include "cli/commands.hpp"
+#include "scenario/hybrid.hpp"
+#include "scenario/run_command.hpp"
+
+namespace sb::cli {
+
+void add_hybrid_command(CLI::App& app, Context& ctx) {
+    auto* cmd = app.add_subcommand(
+        "hybrid",
+        "Prefill on one device set, move the KV cache, decode on another; compared side by side "
+        "with each device set alone");
+    auto o = std::make_shared<HybridOptions>();
+    auto quiet = std::make_shared<bool>(false);
+    auto no_warmup = std::make_shared<bool>(false);
+    auto no_baselines = std::make_shared<bool>(false);
+    cmd->add_option("-m,--model", o->model_path, "GGUF model file")->required();
+    cmd->add_option("--prefill-device", o->prefill_device,
+                    "device set that prefills (join with +), e.g. CPU or BLAS")
+        ->capture_default_str();
+    cmd->add_option("--decode-device", o->decode_device,
+                    "device set that decodes after the state moved, e.g. RPC0")
+        ->required();
+    cmd->add_option("-p,--n-prompt", o->n_prompt, "prompt tokens, comma list (a sweep)")
+        ->delimiter(',')
+        ->capture_default_str();
+    cmd->add_option("-n,--n-gen", o->n_gen, "generated tokens, comma list (a sweep)")
+        ->delimiter(',')
+        ->capture_default_str();
+    cmd->add_option("-r,--repetitions", o->reps, "repetitions of every mode")
+        ->capture_default_str();
+    cmd->add_option("-t,--threads", o->n_threads, "CPU threads (0 = llama.cpp default)")
+        ->capture_default_str();
+    cmd->add_option("-b,--batch-size", o->n_batch, "logical batch size")->capture_default_str();
+    cmd->add_option("--ubatch-size", o->n_ubatch, "physical batch size (-ub)")
+        ->capture_default_str();
+    cmd->add_option("--n-gpu-layers", o->n_gpu_layers, "layers to offload (-ngl)")
+        ->capture_default_str();
+    cmd->add_option("--flash-attn", o->flash_attn, "flash attention auto|on|off (-fa)")
+        ->capture_default_str();
+    cmd->add_option("--cache-type-k", o->type_k, "K cache type (-ctk)")->capture_default_str();
+    cmd->add_option("--cache-type-v", o->type_v, "V cache type (-ctv)")->capture_default_str();
+    cmd->add_option("--seed", o->seed, "seed for the random tokens")->capture_default_str();
+    cmd->add_flag("--no-warmup", *no_warmup, "skip the warmup of every mode");
+    cmd->add_flag("--no-baselines", *no_baselines,
+                  "measure the hybrid only, not each device set alone");
+    cmd->add_option("--rpc", o->rpc_servers, "RPC servers host:port to use (comma list)")
+        ->delimiter(',');
+    cmd->add_option("-o,--output", o->format, "stdout format: md or json")
+        ->check(CLI::IsMember({"md", "json"}))
+        ->capture_default_str();
+    cmd->add_option("--out", o->out_path,
+                    "write the result document (JSON) here, updated after every point");
+    cmd->add_flag("-q,--quiet", *quiet, "no progress lines on stderr");
+    cmd->add_option("--telemetry", o->telemetry.mode,
+                    "sample sensors around every stage: auto, on, off")
+        ->capture_default_str();
+    cmd->add_option("--sysfs-root", o->telemetry.sysfs_root, "where the sensors are")
+        ->capture_default_str();
+    cmd->add_option("--telemetry-hz", o->telemetry.hz, "sampling rate")->capture_default_str();
+    cmd->add_option("--idle", o->telemetry.idle_s, "seconds of idle baseline first")
+        ->capture_default_str();
+    cmd->callback([&ctx, o, quiet, no_warmup, no_baselines] {
+        o->progress = !*quiet;
+        o->warmup = !*no_warmup;
+        o->baselines = !*no_baselines;
+        ResultDocument doc = new_document("hybrid", ctx.argv);
+        ctx.exit_code = run_hybrid(*o, doc, ctx.out, ctx.err);
+    });
+}
+
+}  // namespace sb::cli

@@ -1,0 +1,159 @@
+// `stagebench hybrid` and `stagebench advise` end to end: the real llama.cpp on the CPU and a
+// real ggml-rpc-server on loopback as the second device.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cli_harness.hpp"
+
+namespace {
+
+using nlohmann::json;
+using sbtest::Proc;
+using sbtest::RpcServer;
+using sbtest::TempDir;
+using sbtest::tiny_model;
+
+double median_of(const json& v) {
+    std::vector<double> x = v.get<std::vector<double>>();
+    std::sort(x.begin(), x.end());
+    return x.size() % 2 ? x[x.size() / 2] : (x[x.size() / 2 - 1] + x[x.size() / 2]) / 2;
+}
+
+TEST(Hybrid, PrefillOnCpuDecodeOverRpcAgainstEachAloneAndAdvise) {
+    TempDir t;
+    RpcServer server(t);
+    ASSERT_TRUE(server.ready);
+    const std::string out = t.file("h.json");
+    Proc p = sbtest::run_sb({"hybrid",
+                             "-m",
+                             tiny_model(),
+                             "--prefill-device",
+                             "CPU",
+                             "--decode-device",
+                             "RPC0",
+                             "--rpc",
+                             server.endpoint(),
+                             "-p",
+                             "32,96",
+                             "-n",
+                             "8",
+                             "-r",
+                             "5",
+                             "-t",
+                             "1",
+                             "--out",
+                             out,
+                             "-q"});
+    server.stop(SIGTERM);
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    EXPECT_NE(p.out.find("## Hybrid: prefill on CPU, decode on RPC0"), std::string::npos) << p.out;
+    EXPECT_NE(p.out.find("95% CI"), std::string::npos) << p.out;
+    EXPECT_NE(p.out.find("Memory: weights"), std::string::npos) << p.out;
+
+    const json doc = json::parse(sbtest::read_file(out));
+    EXPECT_EQ(doc["command"], "hybrid");
+    ASSERT_EQ(doc["tests"].size(), 6u);  // three modes at each of two prompt lengths
+    const json& h = doc["hybrid"];
+    ASSERT_EQ(h["points"].size(), 2u);
+    int64_t bytes_short = 0;
+    for (const auto& pt : h["points"]) {
+        const json& tr = pt["transfer"];
+        ASSERT_EQ(tr["bytes"].size(), 5u);
+        ASSERT_EQ(tr["duration_ns"].size(), 5u);
+        EXPECT_GT(tr["bytes"][0].get<int64_t>(), 0);
+        EXPECT_GT(tr["duration"]["median"].get<double>(), 0);
+        for (const char* m : {"hybrid", "prefill_alone", "decode_alone"}) {
+            ASSERT_TRUE(pt["tests"].contains(m));
+            const json& test = doc["tests"][pt["tests"][m].get<size_t>()];
+            EXPECT_EQ(test["status"], "ok");
+            EXPECT_EQ(test["decode"]["token_latency_ns"].size(), 40u);
+            ASSERT_EQ(pt["e2e"][m]["samples_ns"].size(), 5u);
+        }
+        EXPECT_EQ(doc["tests"][pt["tests"]["hybrid"].get<size_t>()]["config"]["devices"],
+                  "CPU>RPC0");
+        // TTFT of the hybrid holds the transfer: prefill + transfer <= TTFT per repetition.
+        const json& ht = doc["tests"][pt["tests"]["hybrid"].get<size_t>()];
+        for (size_t i = 0; i < 5; ++i)
+            EXPECT_GE(ht["ttft_ns"][i].get<int64_t>(),
+                      ht["prefill"]["duration_ns"][i].get<int64_t>() +
+                          tr["duration_ns"][i].get<int64_t>());
+        for (const char* m : {"prefill_alone", "decode_alone"}) {
+            const json& c = pt["comparison"][m];
+            EXPECT_LE(c["ci95_lo"].get<double>(), c["speedup"].get<double>());
+            EXPECT_GE(c["ci95_hi"].get<double>(), c["speedup"].get<double>());
+            EXPECT_FALSE(c["verdict"].get<std::string>().empty());
+        }
+        if (pt["n_prompt"] == 32)
+            bytes_short = tr["bytes"][0].get<int64_t>();
+        else
+            EXPECT_GT(tr["bytes"][0].get<int64_t>(), bytes_short);  // the KV grows with p
+    }
+    EXPECT_TRUE(h["memory"]["weight_bytes_decode_engine"].is_number());
+    EXPECT_TRUE(h["crossover"]["by_n_gen"].is_array());
+
+    // The advisor predicts the measured hybrid from its parts (each device alone + the
+    // transfer) and ranks the stages as the measurements do.
+    Proc a = sbtest::run_sb({"advise", out, "-o", "json"});
+    ASSERT_EQ(a.exit_code, 0) << a.err;
+    const json adv = json::parse(a.out);
+    ASSERT_EQ(adv["validation"].size(), 2u) << a.out;
+    for (const auto& v : adv["validation"])
+        EXPECT_LT(std::abs(v["error"].get<double>()), 0.10) << v.dump();
+    for (const auto& st : adv["stages"]) {
+        const std::string stage = st["stage"];
+        // The fastest named must have the highest median among the candidates.
+        double best = 0;
+        std::string best_dev;
+        for (const auto& c : st["candidates"])
+            if (c["median_tokens_per_s"].get<double>() > best) {
+                best = c["median_tokens_per_s"];
+                best_dev = c["devices"];
+            }
+        EXPECT_EQ(st["fastest"], best_dev) << stage;
+    }
+    // ...and consistently with the raw tests: at pp96, the prefill device with the higher
+    // median tokens/s among the two alone modes is the one named.
+    const json& pt = h["points"][1];
+    const double cpu = median_of(
+        doc["tests"][pt["tests"]["prefill_alone"].get<size_t>()]["prefill"]["tokens_per_s"]);
+    const double rpc = median_of(
+        doc["tests"][pt["tests"]["decode_alone"].get<size_t>()]["prefill"]["tokens_per_s"]);
+    for (const auto& st : adv["stages"]) {
+        if (st["stage"] == "prefill" && st["workload"] == "pp96") {
+            EXPECT_EQ(st["fastest"], cpu > rpc ? "CPU" : "RPC0");
+        }
+    }
+    Proc md = sbtest::run_sb({"advise", out});
+    ASSERT_EQ(md.exit_code, 0) << md.err;
+    EXPECT_NE(md.out.find("## Advice"), std::string::npos);
+    EXPECT_NE(md.out.find("predicted at"), std::string::npos) << md.out;
+}
+
+TEST(Hybrid, BadInputIsOneLine) {
+    TempDir t;
+    // The same device set twice is not a hybrid.
+    Proc p = sbtest::run_sb(
+        {"hybrid", "-m", tiny_model(), "--prefill-device", "CPU", "--decode-device", "CPU", "-q"});
+    EXPECT_EQ(p.exit_code, 2);
+    EXPECT_TRUE(p.out.empty());
+    EXPECT_EQ(std::count(p.err.begin(), p.err.end(), '\n'), 1) << p.err;
+    // An unknown device.
+    p = sbtest::run_sb(
+        {"hybrid", "-m", tiny_model(), "--decode-device", "GPU7", "-p", "8", "-n", "2", "-q"});
+    EXPECT_EQ(p.exit_code, 2);
+    EXPECT_EQ(std::count(p.err.begin(), p.err.end(), '\n'), 1) << p.err;
+    // advise on something that is not a result document.
+    const std::string junk = t.file("junk.json");
+    { std::ofstream(junk) << "not json"; }
+    p = sbtest::run_sb({"advise", junk});
+    EXPECT_EQ(p.exit_code, 2);
+    EXPECT_EQ(std::count(p.err.begin(), p.err.end(), '\n'), 1) << p.err;
+}
+
+}  // namespace
