@@ -510,8 +510,28 @@ json advise(const std::vector<AdviseInput>& inputs, const AdviseOptions& opts) {
                 if (auto c = num(f, "call_ns"))
                     s += fmt::format(", {} per stage in all", ms(*c));
                 if (auto p = num(f, "penalty"))
-                    s += fmt::format(", {:.2f}× slower than on {}", *p, f.value("requested", ""));
+                    s += fmt::format(", its op time there {:.2f}× that on {}", *p,
+                                     f.value("requested", ""));
                 say(s + ".");
+            }
+            // Where an accelerator's pipeline goes: communication, conversion, compute.
+            const json& dec = st.value("decomposition", json());
+            if (dec.is_object() && !dec.value("parts", json::array()).empty()) {
+                std::string s = fmt::format("{}: the pipeline of {} splits into", stage,
+                                            ops.value("devices", std::string("?")));
+                bool first = true;
+                for (const auto& part : dec["parts"]) {
+                    if (auto share = num(part, "share")) {
+                        s += fmt::format("{} {} {:.0f} %", first ? "" : ",", part.value("name", ""),
+                                         *share * 100);
+                        first = false;
+                    }
+                }
+                if (!first) {
+                    say(s + ".");
+                    out["decomposition"].push_back(
+                        {{"stage", stage}, {"source", src}, {"parts", dec["parts"]}});
+                }
             }
             // Dispatch overhead per call: call - op time of every computed op.
             std::map<std::pair<std::string, std::string>, std::vector<double>> over;
@@ -541,7 +561,16 @@ json advise(const std::vector<AdviseInput>& inputs, const AdviseOptions& opts) {
             std::sort(rows.begin(), rows.end(), [](const json& x, const json& y) {
                 return x["total_overhead_ns"].get<double>() > y["total_overhead_ns"].get<double>();
             });
-            for (auto& r : rows) {
+            for (size_t i = 0; i < rows.size(); ++i) {
+                auto& r = rows[i];
+                out["dispatch"].push_back(r);
+                if (i == 5)
+                    say(
+                        fmt::format("{}: {} more operators above the dispatch budget are in the "
+                                    "table.",
+                                    stage, rows.size() - 5));
+                if (i >= 5)
+                    continue;
                 say(fmt::format(
                     "{}: {} on {} spends {:.1f} µs per call outside the op (median of "
                     "{}; {} in all), above the {:.0f} µs budget: a candidate for "
@@ -549,7 +578,6 @@ json advise(const std::vector<AdviseInput>& inputs, const AdviseOptions& opts) {
                     stage, r["op"].get<std::string>(), r["backend"].get<std::string>(),
                     r["median_overhead_ns"].get<double>() / 1e3, r["count"].get<size_t>(),
                     ms(r["total_overhead_ns"]), opts.dispatch_budget_ns / 1e3));
-                out["dispatch"].push_back(r);
             }
             if (rows.empty() && !over.empty())
                 say(

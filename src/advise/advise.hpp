@@ -48,7 +48,8 @@ struct AdviseInput {
 //   "crossover": [{"n_gen", "ranges": [{"from_n_prompt", "to_n_prompt", "best"}]}],
 //   "validation": [{"prefill", "decode", "n_prompt", "n_gen", "predicted_ns", "measured_ns",
 //                   "error"}],
-//   "fallback": [...], "dispatch": [...], "sustained": [...],
+//   "fallback": [...], "dispatch": [...], "decomposition": [{"stage", "source", "parts"}],
+//   "sustained": [...],
 //   "sentences": ["plain sentences with the numbers"], "notes": [...]}
 // Documents it cannot use are named in notes. Throws sb::Error(input) when no input has
 // anything to advise on.

@@ -94,6 +94,10 @@ TEST(Advise, PredictsTheHybridFromItsPartsAndFindsTheCrossover) {
 TEST(Advise, FlagsDispatchOverheadAndFallback) {
     json ops = {{"stages",
                  {{{"stage", "decode"},
+                   {"decomposition",
+                    {{"parts",
+                      {{{"name", "communication"}, {"share", 0.25}},
+                       {{"name", "compute"}, {"share", 0.75}}}}}},
                    {"fallback",
                     {{{"op", "RMS_NORM"},
                       {"backend", "CPU"},
@@ -110,8 +114,16 @@ TEST(Advise, FlagsDispatchOverheadAndFallback) {
                       {"no_compute", true},
                       {"op_ns", 0.0},
                       {"call_ns", 5e4}}}}}}}};
+    ops["devices"] = "RPC0";
     json doc = {{"command", "ops"}, {"ops", ops}};
     json a = advise({{"o.json", doc}}, {});
+    ASSERT_EQ(a["decomposition"].size(), 1u);
+    bool said = false;
+    for (const auto& s : a["sentences"])
+        said = said || s.get<std::string>().find(
+                           "RPC0 splits into communication 25 %, compute "
+                           "75 %") != std::string::npos;
+    EXPECT_TRUE(said) << a["sentences"].dump(1);
     ASSERT_EQ(a["dispatch"].size(), 1u);
     EXPECT_EQ(a["dispatch"][0]["op"], "ADD");
     EXPECT_NEAR(a["dispatch"][0]["median_overhead_ns"].get<double>(), 26500, 1e-6);
