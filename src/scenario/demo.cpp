@@ -4,11 +4,15 @@
 #include <fstream>
 #include <sstream>
 
+#include "advise/advise.hpp"
 #include "core/error.hpp"
 #include "engine/backends.hpp"
 #include "engine/ggml_quantizer.hpp"
 #include "engine/process.hpp"
 #include "model/synth.hpp"
+#include "report/advise_report.hpp"
+#include "report/hybrid_report.hpp"
+#include "scenario/hybrid.hpp"
 #include "scenario/run_command.hpp"
 
 #ifndef SB_VERSION
@@ -51,6 +55,7 @@ int run_demo(const DemoOptions& o, std::ostream& out, std::ostream& err) {
             ro.matrix.devices.push_back(d.name);
 
     ChildProcess rpc;
+    std::string rpc_device;
     if (o.rpc) {
         const std::string prog = find_peer_program("ggml-rpc-server");
         if (prog.empty()) {
@@ -70,8 +75,10 @@ int run_demo(const DemoOptions& o, std::ostream& out, std::ostream& err) {
             if (!wait_for_port("127.0.0.1", port, 15000, &rpc))
                 throw runtime_error("the RPC server did not start, see " + log);
             const std::string ep = "127.0.0.1:" + std::to_string(port);
-            for (const auto& d : add_rpc_server(ep))
+            for (const auto& d : add_rpc_server(ep)) {
                 ro.matrix.devices.push_back(d.name);
+                rpc_device = d.name;
+            }
         }
     }
 
@@ -84,10 +91,38 @@ int run_demo(const DemoOptions& o, std::ostream& out, std::ostream& err) {
             << " generated, " << o.reps << " repetitions per backend.\n\n"
             << table.str();
     out << table.str();
+    std::vector<AdviseInput> advise_in{{ro.out_path.value(), to_json(doc)}};
+
+    // Stage-aware execution: prefill on the CPU, the KV cache moved, decode on the RPC device,
+    // next to each alone.
+    int hybrid_rc = 0;
+    if (!rpc_device.empty()) {
+        HybridOptions ho;
+        ho.model_path = model;
+        ho.prefill_device = "CPU";
+        ho.decode_device = rpc_device;
+        ho.n_prompt = {o.n_prompt};
+        ho.n_gen = {o.n_gen};
+        ho.n_threads = o.threads;
+        ho.reps = o.reps;
+        ho.out_path = (fs::path(o.dir) / "hybrid.json").string();
+        ho.progress = o.progress;
+        ResultDocument hd = new_document("hybrid", o.argv);
+        std::ostringstream ht;
+        hybrid_rc = run_hybrid(ho, hd, ht, err);
+        summary << "\n" << ht.str();
+        out << "\n" << ht.str();
+        advise_in.push_back({ho.out_path.value(), to_json(hd)});
+    }
+    std::ostringstream advice;
+    write_advice_markdown(advise(advise_in, AdviseOptions{}), advice);
+    summary << "\n" << advice.str();
+    out << "\n" << advice.str();
     if (o.progress)
-        err << "stagebench: wrote " << ro.out_path.value() << " and "
+        err << "stagebench: wrote " << ro.out_path.value() << ", "
+            << (rpc_device.empty() ? "" : "hybrid.json, ")
             << (fs::path(o.dir) / "summary.md").string() << "\n";
-    return rc;
+    return rc != 0 ? rc : hybrid_rc;
 }
 
 }  // namespace sb

@@ -1,8 +1,9 @@
 #pragma once
 // `stagebench demo`: the main job on an embedded default. Generates a scaled-down synthetic
 // model, starts a loopback RPC server when the peer program is available, and runs a short
-// stage sweep on every available backend (CPU, CPU+BLAS, RPC). Writes <dir>/model.gguf,
-// <dir>/result.json and <dir>/summary.md; the summary also goes to `out`.
+// stage sweep on every available backend (CPU, CPU+BLAS, RPC), then a hybrid run (prefill on
+// the CPU, decode on the RPC device) and the advice drawn from both. Writes <dir>/model.gguf,
+// <dir>/result.json, <dir>/hybrid.json and <dir>/summary.md; the summary also goes to `out`.
 #include <ostream>
 #include <string>
 #include <vector>
