@@ -1,0 +1,37 @@
+// `stagebench demo`, the README's main job, on a small setting: every file it promises, the
+// hybrid section and the advice drawn from both documents.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "cli_harness.hpp"
+
+namespace {
+
+using nlohmann::json;
+
+TEST(Demo, WritesModelResultsHybridAndAdvice) {
+    sbtest::TempDir t;
+    const std::string dir = t.file("demo");
+    sbtest::Proc p = sbtest::run_sb({"demo", "--dir", dir, "--preset", "tiny", "--layers", "1",
+                                     "-p", "32", "-n", "8", "-r", "2", "-t", "1", "-q"});
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    for (const char* f : {"model.gguf", "result.json", "hybrid.json", "summary.md"})
+        EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(dir) / f)) << f;
+    const json run = json::parse(sbtest::read_file(dir + "/result.json"));
+    EXPECT_EQ(run["command"], "demo");
+    EXPECT_GE(run["tests"].size(), 2u);  // CPU and the RPC device at least
+    const json hybrid = json::parse(sbtest::read_file(dir + "/hybrid.json"));
+    EXPECT_EQ(hybrid["command"], "hybrid");
+    EXPECT_EQ(hybrid["tests"].size(), 3u);
+    const std::string summary = sbtest::read_file(dir + "/summary.md");
+    EXPECT_NE(summary.find("## Hybrid: prefill on CPU, decode on RPC0"), std::string::npos);
+    EXPECT_NE(summary.find("## Advice"), std::string::npos);
+    EXPECT_NE(summary.find("predicted at"), std::string::npos) << summary;
+    // stdout carries the same report (the summary adds a heading).
+    EXPECT_NE(summary.find(p.out.substr(0, 200)), std::string::npos);
+    EXPECT_NE(p.out.find("## Advice"), std::string::npos);
+}
+
+}  // namespace
