@@ -654,7 +654,8 @@ json document_view(const ReportInput& in, std::size_t index) {
         v["kind"] = "compare";
         v["header"] = {{"created_at", text(at(doc, "created_at"))},
                        {"tool_version", text(at(doc, "tool_version"))}};
-        v["compare"] = compare_view(doc, notes);
+        if (json c = compare_view(doc, notes); !c.is_null())
+            v["compare"] = std::move(c);
         v["notes"] = notes;
         return v;
     }

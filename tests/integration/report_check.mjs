@@ -3,17 +3,18 @@
 //   - any request other than the file itself (every request is intercepted and aborted),
 //   - any console error or uncaught page error,
 //   - an expected chart kind with no canvas, no Chart.js instance or a blank canvas,
+//   - an expected annotated chart kind without annotations (or no annotation plugin),
 //   - an expected text missing from the page.
 // Saves a full-page screenshot. Prints one JSON line with what it saw; exit 0 on success.
 //
 // node report_check.mjs --driver DIR --chromium PATH --html FILE --screenshot PNG
-//                       [--expect-chart KIND]... [--expect-text TEXT]...
+//                       [--expect-chart KIND]... [--expect-annotated KIND]... [--expect-text TEXT]...
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import path from 'node:path';
 
 function parseArgs(argv) {
-  const a = { expectChart: [], expectText: [] };
+  const a = { expectChart: [], expectAnnotated: [], expectText: [] };
   for (let i = 0; i < argv.length; i += 2) {
     const k = argv[i], v = argv[i + 1];
     if (v === undefined) throw new Error('missing value for ' + k);
@@ -22,6 +23,7 @@ function parseArgs(argv) {
     else if (k === '--html') a.html = v;
     else if (k === '--screenshot') a.screenshot = v;
     else if (k === '--expect-chart') a.expectChart.push(v);
+    else if (k === '--expect-annotated') a.expectAnnotated.push(v);
     else if (k === '--expect-text') a.expectText.push(v);
     else throw new Error('unknown option ' + k);
   }
@@ -77,17 +79,21 @@ try {
         }
       }
       const points = chart ? chart.data.datasets.reduce((n, d) => n + d.data.filter((v) => v !== null).length, 0) : 0;
+      const ann = chart && chart.options.plugins.annotation ? chart.options.plugins.annotation.annotations : null;
       out.push({ kind: canvas.dataset.chart, chart: !!chart, painted: painted, colors: colors.size,
-                 points: points, width: canvas.width, height: canvas.height });
+                 points: points, annotations: ann ? Object.keys(ann).length : 0 });
     }
+    let annotationPlugin = false;
+    try { annotationPlugin = !!window.Chart.registry.getPlugin('annotation'); } catch (e) { /* absent */ }
     return { canvases: out, instances: Object.keys(window.Chart.instances).length,
-             text: document.body.innerText };
+             annotationPlugin: annotationPlugin, text: document.body.innerText };
   });
 
   const byKind = {};
   for (const c of seen.canvases) {
-    const k = byKind[c.kind] || (byKind[c.kind] = { canvases: 0, drawn: 0 });
+    const k = byKind[c.kind] || (byKind[c.kind] = { canvases: 0, drawn: 0, annotated: 0 });
     k.canvases++;
+    if (c.annotations > 0) k.annotated++;
     // Drawn: a Chart.js instance with data, and paint of more than one colour (axes and bars).
     if (c.chart && c.points > 0 && c.painted > 50 && c.colors > 1) k.drawn++;
   }
@@ -96,6 +102,10 @@ try {
     else if (byKind[kind].drawn !== byKind[kind].canvases) {
       problems.push('chart ' + kind + ': ' + byKind[kind].drawn + ' of ' + byKind[kind].canvases + ' drawn');
     }
+  }
+  for (const kind of args.expectAnnotated) {
+    if (!seen.annotationPlugin) problems.push('the annotation plugin is not registered');
+    if (!byKind[kind] || byKind[kind].annotated === 0) problems.push('no annotations on chart ' + kind);
   }
   if (seen.instances !== seen.canvases.length) {
     problems.push(seen.instances + ' Chart.js instances for ' + seen.canvases.length + ' canvases');

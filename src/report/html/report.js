@@ -327,7 +327,8 @@
       sec.appendChild(el('p', null, 'Verdict: ', el('strong', null, p.verdict || '–'),
         p.steady_decode_tps !== null ? '; steady decode ' + num(p.steady_decode_tps) + ' tok/s' : '',
         p.first_last_change !== null ? '; last vs first round ' + pct(p.first_last_change) : '',
-        p.onset_basis ? '; onset from ' + p.onset_basis : ''));
+        p.onset_round !== null ? '; throttle onset at round ' + p.onset_round : '',
+        p.onset_basis ? ' (from ' + p.onset_basis + ')' : ''));
       sec.appendChild(table(['round', 'status', 'prefill tok/s', 'decode tok/s', 'TTFT ms', 'max °C', 'CPU MHz'],
         rounds.map((r) => [String(r.round), r.status, num(r.prefill_tps), num(r.decode_tps), num(r.ttft_ms),
                            num(r.temp_max_c), num(r.cpu_freq_mhz)])));
