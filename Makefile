@@ -1,6 +1,7 @@
 # The two commands of the README: `make demo` (the main job) and `make test` (every test).
-# Both set up what is missing first: Debian packages (scripts/setup-deps.sh) and the pinned
-# llama.cpp, built once per machine into ~/.cache/stagebench (scripts/llama.sh).
+# Both set up what is missing first: Debian packages (scripts/setup-deps.sh), the pinned
+# llama.cpp, built once per machine into ~/.cache/stagebench (scripts/llama.sh), and the pinned
+# npm packages of the HTML report (scripts/report-assets.sh, into ~/.cache/stagebench/npm).
 #
 #   LLAMA_CPP_DIR=/path/to/llama.cpp   build against your own llama.cpp checkout instead
 #   LLAMA_CMAKE_ARGS="-DGGML_VULKAN=ON" extra CMake options for that llama.cpp build
@@ -23,9 +24,15 @@ $(BUILD)/.llama-dir: deps FORCE
 	@dir=$$(bash scripts/llama.sh) && \
 	  if [ "$$(cat $@ 2>/dev/null)" != "$$dir" ]; then echo "$$dir" > $@; fi
 
-configure: $(BUILD)/.llama-dir
+$(BUILD)/.report-assets-dir: deps FORCE
+	@mkdir -p $(BUILD)
+	@dir=$$(bash scripts/report-assets.sh) && \
+	  if [ "$$(cat $@ 2>/dev/null)" != "$$dir" ]; then echo "$$dir" > $@; fi
+
+configure: $(BUILD)/.llama-dir $(BUILD)/.report-assets-dir
 	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(CMAKE_BUILD_TYPE) $(LAUNCHER) \
-	  -DSTAGEBENCH_LLAMA_BUILD_DIR=$$(cat $(BUILD)/.llama-dir) >$(BUILD)/configure.log 2>&1 \
+	  -DSTAGEBENCH_LLAMA_BUILD_DIR=$$(cat $(BUILD)/.llama-dir) \
+	  -DSTAGEBENCH_REPORT_ASSETS_DIR=$$(cat $(BUILD)/.report-assets-dir) >$(BUILD)/configure.log 2>&1 \
 	  || { cat $(BUILD)/configure.log; exit 1; }
 
 build: configure

@@ -26,6 +26,7 @@ void build_app(CLI::App& app, Context& ctx) {
     add_import_command(app, ctx);
     add_hybrid_command(app, ctx);
     add_advise_command(app, ctx);
+    add_report_command(app, ctx);
 }
 
 namespace {

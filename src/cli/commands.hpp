@@ -29,6 +29,7 @@ void add_decompose_command(CLI::App& app, Context& ctx);
 void add_import_command(CLI::App& app, Context& ctx);
 void add_hybrid_command(CLI::App& app, Context& ctx);
 void add_advise_command(CLI::App& app, Context& ctx);
+void add_report_command(CLI::App& app, Context& ctx);
 
 // Builds the whole CLI; used by main() and by CLI tests.
 void build_app(CLI::App& app, Context& ctx);

@@ -1,0 +1,49 @@
+#include <cstdio>
+#include <fstream>
+
+#include "cli/commands.hpp"
+#include "core/error.hpp"
+#include "report/html_report.hpp"
+
+#ifndef SB_VERSION
+#define SB_VERSION "0.0.0"
+#endif
+
+namespace sb::cli {
+
+void add_report_command(CLI::App& app, Context& ctx) {
+    auto* cmd = app.add_subcommand(
+        "report",
+        "One self-contained HTML page (charts inline, works offline) from result and "
+        "compare documents");
+    auto inputs = std::make_shared<std::vector<std::string>>();
+    auto out_path = std::make_shared<std::string>();
+    auto title = std::make_shared<std::string>("stagebench report");
+    cmd->add_option("documents", *inputs, "result or compare documents (JSON)")->required();
+    cmd->add_option("-o,--out", *out_path, "the HTML file to write")->required();
+    cmd->add_option("--title", *title, "page title")->capture_default_str();
+    cmd->callback([&ctx, inputs, out_path, title] {
+        std::vector<ReportInput> docs;
+        for (const auto& path : *inputs)
+            docs.push_back(load_report_input(path));
+        HtmlOptions o;
+        o.title = *title;
+        o.tool_version = SB_VERSION;
+        // Written beside the target and moved into place: a reader never sees half a page.
+        const std::string tmp = *out_path + ".tmp";
+        {
+            std::ofstream f(tmp, std::ios::trunc | std::ios::binary);
+            if (!f)
+                throw input_error("cannot write '" + *out_path + "'");
+            write_html_report(docs, o, f);
+            if (!f.flush())
+                throw runtime_error("cannot write '" + *out_path + "'");
+        }
+        if (std::rename(tmp.c_str(), out_path->c_str()) != 0)
+            throw runtime_error("cannot move the report into place at '" + *out_path + "'");
+        ctx.err << "report: wrote " << *out_path << " (" << docs.size() << " document"
+                << (docs.size() == 1 ? "" : "s") << ")\n";
+    });
+}
+
+}  // namespace sb::cli

@@ -1,0 +1,454 @@
+// stagebench HTML report: draws the view prepared by src/report/html_data.cpp (the JSON in
+// #sb-data) with the embedded Chart.js and chartjs-plugin-annotation. Values arrive in display
+// units; this script only lays them out. Every text goes in through textContent, never as HTML.
+(function () {
+  'use strict';
+
+  const data = JSON.parse(document.getElementById('sb-data').textContent);
+  // For tests and the curious: every chart drawn, by kind.
+  const registry = { charts: [], data: data };
+  window.sbReport = registry;
+
+  const COLORS = ['#3366cc', '#e0822b', '#2a9d5c', '#c0392b', '#8e5cc4', '#17a2b8', '#b58900',
+                  '#6c7a89', '#d63384', '#5d8c3a'];
+  const STAGE_COLORS = { prefill: 'rgba(51, 102, 204, 0.13)', decode: 'rgba(224, 130, 43, 0.15)',
+                         idle: 'rgba(120, 120, 120, 0.10)' };
+  const color = (i) => COLORS[i % COLORS.length];
+
+  // ---- DOM helpers ---------------------------------------------------------------------------
+  function el(tag, attrs, ...children) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v !== undefined && v !== null) e.setAttribute(k, v);
+    }
+    for (const c of children.flat()) {
+      if (c === null || c === undefined) continue;
+      e.appendChild(typeof c === 'string' || typeof c === 'number' ? document.createTextNode(String(c)) : c);
+    }
+    return e;
+  }
+
+  function num(v, digits) {
+    if (v === null || v === undefined || !Number.isFinite(v)) return '–';
+    const d = digits === undefined ? 4 : digits;
+    const a = Math.abs(v);
+    if (a !== 0 && (a >= 1e6 || a < 1e-3)) return v.toExponential(2);
+    return v.toLocaleString('en-US', { maximumSignificantDigits: d, useGrouping: false });
+  }
+  const pct = (v) => (v === null || v === undefined ? '–' : num(v * 100, 3) + ' %');
+  function withCi(s) {
+    if (!s) return '–';
+    let t = num(s.median);
+    if (s.lo !== null && s.hi !== null && s.lo !== undefined) t += ' [' + num(s.lo) + ', ' + num(s.hi) + ']';
+    return t;
+  }
+
+  function table(headers, rows, rowClass) {
+    const thead = el('thead', null, el('tr', null, headers.map((h) => el('th', null, h))));
+    const tbody = el('tbody');
+    rows.forEach((r, i) => {
+      const tr = el('tr', { class: rowClass ? rowClass(i) : null });
+      r.forEach((c) => {
+        const isNum = typeof c === 'number' || (typeof c === 'string' && /^[-–0-9.e+ [\],%]+$/.test(c) && c !== '');
+        tr.appendChild(el('td', { class: isNum ? 'num' : null }, typeof c === 'number' ? num(c) : c));
+      });
+      tbody.appendChild(tr);
+    });
+    return el('div', { class: 'table-wrap' }, el('table', null, thead, tbody));
+  }
+
+  const note = (text) => el('div', { class: 'note' }, text);
+
+  // ---- Charts --------------------------------------------------------------------------------
+  // Whiskers for datasets that carry errorBars: [{lo, hi}|null, ...] (one per point).
+  const errorBarsPlugin = {
+    id: 'sbErrorBars',
+    afterDatasetsDraw(chart) {
+      const ctx = chart.ctx;
+      chart.data.datasets.forEach((ds, i) => {
+        if (!ds.errorBars || !chart.isDatasetVisible(i)) return;
+        const meta = chart.getDatasetMeta(i);
+        const scale = chart.scales[meta.yAxisID];
+        ctx.save();
+        ctx.strokeStyle = ds.errorBarColor || '#222';
+        ctx.lineWidth = 1.5;
+        meta.data.forEach((elem, j) => {
+          const e = ds.errorBars[j];
+          if (!e || e.lo === null || e.hi === null || e.lo === undefined || e.hi === undefined) return;
+          const x = elem.x;
+          const y1 = scale.getPixelForValue(e.lo);
+          const y2 = scale.getPixelForValue(e.hi);
+          const cap = Math.max(3, Math.min(8, (elem.width || 12) / 4));
+          ctx.beginPath();
+          ctx.moveTo(x, y1); ctx.lineTo(x, y2);
+          ctx.moveTo(x - cap, y1); ctx.lineTo(x + cap, y1);
+          ctx.moveTo(x - cap, y2); ctx.lineTo(x + cap, y2);
+          ctx.stroke();
+        });
+        ctx.restore();
+      });
+    },
+  };
+  Chart.register(errorBarsPlugin);
+  Chart.defaults.font.family = getComputedStyle(document.body).fontFamily;
+
+  // height: of the chart in px; the style sheet's default when absent.
+  function addChart(parent, kind, config, height) {
+    const canvas = el('canvas', { 'data-chart': kind, role: 'img' });
+    parent.appendChild(el('div', { class: 'chart', style: height ? 'height:' + height + 'px' : null }, canvas));
+    config.options = Object.assign({ animation: false, responsive: true, maintainAspectRatio: false },
+                                   config.options || {});
+    const chart = new Chart(canvas, config);
+    registry.charts.push({ kind: kind, id: chart.id });
+    canvas.setAttribute('aria-label', kind);
+    return chart;
+  }
+
+  // The highest value a chart must show: medians and the tops of their whiskers.
+  function maxOf(points, cis) {
+    let m = 0;
+    points.forEach((v) => { if (v !== null && v > m) m = v; });
+    (cis || []).forEach((c) => { if (c && c.hi !== null && c.hi > m) m = c.hi; });
+    return m;
+  }
+
+  function barsWithCi(parent, kind, labels, stats, label, unit, colorIndex) {
+    const medians = stats.map((s) => (s ? s.median : null));
+    const cis = stats.map((s) => (s ? { lo: s.lo, hi: s.hi } : null));
+    addChart(parent, kind, {
+      type: 'bar',
+      data: { labels: labels, datasets: [{ label: label, data: medians, errorBars: cis,
+                                           backgroundColor: color(colorIndex) }] },
+      options: {
+        scales: { y: { beginAtZero: true, suggestedMax: maxOf(medians, cis) * 1.05,
+                       title: { display: true, text: unit } } },
+        plugins: { tooltip: { callbacks: { afterLabel: (c) => {
+          const e = cis[c.dataIndex];
+          return e && e.lo !== null ? '95% CI [' + num(e.lo) + ', ' + num(e.hi) + ']' : '';
+        } } } },
+      },
+    });
+  }
+
+  // ---- Sections ------------------------------------------------------------------------------
+  function renderHeader(sec, d) {
+    const h = d.header || {};
+    const items = [['command', d.command], ['source', d.source], ['host', h.host], ['cpu', h.cpu],
+                   ['os', h.os], ['started at', h.started_at], ['finished at', h.finished_at],
+                   ['created at', h.created_at], ['command line', h.command_line],
+                   ['stagebench', [h.tool_version, h.build_type].filter(Boolean).join(' ')],
+                   ['llama.cpp', h.llama]];
+    const dl = el('dl', { class: 'header' });
+    items.forEach(([k, v]) => {
+      if (!v) return;
+      dl.appendChild(el('dt', null, k));
+      dl.appendChild(el('dd', { class: k === 'command line' ? 'mono' : null }, v));
+    });
+    sec.appendChild(dl);
+  }
+
+  function renderSummary(sec, rows) {
+    sec.appendChild(el('h3', null, 'Summary'));
+    sec.appendChild(table(
+      ['test', 'model', 'devices', 'threads', 'backends', 'prefill tok/s median [95% CI]',
+       'decode tok/s median [95% CI]', 'TTFT ms median [95% CI]', 'ITL ms median / p99', 'status'],
+      rows.map((r) => [r.test, r.model, r.devices + (r.engine && r.engine !== 'llama' ? ' (' + r.engine + ')' : ''),
+                       r.threads === null ? 'default' : String(r.threads), (r.backends || []).join(', '),
+                       withCi(r.prefill), withCi(r.decode), withCi(r.ttft_ms),
+                       num(r.itl_ms.median) + ' / ' + num(r.itl_ms.p99),
+                       r.status + (r.error ? ': ' + r.error : '')]),
+      (i) => (rows[i].status && rows[i].status !== 'ok' ? 'failed' : null)));
+    sec.appendChild(el('p', { class: 'caption' },
+      'Medians over the repetitions; brackets: 95% confidence interval of the mean (Student t).'));
+  }
+
+  function renderThroughput(sec, t) {
+    sec.appendChild(el('h3', null, 'Throughput per stage and device'));
+    if (t.prefill.some((s) => s)) {
+      sec.appendChild(el('h4', null, 'Prefill'));
+      barsWithCi(sec, 'throughput-prefill', t.labels, t.prefill, 'prefill tokens/s (median)', 'tokens/s', 0);
+    }
+    if (t.decode.some((s) => s)) {
+      sec.appendChild(el('h4', null, 'Decode'));
+      barsWithCi(sec, 'throughput-decode', t.labels, t.decode, 'decode tokens/s (median)', 'tokens/s', 1);
+    }
+    sec.appendChild(el('p', { class: 'caption' }, 'Bars: median; whiskers: 95% CI of the mean.'));
+  }
+
+  function stackedOps(parent, kind, bars, title) {
+    const labels = bars.map((b) => b.label);
+    const datasets = [
+      { label: 'op time (ms)', data: bars.map((b) => (b.fallback ? null : b.op_ms)), stack: 's',
+        backgroundColor: color(0) },
+    ];
+    if (bars.some((b) => b.fallback)) {
+      datasets.push({ label: 'op time, fallback op (ms)', data: bars.map((b) => (b.fallback ? b.op_ms : null)),
+                      stack: 's', backgroundColor: '#c0392b' });
+    }
+    datasets.push({ label: 'call overhead: call − op (ms)', data: bars.map((b) => b.overhead_ms), stack: 's',
+                    backgroundColor: color(1) });
+    addChart(parent, kind, {
+      type: 'bar',
+      data: { labels: labels, datasets: datasets },
+      options: {
+        indexAxis: 'y',
+        scales: { x: { stacked: true, beginAtZero: true, title: { display: true, text: 'ms per stage' } },
+                  y: { stacked: true, ticks: { autoSkip: false } } },
+        plugins: { title: { display: true, text: title },
+                   tooltip: { callbacks: { afterBody: (items) => {
+                     const b = bars[items[0].dataIndex];
+                     const out = ['count: ' + num(b.count), 'call/op: ' + num(b.call_op_ratio, 3)];
+                     if (b.fallback) out.push('fallback: ' + b.fallback);
+                     return out;
+                   } } } },
+      },
+    }, 110 + 24 * bars.length);
+  }
+
+  function renderOps(sec, ops, command) {
+    sec.appendChild(el('h3', null, command === 'decompose' ? 'Pipeline decomposition and operators'
+                                                           : 'Operator breakdown'));
+    sec.appendChild(el('p', { class: 'caption' },
+      'devices ' + (ops.devices || '–') + '; ran on ' + ((ops.backends || []).join(', ') || '–') +
+      (ops.method ? '; ' + ops.method : '') +
+      '. Op time: compute with dispatch amortised; call overhead: what dispatching the op alone adds.'));
+    const decomposed = ops.stages.filter((s) => s.decomposition);
+    if (decomposed.length) {
+      sec.appendChild(el('h4', null, 'Pipeline decomposition'));
+      const names = [];
+      decomposed.forEach((s) => s.decomposition.parts.forEach((p) => {
+        if (!names.includes(p.name)) names.push(p.name);
+      }));
+      addChart(sec, 'decomposition', {
+        type: 'bar',
+        data: { labels: decomposed.map((s) => s.stage), datasets: names.map((n, i) => ({
+          label: n, backgroundColor: color(i), stack: 's',
+          data: decomposed.map((s) => { const p = s.decomposition.parts.find((q) => q.name === n); return p ? p.ms : null; }),
+        })) },
+        options: { indexAxis: 'y', scales: { x: { stacked: true, title: { display: true, text: 'ms per stage' } },
+                                             y: { stacked: true } } },
+      }, 110 + 50 * decomposed.length);
+      sec.appendChild(table(['stage', 'part', 'ms', 'share of the stage', 'note'],
+        decomposed.flatMap((s) => s.decomposition.parts.map((p) => [s.stage, p.name, num(p.ms), pct(p.share), p.note]))));
+    }
+    ops.stages.forEach((s) => {
+      sec.appendChild(el('h4', null, 'Stage ' + s.stage + (s.n_tokens ? ' (' + s.n_tokens + ' tokens)' : '')));
+      const r = s.reconciliation;
+      sec.appendChild(el('p', { class: 'caption' },
+        'stage ' + num(r.plain_ms) + ' ms uninstrumented, ' + num(r.traced_ms) + ' ms traced; sum of op times ' +
+        num(r.sum_op_ms) + ' ms (' + pct(r.op_fraction) + ' of the stage), sum of call times ' + num(r.sum_call_ms) + ' ms.'));
+      if (s.by_op.length) stackedOps(sec, 'ops-by-op', s.by_op, s.stage + ': by op type');
+      if (s.by_backend.length) stackedOps(sec, 'ops-by-backend', s.by_backend, s.stage + ': by backend');
+      if (s.fallback.length) {
+        sec.appendChild(el('p', null, el('span', { class: 'flag' }, 'Fallback: '),
+          'these ops ran on another backend than the one asked for (red bars above).'));
+        sec.appendChild(table(['op', 'ran on', 'asked for', 'count', 'op ms', 'call ms', 'penalty ×', 'note'],
+          s.fallback.map((f) => [f.op, f.backend, f.requested, num(f.count), num(f.op_ms), num(f.call_ms),
+                                 num(f.penalty, 3), f.note])));
+      }
+      if (s.clamped.length) {
+        sec.appendChild(note('Call time below op time (measured separately), shown as no overhead: ' +
+                             s.clamped.join(', ')));
+      }
+      s.notes.forEach((n) => sec.appendChild(note(n)));
+    });
+  }
+
+  function renderTelemetry(sec, t) {
+    sec.appendChild(el('h3', null, 'Telemetry'));
+    const stages = [];
+    t.spans.forEach((s) => { if (!stages.includes(s.kind)) stages.push(s.kind); });
+    const shade = (s) => STAGE_COLORS[s] || 'rgba(142, 92, 196, 0.12)';
+    const boxes = {};
+    t.spans.forEach((s, i) => {
+      boxes['span' + i] = { type: 'box', xMin: s.begin_s, xMax: s.end_s, backgroundColor: shade(s.kind),
+                            borderWidth: 0, drawTime: 'beforeDatasetsDraw' };
+    });
+    t.groups.forEach((g) => {
+      sec.appendChild(el('h4', null, g.quantity + ' (' + g.unit + ')'));
+      addChart(sec, 'telemetry-' + g.quantity, {
+        type: 'line',
+        data: { datasets: g.series.map((s, i) => ({
+          label: s.name, borderColor: color(i), backgroundColor: color(i), borderWidth: 1.5,
+          pointRadius: 0, spanGaps: false, data: s.points.map((p) => ({ x: p[0], y: p[1] })),
+        })) },
+        options: {
+          parsing: false,
+          interaction: { mode: 'nearest', intersect: false },
+          scales: { x: { type: 'linear', title: { display: true, text: 'time (s)' } },
+                    y: { title: { display: true, text: g.unit } } },
+          plugins: { annotation: { annotations: boxes } },
+        },
+      });
+    });
+    if (stages.length) {
+      const cap = el('p', { class: 'caption' }, 'Shaded:');
+      stages.forEach((s) => {
+        cap.appendChild(el('span', { class: 'swatch', style: 'background:' + shade(s).replace(/[\d.]+\)$/, '0.5)') }));
+        cap.appendChild(document.createTextNode(s));
+      });
+      sec.appendChild(cap);
+    }
+  }
+
+  function renderSustained(sec, s) {
+    sec.appendChild(el('h3', null, 'Sustained rounds'));
+    s.phases.forEach((p) => {
+      sec.appendChild(el('h4', null, 'Phase: ' + p.name + (p.background ? ' (background load ' + p.background + ')' : '')));
+      const rounds = p.rounds;
+      const series = (key) => rounds.map((r) => ({ x: r.round, y: r[key] }));
+      const hasTemp = rounds.some((r) => r.temp_max_c !== null);
+      const annotations = {};
+      if (p.onset_round !== null) {
+        annotations.onset = { type: 'line', xMin: p.onset_round, xMax: p.onset_round, borderColor: '#b3261e',
+                              borderWidth: 2, label: { display: true, content: 'throttle onset (round ' + p.onset_round + ')',
+                                                       position: 'start' } };
+      }
+      if (p.freq_onset_round !== null && p.freq_onset_round !== p.onset_round) {
+        annotations.freq = { type: 'line', xMin: p.freq_onset_round, xMax: p.freq_onset_round, borderColor: '#8e5cc4',
+                             borderDash: [4, 4], borderWidth: 1.5,
+                             label: { display: true, content: 'frequency drop (round ' + p.freq_onset_round + ')', position: 'end' } };
+      }
+      // One chart per stage (their rates differ by orders of magnitude), each over temperature.
+      [['decode', 'decode_tps', 1], ['prefill', 'prefill_tps', 0]].forEach(([stage, key, c]) => {
+        if (!rounds.some((r) => r[key] !== null)) return;
+        const datasets = [{ label: stage + ' tokens/s', data: series(key), yAxisID: 'y',
+                            borderColor: color(c), backgroundColor: color(c) }];
+        const scales = { x: { type: 'linear', offset: true, title: { display: true, text: 'round' }, ticks: { stepSize: 1 } },
+                         y: { beginAtZero: true, position: 'left', title: { display: true, text: stage + ' tokens/s' } } };
+        if (hasTemp) {
+          datasets.push({ label: 'hottest sensor, max °C', data: series('temp_max_c'), yAxisID: 'y2',
+                          borderColor: color(3), backgroundColor: color(3), borderDash: [5, 4] });
+          scales.y2 = { position: 'right', grid: { drawOnChartArea: false }, title: { display: true, text: '°C' } };
+        }
+        addChart(sec, 'sustained-' + stage, { type: 'line', data: { datasets: datasets },
+                                              options: { scales: scales, plugins: { annotation: { annotations: annotations } } } });
+      });
+      sec.appendChild(el('p', null, 'Verdict: ', el('strong', null, p.verdict || '–'),
+        p.steady_decode_tps !== null ? '; steady decode ' + num(p.steady_decode_tps) + ' tok/s' : '',
+        p.first_last_change !== null ? '; last vs first round ' + pct(p.first_last_change) : '',
+        p.onset_round !== null ? '; throttle onset at round ' + p.onset_round : '',
+        p.onset_basis ? ' (from ' + p.onset_basis + ')' : ''));
+      sec.appendChild(table(['round', 'status', 'prefill tok/s', 'decode tok/s', 'TTFT ms', 'max °C', 'CPU MHz'],
+        rounds.map((r) => [String(r.round), r.status, num(r.prefill_tps), num(r.decode_tps), num(r.ttft_ms),
+                           num(r.temp_max_c), num(r.cpu_freq_mhz)])));
+    });
+    if (s.slowdown.length) {
+      sec.appendChild(el('h4', null, 'Slowdown under background load'));
+      sec.appendChild(table(['stage', 'baseline / loaded', '95% CI', 'verdict'],
+        s.slowdown.map((x) => [x.stage, num(x.ratio), '[' + num(x.lo) + ', ' + num(x.hi) + ']',
+                               x.no_difference ? 'no difference' : 'different'])));
+    }
+  }
+
+  function renderWarnings(sec, ws) {
+    sec.appendChild(el('h3', null, 'Warnings'));
+    ws.forEach((w) => {
+      sec.appendChild(el('div', { class: 'warning' },
+        el('span', { class: 'code' }, w.code || 'warning'), w.where ? ' (' + w.where + ')' : '', ': ', w.message,
+        w.hint ? el('div', { class: 'hint' }, w.hint) : null));
+    });
+  }
+
+  function verdictClass(v) {
+    if (/faster|better|improv/i.test(v)) return 'verdict-better';
+    if (/slower|worse|regress/i.test(v)) return 'verdict-worse';
+    return null;
+  }
+
+  function renderCompare(sec, c) {
+    sec.appendChild(el('h3', null, 'Comparison'));
+    if (c.inputs.length) {
+      sec.appendChild(table(['label', 'source', 'command', 'host', 'cpu', 'started at'],
+        c.inputs.map((i) => [i.label, i.source, i.command, i.host, i.cpu, i.started_at])));
+    }
+    if (c.rows.length) {
+      const rows = [];
+      c.rows.forEach((r) => {
+        const sides = r.sides.map((s) => s.label + ': ' + num(s.median) + ' ' + r.unit +
+                                          ' (CV ' + pct(s.cv) + ', n ' + num(s.n) + ')').join('\n');
+        const ratioCells = r.ratios.length ? r.ratios : [null];
+        ratioCells.forEach((x) => {
+          const verdict = x ? el('span', { class: verdictClass(x.verdict) }, x.verdict) : '–';
+          rows.push([r.test, r.stage + (r.metric ? ' (' + r.metric + ')' : ''), r.differs || '–', sides,
+                     x ? x.label + ' ' + num(x.median, 3) + ' [' + num(x.lo, 3) + ', ' + num(x.hi, 3) + ']' : '–',
+                     verdict]);
+        });
+      });
+      const t = table(['test', 'stage', 'differs', 'median and CV per side', 'ratio [95% CI]', 'verdict'], rows);
+      t.querySelectorAll('td:nth-child(4)').forEach((td) => { td.style.whiteSpace = 'pre-line'; });
+      sec.appendChild(t);
+
+      const labels = [], medians = [], cis = [];
+      c.rows.forEach((r) => r.ratios.forEach((x) => {
+        labels.push(r.test + ' · ' + r.stage + ' · ' + x.label);
+        medians.push(x.median);
+        cis.push({ lo: x.lo, hi: x.hi });
+      }));
+      if (labels.length) {
+        let lo = 1, hi = 1;
+        medians.concat(cis.map((e) => e.lo), cis.map((e) => e.hi)).forEach((v) => {
+          if (v !== null && v !== undefined) { lo = Math.min(lo, v); hi = Math.max(hi, v); }
+        });
+        const pad = Math.max(0.02, (hi - lo) * 0.1);
+        addChart(sec, 'compare-ratios', {
+          type: 'line',
+          data: { labels: labels, datasets: [{ label: 'ratio of medians', data: medians, errorBars: cis,
+                                               showLine: false, pointRadius: 5, pointStyle: 'rectRot',
+                                               borderColor: color(0), backgroundColor: color(0) }] },
+          options: {
+            scales: { x: { offset: true },
+                      y: { min: Math.max(0, lo - pad), max: hi + pad, title: { display: true, text: 'ratio' } } },
+            plugins: { annotation: { annotations: { one: { type: 'line', yMin: 1, yMax: 1, borderColor: '#444',
+                                                           borderDash: [6, 4], borderWidth: 1 } } } },
+          },
+        });
+        sec.appendChild(el('p', { class: 'caption' },
+          'Points: ratio of medians; whiskers: its 95% CI; dashed line: no change (1).'));
+      }
+    }
+    if (c.unmatched.length) {
+      sec.appendChild(el('p', null, 'Without a counterpart: ' +
+                                    c.unmatched.map((u) => u.label + ' ' + u.test).join(', ')));
+    }
+    c.notes.forEach((n) => sec.appendChild(note(n)));
+  }
+
+  // Each section on its own: a section that fails to draw says so and leaves the rest.
+  function section(sec, name, fn) {
+    try {
+      fn();
+    } catch (e) {
+      sec.appendChild(note('The ' + name + ' section could not be drawn: ' + e.message));
+      console.error('stagebench report: ' + name + ': ' + e.message);
+    }
+  }
+
+  // ---- Page ----------------------------------------------------------------------------------
+  const main = document.getElementById('report');
+  const toc = document.getElementById('toc');
+  if (!data.documents.length) main.appendChild(note('No documents were given.'));
+  data.documents.forEach((d) => {
+    const sec = el('section', { id: d.id, class: 'doc', 'data-kind': d.kind });
+    const title = (d.command || 'document') + ' — ' + d.source;
+    sec.appendChild(el('h2', null, title));
+    toc.appendChild(el('a', { href: '#' + d.id }, title));
+    main.appendChild(sec);
+    if (d.kind !== 'unknown') renderHeader(sec, d);
+    (d.notes || []).forEach((n) => sec.appendChild(note(n)));
+    if (d.summary) section(sec, 'summary', () => renderSummary(sec, d.summary));
+    if (d.throughput) section(sec, 'throughput', () => renderThroughput(sec, d.throughput));
+    if (d.ops) section(sec, 'operator', () => renderOps(sec, d.ops, d.command));
+    if (d.telemetry) section(sec, 'telemetry', () => renderTelemetry(sec, d.telemetry));
+    if (d.sustained) section(sec, 'sustained', () => renderSustained(sec, d.sustained));
+    if (d.compare) section(sec, 'comparison', () => renderCompare(sec, d.compare));
+    if (d.warnings) section(sec, 'warnings', () => renderWarnings(sec, d.warnings));
+  });
+
+  const libs = (data.libraries || []).map((l) => l.name + ' ' + l.version).join(', ');
+  const footer = document.getElementById('footer');
+  footer.appendChild(el('p', null, 'Generated by stagebench ' + (data.tool_version || '') + ' at ' +
+                        data.generated_at + '. Charts drawn with ' + libs +
+                        ' (embedded; this page loads nothing from the network).'));
+  registry.ready = true;
+}());

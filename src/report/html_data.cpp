@@ -1,0 +1,708 @@
+#include "report/html_data.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "core/error.hpp"
+#include "core/json_util.hpp"
+
+namespace sb {
+
+using nlohmann::json;
+
+namespace {
+
+// Lookups that never throw: a missing key or a value of another type reads as null / empty.
+const json& at(const json& j, const char* key) {
+    static const json null_value;
+    if (j.is_object()) {
+        auto it = j.find(key);
+        if (it != j.end())
+            return *it;
+    }
+    return null_value;
+}
+
+std::optional<double> num(const json& j) {
+    if (j.is_number())
+        return j.get<double>();
+    return std::nullopt;
+}
+
+std::optional<double> scaled(const json& j, double factor) {
+    if (auto v = num(j))
+        return *v * factor;
+    return std::nullopt;
+}
+
+std::string text(const json& j) {
+    return j.is_string() ? j.get<std::string>() : std::string();
+}
+
+const json& array_or_empty(const json& j) {
+    static const json empty = json::array();
+    return j.is_array() ? j : empty;
+}
+
+std::string basename(const std::string& path) {
+    auto slash = path.find_last_of('/');
+    return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// A Summary (core/stats_json.hpp) as {median, lo, hi, n, cv}, values times factor; null when
+// it has no median.
+json stat(const json& summary, double factor = 1.0) {
+    auto median = scaled(at(summary, "median"), factor);
+    if (!median)
+        return nullptr;
+    return json{{"median", *median},
+                {"lo", opt(scaled(at(summary, "ci95_lo"), factor))},
+                {"hi", opt(scaled(at(summary, "ci95_hi"), factor))},
+                {"n", opt(num(at(summary, "n")))},
+                {"cv", opt(num(at(summary, "cv")))}};
+}
+
+constexpr double kNsToMs = 1e-6;
+
+// Top-level keys of a result document this report knows (shown or deliberately not).
+const std::set<std::string>& known_result_keys() {
+    static const std::set<std::string> keys = {
+        "schema",   "schema_version", "command", "argv",       "tool",        "llama",
+        "system",   "models",         "membw",   "started_at", "finished_at", "tests",
+        "warnings", "telemetry",      "engines", "ops",        "sustained"};
+    return keys;
+}
+
+const std::set<std::string>& known_commands() {
+    static const std::set<std::string> commands = {"run",       "demo",      "ops",
+                                                   "decompose", "sustained", "import"};
+    return commands;
+}
+
+json result_header(const json& doc) {
+    std::string command_line;
+    for (const auto& a : array_or_empty(at(doc, "argv"))) {
+        if (!command_line.empty())
+            command_line += ' ';
+        command_line += text(a);
+    }
+    const json& sys = at(doc, "system");
+    return json{{"host", text(at(sys, "hostname"))},
+                {"cpu", text(at(sys, "cpu_model"))},
+                {"os", text(at(sys, "os"))},
+                {"started_at", text(at(doc, "started_at"))},
+                {"finished_at", text(at(doc, "finished_at"))},
+                {"tool_version", text(at(at(doc, "tool"), "version"))},
+                {"build_type", text(at(at(doc, "tool"), "build_type"))},
+                {"llama", text(at(at(doc, "llama"), "tag"))},
+                {"command_line", command_line}};
+}
+
+std::string test_label(const json& cfg, bool with_model) {
+    std::string s = text(at(cfg, "test"));
+    const std::string devices = text(at(cfg, "devices"));
+    if (!devices.empty())
+        s += " · " + devices;
+    if (auto t = num(at(cfg, "n_threads")); t && *t > 0)
+        s += " · " + std::to_string(static_cast<int>(*t)) + "t";
+    const std::string engine = text(at(cfg, "engine"));
+    if (!engine.empty() && engine != "llama")
+        s += " · " + engine;
+    if (with_model)
+        s += " · " + basename(text(at(cfg, "model_path")));
+    return s;
+}
+
+// Op time and call overhead (call - op) of an aggregate row, in ms. A call time below the op
+// time (possible: they are measured separately) shows as no overhead and is listed.
+json op_bar(const std::string& label, const json& a, json& clamped) {
+    auto op = scaled(at(a, "op_ns"), kNsToMs);
+    auto call = scaled(at(a, "call_ns"), kNsToMs);
+    if (!op.value_or(0) && !call.value_or(0))
+        return nullptr;
+    std::optional<double> overhead;
+    if (op && call) {
+        overhead = std::max(0.0, *call - *op);
+        if (*call < *op)
+            clamped.push_back(label);
+    }
+    return json{{"label", label},
+                {"count", opt(num(at(a, "count")))},
+                {"op_ms", opt(op)},
+                {"call_ms", opt(call)},
+                {"overhead_ms", opt(overhead)},
+                {"call_op_ratio", opt(num(at(a, "call_op_ratio")))}};
+}
+
+json stage_ops_view(const json& st) {
+    json clamped = json::array();
+    std::map<std::string, std::string> fallback_of;  // op type -> "CPU (asked BLAS)"
+    json fallback = json::array();
+    for (const auto& f : array_or_empty(at(st, "fallback"))) {
+        const std::string op = text(at(f, "op"));
+        std::string where = text(at(f, "backend"));
+        if (!text(at(f, "requested")).empty())
+            where += " instead of " + text(at(f, "requested"));
+        fallback_of[op] = fallback_of.count(op) ? fallback_of[op] + ", " + where : where;
+        fallback.push_back({{"op", op},
+                            {"backend", text(at(f, "backend"))},
+                            {"requested", text(at(f, "requested"))},
+                            {"count", opt(num(at(f, "count")))},
+                            {"op_ms", opt(scaled(at(f, "op_ns"), kNsToMs))},
+                            {"call_ms", opt(scaled(at(f, "call_ns"), kNsToMs))},
+                            {"penalty", opt(num(at(f, "penalty")))},
+                            {"note", text(at(f, "note"))}});
+    }
+    json by_op = json::array();
+    for (const auto& a : array_or_empty(at(st, "by_op"))) {
+        const std::string op = text(at(a, "op"));
+        json bar = op_bar(op, a, clamped);
+        if (bar.is_null())
+            continue;
+        bar["op"] = op;
+        auto f = fallback_of.find(op);
+        bar["fallback"] = f == fallback_of.end() ? json(nullptr) : json(f->second);
+        if (f != fallback_of.end())
+            bar["label"] = op + " (fallback)";
+        by_op.push_back(bar);
+    }
+    json by_backend = json::array();
+    for (const auto& a : array_or_empty(at(st, "by_backend"))) {
+        json bar = op_bar(text(at(a, "backend")), a, clamped);
+        if (!bar.is_null())
+            by_backend.push_back(bar);
+    }
+    const json& rec = at(st, "reconciliation");
+    json decomposition = nullptr;
+    const json& d = at(st, "decomposition");
+    if (d.is_object() && !array_or_empty(at(d, "parts")).empty()) {
+        json parts = json::array();
+        for (const auto& p : at(d, "parts"))
+            parts.push_back({{"name", text(at(p, "name"))},
+                             {"ms", opt(scaled(at(p, "ns"), kNsToMs))},
+                             {"share", opt(num(at(p, "share")))},
+                             {"note", text(at(p, "note"))}});
+        decomposition = {{"parts", parts}, {"accelerators", array_or_empty(at(d, "accelerators"))}};
+    }
+    json notes = json::array();
+    for (const auto& n : array_or_empty(at(st, "notes")))
+        if (n.is_string())
+            notes.push_back(n);
+    return json{{"stage", text(at(st, "stage"))},
+                {"n_tokens", opt(num(at(st, "n_tokens")))},
+                {"by_op", by_op},
+                {"by_backend", by_backend},
+                {"fallback", fallback},
+                {"clamped", clamped},
+                {"reconciliation",
+                 {{"plain_ms", opt(scaled(at(rec, "plain_median_ns"), kNsToMs))},
+                  {"traced_ms", opt(scaled(at(rec, "traced_median_ns"), kNsToMs))},
+                  {"sum_op_ms", opt(scaled(at(rec, "sum_op_ns"), kNsToMs))},
+                  {"sum_call_ms", opt(scaled(at(rec, "sum_call_ns"), kNsToMs))},
+                  {"op_fraction", opt(num(at(rec, "op_fraction")))}}},
+                {"decomposition", decomposition},
+                {"notes", notes}};
+}
+
+// How a telemetry series is drawn: its group, unit and the factor from its stored unit.
+struct SeriesKind {
+    std::string group, unit;
+    double factor = 1;
+    bool from_counter = false;  // power from an energy counter's increments
+};
+
+std::optional<SeriesKind> series_kind(const json& s) {
+    const std::string unit = text(at(s, "unit"));
+    const bool counter = text(at(s, "kind")) == "counter";
+    if (unit == "mC" && !counter)
+        return SeriesKind{"temperature", "°C", 1e-3};
+    if (unit == "kHz" && !counter)
+        return SeriesKind{"frequency", "MHz", 1e-3};
+    if (unit == "mW" && !counter)
+        return SeriesKind{"power", "W", 1e-3};
+    if (unit == "uJ" && counter)  // uJ per ns is kW
+        return SeriesKind{"power", "W", 1e3, true};
+    return std::nullopt;
+}
+
+}  // namespace
+
+ReportInput load_report_input(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f)
+        throw input_error("cannot read '" + path + "'");
+    std::stringstream ss;
+    ss << f.rdbuf();
+    if (f.bad())
+        throw input_error("cannot read '" + path + "'");
+    json doc = json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
+    if (doc.is_discarded())
+        throw input_error("'" + path + "' is not JSON");
+    return ReportInput{path, std::move(doc)};
+}
+
+json summary_view(const json& doc) {
+    const json& tests = array_or_empty(at(doc, "tests"));
+    if (tests.empty())
+        return nullptr;
+    json rows = json::array();
+    for (const auto& t : tests) {
+        const json& cfg = at(t, "config");
+        const json& itl = at(at(t, "decode"), "itl");
+        json backends = json::array();
+        for (const auto& b : array_or_empty(at(t, "backends")))
+            if (b.is_string())
+                backends.push_back(b);
+        auto threads = num(at(cfg, "n_threads"));
+        rows.push_back(
+            {{"test", text(at(cfg, "test"))},
+             {"model", basename(text(at(cfg, "model_path")))},
+             {"engine", text(at(cfg, "engine"))},
+             {"devices", text(at(cfg, "devices"))},
+             {"threads", threads && *threads > 0 ? json(static_cast<int>(*threads)) : json()},
+             {"backends", backends},
+             {"status", text(at(t, "status"))},
+             {"error", text(at(t, "error"))},
+             {"reps_done", opt(num(at(t, "reps_done")))},
+             {"prefill", stat(at(at(t, "prefill"), "throughput"))},
+             {"decode", stat(at(at(t, "decode"), "throughput"))},
+             {"ttft_ms", stat(at(t, "ttft"), kNsToMs)},
+             {"itl_ms",
+              {{"median", opt(scaled(at(itl, "median"), kNsToMs))},
+               {"p99", opt(scaled(at(itl, "p99"), kNsToMs))}}}});
+    }
+    return rows;
+}
+
+json throughput_view(const json& doc) {
+    const json& tests = array_or_empty(at(doc, "tests"));
+    std::set<std::string> models;
+    for (const auto& t : tests)
+        models.insert(text(at(at(t, "config"), "model_path")));
+    json labels = json::array(), prefill = json::array(), decode = json::array();
+    std::map<std::string, int> seen;  // label -> times used: repeated tests get " #2", " #3"
+    bool any = false;
+    for (const auto& t : tests) {
+        json p = stat(at(at(t, "prefill"), "throughput"));
+        json d = stat(at(at(t, "decode"), "throughput"));
+        if (p.is_null() && d.is_null())
+            continue;
+        any = true;
+        std::string label = test_label(at(t, "config"), models.size() > 1);
+        if (const int k = ++seen[label]; k > 1)
+            label += " #" + std::to_string(k);
+        labels.push_back(label);
+        prefill.push_back(p);
+        decode.push_back(d);
+    }
+    if (!any)
+        return nullptr;
+    return json{{"labels", labels}, {"prefill", prefill}, {"decode", decode}};
+}
+
+json ops_view(const json& doc, std::vector<std::string>& notes) {
+    const json& ops = at(doc, "ops");
+    if (ops.is_null())
+        return nullptr;
+    if (!ops.is_object() || !at(ops, "stages").is_array()) {
+        notes.push_back("the ops section has no stages; not shown");
+        return nullptr;
+    }
+    json stages = json::array();
+    for (const auto& st : at(ops, "stages")) {
+        if (!st.is_object())
+            continue;
+        stages.push_back(stage_ops_view(st));
+    }
+    if (stages.empty()) {
+        notes.push_back("the ops section has no stages; not shown");
+        return nullptr;
+    }
+    json backends = json::array();
+    for (const auto& b : array_or_empty(at(ops, "backends")))
+        if (b.is_string())
+            backends.push_back(b);
+    return json{{"source", text(at(ops, "source"))},
+                {"devices", text(at(ops, "devices"))},
+                {"backends", backends},
+                {"method", text(at(ops, "method"))},
+                {"stages", stages}};
+}
+
+json stage_spans(const json& marks, int64_t t0_ns) {
+    struct Open {
+        std::string stage;
+        double begin_s;
+    };
+    std::vector<Open> open;
+    std::vector<std::pair<double, json>> spans;
+    for (const auto& m : array_or_empty(marks)) {
+        auto t = num(at(m, "t_ns"));
+        const std::string stage = text(at(m, "stage"));
+        if (!t || stage.empty() || !at(m, "begin").is_boolean())
+            continue;
+        const double s = (*t - static_cast<double>(t0_ns)) * 1e-9;
+        if (at(m, "begin").get<bool>()) {
+            open.push_back({stage, s});
+            continue;
+        }
+        auto it =
+            std::find_if(open.begin(), open.end(), [&](const Open& o) { return o.stage == stage; });
+        if (it == open.end())
+            continue;
+        const auto slash = stage.find_last_of('/');
+        const std::string kind = slash == std::string::npos ? stage : stage.substr(slash + 1);
+        spans.emplace_back(
+            it->begin_s,
+            json{{"stage", stage}, {"kind", kind}, {"begin_s", it->begin_s}, {"end_s", s}});
+        open.erase(it);
+    }
+    std::stable_sort(spans.begin(), spans.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    json out = json::array();
+    for (auto& [_, j] : spans)
+        out.push_back(std::move(j));
+    return out;
+}
+
+std::vector<std::pair<double, std::optional<double>>> reduce_points(
+    const std::vector<std::pair<double, std::optional<double>>>& points, std::size_t max_points) {
+    if (max_points < 2 || points.size() <= max_points)
+        return points;
+    const std::size_t buckets = max_points / 2;
+    std::vector<std::pair<double, std::optional<double>>> out;
+    out.reserve(max_points);
+    for (std::size_t b = 0; b < buckets; ++b) {
+        const std::size_t lo = b * points.size() / buckets;
+        const std::size_t hi = (b + 1) * points.size() / buckets;
+        std::optional<std::size_t> imin, imax;
+        bool gap = false;
+        for (std::size_t i = lo; i < hi; ++i) {
+            if (!points[i].second) {
+                gap = true;
+                continue;
+            }
+            if (!imin || *points[i].second < *points[*imin].second)
+                imin = i;
+            if (!imax || *points[i].second > *points[*imax].second)
+                imax = i;
+        }
+        if (!imin) {
+            out.push_back({points[lo].first, std::nullopt});
+            continue;
+        }
+        const std::size_t first = std::min(*imin, *imax), second = std::max(*imin, *imax);
+        out.push_back(points[first]);
+        if (second != first)
+            out.push_back(points[second]);
+        else if (gap)
+            out.push_back({points[hi - 1].first, std::nullopt});
+    }
+    return out;
+}
+
+json telemetry_view(const json& doc, std::vector<std::string>& notes, std::size_t max_points) {
+    const json& tel = at(doc, "telemetry");
+    if (!tel.is_object())
+        return nullptr;
+    const json& series = at(tel, "series");
+    if (!series.is_array() || series.empty()) {
+        notes.push_back("telemetry was recorded without time series; no telemetry chart");
+        return nullptr;
+    }
+    // Time zero: the earliest sample or mark.
+    std::optional<double> t0;
+    auto earlier = [&](const json& t) {
+        if (auto v = num(t); v && (!t0 || *v < *t0))
+            t0 = *v;
+    };
+    for (const auto& s : series) {
+        const json& t = at(s, "t_ns");
+        if (t.is_array() && !t.empty())
+            earlier(t.front());
+    }
+    for (const auto& m : array_or_empty(at(tel, "marks")))
+        earlier(at(m, "t_ns"));
+    if (!t0)
+        return nullptr;
+    const int64_t t0_ns = static_cast<int64_t>(*t0);
+
+    const std::vector<std::string> order = {"temperature", "frequency", "power"};
+    std::map<std::string, json> groups;
+    std::set<std::string> other_units;
+    std::size_t limits = 0;
+    for (const auto& s : series) {
+        const json& t = at(s, "t_ns");
+        auto kind = series_kind(s);
+        const std::string metric = text(at(s, "metric"));
+        // cpufreq's min/max are the governor's limits, not what the clock did.
+        if (kind && kind->group == "frequency" &&
+            (metric.ends_with("min_freq_khz") || metric.ends_with("max_freq_khz"))) {
+            ++limits;
+            continue;
+        }
+        if (!kind) {
+            if (!text(at(s, "unit")).empty())
+                other_units.insert(text(at(s, "unit")));
+            continue;
+        }
+        const json& values = kind->from_counter ? at(s, "cumulative") : at(s, "values");
+        if (!t.is_array() || !values.is_array())
+            continue;
+        const std::size_t n = std::min(t.size(), values.size());
+        std::vector<std::pair<double, std::optional<double>>> pts;
+        pts.reserve(n);
+        for (std::size_t i = 0; i < n; ++i) {
+            auto ti = num(t[i]);
+            if (!ti)
+                continue;
+            const double ts = (*ti - static_cast<double>(t0_ns)) * 1e-9;
+            if (!kind->from_counter) {
+                pts.push_back({ts, scaled(values[i], kind->factor)});
+                continue;
+            }
+            if (i == 0)
+                continue;
+            auto tp = num(t[i - 1]);
+            auto v = num(values[i]), vp = num(values[i - 1]);
+            if (tp && v && vp && *ti > *tp)
+                pts.push_back({ts, (*v - *vp) / (*ti - *tp) * kind->factor});
+            else
+                pts.push_back({ts, std::nullopt});
+        }
+        json points = json::array();
+        for (const auto& [x, y] : reduce_points(pts, max_points))
+            points.push_back({x, opt(y)});
+        std::string name = metric;
+        if (kind->from_counter)
+            name += " (from the energy counter)";
+        json& g = groups[kind->group];
+        if (g.is_null())
+            g = {{"quantity", kind->group}, {"unit", kind->unit}, {"series", json::array()}};
+        g["series"].push_back({{"name", name}, {"points", points}});
+    }
+    if (limits > 0)
+        notes.push_back(
+            std::to_string(limits) +
+            " frequency limit series (min/max) are not charted, only current frequencies");
+    if (!other_units.empty()) {
+        std::string units;
+        for (const auto& u : other_units)
+            units += (units.empty() ? "" : ", ") + u;
+        notes.push_back("telemetry series in " + units + " are not charted");
+    }
+    json out_groups = json::array();
+    for (const auto& q : order)
+        if (groups.count(q))
+            out_groups.push_back(groups[q]);
+    if (out_groups.empty()) {
+        notes.push_back("no temperature, frequency or power series in the telemetry");
+        return nullptr;
+    }
+    // Shaded: the stages themselves (and the idle baseline), not the rounds around them.
+    json spans = json::array();
+    for (auto& s : stage_spans(at(tel, "marks"), t0_ns))
+        if (s["kind"] == "prefill" || s["kind"] == "decode" || s["kind"] == "idle")
+            spans.push_back(std::move(s));
+    return json{{"hz", opt(num(at(tel, "hz")))}, {"groups", out_groups}, {"spans", spans}};
+}
+
+json sustained_view(const json& doc) {
+    const json& s = at(doc, "sustained");
+    json phases = json::array();
+    for (const auto& p : array_or_empty(at(s, "phases"))) {
+        json rounds = json::array();
+        for (const auto& r : array_or_empty(at(p, "rounds"))) {
+            auto round = num(at(r, "round"));
+            if (!round)
+                continue;
+            rounds.push_back({{"round", *round},
+                              {"status", text(at(r, "status"))},
+                              {"prefill_tps", opt(num(at(r, "prefill_tps")))},
+                              {"decode_tps", opt(num(at(r, "decode_tps")))},
+                              {"ttft_ms", opt(num(at(r, "ttft_ms")))},
+                              {"temp_max_c", opt(num(at(r, "temp_max_c")))},
+                              {"cpu_freq_mhz", opt(scaled(at(r, "cpu_freq_mean_khz"), 1e-3))}});
+        }
+        if (rounds.empty())
+            continue;
+        const json& across = at(p, "across");
+        phases.push_back({{"name", text(at(p, "name"))},
+                          {"background", text(at(p, "background"))},
+                          {"rounds", rounds},
+                          {"onset_round", opt(num(at(across, "throttle_onset_round")))},
+                          {"onset_basis", text(at(across, "onset_basis"))},
+                          {"freq_onset_round", opt(num(at(across, "freq_onset_round")))},
+                          {"steady_decode_tps", opt(num(at(across, "steady_decode_tps")))},
+                          {"first_last_change", opt(num(at(across, "first_last_change")))},
+                          {"verdict", text(at(across, "verdict"))}});
+    }
+    if (phases.empty())
+        return nullptr;
+    json slowdown = json::array();
+    for (const auto& x : array_or_empty(at(s, "slowdown")))
+        slowdown.push_back({{"stage", text(at(x, "stage"))},
+                            {"ratio", opt(num(at(x, "ratio")))},
+                            {"lo", opt(num(at(x, "ci95_lo")))},
+                            {"hi", opt(num(at(x, "ci95_hi")))},
+                            {"no_difference", at(x, "no_difference").is_boolean() &&
+                                                  at(x, "no_difference").get<bool>()}});
+    return json{{"phases", phases}, {"slowdown", slowdown}};
+}
+
+json warnings_view(const json& doc) {
+    json out = json::array();
+    std::set<std::pair<std::string, std::string>> seen;
+    auto add = [&](const json& list, const std::string& where) {
+        for (const auto& w : array_or_empty(list)) {
+            const std::string code = text(at(w, "code")), message = text(at(w, "message"));
+            if ((code.empty() && message.empty()) || !seen.insert({code, message}).second)
+                continue;
+            out.push_back({{"code", code},
+                           {"message", message},
+                           {"hint", text(at(w, "hint"))},
+                           {"where", where}});
+        }
+    };
+    add(at(doc, "warnings"), "");
+    add(at(at(doc, "telemetry"), "warnings"), "telemetry");
+    return out.empty() ? json(nullptr) : out;
+}
+
+json compare_view(const json& doc, std::vector<std::string>& notes) {
+    auto version = num(at(doc, "compare_schema_version"));
+    if (!version || *version != 1) {
+        notes.push_back("compare_schema_version " +
+                        (version ? std::to_string(static_cast<int>(*version)) : "missing") +
+                        " is not known to this report; the comparison is not shown");
+        return nullptr;
+    }
+    json rows = json::array();
+    for (const auto& r : array_or_empty(at(doc, "rows"))) {
+        std::string differs;
+        if (at(r, "differs").is_object()) {
+            for (const auto& [k, v] : at(r, "differs").items()) {
+                std::string vals;
+                for (const auto& x : array_or_empty(v))
+                    vals += (vals.empty() ? "" : " / ") + (x.is_string() ? text(x) : x.dump());
+                differs += (differs.empty() ? "" : "; ") + k + ": " + vals;
+            }
+        }
+        json sides = json::array(), ratios = json::array();
+        for (const auto& s : array_or_empty(at(r, "sides")))
+            sides.push_back({{"label", text(at(s, "label"))},
+                             {"median", opt(num(at(s, "median")))},
+                             {"cv", opt(num(at(s, "cv")))},
+                             {"n", opt(num(at(s, "n")))}});
+        for (const auto& x : array_or_empty(at(r, "ratios")))
+            ratios.push_back({{"label", text(at(x, "label"))},
+                              {"median", opt(num(at(x, "median")))},
+                              {"lo", opt(num(at(x, "ci_low")))},
+                              {"hi", opt(num(at(x, "ci_high")))},
+                              {"verdict", text(at(x, "verdict"))}});
+        const std::string metric = text(at(r, "metric"));
+        rows.push_back(
+            {{"test", text(at(r, "test"))},
+             {"stage", text(at(r, "stage"))},
+             {"metric", metric},
+             {"unit", metric == "ttft_ms"        ? "ms"
+                      : metric == "tokens_per_s" ? "tok/s"
+                                                 : ""},
+             {"higher_is_better",
+              at(r, "higher_is_better").is_boolean() ? at(r, "higher_is_better") : json()},
+             {"differs", differs},
+             {"sides", sides},
+             {"ratios", ratios}});
+    }
+    json inputs = json::array();
+    for (const auto& i : array_or_empty(at(doc, "inputs")))
+        inputs.push_back({{"label", text(at(i, "label"))},
+                          {"source", text(at(i, "source"))},
+                          {"command", text(at(i, "command"))},
+                          {"host", text(at(i, "host"))},
+                          {"cpu", text(at(i, "cpu"))},
+                          {"started_at", text(at(i, "started_at"))}});
+    json unmatched = json::array();
+    for (const auto& u : array_or_empty(at(doc, "unmatched")))
+        unmatched.push_back({{"label", text(at(u, "label"))}, {"test", text(at(u, "test"))}});
+    json cnotes = json::array();
+    for (const auto& n : array_or_empty(at(doc, "notes")))
+        if (n.is_string())
+            cnotes.push_back(n);
+    return json{{"inputs", inputs}, {"rows", rows}, {"unmatched", unmatched}, {"notes", cnotes}};
+}
+
+namespace {
+
+json document_view(const ReportInput& in, std::size_t index) {
+    const json& doc = in.doc;
+    std::vector<std::string> notes;
+    json v{{"id", "d" + std::to_string(index)},
+           {"source", in.source},
+           {"command", text(at(doc, "command"))}};
+    const bool is_compare = text(at(doc, "command")) == "compare";
+    const bool is_result = text(at(doc, "schema")) == "stagebench.result";
+    if (!doc.is_object() || (!is_compare && !is_result)) {
+        v["kind"] = "unknown";
+        v["notes"] = {"not a stagebench result or compare document; skipped"};
+        return v;
+    }
+    if (is_compare) {
+        v["kind"] = "compare";
+        v["header"] = {{"created_at", text(at(doc, "created_at"))},
+                       {"tool_version", text(at(doc, "tool_version"))}};
+        if (json c = compare_view(doc, notes); !c.is_null())
+            v["compare"] = std::move(c);
+        v["notes"] = notes;
+        return v;
+    }
+    v["kind"] = "result";
+    v["header"] = result_header(doc);
+    const std::string command = text(at(doc, "command"));
+    if (!known_commands().count(command))
+        notes.push_back("command '" + command +
+                        "' is not known to this report; only the common sections are shown");
+    // Each section on its own: one that cannot be read leaves a note, not a broken page.
+    auto section = [&](const char* name, auto&& make) {
+        try {
+            json s = make();
+            if (!s.is_null())
+                v[name] = std::move(s);
+        } catch (const std::exception& e) {
+            notes.push_back(std::string("the ") + name + " section could not be read: " + e.what());
+        }
+    };
+    section("summary", [&] { return summary_view(doc); });
+    section("throughput", [&] { return throughput_view(doc); });
+    section("ops", [&] { return ops_view(doc, notes); });
+    section("telemetry", [&] { return telemetry_view(doc, notes); });
+    section("sustained", [&] { return sustained_view(doc); });
+    section("warnings", [&] { return warnings_view(doc); });
+    for (const auto& [k, _] : doc.items())
+        if (!known_result_keys().count(k))
+            notes.push_back("section '" + k + "' is not known to this report; not shown");
+    v["notes"] = notes;
+    return v;
+}
+
+}  // namespace
+
+json report_view(const std::vector<ReportInput>& inputs) {
+    json docs = json::array();
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+        try {
+            docs.push_back(document_view(inputs[i], i));
+        } catch (const std::exception& e) {
+            docs.push_back({{"id", "d" + std::to_string(i)},
+                            {"source", inputs[i].source},
+                            {"kind", "unknown"},
+                            {"notes", {std::string("could not be shown: ") + e.what()}}});
+        }
+    }
+    return json{{"documents", docs}};
+}
+
+}  // namespace sb

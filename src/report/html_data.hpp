@@ -1,0 +1,57 @@
+#pragma once
+// The data preparation of the HTML report: result documents (any command) and compare
+// documents in, one JSON "view" out that the page's script draws without further arithmetic
+// beyond layout. Display units are fixed here: times in ms, temperatures in degrees C,
+// frequencies in MHz, power in W, throughput in tokens/s, telemetry time in s from the first
+// sample. Missing values stay null. Nothing here throws for a document of unknown shape: what
+// cannot be shown becomes a note in the view ("notes" of that document).
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace sb {
+
+// One input of the report: a parsed document and where it came from (a path or a label).
+struct ReportInput {
+    std::string source;
+    nlohmann::json doc;
+};
+
+// Reads and parses path. Throws sb::Error(input) with one line when the file is missing,
+// unreadable or not JSON.
+ReportInput load_report_input(const std::string& path);
+
+// The view of every input, in order:
+//   {"documents": [{"id", "source", "kind": "result"|"compare"|"unknown", "command", "header",
+//     "notes", "summary", "throughput", "ops", "telemetry", "sustained", "warnings",
+//     "compare"}]}
+// A section is present only when the document has its data.
+nlohmann::json report_view(const std::vector<ReportInput>& inputs);
+
+// The sections, one document at a time (report_view calls these; exposed for tests).
+// Each returns null when the document has nothing for it and adds to notes what it skipped.
+nlohmann::json summary_view(const nlohmann::json& doc);
+nlohmann::json throughput_view(const nlohmann::json& doc);
+nlohmann::json ops_view(const nlohmann::json& doc, std::vector<std::string>& notes);
+nlohmann::json telemetry_view(const nlohmann::json& doc, std::vector<std::string>& notes,
+                              std::size_t max_points = 2000);
+nlohmann::json sustained_view(const nlohmann::json& doc);
+nlohmann::json warnings_view(const nlohmann::json& doc);
+nlohmann::json compare_view(const nlohmann::json& doc, std::vector<std::string>& notes);
+
+// Stage intervals from telemetry marks ({"stage", "begin", "t_ns"}): each begin paired with
+// the next end of the same stage; unmatched marks are dropped. Times in s after t0_ns. kind is
+// the stage name's last '/'-separated part ("test0/prefill" -> "prefill").
+// [{"stage", "kind", "begin_s", "end_s"}] in begin order.
+nlohmann::json stage_spans(const nlohmann::json& marks, int64_t t0_ns);
+
+// At most max_points points of a time series, in time order: when longer, the series is cut
+// into max_points / 2 buckets and each keeps its lowest and highest value (so spikes survive);
+// null values are kept as gaps. Points are [t, v|null].
+std::vector<std::pair<double, std::optional<double>>> reduce_points(
+    const std::vector<std::pair<double, std::optional<double>>>& points, std::size_t max_points);
+
+}  // namespace sb

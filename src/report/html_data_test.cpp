@@ -1,0 +1,363 @@
+#include "report/html_data.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "core/error.hpp"
+
+namespace sb {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+json summary(double median, double lo, double hi) {
+    return json{{"n", 3}, {"median", median}, {"ci95_lo", lo}, {"ci95_hi", hi}, {"cv", 0.01}};
+}
+
+json test_result(const std::string& name, const std::string& devices, int threads) {
+    return json{
+        {"config",
+         {{"test", name},
+          {"devices", devices},
+          {"n_threads", threads},
+          {"engine", "llama"},
+          {"model_path", "/m/tiny.gguf"}}},
+        {"status", "ok"},
+        {"backends", {"CPU"}},
+        {"prefill", {{"throughput", summary(1000, 950, 1050)}}},
+        {"decode",
+         {{"throughput", summary(100, 90, 110)}, {"itl", {{"median", 2e6}, {"p99", 3.5e6}}}}},
+        {"ttft", summary(40e6, 38e6, 42e6)}};
+}
+
+json result_doc() {
+    return json{{"schema", "stagebench.result"},
+                {"command", "run"},
+                {"system", {{"hostname", "pi5"}, {"cpu_model", "Cortex-A76"}}},
+                {"tests", {test_result("pp32+tg8", "CPU", 0), test_result("pp32+tg8", "CPU", 4)}}};
+}
+
+TEST(HtmlData, LoadReportInputReadsJsonAndRejectsTheRest) {
+    const fs::path dir = fs::temp_directory_path() / "sb_html_data_test";
+    fs::create_directories(dir);
+    std::ofstream(dir / "ok.json") << R"({"command": "run"})";
+    std::ofstream(dir / "bad.json") << "{ not json";
+    EXPECT_EQ(load_report_input((dir / "ok.json").string()).doc["command"], "run");
+    try {
+        load_report_input((dir / "bad.json").string());
+        FAIL() << "no error for a file that is not JSON";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::input);
+        EXPECT_NE(std::string(e.what()).find("not JSON"), std::string::npos);
+    }
+    EXPECT_THROW(load_report_input((dir / "absent.json").string()), Error);
+    fs::remove_all(dir);
+}
+
+TEST(HtmlData, SummaryConvertsToDisplayUnitsAndKeepsMissingNull) {
+    json rows = summary_view(result_doc());
+    ASSERT_EQ(rows.size(), 2u);
+    EXPECT_TRUE(rows[0]["threads"].is_null()) << "0 threads is the default, not zero threads";
+    EXPECT_EQ(rows[1]["threads"], 4);
+    EXPECT_EQ(rows[0]["model"], "tiny.gguf");
+    EXPECT_DOUBLE_EQ(rows[0]["prefill"]["median"].get<double>(), 1000);
+    EXPECT_DOUBLE_EQ(rows[0]["prefill"]["lo"].get<double>(), 950);
+    EXPECT_DOUBLE_EQ(rows[0]["ttft_ms"]["median"].get<double>(), 40);
+    EXPECT_DOUBLE_EQ(rows[0]["itl_ms"]["p99"].get<double>(), 3.5);
+
+    json doc = result_doc();
+    doc["tests"][0]["prefill"] = nullptr;  // a decode-only test
+    doc["tests"][0]["ttft"] = json::object();
+    rows = summary_view(doc);
+    EXPECT_TRUE(rows[0]["prefill"].is_null());
+    EXPECT_TRUE(rows[0]["ttft_ms"].is_null());
+    EXPECT_TRUE(summary_view(json{{"tests", json::array()}}).is_null());
+}
+
+TEST(HtmlData, ThroughputLabelsNameDevicesAndThreadsAndStayDistinct) {
+    json doc = result_doc();
+    doc["tests"].push_back(test_result("pp32+tg8", "CPU", 4));  // a repeat, as sustained has
+    json t = throughput_view(doc);
+    ASSERT_EQ(t["labels"].size(), 3u);
+    EXPECT_EQ(t["labels"][0], "pp32+tg8 · CPU");
+    EXPECT_EQ(t["labels"][1], "pp32+tg8 · CPU · 4t");
+    EXPECT_EQ(t["labels"][2], "pp32+tg8 · CPU · 4t #2");
+    EXPECT_DOUBLE_EQ(t["decode"][1]["hi"].get<double>(), 110);
+
+    json failed = result_doc();
+    for (auto& test : failed["tests"]) {
+        test["prefill"] = nullptr;
+        test["decode"] = nullptr;
+    }
+    EXPECT_TRUE(throughput_view(failed).is_null());
+}
+
+TEST(HtmlData, StageSpansPairEachBeginWithItsEnd) {
+    json marks = json::array({
+        {{"stage", "idle"}, {"begin", true}, {"t_ns", 1'000'000'000}},
+        {{"stage", "idle"}, {"begin", false}, {"t_ns", 1'500'000'000}},
+        {{"stage", "p0/r1/round"}, {"begin", true}, {"t_ns", 2'000'000'000}},
+        {{"stage", "p0/r1/prefill"}, {"begin", true}, {"t_ns", 2'100'000'000}},
+        {{"stage", "p0/r1/prefill"}, {"begin", false}, {"t_ns", 2'200'000'000}},
+        {{"stage", "decode"}, {"begin", false}, {"t_ns", 2'250'000'000}},  // no begin: dropped
+        {{"stage", "p0/r1/round"}, {"begin", false}, {"t_ns", 2'300'000'000}},
+        {{"stage", "decode"}, {"begin", true}, {"t_ns", 2'400'000'000}},  // no end: dropped
+        {{"stage", "bad"}, {"begin", "yes"}, {"t_ns", 2'500'000'000}},
+    });
+    json spans = stage_spans(marks, 1'000'000'000);
+    ASSERT_EQ(spans.size(), 3u) << spans.dump();
+    EXPECT_EQ(spans[0]["kind"], "idle");
+    EXPECT_DOUBLE_EQ(spans[0]["begin_s"].get<double>(), 0.0);
+    EXPECT_DOUBLE_EQ(spans[0]["end_s"].get<double>(), 0.5);
+    EXPECT_EQ(spans[1]["stage"], "p0/r1/round");
+    EXPECT_EQ(spans[2]["stage"], "p0/r1/prefill");
+    EXPECT_EQ(spans[2]["kind"], "prefill");
+    EXPECT_NEAR(spans[2]["end_s"].get<double>(), 1.2, 1e-12);
+}
+
+TEST(HtmlData, ReducePointsKeepsSpikesOrderAndGaps) {
+    std::vector<std::pair<double, std::optional<double>>> pts;
+    for (int i = 0; i < 10'000; ++i)
+        pts.push_back({i * 0.01, 50.0});
+    pts[4321].second = 99.0;  // a spike
+    pts[7000].second = 1.0;   // a dip
+    for (int i = 8000; i < 8100; ++i)
+        pts[i].second = std::nullopt;  // the sensor did not answer
+
+    EXPECT_EQ(reduce_points(pts, 20'000).size(), pts.size());
+    auto r = reduce_points(pts, 1000);
+    ASSERT_LE(r.size(), 1000u);
+    ASSERT_GE(r.size(), 400u);
+    double hi = 0, lo = 100;
+    bool gap = false;
+    for (std::size_t i = 0; i < r.size(); ++i) {
+        if (i > 0) {
+            EXPECT_LE(r[i - 1].first, r[i].first) << "time order at " << i;
+        }
+        if (!r[i].second) {
+            gap = true;
+            continue;
+        }
+        hi = std::max(hi, *r[i].second);
+        lo = std::min(lo, *r[i].second);
+    }
+    EXPECT_EQ(hi, 99.0);
+    EXPECT_EQ(lo, 1.0);
+    EXPECT_TRUE(gap) << "a stretch without readings stays a gap";
+}
+
+json telemetry_doc() {
+    auto series = [](const std::string& metric, const std::string& unit, const std::string& kind,
+                     json values) {
+        json s{{"metric", metric},
+               {"unit", unit},
+               {"kind", kind},
+               {"t_ns", {5'000'000'000, 6'000'000'000, 7'000'000'000}},
+               {"values", values}};
+        if (kind == "counter")
+            s["cumulative"] = values;
+        return s;
+    };
+    return json{
+        {"schema", "stagebench.result"},
+        {"command", "run"},
+        {"telemetry",
+         {{"hz", 10},
+          {"series",
+           {series("thermal.cpu.temp_mc", "mC", "gauge", {45000, nullptr, 47500}),
+            series("cpufreq.policy0.cur_freq_khz", "kHz", "gauge", {1800000, 2400000, 2400000}),
+            series("cpufreq.policy0.max_freq_khz", "kHz", "gauge", {2400000, 2400000, 2400000}),
+            series("rapl.package-0.energy_uj", "uJ", "counter", {0, 2'000'000, 5'000'000}),
+            series("battery.BAT0.power_mw", "mW", "gauge", {7000, 7100, 7200}),
+            series("battery.BAT0.voltage_mv", "mV", "gauge", {12000, 12000, 12000})}},
+          {"marks",
+           {{{"stage", "p0/r1/round"}, {"begin", true}, {"t_ns", 5'000'000'000}},
+            {{"stage", "test0/prefill"}, {"begin", true}, {"t_ns", 5'500'000'000}},
+            {{"stage", "test0/prefill"}, {"begin", false}, {"t_ns", 5'600'000'000}},
+            {{"stage", "test0/decode"}, {"begin", true}, {"t_ns", 5'600'000'000}},
+            {{"stage", "test0/decode"}, {"begin", false}, {"t_ns", 6'500'000'000}},
+            {{"stage", "p0/r1/round"}, {"begin", false}, {"t_ns", 6'600'000'000}}}}}}};
+}
+
+TEST(HtmlData, TelemetryGroupsSeriesInDisplayUnitsWithStageShading) {
+    std::vector<std::string> notes;
+    json t = telemetry_view(telemetry_doc(), notes);
+    ASSERT_FALSE(t.is_null());
+    ASSERT_EQ(t["groups"].size(), 3u) << t.dump();
+    const json& temp = t["groups"][0];
+    EXPECT_EQ(temp["quantity"], "temperature");
+    EXPECT_EQ(temp["unit"], "°C");
+    EXPECT_DOUBLE_EQ(temp["series"][0]["points"][0][0].get<double>(), 0.0);
+    EXPECT_DOUBLE_EQ(temp["series"][0]["points"][0][1].get<double>(), 45.0);
+    EXPECT_TRUE(temp["series"][0]["points"][1][1].is_null()) << "missing stays missing";
+    EXPECT_DOUBLE_EQ(temp["series"][0]["points"][2][1].get<double>(), 47.5);
+
+    const json& freq = t["groups"][1];
+    ASSERT_EQ(freq["series"].size(), 1u) << "limits are not charted";
+    EXPECT_DOUBLE_EQ(freq["series"][0]["points"][0][1].get<double>(), 1800.0);
+
+    const json& power = t["groups"][2];
+    ASSERT_EQ(power["series"].size(), 2u);
+    // The energy counter: 2 J over the first second, 3 J over the next: 2 W then 3 W.
+    const json& rapl = power["series"][0];
+    EXPECT_NE(rapl["name"].get<std::string>().find("energy counter"), std::string::npos);
+    ASSERT_EQ(rapl["points"].size(), 2u);
+    EXPECT_DOUBLE_EQ(rapl["points"][0][0].get<double>(), 1.0);
+    EXPECT_DOUBLE_EQ(rapl["points"][0][1].get<double>(), 2.0);
+    EXPECT_DOUBLE_EQ(rapl["points"][1][1].get<double>(), 3.0);
+    EXPECT_DOUBLE_EQ(power["series"][1]["points"][0][1].get<double>(), 7.0);
+
+    // Only the stages are shaded, not the rounds that hold them.
+    ASSERT_EQ(t["spans"].size(), 2u);
+    EXPECT_EQ(t["spans"][0]["kind"], "prefill");
+    EXPECT_NEAR(t["spans"][0]["begin_s"].get<double>(), 0.5, 1e-12);
+    EXPECT_EQ(t["spans"][1]["kind"], "decode");
+
+    ASSERT_EQ(notes.size(), 2u);
+    EXPECT_NE(notes[0].find("limit"), std::string::npos);
+    EXPECT_NE(notes[1].find("mV"), std::string::npos);
+}
+
+TEST(HtmlData, TelemetryWithoutSeriesIsANoteNotAChart) {
+    std::vector<std::string> notes;
+    EXPECT_TRUE(telemetry_view(json{{"telemetry", nullptr}}, notes).is_null());
+    EXPECT_TRUE(notes.empty()) << "no telemetry is nothing to note";
+    EXPECT_TRUE(telemetry_view(json{{"telemetry", {{"hz", 10}}}}, notes).is_null());
+    EXPECT_EQ(notes.size(), 1u);
+}
+
+TEST(HtmlData, OpsSplitOpTimeFromCallOverheadAndFlagFallback) {
+    json stage{
+        {"stage", "prefill"},
+        {"n_tokens", 32},
+        {"by_op",
+         {{{"op", "MUL_MAT"}, {"count", 7}, {"op_ns", 3e6}, {"call_ns", 5e6}},
+          {{"op", "ADD"}, {"count", 2}, {"op_ns", 4e5}, {"call_ns", 3e5}},
+          {{"op", "VIEW"}, {"count", 9}, {"op_ns", 0}, {"call_ns", 0}},
+          {{"op", "ROPE"}, {"count", 2}, {"op_ns", nullptr}, {"call_ns", 1e5}}}},
+        {"by_backend", {{{"backend", "CPU"}, {"op_ns", 3.4e6}, {"call_ns", 5.4e6}}}},
+        {"fallback", {{{"op", "ADD"}, {"backend", "CPU"}, {"requested", "BLAS"}, {"count", 2}}}},
+        {"reconciliation", {{"plain_median_ns", 6e6}, {"sum_op_ns", 3.4e6}}},
+        {"decomposition",
+         {{"parts",
+           {{{"name", "accelerator_compute"}, {"ns", 2e6}, {"share", 0.33}},
+            {{"name", "host"}, {"ns", nullptr}, {"share", nullptr}}}},
+          {"accelerators", {"BLAS"}}}}};
+    std::vector<std::string> notes;
+    json v = ops_view(json{{"ops", {{"devices", "BLAS"}, {"stages", {stage}}}}}, notes);
+    ASSERT_FALSE(v.is_null());
+    const json& s = v["stages"][0];
+    ASSERT_EQ(s["by_op"].size(), 3u) << "ops that take no time are left out";
+    EXPECT_DOUBLE_EQ(s["by_op"][0]["op_ms"].get<double>(), 3.0);
+    EXPECT_DOUBLE_EQ(s["by_op"][0]["overhead_ms"].get<double>(), 2.0);
+    EXPECT_TRUE(s["by_op"][0]["fallback"].is_null());
+    // A call below its op time (separate measurements) shows no overhead and is listed.
+    EXPECT_DOUBLE_EQ(s["by_op"][1]["overhead_ms"].get<double>(), 0.0);
+    EXPECT_EQ(s["clamped"], json::array({"ADD"}));
+    EXPECT_EQ(s["by_op"][1]["fallback"], "CPU instead of BLAS");
+    EXPECT_EQ(s["by_op"][1]["label"], "ADD (fallback)");
+    EXPECT_TRUE(s["by_op"][2]["overhead_ms"].is_null()) << "no op time: overhead unknown";
+    EXPECT_DOUBLE_EQ(s["by_backend"][0]["overhead_ms"].get<double>(), 2.0);
+    EXPECT_DOUBLE_EQ(s["reconciliation"]["plain_ms"].get<double>(), 6.0);
+    EXPECT_DOUBLE_EQ(s["decomposition"]["parts"][0]["ms"].get<double>(), 2.0);
+    EXPECT_TRUE(s["decomposition"]["parts"][1]["ms"].is_null());
+    EXPECT_TRUE(notes.empty());
+
+    EXPECT_TRUE(ops_view(json{{"ops", {{"stages", {1, "x"}}}}}, notes).is_null());
+    EXPECT_EQ(notes.size(), 1u);
+}
+
+TEST(HtmlData, SustainedRoundsWithOnsetAndSlowdown) {
+    json doc{{"sustained",
+              {{"phases",
+                {{{"name", "baseline"},
+                  {"background", ""},
+                  {"rounds",
+                   {{{"round", 1},
+                     {"decode_tps", 50.0},
+                     {"temp_max_c", 60.0},
+                     {"cpu_freq_mean_khz", 2.4e6}},
+                    {{"round", 2}, {"decode_tps", 40.0}, {"temp_max_c", 80.0}}}},
+                  {"across", {{"throttle_onset_round", 2}, {"verdict", "throttled at round 2"}}}},
+                 {{"name", "loaded"}, {"rounds", json::array()}}}},
+               {"slowdown",
+                {{{"stage", "decode"},
+                  {"ratio", 1.3},
+                  {"ci95_lo", 1.2},
+                  {"ci95_hi", 1.4},
+                  {"no_difference", false}}}}}}};
+    json v = sustained_view(doc);
+    ASSERT_EQ(v["phases"].size(), 1u) << "a phase without rounds is left out";
+    const json& p = v["phases"][0];
+    EXPECT_EQ(p["onset_round"], 2);
+    EXPECT_EQ(p["verdict"], "throttled at round 2");
+    EXPECT_DOUBLE_EQ(p["rounds"][0]["cpu_freq_mhz"].get<double>(), 2400.0);
+    EXPECT_TRUE(p["rounds"][1]["prefill_tps"].is_null());
+    EXPECT_DOUBLE_EQ(v["slowdown"][0]["lo"].get<double>(), 1.2);
+    EXPECT_TRUE(sustained_view(json{{"sustained", {{"phases", json::array()}}}}).is_null());
+}
+
+TEST(HtmlData, WarningsFromTheDocumentAndItsTelemetryOnceEach) {
+    json w{{"code", "governor_not_performance"}, {"message", "m"}, {"hint", "h"}};
+    json doc{{"warnings", {w, w}},
+             {"telemetry", {{"warnings", {{{"code", "telemetry_stale"}, {"message", "x"}}}}}}};
+    json v = warnings_view(doc);
+    ASSERT_EQ(v.size(), 2u);
+    EXPECT_EQ(v[0]["hint"], "h");
+    EXPECT_EQ(v[1]["where"], "telemetry");
+    EXPECT_TRUE(warnings_view(json{{"warnings", json::array()}}).is_null());
+}
+
+TEST(HtmlData, CompareFixtureBecomesRowsWithRatiosAndNotes) {
+    ReportInput in =
+        load_report_input(std::string(SB_SOURCE_DIR) + "/tests/fixtures/report/compare.json");
+    std::vector<std::string> notes;
+    json v = compare_view(in.doc, notes);
+    ASSERT_FALSE(v.is_null());
+    EXPECT_TRUE(notes.empty());
+    ASSERT_EQ(v["rows"].size(), 3u);
+    const json& r = v["rows"][0];
+    EXPECT_EQ(r["stage"], "prefill");
+    EXPECT_EQ(r["unit"], "tok/s");
+    EXPECT_EQ(r["differs"], "n_threads: 1 / 2");
+    EXPECT_EQ(r["sides"].size(), 2u);
+    EXPECT_DOUBLE_EQ(r["ratios"][0]["lo"].get<double>(), 1.77);
+    EXPECT_EQ(r["ratios"][0]["verdict"], "faster");
+    EXPECT_EQ(v["rows"][2]["unit"], "ms");
+    EXPECT_EQ(v["unmatched"][0]["test"], "pp64+tg8");
+    EXPECT_EQ(v["inputs"].size(), 2u);
+
+    json future = in.doc;
+    future["compare_schema_version"] = 2;
+    EXPECT_TRUE(compare_view(future, notes).is_null());
+    ASSERT_EQ(notes.size(), 1u);
+}
+
+TEST(HtmlData, ReportViewNotesWhatItCannotShowAndShowsTheRest) {
+    json unknown_section = result_doc();
+    unknown_section["command"] = "frobnicate";
+    unknown_section["brand_new"] = {{"x", 1}};
+    json v = report_view({{"a.json", json::array({1, 2})},
+                          {"b.json", unknown_section},
+                          {"c.json", json{{"command", "compare"}}}});
+    const json& docs = v["documents"];
+    ASSERT_EQ(docs.size(), 3u);
+    EXPECT_EQ(docs[0]["kind"], "unknown");
+    EXPECT_EQ(docs[0]["notes"].size(), 1u);
+    EXPECT_EQ(docs[1]["kind"], "result");
+    EXPECT_EQ(docs[1]["header"]["host"], "pi5");
+    EXPECT_TRUE(docs[1].contains("summary"));
+    EXPECT_TRUE(docs[1].contains("throughput"));
+    EXPECT_FALSE(docs[1].contains("telemetry"));
+    ASSERT_EQ(docs[1]["notes"].size(), 2u) << docs[1]["notes"].dump();
+    EXPECT_NE(docs[1]["notes"][1].get<std::string>().find("brand_new"), std::string::npos);
+    EXPECT_EQ(docs[2]["kind"], "compare");
+    EXPECT_FALSE(docs[2].contains("compare")) << "no schema version: not shown";
+    EXPECT_EQ(docs[2]["notes"].size(), 1u);
+}
+
+}  // namespace
+}  // namespace sb

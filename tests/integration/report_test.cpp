@@ -1,0 +1,178 @@
+// `stagebench report`: real documents from the real binary on the tiny synthetic model (run with
+// telemetry from a fixture sysfs tree, ops, decompose, sustained) and the compare fixture, made
+// into one HTML page that headless Chromium opens with every request intercepted
+// (tests/integration/report_check.mjs): no request but the file, no console or page error, and
+// every expected chart drawn. Bad inputs: one line, exit 2; odd documents: a note, no crash.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli_harness.hpp"
+
+using nlohmann::json;
+using namespace sbtest;
+namespace fs = std::filesystem;
+
+namespace {
+
+// The first executable called name on PATH; "" when none.
+std::string on_path(const std::string& name) {
+    const char* path = std::getenv("PATH");
+    std::stringstream ss(path ? path : "");
+    std::string dir;
+    while (std::getline(ss, dir, ':')) {
+        const fs::path p = fs::path(dir.empty() ? "." : dir) / name;
+        std::error_code ec;
+        if (fs::is_regular_file(p, ec) && access(p.c_str(), X_OK) == 0)
+            return p.string();
+    }
+    return "";
+}
+
+std::string chromium_path() {
+    if (const char* env = std::getenv("SB_CHROMIUM"); env && *env)
+        return env;
+    for (const char* name : {"chromium", "chromium-browser", "google-chrome"})
+        if (auto p = on_path(name); !p.empty())
+            return p;
+    return "";
+}
+
+std::string source_path(const std::string& rel) {
+    return (fs::path(SB_SOURCE_DIR) / rel).string();
+}
+
+void write_json(const std::string& path, const json& j) {
+    std::ofstream(path) << j.dump(1) << "\n";
+}
+
+// Runs stagebench with args and asserts it succeeded; returns the document written with --out.
+json make_document(const std::vector<std::string>& args, const std::string& out) {
+    std::vector<std::string> a = args;
+    a.insert(a.end(), {"--out", out, "-q"});
+    Proc p = run_sb(a);
+    EXPECT_EQ(p.exit_code, 0) << p.err;
+    return json::parse(read_file(out));
+}
+
+}  // namespace
+
+TEST(Report, DrawsEveryChartInHeadlessChromiumWithoutAnyRequest) {
+    const std::string node = on_path("node").empty() ? on_path("nodejs") : on_path("node");
+    const std::string chromium = chromium_path();
+    if (node.empty())
+        GTEST_SKIP() << "node is not installed (scripts/setup-deps.sh installs it)";
+    if (chromium.empty())
+        GTEST_SKIP() << "chromium is not installed (scripts/setup-deps.sh installs it)";
+    const std::string driver = std::string(SB_REPORT_ASSETS_DIR) + "/playwright-core";
+    ASSERT_TRUE(fs::exists(driver + "/package.json"))
+        << driver << " is missing: run scripts/report-assets.sh";
+
+    TempDir t;
+    const fs::path sys = t.path / "sys";
+    fs::copy(source_path("tests/fixtures/telemetry/x86-laptop-rapl/sys"), sys,
+             fs::copy_options::recursive);
+    const std::string& model = tiny_model();
+    json run_doc = make_document(
+        {"run", "-m", model, "-p", "32", "-n", "8", "-r", "2", "--membw", "off", "--sysfs-root",
+         sys.string(), "--telemetry", "on", "--idle", "0.2", "--telemetry-hz", "50"},
+        t.file("run.json"));
+    ASSERT_FALSE(run_doc["telemetry"]["series"].empty());
+    make_document({"ops", "-m", model, "-p", "32", "--device", "CPU+BLAS", "--reps", "1",
+                   "--plain-reps", "2", "--replay", "2"},
+                  t.file("ops.json"));
+    make_document({"decompose", "-m", model, "-p", "32", "--device", "CPU+BLAS", "--reps", "1",
+                   "--plain-reps", "2", "--replay", "2"},
+                  t.file("decompose.json"));
+    json sustained = make_document(
+        {"sustained", "-m", model, "--rounds", "4", "--prompt-tokens", "32", "--max-tokens", "8",
+         "--sysfs-root", sys.string(), "--telemetry", "on", "--idle", "0"},
+        t.file("sustained.json"));
+    // A fixture tree does not heat up: the onset is set by hand so that its marker is drawn.
+    ASSERT_FALSE(sustained["sustained"]["phases"].empty());
+    sustained["sustained"]["phases"][0]["across"]["throttle_onset_round"] = 3;
+    write_json(t.file("sustained.json"), sustained);
+    write_json(t.file("odd.json"), json{{"hello", "world"}});
+
+    const fs::path dir = fs::path(SB_BINARY_DIR) / "report_test";
+    fs::create_directories(dir);
+    const std::string html = (dir / "report.html").string();
+    const std::string png = (dir / "report.png").string();
+    Proc r = run_sb({"report", t.file("run.json"), t.file("ops.json"), t.file("decompose.json"),
+                     t.file("sustained.json"), source_path("tests/fixtures/report/compare.json"),
+                     t.file("odd.json"), "-o", html, "--title", "integration"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(r.out.empty()) << "the page goes to the file, not stdout";
+
+    std::vector<std::string> check = {
+        node,           source_path("tests/integration/report_check.mjs"),
+        "--driver",     driver,
+        "--chromium",   chromium,
+        "--html",       html,
+        "--screenshot", png};
+    for (const char* kind :
+         {"throughput-prefill", "throughput-decode", "telemetry-temperature", "telemetry-frequency",
+          "telemetry-power", "ops-by-op", "ops-by-backend", "decomposition", "sustained-decode",
+          "sustained-prefill", "compare-ratios"}) {
+        check.push_back("--expect-chart");
+        check.push_back(kind);
+    }
+    for (const char* kind : {"telemetry-temperature", "sustained-decode", "compare-ratios"}) {
+        check.push_back("--expect-annotated");  // stage shading, onset marker, the line at 1
+        check.push_back(kind);
+    }
+    for (const char* text : {"not a stagebench result or compare document", "throttle onset", "B/A",
+                             "Fallback", "chart.js 4.", "chartjs-plugin-annotation"}) {
+        check.push_back("--expect-text");
+        check.push_back(text);
+    }
+    Proc c = sbtest::run(check, 180);
+    std::cout << "report: " << html << "\nscreenshot: " << png << "\n" << c.out;
+    EXPECT_EQ(c.exit_code, 0) << c.out << c.err;
+    EXPECT_TRUE(fs::exists(png));
+}
+
+TEST(Report, MissingOrNonJsonInputIsOneLineAndExit2) {
+    TempDir t;
+    Proc missing = run_sb({"report", t.file("absent.json"), "-o", t.file("r.html")});
+    EXPECT_EQ(missing.exit_code, 2);
+    EXPECT_NE(missing.err.find("absent.json"), std::string::npos) << missing.err;
+    EXPECT_EQ(std::count(missing.err.begin(), missing.err.end(), '\n'), 1) << missing.err;
+    EXPECT_FALSE(fs::exists(t.file("r.html")));
+
+    std::ofstream(t.file("bad.json")) << "{\"command\": \"run\", ";
+    Proc bad = run_sb({"report", t.file("bad.json"), "-o", t.file("r.html")});
+    EXPECT_EQ(bad.exit_code, 2);
+    EXPECT_NE(bad.err.find("not JSON"), std::string::npos) << bad.err;
+    EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
+}
+
+TEST(Report, OddDocumentsBecomeNotesNotFailures) {
+    TempDir t;
+    write_json(t.file("array.json"), json::array({1, 2, 3}));
+    write_json(t.file("future.json"),
+               json{{"schema", "stagebench.result"},
+                    {"command", "frobnicate"},
+                    {"tests", {{{"config", "not an object"}, {"prefill", 42}}}},
+                    {"telemetry", {{"series", "nope"}}},
+                    {"ops", {{"stages", {1, "two"}}}},
+                    {"brand_new_section", {{"x", 1}}}});
+    write_json(t.file("compare2.json"),
+               json{{"command", "compare"}, {"compare_schema_version", 2}});
+    Proc p = run_sb({"report", t.file("array.json"), t.file("future.json"), t.file("compare2.json"),
+                     "-o", t.file("r.html")});
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    const std::string html = read_file(t.file("r.html"));
+    EXPECT_NE(html.find("not a stagebench result or compare document"), std::string::npos);
+    EXPECT_NE(html.find("command 'frobnicate' is not known"), std::string::npos);
+    EXPECT_NE(html.find("section 'brand_new_section' is not known"), std::string::npos);
+    EXPECT_NE(html.find("compare_schema_version 2 is not known"), std::string::npos);
+}
