@@ -24,6 +24,8 @@ void build_app(CLI::App& app, Context& ctx) {
     add_ops_command(app, ctx);
     add_decompose_command(app, ctx);
     add_import_command(app, ctx);
+    add_db_command(app, ctx);
+    add_compare_command(app, ctx);
 }
 
 namespace {
@@ -53,6 +55,7 @@ int run_cli(int argc, const char* const* argv, Context& ctx) {
     CLI::App app;
     app.name("stagebench");
     ctx.exit_code = 0;
+    ctx.db_path.clear();
     ctx.argv.assign(argv, argv + argc);
     try {
         build_app(app, ctx);
