@@ -128,6 +128,10 @@ CompareResult compare_documents(const std::vector<CompareInput>& inputs,
         const json& tests = field(in.doc, "tests");
         if (!in.doc.is_object() || !tests.is_array())
             throw input_error(who + " is not a stagebench result document (no \"tests\" array)");
+        if (str_field(in.doc, "command") == "sustained")
+            throw input_error(who +
+                              ": a `sustained` document holds rounds of one workload, not "
+                              "repeated tests; compare reads run and demo documents");
         if (tests.empty())
             throw input_error(who + ": the `" + str_field(in.doc, "command").value_or("?") +
                               "` document has no tests to compare; compare reads run and demo "
