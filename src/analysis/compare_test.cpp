@@ -284,6 +284,10 @@ TEST(Compare, BadInputsAreErrors) {
     EXPECT_EQ(kind_of([&] { compare_documents(inputs({a, sustained})); }, &msg), ErrorKind::input);
     EXPECT_NE(msg.find("B (doc1.json)"), std::string::npos) << msg;
     EXPECT_NE(msg.find("sustained"), std::string::npos) << msg;
+    json rounds = doc("h", json::array({test(config()), test(config())}));
+    rounds["command"] = "sustained";
+    EXPECT_EQ(kind_of([&] { compare_documents(inputs({rounds, a})); }, &msg), ErrorKind::input);
+    EXPECT_NE(msg.find("A (doc0.json): a `sustained` document"), std::string::npos) << msg;
     EXPECT_EQ(kind_of(
                   [&] {
                       compare_documents(inputs({json{{"x", 1}}, a}));
