@@ -27,6 +27,8 @@ void build_app(CLI::App& app, Context& ctx) {
     add_hybrid_command(app, ctx);
     add_advise_command(app, ctx);
     add_report_command(app, ctx);
+    add_db_command(app, ctx);
+    add_compare_command(app, ctx);
 }
 
 namespace {
@@ -56,6 +58,7 @@ int run_cli(int argc, const char* const* argv, Context& ctx) {
     CLI::App app;
     app.name("stagebench");
     ctx.exit_code = 0;
+    ctx.db_path.clear();
     ctx.argv.assign(argv, argv + argc);
     try {
         build_app(app, ctx);

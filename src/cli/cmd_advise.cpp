@@ -1,7 +1,9 @@
 #include <fstream>
 #include <memory>
+#include <optional>
 
 #include "advise/advise.hpp"
+#include "analysis/compare_inputs.hpp"
 #include "cli/commands.hpp"
 #include "core/error.hpp"
 #include "report/advise_report.hpp"
@@ -12,22 +14,12 @@ namespace {
 
 struct AdviseArgs {
     std::vector<std::string> inputs;
+    std::optional<std::string> db_path;
     std::string format = "md";
     std::optional<std::string> out_path;
     double budget_us = 10;
     std::optional<int> n_prompt, n_gen;
 };
-
-nlohmann::json read_document(const std::string& path) {
-    std::ifstream f(path);
-    if (!f)
-        throw input_error("cannot read '" + path + "'");
-    try {
-        return nlohmann::json::parse(f);
-    } catch (const nlohmann::json::exception&) {
-        throw input_error("'" + path + "' is not a JSON result document");
-    }
-}
 
 }  // namespace
 
@@ -36,8 +28,10 @@ void add_advise_command(CLI::App& app, Context& ctx) {
         "advise", "Which backend should run which stage, from this device's result documents");
     auto a = std::make_shared<AdviseArgs>();
     cmd->add_option("documents", a->inputs,
-                    "result documents (JSON) of run, hybrid, ops, decompose, sustained")
+                    "result documents (JSON files, or db:ID from --db) of run, hybrid, ops, "
+                    "decompose, sustained")
         ->required();
+    cmd->add_option("--db", a->db_path, "the results store db:ID operands are read from");
     cmd->add_option("-o,--output", a->format, "stdout format: md or json")
         ->check(CLI::IsMember({"md", "json"}))
         ->capture_default_str();
@@ -52,8 +46,8 @@ void add_advise_command(CLI::App& app, Context& ctx) {
         ->check(CLI::PositiveNumber);
     cmd->callback([&ctx, a] {
         std::vector<AdviseInput> in;
-        for (const auto& p : a->inputs)
-            in.push_back({p, read_document(p)});
+        for (auto& c : load_compare_inputs(a->inputs, a->db_path, {}))
+            in.push_back({c.source, std::move(c.doc)});
         AdviseOptions o;
         o.dispatch_budget_ns = a->budget_us * 1e3;
         o.n_prompt = a->n_prompt;

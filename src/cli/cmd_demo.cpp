@@ -1,4 +1,6 @@
 #include "cli/commands.hpp"
+#include "cli/store_hook.hpp"
+#include "core/json_file.hpp"
 #include "scenario/demo.hpp"
 
 namespace sb::cli {
@@ -16,12 +18,16 @@ void add_demo_command(CLI::App& app, Context& ctx) {
     cmd->add_option("-r,--repetitions", o->reps, "repetitions")->capture_default_str();
     cmd->add_option("-t,--threads", o->threads, "CPU threads (0 = default)");
     cmd->add_flag("!--no-rpc", o->rpc, "do not start a loopback RPC server");
+    add_db_option(cmd, ctx);
     bool quiet = false;
     cmd->add_flag("-q,--quiet", quiet, "no progress lines");
     cmd->callback([&ctx, o, cmd] {
         o->progress = cmd->count("--quiet") == 0;
         o->argv = ctx.argv;
         ctx.exit_code = run_demo(*o, ctx.out, ctx.err);
+        // The demo keeps its document in <dir>/result.json.
+        if (!ctx.db_path.empty())
+            store_document(ctx, read_json_file(o->dir + "/result.json"));
     });
 }
 

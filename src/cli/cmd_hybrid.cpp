@@ -1,6 +1,7 @@
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "cli/store_hook.hpp"
 #include "scenario/hybrid.hpp"
 #include "scenario/run_command.hpp"
 
@@ -53,6 +54,7 @@ void add_hybrid_command(CLI::App& app, Context& ctx) {
     cmd->add_option("--out", o->out_path,
                     "write the result document (JSON) here, updated after every point");
     cmd->add_flag("-q,--quiet", *quiet, "no progress lines on stderr");
+    add_db_option(cmd, ctx);
     cmd->add_option("--telemetry", o->telemetry.mode,
                     "sample sensors around every stage: auto, on, off")
         ->capture_default_str();
@@ -67,6 +69,7 @@ void add_hybrid_command(CLI::App& app, Context& ctx) {
         o->baselines = !*no_baselines;
         ResultDocument doc = new_document("hybrid", ctx.argv);
         ctx.exit_code = run_hybrid(*o, doc, ctx.out, ctx.err);
+        store_document(ctx, to_json(doc));
     });
 }
 

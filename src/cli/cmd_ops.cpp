@@ -1,4 +1,5 @@
 #include "cli/commands.hpp"
+#include "cli/store_hook.hpp"
 #include "core/error.hpp"
 #include "profile/ops_command.hpp"
 #include "scenario/run_command.hpp"
@@ -89,6 +90,7 @@ void add_ops_like_command(CLI::App& app, Context& ctx, bool decompose) {
         ->check(CLI::IsMember({"md", "csv", "json"}))
         ->capture_default_str();
     cmd->add_option("--out", a->o.out_path, "write the result document (JSON) here");
+    add_db_option(cmd, ctx);
     cmd->add_flag("-q,--quiet", a->quiet, "no progress lines on stderr");
     cmd->callback([&ctx, a, decompose] {
         OpsOptions& o = a->o.ops;
@@ -100,6 +102,7 @@ void add_ops_like_command(CLI::App& app, Context& ctx, bool decompose) {
         a->o.brief = decompose;
         ResultDocument doc = new_document(decompose ? "decompose" : "ops", ctx.argv);
         ctx.exit_code = run_ops_command(a->o, doc, ctx.out, ctx.err);
+        store_document(ctx, to_json(doc));
     });
 }
 

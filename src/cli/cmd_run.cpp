@@ -1,5 +1,6 @@
 #include "cli/commands.hpp"
 #include "cli/run_options.hpp"
+#include "cli/store_hook.hpp"
 
 namespace sb::cli {
 
@@ -13,10 +14,12 @@ void add_run_command(CLI::App& app, Context& ctx) {
     add_matrix_options(cmd, *a);
     add_output_options(cmd, *a);
     add_engine_options(cmd, *a);
+    add_db_option(cmd, ctx);
     cmd->callback([&ctx, a] {
         finish_run_args(*a);
         ResultDocument doc = new_document("run", ctx.argv);
         ctx.exit_code = run_benchmark(a->run, doc, ctx.out, ctx.err);
+        store_document(ctx, to_json(doc));
     });
 }
 

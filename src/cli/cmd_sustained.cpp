@@ -1,4 +1,5 @@
 #include "cli/commands.hpp"
+#include "cli/store_hook.hpp"
 #include "scenario/run_command.hpp"
 #include "scenario/sustained.hpp"
 
@@ -48,12 +49,14 @@ void add_sustained_command(CLI::App& app, Context& ctx) {
         ->capture_default_str();
     cmd->add_option("--timeout", o->http.timeout_s, "seconds to wait for the server")
         ->capture_default_str();
+    add_db_option(cmd, ctx);
     auto quiet = std::make_shared<bool>(false);
     cmd->add_flag("-q,--quiet", *quiet, "no progress lines");
     cmd->callback([&ctx, o, quiet] {
         o->progress = !*quiet;
         ResultDocument doc = new_document("sustained", ctx.argv);
         ctx.exit_code = run_sustained(*o, doc, ctx.out, ctx.err);
+        store_document(ctx, to_json(doc));
     });
 }
 

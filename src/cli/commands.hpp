@@ -14,6 +14,7 @@ struct Context {
     std::ostream& err;  // progress, logs, warnings
     int exit_code = 0;
     std::vector<std::string> argv;  // the command line as given, for the result document
+    std::string db_path;  // --db: the results store the result document goes to ("": none)
 };
 
 void add_version_command(CLI::App& app, Context& ctx);
@@ -30,6 +31,8 @@ void add_import_command(CLI::App& app, Context& ctx);
 void add_hybrid_command(CLI::App& app, Context& ctx);
 void add_advise_command(CLI::App& app, Context& ctx);
 void add_report_command(CLI::App& app, Context& ctx);
+void add_db_command(CLI::App& app, Context& ctx);
+void add_compare_command(CLI::App& app, Context& ctx);
 
 // Builds the whole CLI; used by main() and by CLI tests.
 void build_app(CLI::App& app, Context& ctx);

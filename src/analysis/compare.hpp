@@ -1,0 +1,95 @@
+#pragma once
+// `stagebench compare`: result documents side by side, test by test. The first input is the
+// baseline. Tests are matched by their workload (model file name, n_prompt, n_gen, n_depth,
+// n_batch, n_ubatch, type_k, type_v, flash_attn, engine); when one document holds several tests
+// of one workload, the configuration fields that vary among them (devices, n_threads,
+// n_gpu_layers, model_path) join the key of every document. For each matched test and stage
+// (prefill tokens/s, decode tokens/s, TTFT ms) each side's median, CV and n are given, and each
+// other side's ratio of medians to the baseline with a seeded bootstrap 95% CI
+// (sb::ratio_of_medians: each side's raw per-repetition samples resampled independently).
+// Computation only; formatting lives in report/compare_report.hpp.
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sb {
+
+inline constexpr int kCompareSchemaVersion = 1;
+
+struct CompareInput {
+    std::string label;   // "A", "B", ... (see default_compare_labels)
+    std::string source;  // the file path or "db:ID"
+    nlohmann::json doc;  // a result document with a non-empty "tests" array (run, demo)
+};
+
+struct CompareOptions {
+    std::size_t resamples = 5000;  // bootstrap resamples per ratio
+    std::uint64_t seed = 42;       // the same seed gives the same intervals everywhere
+    double cv_note_factor = 2.0;   // a note when one side's CV is more than this times another's
+    std::string tool_version;      // written into the compare document
+};
+
+struct CompareInputInfo {
+    std::string label, source;
+    std::optional<std::string> command, host, cpu, started_at;  // null when the doc lacks them
+};
+
+// One side of a row; median and cv in the row's metric (cv a fraction), null when undefined.
+struct CompareSide {
+    std::string label;
+    std::optional<double> median, cv;
+    std::size_t n = 0;  // samples (repetitions)
+};
+
+// One other side against the baseline ("B/A"). verdict: "no difference" (the CI contains 1),
+// "faster" or "slower" (worded by the metric's direction, so a TTFT ratio above 1 is "slower"),
+// "too few samples" (a side has fewer than 2: median ratio only, no CI), or "no data" (a side
+// has no sample or the baseline median is 0: all numbers null).
+struct CompareRatio {
+    std::string label;
+    std::optional<double> median, ci_low, ci_high;
+    std::string verdict;
+};
+
+struct CompareRow {
+    std::string test;    // the baseline test's name, e.g. "pp32+tg8"
+    std::string key;     // the matching key
+    std::string stage;   // prefill | decode | ttft
+    std::string metric;  // tokens_per_s | ttft_ms
+    bool higher_is_better = true;
+    // Configuration or machine fields that differ between the sides: name -> one value per
+    // side, in the order of `sides`. An object (empty when nothing differs).
+    nlohmann::json differs = nlohmann::json::object();
+    std::vector<CompareSide> sides;    // the baseline first, then each input having the test
+    std::vector<CompareRatio> ratios;  // one per side after the first
+};
+
+struct CompareUnmatched {
+    std::string label, test;
+};
+
+struct CompareResult {
+    std::string tool_version, created_at;
+    std::vector<CompareInputInfo> inputs;
+    std::vector<CompareRow> rows;
+    std::vector<CompareUnmatched> unmatched;  // tests with no counterpart in the baseline (or,
+                                              // for the baseline, in any other input)
+    std::vector<std::string> notes;
+};
+
+// "A", "B", ..., "Z", then "A2", "B2", ...
+std::vector<std::string> default_compare_labels(std::size_t n);
+
+// Compares inputs[1..] with inputs[0]. Throws sb::Error(usage) for fewer than 2 inputs or
+// repeated labels, sb::Error(input) naming the input when a document is not a result document
+// or has no tests (ops, decompose), and for a sustained document (rounds, not repeated tests).
+CompareResult compare_documents(const std::vector<CompareInput>& inputs,
+                                const CompareOptions& opts = {});
+
+// The compare document: {"command": "compare", "compare_schema_version": 1, "tool_version",
+// "created_at", "inputs", "rows", "unmatched", "notes"}; absent values are null.
+nlohmann::json to_json(const CompareResult& r);
+
+}  // namespace sb

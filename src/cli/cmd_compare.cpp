@@ -1,0 +1,49 @@
+#include "analysis/compare_inputs.hpp"
+#include "cli/commands.hpp"
+#include "core/json_file.hpp"
+#include "report/compare_report.hpp"
+
+#ifndef SB_VERSION
+#define SB_VERSION "0.0.0"
+#endif
+
+namespace sb::cli {
+
+void add_compare_command(CLI::App& app, Context& ctx) {
+    auto* cmd = app.add_subcommand(
+        "compare",
+        "Compare result documents test by test against the first (the baseline): medians, CVs, "
+        "ratios with bootstrap 95% CIs");
+    struct Args {
+        std::vector<std::string> operands, labels;
+        std::optional<std::string> db_path, out_path;
+        std::string format = "md";
+        CompareOptions opts;
+    };
+    auto a = std::make_shared<Args>();
+    cmd->add_option("INPUTS", a->operands, "result documents (JSON files) or db:ID")
+        ->required()
+        ->expected(2, -1);
+    cmd->add_option("--db", a->db_path, "the results store db:ID operands are read from");
+    cmd->add_option("--label", a->labels, "name of each input in order (repeatable)")
+        ->take_all()
+        ->allow_extra_args(false);
+    cmd->add_option("-o,--output", a->format, "stdout format: md, csv, json")
+        ->check(CLI::IsMember({"md", "csv", "json"}))
+        ->capture_default_str();
+    cmd->add_option("--out", a->out_path, "write the compare document (JSON) here");
+    cmd->add_option("--resamples", a->opts.resamples, "bootstrap resamples per ratio")
+        ->check(CLI::Range(2000, 1000000))
+        ->capture_default_str();
+    cmd->add_option("--seed", a->opts.seed, "bootstrap seed")->capture_default_str();
+    cmd->callback([&ctx, a] {
+        a->opts.tool_version = SB_VERSION;
+        const CompareResult r =
+            compare_documents(load_compare_inputs(a->operands, a->db_path, a->labels), a->opts);
+        if (a->out_path)
+            write_text_file(*a->out_path, to_json(r).dump(2) + "\n");
+        write_compare(ctx.out, r, a->format);
+    });
+}
+
+}  // namespace sb::cli

@@ -1,0 +1,162 @@
+#include "report/compare_report.hpp"
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+
+namespace sb {
+
+namespace {
+
+using nlohmann::json;
+
+std::string num(const std::optional<double>& v, const char* f = "{:.2f}") {
+    return v ? fmt::format(fmt::runtime(f), *v) : std::string("-");
+}
+
+std::string pct(const std::optional<double>& v) {
+    return v ? fmt::format("{:.1f}%", *v * 100) : std::string("-");
+}
+
+std::string stage_label(const CompareRow& r) {
+    if (r.stage == "ttft")
+        return "TTFT ms";
+    return r.stage + " t/s";
+}
+
+std::string value_text(const json& v) {
+    return v.is_string() ? v.get<std::string>() : v.dump();
+}
+
+std::string differs_text(const CompareRow& r) {
+    std::string s;
+    for (const auto& [name, vals] : r.differs.items()) {
+        std::string v;
+        for (const auto& x : vals)
+            v += (v.empty() ? "" : " / ") + value_text(x);
+        s += (s.empty() ? "" : "; ") + name + ": " + v;
+    }
+    return s;
+}
+
+const CompareSide* side_of(const CompareRow& r, const std::string& label) {
+    for (const auto& s : r.sides)
+        if (s.label == label)
+            return &s;
+    return nullptr;
+}
+
+const CompareRatio* ratio_of(const CompareRow& r, const std::string& label) {
+    for (const auto& q : r.ratios)
+        if (q.label == label)
+            return &q;
+    return nullptr;
+}
+
+std::string csv_field(const std::string& s) {
+    if (s.find_first_of(",\"\n") == std::string::npos)
+        return s;
+    std::string q = "\"";
+    for (char c : s)
+        q += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return q + "\"";
+}
+
+std::string csv_num(const std::optional<double>& v) {
+    return v ? fmt::format("{}", *v) : std::string();
+}
+
+}  // namespace
+
+void write_compare_markdown(std::ostream& out, const CompareResult& r) {
+    out << "| input | source | command | host | cpu | started |\n"
+        << "| --- | --- | --- | --- | --- | --- |\n";
+    for (const auto& i : r.inputs)
+        out << "| " << i.label << " | " << i.source << " | " << i.command.value_or("-") << " | "
+            << i.host.value_or("-") << " | " << i.cpu.value_or("-") << " | "
+            << i.started_at.value_or("-") << " |\n";
+    out << "\n";
+
+    if (r.rows.empty()) {
+        out << "No test matched between the inputs.\n";
+    } else {
+        const std::string base = r.inputs.front().label;
+        out << "| test | stage";
+        std::string align = "| --- | ---";
+        for (const auto& i : r.inputs) {
+            out << " | " << i.label << " | CV " << i.label;
+            align += " | ---: | ---:";
+        }
+        out << " | n";
+        align += " | ---:";
+        for (std::size_t k = 1; k < r.inputs.size(); ++k) {
+            out << " | " << r.inputs[k].label << "/" << base << " | 95% CI | verdict";
+            align += " | ---: | --- | ---";
+        }
+        out << " | differs |\n" << align << " | --- |\n";
+        for (const auto& row : r.rows) {
+            out << "| " << row.test << " | " << stage_label(row);
+            std::string n;
+            for (const auto& i : r.inputs) {
+                const CompareSide* s = side_of(row, i.label);
+                out << " | " << (s ? num(s->median) : "-") << " | " << (s ? pct(s->cv) : "-");
+                n += (n.empty() ? "" : " / ") + (s ? std::to_string(s->n) : std::string("-"));
+            }
+            out << " | " << n;
+            for (std::size_t k = 1; k < r.inputs.size(); ++k) {
+                const CompareRatio* q = ratio_of(row, r.inputs[k].label + "/" + base);
+                if (!q) {
+                    out << " | - | - | -";
+                    continue;
+                }
+                const std::string ci =
+                    q->ci_low ? fmt::format("[{:.3f}, {:.3f}]", *q->ci_low, *q->ci_high) : "-";
+                out << " | " << num(q->median, "{:.3f}") << " | " << ci << " | " << q->verdict;
+            }
+            out << " | " << differs_text(row) << " |\n";
+        }
+    }
+    if (!r.unmatched.empty()) {
+        out << "\nUnmatched:";
+        for (const auto& u : r.unmatched)
+            out << " " << u.label << " " << u.test << (&u == &r.unmatched.back() ? "" : ";");
+        out << "\n";
+    }
+    if (!r.notes.empty()) {
+        out << "\n";
+        for (const auto& n : r.notes)
+            out << "- " << n << "\n";
+    }
+}
+
+void write_compare_csv(std::ostream& out, const CompareResult& r) {
+    out << "test,key,stage,metric,higher_is_better,baseline,baseline_median,baseline_cv,"
+           "baseline_n,label,median,cv,n,ratio,ci_low,ci_high,verdict,differs\n";
+    for (const auto& row : r.rows) {
+        const CompareSide& b = row.sides.front();
+        for (std::size_t k = 1; k < row.sides.size(); ++k) {
+            const CompareSide& s = row.sides[k];
+            const CompareRatio& q = row.ratios[k - 1];
+            out << csv_field(row.test) << "," << csv_field(row.key) << "," << row.stage << ","
+                << row.metric << "," << (row.higher_is_better ? "true" : "false") << ","
+                << csv_field(b.label) << "," << csv_num(b.median) << "," << csv_num(b.cv) << ","
+                << b.n << "," << csv_field(s.label) << "," << csv_num(s.median) << ","
+                << csv_num(s.cv) << "," << s.n << "," << csv_num(q.median) << ","
+                << csv_num(q.ci_low) << "," << csv_num(q.ci_high) << "," << q.verdict << ","
+                << csv_field(differs_text(row)) << "\n";
+        }
+    }
+}
+
+void write_compare(std::ostream& out, const CompareResult& r, const std::string& format) {
+    if (format == "md")
+        write_compare_markdown(out, r);
+    else if (format == "csv")
+        write_compare_csv(out, r);
+    else if (format == "json")
+        out << to_json(r).dump(2) << "\n";
+    else
+        throw usage_error("-o must be md, csv or json, not '" + format + "'");
+}
+
+}  // namespace sb

@@ -1,0 +1,24 @@
+#pragma once
+// Formats the results store for `stagebench db`; never computes. Documents are read as JSON, so
+// documents of any schema version and any command can be shown; absent fields print as "-".
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <vector>
+
+#include "store/result_store.hpp"
+
+namespace sb {
+
+// `db list`: one markdown row per stored document.
+void write_store_list_markdown(std::ostream& out, const std::vector<StoredEntry>& entries);
+
+// `db list -o json`: [{"id", "stored_at", "command", "started_at", "host", "cpu",
+// "tool_version", "models", "n_tests"}], absent values null.
+nlohmann::json store_list_json(const std::vector<StoredEntry>& entries);
+
+// `db show`: the document's command, times, system, tool and models, then one row per test
+// with its status and the prefill / decode tokens/s and TTFT medians the document recorded.
+void write_document_summary_markdown(std::ostream& out, int64_t id, const nlohmann::json& doc);
+
+}  // namespace sb

@@ -1,0 +1,59 @@
+#include "report/store_report.hpp"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+namespace sb {
+namespace {
+
+using nlohmann::json;
+
+TEST(StoreReport, ListHasOneRowPerDocument) {
+    std::vector<StoredEntry> e(1);
+    e[0].id = 3;
+    e[0].stored_at = "2026-11-29T10:00:00Z";
+    e[0].command = "run";
+    e[0].host = "pi5";
+    e[0].models = {"tiny.gguf", "other.gguf"};
+    e[0].n_tests = 2;
+    std::ostringstream out;
+    write_store_list_markdown(out, e);
+    EXPECT_NE(out.str().find("| 3 | 2026-11-29T10:00:00Z | run | - | pi5 | - | - | tiny.gguf, "
+                             "other.gguf | 2 |"),
+              std::string::npos)
+        << out.str();
+    const json j = store_list_json(e);
+    EXPECT_EQ(j[0]["id"], 3);
+    EXPECT_TRUE(j[0]["cpu"].is_null());
+    EXPECT_EQ(j[0]["models"][1], "other.gguf");
+}
+
+TEST(StoreReport, ShowSummarisesTheTestsMedians) {
+    const json doc = json::parse(R"({
+        "command": "run", "started_at": "2026-11-29T10:00:00Z",
+        "system": {"hostname": "pi5", "cpu_model": "Cortex-A76", "os": "Debian 12"},
+        "tool": {"version": "0.1.0", "build_type": "Release"}, "llama": {"tag": "b7588"},
+        "models": [{"path": "/m/tiny.gguf", "name": null}],
+        "tests": [{"config": {"test": "pp32+tg8", "devices": "CPU", "n_threads": 0},
+                   "status": "ok", "reps_done": 5,
+                   "prefill": {"throughput": {"median": 1234.567}},
+                   "decode": {"throughput": {"median": 98.7}},
+                   "ttft": {"median": 41500000}}]})");
+    std::ostringstream out;
+    write_document_summary_markdown(out, 4, doc);
+    const std::string s = out.str();
+    EXPECT_NE(s.find("## #4: run"), std::string::npos) << s;
+    EXPECT_NE(s.find("pi5, Cortex-A76, Debian 12"), std::string::npos) << s;
+    EXPECT_NE(s.find("- models: /m/tiny.gguf"), std::string::npos) << s;
+    EXPECT_NE(s.find("| pp32+tg8 | CPU | auto | ok | 5 | 1234.57 | 98.70 | 41.50 |"),
+              std::string::npos)
+        << s;
+
+    std::ostringstream none;
+    write_document_summary_markdown(none, 5, json{{"command", "sustained"}});
+    EXPECT_NE(none.str().find("No tests in this document"), std::string::npos) << none.str();
+}
+
+}  // namespace
+}  // namespace sb

@@ -1,0 +1,423 @@
+#include "store/result_store.hpp"
+
+#include <sqlite3.h>
+
+#include <filesystem>
+
+#include "core/error.hpp"
+#include "core/result.hpp"
+
+namespace sb {
+
+using nlohmann::json;
+
+struct ResultStore::Db {
+    sqlite3* handle = nullptr;
+    ~Db() {
+        if (handle)
+            sqlite3_close(handle);
+    }
+};
+
+namespace {
+
+std::string errmsg(sqlite3* db) {
+    return db ? sqlite3_errmsg(db) : "out of memory";
+}
+
+// A prepared statement, finalized on scope exit.
+class Stmt {
+  public:
+    Stmt(sqlite3* db, const std::string& sql) : db_(db) {
+        if (sqlite3_prepare_v2(db, sql.c_str(), -1, &s_, nullptr) != SQLITE_OK)
+            throw runtime_error("results store: " + errmsg(db));
+    }
+    ~Stmt() { sqlite3_finalize(s_); }
+    Stmt(const Stmt&) = delete;
+    Stmt& operator=(const Stmt&) = delete;
+
+    void bind(int i, int64_t v) { check(sqlite3_bind_int64(s_, i, v)); }
+    void bind(int i, const std::string& v) {
+        check(sqlite3_bind_text(s_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT));
+    }
+    void bind(int i, const std::optional<std::string>& v) {
+        v ? bind(i, *v) : check(sqlite3_bind_null(s_, i));
+    }
+    void bind(int i, const std::optional<int64_t>& v) {
+        v ? bind(i, *v) : check(sqlite3_bind_null(s_, i));
+    }
+    void bind(int i, const std::optional<double>& v) {
+        check(v ? sqlite3_bind_double(s_, i, *v) : sqlite3_bind_null(s_, i));
+    }
+    // True while a row is available.
+    bool step() {
+        const int rc = sqlite3_step(s_);
+        if (rc == SQLITE_ROW)
+            return true;
+        if (rc == SQLITE_DONE)
+            return false;
+        throw runtime_error("results store: " + errmsg(db_));
+    }
+    void reset() {
+        sqlite3_reset(s_);
+        sqlite3_clear_bindings(s_);
+    }
+    bool is_null(int col) const { return sqlite3_column_type(s_, col) == SQLITE_NULL; }
+    int64_t int64(int col) const { return sqlite3_column_int64(s_, col); }
+    double real(int col) const { return sqlite3_column_double(s_, col); }
+    std::string text(int col) const {
+        const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(s_, col));
+        return p ? std::string(p, static_cast<std::size_t>(sqlite3_column_bytes(s_, col)))
+                 : std::string();
+    }
+    std::optional<std::string> opt_text(int col) const {
+        return is_null(col) ? std::nullopt : std::optional<std::string>(text(col));
+    }
+    std::optional<int64_t> opt_int64(int col) const {
+        return is_null(col) ? std::nullopt : std::optional<int64_t>(int64(col));
+    }
+    std::optional<double> opt_real(int col) const {
+        return is_null(col) ? std::nullopt : std::optional<double>(real(col));
+    }
+
+  private:
+    void check(int rc) {
+        if (rc != SQLITE_OK)
+            throw runtime_error("results store: " + errmsg(db_));
+    }
+    sqlite3* db_;
+    sqlite3_stmt* s_ = nullptr;
+};
+
+void exec(sqlite3* db, const std::string& sql) {
+    char* msg = nullptr;
+    if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &msg) != SQLITE_OK) {
+        std::string m = msg ? msg : errmsg(db);
+        sqlite3_free(msg);
+        throw runtime_error("results store: " + m);
+    }
+}
+
+// BEGIN IMMEDIATE on construction; rolled back on scope exit unless committed, so a failed
+// append or migration leaves the file as it was.
+class Transaction {
+  public:
+    explicit Transaction(sqlite3* db) : db_(db) { exec(db_, "BEGIN IMMEDIATE"); }
+    ~Transaction() {
+        if (!done_)
+            sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    }
+    void commit() {
+        exec(db_, "COMMIT");
+        done_ = true;
+    }
+
+  private:
+    sqlite3* db_;
+    bool done_ = false;
+};
+
+std::optional<std::string> str_at(const json& j, const char* key) {
+    if (j.is_object()) {
+        auto it = j.find(key);
+        if (it != j.end() && it->is_string())
+            return it->get<std::string>();
+    }
+    return std::nullopt;
+}
+
+const json& at_or_null(const json& j, const char* key) {
+    static const json null;
+    if (j.is_object()) {
+        auto it = j.find(key);
+        if (it != j.end())
+            return *it;
+    }
+    return null;
+}
+
+std::optional<double> number_at(const json& j, const char* key) {
+    const json& v = at_or_null(j, key);
+    return v.is_number() ? std::optional<double>(v.get<double>()) : std::nullopt;
+}
+
+std::string basename_of(const std::string& path) {
+    return std::filesystem::path(path).filename().string();
+}
+
+std::vector<std::string> model_names(const json& doc) {
+    std::vector<std::string> names;
+    const json& models = at_or_null(doc, "models");
+    if (!models.is_array())
+        return names;
+    for (const auto& m : models) {
+        if (auto name = str_at(m, "name"))
+            names.push_back(*name);
+        else if (auto path = str_at(m, "path"))
+            names.push_back(basename_of(*path));
+    }
+    return names;
+}
+
+std::vector<StoredTest> tests_of(int64_t doc_id, const json& doc) {
+    std::vector<StoredTest> out;
+    const json& tests = at_or_null(doc, "tests");
+    if (!tests.is_array())
+        return out;
+    for (std::size_t i = 0; i < tests.size(); ++i) {
+        const json& t = tests[i];
+        const json& c = at_or_null(t, "config");
+        StoredTest r;
+        r.document_id = doc_id;
+        r.index = static_cast<int64_t>(i);
+        r.test = str_at(c, "test").value_or("");
+        if (auto p = str_at(c, "model_path"))
+            r.model = basename_of(*p);
+        r.devices = str_at(c, "devices");
+        r.status = str_at(t, "status");
+        if (const json& th = at_or_null(c, "n_threads"); th.is_number_integer())
+            r.n_threads = th.get<int64_t>();
+        r.prefill_tps_median =
+            number_at(at_or_null(at_or_null(t, "prefill"), "throughput"), "median");
+        r.decode_tps_median =
+            number_at(at_or_null(at_or_null(t, "decode"), "throughput"), "median");
+        out.push_back(std::move(r));
+    }
+    return out;
+}
+
+void insert_tests(sqlite3* db, int64_t doc_id, const json& doc) {
+    Stmt ins(db,
+             "INSERT INTO document_tests (document_id, idx, test, model, devices, n_threads, "
+             "status, prefill_tps_median, decode_tps_median) VALUES (?,?,?,?,?,?,?,?,?)");
+    for (const auto& t : tests_of(doc_id, doc)) {
+        ins.bind(1, t.document_id);
+        ins.bind(2, t.index);
+        ins.bind(3, t.test);
+        ins.bind(4, t.model);
+        ins.bind(5, t.devices);
+        ins.bind(6, t.n_threads);
+        ins.bind(7, t.status);
+        ins.bind(8, t.prefill_tps_median);
+        ins.bind(9, t.decode_tps_median);
+        ins.step();
+        ins.reset();
+    }
+}
+
+int user_version(sqlite3* db) {
+    Stmt s(db, "PRAGMA user_version");
+    return s.step() ? static_cast<int>(s.int64(0)) : 0;
+}
+
+void set_user_version(sqlite3* db, int v) {
+    exec(db, "PRAGMA user_version = " + std::to_string(v));
+}
+
+// v0 -> v1: the documents themselves, with the columns `db list` shows.
+void migrate_to_v1(sqlite3* db, const std::string& path) {
+    exec(db,
+         "CREATE TABLE documents ("
+         " id INTEGER PRIMARY KEY AUTOINCREMENT,"
+         " stored_at TEXT NOT NULL,"
+         " command TEXT, started_at TEXT, host TEXT, cpu TEXT, tool_version TEXT,"
+         " models TEXT NOT NULL DEFAULT '[]',"  // JSON array of model names
+         " n_tests INTEGER NOT NULL DEFAULT 0,"
+         " json TEXT NOT NULL)");
+}
+
+// v1 -> v2: an index of the tests of every document, filled from the JSON already stored.
+void migrate_to_v2(sqlite3* db, const std::string& path) {
+    exec(db,
+         "CREATE TABLE document_tests ("
+         " document_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,"
+         " idx INTEGER NOT NULL,"
+         " test TEXT NOT NULL, model TEXT, devices TEXT, n_threads INTEGER, status TEXT,"
+         " prefill_tps_median REAL, decode_tps_median REAL,"
+         " PRIMARY KEY (document_id, idx))");
+    exec(db, "CREATE INDEX document_tests_by_test ON document_tests (test, model)");
+    Stmt all(db, "SELECT id, json FROM documents ORDER BY id");
+    while (all.step()) {
+        const int64_t id = all.int64(0);
+        json doc = json::parse(all.text(1), nullptr, false);
+        if (doc.is_discarded())
+            throw input_error("results store '" + path + "': document #" + std::to_string(id) +
+                              " is not valid JSON; the store is damaged");
+        insert_tests(db, id, doc);
+    }
+}
+
+using Migration = void (*)(sqlite3*, const std::string&);
+// kMigrations[v] takes a store from version v to v + 1.
+constexpr Migration kMigrations[] = {migrate_to_v1, migrate_to_v2};
+static_assert(std::size(kMigrations) == kStoreSchemaVersion);
+
+}  // namespace
+
+ResultStore::ResultStore(std::string path, std::unique_ptr<Db> db)
+    : path_(std::move(path)), db_(std::move(db)) {}
+ResultStore::ResultStore(ResultStore&&) noexcept = default;
+ResultStore& ResultStore::operator=(ResultStore&&) noexcept = default;
+ResultStore::~ResultStore() = default;
+
+ResultStore ResultStore::open(const std::string& path, Mode mode) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    const bool exists = fs::exists(path, ec);
+    if (mode == Mode::existing && !exists)
+        throw input_error("no results store at '" + path + "'");
+    if (exists && fs::is_directory(path, ec))
+        throw input_error("results store '" + path + "' is a directory");
+
+    auto db = std::make_unique<Db>();
+    int flags = SQLITE_OPEN_READWRITE | (mode == Mode::create ? SQLITE_OPEN_CREATE : 0);
+    if (sqlite3_open_v2(path.c_str(), &db->handle, flags, nullptr) != SQLITE_OK)
+        throw input_error("cannot open results store '" + path + "': " + errmsg(db->handle));
+    sqlite3_busy_timeout(db->handle, 5000);
+    sqlite3_extended_result_codes(db->handle, 0);
+
+    // SQLite reads the header lazily: the first statement tells whether this is a database.
+    int version = 0;
+    try {
+        version = user_version(db->handle);
+    } catch (const Error&) {
+        const int code = sqlite3_errcode(db->handle);
+        if (code == SQLITE_NOTADB)
+            throw input_error("'" + path + "' is not a SQLite database");
+        throw input_error("cannot read results store '" + path + "': " + errmsg(db->handle));
+    }
+    if (version > kStoreSchemaVersion)
+        throw input_error("results store '" + path + "' has schema version " +
+                          std::to_string(version) + ", newer than this stagebench reads (" +
+                          std::to_string(kStoreSchemaVersion) + "); use a newer stagebench");
+    if (version < 0)
+        throw input_error("results store '" + path + "' has an invalid schema version");
+    if (version == 0) {
+        Stmt s(db->handle, "SELECT count(*) FROM sqlite_master");
+        if (s.step() && s.int64(0) > 0)
+            throw input_error("'" + path +
+                              "' is a SQLite database but not a stagebench results store");
+    }
+    for (int v = version; v < kStoreSchemaVersion; ++v) {
+        Transaction tx(db->handle);
+        kMigrations[v](db->handle, path);
+        set_user_version(db->handle, v + 1);
+        tx.commit();
+    }
+    return ResultStore(path, std::move(db));
+}
+
+int64_t ResultStore::append(const nlohmann::json& doc) {
+    if (!doc.is_object())
+        throw input_error("a result document must be a JSON object");
+    std::string text;
+    try {
+        text = doc.dump(2);
+    } catch (const json::exception& e) {
+        throw input_error(std::string("the result document cannot be stored: ") + e.what());
+    }
+    sqlite3* db = db_->handle;
+    Transaction tx(db);
+    Stmt ins(db,
+             "INSERT INTO documents (stored_at, command, started_at, host, cpu, tool_version, "
+             "models, n_tests, json) VALUES (?,?,?,?,?,?,?,?,?)");
+    const json& tests = at_or_null(doc, "tests");
+    ins.bind(1, utc_timestamp());
+    ins.bind(2, str_at(doc, "command"));
+    ins.bind(3, str_at(doc, "started_at"));
+    ins.bind(4, str_at(at_or_null(doc, "system"), "hostname"));
+    ins.bind(5, str_at(at_or_null(doc, "system"), "cpu_model"));
+    ins.bind(6, str_at(at_or_null(doc, "tool"), "version"));
+    ins.bind(7, json(model_names(doc)).dump());
+    ins.bind(8, static_cast<int64_t>(tests.is_array() ? tests.size() : 0));
+    ins.bind(9, text);
+    ins.step();
+    const int64_t id = sqlite3_last_insert_rowid(db);
+    insert_tests(db, id, doc);
+    tx.commit();
+    return id;
+}
+
+std::vector<StoredEntry> ResultStore::list() const {
+    Stmt s(db_->handle,
+           "SELECT id, stored_at, command, started_at, host, cpu, tool_version, models, n_tests "
+           "FROM documents ORDER BY id");
+    std::vector<StoredEntry> out;
+    while (s.step()) {
+        StoredEntry e;
+        e.id = s.int64(0);
+        e.stored_at = s.text(1);
+        e.command = s.opt_text(2);
+        e.started_at = s.opt_text(3);
+        e.host = s.opt_text(4);
+        e.cpu = s.opt_text(5);
+        e.tool_version = s.opt_text(6);
+        json models = json::parse(s.text(7), nullptr, false);
+        if (models.is_array())
+            for (const auto& m : models)
+                if (m.is_string())
+                    e.models.push_back(m.get<std::string>());
+        e.n_tests = s.int64(8);
+        out.push_back(std::move(e));
+    }
+    return out;
+}
+
+std::string ResultStore::get_text(int64_t id) const {
+    Stmt s(db_->handle, "SELECT json FROM documents WHERE id = ?");
+    s.bind(1, id);
+    if (!s.step())
+        throw input_error("no document #" + std::to_string(id) + " in results store '" + path_ +
+                          "'");
+    return s.text(0);
+}
+
+nlohmann::json ResultStore::get(int64_t id) const {
+    json doc = json::parse(get_text(id), nullptr, false);
+    if (doc.is_discarded())
+        throw input_error("document #" + std::to_string(id) + " in results store '" + path_ +
+                          "' is not valid JSON; the store is damaged");
+    return doc;
+}
+
+std::vector<StoredTest> ResultStore::tests(int64_t id) const {
+    Stmt s(db_->handle,
+           "SELECT document_id, idx, test, model, devices, n_threads, status, "
+           "prefill_tps_median, decode_tps_median FROM document_tests WHERE document_id = ? "
+           "ORDER BY idx");
+    s.bind(1, id);
+    std::vector<StoredTest> out;
+    while (s.step()) {
+        StoredTest t;
+        t.document_id = s.int64(0);
+        t.index = s.int64(1);
+        t.test = s.text(2);
+        t.model = s.opt_text(3);
+        t.devices = s.opt_text(4);
+        t.n_threads = s.opt_int64(5);
+        t.status = s.opt_text(6);
+        t.prefill_tps_median = s.opt_real(7);
+        t.decode_tps_median = s.opt_real(8);
+        out.push_back(std::move(t));
+    }
+    return out;
+}
+
+int ResultStore::schema_version() const {
+    return user_version(db_->handle);
+}
+
+std::optional<int64_t> parse_db_operand(const std::string& s) {
+    const std::string prefix = "db:";
+    if (s.compare(0, prefix.size(), prefix) != 0)
+        return std::nullopt;
+    const std::string rest = s.substr(prefix.size());
+    const bool digits = !rest.empty() && rest.size() <= 18 &&
+                        rest.find_first_not_of("0123456789") == std::string::npos;
+    const int64_t id = digits ? std::stoll(rest) : 0;
+    if (id <= 0)
+        throw usage_error("'" + s + "': expected db:ID with ID a positive integer");
+    return id;
+}
+
+}  // namespace sb

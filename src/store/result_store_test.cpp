@@ -1,0 +1,246 @@
+#include "store/result_store.hpp"
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <random>
+
+#include "core/error.hpp"
+
+namespace sb {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+struct TempDir {
+    TempDir() {
+        std::random_device rd;
+        path = fs::temp_directory_path() / ("sb_store_test_" + std::to_string(rd()));
+        fs::create_directories(path);
+    }
+    ~TempDir() {
+        std::error_code ec;
+        fs::remove_all(path, ec);
+    }
+    std::string file(const std::string& n) const { return (path / n).string(); }
+    fs::path path;
+};
+
+json sample_doc(const std::string& host, double prefill_median) {
+    return json{{"schema", "stagebench.result"},
+                {"command", "run"},
+                {"tool", {{"name", "stagebench"}, {"version", "0.1.0"}}},
+                {"system", {{"hostname", host}, {"cpu_model", "Cortex-X4"}}},
+                {"models", {{{"path", "/m/tiny.gguf"}, {"name", nullptr}}}},
+                {"started_at", "2026-11-29T09:30:00Z"},
+                {"tests",
+                 {{{"config",
+                    {{"test", "pp32+tg8"},
+                     {"model_path", "/m/tiny.gguf"},
+                     {"devices", "CPU"},
+                     {"n_threads", 2}}},
+                   {"status", "ok"},
+                   {"prefill", {{"throughput", {{"median", prefill_median}}}}},
+                   {"decode", {{"throughput", {{"median", 50.5}}}}}}}}};
+}
+
+// Runs raw SQL on a file, as an older stagebench (or another program) would have.
+void raw_sql(const std::string& path, const std::string& sql) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    char* msg = nullptr;
+    const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &msg);
+    std::string m = msg ? msg : "";
+    sqlite3_free(msg);
+    sqlite3_close(db);
+    ASSERT_EQ(rc, SQLITE_OK) << m;
+}
+
+std::string error_of(const std::function<void()>& f, ErrorKind* kind = nullptr) {
+    try {
+        f();
+    } catch (const Error& e) {
+        if (kind)
+            *kind = e.kind();
+        return e.what();
+    }
+    return "";
+}
+
+TEST(ResultStore, CreatesAppendsListsAndGets) {
+    TempDir t;
+    auto store = ResultStore::open(t.file("r.sqlite"));
+    EXPECT_EQ(store.schema_version(), kStoreSchemaVersion);
+    EXPECT_TRUE(store.list().empty());
+    const json a = sample_doc("host-a", 100.0), b = sample_doc("host-b", 200.0);
+    EXPECT_EQ(store.append(a), 1);
+    EXPECT_EQ(store.append(b), 2);
+    EXPECT_EQ(store.get(1), a);
+    EXPECT_EQ(store.get(2), b);
+    EXPECT_EQ(store.get_text(2), b.dump(2));
+
+    auto entries = store.list();
+    ASSERT_EQ(entries.size(), 2u);
+    EXPECT_EQ(entries[0].id, 1);
+    EXPECT_EQ(entries[1].host, "host-b");
+    EXPECT_EQ(entries[1].cpu, "Cortex-X4");
+    EXPECT_EQ(entries[1].command, "run");
+    EXPECT_EQ(entries[1].tool_version, "0.1.0");
+    EXPECT_EQ(entries[1].started_at, "2026-11-29T09:30:00Z");
+    EXPECT_EQ(entries[1].models, std::vector<std::string>{"tiny.gguf"});
+    EXPECT_EQ(entries[1].n_tests, 1);
+    EXPECT_EQ(entries[1].stored_at.size(), 20u);  // 2026-11-29T09:30:00Z
+
+    auto tests = store.tests(2);
+    ASSERT_EQ(tests.size(), 1u);
+    EXPECT_EQ(tests[0].test, "pp32+tg8");
+    EXPECT_EQ(tests[0].model, "tiny.gguf");
+    EXPECT_EQ(tests[0].n_threads, 2);
+    EXPECT_EQ(tests[0].prefill_tps_median, 200.0);
+    EXPECT_EQ(tests[0].decode_tps_median, 50.5);
+}
+
+TEST(ResultStore, ReopenedStoreKeepsItsDocuments) {
+    TempDir t;
+    const json a = sample_doc("h", 1.0);
+    { ResultStore::open(t.file("r.sqlite")).append(a); }
+    auto store = ResultStore::open(t.file("r.sqlite"), ResultStore::Mode::existing);
+    EXPECT_EQ(store.get(1), a);
+    EXPECT_EQ(store.append(a), 2);
+}
+
+TEST(ResultStore, RoundTripKeepsUnicodeLargeNumbersAndOrder) {
+    TempDir t;
+    auto store = ResultStore::open(t.file("r.sqlite"));
+    json doc = sample_doc("h\xC3\xA9te-\xE6\x9D\xB1\xE4\xBA\xAC-\xF0\x9F\x9A\x80", 1.0);
+    doc["u64_max"] = std::numeric_limits<uint64_t>::max();
+    doc["i64_min"] = std::numeric_limits<int64_t>::min();
+    doc["big_double"] = 1.7976931348623157e308;
+    doc["tiny_double"] = 4.9406564584124654e-324;
+    doc["tenth"] = 0.1;
+    doc["ns"] = int64_t{9007199254740993};  // not representable as a double
+    doc["zwj"] = "\xE2\x80\x8D quote\" back\\slash \n tab\t";
+    doc["nested"] = {{"null", nullptr}, {"empty", json::object()}, {"arr", json::array()}};
+    const int64_t id = store.append(doc);
+    const json back = store.get(id);
+    EXPECT_EQ(back, doc);
+    EXPECT_EQ(back["u64_max"].get<uint64_t>(), std::numeric_limits<uint64_t>::max());
+    EXPECT_EQ(back["ns"].get<int64_t>(), 9007199254740993);
+    EXPECT_EQ(back["tenth"].get<double>(), 0.1);
+    EXPECT_EQ(back.dump(2), doc.dump(2));
+    EXPECT_EQ(store.list()[0].host, doc["system"]["hostname"]);
+}
+
+TEST(ResultStore, MigratesAVersion1StoreAndIndexesItsTests) {
+    TempDir t;
+    const std::string path = t.file("v1.sqlite");
+    const json a = sample_doc("old-host", 123.0);
+    std::string text = a.dump(2);
+    std::string quoted;
+    for (char c : text)
+        quoted += c == '\'' ? std::string("''") : std::string(1, c);
+    raw_sql(path,
+            "CREATE TABLE documents (id INTEGER PRIMARY KEY AUTOINCREMENT, stored_at TEXT NOT "
+            "NULL, command TEXT, started_at TEXT, host TEXT, cpu TEXT, tool_version TEXT, models "
+            "TEXT NOT NULL DEFAULT '[]', n_tests INTEGER NOT NULL DEFAULT 0, json TEXT NOT NULL);"
+            "INSERT INTO documents (stored_at, command, started_at, host, cpu, tool_version, "
+            "models, n_tests, json) VALUES ('2026-01-01T00:00:00Z', 'run', "
+            "'2026-01-01T00:00:00Z', 'old-host', 'Cortex-X4', '0.0.9', '[\"tiny.gguf\"]', 1, '" +
+                quoted + "'); PRAGMA user_version = 1;");
+
+    auto store = ResultStore::open(path, ResultStore::Mode::existing);
+    EXPECT_EQ(store.schema_version(), 2);
+    EXPECT_EQ(store.get(1), a);
+    auto entries = store.list();
+    ASSERT_EQ(entries.size(), 1u);
+    EXPECT_EQ(entries[0].stored_at, "2026-01-01T00:00:00Z");
+    EXPECT_EQ(entries[0].host, "old-host");
+    auto tests = store.tests(1);
+    ASSERT_EQ(tests.size(), 1u);
+    EXPECT_EQ(tests[0].test, "pp32+tg8");
+    EXPECT_EQ(tests[0].prefill_tps_median, 123.0);
+    // New appends land after the migrated document.
+    EXPECT_EQ(store.append(sample_doc("new-host", 1.0)), 2);
+    EXPECT_EQ(store.tests(2).size(), 1u);
+}
+
+TEST(ResultStore, RefusesAStoreFromANewerVersionWithoutTouchingIt) {
+    TempDir t;
+    const std::string path = t.file("v9.sqlite");
+    raw_sql(path, "CREATE TABLE future (x); PRAGMA user_version = 9;");
+    ErrorKind kind = ErrorKind::runtime;
+    const std::string msg = error_of([&] { ResultStore::open(path); }, &kind);
+    EXPECT_EQ(kind, ErrorKind::input);
+    EXPECT_NE(msg.find("schema version 9"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("newer"), std::string::npos) << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos);
+    raw_sql(path, "SELECT x FROM future;");  // still there
+}
+
+TEST(ResultStore, NonSqliteFileIsOneLineInputError) {
+    TempDir t;
+    const std::string path = t.file("not.sqlite");
+    std::ofstream(path) << "{\"this is\": \"json, not a database\"}\n";
+    ErrorKind kind = ErrorKind::runtime;
+    const std::string msg = error_of([&] { ResultStore::open(path); }, &kind);
+    EXPECT_EQ(kind, ErrorKind::input);
+    EXPECT_EQ(msg, "'" + path + "' is not a SQLite database");
+}
+
+TEST(ResultStore, ForeignSqliteDatabaseIsRefused) {
+    TempDir t;
+    const std::string path = t.file("other.sqlite");
+    raw_sql(path, "CREATE TABLE customers (name TEXT);");
+    ErrorKind kind = ErrorKind::runtime;
+    const std::string msg = error_of([&] { ResultStore::open(path); }, &kind);
+    EXPECT_EQ(kind, ErrorKind::input);
+    EXPECT_NE(msg.find("not a stagebench results store"), std::string::npos) << msg;
+}
+
+TEST(ResultStore, MissingFileAndMissingIdAreInputErrors) {
+    TempDir t;
+    ErrorKind kind = ErrorKind::runtime;
+    std::string msg = error_of(
+        [&] { ResultStore::open(t.file("none.sqlite"), ResultStore::Mode::existing); }, &kind);
+    EXPECT_EQ(kind, ErrorKind::input);
+    EXPECT_NE(msg.find("no results store"), std::string::npos) << msg;
+    EXPECT_FALSE(fs::exists(t.file("none.sqlite")));
+
+    auto store = ResultStore::open(t.file("r.sqlite"));
+    kind = ErrorKind::runtime;
+    msg = error_of([&] { store.get(7); }, &kind);
+    EXPECT_EQ(kind, ErrorKind::input);
+    EXPECT_NE(msg.find("no document #7"), std::string::npos) << msg;
+    EXPECT_TRUE(store.tests(7).empty());
+}
+
+TEST(ResultStore, RefusesNonObjectsAndInvalidUtf8) {
+    TempDir t;
+    auto store = ResultStore::open(t.file("r.sqlite"));
+    ErrorKind kind = ErrorKind::runtime;
+    error_of([&] { store.append(json::array({1, 2})); }, &kind);
+    EXPECT_EQ(kind, ErrorKind::input);
+    kind = ErrorKind::runtime;
+    error_of([&] { store.append(json{{"bad", std::string("\xFF\xFE")}}); }, &kind);
+    EXPECT_EQ(kind, ErrorKind::input);
+    EXPECT_TRUE(store.list().empty());  // the failed append left nothing behind
+}
+
+TEST(ResultStore, ParsesDbOperands) {
+    EXPECT_EQ(parse_db_operand("db:12"), 12);
+    EXPECT_EQ(parse_db_operand("r.json"), std::nullopt);
+    EXPECT_EQ(parse_db_operand("./db:1"), std::nullopt);
+    for (const char* bad : {"db:", "db:0", "db:-1", "db:x", "db:1.5"}) {
+        ErrorKind kind = ErrorKind::input;
+        error_of([&] { parse_db_operand(bad); }, &kind);
+        EXPECT_EQ(kind, ErrorKind::usage) << bad;
+    }
+}
+
+}  // namespace
+}  // namespace sb

@@ -1,0 +1,200 @@
+// `--db`, `db` and `compare` end to end: the real binary, real runs of a tiny synthetic model.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cli_harness.hpp"
+
+using nlohmann::json;
+using namespace sbtest;
+
+namespace {
+
+// Real run documents, measured once for the whole file: two with one thread (the second into a
+// results store), one with two threads.
+struct Runs {
+    TempDir dir;
+    std::string t1a, t1b, t2, db;
+    Proc stored;  // the run that went into the store
+};
+
+Proc run_doc(const std::string& threads, const std::string& out,
+             const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> args{"run", "-m", tiny_model(), "-p",      "32",  "-n",    "8", "-r",
+                                  "5",   "-t", threads,      "--membw", "off", "--out", out, "-q"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_sb(args);
+}
+
+const Runs& runs() {
+    static Runs r = [] {
+        Runs x;
+        x.t1a = x.dir.file("t1a.json");
+        x.t1b = x.dir.file("t1b.json");
+        x.t2 = x.dir.file("t2.json");
+        x.db = x.dir.file("results.sqlite");
+        if (Proc p = run_doc("1", x.t1a); p.exit_code != 0)
+            throw std::runtime_error("run failed: " + p.err);
+        x.stored = run_doc("1", x.t1b, {"--db", x.db});
+        if (Proc p = run_doc("2", x.t2); p.exit_code != 0)
+            throw std::runtime_error("run failed: " + p.err);
+        return x;
+    }();
+    return r;
+}
+
+json compare_json(const std::vector<std::string>& extra) {
+    std::vector<std::string> args{"compare"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.insert(args.end(), {"-o", "json"});
+    Proc p = run_sb(args);
+    EXPECT_EQ(p.exit_code, 0) << p.err;
+    return json::parse(p.out);
+}
+
+std::size_t lines(const std::string& s) {
+    return static_cast<std::size_t>(std::count(s.begin(), s.end(), '\n'));
+}
+
+void expect_sane_ratio(const json& q) {
+    ASSERT_TRUE(q["median"].is_number()) << q;
+    ASSERT_TRUE(q["ci_low"].is_number()) << q;
+    ASSERT_TRUE(q["ci_high"].is_number()) << q;
+    const double m = q["median"], lo = q["ci_low"], hi = q["ci_high"];
+    EXPECT_GT(lo, 0);
+    EXPECT_LE(lo, m);
+    EXPECT_LE(m, hi);
+    const std::string v = q["verdict"];
+    EXPECT_TRUE(v == "no difference" || v == "faster" || v == "slower") << v;
+    EXPECT_EQ(v == "no difference", lo <= 1 && 1 <= hi) << q;
+}
+
+TEST(StoreCompare, ADocumentComparedWithItselfIsNoDifference) {
+    const json c = compare_json({runs().t1a, runs().t1a});
+    EXPECT_EQ(c["command"], "compare");
+    ASSERT_EQ(c["rows"].size(), 3u);  // prefill, decode, TTFT
+    for (const auto& row : c["rows"]) {
+        EXPECT_EQ(row["test"], "pp32+tg8");
+        EXPECT_EQ(row["sides"][0]["n"], 5);
+        EXPECT_EQ(row["ratios"][0]["median"], 1.0);
+        EXPECT_EQ(row["ratios"][0]["verdict"], "no difference");
+        EXPECT_TRUE(row["differs"].empty());
+    }
+    Proc md = run_sb({"compare", runs().t1a, runs().t1a});
+    ASSERT_EQ(md.exit_code, 0) << md.err;
+    EXPECT_NE(md.out.find("| pp32+tg8 | prefill t/s |"), std::string::npos) << md.out;
+    EXPECT_NE(md.out.find("| 1.000 | ["), std::string::npos) << md.out;
+    EXPECT_NE(md.out.find("no difference"), std::string::npos) << md.out;
+}
+
+TEST(StoreCompare, TwoRunsOfOneConfigReportASaneInterval) {
+    const json c = compare_json({runs().t1a, runs().t1b});
+    ASSERT_EQ(c["rows"].size(), 3u);
+    for (const auto& row : c["rows"]) {
+        EXPECT_TRUE(row["differs"].empty()) << row["differs"];
+        for (const auto& s : row["sides"]) {
+            EXPECT_EQ(s["n"], 5);
+            EXPECT_GT(s["median"].get<double>(), 0);
+        }
+        expect_sane_ratio(row["ratios"][0]);
+    }
+    EXPECT_TRUE(c["unmatched"].empty());
+}
+
+TEST(StoreCompare, TwoThreadsAgainstOneShowTheRatioAndWhatDiffers) {
+    TempDir t;
+    const std::string out = t.file("cmp.json");
+    Proc p = run_sb({"compare", runs().t2, runs().t1a, "--label", "t2", "--label", "t1", "-o",
+                     "json", "--out", out});
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    const json c = json::parse(p.out);
+    EXPECT_EQ(json::parse(read_file(out)), c);
+    EXPECT_EQ(c["inputs"][0]["label"], "t2");
+    EXPECT_EQ(c["inputs"][1]["source"], runs().t1a);
+    ASSERT_EQ(c["rows"].size(), 3u);
+    for (const auto& row : c["rows"]) {
+        EXPECT_EQ(row["differs"]["n_threads"], json({2, 1}));
+        EXPECT_EQ(row["ratios"][0]["label"], "t1/t2");
+        expect_sane_ratio(row["ratios"][0]);
+    }
+    Proc md = run_sb({"compare", runs().t2, runs().t1a});
+    ASSERT_EQ(md.exit_code, 0) << md.err;
+    EXPECT_NE(md.out.find("n_threads: 2 / 1"), std::string::npos) << md.out;
+    Proc csv = run_sb({"compare", runs().t2, runs().t1a, "-o", "csv"});
+    ASSERT_EQ(csv.exit_code, 0) << csv.err;
+    EXPECT_EQ(lines(csv.out), 4u) << csv.out;  // header + 3 stages
+}
+
+TEST(StoreCompare, RunIntoTheStoreThenExportEqualsTheOutDocument) {
+    const Runs& r = runs();
+    ASSERT_EQ(r.stored.exit_code, 0) << r.stored.err;
+    EXPECT_NE(r.stored.err.find("stored as #1 in " + r.db), std::string::npos) << r.stored.err;
+    EXPECT_EQ(r.stored.out.find("stored"), std::string::npos);
+
+    Proc exp = run_sb({"db", "export", "1", "--db", r.db});
+    ASSERT_EQ(exp.exit_code, 0) << exp.err;
+    EXPECT_EQ(json::parse(exp.out), json::parse(read_file(r.t1b)));
+    EXPECT_EQ(exp.out, read_file(r.t1b));  // byte for byte, as --out wrote it
+
+    TempDir t;
+    Proc to_file = run_sb({"db", "export", "1", "--db", r.db, "--out", t.file("e.json")});
+    ASSERT_EQ(to_file.exit_code, 0) << to_file.err;
+    EXPECT_TRUE(to_file.out.empty());
+    EXPECT_EQ(read_file(t.file("e.json")), read_file(r.t1b));
+
+    Proc list = run_sb({"db", "list", "--db", r.db, "-o", "json"});
+    ASSERT_EQ(list.exit_code, 0) << list.err;
+    const json l = json::parse(list.out);
+    ASSERT_EQ(l.size(), 1u);
+    EXPECT_EQ(l[0]["id"], 1);
+    EXPECT_EQ(l[0]["command"], "run");
+    EXPECT_EQ(l[0]["n_tests"], 1);
+    Proc md = run_sb({"db", "list", "--db", r.db});
+    ASSERT_EQ(md.exit_code, 0) << md.err;
+    EXPECT_NE(md.out.find("| 1 | "), std::string::npos) << md.out;
+
+    Proc show = run_sb({"db", "show", "1", "--db", r.db});
+    ASSERT_EQ(show.exit_code, 0) << show.err;
+    EXPECT_NE(show.out.find("## #1: run"), std::string::npos) << show.out;
+    EXPECT_NE(show.out.find("| pp32+tg8 | CPU | 1 | ok | 5 |"), std::string::npos) << show.out;
+
+    // A stored document is an operand of compare.
+    const json c = compare_json({"db:1", r.t1b, "--db", r.db});
+    EXPECT_EQ(c["inputs"][0]["source"], "db:1");
+    EXPECT_EQ(c["rows"][0]["ratios"][0]["verdict"], "no difference");
+}
+
+TEST(StoreCompare, BadInputsAreOneLineAndExit2) {
+    TempDir t;
+    const std::string not_json = t.file("not.json");
+    std::ofstream(not_json) << "this is not json\n";
+    const std::vector<std::vector<std::string>> cases = {
+        {"compare", runs().t1a, t.file("missing.json")},
+        {"compare", runs().t1a, not_json},
+        {"compare", runs().t1a, "db:42", "--db", runs().db},
+        {"compare", runs().t1a, "db:1"},
+        {"compare", runs().t1a, "db:1", "--db", t.file("missing.sqlite")},
+        {"db", "show", "42", "--db", runs().db},
+        {"db", "list", "--db", not_json},
+        {"run", "-m", tiny_model(), "-p", "8", "-n", "2", "-r", "1", "--db", not_json},
+    };
+    for (const auto& args : cases) {
+        Proc p = run_sb(args);
+        std::string cmd;
+        for (const auto& a : args)
+            cmd += a + " ";
+        EXPECT_EQ(p.exit_code, 2) << cmd << p.err;
+        EXPECT_EQ(lines(p.err), 1u) << cmd << p.err;
+        EXPECT_EQ(p.err.rfind("stagebench: error: ", 0), 0u) << cmd << p.err;
+        EXPECT_TRUE(p.out.empty()) << cmd << p.out;
+    }
+    EXPECT_NE(run_sb({"compare", runs().t1a, not_json}).err.find("is not JSON"), std::string::npos);
+    EXPECT_NE(run_sb({"compare", runs().t1a, "db:42", "--db", runs().db})
+                  .err.find("no document "
+                            "#42"),
+              std::string::npos);
+}
+
+}  // namespace
