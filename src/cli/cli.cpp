@@ -24,6 +24,7 @@ void build_app(CLI::App& app, Context& ctx) {
     add_ops_command(app, ctx);
     add_decompose_command(app, ctx);
     add_import_command(app, ctx);
+    add_trace_command(app, ctx);
 }
 
 namespace {

@@ -1,5 +1,6 @@
 #include "cli/commands.hpp"
 #include "cli/run_options.hpp"
+#include "cli/trace_option.hpp"
 
 namespace sb::cli {
 
@@ -13,10 +14,14 @@ void add_run_command(CLI::App& app, Context& ctx) {
     add_matrix_options(cmd, *a);
     add_output_options(cmd, *a);
     add_engine_options(cmd, *a);
-    cmd->callback([&ctx, a] {
+    auto trace = std::make_shared<TraceArgs>();
+    add_trace_option(cmd, *trace);
+    cmd->callback([&ctx, a, trace] {
         finish_run_args(*a);
+        check_trace_path(*trace);
         ResultDocument doc = new_document("run", ctx.argv);
         ctx.exit_code = run_benchmark(a->run, doc, ctx.out, ctx.err);
+        write_trace_if_asked(*trace, doc, ctx.err);
     });
 }
 

@@ -27,6 +27,7 @@ void add_sustained_command(CLI::App& app, Context& ctx);
 void add_ops_command(CLI::App& app, Context& ctx);
 void add_decompose_command(CLI::App& app, Context& ctx);
 void add_import_command(CLI::App& app, Context& ctx);
+void add_trace_command(CLI::App& app, Context& ctx);
 
 // Builds the whole CLI; used by main() and by CLI tests.
 void build_app(CLI::App& app, Context& ctx);
