@@ -111,7 +111,6 @@ struct Builder {
         Event e;
         e.ph = 'C';
         e.name = name;
-        e.cat = "telemetry";
         e.pid = kTelemetryPid;
         e.tid = 0;
         e.ts_ns = t;
@@ -456,12 +455,13 @@ json chrome_trace(const json& doc, const TraceOptions& opts) {
     for (auto& e : b.events) {
         json j{{"ph", std::string(1, e.ph)},
                {"name", e.name},
-               {"cat", e.cat},
                {"pid", e.pid},
                {"tid", e.tid},
                {"ts", us(e.ts_ns - origin)}};
-        if (e.ph == 'X')
+        if (e.ph == 'X') {  // counters go without a category: they are most of a large trace
+            j["cat"] = e.cat;
             j["dur"] = us(e.dur_ns);
+        }
         if (!e.args.is_null())
             j["args"] = std::move(e.args);
         out.push_back(std::move(j));
