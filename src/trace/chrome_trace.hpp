@@ -15,6 +15,12 @@
 //  * one counter track per telemetry series, named by its metric (units in the name);
 //    cumulative counters as their value since the first sample, and energy counters also as
 //    derived power ("... power_mw (from energy_uj)").
+// Fields read (all optional; a command such as `hybrid` gets the same trace by writing them):
+// tests[].{config.test, config.devices, started_ns, finished_ns, reps_done,
+// prefill|decode.{start_ns[], duration_ns[], tokens_per_s[], n_tokens, token_latency_ns[]}};
+// sustained.phases[].rounds[].{round, start_ns, end_ns, cooldown_s}; ops.stages[].{stage,
+// timeline_rep, reconciliation.{plain|traced}_{start_ns,ns}[], ops[].{start_ns, end_ns, ...},
+// splits[]}; telemetry.series[].{metric, kind, t_ns[], values[], cumulative[]}.
 // One clock for everything: the document's sb::now_ns timestamps. ts is in microseconds since
 // the earliest timestamp of the trace, with nanosecond precision as fractional microseconds.
 // Every ts and dur is written as (ns + 0.5) / 1000: readers that truncate ts x 1000 to integer
