@@ -29,6 +29,7 @@ void build_app(CLI::App& app, Context& ctx) {
     add_report_command(app, ctx);
     add_db_command(app, ctx);
     add_compare_command(app, ctx);
+    add_trace_command(app, ctx);
 }
 
 namespace {

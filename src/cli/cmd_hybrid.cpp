@@ -2,6 +2,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/store_hook.hpp"
+#include "cli/trace_option.hpp"
 #include "scenario/hybrid.hpp"
 #include "scenario/run_command.hpp"
 
@@ -55,6 +56,8 @@ void add_hybrid_command(CLI::App& app, Context& ctx) {
                     "write the result document (JSON) here, updated after every point");
     cmd->add_flag("-q,--quiet", *quiet, "no progress lines on stderr");
     add_db_option(cmd, ctx);
+    auto trace = std::make_shared<TraceArgs>();
+    add_trace_option(cmd, *trace);
     cmd->add_option("--telemetry", o->telemetry.mode,
                     "sample sensors around every stage: auto, on, off")
         ->capture_default_str();
@@ -63,13 +66,15 @@ void add_hybrid_command(CLI::App& app, Context& ctx) {
     cmd->add_option("--telemetry-hz", o->telemetry.hz, "sampling rate")->capture_default_str();
     cmd->add_option("--idle", o->telemetry.idle_s, "seconds of idle baseline first")
         ->capture_default_str();
-    cmd->callback([&ctx, o, quiet, no_warmup, no_baselines] {
+    cmd->callback([&ctx, o, quiet, no_warmup, no_baselines, trace] {
+        check_trace_path(*trace);
         o->progress = !*quiet;
         o->warmup = !*no_warmup;
         o->baselines = !*no_baselines;
         ResultDocument doc = new_document("hybrid", ctx.argv);
         ctx.exit_code = run_hybrid(*o, doc, ctx.out, ctx.err);
         store_document(ctx, to_json(doc));
+        write_trace_if_asked(*trace, doc, ctx.err);
     });
 }
 

@@ -1,5 +1,6 @@
 #include "cli/commands.hpp"
 #include "cli/store_hook.hpp"
+#include "cli/trace_option.hpp"
 #include "core/error.hpp"
 #include "profile/ops_command.hpp"
 #include "scenario/run_command.hpp"
@@ -13,6 +14,7 @@ struct OpsArgs {
     std::string stage = "both";
     std::string device = "CPU";
     bool quiet = false;
+    TraceArgs trace;
 };
 
 std::vector<std::string> split_devices(const std::string& s) {
@@ -92,6 +94,7 @@ void add_ops_like_command(CLI::App& app, Context& ctx, bool decompose) {
     cmd->add_option("--out", a->o.out_path, "write the result document (JSON) here");
     add_db_option(cmd, ctx);
     cmd->add_flag("-q,--quiet", a->quiet, "no progress lines on stderr");
+    add_trace_option(cmd, a->trace);
     cmd->callback([&ctx, a, decompose] {
         OpsOptions& o = a->o.ops;
         o.prefill = a->stage != "decode";
@@ -100,9 +103,11 @@ void add_ops_like_command(CLI::App& app, Context& ctx, bool decompose) {
         a->o.progress = !a->quiet;
         o.decompose = decompose;
         a->o.brief = decompose;
+        check_trace_path(a->trace);
         ResultDocument doc = new_document(decompose ? "decompose" : "ops", ctx.argv);
         ctx.exit_code = run_ops_command(a->o, doc, ctx.out, ctx.err);
         store_document(ctx, to_json(doc));
+        write_trace_if_asked(a->trace, doc, ctx.err);
     });
 }
 

@@ -1,6 +1,7 @@
 #include "cli/commands.hpp"
 #include "cli/run_options.hpp"
 #include "cli/store_hook.hpp"
+#include "cli/trace_option.hpp"
 
 namespace sb::cli {
 
@@ -15,11 +16,15 @@ void add_run_command(CLI::App& app, Context& ctx) {
     add_output_options(cmd, *a);
     add_engine_options(cmd, *a);
     add_db_option(cmd, ctx);
-    cmd->callback([&ctx, a] {
+    auto trace = std::make_shared<TraceArgs>();
+    add_trace_option(cmd, *trace);
+    cmd->callback([&ctx, a, trace] {
         finish_run_args(*a);
+        check_trace_path(*trace);
         ResultDocument doc = new_document("run", ctx.argv);
         ctx.exit_code = run_benchmark(a->run, doc, ctx.out, ctx.err);
         store_document(ctx, to_json(doc));
+        write_trace_if_asked(*trace, doc, ctx.err);
     });
 }
 

@@ -1,5 +1,6 @@
 #include "cli/commands.hpp"
 #include "cli/store_hook.hpp"
+#include "cli/trace_option.hpp"
 #include "scenario/run_command.hpp"
 #include "scenario/sustained.hpp"
 
@@ -52,11 +53,15 @@ void add_sustained_command(CLI::App& app, Context& ctx) {
     add_db_option(cmd, ctx);
     auto quiet = std::make_shared<bool>(false);
     cmd->add_flag("-q,--quiet", *quiet, "no progress lines");
-    cmd->callback([&ctx, o, quiet] {
+    auto trace = std::make_shared<TraceArgs>();
+    add_trace_option(cmd, *trace);
+    cmd->callback([&ctx, o, quiet, trace] {
         o->progress = !*quiet;
+        check_trace_path(*trace);
         ResultDocument doc = new_document("sustained", ctx.argv);
         ctx.exit_code = run_sustained(*o, doc, ctx.out, ctx.err);
         store_document(ctx, to_json(doc));
+        write_trace_if_asked(*trace, doc, ctx.err);
     });
 }
 

@@ -53,7 +53,8 @@ json to_json(const StageResult& s) {
                 {"duration_ns", s.duration_ns},
                 {"duration", to_json(s.duration)},
                 {"tokens_per_s", s.tokens_per_s},
-                {"throughput", to_json(s.throughput)}};
+                {"throughput", to_json(s.throughput)},
+                {"start_ns", s.start_ns}};
 }
 
 json to_json(const DecodeResult& d) {

@@ -46,6 +46,9 @@ struct TestConfig {
 struct StageResult {
     int n_tokens = 0;                  // tokens per repetition
     std::vector<int64_t> duration_ns;  // one per repetition
+    // When each measured stage began (sb::now_ns), parallel to duration_ns: the stage ran over
+    // [start_ns[i], start_ns[i] + duration_ns[i]]. For traces (src/trace).
+    std::vector<int64_t> start_ns;
     Summary duration;                  // of duration_ns
     std::vector<double> tokens_per_s;  // one per repetition
     Summary throughput;                // of tokens_per_s

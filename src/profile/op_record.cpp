@@ -216,6 +216,8 @@ json to_json(const OpRecord& r) {
                 {"call_ns", opt(r.call_ns)},
                 {"isolated_call_ns", opt(r.isolated_call_ns)},
                 {"op_method", opt(r.op_method)},
+                {"start_ns", opt(r.start_ns)},
+                {"end_ns", opt(r.end_ns)},
                 {"cycles", opt(r.cycles)},
                 {"mhz", opt(r.mhz)},
                 {"pkts", opt(r.pkts)},

@@ -39,6 +39,9 @@ struct OpRecord {
     std::optional<double> call_ns;
     std::optional<double> isolated_call_ns;  // the op alone in a one-node graph (replay)
     std::optional<std::string> op_method;    // how op_ns was obtained, or why it is missing
+    // When the node ran in one traced run (sb::now_ns; `ops` keeps the run of median wall
+    // time, StageProfile::timeline_rep): [start_ns, end_ns] is its call. Null for imports.
+    std::optional<int64_t> start_ns, end_ns;
     // Backend-reported counters (Hexagon profiler).
     std::optional<int64_t> cycles;
     std::optional<double> mhz;

@@ -209,6 +209,8 @@ json to_json(const FallbackRow& f) {
 
 json to_json(const Reconciliation& r) {
     return json{{"plain_ns", r.plain_ns},
+                {"plain_start_ns", r.plain_start_ns},
+                {"traced_start_ns", r.traced_start_ns},
                 {"plain_median_ns", opt(r.plain_median_ns)},
                 {"traced_ns", r.traced_ns},
                 {"traced_median_ns", opt(r.traced_median_ns)},
@@ -263,6 +265,7 @@ json to_json(const StageProfile& s) {
                 {"kv_depth", s.kv_depth},
                 {"n_graphs", s.n_graphs},
                 {"traced_reps", s.traced_reps},
+                {"timeline_rep", opt(s.timeline_rep)},
                 {"reconciliation", to_json(s.rec)},
                 {"by_op", by_op},
                 {"by_layer", by_layer},

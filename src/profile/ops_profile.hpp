@@ -46,9 +46,11 @@ struct FallbackRow {
 };
 
 struct Reconciliation {
-    std::vector<int64_t> plain_ns;  // uninstrumented stage times, one per repetition
+    std::vector<int64_t> plain_ns;        // uninstrumented stage times, one per repetition
+    std::vector<int64_t> plain_start_ns;  // when each began (sb::now_ns), parallel to plain_ns
     std::optional<double> plain_median_ns;
-    std::vector<int64_t> traced_ns;  // instrumented (node by node) stage wall times
+    std::vector<int64_t> traced_ns;        // instrumented (node by node) stage wall times
+    std::vector<int64_t> traced_start_ns;  // when each began (sb::now_ns), parallel to traced_ns
     std::optional<double> traced_median_ns;
     std::optional<double> sum_op_ns;
     std::optional<double> sum_call_ns;          // every node, views included
@@ -91,6 +93,8 @@ struct StageProfile {
     int kv_depth = 0;
     int n_graphs = 0;     // graphs per stage repetition (micro-batches)
     int traced_reps = 0;  // repetitions the call times are medians of
+    // Index into rec.traced_ns of the run whose op start/end times the records keep.
+    std::optional<int> timeline_rep;
     std::vector<OpRecord> ops;
     std::vector<OpAggregate> by_op, by_layer, by_backend;
     std::vector<size_t> top;  // indices into ops

@@ -32,7 +32,8 @@ struct Event {
     int graph = 0;
     int node = 0;
     int64_t call_ns = 0;
-    int64_t gap_ns = -1;  // since the previous node's done callback; -1 at a graph's start
+    int64_t gap_ns = -1;   // since the previous node's done callback; -1 at a graph's start
+    int64_t start_ns = 0;  // the ask callback's timestamp (sb::now_ns); done = start + call
 };
 
 struct TracedRun {
@@ -40,6 +41,7 @@ struct TracedRun {
     std::vector<NodeDesc> nodes;          // one per event when capturing
     std::vector<SchedAssignment> graphs;  // the scheduler's assignment for each graph
     int64_t wall_ns = 0;
+    int64_t start_ns = 0;  // when the traced stage began (sb::now_ns)
 };
 
 struct Tracer {
@@ -141,7 +143,7 @@ bool eval_cb(ggml_tensor* t, bool ask, void* ud) {
         ggml_backend_tensor_get(t, sink, 0, probe);
     }
     const int64_t done = now_ns();
-    tr->run->events.push_back({tr->graph, tr->node, done - tr->ask_ns, tr->gap_ns});
+    tr->run->events.push_back({tr->graph, tr->node, done - tr->ask_ns, tr->gap_ns, tr->ask_ns});
     if (tr->capture)
         tr->run->nodes.push_back(NodeDesc::capture(t, true));
     tr->node++;
@@ -315,8 +317,18 @@ BuiltStage build_stage(const Session& s, const std::string& name, const TracedRu
         return b;
     }
     st.traced_reps = static_cast<int>(runs.size());
-    for (const auto* r : runs)
+    for (const auto* r : runs) {
         st.rec.traced_ns.push_back(r->wall_ns);
+        st.rec.traced_start_ns.push_back(r->start_ns);
+    }
+    // The timeline kept per op (start/end) is that of the run with the median wall time.
+    std::vector<size_t> by_wall(runs.size());
+    for (size_t i = 0; i < by_wall.size(); ++i)
+        by_wall[i] = i;
+    std::sort(by_wall.begin(), by_wall.end(),
+              [&](size_t x, size_t y) { return runs[x]->wall_ns < runs[y]->wall_ns; });
+    const size_t timeline = by_wall[by_wall.size() / 2];
+    st.timeline_rep = static_cast<int>(timeline);
     st.n_graphs = base.events.empty() ? 0 : base.events.back().graph + 1;
 
     int mismatches = 0, no_dump_graphs = 0;
@@ -338,6 +350,8 @@ BuiltStage build_stage(const Session& s, const std::string& name, const TracedRu
         for (const auto* run : runs)
             calls.push_back(run->events[e].call_ns);
         r.call_ns = median_of(calls);
+        r.start_ns = runs[timeline]->events[e].start_ns;
+        r.end_ns = *r.start_ns + runs[timeline]->events[e].call_ns;
         const SchedAssignment* a = static_cast<size_t>(ev.graph) < base.graphs.size()
                                        ? &base.graphs[static_cast<size_t>(ev.graph)]
                                        : nullptr;
@@ -626,6 +640,7 @@ OpsProfile profile_ops(const OpsOptions& o, const ProgressFn& progress) {
 
     // 1. Uninstrumented stage times, as `stagebench run` measures them.
     std::vector<int64_t> plain_prefill, plain_decode;
+    std::vector<int64_t> plain_prefill_start, plain_decode_start;
     {
         say("uninstrumented stages");
         s.ctx = make_context(s, o, st, nullptr);
@@ -636,8 +651,10 @@ OpsProfile profile_ops(const OpsOptions& o, const ProgressFn& progress) {
                 const int64_t t0 = now_ns();
                 decode_all(s.ctx, t, o.n_batch);
                 const int64_t t1 = now_ns();
-                if (r >= 0)
+                if (r >= 0) {
                     plain_prefill.push_back(t1 - t0);
+                    plain_prefill_start.push_back(t0);
+                }
             }
         }
         if (o.decode) {
@@ -647,8 +664,10 @@ OpsProfile profile_ops(const OpsOptions& o, const ProgressFn& progress) {
                 const int64_t t0 = now_ns();
                 decode_all(s.ctx, t, o.n_batch);
                 const int64_t t1 = now_ns();
-                if (i >= 0)
+                if (i >= 0) {
                     plain_decode.push_back(t1 - t0);
+                    plain_decode_start.push_back(t0);
+                }
             }
         }
         s.free_ctx();
@@ -665,6 +684,7 @@ OpsProfile profile_ops(const OpsOptions& o, const ProgressFn& progress) {
         auto traced = [&](std::vector<llama_token> toks, TracedRun& run, bool capture) {
             tr.begin(&run, capture);
             const int64_t t0 = now_ns();
+            run.start_ns = t0;
             try {
                 decode_all(s.ctx, toks, o.n_batch);
             } catch (...) {
@@ -861,10 +881,12 @@ OpsProfile profile_ops(const OpsOptions& o, const ProgressFn& progress) {
             stg.n_tokens = prompt;
             stg.kv_depth = depth;
             stg.rec.plain_ns = plain_prefill;
+            stg.rec.plain_start_ns = plain_prefill_start;
         } else {
             stg.n_tokens = 1;
             stg.kv_depth = depth + prompt;
             stg.rec.plain_ns = plain_decode;
+            stg.rec.plain_start_ns = plain_decode_start;
         }
         bool any_rpc = false;
         for (const auto& r : stg.ops)

@@ -58,11 +58,13 @@ void add_http_repetition(TestResult& r, const RequestTiming& t, const Generation
     r.ttft_ns.push_back(t.ttft_ns);
     if (r.prefill) {
         r.prefill->duration_ns.push_back(t.ttft_ns);
+        r.prefill->start_ns.push_back(g.start_ns);
         r.prefill->tokens_per_s.push_back(static_cast<double>(prompt) * 1e9 / ttft);
     }
     if (r.decode && t.n_out >= 2 && t.e2e_ns > t.ttft_ns) {
         const int64_t d = t.e2e_ns - t.ttft_ns;
         r.decode->duration_ns.push_back(d);
+        r.decode->start_ns.push_back(g.start_ns + t.ttft_ns);
         r.decode->tokens_per_s.push_back(static_cast<double>(t.n_out - 1) * 1e9 / d);
         r.decode->token_latency_ns.insert(r.decode->token_latency_ns.end(), t.itl_ns.begin(),
                                           t.itl_ns.end());

@@ -79,6 +79,19 @@ TEST(HttpRepetition, MapsClientTimesOntoTheStages) {
     EXPECT_EQ(j["config"]["engine"], "http");
 }
 
+TEST(HttpRepetition, StagesStartAtTheRequestAndTheFirstToken) {
+    TestResult r = http_result(100, 5);
+    Generation g = generation(50, 5, 10, 100);
+    const int64_t t0 = 7'000'000'000;  // the request's start on the monotonic clock
+    g.start_ns += t0;
+    for (auto& c : g.chunks)
+        c.arrival_ns += t0;
+    add_http_repetition(r, compute_timing(g), g, 100);
+    EXPECT_EQ(r.prefill->start_ns, (std::vector<int64_t>{t0}));
+    EXPECT_EQ(r.decode->start_ns, (std::vector<int64_t>{t0 + 50'000'000}));
+    EXPECT_EQ(r.decode->duration_ns, (std::vector<int64_t>{40'000'000}));
+}
+
 TEST(HttpRepetition, NotesPromptLengthAndEarlyStops) {
     TestResult r = http_result(64, 8);
     Generation g = generation(5, 3, 1, 70);  // the server counted 70 and stopped at 3

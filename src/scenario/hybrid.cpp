@@ -37,7 +37,7 @@ struct Mode {
 
 // The samples of one point that the tests' stage results do not hold.
 struct PointSamples {
-    std::vector<int64_t> save_ns, restore_ns, transfer_ns, bytes;
+    std::vector<int64_t> start_ns, save_ns, restore_ns, transfer_ns, bytes;
     std::map<std::string, std::vector<int64_t>> e2e_ns;
 };
 
@@ -52,6 +52,7 @@ void measure(const Mode& m, TestResult& r, const std::vector<int32_t>& prompt,
     const StageTimes st = m.pre->prefill(prompt);
     mark("prefill", false, static_cast<int64_t>(prompt.size()));
     const int64_t prefill_ns = st.end_ns - st.start_ns;
+    r.prefill->start_ns.push_back(st.start_ns);
     r.prefill->duration_ns.push_back(prefill_ns);
     r.prefill->tokens_per_s.push_back(prompt.size() * 1e9 / prefill_ns);
 
@@ -65,6 +66,7 @@ void measure(const Mode& m, TestResult& r, const std::vector<int32_t>& prompt,
         const int64_t t2 = now_ns();
         mark("transfer", false, {});
         transfer_ns = t2 - t0;
+        ps.start_ns.push_back(t0);
         ps.save_ns.push_back(t1 - t0);
         ps.restore_ns.push_back(t2 - t1);
         ps.transfer_ns.push_back(transfer_ns);
@@ -82,6 +84,7 @@ void measure(const Mode& m, TestResult& r, const std::vector<int32_t>& prompt,
     }
     mark("decode", false, static_cast<int64_t>(gen.size()));
     const int64_t decode_ns = prev - start;
+    r.decode->start_ns.push_back(start);
     r.decode->duration_ns.push_back(decode_ns);
     r.decode->tokens_per_s.push_back(gen.size() * 1e9 / decode_ns);
     r.ttft_ns.push_back(prefill_ns + transfer_ns + r.decode->token_latency_ns[first]);
@@ -397,7 +400,8 @@ int run_hybrid(const HybridOptions& o, ResultDocument& doc, std::ostream& out, s
                 if (r.status != "ok")
                     ++failed;
             }
-            pt["transfer"] = {{"duration_ns", ps.transfer_ns},
+            pt["transfer"] = {{"start_ns", ps.start_ns},
+                              {"duration_ns", ps.transfer_ns},
                               {"save_ns", ps.save_ns},
                               {"restore_ns", ps.restore_ns},
                               {"bytes", ps.bytes},

@@ -195,6 +195,7 @@ TestResult run_test(Engine& engine, const TestConfig& c, const SweepHooks& hooks
                 mark("prefill", false, c.n_prompt);
                 prefill_ns = st.end_ns - st.start_ns;
                 r.prefill->duration_ns.push_back(prefill_ns);
+                r.prefill->start_ns.push_back(st.start_ns);
                 r.prefill->tokens_per_s.push_back(c.n_prompt * 1e9 / prefill_ns);
             }
             if (c.n_gen > 0) {
@@ -209,6 +210,7 @@ TestResult run_test(Engine& engine, const TestConfig& c, const SweepHooks& hooks
                 mark("decode", false, c.n_gen);
                 const int64_t total = prev - start;
                 r.decode->duration_ns.push_back(total);
+                r.decode->start_ns.push_back(start);
                 r.decode->tokens_per_s.push_back(c.n_gen * 1e9 / total);
                 if (c.n_prompt > 0)
                     r.ttft_ns.push_back(prefill_ns + r.decode->token_latency_ns[rep * c.n_gen]);

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_harness.hpp"
+#include "trace/chrome_trace.hpp"
 
 namespace {
 
@@ -96,6 +97,17 @@ TEST(Hybrid, PrefillOnCpuDecodeOverRpcAgainstEachAloneAndAdvise) {
     }
     EXPECT_TRUE(h["memory"]["weight_bytes_decode_engine"].is_number());
     EXPECT_TRUE(h["crossover"]["by_n_gen"].is_array());
+
+    // The trace: a stages track per mode, transfers as slices on the hybrid's, all nested.
+    const json trace = json::parse(sbtest::read_file(t.file("h.trace.json")));
+    const sb::TraceCheck check = sb::check_chrome_trace(trace);
+    EXPECT_TRUE(check.errors.empty()) << check.errors.front();
+    EXPECT_GT(check.slices.count("stages on CPU>RPC0"), 0u);
+    EXPECT_GT(check.slices.count("stages on RPC0"), 0u);
+    size_t transfers = 0;
+    for (const auto& e : trace["traceEvents"])
+        transfers += e.value("name", "") == "state transfer";
+    EXPECT_EQ(transfers, 10u);  // 5 repetitions at each of two prompt lengths
 
     // The advisor predicts the measured hybrid from its parts (each device alone + the
     // transfer) and ranks the stages as the measurements do.

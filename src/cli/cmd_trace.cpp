@@ -1,0 +1,44 @@
+#include <fstream>
+
+#include "cli/commands.hpp"
+#include "core/error.hpp"
+#include "trace/chrome_trace.hpp"
+
+namespace sb::cli {
+
+void add_trace_command(CLI::App& app, Context& ctx) {
+    auto* cmd = app.add_subcommand(
+        "trace",
+        "Convert a saved result document (--out) into a Chrome/Perfetto trace: stages, "
+        "repetitions and rounds as slices, traced ops per backend, telemetry as counters");
+    auto in = std::make_shared<std::string>();
+    auto out = std::make_shared<std::string>();
+    auto opts = std::make_shared<TraceOptions>();
+    auto no_ops = std::make_shared<bool>(false);
+    auto no_tokens = std::make_shared<bool>(false);
+    auto no_counters = std::make_shared<bool>(false);
+    cmd->add_option("result", *in, "result document (JSON) written by --out")->required();
+    cmd->add_option("-o,--output", *out, "trace file to write (default: stdout)");
+    cmd->add_flag("--no-ops", *no_ops, "leave out the per-op and copy slices");
+    cmd->add_flag("--no-tokens", *no_tokens, "leave out the per-token slices of decode");
+    cmd->add_flag("--no-counters", *no_counters, "leave out the telemetry counter tracks");
+    cmd->callback([&ctx, in, out, opts, no_ops, no_tokens, no_counters] {
+        opts->ops = !*no_ops;
+        opts->tokens = !*no_tokens;
+        opts->counters = !*no_counters;
+        std::ifstream f(*in);
+        if (!f)
+            throw input_error("cannot read result document '" + *in + "'");
+        nlohmann::json doc = nlohmann::json::parse(f, nullptr, false);
+        if (doc.is_discarded())
+            throw input_error("'" + *in + "' is not valid JSON");
+        if (out->empty()) {
+            ctx.out << chrome_trace(doc, *opts).dump() << "\n";
+        } else {
+            write_chrome_trace(doc, *out, *opts);
+            ctx.err << "stagebench: trace written to " << *out << "\n";
+        }
+    });
+}
+
+}  // namespace sb::cli

@@ -1,0 +1,354 @@
+#include "trace/chrome_trace.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+
+#include "core/error.hpp"
+
+using nlohmann::json;
+using sb::TraceOptions;
+
+namespace {
+
+constexpr int64_t kT0 = 5'000'000'123;  // an arbitrary point of the monotonic clock
+
+json base_doc(const std::string& command) {
+    return json{{"schema", "stagebench.result"},
+                {"schema_version", 2},
+                {"command", command},
+                {"argv", json::array({"stagebench", command})},
+                {"tests", json::array()},
+                {"telemetry", nullptr}};
+}
+
+// One test of two repetitions of prefill (1 ms) then decode of 3 tokens.
+json run_test(int64_t t0) {
+    json pre{{"n_tokens", 32},
+             {"start_ns", {t0 + 1'000'000, t0 + 11'000'000}},
+             {"duration_ns", {1'000'000, 1'000'000}},
+             {"tokens_per_s", {32000.0, 32000.0}}};
+    json dec{{"n_tokens", 3},
+             {"start_ns", {t0 + 2'000'001, t0 + 12'000'001}},
+             {"duration_ns", {600'003, 900'000}},
+             {"tokens_per_s", {5000.0, 3333.3}},
+             {"token_latency_ns", {200'001, 200'001, 200'001, 300'000, 300'000, 300'000}}};
+    return json{{"config", {{"test", "pp32+tg3"}, {"devices", "CPU"}, {"engine", "llama"}}},
+                {"status", "ok"},
+                {"reps_done", 2},
+                {"started_ns", t0},
+                {"finished_ns", t0 + 20'000'000},
+                {"prefill", pre},
+                {"decode", dec}};
+}
+
+json telemetry(int64_t t0, int n) {
+    json temp{{"metric", "thermal.cpu.temp_mc"},
+              {"kind", "gauge"},
+              {"t_ns", json::array()},
+              {"values", json::array()},
+              {"cumulative", json::array()}};
+    json energy{{"metric", "rapl.package-0.energy_uj"},
+                {"kind", "counter"},
+                {"t_ns", json::array()},
+                {"values", json::array()},
+                {"cumulative", json::array()}};
+    for (int i = 0; i < n; ++i) {
+        const int64_t t = t0 + i * 100'000'000LL;
+        temp["t_ns"].push_back(t);
+        temp["values"].push_back(i == 2 ? json(nullptr) : json(40000 + 10 * i));
+        energy["t_ns"].push_back(t);
+        energy["values"].push_back(1e9 + 1e6 * i);
+        energy["cumulative"].push_back(1e6 * i);  // 1 J per 100 ms: 10 W
+    }
+    return json{{"hz", 10}, {"series", {temp, energy}}, {"marks", json::array()}};
+}
+
+std::vector<json> events_named(const json& trace, const std::string& name) {
+    std::vector<json> out;
+    for (const auto& e : trace["traceEvents"])
+        if (e.value("name", "") == name)
+            out.push_back(e);
+    return out;
+}
+
+int64_t ns(const json& v) {
+    return static_cast<int64_t>(v.get<double>() * 1000.0);
+}
+
+}  // namespace
+
+TEST(ChromeTrace, RunDocumentNestsTestsRepetitionsStagesAndTokens) {
+    json doc = base_doc("run");
+    doc["tests"].push_back(run_test(kT0));
+    doc["telemetry"] = telemetry(kT0 - 50'000'000, 5);
+    const json tr = sb::chrome_trace(doc);
+    const sb::TraceCheck c = sb::check_chrome_trace(tr);
+    EXPECT_TRUE(c.errors.empty()) << c.errors.front();
+
+    // 1 test + 2 repetitions + 2 prefills + 2 decodes + 6 tokens on "stages".
+    EXPECT_EQ(c.slices.at("stages"), 13u);
+    ASSERT_EQ(events_named(tr, "pp32+tg3 on CPU").size(), 1u);
+    const auto reps = events_named(tr, "repetition 2");
+    ASSERT_EQ(reps.size(), 1u);
+    // The origin is the first telemetry sample, 50 ms before the test; every time comes back
+    // to the nanosecond through Perfetto's truncating conversion.
+    EXPECT_EQ(tr["metadata"]["origin_ns"], kT0 - 50'000'000);
+    EXPECT_EQ(ns(reps[0]["ts"]), 50'000'000 + 11'000'000);
+    EXPECT_EQ(ns(reps[0]["dur"]), 1'900'001);  // prefill start to decode end
+    const auto decodes = events_named(tr, "decode");
+    ASSERT_EQ(decodes.size(), 2u);
+    EXPECT_EQ(ns(decodes[0]["ts"]), 50'000'000 + 2'000'001);
+    EXPECT_EQ(ns(decodes[0]["dur"]), 600'003);
+    EXPECT_EQ(decodes[0]["args"]["tokens_per_s"], 5000.0);
+    // The last token ends with its decode.
+    const auto tok3 = events_named(tr, "token 3");
+    ASSERT_EQ(tok3.size(), 2u);
+    EXPECT_EQ(ns(tok3[0]["ts"]) + ns(tok3[0]["dur"]), ns(decodes[0]["ts"]) + ns(decodes[0]["dur"]));
+
+    // Counters: the gauge without its missing sample, the counter cumulative, and power.
+    EXPECT_EQ(c.counter_points.at("thermal.cpu.temp_mc"), 4u);
+    EXPECT_EQ(c.counter_points.at("rapl.package-0.energy_uj"), 5u);
+    const auto power = events_named(tr, "rapl.package-0.power_mw (from energy_uj)");
+    ASSERT_EQ(power.size(), 4u);
+    EXPECT_NEAR(power[0]["args"]["value"].get<double>(), 10000.0, 1e-6);
+    EXPECT_EQ(ns(power[0]["ts"]), 0);
+    for (const auto& e : events_named(tr, "rapl.package-0.energy_uj"))
+        EXPECT_LT(e["args"]["value"].get<double>(), 1e8);  // cumulative, not the raw counter
+
+    // Metadata names the processes and the tracks.
+    std::set<std::string> names;
+    for (const auto& e : tr["traceEvents"])
+        if (e["ph"] == "M" && e.contains("args") && e["args"].contains("name"))
+            names.insert(e["args"]["name"].get<std::string>());
+    EXPECT_TRUE(names.count("stagebench run"));
+    EXPECT_TRUE(names.count("stages"));
+    EXPECT_TRUE(names.count("telemetry"));
+}
+
+TEST(ChromeTrace, OptionsLeaveOutTokensAndCounters) {
+    json doc = base_doc("run");
+    doc["tests"].push_back(run_test(kT0));
+    doc["telemetry"] = telemetry(kT0, 3);
+    TraceOptions o;
+    o.tokens = false;
+    o.counters = false;
+    const json tr = sb::chrome_trace(doc, o);
+    const auto c = sb::check_chrome_trace(tr);
+    EXPECT_TRUE(c.errors.empty());
+    EXPECT_EQ(c.slices.at("stages"), 7u);
+    EXPECT_TRUE(c.counter_points.empty());
+}
+
+TEST(ChromeTrace, SustainedDocumentHasPhasesRoundsAndCooldowns) {
+    json doc = base_doc("sustained");
+    json rounds = json::array();
+    for (int r = 0; r < 3; ++r) {
+        const int64_t t0 = kT0 + r * 100'000'000LL;
+        json t = run_test(t0);
+        t["reps_done"] = 1;
+        for (const char* s : {"prefill", "decode"})
+            for (const char* k : {"start_ns", "duration_ns", "tokens_per_s"})
+                t[s][k].erase(1);
+        t["decode"]["token_latency_ns"] = {200'001, 200'001, 200'001};
+        doc["tests"].push_back(t);
+        // The cooldown said to be longer than the gap since the last round: clamped to it.
+        rounds.push_back({{"round", r + 1},
+                          {"start_ns", t0},
+                          {"end_ns", t0 + 20'000'000},
+                          {"cooldown_s", r == 0 ? 0.0 : 0.09},
+                          {"decode_tps", 5000.0}});
+    }
+    json phase{{"name", "rounds"}, {"background", ""}, {"rounds", rounds}};
+    doc["sustained"] = {{"phases", json::array({phase})}};
+    const json tr = sb::chrome_trace(doc);
+    const auto c = sb::check_chrome_trace(tr);
+    EXPECT_TRUE(c.errors.empty()) << c.errors.front();
+    ASSERT_EQ(events_named(tr, "phase rounds").size(), 1u);
+    const auto r2 = events_named(tr, "round 2");
+    ASSERT_EQ(r2.size(), 1u);
+    EXPECT_EQ(r2[0]["args"]["decode_tps"], 5000.0);
+    EXPECT_EQ(r2[0]["args"]["phase"], "rounds");
+    EXPECT_TRUE(events_named(tr, "repetition 1").empty());  // one repetition per round
+    const auto cd = events_named(tr, "cooldown");
+    ASSERT_EQ(cd.size(), 2u);
+    EXPECT_EQ(ns(cd[0]["dur"]), 80'000'000);  // from the end of round 1
+    // phase + 3 x (round, prefill, decode, 3 tokens) + 2 cooldowns
+    EXPECT_EQ(c.slices.at("stages"), 1u + 3 * 6 + 2);
+}
+
+TEST(ChromeTrace, OpsDocumentPutsOpsOnBackendTracksWithCopies) {
+    json doc = base_doc("ops");
+    json ops = json::array();
+    const char* backends[] = {"CPU", "CPU", "BLAS", "BLAS"};
+    for (int i = 0; i < 4; ++i) {
+        const int64_t s = kT0 + 1000 + i * 10'000;
+        ops.push_back({{"graph", 0},
+                       {"node", i},
+                       {"op", i == 2 ? "MUL_MAT" : "ADD"},
+                       {"name", "ffn_up-" + std::to_string(i)},
+                       {"layer", i},
+                       {"backend", backends[i]},
+                       {"type", "f32"},
+                       {"ne", {4096, 32, 1, 1}},
+                       {"srcs", {{{"name", "w"}, {"type", "q4_0"}, {"ne", {4096, 4096, 1, 1}}}}},
+                       {"op_ns", 1234.5},
+                       {"call_ns", 5000.0},
+                       {"start_ns", s},
+                       {"end_ns", s + 5000}});
+    }
+    json stage{
+        {"stage", "decode"},
+        {"timeline_rep", 0},
+        {"reconciliation",
+         {{"plain_start_ns", {kT0 - 100'000}},
+          {"plain_ns", {50'000}},
+          {"traced_start_ns", {kT0}},
+          {"traced_ns", {60'000}}}},
+        {"ops", ops},
+        {"splits",
+         {{{"graph", 0}, {"index", 0}, {"backend", "CPU"}, {"first_node", 0}, {"n_inputs", 0}},
+          {{"graph", 0},
+           {"index", 1},
+           {"backend", "BLAS"},
+           {"first_node", 2},
+           {"n_inputs", 1},
+           {"input_bytes", 524288},
+           {"inputs", {"ffn_norm-1"}},
+           {"copy_ns", 4000.0}}}}};
+    doc["ops"] = {{"stages", {stage}}};
+    const json tr = sb::chrome_trace(doc);
+    const auto c = sb::check_chrome_trace(tr);
+    EXPECT_TRUE(c.errors.empty()) << c.errors.front();
+    EXPECT_EQ(c.slices.at("ops on CPU"), 2u);
+    EXPECT_EQ(c.slices.at("ops on BLAS"), 3u);  // two ops and the copy
+    EXPECT_EQ(c.slices.at("stages"), 2u);
+    const auto mm = events_named(tr, "MUL_MAT");
+    ASSERT_EQ(mm.size(), 1u);
+    EXPECT_EQ(mm[0]["args"]["shape"], "4096x32");
+    EXPECT_EQ(mm[0]["args"]["srcs"][0]["shape"], "4096x4096");
+    EXPECT_EQ(mm[0]["args"]["srcs"][0]["type"], "q4_0");
+    EXPECT_EQ(mm[0]["args"]["op_ns"], 1234.5);
+    EXPECT_EQ(mm[0]["args"]["call_ns"], 5000.0);
+    EXPECT_EQ(mm[0]["args"]["backend"], "BLAS");
+    const auto copy = events_named(tr, "copy to BLAS");
+    ASSERT_EQ(copy.size(), 1u);
+    EXPECT_EQ(copy[0]["args"]["input_bytes"], 524288);
+    EXPECT_EQ(ns(copy[0]["dur"]), 5000);  // end of node 1 to start of node 2
+    EXPECT_EQ(copy[0]["tid"], mm[0]["tid"]);
+
+    TraceOptions o;
+    o.ops = false;
+    const auto c2 = sb::check_chrome_trace(sb::chrome_trace(doc, o));
+    EXPECT_EQ(c2.slices.count("ops on CPU"), 0u);
+}
+
+TEST(ChromeTrace, RejectsWhatIsNotAResultDocument) {
+    EXPECT_THROW(sb::chrome_trace(json{{"traceEvents", json::array()}}), sb::Error);
+    EXPECT_THROW(sb::chrome_trace(json::array()), sb::Error);
+    // A document without timestamps (an imported log) gives an empty but valid trace.
+    const auto c = sb::check_chrome_trace(sb::chrome_trace(base_doc("import")));
+    EXPECT_TRUE(c.errors.empty());
+}
+
+TEST(TraceCheck, FindsWhatPerfettoWouldMisread) {
+    auto meta = [](const char* what, int tid, const char* name) {
+        return json{{"ph", "M"},  {"name", what}, {"pid", 1},
+                    {"tid", tid}, {"ts", 0},      {"args", {{"name", name}}}};
+    };
+    auto x = [](int tid, double ts, double dur) {
+        return json{{"ph", "X"}, {"name", "s"}, {"pid", 1}, {"tid", tid}, {"ts", ts}, {"dur", dur}};
+    };
+    json ok{{"traceEvents",
+             {meta("process_name", 0, "p"), meta("thread_name", 1, "a"), x(1, 0, 10), x(1, 2, 3),
+              x(1, 5, 5), x(1, 10, 1)}}};
+    EXPECT_TRUE(sb::check_chrome_trace(ok).errors.empty());
+    EXPECT_EQ(sb::check_chrome_trace(ok).slices.at("a"), 4u);
+
+    json partial = ok;
+    partial["traceEvents"].push_back(x(1, 8, 4));  // starts inside [0,10], ends after it
+    EXPECT_FALSE(sb::check_chrome_trace(partial).errors.empty());
+
+    json unnamed = ok;
+    unnamed["traceEvents"].push_back(x(2, 0, 1));
+    EXPECT_FALSE(sb::check_chrome_trace(unnamed).errors.empty());
+
+    json no_ts = ok;
+    no_ts["traceEvents"][2].erase("ts");
+    EXPECT_FALSE(sb::check_chrome_trace(no_ts).errors.empty());
+
+    json back = ok;
+    back["traceEvents"].push_back(
+        {{"ph", "C"}, {"name", "c"}, {"pid", 1}, {"tid", 0}, {"ts", 5}, {"args", {{"value", 1}}}});
+    EXPECT_TRUE(sb::check_chrome_trace(back).errors.empty());
+    back["traceEvents"].push_back(
+        {{"ph", "C"}, {"name", "c"}, {"pid", 1}, {"tid", 0}, {"ts", 4}, {"args", {{"value", 2}}}});
+    EXPECT_FALSE(sb::check_chrome_trace(back).errors.empty());
+
+    json not_number = ok;
+    not_number["traceEvents"].push_back({{"ph", "C"},
+                                         {"name", "c"},
+                                         {"pid", 1},
+                                         {"tid", 0},
+                                         {"ts", 5},
+                                         {"args", {{"value", "hot"}}}});
+    EXPECT_FALSE(sb::check_chrome_trace(not_number).errors.empty());
+
+    EXPECT_FALSE(sb::check_chrome_trace(json::object()).errors.empty());
+}
+
+// A 20-round sustained run at 10 Hz: 20 rounds of 30 s with 40 telemetry series (a phone:
+// temperatures, rails, clocks, residency bins) and 256 decoded tokens each.
+TEST(ChromeTrace, TwentyRoundSustainedRunStaysLoadable) {
+    json doc = base_doc("sustained");
+    const int64_t round_ns = 30'000'000'000LL;
+    json rounds = json::array();
+    for (int r = 0; r < 20; ++r) {
+        const int64_t t0 = kT0 + r * round_ns;
+        json pre{{"n_tokens", 2048},
+                 {"start_ns", {t0 + 1'000}},
+                 {"duration_ns", {4'000'000'000LL}},
+                 {"tokens_per_s", {512.0}}};
+        json lat = json::array();
+        for (int i = 0; i < 256; ++i)
+            lat.push_back(100'000'000);
+        json dec{{"n_tokens", 256},
+                 {"start_ns", {t0 + 4'000'002'000LL}},
+                 {"duration_ns", {25'600'000'000LL}},
+                 {"tokens_per_s", {10.0}},
+                 {"token_latency_ns", lat}};
+        doc["tests"].push_back({{"config", {{"test", "pp2048+tg256"}, {"devices", "CPU"}}},
+                                {"reps_done", 1},
+                                {"started_ns", t0},
+                                {"finished_ns", t0 + round_ns - 1'000'000},
+                                {"prefill", pre},
+                                {"decode", dec}});
+        rounds.push_back({{"round", r + 1},
+                          {"start_ns", t0},
+                          {"end_ns", t0 + round_ns - 1'000'000},
+                          {"cooldown_s", 0.0}});
+    }
+    json phase{{"name", "rounds"}, {"rounds", rounds}};
+    doc["sustained"] = {{"phases", json::array({phase})}};
+    json series = json::array();
+    const int n = 20 * 30 * 10;
+    for (int m = 0; m < 40; ++m) {
+        json s{{"metric", "sensor" + std::to_string(m) + ".temp_mc"}, {"kind", "gauge"}};
+        for (int i = 0; i < n; ++i) {
+            s["t_ns"].push_back(kT0 + i * 100'000'000LL);
+            s["values"].push_back(40000 + (i * 7 + m) % 5000);
+        }
+        series.push_back(s);
+    }
+    doc["telemetry"] = {{"series", series}};
+    const std::string text = sb::chrome_trace(doc).dump();
+    const json back = json::parse(text);
+    const auto c = sb::check_chrome_trace(back);
+    EXPECT_TRUE(c.errors.empty()) << c.errors.front();
+    EXPECT_EQ(c.counter_points.size(), 40u);
+    EXPECT_EQ(c.counter_points.at("sensor0.temp_mc"), static_cast<size_t>(n));
+    // 240,000 counter points and 5,180 slices: well inside what Perfetto's UI and
+    // chrome://tracing load (hundreds of MB).
+    EXPECT_LT(text.size(), 40u << 20) << text.size();
+}
