@@ -22,6 +22,6 @@ void on_fatal(const char* message) {
 int main(int argc, char** argv) {
     sb::set_fatal_handler(on_fatal);
     sb::install_interrupt_handlers();
-    sb::cli::Context ctx{std::cout, std::cerr, 0, {}};
+    sb::cli::Context ctx{std::cout, std::cerr, 0, {}, {}};
     return sb::cli::run_cli(argc, argv, ctx);
 }

@@ -56,8 +56,9 @@ TEST(SummarizeRounds, FrequencyDropAloneIsDetected) {
 TEST(SummarizeRounds, SlowDeclineWithoutAStepIsDegraded) {
     // Noisy enough that no single step is significant, but the end is well below the start.
     auto a = summarize_rounds(rounds_with({40, 36, 41, 35, 39, 34, 37, 33}), {});
-    if (!a.throttle_onset_round)
+    if (!a.throttle_onset_round) {
         EXPECT_EQ(a.verdict, "degraded");
+    }
 }
 
 TEST(SummarizeRounds, TimeAtTheKernelReportedFloor) {

@@ -50,6 +50,8 @@ TEST(Hybrid, PrefillOnCpuDecodeOverRpcAgainstEachAloneAndAdvise) {
                              "1",
                              "--out",
                              out,
+                             "--trace",
+                             t.file("h.trace.json"),
                              "-q"});
     server.stop(SIGTERM);
     ASSERT_EQ(p.exit_code, 0) << p.err;
