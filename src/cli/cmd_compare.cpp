@@ -2,6 +2,9 @@
 #include "cli/commands.hpp"
 #include "core/json_file.hpp"
 #include "report/compare_report.hpp"
+#include "report/html_report.hpp"
+
+#include <sstream>
 
 #ifndef SB_VERSION
 #define SB_VERSION "0.0.0"
@@ -16,7 +19,7 @@ void add_compare_command(CLI::App& app, Context& ctx) {
         "ratios with bootstrap 95% CIs");
     struct Args {
         std::vector<std::string> operands, labels;
-        std::optional<std::string> db_path, out_path;
+        std::optional<std::string> db_path, out_path, html_path;
         std::string format = "md";
         CompareOptions opts;
     };
@@ -32,16 +35,29 @@ void add_compare_command(CLI::App& app, Context& ctx) {
         ->check(CLI::IsMember({"md", "csv", "json"}))
         ->capture_default_str();
     cmd->add_option("--out", a->out_path, "write the compare document (JSON) here");
+    cmd->add_option("--html", a->html_path,
+                    "also write an HTML page: the comparison, then every input's sections");
     cmd->add_option("--resamples", a->opts.resamples, "bootstrap resamples per ratio")
         ->check(CLI::Range(2000, 1000000))
         ->capture_default_str();
     cmd->add_option("--seed", a->opts.seed, "bootstrap seed")->capture_default_str();
     cmd->callback([&ctx, a] {
         a->opts.tool_version = SB_VERSION;
-        const CompareResult r =
-            compare_documents(load_compare_inputs(a->operands, a->db_path, a->labels), a->opts);
+        auto inputs = load_compare_inputs(a->operands, a->db_path, a->labels);
+        const CompareResult r = compare_documents(inputs, a->opts);
         if (a->out_path)
             write_text_file(*a->out_path, to_json(r).dump(2) + "\n");
+        if (a->html_path) {
+            std::vector<ReportInput> docs{{"compare", to_json(r)}};
+            for (auto& in : inputs)
+                docs.push_back({in.label + ": " + in.source, std::move(in.doc)});
+            HtmlOptions o;
+            o.title = "stagebench compare";
+            o.tool_version = SB_VERSION;
+            std::ostringstream page;
+            write_html_report(docs, o, page);
+            write_text_file(*a->html_path, page.str());
+        }
         write_compare(ctx.out, r, a->format);
     });
 }

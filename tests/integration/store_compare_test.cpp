@@ -87,6 +87,16 @@ TEST(StoreCompare, ADocumentComparedWithItselfIsNoDifference) {
     EXPECT_NE(md.out.find("| pp32+tg8 | prefill t/s |"), std::string::npos) << md.out;
     EXPECT_NE(md.out.find("| 1.000 | ["), std::string::npos) << md.out;
     EXPECT_NE(md.out.find("no difference"), std::string::npos) << md.out;
+
+    // The HTML section: the comparison first, then the inputs' own sections, one page.
+    TempDir t;
+    Proc html = run_sb({"compare", runs().t1a, runs().t1a, "--html", t.file("c.html")});
+    ASSERT_EQ(html.exit_code, 0) << html.err;
+    EXPECT_EQ(html.out, md.out);
+    const std::string page = sbtest::read_file(t.file("c.html"));
+    EXPECT_NE(page.find("stagebench compare"), std::string::npos);
+    EXPECT_NE(page.find("B/A"), std::string::npos);
+    EXPECT_NE(page.find("A: " + runs().t1a), std::string::npos);
 }
 
 TEST(StoreCompare, TwoRunsOfOneConfigReportASaneInterval) {
