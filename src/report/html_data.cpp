@@ -72,13 +72,13 @@ const std::set<std::string>& known_result_keys() {
     static const std::set<std::string> keys = {
         "schema",   "schema_version", "command", "argv",       "tool",        "llama",
         "system",   "models",         "membw",   "started_at", "finished_at", "tests",
-        "warnings", "telemetry",      "engines", "ops",        "sustained"};
+        "warnings", "telemetry",      "engines", "ops",        "sustained",   "hybrid"};
     return keys;
 }
 
 const std::set<std::string>& known_commands() {
-    static const std::set<std::string> commands = {"run",       "demo",      "ops",
-                                                   "decompose", "sustained", "import"};
+    static const std::set<std::string> commands = {"run",    "demo",      "ops",   "decompose",
+                                                   "import", "sustained", "hybrid"};
     return commands;
 }
 
@@ -510,6 +510,61 @@ json telemetry_view(const json& doc, std::vector<std::string>& notes, std::size_
     return json{{"hz", opt(num(at(tel, "hz")))}, {"groups", out_groups}, {"spans", spans}};
 }
 
+json hybrid_view(const json& doc) {
+    const json& h = at(doc, "hybrid");
+    if (!h.is_object())
+        return nullptr;
+    const json& tests = at(doc, "tests");
+    const std::string a = text(at(h, "prefill_device")), b = text(at(h, "decode_device"));
+    auto label = [&](const std::string& mode) {
+        if (mode == "hybrid")
+            return a + " → " + b;
+        return (mode == "prefill_alone" ? a : b) + " alone";
+    };
+    json points = json::array();
+    for (const auto& pt : array_or_empty(at(h, "points"))) {
+        const std::string name =
+            "pp" + std::to_string(static_cast<int>(num(at(pt, "n_prompt")).value_or(0))) + "+tg" +
+            std::to_string(static_cast<int>(num(at(pt, "n_gen")).value_or(0)));
+        json modes = json::array();
+        for (const char* mode : {"hybrid", "prefill_alone", "decode_alone"}) {
+            const auto idx = num(at(at(pt, "tests"), mode));
+            if (!idx || !tests.is_array() || *idx < 0 || *idx >= tests.size())
+                continue;
+            const json& t = tests[static_cast<size_t>(*idx)];
+            const bool hybrid = std::string(mode) == "hybrid";
+            const json& tr = at(pt, "transfer");
+            modes.push_back(
+                {{"mode", mode},
+                 {"label", label(mode)},
+                 {"status", text(at(t, "status"))},
+                 {"prefill_ms",
+                  opt(scaled(at(at(at(t, "prefill"), "duration"), "median"), kNsToMs))},
+                 {"transfer_ms",
+                  hybrid ? opt(scaled(at(at(tr, "duration"), "median"), kNsToMs)) : json(0.0)},
+                 {"transfer_bytes", hybrid && !array_or_empty(at(tr, "bytes")).empty()
+                                        ? at(tr, "bytes").back()
+                                        : json(nullptr)},
+                 {"decode_ms", opt(scaled(at(at(at(t, "decode"), "duration"), "median"), kNsToMs))},
+                 {"ttft", stat(at(t, "ttft"), kNsToMs)},
+                 {"e2e", stat(at(at(at(pt, "e2e"), mode), "summary"), kNsToMs)}});
+        }
+        json comparisons = json::array();
+        for (const char* mode : {"prefill_alone", "decode_alone"}) {
+            const json& c = at(at(pt, "comparison"), mode);
+            if (!c.is_object())
+                continue;
+            comparisons.push_back({{"against", label(mode)},
+                                   {"speedup", opt(num(at(c, "speedup")))},
+                                   {"lo", opt(num(at(c, "ci95_lo")))},
+                                   {"hi", opt(num(at(c, "ci95_hi")))},
+                                   {"verdict", text(at(c, "verdict"))}});
+        }
+        points.push_back({{"test", name}, {"modes", modes}, {"comparisons", comparisons}});
+    }
+    return json{{"prefill_device", a}, {"decode_device", b}, {"points", points}};
+}
+
 json sustained_view(const json& doc) {
     const json& s = at(doc, "sustained");
     json phases = json::array();
@@ -680,6 +735,7 @@ json document_view(const ReportInput& in, std::size_t index) {
     section("ops", [&] { return ops_view(doc, notes); });
     section("telemetry", [&] { return telemetry_view(doc, notes); });
     section("sustained", [&] { return sustained_view(doc); });
+    section("hybrid", [&] { return hybrid_view(doc); });
     section("warnings", [&] { return warnings_view(doc); });
     for (const auto& [k, _] : doc.items())
         if (!known_result_keys().count(k))

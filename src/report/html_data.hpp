@@ -39,6 +39,9 @@ nlohmann::json ops_view(const nlohmann::json& doc, std::vector<std::string>& not
 nlohmann::json telemetry_view(const nlohmann::json& doc, std::vector<std::string>& notes,
                               std::size_t max_points = 2000);
 nlohmann::json sustained_view(const nlohmann::json& doc);
+// A hybrid document's points: per mode the median prefill, transfer and decode times (ms),
+// TTFT and end-to-end time with their CIs; the hybrid's speedups with bootstrap CIs.
+nlohmann::json hybrid_view(const nlohmann::json& doc);
 nlohmann::json warnings_view(const nlohmann::json& doc);
 nlohmann::json compare_view(const nlohmann::json& doc, std::vector<std::string>& notes);
 

@@ -270,6 +270,48 @@ TEST(HtmlData, OpsSplitOpTimeFromCallOverheadAndFlagFallback) {
     EXPECT_EQ(notes.size(), 1u);
 }
 
+TEST(HtmlData, HybridModesStageByStageWithSpeedups) {
+    auto test = [](double prefill_ns, double decode_ns) {
+        return json{{"status", "ok"},
+                    {"prefill", {{"duration", {{"median", prefill_ns}}}}},
+                    {"decode", {{"duration", {{"median", decode_ns}}}}},
+                    {"ttft", {{"median", prefill_ns}}}};
+    };
+    json doc{{"tests", {test(2e6, 8e6), test(2e6, 12e6), test(6e6, 8e6)}},
+             {"hybrid",
+              {{"prefill_device", "CPU"},
+               {"decode_device", "RPC0"},
+               {"points",
+                {{{"n_prompt", 32},
+                  {"n_gen", 8},
+                  {"tests", {{"hybrid", 0}, {"prefill_alone", 1}, {"decode_alone", 2}}},
+                  {"transfer", {{"duration", {{"median", 1e6}}}, {"bytes", {4096, 4096}}}},
+                  {"e2e",
+                   {{"hybrid", {{"summary", {{"median", 11e6}}}}},
+                    {"prefill_alone", {{"summary", {{"median", 14e6}}}}}}},
+                  {"comparison",
+                   {{"prefill_alone",
+                     {{"speedup", 1.27},
+                      {"ci95_lo", 1.1},
+                      {"ci95_hi", 1.4},
+                      {"verdict", "hybrid faster"}}}}}}}}}}};
+    json v = hybrid_view(doc);
+    ASSERT_EQ(v["points"].size(), 1u);
+    const json& p = v["points"][0];
+    EXPECT_EQ(p["test"], "pp32+tg8");
+    ASSERT_EQ(p["modes"].size(), 3u);
+    EXPECT_EQ(p["modes"][0]["label"], "CPU → RPC0");
+    EXPECT_DOUBLE_EQ(p["modes"][0]["transfer_ms"].get<double>(), 1.0);
+    EXPECT_EQ(p["modes"][0]["transfer_bytes"], 4096);
+    EXPECT_DOUBLE_EQ(p["modes"][0]["e2e"]["median"].get<double>(), 11.0);
+    EXPECT_EQ(p["modes"][1]["label"], "CPU alone");
+    EXPECT_DOUBLE_EQ(p["modes"][1]["transfer_ms"].get<double>(), 0.0);
+    EXPECT_TRUE(p["modes"][2]["e2e"].is_null()) << "no end-to-end samples: null, not 0";
+    ASSERT_EQ(p["comparisons"].size(), 1u);
+    EXPECT_EQ(p["comparisons"][0]["verdict"], "hybrid faster");
+    EXPECT_TRUE(hybrid_view(json{{"tests", json::array()}}).is_null());
+}
+
 TEST(HtmlData, SustainedRoundsWithOnsetAndSlowdown) {
     json doc{{"sustained",
               {{"phases",

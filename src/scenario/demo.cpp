@@ -6,14 +6,17 @@
 
 #include "advise/advise.hpp"
 #include "core/error.hpp"
+#include "core/json_file.hpp"
 #include "engine/backends.hpp"
 #include "engine/ggml_quantizer.hpp"
 #include "engine/process.hpp"
 #include "model/synth.hpp"
 #include "report/advise_report.hpp"
+#include "report/html_report.hpp"
 #include "report/hybrid_report.hpp"
 #include "scenario/hybrid.hpp"
 #include "scenario/run_command.hpp"
+#include "trace/chrome_trace.hpp"
 
 #ifndef SB_VERSION
 #define SB_VERSION "0.0.0"
@@ -118,10 +121,25 @@ int run_demo(const DemoOptions& o, std::ostream& out, std::ostream& err) {
     write_advice_markdown(advise(advise_in, AdviseOptions{}), advice);
     summary << "\n" << advice.str();
     out << "\n" << advice.str();
+
+    // The same results as a page to look at and as a timeline.
+    std::vector<ReportInput> pages;
+    for (const auto& in : advise_in)
+        pages.push_back({in.source, in.doc});
+    HtmlOptions ho;
+    ho.title = "stagebench demo";
+    ho.tool_version = SB_VERSION;
+    std::ostringstream page;
+    write_html_report(pages, ho, page);
+    const std::string html = (fs::path(o.dir) / "report.html").string();
+    write_text_file(html, page.str());
+    const std::string trace = (fs::path(o.dir) / "trace.json").string();
+    write_chrome_trace(advise_in.back().doc, trace);
     if (o.progress)
         err << "stagebench: wrote " << ro.out_path.value() << ", "
-            << (rpc_device.empty() ? "" : "hybrid.json, ")
-            << (fs::path(o.dir) / "summary.md").string() << "\n";
+            << (rpc_device.empty() ? "" : "hybrid.json, ") << "summary.md, report.html and "
+            << "trace.json (the " << (rpc_device.empty() ? "run" : "hybrid run")
+            << "'s timeline, for ui.perfetto.dev) in " << o.dir << "\n";
     return rc != 0 ? rc : hybrid_rc;
 }
 

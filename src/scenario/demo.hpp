@@ -3,7 +3,8 @@
 // model, starts a loopback RPC server when the peer program is available, and runs a short
 // stage sweep on every available backend (CPU, CPU+BLAS, RPC), then a hybrid run (prefill on
 // the CPU, decode on the RPC device) and the advice drawn from both. Writes <dir>/model.gguf,
-// <dir>/result.json, <dir>/hybrid.json and <dir>/summary.md; the summary also goes to `out`.
+// <dir>/result.json, <dir>/hybrid.json, <dir>/summary.md (also to `out`), <dir>/report.html
+// (both documents) and <dir>/trace.json (the hybrid run's timeline, else the run's).
 #include <ostream>
 #include <string>
 #include <vector>

@@ -17,7 +17,8 @@ TEST(Demo, WritesModelResultsHybridAndAdvice) {
     sbtest::Proc p = sbtest::run_sb({"demo", "--dir", dir, "--preset", "tiny", "--layers", "1",
                                      "-p", "32", "-n", "8", "-r", "2", "-t", "1", "-q"});
     ASSERT_EQ(p.exit_code, 0) << p.err;
-    for (const char* f : {"model.gguf", "result.json", "hybrid.json", "summary.md"})
+    for (const char* f :
+         {"model.gguf", "result.json", "hybrid.json", "summary.md", "report.html", "trace.json"})
         EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(dir) / f)) << f;
     const json run = json::parse(sbtest::read_file(dir + "/result.json"));
     EXPECT_EQ(run["command"], "demo");

@@ -96,6 +96,13 @@ TEST(Report, DrawsEveryChartInHeadlessChromiumWithoutAnyRequest) {
         {"sustained", "-m", model, "--rounds", "4", "--prompt-tokens", "32", "--max-tokens", "8",
          "--sysfs-root", sys.string(), "--telemetry", "on", "--idle", "0"},
         t.file("sustained.json"));
+    {
+        sbtest::RpcServer server(t);
+        ASSERT_TRUE(server.ready);
+        make_document({"hybrid", "-m", model, "--decode-device", "RPC0", "--rpc", server.endpoint(),
+                       "-p", "32", "-n", "8", "-r", "2"},
+                      t.file("hybrid.json"));
+    }
     // A fixture tree does not heat up: the onset is set by hand so that its marker is drawn.
     ASSERT_FALSE(sustained["sustained"]["phases"].empty());
     sustained["sustained"]["phases"][0]["across"]["throttle_onset_round"] = 3;
@@ -107,8 +114,9 @@ TEST(Report, DrawsEveryChartInHeadlessChromiumWithoutAnyRequest) {
     const std::string html = (dir / "report.html").string();
     const std::string png = (dir / "report.png").string();
     Proc r = run_sb({"report", t.file("run.json"), t.file("ops.json"), t.file("decompose.json"),
-                     t.file("sustained.json"), source_path("tests/fixtures/report/compare.json"),
-                     t.file("odd.json"), "-o", html, "--title", "integration"});
+                     t.file("sustained.json"), t.file("hybrid.json"),
+                     source_path("tests/fixtures/report/compare.json"), t.file("odd.json"), "-o",
+                     html, "--title", "integration"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_TRUE(r.out.empty()) << "the page goes to the file, not stdout";
 
@@ -121,7 +129,7 @@ TEST(Report, DrawsEveryChartInHeadlessChromiumWithoutAnyRequest) {
     for (const char* kind :
          {"throughput-prefill", "throughput-decode", "telemetry-temperature", "telemetry-frequency",
           "telemetry-power", "ops-by-op", "ops-by-backend", "decomposition", "sustained-decode",
-          "sustained-prefill", "compare-ratios"}) {
+          "sustained-prefill", "compare-ratios", "hybrid-e2e"}) {
         check.push_back("--expect-chart");
         check.push_back(kind);
     }

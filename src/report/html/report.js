@@ -291,6 +291,36 @@
     }
   }
 
+  function renderHybrid(sec, h) {
+    sec.appendChild(el('h3', null, 'Hybrid: prefill on ' + h.prefill_device + ', decode on ' + h.decode_device));
+    h.points.forEach((p) => {
+      sec.appendChild(el('h4', null, p.test));
+      const labels = p.modes.map((m) => m.label);
+      addChart(sec, 'hybrid-e2e', {
+        type: 'bar',
+        data: { labels: labels, datasets: [
+          { label: 'prefill (ms)', data: p.modes.map((m) => m.prefill_ms), stack: 's', backgroundColor: color(0) },
+          { label: 'state transfer (ms)', data: p.modes.map((m) => m.transfer_ms), stack: 's', backgroundColor: color(3) },
+          { label: 'decode (ms)', data: p.modes.map((m) => m.decode_ms), stack: 's', backgroundColor: color(1) },
+        ] },
+        options: { indexAxis: 'y',
+                   scales: { x: { stacked: true, beginAtZero: true, title: { display: true, text: 'ms (medians)' } },
+                             y: { stacked: true } },
+                   plugins: { title: { display: true, text: 'End to end, stage by stage' } } },
+      }, 110 + 36 * labels.length);
+      sec.appendChild(table(['mode', 'status', 'prefill ms', 'transfer ms', 'transfer bytes', 'decode ms', 'TTFT ms',
+                             'E2E ms median [95% CI]'],
+        p.modes.map((m) => [m.label, m.status, num(m.prefill_ms), num(m.transfer_ms),
+                            m.transfer_bytes === null ? '–' : String(m.transfer_bytes), num(m.decode_ms),
+                            m.ttft ? num(m.ttft.median) : '–',
+                            m.e2e ? num(m.e2e.median) + ' [' + num(m.e2e.lo) + ', ' + num(m.e2e.hi) + ']' : '–'])));
+      p.comparisons.forEach((c) => {
+        sec.appendChild(el('p', null, 'Against ' + c.against + ': the hybrid is ' + num(c.speedup, 3) + '× (95% CI ' +
+                                      num(c.lo, 3) + '–' + num(c.hi, 3) + '): ', el('strong', null, c.verdict)));
+      });
+    });
+  }
+
   function renderSustained(sec, s) {
     sec.appendChild(el('h3', null, 'Sustained rounds'));
     s.phases.forEach((p) => {
@@ -441,6 +471,7 @@
     if (d.ops) section(sec, 'operator', () => renderOps(sec, d.ops, d.command));
     if (d.telemetry) section(sec, 'telemetry', () => renderTelemetry(sec, d.telemetry));
     if (d.sustained) section(sec, 'sustained', () => renderSustained(sec, d.sustained));
+    if (d.hybrid) section(sec, 'hybrid', () => renderHybrid(sec, d.hybrid));
     if (d.compare) section(sec, 'comparison', () => renderCompare(sec, d.compare));
     if (d.warnings) section(sec, 'warnings', () => renderWarnings(sec, d.warnings));
   });
