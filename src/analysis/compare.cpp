@@ -18,18 +18,8 @@ using nlohmann::json;
 
 namespace {
 
-const json& field(const json& j, const char* key) {
-    static const json null;
-    if (j.is_object()) {
-        auto it = j.find(key);
-        if (it != j.end())
-            return *it;
-    }
-    return null;
-}
-
 std::optional<std::string> str_field(const json& j, const char* key) {
-    const json& v = field(j, key);
+    const json& v = json_field(j, key);
     return v.is_string() ? std::optional<std::string>(v.get<std::string>()) : std::nullopt;
 }
 
@@ -44,7 +34,7 @@ json workload_value(const json& config, const std::string& name) {
         const auto path = str_field(config, "model_path");
         return path ? json(std::filesystem::path(*path).filename().string()) : json(nullptr);
     }
-    return field(config, name.c_str());
+    return json_field(config, name.c_str());
 }
 
 const std::vector<std::string> kWorkloadFields = {"model",      "n_prompt", "n_gen",  "n_depth",
@@ -76,8 +66,8 @@ constexpr Stage kStages[] = {{"prefill", "tokens_per_s", true},
 // The raw per-repetition samples of a stage in the row's unit.
 std::vector<double> stage_samples(const json& test, const std::string& stage) {
     std::vector<double> v;
-    const json& arr = stage == "ttft" ? field(test, "ttft_ns")
-                                      : field(field(test, stage.c_str()), "tokens_per_s");
+    const json& arr = stage == "ttft" ? json_field(test, "ttft_ns")
+                                      : json_field(json_field(test, stage.c_str()), "tokens_per_s");
     if (!arr.is_array())
         return v;
     for (const auto& x : arr)
@@ -125,7 +115,7 @@ CompareResult compare_documents(const std::vector<CompareInput>& inputs,
     r.created_at = utc_timestamp();
     for (const auto& in : inputs) {
         const std::string who = in.label + " (" + in.source + ")";
-        const json& tests = field(in.doc, "tests");
+        const json& tests = json_field(in.doc, "tests");
         if (!in.doc.is_object() || !tests.is_array())
             throw input_error(who + " is not a stagebench result document (no \"tests\" array)");
         if (str_field(in.doc, "command") == "sustained")
@@ -136,7 +126,7 @@ CompareResult compare_documents(const std::vector<CompareInput>& inputs,
             throw input_error(who + ": the `" + str_field(in.doc, "command").value_or("?") +
                               "` document has no tests to compare; compare reads run and demo "
                               "documents");
-        const json& sys = field(in.doc, "system");
+        const json& sys = json_field(in.doc, "system");
         r.inputs.push_back({in.label, in.source, str_field(in.doc, "command"),
                             str_field(sys, "hostname"), str_field(sys, "cpu_model"),
                             str_field(in.doc, "started_at")});
@@ -149,8 +139,8 @@ CompareResult compare_documents(const std::vector<CompareInput>& inputs,
         for (const auto& in : inputs) {
             std::map<std::string, std::set<std::string>> values;
             for (const auto& t : in.doc["tests"]) {
-                const json& c = field(t, "config");
-                values[base_key(c)].insert(key_text(field(c, f.c_str())));
+                const json& c = json_field(t, "config");
+                values[base_key(c)].insert(key_text(json_field(c, f.c_str())));
             }
             for (const auto& [k, v] : values)
                 varies = varies || v.size() > 1;
@@ -163,10 +153,10 @@ CompareResult compare_documents(const std::vector<CompareInput>& inputs,
     for (std::size_t i = 0; i < inputs.size(); ++i) {
         std::map<std::string, int> count;
         for (const auto& t : inputs[i].doc["tests"]) {
-            const json& c = field(t, "config");
+            const json& c = json_field(t, "config");
             std::string key = base_key(c);
             for (const auto& f : split)
-                key += "," + f + "=" + key_text(field(c, f.c_str()));
+                key += "," + f + "=" + key_text(json_field(c, f.c_str()));
             std::string name = str_field(c, "test").value_or("?");
             // Identical configurations in one document are matched in order of appearance.
             if (const int k = ++count[key]; k > 1) {
@@ -185,10 +175,10 @@ CompareResult compare_documents(const std::vector<CompareInput>& inputs,
     };
     auto doc_value = [&](std::size_t i, const Entry& e, const std::string& f) -> json {
         if (f == "host")
-            return field(field(inputs[i].doc, "system"), "hostname");
+            return json_field(json_field(inputs[i].doc, "system"), "hostname");
         if (f == "cpu")
-            return field(field(inputs[i].doc, "system"), "cpu_model");
-        return field(field(*e.test, "config"), f.c_str());
+            return json_field(json_field(inputs[i].doc, "system"), "cpu_model");
+        return json_field(json_field(*e.test, "config"), f.c_str());
     };
 
     std::set<std::string> status_noted;

@@ -9,6 +9,18 @@
 
 namespace sb {
 
+// The member key of j, or a null value when j is not an object or has no such member: a
+// lookup into a document read from disk that never throws.
+inline const nlohmann::json& json_field(const nlohmann::json& j, const char* key) {
+    static const nlohmann::json null_value;
+    if (j.is_object()) {
+        auto it = j.find(key);
+        if (it != j.end())
+            return *it;
+    }
+    return null_value;
+}
+
 // The value, or null when absent.
 template <class T>
 nlohmann::json opt(const std::optional<T>& v) {

@@ -15,17 +15,6 @@ using nlohmann::json;
 
 namespace {
 
-// Lookups that never throw: a missing key or a value of another type reads as null / empty.
-const json& at(const json& j, const char* key) {
-    static const json null_value;
-    if (j.is_object()) {
-        auto it = j.find(key);
-        if (it != j.end())
-            return *it;
-    }
-    return null_value;
-}
-
 std::optional<double> num(const json& j) {
     if (j.is_number())
         return j.get<double>();
@@ -55,14 +44,14 @@ std::string basename(const std::string& path) {
 // A Summary (core/stats_json.hpp) as {median, lo, hi, n, cv}, values times factor; null when
 // it has no median.
 json stat(const json& summary, double factor = 1.0) {
-    auto median = scaled(at(summary, "median"), factor);
+    auto median = scaled(json_field(summary, "median"), factor);
     if (!median)
         return nullptr;
     return json{{"median", *median},
-                {"lo", opt(scaled(at(summary, "ci95_lo"), factor))},
-                {"hi", opt(scaled(at(summary, "ci95_hi"), factor))},
-                {"n", opt(num(at(summary, "n")))},
-                {"cv", opt(num(at(summary, "cv")))}};
+                {"lo", opt(scaled(json_field(summary, "ci95_lo"), factor))},
+                {"hi", opt(scaled(json_field(summary, "ci95_hi"), factor))},
+                {"n", opt(num(json_field(summary, "n")))},
+                {"cv", opt(num(json_field(summary, "cv")))}};
 }
 
 constexpr double kNsToMs = 1e-6;
@@ -84,43 +73,43 @@ const std::set<std::string>& known_commands() {
 
 json result_header(const json& doc) {
     std::string command_line;
-    for (const auto& a : array_or_empty(at(doc, "argv"))) {
+    for (const auto& a : array_or_empty(json_field(doc, "argv"))) {
         if (!command_line.empty())
             command_line += ' ';
         command_line += text(a);
     }
-    const json& sys = at(doc, "system");
-    return json{{"host", text(at(sys, "hostname"))},
-                {"cpu", text(at(sys, "cpu_model"))},
-                {"os", text(at(sys, "os"))},
-                {"started_at", text(at(doc, "started_at"))},
-                {"finished_at", text(at(doc, "finished_at"))},
-                {"tool_version", text(at(at(doc, "tool"), "version"))},
-                {"build_type", text(at(at(doc, "tool"), "build_type"))},
-                {"llama", text(at(at(doc, "llama"), "tag"))},
+    const json& sys = json_field(doc, "system");
+    return json{{"host", text(json_field(sys, "hostname"))},
+                {"cpu", text(json_field(sys, "cpu_model"))},
+                {"os", text(json_field(sys, "os"))},
+                {"started_at", text(json_field(doc, "started_at"))},
+                {"finished_at", text(json_field(doc, "finished_at"))},
+                {"tool_version", text(json_field(json_field(doc, "tool"), "version"))},
+                {"build_type", text(json_field(json_field(doc, "tool"), "build_type"))},
+                {"llama", text(json_field(json_field(doc, "llama"), "tag"))},
                 {"command_line", command_line}};
 }
 
 std::string test_label(const json& cfg, bool with_model) {
-    std::string s = text(at(cfg, "test"));
-    const std::string devices = text(at(cfg, "devices"));
+    std::string s = text(json_field(cfg, "test"));
+    const std::string devices = text(json_field(cfg, "devices"));
     if (!devices.empty())
         s += " · " + devices;
-    if (auto t = num(at(cfg, "n_threads")); t && *t > 0)
+    if (auto t = num(json_field(cfg, "n_threads")); t && *t > 0)
         s += " · " + std::to_string(static_cast<int>(*t)) + "t";
-    const std::string engine = text(at(cfg, "engine"));
+    const std::string engine = text(json_field(cfg, "engine"));
     if (!engine.empty() && engine != "llama")
         s += " · " + engine;
     if (with_model)
-        s += " · " + basename(text(at(cfg, "model_path")));
+        s += " · " + basename(text(json_field(cfg, "model_path")));
     return s;
 }
 
 // Op time and call overhead (call - op) of an aggregate row, in ms. A call time below the op
 // time (possible: they are measured separately) shows as no overhead and is listed.
 json op_bar(const std::string& label, const json& a, json& clamped) {
-    auto op = scaled(at(a, "op_ns"), kNsToMs);
-    auto call = scaled(at(a, "call_ns"), kNsToMs);
+    auto op = scaled(json_field(a, "op_ns"), kNsToMs);
+    auto call = scaled(json_field(a, "call_ns"), kNsToMs);
     if (!op.value_or(0) && !call.value_or(0))
         return nullptr;
     std::optional<double> overhead;
@@ -130,35 +119,35 @@ json op_bar(const std::string& label, const json& a, json& clamped) {
             clamped.push_back(label);
     }
     return json{{"label", label},
-                {"count", opt(num(at(a, "count")))},
+                {"count", opt(num(json_field(a, "count")))},
                 {"op_ms", opt(op)},
                 {"call_ms", opt(call)},
                 {"overhead_ms", opt(overhead)},
-                {"call_op_ratio", opt(num(at(a, "call_op_ratio")))}};
+                {"call_op_ratio", opt(num(json_field(a, "call_op_ratio")))}};
 }
 
 json stage_ops_view(const json& st) {
     json clamped = json::array();
     std::map<std::string, std::string> fallback_of;  // op type -> "CPU (asked BLAS)"
     json fallback = json::array();
-    for (const auto& f : array_or_empty(at(st, "fallback"))) {
-        const std::string op = text(at(f, "op"));
-        std::string where = text(at(f, "backend"));
-        if (!text(at(f, "requested")).empty())
-            where += " instead of " + text(at(f, "requested"));
+    for (const auto& f : array_or_empty(json_field(st, "fallback"))) {
+        const std::string op = text(json_field(f, "op"));
+        std::string where = text(json_field(f, "backend"));
+        if (!text(json_field(f, "requested")).empty())
+            where += " instead of " + text(json_field(f, "requested"));
         fallback_of[op] = fallback_of.count(op) ? fallback_of[op] + ", " + where : where;
         fallback.push_back({{"op", op},
-                            {"backend", text(at(f, "backend"))},
-                            {"requested", text(at(f, "requested"))},
-                            {"count", opt(num(at(f, "count")))},
-                            {"op_ms", opt(scaled(at(f, "op_ns"), kNsToMs))},
-                            {"call_ms", opt(scaled(at(f, "call_ns"), kNsToMs))},
-                            {"penalty", opt(num(at(f, "penalty")))},
-                            {"note", text(at(f, "note"))}});
+                            {"backend", text(json_field(f, "backend"))},
+                            {"requested", text(json_field(f, "requested"))},
+                            {"count", opt(num(json_field(f, "count")))},
+                            {"op_ms", opt(scaled(json_field(f, "op_ns"), kNsToMs))},
+                            {"call_ms", opt(scaled(json_field(f, "call_ns"), kNsToMs))},
+                            {"penalty", opt(num(json_field(f, "penalty")))},
+                            {"note", text(json_field(f, "note"))}});
     }
     json by_op = json::array();
-    for (const auto& a : array_or_empty(at(st, "by_op"))) {
-        const std::string op = text(at(a, "op"));
+    for (const auto& a : array_or_empty(json_field(st, "by_op"))) {
+        const std::string op = text(json_field(a, "op"));
         json bar = op_bar(op, a, clamped);
         if (bar.is_null())
             continue;
@@ -170,39 +159,40 @@ json stage_ops_view(const json& st) {
         by_op.push_back(bar);
     }
     json by_backend = json::array();
-    for (const auto& a : array_or_empty(at(st, "by_backend"))) {
-        json bar = op_bar(text(at(a, "backend")), a, clamped);
+    for (const auto& a : array_or_empty(json_field(st, "by_backend"))) {
+        json bar = op_bar(text(json_field(a, "backend")), a, clamped);
         if (!bar.is_null())
             by_backend.push_back(bar);
     }
-    const json& rec = at(st, "reconciliation");
+    const json& rec = json_field(st, "reconciliation");
     json decomposition = nullptr;
-    const json& d = at(st, "decomposition");
-    if (d.is_object() && !array_or_empty(at(d, "parts")).empty()) {
+    const json& d = json_field(st, "decomposition");
+    if (d.is_object() && !array_or_empty(json_field(d, "parts")).empty()) {
         json parts = json::array();
-        for (const auto& p : at(d, "parts"))
-            parts.push_back({{"name", text(at(p, "name"))},
-                             {"ms", opt(scaled(at(p, "ns"), kNsToMs))},
-                             {"share", opt(num(at(p, "share")))},
-                             {"note", text(at(p, "note"))}});
-        decomposition = {{"parts", parts}, {"accelerators", array_or_empty(at(d, "accelerators"))}};
+        for (const auto& p : json_field(d, "parts"))
+            parts.push_back({{"name", text(json_field(p, "name"))},
+                             {"ms", opt(scaled(json_field(p, "ns"), kNsToMs))},
+                             {"share", opt(num(json_field(p, "share")))},
+                             {"note", text(json_field(p, "note"))}});
+        decomposition = {{"parts", parts},
+                         {"accelerators", array_or_empty(json_field(d, "accelerators"))}};
     }
     json notes = json::array();
-    for (const auto& n : array_or_empty(at(st, "notes")))
+    for (const auto& n : array_or_empty(json_field(st, "notes")))
         if (n.is_string())
             notes.push_back(n);
-    return json{{"stage", text(at(st, "stage"))},
-                {"n_tokens", opt(num(at(st, "n_tokens")))},
+    return json{{"stage", text(json_field(st, "stage"))},
+                {"n_tokens", opt(num(json_field(st, "n_tokens")))},
                 {"by_op", by_op},
                 {"by_backend", by_backend},
                 {"fallback", fallback},
                 {"clamped", clamped},
                 {"reconciliation",
-                 {{"plain_ms", opt(scaled(at(rec, "plain_median_ns"), kNsToMs))},
-                  {"traced_ms", opt(scaled(at(rec, "traced_median_ns"), kNsToMs))},
-                  {"sum_op_ms", opt(scaled(at(rec, "sum_op_ns"), kNsToMs))},
-                  {"sum_call_ms", opt(scaled(at(rec, "sum_call_ns"), kNsToMs))},
-                  {"op_fraction", opt(num(at(rec, "op_fraction")))}}},
+                 {{"plain_ms", opt(scaled(json_field(rec, "plain_median_ns"), kNsToMs))},
+                  {"traced_ms", opt(scaled(json_field(rec, "traced_median_ns"), kNsToMs))},
+                  {"sum_op_ms", opt(scaled(json_field(rec, "sum_op_ns"), kNsToMs))},
+                  {"sum_call_ms", opt(scaled(json_field(rec, "sum_call_ns"), kNsToMs))},
+                  {"op_fraction", opt(num(json_field(rec, "op_fraction")))}}},
                 {"decomposition", decomposition},
                 {"notes", notes}};
 }
@@ -215,8 +205,8 @@ struct SeriesKind {
 };
 
 std::optional<SeriesKind> series_kind(const json& s) {
-    const std::string unit = text(at(s, "unit"));
-    const bool counter = text(at(s, "kind")) == "counter";
+    const std::string unit = text(json_field(s, "unit"));
+    const bool counter = text(json_field(s, "kind")) == "counter";
     if (unit == "mC" && !counter)
         return SeriesKind{"temperature", "°C", 1e-3};
     if (unit == "kHz" && !counter)
@@ -245,53 +235,53 @@ ReportInput load_report_input(const std::string& path) {
 }
 
 json summary_view(const json& doc) {
-    const json& tests = array_or_empty(at(doc, "tests"));
+    const json& tests = array_or_empty(json_field(doc, "tests"));
     if (tests.empty())
         return nullptr;
     json rows = json::array();
     for (const auto& t : tests) {
-        const json& cfg = at(t, "config");
-        const json& itl = at(at(t, "decode"), "itl");
+        const json& cfg = json_field(t, "config");
+        const json& itl = json_field(json_field(t, "decode"), "itl");
         json backends = json::array();
-        for (const auto& b : array_or_empty(at(t, "backends")))
+        for (const auto& b : array_or_empty(json_field(t, "backends")))
             if (b.is_string())
                 backends.push_back(b);
-        auto threads = num(at(cfg, "n_threads"));
+        auto threads = num(json_field(cfg, "n_threads"));
         rows.push_back(
-            {{"test", text(at(cfg, "test"))},
-             {"model", basename(text(at(cfg, "model_path")))},
-             {"engine", text(at(cfg, "engine"))},
-             {"devices", text(at(cfg, "devices"))},
+            {{"test", text(json_field(cfg, "test"))},
+             {"model", basename(text(json_field(cfg, "model_path")))},
+             {"engine", text(json_field(cfg, "engine"))},
+             {"devices", text(json_field(cfg, "devices"))},
              {"threads", threads && *threads > 0 ? json(static_cast<int>(*threads)) : json()},
              {"backends", backends},
-             {"status", text(at(t, "status"))},
-             {"error", text(at(t, "error"))},
-             {"reps_done", opt(num(at(t, "reps_done")))},
-             {"prefill", stat(at(at(t, "prefill"), "throughput"))},
-             {"decode", stat(at(at(t, "decode"), "throughput"))},
-             {"ttft_ms", stat(at(t, "ttft"), kNsToMs)},
+             {"status", text(json_field(t, "status"))},
+             {"error", text(json_field(t, "error"))},
+             {"reps_done", opt(num(json_field(t, "reps_done")))},
+             {"prefill", stat(json_field(json_field(t, "prefill"), "throughput"))},
+             {"decode", stat(json_field(json_field(t, "decode"), "throughput"))},
+             {"ttft_ms", stat(json_field(t, "ttft"), kNsToMs)},
              {"itl_ms",
-              {{"median", opt(scaled(at(itl, "median"), kNsToMs))},
-               {"p99", opt(scaled(at(itl, "p99"), kNsToMs))}}}});
+              {{"median", opt(scaled(json_field(itl, "median"), kNsToMs))},
+               {"p99", opt(scaled(json_field(itl, "p99"), kNsToMs))}}}});
     }
     return rows;
 }
 
 json throughput_view(const json& doc) {
-    const json& tests = array_or_empty(at(doc, "tests"));
+    const json& tests = array_or_empty(json_field(doc, "tests"));
     std::set<std::string> models;
     for (const auto& t : tests)
-        models.insert(text(at(at(t, "config"), "model_path")));
+        models.insert(text(json_field(json_field(t, "config"), "model_path")));
     json labels = json::array(), prefill = json::array(), decode = json::array();
     std::map<std::string, int> seen;  // label -> times used: repeated tests get " #2", " #3"
     bool any = false;
     for (const auto& t : tests) {
-        json p = stat(at(at(t, "prefill"), "throughput"));
-        json d = stat(at(at(t, "decode"), "throughput"));
+        json p = stat(json_field(json_field(t, "prefill"), "throughput"));
+        json d = stat(json_field(json_field(t, "decode"), "throughput"));
         if (p.is_null() && d.is_null())
             continue;
         any = true;
-        std::string label = test_label(at(t, "config"), models.size() > 1);
+        std::string label = test_label(json_field(t, "config"), models.size() > 1);
         if (const int k = ++seen[label]; k > 1)
             label += " #" + std::to_string(k);
         labels.push_back(label);
@@ -304,15 +294,15 @@ json throughput_view(const json& doc) {
 }
 
 json ops_view(const json& doc, std::vector<std::string>& notes) {
-    const json& ops = at(doc, "ops");
+    const json& ops = json_field(doc, "ops");
     if (ops.is_null())
         return nullptr;
-    if (!ops.is_object() || !at(ops, "stages").is_array()) {
+    if (!ops.is_object() || !json_field(ops, "stages").is_array()) {
         notes.push_back("the ops section has no stages; not shown");
         return nullptr;
     }
     json stages = json::array();
-    for (const auto& st : at(ops, "stages")) {
+    for (const auto& st : json_field(ops, "stages")) {
         if (!st.is_object())
             continue;
         stages.push_back(stage_ops_view(st));
@@ -322,13 +312,13 @@ json ops_view(const json& doc, std::vector<std::string>& notes) {
         return nullptr;
     }
     json backends = json::array();
-    for (const auto& b : array_or_empty(at(ops, "backends")))
+    for (const auto& b : array_or_empty(json_field(ops, "backends")))
         if (b.is_string())
             backends.push_back(b);
-    return json{{"source", text(at(ops, "source"))},
-                {"devices", text(at(ops, "devices"))},
+    return json{{"source", text(json_field(ops, "source"))},
+                {"devices", text(json_field(ops, "devices"))},
                 {"backends", backends},
-                {"method", text(at(ops, "method"))},
+                {"method", text(json_field(ops, "method"))},
                 {"stages", stages}};
 }
 
@@ -340,12 +330,12 @@ json stage_spans(const json& marks, int64_t t0_ns) {
     std::vector<Open> open;
     std::vector<std::pair<double, json>> spans;
     for (const auto& m : array_or_empty(marks)) {
-        auto t = num(at(m, "t_ns"));
-        const std::string stage = text(at(m, "stage"));
-        if (!t || stage.empty() || !at(m, "begin").is_boolean())
+        auto t = num(json_field(m, "t_ns"));
+        const std::string stage = text(json_field(m, "stage"));
+        if (!t || stage.empty() || !json_field(m, "begin").is_boolean())
             continue;
         const double s = (*t - static_cast<double>(t0_ns)) * 1e-9;
-        if (at(m, "begin").get<bool>()) {
+        if (json_field(m, "begin").get<bool>()) {
             open.push_back({stage, s});
             continue;
         }
@@ -405,10 +395,10 @@ std::vector<std::pair<double, std::optional<double>>> reduce_points(
 }
 
 json telemetry_view(const json& doc, std::vector<std::string>& notes, std::size_t max_points) {
-    const json& tel = at(doc, "telemetry");
+    const json& tel = json_field(doc, "telemetry");
     if (!tel.is_object())
         return nullptr;
-    const json& series = at(tel, "series");
+    const json& series = json_field(tel, "series");
     if (!series.is_array() || series.empty()) {
         notes.push_back("telemetry was recorded without time series; no telemetry chart");
         return nullptr;
@@ -420,12 +410,12 @@ json telemetry_view(const json& doc, std::vector<std::string>& notes, std::size_
             t0 = *v;
     };
     for (const auto& s : series) {
-        const json& t = at(s, "t_ns");
+        const json& t = json_field(s, "t_ns");
         if (t.is_array() && !t.empty())
             earlier(t.front());
     }
-    for (const auto& m : array_or_empty(at(tel, "marks")))
-        earlier(at(m, "t_ns"));
+    for (const auto& m : array_or_empty(json_field(tel, "marks")))
+        earlier(json_field(m, "t_ns"));
     if (!t0)
         return nullptr;
     const int64_t t0_ns = static_cast<int64_t>(*t0);
@@ -435,9 +425,9 @@ json telemetry_view(const json& doc, std::vector<std::string>& notes, std::size_
     std::set<std::string> other_units;
     std::size_t limits = 0;
     for (const auto& s : series) {
-        const json& t = at(s, "t_ns");
+        const json& t = json_field(s, "t_ns");
         auto kind = series_kind(s);
-        const std::string metric = text(at(s, "metric"));
+        const std::string metric = text(json_field(s, "metric"));
         // cpufreq's min/max are the governor's limits, not what the clock did.
         if (kind && kind->group == "frequency" &&
             (metric.ends_with("min_freq_khz") || metric.ends_with("max_freq_khz"))) {
@@ -445,11 +435,12 @@ json telemetry_view(const json& doc, std::vector<std::string>& notes, std::size_
             continue;
         }
         if (!kind) {
-            if (!text(at(s, "unit")).empty())
-                other_units.insert(text(at(s, "unit")));
+            if (!text(json_field(s, "unit")).empty())
+                other_units.insert(text(json_field(s, "unit")));
             continue;
         }
-        const json& values = kind->from_counter ? at(s, "cumulative") : at(s, "values");
+        const json& values =
+            kind->from_counter ? json_field(s, "cumulative") : json_field(s, "values");
         if (!t.is_array() || !values.is_array())
             continue;
         const std::size_t n = std::min(t.size(), values.size());
@@ -504,61 +495,67 @@ json telemetry_view(const json& doc, std::vector<std::string>& notes, std::size_
     }
     // Shaded: the stages themselves (and the idle baseline), not the rounds around them.
     json spans = json::array();
-    for (auto& s : stage_spans(at(tel, "marks"), t0_ns))
+    for (auto& s : stage_spans(json_field(tel, "marks"), t0_ns))
         if (s["kind"] == "prefill" || s["kind"] == "decode" || s["kind"] == "idle")
             spans.push_back(std::move(s));
-    return json{{"hz", opt(num(at(tel, "hz")))}, {"groups", out_groups}, {"spans", spans}};
+    return json{{"hz", opt(num(json_field(tel, "hz")))}, {"groups", out_groups}, {"spans", spans}};
 }
 
 json hybrid_view(const json& doc) {
-    const json& h = at(doc, "hybrid");
+    const json& h = json_field(doc, "hybrid");
     if (!h.is_object())
         return nullptr;
-    const json& tests = at(doc, "tests");
-    const std::string a = text(at(h, "prefill_device")), b = text(at(h, "decode_device"));
+    const json& tests = json_field(doc, "tests");
+    const std::string a = text(json_field(h, "prefill_device")),
+                      b = text(json_field(h, "decode_device"));
     auto label = [&](const std::string& mode) {
         if (mode == "hybrid")
             return a + " → " + b;
         return (mode == "prefill_alone" ? a : b) + " alone";
     };
     json points = json::array();
-    for (const auto& pt : array_or_empty(at(h, "points"))) {
+    for (const auto& pt : array_or_empty(json_field(h, "points"))) {
         const std::string name =
-            "pp" + std::to_string(static_cast<int>(num(at(pt, "n_prompt")).value_or(0))) + "+tg" +
-            std::to_string(static_cast<int>(num(at(pt, "n_gen")).value_or(0)));
+            "pp" + std::to_string(static_cast<int>(num(json_field(pt, "n_prompt")).value_or(0))) +
+            "+tg" + std::to_string(static_cast<int>(num(json_field(pt, "n_gen")).value_or(0)));
         json modes = json::array();
         for (const char* mode : {"hybrid", "prefill_alone", "decode_alone"}) {
-            const auto idx = num(at(at(pt, "tests"), mode));
+            const auto idx = num(json_field(json_field(pt, "tests"), mode));
             if (!idx || !tests.is_array() || *idx < 0 || *idx >= tests.size())
                 continue;
             const json& t = tests[static_cast<size_t>(*idx)];
             const bool hybrid = std::string(mode) == "hybrid";
-            const json& tr = at(pt, "transfer");
+            const json& tr = json_field(pt, "transfer");
             modes.push_back(
                 {{"mode", mode},
                  {"label", label(mode)},
-                 {"status", text(at(t, "status"))},
+                 {"status", text(json_field(t, "status"))},
                  {"prefill_ms",
-                  opt(scaled(at(at(at(t, "prefill"), "duration"), "median"), kNsToMs))},
+                  opt(scaled(json_field(json_field(json_field(t, "prefill"), "duration"), "median"),
+                             kNsToMs))},
                  {"transfer_ms",
-                  hybrid ? opt(scaled(at(at(tr, "duration"), "median"), kNsToMs)) : json(0.0)},
-                 {"transfer_bytes", hybrid && !array_or_empty(at(tr, "bytes")).empty()
-                                        ? at(tr, "bytes").back()
+                  hybrid ? opt(scaled(json_field(json_field(tr, "duration"), "median"), kNsToMs))
+                         : json(0.0)},
+                 {"transfer_bytes", hybrid && !array_or_empty(json_field(tr, "bytes")).empty()
+                                        ? json_field(tr, "bytes").back()
                                         : json(nullptr)},
-                 {"decode_ms", opt(scaled(at(at(at(t, "decode"), "duration"), "median"), kNsToMs))},
-                 {"ttft", stat(at(t, "ttft"), kNsToMs)},
-                 {"e2e", stat(at(at(at(pt, "e2e"), mode), "summary"), kNsToMs)}});
+                 {"decode_ms",
+                  opt(scaled(json_field(json_field(json_field(t, "decode"), "duration"), "median"),
+                             kNsToMs))},
+                 {"ttft", stat(json_field(t, "ttft"), kNsToMs)},
+                 {"e2e",
+                  stat(json_field(json_field(json_field(pt, "e2e"), mode), "summary"), kNsToMs)}});
         }
         json comparisons = json::array();
         for (const char* mode : {"prefill_alone", "decode_alone"}) {
-            const json& c = at(at(pt, "comparison"), mode);
+            const json& c = json_field(json_field(pt, "comparison"), mode);
             if (!c.is_object())
                 continue;
             comparisons.push_back({{"against", label(mode)},
-                                   {"speedup", opt(num(at(c, "speedup")))},
-                                   {"lo", opt(num(at(c, "ci95_lo")))},
-                                   {"hi", opt(num(at(c, "ci95_hi")))},
-                                   {"verdict", text(at(c, "verdict"))}});
+                                   {"speedup", opt(num(json_field(c, "speedup")))},
+                                   {"lo", opt(num(json_field(c, "ci95_lo")))},
+                                   {"hi", opt(num(json_field(c, "ci95_hi")))},
+                                   {"verdict", text(json_field(c, "verdict"))}});
         }
         points.push_back({{"test", name}, {"modes", modes}, {"comparisons", comparisons}});
     }
@@ -566,45 +563,46 @@ json hybrid_view(const json& doc) {
 }
 
 json sustained_view(const json& doc) {
-    const json& s = at(doc, "sustained");
+    const json& s = json_field(doc, "sustained");
     json phases = json::array();
-    for (const auto& p : array_or_empty(at(s, "phases"))) {
+    for (const auto& p : array_or_empty(json_field(s, "phases"))) {
         json rounds = json::array();
-        for (const auto& r : array_or_empty(at(p, "rounds"))) {
-            auto round = num(at(r, "round"));
+        for (const auto& r : array_or_empty(json_field(p, "rounds"))) {
+            auto round = num(json_field(r, "round"));
             if (!round)
                 continue;
-            rounds.push_back({{"round", *round},
-                              {"status", text(at(r, "status"))},
-                              {"prefill_tps", opt(num(at(r, "prefill_tps")))},
-                              {"decode_tps", opt(num(at(r, "decode_tps")))},
-                              {"ttft_ms", opt(num(at(r, "ttft_ms")))},
-                              {"temp_max_c", opt(num(at(r, "temp_max_c")))},
-                              {"cpu_freq_mhz", opt(scaled(at(r, "cpu_freq_mean_khz"), 1e-3))}});
+            rounds.push_back(
+                {{"round", *round},
+                 {"status", text(json_field(r, "status"))},
+                 {"prefill_tps", opt(num(json_field(r, "prefill_tps")))},
+                 {"decode_tps", opt(num(json_field(r, "decode_tps")))},
+                 {"ttft_ms", opt(num(json_field(r, "ttft_ms")))},
+                 {"temp_max_c", opt(num(json_field(r, "temp_max_c")))},
+                 {"cpu_freq_mhz", opt(scaled(json_field(r, "cpu_freq_mean_khz"), 1e-3))}});
         }
         if (rounds.empty())
             continue;
-        const json& across = at(p, "across");
-        phases.push_back({{"name", text(at(p, "name"))},
-                          {"background", text(at(p, "background"))},
+        const json& across = json_field(p, "across");
+        phases.push_back({{"name", text(json_field(p, "name"))},
+                          {"background", text(json_field(p, "background"))},
                           {"rounds", rounds},
-                          {"onset_round", opt(num(at(across, "throttle_onset_round")))},
-                          {"onset_basis", text(at(across, "onset_basis"))},
-                          {"freq_onset_round", opt(num(at(across, "freq_onset_round")))},
-                          {"steady_decode_tps", opt(num(at(across, "steady_decode_tps")))},
-                          {"first_last_change", opt(num(at(across, "first_last_change")))},
-                          {"verdict", text(at(across, "verdict"))}});
+                          {"onset_round", opt(num(json_field(across, "throttle_onset_round")))},
+                          {"onset_basis", text(json_field(across, "onset_basis"))},
+                          {"freq_onset_round", opt(num(json_field(across, "freq_onset_round")))},
+                          {"steady_decode_tps", opt(num(json_field(across, "steady_decode_tps")))},
+                          {"first_last_change", opt(num(json_field(across, "first_last_change")))},
+                          {"verdict", text(json_field(across, "verdict"))}});
     }
     if (phases.empty())
         return nullptr;
     json slowdown = json::array();
-    for (const auto& x : array_or_empty(at(s, "slowdown")))
-        slowdown.push_back({{"stage", text(at(x, "stage"))},
-                            {"ratio", opt(num(at(x, "ratio")))},
-                            {"lo", opt(num(at(x, "ci95_lo")))},
-                            {"hi", opt(num(at(x, "ci95_hi")))},
-                            {"no_difference", at(x, "no_difference").is_boolean() &&
-                                                  at(x, "no_difference").get<bool>()}});
+    for (const auto& x : array_or_empty(json_field(s, "slowdown")))
+        slowdown.push_back({{"stage", text(json_field(x, "stage"))},
+                            {"ratio", opt(num(json_field(x, "ratio")))},
+                            {"lo", opt(num(json_field(x, "ci95_lo")))},
+                            {"hi", opt(num(json_field(x, "ci95_hi")))},
+                            {"no_difference", json_field(x, "no_difference").is_boolean() &&
+                                                  json_field(x, "no_difference").get<bool>()}});
     return json{{"phases", phases}, {"slowdown", slowdown}};
 }
 
@@ -613,22 +611,23 @@ json warnings_view(const json& doc) {
     std::set<std::pair<std::string, std::string>> seen;
     auto add = [&](const json& list, const std::string& where) {
         for (const auto& w : array_or_empty(list)) {
-            const std::string code = text(at(w, "code")), message = text(at(w, "message"));
+            const std::string code = text(json_field(w, "code")),
+                              message = text(json_field(w, "message"));
             if ((code.empty() && message.empty()) || !seen.insert({code, message}).second)
                 continue;
             out.push_back({{"code", code},
                            {"message", message},
-                           {"hint", text(at(w, "hint"))},
+                           {"hint", text(json_field(w, "hint"))},
                            {"where", where}});
         }
     };
-    add(at(doc, "warnings"), "");
-    add(at(at(doc, "telemetry"), "warnings"), "telemetry");
+    add(json_field(doc, "warnings"), "");
+    add(json_field(json_field(doc, "telemetry"), "warnings"), "telemetry");
     return out.empty() ? json(nullptr) : out;
 }
 
 json compare_view(const json& doc, std::vector<std::string>& notes) {
-    auto version = num(at(doc, "compare_schema_version"));
+    auto version = num(json_field(doc, "compare_schema_version"));
     if (!version || *version != 1) {
         notes.push_back("compare_schema_version " +
                         (version ? std::to_string(static_cast<int>(*version)) : "missing") +
@@ -636,10 +635,10 @@ json compare_view(const json& doc, std::vector<std::string>& notes) {
         return nullptr;
     }
     json rows = json::array();
-    for (const auto& r : array_or_empty(at(doc, "rows"))) {
+    for (const auto& r : array_or_empty(json_field(doc, "rows"))) {
         std::string differs;
-        if (at(r, "differs").is_object()) {
-            for (const auto& [k, v] : at(r, "differs").items()) {
+        if (json_field(r, "differs").is_object()) {
+            for (const auto& [k, v] : json_field(r, "differs").items()) {
                 std::string vals;
                 for (const auto& x : array_or_empty(v))
                     vals += (vals.empty() ? "" : " / ") + (x.is_string() ? text(x) : x.dump());
@@ -647,44 +646,45 @@ json compare_view(const json& doc, std::vector<std::string>& notes) {
             }
         }
         json sides = json::array(), ratios = json::array();
-        for (const auto& s : array_or_empty(at(r, "sides")))
-            sides.push_back({{"label", text(at(s, "label"))},
-                             {"median", opt(num(at(s, "median")))},
-                             {"cv", opt(num(at(s, "cv")))},
-                             {"n", opt(num(at(s, "n")))}});
-        for (const auto& x : array_or_empty(at(r, "ratios")))
-            ratios.push_back({{"label", text(at(x, "label"))},
-                              {"median", opt(num(at(x, "median")))},
-                              {"lo", opt(num(at(x, "ci_low")))},
-                              {"hi", opt(num(at(x, "ci_high")))},
-                              {"verdict", text(at(x, "verdict"))}});
-        const std::string metric = text(at(r, "metric"));
-        rows.push_back(
-            {{"test", text(at(r, "test"))},
-             {"stage", text(at(r, "stage"))},
-             {"metric", metric},
-             {"unit", metric == "ttft_ms"        ? "ms"
-                      : metric == "tokens_per_s" ? "tok/s"
-                                                 : ""},
-             {"higher_is_better",
-              at(r, "higher_is_better").is_boolean() ? at(r, "higher_is_better") : json()},
-             {"differs", differs},
-             {"sides", sides},
-             {"ratios", ratios}});
+        for (const auto& s : array_or_empty(json_field(r, "sides")))
+            sides.push_back({{"label", text(json_field(s, "label"))},
+                             {"median", opt(num(json_field(s, "median")))},
+                             {"cv", opt(num(json_field(s, "cv")))},
+                             {"n", opt(num(json_field(s, "n")))}});
+        for (const auto& x : array_or_empty(json_field(r, "ratios")))
+            ratios.push_back({{"label", text(json_field(x, "label"))},
+                              {"median", opt(num(json_field(x, "median")))},
+                              {"lo", opt(num(json_field(x, "ci_low")))},
+                              {"hi", opt(num(json_field(x, "ci_high")))},
+                              {"verdict", text(json_field(x, "verdict"))}});
+        const std::string metric = text(json_field(r, "metric"));
+        rows.push_back({{"test", text(json_field(r, "test"))},
+                        {"stage", text(json_field(r, "stage"))},
+                        {"metric", metric},
+                        {"unit", metric == "ttft_ms"        ? "ms"
+                                 : metric == "tokens_per_s" ? "tok/s"
+                                                            : ""},
+                        {"higher_is_better", json_field(r, "higher_is_better").is_boolean()
+                                                 ? json_field(r, "higher_is_better")
+                                                 : json()},
+                        {"differs", differs},
+                        {"sides", sides},
+                        {"ratios", ratios}});
     }
     json inputs = json::array();
-    for (const auto& i : array_or_empty(at(doc, "inputs")))
-        inputs.push_back({{"label", text(at(i, "label"))},
-                          {"source", text(at(i, "source"))},
-                          {"command", text(at(i, "command"))},
-                          {"host", text(at(i, "host"))},
-                          {"cpu", text(at(i, "cpu"))},
-                          {"started_at", text(at(i, "started_at"))}});
+    for (const auto& i : array_or_empty(json_field(doc, "inputs")))
+        inputs.push_back({{"label", text(json_field(i, "label"))},
+                          {"source", text(json_field(i, "source"))},
+                          {"command", text(json_field(i, "command"))},
+                          {"host", text(json_field(i, "host"))},
+                          {"cpu", text(json_field(i, "cpu"))},
+                          {"started_at", text(json_field(i, "started_at"))}});
     json unmatched = json::array();
-    for (const auto& u : array_or_empty(at(doc, "unmatched")))
-        unmatched.push_back({{"label", text(at(u, "label"))}, {"test", text(at(u, "test"))}});
+    for (const auto& u : array_or_empty(json_field(doc, "unmatched")))
+        unmatched.push_back(
+            {{"label", text(json_field(u, "label"))}, {"test", text(json_field(u, "test"))}});
     json cnotes = json::array();
-    for (const auto& n : array_or_empty(at(doc, "notes")))
+    for (const auto& n : array_or_empty(json_field(doc, "notes")))
         if (n.is_string())
             cnotes.push_back(n);
     return json{{"inputs", inputs}, {"rows", rows}, {"unmatched", unmatched}, {"notes", cnotes}};
@@ -697,9 +697,9 @@ json document_view(const ReportInput& in, std::size_t index) {
     std::vector<std::string> notes;
     json v{{"id", "d" + std::to_string(index)},
            {"source", in.source},
-           {"command", text(at(doc, "command"))}};
-    const bool is_compare = text(at(doc, "command")) == "compare";
-    const bool is_result = text(at(doc, "schema")) == "stagebench.result";
+           {"command", text(json_field(doc, "command"))}};
+    const bool is_compare = text(json_field(doc, "command")) == "compare";
+    const bool is_result = text(json_field(doc, "schema")) == "stagebench.result";
     if (!doc.is_object() || (!is_compare && !is_result)) {
         v["kind"] = "unknown";
         v["notes"] = {"not a stagebench result or compare document; skipped"};
@@ -707,8 +707,8 @@ json document_view(const ReportInput& in, std::size_t index) {
     }
     if (is_compare) {
         v["kind"] = "compare";
-        v["header"] = {{"created_at", text(at(doc, "created_at"))},
-                       {"tool_version", text(at(doc, "tool_version"))}};
+        v["header"] = {{"created_at", text(json_field(doc, "created_at"))},
+                       {"tool_version", text(json_field(doc, "tool_version"))}};
         if (json c = compare_view(doc, notes); !c.is_null())
             v["compare"] = std::move(c);
         v["notes"] = notes;
@@ -716,7 +716,7 @@ json document_view(const ReportInput& in, std::size_t index) {
     }
     v["kind"] = "result";
     v["header"] = result_header(doc);
-    const std::string command = text(at(doc, "command"));
+    const std::string command = text(json_field(doc, "command"));
     if (!known_commands().count(command))
         notes.push_back("command '" + command +
                         "' is not known to this report; only the common sections are shown");

@@ -10,16 +10,6 @@ namespace {
 
 using nlohmann::json;
 
-const json& field(const json& j, const char* key) {
-    static const json null;
-    if (j.is_object()) {
-        auto it = j.find(key);
-        if (it != j.end())
-            return *it;
-    }
-    return null;
-}
-
 std::string text(const json& v) {
     if (v.is_null())
         return "-";
@@ -27,7 +17,7 @@ std::string text(const json& v) {
 }
 
 std::string median(const json& summary, double scale = 1) {
-    const json& m = field(summary, "median");
+    const json& m = json_field(summary, "median");
     return m.is_number() ? fmt::format("{:.2f}", m.get<double>() * scale) : std::string("-");
 }
 
@@ -66,24 +56,25 @@ json store_list_json(const std::vector<StoredEntry>& entries) {
 }
 
 void write_document_summary_markdown(std::ostream& out, int64_t id, const json& doc) {
-    const json& sys = field(doc, "system");
-    const json& tool = field(doc, "tool");
-    const json& llama = field(doc, "llama");
-    out << "## #" << id << ": " << text(field(doc, "command")) << "\n\n"
-        << "- started " << text(field(doc, "started_at")) << ", finished "
-        << text(field(doc, "finished_at")) << "\n"
-        << "- system: " << text(field(sys, "hostname")) << ", " << text(field(sys, "cpu_model"))
-        << ", " << text(field(sys, "os")) << "\n"
-        << "- stagebench " << text(field(tool, "version")) << " ("
-        << text(field(tool, "build_type")) << "), llama.cpp " << text(field(llama, "tag")) << "\n";
+    const json& sys = json_field(doc, "system");
+    const json& tool = json_field(doc, "tool");
+    const json& llama = json_field(doc, "llama");
+    out << "## #" << id << ": " << text(json_field(doc, "command")) << "\n\n"
+        << "- started " << text(json_field(doc, "started_at")) << ", finished "
+        << text(json_field(doc, "finished_at")) << "\n"
+        << "- system: " << text(json_field(sys, "hostname")) << ", "
+        << text(json_field(sys, "cpu_model")) << ", " << text(json_field(sys, "os")) << "\n"
+        << "- stagebench " << text(json_field(tool, "version")) << " ("
+        << text(json_field(tool, "build_type")) << "), llama.cpp " << text(json_field(llama, "tag"))
+        << "\n";
     std::vector<std::string> models;
-    if (const json& ms = field(doc, "models"); ms.is_array())
+    if (const json& ms = json_field(doc, "models"); ms.is_array())
         for (const auto& m : ms)
-            models.push_back(field(m, "name").is_string() ? text(field(m, "name"))
-                                                          : text(field(m, "path")));
+            models.push_back(json_field(m, "name").is_string() ? text(json_field(m, "name"))
+                                                               : text(json_field(m, "path")));
     out << "- models: " << joined(models) << "\n";
 
-    const json& tests = field(doc, "tests");
+    const json& tests = json_field(doc, "tests");
     if (!tests.is_array() || tests.empty()) {
         out << "\nNo tests in this document; `stagebench db export " << id
             << "` gives all of it.\n";
@@ -92,15 +83,16 @@ void write_document_summary_markdown(std::ostream& out, int64_t id, const json& 
     out << "\n| test | devices | threads | status | reps | prefill t/s | decode t/s | TTFT ms |\n"
         << "| --- | --- | ---: | --- | ---: | ---: | ---: | ---: |\n";
     for (const auto& t : tests) {
-        const json& c = field(t, "config");
-        const json& th = field(c, "n_threads");
+        const json& c = json_field(t, "config");
+        const json& th = json_field(c, "n_threads");
         const std::string threads =
             th.is_number_integer() && th.get<int64_t>() <= 0 ? "auto" : text(th);
-        out << "| " << text(field(c, "test")) << " | " << text(field(c, "devices")) << " | "
-            << threads << " | " << text(field(t, "status")) << " | " << text(field(t, "reps_done"))
-            << " | " << median(field(field(t, "prefill"), "throughput")) << " | "
-            << median(field(field(t, "decode"), "throughput")) << " | "
-            << median(field(t, "ttft"), 1e-6) << " |\n";
+        out << "| " << text(json_field(c, "test")) << " | " << text(json_field(c, "devices"))
+            << " | " << threads << " | " << text(json_field(t, "status")) << " | "
+            << text(json_field(t, "reps_done")) << " | "
+            << median(json_field(json_field(t, "prefill"), "throughput")) << " | "
+            << median(json_field(json_field(t, "decode"), "throughput")) << " | "
+            << median(json_field(t, "ttft"), 1e-6) << " |\n";
     }
 }
 

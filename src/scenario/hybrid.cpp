@@ -103,19 +103,31 @@ json summary_of(const std::vector<int64_t>& v) {
     return to_json(summarize_ns(v));
 }
 
-LoadSpec spec_for(const HybridOptions& o, const std::string& devices, int n_ctx) {
-    LoadSpec ls;
-    ls.model_path = o.model_path;
-    ls.devices = split_device_set(devices);
-    ls.n_gpu_layers = o.n_gpu_layers;
-    ls.n_ctx = n_ctx;
-    ls.n_batch = o.n_batch;
-    ls.n_ubatch = o.n_ubatch;
-    ls.n_threads = o.n_threads;
-    ls.flash_attn = o.flash_attn;
-    ls.type_k = o.type_k;
-    ls.type_v = o.type_v;
-    return ls;
+// The configuration every mode shares; the caller sets devices and lengths.
+TestConfig base_config(const HybridOptions& o) {
+    TestConfig c;
+    c.model_path = o.model_path;
+    c.n_threads = o.n_threads;
+    c.n_batch = o.n_batch;
+    c.n_ubatch = o.n_ubatch;
+    c.n_gpu_layers = o.n_gpu_layers;
+    c.flash_attn = o.flash_attn;
+    c.type_k = o.type_k;
+    c.type_v = o.type_v;
+    c.reps = o.reps;
+    c.max_reps = o.reps;
+    c.warmup = o.warmup;
+    c.seed = o.seed;
+    return c;
+}
+
+// One context for every point: long enough for the longest prompt and generation.
+LoadSpec spec_for(const HybridOptions& o, const std::string& devices, int max_p, int max_n) {
+    TestConfig c = base_config(o);
+    c.devices = devices;
+    c.n_prompt = max_p;
+    c.n_gen = max_n;
+    return load_spec_for(c);
 }
 
 void validate(const HybridOptions& o) {
@@ -243,7 +255,6 @@ int run_hybrid(const HybridOptions& o, ResultDocument& doc, std::ostream& out, s
 
     const int max_p = *std::max_element(o.n_prompt.begin(), o.n_prompt.end());
     const int max_n = *std::max_element(o.n_gen.begin(), o.n_gen.end());
-    const int n_ctx = max_p + max_n + 8;
 
     // Both engines hold the model at once; that is the memory cost of the hybrid.
     json memory = {{"rss_before_bytes", nullptr}};
@@ -254,10 +265,10 @@ int run_hybrid(const HybridOptions& o, ResultDocument& doc, std::ostream& out, s
     memory["rss_before_bytes"] = rss();
     LlamaEngine a, b;
     progress("loading the model for " + o.prefill_device + " (prefill)");
-    a.load(spec_for(o, o.prefill_device, n_ctx));
+    a.load(spec_for(o, o.prefill_device, max_p, max_n));
     memory["rss_after_prefill_engine_bytes"] = rss();
     progress("loading the model for " + o.decode_device + " (decode)");
-    b.load(spec_for(o, o.decode_device, n_ctx));
+    b.load(spec_for(o, o.decode_device, max_p, max_n));
     memory["rss_after_decode_engine_bytes"] = rss();
     auto opt = [](std::optional<uint64_t> v) { return v ? json(*v) : json(nullptr); };
     memory["weight_bytes_prefill_engine"] = opt(a.weight_bytes());
@@ -308,21 +319,10 @@ int run_hybrid(const HybridOptions& o, ResultDocument& doc, std::ostream& out, s
                 {kDecodeAloneMode, o.decode_device}};
             for (auto& m : modes) {
                 TestResult r;
-                r.config.model_path = o.model_path;
+                r.config = base_config(o);
                 r.config.devices = devices_of.at(m.name);
                 r.config.n_prompt = p;
                 r.config.n_gen = n;
-                r.config.n_threads = o.n_threads;
-                r.config.n_batch = o.n_batch;
-                r.config.n_ubatch = o.n_ubatch;
-                r.config.n_gpu_layers = o.n_gpu_layers;
-                r.config.flash_attn = o.flash_attn;
-                r.config.type_k = o.type_k;
-                r.config.type_v = o.type_v;
-                r.config.reps = o.reps;
-                r.config.max_reps = o.reps;
-                r.config.warmup = o.warmup;
-                r.config.seed = o.seed;
                 r.prefill.emplace().n_tokens = p;
                 r.decode.emplace().n_tokens = n;
                 r.decode->kv_depth_start = p;
@@ -432,12 +432,7 @@ int run_hybrid(const HybridOptions& o, ResultDocument& doc, std::ostream& out, s
     }
     a.unload();
     b.unload();
-    if (tel) {
-        tel->stop();
-        doc.telemetry = to_json(tel->record());
-        for (const auto& w : tel->record().warnings)
-            doc.warnings.push_back(w);
-    }
+    finish_telemetry(tel.get(), doc);
     doc.finished_at = utc_timestamp();
     save();
     if (o.format == "json")

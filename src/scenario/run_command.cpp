@@ -165,12 +165,7 @@ int run_benchmark(const RunOptions& opts, ResultDocument& doc, std::ostream& out
     }
     engine.unload();
     http.stop();
-    if (tel) {
-        tel->stop();
-        doc.telemetry = to_json(tel->record());
-        for (const auto& w : tel->record().warnings)
-            doc.warnings.push_back(w);
-    }
+    finish_telemetry(tel.get(), doc);
     doc.finished_at = utc_timestamp();
     save();
     reporter->end(doc);

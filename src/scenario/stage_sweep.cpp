@@ -19,6 +19,21 @@ std::vector<int32_t> random_tokens(int n, int32_t n_vocab, uint64_t seed) {
     return t;
 }
 
+LoadSpec load_spec_for(const TestConfig& c) {
+    LoadSpec ls;
+    ls.model_path = c.model_path;
+    ls.devices = split_device_set(c.devices);
+    ls.n_gpu_layers = c.n_gpu_layers;
+    ls.n_ctx = c.n_depth + c.n_prompt + c.n_gen + 8;
+    ls.n_batch = c.n_batch;
+    ls.n_ubatch = c.n_ubatch;
+    ls.n_threads = c.n_threads;
+    ls.flash_attn = c.flash_attn;
+    ls.type_k = c.type_k;
+    ls.type_v = c.type_v;
+    return ls;
+}
+
 void finish_stage(StageResult& s) {
     s.duration = summarize_ns(s.duration_ns);
     s.throughput = summarize(s.tokens_per_s);
@@ -132,18 +147,7 @@ TestResult run_test(Engine& engine, const TestConfig& c, const SweepHooks& hooks
             hooks.stage_marker(stage, begin, tokens);
     };
     try {
-        LoadSpec ls;
-        ls.model_path = c.model_path;
-        ls.devices = split_device_set(c.devices);
-        ls.n_gpu_layers = c.n_gpu_layers;
-        ls.n_ctx = c.n_depth + c.n_prompt + c.n_gen + 8;
-        ls.n_batch = c.n_batch;
-        ls.n_ubatch = c.n_ubatch;
-        ls.n_threads = c.n_threads;
-        ls.flash_attn = c.flash_attn;
-        ls.type_k = c.type_k;
-        ls.type_v = c.type_v;
-        engine.load(ls);
+        engine.load(load_spec_for(c));
         r.backends = engine.active_backends();
         r.notes = engine.notes();
         const int32_t n_vocab = engine.n_vocab();

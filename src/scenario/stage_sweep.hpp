@@ -48,6 +48,10 @@ double prefill_flops(uint64_t n_params, const ModelShape& shape, int n_depth, in
 // every timed stage, made before its clock starts.
 std::vector<int32_t> random_tokens(int n, int32_t n_vocab, uint64_t seed);
 
+// How an engine loads a test: its model, devices ('+'-split), offload and context settings, a
+// context of n_depth + n_prompt + n_gen tokens and a little room.
+LoadSpec load_spec_for(const TestConfig& c);
+
 // Fills a stage's summaries from its raw samples.
 void finish_stage(StageResult& s);
 // Whether every measured stage's tokens/s has a 95 % CI half-width within target (relative).

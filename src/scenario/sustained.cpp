@@ -448,10 +448,7 @@ int run_sustained(const SustainedOptions& o, ResultDocument& doc, std::ostream& 
     engine.unload();
     if (http)
         http->stop();
-    if (tel) {
-        tel->stop();
-        doc.telemetry = to_json(tel->record());
-    }
+    finish_telemetry(tel.get(), doc);
     save();
     if (o.format == "json")
         out << to_json(doc).dump(2) << "\n";

@@ -77,4 +77,14 @@ nlohmann::json test_telemetry(const Sampler& tel, const std::string& prefix) {
     return j;
 }
 
+void finish_telemetry(Sampler* tel, ResultDocument& doc) {
+    if (!tel)
+        return;
+    tel->stop();
+    const TelemetryRecord rec = tel->record();  // a copy of every series: taken once
+    doc.telemetry = to_json(rec);
+    for (const auto& w : rec.warnings)
+        doc.warnings.push_back(w);
+}
+
 }  // namespace sb

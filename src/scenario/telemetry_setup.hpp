@@ -6,6 +6,7 @@
 #include <ostream>
 #include <string>
 
+#include "core/result.hpp"
 #include "telemetry/sampler.hpp"
 
 namespace sb {
@@ -22,6 +23,10 @@ struct TelemetryChoice {
 // no source exists. Prints a line naming the sources and absent families when progress.
 std::unique_ptr<Sampler> open_telemetry(const TelemetryChoice& choice, std::ostream& err,
                                         bool progress);
+
+// Stops the sampler (when there is one) and keeps its record in doc: the series, marks and
+// stage records as doc.telemetry, its warnings appended to doc.warnings.
+void finish_telemetry(Sampler* tel, ResultDocument& doc);
 
 // True when the sampler has at least one source to read.
 bool has_sources(const Sampler& s);

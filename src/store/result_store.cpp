@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "core/error.hpp"
+#include "core/json_util.hpp"
 #include "core/result.hpp"
 
 namespace sb {
@@ -126,18 +127,8 @@ std::optional<std::string> str_at(const json& j, const char* key) {
     return std::nullopt;
 }
 
-const json& at_or_null(const json& j, const char* key) {
-    static const json null;
-    if (j.is_object()) {
-        auto it = j.find(key);
-        if (it != j.end())
-            return *it;
-    }
-    return null;
-}
-
 std::optional<double> number_at(const json& j, const char* key) {
-    const json& v = at_or_null(j, key);
+    const json& v = json_field(j, key);
     return v.is_number() ? std::optional<double>(v.get<double>()) : std::nullopt;
 }
 
@@ -147,7 +138,7 @@ std::string basename_of(const std::string& path) {
 
 std::vector<std::string> model_names(const json& doc) {
     std::vector<std::string> names;
-    const json& models = at_or_null(doc, "models");
+    const json& models = json_field(doc, "models");
     if (!models.is_array())
         return names;
     for (const auto& m : models) {
@@ -161,12 +152,12 @@ std::vector<std::string> model_names(const json& doc) {
 
 std::vector<StoredTest> tests_of(int64_t doc_id, const json& doc) {
     std::vector<StoredTest> out;
-    const json& tests = at_or_null(doc, "tests");
+    const json& tests = json_field(doc, "tests");
     if (!tests.is_array())
         return out;
     for (std::size_t i = 0; i < tests.size(); ++i) {
         const json& t = tests[i];
-        const json& c = at_or_null(t, "config");
+        const json& c = json_field(t, "config");
         StoredTest r;
         r.document_id = doc_id;
         r.index = static_cast<int64_t>(i);
@@ -175,12 +166,12 @@ std::vector<StoredTest> tests_of(int64_t doc_id, const json& doc) {
             r.model = basename_of(*p);
         r.devices = str_at(c, "devices");
         r.status = str_at(t, "status");
-        if (const json& th = at_or_null(c, "n_threads"); th.is_number_integer())
+        if (const json& th = json_field(c, "n_threads"); th.is_number_integer())
             r.n_threads = th.get<int64_t>();
         r.prefill_tps_median =
-            number_at(at_or_null(at_or_null(t, "prefill"), "throughput"), "median");
+            number_at(json_field(json_field(t, "prefill"), "throughput"), "median");
         r.decode_tps_median =
-            number_at(at_or_null(at_or_null(t, "decode"), "throughput"), "median");
+            number_at(json_field(json_field(t, "decode"), "throughput"), "median");
         out.push_back(std::move(r));
     }
     return out;
@@ -321,13 +312,13 @@ int64_t ResultStore::append(const nlohmann::json& doc) {
     Stmt ins(db,
              "INSERT INTO documents (stored_at, command, started_at, host, cpu, tool_version, "
              "models, n_tests, json) VALUES (?,?,?,?,?,?,?,?,?)");
-    const json& tests = at_or_null(doc, "tests");
+    const json& tests = json_field(doc, "tests");
     ins.bind(1, utc_timestamp());
     ins.bind(2, str_at(doc, "command"));
     ins.bind(3, str_at(doc, "started_at"));
-    ins.bind(4, str_at(at_or_null(doc, "system"), "hostname"));
-    ins.bind(5, str_at(at_or_null(doc, "system"), "cpu_model"));
-    ins.bind(6, str_at(at_or_null(doc, "tool"), "version"));
+    ins.bind(4, str_at(json_field(doc, "system"), "hostname"));
+    ins.bind(5, str_at(json_field(doc, "system"), "cpu_model"));
+    ins.bind(6, str_at(json_field(doc, "tool"), "version"));
     ins.bind(7, json(model_names(doc)).dump());
     ins.bind(8, static_cast<int64_t>(tests.is_array() ? tests.size() : 0));
     ins.bind(9, text);

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "core/error.hpp"
+#include "core/json_util.hpp"
 
 namespace sb {
 
@@ -47,14 +48,6 @@ std::string str_at(const json& j, const char* key, const std::string& fallback =
         return fallback;
     auto it = j.find(key);
     return it != j.end() && it->is_string() ? it->get<std::string>() : fallback;
-}
-
-const json& at(const json& j, const char* key) {
-    static const json null_json;
-    if (!j.is_object())
-        return null_json;
-    auto it = j.find(key);
-    return it != j.end() ? *it : null_json;
 }
 
 std::vector<int64_t> ints(const json& j) {
@@ -138,8 +131,8 @@ struct Interval {
 
 std::vector<Interval> intervals_of(const json& stage) {
     std::vector<Interval> out;
-    const auto starts = ints(at(stage, "start_ns"));
-    const auto durs = ints(at(stage, "duration_ns"));
+    const auto starts = ints(json_field(stage, "start_ns"));
+    const auto durs = ints(json_field(stage, "duration_ns"));
     for (size_t i = 0; i < starts.size() && i < durs.size(); ++i)
         if (starts[i] != std::numeric_limits<int64_t>::min() &&
             durs[i] != std::numeric_limits<int64_t>::min() && durs[i] >= 0)
@@ -149,8 +142,8 @@ std::vector<Interval> intervals_of(const json& stage) {
 
 // Repetitions, prefill, decode and tokens of one test, inside [lo, hi].
 void add_test_stages(Builder& b, const json& t, bool rep_slices, int tid) {
-    const json& prefill = at(t, "prefill");
-    const json& decode = at(t, "decode");
+    const json& prefill = json_field(t, "prefill");
+    const json& decode = json_field(t, "decode");
     const auto pre = intervals_of(prefill);
     const auto dec = intervals_of(decode);
     // A repetition is a prefill and the decode that starts after it (before the next prefill);
@@ -175,16 +168,16 @@ void add_test_stages(Builder& b, const json& t, bool rep_slices, int tid) {
             b.slice(tid, "repetition " + std::to_string(i + 1), "repetition", reps[i].first,
                     reps[i].second, json{{"repetition", i + 1}});
     }
-    const auto tps_pre = at(prefill, "tokens_per_s");
+    const auto tps_pre = json_field(prefill, "tokens_per_s");
     for (const auto& p : pre)
         b.slice(
             tid, "prefill", "stage", p.start, p.end,
-            json{{"n_tokens", at(prefill, "n_tokens")},
+            json{{"n_tokens", json_field(prefill, "n_tokens")},
                  {"duration_ns", p.end - p.start},
                  {"tokens_per_s", tps_pre.is_array() && p.index < tps_pre.size() ? tps_pre[p.index]
                                                                                  : json(nullptr)}});
-    const auto tps_dec = at(decode, "tokens_per_s");
-    const auto lat = ints(at(decode, "token_latency_ns"));
+    const auto tps_dec = json_field(decode, "tokens_per_s");
+    const auto lat = ints(json_field(decode, "token_latency_ns"));
     const auto n_tok = int_at(decode, "n_tokens");
     // Token slices only when every repetition decoded n_tokens (the in-process engine); over
     // HTTP the gaps are per streamed chunk and vary per repetition.
@@ -194,7 +187,7 @@ void add_test_stages(Builder& b, const json& t, bool rep_slices, int tid) {
         const auto& d = dec[k];
         b.slice(
             tid, "decode", "stage", d.start, d.end,
-            json{{"n_tokens", at(decode, "n_tokens")},
+            json{{"n_tokens", json_field(decode, "n_tokens")},
                  {"duration_ns", d.end - d.start},
                  {"tokens_per_s", tps_dec.is_array() && d.index < tps_dec.size() ? tps_dec[d.index]
                                                                                  : json(nullptr)}});
@@ -219,16 +212,17 @@ struct RoundRef {
 void add_tests(Builder& b, const json& doc) {
     // Sustained documents: each round is one test with the round's start and end.
     std::map<int64_t, RoundRef> rounds;
-    const json& sustained = at(doc, "sustained");
+    const json& sustained = json_field(doc, "sustained");
     // With --cooldown 0 the wait is only the time to look at the clock: no slice.
-    const bool cooldowns = str_at(at(sustained, "config"), "cooldown") != "0";
+    const bool cooldowns = str_at(json_field(sustained, "config"), "cooldown") != "0";
     static const json no_phases = json::array();
-    const json& phases = at(sustained, "phases").is_array() ? at(sustained, "phases") : no_phases;
+    const json& phases =
+        json_field(sustained, "phases").is_array() ? json_field(sustained, "phases") : no_phases;
     for (const auto& ph : phases) {
         const std::string phase = str_at(ph, "name", "rounds");
         int64_t lo = std::numeric_limits<int64_t>::max(), hi = std::numeric_limits<int64_t>::min();
         int64_t prev_end = std::numeric_limits<int64_t>::min();
-        const json& rs = at(ph, "rounds");
+        const json& rs = json_field(ph, "rounds");
         if (!rs.is_array())
             continue;
         for (const auto& r : rs) {
@@ -238,27 +232,27 @@ void add_tests(Builder& b, const json& doc) {
             rounds[*s] = {phase, &r};
             lo = std::min(lo, *s);
             hi = std::max(hi, *e);
-            const json& cd = at(r, "cooldown_s");
+            const json& cd = json_field(r, "cooldown_s");
             if (cooldowns && cd.is_number() && cd.get<double>() > 0) {
                 int64_t cs = *s - static_cast<int64_t>(std::llround(cd.get<double>() * 1e9));
                 if (prev_end != std::numeric_limits<int64_t>::min())
                     cs = std::max(cs, prev_end);
                 b.slice(kStagesTid, "cooldown", "cooldown", cs, *s,
-                        json{{"cooldown_s", cd}, {"before_round", at(r, "round")}});
+                        json{{"cooldown_s", cd}, {"before_round", json_field(r, "round")}});
             }
             prev_end = *e;
         }
         if (lo <= hi)
             b.slice(kStagesTid, "phase " + phase, "phase", lo, hi,
-                    json{{"phase", phase}, {"background", at(ph, "background")}});
+                    json{{"phase", phase}, {"background", json_field(ph, "background")}});
     }
 
-    const json& tests = at(doc, "tests");
+    const json& tests = json_field(doc, "tests");
     if (!tests.is_array())
         return;
     // A hybrid run interleaves the repetitions of its modes: each mode gets a track of its own,
     // and the state transfers of the hybrid mode are slices on its track.
-    const json& hybrid = at(doc, "hybrid");
+    const json& hybrid = json_field(doc, "hybrid");
     std::map<std::string, int> mode_tid;
     auto tid_of = [&](const json& cfg) {
         if (!hybrid.is_object())
@@ -273,16 +267,16 @@ void add_tests(Builder& b, const json& doc) {
         b.thread_names[tid] = "stages on " + dev;
         return tid;
     };
-    if (hybrid.is_object() && at(hybrid, "points").is_array()) {
-        for (const auto& pt : at(hybrid, "points")) {
-            const auto idx = int_at(at(pt, "tests"), "hybrid");
+    if (hybrid.is_object() && json_field(hybrid, "points").is_array()) {
+        for (const auto& pt : json_field(hybrid, "points")) {
+            const auto idx = int_at(json_field(pt, "tests"), "hybrid");
             if (!idx || *idx < 0 || static_cast<size_t>(*idx) >= tests.size())
                 continue;
-            const int tid = tid_of(at(tests[static_cast<size_t>(*idx)], "config"));
-            const json& tr = at(pt, "transfer");
-            const auto starts = ints(at(tr, "start_ns"));
-            const auto durs = ints(at(tr, "duration_ns"));
-            const auto bytes = ints(at(tr, "bytes"));
+            const int tid = tid_of(json_field(tests[static_cast<size_t>(*idx)], "config"));
+            const json& tr = json_field(pt, "transfer");
+            const auto starts = ints(json_field(tr, "start_ns"));
+            const auto durs = ints(json_field(tr, "duration_ns"));
+            const auto bytes = ints(json_field(tr, "bytes"));
             for (size_t i = 0; i < starts.size() && i < durs.size(); ++i) {
                 if (starts[i] <= 0 || durs[i] < 0)
                     continue;
@@ -295,12 +289,12 @@ void add_tests(Builder& b, const json& doc) {
     }
     for (const auto& t : tests) {
         auto s = int_at(t, "started_ns"), e = int_at(t, "finished_ns");
-        const json& cfg = at(t, "config");
+        const json& cfg = json_field(t, "config");
         const int tid = tid_of(cfg);
         json args = pick(t, {"status", "error", "reps_done", "stopped_by", "backends"});
-        args["test"] = at(cfg, "test");
-        args["devices"] = at(cfg, "devices");
-        args["engine"] = at(cfg, "engine");
+        args["test"] = json_field(cfg, "test");
+        args["devices"] = json_field(cfg, "devices");
+        args["engine"] = json_field(cfg, "engine");
         std::string name = str_at(cfg, "test", "test") + " on " + str_at(cfg, "devices", "?");
         std::string cat = "test";
         bool rep_slices = true;
@@ -325,21 +319,21 @@ void add_tests(Builder& b, const json& doc) {
 }
 
 void add_ops(Builder& b, const json& doc) {
-    const json& ops = at(doc, "ops");
-    const json& stages = at(ops, "stages");
+    const json& ops = json_field(doc, "ops");
+    const json& stages = json_field(ops, "stages");
     if (!stages.is_array())
         return;
     for (const auto& st : stages) {
         const std::string stage = str_at(st, "stage", "stage");
-        const json& rec = at(st, "reconciliation");
-        const auto plain_s = ints(at(rec, "plain_start_ns"));
-        const auto plain_d = ints(at(rec, "plain_ns"));
+        const json& rec = json_field(st, "reconciliation");
+        const auto plain_s = ints(json_field(rec, "plain_start_ns"));
+        const auto plain_d = ints(json_field(rec, "plain_ns"));
         for (size_t i = 0; i < plain_s.size() && i < plain_d.size(); ++i)
             b.slice(kStagesTid, stage + " (uninstrumented)", "stage", plain_s[i],
                     plain_s[i] + plain_d[i],
                     json{{"stage", stage}, {"repetition", i + 1}, {"duration_ns", plain_d[i]}});
-        const auto traced_s = ints(at(rec, "traced_start_ns"));
-        const auto traced_d = ints(at(rec, "traced_ns"));
+        const auto traced_s = ints(json_field(rec, "traced_start_ns"));
+        const auto traced_d = ints(json_field(rec, "traced_ns"));
         const auto timeline = int_at(st, "timeline_rep");
         for (size_t i = 0; i < traced_s.size() && i < traced_d.size(); ++i)
             b.slice(kStagesTid, stage + " (traced node by node)", "stage", traced_s[i],
@@ -350,7 +344,7 @@ void add_ops(Builder& b, const json& doc) {
                          {"ops_shown", timeline && *timeline == static_cast<int64_t>(i)}});
         if (!b.opts.ops)
             continue;
-        const json& recs = at(st, "ops");
+        const json& recs = json_field(st, "ops");
         if (!recs.is_array())
             continue;
         std::map<std::pair<int64_t, int64_t>, size_t> index;  // (graph, node) -> record
@@ -361,14 +355,14 @@ void add_ops(Builder& b, const json& doc) {
             if (!s || !e)
                 continue;
             json srcs = json::array();
-            if (at(r, "srcs").is_array())
+            if (json_field(r, "srcs").is_array())
                 for (const auto& src : r["srcs"])
-                    srcs.push_back({{"name", at(src, "name")},
-                                    {"type", at(src, "type")},
-                                    {"shape", shape_of(at(src, "ne"))}});
+                    srcs.push_back({{"name", json_field(src, "name")},
+                                    {"type", json_field(src, "type")},
+                                    {"shape", shape_of(json_field(src, "ne"))}});
             json args = pick(r, {"name", "layer", "backend", "type", "op_ns", "call_ns",
                                  "isolated_call_ns", "no_compute", "graph", "node"});
-            args["shape"] = shape_of(at(r, "ne"));
+            args["shape"] = shape_of(json_field(r, "ne"));
             args["srcs"] = srcs;
             args["stage"] = stage;
             b.slice(b.tid_of_backend(str_at(r, "backend")), str_at(r, "op", "op"), "op", *s, *e,
@@ -376,7 +370,7 @@ void add_ops(Builder& b, const json& doc) {
         }
         // A split's input copies ran between the previous node's end and its first node's
         // start (the gap call_ns does not hold).
-        const json& splits = at(st, "splits");
+        const json& splits = json_field(st, "splits");
         if (!splits.is_array())
             continue;
         for (const auto& sp : splits) {
@@ -403,7 +397,7 @@ void add_ops(Builder& b, const json& doc) {
 }
 
 void add_counters(Builder& b, const json& doc) {
-    const json& series = at(at(doc, "telemetry"), "series");
+    const json& series = json_field(json_field(doc, "telemetry"), "series");
     if (!series.is_array())
         return;
     for (const auto& s : series) {
@@ -411,8 +405,8 @@ void add_counters(Builder& b, const json& doc) {
         if (metric.empty())
             continue;
         const bool cumulative = str_at(s, "kind") == "counter";
-        const auto t = ints(at(s, "t_ns"));
-        const json& vals = at(s, cumulative ? "cumulative" : "values");
+        const auto t = ints(json_field(s, "t_ns"));
+        const json& vals = json_field(s, cumulative ? "cumulative" : "values");
         if (!vals.is_array())
             continue;
         // Energy counters also as power over each sampling interval, placed at its start.
@@ -507,9 +501,9 @@ json chrome_trace(const json& doc, const TraceOptions& opts) {
     }
     json md{{"source", "stagebench"},
             {"command", command},
-            {"argv", at(doc, "argv")},
-            {"tool", at(doc, "tool")},
-            {"started_at", at(doc, "started_at")},
+            {"argv", json_field(doc, "argv")},
+            {"tool", json_field(doc, "tool")},
+            {"started_at", json_field(doc, "started_at")},
             {"clock", "sb::now_ns (CLOCK_MONOTONIC); ts = microseconds since origin_ns"},
             {"origin_ns", origin}};
     return json{{"traceEvents", std::move(out)}, {"metadata", std::move(md)}};

@@ -117,8 +117,27 @@ TEST(Hybrid, PrefillOnCpuDecodeOverRpcAgainstEachAloneAndAdvise) {
     ASSERT_EQ(a.exit_code, 0) << a.err;
     const json adv = json::parse(a.out);
     ASSERT_EQ(adv["validation"].size(), 2u) << a.out;
-    for (const auto& v : adv["validation"])
-        EXPECT_LT(std::abs(v["error"].get<double>()), 0.10) << v.dump();
+    // The prediction is each part's median from the modes alone: the prefill device's prefill,
+    // the transfer (a line through two points passes through both) and the decode device's
+    // decode. How close that comes to the measured hybrid is a benchmark on a quiet machine
+    // (bench/hybrid_prediction.sh); this VM stalls a process for 50-80 ms now and then, so here
+    // only a loose bound is checked.
+    for (const auto& v : adv["validation"]) {
+        const json* pt = nullptr;
+        for (const auto& x : h["points"])
+            if (x["n_prompt"] == v["n_prompt"])
+                pt = &x;
+        ASSERT_NE(pt, nullptr);
+        const json& alone_a = doc["tests"][(*pt)["tests"]["prefill_alone"].get<size_t>()];
+        const json& alone_b = doc["tests"][(*pt)["tests"]["decode_alone"].get<size_t>()];
+        const double parts = alone_a["prefill"]["duration"]["median"].get<double>() +
+                             (*pt)["transfer"]["duration"]["median"].get<double>() +
+                             alone_b["decode"]["duration"]["median"].get<double>();
+        EXPECT_NEAR(v["predicted_ns"].get<double>(), parts, parts * 1e-9) << v.dump();
+        EXPECT_NEAR(v["measured_ns"].get<double>(),
+                    (*pt)["e2e"]["hybrid"]["summary"]["median"].get<double>(), 1e-3);
+        EXPECT_LT(std::abs(v["error"].get<double>()), 0.5) << v.dump();
+    }
     for (const auto& st : adv["stages"]) {
         const std::string stage = st["stage"];
         // The fastest named must have the highest median among the candidates.
