@@ -50,6 +50,10 @@ void add_sustained_command(CLI::App& app, Context& ctx) {
         ->capture_default_str();
     cmd->add_option("--timeout", o->http.timeout_s, "seconds to wait for the server")
         ->capture_default_str();
+    cmd->add_option("--trace-ops-rounds", o->trace_ops_rounds,
+                    "after these rounds (e.g. 1,20 or 1,last) one node-by-node traced pass of "
+                    "the workload, outside the round: per-op records in the round's \"ops\" "
+                    "and in --trace (in-process engine only)");
     add_db_option(cmd, ctx);
     auto quiet = std::make_shared<bool>(false);
     cmd->add_flag("-q,--quiet", *quiet, "no progress lines");

@@ -11,25 +11,28 @@ json to_json(const SustainedRound& r) {
     json freq = json::object();
     for (const auto& [m, f] : r.freq)
         freq[m] = {{"mean_khz", opt(f.mean_khz)}, {"min_khz", opt(f.min_khz)}};
-    return json{{"round", r.round},
-                {"status", r.status},
-                {"error", opt(r.error)},
-                {"start_ns", r.start_ns},
-                {"end_ns", r.end_ns},
-                {"cooldown_s", r.cooldown_s},
-                {"ttft_ms", opt(r.ttft_ms)},
-                {"prefill_tps", opt(r.prefill_tps)},
-                {"decode_tps", opt(r.decode_tps)},
-                {"itl_p50_ms", opt(r.itl_p50_ms)},
-                {"itl_p99_ms", opt(r.itl_p99_ms)},
-                {"prefill_energy_j", opt(r.prefill_energy_j)},
-                {"decode_energy_j", opt(r.decode_energy_j)},
-                {"decode_j_per_token", opt(r.decode_j_per_token)},
-                {"temp_start_c", opt(r.temp_start_c)},
-                {"temp_end_c", opt(r.temp_end_c)},
-                {"temp_max_c", opt(r.temp_max_c)},
-                {"freq", freq},
-                {"cpu_freq_mean_khz", opt(r.cpu_freq_mean_khz)}};
+    json j{{"round", r.round},
+           {"status", r.status},
+           {"error", opt(r.error)},
+           {"start_ns", r.start_ns},
+           {"end_ns", r.end_ns},
+           {"cooldown_s", r.cooldown_s},
+           {"ttft_ms", opt(r.ttft_ms)},
+           {"prefill_tps", opt(r.prefill_tps)},
+           {"decode_tps", opt(r.decode_tps)},
+           {"itl_p50_ms", opt(r.itl_p50_ms)},
+           {"itl_p99_ms", opt(r.itl_p99_ms)},
+           {"prefill_energy_j", opt(r.prefill_energy_j)},
+           {"decode_energy_j", opt(r.decode_energy_j)},
+           {"decode_j_per_token", opt(r.decode_j_per_token)},
+           {"temp_start_c", opt(r.temp_start_c)},
+           {"temp_end_c", opt(r.temp_end_c)},
+           {"temp_max_c", opt(r.temp_max_c)},
+           {"freq", freq},
+           {"cpu_freq_mean_khz", opt(r.cpu_freq_mean_khz)}};
+    if (r.ops)
+        j["ops"] = *r.ops;
+    return j;
 }
 
 json to_json(const AcrossRounds& a) {

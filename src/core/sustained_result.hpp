@@ -27,6 +27,10 @@ struct SustainedRound {
     std::map<std::string, FreqStat> freq;     // per cpufreq policy / GPU frequency metric
     std::optional<double> cpu_freq_mean_khz;  // mean over the CPU policies (for detection)
     double cooldown_s = 0;                    // waited before this round
+    // --trace-ops-rounds: the node-by-node traced pass run after this round ended (outside
+    // start_ns..end_ns): label, start_ns, end_ns, status, error and stages[] in the shape of
+    // the ops document's ops.stages[]. Absent for rounds not chosen.
+    std::optional<nlohmann::json> ops;
 };
 
 struct FloorTime {

@@ -57,6 +57,25 @@ void write_sustained_markdown(const SustainedResult& r, const Warnings& warnings
             out << "time at frequency floor: " << fl.metric << " at "
                 << fmt::format("{:.0f}", fl.floor_khz / 1000) << " MHz for "
                 << fmt::format("{:.1f} s ({:.0f} %)", fl.seconds, fl.fraction * 100) << "\n";
+        // --trace-ops-rounds: where the per-op records are, and what each pass holds.
+        for (const auto& x : p.rounds) {
+            if (!x.ops || !x.ops->is_object())
+                continue;
+            const auto& pass = *x.ops;
+            out << pass.value("label", "traced pass") << " (node by node, outside the round): ";
+            if (pass.value("status", "") != "ok") {
+                const bool has_error = pass.contains("error") && pass["error"].is_string();
+                out << "failed: " << (has_error ? pass["error"].get<std::string>() : "?") << "\n";
+                continue;
+            }
+            std::string parts;
+            if (pass.contains("stages") && pass["stages"].is_array())
+                for (const auto& st : pass["stages"])
+                    parts += (parts.empty() ? "" : ", ") + st.value("stage", std::string("?")) +
+                             " " + std::to_string(st.contains("ops") ? st["ops"].size() : 0) +
+                             " ops";
+            out << (parts.empty() ? "no ops" : parts) << " (per-op records in --out and --trace)\n";
+        }
         out << "\n";
     }
     if (!r.slowdown.empty()) {

@@ -13,6 +13,7 @@
 #include "engine/backends.hpp"
 #include "engine/llama_engine.hpp"
 #include "model/inspect.hpp"
+#include "profile/traced_pass.hpp"
 #include "report/sustained_report.hpp"
 #include "scenario/background_load.hpp"
 #include "scenario/run_command.hpp"
@@ -141,6 +142,34 @@ CooldownPolicy parse_cooldown(const std::string& text) {
     return p;
 }
 
+std::set<int> parse_trace_ops_rounds(const std::string& text, int rounds) {
+    std::set<int> out;
+    if (text.empty() || text == "none")
+        return out;
+    auto bad = [&](const std::string& why) {
+        return usage_error("--trace-ops-rounds '" + text + "': " + why +
+                           " (expected round numbers and 'last', e.g. 1,20 or 1,last)");
+    };
+    size_t pos = 0;
+    while (pos <= text.size()) {
+        const size_t comma = std::min(text.find(',', pos), text.size());
+        const std::string item = text.substr(pos, comma - pos);
+        if (item == "last") {
+            out.insert(rounds);
+        } else {
+            if (item.empty() || item.find_first_not_of("0123456789") != std::string::npos ||
+                item.size() > 9)
+                throw bad("'" + item + "' is not a round number");
+            const int r = std::stoi(item);
+            if (r < 1 || r > rounds)
+                throw bad("round " + item + " is not in 1.." + std::to_string(rounds));
+            out.insert(r);
+        }
+        pos = comma + 1;
+    }
+    return out;
+}
+
 AcrossRounds summarize_rounds(const std::vector<SustainedRound>& rounds,
                               const std::vector<Series>& freq_series) {
     AcrossRounds a;
@@ -248,6 +277,7 @@ int run_sustained(const SustainedOptions& o, ResultDocument& doc, std::ostream& 
         throw usage_error("--chunk must be at least 1");
     if (o.format != "md" && o.format != "json")
         throw usage_error("-o must be md or json");
+    const std::set<int> traced_rounds = parse_trace_ops_rounds(o.trace_ops_rounds, o.rounds);
     CooldownPolicy cooldown = parse_cooldown(o.cooldown);
     cooldown.timeout_s = o.cooldown_timeout_s;
     std::optional<BackgroundSpec> bg;
@@ -256,6 +286,10 @@ int run_sustained(const SustainedOptions& o, ResultDocument& doc, std::ostream& 
     if (o.http.engines.size() != 1)
         throw usage_error("sustained runs one engine: --engine llama or --engine http");
     const bool over_http = o.http.engines[0] == "http";
+    if (over_http && !traced_rounds.empty())
+        throw usage_error(
+            "--trace-ops-rounds needs the in-process engine (--engine llama): a server's ops "
+            "cannot be traced");
     MatrixSpec matrix;
     matrix.models = {o.model};
     matrix.devices = {o.devices};
@@ -316,7 +350,8 @@ int run_sustained(const SustainedOptions& o, ResultDocument& doc, std::ostream& 
         {"chunk", o.chunk ? nlohmann::json(*o.chunk) : nlohmann::json(nullptr)},
         {"cooldown", o.cooldown},
         {"background", o.background ? nlohmann::json(*o.background) : nlohmann::json(nullptr)},
-        {"seed", o.seed}};
+        {"seed", o.seed},
+        {"trace_ops_rounds", traced_rounds}};
     auto save = [&] {
         doc.extra["sustained"] = to_json(res);
         doc.finished_at = utc_timestamp();
@@ -341,6 +376,27 @@ int run_sustained(const SustainedOptions& o, ResultDocument& doc, std::ostream& 
                                  std::optional<int64_t> tokens) {
             tel->mark(prefix + stage, begin, tokens);
         };
+    // The traced passes: the round's workload, node by node, on the same devices.
+    TracedPassSpec pass_spec;
+    pass_spec.model_path = o.model;
+    pass_spec.devices = split_device_set(o.devices);
+    pass_spec.n_prompt = c.n_prompt;
+    pass_spec.n_threads = c.n_threads;
+    pass_spec.n_batch = c.n_batch;
+    pass_spec.n_ubatch = c.n_ubatch;
+    pass_spec.n_gpu_layers = c.n_gpu_layers;
+    pass_spec.flash_attn = c.flash_attn;
+    pass_spec.type_k = c.type_k;
+    pass_spec.type_v = c.type_v;
+    pass_spec.seed = o.seed;
+    // When the traced passes ran: their samples are left out of the phases' frequency series.
+    std::vector<std::pair<int64_t, int64_t>> pass_windows;
+    auto in_pass = [&](int64_t t) {
+        for (const auto& [a, b] : pass_windows)
+            if (t >= a && t <= b)
+                return true;
+        return false;
+    };
     int failed = 0;
     std::vector<std::pair<std::string, std::optional<BackgroundSpec>>> phases{
         {bg ? "baseline" : "rounds", std::nullopt}};
@@ -424,7 +480,7 @@ int run_sustained(const SustainedOptions& o, ResultDocument& doc, std::ostream& 
                         cut.t_ns.clear();
                         cut.values.clear();
                         for (size_t i = 0; i < s.t_ns.size(); ++i)
-                            if (s.t_ns[i] >= phase_start) {
+                            if (s.t_ns[i] >= phase_start && !in_pass(s.t_ns[i])) {
                                 cut.t_ns.push_back(s.t_ns[i]);
                                 cut.values.push_back(s.values[i]);
                             }
@@ -432,6 +488,25 @@ int run_sustained(const SustainedOptions& o, ResultDocument& doc, std::ostream& 
                     }
             res.phases.back().across = summarize_rounds(res.phases.back().rounds, freq);
             save();
+            // After the round's record is final, so that tracing overhead reaches none of its
+            // numbers; the next round's cool-down starts after the pass.
+            if (traced_rounds.count(round) && !interrupt_requested()) {
+                const std::string label = "traced pass after round " + std::to_string(round);
+                ProgressFn progress;
+                if (o.progress)
+                    progress = [&](const std::string& m) {
+                        err << "stagebench: " << phase.name << " " << label << ": " << m << "\n";
+                    };
+                TracedPass pass = run_traced_pass(pass_spec, label, progress);
+                pass_windows.push_back({pass.start_ns, pass.end_ns});
+                if (pass.status != "ok") {
+                    ++failed;
+                    err << "stagebench: " << phase.name << " " << label
+                        << " failed: " << pass.error.value_or("?") << "\n";
+                }
+                res.phases.back().rounds.back().ops = to_json(pass);
+                save();
+            }
         }
     }
     if (res.phases.size() == 2) {

@@ -4,6 +4,7 @@
 // phase with background load, compared with the first in the same invocation.
 #include <optional>
 #include <ostream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -44,7 +45,16 @@ struct SustainedOptions {
     bool progress = true;
     // --engine llama (in-process, default) or http (--url, or a llama-server started for -m).
     HttpRunOptions http;
+    // --trace-ops-rounds: after each of these rounds (in every phase), once the round's
+    // measured workload has finished, one node-by-node traced pass of the same prefill and a
+    // few decode steps on the same devices (profile/traced_pass.hpp); its per-op records go to
+    // the round's "ops". "" = none. In-process engine only.
+    std::string trace_ops_rounds;
 };
+
+// --trace-ops-rounds "1,20" or "1,last" -> the chosen round numbers, each in 1..rounds; ""
+// -> none. Throws sb::Error(usage) with one line for anything else.
+std::set<int> parse_trace_ops_rounds(const std::string& text, int rounds);
 
 // Across-round statistics of a phase's rounds (pure: tests feed it fixture rounds). series
 // are the sampled frequency series of the phase for time-at-floor (may be empty).

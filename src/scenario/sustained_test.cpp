@@ -89,3 +89,36 @@ TEST(Cooldown, ParsesEveryPolicy) {
     for (const char* bad : {"soon", "-1s", "until-temp:", "until-temp:hot", "10x"})
         EXPECT_THROW(parse_cooldown(bad), Error) << bad;
 }
+
+TEST(TraceOpsRounds, ParsesNumbersAndLast) {
+    EXPECT_TRUE(parse_trace_ops_rounds("", 20).empty());
+    EXPECT_EQ(parse_trace_ops_rounds("1,20", 20), (std::set<int>{1, 20}));
+    EXPECT_EQ(parse_trace_ops_rounds("1,last", 20), (std::set<int>{1, 20}));
+    EXPECT_EQ(parse_trace_ops_rounds("last", 3), (std::set<int>{3}));
+    EXPECT_EQ(parse_trace_ops_rounds("3,1,3", 3), (std::set<int>{1, 3}));
+    for (const char* bad :
+         {"0", "21", "1,,2", ",1", "1,", "x", "-1", "1.5", "first", " 1", "99999999999"})
+        EXPECT_THROW(parse_trace_ops_rounds(bad, 20), Error) << bad;
+    try {
+        parse_trace_ops_rounds("1,25", 20);
+        FAIL();
+    } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::usage);
+        EXPECT_NE(std::string(e.what()).find("1..20"), std::string::npos) << e.what();
+        EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
+    }
+}
+
+TEST(TraceOpsRounds, ARoundCarriesItsTracedPassOnlyWhenChosen) {
+    SustainedRound r;
+    r.round = 2;
+    const nlohmann::json plain = to_json(r);
+    EXPECT_FALSE(plain.contains("ops"));
+    r.ops =
+        nlohmann::json{{"label", "traced pass after round 2"}, {"stages", nlohmann::json::array()}};
+    nlohmann::json traced = to_json(r);
+    ASSERT_TRUE(traced.contains("ops"));
+    EXPECT_EQ(traced["ops"]["label"], "traced pass after round 2");
+    traced.erase("ops");
+    EXPECT_EQ(traced, plain);
+}

@@ -204,6 +204,12 @@ void add_test_stages(Builder& b, const json& t, bool rep_slices, int tid) {
     }
 }
 
+json with_pass(json args, const std::string& pass) {
+    if (!pass.empty())
+        args["pass"] = pass;
+    return args;
+}
+
 struct RoundRef {
     std::string phase;
     const json* round = nullptr;
@@ -232,6 +238,12 @@ void add_tests(Builder& b, const json& doc) {
             rounds[*s] = {phase, &r};
             lo = std::min(lo, *s);
             hi = std::max(hi, *e);
+            // A traced pass after the round (--trace-ops-rounds) belongs to the phase too.
+            const json& pass = json_field(r, "ops");
+            auto ps = int_at(pass, "start_ns"), pe = int_at(pass, "end_ns");
+            const bool has_pass = ps && pe && *ps >= *e && *pe >= *ps;
+            if (has_pass)
+                hi = std::max(hi, *pe);
             const json& cd = json_field(r, "cooldown_s");
             if (cooldowns && cd.is_number() && cd.get<double>() > 0) {
                 int64_t cs = *s - static_cast<int64_t>(std::llround(cd.get<double>() * 1e9));
@@ -240,7 +252,7 @@ void add_tests(Builder& b, const json& doc) {
                 b.slice(kStagesTid, "cooldown", "cooldown", cs, *s,
                         json{{"cooldown_s", cd}, {"before_round", json_field(r, "round")}});
             }
-            prev_end = *e;
+            prev_end = has_pass ? *pe : *e;
         }
         if (lo <= hi)
             b.slice(kStagesTid, "phase " + phase, "phase", lo, hi,
@@ -318,9 +330,9 @@ void add_tests(Builder& b, const json& doc) {
     }
 }
 
-void add_ops(Builder& b, const json& doc) {
-    const json& ops = json_field(doc, "ops");
-    const json& stages = json_field(ops, "stages");
+// The stages of an ops profile (ops.stages[] or a sustained round's traced pass); pass names
+// the traced pass in the slices' arguments ("" for an ops document).
+void add_op_stages(Builder& b, const json& stages, const std::string& pass) {
     if (!stages.is_array())
         return;
     for (const auto& st : stages) {
@@ -331,17 +343,20 @@ void add_ops(Builder& b, const json& doc) {
         for (size_t i = 0; i < plain_s.size() && i < plain_d.size(); ++i)
             b.slice(kStagesTid, stage + " (uninstrumented)", "stage", plain_s[i],
                     plain_s[i] + plain_d[i],
-                    json{{"stage", stage}, {"repetition", i + 1}, {"duration_ns", plain_d[i]}});
+                    with_pass(
+                        json{{"stage", stage}, {"repetition", i + 1}, {"duration_ns", plain_d[i]}},
+                        pass));
         const auto traced_s = ints(json_field(rec, "traced_start_ns"));
         const auto traced_d = ints(json_field(rec, "traced_ns"));
         const auto timeline = int_at(st, "timeline_rep");
         for (size_t i = 0; i < traced_s.size() && i < traced_d.size(); ++i)
             b.slice(kStagesTid, stage + " (traced node by node)", "stage", traced_s[i],
                     traced_s[i] + traced_d[i],
-                    json{{"stage", stage},
-                         {"repetition", i + 1},
-                         {"duration_ns", traced_d[i]},
-                         {"ops_shown", timeline && *timeline == static_cast<int64_t>(i)}});
+                    with_pass(json{{"stage", stage},
+                                   {"repetition", i + 1},
+                                   {"duration_ns", traced_d[i]},
+                                   {"ops_shown", timeline && *timeline == static_cast<int64_t>(i)}},
+                              pass));
         if (!b.opts.ops)
             continue;
         const json& recs = json_field(st, "ops");
@@ -366,7 +381,7 @@ void add_ops(Builder& b, const json& doc) {
             args["srcs"] = srcs;
             args["stage"] = stage;
             b.slice(b.tid_of_backend(str_at(r, "backend")), str_at(r, "op", "op"), "op", *s, *e,
-                    std::move(args));
+                    with_pass(std::move(args), pass));
         }
         // A split's input copies ran between the previous node's end and its first node's
         // start (the gap call_ns does not hold).
@@ -391,7 +406,35 @@ void add_ops(Builder& b, const json& doc) {
             args["backend"] = backend;
             args["stage"] = stage;
             b.slice(b.tid_of_backend(backend), "copy to " + backend, "copy", *s, *e,
-                    std::move(args));
+                    with_pass(std::move(args), pass));
+        }
+    }
+}
+
+void add_ops(Builder& b, const json& doc) {
+    add_op_stages(b, json_field(json_field(doc, "ops"), "stages"), "");
+    // Sustained rounds with a traced pass after them: a slice for the pass on the stages track,
+    // its stages and ops inside it.
+    const json& phases = json_field(json_field(doc, "sustained"), "phases");
+    if (!phases.is_array())
+        return;
+    for (const auto& ph : phases) {
+        const json& rs = json_field(ph, "rounds");
+        if (!rs.is_array())
+            continue;
+        for (const auto& r : rs) {
+            const json& pass = json_field(r, "ops");
+            auto s = int_at(pass, "start_ns"), e = int_at(pass, "end_ns");
+            if (!s || !e || *e < *s)
+                continue;
+            const std::string label =
+                str_at(pass, "label",
+                       "traced pass after round " + std::to_string(int_at(r, "round").value_or(0)));
+            json args = pick(pass, {"status", "error", "devices"});
+            args["round"] = json_field(r, "round");
+            args["phase"] = str_at(ph, "name", "rounds");
+            b.slice(kStagesTid, label, "traced_pass", *s, *e, std::move(args));
+            add_op_stages(b, json_field(pass, "stages"), label);
         }
     }
 }

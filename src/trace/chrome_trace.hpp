@@ -7,10 +7,13 @@
 // What the trace holds (pid 1 "stagebench <command>", pid 2 "telemetry"):
 //  * track "stages" (tid 1): tests (`run`), phases and rounds (`sustained`, with "cooldown"
 //    slices), repetitions, prefill and decode, one slice per decoded token; for `ops` and
-//    `decompose` the uninstrumented and the traced (node-by-node) runs of each stage.
+//    `decompose` the uninstrumented and the traced (node-by-node) runs of each stage; for
+//    `sustained --trace-ops-rounds` a "traced pass after round k" slice after that round (inside
+//    its phase), holding the pass's uninstrumented and traced stage runs.
 //  * one track per backend ("ops on CPU", tid 10 + n): every traced op of the run whose
 //    timeline the document keeps (ops[].start_ns/end_ns), with tensor name, layer, shapes,
-//    types, op_ns, call_ns and backend as arguments; the copies of a split's inputs from other
+//    types, op_ns, call_ns and backend as arguments (and "pass" for a sustained traced pass);
+//    the copies of a split's inputs from other
 //    backends as "copy to <backend>" slices with their bytes, on the destination's track.
 //  * one counter track per telemetry series, named by its metric (units in the name);
 //    cumulative counters as their value since the first sample, and energy counters also as
@@ -18,7 +21,8 @@
 // Fields read (all optional; a command gets the same trace by writing them):
 // tests[].{config.test, config.devices, started_ns, finished_ns, reps_done,
 // prefill|decode.{start_ns[], duration_ns[], tokens_per_s[], n_tokens, token_latency_ns[]}};
-// sustained.phases[].rounds[].{round, start_ns, end_ns, cooldown_s}; ops.stages[].{stage,
+// sustained.phases[].rounds[].{round, start_ns, end_ns, cooldown_s, ops.{label, start_ns,
+// end_ns, status, stages[] (as ops.stages[])}}; ops.stages[].{stage,
 // timeline_rep, reconciliation.{plain|traced}_{start_ns,ns}[], ops[].{start_ns, end_ns, ...},
 // splits[]}; telemetry.series[].{metric, kind, t_ns[], values[], cumulative[]};
 // hybrid.points[].{tests.hybrid, transfer.{start_ns[], duration_ns[], bytes[]}}: a hybrid

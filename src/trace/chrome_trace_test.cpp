@@ -178,6 +178,126 @@ TEST(ChromeTrace, SustainedDocumentHasPhasesRoundsAndCooldowns) {
     EXPECT_EQ(c.slices.at("stages"), 1u + 3 * 6 + 2);
 }
 
+// A traced pass after a round: its uninstrumented and traced stage runs, two ops (one per
+// backend, the second behind a copy) in the traced run, all between from and from + 1 ms.
+json traced_pass(int round, int64_t from) {
+    json ops = json::array();
+    const char* backends[] = {"CPU", "BLAS"};
+    for (int i = 0; i < 2; ++i) {
+        const int64_t s = from + 500'000 + i * 100'000;
+        ops.push_back({{"graph", 0},
+                       {"node", i},
+                       {"op", i == 0 ? "ADD" : "MUL_MAT"},
+                       {"backend", backends[i]},
+                       {"call_ns", 50'000.0},
+                       {"op_ns", nullptr},
+                       {"start_ns", s},
+                       {"end_ns", s + 50'000}});
+    }
+    json stage{{"stage", "prefill"},
+               {"timeline_rep", 0},
+               {"reconciliation",
+                {{"plain_start_ns", {from + 100'000}},
+                 {"plain_ns", {200'000}},
+                 {"traced_start_ns", {from + 400'000}},
+                 {"traced_ns", {400'000}}}},
+               {"ops", ops},
+               {"splits",
+                {{{"graph", 0}, {"index", 0}, {"backend", "CPU"}, {"first_node", 0}},
+                 {{"graph", 0},
+                  {"index", 1},
+                  {"backend", "BLAS"},
+                  {"first_node", 1},
+                  {"n_inputs", 1},
+                  {"input_bytes", 4096}}}}};
+    return json{{"label", "traced pass after round " + std::to_string(round)},
+                {"start_ns", from},
+                {"end_ns", from + 1'000'000},
+                {"status", "ok"},
+                {"error", nullptr},
+                {"devices", "BLAS"},
+                {"stages", {stage}}};
+}
+
+TEST(ChromeTrace, SustainedTracedPassesNestTheirOpsAfterTheChosenRounds) {
+    json doc = base_doc("sustained");
+    json rounds = json::array();
+    for (int r = 0; r < 4; ++r) {
+        const int64_t t0 = kT0 + r * 100'000'000LL;
+        json t = run_test(t0);
+        t["reps_done"] = 1;
+        for (const char* s : {"prefill", "decode"})
+            for (const char* k : {"start_ns", "duration_ns", "tokens_per_s"})
+                t[s][k].erase(1);
+        t["decode"]["token_latency_ns"] = {200'001, 200'001, 200'001};
+        doc["tests"].push_back(t);
+        json round{{"round", r + 1},
+                   {"start_ns", t0},
+                   {"end_ns", t0 + 20'000'000},
+                   {"cooldown_s", r == 0 ? 0.0 : 0.09}};
+        // Passes after rounds 2 and 4 (the last): right after the round ends; the cool-down
+        // before round 3 (said to be 90 ms) is what is left after the pass.
+        if (r == 1 || r == 3)
+            round["ops"] = traced_pass(r + 1, t0 + 20'000'000);
+        rounds.push_back(round);
+    }
+    json phase{{"name", "rounds"}, {"background", ""}, {"rounds", rounds}};
+    doc["sustained"] = {{"config", {{"cooldown", "90ms"}}}, {"phases", json::array({phase})}};
+    const json tr = sb::chrome_trace(doc);
+    const auto c = sb::check_chrome_trace(tr);
+    ASSERT_TRUE(c.errors.empty()) << c.errors.front();
+
+    std::vector<json> passes;
+    for (const auto& e : tr["traceEvents"])
+        if (e.value("cat", "") == "traced_pass")
+            passes.push_back(e);
+    ASSERT_EQ(passes.size(), 2u);
+    EXPECT_EQ(passes[0]["name"], "traced pass after round 2");
+    EXPECT_EQ(passes[1]["name"], "traced pass after round 4");
+    EXPECT_EQ(passes[0]["args"]["round"], 2);
+    EXPECT_EQ(passes[0]["tid"], 1);  // the stages track
+    auto inside = [](const json& in, const json& out) {
+        return ns(in["ts"]) >= ns(out["ts"]) &&
+               ns(in["ts"]) + ns(in["dur"]) <= ns(out["ts"]) + ns(out["dur"]);
+    };
+    // Each pass after its round, inside the phase (the last one too).
+    const auto phase_ev = events_named(tr, "phase rounds");
+    ASSERT_EQ(phase_ev.size(), 1u);
+    for (int k : {0, 1}) {
+        const auto round = events_named(tr, k == 0 ? "round 2" : "round 4");
+        ASSERT_EQ(round.size(), 1u);
+        EXPECT_EQ(ns(passes[k]["ts"]), ns(round[0]["ts"]) + ns(round[0]["dur"]));
+        EXPECT_TRUE(inside(passes[k], phase_ev[0]));
+    }
+    // Ops and copies only inside the passes, with the pass named; one track per backend.
+    EXPECT_EQ(c.slices.at("ops on CPU"), 2u);
+    EXPECT_EQ(c.slices.at("ops on BLAS"), 4u);  // 2 ops and 2 copies
+    for (const auto& e : tr["traceEvents"]) {
+        const std::string cat = e.value("cat", "");
+        if (cat != "op" && cat != "copy" && e.value("name", "").find("(") == std::string::npos)
+            continue;
+        const int k = inside(e, passes[0]) ? 0 : inside(e, passes[1]) ? 1 : -1;
+        ASSERT_GE(k, 0) << e.dump();
+        EXPECT_EQ(e["args"]["pass"], passes[k]["name"]) << e.dump();
+    }
+    EXPECT_EQ(events_named(tr, "prefill (traced node by node)").size(), 2u);
+    EXPECT_EQ(events_named(tr, "prefill (uninstrumented)").size(), 2u);
+    // The cool-down before round 3 starts after the pass, not inside it.
+    const auto cd = events_named(tr, "cooldown");
+    ASSERT_EQ(cd.size(), 3u);
+    EXPECT_EQ(ns(cd[1]["ts"]), ns(passes[0]["ts"]) + ns(passes[0]["dur"]));
+    // phase + 4 x (round, prefill, decode, 3 tokens) + 3 cooldowns + 2 x (pass, 2 stage runs)
+    EXPECT_EQ(c.slices.at("stages"), 1u + 4 * 6 + 3 + 2 * 3);
+
+    // Without ops: the passes and their stage runs stay, the op tracks go.
+    TraceOptions o;
+    o.ops = false;
+    const auto c2 = sb::check_chrome_trace(sb::chrome_trace(doc, o));
+    EXPECT_TRUE(c2.errors.empty());
+    EXPECT_EQ(c2.slices.count("ops on CPU"), 0u);
+    EXPECT_EQ(c2.slices.at("stages"), 1u + 4 * 6 + 3 + 2 * 3);
+}
+
 TEST(ChromeTrace, OpsDocumentPutsOpsOnBackendTracksWithCopies) {
     json doc = base_doc("ops");
     json ops = json::array();

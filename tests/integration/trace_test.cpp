@@ -3,6 +3,7 @@
 // (nesting per track, one clock, counters per telemetry series, named tracks, op arguments).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -172,6 +173,142 @@ TEST(Trace, SustainedTraceHasRoundsStagesAndACounterPerTelemetrySeries) {
         }
     EXPECT_LE(first_counter, ns(rounds[0]["ts"]));
     EXPECT_GE(last_counter, ns(rounds[2]["ts"]));
+}
+
+// --trace-ops-rounds 1,3: a node-by-node traced pass after rounds 1 and 3 only, outside the
+// rounds' measured time and cool-downs; its ops on the backend tracks, inside the pass.
+TEST(Trace, SustainedTraceOpsRoundsPutsOpsInTracedPassesAfterTheChosenRounds) {
+    TempDir t;
+    const fs::path root = fixture_tree(t);
+    const std::string out = t.file("s.json"), trace = t.file("s.trace.json");
+    auto args = [&](const std::string& doc_path, bool traced) {
+        std::vector<std::string> a{
+            "sustained", "-m",           tiny_model(),  "--rounds",    "4",      "--prompt-tokens",
+            "32",        "--max-tokens", "8",           "-t",          "1",      "--cooldown",
+            "200ms",     "--sysfs-root", root.string(), "--telemetry", "on",     "--telemetry-hz",
+            "10",        "--idle",       "0",           "--out",       doc_path, "-q"};
+        if (traced)
+            for (const char* x : {"--trace-ops-rounds", "1,3", "--trace"})
+                a.push_back(x);
+        if (traced)
+            a.push_back(trace);
+        return a;
+    };
+    Proc p = run_sb(args(out, true));
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    const json doc = json::parse(read_file(out));
+    const json tr = json::parse(read_file(trace));
+    const sb::TraceCheck c = sb::check_chrome_trace(tr);
+    ASSERT_TRUE(c.errors.empty()) << c.errors.front();
+    EXPECT_EQ(doc["sustained"]["config"]["trace_ops_rounds"], json::array({1, 3}));
+
+    // The document: a pass after rounds 1 and 3 only, after the round ended and before the
+    // next round's cool-down began; its ops timed within it.
+    const json& rs = doc["sustained"]["phases"][0]["rounds"];
+    ASSERT_EQ(rs.size(), 4u);
+    for (size_t i = 0; i < rs.size(); ++i) {
+        const json& r = rs[i];
+        if (i == 1 || i == 3) {
+            EXPECT_FALSE(r.contains("ops")) << i;
+            continue;
+        }
+        ASSERT_TRUE(r.contains("ops")) << i;
+        const json& pass = r["ops"];
+        EXPECT_EQ(pass["label"], "traced pass after round " + std::to_string(i + 1));
+        EXPECT_EQ(pass["status"], "ok") << pass["error"];
+        const int64_t ps = pass["start_ns"], pe = pass["end_ns"];
+        EXPECT_GE(ps, r["end_ns"].get<int64_t>());
+        // The round's test record ends with the round, before the pass.
+        EXPECT_EQ(doc["tests"][i]["finished_ns"].get<int64_t>(), r["end_ns"].get<int64_t>());
+        if (i + 1 < rs.size()) {
+            const json& next = rs[i + 1];
+            const double cd_ns = next["cooldown_s"].get<double>() * 1e9;
+            EXPECT_GE(cd_ns, 0.19e9);
+            EXPECT_LE(static_cast<double>(pe) + cd_ns,
+                      static_cast<double>(next["start_ns"].get<int64_t>()) + 1e6);
+        }
+        std::set<std::string> stages;
+        for (const auto& st : pass["stages"]) {
+            stages.insert(st["stage"].get<std::string>());
+            ASSERT_FALSE(st["ops"].empty());
+            for (const auto& op : st["ops"]) {
+                EXPECT_EQ(op["backend"], "CPU");
+                EXPECT_GE(op["start_ns"].get<int64_t>(), ps);
+                EXPECT_LE(op["end_ns"].get<int64_t>(), pe);
+            }
+        }
+        EXPECT_EQ(stages, (std::set<std::string>{"prefill", "decode"}));
+    }
+
+    // The trace: two passes on the stages track inside the phase, each after its round; every
+    // op slice inside one of them.
+    const auto passes = slices(tr, "traced_pass");
+    ASSERT_EQ(passes.size(), 2u);
+    const auto rounds = slices(tr, "round");
+    ASSERT_EQ(rounds.size(), 4u);
+    const auto phases = slices(tr, "phase");
+    ASSERT_EQ(phases.size(), 1u);
+    EXPECT_EQ(passes[0]["name"], "traced pass after round 1");
+    EXPECT_EQ(passes[1]["name"], "traced pass after round 3");
+    for (int k : {0, 1}) {
+        const json& round = rounds[k == 0 ? 0 : 2];
+        EXPECT_GE(ns(passes[k]["ts"]), ns(round["ts"]) + ns(round["dur"]));
+        EXPECT_TRUE(within(passes[k], phases[0]));
+        for (const auto& r : rounds)
+            EXPECT_FALSE(within(passes[k], r));
+    }
+    const auto ops = slices(tr, "op");
+    ASSERT_FALSE(ops.empty());
+    size_t in_pass[2] = {0, 0};
+    for (const auto& o : ops) {
+        const int k = within(o, passes[0]) ? 0 : within(o, passes[1]) ? 1 : -1;
+        ASSERT_GE(k, 0) << o.dump();
+        ++in_pass[k];
+        EXPECT_EQ(o["args"]["pass"], passes[k]["name"]);
+    }
+    EXPECT_GT(in_pass[0], 0u);
+    EXPECT_GT(in_pass[1], 0u);
+    EXPECT_EQ(c.slices.at("ops on CPU"), ops.size());
+    // The rounds' own stages are those of a run without passes: prefill and decode per round.
+    int round_stages = 0;
+    for (const auto& st : slices(tr, "stage"))
+        round_stages += within(st, rounds[0]) || within(st, rounds[1]) || within(st, rounds[2]) ||
+                        within(st, rounds[3]);
+    EXPECT_EQ(round_stages, 8);
+
+    // The round records carry the same fields as without tracing (and nothing of the pass).
+    const std::string plain = t.file("plain.json");
+    Proc q = run_sb(args(plain, false));
+    ASSERT_EQ(q.exit_code, 0) << q.err;
+    const json plain_doc = json::parse(read_file(plain));
+    const json& prs = plain_doc["sustained"]["phases"][0]["rounds"];
+    ASSERT_EQ(prs.size(), rs.size());
+    for (size_t i = 0; i < rs.size(); ++i) {
+        std::set<std::string> a, b;
+        for (const auto& [k, v] : rs[i].items())
+            if (k != "ops")
+                a.insert(k);
+        for (const auto& [k, v] : prs[i].items())
+            b.insert(k);
+        EXPECT_EQ(a, b) << i;
+    }
+}
+
+TEST(Trace, TraceOpsRoundsBadInputIsOneLineAndExitTwo) {
+    for (const char* bad : {"0", "5", "1,,3", "x"}) {
+        Proc p = run_sb({"sustained", "-m", tiny_model(), "--rounds", "4", "--telemetry", "off",
+                         "--trace-ops-rounds", bad, "-q"});
+        EXPECT_EQ(p.exit_code, 2) << bad;
+        EXPECT_NE(p.err.find("--trace-ops-rounds"), std::string::npos) << p.err;
+        EXPECT_EQ(std::count(p.err.begin(), p.err.end(), '\n'), 1) << p.err;
+        EXPECT_TRUE(p.out.empty());
+    }
+    Proc p =
+        run_sb({"sustained", "-m", tiny_model(), "--rounds", "2", "--telemetry", "off", "--engine",
+                "http", "--url", "http://127.0.0.1:9", "--trace-ops-rounds", "1", "-q"});
+    EXPECT_EQ(p.exit_code, 2);
+    EXPECT_NE(p.err.find("in-process engine"), std::string::npos) << p.err;
+    EXPECT_EQ(std::count(p.err.begin(), p.err.end(), '\n'), 1) << p.err;
 }
 
 TEST(Trace, RunTraceNestsRepetitionsInTests) {

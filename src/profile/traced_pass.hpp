@@ -1,0 +1,54 @@
+#pragma once
+// One node-by-node traced pass of a workload (prefill of the prompt, then a few one-token
+// decode steps) on a device set, made with the `stagebench ops` profiler (tracer.hpp) without op
+// replays: every op's backend, call time and start/end on the sb::now_ns clock. `sustained
+// --trace-ops-rounds` runs one after each chosen round, outside the round's measured time.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "profile/tracer.hpp"
+
+namespace sb {
+
+struct TracedPassSpec {
+    std::string model_path;
+    std::vector<std::string> devices{"CPU"};  // one device set, as split_device_set gives it
+    int n_prompt = 512;
+    int n_threads = 0;  // 0 = llama.cpp's default
+    int n_batch = 2048;
+    int n_ubatch = 512;
+    int n_gpu_layers = 99;
+    std::string flash_attn = "auto";
+    std::string type_k = "f16";
+    std::string type_v = "f16";
+    int traced_reps = 3;  // node-by-node repetitions per stage after the capturing one
+    uint64_t seed = 1;
+};
+
+struct TracedPass {
+    std::string label;                 // e.g. "traced pass after round 3"
+    int64_t start_ns = 0, end_ns = 0;  // sb::now_ns: the whole pass (model load included)
+    std::string status = "ok";         // ok | error
+    std::optional<std::string> error;
+    OpsProfile profile;  // stages as `stagebench ops` records them (op times not replayed)
+};
+
+// The profiler options of a traced pass: spec's workload, op replays off (op_ns stays null;
+// call times are the node-by-node measurement), one uninstrumented repetition for the
+// reconciliation. Pure.
+OpsOptions traced_pass_options(const TracedPassSpec& spec);
+
+// Runs the pass. Never throws for a failure of the pass itself (bad device, llama.cpp error):
+// it is recorded as status "error" with its message, so the caller's run continues.
+TracedPass run_traced_pass(const TracedPassSpec& spec, const std::string& label,
+                           const ProgressFn& progress);
+
+// {"label", "start_ns", "end_ns", "status", "error", "devices", "method", "stages": [the
+// per-stage shape of the ops document's ops.stages[]]}.
+nlohmann::json to_json(const TracedPass& p);
+
+}  // namespace sb

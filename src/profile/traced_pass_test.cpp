@@ -1,0 +1,44 @@
+#include "profile/traced_pass.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace sb;
+
+TEST(TracedPass, OptionsTraceTheWorkloadWithoutReplays) {
+    TracedPassSpec spec;
+    spec.model_path = "m.gguf";
+    spec.devices = {"BLAS", "RPC0"};
+    spec.n_prompt = 64;
+    spec.n_threads = 2;
+    spec.n_batch = 16;
+    spec.n_ubatch = 16;
+    spec.seed = 9;
+    const OpsOptions o = traced_pass_options(spec);
+    EXPECT_EQ(o.model_path, "m.gguf");
+    EXPECT_EQ(o.devices, (std::vector<std::string>{"BLAS", "RPC0"}));
+    EXPECT_EQ(o.n_prompt, 64);
+    EXPECT_EQ(o.n_depth, 0);
+    EXPECT_TRUE(o.prefill && o.decode);
+    EXPECT_EQ(o.n_threads, 2);
+    EXPECT_EQ(o.n_batch, 16);
+    EXPECT_EQ(o.n_ubatch, 16);
+    EXPECT_EQ(o.replay_copies, 0);
+    EXPECT_EQ(o.traced_reps, 3);
+    EXPECT_EQ(o.plain_reps, 1);
+    EXPECT_FALSE(o.decompose);
+    EXPECT_EQ(o.seed, 9u);
+}
+
+TEST(TracedPass, AFailedPassIsRecordedNotThrown) {
+    TracedPassSpec spec;
+    spec.model_path = "/nonexistent/model.gguf";
+    spec.n_prompt = 0;  // refused before anything is loaded
+    const TracedPass p = run_traced_pass(spec, "traced pass after round 1", nullptr);
+    EXPECT_EQ(p.status, "error");
+    ASSERT_TRUE(p.error.has_value());
+    EXPECT_LE(p.start_ns, p.end_ns);
+    const auto j = to_json(p);
+    EXPECT_EQ(j["label"], "traced pass after round 1");
+    EXPECT_EQ(j["status"], "error");
+    EXPECT_TRUE(j["stages"].empty());
+}
