@@ -155,9 +155,19 @@ CompareResult compare_documents(const std::vector<CompareInput>& inputs,
         for (const auto& t : inputs[i].doc["tests"]) {
             const json& c = json_field(t, "config");
             std::string key = base_key(c);
-            for (const auto& f : split)
-                key += "," + f + "=" + key_text(json_field(c, f.c_str()));
             std::string name = str_field(c, "test").value_or("?");
+            // The swept fields join the key, and the name too, so that a reader can tell the
+            // rows of one workload apart: "pp32+tg8 [devices=CPU>RPC0]".
+            std::string swept;
+            for (const auto& f : split) {
+                std::string v = key_text(json_field(c, f.c_str()));
+                key += "," + f + "=" + v;
+                if (f == "model_path")
+                    v = v.substr(v.find_last_of('/') + 1);
+                swept += (swept.empty() ? "" : ", ") + f + "=" + v;
+            }
+            if (!swept.empty())
+                name += " [" + swept + "]";
             // Identical configurations in one document are matched in order of appearance.
             if (const int k = ++count[key]; k > 1) {
                 key += ",#" + std::to_string(k);

@@ -206,7 +206,9 @@ TEST(Compare, ThreadsJoinTheKeyWhenTheyVaryWithinADocument) {
     EXPECT_DOUBLE_EQ(*row(r, "prefill").ratios[0].median, 1.0);
     ASSERT_EQ(r.unmatched.size(), 1u);
     EXPECT_EQ(r.unmatched[0].label, "A");
-    EXPECT_EQ(r.unmatched[0].test, "pp32+tg8");
+    // The swept field names the row, so rows of one workload can be told apart.
+    EXPECT_EQ(r.unmatched[0].test, "pp32+tg8 [n_threads=1]");
+    EXPECT_EQ(r.rows[0].test, "pp32+tg8 [n_threads=2]");
     ASSERT_FALSE(r.notes.empty());
     EXPECT_NE(r.notes.back().find("n_threads"), std::string::npos);
 }
