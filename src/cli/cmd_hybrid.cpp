@@ -17,7 +17,7 @@ void add_hybrid_command(CLI::App& app, Context& ctx) {
     auto quiet = std::make_shared<bool>(false);
     auto no_warmup = std::make_shared<bool>(false);
     auto no_baselines = std::make_shared<bool>(false);
-    cmd->add_option("-m,--model", o->model_path, "GGUF model file")->required();
+    cmd->add_option("-m,--model", o->base.model_path, "GGUF model file")->required();
     cmd->add_option("--prefill-device", o->prefill_device,
                     "device set that prefills (join with +), e.g. CPU or BLAS")
         ->capture_default_str();
@@ -30,20 +30,21 @@ void add_hybrid_command(CLI::App& app, Context& ctx) {
     cmd->add_option("-n,--n-gen", o->n_gen, "generated tokens, comma list (a sweep)")
         ->delimiter(',')
         ->capture_default_str();
-    cmd->add_option("-r,--repetitions", o->reps, "repetitions of every mode")
+    cmd->add_option("-r,--repetitions", o->base.reps, "repetitions of every mode")
         ->capture_default_str();
-    cmd->add_option("-t,--threads", o->n_threads, "CPU threads (0 = llama.cpp default)")
+    cmd->add_option("-t,--threads", o->base.n_threads, "CPU threads (0 = llama.cpp default)")
         ->capture_default_str();
-    cmd->add_option("-b,--batch-size", o->n_batch, "logical batch size")->capture_default_str();
-    cmd->add_option("--ubatch-size", o->n_ubatch, "physical batch size (-ub)")
+    cmd->add_option("-b,--batch-size", o->base.n_batch, "logical batch size")
         ->capture_default_str();
-    cmd->add_option("--n-gpu-layers", o->n_gpu_layers, "layers to offload (-ngl)")
+    cmd->add_option("--ubatch-size", o->base.n_ubatch, "physical batch size (-ub)")
         ->capture_default_str();
-    cmd->add_option("--flash-attn", o->flash_attn, "flash attention auto|on|off (-fa)")
+    cmd->add_option("--n-gpu-layers", o->base.n_gpu_layers, "layers to offload (-ngl)")
         ->capture_default_str();
-    cmd->add_option("--cache-type-k", o->type_k, "K cache type (-ctk)")->capture_default_str();
-    cmd->add_option("--cache-type-v", o->type_v, "V cache type (-ctv)")->capture_default_str();
-    cmd->add_option("--seed", o->seed, "seed for the random tokens")->capture_default_str();
+    cmd->add_option("--flash-attn", o->base.flash_attn, "flash attention auto|on|off (-fa)")
+        ->capture_default_str();
+    cmd->add_option("--cache-type-k", o->base.type_k, "K cache type (-ctk)")->capture_default_str();
+    cmd->add_option("--cache-type-v", o->base.type_v, "V cache type (-ctv)")->capture_default_str();
+    cmd->add_option("--seed", o->base.seed, "seed for the random tokens")->capture_default_str();
     cmd->add_flag("--no-warmup", *no_warmup, "skip the warmup of every mode");
     cmd->add_flag("--no-baselines", *no_baselines,
                   "measure the hybrid only, not each device set alone");
@@ -69,7 +70,7 @@ void add_hybrid_command(CLI::App& app, Context& ctx) {
     cmd->callback([&ctx, o, quiet, no_warmup, no_baselines, trace] {
         check_trace_path(*trace);
         o->progress = !*quiet;
-        o->warmup = !*no_warmup;
+        o->base.warmup = !*no_warmup;
         o->baselines = !*no_baselines;
         ResultDocument doc = new_document("hybrid", ctx.argv);
         ctx.exit_code = run_hybrid(*o, doc, ctx.out, ctx.err);

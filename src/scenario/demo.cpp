@@ -101,13 +101,13 @@ int run_demo(const DemoOptions& o, std::ostream& out, std::ostream& err) {
     int hybrid_rc = 0;
     if (!rpc_device.empty()) {
         HybridOptions ho;
-        ho.model_path = model;
+        ho.base.model_path = model;
         ho.prefill_device = "CPU";
         ho.decode_device = rpc_device;
         ho.n_prompt = {o.n_prompt};
         ho.n_gen = {o.n_gen};
-        ho.n_threads = o.threads;
-        ho.reps = o.reps;
+        ho.base.n_threads = o.threads;
+        ho.base.reps = o.reps;
         ho.out_path = (fs::path(o.dir) / "hybrid.json").string();
         ho.progress = o.progress;
         ResultDocument hd = new_document("hybrid", o.argv);

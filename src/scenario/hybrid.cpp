@@ -105,19 +105,9 @@ json summary_of(const std::vector<int64_t>& v) {
 
 // The configuration every mode shares; the caller sets devices and lengths.
 TestConfig base_config(const HybridOptions& o) {
-    TestConfig c;
-    c.model_path = o.model_path;
-    c.n_threads = o.n_threads;
-    c.n_batch = o.n_batch;
-    c.n_ubatch = o.n_ubatch;
-    c.n_gpu_layers = o.n_gpu_layers;
-    c.flash_attn = o.flash_attn;
-    c.type_k = o.type_k;
-    c.type_v = o.type_v;
-    c.reps = o.reps;
-    c.max_reps = o.reps;
-    c.warmup = o.warmup;
-    c.seed = o.seed;
+    TestConfig c = o.base;
+    c.max_reps = c.reps;
+    c.target_ci.reset();
     return c;
 }
 
@@ -131,7 +121,7 @@ LoadSpec spec_for(const HybridOptions& o, const std::string& devices, int max_p,
 }
 
 void validate(const HybridOptions& o) {
-    if (o.model_path.empty())
+    if (o.base.model_path.empty())
         throw usage_error("hybrid needs a model (-m FILE)");
     if (o.decode_device.empty())
         throw usage_error("hybrid needs --decode-device (e.g. RPC0)");
@@ -148,7 +138,7 @@ void validate(const HybridOptions& o) {
     for (int n : o.n_gen)
         if (n <= 0)
             throw usage_error("-n must be positive for a hybrid run (decode is its second stage)");
-    if (o.reps < 1)
+    if (o.base.reps < 1)
         throw usage_error("-r must be at least 1");
     if (o.format != "md" && o.format != "json")
         throw usage_error("-o must be md or json for hybrid, not '" + o.format + "'");
@@ -227,7 +217,7 @@ json crossovers(const json& points) {
 
 int run_hybrid(const HybridOptions& o, ResultDocument& doc, std::ostream& out, std::ostream& err) {
     validate(o);
-    doc.models.push_back(to_json(inspect_model(o.model_path)));
+    doc.models.push_back(to_json(inspect_model(o.base.model_path)));
     for (const auto& ep : o.rpc_servers)
         add_rpc_server(ep);
     {
@@ -239,7 +229,7 @@ int run_hybrid(const HybridOptions& o, ResultDocument& doc, std::ostream& out, s
     auto tel = open_telemetry(o.telemetry, err, o.progress);
     const bool sampling = tel && has_sources(*tel);
     SystemInfo si = read_system_info();
-    for (auto& w : system_warnings(si, o.n_threads))
+    for (auto& w : system_warnings(si, o.base.n_threads))
         doc.warnings.push_back(w);
     for (auto& w : model_warnings(doc.models))
         doc.warnings.push_back(w);
@@ -326,7 +316,7 @@ int run_hybrid(const HybridOptions& o, ResultDocument& doc, std::ostream& out, s
                 r.prefill.emplace().n_tokens = p;
                 r.decode.emplace().n_tokens = n;
                 r.decode->kv_depth_start = p;
-                r.decode->token_latency_ns.reserve(static_cast<size_t>(n) * o.reps);
+                r.decode->token_latency_ns.reserve(static_cast<size_t>(n) * o.base.reps);
                 auto bk = m.pre->active_backends();
                 for (auto& x : m.dec->active_backends())
                     if (std::find(bk.begin(), bk.end(), x) == bk.end())
@@ -344,29 +334,29 @@ int run_hybrid(const HybridOptions& o, ResultDocument& doc, std::ostream& out, s
             const std::string name = "pp" + std::to_string(p) + "+tg" + std::to_string(n);
             std::string error;
             try {
-                if (o.warmup) {
+                if (o.base.warmup) {
                     progress(name + ": warmup");
                     PointSamples scratch;
                     TestResult w;
                     w.prefill.emplace();
                     w.decode.emplace();
-                    const auto prompt = random_tokens(p, n_vocab, o.seed * 1000003 + 999);
-                    const auto gen = random_tokens(1, n_vocab, o.seed * 7919 + 999);
+                    const auto prompt = random_tokens(p, n_vocab, o.base.seed * 1000003 + 999);
+                    const auto gen = random_tokens(1, n_vocab, o.base.seed * 7919 + 999);
                     stage_prefix = "warmup/";
                     for (const auto& m : modes)
                         measure(m, w, prompt, gen, buf, scratch, [](auto&&...) {});
                 }
-                for (int rep = 0; rep < o.reps; ++rep) {
+                for (int rep = 0; rep < o.base.reps; ++rep) {
                     if (interrupt_requested()) {
                         interrupted = true;
                         break;
                     }
                     progress(name + ": repetition " + std::to_string(rep + 1) + "/" +
-                             std::to_string(o.reps));
-                    auto prompt = random_tokens(p, n_vocab, o.seed * 1000003 + rep);
+                             std::to_string(o.base.reps));
+                    auto prompt = random_tokens(p, n_vocab, o.base.seed * 1000003 + rep);
                     if (bos && !prompt.empty())
                         prompt[0] = *bos;
-                    const auto gen = random_tokens(n, n_vocab, o.seed * 7919 + rep);
+                    const auto gen = random_tokens(n, n_vocab, o.base.seed * 7919 + rep);
                     // Interleaved, and the order rotated every repetition, so that drift
                     // (heat, other load) does not favour one mode.
                     for (size_t k = 0; k < modes.size(); ++k) {

@@ -22,24 +22,17 @@
 namespace sb {
 
 struct HybridOptions {
-    std::string model_path;
+    // What every mode shares: model_path, n_threads, n_batch, n_ubatch, n_gpu_layers,
+    // flash_attn, type_k, type_v, reps (every mode, every point), warmup and seed. Its devices,
+    // n_prompt, n_gen and n_depth are not read: the modes and the sweep below set them.
+    TestConfig base;
     std::string prefill_device = "CPU";  // device set of the prefill engine, e.g. "CPU", "BLAS"
     std::string decode_device;           // device set of the decode engine, e.g. "RPC0"
     std::vector<int> n_prompt{512}, n_gen{128};  // every combination is one point
-    int n_threads = 0;
-    int n_batch = 2048;
-    int n_ubatch = 512;
-    int n_gpu_layers = 99;
-    std::string flash_attn = "auto";
-    std::string type_k = "f16";
-    std::string type_v = "f16";
-    int reps = 5;
-    bool warmup = true;
-    bool baselines = true;  // also A alone and B alone (interleaved)
-    uint64_t seed = 1;
-    std::vector<std::string> rpc_servers;  // host:port
-    std::string format = "md";             // md | json (stdout)
-    std::optional<std::string> out_path;   // the result document, rewritten after every point
+    bool baselines = true;                       // also A alone and B alone (interleaved)
+    std::vector<std::string> rpc_servers;        // host:port
+    std::string format = "md";                   // md | json (stdout)
+    std::optional<std::string> out_path;         // the result document, rewritten after every point
     bool progress = true;
     TelemetryChoice telemetry{"auto", "/sys", 10, 0};
 };
