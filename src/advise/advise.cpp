@@ -36,6 +36,7 @@ std::string ms(double ns) {
 
 // What one successful test of a document says about its device set.
 struct Sample {
+    size_t doc = 0;  // index of the input it came from
     std::string devices;
     int n_prompt = 0, n_gen = 0, kv_depth = 0;
     std::vector<double> prefill_tps, decode_tps;            // raw, per repetition
@@ -48,12 +49,13 @@ bool is_hybrid_devices(const std::string& d) {
 }
 
 // Collects the tests of a document (run, demo, hybrid alone modes).
-void collect_tests(const json& doc, std::vector<Sample>& out) {
+void collect_tests(const json& doc, size_t index, std::vector<Sample>& out) {
     for (const auto& t : doc.value("tests", json::array())) {
         if (t.value("status", "") != "ok")
             continue;
         const json& c = t.value("config", json::object());
         Sample s;
+        s.doc = index;
         s.devices = c.value("devices", "CPU");
         if (is_hybrid_devices(s.devices) || c.value("engine", "llama") != "llama")
             continue;
@@ -154,6 +156,63 @@ struct Prediction {
     double e2e() const { return prefill_ns + transfer_ns + decode_ns; }
 };
 
+using Models = std::map<std::string, DeviceModel>;
+
+// The time model of every device set from the samples that keep(sample) accepts.
+template <class Keep>
+Models build_models(const std::vector<Sample>& samples, Keep keep) {
+    Models models;
+    std::map<std::string, std::vector<std::pair<double, double>>> pf, dc;
+    for (const auto& s : samples) {
+        if (!keep(s))
+            continue;
+        if (s.prefill_ns)
+            pf[s.devices].emplace_back(s.n_prompt, *s.prefill_ns);
+        if (s.decode_ns_per_token)
+            dc[s.devices].emplace_back(s.kv_depth + s.n_gen / 2.0, *s.decode_ns_per_token);
+    }
+    for (auto& [d, v] : pf)
+        models[d].prefill = merge_points(v);
+    for (auto& [d, v] : dc)
+        models[d].decode_per_token = merge_points(v);
+    return models;
+}
+
+// Every prefill/decode assignment the models and the measured transfers allow, fastest first.
+std::vector<Prediction> predict_all(const Models& models, const std::vector<TransferFit>& fits,
+                                    int p, int n) {
+    auto find_fit = [&](const std::string& a, const std::string& b) -> const TransferFit* {
+        for (auto& f : fits)
+            if (f.prefill == a && f.decode == b)
+                return &f;
+        return nullptr;
+    };
+    std::vector<Prediction> v;
+    for (auto& [a, ma] : models) {
+        if (!ma.can_prefill())
+            continue;
+        for (auto& [b, mb] : models) {
+            if (!mb.can_decode())
+                continue;
+            const TransferFit* f = a == b ? nullptr : find_fit(a, b);
+            if (a != b && !f)
+                continue;  // no measured transfer between them
+            Prediction x{a, b};
+            x.prefill_ns = interpolate(ma.prefill, p);
+            x.transfer_ns = f ? f->at(p) : 0;
+            // Decode reads a KV cache from p to p + n: the per-token time at the middle.
+            const double per_token = mb.decode_per_token.size() == 1
+                                         ? mb.decode_per_token[0].second
+                                         : interpolate(mb.decode_per_token, p + n / 2.0);
+            x.decode_ns = per_token * n;
+            v.push_back(x);
+        }
+    }
+    std::sort(v.begin(), v.end(),
+              [](const Prediction& x, const Prediction& y) { return x.e2e() < y.e2e(); });
+    return v;
+}
+
 std::string assignment_name(const std::string& a, const std::string& b) {
     return a == b ? a + " alone" : a + " → " + b;
 }
@@ -195,7 +254,7 @@ json advise(const std::vector<AdviseInput>& inputs, const AdviseOptions& opts) {
         const std::string cmd = d.value("command", "");
         out["sources"].push_back({{"source", in.source}, {"command", cmd}});
         const size_t before = samples.size();
-        collect_tests(d, samples);
+        collect_tests(d, out["sources"].size() - 1, samples);
         bool used = samples.size() > before;
         // Sections of other scenarios sit at the top level of a document.
         const json& extra = d;
@@ -213,7 +272,9 @@ json advise(const std::vector<AdviseInput>& inputs, const AdviseOptions& opts) {
                 const json& e2e = pt.value("e2e", json::object());
                 if (e2e.contains("hybrid"))
                     if (auto med = num(e2e["hybrid"].value("summary", json()), "median"))
-                        measured_hybrid.push_back({{"prefill", a},
+                        measured_hybrid.push_back({{"source", in.source},
+                                                   {"doc", out["sources"].size() - 1},
+                                                   {"prefill", a},
                                                    {"decode", b},
                                                    {"n_prompt", p},
                                                    {"n_gen", pt.value("n_gen", 0)},
@@ -325,20 +386,7 @@ json advise(const std::vector<AdviseInput>& inputs, const AdviseOptions& opts) {
     }
 
     // 2. The time model and predictions of every prefill/decode assignment.
-    std::map<std::string, DeviceModel> models;
-    {
-        std::map<std::string, std::vector<std::pair<double, double>>> pf, dc;
-        for (const auto& s : samples) {
-            if (s.prefill_ns)
-                pf[s.devices].emplace_back(s.n_prompt, *s.prefill_ns);
-            if (s.decode_ns_per_token)
-                dc[s.devices].emplace_back(s.kv_depth + s.n_gen / 2.0, *s.decode_ns_per_token);
-        }
-        for (auto& [d, v] : pf)
-            models[d].prefill = merge_points(v);
-        for (auto& [d, v] : dc)
-            models[d].decode_per_token = merge_points(v);
-    }
+    const Models models = build_models(samples, [](const Sample&) { return true; });
     std::vector<TransferFit> fits;
     for (auto& [ab, pts] : transfers)
         fits.push_back(fit_transfer(ab.first, ab.second, pts, transfer_bytes[ab]));
@@ -355,38 +403,7 @@ json advise(const std::vector<AdviseInput>& inputs, const AdviseOptions& opts) {
              {"n_points", f.n_points}});
     out["model"] = model;
 
-    auto find_fit = [&](const std::string& a, const std::string& b) -> const TransferFit* {
-        for (auto& f : fits)
-            if (f.prefill == a && f.decode == b)
-                return &f;
-        return nullptr;
-    };
-    auto predict = [&](int p, int n) {
-        std::vector<Prediction> v;
-        for (auto& [a, ma] : models) {
-            if (!ma.can_prefill())
-                continue;
-            for (auto& [b, mb] : models) {
-                if (!mb.can_decode())
-                    continue;
-                const TransferFit* f = a == b ? nullptr : find_fit(a, b);
-                if (a != b && !f)
-                    continue;  // no measured transfer between them
-                Prediction x{a, b};
-                x.prefill_ns = interpolate(ma.prefill, p);
-                x.transfer_ns = f ? f->at(p) : 0;
-                // Decode reads a KV cache from p to p + n: the per-token time at the middle.
-                const double per_token = mb.decode_per_token.size() == 1
-                                             ? mb.decode_per_token[0].second
-                                             : interpolate(mb.decode_per_token, p + n / 2.0);
-                x.decode_ns = per_token * n;
-                v.push_back(x);
-            }
-        }
-        std::sort(v.begin(), v.end(),
-                  [](const Prediction& x, const Prediction& y) { return x.e2e() < y.e2e(); });
-        return v;
-    };
+    auto predict = [&](int p, int n) { return predict_all(models, fits, p, n); };
     auto to_j = [](const Prediction& x) {
         return json{{"prefill", x.prefill},       {"decode", x.decode},
                     {"prefill_ns", x.prefill_ns}, {"transfer_ns", x.transfer_ns},
@@ -473,11 +490,19 @@ json advise(const std::vector<AdviseInput>& inputs, const AdviseOptions& opts) {
     for (auto& m : measured_hybrid) {
         const std::string a = m["prefill"], b = m["decode"];
         const int p = m["n_prompt"], n = m["n_gen"];
+        const size_t doc = m["doc"];
+        m.erase("doc");
+        // The parts from the hybrid run's own modes alone (measured interleaved with it) when it
+        // has them, else from every document.
+        const Models own = build_models(samples, [&](const Sample& s) { return s.doc == doc; });
+        const bool has_own =
+            own.count(a) && own.at(a).can_prefill() && own.count(b) && own.at(b).can_decode();
+        const Models& basis = has_own ? own : models;
         std::optional<Prediction> pr;
-        for (auto& x : predict(p, n))
+        for (auto& x : predict_all(basis, fits, p, n))
             if (x.prefill == a && x.decode == b)
                 pr = x;
-        if (!pr || !models[a].can_prefill() || !models[b].can_decode()) {
+        if (!pr) {
             note(
                 fmt::format("no prediction for the hybrid {} at pp{}+tg{}: {} alone and {} "
                             "alone were not measured",
@@ -488,6 +513,7 @@ json advise(const std::vector<AdviseInput>& inputs, const AdviseOptions& opts) {
         const double err = pr->e2e() / meas - 1;
         m["predicted_ns"] = pr->e2e();
         m["error"] = err;
+        m["basis"] = has_own ? "the hybrid run's own modes alone" : "every document";
         out["validation"].push_back(m);
         say(
             fmt::format("The hybrid {} at pp{}+tg{} was predicted at {} and measured at {} "

@@ -10,7 +10,8 @@
 //    KV depth, both interpolated between measured points) and per device pair the state
 //    transfer (a line fitted over prompt length to the hybrid runs' medians), giving the
 //    predicted end-to-end time of every prefill/decode assignment, the crossover lengths, and
-//    for every measured hybrid point the prediction next to the measurement;
+//    for every measured hybrid point the prediction next to the measurement (its parts taken
+//    from the hybrid run's own modes alone, measured interleaved with it, when it has them);
 //  - operators that fall back from an accelerator, with their cost; operators whose dispatch
 //    overhead (call - op time, median per call) exceeds a budget;
 //  - under sustained load, whether the per-stage choice still holds at the throttled steady
@@ -46,8 +47,8 @@ struct AdviseInput {
 //   "predictions": [{"n_prompt", "n_gen", "assignments": [{"prefill", "decode", "prefill_ns",
 //                    "transfer_ns", "decode_ns", "e2e_ns"}], "best"}],
 //   "crossover": [{"n_gen", "ranges": [{"from_n_prompt", "to_n_prompt", "best"}]}],
-//   "validation": [{"prefill", "decode", "n_prompt", "n_gen", "predicted_ns", "measured_ns",
-//                   "error"}],
+//   "validation": [{"source", "prefill", "decode", "n_prompt", "n_gen", "predicted_ns",
+//                   "measured_ns", "error", "basis"}],
 //   "fallback": [...], "dispatch": [...], "decomposition": [{"stage", "source", "parts"}],
 //   "sustained": [...],
 //   "sentences": ["plain sentences with the numbers"], "notes": [...]}
