@@ -91,6 +91,32 @@ TEST(Advise, PredictsTheHybridFromItsPartsAndFindsTheCrossover) {
     EXPECT_EQ(a["crossover"][0]["ranges"].back()["best"], "CPU → RPC0");
 }
 
+TEST(Advise, AHybridIsPredictedFromItsOwnRunsModesAlone) {
+    // The hybrid document measured CPU and RPC0 alone beside the hybrid; an older run measured
+    // them much slower. The validation takes the parts from the hybrid's own run.
+    json hybrid = {{"command", "hybrid"},
+                   {"tests",
+                    {test_of("CPU", 64, 32, {1000, 1000, 1000}, {50, 50, 50}),
+                     test_of("RPC0", 64, 32, {200, 200, 200}, {100, 100, 100})}}};
+    const double measured = 64e6 + 1e6 + 32 * 1e7;
+    hybrid["hybrid"] = {{"prefill_device", "CPU"},
+                        {"decode_device", "RPC0"},
+                        {"points",
+                         {{{"n_prompt", 64},
+                           {"n_gen", 32},
+                           {"transfer", {{"duration", {{"median", 1e6}}}}},
+                           {"e2e", {{"hybrid", {{"summary", {{"median", measured}}}}}}}}}}};
+    json old_run = {{"command", "run"},
+                    {"tests",
+                     {test_of("CPU", 64, 32, {100, 100, 100}, {5, 5, 5}),
+                      test_of("RPC0", 64, 32, {20, 20, 20}, {10, 10, 10})}}};
+    json a = advise({{"old.json", old_run}, {"h.json", hybrid}}, {});
+    ASSERT_EQ(a["validation"].size(), 1u);
+    EXPECT_NEAR(a["validation"][0]["error"].get<double>(), 0.0, 1e-9);
+    EXPECT_EQ(a["validation"][0]["basis"], "the hybrid run's own modes alone");
+    EXPECT_EQ(a["validation"][0]["source"], "h.json");
+}
+
 TEST(Advise, FlagsDispatchOverheadAndFallback) {
     json ops = {{"stages",
                  {{{"stage", "decode"},
