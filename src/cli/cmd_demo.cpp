@@ -1,3 +1,5 @@
+#include <filesystem>
+
 #include "cli/commands.hpp"
 #include "cli/store_hook.hpp"
 #include "core/json_file.hpp"
@@ -25,9 +27,13 @@ void add_demo_command(CLI::App& app, Context& ctx) {
         o->progress = cmd->count("--quiet") == 0;
         o->argv = ctx.argv;
         ctx.exit_code = run_demo(*o, ctx.out, ctx.err);
-        // The demo keeps its document in <dir>/result.json.
-        if (!ctx.db_path.empty())
+        // The demo keeps its documents in <dir>/result.json and, with an RPC device,
+        // <dir>/hybrid.json.
+        if (!ctx.db_path.empty()) {
             store_document(ctx, read_json_file(o->dir + "/result.json"));
+            if (std::filesystem::exists(o->dir + "/hybrid.json"))
+                store_document(ctx, read_json_file(o->dir + "/hybrid.json"));
+        }
     });
 }
 

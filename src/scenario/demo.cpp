@@ -31,6 +31,8 @@ int run_demo(const DemoOptions& o, std::ostream& out, std::ostream& err) {
     if (ec)
         throw input_error("cannot create demo directory '" + o.dir + "': " + ec.message());
     const std::string model = (fs::path(o.dir) / "model.gguf").string();
+    // A hybrid document from an earlier demo must not pass for this one's (e.g. with --no-rpc).
+    fs::remove(fs::path(o.dir) / "hybrid.json", ec);
 
     SynthOptions so;
     so.preset = o.preset;

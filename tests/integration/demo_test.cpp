@@ -14,8 +14,9 @@ using nlohmann::json;
 TEST(Demo, WritesModelResultsHybridAndAdvice) {
     sbtest::TempDir t;
     const std::string dir = t.file("demo");
-    sbtest::Proc p = sbtest::run_sb({"demo", "--dir", dir, "--preset", "tiny", "--layers", "1",
-                                     "-p", "32", "-n", "8", "-r", "2", "-t", "1", "-q"});
+    sbtest::Proc p =
+        sbtest::run_sb({"demo", "--dir", dir, "--preset", "tiny", "--layers", "1", "-p", "32", "-n",
+                        "8", "-r", "2", "-t", "1", "--db", t.file("r.sqlite"), "-q"});
     ASSERT_EQ(p.exit_code, 0) << p.err;
     for (const char* f :
          {"model.gguf", "result.json", "hybrid.json", "summary.md", "report.html", "trace.json"})
@@ -33,6 +34,13 @@ TEST(Demo, WritesModelResultsHybridAndAdvice) {
     // stdout carries the same report (the summary adds a heading).
     EXPECT_NE(summary.find(p.out.substr(0, 200)), std::string::npos);
     EXPECT_NE(p.out.find("## Advice"), std::string::npos);
+    // --db keeps both documents.
+    sbtest::Proc list = sbtest::run_sb({"db", "list", "--db", t.file("r.sqlite"), "-o", "json"});
+    ASSERT_EQ(list.exit_code, 0) << list.err;
+    const json rows = json::parse(list.out);
+    ASSERT_EQ(rows.size(), 2u) << list.out;
+    EXPECT_EQ(rows[0]["command"], "demo");
+    EXPECT_EQ(rows[1]["command"], "hybrid");
 }
 
 }  // namespace
