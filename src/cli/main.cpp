@@ -1,4 +1,5 @@
 // A trampoline: all behaviour lives in the library, main only forwards the exit code.
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -20,6 +21,9 @@ void on_fatal(const char* message) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    // A peer that goes away (an RPC server killed mid-run, a reader of stdout that quit) must
+    // be an error the code reports, not a silent death by SIGPIPE.
+    std::signal(SIGPIPE, SIG_IGN);
     sb::set_fatal_handler(on_fatal);
     sb::install_interrupt_handlers();
     sb::cli::Context ctx{std::cout, std::cerr, 0, {}, {}};

@@ -5,9 +5,11 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "cli_harness.hpp"
 #include "trace/chrome_trace.hpp"
@@ -166,6 +168,36 @@ TEST(Hybrid, PrefillOnCpuDecodeOverRpcAgainstEachAloneAndAdvise) {
     ASSERT_EQ(md.exit_code, 0) << md.err;
     EXPECT_NE(md.out.find("## Advice"), std::string::npos);
     EXPECT_NE(md.out.find("predicted at"), std::string::npos) << md.out;
+}
+
+TEST(Hybrid, AServerThatDiesMidRunIsOneLineAndKeepsEarlierPoints) {
+    TempDir t;
+    RpcServer server(t);
+    ASSERT_TRUE(server.ready);
+    const std::string out = t.file("h.json");
+    pid_t run = sbtest::spawn_bg(
+        {sbtest::stagebench_bin(), "hybrid", "-m", tiny_model(), "--decode-device", "RPC0", "--rpc",
+         server.endpoint(), "-p", "16,32", "-n", "64", "-r", "10", "-t", "1", "--out", out, "-q"},
+        t.file("h.log"));
+    for (int i = 0; i < 3000; ++i) {
+        try {
+            if (json::parse(sbtest::read_file(out))["hybrid"]["points"].size() == 1)
+                break;
+        } catch (...) {
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    server.stop(SIGKILL);
+    EXPECT_EQ(sbtest::wait_exit(run, 120), 1);
+    const std::string err = sbtest::read_file(t.file("h.log.err"));
+    EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+    EXPECT_EQ(err.rfind("stagebench: error: ", 0), 0u) << err;
+    const json doc = json::parse(sbtest::read_file(out));
+    ASSERT_EQ(doc["hybrid"]["points"].size(), 1u);
+    EXPECT_EQ(doc["tests"].size(), 3u);
+    for (const auto& test : doc["tests"])
+        EXPECT_EQ(test["status"], "ok");
 }
 
 TEST(Hybrid, BadInputIsOneLine) {
