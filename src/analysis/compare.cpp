@@ -86,6 +86,45 @@ std::string pct(double fraction) {
     return fmt::format("{:.1f}%", fraction * 100);
 }
 
+// A sustained document compares as one test: the rounds of its unloaded phase are the samples,
+// so a side's CV is its variation across rounds (the loaded phase's background differs from
+// device to device and is left out). Throws sb::Error(input) when no round completed.
+json pooled_rounds(const json& doc, const std::string& who, std::vector<std::string>& notes) {
+    const json& tests = json_field(doc, "tests");
+    // The phase without background load ("rounds", or "baseline" beside a "loaded" one).
+    const json* phase = nullptr;
+    for (const auto& ph : json_field(json_field(doc, "sustained"), "phases"))
+        if (!phase && str_field(ph, "background").value_or("").empty())
+            phase = &ph;
+    if (!phase || !tests.is_array() || tests.empty())
+        throw input_error(who + ": the `sustained` document has no baseline rounds to compare");
+    json pre = json::array(), dec = json::array(), ttft = json::array();
+    for (const auto& r : json_field(*phase, "rounds")) {
+        if (str_field(r, "status").value_or("ok") != "ok")
+            continue;
+        if (json_field(r, "prefill_tps").is_number())
+            pre.push_back(json_field(r, "prefill_tps"));
+        if (json_field(r, "decode_tps").is_number())
+            dec.push_back(json_field(r, "decode_tps"));
+        if (json_field(r, "ttft_ms").is_number())
+            ttft.push_back(json_field(r, "ttft_ms").get<double>() * 1e6);
+    }
+    if (dec.empty() && pre.empty())
+        throw input_error(who + ": the `sustained` document has no completed baseline round");
+    json config = json_field(tests[0], "config");
+    config["test"] = str_field(config, "test").value_or("?") + " rounds";
+    notes.push_back(who + " is a sustained run: its " + std::to_string(dec.size()) +
+                    " rounds without background load are the samples, so its CV is the "
+                    "variation across rounds");
+    json out = doc;
+    out["tests"] = json::array({{{"config", config},
+                                 {"status", "ok"},
+                                 {"prefill", {{"tokens_per_s", pre}}},
+                                 {"decode", {{"tokens_per_s", dec}}},
+                                 {"ttft_ns", ttft}}});
+    return out;
+}
+
 }  // namespace
 
 std::vector<std::string> default_compare_labels(std::size_t n) {
@@ -99,8 +138,9 @@ std::vector<std::string> default_compare_labels(std::size_t n) {
     return out;
 }
 
-CompareResult compare_documents(const std::vector<CompareInput>& inputs,
+CompareResult compare_documents(const std::vector<CompareInput>& given,
                                 const CompareOptions& opts) {
+    std::vector<CompareInput> inputs = given;
     if (inputs.size() < 2)
         throw usage_error(
             "compare needs at least two result documents (the first is the "
@@ -113,16 +153,13 @@ CompareResult compare_documents(const std::vector<CompareInput>& inputs,
     CompareResult r;
     r.tool_version = opts.tool_version;
     r.created_at = utc_timestamp();
-    for (const auto& in : inputs) {
+    for (auto& in : inputs) {
         const std::string who = in.label + " (" + in.source + ")";
-        const json& tests = json_field(in.doc, "tests");
-        if (!in.doc.is_object() || !tests.is_array())
+        if (!in.doc.is_object() || !json_field(in.doc, "tests").is_array())
             throw input_error(who + " is not a stagebench result document (no \"tests\" array)");
         if (str_field(in.doc, "command") == "sustained")
-            throw input_error(who +
-                              ": a `sustained` document holds rounds of one workload, not "
-                              "repeated tests; compare reads run and demo documents");
-        if (tests.empty())
+            in.doc = pooled_rounds(in.doc, who, r.notes);
+        if (json_field(in.doc, "tests").empty())
             throw input_error(who + ": the `" + str_field(in.doc, "command").value_or("?") +
                               "` document has no tests to compare; compare reads run and demo "
                               "documents");

@@ -275,6 +275,44 @@ TEST(Compare, MissingAndSingleSamplesHaveNoInterval) {
     EXPECT_TRUE(noted);
 }
 
+// A sustained document as compare reads it: one test per round, and the baseline phase's rounds.
+json sustained_doc(const std::string& host, const std::vector<double>& decode_tps) {
+    json tests = json::array(), rounds = json::array();
+    for (size_t i = 0; i < decode_tps.size(); ++i) {
+        tests.push_back(test(config()));
+        rounds.push_back({{"round", i + 1},
+                          {"status", "ok"},
+                          {"prefill_tps", 1000.0},
+                          {"decode_tps", decode_tps[i]},
+                          {"ttft_ms", 40.0}});
+    }
+    json d = doc(host, tests);
+    d["command"] = "sustained";
+    d["sustained"] = {{"phases", {{{"name", "baseline"}, {"rounds", rounds}}}}};
+    return d;
+}
+
+TEST(Compare, SustainedRoundsAreTheSamplesSoCvIsAcrossRounds) {
+    // A phone that throttles (50 -> 30 tok/s) against a board that holds 40 tok/s.
+    const json phone = sustained_doc("phone", {50, 48, 45, 35, 31, 30, 30, 30});
+    const json board = sustained_doc("board", {40, 40.5, 39.5, 40, 40.2, 39.8, 40, 40.1});
+    const CompareResult r = compare_documents(inputs({phone, board}));
+    const CompareRow& dec = row(r, "decode");
+    EXPECT_EQ(dec.test, "pp32+tg8 rounds");
+    ASSERT_EQ(dec.sides.size(), 2u);
+    EXPECT_EQ(dec.sides[0].n, 8);
+    EXPECT_GT(*dec.sides[0].cv, 10 * *dec.sides[1].cv);  // the variation itself differs
+    EXPECT_NEAR(*dec.ratios[0].median, 40.0 / 33.0, 0.01);
+    bool pooled = false, cv_note = false;
+    for (const auto& n : r.notes) {
+        pooled =
+            pooled || n.find("rounds without background load are the samples") != std::string::npos;
+        cv_note = cv_note || n.find("CV") != std::string::npos;
+    }
+    EXPECT_TRUE(pooled);
+    EXPECT_TRUE(cv_note);
+}
+
 TEST(Compare, BadInputsAreErrors) {
     const json a = doc("h", json::array({test(config())}));
     EXPECT_EQ(kind_of([&] { compare_documents(inputs({a})); }), ErrorKind::usage);
@@ -286,10 +324,13 @@ TEST(Compare, BadInputsAreErrors) {
     EXPECT_EQ(kind_of([&] { compare_documents(inputs({a, sustained})); }, &msg), ErrorKind::input);
     EXPECT_NE(msg.find("B (doc1.json)"), std::string::npos) << msg;
     EXPECT_NE(msg.find("sustained"), std::string::npos) << msg;
+    // Rounds without a baseline phase to pool.
     json rounds = doc("h", json::array({test(config()), test(config())}));
     rounds["command"] = "sustained";
     EXPECT_EQ(kind_of([&] { compare_documents(inputs({rounds, a})); }, &msg), ErrorKind::input);
-    EXPECT_NE(msg.find("A (doc0.json): a `sustained` document"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("A (doc0.json): the `sustained` document has no baseline rounds"),
+              std::string::npos)
+        << msg;
     EXPECT_EQ(kind_of(
                   [&] {
                       compare_documents(inputs({json{{"x", 1}}, a}));

@@ -176,6 +176,26 @@ TEST(StoreCompare, RunIntoTheStoreThenExportEqualsTheOutDocument) {
     EXPECT_EQ(c["rows"][0]["ratios"][0]["verdict"], "no difference");
 }
 
+TEST(StoreCompare, SustainedRunsCompareTheirVariationAcrossRounds) {
+    TempDir t;
+    for (const char* f : {"s1.json", "s2.json"}) {
+        Proc s = run_sb({"sustained", "-m", tiny_model(), "--rounds", "3", "--prompt-tokens", "32",
+                         "--max-tokens", "8", "-t", "1", "--out", t.file(f), "-q"});
+        ASSERT_EQ(s.exit_code, 0) << s.err;
+    }
+    Proc c = run_sb({"compare", t.file("s1.json"), t.file("s2.json"), "-o", "json"});
+    ASSERT_EQ(c.exit_code, 0) << c.err;
+    const json cmp = json::parse(c.out);
+    ASSERT_EQ(cmp["rows"].size(), 3u) << c.out;
+    for (const auto& row : cmp["rows"]) {
+        EXPECT_EQ(row["test"], "pp32+tg8 rounds");
+        EXPECT_EQ(row["sides"][0]["n"], 3);  // one sample per round
+        EXPECT_TRUE(row["sides"][1]["cv"].is_number());
+        EXPECT_TRUE(row["ratios"][0]["ci_low"].is_number());
+    }
+    EXPECT_NE(cmp["notes"].dump().find("variation across rounds"), std::string::npos);
+}
+
 TEST(StoreCompare, BadInputsAreOneLineAndExit2) {
     TempDir t;
     const std::string not_json = t.file("not.json");
