@@ -8,6 +8,7 @@
 #include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
+#include "core/json_util.hpp"
 #include "core/stats_json.hpp"
 #include "core/sysinfo.hpp"
 #include "engine/backends.hpp"
@@ -247,20 +248,14 @@ int run_hybrid(const HybridOptions& o, ResultDocument& doc, std::ostream& out, s
     const int max_n = *std::max_element(o.n_gen.begin(), o.n_gen.end());
 
     // Both engines hold the model at once; that is the memory cost of the hybrid.
-    json memory = {{"rss_before_bytes", nullptr}};
-    auto rss = [] {
-        auto v = process_rss_bytes();
-        return v ? json(*v) : json(nullptr);
-    };
-    memory["rss_before_bytes"] = rss();
+    json memory = {{"rss_before_bytes", opt(process_rss_bytes())}};
     LlamaEngine a, b;
     progress("loading the model for " + o.prefill_device + " (prefill)");
     a.load(spec_for(o, o.prefill_device, max_p, max_n));
-    memory["rss_after_prefill_engine_bytes"] = rss();
+    memory["rss_after_prefill_engine_bytes"] = opt(process_rss_bytes());
     progress("loading the model for " + o.decode_device + " (decode)");
     b.load(spec_for(o, o.decode_device, max_p, max_n));
-    memory["rss_after_decode_engine_bytes"] = rss();
-    auto opt = [](std::optional<uint64_t> v) { return v ? json(*v) : json(nullptr); };
+    memory["rss_after_decode_engine_bytes"] = opt(process_rss_bytes());
     memory["weight_bytes_prefill_engine"] = opt(a.weight_bytes());
     memory["weight_bytes_decode_engine"] = opt(b.weight_bytes());
     memory["note"] =
