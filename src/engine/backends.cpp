@@ -41,6 +41,9 @@ bool g_dynamic = false;
 // unloaded module is still known to be an accelerator.
 std::map<std::string, std::vector<std::string>> g_module_device_names;
 std::set<std::string> g_accel_modules;
+// Accelerator module -> models alive that were placed while it was loaded (and may use it):
+// select_devices() does not unload a held module under them.
+std::map<std::string, int> g_held_modules;
 
 void quiet_log(enum ggml_log_level level, const char* text, void*) {
     // llama.cpp logs to stderr by default; stagebench keeps stderr for its own progress.
@@ -88,6 +91,14 @@ std::map<std::string, fs::path> module_files() {
 std::string lower(std::string s) {
     std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
     return s;
+}
+
+// The module that registered device dev ("BLAS" -> "blas"), if known.
+std::optional<std::string> module_of(const std::string& dev) {
+    for (const auto& [module, names] : g_module_device_names)
+        if (std::find(names.begin(), names.end(), dev) != names.end())
+            return module;
+    return std::nullopt;
 }
 
 ggml_backend_reg_t find_reg(const std::string& module) {
@@ -271,12 +282,6 @@ DeviceSelection select_devices(const std::vector<std::string>& devices) {
             if (!g_module_device_names.count(name))
                 load_module(name);
     }
-    auto module_of = [](const std::string& dev) -> std::optional<std::string> {
-        for (const auto& [module, names] : g_module_device_names)
-            if (std::find(names.begin(), names.end(), dev) != names.end())
-                return module;
-        return std::nullopt;
-    };
     for (const auto& d : devices) {
         if (d == "CPU" || d.empty())
             continue;
@@ -294,7 +299,7 @@ DeviceSelection select_devices(const std::vector<std::string>& devices) {
         for (const auto& m : g_accel_modules) {
             if (wanted_accel.count(m)) {
                 load_module(m);
-            } else if (auto* reg = find_reg(m)) {
+            } else if (auto* reg = find_reg(m); reg && g_held_modules[m] == 0) {
                 ggml_backend_unload(reg);
             }
         }
@@ -313,14 +318,48 @@ DeviceSelection select_devices(const std::vector<std::string>& devices) {
         if (ggml_backend_dev_type(dev) == GGML_BACKEND_DEVICE_TYPE_ACCEL) {
             std::string name = ggml_backend_dev_name(dev);
             sel.active.push_back(name);
-            if (std::find(devices.begin(), devices.end(), name) == devices.end())
-                sel.notes.push_back("accelerator " + name +
-                                    " is linked into llama.cpp and cannot be disabled");
+            if (std::find(devices.begin(), devices.end(), name) == devices.end()) {
+                auto m = module_of(name);
+                sel.notes.push_back(
+                    m && g_held_modules[*m] > 0
+                        ? "accelerator " + name +
+                              " stays loaded for another model in this process and runs ops "
+                              "here too"
+                        : "accelerator " + name +
+                              " is linked into llama.cpp and cannot be "
+                              "disabled");
+            }
         }
     }
     sel.active.insert(sel.active.begin(), sel.offload.begin(), sel.offload.end());
     sel.active.push_back("CPU");
     return sel;
+}
+
+void hold_devices(const DeviceSelection& sel) {
+    for (const auto& name : sel.active)
+        if (auto m = module_of(name); m && g_accel_modules.count(*m))
+            ++g_held_modules[*m];
+}
+
+void release_devices(const DeviceSelection& sel) {
+    for (const auto& name : sel.active)
+        if (auto m = module_of(name); m && g_accel_modules.count(*m) && g_held_modules[*m] > 0)
+            --g_held_modules[*m];
+}
+
+std::vector<std::string> named_accelerators(const std::vector<std::string>& devices) {
+    init_backends();
+    std::vector<std::string> out;
+    for (const auto& d : devices) {
+        auto m = module_of(d);
+        if (m && g_accel_modules.count(*m))
+            out.push_back(d);
+        else if (ggml_backend_dev_t dev = ggml_backend_dev_by_name(d.c_str());
+                 dev && ggml_backend_dev_type(dev) == GGML_BACKEND_DEVICE_TYPE_ACCEL)
+            out.push_back(d);
+    }
+    return out;
 }
 
 }  // namespace sb

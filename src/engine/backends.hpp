@@ -56,9 +56,20 @@ struct DeviceSelection {
 };
 
 // Makes the registry match `devices` (see LoadSpec::devices): loads the named accelerator
-// modules and unloads the others (dynamic builds). Throws sb::Error(input) naming the
-// available devices when one is unknown. Call only while no model is loaded.
+// modules and unloads the others (dynamic builds), except modules held by a live model (see
+// hold_devices): those stay, and a note says that this selection uses them too. Throws
+// sb::Error(input) naming the available devices when one is unknown.
 DeviceSelection select_devices(const std::vector<std::string>& devices);
+
+// A model placed with sel is alive: its accelerator modules must not be unloaded under it
+// (their code runs its ops). Every hold_devices is paired with a release_devices.
+void hold_devices(const DeviceSelection& sel);
+void release_devices(const DeviceSelection& sel);
+
+// The accelerator devices ("BLAS") among devices: llama.cpp gives every context all the
+// accelerators loaded when it is created, so two models alive at once need the one that names
+// none created first.
+std::vector<std::string> named_accelerators(const std::vector<std::string>& devices);
 
 }  // namespace sb
 

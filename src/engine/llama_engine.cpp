@@ -54,11 +54,15 @@ struct LlamaEngine::Impl {
         cached_depth = -1;
         cached_state.clear();
     }
+    bool holding = false;  // selection's accelerator modules are held for this model
     void free_model() {
         free_context();
         if (model)
             llama_model_free(model);
         model = nullptr;
+        if (holding)
+            release_devices(selection);
+        holding = false;
     }
 };
 
@@ -91,6 +95,8 @@ void LlamaEngine::load(const LoadSpec& spec) {
         m.free_model();
         m.have_spec = false;
         m.selection = select_devices(spec.devices);
+        hold_devices(m.selection);
+        m.holding = true;
         m.notes = m.selection.notes;
         std::vector<ggml_backend_dev_t> devs;
         for (const auto& name : m.selection.offload)

@@ -101,18 +101,16 @@ void write_hybrid_markdown(const ResultDocument& doc, std::ostream& out) {
         out << "\n";
     }
     const json& m = h.value("memory", json::object());
-    auto delta = [&](const char* after, const char* before) -> std::string {
-        if (!m.value(after, json()).is_number() || !m.value(before, json()).is_number())
-            return "unknown";
-        return mib(m[after].get<double>() - m[before].get<double>());
+    auto grown = [&](const char* key) {
+        return m.value(key, json()).is_number() ? mib(m[key]) : std::string("unknown");
     };
     out << "\nMemory: weights " << mib(m.value("weight_bytes_prefill_engine", json())) << " for "
         << h.value("prefill_device", "") << " and "
         << mib(m.value("weight_bytes_decode_engine", json())) << " for "
         << h.value("decode_device", "") << "; process RSS +"
-        << delta("rss_after_prefill_engine_bytes", "rss_before_bytes") << " (prefill engine), +"
-        << delta("rss_after_decode_engine_bytes", "rss_after_prefill_engine_bytes")
-        << " (decode engine). " << m.value("note", "") << ".\n";
+        << grown("rss_growth_prefill_engine_bytes") << " (prefill engine), +"
+        << grown("rss_growth_decode_engine_bytes") << " (decode engine). " << m.value("note", "")
+        << ".\n";
     for (const auto& w : doc.warnings)
         out << "\nwarning: " << w.message;
     if (!doc.warnings.empty())

@@ -247,15 +247,30 @@ int run_hybrid(const HybridOptions& o, ResultDocument& doc, std::ostream& out, s
     const int max_p = *std::max_element(o.n_prompt.begin(), o.n_prompt.end());
     const int max_n = *std::max_element(o.n_gen.begin(), o.n_gen.end());
 
-    // Both engines hold the model at once; that is the memory cost of the hybrid.
-    json memory = {{"rss_before_bytes", opt(process_rss_bytes())}};
+    // Both engines hold the model at once; that is the memory cost of the hybrid. llama.cpp
+    // gives a context every accelerator loaded when it is created, so an engine that names
+    // none (CPU) is created before one that names one (BLAS): each then runs on its own set.
+    const bool decode_first = !named_accelerators(split_device_set(o.prefill_device)).empty() &&
+                              named_accelerators(split_device_set(o.decode_device)).empty();
     LlamaEngine a, b;
-    progress("loading the model for " + o.prefill_device + " (prefill)");
-    a.load(spec_for(o, o.prefill_device, max_p, max_n));
-    memory["rss_after_prefill_engine_bytes"] = opt(process_rss_bytes());
-    progress("loading the model for " + o.decode_device + " (decode)");
-    b.load(spec_for(o, o.decode_device, max_p, max_n));
-    memory["rss_after_decode_engine_bytes"] = opt(process_rss_bytes());
+    json memory = {
+        {"rss_before_bytes", opt(process_rss_bytes())},
+        {"load_order", decode_first ? json({"decode", "prefill"}) : json({"prefill", "decode"})}};
+    auto load = [&](LlamaEngine& e, const std::string& devices, const char* role) {
+        progress("loading the model for " + devices + " (" + role + ")");
+        const auto before = process_rss_bytes();
+        e.load(spec_for(o, devices, max_p, max_n));
+        const auto after = process_rss_bytes();
+        memory[std::string("rss_growth_") + role + "_engine_bytes"] =
+            before && after ? json(*after - *before) : json(nullptr);
+    };
+    if (decode_first) {
+        load(b, o.decode_device, "decode");
+        load(a, o.prefill_device, "prefill");
+    } else {
+        load(a, o.prefill_device, "prefill");
+        load(b, o.decode_device, "decode");
+    }
     memory["weight_bytes_prefill_engine"] = opt(a.weight_bytes());
     memory["weight_bytes_decode_engine"] = opt(b.weight_bytes());
     memory["note"] =

@@ -171,6 +171,26 @@ TEST(Hybrid, PrefillOnCpuDecodeOverRpcAgainstEachAloneAndAdvise) {
     EXPECT_NE(md.out.find("predicted at"), std::string::npos) << md.out;
 }
 
+TEST(Hybrid, AnAcceleratorForPrefillStaysOutOfTheOtherEngine) {
+    // BLAS is a loadable accelerator module that llama.cpp hands to every context created while
+    // it is loaded: the CPU engine is created first, so "CPU alone" really is the CPU alone.
+    TempDir t;
+    const std::string out = t.file("h.json");
+    Proc p =
+        sbtest::run_sb({"hybrid", "-m", tiny_model(), "--prefill-device", "BLAS", "--decode-device",
+                        "CPU", "-p", "32", "-n", "4", "-r", "2", "-t", "1", "--out", out, "-q"});
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    const json doc = json::parse(sbtest::read_file(out));
+    const json& pt = doc["hybrid"]["points"][0];
+    const json& alone_a = doc["tests"][pt["tests"]["prefill_alone"].get<size_t>()];
+    const json& alone_b = doc["tests"][pt["tests"]["decode_alone"].get<size_t>()];
+    EXPECT_EQ(alone_a["backends"], json::array({"BLAS", "CPU"}));
+    EXPECT_EQ(alone_b["backends"], json::array({"CPU"}));
+    EXPECT_EQ(doc["hybrid"]["memory"]["load_order"], json::array({"decode", "prefill"}));
+    for (const auto& test : doc["tests"])
+        EXPECT_EQ(test["status"], "ok");
+}
+
 TEST(Hybrid, AServerThatDiesMidRunIsOneLineAndKeepsEarlierPoints) {
     TempDir t;
     RpcServer server(t);
