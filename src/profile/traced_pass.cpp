@@ -1,5 +1,7 @@
 #include "profile/traced_pass.hpp"
 
+#include "engine/backends.hpp"
+
 #include <exception>
 
 #include "core/clock.hpp"
@@ -7,37 +9,37 @@
 
 namespace sb {
 
-OpsOptions traced_pass_options(const TracedPassSpec& spec) {
+OpsOptions traced_pass_options(const TestConfig& workload, int traced_reps) {
     OpsOptions o;
-    o.model_path = spec.model_path;
-    o.devices = spec.devices;
-    o.n_prompt = spec.n_prompt;
+    o.model_path = workload.model_path;
+    o.devices = split_device_set(workload.devices);
+    o.n_prompt = workload.n_prompt;
     o.n_depth = 0;
     o.prefill = true;
     o.decode = true;
-    o.n_threads = spec.n_threads;
-    o.n_batch = spec.n_batch;
-    o.n_ubatch = spec.n_ubatch;
-    o.n_gpu_layers = spec.n_gpu_layers;
-    o.flash_attn = spec.flash_attn;
-    o.type_k = spec.type_k;
-    o.type_v = spec.type_v;
+    o.n_threads = workload.n_threads;
+    o.n_batch = workload.n_batch;
+    o.n_ubatch = workload.n_ubatch;
+    o.n_gpu_layers = workload.n_gpu_layers;
+    o.flash_attn = workload.flash_attn;
+    o.type_k = workload.type_k;
+    o.type_v = workload.type_v;
     // Replaying every distinct op would take far longer than the pass; the timeline needs call
     // times only.
     o.replay_copies = 0;
-    o.traced_reps = spec.traced_reps;
+    o.traced_reps = traced_reps;
     o.plain_reps = 1;
-    o.seed = spec.seed;
+    o.seed = workload.seed;
     return o;
 }
 
-TracedPass run_traced_pass(const TracedPassSpec& spec, const std::string& label,
+TracedPass run_traced_pass(const TestConfig& workload, const std::string& label,
                            const ProgressFn& progress) {
     TracedPass p;
     p.label = label;
     p.start_ns = now_ns();
     try {
-        p.profile = profile_ops(traced_pass_options(spec), progress);
+        p.profile = profile_ops(traced_pass_options(workload), progress);
     } catch (const std::exception& e) {
         p.status = "error";
         p.error = e.what();

@@ -10,24 +10,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/result.hpp"
 #include "profile/tracer.hpp"
 
 namespace sb {
-
-struct TracedPassSpec {
-    std::string model_path;
-    std::vector<std::string> devices{"CPU"};  // one device set, as split_device_set gives it
-    int n_prompt = 512;
-    int n_threads = 0;  // 0 = llama.cpp's default
-    int n_batch = 2048;
-    int n_ubatch = 512;
-    int n_gpu_layers = 99;
-    std::string flash_attn = "auto";
-    std::string type_k = "f16";
-    std::string type_v = "f16";
-    int traced_reps = 3;  // node-by-node repetitions per stage after the capturing one
-    uint64_t seed = 1;
-};
 
 struct TracedPass {
     std::string label;                 // e.g. "traced pass after round 3"
@@ -37,14 +23,16 @@ struct TracedPass {
     OpsProfile profile;  // stages as `stagebench ops` records them (op times not replayed)
 };
 
-// The profiler options of a traced pass: spec's workload, op replays off (op_ns stays null;
-// call times are the node-by-node measurement), one uninstrumented repetition for the
+// The profiler options of a traced pass: the workload's model, devices ('+'-joined), prompt,
+// context settings and seed (its n_gen and repetitions are not read); op replays off (op_ns
+// stays null; call times are the node-by-node measurement), traced_reps node-by-node
+// repetitions per stage after the capturing one, one uninstrumented repetition for the
 // reconciliation. Pure.
-OpsOptions traced_pass_options(const TracedPassSpec& spec);
+OpsOptions traced_pass_options(const TestConfig& workload, int traced_reps = 3);
 
 // Runs the pass. Never throws for a failure of the pass itself (bad device, llama.cpp error):
 // it is recorded as status "error" with its message, so the caller's run continues.
-TracedPass run_traced_pass(const TracedPassSpec& spec, const std::string& label,
+TracedPass run_traced_pass(const TestConfig& workload, const std::string& label,
                            const ProgressFn& progress);
 
 // {"label", "start_ns", "end_ns", "status", "error", "devices", "method", "stages": [the

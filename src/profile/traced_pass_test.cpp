@@ -5,9 +5,9 @@
 using namespace sb;
 
 TEST(TracedPass, OptionsTraceTheWorkloadWithoutReplays) {
-    TracedPassSpec spec;
+    TestConfig spec;
     spec.model_path = "m.gguf";
-    spec.devices = {"BLAS", "RPC0"};
+    spec.devices = "BLAS+RPC0";
     spec.n_prompt = 64;
     spec.n_threads = 2;
     spec.n_batch = 16;
@@ -30,7 +30,7 @@ TEST(TracedPass, OptionsTraceTheWorkloadWithoutReplays) {
 }
 
 TEST(TracedPass, AFailedPassIsRecordedNotThrown) {
-    TracedPassSpec spec;
+    TestConfig spec;
     spec.model_path = "/nonexistent/model.gguf";
     spec.n_prompt = 0;  // refused before anything is loaded
     const TracedPass p = run_traced_pass(spec, "traced pass after round 1", nullptr);

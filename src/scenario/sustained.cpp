@@ -376,19 +376,6 @@ int run_sustained(const SustainedOptions& o, ResultDocument& doc, std::ostream& 
                                  std::optional<int64_t> tokens) {
             tel->mark(prefix + stage, begin, tokens);
         };
-    // The traced passes: the round's workload, node by node, on the same devices.
-    TracedPassSpec pass_spec;
-    pass_spec.model_path = o.model;
-    pass_spec.devices = split_device_set(o.devices);
-    pass_spec.n_prompt = c.n_prompt;
-    pass_spec.n_threads = c.n_threads;
-    pass_spec.n_batch = c.n_batch;
-    pass_spec.n_ubatch = c.n_ubatch;
-    pass_spec.n_gpu_layers = c.n_gpu_layers;
-    pass_spec.flash_attn = c.flash_attn;
-    pass_spec.type_k = c.type_k;
-    pass_spec.type_v = c.type_v;
-    pass_spec.seed = o.seed;
     // When the traced passes ran: their samples are left out of the phases' frequency series.
     std::vector<std::pair<int64_t, int64_t>> pass_windows;
     auto in_pass = [&](int64_t t) {
@@ -497,7 +484,7 @@ int run_sustained(const SustainedOptions& o, ResultDocument& doc, std::ostream& 
                     progress = [&](const std::string& m) {
                         err << "stagebench: " << phase.name << " " << label << ": " << m << "\n";
                     };
-                TracedPass pass = run_traced_pass(pass_spec, label, progress);
+                TracedPass pass = run_traced_pass(c, label, progress);
                 pass_windows.push_back({pass.start_ns, pass.end_ns});
                 if (pass.status != "ok") {
                     ++failed;
