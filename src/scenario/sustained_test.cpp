@@ -53,6 +53,25 @@ TEST(SummarizeRounds, FrequencyDropAloneIsDetected) {
     EXPECT_EQ(a.onset_basis, "frequency");
 }
 
+TEST(SummarizeRounds, TheEarlierOfThroughputAndFrequencyOnsetIsTheOnset) {
+    // Throughput steps down after round 2, the clock only after round 5: throughput is first.
+    auto a = summarize_rounds(rounds_with({3600, 3610, 2500, 2490, 2510, 2500, 2495, 2505},
+                                          {3e6, 3e6, 3e6, 3e6, 3e6, 1.2e6, 1.2e6, 1.2e6}),
+                              {});
+    ASSERT_TRUE(a.throttle_onset_round && a.freq_onset_round);
+    EXPECT_EQ(*a.freq_onset_round, 6);
+    EXPECT_EQ(*a.throttle_onset_round, 3);
+    EXPECT_EQ(a.onset_basis, "throughput");
+    EXPECT_EQ(a.verdict, "throttled at round 3");
+    // The clock steps down first and throughput follows two rounds later: frequency is first.
+    a = summarize_rounds(rounds_with({40, 40, 40, 40, 40, 30, 30, 30},
+                                     {3e6, 3e6, 3e6, 1.2e6, 1.2e6, 1.2e6, 1.2e6, 1.2e6}),
+                         {});
+    ASSERT_TRUE(a.throttle_onset_round);
+    EXPECT_EQ(*a.throttle_onset_round, 4);
+    EXPECT_EQ(a.onset_basis, "frequency");
+}
+
 TEST(SummarizeRounds, SlowDeclineWithoutAStepIsDegraded) {
     // Noisy enough that no single step is significant, but the end is well below the start.
     auto a = summarize_rounds(rounds_with({40, 36, 41, 35, 39, 34, 37, 33}), {});

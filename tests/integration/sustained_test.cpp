@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include <sched.h>
+
 #include "cli_harness.hpp"
 
 using nlohmann::json;
@@ -23,6 +25,36 @@ double mean_of(const std::vector<double>& v) {
         s += x;
     return s / v.size();
 }
+
+// Confines this process, and so the stagebench it starts, to at most `n` of the CPUs it may use
+// now, and gives the old set back at the end. Background threads then contend with the
+// inference threads on any host, however many cores it has.
+class CpuLimit {
+  public:
+    explicit CpuLimit(int n) {
+        ok_ = sched_getaffinity(0, sizeof(old_), &old_) == 0;
+        if (!ok_)
+            return;
+        cpu_set_t mine;
+        CPU_ZERO(&mine);
+        for (int c = 0, kept = 0; c < CPU_SETSIZE && kept < n; ++c)
+            if (CPU_ISSET(c, &old_)) {
+                CPU_SET(c, &mine);
+                ++kept;
+            }
+        ok_ = sched_setaffinity(0, sizeof(mine), &mine) == 0;
+    }
+    ~CpuLimit() {
+        if (ok_)
+            sched_setaffinity(0, sizeof(old_), &old_);
+    }
+    CpuLimit(const CpuLimit&) = delete;
+    CpuLimit& operator=(const CpuLimit&) = delete;
+
+  private:
+    cpu_set_t old_{};
+    bool ok_ = false;
+};
 
 }  // namespace
 
@@ -59,6 +91,9 @@ TEST(Sustained, AcrossRoundStatisticsRecomputeFromTheRounds) {
 }
 
 TEST(Sustained, BackgroundCpuLoadSlowsDecodeDown) {
+    // Two inference threads and two busy ones on two CPUs: on a host with many idle cores the
+    // background threads would otherwise run beside the inference and slow nothing.
+    CpuLimit two_cpus(2);
     Proc p = run_sb({"sustained", "-m", tiny_model(), "--rounds", "4", "--prompt-tokens", "64",
                      "--max-tokens", "32", "-t", "2", "--background", "cpu:2", "--telemetry", "off",
                      "-o", "json", "-q"});
@@ -112,9 +147,18 @@ TEST(Sustained, FindsAFrequencyDropAtAKnownRound) {
     writer.join();
     ASSERT_EQ(p.exit_code, 0) << p.err;
     json a = json::parse(read_file(out))["sustained"]["phases"][0]["across"];
+    // The clock drop is the event this test plants, so its round is exact.
     EXPECT_EQ(a["freq_onset_round"], 4) << a.dump();
-    EXPECT_EQ(a["throttle_onset_round"], 4) << a.dump();
-    EXPECT_EQ(a["verdict"], "throttled at round 4");
+    // The onset is the earlier evidence of the two. The throughput here is this machine's real
+    // one: a host that slows down by itself in rounds 1-3 (as a CI runner did, 3600 -> 2500
+    // tok/s after round 2) is a throughput onset before the planted one, and is reported so.
+    ASSERT_TRUE(a["throttle_onset_round"].is_number()) << a.dump();
+    const int onset = a["throttle_onset_round"].get<int>();
+    if (a["onset_basis"] == "frequency")
+        EXPECT_EQ(onset, 4) << a.dump();
+    else
+        EXPECT_LE(onset, 4) << a.dump();
+    EXPECT_EQ(a["verdict"], "throttled at round " + std::to_string(onset));
 }
 
 TEST(Sustained, RunsOverHttpAgainstARealLlamaServer) {
