@@ -1,14 +1,11 @@
 #include "analysis/compare_inputs.hpp"
 #include "cli/commands.hpp"
 #include "core/json_file.hpp"
+#include "core/version.hpp"
 #include "report/compare_report.hpp"
 #include "report/html_report.hpp"
 
 #include <sstream>
-
-#ifndef SB_VERSION
-#define SB_VERSION "0.0.0"
-#endif
 
 namespace sb::cli {
 
@@ -42,7 +39,7 @@ void add_compare_command(CLI::App& app, Context& ctx) {
         ->capture_default_str();
     cmd->add_option("--seed", a->opts.seed, "bootstrap seed")->capture_default_str();
     cmd->callback([&ctx, a] {
-        a->opts.tool_version = SB_VERSION;
+        a->opts.tool_version = tool_version();
         auto inputs = load_compare_inputs(a->operands, a->db_path, a->labels);
         const CompareResult r = compare_documents(inputs, a->opts);
         if (a->out_path)
@@ -53,7 +50,7 @@ void add_compare_command(CLI::App& app, Context& ctx) {
                 docs.push_back({in.label + ": " + in.source, std::move(in.doc)});
             HtmlOptions o;
             o.title = "stagebench compare";
-            o.tool_version = SB_VERSION;
+            o.tool_version = tool_version();
             std::ostringstream page;
             write_html_report(docs, o, page);
             write_text_file(*a->html_path, page.str());

@@ -3,11 +3,8 @@
 
 #include "cli/commands.hpp"
 #include "core/error.hpp"
+#include "core/version.hpp"
 #include "report/html_report.hpp"
-
-#ifndef SB_VERSION
-#define SB_VERSION "0.0.0"
-#endif
 
 namespace sb::cli {
 
@@ -28,7 +25,7 @@ void add_report_command(CLI::App& app, Context& ctx) {
             docs.push_back(load_report_input(path));
         HtmlOptions o;
         o.title = *title;
-        o.tool_version = SB_VERSION;
+        o.tool_version = tool_version();
         // Written beside the target and moved into place: a reader never sees half a page.
         const std::string tmp = *out_path + ".tmp";
         {

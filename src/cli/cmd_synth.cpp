@@ -1,13 +1,10 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "core/version.hpp"
 #include "engine/ggml_quantizer.hpp"
 #include "model/presets.hpp"
 #include "model/synth.hpp"
-
-#ifndef SB_VERSION
-#define SB_VERSION "0.0.0"
-#endif
 
 namespace sb::cli {
 
@@ -26,7 +23,7 @@ void add_synth_command(CLI::App& app, Context& ctx) {
     cmd->add_option("-o,--out", o->out_path, "output GGUF file")->required();
     cmd->add_option("-t,--threads", o->threads, "worker threads (0 = all)");
     cmd->callback([&ctx, o] {
-        o->generator = std::string("stagebench ") + SB_VERSION;
+        o->generator = std::string("stagebench ") + tool_version();
         GgmlQuantizer q;
         SynthResult r = write_synthetic_model(*o, q);
         ctx.out << fmt::format("wrote {}: {} {} layers, {:.3f} B params, {} tensors, {:.1f} MiB\n",

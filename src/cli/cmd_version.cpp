@@ -1,9 +1,6 @@
 #include "cli/commands.hpp"
+#include "core/version.hpp"
 #include "engine/backends.hpp"
-
-#ifndef SB_VERSION
-#define SB_VERSION "0.0.0"
-#endif
 
 namespace sb::cli {
 
@@ -11,7 +8,7 @@ void add_version_command(CLI::App& app, Context& ctx) {
     auto* cmd = app.add_subcommand("version", "Print stagebench's version and its llama.cpp build");
     cmd->callback([&ctx] {
         BuildInfo b = build_info();
-        ctx.out << "stagebench " << SB_VERSION << "\n"
+        ctx.out << "stagebench " << tool_version() << "\n"
                 << "llama.cpp " << b.llama_tag << " (commit " << b.llama_commit << ")\n"
                 << "backends:";
         for (const auto& name : b.backends_available)

@@ -7,6 +7,7 @@
 #include "advise/advise.hpp"
 #include "core/error.hpp"
 #include "core/json_file.hpp"
+#include "core/version.hpp"
 #include "engine/backends.hpp"
 #include "engine/ggml_quantizer.hpp"
 #include "engine/process.hpp"
@@ -17,10 +18,6 @@
 #include "scenario/hybrid.hpp"
 #include "scenario/run_command.hpp"
 #include "trace/chrome_trace.hpp"
-
-#ifndef SB_VERSION
-#define SB_VERSION "0.0.0"
-#endif
 
 namespace sb {
 
@@ -39,7 +36,7 @@ int run_demo(const DemoOptions& o, std::ostream& out, std::ostream& err) {
     so.layers = o.layers;
     so.quant = o.quant;
     so.out_path = model;
-    so.generator = std::string("stagebench ") + SB_VERSION;
+    so.generator = std::string("stagebench ") + tool_version();
     if (o.progress)
         err << "stagebench: writing synthetic " << o.preset << " (" << o.layers << " layers, "
             << o.quant << ") to " << model << "\n";
@@ -130,7 +127,7 @@ int run_demo(const DemoOptions& o, std::ostream& out, std::ostream& err) {
         pages.push_back({in.source, in.doc});
     HtmlOptions ho;
     ho.title = "stagebench demo";
-    ho.tool_version = SB_VERSION;
+    ho.tool_version = tool_version();
     std::ostringstream page;
     write_html_report(pages, ho, page);
     const std::string html = (fs::path(o.dir) / "report.html").string();

@@ -8,6 +8,7 @@
 #include "core/membw.hpp"
 #include "core/stats_json.hpp"
 #include "core/sysinfo.hpp"
+#include "core/version.hpp"
 #include "engine/backends.hpp"
 #include "engine/llama_engine.hpp"
 #include "model/inspect.hpp"
@@ -15,17 +16,13 @@
 #include "scenario/telemetry_setup.hpp"
 #include "telemetry/telemetry_json.hpp"
 
-#ifndef SB_VERSION
-#define SB_VERSION "0.0.0"
-#endif
-
 namespace sb {
 
 ResultDocument new_document(const std::string& command, const std::vector<std::string>& argv) {
     ResultDocument doc;
     doc.command = command;
     doc.argv = argv;
-    doc.tool_version = SB_VERSION;
+    doc.tool_version = tool_version();
 #ifdef NDEBUG
     doc.build_type = "release";
 #else

@@ -43,6 +43,17 @@ json run_test(int64_t t0) {
                 {"decode", dec}};
 }
 
+// A sustained round's test: run_test's first repetition alone.
+json round_test(int64_t t0) {
+    json t = run_test(t0);
+    t["reps_done"] = 1;
+    for (const char* s : {"prefill", "decode"})
+        for (const char* k : {"start_ns", "duration_ns", "tokens_per_s"})
+            t[s][k].erase(1);
+    t["decode"]["token_latency_ns"] = {200'001, 200'001, 200'001};
+    return t;
+}
+
 json telemetry(int64_t t0, int n) {
     json temp{{"metric", "thermal.cpu.temp_mc"},
               {"kind", "gauge"},
@@ -146,13 +157,7 @@ TEST(ChromeTrace, SustainedDocumentHasPhasesRoundsAndCooldowns) {
     json rounds = json::array();
     for (int r = 0; r < 3; ++r) {
         const int64_t t0 = kT0 + r * 100'000'000LL;
-        json t = run_test(t0);
-        t["reps_done"] = 1;
-        for (const char* s : {"prefill", "decode"})
-            for (const char* k : {"start_ns", "duration_ns", "tokens_per_s"})
-                t[s][k].erase(1);
-        t["decode"]["token_latency_ns"] = {200'001, 200'001, 200'001};
-        doc["tests"].push_back(t);
+        doc["tests"].push_back(round_test(t0));
         // The cooldown said to be longer than the gap since the last round: clamped to it.
         rounds.push_back({{"round", r + 1},
                           {"start_ns", t0},
@@ -224,13 +229,7 @@ TEST(ChromeTrace, SustainedTracedPassesNestTheirOpsAfterTheChosenRounds) {
     json rounds = json::array();
     for (int r = 0; r < 4; ++r) {
         const int64_t t0 = kT0 + r * 100'000'000LL;
-        json t = run_test(t0);
-        t["reps_done"] = 1;
-        for (const char* s : {"prefill", "decode"})
-            for (const char* k : {"start_ns", "duration_ns", "tokens_per_s"})
-                t[s][k].erase(1);
-        t["decode"]["token_latency_ns"] = {200'001, 200'001, 200'001};
-        doc["tests"].push_back(t);
+        doc["tests"].push_back(round_test(t0));
         json round{{"round", r + 1},
                    {"start_ns", t0},
                    {"end_ns", t0 + 20'000'000},
