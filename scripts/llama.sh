@@ -59,10 +59,15 @@ cpu_flags() {
   local out="-DGGML_NATIVE=OFF" f opt
   for f in sse4_2:SSE42 avx:AVX avx2:AVX2 fma:FMA f16c:F16C bmi2:BMI2 avx512f:AVX512 \
            avx512_vbmi:AVX512_VBMI avx512_vnni:AVX512_VNNI avx512_bf16:AVX512_BF16 \
-           avx_vnni:AVX_VNNI amx_tile:AMX_TILE amx_int8:AMX_INT8 amx_bf16:AMX_BF16; do
+           avx_vnni:AVX_VNNI; do
     opt=${f#*:}; f=${f%%:*}
     case "$have" in *" $f "*) out+=" -DGGML_$opt=ON" ;; *) out+=" -DGGML_$opt=OFF" ;; esac
   done
+  # AMX stays off even where the CPU has it: at the pinned version the AMX matrix kernels die
+  # with an illegal instruction (SIGILL at a tile instruction in ggml_backend_amx_mul_mat) on
+  # the first q4_0 prefill on Sapphire Rapids VMs, in llama-bench as in stagebench. A user who
+  # wants them can pass LLAMA_CMAKE_ARGS="-DGGML_AMX_TILE=ON -DGGML_AMX_INT8=ON".
+  out+=" -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF"
   echo "$out"
 }
 
