@@ -244,10 +244,9 @@ TEST(Hybrid, PrefillOnCpuDecodeOverRpcAgainstEachAloneAndAdvise) {
     ASSERT_EQ(adv["validation"].size(), 2u) << a.out;
     // The prediction is each part's median from the modes alone: the prefill device's prefill,
     // the transfer (a line through two points passes through both) and the decode device's
-    // decode. How close that comes to the measured hybrid is a benchmark on a quiet machine
-    // (bench/hybrid_prediction.sh); this VM stalls a process for 50-80 ms now and then, longer
-    // than this tiny model's whole run, so here only gross errors (units, a missing part) are
-    // caught.
+    // decode; the error is prediction / measurement - 1. Both are checked exactly here. How
+    // close the prediction comes to the measured hybrid is a timing property, gated on a quiet
+    // machine by bench/hybrid_prediction.sh (target: within 10 %).
     for (const auto& v : adv["validation"]) {
         const json* pt = nullptr;
         for (const auto& x : h["points"])
@@ -262,7 +261,10 @@ TEST(Hybrid, PrefillOnCpuDecodeOverRpcAgainstEachAloneAndAdvise) {
         EXPECT_NEAR(v["predicted_ns"].get<double>(), parts, parts * 1e-9) << v.dump();
         EXPECT_NEAR(v["measured_ns"].get<double>(),
                     (*pt)["e2e"]["hybrid"]["summary"]["median"].get<double>(), 1e-3);
-        EXPECT_LT(std::abs(v["error"].get<double>()), 2.0) << v.dump();
+        EXPECT_NEAR(v["error"].get<double>(),
+                    v["predicted_ns"].get<double>() / v["measured_ns"].get<double>() - 1, 1e-12)
+            << v.dump();
+        EXPECT_EQ(v["basis"], "the hybrid run's own modes alone");
     }
     for (const auto& st : adv["stages"]) {
         const std::string stage = st["stage"];
