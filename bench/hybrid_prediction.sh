@@ -4,9 +4,9 @@
 # `advise` on its document, which predicts the hybrid's end-to-end time from each device alone
 # plus the measured state transfer. Prints each run's prediction errors and the median |error|.
 #
-# Target: median |error| <= 10 %. Prints the measured figure and exits 1 when it misses (2 when
-# it cannot run). Run it on a quiet machine: a stall of tens of ms is longer than this tiny
-# model's whole run.
+# Target: median |error| <= 10 %. Prints the measured figure and exits 1 when it misses
+# (non-zero as well when it cannot run). Run it on a quiet machine: a stall of tens of ms is
+# longer than this small model's whole run.
 #
 #   ROUNDS=5 PRESET=llama-3.2-1b LAYERS=1 P=32,96 N=8 REPS=9 THREADS=1 bash bench/hybrid_prediction.sh
 set -euo pipefail
