@@ -89,8 +89,8 @@ std::pair<double, double> max_diff(const std::vector<std::vector<float>>& a,
 // kernels on the same bytes: only float round-off may differ (measured: 0). Across devices
 // the kernels differ (another vec-dot path, flash attention chosen per device) on a KV cache
 // held in f16 (2^-11 relative precision): measured 1e-3 between CPU and RPC0 on the tiny
-// model. A continuation without the prompt's state misses by about the logits' whole range,
-// and must miss by at least 10x the tolerance for the check to be able to tell.
+// preset with f16 weights. A continuation without the prompt's state misses by about the
+// logits' whole range, and must miss by at least 10x the tolerance for the check to tell.
 constexpr double kSameDeviceTolerance = 1e-6;
 constexpr double kCrossDeviceTolerance = 1e-2;
 
