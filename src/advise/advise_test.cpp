@@ -117,6 +117,31 @@ TEST(Advise, AHybridIsPredictedFromItsOwnRunsModesAlone) {
     EXPECT_EQ(a["validation"][0]["source"], "h.json");
 }
 
+TEST(Advise, APredictionIsItsPartsMediansAndTheErrorIsAgainstTheMeasuredMedian) {
+    // Uneven samples, so that a mean or a wrong sample would show: CPU prefill medians
+    // 64 / 1000 t/s = 64 ms, RPC0 decode 32 / 80 t/s = 400 ms, transfer median 3 ms; the hybrid
+    // measured at 520 ms. Predicted 64 + 3 + 400 = 467 ms, error 467 / 520 - 1.
+    json hybrid = {{"command", "hybrid"},
+                   {"tests",
+                    {test_of("CPU", 64, 32, {900, 1000, 1300}, {40, 50, 51}),
+                     test_of("RPC0", 64, 32, {150, 200, 210}, {70, 80, 200})}}};
+    hybrid["hybrid"] = {{"prefill_device", "CPU"},
+                        {"decode_device", "RPC0"},
+                        {"points",
+                         {{{"n_prompt", 64},
+                           {"n_gen", 32},
+                           {"transfer", {{"duration", {{"median", 3e6}}}}},
+                           {"e2e", {{"hybrid", {{"summary", {{"median", 520e6}}}}}}}}}}};
+    json a = advise({{"h.json", hybrid}}, {});
+    ASSERT_EQ(a["validation"].size(), 1u);
+    const json& v = a["validation"][0];
+    EXPECT_EQ(v["prefill"], "CPU");
+    EXPECT_EQ(v["decode"], "RPC0");
+    EXPECT_DOUBLE_EQ(v["predicted_ns"].get<double>(), 64e6 + 3e6 + 400e6);
+    EXPECT_DOUBLE_EQ(v["measured_ns"].get<double>(), 520e6);
+    EXPECT_DOUBLE_EQ(v["error"].get<double>(), 467.0 / 520.0 - 1);
+}
+
 TEST(Advise, FlagsDispatchOverheadAndFallback) {
     json ops = {{"stages",
                  {{{"stage", "decode"},

@@ -38,6 +38,7 @@ struct LlamaEngine::Impl {
     int cached_depth = -1;
     std::vector<uint8_t> cached_state;
     std::vector<llama_token> scratch;
+    bool have_logits = false;  // a prefill or decode step computed logits since the last reset
 
     using tp_new_t = ggml_threadpool* (*)(ggml_threadpool_params*);
     using tp_free_t = void (*)(ggml_threadpool*);
@@ -51,6 +52,7 @@ struct LlamaEngine::Impl {
         if (threadpool && tp_free)
             tp_free(threadpool);
         threadpool = nullptr;
+        have_logits = false;
         cached_depth = -1;
         cached_state.clear();
     }
@@ -151,6 +153,7 @@ void LlamaEngine::reset() {
     if (!impl_->ctx)
         throw runtime_error("engine has no context (load() first)");
     llama_memory_clear(llama_get_memory(impl_->ctx), false);
+    impl_->have_logits = false;
 }
 
 void LlamaEngine::fill_to_depth(int n_depth, uint64_t seed) {
@@ -193,6 +196,7 @@ StageTimes LlamaEngine::prefill(std::span<const int32_t> tokens) {
     }
     llama_synchronize(m.ctx);
     t.end_ns = now_ns();
+    m.have_logits = n > 0;
     return t;
 }
 
@@ -203,7 +207,20 @@ int64_t LlamaEngine::decode_step(int32_t token) {
     if (rc != 0)
         throw runtime_error("llama_decode failed during decode (code " + std::to_string(rc) + ")");
     llama_synchronize(m.ctx);
-    return now_ns();
+    const int64_t t = now_ns();
+    m.have_logits = true;
+    return t;
+}
+
+std::span<const float> LlamaEngine::last_logits() const {
+    const Impl& m = *impl_;
+    if (!m.ctx || !m.have_logits)
+        throw runtime_error(
+            "no logits: nothing was decoded since the context was created or reset");
+    const float* logits = llama_get_logits_ith(m.ctx, -1);
+    if (!logits)
+        throw runtime_error("llama.cpp has no logits for the last decoded token");
+    return {logits, static_cast<size_t>(n_vocab())};
 }
 
 int32_t LlamaEngine::n_vocab() const {
@@ -295,6 +312,7 @@ void LlamaEngine::restore_state(std::span<const uint8_t> state) {
     if (!m.ctx)
         throw runtime_error("engine has no context (load() first)");
     llama_memory_clear(llama_get_memory(m.ctx), false);
+    m.have_logits = false;
     if (llama_state_seq_set_data(m.ctx, state.data(), state.size(), 0) == 0)
         throw runtime_error("llama.cpp refused the sequence state (" +
                             std::to_string(state.size()) +

@@ -34,6 +34,12 @@ class LlamaEngine final : public Engine {
     std::optional<double> kv_bytes_read(int depth) const override;
     size_t save_state(std::vector<uint8_t>& buf) override;
     void restore_state(std::span<const uint8_t> state) override;
+    // The logits (n_vocab() floats, unnormalised) of the last token that the latest
+    // decode_step() or prefill() computed, for checking that a sequence continues correctly
+    // (e.g. after restore_state()); read outside any timed region. The span is valid until the
+    // next prefill, decode_step, reset, fill_to_depth, restore_state, load or unload. Throws
+    // sb::Error(runtime) when nothing has been computed since the context was created or reset.
+    std::span<const float> last_logits() const;
     // Frees the model and context (e.g. before switching device sets).
     void unload();
 

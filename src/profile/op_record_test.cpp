@@ -196,5 +196,57 @@ TEST(OpsProfile, DecompositionSplitsTheStageAlongTheAcceleratorPath) {
     EXPECT_EQ(j["parts"][0]["name"], "accelerator_compute");
 }
 
+// The stage of the test above with the uninstrumented time given: 1000 ns (the parts fit),
+// 400 ns (they sum to more: host < 0) and 250 ns (accelerator compute alone exceeds it).
+Decomposition decomposed_at(int64_t plain_ns) {
+    StageProfile s;
+    s.stage = "decode";
+    s.ops = {rec("GET_ROWS", "inp_embd", 50, 60, "CPU"), rec("MUL_MAT", "Qcur-0", 300, 900, "RPC0"),
+             rec("RMS_NORM", "norm-0", 20, 500, "RPC0")};
+    SplitRecord cpu, rpc;
+    cpu.backend = "CPU";
+    rpc.index = 1;
+    rpc.backend = "RPC0";
+    rpc.n_inputs = 1;
+    rpc.copy_ns = 100;
+    s.splits = {cpu, rpc};
+    s.rec.plain_ns = {plain_ns};
+    finalize_stage(s);
+    return decompose_stage(s, {"RPC0"}, {{"RPC0", 150.0}}, {std::nullopt, 40.0, std::nullopt});
+}
+
+TEST(OpsProfile, DecompositionPartsAreNonNegativeOrSayWhyTheyAreNot) {
+    auto note_of = [](const Decomposition& d, const std::string& name) {
+        for (const auto& p : d.parts)
+            if (p.name == name)
+                return p.note;
+        ADD_FAILURE() << name;
+        return std::string();
+    };
+    const std::string overlap = "overlap", exceeds = "exceeds the uninstrumented stage time";
+    for (int64_t plain : {1000, 400, 250}) {
+        SCOPED_TRACE(plain);
+        const Decomposition d = decomposed_at(plain);
+        for (const auto& p : d.parts) {
+            SCOPED_TRACE(p.name);
+            ASSERT_TRUE(p.ns);
+            if (p.name != "host") {
+                EXPECT_GE(*p.ns, 0);
+            }
+            // Exactly the parts larger than the stage say so.
+            EXPECT_EQ(p.note.find(exceeds) != std::string::npos, *p.ns > plain) << p.note;
+        }
+    }
+    // 1000 ns: host 1000 - 280 - 40 - 150 - 100 - 50 = 380, no note of overlap or excess.
+    EXPECT_EQ(note_of(decomposed_at(1000), "host").find(overlap), std::string::npos);
+    // 400 ns: host -220, and it says the parts overlap; none exceeds the stage alone.
+    const Decomposition at400 = decomposed_at(400);
+    EXPECT_DOUBLE_EQ(*at400.parts.back().ns, -220);
+    EXPECT_NE(note_of(at400, "host").find(overlap), std::string::npos);
+    EXPECT_EQ(note_of(at400, "accelerator_compute").find(exceeds), std::string::npos);
+    // 250 ns: accelerator compute (280) exceeds the stage and says so.
+    EXPECT_NE(note_of(decomposed_at(250), "accelerator_compute").find(exceeds), std::string::npos);
+}
+
 }  // namespace
 }  // namespace sb

@@ -130,6 +130,12 @@ Decomposition decompose_stage(const StageProfile& s, const std::vector<std::stri
         if (ns && stage && *stage > 0)
             p.share = *ns / *stage;
         p.note = note;
+        // A part larger than the whole: measured on its own (replayed, no-work dispatches), it
+        // ran slower than inside the stage (cold caches, a stall of the machine).
+        if (ns && stage && *ns > *stage)
+            p.note +=
+                "; exceeds the uninstrumented stage time: measured on its own, it ran slower "
+                "than inside the stage, so read it as an upper bound";
         d.parts.push_back(p);
     };
     std::string accel_names;

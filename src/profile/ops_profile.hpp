@@ -133,6 +133,8 @@ void finalize_stage(StageProfile& s, size_t top_n = 10);
 // conversion (conversion_ns per op index, where measured), communication (one dispatch per
 // accelerator split: dispatch_ns of its backend), copies (split input copies), fallback ops
 // (op times of computing ops elsewhere) and host (the uninstrumented stage time left over).
+// Every part but host is >= 0. A negative host says in its note that the parts overlap; a part
+// larger than the uninstrumented stage time says in its note that it exceeds it.
 Decomposition decompose_stage(const StageProfile& s, const std::vector<std::string>& accelerators,
                               const std::map<std::string, double>& dispatch_ns,
                               const std::vector<std::optional<double>>& conversion_ns);

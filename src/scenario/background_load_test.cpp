@@ -31,7 +31,8 @@ TEST(BackgroundLoad, RunsUntilStopped) {
     for (int i = 0; i < 500 && (load.cpu_periods() < 5 || load.mem_bytes() == 0); ++i)
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
     load.stop();
-    EXPECT_GT(load.cpu_periods(), 5u);
+    // What the wait above waited for (it gives up after 5 s on a starved machine).
+    EXPECT_GE(load.cpu_periods(), 5u);
     EXPECT_GT(load.mem_bytes(), 0u);
     const auto periods = load.cpu_periods();
     std::this_thread::sleep_for(std::chrono::milliseconds(50));

@@ -73,11 +73,21 @@ TEST(SummarizeRounds, TheEarlierOfThroughputAndFrequencyOnsetIsTheOnset) {
 }
 
 TEST(SummarizeRounds, SlowDeclineWithoutAStepIsDegraded) {
-    // Noisy enough that no single step is significant, but the end is well below the start.
+    // Noisy enough that no single step is significant (the best split, after round 5, has
+    // |t| = 1.99 < 4), but the last round is 17.5 % below the first: degraded, no onset.
     auto a = summarize_rounds(rounds_with({40, 36, 41, 35, 39, 34, 37, 33}), {});
-    if (!a.throttle_onset_round) {
-        EXPECT_EQ(a.verdict, "degraded");
-    }
+    EXPECT_FALSE(a.throttle_onset_round);
+    EXPECT_FALSE(a.freq_onset_round);
+    EXPECT_TRUE(a.onset_basis.empty());
+    EXPECT_EQ(a.verdict, "degraded");
+    EXPECT_DOUBLE_EQ(*a.first_last_change, 33.0 / 40 - 1);
+    // Without an onset the steady state is every round.
+    EXPECT_DOUBLE_EQ(*a.steady_decode_tps, 295.0 / 8);
+    EXPECT_DOUBLE_EQ(*a.peak_to_steady, 41 / (295.0 / 8));
+    // The same noise ending 7.5 % below the start is within the 10 % a run may drift: stable.
+    auto b = summarize_rounds(rounds_with({40, 36, 41, 35, 39, 34, 37, 37}), {});
+    EXPECT_FALSE(b.throttle_onset_round);
+    EXPECT_EQ(b.verdict, "stable");
 }
 
 TEST(SummarizeRounds, TimeAtTheKernelReportedFloor) {

@@ -303,6 +303,151 @@ TEST(Http, FaultsAreCleanErrorsAndTheRunGoesOn) {
     }
 }
 
+// Ollama's native API streams NDJSON (one JSON object per line): a fake Ollama of the tests'
+// own answers /api/version, /api/tags and /api/generate; a good stream for -n 6, a fault for
+// -n 4. Each fault is one clear error on its test, the run goes on, exit 1.
+namespace {
+
+std::string ollama_line(const std::string& text) {
+    return json{{"model", "fault-model"}, {"response", text}, {"done", false}}.dump() + "\n";
+}
+
+std::string ollama_final(int prompt_tokens, int n) {
+    return json{{"model", "fault-model"},
+                {"response", ""},
+                {"done", true},
+                {"done_reason", "length"},
+                {"prompt_eval_count", prompt_tokens},
+                {"prompt_eval_duration", 1'000'000},
+                {"eval_count", n},
+                {"eval_duration", 2'000'000}}
+               .dump() +
+           "\n";
+}
+
+// Tokens of a raw prompt as this fake counts them: one per word.
+int words_in(const std::string& text) {
+    int n = 0;
+    bool in_word = false;
+    for (char ch : text) {
+        const bool space = ch == ' ' || ch == '\n';
+        n += !space && !in_word;
+        in_word = !space;
+    }
+    return n;
+}
+
+}  // namespace
+
+TEST(Http, OllamaNdjsonFaultsAreCleanErrorsAndTheRunGoesOn) {
+    struct Case {
+        const char* name;
+        std::function<void(FaultConn&)> fault;
+        const char* expect;
+    };
+    const std::vector<Case> cases = {
+        {"malformed line",
+         [](FaultConn& c) {
+             c.begin_chunked(200, "application/x-ndjson");
+             c.chunk(ollama_line("a") + "{\"response\": oops}\n" + ollama_final(8, 4));
+             c.end_chunked();
+         },
+         "malformed JSON in the stream: '{\"response\": oops}'"},
+        {"a line that is not an object",
+         [](FaultConn& c) {
+             c.begin_chunked(200, "application/x-ndjson");
+             c.chunk(ollama_line("a") + "[1, 2]\n" + ollama_final(8, 4));
+             c.end_chunked();
+         },
+         "not a JSON object"},
+        {"truncated last line",
+         [](FaultConn& c) {
+             c.begin_chunked(200, "application/x-ndjson");
+             c.chunk(ollama_line("a") + ollama_line("b") + "{\"model\":\"fault-model\",\"resp");
+             c.end_chunked();
+         },
+         "malformed JSON in the stream: '{\"model\":\"fault-model\",\"resp'"},
+        {"truncated line, connection closed (no length)",
+         [](FaultConn& c) {
+             c.send(
+                 "HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nConnection: "
+                 "close\r\n\r\n" +
+                 ollama_line("a") + "{\"response\":\"b\",\"do");
+         },
+         "malformed JSON in the stream"},
+        {"closed mid-stream (chunked)",
+         [](FaultConn& c) {
+             c.begin_chunked(200, "application/x-ndjson");
+             c.chunk(ollama_line("a") + ollama_line("b"));
+             c.sleep_ms(20);
+         },
+         "closed the connection mid-response"},
+        {"no final line",
+         [](FaultConn& c) {
+             c.begin_chunked(200, "application/x-ndjson");
+             c.chunk(ollama_line("a") + ollama_line("b") + ollama_line("c") + ollama_line("d"));
+             c.end_chunked();
+         },
+         "ended before the server's final message"},
+    };
+    for (const auto& k : cases) {
+        SCOPED_TRACE(k.name);
+        FaultServer server([&](const HttpRequest& req, FaultConn& c) {
+            if (req.method == "GET" && req.path == "/api/version") {
+                c.reply(200, "application/json", R"({"version":"0.0-fault"})");
+                return;
+            }
+            if (req.method == "GET" && req.path == "/api/tags") {
+                c.reply(200, "application/json", R"({"models":[{"name":"fault-model"}]})");
+                return;
+            }
+            if (req.method != "POST" || req.path != "/api/generate") {
+                c.reply(404, "application/json", R"({"error":"not found"})");
+                return;
+            }
+            const json body = req.json();
+            const int n = body["options"].value("num_predict", 1);
+            if (n == 4) {
+                k.fault(c);
+                return;
+            }
+            c.begin_chunked(200, "application/x-ndjson");
+            for (int i = 0; i < n; ++i)
+                c.chunk(ollama_line("t"));
+            c.chunk(ollama_final(words_in(body.value("prompt", "")), n));
+            c.end_chunked();
+        });
+        TempDir t;
+        const std::string out = t.file("r.json");
+        const auto start = std::chrono::steady_clock::now();
+        Proc p = run_sb({"run",         "--engine",    "http",      "--url", server.url(), "--api",
+                         "ollama",      "-p",          "8",         "-n",    "6,4",        "-r",
+                         "1",           "--no-warmup", "--timeout", "2",     "--out",      out,
+                         "--telemetry", "off",         "--membw",   "off"},
+                        60);
+        const double took_s =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        EXPECT_EQ(p.exit_code, 1) << p.err;
+        EXPECT_LT(took_s, 20);
+        json doc = json::parse(read_file(out));
+        EXPECT_EQ(doc["engines"]["http"]["server"], "ollama");
+        ASSERT_EQ(doc["tests"].size(), 2u);
+        const json& good = doc["tests"][0];
+        EXPECT_EQ(good["status"], "ok") << good["error"];
+        EXPECT_EQ(good["decode"]["token_latency_ns"].size(), 5u);
+        EXPECT_EQ(good["server"]["reps"][0]["source"], "ollama");
+        const json& bad = doc["tests"][1];
+        EXPECT_EQ(bad["status"], "failed");
+        EXPECT_EQ(bad["stopped_by"], "error");
+        const std::string err = bad["error"].get<std::string>();
+        std::printf("%-46s -> %s\n", k.name, err.c_str());
+        EXPECT_NE(err.find(k.expect), std::string::npos) << err;
+        EXPECT_EQ(err.find('\n'), std::string::npos) << err;
+        EXPECT_NE(p.err.find("stagebench: test pp8+tg4 on HTTP failed: "), std::string::npos)
+            << p.err;
+    }
+}
+
 // Telemetry marks the HTTP stages too: prefill ends at the first token, decode at the last.
 TEST(Http, TelemetryStagesFollowTheStream) {
     TempDir t;

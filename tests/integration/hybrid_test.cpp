@@ -7,11 +7,16 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
 #include "cli_harness.hpp"
+#include "core/result.hpp"
+#include "engine/backends.hpp"
+#include "engine/llama_engine.hpp"
+#include "scenario/stage_sweep.hpp"
 #include "trace/chrome_trace.hpp"
 
 namespace {
@@ -26,6 +31,124 @@ double median_of(const json& v) {
     std::vector<double> x = v.get<std::vector<double>>();
     std::sort(x.begin(), x.end());
     return x.size() % 2 ? x[x.size() / 2] : (x[x.size() / 2 - 1] + x[x.size() / 2]) / 2;
+}
+
+// ---- The state transfer continues the same sequence ------------------------------------------
+// What `hybrid` does between its stages (LlamaEngine::save_state on the prefill engine,
+// restore_state on the decode engine), checked by the logits of the tokens decoded after it:
+// they must be those of one engine that prefilled and decoded the sequence itself.
+
+constexpr int kStatePrompt = 48;
+constexpr int kStateGen = 4;
+
+// An engine loaded as `hybrid` loads it (one context for prompt and generation), one thread.
+void load_for_state_test(sb::LlamaEngine& e, const std::string& devices) {
+    sb::TestConfig c;
+    c.model_path = tiny_model();
+    c.devices = devices;
+    c.n_prompt = kStatePrompt;
+    c.n_gen = kStateGen;
+    c.n_threads = 1;
+    e.load(sb::load_spec_for(c));
+}
+
+std::vector<int32_t> state_prompt(const sb::LlamaEngine& e) {
+    auto p = sb::random_tokens(kStatePrompt, e.n_vocab(), 11);
+    if (auto bos = e.bos_token())
+        p[0] = *bos;
+    return p;
+}
+
+// The logits after each of gen's tokens, decoded one by one.
+std::vector<std::vector<float>> decode_logits(sb::LlamaEngine& e, const std::vector<int32_t>& gen) {
+    std::vector<std::vector<float>> out;
+    for (int32_t t : gen) {
+        e.decode_step(t);
+        const auto l = e.last_logits();
+        out.emplace_back(l.begin(), l.end());
+    }
+    return out;
+}
+
+// Largest |a - b| over every position and vocabulary entry, and the largest |b|.
+std::pair<double, double> max_diff(const std::vector<std::vector<float>>& a,
+                                   const std::vector<std::vector<float>>& b) {
+    double diff = 0, scale = 0;
+    EXPECT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+        EXPECT_EQ(a[i].size(), b[i].size());
+        for (size_t k = 0; k < std::min(a[i].size(), b[i].size()); ++k) {
+            diff = std::max(diff, std::abs(static_cast<double>(a[i][k]) - b[i][k]));
+            scale = std::max(scale, std::abs(static_cast<double>(b[i][k])));
+        }
+    }
+    return {diff, scale};
+}
+
+// Tolerances, as a fraction of the largest |logit|. Two engines of one device run the same
+// kernels on the same bytes: only float round-off may differ (measured: 0). Across devices
+// the kernels differ (another vec-dot path, flash attention chosen per device) on a KV cache
+// held in f16 (2^-11 relative precision): measured 1e-3 between CPU and RPC0 on the tiny
+// preset with f16 weights. A continuation without the prompt's state misses by about the
+// logits' whole range, and must miss by at least 10x the tolerance for the check to tell.
+constexpr double kSameDeviceTolerance = 1e-6;
+constexpr double kCrossDeviceTolerance = 1e-2;
+
+// Prefill on `pre` and decode on `dec` (after `dec` held a sequence of its own), against `ref`
+// doing both itself; and, so that the comparison is known to tell, against `dec` decoding the
+// same tokens without the prompt.
+void expect_transfer_continues(sb::LlamaEngine& pre, sb::LlamaEngine& dec, sb::LlamaEngine& ref,
+                               double tolerance) {
+    const auto prompt = state_prompt(ref);
+    const auto gen = sb::random_tokens(kStateGen, ref.n_vocab(), 12);
+
+    ref.reset();
+    ref.prefill(prompt);
+    const auto expected = decode_logits(ref, gen);
+
+    // The decode engine held another sequence before: the restore must replace it.
+    dec.reset();
+    dec.prefill(sb::random_tokens(kStatePrompt / 2, dec.n_vocab(), 13));
+    pre.reset();
+    pre.prefill(prompt);
+    std::vector<uint8_t> buf;
+    ASSERT_GT(pre.save_state(buf), 0u);
+    dec.restore_state(buf);
+    EXPECT_THROW(dec.last_logits(), sb::Error) << "a restored state carries no logits";
+    const auto moved = decode_logits(dec, gen);
+    const auto [diff, scale] = max_diff(moved, expected);
+    ASSERT_GT(scale, 0);
+    EXPECT_LE(diff, tolerance * scale) << "max |logit diff| " << diff << " of " << scale;
+    std::printf("state transfer: max |logit diff| %.3g of max |logit| %.3g\n", diff, scale);
+
+    dec.reset();
+    const auto without = decode_logits(dec, gen);
+    const double miss = max_diff(without, expected).first;
+    std::printf("without the prompt's state: max |logit diff| %.3g\n", miss);
+    EXPECT_GT(miss, 10 * tolerance * scale) << "the check cannot tell a lost state";
+}
+
+TEST(HybridState, DecodeAfterTheMoveContinuesTheSequenceOnTheSameDevice) {
+    sb::LlamaEngine a, b, ref;
+    load_for_state_test(a, "CPU");
+    load_for_state_test(b, "CPU");
+    load_for_state_test(ref, "CPU");
+    expect_transfer_continues(a, b, ref, kSameDeviceTolerance);
+}
+
+TEST(HybridState, DecodeAfterTheMoveContinuesTheSequenceFromCpuToRpc) {
+    TempDir t;
+    RpcServer server(t);
+    ASSERT_TRUE(server.ready);
+    sb::add_rpc_server(server.endpoint());
+    sb::LlamaEngine a, b, ref_rpc, ref_cpu;
+    load_for_state_test(a, "CPU");
+    load_for_state_test(b, "RPC0");
+    load_for_state_test(ref_rpc, "RPC0");
+    load_for_state_test(ref_cpu, "CPU");
+    // Against the decode device doing both stages, and against the prefill device doing both.
+    expect_transfer_continues(a, b, ref_rpc, kCrossDeviceTolerance);
+    expect_transfer_continues(a, b, ref_cpu, kCrossDeviceTolerance);
 }
 
 TEST(Hybrid, PrefillOnCpuDecodeOverRpcAgainstEachAloneAndAdvise) {
@@ -121,10 +244,9 @@ TEST(Hybrid, PrefillOnCpuDecodeOverRpcAgainstEachAloneAndAdvise) {
     ASSERT_EQ(adv["validation"].size(), 2u) << a.out;
     // The prediction is each part's median from the modes alone: the prefill device's prefill,
     // the transfer (a line through two points passes through both) and the decode device's
-    // decode. How close that comes to the measured hybrid is a benchmark on a quiet machine
-    // (bench/hybrid_prediction.sh); this VM stalls a process for 50-80 ms now and then, longer
-    // than this tiny model's whole run, so here only gross errors (units, a missing part) are
-    // caught.
+    // decode; the error is prediction / measurement - 1. Both are checked exactly here. How
+    // close the prediction comes to the measured hybrid is a timing property, gated on a quiet
+    // machine by bench/hybrid_prediction.sh (target: within 10 %).
     for (const auto& v : adv["validation"]) {
         const json* pt = nullptr;
         for (const auto& x : h["points"])
@@ -139,7 +261,10 @@ TEST(Hybrid, PrefillOnCpuDecodeOverRpcAgainstEachAloneAndAdvise) {
         EXPECT_NEAR(v["predicted_ns"].get<double>(), parts, parts * 1e-9) << v.dump();
         EXPECT_NEAR(v["measured_ns"].get<double>(),
                     (*pt)["e2e"]["hybrid"]["summary"]["median"].get<double>(), 1e-3);
-        EXPECT_LT(std::abs(v["error"].get<double>()), 2.0) << v.dump();
+        EXPECT_NEAR(v["error"].get<double>(),
+                    v["predicted_ns"].get<double>() / v["measured_ns"].get<double>() - 1, 1e-12)
+            << v.dump();
+        EXPECT_EQ(v["basis"], "the hybrid run's own modes alone");
     }
     for (const auto& st : adv["stages"]) {
         const std::string stage = st["stage"];

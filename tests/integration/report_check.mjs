@@ -6,10 +6,15 @@
 //   - an expected annotated chart kind without annotations (or no annotation plugin),
 //   - an expected text missing from the page.
 // Saves a full-page screenshot. Prints one JSON line with what it saw; exit 0 on success.
+// With --dump-charts FILE it also writes what every chart holds, for the caller to compare
+// with the documents: [{"doc": section id ("d0"...), "kind", "labels", "datasets": [{"label",
+// "data"}], "annotations": {name: {"type", "xMin", "xMax"}}}] in page order.
 //
 // node report_check.mjs --driver DIR --chromium PATH --html FILE --screenshot PNG
 //                       [--expect-chart KIND]... [--expect-annotated KIND]... [--expect-text TEXT]...
+//                       [--dump-charts FILE]
 import { createRequire } from 'node:module';
+import { writeFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import path from 'node:path';
 
@@ -25,6 +30,7 @@ function parseArgs(argv) {
     else if (k === '--expect-chart') a.expectChart.push(v);
     else if (k === '--expect-annotated') a.expectAnnotated.push(v);
     else if (k === '--expect-text') a.expectText.push(v);
+    else if (k === '--dump-charts') a.dumpCharts = v;
     else throw new Error('unknown option ' + k);
   }
   for (const k of ['driver', 'chromium', 'html', 'screenshot']) {
@@ -83,9 +89,24 @@ try {
       out.push({ kind: canvas.dataset.chart, chart: !!chart, painted: painted, colors: colors.size,
                  points: points, annotations: ann ? Object.keys(ann).length : 0 });
     }
+    const charts = [];
+    for (const canvas of document.querySelectorAll('canvas[data-chart]')) {
+      const chart = window.Chart.getChart(canvas);
+      if (!chart) continue;
+      const section = canvas.closest('section.doc');
+      const ann = chart.options.plugins.annotation ? chart.options.plugins.annotation.annotations : {};
+      const annotations = {};
+      for (const [name, a] of Object.entries(ann || {})) {
+        annotations[name] = { type: a.type, xMin: a.xMin ?? null, xMax: a.xMax ?? null };
+      }
+      charts.push({ doc: section ? section.id : null, kind: canvas.dataset.chart,
+                    labels: chart.data.labels || [],
+                    datasets: chart.data.datasets.map((d) => ({ label: d.label, data: d.data })),
+                    annotations: annotations });
+    }
     let annotationPlugin = false;
     try { annotationPlugin = !!window.Chart.registry.getPlugin('annotation'); } catch (e) { /* absent */ }
-    return { canvases: out, instances: Object.keys(window.Chart.instances).length,
+    return { canvases: out, charts: charts, instances: Object.keys(window.Chart.instances).length,
              annotationPlugin: annotationPlugin, text: document.body.innerText };
   });
 
@@ -113,6 +134,7 @@ try {
   for (const t of args.expectText) {
     if (!seen.text.includes(t)) problems.push('text not on the page: ' + t);
   }
+  if (args.dumpCharts) writeFileSync(args.dumpCharts, JSON.stringify(seen.charts));
   await page.screenshot({ path: args.screenshot, fullPage: true });
   console.log(JSON.stringify({ charts: seen.instances, kinds: byKind, screenshot: args.screenshot,
                                chromium: browser.version() }));

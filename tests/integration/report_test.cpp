@@ -63,6 +63,42 @@ json make_document(const std::vector<std::string>& args, const std::string& out)
     return json::parse(read_file(out));
 }
 
+double median_of(const json& v) {
+    std::vector<double> x = v.get<std::vector<double>>();
+    std::sort(x.begin(), x.end());
+    return x.size() % 2 ? x[x.size() / 2] : (x[x.size() / 2 - 1] + x[x.size() / 2]) / 2;
+}
+
+// The one chart of kind in document doc_id (as report_check.mjs dumped them).
+const json& chart_of(const json& charts, const std::string& doc_id, const std::string& kind) {
+    const json* found = nullptr;
+    for (const auto& c : charts)
+        if (c["doc"] == doc_id && c["kind"] == kind) {
+            EXPECT_EQ(found, nullptr) << "two charts " << kind << " in " << doc_id;
+            found = &c;
+        }
+    static const json none = json::object();
+    if (!found)
+        ADD_FAILURE() << "no chart " << kind << " in " << doc_id;
+    return found ? *found : none;
+}
+
+const json& dataset_of(const json& chart, const std::string& label) {
+    static const json none = json::array();
+    if (!chart.contains("datasets"))
+        return none;  // chart_of said which chart is missing
+    for (const auto& d : chart["datasets"])
+        if (d["label"] == label)
+            return d["data"];
+    ADD_FAILURE() << "no dataset " << label;
+    return none;
+}
+
+void expect_same(const json& got, double want, const std::string& what) {
+    ASSERT_TRUE(got.is_number()) << what << ": " << got.dump();
+    EXPECT_NEAR(got.get<double>(), want, 1e-9 * std::abs(want)) << what;
+}
+
 }  // namespace
 
 TEST(Report, DrawsEveryChartInHeadlessChromiumWithoutAnyRequest) {
@@ -96,16 +132,19 @@ TEST(Report, DrawsEveryChartInHeadlessChromiumWithoutAnyRequest) {
         {"sustained", "-m", model, "--rounds", "4", "--prompt-tokens", "32", "--max-tokens", "8",
          "--sysfs-root", sys.string(), "--telemetry", "on", "--idle", "0"},
         t.file("sustained.json"));
+    json hybrid;
     {
         sbtest::RpcServer server(t);
         ASSERT_TRUE(server.ready);
-        make_document({"hybrid", "-m", model, "--decode-device", "RPC0", "--rpc", server.endpoint(),
-                       "-p", "32", "-n", "8", "-r", "2"},
-                      t.file("hybrid.json"));
+        hybrid = make_document({"hybrid", "-m", model, "--decode-device", "RPC0", "--rpc",
+                                server.endpoint(), "-p", "32", "-n", "8", "-r", "2"},
+                               t.file("hybrid.json"));
     }
-    // A fixture tree does not heat up: the onset is set by hand so that its marker is drawn.
+    // A fixture tree does not heat up: the onsets are set by hand so that their markers are
+    // drawn (the sustained tests find planted ones in real runs).
     ASSERT_FALSE(sustained["sustained"]["phases"].empty());
     sustained["sustained"]["phases"][0]["across"]["throttle_onset_round"] = 3;
+    sustained["sustained"]["phases"][0]["across"]["freq_onset_round"] = 4;
     write_json(t.file("sustained.json"), sustained);
     write_json(t.file("odd.json"), json{{"hello", "world"}});
 
@@ -120,12 +159,19 @@ TEST(Report, DrawsEveryChartInHeadlessChromiumWithoutAnyRequest) {
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_TRUE(r.out.empty()) << "the page goes to the file, not stdout";
 
-    std::vector<std::string> check = {
-        node,           source_path("tests/integration/report_check.mjs"),
-        "--driver",     driver,
-        "--chromium",   chromium,
-        "--html",       html,
-        "--screenshot", png};
+    const std::string dump = t.file("charts.json");
+    std::vector<std::string> check = {node,
+                                      source_path("tests/integration/report_check.mjs"),
+                                      "--driver",
+                                      driver,
+                                      "--chromium",
+                                      chromium,
+                                      "--html",
+                                      html,
+                                      "--screenshot",
+                                      png,
+                                      "--dump-charts",
+                                      dump};
     for (const char* kind :
          {"throughput-prefill", "throughput-decode", "telemetry-temperature", "telemetry-frequency",
           "telemetry-power", "ops-by-op", "ops-by-backend", "decomposition", "sustained-decode",
@@ -146,6 +192,60 @@ TEST(Report, DrawsEveryChartInHeadlessChromiumWithoutAnyRequest) {
     std::cout << "report: " << html << "\nscreenshot: " << png << "\n" << c.out;
     EXPECT_EQ(c.exit_code, 0) << c.out << c.err;
     EXPECT_TRUE(fs::exists(png));
+
+    // What the charts hold is what the documents say. Inputs: d0 run, d3 sustained, d4 hybrid.
+    const json charts = json::parse(read_file(dump));
+    {
+        SCOPED_TRACE("run: throughput bars are the medians of each test's raw tokens/s");
+        const json& tests = run_doc["tests"];
+        for (const char* stage : {"prefill", "decode"}) {
+            const json& ch = chart_of(charts, "d0", std::string("throughput-") + stage);
+            const json& data = dataset_of(ch, std::string(stage) + " tokens/s (median)");
+            ASSERT_EQ(data.size(), tests.size()) << stage;
+            for (size_t i = 0; i < tests.size(); ++i)
+                expect_same(data[i], median_of(tests[i][stage]["tokens_per_s"]), stage);
+        }
+    }
+    {
+        SCOPED_TRACE(
+            "sustained: every round's tokens/s, and the onsets where the document has them");
+        const json& phase = sustained["sustained"]["phases"][0];
+        const json& rounds = phase["rounds"];
+        const json& ch = chart_of(charts, "d3", "sustained-decode");
+        const json& data = dataset_of(ch, "decode tokens/s");
+        ASSERT_EQ(data.size(), rounds.size());
+        for (size_t i = 0; i < rounds.size(); ++i) {
+            EXPECT_EQ(data[i]["x"], rounds[i]["round"]);
+            expect_same(data[i]["y"], rounds[i]["decode_tps"].get<double>(), "decode_tps");
+        }
+        const json& ann = ch["annotations"];
+        ASSERT_TRUE(ann.contains("onset")) << ann.dump();
+        EXPECT_EQ(ann["onset"]["xMin"], phase["across"]["throttle_onset_round"]);
+        EXPECT_EQ(ann["onset"]["xMax"], 3);
+        ASSERT_TRUE(ann.contains("freq")) << ann.dump();
+        EXPECT_EQ(ann["freq"]["xMin"], phase["across"]["freq_onset_round"]);
+        EXPECT_EQ(ann["freq"]["xMin"], 4);
+    }
+    {
+        SCOPED_TRACE("hybrid: stacked bars are each mode's median stage times and transfer");
+        const json& pt = hybrid["hybrid"]["points"][0];
+        const json& ch = chart_of(charts, "d4", "hybrid-e2e");
+        const json& pre = dataset_of(ch, "prefill (ms)");
+        const json& tr = dataset_of(ch, "state transfer (ms)");
+        const json& dec = dataset_of(ch, "decode (ms)");
+        const std::vector<std::string> modes = {"hybrid", "prefill_alone", "decode_alone"};
+        ASSERT_EQ(pre.size(), modes.size());
+        ASSERT_EQ(tr.size(), modes.size());
+        ASSERT_EQ(dec.size(), modes.size());
+        for (size_t i = 0; i < modes.size(); ++i) {
+            const json& test = hybrid["tests"][pt["tests"][modes[i]].get<size_t>()];
+            expect_same(pre[i], median_of(test["prefill"]["duration_ns"]) / 1e6, modes[i]);
+            expect_same(dec[i], median_of(test["decode"]["duration_ns"]) / 1e6, modes[i]);
+        }
+        expect_same(tr[0], median_of(pt["transfer"]["duration_ns"]) / 1e6, "transfer");
+        EXPECT_EQ(tr[1], 0);
+        EXPECT_EQ(tr[2], 0);
+    }
 }
 
 TEST(Report, MissingOrNonJsonInputIsOneLineAndExit2) {

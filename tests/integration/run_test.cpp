@@ -12,6 +12,8 @@
 
 #include "cli_harness.hpp"
 #include "core/result.hpp"
+#include "engine/llama_engine.hpp"
+#include "scenario/stage_sweep.hpp"
 
 using nlohmann::json;
 using namespace sbtest;
@@ -95,6 +97,136 @@ TEST(Run, MatrixStreamsCsvAndJsonlRows) {
         ++n;
     }
     EXPECT_EQ(n, 2);
+}
+
+static double median_of(const json& v) {
+    std::vector<double> x = v.get<std::vector<double>>();
+    std::sort(x.begin(), x.end());
+    return x.size() % 2 ? x[x.size() / 2] : (x[x.size() / 2 - 1] + x[x.size() / 2]) / 2;
+}
+
+// Bytes of K and V (f16 each) that one token adds to the cache of the document's model.
+static double kv_bytes_per_token(const json& model) {
+    const double head_dim = model["n_embd"].get<double>() / model["n_head"].get<double>();
+    return model["n_layers"].get<double>() * model["n_head_kv"].get<double>() * head_dim * (2 + 2);
+}
+
+TEST(Run, DepthStartsEveryRepetitionAfterDTokensOfContext) {
+    // -d 0,64: two tests; decode at depth 64 continues after 64 + 16 tokens, and reads the KV
+    // cache of 64 more tokens per generated token than at depth 0 (the roofline's bytes).
+    Proc p = run_sb({"run", "-m", tiny_model(), "-p", "16", "-n", "4", "-d", "0,64", "-r", "2",
+                     "--membw", "10", "-o", "json", "-q"});
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    json doc = json::parse(p.out);
+    ASSERT_EQ(doc["tests"].size(), 2u);
+    const json& d0 = doc["tests"][0];
+    const json& d64 = doc["tests"][1];
+    for (const json* t : {&d0, &d64}) {
+        EXPECT_EQ((*t)["status"], "ok") << (*t)["error"];
+        EXPECT_EQ((*t)["reps_done"], 2);
+        EXPECT_EQ((*t)["decode"]["token_latency_ns"].size(), 8u);
+    }
+    EXPECT_EQ(d0["config"]["n_depth"], 0);
+    EXPECT_EQ(d64["config"]["n_depth"], 64);
+    EXPECT_EQ(d64["config"]["test"], "pp16+tg4 @ d64");
+    EXPECT_EQ(d0["decode"]["kv_depth_start"], 16);
+    EXPECT_EQ(d64["decode"]["kv_depth_start"], 80);
+    EXPECT_DOUBLE_EQ(d64["roofline"]["decode_bytes_per_token"].get<double>() -
+                         d0["roofline"]["decode_bytes_per_token"].get<double>(),
+                     64 * kv_bytes_per_token(doc["models"][0]));
+
+    Proc md = run_sb({"run", "-m", tiny_model(), "-p", "16", "-n", "4", "-d", "64", "-r", "1",
+                      "--membw", "off", "-q"});
+    ASSERT_EQ(md.exit_code, 0) << md.err;
+    EXPECT_NE(md.out.find("| pp16 @ d64 |"), std::string::npos) << md.out;
+    EXPECT_NE(md.out.find("| tg4 @ d80 |"), std::string::npos) << md.out;
+}
+
+TEST(Run, DepthFillsTheKvCacheBeforeTheTimedStages) {
+    // What -d does inside the engine: fill_to_depth(d) puts d tokens in the cache (the second
+    // time from its cached state), so the sequence after a prompt holds d + p tokens' K and V.
+    sb::TestConfig c;
+    c.model_path = tiny_model();
+    c.n_prompt = 16;
+    c.n_gen = 4;
+    c.n_depth = 64;
+    c.n_threads = 1;
+    sb::LlamaEngine e;
+    e.load(sb::load_spec_for(c));
+    const auto prompt = sb::random_tokens(16, e.n_vocab(), 5);
+    std::vector<uint8_t> buf;
+    auto state_bytes_after = [&](int depth) {
+        e.fill_to_depth(depth, 1);
+        e.prefill(prompt);
+        return static_cast<double>(e.save_state(buf));
+    };
+    const double at0 = state_bytes_after(0);
+    const double at64 = state_bytes_after(64);
+    const double again = state_bytes_after(64);  // restored from the engine's cached state
+    const double per_token = static_cast<double>(*e.kv_bytes_read(1));
+    EXPECT_GE(at64 - at0, 64 * per_token) << at0 << " -> " << at64;
+    EXPECT_LT(at64 - at0, 1.5 * 64 * per_token) << at0 << " -> " << at64;
+    EXPECT_EQ(again, at64);
+}
+
+// How much faster than STREAM's memory bandwidth a model can be read when it fits in the
+// caches (the tiny model does): caches deliver several times DRAM bandwidth, not 16 times.
+constexpr double kMaxCacheOverMemory = 16;
+
+TEST(Run, RooflineColumnsFollowFromTheMeasuredBandwidth) {
+    TempDir t;
+    const std::string out = t.file("r.json");
+    Proc p = run_sb({"run", "-m", tiny_model(), "-p", "32", "-n", "8", "-r", "2", "-t", "1",
+                     "--membw", "auto", "--out", out});
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    EXPECT_NE(p.out.find("| decode GB/s | of machine | prefill GFLOP/s |"), std::string::npos)
+        << p.out;
+    json doc = json::parse(read_file(out));
+    EXPECT_EQ(doc["membw"]["source"], "measured");
+    const double machine = doc["membw"]["triad_gbps"].get<double>();
+    ASSERT_GT(machine, 0);
+    const json& test = doc["tests"][0];
+    const json& rl = test["roofline"];
+    // Decode reads every weight and the KV cache at its mean depth once per token.
+    const double kv_depth = 32 + 8 / 2;
+    const double bytes = rl["decode_bytes_per_token"].get<double>();
+    EXPECT_GT(bytes, kv_depth * kv_bytes_per_token(doc["models"][0]));
+    EXPECT_LT(bytes, doc["models"][0]["file_bytes"].get<double>() +
+                         kv_depth * kv_bytes_per_token(doc["models"][0]));
+    const double gbps = rl["decode_bandwidth_gbps"].get<double>();
+    EXPECT_NEAR(gbps, bytes * median_of(test["decode"]["tokens_per_s"]) / 1e9, 1e-9 * gbps);
+    const double fraction = rl["decode_bandwidth_fraction"].get<double>();
+    EXPECT_NEAR(fraction, gbps / machine, 1e-12);
+    // Plausible: above 0, and a tiny model served from the caches reads at most a few times
+    // what STREAM gets from memory.
+    EXPECT_GT(fraction, 0);
+    EXPECT_LE(fraction, kMaxCacheOverMemory);
+    const double gflops = rl["prefill_gflops"].get<double>();
+    EXPECT_GT(gflops, 0);
+    // One thread: below what one core's vector units can do (64 FLOP/cycle at 5 GHz).
+    EXPECT_LT(gflops, 320);
+}
+
+TEST(Membw, MeasuresTheFourKernelsAndReportsTheBestOfTheRepetitions) {
+    Proc p = run_sb({"membw", "-t", "1", "-r", "3", "--array-mib", "16", "-o", "json"});
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    json m = json::parse(p.out);
+    EXPECT_EQ(m["threads"], 1);
+    EXPECT_EQ(m["array_bytes"], 16u << 20);
+    for (const char* k : {"copy_gbps", "scale_gbps", "add_gbps", "triad_gbps"}) {
+        ASSERT_TRUE(m[k].is_number()) << k;
+        EXPECT_GT(m[k].get<double>(), 0) << k;
+        EXPECT_LT(m[k].get<double>(), 1000) << k;  // GB/s, not B/s or MB/s
+    }
+    const json& samples = m["triad_samples_gbps"];
+    EXPECT_EQ(samples["n"], 3);
+    EXPECT_DOUBLE_EQ(samples["max"].get<double>(), m["triad_gbps"].get<double>());
+
+    Proc md = run_sb({"membw", "-t", "1", "-r", "2", "--array-mib", "16"});
+    ASSERT_EQ(md.exit_code, 0) << md.err;
+    EXPECT_NE(md.out.find("| triad |"), std::string::npos) << md.out;
+    EXPECT_NE(md.out.find("1 threads, 16 MiB per array, best of 2 repetitions"), std::string::npos)
+        << md.out;
 }
 
 TEST(Run, MarkdownIsTheDefaultAndLogsStayOnStderr) {

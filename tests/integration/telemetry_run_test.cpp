@@ -1,12 +1,15 @@
 // `stagebench run` with telemetry from a fixture sysfs tree whose RAPL counters a writer thread
 // advances at a known power while the benchmark runs: the per-stage energy the document
-// reports must match what the writer produced.
+// reports must match what the writer produced. `stagebench sensors` on a fixture tree (values
+// as its files say) and on this machine's real /sys.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -103,4 +106,99 @@ TEST(TelemetryRun, StatesWhichSourcesAreAbsentOnThisMachine) {
     json doc = json::parse(p.out);
     ASSERT_TRUE(doc["telemetry"].contains("classes")) << doc["telemetry"].dump();
     EXPECT_FALSE(doc["telemetry"]["classes"].empty());
+}
+
+// `stagebench sensors` on a fixture tree: every thermal zone and CPU clock of the tree is
+// found, read as the files say, and summarised over the window (the files do not change, so
+// min = max = the file's value).
+TEST(Sensors, ReadsAFixtureTreeAsItsFilesSay) {
+    const fs::path root =
+        fs::path(SB_SOURCE_DIR) / "tests/fixtures/telemetry/android-snapdragon/sys";
+    Proc p = sbtest::run_sb({"sensors", "--sysfs-root", root.string(), "--duration", "300ms",
+                             "--hz", "20", "-o", "json"});
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    const json r = json::parse(p.out);
+    std::map<std::string, json> current;
+    for (const auto& c : r["current"])
+        current[c["metric"].get<std::string>()] = c;
+    std::map<std::string, json> window;
+    for (const auto& w : r["window"])
+        window[w["sensor"].get<std::string>()] = w;
+
+    int zones = 0, unreadable = 0;
+    for (const auto& z : fs::directory_iterator(root / "class/thermal")) {
+        if (!fs::exists(z.path() / "temp"))
+            continue;
+        std::string type = read_file((z.path() / "type").string());
+        type.erase(type.find_last_not_of("\n") + 1);
+        const std::string text = read_file((z.path() / "temp").string());
+        const std::string metric = "thermal." + type + ".temp_mc";
+        SCOPED_TRACE(metric);
+        ++zones;
+        ASSERT_TRUE(current.count(metric)) << p.out;
+        const std::string sensor = "thermal." + type;
+        if (text.find_first_of("0123456789") == std::string::npos) {
+            // A zone that gives no reading (a sensor powered down) is missing, not zero.
+            ++unreadable;
+            EXPECT_TRUE(current[metric]["value"].is_null()) << current[metric];
+            EXPECT_TRUE(!window.count(sensor) || window[sensor]["temp_max_mc"].is_null());
+            continue;
+        }
+        const double temp = std::stod(text);
+        EXPECT_EQ(current[metric]["value"].get<double>(), temp);
+        ASSERT_TRUE(window.count(sensor)) << p.out;
+        EXPECT_EQ(window[sensor]["temp_min_mc"].get<double>(), temp);
+        EXPECT_EQ(window[sensor]["temp_max_mc"].get<double>(), temp);
+    }
+    EXPECT_EQ(zones, 6);
+    EXPECT_EQ(unreadable, 1);
+    int policies = 0;
+    for (const auto& pol : fs::directory_iterator(root / "devices/system/cpu/cpufreq")) {
+        const double khz = std::stod(read_file((pol.path() / "scaling_cur_freq").string()));
+        const std::string metric = "cpufreq." + pol.path().filename().string() + ".cur_freq_khz";
+        SCOPED_TRACE(metric);
+        ++policies;
+        ASSERT_TRUE(current.count(metric)) << p.out;
+        EXPECT_EQ(current[metric]["value"].get<double>(), khz);
+    }
+    EXPECT_EQ(policies, 3);
+    // The battery: voltage_now (uV) x current_now (uA, negative while discharging) is the
+    // power drawn, and over the window that power is integrated into energy.
+    const fs::path bat = root / "class/power_supply/battery";
+    const double volts = std::stod(read_file((bat / "voltage_now").string())) * 1e-6;
+    const double amps = -std::stod(read_file((bat / "current_now").string())) * 1e-6;
+    ASSERT_TRUE(current.count("battery.battery.power_mw")) << p.out;
+    EXPECT_NEAR(current["battery.battery.power_mw"]["value"].get<double>(), volts * amps * 1e3,
+                1e-9);
+    ASSERT_TRUE(window.count("battery.battery")) << p.out;
+    const json& b = window["battery.battery"];
+    EXPECT_EQ(b["energy_method"], "power_integral");
+    EXPECT_NEAR(b["mean_power_mw"].get<double>(), volts * amps * 1e3, 1e-6);
+    // A constant power over the measured window (300 ms asked for).
+    const double window_s = r["duration_ns"].get<double>() * 1e-9;
+    EXPECT_GE(window_s, 0.3);
+    EXPECT_NEAR(b["energy_j"].get<double>(), volts * amps * window_s, 1e-6);
+}
+
+// On this machine's real /sys: whatever it has (a VM may have no thermal zone at all), the
+// command succeeds and says which families it found and which it did not.
+TEST(Sensors, RunsOnTheRealSysfs) {
+    Proc p = sbtest::run_sb({"sensors", "--duration", "200ms", "-o", "json"});
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    const json r = json::parse(p.out);
+    ASSERT_TRUE(r["classes"].is_array());
+    EXPECT_FALSE(r["classes"].empty());
+    for (const auto& c : r["classes"]) {
+        SCOPED_TRACE(c.dump());
+        EXPECT_TRUE(c["found"].is_number());
+        if (c["found"].get<int>() == 0) {
+            EXPECT_FALSE(c["note"].get<std::string>().empty());  // says why it is absent
+        }
+    }
+    Proc md = sbtest::run_sb({"sensors", "--duration", "0"});
+    EXPECT_EQ(md.exit_code, 0) << md.err;
+    EXPECT_FALSE(md.out.empty());
+    Proc bad = sbtest::run_sb({"sensors", "--sysfs-root", "/nonexistent-root", "--duration", "0"});
+    EXPECT_EQ(bad.exit_code, 2);
+    EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
 }
