@@ -109,3 +109,10 @@ TEST(BadInput, AdviseOnWrongShapedDocuments) {
         expect_one_line_error(sbtest::run_sb({"advise", f}), f + ": " + docs[i].second);
     }
 }
+
+TEST(BadInput, OpsTakesOneDeviceSetInTheCommonGrammar) {
+    // A comma lists several device sets (run --device CPU,BLAS); ops profiles one, joined by +.
+    const Proc p = sbtest::run_sb({"ops", "-m", tiny_model(), "--device", "CPU,BLAS", "-q"});
+    expect_one_line_error(p, "unknown device 'CPU,BLAS'");
+    EXPECT_NE(p.err.find("join its devices with +"), std::string::npos) << p.err;
+}
