@@ -201,6 +201,8 @@ json pooled_rounds(const json& doc, const std::string& who, std::vector<std::str
     if (dec.empty() && pre.empty())
         throw input_error(who + ": the `sustained` document has no completed baseline round");
     json config = json_field(tests[0], "config");
+    if (!config.is_object())
+        config = json::object();
     config["test"] = str_field(config, "test").value_or("?") + " rounds";
     notes.push_back(who + " is a sustained run: its " + std::to_string(dec.size()) +
                     " rounds without background load are the samples, so its CV is the "

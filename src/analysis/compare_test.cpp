@@ -416,6 +416,10 @@ TEST(Compare, BadInputsAreErrors) {
               ErrorKind::input);
     EXPECT_NE(msg.find("not a stagebench result document"), std::string::npos) << msg;
     EXPECT_EQ(kind_of([&] { compare_documents(inputs({a, json::array()})); }), ErrorKind::input);
+    // A sustained document whose test has no configuration object still compares its rounds.
+    json odd = sustained_doc("h", {40, 41, 39});
+    odd["tests"][0]["config"] = "pp32+tg8";
+    EXPECT_EQ(row(compare_documents(inputs({odd, odd})), "decode").test, "? rounds");
     json bad_test = a;
     bad_test["tests"].push_back("pp32");
     EXPECT_EQ(kind_of([&] { compare_documents(inputs({a, bad_test})); }, &msg), ErrorKind::input);
