@@ -8,27 +8,13 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "core/json_reader.hpp"
 #include "core/stats.hpp"
 
 namespace sb {
 namespace {
 
 using nlohmann::json;
-
-std::optional<double> num(const json& j, const char* key) {
-    if (!j.is_object() || !j.contains(key) || !j[key].is_number())
-        return std::nullopt;
-    return j[key].get<double>();
-}
-
-std::vector<double> numbers(const json& j) {
-    std::vector<double> v;
-    if (j.is_array())
-        for (const auto& x : j)
-            if (x.is_number())
-                v.push_back(x.get<double>());
-    return v;
-}
 
 std::string ms(double ns) {
     return fmt::format("{:.2f} ms", ns / 1e6);
@@ -49,38 +35,33 @@ bool is_hybrid_devices(const std::string& d) {
 }
 
 // Collects the tests of a document (run, demo, hybrid alone modes).
-void collect_tests(const json& doc, size_t index, std::vector<Sample>& out) {
-    for (const auto& t : doc.value("tests", json::array())) {
-        if (t.value("status", "") != "ok")
+void collect_tests(const JsonAt& doc, size_t index, std::vector<Sample>& out) {
+    for (const auto& t : doc["tests"].objects()) {
+        if (t["status"].string_or("") != "ok")
             continue;
-        const json& c = t.value("config", json::object());
+        const JsonAt c = t["config"].object();
         Sample s;
         s.doc = index;
-        s.devices = c.value("devices", "CPU");
-        if (is_hybrid_devices(s.devices) || c.value("engine", "llama") != "llama")
+        s.devices = c["devices"].string_or("CPU");
+        if (is_hybrid_devices(s.devices) || c["engine"].string_or("llama") != "llama")
             continue;
-        s.n_prompt = c.value("n_prompt", 0);
-        s.n_gen = c.value("n_gen", 0);
-        s.kv_depth = c.value("n_depth", 0) + s.n_prompt;
-        const json& pf = t.value("prefill", json());
+        s.n_prompt = c["n_prompt"].integer_or(0);
+        s.n_gen = c["n_gen"].integer_or(0);
+        s.kv_depth = c["n_depth"].integer_or(0) + s.n_prompt;
+        const JsonAt pf = t["prefill"].object();
         if (pf.is_object()) {
-            s.prefill_tps = numbers(pf.value("tokens_per_s", json()));
-            s.prefill_ns = num(pf.value("duration", json()), "median");
+            s.prefill_tps = pf["tokens_per_s"].numbers();
+            s.prefill_ns = pf["duration"]["median"].number();
         }
-        const json& dc = t.value("decode", json());
+        const JsonAt dc = t["decode"].object();
         if (dc.is_object() && s.n_gen > 0) {
-            s.decode_tps = numbers(dc.value("tokens_per_s", json()));
-            if (auto d = num(dc.value("duration", json()), "median"))
+            s.decode_tps = dc["tokens_per_s"].numbers();
+            if (auto d = dc["duration"]["median"].number())
                 s.decode_ns_per_token = *d / s.n_gen;
         }
-        const json& tel = t.value("telemetry", json());
-        if (tel.is_object() && tel.contains("summary")) {
-            const json& sm = tel["summary"];
-            if (sm.contains("prefill"))
-                s.prefill_j_per_token = num(sm["prefill"].value("j_per_token", json()), "median");
-            if (sm.contains("decode"))
-                s.decode_j_per_token = num(sm["decode"].value("j_per_token", json()), "median");
-        }
+        const JsonAt sm = t["telemetry"]["summary"];
+        s.prefill_j_per_token = sm["prefill"]["j_per_token"]["median"].number();
+        s.decode_j_per_token = sm["decode"]["j_per_token"]["median"].number();
         out.push_back(std::move(s));
     }
 }
@@ -247,47 +228,48 @@ json advise(const std::vector<AdviseInput>& inputs, const AdviseOptions& opts) {
     std::map<std::pair<std::string, std::string>, std::vector<std::pair<double, double>>> transfers;
     std::map<std::pair<std::string, std::string>, std::optional<double>> transfer_bytes;
     json measured_hybrid = json::array();
-    std::vector<std::pair<std::string, json>> ops_docs, sustained_docs;
+    std::vector<JsonAt> ops_docs, sustained_docs;
     bool used_any = false;
     for (const auto& in : inputs) {
-        const json& d = in.doc;
-        const std::string cmd = d.value("command", "");
+        // Every read goes through JsonAt: a document of the wrong shape is one line naming the
+        // file and the field, an sb::Error(input), never a nlohmann type error.
+        const JsonAt d(in.doc, in.source);
+        if (!d.is_object())
+            d.fail("an object (a stagebench result document)");
+        const std::string cmd = d["command"].string_or("");
         out["sources"].push_back({{"source", in.source}, {"command", cmd}});
         const size_t before = samples.size();
         collect_tests(d, out["sources"].size() - 1, samples);
         bool used = samples.size() > before;
         // Sections of other scenarios sit at the top level of a document.
-        const json& extra = d;
-        if (extra.contains("hybrid")) {
-            const json& h = extra["hybrid"];
-            const std::string a = h.value("prefill_device", ""), b = h.value("decode_device", "");
-            for (const auto& pt : h.value("points", json::array())) {
-                const int p = pt.value("n_prompt", 0);
-                const json& tr = pt.value("transfer", json::object());
-                if (auto med = num(tr.value("duration", json()), "median")) {
+        if (const JsonAt h = d["hybrid"].object(); h.is_object()) {
+            const std::string a = h["prefill_device"].string_or(""),
+                              b = h["decode_device"].string_or("");
+            for (const auto& pt : h["points"].objects()) {
+                const int p = pt["n_prompt"].integer_or(0);
+                const JsonAt tr = pt["transfer"];
+                if (auto med = tr["duration"]["median"].number()) {
                     transfers[{a, b}].emplace_back(p, *med);
-                    if (auto bpt = num(tr, "bytes_per_token"))
+                    if (auto bpt = tr["bytes_per_token"].number())
                         transfer_bytes[{a, b}] = bpt;
                 }
-                const json& e2e = pt.value("e2e", json::object());
-                if (e2e.contains("hybrid"))
-                    if (auto med = num(e2e["hybrid"].value("summary", json()), "median"))
-                        measured_hybrid.push_back({{"source", in.source},
-                                                   {"doc", out["sources"].size() - 1},
-                                                   {"prefill", a},
-                                                   {"decode", b},
-                                                   {"n_prompt", p},
-                                                   {"n_gen", pt.value("n_gen", 0)},
-                                                   {"measured_ns", *med}});
+                if (auto med = pt["e2e"]["hybrid"]["summary"]["median"].number())
+                    measured_hybrid.push_back({{"source", in.source},
+                                               {"doc", out["sources"].size() - 1},
+                                               {"prefill", a},
+                                               {"decode", b},
+                                               {"n_prompt", p},
+                                               {"n_gen", pt["n_gen"].integer_or(0)},
+                                               {"measured_ns", *med}});
             }
             used = true;
         }
-        if (extra.contains("ops") && extra["ops"].is_object()) {
-            ops_docs.emplace_back(in.source, extra["ops"]);
+        if (const JsonAt ops = d["ops"].object(); ops.is_object()) {
+            ops_docs.push_back(ops);
             used = true;
         }
-        if (extra.contains("sustained") && extra["sustained"].is_object()) {
-            sustained_docs.emplace_back(in.source, extra["sustained"]);
+        if (const JsonAt sus = d["sustained"].object(); sus.is_object()) {
+            sustained_docs.push_back(sus);
             used = true;
         }
         if (!used)
@@ -522,51 +504,53 @@ json advise(const std::vector<AdviseInput>& inputs, const AdviseOptions& opts) {
     }
 
     // 4. Operators from the profiler: fallback and dispatch overhead.
-    for (const auto& [src, ops] : ops_docs) {
-        for (const auto& st : ops.value("stages", json::array())) {
-            const std::string stage = st.value("stage", "");
-            for (const auto& f : st.value("fallback", json::array())) {
-                json row = f;
+    for (const JsonAt& ops : ops_docs) {
+        const std::string& src = ops.source();
+        for (const auto& st : ops["stages"].objects()) {
+            const std::string stage = st["stage"].string_or("");
+            for (const auto& f : st["fallback"].objects()) {
+                json row = f.raw();
                 row["stage"] = stage;
                 row["source"] = src;
                 out["fallback"].push_back(row);
-                std::string s = fmt::format("{}: {} × {} asked of {} ran on {}", stage,
-                                            f.value("count", 0), f.value("op", ""),
-                                            f.value("requested", ""), f.value("backend", ""));
-                if (auto c = num(f, "call_ns"))
+                std::string s =
+                    fmt::format("{}: {} × {} asked of {} ran on {}", stage,
+                                f["count"].integer_or(0), f["op"].string_or(""),
+                                f["requested"].string_or(""), f["backend"].string_or(""));
+                if (auto c = f["call_ns"].number())
                     s += fmt::format(", {} per stage in all", ms(*c));
-                if (auto p = num(f, "penalty"))
+                if (auto p = f["penalty"].number())
                     s += fmt::format(", its op time there {:.2f}× that on {}", *p,
-                                     f.value("requested", ""));
+                                     f["requested"].string_or(""));
                 say(s + ".");
             }
             // Where an accelerator's pipeline goes: communication, conversion, compute.
-            const json& dec = st.value("decomposition", json());
-            if (dec.is_object() && !dec.value("parts", json::array()).empty()) {
+            const JsonAt dec = st["decomposition"];
+            if (const auto parts = dec["parts"].objects(); !parts.empty()) {
                 std::string s = fmt::format("{}: the pipeline of {} splits into", stage,
-                                            ops.value("devices", std::string("?")));
+                                            ops["devices"].string_or("?"));
                 bool first = true;
-                for (const auto& part : dec["parts"]) {
-                    if (auto share = num(part, "share")) {
-                        s += fmt::format("{} {} {:.0f} %", first ? "" : ",", part.value("name", ""),
-                                         *share * 100);
+                for (const auto& part : parts) {
+                    if (auto share = part["share"].number()) {
+                        s += fmt::format("{} {} {:.0f} %", first ? "" : ",",
+                                         part["name"].string_or(""), *share * 100);
                         first = false;
                     }
                 }
                 if (!first) {
                     say(s + ".");
                     out["decomposition"].push_back(
-                        {{"stage", stage}, {"source", src}, {"parts", dec["parts"]}});
+                        {{"stage", stage}, {"source", src}, {"parts", dec["parts"].raw()}});
                 }
             }
             // Dispatch overhead per call: call - op time of every computed op.
             std::map<std::pair<std::string, std::string>, std::vector<double>> over;
-            for (const auto& r : st.value("ops", json::array())) {
-                if (r.value("no_compute", false))
+            for (const auto& r : st["ops"].objects()) {
+                if (r["no_compute"].boolean_or(false))
                     continue;
-                auto c = num(r, "call_ns"), o = num(r, "op_ns");
+                auto c = r["call_ns"].number(), o = r["op_ns"].number();
                 if (c && o)
-                    over[{r.value("op", ""), r.value("backend", "")}].push_back(*c - *o);
+                    over[{r["op"].string_or(""), r["backend"].string_or("")}].push_back(*c - *o);
             }
             std::vector<json> rows;
             for (auto& [k, v] : over) {
@@ -614,19 +598,25 @@ json advise(const std::vector<AdviseInput>& inputs, const AdviseOptions& opts) {
     }
 
     // 5. Sustained load: does the per-stage choice hold at the throttled steady state?
-    for (const auto& [src, sus] : sustained_docs) {
-        const std::string dev = sus.value("config", json::object()).value("devices", "CPU");
-        for (const auto& ph : sus.value("phases", json::array())) {
-            if (ph.value("name", "") != "baseline")
+    for (const JsonAt& sus : sustained_docs) {
+        const std::string& src = sus.source();
+        const std::string dev = sus["config"]["devices"].string_or("CPU");
+        for (const auto& ph : sus["phases"].objects()) {
+            // The phase without background load: "rounds" of a plain run, "baseline" beside a
+            // "loaded" one. Under background load the steady state is the load's, not the
+            // device's.
+            if (!ph["background"].string_or("").empty())
                 continue;
-            const json& ac = ph.value("across", json::object());
-            const auto steady = num(ac, "steady_decode_tps");
-            const auto peak_ratio = num(ac, "peak_to_steady");
+            const JsonAt ac = ph["across"];
+            const auto steady = ac["steady_decode_tps"].number();
+            const auto peak_ratio = ac["peak_to_steady"].number();
             if (!steady)
                 continue;
+            const std::string verdict = ac["verdict"].string_or("");
             json row = {{"source", src},
                         {"devices", dev},
-                        {"verdict", ac.value("verdict", "")},
+                        {"phase", ph["name"].string_or("")},
+                        {"verdict", verdict},
                         {"steady_decode_tps", *steady},
                         {"peak_to_steady", peak_ratio ? json(*peak_ratio) : json()}};
             // The decode choice with this device set at its steady state.
@@ -644,7 +634,7 @@ json advise(const std::vector<AdviseInput>& inputs, const AdviseOptions& opts) {
             }
             std::string s = fmt::format(
                 "Under sustained load {} decodes at {:.1f} tokens/s in the steady state ({})", dev,
-                *steady, ac.value("verdict", "no verdict"));
+                *steady, verdict.empty() ? "no verdict" : verdict);
             if (best_other) {
                 const bool holds = *steady >= best_other->second;
                 row["still_fastest_decode"] = holds;

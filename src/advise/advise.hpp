@@ -14,8 +14,9 @@
 //    from the hybrid run's own modes alone, measured interleaved with it, when it has them);
 //  - operators that fall back from an accelerator, with their cost; operators whose dispatch
 //    overhead (call - op time, median per call) exceeds a budget;
-//  - under sustained load, whether the per-stage choice still holds at the throttled steady
-//    state.
+//  - under sustained load (the phase without background load of a `sustained` document:
+//    "rounds", or "baseline" beside a "loaded" one), whether the per-stage choice still holds
+//    at the throttled steady state.
 #include <optional>
 #include <string>
 #include <vector>
@@ -53,7 +54,9 @@ struct AdviseInput {
 //   "sustained": [...],
 //   "sentences": ["plain sentences with the numbers"], "notes": [...]}
 // Documents it cannot use are named in notes. Throws sb::Error(input) when no input has
-// anything to advise on.
+// anything to advise on, and when a document has a value of the wrong type where the advisor
+// reads one (one line naming the source and the field, e.g. "r.json: .tests[0].config is a
+// string, expected an object"); absent and null values are read as not measured.
 nlohmann::json advise(const std::vector<AdviseInput>& inputs, const AdviseOptions& opts);
 
 // Piecewise-linear interpolation through points sorted by x (at least one); beyond the ends

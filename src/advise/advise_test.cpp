@@ -205,6 +205,95 @@ TEST(Advise, SustainedSteadyStateCanOverturnTheChoice) {
     EXPECT_EQ(a["sustained"][0]["compared_with"]["devices"], "CPU");
 }
 
+TEST(Advise, APlainSustainedRunsRoundsAreItsSteadyState) {
+    // `sustained` without --background names its one phase "rounds"; with --background the
+    // unloaded phase is "baseline" and the "loaded" one is left out.
+    json run = {{"command", "run"},
+                {"tests",
+                 {test_of("CPU", 64, 16, {1000, 1000}, {80, 80}),
+                  test_of("RPC0", 64, 16, {500, 500}, {100, 100})}}};
+    json sus = {{"command", "sustained"}};
+    sus["sustained"] = {{"config", {{"devices", "RPC0"}}},
+                        {"phases",
+                         {{{"name", "rounds"},
+                           {"background", ""},
+                           {"across",
+                            {{"steady_decode_tps", 60.0},
+                             {"peak_to_steady", 1.66},
+                             {"verdict", "throttled at round 3"}}}}}}};
+    json a = advise({{"r.json", run}, {"s.json", sus}}, {});
+    ASSERT_EQ(a["sustained"].size(), 1u) << a.dump(1);
+    EXPECT_EQ(a["sustained"][0]["phase"], "rounds");
+    EXPECT_DOUBLE_EQ(a["sustained"][0]["steady_decode_tps"].get<double>(), 60.0);
+    bool said = false;
+    for (const auto& s : a["sentences"])
+        said = said || s.get<std::string>().find(
+                           "RPC0 decodes at 60.0 tokens/s in the steady "
+                           "state") != std::string::npos;
+    EXPECT_TRUE(said) << a["sentences"].dump(1);
+
+    sus["sustained"]["phases"][0]["name"] = "baseline";
+    sus["sustained"]["phases"].push_back(
+        {{"name", "loaded"}, {"background", "cpu:2"}, {"across", {{"steady_decode_tps", 20.0}}}});
+    a = advise({{"r.json", run}, {"s.json", sus}}, {});
+    ASSERT_EQ(a["sustained"].size(), 1u) << a.dump(1);
+    EXPECT_EQ(a["sustained"][0]["phase"], "baseline");
+    EXPECT_DOUBLE_EQ(a["sustained"][0]["steady_decode_tps"].get<double>(), 60.0);
+}
+
+TEST(Advise, AWrongShapedDocumentIsOneInputErrorNamingTheField) {
+    const json ok_test = test_of("CPU", 64, 16, {1000, 1000}, {80, 80});
+    json bad_config = ok_test, bad_prompt = ok_test, bad_samples = ok_test, bad_summary = ok_test;
+    bad_config["config"] = "CPU";
+    bad_prompt["config"]["n_prompt"] = "64";
+    bad_samples["prefill"]["tokens_per_s"] = "fast";
+    bad_summary["telemetry"] = {{"summary", {{"decode", {{"j_per_token", 0.5}}}}}};
+    auto sustained = [](json section) {
+        return json{{"command", "sustained"}, {"sustained", std::move(section)}};
+    };
+    const std::vector<std::pair<json, std::string>> cases = {
+        {json::array({1, 2}), ". is an array, expected an object (a stagebench result document)"},
+        {json("run"), ". is a string, expected an object (a stagebench result document)"},
+        {{{"command", 5}}, ".command is a number, expected a string"},
+        {{{"tests", {{"a", 1}}}}, ".tests is an object, expected an array"},
+        {{{"tests", {ok_test, nullptr}}}, ".tests[1] is null, expected an object"},
+        {{{"tests", {bad_config}}}, ".tests[0].config is a string, expected an object"},
+        {{{"tests", {bad_prompt}}}, ".tests[0].config.n_prompt is a string, expected a number"},
+        {{{"tests", {bad_samples}}},
+         ".tests[0].prefill.tokens_per_s is a string, expected an "
+         "array"},
+        {{{"tests", {bad_summary}}},
+         ".tests[0].telemetry.summary.decode.j_per_token is a number, expected an object"},
+        {sustained("yes"), ".sustained is a string, expected an object"},
+        {sustained({{"phases", {nullptr}}}), ".sustained.phases[0] is null, expected an object"},
+        {sustained({{"phases", {{{"name", "rounds"}, {"across", 5}}}}}),
+         ".sustained.phases[0].across is a number, expected an object"},
+        {sustained({{"config", {{"devices", nullptr}}},
+                    {"phases", {{{"background", 0}, {"across", {{"steady_decode_tps", 1.0}}}}}}}),
+         ".sustained.phases[0].background is a number, expected a string"},
+        {{{"hybrid", {{"points", {{{"n_prompt", 64}, {"transfer", {{"duration", {1}}}}}}}}}},
+         ".hybrid.points[0].transfer.duration is an array, expected an object"},
+        {{{"ops",
+           {{"stages",
+             {{{"stage", "decode"},
+               {"ops", {{{"op", "ADD"}, {"call_ns", "x"}, {"op_ns", 1}}}}}}}}}},
+         ".ops.stages[0].ops[0].call_ns is a string, expected a number"},
+    };
+    for (const auto& [doc, want] : cases) {
+        SCOPED_TRACE(doc.dump());
+        try {
+            advise({{"ok.json", json{{"command", "run"}, {"tests", {ok_test}}}}, {"bad.json", doc}},
+                   {});
+            ADD_FAILURE() << "no error";
+        } catch (const Error& e) {
+            EXPECT_EQ(e.kind(), ErrorKind::input);
+            EXPECT_EQ(std::string(e.what()), "bad.json: " + want);
+        } catch (const std::exception& e) {
+            ADD_FAILURE() << "not an sb::Error: " << e.what();
+        }
+    }
+}
+
 TEST(Advise, NothingUsableIsAnInputError) {
     EXPECT_THROW(advise({{"x.json", json{{"command", "sensors"}}}}, {}), Error);
 }

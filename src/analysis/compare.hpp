@@ -1,14 +1,17 @@
 #pragma once
 // `stagebench compare`: result documents side by side, test by test. The first input is the
-// baseline. Tests are matched by their workload (model file name, n_prompt, n_gen, n_depth,
-// n_batch, n_ubatch, type_k, type_v, flash_attn, engine); when one document holds several tests
-// of one workload, the configuration fields that vary among them (devices, n_threads,
-// n_gpu_layers, model_path) join the key of every document. For each matched test and stage
-// (prefill tokens/s, decode tokens/s, TTFT ms) each side's median, CV and n are given, and each
-// other side's ratio of medians to the baseline with a seeded bootstrap 95% CI
-// (sb::ratio_of_medians: each side's raw per-repetition samples resampled independently).
-// Computation only; formatting lives in report/compare_report.hpp.
+// baseline. Tests are matched by the configuration fields of CompareOptions::match, by default
+// their workload (model file name, n_prompt, n_gen, n_depth, n_batch, n_ubatch, type_k, type_v,
+// flash_attn, engine); when one document holds several tests of one key, the other
+// configuration fields that vary among them (devices, n_threads, n_gpu_layers, model_path, and
+// any workload field left out of the match) join the key of every document. For each matched
+// test and stage (prefill tokens/s, decode tokens/s, TTFT ms; and where every side measured
+// energy, prefill and decode J/token gross and net of the idle baseline and mean power) each
+// side's median, CV and n are given, and each other side's ratio of medians to the baseline
+// with a seeded bootstrap 95% CI (sb::ratio_of_medians: each side's raw per-repetition samples
+// resampled independently). Computation only; formatting lives in report/compare_report.hpp.
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -29,7 +32,28 @@ struct CompareOptions {
     std::uint64_t seed = 42;       // the same seed gives the same intervals everywhere
     double cv_note_factor = 2.0;   // a note when one side's CV is more than this times another's
     std::string tool_version;      // written into the compare document
+    // The configuration fields two tests must agree on to be compared, by their names in the
+    // document ("n_prompt", "engine", "model" = the model's file name; see
+    // parse_compare_match). Empty: the workload (kCompareDefaultMatch).
+    std::vector<std::string> match;
+    // Model names matched as another: a test whose model (its whole model_path, or its file
+    // name, or the model name asked of a server) is a key here is matched as the value, so that
+    // one model under two names (a GGUF file and an Ollama tag) meets itself.
+    std::map<std::string, std::string> model_alias;
 };
+
+// The default match: model, n_prompt, n_gen, n_depth, n_batch, n_ubatch, type_k, type_v,
+// flash_attn, engine.
+extern const std::vector<std::string> kCompareDefaultMatch;
+
+// "p,n,d" -> {"n_prompt", "n_gen", "n_depth"}: a comma list of configuration field names or
+// their flag letters (m/model, p, n, d, b, ub, ctk, ctv, fa, engine, dev/devices, t, ngl,
+// model_path). Throws sb::Error(usage) naming the valid names for an unknown or repeated one or
+// an empty list.
+std::vector<std::string> parse_compare_match(const std::string& text);
+
+// "NAME=ALIAS" -> {NAME, ALIAS}. Throws sb::Error(usage) when either side is empty.
+std::pair<std::string, std::string> parse_model_alias(const std::string& text);
 
 struct CompareInputInfo {
     std::string label, source;
@@ -54,13 +78,20 @@ struct CompareRatio {
 };
 
 struct CompareRow {
-    std::string test;    // the baseline test's name, e.g. "pp32+tg8"
-    std::string key;     // the matching key
-    std::string stage;   // prefill | decode | ttft
-    std::string metric;  // tokens_per_s | ttft_ms
+    std::string test;   // the baseline test's name, e.g. "pp32+tg8"
+    std::string key;    // the matching key
+    std::string stage;  // prefill | decode | ttft
+    // tokens_per_s | ttft_ms | j_per_token | net_j_per_token (of the idle baseline) |
+    // mean_power_mw (over the stage). The energy metrics use the whole-system meter each side
+    // recorded per repetition; their rows exist only where the baseline and another side both
+    // have readings (missing is not zero), and their verdicts are "less energy" / "more energy"
+    // and "lower power" / "higher power".
+    std::string metric;
     bool higher_is_better = true;
     // Configuration or machine fields that differ between the sides: name -> one value per
-    // side, in the order of `sides`. An object (empty when nothing differs).
+    // side, in the order of `sides`. An object (empty when nothing differs). Besides the
+    // configuration fields left out of the match: "server" (the server behind an http engine),
+    // "host", "cpu", and on energy rows "energy_meter" (the metric the energy was read from).
     nlohmann::json differs = nlohmann::json::object();
     std::vector<CompareSide> sides;    // the baseline first, then each input having the test
     std::vector<CompareRatio> ratios;  // one per side after the first
@@ -72,6 +103,8 @@ struct CompareUnmatched {
 
 struct CompareResult {
     std::string tool_version, created_at;
+    std::vector<std::string> match;  // the fields tests were matched by
+    std::map<std::string, std::string> model_alias;
     std::vector<CompareInputInfo> inputs;
     std::vector<CompareRow> rows;
     std::vector<CompareUnmatched> unmatched;  // tests with no counterpart in the baseline (or,
@@ -91,7 +124,8 @@ CompareResult compare_documents(const std::vector<CompareInput>& inputs,
                                 const CompareOptions& opts = {});
 
 // The compare document: {"command": "compare", "compare_schema_version": 1, "tool_version",
-// "created_at", "inputs", "rows", "unmatched", "notes"}; absent values are null.
+// "created_at", "match": {"fields", "model_alias"}, "inputs", "rows", "unmatched", "notes"};
+// absent values are null.
 nlohmann::json to_json(const CompareResult& r);
 
 }  // namespace sb

@@ -275,11 +275,61 @@ TEST(Compare, MissingAndSingleSamplesHaveNoInterval) {
     EXPECT_TRUE(noted);
 }
 
+// Per-repetition stage telemetry as `run` records it (telemetry.<stage>[i].total): jpt[i] J per
+// token over `tokens` tokens lasting `seconds`; net of an idle baseline of idle_jpt J per token
+// when there is one.
+json stage_telemetry(const std::vector<double>& jpt, int tokens, double seconds,
+                     std::optional<double> idle_jpt, const std::string& meter) {
+    json arr = json::array();
+    for (double x : jpt) {
+        const json net = idle_jpt ? json(x - *idle_jpt) : json(nullptr);
+        arr.push_back({{"duration_ns", seconds * 1e9},
+                       {"tokens", tokens},
+                       {"total",
+                        {{"metric", meter},
+                         {"energy_j", x * tokens},
+                         {"net_energy_j", idle_jpt ? json((x - *idle_jpt) * tokens) : json()},
+                         {"j_per_token", x},
+                         {"net_j_per_token", net}}}});
+    }
+    return arr;
+}
+
+const std::vector<double> kPrefillJpt = {0.0050,  0.0051,  0.0049, 0.00505,
+                                         0.00495, 0.00502, 0.00498};
+const std::vector<double> kDecodeJpt = {0.050, 0.051, 0.049, 0.0505, 0.0495, 0.0502, 0.0498};
+
+// A test with energy k times the reference, each stage lasting 0.1 s.
+json with_energy(json t, double k, std::optional<double> idle_jpt = 0.001,
+                 const std::string& meter = "rapl.psys.energy_uj") {
+    std::vector<double> pre, dec;
+    for (double x : kPrefillJpt)
+        pre.push_back(x * k);
+    for (double x : kDecodeJpt)
+        dec.push_back(x * k);
+    t["telemetry"] = {{"prefill", stage_telemetry(pre, 32, 0.1, idle_jpt, meter)},
+                      {"decode", stage_telemetry(dec, 8, 0.1, idle_jpt, meter)},
+                      {"summary", json::object()}};
+    return t;
+}
+
+const CompareRow* find_row(const CompareResult& r, const std::string& stage,
+                           const std::string& metric) {
+    for (const auto& x : r.rows)
+        if (x.stage == stage && x.metric == metric)
+            return &x;
+    return nullptr;
+}
+
 // A sustained document as compare reads it: one test per round, and the baseline phase's rounds.
-json sustained_doc(const std::string& host, const std::vector<double>& decode_tps) {
+json sustained_doc(const std::string& host, const std::vector<double>& decode_tps,
+                   const std::vector<double>& decode_jpt = {}) {
     json tests = json::array(), rounds = json::array();
     for (size_t i = 0; i < decode_tps.size(); ++i) {
         tests.push_back(test(config()));
+        if (i < decode_jpt.size())
+            tests.back()["telemetry"] = {
+                {"decode", stage_telemetry({decode_jpt[i]}, 8, 0.1, 0.001, "rapl.psys.energy_uj")}};
         rounds.push_back({{"round", i + 1},
                           {"status", "ok"},
                           {"prefill_tps", 1000.0},
@@ -313,6 +363,33 @@ TEST(Compare, SustainedRoundsAreTheSamplesSoCvIsAcrossRounds) {
     EXPECT_TRUE(cv_note);
 }
 
+TEST(Compare, SustainedRoundsPoolTheirEnergyAndLeaveTheLoadedPhaseOut) {
+    // Phone: 4 rounds at 0.05 J/token; board: 4 at 0.04. The board's document also has a loaded
+    // phase before the unloaded one is found (an odd order, but the rounds' tests follow the
+    // phases), whose energy must not be pooled.
+    const json phone = sustained_doc("phone", {50, 48, 45, 44}, {0.05, 0.051, 0.049, 0.05});
+    json board = sustained_doc("board", {40, 40, 40, 40, 40, 40}, {9, 9, 0.04, 0.041, 0.039, 0.04});
+    json& phases = board["sustained"]["phases"];
+    json base_rounds = phases[0]["rounds"];
+    phases = json::array({{{"name", "loaded"},
+                           {"background", "cpu:2"},
+                           {"rounds", json::array({base_rounds[0], base_rounds[1]})}},
+                          {{"name", "rounds"},
+                           {"background", ""},
+                           {"rounds", json::array({base_rounds[2], base_rounds[3], base_rounds[4],
+                                                   base_rounds[5]})}}});
+    const CompareResult r = compare_documents(inputs({phone, board}));
+    const CompareRow* dec = find_row(r, "decode", "j_per_token");
+    ASSERT_TRUE(dec);
+    EXPECT_EQ(dec->test, "pp32+tg8 rounds");
+    EXPECT_EQ(dec->sides[0].n, 4u);
+    EXPECT_EQ(dec->sides[1].n, 4u);
+    EXPECT_NEAR(*dec->sides[1].median, 0.04, 1e-12);
+    EXPECT_NEAR(*dec->ratios[0].median, 0.8, 1e-12);
+    EXPECT_TRUE(dec->ratios[0].ci_low);
+    EXPECT_TRUE(find_row(r, "decode", "net_j_per_token"));
+}
+
 TEST(Compare, BadInputsAreErrors) {
     const json a = doc("h", json::array({test(config())}));
     EXPECT_EQ(kind_of([&] { compare_documents(inputs({a})); }), ErrorKind::usage);
@@ -339,6 +416,205 @@ TEST(Compare, BadInputsAreErrors) {
               ErrorKind::input);
     EXPECT_NE(msg.find("not a stagebench result document"), std::string::npos) << msg;
     EXPECT_EQ(kind_of([&] { compare_documents(inputs({a, json::array()})); }), ErrorKind::input);
+    // A sustained document whose test has no configuration object still compares its rounds.
+    json odd = sustained_doc("h", {40, 41, 39});
+    odd["tests"][0]["config"] = "pp32+tg8";
+    EXPECT_EQ(row(compare_documents(inputs({odd, odd})), "decode").test, "? rounds");
+    json bad_test = a;
+    bad_test["tests"].push_back("pp32");
+    EXPECT_EQ(kind_of([&] { compare_documents(inputs({a, bad_test})); }, &msg), ErrorKind::input);
+    EXPECT_EQ(msg, "B (doc1.json): .tests[1] is a string, expected an object");
+    CompareOptions o;
+    o.match = {"nonsense"};
+    EXPECT_EQ(kind_of([&] { compare_documents(inputs({a, a}), o); }), ErrorKind::usage);
+}
+
+TEST(Compare, EnergyPerTokenNetAndGrossAndPowerHaveTheSameIntervals) {
+    const json a = doc("h", json::array({with_energy(test(config()), 1.0)}));
+    const json b = doc("h", json::array({with_energy(test(config()), 0.8)}));
+    CompareOptions o;
+    o.resamples = 3000;
+    o.seed = 7;
+    const CompareResult r = compare_documents(inputs({a, b}), o);
+    // prefill, decode, TTFT; then per stage J/token, net J/token and mean power.
+    ASSERT_EQ(r.rows.size(), 9u);
+    const CompareRow* dec = find_row(r, "decode", "j_per_token");
+    ASSERT_TRUE(dec);
+    EXPECT_FALSE(dec->higher_is_better);
+    EXPECT_DOUBLE_EQ(*dec->sides[0].median, 0.05);
+    EXPECT_EQ(dec->sides[1].n, 7u);
+    EXPECT_NEAR(*dec->ratios[0].median, 0.8, 1e-12);
+    std::vector<double> va(kDecodeJpt), vb;
+    for (double x : kDecodeJpt)
+        vb.push_back(x * 0.8);
+    const RatioCi want = ratio_of_medians(vb, va, 3000, 7);
+    EXPECT_EQ(*dec->ratios[0].ci_low, want.lo);
+    EXPECT_EQ(*dec->ratios[0].ci_high, want.hi);
+    EXPECT_EQ(dec->ratios[0].verdict, "less energy");
+    EXPECT_TRUE(dec->differs.empty()) << dec->differs;
+
+    // Net of the idle baseline (0.001 J/token here): its own samples, its own ratio.
+    const CompareRow* net = find_row(r, "decode", "net_j_per_token");
+    ASSERT_TRUE(net);
+    EXPECT_NEAR(*net->sides[0].median, 0.049, 1e-12);
+    EXPECT_NEAR(*net->sides[1].median, 0.039, 1e-12);
+    EXPECT_NEAR(*net->ratios[0].median, 0.039 / 0.049, 1e-12);
+    EXPECT_EQ(net->ratios[0].verdict, "less energy");
+
+    // Mean power over the stage: energy / duration, in mW (8 tokens x 0.05 J in 0.1 s = 4 W).
+    const CompareRow* pw = find_row(r, "decode", "mean_power_mw");
+    ASSERT_TRUE(pw);
+    EXPECT_NEAR(*pw->sides[0].median, 4000, 1e-9);
+    EXPECT_NEAR(*pw->ratios[0].median, 0.8, 1e-12);
+    EXPECT_EQ(pw->ratios[0].verdict, "lower power");
+    ASSERT_TRUE(find_row(r, "prefill", "j_per_token"));
+    EXPECT_NEAR(*find_row(r, "prefill", "j_per_token")->ratios[0].median, 0.8, 1e-12);
+
+    // More energy is worded so.
+    const CompareResult back = compare_documents(inputs({b, a}), o);
+    EXPECT_EQ(find_row(back, "decode", "j_per_token")->ratios[0].verdict, "more energy");
+    // Different meters on the two sides are listed with the row.
+    const json c = doc(
+        "h",
+        json::array({with_energy(test(config()), 0.8, 0.001, "hwmon.ina3221.VDD_IN.power_mw")}));
+    const CompareResult meters = compare_documents(inputs({a, c}), o);
+    const CompareRow* m = find_row(meters, "decode", "j_per_token");
+    ASSERT_TRUE(m);
+    EXPECT_EQ(m->differs["energy_meter"],
+              json({"rapl.psys.energy_uj", "hwmon.ina3221.VDD_IN.power_mw"}));
+}
+
+TEST(Compare, EnergyMissingOnASideIsNotCompared) {
+    const json a = doc("h", json::array({with_energy(test(config()), 1.0)}));
+    const json none = doc("h", json::array({test(config())}));
+    CompareResult r = compare_documents(inputs({a, none}));
+    EXPECT_EQ(r.rows.size(), 3u);  // tokens/s and TTFT only: missing is not zero
+    bool noted = false;
+    for (const auto& n : r.notes)
+        noted = noted || n.find("B's pp32+tg8 has no energy readings") != std::string::npos;
+    EXPECT_TRUE(noted);
+    r = compare_documents(inputs({none, a}));
+    EXPECT_EQ(r.rows.size(), 3u);
+
+    // Without an idle baseline on one side: gross energy and power, no net rows.
+    const json no_idle = doc("h", json::array({with_energy(test(config()), 0.9, std::nullopt)}));
+    r = compare_documents(inputs({a, no_idle}));
+    EXPECT_TRUE(find_row(r, "decode", "j_per_token"));
+    EXPECT_TRUE(find_row(r, "decode", "mean_power_mw"));
+    EXPECT_FALSE(find_row(r, "decode", "net_j_per_token"));
+    noted = false;
+    for (const auto& n : r.notes)
+        noted = noted || n.find("B's pp32+tg8 has no idle baseline") != std::string::npos;
+    EXPECT_TRUE(noted);
+
+    // Three inputs: the row stands for the two that have readings; the third has n = 0.
+    r = compare_documents(
+        inputs({a, none, doc("h", json::array({with_energy(test(config()), 2)}))}));
+    const CompareRow* dec = find_row(r, "decode", "j_per_token");
+    ASSERT_TRUE(dec);
+    EXPECT_EQ(dec->sides[1].n, 0u);
+    EXPECT_EQ(dec->ratios[0].verdict, "no data");
+    EXPECT_NEAR(*dec->ratios[1].median, 2.0, 1e-12);
+
+    // A net energy at or below the idle baseline has no ratio.
+    const json idle_eats_all = doc("h", json::array({with_energy(test(config()), 1.0, 0.06)}));
+    r = compare_documents(inputs({a, idle_eats_all}));
+    ASSERT_TRUE(find_row(r, "decode", "net_j_per_token"));
+    EXPECT_EQ(find_row(r, "decode", "net_j_per_token")->ratios[0].verdict, "no data");
+}
+
+// A test of an engine behind HTTP (as `run --engine http` writes it) of the model `model`.
+json http_test(const std::string& model) {
+    json cfg = config();
+    cfg["engine"] = "http";
+    cfg["devices"] = "HTTP";
+    cfg["model_path"] = model;
+    return test(cfg, 0.5, 0.9, 1.2);
+}
+
+json with_server(json d, const std::string& server) {
+    d["engines"] = {{"http", {{"name", "http"}, {"server", server}}}};
+    return d;
+}
+
+TEST(Compare, MatchAcrossEnginesWhenTheEngineIsLeftOut) {
+    const json inproc = doc("h", json::array({test(config())}));
+    const json server =
+        with_server(doc("h", json::array({http_test("/models/tiny.gguf")})), "llama-server");
+    // By default the engine is part of the workload: nothing meets.
+    CompareResult r = compare_documents(inputs({inproc, server}));
+    EXPECT_TRUE(r.rows.empty());
+    EXPECT_EQ(r.unmatched.size(), 2u);
+
+    CompareOptions o;
+    o.match = parse_compare_match("m,p,n,d");
+    r = compare_documents(inputs({inproc, server}), o);
+    ASSERT_EQ(r.rows.size(), 3u);
+    EXPECT_TRUE(r.unmatched.empty());
+    const auto& pre = row(r, "prefill");
+    EXPECT_DOUBLE_EQ(*pre.ratios[0].median, 0.5);
+    // The row says what the sides are: engine, the server behind it, the devices.
+    EXPECT_EQ(pre.differs["engine"], json({"llama", "http"}));
+    EXPECT_EQ(pre.differs["server"], json({nullptr, "llama-server"}));
+    EXPECT_EQ(pre.differs["devices"], json({"CPU", "HTTP"}));
+    EXPECT_EQ(r.match, (std::vector<std::string>{"model", "n_prompt", "n_gen", "n_depth"}));
+    EXPECT_EQ(to_json(r)["match"]["fields"], json({"model", "n_prompt", "n_gen", "n_depth"}));
+}
+
+TEST(Compare, AModelAliasMatchesAServersModelNameWithAFile) {
+    const json inproc = doc("h", json::array({test(config())}));  // /models/tiny.gguf
+    const json ollama = with_server(doc("h", json::array({http_test("tiny:q8")})), "ollama");
+    CompareOptions o;
+    o.match = parse_compare_match("m,p,n,d");
+    EXPECT_TRUE(compare_documents(inputs({inproc, ollama}), o).rows.empty());
+    o.model_alias = {{"tiny:q8", "tiny.gguf"}};
+    CompareResult r = compare_documents(inputs({inproc, ollama}), o);
+    ASSERT_EQ(r.rows.size(), 3u);
+    EXPECT_EQ(r.rows[0].differs["server"], json({nullptr, "ollama"}));
+    EXPECT_EQ(r.rows[0].differs["model_path"], json({"/models/tiny.gguf", "tiny:q8"}));
+    EXPECT_NE(r.rows[0].key.find("model=tiny.gguf"), std::string::npos) << r.rows[0].key;
+    // An alias may name a whole path too, and both sides may be aliased to a third name.
+    o.model_alias = {{"tiny:q8", "tiny"}, {"/models/tiny.gguf", "tiny"}};
+    EXPECT_EQ(compare_documents(inputs({inproc, ollama}), o).rows.size(), 3u);
+    EXPECT_EQ(to_json(compare_documents(inputs({inproc, ollama}), o))["match"]["model_alias"],
+              json({{"/models/tiny.gguf", "tiny"}, {"tiny:q8", "tiny"}}));
+}
+
+TEST(Compare, AFieldLeftOutOfTheMatchThatVariesInADocumentStillTellsItsTestsApart) {
+    // A ran both engines (run --engine llama,http); B only the server: B meets A's http test.
+    const json a = with_server(
+        doc("h", json::array({test(config()), http_test("/models/tiny.gguf")})), "llama-server");
+    const json b =
+        with_server(doc("h", json::array({http_test("/models/tiny.gguf")})), "llama-server");
+    CompareOptions o;
+    o.match = parse_compare_match("p,n,d");
+    const CompareResult r = compare_documents(inputs({a, b}), o);
+    ASSERT_EQ(r.rows.size(), 3u);
+    EXPECT_EQ(r.rows[0].test, "pp32+tg8 [engine=http, devices=HTTP]");
+    EXPECT_DOUBLE_EQ(*row(r, "prefill").ratios[0].median, 1.0);
+    ASSERT_EQ(r.unmatched.size(), 1u);
+    EXPECT_EQ(r.unmatched[0].test, "pp32+tg8 [engine=llama, devices=CPU]");
+}
+
+TEST(Compare, MatchAndAliasTextsAreCheckedAsUsage) {
+    EXPECT_EQ(parse_compare_match("p,n,d"),
+              (std::vector<std::string>{"n_prompt", "n_gen", "n_depth"}));
+    EXPECT_EQ(parse_compare_match("model,engine,dev,t,ngl,ub,b,ctk,ctv,fa"),
+              (std::vector<std::string>{"model", "engine", "devices", "n_threads", "n_gpu_layers",
+                                        "n_ubatch", "n_batch", "type_k", "type_v", "flash_attn"}));
+    std::string msg;
+    EXPECT_EQ(kind_of([] { parse_compare_match("p,x"); }, &msg), ErrorKind::usage);
+    EXPECT_NE(msg.find("'x' is not a configuration field"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("n_prompt (p)"), std::string::npos) << msg;
+    EXPECT_EQ(kind_of([] { parse_compare_match("p,n_prompt"); }, &msg), ErrorKind::usage);
+    EXPECT_NE(msg.find("n_prompt is given twice"), std::string::npos) << msg;
+    EXPECT_EQ(kind_of([] { parse_compare_match(""); }), ErrorKind::usage);
+    EXPECT_EQ(kind_of([] { parse_compare_match("p,,n"); }), ErrorKind::usage);
+    EXPECT_EQ(parse_model_alias("qwen2.5:0.5b=q.gguf"),
+              (std::pair<std::string, std::string>{"qwen2.5:0.5b", "q.gguf"}));
+    EXPECT_EQ(kind_of([] { parse_model_alias("q.gguf"); }), ErrorKind::usage);
+    EXPECT_EQ(kind_of([] { parse_model_alias("=q"); }), ErrorKind::usage);
+    EXPECT_EQ(kind_of([] { parse_model_alias("q="); }), ErrorKind::usage);
 }
 
 TEST(Compare, DocumentHasTheAgreedShape) {
@@ -353,9 +629,11 @@ TEST(Compare, DocumentHasTheAgreedShape) {
             k.insert(key);
         return k;
     };
-    EXPECT_EQ(keys(j),
-              (std::set<std::string>{"command", "compare_schema_version", "tool_version",
-                                     "created_at", "inputs", "rows", "unmatched", "notes"}));
+    EXPECT_EQ(keys(j), (std::set<std::string>{"command", "compare_schema_version", "tool_version",
+                                              "created_at", "match", "inputs", "rows", "unmatched",
+                                              "notes"}));
+    EXPECT_EQ(j["match"]["fields"], json(kCompareDefaultMatch));
+    EXPECT_EQ(j["match"]["model_alias"], json::object());
     EXPECT_EQ(j["command"], "compare");
     EXPECT_EQ(j["compare_schema_version"], 1);
     EXPECT_EQ(j["tool_version"], "9.9.9");

@@ -1,5 +1,6 @@
 #include "analysis/compare_inputs.hpp"
 #include "cli/commands.hpp"
+#include "core/error.hpp"
 #include "core/json_file.hpp"
 #include "core/version.hpp"
 #include "report/compare_report.hpp"
@@ -15,7 +16,8 @@ void add_compare_command(CLI::App& app, Context& ctx) {
         "Compare result documents test by test against the first (the baseline): medians, CVs, "
         "ratios with bootstrap 95% CIs");
     struct Args {
-        std::vector<std::string> operands, labels;
+        std::vector<std::string> operands, labels, aliases;
+        std::optional<std::string> match;
         std::optional<std::string> db_path, out_path, html_path;
         std::string format = "md";
         CompareOptions opts;
@@ -38,8 +40,25 @@ void add_compare_command(CLI::App& app, Context& ctx) {
         ->check(CLI::Range(2000, 1000000))
         ->capture_default_str();
     cmd->add_option("--seed", a->opts.seed, "bootstrap seed")->capture_default_str();
+    cmd->add_option("--match", a->match,
+                    "configuration fields tests must agree on to be compared, comma list of "
+                    "m(odel),p,n,d,b,ub,ctk,ctv,fa,engine,dev(ices),t,ngl (default: "
+                    "m,p,n,d,b,ub,ctk,ctv,fa,engine); e.g. p,n,d compares across engines, "
+                    "devices and models");
+    cmd->add_option("--model-alias", a->aliases,
+                    "NAME=ALIAS: match the model NAME (file name, path, or the name asked of a "
+                    "server, e.g. an Ollama tag) as ALIAS (repeatable)")
+        ->take_all()
+        ->allow_extra_args(false);
     cmd->callback([&ctx, a] {
         a->opts.tool_version = tool_version();
+        if (a->match)
+            a->opts.match = parse_compare_match(*a->match);
+        for (const auto& text : a->aliases) {
+            auto [name, alias] = parse_model_alias(text);
+            if (!a->opts.model_alias.emplace(name, alias).second)
+                throw usage_error("--model-alias: " + name + " is given two aliases");
+        }
         auto inputs = load_compare_inputs(a->operands, a->db_path, a->labels);
         const CompareResult r = compare_documents(inputs, a->opts);
         if (a->out_path)

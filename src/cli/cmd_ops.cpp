@@ -2,6 +2,7 @@
 #include "cli/store_hook.hpp"
 #include "cli/trace_option.hpp"
 #include "core/error.hpp"
+#include "engine/backends.hpp"
 #include "profile/ops_command.hpp"
 #include "scenario/run_command.hpp"
 
@@ -16,25 +17,6 @@ struct OpsArgs {
     bool quiet = false;
     TraceArgs trace;
 };
-
-std::vector<std::string> split_devices(const std::string& s) {
-    std::vector<std::string> out;
-    std::string cur;
-    for (char c : s) {
-        if (c == '+' || c == ',') {
-            if (!cur.empty())
-                out.push_back(cur);
-            cur.clear();
-        } else {
-            cur += c;
-        }
-    }
-    if (!cur.empty())
-        out.push_back(cur);
-    if (out.empty())
-        out.push_back("CPU");
-    return out;
-}
 
 }  // namespace
 
@@ -99,7 +81,7 @@ void add_ops_like_command(CLI::App& app, Context& ctx, bool decompose) {
         OpsOptions& o = a->o.ops;
         o.prefill = a->stage != "decode";
         o.decode = a->stage != "prefill";
-        o.devices = split_devices(a->device);
+        o.devices = split_device_set(a->device);
         a->o.progress = !a->quiet;
         o.decompose = decompose;
         a->o.brief = decompose;

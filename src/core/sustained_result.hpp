@@ -22,7 +22,10 @@ struct SustainedRound {
     std::optional<std::string> error;
     int64_t start_ns = 0, end_ns = 0;
     std::optional<double> ttft_ms, prefill_tps, decode_tps, itl_p50_ms, itl_p99_ms;
+    // Gross energy of the whole-system meter over each stage, and net of the idle baseline
+    // (null without one: --idle 0, or no idle reading of that meter), as `run` reports them.
     std::optional<double> prefill_energy_j, decode_energy_j, decode_j_per_token;
+    std::optional<double> prefill_net_energy_j, decode_net_energy_j, decode_net_j_per_token;
     std::optional<double> temp_start_c, temp_end_c, temp_max_c;  // hottest sensor
     std::map<std::string, FreqStat> freq;     // per cpufreq policy / GPU frequency metric
     std::optional<double> cpu_freq_mean_khz;  // mean over the CPU policies (for detection)
@@ -40,7 +43,7 @@ struct FloorTime {
 };
 
 struct AcrossRounds {
-    Summary prefill_tps, decode_tps, ttft_ms, decode_j_per_token;
+    Summary prefill_tps, decode_tps, ttft_ms, decode_j_per_token, decode_net_j_per_token;
     std::optional<double> first_last_change;  // decode tok/s last / first - 1
     std::optional<int> throttle_onset_round;  // 1-based, the first round of the lower level
     std::string onset_basis;                  // throughput | frequency | ""

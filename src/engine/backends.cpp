@@ -377,7 +377,12 @@ void check_device_names(const std::vector<std::string>& names) {
             std::string avail;
             for (const auto& d : devs)
                 avail += (avail.empty() ? "" : ", ") + d.name;
-            throw input_error("unknown device '" + n + "' (available: " + avail + ")");
+            // A comma lists several device sets, which only run's --device takes.
+            const std::string hint = n.find(',') != std::string::npos
+                                         ? "; this command takes one device set: join its "
+                                           "devices with +"
+                                         : "";
+            throw input_error("unknown device '" + n + "' (available: " + avail + hint + ")");
         }
     }
 }

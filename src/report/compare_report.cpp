@@ -21,7 +21,25 @@ std::string pct(const std::optional<double>& v) {
 std::string stage_label(const CompareRow& r) {
     if (r.stage == "ttft")
         return "TTFT ms";
+    if (r.metric == "j_per_token")
+        return r.stage + " J/token";
+    if (r.metric == "net_j_per_token")
+        return r.stage + " net J/token";
+    if (r.metric == "mean_power_mw")
+        return r.stage + " mean W";
     return r.stage + " t/s";
+}
+
+// A side's median as the table shows it: energy per token with four significant digits (a
+// small model spends millijoules), power in watts.
+std::string median_text(const CompareRow& r, const std::optional<double>& v) {
+    if (!v)
+        return "-";
+    if (r.metric == "j_per_token" || r.metric == "net_j_per_token")
+        return fmt::format("{:.4g}", *v);
+    if (r.metric == "mean_power_mw")
+        return fmt::format("{:.2f}", *v / 1e3);
+    return fmt::format("{:.2f}", *v);
 }
 
 std::string value_text(const json& v) {
@@ -76,6 +94,16 @@ void write_compare_markdown(std::ostream& out, const CompareResult& r) {
             << i.host.value_or("-") << " | " << i.cpu.value_or("-") << " | "
             << i.started_at.value_or("-") << " |\n";
     out << "\n";
+    // How tests met, when not by the default workload.
+    if ((!r.match.empty() && r.match != kCompareDefaultMatch) || !r.model_alias.empty()) {
+        std::string m;
+        for (const auto& f : r.match)
+            m += (m.empty() ? "" : ", ") + f;
+        out << "Matched by: " << m;
+        for (const auto& [name, alias] : r.model_alias)
+            out << "; model " << name << " as " << alias;
+        out << "\n\n";
+    }
 
     if (r.rows.empty()) {
         out << "No test matched between the inputs.\n";
@@ -99,7 +127,8 @@ void write_compare_markdown(std::ostream& out, const CompareResult& r) {
             std::string n;
             for (const auto& i : r.inputs) {
                 const CompareSide* s = side_of(row, i.label);
-                out << " | " << (s ? num(s->median) : "-") << " | " << (s ? pct(s->cv) : "-");
+                out << " | " << (s ? median_text(row, s->median) : "-") << " | "
+                    << (s ? pct(s->cv) : "-");
                 n += (n.empty() ? "" : " / ") + (s ? std::to_string(s->n) : std::string("-"));
             }
             out << " | " << n;

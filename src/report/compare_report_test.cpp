@@ -63,6 +63,45 @@ TEST(CompareReport, MarkdownShowsSidesRatiosAndNotes) {
     EXPECT_NE(s.find("- pp32+tg8 decode: B's CV"), std::string::npos) << s;
 }
 
+TEST(CompareReport, EnergyRowsAreLabelledAndScaledAndTheMatchIsStated) {
+    CompareResult r = sample();
+    // The default match says nothing.
+    r.match = kCompareDefaultMatch;
+    std::ostringstream plain;
+    write_compare(plain, r, "md");
+    EXPECT_EQ(plain.str().find("Matched by"), std::string::npos) << plain.str();
+
+    r.match = {"model", "n_prompt", "n_gen", "n_depth"};
+    r.model_alias = {{"qwen2.5:0.5b", "q.gguf"}};
+    CompareRow e = r.rows[0];
+    e.stage = "decode";
+    e.metric = "j_per_token";
+    e.higher_is_better = false;
+    e.differs = {{"energy_meter", {"rapl.psys.energy_uj", "hwmon.ina3221.VDD_IN.power_mw"}}};
+    e.sides = {{"A", 0.0123456, 0.02, 5}, {"B", 0.00987, 0.03, 5}};
+    e.ratios = {{"B/A", 0.8, 0.78, 0.82, "less energy"}};
+    r.rows.push_back(e);
+    e.metric = "mean_power_mw";
+    e.sides = {{"A", 4000, 0.01, 5}, {"B", 3200, 0.01, 5}};
+    e.ratios = {{"B/A", 0.8, 0.79, 0.81, "lower power"}};
+    r.rows.push_back(e);
+    e.metric = "net_j_per_token";
+    r.rows.push_back(e);
+    std::ostringstream out;
+    write_compare(out, r, "md");
+    const std::string s = out.str();
+    EXPECT_NE(s.find("Matched by: model, n_prompt, n_gen, n_depth; model qwen2.5:0.5b as q.gguf"),
+              std::string::npos)
+        << s;
+    EXPECT_NE(s.find("| pp32+tg8 | decode J/token | 0.01235 | 2.0% | 0.00987 | 3.0% | 5 / 5 | "
+                     "0.800 | [0.780, 0.820] | less energy | energy_meter: rapl.psys.energy_uj / "
+                     "hwmon.ina3221.VDD_IN.power_mw |"),
+              std::string::npos)
+        << s;
+    EXPECT_NE(s.find("| pp32+tg8 | decode mean W | 4.00 | 1.0% | 3.20 |"), std::string::npos) << s;
+    EXPECT_NE(s.find("| pp32+tg8 | decode net J/token | 4000"), std::string::npos) << s;
+}
+
 TEST(CompareReport, CsvHasOneLinePerRatioWithQuotedKeys) {
     std::ostringstream out;
     write_compare(out, sample(), "csv");

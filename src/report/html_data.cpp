@@ -661,9 +661,12 @@ json compare_view(const json& doc, std::vector<std::string>& notes) {
         rows.push_back({{"test", text(json_field(r, "test"))},
                         {"stage", text(json_field(r, "stage"))},
                         {"metric", metric},
-                        {"unit", metric == "ttft_ms"        ? "ms"
-                                 : metric == "tokens_per_s" ? "tok/s"
-                                                            : ""},
+                        {"unit", metric == "ttft_ms"           ? "ms"
+                                 : metric == "tokens_per_s"    ? "tok/s"
+                                 : metric == "j_per_token"     ? "J/token"
+                                 : metric == "net_j_per_token" ? "J/token net"
+                                 : metric == "mean_power_mw"   ? "mW"
+                                                               : ""},
                         {"higher_is_better", json_field(r, "higher_is_better").is_boolean()
                                                  ? json_field(r, "higher_is_better")
                                                  : json()},

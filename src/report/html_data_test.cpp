@@ -378,6 +378,18 @@ TEST(HtmlData, CompareFixtureBecomesRowsWithRatiosAndNotes) {
     ASSERT_EQ(notes.size(), 1u);
 }
 
+TEST(HtmlData, CompareEnergyRowsCarryTheirUnits) {
+    json doc = {{"compare_schema_version", 1}, {"rows", json::array()}};
+    for (const char* m : {"j_per_token", "net_j_per_token", "mean_power_mw"})
+        doc["rows"].push_back({{"test", "pp32+tg8"}, {"stage", "decode"}, {"metric", m}});
+    std::vector<std::string> notes;
+    const json v = compare_view(doc, notes);
+    ASSERT_EQ(v["rows"].size(), 3u);
+    EXPECT_EQ(v["rows"][0]["unit"], "J/token");
+    EXPECT_EQ(v["rows"][1]["unit"], "J/token net");
+    EXPECT_EQ(v["rows"][2]["unit"], "mW");
+}
+
 TEST(HtmlData, ReportViewNotesWhatItCannotShowAndShowsTheRest) {
     json unknown_section = result_doc();
     unknown_section["command"] = "frobnicate";

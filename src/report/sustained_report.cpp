@@ -16,19 +16,20 @@ void write_sustained_markdown(const SustainedResult& r, const Warnings& warnings
     for (const auto& p : r.phases) {
         out << "## " << p.name << (p.background.empty() ? "" : " (background " + p.background + ")")
             << "\n\n| round | TTFT ms | prefill t/s | decode t/s | ITL p50 ms | ITL p99 ms | "
-               "decode J/token | temp start/end/max C | CPU MHz mean | cool-down s |\n"
-            << "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |\n";
+               "decode J/token | net J/token | temp start/end/max C | CPU MHz mean | cool-down s "
+               "|\n"
+            << "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |\n";
         for (const auto& x : p.rounds) {
             if (x.status != "ok" && !x.decode_tps) {
                 out << "| " << x.round << " | " << x.status << ": " << x.error.value_or("")
-                    << " | | | | | | | | |\n";
+                    << " | | | | | | | | | |\n";
                 continue;
             }
             out << "| " << x.round << " | " << f(x.ttft_ms) << " | " << f(x.prefill_tps) << " | "
                 << f(x.decode_tps) << " | " << f(x.itl_p50_ms, "{:.3f}") << " | "
                 << f(x.itl_p99_ms, "{:.3f}") << " | " << f(x.decode_j_per_token, "{:.4f}") << " | "
-                << f(x.temp_start_c, "{:.1f}") << " / " << f(x.temp_end_c, "{:.1f}") << " / "
-                << f(x.temp_max_c, "{:.1f}") << " | "
+                << f(x.decode_net_j_per_token, "{:.4f}") << " | " << f(x.temp_start_c, "{:.1f}")
+                << " / " << f(x.temp_end_c, "{:.1f}") << " / " << f(x.temp_max_c, "{:.1f}") << " | "
                 << (x.cpu_freq_mean_khz ? fmt::format("{:.0f}", *x.cpu_freq_mean_khz / 1000)
                                         : std::string("-"))
                 << " | " << fmt::format("{:.1f}", x.cooldown_s) << " |\n";
@@ -47,6 +48,11 @@ void write_sustained_markdown(const SustainedResult& r, const Warnings& warnings
             << f(a.ttft_ms.min) << " |\n"
             << "| max | " << f(a.prefill_tps.max) << " | " << f(a.decode_tps.max) << " | "
             << f(a.ttft_ms.max) << " |\n\n";
+        // Energy as `run` reports it: gross, and net of the idle baseline beside it.
+        if (a.decode_j_per_token.median || a.decode_net_j_per_token.median)
+            out << "decode energy: median " << f(a.decode_j_per_token.median, "{:.4f}")
+                << " J/token gross, " << f(a.decode_net_j_per_token.median, "{:.4f}")
+                << " J/token net of the idle baseline\n\n";
         out << "verdict: **" << a.verdict << "**";
         if (a.throttle_onset_round)
             out << " (detected from " << a.onset_basis << ")";

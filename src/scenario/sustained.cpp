@@ -179,6 +179,7 @@ AcrossRounds summarize_rounds(const std::vector<SustainedRound>& rounds,
     a.decode_tps = summarize(dec);
     a.ttft_ms = summarize(present(rounds, &SustainedRound::ttft_ms));
     a.decode_j_per_token = summarize(present(rounds, &SustainedRound::decode_j_per_token));
+    a.decode_net_j_per_token = summarize(present(rounds, &SustainedRound::decode_net_j_per_token));
     if (dec.size() >= 2 && dec.front() > 0)
         a.first_last_change = dec.back() / dec.front() - 1.0;
 
@@ -445,11 +446,15 @@ int run_sustained(const SustainedOptions& o, ResultDocument& doc, std::ostream& 
                 r.telemetry = test_telemetry(*tel, prefix);
                 if (auto st = tel->stage_summary(prefix + "round"))
                     round_telemetry(*st, sr);
-                if (auto p = tel->stage_summary(prefix + "prefill"))
+                if (auto p = tel->stage_summary(prefix + "prefill")) {
                     sr.prefill_energy_j = p->total_energy_j;
+                    sr.prefill_net_energy_j = p->total_net_energy_j;
+                }
                 if (auto d = tel->stage_summary(prefix + "decode")) {
                     sr.decode_energy_j = d->total_energy_j;
                     sr.decode_j_per_token = d->j_per_token;
+                    sr.decode_net_energy_j = d->total_net_energy_j;
+                    sr.decode_net_j_per_token = d->net_j_per_token;
                 }
             }
             r.notes.push_back("sustained " + phase.name + " round " + std::to_string(round));

@@ -316,10 +316,10 @@ void add_tests(Builder& b, const json& doc) {
                 const json& r = *it->second.round;
                 name = "round " + std::to_string(int_at(r, "round").value_or(0));
                 cat = "round";
-                args.update(
-                    pick(r, {"round", "ttft_ms", "prefill_tps", "decode_tps", "itl_p50_ms",
-                             "itl_p99_ms", "decode_j_per_token", "temp_start_c", "temp_end_c",
-                             "temp_max_c", "cpu_freq_mean_khz", "cooldown_s"}));
+                args.update(pick(
+                    r, {"round", "ttft_ms", "prefill_tps", "decode_tps", "itl_p50_ms", "itl_p99_ms",
+                        "decode_j_per_token", "decode_net_j_per_token", "temp_start_c",
+                        "temp_end_c", "temp_max_c", "cpu_freq_mean_khz", "cooldown_s"}));
                 args["phase"] = it->second.phase;
                 rep_slices = int_at(t, "reps_done").value_or(0) > 1;
             }

@@ -85,3 +85,34 @@ TEST(BadInput, UnknownSynthPreset) {
     expect_one_line_error(sbtest::run_sb({"synth", "--preset", "gpt-17", "-o", t.file("x.gguf")}),
                           "gpt-17");
 }
+
+TEST(BadInput, AdviseOnWrongShapedDocuments) {
+    TempDir t;
+    const std::vector<std::pair<std::string, std::string>> docs = {
+        {R"([1, 2])", ". is an array, expected an object"},
+        {R"({"command": 5})", ".command is a number, expected a string"},
+        {R"({"command": "run", "tests": [{"status": "ok", "config": "CPU"}]})",
+         ".tests[0].config is a string, expected an object"},
+        {R"({"command": "run", "tests": [{"status": "ok", "config": {"n_gen": "16"}}]})",
+         ".tests[0].config.n_gen is a string, expected a number"},
+        {R"({"command": "sustained", "tests": [], "sustained": {"phases": [null]}})",
+         ".sustained.phases[0] is null, expected an object"},
+        {R"({"command": "sustained", "sustained": {"phases": [{"name": "rounds", "across": []}]}})",
+         ".sustained.phases[0].across is an array, expected an object"},
+        {R"({"command": "ops", "ops": {"stages": [{"stage": "decode", "ops": [7]}]}})",
+         ".ops.stages[0].ops[0] is a number, expected an object"},
+    };
+    for (std::size_t i = 0; i < docs.size(); ++i) {
+        const std::string f = t.file("bad" + std::to_string(i) + ".json");
+        std::ofstream(f) << docs[i].first;
+        SCOPED_TRACE(docs[i].first);
+        expect_one_line_error(sbtest::run_sb({"advise", f}), f + ": " + docs[i].second);
+    }
+}
+
+TEST(BadInput, OpsTakesOneDeviceSetInTheCommonGrammar) {
+    // A comma lists several device sets (run --device CPU,BLAS); ops profiles one, joined by +.
+    const Proc p = sbtest::run_sb({"ops", "-m", tiny_model(), "--device", "CPU,BLAS", "-q"});
+    expect_one_line_error(p, "unknown device 'CPU,BLAS'");
+    EXPECT_NE(p.err.find("join its devices with +"), std::string::npos) << p.err;
+}

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -9,6 +10,7 @@
 
 using nlohmann::json;
 using namespace sbtest;
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -35,10 +37,12 @@ const Runs& runs() {
         x.t1b = x.dir.file("t1b.json");
         x.t2 = x.dir.file("t2.json");
         x.db = x.dir.file("results.sqlite");
-        if (Proc p = run_doc("1", x.t1a); p.exit_code != 0)
+        // No telemetry: energy rows would join these comparisons on a host with a
+        // whole-system meter (RAPL psys, a discharging battery).
+        if (Proc p = run_doc("1", x.t1a, {"--telemetry", "off"}); p.exit_code != 0)
             throw std::runtime_error("run failed: " + p.err);
-        x.stored = run_doc("1", x.t1b, {"--db", x.db});
-        if (Proc p = run_doc("2", x.t2); p.exit_code != 0)
+        x.stored = run_doc("1", x.t1b, {"--db", x.db, "--telemetry", "off"});
+        if (Proc p = run_doc("2", x.t2, {"--telemetry", "off"}); p.exit_code != 0)
             throw std::runtime_error("run failed: " + p.err);
         return x;
     }();
@@ -180,7 +184,8 @@ TEST(StoreCompare, SustainedRunsCompareTheirVariationAcrossRounds) {
     TempDir t;
     for (const char* f : {"s1.json", "s2.json"}) {
         Proc s = run_sb({"sustained", "-m", tiny_model(), "--rounds", "3", "--prompt-tokens", "32",
-                         "--max-tokens", "8", "-t", "1", "--out", t.file(f), "-q"});
+                         "--max-tokens", "8", "-t", "1", "--telemetry", "off", "--out", t.file(f),
+                         "-q"});
         ASSERT_EQ(s.exit_code, 0) << s.err;
     }
     Proc c = run_sb({"compare", t.file("s1.json"), t.file("s2.json"), "-o", "json"});
@@ -196,6 +201,81 @@ TEST(StoreCompare, SustainedRunsCompareTheirVariationAcrossRounds) {
     EXPECT_NE(cmp["notes"].dump().find("variation across rounds"), std::string::npos);
 }
 
+TEST(StoreCompare, RunsWithTelemetryCompareTheirEnergyWithAnInterval) {
+    // A Jetson's INA3221 rails from a fixture tree: VDD_IN is the whole-system meter.
+    TempDir t;
+    const fs::path root = t.path / "sys";
+    fs::copy(fs::path(SB_SOURCE_DIR) / "tests/fixtures/telemetry/jetson-ina3221/sys", root,
+             fs::copy_options::recursive);
+    for (const char* f : {"e1.json", "e2.json"}) {
+        Proc p = run_doc("1", t.file(f),
+                         {"--sysfs-root", root.string(), "--telemetry", "on", "--telemetry-hz",
+                          "100", "--idle", "0"});
+        ASSERT_EQ(p.exit_code, 0) << p.err;
+    }
+    const json c = compare_json({t.file("e1.json"), t.file("e2.json")});
+    bool saw_decode = false, saw_power = false;
+    for (const auto& row : c["rows"]) {
+        const std::string metric = row["metric"];
+        EXPECT_NE(metric, "net_j_per_token") << "no idle baseline was measured: " << row;
+        if (metric == "j_per_token" || metric == "mean_power_mw") {
+            SCOPED_TRACE(row.dump());
+            EXPECT_EQ(row["higher_is_better"], false);
+            EXPECT_EQ(row["sides"][0]["n"], 5);
+            EXPECT_EQ(row["sides"][1]["n"], 5);
+            EXPECT_GT(row["sides"][0]["median"].get<double>(), 0);
+            const json& q = row["ratios"][0];
+            ASSERT_TRUE(q["ci_low"].is_number());
+            ASSERT_TRUE(q["ci_high"].is_number());
+            EXPECT_LE(q["ci_low"].get<double>(), q["median"].get<double>());
+            EXPECT_LE(q["median"].get<double>(), q["ci_high"].get<double>());
+            const std::string v = q["verdict"];
+            EXPECT_TRUE(v == "no difference" || v == "less energy" || v == "more energy" ||
+                        v == "lower power" || v == "higher power")
+                << v;
+            saw_decode = saw_decode || (metric == "j_per_token" && row["stage"] == "decode");
+            saw_power = saw_power || metric == "mean_power_mw";
+        }
+    }
+    EXPECT_TRUE(saw_decode) << c.dump(1);
+    EXPECT_TRUE(saw_power) << c.dump(1);
+    Proc md = run_sb({"compare", t.file("e1.json"), t.file("e2.json")});
+    ASSERT_EQ(md.exit_code, 0) << md.err;
+    EXPECT_NE(md.out.find("| pp32+tg8 | decode J/token |"), std::string::npos) << md.out;
+    EXPECT_NE(md.out.find("| pp32+tg8 | decode mean W |"), std::string::npos) << md.out;
+}
+
+TEST(StoreCompare, AnInProcessAndALlamaServerRunOfOneModelMeetByMatch) {
+    // No --url: stagebench starts build/peers/llama-server on 127.0.0.1 for the model.
+    TempDir t;
+    const std::string http = t.file("http.json");
+    Proc p = run_sb(
+        {"run", "-m", tiny_model(), "--engine", "http", "-p",          "32",  "-n",    "8",  "-r",
+         "5",   "-t", "1",          "--membw",  "off",  "--telemetry", "off", "--out", http, "-q"},
+        300);
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    // By default the engine is part of the workload: the two never meet.
+    json c = compare_json({runs().t1a, http});
+    EXPECT_TRUE(c["rows"].empty()) << c.dump(1);
+    EXPECT_EQ(c["unmatched"].size(), 2u);
+
+    c = compare_json({runs().t1a, http, "--match", "m,p,n,d"});
+    ASSERT_EQ(c["rows"].size(), 3u) << c.dump(1);
+    EXPECT_TRUE(c["unmatched"].empty());
+    EXPECT_EQ(c["match"]["fields"], json({"model", "n_prompt", "n_gen", "n_depth"}));
+    for (const auto& row : c["rows"]) {
+        EXPECT_EQ(row["differs"]["engine"], json({"llama", "http"})) << row;
+        EXPECT_EQ(row["differs"]["server"], json({nullptr, "llama-server"})) << row;
+        EXPECT_EQ(row["sides"][1]["n"], 5);
+        expect_sane_ratio(row["ratios"][0]);
+    }
+    Proc md = run_sb({"compare", runs().t1a, http, "--match", "m,p,n,d"});
+    ASSERT_EQ(md.exit_code, 0) << md.err;
+    EXPECT_NE(md.out.find("Matched by: model, n_prompt, n_gen, n_depth"), std::string::npos)
+        << md.out;
+    EXPECT_NE(md.out.find("engine: llama / http"), std::string::npos) << md.out;
+}
+
 TEST(StoreCompare, BadInputsAreOneLineAndExit2) {
     TempDir t;
     const std::string not_json = t.file("not.json");
@@ -209,6 +289,10 @@ TEST(StoreCompare, BadInputsAreOneLineAndExit2) {
         {"db", "show", "42", "--db", runs().db},
         {"db", "list", "--db", not_json},
         {"run", "-m", tiny_model(), "-p", "8", "-n", "2", "-r", "1", "--db", not_json},
+        {"compare", runs().t1a, runs().t1b, "--match", "p,x"},
+        {"compare", runs().t1a, runs().t1b, "--match", "p,p"},
+        {"compare", runs().t1a, runs().t1b, "--model-alias", "tiny.gguf"},
+        {"compare", runs().t1a, runs().t1b, "--model-alias", "a=b", "--model-alias", "a=c"},
     };
     for (const auto& args : cases) {
         Proc p = run_sb(args);

@@ -178,3 +178,60 @@ TEST(Sustained, RunsOverHttpAgainstARealLlamaServer) {
     }
     EXPECT_EQ(doc["tests"][0]["config"]["engine"], "http");
 }
+
+TEST(Sustained, APlainRunReportsNetEnergyBesideGrossAndAdviseReadsItsSteadyState) {
+    // A Jetson's INA3221 rails from a fixture tree: VDD_IN is the whole-system meter. Without
+    // --background the one phase is "rounds"; an idle baseline is measured first.
+    TempDir t;
+    const fs::path root = t.path / "sys";
+    fs::copy(fs::path(SB_SOURCE_DIR) / "tests/fixtures/telemetry/jetson-ina3221/sys", root,
+             fs::copy_options::recursive);
+    const std::string out = t.file("s.json");
+    Proc p = run_sb({"sustained",   "-m",
+                     tiny_model(),  "--rounds",
+                     "4",           "--prompt-tokens",
+                     "64",          "--max-tokens",
+                     "16",          "-t",
+                     "1",           "--sysfs-root",
+                     root.string(), "--telemetry",
+                     "on",          "--telemetry-hz",
+                     "100",         "--idle",
+                     "0.3",         "--out",
+                     out,           "-q"});
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    EXPECT_NE(p.out.find("| decode J/token | net J/token |"), std::string::npos) << p.out;
+    EXPECT_NE(p.out.find("J/token net of the idle baseline"), std::string::npos) << p.out;
+    const json doc = json::parse(read_file(out));
+    const json& ph = doc["sustained"]["phases"][0];
+    EXPECT_EQ(ph["name"], "rounds");
+    ASSERT_EQ(ph["rounds"].size(), 4u);
+    ASSERT_EQ(doc["tests"].size(), 4u);
+    for (std::size_t i = 0; i < 4; ++i) {
+        SCOPED_TRACE(i);
+        const json& r = ph["rounds"][i];
+        const json& dec = doc["tests"][i]["telemetry"]["decode"][0]["total"];
+        const json& pre = doc["tests"][i]["telemetry"]["prefill"][0]["total"];
+        // Net beside gross, the same numbers the round's own stage records hold, as `run`'s.
+        ASSERT_TRUE(r["decode_j_per_token"].is_number()) << r.dump();
+        ASSERT_TRUE(r["decode_net_j_per_token"].is_number()) << r.dump();
+        EXPECT_EQ(r["decode_net_j_per_token"], dec["net_j_per_token"]);
+        EXPECT_EQ(r["decode_net_energy_j"], dec["net_energy_j"]);
+        EXPECT_EQ(r["prefill_net_energy_j"], pre["net_energy_j"]);
+        EXPECT_GT(r["decode_j_per_token"].get<double>(), 0);
+        // The fixture's meter reads the same power idle and busy: nothing is left net of idle.
+        EXPECT_LT(std::fabs(r["decode_net_j_per_token"].get<double>()),
+                  1e-6 * r["decode_j_per_token"].get<double>());
+    }
+    EXPECT_TRUE(ph["across"]["decode_net_j_per_token"]["median"].is_number()) << ph["across"];
+
+    // advise reads the plain run's steady state (it used to look for a "baseline" phase only).
+    Proc a = run_sb({"advise", out, "-o", "json"});
+    ASSERT_EQ(a.exit_code, 0) << a.err;
+    const json adv = json::parse(a.out);
+    ASSERT_EQ(adv["sustained"].size(), 1u) << a.out;
+    EXPECT_EQ(adv["sustained"][0]["phase"], "rounds");
+    EXPECT_EQ(adv["sustained"][0]["steady_decode_tps"], ph["across"]["steady_decode_tps"]);
+    Proc md = run_sb({"advise", out});
+    ASSERT_EQ(md.exit_code, 0) << md.err;
+    EXPECT_NE(md.out.find("in the steady state"), std::string::npos) << md.out;
+}

@@ -381,8 +381,8 @@
   }
 
   function verdictClass(v) {
-    if (/faster|better|improv/i.test(v)) return 'verdict-better';
-    if (/slower|worse|regress/i.test(v)) return 'verdict-worse';
+    if (/faster|better|improv|less energy/i.test(v)) return 'verdict-better';
+    if (/slower|worse|regress|more energy/i.test(v)) return 'verdict-worse';
     return null;
   }
 
