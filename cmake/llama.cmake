@@ -48,6 +48,9 @@ endif()
 # Shared libraries land in bin/ (llama.cpp's default) or lib/ (some configurations).
 set(_libs "")
 foreach(_name llama ggml ggml-base)
+  # Searched anew at every configure: a cached path would keep linking the previous llama.cpp
+  # build after STAGEBENCH_LLAMA_BUILD_DIR moved (new build options, LLAMA_CPP_DIR).
+  unset(_lib_${_name} CACHE)
   find_library(_lib_${_name} NAMES ${_name} PATHS "${_lb}/bin" "${_lb}/lib" "${_lb}/src"
                "${_lb}/ggml/src" NO_DEFAULT_PATH REQUIRED)
   list(APPEND _libs "${_lib_${_name}}")
