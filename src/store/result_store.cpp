@@ -304,12 +304,7 @@ ResultStore ResultStore::open(const std::string& path, Mode mode) {
 int64_t ResultStore::append(const nlohmann::json& doc) {
     if (!doc.is_object())
         throw input_error("a result document must be a JSON object");
-    std::string text;
-    try {
-        text = dump_json(doc, 2);
-    } catch (const json::exception& e) {
-        throw input_error(std::string("the result document cannot be stored: ") + e.what());
-    }
+    const std::string text = dump_json(doc, 2);
     sqlite3* db = db_->handle;
     Transaction tx(db);
     Stmt ins(db,
