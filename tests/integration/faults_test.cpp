@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@
 #include <thread>
 
 #include "cli_harness.hpp"
+#include "fault_server.hpp"
 
 using nlohmann::json;
 using namespace sbtest;
@@ -264,4 +266,63 @@ TEST(Faults, HexagonNegativeTimesAreRefused) {
     for (const auto& r : doc["ops"]["stages"][0]["ops"])
         sum_ns += r["op_ns"].get<double>();
     EXPECT_DOUBLE_EQ(sum_ns, good_usec * 1000.0);
+}
+
+// Ctrl-C while a server trickles bytes inside --timeout: the run ends at once, keeping the test
+// measured before.
+TEST(Faults, CtrlCEndsAWaitOnATricklingServer) {
+    FaultServer server([](const HttpRequest& req, FaultConn& c) {
+        if (answer_discovery(req, c))
+            return;
+        const int n = req.json().value("max_tokens", 1);
+        c.begin_chunked(200, "text/event-stream");
+        if (n == 4) {
+            while (c.chunk(":"))  // a comment byte every 100 ms, forever
+                c.sleep_ms(100);
+            return;
+        }
+        for (int i = 0; i < n; ++i)
+            c.chunk(sse_text("t"));
+        c.chunk(sse_final(8, n));
+        c.end_chunked();
+    });
+    TempDir t;
+    const std::string out = t.file("r.json");
+    pid_t pid = spawn_bg({stagebench_bin(),
+                          "run",
+                          "--engine",
+                          "http",
+                          "--url",
+                          server.url(),
+                          "-p",
+                          "8",
+                          "-n",
+                          "6,4",
+                          "-r",
+                          "1",
+                          "--no-warmup",
+                          "--timeout",
+                          "600",
+                          "--telemetry",
+                          "off",
+                          "--out",
+                          out,
+                          "-q"},
+                         t.file("log"));
+    for (int i = 0; i < 1500; ++i) {  // the first test on disk
+        try {
+            if (json::parse(read_file(out))["tests"].size() == 1)
+                break;
+        } catch (...) {
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));  // inside the second request
+    const auto start = std::chrono::steady_clock::now();
+    const int rc = signal_and_wait(pid, SIGINT, 30);
+    EXPECT_LT(seconds_since(start), 10);
+    EXPECT_EQ(rc, 1);
+    const json doc = json::parse(read_file(out));
+    ASSERT_GE(doc["tests"].size(), 1u);
+    EXPECT_EQ(doc["tests"][0]["status"], "ok");
 }
