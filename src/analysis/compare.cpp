@@ -26,7 +26,7 @@ std::optional<std::string> str_field(const json& j, const char* key) {
 
 // A config value as key text: strings bare, numbers and the rest as JSON.
 std::string key_text(const json& v) {
-    return v.is_string() ? v.get<std::string>() : v.dump();
+    return v.is_string() ? v.get<std::string>() : dump_json(v);
 }
 
 // The configuration fields a key can hold, with the short names `--match` also accepts (the

@@ -6,6 +6,8 @@
 #include "analysis/compare_inputs.hpp"
 #include "cli/commands.hpp"
 #include "core/error.hpp"
+#include "core/file_io.hpp"
+#include "core/json_util.hpp"
 #include "report/advise_report.hpp"
 
 namespace sb::cli {
@@ -54,12 +56,10 @@ void add_advise_command(CLI::App& app, Context& ctx) {
         o.n_gen = a->n_gen;
         const nlohmann::json advice = advise(in, o);
         if (a->out_path) {
-            std::ofstream f(*a->out_path);
-            if (!(f << advice.dump(2) << "\n"))
-                throw runtime_error("cannot write '" + *a->out_path + "'");
+            write_output_file(*a->out_path, dump_json(advice, 2) + "\n", "the advice (--out)");
         }
         if (a->format == "json")
-            ctx.out << advice.dump(2) << "\n";
+            ctx.out << dump_json(advice, 2) << "\n";
         else
             write_advice_markdown(advice, ctx.out);
     });

@@ -2,6 +2,7 @@
 #include "cli/commands.hpp"
 #include "core/error.hpp"
 #include "core/json_file.hpp"
+#include "core/json_util.hpp"
 #include "core/version.hpp"
 #include "report/compare_report.hpp"
 #include "report/html_report.hpp"
@@ -62,7 +63,8 @@ void add_compare_command(CLI::App& app, Context& ctx) {
         auto inputs = load_compare_inputs(a->operands, a->db_path, a->labels);
         const CompareResult r = compare_documents(inputs, a->opts);
         if (a->out_path)
-            write_text_file(*a->out_path, to_json(r).dump(2) + "\n");
+            write_text_file(*a->out_path, dump_json(to_json(r), 2) + "\n",
+                            "the compare document (--out)");
         if (a->html_path) {
             std::vector<ReportInput> docs{{"compare", to_json(r)}};
             for (auto& in : inputs)
@@ -72,7 +74,7 @@ void add_compare_command(CLI::App& app, Context& ctx) {
             o.tool_version = tool_version();
             std::ostringstream page;
             write_html_report(docs, o, page);
-            write_text_file(*a->html_path, page.str());
+            write_text_file(*a->html_path, page.str(), "the report (--html)");
         }
         write_compare(ctx.out, r, a->format);
     });

@@ -1,5 +1,6 @@
 #include "cli/commands.hpp"
 #include "core/json_file.hpp"
+#include "core/json_util.hpp"
 #include "report/store_report.hpp"
 #include "store/result_store.hpp"
 
@@ -26,7 +27,7 @@ void add_db_command(CLI::App& app, Context& ctx) {
     list->callback([&ctx, a] {
         const auto entries = ResultStore::open(a->path, ResultStore::Mode::existing).list();
         if (a->format == "json")
-            ctx.out << store_list_json(entries).dump(2) << "\n";
+            ctx.out << dump_json(store_list_json(entries), 2) << "\n";
         else
             write_store_list_markdown(ctx.out, entries);
     });
@@ -47,7 +48,7 @@ void add_db_command(CLI::App& app, Context& ctx) {
         const std::string text =
             ResultStore::open(a->path, ResultStore::Mode::existing).get_text(a->id) + "\n";
         if (a->out_path)
-            write_text_file(*a->out_path, text);
+            write_text_file(*a->out_path, text, "the exported document (--out)");
         else
             ctx.out << text;
     });

@@ -33,14 +33,15 @@ void add_membw_command(CLI::App& app, Context& ctx) {
                                       : default_membw_array_bytes();
         MembwResult r = measure_membw(bytes, threads, o->reps + 1);
         if (o->format == "json") {
-            ctx.out << nlohmann::json{{"threads", r.threads},
-                                      {"array_bytes", r.array_bytes},
-                                      {"copy_gbps", r.copy_gbps},
-                                      {"scale_gbps", r.scale_gbps},
-                                      {"add_gbps", r.add_gbps},
-                                      {"triad_gbps", r.triad_gbps},
-                                      {"triad_samples_gbps", to_json(r.triad_samples_gbps)}}
-                           .dump(2)
+            ctx.out << dump_json(
+                           nlohmann::json{{"threads", r.threads},
+                                          {"array_bytes", r.array_bytes},
+                                          {"copy_gbps", r.copy_gbps},
+                                          {"scale_gbps", r.scale_gbps},
+                                          {"add_gbps", r.add_gbps},
+                                          {"triad_gbps", r.triad_gbps},
+                                          {"triad_samples_gbps", to_json(r.triad_samples_gbps)}},
+                           2)
                     << "\n";
             return;
         }

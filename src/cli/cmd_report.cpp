@@ -1,8 +1,8 @@
-#include <cstdio>
-#include <fstream>
+#include <sstream>
 
 #include "cli/commands.hpp"
 #include "core/error.hpp"
+#include "core/file_io.hpp"
 #include "core/version.hpp"
 #include "report/html_report.hpp"
 
@@ -20,24 +20,18 @@ void add_report_command(CLI::App& app, Context& ctx) {
     cmd->add_option("-o,--out", *out_path, "the HTML file to write")->required();
     cmd->add_option("--title", *title, "page title")->capture_default_str();
     cmd->callback([&ctx, inputs, out_path, title] {
+        check_output_path(*out_path, "the report (-o)");  // before reading any document
         std::vector<ReportInput> docs;
         for (const auto& path : *inputs)
             docs.push_back(load_report_input(path));
         HtmlOptions o;
         o.title = *title;
         o.tool_version = tool_version();
-        // Written beside the target and moved into place: a reader never sees half a page.
-        const std::string tmp = *out_path + ".tmp";
-        {
-            std::ofstream f(tmp, std::ios::trunc | std::ios::binary);
-            if (!f)
-                throw input_error("cannot write '" + *out_path + "'");
-            write_html_report(docs, o, f);
-            if (!f.flush())
-                throw runtime_error("cannot write '" + *out_path + "'");
-        }
-        if (std::rename(tmp.c_str(), out_path->c_str()) != 0)
-            throw runtime_error("cannot move the report into place at '" + *out_path + "'");
+        std::ostringstream page;
+        write_html_report(docs, o, page);
+        // Written beside the target and moved into place (a reader never sees half a page), or
+        // in place for a FIFO or a device.
+        write_output_file(*out_path, page.str(), "the report (-o)");
         ctx.err << "report: wrote " << *out_path << " (" << docs.size() << " document"
                 << (docs.size() == 1 ? "" : "s") << ")\n";
     });

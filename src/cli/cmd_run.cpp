@@ -2,6 +2,7 @@
 #include "cli/run_options.hpp"
 #include "cli/store_hook.hpp"
 #include "cli/trace_option.hpp"
+#include "core/error.hpp"
 
 namespace sb::cli {
 
@@ -22,7 +23,15 @@ void add_run_command(CLI::App& app, Context& ctx) {
         finish_run_args(*a);
         check_trace_path(*trace);
         ResultDocument doc = new_document("run", ctx.argv);
-        ctx.exit_code = run_benchmark(a->run, doc, ctx.out, ctx.err);
+        try {
+            ctx.exit_code = run_benchmark(a->run, doc, ctx.out, ctx.err);
+        } catch (const Error&) {
+            // What was measured before the failure (e.g. an --out that cannot take the final
+            // document) still reaches the store.
+            if (!doc.tests.empty())
+                store_document(ctx, to_json(doc));
+            throw;
+        }
         store_document(ctx, to_json(doc));
         write_trace_if_asked(*trace, doc, ctx.err);
     });

@@ -2,6 +2,7 @@
 
 #include "cli/commands.hpp"
 #include "core/error.hpp"
+#include "core/json_util.hpp"
 #include "telemetry/sensors_report.hpp"
 #include "telemetry/sysfs_util.hpp"
 #include "telemetry/telemetry_json.hpp"
@@ -38,7 +39,7 @@ void add_sensors_command(CLI::App& app, Context& ctx) {
         o.hz = a->hz;
         SensorsReport r = run_sensors(o, ctx.err);
         if (a->format == "json") {
-            ctx.out << to_json(r).dump(2) << "\n";
+            ctx.out << dump_json(to_json(r), 2) << "\n";
         } else {
             write_sensors_markdown(ctx.out, r);
         }

@@ -2,6 +2,8 @@
 
 #include "cli/commands.hpp"
 #include "core/error.hpp"
+#include "core/file_io.hpp"
+#include "core/json_util.hpp"
 #include "trace/chrome_trace.hpp"
 
 namespace sb::cli {
@@ -26,14 +28,12 @@ void add_trace_command(CLI::App& app, Context& ctx) {
         opts->ops = !*no_ops;
         opts->tokens = !*no_tokens;
         opts->counters = !*no_counters;
-        std::ifstream f(*in);
-        if (!f)
-            throw input_error("cannot read result document '" + *in + "'");
-        nlohmann::json doc = nlohmann::json::parse(f, nullptr, false);
+        nlohmann::json doc =
+            nlohmann::json::parse(read_input_file(*in, "result document"), nullptr, false);
         if (doc.is_discarded())
             throw input_error("'" + *in + "' is not valid JSON");
         if (out->empty()) {
-            ctx.out << chrome_trace(doc, *opts).dump() << "\n";
+            ctx.out << dump_json(chrome_trace(doc, *opts)) << "\n";
         } else {
             write_chrome_trace(doc, *out, *opts);
             ctx.err << "stagebench: trace written to " << *out << "\n";

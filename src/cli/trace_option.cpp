@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "core/error.hpp"
+#include "core/file_io.hpp"
 #include "trace/chrome_trace.hpp"
 
 namespace sb::cli {
@@ -16,13 +17,7 @@ void add_trace_option(CLI::App* cmd, TraceArgs& a) {
 void check_trace_path(const TraceArgs& a) {
     if (!a.path)
         return;
-    const std::string probe = *a.path + ".tmp";
-    {
-        std::ofstream f(probe, std::ios::trunc);
-        if (!f)
-            throw input_error("cannot write the trace file '" + *a.path + "' (--trace)");
-    }
-    std::remove(probe.c_str());
+    check_output_path(*a.path, "the trace file (--trace)");
 }
 
 void write_trace_if_asked(const TraceArgs& a, const ResultDocument& doc, std::ostream& err) {

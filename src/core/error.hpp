@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/utf8.hpp"
+
 namespace sb {
 
 enum class ErrorKind {
@@ -14,7 +16,10 @@ enum class ErrorKind {
 
 class Error : public std::runtime_error {
   public:
-    Error(ErrorKind kind, const std::string& message) : std::runtime_error(message), kind_(kind) {}
+    // The message is made valid UTF-8: it often quotes text from outside (a file, a server's
+    // answer) and may end up in a result document.
+    Error(ErrorKind kind, const std::string& message)
+        : std::runtime_error(valid_utf8(message)), kind_(kind) {}
     ErrorKind kind() const { return kind_; }
 
   private:

@@ -1,13 +1,9 @@
 #include "core/json_file.hpp"
 
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "core/error.hpp"
+#include "core/file_io.hpp"
 
 namespace sb {
 
@@ -15,33 +11,17 @@ nlohmann::json read_json_file(const std::string& path) {
     std::error_code ec;
     if (std::filesystem::is_directory(path, ec))
         throw input_error("'" + path + "' is a directory, not a JSON file");
-    std::ifstream f(path, std::ios::binary);
-    if (!f)
-        throw input_error("cannot read '" + path + "': " + std::strerror(errno));
-    std::ostringstream text;
-    text << f.rdbuf();
+    const std::string text = read_input_file(path, "document");
     try {
-        return nlohmann::json::parse(text.str());
+        return nlohmann::json::parse(text);
     } catch (const nlohmann::json::parse_error& e) {
         throw input_error("'" + path + "' is not JSON (error at byte " + std::to_string(e.byte) +
                           ")");
     }
 }
 
-void write_text_file(const std::string& path, const std::string& text) {
-    const std::string tmp = path + ".tmp";
-    {
-        std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-        if (!f)
-            throw runtime_error("cannot write '" + path + "'");
-        f << text;
-        if (!f.flush())
-            throw runtime_error("cannot write '" + path + "'");
-    }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-        std::remove(tmp.c_str());
-        throw runtime_error("cannot move '" + path + "' into place");
-    }
+void write_text_file(const std::string& path, const std::string& text, const std::string& what) {
+    write_output_file(path, text, what);
 }
 
 }  // namespace sb

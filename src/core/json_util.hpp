@@ -2,6 +2,7 @@
 // Small helpers shared by the to_json functions of the core types. Missing values become JSON
 // null, never zero.
 #include <optional>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -19,6 +20,20 @@ inline const nlohmann::json& json_field(const nlohmann::json& j, const char* key
             return *it;
     }
     return null_value;
+}
+
+// The member key of j when it is a string, else fallback (absent, null or another type): for
+// optional text such as a model's general.name, where nlohmann's value() would throw on null.
+inline std::string string_field(const nlohmann::json& j, const char* key, std::string fallback) {
+    const nlohmann::json& v = json_field(j, key);
+    return v.is_string() ? v.get<std::string>() : std::move(fallback);
+}
+
+// j as text; never throws: a string that is not valid UTF-8 (which valid_utf8() should have
+// caught where it entered) is written with U+FFFD in place of its bad bytes. Every document
+// that leaves the program goes through this.
+inline std::string dump_json(const nlohmann::json& j, int indent = -1) {
+    return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 // The value, or null when absent.

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "core/error.hpp"
+#include "core/file_io.hpp"
 #include "core/json_util.hpp"
 #include "core/stats_json.hpp"
 
@@ -168,18 +169,13 @@ std::string utc_timestamp() {
     return buf;
 }
 
-void write_document(const ResultDocument& doc, const std::string& path) {
-    const std::string tmp = path + ".tmp";
-    {
-        std::ofstream f(tmp, std::ios::trunc);
-        if (!f)
-            throw runtime_error("cannot write result file '" + path + "'");
-        f << to_json(doc).dump(2) << '\n';
-        if (!f)
-            throw runtime_error("cannot write result file '" + path + "'");
+void write_document(const ResultDocument& doc, const std::string& path, DocumentSave save) {
+    constexpr const char* what = "the result file (--out)";
+    if (save == DocumentSave::progress && !output_is_replaced(path)) {
+        check_output_path(path, what);
+        return;
     }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0)
-        throw runtime_error("cannot move result file into place at '" + path + "'");
+    write_output_file(path, dump_json(to_json(doc), 2) + "\n", what);
 }
 
 }  // namespace sb

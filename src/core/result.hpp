@@ -159,8 +159,13 @@ nlohmann::json to_json(const ResultDocument&);
 // Current UTC time as "2026-11-29T09:30:00Z".
 std::string utc_timestamp();
 
-// Writes the document to path atomically (temporary file + rename), so a reader or a crash
-// never sees half a file. Throws sb::Error(runtime) when the file cannot be written.
-void write_document(const ResultDocument& doc, const std::string& path);
+// Writes the document to path with write_output_file (core/file_io.hpp): a regular file is
+// replaced atomically, so a reader or a crash never sees half a file; a FIFO or a device is
+// written in place. A progress save (the document so far, in the middle of a run) of such an
+// output only checks the path: it gets the final document, once. Throws sb::Error(input) for a
+// path that cannot be an output (a directory), sb::Error(runtime) when writing fails.
+enum class DocumentSave { progress, final };
+void write_document(const ResultDocument& doc, const std::string& path,
+                    DocumentSave save = DocumentSave::final);
 
 }  // namespace sb

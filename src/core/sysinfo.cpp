@@ -1,10 +1,13 @@
 #include "core/sysinfo.hpp"
 #include "core/strings.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <filesystem>
 #include <fstream>
@@ -17,6 +20,7 @@
 #include <fmt/ranges.h>
 
 #include "core/json_util.hpp"
+#include "core/utf8.hpp"
 
 namespace sb {
 
@@ -24,17 +28,35 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// A file of /proc, /sys or /etc: only a regular file (those are), at most 1 MiB, opened without
+// blocking (a FIFO in a fixture tree is skipped, not waited on), made valid UTF-8 (its text
+// reaches the result document).
 std::optional<std::string> read_text(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    if (!in) {
+    const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return std::nullopt;
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        ::close(fd);
         return std::nullopt;
     }
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    if (in.bad()) {
-        return std::nullopt;
+    std::string text;
+    char buf[8192];
+    while (text.size() < (1u << 20)) {
+        const ssize_t n = ::read(fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            ::close(fd);
+            return std::nullopt;
+        }
+        if (n == 0)
+            break;
+        text.append(buf, static_cast<std::size_t>(n));
     }
-    return ss.str();
+    ::close(fd);
+    make_valid_utf8(text);
+    return text;
 }
 
 // First line of a one-value sysfs/procfs file, trimmed; nullopt when missing or empty.
@@ -334,9 +356,9 @@ SystemInfo read_system_info(const std::string& root_str) {
     if (live) {
         utsname u{};
         if (uname(&u) == 0) {
-            s.hostname = u.nodename;
-            s.kernel = u.release;
-            s.arch = u.machine;
+            s.hostname = valid_utf8(u.nodename);  // any bytes a host name was set to
+            s.kernel = valid_utf8(u.release);
+            s.arch = valid_utf8(u.machine);
         }
     } else {
         s.hostname = read_value(root / "proc/sys/kernel/hostname").value_or("");

@@ -9,6 +9,8 @@
 #include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
+#include "core/json_util.hpp"
+#include "core/utf8.hpp"
 
 namespace sb {
 
@@ -207,7 +209,7 @@ std::string error_message_of(const std::string& body) {
                 else if (e.is_string())
                     msg = e.get<std::string>();
                 else
-                    msg = e.dump();
+                    msg = dump_json(e);
             } else if (j.contains("message") && j["message"].is_string()) {
                 msg = j["message"].get<std::string>();
             } else if (j.contains("detail") && j["detail"].is_string()) {
@@ -221,8 +223,10 @@ std::string error_message_of(const std::string& body) {
     for (char& c : msg)
         if (c == '\n' || c == '\r' || c == '\t')
             c = ' ';
+    // The body is any bytes the server sent: valid UTF-8, cut on a character boundary.
+    make_valid_utf8(msg);
     if (msg.size() > 200)
-        msg = msg.substr(0, 197) + "...";
+        msg = utf8_prefix(msg, 197) + "...";
     return msg;
 }
 
@@ -243,24 +247,45 @@ struct Transfer {
     std::string* sink = nullptr;  // whole-response mode
     long status = 0;
     std::string error_body;
-    bool stopped = false, timed_out = false, interrupted = false;
+    bool stopped = false, timed_out = false, interrupted = false, too_large = false;
+    int header_blocks = 0;  // 1xx interim responses add one each
     int64_t last_activity_ns = 0;
     int64_t read_ns = 0;
 };
 
-size_t on_header(char*, size_t size, size_t n, void* ud) {
-    static_cast<Transfer*>(ud)->last_activity_ns = now_ns();
-    return size * n;
+// A whole response larger than this is refused: the answers read whole (model lists, token
+// ids) are small, and a server that never stops sending must not exhaust memory.
+constexpr size_t kMaxWholeResponse = 64u << 20;
+
+// The deadline restarts when a block of headers is complete, not on every header line: a
+// server that sends header lines forever still runs out of time.
+size_t on_header(char* p, size_t size, size_t n, void* ud) {
+    auto* tr = static_cast<Transfer*>(ud);
+    const size_t len = size * n;
+    const bool end_of_block = len <= 2 && (len == 0 || p[0] == '\r' || p[0] == '\n');
+    if (end_of_block) {
+        if (++tr->header_blocks > 8)
+            return 0;  // endless interim responses: libcurl stops with a write error
+        tr->last_activity_ns = now_ns();
+    }
+    return len;
 }
 
 size_t on_write(char* p, size_t size, size_t n, void* ud) {
     const int64_t t = now_ns();
     auto* tr = static_cast<Transfer*>(ud);
-    tr->last_activity_ns = t;
     const size_t len = size * n;
     if (tr->status == 0)
         curl_easy_getinfo(tr->curl, CURLINFO_RESPONSE_CODE, &tr->status);
+    if (!tr->sink)
+        tr->last_activity_ns = t;  // a stream's silence ends with any byte
     if (tr->sink) {
+        // A whole response must be complete within the timeout of its headers: its bytes do
+        // not restart the clock, so a server that trickles them cannot hold the run.
+        if (tr->sink->size() + len > kMaxWholeResponse) {
+            tr->too_large = true;
+            return 0;
+        }
         tr->sink->append(p, len);
         return len;
     }
@@ -335,6 +360,14 @@ struct HttpClient::Impl {
         const std::string detail = errbuf[0] ? errbuf : curl_easy_strerror(rc);
         if (tr.interrupted)
             return "interrupted";
+        if (tr.too_large)
+            return where + " sent an answer larger than " +
+                   std::to_string(kMaxWholeResponse >> 20) + " MiB";
+        if (tr.header_blocks > 8)
+            return where + " sent more than 8 interim responses";
+        if (tr.timed_out && tr.sink)
+            return "no complete answer from " + where + " within " + seconds(c.timeouts_.read_ms) +
+                   " s (--timeout)";
         if (tr.timed_out)
             return "no data from " + where + " for " + seconds(c.timeouts_.read_ms) +
                    " s (--timeout)";
@@ -402,7 +435,7 @@ HttpResponse HttpClient::post_json(const std::string& path, const nlohmann::json
     Transfer tr;
     HttpResponse r;
     tr.sink = &r.body;
-    const std::string b = body.dump();
+    const std::string b = dump_json(body);
     const CURLcode rc = impl_->perform(*this, path, &b, tr, nullptr);
     if (rc != CURLE_OK)
         throw runtime_error(impl_->describe(*this, rc, tr));
@@ -416,7 +449,7 @@ StreamOutcome HttpClient::post_stream(
     Transfer tr;
     tr.on_bytes = &on_bytes;
     StreamOutcome o;
-    const std::string b = body.dump();
+    const std::string b = dump_json(body);
     const CURLcode rc = impl_->perform(*this, path, &b, tr, &o.start_ns);
     o.status = tr.status;
     o.error_body = std::move(tr.error_body);

@@ -72,9 +72,14 @@ struct Url {
 };
 Url parse_url(const std::string& url);
 
+// Every wait of a request is bounded: connecting by connect_ms; then read_ms bounds the wait
+// for the headers and, after them, a whole response (get, post_json: its bytes do not restart
+// the clock, so a server trickling them fails it) or each silence of a stream (post_stream:
+// every chunk restarts it; the caller bounds the wait for a complete message, see
+// HttpEngine::generate). Header lines restart nothing but the end of a header block.
 struct HttpTimeouts {
     int64_t connect_ms = 10000;
-    int64_t read_ms = 120000;  // the longest silence tolerated while waiting for bytes
+    int64_t read_ms = 120000;
 };
 
 struct HttpResponse {
@@ -106,8 +111,9 @@ class HttpClient {
     const Url& url() const { return url_; }
     const HttpTimeouts& timeouts() const { return timeouts_; }
 
-    // A whole response. Throws sb::Error(runtime) with a one-line message when the transport
-    // fails (refused, timed out, closed); any HTTP status is returned.
+    // A whole response (at most 64 MiB). Throws sb::Error(runtime) with a one-line message
+    // when the transport fails (refused, timed out, closed, too large); any HTTP status is
+    // returned.
     HttpResponse get(const std::string& path);
     HttpResponse post_json(const std::string& path, const nlohmann::json& body);
 

@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "core/error.hpp"
+#include "core/utf8.hpp"
 
 using namespace sb;
 
@@ -173,6 +176,39 @@ TEST(ErrorMessage, FromTheUsualBodies) {
     EXPECT_EQ(error_message_of(R"({"detail":"bad request"})"), "bad request");
     EXPECT_EQ(error_message_of("plain text\nsecond line"), "plain text");
     EXPECT_EQ(error_message_of(std::string(500, 'x')).size(), 200u);
+}
+
+// Error bodies are any bytes a server sends: generated ones (JSON or not, cut anywhere, bytes
+// that are not UTF-8) always give one line of valid UTF-8 of at most 200 bytes.
+TEST(ErrorMessage, GeneratedBodiesGiveOneValidLine) {
+    std::mt19937_64 rng(42);
+    const std::vector<std::string> parts = {R"({"error":{"message":")",
+                                            R"("}})",
+                                            "\xff\xfe",
+                                            "\xE2\x82",
+                                            "\xC3\xA9",
+                                            "\n",
+                                            "\r\n",
+                                            "\t",
+                                            R"({"detail":")",
+                                            "x",
+                                            "\xF0\x9F\x98\x80",
+                                            "\\u00e9"};
+    for (int i = 0; i < 5000; ++i) {
+        std::string body;
+        const int n = static_cast<int>(rng() % 60);
+        for (int k = 0; k < n; ++k) {
+            if (rng() % 4 == 0)
+                body += static_cast<char>(rng() % 256);
+            else
+                body += parts[rng() % parts.size()];
+        }
+        const std::string m = error_message_of(body);
+        ASSERT_TRUE(is_valid_utf8(m)) << body;
+        ASSERT_LE(m.size(), 200u) << body;
+        ASSERT_EQ(m.find_first_of("\r\n"), std::string::npos) << body;
+    }
+    EXPECT_EQ(error_message_of("bad \xff\xfe"), "bad \xEF\xBF\xBD\xEF\xBF\xBD");
 }
 
 TEST(HttpClient, RefusedConnectionIsOneLine) {

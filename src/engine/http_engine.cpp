@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <random>
 
 #include "core/clock.hpp"
 #include "core/error.hpp"
+#include "core/json_util.hpp"
+#include "core/utf8.hpp"
 
 namespace sb {
 
@@ -124,8 +127,11 @@ std::optional<ServerTimings> vllm_timings(const json& m) {
     return s;
 }
 
+// Stream text quoted in an error: valid UTF-8 (the bytes are the server's), one line.
 std::string shorten(const std::string& s, size_t n = 80) {
-    std::string o = s.size() > n ? s.substr(0, n) + "..." : s;
+    std::string o = valid_utf8(s);
+    if (o.size() > n)
+        o = utf8_prefix(o, n) + "...";
     for (char& c : o)
         if (c == '\n' || c == '\r')
             c = ' ';
@@ -137,7 +143,7 @@ std::string error_text(const json& e) {
         return e.get<std::string>();
     if (e.is_object() && e.contains("message") && e["message"].is_string())
         return e["message"].get<std::string>();
-    return e.dump();
+    return dump_json(e);
 }
 
 void read_openai(const json& j, bool chat, ChunkInfo& ci) {
@@ -416,7 +422,7 @@ void HttpEngine::connect() {
             throw input_error(where + " does not answer Ollama's /api/version (HTTP " +
                               std::to_string(v.status) + "); is it an Ollama server?");
         kind_ = "ollama";
-        about_["version"] = vj.value("version", "");
+        about_["version"] = string_field(vj, "version", "");  // null or a number: unknown
         HttpResponse tags = get("/api/tags");
         json tj = parse_or_null(tags.body);
         if (tags.status == 200 && tj.is_object() && tj["models"].is_array())
@@ -443,7 +449,7 @@ void HttpEngine::connect() {
         for (const auto& m : mj["data"]) {
             if (m.contains("id") && m["id"].is_string())
                 models_.push_back(m["id"].get<std::string>());
-            const std::string owner = m.value("owned_by", "");
+            const std::string owner = string_field(m, "owned_by", "");
             if (kind_ == "openai-compatible") {
                 if (owner == "llamacpp")
                     kind_ = "llama-server";
@@ -518,7 +524,7 @@ std::optional<std::vector<int32_t>> HttpEngine::tokenize(const std::string& mode
     for (const auto& t : j["tokens"]) {
         if (t.is_number_integer())
             out.push_back(t.get<int32_t>());
-        else if (t.is_object() && t.contains("id"))
+        else if (t.is_object() && json_field(t, "id").is_number_integer())
             out.push_back(t["id"].get<int32_t>());
     }
     return out;
@@ -689,6 +695,13 @@ Generation HttpEngine::generate(const std::string& model_in, const HttpPrompt& p
     std::vector<StreamMessage> msgs;
     std::optional<std::string> stream_error;
     bool saw_final = false, first = true;
+    // Progress is a message that carries output or ends the stream: the client restarts its
+    // silence clock on any byte, so a server that trickles bytes (or sends only keep-alive
+    // comments) is caught here, --timeout after its last token. A server that never stops
+    // sending tokens is caught by their count. So every stream ends in bounded time.
+    const int64_t progress_limit_ns = opts_.timeouts.read_ms * 1'000'000;
+    const int64_t max_messages = 4 * n_gen + 64;
+    int64_t last_progress_ns = now_ns(), n_progress = 0, bytes_since_progress = 0;
     // Runs inside libcurl's callback: nothing may throw through it.
     auto handle = [&](const StreamMessage& m) -> bool {
         try {
@@ -696,6 +709,15 @@ Generation HttpEngine::generate(const std::string& model_in, const HttpPrompt& p
             if (ci.error) {
                 stream_error = "the server reported an error in the stream: " + *ci.error;
                 return false;
+            }
+            if (ci.output || ci.final) {
+                last_progress_ns = m.arrival_ns;
+                bytes_since_progress = 0;
+                if (++n_progress > max_messages) {
+                    stream_error = "the server streamed more than " + std::to_string(max_messages) +
+                                   " messages for " + std::to_string(n_gen) + " token(s)";
+                    return false;
+                }
             }
             if (ci.output) {
                 g.chunks.push_back({m.arrival_ns, ci.content, ci.tokens, ci.cum_tokens});
@@ -726,11 +748,24 @@ Generation HttpEngine::generate(const std::string& model_in, const HttpPrompt& p
             nd.feed(bytes, t, msgs);
         else
             sse.feed(bytes, t, msgs);
+        const int64_t before = n_progress;
         for (const auto& m : msgs)
             if (!handle(m))
                 return false;
+        if (n_progress == before)
+            bytes_since_progress += static_cast<int64_t>(bytes.size());
+        if (t - last_progress_ns > progress_limit_ns) {
+            char limit[32];
+            std::snprintf(limit, sizeof limit, "%g", opts_.timeouts.read_ms / 1000.0);
+            stream_error = std::string("no token for ") + limit +
+                           " s though the server kept sending (" +
+                           std::to_string(bytes_since_progress) +
+                           " byte(s) without a complete message; --timeout)";
+            return false;
+        }
         return true;
     };
+    last_progress_ns = now_ns();
     StreamOutcome o = client_->post_stream(path, body, on_bytes);
     g.start_ns = o.start_ns;
     g.end_ns = now_ns();

@@ -129,7 +129,8 @@ class HttpEngine {
     // on_first_output runs once, right after the first output was timestamped (telemetry
     // marks). Throws sb::Error(runtime), one line, for an HTTP error, a transport failure,
     // a malformed stream, an error inside the stream, a stream that ends early or carries
-    // no token.
+    // no token, no token (nor the final message) for timeouts.read_ms while bytes keep coming
+    // (a trickling server), or more than 4 * n_gen + 64 messages (one that never stops).
     Generation generate(const std::string& model, const HttpPrompt& prompt, int64_t n_gen,
                         uint64_t seed, const std::function<void()>& on_first_output = {});
 

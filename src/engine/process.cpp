@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "core/error.hpp"
+#include "core/interrupt.hpp"
 
 extern char** environ;
 
@@ -114,6 +115,8 @@ bool wait_for_port(const std::string& host, int port, int timeout_ms, ChildProce
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
     while (std::chrono::steady_clock::now() < deadline) {
         if (proc && !proc->running())
+            return false;
+        if (interrupt_requested())  // Ctrl-C ends the wait
             return false;
         int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
         sockaddr_in a{};

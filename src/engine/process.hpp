@@ -30,7 +30,8 @@ class ChildProcess {
 // A TCP port on 127.0.0.1 that was free a moment ago.
 int free_loopback_port();
 
-// Waits until host:port accepts a connection or timeout_ms passes, or the process exits.
+// Waits until host:port accepts a connection (true) or timeout_ms passes, the process exits
+// or an interrupt (Ctrl-C) is requested (false).
 bool wait_for_port(const std::string& host, int port, int timeout_ms, ChildProcess* proc = nullptr);
 
 // Finds a peer program built from the same llama.cpp tree: next to the stagebench binary's

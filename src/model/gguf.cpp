@@ -381,6 +381,21 @@ class FileSink : public GgufSink {
     uint64_t written_ = 0;
 };
 
+// Counts the bytes passed on to another sink.
+class CountingSink : public GgufSink {
+  public:
+    explicit CountingSink(GgufSink& inner) : inner_(inner) {}
+    void write(const void* data, std::size_t n) override {
+        inner_.write(data, n);
+        written_ += n;
+    }
+    uint64_t written() const { return written_; }
+
+  private:
+    GgufSink& inner_;
+    uint64_t written_ = 0;
+};
+
 }  // namespace
 
 std::string_view gguf_type_name(GgufType type) {
@@ -769,7 +784,7 @@ uint64_t GgufWriter::file_bytes() const {
     return n;
 }
 
-uint64_t GgufWriter::write(const std::string& path) const {
+uint64_t GgufWriter::write(GgufSink& out, const std::string& path) const {
     const uint64_t a = alignment();
     std::vector<uint8_t> head;
     head.reserve(header_bytes() + a);
@@ -795,11 +810,7 @@ uint64_t GgufWriter::write(const std::string& path) const {
     if (!tensors_.empty())
         head.resize(pad_to(head.size(), a), 0);
 
-    FilePtr f(std::fopen(path.c_str(), "wb"));
-    if (!f)
-        throw input_error(path + ": cannot create: " + std::strerror(errno));
-    std::setvbuf(f.get(), nullptr, _IOFBF, 4 << 20);
-    FileSink sink(f.get(), path);
+    CountingSink sink(out);
     sink.write(head.data(), head.size());
     static const std::array<uint8_t, 256> kZeros{};
     for (const auto& t : tensors_) {
@@ -817,6 +828,16 @@ uint64_t GgufWriter::write(const std::string& path) const {
             pad -= n;
         }
     }
+    return sink.written();
+}
+
+uint64_t GgufWriter::write(const std::string& path) const {
+    FilePtr f(std::fopen(path.c_str(), "wb"));
+    if (!f)
+        throw input_error(path + ": cannot create: " + std::strerror(errno));
+    std::setvbuf(f.get(), nullptr, _IOFBF, 4 << 20);
+    FileSink sink(f.get(), path);
+    const uint64_t n = write(sink, path);
     if (std::fflush(f.get()) != 0) {
         throw runtime_error(path + ": write failed: " + std::strerror(errno));
     }
@@ -824,7 +845,7 @@ uint64_t GgufWriter::write(const std::string& path) const {
     if (std::fclose(raw) != 0) {
         throw runtime_error(path + ": write failed: " + std::strerror(errno));
     }
-    return sink.written();
+    return n;
 }
 
 }  // namespace sb

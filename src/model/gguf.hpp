@@ -202,6 +202,8 @@ class GgufWriter {
     // ErrorKind::runtime when a write fails or a fill writes a different byte count, and lets
     // a fill's exception through; the partial file is left for the caller to remove.
     uint64_t write(const std::string& path) const;
+    // Same, to a sink (the whole file, in order); path names it in messages.
+    uint64_t write(GgufSink& sink, const std::string& path) const;
 
   private:
     struct Tensor {

@@ -5,6 +5,7 @@
 
 #include "core/error.hpp"
 #include "core/json_util.hpp"
+#include "core/utf8.hpp"
 #include "model/gguf.hpp"
 
 namespace sb {
@@ -48,8 +49,15 @@ ModelInfo inspect_model(const std::string& path) {
     }
     if (g.tensors.empty())
         throw input_error(path + ": has no tensors (vocabulary-only file?)");
-    m.arch = *arch;
-    m.name = g.get_string("general.name");
+    // Metadata strings are bytes from the file: made valid UTF-8 before they reach a document
+    // (keys below are still looked up with the architecture's bytes as written).
+    const auto text = [](std::optional<std::string> v) -> std::optional<std::string> {
+        if (v)
+            make_valid_utf8(*v);
+        return v;
+    };
+    m.arch = valid_utf8(*arch);
+    m.name = text(g.get_string("general.name"));
     m.gguf_version = g.version;
     m.file_bytes = g.file_bytes;
     m.n_params = g.n_params();
@@ -73,11 +81,11 @@ ModelInfo inspect_model(const std::string& path) {
     }
 
     m.synthetic = g.get_bool("stagebench.synthetic").value_or(false);
-    m.synthetic_preset = g.get_string("stagebench.preset");
+    m.synthetic_preset = text(g.get_string("stagebench.preset"));
     m.synthetic_seed = g.get_u64("stagebench.seed");
-    m.generator = g.get_string("stagebench.generator");
+    m.generator = text(g.get_string("stagebench.generator"));
 
-    const std::string& a = m.arch;
+    const std::string& a = *arch;
     m.n_layers = as_i64(g.get_u64(a + ".block_count"));
     m.n_embd = as_i64(g.get_u64(a + ".embedding_length"));
     m.n_head = as_i64(g.get_u64(a + ".attention.head_count"));
@@ -92,7 +100,7 @@ ModelInfo inspect_model(const std::string& path) {
             m.n_vocab = e->ne[1];
         }
     }
-    m.tokenizer = g.get_string("tokenizer.ggml.model");
+    m.tokenizer = text(g.get_string("tokenizer.ggml.model"));
     return m;
 }
 

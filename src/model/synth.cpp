@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/file_io.hpp"
 #include "model/gguf.hpp"
 #include "model/presets.hpp"
 
@@ -196,12 +197,29 @@ GgufTensorFill floats_fill(std::vector<float> v) {
     return [v = std::move(v)](GgufSink& sink) { sink.write(v.data(), v.size() * sizeof(float)); };
 }
 
-std::string temp_path_for(const std::string& out_path) {
-    std::random_device rd;
-    char suffix[32];
-    std::snprintf(suffix, sizeof suffix, ".tmp-%08x", static_cast<unsigned>(rd()));
-    return out_path + suffix;
-}
+// Collects the writer's small pieces into large writes of the output file.
+class OutputSink : public GgufSink {
+  public:
+    explicit OutputSink(OutputFile& file) : file_(file) { buf_.reserve(kBuffer); }
+    void write(const void* data, std::size_t n) override {
+        const char* p = static_cast<const char*>(data);
+        if (buf_.size() + n > kBuffer)
+            flush();
+        if (n >= kBuffer)
+            file_.write(std::string_view(p, n));
+        else
+            buf_.append(p, n);
+    }
+    void flush() {
+        file_.write(buf_);
+        buf_.clear();
+    }
+
+  private:
+    static constexpr std::size_t kBuffer = 4 << 20;
+    OutputFile& file_;
+    std::string buf_;
+};
 
 }  // namespace
 
@@ -256,23 +274,13 @@ SyntheticVocab make_synthetic_vocab(int64_t n_vocab) {
 }
 
 SynthResult write_synthetic_model(const SynthOptions& o, const Quantizer& quantizer) {
-    namespace fs = std::filesystem;
     const Preset& preset = find_preset(o.preset);
     const QuantChoice quant = parse_quant(o.quant);
     if (o.layers < 0)
         throw usage_error("--layers must be positive, got " + std::to_string(o.layers));
     if (o.out_path.empty())
         throw usage_error("no output path for the synthetic model");
-    {
-        std::error_code ec;
-        if (fs::is_directory(o.out_path, ec)) {
-            throw input_error(o.out_path + ": is a directory");
-        }
-        const fs::path parent = fs::path(o.out_path).parent_path();
-        if (!parent.empty() && !fs::is_directory(parent, ec)) {
-            throw input_error(o.out_path + ": directory " + parent.string() + " does not exist");
-        }
-    }
+    check_output_path(o.out_path, "the model (-o)");  // before minutes of generating
     const int threads = o.threads > 0
                             ? o.threads
                             : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
@@ -372,19 +380,13 @@ SynthResult write_synthetic_model(const SynthOptions& o, const Quantizer& quanti
         }
     }
 
-    const std::string tmp = temp_path_for(o.out_path);
-    try {
-        result.file_bytes = w.write(tmp);
-        std::error_code ec;
-        fs::rename(tmp, o.out_path, ec);
-        if (ec)
-            throw runtime_error(o.out_path +
-                                ": cannot move the finished file into place: " + ec.message());
-    } catch (...) {
-        std::error_code ignored;
-        fs::remove(tmp, ignored);
-        throw;
-    }
+    // A temporary beside the target renamed over it when done (an interrupted write leaves no
+    // half model), or in place for a FIFO or a device (core/file_io.hpp).
+    OutputFile file(o.out_path, "the model (-o)");
+    OutputSink sink(file);
+    result.file_bytes = w.write(sink, o.out_path);
+    sink.flush();
+    file.commit();
     result.path = o.out_path;
     return result;
 }

@@ -3,9 +3,14 @@
 
 #include <cctype>
 #include <charconv>
+#include <cmath>
 #include <cstdlib>
+#include <utility>
+
+#include <fmt/format.h>
 
 #include "core/json_util.hpp"
+#include "core/utf8.hpp"
 
 namespace sb {
 
@@ -84,7 +89,7 @@ std::vector<int64_t> dims_of(const std::string& s) {
         t.pop_back();  // non-contiguous marker
     for (auto& part : split(t, ":")) {
         auto v = to_int(trimmed(part));
-        if (!v)
+        if (!v || *v < 0)
             return {};
         ne.push_back(*v);
     }
@@ -156,6 +161,22 @@ std::string parse_timings(const std::string& text, Timings& t) {
     return "";
 }
 
+// A time, count or clock that cannot be negative (or, for the clock, zero); such a line is
+// refused rather than summed into the totals. Empty when all are plausible.
+std::string negative_timing(const Timings& t) {
+    auto check = [](const char* name, const std::optional<int64_t>& v) -> std::string {
+        return v && *v < 0 ? fmt::format("negative {} ({})", name, *v) : std::string();
+    };
+    for (auto [name, v] : {std::pair{"usec", &t.usec}, std::pair{"cycles", &t.cycles},
+                           std::pair{"pkts", &t.pkts}, std::pair{"call-usec", &t.call_usec},
+                           std::pair{"start", &t.start}, std::pair{"n-ops", &t.n_ops}})
+        if (auto e = check(name, *v); !e.empty())
+            return e;
+    if (t.mhz && !(std::isfinite(*t.mhz) && *t.mhz > 0))
+        return fmt::format("implausible mhz ({})", *t.mhz);
+    return "";
+}
+
 }  // namespace
 
 HexagonImport parse_hexagon_profile(std::istream& in) {
@@ -164,12 +185,14 @@ HexagonImport parse_hexagon_profile(std::istream& in) {
     auto unparsed = [&](const std::string& text, const std::string& why) {
         imp.n_unparsed++;
         if (imp.unparsed.size() < 20)
-            imp.unparsed.push_back({imp.n_lines, text.substr(0, 200), why});
+            imp.unparsed.push_back({imp.n_lines, utf8_prefix(text, 200), why});
     };
     while (std::getline(in, line)) {
         imp.n_lines++;
         if (!line.empty() && line.back() == '\r')
             line.pop_back();
+        // Names, devices and unparsed lines are quoted in the result document.
+        make_valid_utf8(line);
         const size_t idx = line.find("profile-op");
         if (idx == std::string::npos) {
             imp.n_ignored++;
@@ -216,6 +239,10 @@ HexagonImport parse_hexagon_profile(std::istream& in) {
             unparsed(line, err);
             continue;
         }
+        if (auto err = negative_timing(t); !err.empty()) {
+            unparsed(line, err);
+            continue;
+        }
         if (op == "OPBATCH") {
             HexagonBatch b;
             b.device = device;
@@ -224,7 +251,7 @@ HexagonImport parse_hexagon_profile(std::istream& in) {
             b.cycles = t.cycles;
             if (fields.size() >= 2) {
                 Timings nt;
-                if (parse_timings(fields[1] + " usec 0", nt).empty())
+                if (parse_timings(fields[1] + " usec 0", nt).empty() && negative_timing(nt).empty())
                     b.n_ops = nt.n_ops;
             }
             imp.batches.push_back(b);

@@ -1,11 +1,13 @@
 #include "profile/ops_command.hpp"
 
-#include <fstream>
 #include <set>
+#include <sstream>
 
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "core/file_io.hpp"
+#include "core/json_util.hpp"
 #include "core/sysinfo.hpp"
 #include "engine/backends.hpp"
 #include "model/inspect.hpp"
@@ -24,7 +26,7 @@ void check_format(const std::string& f) {
 void emit(const OpsProfile& p, const ResultDocument& doc, const std::string& format,
           std::ostream& out, size_t top_n, bool brief = false) {
     if (format == "json") {
-        out << to_json(doc).dump(2) << "\n";
+        out << dump_json(to_json(doc), 2) << "\n";
     } else if (format == "csv") {
         write_ops_csv(p, out);
     } else {
@@ -53,7 +55,7 @@ int run_ops_command(const OpsCommandOptions& o, ResultDocument& doc, std::ostrea
     for (auto& w : system_warnings(si, o.ops.n_threads))
         doc.warnings.push_back(w);
     if (o.out_path)
-        write_document(doc, *o.out_path);
+        write_document(doc, *o.out_path, DocumentSave::progress);
 
     ProgressFn progress;
     if (o.progress)
@@ -72,9 +74,7 @@ int run_ops_command(const OpsCommandOptions& o, ResultDocument& doc, std::ostrea
 int run_import_hexagon(const ImportOptions& o, ResultDocument& doc, std::ostream& out,
                        std::ostream& err) {
     check_format(o.format);
-    std::ifstream f(o.log_path);
-    if (!f)
-        throw input_error("cannot read log '" + o.log_path + "'");
+    std::istringstream f(read_input_file(o.log_path, "log"));
     HexagonImport imp = parse_hexagon_profile(f);
     if (imp.records.empty())
         throw input_error(fmt::format(

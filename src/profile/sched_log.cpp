@@ -1,5 +1,6 @@
 #include "profile/sched_log.hpp"
 #include "core/strings.hpp"
+#include "core/utf8.hpp"
 
 #include <cctype>
 #include <sstream>
@@ -43,7 +44,8 @@ bool parse_split(const std::string& line, SchedSplit& sp) {
     const size_t hash = line.rfind(" # ", marker);
     if (hash == std::string::npos || hash < pos)
         return false;
-    sp.backend = line.substr(pos, hash - pos);
+    // Names reach result documents: made valid UTF-8 here (the dump cuts names by bytes).
+    sp.backend = valid_utf8(line.substr(pos, hash - pos));
     size_t npos_ = hash + 3;
     if (!read_int(line, npos_, sp.n_inputs))
         return false;
@@ -54,7 +56,8 @@ bool parse_split(const std::string& line, SchedSplit& sp) {
             break;
         std::string inner = line.substr(p + 1, close - p - 1);  // "name (size"
         size_t paren = inner.rfind(" (");
-        sp.inputs.push_back(trimmed(paren == std::string::npos ? inner : inner.substr(0, paren)));
+        sp.inputs.push_back(
+            valid_utf8(trim(paren == std::string::npos ? inner : inner.substr(0, paren))));
         p = close + 2;
     }
     return true;

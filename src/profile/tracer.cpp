@@ -14,6 +14,7 @@
 #include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
+#include "core/utf8.hpp"
 #include "engine/backends.hpp"
 #include "engine/llama_params.hpp"
 #include "ggml-backend.h"
@@ -269,7 +270,7 @@ double median_of(std::vector<int64_t> v) {
 
 TensorInfo info_of(const TensorDesc& d) {
     TensorInfo t;
-    t.name = d.name;
+    t.name = valid_utf8(d.name);  // from the model file; ggml cuts long names by bytes
     t.type = ggml_type_name(d.type);
     t.ne.assign(d.ne.begin(), d.ne.end());
     t.contiguous = d.contiguous;
@@ -434,7 +435,7 @@ BuiltStage build_stage(const Session& s, const std::string& name, const TracedRu
                 const NodeDesc& nd = base.nodes[first + static_cast<size_t>(i)];
                 for (const auto& src : nd.srcs)
                     if (src && src->sched_copy)
-                        copies[src->name] = src->nbytes;
+                        copies[valid_utf8(src->name)] = src->nbytes;
             }
             if (!copies.empty() || r.n_inputs == 0) {
                 uint64_t bytes = 0;

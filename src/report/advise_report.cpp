@@ -1,4 +1,5 @@
 #include "report/advise_report.hpp"
+#include "core/json_util.hpp"
 
 #include <fmt/format.h>
 
@@ -13,7 +14,7 @@ std::string n(const json& v, const char* spec = "{:.2f}", double scale = 1) {
 }
 
 std::string s(const json& v) {
-    return v.is_string() ? v.get<std::string>() : (v.is_null() ? "-" : v.dump());
+    return v.is_string() ? v.get<std::string>() : (v.is_null() ? "-" : dump_json(v));
 }
 
 }  // namespace

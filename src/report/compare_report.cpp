@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "core/json_util.hpp"
 
 namespace sb {
 
@@ -43,7 +44,7 @@ std::string median_text(const CompareRow& r, const std::optional<double>& v) {
 }
 
 std::string value_text(const json& v) {
-    return v.is_string() ? v.get<std::string>() : v.dump();
+    return v.is_string() ? v.get<std::string>() : dump_json(v);
 }
 
 std::string differs_text(const CompareRow& r) {
@@ -183,7 +184,7 @@ void write_compare(std::ostream& out, const CompareResult& r, const std::string&
     else if (format == "csv")
         write_compare_csv(out, r);
     else if (format == "json")
-        out << to_json(r).dump(2) << "\n";
+        out << dump_json(to_json(r), 2) << "\n";
     else
         throw usage_error("-o must be md, csv or json, not '" + format + "'");
 }

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/file_io.hpp"
 #include "core/json_util.hpp"
 
 namespace sb {
@@ -221,14 +222,8 @@ std::optional<SeriesKind> series_kind(const json& s) {
 }  // namespace
 
 ReportInput load_report_input(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    if (!f)
-        throw input_error("cannot read '" + path + "'");
-    std::stringstream ss;
-    ss << f.rdbuf();
-    if (f.bad())
-        throw input_error("cannot read '" + path + "'");
-    json doc = json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
+    json doc = json::parse(read_input_file(path, "document"), nullptr,
+                           /*allow_exceptions=*/false);
     if (doc.is_discarded())
         throw input_error("'" + path + "' is not JSON");
     return ReportInput{path, std::move(doc)};
@@ -641,7 +636,7 @@ json compare_view(const json& doc, std::vector<std::string>& notes) {
             for (const auto& [k, v] : json_field(r, "differs").items()) {
                 std::string vals;
                 for (const auto& x : array_or_empty(v))
-                    vals += (vals.empty() ? "" : " / ") + (x.is_string() ? text(x) : x.dump());
+                    vals += (vals.empty() ? "" : " / ") + (x.is_string() ? text(x) : dump_json(x));
                 differs += (differs.empty() ? "" : "; ") + k + ": " + vals;
             }
         }

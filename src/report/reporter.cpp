@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
+
 #include "core/error.hpp"
+#include "core/json_util.hpp"
 
 namespace sb {
 namespace {
@@ -12,15 +15,16 @@ using nlohmann::json;
 // The model entry of the document for a path (name, size, params), if present.
 const json* model_entry(const ResultDocument& doc, const std::string& path) {
     for (const auto& m : doc.models)
-        if (m.value("path", "") == path)
+        if (string_field(m, "path", "") == path)
             return &m;
     return nullptr;
 }
 
 std::string model_name(const ResultDocument& doc, const std::string& path) {
     if (const json* m = model_entry(doc, path)) {
-        std::string n = m->value("name", path);
-        if (m->value("synthetic", false) && n.find("synthetic") == std::string::npos)
+        // A GGUF without general.name (null in the document) is shown by its file name.
+        std::string n = string_field(*m, "name", std::filesystem::path(path).filename().string());
+        if (json_field(*m, "synthetic") == true && n.find("synthetic") == std::string::npos)
             n += " (synthetic)";
         return n;
     }
@@ -211,7 +215,7 @@ class CsvReporter : public Reporter {
 class JsonReporter : public Reporter {
   public:
     explicit JsonReporter(std::ostream& out) : out_(out) {}
-    void end(const ResultDocument& doc) override { out_ << to_json(doc).dump(2) << '\n'; }
+    void end(const ResultDocument& doc) override { out_ << dump_json(to_json(doc), 2) << '\n'; }
 
   private:
     std::ostream& out_;
@@ -221,7 +225,7 @@ class JsonlReporter : public Reporter {
   public:
     explicit JsonlReporter(std::ostream& out) : out_(out) {}
     void test_done(const ResultDocument&, const TestResult& t) override {
-        out_ << to_json(t).dump() << '\n';
+        out_ << dump_json(to_json(t)) << '\n';
         out_.flush();
     }
 

@@ -13,7 +13,7 @@ using nlohmann::json;
 std::string text(const json& v) {
     if (v.is_null())
         return "-";
-    return v.is_string() ? v.get<std::string>() : v.dump();
+    return v.is_string() ? v.get<std::string>() : dump_json(v);
 }
 
 std::string median(const json& summary, double scale = 1) {

@@ -423,7 +423,7 @@ TestResult HttpRun::run(const TestConfig& c, const SweepHooks& hooks) {
             bool ready = wait_for_port("127.0.0.1", port, static_cast<int>(wait_ms), &m->proc);
             HttpClient probe(url, HttpTimeouts{2000, 10000});
             while (ready) {
-                if (!m->proc.running()) {
+                if (!m->proc.running() || interrupt_requested()) {
                     ready = false;
                     break;
                 }

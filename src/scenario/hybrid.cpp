@@ -234,9 +234,9 @@ int run_hybrid(const HybridOptions& o, ResultDocument& doc, std::ostream& out, s
         doc.warnings.push_back(w);
     for (auto& w : model_warnings(doc.models))
         doc.warnings.push_back(w);
-    auto save = [&] {
+    auto save = [&](DocumentSave how = DocumentSave::progress) {
         if (o.out_path)
-            write_document(doc, *o.out_path);
+            write_document(doc, *o.out_path, how);
     };
     save();
     auto progress = [&](const std::string& s) {
@@ -434,9 +434,9 @@ int run_hybrid(const HybridOptions& o, ResultDocument& doc, std::ostream& out, s
     b.unload();
     finish_telemetry(tel.get(), doc);
     doc.finished_at = utc_timestamp();
-    save();
+    save(DocumentSave::final);
     if (o.format == "json")
-        out << to_json(doc).dump(2) << "\n";
+        out << dump_json(to_json(doc), 2) << "\n";
     else
         write_hybrid_markdown(doc, out);
     if (interrupted) {

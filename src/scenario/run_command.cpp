@@ -8,6 +8,7 @@
 #include "core/membw.hpp"
 #include "core/stats_json.hpp"
 #include "core/sysinfo.hpp"
+#include "core/utf8.hpp"
 #include "core/version.hpp"
 #include "engine/backends.hpp"
 #include "engine/llama_engine.hpp"
@@ -21,7 +22,10 @@ namespace sb {
 ResultDocument new_document(const std::string& command, const std::vector<std::string>& argv) {
     ResultDocument doc;
     doc.command = command;
-    doc.argv = argv;
+    // The command line is bytes: a path or a value given in another encoding must not make
+    // the document unwritable.
+    for (const auto& a : argv)
+        doc.argv.push_back(valid_utf8(a));
     doc.tool_version = tool_version();
 #ifdef NDEBUG
     doc.build_type = "release";
@@ -116,9 +120,9 @@ int run_benchmark(const RunOptions& opts, ResultDocument& doc, std::ostream& out
     for (auto& w : model_warnings(doc.models))
         doc.warnings.push_back(w);
 
-    auto save = [&] {
+    auto save = [&](DocumentSave how = DocumentSave::progress) {
         if (opts.out_path)
-            write_document(doc, *opts.out_path);
+            write_document(doc, *opts.out_path, how);
     };
     save();
     if (sampling) {
@@ -164,8 +168,9 @@ int run_benchmark(const RunOptions& opts, ResultDocument& doc, std::ostream& out
     http.stop();
     finish_telemetry(tel.get(), doc);
     doc.finished_at = utc_timestamp();
-    save();
     reporter->end(doc);
+    // After the report: an output that fails now (a FIFO nobody reads) costs no result.
+    save(DocumentSave::final);
     if (interrupt_requested()) {
         err << "stagebench: interrupted; " << doc.tests.size() << " test(s) kept"
             << (opts.out_path ? " in " + *opts.out_path : std::string()) << "\n";

@@ -9,6 +9,7 @@
 #include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
+#include "core/json_util.hpp"
 #include "core/sysinfo.hpp"
 #include "engine/backends.hpp"
 #include "engine/llama_engine.hpp"
@@ -353,11 +354,11 @@ int run_sustained(const SustainedOptions& o, ResultDocument& doc, std::ostream& 
         {"background", o.background ? nlohmann::json(*o.background) : nlohmann::json(nullptr)},
         {"seed", o.seed},
         {"trace_ops_rounds", traced_rounds}};
-    auto save = [&] {
+    auto save = [&](DocumentSave how = DocumentSave::progress) {
         doc.extra["sustained"] = to_json(res);
         doc.finished_at = utc_timestamp();
         if (o.out_path)
-            write_document(doc, *o.out_path);
+            write_document(doc, *o.out_path, how);
     };
     save();
     if (sampling) {
@@ -516,9 +517,9 @@ int run_sustained(const SustainedOptions& o, ResultDocument& doc, std::ostream& 
     if (http)
         http->stop();
     finish_telemetry(tel.get(), doc);
-    save();
+    save(DocumentSave::final);
     if (o.format == "json")
-        out << to_json(doc).dump(2) << "\n";
+        out << dump_json(to_json(doc), 2) << "\n";
     else
         write_sustained_markdown(res, doc.warnings, out);
     if (interrupt_requested()) {

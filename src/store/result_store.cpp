@@ -259,6 +259,9 @@ ResultStore ResultStore::open(const std::string& path, Mode mode) {
         throw input_error("no results store at '" + path + "'");
     if (exists && fs::is_directory(path, ec))
         throw input_error("results store '" + path + "' is a directory");
+    // SQLite would open a FIFO read-write and wait on it forever: only regular files.
+    if (exists && !fs::is_regular_file(path, ec))
+        throw input_error("results store '" + path + "' is not a regular file");
 
     auto db = std::make_unique<Db>();
     int flags = SQLITE_OPEN_READWRITE | (mode == Mode::create ? SQLITE_OPEN_CREATE : 0);
@@ -301,12 +304,7 @@ ResultStore ResultStore::open(const std::string& path, Mode mode) {
 int64_t ResultStore::append(const nlohmann::json& doc) {
     if (!doc.is_object())
         throw input_error("a result document must be a JSON object");
-    std::string text;
-    try {
-        text = doc.dump(2);
-    } catch (const json::exception& e) {
-        throw input_error(std::string("the result document cannot be stored: ") + e.what());
-    }
+    const std::string text = dump_json(doc, 2);
     sqlite3* db = db_->handle;
     Transaction tx(db);
     Stmt ins(db,
@@ -319,7 +317,7 @@ int64_t ResultStore::append(const nlohmann::json& doc) {
     ins.bind(4, str_at(json_field(doc, "system"), "hostname"));
     ins.bind(5, str_at(json_field(doc, "system"), "cpu_model"));
     ins.bind(6, str_at(json_field(doc, "tool"), "version"));
-    ins.bind(7, json(model_names(doc)).dump());
+    ins.bind(7, dump_json(json(model_names(doc))));
     ins.bind(8, static_cast<int64_t>(tests.is_array() ? tests.size() : 0));
     ins.bind(9, text);
     ins.step();

@@ -50,8 +50,9 @@ class ResultStore {
     ~ResultStore();
 
     // Appends doc (a JSON object) and returns its id (1, 2, ... in order of appends). The text
-    // stored is doc.dump(2), so get() returns a document equal to doc. Throws sb::Error(input)
-    // for a non-object or text that is not valid UTF-8, sb::Error(runtime) when SQLite fails.
+    // stored is dump_json(doc, 2), so get() returns a document equal to doc, except that bytes
+    // that are not UTF-8 are stored as U+FFFD (a measurement is never lost to its text).
+    // Throws sb::Error(input) for a non-object, sb::Error(runtime) when SQLite fails.
     int64_t append(const nlohmann::json& doc);
 
     // Every document, oldest first.

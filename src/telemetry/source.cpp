@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/utf8.hpp"
 #include "telemetry/sysfs_util.hpp"
 
 namespace sb {
@@ -86,7 +87,8 @@ Warnings Source::warnings() const {
 void Source::note_malformed(const std::string& metric, std::string_view raw) {
     auto& is = issues_[metric];
     ++is.malformed;
-    is.last_raw = std::string(sb::trim(raw.substr(0, 64)));
+    // Quoted in a warning: cut on a character boundary, so the document stays UTF-8.
+    is.last_raw = utf8_prefix(sb::trim(raw), 64);
 }
 
 void Source::note_read_error(const std::string& metric, int err) {

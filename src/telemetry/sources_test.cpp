@@ -1,11 +1,16 @@
 // Discovery and reading on the fixture trees: names, units, calibration, malformed values.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <set>
 
+#include "core/utf8.hpp"
 #include "telemetry/discover.hpp"
+#include "telemetry/telemetry_json.hpp"
 #include "telemetry/test_util.hpp"
 
 namespace sb {
@@ -271,6 +276,43 @@ TEST(Discover, MalformedValuesAreMissingNeverThrow) {
     std::filesystem::remove(t);
     auto v = read_all(d);
     EXPECT_FALSE(v["thermal.x86_pkg_temp.temp_mc"].has_value());
+}
+
+// Bytes that are not UTF-8 (a name, a value cut in the middle of a character) and FIFOs in
+// place of sensor files: every read ends at once, and names and warnings stay valid UTF-8.
+TEST(Discover, BadBytesAndFifosNeverBlockOrLeakIntoText) {
+    FixtureCopy fx("x86-laptop-rapl");
+    write_atomic(fx.path("class/thermal/thermal_zone3/type"), "zone\xff\xfe\n");
+    write_atomic(fx.path("class/hwmon/hwmon3/temp1_label"), "Core \xE2\x82\n");
+    const std::string in0 = fx.path("class/hwmon/hwmon1/in0_input");
+    std::filesystem::remove(in0);
+    ASSERT_EQ(::mkfifo(in0.c_str(), 0600), 0);
+    const auto start = std::chrono::steady_clock::now();
+    Discovery d = discover_sources(fixture_options(fx));
+    // After discovery: 63 bytes and a 2-byte character (a quote cut at 64 bytes would split
+    // it), and a FIFO where a counter was.
+    write_atomic(fx.path("class/thermal/thermal_zone2/temp"), std::string(63, 'x') + "\xC3\xA9\n");
+    const std::string e = fx.path("class/powercap/intel-rapl:0/energy_uj");
+    std::filesystem::remove(e);
+    ASSERT_EQ(::mkfifo(e.c_str(), 0600), 0);
+    std::map<std::string, std::optional<double>> v;
+    for (int i = 0; i < 3; ++i)
+        ASSERT_NO_THROW(v = read_all(d));
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 5);
+    EXPECT_FALSE(v["rapl.package-0.energy_uj"].has_value());
+    EXPECT_FALSE(v["thermal.x86_pkg_temp.temp_mc"].has_value());
+    int warnings = 0;
+    for (const auto& s : d.sources) {
+        for (const auto& m : s->describe()) {
+            EXPECT_TRUE(is_valid_utf8(m.name)) << m.name;
+            (void)to_json(m).dump();  // strict: throws on bytes that are not UTF-8
+        }
+        for (const auto& w : s->warnings()) {
+            ++warnings;
+            EXPECT_TRUE(is_valid_utf8(w.message)) << w.message;
+        }
+    }
+    EXPECT_GE(warnings, 2);  // the malformed temperature and the counter that became a FIFO
 }
 
 TEST(Discover, EmptyRootHasNothingAndSaysWhy) {

@@ -13,13 +13,31 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/utf8.hpp"
+
 namespace sb::sysfs {
 
 namespace {
 
 constexpr long kSysfsMagic = 0x62656572;  // SYSFS_MAGIC from <linux/magic.h>
 
-// Reads fd from offset 0 to the end (at most 64 KiB) with pread.
+// Opens path for reading without ever blocking: a FIFO or a device where a sensor file was
+// expected is refused (EINVAL), not waited on. Returns -1 with errno set on failure.
+int open_regular(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return -1;
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        ::close(fd);
+        errno = EINVAL;
+        return -1;
+    }
+    return fd;
+}
+
+// Reads fd from offset 0 to the end (at most 64 KiB) with pread; the text is made valid
+// UTF-8 (a sensor's name or value is quoted in documents).
 ReadResult read_fd(int fd) {
     ReadResult r;
     std::string buf;
@@ -39,6 +57,7 @@ ReadResult read_fd(int fd) {
         if (static_cast<std::size_t>(n) < sizeof chunk)
             break;
     }
+    make_valid_utf8(buf);
     r.text = std::move(buf);
     return r;
 }
@@ -46,7 +65,7 @@ ReadResult read_fd(int fd) {
 }  // namespace
 
 ReadResult read_text(const std::string& path) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    int fd = open_regular(path);
     if (fd < 0)
         return ReadResult{std::nullopt, errno};
     ReadResult r = read_fd(fd);
@@ -62,7 +81,7 @@ FileReader::~FileReader() {
 ReadResult FileReader::read() {
     if (fd_ >= 0)
         return read_fd(fd_);
-    int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    int fd = open_regular(path_);
     if (fd < 0)
         return ReadResult{std::nullopt, errno};
     ReadResult r = read_fd(fd);

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "core/error.hpp"
+#include "core/file_io.hpp"
 #include "core/json_util.hpp"
 
 namespace sb {
@@ -553,18 +554,7 @@ json chrome_trace(const json& doc, const TraceOptions& opts) {
 }
 
 void write_chrome_trace(const json& doc, const std::string& path, const TraceOptions& opts) {
-    const json trace = chrome_trace(doc, opts);
-    const std::string tmp = path + ".tmp";
-    {
-        std::ofstream f(tmp, std::ios::trunc);
-        if (!f)
-            throw runtime_error("cannot write trace file '" + path + "'");
-        f << trace.dump() << '\n';
-        if (!f)
-            throw runtime_error("cannot write trace file '" + path + "'");
-    }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0)
-        throw runtime_error("cannot move trace file into place at '" + path + "'");
+    write_output_file(path, dump_json(chrome_trace(doc, opts)) + "\n", "the trace file");
 }
 
 TraceCheck check_chrome_trace(const json& trace) {

@@ -114,7 +114,7 @@ TEST_F(LlamaServerTest, GivesTtftDecodeItlAndTheServersTimings) {
 TEST_F(LlamaServerTest, MarkdownShowsHttpRowsAndTheServerNote) {
     Proc p = run_sb(
         quiet({"run", "--engine", "http", "--url", url(), "-p", "16", "-n", "4", "-r", "1"}), 300);
-    ASSERT_EQ(p.exit_code, 0) << p.err;
+    ASSERT_EQ(p.exit_code, 0) << p.err << p.out;
     EXPECT_NE(p.out.find("| HTTP |"), std::string::npos) << p.out;
     EXPECT_NE(p.out.find("| pp16 |"), std::string::npos) << p.out;
     EXPECT_NE(p.out.find("llama-server timings"), std::string::npos) << p.out;
@@ -151,6 +151,37 @@ TEST(Http, UnreachableServerIsBadInput) {
     EXPECT_EQ(p.err.rfind("stagebench: error: ", 0), 0u) << p.err;
     EXPECT_NE(p.err.find(u), std::string::npos) << p.err;
     EXPECT_TRUE(p.out.empty());
+}
+
+// A server that answers the model list a byte at a time, each byte inside --timeout: the whole
+// answer must still come within --timeout, so the run ends with one line (exit 2).
+TEST(Http, TricklingAnswerToDiscoveryIsCutOff) {
+    FaultServer server([](const HttpRequest& req, FaultConn& c) {
+        if (req.path != "/v1/models") {
+            c.reply(404, "application/json", R"({"error":{"message":"not found"}})");
+            return;
+        }
+        const std::string body = R"({"object":"list","data":[{"id":"slow-model"}]})";
+        c.send("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
+               std::to_string(body.size()) + "\r\n\r\n");
+        for (char b : body) {
+            if (!c.send(std::string(1, b)))
+                return;
+            c.sleep_ms(400);
+        }
+    });
+    const auto start = std::chrono::steady_clock::now();
+    Proc p = run_sb(quiet({"run", "--engine", "http", "--url", server.url(), "-p", "8", "-n", "2",
+                           "--timeout", "2"}),
+                    60);
+    const double took_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_EQ(p.exit_code, 2) << p.err;
+    EXPECT_EQ(std::count(p.err.begin(), p.err.end(), '\n'), 1) << p.err;
+    EXPECT_NE(p.err.find("no complete answer from " + server.url() + " within 2 s (--timeout)"),
+              std::string::npos)
+        << p.err;
+    EXPECT_LT(took_s, 15);
 }
 
 TEST(Http, BadEngineOptionsAreUsageErrors) {
@@ -257,6 +288,28 @@ TEST(Http, FaultsAreCleanErrorsAndTheRunGoesOn) {
          },
          "ended before the server's final message"},
         {"never answers", [](FaultConn& c) { c.wait_until_stopped(); }, "for 2 s (--timeout)"},
+        // A byte every 0.5 s never lets the silence (--timeout 2) run out; no token does.
+        {"trickles bytes",
+         [](FaultConn& c) {
+             c.begin_chunked(200, "text/event-stream");
+             for (char b : sse_text("a") + sse_final(8, 4)) {
+                 if (!c.chunk(std::string(1, b)))
+                     return;
+                 c.sleep_ms(500);
+             }
+             c.end_chunked();
+         },
+         "no token for 2 s though the server kept sending"},
+        {"error body that is not UTF-8",
+         [](FaultConn& c) { c.reply(500, "text/plain", "broken \xff\xfe cut \xE2\x82"); },
+         "HTTP 500 from"},
+        {"stream text that is not UTF-8",
+         [](FaultConn& c) {
+             c.begin_chunked(200, "text/event-stream");
+             c.chunk(sse_text("a") + "data: {\"x\xff\xfe\xC3\n\n");
+             c.end_chunked();
+         },
+         "malformed JSON in the stream: '{\"x\xEF\xBF\xBD"},
     };
     for (const auto& k : cases) {
         SCOPED_TRACE(k.name);
