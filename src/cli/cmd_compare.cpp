@@ -39,23 +39,25 @@ void add_compare_command(CLI::App& app, Context& ctx) {
         ->capture_default_str();
     cmd->add_option("--seed", a->opts.seed, "bootstrap seed")->capture_default_str();
     cmd->callback([&ctx, a] {
-        a->opts.tool_version = tool_version();
-        auto inputs = load_compare_inputs(a->operands, a->db_path, a->labels);
-        const CompareResult r = compare_documents(inputs, a->opts);
-        if (a->out_path)
-            write_text_file(*a->out_path, to_json(r).dump(2) + "\n");
-        if (a->html_path) {
-            std::vector<ReportInput> docs{{"compare", to_json(r)}};
-            for (auto& in : inputs)
-                docs.push_back({in.label + ": " + in.source, std::move(in.doc)});
-            HtmlOptions o;
-            o.title = "stagebench compare";
-            o.tool_version = tool_version();
-            std::ostringstream page;
-            write_html_report(docs, o, page);
-            write_text_file(*a->html_path, page.str());
-        }
-        write_compare(ctx.out, r, a->format);
+        with_documents(a->operands, [&] {
+            a->opts.tool_version = tool_version();
+            auto inputs = load_compare_inputs(a->operands, a->db_path, a->labels);
+            const CompareResult r = compare_documents(inputs, a->opts);
+            if (a->out_path)
+                write_text_file(*a->out_path, to_json(r).dump(2) + "\n");
+            if (a->html_path) {
+                std::vector<ReportInput> docs{{"compare", to_json(r)}};
+                for (auto& in : inputs)
+                    docs.push_back({in.label + ": " + in.source, std::move(in.doc)});
+                HtmlOptions o;
+                o.title = "stagebench compare";
+                o.tool_version = tool_version();
+                std::ostringstream page;
+                write_html_report(docs, o, page);
+                write_text_file(*a->html_path, page.str());
+            }
+            write_compare(ctx.out, r, a->format);
+        });
     });
 }
 

@@ -20,26 +20,28 @@ void add_report_command(CLI::App& app, Context& ctx) {
     cmd->add_option("-o,--out", *out_path, "the HTML file to write")->required();
     cmd->add_option("--title", *title, "page title")->capture_default_str();
     cmd->callback([&ctx, inputs, out_path, title] {
-        std::vector<ReportInput> docs;
-        for (const auto& path : *inputs)
-            docs.push_back(load_report_input(path));
-        HtmlOptions o;
-        o.title = *title;
-        o.tool_version = tool_version();
-        // Written beside the target and moved into place: a reader never sees half a page.
-        const std::string tmp = *out_path + ".tmp";
-        {
-            std::ofstream f(tmp, std::ios::trunc | std::ios::binary);
-            if (!f)
-                throw input_error("cannot write '" + *out_path + "'");
-            write_html_report(docs, o, f);
-            if (!f.flush())
-                throw runtime_error("cannot write '" + *out_path + "'");
-        }
-        if (std::rename(tmp.c_str(), out_path->c_str()) != 0)
-            throw runtime_error("cannot move the report into place at '" + *out_path + "'");
-        ctx.err << "report: wrote " << *out_path << " (" << docs.size() << " document"
-                << (docs.size() == 1 ? "" : "s") << ")\n";
+        with_documents(*inputs, [&] {
+            std::vector<ReportInput> docs;
+            for (const auto& path : *inputs)
+                docs.push_back(load_report_input(path));
+            HtmlOptions o;
+            o.title = *title;
+            o.tool_version = tool_version();
+            // Written beside the target and moved into place: a reader never sees half a page.
+            const std::string tmp = *out_path + ".tmp";
+            {
+                std::ofstream f(tmp, std::ios::trunc | std::ios::binary);
+                if (!f)
+                    throw input_error("cannot write '" + *out_path + "'");
+                write_html_report(docs, o, f);
+                if (!f.flush())
+                    throw runtime_error("cannot write '" + *out_path + "'");
+            }
+            if (std::rename(tmp.c_str(), out_path->c_str()) != 0)
+                throw runtime_error("cannot move the report into place at '" + *out_path + "'");
+            ctx.err << "report: wrote " << *out_path << " (" << docs.size() << " document"
+                    << (docs.size() == 1 ? "" : "s") << ")\n";
+        });
     });
 }
 

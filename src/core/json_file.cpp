@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/document.hpp"
 #include "core/error.hpp"
 
 namespace sb {
@@ -20,12 +21,7 @@ nlohmann::json read_json_file(const std::string& path) {
         throw input_error("cannot read '" + path + "': " + std::strerror(errno));
     std::ostringstream text;
     text << f.rdbuf();
-    try {
-        return nlohmann::json::parse(text.str());
-    } catch (const nlohmann::json::parse_error& e) {
-        throw input_error("'" + path + "' is not JSON (error at byte " + std::to_string(e.byte) +
-                          ")");
-    }
+    return parse_document_text(text.str(), "'" + path + "'");
 }
 
 void write_text_file(const std::string& path, const std::string& text) {

@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/document.hpp"
 #include "core/error.hpp"
 #include "core/json_util.hpp"
 
@@ -221,17 +222,7 @@ std::optional<SeriesKind> series_kind(const json& s) {
 }  // namespace
 
 ReportInput load_report_input(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    if (!f)
-        throw input_error("cannot read '" + path + "'");
-    std::stringstream ss;
-    ss << f.rdbuf();
-    if (f.bad())
-        throw input_error("cannot read '" + path + "'");
-    json doc = json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
-    if (doc.is_discarded())
-        throw input_error("'" + path + "' is not JSON");
-    return ReportInput{path, std::move(doc)};
+    return ReportInput{path, load_document(path)};
 }
 
 json summary_view(const json& doc) {
