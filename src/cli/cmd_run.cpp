@@ -2,6 +2,7 @@
 #include "cli/run_options.hpp"
 #include "cli/store_hook.hpp"
 #include "cli/trace_option.hpp"
+#include "core/last_words.hpp"
 
 namespace sb::cli {
 
@@ -22,8 +23,9 @@ void add_run_command(CLI::App& app, Context& ctx) {
         finish_run_args(*a);
         check_trace_path(*trace);
         ResultDocument doc = new_document("run", ctx.argv);
+        LastWords last(keep_measured(ctx, doc, a->run.format == "json"));
         ctx.exit_code = run_benchmark(a->run, doc, ctx.out, ctx.err);
-        store_document(ctx, to_json(doc));
+        finish_document(ctx, doc);
         write_trace_if_asked(*trace, doc, ctx.err);
     });
 }
