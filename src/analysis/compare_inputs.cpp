@@ -1,7 +1,7 @@
 #include "analysis/compare_inputs.hpp"
 
+#include "core/document.hpp"
 #include "core/error.hpp"
-#include "core/json_file.hpp"
 #include "store/result_store.hpp"
 
 namespace sb {
@@ -26,7 +26,7 @@ std::vector<CompareInput> load_compare_inputs(const std::vector<std::string>& op
                 store = ResultStore::open(*db_path, ResultStore::Mode::existing);
             out.push_back({names[i], op, store->get(*id)});
         } else {
-            out.push_back({names[i], op, read_json_file(op)});
+            out.push_back({names[i], op, load_document(op)});
         }
     }
     return out;

@@ -60,6 +60,7 @@ int run_cli(int argc, const char* const* argv, Context& ctx) {
     app.name("stagebench");
     ctx.exit_code = 0;
     ctx.db_path.clear();
+    ctx.db_wait_s = 60;
     ctx.argv.assign(argv, argv + argc);
     try {
         build_app(app, ctx);

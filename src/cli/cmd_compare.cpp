@@ -52,31 +52,33 @@ void add_compare_command(CLI::App& app, Context& ctx) {
         ->take_all()
         ->allow_extra_args(false);
     cmd->callback([&ctx, a] {
-        a->opts.tool_version = tool_version();
-        if (a->match)
-            a->opts.match = parse_compare_match(*a->match);
-        for (const auto& text : a->aliases) {
-            auto [name, alias] = parse_model_alias(text);
-            if (!a->opts.model_alias.emplace(name, alias).second)
-                throw usage_error("--model-alias: " + name + " is given two aliases");
-        }
-        auto inputs = load_compare_inputs(a->operands, a->db_path, a->labels);
-        const CompareResult r = compare_documents(inputs, a->opts);
-        if (a->out_path)
-            write_text_file(*a->out_path, dump_json(to_json(r), 2) + "\n",
-                            "the compare document (--out)");
-        if (a->html_path) {
-            std::vector<ReportInput> docs{{"compare", to_json(r)}};
-            for (auto& in : inputs)
-                docs.push_back({in.label + ": " + in.source, std::move(in.doc)});
-            HtmlOptions o;
-            o.title = "stagebench compare";
-            o.tool_version = tool_version();
-            std::ostringstream page;
-            write_html_report(docs, o, page);
-            write_text_file(*a->html_path, page.str(), "the report (--html)");
-        }
-        write_compare(ctx.out, r, a->format);
+        with_documents(a->operands, [&] {
+            a->opts.tool_version = tool_version();
+            if (a->match)
+                a->opts.match = parse_compare_match(*a->match);
+            for (const auto& text : a->aliases) {
+                auto [name, alias] = parse_model_alias(text);
+                if (!a->opts.model_alias.emplace(name, alias).second)
+                    throw usage_error("--model-alias: " + name + " is given two aliases");
+            }
+            auto inputs = load_compare_inputs(a->operands, a->db_path, a->labels);
+            const CompareResult r = compare_documents(inputs, a->opts);
+            if (a->out_path)
+                write_text_file(*a->out_path, dump_json(to_json(r), 2) + "\n",
+                                "the compare document (--out)");
+            if (a->html_path) {
+                std::vector<ReportInput> docs{{"compare", to_json(r)}};
+                for (auto& in : inputs)
+                    docs.push_back({in.label + ": " + in.source, std::move(in.doc)});
+                HtmlOptions o;
+                o.title = "stagebench compare";
+                o.tool_version = tool_version();
+                std::ostringstream page;
+                write_html_report(docs, o, page);
+                write_text_file(*a->html_path, page.str(), "the report (--html)");
+            }
+            write_compare(ctx.out, r, a->format);
+        });
     });
 }
 

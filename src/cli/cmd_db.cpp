@@ -1,4 +1,6 @@
 #include "cli/commands.hpp"
+#include "cli/flag_checks.hpp"
+#include "core/document.hpp"
 #include "core/json_file.hpp"
 #include "core/json_util.hpp"
 #include "report/store_report.hpp"
@@ -7,16 +9,34 @@
 namespace sb::cli {
 
 void add_db_command(CLI::App& app, Context& ctx) {
-    auto* db = app.add_subcommand("db", "List, show and export the documents of a results store");
+    auto* db =
+        app.add_subcommand("db", "List, show, export and import the documents of a results store");
     db->require_subcommand(1);
     struct Args {
         std::string path, format = "md";
         int64_t id = 0;
         std::optional<std::string> out_path;
+        std::vector<std::string> files;
+        double wait_s = 60;
     };
     auto a = std::make_shared<Args>();
     auto add_db = [&](CLI::App* cmd) {
         cmd->add_option("--db", a->path, "the SQLite results store")->required();
+        cmd->add_option("--db-wait", a->wait_s,
+                        "seconds to wait while another writer holds the store")
+            ->check(seconds_check(true))
+            ->capture_default_str();
+    };
+    // Waits while another writer holds the store, saying so every few seconds.
+    auto open = [&ctx, a](ResultStore::Mode mode) {
+        StoreWait w;
+        w.timeout_s = a->wait_s;
+        w.on_wait = [&ctx, a](double s) {
+            ctx.err << "stagebench: results store '" << a->path
+                    << "' is locked by another writer; waited " << static_cast<int>(s)
+                    << " s (--db-wait)\n";
+        };
+        return ResultStore::open(a->path, mode, w);
     };
 
     auto* list = db->add_subcommand("list", "One row per stored document");
@@ -24,8 +44,8 @@ void add_db_command(CLI::App& app, Context& ctx) {
     list->add_option("-o,--output", a->format, "md or json")
         ->check(CLI::IsMember({"md", "json"}))
         ->capture_default_str();
-    list->callback([&ctx, a] {
-        const auto entries = ResultStore::open(a->path, ResultStore::Mode::existing).list();
+    list->callback([&ctx, a, open] {
+        const auto entries = open(ResultStore::Mode::existing).list();
         if (a->format == "json")
             ctx.out << dump_json(store_list_json(entries), 2) << "\n";
         else
@@ -35,22 +55,38 @@ void add_db_command(CLI::App& app, Context& ctx) {
     auto* show = db->add_subcommand("show", "A stored document's summary: system and tests");
     add_db(show);
     show->add_option("ID", a->id, "document id (see db list)")->required();
-    show->callback([&ctx, a] {
-        const auto doc = ResultStore::open(a->path, ResultStore::Mode::existing).get(a->id);
-        write_document_summary_markdown(ctx.out, a->id, doc);
+    show->callback([&ctx, a, open] {
+        with_documents({"db:" + std::to_string(a->id) + " in " + a->path}, [&] {
+            const auto doc = open(ResultStore::Mode::existing).get(a->id);
+            write_document_summary_markdown(ctx.out, a->id, doc);
+        });
     });
 
     auto* exp = db->add_subcommand("export", "A stored document's JSON exactly as it was stored");
     add_db(exp);
     exp->add_option("ID", a->id, "document id (see db list)")->required();
     exp->add_option("--out", a->out_path, "write it to this file instead of stdout");
-    exp->callback([&ctx, a] {
-        const std::string text =
-            ResultStore::open(a->path, ResultStore::Mode::existing).get_text(a->id) + "\n";
+    exp->callback([&ctx, a, open] {
+        const std::string text = open(ResultStore::Mode::existing).get_text(a->id) + "\n";
         if (a->out_path)
             write_text_file(*a->out_path, text, "the exported document (--out)");
         else
             ctx.out << text;
+    });
+
+    auto* imp = db->add_subcommand(
+        "import", "Append result documents (JSON files, e.g. one a run wrote beside a busy store)");
+    add_db(imp);
+    imp->add_option("FILES", a->files, "result documents (JSON)")->required();
+    imp->callback([&ctx, a, open] {
+        // Every file is read and checked before anything is stored: one bad file stores none.
+        std::vector<nlohmann::json> docs;
+        for (const auto& f : a->files)
+            docs.push_back(load_document(f));
+        ResultStore store = open(ResultStore::Mode::create);
+        for (std::size_t i = 0; i < docs.size(); ++i)
+            ctx.err << "stagebench: stored " << a->files[i] << " as #" << store.append(docs[i])
+                    << " in " << a->path << "\n";
     });
 }
 

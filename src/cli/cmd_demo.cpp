@@ -1,6 +1,7 @@
 #include <filesystem>
 
 #include "cli/commands.hpp"
+#include "cli/flag_checks.hpp"
 #include "cli/store_hook.hpp"
 #include "core/json_file.hpp"
 #include "scenario/demo.hpp"
@@ -14,16 +15,25 @@ void add_demo_command(CLI::App& app, Context& ctx) {
     cmd->add_option("--dir", o->dir, "where the model and results go")->capture_default_str();
     cmd->add_option("--preset", o->preset, "synthetic model preset")->capture_default_str();
     cmd->add_option("--layers", o->layers, "layers of the scaled-down model")
+        ->check(layers_check())
         ->capture_default_str();
-    cmd->add_option("-p,--n-prompt", o->n_prompt, "prompt tokens")->capture_default_str();
-    cmd->add_option("-n,--n-gen", o->n_gen, "generated tokens")->capture_default_str();
-    cmd->add_option("-r,--repetitions", o->reps, "repetitions")->capture_default_str();
-    cmd->add_option("-t,--threads", o->threads, "CPU threads (0 = default)");
+    cmd->add_option("-p,--n-prompt", o->n_prompt, "prompt tokens")
+        ->check(tokens_check(1))
+        ->capture_default_str();
+    cmd->add_option("-n,--n-gen", o->n_gen, "generated tokens")
+        ->check(tokens_check(0))
+        ->capture_default_str();
+    cmd->add_option("-r,--repetitions", o->reps, "repetitions")
+        ->check(reps_check())
+        ->capture_default_str();
+    cmd->add_option("-t,--threads", o->threads, "CPU threads (0 = default)")
+        ->check(threads_check());
     cmd->add_flag("!--no-rpc", o->rpc, "do not start a loopback RPC server");
     add_db_option(cmd, ctx);
     bool quiet = false;
     cmd->add_flag("-q,--quiet", quiet, "no progress lines");
     cmd->callback([&ctx, o, cmd] {
+        check_context(o->n_prompt, 0, o->n_gen);
         o->progress = cmd->count("--quiet") == 0;
         o->argv = ctx.argv;
         ctx.exit_code = run_demo(*o, ctx.out, ctx.err);

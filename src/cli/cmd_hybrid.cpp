@@ -1,8 +1,11 @@
+#include <algorithm>
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "cli/flag_checks.hpp"
 #include "cli/store_hook.hpp"
 #include "cli/trace_option.hpp"
+#include "core/last_words.hpp"
 #include "scenario/hybrid.hpp"
 #include "scenario/run_command.hpp"
 
@@ -20,30 +23,44 @@ void add_hybrid_command(CLI::App& app, Context& ctx) {
     cmd->add_option("-m,--model", o->base.model_path, "GGUF model file")->required();
     cmd->add_option("--prefill-device", o->prefill_device,
                     "device set that prefills (join with +), e.g. CPU or BLAS")
+        ->check(device_set_check())
         ->capture_default_str();
     cmd->add_option("--decode-device", o->decode_device,
                     "device set that decodes after the state moved, e.g. RPC0")
+        ->check(device_set_check())
         ->required();
     cmd->add_option("-p,--n-prompt", o->n_prompt, "prompt tokens, comma list (a sweep)")
+        ->check(tokens_check(1))
         ->delimiter(',')
         ->capture_default_str();
     cmd->add_option("-n,--n-gen", o->n_gen, "generated tokens, comma list (a sweep)")
+        ->check(tokens_check(1))
         ->delimiter(',')
         ->capture_default_str();
     cmd->add_option("-r,--repetitions", o->base.reps, "repetitions of every mode")
+        ->check(reps_check())
         ->capture_default_str();
     cmd->add_option("-t,--threads", o->base.n_threads, "CPU threads (0 = llama.cpp default)")
+        ->check(threads_check())
         ->capture_default_str();
     cmd->add_option("-b,--batch-size", o->base.n_batch, "logical batch size")
+        ->check(batch_check())
         ->capture_default_str();
     cmd->add_option("--ubatch-size", o->base.n_ubatch, "physical batch size (-ub)")
+        ->check(batch_check())
         ->capture_default_str();
     cmd->add_option("--n-gpu-layers", o->base.n_gpu_layers, "layers to offload (-ngl)")
+        ->check(gpu_layers_check())
         ->capture_default_str();
     cmd->add_option("--flash-attn", o->base.flash_attn, "flash attention auto|on|off (-fa)")
+        ->check(flash_attn_check())
         ->capture_default_str();
-    cmd->add_option("--cache-type-k", o->base.type_k, "K cache type (-ctk)")->capture_default_str();
-    cmd->add_option("--cache-type-v", o->base.type_v, "V cache type (-ctv)")->capture_default_str();
+    cmd->add_option("--cache-type-k", o->base.type_k, "K cache type (-ctk)")
+        ->check(cache_type_check())
+        ->capture_default_str();
+    cmd->add_option("--cache-type-v", o->base.type_v, "V cache type (-ctv)")
+        ->check(cache_type_check())
+        ->capture_default_str();
     cmd->add_option("--seed", o->base.seed, "seed for the random tokens")->capture_default_str();
     cmd->add_flag("--no-warmup", *no_warmup, "skip the warmup of every mode");
     cmd->add_flag("--no-baselines", *no_baselines,
@@ -64,17 +81,25 @@ void add_hybrid_command(CLI::App& app, Context& ctx) {
         ->capture_default_str();
     cmd->add_option("--sysfs-root", o->telemetry.sysfs_root, "where the sensors are")
         ->capture_default_str();
-    cmd->add_option("--telemetry-hz", o->telemetry.hz, "sampling rate")->capture_default_str();
+    cmd->add_option("--telemetry-hz", o->telemetry.hz, "sampling rate")
+        ->check(hz_check())
+        ->capture_default_str();
     cmd->add_option("--idle", o->telemetry.idle_s, "seconds of idle baseline first")
+        ->check(seconds_check(true))
         ->capture_default_str();
     cmd->callback([&ctx, o, quiet, no_warmup, no_baselines, trace] {
+        check_not_empty(o->n_prompt, "-p");
+        check_not_empty(o->n_gen, "-n");
+        check_context(*std::max_element(o->n_prompt.begin(), o->n_prompt.end()), 0,
+                      *std::max_element(o->n_gen.begin(), o->n_gen.end()));
         check_trace_path(*trace);
         o->progress = !*quiet;
         o->base.warmup = !*no_warmup;
         o->baselines = !*no_baselines;
         ResultDocument doc = new_document("hybrid", ctx.argv);
+        LastWords last(keep_measured(ctx, doc, o->format == "json"));
         ctx.exit_code = run_hybrid(*o, doc, ctx.out, ctx.err);
-        store_document(ctx, to_json(doc));
+        finish_document(ctx, doc);
         write_trace_if_asked(*trace, doc, ctx.err);
     });
 }

@@ -1,4 +1,5 @@
 #include "cli/commands.hpp"
+#include "cli/flag_checks.hpp"
 #include "cli/store_hook.hpp"
 #include "profile/ops_command.hpp"
 #include "scenario/run_command.hpp"
@@ -19,7 +20,9 @@ void add_import_command(CLI::App& app, Context& ctx) {
         ->capture_default_str();
     hex->add_option("--out", o->out_path, "write the result document (JSON) here");
     add_db_option(hex, ctx);
-    hex->add_option("--top", o->top_n, "rows in the top-ops table")->capture_default_str();
+    hex->add_option("--top", o->top_n, "rows in the top-ops table")
+        ->check(int_range(1, 100000, "1..100000"))
+        ->capture_default_str();
     hex->callback([&ctx, o] {
         ResultDocument doc = new_document("import", ctx.argv);
         ctx.exit_code = run_import_hexagon(*o, doc, ctx.out, ctx.err);

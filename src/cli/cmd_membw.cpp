@@ -3,9 +3,12 @@
 #include <thread>
 
 #include "cli/commands.hpp"
+#include "cli/flag_checks.hpp"
+#include "core/error.hpp"
 #include "core/json_util.hpp"
 #include "core/membw.hpp"
 #include "core/stats_json.hpp"
+#include "core/sysinfo.hpp"
 
 namespace sb::cli {
 
@@ -18,9 +21,14 @@ void add_membw_command(CLI::App& app, Context& ctx) {
         std::string format = "md";
     };
     auto o = std::make_shared<Opts>();
-    cmd->add_option("-t,--threads", o->threads, "threads (0 = all hardware threads)");
-    cmd->add_option("-r,--repetitions", o->reps, "timed repetitions")->capture_default_str();
-    cmd->add_option("--array-mib", o->array_mib, "MiB per array (default: 4x last-level cache)");
+    cmd->add_option("-t,--threads", o->threads, "threads (0 = all hardware threads)")
+        ->check(threads_check());
+    cmd->add_option("-r,--repetitions", o->reps, "timed repetitions")
+        ->check(int_range(1, 1000, "1..1000"))
+        ->capture_default_str();
+    // Three arrays of this size: 64 GiB each at most, and the memory check below.
+    cmd->add_option("--array-mib", o->array_mib, "MiB per array (default: 4x last-level cache)")
+        ->check(real_range(0, 65536, true, false, "more than 0 to 65536 MiB"));
     cmd->add_option("-o,--output", o->format, "md or json")
         ->check(CLI::IsMember({"md", "json"}))
         ->capture_default_str();
@@ -31,6 +39,13 @@ void add_membw_command(CLI::App& app, Context& ctx) {
         const std::size_t bytes = o->array_mib > 0
                                       ? static_cast<std::size_t>(o->array_mib * 1048576.0)
                                       : default_membw_array_bytes();
+        // Three arrays: more than the memory available would page or fail to allocate.
+        const auto avail = read_system_info().mem_available_bytes;
+        if (avail && 3.0 * static_cast<double>(bytes) > static_cast<double>(*avail))
+            throw usage_error(fmt::format(
+                "--array-mib {:.0f}: three arrays need {:.0f} MiB, more than the {:.0f} MiB "
+                "of memory available",
+                o->array_mib, 3.0 * bytes / 1048576.0, *avail / 1048576.0));
         MembwResult r = measure_membw(bytes, threads, o->reps + 1);
         if (o->format == "json") {
             ctx.out << dump_json(

@@ -1,7 +1,9 @@
 #include "cli/commands.hpp"
+#include "cli/flag_checks.hpp"
 #include "cli/store_hook.hpp"
 #include "cli/trace_option.hpp"
 #include "core/error.hpp"
+#include "core/last_words.hpp"
 #include "engine/backends.hpp"
 #include "profile/ops_command.hpp"
 #include "scenario/run_command.hpp"
@@ -39,36 +41,54 @@ void add_ops_like_command(CLI::App& app, Context& ctx, bool decompose) {
     OpsOptions& o = a->o.ops;
     cmd->add_option("-m,--model", o.model_path, "GGUF model file")->required();
     cmd->add_option("-p,--n-prompt", o.n_prompt, "prompt tokens (prefill stage)")
+        ->check(tokens_check(1))
         ->capture_default_str();
     cmd->add_option("-d,--n-depth", o.n_depth, "KV cache depth before the prompt")
+        ->check(tokens_check(0))
         ->capture_default_str();
     cmd->add_option("--stage", a->stage, "stages to profile: prefill, decode or both")
         ->check(CLI::IsMember({"prefill", "decode", "both"}))
         ->capture_default_str();
     cmd->add_option("--device", a->device,
                     "one device set (-dev): CPU, BLAS, RPC0, ...; join with + to combine")
+        ->check(device_set_check())
         ->capture_default_str();
     cmd->add_option("--rpc", a->o.rpc_servers, "RPC servers host:port to use (comma list)")
         ->delimiter(',');
     cmd->add_option("-t,--threads", o.n_threads, "CPU threads (0 = llama.cpp default)")
+        ->check(threads_check())
         ->capture_default_str();
-    cmd->add_option("-b,--batch-size", o.n_batch, "logical batch size")->capture_default_str();
+    cmd->add_option("-b,--batch-size", o.n_batch, "logical batch size")
+        ->check(batch_check())
+        ->capture_default_str();
     cmd->add_option("--ubatch-size", o.n_ubatch, "physical batch size (-ub)")
+        ->check(batch_check())
         ->capture_default_str();
     cmd->add_option("--n-gpu-layers", o.n_gpu_layers, "layers to offload (-ngl)")
+        ->check(gpu_layers_check())
         ->capture_default_str();
     cmd->add_option("--flash-attn", o.flash_attn, "flash attention auto|on|off (-fa)")
+        ->check(flash_attn_check())
         ->capture_default_str();
-    cmd->add_option("--cache-type-k", o.type_k, "K cache type (-ctk)")->capture_default_str();
-    cmd->add_option("--cache-type-v", o.type_v, "V cache type (-ctv)")->capture_default_str();
+    cmd->add_option("--cache-type-k", o.type_k, "K cache type (-ctk)")
+        ->check(cache_type_check())
+        ->capture_default_str();
+    cmd->add_option("--cache-type-v", o.type_v, "V cache type (-ctv)")
+        ->check(cache_type_check())
+        ->capture_default_str();
     cmd->add_option("--replay", o.replay_copies,
                     "copies of each op replayed back to back for its op time (0: no op times)")
+        ->check(int_range(0, 1000, "0..1000"))
         ->capture_default_str();
     cmd->add_option("--reps", o.traced_reps, "node-by-node traced repetitions")
+        ->check(reps_check())
         ->capture_default_str();
     cmd->add_option("--plain-reps", o.plain_reps, "uninstrumented repetitions")
+        ->check(reps_check(0))
         ->capture_default_str();
-    cmd->add_option("--top", o.top_n, "rows in the top-ops table")->capture_default_str();
+    cmd->add_option("--top", o.top_n, "rows in the top-ops table")
+        ->check(int_range(1, 100000, "1..100000"))
+        ->capture_default_str();
     cmd->add_option("--seed", o.seed, "seed for the random tokens")->capture_default_str();
     cmd->add_option("-o,--output", a->o.format, "stdout format: md, csv, json")
         ->check(CLI::IsMember({"md", "csv", "json"}))
@@ -79,6 +99,7 @@ void add_ops_like_command(CLI::App& app, Context& ctx, bool decompose) {
     add_trace_option(cmd, a->trace);
     cmd->callback([&ctx, a, decompose] {
         OpsOptions& o = a->o.ops;
+        check_context(o.n_prompt, o.n_depth, 1);
         o.prefill = a->stage != "decode";
         o.decode = a->stage != "prefill";
         o.devices = split_device_set(a->device);
@@ -87,8 +108,9 @@ void add_ops_like_command(CLI::App& app, Context& ctx, bool decompose) {
         a->o.brief = decompose;
         check_trace_path(a->trace);
         ResultDocument doc = new_document(decompose ? "decompose" : "ops", ctx.argv);
+        LastWords last(keep_measured(ctx, doc, a->o.format == "json"));
         ctx.exit_code = run_ops_command(a->o, doc, ctx.out, ctx.err);
-        store_document(ctx, to_json(doc));
+        finish_document(ctx, doc);
         write_trace_if_asked(a->trace, doc, ctx.err);
     });
 }

@@ -20,20 +20,22 @@ void add_report_command(CLI::App& app, Context& ctx) {
     cmd->add_option("-o,--out", *out_path, "the HTML file to write")->required();
     cmd->add_option("--title", *title, "page title")->capture_default_str();
     cmd->callback([&ctx, inputs, out_path, title] {
-        check_output_path(*out_path, "the report (-o)");  // before reading any document
-        std::vector<ReportInput> docs;
-        for (const auto& path : *inputs)
-            docs.push_back(load_report_input(path));
-        HtmlOptions o;
-        o.title = *title;
-        o.tool_version = tool_version();
-        std::ostringstream page;
-        write_html_report(docs, o, page);
-        // Written beside the target and moved into place (a reader never sees half a page), or
-        // in place for a FIFO or a device.
-        write_output_file(*out_path, page.str(), "the report (-o)");
-        ctx.err << "report: wrote " << *out_path << " (" << docs.size() << " document"
-                << (docs.size() == 1 ? "" : "s") << ")\n";
+        with_documents(*inputs, [&] {
+            check_output_path(*out_path, "the report (-o)");  // before reading any document
+            std::vector<ReportInput> docs;
+            for (const auto& path : *inputs)
+                docs.push_back(load_report_input(path));
+            HtmlOptions o;
+            o.title = *title;
+            o.tool_version = tool_version();
+            std::ostringstream page;
+            write_html_report(docs, o, page);
+            // Written beside the target and moved into place (a reader never sees half a page), or
+            // in place for a FIFO or a device.
+            write_output_file(*out_path, page.str(), "the report (-o)");
+            ctx.err << "report: wrote " << *out_path << " (" << docs.size() << " document"
+                    << (docs.size() == 1 ? "" : "s") << ")\n";
+        });
     });
 }
 

@@ -1,6 +1,7 @@
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "cli/flag_checks.hpp"
 #include "core/error.hpp"
 #include "core/json_util.hpp"
 #include "telemetry/sensors_report.hpp"
@@ -24,7 +25,7 @@ void add_sensors_command(CLI::App& app, Context& ctx) {
         ->capture_default_str();
     cmd->add_option("--duration", a->duration, "How long to sample: 5s, 500ms, or seconds")
         ->capture_default_str();
-    cmd->add_option("--hz", a->hz, "Sampling rate")->capture_default_str();
+    cmd->add_option("--hz", a->hz, "Sampling rate")->check(hz_check())->capture_default_str();
     cmd->add_option("-o,--output", a->format, "Output format: md or json")->capture_default_str();
     cmd->callback([&ctx, a] {
         if (a->format != "md" && a->format != "json") {
@@ -36,6 +37,8 @@ void add_sensors_command(CLI::App& app, Context& ctx) {
         SensorsOptions o;
         o.discover = discover_options_for_root(a->sysfs_root);
         o.duration_ns = parse_duration_ns(a->duration);
+        if (o.duration_ns > static_cast<int64_t>(kMaxSeconds * 1e9))
+            throw usage_error("--duration '" + a->duration + "' is longer than a day (86400 s)");
         o.hz = a->hz;
         SensorsReport r = run_sensors(o, ctx.err);
         if (a->format == "json") {

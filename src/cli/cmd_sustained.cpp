@@ -1,6 +1,8 @@
 #include "cli/commands.hpp"
+#include "cli/flag_checks.hpp"
 #include "cli/store_hook.hpp"
 #include "cli/trace_option.hpp"
+#include "core/last_words.hpp"
 #include "scenario/run_command.hpp"
 #include "scenario/sustained.hpp"
 
@@ -11,30 +13,39 @@ void add_sustained_command(CLI::App& app, Context& ctx) {
         "sustained", "Repeat one fixed workload for many rounds: throttling, DVFS, variation");
     auto o = std::make_shared<SustainedOptions>();
     cmd->add_option("-m,--model", o->model, "GGUF model file")->required();
-    cmd->add_option("--rounds", o->rounds, "rounds")->capture_default_str();
+    cmd->add_option("--rounds", o->rounds, "rounds")->check(reps_check())->capture_default_str();
     cmd->add_option("--prompt-tokens", o->prompt_tokens, "prompt tokens per round")
+        ->check(tokens_check(1))
         ->capture_default_str();
     cmd->add_option("--max-tokens", o->max_tokens, "generated tokens per round (always bounded)")
+        ->check(tokens_check(1))
         ->capture_default_str();
-    cmd->add_option("--chunk", o->chunk, "prefill in chunks of this many tokens");
+    cmd->add_option("--chunk", o->chunk, "prefill in chunks of this many tokens")
+        ->check(batch_check());
     cmd->add_option("--cooldown", o->cooldown, "between rounds: 0, 10s, until-temp:45C")
         ->capture_default_str();
     cmd->add_option("--cooldown-timeout", o->cooldown_timeout_s,
                     "seconds to wait at most for until-temp")
+        ->check(seconds_check(false))
         ->capture_default_str();
     cmd->add_option("--background", o->background,
                     "background load, e.g. cpu:2@50%,mem:1: adds a loaded phase compared with "
                     "the unloaded one");
     cmd->add_option("--device", o->devices, "device (e.g. CPU, BLAS, RPC0; join with +)")
+        ->check(device_set_check())
         ->capture_default_str();
     cmd->add_option("--rpc", o->rpc_servers, "RPC servers host:port")->delimiter(',');
-    cmd->add_option("-t,--threads", o->threads, "CPU threads (0 = default)");
+    cmd->add_option("-t,--threads", o->threads, "CPU threads (0 = default)")
+        ->check(threads_check());
     cmd->add_option("--seed", o->seed, "seed of the fixed prompt")->capture_default_str();
     cmd->add_option("--telemetry", o->telemetry.mode, "auto, on, off")->capture_default_str();
     cmd->add_option("--sysfs-root", o->telemetry.sysfs_root, "where the sensors are")
         ->capture_default_str();
-    cmd->add_option("--telemetry-hz", o->telemetry.hz, "sampling rate")->capture_default_str();
+    cmd->add_option("--telemetry-hz", o->telemetry.hz, "sampling rate")
+        ->check(hz_check())
+        ->capture_default_str();
     cmd->add_option("--idle", o->telemetry.idle_s, "seconds of idle baseline")
+        ->check(seconds_check(true))
         ->capture_default_str();
     cmd->add_option("--out", o->out_path, "result document (JSON), rewritten after every round");
     cmd->add_option("-o,--output", o->format, "stdout format: md or json")
@@ -49,6 +60,7 @@ void add_sustained_command(CLI::App& app, Context& ctx) {
         ->check(CLI::IsMember({"openai", "openai-chat", "llama", "ollama"}))
         ->capture_default_str();
     cmd->add_option("--timeout", o->http.timeout_s, "seconds to wait for the server")
+        ->check(seconds_check(false))
         ->capture_default_str();
     cmd->add_option("--trace-ops-rounds", o->trace_ops_rounds,
                     "after these rounds (e.g. 1,20 or 1,last) one node-by-node traced pass of "
@@ -61,10 +73,12 @@ void add_sustained_command(CLI::App& app, Context& ctx) {
     add_trace_option(cmd, *trace);
     cmd->callback([&ctx, o, quiet, trace] {
         o->progress = !*quiet;
+        check_context(o->prompt_tokens, 0, o->max_tokens);
         check_trace_path(*trace);
         ResultDocument doc = new_document("sustained", ctx.argv);
+        LastWords last(keep_measured(ctx, doc, o->format == "json"));
         ctx.exit_code = run_sustained(*o, doc, ctx.out, ctx.err);
-        store_document(ctx, to_json(doc));
+        finish_document(ctx, doc);
         write_trace_if_asked(*trace, doc, ctx.err);
     });
 }

@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "cli/flag_checks.hpp"
 #include "core/version.hpp"
 #include "engine/ggml_quantizer.hpp"
 #include "model/presets.hpp"
@@ -18,10 +19,11 @@ void add_synth_command(CLI::App& app, Context& ctx) {
     cmd->add_option("--preset", o->preset, "architecture preset: " + presets)->required();
     cmd->add_option("--quant", o->quant, "weight type: q4_0, q8_0, f16, f32")
         ->capture_default_str();
-    cmd->add_option("--layers", o->layers, "scale the model down to this many layers");
+    cmd->add_option("--layers", o->layers, "scale the model down to this many layers")
+        ->check(layers_check());
     cmd->add_option("--seed", o->seed, "random seed")->capture_default_str();
     cmd->add_option("-o,--out", o->out_path, "output GGUF file")->required();
-    cmd->add_option("-t,--threads", o->threads, "worker threads (0 = all)");
+    cmd->add_option("-t,--threads", o->threads, "worker threads (0 = all)")->check(threads_check());
     cmd->callback([&ctx, o] {
         o->generator = std::string("stagebench ") + tool_version();
         GgmlQuantizer q;

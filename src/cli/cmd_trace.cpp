@@ -1,6 +1,7 @@
 #include <fstream>
 
 #include "cli/commands.hpp"
+#include "core/document.hpp"
 #include "core/error.hpp"
 #include "core/file_io.hpp"
 #include "core/json_util.hpp"
@@ -25,19 +26,18 @@ void add_trace_command(CLI::App& app, Context& ctx) {
     cmd->add_flag("--no-tokens", *no_tokens, "leave out the per-token slices of decode");
     cmd->add_flag("--no-counters", *no_counters, "leave out the telemetry counter tracks");
     cmd->callback([&ctx, in, out, opts, no_ops, no_tokens, no_counters] {
-        opts->ops = !*no_ops;
-        opts->tokens = !*no_tokens;
-        opts->counters = !*no_counters;
-        nlohmann::json doc =
-            nlohmann::json::parse(read_input_file(*in, "result document"), nullptr, false);
-        if (doc.is_discarded())
-            throw input_error("'" + *in + "' is not valid JSON");
-        if (out->empty()) {
-            ctx.out << dump_json(chrome_trace(doc, *opts)) << "\n";
-        } else {
-            write_chrome_trace(doc, *out, *opts);
-            ctx.err << "stagebench: trace written to " << *out << "\n";
-        }
+        with_documents({*in}, [&] {
+            opts->ops = !*no_ops;
+            opts->tokens = !*no_tokens;
+            opts->counters = !*no_counters;
+            const nlohmann::json doc = load_document(*in);
+            if (out->empty()) {
+                ctx.out << dump_json(chrome_trace(doc, *opts)) << "\n";
+            } else {
+                write_chrome_trace(doc, *out, *opts);
+                ctx.err << "stagebench: trace written to " << *out << "\n";
+            }
+        });
     });
 }
 

@@ -1,11 +1,16 @@
 #pragma once
 // Subcommand registration. Each subcommand lives in its own cmd_<name>.cpp and only parses
 // arguments and calls the library; it holds no measuring logic. A command sets ctx.exit_code
-// (0 ok, 1 some test failed) or throws sb::Error; main() maps errors to exit codes.
+// (exit_code_for() in core/result.hpp: 0 ok, 1 a test failed or was interrupted, 2 a test
+// failed on bad input) or throws sb::Error; run_cli() maps errors to exit codes (README, "Bad
+// input and faults").
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
 #include <vector>
+
+#include "core/error.hpp"
 
 namespace sb::cli {
 
@@ -14,7 +19,8 @@ struct Context {
     std::ostream& err;  // progress, logs, warnings
     int exit_code = 0;
     std::vector<std::string> argv;  // the command line as given, for the result document
-    std::string db_path;  // --db: the results store the result document goes to ("": none)
+    std::string db_path;    // --db: the results store the result document goes to ("": none)
+    double db_wait_s = 60;  // --db-wait: seconds to wait while another writer holds the store
 };
 
 void add_version_command(CLI::App& app, Context& ctx);
@@ -34,6 +40,22 @@ void add_report_command(CLI::App& app, Context& ctx);
 void add_db_command(CLI::App& app, Context& ctx);
 void add_compare_command(CLI::App& app, Context& ctx);
 void add_trace_command(CLI::App& app, Context& ctx);
+
+// Runs f, a command's work on the documents named in sources (report, compare, advise, trace,
+// db show). Documents are checked when they are read (core/document.hpp); should a reader still
+// meet a value it cannot use, that is the documents' fault: sb::Error(input) naming them, one
+// line, not a library exception.
+template <class F>
+void with_documents(const std::vector<std::string>& sources, F&& f) {
+    try {
+        f();
+    } catch (const nlohmann::json::exception& e) {
+        std::string names;
+        for (const auto& s : sources)
+            names += (names.empty() ? "'" : ", '") + s + "'";
+        throw Error(ErrorKind::input, "unusable value in " + names + ": " + e.what());
+    }
+}
 
 // Builds the whole CLI; used by main() and by CLI tests.
 void build_app(CLI::App& app, Context& ctx);

@@ -1,20 +1,38 @@
 // A trampoline: all behaviour lives in the library, main only forwards the exit code.
+#include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <string>
+#include <thread>
 
 #include "cli/commands.hpp"
 #include "core/interrupt.hpp"
+#include "core/last_words.hpp"
 #include "engine/backends.hpp"
 
 namespace {
 
-// llama.cpp gave up (e.g. its RPC server died): one line instead of a core dump. Results are
-// written after every test, so what was measured before is already on disk.
+// llama.cpp gave up (e.g. its RPC server died, or an assertion no check foresaw): one line
+// instead of a core dump, then the last words of the running command keep what it measured
+// (--out, -o json, --db). Several compute threads can fail the same assertion at once: the
+// first one speaks, the others wait for the exit.
 void on_fatal(const char* message) {
+    static std::atomic<bool> first{true};
+    thread_local bool inside = false;
+    if (inside)  // a fault while saying the last words
+        std::_Exit(1);
+    if (!first.exchange(false))
+        for (;;)
+            std::this_thread::sleep_for(std::chrono::seconds(1));
+    inside = true;
     std::fprintf(stderr, "stagebench: error: llama.cpp stopped: %s\n", message);
     std::fflush(stderr);
+    sb::say_last_words(std::string("llama.cpp stopped: ") + message);
+    std::fflush(stdout);
+    std::cout.flush();
     std::_Exit(1);
 }
 

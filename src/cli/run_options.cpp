@@ -1,5 +1,8 @@
 #include "cli/run_options.hpp"
 
+#include <algorithm>
+
+#include "cli/flag_checks.hpp"
 #include "core/error.hpp"
 
 namespace sb::cli {
@@ -7,45 +10,58 @@ namespace sb::cli {
 void add_matrix_options(CLI::App* cmd, RunArgs& a) {
     MatrixSpec& m = a.run.matrix;
     cmd->add_option("-p,--n-prompt", m.n_prompt, "prompt tokens (prefill stage), comma list")
+        ->check(tokens_check(1))
         ->delimiter(',')
         ->capture_default_str();
     cmd->add_option("-n,--n-gen", m.n_gen, "generated tokens (decode stage), comma list")
+        ->check(tokens_check(0))
         ->delimiter(',')
         ->capture_default_str();
     cmd->add_option("-d,--n-depth", m.n_depth, "KV cache depth before the prompt, comma list")
+        ->check(tokens_check(0))
         ->delimiter(',')
         ->capture_default_str();
     cmd->add_option("-t,--threads", m.n_threads, "CPU threads (0 = llama.cpp default), comma list")
+        ->check(threads_check())
         ->delimiter(',')
         ->capture_default_str();
     cmd->add_option("-b,--batch-size", m.n_batch, "logical batch size, comma list")
+        ->check(batch_check())
         ->delimiter(',')
         ->capture_default_str();
     cmd->add_option("--ubatch-size", m.n_ubatch, "physical batch size (-ub), comma list")
+        ->check(batch_check())
         ->delimiter(',')
         ->capture_default_str();
     cmd->add_option("--n-gpu-layers", m.n_gpu_layers, "layers to offload (-ngl), comma list")
+        ->check(gpu_layers_check())
         ->delimiter(',')
         ->capture_default_str();
     cmd->add_option("--device", m.devices,
                     "devices per test (-dev), comma list; join with + to combine, e.g. "
                     "CPU,BLAS,RPC0 or BLAS+RPC0")
+        ->check(device_set_check())
         ->delimiter(',')
         ->capture_default_str();
     cmd->add_option("--flash-attn", m.flash_attn, "flash attention auto|on|off (-fa), comma list")
+        ->check(flash_attn_check())
         ->delimiter(',')
         ->capture_default_str();
     cmd->add_option("--cache-type-k", m.type_k, "K cache type (-ctk), comma list")
+        ->check(cache_type_check())
         ->delimiter(',')
         ->capture_default_str();
     cmd->add_option("--cache-type-v", m.type_v, "V cache type (-ctv), comma list")
+        ->check(cache_type_check())
         ->delimiter(',')
         ->capture_default_str();
     cmd->add_option("-r,--repetitions", m.reps, "repetitions (minimum with --target-ci)")
+        ->check(reps_check())
         ->capture_default_str();
     cmd->add_option("--target-ci", a.target_ci,
                     "adaptive: repeat until the 95% CI half-width is below this, e.g. 2%");
-    cmd->add_option("--max-reps", m.max_reps, "adaptive: repetitions at most (default 50)");
+    cmd->add_option("--max-reps", m.max_reps, "adaptive: repetitions at most (default 50)")
+        ->check(reps_check());
     cmd->add_flag("--no-warmup", a.no_warmup, "skip the warmup run");
     cmd->add_option("--seed", m.seed, "seed for the random prompt tokens")->capture_default_str();
 }
@@ -58,6 +74,8 @@ void add_output_options(CLI::App* cmd, RunArgs& a) {
                     "write the result document (JSON) here, updated after every test");
     cmd->add_option("--membw", a.run.membw,
                     "machine memory bandwidth for the roofline: auto (measure), off, or GB/s")
+        ->check(CLI::IsMember({"auto", "off"}) |
+                real_range(0, 1e6, true, false, "auto, off, or more than 0 to 1000000 GB/s"))
         ->capture_default_str();
     cmd->add_option("--rpc", a.run.rpc_servers, "RPC servers host:port to use (comma list)")
         ->delimiter(',');
@@ -67,8 +85,11 @@ void add_output_options(CLI::App* cmd, RunArgs& a) {
         ->capture_default_str();
     cmd->add_option("--sysfs-root", a.run.sysfs_root, "where the sensors are (default /sys)")
         ->capture_default_str();
-    cmd->add_option("--telemetry-hz", a.run.telemetry_hz, "sampling rate")->capture_default_str();
+    cmd->add_option("--telemetry-hz", a.run.telemetry_hz, "sampling rate")
+        ->check(hz_check())
+        ->capture_default_str();
     cmd->add_option("--idle", a.run.idle_s, "seconds of idle baseline before the first test")
+        ->check(seconds_check(true))
         ->capture_default_str();
 }
 
@@ -89,6 +110,7 @@ void add_engine_options(CLI::App* cmd, RunArgs& a) {
         ->capture_default_str();
     cmd->add_option("--timeout", h.timeout_s,
                     "seconds to wait for a connection and for each silence of the server")
+        ->check(seconds_check(false))
         ->capture_default_str();
 }
 
@@ -96,21 +118,38 @@ void finish_run_args(RunArgs& a) {
     MatrixSpec& m = a.run.matrix;
     m.warmup = !a.no_warmup;
     a.run.progress = !a.quiet;
-    if (!a.target_ci.empty()) {
-        std::string s = a.target_ci;
-        const bool percent = s.back() == '%';
-        if (percent)
-            s.pop_back();
-        try {
-            size_t used = 0;
-            double v = std::stod(s, &used);
-            if (used != s.size())
-                throw std::invalid_argument(s);
-            m.target_ci = percent ? v / 100.0 : v;
-        } catch (const std::exception&) {
-            throw usage_error("--target-ci must look like 2% or 0.02, not '" + a.target_ci + "'");
-        }
-    }
+    if (!a.target_ci.empty())
+        m.target_ci = parse_target_ci(a.target_ci);
+    check_matrix(m);
+}
+
+void check_matrix(const MatrixSpec& m) {
+    check_not_empty(m.n_prompt, "-p");
+    check_not_empty(m.n_gen, "-n");
+    check_not_empty(m.n_depth, "-d");
+    check_not_empty(m.n_threads, "-t");
+    check_not_empty(m.n_batch, "-b");
+    check_not_empty(m.n_ubatch, "-ub");
+    check_not_empty(m.n_gpu_layers, "-ngl");
+    check_not_empty(m.devices, "--device");
+    check_not_empty(m.flash_attn, "-fa");
+    check_not_empty(m.type_k, "-ctk");
+    check_not_empty(m.type_v, "-ctv");
+    // The largest context of the matrix is the one of the largest values.
+    const int64_t p = *std::max_element(m.n_prompt.begin(), m.n_prompt.end());
+    const int64_t d = *std::max_element(m.n_depth.begin(), m.n_depth.end());
+    const int64_t n = *std::max_element(m.n_gen.begin(), m.n_gen.end());
+    check_context(p, d, n);
+    if (m.max_reps > 0 && m.max_reps < m.reps)
+        throw usage_error("--max-reps " + std::to_string(m.max_reps) + " is below -r " +
+                          std::to_string(m.reps) + " (the repetitions every test runs)");
+    const int64_t max_reps =
+        m.max_reps > 0 ? m.max_reps : (m.target_ci ? std::max(50, m.reps) : m.reps);
+    if (max_reps * n > kMaxTokenSamples)
+        throw usage_error("-n " + std::to_string(n) + " x " + std::to_string(max_reps) +
+                          " repetitions keeps " + std::to_string(max_reps * n) +
+                          " token latencies, more than " + std::to_string(kMaxTokenSamples) +
+                          " (1 GiB); use fewer repetitions or tokens");
 }
 
 }  // namespace sb::cli

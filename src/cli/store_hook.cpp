@@ -1,18 +1,60 @@
 #include "cli/store_hook.hpp"
 
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <sstream>
+
+#include "cli/flag_checks.hpp"
 #include "core/error.hpp"
+#include "core/json_file.hpp"
 #include "store/result_store.hpp"
 
 namespace sb::cli {
 
+namespace {
+
+StoreWait store_wait(Context& ctx) {
+    StoreWait w;
+    w.timeout_s = ctx.db_wait_s;
+    std::ostream* err = &ctx.err;
+    const std::string path = ctx.db_path;
+    w.on_wait = [err, path](double waited_s) {
+        *err << "stagebench: results store '" << path << "' is locked by another writer; waited "
+             << static_cast<int>(waited_s) << " s (--db-wait)\n";
+        err->flush();
+    };
+    return w;
+}
+
+}  // namespace
+
 void add_db_option(CLI::App* cmd, Context& ctx) {
+    // Before --db: CLI11 checks options in the order they were added, so the wait is known
+    // when the store is opened.
+    cmd->add_option("--db-wait", ctx.db_wait_s,
+                    "seconds to wait while another writer holds the --db store")
+        ->check(seconds_check(true))
+        ->capture_default_str();
     cmd->add_option("--db", ctx.db_path,
                     "append the result document to this SQLite results store (created when "
                     "absent)")
         ->check(CLI::Validator(
-            [](std::string& path) -> std::string {
+            [&ctx](std::string& path) -> std::string {
                 try {
-                    ResultStore::open(path);
+                    // A short look: a store another writer holds now may be free by the end,
+                    // where storing waits --db-wait.
+                    StoreWait glance;
+                    glance.timeout_s = std::min(1.0, ctx.db_wait_s);
+                    const ResultStore s =
+                        ResultStore::open(path, ResultStore::Mode::create, glance);
+                    if (s.read_only())
+                        return "results store '" + path +
+                               "' cannot be written (read-only file or folder)";
+                    s.last_id();
+                    return "";
+                } catch (const StoreLocked&) {
                     return "";
                 } catch (const Error& e) {
                     return e.what();
@@ -21,12 +63,74 @@ void add_db_option(CLI::App* cmd, Context& ctx) {
             "FILE", "results store"));
 }
 
+std::string fallback_document_path(const std::string& db_path) {
+    const std::time_t t = std::time(nullptr);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char stamp[32];
+    std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+    return db_path + "." + stamp + ".json";
+}
+
 void store_document(Context& ctx, const nlohmann::json& doc) {
     if (ctx.db_path.empty())
         return;
-    ResultStore store = ResultStore::open(ctx.db_path);
-    const int64_t id = store.append(doc);
-    ctx.err << "stagebench: stored as #" << id << " in " << ctx.db_path << "\n";
+    try {
+        ResultStore store =
+            ResultStore::open(ctx.db_path, ResultStore::Mode::create, store_wait(ctx));
+        const int64_t id = store.append(doc);
+        ctx.err << "stagebench: stored as #" << id << " in " << ctx.db_path << "\n";
+        return;
+    } catch (const Error& e) {
+        // The measurements must survive the store: beside it, else here.
+        const std::string text = doc.dump(2) + "\n";
+        std::string where = fallback_document_path(ctx.db_path);
+        try {
+            write_text_file(where, text);
+        } catch (const Error&) {
+            where = std::filesystem::path(where).filename().string();
+            write_text_file(where, text);
+        }
+        ctx.err << "stagebench: error: " << e.what() << "; the result document was written to "
+                << where << " instead (stagebench db import --db " << ctx.db_path << " " << where
+                << " adds it later)\n";
+        ctx.exit_code = std::max(ctx.exit_code, 1);
+    }
+}
+
+std::function<void(const std::string&)> keep_measured(Context& ctx, const ResultDocument& doc,
+                                                      bool json_stdout) {
+    return [&ctx, &doc, json_stdout](const std::string&) {
+        const nlohmann::json j = to_json(doc);
+        if (json_stdout) {
+            ctx.out << j.dump(2) << "\n";
+            ctx.out.flush();
+        }
+        ctx.db_wait_s = std::min(ctx.db_wait_s, 10.0);  // the process is going down
+        store_document(ctx, j);
+        ctx.err.flush();
+    };
+}
+
+void finish_document(Context& ctx, const ResultDocument& doc) {
+    store_document(ctx, to_json(doc));
+    if (ctx.exit_code != 2)
+        return;
+    const TestResult* first = nullptr;
+    int n_bad = 0;
+    for (const auto& t : doc.tests)
+        if (t.status == "failed" && (t.error_kind == "input" || t.error_kind == "usage")) {
+            if (!first)
+                first = &t;
+            ++n_bad;
+        }
+    if (!first)
+        return;
+    ctx.err << "stagebench: error: " << first->error.value_or("bad input") << " (" << n_bad
+            << " of " << doc.tests.size() << " tests failed on it";
+    if (n_bad < static_cast<int>(doc.tests.size()))
+        ctx.err << "; the others ran and are kept";
+    ctx.err << ")\n";
 }
 
 }  // namespace sb::cli

@@ -1,22 +1,45 @@
 #pragma once
 // `--db FILE` on the commands that produce a result document (run, demo, sustained, ops,
 // decompose, import hexagon-profile, ...): each adds the option with add_db_option() and calls
-// store_document() once its document is final, also when some test failed.
+// store_document() (or finish_document()) once its document is final, also when some test
+// failed.
 #include <CLI/CLI.hpp>
+#include <functional>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "cli/commands.hpp"
+#include "core/result.hpp"
 
 namespace sb::cli {
 
-// Adds `--db FILE` to cmd, bound to ctx.db_path. The store is opened (created or migrated)
-// while the command line is parsed, so an unusable file is a usage error before anything is
-// measured.
+// Adds `--db FILE` (bound to ctx.db_path) and `--db-wait SECONDS` (ctx.db_wait_s) to cmd. The
+// store is opened (created or migrated) while the command line is parsed, so a file that is
+// not a store, is damaged or cannot be written is a usage error before anything is measured.
 void add_db_option(CLI::App* cmd, Context& ctx);
 
 // Appends doc to the store at ctx.db_path and notes "stored as #ID in FILE" on ctx.err; does
-// nothing when ctx.db_path is empty. Never writes to ctx.out. Throws sb::Error(input) when the
-// store cannot be opened (not SQLite, newer schema) or the document cannot be stored.
+// nothing when ctx.db_path is empty. Never writes to ctx.out. While another writer holds the
+// store it waits up to ctx.db_wait_s, with a progress line every few seconds. When the store
+// cannot take the document (still locked, read-only, damaged, full), the document is written
+// beside it as fallback_document_path() (else in the current folder), one error line says
+// where, and ctx.exit_code becomes at least 1: what was measured is never lost. Throws
+// sb::Error(runtime) only when the fallback file cannot be written either.
 void store_document(Context& ctx, const nlohmann::json& doc);
+
+// "<db>.<UTC time>.json": where store_document() writes a document the store refused.
+std::string fallback_document_path(const std::string& db_path);
+
+// The end of a command that measured doc's tests: stores doc (store_document), then, when a
+// test failed on bad input (a model llama.cpp refuses, found in the middle of a sweep), says
+// so in one error line; ctx.exit_code is the command's code (exit_code_for()).
+void finish_document(Context& ctx, const ResultDocument& doc);
+
+// The last words of a measuring command (core/last_words.hpp) should llama.cpp abort the
+// process: doc as measured so far to stdout when json_stdout (what -o json would have printed
+// at the end) and to the --db store. --out needs none: it is rewritten after every test.
+// Register it as `LastWords last(keep_measured(ctx, doc, json));` before the run starts.
+std::function<void(const std::string&)> keep_measured(Context& ctx, const ResultDocument& doc,
+                                                      bool json_stdout);
 
 }  // namespace sb::cli

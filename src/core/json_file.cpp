@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "core/document.hpp"
 #include "core/error.hpp"
 #include "core/file_io.hpp"
 
@@ -11,13 +12,7 @@ nlohmann::json read_json_file(const std::string& path) {
     std::error_code ec;
     if (std::filesystem::is_directory(path, ec))
         throw input_error("'" + path + "' is a directory, not a JSON file");
-    const std::string text = read_input_file(path, "document");
-    try {
-        return nlohmann::json::parse(text);
-    } catch (const nlohmann::json::parse_error& e) {
-        throw input_error("'" + path + "' is not JSON (error at byte " + std::to_string(e.byte) +
-                          ")");
-    }
+    return parse_document_text(read_input_file(path, "document"), "'" + path + "'");
 }
 
 void write_text_file(const std::string& path, const std::string& text, const std::string& what) {

@@ -111,6 +111,7 @@ json to_json(const TestResult& t) {
     json j{{"config", to_json(t.config)},
            {"status", t.status},
            {"error", opt(t.error)},
+           {"error_kind", opt(t.error_kind)},
            {"backends", t.backends},
            {"notes", t.notes},
            {"reps_done", t.reps_done},
@@ -158,6 +159,36 @@ json to_json(const ResultDocument& d) {
     for (const auto& [k, v] : d.extra.items())
         j[k] = v;
     return j;
+}
+
+std::string error_kind_name(ErrorKind kind) {
+    switch (kind) {
+        case ErrorKind::usage:
+            return "usage";
+        case ErrorKind::input:
+            return "input";
+        case ErrorKind::runtime:
+            break;
+    }
+    return "runtime";
+}
+
+void record_failure(TestResult& r, const std::exception& e) {
+    r.status = "failed";
+    r.error = e.what();
+    r.stopped_by = "error";
+    const auto* se = dynamic_cast<const Error*>(&e);
+    r.error_kind = error_kind_name(se ? se->kind() : ErrorKind::runtime);
+}
+
+int exit_code_for(const std::vector<TestResult>& tests, bool interrupted) {
+    bool failed = interrupted;
+    for (const auto& t : tests) {
+        if (t.status == "failed" && (t.error_kind == "input" || t.error_kind == "usage"))
+            return 2;
+        failed |= t.status != "ok";
+    }
+    return failed ? 1 : 0;
 }
 
 std::string utc_timestamp() {

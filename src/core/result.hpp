@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.hpp"
 #include "core/stats.hpp"
 #include "core/warning.hpp"
 
@@ -111,6 +112,9 @@ struct TestResult {
     TestConfig config;
     std::string status = "ok";  // ok | failed | interrupted
     std::optional<std::string> error;
+    // With error: what failed, as error_kind_name() spells sb::ErrorKind ("usage", "input": the
+    // user's input, e.g. a model llama.cpp refuses; "runtime": the measurement).
+    std::optional<std::string> error_kind;
     std::vector<std::string> backends;  // devices that ran ops (host CPU last)
     std::vector<std::string> notes;
     int reps_done = 0;
@@ -146,6 +150,16 @@ struct ResultDocument {
     // The engines of the run by name ("llama", "http"): what they are and how they ran.
     nlohmann::json engines = nlohmann::json::object();
 };
+
+// "usage", "input" or "runtime".
+std::string error_kind_name(ErrorKind kind);
+// Records e on r as its error: status failed, stopped_by error, error and error_kind set.
+void record_failure(TestResult& r, const std::exception& e);
+
+// The exit code a command that measured these tests returns (README, "Bad input and faults"):
+// 2 when a test failed on bad input (error_kind usage or input), else 1 when a test failed or
+// was interrupted or interrupted is true, else 0.
+int exit_code_for(const std::vector<TestResult>& tests, bool interrupted);
 
 nlohmann::json to_json(const TestConfig&);
 nlohmann::json to_json(const StageResult&);

@@ -253,19 +253,25 @@ ChunkInfo interpret_message(HttpApi api, const StreamMessage& m) {
         ci.error = shorten(m.data, 200);
         return ci;
     }
-    switch (api) {
-        case HttpApi::openai:
-            read_openai(j, false, ci);
-            break;
-        case HttpApi::openai_chat:
-            read_openai(j, true, ci);
-            break;
-        case HttpApi::llama:
-            read_llama(j, ci);
-            break;
-        case HttpApi::ollama:
-            read_ollama(j, ci);
-            break;
+    try {
+        switch (api) {
+            case HttpApi::openai:
+                read_openai(j, false, ci);
+                break;
+            case HttpApi::openai_chat:
+                read_openai(j, true, ci);
+                break;
+            case HttpApi::llama:
+                read_llama(j, ci);
+                break;
+            case HttpApi::ollama:
+                read_ollama(j, ci);
+                break;
+        }
+    } catch (const json::exception&) {
+        // A field of the wrong type ("done": "yes"): the request fails, the test records it.
+        throw runtime_error("malformed message in the stream (a field of the wrong type): '" +
+                            shorten(m.data) + "'");
     }
     return ci;
 }
@@ -389,6 +395,33 @@ std::string normalise_url(std::string url) {
     return url;
 }
 
+std::string json_type(const json& v) {
+    if (v.is_null())
+        return "null";
+    if (v.is_boolean())
+        return "a boolean";
+    if (v.is_number())
+        return "a number";
+    if (v.is_string())
+        return "a string";
+    return v.is_array() ? "an array" : "an object";
+}
+
+// A string field of a server's answer before the run (/v1/models, /api/tags, /api/version):
+// absent is nullopt; any other type means the server is not what the API promises, which is
+// bad input like a wrong --url: sb::Error(input), one line.
+std::optional<std::string> server_string(const json& obj, const char* key,
+                                         const std::string& where) {
+    if (!obj.is_object())
+        throw input_error(where + ": expected a JSON object, found " + json_type(obj));
+    auto it = obj.find(key);
+    if (it == obj.end())
+        return std::nullopt;
+    if (!it->is_string())
+        throw input_error(where + ": \"" + key + "\" is " + json_type(*it) + ", not a string");
+    return it->get<std::string>();
+}
+
 json parse_or_null(const std::string& body) {
     try {
         return json::parse(body);
@@ -422,13 +455,19 @@ void HttpEngine::connect() {
             throw input_error(where + " does not answer Ollama's /api/version (HTTP " +
                               std::to_string(v.status) + "); is it an Ollama server?");
         kind_ = "ollama";
-        about_["version"] = string_field(vj, "version", "");  // null or a number: unknown
+        about_["version"] = server_string(vj, "version", where + "/api/version").value_or("");
         HttpResponse tags = get("/api/tags");
         json tj = parse_or_null(tags.body);
-        if (tags.status == 200 && tj.is_object() && tj["models"].is_array())
-            for (const auto& m : tj["models"])
-                if (m.contains("name") && m["name"].is_string())
-                    models_.push_back(m["name"].get<std::string>());
+        if (tags.status == 200 && tj.is_object() && tj.contains("models")) {
+            if (!tj["models"].is_array())
+                throw input_error(where + "/api/tags: \"models\" is " + json_type(tj["models"]) +
+                                  ", not an array");
+            for (size_t i = 0; i < tj["models"].size(); ++i) {
+                const std::string at = where + "/api/tags: models[" + std::to_string(i) + "]";
+                if (auto name = server_string(tj["models"][i], "name", at))
+                    models_.push_back(*name);
+            }
+        }
         return;
     }
     HttpResponse props = get("/props");
@@ -445,11 +484,16 @@ void HttpEngine::connect() {
     }
     HttpResponse mr = get("/v1/models");
     json mj = parse_or_null(mr.body);
+    if (mr.status == 200 && mj.is_object() && mj.contains("data") && !mj["data"].is_array())
+        throw input_error(where + "/v1/models: \"data\" is " + json_type(mj["data"]) +
+                          ", not an array");
     if (mr.status == 200 && mj.is_object() && mj["data"].is_array()) {
-        for (const auto& m : mj["data"]) {
-            if (m.contains("id") && m["id"].is_string())
-                models_.push_back(m["id"].get<std::string>());
-            const std::string owner = string_field(m, "owned_by", "");
+        for (size_t i = 0; i < mj["data"].size(); ++i) {
+            const json& m = mj["data"][i];
+            const std::string at = where + "/v1/models: data[" + std::to_string(i) + "]";
+            if (auto id = server_string(m, "id", at))
+                models_.push_back(*id);
+            const std::string owner = server_string(m, "owned_by", at).value_or("");
             if (kind_ == "openai-compatible") {
                 if (owner == "llamacpp")
                     kind_ = "llama-server";

@@ -155,6 +155,27 @@ TEST(InterpretMessage, ErrorsAndMalformedJson) {
     EXPECT_THROW(read(HttpApi::openai, "[1,2]"), Error);
 }
 
+TEST(InterpretMessage, AFieldOfTheWrongTypeIsOneRuntimeError) {
+    const std::vector<std::pair<HttpApi, std::string>> bad = {
+        {HttpApi::ollama, R"({"response":"x","done":"yes"})"},
+        {HttpApi::ollama, R"({"done":true,"done_reason":7})"},
+        {HttpApi::llama, R"({"content":"x","stop":1})"},
+        {HttpApi::llama, R"({"stop":true,"stop_type":[]})"},
+        {HttpApi::openai_chat, R"({"choices":[{"delta":{"content":"x"}}],"model":1,)"
+                               R"("choices2":0,"x":{}})"},
+    };
+    for (std::size_t i = 0; i + 1 < bad.size(); ++i) {
+        try {
+            read(bad[i].first, bad[i].second);
+            ADD_FAILURE() << bad[i].second << " accepted";
+        } catch (const Error& e) {
+            EXPECT_EQ(e.kind(), ErrorKind::runtime) << bad[i].second;
+            EXPECT_NE(std::string(e.what()).find("wrong type"), std::string::npos) << e.what();
+        }
+    }
+    EXPECT_NO_THROW(read(bad.back().first, bad.back().second));  // unknown fields are ignored
+}
+
 TEST(ComputeTiming, OneTokenPerChunk) {
     Generation g;
     g.start_ns = 1000;

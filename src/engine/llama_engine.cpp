@@ -117,6 +117,10 @@ void LlamaEngine::load(const LoadSpec& spec) {
     cp.n_batch = spec.n_batch;
     cp.n_ubatch = spec.n_ubatch;
     const int threads = spec.n_threads > 0 ? spec.n_threads : cp.n_threads;
+    // ggml's thread pool holds GGML_MAX_N_THREADS slots; more would write past them.
+    if (threads > GGML_MAX_N_THREADS)
+        throw usage_error("-t " + std::to_string(threads) + ": ggml runs at most " +
+                          std::to_string(GGML_MAX_N_THREADS) + " CPU threads");
     cp.n_threads = threads;
     cp.n_threads_batch = threads;
     cp.flash_attn_type = parse_flash_attn(spec.flash_attn);

@@ -1,7 +1,11 @@
 #include "model/inspect.hpp"
 
 #include <array>
+#include <cmath>
 #include <string_view>
+#include <type_traits>
+#include <unordered_map>
+#include <variant>
 
 #include "core/error.hpp"
 #include "core/json_util.hpp"
@@ -18,7 +22,149 @@ std::optional<int64_t> as_i64(const std::optional<uint64_t>& v) {
     return static_cast<int64_t>(*v);
 }
 
+std::string shown(std::string_view s) {
+    std::string out;
+    for (std::size_t i = 0; i < s.size() && i < 60; ++i) {
+        const auto c = static_cast<unsigned char>(s[i]);
+        out += (c >= 0x20 && c < 0x7f) ? static_cast<char>(c) : '?';
+    }
+    return s.size() > 60 ? out + "..." : out;
+}
+
+// The largest value of a count that is a scalar or, per layer, an array of integers; nullopt
+// when absent or not integers.
+std::optional<int64_t> max_count(const GgufFile& g, const std::string& key) {
+    if (const auto v = g.get_i64(key))
+        return v;
+    const GgufArray* a = g.get_array(key);
+    if (!a)
+        return std::nullopt;
+    std::optional<int64_t> m;
+    std::visit(
+        [&](const auto& xs) {
+            using E = typename std::decay_t<decltype(xs)>::value_type;
+            if constexpr (std::is_integral_v<E> && !std::is_same_v<E, bool>) {
+                for (const auto x : xs)
+                    if (!m || static_cast<int64_t>(x) > *m)
+                        m = static_cast<int64_t>(x);
+            }
+        },
+        *a);
+    return m;
+}
+
 }  // namespace
+
+void check_llama_limits(const GgufFile& g) {
+    const std::string& path = g.path;
+    auto bad = [&](const std::string& why) {
+        return input_error(path + ": " + why + "; llama.cpp cannot load this model");
+    };
+    // llama.cpp maps the file and hands the CPU backend pointers into it, which must be
+    // aligned to 32 bytes (ggml's TENSOR_ALIGNMENT).
+    for (const auto& t : g.tensors)
+        if ((g.data_offset + t.offset) % kGgmlTensorAlignment != 0)
+            throw bad("tensor '" + shown(t.name) + "' starts at byte " +
+                      std::to_string(g.data_offset + t.offset) + ", not a multiple of " +
+                      std::to_string(kGgmlTensorAlignment) + " (general.alignment " +
+                      std::to_string(g.alignment) + ")");
+
+    const auto arch = g.architecture();
+    if (!arch)
+        return;
+    const std::string a = *arch + ".";
+    // Layers: 1 to LLAMA_MAX_LAYERS; a layer's tensors beyond the count are never used.
+    if (const auto* v = g.find(a + "block_count")) {
+        const auto n = g.get_i64(a + "block_count");
+        if (!n || *n < 1 || *n > kLlamaMaxLayers)
+            throw bad(a + "block_count is " +
+                      (n ? std::to_string(*n) : std::string(gguf_type_name(gguf_type_of(*v)))) +
+                      ", expected 1 to " + std::to_string(kLlamaMaxLayers));
+        for (const auto& t : g.tensors) {
+            if (t.name.rfind("blk.", 0) != 0)
+                continue;
+            const auto dot = t.name.find('.', 4);
+            const std::string idx = t.name.substr(4, dot == std::string::npos ? 0 : dot - 4);
+            if (!idx.empty() && idx.size() < 10 &&
+                idx.find_first_not_of("0123456789") == std::string::npos && std::stoll(idx) >= *n)
+                throw bad("tensor '" + shown(t.name) + "' belongs to layer " + idx + ", but " + a +
+                          "block_count is " + std::to_string(*n));
+        }
+        if (const auto nextn = g.get_i64(a + "nextn_predict_layers"); nextn && *nextn > *n)
+            throw bad(a + "nextn_predict_layers " + std::to_string(*nextn) + " is more than the " +
+                      std::to_string(*n) + " layers");
+    }
+    // Experts: as llama.cpp asserts them.
+    const int64_t experts = g.get_i64(a + "expert_count").value_or(0);
+    const int64_t used = max_count(g, a + "expert_used_count").value_or(0);
+    const int64_t groups = g.get_i64(a + "expert_group_count").value_or(0);
+    const int64_t group_used = g.get_i64(a + "expert_group_used_count").value_or(0);
+    if (experts < 0 || experts > kLlamaMaxExperts)
+        throw bad(a + "expert_count " + std::to_string(experts) + " is outside 0 to " +
+                  std::to_string(kLlamaMaxExperts));
+    if (experts == 0 && (used != 0 || groups != 0))
+        throw bad(a + "expert_used_count or expert_group_count is set without experts");
+    if (experts > 0) {
+        if (used < 1 || used > experts)
+            throw bad(a + "expert_used_count " + std::to_string(used) + " is outside 1 to the " +
+                      std::to_string(experts) + " experts");
+        if (groups < 0 || groups >= experts)
+            throw bad(a + "expert_group_count " + std::to_string(groups) + " is not below the " +
+                      std::to_string(experts) + " experts");
+        if (groups > 1 && (experts % groups != 0 || group_used < 1 || group_used >= groups))
+            throw bad(a + "expert_group_count " + std::to_string(groups) +
+                      " and expert_group_used_count " + std::to_string(group_used) +
+                      " do not divide the " + std::to_string(experts) + " experts");
+    }
+    // Normalisation epsilons: ggml asserts eps >= 0 while computing (nan fails it too).
+    for (const auto& kv : g.kv) {
+        if (kv.key.rfind(a, 0) != 0 || kv.key.size() < 7 ||
+            kv.key.compare(kv.key.size() - 7, 7, "epsilon") != 0)
+            continue;
+        const auto eps = g.get_f64(kv.key);
+        if (eps && !(std::isfinite(*eps) && *eps >= 0))
+            throw bad(kv.key + " is " + std::to_string(*eps) +
+                      ", expected a finite number of at least 0");
+    }
+    // RoPE scaling: one of the names llama.cpp knows, else it asserts.
+    if (g.find(a + "rope.scaling.type")) {
+        const auto t = g.get_string(a + "rope.scaling.type");
+        if (!t || (*t != "none" && *t != "linear" && *t != "yarn" && *t != "longrope"))
+            throw bad(a + "rope.scaling.type is '" + shown(t.value_or("(not a string)")) +
+                      "', expected none, linear, yarn or longrope");
+    }
+    // A WordPiece vocabulary (BERT's) has no byte tokens: llama.cpp aborts rendering one.
+    if (g.get_string("tokenizer.ggml.model") == "bert")
+        if (const GgufArray* types = g.get_array("tokenizer.ggml.token_type"))
+            if (const auto* t = std::get_if<std::vector<int32_t>>(types))
+                for (std::size_t i = 0; i < t->size(); ++i)
+                    if ((*t)[i] == 6)
+                        throw bad("token " + std::to_string(i) +
+                                  " is a byte token (tokenizer.ggml.token_type 6), which a "
+                                  "BERT (WordPiece) vocabulary cannot have");
+    // Vocabulary: every token once (llama.cpp names empty ones [EMPTY_<id>]).
+    if (const GgufArray* arr = g.get_array("tokenizer.ggml.tokens")) {
+        if (const auto* tokens = std::get_if<std::vector<std::string>>(arr)) {
+            std::unordered_map<std::string_view, std::size_t> seen;
+            std::vector<std::string> renamed;
+            seen.reserve(tokens->size());
+            for (std::size_t i = 0; i < tokens->size(); ++i) {
+                std::string_view t = (*tokens)[i];
+                if (t.empty()) {
+                    renamed.push_back("[EMPTY_" + std::to_string(i) + "]");
+                    continue;
+                }
+                const auto [it, fresh] = seen.emplace(t, i);
+                if (!fresh)
+                    throw bad("tokenizer.ggml.tokens holds '" + shown(t) + "' twice (tokens " +
+                              std::to_string(it->second) + " and " + std::to_string(i) + ")");
+            }
+            for (const auto& r : renamed)
+                if (seen.count(r))
+                    throw bad("tokenizer.ggml.tokens holds '" + r + "' beside an empty token");
+        }
+    }
+}
 
 std::optional<std::string> llama_file_type_name(uint32_t file_type) {
     // LLAMA_FTYPE in llama.h; empty slots are removed values. 1024 marks a guessed type.
@@ -49,6 +195,7 @@ ModelInfo inspect_model(const std::string& path) {
     }
     if (g.tensors.empty())
         throw input_error(path + ": has no tensors (vocabulary-only file?)");
+    check_llama_limits(g);
     // Metadata strings are bytes from the file: made valid UTF-8 before they reach a document
     // (keys below are still looked up with the architecture's bytes as written).
     const auto text = [](std::optional<std::string> v) -> std::optional<std::string> {

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/warning.hpp"
+#include "model/gguf.hpp"
 
 namespace sb {
 
@@ -40,9 +41,26 @@ struct ModelInfo {
     std::optional<std::string> tokenizer;  // tokenizer.ggml.model
 };
 
-// Reads and validates path with read_gguf() and summarizes it. Throws
+// llama.cpp's limits, facts of the pinned version: LLAMA_MAX_LAYERS, LLAMA_MAX_EXPERTS and
+// ggml's TENSOR_ALIGNMENT (bytes).
+inline constexpr int64_t kLlamaMaxLayers = 512;
+inline constexpr int64_t kLlamaMaxExperts = 1024;
+inline constexpr uint64_t kGgmlTensorAlignment = 32;
+
+// Checks the metadata llama.cpp does not report as an error but aborts the process on (an
+// assertion while loading or computing), so that such a model is bad input before any engine
+// sees it: tensor data not at 32-byte file offsets (general.alignment below 32), a
+// <arch>.block_count outside 1..512 or below a layer the tensors use, nextn layers beyond the
+// layers, expert counts that do not fit together, a normalisation epsilon that is negative,
+// infinite or nan, an unknown <arch>.rope.scaling.type, a vocabulary that holds a token twice,
+// byte tokens in a BERT (WordPiece) vocabulary.
+// Throws sb::Error(ErrorKind::input, "<path>: <reason>; llama.cpp cannot load this model").
+void check_llama_limits(const GgufFile& g);
+
+// Reads and validates path with read_gguf() and check_llama_limits() and summarizes it. Throws
 // sb::Error(ErrorKind::input, "<path>: <reason>") for a missing path, a directory, a file that
-// is not GGUF, is truncated or corrupt, has no general.architecture, or has no tensors.
+// is not GGUF, is truncated or corrupt, has no general.architecture, has no tensors, or holds
+// values llama.cpp aborts on.
 ModelInfo inspect_model(const std::string& path);
 
 // LLAMA_FTYPE name ("Q4_0", "MOSTLY_*" without the prefix), or nullopt for unknown values.

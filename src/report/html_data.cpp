@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/document.hpp"
 #include "core/error.hpp"
 #include "core/file_io.hpp"
 #include "core/json_util.hpp"
@@ -222,11 +223,7 @@ std::optional<SeriesKind> series_kind(const json& s) {
 }  // namespace
 
 ReportInput load_report_input(const std::string& path) {
-    json doc = json::parse(read_input_file(path, "document"), nullptr,
-                           /*allow_exceptions=*/false);
-    if (doc.is_discarded())
-        throw input_error("'" + path + "' is not JSON");
-    return ReportInput{path, std::move(doc)};
+    return ReportInput{path, load_document(path)};
 }
 
 json summary_view(const json& doc) {

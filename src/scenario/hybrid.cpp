@@ -300,7 +300,6 @@ int run_hybrid(const HybridOptions& o, ResultDocument& doc, std::ostream& out, s
         if (sampling)
             tel->mark(stage_prefix + stage, begin, tokens);
     };
-    int failed = 0;
     bool interrupted = false;
     for (int p : o.n_prompt) {
         for (int n : o.n_gen) {
@@ -343,6 +342,7 @@ int run_hybrid(const HybridOptions& o, ResultDocument& doc, std::ostream& out, s
             PointSamples ps;
             const std::string name = "pp" + std::to_string(p) + "+tg" + std::to_string(n);
             std::string error;
+            ErrorKind error_kind = ErrorKind::runtime;
             try {
                 if (o.base.warmup) {
                     progress(name + ": warmup");
@@ -379,6 +379,7 @@ int run_hybrid(const HybridOptions& o, ResultDocument& doc, std::ostream& out, s
                 }
             } catch (const Error& e) {
                 error = e.what();
+                error_kind = e.kind();
             } catch (const std::exception& e) {
                 error = e.what();
             }
@@ -389,6 +390,7 @@ int run_hybrid(const HybridOptions& o, ResultDocument& doc, std::ostream& out, s
                 if (!error.empty()) {
                     r.status = "failed";
                     r.error = error;
+                    r.error_kind = error_kind_name(error_kind);
                     r.stopped_by = "error";
                 } else if (interrupted) {
                     r.status = "interrupted";
@@ -397,8 +399,6 @@ int run_hybrid(const HybridOptions& o, ResultDocument& doc, std::ostream& out, s
                 if (sampling)
                     r.telemetry = test_telemetry(*tel, "test" + std::to_string(m.test) + "/");
                 pt["tests"][m.name] = m.test;
-                if (r.status != "ok")
-                    ++failed;
             }
             pt["transfer"] = {{"start_ns", ps.start_ns},
                               {"duration_ns", ps.transfer_ns},
@@ -439,12 +439,10 @@ int run_hybrid(const HybridOptions& o, ResultDocument& doc, std::ostream& out, s
         out << dump_json(to_json(doc), 2) << "\n";
     else
         write_hybrid_markdown(doc, out);
-    if (interrupted) {
+    if (interrupted)
         err << "stagebench: interrupted; what was measured is kept"
             << (o.out_path ? " in " + *o.out_path : std::string()) << "\n";
-        return 1;
-    }
-    return failed > 0 ? 1 : 0;
+    return exit_code_for(doc.tests, interrupted);
 }
 
 }  // namespace sb

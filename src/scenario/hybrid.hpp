@@ -43,8 +43,9 @@ inline constexpr const char* kPrefillAloneMode = "prefill_alone";  // A for both
 inline constexpr const char* kDecodeAloneMode = "decode_alone";    // B for both stages
 
 // Validates the options (sb::Error usage/input before anything is measured), runs every point
-// and fills doc. Returns 0 when every test succeeded, 1 when some failed or the run was
-// interrupted (what was measured is kept in doc and, with out_path, on disk).
+// and fills doc. Returns exit_code_for() of its tests: 0 when every test succeeded, 1 when some
+// failed or the run was interrupted, 2 when one failed on bad input (what was measured is kept
+// in doc and, with out_path, on disk).
 int run_hybrid(const HybridOptions& opts, ResultDocument& doc, std::ostream& out,
                std::ostream& err);
 

@@ -1,8 +1,10 @@
 #include "scenario/run_command.hpp"
 
 #include <algorithm>
+#include <map>
 #include <thread>
 
+#include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
 #include "core/membw.hpp"
@@ -92,9 +94,25 @@ int run_benchmark(const RunOptions& opts, ResultDocument& doc, std::ostream& out
     // error of the command, not a failed test.
     HttpRun http(opts.http, opts.matrix, opts.rpc_servers);
     auto tests = http.plan(opts.matrix);
-    if (http.needs_gguf())
-        for (const auto& path : opts.matrix.models)
-            doc.models.push_back(to_json(inspect_model(path)));
+    // A model that cannot be used fails its own tests, and the sweep goes on with the others;
+    // when no model can be used, the command fails before anything runs.
+    std::map<std::string, Error> unusable;
+    if (http.needs_gguf()) {
+        std::optional<Error> first;
+        for (const auto& path : opts.matrix.models) {
+            try {
+                doc.models.push_back(to_json(inspect_model(path)));
+            } catch (const Error& e) {
+                if (e.kind() == ErrorKind::runtime)
+                    throw;
+                unusable.emplace(path, e);
+                if (!first)
+                    first = e;
+            }
+        }
+        if (first && doc.models.empty())
+            throw *first;
+    }
     for (const auto& ep : opts.rpc_servers)
         add_rpc_server(ep);
     if (http.uses_llama()) {
@@ -145,17 +163,22 @@ int run_benchmark(const RunOptions& opts, ResultDocument& doc, std::ostream& out
         };
     if (opts.progress)
         hooks.progress = [&](const std::string& s) { err << "stagebench: " << s << "\n"; };
-    int failed = 0;
     for (size_t i = 0; i < tests.size(); ++i) {
         if (interrupt_requested())
             break;
         stage_prefix = "test" + std::to_string(i) + "/";
-        TestResult r = tests[i].engine == "http" ? http.run(tests[i], hooks)
-                                                 : run_test(engine, tests[i], hooks, membw);
+        TestResult r;
+        if (auto bad = unusable.find(tests[i].model_path);
+            bad != unusable.end() && (tests[i].engine != "http" || !opts.http.url)) {
+            r.config = tests[i];
+            r.started_ns = r.finished_ns = now_ns();
+            record_failure(r, bad->second);
+        } else {
+            r = tests[i].engine == "http" ? http.run(tests[i], hooks)
+                                          : run_test(engine, tests[i], hooks, membw);
+        }
         if (sampling)
             r.telemetry = test_telemetry(*tel, stage_prefix);
-        if (r.status != "ok")
-            ++failed;
         if (r.status == "failed" && opts.progress)
             err << "stagebench: test " << r.config.test_name() << " on " << r.config.devices
                 << " failed: " << r.error.value_or("") << "\n";
@@ -171,12 +194,10 @@ int run_benchmark(const RunOptions& opts, ResultDocument& doc, std::ostream& out
     reporter->end(doc);
     // After the report: an output that fails now (a FIFO nobody reads) costs no result.
     save(DocumentSave::final);
-    if (interrupt_requested()) {
+    if (interrupt_requested())
         err << "stagebench: interrupted; " << doc.tests.size() << " test(s) kept"
             << (opts.out_path ? " in " + *opts.out_path : std::string()) << "\n";
-        return 1;
-    }
-    return failed > 0 ? 1 : 0;
+    return exit_code_for(doc.tests, interrupt_requested());
 }
 
 }  // namespace sb

@@ -1,8 +1,10 @@
 #pragma once
 // `stagebench run` and `stagebench demo` end to end: validate inputs, describe the machine,
 // run the sweep, stream rows to a reporter and keep the result document on disk as each test
-// completes. Returns the exit code (0 all tests ok, 1 some failed or interrupted); throws
-// sb::Error for bad input found before anything was measured.
+// completes. Returns the exit code of exit_code_for() (0 all tests ok, 1 some failed or
+// interrupted, 2 some failed on bad input: a model that cannot be used fails its own tests
+// while the other models run); throws sb::Error for bad input found before anything was
+// measured (every model unusable included).
 #include <optional>
 #include <ostream>
 #include <string>

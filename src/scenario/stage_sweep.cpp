@@ -222,14 +222,8 @@ TestResult run_test(Engine& engine, const TestConfig& c, const SweepHooks& hooks
             if (repetition_done(r, c, rep))
                 break;
         }
-    } catch (const Error& e) {
-        r.status = "failed";
-        r.error = e.what();
-        r.stopped_by = "error";
     } catch (const std::exception& e) {
-        r.status = "failed";
-        r.error = e.what();
-        r.stopped_by = "error";
+        record_failure(r, e);
     }
     if (r.prefill)
         finish_stage(*r.prefill);

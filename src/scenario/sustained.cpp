@@ -137,7 +137,8 @@ CooldownPolicy parse_cooldown(const std::string& text) {
     } catch (const std::exception&) {
         throw bad();
     }
-    if (used != v.size() || p.seconds < 0)
+    // A day at most: a longer pause is a typo, and inf or nan would wait forever.
+    if (used != v.size() || !std::isfinite(p.seconds) || p.seconds < 0 || p.seconds > 86400)
         throw bad();
     p.kind = p.seconds > 0 ? CooldownPolicy::Kind::fixed : CooldownPolicy::Kind::none;
     return p;
@@ -387,11 +388,12 @@ int run_sustained(const SustainedOptions& o, ResultDocument& doc, std::ostream& 
         return false;
     };
     int failed = 0;
+    bool bad_input = false;
     std::vector<std::pair<std::string, std::optional<BackgroundSpec>>> phases{
         {bg ? "baseline" : "rounds", std::nullopt}};
     if (bg)
         phases.push_back({"loaded", bg});
-    for (size_t ph = 0; ph < phases.size() && !interrupt_requested(); ++ph) {
+    for (size_t ph = 0; ph < phases.size() && !interrupt_requested() && !bad_input; ++ph) {
         SustainedPhase phase;
         phase.name = phases[ph].first;
         phase.background = phases[ph].second ? phases[ph].second->text : "";
@@ -402,7 +404,7 @@ int run_sustained(const SustainedOptions& o, ResultDocument& doc, std::ostream& 
             load->start();
         }
         const int64_t phase_start = now_ns();
-        for (int round = 1; round <= o.rounds && !interrupt_requested(); ++round) {
+        for (int round = 1; round <= o.rounds && !interrupt_requested() && !bad_input; ++round) {
             SustainedRound sr;
             sr.round = round;
             if (round > 1)
@@ -432,6 +434,8 @@ int run_sustained(const SustainedOptions& o, ResultDocument& doc, std::ostream& 
             sr.error = r.error;
             if (r.status != "ok")
                 ++failed;
+            // A model or option the engine refuses will be refused every round: stop here.
+            bad_input |= r.error_kind == "input" || r.error_kind == "usage";
             if (r.prefill && !r.prefill->tokens_per_s.empty())
                 sr.prefill_tps = r.prefill->tokens_per_s[0];
             if (r.decode && !r.decode->tokens_per_s.empty()) {
@@ -522,12 +526,11 @@ int run_sustained(const SustainedOptions& o, ResultDocument& doc, std::ostream& 
         out << dump_json(to_json(doc), 2) << "\n";
     else
         write_sustained_markdown(res, doc.warnings, out);
-    if (interrupt_requested()) {
+    if (interrupt_requested())
         err << "stagebench: interrupted; the rounds measured so far are kept"
             << (o.out_path ? " in " + *o.out_path : std::string()) << "\n";
-        return 1;
-    }
-    return failed > 0 ? 1 : 0;
+    const int code = exit_code_for(doc.tests, interrupt_requested());
+    return code == 0 && failed > 0 ? 1 : code;
 }
 
 }  // namespace sb

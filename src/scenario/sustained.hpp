@@ -61,7 +61,8 @@ std::set<int> parse_trace_ops_rounds(const std::string& text, int rounds);
 AcrossRounds summarize_rounds(const std::vector<SustainedRound>& rounds,
                               const std::vector<Series>& freq_series);
 
-// Runs the protocol. Returns the exit code (0 all rounds ok, 1 a round failed or interrupted);
+// Runs the protocol. Returns the exit code (0 all rounds ok, 1 a round failed or interrupted,
+// 2 a round failed on bad input, e.g. a model llama.cpp refuses: then no further round runs);
 // throws sb::Error for bad input found before measuring. Rounds reach --out as they end.
 int run_sustained(const SustainedOptions& opts, ResultDocument& doc, std::ostream& out,
                   std::ostream& err);

@@ -2,8 +2,13 @@
 
 #include <sqlite3.h>
 
-#include <filesystem>
+#include <unistd.h>
 
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "core/document.hpp"
 #include "core/error.hpp"
 #include "core/json_util.hpp"
 #include "core/result.hpp"
@@ -14,6 +19,9 @@ using nlohmann::json;
 
 struct ResultStore::Db {
     sqlite3* handle = nullptr;
+    StoreWait wait;
+    int64_t wait_start_ns = 0;
+    double reported_s = 0;
     ~Db() {
         if (handle)
             sqlite3_close(handle);
@@ -26,12 +34,60 @@ std::string errmsg(sqlite3* db) {
     return db ? sqlite3_errmsg(db) : "out of memory";
 }
 
+std::string store_name(sqlite3* db) {
+    const char* f = db ? sqlite3_db_filename(db, "main") : nullptr;
+    return f && *f ? std::string(f) : std::string("(memory)");
+}
+
+// The error for a failed SQLite call: a damaged file is bad input (the user gave it), a lock
+// held past the wait or a read-only file is a fault of this run.
+[[noreturn]] void fail(sqlite3* db, const std::string& msg) {
+    const int code = db ? sqlite3_errcode(db) : SQLITE_NOMEM;
+    const std::string name = "results store '" + store_name(db) + "'";
+    switch (code) {
+        case SQLITE_CORRUPT:
+        case SQLITE_NOTADB:
+            throw input_error(name + " is damaged: " + msg);
+        case SQLITE_BUSY:
+        case SQLITE_LOCKED:
+            throw StoreLocked(name + " stayed locked by another writer: " + msg);
+        case SQLITE_READONLY:
+        case SQLITE_CANTOPEN:
+        case SQLITE_PERM:
+            throw runtime_error(name + " cannot be written: " + msg);
+        default:
+            throw runtime_error(name + ": " + msg);
+    }
+}
+
+// While another connection holds the lock: sleep a little, tell the user now and then, give
+// up after the wait's timeout.
+int on_busy(void* p, int count) {
+    auto* db = static_cast<ResultStore::Db*>(p);
+    const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            std::chrono::steady_clock::now().time_since_epoch())
+                            .count();
+    if (count == 0) {
+        db->wait_start_ns = now;
+        db->reported_s = 0;
+    }
+    const double waited = (now - db->wait_start_ns) / 1e9;
+    if (waited >= db->wait.timeout_s)
+        return 0;
+    if (db->wait.on_wait && waited - db->reported_s >= db->wait.progress_s) {
+        db->reported_s = waited;
+        db->wait.on_wait(waited);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(count < 10 ? 5 : 50));
+    return 1;
+}
+
 // A prepared statement, finalized on scope exit.
 class Stmt {
   public:
     Stmt(sqlite3* db, const std::string& sql) : db_(db) {
         if (sqlite3_prepare_v2(db, sql.c_str(), -1, &s_, nullptr) != SQLITE_OK)
-            throw runtime_error("results store: " + errmsg(db));
+            fail(db, errmsg(db));
     }
     ~Stmt() { sqlite3_finalize(s_); }
     Stmt(const Stmt&) = delete;
@@ -57,7 +113,7 @@ class Stmt {
             return true;
         if (rc == SQLITE_DONE)
             return false;
-        throw runtime_error("results store: " + errmsg(db_));
+        fail(db_, errmsg(db_));
     }
     void reset() {
         sqlite3_reset(s_);
@@ -84,7 +140,7 @@ class Stmt {
   private:
     void check(int rc) {
         if (rc != SQLITE_OK)
-            throw runtime_error("results store: " + errmsg(db_));
+            fail(db_, errmsg(db_));
     }
     sqlite3* db_;
     sqlite3_stmt* s_ = nullptr;
@@ -95,7 +151,7 @@ void exec(sqlite3* db, const std::string& sql) {
     if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &msg) != SQLITE_OK) {
         std::string m = msg ? msg : errmsg(db);
         sqlite3_free(msg);
-        throw runtime_error("results store: " + m);
+        fail(db, m);
     }
 }
 
@@ -251,7 +307,7 @@ ResultStore::ResultStore(ResultStore&&) noexcept = default;
 ResultStore& ResultStore::operator=(ResultStore&&) noexcept = default;
 ResultStore::~ResultStore() = default;
 
-ResultStore ResultStore::open(const std::string& path, Mode mode) {
+ResultStore ResultStore::open(const std::string& path, Mode mode, StoreWait wait) {
     namespace fs = std::filesystem;
     std::error_code ec;
     const bool exists = fs::exists(path, ec);
@@ -267,7 +323,8 @@ ResultStore ResultStore::open(const std::string& path, Mode mode) {
     int flags = SQLITE_OPEN_READWRITE | (mode == Mode::create ? SQLITE_OPEN_CREATE : 0);
     if (sqlite3_open_v2(path.c_str(), &db->handle, flags, nullptr) != SQLITE_OK)
         throw input_error("cannot open results store '" + path + "': " + errmsg(db->handle));
-    sqlite3_busy_timeout(db->handle, 5000);
+    db->wait = std::move(wait);
+    sqlite3_busy_handler(db->handle, on_busy, db.get());
     sqlite3_extended_result_codes(db->handle, 0);
 
     // SQLite reads the header lazily: the first statement tells whether this is a database.
@@ -278,6 +335,8 @@ ResultStore ResultStore::open(const std::string& path, Mode mode) {
         const int code = sqlite3_errcode(db->handle);
         if (code == SQLITE_NOTADB)
             throw input_error("'" + path + "' is not a SQLite database");
+        if (code == SQLITE_BUSY || code == SQLITE_LOCKED)
+            throw;
         throw input_error("cannot read results store '" + path + "': " + errmsg(db->handle));
     }
     if (version > kStoreSchemaVersion)
@@ -327,6 +386,11 @@ int64_t ResultStore::append(const nlohmann::json& doc) {
     return id;
 }
 
+int64_t ResultStore::last_id() const {
+    Stmt s(db_->handle, "SELECT max(id) FROM documents");
+    return s.step() ? s.int64(0) : 0;
+}
+
 std::vector<StoredEntry> ResultStore::list() const {
     Stmt s(db_->handle,
            "SELECT id, stored_at, command, started_at, host, cpu, tool_version, models, n_tests "
@@ -362,10 +426,10 @@ std::string ResultStore::get_text(int64_t id) const {
 }
 
 nlohmann::json ResultStore::get(int64_t id) const {
-    json doc = json::parse(get_text(id), nullptr, false);
-    if (doc.is_discarded())
-        throw input_error("document #" + std::to_string(id) + " in results store '" + path_ +
-                          "' is not valid JSON; the store is damaged");
+    const std::string source =
+        "document #" + std::to_string(id) + " in results store '" + path_ + "'";
+    json doc = parse_document_text(get_text(id), source);
+    check_document(doc, source);
     return doc;
 }
 
@@ -390,6 +454,14 @@ std::vector<StoredTest> ResultStore::tests(int64_t id) const {
         out.push_back(std::move(t));
     }
     return out;
+}
+
+bool ResultStore::read_only() const {
+    if (sqlite3_db_readonly(db_->handle, "main") == 1)
+        return true;
+    // The rollback journal is made beside the file.
+    const auto dir = std::filesystem::absolute(path_).parent_path();
+    return ::access(dir.c_str(), W_OK) != 0;
 }
 
 int ResultStore::schema_version() const {

@@ -4,11 +4,14 @@
 // its tests. The file's schema is versioned (PRAGMA user_version) and migrated forward when an
 // older store is opened; a store written by a newer stagebench is refused, never rewritten.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "core/error.hpp"
 
 namespace sb {
 
@@ -35,15 +38,35 @@ struct StoredTest {
     std::optional<double> prefill_tps_median, decode_tps_median;  // tokens/s
 };
 
+// The store stayed locked by another writer longer than its StoreWait (an sb::Error(runtime)).
+class StoreLocked : public Error {
+  public:
+    explicit StoreLocked(const std::string& message) : Error(ErrorKind::runtime, message) {}
+};
+
+// How long an operation waits while another writer holds the store's lock, and whom it tells.
+struct StoreWait {
+    double timeout_s = 60;
+    // Called about every progress_s seconds of one wait with the seconds waited so far.
+    std::function<void(double waited_s)> on_wait;
+    double progress_s = 5;
+};
+
 class ResultStore {
   public:
     enum class Mode { create, existing };
 
     // Opens the store at path and migrates it to kStoreSchemaVersion. Mode::create makes the
-    // file when absent; Mode::existing requires it. Throws sb::Error(input), one line, when the
-    // file is missing (existing), cannot be opened, is not a SQLite database, is a SQLite
-    // database that is not a stagebench store, or was written by a newer schema version.
-    static ResultStore open(const std::string& path, Mode mode = Mode::create);
+    // file when absent; Mode::existing requires it. Every statement waits for another writer's
+    // lock as wait says. Throws sb::Error(input), one line, when the file is missing
+    // (existing), cannot be opened, is not a SQLite database or is damaged, is a SQLite
+    // database that is not a stagebench store, or was written by a newer schema version;
+    // sb::Error(runtime) when it stayed locked longer than wait.timeout_s.
+    static ResultStore open(const std::string& path, Mode mode = Mode::create, StoreWait wait = {});
+
+    // True when appending cannot work: the file or its folder is not writable (SQLite opens
+    // such a file read-only).
+    bool read_only() const;
 
     ResultStore(ResultStore&&) noexcept;
     ResultStore& operator=(ResultStore&&) noexcept;
@@ -52,14 +75,21 @@ class ResultStore {
     // Appends doc (a JSON object) and returns its id (1, 2, ... in order of appends). The text
     // stored is dump_json(doc, 2), so get() returns a document equal to doc, except that bytes
     // that are not UTF-8 are stored as U+FFFD (a measurement is never lost to its text).
-    // Throws sb::Error(input) for a non-object, sb::Error(runtime) when SQLite fails.
+    // Throws sb::Error(input) for a non-object or a damaged store, sb::Error(runtime) when the
+    // store stays locked, is read-only or SQLite fails otherwise.
     int64_t append(const nlohmann::json& doc);
+
+    // The largest document id (0 when empty). It reads only the end of the documents table:
+    // a cheap sign that the data an append touches is readable (throws sb::Error(input) when
+    // the store is damaged there).
+    int64_t last_id() const;
 
     // Every document, oldest first.
     std::vector<StoredEntry> list() const;
 
-    // The stored JSON text of document id, exactly as appended; get() parses it. Both throw
-    // sb::Error(input) when there is no such id.
+    // The stored JSON text of document id, exactly as appended; get() parses and checks it
+    // (core/document.hpp). Both throw sb::Error(input) when there is no such id, get() also
+    // when the document is not a usable document.
     std::string get_text(int64_t id) const;
     nlohmann::json get(int64_t id) const;
 
@@ -70,8 +100,9 @@ class ResultStore {
     int schema_version() const;
     const std::string& path() const { return path_; }
 
+    struct Db;  // the connection and its wait; defined in result_store.cpp
+
   private:
-    struct Db;
     ResultStore(std::string path, std::unique_ptr<Db> db);
     std::string path_;
     std::unique_ptr<Db> db_;

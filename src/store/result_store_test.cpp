@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <unistd.h>
+
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -242,6 +245,81 @@ TEST(ResultStore, ParsesDbOperands) {
         error_of([&] { parse_db_operand(bad); }, &kind);
         EXPECT_EQ(kind, ErrorKind::usage) << bad;
     }
+}
+
+TEST(ResultStore, ALockedStoreWaitsReportsAndThenGivesUp) {
+    TempDir t;
+    const std::string path = t.file("busy.sqlite");
+    ResultStore::open(path).append(sample_doc("a", 1));
+    sqlite3* other = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &other), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(other, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
+    std::vector<double> reports;
+    StoreWait w;
+    w.timeout_s = 0.6;
+    w.progress_s = 0.2;
+    w.on_wait = [&](double s) { reports.push_back(s); };
+    ResultStore s = ResultStore::open(path, ResultStore::Mode::existing, w);  // reading is free
+    EXPECT_EQ(s.last_id(), 1);
+    const auto t0 = std::chrono::steady_clock::now();
+    ErrorKind kind = ErrorKind::input;
+    bool locked = false;
+    try {
+        s.append(sample_doc("b", 2));
+    } catch (const StoreLocked& e) {
+        locked = true;
+        kind = e.kind();
+        EXPECT_NE(std::string(e.what()).find("locked by another writer"), std::string::npos);
+    }
+    const double waited =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_TRUE(locked);
+    EXPECT_EQ(kind, ErrorKind::runtime);
+    EXPECT_GE(waited, 0.55);
+    EXPECT_GE(reports.size(), 2u);
+    // Released: the same store takes the document.
+    sqlite3_exec(other, "ROLLBACK", nullptr, nullptr, nullptr);
+    sqlite3_close(other);
+    EXPECT_EQ(s.append(sample_doc("b", 2)), 2);
+}
+
+TEST(ResultStore, ADamagedStoreIsAnInputError) {
+    TempDir t;
+    const std::string path = t.file("damaged.sqlite");
+    {
+        ResultStore s = ResultStore::open(path);
+        for (int i = 0; i < 5; ++i)
+            s.append(sample_doc(std::string(3000, 'h'), i));
+    }
+    {
+        std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+        f.seekp(4096);
+        const std::string junk(fs::file_size(path) - 4096, '\x5a');
+        f.write(junk.data(), static_cast<std::streamsize>(junk.size()));
+    }
+    ErrorKind kind = ErrorKind::runtime;
+    const std::string msg =
+        error_of([&] { ResultStore::open(path, ResultStore::Mode::existing).list(); }, &kind);
+    EXPECT_EQ(kind, ErrorKind::input) << msg;
+    EXPECT_NE(msg.find("is damaged"), std::string::npos) << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+}
+
+TEST(ResultStore, SaysWhenItCannotBeWritten) {
+    TempDir t;
+    const std::string path = t.file("ro.sqlite");
+    ResultStore::open(path).append(sample_doc("a", 1));
+    EXPECT_FALSE(ResultStore::open(path).read_only());
+    // Opened read-only by SQLite itself: as for a file this process may not write.
+    sqlite3* ro = nullptr;
+    ASSERT_EQ(sqlite3_open_v2(path.c_str(), &ro, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+    EXPECT_EQ(sqlite3_db_readonly(ro, "main"), 1);
+    sqlite3_close(ro);
+    fs::permissions(t.path, fs::perms::owner_read | fs::perms::owner_exec);
+    if (::geteuid() != 0) {
+        EXPECT_TRUE(ResultStore::open(path, ResultStore::Mode::existing).read_only());
+    }
+    fs::permissions(t.path, fs::perms::owner_all);
 }
 
 }  // namespace

@@ -1,0 +1,243 @@
+// Documents handed back to stagebench, mutated by a seeded generator: every reader (report,
+// compare, advise, trace, db import) must end with exit 0 or with exit 2 and one error line,
+// never with a library exception (exit 1), and a value whose JSON type differs from what the
+// document format holds there must be refused by the one reading path (core/document.hpp).
+// The fixture documents are real outputs of run, ops, decompose, sustained, hybrid, import
+// and compare on a tiny synthetic model (tests/fixtures/documents/README.md).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "cli/commands.hpp"
+#include "core/document.hpp"
+#include "core/error.hpp"
+
+namespace sb::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+struct Outcome {
+    int code = -1;
+    std::string out, err;
+};
+
+Outcome run(const std::vector<std::string>& args) {
+    std::vector<const char*> argv{"stagebench"};
+    for (const auto& a : args)
+        argv.push_back(a.c_str());
+    std::ostringstream out, err;
+    Context ctx{out, err, 0, {}, {}};
+    Outcome o;
+    o.code = run_cli(static_cast<int>(argv.size()), argv.data(), ctx);
+    o.out = out.str();
+    o.err = err.str();
+    return o;
+}
+
+fs::path fixtures() {
+    return fs::path(SB_SOURCE_DIR) / "tests" / "fixtures" / "documents";
+}
+
+json read(const fs::path& p) {
+    std::ifstream f(p);
+    return json::parse(f);
+}
+
+fs::path temp_dir() {
+    const fs::path d = fs::path(testing::TempDir()) / "sb_document_fuzz" /
+                       testing::UnitTest::GetInstance()->current_test_info()->name();
+    fs::create_directories(d);
+    return d;
+}
+
+// Every value of a document with its path ("tests[0].config.n_prompt"); arrays contribute
+// their first three elements.
+void walk(const json& v, const std::string& path,
+          std::vector<std::pair<std::string, json::json_pointer>>& out,
+          const json::json_pointer& ptr) {
+    out.push_back({path, ptr});
+    if (v.is_object()) {
+        for (const auto& [k, x] : v.items())
+            walk(x, path.empty() ? k : path + "." + k, out, ptr / k);
+    } else if (v.is_array()) {
+        for (std::size_t i = 0; i < v.size() && i < 3; ++i)
+            walk(v[i], path + "[" + std::to_string(i) + "]", out, ptr / i);
+    }
+}
+
+// Parts of documents that are free-form by design (a machine's description, telemetry
+// series, per-device maps): any JSON is accepted there.
+bool free_form(const std::string& path) {
+    for (const char* p : {"llama", "system", "membw", "telemetry", "engines", "argv"})
+        if (path.rfind(p, 0) == 0)
+            return true;
+    for (const char* p :
+         {".telemetry", ".tensor_types", "hybrid.memory", ".freq", "rounds[0].ops", ".dispatch_ns",
+          "ops.import", ".differs", "config.cooldown", "sustained.config.background"})
+        if (path.find(p) != std::string::npos)
+            return true;
+    return false;
+}
+
+int type_class(const json& v) {
+    if (v.is_number())
+        return 0;
+    if (v.is_string())
+        return 1;
+    if (v.is_boolean())
+        return 2;
+    if (v.is_array())
+        return 3;
+    if (v.is_object())
+        return 4;
+    return 5;  // null
+}
+
+json of_class(int c, std::mt19937_64& rng) {
+    switch (c) {
+        case 0:
+            return rng() % 2 ? json(1.5) : json(-7);
+        case 1:
+            return rng() % 2 ? json("x") : json("");
+        case 2:
+            return json(true);
+        case 3:
+            return json::array({1, "a"});
+        default:
+            return json::object({{"k", 1}});
+    }
+}
+
+TEST(DocumentFuzz, ReadersEndInExit0OrOneBadInputLine) {
+    const fs::path dir = temp_dir();
+    std::vector<fs::path> docs;
+    for (const auto& e : fs::directory_iterator(fixtures()))
+        if (e.path().extension() == ".json")
+            docs.push_back(e.path());
+    std::sort(docs.begin(), docs.end());
+    ASSERT_GE(docs.size(), 6u);
+    const std::string baseline = (fixtures() / "run.json").string();
+    std::mt19937_64 rng(99);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    int cases = 0, typed_changes = 0;
+    while (cases < 400 && std::chrono::steady_clock::now() < deadline) {
+        const fs::path src = docs[rng() % docs.size()];
+        json doc = read(src);
+        std::vector<std::pair<std::string, json::json_pointer>> paths;
+        walk(doc, "", paths, json::json_pointer());
+        const auto& [path, ptr] = paths[1 + rng() % (paths.size() - 1)];
+        const json before = doc.at(ptr);
+        json after;
+        const int kind = static_cast<int>(rng() % 8);
+        if (kind == 0) {
+            after = nullptr;
+        } else if (kind == 1) {
+            after = json(uint64_t{1} << 63);
+        } else if (kind == 2) {
+            after = json(1e300);
+        } else {
+            int c = static_cast<int>(rng() % 5);
+            if (c == type_class(before))
+                c = (c + 1) % 5;
+            after = of_class(c, rng);
+        }
+        doc.at(ptr) = after;
+        const std::string file = (dir / ("m_" + src.filename().string())).string();
+        std::ofstream(file) << doc.dump();
+        ++cases;
+
+        // The one reading path: a changed JSON type where the format has one is refused.
+        bool refused = false;
+        try {
+            check_document(doc, "'" + file + "'");
+        } catch (const Error& e) {
+            refused = true;
+            EXPECT_EQ(e.kind(), ErrorKind::input);
+            EXPECT_NE(std::string(e.what()).find(file), std::string::npos) << e.what();
+        } catch (const std::exception& e) {
+            ADD_FAILURE() << path << ": not an sb::Error: " << e.what();
+        }
+        const bool type_changed = type_class(before) != type_class(after) && !after.is_null() &&
+                                  !before.is_null() && !free_form(path);
+        if (type_changed) {
+            ++typed_changes;
+            EXPECT_TRUE(refused) << src.filename() << ": " << path << " "
+                                 << before.dump().substr(0, 60) << " -> " << after.dump()
+                                 << " was accepted";
+        }
+
+        // Every reader: exit 0, or exit 2 with one line.
+        for (const auto& cmd : std::vector<std::vector<std::string>>{
+                 {"report", file, "-o", (dir / "r.html").string()},
+                 {"compare", baseline, file},
+                 {"advise", file},
+                 {"trace", file, "-o", (dir / "t.json").string()},
+                 {"db", "import", "--db", (dir / "s.sqlite").string(), file}}) {
+            const Outcome o = run(cmd);
+            const std::string what = cmd[0] + " " + src.filename().string() + " with " + path +
+                                     " = " + after.dump().substr(0, 40);
+            EXPECT_TRUE(o.code == 0 || o.code == 2) << what << ": exit " << o.code << "\n" << o.err;
+            if (o.code == 2) {
+                EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << what << "\n" << o.err;
+                EXPECT_EQ(o.err.rfind("stagebench: error: ", 0), 0u) << what << "\n" << o.err;
+            }
+            if (refused) {
+                EXPECT_EQ(o.code, 2) << what << " passed a reader after being refused";
+            }
+        }
+    }
+    EXPECT_GE(cases, 50);
+    EXPECT_GE(typed_changes, 10);
+}
+
+TEST(DocumentFuzz, TheFixturesThemselvesAreAccepted) {
+    for (const auto& e : fs::directory_iterator(fixtures()))
+        if (e.path().extension() == ".json") {
+            EXPECT_NO_THROW(load_document(e.path().string())) << e.path();
+        }
+}
+
+TEST(Documents, ParseFailuresAndVersionsAreOneInputError) {
+    auto refuse = [](const std::string& text, const std::string& needle) {
+        try {
+            check_document(parse_document_text(text, "'d.json'"), "'d.json'");
+            ADD_FAILURE() << text << " accepted";
+        } catch (const Error& e) {
+            EXPECT_EQ(e.kind(), ErrorKind::input);
+            EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+            EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+        }
+    };
+    refuse(R"({"schema": "stagebench.result", "tests": [)", "not JSON");
+    refuse(R"({"schema": "stagebench.result", "membw": 1e999})", "d.json");
+    refuse(R"({"schema": "stagebench.result", "schema_version": 3})", "newer stagebench");
+    refuse(R"({"schema": "stagebench.result", "schema_version": 18446744073709551615})",
+           "newer stagebench");
+    refuse(R"({"schema": "stagebench.result", "schema_version": "2"})", "schema_version");
+    refuse(R"({"schema": "stagebench.result", "schema_version": 0})", "schema_version");
+    refuse(R"({"command": "compare", "compare_schema_version": 2})", "newer stagebench");
+    refuse(R"({"schema": "stagebench.result", "tests": [{"config": {"n_prompt": null}}]})",
+           "tests[0].config.n_prompt");
+    refuse(R"({"schema": "stagebench.result", "tests": [{"config": {"n_prompt": 3e9}}]})",
+           "tests[0].config.n_prompt");
+    refuse(R"({"schema": "stagebench.result", "tests": [{"config": {"n_prompt": 4294967296}}]})",
+           "out of range");
+    refuse(R"({"schema": "stagebench.result", "tests": [{"config": {"seed": -1}}]})",
+           "tests[0].config.seed");
+    refuse(R"({"schema": "stagebench.result", "tests": [], "hybrid": {"points":
+              [{"tests": {"hybrid": 3}}]}})",
+           "hybrid.points[0].tests.hybrid");
+    refuse(R"([1, 2])", "a JSON object");
+    refuse(R"({"schema": 5})", "schema");
+    EXPECT_NO_THROW(check_document(json::parse(R"({"schema": "stagebench.result"})"), "x"));
+    EXPECT_NO_THROW(check_document(json::parse(R"({"anything": [1, {"b": null}]})"), "x"));
+}
+
+}  // namespace
+}  // namespace sb::cli

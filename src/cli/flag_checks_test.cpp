@@ -1,0 +1,365 @@
+// The flag ranges of flag_checks.hpp, and a seeded, time-bounded fuzz of command lines: every
+// generated value of every numeric or enumerated flag of the measuring commands goes through
+// the whole CLI (run_cli, in process) with a model that does not exist, so that a value the
+// checks accept reaches the model and fails there. Every outcome must be exit 2 with one
+// "stagebench: error:" line: naming the flag when the value is outside the range this test
+// states independently, naming the model when it is inside. Never another exception, never a
+// crash, never a measurement.
+#include "cli/flag_checks.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+#include <optional>
+#include <random>
+#include <sstream>
+
+#include "cli/commands.hpp"
+#include "core/error.hpp"
+
+namespace sb::cli {
+namespace {
+
+struct Outcome {
+    int code = -1;
+    std::string out, err;
+};
+
+Outcome run(const std::vector<std::string>& args) {
+    std::vector<const char*> argv{"stagebench"};
+    for (const auto& a : args)
+        argv.push_back(a.c_str());
+    std::ostringstream out, err;
+    Context ctx{out, err, 0, {}, {}};
+    Outcome o;
+    o.code = run_cli(static_cast<int>(argv.size()), argv.data(), ctx);
+    o.out = out.str();
+    o.err = err.str();
+    return o;
+}
+
+std::string validate(const CLI::Validator& v, std::string s) {
+    return v(s);
+}
+
+TEST(FlagChecks, Threads) {
+    const auto v = threads_check();
+    EXPECT_EQ(validate(v, "0"), "");
+    EXPECT_EQ(validate(v, "1"), "");
+    EXPECT_EQ(validate(v, std::to_string(max_threads())), "");
+    EXPECT_NE(validate(v, std::to_string(max_threads() + 1)), "");
+    EXPECT_NE(validate(v, "100000"), "");
+    EXPECT_NE(validate(v, "-1"), "");
+    EXPECT_NE(validate(v, "two"), "");
+    EXPECT_LE(max_threads(), 512);
+    EXPECT_GE(max_threads(), 4);
+}
+
+TEST(FlagChecks, TokensAndContext) {
+    EXPECT_NE(validate(tokens_check(1), "0"), "");
+    EXPECT_EQ(validate(tokens_check(0), "0"), "");
+    EXPECT_EQ(validate(tokens_check(1), std::to_string(kMaxTokens)), "");
+    EXPECT_NE(validate(tokens_check(1), std::to_string(kMaxTokens + 1)), "");
+    EXPECT_NE(validate(tokens_check(1), "2147483648"), "");
+    EXPECT_NE(validate(tokens_check(1), "99999999999999999999"), "");
+    EXPECT_NO_THROW(check_context(512, 0, 128));
+    EXPECT_THROW(check_context(kMaxTokens / 2, kMaxTokens / 2, 1), Error);
+    EXPECT_THROW(check_context(kMaxTokens, kMaxTokens, kMaxTokens), Error);
+}
+
+TEST(FlagChecks, EnumeratedValues) {
+    for (const char* ok : {"auto", "on", "off", "1", "0"})
+        EXPECT_EQ(validate(flash_attn_check(), ok), "") << ok;
+    for (const char* bad : {"maybe", "", "ON", "2"})
+        EXPECT_NE(validate(flash_attn_check(), bad), "") << bad;
+    for (const auto& t : kv_cache_types())
+        EXPECT_EQ(validate(cache_type_check(), t), "") << t;
+    for (const char* bad : {"q99", "", "F16", "q4_K", "i32"})
+        EXPECT_NE(validate(cache_type_check(), bad), "") << bad;
+    for (const char* ok : {"CPU", "BLAS+RPC0", "RPC0[127.0.0.1:50052]"})
+        EXPECT_EQ(validate(device_set_check(), ok), "") << ok;
+    for (const char* bad : {"", "+", "CPU+", "+CPU", "CPU++BLAS", "C PU", "CPU\n"})
+        EXPECT_NE(validate(device_set_check(), bad), "") << bad;
+}
+
+TEST(FlagChecks, TargetCi) {
+    EXPECT_DOUBLE_EQ(parse_target_ci("2%"), 0.02);
+    EXPECT_DOUBLE_EQ(parse_target_ci("0.02"), 0.02);
+    for (const char* bad : {"nan%", "nan", "inf", "-inf%", "0", "0%", "100%", "1", "-2%", "%", "",
+                            "2%%", "1e999%", "abc"})
+        EXPECT_THROW(parse_target_ci(bad), Error) << bad;
+}
+
+TEST(FlagChecks, RealRanges) {
+    const auto hz = hz_check();
+    EXPECT_EQ(validate(hz, "10"), "");
+    for (const char* bad : {"0", "-1", "nan", "inf", "1001", "1e999", ""})
+        EXPECT_NE(validate(hz, bad), "") << bad;
+    const auto idle = seconds_check(true);
+    EXPECT_EQ(validate(idle, "0"), "");
+    for (const char* bad : {"-1", "nan", "inf", "86401"})
+        EXPECT_NE(validate(idle, bad), "") << bad;
+    EXPECT_NE(validate(seconds_check(false), "0"), "");
+}
+
+// ---- the fuzz --------------------------------------------------------------------------------
+
+// What a flag accepts, stated here independently of flag_checks.cpp.
+struct FlagSpec {
+    std::string flag;  // as typed
+    std::string name;  // as named in CLI11's message (the long name)
+    std::function<bool(const std::string&)> valid;
+    bool list = false;                 // a comma list: every element must be valid
+    std::vector<std::string> words{};  // enumerated values to draw from, if any
+};
+
+std::optional<long long> as_int(const std::string& s) {
+    if (s.empty())
+        return std::nullopt;
+    errno = 0;
+    char* end = nullptr;
+    const long long v = std::strtoll(s.c_str(), &end, 0);
+    if (errno != 0 || end == s.c_str() || *end != '\0')
+        return std::nullopt;
+    return v;
+}
+
+std::function<bool(const std::string&)> int_in(long long lo, long long hi) {
+    return [lo, hi](const std::string& s) {
+        const auto v = as_int(s);
+        return v && *v >= lo && *v <= hi;
+    };
+}
+
+std::function<bool(const std::string&)> one_of(std::vector<std::string> words) {
+    return [words](const std::string& s) {
+        return std::find(words.begin(), words.end(), s) != words.end();
+    };
+}
+
+struct CommandSpec {
+    std::vector<std::string> base;  // fails on its model (or dir) once the flags pass
+    std::string fails_on;           // text of that failure
+    std::vector<FlagSpec> flags;
+};
+
+std::vector<CommandSpec> commands() {
+    const long long T = kMaxTokens;
+    const long long threads = max_threads();
+    const std::vector<std::string> fa{"auto", "on", "off", "1", "0"};
+    const auto& kv = kv_cache_types();
+    const std::string model = "/nonexistent/stagebench-fuzz.gguf";
+    std::vector<CommandSpec> c;
+    // run: defaults -p 512 -n 128 -d 0 -r 5; a test's context is p + d + n + 8.
+    c.push_back({{"run", "-m", model, "--membw", "off", "--idle", "0", "-q"},
+                 model,
+                 {{"-p", "--n-prompt", int_in(1, T - 128 - 8), true},
+                  {"-n", "--n-gen", int_in(0, T - 512 - 8), true},
+                  {"-d", "--n-depth", int_in(0, T - 640 - 8), true},
+                  {"-t", "--threads", int_in(0, threads), true},
+                  {"-b", "--batch-size", int_in(1, T), true},
+                  {"-ub", "--ubatch-size", int_in(1, T), true},
+                  {"-ngl", "--n-gpu-layers", int_in(-1, INT32_MAX), true},
+                  {"-r", "--repetitions", int_in(1, 100000)},
+                  {"--max-reps", "--max-reps", int_in(5, 100000)},
+                  {"-fa", "--flash-attn", one_of(fa), true, fa},
+                  {"-ctk", "--cache-type-k", one_of(kv), true, kv},
+                  {"-ctv", "--cache-type-v", one_of(kv), true, kv}}});
+    c.push_back({{"ops", "-m", model, "-q"},
+                 model,
+                 {{"-p", "--n-prompt", int_in(1, T - 8 - 1)},
+                  {"-d", "--n-depth", int_in(0, T - 512 - 8 - 1)},
+                  {"-t", "--threads", int_in(0, threads)},
+                  {"-ub", "--ubatch-size", int_in(1, T)},
+                  {"--reps", "--reps", int_in(1, 100000)},
+                  {"--replay", "--replay", int_in(0, 1000)},
+                  {"-fa", "--flash-attn", one_of(fa), false, fa},
+                  {"-ctv", "--cache-type-v", one_of(kv), false, kv}}});
+    c.push_back(
+        {{"hybrid", "-m", model, "--decode-device", "CPU", "--prefill-device", "BLAS", "-q"},
+         model,
+         {{"-p", "--n-prompt", int_in(1, T - 128 - 8), true},
+          {"-n", "--n-gen", int_in(1, T - 512 - 8), true},
+          {"-r", "--repetitions", int_in(1, 100000)},
+          {"-t", "--threads", int_in(0, threads)},
+          {"-b", "--batch-size", int_in(1, T)}}});
+    c.push_back({{"sustained", "-m", model, "-q", "--idle", "0"},
+                 model,
+                 {{"--rounds", "--rounds", int_in(1, 100000)},
+                  {"--prompt-tokens", "--prompt-tokens", int_in(1, T - 128 - 8)},
+                  {"--max-tokens", "--max-tokens", int_in(1, T - 512 - 8)},
+                  {"--chunk", "--chunk", int_in(1, T)},
+                  {"-t", "--threads", int_in(0, threads)}}});
+    c.push_back(
+        {{"synth", "--preset", "tiny", "-o", "/nonexistent/dir/x.gguf"},
+         "/nonexistent/dir",
+         {{"--layers", "--layers", int_in(1, 512)}, {"-t", "--threads", int_in(0, threads)}}});
+    c.push_back({{"demo", "--dir", "/dev/null/stagebench-fuzz", "-q"},
+                 "/dev/null/stagebench-fuzz",
+                 {{"--layers", "--layers", int_in(1, 512)},
+                  {"-r", "--repetitions", int_in(1, 100000)},
+                  {"-t", "--threads", int_in(0, threads)}}});
+    return c;
+}
+
+// One value for a flag: near its bounds, huge, negative, not a number, badly formed.
+std::string draw_value(std::mt19937_64& rng, const FlagSpec& f) {
+    static const std::vector<std::string> specials = {"0",
+                                                      "1",
+                                                      "-1",
+                                                      "2",
+                                                      "-0",
+                                                      "+3",
+                                                      "2147483647",
+                                                      "2147483648",
+                                                      "-2147483648",
+                                                      "4294967296",
+                                                      "99999999999999999999",
+                                                      "1e3",
+                                                      "1.5",
+                                                      "0x10",
+                                                      "010",
+                                                      "",
+                                                      " ",
+                                                      "abc",
+                                                      "nan",
+                                                      "inf",
+                                                      "-inf",
+                                                      "1e999",
+                                                      "5 ",
+                                                      "\t7",
+                                                      "16777216",
+                                                      "16777217",
+                                                      "100000",
+                                                      "20000",
+                                                      "513",
+                                                      "512",
+                                                      "9223372036854775807",
+                                                      "-9223372036854775808",
+                                                      "\xc3\xa9",
+                                                      "1\n2",
+                                                      "--",
+                                                      "%"};
+    std::uniform_int_distribution<int> kind(0, 5);
+    switch (kind(rng)) {
+        case 0:
+            return specials[rng() % specials.size()];
+        case 1: {
+            std::uniform_int_distribution<long long> v(-(1LL << 40), 1LL << 40);
+            return std::to_string(v(rng));
+        }
+        case 2: {
+            std::uniform_int_distribution<long long> v(-3, 600);
+            return std::to_string(v(rng));
+        }
+        case 3:
+            if (!f.words.empty())
+                return f.words[rng() % f.words.size()];
+            return std::to_string(static_cast<long long>(rng() % (1ULL << 26)));
+        case 4: {
+            std::string s = f.words.empty() ? "q" : f.words[rng() % f.words.size()];
+            s[rng() % s.size()] = static_cast<char>('a' + rng() % 26);
+            return s;
+        }
+        default: {
+            std::string s;
+            const int n = 1 + static_cast<int>(rng() % 8);
+            for (int i = 0; i < n; ++i)
+                s += "0123456789-+.,xe%"[rng() % 17];
+            return s;
+        }
+    }
+}
+
+TEST(FlagFuzz, EveryBadValueIsOneUsageLineAndEveryGoodOneReachesTheModel) {
+    std::mt19937_64 rng(20260101);
+    const auto specs = commands();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(40);
+    int cases = 0, refused = 0;
+    while (cases < 600 && std::chrono::steady_clock::now() < deadline) {
+        const CommandSpec& c = specs[rng() % specs.size()];
+        const FlagSpec& f = c.flags[rng() % c.flags.size()];
+        std::vector<std::string> values{draw_value(rng, f)};
+        if (f.list && rng() % 3 == 0)
+            values.push_back(draw_value(rng, f));
+        std::string value;
+        for (const auto& v : values)
+            value += (value.empty() ? "" : ",") + v;
+        // A comma list drops empty elements; what remains must be valid and not empty.
+        bool valid = true;
+        if (f.list) {
+            std::vector<std::string> parts;
+            std::string cur;
+            for (char ch : value + ",") {
+                if (ch == ',') {
+                    if (!cur.empty())
+                        parts.push_back(cur);
+                    cur.clear();
+                } else {
+                    cur += ch;
+                }
+            }
+            valid = !parts.empty();
+            for (const auto& p : parts)
+                valid = valid && f.valid(p);
+        } else {
+            valid = f.valid(value);
+        }
+        auto args = c.base;
+        args.push_back(f.flag);
+        args.push_back(value);
+        const Outcome o = run(args);
+        ++cases;
+        const std::string what = "stagebench " + c.base[0] + " " + f.flag + " '" + value + "'";
+        ASSERT_EQ(o.code, 2) << what << "\n" << o.err;
+        ASSERT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << what << "\n" << o.err;
+        ASSERT_EQ(o.err.rfind("stagebench: error: ", 0), 0u) << what << "\n" << o.err;
+        EXPECT_TRUE(o.out.empty()) << what << "\n" << o.out;
+        if (valid) {
+            EXPECT_NE(o.err.find(c.fails_on), std::string::npos)
+                << what << " should pass the checks\n"
+                << o.err;
+        } else {
+            ++refused;
+            const bool named = o.err.find(f.name) != std::string::npos ||
+                               o.err.find(f.flag + " ") != std::string::npos ||
+                               o.err.find(f.flag + ":") != std::string::npos;
+            EXPECT_TRUE(named) << what << " should be refused naming the flag\n" << o.err;
+            EXPECT_EQ(o.err.find(c.fails_on), std::string::npos) << what << "\n" << o.err;
+        }
+    }
+    EXPECT_GE(cases, 100) << "the fuzz ran too few cases in its time";
+    EXPECT_GE(refused, cases / 4);
+}
+
+TEST(FlagFuzz, CombinationsAreCheckedBeforeAnything) {
+    const std::string model = "/nonexistent/stagebench-fuzz.gguf";
+    auto expect_usage = [&](std::vector<std::string> args, const std::string& needle) {
+        const Outcome o = run(args);
+        EXPECT_EQ(o.code, 2) << o.err;
+        EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << o.err;
+        EXPECT_NE(o.err.find(needle), std::string::npos) << o.err;
+        EXPECT_EQ(o.err.find(model), std::string::npos) << o.err;
+    };
+    expect_usage({"run", "-m", model, "-p", "16000000", "-d", "1000000"}, "-d");
+    expect_usage({"run", "-m", model, "-r", "5", "--max-reps", "3"}, "--max-reps");
+    expect_usage({"run", "-m", model, "--max-reps", "0"}, "--max-reps");
+    expect_usage({"run", "-m", model, "--target-ci", "nan%"}, "--target-ci");
+    expect_usage({"run", "-m", model, "-p", ","}, "-p");
+    expect_usage({"run", "-m", model, "--device", ""}, "--device");
+    expect_usage({"run", "-m", model, "-t", "100000"}, "--threads");
+    expect_usage({"run", "-m", model, "-n", "16777216", "-r", "100000"}, "-n");
+    expect_usage({"run", "-m", model, "--membw", "nan"}, "--membw");
+    expect_usage({"synth", "--preset", "tiny", "--layers", "0", "-o", "/tmp/x.gguf"}, "--layers");
+    expect_usage({"sustained", "-m", model, "--cooldown", "inf"}, "--cooldown");
+    expect_usage({"sensors", "--duration", "1000000s"}, "--duration");
+    expect_usage({"membw", "--array-mib", "1e999"}, "--array-mib");
+}
+
+}  // namespace
+}  // namespace sb::cli

@@ -1,0 +1,134 @@
+// check_llama_limits(): the model values llama.cpp aborts the process on are bad input before
+// any engine sees the file. Explicit cases for each class, then a seeded generator of mutations
+// whose every outcome must be a loadable-looking model or one sb::Error(input) line.
+// (tests/integration/bad_model_test.cpp hands accepted mutations to the real llama.cpp.)
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <random>
+
+#include "core/error.hpp"
+#include "engine/ggml_quantizer.hpp"
+#include "model/gguf.hpp"
+#include "model/gguf_mutations.hpp"
+#include "model/inspect.hpp"
+#include "model/synth.hpp"
+
+namespace sb {
+namespace {
+
+namespace fs = std::filesystem;
+using testing_gguf::Mutation;
+using testing_gguf::set_kv;
+
+fs::path test_dir() {
+    const fs::path dir = fs::path(testing::TempDir()) / "sb_llama_limits_test" /
+                         testing::UnitTest::GetInstance()->current_test_info()->name();
+    fs::create_directories(dir);
+    return dir;
+}
+
+std::string tiny(const fs::path& dir) {
+    SynthOptions o;
+    o.preset = "tiny";
+    o.quant = "f32";
+    o.layers = 2;
+    o.out_path = (dir / "tiny.gguf").string();
+    write_synthetic_model(o, GgmlQuantizer());
+    return o.out_path;
+}
+
+// The message of inspect_model's error for m, or "" when it accepts the mutated file.
+std::string refusal(const std::string& src, const fs::path& dir, const Mutation& m) {
+    const std::string dst = (dir / "m.gguf").string();
+    testing_gguf::write_mutated(src, dst, m);
+    try {
+        inspect_model(dst);
+        return "";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::input) << m.what << ": " << e.what();
+        const std::string w = e.what();
+        EXPECT_EQ(w.find('\n'), std::string::npos) << w;
+        return w.empty() ? "?" : w;
+    }
+}
+
+Mutation set(const std::string& key, GgufValue v, const std::string& what) {
+    return {what, [key, v](auto& kv) { set_kv(kv, key, v); }, std::nullopt};
+}
+
+TEST(LlamaLimits, TheSyntheticModelPasses) {
+    const auto dir = test_dir();
+    const std::string src = tiny(dir);
+    EXPECT_NO_THROW(inspect_model(src));
+    EXPECT_EQ(refusal(src, dir, {"alignment 64", nullptr, 64}), "");
+    EXPECT_EQ(refusal(src, dir, {"alignment 32", nullptr, 32}), "");
+    EXPECT_EQ(refusal(src, dir, set("llama.attention.layer_norm_rms_epsilon", 0.0f, "eps 0")), "");
+    EXPECT_EQ(refusal(src, dir, set("llama.rope.scaling.type", std::string("yarn"), "yarn")), "");
+}
+
+TEST(LlamaLimits, EachClassIsRefusedWithItsReason) {
+    const auto dir = test_dir();
+    const std::string src = tiny(dir);
+    struct Case {
+        Mutation m;
+        std::string reason;
+    };
+    const std::vector<Case> cases = {
+        {{"alignment 1", nullptr, 1}, "not a multiple of 32"},
+        {{"alignment 8", nullptr, 8}, "not a multiple of 32"},
+        {set("llama.block_count", uint32_t{0}, "block_count 0"), "llama.block_count is 0"},
+        {set("llama.block_count", uint32_t{1000}, "block_count 1000"), "llama.block_count is 1000"},
+        {set("llama.block_count", uint32_t{1}, "block_count 1"), "belongs to layer 1"},
+        {set("llama.block_count", std::string("two"), "block_count string"),
+         "llama.block_count is string"},
+        {set("llama.attention.layer_norm_rms_epsilon", -1e-5f, "negative eps"),
+         "layer_norm_rms_epsilon"},
+        {set("llama.attention.layer_norm_rms_epsilon", std::nanf(""), "nan eps"),
+         "layer_norm_rms_epsilon"},
+        {set("llama.attention.layer_norm_epsilon", std::numeric_limits<float>::infinity(),
+             "inf eps"),
+         "layer_norm_epsilon"},
+        {set("llama.rope.scaling.type", std::string("bogus"), "rope scaling"), "rope.scaling.type"},
+        {set("llama.expert_count", uint32_t{4}, "experts without used"), "expert_used_count"},
+        {set("llama.expert_used_count", uint32_t{2}, "used without experts"), "expert_used_count"},
+        {set("llama.nextn_predict_layers", uint32_t{3}, "nextn"), "nextn_predict_layers"},
+        {set("tokenizer.ggml.model", std::string("bert"), "bert with byte tokens"), "byte token"},
+        {{"duplicate token",
+          [](auto& kv) {
+              auto* e = testing_gguf::find_kv(kv, "tokenizer.ggml.tokens");
+              auto& t = std::get<std::vector<std::string>>(std::get<GgufArray>(e->value));
+              t[300] = t[301];
+          },
+          std::nullopt},
+         "twice"},
+    };
+    for (const auto& c : cases) {
+        const std::string why = refusal(src, dir, c.m);
+        EXPECT_NE(why.find(c.reason), std::string::npos) << c.m.what << " -> '" << why << "'";
+        EXPECT_NE(why.find("llama.cpp cannot load this model"), std::string::npos) << why;
+    }
+}
+
+TEST(LlamaLimits, SeededMutationsAreAcceptedOrOneInputError) {
+    const auto dir = test_dir();
+    const std::string src = tiny(dir);
+    const GgufFile g = read_gguf(src);
+    std::mt19937_64 rng(4242);
+    int refused = 0;
+    for (int i = 0; i < 150; ++i) {
+        const Mutation m = testing_gguf::random_mutation(rng, g);
+        std::string why;
+        try {
+            why = refusal(src, dir, m);
+        } catch (const std::exception& e) {
+            FAIL() << m.what << ": not an sb::Error: " << e.what();
+        }
+        refused += !why.empty();
+    }
+    // Many mutations are harmless (llama.cpp loads or refuses them itself); some are not.
+    EXPECT_GT(refused, 10);
+}
+
+}  // namespace
+}  // namespace sb
