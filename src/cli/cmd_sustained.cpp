@@ -28,7 +28,8 @@ void add_sustained_command(CLI::App& app, Context& ctx) {
     cmd->add_option("--device", o->devices, "device (e.g. CPU, BLAS, RPC0; join with +)")
         ->capture_default_str();
     cmd->add_option("--rpc", o->rpc_servers, "RPC servers host:port")->delimiter(',');
-    cmd->add_option("-t,--threads", o->threads, "CPU threads (0 = default)");
+    cmd->add_option("-t,--threads", o->threads,
+                    "CPU threads (0 = one per physical core that does math)");
     cmd->add_option("--seed", o->seed, "seed of the fixed prompt")->capture_default_str();
     cmd->add_option("--telemetry", o->telemetry.mode, "auto, on, off")->capture_default_str();
     cmd->add_option("--sysfs-root", o->telemetry.sysfs_root, "where the sensors are")

@@ -15,7 +15,8 @@ void add_matrix_options(CLI::App* cmd, RunArgs& a) {
     cmd->add_option("-d,--n-depth", m.n_depth, "KV cache depth before the prompt, comma list")
         ->delimiter(',')
         ->capture_default_str();
-    cmd->add_option("-t,--threads", m.n_threads, "CPU threads (0 = llama.cpp default), comma list")
+    cmd->add_option("-t,--threads", m.n_threads,
+                    "CPU threads, comma list (0 = one per physical core that does math)")
         ->delimiter(',')
         ->capture_default_str();
     cmd->add_option("-b,--batch-size", m.n_batch, "logical batch size, comma list")

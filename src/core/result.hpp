@@ -22,7 +22,7 @@ struct TestConfig {
     int n_prompt = 512;
     int n_gen = 128;
     int n_depth = 0;
-    int n_threads = 0;
+    int n_threads = 0;  // as resolved (default_thread_count()); 0 only for a --url server
     int n_batch = 2048;
     int n_ubatch = 512;
     int n_gpu_layers = 99;

@@ -71,7 +71,8 @@ class MarkdownReporter : public Reporter {
                     p >= 1e9 ? fmt::format("{:.2f} B", p / 1e9) : fmt::format("{:.2f} M", p / 1e6);
             }
         }
-        const std::string threads = c.n_threads > 0 ? std::to_string(c.n_threads) : "auto";
+        // 0 only for a server stagebench did not start: its threads are its own.
+        const std::string threads = c.n_threads > 0 ? std::to_string(c.n_threads) : "server's";
         const std::string lead =
             fmt::format("| {} | {} | {} | {} | {} ", model_name(doc, c.model_path), size, params,
                         c.devices, threads);

@@ -296,13 +296,15 @@ std::vector<TestConfig> HttpRun::plan(const MatrixSpec& matrix) {
     hm.type_k = {"f16"};
     hm.type_v = {"f16"};
     if (opts_.url) {
-        hm.n_threads = {0};
+        hm.n_threads = {1};  // one test per point; the server's threads are its own (0 below)
         if (hm.models.empty())
             hm.models = {""};
     }
     std::vector<TestConfig> remote = expand_matrix(hm);
     for (auto& t : remote) {
         t.engine = "http";
+        if (opts_.url)
+            t.n_threads = 0;
         n_ctx_ = std::max(n_ctx_, t.n_prompt + std::max(1, t.n_gen) + 64);
     }
     std::vector<TestConfig> out;
@@ -312,7 +314,7 @@ std::vector<TestConfig> HttpRun::plan(const MatrixSpec& matrix) {
         for (size_t i = 0; i < remote.size(); ++i) {
             const auto& h = remote[i];
             if (!used[i] && h.model_path == l.model_path && h.n_prompt == l.n_prompt &&
-                h.n_gen == l.n_gen && h.n_threads == l.n_threads) {
+                h.n_gen == l.n_gen && (h.n_threads == l.n_threads || h.n_threads == 0)) {
                 out.push_back(h);
                 used[i] = true;
                 break;

@@ -107,6 +107,7 @@ json summary_of(const std::vector<int64_t>& v) {
 // The configuration every mode shares; the caller sets devices and lengths.
 TestConfig base_config(const HybridOptions& o) {
     TestConfig c = o.base;
+    c.n_threads = threads_or_default(c.n_threads);
     c.max_reps = c.reps;
     c.target_ci.reset();
     return c;
@@ -230,7 +231,7 @@ int run_hybrid(const HybridOptions& o, ResultDocument& doc, std::ostream& out, s
     auto tel = open_telemetry(o.telemetry, err, o.progress);
     const bool sampling = tel && has_sources(*tel);
     SystemInfo si = read_system_info();
-    for (auto& w : system_warnings(si, o.base.n_threads))
+    for (auto& w : system_warnings(si, threads_or_default(o.base.n_threads)))
         doc.warnings.push_back(w);
     for (auto& w : model_warnings(doc.models))
         doc.warnings.push_back(w);

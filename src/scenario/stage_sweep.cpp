@@ -6,6 +6,7 @@
 #include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
+#include "core/sysinfo.hpp"
 #include "engine/backends.hpp"
 
 namespace sb {
@@ -120,7 +121,7 @@ std::vector<TestConfig> expand_matrix(const MatrixSpec& m) {
                                                     c.n_prompt = p;
                                                     c.n_gen = n;
                                                     c.n_depth = d;
-                                                    c.n_threads = t;
+                                                    c.n_threads = threads_or_default(t);
                                                     c.n_batch = b;
                                                     c.n_ubatch = std::min(ub, b);
                                                     c.flash_attn = fa;

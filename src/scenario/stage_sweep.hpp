@@ -27,7 +27,8 @@ struct MatrixSpec {
 };
 
 // Expands the matrix, ordered so that tests sharing a model placement are adjacent (one load
-// each). Throws sb::Error(usage) for invalid values (p and n both 0, negative sizes...).
+// each); a thread count of 0 becomes default_thread_count(), so every config names the threads
+// it runs with. Throws sb::Error(usage) for invalid values (p and n both 0, negative sizes...).
 std::vector<TestConfig> expand_matrix(const MatrixSpec& spec);
 
 struct SweepHooks {
