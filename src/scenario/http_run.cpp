@@ -68,6 +68,7 @@ void add_http_repetition(TestResult& r, const RequestTiming& t, const Generation
         r.decode->tokens_per_s.push_back(static_cast<double>(t.n_out - 1) * 1e9 / d);
         r.decode->token_latency_ns.insert(r.decode->token_latency_ns.end(), t.itl_ns.begin(),
                                           t.itl_ns.end());
+        r.decode->token_latency_counts.push_back(static_cast<int64_t>(t.itl_ns.size()));
     }
     ClientTimings& c = *r.client;
     c.e2e_ns.push_back(t.e2e_ns);
@@ -93,10 +94,8 @@ void add_http_repetition(TestResult& r, const RequestTiming& t, const Generation
 void finish_http_result(TestResult& r, const std::string& server_kind) {
     if (r.prefill)
         finish_stage(*r.prefill);
-    if (r.decode) {
-        finish_stage(*r.decode);
-        r.decode->itl = summarize_ns(r.decode->token_latency_ns);
-    }
+    if (r.decode)
+        finish_decode(*r.decode);
     r.ttft = summarize_ns(r.ttft_ns);
     const TestConfig& cfg = r.config;
     const std::string name = cfg.test_name() + " over HTTP";

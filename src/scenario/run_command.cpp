@@ -152,6 +152,8 @@ int run_benchmark(const RunOptions& opts, ResultDocument& doc, std::ostream& out
             r.telemetry = test_telemetry(*tel, stage_prefix);
         if (r.status != "ok")
             ++failed;
+        if (auto w = stall_warning(r))
+            doc.warnings.push_back(*w);
         if (r.status == "failed" && opts.progress)
             err << "stagebench: test " << r.config.test_name() << " on " << r.config.devices
                 << " failed: " << r.error.value_or("") << "\n";
