@@ -202,13 +202,14 @@ TEST(Run, RobustFiguresAndStallCountsReachEveryFormat) {
 }
 
 TEST(Run, AStalledProcessIsCountedWarnedAndLeavesTheRobustRateAlone) {
-    // A real stall: the process is stopped (SIGSTOP) for 400 ms in the middle of a repetition's
-    // decode, as a shared VM's host or a phone's power manager stops it.
+    // A real stall: the process is stopped (SIGSTOP) for 1 s in the middle of a repetition's
+    // decode, as a shared VM's host or a phone's power manager stops it. One thread, so that a
+    // busy test machine delays the run but does not stall it much by itself.
     TempDir t;
     const std::string out = t.file("r.json");
     const std::string log = t.file("log");
     pid_t pid = spawn_bg({stagebench_bin(), "run", "-m", tiny_model(), "-p", "16", "-n", "1500",
-                          "-r", "5", "--membw", "off", "--out", out, "-o", "json"},
+                          "-r", "5", "-t", "1", "--membw", "off", "--out", out, "-o", "json"},
                          log);
     bool seen = false;
     for (int i = 0; i < 60000 && !seen; ++i) {
@@ -221,7 +222,7 @@ TEST(Run, AStalledProcessIsCountedWarnedAndLeavesTheRobustRateAlone) {
     ASSERT_TRUE(seen) << read_file(log + ".err");
     std::this_thread::sleep_for(std::chrono::milliseconds(60));  // past the 16-token prefill
     kill(pid, SIGSTOP);
-    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    std::this_thread::sleep_for(std::chrono::milliseconds(1000));
     kill(pid, SIGCONT);
     ASSERT_EQ(wait_exit(pid, 600), 0) << read_file(log + ".err");
 
@@ -229,7 +230,7 @@ TEST(Run, AStalledProcessIsCountedWarnedAndLeavesTheRobustRateAlone) {
     const json& dec = doc["tests"][0]["decode"];
     const json& tokens = dec["stalls"]["tokens"];
     ASSERT_GE(tokens["count"].get<int>(), 1) << tokens.dump();
-    EXPECT_GE(tokens["excess_ns"].get<double>(), 300e6) << tokens.dump();
+    EXPECT_GE(tokens["excess_ns"].get<double>(), 900e6) << tokens.dump();
     // The stall sits in the third repetition's tokens.
     bool in_third = false;
     for (const auto& i : tokens["indices"])
@@ -238,7 +239,8 @@ TEST(Run, AStalledProcessIsCountedWarnedAndLeavesTheRobustRateAlone) {
     // The stalled repetition's rate and the mean include the stall; the median-based figure
     // does not.
     const double robust = dec["robust"]["tokens_per_s"].get<double>();
-    EXPECT_LT(dec["tokens_per_s"][2].get<double>(), 0.9 * robust) << dec["tokens_per_s"].dump();
+    EXPECT_LT(dec["tokens_per_s"][2].get<double>(), 0.9 * robust)
+        << robust << " " << dec["tokens_per_s"].dump();
     EXPECT_GT(robust, dec["throughput"]["mean"].get<double>());
     bool warned = false;
     for (const auto& w : doc["warnings"])
