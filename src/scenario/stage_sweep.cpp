@@ -115,42 +115,30 @@ bool target_ci_reached(const TestResult& r, double target) {
 }
 
 std::optional<Warning> stall_warning(const TestResult& r) {
-    std::vector<std::string> parts;
-    double excess_ns = 0;
-    auto ms = [](double ns) { return fmt::format("{:.1f} ms", ns * 1e-6); };
-    auto pct = [](double part, double whole) {
-        return whole > 0 ? fmt::format(" ({:.1f} % of the stage)", 100 * part / whole)
-                         : std::string();
-    };
     auto total = [](const std::vector<int64_t>& v) {
-        double s = 0;
+        double sum = 0;
         for (int64_t x : v)
-            s += static_cast<double>(x);
-        return s;
+            sum += static_cast<double>(x);
+        return sum;
     };
-    if (r.prefill && r.prefill->stalls.count() > 0) {
-        const Stalls& s = r.prefill->stalls;
-        parts.push_back(fmt::format("{} of {} prefill repetitions slow, {} added{}", s.count(), s.n,
-                                    ms(s.excess), pct(s.excess, total(r.prefill->duration_ns))));
-        excess_ns += s.excess;
-    }
-    if (r.decode && r.decode->token_stalls.count() > 0) {
-        const Stalls& s = r.decode->token_stalls;
-        parts.push_back(fmt::format("{} of {} decode tokens stalled, {} added{}", s.count(), s.n,
-                                    ms(s.excess),
-                                    pct(s.excess, total(r.decode->token_latency_ns))));
-        excess_ns += s.excess;
-    }
-    if (r.decode && r.decode->stalls.count() > 0) {
-        const Stalls& s = r.decode->stalls;
-        parts.push_back(fmt::format("{} of {} decode repetitions slow ({} added)", s.count(), s.n,
-                                    ms(s.excess)));
-    }
-    if (parts.empty())
-        return std::nullopt;
     std::string what;
-    for (const auto& p : parts)
-        what += (what.empty() ? "" : "; ") + p;
+    // Stalls that added less than 1 % to their stage are counted in the document but not worth
+    // a warning: a tight distribution makes small deviations "stalls" by the rule.
+    auto add = [&](const Stalls& s, const char* text, double stage_ns) {
+        if (s.count() == 0 || !(stage_ns > 0) || s.excess < kStallWarnFraction * stage_ns)
+            return;
+        what += fmt::format("{}{} of {} {}, {:.1f} ms added ({:.1f} % of the stage)",
+                            what.empty() ? "" : "; ", s.count(), s.n, text, s.excess * 1e-6,
+                            100 * s.excess / stage_ns);
+    };
+    if (r.prefill)
+        add(r.prefill->stalls, "prefill repetitions slow", total(r.prefill->duration_ns));
+    if (r.decode) {
+        add(r.decode->token_stalls, "decode tokens stalled", total(r.decode->token_latency_ns));
+        add(r.decode->stalls, "decode repetitions slow", total(r.decode->duration_ns));
+    }
+    if (what.empty())
+        return std::nullopt;
     return Warning{
         "stalls",
         fmt::format("{} on {}: {} (modified z-score > {}): the means and their CIs include them, "

@@ -69,9 +69,10 @@ RobustRate decode_robust_rate(const DecodeResult& d);
 // (relative to the rate): the median-based figure, which stalls do not move.
 bool target_ci_reached(const TestResult& r, double target);
 
-// A "stalls" warning when some stage of the finished test has stalls (slow repetitions or
-// stalled decode tokens): how many, the time they added, and that the robust figure is
-// unaffected. nullopt without stalls.
+// A "stalls" warning when stalls (slow repetitions or stalled decode tokens) added at least
+// kStallWarnFraction of their stage's time: how many, the time they added, and that the robust
+// figure is unaffected. nullopt otherwise (the document counts every stall regardless).
+inline constexpr double kStallWarnFraction = 0.01;
 std::optional<Warning> stall_warning(const TestResult& r);
 
 // Records that repetition rep (0-based) finished and says whether the test is done: the

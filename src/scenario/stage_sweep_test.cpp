@@ -199,6 +199,13 @@ TEST(StallWarning, SaysHowManyAndHowMuchAndThatTheRobustFigureHolds) {
     finish_stage(*quiet.prefill);
     finish_decode(*quiet.decode);
     EXPECT_FALSE(stall_warning(quiet));
+
+    // A stall that added under 1 % of its stage is counted, not warned about.
+    TestResult small;
+    small.decode = decode_of(5, 200, 10, 5'000'000);  // 4 ms over 1 s of decode
+    finish_decode(*small.decode);
+    EXPECT_EQ(small.decode->token_stalls.count(), 1u);
+    EXPECT_FALSE(stall_warning(small));
 }
 
 TEST(ExpandMatrix, ThreadsZeroBecomesTheDefaultCount) {
