@@ -26,7 +26,8 @@ void add_demo_command(CLI::App& app, Context& ctx) {
     cmd->add_option("-r,--repetitions", o->reps, "repetitions")
         ->check(reps_check())
         ->capture_default_str();
-    cmd->add_option("-t,--threads", o->threads, "CPU threads (0 = default)")
+    cmd->add_option("-t,--threads", o->threads,
+                    "CPU threads (0 = one per physical core that does math)")
         ->check(threads_check());
     cmd->add_flag("!--no-rpc", o->rpc, "do not start a loopback RPC server");
     add_db_option(cmd, ctx);

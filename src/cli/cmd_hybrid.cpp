@@ -40,7 +40,8 @@ void add_hybrid_command(CLI::App& app, Context& ctx) {
     cmd->add_option("-r,--repetitions", o->base.reps, "repetitions of every mode")
         ->check(reps_check())
         ->capture_default_str();
-    cmd->add_option("-t,--threads", o->base.n_threads, "CPU threads (0 = llama.cpp default)")
+    cmd->add_option("-t,--threads", o->base.n_threads,
+                    "CPU threads (0 = one per physical core that does math)")
         ->check(threads_check())
         ->capture_default_str();
     cmd->add_option("-b,--batch-size", o->base.n_batch, "logical batch size")

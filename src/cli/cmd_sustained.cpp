@@ -35,7 +35,8 @@ void add_sustained_command(CLI::App& app, Context& ctx) {
         ->check(device_set_check())
         ->capture_default_str();
     cmd->add_option("--rpc", o->rpc_servers, "RPC servers host:port")->delimiter(',');
-    cmd->add_option("-t,--threads", o->threads, "CPU threads (0 = default)")
+    cmd->add_option("-t,--threads", o->threads,
+                    "CPU threads (0 = one per physical core that does math)")
         ->check(threads_check());
     cmd->add_option("--seed", o->seed, "seed of the fixed prompt")->capture_default_str();
     cmd->add_option("--telemetry", o->telemetry.mode, "auto, on, off")->capture_default_str();

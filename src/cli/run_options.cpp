@@ -21,7 +21,8 @@ void add_matrix_options(CLI::App* cmd, RunArgs& a) {
         ->check(tokens_check(0))
         ->delimiter(',')
         ->capture_default_str();
-    cmd->add_option("-t,--threads", m.n_threads, "CPU threads (0 = llama.cpp default), comma list")
+    cmd->add_option("-t,--threads", m.n_threads,
+                    "CPU threads, comma list (0 = one per physical core that does math)")
         ->check(threads_check())
         ->delimiter(',')
         ->capture_default_str();

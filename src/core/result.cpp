@@ -49,20 +49,55 @@ json to_json(const TestConfig& c) {
                 {"engine", c.engine}};
 }
 
+namespace {
+
+constexpr const char* kRobustCi =
+    "percentile bootstrap of the median resampling whole repetitions (1000 resamples, seed 42)";
+
+json robust_json(const RobustRate& r, const char* estimator) {
+    return json{{"tokens_per_s", opt(r.tokens_per_s)},
+                {"ci95_lo", opt(r.ci95_lo)},
+                {"ci95_hi", opt(r.ci95_hi)},
+                {"ci95_half_rel", opt(r.ci95_half_rel)},
+                {"estimator", estimator},
+                {"ci", kRobustCi}};
+}
+
+}  // namespace
+
+json to_json(const Stalls& s) {
+    return json{{"rule",
+                 "modified z-score above k, one-sided: z = 0.6745 (x - median) / MAD, or "
+                 "(x - median) / (1.253314 MeanAD) when MAD is 0"},
+                {"k", s.k},
+                {"n", s.n},
+                {"count", s.count()},
+                {"indices", s.indices},
+                {"time_ns", s.time},
+                {"excess_ns", s.excess},
+                {"median_ns", opt(s.median)},
+                {"threshold_ns", opt(s.threshold)}};
+}
+
 json to_json(const StageResult& s) {
     return json{{"n_tokens", s.n_tokens},
                 {"duration_ns", s.duration_ns},
                 {"duration", to_json(s.duration)},
                 {"tokens_per_s", s.tokens_per_s},
                 {"throughput", to_json(s.throughput)},
+                {"robust", robust_json(s.robust, "n_tokens / median repetition duration")},
+                {"stalls", {{"repetitions", to_json(s.stalls)}}},
                 {"start_ns", s.start_ns}};
 }
 
 json to_json(const DecodeResult& d) {
     json j = to_json(static_cast<const StageResult&>(d));
     j["token_latency_ns"] = d.token_latency_ns;
+    j["token_latency_counts"] = d.token_latency_counts;
     j["itl"] = to_json(d.itl);
     j["kv_depth_start"] = d.kv_depth_start;
+    j["robust"] = robust_json(d.robust, "1e9 / median inter-token latency");
+    j["stalls"]["tokens"] = to_json(d.token_stalls);
     return j;
 }
 

@@ -23,7 +23,7 @@ struct TestConfig {
     int n_prompt = 512;
     int n_gen = 128;
     int n_depth = 0;
-    int n_threads = 0;
+    int n_threads = 0;  // as resolved (default_thread_count()); 0 only for a --url server
     int n_batch = 2048;
     int n_ubatch = 512;
     int n_gpu_layers = 99;
@@ -31,8 +31,9 @@ struct TestConfig {
     std::string type_k = "f16";
     std::string type_v = "f16";
     int reps = 5;                     // minimum repetitions
-    std::optional<double> target_ci;  // stop once the 95% CI half-width / mean is below this
-    int max_reps = 5;                 // repetitions at most (== reps without --target-ci)
+    std::optional<double> target_ci;  // stop once the 95% CI half-width / rate is below this
+    // With target_ci the stall-robust rate's CI (StageResult::robust) is what must be within it.
+    int max_reps = 5;  // repetitions at most (== reps without --target-ci)
     bool warmup = true;
     uint64_t seed = 1;
     // llama (in-process llama.cpp) or http (a server; model_path is then the GGUF the managed
@@ -41,6 +42,16 @@ struct TestConfig {
 
     // A short name like llama-bench's: "pp512", "tg128", "pp512+tg128", with "@d1024".
     std::string test_name() const;
+};
+
+// A stage's stall-robust rate: 1e9 / the median of its nanoseconds per token, where those are
+// one per repetition for prefill (duration / tokens: n_tokens / median duration) and every
+// inter-token latency for decode. Stalls move a mean but not a median. The 95% CI is a seeded
+// percentile bootstrap of that median resampling whole repetitions (1000 resamples, seed 42;
+// core/stats.hpp median_ci), so a slow repetition widens it; null with fewer than 2
+// repetitions. ci95_half_rel = (hi - lo) / 2 / tokens_per_s, what --target-ci is held to.
+struct RobustRate {
+    std::optional<double> tokens_per_s, ci95_lo, ci95_hi, ci95_half_rel;
 };
 
 // One measured stage of one test: raw samples kept next to their summaries.
@@ -53,12 +64,17 @@ struct StageResult {
     Summary duration;                  // of duration_ns
     std::vector<double> tokens_per_s;  // one per repetition
     Summary throughput;                // of tokens_per_s
+    RobustRate robust;                 // stall-robust tokens/s
+    Stalls stalls;                     // slow repetitions among duration_ns (detect_stalls)
 };
 
 struct DecodeResult : StageResult {
     std::vector<int64_t> token_latency_ns;  // every token of every repetition, in order
-    Summary itl;                            // inter-token latency over token_latency_ns
-    int kv_depth_start = 0;                 // KV depth of the first decoded token
+    // How many of token_latency_ns each repetition holds, in order (parallel to duration_ns).
+    std::vector<int64_t> token_latency_counts;
+    Summary itl;             // inter-token latency over token_latency_ns
+    Stalls token_stalls;     // stalled tokens among token_latency_ns (detect_stalls)
+    int kv_depth_start = 0;  // KV depth of the first decoded token
 };
 
 struct Roofline {
@@ -161,6 +177,9 @@ void record_failure(TestResult& r, const std::exception& e);
 // was interrupted or interrupted is true, else 0.
 int exit_code_for(const std::vector<TestResult>& tests, bool interrupted);
 
+// Stalls of ns samples: the rule in words, k, n, count, indices, time_ns, excess_ns, median_ns,
+// threshold_ns (null when no sample could be one).
+nlohmann::json to_json(const Stalls&);
 nlohmann::json to_json(const TestConfig&);
 nlohmann::json to_json(const StageResult&);
 nlohmann::json to_json(const DecodeResult&);

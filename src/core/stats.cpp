@@ -191,6 +191,95 @@ Summary summarize(std::span<const double> samples) {
     return s;
 }
 
+Stalls detect_stalls(std::span<const double> samples, double k) {
+    if (!(k > 0))
+        throw usage_error("detect_stalls: k must be > 0");
+    Stalls s;
+    s.k = k;
+    s.n = samples.size();
+    if (samples.empty())
+        return s;
+    check_finite(samples, "detect_stalls");
+    std::vector<double> scratch(samples.begin(), samples.end());
+    const double med = median_inplace(scratch);
+    s.median = med;
+    CompensatedSum abs_dev;
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+        scratch[i] = std::abs(samples[i] - med);
+        abs_dev.add(scratch[i]);
+    }
+    const double mad = median_inplace(scratch);
+    // The deviation that z = 1 stands for.
+    double scale = mad / 0.6745;
+    if (mad == 0)
+        scale = 1.253314 * abs_dev.value() / static_cast<double>(samples.size());
+    if (!(scale > 0))
+        return s;
+    s.threshold = med + k * scale;
+    CompensatedSum time, excess;
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+        if ((samples[i] - med) / scale > k) {
+            s.indices.push_back(i);
+            time.add(samples[i]);
+            excess.add(samples[i] - med);
+        }
+    }
+    s.time = time.value();
+    s.excess = excess.value();
+    return s;
+}
+
+MedianCi median_ci(std::span<const double> samples, std::span<const std::size_t> group_sizes,
+                   std::size_t resamples, std::uint64_t seed) {
+    if (resamples == 0)
+        throw usage_error("median_ci: resamples must be >= 1");
+    std::vector<std::size_t> starts, sizes;
+    if (group_sizes.empty()) {
+        for (std::size_t i = 0; i < samples.size(); ++i) {
+            starts.push_back(i);
+            sizes.push_back(1);
+        }
+    } else {
+        std::size_t at = 0;
+        for (std::size_t g : group_sizes) {
+            if (g == 0)
+                continue;  // a repetition without samples adds nothing
+            starts.push_back(at);
+            sizes.push_back(g);
+            at += g;
+        }
+        if (at != samples.size())
+            throw usage_error("median_ci: group sizes add up to " + std::to_string(at) + ", not " +
+                              std::to_string(samples.size()) + " samples");
+    }
+    MedianCi r;
+    if (samples.empty())
+        return r;
+    check_finite(samples, "median_ci");
+    std::vector<double> pool(samples.begin(), samples.end());
+    r.median = median_inplace(pool);
+    const std::size_t groups = starts.size();
+    if (groups < 2)
+        return r;
+
+    std::mt19937_64 rng(seed);
+    std::vector<double> medians;
+    medians.reserve(resamples);
+    for (std::size_t k = 0; k < resamples; ++k) {
+        pool.clear();
+        for (std::size_t g = 0; g < groups; ++g) {
+            const std::size_t pick = bounded(rng, groups);
+            pool.insert(pool.end(), samples.begin() + static_cast<std::ptrdiff_t>(starts[pick]),
+                        samples.begin() + static_cast<std::ptrdiff_t>(starts[pick] + sizes[pick]));
+        }
+        medians.push_back(median_inplace(pool));
+    }
+    std::sort(medians.begin(), medians.end());
+    r.ci95_lo = percentile_sorted(medians, 0.025);
+    r.ci95_hi = percentile_sorted(medians, 0.975);
+    return r;
+}
+
 RatioCi ratio_of_medians(std::span<const double> a, std::span<const double> b,
                          std::size_t resamples, std::uint64_t seed) {
     if (a.empty() || b.empty()) {

@@ -35,6 +35,45 @@ double t_quantile_975(std::size_t df);
 // sample is an outlier.
 std::vector<std::size_t> mad_outliers(std::span<const double> samples, double threshold = 3.5);
 
+// Stalls: samples far slower than the sample's typical one. The rule is one-sided (a stall only
+// ever slows a stage down) and robust: sample i is a stall when its modified z-score
+//   z_i = 0.6745 * (x_i - median) / MAD   (MAD = median of |x - median|)
+// exceeds k (3.5, Iglewicz & Hoaglin). When MAD is 0 (more than half the samples equal), the
+// mean absolute deviation stands in for it: z_i = (x_i - median) / (1.253314 * MeanAD); when
+// that is 0 too, every sample equals the median and none is a stall. With n <= 2 nothing can
+// be one (z <= 0.6745), and after a MAD of 0 a single spike needs n >= 5 (its z is n / 1.2533).
+// Stalls are counted, never dropped.
+inline constexpr double kStallModifiedZ = 3.5;
+
+struct Stalls {
+    double k = kStallModifiedZ;        // the bound the modified z-score had to exceed
+    std::size_t n = 0;                 // samples examined
+    std::vector<std::size_t> indices;  // the stalls, in sample order
+    double time = 0;                   // sum of the stalled samples (the samples' unit)
+    double excess = 0;                 // sum of (x - median) over the stalls: what they added
+    std::optional<double> median;      // of all samples; nullopt when n == 0
+    std::optional<double> threshold;   // samples above it are stalls; nullopt: none can be
+    std::size_t count() const { return indices.size(); }
+};
+
+// Stalls among the samples by the rule above (k: the modified z-score bound). Throws
+// sb::Error(runtime) for a non-finite sample, sb::Error(usage) for k <= 0.
+Stalls detect_stalls(std::span<const double> samples, double k = kStallModifiedZ);
+
+struct MedianCi {
+    std::optional<double> median;            // of the pooled samples; nullopt when empty
+    std::optional<double> ci95_lo, ci95_hi;  // nullopt with fewer than 2 groups
+};
+
+// Median of the pooled samples with a seeded percentile-bootstrap 95% CI that resamples whole
+// groups (e.g. repetitions: the token latencies of one repetition share its conditions, so
+// resampling tokens one by one would hide slow repetitions). group_sizes splits the samples,
+// in order, into consecutive groups; empty: every sample is a group of its own. The same seed
+// gives the same interval on every platform. Throws sb::Error(usage) when the group sizes do
+// not add up to the sample count or resamples is 0, sb::Error(runtime) for a non-finite sample.
+MedianCi median_ci(std::span<const double> samples, std::span<const std::size_t> group_sizes = {},
+                   std::size_t resamples = 1000, std::uint64_t seed = 42);
+
 struct RatioCi {
     double ratio = 0;            // median(a) / median(b)
     double lo = 0, hi = 0;       // bootstrap 95% percentile interval

@@ -174,6 +174,122 @@ TEST(Stats, MadIsSilentWhenMadIsZero) {
     EXPECT_TRUE(mad_outliers({}).empty());
 }
 
+TEST(Stalls, FlagsOnlyTheSlowSpikeOneSided) {
+    // median 10, MAD 1 (scale 1 / 0.6745): 100 is a stall (z = 60.7), the fast 1 is not (a
+    // stall only slows down), 12 is not (z = 1.35).
+    const std::vector<double> v = {10, 11, 9, 10, 12, 10, 11, 100, 9, 10, 1};
+    const Stalls s = detect_stalls(v);
+    EXPECT_EQ(s.n, 11u);
+    EXPECT_EQ(s.k, 3.5);
+    EXPECT_EQ(s.indices, (std::vector<std::size_t>{7}));
+    EXPECT_EQ(s.count(), 1u);
+    EXPECT_DOUBLE_EQ(s.time, 100);
+    EXPECT_DOUBLE_EQ(s.excess, 90);
+    EXPECT_EQ(s.median, 10);
+    ASSERT_TRUE(s.threshold);
+    EXPECT_NEAR(*s.threshold, 10 + 3.5 / 0.6745, 1e-12);
+    // The two-sided outlier rule flags the fast sample too.
+    EXPECT_EQ(mad_outliers(v), (std::vector<std::size_t>{7, 10}));
+    // A larger k lets the spike pass.
+    EXPECT_EQ(detect_stalls(v, 100).count(), 0u);
+}
+
+TEST(Stalls, SeveralStallsAddUp) {
+    // Decode latencies in ns: 7.8 ms typical, two stalls of 130 and 180 ms.
+    std::vector<double> v(40, 7.8e6);
+    for (std::size_t i = 0; i < v.size(); ++i)
+        v[i] += static_cast<double>(i % 5) * 1e4;  // MAD > 0
+    v[3] = 130e6;
+    v[31] = 180e6;
+    const Stalls s = detect_stalls(v);
+    EXPECT_EQ(s.indices, (std::vector<std::size_t>{3, 31}));
+    EXPECT_DOUBLE_EQ(s.time, 310e6);
+    ASSERT_TRUE(s.median);
+    EXPECT_DOUBLE_EQ(s.excess, 310e6 - 2 * *s.median);
+}
+
+TEST(Stalls, MadOfZeroFallsBackToTheMeanAbsoluteDeviation) {
+    // All equal but one spike: MAD = 0, MeanAD = 90 / 5 = 18, z = 90 / (1.253314 * 18) = 3.99.
+    const Stalls five = detect_stalls(std::vector<double>{10, 10, 100, 10, 10});
+    EXPECT_EQ(five.indices, (std::vector<std::size_t>{2}));
+    EXPECT_DOUBLE_EQ(five.excess, 90);
+    ASSERT_TRUE(five.threshold);
+    EXPECT_NEAR(*five.threshold, 10 + 3.5 * 1.253314 * 18, 1e-9);
+    // Four samples: z = 4 / 1.253314 = 3.19, not above 3.5.
+    const Stalls four = detect_stalls(std::vector<double>{10, 10, 10, 100});
+    EXPECT_EQ(four.count(), 0u);
+    EXPECT_TRUE(four.threshold);
+    // Two spikes over eight equal samples: MeanAD = 9, z = 3.55 and 4.43.
+    EXPECT_EQ(detect_stalls(std::vector<double>{10, 10, 10, 10, 10, 10, 10, 10, 50, 60}).indices,
+              (std::vector<std::size_t>{8, 9}));
+    // All equal: no scale, nothing can be a stall.
+    const Stalls same = detect_stalls(std::vector<double>{7, 7, 7, 7, 7});
+    EXPECT_EQ(same.count(), 0u);
+    EXPECT_FALSE(same.threshold);
+    EXPECT_EQ(same.median, 7);
+}
+
+TEST(Stalls, TinySamples) {
+    const Stalls none = detect_stalls({});
+    EXPECT_EQ(none.n, 0u);
+    EXPECT_FALSE(none.median);
+    EXPECT_FALSE(none.threshold);
+    const Stalls one = detect_stalls(std::vector<double>{5});
+    EXPECT_EQ(one.count(), 0u);
+    EXPECT_EQ(one.median, 5);
+    // Two samples: z is at most 0.6745.
+    EXPECT_EQ(detect_stalls(std::vector<double>{1, 1000}).count(), 0u);
+    EXPECT_EQ(detect_stalls(std::vector<double>{10, 10, 100}).count(), 0u);
+}
+
+TEST(Stalls, RejectsBadInput) {
+    EXPECT_THROW(detect_stalls(std::vector<double>{1, NAN}), Error);
+    EXPECT_THROW(detect_stalls(std::vector<double>{1, 2}, 0), Error);
+}
+
+TEST(MedianCi, MedianOfThePooledSamples) {
+    EXPECT_FALSE(median_ci({}).median);
+    const MedianCi one = median_ci(std::vector<double>{3, 1, 2});
+    EXPECT_EQ(one.median, 2);
+    ASSERT_TRUE(one.ci95_lo && one.ci95_hi);
+    EXPECT_LE(*one.ci95_lo, 2);
+    EXPECT_GE(*one.ci95_hi, 2);
+    const std::vector<double> v = {1, 2, 3, 4};
+    const std::vector<std::size_t> groups = {2, 2};
+    EXPECT_EQ(median_ci(v, groups).median, 2.5);
+    // One group: no interval.
+    const std::vector<std::size_t> whole = {4};
+    const MedianCi single = median_ci(v, whole);
+    EXPECT_EQ(single.median, 2.5);
+    EXPECT_FALSE(single.ci95_lo || single.ci95_hi);
+    // Group sizes must cover the samples exactly.
+    const std::vector<std::size_t> wrong = {2, 1};
+    EXPECT_THROW(median_ci(v, wrong), Error);
+    EXPECT_THROW(median_ci(v, {}, 0), Error);
+}
+
+TEST(MedianCi, ResamplingRepetitionsSeesASlowRepetition) {
+    // Five repetitions of 100 tokens: four at ~10 ms, one at ~20 ms. Token by token the median
+    // looks certain; by repetition, resamples with three slow repetitions move it.
+    std::mt19937_64 rng(3);
+    std::normal_distribution<double> jitter(0.0, 0.1);
+    std::vector<double> v;
+    for (int rep = 0; rep < 5; ++rep)
+        for (int i = 0; i < 100; ++i)
+            v.push_back((rep == 2 ? 20.0 : 10.0) + jitter(rng));
+    const std::vector<std::size_t> reps(5, 100);
+    const MedianCi by_rep = median_ci(v, reps);
+    const MedianCi by_token = median_ci(v);
+    ASSERT_TRUE(by_rep.median && by_rep.ci95_hi && by_token.ci95_hi && by_token.ci95_lo);
+    EXPECT_LT(*by_rep.median, 10.5);
+    EXPECT_LT(*by_token.ci95_hi - *by_token.ci95_lo, 0.2);
+    EXPECT_GT(*by_rep.ci95_hi, 15);
+    // Seeded: the same interval every time.
+    const MedianCi again = median_ci(v, reps);
+    EXPECT_EQ(again.ci95_lo, by_rep.ci95_lo);
+    EXPECT_EQ(again.ci95_hi, by_rep.ci95_hi);
+}
+
 TEST(Stats, RatioOfIdenticalDistributionsIsNoDifference) {
     std::mt19937_64 rng(11);
     std::normal_distribution<double> d(1000.0, 20.0);

@@ -2,6 +2,7 @@
 #include "core/strings.hpp"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -307,6 +308,10 @@ std::optional<bool> read_on_battery(const fs::path& root) {
     return std::nullopt;
 }
 
+// Distinct (physical id, core id) pairs of /proc/cpuinfo; nullopt when it has none.
+std::optional<int> count_cpuinfo_cores(
+    const std::vector<std::pair<std::string, std::string>>& info);
+
 std::optional<int> count_physical_cores(
     const fs::path& cpu_dir, const std::optional<std::set<long>>& online,
     const std::vector<std::pair<std::string, std::string>>& info) {
@@ -329,6 +334,11 @@ std::optional<int> count_physical_cores(
     if (!cores.empty()) {
         return static_cast<int>(cores.size());
     }
+    return count_cpuinfo_cores(info);
+}
+
+std::optional<int> count_cpuinfo_cores(
+    const std::vector<std::pair<std::string, std::string>>& info) {
     std::set<std::pair<std::string, std::string>> ids;
     std::string physical_id;
     for (const auto& [k, v] : info) {
@@ -408,6 +418,101 @@ SystemInfo read_system_info(const std::string& root_str) {
     s.on_battery = read_on_battery(root);
     s.on_battery_known = s.on_battery.has_value();
     return s;
+}
+
+int default_thread_count(const std::string& root_str, std::span<const int> allowed_cpus) {
+    const fs::path root(root_str.empty() ? "/" : root_str);
+    const fs::path cpu_dir = root / "sys/devices/system/cpu";
+
+    // The CPUs that may run threads: online, and allowed.
+    std::set<long> cpus;
+    if (auto text = read_value(cpu_dir / "online"))
+        if (auto online = parse_cpu_list(*text))
+            cpus = *online;
+    if (cpus.empty())
+        for (const auto& dir : numbered_entries(cpu_dir, "cpu"))
+            if (auto n = parse_number<long>(dir.filename().string().substr(3)))
+                cpus.insert(*n);
+    if (!allowed_cpus.empty()) {
+        const std::set<long> allowed(allowed_cpus.begin(), allowed_cpus.end());
+        std::set<long> both;
+        for (long c : cpus)
+            if (allowed.count(c))
+                both.insert(c);
+        // No topology to match the mask against: the mask alone says which CPUs there are.
+        cpus = cpus.empty() ? allowed : both;
+    }
+
+    // Efficiency cores out, unless nothing else is left.
+    auto drop = [&cpus](const std::set<long>& slow) {
+        std::set<long> rest;
+        for (long c : cpus)
+            if (!slow.count(c))
+                rest.insert(c);
+        if (!rest.empty())
+            cpus = std::move(rest);
+    };
+    if (auto atom = read_value(root / "sys/devices/cpu_atom/cpus"))
+        if (auto slow = parse_cpu_list(*atom))
+            drop(*slow);
+    std::map<long, long> capacity;
+    for (long c : cpus)
+        if (auto v = read_value(cpu_dir / ("cpu" + std::to_string(c)) / "cpu_capacity"))
+            if (auto n = parse_number<long>(*v); n && *n > 0)
+                capacity[c] = *n;
+    if (!capacity.empty() && capacity.size() == cpus.size()) {
+        long top = 0;
+        for (const auto& [c, v] : capacity)
+            top = std::max(top, v);
+        std::set<long> slow;
+        for (const auto& [c, v] : capacity)
+            if (2 * v < top)
+                slow.insert(c);
+        drop(slow);
+    }
+
+    // One thread per physical core: SMT siblings share one topology list.
+    std::set<std::string> cores;
+    bool every_cpu_known = !cpus.empty();
+    for (long c : cpus) {
+        const fs::path topo = cpu_dir / ("cpu" + std::to_string(c)) / "topology";
+        auto siblings = read_value(topo / "core_cpus_list");
+        if (!siblings)
+            siblings = read_value(topo / "thread_siblings_list");
+        if (siblings)
+            cores.insert(*siblings);
+        else
+            every_cpu_known = false;
+    }
+    if (every_cpu_known)
+        return static_cast<int>(cores.size());
+
+    if (auto n = count_cpuinfo_cores(parse_cpuinfo(read_text(root / "proc/cpuinfo").value_or("")));
+        n && *n > 0)
+        return allowed_cpus.empty() || cpus.empty() ? *n
+                                                    : std::min(*n, static_cast<int>(cpus.size()));
+    const long logical = static_cast<long>(cpus.size());
+    if (logical > 0)
+        return static_cast<int>(logical <= 4 ? logical : logical / 2);
+    return 4;
+}
+
+int default_thread_count() {
+    static const int n = [] {
+        std::vector<int> allowed;
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        if (sched_getaffinity(0, sizeof set, &set) == 0)
+            for (int c = 0; c < CPU_SETSIZE; ++c)
+                if (CPU_ISSET(c, &set))
+                    allowed.push_back(c);
+        return std::max(1, default_thread_count("/", allowed));
+    }();
+    return n;
+}
+
+int threads_or_default(int requested) {
+    return requested > 0 ? requested : default_thread_count();
 }
 
 Warnings system_warnings(const SystemInfo& info, int threads_used) {

@@ -5,6 +5,7 @@
 // unreadable leaves its field empty / std::nullopt: reading never throws.
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,31 @@ struct SystemInfo {
 
 // Reads the system description under root (default: the running system).
 SystemInfo read_system_info(const std::string& root = "/");
+
+// The CPU threads a run uses when none is asked for (-t 0 or no -t), for every command and
+// for the RPC server the demo starts: one per physical core that does math, as llama-bench
+// defaults to (llama.cpp's cpu_get_num_math), read from sysfs under root:
+//  - SMT siblings count once (topology/core_cpus_list, else thread_siblings_list);
+//  - efficiency cores are left out, as llama.cpp leaves out Intel's E-cores: the CPUs listed in
+//    sys/devices/cpu_atom/cpus on an Intel hybrid part, and on big.LITTLE (Arm) the cores whose
+//    cpu_capacity is below half of the largest. A LITTLE core takes as long per thread's share
+//    as a big one takes for several, and every thread waits for the slowest at each op, so
+//    using them slows prefill and decode down (the stage-level study ran 6 threads on a
+//    Snapdragon 8 Gen 3: its prime and mid cores, not the two A520s). llama-bench counts them
+//    on Arm; here they are left out, and -t still uses them when asked;
+//  - only CPUs that are online and in allowed_cpus count (empty: all online CPUs).
+// If every allowed CPU is an efficiency core, those are counted. Without topology files the
+// (physical id, core id) pairs of proc/cpuinfo count, then llama.cpp's guess from the logical
+// CPUs (n <= 4: n, else n / 2), and with nothing known 4 (llama.cpp's context default).
+// Never less than 1; never throws.
+int default_thread_count(const std::string& root, std::span<const int> allowed_cpus);
+
+// The same for the running system (root "/"), limited to the CPUs this process may run on
+// (sched_getaffinity: taskset, a container's cpuset).
+int default_thread_count();
+
+// requested when > 0, else default_thread_count(): how every command resolves -t.
+int threads_or_default(int requested);
 
 // Warnings about the machine's state for a run that uses threads_used CPU threads:
 //   governor_not_performance  some cpufreq policy's governor is not "performance"

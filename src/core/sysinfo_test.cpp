@@ -128,6 +128,51 @@ TEST(SysInfo, Warnings) {
     EXPECT_TRUE(system_warnings(quiet, 8).empty());
 }
 
+TEST(SysInfo, DefaultThreadCountIsPhysicalCoresThatDoMath) {
+    const std::vector<int> all;
+    // One thread per core, not per online CPU: SMT siblings once; offline CPUs not at all.
+    EXPECT_EQ(default_thread_count(fixture("x86_smt"), all), 4);
+    // Intel hybrid: 6 P-cores with SMT, the 8 E-cores (cpu_atom) left out, as llama.cpp does.
+    EXPECT_EQ(default_thread_count(fixture("x86_hybrid"), all), 6);
+    // big.LITTLE: the cores below half the top capacity (2 little) out, prime and mid in.
+    EXPECT_EQ(default_thread_count(fixture("phone_3cluster"), all), 6);
+    // Two clusters of similar strength: nothing is an efficiency core.
+    EXPECT_EQ(default_thread_count(fixture("phone_no_little"), all), 8);
+    // Topology without capacities: every core.
+    EXPECT_EQ(default_thread_count(fixture("android_phone"), all), 8);
+    // No topology files: /proc/cpuinfo's (physical id, core id) pairs.
+    EXPECT_EQ(default_thread_count(fixture("x86_laptop"), all), 4);
+    // Nothing known: llama.cpp's context default.
+    EXPECT_EQ(default_thread_count(fixture("empty"), all), 4);
+    EXPECT_EQ(default_thread_count(fixture("does_not_exist"), all), 4);
+}
+
+TEST(SysInfo, DefaultThreadCountHonoursTheAffinityMask) {
+    // Both SMT threads of one core: one thread.
+    EXPECT_EQ(default_thread_count(fixture("x86_smt"), std::vector<int>{0, 4}), 1);
+    EXPECT_EQ(default_thread_count(fixture("x86_smt"), std::vector<int>{0, 1, 6, 7}), 2);
+    // P-core threads 0-3 and two E-cores: the two P-cores.
+    EXPECT_EQ(default_thread_count(fixture("x86_hybrid"), std::vector<int>{0, 1, 2, 3, 12, 13}), 2);
+    // Only E-cores allowed: they are what there is.
+    EXPECT_EQ(default_thread_count(fixture("x86_hybrid"), std::vector<int>{12, 13, 14}), 3);
+    // Little cores and the prime core: the prime core; little cores alone: both of them.
+    EXPECT_EQ(default_thread_count(fixture("phone_3cluster"), std::vector<int>{0, 1, 7}), 1);
+    EXPECT_EQ(default_thread_count(fixture("phone_3cluster"), std::vector<int>{0, 1}), 2);
+    // No sysfs: the mask's CPUs, with llama.cpp's guess for SMT above 4.
+    EXPECT_EQ(default_thread_count(fixture("empty"), std::vector<int>{0, 1, 2}), 3);
+    EXPECT_EQ(default_thread_count(fixture("empty"), std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}), 4);
+}
+
+TEST(SysInfo, DefaultThreadCountLive) {
+    const int n = default_thread_count();
+    EXPECT_GE(n, 1);
+    const SystemInfo s = read_system_info();
+    EXPECT_LE(n, s.cores_logical);
+    EXPECT_EQ(threads_or_default(0), n);
+    EXPECT_EQ(threads_or_default(-1), n);
+    EXPECT_EQ(threads_or_default(3), 3);
+}
+
 TEST(SysInfo, BuildWarnings) {
     EXPECT_TRUE(build_warnings(false, false).empty());
     const Warnings both = build_warnings(true, true);

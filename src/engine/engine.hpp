@@ -36,7 +36,7 @@ struct LoadSpec {
     int n_ctx = 0;          // 0 = enough for the test (the caller computes it)
     int n_batch = 2048;
     int n_ubatch = 512;
-    int n_threads = 0;                // 0 = the engine's default
+    int n_threads = 0;                // 0 = sb::default_thread_count()
     std::string flash_attn = "auto";  // auto | on | off
     std::string type_k = "f16";
     std::string type_v = "f16";

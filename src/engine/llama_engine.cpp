@@ -5,6 +5,7 @@
 
 #include "core/clock.hpp"
 #include "core/error.hpp"
+#include "core/sysinfo.hpp"
 #include "engine/llama_params.hpp"
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
@@ -116,7 +117,8 @@ void LlamaEngine::load(const LoadSpec& spec) {
     cp.n_ctx = spec.n_ctx;
     cp.n_batch = spec.n_batch;
     cp.n_ubatch = spec.n_ubatch;
-    const int threads = spec.n_threads > 0 ? spec.n_threads : cp.n_threads;
+    // Not llama.cpp's context default (4), which oversubscribes machines of fewer cores.
+    const int threads = threads_or_default(spec.n_threads);
     // ggml's thread pool holds GGML_MAX_N_THREADS slots; more would write past them.
     if (threads > GGML_MAX_N_THREADS)
         throw usage_error("-t " + std::to_string(threads) + ": ggml runs at most " +

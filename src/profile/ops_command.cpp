@@ -52,7 +52,7 @@ int run_ops_command(const OpsCommandOptions& o, ResultDocument& doc, std::ostrea
     for (auto& w : model_warnings(doc.models))
         doc.warnings.push_back(w);
     SystemInfo si = read_system_info();
-    for (auto& w : system_warnings(si, o.ops.n_threads))
+    for (auto& w : system_warnings(si, threads_or_default(o.ops.n_threads)))
         doc.warnings.push_back(w);
     if (o.out_path)
         write_document(doc, *o.out_path, DocumentSave::progress);

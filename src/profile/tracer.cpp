@@ -14,6 +14,7 @@
 #include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
+#include "core/sysinfo.hpp"
 #include "core/utf8.hpp"
 #include "engine/backends.hpp"
 #include "engine/llama_params.hpp"
@@ -570,7 +571,7 @@ OpsProfile profile_ops(const OpsOptions& o, const ProgressFn& progress) {
                           "' (set STAGEBENCH_LLAMA_LOG=1 to see why)");
 
     Stages st;
-    st.threads = o.n_threads > 0 ? o.n_threads : llama_context_default_params().n_threads;
+    st.threads = threads_or_default(o.n_threads);
     const int plain_decode_tokens = std::max(8, 2 * o.plain_reps);
     st.n_ctx = o.n_depth + std::max(0, o.n_prompt) + plain_decode_tokens + o.traced_reps + 16;
     st.n_ctx = (st.n_ctx + 255) / 256 * 256;

@@ -40,7 +40,7 @@ struct OpsOptions {
     int n_depth = 0;
     bool prefill = true;
     bool decode = true;
-    int n_threads = 0;  // 0 = llama.cpp's default
+    int n_threads = 0;  // 0 = sb::default_thread_count()
     int n_batch = 2048;
     int n_ubatch = 512;
     int n_gpu_layers = 99;

@@ -58,9 +58,9 @@ class MarkdownReporter : public Reporter {
     explicit MarkdownReporter(std::ostream& out) : out_(out) {}
     void begin(const ResultDocument&) override {
         out_ << "| model | size | params | devices | threads | test | t/s | ± sd | CV % | "
-                "median ms | ITL p50 ms | ITL p99 ms |\n"
-             << "| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | "
-                "---: |\n";
+                "robust t/s | stalls | median ms | ITL p50 ms | ITL p99 ms |\n"
+             << "| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+                "| ---: | ---: |\n";
         out_.flush();
     }
     void test_done(const ResultDocument& doc, const TestResult& t) override {
@@ -75,33 +75,42 @@ class MarkdownReporter : public Reporter {
                     p >= 1e9 ? fmt::format("{:.2f} B", p / 1e9) : fmt::format("{:.2f} M", p / 1e6);
             }
         }
-        const std::string threads = c.n_threads > 0 ? std::to_string(c.n_threads) : "auto";
+        // 0 only for a server stagebench did not start: its threads are its own.
+        const std::string threads = c.n_threads > 0 ? std::to_string(c.n_threads) : "server's";
         const std::string lead =
             fmt::format("| {} | {} | {} | {} | {} ", model_name(doc, c.model_path), size, params,
                         c.devices, threads);
         if (t.status == "failed" && !t.prefill && !t.decode) {
             out_ << lead << "| " << c.test_name() << " | FAILED: " << t.error.value_or("")
-                 << " | | | | | |\n";
+                 << " | | | | | | | |\n";
             out_.flush();
             return;
         }
-        auto row = [&](const StageResult& s, bool decode, const Summary* itl) {
+        // Robust: the median-based rate and its CI half-width; stalls: slow repetitions of
+        // prefill, stalled tokens of decode (count of samples).
+        auto row = [&](const StageResult& s, bool decode, const Summary* itl, const Stalls& st) {
             const double ms = 1e-6;
+            std::string robust = num(s.robust.tokens_per_s);
+            if (s.robust.ci95_half_rel)
+                robust += fmt::format(" ± {:.1f} %", *s.robust.ci95_half_rel * 100);
+            const std::string stalls =
+                fmt::format("{}/{} {}", st.count(), st.n, decode ? "tokens" : "reps");
             out_ << lead << "| " << stage_test(c, decode) << " | " << num(s.throughput.mean)
                  << " | " << num(s.throughput.stddev) << " | "
                  << (s.throughput.cv ? fmt::format("{:.2f}", *s.throughput.cv * 100) : "-") << " | "
+                 << robust << " | " << stalls << " | "
                  << (s.duration.median ? fmt::format("{:.2f}", *s.duration.median * ms) : "-")
                  << " | " << (itl && itl->median ? fmt::format("{:.3f}", *itl->median * ms) : "-")
                  << " | " << (itl && itl->p99 ? fmt::format("{:.3f}", *itl->p99 * ms) : "-")
                  << " |\n";
         };
         if (t.prefill)
-            row(*t.prefill, false, nullptr);
+            row(*t.prefill, false, nullptr, t.prefill->stalls);
         if (t.decode)
-            row(*t.decode, true, &t.decode->itl);
+            row(*t.decode, true, &t.decode->itl, t.decode->token_stalls);
         if (t.status != "ok")
             out_ << lead << "| " << c.test_name() << " | " << t.status << ": "
-                 << t.error.value_or("") << " | | | | | |\n";
+                 << t.error.value_or("") << " | | | | | | | |\n";
         out_.flush();
     }
     void end(const ResultDocument& doc) override {
@@ -174,7 +183,9 @@ class CsvReporter : public Reporter {
         out_ << "model_path,devices,n_threads,n_batch,n_ubatch,n_depth,flash_attn,type_k,type_v,"
                 "test,stage,n_tokens,reps,status,tokens_per_s_mean,tokens_per_s_stddev,"
                 "tokens_per_s_cv,tokens_per_s_ci95_lo,tokens_per_s_ci95_hi,duration_ns_median,"
-                "itl_ns_p50,itl_ns_p90,itl_ns_p99,error\n";
+                "itl_ns_p50,itl_ns_p90,itl_ns_p99,robust_tokens_per_s,robust_ci95_lo,"
+                "robust_ci95_hi,stalled_reps,stalled_reps_excess_ns,stalled_tokens,"
+                "stalled_tokens_excess_ns,error\n";
     }
     void test_done(const ResultDocument&, const TestResult& t) override {
         const TestConfig& c = t.config;
@@ -187,7 +198,8 @@ class CsvReporter : public Reporter {
                 q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
             return q + "\"";
         };
-        auto row = [&](const char* stage, const StageResult* s, const Summary* itl) {
+        auto row = [&](const char* stage, const StageResult* s, const Summary* itl,
+                       const Stalls* tokens) {
             out_ << quote(c.model_path) << ',' << quote(c.devices) << ',' << c.n_threads << ','
                  << c.n_batch << ',' << c.n_ubatch << ',' << c.n_depth << ',' << c.flash_attn << ','
                  << c.type_k << ',' << c.type_v << ',' << quote(c.test_name()) << ',' << stage
@@ -197,14 +209,19 @@ class CsvReporter : public Reporter {
                  << (s ? v(s->throughput.ci95_lo) : "") << ','
                  << (s ? v(s->throughput.ci95_hi) : "") << ',' << (s ? v(s->duration.median) : "")
                  << ',' << (itl ? v(itl->median) : "") << ',' << (itl ? v(itl->p90) : "") << ','
-                 << (itl ? v(itl->p99) : "") << ',' << quote(t.error.value_or("")) << '\n';
+                 << (itl ? v(itl->p99) : "") << ',' << (s ? v(s->robust.tokens_per_s) : "") << ','
+                 << (s ? v(s->robust.ci95_lo) : "") << ',' << (s ? v(s->robust.ci95_hi) : "") << ','
+                 << (s ? std::to_string(s->stalls.count()) : "") << ','
+                 << (s ? v(s->stalls.excess) : "") << ','
+                 << (tokens ? std::to_string(tokens->count()) : "") << ','
+                 << (tokens ? v(tokens->excess) : "") << ',' << quote(t.error.value_or("")) << '\n';
         };
         if (t.prefill)
-            row("prefill", &*t.prefill, nullptr);
+            row("prefill", &*t.prefill, nullptr, nullptr);
         if (t.decode)
-            row("decode", &*t.decode, &t.decode->itl);
+            row("decode", &*t.decode, &t.decode->itl, &t.decode->token_stalls);
         if (!t.prefill && !t.decode)
-            row("none", nullptr, nullptr);
+            row("none", nullptr, nullptr, nullptr);
         out_.flush();
     }
 

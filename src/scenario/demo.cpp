@@ -7,6 +7,7 @@
 #include "advise/advise.hpp"
 #include "core/error.hpp"
 #include "core/json_file.hpp"
+#include "core/sysinfo.hpp"
 #include "core/version.hpp"
 #include "engine/backends.hpp"
 #include "engine/ggml_quantizer.hpp"
@@ -67,12 +68,16 @@ int run_demo(const DemoOptions& o, std::ostream& out, std::ostream& err) {
             const std::string log = (fs::path(o.dir) / "rpc-server.log").string();
             // Without -d the server picks the first device, which can be the BLAS accelerator; that
             // backend cannot run whole graphs, so the server would abort on the first one.
-            std::vector<std::string> argv{prog, "-H", "127.0.0.1", "-p", std::to_string(port),
-                                          "-d", "CPU"};
-            if (o.threads > 0) {
-                argv.push_back("-t");
-                argv.push_back(std::to_string(o.threads));
-            }
+            // The server's own default would not be the client's: both use the same threads.
+            std::vector<std::string> argv{prog,
+                                          "-H",
+                                          "127.0.0.1",
+                                          "-p",
+                                          std::to_string(port),
+                                          "-d",
+                                          "CPU",
+                                          "-t",
+                                          std::to_string(threads_or_default(o.threads))};
             rpc = ChildProcess::spawn(argv, log);
             if (!wait_for_port("127.0.0.1", port, 15000, &rpc))
                 throw runtime_error("the RPC server did not start, see " + log);

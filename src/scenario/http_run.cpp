@@ -68,6 +68,7 @@ void add_http_repetition(TestResult& r, const RequestTiming& t, const Generation
         r.decode->tokens_per_s.push_back(static_cast<double>(t.n_out - 1) * 1e9 / d);
         r.decode->token_latency_ns.insert(r.decode->token_latency_ns.end(), t.itl_ns.begin(),
                                           t.itl_ns.end());
+        r.decode->token_latency_counts.push_back(static_cast<int64_t>(t.itl_ns.size()));
     }
     ClientTimings& c = *r.client;
     c.e2e_ns.push_back(t.e2e_ns);
@@ -93,10 +94,8 @@ void add_http_repetition(TestResult& r, const RequestTiming& t, const Generation
 void finish_http_result(TestResult& r, const std::string& server_kind) {
     if (r.prefill)
         finish_stage(*r.prefill);
-    if (r.decode) {
-        finish_stage(*r.decode);
-        r.decode->itl = summarize_ns(r.decode->token_latency_ns);
-    }
+    if (r.decode)
+        finish_decode(*r.decode);
     r.ttft = summarize_ns(r.ttft_ns);
     const TestConfig& cfg = r.config;
     const std::string name = cfg.test_name() + " over HTTP";
@@ -296,13 +295,15 @@ std::vector<TestConfig> HttpRun::plan(const MatrixSpec& matrix) {
     hm.type_k = {"f16"};
     hm.type_v = {"f16"};
     if (opts_.url) {
-        hm.n_threads = {0};
+        hm.n_threads = {1};  // one test per point; the server's threads are its own (0 below)
         if (hm.models.empty())
             hm.models = {""};
     }
     std::vector<TestConfig> remote = expand_matrix(hm);
     for (auto& t : remote) {
         t.engine = "http";
+        if (opts_.url)
+            t.n_threads = 0;
         n_ctx_ = std::max(n_ctx_, t.n_prompt + std::max(1, t.n_gen) + 64);
     }
     std::vector<TestConfig> out;
@@ -312,7 +313,7 @@ std::vector<TestConfig> HttpRun::plan(const MatrixSpec& matrix) {
         for (size_t i = 0; i < remote.size(); ++i) {
             const auto& h = remote[i];
             if (!used[i] && h.model_path == l.model_path && h.n_prompt == l.n_prompt &&
-                h.n_gen == l.n_gen && h.n_threads == l.n_threads) {
+                h.n_gen == l.n_gen && (h.n_threads == l.n_threads || h.n_threads == 0)) {
                 out.push_back(h);
                 used[i] = true;
                 break;

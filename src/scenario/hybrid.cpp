@@ -87,6 +87,7 @@ void measure(const Mode& m, TestResult& r, const std::vector<int32_t>& prompt,
     const int64_t decode_ns = prev - start;
     r.decode->start_ns.push_back(start);
     r.decode->duration_ns.push_back(decode_ns);
+    r.decode->token_latency_counts.push_back(static_cast<int64_t>(gen.size()));
     r.decode->tokens_per_s.push_back(gen.size() * 1e9 / decode_ns);
     r.ttft_ns.push_back(prefill_ns + transfer_ns + r.decode->token_latency_ns[first]);
     ps.e2e_ns[m.name].push_back(prefill_ns + transfer_ns + decode_ns);
@@ -94,8 +95,7 @@ void measure(const Mode& m, TestResult& r, const std::vector<int32_t>& prompt,
 
 void finish(TestResult& r) {
     finish_stage(*r.prefill);
-    finish_stage(*r.decode);
-    r.decode->itl = summarize_ns(r.decode->token_latency_ns);
+    finish_decode(*r.decode);
     r.ttft = summarize_ns(r.ttft_ns);
     r.finished_ns = now_ns();
 }
@@ -107,6 +107,7 @@ json summary_of(const std::vector<int64_t>& v) {
 // The configuration every mode shares; the caller sets devices and lengths.
 TestConfig base_config(const HybridOptions& o) {
     TestConfig c = o.base;
+    c.n_threads = threads_or_default(c.n_threads);
     c.max_reps = c.reps;
     c.target_ci.reset();
     return c;
@@ -230,7 +231,7 @@ int run_hybrid(const HybridOptions& o, ResultDocument& doc, std::ostream& out, s
     auto tel = open_telemetry(o.telemetry, err, o.progress);
     const bool sampling = tel && has_sources(*tel);
     SystemInfo si = read_system_info();
-    for (auto& w : system_warnings(si, o.base.n_threads))
+    for (auto& w : system_warnings(si, threads_or_default(o.base.n_threads)))
         doc.warnings.push_back(w);
     for (auto& w : model_warnings(doc.models))
         doc.warnings.push_back(w);
@@ -396,6 +397,8 @@ int run_hybrid(const HybridOptions& o, ResultDocument& doc, std::ostream& out, s
                     r.status = "interrupted";
                 }
                 finish(r);
+                if (auto w = stall_warning(r))
+                    doc.warnings.push_back(*w);
                 if (sampling)
                     r.telemetry = test_telemetry(*tel, "test" + std::to_string(m.test) + "/");
                 pt["tests"][m.name] = m.test;

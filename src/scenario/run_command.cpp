@@ -179,6 +179,8 @@ int run_benchmark(const RunOptions& opts, ResultDocument& doc, std::ostream& out
         }
         if (sampling)
             r.telemetry = test_telemetry(*tel, stage_prefix);
+        if (auto w = stall_warning(r))
+            doc.warnings.push_back(*w);
         if (r.status == "failed" && opts.progress)
             err << "stagebench: test " << r.config.test_name() << " on " << r.config.devices
                 << " failed: " << r.error.value_or("") << "\n";

@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <random>
 
+#include <fmt/format.h>
+
 #include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
+#include "core/sysinfo.hpp"
 #include "engine/backends.hpp"
 
 namespace sb {
@@ -34,22 +37,116 @@ LoadSpec load_spec_for(const TestConfig& c) {
     return ls;
 }
 
+namespace {
+
+std::vector<double> as_double(const std::vector<int64_t>& v) {
+    return std::vector<double>(v.begin(), v.end());
+}
+
+// tokens/s from a median (and its CI) of nanoseconds per token; a longer time is a lower rate.
+RobustRate rate_from_ns(const MedianCi& m) {
+    RobustRate r;
+    if (!m.median || *m.median <= 0)
+        return r;
+    r.tokens_per_s = 1e9 / *m.median;
+    if (m.ci95_lo && m.ci95_hi && *m.ci95_lo > 0) {
+        r.ci95_lo = 1e9 / *m.ci95_hi;
+        r.ci95_hi = 1e9 / *m.ci95_lo;
+        r.ci95_half_rel = (*r.ci95_hi - *r.ci95_lo) / 2 / *r.tokens_per_s;
+    }
+    return r;
+}
+
+}  // namespace
+
+RobustRate stage_robust_rate(const StageResult& s) {
+    // ns per token of every repetition: the same as n_tokens / duration when the count is fixed,
+    // and right for an engine behind HTTP whose server counted the prompt per repetition.
+    std::vector<double> ns_per_token;
+    for (double tps : s.tokens_per_s)
+        if (tps > 0)
+            ns_per_token.push_back(1e9 / tps);
+    return rate_from_ns(median_ci(ns_per_token));
+}
+
+RobustRate decode_robust_rate(const DecodeResult& d) {
+    const std::vector<double> lat = as_double(d.token_latency_ns);
+    std::vector<std::size_t> groups;
+    int64_t total = 0;
+    for (int64_t n : d.token_latency_counts) {
+        groups.push_back(static_cast<std::size_t>(std::max<int64_t>(0, n)));
+        total += std::max<int64_t>(0, n);
+    }
+    if (total != static_cast<int64_t>(lat.size())) {
+        // No usable grouping: repetitions of n_tokens each if that fits, else token by token.
+        groups.clear();
+        if (d.n_tokens > 0 && !lat.empty() &&
+            lat.size() % static_cast<std::size_t>(d.n_tokens) == 0)
+            groups.assign(lat.size() / static_cast<std::size_t>(d.n_tokens),
+                          static_cast<std::size_t>(d.n_tokens));
+    }
+    return rate_from_ns(median_ci(lat, groups));
+}
+
 void finish_stage(StageResult& s) {
     s.duration = summarize_ns(s.duration_ns);
     s.throughput = summarize(s.tokens_per_s);
+    s.stalls = detect_stalls(as_double(s.duration_ns));
+    s.robust = stage_robust_rate(s);
+}
+
+void finish_decode(DecodeResult& d) {
+    finish_stage(d);
+    d.itl = summarize_ns(d.token_latency_ns);
+    d.token_stalls = detect_stalls(as_double(d.token_latency_ns));
+    d.robust = decode_robust_rate(d);
 }
 
 bool target_ci_reached(const TestResult& r, double target) {
-    for (const StageResult* s :
-         {static_cast<const StageResult*>(r.prefill ? &*r.prefill : nullptr),
-          static_cast<const StageResult*>(r.decode ? &*r.decode : nullptr)}) {
-        if (!s)
-            continue;
-        const Summary sum = summarize(s->tokens_per_s);
-        if (!sum.ci95_half_rel || *sum.ci95_half_rel > target)
+    std::vector<RobustRate> rates;
+    if (r.prefill)
+        rates.push_back(stage_robust_rate(*r.prefill));
+    if (r.decode)
+        rates.push_back(decode_robust_rate(*r.decode));
+    for (const auto& rate : rates)
+        if (!rate.ci95_half_rel || *rate.ci95_half_rel > target)
             return false;
-    }
     return true;
+}
+
+std::optional<Warning> stall_warning(const TestResult& r) {
+    auto total = [](const std::vector<int64_t>& v) {
+        double sum = 0;
+        for (int64_t x : v)
+            sum += static_cast<double>(x);
+        return sum;
+    };
+    std::string what;
+    // Stalls that added less than 1 % to their stage are counted in the document but not worth
+    // a warning: a tight distribution makes small deviations "stalls" by the rule.
+    auto add = [&](const Stalls& s, const char* text, double stage_ns) {
+        if (s.count() == 0 || !(stage_ns > 0) || s.excess < kStallWarnFraction * stage_ns)
+            return;
+        what += fmt::format("{}{} of {} {}, {:.1f} ms added ({:.1f} % of the stage)",
+                            what.empty() ? "" : "; ", s.count(), s.n, text, s.excess * 1e-6,
+                            100 * s.excess / stage_ns);
+    };
+    if (r.prefill)
+        add(r.prefill->stalls, "prefill repetitions slow", total(r.prefill->duration_ns));
+    if (r.decode) {
+        add(r.decode->token_stalls, "decode tokens stalled", total(r.decode->token_latency_ns));
+        add(r.decode->stalls, "decode repetitions slow", total(r.decode->duration_ns));
+    }
+    if (what.empty())
+        return std::nullopt;
+    return Warning{
+        "stalls",
+        fmt::format("{} on {}: {} (modified z-score > {}): the means and their CIs include them, "
+                    "the robust (median-based) tokens/s do not",
+                    r.config.test_name(), r.config.devices, what, kStallModifiedZ),
+        "Quote the robust figure (`robust` in the document) and check the stall count: stalls "
+        "come from other processes, a shared VM's host or the power manager. Stop background "
+        "work, or rerun; --target-ci repeats until the robust figure's CI is narrow."};
 }
 
 bool repetition_done(TestResult& r, const TestConfig& c, int rep) {
@@ -120,7 +217,7 @@ std::vector<TestConfig> expand_matrix(const MatrixSpec& m) {
                                                     c.n_prompt = p;
                                                     c.n_gen = n;
                                                     c.n_depth = d;
-                                                    c.n_threads = t;
+                                                    c.n_threads = threads_or_default(t);
                                                     c.n_batch = b;
                                                     c.n_ubatch = std::min(ub, b);
                                                     c.flash_attn = fa;
@@ -214,6 +311,7 @@ TestResult run_test(Engine& engine, const TestConfig& c, const SweepHooks& hooks
                 mark("decode", false, c.n_gen);
                 const int64_t total = prev - start;
                 r.decode->duration_ns.push_back(total);
+                r.decode->token_latency_counts.push_back(c.n_gen);
                 r.decode->start_ns.push_back(start);
                 r.decode->tokens_per_s.push_back(c.n_gen * 1e9 / total);
                 if (c.n_prompt > 0)
@@ -227,10 +325,8 @@ TestResult run_test(Engine& engine, const TestConfig& c, const SweepHooks& hooks
     }
     if (r.prefill)
         finish_stage(*r.prefill);
-    if (r.decode) {
-        finish_stage(*r.decode);
-        r.decode->itl = summarize_ns(r.decode->token_latency_ns);
-    }
+    if (r.decode)
+        finish_decode(*r.decode);
     r.ttft = summarize_ns(r.ttft_ns);
 
     // Roofline context: what decode read per token and what prefill computed.

@@ -27,7 +27,8 @@ struct MatrixSpec {
 };
 
 // Expands the matrix, ordered so that tests sharing a model placement are adjacent (one load
-// each). Throws sb::Error(usage) for invalid values (p and n both 0, negative sizes...).
+// each); a thread count of 0 becomes default_thread_count(), so every config names the threads
+// it runs with. Throws sb::Error(usage) for invalid values (p and n both 0, negative sizes...).
 std::vector<TestConfig> expand_matrix(const MatrixSpec& spec);
 
 struct SweepHooks {
@@ -52,10 +53,27 @@ std::vector<int32_t> random_tokens(int n, int32_t n_vocab, uint64_t seed);
 // context of n_depth + n_prompt + n_gen tokens and a little room.
 LoadSpec load_spec_for(const TestConfig& c);
 
-// Fills a stage's summaries from its raw samples.
+// Fills a stage's summaries from its raw samples: duration, throughput, the slow repetitions
+// (stalls) and the robust rate from the median repetition.
 void finish_stage(StageResult& s);
-// Whether every measured stage's tokens/s has a 95 % CI half-width within target (relative).
+// finish_stage, then the inter-token latency summary, the stalled tokens and the robust rate
+// from the median inter-token latency (token_latency_counts groups the tokens by repetition;
+// empty: n_tokens per repetition).
+void finish_decode(DecodeResult& d);
+
+// The robust rates of StageResult::robust from the raw samples so far.
+RobustRate stage_robust_rate(const StageResult& s);
+RobustRate decode_robust_rate(const DecodeResult& d);
+
+// Whether every measured stage's robust tokens/s has a 95 % CI half-width within target
+// (relative to the rate): the median-based figure, which stalls do not move.
 bool target_ci_reached(const TestResult& r, double target);
+
+// A "stalls" warning when stalls (slow repetitions or stalled decode tokens) added at least
+// kStallWarnFraction of their stage's time: how many, the time they added, and that the robust
+// figure is unaffected. nullopt otherwise (the document counts every stall regardless).
+inline constexpr double kStallWarnFraction = 0.01;
+std::optional<Warning> stall_warning(const TestResult& r);
 
 // Records that repetition rep (0-based) finished and says whether the test is done: the
 // minimum repetitions reached without --target-ci, the CI target met, or max_reps reached

@@ -293,12 +293,13 @@ int run_sustained(const SustainedOptions& o, ResultDocument& doc, std::ostream& 
         throw usage_error(
             "--trace-ops-rounds needs the in-process engine (--engine llama): a server's ops "
             "cannot be traced");
+    const int threads = threads_or_default(o.threads);
     MatrixSpec matrix;
     matrix.models = {o.model};
     matrix.devices = {o.devices};
     matrix.n_prompt = {o.prompt_tokens};
     matrix.n_gen = {o.max_tokens};
-    matrix.n_threads = {o.threads};
+    matrix.n_threads = {threads};
     matrix.reps = 1;
     matrix.seed = o.seed;
     std::unique_ptr<HttpRun> http;
@@ -326,7 +327,7 @@ int run_sustained(const SustainedOptions& o, ResultDocument& doc, std::ostream& 
                                   " needs a temperature sensor, and none was found");
         }
     }
-    for (auto& w : system_warnings(read_system_info(), o.threads))
+    for (auto& w : system_warnings(read_system_info(), threads))
         doc.warnings.push_back(w);
     for (auto& w : model_warnings(doc.models))
         doc.warnings.push_back(w);
@@ -336,7 +337,7 @@ int run_sustained(const SustainedOptions& o, ResultDocument& doc, std::ostream& 
     c.devices = o.devices;
     c.n_prompt = o.prompt_tokens;
     c.n_gen = o.max_tokens;
-    c.n_threads = o.threads;
+    c.n_threads = threads;
     c.n_batch = o.chunk ? *o.chunk : 2048;
     c.n_ubatch = std::min(c.n_batch, 512);
     c.reps = c.max_reps = 1;
@@ -346,7 +347,7 @@ int run_sustained(const SustainedOptions& o, ResultDocument& doc, std::ostream& 
     res.config = {
         {"model", o.model},
         {"devices", o.devices},
-        {"threads", o.threads},
+        {"threads", threads},
         {"rounds", o.rounds},
         {"prompt_tokens", o.prompt_tokens},
         {"max_tokens", o.max_tokens},

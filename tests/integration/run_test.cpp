@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -9,9 +10,11 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <thread>
+#include <vector>
 
 #include "cli_harness.hpp"
 #include "core/result.hpp"
+#include "core/sysinfo.hpp"
 #include "engine/llama_engine.hpp"
 #include "scenario/stage_sweep.hpp"
 
@@ -265,7 +268,122 @@ TEST(Run, AdaptiveRepetitionsStopAtTheTargetOrTheCap) {
     EXPECT_EQ(u["stopped_by"], "target_ci");
     EXPECT_GE(u["reps_done"].get<int>(), 3);
     EXPECT_LT(u["reps_done"].get<int>(), 20);
-    EXPECT_LE(u["decode"]["throughput"]["ci95_half_rel"].get<double>(), 0.9);
+    // The target holds the robust (median-based) figure of every stage.
+    EXPECT_LE(u["decode"]["robust"]["ci95_half_rel"].get<double>(), 0.9);
+    EXPECT_LE(u["prefill"]["robust"]["ci95_half_rel"].get<double>(), 0.9);
+}
+
+TEST(Run, WithoutThreadsUsesOnePerPhysicalCoreAndSaysSo) {
+    const int expected = sb::default_thread_count();
+    ASSERT_GT(expected, 0);
+    TempDir t;
+    const std::string out = t.file("r.json");
+    Proc p = run_sb({"run", "-m", tiny_model(), "-p", "16", "-n", "4", "-r", "1", "--membw", "off",
+                     "--out", out});
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    const json doc = json::parse(read_file(out));
+    EXPECT_EQ(doc["tests"][0]["config"]["n_threads"], expected);
+    // The Markdown row names the threads after the devices column.
+    EXPECT_NE(p.out.find("| CPU | " + std::to_string(expected) + " | pp16 |"), std::string::npos)
+        << p.out;
+    // No oversubscription warning for the default.
+    for (const auto& w : doc["warnings"])
+        EXPECT_NE(w["code"], "oversubscribed") << w.dump();
+}
+
+TEST(Run, RobustFiguresAndStallCountsReachEveryFormat) {
+    Proc p = run_sb({"run", "-m", tiny_model(), "-p", "16", "-n", "8", "-r", "3", "--membw", "off",
+                     "-o", "json", "-q"});
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    const json t = json::parse(p.out)["tests"][0];
+    const json& pre = t["prefill"];
+    const json& dec = t["decode"];
+    // Robust prefill: n_tokens / median repetition duration.
+    std::vector<double> d;
+    for (const auto& x : pre["duration_ns"])
+        d.push_back(x.get<double>());
+    std::sort(d.begin(), d.end());
+    EXPECT_NEAR(pre["robust"]["tokens_per_s"].get<double>(), 16 * 1e9 / d[1], 1e-6 * 16e9 / d[1]);
+    // Robust decode: 1e9 / median inter-token latency.
+    EXPECT_NEAR(dec["robust"]["tokens_per_s"].get<double>(),
+                1e9 / dec["itl"]["median"].get<double>(),
+                1e-6 * dec["robust"]["tokens_per_s"].get<double>());
+    EXPECT_EQ(dec["token_latency_counts"], json::array({8, 8, 8}));
+    for (const json* s : {&pre["stalls"]["repetitions"], &dec["stalls"]["repetitions"]}) {
+        EXPECT_EQ((*s)["k"], 3.5);
+        EXPECT_EQ((*s)["n"], 3);
+        EXPECT_TRUE((*s)["rule"].is_string());
+    }
+    EXPECT_EQ(dec["stalls"]["tokens"]["n"], 24);
+    EXPECT_TRUE(dec["robust"]["ci95_lo"].is_number());
+    EXPECT_LE(dec["robust"]["ci95_lo"].get<double>(), dec["robust"]["tokens_per_s"].get<double>());
+
+    Proc md = run_sb(
+        {"run", "-m", tiny_model(), "-p", "16", "-n", "8", "-r", "2", "--membw", "off", "-q"});
+    ASSERT_EQ(md.exit_code, 0) << md.err;
+    EXPECT_NE(md.out.find("| robust t/s | stalls |"), std::string::npos) << md.out;
+    EXPECT_NE(md.out.find("/2 reps |"), std::string::npos) << md.out;
+    EXPECT_NE(md.out.find("/16 tokens |"), std::string::npos) << md.out;
+
+    Proc csv = run_sb({"run", "-m", tiny_model(), "-p", "16", "-n", "8", "-r", "2", "--membw",
+                       "off", "-o", "csv", "-q"});
+    ASSERT_EQ(csv.exit_code, 0) << csv.err;
+    EXPECT_NE(csv.out.find(",robust_tokens_per_s,robust_ci95_lo,robust_ci95_hi,stalled_reps,"),
+              std::string::npos)
+        << csv.out;
+}
+
+TEST(Run, AStalledProcessIsCountedWarnedAndLeavesTheRobustRateAlone) {
+    // A real stall: the process is stopped (SIGSTOP) for 1 s in the middle of a repetition's
+    // decode, as a shared VM's host or a phone's power manager stops it. One thread, so that a
+    // busy test machine delays the run but does not stall it much by itself.
+    TempDir t;
+    const std::string out = t.file("r.json");
+    const std::string log = t.file("log");
+    pid_t pid = spawn_bg({stagebench_bin(), "run", "-m", tiny_model(), "-p", "16", "-n", "1500",
+                          "-r", "5", "-t", "1", "--membw", "off", "--out", out, "-o", "json"},
+                         log);
+    bool seen = false;
+    for (int i = 0; i < 60000 && !seen; ++i) {
+        seen = read_file(log + ".err").find("repetition 3/5") != std::string::npos;
+        if (!seen)
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    if (!seen)
+        signal_and_wait(pid, SIGKILL);
+    ASSERT_TRUE(seen) << read_file(log + ".err");
+    std::this_thread::sleep_for(std::chrono::milliseconds(60));  // past the 16-token prefill
+    kill(pid, SIGSTOP);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+    kill(pid, SIGCONT);
+    ASSERT_EQ(wait_exit(pid, 600), 0) << read_file(log + ".err");
+
+    const json doc = json::parse(read_file(out));
+    const json& dec = doc["tests"][0]["decode"];
+    const json& tokens = dec["stalls"]["tokens"];
+    ASSERT_GE(tokens["count"].get<int>(), 1) << tokens.dump();
+    EXPECT_GE(tokens["excess_ns"].get<double>(), 900e6) << tokens.dump();
+    // The stall sits in the third repetition's tokens.
+    bool in_third = false;
+    for (const auto& i : tokens["indices"])
+        in_third |= i.get<int>() / 1500 == 2;
+    EXPECT_TRUE(in_third) << tokens.dump();
+    // The stalled repetition's rate and the mean include the stall; the median-based figure
+    // does not.
+    const double robust = dec["robust"]["tokens_per_s"].get<double>();
+    EXPECT_LT(dec["tokens_per_s"][2].get<double>(), 0.9 * robust)
+        << robust << " " << dec["tokens_per_s"].dump();
+    EXPECT_GT(robust, dec["throughput"]["mean"].get<double>());
+    bool warned = false;
+    for (const auto& w : doc["warnings"])
+        if (w["code"] == "stalls") {
+            warned = true;
+            EXPECT_NE(w["message"].get<std::string>().find("decode tokens stalled"),
+                      std::string::npos)
+                << w.dump();
+            EXPECT_FALSE(w["hint"].get<std::string>().empty());
+        }
+    EXPECT_TRUE(warned) << doc["warnings"].dump();
 }
 
 TEST(Run, InterruptKeepsCompletedTestsOnDisk) {
