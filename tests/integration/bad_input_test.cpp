@@ -91,8 +91,7 @@ TEST(BadInput, AdviseOnWrongShapedDocuments) {
     const std::vector<std::pair<std::string, std::string>> docs = {
         {R"([1, 2])", ""},
         {R"({"command": 5})", "command"},
-        {R"({"command": "run", "tests": [{"status": "ok", "config": "CPU"}]})",
-         "tests[0].config"},
+        {R"({"command": "run", "tests": [{"status": "ok", "config": "CPU"}]})", "tests[0].config"},
         {R"({"command": "run", "tests": [{"status": "ok", "config": {"n_gen": "16"}}]})",
          "tests[0].config.n_gen"},
         {R"({"command": "sustained", "tests": [], "sustained": {"phases": [null]}})",
