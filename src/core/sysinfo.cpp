@@ -388,6 +388,11 @@ SystemInfo read_system_info(const std::string& root_str) {
     return s;
 }
 
+int default_thread_count(const std::string& root) {
+    const SystemInfo s = read_system_info(root);
+    return std::max(1, s.cores_physical.value_or(s.cores_logical));
+}
+
 Warnings system_warnings(const SystemInfo& info, int threads_used) {
     Warnings w;
     std::vector<std::string> others;

@@ -29,6 +29,11 @@ struct SystemInfo {
 // Reads the system description under root (default: the running system).
 SystemInfo read_system_info(const std::string& root = "/");
 
+// The CPU thread count stagebench uses when none is given: the physical cores under root (SMT
+// siblings share a core's units, so more threads only contend), else the online CPUs, at
+// least 1.
+int default_thread_count(const std::string& root = "/");
+
 // Warnings about the machine's state for a run that uses threads_used CPU threads:
 //   governor_not_performance  some cpufreq policy's governor is not "performance"
 //   other_load                loadavg_1m > 0.25 * cores_logical (something else is running)

@@ -81,6 +81,13 @@ TEST(SysInfo, EmptyRootIsAllMissing) {
     EXPECT_TRUE(system_warnings(s, 64).empty());
 }
 
+TEST(SysInfo, DefaultThreadCountIsThePhysicalCores) {
+    EXPECT_EQ(default_thread_count(fixture("x86_laptop")), 4);     // 8 logical, 4 cores
+    EXPECT_EQ(default_thread_count(fixture("android_phone")), 8);  // no SMT
+    EXPECT_EQ(default_thread_count(fixture("empty")), 1);          // nothing known
+    EXPECT_GE(default_thread_count(), 1);
+}
+
 TEST(SysInfo, LiveSystemReads) {
     const SystemInfo s = read_system_info();
     EXPECT_FALSE(s.kernel.empty());
