@@ -34,6 +34,7 @@ void add_report_command(CLI::App& app, Context& ctx);
 void add_db_command(CLI::App& app, Context& ctx);
 void add_compare_command(CLI::App& app, Context& ctx);
 void add_trace_command(CLI::App& app, Context& ctx);
+void add_rpc_server_command(CLI::App& app, Context& ctx);
 
 // Builds the whole CLI; used by main() and by CLI tests.
 void build_app(CLI::App& app, Context& ctx);
