@@ -73,6 +73,7 @@ void add_hybrid_command(CLI::App& app, Context& ctx) {
         o->base.warmup = !*no_warmup;
         o->baselines = !*no_baselines;
         ResultDocument doc = new_document("hybrid", ctx.argv);
+        const auto on_stop = store_on_stop(ctx, [&doc] { return std::vector{to_json(doc)}; });
         ctx.exit_code = run_hybrid(*o, doc, ctx.out, ctx.err);
         store_document(ctx, to_json(doc));
         write_trace_if_asked(*trace, doc, ctx.err);

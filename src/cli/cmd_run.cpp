@@ -22,6 +22,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
         finish_run_args(*a);
         check_trace_path(*trace);
         ResultDocument doc = new_document("run", ctx.argv);
+        const auto on_stop = store_on_stop(ctx, [&doc] { return std::vector{to_json(doc)}; });
         ctx.exit_code = run_benchmark(a->run, doc, ctx.out, ctx.err);
         store_document(ctx, to_json(doc));
         write_trace_if_asked(*trace, doc, ctx.err);

@@ -63,6 +63,7 @@ void add_sustained_command(CLI::App& app, Context& ctx) {
         o->progress = !*quiet;
         check_trace_path(*trace);
         ResultDocument doc = new_document("sustained", ctx.argv);
+        const auto on_stop = store_on_stop(ctx, [&doc] { return std::vector{to_json(doc)}; });
         ctx.exit_code = run_sustained(*o, doc, ctx.out, ctx.err);
         store_document(ctx, to_json(doc));
         write_trace_if_asked(*trace, doc, ctx.err);

@@ -3,17 +3,22 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <string>
 
 #include "cli/commands.hpp"
 #include "core/interrupt.hpp"
+#include "core/last_word.hpp"
 #include "engine/backends.hpp"
 
 namespace {
 
 // llama.cpp gave up (e.g. its RPC server died): one line instead of a core dump. Results are
-// written after every test, so what was measured before is already on disk.
+// written after every test; the running command's last words record the test that was running
+// as failed (--out, --db) and give the line.
 void on_fatal(const char* message) {
-    std::fprintf(stderr, "stagebench: error: llama.cpp stopped: %s\n", message);
+    const std::string line = sb::say_last_words(message).value_or(
+        "llama.cpp stopped: " + sb::strip_source_location(message));
+    std::fprintf(stderr, "stagebench: error: %s\n", line.c_str());
     std::fflush(stderr);
     std::_Exit(1);
 }

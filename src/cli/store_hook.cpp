@@ -29,4 +29,15 @@ void store_document(Context& ctx, const nlohmann::json& doc) {
     ctx.err << "stagebench: stored as #" << id << " in " << ctx.db_path << "\n";
 }
 
+LastWordScope store_on_stop(Context& ctx, std::function<std::vector<nlohmann::json>()> docs) {
+    return LastWordScope([&ctx, docs](const std::string&) -> std::optional<std::string> {
+        if (ctx.db_path.empty())
+            return std::nullopt;
+        ResultStore store = ResultStore::open(ctx.db_path);
+        for (const auto& d : docs())
+            store.append(d);
+        return std::nullopt;
+    });
+}
+
 }  // namespace sb::cli
