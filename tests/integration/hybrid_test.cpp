@@ -30,7 +30,8 @@ double median_of(const json& v) {
 
 TEST(Hybrid, PrefillOnCpuDecodeOverRpcAgainstEachAloneAndAdvise) {
     TempDir t;
-    RpcServer server(t);
+    // One core for the server, one for the client (-t 1): timings are compared.
+    RpcServer server(t, {"-t", "1"});
     ASSERT_TRUE(server.ready);
     const std::string out = t.file("h.json");
     Proc p = sbtest::run_sb({"hybrid",

@@ -87,7 +87,7 @@ TEST(Rpc, TheServerAsTheReadmeStartsItServesRunOpsAndHybrid) {
 // The README's alternative: llama.cpp's own server, told to offer the CPU.
 TEST(Rpc, LlamaCppsOwnServerWithTheCpuDeviceServesRun) {
     TempDir t;
-    RpcServer server(t, /*llama_peer=*/true);
+    RpcServer server(t, {}, /*llama_peer=*/true);
     ASSERT_TRUE(server.ready);
     Proc p = run_sb({"run", "-m", tiny_model(), "-p", "16", "-n", "4", "-r", "1", "--rpc",
                      server.endpoint(), "--device", "RPC0", "--membw", "off", "-o", "json", "-q"});
