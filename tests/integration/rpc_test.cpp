@@ -230,6 +230,33 @@ TEST(Rpc, AServerThatDiesDuringASustainedRunLeavesTheFailedRound) {
     EXPECT_EQ(doc["tests"].back()["status"], "failed");
 }
 
+// The ops profile is one measurement: a server that dies during it leaves a line naming it.
+TEST(Rpc, AServerThatDiesDuringOpsIsOneLineNamingIt) {
+    TempDir t;
+    RpcServer server(t);
+    ASSERT_TRUE(server.ready);
+    const std::string ep = server.endpoint();
+    pid_t run =
+        spawn_bg({stagebench_bin(), "ops", "-m", tiny_model(), "-p", "64", "--rpc", ep, "--device",
+                  "RPC0", "--replay", "64", "--reps", "20", "--plain-reps", "20", "-o", "json"},
+                 t.file("ops.log"));
+    for (int i = 0; i < 6000; ++i) {
+        if (read_file(t.file("ops.log.err")).find("tracing node by node") != std::string::npos)
+            break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    server.stop(SIGKILL);
+    EXPECT_EQ(wait_exit(run, 120), 1);
+    const std::string err = read_file(t.file("ops.log.err"));
+    const size_t last = err.rfind('\n', err.size() - 2);
+    const std::string line = err.substr(last == std::string::npos ? 0 : last + 1);
+    EXPECT_EQ(line.rfind("stagebench: error: the ops profile on RPC0 failed: RPC server " + ep +
+                             " went away: it no longer accepts connections",
+                         0),
+              0u)
+        << err;
+}
+
 // Endpoints that are not working RPC servers are bad input, found before anything is measured,
 // within the probe's deadline (3 s per wait).
 TEST(Rpc, AServerThatAcceptsAndNeverAnswersIsBadInput) {
