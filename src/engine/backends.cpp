@@ -287,8 +287,7 @@ void append_request(std::vector<uint8_t>& out, uint8_t cmd, const std::vector<ui
 // Speaks the RPC protocol's handshake with endpoint before llama.cpp does: ggml's RPC client
 // stops the process (ggml_abort) on a refused connection or a malformed reply and waits
 // without a deadline for one that never comes. Returns the server's device count.
-uint32_t probe_rpc(const std::string& endpoint, int timeout_ms) {
-    ProbeSocket sock(endpoint, connect_bounded(endpoint, timeout_ms), timeout_ms);
+uint32_t rpc_handshake(ProbeSocket& sock) {
     std::vector<uint8_t> req;
     append_request(req, kRpcCmdHello, std::vector<uint8_t>(kRpcConnCapsBytes, 0));
     sock.send_all(req, "RPC hello");
@@ -324,6 +323,11 @@ uint32_t probe_rpc(const std::string& endpoint, int timeout_ms) {
         sock.fail("sent a malformed device count (" + std::to_string(size) + " bytes)");
     sock.recv_all(&count, sizeof count, "RPC device count request");
     return count;
+}
+
+uint32_t probe_rpc(const std::string& endpoint, int timeout_ms) {
+    ProbeSocket sock(endpoint, connect_bounded(endpoint, timeout_ms), timeout_ms);
+    return rpc_handshake(sock);
 }
 
 // Device name ("RPC0") -> the endpoint of the server that offers it.
@@ -427,19 +431,30 @@ std::string describe_llama_stop(const std::string& llama_message, const std::str
     const auto endpoints = rpc_endpoints_of(device_set);
     if (endpoints.empty())
         return "llama.cpp stopped" + during + ": " + what;
-    // Whether a server is still there tells a dead server from a broken reply. A short
-    // deadline: the process is ending, and a live server accepts at once.
+    // Whether a server still answers tells a dead server from a broken reply. A dying
+    // server's port may take a connection for a moment more (the kernel's backlog), so the
+    // hello decides, not the connect. Short deadlines: the process is ending.
     std::string out;
     for (const auto& ep : endpoints) {
-        bool accepts = false;
+        int fd = -1;
         try {
-            close(connect_bounded(ep, 500));
-            accepts = true;
+            fd = connect_bounded(ep, 500);
         } catch (const Error&) {
         }
+        bool answers = false;
+        if (fd >= 0) {
+            ProbeSocket sock(ep, fd, 500);
+            try {
+                rpc_handshake(sock);
+                answers = true;
+            } catch (const Error&) {
+            }
+        }
         out += (out.empty() ? "" : "; ") + std::string("RPC server ") + ep +
-               (accepts ? " broke the connection or sent a malformed reply" + during
-                        : " went away" + during + ": it no longer accepts connections");
+               (answers ? " broke the connection or sent a malformed reply" + during +
+                              ", and answers a new connection"
+                : fd < 0 ? " went away" + during + ": it no longer accepts connections"
+                         : " went away" + during + ": it no longer answers");
     }
     return out + " (llama.cpp: " + what + ")";
 }
