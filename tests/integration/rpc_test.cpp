@@ -196,7 +196,7 @@ TEST(Rpc, AServerThatDiesMidRunLeavesTheFailedTestInOutAndDb) {
 // destroyed with `ss -K` (root and a kernel with socket destroy, else the test is skipped).
 TEST(Rpc, ABrokenConnectionToALiveServerIsRecordedAsSuch) {
     TempDir t;
-    RpcServer server(t);
+    RpcServer server(t, {"-t", "1"});  // the client has one thread, the server the other core
     ASSERT_TRUE(server.ready);
     const std::string ep = server.endpoint();
     const std::string out = t.file("r.json");
