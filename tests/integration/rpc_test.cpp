@@ -156,7 +156,7 @@ TEST(Rpc, RpcServerBadInputIsOneLine) {
 // error, are in --out and in --db; one line, exit 1.
 TEST(Rpc, AServerThatDiesMidRunLeavesTheFailedTestInOutAndDb) {
     TempDir t;
-    RpcServer server(t);
+    RpcServer server(t, {"-t", "1"});
     ASSERT_TRUE(server.ready);
     const std::string ep = server.endpoint();
     const std::string out = t.file("r.json"), db = t.file("r.db");
@@ -228,7 +228,7 @@ TEST(Rpc, ABrokenConnectionToALiveServerIsRecordedAsSuch) {
 
 TEST(Rpc, AServerThatDiesDuringASustainedRunLeavesTheFailedRound) {
     TempDir t;
-    RpcServer server(t);
+    RpcServer server(t, {"-t", "1"});
     ASSERT_TRUE(server.ready);
     const std::string ep = server.endpoint();
     const std::string out = t.file("s.json");
@@ -277,7 +277,7 @@ TEST(Rpc, AServerThatDiesDuringASustainedRunLeavesTheFailedRound) {
 // The ops profile is one measurement: a server that dies during it leaves a line naming it.
 TEST(Rpc, AServerThatDiesDuringOpsIsOneLineNamingIt) {
     TempDir t;
-    RpcServer server(t);
+    RpcServer server(t, {"-t", "1"});
     ASSERT_TRUE(server.ready);
     const std::string ep = server.endpoint();
     pid_t run =
