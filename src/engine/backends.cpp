@@ -433,17 +433,20 @@ std::string describe_llama_stop(const std::string& llama_message, const std::str
         return "llama.cpp stopped" + during + ": " + what;
     // Whether a server still answers tells a dead server from a broken reply. A dying
     // server's port may take a connection for a moment more (the kernel's backlog), so the
-    // hello decides, not the connect. Short deadlines: the process is ending.
+    // hello decides, not the connect. A live server first finishes what it was computing for
+    // the broken connection, on a machine that may be loaded: 2 s. A dead one refuses or
+    // resets at once.
+    constexpr int kRecheckMs = 2000;
     std::string out;
     for (const auto& ep : endpoints) {
         int fd = -1;
         try {
-            fd = connect_bounded(ep, 500);
+            fd = connect_bounded(ep, kRecheckMs);
         } catch (const Error&) {
         }
         bool answers = false;
         if (fd >= 0) {
-            ProbeSocket sock(ep, fd, 500);
+            ProbeSocket sock(ep, fd, kRecheckMs);
             try {
                 rpc_handshake(sock);
                 answers = true;

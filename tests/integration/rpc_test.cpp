@@ -44,6 +44,33 @@ void expect_bad_rpc_server(const Proc& p, const std::string& endpoint, const std
     EXPECT_TRUE(p.out.empty()) << p.out;
 }
 
+// Two tests on RPC0 (pp16 then pp32, the same model placement), one client thread: the server
+// is stopped as soon as the first is in --out, so the stop meets the second, whatever the
+// machine's speed (its first call to the server fails).
+std::vector<std::string> two_tests(const std::string& endpoint, const std::string& out) {
+    return {stagebench_bin(),
+            "run",
+            "-m",
+            tiny_model(),
+            "-p",
+            "16,32",
+            "-n",
+            "32",
+            "-r",
+            "5",
+            "-t",
+            "1",
+            "--rpc",
+            endpoint,
+            "--device",
+            "RPC0",
+            "--membw",
+            "off",
+            "--out",
+            out,
+            "-q"};
+}
+
 std::vector<std::string> run_args(const std::string& endpoint) {
     return {"run", "-m",    tiny_model(), "-p",       "8",    "-n",      "2",   "-r",
             "1",   "--rpc", endpoint,     "--device", "RPC0", "--membw", "off", "-q"};
@@ -129,39 +156,19 @@ TEST(Rpc, RpcServerBadInputIsOneLine) {
 // error, are in --out and in --db; one line, exit 1.
 TEST(Rpc, AServerThatDiesMidRunLeavesTheFailedTestInOutAndDb) {
     TempDir t;
-    RpcServer server(t);
+    RpcServer server(t, {"-t", "1"});
     ASSERT_TRUE(server.ready);
     const std::string ep = server.endpoint();
     const std::string out = t.file("r.json"), db = t.file("r.db");
-    pid_t run = spawn_bg({stagebench_bin(),
-                          "run",
-                          "-m",
-                          tiny_model(),
-                          "-p",
-                          "16,32",
-                          "-n",
-                          "128",
-                          "-r",
-                          "20",
-                          "--rpc",
-                          ep,
-                          "--device",
-                          "RPC0",
-                          "--membw",
-                          "off",
-                          "--out",
-                          out,
-                          "--db",
-                          db,
-                          "-q"},
-                         t.file("run.log"));
+    auto args = two_tests(ep, out);
+    args.insert(args.end(), {"--db", db});
+    pid_t run = spawn_bg(args, t.file("run.log"));
     wait_for_entries(out, "/tests", 1);
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
     server.stop(SIGKILL);
     EXPECT_EQ(wait_exit(run, 120), 1);
     const std::string err = read_file(t.file("run.log.err"));
     EXPECT_EQ(lines(err), 1u) << err;
-    EXPECT_EQ(err.rfind("stagebench: error: test pp32+tg128 on RPC0 failed: RPC server " + ep, 0),
+    EXPECT_EQ(err.rfind("stagebench: error: test pp32+tg32 on RPC0 failed: RPC server " + ep, 0),
               0u)
         << err;
     EXPECT_NE(err.find("1 earlier test(s) kept in " + out), std::string::npos) << err;
@@ -189,16 +196,12 @@ TEST(Rpc, AServerThatDiesMidRunLeavesTheFailedTestInOutAndDb) {
 // destroyed with `ss -K` (root and a kernel with socket destroy, else the test is skipped).
 TEST(Rpc, ABrokenConnectionToALiveServerIsRecordedAsSuch) {
     TempDir t;
-    RpcServer server(t);
+    RpcServer server(t, {"-t", "1"});  // the client has one thread, the server the other core
     ASSERT_TRUE(server.ready);
     const std::string ep = server.endpoint();
     const std::string out = t.file("r.json");
-    pid_t run =
-        spawn_bg({stagebench_bin(), "run", "-m", tiny_model(), "-p", "16,32", "-n", "128", "-r",
-                  "20", "--rpc", ep, "--device", "RPC0", "--membw", "off", "--out", out, "-q"},
-                 t.file("run.log"));
+    pid_t run = spawn_bg(two_tests(ep, out), t.file("run.log"));
     wait_for_entries(out, "/tests", 1);
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
     Proc ss = sbtest::run({"/bin/ss", "-K", "-4", "dst", "127.0.0.1", "dport", "=",
                            ":" + std::to_string(server.port)},
                           30);
@@ -225,7 +228,7 @@ TEST(Rpc, ABrokenConnectionToALiveServerIsRecordedAsSuch) {
 
 TEST(Rpc, AServerThatDiesDuringASustainedRunLeavesTheFailedRound) {
     TempDir t;
-    RpcServer server(t);
+    RpcServer server(t, {"-t", "1"});
     ASSERT_TRUE(server.ready);
     const std::string ep = server.endpoint();
     const std::string out = t.file("s.json");
@@ -233,6 +236,8 @@ TEST(Rpc, AServerThatDiesDuringASustainedRunLeavesTheFailedRound) {
                           "sustained",
                           "-m",
                           tiny_model(),
+                          "-t",
+                          "1",
                           "--rounds",
                           "50",
                           "--prompt-tokens",
@@ -272,12 +277,13 @@ TEST(Rpc, AServerThatDiesDuringASustainedRunLeavesTheFailedRound) {
 // The ops profile is one measurement: a server that dies during it leaves a line naming it.
 TEST(Rpc, AServerThatDiesDuringOpsIsOneLineNamingIt) {
     TempDir t;
-    RpcServer server(t);
+    RpcServer server(t, {"-t", "1"});
     ASSERT_TRUE(server.ready);
     const std::string ep = server.endpoint();
     pid_t run =
-        spawn_bg({stagebench_bin(), "ops", "-m", tiny_model(), "-p", "64", "--rpc", ep, "--device",
-                  "RPC0", "--replay", "64", "--reps", "20", "--plain-reps", "20", "-o", "json"},
+        spawn_bg({stagebench_bin(), "ops",  "-m", tiny_model(), "-p",       "64", "--rpc",  ep,
+                  "--device",       "RPC0", "-t", "1",          "--replay", "64", "--reps", "20",
+                  "--plain-reps",   "20",   "-o", "json"},
                  t.file("ops.log"));
     for (int i = 0; i < 6000; ++i) {
         if (read_file(t.file("ops.log.err")).find("tracing node by node") != std::string::npos)
