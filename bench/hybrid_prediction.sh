@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # How well `stagebench advise` predicts a hybrid run from its parts: ROUNDS runs of
-# `stagebench hybrid` (prefill on CPU, decode on a loopback ggml-rpc-server), each followed by
-# `advise` on its document, which predicts the hybrid's end-to-end time from each device alone
-# plus the measured state transfer. Prints each run's prediction errors and the median |error|.
+# `stagebench hybrid` (prefill on CPU, decode on a loopback `stagebench rpc-server`), each
+# followed by `advise` on its document, which predicts the hybrid's end-to-end time from each
+# device alone plus the measured state transfer. Prints each run's prediction errors and the
+# median |error|.
 #
 # Target: median |error| <= 10 %. Prints the measured figure and exits 1 when it misses
 # (non-zero as well when it cannot run). Run it on a quiet machine: a stall of tens of ms is
@@ -14,11 +15,10 @@ cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-5}; PRESET=${PRESET:-llama-3.2-1b}; LAYERS=${LAYERS:-1}; P=${P:-32,96}
 N=${N:-8}; REPS=${REPS:-9}; THREADS=${THREADS:-1}; QUANT=${QUANT:-q4_0}
 SB=build/bin/stagebench
-RPCD=build/peers/ggml-rpc-server
-[ -x "$SB" ] && [ -x "$RPCD" ] || { echo "build first: make build" >&2; exit 2; }
+[ -x "$SB" ] || { echo "build first: make build" >&2; exit 2; }
 work=$(mktemp -d)
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-"$RPCD" -H 127.0.0.1 -p "$port" -d CPU -t "$THREADS" > "$work/rpc.log" 2>&1 &
+"$SB" rpc-server -p "$port" -t "$THREADS" > "$work/rpc.log" 2>&1 &
 rpc_pid=$!
 trap 'kill $rpc_pid 2>/dev/null; rm -rf "$work"' EXIT
 model="$work/model.gguf"

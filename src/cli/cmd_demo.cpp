@@ -37,14 +37,20 @@ void add_demo_command(CLI::App& app, Context& ctx) {
         check_context(o->n_prompt, 0, o->n_gen);
         o->progress = cmd->count("--quiet") == 0;
         o->argv = ctx.argv;
-        ctx.exit_code = run_demo(*o, ctx.out, ctx.err);
         // The demo keeps its documents in <dir>/result.json and, with an RPC device,
-        // <dir>/hybrid.json.
-        if (!ctx.db_path.empty()) {
-            store_document(ctx, read_json_file(o->dir + "/result.json"));
-            if (std::filesystem::exists(o->dir + "/hybrid.json"))
-                store_document(ctx, read_json_file(o->dir + "/hybrid.json"));
-        }
+        // <dir>/hybrid.json (also when llama.cpp stops it mid-run).
+        auto documents = [o] {
+            std::vector<nlohmann::json> docs;
+            for (const char* name : {"/result.json", "/hybrid.json"})
+                if (std::filesystem::exists(o->dir + name))
+                    docs.push_back(read_json_file(o->dir + name));
+            return docs;
+        };
+        const auto last = keep_measured(ctx, documents, false);
+        ctx.exit_code = run_demo(*o, ctx.out, ctx.err);
+        if (!ctx.db_path.empty())
+            for (const auto& d : documents())
+                store_document(ctx, d);
     });
 }
 

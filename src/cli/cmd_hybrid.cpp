@@ -5,7 +5,6 @@
 #include "cli/flag_checks.hpp"
 #include "cli/store_hook.hpp"
 #include "cli/trace_option.hpp"
-#include "core/last_words.hpp"
 #include "scenario/hybrid.hpp"
 #include "scenario/run_command.hpp"
 
@@ -98,7 +97,7 @@ void add_hybrid_command(CLI::App& app, Context& ctx) {
         o->base.warmup = !*no_warmup;
         o->baselines = !*no_baselines;
         ResultDocument doc = new_document("hybrid", ctx.argv);
-        LastWords last(keep_measured(ctx, doc, o->format == "json"));
+        const auto last = keep_measured(ctx, doc, o->format == "json");
         ctx.exit_code = run_hybrid(*o, doc, ctx.out, ctx.err);
         finish_document(ctx, doc);
         write_trace_if_asked(*trace, doc, ctx.err);

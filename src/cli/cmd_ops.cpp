@@ -3,7 +3,6 @@
 #include "cli/store_hook.hpp"
 #include "cli/trace_option.hpp"
 #include "core/error.hpp"
-#include "core/last_words.hpp"
 #include "engine/backends.hpp"
 #include "profile/ops_command.hpp"
 #include "scenario/run_command.hpp"
@@ -109,7 +108,8 @@ void add_ops_like_command(CLI::App& app, Context& ctx, bool decompose) {
         a->o.brief = decompose;
         check_trace_path(a->trace);
         ResultDocument doc = new_document(decompose ? "decompose" : "ops", ctx.argv);
-        LastWords last(keep_measured(ctx, doc, a->o.format == "json"));
+        // No keep_measured(): the profile is one measurement, and a stop inside llama.cpp
+        // leaves nothing of it to print or store (run_ops_command's last word says so).
         ctx.exit_code = run_ops_command(a->o, doc, ctx.out, ctx.err);
         finish_document(ctx, doc);
         write_trace_if_asked(a->trace, doc, ctx.err);

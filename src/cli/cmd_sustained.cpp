@@ -2,7 +2,6 @@
 #include "cli/flag_checks.hpp"
 #include "cli/store_hook.hpp"
 #include "cli/trace_option.hpp"
-#include "core/last_words.hpp"
 #include "scenario/run_command.hpp"
 #include "scenario/sustained.hpp"
 
@@ -77,7 +76,7 @@ void add_sustained_command(CLI::App& app, Context& ctx) {
         check_context(o->prompt_tokens, 0, o->max_tokens);
         check_trace_path(*trace);
         ResultDocument doc = new_document("sustained", ctx.argv);
-        LastWords last(keep_measured(ctx, doc, o->format == "json"));
+        const auto last = keep_measured(ctx, doc, o->format == "json");
         ctx.exit_code = run_sustained(*o, doc, ctx.out, ctx.err);
         finish_document(ctx, doc);
         write_trace_if_asked(*trace, doc, ctx.err);

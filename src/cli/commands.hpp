@@ -40,6 +40,7 @@ void add_report_command(CLI::App& app, Context& ctx);
 void add_db_command(CLI::App& app, Context& ctx);
 void add_compare_command(CLI::App& app, Context& ctx);
 void add_trace_command(CLI::App& app, Context& ctx);
+void add_rpc_server_command(CLI::App& app, Context& ctx);
 
 // Runs f, a command's work on the documents named in sources (report, compare, advise, trace,
 // db show). Documents are checked when they are read (core/document.hpp); should a reader still

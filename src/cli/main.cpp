@@ -10,15 +10,16 @@
 
 #include "cli/commands.hpp"
 #include "core/interrupt.hpp"
-#include "core/last_words.hpp"
+#include "core/last_word.hpp"
 #include "engine/backends.hpp"
 
 namespace {
 
 // llama.cpp gave up (e.g. its RPC server died, or an assertion no check foresaw): one line
-// instead of a core dump, then the last words of the running command keep what it measured
-// (--out, -o json, --db). Several compute threads can fail the same assertion at once: the
-// first one speaks, the others wait for the exit.
+// instead of a core dump. Results are written after every test; the running command's last
+// words record the test that was running as failed (--out), print what was measured (-o json),
+// store it (--db) and give the line. Several compute threads can fail the same assertion at
+// once: the first one speaks, the others wait for the exit.
 void on_fatal(const char* message) {
     static std::atomic<bool> first{true};
     thread_local bool inside = false;
@@ -28,11 +29,12 @@ void on_fatal(const char* message) {
         for (;;)
             std::this_thread::sleep_for(std::chrono::seconds(1));
     inside = true;
-    std::fprintf(stderr, "stagebench: error: llama.cpp stopped: %s\n", message);
-    std::fflush(stderr);
-    sb::say_last_words(std::string("llama.cpp stopped: ") + message);
+    const std::string line = sb::say_last_words(message).value_or(
+        "llama.cpp stopped: " + sb::strip_source_location(message));
     std::fflush(stdout);
     std::cout.flush();
+    std::fprintf(stderr, "stagebench: error: %s\n", line.c_str());
+    std::fflush(stderr);
     std::_Exit(1);
 }
 

@@ -98,20 +98,6 @@ void store_document(Context& ctx, const nlohmann::json& doc) {
     }
 }
 
-std::function<void(const std::string&)> keep_measured(Context& ctx, const ResultDocument& doc,
-                                                      bool json_stdout) {
-    return [&ctx, &doc, json_stdout](const std::string&) {
-        const nlohmann::json j = to_json(doc);
-        if (json_stdout) {
-            ctx.out << j.dump(2) << "\n";
-            ctx.out.flush();
-        }
-        ctx.db_wait_s = std::min(ctx.db_wait_s, 10.0);  // the process is going down
-        store_document(ctx, j);
-        ctx.err.flush();
-    };
-}
-
 void finish_document(Context& ctx, const ResultDocument& doc) {
     store_document(ctx, to_json(doc));
     if (ctx.exit_code != 2)
@@ -131,6 +117,38 @@ void finish_document(Context& ctx, const ResultDocument& doc) {
     if (n_bad < static_cast<int>(doc.tests.size()))
         ctx.err << "; the others ran and are kept";
     ctx.err << ")\n";
+}
+
+LastWordScope keep_measured(Context& ctx, std::function<std::vector<nlohmann::json>()> docs,
+                            bool json_stdout) {
+    return LastWordScope([&ctx, docs = std::move(docs),
+                          json_stdout](const std::string&) -> std::optional<std::string> {
+        if (!json_stdout && ctx.db_path.empty())
+            return std::nullopt;
+        const std::vector<nlohmann::json> measured = docs();
+        if (json_stdout) {
+            for (const auto& d : measured)
+                ctx.out << d.dump(2) << "\n";
+            ctx.out.flush();
+        }
+        if (!ctx.db_path.empty()) {
+            // The process is going down: a short wait, and only a refusal speaks.
+            std::ostringstream note;
+            Context quiet{ctx.out, note, 0, ctx.argv, ctx.db_path, std::min(ctx.db_wait_s, 10.0)};
+            for (const auto& d : measured)
+                store_document(quiet, d);
+            if (quiet.exit_code != 0) {
+                ctx.err << note.str();
+                ctx.err.flush();
+            }
+        }
+        return std::nullopt;
+    });
+}
+
+LastWordScope keep_measured(Context& ctx, const ResultDocument& doc, bool json_stdout) {
+    return keep_measured(
+        ctx, [&doc] { return std::vector<nlohmann::json>{to_json(doc)}; }, json_stdout);
 }
 
 }  // namespace sb::cli

@@ -7,8 +7,10 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "cli/commands.hpp"
+#include "core/last_word.hpp"
 #include "core/result.hpp"
 
 namespace sb::cli {
@@ -35,11 +37,15 @@ std::string fallback_document_path(const std::string& db_path);
 // so in one error line; ctx.exit_code is the command's code (exit_code_for()).
 void finish_document(Context& ctx, const ResultDocument& doc);
 
-// The last words of a measuring command (core/last_words.hpp) should llama.cpp abort the
-// process: doc as measured so far to stdout when json_stdout (what -o json would have printed
-// at the end) and to the --db store. --out needs none: it is rewritten after every test.
-// Register it as `LastWords last(keep_measured(ctx, doc, json));` before the run starts.
-std::function<void(const std::string&)> keep_measured(Context& ctx, const ResultDocument& doc,
-                                                      bool json_stdout);
+// The last word (core/last_word.hpp) of a measuring command, for the command's lifetime: when
+// llama.cpp stops the process mid-run, the documents docs() returns (the running scenario's
+// last word has already recorded the failed test in them) go to stdout when json_stdout (what
+// -o json would have printed at the end) and are appended to the --db store once, without the
+// "stored as" note: the stop prints one line (a store that refuses them still gets its fallback
+// file and error line, as in store_document()). --out needs none: it is rewritten after every
+// test. Keep it alive as `const auto last = keep_measured(ctx, doc, json);` before the run.
+LastWordScope keep_measured(Context& ctx, std::function<std::vector<nlohmann::json>()> docs,
+                            bool json_stdout);
+LastWordScope keep_measured(Context& ctx, const ResultDocument& doc, bool json_stdout);
 
 }  // namespace sb::cli

@@ -6,7 +6,6 @@
 #include <stdexcept>
 
 #include "core/error.hpp"
-#include "core/last_words.hpp"
 
 namespace sb {
 namespace {
@@ -44,24 +43,6 @@ TEST(ExitRule, AFailureRecordsItsKind) {
     EXPECT_EQ(to_json(r)["error_kind"], "input");
     EXPECT_EQ(failed(std::logic_error("x")).error_kind, "runtime");
     EXPECT_TRUE(to_json(TestResult{})["error_kind"].is_null());
-}
-
-TEST(LastWords, RunNewestFirstOnceAndOnlyWhileRegistered) {
-    std::vector<std::string> said;
-    LastWords gone([&](const std::string&) { said.push_back("gone"); });
-    {
-        LastWords outer([&](const std::string& why) { said.push_back("outer " + why); });
-        LastWords inner([&](const std::string&) {
-            said.push_back("inner");
-            throw std::runtime_error("ignored");
-        });
-        {
-            LastWords ended([&](const std::string&) { said.push_back("ended"); });
-        }
-        say_last_words("abort");
-        say_last_words("again");
-    }
-    EXPECT_EQ(said, (std::vector<std::string>{"inner", "outer abort", "gone"}));
 }
 
 }  // namespace

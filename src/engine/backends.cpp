@@ -16,7 +16,9 @@
 #include <set>
 
 #include "core/error.hpp"
+#include "core/last_word.hpp"
 #include "ggml-backend.h"
+#include "ggml-rpc.h"
 #include "ggml.h"
 #include "llama.h"
 
@@ -148,9 +150,9 @@ DeviceInfo describe(ggml_backend_dev_t dev) {
     return d;
 }
 
-// Bounded TCP connect: ggml's RPC client aborts the process on a refused connection, so
-// reachability is checked here first.
-void probe_tcp(const std::string& endpoint, int timeout_ms) {
+// A socket connected to endpoint within timeout_ms (non-blocking, close-on-exec); throws
+// sb::Error(input) naming the endpoint when it cannot be resolved or does not accept.
+int connect_bounded(const std::string& endpoint, int timeout_ms) {
     auto colon = endpoint.rfind(':');
     if (colon == std::string::npos || colon == 0 || colon + 1 == endpoint.size())
         throw input_error("RPC endpoint '" + endpoint + "' is not host:port");
@@ -162,8 +164,8 @@ void probe_tcp(const std::string& endpoint, int timeout_ms) {
     if (int rc = getaddrinfo(host.c_str(), port.c_str(), &hints, &res); rc != 0)
         throw input_error("RPC server " + endpoint + ": cannot resolve: " + gai_strerror(rc));
     std::string why = "no address";
-    bool ok = false;
-    for (addrinfo* a = res; a && !ok; a = a->ai_next) {
+    int connected = -1;
+    for (addrinfo* a = res; a && connected < 0; a = a->ai_next) {
         int fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         if (fd < 0)
             continue;
@@ -187,13 +189,149 @@ void probe_tcp(const std::string& endpoint, int timeout_ms) {
         } else if (rc != 0) {
             why = std::strerror(errno);
         }
-        ok = rc == 0;
-        close(fd);
+        if (rc == 0)
+            connected = fd;
+        else
+            close(fd);
     }
     freeaddrinfo(res);
-    if (!ok)
+    if (connected < 0)
         throw input_error("RPC server " + endpoint + " is unreachable: " + why);
+    return connected;
 }
+
+// The ggml RPC protocol as the pinned llama.cpp speaks it (ggml-rpc.cpp): a request is
+// | command (1 byte) | size (uint64) | data |, a reply | size (uint64) | data |, both in the
+// host's byte order. HELLO (command 14, fixed across versions) carries the client's 24 bytes
+// of transport capabilities (all zero: plain TCP) and is answered with major, minor, patch,
+// padding and the server's 24 capability bytes. DEVICE_COUNT (15) has no data and is answered
+// with a uint32.
+constexpr uint8_t kRpcCmdHello = 14;
+constexpr uint8_t kRpcCmdDeviceCount = 15;
+constexpr size_t kRpcConnCapsBytes = 24;
+constexpr size_t kRpcHelloReplyBytes = 4 + kRpcConnCapsBytes;
+
+class ProbeSocket {
+  public:
+    ProbeSocket(std::string endpoint, int fd, int timeout_ms)
+        : endpoint_(std::move(endpoint)), fd_(fd), timeout_ms_(timeout_ms) {}
+    ~ProbeSocket() { close(fd_); }
+    ProbeSocket(const ProbeSocket&) = delete;
+    ProbeSocket& operator=(const ProbeSocket&) = delete;
+
+    void send_all(const std::vector<uint8_t>& bytes, const char* what) {
+        size_t off = 0;
+        while (off < bytes.size()) {
+            wait_for(POLLOUT, what);
+            ssize_t n = ::send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
+            if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                continue;
+            if (n < 0 && (errno == EPIPE || errno == ECONNRESET))
+                closed(what);
+            if (n <= 0)
+                fail(std::string("failed during ") + what + ": " + std::strerror(errno));
+            off += static_cast<size_t>(n);
+        }
+    }
+    void recv_all(void* out, size_t size, const char* what) {
+        auto* p = static_cast<uint8_t*>(out);
+        size_t off = 0;
+        while (off < size) {
+            wait_for(POLLIN, what);
+            ssize_t n = ::recv(fd_, p + off, size - off, 0);
+            if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                continue;
+            if (n == 0 || (n < 0 && errno == ECONNRESET))
+                closed(what);
+            if (n < 0)
+                fail(std::string("failed during ") + what + ": " + std::strerror(errno));
+            off += static_cast<size_t>(n);
+        }
+    }
+    [[noreturn]] void fail(const std::string& why) {
+        throw input_error("RPC server " + endpoint_ + " " + why);
+    }
+    [[noreturn]] void closed(const char* what) {
+        fail(std::string("closed the connection during ") + what +
+             " (not a ggml RPC server, or one that refused this client)");
+    }
+
+  private:
+    // The deadline is per wait: a server that goes silent at any point fails the probe.
+    void wait_for(short events, const char* what) {
+        pollfd p{fd_, events, 0};
+        int rc;
+        do {
+            rc = poll(&p, 1, timeout_ms_);
+        } while (rc < 0 && errno == EINTR);
+        if (rc == 0)
+            fail(std::string("accepted the connection but did not answer the ") + what +
+                 " within " + std::to_string(timeout_ms_) +
+                 " ms (not a ggml RPC server, or busy serving another client)");
+        if (rc < 0)
+            fail(std::string("failed during ") + what + ": " + std::strerror(errno));
+    }
+    std::string endpoint_;
+    int fd_;
+    int timeout_ms_;
+};
+
+void append_request(std::vector<uint8_t>& out, uint8_t cmd, const std::vector<uint8_t>& data) {
+    out.push_back(cmd);
+    const uint64_t size = data.size();
+    const auto* s = reinterpret_cast<const uint8_t*>(&size);
+    out.insert(out.end(), s, s + sizeof size);
+    out.insert(out.end(), data.begin(), data.end());
+}
+
+// Speaks the RPC protocol's handshake with endpoint before llama.cpp does: ggml's RPC client
+// stops the process (ggml_abort) on a refused connection or a malformed reply and waits
+// without a deadline for one that never comes. Returns the server's device count.
+uint32_t rpc_handshake(ProbeSocket& sock) {
+    std::vector<uint8_t> req;
+    append_request(req, kRpcCmdHello, std::vector<uint8_t>(kRpcConnCapsBytes, 0));
+    sock.send_all(req, "RPC hello");
+    uint64_t size = 0;
+    sock.recv_all(&size, sizeof size, "RPC hello");
+    // Other protocol versions answer with other sizes (3 bytes before 6.0): read a plausible
+    // reply to name its version; anything else is not this protocol.
+    if (size < 3 || size > 256) {
+        // Another protocol's text (an HTTP server, say) is worth showing; binary is not.
+        std::string text(reinterpret_cast<const char*>(&size), sizeof size);
+        const bool printable =
+            std::all_of(text.begin(), text.end(), [](char c) { return c >= 0x20 && c < 0x7f; });
+        sock.fail("does not speak the ggml RPC protocol (" +
+                  (printable ? "its answer begins \"" + text + "\""
+                             : "a hello reply of " + std::to_string(size) + " bytes") +
+                  ", expected " + std::to_string(kRpcHelloReplyBytes) + " bytes)");
+    }
+    std::vector<uint8_t> hello(size);
+    sock.recv_all(hello.data(), hello.size(), "RPC hello");
+    if (hello[0] != RPC_PROTO_MAJOR_VERSION || hello[1] > RPC_PROTO_MINOR_VERSION ||
+        size != kRpcHelloReplyBytes)
+        sock.fail("speaks RPC protocol " + std::to_string(hello[0]) + "." +
+                  std::to_string(hello[1]) + "." + std::to_string(hello[2]) +
+                  "; this llama.cpp speaks " + std::to_string(RPC_PROTO_MAJOR_VERSION) + "." +
+                  std::to_string(RPC_PROTO_MINOR_VERSION) +
+                  " (use a server of the same llama.cpp)");
+    req.clear();
+    append_request(req, kRpcCmdDeviceCount, {});
+    sock.send_all(req, "RPC device count request");
+    sock.recv_all(&size, sizeof size, "RPC device count request");
+    uint32_t count = 0;
+    if (size != sizeof count)
+        sock.fail("sent a malformed device count (" + std::to_string(size) + " bytes)");
+    sock.recv_all(&count, sizeof count, "RPC device count request");
+    return count;
+}
+
+uint32_t probe_rpc(const std::string& endpoint, int timeout_ms) {
+    ProbeSocket sock(endpoint, connect_bounded(endpoint, timeout_ms), timeout_ms);
+    return rpc_handshake(sock);
+}
+
+// Device name ("RPC0") -> the endpoint of the server that offers it.
+std::map<std::string, std::string> g_rpc_endpoint_of;
 
 }  // namespace
 
@@ -248,7 +386,8 @@ std::vector<DeviceInfo> list_devices() {
 
 std::vector<DeviceInfo> add_rpc_server(const std::string& endpoint, int timeout_ms) {
     init_backends();
-    probe_tcp(endpoint, timeout_ms);
+    if (probe_rpc(endpoint, timeout_ms) == 0)
+        throw input_error("RPC server " + endpoint + " reports no devices");
     ggml_backend_reg_t rpc = g_dynamic ? load_module("rpc") : find_reg("rpc");
     if (!rpc)
         throw input_error("this llama.cpp build has no RPC backend (build with GGML_RPC=ON)");
@@ -267,9 +406,60 @@ std::vector<DeviceInfo> add_rpc_server(const std::string& endpoint, int timeout_
     if (!known)
         ggml_backend_register(reg);
     std::vector<DeviceInfo> out;
-    for (size_t i = 0; i < ggml_backend_reg_dev_count(reg); ++i)
+    for (size_t i = 0; i < ggml_backend_reg_dev_count(reg); ++i) {
         out.push_back(describe(ggml_backend_reg_dev_get(reg, i)));
+        g_rpc_endpoint_of[out.back().name] = endpoint;
+    }
     return out;
+}
+
+std::vector<std::string> rpc_endpoints_of(const std::string& device_set) {
+    std::vector<std::string> out;
+    for (const auto& d : split_device_set(device_set)) {
+        auto it = g_rpc_endpoint_of.find(d);
+        if (it != g_rpc_endpoint_of.end() &&
+            std::find(out.begin(), out.end(), it->second) == out.end())
+            out.push_back(it->second);
+    }
+    return out;
+}
+
+std::string describe_llama_stop(const std::string& llama_message, const std::string& device_set,
+                                const std::string& activity) {
+    const std::string what = strip_source_location(llama_message);
+    const std::string during = activity.empty() ? "" : " during " + activity;
+    const auto endpoints = rpc_endpoints_of(device_set);
+    if (endpoints.empty())
+        return "llama.cpp stopped" + during + ": " + what;
+    // Whether a server still answers tells a dead server from a broken reply. A dying
+    // server's port may take a connection for a moment more (the kernel's backlog), so the
+    // hello decides, not the connect. A live server first finishes what it was computing for
+    // the broken connection, on a machine that may be loaded: 2 s. A dead one refuses or
+    // resets at once.
+    constexpr int kRecheckMs = 2000;
+    std::string out;
+    for (const auto& ep : endpoints) {
+        int fd = -1;
+        try {
+            fd = connect_bounded(ep, kRecheckMs);
+        } catch (const Error&) {
+        }
+        bool answers = false;
+        if (fd >= 0) {
+            ProbeSocket sock(ep, fd, kRecheckMs);
+            try {
+                rpc_handshake(sock);
+                answers = true;
+            } catch (const Error&) {
+            }
+        }
+        out += (out.empty() ? "" : "; ") + std::string("RPC server ") + ep +
+               (answers ? " broke the connection or sent a malformed reply" + during +
+                              ", and answers a new connection"
+                : fd < 0 ? " went away" + during + ": it no longer accepts connections"
+                         : " went away" + during + ": it no longer answers");
+    }
+    return out + " (llama.cpp: " + what + ")";
 }
 
 DeviceSelection select_devices(const std::vector<std::string>& devices) {

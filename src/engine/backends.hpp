@@ -44,10 +44,26 @@ BuildInfo build_info();
 // Loads every backend module available (for listing), then returns all devices.
 std::vector<DeviceInfo> list_devices();
 
-// Connects to an RPC server "host:port" and registers its devices (named RPC<n>). Throws
-// sb::Error(input) with one line when the server is unreachable or not an RPC server; the
-// probe is bounded by timeout_ms.
+// Connects to an RPC server "host:port" and registers its devices (named RPC<n>). Before
+// llama.cpp's client touches it (which stops the process on a refused connection or a
+// malformed reply, and waits forever for a silent server), the server is probed: a TCP connect
+// and the RPC protocol's hello and device count, each wait bounded by timeout_ms. Throws
+// sb::Error(input) with one line naming the endpoint when the server is unreachable, answers
+// nothing in time, closes the connection, sends something that is not the protocol, speaks
+// another protocol version, or offers no device.
 std::vector<DeviceInfo> add_rpc_server(const std::string& endpoint, int timeout_ms = 3000);
+
+// The RPC servers ("host:port") behind a device set ("CPU+RPC0"), in order, each once; empty
+// when it names no device of a server added with add_rpc_server.
+std::vector<std::string> rpc_endpoints_of(const std::string& device_set);
+
+// One line for a test that llama.cpp stopped (see set_fatal_handler) while it ran on
+// device_set, doing activity ("prefill", "" when unknown): for a test on RPC devices it names
+// each server and whether it went away or still answers the RPC hello (each wait at most
+// 2 s), then llama.cpp's message without its source location. Touches no llama.cpp state, so
+// it is safe while llama.cpp is stopping.
+std::string describe_llama_stop(const std::string& llama_message, const std::string& device_set,
+                                const std::string& activity);
 
 struct DeviceSelection {
     std::vector<std::string> offload;  // devices that receive layers (GPU-like), in order

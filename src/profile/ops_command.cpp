@@ -8,6 +8,7 @@
 #include "core/error.hpp"
 #include "core/file_io.hpp"
 #include "core/json_util.hpp"
+#include "core/last_word.hpp"
 #include "core/sysinfo.hpp"
 #include "engine/backends.hpp"
 #include "model/inspect.hpp"
@@ -60,6 +61,16 @@ int run_ops_command(const OpsCommandOptions& o, ResultDocument& doc, std::ostrea
     ProgressFn progress;
     if (o.progress)
         progress = [&err](const std::string& m) { err << "stagebench: " << m << "\n"; };
+    // llama.cpp may stop the process mid-profile (an RPC server that dies): the profile is one
+    // measurement, so nothing is recorded, but the line says which server went away.
+    std::string device_set;
+    for (const auto& d : o.ops.devices)
+        device_set += (device_set.empty() ? "" : "+") + d;
+    LastWordScope last_word([&](const std::string& message) -> std::optional<std::string> {
+        return "the ops profile on " + device_set +
+               " failed: " + describe_llama_stop(message, device_set, "") +
+               "; nothing of it was recorded";
+    });
     OpsProfile p = profile_ops(o.ops, progress);
     for (auto& w : profile_warnings(p))
         doc.warnings.push_back(w);

@@ -29,8 +29,10 @@ int run_demo(const DemoOptions& o, std::ostream& out, std::ostream& err) {
     if (ec)
         throw input_error("cannot create demo directory '" + o.dir + "': " + ec.message());
     const std::string model = (fs::path(o.dir) / "model.gguf").string();
-    // A hybrid document from an earlier demo must not pass for this one's (e.g. with --no-rpc).
+    // Documents from an earlier demo must not pass for this one's (e.g. hybrid.json with
+    // --no-rpc, or result.json when this one stops early).
     fs::remove(fs::path(o.dir) / "hybrid.json", ec);
+    fs::remove(fs::path(o.dir) / "result.json", ec);
 
     SynthOptions so;
     so.preset = o.preset;
@@ -60,32 +62,28 @@ int run_demo(const DemoOptions& o, std::ostream& out, std::ostream& err) {
     ChildProcess rpc;
     std::string rpc_device;
     if (o.rpc) {
-        const std::string prog = find_peer_program("ggml-rpc-server");
-        if (prog.empty()) {
-            err << "stagebench: no ggml-rpc-server peer found; skipping the RPC backend\n";
-        } else {
-            const int port = free_loopback_port();
-            const std::string log = (fs::path(o.dir) / "rpc-server.log").string();
-            // Without -d the server picks the first device, which can be the BLAS accelerator; that
-            // backend cannot run whole graphs, so the server would abort on the first one.
-            // The server's own default would not be the client's: both use the same threads.
-            std::vector<std::string> argv{prog,
-                                          "-H",
-                                          "127.0.0.1",
-                                          "-p",
-                                          std::to_string(port),
-                                          "-d",
-                                          "CPU",
-                                          "-t",
-                                          std::to_string(threads_or_default(o.threads))};
-            rpc = ChildProcess::spawn(argv, log);
-            if (!wait_for_port("127.0.0.1", port, 15000, &rpc))
-                throw runtime_error("the RPC server did not start, see " + log);
-            const std::string ep = "127.0.0.1:" + std::to_string(port);
-            for (const auto& d : add_rpc_server(ep)) {
-                ro.matrix.devices.push_back(d.name);
-                rpc_device = d.name;
-            }
+        // The server as the README starts it: `stagebench rpc-server -p PORT`, which offers the
+        // CPU (llama.cpp's own rpc-server would offer the BLAS module, which cannot run whole
+        // graphs).
+        std::error_code self_ec;
+        const std::string self = fs::read_symlink("/proc/self/exe", self_ec).string();
+        if (self_ec)
+            throw runtime_error("cannot find the stagebench binary to start its RPC server: " +
+                                self_ec.message());
+        const int port = free_loopback_port();
+        const std::string log = (fs::path(o.dir) / "rpc-server.log").string();
+        // The server's own default is the client's (default_thread_count()); -t keeps them
+        // equal when one is asked for.
+        std::vector<std::string> argv{self, "rpc-server",
+                                      "-p", std::to_string(port),
+                                      "-t", std::to_string(threads_or_default(o.threads))};
+        rpc = ChildProcess::spawn(argv, log);
+        if (!wait_for_port("127.0.0.1", port, 15000, &rpc))
+            throw runtime_error("the RPC server did not start, see " + log);
+        const std::string ep = "127.0.0.1:" + std::to_string(port);
+        for (const auto& d : add_rpc_server(ep)) {
+            ro.matrix.devices.push_back(d.name);
+            rpc_device = d.name;
         }
     }
 

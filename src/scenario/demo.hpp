@@ -1,6 +1,6 @@
 #pragma once
 // `stagebench demo`: the main job on an embedded default. Generates a scaled-down synthetic
-// model, starts a loopback RPC server when the peer program is available, and runs a short
+// model, starts a loopback RPC server (`stagebench rpc-server`, this binary), and runs a short
 // stage sweep on every available backend (CPU, CPU+BLAS, RPC), then a hybrid run (prefill on
 // the CPU, decode on the RPC device) and the advice drawn from both. Writes <dir>/model.gguf,
 // <dir>/result.json, <dir>/hybrid.json, <dir>/summary.md (also to `out`), <dir>/report.html

@@ -1,6 +1,7 @@
 #include "scenario/hybrid.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <functional>
 #include <map>
 #include <set>
@@ -9,6 +10,7 @@
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
 #include "core/json_util.hpp"
+#include "core/last_word.hpp"
 #include "core/stats_json.hpp"
 #include "core/sysinfo.hpp"
 #include "engine/backends.hpp"
@@ -240,6 +242,32 @@ int run_hybrid(const HybridOptions& o, ResultDocument& doc, std::ostream& out, s
             write_document(doc, *o.out_path, how);
     };
     save();
+    // llama.cpp may stop the process inside a point (an RPC server that dies): the last word
+    // records the point's tests as failed, with what they measured so far. This thread is then
+    // blocked inside llama.cpp, so the document holds still.
+    std::vector<size_t> point_tests;
+    std::atomic<bool> in_point{false};
+    std::atomic<const char*> activity{""};
+    LastWordScope last_word([&](const std::string& message) -> std::optional<std::string> {
+        if (!in_point.load() || point_tests.empty())
+            return std::nullopt;
+        const std::string error =
+            describe_llama_stop(message, o.prefill_device + "+" + o.decode_device, activity.load());
+        for (size_t t : point_tests) {
+            TestResult& r = doc.tests[t];
+            r.status = "failed";
+            r.error = error;
+            r.stopped_by = "error";
+            finish(r);
+        }
+        doc.finished_at = utc_timestamp();
+        save();
+        const TestResult& first = doc.tests[point_tests.front()];
+        return "hybrid point pp" + std::to_string(first.config.n_prompt) + "+tg" +
+               std::to_string(first.config.n_gen) + " failed: " + error + "; " +
+               std::to_string(point_tests.front()) + " earlier test(s) kept" +
+               (o.out_path ? " in " + *o.out_path : std::string());
+    });
     auto progress = [&](const std::string& s) {
         if (o.progress)
             err << "stagebench: " << s << "\n";
@@ -298,6 +326,10 @@ int run_hybrid(const HybridOptions& o, ResultDocument& doc, std::ostream& out, s
     std::vector<uint8_t> buf;
     std::string stage_prefix;
     Marker mark = [&](const std::string& stage, bool begin, std::optional<int64_t> tokens) {
+        if (begin)
+            activity.store(stage == "prefill"    ? "prefill"
+                           : stage == "transfer" ? "the state transfer"
+                                                 : "decode");
         if (sampling)
             tel->mark(stage_prefix + stage, begin, tokens);
     };
@@ -340,6 +372,11 @@ int run_hybrid(const HybridOptions& o, ResultDocument& doc, std::ostream& out, s
                 m.test = doc.tests.size();
                 doc.tests.push_back(std::move(r));
             }
+            point_tests.clear();
+            for (const auto& m : modes)
+                point_tests.push_back(m.test);
+            activity.store("");
+            in_point.store(true);
             PointSamples ps;
             const std::string name = "pp" + std::to_string(p) + "+tg" + std::to_string(n);
             std::string error;
@@ -347,6 +384,7 @@ int run_hybrid(const HybridOptions& o, ResultDocument& doc, std::ostream& out, s
             try {
                 if (o.base.warmup) {
                     progress(name + ": warmup");
+                    activity.store("warmup");
                     PointSamples scratch;
                     TestResult w;
                     w.prefill.emplace();
@@ -384,6 +422,7 @@ int run_hybrid(const HybridOptions& o, ResultDocument& doc, std::ostream& out, s
             } catch (const std::exception& e) {
                 error = e.what();
             }
+            in_point.store(false);
             json pt = {{"n_prompt", p}, {"n_gen", n}, {"tests", json::object()}};
             for (auto& m : modes) {
                 TestResult& r = doc.tests[m.test];

@@ -1,12 +1,16 @@
 #include "scenario/run_command.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <map>
+#include <mutex>
 #include <thread>
 
 #include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
+#include "core/last_word.hpp"
 #include "core/membw.hpp"
 #include "core/stats_json.hpp"
 #include "core/sysinfo.hpp"
@@ -142,6 +146,32 @@ int run_benchmark(const RunOptions& opts, ResultDocument& doc, std::ostream& out
         if (opts.out_path)
             write_document(doc, *opts.out_path, how);
     };
+    // llama.cpp may stop the process inside a test (an RPC server that dies): the last word
+    // records that test as failed next to the ones before it. doc_mu keeps it from reading the
+    // document while this thread changes it between tests.
+    std::timed_mutex doc_mu;
+    std::atomic<int> running{-1};
+    std::atomic<const char*> activity{""};
+    std::atomic<int64_t> running_since_ns{0};
+    LastWordScope last_word([&](const std::string& message) -> std::optional<std::string> {
+        const int i = running.load();
+        std::unique_lock<std::timed_mutex> lock(doc_mu, std::chrono::seconds(5));
+        if (i < 0 || !lock.owns_lock())
+            return std::nullopt;
+        TestResult r;
+        r.config = tests[i];
+        r.status = "failed";
+        r.stopped_by = "error";
+        r.error = describe_llama_stop(message, tests[i].devices, activity.load());
+        r.started_ns = running_since_ns.load();
+        r.finished_ns = now_ns();
+        doc.tests.push_back(r);
+        doc.finished_at = utc_timestamp();
+        save();
+        return "test " + r.config.test_name() + " on " + r.config.devices + " failed: " + *r.error +
+               "; " + std::to_string(doc.tests.size() - 1) + " earlier test(s) kept" +
+               (opts.out_path ? " in " + *opts.out_path : std::string());
+    });
     save();
     if (sampling) {
         // The idle baseline comes before any model is loaded: net energy is what inference adds.
@@ -163,10 +193,14 @@ int run_benchmark(const RunOptions& opts, ResultDocument& doc, std::ostream& out
         };
     if (opts.progress)
         hooks.progress = [&](const std::string& s) { err << "stagebench: " << s << "\n"; };
+    hooks.activity = [&](const char* what) { activity.store(what); };
     for (size_t i = 0; i < tests.size(); ++i) {
         if (interrupt_requested())
             break;
         stage_prefix = "test" + std::to_string(i) + "/";
+        activity.store("");
+        running_since_ns.store(now_ns());
+        running.store(static_cast<int>(i));
         TestResult r;
         if (auto bad = unusable.find(tests[i].model_path);
             bad != unusable.end() && (tests[i].engine != "http" || !opts.http.url)) {
@@ -177,6 +211,8 @@ int run_benchmark(const RunOptions& opts, ResultDocument& doc, std::ostream& out
             r = tests[i].engine == "http" ? http.run(tests[i], hooks)
                                           : run_test(engine, tests[i], hooks, membw);
         }
+        std::lock_guard<std::timed_mutex> lock(doc_mu);
+        running.store(-1);
         if (sampling)
             r.telemetry = test_telemetry(*tel, stage_prefix);
         if (auto w = stall_warning(r))

@@ -243,7 +243,12 @@ TestResult run_test(Engine& engine, const TestConfig& c, const SweepHooks& hooks
         if (hooks.stage_marker)
             hooks.stage_marker(stage, begin, tokens);
     };
+    auto doing = [&](const char* what) {
+        if (hooks.activity)
+            hooks.activity(what);
+    };
     try {
+        doing("loading the model");
         engine.load(load_spec_for(c));
         r.backends = engine.active_backends();
         r.notes = engine.notes();
@@ -269,6 +274,7 @@ TestResult run_test(Engine& engine, const TestConfig& c, const SweepHooks& hooks
         if (c.warmup) {
             if (hooks.progress)
                 hooks.progress(c.test_name() + ": warmup");
+            doing("warmup");
             engine.fill_to_depth(c.n_depth, c.seed);
             if (c.n_prompt > 0)
                 engine.prefill(prompt_for(-1));
@@ -286,11 +292,14 @@ TestResult run_test(Engine& engine, const TestConfig& c, const SweepHooks& hooks
             if (hooks.progress)
                 hooks.progress(c.test_name() + " on " + c.devices + ": repetition " +
                                std::to_string(rep + 1) + "/" + std::to_string(c.max_reps));
+            if (c.n_depth > 0)
+                doing("filling the KV cache");
             engine.fill_to_depth(c.n_depth, c.seed);
             const auto prompt = prompt_for(rep);
             const auto gen = random_tokens(c.n_gen, n_vocab, c.seed * 7919 + rep);
             int64_t prefill_ns = 0;
             if (c.n_prompt > 0) {
+                doing("prefill");
                 mark("prefill", true);
                 StageTimes st = engine.prefill(prompt);
                 mark("prefill", false, c.n_prompt);
@@ -300,6 +309,7 @@ TestResult run_test(Engine& engine, const TestConfig& c, const SweepHooks& hooks
                 r.prefill->tokens_per_s.push_back(c.n_prompt * 1e9 / prefill_ns);
             }
             if (c.n_gen > 0) {
+                doing("decode");
                 mark("decode", true);
                 const int64_t start = now_ns();
                 int64_t prev = start;

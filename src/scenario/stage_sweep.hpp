@@ -39,6 +39,9 @@ struct SweepHooks {
     // Stage markers for telemetry: (stage name, begin?, tokens of the stage on the end mark),
     // called just outside the timed region at each boundary.
     std::function<void(const std::string&, bool, std::optional<int64_t>)> stage_marker;
+    // What the test is about to do ("loading the model", "warmup", "filling the KV cache",
+    // "prefill", "decode"), called outside the timed regions; the string is a literal.
+    std::function<void(const char*)> activity;
 };
 
 // Approximate FLOPs of a prefill of n_prompt tokens at KV depth n_depth: dense matrix

@@ -1,6 +1,7 @@
 #include "scenario/sustained.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <thread>
@@ -10,6 +11,7 @@
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
 #include "core/json_util.hpp"
+#include "core/last_word.hpp"
 #include "core/sysinfo.hpp"
 #include "engine/backends.hpp"
 #include "engine/llama_engine.hpp"
@@ -375,6 +377,39 @@ int run_sustained(const SustainedOptions& o, ResultDocument& doc, std::ostream& 
     LlamaEngine engine;
     SweepHooks hooks;
     std::string prefix;
+    // llama.cpp may stop the process inside a round (an RPC server that dies): the last word
+    // records that round as failed after the ones before it. This thread is then blocked
+    // inside llama.cpp, so the document holds still.
+    std::atomic<int> running_round{0};  // 0: between rounds
+    std::atomic<const char*> activity{""};
+    std::atomic<int64_t> round_start_ns{0};
+    LastWordScope last_word([&](const std::string& message) -> std::optional<std::string> {
+        const int round = running_round.load();
+        if (round == 0 || res.phases.empty())
+            return std::nullopt;
+        TestResult r;
+        r.config = c;
+        r.status = "failed";
+        r.stopped_by = "error";
+        r.error = describe_llama_stop(message, c.devices, activity.load());
+        r.started_ns = round_start_ns.load();
+        r.finished_ns = now_ns();
+        r.notes.push_back("sustained " + res.phases.back().name + " round " +
+                          std::to_string(round));
+        SustainedRound sr;
+        sr.round = round;
+        sr.status = "failed";
+        sr.error = r.error;
+        sr.start_ns = r.started_ns;
+        sr.end_ns = r.finished_ns;
+        doc.tests.push_back(r);
+        res.phases.back().rounds.push_back(sr);
+        save();
+        return res.phases.back().name + " round " + std::to_string(round) + " failed: " + *r.error +
+               "; the rounds before it are kept" +
+               (o.out_path ? " in " + *o.out_path : std::string());
+    });
+    hooks.activity = [&](const char* what) { activity.store(what); };
     if (sampling)
         hooks.stage_marker = [&](const std::string& stage, bool begin,
                                  std::optional<int64_t> tokens) {
@@ -416,6 +451,9 @@ int run_sustained(const SustainedOptions& o, ResultDocument& doc, std::ostream& 
             prefix = "p" + std::to_string(ph) + "/r" + std::to_string(round) + "/";
             if (sampling)
                 tel->mark(prefix + "round", true);
+            activity.store("");
+            round_start_ns.store(now_ns());
+            running_round.store(round);
             TestResult r;
             if (http) {
                 TestConfig hc = http_tests.at(0);
@@ -427,6 +465,7 @@ int run_sustained(const SustainedOptions& o, ResultDocument& doc, std::ostream& 
             } else {
                 r = run_test(engine, c, hooks, std::nullopt);
             }
+            running_round.store(0);
             if (sampling)
                 tel->mark(prefix + "round", false);
             sr.start_ns = r.started_ns;

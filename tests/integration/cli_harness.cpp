@@ -113,10 +113,15 @@ const std::string& tiny_model() {
     return path;
 }
 
-RpcServer::RpcServer(const TempDir& dir) : port(sb::free_loopback_port()) {
-    pid = spawn_bg({peer("ggml-rpc-server"), "-H", "127.0.0.1", "-p", std::to_string(port), "-t",
-                    "1", "-d", "CPU"},
-                   dir.file("rpc.log"));
+RpcServer::RpcServer(const TempDir& dir, const std::vector<std::string>& extra_args,
+                     bool llama_peer)
+    : port(sb::free_loopback_port()) {
+    const std::string p = std::to_string(port);
+    std::vector<std::string> argv =
+        llama_peer ? std::vector<std::string>{peer("ggml-rpc-server"), "-p", p, "-d", "CPU"}
+                   : std::vector<std::string>{stagebench_bin(), "rpc-server", "-p", p};
+    argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+    pid = spawn_bg(argv, dir.file("rpc.log"));
     ready = sb::wait_for_port("127.0.0.1", port, 20000);
 }
 

@@ -42,11 +42,14 @@ int wait_exit(pid_t pid, int timeout_s);
 
 std::string read_file(const std::string& path);
 
-// A real ggml-rpc-server on a free 127.0.0.1 port, 1 thread, CPU device (without -d it would
-// offer BLAS, which cannot run whole graphs), logging to <dir>/rpc.log; stopped (SIGTERM) at
+// A real RPC server on a free 127.0.0.1 port, started exactly as the README shows:
+// `stagebench rpc-server -p PORT` followed by extra_args (the README's `-t 1` for a server that
+// shares the client's cores, where timings matter), or with llama_peer llama.cpp's own
+// `build/peers/ggml-rpc-server -p PORT -d CPU`. Logs to <dir>/rpc.log; stopped (SIGTERM) at
 // destruction unless already stopped. ready is false when it did not listen within 20 s.
 struct RpcServer {
-    explicit RpcServer(const TempDir& dir);
+    explicit RpcServer(const TempDir& dir, const std::vector<std::string>& extra_args = {},
+                       bool llama_peer = false);
     ~RpcServer();
     RpcServer(const RpcServer&) = delete;
     RpcServer& operator=(const RpcServer&) = delete;

@@ -167,6 +167,56 @@ void FaultServer::serve(int fd) {
     close(fd);
 }
 
+RawFaultServer::RawFaultServer(std::function<void(FaultConn&)> handler)
+    : handler_(std::move(handler)) {
+    listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (listen_fd_ < 0)
+        throw std::runtime_error("socket failed");
+    int one = 1;
+    setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+        listen(listen_fd_, 16) != 0 ||
+        getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+        throw std::runtime_error("cannot listen on 127.0.0.1");
+    port_ = ntohs(a.sin_port);
+    acceptor_ = std::thread([this] {
+        while (!stop_) {
+            pollfd p{listen_fd_, POLLIN, 0};
+            if (poll(&p, 1, 20) <= 0)
+                continue;
+            const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+            if (fd < 0)
+                continue;
+            ++connections_;
+            std::lock_guard<std::mutex> lock(mu_);
+            conns_.emplace_back([this, fd] {
+                FaultConn conn(fd, stop_);
+                handler_(conn);
+                shutdown(fd, SHUT_RDWR);
+                close(fd);
+            });
+        }
+    });
+}
+
+RawFaultServer::~RawFaultServer() {
+    stop_ = true;
+    if (acceptor_.joinable())
+        acceptor_.join();
+    std::vector<std::thread> conns;
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        conns.swap(conns_);
+    }
+    for (auto& t : conns)
+        t.join();
+    close(listen_fd_);
+}
+
 bool answer_discovery(const HttpRequest& req, FaultConn& conn) {
     if (req.method == "POST" &&
         (req.path == "/v1/completions" || req.path == "/v1/chat/completions"))

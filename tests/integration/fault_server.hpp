@@ -62,6 +62,31 @@ class FaultServer {
     std::vector<std::thread> conns_;
 };
 
+// A TCP server on 127.0.0.1 that speaks no protocol: for fault-injection tests of RPC clients.
+// The handler gets every accepted connection at once (nothing is read first) and may send
+// bytes, wait, or return (the connection is then closed). The destructor stops the server,
+// waking handlers that hang in wait_until_stopped().
+class RawFaultServer {
+  public:
+    explicit RawFaultServer(std::function<void(FaultConn&)> handler);
+    ~RawFaultServer();
+    RawFaultServer(const RawFaultServer&) = delete;
+    RawFaultServer& operator=(const RawFaultServer&) = delete;
+    int port() const { return port_; }
+    std::string endpoint() const { return "127.0.0.1:" + std::to_string(port_); }
+    int connections() const { return connections_.load(); }
+
+  private:
+    std::function<void(FaultConn&)> handler_;
+    int listen_fd_ = -1;
+    int port_ = 0;
+    std::atomic<bool> stop_{false};
+    std::atomic<int> connections_{0};
+    std::thread acceptor_;
+    std::mutex mu_;
+    std::vector<std::thread> conns_;
+};
+
 // Answers what a client asks before generating (GET /v1/models lists "fault-model"; /props,
 // /tokenize and anything else unknown: 404). Returns false for a generation request
 // (POST /v1/completions, /v1/chat/completions), which the test's handler answers.

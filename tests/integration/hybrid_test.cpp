@@ -153,7 +153,8 @@ TEST(HybridState, DecodeAfterTheMoveContinuesTheSequenceFromCpuToRpc) {
 
 TEST(Hybrid, PrefillOnCpuDecodeOverRpcAgainstEachAloneAndAdvise) {
     TempDir t;
-    RpcServer server(t);
+    // One core for the server, one for the client (-t 1): timings are compared.
+    RpcServer server(t, {"-t", "1"});
     ASSERT_TRUE(server.ready);
     const std::string out = t.file("h.json");
     Proc p = sbtest::run_sb({"hybrid",
@@ -318,12 +319,13 @@ TEST(Hybrid, AnAcceleratorForPrefillStaysOutOfTheOtherEngine) {
 
 TEST(Hybrid, AServerThatDiesMidRunIsOneLineAndKeepsEarlierPoints) {
     TempDir t;
-    RpcServer server(t);
+    RpcServer server(t, {"-t", "1"});  // the client has one thread, the server the other core
     ASSERT_TRUE(server.ready);
+    const std::string server_ep = server.endpoint();
     const std::string out = t.file("h.json");
     pid_t run = sbtest::spawn_bg(
         {sbtest::stagebench_bin(), "hybrid", "-m", tiny_model(), "--decode-device", "RPC0", "--rpc",
-         server.endpoint(), "-p", "16,32", "-n", "64", "-r", "10", "-t", "1", "--out", out, "-q"},
+         server.endpoint(), "-p", "16,32", "-n", "16", "-r", "3", "-t", "1", "--out", out, "-q"},
         t.file("h.log"));
     for (int i = 0; i < 3000; ++i) {
         try {
@@ -333,17 +335,29 @@ TEST(Hybrid, AServerThatDiesMidRunIsOneLineAndKeepsEarlierPoints) {
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    // At once: the stop meets the second point (its first call to the server fails).
     server.stop(SIGKILL);
     EXPECT_EQ(sbtest::wait_exit(run, 120), 1);
     const std::string err = sbtest::read_file(t.file("h.log.err"));
     EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
     EXPECT_EQ(err.rfind("stagebench: error: ", 0), 0u) << err;
+    EXPECT_NE(err.find("hybrid point pp32+tg16 failed: RPC server " + server_ep), std::string::npos)
+        << err;
+    // The first point's three tests, then the second's, recorded as failed with the error and
+    // what they measured before it.
     const json doc = json::parse(sbtest::read_file(out));
     ASSERT_EQ(doc["hybrid"]["points"].size(), 1u);
-    EXPECT_EQ(doc["tests"].size(), 3u);
-    for (const auto& test : doc["tests"])
-        EXPECT_EQ(test["status"], "ok");
+    ASSERT_EQ(doc["tests"].size(), 6u);
+    for (size_t i = 0; i < 3; ++i)
+        EXPECT_EQ(doc["tests"][i]["status"], "ok");
+    for (size_t i = 3; i < 6; ++i) {
+        EXPECT_EQ(doc["tests"][i]["status"], "failed");
+        EXPECT_EQ(doc["tests"][i]["config"]["n_prompt"], 32);
+        EXPECT_NE(doc["tests"][i]["error"].get<std::string>().find("RPC server " + server_ep +
+                                                                   " went away during "),
+                  std::string::npos)
+            << doc["tests"][i]["error"];
+    }
 }
 
 TEST(Hybrid, BadInputIsOneLine) {

@@ -246,7 +246,8 @@ TEST(Ops, RepackedWeightsKeepMatMulsOffBlasAndSayWhy) {
 
 TEST(Ops, RpcDecodeShowsTheSchedulingTaxOfLightOps) {
     TempDir t;
-    RpcServer server(t);
+    // One core for the server, one for the client (-t 1): timings are compared.
+    RpcServer server(t, {"-t", "1"});
     ASSERT_TRUE(server.ready);
     const std::string ep = server.endpoint();
     Proc p = sbtest::run_sb({"ops",          "-m",       tiny_model(), "-p",     "32",
@@ -327,7 +328,8 @@ TEST(Import, HexagonLogsOfBothFormatsBecomeTables) {
 
 TEST(Decompose, RpcStagesSplitIntoComputeConversionCommunicationCopiesHost) {
     TempDir t;
-    RpcServer server(t);
+    // One core for the server, one for the client (-t 1): timings are compared.
+    RpcServer server(t, {"-t", "1"});
     ASSERT_TRUE(server.ready);
     const std::string ep = server.endpoint();
     Proc p = sbtest::run_sb({"decompose",    "-m",       tiny_model(), "-p",     "32",
