@@ -20,27 +20,14 @@
 #include <sstream>
 
 #include "cli/commands.hpp"
+#include "cli/run_cli_test_util.hpp"
 #include "core/error.hpp"
 
 namespace sb::cli {
 namespace {
 
-struct Outcome {
-    int code = -1;
-    std::string out, err;
-};
-
 Outcome run(const std::vector<std::string>& args) {
-    std::vector<const char*> argv{"stagebench"};
-    for (const auto& a : args)
-        argv.push_back(a.c_str());
-    std::ostringstream out, err;
-    Context ctx{out, err, 0, {}, {}};
-    Outcome o;
-    o.code = run_cli(static_cast<int>(argv.size()), argv.data(), ctx);
-    o.out = out.str();
-    o.err = err.str();
-    return o;
+    return run_captured(args);
 }
 
 std::string validate(const CLI::Validator& v, std::string s) {

@@ -82,21 +82,25 @@ void FaultConn::wait_until_stopped() {
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
 }
 
-FaultServer::FaultServer(FaultHandler handler) : handler_(std::move(handler)) {
-    listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (listen_fd_ < 0)
+// A listening socket on 127.0.0.1 at a free port, into fd; returns the port.
+static int listen_on_loopback(int& fd) {
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
         throw std::runtime_error("socket failed");
     int one = 1;
-    setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t len = sizeof a;
-    if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-        listen(listen_fd_, 16) != 0 ||
-        getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+    if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || listen(fd, 16) != 0 ||
+        getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
         throw std::runtime_error("cannot listen on 127.0.0.1");
-    port_ = ntohs(a.sin_port);
+    return ntohs(a.sin_port);
+}
+
+FaultServer::FaultServer(FaultHandler handler) : handler_(std::move(handler)) {
+    port_ = listen_on_loopback(listen_fd_);
     acceptor_ = std::thread([this] {
         while (!stop_) {
             pollfd p{listen_fd_, POLLIN, 0};
@@ -169,20 +173,7 @@ void FaultServer::serve(int fd) {
 
 RawFaultServer::RawFaultServer(std::function<void(FaultConn&)> handler)
     : handler_(std::move(handler)) {
-    listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (listen_fd_ < 0)
-        throw std::runtime_error("socket failed");
-    int one = 1;
-    setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-        listen(listen_fd_, 16) != 0 ||
-        getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0)
-        throw std::runtime_error("cannot listen on 127.0.0.1");
-    port_ = ntohs(a.sin_port);
+    port_ = listen_on_loopback(listen_fd_);
     acceptor_ = std::thread([this] {
         while (!stop_) {
             pollfd p{listen_fd_, POLLIN, 0};
