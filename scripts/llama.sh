@@ -19,6 +19,13 @@ JOBS="${LLAMA_JOBS:-$(nproc)}"
 log() { echo "llama.sh: $*" >&2; }
 die() { echo "llama.sh: error: $*" >&2; exit 1; }
 mkdir -p "$CACHE"
+# One setup at a time per cache: two clones building at once (parallel CI jobs, worktrees)
+# wait for the first instead of building the same directory together.
+exec 9>"$CACHE/.llama.lock"
+if ! flock -n 9; then
+  log "waiting for another llama.cpp setup in $CACHE to finish"
+  flock 9
+fi
 
 fetch_pinned() {
   local src="$CACHE/src/${NLC_PACKAGE/@/-}"

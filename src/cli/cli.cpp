@@ -5,6 +5,7 @@
 #include "cli/commands.hpp"
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
+#include "core/watchdog.hpp"
 
 namespace sb::cli {
 
@@ -62,6 +63,7 @@ int run_cli(int argc, const char* const* argv, Context& ctx) {
     ctx.exit_code = 0;
     ctx.db_path.clear();
     ctx.db_wait_s = 60;
+    set_stage_timeout(kDefaultStageTimeoutS);
     ctx.argv.assign(argv, argv + argc);
     try {
         build_app(app, ctx);

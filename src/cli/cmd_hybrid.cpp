@@ -67,6 +67,7 @@ void add_hybrid_command(CLI::App& app, Context& ctx) {
                   "measure the hybrid only, not each device set alone");
     cmd->add_option("--rpc", o->rpc_servers, "RPC servers host:port to use (comma list)")
         ->delimiter(',');
+    add_stage_timeout_option(cmd);
     cmd->add_option("-o,--output", o->format, "stdout format: md or json")
         ->check(CLI::IsMember({"md", "json"}))
         ->capture_default_str();

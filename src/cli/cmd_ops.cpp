@@ -54,6 +54,7 @@ void add_ops_like_command(CLI::App& app, Context& ctx, bool decompose) {
         ->capture_default_str();
     cmd->add_option("--rpc", a->o.rpc_servers, "RPC servers host:port to use (comma list)")
         ->delimiter(',');
+    add_stage_timeout_option(cmd);
     cmd->add_option("-t,--threads", o.n_threads,
                     "CPU threads (0 = one per physical core that does math)")
         ->check(threads_check())

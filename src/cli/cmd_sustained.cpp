@@ -34,6 +34,7 @@ void add_sustained_command(CLI::App& app, Context& ctx) {
         ->check(device_set_check())
         ->capture_default_str();
     cmd->add_option("--rpc", o->rpc_servers, "RPC servers host:port")->delimiter(',');
+    add_stage_timeout_option(cmd);
     cmd->add_option("-t,--threads", o->threads,
                     "CPU threads (0 = one per physical core that does math)")
         ->check(threads_check());

@@ -42,6 +42,9 @@ void add_compare_command(CLI::App& app, Context& ctx);
 void add_trace_command(CLI::App& app, Context& ctx);
 void add_rpc_server_command(CLI::App& app, Context& ctx);
 
+// --stage-timeout SECONDS for the commands that use RPC devices (core/watchdog.hpp).
+void add_stage_timeout_option(CLI::App* cmd);
+
 // Runs f, a command's work on the documents named in sources (report, compare, advise, trace,
 // db show). Documents are checked when they are read (core/document.hpp); should a reader still
 // meet a value it cannot use, that is the documents' fault: sb::Error(input) naming them, one

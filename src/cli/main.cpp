@@ -11,6 +11,7 @@
 #include "cli/commands.hpp"
 #include "core/interrupt.hpp"
 #include "core/last_word.hpp"
+#include "core/watchdog.hpp"
 #include "engine/backends.hpp"
 
 namespace {
@@ -20,7 +21,7 @@ namespace {
 // words record the test that was running as failed (--out), print what was measured (-o json),
 // store it (--db) and give the line. Several compute threads can fail the same assertion at
 // once: the first one speaks, the others wait for the exit.
-void on_fatal(const char* message) {
+void end_run(const std::string& message, const std::string& default_line) {
     static std::atomic<bool> first{true};
     thread_local bool inside = false;
     if (inside)  // a fault while saying the last words
@@ -29,13 +30,22 @@ void on_fatal(const char* message) {
         for (;;)
             std::this_thread::sleep_for(std::chrono::seconds(1));
     inside = true;
-    const std::string line = sb::say_last_words(message).value_or(
-        "llama.cpp stopped: " + sb::strip_source_location(message));
+    const std::string line = sb::say_last_words(message).value_or(default_line);
     std::fflush(stdout);
     std::cout.flush();
     std::fprintf(stderr, "stagebench: error: %s\n", line.c_str());
     std::fflush(stderr);
     std::_Exit(1);
+}
+
+void on_fatal(const char* message) {
+    end_run(message, "llama.cpp stopped: " + sb::strip_source_location(message));
+}
+
+// A stage that waits past its deadline, or does not end after Ctrl-C (core/watchdog.hpp): the
+// same end as llama.cpp's stop, with the watchdog's line as the reason.
+void on_overrun(const std::string& why) {
+    end_run(sb::kOverrunMarker + why, why);
 }
 
 }  // namespace
@@ -45,6 +55,7 @@ int main(int argc, char** argv) {
     // be an error the code reports, not a silent death by SIGPIPE.
     std::signal(SIGPIPE, SIG_IGN);
     sb::set_fatal_handler(on_fatal);
+    sb::set_overrun_action(on_overrun);
     sb::install_interrupt_handlers();
     sb::cli::Context ctx{std::cout, std::cerr, 0, {}, {}};
     return sb::cli::run_cli(argc, argv, ctx);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "cli/commands.hpp"
 #include "cli/flag_checks.hpp"
 #include "core/error.hpp"
 
@@ -80,6 +81,7 @@ void add_output_options(CLI::App* cmd, RunArgs& a) {
         ->capture_default_str();
     cmd->add_option("--rpc", a.run.rpc_servers, "RPC servers host:port to use (comma list)")
         ->delimiter(',');
+    add_stage_timeout_option(cmd);
     cmd->add_flag("-q,--quiet", a.quiet, "no progress lines on stderr");
     cmd->add_option("--telemetry", a.run.telemetry,
                     "sample sensors around every stage: auto (where sources exist), on, off")

@@ -6,11 +6,16 @@
 namespace sb {
 namespace {
 std::atomic<bool> g_interrupt{false};
+std::atomic<int> g_count{0};
+std::atomic<bool> g_deferred{false};
 
 extern "C" void on_signal(int sig) {
     g_interrupt.store(true);
-    // The next signal of this kind ends the process the usual way.
-    std::signal(sig, SIG_DFL);
+    // The second signal ends the process the usual way, unless a stage watchdog takes it.
+    if (g_count.fetch_add(1) + 1 >= 2 && !g_deferred.load()) {
+        std::signal(sig, SIG_DFL);
+        std::raise(sig);
+    }
 }
 }  // namespace
 
@@ -19,9 +24,17 @@ bool interrupt_requested() {
 }
 void request_interrupt() {
     g_interrupt.store(true);
+    g_count.fetch_add(1);
 }
 void clear_interrupt() {
     g_interrupt.store(false);
+    g_count.store(0);
+}
+int interrupt_count() {
+    return g_count.load(std::memory_order_relaxed);
+}
+void defer_second_interrupt(bool deferred) {
+    g_deferred.store(deferred, std::memory_order_relaxed);
 }
 
 void install_interrupt_handlers() {

@@ -7,8 +7,13 @@ namespace sb {
 bool interrupt_requested();
 void request_interrupt();  // async-signal-safe
 void clear_interrupt();
-// Installs SIGINT and SIGTERM handlers that call request_interrupt(); a second signal of the
-// same kind falls back to the default action.
+// How many SIGINT/SIGTERM signals have come (request_interrupt() counts as one).
+int interrupt_count();
+// Installs SIGINT and SIGTERM handlers that call request_interrupt(). A second signal ends the
+// process the default way, unless the second signal is deferred at that moment: then it is
+// only counted, for the stage watchdog (core/watchdog.hpp) to end the run keeping what was
+// measured.
 void install_interrupt_handlers();
+void defer_second_interrupt(bool deferred);
 
 }  // namespace sb

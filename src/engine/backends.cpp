@@ -17,6 +17,7 @@
 
 #include "core/error.hpp"
 #include "core/last_word.hpp"
+#include "core/watchdog.hpp"
 #include "ggml-backend.h"
 #include "ggml-rpc.h"
 #include "ggml.h"
@@ -426,11 +427,14 @@ std::vector<std::string> rpc_endpoints_of(const std::string& device_set) {
 
 std::string describe_llama_stop(const std::string& llama_message, const std::string& device_set,
                                 const std::string& activity) {
-    const std::string what = strip_source_location(llama_message);
     const std::string during = activity.empty() ? "" : " during " + activity;
     const auto endpoints = rpc_endpoints_of(device_set);
+    // The stage watchdog ended the run (core/watchdog.hpp), not llama.cpp.
+    const bool overrun = llama_message.rfind(kOverrunMarker, 0) == 0;
+    const std::string what = overrun ? llama_message.substr(std::string(kOverrunMarker).size())
+                                     : strip_source_location(llama_message);
     if (endpoints.empty())
-        return "llama.cpp stopped" + during + ": " + what;
+        return overrun ? what : "llama.cpp stopped" + during + ": " + what;
     // Whether a server still answers tells a dead server from a broken reply. A dying
     // server's port may take a connection for a moment more (the kernel's backlog), so the
     // hello decides, not the connect. A live server first finishes what it was computing for
@@ -459,7 +463,7 @@ std::string describe_llama_stop(const std::string& llama_message, const std::str
                 : fd < 0 ? " went away" + during + ": it no longer accepts connections"
                          : " went away" + during + ": it no longer answers");
     }
-    return out + " (llama.cpp: " + what + ")";
+    return out + (overrun ? " (" : " (llama.cpp: ") + what + ")";
 }
 
 DeviceSelection select_devices(const std::vector<std::string>& devices) {

@@ -6,6 +6,8 @@
 #include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/sysinfo.hpp"
+#include "core/watchdog.hpp"
+#include "engine/backends.hpp"
 #include "engine/llama_params.hpp"
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
@@ -40,6 +42,8 @@ struct LlamaEngine::Impl {
     std::vector<uint8_t> cached_state;
     std::vector<llama_token> scratch;
     bool have_logits = false;  // a prefill or decode step computed logits since the last reset
+    // StageGuard factor of this placement's calls: 1 with RPC devices, 0 (no deadline) without.
+    double deadline_factor = 0;
 
     using tp_new_t = ggml_threadpool* (*)(ggml_threadpool_params*);
     using tp_free_t = void (*)(ggml_threadpool*);
@@ -93,6 +97,13 @@ void LlamaEngine::load(const LoadSpec& spec) {
     const bool reuse_ctx = reuse_model && m.ctx && same_context(m.spec, spec);
     if (reuse_ctx)
         return;
+    // Only RPC devices wait without bound (core/watchdog.hpp): they get deadlines; Ctrl-C is
+    // watched for every device. Loading sends the weights over the network: 10x the budget.
+    std::string device_set;
+    for (const auto& d : spec.devices)
+        device_set += (device_set.empty() ? "" : "+") + d;
+    m.deadline_factor = rpc_endpoints_of(device_set).empty() ? 0 : 1;
+    StageGuard guard("loading the model", 10 * m.deadline_factor);
     m.free_context();
     if (!reuse_model) {
         m.free_model();
@@ -158,12 +169,14 @@ void LlamaEngine::load(const LoadSpec& spec) {
 void LlamaEngine::reset() {
     if (!impl_->ctx)
         throw runtime_error("engine has no context (load() first)");
+    StageGuard guard("clearing the KV cache", impl_->deadline_factor);
     llama_memory_clear(llama_get_memory(impl_->ctx), false);
     impl_->have_logits = false;
 }
 
 void LlamaEngine::fill_to_depth(int n_depth, uint64_t seed) {
     Impl& m = *impl_;
+    StageGuard guard("filling the KV cache", m.deadline_factor * std::max(1.0, n_depth / 512.0));
     reset();
     if (n_depth <= 0)
         return;
@@ -189,6 +202,8 @@ StageTimes LlamaEngine::prefill(std::span<const int32_t> tokens) {
         throw runtime_error("engine has no context (load() first)");
     m.scratch.assign(tokens.begin(), tokens.end());
     const int n = static_cast<int>(m.scratch.size());
+    // A budget per 512 prompt tokens: the first prefill has no earlier one to scale from.
+    StageGuard guard("prefill", m.deadline_factor * std::max(1.0, n / 512.0));
     const int n_batch = m.spec.n_batch;
     StageTimes t;
     t.start_ns = now_ns();
@@ -209,6 +224,7 @@ StageTimes LlamaEngine::prefill(std::span<const int32_t> tokens) {
 int64_t LlamaEngine::decode_step(int32_t token) {
     Impl& m = *impl_;
     llama_token tok = token;
+    StageGuard guard("decode", m.deadline_factor);
     const int rc = llama_decode(m.ctx, llama_batch_get_one(&tok, 1));
     if (rc != 0)
         throw runtime_error("llama_decode failed during decode (code " + std::to_string(rc) + ")");
@@ -302,6 +318,7 @@ size_t LlamaEngine::save_state(std::vector<uint8_t>& buf) {
     Impl& m = *impl_;
     if (!m.ctx)
         throw runtime_error("engine has no context (load() first)");
+    StageGuard guard("saving the sequence state", m.deadline_factor);
     // The size is asked every time: it grows with the tokens in the cache.
     const size_t size = llama_state_seq_get_size(m.ctx, 0);
     buf.resize(size);
@@ -317,6 +334,7 @@ void LlamaEngine::restore_state(std::span<const uint8_t> state) {
     Impl& m = *impl_;
     if (!m.ctx)
         throw runtime_error("engine has no context (load() first)");
+    StageGuard guard("restoring the sequence state", m.deadline_factor);
     llama_memory_clear(llama_get_memory(m.ctx), false);
     m.have_logits = false;
     if (llama_state_seq_set_data(m.ctx, state.data(), state.size(), 0) == 0)

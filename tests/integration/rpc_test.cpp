@@ -192,6 +192,76 @@ TEST(Rpc, AServerThatDiesMidRunLeavesTheFailedTestInOutAndDb) {
     check(json::parse(stored.out));
 }
 
+// A server that stops answering in the middle of a run (suspended: the connection stays open,
+// nothing comes back) would leave llama.cpp's RPC client waiting forever. With
+// --stage-timeout 3 the stage watchdog ends the run: the first test and the failed second one,
+// with what happened, in --out and --db; one line, exit 1.
+TEST(Rpc, AServerThatStopsAnsweringMidRunEndsAtTheStageTimeout) {
+    TempDir t;
+    RpcServer server(t, {"-t", "1"});
+    ASSERT_TRUE(server.ready);
+    const std::string ep = server.endpoint();
+    const std::string out = t.file("r.json"), db = t.file("r.db");
+    auto args = two_tests(ep, out);
+    args.insert(args.end(), {"--db", db, "--stage-timeout", "3"});
+    pid_t run = spawn_bg(args, t.file("run.log"));
+    wait_for_entries(out, "/tests", 1);
+    ASSERT_EQ(kill(server.pid, SIGSTOP), 0);
+    const int code = wait_exit(run, 90);
+    kill(server.pid, SIGCONT);
+    EXPECT_EQ(code, 1);
+    const std::string err = read_file(t.file("run.log.err"));
+    EXPECT_EQ(lines(err), 1u) << err;
+    EXPECT_EQ(err.rfind("stagebench: error: test pp32+tg32 on RPC0 failed: RPC server " + ep, 0),
+              0u)
+        << err;
+    EXPECT_NE(err.find("did not finish within 3 s (--stage-timeout"), std::string::npos) << err;
+    EXPECT_NE(err.find("1 earlier test(s) kept in " + out), std::string::npos) << err;
+    auto check = [&](const json& doc) {
+        ASSERT_EQ(doc["tests"].size(), 2u) << doc["tests"].dump();
+        EXPECT_EQ(doc["tests"][0]["status"], "ok");
+        EXPECT_EQ(doc["tests"][1]["status"], "failed");
+        const std::string error = doc["tests"][1]["error"].get<std::string>();
+        EXPECT_EQ(error.rfind("RPC server " + ep + " went away during ", 0), 0u) << error;
+        EXPECT_NE(error.find("it no longer answers"), std::string::npos) << error;
+    };
+    SCOPED_TRACE("--out");
+    check(json::parse(read_file(out)));
+    Proc stored = run_sb({"db", "export", "--db", db, "1"});
+    ASSERT_EQ(stored.exit_code, 0) << stored.err;
+    SCOPED_TRACE("--db");
+    check(json::parse(stored.out));
+}
+
+// Ctrl-C while the stage waits on a server that stopped answering: the run does not wait for
+// the stage (default --stage-timeout, far away) but ends a few seconds after the signal,
+// keeping the first test.
+TEST(Rpc, CtrlCEndsARunWaitingOnAServerThatStoppedAnswering) {
+    TempDir t;
+    RpcServer server(t, {"-t", "1"});
+    ASSERT_TRUE(server.ready);
+    const std::string out = t.file("r.json");
+    pid_t run = spawn_bg(two_tests(server.endpoint(), out), t.file("run.log"));
+    wait_for_entries(out, "/tests", 1);
+    ASSERT_EQ(kill(server.pid, SIGSTOP), 0);
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    const auto t0 = std::chrono::steady_clock::now();
+    kill(run, SIGINT);
+    const int code = wait_exit(run, 60);
+    const double took =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    kill(server.pid, SIGCONT);
+    EXPECT_EQ(code, 1);
+    EXPECT_LT(took, 30) << "the run waited for the stuck stage";
+    const std::string err = read_file(t.file("run.log.err"));
+    EXPECT_EQ(lines(err), 1u) << err;
+    EXPECT_NE(err.find("interrupted (Ctrl-C) while "), std::string::npos) << err;
+    const json doc = json::parse(read_file(out));
+    ASSERT_EQ(doc["tests"].size(), 2u);
+    EXPECT_EQ(doc["tests"][0]["status"], "ok");
+    EXPECT_EQ(doc["tests"][1]["status"], "failed");
+}
+
 // The connection breaks but the server lives on: the error says so. The client's socket is
 // destroyed with `ss -K` (root and a kernel with socket destroy, else the test is skipped).
 TEST(Rpc, ABrokenConnectionToALiveServerIsRecordedAsSuch) {
