@@ -1,10 +1,10 @@
 #include <filesystem>
 
 #include "cli/commands.hpp"
+#include "cli/demo.hpp"
 #include "cli/flag_checks.hpp"
 #include "cli/store_hook.hpp"
 #include "core/json_file.hpp"
-#include "scenario/demo.hpp"
 
 namespace sb::cli {
 

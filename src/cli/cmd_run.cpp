@@ -25,7 +25,8 @@ void add_run_command(CLI::App& app, Context& ctx) {
         ResultDocument doc = new_document("run", ctx.argv);
         const auto last = keep_measured(ctx, doc, a->run.format == "json");
         try {
-            ctx.exit_code = run_benchmark(a->run, doc, ctx.out, ctx.err);
+            ReporterListener rows(a->run.format, ctx.out);
+            ctx.exit_code = run_benchmark(a->run, doc, &rows, ctx.err);
         } catch (const Error&) {
             // What was measured before the failure (e.g. an --out that cannot take the final
             // document) still reaches the store.

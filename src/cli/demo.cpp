@@ -1,10 +1,11 @@
-#include "scenario/demo.hpp"
+#include "cli/demo.hpp"
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "advise/advise.hpp"
+#include "cli/run_options.hpp"
 #include "core/error.hpp"
 #include "core/json_file.hpp"
 #include "core/sysinfo.hpp"
@@ -89,7 +90,11 @@ int run_demo(const DemoOptions& o, std::ostream& out, std::ostream& err) {
 
     ResultDocument doc = new_document("demo", o.argv);
     std::ostringstream table;
-    const int rc = run_benchmark(ro, doc, table, err);
+    int rc = 0;
+    {
+        cli::ReporterListener rows("md", table);
+        rc = run_benchmark(ro, doc, &rows, err);
+    }
     std::ofstream summary(fs::path(o.dir) / "summary.md");
     summary << "# stagebench demo\n\nSynthetic " << o.preset << " scaled to " << o.layers
             << " layers (" << o.quant << "), prompt " << o.n_prompt << " tokens, " << o.n_gen

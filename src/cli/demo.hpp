@@ -5,6 +5,9 @@
 // the CPU, decode on the RPC device) and the advice drawn from both. Writes <dir>/model.gguf,
 // <dir>/result.json, <dir>/hybrid.json, <dir>/summary.md (also to `out`), <dir>/report.html
 // (both documents) and <dir>/trace.json (the hybrid run's timeline, else the run's).
+// A script of the commands a user would type (synth, rpc-server, run, hybrid, advise, report,
+// trace), composed from what those commands call; it lives with the CLI because it drives
+// measuring, analysis and reporting together.
 #include <ostream>
 #include <string>
 #include <vector>

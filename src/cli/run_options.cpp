@@ -8,6 +8,9 @@
 
 namespace sb::cli {
 
+ReporterListener::ReporterListener(const std::string& format, std::ostream& out)
+    : reporter_(make_reporter(format, out)) {}
+
 void add_matrix_options(CLI::App* cmd, RunArgs& a) {
     MatrixSpec& m = a.run.matrix;
     cmd->add_option("-p,--n-prompt", m.n_prompt, "prompt tokens (prefill stage), comma list")

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <memory>
 
+#include "report/reporter.hpp"
 #include "scenario/run_command.hpp"
 
 namespace sb::cli {
@@ -23,6 +24,21 @@ void add_engine_options(CLI::App* cmd, RunArgs& a);
 // Applies the derived options (target CI, warmup, progress) and checks the matrix
 // (check_matrix). Throws sb::Error(usage).
 void finish_run_args(RunArgs& a);
+// A run's listener that streams the rows of a reporter (report/reporter.hpp) as tests
+// complete: the runner hands over tests, the CLI picks how they are printed.
+class ReporterListener : public RunListener {
+  public:
+    ReporterListener(const std::string& format, std::ostream& out);
+    void begin(const ResultDocument& doc) override { reporter_->begin(doc); }
+    void test_done(const ResultDocument& doc, const TestResult& t) override {
+        reporter_->test_done(doc, t);
+    }
+    void end(const ResultDocument& doc) override { reporter_->end(doc); }
+
+  private:
+    std::unique_ptr<Reporter> reporter_;
+};
+
 // Checks the values of a test matrix against each other, before anything is read or measured:
 // no empty comma list, every test's context within kMaxTokens (flag_checks.hpp), --max-reps
 // not below -r, the token latencies a test keeps within kMaxTokenSamples. Throws

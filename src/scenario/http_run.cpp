@@ -165,8 +165,8 @@ TestResult run_http_test(HttpEngine& engine, const std::string& model, const Tes
     try {
         const bool decode = c.n_gen >= 2;
         if (c.warmup) {
-            if (hooks.progress)
-                hooks.progress(c.test_name() + " over HTTP: warmup");
+            if (hooks.activity)
+                hooks.activity("warmup");
             HttpPrompt p = engine.make_prompt(model, c.n_prompt, c.seed * 1000003 + 999983);
             engine.generate(model, p, std::min<int64_t>(n_gen, 8), c.seed);
         }
@@ -177,9 +177,10 @@ TestResult run_http_test(HttpEngine& engine, const std::string& model, const Tes
                 r.stopped_by = "interrupt";
                 break;
             }
-            if (hooks.progress)
-                hooks.progress(c.test_name() + " over HTTP: repetition " + std::to_string(rep + 1) +
-                               "/" + std::to_string(c.max_reps));
+            if (hooks.repetition)
+                hooks.repetition(rep + 1, c.max_reps);
+            if (hooks.activity)
+                hooks.activity("request");
             // The prompt is made (and sized with the server's tokenizer) before the clock
             // starts; its words change every repetition so no prefix cache can help.
             const HttpPrompt prompt = engine.make_prompt(model, c.n_prompt, c.seed * 1000003 + rep);

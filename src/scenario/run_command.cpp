@@ -1,27 +1,18 @@
 #include "scenario/run_command.hpp"
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
-#include <map>
-#include <mutex>
 #include <thread>
 
 #include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
-#include "core/last_word.hpp"
 #include "core/membw.hpp"
-#include "core/stats_json.hpp"
 #include "core/sysinfo.hpp"
 #include "core/utf8.hpp"
 #include "core/version.hpp"
 #include "engine/backends.hpp"
 #include "engine/llama_engine.hpp"
-#include "model/inspect.hpp"
-#include "report/reporter.hpp"
-#include "scenario/telemetry_setup.hpp"
-#include "telemetry/telemetry_json.hpp"
+#include "scenario/run_context.hpp"
 
 namespace sb {
 
@@ -92,149 +83,54 @@ std::optional<double> resolve_membw(const RunOptions& opts, ResultDocument& doc,
 
 }  // namespace
 
-int run_benchmark(const RunOptions& opts, ResultDocument& doc, std::ostream& out,
+int run_benchmark(const RunOptions& opts, ResultDocument& doc, RunListener* listener,
                   std::ostream& err) {
     // Everything the user gave is checked before the first measurement: bad input is an
     // error of the command, not a failed test.
     HttpRun http(opts.http, opts.matrix, opts.rpc_servers);
     auto tests = http.plan(opts.matrix);
-    // A model that cannot be used fails its own tests, and the sweep goes on with the others;
-    // when no model can be used, the command fails before anything runs.
-    std::map<std::string, Error> unusable;
-    if (http.needs_gguf()) {
-        std::optional<Error> first;
-        for (const auto& path : opts.matrix.models) {
-            try {
-                doc.models.push_back(to_json(inspect_model(path)));
-            } catch (const Error& e) {
-                if (e.kind() == ErrorKind::runtime)
-                    throw;
-                unusable.emplace(path, e);
-                if (!first)
-                    first = e;
-            }
-        }
-        if (first && doc.models.empty())
-            throw *first;
-    }
-    for (const auto& ep : opts.rpc_servers)
-        add_rpc_server(ep);
-    if (http.uses_llama()) {
-        std::vector<std::string> names;
-        for (const auto& d : opts.matrix.devices)
-            for (auto& n : split_device_set(d))
-                names.push_back(std::move(n));
-        check_device_names(names);
-    }
+    RunSetup setup;
+    // A model that cannot be used fails its own tests, and the sweep goes on with the others.
+    if (http.needs_gguf())
+        setup.models = opts.matrix.models;
+    setup.keep_unusable_models = true;
+    setup.rpc_servers = opts.rpc_servers;
+    if (http.uses_llama())
+        setup.device_sets = opts.matrix.devices;
+    setup.telemetry =
+        TelemetryChoice{opts.telemetry, opts.sysfs_root, opts.telemetry_hz, opts.idle_s};
+    setup.out_path = opts.out_path;
+    setup.progress = opts.progress;
+    setup.terminal = opts.progress && Progress::stderr_is_terminal();
+    RunContext run(doc, setup, err, listener);
     http.connect(doc, tests, err, opts.progress);
-    auto reporter = make_reporter(opts.format, out);
-    auto tel = open_telemetry(
-        TelemetryChoice{opts.telemetry, opts.sysfs_root, opts.telemetry_hz, opts.idle_s}, err,
-        opts.progress);
-    const bool sampling = tel && has_sources(*tel);
     const auto membw = http.uses_llama() ? resolve_membw(opts, doc, err) : std::optional<double>();
     int max_threads = 0;
     for (const auto& t : tests)
         max_threads = std::max(max_threads, t.n_threads);
-    SystemInfo si = read_system_info();
-    for (auto& w : system_warnings(si, max_threads))
-        doc.warnings.push_back(w);
-    for (auto& w : model_warnings(doc.models))
-        doc.warnings.push_back(w);
-
-    auto save = [&](DocumentSave how = DocumentSave::progress) {
-        if (opts.out_path)
-            write_document(doc, *opts.out_path, how);
-    };
-    // llama.cpp may stop the process inside a test (an RPC server that dies): the last word
-    // records that test as failed next to the ones before it. doc_mu keeps it from reading the
-    // document while this thread changes it between tests.
-    std::timed_mutex doc_mu;
-    std::atomic<int> running{-1};
-    std::atomic<const char*> activity{""};
-    std::atomic<int64_t> running_since_ns{0};
-    LastWordScope last_word([&](const std::string& message) -> std::optional<std::string> {
-        const int i = running.load();
-        std::unique_lock<std::timed_mutex> lock(doc_mu, std::chrono::seconds(5));
-        if (i < 0 || !lock.owns_lock())
-            return std::nullopt;
-        TestResult r;
-        r.config = tests[i];
-        r.status = "failed";
-        r.stopped_by = "error";
-        r.error = describe_llama_stop(message, tests[i].devices, activity.load());
-        r.started_ns = running_since_ns.load();
-        r.finished_ns = now_ns();
-        doc.tests.push_back(r);
-        doc.finished_at = utc_timestamp();
-        save();
-        return "test " + r.config.test_name() + " on " + r.config.devices + " failed: " + *r.error +
-               "; " + std::to_string(doc.tests.size() - 1) + " earlier test(s) kept" +
-               (opts.out_path ? " in " + *opts.out_path : std::string());
-    });
-    save();
-    if (sampling) {
-        // The idle baseline comes before any model is loaded: net energy is what inference adds.
-        if (opts.idle_s > 0) {
-            if (opts.progress)
-                err << "stagebench: measuring the idle baseline (" << opts.idle_s << " s)\n";
-            tel->measure_idle(static_cast<int64_t>(opts.idle_s * 1e9));
-        }
-        tel->start();
-    }
-    reporter->begin(doc);
+    run.open(max_threads);
+    run.start();
+    run.plan(tests.size());
     LlamaEngine engine;
-    SweepHooks hooks;
-    std::string stage_prefix;
-    if (sampling)
-        hooks.stage_marker = [&](const std::string& stage, bool begin,
-                                 std::optional<int64_t> tokens) {
-            tel->mark(stage_prefix + stage, begin, tokens);
-        };
-    if (opts.progress)
-        hooks.progress = [&](const std::string& s) { err << "stagebench: " << s << "\n"; };
-    hooks.activity = [&](const char* what) { activity.store(what); };
-    for (size_t i = 0; i < tests.size(); ++i) {
+    for (const auto& config : tests) {
         if (interrupt_requested())
             break;
-        stage_prefix = "test" + std::to_string(i) + "/";
-        activity.store("");
-        running_since_ns.store(now_ns());
-        running.store(static_cast<int>(i));
+        SweepHooks hooks = run.begin_test(config);
         TestResult r;
-        if (auto bad = unusable.find(tests[i].model_path);
-            bad != unusable.end() && (tests[i].engine != "http" || !opts.http.url)) {
-            r.config = tests[i];
+        if (const Error* bad = run.unusable_model(config.model_path);
+            bad && (config.engine != "http" || !opts.http.url)) {
+            r.config = config;
             r.started_ns = r.finished_ns = now_ns();
-            record_failure(r, bad->second);
+            record_failure(r, *bad);
         } else {
-            r = tests[i].engine == "http" ? http.run(tests[i], hooks)
-                                          : run_test(engine, tests[i], hooks, membw);
+            r = config.engine == "http" ? http.run(config, hooks)
+                                        : run_test(engine, config, hooks, membw);
         }
-        std::lock_guard<std::timed_mutex> lock(doc_mu);
-        running.store(-1);
-        if (sampling)
-            r.telemetry = test_telemetry(*tel, stage_prefix);
-        if (auto w = stall_warning(r))
-            doc.warnings.push_back(*w);
-        if (r.status == "failed" && opts.progress)
-            err << "stagebench: test " << r.config.test_name() << " on " << r.config.devices
-                << " failed: " << r.error.value_or("") << "\n";
-        doc.tests.push_back(std::move(r));
-        doc.finished_at = utc_timestamp();
-        save();
-        reporter->test_done(doc, doc.tests.back());
+        run.end_test(std::move(r));
     }
     engine.unload();
     http.stop();
-    finish_telemetry(tel.get(), doc);
-    doc.finished_at = utc_timestamp();
-    reporter->end(doc);
-    // After the report: an output that fails now (a FIFO nobody reads) costs no result.
-    save(DocumentSave::final);
-    if (interrupt_requested())
-        err << "stagebench: interrupted; " << doc.tests.size() << " test(s) kept"
-            << (opts.out_path ? " in " + *opts.out_path : std::string()) << "\n";
+    run.finish();
     return exit_code_for(doc.tests, interrupt_requested());
 }
 

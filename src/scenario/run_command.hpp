@@ -12,6 +12,7 @@
 
 #include "core/result.hpp"
 #include "scenario/http_run.hpp"
+#include "scenario/run_context.hpp"
 #include "scenario/stage_sweep.hpp"
 
 namespace sb {
@@ -35,7 +36,9 @@ struct RunOptions {
 // Fills the parts of a result document that describe the tool, llama.cpp and the machine.
 ResultDocument new_document(const std::string& command, const std::vector<std::string>& argv);
 
-int run_benchmark(const RunOptions& opts, ResultDocument& doc, std::ostream& out,
+// Runs the sweep into doc through a RunContext (scenario/run_context.hpp): listener (may be
+// null) hears of every test as it completes, progress goes to err; nothing is printed to stdout.
+int run_benchmark(const RunOptions& opts, ResultDocument& doc, RunListener* listener,
                   std::ostream& err);
 
 }  // namespace sb

@@ -272,8 +272,6 @@ TestResult run_test(Engine& engine, const TestConfig& c, const SweepHooks& hooks
         };
 
         if (c.warmup) {
-            if (hooks.progress)
-                hooks.progress(c.test_name() + ": warmup");
             doing("warmup");
             engine.fill_to_depth(c.n_depth, c.seed);
             if (c.n_prompt > 0)
@@ -289,9 +287,8 @@ TestResult run_test(Engine& engine, const TestConfig& c, const SweepHooks& hooks
                 r.stopped_by = "interrupt";
                 break;
             }
-            if (hooks.progress)
-                hooks.progress(c.test_name() + " on " + c.devices + ": repetition " +
-                               std::to_string(rep + 1) + "/" + std::to_string(c.max_reps));
+            if (hooks.repetition)
+                hooks.repetition(rep + 1, c.max_reps);
             if (c.n_depth > 0)
                 doing("filling the KV cache");
             engine.fill_to_depth(c.n_depth, c.seed);

@@ -34,8 +34,11 @@ std::vector<TestConfig> expand_matrix(const MatrixSpec& spec);
 struct SweepHooks {
     // Called after every test, before the next starts (write results, print a row).
     std::function<void(const TestResult&)> on_test_done;
-    // Progress lines for humans (stderr).
+    // Progress lines for humans (stderr): events of their own, e.g. a server being started.
     std::function<void(const std::string&)> progress;
+    // A repetition begins: its number (1-based) and the most there can be (max_reps). Called
+    // outside the timed regions.
+    std::function<void(int, int)> repetition;
     // Stage markers for telemetry: (stage name, begin?, tokens of the stage on the end mark),
     // called just outside the timed region at each boundary.
     std::function<void(const std::string&, bool, std::optional<int64_t>)> stage_marker;
