@@ -209,11 +209,36 @@ std::string error_kind_name(ErrorKind kind) {
 }
 
 void record_failure(TestResult& r, const std::exception& e) {
-    r.status = "failed";
-    r.error = e.what();
-    r.stopped_by = "error";
     const auto* se = dynamic_cast<const Error*>(&e);
-    r.error_kind = error_kind_name(se ? se->kind() : ErrorKind::runtime);
+    record_failure(r, e.what(), se ? se->kind() : ErrorKind::runtime);
+}
+
+void record_failure(TestResult& r, const std::string& error, std::optional<ErrorKind> kind) {
+    r.status = "failed";
+    r.error = error;
+    r.stopped_by = "error";
+    r.error_kind.reset();
+    if (kind)
+        r.error_kind = error_kind_name(*kind);
+}
+
+void record_interrupted(TestResult& r, std::optional<std::string> error) {
+    r.status = "interrupted";
+    r.stopped_by = "interrupt";
+    if (error)
+        r.error = std::move(error);
+}
+
+void record_stopped_at_reps(TestResult& r) {
+    r.stopped_by = "reps";
+}
+
+void record_stopped_at_target_ci(TestResult& r) {
+    r.stopped_by = "target_ci";
+}
+
+void record_stopped_at_max_reps(TestResult& r) {
+    r.stopped_by = "max_reps";
 }
 
 int exit_code_for(const std::vector<TestResult>& tests, bool interrupted) {

@@ -171,6 +171,17 @@ struct ResultDocument {
 std::string error_kind_name(ErrorKind kind);
 // Records e on r as its error: status failed, stopped_by error, error and error_kind set.
 void record_failure(TestResult& r, const std::exception& e);
+// The same with the error as text: kind as error_kind_name() spells it, or error_kind left
+// null when the kind is unknown (a stop inside llama.cpp, a test failed with another's error).
+void record_failure(TestResult& r, const std::string& error, std::optional<ErrorKind> kind);
+// Records that r was interrupted: status interrupted, stopped_by interrupt; error (what was
+// being measured when the interrupt came, when that failed) set when given.
+void record_interrupted(TestResult& r, std::optional<std::string> error = std::nullopt);
+// Why r stopped repeating after enough repetitions (its status is unchanged): the fixed count
+// ("reps"), the --target-ci goal ("target_ci") or the adaptive limit ("max_reps").
+void record_stopped_at_reps(TestResult& r);
+void record_stopped_at_target_ci(TestResult& r);
+void record_stopped_at_max_reps(TestResult& r);
 
 // The exit code a command that measured these tests returns (README, "Bad input and faults"):
 // 2 when a test failed on bad input (error_kind usage or input), else 1 when a test failed or

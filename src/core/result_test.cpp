@@ -45,5 +45,35 @@ TEST(ExitRule, AFailureRecordsItsKind) {
     EXPECT_TRUE(to_json(TestResult{})["error_kind"].is_null());
 }
 
+TEST(ExitRule, StatusAndStopReasonAreRecordedByOneFunctionEach) {
+    TestResult r;
+    record_failure(r, "llama.cpp stopped: RPC server gone", std::nullopt);
+    EXPECT_EQ(r.status, "failed");
+    EXPECT_EQ(r.stopped_by, "error");
+    EXPECT_EQ(r.error, "llama.cpp stopped: RPC server gone");
+    EXPECT_FALSE(r.error_kind);  // unknown kind: null, not "runtime"
+    record_failure(r, "bad", ErrorKind::usage);
+    EXPECT_EQ(r.error_kind, "usage");
+    EXPECT_EQ(exit_code_for({r}, false), 2);
+
+    TestResult i;
+    record_interrupted(i);
+    EXPECT_EQ(i.status, "interrupted");
+    EXPECT_EQ(i.stopped_by, "interrupt");
+    EXPECT_FALSE(i.error);
+    record_interrupted(i, "transfer cut off");
+    EXPECT_EQ(i.error, "transfer cut off");
+    EXPECT_EQ(exit_code_for({i}, false), 1);
+
+    TestResult s;
+    record_stopped_at_target_ci(s);
+    EXPECT_EQ(s.stopped_by, "target_ci");
+    record_stopped_at_max_reps(s);
+    EXPECT_EQ(s.stopped_by, "max_reps");
+    record_stopped_at_reps(s);
+    EXPECT_EQ(s.stopped_by, "reps");
+    EXPECT_EQ(s.status, "ok");
+}
+
 }  // namespace
 }  // namespace sb

@@ -4,6 +4,7 @@
 // report failures by throwing sb::Error (input for unusable models/devices, runtime for
 // failures while running).
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -53,6 +54,10 @@ struct StageTimes {
     int64_t start_ns = 0;  // sb::now_ns() clock
     int64_t end_ns = 0;
 };
+
+// The clock a scenario reads between an engine's own timestamps, in nanoseconds on the
+// engine's time axis: sb::now_ns for real engines, a simulated clock for a fake engine in tests.
+using Clock = std::function<int64_t()>;
 
 class Engine {
   public:

@@ -1,7 +1,6 @@
 #include "engine/llama_engine.hpp"
 
 #include <cstring>
-#include <random>
 
 #include "core/clock.hpp"
 #include "core/error.hpp"
@@ -9,6 +8,7 @@
 #include "core/watchdog.hpp"
 #include "engine/backends.hpp"
 #include "engine/llama_params.hpp"
+#include "engine/workload.hpp"
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
 #include "llama.h"
@@ -183,11 +183,7 @@ void LlamaEngine::fill_to_depth(int n_depth, uint64_t seed) {
     if (m.cached_depth == n_depth &&
         llama_state_seq_set_data(m.ctx, m.cached_state.data(), m.cached_state.size(), 0) != 0)
         return;
-    std::mt19937_64 rng(seed);
-    std::vector<int32_t> tokens(n_depth);
-    std::uniform_int_distribution<int32_t> dist(0, n_vocab() - 1);
-    for (auto& t : tokens)
-        t = dist(rng);
+    std::vector<int32_t> tokens = random_tokens(n_depth, n_vocab(), seed);
     if (auto bos = bos_token())
         tokens[0] = *bos;
     prefill(tokens);

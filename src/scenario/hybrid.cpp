@@ -29,79 +29,6 @@ std::vector<double> as_double(const std::vector<int64_t>& v) {
     return std::vector<double>(v.begin(), v.end());
 }
 
-// One mode of one point: which engine prefills, which decodes, and whether the state moves.
-struct Mode {
-    const char* name;
-    Engine* pre = nullptr;
-    Engine* dec = nullptr;
-    bool transfer = false;
-    size_t test = 0;  // index of its TestResult in doc.tests
-};
-
-// The samples of one point that the tests' stage results do not hold.
-struct PointSamples {
-    std::vector<int64_t> start_ns, save_ns, restore_ns, transfer_ns, bytes;
-    std::map<std::string, std::vector<int64_t>> e2e_ns;
-};
-
-using Marker = std::function<void(const std::string&, bool, std::optional<int64_t>)>;
-
-// One repetition of one mode. Inputs are made by the caller before any clock starts.
-void measure(const Mode& m, TestResult& r, const std::vector<int32_t>& prompt,
-             const std::vector<int32_t>& gen, std::vector<uint8_t>& buf, PointSamples& ps,
-             const Marker& mark) {
-    m.pre->reset();
-    mark("prefill", true, {});
-    const StageTimes st = m.pre->prefill(prompt);
-    mark("prefill", false, static_cast<int64_t>(prompt.size()));
-    const int64_t prefill_ns = st.end_ns - st.start_ns;
-    r.prefill->start_ns.push_back(st.start_ns);
-    r.prefill->duration_ns.push_back(prefill_ns);
-    r.prefill->tokens_per_s.push_back(prompt.size() * 1e9 / prefill_ns);
-
-    int64_t transfer_ns = 0;
-    if (m.transfer) {
-        mark("transfer", true, {});
-        const int64_t t0 = now_ns();
-        const size_t bytes = m.pre->save_state(buf);
-        const int64_t t1 = now_ns();
-        m.dec->restore_state(buf);
-        const int64_t t2 = now_ns();
-        mark("transfer", false, {});
-        transfer_ns = t2 - t0;
-        ps.start_ns.push_back(t0);
-        ps.save_ns.push_back(t1 - t0);
-        ps.restore_ns.push_back(t2 - t1);
-        ps.transfer_ns.push_back(transfer_ns);
-        ps.bytes.push_back(static_cast<int64_t>(bytes));
-    }
-
-    mark("decode", true, {});
-    const int64_t start = now_ns();
-    int64_t prev = start;
-    const size_t first = r.decode->token_latency_ns.size();
-    for (int32_t tok : gen) {
-        const int64_t t = m.dec->decode_step(tok);
-        r.decode->token_latency_ns.push_back(t - prev);
-        prev = t;
-    }
-    mark("decode", false, static_cast<int64_t>(gen.size()));
-    const int64_t decode_ns = prev - start;
-    r.decode->start_ns.push_back(start);
-    r.decode->duration_ns.push_back(decode_ns);
-    r.decode->token_latency_counts.push_back(static_cast<int64_t>(gen.size()));
-    r.decode->tokens_per_s.push_back(gen.size() * 1e9 / decode_ns);
-    r.ttft_ns.push_back(prefill_ns + transfer_ns + r.decode->token_latency_ns[first]);
-    ps.e2e_ns[m.name].push_back(prefill_ns + transfer_ns + decode_ns);
-}
-
-void finish(TestResult& r) {
-    finish_stage(*r.prefill);
-    finish_decode(*r.decode);
-    r.ttft = summarize_ns(r.ttft_ns);
-    r.finished_ns = now_ns();
-}
-
 json summary_of(const std::vector<int64_t>& v) {
     return to_json(summarize_ns(v));
 }
@@ -155,6 +82,116 @@ std::string verdict_of(const RatioCi& r) {
 }
 
 }  // namespace
+
+std::vector<HybridMode> make_hybrid_modes(Engine& a, Engine& b, const HybridOptions& o, int p,
+                                          int n, const std::function<SweepHooks(size_t)>& hooks_for,
+                                          const Clock& clock) {
+    struct Plan {
+        const char* name;
+        Engine* pre;
+        Engine* dec;
+        std::string devices;
+    };
+    std::vector<Plan> plans{{kHybridMode, &a, &b, o.prefill_device + ">" + o.decode_device}};
+    if (o.baselines) {
+        plans.push_back({kPrefillAloneMode, &a, &a, o.prefill_device});
+        plans.push_back({kDecodeAloneMode, &b, &b, o.decode_device});
+    }
+    std::vector<HybridMode> modes;
+    for (size_t i = 0; i < plans.size(); ++i) {
+        TestConfig c = base_config(o);
+        c.devices = plans[i].devices;
+        c.n_prompt = p;
+        c.n_gen = n;
+        c.n_depth = 0;  // every mode starts its prompt at position 0
+        RepetitionOptions ro;
+        ro.decode_engine = plans[i].dec == plans[i].pre ? nullptr : plans[i].dec;
+        ro.load = false;  // both engines hold one context for every point
+        ro.roofline = false;
+        ro.clock = clock;
+        ro.interrupted = [] { return false; };  // run_interleaved polls for every mode at once
+        modes.push_back({plans[i].name, std::make_unique<RepetitionRunner>(
+                                            *plans[i].pre, c, hooks_for(i), std::move(ro))});
+    }
+    return modes;
+}
+
+bool run_interleaved(std::vector<HybridMode>& modes, const std::function<bool()>& interrupted,
+                     const std::function<void(const std::string&)>& progress) {
+    if (modes.empty())
+        return false;
+    const TestConfig& c = modes.front().runner->result().config;
+    const std::string name = c.test_name();
+    auto say = [&](const std::string& s) {
+        if (progress)
+            progress(s);
+    };
+    // A failure of one mode is a failure of the point: every mode gets its error.
+    auto failed = [&](const HybridMode& m) {
+        const TestResult& r = m.runner->result();
+        if (r.status != "failed")
+            return false;
+        for (auto& other : modes)
+            if (&other != &m && other.runner->result().status != "failed")
+                other.runner->fail(r.error.value_or(""), m.runner->error_kind());
+        return true;
+    };
+    if (c.warmup)
+        say(name + ": warmup");
+    for (auto& m : modes) {
+        m.runner->prepare();
+        if (failed(m))
+            return false;
+    }
+    for (int rep = 0; modes.front().runner->has_repeats_remaining(); ++rep) {
+        if (interrupted && interrupted()) {
+            for (auto& m : modes)
+                m.runner->interrupt();
+            return true;
+        }
+        say(name + ": repetition " + std::to_string(rep + 1) + "/" + std::to_string(c.max_reps));
+        for (size_t k = 0; k < modes.size(); ++k) {
+            HybridMode& m = modes[(k + static_cast<size_t>(rep)) % modes.size()];
+            m.runner->do_one_repetition();
+            if (failed(m))
+                return false;
+        }
+    }
+    return false;
+}
+
+json hybrid_point_json(int p, int n, const std::vector<HybridMode>& modes) {
+    json pt = {{"n_prompt", p}, {"n_gen", n}};
+    TransferSamples ts;
+    std::map<std::string, std::vector<int64_t>> e2e_ns;
+    for (const auto& m : modes) {
+        if (std::string(m.name) == kHybridMode)
+            ts = m.runner->transfer();
+        if (!m.runner->e2e_ns().empty())
+            e2e_ns[m.name] = m.runner->e2e_ns();
+    }
+    pt["transfer"] = {{"start_ns", ts.start_ns},
+                      {"duration_ns", ts.transfer_ns},
+                      {"save_ns", ts.save_ns},
+                      {"restore_ns", ts.restore_ns},
+                      {"bytes", ts.bytes},
+                      {"duration", summary_of(ts.transfer_ns)},
+                      {"save", summary_of(ts.save_ns)},
+                      {"restore", summary_of(ts.restore_ns)}};
+    if (!ts.bytes.empty() && !ts.transfer_ns.empty()) {
+        const auto d = summarize_ns(ts.transfer_ns);
+        pt["transfer"]["bytes_per_token"] = static_cast<double>(ts.bytes.back()) / p;
+        if (d.median && *d.median > 0)
+            pt["transfer"]["gbps"] = ts.bytes.back() / *d.median;
+    }
+    json e2e = json::object();
+    for (const auto& [mode, v] : e2e_ns)
+        e2e[mode] = {{"samples_ns", v}, {"summary", summary_of(v)}};
+    pt["e2e"] = e2e;
+    pt["comparison"] =
+        compare_modes(e2e_ns[kHybridMode], e2e_ns[kPrefillAloneMode], e2e_ns[kDecodeAloneMode]);
+    return pt;
+}
 
 json compare_modes(const std::vector<int64_t>& hybrid_e2e,
                    const std::vector<int64_t>& prefill_alone_e2e,
@@ -242,32 +279,7 @@ int run_hybrid(const HybridOptions& o, ResultDocument& doc, std::ostream& out, s
             write_document(doc, *o.out_path, how);
     };
     save();
-    // llama.cpp may stop the process inside a point (an RPC server that dies): the last word
-    // records the point's tests as failed, with what they measured so far. This thread is then
-    // blocked inside llama.cpp, so the document holds still.
-    std::vector<size_t> point_tests;
-    std::atomic<bool> in_point{false};
     std::atomic<const char*> activity{""};
-    LastWordScope last_word([&](const std::string& message) -> std::optional<std::string> {
-        if (!in_point.load() || point_tests.empty())
-            return std::nullopt;
-        const std::string error =
-            describe_llama_stop(message, o.prefill_device + "+" + o.decode_device, activity.load());
-        for (size_t t : point_tests) {
-            TestResult& r = doc.tests[t];
-            r.status = "failed";
-            r.error = error;
-            r.stopped_by = "error";
-            finish(r);
-        }
-        doc.finished_at = utc_timestamp();
-        save();
-        const TestResult& first = doc.tests[point_tests.front()];
-        return "hybrid point pp" + std::to_string(first.config.n_prompt) + "+tg" +
-               std::to_string(first.config.n_gen) + " failed: " + error + "; " +
-               std::to_string(point_tests.front()) + " earlier test(s) kept" +
-               (o.out_path ? " in " + *o.out_path : std::string());
-    });
     auto progress = [&](const std::string& s) {
         if (o.progress)
             err << "stagebench: " << s << "\n";
@@ -321,18 +333,31 @@ int run_hybrid(const HybridOptions& o, ResultDocument& doc, std::ostream& out, s
                     {"points", json::array()}};
     doc.extra["hybrid"] = section;
 
-    const auto bos = a.bos_token();
-    const int32_t n_vocab = a.n_vocab();
-    std::vector<uint8_t> buf;
-    std::string stage_prefix;
-    Marker mark = [&](const std::string& stage, bool begin, std::optional<int64_t> tokens) {
-        if (begin)
-            activity.store(stage == "prefill"    ? "prefill"
-                           : stage == "transfer" ? "the state transfer"
-                                                 : "decode");
-        if (sampling)
-            tel->mark(stage_prefix + stage, begin, tokens);
-    };
+    // llama.cpp may stop the process inside a point (an RPC server that dies): the last word
+    // records the point's tests as failed, with what they measured so far. This thread is then
+    // blocked inside llama.cpp, so the runners hold still.
+    std::vector<HybridMode>* running = nullptr;
+    std::atomic<bool> in_point{false};
+    LastWordScope last_word([&](const std::string& message) -> std::optional<std::string> {
+        if (!in_point.load() || !running || running->empty())
+            return std::nullopt;
+        const std::string error =
+            describe_llama_stop(message, o.prefill_device + "+" + o.decode_device, activity.load());
+        const size_t first = doc.tests.size();
+        for (const auto& m : *running) {
+            TestResult r = m.runner->result();
+            record_failure(r, error, std::nullopt);
+            finish_result(r);
+            r.finished_ns = now_ns();
+            doc.tests.push_back(std::move(r));
+        }
+        doc.finished_at = utc_timestamp();
+        save();
+        const TestResult& r = doc.tests[first];
+        return "hybrid point pp" + std::to_string(r.config.n_prompt) + "+tg" +
+               std::to_string(r.config.n_gen) + " failed: " + error + "; " + std::to_string(first) +
+               " earlier test(s) kept" + (o.out_path ? " in " + *o.out_path : std::string());
+    });
     bool interrupted = false;
     for (int p : o.n_prompt) {
         for (int n : o.n_gen) {
@@ -340,130 +365,50 @@ int run_hybrid(const HybridOptions& o, ResultDocument& doc, std::ostream& out, s
                 interrupted = true;
                 break;
             }
-            std::vector<Mode> modes{{kHybridMode, &a, &b, true, 0}};
-            if (o.baselines) {
-                modes.push_back({kPrefillAloneMode, &a, &a, false, 0});
-                modes.push_back({kDecodeAloneMode, &b, &b, false, 0});
-            }
-            const std::map<std::string, std::string> devices_of = {
-                {kHybridMode, o.prefill_device + ">" + o.decode_device},
-                {kPrefillAloneMode, o.prefill_device},
-                {kDecodeAloneMode, o.decode_device}};
-            for (auto& m : modes) {
-                TestResult r;
-                r.config = base_config(o);
-                r.config.devices = devices_of.at(m.name);
-                r.config.n_prompt = p;
-                r.config.n_gen = n;
-                r.prefill.emplace().n_tokens = p;
-                r.decode.emplace().n_tokens = n;
-                r.decode->kv_depth_start = p;
-                r.decode->token_latency_ns.reserve(static_cast<size_t>(n) * o.base.reps);
-                auto bk = m.pre->active_backends();
-                for (auto& x : m.dec->active_backends())
-                    if (std::find(bk.begin(), bk.end(), x) == bk.end())
-                        bk.push_back(x);
-                r.backends = bk;
-                if (m.transfer)
-                    r.notes.push_back("prefill on " + o.prefill_device +
-                                      ", sequence state moved, " + "decode on " + o.decode_device +
-                                      "; TTFT includes the state transfer");
-                r.started_ns = now_ns();
-                m.test = doc.tests.size();
-                doc.tests.push_back(std::move(r));
-            }
-            point_tests.clear();
-            for (const auto& m : modes)
-                point_tests.push_back(m.test);
+            // Each mode's stages are marked under its own test's prefix, as `run` marks a test.
+            const size_t first_test = doc.tests.size();
+            auto hooks_for = [&](size_t i) {
+                SweepHooks h;
+                h.activity = [&](const char* what) { activity.store(what); };
+                if (sampling) {
+                    const std::string prefix = "test" + std::to_string(first_test + i) + "/";
+                    h.stage_marker = [&tel, prefix](const std::string& stage, bool begin,
+                                                    std::optional<int64_t> tokens) {
+                        tel->mark(prefix + stage, begin, tokens);
+                    };
+                }
+                return h;
+            };
+            std::vector<HybridMode> modes = make_hybrid_modes(a, b, o, p, n, hooks_for);
+            for (auto& m : modes)
+                if (std::string(m.name) == kHybridMode)
+                    m.runner->add_note("prefill on " + o.prefill_device +
+                                       ", sequence state moved, decode on " + o.decode_device +
+                                       "; TTFT includes the state transfer");
             activity.store("");
+            running = &modes;
             in_point.store(true);
-            PointSamples ps;
-            const std::string name = "pp" + std::to_string(p) + "+tg" + std::to_string(n);
-            std::string error;
-            ErrorKind error_kind = ErrorKind::runtime;
-            try {
-                if (o.base.warmup) {
-                    progress(name + ": warmup");
-                    activity.store("warmup");
-                    PointSamples scratch;
-                    TestResult w;
-                    w.prefill.emplace();
-                    w.decode.emplace();
-                    const auto prompt = random_tokens(p, n_vocab, o.base.seed * 1000003 + 999);
-                    const auto gen = random_tokens(1, n_vocab, o.base.seed * 7919 + 999);
-                    stage_prefix = "warmup/";
-                    for (const auto& m : modes)
-                        measure(m, w, prompt, gen, buf, scratch, [](auto&&...) {});
-                }
-                for (int rep = 0; rep < o.base.reps; ++rep) {
-                    if (interrupt_requested()) {
-                        interrupted = true;
-                        break;
-                    }
-                    progress(name + ": repetition " + std::to_string(rep + 1) + "/" +
-                             std::to_string(o.base.reps));
-                    auto prompt = random_tokens(p, n_vocab, o.base.seed * 1000003 + rep);
-                    if (bos && !prompt.empty())
-                        prompt[0] = *bos;
-                    const auto gen = random_tokens(n, n_vocab, o.base.seed * 7919 + rep);
-                    // Interleaved, and the order rotated every repetition, so that drift
-                    // (heat, other load) does not favour one mode.
-                    for (size_t k = 0; k < modes.size(); ++k) {
-                        const Mode& m = modes[(k + rep) % modes.size()];
-                        TestResult& r = doc.tests[m.test];
-                        stage_prefix = "test" + std::to_string(m.test) + "/";
-                        measure(m, r, prompt, gen, buf, ps, mark);
-                        r.reps_done = rep + 1;
-                    }
-                }
-            } catch (const Error& e) {
-                error = e.what();
-                error_kind = e.kind();
-            } catch (const std::exception& e) {
-                error = e.what();
-            }
+            interrupted = run_interleaved(modes, interrupt_requested, progress);
             in_point.store(false);
-            json pt = {{"n_prompt", p}, {"n_gen", n}, {"tests", json::object()}};
-            for (auto& m : modes) {
-                TestResult& r = doc.tests[m.test];
-                r.stopped_by = interrupted ? "interrupt" : "reps";
-                if (!error.empty()) {
-                    r.status = "failed";
-                    r.error = error;
-                    r.error_kind = error_kind_name(error_kind);
-                    r.stopped_by = "error";
-                } else if (interrupted) {
-                    r.status = "interrupted";
-                }
-                finish(r);
+            running = nullptr;
+            json pt = hybrid_point_json(p, n, modes);
+            pt["tests"] = json::object();
+            std::optional<std::string> error;
+            for (size_t i = 0; i < modes.size(); ++i) {
+                TestResult r = modes[i].runner->results();
+                if (r.status == "failed")
+                    error = r.error;
                 if (auto w = stall_warning(r))
                     doc.warnings.push_back(*w);
                 if (sampling)
-                    r.telemetry = test_telemetry(*tel, "test" + std::to_string(m.test) + "/");
-                pt["tests"][m.name] = m.test;
+                    r.telemetry =
+                        test_telemetry(*tel, "test" + std::to_string(first_test + i) + "/");
+                pt["tests"][modes[i].name] = first_test + i;
+                doc.tests.push_back(std::move(r));
             }
-            pt["transfer"] = {{"start_ns", ps.start_ns},
-                              {"duration_ns", ps.transfer_ns},
-                              {"save_ns", ps.save_ns},
-                              {"restore_ns", ps.restore_ns},
-                              {"bytes", ps.bytes},
-                              {"duration", summary_of(ps.transfer_ns)},
-                              {"save", summary_of(ps.save_ns)},
-                              {"restore", summary_of(ps.restore_ns)}};
-            if (!ps.bytes.empty() && !ps.transfer_ns.empty()) {
-                const auto d = summarize_ns(ps.transfer_ns);
-                pt["transfer"]["bytes_per_token"] = static_cast<double>(ps.bytes.back()) / p;
-                if (d.median && *d.median > 0)
-                    pt["transfer"]["gbps"] = ps.bytes.back() / *d.median;
-            }
-            json e2e = json::object();
-            for (const auto& [mode, v] : ps.e2e_ns)
-                e2e[mode] = {{"samples_ns", v}, {"summary", summary_of(v)}};
-            pt["e2e"] = e2e;
-            pt["comparison"] = compare_modes(ps.e2e_ns[kHybridMode], ps.e2e_ns[kPrefillAloneMode],
-                                             ps.e2e_ns[kDecodeAloneMode]);
-            if (!error.empty())
-                progress(name + " failed: " + error);
+            if (error)
+                progress("pp" + std::to_string(p) + "+tg" + std::to_string(n) +
+                         " failed: " + *error);
             doc.extra["hybrid"]["points"].push_back(pt);
             doc.extra["hybrid"]["crossover"] = crossovers(doc.extra["hybrid"]["points"]);
             doc.finished_at = utc_timestamp();

@@ -11,12 +11,15 @@
 // section extra["hybrid"] with the transfer of every repetition (time split into save on A and
 // restore on B, bytes), the end-to-end time of every repetition of each mode, the comparisons
 // and the crossover lengths, and the memory cost of holding the model for both device sets.
+#include <functional>
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "core/result.hpp"
+#include "scenario/repetition.hpp"
 #include "scenario/telemetry_setup.hpp"
 
 namespace sb {
@@ -48,6 +51,37 @@ inline constexpr const char* kDecodeAloneMode = "decode_alone";    // B for both
 // in doc and, with out_path, on disk).
 int run_hybrid(const HybridOptions& opts, ResultDocument& doc, std::ostream& out,
                std::ostream& err);
+
+// One mode of a point and the runner that measures its test (scenario/repetition.hpp).
+struct HybridMode {
+    const char* name;  // kHybridMode, kPrefillAloneMode or kDecodeAloneMode
+    std::unique_ptr<RepetitionRunner> runner;
+};
+
+// The modes of the point (n_prompt p, n_gen n) on engines a (o.prefill_device) and b
+// (o.decode_device), both loaded by the caller for every point: the hybrid (prefill on a, the
+// state moved to b, decode on b), then, with o.baselines, a alone and b alone. hooks_for(i)
+// gives mode i's hooks (its own stage markers); each test is named as a mode of the point
+// (devices "A>B", "A", "B"). The runners poll no interrupt themselves: run_interleaved does.
+std::vector<HybridMode> make_hybrid_modes(Engine& a, Engine& b, const HybridOptions& o, int p,
+                                          int n, const std::function<SweepHooks(size_t)>& hooks_for,
+                                          const Clock& clock = now_ns);
+
+// Measures a point's modes interleaved: every mode's warm-up (in mode order), then repetition k
+// of every mode, the order rotated by k (mode (i + k) % modes), so that drift (heat, other
+// load) favours no mode. interrupted is polled once before each round, so every mode ends with
+// the same repetitions; when one mode fails, every mode of the point fails with its error and
+// nothing more runs. progress (optional) gets "pp512+tg128: warmup" and "...: repetition k/N".
+// Returns whether the point was interrupted.
+bool run_interleaved(std::vector<HybridMode>& modes, const std::function<bool()>& interrupted,
+                     const std::function<void(const std::string&)>& progress);
+
+// The point's entry of extra["hybrid"]["points"] from its modes' runners, without "tests" (the
+// caller's indices): n_prompt, n_gen, the transfer of every repetition (start, duration, save,
+// restore, bytes, their summaries, bytes_per_token and gbps from the last repetition's bytes
+// and the median duration), the end-to-end samples of every mode that measured some, and the
+// comparison (compare_modes).
+nlohmann::json hybrid_point_json(int p, int n, const std::vector<HybridMode>& modes);
 
 // The comparisons of one point from its end-to-end samples (nanoseconds per repetition):
 // speedup of the hybrid over each mode alone (alone / hybrid, ratio of medians with a bootstrap

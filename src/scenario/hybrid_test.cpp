@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include "core/error.hpp"
+#include "engine/fake_engine.hpp"
+
 namespace sb {
 namespace {
 
@@ -45,6 +48,175 @@ TEST(HybridCrossover, FromWhichLengthOnTheHybridKeepsWinning) {
     ASSERT_EQ(c["by_n_prompt"].size(), 3u);
     EXPECT_EQ(c["by_n_prompt"][1]["hybrid_wins_from_n_gen"], 16);
     EXPECT_TRUE(c["by_n_prompt"][0]["hybrid_wins_from_n_gen"].is_null());
+}
+
+constexpr int64_t kMs = 1'000'000;
+constexpr int64_t kUs = 1'000;
+
+// Two fake engines on one timeline: A prefills fast (100 us per token) and decodes slowly
+// (20 ms), B the other way round (1 ms per token, 5 ms); A saves a state in 1 ms, B restores it
+// in 2 ms.
+struct HybridRig {
+    FakeTimeline tl;
+    FakeEngine a{tl, "A"}, b{tl, "B"};
+    HybridOptions o;
+    std::vector<std::string> progress;
+    HybridRig() {
+        a.script().duration_ns = [](const FakeCall& c) -> int64_t {
+            if (c.op == FakeOp::prefill)
+                return 100 * kUs * c.n_tokens;
+            return c.op == FakeOp::decode_step ? 20 * kMs : c.op == FakeOp::save_state ? kMs : 0;
+        };
+        b.script().duration_ns = [](const FakeCall& c) -> int64_t {
+            if (c.op == FakeOp::prefill)
+                return kMs * c.n_tokens;
+            return c.op == FakeOp::decode_step     ? 5 * kMs
+                   : c.op == FakeOp::restore_state ? 2 * kMs
+                                                   : 0;
+        };
+        o.base.model_path = "m.gguf";
+        o.base.reps = 3;
+        o.prefill_device = "CPU";
+        o.decode_device = "RPC0";
+        TestConfig room = o.base;
+        room.n_prompt = 64;
+        room.n_gen = 16;
+        a.load(load_spec_for(room));
+        b.load(load_spec_for(room));
+    }
+    std::vector<HybridMode> modes(int p, int n) {
+        return make_hybrid_modes(
+            a, b, o, p, n, [](size_t) { return SweepHooks{}; }, tl.clock());
+    }
+    bool run(
+        std::vector<HybridMode>& m, std::function<bool()> interrupted = [] { return false; }) {
+        return run_interleaved(m, interrupted,
+                               [this](const std::string& s) { progress.push_back(s); });
+    }
+    // The mode of every prefill from `from` on: which engine prefilled and which decoded next.
+    std::vector<std::string> mode_order(size_t from) const {
+        std::vector<std::string> out;
+        const auto& calls = tl.calls();
+        for (size_t i = from; i < calls.size(); ++i) {
+            if (calls[i].op != FakeOp::prefill)
+                continue;
+            for (size_t j = i + 1; j < calls.size(); ++j)
+                if (calls[j].op == FakeOp::decode_step) {
+                    const std::string pre = calls[i].engine, dec = calls[j].engine;
+                    out.push_back(pre != dec   ? kHybridMode
+                                  : pre == "A" ? kPrefillAloneMode
+                                               : kDecodeAloneMode);
+                    break;
+                }
+        }
+        return out;
+    }
+};
+
+TEST(HybridPoint, WarmsUpEveryModeThenInterleavesThemInARotatingOrder) {
+    HybridRig rig;
+    auto modes = rig.modes(32, 4);
+    const size_t from = rig.tl.calls().size();
+    EXPECT_FALSE(rig.run(modes));
+    const std::string h = kHybridMode, a = kPrefillAloneMode, b = kDecodeAloneMode;
+    EXPECT_EQ(rig.mode_order(from), (std::vector<std::string>{h, a, b,     // warm-ups
+                                                              h, a, b,     // repetition 1
+                                                              a, b, h,     // repetition 2
+                                                              b, h, a}));  // repetition 3
+    EXPECT_EQ(rig.progress,
+              (std::vector<std::string>{"pp32+tg4: warmup", "pp32+tg4: repetition 1/3",
+                                        "pp32+tg4: repetition 2/3", "pp32+tg4: repetition 3/3"}));
+    ASSERT_EQ(modes.size(), 3u);
+    std::vector<std::string> devices;
+    for (auto& m : modes) {
+        const TestResult r = m.runner->results();
+        devices.push_back(r.config.devices);
+        EXPECT_EQ(r.reps_done, 3);
+        EXPECT_EQ(r.stopped_by, "reps");
+        EXPECT_EQ(r.status, "ok");
+        EXPECT_FALSE(r.roofline.decode_bytes_per_token);
+    }
+    EXPECT_EQ(devices, (std::vector<std::string>{"CPU>RPC0", "CPU", "RPC0"}));
+}
+
+TEST(HybridPoint, TransferAndPredictionArithmeticOnScriptedTimes) {
+    HybridRig rig;
+    auto modes = rig.modes(32, 4);
+    rig.run(modes);
+    const json pt = hybrid_point_json(32, 4, modes);
+    EXPECT_EQ(pt["n_prompt"], 32);
+    EXPECT_EQ(pt["n_gen"], 4);
+    EXPECT_FALSE(pt.contains("tests"));
+
+    // The transfer: save 1 ms on A, restore 2 ms on B, 1024 bytes per cached token.
+    const json& t = pt["transfer"];
+    EXPECT_EQ(t["save_ns"], json({kMs, kMs, kMs}));
+    EXPECT_EQ(t["restore_ns"], json({2 * kMs, 2 * kMs, 2 * kMs}));
+    EXPECT_EQ(t["duration_ns"], json({3 * kMs, 3 * kMs, 3 * kMs}));
+    EXPECT_EQ(t["bytes"], json({32 * 1024, 32 * 1024, 32 * 1024}));
+    EXPECT_DOUBLE_EQ(t["bytes_per_token"].get<double>(), 1024);
+    EXPECT_DOUBLE_EQ(t["gbps"].get<double>(), 32.0 * 1024 / 3e6);
+    EXPECT_DOUBLE_EQ(t["duration"]["median"].get<double>(), 3e6);
+
+    // End to end: hybrid 3.2 ms + 3 ms + 4 x 5 ms; A alone 3.2 + 4 x 20; B alone 32 + 4 x 5.
+    const int64_t hybrid = 3200 * kUs + 3 * kMs + 20 * kMs;
+    const int64_t a_alone = 3200 * kUs + 80 * kMs;
+    const int64_t b_alone = 32 * kMs + 20 * kMs;
+    EXPECT_EQ(pt["e2e"][kHybridMode]["samples_ns"], json({hybrid, hybrid, hybrid}));
+    EXPECT_EQ(pt["e2e"][kPrefillAloneMode]["samples_ns"], json({a_alone, a_alone, a_alone}));
+    EXPECT_EQ(pt["e2e"][kDecodeAloneMode]["samples_ns"], json({b_alone, b_alone, b_alone}));
+    const json& cmp = pt["comparison"];
+    EXPECT_DOUBLE_EQ(cmp[kPrefillAloneMode]["speedup"].get<double>(),
+                     static_cast<double>(a_alone) / hybrid);
+    EXPECT_EQ(cmp[kPrefillAloneMode]["verdict"], "hybrid faster");
+    EXPECT_DOUBLE_EQ(cmp[kDecodeAloneMode]["speedup"].get<double>(),
+                     static_cast<double>(b_alone) / hybrid);
+    EXPECT_EQ(cmp[kDecodeAloneMode]["verdict"], "hybrid faster");
+
+    // The hybrid is exactly its parts measured alone: A's prefill + the transfer + B's decode,
+    // and its TTFT is A's prefill + the transfer + B's first token.
+    const TestResult h = modes[0].runner->results();
+    const TestResult pa = modes[1].runner->results();
+    const TestResult pb = modes[2].runner->results();
+    EXPECT_DOUBLE_EQ(*pa.prefill->duration.median + t["duration"]["median"].get<double>() +
+                         *pb.decode->duration.median,
+                     static_cast<double>(hybrid));
+    EXPECT_EQ(h.ttft_ns, (std::vector<int64_t>(3, 3200 * kUs + 3 * kMs + 5 * kMs)));
+    EXPECT_EQ(pb.ttft_ns, (std::vector<int64_t>(3, 32 * kMs + 5 * kMs)));
+    EXPECT_EQ(h.backends, (std::vector<std::string>{"CPU"}));
+}
+
+TEST(HybridPoint, AFailingModeFailsThePointAndAnInterruptStopsEveryMode) {
+    HybridRig rig;
+    rig.b.script().before = [](const FakeCall& c) {
+        if (c.op == FakeOp::decode_step && c.index == 6)
+            throw runtime_error("RPC0 lost");
+    };
+    auto modes = rig.modes(8, 2);
+    EXPECT_FALSE(rig.run(modes));
+    // B decodes: the hybrid's warm-up (0), B alone's warm-up (1), then two per repetition:
+    // the hybrid's (2, 3) and B alone's (4, 5) in repetition 1, the 7th in repetition 2.
+    for (auto& m : modes) {
+        const TestResult r = m.runner->results();
+        EXPECT_EQ(r.status, "failed") << m.name;
+        EXPECT_EQ(r.error, "RPC0 lost") << m.name;
+        EXPECT_EQ(r.error_kind, "runtime") << m.name;
+        EXPECT_EQ(r.stopped_by, "error") << m.name;
+    }
+    EXPECT_EQ(modes[1].runner->result().reps_done, 2);  // A alone ran before B in repetition 2
+    EXPECT_EQ(modes[2].runner->result().reps_done, 1);
+    EXPECT_EQ(rig.tl.calls().back().op, FakeOp::decode_step);  // nothing after the failure
+
+    HybridRig quiet;
+    auto modes2 = quiet.modes(8, 2);
+    int rounds = 0;
+    EXPECT_TRUE(quiet.run(modes2, [&] { return rounds++ == 1; }));
+    for (auto& m : modes2) {
+        const TestResult r = m.runner->results();
+        EXPECT_EQ(r.status, "interrupted");
+        EXPECT_EQ(r.stopped_by, "interrupt");
+        EXPECT_EQ(r.reps_done, 1);  // every mode has the same repetitions
+    }
 }
 
 }  // namespace

@@ -4,8 +4,10 @@
 
 #include "core/error.hpp"
 #include "core/sysinfo.hpp"
+#include "scenario/test_util.hpp"
 
 using namespace sb;
+using namespace sb::test;
 
 TEST(ExpandMatrix, EveryCombinationIsOneTestGroupedByPlacement) {
     MatrixSpec m;
@@ -66,113 +68,6 @@ TEST(TestConfig, NamesLikeLlamaBench) {
     c.n_gen = 128;
     c.n_depth = 1024;
     EXPECT_EQ(c.test_name(), "pp512+tg128 @ d1024");
-}
-
-TEST(PrefillFlops, DenseTermExcludesTheEmbeddingLookupAndAddsAttention) {
-    ModelShape s;
-    s.n_layer = 2;
-    s.n_embd = 4;
-    s.n_vocab = 10;
-    s.n_attn = 4;
-    // 1000 params, 40 of them the embedding; 3 tokens at depth 0: pairs = 1 + 2 + 3 = 6.
-    const double expect = 2.0 * 960 * 3 + 2.0 * 40 + 4.0 * 2 * 4 * 6;
-    EXPECT_DOUBLE_EQ(prefill_flops(1000, s, 0, 3), expect);
-    // At depth 5 every query sees 5 more keys.
-    EXPECT_DOUBLE_EQ(prefill_flops(1000, s, 5, 3) - expect, 4.0 * 2 * 4 * 15);
-}
-
-namespace {
-
-// A prefill stage of n repetitions of `tokens` tokens taking the given durations.
-StageResult prefill_of(int tokens, const std::vector<int64_t>& durations_ns) {
-    StageResult s;
-    s.n_tokens = tokens;
-    for (int64_t d : durations_ns) {
-        s.duration_ns.push_back(d);
-        s.tokens_per_s.push_back(tokens * 1e9 / d);
-    }
-    return s;
-}
-
-// A decode stage of `reps` repetitions of n tokens, each ~1 ms (with a little jitter); the
-// token at index stall_at (if any) takes stall_ns instead.
-DecodeResult decode_of(int reps, int n, std::optional<size_t> stall_at, int64_t stall_ns) {
-    DecodeResult d;
-    d.n_tokens = n;
-    for (int r = 0; r < reps; ++r) {
-        int64_t total = 0;
-        for (int i = 0; i < n; ++i) {
-            const size_t idx = d.token_latency_ns.size();
-            const int64_t lat =
-                stall_at && idx == *stall_at ? stall_ns : 1'000'000 + (i % 7) * 5'000;
-            d.token_latency_ns.push_back(lat);
-            total += lat;
-        }
-        d.duration_ns.push_back(total);
-        d.token_latency_counts.push_back(n);
-        d.tokens_per_s.push_back(n * 1e9 / total);
-    }
-    return d;
-}
-
-}  // namespace
-
-TEST(RobustRate, PrefillIsTokensOverTheMedianRepetitionAndCountsTheSlowOne) {
-    StageResult s = prefill_of(512, {100'000'000, 101'000'000, 99'000'000, 100'000'000, 300'000'000,
-                                     100'000'000, 100'000'000});
-    finish_stage(s);
-    ASSERT_TRUE(s.robust.tokens_per_s);
-    EXPECT_DOUBLE_EQ(*s.robust.tokens_per_s, 512 / 0.1);
-    ASSERT_TRUE(s.robust.ci95_lo && s.robust.ci95_hi && s.robust.ci95_half_rel);
-    EXPECT_LE(*s.robust.ci95_lo, *s.robust.tokens_per_s);
-    EXPECT_GE(*s.robust.ci95_hi, *s.robust.tokens_per_s);
-    EXPECT_EQ(s.stalls.indices, (std::vector<size_t>{4}));
-    EXPECT_DOUBLE_EQ(s.stalls.excess, 200'000'000);
-    // The mean is pulled down by the slow repetition; the robust figure is not.
-    EXPECT_LT(*s.throughput.mean, 0.95 * *s.robust.tokens_per_s);
-}
-
-TEST(RobustRate, DecodeIsTheMedianInterTokenLatencyGroupedByRepetition) {
-    DecodeResult d = decode_of(5, 64, 130, 150'000'000);  // a 150 ms stall in repetition 3
-    finish_decode(d);
-    EXPECT_EQ(d.token_stalls.indices, (std::vector<size_t>{130}));
-    EXPECT_EQ(d.token_stalls.n, 320u);
-    ASSERT_TRUE(d.token_stalls.median);
-    EXPECT_DOUBLE_EQ(d.token_stalls.excess, 150'000'000 - *d.token_stalls.median);
-    EXPECT_EQ(d.itl.n, 320u);
-    ASSERT_TRUE(d.robust.tokens_per_s && d.robust.ci95_half_rel);
-    EXPECT_DOUBLE_EQ(*d.robust.tokens_per_s, 1e9 / *d.itl.median);
-    EXPECT_LT(*d.robust.ci95_half_rel, 0.01);
-    EXPECT_LT(*d.throughput.mean, 0.9 * *d.robust.tokens_per_s);
-    // Without counts, repetitions of n_tokens are assumed.
-    DecodeResult e = decode_of(5, 64, 130, 150'000'000);
-    e.token_latency_counts.clear();
-    finish_decode(e);
-    EXPECT_EQ(e.robust.ci95_lo, d.robust.ci95_lo);
-    EXPECT_EQ(e.robust.ci95_hi, d.robust.ci95_hi);
-}
-
-TEST(TargetCi, HoldsTheRobustFigureNotTheMean) {
-    // Twenty prefill repetitions, one stalled: the mean's CI is wide, the median's narrow.
-    std::vector<int64_t> dur(20, 100'000'000);
-    for (size_t i = 0; i < dur.size(); ++i)
-        dur[i] += static_cast<int64_t>(i % 4) * 200'000;
-    dur[7] = 400'000'000;
-    TestResult r;
-    r.prefill = prefill_of(512, dur);
-    r.decode = decode_of(5, 64, 70, 200'000'000);
-    const Summary mean = summarize(r.prefill->tokens_per_s);
-    ASSERT_TRUE(mean.ci95_half_rel);
-    EXPECT_GT(*mean.ci95_half_rel, 0.05);
-    EXPECT_TRUE(target_ci_reached(r, 0.02));
-    EXPECT_FALSE(target_ci_reached(r, 0.0001));
-
-    TestConfig c;
-    c.reps = 3;
-    c.max_reps = 50;
-    c.target_ci = 0.02;
-    EXPECT_TRUE(repetition_done(r, c, 19));
-    EXPECT_EQ(r.stopped_by, "target_ci");
 }
 
 TEST(StallWarning, SaysHowManyAndHowMuchAndThatTheRobustFigureHolds) {

@@ -270,6 +270,60 @@ AcrossRounds summarize_rounds(const std::vector<SustainedRound>& rounds,
     return a;
 }
 
+SustainedRound round_record(const TestResult& r, int round) {
+    SustainedRound sr;
+    sr.round = round;
+    sr.start_ns = r.started_ns;
+    sr.end_ns = r.finished_ns;
+    sr.status = r.status;
+    sr.error = r.error;
+    if (r.prefill && !r.prefill->tokens_per_s.empty())
+        sr.prefill_tps = r.prefill->tokens_per_s[0];
+    if (r.decode && !r.decode->tokens_per_s.empty()) {
+        sr.decode_tps = r.decode->tokens_per_s[0];
+        if (r.decode->itl.median)
+            sr.itl_p50_ms = *r.decode->itl.median * 1e-6;
+        if (r.decode->itl.p99)
+            sr.itl_p99_ms = *r.decode->itl.p99 * 1e-6;
+    }
+    if (!r.ttft_ns.empty())
+        sr.ttft_ms = r.ttft_ns[0] * 1e-6;
+    return sr;
+}
+
+PhaseOutcome run_phase_rounds(TestConfig c, int rounds, SustainedPhase& phase,
+                              const RoundHooks& hooks) {
+    PhaseOutcome out;
+    auto interrupted = [&] {
+        return hooks.interrupted ? hooks.interrupted() : interrupt_requested();
+    };
+    for (int round = 1; round <= rounds && !interrupted() && !out.bad_input; ++round) {
+        const double cooldown_s = round > 1 && hooks.cooldown ? hooks.cooldown(round) : 0;
+        if (interrupted())
+            break;
+        c.warmup = round == 1;  // one warm-up before each phase, never between rounds
+        if (hooks.round_marker)
+            hooks.round_marker(round, true);
+        TestResult r = hooks.measure(c);
+        if (hooks.round_marker)
+            hooks.round_marker(round, false);
+        SustainedRound sr = round_record(r, round);
+        sr.cooldown_s = cooldown_s;
+        if (r.status != "ok")
+            ++out.failed;
+        // A model or option the engine refuses will be refused every round: stop here.
+        out.bad_input |= r.error_kind == "input" || r.error_kind == "usage";
+        if (hooks.round_done)
+            hooks.round_done(round, r, sr);
+        phase.rounds.push_back(sr);
+        phase.across = summarize_rounds(
+            phase.rounds, hooks.freq_series ? hooks.freq_series() : std::vector<Series>{});
+        if (hooks.after_round)
+            hooks.after_round(round);
+    }
+    return out;
+}
+
 int run_sustained(const SustainedOptions& o, ResultDocument& doc, std::ostream& out,
                   std::ostream& err) {
     if (o.rounds < 1)
@@ -389,19 +443,13 @@ int run_sustained(const SustainedOptions& o, ResultDocument& doc, std::ostream& 
             return std::nullopt;
         TestResult r;
         r.config = c;
-        r.status = "failed";
-        r.stopped_by = "error";
-        r.error = describe_llama_stop(message, c.devices, activity.load());
+        r.config.warmup = round == 1;
+        record_failure(r, describe_llama_stop(message, c.devices, activity.load()), std::nullopt);
         r.started_ns = round_start_ns.load();
         r.finished_ns = now_ns();
         r.notes.push_back("sustained " + res.phases.back().name + " round " +
                           std::to_string(round));
-        SustainedRound sr;
-        sr.round = round;
-        sr.status = "failed";
-        sr.error = r.error;
-        sr.start_ns = r.started_ns;
-        sr.end_ns = r.finished_ns;
+        const SustainedRound sr = round_record(r, round);
         doc.tests.push_back(r);
         res.phases.back().rounds.push_back(sr);
         save();
@@ -440,53 +488,33 @@ int run_sustained(const SustainedOptions& o, ResultDocument& doc, std::ostream& 
             load->start();
         }
         const int64_t phase_start = now_ns();
-        for (int round = 1; round <= o.rounds && !interrupt_requested() && !bad_input; ++round) {
-            SustainedRound sr;
-            sr.round = round;
-            if (round > 1)
-                sr.cooldown_s = wait_cooldown(cooldown, tel.get(), err, o.progress);
-            if (interrupt_requested())
-                break;
-            c.warmup = round == 1;  // one warm-up before each phase, never between rounds
-            prefix = "p" + std::to_string(ph) + "/r" + std::to_string(round) + "/";
-            if (sampling)
-                tel->mark(prefix + "round", true);
-            activity.store("");
-            round_start_ns.store(now_ns());
-            running_round.store(round);
-            TestResult r;
-            if (http) {
-                TestConfig hc = http_tests.at(0);
-                hc.warmup = c.warmup;
-                hc.reps = hc.max_reps = 1;
-                hc.n_batch = c.n_batch;
-                hc.n_ubatch = c.n_ubatch;
-                r = http->run(hc, hooks);
+        RoundHooks rh;
+        rh.cooldown = [&](int) { return wait_cooldown(cooldown, tel.get(), err, o.progress); };
+        rh.measure = [&](const TestConfig& rc) {
+            if (!http)
+                return run_test(engine, rc, hooks, std::nullopt);
+            TestConfig hc = http_tests.at(0);
+            hc.warmup = rc.warmup;
+            hc.reps = hc.max_reps = 1;
+            hc.n_batch = rc.n_batch;
+            hc.n_ubatch = rc.n_ubatch;
+            return http->run(hc, hooks);
+        };
+        rh.round_marker = [&](int round, bool begin) {
+            if (begin) {
+                prefix = "p" + std::to_string(ph) + "/r" + std::to_string(round) + "/";
+                if (sampling)
+                    tel->mark(prefix + "round", true);
+                activity.store("");
+                round_start_ns.store(now_ns());
+                running_round.store(round);
             } else {
-                r = run_test(engine, c, hooks, std::nullopt);
+                running_round.store(0);
+                if (sampling)
+                    tel->mark(prefix + "round", false);
             }
-            running_round.store(0);
-            if (sampling)
-                tel->mark(prefix + "round", false);
-            sr.start_ns = r.started_ns;
-            sr.end_ns = r.finished_ns;
-            sr.status = r.status;
-            sr.error = r.error;
-            if (r.status != "ok")
-                ++failed;
-            // A model or option the engine refuses will be refused every round: stop here.
-            bad_input |= r.error_kind == "input" || r.error_kind == "usage";
-            if (r.prefill && !r.prefill->tokens_per_s.empty())
-                sr.prefill_tps = r.prefill->tokens_per_s[0];
-            if (r.decode && !r.decode->tokens_per_s.empty()) {
-                sr.decode_tps = r.decode->tokens_per_s[0];
-                if (r.decode->itl.median)
-                    sr.itl_p50_ms = *r.decode->itl.median * 1e-6;
-                if (r.decode->itl.p99)
-                    sr.itl_p99_ms = *r.decode->itl.p99 * 1e-6;
-            }
-            if (!r.ttft_ns.empty())
-                sr.ttft_ms = r.ttft_ns[0] * 1e-6;
+        };
+        rh.round_done = [&](int round, TestResult& r, SustainedRound& sr) {
             if (sampling) {
                 r.telemetry = test_telemetry(*tel, prefix);
                 if (auto st = tel->stage_summary(prefix + "round"))
@@ -504,11 +532,12 @@ int run_sustained(const SustainedOptions& o, ResultDocument& doc, std::ostream& 
             }
             r.notes.push_back("sustained " + phase.name + " round " + std::to_string(round));
             doc.tests.push_back(std::move(r));
-            res.phases.back().rounds.push_back(sr);
             if (o.progress)
                 err << "stagebench: " << phase.name << " round " << round << "/" << o.rounds
                     << ": decode " << (sr.decode_tps ? std::to_string(*sr.decode_tps) : "-")
                     << " tok/s" << (sr.error ? " (" + *sr.error + ")" : "") << "\n";
+        };
+        rh.freq_series = [&] {
             std::vector<Series> freq;
             if (sampling)
                 for (auto& s : tel->record().series)
@@ -523,28 +552,33 @@ int run_sustained(const SustainedOptions& o, ResultDocument& doc, std::ostream& 
                             }
                         freq.push_back(std::move(cut));
                     }
-            res.phases.back().across = summarize_rounds(res.phases.back().rounds, freq);
+            return freq;
+        };
+        rh.after_round = [&](int round) {
             save();
             // After the round's record is final, so that tracing overhead reaches none of its
             // numbers; the next round's cool-down starts after the pass.
-            if (traced_rounds.count(round) && !interrupt_requested()) {
-                const std::string label = "traced pass after round " + std::to_string(round);
-                ProgressFn progress;
-                if (o.progress)
-                    progress = [&](const std::string& m) {
-                        err << "stagebench: " << phase.name << " " << label << ": " << m << "\n";
-                    };
-                TracedPass pass = run_traced_pass(c, label, progress);
-                pass_windows.push_back({pass.start_ns, pass.end_ns});
-                if (pass.status != "ok") {
-                    ++failed;
-                    err << "stagebench: " << phase.name << " " << label
-                        << " failed: " << pass.error.value_or("?") << "\n";
-                }
-                res.phases.back().rounds.back().ops = to_json(pass);
-                save();
+            if (!traced_rounds.count(round) || interrupt_requested())
+                return;
+            const std::string label = "traced pass after round " + std::to_string(round);
+            ProgressFn progress;
+            if (o.progress)
+                progress = [&](const std::string& m) {
+                    err << "stagebench: " << phase.name << " " << label << ": " << m << "\n";
+                };
+            TracedPass pass = run_traced_pass(c, label, progress);
+            pass_windows.push_back({pass.start_ns, pass.end_ns});
+            if (pass.status != "ok") {
+                ++failed;
+                err << "stagebench: " << phase.name << " " << label
+                    << " failed: " << pass.error.value_or("?") << "\n";
             }
-        }
+            res.phases.back().rounds.back().ops = to_json(pass);
+            save();
+        };
+        const PhaseOutcome po = run_phase_rounds(c, o.rounds, res.phases.back(), rh);
+        failed += po.failed;
+        bad_input |= po.bad_input;
     }
     if (res.phases.size() == 2) {
         for (const char* stage : {"prefill", "decode"}) {

@@ -2,6 +2,7 @@
 // `stagebench sustained`: one fixed workload (seeded prompt, bounded generation) repeated for
 // many rounds, to see throttling, DVFS floors and round-to-round variation; optionally a second
 // phase with background load, compared with the first in the same invocation.
+#include <functional>
 #include <optional>
 #include <ostream>
 #include <set>
@@ -60,6 +61,43 @@ std::set<int> parse_trace_ops_rounds(const std::string& text, int rounds);
 // are the sampled frequency series of the phase for time-at-floor (may be empty).
 AcrossRounds summarize_rounds(const std::vector<SustainedRound>& rounds,
                               const std::vector<Series>& freq_series);
+
+// A round's record from its test (the workload measured once): status, error, start and end,
+// and the first repetition's prefill and decode tokens/s, inter-token latency p50/p99 and TTFT.
+// Pure.
+SustainedRound round_record(const TestResult& r, int round);
+
+// What the rounds of a phase ask of their driver. measure is required; the rest optional.
+struct RoundHooks {
+    // Before round k > 1: the cool-down; returns the seconds waited.
+    std::function<double(int round)> cooldown;
+    // Measures round k's workload once: the test it is given (warm-up on the first round of
+    // the phase only), on the phase's engine (run_test, or the HTTP run). Never throws.
+    std::function<TestResult(const TestConfig&)> measure;
+    // Just before and just after measure (telemetry marks, the last word's state).
+    std::function<void(int round, bool begin)> round_marker;
+    // The round's test and record, before the record joins the phase: telemetry figures,
+    // the document, progress.
+    std::function<void(int round, TestResult&, SustainedRound&)> round_done;
+    // The sampled frequency series of the phase so far, for time-at-floor (summarize_rounds).
+    std::function<std::vector<Series>()> freq_series;
+    // After the phase's summary was updated with the round (save, a traced pass).
+    std::function<void(int round)> after_round;
+    // Polled before each round and after its cool-down. Null: interrupt_requested().
+    std::function<bool()> interrupted;
+};
+
+struct PhaseOutcome {
+    int failed = 0;          // rounds whose test did not end ok
+    bool bad_input = false;  // a round failed on bad input (usage or input): no round followed
+};
+
+// The rounds of one phase: up to `rounds` rounds of workload c, each measured once, its record
+// appended to phase.rounds and phase.across recomputed (summarize_rounds) after every round.
+// Stops early when interrupted or after a round that failed on bad input (refused again
+// every round).
+PhaseOutcome run_phase_rounds(TestConfig c, int rounds, SustainedPhase& phase,
+                              const RoundHooks& hooks);
 
 // Runs the protocol. Returns the exit code (0 all rounds ok, 1 a round failed or interrupted,
 // 2 a round failed on bad input, e.g. a model llama.cpp refuses: then no further round runs);

@@ -1,0 +1,170 @@
+#include "engine/fake_engine.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/error.hpp"
+
+namespace sb {
+
+const char* fake_op_name(FakeOp op) {
+    switch (op) {
+        case FakeOp::load:
+            return "load";
+        case FakeOp::reset:
+            return "reset";
+        case FakeOp::fill_to_depth:
+            return "fill_to_depth";
+        case FakeOp::prefill:
+            return "prefill";
+        case FakeOp::decode_step:
+            return "decode_step";
+        case FakeOp::save_state:
+            return "save_state";
+        case FakeOp::restore_state:
+            break;
+    }
+    return "restore_state";
+}
+
+std::vector<FakeCall> FakeTimeline::calls_of(FakeOp op) const {
+    std::vector<FakeCall> out;
+    for (const auto& c : calls_)
+        if (c.op == op)
+            out.push_back(c);
+    return out;
+}
+
+namespace {
+
+int64_t default_duration_ns(const FakeCall& c) {
+    switch (c.op) {
+        case FakeOp::load:
+            return 5'000'000;
+        case FakeOp::reset:
+            return 0;
+        case FakeOp::fill_to_depth:
+            return 10'000 * c.n_tokens;
+        case FakeOp::prefill:
+            return 100'000 * c.n_tokens;
+        case FakeOp::decode_step:
+            return 10'000'000;
+        case FakeOp::save_state:
+            return 1'000'000;
+        case FakeOp::restore_state:
+            break;
+    }
+    return 2'000'000;
+}
+
+}  // namespace
+
+FakeEngine::FakeEngine(FakeTimeline& timeline, std::string name, FakeScript script)
+    : tl_(timeline), name_(std::move(name)), script_(std::move(script)) {}
+
+const FakeCall& FakeEngine::call(FakeOp op, int64_t n_tokens, int32_t token) {
+    FakeCall c;
+    c.engine = name_;
+    c.op = op;
+    c.index = counts_[static_cast<int>(op)]++;
+    c.n_tokens = n_tokens;
+    c.token = token;
+    c.start_ns = tl_.now_ns_;
+    c.end_ns = c.start_ns;
+    tl_.calls_.push_back(c);
+    // Logged before the script runs, so that a call that throws is in the log too.
+    if (script_.before)
+        script_.before(c);
+    const int64_t d = script_.duration_ns ? script_.duration_ns(c) : default_duration_ns(c);
+    tl_.now_ns_ += d;
+    tl_.calls_.back().end_ns = tl_.now_ns_;
+    return tl_.calls_.back();
+}
+
+const LoadSpec& FakeEngine::loaded_spec() const {
+    if (!spec_)
+        throw runtime_error(name_ + ": not loaded");
+    return *spec_;
+}
+
+EngineCaps FakeEngine::caps() const {
+    return EngineCaps{"fake", /*in_process=*/true, /*kv_depth_cache=*/false,
+                      /*thread_control=*/false, /*state_transfer=*/can_transfer};
+}
+
+void FakeEngine::load(const LoadSpec& spec) {
+    call(FakeOp::load, 0, -1);
+    if (spec.model_path.empty())
+        throw input_error(name_ + ": no model");
+    spec_ = spec;
+    n_cached_ = 0;
+}
+
+void FakeEngine::check_room(int64_t more) const {
+    if (!spec_)
+        throw runtime_error(name_ + ": engine has no context (load() first)");
+    if (spec_->n_ctx > 0 && n_cached_ + more > spec_->n_ctx)
+        throw runtime_error(name_ + ": context full (" + std::to_string(n_cached_ + more) + " > " +
+                            std::to_string(spec_->n_ctx) + " tokens)");
+}
+
+void FakeEngine::reset() {
+    call(FakeOp::reset, 0, -1);
+    n_cached_ = 0;
+}
+
+void FakeEngine::fill_to_depth(int n_depth, uint64_t /*seed*/) {
+    call(FakeOp::fill_to_depth, n_depth, -1);
+    n_cached_ = 0;
+    check_room(n_depth);
+    n_cached_ = n_depth;
+}
+
+StageTimes FakeEngine::prefill(std::span<const int32_t> tokens) {
+    check_room(static_cast<int64_t>(tokens.size()));
+    const FakeCall& c = call(FakeOp::prefill, static_cast<int64_t>(tokens.size()),
+                             tokens.empty() ? -1 : tokens.front());
+    n_cached_ += static_cast<int64_t>(tokens.size());
+    return StageTimes{c.start_ns, c.end_ns};
+}
+
+int64_t FakeEngine::decode_step(int32_t token) {
+    check_room(1);
+    const FakeCall& c = call(FakeOp::decode_step, 1, token);
+    n_cached_ += 1;
+    return c.end_ns;
+}
+
+std::optional<double> FakeEngine::kv_bytes_read(int depth) const {
+    if (!kv_bytes_per_token)
+        return std::nullopt;
+    return depth * *kv_bytes_per_token;
+}
+
+size_t FakeEngine::save_state(std::vector<uint8_t>& buf) {
+    if (!can_transfer)
+        return Engine::save_state(buf);
+    call(FakeOp::save_state, n_cached_, -1);
+    const size_t bytes = std::max<size_t>(
+        sizeof(int64_t), static_cast<size_t>(state_bytes_per_token * n_cached_));
+    buf.assign(bytes, 0);
+    std::memcpy(buf.data(), &n_cached_, sizeof n_cached_);
+    return bytes;
+}
+
+void FakeEngine::restore_state(std::span<const uint8_t> state) {
+    if (!can_transfer)
+        return Engine::restore_state(state);
+    int64_t n = 0;
+    if (state.size() >= sizeof n)
+        std::memcpy(&n, state.data(), sizeof n);
+    call(FakeOp::restore_state, n, -1);
+    if (state.size() < sizeof n)
+        throw runtime_error(name_ + ": refused a state of " + std::to_string(state.size()) +
+                            " bytes");
+    n_cached_ = 0;
+    check_room(n);
+    n_cached_ = n;
+}
+
+}  // namespace sb

@@ -1,0 +1,129 @@
+#pragma once
+// FakeEngine: a scripted Engine for unit tests of the measurement loop (hyperfine's
+// MockExecutor idea). No model, no threads, no wall clock: every call advances a simulated
+// clock by a scripted duration and is logged, so a test asserts exactly which calls a scenario
+// made, in which order, and the times it recorded.
+//
+// Several fake engines share one FakeTimeline (its clock and its call log), as the engines of
+// one process share sb::now_ns: a hybrid's two engines, or a test that interleaves runners.
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/engine.hpp"
+
+namespace sb {
+
+enum class FakeOp { load, reset, fill_to_depth, prefill, decode_step, save_state, restore_state };
+// "load", "reset", "fill_to_depth", "prefill", "decode_step", "save_state", "restore_state".
+const char* fake_op_name(FakeOp op);
+
+// One call of a fake engine, as the script sees it and the log keeps it.
+struct FakeCall {
+    std::string engine;    // FakeEngine::name()
+    FakeOp op = FakeOp::load;
+    int index = 0;         // 0-based: how many calls of this op this engine had before
+    int64_t n_tokens = 0;  // prefill: prompt tokens; fill_to_depth: depth; decode_step: 1
+    int32_t token = -1;    // decode_step: the token; prefill: its first token (-1: none)
+    int64_t start_ns = 0;  // the simulated clock when the call began
+    int64_t end_ns = 0;    // ... and when it returned (start_ns + its duration)
+};
+
+// The simulated clock and the log of every call of the engines that share it.
+class FakeTimeline {
+  public:
+    // Starts at 1 s, so that no timestamp a loop takes is 0 (the "missing" of some fields).
+    explicit FakeTimeline(int64_t start_ns = 1'000'000'000) : now_ns_(start_ns) {}
+    FakeTimeline(const FakeTimeline&) = delete;
+    FakeTimeline& operator=(const FakeTimeline&) = delete;
+
+    int64_t now_ns() const { return now_ns_; }
+    void advance(int64_t ns) { now_ns_ += ns; }
+    // A Clock reading this timeline; valid while the timeline lives.
+    Clock clock() {
+        return [this] { return now_ns_; };
+    }
+    const std::vector<FakeCall>& calls() const { return calls_; }
+    // The calls of one op (of every engine), in order.
+    std::vector<FakeCall> calls_of(FakeOp op) const;
+
+  private:
+    friend class FakeEngine;
+    int64_t now_ns_;
+    std::vector<FakeCall> calls_;
+};
+
+// What a fake engine's calls take and do. The defaults: load 5 ms, reset 0, fill_to_depth
+// 10 us per token, prefill 100 us per token, decode_step 10 ms, save_state 1 ms,
+// restore_state 2 ms.
+struct FakeScript {
+    // The simulated duration of a call (its start_ns is set; its end_ns is not yet); null:
+    // the defaults above.
+    std::function<int64_t(const FakeCall&)> duration_ns;
+    // Runs when a call begins, before its time passes: a test throws from it (a failure at a
+    // chosen call) or requests an interrupt. A call that throws is logged, takes no time and
+    // changes no state.
+    std::function<void(const FakeCall&)> before;
+};
+
+// The engine's answers (model facts) are plain fields, set by the test before use.
+class FakeEngine final : public Engine {
+  public:
+    FakeEngine(FakeTimeline& timeline, std::string name = "fake", FakeScript script = {});
+
+    const std::string& name() const { return name_; }
+    FakeScript& script() { return script_; }
+    // The spec of the latest load() (throws when never loaded).
+    const LoadSpec& loaded_spec() const;
+    // Tokens in the KV cache now.
+    int64_t n_cached() const { return n_cached_; }
+
+    int32_t vocab = 1000;
+    std::optional<int32_t> bos = 1;
+    std::vector<std::string> backends{"CPU"};
+    std::vector<std::string> load_notes;
+    std::optional<uint64_t> weights;  // weight_bytes()
+    std::optional<uint64_t> params;   // n_params()
+    std::optional<ModelShape> model_shape;
+    std::optional<double> kv_bytes_per_token;  // kv_bytes_read(depth) = depth x this
+    int64_t state_bytes_per_token = 1024;      // save_state() writes this per cached token
+    bool can_transfer = true;                  // caps().state_transfer
+
+    EngineCaps caps() const override;
+    // Throws sb::Error(input) for an empty model_path (as an unusable model would).
+    void load(const LoadSpec& spec) override;
+    void reset() override;
+    void fill_to_depth(int n_depth, uint64_t seed) override;
+    // Throws sb::Error(runtime) when the tokens would overflow the loaded n_ctx (or before
+    // load()), as llama.cpp's decode fails.
+    StageTimes prefill(std::span<const int32_t> tokens) override;
+    int64_t decode_step(int32_t token) override;
+    int32_t n_vocab() const override { return vocab; }
+    std::optional<int32_t> bos_token() const override { return bos; }
+    std::vector<std::string> active_backends() const override { return backends; }
+    std::vector<std::string> notes() const override { return load_notes; }
+    std::optional<uint64_t> weight_bytes() const override { return weights; }
+    std::optional<uint64_t> n_params() const override { return params; }
+    std::optional<ModelShape> shape() const override { return model_shape; }
+    std::optional<double> kv_bytes_read(int depth) const override;
+    // The state is state_bytes_per_token x the cached tokens (8 bytes at least, holding the
+    // count); restore_state takes the count back.
+    size_t save_state(std::vector<uint8_t>& buf) override;
+    void restore_state(std::span<const uint8_t> state) override;
+
+  private:
+    // Logs the call, runs script_.before, advances the clock; returns the logged call.
+    const FakeCall& call(FakeOp op, int64_t n_tokens, int32_t token);
+    void check_room(int64_t more) const;
+
+    FakeTimeline& tl_;
+    std::string name_;
+    FakeScript script_;
+    std::optional<LoadSpec> spec_;
+    int64_t n_cached_ = 0;
+    int counts_[7] = {0, 0, 0, 0, 0, 0, 0};
+};
+
+}  // namespace sb

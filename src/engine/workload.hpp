@@ -1,0 +1,36 @@
+#pragma once
+// The inputs and the timed stages of a workload on an Engine, defined once for every scenario
+// and the profiler: the random tokens each stage gets (made before its clock starts), the
+// seeds of repetition rep's inputs, and the one function that times decode.
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "engine/engine.hpp"
+
+namespace sb {
+
+// n tokens drawn uniformly from [0, n_vocab) by a std::mt19937_64 seeded with seed (n <= 0:
+// none). Deterministic for a given (n, n_vocab, seed); a longer draw starts with the shorter.
+std::vector<int32_t> random_tokens(int n, int32_t n_vocab, uint64_t seed);
+
+// The seed of the prompt and of the generated tokens of repetition rep (0-based; -1 is the
+// warm-up) of a test seeded with seed: every repetition gets other inputs, so no cache helps.
+uint64_t prompt_seed(uint64_t seed, int rep);
+uint64_t gen_seed(uint64_t seed, int rep);
+
+// One decode stage: the tokens fed one at a time with decode_step().
+struct DecodeTiming {
+    int64_t start_ns = 0;  // clock() just before the first decode_step
+    int64_t end_ns = 0;    // completion of the last token (start_ns when tokens is empty)
+};
+
+// Times decode of tokens on engine: start from clock(), then each token's latency (its
+// completion, as decode_step returns it, minus the previous completion or the start) appended
+// to latency_ns, tokens.size() of them. Nothing else runs between the steps: latency_ns should
+// have the capacity reserved (a reallocation would land inside the timed loop). Throws what
+// decode_step throws; the latencies of the tokens before stay appended.
+DecodeTiming time_decode(Engine& engine, std::span<const int32_t> tokens, const Clock& clock,
+                         std::vector<int64_t>& latency_ns);
+
+}  // namespace sb

@@ -1,0 +1,347 @@
+#include "scenario/repetition.hpp"
+
+#include <algorithm>
+#include <exception>
+
+#include "core/interrupt.hpp"
+#include "engine/backends.hpp"
+
+namespace sb {
+
+LoadSpec load_spec_for(const TestConfig& c) {
+    LoadSpec ls;
+    ls.model_path = c.model_path;
+    ls.devices = split_device_set(c.devices);
+    ls.n_gpu_layers = c.n_gpu_layers;
+    ls.n_ctx = c.n_depth + c.n_prompt + c.n_gen + 8;
+    ls.n_batch = c.n_batch;
+    ls.n_ubatch = c.n_ubatch;
+    ls.n_threads = c.n_threads;
+    ls.flash_attn = c.flash_attn;
+    ls.type_k = c.type_k;
+    ls.type_v = c.type_v;
+    return ls;
+}
+
+double prefill_flops(uint64_t n_params, const ModelShape& s, int n_depth, int n_prompt) {
+    // Matrix multiplications: 2 FLOPs per weight per token, except the token embedding, which
+    // is a lookup; the output projection runs for the last token only (no logits are asked
+    // for the others), whether or not it shares the embedding's weights.
+    const double embd = static_cast<double>(s.n_vocab) * s.n_embd;
+    const double dense = 2.0 * (static_cast<double>(n_params) - embd) * n_prompt + 2.0 * embd;
+    // Attention: QK^T and softmax(QK^T)V, 2 x 2 x n_attn FLOPs per (query, key) pair, and
+    // query i attends to n_depth + i + 1 keys.
+    const double pairs = static_cast<double>(n_prompt) * n_depth +
+                         static_cast<double>(n_prompt) * (n_prompt + 1) / 2.0;
+    return dense + 4.0 * s.n_layer * static_cast<double>(s.n_attn) * pairs;
+}
+
+namespace {
+
+std::vector<double> as_double(const std::vector<int64_t>& v) {
+    return std::vector<double>(v.begin(), v.end());
+}
+
+// tokens/s from a median (and its CI) of nanoseconds per token; a longer time is a lower rate.
+RobustRate rate_from_ns(const MedianCi& m) {
+    RobustRate r;
+    if (!m.median || *m.median <= 0)
+        return r;
+    r.tokens_per_s = 1e9 / *m.median;
+    if (m.ci95_lo && m.ci95_hi && *m.ci95_lo > 0) {
+        r.ci95_lo = 1e9 / *m.ci95_hi;
+        r.ci95_hi = 1e9 / *m.ci95_lo;
+        r.ci95_half_rel = (*r.ci95_hi - *r.ci95_lo) / 2 / *r.tokens_per_s;
+    }
+    return r;
+}
+
+}  // namespace
+
+RobustRate stage_robust_rate(const StageResult& s) {
+    // ns per token of every repetition: the same as n_tokens / duration when the count is fixed,
+    // and right for an engine behind HTTP whose server counted the prompt per repetition.
+    std::vector<double> ns_per_token;
+    for (double tps : s.tokens_per_s)
+        if (tps > 0)
+            ns_per_token.push_back(1e9 / tps);
+    return rate_from_ns(median_ci(ns_per_token));
+}
+
+RobustRate decode_robust_rate(const DecodeResult& d) {
+    const std::vector<double> lat = as_double(d.token_latency_ns);
+    std::vector<std::size_t> groups;
+    int64_t total = 0;
+    for (int64_t n : d.token_latency_counts) {
+        groups.push_back(static_cast<std::size_t>(std::max<int64_t>(0, n)));
+        total += std::max<int64_t>(0, n);
+    }
+    if (total != static_cast<int64_t>(lat.size())) {
+        // No usable grouping: repetitions of n_tokens each if that fits, else token by token.
+        groups.clear();
+        if (d.n_tokens > 0 && !lat.empty() &&
+            lat.size() % static_cast<std::size_t>(d.n_tokens) == 0)
+            groups.assign(lat.size() / static_cast<std::size_t>(d.n_tokens),
+                          static_cast<std::size_t>(d.n_tokens));
+    }
+    return rate_from_ns(median_ci(lat, groups));
+}
+
+void finish_stage(StageResult& s) {
+    s.duration = summarize_ns(s.duration_ns);
+    s.throughput = summarize(s.tokens_per_s);
+    s.stalls = detect_stalls(as_double(s.duration_ns));
+    s.robust = stage_robust_rate(s);
+}
+
+void finish_decode(DecodeResult& d) {
+    finish_stage(d);
+    d.itl = summarize_ns(d.token_latency_ns);
+    d.token_stalls = detect_stalls(as_double(d.token_latency_ns));
+    d.robust = decode_robust_rate(d);
+}
+
+void finish_result(TestResult& r) {
+    if (r.prefill)
+        finish_stage(*r.prefill);
+    if (r.decode)
+        finish_decode(*r.decode);
+    r.ttft = summarize_ns(r.ttft_ns);
+}
+
+bool target_ci_reached(const TestResult& r, double target) {
+    std::vector<RobustRate> rates;
+    if (r.prefill)
+        rates.push_back(stage_robust_rate(*r.prefill));
+    if (r.decode)
+        rates.push_back(decode_robust_rate(*r.decode));
+    for (const auto& rate : rates)
+        if (!rate.ci95_half_rel || *rate.ci95_half_rel > target)
+            return false;
+    return true;
+}
+
+bool repetition_done(TestResult& r, const TestConfig& c, int rep) {
+    r.reps_done = rep + 1;
+    if (r.reps_done >= c.reps && c.target_ci && target_ci_reached(r, *c.target_ci)) {
+        record_stopped_at_target_ci(r);
+        return true;
+    }
+    if (r.reps_done >= c.max_reps) {
+        if (c.target_ci)
+            record_stopped_at_max_reps(r);
+        else
+            record_stopped_at_reps(r);
+        return true;
+    }
+    return !c.target_ci && r.reps_done >= c.reps;
+}
+
+// ---- the runner ------------------------------------------------------------------------------
+
+RepetitionRunner::RepetitionRunner(Engine& engine, const TestConfig& config, SweepHooks hooks,
+                                   RepetitionOptions opts)
+    : pre_(engine),
+      dec_(opts.decode_engine ? *opts.decode_engine : engine),
+      c_(config),
+      hooks_(std::move(hooks)),
+      opts_(std::move(opts)) {
+    if (!opts_.clock)
+        opts_.clock = now_ns;
+    r_.config = c_;
+    r_.started_ns = opts_.clock();
+}
+
+void RepetitionRunner::mark(const char* stage, bool begin, std::optional<int64_t> tokens) const {
+    if (hooks_.stage_marker)
+        hooks_.stage_marker(stage, begin, tokens);
+}
+
+void RepetitionRunner::doing(const char* what) const {
+    if (hooks_.activity)
+        hooks_.activity(what);
+}
+
+std::vector<int32_t> RepetitionRunner::prompt_for(int rep) const {
+    auto t = random_tokens(c_.n_prompt, n_vocab_, prompt_seed(c_.seed, rep));
+    // A sequence that starts at position 0 starts as the model expects.
+    if (bos_ && c_.n_depth == 0 && !t.empty())
+        t[0] = *bos_;
+    return t;
+}
+
+void RepetitionRunner::prepare() {
+    if (prepared_ || stopped_)
+        return;
+    prepared_ = true;
+    try {
+        if (opts_.load) {
+            doing("loading the model");
+            pre_.load(load_spec_for(c_));
+            const auto notes = pre_.notes();
+            r_.notes.insert(r_.notes.begin(), notes.begin(), notes.end());
+        }
+        r_.backends = pre_.active_backends();
+        if (&dec_ != &pre_)
+            for (auto& b : dec_.active_backends())
+                if (std::find(r_.backends.begin(), r_.backends.end(), b) == r_.backends.end())
+                    r_.backends.push_back(std::move(b));
+        n_vocab_ = pre_.n_vocab();
+        bos_ = pre_.bos_token();
+
+        if (c_.n_prompt > 0)
+            r_.prefill.emplace().n_tokens = c_.n_prompt;
+        if (c_.n_gen > 0) {
+            r_.decode.emplace().n_tokens = c_.n_gen;
+            r_.decode->kv_depth_start = c_.n_depth + c_.n_prompt;
+            // Every token latency is stored inside the timed loop: no reallocation there.
+            r_.decode->token_latency_ns.reserve(static_cast<size_t>(c_.n_gen) * c_.max_reps);
+        }
+        if (c_.warmup) {
+            doing("warmup");
+            pre_.fill_to_depth(c_.n_depth, c_.seed);
+            if (c_.n_prompt > 0)
+                pre_.prefill(prompt_for(-1));
+            if (&dec_ != &pre_) {
+                pre_.save_state(state_buf_);
+                dec_.restore_state(state_buf_);
+            }
+            if (c_.n_gen > 0)
+                dec_.decode_step(bos_.value_or(0));
+        }
+        record_stopped_at_reps(r_);
+    } catch (const std::exception& e) {
+        record_failure(r_, e);
+        const auto* se = dynamic_cast<const Error*>(&e);
+        error_kind_ = se ? se->kind() : ErrorKind::runtime;
+        stopped_ = true;
+    }
+}
+
+bool RepetitionRunner::has_repeats_remaining() const {
+    return !stopped_ && r_.reps_done < c_.max_reps;
+}
+
+void RepetitionRunner::fail(const std::string& error, std::optional<ErrorKind> kind) {
+    record_failure(r_, error, kind);
+    error_kind_ = kind;
+    stopped_ = true;
+}
+
+void RepetitionRunner::interrupt() {
+    record_interrupted(r_);
+    stopped_ = true;
+}
+
+void RepetitionRunner::do_one_repetition() {
+    prepare();
+    if (!has_repeats_remaining())
+        return;
+    if (opts_.interrupted ? opts_.interrupted() : interrupt_requested()) {
+        interrupt();
+        return;
+    }
+    try {
+        measure(r_.reps_done);
+    } catch (const std::exception& e) {
+        record_failure(r_, e);
+        const auto* se = dynamic_cast<const Error*>(&e);
+        error_kind_ = se ? se->kind() : ErrorKind::runtime;
+        stopped_ = true;
+    }
+}
+
+void RepetitionRunner::measure(int rep) {
+    if (hooks_.repetition)
+        hooks_.repetition(rep + 1, c_.max_reps);
+    if (c_.n_depth > 0)
+        doing("filling the KV cache");
+    pre_.fill_to_depth(c_.n_depth, c_.seed);
+    // Inputs are made before the clock starts.
+    const auto prompt = prompt_for(rep);
+    const auto gen = random_tokens(c_.n_gen, n_vocab_, gen_seed(c_.seed, rep));
+
+    int64_t prefill_ns = 0;
+    if (c_.n_prompt > 0) {
+        doing("prefill");
+        mark("prefill", true);
+        const StageTimes st = pre_.prefill(prompt);
+        mark("prefill", false, c_.n_prompt);
+        prefill_ns = st.end_ns - st.start_ns;
+        r_.prefill->duration_ns.push_back(prefill_ns);
+        r_.prefill->start_ns.push_back(st.start_ns);
+        r_.prefill->tokens_per_s.push_back(c_.n_prompt * 1e9 / prefill_ns);
+    }
+
+    int64_t transfer_ns = 0;
+    if (&dec_ != &pre_) {
+        doing("the state transfer");
+        mark("transfer", true);
+        const int64_t t0 = opts_.clock();
+        const size_t bytes = pre_.save_state(state_buf_);
+        const int64_t t1 = opts_.clock();
+        dec_.restore_state(state_buf_);
+        const int64_t t2 = opts_.clock();
+        mark("transfer", false);
+        transfer_ns = t2 - t0;
+        transfer_.start_ns.push_back(t0);
+        transfer_.save_ns.push_back(t1 - t0);
+        transfer_.restore_ns.push_back(t2 - t1);
+        transfer_.transfer_ns.push_back(transfer_ns);
+        transfer_.bytes.push_back(static_cast<int64_t>(bytes));
+    }
+
+    int64_t decode_ns = 0;
+    if (c_.n_gen > 0) {
+        doing("decode");
+        mark("decode", true);
+        const size_t first = r_.decode->token_latency_ns.size();
+        const DecodeTiming d = time_decode(dec_, gen, opts_.clock, r_.decode->token_latency_ns);
+        mark("decode", false, c_.n_gen);
+        decode_ns = d.end_ns - d.start_ns;
+        r_.decode->duration_ns.push_back(decode_ns);
+        r_.decode->token_latency_counts.push_back(c_.n_gen);
+        r_.decode->start_ns.push_back(d.start_ns);
+        r_.decode->tokens_per_s.push_back(c_.n_gen * 1e9 / decode_ns);
+        // TTFT: the prompt, the state moved, and the first token generated.
+        if (c_.n_prompt > 0)
+            r_.ttft_ns.push_back(prefill_ns + transfer_ns + r_.decode->token_latency_ns[first]);
+    }
+    e2e_ns_.push_back(prefill_ns + transfer_ns + decode_ns);
+    if (repetition_done(r_, c_, rep))
+        stopped_ = true;
+}
+
+void RepetitionRunner::fill_roofline() {
+    // Roofline context: what decode read per token and what prefill computed.
+    if (r_.decode && r_.decode->throughput.median) {
+        auto wb = dec_.weight_bytes();
+        auto kv = dec_.kv_bytes_read(r_.decode->kv_depth_start + c_.n_gen / 2);
+        if (wb && kv) {
+            r_.roofline.decode_bytes_per_token = static_cast<double>(*wb) + *kv;
+            r_.roofline.decode_bandwidth_gbps =
+                *r_.roofline.decode_bytes_per_token * *r_.decode->throughput.median / 1e9;
+            if (opts_.membw_gbps && *opts_.membw_gbps > 0)
+                r_.roofline.decode_bandwidth_fraction =
+                    *r_.roofline.decode_bandwidth_gbps / *opts_.membw_gbps;
+        }
+    }
+    if (r_.prefill && r_.prefill->duration.median) {
+        auto np = pre_.n_params();
+        auto sh = pre_.shape();
+        if (np && sh)  // FLOPs per ns = GFLOP/s
+            r_.roofline.prefill_gflops =
+                prefill_flops(*np, *sh, c_.n_depth, c_.n_prompt) / *r_.prefill->duration.median;
+    }
+}
+
+TestResult RepetitionRunner::results() {
+    stopped_ = true;
+    finish_result(r_);
+    if (opts_.roofline)
+        fill_roofline();
+    r_.finished_ns = opts_.clock();
+    return r_;
+}
+
+}  // namespace sb

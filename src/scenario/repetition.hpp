@@ -1,0 +1,166 @@
+#pragma once
+// The one repetition loop: every scenario that measures prefill and decode on an Engine (the
+// sweep of `run`, the rounds of `sustained`, the modes of `hybrid`) measures through a
+// RepetitionRunner, shaped like Google Benchmark's BenchmarkRunner: built for one test (an
+// engine, a TestConfig and hooks), it measures one repetition per do_one_repetition(), says
+// whether more are needed (has_repeats_remaining(): the fixed count, the --target-ci goal,
+// max_reps, an interrupt or a failure) and hands over the finished TestResult (results()).
+// A driver that interleaves several tests (hybrid) keeps one runner per test and calls each in
+// turn.
+//
+// What one repetition is: the KV cache brought to n_depth; the prompt prefilled as one stage;
+// optionally the sequence state moved to a second engine (a "transfer" stage); n_gen tokens
+// decoded one at a time. Inputs are made before any clock starts (random_tokens with the
+// repetition's seeds, engine/workload.hpp); time is read only from the engine's returned
+// timestamps and the runner's Clock, so a fake engine makes the loop exact in tests.
+//
+// A failure of the test itself (the engine throws while loading, warming up or measuring) is
+// recorded in the result (status failed, its error and kind), never thrown.
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/clock.hpp"
+#include "core/result.hpp"
+#include "engine/engine.hpp"
+#include "engine/workload.hpp"
+
+namespace sb {
+
+struct SweepHooks {
+    // Called after every test, before the next starts (write results, print a row).
+    std::function<void(const TestResult&)> on_test_done;
+    // Progress lines for humans (stderr): events of their own, e.g. a server being started.
+    std::function<void(const std::string&)> progress;
+    // A repetition begins: its number (1-based) and the most there can be (max_reps). Called
+    // outside the timed regions.
+    std::function<void(int, int)> repetition;
+    // Stage markers for telemetry: (stage name, begin?, tokens of the stage on the end mark),
+    // called just outside the timed region at each boundary. Stages: "prefill", "transfer"
+    // (only between two engines, no tokens), "decode".
+    std::function<void(const std::string&, bool, std::optional<int64_t>)> stage_marker;
+    // What the test is about to do ("loading the model", "warmup", "filling the KV cache",
+    // "prefill", "the state transfer", "decode"), called outside the timed regions; the
+    // string is a literal.
+    std::function<void(const char*)> activity;
+};
+
+// How a runner measures, beyond the test's config.
+struct RepetitionOptions {
+    // Another engine that decodes: after prefill, the sequence state moves from the engine to
+    // this one (save_state/restore_state, timed as the transfer). Null: the engine decodes.
+    Engine* decode_engine = nullptr;
+    // Load the engine with load_spec_for(config) first (the sweep). false: the caller loaded
+    // the engine(s) for this test (hybrid, whose engines hold one context for every point).
+    bool load = true;
+    // Fill TestResult::roofline from the engine's model facts in results().
+    bool roofline = true;
+    std::optional<double> membw_gbps;  // the machine's bandwidth, for the roofline fraction
+    Clock clock = now_ns;
+    // Polled before each repetition; true stops the test as interrupted. Null:
+    // interrupt_requested() (core/interrupt.hpp).
+    std::function<bool()> interrupted;
+};
+
+// How an engine loads a test: its model, devices ('+'-split), offload and context settings, a
+// context of n_depth + n_prompt + n_gen tokens and a little room.
+LoadSpec load_spec_for(const TestConfig& c);
+
+// Approximate FLOPs of a prefill of n_prompt tokens at KV depth n_depth: dense matrix
+// multiplications (the embedding lookup excluded, one output row) plus attention.
+double prefill_flops(uint64_t n_params, const ModelShape& shape, int n_depth, int n_prompt);
+
+// Fills a stage's summaries from its raw samples: duration, throughput, the slow repetitions
+// (stalls) and the robust rate from the median repetition.
+void finish_stage(StageResult& s);
+// finish_stage, then the inter-token latency summary, the stalled tokens and the robust rate
+// from the median inter-token latency (token_latency_counts groups the tokens by repetition;
+// empty: n_tokens per repetition).
+void finish_decode(DecodeResult& d);
+
+// The summaries of a test from its raw samples: finish_stage / finish_decode of its stages and
+// the TTFT summary (what results() does before the roofline; also for a test cut short).
+void finish_result(TestResult& r);
+
+// The robust rates of StageResult::robust from the raw samples so far.
+RobustRate stage_robust_rate(const StageResult& s);
+RobustRate decode_robust_rate(const DecodeResult& d);
+
+// Whether every measured stage's robust tokens/s has a 95 % CI half-width within target
+// (relative to the rate): the median-based figure, which stalls do not move.
+bool target_ci_reached(const TestResult& r, double target);
+
+// Records that repetition rep (0-based) finished and says whether the test is done: the
+// minimum repetitions reached without --target-ci, the CI target met, or max_reps reached
+// (r.stopped_by says which).
+bool repetition_done(TestResult& r, const TestConfig& c, int rep);
+
+// The samples of the transfer stage (two engines only), one per repetition, on the runner's
+// clock: when it began, the time to save on the first engine and to restore on the second,
+// their sum, and the bytes moved.
+struct TransferSamples {
+    std::vector<int64_t> start_ns, save_ns, restore_ns, transfer_ns, bytes;
+};
+
+class RepetitionRunner {
+  public:
+    // The engine (and opts.decode_engine) must outlive the runner; hooks are copied.
+    // started_ns is taken now.
+    RepetitionRunner(Engine& engine, const TestConfig& config, SweepHooks hooks,
+                     RepetitionOptions opts = {});
+
+    // Loads the engine (opts.load) and warms up once: the KV cache to n_depth, a prefill of
+    // the warm-up prompt, the transfer (two engines) and one decode step, none of it recorded.
+    // do_one_repetition() calls it first when it was not called; a failure is recorded.
+    void prepare();
+    // Whether another repetition is due: not failed, not interrupted, and neither the fixed
+    // count, the CI target nor max_reps reached.
+    bool has_repeats_remaining() const;
+    // Measures the next repetition (preparing first if needed). An interrupt (polled first)
+    // stops the test with nothing measured in this call.
+    void do_one_repetition();
+    // Records error on the test (status failed) and stops it: a driver that measures several
+    // tests as one unit fails them together.
+    void fail(const std::string& error, std::optional<ErrorKind> kind);
+    // Stops the test as interrupted (a driver that polls interrupts itself).
+    void interrupt();
+    // Adds a note for the reader of the result (after the engine's own, when it loads).
+    void add_note(std::string note) { r_.notes.push_back(std::move(note)); }
+
+    // The test so far (raw samples, status; summaries are filled by results()).
+    const TestResult& result() const { return r_; }
+    // The kind of the failure that stopped the test (nullopt: none, or unknown).
+    std::optional<ErrorKind> error_kind() const { return error_kind_; }
+    const TransferSamples& transfer() const { return transfer_; }
+    // prefill + transfer + decode of every measured repetition, ns.
+    const std::vector<int64_t>& e2e_ns() const { return e2e_ns_; }
+
+    // The finished test: stage summaries, TTFT summary, roofline (opts.roofline), finished_ns.
+    // Call once, after the last repetition.
+    TestResult results();
+
+  private:
+    void measure(int rep);
+    std::vector<int32_t> prompt_for(int rep) const;
+    void mark(const char* stage, bool begin, std::optional<int64_t> tokens = {}) const;
+    void doing(const char* what) const;
+    void fill_roofline();
+
+    Engine& pre_;
+    Engine& dec_;
+    TestConfig c_;
+    SweepHooks hooks_;
+    RepetitionOptions opts_;
+    TestResult r_;
+    bool prepared_ = false;
+    bool stopped_ = false;  // failed, interrupted or done
+    std::optional<ErrorKind> error_kind_;
+    int32_t n_vocab_ = 0;
+    std::optional<int32_t> bos_;
+    std::vector<uint8_t> state_buf_;
+    TransferSamples transfer_;
+    std::vector<int64_t> e2e_ns_;
+};
+
+}  // namespace sb

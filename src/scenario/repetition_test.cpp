@@ -1,0 +1,549 @@
+// The one repetition loop on a scripted engine: every call, time and sample exactly, no wall
+// clock. And the loop's statistics (robust rates, the CI target, the roofline's FLOPs).
+#include "scenario/repetition.hpp"
+
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+
+#include "core/error.hpp"
+#include "core/interrupt.hpp"
+#include "engine/fake_engine.hpp"
+#include "scenario/stage_sweep.hpp"
+#include "scenario/test_util.hpp"
+
+using namespace sb;
+using namespace sb::test;
+
+namespace {
+
+constexpr int64_t kMs = 1'000'000;
+constexpr int64_t kUs = 1'000;
+constexpr int64_t kT0 = 1'000'000'000;  // FakeTimeline's start
+
+TestConfig small_test(int p, int n, int reps) {
+    TestConfig c;
+    c.model_path = "m.gguf";
+    c.devices = "CPU";
+    c.n_prompt = p;
+    c.n_gen = n;
+    c.reps = reps;
+    c.max_reps = reps;
+    c.seed = 7;
+    return c;
+}
+
+// Scripted durations: load 5 ms, prefill 100 us per token, decode 10 ms (the defaults).
+struct Rig {
+    FakeTimeline tl;
+    FakeEngine engine{tl, "E"};
+    std::vector<std::string> events;  // stage marks and activities, in order
+    SweepHooks hooks() {
+        SweepHooks h;
+        h.stage_marker = [this](const std::string& s, bool begin, std::optional<int64_t> tokens) {
+            events.push_back((begin ? "begin " : "end ") + s +
+                             (tokens ? " " + std::to_string(*tokens) : std::string()));
+        };
+        h.activity = [this](const char* what) { events.push_back(std::string("doing ") + what); };
+        return h;
+    }
+    TestResult run(const TestConfig& c, RepetitionOptions o = {}) {
+        o.clock = tl.clock();
+        RepetitionRunner runner(engine, c, hooks(), std::move(o));
+        while (runner.has_repeats_remaining())
+            runner.do_one_repetition();
+        return runner.results();
+    }
+    std::vector<std::string> ops() const {
+        std::vector<std::string> v;
+        for (const auto& c : tl.calls())
+            v.push_back(std::string(fake_op_name(c.op)) +
+                        (c.op == FakeOp::prefill || c.op == FakeOp::fill_to_depth
+                             ? " " + std::to_string(c.n_tokens)
+                             : std::string()));
+        return v;
+    }
+};
+
+}  // namespace
+
+TEST(RepetitionRunner, MeasuresEachStageFromTheEnginesTimestampsExactly) {
+    Rig rig;
+    const TestConfig c = small_test(4, 3, 2);
+    const TestResult r = rig.run(c);
+
+    EXPECT_EQ(rig.ops(), (std::vector<std::string>{
+                             "load", "fill_to_depth 0", "prefill 4", "decode_step",  // warm-up
+                             "fill_to_depth 0", "prefill 4", "decode_step", "decode_step",
+                             "decode_step",  // repetition 1
+                             "fill_to_depth 0", "prefill 4", "decode_step", "decode_step",
+                             "decode_step"}));  // repetition 2
+    EXPECT_EQ(rig.engine.loaded_spec().n_ctx, 4 + 3 + 8);
+    EXPECT_EQ(r.status, "ok");
+    EXPECT_EQ(r.stopped_by, "reps");
+    EXPECT_EQ(r.reps_done, 2);
+    EXPECT_EQ(r.backends, (std::vector<std::string>{"CPU"}));
+
+    // Warm-up: load 5 ms, prefill 0.4 ms, one decode step 10 ms.
+    const int64_t rep1 = kT0 + 5 * kMs + 400 * kUs + 10 * kMs;
+    const int64_t rep2 = rep1 + 400 * kUs + 30 * kMs;
+    ASSERT_TRUE(r.prefill && r.decode);
+    EXPECT_EQ(r.prefill->n_tokens, 4);
+    EXPECT_EQ(r.prefill->duration_ns, (std::vector<int64_t>{400 * kUs, 400 * kUs}));
+    EXPECT_EQ(r.prefill->start_ns, (std::vector<int64_t>{rep1, rep2}));
+    EXPECT_EQ(r.prefill->tokens_per_s, (std::vector<double>{10'000, 10'000}));
+    EXPECT_EQ(r.decode->start_ns, (std::vector<int64_t>{rep1 + 400 * kUs, rep2 + 400 * kUs}));
+    EXPECT_EQ(r.decode->duration_ns, (std::vector<int64_t>{30 * kMs, 30 * kMs}));
+    EXPECT_EQ(r.decode->token_latency_ns, (std::vector<int64_t>(6, 10 * kMs)));
+    EXPECT_EQ(r.decode->token_latency_counts, (std::vector<int64_t>{3, 3}));
+    EXPECT_EQ(r.decode->tokens_per_s, (std::vector<double>{100, 100}));
+    EXPECT_EQ(r.decode->kv_depth_start, 4);
+    EXPECT_EQ(r.ttft_ns, (std::vector<int64_t>{400 * kUs + 10 * kMs, 400 * kUs + 10 * kMs}));
+    EXPECT_DOUBLE_EQ(*r.ttft.median, 10.4e6);
+    EXPECT_DOUBLE_EQ(*r.decode->itl.median, 10e6);
+    EXPECT_EQ(r.started_ns, kT0);
+    EXPECT_EQ(r.finished_ns, rep2 + 400 * kUs + 30 * kMs);
+
+    // Stage marks just outside the timed regions, in order, with the tokens on the end marks.
+    EXPECT_EQ(rig.events,
+              (std::vector<std::string>{"doing loading the model", "doing warmup", "doing prefill",
+                                        "begin prefill", "end prefill 4", "doing decode",
+                                        "begin decode", "end decode 3", "doing prefill",
+                                        "begin prefill", "end prefill 4", "doing decode",
+                                        "begin decode", "end decode 3"}));
+}
+
+TEST(RepetitionRunner, InputsAreSeededPerRepetitionAndStartWithBos) {
+    Rig rig;
+    rig.engine.bos = 5;
+    const TestConfig c = small_test(6, 2, 2);
+    rig.run(c);
+    const auto prefills = rig.tl.calls_of(FakeOp::prefill);
+    const auto decodes = rig.tl.calls_of(FakeOp::decode_step);
+    ASSERT_EQ(prefills.size(), 3u);
+    for (const auto& p : prefills)
+        EXPECT_EQ(p.token, 5);  // the sequence starts at position 0
+    // The warm-up decodes the BOS token; repetition k decodes random_tokens(gen_seed(seed, k)).
+    ASSERT_EQ(decodes.size(), 5u);
+    EXPECT_EQ(decodes[0].token, 5);
+    for (int rep = 0; rep < 2; ++rep) {
+        const auto gen = random_tokens(2, 1000, gen_seed(7, rep));
+        EXPECT_EQ(decodes[1 + 2 * rep].token, gen[0]);
+        EXPECT_EQ(decodes[2 + 2 * rep].token, gen[1]);
+    }
+    EXPECT_NE(random_tokens(6, 1000, prompt_seed(7, 0)), random_tokens(6, 1000, prompt_seed(7, 1)));
+    EXPECT_EQ(prompt_seed(7, -1), 7u * 1000003 - 1);
+    EXPECT_EQ(gen_seed(7, 3), 7u * 7919 + 3);
+}
+
+TEST(RepetitionRunner, AtDepthTheCacheIsFilledEveryRepetitionAndNoBosIsForced) {
+    Rig rig;
+    TestConfig c = small_test(4, 1, 1);
+    c.n_depth = 32;
+    c.warmup = false;
+    const TestResult r = rig.run(c);
+    EXPECT_EQ(rig.ops(),
+              (std::vector<std::string>{"load", "fill_to_depth 32", "prefill 4", "decode_step"}));
+    EXPECT_EQ(rig.tl.calls_of(FakeOp::prefill)[0].token,
+              random_tokens(4, 1000, prompt_seed(7, 0))[0]);
+    EXPECT_EQ(r.decode->kv_depth_start, 36);
+    EXPECT_EQ(rig.engine.loaded_spec().n_ctx, 32 + 4 + 1 + 8);
+    EXPECT_EQ(rig.events.front(), "doing loading the model");
+    EXPECT_EQ(rig.events[1], "doing filling the KV cache");
+}
+
+TEST(RepetitionRunner, InterTokenLatenciesAndTtftAreTheScriptedTimes) {
+    Rig rig;
+    // Token k of every repetition takes 10 + k ms; prefill 2 ms per token.
+    rig.engine.script().duration_ns = [](const FakeCall& call) -> int64_t {
+        switch (call.op) {
+            case FakeOp::prefill:
+                return 2 * kMs * call.n_tokens;
+            case FakeOp::decode_step:
+                return (10 + (call.index == 0 ? 0 : (call.index - 1) % 4)) * kMs;
+            default:
+                return 0;
+        }
+    };
+    const TestResult r = rig.run(small_test(3, 4, 3));
+    std::vector<int64_t> want;
+    for (int rep = 0; rep < 3; ++rep)
+        for (int64_t k : {10, 11, 12, 13})
+            want.push_back(k * kMs);
+    EXPECT_EQ(r.decode->token_latency_ns, want);
+    EXPECT_EQ(r.decode->duration_ns, (std::vector<int64_t>(3, 46 * kMs)));
+    EXPECT_EQ(r.ttft_ns, (std::vector<int64_t>(3, 6 * kMs + 10 * kMs)));
+    EXPECT_DOUBLE_EQ(*r.decode->itl.median, 11.5e6);
+    EXPECT_DOUBLE_EQ(*r.decode->itl.min, 10e6);
+    EXPECT_DOUBLE_EQ(*r.decode->itl.max, 13e6);
+    EXPECT_DOUBLE_EQ(*r.decode->robust.tokens_per_s, 1e9 / 11.5e6);
+    EXPECT_DOUBLE_EQ(*r.prefill->throughput.median, 500);
+}
+
+TEST(RepetitionRunner, StopsAtTheCiTargetOnceTheMinimumIsReached) {
+    // Identical repetitions: the robust CI has zero width, so the minimum is enough.
+    Rig rig;
+    TestConfig c = small_test(8, 4, 3);
+    c.target_ci = 0.02;
+    c.max_reps = 50;
+    const TestResult r = rig.run(c);
+    EXPECT_EQ(r.reps_done, 3);
+    EXPECT_EQ(r.stopped_by, "target_ci");
+    EXPECT_EQ(r.prefill->duration_ns.size(), 3u);
+}
+
+TEST(RepetitionRunner, NoisyStartRepeatsUntilTheFirstRepetitionThatMeetsTheTarget) {
+    // The first four repetitions' prefills take 1, 3, 1, 3 ms per token, then every one 1 ms:
+    // the runner must stop at the first repetition (>= reps) whose samples meet the target.
+    auto prefill_ns = [](int rep) -> int64_t { return (rep < 4 && rep % 2 ? 3 : 1) * kMs; };
+    Rig rig;
+    rig.engine.script().duration_ns = [&](const FakeCall& call) -> int64_t {
+        if (call.op == FakeOp::prefill)
+            return call.index == 0 ? kMs : prefill_ns(call.index - 1) * call.n_tokens;
+        return call.op == FakeOp::decode_step ? 10 * kMs : 0;
+    };
+    TestConfig c = small_test(2, 2, 3);
+    c.target_ci = 0.05;
+    c.max_reps = 40;
+    const TestResult r = rig.run(c);
+
+    // The same rule on the planted samples, repetition by repetition.
+    TestResult probe;
+    probe.prefill = prefill_of(2, {});
+    probe.decode = decode_of(0, 2, std::nullopt, 0);
+    int expect = 0;
+    for (int rep = 0; rep < c.max_reps; ++rep) {
+        probe.prefill->duration_ns.push_back(2 * prefill_ns(rep));
+        probe.prefill->tokens_per_s.push_back(2 * 1e9 / (2 * prefill_ns(rep)));
+        for (int k = 0; k < 2; ++k)
+            probe.decode->token_latency_ns.push_back(10 * kMs);
+        probe.decode->token_latency_counts.push_back(2);
+        if (rep + 1 >= c.reps && target_ci_reached(probe, *c.target_ci)) {
+            expect = rep + 1;
+            break;
+        }
+    }
+    ASSERT_GT(expect, c.reps);  // the noise made it repeat past the minimum
+    ASSERT_LT(expect, c.max_reps);
+    EXPECT_EQ(r.reps_done, expect);
+    EXPECT_EQ(r.stopped_by, "target_ci");
+    EXPECT_EQ(r.prefill->duration_ns, probe.prefill->duration_ns);
+}
+
+TEST(RepetitionRunner, StopsAtMaxRepsWhenTheTargetIsOutOfReach) {
+    Rig rig;
+    // Prefill alternates between 1 and 5 ms per token for ever.
+    rig.engine.script().duration_ns = [](const FakeCall& call) -> int64_t {
+        if (call.op == FakeOp::prefill)
+            return (call.index % 2 ? 5 : 1) * kMs * call.n_tokens;
+        return call.op == FakeOp::decode_step ? kMs : 0;
+    };
+    TestConfig c = small_test(2, 1, 2);
+    c.target_ci = 0.001;
+    c.max_reps = 7;
+    const TestResult r = rig.run(c);
+    EXPECT_EQ(r.reps_done, 7);
+    EXPECT_EQ(r.stopped_by, "max_reps");
+    EXPECT_EQ(r.status, "ok");
+    EXPECT_EQ(rig.tl.calls_of(FakeOp::prefill).size(), 8u);  // warm-up + 7
+}
+
+TEST(RepetitionRunner, AnInterruptStopsBeforeTheNextRepetitionAndKeepsWhatWasMeasured) {
+    Rig rig;
+    RepetitionOptions o;
+    // The interrupt comes during repetition 2 (the warm-up's decode step is the first).
+    o.interrupted = [&] { return rig.tl.calls_of(FakeOp::decode_step).size() >= 5; };
+    const TestResult r = rig.run(small_test(4, 2, 5), o);
+    EXPECT_EQ(r.status, "interrupted");
+    EXPECT_EQ(r.stopped_by, "interrupt");
+    EXPECT_EQ(r.reps_done, 2);
+    EXPECT_EQ(r.prefill->duration_ns.size(), 2u);
+    EXPECT_EQ(r.decode->token_latency_ns.size(), 4u);
+    EXPECT_EQ(rig.tl.calls_of(FakeOp::prefill).size(), 3u);
+    EXPECT_FALSE(r.error);
+}
+
+TEST(RepetitionRunner, TheProcessInterruptFlagIsPolledByDefault) {
+    Rig rig;
+    rig.engine.script().before = [](const FakeCall& call) {
+        if (call.op == FakeOp::decode_step && call.index == 1)
+            request_interrupt();  // during the first measured repetition
+    };
+    const TestResult r = rig.run(small_test(4, 1, 3));
+    clear_interrupt();
+    EXPECT_EQ(r.status, "interrupted");
+    EXPECT_EQ(r.reps_done, 1);
+}
+
+TEST(RepetitionRunner, AFailedLoadIsRecordedNotThrown) {
+    Rig rig;
+    TestConfig c = small_test(4, 2, 3);
+    c.model_path = "";  // the fake refuses it as input
+    const TestResult r = rig.run(c);
+    EXPECT_EQ(r.status, "failed");
+    EXPECT_EQ(r.stopped_by, "error");
+    EXPECT_EQ(r.error_kind, "input");
+    EXPECT_EQ(r.error, "E: no model");
+    EXPECT_EQ(r.reps_done, 0);
+    EXPECT_FALSE(r.prefill);
+    EXPECT_FALSE(r.decode);
+    EXPECT_EQ(rig.ops(), (std::vector<std::string>{"load"}));
+}
+
+TEST(RepetitionRunner, AFailedPrefillStopsTheTestWithWhatCameBefore) {
+    Rig rig;
+    rig.engine.script().before = [](const FakeCall& call) {
+        if (call.op == FakeOp::prefill && call.index == 2)  // repetition 2's
+            throw runtime_error("llama_decode failed during prefill (code -3) at token 0");
+    };
+    const TestResult r = rig.run(small_test(4, 2, 4));
+    EXPECT_EQ(r.status, "failed");
+    EXPECT_EQ(r.error_kind, "runtime");
+    EXPECT_EQ(r.error, "llama_decode failed during prefill (code -3) at token 0");
+    EXPECT_EQ(r.reps_done, 1);
+    EXPECT_EQ(r.prefill->duration_ns.size(), 1u);
+    EXPECT_EQ(r.decode->duration_ns.size(), 1u);
+    EXPECT_DOUBLE_EQ(*r.prefill->duration.median, 400e3);  // summaries of what was measured
+    EXPECT_EQ(rig.tl.calls().back().op, FakeOp::prefill);  // nothing ran after the failure
+}
+
+TEST(RepetitionRunner, AFailureOnTheThirdDecodeStepKeepsTheTokensBeforeIt) {
+    Rig rig;
+    rig.engine.script().before = [](const FakeCall& call) {
+        if (call.op == FakeOp::decode_step && call.index == 2)
+            throw std::runtime_error("device lost");
+    };
+    // Decode steps: the warm-up's (0), then repetition 1's first (1) and second (2).
+    const TestResult r = rig.run(small_test(4, 3, 2));
+    EXPECT_EQ(r.status, "failed");
+    EXPECT_EQ(r.error, "device lost");
+    EXPECT_EQ(r.error_kind, "runtime");
+    EXPECT_EQ(r.reps_done, 0);
+    EXPECT_EQ(r.prefill->duration_ns.size(), 1u);
+    EXPECT_TRUE(r.decode->duration_ns.empty());
+    EXPECT_EQ(r.decode->token_latency_ns, (std::vector<int64_t>{10 * kMs}));
+    EXPECT_TRUE(r.ttft_ns.empty());
+}
+
+TEST(RepetitionRunner, AFailingWarmupFailsTheTest) {
+    Rig rig;
+    rig.engine.script().before = [](const FakeCall& call) {
+        if (call.op == FakeOp::decode_step)
+            throw input_error("unknown KV cache type");
+    };
+    const TestResult r = rig.run(small_test(4, 3, 2));
+    EXPECT_EQ(r.status, "failed");
+    EXPECT_EQ(r.error_kind, "input");
+    EXPECT_EQ(r.reps_done, 0);
+    EXPECT_TRUE(r.prefill->duration_ns.empty());
+}
+
+TEST(RepetitionRunner, APlantedSlowRepetitionAndAStalledTokenAreStalls) {
+    Rig rig;
+    rig.engine.script().duration_ns = [](const FakeCall& call) -> int64_t {
+        if (call.op == FakeOp::prefill)  // repetition 5 (call 5: the warm-up is call 0) 3x
+            return (call.index == 5 ? 3 : 1) * kMs * call.n_tokens;
+        if (call.op == FakeOp::decode_step)  // token 9 of the measured ones: 150 ms
+            return call.index == 10 ? 150 * kMs : kMs;
+        return 0;
+    };
+    const TestResult r = rig.run(small_test(100, 4, 7));
+    EXPECT_EQ(r.prefill->stalls.indices, (std::vector<size_t>{4}));
+    EXPECT_DOUBLE_EQ(r.prefill->stalls.excess, 200e6);
+    EXPECT_EQ(r.decode->token_stalls.indices, (std::vector<size_t>{9}));
+    EXPECT_DOUBLE_EQ(r.decode->token_stalls.excess, 149e6);
+    EXPECT_EQ(r.decode->stalls.indices, (std::vector<size_t>{2}));
+    // The robust rates stay at the typical repetition's.
+    EXPECT_DOUBLE_EQ(*r.prefill->robust.tokens_per_s, 1000);
+    EXPECT_DOUBLE_EQ(*r.decode->robust.tokens_per_s, 1000);
+    ASSERT_TRUE(stall_warning(r));
+}
+
+TEST(RepetitionRunner, RooflineFromTheEnginesModelFacts) {
+    Rig rig;
+    rig.engine.weights = 1'000'000'000;
+    rig.engine.kv_bytes_per_token = 1000;
+    rig.engine.params = 1000;
+    rig.engine.model_shape = ModelShape{2, 4, 10, 4};
+    RepetitionOptions o;
+    o.membw_gbps = 200;
+    const TestResult r = rig.run(small_test(3, 4, 2), o);
+    // Decode: 100 tokens/s; bytes per token = weights + KV at depth 3 + 4 / 2.
+    EXPECT_DOUBLE_EQ(*r.roofline.decode_bytes_per_token, 1e9 + 5 * 1000);
+    EXPECT_DOUBLE_EQ(*r.roofline.decode_bandwidth_gbps, (1e9 + 5000) * 100 / 1e9);
+    EXPECT_DOUBLE_EQ(*r.roofline.decode_bandwidth_fraction, (1e9 + 5000) * 100 / 1e9 / 200);
+    EXPECT_DOUBLE_EQ(*r.roofline.prefill_gflops,
+                     prefill_flops(1000, *rig.engine.model_shape, 0, 3) / 300e3);
+    // Without the facts, or when not asked: missing, not zero.
+    Rig bare;
+    const TestResult b = bare.run(small_test(3, 4, 2));
+    EXPECT_FALSE(b.roofline.decode_bytes_per_token);
+    EXPECT_FALSE(b.roofline.prefill_gflops);
+    RepetitionOptions off;
+    off.roofline = false;
+    EXPECT_FALSE(rig.run(small_test(3, 4, 2), off).roofline.decode_bytes_per_token);
+}
+
+TEST(RepetitionRunner, TwoEnginesMoveTheStateAndTtftIncludesTheTransfer) {
+    FakeTimeline tl;
+    FakeEngine a(tl, "A"), b(tl, "B");
+    a.backends = {"CPU"};
+    b.backends = {"RPC0", "CPU"};
+    for (FakeEngine* e : {&a, &b})
+        e->load(load_spec_for(small_test(8, 2, 1)));
+    b.script().duration_ns = [](const FakeCall& call) -> int64_t {
+        return call.op == FakeOp::restore_state ? 3 * kMs : 20 * kMs;  // decode 20 ms on B
+    };
+    const int64_t t_start = tl.now_ns();
+    std::vector<std::string> marks;
+    SweepHooks h;
+    h.stage_marker = [&](const std::string& s, bool begin, std::optional<int64_t>) {
+        marks.push_back((begin ? "+" : "-") + s);
+    };
+    RepetitionOptions o;
+    o.decode_engine = &b;
+    o.load = false;
+    o.clock = tl.clock();
+    TestConfig c = small_test(8, 2, 2);
+    RepetitionRunner runner(a, c, h, o);
+    while (runner.has_repeats_remaining())
+        runner.do_one_repetition();
+    const TestResult r = runner.results();
+
+    std::vector<std::string> seq;
+    for (const auto& call : tl.calls())
+        if (call.start_ns >= t_start)
+            seq.push_back(call.engine + "." + fake_op_name(call.op));
+    const std::vector<std::string> rep = {"A.fill_to_depth", "A.prefill", "A.save_state",
+                                          "B.restore_state", "B.decode_step", "B.decode_step"};
+    std::vector<std::string> want = {"A.fill_to_depth", "A.prefill", "A.save_state",
+                                     "B.restore_state", "B.decode_step"};  // warm-up
+    for (int k = 0; k < 2; ++k)
+        want.insert(want.end(), rep.begin(), rep.end());
+    EXPECT_EQ(seq, want);
+    EXPECT_EQ(marks, (std::vector<std::string>{"+prefill", "-prefill", "+transfer", "-transfer",
+                                               "+decode", "-decode", "+prefill", "-prefill",
+                                               "+transfer", "-transfer", "+decode", "-decode"}));
+    EXPECT_EQ(r.backends, (std::vector<std::string>{"CPU", "RPC0"}));
+    EXPECT_TRUE(r.notes.empty());
+
+    const TransferSamples& t = runner.transfer();
+    EXPECT_EQ(t.save_ns, (std::vector<int64_t>{kMs, kMs}));
+    EXPECT_EQ(t.restore_ns, (std::vector<int64_t>{3 * kMs, 3 * kMs}));
+    EXPECT_EQ(t.transfer_ns, (std::vector<int64_t>{4 * kMs, 4 * kMs}));
+    EXPECT_EQ(t.bytes, (std::vector<int64_t>{8 * 1024, 8 * 1024}));
+    ASSERT_EQ(t.start_ns.size(), 2u);
+    EXPECT_EQ(t.start_ns[0], r.prefill->start_ns[0] + 800 * kUs);
+    // Prefill 0.8 ms on A, the transfer 4 ms, the first token 20 ms on B.
+    EXPECT_EQ(r.ttft_ns, (std::vector<int64_t>(2, 800 * kUs + 4 * kMs + 20 * kMs)));
+    EXPECT_EQ(runner.e2e_ns(), (std::vector<int64_t>(2, 800 * kUs + 4 * kMs + 40 * kMs)));
+    EXPECT_EQ(r.decode->duration_ns, (std::vector<int64_t>(2, 40 * kMs)));
+    EXPECT_EQ(b.n_cached(), 10);
+}
+
+TEST(RepetitionRunner, ADriverCanFailOrInterruptATestItself) {
+    Rig rig;
+    RepetitionOptions o;
+    o.clock = rig.tl.clock();
+    RepetitionRunner runner(rig.engine, small_test(4, 2, 5), {}, o);
+    runner.do_one_repetition();
+    EXPECT_TRUE(runner.has_repeats_remaining());
+    runner.fail("the other mode failed: device lost", ErrorKind::runtime);
+    EXPECT_FALSE(runner.has_repeats_remaining());
+    const size_t calls = rig.tl.calls().size();
+    runner.do_one_repetition();  // does nothing now
+    EXPECT_EQ(rig.tl.calls().size(), calls);
+    const TestResult r = runner.results();
+    EXPECT_EQ(r.status, "failed");
+    EXPECT_EQ(r.error_kind, "runtime");
+    EXPECT_EQ(r.reps_done, 1);
+
+    RepetitionRunner other(rig.engine, small_test(4, 2, 5), {}, o);
+    other.prepare();
+    other.interrupt();
+    EXPECT_FALSE(other.has_repeats_remaining());
+    EXPECT_EQ(other.results().stopped_by, "interrupt");
+}
+
+TEST(RunTest, IsTheRunnerDrivenToTheEnd) {
+    FakeTimeline tl;
+    FakeEngine e(tl, "E");
+    const TestResult r = run_test(e, small_test(4, 2, 3), {}, std::nullopt, tl.clock());
+    EXPECT_EQ(r.reps_done, 3);
+    EXPECT_EQ(r.stopped_by, "reps");
+    EXPECT_EQ(r.prefill->duration_ns, (std::vector<int64_t>(3, 400 * kUs)));
+    EXPECT_EQ(r.finished_ns, tl.now_ns());
+}
+
+TEST(PrefillFlops, DenseTermExcludesTheEmbeddingLookupAndAddsAttention) {
+    ModelShape s;
+    s.n_layer = 2;
+    s.n_embd = 4;
+    s.n_vocab = 10;
+    s.n_attn = 4;
+    // 1000 params, 40 of them the embedding; 3 tokens at depth 0: pairs = 1 + 2 + 3 = 6.
+    const double expect = 2.0 * 960 * 3 + 2.0 * 40 + 4.0 * 2 * 4 * 6;
+    EXPECT_DOUBLE_EQ(prefill_flops(1000, s, 0, 3), expect);
+    // At depth 5 every query sees 5 more keys.
+    EXPECT_DOUBLE_EQ(prefill_flops(1000, s, 5, 3) - expect, 4.0 * 2 * 4 * 15);
+}
+
+
+TEST(RobustRate, PrefillIsTokensOverTheMedianRepetitionAndCountsTheSlowOne) {
+    StageResult s = prefill_of(512, {100'000'000, 101'000'000, 99'000'000, 100'000'000, 300'000'000,
+                                     100'000'000, 100'000'000});
+    finish_stage(s);
+    ASSERT_TRUE(s.robust.tokens_per_s);
+    EXPECT_DOUBLE_EQ(*s.robust.tokens_per_s, 512 / 0.1);
+    ASSERT_TRUE(s.robust.ci95_lo && s.robust.ci95_hi && s.robust.ci95_half_rel);
+    EXPECT_LE(*s.robust.ci95_lo, *s.robust.tokens_per_s);
+    EXPECT_GE(*s.robust.ci95_hi, *s.robust.tokens_per_s);
+    EXPECT_EQ(s.stalls.indices, (std::vector<size_t>{4}));
+    EXPECT_DOUBLE_EQ(s.stalls.excess, 200'000'000);
+    // The mean is pulled down by the slow repetition; the robust figure is not.
+    EXPECT_LT(*s.throughput.mean, 0.95 * *s.robust.tokens_per_s);
+}
+
+TEST(RobustRate, DecodeIsTheMedianInterTokenLatencyGroupedByRepetition) {
+    DecodeResult d = decode_of(5, 64, 130, 150'000'000);  // a 150 ms stall in repetition 3
+    finish_decode(d);
+    EXPECT_EQ(d.token_stalls.indices, (std::vector<size_t>{130}));
+    EXPECT_EQ(d.token_stalls.n, 320u);
+    ASSERT_TRUE(d.token_stalls.median);
+    EXPECT_DOUBLE_EQ(d.token_stalls.excess, 150'000'000 - *d.token_stalls.median);
+    EXPECT_EQ(d.itl.n, 320u);
+    ASSERT_TRUE(d.robust.tokens_per_s && d.robust.ci95_half_rel);
+    EXPECT_DOUBLE_EQ(*d.robust.tokens_per_s, 1e9 / *d.itl.median);
+    EXPECT_LT(*d.robust.ci95_half_rel, 0.01);
+    EXPECT_LT(*d.throughput.mean, 0.9 * *d.robust.tokens_per_s);
+    // Without counts, repetitions of n_tokens are assumed.
+    DecodeResult e = decode_of(5, 64, 130, 150'000'000);
+    e.token_latency_counts.clear();
+    finish_decode(e);
+    EXPECT_EQ(e.robust.ci95_lo, d.robust.ci95_lo);
+    EXPECT_EQ(e.robust.ci95_hi, d.robust.ci95_hi);
+}
+
+TEST(TargetCi, HoldsTheRobustFigureNotTheMean) {
+    // Twenty prefill repetitions, one stalled: the mean's CI is wide, the median's narrow.
+    std::vector<int64_t> dur(20, 100'000'000);
+    for (size_t i = 0; i < dur.size(); ++i)
+        dur[i] += static_cast<int64_t>(i % 4) * 200'000;
+    dur[7] = 400'000'000;
+    TestResult r;
+    r.prefill = prefill_of(512, dur);
+    r.decode = decode_of(5, 64, 70, 200'000'000);
+    const Summary mean = summarize(r.prefill->tokens_per_s);
+    ASSERT_TRUE(mean.ci95_half_rel);
+    EXPECT_GT(*mean.ci95_half_rel, 0.05);
+    EXPECT_TRUE(target_ci_reached(r, 0.02));
+    EXPECT_FALSE(target_ci_reached(r, 0.0001));
+
+    TestConfig c;
+    c.reps = 3;
+    c.max_reps = 50;
+    c.target_ci = 0.02;
+    EXPECT_TRUE(repetition_done(r, c, 19));
+    EXPECT_EQ(r.stopped_by, "target_ci");
+}
+
