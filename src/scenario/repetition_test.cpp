@@ -105,12 +105,11 @@ TEST(RepetitionRunner, MeasuresEachStageFromTheEnginesTimestampsExactly) {
     EXPECT_EQ(r.finished_ns, rep2 + 400 * kUs + 30 * kMs);
 
     // Stage marks just outside the timed regions, in order, with the tokens on the end marks.
-    EXPECT_EQ(rig.events,
-              (std::vector<std::string>{"doing loading the model", "doing warmup", "doing prefill",
-                                        "begin prefill", "end prefill 4", "doing decode",
-                                        "begin decode", "end decode 3", "doing prefill",
-                                        "begin prefill", "end prefill 4", "doing decode",
-                                        "begin decode", "end decode 3"}));
+    EXPECT_EQ(rig.events, (std::vector<std::string>{
+                              "doing loading the model", "doing warmup", "doing prefill",
+                              "begin prefill", "end prefill 4", "doing decode", "begin decode",
+                              "end decode 3", "doing prefill", "begin prefill", "end prefill 4",
+                              "doing decode", "begin decode", "end decode 3"}));
 }
 
 TEST(RepetitionRunner, InputsAreSeededPerRepetitionAndStartWithBos) {
@@ -414,7 +413,7 @@ TEST(RepetitionRunner, TwoEnginesMoveTheStateAndTtftIncludesTheTransfer) {
     for (const auto& call : tl.calls())
         if (call.start_ns >= t_start)
             seq.push_back(call.engine + "." + fake_op_name(call.op));
-    const std::vector<std::string> rep = {"A.fill_to_depth", "A.prefill", "A.save_state",
+    const std::vector<std::string> rep = {"A.fill_to_depth", "A.prefill",     "A.save_state",
                                           "B.restore_state", "B.decode_step", "B.decode_step"};
     std::vector<std::string> want = {"A.fill_to_depth", "A.prefill", "A.save_state",
                                      "B.restore_state", "B.decode_step"};  // warm-up
@@ -488,7 +487,6 @@ TEST(PrefillFlops, DenseTermExcludesTheEmbeddingLookupAndAddsAttention) {
     EXPECT_DOUBLE_EQ(prefill_flops(1000, s, 5, 3) - expect, 4.0 * 2 * 4 * 15);
 }
 
-
 TEST(RobustRate, PrefillIsTokensOverTheMedianRepetitionAndCountsTheSlowOne) {
     StageResult s = prefill_of(512, {100'000'000, 101'000'000, 99'000'000, 100'000'000, 300'000'000,
                                      100'000'000, 100'000'000});
@@ -546,4 +544,3 @@ TEST(TargetCi, HoldsTheRobustFigureNotTheMean) {
     EXPECT_TRUE(repetition_done(r, c, 19));
     EXPECT_EQ(r.stopped_by, "target_ci");
 }
-
