@@ -145,8 +145,8 @@ size_t FakeEngine::save_state(std::vector<uint8_t>& buf) {
     if (!can_transfer)
         return Engine::save_state(buf);
     call(FakeOp::save_state, n_cached_, -1);
-    const size_t bytes = std::max<size_t>(
-        sizeof(int64_t), static_cast<size_t>(state_bytes_per_token * n_cached_));
+    const size_t bytes =
+        std::max<size_t>(sizeof(int64_t), static_cast<size_t>(state_bytes_per_token * n_cached_));
     buf.assign(bytes, 0);
     std::memcpy(buf.data(), &n_cached_, sizeof n_cached_);
     return bytes;

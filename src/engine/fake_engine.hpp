@@ -22,7 +22,7 @@ const char* fake_op_name(FakeOp op);
 
 // One call of a fake engine, as the script sees it and the log keeps it.
 struct FakeCall {
-    std::string engine;    // FakeEngine::name()
+    std::string engine;  // FakeEngine::name()
     FakeOp op = FakeOp::load;
     int index = 0;         // 0-based: how many calls of this op this engine had before
     int64_t n_tokens = 0;  // prefill: prompt tokens; fill_to_depth: depth; decode_step: 1
