@@ -35,8 +35,10 @@ json compare_modes(const std::vector<int64_t>& hybrid_e2e,
             return;
         const auto a = as_double(alone);
         const RatioCi r = ratio_of_medians(a, h);
-        out[key] = {
-            {"speedup", r.ratio}, {"ci95_lo", r.lo}, {"ci95_hi", r.hi}, {"verdict", hybrid_verdict(r)}};
+        out[key] = {{"speedup", r.ratio},
+                    {"ci95_lo", r.lo},
+                    {"ci95_hi", r.hi},
+                    {"verdict", hybrid_verdict(r)}};
     };
     add(kPrefillAloneMode, prefill_alone_e2e);
     add(kDecodeAloneMode, decode_alone_e2e);

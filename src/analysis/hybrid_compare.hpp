@@ -31,7 +31,6 @@ nlohmann::json compare_modes(const std::vector<int64_t>& hybrid_e2e,
 // every n_prompt over n_gen). points: extra["hybrid"]["points"].
 nlohmann::json crossovers(const nlohmann::json& points);
 
-
 // "hybrid faster" (ratio > 1), "hybrid slower" or "no difference" (the CI contains 1) for a
 // speedup alone / hybrid.
 std::string hybrid_verdict(const RatioCi& speedup);
