@@ -1,8 +1,14 @@
 #pragma once
 // The Engine interface: what a scenario needs from an inference engine to time its stages.
-// Implementations: LlamaEngine (llama.cpp in-process). Engines never print to stdout and
-// report failures by throwing sb::Error (input for unusable models/devices, runtime for
-// failures while running).
+// Implementations: LlamaEngine (llama.cpp in-process), HttpEngine (a server behind HTTP),
+// FakeEngine (scripted, for tests). Engines never print to stdout and report failures by
+// throwing sb::Error (input for unusable models/devices, runtime for failures while running).
+//
+// Two kinds of engine, told apart by caps().measures_whole_request (capabilities as data):
+// an in-process engine exposes the stages (fill_to_depth, prefill, decode_step, each with its
+// own timestamps); an engine behind HTTP takes whole requests, so a repetition is one
+// run_request() measured from the client (TTFT, the stream), and the stage entries throw. The
+// one repetition loop (scenario/repetition.hpp) drives both.
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -12,6 +18,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/result.hpp"
 
 namespace sb {
 
@@ -22,6 +29,9 @@ struct EngineCaps {
     bool kv_depth_cache = false;  // can restore a KV state to start decode at depth d quickly
     bool thread_control = false;  // honours LoadSpec::n_threads
     bool state_transfer = false;  // save_state()/restore_state() move a sequence between engines
+    // Takes whole requests (a server): run_request() measures one repetition; fill_to_depth
+    // (beyond 0), prefill and decode_step throw sb::Error(input).
+    bool measures_whole_request = false;
 };
 
 // Everything that selects how a model is loaded and run. Fields that select the model's
@@ -53,6 +63,39 @@ struct ModelShape {
 struct StageTimes {
     int64_t start_ns = 0;  // sb::now_ns() clock
     int64_t end_ns = 0;
+};
+
+// One request of a workload, for an engine that measures whole requests.
+struct RequestSpec {
+    int64_t n_prompt = 0;      // prompt tokens asked for
+    int64_t n_gen = 1;         // tokens to generate (>= 1)
+    uint64_t prompt_seed = 0;  // varies the prompt's words, so no prefix cache helps
+    uint64_t seed = 0;         // the sampling seed sent with the request
+    // Just before the request is sent, the prompt made (telemetry marks; outside the timing).
+    std::function<void()> on_send;
+    // Once, right after the first output was timestamped.
+    std::function<void()> on_first_output;
+};
+
+// The client-side measures of one request (durations relative to its start, in ns).
+struct RequestTiming {
+    int64_t ttft_ns = 0;
+    std::optional<int64_t> first_content_ns;
+    int64_t e2e_ns = 0;
+    int64_t n_out = 0;       // output tokens: usage when given, else the stream's count
+    int64_t n_streamed = 0;  // tokens counted from the stream
+    int64_t n_chunks = 0;
+    std::vector<int64_t> itl_ns;     // one gap per token after the first chunk's
+    std::optional<int64_t> tpot_ns;  // undefined for fewer than 2 tokens or E2E == TTFT
+    std::vector<std::string> notes;  // disagreements between the stream and the counts
+};
+
+// What one whole request measured.
+struct RequestMeasure {
+    int64_t start_ns = 0;  // just before the request was sent (sb::now_ns clock)
+    RequestTiming timing;
+    std::optional<int64_t> prompt_tokens;  // the prompt as the server counted it, if it said
+    std::optional<ServerTimings> server;   // the server's own stage timings, if it sent them
 };
 
 // The clock a scenario reads between an engine's own timestamps, in nanoseconds on the
@@ -108,6 +151,13 @@ class Engine {
     }
     virtual void restore_state(std::span<const uint8_t> state) {
         throw input_error(caps().name + " cannot move a sequence state between engines");
+    }
+
+    // (optional) One whole request (caps().measures_whole_request): the prompt is made before
+    // the clock starts, then the generation is streamed and timed. Throws sb::Error(runtime)
+    // for a failed request; engines without the capability throw sb::Error(input).
+    virtual RequestMeasure run_request(const RequestSpec& spec) {
+        throw input_error(caps().name + " does not measure whole requests");
     }
 };
 

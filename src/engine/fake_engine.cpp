@@ -22,9 +22,11 @@ const char* fake_op_name(FakeOp op) {
         case FakeOp::save_state:
             return "save_state";
         case FakeOp::restore_state:
+            return "restore_state";
+        case FakeOp::request:
             break;
     }
-    return "restore_state";
+    return "request";
 }
 
 std::vector<FakeCall> FakeTimeline::calls_of(FakeOp op) const {
@@ -52,9 +54,11 @@ int64_t default_duration_ns(const FakeCall& c) {
         case FakeOp::save_state:
             return 1'000'000;
         case FakeOp::restore_state:
+            return 2'000'000;
+        case FakeOp::request:
             break;
     }
-    return 2'000'000;
+    return 100'000 * c.n_tokens + 10'000'000;
 }
 
 }  // namespace
@@ -88,8 +92,10 @@ const LoadSpec& FakeEngine::loaded_spec() const {
 }
 
 EngineCaps FakeEngine::caps() const {
-    return EngineCaps{"fake", /*in_process=*/true, /*kv_depth_cache=*/false,
-                      /*thread_control=*/false, /*state_transfer=*/can_transfer};
+    EngineCaps c{"fake", /*in_process=*/!whole_requests, /*kv_depth_cache=*/false,
+                 /*thread_control=*/false, /*state_transfer=*/can_transfer};
+    c.measures_whole_request = whole_requests;
+    return c;
 }
 
 void FakeEngine::load(const LoadSpec& spec) {
@@ -145,8 +151,8 @@ size_t FakeEngine::save_state(std::vector<uint8_t>& buf) {
     if (!can_transfer)
         return Engine::save_state(buf);
     call(FakeOp::save_state, n_cached_, -1);
-    const size_t bytes = std::max<size_t>(
-        sizeof(int64_t), static_cast<size_t>(state_bytes_per_token * n_cached_));
+    const size_t bytes =
+        std::max<size_t>(sizeof(int64_t), static_cast<size_t>(state_bytes_per_token * n_cached_));
     buf.assign(bytes, 0);
     std::memcpy(buf.data(), &n_cached_, sizeof n_cached_);
     return bytes;
@@ -165,6 +171,30 @@ void FakeEngine::restore_state(std::span<const uint8_t> state) {
     n_cached_ = 0;
     check_room(n);
     n_cached_ = n;
+}
+
+RequestMeasure FakeEngine::run_request(const RequestSpec& spec) {
+    if (!whole_requests)
+        return Engine::run_request(spec);
+    if (spec.on_send)
+        spec.on_send();
+    const FakeCall& c = call(FakeOp::request, spec.n_prompt, -1);
+    RequestMeasure m;
+    m.start_ns = c.start_ns;
+    m.timing.ttft_ns = c.end_ns - c.start_ns;
+    if (spec.on_first_output)
+        spec.on_first_output();
+    const int64_t n = std::max<int64_t>(1, spec.n_gen);
+    for (int64_t i = 1; i < n; ++i) {
+        tl_.advance(request_itl_ns);
+        m.timing.itl_ns.push_back(request_itl_ns);
+    }
+    m.timing.e2e_ns = tl_.now_ns() - m.start_ns;
+    m.timing.n_out = m.timing.n_streamed = m.timing.n_chunks = n;
+    if (n >= 2)
+        m.timing.tpot_ns = (m.timing.e2e_ns - m.timing.ttft_ns) / (n - 1);
+    m.prompt_tokens = spec.n_prompt;
+    return m;
 }
 
 }  // namespace sb

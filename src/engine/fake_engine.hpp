@@ -16,16 +16,26 @@
 
 namespace sb {
 
-enum class FakeOp { load, reset, fill_to_depth, prefill, decode_step, save_state, restore_state };
-// "load", "reset", "fill_to_depth", "prefill", "decode_step", "save_state", "restore_state".
+enum class FakeOp {
+    load,
+    reset,
+    fill_to_depth,
+    prefill,
+    decode_step,
+    save_state,
+    restore_state,
+    request
+};
+// "load", "reset", "fill_to_depth", "prefill", "decode_step", "save_state", "restore_state",
+// "request".
 const char* fake_op_name(FakeOp op);
 
 // One call of a fake engine, as the script sees it and the log keeps it.
 struct FakeCall {
-    std::string engine;    // FakeEngine::name()
+    std::string engine;  // FakeEngine::name()
     FakeOp op = FakeOp::load;
     int index = 0;         // 0-based: how many calls of this op this engine had before
-    int64_t n_tokens = 0;  // prefill: prompt tokens; fill_to_depth: depth; decode_step: 1
+    int64_t n_tokens = 0;  // prefill, request: prompt tokens; fill_to_depth: depth; decode: 1
     int32_t token = -1;    // decode_step: the token; prefill: its first token (-1: none)
     int64_t start_ns = 0;  // the simulated clock when the call began
     int64_t end_ns = 0;    // ... and when it returned (start_ns + its duration)
@@ -57,7 +67,7 @@ class FakeTimeline {
 
 // What a fake engine's calls take and do. The defaults: load 5 ms, reset 0, fill_to_depth
 // 10 us per token, prefill 100 us per token, decode_step 10 ms, save_state 1 ms,
-// restore_state 2 ms.
+// restore_state 2 ms, request (its time to the first token) 100 us per prompt token + 10 ms.
 struct FakeScript {
     // The simulated duration of a call (its start_ns is set; its end_ns is not yet); null:
     // the defaults above.
@@ -90,6 +100,11 @@ class FakeEngine final : public Engine {
     std::optional<double> kv_bytes_per_token;  // kv_bytes_read(depth) = depth x this
     int64_t state_bytes_per_token = 1024;      // save_state() writes this per cached token
     bool can_transfer = true;                  // caps().state_transfer
+    // An engine behind HTTP: caps().measures_whole_request, and run_request() answers. A
+    // request's call lasts its TTFT (the script's duration); each further token then takes
+    // request_itl_ns; the server counts the prompt as asked.
+    bool whole_requests = false;
+    int64_t request_itl_ns = 10'000'000;
 
     EngineCaps caps() const override;
     // Throws sb::Error(input) for an empty model_path (as an unusable model would).
@@ -112,6 +127,7 @@ class FakeEngine final : public Engine {
     // count); restore_state takes the count back.
     size_t save_state(std::vector<uint8_t>& buf) override;
     void restore_state(std::span<const uint8_t> state) override;
+    RequestMeasure run_request(const RequestSpec& spec) override;
 
   private:
     // Logs the call, runs script_.before, advances the clock; returns the logged call.
@@ -123,7 +139,7 @@ class FakeEngine final : public Engine {
     FakeScript script_;
     std::optional<LoadSpec> spec_;
     int64_t n_cached_ = 0;
-    int counts_[7] = {0, 0, 0, 0, 0, 0, 0};
+    int counts_[8] = {0, 0, 0, 0, 0, 0, 0, 0};
 };
 
 }  // namespace sb

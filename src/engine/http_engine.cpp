@@ -439,6 +439,48 @@ HttpEngine::HttpEngine(HttpEngineOptions o) : opts_(std::move(o)) {
 
 HttpEngine::~HttpEngine() = default;
 
+EngineCaps HttpEngine::caps() const {
+    EngineCaps c;
+    c.name = kind_;
+    c.in_process = false;
+    c.measures_whole_request = true;
+    return c;
+}
+
+void HttpEngine::load(const LoadSpec& spec) {
+    model_ = spec.model_path;
+}
+
+void HttpEngine::fill_to_depth(int n_depth, uint64_t) {
+    if (n_depth > 0)
+        throw input_error("a KV depth (-d) is not available with an engine behind HTTP");
+}
+
+StageTimes HttpEngine::prefill(std::span<const int32_t>) {
+    throw input_error(kind_ + " takes whole requests: no prefill stage of its own");
+}
+
+int64_t HttpEngine::decode_step(int32_t) {
+    throw input_error(kind_ + " takes whole requests: no decode step of its own");
+}
+
+RequestMeasure HttpEngine::run_request(const RequestSpec& spec) {
+    // The prompt is made (and sized with the server's tokenizer) before the clock starts.
+    const HttpPrompt prompt = make_prompt(model_, spec.n_prompt, spec.prompt_seed);
+    if (spec.on_send)
+        spec.on_send();
+    return request_measure(generate(model_, prompt, spec.n_gen, spec.seed, spec.on_first_output));
+}
+
+RequestMeasure request_measure(const Generation& g) {
+    RequestMeasure m;
+    m.start_ns = g.start_ns;
+    m.timing = compute_timing(g);
+    m.prompt_tokens = g.prompt_tokens;
+    m.server = g.server;
+    return m;
+}
+
 void HttpEngine::connect() {
     const std::string where = client_->url().base();
     auto get = [&](const std::string& path) {

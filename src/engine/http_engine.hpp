@@ -11,10 +11,11 @@
 // cross-checked with the stream; server-side stage timings are kept when the server sends
 // them (llama-server timings, Ollama *_duration, MLC usage.extra, vLLM metrics).
 //
-// Unlike the in-process Engine (engine.hpp), a server takes whole requests, so this class
-// offers prompts and generations rather than prefill/decode steps. Errors are sb::Error: input
-// when the server cannot be used at all (connect()), runtime for a failed request, always one
-// line.
+// Unlike the in-process engines, a server takes whole requests: this Engine has
+// caps().measures_whole_request, measures a repetition with run_request() (a prompt, then one
+// streamed generation) and has no prefill/decode steps. Errors are sb::Error: input when the
+// server cannot be used at all (connect()) or a stage entry is called, runtime for a failed
+// request, always one line.
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -24,6 +25,7 @@
 #include <vector>
 
 #include "core/result.hpp"
+#include "engine/engine.hpp"
 #include "engine/http_client.hpp"
 
 namespace sb {
@@ -69,24 +71,14 @@ struct Generation {
     std::string finish_reason;
 };
 
-// The client-side measures of one request (durations relative to its start, in ns).
-struct RequestTiming {
-    int64_t ttft_ns = 0;
-    std::optional<int64_t> first_content_ns;
-    int64_t e2e_ns = 0;
-    int64_t n_out = 0;       // output tokens: usage when given, else the stream's count
-    int64_t n_streamed = 0;  // tokens counted from the stream
-    int64_t n_chunks = 0;
-    std::vector<int64_t> itl_ns;     // one gap per token after the first chunk's
-    std::optional<int64_t> tpot_ns;  // undefined for fewer than 2 tokens or E2E == TTFT
-    std::vector<std::string> notes;  // disagreements between the stream and the counts
-};
-
 // Per-chunk token counts come from the server (cumulative counts, token arrays) where it
 // gives them; otherwise each chunk is one token, and when usage reports more tokens than
 // chunks the extra ones are spread evenly over the chunks after the first (with a note).
 // Throws sb::Error(runtime) when g has no output chunk.
 RequestTiming compute_timing(const Generation& g);
+
+// A generation's measure: its start, compute_timing(g), the server's prompt count and timings.
+RequestMeasure request_measure(const Generation& g);
 
 // A prompt made before the clock starts.
 struct HttpPrompt {
@@ -102,11 +94,29 @@ struct HttpEngineOptions {
     HttpTimeouts timeouts;
 };
 
-class HttpEngine {
+class HttpEngine final : public Engine {
   public:
     // Throws sb::Error(usage) for a malformed URL.
     explicit HttpEngine(HttpEngineOptions o);
-    ~HttpEngine();
+    ~HttpEngine() override;
+
+    // name: server_kind(); measures_whole_request.
+    EngineCaps caps() const override;
+    // Selects the model that requests name (spec.model_path; "" for the server's default).
+    // The rest of the spec is the server's own business; nothing is sent.
+    void load(const LoadSpec& spec) override;
+    void reset() override {}  // every request is a sequence of its own
+    // Only depth 0: a server's KV cache cannot be brought to a depth (sb::Error(input)).
+    void fill_to_depth(int n_depth, uint64_t seed) override;
+    // Not available behind HTTP: sb::Error(input).
+    StageTimes prefill(std::span<const int32_t> tokens) override;
+    int64_t decode_step(int32_t token) override;
+    int32_t n_vocab() const override { return 0; }
+    std::optional<int32_t> bos_token() const override { return std::nullopt; }
+    std::vector<std::string> active_backends() const override { return {}; }
+    // make_prompt(model, n_prompt, prompt_seed), then generate(...) of n_gen with the seed;
+    // spec.on_send runs between them.
+    RequestMeasure run_request(const RequestSpec& spec) override;
 
     // Talks to the server once: reachable, what it is, which models it lists. Throws
     // sb::Error(input) when it cannot be reached or cannot serve the chosen API.
@@ -141,6 +151,7 @@ class HttpEngine {
     std::string resolve_model(const std::string& model) const;
 
     HttpEngineOptions opts_;
+    std::string model_;  // from load()
     std::unique_ptr<HttpClient> client_;
     std::string kind_ = "openai-compatible";
     std::vector<std::string> models_;

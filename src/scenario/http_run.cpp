@@ -18,12 +18,6 @@
 namespace sb {
 namespace {
 
-std::string fixed(double v, int digits) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-    return buf;
-}
-
 void add_note(TestResult& r, const std::string& n) {
     if (std::find(r.notes.begin(), r.notes.end(), n) == r.notes.end())
         r.notes.push_back(n);
@@ -37,176 +31,14 @@ bool is_loopback(const std::string& host) {
 
 // ---- one test --------------------------------------------------------------------------------
 
-void add_http_repetition(TestResult& r, const RequestTiming& t, const Generation& g,
-                         int64_t n_prompt) {
-    if (!r.client)
-        r.client.emplace();
-    int64_t prompt = n_prompt;
-    if (g.prompt_tokens)
-        prompt = *g.prompt_tokens;
-    else if (g.server && g.server->prompt_n)
-        prompt = *g.server->prompt_n + g.server->cache_n.value_or(0);
-    // The stages appear with their first measured repetition, so a test that failed before
-    // measuring anything reads as failed, not as a row of empty numbers.
-    if (!r.prefill)
-        r.prefill.emplace().n_tokens = r.config.n_prompt;
-    if (!r.decode && r.config.n_gen >= 2) {
-        r.decode.emplace().n_tokens = r.config.n_gen - 1;  // the tokens after the first
-        r.decode->kv_depth_start = r.config.n_prompt + 1;
-    }
-    const int64_t ttft = std::max<int64_t>(1, t.ttft_ns);
-    r.ttft_ns.push_back(t.ttft_ns);
-    if (r.prefill) {
-        r.prefill->duration_ns.push_back(t.ttft_ns);
-        r.prefill->start_ns.push_back(g.start_ns);
-        r.prefill->tokens_per_s.push_back(static_cast<double>(prompt) * 1e9 / ttft);
-    }
-    if (r.decode && t.n_out >= 2 && t.e2e_ns > t.ttft_ns) {
-        const int64_t d = t.e2e_ns - t.ttft_ns;
-        r.decode->duration_ns.push_back(d);
-        r.decode->start_ns.push_back(g.start_ns + t.ttft_ns);
-        r.decode->tokens_per_s.push_back(static_cast<double>(t.n_out - 1) * 1e9 / d);
-        r.decode->token_latency_ns.insert(r.decode->token_latency_ns.end(), t.itl_ns.begin(),
-                                          t.itl_ns.end());
-        r.decode->token_latency_counts.push_back(static_cast<int64_t>(t.itl_ns.size()));
-    }
-    ClientTimings& c = *r.client;
-    c.e2e_ns.push_back(t.e2e_ns);
-    if (t.tpot_ns)
-        c.tpot_ns.push_back(*t.tpot_ns);
-    c.first_content_ns.push_back(t.first_content_ns);
-    c.prompt_tokens.push_back(prompt);
-    c.output_tokens.push_back(t.n_out);
-    c.streamed_tokens.push_back(t.n_streamed);
-    c.chunks.push_back(t.n_chunks);
-    if (g.server) {
-        if (!r.server)
-            r.server.emplace();
-        const ServerTimings& s = *g.server;
-        r.server->reps.push_back(s);
-        if (s.prompt_ns)
-            r.server->ttft_minus_prompt_ns.push_back(t.ttft_ns - *s.prompt_ns);
-        if (s.prompt_ns && s.predicted_ns)
-            r.server->e2e_minus_total_ns.push_back(t.e2e_ns - *s.prompt_ns - *s.predicted_ns);
-    }
-}
-
-void finish_http_result(TestResult& r, const std::string& server_kind) {
-    if (r.prefill)
-        finish_stage(*r.prefill);
-    if (r.decode)
-        finish_decode(*r.decode);
-    r.ttft = summarize_ns(r.ttft_ns);
-    const TestConfig& cfg = r.config;
-    const std::string name = cfg.test_name() + " over HTTP";
-    if (r.client) {
-        ClientTimings& c = *r.client;
-        c.e2e = summarize_ns(c.e2e_ns);
-        c.tpot = summarize_ns(c.tpot_ns);
-        std::vector<double> fc;
-        for (const auto& v : c.first_content_ns)
-            if (v)
-                fc.push_back(static_cast<double>(*v));
-        c.first_content = summarize(fc);
-        if (!c.prompt_tokens.empty()) {
-            const auto [lo, hi] =
-                std::minmax_element(c.prompt_tokens.begin(), c.prompt_tokens.end());
-            if (*lo != cfg.n_prompt || *hi != cfg.n_prompt)
-                add_note(r, name + ": the server counted " + std::to_string(*lo) +
-                                (*hi != *lo ? "-" + std::to_string(*hi) : "") +
-                                " prompt tokens (asked " + std::to_string(cfg.n_prompt) +
-                                "; its tokenizer or chat template); prefill t/s uses its count");
-        }
-        const int64_t want = std::max(1, cfg.n_gen);
-        if (!c.output_tokens.empty()) {
-            const int64_t lo = *std::min_element(c.output_tokens.begin(), c.output_tokens.end());
-            if (lo < want)
-                add_note(r, name + ": the server stopped after " + std::to_string(lo) + " of " +
-                                std::to_string(want) +
-                                " tokens in some repetition (EOS it would not ignore, or a limit)");
-        }
-    }
-    if (r.server) {
-        ServerSide& s = *r.server;
-        std::vector<double> pre, dec;
-        for (const auto& t : s.reps) {
-            if (t.prompt_n && t.prompt_ns && *t.prompt_ns > 0)
-                pre.push_back(static_cast<double>(*t.prompt_n) * 1e9 / *t.prompt_ns);
-            if (t.predicted_n && t.predicted_ns && *t.predicted_ns > 0)
-                dec.push_back(static_cast<double>(*t.predicted_n) * 1e9 / *t.predicted_ns);
-        }
-        s.prefill_tokens_per_s = summarize(pre);
-        s.decode_tokens_per_s = summarize(dec);
-        s.ttft_minus_prompt = summarize_ns(s.ttft_minus_prompt_ns);
-        s.e2e_minus_total = summarize_ns(s.e2e_minus_total_ns);
-        std::string n = name + " (" + server_kind + " timings, medians): server prefill ";
-        n += s.prefill_tokens_per_s.median ? fixed(*s.prefill_tokens_per_s.median, 1) : "-";
-        n += " t/s, decode ";
-        n += s.decode_tokens_per_s.median ? fixed(*s.decode_tokens_per_s.median, 1) : "-";
-        n += " t/s; client - server: TTFT - prompt time ";
-        n +=
-            s.ttft_minus_prompt.median ? fixed(*s.ttft_minus_prompt.median * 1e-6, 3) + " ms" : "-";
-        n += ", E2E - server total ";
-        n += s.e2e_minus_total.median ? fixed(*s.e2e_minus_total.median * 1e-6, 3) + " ms" : "-";
-        add_note(r, n);
-    }
-}
-
 TestResult run_http_test(HttpEngine& engine, const std::string& model, const TestConfig& c,
                          const SweepHooks& hooks) {
-    TestResult r;
-    r.config = c;
-    r.started_ns = now_ns();
-    auto mark = [&](const char* stage, bool begin, std::optional<int64_t> tokens = {}) {
-        if (hooks.stage_marker)
-            hooks.stage_marker(stage, begin, tokens);
-    };
-    const int64_t n_gen = std::max(1, c.n_gen);
-    try {
-        const bool decode = c.n_gen >= 2;
-        if (c.warmup) {
-            if (hooks.activity)
-                hooks.activity("warmup");
-            HttpPrompt p = engine.make_prompt(model, c.n_prompt, c.seed * 1000003 + 999983);
-            engine.generate(model, p, std::min<int64_t>(n_gen, 8), c.seed);
-        }
-        r.stopped_by = "reps";
-        for (int rep = 0; rep < c.max_reps; ++rep) {
-            if (interrupt_requested()) {
-                r.status = "interrupted";
-                r.stopped_by = "interrupt";
-                break;
-            }
-            if (hooks.repetition)
-                hooks.repetition(rep + 1, c.max_reps);
-            if (hooks.activity)
-                hooks.activity("request");
-            // The prompt is made (and sized with the server's tokenizer) before the clock
-            // starts; its words change every repetition so no prefix cache can help.
-            const HttpPrompt prompt = engine.make_prompt(model, c.n_prompt, c.seed * 1000003 + rep);
-            mark("prefill", true);
-            Generation g = engine.generate(model, prompt, n_gen, c.seed + rep, [&] {
-                mark("prefill", false, c.n_prompt);
-                if (decode)
-                    mark("decode", true);
-            });
-            RequestTiming t = compute_timing(g);
-            if (decode)
-                mark("decode", false, std::max<int64_t>(0, t.n_out - 1));
-            for (const auto& n : t.notes)
-                add_note(r, c.test_name() + " over HTTP: " + n);
-            add_http_repetition(r, t, g, c.n_prompt);
-            if (repetition_done(r, c, rep))
-                break;
-        }
-    } catch (const std::exception& e) {
-        r.status = interrupt_requested() ? "interrupted" : "failed";
-        r.error = e.what();
-        r.stopped_by = interrupt_requested() ? "interrupt" : "error";
-    }
-    finish_http_result(r, engine.server_kind());
-    r.finished_ns = now_ns();
-    return r;
+    LoadSpec spec;
+    spec.model_path = model;
+    engine.load(spec);  // only names the model in the requests
+    RepetitionOptions o;
+    o.load = false;
+    return run_repetitions(engine, c, hooks, std::move(o));
 }
 
 // ---- the run ---------------------------------------------------------------------------------

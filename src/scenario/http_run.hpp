@@ -28,19 +28,12 @@ struct HttpRunOptions {
     double timeout_s = 120;                     // connect and silent-read timeout
 };
 
-// Runs one test on a server. model is the name sent to the server ("" for its default).
-// Never throws for a failure of the test: it is recorded (status failed, error one line) with
-// the repetitions measured before it.
+// Runs one test on a server through the one repetition loop (scenario/repetition.hpp), each
+// repetition one whole request. model is the name sent to the server ("" for its default).
+// Never throws for a failure of the test: it is recorded (status failed, error one line, its
+// kind unknown; interrupted when the interrupt cut it off) with the repetitions before it.
 TestResult run_http_test(HttpEngine& engine, const std::string& model, const TestConfig& config,
                          const SweepHooks& hooks);
-
-// Adds one measured request to r: stage samples, client and server records. n_prompt is the
-// prompt length asked for (used when the server does not count it).
-void add_http_repetition(TestResult& r, const RequestTiming& t, const Generation& g,
-                         int64_t n_prompt);
-// Summaries of what add_http_repetition collected, and notes a reader needs (server numbers
-// next to the client's, prompts that were not the length asked, early stops).
-void finish_http_result(TestResult& r, const std::string& server_kind);
 
 // Plans, connects and runs the HTTP tests of one `run` invocation.
 class HttpRun {

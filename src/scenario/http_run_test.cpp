@@ -45,9 +45,8 @@ TEST(HttpRepetition, MapsClientTimesOntoTheStages) {
     s.predicted_n = 5;
     s.predicted_ns = 38'000'000;
     g.server = s;
-    RequestTiming t = compute_timing(g);
-    add_http_repetition(r, t, g, 100);
-    finish_http_result(r, "llama-server");
+    add_request_repetition(r, request_measure(g), 100);
+    finish_request_result(r, "llama-server");
 
     ASSERT_EQ(r.ttft_ns, (std::vector<int64_t>{50'000'000}));
     EXPECT_NEAR(r.prefill->tokens_per_s[0], 2000, 1e-6);  // n_prompt / TTFT
@@ -86,7 +85,7 @@ TEST(HttpRepetition, StagesStartAtTheRequestAndTheFirstToken) {
     g.start_ns += t0;
     for (auto& c : g.chunks)
         c.arrival_ns += t0;
-    add_http_repetition(r, compute_timing(g), g, 100);
+    add_request_repetition(r, request_measure(g), 100);
     EXPECT_EQ(r.prefill->start_ns, (std::vector<int64_t>{t0}));
     EXPECT_EQ(r.decode->start_ns, (std::vector<int64_t>{t0 + 50'000'000}));
     EXPECT_EQ(r.decode->duration_ns, (std::vector<int64_t>{40'000'000}));
@@ -95,8 +94,8 @@ TEST(HttpRepetition, StagesStartAtTheRequestAndTheFirstToken) {
 TEST(HttpRepetition, NotesPromptLengthAndEarlyStops) {
     TestResult r = http_result(64, 8);
     Generation g = generation(5, 3, 1, 70);  // the server counted 70 and stopped at 3
-    add_http_repetition(r, compute_timing(g), g, 64);
-    finish_http_result(r, "ollama");
+    add_request_repetition(r, request_measure(g), 64);
+    finish_request_result(r, "ollama");
     EXPECT_FALSE(r.server);
     EXPECT_NEAR(r.prefill->tokens_per_s[0], 14000, 1e-6);
     ASSERT_EQ(r.notes.size(), 2u);
@@ -108,8 +107,8 @@ TEST(HttpRepetition, NotesPromptLengthAndEarlyStops) {
 TEST(HttpRepetition, ASingleTokenGivesNoDecodeSample) {
     TestResult r = http_result(16, 2);
     Generation g = generation(5, 1, 1, 16);
-    add_http_repetition(r, compute_timing(g), g, 16);
-    finish_http_result(r, "llama-server");
+    add_request_repetition(r, request_measure(g), 16);
+    finish_request_result(r, "llama-server");
     EXPECT_EQ(r.prefill->duration_ns.size(), 1u);
     EXPECT_TRUE(r.decode->duration_ns.empty());
     EXPECT_FALSE(r.decode->throughput.median);

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/hybrid_compare.hpp"
 #include "core/result.hpp"
 #include "scenario/repetition.hpp"
 #include "scenario/telemetry_setup.hpp"
@@ -39,11 +40,6 @@ struct HybridOptions {
     bool progress = true;
     TelemetryChoice telemetry{"auto", "/sys", 10, 0};
 };
-
-// Mode names used as keys in extra["hybrid"].
-inline constexpr const char* kHybridMode = "hybrid";
-inline constexpr const char* kPrefillAloneMode = "prefill_alone";  // A for both stages
-inline constexpr const char* kDecodeAloneMode = "decode_alone";    // B for both stages
 
 // Validates the options (sb::Error usage/input before anything is measured), runs every point
 // and fills doc. Returns exit_code_for() of its tests: 0 when every test succeeded, 1 when some
@@ -82,18 +78,5 @@ bool run_interleaved(std::vector<HybridMode>& modes, const std::function<bool()>
 // and the median duration), the end-to-end samples of every mode that measured some, and the
 // comparison (compare_modes).
 nlohmann::json hybrid_point_json(int p, int n, const std::vector<HybridMode>& modes);
-
-// The comparisons of one point from its end-to-end samples (nanoseconds per repetition):
-// speedup of the hybrid over each mode alone (alone / hybrid, ratio of medians with a bootstrap
-// 95% CI) and a verdict ("hybrid faster", "hybrid slower", "no difference"). Modes without
-// samples are left out.
-nlohmann::json compare_modes(const std::vector<int64_t>& hybrid_e2e,
-                             const std::vector<int64_t>& prefill_alone_e2e,
-                             const std::vector<int64_t>& decode_alone_e2e);
-
-// Crossover lengths over a sweep: for every n_gen, the smallest n_prompt from which on the
-// hybrid wins against both modes alone at every longer prompt of the sweep (and likewise for
-// every n_prompt over n_gen). points: extra["hybrid"]["points"].
-nlohmann::json crossovers(const nlohmann::json& points);
 
 }  // namespace sb

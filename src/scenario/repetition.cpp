@@ -1,6 +1,7 @@
 #include "scenario/repetition.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <exception>
 
 #include "core/interrupt.hpp"
@@ -137,6 +138,136 @@ bool repetition_done(TestResult& r, const TestConfig& c, int rep) {
     return !c.target_ci && r.reps_done >= c.reps;
 }
 
+namespace {
+
+std::string fixed(double v, int digits) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+    return buf;
+}
+
+void add_note_once(TestResult& r, const std::string& n) {
+    if (std::find(r.notes.begin(), r.notes.end(), n) == r.notes.end())
+        r.notes.push_back(n);
+}
+
+}  // namespace
+
+// ---- whole requests (an engine behind HTTP) --------------------------------------------------
+
+void add_request_repetition(TestResult& r, const RequestMeasure& m, int64_t n_prompt) {
+    const RequestTiming& t = m.timing;
+    if (!r.client)
+        r.client.emplace();
+    int64_t prompt = n_prompt;
+    if (m.prompt_tokens)
+        prompt = *m.prompt_tokens;
+    else if (m.server && m.server->prompt_n)
+        prompt = *m.server->prompt_n + m.server->cache_n.value_or(0);
+    // The stages appear with their first measured repetition, so a test that failed before
+    // measuring anything reads as failed, not as a row of empty numbers.
+    if (!r.prefill)
+        r.prefill.emplace().n_tokens = r.config.n_prompt;
+    if (!r.decode && r.config.n_gen >= 2) {
+        r.decode.emplace().n_tokens = r.config.n_gen - 1;  // the tokens after the first
+        r.decode->kv_depth_start = r.config.n_prompt + 1;
+    }
+    const int64_t ttft = std::max<int64_t>(1, t.ttft_ns);
+    r.ttft_ns.push_back(t.ttft_ns);
+    if (r.prefill) {
+        r.prefill->duration_ns.push_back(t.ttft_ns);
+        r.prefill->start_ns.push_back(m.start_ns);
+        r.prefill->tokens_per_s.push_back(static_cast<double>(prompt) * 1e9 / ttft);
+    }
+    if (r.decode && t.n_out >= 2 && t.e2e_ns > t.ttft_ns) {
+        const int64_t d = t.e2e_ns - t.ttft_ns;
+        r.decode->duration_ns.push_back(d);
+        r.decode->start_ns.push_back(m.start_ns + t.ttft_ns);
+        r.decode->tokens_per_s.push_back(static_cast<double>(t.n_out - 1) * 1e9 / d);
+        r.decode->token_latency_ns.insert(r.decode->token_latency_ns.end(), t.itl_ns.begin(),
+                                          t.itl_ns.end());
+        r.decode->token_latency_counts.push_back(static_cast<int64_t>(t.itl_ns.size()));
+    }
+    ClientTimings& c = *r.client;
+    c.e2e_ns.push_back(t.e2e_ns);
+    if (t.tpot_ns)
+        c.tpot_ns.push_back(*t.tpot_ns);
+    c.first_content_ns.push_back(t.first_content_ns);
+    c.prompt_tokens.push_back(prompt);
+    c.output_tokens.push_back(t.n_out);
+    c.streamed_tokens.push_back(t.n_streamed);
+    c.chunks.push_back(t.n_chunks);
+    if (m.server) {
+        if (!r.server)
+            r.server.emplace();
+        const ServerTimings& s = *m.server;
+        r.server->reps.push_back(s);
+        if (s.prompt_ns)
+            r.server->ttft_minus_prompt_ns.push_back(t.ttft_ns - *s.prompt_ns);
+        if (s.prompt_ns && s.predicted_ns)
+            r.server->e2e_minus_total_ns.push_back(t.e2e_ns - *s.prompt_ns - *s.predicted_ns);
+    }
+}
+
+void finish_request_result(TestResult& r, const std::string& server_kind) {
+    finish_result(r);
+    const TestConfig& cfg = r.config;
+    const std::string name = cfg.test_name() + " over HTTP";
+    if (r.client) {
+        ClientTimings& c = *r.client;
+        c.e2e = summarize_ns(c.e2e_ns);
+        c.tpot = summarize_ns(c.tpot_ns);
+        std::vector<double> fc;
+        for (const auto& v : c.first_content_ns)
+            if (v)
+                fc.push_back(static_cast<double>(*v));
+        c.first_content = summarize(fc);
+        if (!c.prompt_tokens.empty()) {
+            const auto [lo, hi] =
+                std::minmax_element(c.prompt_tokens.begin(), c.prompt_tokens.end());
+            if (*lo != cfg.n_prompt || *hi != cfg.n_prompt)
+                add_note_once(r,
+                              name + ": the server counted " + std::to_string(*lo) +
+                                  (*hi != *lo ? "-" + std::to_string(*hi) : "") +
+                                  " prompt tokens (asked " + std::to_string(cfg.n_prompt) +
+                                  "; its tokenizer or chat template); prefill t/s uses its count");
+        }
+        const int64_t want = std::max(1, cfg.n_gen);
+        if (!c.output_tokens.empty()) {
+            const int64_t lo = *std::min_element(c.output_tokens.begin(), c.output_tokens.end());
+            if (lo < want)
+                add_note_once(
+                    r, name + ": the server stopped after " + std::to_string(lo) + " of " +
+                           std::to_string(want) +
+                           " tokens in some repetition (EOS it would not ignore, or a limit)");
+        }
+    }
+    if (r.server) {
+        ServerSide& s = *r.server;
+        std::vector<double> pre, dec;
+        for (const auto& t : s.reps) {
+            if (t.prompt_n && t.prompt_ns && *t.prompt_ns > 0)
+                pre.push_back(static_cast<double>(*t.prompt_n) * 1e9 / *t.prompt_ns);
+            if (t.predicted_n && t.predicted_ns && *t.predicted_ns > 0)
+                dec.push_back(static_cast<double>(*t.predicted_n) * 1e9 / *t.predicted_ns);
+        }
+        s.prefill_tokens_per_s = summarize(pre);
+        s.decode_tokens_per_s = summarize(dec);
+        s.ttft_minus_prompt = summarize_ns(s.ttft_minus_prompt_ns);
+        s.e2e_minus_total = summarize_ns(s.e2e_minus_total_ns);
+        std::string n = name + " (" + server_kind + " timings, medians): server prefill ";
+        n += s.prefill_tokens_per_s.median ? fixed(*s.prefill_tokens_per_s.median, 1) : "-";
+        n += " t/s, decode ";
+        n += s.decode_tokens_per_s.median ? fixed(*s.decode_tokens_per_s.median, 1) : "-";
+        n += " t/s; client - server: TTFT - prompt time ";
+        n +=
+            s.ttft_minus_prompt.median ? fixed(*s.ttft_minus_prompt.median * 1e-6, 3) + " ms" : "-";
+        n += ", E2E - server total ";
+        n += s.e2e_minus_total.median ? fixed(*s.e2e_minus_total.median * 1e-6, 3) + " ms" : "-";
+        add_note_once(r, n);
+    }
+}
+
 // ---- the runner ------------------------------------------------------------------------------
 
 RepetitionRunner::RepetitionRunner(Engine& engine, const TestConfig& config, SweepHooks hooks,
@@ -148,6 +279,7 @@ RepetitionRunner::RepetitionRunner(Engine& engine, const TestConfig& config, Swe
       opts_(std::move(opts)) {
     if (!opts_.clock)
         opts_.clock = now_ns;
+    whole_request_ = pre_.caps().measures_whole_request;
     r_.config = c_;
     r_.started_ns = opts_.clock();
 }
@@ -162,12 +294,32 @@ void RepetitionRunner::doing(const char* what) const {
         hooks_.activity(what);
 }
 
+std::string RepetitionRunner::label() const {
+    return whole_request_ ? c_.test_name() + " over HTTP" : c_.test_name();
+}
+
 std::vector<int32_t> RepetitionRunner::prompt_for(int rep) const {
     auto t = random_tokens(c_.n_prompt, n_vocab_, prompt_seed(c_.seed, rep));
     // A sequence that starts at position 0 starts as the model expects.
     if (bos_ && c_.n_depth == 0 && !t.empty())
         t[0] = *bos_;
     return t;
+}
+
+void RepetitionRunner::record_error(const std::exception& e) {
+    stopped_ = true;
+    // A request cut off by the interrupt (Ctrl-C ends a wait on a server) is an interruption.
+    if (whole_request_ && (opts_.interrupted ? opts_.interrupted() : interrupt_requested())) {
+        record_interrupted(r_, e.what());
+        return;
+    }
+    const auto* se = dynamic_cast<const Error*>(&e);
+    error_kind_ = se ? se->kind() : ErrorKind::runtime;
+    // A server's failure (an HTTP status, a cut stream) does not tell whether the user's input
+    // or the measurement failed: its kind stays unknown.
+    if (whole_request_)
+        error_kind_.reset();
+    record_failure(r_, e.what(), error_kind_);
 }
 
 void RepetitionRunner::prepare() {
@@ -186,9 +338,22 @@ void RepetitionRunner::prepare() {
             for (auto& b : dec_.active_backends())
                 if (std::find(r_.backends.begin(), r_.backends.end(), b) == r_.backends.end())
                     r_.backends.push_back(std::move(b));
+        if (whole_request_) {
+            // The stages appear with the first request (add_request_repetition).
+            if (c_.warmup) {
+                doing("warmup");
+                RequestSpec q;
+                q.n_prompt = c_.n_prompt;
+                q.n_gen = std::min(std::max(1, c_.n_gen), 8);
+                q.prompt_seed = prompt_seed(c_.seed, -1);
+                q.seed = gen_seed(c_.seed, -1);
+                pre_.run_request(q);
+            }
+            record_stopped_at_reps(r_);
+            return;
+        }
         n_vocab_ = pre_.n_vocab();
         bos_ = pre_.bos_token();
-
         if (c_.n_prompt > 0)
             r_.prefill.emplace().n_tokens = c_.n_prompt;
         if (c_.n_gen > 0) {
@@ -211,10 +376,7 @@ void RepetitionRunner::prepare() {
         }
         record_stopped_at_reps(r_);
     } catch (const std::exception& e) {
-        record_failure(r_, e);
-        const auto* se = dynamic_cast<const Error*>(&e);
-        error_kind_ = se ? se->kind() : ErrorKind::runtime;
-        stopped_ = true;
+        record_error(e);
     }
 }
 
@@ -241,19 +403,44 @@ void RepetitionRunner::do_one_repetition() {
         interrupt();
         return;
     }
+    const int rep = r_.reps_done;
+    if (hooks_.repetition)
+        hooks_.repetition(rep + 1, c_.max_reps);
     try {
-        measure(r_.reps_done);
+        if (whole_request_)
+            measure_request(rep);
+        else
+            measure(rep);
+        if (repetition_done(r_, c_, rep))
+            stopped_ = true;
     } catch (const std::exception& e) {
-        record_failure(r_, e);
-        const auto* se = dynamic_cast<const Error*>(&e);
-        error_kind_ = se ? se->kind() : ErrorKind::runtime;
-        stopped_ = true;
+        record_error(e);
     }
 }
 
+void RepetitionRunner::measure_request(int rep) {
+    const bool decode = c_.n_gen >= 2;  // a decode stage needs tokens after the first
+    RequestSpec q;
+    q.n_prompt = c_.n_prompt;
+    q.n_gen = std::max(1, c_.n_gen);
+    q.prompt_seed = prompt_seed(c_.seed, rep);
+    q.seed = gen_seed(c_.seed, rep);
+    q.on_send = [&] { mark("prefill", true); };
+    q.on_first_output = [&] {
+        mark("prefill", false, c_.n_prompt);
+        if (decode)
+            mark("decode", true);
+    };
+    const RequestMeasure m = pre_.run_request(q);
+    if (decode)
+        mark("decode", false, std::max<int64_t>(0, m.timing.n_out - 1));
+    for (const auto& n : m.timing.notes)
+        add_note_once(r_, label() + ": " + n);
+    add_request_repetition(r_, m, c_.n_prompt);
+    e2e_ns_.push_back(m.timing.e2e_ns);
+}
+
 void RepetitionRunner::measure(int rep) {
-    if (hooks_.repetition)
-        hooks_.repetition(rep + 1, c_.max_reps);
     if (c_.n_depth > 0)
         doing("filling the KV cache");
     pre_.fill_to_depth(c_.n_depth, c_.seed);
@@ -308,8 +495,6 @@ void RepetitionRunner::measure(int rep) {
             r_.ttft_ns.push_back(prefill_ns + transfer_ns + r_.decode->token_latency_ns[first]);
     }
     e2e_ns_.push_back(prefill_ns + transfer_ns + decode_ns);
-    if (repetition_done(r_, c_, rep))
-        stopped_ = true;
 }
 
 void RepetitionRunner::fill_roofline() {
@@ -337,11 +522,24 @@ void RepetitionRunner::fill_roofline() {
 
 TestResult RepetitionRunner::results() {
     stopped_ = true;
-    finish_result(r_);
-    if (opts_.roofline)
-        fill_roofline();
+    if (whole_request_) {
+        finish_request_result(r_, pre_.caps().name);
+    } else {
+        finish_result(r_);
+        if (opts_.roofline)
+            fill_roofline();
+    }
     r_.finished_ns = opts_.clock();
     return r_;
+}
+
+TestResult run_repetitions(Engine& engine, const TestConfig& config, const SweepHooks& hooks,
+                           RepetitionOptions opts) {
+    RepetitionRunner runner(engine, config, hooks, std::move(opts));
+    runner.prepare();
+    while (runner.has_repeats_remaining())
+        runner.do_one_repetition();
+    return runner.results();
 }
 
 }  // namespace sb

@@ -1,18 +1,20 @@
 #pragma once
-// The one repetition loop: every scenario that measures prefill and decode on an Engine (the
-// sweep of `run`, the rounds of `sustained`, the modes of `hybrid`) measures through a
-// RepetitionRunner, shaped like Google Benchmark's BenchmarkRunner: built for one test (an
-// engine, a TestConfig and hooks), it measures one repetition per do_one_repetition(), says
-// whether more are needed (has_repeats_remaining(): the fixed count, the --target-ci goal,
-// max_reps, an interrupt or a failure) and hands over the finished TestResult (results()).
-// A driver that interleaves several tests (hybrid) keeps one runner per test and calls each in
-// turn.
+// The one repetition loop: every scenario that measures an Engine (the sweep of `run` on an
+// in-process engine or a server, the rounds of `sustained`, the modes of `hybrid`) measures
+// through a RepetitionRunner, shaped like Google Benchmark's BenchmarkRunner: built for one
+// test (an engine, a TestConfig and hooks), it measures one repetition per
+// do_one_repetition(), says whether more are needed (has_repeats_remaining(): the fixed count,
+// the --target-ci goal, max_reps, an interrupt or a failure) and hands over the finished
+// TestResult (results()). A driver that interleaves several tests (hybrid) keeps one runner
+// per test and calls each in turn.
 //
 // What one repetition is: the KV cache brought to n_depth; the prompt prefilled as one stage;
 // optionally the sequence state moved to a second engine (a "transfer" stage); n_gen tokens
-// decoded one at a time. Inputs are made before any clock starts (random_tokens with the
-// repetition's seeds, engine/workload.hpp); time is read only from the engine's returned
-// timestamps and the runner's Clock, so a fake engine makes the loop exact in tests.
+// decoded one at a time. On an engine that measures whole requests (caps(): an engine behind
+// HTTP) it is one request timed from the client, TTFT and the stream (add_request_repetition).
+// Inputs are made before any clock starts (random_tokens with the repetition's seeds,
+// engine/workload.hpp); time is read only from the engine's returned timestamps and the
+// runner's Clock, so a fake engine makes the loop exact in tests.
 //
 // A failure of the test itself (the engine throws while loading, warming up or measuring) is
 // recorded in the result (status failed, its error and kind), never thrown.
@@ -96,6 +98,18 @@ bool target_ci_reached(const TestResult& r, double target);
 // (r.stopped_by says which).
 bool repetition_done(TestResult& r, const TestConfig& c, int rep);
 
+// Adds one measured whole request to r (an engine with caps().measures_whole_request), with the
+// stage definitions of engine/http_engine.hpp: prefill = n_prompt (as the server counted it) /
+// TTFT, decode = the tokens after the first / (E2E - TTFT) with the inter-token gaps as its
+// samples, ttft_ns, and the client and server records. The stages appear with their first
+// measured request, so a test that failed before reads as failed, not as empty numbers.
+// n_prompt is the prompt length asked for (used when the server does not count it).
+void add_request_repetition(TestResult& r, const RequestMeasure& m, int64_t n_prompt);
+// Summaries of what add_request_repetition collected (finish_result, client and server
+// summaries) and notes a reader needs: the server's numbers next to the client's (server_kind
+// names it), prompts that were not the length asked, early stops.
+void finish_request_result(TestResult& r, const std::string& server_kind);
+
 // The samples of the transfer stage (two engines only), one per repetition, on the runner's
 // clock: when it began, the time to save on the first engine and to restore on the second,
 // their sum, and the bytes moved.
@@ -142,6 +156,9 @@ class RepetitionRunner {
 
   private:
     void measure(int rep);
+    void measure_request(int rep);
+    void record_error(const std::exception& e);
+    std::string label() const;
     std::vector<int32_t> prompt_for(int rep) const;
     void mark(const char* stage, bool begin, std::optional<int64_t> tokens = {}) const;
     void doing(const char* what) const;
@@ -153,6 +170,7 @@ class RepetitionRunner {
     SweepHooks hooks_;
     RepetitionOptions opts_;
     TestResult r_;
+    bool whole_request_ = false;  // the engine measures whole requests
     bool prepared_ = false;
     bool stopped_ = false;  // failed, interrupted or done
     std::optional<ErrorKind> error_kind_;
@@ -162,5 +180,11 @@ class RepetitionRunner {
     TransferSamples transfer_;
     std::vector<int64_t> e2e_ns_;
 };
+
+// Drives a runner for (engine, config, hooks, opts) until no repetition remains and returns
+// its results: what run_test (the sweep) and run_http_test do. Never throws for a failure of
+// the test itself.
+TestResult run_repetitions(Engine& engine, const TestConfig& config, const SweepHooks& hooks,
+                           RepetitionOptions opts = {});
 
 }  // namespace sb

@@ -105,12 +105,11 @@ TEST(RepetitionRunner, MeasuresEachStageFromTheEnginesTimestampsExactly) {
     EXPECT_EQ(r.finished_ns, rep2 + 400 * kUs + 30 * kMs);
 
     // Stage marks just outside the timed regions, in order, with the tokens on the end marks.
-    EXPECT_EQ(rig.events,
-              (std::vector<std::string>{"doing loading the model", "doing warmup", "doing prefill",
-                                        "begin prefill", "end prefill 4", "doing decode",
-                                        "begin decode", "end decode 3", "doing prefill",
-                                        "begin prefill", "end prefill 4", "doing decode",
-                                        "begin decode", "end decode 3"}));
+    EXPECT_EQ(rig.events, (std::vector<std::string>{
+                              "doing loading the model", "doing warmup", "doing prefill",
+                              "begin prefill", "end prefill 4", "doing decode", "begin decode",
+                              "end decode 3", "doing prefill", "begin prefill", "end prefill 4",
+                              "doing decode", "begin decode", "end decode 3"}));
 }
 
 TEST(RepetitionRunner, InputsAreSeededPerRepetitionAndStartWithBos) {
@@ -414,7 +413,7 @@ TEST(RepetitionRunner, TwoEnginesMoveTheStateAndTtftIncludesTheTransfer) {
     for (const auto& call : tl.calls())
         if (call.start_ns >= t_start)
             seq.push_back(call.engine + "." + fake_op_name(call.op));
-    const std::vector<std::string> rep = {"A.fill_to_depth", "A.prefill", "A.save_state",
+    const std::vector<std::string> rep = {"A.fill_to_depth", "A.prefill",     "A.save_state",
                                           "B.restore_state", "B.decode_step", "B.decode_step"};
     std::vector<std::string> want = {"A.fill_to_depth", "A.prefill", "A.save_state",
                                      "B.restore_state", "B.decode_step"};  // warm-up
@@ -465,6 +464,89 @@ TEST(RepetitionRunner, ADriverCanFailOrInterruptATestItself) {
     EXPECT_EQ(other.results().stopped_by, "interrupt");
 }
 
+TEST(RepetitionRunner, AnEngineOfWholeRequestsIsMeasuredOneRequestPerRepetition) {
+    Rig rig;
+    rig.engine.whole_requests = true;
+    rig.engine.backends.clear();  // a server does not say
+    rig.engine.script().duration_ns = [](const FakeCall& c) -> int64_t {
+        return c.op == FakeOp::request ? 40 * kMs : 0;  // TTFT
+    };
+    rig.engine.request_itl_ns = 5 * kMs;
+    std::vector<std::string> progress;
+    SweepHooks h = rig.hooks();
+    h.progress = [&](const std::string& s) { progress.push_back(s); };
+    RepetitionOptions o;
+    o.load = false;
+    o.clock = rig.tl.clock();
+    const TestResult r = run_repetitions(rig.engine, small_test(100, 4, 2), h, o);
+
+    // The warm-up asks for min(n_gen, 8) tokens; every repetition is one request.
+    const auto requests = rig.tl.calls_of(FakeOp::request);
+    ASSERT_EQ(requests.size(), 3u);
+    EXPECT_EQ(r.status, "ok");
+    EXPECT_EQ(r.stopped_by, "reps");
+    EXPECT_EQ(r.reps_done, 2);
+    EXPECT_EQ(progress, (std::vector<std::string>{"pp100+tg4 over HTTP: warmup",
+                                                  "pp100+tg4 over HTTP: repetition 1/2",
+                                                  "pp100+tg4 over HTTP: repetition 2/2"}));
+    // Stage marks around the request: prefill until the first token, decode after it.
+    EXPECT_EQ(rig.events,
+              (std::vector<std::string>{"doing warmup", "begin prefill", "end prefill 100",
+                                        "begin decode", "end decode 3", "begin prefill",
+                                        "end prefill 100", "begin decode", "end decode 3"}));
+    // prefill = n_prompt / TTFT; decode = the 3 tokens after the first / (E2E - TTFT).
+    ASSERT_TRUE(r.prefill && r.decode && r.client);
+    EXPECT_EQ(r.prefill->duration_ns, (std::vector<int64_t>(2, 40 * kMs)));
+    EXPECT_EQ(r.prefill->start_ns,
+              (std::vector<int64_t>{requests[1].start_ns, requests[2].start_ns}));
+    EXPECT_DOUBLE_EQ(*r.prefill->throughput.median, 2500);
+    EXPECT_EQ(r.decode->n_tokens, 3);
+    EXPECT_EQ(r.decode->duration_ns, (std::vector<int64_t>(2, 15 * kMs)));
+    EXPECT_EQ(r.decode->token_latency_ns, (std::vector<int64_t>(6, 5 * kMs)));
+    EXPECT_EQ(r.ttft_ns, (std::vector<int64_t>(2, 40 * kMs)));
+    EXPECT_EQ(r.client->e2e_ns, (std::vector<int64_t>(2, 55 * kMs)));
+    EXPECT_EQ(r.client->tpot_ns, (std::vector<int64_t>(2, 5 * kMs)));
+    EXPECT_FALSE(r.roofline.decode_bytes_per_token);
+    EXPECT_TRUE(r.backends.empty());
+}
+
+TEST(RepetitionRunner, AFailedRequestHasNoKindAndOneCutOffByTheInterruptIsInterrupted) {
+    Rig rig;
+    rig.engine.whole_requests = true;
+    rig.engine.script().before = [](const FakeCall& c) {
+        if (c.op == FakeOp::request && c.index == 2)
+            throw runtime_error("HTTP 500 from the server");
+    };
+    RepetitionOptions o;
+    o.load = false;
+    o.clock = rig.tl.clock();
+    TestResult r = run_repetitions(rig.engine, small_test(8, 2, 3), {}, o);
+    EXPECT_EQ(r.status, "failed");
+    EXPECT_EQ(r.stopped_by, "error");
+    EXPECT_EQ(r.error, "HTTP 500 from the server");
+    EXPECT_FALSE(r.error_kind);
+    EXPECT_EQ(r.reps_done, 1);
+    EXPECT_EQ(r.prefill->duration_ns.size(), 1u);
+
+    bool stop = false;
+    Rig cut;
+    cut.engine.whole_requests = true;
+    cut.engine.script().before = [&](const FakeCall& c) {
+        if (c.op == FakeOp::request && c.index == 1) {
+            stop = true;  // Ctrl-C, and the wait on the server ends with an error
+            throw runtime_error("interrupted");
+        }
+    };
+    o.clock = cut.tl.clock();
+    o.interrupted = [&] { return stop; };
+    r = run_repetitions(cut.engine, small_test(8, 2, 3), {}, o);
+    EXPECT_EQ(r.status, "interrupted");
+    EXPECT_EQ(r.stopped_by, "interrupt");
+    EXPECT_EQ(r.error, "interrupted");
+    EXPECT_EQ(r.reps_done, 0);
+    EXPECT_FALSE(r.prefill);  // nothing measured: no stage
+}
+
 TEST(RunTest, IsTheRunnerDrivenToTheEnd) {
     FakeTimeline tl;
     FakeEngine e(tl, "E");
@@ -487,7 +569,6 @@ TEST(PrefillFlops, DenseTermExcludesTheEmbeddingLookupAndAddsAttention) {
     // At depth 5 every query sees 5 more keys.
     EXPECT_DOUBLE_EQ(prefill_flops(1000, s, 5, 3) - expect, 4.0 * 2 * 4 * 15);
 }
-
 
 TEST(RobustRate, PrefillIsTokensOverTheMedianRepetitionAndCountsTheSlowOne) {
     StageResult s = prefill_of(512, {100'000'000, 101'000'000, 99'000'000, 100'000'000, 300'000'000,
@@ -546,4 +627,3 @@ TEST(TargetCi, HoldsTheRobustFigureNotTheMean) {
     EXPECT_TRUE(repetition_done(r, c, 19));
     EXPECT_EQ(r.stopped_by, "target_ci");
 }
-

@@ -108,11 +108,7 @@ TestResult run_test(Engine& engine, const TestConfig& c, const SweepHooks& hooks
     RepetitionOptions o;
     o.membw_gbps = membw_gbps;
     o.clock = std::move(clock);
-    RepetitionRunner runner(engine, c, hooks, std::move(o));
-    runner.prepare();
-    while (runner.has_repeats_remaining())
-        runner.do_one_repetition();
-    return runner.results();
+    return run_repetitions(engine, c, hooks, std::move(o));
 }
 
 }  // namespace sb

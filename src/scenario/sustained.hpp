@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/sustained_summary.hpp"
 #include "core/result.hpp"
 #include "core/sustained_result.hpp"
 #include "scenario/http_run.hpp"
@@ -56,11 +57,6 @@ struct SustainedOptions {
 // --trace-ops-rounds "1,20" or "1,last" -> the chosen round numbers, each in 1..rounds; ""
 // -> none. Throws sb::Error(usage) with one line for anything else.
 std::set<int> parse_trace_ops_rounds(const std::string& text, int rounds);
-
-// Across-round statistics of a phase's rounds (pure: tests feed it fixture rounds). series
-// are the sampled frequency series of the phase for time-at-floor (may be empty).
-AcrossRounds summarize_rounds(const std::vector<SustainedRound>& rounds,
-                              const std::vector<Series>& freq_series);
 
 // A round's record from its test (the workload measured once): status, error, start and end,
 // and the first repetition's prefill and decode tokens/s, inter-token latency p50/p99 and TTFT.

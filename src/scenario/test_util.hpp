@@ -40,5 +40,4 @@ inline DecodeResult decode_of(int reps, int n, std::optional<size_t> stall_at, i
     return d;
 }
 
-
 }  // namespace sb::test
