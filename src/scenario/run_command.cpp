@@ -160,9 +160,8 @@ int run_benchmark(const RunOptions& opts, ResultDocument& doc, std::ostream& out
             return std::nullopt;
         TestResult r;
         r.config = tests[i];
-        r.status = "failed";
-        r.stopped_by = "error";
-        r.error = describe_llama_stop(message, tests[i].devices, activity.load());
+        record_failure(r, describe_llama_stop(message, tests[i].devices, activity.load()),
+                       std::nullopt);
         r.started_ns = running_since_ns.load();
         r.finished_ns = now_ns();
         doc.tests.push_back(r);
