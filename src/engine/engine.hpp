@@ -20,7 +20,14 @@
 #include "core/error.hpp"
 #include "core/result.hpp"
 
+struct ggml_tensor;  // ggml's graph node, opaque here (only engines and the profiler see ggml)
+
 namespace sb {
+
+// llama.cpp's eval callback (llama_context_params::cb_eval, ggml_backend_sched's eval callback):
+// for every node of a graph the scheduler asks (ask = true: "do you want this node?") and, when
+// the answer is yes, computes the node alone and calls back (ask = false) once it is done.
+using EvalCallback = bool (*)(ggml_tensor* node, bool ask, void* user_data);
 
 // What an engine can do, as data, so scenarios adapt instead of guessing.
 struct EngineCaps {
@@ -51,6 +58,13 @@ struct LoadSpec {
     std::string flash_attn = "auto";  // auto | on | off
     std::string type_k = "f16";
     std::string type_v = "f16";
+    // (optional) An eval callback on the context, with its user data (not owned: it must
+    // outlive the context), for a profiler that times the graph node by node
+    // (profile/tracer.hpp). Null, the default: none, as every measurement runs. A different
+    // callback or user data is a different context. In-process llama.cpp engines only; others
+    // ignore it.
+    EvalCallback eval_callback = nullptr;
+    void* eval_user_data = nullptr;
 };
 
 struct ModelShape {

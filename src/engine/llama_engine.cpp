@@ -24,7 +24,8 @@ bool same_placement(const LoadSpec& a, const LoadSpec& b) {
 bool same_context(const LoadSpec& a, const LoadSpec& b) {
     return a.n_ctx == b.n_ctx && a.n_batch == b.n_batch && a.n_ubatch == b.n_ubatch &&
            a.n_threads == b.n_threads && a.flash_attn == b.flash_attn && a.type_k == b.type_k &&
-           a.type_v == b.type_v;
+           a.type_v == b.type_v && a.eval_callback == b.eval_callback &&
+           a.eval_user_data == b.eval_user_data;
 }
 
 }  // namespace
@@ -140,6 +141,8 @@ void LlamaEngine::load(const LoadSpec& spec) {
     cp.type_k = parse_cache_type(spec.type_k);
     cp.type_v = parse_cache_type(spec.type_v);
     cp.no_perf = true;
+    cp.cb_eval = spec.eval_callback;
+    cp.cb_eval_user_data = spec.eval_user_data;
     m.ctx = llama_init_from_model(m.model, cp);
     if (!m.ctx)
         throw input_error("llama.cpp could not create a context (n_ctx " +

@@ -6,8 +6,8 @@
 #include <cstring>
 #include <map>
 #include <mutex>
-#include <random>
 #include <set>
+#include <span>
 
 #include <fmt/format.h>
 
@@ -17,7 +17,8 @@
 #include "core/sysinfo.hpp"
 #include "core/utf8.hpp"
 #include "engine/backends.hpp"
-#include "engine/llama_params.hpp"
+#include "engine/llama_engine.hpp"
+#include "engine/workload.hpp"
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
 #include "ggml.h"
@@ -160,9 +161,9 @@ using tp_free_t = void (*)(ggml_threadpool*);
 using set_threads_t = void (*)(ggml_backend_t, int);
 using set_tp_t = void (*)(ggml_backend_t, ggml_threadpool*);
 
+// What the profiler holds beside the engine: the replays' backends and thread pool, and
+// llama.cpp's log callback while the scheduler's dumps are read.
 struct Session {
-    llama_model* model = nullptr;
-    llama_context* ctx = nullptr;
     ggml_threadpool* tp = nullptr;
     tp_free_t tp_free = nullptr;
     std::map<std::string, ggml_backend_t> replay;       // device name -> backend for replays
@@ -171,17 +172,9 @@ struct Session {
     void* prev_log_ud = nullptr;
     bool log_swapped = false;
 
-    void free_ctx() {
-        if (ctx)
-            llama_free(ctx);
-        ctx = nullptr;
-    }
     ~Session() {
-        free_ctx();
         for (auto& [name, b] : replay)
             ggml_backend_free(b);
-        if (model)
-            llama_model_free(model);
         if (tp && tp_free)
             tp_free(tp);
         if (log_swapped)
@@ -189,75 +182,47 @@ struct Session {
     }
 };
 
-struct Stages {
-    int threads = 0;
-    int n_ctx = 0;
-};
-
-llama_context* make_context(Session& s, const OpsOptions& o, const Stages& st, Tracer* tr) {
-    llama_context_params cp = llama_context_default_params();
-    cp.n_ctx = static_cast<uint32_t>(st.n_ctx);
-    cp.n_batch = static_cast<uint32_t>(o.n_batch);
-    cp.n_ubatch = static_cast<uint32_t>(o.n_ubatch);
-    cp.n_threads = st.threads;
-    cp.n_threads_batch = st.threads;
-    cp.flash_attn_type = parse_flash_attn(o.flash_attn);
-    cp.type_k = parse_cache_type(o.type_k);
-    cp.type_v = parse_cache_type(o.type_v);
-    cp.no_perf = true;
-    std::optional<std::string> old_debug;
+// The engine's load of the profiled model: the options' placement and context settings, a
+// context of n_ctx tokens and, for the traced runs, the eval callback.
+LoadSpec load_spec_of(const OpsOptions& o, int threads, int n_ctx, Tracer* tr) {
+    LoadSpec ls;
+    ls.model_path = o.model_path;
+    ls.devices = o.devices;
+    ls.n_gpu_layers = o.n_gpu_layers;
+    ls.n_ctx = n_ctx;
+    ls.n_batch = o.n_batch;
+    ls.n_ubatch = o.n_ubatch;
+    ls.n_threads = threads;
+    ls.flash_attn = o.flash_attn;
+    ls.type_k = o.type_k;
+    ls.type_v = o.type_v;
     if (tr) {
-        cp.cb_eval = eval_cb;
-        cp.cb_eval_user_data = tr;
-        // The scheduler reads GGML_SCHED_DEBUG once, when the context creates it.
-        if (const char* e = std::getenv("GGML_SCHED_DEBUG"))
-            old_debug = e;
-        setenv("GGML_SCHED_DEBUG", "2", 1);
+        ls.eval_callback = eval_cb;
+        ls.eval_user_data = tr;
     }
-    llama_context* ctx = llama_init_from_model(s.model, cp);
-    if (tr) {
+    return ls;
+}
+
+// Loads the traced context: the scheduler reads GGML_SCHED_DEBUG once, when the context
+// creates it, and its dump tells each node's backend (see the method in tracer.hpp).
+void load_traced(LlamaEngine& engine, const LoadSpec& spec) {
+    std::optional<std::string> old_debug;
+    if (const char* e = std::getenv("GGML_SCHED_DEBUG"))
+        old_debug = e;
+    setenv("GGML_SCHED_DEBUG", "2", 1);
+    auto restore = [&] {
         if (old_debug)
             setenv("GGML_SCHED_DEBUG", old_debug->c_str(), 1);
         else
             unsetenv("GGML_SCHED_DEBUG");
+    };
+    try {
+        engine.load(spec);
+    } catch (...) {
+        restore();
+        throw;
     }
-    if (!ctx)
-        throw input_error("llama.cpp could not create a context (n_ctx " +
-                          std::to_string(st.n_ctx) + ", batch " + std::to_string(o.n_batch) +
-                          ", ubatch " + std::to_string(o.n_ubatch) + ")");
-    if (s.tp)
-        llama_attach_threadpool(ctx, s.tp, nullptr);
-    llama_set_n_threads(ctx, st.threads, st.threads);
-    return ctx;
-}
-
-void clear_kv(llama_context* ctx) {
-    llama_memory_clear(llama_get_memory(ctx), false);
-}
-
-void decode_all(llama_context* ctx, std::vector<llama_token>& toks, int n_batch) {
-    const int n = static_cast<int>(toks.size());
-    for (int done = 0; done < n;) {
-        const int k = std::min(n - done, n_batch);
-        const int rc = llama_decode(ctx, llama_batch_get_one(toks.data() + done, k));
-        if (rc != 0)
-            throw runtime_error("llama_decode failed (code " + std::to_string(rc) + ")");
-        done += k;
-    }
-    llama_synchronize(ctx);
-}
-
-std::vector<llama_token> random_tokens(const llama_model* model, int n, uint64_t seed,
-                                       bool with_bos) {
-    const llama_vocab* v = llama_model_get_vocab(model);
-    std::mt19937_64 rng(seed);
-    std::uniform_int_distribution<int32_t> dist(0, llama_vocab_n_tokens(v) - 1);
-    std::vector<llama_token> t(static_cast<size_t>(std::max(0, n)));
-    for (auto& x : t)
-        x = dist(rng);
-    if (with_bos && !t.empty() && llama_vocab_get_add_bos(v))
-        t[0] = llama_vocab_bos(v);
-    return t;
+    restore();
 }
 
 // ---- building a stage from traced runs ----------------------------------------------------
@@ -556,42 +521,17 @@ OpsProfile profile_ops(const OpsOptions& o, const ProgressFn& progress) {
     llama_log_set(log_cb, &tr);
     s.log_swapped = true;
 
-    DeviceSelection sel = select_devices(o.devices);
-    std::vector<ggml_backend_dev_t> devs;
-    for (const auto& name : sel.offload)
-        devs.push_back(ggml_backend_dev_by_name(name.c_str()));
-    devs.push_back(nullptr);
-    llama_model_params mp = llama_model_default_params();
-    mp.devices = devs.data();
-    mp.n_gpu_layers = sel.offload.empty() ? 0 : o.n_gpu_layers;
-    say("loading " + o.model_path);
-    s.model = llama_model_load_from_file(o.model_path.c_str(), mp);
-    if (!s.model)
-        throw input_error("llama.cpp could not load model '" + o.model_path +
-                          "' (set STAGEBENCH_LLAMA_LOG=1 to see why)");
-
-    Stages st;
-    st.threads = threads_or_default(o.n_threads);
+    const int threads = threads_or_default(o.n_threads);
     const int plain_decode_tokens = std::max(8, 2 * o.plain_reps);
-    st.n_ctx = o.n_depth + std::max(0, o.n_prompt) + plain_decode_tokens + o.traced_reps + 16;
-    st.n_ctx = (st.n_ctx + 255) / 256 * 256;
+    int n_ctx = o.n_depth + std::max(0, o.n_prompt) + plain_decode_tokens + o.traced_reps + 16;
+    n_ctx = (n_ctx + 255) / 256 * 256;
 
-    // One CPU thread pool for llama.cpp's contexts and the replays, as llama-bench attaches
-    // one: two pools would spin against each other.
-    ggml_backend_reg_t cpu_reg = ggml_backend_reg_by_name("CPU");
-    if (cpu_reg) {
-        auto tp_new = reinterpret_cast<tp_new_t>(
-            ggml_backend_reg_get_proc_address(cpu_reg, "ggml_threadpool_new"));
-        s.tp_free = reinterpret_cast<tp_free_t>(
-            ggml_backend_reg_get_proc_address(cpu_reg, "ggml_threadpool_free"));
-        if (tp_new) {
-            ggml_threadpool_params tpp = ggml_threadpool_params_default(st.threads);
-            s.tp = tp_new(&tpp);
-            if (!s.tp)
-                throw runtime_error("cannot create a CPU thread pool of " +
-                                    std::to_string(st.threads) + " threads");
-        }
-    }
+    // The model and its contexts are the engine's, as `stagebench run` loads them: first a
+    // plain context, then one with the tracer's eval callback (the model stays loaded).
+    LlamaEngine engine;
+    say("loading " + o.model_path);
+    engine.load(load_spec_of(o, threads, n_ctx, nullptr));
+    const std::vector<std::string> active = engine.active_backends();
 
     OpsProfile p;
     p.source = "trace";
@@ -607,8 +547,8 @@ OpsProfile profile_ops(const OpsOptions& o, const ProgressFn& progress) {
             p.requested.push_back(d);
     if (p.requested.empty())
         p.requested.push_back("CPU");
-    p.backends = sel.active;
-    p.n_threads = st.threads;
+    p.backends = active;
+    p.n_threads = threads;
     p.n_prompt = o.n_prompt;
     p.n_depth = o.n_depth;
     p.replay_copies = o.replay_copies;
@@ -628,51 +568,54 @@ OpsProfile profile_ops(const OpsOptions& o, const ProgressFn& progress) {
 
     const int depth = o.n_depth;
     const int prompt = std::max(0, o.n_prompt);
-    const auto depth_toks = random_tokens(s.model, depth, o.seed + 1, true);
-    const auto prompt_toks = random_tokens(s.model, prompt, o.seed, depth == 0);
-    const auto gen_toks = random_tokens(s.model, 64, o.seed + 2, false);
-    auto fill = [&](llama_context* ctx, bool with_prompt) {
-        clear_kv(ctx);
-        std::vector<llama_token> t = depth_toks;
+    const int32_t n_vocab = engine.n_vocab();
+    const auto bos = engine.bos_token();
+    auto tokens = [&](int n, uint64_t seed, bool with_bos) {
+        auto t = random_tokens(n, n_vocab, seed);
+        if (with_bos && bos && !t.empty())
+            t[0] = *bos;
+        return t;
+    };
+    const auto depth_toks = tokens(depth, o.seed + 1, true);
+    const auto prompt_toks = tokens(prompt, o.seed, depth == 0);
+    const auto gen_toks = tokens(64, o.seed + 2, false);
+    auto gen_tok = [&](int i) { return gen_toks[static_cast<size_t>(i) % gen_toks.size()]; };
+    auto fill = [&](bool with_prompt) {
+        engine.reset();
+        std::vector<int32_t> t = depth_toks;
         if (with_prompt)
             t.insert(t.end(), prompt_toks.begin(), prompt_toks.end());
         if (!t.empty())
-            decode_all(ctx, t, o.n_batch);
+            engine.prefill(t);
     };
 
     // 1. Uninstrumented stage times, as `stagebench run` measures them.
     std::vector<int64_t> plain_prefill, plain_decode;
     std::vector<int64_t> plain_prefill_start, plain_decode_start;
-    {
-        say("uninstrumented stages");
-        s.ctx = make_context(s, o, st, nullptr);
-        if (o.prefill) {
-            for (int r = -1; r < o.plain_reps && !interrupt_requested(); ++r) {
-                fill(s.ctx, false);
-                std::vector<llama_token> t = prompt_toks;
-                const int64_t t0 = now_ns();
-                decode_all(s.ctx, t, o.n_batch);
-                const int64_t t1 = now_ns();
-                if (r >= 0) {
-                    plain_prefill.push_back(t1 - t0);
-                    plain_prefill_start.push_back(t0);
-                }
+    say("uninstrumented stages");
+    if (o.prefill) {
+        for (int r = -1; r < o.plain_reps && !interrupt_requested(); ++r) {
+            fill(false);
+            const StageTimes t = engine.prefill(prompt_toks);
+            if (r >= 0) {
+                plain_prefill.push_back(t.end_ns - t.start_ns);
+                plain_prefill_start.push_back(t.start_ns);
             }
         }
-        if (o.decode) {
-            fill(s.ctx, true);
-            for (int i = -1; i < plain_decode_tokens && !interrupt_requested(); ++i) {
-                std::vector<llama_token> t{gen_toks[static_cast<size_t>(i + 1) % gen_toks.size()]};
-                const int64_t t0 = now_ns();
-                decode_all(s.ctx, t, o.n_batch);
-                const int64_t t1 = now_ns();
-                if (i >= 0) {
-                    plain_decode.push_back(t1 - t0);
-                    plain_decode_start.push_back(t0);
-                }
-            }
+    }
+    if (o.decode && !interrupt_requested()) {
+        fill(true);
+        engine.decode_step(gen_tok(0));  // warm-up
+        std::vector<int32_t> toks;
+        for (int i = 1; i <= plain_decode_tokens; ++i)
+            toks.push_back(gen_tok(i));
+        plain_decode.reserve(toks.size());
+        const DecodeTiming d = time_decode(engine, toks, now_ns, plain_decode);
+        int64_t at = d.start_ns;
+        for (int64_t lat : plain_decode) {
+            plain_decode_start.push_back(at);
+            at += lat;
         }
-        s.free_ctx();
     }
 
     // 2. Node-by-node traced runs.
@@ -680,53 +623,69 @@ OpsProfile profile_ops(const OpsOptions& o, const ProgressFn& progress) {
     // the timed runs that follow only take timestamps.
     TracedRun capture_prefill, capture_decode;
     std::vector<TracedRun> traced_prefill, traced_decode;
-    {
-        say("tracing node by node");
-        s.ctx = make_context(s, o, st, &tr);
-        auto traced = [&](std::vector<llama_token> toks, TracedRun& run, bool capture) {
-            tr.begin(&run, capture);
-            const int64_t t0 = now_ns();
-            run.start_ns = t0;
-            try {
-                decode_all(s.ctx, toks, o.n_batch);
-            } catch (...) {
-                tr.end();
-                throw;
-            }
-            run.wall_ns = now_ns() - t0;
+    say("tracing node by node");
+    load_traced(engine, load_spec_of(o, threads, n_ctx, &tr));
+    // One traced stage: the tracer records while it runs; start and wall time as the engine
+    // reports them.
+    auto traced = [&](auto&& stage, TracedRun& run, bool capture) {
+        tr.begin(&run, capture);
+        try {
+            const StageTimes t = stage();
+            run.start_ns = t.start_ns;
+            run.wall_ns = t.end_ns - t.start_ns;
+        } catch (...) {
             tr.end();
-        };
-        if (o.prefill) {
-            for (int r = -1; r < o.traced_reps && !interrupt_requested(); ++r) {
-                fill(s.ctx, false);
-                if (r < 0) {
-                    traced(prompt_toks, capture_prefill, true);
-                } else {
-                    traced_prefill.emplace_back();
-                    traced(prompt_toks, traced_prefill.back(), false);
-                }
-            }
+            throw;
         }
-        if (o.decode) {
-            fill(s.ctx, true);
-            for (int r = -1; r < o.traced_reps && !interrupt_requested(); ++r) {
-                std::vector<llama_token> tok{
-                    gen_toks[static_cast<size_t>(r + 1) % gen_toks.size()]};
-                if (r < 0) {
-                    traced(tok, capture_decode, true);
-                } else {
-                    traced_decode.emplace_back();
-                    traced(tok, traced_decode.back(), false);
-                }
-            }
+        tr.end();
+    };
+    if (o.prefill) {
+        for (int r = -1; r < o.traced_reps && !interrupt_requested(); ++r) {
+            fill(false);
+            TracedRun& run = r < 0 ? capture_prefill : traced_prefill.emplace_back();
+            traced([&] { return engine.prefill(prompt_toks); }, run, r < 0);
+        }
+    }
+    if (o.decode) {
+        fill(true);
+        std::vector<int64_t> lat;
+        lat.reserve(static_cast<size_t>(o.traced_reps) + 1);
+        for (int r = -1; r < o.traced_reps && !interrupt_requested(); ++r) {
+            const int32_t tok = gen_tok(r + 1);
+            TracedRun& run = r < 0 ? capture_decode : traced_decode.emplace_back();
+            traced(
+                [&] {
+                    const DecodeTiming d = time_decode(engine, std::span(&tok, 1), now_ns, lat);
+                    return StageTimes{d.start_ns, d.end_ns};
+                },
+                run, r < 0);
         }
     }
 
-    // The traced context is done; replays allocate their own buffers.
-    s.free_ctx();
+    // The traced context is done; replays allocate their own buffers (the devices' modules
+    // stay loaded until another selection).
+    const std::optional<uint64_t> weight_bytes = engine.weight_bytes();
+    engine.unload();
+
+    // One CPU thread pool for the replays, made once llama.cpp's is gone: two pools would spin
+    // against each other.
+    ggml_backend_reg_t cpu_reg = ggml_backend_reg_by_name("CPU");
+    if (cpu_reg) {
+        auto tp_new = reinterpret_cast<tp_new_t>(
+            ggml_backend_reg_get_proc_address(cpu_reg, "ggml_threadpool_new"));
+        s.tp_free = reinterpret_cast<tp_free_t>(
+            ggml_backend_reg_get_proc_address(cpu_reg, "ggml_threadpool_free"));
+        if (tp_new) {
+            ggml_threadpool_params tpp = ggml_threadpool_params_default(threads);
+            s.tp = tp_new(&tpp);
+            if (!s.tp)
+                throw runtime_error("cannot create a CPU thread pool of " +
+                                    std::to_string(threads) + " threads");
+        }
+    }
 
     // Backends for replays, named as the scheduler names them.
-    for (const auto& name : sel.active) {
+    for (const auto& name : active) {
         ggml_backend_dev_t dev = ggml_backend_dev_by_name(name.c_str());
         if (!dev)
             continue;
@@ -736,7 +695,7 @@ OpsProfile profile_ops(const OpsOptions& o, const ProgressFn& progress) {
         if (ggml_backend_reg_t reg = ggml_backend_dev_backend_reg(dev)) {
             if (auto set_n = reinterpret_cast<set_threads_t>(
                     ggml_backend_reg_get_proc_address(reg, "ggml_backend_set_n_threads")))
-                set_n(be, st.threads);
+                set_n(be, threads);
             if (s.tp && ggml_backend_dev_type(dev) == GGML_BACKEND_DEVICE_TYPE_CPU)
                 if (auto set_tp = reinterpret_cast<set_tp_t>(
                         ggml_backend_reg_get_proc_address(reg, "ggml_backend_cpu_set_threadpool")))
@@ -756,7 +715,7 @@ OpsProfile profile_ops(const OpsOptions& o, const ProgressFn& progress) {
     ReplayConfig cfg;
     cfg.copies = o.replay_copies;
     cfg.input_budget_bytes =
-        static_cast<size_t>(std::min<uint64_t>(llama_model_size(s.model), cfg.input_budget_bytes));
+        static_cast<size_t>(std::min<uint64_t>(weight_bytes.value_or(0), cfg.input_budget_bytes));
     std::map<std::string, ReplayResult> cache;
     size_t distinct = 0;
     for (auto& b : built)

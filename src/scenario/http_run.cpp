@@ -294,9 +294,8 @@ TestResult HttpRun::run(const TestConfig& c, const SweepHooks& hooks) {
         } catch (const std::exception& e) {
             TestResult r;
             r.config = c;
-            r.status = "failed";
-            r.error = e.what();
-            r.stopped_by = "error";
+            // Like a failed request: a server that would not start says nothing of its kind.
+            record_failure(r, e.what(), std::nullopt);
             r.started_ns = r.finished_ns = now_ns();
             return r;
         }

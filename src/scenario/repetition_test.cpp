@@ -472,9 +472,9 @@ TEST(RepetitionRunner, AnEngineOfWholeRequestsIsMeasuredOneRequestPerRepetition)
         return c.op == FakeOp::request ? 40 * kMs : 0;  // TTFT
     };
     rig.engine.request_itl_ns = 5 * kMs;
-    std::vector<std::string> progress;
+    std::vector<std::pair<int, int>> reps;
     SweepHooks h = rig.hooks();
-    h.progress = [&](const std::string& s) { progress.push_back(s); };
+    h.repetition = [&](int rep, int of) { reps.emplace_back(rep, of); };
     RepetitionOptions o;
     o.load = false;
     o.clock = rig.tl.clock();
@@ -486,9 +486,7 @@ TEST(RepetitionRunner, AnEngineOfWholeRequestsIsMeasuredOneRequestPerRepetition)
     EXPECT_EQ(r.status, "ok");
     EXPECT_EQ(r.stopped_by, "reps");
     EXPECT_EQ(r.reps_done, 2);
-    EXPECT_EQ(progress, (std::vector<std::string>{"pp100+tg4 over HTTP: warmup",
-                                                  "pp100+tg4 over HTTP: repetition 1/2",
-                                                  "pp100+tg4 over HTTP: repetition 2/2"}));
+    EXPECT_EQ(reps, (std::vector<std::pair<int, int>>{{1, 2}, {2, 2}}));
     // Stage marks around the request: prefill until the first token, decode after it.
     EXPECT_EQ(rig.events,
               (std::vector<std::string>{"doing warmup", "begin prefill", "end prefill 100",

@@ -74,9 +74,8 @@ void RunContext::open(int max_threads) {
                 return std::nullopt;
             TestResult r;
             r.config = *running_;
-            r.status = "failed";
-            r.stopped_by = "error";
-            r.error = describe_llama_stop(message, running_->devices, activity_.load());
+            record_failure(r, describe_llama_stop(message, running_->devices, activity_.load()),
+                           std::nullopt);
             r.started_ns = running_since_ns_.load();
             r.finished_ns = now_ns();
             doc_.tests.push_back(r);
