@@ -6,7 +6,7 @@
 #include <cmath>
 #include <thread>
 
-#include "core/change_point.hpp"
+#include "analysis/change_point.hpp"
 #include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
