@@ -81,7 +81,7 @@ void add_predictions(const AdvisePredictions& pred, json& out) {
     for (const auto& v : pred.validation) {
         if (!v.predicted)
             continue;
-        const HybridPoint& p = v.point;
+        const HybridPointFacts& p = v.point;
         out["validation"].push_back(
             {{"source", v.source},
              {"prefill", p.prefill},

@@ -42,10 +42,10 @@ void collect_tests(const JsonAt& doc, std::size_t index, std::vector<AdviseSampl
     }
 }
 
-void collect_hybrid(const JsonAt& h, std::size_t index, std::vector<HybridPoint>& out) {
+void collect_hybrid(const JsonAt& h, std::size_t index, std::vector<HybridPointFacts>& out) {
     const std::string a = h["prefill_device"].string_or(""), b = h["decode_device"].string_or("");
     for (const auto& pt : h["points"].objects()) {
-        HybridPoint p;
+        HybridPointFacts p;
         p.doc = index;
         p.prefill = a;
         p.decode = b;

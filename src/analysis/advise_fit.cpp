@@ -151,7 +151,7 @@ TransferFit fit_transfer(const std::string& a, const std::string& b,
     return f;
 }
 
-std::vector<TransferFit> fit_transfers(const std::vector<HybridPoint>& points) {
+std::vector<TransferFit> fit_transfers(const std::vector<HybridPointFacts>& points) {
     std::map<std::pair<std::string, std::string>, std::vector<std::pair<double, double>>> pts;
     // The bytes per token of the last point that gave one.
     std::map<std::pair<std::string, std::string>, std::optional<double>> bytes;

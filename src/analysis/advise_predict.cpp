@@ -48,7 +48,7 @@ std::vector<Prediction> predict_all(const DeviceModels& models,
     return v;
 }
 
-std::vector<std::pair<int, int>> prediction_lengths(const std::vector<HybridPoint>& points,
+std::vector<std::pair<int, int>> prediction_lengths(const std::vector<HybridPointFacts>& points,
                                                     const AdviseOptions& opts) {
     std::vector<std::pair<int, int>> lengths;
     for (const auto& p : points)
@@ -99,7 +99,7 @@ std::vector<Crossover> find_crossovers(const AdviseFit& fit,
     return out;
 }
 
-Validation validate(const HybridPoint& point, const AdviseFacts& facts, const AdviseFit& fit) {
+Validation validate(const HybridPointFacts& point, const AdviseFacts& facts, const AdviseFit& fit) {
     Validation v;
     v.point = point;
     v.source = facts.sources.at(point.doc).source;

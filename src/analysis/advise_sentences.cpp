@@ -67,7 +67,7 @@ std::string crossover_sentence(const Crossover& c) {
 }
 
 std::string validation_sentence(const Validation& v) {
-    const HybridPoint& p = v.point;
+    const HybridPointFacts& p = v.point;
     const std::string name = assignment_name(p.prefill, p.decode);
     if (!v.predicted)
         return fmt::format(

@@ -44,7 +44,7 @@ struct AdviseSample {
 };
 
 // One point of a document's hybrid section (prefill on one device set, decode on another).
-struct HybridPoint {
+struct HybridPointFacts {
     std::size_t doc = 0;                    // index into AdviseFacts::sources
     std::string prefill, decode;            // the device sets ("" when the document lacks them)
     int n_prompt = 0;                       // 0 when absent
@@ -108,7 +108,7 @@ struct SustainedFacts {
 struct AdviseFacts {
     std::vector<AdviseSource> sources;  // one per input, in order
     std::vector<AdviseSample> samples;  // in document order
-    std::vector<HybridPoint> hybrid_points;
+    std::vector<HybridPointFacts> hybrid_points;
     std::vector<OpsFacts> ops;
     std::vector<SustainedFacts> sustained;
     std::vector<std::string> notes;  // documents with nothing the advisor uses
@@ -198,7 +198,7 @@ DeviceModels fit_models(const std::vector<AdviseSample>& samples,
 TransferFit fit_transfer(const std::string& prefill, const std::string& decode,
                          const std::vector<std::pair<double, double>>& points,
                          std::optional<double> bytes_per_token);
-std::vector<TransferFit> fit_transfers(const std::vector<HybridPoint>& points);
+std::vector<TransferFit> fit_transfers(const std::vector<HybridPointFacts>& points);
 DispatchFit fit_dispatch(const OpsStageFacts& stage, double budget_ns);
 
 // ---- predict ----
@@ -233,7 +233,7 @@ struct Crossover {
 
 // A measured hybrid point next to its prediction.
 struct Validation {
-    HybridPoint point;  // measured_ns present
+    HybridPointFacts point;  // measured_ns present
     std::string source;
     std::optional<Prediction> predicted;  // null: a part was not measured
     bool own_basis = false;  // the parts came from the hybrid document's own modes alone
@@ -251,13 +251,13 @@ AdvisePredictions predict_advice(const AdviseFacts& facts, const AdviseFit& fit,
                                  const AdviseOptions& opts);
 
 // The pieces of predict_advice, for tests.
-std::vector<std::pair<int, int>> prediction_lengths(const std::vector<HybridPoint>& points,
+std::vector<std::pair<int, int>> prediction_lengths(const std::vector<HybridPointFacts>& points,
                                                     const AdviseOptions& opts);
 // Where the best assignment changes over prompt length, on a grid from 1 to 4x the longest
 // measured prompt (at least 16); empty with fewer than two device sets.
 std::vector<Crossover> find_crossovers(const AdviseFit& fit,
                                        const std::vector<std::pair<int, int>>& lengths);
-Validation validate(const HybridPoint& point, const AdviseFacts& facts, const AdviseFit& fit);
+Validation validate(const HybridPointFacts& point, const AdviseFacts& facts, const AdviseFit& fit);
 
 // ---- sentences ----
 

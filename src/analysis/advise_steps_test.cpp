@@ -87,7 +87,7 @@ TEST(AdviseCollect, ReadsTestsHybridOpsAndSustainedIntoFacts) {
     EXPECT_EQ(s.decode_j_per_token, 0.25);
 
     ASSERT_EQ(f.hybrid_points.size(), 1u);
-    const HybridPoint& h = f.hybrid_points[0];
+    const HybridPointFacts& h = f.hybrid_points[0];
     EXPECT_EQ(h.doc, 1u);
     EXPECT_EQ(h.prefill, "CPU");
     EXPECT_EQ(h.decode, "RPC0");
@@ -168,7 +168,7 @@ TEST(AdviseFit, ModelsAreMediansPerLengthAndTransfersAreLines) {
     EXPECT_EQ(doc1.at("CPU").prefill, (std::vector<std::pair<double, double>>{{32, 5}, {64, 20}}));
     EXPECT_FALSE(doc1.at("CPU").can_decode());
 
-    std::vector<HybridPoint> pts(3);
+    std::vector<HybridPointFacts> pts(3);
     for (int i = 0; i < 3; ++i) {
         pts[i].prefill = "CPU";
         pts[i].decode = "GPU";
@@ -233,7 +233,7 @@ TEST(AdvisePredict, AssignmentsCrossoversAndValidation) {
     for (int p : {64, 256}) {
         f.samples.push_back(sample("CPU", p, 32, {}, {}, p * 1e6, 2e7));
         f.samples.push_back(sample("GPU", p, 32, {}, {}, p * 5e6, 1e7));
-        HybridPoint h;
+        HybridPointFacts h;
         h.prefill = "CPU";
         h.decode = "GPU";
         h.n_prompt = p;
