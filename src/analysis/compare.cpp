@@ -6,7 +6,6 @@
 
 #include "analysis/compare_steps.hpp"
 #include "core/error.hpp"
-#include "core/json_reader.hpp"
 #include "core/json_util.hpp"
 #include "core/result.hpp"
 
@@ -15,11 +14,6 @@ namespace sb {
 using nlohmann::json;
 
 namespace {
-
-std::optional<std::string> str_field(const json& j, const char* key) {
-    const json& v = json_field(j, key);
-    return v.is_string() ? std::optional<std::string>(v.get<std::string>()) : std::nullopt;
-}
 
 // Fields listed under "differs" when matched sides disagree and the match leaves them out, in
 // this order ("server", "host" and "cpu" are not configuration fields and always listed).
@@ -30,82 +24,6 @@ const std::vector<std::string> kDiffOrder = {"engine",       "server",     "devi
 
 bool contains(const std::vector<std::string>& v, const std::string& x) {
     return std::find(v.begin(), v.end(), x) != v.end();
-}
-
-// A sustained document compares as one test: the rounds of its unloaded phase are the samples,
-// so a side's CV is its variation across rounds (the loaded phase's background differs from
-// device to device and is left out). Each round is also a test of the document, in the order of
-// the phases and rounds; their per-stage telemetry is pooled the same way. Throws
-// sb::Error(input) when no round completed.
-json pooled_rounds(const json& doc, const std::string& who, std::vector<std::string>& notes) {
-    const json& tests = json_field(doc, "tests");
-    // The phase without background load ("rounds", or "baseline" beside a "loaded" one), and
-    // the index of its first round's test.
-    const json* phase = nullptr;
-    std::size_t first_test = 0;
-    for (const auto& ph : json_field(json_field(doc, "sustained"), "phases")) {
-        if (phase)
-            break;
-        if (str_field(ph, "background").value_or("").empty())
-            phase = &ph;
-        else if (const json& r = json_field(ph, "rounds"); r.is_array())
-            first_test += r.size();
-    }
-    if (!phase || !tests.is_array() || tests.empty())
-        throw input_error(who + ": the `sustained` document has no baseline rounds to compare");
-    json pre = json::array(), dec = json::array(), ttft = json::array();
-    json tel_pre = json::array(), tel_dec = json::array();
-    const json& rounds = json_field(*phase, "rounds");
-    // Round k's test is tests[first_test + k] when the document holds a test per round.
-    const bool tests_per_round = rounds.is_array() && tests.size() >= first_test + rounds.size();
-    std::size_t k = 0;
-    for (const auto& r : rounds) {
-        const std::size_t index = first_test + k++;
-        if (str_field(r, "status").value_or("ok") != "ok")
-            continue;
-        if (json_field(r, "prefill_tps").is_number())
-            pre.push_back(json_field(r, "prefill_tps"));
-        if (json_field(r, "decode_tps").is_number())
-            dec.push_back(json_field(r, "decode_tps"));
-        if (json_field(r, "ttft_ms").is_number())
-            ttft.push_back(json_field(r, "ttft_ms").get<double>() * 1e6);
-        if (tests_per_round) {
-            const json& tel = json_field(tests[index], "telemetry");
-            for (const auto& o : json_field(tel, "prefill"))
-                tel_pre.push_back(o);
-            for (const auto& o : json_field(tel, "decode"))
-                tel_dec.push_back(o);
-        }
-    }
-    if (dec.empty() && pre.empty())
-        throw input_error(who + ": the `sustained` document has no completed baseline round");
-    json config = json_field(tests[0], "config");
-    if (!config.is_object())
-        config = json::object();
-    config["test"] = str_field(config, "test").value_or("?") + " rounds";
-    notes.push_back(who + " is a sustained run: its " + std::to_string(dec.size()) +
-                    " rounds without background load are the samples, so its CV is the "
-                    "variation across rounds");
-    json out = doc;
-    json test = {{"config", config},
-                 {"status", "ok"},
-                 {"prefill", {{"tokens_per_s", pre}}},
-                 {"decode", {{"tokens_per_s", dec}}},
-                 {"ttft_ns", ttft},
-                 {"telemetry", nullptr}};
-    if (!tel_pre.empty() || !tel_dec.empty())
-        test["telemetry"] = {{"prefill", tel_pre}, {"decode", tel_dec}};
-    out["tests"] = json::array({test});
-    return out;
-}
-
-// The server behind a test's http engine ("llama-server", "ollama", ...), null for the
-// in-process engine.
-json server_of(const json& doc, const json& config) {
-    if (str_field(config, "engine") != "http")
-        return nullptr;
-    const json& s = json_field(json_field(json_field(doc, "engines"), "http"), "server");
-    return s.is_string() ? s : json("http");
 }
 
 // Checks the inputs' labels and the match fields. Throws sb::Error(usage).
@@ -130,33 +48,6 @@ CompareMatcher checked_matcher(const std::vector<CompareInput>& inputs,
     return m;
 }
 
-// The inputs as compared (a sustained document pooled into one test), each described in
-// r.inputs. Throws sb::Error(input) for a document without tests.
-std::vector<CompareInput> prepared_inputs(const std::vector<CompareInput>& given,
-                                          CompareResult& r) {
-    std::vector<CompareInput> inputs = given;
-    for (auto& in : inputs) {
-        const std::string who = in.label + " (" + in.source + ")";
-        if (!in.doc.is_object() || !json_field(in.doc, "tests").is_array())
-            throw input_error(who + " is not a stagebench result document (no \"tests\" array)");
-        for (std::size_t i = 0; i < in.doc["tests"].size(); ++i)
-            if (!in.doc["tests"][i].is_object())
-                throw input_error(who + ": .tests[" + std::to_string(i) + "] is " +
-                                  json_type_words(in.doc["tests"][i]) + ", expected an object");
-        if (str_field(in.doc, "command") == "sustained")
-            in.doc = pooled_rounds(in.doc, who, r.notes);
-        if (json_field(in.doc, "tests").empty())
-            throw input_error(who + ": the `" + str_field(in.doc, "command").value_or("?") +
-                              "` document has no tests to compare; compare reads run and demo "
-                              "documents");
-        const json& sys = json_field(in.doc, "system");
-        r.inputs.push_back({in.label, in.source, str_field(in.doc, "command"),
-                            str_field(sys, "hostname"), str_field(sys, "cpu_model"),
-                            str_field(in.doc, "started_at")});
-    }
-    return inputs;
-}
-
 // One test of the baseline and its counterparts in the other inputs.
 struct MatchedTest {
     const CompareEntry* base;
@@ -167,10 +58,10 @@ struct MatchedTest {
 // Assembles the rows of matched tests, and the notes of their statuses and energy.
 class Assembler {
   public:
-    Assembler(const std::vector<CompareInput>& inputs,
+    Assembler(const std::vector<CompareDoc>& docs,
               const std::vector<std::vector<CompareEntry>>& entries, const CompareMatcher& m,
               const CompareOptions& opts, CompareResult& r)
-        : inputs_(inputs), entries_(entries), opts_(opts), r_(r) {
+        : docs_(docs), entries_(entries), opts_(opts), r_(r) {
         for (const auto& f : kDiffOrder)
             if (!contains(m.match, f))
                 diff_fields_.push_back(f);
@@ -186,17 +77,17 @@ class Assembler {
     // The rows of one test of the baseline, or an unmatched test.
     void add_test(const CompareEntry& base) {
         MatchedTest t{&base, {0}, {&base}};
-        for (std::size_t i = 1; i < inputs_.size(); ++i) {
+        for (std::size_t i = 1; i < docs_.size(); ++i) {
             if (const CompareEntry* e = find(i, base.key)) {
                 t.idx.push_back(i);
                 t.es.push_back(e);
-            } else if (inputs_.size() > 2) {
-                r_.notes.push_back(inputs_[i].label + " has no test matching " + inputs_[0].label +
-                                   "'s " + base.name);
+            } else if (docs_.size() > 2) {
+                r_.notes.push_back(docs_[i].info.label + " has no test matching " +
+                                   docs_[0].info.label + "'s " + base.name);
             }
         }
         if (t.idx.size() < 2) {
-            r_.unmatched.push_back({inputs_[0].label, base.name});
+            r_.unmatched.push_back({docs_[0].info.label, base.name});
             return;
         }
         note_statuses(t);
@@ -218,34 +109,38 @@ class Assembler {
     std::vector<std::string> labels(const MatchedTest& t) const {
         std::vector<std::string> l;
         for (std::size_t i : t.idx)
-            l.push_back(inputs_[i].label);
+            l.push_back(docs_[i].info.label);
         return l;
     }
 
     void note_statuses(const MatchedTest& t) {
         for (std::size_t s = 0; s < t.idx.size(); ++s) {
-            const json& test = *t.es[s]->test;
-            const auto status = str_field(test, "status");
+            const CompareTest& test = *t.es[s]->test;
+            const auto& status = test.status;
             if (!status || *status == "ok" ||
-                !status_noted_.insert(inputs_[t.idx[s]].label + t.es[s]->key).second)
+                !status_noted_.insert(docs_[t.idx[s]].info.label + t.es[s]->key).second)
                 continue;
-            const auto error = str_field(test, "error");
-            r_.notes.push_back(inputs_[t.idx[s]].label + "'s " + t.es[s]->name + " is " + *status +
-                               (error ? ": " + *error : std::string()) +
+            const auto& error = test.error;
+            r_.notes.push_back(docs_[t.idx[s]].info.label + "'s " + t.es[s]->name + " is " +
+                               *status + (error ? ": " + *error : std::string()) +
                                "; its samples are compared as they are");
         }
     }
 
     // The value of field f of input i's test e, for "differs".
     json doc_value(std::size_t i, const CompareEntry& e, const std::string& f) const {
-        const json& c = json_field(*e.test, "config");
+        const CompareDoc& d = docs_[i];
         if (f == "host")
-            return json_field(json_field(inputs_[i].doc, "system"), "hostname");
+            return d.host;
         if (f == "cpu")
-            return json_field(json_field(inputs_[i].doc, "system"), "cpu_model");
-        if (f == "server")
-            return server_of(inputs_[i].doc, c);
-        return json_field(c, f.c_str());
+            return d.cpu;
+        if (f == "server") {
+            // The server behind an http engine, null for the in-process engine.
+            if (e.test->config.at("engine") != "http")
+                return nullptr;
+            return d.http_server.value_or("http");
+        }
+        return e.test->config.at(f);
     }
 
     // vals under name in into, when they are not all equal.
@@ -306,17 +201,17 @@ class Assembler {
             add_row(t, st, samples, row_differs);
         }
         for (std::size_t s : no_energy)
-            r_.notes.push_back(inputs_[t.idx[s]].label + "'s " + t.es[s]->name +
+            r_.notes.push_back(docs_[t.idx[s]].info.label + "'s " + t.es[s]->name +
                                " has no energy readings (no whole-system meter, or telemetry "
                                "off): its energy is not compared");
         for (std::size_t s : no_idle)
             if (!no_energy.count(s))
-                r_.notes.push_back(inputs_[t.idx[s]].label + "'s " + t.es[s]->name +
+                r_.notes.push_back(docs_[t.idx[s]].info.label + "'s " + t.es[s]->name +
                                    " has no idle baseline (--idle 0): its net energy is not "
                                    "compared");
     }
 
-    const std::vector<CompareInput>& inputs_;
+    const std::vector<CompareDoc>& docs_;
     const std::vector<std::vector<CompareEntry>>& entries_;
     const CompareOptions& opts_;
     CompareResult& r_;
@@ -385,17 +280,19 @@ CompareResult compare_documents(const std::vector<CompareInput>& given,
     r.created_at = utc_timestamp();
     r.match = m.match;
     r.model_alias = opts.model_alias;
-    const std::vector<CompareInput> inputs = prepared_inputs(given, r);
+    const std::vector<CompareDoc> docs = collect_compare_docs(given, r.notes);
+    for (const auto& d : docs)
+        r.inputs.push_back(d.info);
 
-    const std::vector<std::string> split = compare_split_fields(m, inputs);
-    const auto entries = compare_entries(inputs, m, split);
-    Assembler a(inputs, entries, m, opts, r);
+    const std::vector<std::string> split = compare_split_fields(m, docs);
+    const auto entries = compare_entries(docs, m, split);
+    Assembler a(docs, entries, m, opts, r);
     for (const auto& base : entries[0])
         a.add_test(base);
-    for (std::size_t i = 1; i < inputs.size(); ++i)
+    for (std::size_t i = 1; i < docs.size(); ++i)
         for (const auto& e : entries[i])
             if (!a.find(0, e.key))
-                r.unmatched.push_back({inputs[i].label, e.name});
+                r.unmatched.push_back({docs[i].info.label, e.name});
     if (!split.empty()) {
         std::string f;
         for (const auto& s : split)

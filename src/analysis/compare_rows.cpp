@@ -1,7 +1,6 @@
 #include <fmt/format.h>
 
 #include "analysis/compare_steps.hpp"
-#include "core/json_util.hpp"
 #include "core/stats.hpp"
 
 namespace sb {
@@ -16,21 +15,15 @@ std::string pct(double fraction) {
 
 // Energy: the stage's whole-system reading of every repetition (telemetry.<stage>[i].total, as
 // `run` and every sustained round record it).
-std::vector<double> energy_samples(const json& test, const std::string& stage,
+std::vector<double> energy_samples(const std::vector<CompareWindow>& windows,
                                    const std::string& metric) {
     std::vector<double> v;
-    const json& occ = json_field(json_field(test, "telemetry"), stage.c_str());
-    if (!occ.is_array())
-        return v;
-    for (const auto& o : occ) {
-        const json& total = json_field(o, "total");
+    for (const auto& w : windows) {
         if (metric == "mean_power_mw") {
-            const json& e = json_field(total, "energy_j");
-            const json& d = json_field(o, "duration_ns");
-            if (e.is_number() && d.is_number() && d.get<double>() > 0)
-                v.push_back(e.get<double>() / (d.get<double>() * 1e-9) * 1e3);
-        } else if (const json& x = json_field(total, metric.c_str()); x.is_number()) {
-            v.push_back(x.get<double>());
+            if (w.energy_j && w.duration_ns && *w.duration_ns > 0)
+                v.push_back(*w.energy_j / (*w.duration_ns * 1e-9) * 1e3);
+        } else if (const auto& x = metric == "j_per_token" ? w.j_per_token : w.net_j_per_token) {
+            v.push_back(*x);
         }
     }
     return v;
@@ -75,28 +68,23 @@ const std::vector<CompareStage> kCompareEnergyStages = {
     {"decode", "net_j_per_token", false, "less energy", "more energy"},
     {"decode", "mean_power_mw", false, "lower power", "higher power"}};
 
-std::vector<double> compare_samples(const json& test, const CompareStage& st) {
+std::vector<double> compare_samples(const CompareTest& test, const CompareStage& st) {
     const std::string stage = st.name, metric = st.metric;
+    const bool prefill = stage == "prefill";
     if (metric != "tokens_per_s" && metric != "ttft_ms")
-        return energy_samples(test, stage, metric);
+        return energy_samples(prefill ? test.prefill_windows : test.decode_windows, metric);
+    if (stage != "ttft")
+        return prefill ? test.prefill_tps : test.decode_tps;
     std::vector<double> v;
-    const json& arr = stage == "ttft" ? json_field(test, "ttft_ns")
-                                      : json_field(json_field(test, stage.c_str()), "tokens_per_s");
-    if (!arr.is_array())
-        return v;
-    for (const auto& x : arr)
-        if (x.is_number())
-            v.push_back(stage == "ttft" ? x.get<double>() / 1e6 : x.get<double>());
+    for (double x : test.ttft_ns)
+        v.push_back(x / 1e6);
     return v;
 }
 
-json compare_energy_meter(const json& test, const std::string& stage) {
-    const json& occ = json_field(json_field(test, "telemetry"), stage.c_str());
-    if (!occ.is_array())
-        return nullptr;
-    for (const auto& o : occ)
-        if (const json& m = json_field(json_field(o, "total"), "metric"); m.is_string())
-            return m;
+json compare_energy_meter(const CompareTest& test, const std::string& stage) {
+    for (const auto& w : stage == "prefill" ? test.prefill_windows : test.decode_windows)
+        if (w.metric)
+            return *w.metric;
     return nullptr;
 }
 

@@ -15,55 +15,138 @@ const CompareStage& stage(const std::vector<CompareStage>& v, const std::string&
     throw std::runtime_error("no stage " + name + " " + metric);
 }
 
+CompareInput input(const std::string& label, json doc) {
+    return {label, label + ".json", std::move(doc)};
+}
+
+// ---- collecting ----
+
+TEST(CompareCollect, TestsAreTypedAndASustainedDocumentIsItsPooledRounds) {
+    const json run = {
+        {"command", "run"},
+        {"system", {{"hostname", "h"}, {"cpu_model", "c"}}},
+        {"engines", {{"http", {{"server", "ollama"}}}}},
+        {"tests",
+         {{{"config", {{"test", "pp8"}, {"n_prompt", 8}, {"engine", "http"}}},
+           {"status", "failed"},
+           {"error", "boom"},
+           {"prefill", {{"tokens_per_s", {10.0, "x", 12.0}}}},
+           {"ttft_ns", {2e6}},
+           {"telemetry",
+            {{"decode",
+              {{{"duration_ns", 2e9},
+                {"total", {{"energy_j", 3.0}, {"j_per_token", 0.5}, {"metric", "rapl"}}}}}}}}}}}};
+    std::vector<std::string> notes;
+    const auto docs = collect_compare_docs({input("A", run)}, notes);
+    ASSERT_EQ(docs.size(), 1u);
+    const CompareDoc& d = docs[0];
+    EXPECT_EQ(d.info.command, "run");
+    EXPECT_EQ(d.info.host, "h");
+    EXPECT_EQ(d.host, "h");
+    EXPECT_EQ(d.http_server, "ollama");
+    ASSERT_EQ(d.tests.size(), 1u);
+    const CompareTest& t = d.tests[0];
+    EXPECT_EQ(t.name, "pp8");
+    EXPECT_EQ(t.config.at("n_prompt"), 8);
+    EXPECT_EQ(t.config.at("n_gen"), nullptr);
+    EXPECT_EQ(t.config.count("model"), 0u);
+    EXPECT_EQ(t.status, "failed");
+    EXPECT_EQ(t.error, "boom");
+    EXPECT_EQ(t.prefill_tps, (std::vector<double>{10, 12}));
+    EXPECT_TRUE(t.decode_tps.empty());
+    EXPECT_EQ(t.ttft_ns, std::vector<double>{2e6});
+    ASSERT_EQ(t.decode_windows.size(), 1u);
+    EXPECT_EQ(t.decode_windows[0].duration_ns, 2e9);
+    EXPECT_EQ(t.decode_windows[0].energy_j, 3);
+    EXPECT_EQ(t.decode_windows[0].net_j_per_token, std::nullopt);
+    EXPECT_EQ(t.decode_windows[0].metric, "rapl");
+    EXPECT_TRUE(notes.empty());
+
+    // Rounds of the loaded phase come first among the tests and are left out.
+    auto round_test = [](double j) {
+        return json{{"config", {{"test", "pp8+tg4"}}},
+                    {"telemetry", {{"decode", {{{"total", {{"j_per_token", j}}}}}}}}};
+    };
+    const json sus = {{"command", "sustained"},
+                      {"tests", {round_test(9), round_test(1), round_test(2), round_test(3)}},
+                      {"sustained",
+                       {{"phases",
+                         {{{"background", "cpu:1"}, {"rounds", {json::object()}}},
+                          {{"background", ""},
+                           {"rounds",
+                            {{{"decode_tps", 5.0}, {"ttft_ms", 2.0}},
+                             {{"status", "failed"}, {"decode_tps", 99.0}},
+                             {{"decode_tps", 7.0}}}}}}}}}};
+    const auto s = collect_compare_docs({input("S", sus)}, notes);
+    ASSERT_EQ(s[0].tests.size(), 1u);
+    const CompareTest& p = s[0].tests[0];
+    EXPECT_EQ(p.name, "pp8+tg4 rounds");
+    EXPECT_EQ(p.status, "ok");
+    EXPECT_EQ(p.decode_tps, (std::vector<double>{5, 7}));
+    EXPECT_EQ(p.ttft_ns, std::vector<double>{2e6});
+    ASSERT_EQ(p.decode_windows.size(), 2u);
+    EXPECT_EQ(p.decode_windows[0].j_per_token, 1);
+    EXPECT_EQ(p.decode_windows[1].j_per_token, 3);
+    ASSERT_EQ(notes.size(), 1u);
+    EXPECT_EQ(notes[0],
+              "S (S.json) is a sustained run: its 2 rounds without background load are the "
+              "samples, so its CV is the variation across rounds");
+}
+
 // ---- matching ----
+
+CompareTest with_config(json config, const std::string& name = "t") {
+    CompareTest t;
+    t.name = name;
+    for (const auto& f : kCompareKeyFields)
+        if (std::string(f.name) != "model")
+            t.config[f.name] = config.value(f.name, json());
+    return t;
+}
 
 TEST(CompareMatch, KeysTakeTheMatchFieldsAndTheAliasedModelName) {
     const std::map<std::string, std::string> alias = {{"qwen:0.5b", "q.gguf"}};
     const CompareMatcher m{{"model", "n_prompt", "flash_attn"}, &alias};
-    const json file = {{"model_path", "/m/q.gguf"}, {"n_prompt", 32}, {"flash_attn", "auto"}};
-    const json tag = {{"model_path", "qwen:0.5b"}, {"n_prompt", 32}};
+    const CompareTest file =
+        with_config({{"model_path", "/m/q.gguf"}, {"n_prompt", 32}, {"flash_attn", "auto"}});
+    const CompareTest tag = with_config({{"model_path", "qwen:0.5b"}, {"n_prompt", 32}});
     EXPECT_EQ(m.base_key(file), "model=q.gguf,n_prompt=32,flash_attn=auto");
     EXPECT_EQ(m.base_key(tag), "model=q.gguf,n_prompt=32,flash_attn=null");
-    EXPECT_EQ(m.value(json::object(), "model"), nullptr);
+    EXPECT_EQ(m.value(with_config(json::object()), "model"), nullptr);
     EXPECT_EQ(compare_key_text(json(1.5)), "1.5");
 }
 
 TEST(CompareMatch, AFieldThatVariesWithinADocumentSplitsTheKeyAndTheName) {
     auto t = [](int threads, const std::string& devices) {
-        return json{
-            {"config",
-             {{"test", "pp8"}, {"n_prompt", 8}, {"n_threads", threads}, {"devices", devices}}}};
+        return with_config({{"n_prompt", 8}, {"n_threads", threads}, {"devices", devices}}, "pp8");
     };
     const std::map<std::string, std::string> none;
     const CompareMatcher m{{"n_prompt"}, &none};
-    std::vector<CompareInput> in = {
-        {"A", "a.json", {{"tests", {t(1, "CPU"), t(2, "CPU"), t(2, "CPU")}}}},
-        {"B", "b.json", {{"tests", {t(4, "GPU")}}}}};
-    // Threads vary within A; devices differ only between documents.
-    const auto split = compare_split_fields(m, in);
+    std::vector<CompareDoc> docs(2);
+    docs[0].tests = {t(1, "CPU"), t(2, "CPU"), t(2, "CPU")};
+    docs[1].tests = {t(4, "GPU")};
+    // Threads vary within the first document; devices differ only between documents.
+    const auto split = compare_split_fields(m, docs);
     EXPECT_EQ(split, std::vector<std::string>{"n_threads"});
-    const auto e = compare_entries(in, m, split);
+    const auto e = compare_entries(docs, m, split);
     ASSERT_EQ(e.size(), 2u);
     ASSERT_EQ(e[0].size(), 3u);
     EXPECT_EQ(e[0][0].key, "n_prompt=8,n_threads=1");
     EXPECT_EQ(e[0][0].name, "pp8 [n_threads=1]");
     EXPECT_EQ(e[0][2].key, "n_prompt=8,n_threads=2,#2");
     EXPECT_EQ(e[0][2].name, "pp8 [n_threads=2] #2");
-    EXPECT_EQ(e[0][2].test, &in[0].doc["tests"][2]);
+    EXPECT_EQ(e[0][2].test, &docs[0].tests[2]);
     EXPECT_EQ(e[1][0].key, "n_prompt=8,n_threads=4");
 }
 
 // ---- per-row statistics ----
 
 TEST(CompareRows, SamplesInTheRowsUnit) {
-    const json test = {
-        {"prefill", {{"tokens_per_s", {10.0, nullptr, 12.0}}}},
-        {"ttft_ns", {2e6, 4e6}},
-        {"telemetry",
-         {{"decode",
-           {{{"duration_ns", 2e9},
-             {"total", {{"energy_j", 3.0}, {"j_per_token", 0.5}, {"metric", "rapl"}}}},
-            {{"duration_ns", 0}, {"total", {{"energy_j", 1.0}}}}}}}}};
+    CompareTest test;
+    test.prefill_tps = {10, 12};
+    test.ttft_ns = {2e6, 4e6};
+    test.decode_windows = {{2e9, 3.0, 0.5, std::nullopt, "rapl"},
+                           {0, 1.0, std::nullopt, std::nullopt, std::nullopt}};
     EXPECT_EQ(compare_samples(test, stage(kCompareStages, "prefill", "tokens_per_s")),
               (std::vector<double>{10, 12}));
     EXPECT_EQ(compare_samples(test, stage(kCompareStages, "ttft", "ttft_ms")),
@@ -71,6 +154,8 @@ TEST(CompareRows, SamplesInTheRowsUnit) {
     EXPECT_TRUE(compare_samples(test, stage(kCompareStages, "decode", "tokens_per_s")).empty());
     EXPECT_EQ(compare_samples(test, stage(kCompareEnergyStages, "decode", "j_per_token")),
               std::vector<double>{0.5});
+    EXPECT_TRUE(
+        compare_samples(test, stage(kCompareEnergyStages, "decode", "net_j_per_token")).empty());
     // 3 J over 2 s; the zero-length repetition has no power.
     EXPECT_EQ(compare_samples(test, stage(kCompareEnergyStages, "decode", "mean_power_mw")),
               std::vector<double>{1500});
