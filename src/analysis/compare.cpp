@@ -1,45 +1,19 @@
 #include "analysis/compare.hpp"
 
-#include <fmt/format.h>
-
 #include <algorithm>
-#include <filesystem>
 #include <map>
 #include <set>
 
+#include "analysis/compare_steps.hpp"
 #include "core/error.hpp"
-#include "core/json_reader.hpp"
 #include "core/json_util.hpp"
 #include "core/result.hpp"
-#include "core/stats.hpp"
 
 namespace sb {
 
 using nlohmann::json;
 
 namespace {
-
-std::optional<std::string> str_field(const json& j, const char* key) {
-    const json& v = json_field(j, key);
-    return v.is_string() ? std::optional<std::string>(v.get<std::string>()) : std::nullopt;
-}
-
-// A config value as key text: strings bare, numbers and the rest as JSON.
-std::string key_text(const json& v) {
-    return v.is_string() ? v.get<std::string>() : dump_json(v);
-}
-
-// The configuration fields a key can hold, with the short names `--match` also accepts (the
-// letters of `run`'s flags).
-struct KeyField {
-    const char* name;
-    const char* short_name;
-};
-constexpr KeyField kKeyFields[] = {
-    {"model", "m"},          {"n_prompt", "p"},  {"n_gen", "n"},     {"n_depth", "d"},
-    {"n_batch", "b"},        {"n_ubatch", "ub"}, {"type_k", "ctk"},  {"type_v", "ctv"},
-    {"flash_attn", "fa"},    {"engine", ""},     {"devices", "dev"}, {"n_threads", "t"},
-    {"n_gpu_layers", "ngl"}, {"model_path", ""}};
 
 // Fields listed under "differs" when matched sides disagree and the match leaves them out, in
 // this order ("server", "host" and "cpu" are not configuration fields and always listed).
@@ -52,182 +26,198 @@ bool contains(const std::vector<std::string>& v, const std::string& x) {
     return std::find(v.begin(), v.end(), x) != v.end();
 }
 
-// How tests are told apart: the match fields and the model aliases.
-struct Matcher {
-    std::vector<std::string> match;
-    const std::map<std::string, std::string>* alias;
+// Checks the inputs' labels and the match fields. Throws sb::Error(usage).
+CompareMatcher checked_matcher(const std::vector<CompareInput>& inputs,
+                               const CompareOptions& opts) {
+    if (inputs.size() < 2)
+        throw usage_error(
+            "compare needs at least two result documents (the first is the "
+            "baseline)");
+    std::set<std::string> seen;
+    for (const auto& in : inputs)
+        if (!seen.insert(in.label).second)
+            throw usage_error("label '" + in.label + "' is given to two inputs");
+    CompareMatcher m{opts.match.empty() ? kCompareDefaultMatch : opts.match, &opts.model_alias};
+    for (const auto& f : m.match) {
+        bool known = false;
+        for (const auto& k : kCompareKeyFields)
+            known = known || f == k.name;
+        if (!known)
+            throw usage_error("cannot match tests by '" + f + "': not a configuration field");
+    }
+    return m;
+}
 
-    // The model's name for matching: an alias of its whole path or of its file name, else its
-    // file name.
-    json model(const json& config) const {
-        const auto path = str_field(config, "model_path");
-        if (!path)
-            return nullptr;
-        const std::string file = std::filesystem::path(*path).filename().string();
-        for (const auto& n : {*path, file})
-            if (auto it = alias->find(n); it != alias->end())
-                return it->second;
-        return file;
-    }
-    json value(const json& config, const std::string& name) const {
-        return name == "model" ? model(config) : json_field(config, name.c_str());
-    }
-    std::string base_key(const json& config) const {
-        std::string k;
-        for (const auto& f : match)
-            k += (k.empty() ? "" : ",") + f + "=" + key_text(value(config, f));
-        return k;
-    }
+// One test of the baseline and its counterparts in the other inputs.
+struct MatchedTest {
+    const CompareEntry* base;
+    std::vector<std::size_t> idx;         // the inputs having it, the baseline first
+    std::vector<const CompareEntry*> es;  // their entries, parallel to idx
 };
 
-struct Stage {
-    const char* name;    // prefill | decode | ttft
-    const char* metric;  // see CompareRow::metric
-    bool higher_is_better;
-    const char* better;  // the verdicts' words
-    const char* worse;
-};
-constexpr Stage kStages[] = {{"prefill", "tokens_per_s", true, "faster", "slower"},
-                             {"decode", "tokens_per_s", true, "faster", "slower"},
-                             {"ttft", "ttft_ms", false, "faster", "slower"}};
-constexpr Stage kEnergyStages[] = {
-    {"prefill", "j_per_token", false, "less energy", "more energy"},
-    {"prefill", "net_j_per_token", false, "less energy", "more energy"},
-    {"prefill", "mean_power_mw", false, "lower power", "higher power"},
-    {"decode", "j_per_token", false, "less energy", "more energy"},
-    {"decode", "net_j_per_token", false, "less energy", "more energy"},
-    {"decode", "mean_power_mw", false, "lower power", "higher power"}};
-
-// The raw per-repetition samples of a stage in the row's unit.
-std::vector<double> stage_samples(const json& test, const Stage& st) {
-    std::vector<double> v;
-    const std::string stage = st.name, metric = st.metric;
-    if (metric == "tokens_per_s" || metric == "ttft_ms") {
-        const json& arr = stage == "ttft"
-                              ? json_field(test, "ttft_ns")
-                              : json_field(json_field(test, stage.c_str()), "tokens_per_s");
-        if (!arr.is_array())
-            return v;
-        for (const auto& x : arr)
-            if (x.is_number())
-                v.push_back(stage == "ttft" ? x.get<double>() / 1e6 : x.get<double>());
-        return v;
+// Assembles the rows of matched tests, and the notes of their statuses and energy.
+class Assembler {
+  public:
+    Assembler(const std::vector<CompareDoc>& docs,
+              const std::vector<std::vector<CompareEntry>>& entries, const CompareMatcher& m,
+              const CompareOptions& opts, CompareResult& r)
+        : docs_(docs), entries_(entries), opts_(opts), r_(r) {
+        for (const auto& f : kDiffOrder)
+            if (!contains(m.match, f))
+                diff_fields_.push_back(f);
     }
-    // Energy: the stage's whole-system reading of every repetition (telemetry.<stage>[i].total,
-    // as `run` and every sustained round record it).
-    const json& occ = json_field(json_field(test, "telemetry"), stage.c_str());
-    if (!occ.is_array())
-        return v;
-    for (const auto& o : occ) {
-        const json& total = json_field(o, "total");
-        if (metric == "mean_power_mw") {
-            const json& e = json_field(total, "energy_j");
-            const json& d = json_field(o, "duration_ns");
-            if (e.is_number() && d.is_number() && d.get<double>() > 0)
-                v.push_back(e.get<double>() / (d.get<double>() * 1e-9) * 1e3);
-        } else if (const json& x = json_field(total, metric.c_str()); x.is_number()) {
-            v.push_back(x.get<double>());
+
+    const CompareEntry* find(std::size_t i, const std::string& key) const {
+        for (const auto& e : entries_[i])
+            if (e.key == key)
+                return &e;
+        return nullptr;
+    }
+
+    // The rows of one test of the baseline, or an unmatched test.
+    void add_test(const CompareEntry& base) {
+        MatchedTest t{&base, {0}, {&base}};
+        for (std::size_t i = 1; i < docs_.size(); ++i) {
+            if (const CompareEntry* e = find(i, base.key)) {
+                t.idx.push_back(i);
+                t.es.push_back(e);
+            } else if (docs_.size() > 2) {
+                r_.notes.push_back(docs_[i].info.label + " has no test matching " +
+                                   docs_[0].info.label + "'s " + base.name);
+            }
+        }
+        if (t.idx.size() < 2) {
+            r_.unmatched.push_back({docs_[0].info.label, base.name});
+            return;
+        }
+        note_statuses(t);
+        const json differs = differs_of(t);
+        for (const auto& st : kCompareStages) {
+            std::vector<std::vector<double>> samples;
+            bool any = false;
+            for (const auto* e : t.es) {
+                samples.push_back(compare_samples(*e->test, st));
+                any = any || !samples.back().empty();
+            }
+            if (any)
+                add_row(t, st, samples, differs);
+        }
+        add_energy_rows(t, differs);
+    }
+
+  private:
+    std::vector<std::string> labels(const MatchedTest& t) const {
+        std::vector<std::string> l;
+        for (std::size_t i : t.idx)
+            l.push_back(docs_[i].info.label);
+        return l;
+    }
+
+    void note_statuses(const MatchedTest& t) {
+        for (std::size_t s = 0; s < t.idx.size(); ++s) {
+            const CompareTest& test = *t.es[s]->test;
+            const auto& status = test.status;
+            if (!status || *status == "ok" ||
+                !status_noted_.insert(docs_[t.idx[s]].info.label + t.es[s]->key).second)
+                continue;
+            const auto& error = test.error;
+            r_.notes.push_back(docs_[t.idx[s]].info.label + "'s " + t.es[s]->name + " is " +
+                               *status + (error ? ": " + *error : std::string()) +
+                               "; its samples are compared as they are");
         }
     }
-    return v;
-}
 
-// The meter a test's stage energy was read from (its first repetition's), null without one.
-json energy_meter(const json& test, const std::string& stage) {
-    const json& occ = json_field(json_field(test, "telemetry"), stage.c_str());
-    if (!occ.is_array())
-        return nullptr;
-    for (const auto& o : occ)
-        if (const json& m = json_field(json_field(o, "total"), "metric"); m.is_string())
-            return m;
-    return nullptr;
-}
-
-struct Entry {
-    const json* test;
-    std::string key;
-    std::string name;
-};
-
-std::string pct(double fraction) {
-    return fmt::format("{:.1f}%", fraction * 100);
-}
-
-// A sustained document compares as one test: the rounds of its unloaded phase are the samples,
-// so a side's CV is its variation across rounds (the loaded phase's background differs from
-// device to device and is left out). Each round is also a test of the document, in the order of
-// the phases and rounds; their per-stage telemetry is pooled the same way. Throws
-// sb::Error(input) when no round completed.
-json pooled_rounds(const json& doc, const std::string& who, std::vector<std::string>& notes) {
-    const json& tests = json_field(doc, "tests");
-    // The phase without background load ("rounds", or "baseline" beside a "loaded" one), and
-    // the index of its first round's test.
-    const json* phase = nullptr;
-    std::size_t first_test = 0;
-    for (const auto& ph : json_field(json_field(doc, "sustained"), "phases")) {
-        if (phase)
-            break;
-        if (str_field(ph, "background").value_or("").empty())
-            phase = &ph;
-        else if (const json& r = json_field(ph, "rounds"); r.is_array())
-            first_test += r.size();
-    }
-    if (!phase || !tests.is_array() || tests.empty())
-        throw input_error(who + ": the `sustained` document has no baseline rounds to compare");
-    json pre = json::array(), dec = json::array(), ttft = json::array();
-    json tel_pre = json::array(), tel_dec = json::array();
-    const json& rounds = json_field(*phase, "rounds");
-    // Round k's test is tests[first_test + k] when the document holds a test per round.
-    const bool tests_per_round = rounds.is_array() && tests.size() >= first_test + rounds.size();
-    std::size_t k = 0;
-    for (const auto& r : rounds) {
-        const std::size_t index = first_test + k++;
-        if (str_field(r, "status").value_or("ok") != "ok")
-            continue;
-        if (json_field(r, "prefill_tps").is_number())
-            pre.push_back(json_field(r, "prefill_tps"));
-        if (json_field(r, "decode_tps").is_number())
-            dec.push_back(json_field(r, "decode_tps"));
-        if (json_field(r, "ttft_ms").is_number())
-            ttft.push_back(json_field(r, "ttft_ms").get<double>() * 1e6);
-        if (tests_per_round) {
-            const json& tel = json_field(tests[index], "telemetry");
-            for (const auto& o : json_field(tel, "prefill"))
-                tel_pre.push_back(o);
-            for (const auto& o : json_field(tel, "decode"))
-                tel_dec.push_back(o);
+    // The value of field f of input i's test e, for "differs".
+    json doc_value(std::size_t i, const CompareEntry& e, const std::string& f) const {
+        const CompareDoc& d = docs_[i];
+        if (f == "host")
+            return d.host;
+        if (f == "cpu")
+            return d.cpu;
+        if (f == "server") {
+            // The server behind an http engine, null for the in-process engine.
+            if (e.test->config.at("engine") != "http")
+                return nullptr;
+            return d.http_server.value_or("http");
         }
+        return e.test->config.at(f);
     }
-    if (dec.empty() && pre.empty())
-        throw input_error(who + ": the `sustained` document has no completed baseline round");
-    json config = json_field(tests[0], "config");
-    if (!config.is_object())
-        config = json::object();
-    config["test"] = str_field(config, "test").value_or("?") + " rounds";
-    notes.push_back(who + " is a sustained run: its " + std::to_string(dec.size()) +
-                    " rounds without background load are the samples, so its CV is the "
-                    "variation across rounds");
-    json out = doc;
-    json test = {{"config", config},
-                 {"status", "ok"},
-                 {"prefill", {{"tokens_per_s", pre}}},
-                 {"decode", {{"tokens_per_s", dec}}},
-                 {"ttft_ns", ttft},
-                 {"telemetry", nullptr}};
-    if (!tel_pre.empty() || !tel_dec.empty())
-        test["telemetry"] = {{"prefill", tel_pre}, {"decode", tel_dec}};
-    out["tests"] = json::array({test});
-    return out;
-}
 
-// The server behind a test's http engine ("llama-server", "ollama", ...), null for the
-// in-process engine.
-json server_of(const json& doc, const json& config) {
-    if (str_field(config, "engine") != "http")
-        return nullptr;
-    const json& s = json_field(json_field(json_field(doc, "engines"), "http"), "server");
-    return s.is_string() ? s : json("http");
-}
+    // vals under name in into, when they are not all equal.
+    static void add_if_differing(const json& vals, json& into, const std::string& name) {
+        bool differ = false;
+        for (const auto& v : vals)
+            differ = differ || v != vals[0];
+        if (differ)
+            into[name] = vals;
+    }
+
+    json differs_of(const MatchedTest& t) const {
+        json differs = json::object();
+        for (const auto& f : diff_fields_) {
+            json vals = json::array();
+            for (std::size_t s = 0; s < t.idx.size(); ++s)
+                vals.push_back(doc_value(t.idx[s], *t.es[s], f));
+            add_if_differing(vals, differs, f);
+        }
+        return differs;
+    }
+
+    void add_row(const MatchedTest& t, const CompareStage& st,
+                 const std::vector<std::vector<double>>& samples, const json& differs) {
+        CompareRow row = compare_row(st, labels(t), samples, opts_);
+        row.test = t.base->name;
+        row.key = t.base->key;
+        row.differs = differs;
+        for (auto& n : compare_cv_notes(row, opts_))
+            r_.notes.push_back(std::move(n));
+        r_.rows.push_back(std::move(row));
+    }
+
+    // Energy where the baseline and another side both have readings: a side without any is
+    // not compared as zero, and a note says whose readings are missing.
+    void add_energy_rows(const MatchedTest& t, const json& differs) {
+        std::set<std::size_t> no_energy, no_idle;
+        for (const auto& st : kCompareEnergyStages) {
+            std::vector<std::vector<double>> samples;
+            std::size_t with = 0;
+            for (const auto* e : t.es) {
+                samples.push_back(compare_samples(*e->test, st));
+                with += samples.back().empty() ? 0 : 1;
+            }
+            if (with == 0)
+                continue;
+            const std::string metric = st.metric;
+            for (std::size_t s = 0; s < t.es.size(); ++s)
+                if (samples[s].empty())
+                    (metric == "net_j_per_token" ? no_idle : no_energy).insert(s);
+            if (samples[0].empty() || with < 2)
+                continue;
+            json row_differs = differs;
+            json meters = json::array();
+            for (const auto* e : t.es)
+                meters.push_back(compare_energy_meter(*e->test, st.name));
+            add_if_differing(meters, row_differs, "energy_meter");
+            add_row(t, st, samples, row_differs);
+        }
+        for (std::size_t s : no_energy)
+            r_.notes.push_back(docs_[t.idx[s]].info.label + "'s " + t.es[s]->name +
+                               " has no energy readings (no whole-system meter, or telemetry "
+                               "off): its energy is not compared");
+        for (std::size_t s : no_idle)
+            if (!no_energy.count(s))
+                r_.notes.push_back(docs_[t.idx[s]].info.label + "'s " + t.es[s]->name +
+                                   " has no idle baseline (--idle 0): its net energy is not "
+                                   "compared");
+    }
+
+    const std::vector<CompareDoc>& docs_;
+    const std::vector<std::vector<CompareEntry>>& entries_;
+    const CompareOptions& opts_;
+    CompareResult& r_;
+    std::vector<std::string> diff_fields_;
+    std::set<std::string> status_noted_;  // input label + key
+};
 
 }  // namespace
 
@@ -249,7 +239,7 @@ const std::vector<std::string> kCompareDefaultMatch = {
 std::vector<std::string> parse_compare_match(const std::string& text) {
     auto valid = [] {
         std::string v;
-        for (const auto& f : kKeyFields)
+        for (const auto& f : kCompareKeyFields)
             v += (v.empty() ? "" : ", ") + std::string(f.name) +
                  (*f.short_name ? std::string(" (") + f.short_name + ")" : "");
         return v;
@@ -259,8 +249,8 @@ std::vector<std::string> parse_compare_match(const std::string& text) {
     while (pos <= text.size()) {
         const std::size_t comma = std::min(text.find(',', pos), text.size());
         const std::string item = text.substr(pos, comma - pos);
-        const KeyField* f = nullptr;
-        for (const auto& k : kKeyFields)
+        const CompareKeyField* f = nullptr;
+        for (const auto& k : kCompareKeyFields)
             if (item == k.name || (*k.short_name && item == k.short_name))
                 f = &k;
         if (!f)
@@ -284,275 +274,25 @@ std::pair<std::string, std::string> parse_model_alias(const std::string& text) {
 
 CompareResult compare_documents(const std::vector<CompareInput>& given,
                                 const CompareOptions& opts) {
-    std::vector<CompareInput> inputs = given;
-    if (inputs.size() < 2)
-        throw usage_error(
-            "compare needs at least two result documents (the first is the "
-            "baseline)");
-    std::set<std::string> seen;
-    for (const auto& in : inputs)
-        if (!seen.insert(in.label).second)
-            throw usage_error("label '" + in.label + "' is given to two inputs");
-    const Matcher m{opts.match.empty() ? kCompareDefaultMatch : opts.match, &opts.model_alias};
-    for (const auto& f : m.match) {
-        bool known = false;
-        for (const auto& k : kKeyFields)
-            known = known || f == k.name;
-        if (!known)
-            throw usage_error("cannot match tests by '" + f + "': not a configuration field");
-    }
-
+    const CompareMatcher m = checked_matcher(given, opts);
     CompareResult r;
     r.tool_version = opts.tool_version;
     r.created_at = utc_timestamp();
     r.match = m.match;
     r.model_alias = opts.model_alias;
-    for (auto& in : inputs) {
-        const std::string who = in.label + " (" + in.source + ")";
-        if (!in.doc.is_object() || !json_field(in.doc, "tests").is_array())
-            throw input_error(who + " is not a stagebench result document (no \"tests\" array)");
-        for (std::size_t i = 0; i < in.doc["tests"].size(); ++i)
-            if (!in.doc["tests"][i].is_object())
-                throw input_error(who + ": .tests[" + std::to_string(i) + "] is " +
-                                  json_type_words(in.doc["tests"][i]) + ", expected an object");
-        if (str_field(in.doc, "command") == "sustained")
-            in.doc = pooled_rounds(in.doc, who, r.notes);
-        if (json_field(in.doc, "tests").empty())
-            throw input_error(who + ": the `" + str_field(in.doc, "command").value_or("?") +
-                              "` document has no tests to compare; compare reads run and demo "
-                              "documents");
-        const json& sys = json_field(in.doc, "system");
-        r.inputs.push_back({in.label, in.source, str_field(in.doc, "command"),
-                            str_field(sys, "hostname"), str_field(sys, "cpu_model"),
-                            str_field(in.doc, "started_at")});
-    }
+    const std::vector<CompareDoc> docs = collect_compare_docs(given, r.notes);
+    for (const auto& d : docs)
+        r.inputs.push_back(d.info);
 
-    // Configuration fields left out of the match that vary among tests of one key in any
-    // document join every key (the model's file name stands for its path when both vary).
-    std::vector<std::string> split;
-    for (const auto& kf : kKeyFields) {
-        const std::string f = kf.name;
-        if (contains(m.match, f) || (f == "model_path" && contains(split, "model")))
-            continue;
-        bool varies = false;
-        for (const auto& in : inputs) {
-            std::map<std::string, std::set<std::string>> values;
-            for (const auto& t : in.doc["tests"]) {
-                const json& c = json_field(t, "config");
-                values[m.base_key(c)].insert(key_text(m.value(c, f)));
-            }
-            for (const auto& [k, v] : values)
-                varies = varies || v.size() > 1;
-        }
-        if (varies)
-            split.push_back(f);
-    }
-
-    std::vector<std::vector<Entry>> entries(inputs.size());
-    for (std::size_t i = 0; i < inputs.size(); ++i) {
-        std::map<std::string, int> count;
-        for (const auto& t : inputs[i].doc["tests"]) {
-            const json& c = json_field(t, "config");
-            std::string key = m.base_key(c);
-            std::string name = str_field(c, "test").value_or("?");
-            // The swept fields join the key, and the name too, so that a reader can tell the
-            // rows of one workload apart: "pp32+tg8 [devices=CPU>RPC0]".
-            std::string swept;
-            for (const auto& f : split) {
-                std::string v = key_text(m.value(c, f));
-                key += "," + f + "=" + v;
-                if (f == "model_path")
-                    v = v.substr(v.find_last_of('/') + 1);
-                swept += (swept.empty() ? "" : ", ") + f + "=" + v;
-            }
-            if (!swept.empty())
-                name += " [" + swept + "]";
-            // Identical configurations in one document are matched in order of appearance.
-            if (const int k = ++count[key]; k > 1) {
-                key += ",#" + std::to_string(k);
-                name += " #" + std::to_string(k);
-            }
-            entries[i].push_back({&t, key, name});
-        }
-    }
-
-    auto find = [&](std::size_t i, const std::string& key) -> const Entry* {
+    const std::vector<std::string> split = compare_split_fields(m, docs);
+    const auto entries = compare_entries(docs, m, split);
+    Assembler a(docs, entries, m, opts, r);
+    for (const auto& base : entries[0])
+        a.add_test(base);
+    for (std::size_t i = 1; i < docs.size(); ++i)
         for (const auto& e : entries[i])
-            if (e.key == key)
-                return &e;
-        return nullptr;
-    };
-    auto doc_value = [&](std::size_t i, const Entry& e, const std::string& f) -> json {
-        const json& c = json_field(*e.test, "config");
-        if (f == "host")
-            return json_field(json_field(inputs[i].doc, "system"), "hostname");
-        if (f == "cpu")
-            return json_field(json_field(inputs[i].doc, "system"), "cpu_model");
-        if (f == "server")
-            return server_of(inputs[i].doc, c);
-        return json_field(c, f.c_str());
-    };
-    std::vector<std::string> diff_fields;
-    for (const auto& f : kDiffOrder)
-        if (!contains(m.match, f))
-            diff_fields.push_back(f);
-
-    std::set<std::string> status_noted;
-    for (const auto& base : entries[0]) {
-        std::vector<std::size_t> idx{0};
-        std::vector<const Entry*> es{&base};
-        for (std::size_t i = 1; i < inputs.size(); ++i) {
-            if (const Entry* e = find(i, base.key)) {
-                idx.push_back(i);
-                es.push_back(e);
-            } else if (inputs.size() > 2) {
-                r.notes.push_back(inputs[i].label + " has no test matching " + inputs[0].label +
-                                  "'s " + base.name);
-            }
-        }
-        if (idx.size() < 2) {
-            r.unmatched.push_back({inputs[0].label, base.name});
-            continue;
-        }
-        for (std::size_t s = 0; s < idx.size(); ++s) {
-            const auto status = str_field(*es[s]->test, "status");
-            if (status && *status != "ok" &&
-                status_noted.insert(inputs[idx[s]].label + es[s]->key).second)
-                r.notes.push_back(inputs[idx[s]].label + "'s " + es[s]->name + " is " + *status +
-                                  (str_field(*es[s]->test, "error")
-                                       ? ": " + *str_field(*es[s]->test, "error")
-                                       : std::string()) +
-                                  "; its samples are compared as they are");
-        }
-        auto differing = [&](const json& vals, json& into, const std::string& name) {
-            bool differ = false;
-            for (const auto& v : vals)
-                differ = differ || v != vals[0];
-            if (differ)
-                into[name] = vals;
-        };
-        json differs = json::object();
-        for (const auto& f : diff_fields) {
-            json vals = json::array();
-            for (std::size_t s = 0; s < idx.size(); ++s)
-                vals.push_back(doc_value(idx[s], *es[s], f));
-            differing(vals, differs, f);
-        }
-
-        auto add_row = [&](const Stage& st, const std::vector<std::vector<double>>& samples,
-                           const json& row_differs) {
-            CompareRow row;
-            row.test = base.name;
-            row.key = base.key;
-            row.stage = st.name;
-            row.metric = st.metric;
-            row.higher_is_better = st.higher_is_better;
-            row.differs = row_differs;
-            for (std::size_t s = 0; s < idx.size(); ++s) {
-                CompareSide side{inputs[idx[s]].label, std::nullopt, std::nullopt,
-                                 samples[s].size()};
-                if (!samples[s].empty()) {
-                    const Summary sum = summarize(samples[s]);
-                    side.median = sum.median;
-                    side.cv = sum.cv;
-                }
-                row.sides.push_back(side);
-            }
-            for (std::size_t s = 1; s < idx.size(); ++s) {
-                CompareRatio ratio;
-                ratio.label = row.sides[s].label + "/" + row.sides[0].label;
-                const auto& a = samples[s];
-                const auto& b = samples[0];
-                // A ratio needs two positive medians: a net energy at or below the idle
-                // baseline has none.
-                if (a.empty() || b.empty() || !row.sides[0].median || *row.sides[0].median <= 0 ||
-                    !row.sides[s].median || *row.sides[s].median <= 0) {
-                    ratio.verdict = "no data";
-                } else if (a.size() < 2 || b.size() < 2) {
-                    ratio.median = *row.sides[s].median / *row.sides[0].median;
-                    ratio.verdict = "too few samples";
-                } else {
-                    const RatioCi ci = ratio_of_medians(a, b, opts.resamples, opts.seed);
-                    ratio.median = ci.ratio;
-                    ratio.ci_low = ci.lo;
-                    ratio.ci_high = ci.hi;
-                    ratio.verdict = ci.no_difference                     ? "no difference"
-                                    : (ci.lo > 1) == st.higher_is_better ? st.better
-                                                                         : st.worse;
-                }
-                row.ratios.push_back(ratio);
-
-                // CV compared across devices, not only within one.
-                const auto& ca = row.sides[s].cv;
-                const auto& cb = row.sides[0].cv;
-                if (ca && cb) {
-                    const bool a_hi = *ca > opts.cv_note_factor * *cb;
-                    const bool b_hi = *cb > opts.cv_note_factor * *ca;
-                    if (a_hi || b_hi) {
-                        const auto& hi = a_hi ? row.sides[s] : row.sides[0];
-                        const auto& lo = a_hi ? row.sides[0] : row.sides[s];
-                        const std::string what =
-                            row.metric == "tokens_per_s" || row.metric == "ttft_ms"
-                                ? row.stage
-                                : row.stage + " " + row.metric;
-                        r.notes.push_back(fmt::format(
-                            "{} {}: {}'s CV ({}) is more than {:g}x {}'s ({})", row.test, what,
-                            hi.label, pct(*hi.cv), opts.cv_note_factor, lo.label, pct(*lo.cv)));
-                    }
-                }
-            }
-            r.rows.push_back(std::move(row));
-        };
-
-        for (const auto& st : kStages) {
-            std::vector<std::vector<double>> samples;
-            bool any = false;
-            for (const auto* e : es) {
-                samples.push_back(stage_samples(*e->test, st));
-                any = any || !samples.back().empty();
-            }
-            if (any)
-                add_row(st, samples, differs);
-        }
-        // Energy where the baseline and another side both have readings: a side without any is
-        // not compared as zero, and a note says whose readings are missing.
-        std::set<std::size_t> no_energy, no_idle;
-        for (const auto& st : kEnergyStages) {
-            std::vector<std::vector<double>> samples;
-            std::size_t with = 0;
-            for (std::size_t s = 0; s < es.size(); ++s) {
-                samples.push_back(stage_samples(*es[s]->test, st));
-                with += samples.back().empty() ? 0 : 1;
-            }
-            if (with == 0)
-                continue;
-            const std::string metric = st.metric;
-            for (std::size_t s = 0; s < es.size(); ++s)
-                if (samples[s].empty())
-                    (metric == "net_j_per_token" ? no_idle : no_energy).insert(s);
-            if (samples[0].empty() || with < 2)
-                continue;
-            json row_differs = differs;
-            json meters = json::array();
-            for (const auto* e : es)
-                meters.push_back(energy_meter(*e->test, st.name));
-            differing(meters, row_differs, "energy_meter");
-            add_row(st, samples, row_differs);
-        }
-        for (std::size_t s : no_energy)
-            r.notes.push_back(inputs[idx[s]].label + "'s " + es[s]->name +
-                              " has no energy readings (no whole-system meter, or telemetry "
-                              "off): its energy is not compared");
-        for (std::size_t s : no_idle)
-            if (!no_energy.count(s))
-                r.notes.push_back(inputs[idx[s]].label + "'s " + es[s]->name +
-                                  " has no idle baseline (--idle 0): its net energy is not "
-                                  "compared");
-    }
-    for (std::size_t i = 1; i < inputs.size(); ++i)
-        for (const auto& e : entries[i])
-            if (!find(0, e.key))
-                r.unmatched.push_back({inputs[i].label, e.name});
+            if (!a.find(0, e.key))
+                r.unmatched.push_back({docs[i].info.label, e.name});
     if (!split.empty()) {
         std::string f;
         for (const auto& s : split)

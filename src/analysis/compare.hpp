@@ -10,6 +10,7 @@
 // side's median, CV and n are given, and each other side's ratio of medians to the baseline
 // with a seeded bootstrap 95% CI (sb::ratio_of_medians: each side's raw per-repetition samples
 // resampled independently). Computation only; formatting lives in report/compare_report.hpp.
+// The steps (matching, per-row statistics) are in analysis/compare_steps.hpp.
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>

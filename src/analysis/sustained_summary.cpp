@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-#include "core/change_point.hpp"
+#include "analysis/change_point.hpp"
 #include "core/stats.hpp"
 
 namespace sb {

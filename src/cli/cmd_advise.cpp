@@ -2,7 +2,7 @@
 #include <memory>
 #include <optional>
 
-#include "advise/advise.hpp"
+#include "analysis/advise.hpp"
 #include "analysis/compare_inputs.hpp"
 #include "cli/commands.hpp"
 #include "core/error.hpp"

@@ -4,7 +4,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "advise/advise.hpp"
+#include "analysis/advise.hpp"
 #include "cli/run_options.hpp"
 #include "core/error.hpp"
 #include "core/json_file.hpp"

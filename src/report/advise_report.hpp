@@ -1,7 +1,7 @@
 #pragma once
 // Markdown for `stagebench advise`: the advice's sentences, then its tables (candidates per
 // stage, predicted assignments, predictions against measured hybrids, fallback and dispatch
-// overhead). Formats the JSON of advise() (advise/advise.hpp); computes nothing.
+// overhead). Formats the JSON of advise() (analysis/advise.hpp); computes nothing.
 #include <nlohmann/json.hpp>
 #include <ostream>
 

@@ -17,6 +17,7 @@
 //  - under sustained load (the phase without background load of a `sustained` document:
 //    "rounds", or "baseline" beside a "loaded" one), whether the per-stage choice still holds
 //    at the throttled steady state.
+// advise() runs the steps of analysis/advise_steps.hpp: collect the facts, fit, predict, word.
 #include <optional>
 #include <string>
 #include <vector>

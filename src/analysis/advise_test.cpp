@@ -1,4 +1,4 @@
-#include "advise/advise.hpp"
+#include "analysis/advise.hpp"
 
 #include <gtest/gtest.h>
 

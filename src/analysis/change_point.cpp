@@ -1,4 +1,4 @@
-#include "core/change_point.hpp"
+#include "analysis/change_point.hpp"
 
 #include <cmath>
 #include <limits>

@@ -1,0 +1,132 @@
+#pragma once
+// The steps of compare_documents() (analysis/compare.hpp), for its tests:
+//   collecting    (compare_collect.cpp): each document's tests as CompareTests, a sustained
+//                 document's rounds pooled into one; the only step that reads documents;
+//   matching      (compare_match.cpp): the key of every test, from the match fields, the
+//                 model aliases and the fields that vary within a document;
+//   per-row stats (compare_rows.cpp): a stage's samples, each side's median and CV, each
+//                 other side's ratio to the baseline and its verdict;
+//   assembling    (compare.cpp): rows, unmatched tests and notes per matched test.
+// Values are in each row's unit (tokens/s, ms, J/token, mW). Nothing here does I/O.
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/compare.hpp"
+
+namespace sb {
+
+// ---- collecting ----
+
+// A configuration field a key can hold, with the short name `--match` also accepts. "model"
+// is derived from model_path (CompareMatcher::model); the others are CompareTest::config's.
+struct CompareKeyField {
+    const char* name;
+    const char* short_name;  // "" when none
+};
+extern const std::vector<CompareKeyField> kCompareKeyFields;
+
+// The whole-system reading of one repetition's stage window; absent values are nullopt.
+struct CompareWindow {
+    std::optional<double> duration_ns;
+    std::optional<double> energy_j, j_per_token, net_j_per_token;
+    std::optional<std::string> metric;  // the meter read
+};
+
+// One test as compare sees it.
+struct CompareTest {
+    std::string name;  // "pp32+tg8"; a sustained document's pooled rounds: "... rounds"
+    // Every field of kCompareKeyFields but "model", by name, as the document writes it; null
+    // when absent.
+    std::map<std::string, nlohmann::json> config;
+    std::optional<std::string> status, error;
+    std::vector<double> prefill_tps, decode_tps;                 // per repetition
+    std::vector<double> ttft_ns;                                 // per repetition
+    std::vector<CompareWindow> prefill_windows, decode_windows;  // per repetition
+};
+
+// One input as compare sees it.
+struct CompareDoc {
+    CompareInputInfo info;
+    nlohmann::json host, cpu;  // the document's system hostname and cpu_model; null: absent
+    // The server behind the document's http engine ("llama-server", "ollama"); null: absent.
+    std::optional<std::string> http_server;
+    std::vector<CompareTest> tests;  // never empty
+};
+
+// Reads every input (notes: a sustained document's rounds are its samples). Throws
+// sb::Error(input) as compare_documents() describes.
+std::vector<CompareDoc> collect_compare_docs(const std::vector<CompareInput>& inputs,
+                                             std::vector<std::string>& notes);
+
+// ---- matching ----
+
+// How tests are told apart: the match fields and the model aliases.
+struct CompareMatcher {
+    std::vector<std::string> match;
+    const std::map<std::string, std::string>* alias;  // not owned; outlives the matcher
+
+    // The model's name for matching: an alias of its whole path or of its file name, else its
+    // file name; null without a model_path.
+    nlohmann::json model(const CompareTest& t) const;
+    // The configuration field name ("model": the model's name for matching); null when absent.
+    nlohmann::json value(const CompareTest& t, const std::string& name) const;
+    // "n_prompt=32,n_gen=8,...": the match fields' values, strings bare, the rest as JSON.
+    std::string base_key(const CompareTest& t) const;
+};
+
+// A config value as key text: strings bare, numbers and the rest as JSON.
+std::string compare_key_text(const nlohmann::json& v);
+
+// The configuration fields left out of the match that vary among the tests of one key in any
+// document, in kCompareKeyFields order; they join every key (model_path is left out when the
+// model's name is already among them).
+std::vector<std::string> compare_split_fields(const CompareMatcher& m,
+                                              const std::vector<CompareDoc>& docs);
+
+// One test of one input, as matched.
+struct CompareEntry {
+    const CompareTest* test;  // into its CompareDoc; not owned
+    std::string key;   // base key, then ",field=value" of each split field, then ",#k" for the
+                       // k-th (k > 1) test of an identical key
+    std::string name;  // the test's name, then " [field=value, ...]" and " #k" likewise
+};
+
+// The entries of every input, in the order of their tests.
+std::vector<std::vector<CompareEntry>> compare_entries(const std::vector<CompareDoc>& docs,
+                                                       const CompareMatcher& m,
+                                                       const std::vector<std::string>& split);
+
+// ---- per-row statistics ----
+
+// One row kind: a stage, its metric and the words of its verdicts.
+struct CompareStage {
+    const char* name;    // prefill | decode | ttft
+    const char* metric;  // see CompareRow::metric
+    bool higher_is_better;
+    const char* better;  // the verdicts' words
+    const char* worse;
+};
+extern const std::vector<CompareStage> kCompareStages;        // tokens/s and TTFT
+extern const std::vector<CompareStage> kCompareEnergyStages;  // J/token, net, mean power
+
+// The raw per-repetition samples of a stage in the row's unit; none when not measured.
+std::vector<double> compare_samples(const CompareTest& test, const CompareStage& st);
+
+// The meter a test's stage energy was read from (its first repetition's), null without one.
+nlohmann::json compare_energy_meter(const CompareTest& test, const std::string& stage);
+
+// A row of one stage: each side's summary (labels[i] with samples[i], the baseline first) and
+// each other side's ratio to the baseline. test, key and differs are left to the caller.
+CompareRow compare_row(const CompareStage& st, const std::vector<std::string>& labels,
+                       const std::vector<std::vector<double>>& samples, const CompareOptions& opts);
+
+// Notes (naming row.test) of the sides whose CV is more than opts.cv_note_factor times the
+// baseline's, or the baseline's more than that times theirs.
+std::vector<std::string> compare_cv_notes(const CompareRow& row, const CompareOptions& opts);
+
+}  // namespace sb
