@@ -71,6 +71,29 @@ std::vector<std::string> two_tests(const std::string& endpoint, const std::strin
             "-q"};
 }
 
+// The document of two_tests() in --out and in the store: the first test ok, the second failed
+// because the server at ep went away, its error holding why.
+void expect_second_test_failed(const std::string& out, const std::string& db, const std::string& ep,
+                               const std::string& why) {
+    auto check = [&](const json& doc) {
+        ASSERT_EQ(doc["tests"].size(), 2u) << doc["tests"].dump();
+        EXPECT_EQ(doc["tests"][0]["status"], "ok");
+        const json& failed = doc["tests"][1];
+        EXPECT_EQ(failed["status"], "failed");
+        EXPECT_EQ(failed["stopped_by"], "error");
+        EXPECT_EQ(failed["config"]["n_prompt"], 32);
+        const std::string error = failed["error"].get<std::string>();
+        EXPECT_EQ(error.rfind("RPC server " + ep + " went away during ", 0), 0u) << error;
+        EXPECT_NE(error.find(why), std::string::npos) << error;
+    };
+    SCOPED_TRACE("--out");
+    check(json::parse(read_file(out)));
+    Proc stored = run_sb({"db", "export", "--db", db, "1"});
+    ASSERT_EQ(stored.exit_code, 0) << stored.err;
+    SCOPED_TRACE("--db");
+    check(json::parse(stored.out));
+}
+
 std::vector<std::string> run_args(const std::string& endpoint) {
     return {"run", "-m",    tiny_model(), "-p",       "8",    "-n",      "2",   "-r",
             "1",   "--rpc", endpoint,     "--device", "RPC0", "--membw", "off", "-q"};
@@ -173,23 +196,7 @@ TEST(Rpc, AServerThatDiesMidRunLeavesTheFailedTestInOutAndDb) {
         << err;
     EXPECT_NE(err.find("1 earlier test(s) kept in " + out), std::string::npos) << err;
 
-    auto check = [&](const json& doc) {
-        ASSERT_EQ(doc["tests"].size(), 2u) << doc["tests"].dump();
-        EXPECT_EQ(doc["tests"][0]["status"], "ok");
-        const json& failed = doc["tests"][1];
-        EXPECT_EQ(failed["status"], "failed");
-        EXPECT_EQ(failed["stopped_by"], "error");
-        EXPECT_EQ(failed["config"]["n_prompt"], 32);
-        const std::string error = failed["error"].get<std::string>();
-        EXPECT_EQ(error.rfind("RPC server " + ep + " went away during ", 0), 0u) << error;
-        EXPECT_NE(error.find("llama.cpp: Remote RPC server crashed"), std::string::npos) << error;
-    };
-    SCOPED_TRACE("--out");
-    check(json::parse(read_file(out)));
-    Proc stored = run_sb({"db", "export", "--db", db, "1"});
-    ASSERT_EQ(stored.exit_code, 0) << stored.err;
-    SCOPED_TRACE("--db");
-    check(json::parse(stored.out));
+    expect_second_test_failed(out, db, ep, "llama.cpp: Remote RPC server crashed");
 }
 
 // A server that stops answering in the middle of a run (suspended: the connection stays open,
@@ -217,20 +224,7 @@ TEST(Rpc, AServerThatStopsAnsweringMidRunEndsAtTheStageTimeout) {
         << err;
     EXPECT_NE(err.find("did not finish within 3 s (--stage-timeout"), std::string::npos) << err;
     EXPECT_NE(err.find("1 earlier test(s) kept in " + out), std::string::npos) << err;
-    auto check = [&](const json& doc) {
-        ASSERT_EQ(doc["tests"].size(), 2u) << doc["tests"].dump();
-        EXPECT_EQ(doc["tests"][0]["status"], "ok");
-        EXPECT_EQ(doc["tests"][1]["status"], "failed");
-        const std::string error = doc["tests"][1]["error"].get<std::string>();
-        EXPECT_EQ(error.rfind("RPC server " + ep + " went away during ", 0), 0u) << error;
-        EXPECT_NE(error.find("it no longer answers"), std::string::npos) << error;
-    };
-    SCOPED_TRACE("--out");
-    check(json::parse(read_file(out)));
-    Proc stored = run_sb({"db", "export", "--db", db, "1"});
-    ASSERT_EQ(stored.exit_code, 0) << stored.err;
-    SCOPED_TRACE("--db");
-    check(json::parse(stored.out));
+    expect_second_test_failed(out, db, ep, "it no longer answers");
 }
 
 // Ctrl-C while the stage waits on a server that stopped answering: the run does not wait for
