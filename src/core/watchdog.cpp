@@ -45,9 +45,10 @@ std::optional<std::string> StageDeadlines::poll(const StageMark& mark, int64_t n
         if (!interrupt_seen_ns_)
             interrupt_seen_ns_ = now_ns;
         if (static_cast<double>(now_ns - *interrupt_seen_ns_) * 1e-9 >= kInterruptGraceS)
-            return fmt::format("interrupted (Ctrl-C) while {} ran, and it did not end within "
-                               "{:g} s",
-                               name_, kInterruptGraceS);
+            return fmt::format(
+                "interrupted (Ctrl-C) while {} ran, and it did not end within "
+                "{:g} s",
+                name_, kInterruptGraceS);
     }
     const int64_t budget = budget_ns(name_, factor_);
     if (factor_ > 0 && now_ns - since_ns_ > budget)

@@ -85,8 +85,7 @@ TEST(Progress, TheEstimateIsElapsedTimesWorkLeftOverWorkDone) {
     EXPECT_DOUBLE_EQ(*p.eta_s(), 30.0);
     err.str("");
     p.step("CPU", {"tg128", 5, 10, "decode"});
-    EXPECT_EQ(err.str(),
-              "stagebench: tg128 on CPU: repetition 5/10, decode (about 30 s left)");
+    EXPECT_EQ(err.str(), "stagebench: tg128 on CPU: repetition 5/10, decode (about 30 s left)");
     clock.now = 200 * kS;
     p.advance(6);
     EXPECT_DOUBLE_EQ(*p.eta_s(), 0.0);

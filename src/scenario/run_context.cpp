@@ -94,7 +94,8 @@ void RunContext::start() {
     if (!sampling_)
         return;
     if (setup_.telemetry.idle_s > 0) {
-        progress_.note(fmt::format("measuring the idle baseline ({:g} s)", setup_.telemetry.idle_s));
+        progress_.note(
+            fmt::format("measuring the idle baseline ({:g} s)", setup_.telemetry.idle_s));
         tel_->measure_idle(static_cast<int64_t>(setup_.telemetry.idle_s * 1e9));
     }
     tel_->start();
@@ -120,7 +121,8 @@ SweepHooks RunContext::begin_test(const TestConfig& config) {
     // depend on the caller's config.
     auto step = std::make_shared<ProgressStep>();
     step->test = config.test_name();
-    const std::string device = config.engine == "http" ? config.devices + " (HTTP)" : config.devices;
+    const std::string device =
+        config.engine == "http" ? config.devices + " (HTTP)" : config.devices;
     hooks.activity = [this, step, device](const char* what) {
         activity_.store(what);
         step->stage = what;
