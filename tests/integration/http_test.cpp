@@ -224,19 +224,26 @@ TEST(Http, ClientTimingOfAKnownStream) {
     ASSERT_EQ(p.exit_code, 0) << p.err;
     json t = json::parse(p.out)["tests"][0];
     EXPECT_EQ(t["config"]["model_path"], "fault-model");
+    // Only what no stall of this VM can break is asserted here: the server sends nothing
+    // before 100 ms and ends after at least 220 ms, and the figures add up exactly. The
+    // arithmetic of the estimates on a fake clock is in engine/http_engine_test.
+    ASSERT_EQ(t["decode"]["token_latency_ns"].size(), 12u);
     for (size_t i = 0; i < 2; ++i) {
-        const double ttft_ms = t["ttft_ns"][i].get<double>() * 1e-6;
-        EXPECT_GE(ttft_ms, 100);
-        EXPECT_LT(ttft_ms, 250);
-        EXPECT_NEAR(t["client"]["tpot_ns"][i].get<double>() * 1e-6, 20, 8);
+        const auto ttft = t["ttft_ns"][i].get<int64_t>();
+        const auto e2e = t["client"]["e2e_ns"][i].get<int64_t>();
+        EXPECT_GE(ttft, 100'000'000);
+        EXPECT_GE(e2e, 220'000'000);
+        EXPECT_LT(ttft, e2e);
+        EXPECT_EQ(t["client"]["tpot_ns"][i].get<int64_t>(), (e2e - ttft) / 6);
+        int64_t gaps = 0;
+        for (size_t g = 0; g < 6; ++g)
+            gaps += t["decode"]["token_latency_ns"][6 * i + g].get<int64_t>();
+        EXPECT_EQ(gaps, e2e - ttft) << "the per-token gaps add up to the streamed time";
         EXPECT_EQ(t["client"]["output_tokens"][i], 7);
         EXPECT_EQ(t["client"]["chunks"][i], 4);
         EXPECT_EQ(t["client"]["prompt_tokens"][i], 16);
     }
-    ASSERT_EQ(t["decode"]["token_latency_ns"].size(), 12u);
-    for (const auto& gap : t["decode"]["token_latency_ns"])
-        EXPECT_NEAR(gap.get<double>() * 1e-6, 20, 10);
-    EXPECT_NEAR(t["decode"]["throughput"]["median"].get<double>(), 50, 15);
+    EXPECT_GT(t["decode"]["throughput"]["median"].get<double>(), 0);
     EXPECT_TRUE(t["server"].is_null());
     bool estimated = false;
     for (const auto& n : t["notes"])

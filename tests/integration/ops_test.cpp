@@ -61,14 +61,13 @@ void check_stage(const json& s, int min_nodes) {
     EXPECT_TRUE(rec["overhead_ratio"].is_number());
     // On a quiet machine the replayed ops fit inside the uninstrumented stage; a stall of this
     // VM during the replay can push their sum over it, and then the tool must say so (flag and
-    // note) rather than hide it. Beyond half again the stage, something is wrong.
+    // note) rather than hide it. How closely they fit is a timing claim: bench/replay_fit.sh.
     const double sum_op = rec["sum_op_ns"].get<double>();
     const double plain = rec["plain_median_ns"].get<double>();
     EXPECT_EQ(rec["op_within_stage"].get<bool>(), sum_op <= plain);
     if (sum_op > plain) {
         EXPECT_FALSE(s["notes"].empty());
     }
-    EXPECT_LE(sum_op, 1.5 * plain) << "sum op " << sum_op << " plain " << plain;
     EXPECT_GT(rec["sum_call_ns"].get<double>(), rec["sum_op_ns"].get<double>());
     const json* mm = op_row(s, "MUL_MAT");
     ASSERT_NE(mm, nullptr);

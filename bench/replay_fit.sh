@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Replay fit: how the replayed op times of `stagebench ops` add up against the uninstrumented
+# stage they describe. Each op is replayed alone, so the sum leaves out what only the whole
+# graph pays (scheduling, the threads' barriers); on a local device it must come out at most
+# the stage itself. A sum above the stage means the replay inflates op times.
+#
+# Target: for prefill and decode, the median over rounds of (sum of replayed op times /
+# uninstrumented stage) <= 1.00. Prints each round and the medians, and exits 1 when a stage
+# misses (non-zero as well when it cannot run).
+#
+#   ROUNDS=5 THREADS=1 PRESET=tiny P=64 REPLAY=8 QUANT=f16 bash bench/replay_fit.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROUNDS=${ROUNDS:-5}; THREADS=${THREADS:-1}; PRESET=${PRESET:-tiny}; P=${P:-64}
+REPLAY=${REPLAY:-8}; QUANT=${QUANT:-f16}
+SB=build/bin/stagebench
+[ -x "$SB" ] || { echo "build first: make build" >&2; exit 2; }
+work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
+model="$work/model.gguf"
+"$SB" synth --preset "$PRESET" --quant "$QUANT" -o "$model" >&2
+
+for r in $(seq 1 "$ROUNDS"); do
+  echo "round $r/$ROUNDS" >&2
+  "$SB" ops -m "$model" -p "$P" -t "$THREADS" --replay "$REPLAY" --reps 2 --plain-reps 5 \
+    -o json -q > "$work/ops.$r.json"
+done
+
+python3 - "$work" "$ROUNDS" <<'PY'
+import json, statistics as st, sys
+work, rounds = sys.argv[1], int(sys.argv[2])
+ratios = {}
+print("| round | stage | uninstrumented ms | sum of replayed ops ms | ratio |")
+print("| ---: | --- | ---: | ---: | ---: |")
+for r in range(1, rounds + 1):
+    for s in json.load(open(f"{work}/ops.{r}.json"))["ops"]["stages"]:
+        rec = s["reconciliation"]
+        plain, ops = rec["plain_median_ns"] / 1e6, rec["sum_op_ns"] / 1e6
+        ratios.setdefault(s["stage"], []).append(ops / plain)
+        print(f"| {r} | {s['stage']} | {plain:.3f} | {ops:.3f} | {ops / plain:.3f} |")
+ok = True
+for stage, xs in ratios.items():
+    m = st.median(xs)
+    met = m <= 1.0
+    ok &= met
+    print(f"{stage}: median ratio over {rounds} rounds {m:.3f}, "
+          f"target (<= 1.00): {'met' if met else 'MISSED'}")
+sys.exit(0 if ok else 1)
+PY
