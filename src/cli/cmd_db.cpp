@@ -80,9 +80,9 @@ void add_db_command(CLI::App& app, Context& ctx) {
     imp->add_option("FILES", a->files, "result documents (JSON)")->required();
     imp->callback([&ctx, a, open] {
         // Every file is read and checked before anything is stored: one bad file stores none.
-        std::vector<nlohmann::json> docs;
+        std::vector<ResultDocument> docs;
         for (const auto& f : a->files)
-            docs.push_back(load_document(f));
+            docs.push_back(load_result_document(f));
         ResultStore store = open(ResultStore::Mode::create);
         for (std::size_t i = 0; i < docs.size(); ++i)
             ctx.err << "stagebench: stored " << a->files[i] << " as #" << store.append(docs[i])

@@ -26,7 +26,7 @@ void add_import_command(CLI::App& app, Context& ctx) {
     hex->callback([&ctx, o] {
         ResultDocument doc = new_document("import", ctx.argv);
         ctx.exit_code = run_import_hexagon(*o, doc, ctx.out, ctx.err);
-        store_document(ctx, to_json(doc));
+        store_document(ctx, doc);
     });
 }
 

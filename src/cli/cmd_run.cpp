@@ -30,7 +30,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
             // What was measured before the failure (e.g. an --out that cannot take the final
             // document) still reaches the store.
             if (!doc.tests.empty())
-                store_document(ctx, to_json(doc));
+                store_document(ctx, doc);
             throw;
         }
         finish_document(ctx, doc);

@@ -476,6 +476,21 @@ ModelView model_view(const json& entry) {
     return m;
 }
 
+MachineView machine_view(const ResultDocument& doc) {
+    auto str = [](const json& j, const char* key) -> std::optional<std::string> {
+        const json& v = json_field(j, key);
+        if (!v.is_string() || v.get_ref<const std::string&>().empty())
+            return std::nullopt;
+        return v.get<std::string>();
+    };
+    MachineView m;
+    m.hostname = str(doc.system, "hostname");
+    m.os = str(doc.system, "os");
+    m.cpu_model = str(doc.system, "cpu_model");
+    m.llama_tag = str(doc.llama, "tag");
+    return m;
+}
+
 std::optional<ModelView> model_of(const ResultDocument& doc, const std::string& path) {
     for (const auto& m : doc.models) {
         ModelView v = model_view(m);

@@ -213,6 +213,15 @@ ModelView model_view(const nlohmann::json& entry);
 // The view of the first entry of doc.models whose path is path; nullopt when none.
 std::optional<ModelView> model_of(const ResultDocument& doc, const std::string& path);
 
+// What readers take from the free-form system (SystemInfo, core/sysinfo.hpp) and llama
+// members: the machine and the llama.cpp build that ran the document. Absent, null or empty
+// values (and values of another type) are nullopt. Never throws.
+struct MachineView {
+    std::optional<std::string> hostname, os, cpu_model;
+    std::optional<std::string> llama_tag;
+};
+MachineView machine_view(const ResultDocument& doc);
+
 // "usage", "input" or "runtime".
 std::string error_kind_name(ErrorKind kind);
 // Records e on r as its error: status failed, stopped_by error, error and error_kind set.
