@@ -68,9 +68,7 @@ void add_hybrid_command(CLI::App& app, Context& ctx) {
                   "measure the hybrid only, not each device set alone");
     cmd->add_option("--rpc", o->rpc_servers, "RPC servers host:port to use (comma list)")
         ->delimiter(',');
-    cmd->add_option("-o,--output", o->format, "stdout format: md or json")
-        ->check(CLI::IsMember({"md", "json"}))
-        ->capture_default_str();
+    add_format_option(cmd, o->format, {OutputFormat::md, OutputFormat::json});
     cmd->add_option("--out", o->out_path,
                     "write the result document (JSON) here, updated after every point");
     cmd->add_flag("-q,--quiet", *quiet, "no progress lines on stderr");
@@ -99,7 +97,7 @@ void add_hybrid_command(CLI::App& app, Context& ctx) {
         o->base.warmup = !*no_warmup;
         o->baselines = !*no_baselines;
         ResultDocument doc = new_document("hybrid", ctx.argv);
-        const auto last = keep_measured(ctx, doc, o->format == "json");
+        const auto last = keep_measured(ctx, doc, o->format == OutputFormat::json);
         ctx.exit_code = run_hybrid(*o, doc, ctx.out, ctx.err);
         finish_document(ctx, doc);
         write_trace_if_asked(*trace, doc, ctx.err);

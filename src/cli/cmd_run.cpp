@@ -23,7 +23,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
         finish_run_args(*a);
         check_trace_path(*trace);
         ResultDocument doc = new_document("run", ctx.argv);
-        const auto last = keep_measured(ctx, doc, a->run.format == "json");
+        const auto last = keep_measured(ctx, doc, a->run.format == OutputFormat::json);
         try {
             ctx.exit_code = run_benchmark(a->run, doc, ctx.out, ctx.err);
         } catch (const Error&) {

@@ -16,10 +16,10 @@ namespace sb {
 
 struct OpsCommandOptions {
     OpsOptions ops;
-    std::vector<std::string> rpc_servers;  // host:port
-    std::string format = "md";             // md | csv | json (stdout)
-    std::optional<std::string> out_path;   // the result document (JSON)
-    bool progress = true;                  // progress lines on the error stream
+    std::vector<std::string> rpc_servers;    // host:port
+    OutputFormat format = OutputFormat::md;  // md | csv | json (stdout)
+    std::optional<std::string> out_path;     // the result document (JSON)
+    bool progress = true;                    // progress lines on the error stream
     bool brief = false;  // md: only reconciliation, decomposition and by-op tables
 };
 
@@ -28,7 +28,7 @@ int run_ops_command(const OpsCommandOptions& o, ResultDocument& doc, std::ostrea
 
 struct ImportOptions {
     std::string log_path;
-    std::string format = "md";  // md | csv | json
+    OutputFormat format = OutputFormat::md;  // md | csv | json
     std::optional<std::string> out_path;
     size_t top_n = 10;
 };

@@ -6,6 +6,8 @@
 
 #include "core/error.hpp"
 #include "core/json_util.hpp"
+#include "report/hybrid_report.hpp"
+#include "report/sustained_report.hpp"
 
 namespace sb {
 namespace {
@@ -241,16 +243,36 @@ class JsonlReporter : public Reporter {
 
 }  // namespace
 
-std::unique_ptr<Reporter> make_reporter(const std::string& format, std::ostream& out) {
-    if (format == "md")
-        return std::make_unique<MarkdownReporter>(out);
-    if (format == "csv")
-        return std::make_unique<CsvReporter>(out);
-    if (format == "json")
-        return std::make_unique<JsonReporter>(out);
-    if (format == "jsonl")
-        return std::make_unique<JsonlReporter>(out);
-    throw usage_error("unknown output format '" + format + "' (md, csv, json, jsonl)");
+std::unique_ptr<Reporter> make_reporter(OutputFormat format, std::ostream& out) {
+    switch (format) {
+        case OutputFormat::md:
+            return std::make_unique<MarkdownReporter>(out);
+        case OutputFormat::csv:
+            return std::make_unique<CsvReporter>(out);
+        case OutputFormat::json:
+            return std::make_unique<JsonReporter>(out);
+        case OutputFormat::jsonl:
+            return std::make_unique<JsonlReporter>(out);
+        case OutputFormat::html:
+            break;
+    }
+    throw usage_error("a result document is printed as md, csv, json or jsonl, not " +
+                      to_string(format) + " (`stagebench report` writes HTML)");
+}
+
+void print_document(OutputFormat format, const ResultDocument& doc, std::ostream& out) {
+    if (format == OutputFormat::md && doc.hybrid) {
+        write_hybrid_markdown(doc, out);
+    } else if (format == OutputFormat::md && doc.sustained) {
+        write_sustained_markdown(*doc.sustained, doc.warnings, out);
+    } else {
+        auto r = make_reporter(format, out);
+        r->begin(doc);
+        for (const auto& t : doc.tests)
+            r->test_done(doc, t);
+        r->end(doc);
+    }
+    out.flush();
 }
 
 }  // namespace sb

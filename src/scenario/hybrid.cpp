@@ -16,7 +16,7 @@
 #include "engine/backends.hpp"
 #include "engine/llama_engine.hpp"
 #include "model/inspect.hpp"
-#include "report/hybrid_report.hpp"
+#include "report/reporter.hpp"
 #include "scenario/stage_sweep.hpp"
 #include "telemetry/telemetry_json.hpp"
 
@@ -144,8 +144,8 @@ void validate(const HybridOptions& o) {
             throw usage_error("-n must be positive for a hybrid run (decode is its second stage)");
     if (o.base.reps < 1)
         throw usage_error("-r must be at least 1");
-    if (o.format != "md" && o.format != "json")
-        throw usage_error("-o must be md or json for hybrid, not '" + o.format + "'");
+    if (o.format != OutputFormat::md && o.format != OutputFormat::json)
+        throw usage_error("-o must be md or json for hybrid, not '" + to_string(o.format) + "'");
 }
 
 std::string verdict_of(const RatioCi& r) {
@@ -478,10 +478,7 @@ int run_hybrid(const HybridOptions& o, ResultDocument& doc, std::ostream& out, s
     finish_telemetry(tel.get(), doc);
     doc.finished_at = utc_timestamp();
     save(DocumentSave::final);
-    if (o.format == "json")
-        out << dump_json(to_json(doc), 2) << "\n";
-    else
-        write_hybrid_markdown(doc, out);
+    print_document(o.format, doc, out);
     if (interrupted)
         err << "stagebench: interrupted; what was measured is kept"
             << (o.out_path ? " in " + *o.out_path : std::string()) << "\n";

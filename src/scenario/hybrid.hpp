@@ -32,7 +32,7 @@ struct HybridOptions {
     std::vector<int> n_prompt{512}, n_gen{128};  // every combination is one point
     bool baselines = true;                       // also A alone and B alone (interleaved)
     std::vector<std::string> rpc_servers;        // host:port
-    std::string format = "md";                   // md | json (stdout)
+    OutputFormat format = OutputFormat::md;      // md | json (stdout)
     std::optional<std::string> out_path;         // the result document, rewritten after every point
     bool progress = true;
     TelemetryChoice telemetry{"auto", "/sys", 10, 0};

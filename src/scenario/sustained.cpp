@@ -18,7 +18,7 @@
 #include "engine/llama_engine.hpp"
 #include "model/inspect.hpp"
 #include "profile/traced_pass.hpp"
-#include "report/sustained_report.hpp"
+#include "report/reporter.hpp"
 #include "scenario/background_load.hpp"
 #include "scenario/run_command.hpp"
 #include "scenario/stage_sweep.hpp"
@@ -269,7 +269,7 @@ int run_sustained(const SustainedOptions& o, ResultDocument& doc, std::ostream& 
         throw usage_error("--max-tokens must be at least 1");
     if (o.chunk && *o.chunk < 1)
         throw usage_error("--chunk must be at least 1");
-    if (o.format != "md" && o.format != "json")
+    if (o.format != OutputFormat::md && o.format != OutputFormat::json)
         throw usage_error("-o must be md or json");
     const std::set<int> traced_rounds = parse_trace_ops_rounds(o.trace_ops_rounds, o.rounds);
     CooldownPolicy cooldown = parse_cooldown(o.cooldown);
@@ -551,10 +551,7 @@ int run_sustained(const SustainedOptions& o, ResultDocument& doc, std::ostream& 
         http->stop();
     finish_telemetry(tel.get(), doc);
     save(DocumentSave::final);
-    if (o.format == "json")
-        out << dump_json(to_json(doc), 2) << "\n";
-    else
-        write_sustained_markdown(res, doc.warnings, out);
+    print_document(o.format, doc, out);
     if (interrupt_requested())
         err << "stagebench: interrupted; the rounds measured so far are kept"
             << (o.out_path ? " in " + *o.out_path : std::string()) << "\n";
