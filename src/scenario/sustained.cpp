@@ -143,10 +143,7 @@ std::set<int> parse_trace_ops_rounds(const std::string& text, int rounds) {
         return usage_error("--trace-ops-rounds '" + text + "': " + why +
                            " (expected round numbers and 'last', e.g. 1,20 or 1,last)");
     };
-    size_t pos = 0;
-    while (pos <= text.size()) {
-        const size_t comma = std::min(text.find(',', pos), text.size());
-        const std::string item = text.substr(pos, comma - pos);
+    for (const std::string& item : split_list(text)) {
         if (item == "last") {
             out.insert(rounds);
         } else {
@@ -158,7 +155,6 @@ std::set<int> parse_trace_ops_rounds(const std::string& text, int rounds) {
                 throw bad("round " + item + " is not in 1.." + std::to_string(rounds));
             out.insert(r);
         }
-        pos = comma + 1;
     }
     return out;
 }
