@@ -21,7 +21,7 @@ std::vector<double> present(const std::vector<SustainedRound>& rounds,
                             std::optional<double> SustainedRound::*field) {
     std::vector<double> v;
     for (const auto& r : rounds)
-        if (r.status == "ok" && r.*field)
+        if (r.status == Status::ok && r.*field)
             v.push_back(*(r.*field));
     return v;
 }
@@ -84,7 +84,7 @@ AcrossRounds summarize_rounds(const std::vector<SustainedRound>& rounds,
     std::vector<int> dec_rounds, freq_rounds;
     std::vector<double> freq;
     for (const auto& r : rounds) {
-        if (r.status != "ok")
+        if (r.status != Status::ok)
             continue;
         if (r.decode_tps)
             dec_rounds.push_back(r.round);

@@ -110,7 +110,7 @@ TEST(PhaseSlowdown, BaselineOverLoadedPerStageOfOkRounds) {
     base.rounds = rounds_with({40, 40, 40, 40});
     loaded.rounds = rounds_with({20, 20, 20, 20});
     SustainedRound failed;
-    failed.status = "failed";
+    failed.status = Status::failed;
     failed.decode_tps = 1;  // a failed round does not count
     loaded.rounds.push_back(failed);
     const auto s = phase_slowdown(base, loaded);

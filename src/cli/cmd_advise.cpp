@@ -5,6 +5,7 @@
 #include "analysis/advise.hpp"
 #include "analysis/compare_inputs.hpp"
 #include "cli/commands.hpp"
+#include "cli/flag_checks.hpp"
 #include "core/error.hpp"
 #include "core/file_io.hpp"
 #include "core/json_util.hpp"
@@ -17,7 +18,7 @@ namespace {
 struct AdviseArgs {
     std::vector<std::string> inputs;
     std::optional<std::string> db_path;
-    std::string format = "md";
+    OutputFormat format = OutputFormat::md;
     std::optional<std::string> out_path;
     double budget_us = 10;
     std::optional<int> n_prompt, n_gen;
@@ -34,9 +35,7 @@ void add_advise_command(CLI::App& app, Context& ctx) {
                     "decompose, sustained")
         ->required();
     cmd->add_option("--db", a->db_path, "the results store db:ID operands are read from");
-    cmd->add_option("-o,--output", a->format, "stdout format: md or json")
-        ->check(CLI::IsMember({"md", "json"}))
-        ->capture_default_str();
+    add_format_option(cmd, a->format, {OutputFormat::md, OutputFormat::json});
     cmd->add_option("--out", a->out_path, "also write the advice (JSON) here");
     cmd->add_option("--dispatch-budget-us", a->budget_us,
                     "flag operators whose call overhead per call exceeds this")
@@ -59,7 +58,7 @@ void add_advise_command(CLI::App& app, Context& ctx) {
             if (a->out_path) {
                 write_output_file(*a->out_path, dump_json(advice, 2) + "\n", "the advice (--out)");
             }
-            if (a->format == "json")
+            if (a->format == OutputFormat::json)
                 ctx.out << dump_json(advice, 2) << "\n";
             else
                 write_advice_markdown(advice, ctx.out);

@@ -1,5 +1,6 @@
 #include "analysis/compare_inputs.hpp"
 #include "cli/commands.hpp"
+#include "cli/flag_checks.hpp"
 #include "core/error.hpp"
 #include "core/json_file.hpp"
 #include "core/json_util.hpp"
@@ -20,7 +21,7 @@ void add_compare_command(CLI::App& app, Context& ctx) {
         std::vector<std::string> operands, labels, aliases;
         std::optional<std::string> match;
         std::optional<std::string> db_path, out_path, html_path;
-        std::string format = "md";
+        OutputFormat format = OutputFormat::md;
         CompareOptions opts;
     };
     auto a = std::make_shared<Args>();
@@ -31,9 +32,7 @@ void add_compare_command(CLI::App& app, Context& ctx) {
     cmd->add_option("--label", a->labels, "name of each input in order (repeatable)")
         ->take_all()
         ->allow_extra_args(false);
-    cmd->add_option("-o,--output", a->format, "stdout format: md, csv, json")
-        ->check(CLI::IsMember({"md", "csv", "json"}))
-        ->capture_default_str();
+    add_format_option(cmd, a->format, {OutputFormat::md, OutputFormat::csv, OutputFormat::json});
     cmd->add_option("--out", a->out_path, "write the compare document (JSON) here");
     cmd->add_option("--html", a->html_path,
                     "also write an HTML page: the comparison, then every input's sections");
@@ -67,9 +66,9 @@ void add_compare_command(CLI::App& app, Context& ctx) {
                 write_text_file(*a->out_path, dump_json(to_json(r), 2) + "\n",
                                 "the compare document (--out)");
             if (a->html_path) {
-                std::vector<ReportInput> docs{{"compare", to_json(r)}};
+                std::vector<ReportInput> docs{ReportInput::of("compare", to_json(r))};
                 for (auto& in : inputs)
-                    docs.push_back({in.label + ": " + in.source, std::move(in.doc)});
+                    docs.push_back(ReportInput::of(in.label + ": " + in.source, std::move(in.doc)));
                 HtmlOptions o;
                 o.title = "stagebench compare";
                 o.tool_version = tool_version();

@@ -13,7 +13,8 @@ void add_db_command(CLI::App& app, Context& ctx) {
         app.add_subcommand("db", "List, show, export and import the documents of a results store");
     db->require_subcommand(1);
     struct Args {
-        std::string path, format = "md";
+        std::string path;
+        OutputFormat format = OutputFormat::md;
         int64_t id = 0;
         std::optional<std::string> out_path;
         std::vector<std::string> files;
@@ -41,12 +42,10 @@ void add_db_command(CLI::App& app, Context& ctx) {
 
     auto* list = db->add_subcommand("list", "One row per stored document");
     add_db(list);
-    list->add_option("-o,--output", a->format, "md or json")
-        ->check(CLI::IsMember({"md", "json"}))
-        ->capture_default_str();
+    add_format_option(list, a->format, {OutputFormat::md, OutputFormat::json});
     list->callback([&ctx, a, open] {
         const auto entries = open(ResultStore::Mode::existing).list();
-        if (a->format == "json")
+        if (a->format == OutputFormat::json)
             ctx.out << dump_json(store_list_json(entries), 2) << "\n";
         else
             write_store_list_markdown(ctx.out, entries);
@@ -80,9 +79,9 @@ void add_db_command(CLI::App& app, Context& ctx) {
     imp->add_option("FILES", a->files, "result documents (JSON)")->required();
     imp->callback([&ctx, a, open] {
         // Every file is read and checked before anything is stored: one bad file stores none.
-        std::vector<nlohmann::json> docs;
+        std::vector<ResultDocument> docs;
         for (const auto& f : a->files)
-            docs.push_back(load_document(f));
+            docs.push_back(load_result_document(f));
         ResultStore store = open(ResultStore::Mode::create);
         for (std::size_t i = 0; i < docs.size(); ++i)
             ctx.err << "stagebench: stored " << a->files[i] << " as #" << store.append(docs[i])

@@ -4,7 +4,8 @@
 #include "cli/demo.hpp"
 #include "cli/flag_checks.hpp"
 #include "cli/store_hook.hpp"
-#include "core/json_file.hpp"
+#include "core/document.hpp"
+#include "core/result.hpp"
 
 namespace sb::cli {
 
@@ -40,10 +41,10 @@ void add_demo_command(CLI::App& app, Context& ctx) {
         // The demo keeps its documents in <dir>/result.json and, with an RPC device,
         // <dir>/hybrid.json (also when llama.cpp stops it mid-run).
         auto documents = [o] {
-            std::vector<nlohmann::json> docs;
+            std::vector<ResultDocument> docs;
             for (const char* name : {"/result.json", "/hybrid.json"})
                 if (std::filesystem::exists(o->dir + name))
-                    docs.push_back(read_json_file(o->dir + name));
+                    docs.push_back(load_result_document(o->dir + name));
             return docs;
         };
         const auto last = keep_measured(ctx, documents, false);

@@ -52,7 +52,8 @@ void add_hybrid_command(CLI::App& app, Context& ctx) {
     cmd->add_option("--n-gpu-layers", o->base.n_gpu_layers, "layers to offload (-ngl)")
         ->check(gpu_layers_check())
         ->capture_default_str();
-    cmd->add_option("--flash-attn", o->base.flash_attn, "flash attention auto|on|off (-fa)")
+    auto flash_attn = std::make_shared<std::string>("auto");
+    cmd->add_option("--flash-attn", *flash_attn, "flash attention auto|on|off (-fa)")
         ->check(flash_attn_check())
         ->capture_default_str();
     cmd->add_option("--cache-type-k", o->base.type_k, "K cache type (-ctk)")
@@ -68,9 +69,7 @@ void add_hybrid_command(CLI::App& app, Context& ctx) {
     cmd->add_option("--rpc", o->rpc_servers, "RPC servers host:port to use (comma list)")
         ->delimiter(',');
     add_stage_timeout_option(cmd);
-    cmd->add_option("-o,--output", o->format, "stdout format: md or json")
-        ->check(CLI::IsMember({"md", "json"}))
-        ->capture_default_str();
+    add_format_option(cmd, o->format, {OutputFormat::md, OutputFormat::json});
     cmd->add_option("--out", o->out_path,
                     "write the result document (JSON) here, updated after every point");
     cmd->add_flag("-q,--quiet", *quiet, "no progress lines on stderr");
@@ -88,7 +87,8 @@ void add_hybrid_command(CLI::App& app, Context& ctx) {
     cmd->add_option("--idle", o->telemetry.idle_s, "seconds of idle baseline first")
         ->check(seconds_check(true))
         ->capture_default_str();
-    cmd->callback([&ctx, o, quiet, no_warmup, no_baselines, trace] {
+    cmd->callback([&ctx, o, quiet, no_warmup, no_baselines, trace, flash_attn] {
+        o->base.flash_attn = enum_from_text<FlashAttn>(*flash_attn, "--flash-attn");
         check_not_empty(o->n_prompt, "-p");
         check_not_empty(o->n_gen, "-n");
         check_context(*std::max_element(o->n_prompt.begin(), o->n_prompt.end()), 0,
@@ -98,7 +98,7 @@ void add_hybrid_command(CLI::App& app, Context& ctx) {
         o->base.warmup = !*no_warmup;
         o->baselines = !*no_baselines;
         ResultDocument doc = new_document("hybrid", ctx.argv);
-        const auto last = keep_measured(ctx, doc, o->format == "json");
+        const auto last = keep_measured(ctx, doc, o->format == OutputFormat::json);
         ctx.exit_code = run_hybrid(*o, doc, ctx.out, ctx.err);
         finish_document(ctx, doc);
         write_trace_if_asked(*trace, doc, ctx.err);

@@ -15,9 +15,7 @@ void add_import_command(CLI::App& app, Context& ctx) {
         "formats) into per-op records and tables");
     auto o = std::make_shared<ImportOptions>();
     hex->add_option("LOG", o->log_path, "log file with profile-op lines")->required();
-    hex->add_option("-o,--output", o->format, "stdout format: md, csv, json")
-        ->check(CLI::IsMember({"md", "csv", "json"}))
-        ->capture_default_str();
+    add_format_option(hex, o->format, {OutputFormat::md, OutputFormat::csv, OutputFormat::json});
     hex->add_option("--out", o->out_path, "write the result document (JSON) here");
     add_db_option(hex, ctx);
     hex->add_option("--top", o->top_n, "rows in the top-ops table")
@@ -26,7 +24,7 @@ void add_import_command(CLI::App& app, Context& ctx) {
     hex->callback([&ctx, o] {
         ResultDocument doc = new_document("import", ctx.argv);
         ctx.exit_code = run_import_hexagon(*o, doc, ctx.out, ctx.err);
-        store_document(ctx, to_json(doc));
+        store_document(ctx, doc);
     });
 }
 

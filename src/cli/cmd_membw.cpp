@@ -18,7 +18,7 @@ void add_membw_command(CLI::App& app, Context& ctx) {
     struct Opts {
         int threads = 0, reps = 10;
         double array_mib = 0;
-        std::string format = "md";
+        OutputFormat format = OutputFormat::md;
     };
     auto o = std::make_shared<Opts>();
     cmd->add_option("-t,--threads", o->threads, "threads (0 = all hardware threads)")
@@ -29,9 +29,7 @@ void add_membw_command(CLI::App& app, Context& ctx) {
     // Three arrays of this size: 64 GiB each at most, and the memory check below.
     cmd->add_option("--array-mib", o->array_mib, "MiB per array (default: 4x last-level cache)")
         ->check(real_range(0, 65536, true, false, "more than 0 to 65536 MiB"));
-    cmd->add_option("-o,--output", o->format, "md or json")
-        ->check(CLI::IsMember({"md", "json"}))
-        ->capture_default_str();
+    add_format_option(cmd, o->format, {OutputFormat::md, OutputFormat::json});
     cmd->callback([&ctx, o] {
         const int threads =
             o->threads > 0 ? o->threads
@@ -47,7 +45,7 @@ void add_membw_command(CLI::App& app, Context& ctx) {
                 "of memory available",
                 o->array_mib, 3.0 * bytes / 1048576.0, *avail / 1048576.0));
         MembwResult r = measure_membw(bytes, threads, o->reps + 1);
-        if (o->format == "json") {
+        if (o->format == OutputFormat::json) {
             ctx.out << dump_json(
                            nlohmann::json{{"threads", r.threads},
                                           {"array_bytes", r.array_bytes},

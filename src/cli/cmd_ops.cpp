@@ -91,9 +91,7 @@ void add_ops_like_command(CLI::App& app, Context& ctx, bool decompose) {
         ->check(int_range(1, 100000, "1..100000"))
         ->capture_default_str();
     cmd->add_option("--seed", o.seed, "seed for the random tokens")->capture_default_str();
-    cmd->add_option("-o,--output", a->o.format, "stdout format: md, csv, json")
-        ->check(CLI::IsMember({"md", "csv", "json"}))
-        ->capture_default_str();
+    add_format_option(cmd, a->o.format, {OutputFormat::md, OutputFormat::csv, OutputFormat::json});
     cmd->add_option("--out", a->o.out_path, "write the result document (JSON) here");
     add_db_option(cmd, ctx);
     cmd->add_flag("-q,--quiet", a->quiet, "no progress lines on stderr");

@@ -23,7 +23,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
         finish_run_args(*a);
         check_trace_path(*trace);
         ResultDocument doc = new_document("run", ctx.argv);
-        const auto last = keep_measured(ctx, doc, a->run.format == "json");
+        const auto last = keep_measured(ctx, doc, a->run.format == OutputFormat::json);
         try {
             ReporterListener rows(a->run.format, ctx.out);
             ctx.exit_code = run_benchmark(a->run, doc, &rows, ctx.err);
@@ -31,7 +31,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
             // What was measured before the failure (e.g. an --out that cannot take the final
             // document) still reaches the store.
             if (!doc.tests.empty())
-                store_document(ctx, to_json(doc));
+                store_document(ctx, doc);
             throw;
         }
         finish_document(ctx, doc);

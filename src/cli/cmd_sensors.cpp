@@ -17,7 +17,7 @@ void add_sensors_command(CLI::App& app, Context& ctx) {
         std::string sysfs_root = "/sys";
         std::string duration = "5s";
         double hz = 10;
-        std::string format = "md";
+        OutputFormat format = OutputFormat::md;
     };
     auto a = std::make_shared<Args>();
     cmd->add_option("--sysfs-root", a->sysfs_root,
@@ -26,11 +26,8 @@ void add_sensors_command(CLI::App& app, Context& ctx) {
     cmd->add_option("--duration", a->duration, "How long to sample: 5s, 500ms, or seconds")
         ->capture_default_str();
     cmd->add_option("--hz", a->hz, "Sampling rate")->check(hz_check())->capture_default_str();
-    cmd->add_option("-o,--output", a->format, "Output format: md or json")->capture_default_str();
+    add_format_option(cmd, a->format, {OutputFormat::md, OutputFormat::json});
     cmd->callback([&ctx, a] {
-        if (a->format != "md" && a->format != "json") {
-            throw usage_error("-o must be md or json, not '" + a->format + "'");
-        }
         if (!sysfs::is_dir(a->sysfs_root)) {
             throw input_error("--sysfs-root " + a->sysfs_root + " is not a directory");
         }
@@ -41,7 +38,7 @@ void add_sensors_command(CLI::App& app, Context& ctx) {
             throw usage_error("--duration '" + a->duration + "' is longer than a day (86400 s)");
         o.hz = a->hz;
         SensorsReport r = run_sensors(o, ctx.err);
-        if (a->format == "json") {
+        if (a->format == OutputFormat::json) {
             ctx.out << dump_json(to_json(r), 2) << "\n";
         } else {
             write_sensors_markdown(ctx.out, r);

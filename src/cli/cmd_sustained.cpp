@@ -49,9 +49,7 @@ void add_sustained_command(CLI::App& app, Context& ctx) {
         ->check(seconds_check(true))
         ->capture_default_str();
     cmd->add_option("--out", o->out_path, "result document (JSON), rewritten after every round");
-    cmd->add_option("-o,--output", o->format, "stdout format: md or json")
-        ->check(CLI::IsMember({"md", "json"}))
-        ->capture_default_str();
+    add_format_option(cmd, o->format, {OutputFormat::md, OutputFormat::json});
     cmd->add_option("--engine", o->http.engines,
                     "llama (in-process) or http (a server: --url, or a llama-server started on "
                     "127.0.0.1 for -m FILE)")
@@ -77,7 +75,7 @@ void add_sustained_command(CLI::App& app, Context& ctx) {
         check_context(o->prompt_tokens, 0, o->max_tokens);
         check_trace_path(*trace);
         ResultDocument doc = new_document("sustained", ctx.argv);
-        const auto last = keep_measured(ctx, doc, o->format == "json");
+        const auto last = keep_measured(ctx, doc, o->format == OutputFormat::json);
         ctx.exit_code = run_sustained(*o, doc, ctx.out, ctx.err);
         finish_document(ctx, doc);
         write_trace_if_asked(*trace, doc, ctx.err);

@@ -30,7 +30,7 @@ void add_trace_command(CLI::App& app, Context& ctx) {
             opts->ops = !*no_ops;
             opts->tokens = !*no_tokens;
             opts->counters = !*no_counters;
-            const nlohmann::json doc = load_document(*in);
+            const ResultDocument doc = load_result_document(*in);
             if (out->empty()) {
                 ctx.out << dump_json(chrome_trace(doc, *opts)) << "\n";
             } else {

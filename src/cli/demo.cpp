@@ -92,7 +92,7 @@ int run_demo(const DemoOptions& o, std::ostream& out, std::ostream& err) {
     std::ostringstream table;
     int rc = 0;
     {
-        cli::ReporterListener rows("md", table);
+        cli::ReporterListener rows(OutputFormat::md, table);
         rc = run_benchmark(ro, doc, &rows, err);
     }
     std::ofstream summary(fs::path(o.dir) / "summary.md");
@@ -132,7 +132,7 @@ int run_demo(const DemoOptions& o, std::ostream& out, std::ostream& err) {
     // The same results as a page to look at and as a timeline.
     std::vector<ReportInput> pages;
     for (const auto& in : advise_in)
-        pages.push_back({in.source, in.doc});
+        pages.push_back(ReportInput::of(in.source, in.doc));
     HtmlOptions ho;
     ho.title = "stagebench demo";
     ho.tool_version = tool_version();
@@ -141,7 +141,7 @@ int run_demo(const DemoOptions& o, std::ostream& out, std::ostream& err) {
     const std::string html = (fs::path(o.dir) / "report.html").string();
     write_text_file(html, page.str());
     const std::string trace = (fs::path(o.dir) / "trace.json").string();
-    write_chrome_trace(advise_in.back().doc, trace);
+    write_chrome_trace(from_json<ResultDocument>(advise_in.back().doc, trace), trace);
     if (o.progress)
         err << "stagebench: wrote " << ro.out_path.value() << ", "
             << (rpc_device.empty() ? "" : "hybrid.json, ") << "summary.md, report.html and "

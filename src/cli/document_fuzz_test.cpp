@@ -190,6 +190,44 @@ TEST(DocumentFuzz, TheFixturesThemselvesAreAccepted) {
         }
 }
 
+// Documents written by earlier builds and by this format's build (tests/fixtures/documents)
+// are read by every reader: the report shows them, trace converts the result documents, and
+// the store takes them and gives them back with what they measured.
+TEST(Documents, EveryFixtureLoadsInReportTraceAndTheStore) {
+    const fs::path dir = temp_dir();
+    const std::string db = (dir / "fixtures.sqlite").string();
+    int stored = 0;
+    for (const auto& e : fs::directory_iterator(fixtures())) {
+        if (e.path().extension() != ".json")
+            continue;
+        const std::string file = e.path().string();
+        SCOPED_TRACE(e.path().filename().string());
+        const Outcome report = run({"report", file, "-o", (dir / "r.html").string()});
+        EXPECT_EQ(report.code, 0) << report.err;
+        if (read(e.path()).value("schema", "") != "stagebench.result")
+            continue;
+        const Outcome trace = run({"trace", file, "-o", (dir / "t.json").string()});
+        EXPECT_EQ(trace.code, 0) << trace.err;
+        const Outcome imported = run({"db", "import", "--db", db, file});
+        ASSERT_EQ(imported.code, 0) << imported.err;
+        ++stored;
+        const std::string id = std::to_string(stored);
+        const Outcome shown = run({"db", "show", id, "--db", db});
+        EXPECT_EQ(shown.code, 0) << shown.err;
+        const Outcome exported = run({"db", "export", id, "--db", db});
+        ASSERT_EQ(exported.code, 0) << exported.err;
+        const json original = read(e.path()), back = json::parse(exported.out);
+        EXPECT_EQ(back["tests"].size(), original["tests"].size());
+        for (const char* section : {"hybrid", "sustained", "ops"})
+            EXPECT_EQ(back.contains(section), original.contains(section)) << section;
+        const Outcome compared = run({"compare", file, "db:" + id, "--db", db});
+        if (!original["tests"].empty() && !original.contains("sustained")) {
+            EXPECT_EQ(compared.code, 0) << compared.err;
+        }
+    }
+    EXPECT_GE(stored, 10);
+}
+
 TEST(Documents, ParseFailuresAndVersionsAreOneInputError) {
     auto refuse = [](const std::string& text, const std::string& needle) {
         try {

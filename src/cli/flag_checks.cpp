@@ -145,6 +145,23 @@ CLI::Validator device_set_check() {
         "DEVICE[+DEVICE]");
 }
 
+CLI::Option* add_format_option(CLI::App* cmd, OutputFormat& target,
+                               const std::vector<OutputFormat>& allowed) {
+    std::vector<std::string> spellings;
+    std::string listed;
+    for (std::size_t i = 0; i < allowed.size(); ++i) {
+        spellings.push_back(to_string(allowed[i]));
+        listed += (i == 0 ? "" : i + 1 == allowed.size() ? " or " : ", ") + spellings.back();
+    }
+    return cmd
+        ->add_option_function<std::string>(
+            "-o,--output",
+            [&target](const std::string& s) { target = *parse_enum<OutputFormat>(s); },
+            "stdout format: " + listed)
+        ->check(CLI::IsMember(spellings))
+        ->default_str(to_string(target));
+}
+
 CLI::Validator flash_attn_check() {
     return CLI::Validator(
         [](std::string& s) -> std::string {

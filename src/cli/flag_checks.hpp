@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "core/enums.hpp"
+
 namespace sb::cli {
 
 // The largest explicit thread count: 4 x the logical CPUs, and never above ggml's cap of 512
@@ -60,6 +62,12 @@ CLI::Validator flash_attn_check();
 // q5_0, q5_1).
 CLI::Validator cache_type_check();
 const std::vector<std::string>& kv_cache_types();
+
+// -o/--output: the output format, one of allowed (spelled as core/enums.hpp spells them), parsed
+// into target once while the command line is parsed; another spelling is refused with one line
+// naming the allowed ones. target's value when the option is added is the default.
+CLI::Option* add_format_option(CLI::App* cmd, OutputFormat& target,
+                               const std::vector<OutputFormat>& allowed);
 
 // --target-ci: "2%" or "0.02", finite, strictly between 0 and 100 %; returns the fraction.
 // Throws sb::Error(usage).

@@ -47,6 +47,27 @@ TEST(FlagChecks, Threads) {
     EXPECT_GE(max_threads(), 4);
 }
 
+TEST(FlagChecks, OutputFormatIsParsedOnceIntoTheEnum) {
+    auto parse = [](std::vector<std::string> args) {
+        CLI::App app;
+        OutputFormat f = OutputFormat::md;
+        add_format_option(&app, f, {OutputFormat::md, OutputFormat::csv, OutputFormat::json});
+        std::reverse(args.begin(), args.end());
+        app.parse(args);
+        return f;
+    };
+    EXPECT_EQ(parse({}), OutputFormat::md);
+    EXPECT_EQ(parse({"-o", "csv"}), OutputFormat::csv);
+    EXPECT_EQ(parse({"--output", "json"}), OutputFormat::json);
+    EXPECT_THROW(parse({"-o", "jsonl"}), CLI::ValidationError);  // not offered here
+    EXPECT_THROW(parse({"-o", "JSON"}), CLI::ValidationError);
+    // Through a command: one usage line naming the flag, nothing run.
+    const Outcome o = run({"compare", "a.json", "b.json", "-o", "xml"});
+    EXPECT_EQ(o.code, 2);
+    EXPECT_NE(o.err.find("--output"), std::string::npos) << o.err;
+    EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << o.err;
+}
+
 TEST(FlagChecks, TokensAndContext) {
     EXPECT_NE(validate(tokens_check(1), "0"), "");
     EXPECT_EQ(validate(tokens_check(0), "0"), "");

@@ -8,7 +8,7 @@
 
 namespace sb::cli {
 
-ReporterListener::ReporterListener(const std::string& format, std::ostream& out)
+ReporterListener::ReporterListener(OutputFormat format, std::ostream& out)
     : reporter_(make_reporter(format, out)) {}
 
 void add_matrix_options(CLI::App* cmd, RunArgs& a) {
@@ -72,9 +72,9 @@ void add_matrix_options(CLI::App* cmd, RunArgs& a) {
 }
 
 void add_output_options(CLI::App* cmd, RunArgs& a) {
-    cmd->add_option("-o,--output", a.run.format, "stdout format: md, csv, json, jsonl")
-        ->check(CLI::IsMember({"md", "csv", "json", "jsonl"}))
-        ->capture_default_str();
+    add_format_option(
+        cmd, a.run.format,
+        {OutputFormat::md, OutputFormat::csv, OutputFormat::json, OutputFormat::jsonl});
     cmd->add_option("--out", a.run.out_path,
                     "write the result document (JSON) here, updated after every test");
     cmd->add_option("--membw", a.run.membw,

@@ -28,7 +28,7 @@ void finish_run_args(RunArgs& a);
 // complete: the runner hands over tests, the CLI picks how they are printed.
 class ReporterListener : public RunListener {
   public:
-    ReporterListener(const std::string& format, std::ostream& out);
+    ReporterListener(OutputFormat format, std::ostream& out);
     void begin(const ResultDocument& doc) override { reporter_->begin(doc); }
     void test_done(const ResultDocument& doc, const TestResult& t) override {
         reporter_->test_done(doc, t);

@@ -9,6 +9,7 @@
 #include "cli/flag_checks.hpp"
 #include "core/error.hpp"
 #include "core/json_file.hpp"
+#include "core/json_util.hpp"
 #include "store/result_store.hpp"
 
 namespace sb::cli {
@@ -72,7 +73,7 @@ std::string fallback_document_path(const std::string& db_path) {
     return db_path + "." + stamp + ".json";
 }
 
-void store_document(Context& ctx, const nlohmann::json& doc) {
+void store_document(Context& ctx, const ResultDocument& doc) {
     if (ctx.db_path.empty())
         return;
     try {
@@ -83,7 +84,7 @@ void store_document(Context& ctx, const nlohmann::json& doc) {
         return;
     } catch (const Error& e) {
         // The measurements must survive the store: beside it, else here.
-        const std::string text = doc.dump(2) + "\n";
+        const std::string text = dump_json(to_json(doc), 2) + "\n";
         std::string where = fallback_document_path(ctx.db_path);
         try {
             write_text_file(where, text);
@@ -99,13 +100,13 @@ void store_document(Context& ctx, const nlohmann::json& doc) {
 }
 
 void finish_document(Context& ctx, const ResultDocument& doc) {
-    store_document(ctx, to_json(doc));
+    store_document(ctx, doc);
     if (ctx.exit_code != 2)
         return;
     const TestResult* first = nullptr;
     int n_bad = 0;
     for (const auto& t : doc.tests)
-        if (t.status == "failed" && (t.error_kind == "input" || t.error_kind == "usage")) {
+        if (t.status == Status::failed && (t.error_kind == "input" || t.error_kind == "usage")) {
             if (!first)
                 first = &t;
             ++n_bad;
@@ -119,16 +120,16 @@ void finish_document(Context& ctx, const ResultDocument& doc) {
     ctx.err << ")\n";
 }
 
-LastWordScope keep_measured(Context& ctx, std::function<std::vector<nlohmann::json>()> docs,
+LastWordScope keep_measured(Context& ctx, std::function<std::vector<ResultDocument>()> docs,
                             bool json_stdout) {
     return LastWordScope([&ctx, docs = std::move(docs),
                           json_stdout](const std::string&) -> std::optional<std::string> {
         if (!json_stdout && ctx.db_path.empty())
             return std::nullopt;
-        const std::vector<nlohmann::json> measured = docs();
+        const std::vector<ResultDocument> measured = docs();
         if (json_stdout) {
             for (const auto& d : measured)
-                ctx.out << d.dump(2) << "\n";
+                ctx.out << dump_json(to_json(d), 2) << "\n";
             ctx.out.flush();
         }
         if (!ctx.db_path.empty()) {
@@ -148,7 +149,7 @@ LastWordScope keep_measured(Context& ctx, std::function<std::vector<nlohmann::js
 
 LastWordScope keep_measured(Context& ctx, const ResultDocument& doc, bool json_stdout) {
     return keep_measured(
-        ctx, [&doc] { return std::vector<nlohmann::json>{to_json(doc)}; }, json_stdout);
+        ctx, [&doc] { return std::vector<ResultDocument>{doc}; }, json_stdout);
 }
 
 }  // namespace sb::cli

@@ -27,7 +27,7 @@ void add_db_option(CLI::App* cmd, Context& ctx);
 // beside it as fallback_document_path() (else in the current folder), one error line says
 // where, and ctx.exit_code becomes at least 1: what was measured is never lost. Throws
 // sb::Error(runtime) only when the fallback file cannot be written either.
-void store_document(Context& ctx, const nlohmann::json& doc);
+void store_document(Context& ctx, const ResultDocument& doc);
 
 // "<db>.<UTC time>.json": where store_document() writes a document the store refused.
 std::string fallback_document_path(const std::string& db_path);
@@ -44,7 +44,7 @@ void finish_document(Context& ctx, const ResultDocument& doc);
 // "stored as" note: the stop prints one line (a store that refuses them still gets its fallback
 // file and error line, as in store_document()). --out needs none: it is rewritten after every
 // test. Keep it alive as `const auto last = keep_measured(ctx, doc, json);` before the run.
-LastWordScope keep_measured(Context& ctx, std::function<std::vector<nlohmann::json>()> docs,
+LastWordScope keep_measured(Context& ctx, std::function<std::vector<ResultDocument>()> docs,
                             bool json_stdout);
 LastWordScope keep_measured(Context& ctx, const ResultDocument& doc, bool json_stdout);
 

@@ -23,7 +23,7 @@ void check_trace_path(const TraceArgs& a) {
 void write_trace_if_asked(const TraceArgs& a, const ResultDocument& doc, std::ostream& err) {
     if (!a.path)
         return;
-    write_chrome_trace(to_json(doc), *a.path);
+    write_chrome_trace(doc, *a.path);
     err << "stagebench: trace written to " << *a.path << " (open it in ui.perfetto.dev)\n";
 }
 

@@ -30,14 +30,16 @@ TEST(ExitRule, BadInputOutranksAFailureWhichOutranksSuccess) {
     EXPECT_EQ(exit_code_for({ok, input, ok}, false), 2);
     EXPECT_EQ(exit_code_for({runtime, usage}, true), 2);
     TestResult interrupted;
-    interrupted.status = "interrupted";
+    interrupted.status = Status::interrupted;
     EXPECT_EQ(exit_code_for({ok, interrupted}, false), 1);
 }
 
 TEST(ExitRule, AFailureRecordsItsKind) {
     const TestResult r = failed(input_error("m.gguf: no such file"));
-    EXPECT_EQ(r.status, "failed");
-    EXPECT_EQ(r.stopped_by, "error");
+    EXPECT_EQ(r.status, Status::failed);
+    EXPECT_EQ(r.stopped_by, StopReason::error);
+    EXPECT_EQ(to_json(r)["status"], "failed");
+    EXPECT_EQ(to_json(r)["stopped_by"], "error");
     EXPECT_EQ(r.error, "m.gguf: no such file");
     EXPECT_EQ(r.error_kind, "input");
     EXPECT_EQ(to_json(r)["error_kind"], "input");
@@ -48,8 +50,8 @@ TEST(ExitRule, AFailureRecordsItsKind) {
 TEST(ExitRule, StatusAndStopReasonAreRecordedByOneFunctionEach) {
     TestResult r;
     record_failure(r, "llama.cpp stopped: RPC server gone", std::nullopt);
-    EXPECT_EQ(r.status, "failed");
-    EXPECT_EQ(r.stopped_by, "error");
+    EXPECT_EQ(r.status, Status::failed);
+    EXPECT_EQ(r.stopped_by, StopReason::error);
     EXPECT_EQ(r.error, "llama.cpp stopped: RPC server gone");
     EXPECT_FALSE(r.error_kind);  // unknown kind: null, not "runtime"
     record_failure(r, "bad", ErrorKind::usage);
@@ -58,8 +60,8 @@ TEST(ExitRule, StatusAndStopReasonAreRecordedByOneFunctionEach) {
 
     TestResult i;
     record_interrupted(i);
-    EXPECT_EQ(i.status, "interrupted");
-    EXPECT_EQ(i.stopped_by, "interrupt");
+    EXPECT_EQ(i.status, Status::interrupted);
+    EXPECT_EQ(i.stopped_by, StopReason::interrupt);
     EXPECT_FALSE(i.error);
     record_interrupted(i, "transfer cut off");
     EXPECT_EQ(i.error, "transfer cut off");
@@ -67,12 +69,12 @@ TEST(ExitRule, StatusAndStopReasonAreRecordedByOneFunctionEach) {
 
     TestResult s;
     record_stopped_at_target_ci(s);
-    EXPECT_EQ(s.stopped_by, "target_ci");
+    EXPECT_EQ(s.stopped_by, StopReason::target_ci);
     record_stopped_at_max_reps(s);
-    EXPECT_EQ(s.stopped_by, "max_reps");
+    EXPECT_EQ(s.stopped_by, StopReason::max_reps);
     record_stopped_at_reps(s);
-    EXPECT_EQ(s.stopped_by, "reps");
-    EXPECT_EQ(s.status, "ok");
+    EXPECT_EQ(s.stopped_by, StopReason::reps);
+    EXPECT_EQ(s.status, Status::ok);
 }
 
 }  // namespace

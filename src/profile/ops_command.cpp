@@ -19,16 +19,16 @@ namespace sb {
 
 namespace {
 
-void check_format(const std::string& f) {
-    if (f != "md" && f != "csv" && f != "json")
-        throw usage_error("output format must be md, csv or json, not '" + f + "'");
+void check_format(OutputFormat f) {
+    if (f != OutputFormat::md && f != OutputFormat::csv && f != OutputFormat::json)
+        throw usage_error("output format must be md, csv or json, not '" + to_string(f) + "'");
 }
 
-void emit(const OpsProfile& p, const ResultDocument& doc, const std::string& format,
-          std::ostream& out, size_t top_n, bool brief = false) {
-    if (format == "json") {
+void emit(const OpsProfile& p, const ResultDocument& doc, OutputFormat format, std::ostream& out,
+          size_t top_n, bool brief = false) {
+    if (format == OutputFormat::json) {
         out << dump_json(to_json(doc), 2) << "\n";
-    } else if (format == "csv") {
+    } else if (format == OutputFormat::csv) {
         write_ops_csv(p, out);
     } else {
         write_ops_markdown(p, out, top_n, brief);
@@ -74,7 +74,7 @@ int run_ops_command(const OpsCommandOptions& o, ResultDocument& doc, std::ostrea
     OpsProfile p = profile_ops(o.ops, progress);
     for (auto& w : profile_warnings(p))
         doc.warnings.push_back(w);
-    doc.extra["ops"] = to_json(p);
+    doc.ops = p;
     doc.finished_at = utc_timestamp();
     if (o.out_path)
         write_document(doc, *o.out_path);
@@ -147,7 +147,7 @@ int run_import_hexagon(const ImportOptions& o, ResultDocument& doc, std::ostream
     doc.system = nullptr;
     doc.llama = nullptr;
     doc.warnings.clear();
-    doc.extra["ops"] = to_json(p);
+    doc.ops = p;
     doc.finished_at = utc_timestamp();
     if (o.out_path)
         write_document(doc, *o.out_path);

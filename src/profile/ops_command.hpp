@@ -1,7 +1,7 @@
 #pragma once
 // `stagebench ops` and `stagebench import hexagon-profile` end to end: check the inputs, run
 // the profiler (or parse the log), put the profile in the result document
-// (extra["ops"]), print it (md tables, csv rows, or the json document) and write the document
+// (doc.ops), print it (md tables, csv rows, or the json document) and write the document
 // with --out. Return the exit code (0); throw sb::Error for bad input found before anything
 // was measured.
 #include <optional>
@@ -16,10 +16,10 @@ namespace sb {
 
 struct OpsCommandOptions {
     OpsOptions ops;
-    std::vector<std::string> rpc_servers;  // host:port
-    std::string format = "md";             // md | csv | json (stdout)
-    std::optional<std::string> out_path;   // the result document (JSON)
-    bool progress = true;                  // progress lines on the error stream
+    std::vector<std::string> rpc_servers;    // host:port
+    OutputFormat format = OutputFormat::md;  // md | csv | json (stdout)
+    std::optional<std::string> out_path;     // the result document (JSON)
+    bool progress = true;                    // progress lines on the error stream
     bool brief = false;  // md: only reconciliation, decomposition and by-op tables
 };
 
@@ -28,7 +28,7 @@ int run_ops_command(const OpsCommandOptions& o, ResultDocument& doc, std::ostrea
 
 struct ImportOptions {
     std::string log_path;
-    std::string format = "md";  // md | csv | json
+    OutputFormat format = OutputFormat::md;  // md | csv | json
     std::optional<std::string> out_path;
     size_t top_n = 10;
 };

@@ -178,15 +178,22 @@ void write_compare_csv(std::ostream& out, const CompareResult& r) {
     }
 }
 
-void write_compare(std::ostream& out, const CompareResult& r, const std::string& format) {
-    if (format == "md")
-        write_compare_markdown(out, r);
-    else if (format == "csv")
-        write_compare_csv(out, r);
-    else if (format == "json")
-        out << dump_json(to_json(r), 2) << "\n";
-    else
-        throw usage_error("-o must be md, csv or json, not '" + format + "'");
+void write_compare(std::ostream& out, const CompareResult& r, OutputFormat format) {
+    switch (format) {
+        case OutputFormat::md:
+            write_compare_markdown(out, r);
+            return;
+        case OutputFormat::csv:
+            write_compare_csv(out, r);
+            return;
+        case OutputFormat::json:
+            out << dump_json(to_json(r), 2) << "\n";
+            return;
+        case OutputFormat::jsonl:
+        case OutputFormat::html:
+            break;
+    }
+    throw usage_error("-o must be md, csv or json, not '" + to_string(format) + "'");
 }
 
 }  // namespace sb

@@ -7,13 +7,14 @@
 #include <string>
 
 #include "analysis/compare.hpp"
+#include "core/enums.hpp"
 
 namespace sb {
 
 void write_compare_markdown(std::ostream& out, const CompareResult& r);
 void write_compare_csv(std::ostream& out, const CompareResult& r);
 
-// format: md | csv | json. Throws sb::Error(usage) for anything else.
-void write_compare(std::ostream& out, const CompareResult& r, const std::string& format);
+// md, csv or json. Throws sb::Error(usage) for another format.
+void write_compare(std::ostream& out, const CompareResult& r, OutputFormat format);
 
 }  // namespace sb

@@ -42,7 +42,7 @@ CompareResult sample() {
 
 TEST(CompareReport, MarkdownShowsSidesRatiosAndNotes) {
     std::ostringstream out;
-    write_compare(out, sample(), "md");
+    write_compare(out, sample(), OutputFormat::md);
     const std::string s = out.str();
     EXPECT_NE(s.find("| A | a.json | run | host-a | Cortex-X4 | 2026-11-29T09:00:00Z |"),
               std::string::npos)
@@ -68,7 +68,7 @@ TEST(CompareReport, EnergyRowsAreLabelledAndScaledAndTheMatchIsStated) {
     // The default match says nothing.
     r.match = kCompareDefaultMatch;
     std::ostringstream plain;
-    write_compare(plain, r, "md");
+    write_compare(plain, r, OutputFormat::md);
     EXPECT_EQ(plain.str().find("Matched by"), std::string::npos) << plain.str();
 
     r.match = {"model", "n_prompt", "n_gen", "n_depth"};
@@ -88,7 +88,7 @@ TEST(CompareReport, EnergyRowsAreLabelledAndScaledAndTheMatchIsStated) {
     e.metric = "net_j_per_token";
     r.rows.push_back(e);
     std::ostringstream out;
-    write_compare(out, r, "md");
+    write_compare(out, r, OutputFormat::md);
     const std::string s = out.str();
     EXPECT_NE(s.find("Matched by: model, n_prompt, n_gen, n_depth; model qwen2.5:0.5b as q.gguf"),
               std::string::npos)
@@ -104,7 +104,7 @@ TEST(CompareReport, EnergyRowsAreLabelledAndScaledAndTheMatchIsStated) {
 
 TEST(CompareReport, CsvHasOneLinePerRatioWithQuotedKeys) {
     std::ostringstream out;
-    write_compare(out, sample(), "csv");
+    write_compare(out, sample(), OutputFormat::csv);
     std::istringstream in(out.str());
     std::vector<std::string> lines;
     for (std::string l; std::getline(in, l);)
@@ -120,14 +120,14 @@ TEST(CompareReport, CsvHasOneLinePerRatioWithQuotedKeys) {
 
 TEST(CompareReport, JsonIsTheCompareDocument) {
     std::ostringstream out;
-    write_compare(out, sample(), "json");
+    write_compare(out, sample(), OutputFormat::json);
     EXPECT_EQ(json::parse(out.str()), to_json(sample()));
 }
 
 TEST(CompareReport, UnknownFormatIsUsageError) {
     std::ostringstream out;
     try {
-        write_compare(out, sample(), "html");
+        write_compare(out, sample(), OutputFormat::html);
         FAIL();
     } catch (const Error& e) {
         EXPECT_EQ(e.kind(), ErrorKind::usage);

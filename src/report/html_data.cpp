@@ -10,6 +10,7 @@
 #include "core/error.hpp"
 #include "core/file_io.hpp"
 #include "core/json_util.hpp"
+#include "core/stats_json.hpp"
 
 namespace sb {
 
@@ -20,12 +21,6 @@ namespace {
 std::optional<double> num(const json& j) {
     if (j.is_number())
         return j.get<double>();
-    return std::nullopt;
-}
-
-std::optional<double> scaled(const json& j, double factor) {
-    if (auto v = num(j))
-        return *v * factor;
     return std::nullopt;
 }
 
@@ -43,28 +38,24 @@ std::string basename(const std::string& path) {
     return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-// A Summary (core/stats_json.hpp) as {median, lo, hi, n, cv}, values times factor; null when
-// it has no median.
-json stat(const json& summary, double factor = 1.0) {
-    auto median = scaled(json_field(summary, "median"), factor);
-    if (!median)
+// A Summary as {median, lo, hi, n, cv}, values times factor; null when it has no median.
+json stat(const Summary& s, double factor = 1.0) {
+    if (!s.median)
         return nullptr;
-    return json{{"median", *median},
-                {"lo", opt(scaled(json_field(summary, "ci95_lo"), factor))},
-                {"hi", opt(scaled(json_field(summary, "ci95_hi"), factor))},
-                {"n", opt(num(json_field(summary, "n")))},
-                {"cv", opt(num(json_field(summary, "cv")))}};
+    auto scaled = [&](const std::optional<double>& v) {
+        return v ? json(*v * factor) : json(nullptr);
+    };
+    return json{{"median", *s.median * factor},
+                {"lo", scaled(s.ci95_lo)},
+                {"hi", scaled(s.ci95_hi)},
+                {"n", static_cast<double>(s.n)},
+                {"cv", opt(s.cv)}};
 }
 
 constexpr double kNsToMs = 1e-6;
 
-// Top-level keys of a result document this report knows (shown or deliberately not).
-const std::set<std::string>& known_result_keys() {
-    static const std::set<std::string> keys = {
-        "schema",   "schema_version", "command", "argv",       "tool",        "llama",
-        "system",   "models",         "membw",   "started_at", "finished_at", "tests",
-        "warnings", "telemetry",      "engines", "ops",        "sustained",   "hybrid"};
-    return keys;
+std::optional<double> ms(const std::optional<double>& ns) {
+    return ns ? std::optional<double>(*ns * kNsToMs) : std::nullopt;
 }
 
 const std::set<std::string>& known_commands() {
@@ -73,45 +64,40 @@ const std::set<std::string>& known_commands() {
     return commands;
 }
 
-json result_header(const json& doc) {
+json result_header(const ResultDocument& doc) {
     std::string command_line;
-    for (const auto& a : array_or_empty(json_field(doc, "argv"))) {
+    for (const auto& a : doc.argv) {
         if (!command_line.empty())
             command_line += ' ';
-        command_line += text(a);
+        command_line += a;
     }
-    const json& sys = json_field(doc, "system");
-    return json{{"host", text(json_field(sys, "hostname"))},
-                {"cpu", text(json_field(sys, "cpu_model"))},
-                {"os", text(json_field(sys, "os"))},
-                {"started_at", text(json_field(doc, "started_at"))},
-                {"finished_at", text(json_field(doc, "finished_at"))},
-                {"tool_version", text(json_field(json_field(doc, "tool"), "version"))},
-                {"build_type", text(json_field(json_field(doc, "tool"), "build_type"))},
-                {"llama", text(json_field(json_field(doc, "llama"), "tag"))},
+    const MachineView m = machine_view(doc);
+    return json{{"host", m.hostname.value_or("")}, {"cpu", m.cpu_model.value_or("")},
+                {"os", m.os.value_or("")},         {"started_at", doc.started_at},
+                {"finished_at", doc.finished_at},  {"tool_version", doc.tool_version},
+                {"build_type", doc.build_type},    {"llama", m.llama_tag.value_or("")},
                 {"command_line", command_line}};
 }
 
-std::string test_label(const json& cfg, bool with_model) {
-    std::string s = text(json_field(cfg, "test"));
-    const std::string devices = text(json_field(cfg, "devices"));
+std::string test_label(const TestConfig& cfg, bool with_model) {
+    std::string s = cfg.test_name();
+    const std::string devices = cfg.devices.str();
     if (!devices.empty())
         s += " · " + devices;
-    if (auto t = num(json_field(cfg, "n_threads")); t && *t > 0)
-        s += " · " + std::to_string(static_cast<int>(*t)) + "t";
-    const std::string engine = text(json_field(cfg, "engine"));
-    if (!engine.empty() && engine != "llama")
-        s += " · " + engine;
+    if (cfg.n_threads > 0)
+        s += " · " + std::to_string(cfg.n_threads) + "t";
+    if (cfg.engine != EngineKind::llama)
+        s += " · " + to_string(cfg.engine);
     if (with_model)
-        s += " · " + basename(text(json_field(cfg, "model_path")));
+        s += " · " + basename(cfg.model_path);
     return s;
 }
 
 // Op time and call overhead (call - op) of an aggregate row, in ms. A call time below the op
 // time (possible: they are measured separately) shows as no overhead and is listed.
-json op_bar(const std::string& label, const json& a, json& clamped) {
-    auto op = scaled(json_field(a, "op_ns"), kNsToMs);
-    auto call = scaled(json_field(a, "call_ns"), kNsToMs);
+json op_bar(const std::string& label, const OpAggregate& a, json& clamped) {
+    const auto op = ms(a.op_ns);
+    const auto call = ms(a.call_ns);
     if (!op.value_or(0) && !call.value_or(0))
         return nullptr;
     std::optional<double> overhead;
@@ -121,82 +107,74 @@ json op_bar(const std::string& label, const json& a, json& clamped) {
             clamped.push_back(label);
     }
     return json{{"label", label},
-                {"count", opt(num(json_field(a, "count")))},
+                {"count", static_cast<double>(a.count)},
                 {"op_ms", opt(op)},
                 {"call_ms", opt(call)},
                 {"overhead_ms", opt(overhead)},
-                {"call_op_ratio", opt(num(json_field(a, "call_op_ratio")))}};
+                {"call_op_ratio", opt(a.call_op_ratio)}};
 }
 
-json stage_ops_view(const json& st) {
+json stage_ops_view(const StageProfile& st) {
     json clamped = json::array();
     std::map<std::string, std::string> fallback_of;  // op type -> "CPU (asked BLAS)"
     json fallback = json::array();
-    for (const auto& f : array_or_empty(json_field(st, "fallback"))) {
-        const std::string op = text(json_field(f, "op"));
-        std::string where = text(json_field(f, "backend"));
-        if (!text(json_field(f, "requested")).empty())
-            where += " instead of " + text(json_field(f, "requested"));
-        fallback_of[op] = fallback_of.count(op) ? fallback_of[op] + ", " + where : where;
-        fallback.push_back({{"op", op},
-                            {"backend", text(json_field(f, "backend"))},
-                            {"requested", text(json_field(f, "requested"))},
-                            {"count", opt(num(json_field(f, "count")))},
-                            {"op_ms", opt(scaled(json_field(f, "op_ns"), kNsToMs))},
-                            {"call_ms", opt(scaled(json_field(f, "call_ns"), kNsToMs))},
-                            {"penalty", opt(num(json_field(f, "penalty")))},
-                            {"note", text(json_field(f, "note"))}});
+    for (const auto& f : st.fallback) {
+        std::string where = f.backend;
+        if (!f.requested.empty())
+            where += " instead of " + f.requested;
+        fallback_of[f.op] = fallback_of.count(f.op) ? fallback_of[f.op] + ", " + where : where;
+        fallback.push_back({{"op", f.op},
+                            {"backend", f.backend},
+                            {"requested", f.requested},
+                            {"count", static_cast<double>(f.count)},
+                            {"op_ms", opt(ms(f.op_ns))},
+                            {"call_ms", opt(ms(f.call_ns))},
+                            {"penalty", opt(f.penalty)},
+                            {"note", f.note}});
     }
     json by_op = json::array();
-    for (const auto& a : array_or_empty(json_field(st, "by_op"))) {
-        const std::string op = text(json_field(a, "op"));
-        json bar = op_bar(op, a, clamped);
+    for (const auto& a : st.by_op) {
+        json bar = op_bar(a.key, a, clamped);
         if (bar.is_null())
             continue;
-        bar["op"] = op;
-        auto f = fallback_of.find(op);
+        bar["op"] = a.key;
+        auto f = fallback_of.find(a.key);
         bar["fallback"] = f == fallback_of.end() ? json(nullptr) : json(f->second);
         if (f != fallback_of.end())
-            bar["label"] = op + " (fallback)";
+            bar["label"] = a.key + " (fallback)";
         by_op.push_back(bar);
     }
     json by_backend = json::array();
-    for (const auto& a : array_or_empty(json_field(st, "by_backend"))) {
-        json bar = op_bar(text(json_field(a, "backend")), a, clamped);
+    for (const auto& a : st.by_backend) {
+        json bar = op_bar(a.key, a, clamped);
         if (!bar.is_null())
             by_backend.push_back(bar);
     }
-    const json& rec = json_field(st, "reconciliation");
+    const Reconciliation& rec = st.rec;
     json decomposition = nullptr;
-    const json& d = json_field(st, "decomposition");
-    if (d.is_object() && !array_or_empty(json_field(d, "parts")).empty()) {
+    if (st.decomposition && !st.decomposition->parts.empty()) {
         json parts = json::array();
-        for (const auto& p : json_field(d, "parts"))
-            parts.push_back({{"name", text(json_field(p, "name"))},
-                             {"ms", opt(scaled(json_field(p, "ns"), kNsToMs))},
-                             {"share", opt(num(json_field(p, "share")))},
-                             {"note", text(json_field(p, "note"))}});
-        decomposition = {{"parts", parts},
-                         {"accelerators", array_or_empty(json_field(d, "accelerators"))}};
+        for (const auto& p : st.decomposition->parts)
+            parts.push_back({{"name", p.name},
+                             {"ms", opt(ms(p.ns))},
+                             {"share", opt(p.share)},
+                             {"note", p.note}});
+        decomposition = {{"parts", parts}, {"accelerators", st.decomposition->accelerators}};
     }
-    json notes = json::array();
-    for (const auto& n : array_or_empty(json_field(st, "notes")))
-        if (n.is_string())
-            notes.push_back(n);
-    return json{{"stage", text(json_field(st, "stage"))},
-                {"n_tokens", opt(num(json_field(st, "n_tokens")))},
+    return json{{"stage", st.stage},
+                {"n_tokens", static_cast<double>(st.n_tokens)},
                 {"by_op", by_op},
                 {"by_backend", by_backend},
                 {"fallback", fallback},
                 {"clamped", clamped},
                 {"reconciliation",
-                 {{"plain_ms", opt(scaled(json_field(rec, "plain_median_ns"), kNsToMs))},
-                  {"traced_ms", opt(scaled(json_field(rec, "traced_median_ns"), kNsToMs))},
-                  {"sum_op_ms", opt(scaled(json_field(rec, "sum_op_ns"), kNsToMs))},
-                  {"sum_call_ms", opt(scaled(json_field(rec, "sum_call_ns"), kNsToMs))},
-                  {"op_fraction", opt(num(json_field(rec, "op_fraction")))}}},
+                 {{"plain_ms", opt(ms(rec.plain_median_ns))},
+                  {"traced_ms", opt(ms(rec.traced_median_ns))},
+                  {"sum_op_ms", opt(ms(rec.sum_op_ns))},
+                  {"sum_call_ms", opt(ms(rec.sum_call_ns))},
+                  {"op_fraction", opt(rec.op_fraction)}}},
                 {"decomposition", decomposition},
-                {"notes", notes}};
+                {"notes", st.notes}};
 }
 
 // How a telemetry series is drawn: its group, unit and the factor from its stored unit.
@@ -206,9 +184,9 @@ struct SeriesKind {
     bool from_counter = false;  // power from an energy counter's increments
 };
 
-std::optional<SeriesKind> series_kind(const json& s) {
-    const std::string unit = text(json_field(s, "unit"));
-    const bool counter = text(json_field(s, "kind")) == "counter";
+std::optional<SeriesKind> series_kind(const TelemetrySeries& s) {
+    const std::string& unit = s.unit;
+    const bool counter = s.kind == "counter";
     if (unit == "mC" && !counter)
         return SeriesKind{"temperature", "°C", 1e-3};
     if (unit == "kHz" && !counter)
@@ -222,58 +200,68 @@ std::optional<SeriesKind> series_kind(const json& s) {
 
 }  // namespace
 
-ReportInput load_report_input(const std::string& path) {
-    return ReportInput{path, load_document(path)};
+ReportInput ReportInput::of(std::string source, ResultDocument doc) {
+    ReportInput in;
+    in.source = std::move(source);
+    in.result = std::move(doc);
+    return in;
 }
 
-json summary_view(const json& doc) {
-    const json& tests = array_or_empty(json_field(doc, "tests"));
-    if (tests.empty())
+ReportInput ReportInput::of(std::string source, json doc) {
+    if (doc.is_object() && text(json_field(doc, "schema")) == kResultSchema) {
+        ResultDocument typed = from_json<ResultDocument>(doc, "'" + source + "'");
+        return of(std::move(source), std::move(typed));
+    }
+    ReportInput in;
+    in.source = std::move(source);
+    in.other = std::move(doc);
+    return in;
+}
+
+ReportInput load_report_input(const std::string& path) {
+    return ReportInput::of(path, load_document(path));
+}
+
+json summary_view(const ResultDocument& doc) {
+    if (doc.tests.empty())
         return nullptr;
     json rows = json::array();
-    for (const auto& t : tests) {
-        const json& cfg = json_field(t, "config");
-        const json& itl = json_field(json_field(t, "decode"), "itl");
-        json backends = json::array();
-        for (const auto& b : array_or_empty(json_field(t, "backends")))
-            if (b.is_string())
-                backends.push_back(b);
-        auto threads = num(json_field(cfg, "n_threads"));
-        rows.push_back(
-            {{"test", text(json_field(cfg, "test"))},
-             {"model", basename(text(json_field(cfg, "model_path")))},
-             {"engine", text(json_field(cfg, "engine"))},
-             {"devices", text(json_field(cfg, "devices"))},
-             {"threads", threads && *threads > 0 ? json(static_cast<int>(*threads)) : json()},
-             {"backends", backends},
-             {"status", text(json_field(t, "status"))},
-             {"error", text(json_field(t, "error"))},
-             {"reps_done", opt(num(json_field(t, "reps_done")))},
-             {"prefill", stat(json_field(json_field(t, "prefill"), "throughput"))},
-             {"decode", stat(json_field(json_field(t, "decode"), "throughput"))},
-             {"ttft_ms", stat(json_field(t, "ttft"), kNsToMs)},
-             {"itl_ms",
-              {{"median", opt(scaled(json_field(itl, "median"), kNsToMs))},
-               {"p99", opt(scaled(json_field(itl, "p99"), kNsToMs))}}}});
+    for (const auto& t : doc.tests) {
+        const TestConfig& cfg = t.config;
+        const Summary* itl = t.decode ? &t.decode->itl : nullptr;
+        rows.push_back({{"test", cfg.test_name()},
+                        {"model", basename(cfg.model_path)},
+                        {"engine", to_string(cfg.engine)},
+                        {"devices", cfg.devices.str()},
+                        {"threads", cfg.n_threads > 0 ? json(cfg.n_threads) : json()},
+                        {"backends", t.backends},
+                        {"status", to_string(t.status)},
+                        {"error", t.error.value_or("")},
+                        {"reps_done", static_cast<double>(t.reps_done)},
+                        {"prefill", t.prefill ? stat(t.prefill->throughput) : json(nullptr)},
+                        {"decode", t.decode ? stat(t.decode->throughput) : json(nullptr)},
+                        {"ttft_ms", stat(t.ttft, kNsToMs)},
+                        {"itl_ms",
+                         {{"median", opt(ms(itl ? itl->median : std::nullopt))},
+                          {"p99", opt(ms(itl ? itl->p99 : std::nullopt))}}}});
     }
     return rows;
 }
 
-json throughput_view(const json& doc) {
-    const json& tests = array_or_empty(json_field(doc, "tests"));
+json throughput_view(const ResultDocument& doc) {
     std::set<std::string> models;
-    for (const auto& t : tests)
-        models.insert(text(json_field(json_field(t, "config"), "model_path")));
+    for (const auto& t : doc.tests)
+        models.insert(t.config.model_path);
     json labels = json::array(), prefill = json::array(), decode = json::array();
     std::map<std::string, int> seen;  // label -> times used: repeated tests get " #2", " #3"
     bool any = false;
-    for (const auto& t : tests) {
-        json p = stat(json_field(json_field(t, "prefill"), "throughput"));
-        json d = stat(json_field(json_field(t, "decode"), "throughput"));
+    for (const auto& t : doc.tests) {
+        json p = t.prefill ? stat(t.prefill->throughput) : json(nullptr);
+        json d = t.decode ? stat(t.decode->throughput) : json(nullptr);
         if (p.is_null() && d.is_null())
             continue;
         any = true;
-        std::string label = test_label(json_field(t, "config"), models.size() > 1);
+        std::string label = test_label(t.config, models.size() > 1);
         if (const int k = ++seen[label]; k > 1)
             label += " #" + std::to_string(k);
         labels.push_back(label);
@@ -285,49 +273,36 @@ json throughput_view(const json& doc) {
     return json{{"labels", labels}, {"prefill", prefill}, {"decode", decode}};
 }
 
-json ops_view(const json& doc, std::vector<std::string>& notes) {
-    const json& ops = json_field(doc, "ops");
-    if (ops.is_null())
+json ops_view(const ResultDocument& doc, std::vector<std::string>& notes) {
+    if (!doc.ops)
         return nullptr;
-    if (!ops.is_object() || !json_field(ops, "stages").is_array()) {
-        notes.push_back("the ops section has no stages; not shown");
-        return nullptr;
-    }
     json stages = json::array();
-    for (const auto& st : json_field(ops, "stages")) {
-        if (!st.is_object())
-            continue;
+    for (const auto& st : doc.ops->stages)
         stages.push_back(stage_ops_view(st));
-    }
     if (stages.empty()) {
         notes.push_back("the ops section has no stages; not shown");
         return nullptr;
     }
-    json backends = json::array();
-    for (const auto& b : array_or_empty(json_field(ops, "backends")))
-        if (b.is_string())
-            backends.push_back(b);
-    return json{{"source", text(json_field(ops, "source"))},
-                {"devices", text(json_field(ops, "devices"))},
-                {"backends", backends},
-                {"method", text(json_field(ops, "method"))},
+    return json{{"source", doc.ops->source},
+                {"devices", doc.ops->devices},
+                {"backends", doc.ops->backends},
+                {"method", doc.ops->method},
                 {"stages", stages}};
 }
 
-json stage_spans(const json& marks, int64_t t0_ns) {
+json stage_spans(const std::vector<TelemetryMark>& marks, int64_t t0_ns) {
     struct Open {
         std::string stage;
         double begin_s;
     };
     std::vector<Open> open;
     std::vector<std::pair<double, json>> spans;
-    for (const auto& m : array_or_empty(marks)) {
-        auto t = num(json_field(m, "t_ns"));
-        const std::string stage = text(json_field(m, "stage"));
-        if (!t || stage.empty() || !json_field(m, "begin").is_boolean())
+    for (const auto& m : marks) {
+        const std::string& stage = m.stage;
+        if (stage.empty())
             continue;
-        const double s = (*t - static_cast<double>(t0_ns)) * 1e-9;
-        if (json_field(m, "begin").get<bool>()) {
+        const double s = static_cast<double>(m.t_ns - t0_ns) * 1e-9;
+        if (m.begin) {
             open.push_back({stage, s});
             continue;
         }
@@ -386,80 +361,73 @@ std::vector<std::pair<double, std::optional<double>>> reduce_points(
     return out;
 }
 
-json telemetry_view(const json& doc, std::vector<std::string>& notes, std::size_t max_points) {
-    const json& tel = json_field(doc, "telemetry");
-    if (!tel.is_object())
+json telemetry_view(const ResultDocument& doc, std::vector<std::string>& notes,
+                    std::size_t max_points) {
+    if (!doc.telemetry)
         return nullptr;
-    const json& series = json_field(tel, "series");
-    if (!series.is_array() || series.empty()) {
+    const TelemetrySection& tel = *doc.telemetry;
+    if (!tel.series || tel.series->empty()) {
         notes.push_back("telemetry was recorded without time series; no telemetry chart");
         return nullptr;
     }
     // Time zero: the earliest sample or mark.
-    std::optional<double> t0;
-    auto earlier = [&](const json& t) {
-        if (auto v = num(t); v && (!t0 || *v < *t0))
-            t0 = *v;
+    std::optional<int64_t> t0;
+    auto earlier = [&](int64_t t) {
+        if (!t0 || t < *t0)
+            t0 = t;
     };
-    for (const auto& s : series) {
-        const json& t = json_field(s, "t_ns");
-        if (t.is_array() && !t.empty())
-            earlier(t.front());
-    }
-    for (const auto& m : array_or_empty(json_field(tel, "marks")))
-        earlier(json_field(m, "t_ns"));
+    for (const auto& s : *tel.series)
+        if (!s.t_ns.empty())
+            earlier(s.t_ns.front());
+    for (const auto& m : tel.marks)
+        earlier(m.t_ns);
     if (!t0)
         return nullptr;
-    const int64_t t0_ns = static_cast<int64_t>(*t0);
+    const int64_t t0_ns = *t0;
 
     const std::vector<std::string> order = {"temperature", "frequency", "power"};
     std::map<std::string, json> groups;
     std::set<std::string> other_units;
     std::size_t limits = 0;
-    for (const auto& s : series) {
-        const json& t = json_field(s, "t_ns");
+    for (const auto& s : *tel.series) {
         auto kind = series_kind(s);
-        const std::string metric = text(json_field(s, "metric"));
         // cpufreq's min/max are the governor's limits, not what the clock did.
         if (kind && kind->group == "frequency" &&
-            (metric.ends_with("min_freq_khz") || metric.ends_with("max_freq_khz"))) {
+            (s.metric.ends_with("min_freq_khz") || s.metric.ends_with("max_freq_khz"))) {
             ++limits;
             continue;
         }
         if (!kind) {
-            if (!text(json_field(s, "unit")).empty())
-                other_units.insert(text(json_field(s, "unit")));
+            if (!s.unit.empty())
+                other_units.insert(s.unit);
             continue;
         }
-        const json& values =
-            kind->from_counter ? json_field(s, "cumulative") : json_field(s, "values");
-        if (!t.is_array() || !values.is_array())
-            continue;
-        const std::size_t n = std::min(t.size(), values.size());
+        static const std::vector<std::optional<double>> none;
+        const auto& values = kind->from_counter ? (s.cumulative ? *s.cumulative : none) : s.values;
+        const std::size_t n = std::min(s.t_ns.size(), values.size());
         std::vector<std::pair<double, std::optional<double>>> pts;
         pts.reserve(n);
         for (std::size_t i = 0; i < n; ++i) {
-            auto ti = num(t[i]);
-            if (!ti)
-                continue;
-            const double ts = (*ti - static_cast<double>(t0_ns)) * 1e-9;
+            const double ts = static_cast<double>(s.t_ns[i] - t0_ns) * 1e-9;
             if (!kind->from_counter) {
-                pts.push_back({ts, scaled(values[i], kind->factor)});
+                pts.push_back({ts, values[i] ? std::optional<double>(*values[i] * kind->factor)
+                                             : std::nullopt});
                 continue;
             }
             if (i == 0)
                 continue;
-            auto tp = num(t[i - 1]);
-            auto v = num(values[i]), vp = num(values[i - 1]);
-            if (tp && v && vp && *ti > *tp)
-                pts.push_back({ts, (*v - *vp) / (*ti - *tp) * kind->factor});
+            const auto& v = values[i];
+            const auto& vp = values[i - 1];
+            if (v && vp && s.t_ns[i] > s.t_ns[i - 1])
+                pts.push_back({ts, (*v - *vp) / static_cast<double>(s.t_ns[i] - s.t_ns[i - 1]) *
+                                       kind->factor});
             else
                 pts.push_back({ts, std::nullopt});
         }
         json points = json::array();
         for (const auto& [x, y] : reduce_points(pts, max_points))
             points.push_back({x, opt(y)});
-        std::string name = metric;
+        std::string name = s.metric;
         if (kind->from_counter)
             name += " (from the energy counter)";
         json& g = groups[kind->group];
@@ -487,134 +455,119 @@ json telemetry_view(const json& doc, std::vector<std::string>& notes, std::size_
     }
     // Shaded: the stages themselves (and the idle baseline), not the rounds around them.
     json spans = json::array();
-    for (auto& s : stage_spans(json_field(tel, "marks"), t0_ns))
+    for (auto& s : stage_spans(tel.marks, t0_ns))
         if (s["kind"] == "prefill" || s["kind"] == "decode" || s["kind"] == "idle")
             spans.push_back(std::move(s));
-    return json{{"hz", opt(num(json_field(tel, "hz")))}, {"groups", out_groups}, {"spans", spans}};
+    return json{{"hz", tel.hz}, {"groups", out_groups}, {"spans", spans}};
 }
 
-json hybrid_view(const json& doc) {
-    const json& h = json_field(doc, "hybrid");
-    if (!h.is_object())
+json hybrid_view(const ResultDocument& doc) {
+    if (!doc.hybrid)
         return nullptr;
-    const json& tests = json_field(doc, "tests");
-    const std::string a = text(json_field(h, "prefill_device")),
-                      b = text(json_field(h, "decode_device"));
+    const HybridSection& h = *doc.hybrid;
+    const std::string a = h.prefill_device.str(), b = h.decode_device.str();
     auto label = [&](const std::string& mode) {
         if (mode == "hybrid")
             return a + " → " + b;
         return (mode == "prefill_alone" ? a : b) + " alone";
     };
     json points = json::array();
-    for (const auto& pt : array_or_empty(json_field(h, "points"))) {
+    for (const auto& pt : h.points) {
         const std::string name =
-            "pp" + std::to_string(static_cast<int>(num(json_field(pt, "n_prompt")).value_or(0))) +
-            "+tg" + std::to_string(static_cast<int>(num(json_field(pt, "n_gen")).value_or(0)));
+            "pp" + std::to_string(pt.n_prompt) + "+tg" + std::to_string(pt.n_gen);
         json modes = json::array();
         for (const char* mode : {"hybrid", "prefill_alone", "decode_alone"}) {
-            const auto idx = num(json_field(json_field(pt, "tests"), mode));
-            if (!idx || !tests.is_array() || *idx < 0 || *idx >= tests.size())
+            const auto idx = pt.tests.find(mode);
+            if (idx == pt.tests.end() || idx->second < 0 ||
+                static_cast<size_t>(idx->second) >= doc.tests.size())
                 continue;
-            const json& t = tests[static_cast<size_t>(*idx)];
+            const TestResult& t = doc.tests[static_cast<size_t>(idx->second)];
             const bool hybrid = std::string(mode) == "hybrid";
-            const json& tr = json_field(pt, "transfer");
+            const auto e2e = pt.e2e.find(mode);
             modes.push_back(
                 {{"mode", mode},
                  {"label", label(mode)},
-                 {"status", text(json_field(t, "status"))},
-                 {"prefill_ms",
-                  opt(scaled(json_field(json_field(json_field(t, "prefill"), "duration"), "median"),
-                             kNsToMs))},
-                 {"transfer_ms",
-                  hybrid ? opt(scaled(json_field(json_field(tr, "duration"), "median"), kNsToMs))
-                         : json(0.0)},
-                 {"transfer_bytes", hybrid && !array_or_empty(json_field(tr, "bytes")).empty()
-                                        ? json_field(tr, "bytes").back()
+                 {"status", to_string(t.status)},
+                 {"prefill_ms", opt(ms(t.prefill ? t.prefill->duration.median : std::nullopt))},
+                 {"transfer_ms", hybrid ? opt(ms(pt.transfer.duration.median)) : json(0.0)},
+                 {"transfer_bytes", hybrid && !pt.transfer.bytes.empty()
+                                        ? json(pt.transfer.bytes.back())
                                         : json(nullptr)},
-                 {"decode_ms",
-                  opt(scaled(json_field(json_field(json_field(t, "decode"), "duration"), "median"),
-                             kNsToMs))},
-                 {"ttft", stat(json_field(t, "ttft"), kNsToMs)},
-                 {"e2e",
-                  stat(json_field(json_field(json_field(pt, "e2e"), mode), "summary"), kNsToMs)}});
+                 {"decode_ms", opt(ms(t.decode ? t.decode->duration.median : std::nullopt))},
+                 {"ttft", stat(t.ttft, kNsToMs)},
+                 {"e2e", e2e != pt.e2e.end() ? stat(e2e->second.summary, kNsToMs) : json()}});
         }
         json comparisons = json::array();
         for (const char* mode : {"prefill_alone", "decode_alone"}) {
-            const json& c = json_field(json_field(pt, "comparison"), mode);
-            if (!c.is_object())
+            const auto c = pt.comparison.find(mode);
+            if (c == pt.comparison.end())
                 continue;
             comparisons.push_back({{"against", label(mode)},
-                                   {"speedup", opt(num(json_field(c, "speedup")))},
-                                   {"lo", opt(num(json_field(c, "ci95_lo")))},
-                                   {"hi", opt(num(json_field(c, "ci95_hi")))},
-                                   {"verdict", text(json_field(c, "verdict"))}});
+                                   {"speedup", opt(c->second.speedup)},
+                                   {"lo", opt(c->second.ci95_lo)},
+                                   {"hi", opt(c->second.ci95_hi)},
+                                   {"verdict", c->second.verdict}});
         }
         points.push_back({{"test", name}, {"modes", modes}, {"comparisons", comparisons}});
     }
     return json{{"prefill_device", a}, {"decode_device", b}, {"points", points}};
 }
 
-json sustained_view(const json& doc) {
-    const json& s = json_field(doc, "sustained");
+json sustained_view(const ResultDocument& doc) {
+    if (!doc.sustained)
+        return nullptr;
     json phases = json::array();
-    for (const auto& p : array_or_empty(json_field(s, "phases"))) {
+    for (const auto& p : doc.sustained->phases) {
         json rounds = json::array();
-        for (const auto& r : array_or_empty(json_field(p, "rounds"))) {
-            auto round = num(json_field(r, "round"));
-            if (!round)
-                continue;
+        for (const auto& r : p.rounds)
             rounds.push_back(
-                {{"round", *round},
-                 {"status", text(json_field(r, "status"))},
-                 {"prefill_tps", opt(num(json_field(r, "prefill_tps")))},
-                 {"decode_tps", opt(num(json_field(r, "decode_tps")))},
-                 {"ttft_ms", opt(num(json_field(r, "ttft_ms")))},
-                 {"temp_max_c", opt(num(json_field(r, "temp_max_c")))},
-                 {"cpu_freq_mhz", opt(scaled(json_field(r, "cpu_freq_mean_khz"), 1e-3))}});
-        }
+                {{"round", static_cast<double>(r.round)},
+                 {"status", to_string(r.status)},
+                 {"prefill_tps", opt(r.prefill_tps)},
+                 {"decode_tps", opt(r.decode_tps)},
+                 {"ttft_ms", opt(r.ttft_ms)},
+                 {"temp_max_c", opt(r.temp_max_c)},
+                 {"cpu_freq_mhz",
+                  r.cpu_freq_mean_khz ? json(*r.cpu_freq_mean_khz * 1e-3) : json(nullptr)}});
         if (rounds.empty())
             continue;
-        const json& across = json_field(p, "across");
-        phases.push_back({{"name", text(json_field(p, "name"))},
-                          {"background", text(json_field(p, "background"))},
+        const AcrossRounds& across = p.across;
+        phases.push_back({{"name", p.name},
+                          {"background", p.background},
                           {"rounds", rounds},
-                          {"onset_round", opt(num(json_field(across, "throttle_onset_round")))},
-                          {"onset_basis", text(json_field(across, "onset_basis"))},
-                          {"freq_onset_round", opt(num(json_field(across, "freq_onset_round")))},
-                          {"steady_decode_tps", opt(num(json_field(across, "steady_decode_tps")))},
-                          {"first_last_change", opt(num(json_field(across, "first_last_change")))},
-                          {"verdict", text(json_field(across, "verdict"))}});
+                          {"onset_round", opt(across.throttle_onset_round)},
+                          {"onset_basis", across.onset_basis},
+                          {"freq_onset_round", opt(across.freq_onset_round)},
+                          {"steady_decode_tps", opt(across.steady_decode_tps)},
+                          {"first_last_change", opt(across.first_last_change)},
+                          {"verdict", across.verdict}});
     }
     if (phases.empty())
         return nullptr;
     json slowdown = json::array();
-    for (const auto& x : array_or_empty(json_field(s, "slowdown")))
-        slowdown.push_back({{"stage", text(json_field(x, "stage"))},
-                            {"ratio", opt(num(json_field(x, "ratio")))},
-                            {"lo", opt(num(json_field(x, "ci95_lo")))},
-                            {"hi", opt(num(json_field(x, "ci95_hi")))},
-                            {"no_difference", json_field(x, "no_difference").is_boolean() &&
-                                                  json_field(x, "no_difference").get<bool>()}});
+    for (const auto& x : doc.sustained->slowdown)
+        slowdown.push_back({{"stage", x.stage},
+                            {"ratio", x.ratio},
+                            {"lo", x.ci_lo},
+                            {"hi", x.ci_hi},
+                            {"no_difference", x.no_difference}});
     return json{{"phases", phases}, {"slowdown", slowdown}};
 }
 
-json warnings_view(const json& doc) {
+json warnings_view(const ResultDocument& doc) {
     json out = json::array();
     std::set<std::pair<std::string, std::string>> seen;
-    auto add = [&](const json& list, const std::string& where) {
-        for (const auto& w : array_or_empty(list)) {
-            const std::string code = text(json_field(w, "code")),
-                              message = text(json_field(w, "message"));
-            if ((code.empty() && message.empty()) || !seen.insert({code, message}).second)
+    auto add = [&](const Warnings& list, const std::string& where) {
+        for (const auto& w : list) {
+            if ((w.code.empty() && w.message.empty()) || !seen.insert({w.code, w.message}).second)
                 continue;
-            out.push_back({{"code", code},
-                           {"message", message},
-                           {"hint", text(json_field(w, "hint"))},
-                           {"where", where}});
+            out.push_back(
+                {{"code", w.code}, {"message", w.message}, {"hint", w.hint}, {"where", where}});
         }
     };
-    add(json_field(doc, "warnings"), "");
-    add(json_field(json_field(doc, "telemetry"), "warnings"), "telemetry");
+    add(doc.warnings, "");
+    if (doc.telemetry)
+        add(doc.telemetry->warnings, "telemetry");
     return out.empty() ? json(nullptr) : out;
 }
 
@@ -687,35 +640,15 @@ json compare_view(const json& doc, std::vector<std::string>& notes) {
 
 namespace {
 
-json document_view(const ReportInput& in, std::size_t index) {
-    const json& doc = in.doc;
+json result_view(const ReportInput& in, json v) {
+    const ResultDocument& doc = *in.result;
     std::vector<std::string> notes;
-    json v{{"id", "d" + std::to_string(index)},
-           {"source", in.source},
-           {"command", text(json_field(doc, "command"))}};
-    const bool is_compare = text(json_field(doc, "command")) == "compare";
-    const bool is_result = text(json_field(doc, "schema")) == "stagebench.result";
-    if (!doc.is_object() || (!is_compare && !is_result)) {
-        v["kind"] = "unknown";
-        v["notes"] = {"not a stagebench result or compare document; skipped"};
-        return v;
-    }
-    if (is_compare) {
-        v["kind"] = "compare";
-        v["header"] = {{"created_at", text(json_field(doc, "created_at"))},
-                       {"tool_version", text(json_field(doc, "tool_version"))}};
-        if (json c = compare_view(doc, notes); !c.is_null())
-            v["compare"] = std::move(c);
-        v["notes"] = notes;
-        return v;
-    }
     v["kind"] = "result";
     v["header"] = result_header(doc);
-    const std::string command = text(json_field(doc, "command"));
-    if (!known_commands().count(command))
-        notes.push_back("command '" + command +
+    if (!known_commands().count(doc.command))
+        notes.push_back("command '" + doc.command +
                         "' is not known to this report; only the common sections are shown");
-    // Each section on its own: one that cannot be read leaves a note, not a broken page.
+    // Each section on its own: one that cannot be drawn leaves a note, not a broken page.
     auto section = [&](const char* name, auto&& make) {
         try {
             json s = make();
@@ -732,9 +665,31 @@ json document_view(const ReportInput& in, std::size_t index) {
     section("sustained", [&] { return sustained_view(doc); });
     section("hybrid", [&] { return hybrid_view(doc); });
     section("warnings", [&] { return warnings_view(doc); });
-    for (const auto& [k, _] : doc.items())
-        if (!known_result_keys().count(k))
-            notes.push_back("section '" + k + "' is not known to this report; not shown");
+    for (const auto& [k, _] : doc.extra.items())
+        notes.push_back("section '" + k + "' is not known to this report; not shown");
+    v["notes"] = notes;
+    return v;
+}
+
+json document_view(const ReportInput& in, std::size_t index) {
+    json v{{"id", "d" + std::to_string(index)}, {"source", in.source}};
+    if (in.result) {
+        v["command"] = in.result->command;
+        return result_view(in, std::move(v));
+    }
+    const json& doc = in.other;
+    std::vector<std::string> notes;
+    v["command"] = text(json_field(doc, "command"));
+    if (!doc.is_object() || text(json_field(doc, "command")) != "compare") {
+        v["kind"] = "unknown";
+        v["notes"] = {"not a stagebench result or compare document; skipped"};
+        return v;
+    }
+    v["kind"] = "compare";
+    v["header"] = {{"created_at", text(json_field(doc, "created_at"))},
+                   {"tool_version", text(json_field(doc, "tool_version"))}};
+    if (json c = compare_view(doc, notes); !c.is_null())
+        v["compare"] = std::move(c);
     v["notes"] = notes;
     return v;
 }

@@ -3,8 +3,9 @@
 // documents in, one JSON "view" out that the page's script draws without further arithmetic
 // beyond layout. Display units are fixed here: times in ms, temperatures in degrees C,
 // frequencies in MHz, power in W, throughput in tokens/s, telemetry time in s from the first
-// sample. Missing values stay null. Nothing here throws for a document of unknown shape: what
-// cannot be shown becomes a note in the view ("notes" of that document).
+// sample. Missing values stay null. Result documents come typed (their shape was checked where
+// they were read); what a document lacks or this report does not know becomes a note in the
+// view ("notes" of that document).
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -12,16 +13,26 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/result.hpp"
+
 namespace sb {
 
-// One input of the report: a parsed document and where it came from (a path or a label).
+// One input of the report and where it came from (a path or a label): a result document
+// (typed), or a compare document, or something else (shown as unknown).
 struct ReportInput {
     std::string source;
-    nlohmann::json doc;
+    std::optional<ResultDocument> result;
+    nlohmann::json other;  // a compare document or anything else; null for a result document
+
+    static ReportInput of(std::string source, ResultDocument doc);
+    // A parsed document: one with "schema": "stagebench.result" is read with its from_json
+    // (sb::Error(input) naming source when it cannot be), anything else is kept as it is.
+    static ReportInput of(std::string source, nlohmann::json doc);
 };
 
-// Reads and parses path. Throws sb::Error(input) with one line when the file is missing,
-// unreadable or not JSON.
+// Reads, parses and checks path (core/document.hpp load_document; a result document is read
+// with its from_json). Throws sb::Error(input) with one line when the file is missing,
+// unreadable, not JSON or a document of the wrong shape.
 ReportInput load_report_input(const std::string& path);
 
 // The view of every input, in order:
@@ -33,23 +44,25 @@ nlohmann::json report_view(const std::vector<ReportInput>& inputs);
 
 // The sections, one document at a time (report_view calls these; exposed for tests).
 // Each returns null when the document has nothing for it and adds to notes what it skipped.
-nlohmann::json summary_view(const nlohmann::json& doc);
-nlohmann::json throughput_view(const nlohmann::json& doc);
-nlohmann::json ops_view(const nlohmann::json& doc, std::vector<std::string>& notes);
-nlohmann::json telemetry_view(const nlohmann::json& doc, std::vector<std::string>& notes,
+nlohmann::json summary_view(const ResultDocument& doc);
+nlohmann::json throughput_view(const ResultDocument& doc);
+nlohmann::json ops_view(const ResultDocument& doc, std::vector<std::string>& notes);
+nlohmann::json telemetry_view(const ResultDocument& doc, std::vector<std::string>& notes,
                               std::size_t max_points = 2000);
-nlohmann::json sustained_view(const nlohmann::json& doc);
+nlohmann::json sustained_view(const ResultDocument& doc);
 // A hybrid document's points: per mode the median prefill, transfer and decode times (ms),
 // TTFT and end-to-end time with their CIs; the hybrid's speedups with bootstrap CIs.
-nlohmann::json hybrid_view(const nlohmann::json& doc);
-nlohmann::json warnings_view(const nlohmann::json& doc);
+nlohmann::json hybrid_view(const ResultDocument& doc);
+nlohmann::json warnings_view(const ResultDocument& doc);
+// A compare document (analysis/compare.hpp to_json(CompareResult), checked by
+// core/document.hpp check_document).
 nlohmann::json compare_view(const nlohmann::json& doc, std::vector<std::string>& notes);
 
-// Stage intervals from telemetry marks ({"stage", "begin", "t_ns"}): each begin paired with
-// the next end of the same stage; unmatched marks are dropped. Times in s after t0_ns. kind is
-// the stage name's last '/'-separated part ("test0/prefill" -> "prefill").
+// Stage intervals from telemetry marks: each begin paired with the next end of the same stage;
+// unmatched marks are dropped. Times in s after t0_ns. kind is the stage name's last
+// '/'-separated part ("test0/prefill" -> "prefill").
 // [{"stage", "kind", "begin_s", "end_s"}] in begin order.
-nlohmann::json stage_spans(const nlohmann::json& marks, int64_t t0_ns);
+nlohmann::json stage_spans(const std::vector<TelemetryMark>& marks, int64_t t0_ns);
 
 // At most max_points points of a time series, in time order: when longer, the series is cut
 // into max_points / 2 buckets and each keeps its lowest and highest value (so spikes survive);

@@ -13,6 +13,12 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
+// The typed document of a (partial) result document given as JSON, as a file would be read.
+ResultDocument doc_of(json j) {
+    j["schema"] = "stagebench.result";
+    return from_json<ResultDocument>(j, "doc");
+}
+
 json summary(double median, double lo, double hi) {
     return json{{"n", 3}, {"median", median}, {"ci95_lo", lo}, {"ci95_hi", hi}, {"cv", 0.01}};
 }
@@ -21,6 +27,8 @@ json test_result(const std::string& name, const std::string& devices, int thread
     return json{
         {"config",
          {{"test", name},
+          {"n_prompt", 32},
+          {"n_gen", 8},
           {"devices", devices},
           {"n_threads", threads},
           {"engine", "llama"},
@@ -45,7 +53,12 @@ TEST(HtmlData, LoadReportInputReadsJsonAndRejectsTheRest) {
     fs::create_directories(dir);
     std::ofstream(dir / "ok.json") << R"({"command": "run"})";
     std::ofstream(dir / "bad.json") << "{ not json";
-    EXPECT_EQ(load_report_input((dir / "ok.json").string()).doc["command"], "run");
+    EXPECT_EQ(load_report_input((dir / "ok.json").string()).other["command"], "run");
+    EXPECT_FALSE(load_report_input((dir / "ok.json").string()).result);
+    std::ofstream(dir / "result.json") << R"({"schema": "stagebench.result", "command": "run"})";
+    EXPECT_EQ(load_report_input((dir / "result.json").string()).result->command, "run");
+    std::ofstream(dir / "typed.json") << R"({"schema": "stagebench.result", "tests": 1})";
+    EXPECT_THROW(load_report_input((dir / "typed.json").string()), Error);
     try {
         load_report_input((dir / "bad.json").string());
         FAIL() << "no error for a file that is not JSON";
@@ -58,7 +71,7 @@ TEST(HtmlData, LoadReportInputReadsJsonAndRejectsTheRest) {
 }
 
 TEST(HtmlData, SummaryConvertsToDisplayUnitsAndKeepsMissingNull) {
-    json rows = summary_view(result_doc());
+    json rows = summary_view(doc_of(result_doc()));
     ASSERT_EQ(rows.size(), 2u);
     EXPECT_TRUE(rows[0]["threads"].is_null()) << "0 threads is the default, not zero threads";
     EXPECT_EQ(rows[1]["threads"], 4);
@@ -71,16 +84,16 @@ TEST(HtmlData, SummaryConvertsToDisplayUnitsAndKeepsMissingNull) {
     json doc = result_doc();
     doc["tests"][0]["prefill"] = nullptr;  // a decode-only test
     doc["tests"][0]["ttft"] = json::object();
-    rows = summary_view(doc);
+    rows = summary_view(doc_of(doc));
     EXPECT_TRUE(rows[0]["prefill"].is_null());
     EXPECT_TRUE(rows[0]["ttft_ms"].is_null());
-    EXPECT_TRUE(summary_view(json{{"tests", json::array()}}).is_null());
+    EXPECT_TRUE(summary_view(doc_of(json{{"tests", json::array()}})).is_null());
 }
 
 TEST(HtmlData, ThroughputLabelsNameDevicesAndThreadsAndStayDistinct) {
     json doc = result_doc();
     doc["tests"].push_back(test_result("pp32+tg8", "CPU", 4));  // a repeat, as sustained has
-    json t = throughput_view(doc);
+    json t = throughput_view(doc_of(doc));
     ASSERT_EQ(t["labels"].size(), 3u);
     EXPECT_EQ(t["labels"][0], "pp32+tg8 · CPU");
     EXPECT_EQ(t["labels"][1], "pp32+tg8 · CPU · 4t");
@@ -92,7 +105,7 @@ TEST(HtmlData, ThroughputLabelsNameDevicesAndThreadsAndStayDistinct) {
         test["prefill"] = nullptr;
         test["decode"] = nullptr;
     }
-    EXPECT_TRUE(throughput_view(failed).is_null());
+    EXPECT_TRUE(throughput_view(doc_of(failed)).is_null());
 }
 
 TEST(HtmlData, StageSpansPairEachBeginWithItsEnd) {
@@ -105,9 +118,8 @@ TEST(HtmlData, StageSpansPairEachBeginWithItsEnd) {
         {{"stage", "decode"}, {"begin", false}, {"t_ns", 2'250'000'000}},  // no begin: dropped
         {{"stage", "p0/r1/round"}, {"begin", false}, {"t_ns", 2'300'000'000}},
         {{"stage", "decode"}, {"begin", true}, {"t_ns", 2'400'000'000}},  // no end: dropped
-        {{"stage", "bad"}, {"begin", "yes"}, {"t_ns", 2'500'000'000}},
     });
-    json spans = stage_spans(marks, 1'000'000'000);
+    json spans = stage_spans(from_json<std::vector<TelemetryMark>>(marks), 1'000'000'000);
     ASSERT_EQ(spans.size(), 3u) << spans.dump();
     EXPECT_EQ(spans[0]["kind"], "idle");
     EXPECT_DOUBLE_EQ(spans[0]["begin_s"].get<double>(), 0.0);
@@ -184,7 +196,7 @@ json telemetry_doc() {
 
 TEST(HtmlData, TelemetryGroupsSeriesInDisplayUnitsWithStageShading) {
     std::vector<std::string> notes;
-    json t = telemetry_view(telemetry_doc(), notes);
+    json t = telemetry_view(doc_of(telemetry_doc()), notes);
     ASSERT_FALSE(t.is_null());
     ASSERT_EQ(t["groups"].size(), 3u) << t.dump();
     const json& temp = t["groups"][0];
@@ -223,9 +235,9 @@ TEST(HtmlData, TelemetryGroupsSeriesInDisplayUnitsWithStageShading) {
 
 TEST(HtmlData, TelemetryWithoutSeriesIsANoteNotAChart) {
     std::vector<std::string> notes;
-    EXPECT_TRUE(telemetry_view(json{{"telemetry", nullptr}}, notes).is_null());
+    EXPECT_TRUE(telemetry_view(doc_of(json{{"telemetry", nullptr}}), notes).is_null());
     EXPECT_TRUE(notes.empty()) << "no telemetry is nothing to note";
-    EXPECT_TRUE(telemetry_view(json{{"telemetry", {{"hz", 10}}}}, notes).is_null());
+    EXPECT_TRUE(telemetry_view(doc_of(json{{"telemetry", {{"hz", 10}}}}), notes).is_null());
     EXPECT_EQ(notes.size(), 1u);
 }
 
@@ -247,7 +259,7 @@ TEST(HtmlData, OpsSplitOpTimeFromCallOverheadAndFlagFallback) {
             {{"name", "host"}, {"ns", nullptr}, {"share", nullptr}}}},
           {"accelerators", {"BLAS"}}}}};
     std::vector<std::string> notes;
-    json v = ops_view(json{{"ops", {{"devices", "BLAS"}, {"stages", {stage}}}}}, notes);
+    json v = ops_view(doc_of(json{{"ops", {{"devices", "BLAS"}, {"stages", {stage}}}}}), notes);
     ASSERT_FALSE(v.is_null());
     const json& s = v["stages"][0];
     ASSERT_EQ(s["by_op"].size(), 3u) << "ops that take no time are left out";
@@ -266,7 +278,7 @@ TEST(HtmlData, OpsSplitOpTimeFromCallOverheadAndFlagFallback) {
     EXPECT_TRUE(s["decomposition"]["parts"][1]["ms"].is_null());
     EXPECT_TRUE(notes.empty());
 
-    EXPECT_TRUE(ops_view(json{{"ops", {{"stages", {1, "x"}}}}}, notes).is_null());
+    EXPECT_TRUE(ops_view(doc_of(json{{"ops", {{"stages", json::array()}}}}), notes).is_null());
     EXPECT_EQ(notes.size(), 1u);
 }
 
@@ -295,7 +307,7 @@ TEST(HtmlData, HybridModesStageByStageWithSpeedups) {
                       {"ci95_lo", 1.1},
                       {"ci95_hi", 1.4},
                       {"verdict", "hybrid faster"}}}}}}}}}}};
-    json v = hybrid_view(doc);
+    json v = hybrid_view(doc_of(doc));
     ASSERT_EQ(v["points"].size(), 1u);
     const json& p = v["points"][0];
     EXPECT_EQ(p["test"], "pp32+tg8");
@@ -309,7 +321,7 @@ TEST(HtmlData, HybridModesStageByStageWithSpeedups) {
     EXPECT_TRUE(p["modes"][2]["e2e"].is_null()) << "no end-to-end samples: null, not 0";
     ASSERT_EQ(p["comparisons"].size(), 1u);
     EXPECT_EQ(p["comparisons"][0]["verdict"], "hybrid faster");
-    EXPECT_TRUE(hybrid_view(json{{"tests", json::array()}}).is_null());
+    EXPECT_TRUE(hybrid_view(doc_of(json{{"tests", json::array()}})).is_null());
 }
 
 TEST(HtmlData, SustainedRoundsWithOnsetAndSlowdown) {
@@ -331,7 +343,7 @@ TEST(HtmlData, SustainedRoundsWithOnsetAndSlowdown) {
                   {"ci95_lo", 1.2},
                   {"ci95_hi", 1.4},
                   {"no_difference", false}}}}}}};
-    json v = sustained_view(doc);
+    json v = sustained_view(doc_of(doc));
     ASSERT_EQ(v["phases"].size(), 1u) << "a phase without rounds is left out";
     const json& p = v["phases"][0];
     EXPECT_EQ(p["onset_round"], 2);
@@ -339,25 +351,25 @@ TEST(HtmlData, SustainedRoundsWithOnsetAndSlowdown) {
     EXPECT_DOUBLE_EQ(p["rounds"][0]["cpu_freq_mhz"].get<double>(), 2400.0);
     EXPECT_TRUE(p["rounds"][1]["prefill_tps"].is_null());
     EXPECT_DOUBLE_EQ(v["slowdown"][0]["lo"].get<double>(), 1.2);
-    EXPECT_TRUE(sustained_view(json{{"sustained", {{"phases", json::array()}}}}).is_null());
+    EXPECT_TRUE(sustained_view(doc_of(json{{"sustained", {{"phases", json::array()}}}})).is_null());
 }
 
 TEST(HtmlData, WarningsFromTheDocumentAndItsTelemetryOnceEach) {
     json w{{"code", "governor_not_performance"}, {"message", "m"}, {"hint", "h"}};
     json doc{{"warnings", {w, w}},
              {"telemetry", {{"warnings", {{{"code", "telemetry_stale"}, {"message", "x"}}}}}}};
-    json v = warnings_view(doc);
+    json v = warnings_view(doc_of(doc));
     ASSERT_EQ(v.size(), 2u);
     EXPECT_EQ(v[0]["hint"], "h");
     EXPECT_EQ(v[1]["where"], "telemetry");
-    EXPECT_TRUE(warnings_view(json{{"warnings", json::array()}}).is_null());
+    EXPECT_TRUE(warnings_view(doc_of(json{{"warnings", json::array()}})).is_null());
 }
 
 TEST(HtmlData, CompareFixtureBecomesRowsWithRatiosAndNotes) {
     ReportInput in =
         load_report_input(std::string(SB_SOURCE_DIR) + "/tests/fixtures/report/compare.json");
     std::vector<std::string> notes;
-    json v = compare_view(in.doc, notes);
+    json v = compare_view(in.other, notes);
     ASSERT_FALSE(v.is_null());
     EXPECT_TRUE(notes.empty());
     ASSERT_EQ(v["rows"].size(), 3u);
@@ -372,7 +384,7 @@ TEST(HtmlData, CompareFixtureBecomesRowsWithRatiosAndNotes) {
     EXPECT_EQ(v["unmatched"][0]["test"], "pp64+tg8");
     EXPECT_EQ(v["inputs"].size(), 2u);
 
-    json future = in.doc;
+    json future = in.other;
     future["compare_schema_version"] = 2;
     EXPECT_TRUE(compare_view(future, notes).is_null());
     ASSERT_EQ(notes.size(), 1u);
@@ -394,9 +406,9 @@ TEST(HtmlData, ReportViewNotesWhatItCannotShowAndShowsTheRest) {
     json unknown_section = result_doc();
     unknown_section["command"] = "frobnicate";
     unknown_section["brand_new"] = {{"x", 1}};
-    json v = report_view({{"a.json", json::array({1, 2})},
-                          {"b.json", unknown_section},
-                          {"c.json", json{{"command", "compare"}}}});
+    json v = report_view({ReportInput::of("a.json", json::array({1, 2})),
+                          ReportInput::of("b.json", doc_of(unknown_section)),
+                          ReportInput::of("c.json", json{{"command", "compare"}})});
     const json& docs = v["documents"];
     ASSERT_EQ(docs.size(), 3u);
     EXPECT_EQ(docs[0]["kind"], "unknown");

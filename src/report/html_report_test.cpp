@@ -58,7 +58,7 @@ TEST(HtmlReport, EmbedsTheLibrariesThePageAndTheData) {
     o.tool_version = "9.9.9";
     o.generated_at = "2026-11-29T10:00:00Z";
     std::ostringstream out;
-    write_html_report({{"</script>.json", doc}}, o, out);
+    write_html_report({ReportInput::of("</script>.json", doc)}, o, out);
     const std::string html = out.str();
     EXPECT_EQ(html.rfind("<!doctype html>", 0), 0u);
     EXPECT_NE(html.find("<title>A &lt;title&gt; &amp; more</title>"), std::string::npos);

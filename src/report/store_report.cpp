@@ -10,15 +10,12 @@ namespace {
 
 using nlohmann::json;
 
-std::string text(const json& v) {
-    if (v.is_null())
-        return "-";
-    return v.is_string() ? v.get<std::string>() : dump_json(v);
+std::string or_dash(const std::string& s) {
+    return s.empty() ? "-" : s;
 }
 
-std::string median(const json& summary, double scale = 1) {
-    const json& m = json_field(summary, "median");
-    return m.is_number() ? fmt::format("{:.2f}", m.get<double>() * scale) : std::string("-");
+std::string median(const Summary& s, double scale = 1) {
+    return s.median ? fmt::format("{:.2f}", *s.median * scale) : std::string("-");
 }
 
 std::string joined(const std::vector<std::string>& v) {
@@ -55,44 +52,36 @@ json store_list_json(const std::vector<StoredEntry>& entries) {
     return out;
 }
 
-void write_document_summary_markdown(std::ostream& out, int64_t id, const json& doc) {
-    const json& sys = json_field(doc, "system");
-    const json& tool = json_field(doc, "tool");
-    const json& llama = json_field(doc, "llama");
-    out << "## #" << id << ": " << text(json_field(doc, "command")) << "\n\n"
-        << "- started " << text(json_field(doc, "started_at")) << ", finished "
-        << text(json_field(doc, "finished_at")) << "\n"
-        << "- system: " << text(json_field(sys, "hostname")) << ", "
-        << text(json_field(sys, "cpu_model")) << ", " << text(json_field(sys, "os")) << "\n"
-        << "- stagebench " << text(json_field(tool, "version")) << " ("
-        << text(json_field(tool, "build_type")) << "), llama.cpp " << text(json_field(llama, "tag"))
-        << "\n";
+void write_document_summary_markdown(std::ostream& out, int64_t id, const ResultDocument& doc) {
+    const MachineView m = machine_view(doc);
+    out << "## #" << id << ": " << or_dash(doc.command) << "\n\n"
+        << "- started " << or_dash(doc.started_at) << ", finished " << or_dash(doc.finished_at)
+        << "\n"
+        << "- system: " << m.hostname.value_or("-") << ", " << m.cpu_model.value_or("-") << ", "
+        << m.os.value_or("-") << "\n"
+        << "- stagebench " << or_dash(doc.tool_version) << " (" << or_dash(doc.build_type)
+        << "), llama.cpp " << m.llama_tag.value_or("-") << "\n";
     std::vector<std::string> models;
-    if (const json& ms = json_field(doc, "models"); ms.is_array())
-        for (const auto& m : ms)
-            models.push_back(json_field(m, "name").is_string() ? text(json_field(m, "name"))
-                                                               : text(json_field(m, "path")));
+    for (const auto& m : doc.models) {
+        const ModelView v = model_view(m);
+        models.push_back(v.name ? *v.name : or_dash(v.path));
+    }
     out << "- models: " << joined(models) << "\n";
-
-    const json& tests = json_field(doc, "tests");
-    if (!tests.is_array() || tests.empty()) {
+    if (doc.tests.empty()) {
         out << "\nNo tests in this document; `stagebench db export " << id
             << "` gives all of it.\n";
         return;
     }
     out << "\n| test | devices | threads | status | reps | prefill t/s | decode t/s | TTFT ms |\n"
         << "| --- | --- | ---: | --- | ---: | ---: | ---: | ---: |\n";
-    for (const auto& t : tests) {
-        const json& c = json_field(t, "config");
-        const json& th = json_field(c, "n_threads");
-        const std::string threads =
-            th.is_number_integer() && th.get<int64_t>() <= 0 ? "auto" : text(th);
-        out << "| " << text(json_field(c, "test")) << " | " << text(json_field(c, "devices"))
-            << " | " << threads << " | " << text(json_field(t, "status")) << " | "
-            << text(json_field(t, "reps_done")) << " | "
-            << median(json_field(json_field(t, "prefill"), "throughput")) << " | "
-            << median(json_field(json_field(t, "decode"), "throughput")) << " | "
-            << median(json_field(t, "ttft"), 1e-6) << " |\n";
+    for (const auto& t : doc.tests) {
+        const TestConfig& c = t.config;
+        const std::string threads = c.n_threads <= 0 ? "auto" : std::to_string(c.n_threads);
+        out << "| " << c.test_name() << " | " << or_dash(c.devices.str()) << " | " << threads
+            << " | " << to_string(t.status) << " | " << t.reps_done << " | "
+            << (t.prefill ? median(t.prefill->throughput) : "-") << " | "
+            << (t.decode ? median(t.decode->throughput) : "-") << " | " << median(t.ttft, 1e-6)
+            << " |\n";
     }
 }
 

@@ -1,6 +1,7 @@
 #pragma once
-// Formats the results store for `stagebench db`; never computes. Documents are read as JSON, so
-// documents of any schema version and any command can be shown; absent fields print as "-".
+// Formats the results store for `stagebench db`; never computes. Documents come typed (the
+// store reads them with from_json, so documents of any schema version and any command can be
+// shown); absent fields print as "-".
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -19,6 +20,6 @@ nlohmann::json store_list_json(const std::vector<StoredEntry>& entries);
 
 // `db show`: the document's command, times, system, tool and models, then one row per test
 // with its status and the prefill / decode tokens/s and TTFT medians the document recorded.
-void write_document_summary_markdown(std::ostream& out, int64_t id, const nlohmann::json& doc);
+void write_document_summary_markdown(std::ostream& out, int64_t id, const ResultDocument& doc);
 
 }  // namespace sb

@@ -30,16 +30,17 @@ TEST(StoreReport, ListHasOneRowPerDocument) {
 }
 
 TEST(StoreReport, ShowSummarisesTheTestsMedians) {
-    const json doc = json::parse(R"({
-        "command": "run", "started_at": "2026-11-29T10:00:00Z",
+    const ResultDocument doc = from_json<ResultDocument>(json::parse(R"({
+        "schema": "stagebench.result", "command": "run", "started_at": "2026-11-29T10:00:00Z",
         "system": {"hostname": "pi5", "cpu_model": "Cortex-A76", "os": "Debian 12"},
         "tool": {"version": "0.1.0", "build_type": "Release"}, "llama": {"tag": "b7588"},
         "models": [{"path": "/m/tiny.gguf", "name": null}],
-        "tests": [{"config": {"test": "pp32+tg8", "devices": "CPU", "n_threads": 0},
+        "tests": [{"config": {"test": "pp32+tg8", "n_prompt": 32, "n_gen": 8, "devices": "CPU",
+                              "n_threads": 0},
                    "status": "ok", "reps_done": 5,
                    "prefill": {"throughput": {"median": 1234.567}},
                    "decode": {"throughput": {"median": 98.7}},
-                   "ttft": {"median": 41500000}}]})");
+                   "ttft": {"median": 41500000}}]})"));
     std::ostringstream out;
     write_document_summary_markdown(out, 4, doc);
     const std::string s = out.str();
@@ -51,7 +52,9 @@ TEST(StoreReport, ShowSummarisesTheTestsMedians) {
         << s;
 
     std::ostringstream none;
-    write_document_summary_markdown(none, 5, json{{"command", "sustained"}});
+    ResultDocument sustained;
+    sustained.command = "sustained";
+    write_document_summary_markdown(none, 5, sustained);
     EXPECT_NE(none.str().find("No tests in this document"), std::string::npos) << none.str();
 }
 

@@ -2,17 +2,15 @@
 
 #include <chrono>
 #include <cstring>
-#include <sstream>
 
 #include "core/error.hpp"
+#include "core/parse.hpp"
 
 namespace sb {
 
 BackgroundSpec parse_background(const std::string& text) {
     BackgroundSpec spec;
     spec.text = text;
-    std::stringstream ss(text);
-    std::string item;
     auto bad = [&](const std::string& why) {
         return usage_error("--background '" + text + "': " + why +
                            " (expected e.g. cpu:2@50%,mem:1)");
@@ -29,7 +27,7 @@ BackgroundSpec parse_background(const std::string& text) {
             throw bad("'" + s + "' is not a count 1..256");
         return v;
     };
-    while (std::getline(ss, item, ',')) {
+    for (const std::string& item : split_list(text)) {
         if (item.rfind("cpu:", 0) == 0) {
             std::string rest = item.substr(4);
             const auto at = rest.find('@');

@@ -134,7 +134,7 @@ std::vector<TestConfig> HttpRun::plan(const MatrixSpec& matrix) {
     }
     std::vector<TestConfig> remote = expand_matrix(hm);
     for (auto& t : remote) {
-        t.engine = "http";
+        t.engine = EngineKind::http;
         if (opts_.url)
             t.n_threads = 0;
         n_ctx_ = std::max(n_ctx_, t.n_prompt + std::max(1, t.n_gen) + 64);
@@ -191,7 +191,7 @@ void HttpRun::connect(ResultDocument& doc, std::vector<TestConfig>& tests, std::
     const std::string fallback = engine_->models().empty() ? "" : engine_->models().front();
     std::set<std::string> names;
     for (auto& t : tests) {
-        if (t.engine != "http")
+        if (t.engine != EngineKind::http)
             continue;
         if (t.model_path.empty())
             t.model_path = fallback;

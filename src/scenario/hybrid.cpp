@@ -16,7 +16,7 @@
 #include "engine/backends.hpp"
 #include "engine/llama_engine.hpp"
 #include "model/inspect.hpp"
-#include "report/hybrid_report.hpp"
+#include "report/reporter.hpp"
 #include "scenario/stage_sweep.hpp"
 #include "telemetry/telemetry_json.hpp"
 
@@ -67,8 +67,8 @@ void validate(const HybridOptions& o) {
             throw usage_error("-n must be positive for a hybrid run (decode is its second stage)");
     if (o.base.reps < 1)
         throw usage_error("-r must be at least 1");
-    if (o.format != "md" && o.format != "json")
-        throw usage_error("-o must be md or json for hybrid, not '" + o.format + "'");
+    if (o.format != OutputFormat::md && o.format != OutputFormat::json)
+        throw usage_error("-o must be md or json for hybrid, not '" + to_string(o.format) + "'");
 }
 
 }  // namespace
@@ -119,10 +119,10 @@ bool run_interleaved(std::vector<HybridMode>& modes, const std::function<bool()>
     // A failure of one mode is a failure of the point: every mode gets its error.
     auto failed = [&](const HybridMode& m) {
         const TestResult& r = m.runner->result();
-        if (r.status != "failed")
+        if (r.status != Status::failed)
             return false;
         for (auto& other : modes)
-            if (&other != &m && other.runner->result().status != "failed")
+            if (&other != &m && other.runner->result().status != Status::failed)
                 other.runner->fail(r.error.value_or(""), m.runner->error_kind());
         return true;
     };
@@ -258,7 +258,7 @@ int run_hybrid(const HybridOptions& o, ResultDocument& doc, std::ostream& out, s
                     {"baselines", o.baselines},
                     {"memory", memory},
                     {"points", json::array()}};
-    doc.extra["hybrid"] = section;
+    doc.hybrid = from_json<HybridSection>(section);
 
     // llama.cpp may stop the process inside a point (an RPC server that dies): the last word
     // records the point's tests as failed, with what they measured so far. This thread is then
@@ -323,7 +323,7 @@ int run_hybrid(const HybridOptions& o, ResultDocument& doc, std::ostream& out, s
             std::optional<std::string> error;
             for (size_t i = 0; i < modes.size(); ++i) {
                 TestResult r = modes[i].runner->results();
-                if (r.status == "failed")
+                if (r.status == Status::failed)
                     error = r.error;
                 if (auto w = stall_warning(r))
                     doc.warnings.push_back(*w);
@@ -336,8 +336,9 @@ int run_hybrid(const HybridOptions& o, ResultDocument& doc, std::ostream& out, s
             if (error)
                 progress("pp" + std::to_string(p) + "+tg" + std::to_string(n) +
                          " failed: " + *error);
-            doc.extra["hybrid"]["points"].push_back(pt);
-            doc.extra["hybrid"]["crossover"] = crossovers(doc.extra["hybrid"]["points"]);
+            section["points"].push_back(pt);
+            section["crossover"] = crossovers(section["points"]);
+            doc.hybrid = from_json<HybridSection>(section);
             doc.finished_at = utc_timestamp();
             save();
         }
@@ -349,10 +350,7 @@ int run_hybrid(const HybridOptions& o, ResultDocument& doc, std::ostream& out, s
     finish_telemetry(tel.get(), doc);
     doc.finished_at = utc_timestamp();
     save(DocumentSave::final);
-    if (o.format == "json")
-        out << dump_json(to_json(doc), 2) << "\n";
-    else
-        write_hybrid_markdown(doc, out);
+    print_document(o.format, doc, out);
     if (interrupted)
         err << "stagebench: interrupted; what was measured is kept"
             << (o.out_path ? " in " + *o.out_path : std::string()) << "\n";

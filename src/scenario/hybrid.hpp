@@ -8,9 +8,10 @@
 //
 // The document gets three tests per (n_prompt, n_gen) point: devices "A" and "B" (alone) and
 // "A>B" (hybrid: prefill on A, decode on B, TTFT = prefill + transfer + first token), and a
-// section extra["hybrid"] with the transfer of every repetition (time split into save on A and
-// restore on B, bytes), the end-to-end time of every repetition of each mode, the comparisons
-// and the crossover lengths, and the memory cost of holding the model for both device sets.
+// section doc.hybrid (core/doc/hybrid_section.hpp) with the transfer of every repetition (time
+// split into save on A and restore on B, bytes), the end-to-end time of every repetition of each
+// mode, the comparisons and the crossover lengths, and the memory cost of holding the model for
+// both device sets.
 #include <functional>
 #include <memory>
 #include <optional>
@@ -35,7 +36,7 @@ struct HybridOptions {
     std::vector<int> n_prompt{512}, n_gen{128};  // every combination is one point
     bool baselines = true;                       // also A alone and B alone (interleaved)
     std::vector<std::string> rpc_servers;        // host:port
-    std::string format = "md";                   // md | json (stdout)
+    OutputFormat format = OutputFormat::md;      // md | json (stdout)
     std::optional<std::string> out_path;         // the result document, rewritten after every point
     bool progress = true;
     TelemetryChoice telemetry{"auto", "/sys", 10, 0};
@@ -72,7 +73,7 @@ std::vector<HybridMode> make_hybrid_modes(Engine& a, Engine& b, const HybridOpti
 bool run_interleaved(std::vector<HybridMode>& modes, const std::function<bool()>& interrupted,
                      const std::function<void(const std::string&)>& progress);
 
-// The point's entry of extra["hybrid"]["points"] from its modes' runners, without "tests" (the
+// The point's entry of doc.hybrid->points, as JSON, from its modes' runners, without "tests" (the
 // caller's indices): n_prompt, n_gen, the transfer of every repetition (start, duration, save,
 // restore, bytes, their summaries, bytes_per_token and gbps from the last repetition's bytes
 // and the median duration), the end-to-end samples of every mode that measured some, and the

@@ -90,10 +90,10 @@ TEST(HybridPoint, WarmsUpEveryModeThenInterleavesThemInARotatingOrder) {
     std::vector<std::string> devices;
     for (auto& m : modes) {
         const TestResult r = m.runner->results();
-        devices.push_back(r.config.devices);
+        devices.push_back(r.config.devices.str());
         EXPECT_EQ(r.reps_done, 3);
-        EXPECT_EQ(r.stopped_by, "reps");
-        EXPECT_EQ(r.status, "ok");
+        EXPECT_EQ(r.stopped_by, StopReason::reps);
+        EXPECT_EQ(r.status, Status::ok);
         EXPECT_FALSE(r.roofline.decode_bytes_per_token);
     }
     EXPECT_EQ(devices, (std::vector<std::string>{"CPU>RPC0", "CPU", "RPC0"}));
@@ -158,10 +158,10 @@ TEST(HybridPoint, AFailingModeFailsThePointAndAnInterruptStopsEveryMode) {
     // the hybrid's (2, 3) and B alone's (4, 5) in repetition 1, the 7th in repetition 2.
     for (auto& m : modes) {
         const TestResult r = m.runner->results();
-        EXPECT_EQ(r.status, "failed") << m.name;
+        EXPECT_EQ(r.status, Status::failed) << m.name;
         EXPECT_EQ(r.error, "RPC0 lost") << m.name;
         EXPECT_EQ(r.error_kind, "runtime") << m.name;
-        EXPECT_EQ(r.stopped_by, "error") << m.name;
+        EXPECT_EQ(r.stopped_by, StopReason::error) << m.name;
     }
     EXPECT_EQ(modes[1].runner->result().reps_done, 2);  // A alone ran before B in repetition 2
     EXPECT_EQ(modes[2].runner->result().reps_done, 1);
@@ -173,8 +173,8 @@ TEST(HybridPoint, AFailingModeFailsThePointAndAnInterruptStopsEveryMode) {
     EXPECT_TRUE(quiet.run(modes2, [&] { return rounds++ == 1; }));
     for (auto& m : modes2) {
         const TestResult r = m.runner->results();
-        EXPECT_EQ(r.status, "interrupted");
-        EXPECT_EQ(r.stopped_by, "interrupt");
+        EXPECT_EQ(r.status, Status::interrupted);
+        EXPECT_EQ(r.stopped_by, StopReason::interrupt);
         EXPECT_EQ(r.reps_done, 1);  // every mode has the same repetitions
     }
 }

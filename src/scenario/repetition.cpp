@@ -12,13 +12,13 @@ namespace sb {
 LoadSpec load_spec_for(const TestConfig& c) {
     LoadSpec ls;
     ls.model_path = c.model_path;
-    ls.devices = split_device_set(c.devices);
+    ls.devices = split_device_set(c.devices.str());
     ls.n_gpu_layers = c.n_gpu_layers;
     ls.n_ctx = c.n_depth + c.n_prompt + c.n_gen + 8;
     ls.n_batch = c.n_batch;
     ls.n_ubatch = c.n_ubatch;
     ls.n_threads = c.n_threads;
-    ls.flash_attn = c.flash_attn;
+    ls.flash_attn = to_string(c.flash_attn);
     ls.type_k = c.type_k;
     ls.type_v = c.type_v;
     return ls;

@@ -79,8 +79,8 @@ TEST(RepetitionRunner, MeasuresEachStageFromTheEnginesTimestampsExactly) {
                              "fill_to_depth 0", "prefill 4", "decode_step", "decode_step",
                              "decode_step"}));  // repetition 2
     EXPECT_EQ(rig.engine.loaded_spec().n_ctx, 4 + 3 + 8);
-    EXPECT_EQ(r.status, "ok");
-    EXPECT_EQ(r.stopped_by, "reps");
+    EXPECT_EQ(r.status, Status::ok);
+    EXPECT_EQ(r.stopped_by, StopReason::reps);
     EXPECT_EQ(r.reps_done, 2);
     EXPECT_EQ(r.backends, (std::vector<std::string>{"CPU"}));
 
@@ -187,7 +187,7 @@ TEST(RepetitionRunner, StopsAtTheCiTargetOnceTheMinimumIsReached) {
     c.max_reps = 50;
     const TestResult r = rig.run(c);
     EXPECT_EQ(r.reps_done, 3);
-    EXPECT_EQ(r.stopped_by, "target_ci");
+    EXPECT_EQ(r.stopped_by, StopReason::target_ci);
     EXPECT_EQ(r.prefill->duration_ns.size(), 3u);
 }
 
@@ -225,7 +225,7 @@ TEST(RepetitionRunner, NoisyStartRepeatsUntilTheFirstRepetitionThatMeetsTheTarge
     ASSERT_GT(expect, c.reps);  // the noise made it repeat past the minimum
     ASSERT_LT(expect, c.max_reps);
     EXPECT_EQ(r.reps_done, expect);
-    EXPECT_EQ(r.stopped_by, "target_ci");
+    EXPECT_EQ(r.stopped_by, StopReason::target_ci);
     EXPECT_EQ(r.prefill->duration_ns, probe.prefill->duration_ns);
 }
 
@@ -242,8 +242,8 @@ TEST(RepetitionRunner, StopsAtMaxRepsWhenTheTargetIsOutOfReach) {
     c.max_reps = 7;
     const TestResult r = rig.run(c);
     EXPECT_EQ(r.reps_done, 7);
-    EXPECT_EQ(r.stopped_by, "max_reps");
-    EXPECT_EQ(r.status, "ok");
+    EXPECT_EQ(r.stopped_by, StopReason::max_reps);
+    EXPECT_EQ(r.status, Status::ok);
     EXPECT_EQ(rig.tl.calls_of(FakeOp::prefill).size(), 8u);  // warm-up + 7
 }
 
@@ -253,8 +253,8 @@ TEST(RepetitionRunner, AnInterruptStopsBeforeTheNextRepetitionAndKeepsWhatWasMea
     // The interrupt comes during repetition 2 (the warm-up's decode step is the first).
     o.interrupted = [&] { return rig.tl.calls_of(FakeOp::decode_step).size() >= 5; };
     const TestResult r = rig.run(small_test(4, 2, 5), o);
-    EXPECT_EQ(r.status, "interrupted");
-    EXPECT_EQ(r.stopped_by, "interrupt");
+    EXPECT_EQ(r.status, Status::interrupted);
+    EXPECT_EQ(r.stopped_by, StopReason::interrupt);
     EXPECT_EQ(r.reps_done, 2);
     EXPECT_EQ(r.prefill->duration_ns.size(), 2u);
     EXPECT_EQ(r.decode->token_latency_ns.size(), 4u);
@@ -270,7 +270,7 @@ TEST(RepetitionRunner, TheProcessInterruptFlagIsPolledByDefault) {
     };
     const TestResult r = rig.run(small_test(4, 1, 3));
     clear_interrupt();
-    EXPECT_EQ(r.status, "interrupted");
+    EXPECT_EQ(r.status, Status::interrupted);
     EXPECT_EQ(r.reps_done, 1);
 }
 
@@ -279,8 +279,8 @@ TEST(RepetitionRunner, AFailedLoadIsRecordedNotThrown) {
     TestConfig c = small_test(4, 2, 3);
     c.model_path = "";  // the fake refuses it as input
     const TestResult r = rig.run(c);
-    EXPECT_EQ(r.status, "failed");
-    EXPECT_EQ(r.stopped_by, "error");
+    EXPECT_EQ(r.status, Status::failed);
+    EXPECT_EQ(r.stopped_by, StopReason::error);
     EXPECT_EQ(r.error_kind, "input");
     EXPECT_EQ(r.error, "E: no model");
     EXPECT_EQ(r.reps_done, 0);
@@ -296,7 +296,7 @@ TEST(RepetitionRunner, AFailedPrefillStopsTheTestWithWhatCameBefore) {
             throw runtime_error("llama_decode failed during prefill (code -3) at token 0");
     };
     const TestResult r = rig.run(small_test(4, 2, 4));
-    EXPECT_EQ(r.status, "failed");
+    EXPECT_EQ(r.status, Status::failed);
     EXPECT_EQ(r.error_kind, "runtime");
     EXPECT_EQ(r.error, "llama_decode failed during prefill (code -3) at token 0");
     EXPECT_EQ(r.reps_done, 1);
@@ -314,7 +314,7 @@ TEST(RepetitionRunner, AFailureOnTheThirdDecodeStepKeepsTheTokensBeforeIt) {
     };
     // Decode steps: the warm-up's (0), then repetition 1's first (1) and second (2).
     const TestResult r = rig.run(small_test(4, 3, 2));
-    EXPECT_EQ(r.status, "failed");
+    EXPECT_EQ(r.status, Status::failed);
     EXPECT_EQ(r.error, "device lost");
     EXPECT_EQ(r.error_kind, "runtime");
     EXPECT_EQ(r.reps_done, 0);
@@ -331,7 +331,7 @@ TEST(RepetitionRunner, AFailingWarmupFailsTheTest) {
             throw input_error("unknown KV cache type");
     };
     const TestResult r = rig.run(small_test(4, 3, 2));
-    EXPECT_EQ(r.status, "failed");
+    EXPECT_EQ(r.status, Status::failed);
     EXPECT_EQ(r.error_kind, "input");
     EXPECT_EQ(r.reps_done, 0);
     EXPECT_TRUE(r.prefill->duration_ns.empty());
@@ -453,7 +453,7 @@ TEST(RepetitionRunner, ADriverCanFailOrInterruptATestItself) {
     runner.do_one_repetition();  // does nothing now
     EXPECT_EQ(rig.tl.calls().size(), calls);
     const TestResult r = runner.results();
-    EXPECT_EQ(r.status, "failed");
+    EXPECT_EQ(r.status, Status::failed);
     EXPECT_EQ(r.error_kind, "runtime");
     EXPECT_EQ(r.reps_done, 1);
 
@@ -461,7 +461,7 @@ TEST(RepetitionRunner, ADriverCanFailOrInterruptATestItself) {
     other.prepare();
     other.interrupt();
     EXPECT_FALSE(other.has_repeats_remaining());
-    EXPECT_EQ(other.results().stopped_by, "interrupt");
+    EXPECT_EQ(other.results().stopped_by, StopReason::interrupt);
 }
 
 TEST(RepetitionRunner, AnEngineOfWholeRequestsIsMeasuredOneRequestPerRepetition) {
@@ -483,8 +483,8 @@ TEST(RepetitionRunner, AnEngineOfWholeRequestsIsMeasuredOneRequestPerRepetition)
     // The warm-up asks for min(n_gen, 8) tokens; every repetition is one request.
     const auto requests = rig.tl.calls_of(FakeOp::request);
     ASSERT_EQ(requests.size(), 3u);
-    EXPECT_EQ(r.status, "ok");
-    EXPECT_EQ(r.stopped_by, "reps");
+    EXPECT_EQ(r.status, Status::ok);
+    EXPECT_EQ(r.stopped_by, StopReason::reps);
     EXPECT_EQ(r.reps_done, 2);
     EXPECT_EQ(reps, (std::vector<std::pair<int, int>>{{1, 2}, {2, 2}}));
     // Stage marks around the request: prefill until the first token, decode after it.
@@ -519,8 +519,8 @@ TEST(RepetitionRunner, AFailedRequestHasNoKindAndOneCutOffByTheInterruptIsInterr
     o.load = false;
     o.clock = rig.tl.clock();
     TestResult r = run_repetitions(rig.engine, small_test(8, 2, 3), {}, o);
-    EXPECT_EQ(r.status, "failed");
-    EXPECT_EQ(r.stopped_by, "error");
+    EXPECT_EQ(r.status, Status::failed);
+    EXPECT_EQ(r.stopped_by, StopReason::error);
     EXPECT_EQ(r.error, "HTTP 500 from the server");
     EXPECT_FALSE(r.error_kind);
     EXPECT_EQ(r.reps_done, 1);
@@ -538,8 +538,8 @@ TEST(RepetitionRunner, AFailedRequestHasNoKindAndOneCutOffByTheInterruptIsInterr
     o.clock = cut.tl.clock();
     o.interrupted = [&] { return stop; };
     r = run_repetitions(cut.engine, small_test(8, 2, 3), {}, o);
-    EXPECT_EQ(r.status, "interrupted");
-    EXPECT_EQ(r.stopped_by, "interrupt");
+    EXPECT_EQ(r.status, Status::interrupted);
+    EXPECT_EQ(r.stopped_by, StopReason::interrupt);
     EXPECT_EQ(r.error, "interrupted");
     EXPECT_EQ(r.reps_done, 0);
     EXPECT_FALSE(r.prefill);  // nothing measured: no stage
@@ -550,7 +550,7 @@ TEST(RunTest, IsTheRunnerDrivenToTheEnd) {
     FakeEngine e(tl, "E");
     const TestResult r = run_test(e, small_test(4, 2, 3), {}, std::nullopt, tl.clock());
     EXPECT_EQ(r.reps_done, 3);
-    EXPECT_EQ(r.stopped_by, "reps");
+    EXPECT_EQ(r.stopped_by, StopReason::reps);
     EXPECT_EQ(r.prefill->duration_ns, (std::vector<int64_t>(3, 400 * kUs)));
     EXPECT_EQ(r.finished_ns, tl.now_ns());
 }
@@ -623,5 +623,5 @@ TEST(TargetCi, HoldsTheRobustFigureNotTheMean) {
     c.max_reps = 50;
     c.target_ci = 0.02;
     EXPECT_TRUE(repetition_done(r, c, 19));
-    EXPECT_EQ(r.stopped_by, "target_ci");
+    EXPECT_EQ(r.stopped_by, StopReason::target_ci);
 }

@@ -118,13 +118,13 @@ int run_benchmark(const RunOptions& opts, ResultDocument& doc, RunListener* list
         SweepHooks hooks = run.begin_test(config);
         TestResult r;
         if (const Error* bad = run.unusable_model(config.model_path);
-            bad && (config.engine != "http" || !opts.http.url)) {
+            bad && (config.engine != EngineKind::http || !opts.http.url)) {
             r.config = config;
             r.started_ns = r.finished_ns = now_ns();
             record_failure(r, *bad);
         } else {
-            r = config.engine == "http" ? http.run(config, hooks)
-                                        : run_test(engine, config, hooks, membw);
+            r = config.engine == EngineKind::http ? http.run(config, hooks)
+                                                  : run_test(engine, config, hooks, membw);
         }
         run.end_test(std::move(r));
     }

@@ -19,11 +19,11 @@ namespace sb {
 
 struct RunOptions {
     MatrixSpec matrix;
-    std::vector<std::string> rpc_servers;  // host:port
-    std::string format = "md";             // md | csv | json | jsonl (stdout)
-    std::optional<std::string> out_path;   // the result document (JSON)
-    std::string membw = "auto";            // auto | off | a number in GB/s
-    bool progress = true;                  // progress lines on the error stream
+    std::vector<std::string> rpc_servers;    // host:port
+    OutputFormat format = OutputFormat::md;  // md | csv | json | jsonl (stdout)
+    std::optional<std::string> out_path;     // the result document (JSON)
+    std::string membw = "auto";              // auto | off | a number in GB/s
+    bool progress = true;                    // progress lines on the error stream
     // Telemetry: auto (on where sources exist), on, off; sensors under sysfs_root.
     std::string telemetry = "auto";
     std::string sysfs_root = "/sys";

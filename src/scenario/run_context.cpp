@@ -74,14 +74,15 @@ void RunContext::open(int max_threads) {
                 return std::nullopt;
             TestResult r;
             r.config = *running_;
-            record_failure(r, describe_llama_stop(message, running_->devices, activity_.load()),
+            record_failure(r,
+                           describe_llama_stop(message, running_->devices.str(), activity_.load()),
                            std::nullopt);
             r.started_ns = running_since_ns_.load();
             r.finished_ns = now_ns();
             doc_.tests.push_back(r);
             doc_.finished_at = utc_timestamp();
             save();
-            return "test " + r.config.test_name() + " on " + r.config.devices +
+            return "test " + r.config.test_name() + " on " + r.config.devices.str() +
                    " failed: " + *r.error + "; " + std::to_string(doc_.tests.size() - 1) +
                    " earlier test(s) kept" +
                    (setup_.out_path ? " in " + *setup_.out_path : std::string());
@@ -122,7 +123,7 @@ SweepHooks RunContext::begin_test(const TestConfig& config) {
     auto step = std::make_shared<ProgressStep>();
     step->test = config.test_name();
     const std::string device =
-        config.engine == "http" ? config.devices + " (HTTP)" : config.devices;
+        config.engine == EngineKind::http ? config.devices.str() + " (HTTP)" : config.devices.str();
     hooks.activity = [this, step, device](const char* what) {
         activity_.store(what);
         step->stage = what;
@@ -140,13 +141,14 @@ const TestResult& RunContext::end_test(TestResult r) {
     std::lock_guard<std::timed_mutex> lock(doc_mu_);
     is_running_.store(false);
     running_.reset();
-    progress_.done(r.config.engine == "http" ? r.config.devices + " (HTTP)" : r.config.devices);
+    progress_.done(r.config.engine == EngineKind::http ? r.config.devices.str() + " (HTTP)"
+                                                       : r.config.devices.str());
     if (sampling_)
         r.telemetry = test_telemetry(*tel_, stage_prefix_);
     if (auto w = stall_warning(r))
         doc_.warnings.push_back(*w);
-    if (r.status == "failed")
-        progress_.note("test " + r.config.test_name() + " on " + r.config.devices +
+    if (r.status == Status::failed)
+        progress_.note("test " + r.config.test_name() + " on " + r.config.devices.str() +
                        " failed: " + r.error.value_or(""));
     doc_.tests.push_back(std::move(r));
     doc_.finished_at = utc_timestamp();

@@ -38,7 +38,7 @@ std::optional<Warning> stall_warning(const TestResult& r) {
         "stalls",
         fmt::format("{} on {}: {} (modified z-score > {}): the means and their CIs include them, "
                     "the robust (median-based) tokens/s do not",
-                    r.config.test_name(), r.config.devices, what, kStallModifiedZ),
+                    r.config.test_name(), r.config.devices.str(), what, kStallModifiedZ),
         "Quote the robust figure (`robust` in the document) and check the stall count: stalls "
         "come from other processes, a shared VM's host or the power manager. Stop background "
         "work, or rerun; --target-ci repeats until the robust figure's CI is narrow."};
@@ -89,7 +89,8 @@ std::vector<TestConfig> expand_matrix(const MatrixSpec& m) {
                                                     c.n_threads = threads_or_default(t);
                                                     c.n_batch = b;
                                                     c.n_ubatch = std::min(ub, b);
-                                                    c.flash_attn = fa;
+                                                    c.flash_attn = enum_from_text<FlashAttn>(
+                                                        fa, "--flash-attn");
                                                     c.type_k = tk;
                                                     c.type_v = tv;
                                                     c.reps = m.reps;

@@ -12,12 +12,13 @@
 #include "core/interrupt.hpp"
 #include "core/json_util.hpp"
 #include "core/last_word.hpp"
+#include "core/parse.hpp"
 #include "core/sysinfo.hpp"
 #include "engine/backends.hpp"
 #include "engine/llama_engine.hpp"
 #include "model/inspect.hpp"
 #include "profile/traced_pass.hpp"
-#include "report/sustained_report.hpp"
+#include "report/reporter.hpp"
 #include "scenario/background_load.hpp"
 #include "scenario/run_command.hpp"
 #include "scenario/stage_sweep.hpp"
@@ -116,23 +117,11 @@ CooldownPolicy parse_cooldown(const std::string& text) {
         p.kind = CooldownPolicy::Kind::until_temp;
         return p;
     }
-    double scale = 1;
-    std::string v = text;
-    if (ends_with(v, "ms")) {
-        scale = 1e-3;
-        v.resize(v.size() - 2);
-    } else if (ends_with(v, "s")) {
-        v.pop_back();
-    }
-    size_t used = 0;
-    try {
-        p.seconds = std::stod(v, &used) * scale;
-    } catch (const std::exception&) {
+    // A day at most: a longer pause is a typo.
+    const auto ns = parse_duration(text);
+    if (!ns || *ns > 86'400'000'000'000)
         throw bad();
-    }
-    // A day at most: a longer pause is a typo, and inf or nan would wait forever.
-    if (used != v.size() || !std::isfinite(p.seconds) || p.seconds < 0 || p.seconds > 86400)
-        throw bad();
+    p.seconds = *ns / 1e9;
     p.kind = p.seconds > 0 ? CooldownPolicy::Kind::fixed : CooldownPolicy::Kind::none;
     return p;
 }
@@ -145,10 +134,7 @@ std::set<int> parse_trace_ops_rounds(const std::string& text, int rounds) {
         return usage_error("--trace-ops-rounds '" + text + "': " + why +
                            " (expected round numbers and 'last', e.g. 1,20 or 1,last)");
     };
-    size_t pos = 0;
-    while (pos <= text.size()) {
-        const size_t comma = std::min(text.find(',', pos), text.size());
-        const std::string item = text.substr(pos, comma - pos);
+    for (const std::string& item : split_list(text)) {
         if (item == "last") {
             out.insert(rounds);
         } else {
@@ -160,7 +146,6 @@ std::set<int> parse_trace_ops_rounds(const std::string& text, int rounds) {
                 throw bad("round " + item + " is not in 1.." + std::to_string(rounds));
             out.insert(r);
         }
-        pos = comma + 1;
     }
     return out;
 }
@@ -204,7 +189,7 @@ PhaseOutcome run_phase_rounds(TestConfig c, int rounds, SustainedPhase& phase,
             hooks.round_marker(round, false);
         SustainedRound sr = round_record(r, round);
         sr.cooldown_s = cooldown_s;
-        if (r.status != "ok")
+        if (r.status != Status::ok)
             ++out.failed;
         // A model or option the engine refuses will be refused every round: stop here.
         out.bad_input |= r.error_kind == "input" || r.error_kind == "usage";
@@ -229,7 +214,7 @@ int run_sustained(const SustainedOptions& o, ResultDocument& doc, std::ostream& 
         throw usage_error("--max-tokens must be at least 1");
     if (o.chunk && *o.chunk < 1)
         throw usage_error("--chunk must be at least 1");
-    if (o.format != "md" && o.format != "json")
+    if (o.format != OutputFormat::md && o.format != OutputFormat::json)
         throw usage_error("-o must be md or json");
     const std::set<int> traced_rounds = parse_trace_ops_rounds(o.trace_ops_rounds, o.rounds);
     CooldownPolicy cooldown = parse_cooldown(o.cooldown);
@@ -295,20 +280,20 @@ int run_sustained(const SustainedOptions& o, ResultDocument& doc, std::ostream& 
     c.seed = o.seed;
 
     SustainedResult res;
-    res.config = {
-        {"model", o.model},
-        {"devices", o.devices},
-        {"threads", threads},
-        {"rounds", o.rounds},
-        {"prompt_tokens", o.prompt_tokens},
-        {"max_tokens", o.max_tokens},
-        {"chunk", o.chunk ? nlohmann::json(*o.chunk) : nlohmann::json(nullptr)},
-        {"cooldown", o.cooldown},
-        {"background", o.background ? nlohmann::json(*o.background) : nlohmann::json(nullptr)},
-        {"seed", o.seed},
-        {"trace_ops_rounds", traced_rounds}};
+    res.config = from_json<SustainedConfig>(
+        {{"model", o.model},
+         {"devices", o.devices},
+         {"threads", threads},
+         {"rounds", o.rounds},
+         {"prompt_tokens", o.prompt_tokens},
+         {"max_tokens", o.max_tokens},
+         {"chunk", o.chunk ? nlohmann::json(*o.chunk) : nlohmann::json(nullptr)},
+         {"cooldown", o.cooldown},
+         {"background", o.background ? nlohmann::json(*o.background) : nlohmann::json(nullptr)},
+         {"seed", o.seed},
+         {"trace_ops_rounds", traced_rounds}});
     auto save = [&](DocumentSave how = DocumentSave::progress) {
-        doc.extra["sustained"] = to_json(res);
+        doc.sustained = res;
         doc.finished_at = utc_timestamp();
         if (o.out_path)
             write_document(doc, *o.out_path, how);
@@ -339,7 +324,8 @@ int run_sustained(const SustainedOptions& o, ResultDocument& doc, std::ostream& 
         TestResult r;
         r.config = c;
         r.config.warmup = round == 1;
-        record_failure(r, describe_llama_stop(message, c.devices, activity.load()), std::nullopt);
+        record_failure(r, describe_llama_stop(message, c.devices.str(), activity.load()),
+                       std::nullopt);
         r.started_ns = round_start_ns.load();
         r.finished_ns = now_ns();
         r.notes.push_back("sustained " + res.phases.back().name + " round " +
@@ -468,7 +454,7 @@ int run_sustained(const SustainedOptions& o, ResultDocument& doc, std::ostream& 
                 err << "stagebench: " << phase.name << " " << label
                     << " failed: " << pass.error.value_or("?") << "\n";
             }
-            res.phases.back().rounds.back().ops = to_json(pass);
+            res.phases.back().rounds.back().ops = from_json<RoundTracedPass>(to_json(pass));
             save();
         };
         const PhaseOutcome po = run_phase_rounds(c, o.rounds, res.phases.back(), rh);
@@ -482,10 +468,7 @@ int run_sustained(const SustainedOptions& o, ResultDocument& doc, std::ostream& 
         http->stop();
     finish_telemetry(tel.get(), doc);
     save(DocumentSave::final);
-    if (o.format == "json")
-        out << dump_json(to_json(doc), 2) << "\n";
-    else
-        write_sustained_markdown(res, doc.warnings, out);
+    print_document(o.format, doc, out);
     if (interrupt_requested())
         err << "stagebench: interrupted; the rounds measured so far are kept"
             << (o.out_path ? " in " + *o.out_path : std::string()) << "\n";

@@ -43,7 +43,7 @@ struct SustainedOptions {
     uint64_t seed = 1;
     TelemetryChoice telemetry;
     std::optional<std::string> out_path;
-    std::string format = "md";  // md | json
+    OutputFormat format = OutputFormat::md;  // md | json
     bool progress = true;
     // --engine llama (in-process, default) or http (--url, or a llama-server started for -m).
     HttpRunOptions http;

@@ -45,8 +45,7 @@ TEST(TraceOpsRounds, ARoundCarriesItsTracedPassOnlyWhenChosen) {
     r.round = 2;
     const nlohmann::json plain = to_json(r);
     EXPECT_FALSE(plain.contains("ops"));
-    r.ops =
-        nlohmann::json{{"label", "traced pass after round 2"}, {"stages", nlohmann::json::array()}};
+    r.ops.emplace().label = "traced pass after round 2";
     nlohmann::json traced = to_json(r);
     ASSERT_TRUE(traced.contains("ops"));
     EXPECT_EQ(traced["ops"]["label"], "traced pass after round 2");
@@ -102,7 +101,7 @@ TEST(SustainedRounds, ThrottlingOnsetIsThePlantedRound) {
     for (int i = 0; i < 10; ++i) {
         const SustainedRound& r = phase.rounds[static_cast<size_t>(i)];
         EXPECT_EQ(r.round, i + 1);
-        EXPECT_EQ(r.status, "ok");
+        EXPECT_EQ(r.status, Status::ok);
         EXPECT_DOUBLE_EQ(*r.decode_tps, i + 1 >= 6 ? 50 : 100) << "round " << i + 1;
         EXPECT_DOUBLE_EQ(*r.prefill_tps, 10'000);
         EXPECT_DOUBLE_EQ(*r.ttft_ms, (1.6e6 + (i + 1 >= 6 ? 20e6 : 10e6)) * 1e-6);
@@ -140,14 +139,14 @@ TEST(SustainedRounds, ABadInputRoundEndsThePhaseAndAnInterruptStopsIt) {
     h.interrupted = [] { return false; };
     std::vector<std::string> seen;
     h.round_done = [&](int r, TestResult& t, SustainedRound& sr) {
-        seen.push_back(std::to_string(r) + " " + t.status + " " + sr.status);
+        seen.push_back(std::to_string(r) + " " + to_string(t.status) + " " + to_string(sr.status));
     };
     SustainedPhase phase;
     PhaseOutcome out = run_phase_rounds(workload(), 10, phase, h);
     EXPECT_TRUE(out.bad_input);
     EXPECT_EQ(out.failed, 1);
     ASSERT_EQ(phase.rounds.size(), 3u);
-    EXPECT_EQ(phase.rounds[2].status, "failed");
+    EXPECT_EQ(phase.rounds[2].status, Status::failed);
     EXPECT_EQ(phase.rounds[2].error, "unknown KV cache type 'q9'");
     EXPECT_FALSE(phase.rounds[2].decode_tps);
     EXPECT_EQ(seen, (std::vector<std::string>{"1 ok ok", "2 ok ok", "3 failed failed"}));
@@ -177,7 +176,7 @@ TEST(SustainedRounds, ARoundRecordIsTheFirstRepetitionOfItsTest) {
     record_failure(t, "RPC server gone", std::nullopt);
     SustainedRound r = round_record(t, 4);
     EXPECT_EQ(r.round, 4);
-    EXPECT_EQ(r.status, "failed");
+    EXPECT_EQ(r.status, Status::failed);
     EXPECT_EQ(r.error, "RPC server gone");
     EXPECT_EQ(r.start_ns, 5);
     EXPECT_EQ(r.end_ns, 9);

@@ -174,66 +174,45 @@ class Transaction {
     bool done_ = false;
 };
 
-std::optional<std::string> str_at(const json& j, const char* key) {
-    if (j.is_object()) {
-        auto it = j.find(key);
-        if (it != j.end() && it->is_string())
-            return it->get<std::string>();
-    }
-    return std::nullopt;
-}
-
-std::optional<double> number_at(const json& j, const char* key) {
-    const json& v = json_field(j, key);
-    return v.is_number() ? std::optional<double>(v.get<double>()) : std::nullopt;
-}
-
 std::string basename_of(const std::string& path) {
     return std::filesystem::path(path).filename().string();
 }
 
-std::vector<std::string> model_names(const json& doc) {
+std::vector<std::string> model_names(const ResultDocument& doc) {
     std::vector<std::string> names;
-    const json& models = json_field(doc, "models");
-    if (!models.is_array())
-        return names;
-    for (const auto& m : models) {
-        if (auto name = str_at(m, "name"))
-            names.push_back(*name);
-        else if (auto path = str_at(m, "path"))
-            names.push_back(basename_of(*path));
+    for (const auto& m : doc.models) {
+        const ModelView v = model_view(m);
+        if (v.name)
+            names.push_back(*v.name);
+        else if (!v.path.empty())
+            names.push_back(basename_of(v.path));
     }
     return names;
 }
 
-std::vector<StoredTest> tests_of(int64_t doc_id, const json& doc) {
+std::vector<StoredTest> tests_of(int64_t doc_id, const ResultDocument& doc) {
     std::vector<StoredTest> out;
-    const json& tests = json_field(doc, "tests");
-    if (!tests.is_array())
-        return out;
-    for (std::size_t i = 0; i < tests.size(); ++i) {
-        const json& t = tests[i];
-        const json& c = json_field(t, "config");
+    for (std::size_t i = 0; i < doc.tests.size(); ++i) {
+        const TestResult& t = doc.tests[i];
+        const TestConfig& c = t.config;
         StoredTest r;
         r.document_id = doc_id;
         r.index = static_cast<int64_t>(i);
-        r.test = str_at(c, "test").value_or("");
-        if (auto p = str_at(c, "model_path"))
-            r.model = basename_of(*p);
-        r.devices = str_at(c, "devices");
-        r.status = str_at(t, "status");
-        if (const json& th = json_field(c, "n_threads"); th.is_number_integer())
-            r.n_threads = th.get<int64_t>();
-        r.prefill_tps_median =
-            number_at(json_field(json_field(t, "prefill"), "throughput"), "median");
-        r.decode_tps_median =
-            number_at(json_field(json_field(t, "decode"), "throughput"), "median");
+        r.test = c.test_name();
+        r.model = basename_of(c.model_path);
+        r.devices = c.devices.str();
+        r.status = to_string(t.status);
+        r.n_threads = c.n_threads;
+        if (t.prefill)
+            r.prefill_tps_median = t.prefill->throughput.median;
+        if (t.decode)
+            r.decode_tps_median = t.decode->throughput.median;
         out.push_back(std::move(r));
     }
     return out;
 }
 
-void insert_tests(sqlite3* db, int64_t doc_id, const json& doc) {
+void insert_tests(sqlite3* db, int64_t doc_id, const ResultDocument& doc) {
     Stmt ins(db,
              "INSERT INTO document_tests (document_id, idx, test, model, devices, n_threads, "
              "status, prefill_tps_median, decode_tps_median) VALUES (?,?,?,?,?,?,?,?,?)");
@@ -290,7 +269,13 @@ void migrate_to_v2(sqlite3* db, const std::string& path) {
         if (doc.is_discarded())
             throw input_error("results store '" + path + "': document #" + std::to_string(id) +
                               " is not valid JSON; the store is damaged");
-        insert_tests(db, id, doc);
+        // A document this build cannot read stays stored, without an index of its tests.
+        try {
+            insert_tests(db, id, from_json<ResultDocument>(doc, "document"));
+        } catch (const Error& e) {
+            if (e.kind() != ErrorKind::input)
+                throw;
+        }
     }
 }
 
@@ -360,24 +345,22 @@ ResultStore ResultStore::open(const std::string& path, Mode mode, StoreWait wait
     return ResultStore(path, std::move(db));
 }
 
-int64_t ResultStore::append(const nlohmann::json& doc) {
-    if (!doc.is_object())
-        throw input_error("a result document must be a JSON object");
-    const std::string text = dump_json(doc, 2);
+int64_t ResultStore::append(const ResultDocument& doc) {
+    const std::string text = dump_json(to_json(doc), 2);
     sqlite3* db = db_->handle;
     Transaction tx(db);
     Stmt ins(db,
              "INSERT INTO documents (stored_at, command, started_at, host, cpu, tool_version, "
              "models, n_tests, json) VALUES (?,?,?,?,?,?,?,?,?)");
-    const json& tests = json_field(doc, "tests");
+    const MachineView machine = machine_view(doc);
     ins.bind(1, utc_timestamp());
-    ins.bind(2, str_at(doc, "command"));
-    ins.bind(3, str_at(doc, "started_at"));
-    ins.bind(4, str_at(json_field(doc, "system"), "hostname"));
-    ins.bind(5, str_at(json_field(doc, "system"), "cpu_model"));
-    ins.bind(6, str_at(json_field(doc, "tool"), "version"));
+    ins.bind(2, doc.command);
+    ins.bind(3, doc.started_at);
+    ins.bind(4, machine.hostname);
+    ins.bind(5, machine.cpu_model);
+    ins.bind(6, doc.tool_version);
     ins.bind(7, dump_json(json(model_names(doc))));
-    ins.bind(8, static_cast<int64_t>(tests.is_array() ? tests.size() : 0));
+    ins.bind(8, static_cast<int64_t>(doc.tests.size()));
     ins.bind(9, text);
     ins.step();
     const int64_t id = sqlite3_last_insert_rowid(db);
@@ -425,12 +408,10 @@ std::string ResultStore::get_text(int64_t id) const {
     return s.text(0);
 }
 
-nlohmann::json ResultStore::get(int64_t id) const {
+ResultDocument ResultStore::get(int64_t id) const {
     const std::string source =
         "document #" + std::to_string(id) + " in results store '" + path_ + "'";
-    json doc = parse_document_text(get_text(id), source);
-    check_document(doc, source);
-    return doc;
+    return from_json<ResultDocument>(parse_document_text(get_text(id), source), source);
 }
 
 std::vector<StoredTest> ResultStore::tests(int64_t id) const {

@@ -1,8 +1,10 @@
 #pragma once
 // A SQLite store of result documents (`--db FILE`, `stagebench db`). Each document is kept as
-// the exact JSON text it was appended with, beside a few columns for listing and an index of
-// its tests. The file's schema is versioned (PRAGMA user_version) and migrated forward when an
-// older store is opened; a store written by a newer stagebench is refused, never rewritten.
+// the JSON text to_json wrote for it (core/result.hpp), beside a few columns for listing and an
+// index of its tests, and read back with from_json: documents stored by earlier builds load as
+// any older document does (absent fields stay absent). The file's schema is versioned (PRAGMA
+// user_version) and migrated forward when an older store is opened; a store written by a newer
+// stagebench is refused, never rewritten.
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -12,6 +14,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/result.hpp"
 
 namespace sb {
 
@@ -72,12 +75,12 @@ class ResultStore {
     ResultStore& operator=(ResultStore&&) noexcept;
     ~ResultStore();
 
-    // Appends doc (a JSON object) and returns its id (1, 2, ... in order of appends). The text
-    // stored is dump_json(doc, 2), so get() returns a document equal to doc, except that bytes
+    // Appends doc and returns its id (1, 2, ... in order of appends). The text stored is
+    // dump_json(to_json(doc), 2), so get() returns a document equal to doc, except that bytes
     // that are not UTF-8 are stored as U+FFFD (a measurement is never lost to its text).
-    // Throws sb::Error(input) for a non-object or a damaged store, sb::Error(runtime) when the
-    // store stays locked, is read-only or SQLite fails otherwise.
-    int64_t append(const nlohmann::json& doc);
+    // Throws sb::Error(input) for a damaged store, sb::Error(runtime) when the store stays
+    // locked, is read-only or SQLite fails otherwise.
+    int64_t append(const ResultDocument& doc);
 
     // The largest document id (0 when empty). It reads only the end of the documents table:
     // a cheap sign that the data an append touches is readable (throws sb::Error(input) when
@@ -87,11 +90,12 @@ class ResultStore {
     // Every document, oldest first.
     std::vector<StoredEntry> list() const;
 
-    // The stored JSON text of document id, exactly as appended; get() parses and checks it
-    // (core/document.hpp). Both throw sb::Error(input) when there is no such id, get() also
-    // when the document is not a usable document.
+    // The stored JSON text of document id, exactly as appended; get() parses it and reads it
+    // with from_json, naming it "document #ID in results store 'PATH'" in errors. Both throw
+    // sb::Error(input) when there is no such id, get() also when the text is not a usable
+    // result document.
     std::string get_text(int64_t id) const;
-    nlohmann::json get(int64_t id) const;
+    ResultDocument get(int64_t id) const;
 
     // The indexed tests of document id (empty when it has none or does not exist).
     std::vector<StoredTest> tests(int64_t id) const;

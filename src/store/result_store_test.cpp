@@ -34,7 +34,7 @@ struct TempDir {
     fs::path path;
 };
 
-json sample_doc(const std::string& host, double prefill_median) {
+json sample_json(const std::string& host, double prefill_median) {
     return json{{"schema", "stagebench.result"},
                 {"command", "run"},
                 {"tool", {{"name", "stagebench"}, {"version", "0.1.0"}}},
@@ -44,12 +44,18 @@ json sample_doc(const std::string& host, double prefill_median) {
                 {"tests",
                  {{{"config",
                     {{"test", "pp32+tg8"},
+                     {"n_prompt", 32},
+                     {"n_gen", 8},
                      {"model_path", "/m/tiny.gguf"},
                      {"devices", "CPU"},
                      {"n_threads", 2}}},
                    {"status", "ok"},
                    {"prefill", {{"throughput", {{"median", prefill_median}}}}},
                    {"decode", {{"throughput", {{"median", 50.5}}}}}}}}};
+}
+
+ResultDocument sample_doc(const std::string& host, double prefill_median) {
+    return from_json<ResultDocument>(sample_json(host, prefill_median), "sample");
 }
 
 // Runs raw SQL on a file, as an older stagebench (or another program) would have.
@@ -80,12 +86,13 @@ TEST(ResultStore, CreatesAppendsListsAndGets) {
     auto store = ResultStore::open(t.file("r.sqlite"));
     EXPECT_EQ(store.schema_version(), kStoreSchemaVersion);
     EXPECT_TRUE(store.list().empty());
-    const json a = sample_doc("host-a", 100.0), b = sample_doc("host-b", 200.0);
+    const ResultDocument a = sample_doc("host-a", 100.0), b = sample_doc("host-b", 200.0);
     EXPECT_EQ(store.append(a), 1);
     EXPECT_EQ(store.append(b), 2);
-    EXPECT_EQ(store.get(1), a);
-    EXPECT_EQ(store.get(2), b);
-    EXPECT_EQ(store.get_text(2), b.dump(2));
+    EXPECT_EQ(to_json(store.get(1)), to_json(a));
+    EXPECT_EQ(to_json(store.get(2)), to_json(b));
+    // What is stored is what to_json writes.
+    EXPECT_EQ(store.get_text(2), to_json(b).dump(2));
 
     auto entries = store.list();
     ASSERT_EQ(entries.size(), 2u);
@@ -110,17 +117,17 @@ TEST(ResultStore, CreatesAppendsListsAndGets) {
 
 TEST(ResultStore, ReopenedStoreKeepsItsDocuments) {
     TempDir t;
-    const json a = sample_doc("h", 1.0);
+    const ResultDocument a = sample_doc("h", 1.0);
     { ResultStore::open(t.file("r.sqlite")).append(a); }
     auto store = ResultStore::open(t.file("r.sqlite"), ResultStore::Mode::existing);
-    EXPECT_EQ(store.get(1), a);
+    EXPECT_EQ(to_json(store.get(1)), to_json(a));
     EXPECT_EQ(store.append(a), 2);
 }
 
 TEST(ResultStore, RoundTripKeepsUnicodeLargeNumbersAndOrder) {
     TempDir t;
     auto store = ResultStore::open(t.file("r.sqlite"));
-    json doc = sample_doc("h\xC3\xA9te-\xE6\x9D\xB1\xE4\xBA\xAC-\xF0\x9F\x9A\x80", 1.0);
+    json doc = sample_json("h\xC3\xA9te-\xE6\x9D\xB1\xE4\xBA\xAC-\xF0\x9F\x9A\x80", 1.0);
     doc["u64_max"] = std::numeric_limits<uint64_t>::max();
     doc["i64_min"] = std::numeric_limits<int64_t>::min();
     doc["big_double"] = 1.7976931348623157e308;
@@ -129,20 +136,23 @@ TEST(ResultStore, RoundTripKeepsUnicodeLargeNumbersAndOrder) {
     doc["ns"] = int64_t{9007199254740993};  // not representable as a double
     doc["zwj"] = "\xE2\x80\x8D quote\" back\\slash \n tab\t";
     doc["nested"] = {{"null", nullptr}, {"empty", json::object()}, {"arr", json::array()}};
-    const int64_t id = store.append(doc);
-    const json back = store.get(id);
-    EXPECT_EQ(back, doc);
+    // Members this build does not know travel too (as a newer build's document would).
+    const ResultDocument typed = from_json<ResultDocument>(doc, "doc");
+    const int64_t id = store.append(typed);
+    const json back = to_json(store.get(id));
+    EXPECT_EQ(back, to_json(typed));
     EXPECT_EQ(back["u64_max"].get<uint64_t>(), std::numeric_limits<uint64_t>::max());
     EXPECT_EQ(back["ns"].get<int64_t>(), 9007199254740993);
     EXPECT_EQ(back["tenth"].get<double>(), 0.1);
-    EXPECT_EQ(back.dump(2), doc.dump(2));
+    EXPECT_EQ(back["nested"], doc["nested"]);
     EXPECT_EQ(store.list()[0].host, doc["system"]["hostname"]);
 }
 
 TEST(ResultStore, MigratesAVersion1StoreAndIndexesItsTests) {
     TempDir t;
     const std::string path = t.file("v1.sqlite");
-    const json a = sample_doc("old-host", 123.0);
+    // As an earlier build stored it: its own text, not what this build's to_json writes.
+    const json a = sample_json("old-host", 123.0);
     std::string text = a.dump(2);
     std::string quoted;
     for (char c : text)
@@ -158,7 +168,9 @@ TEST(ResultStore, MigratesAVersion1StoreAndIndexesItsTests) {
 
     auto store = ResultStore::open(path, ResultStore::Mode::existing);
     EXPECT_EQ(store.schema_version(), 2);
-    EXPECT_EQ(store.get(1), a);
+    EXPECT_EQ(store.get_text(1), text);
+    EXPECT_EQ(to_json(store.get(1)), to_json(from_json<ResultDocument>(a, "a")));
+    EXPECT_EQ(store.get(1).tests[0].prefill->throughput.median, 123.0);
     auto entries = store.list();
     ASSERT_EQ(entries.size(), 1u);
     EXPECT_EQ(entries[0].stored_at, "2026-01-01T00:00:00Z");
@@ -222,18 +234,27 @@ TEST(ResultStore, MissingFileAndMissingIdAreInputErrors) {
     EXPECT_TRUE(store.tests(7).empty());
 }
 
-TEST(ResultStore, RefusesNonObjectsAndRepairsInvalidUtf8) {
+TEST(ResultStore, RepairsInvalidUtf8AndRefusesAStoredTextItCannotRead) {
     TempDir t;
-    auto store = ResultStore::open(t.file("r.sqlite"));
-    ErrorKind kind = ErrorKind::runtime;
-    error_of([&] { store.append(json::array({1, 2})); }, &kind);
-    EXPECT_EQ(kind, ErrorKind::input);
-    EXPECT_TRUE(store.list().empty());  // the failed append left nothing behind
+    const std::string path = t.file("r.sqlite");
+    auto store = ResultStore::open(path);
     // Bytes that are not UTF-8 cost no measurement: they are stored as U+FFFD.
-    const int64_t id = store.append(json{{"bad", std::string("\xFF\xFE")}, {"n", 1}});
-    const json back = store.get(id);
-    EXPECT_EQ(back["bad"], "\xEF\xBF\xBD\xEF\xBF\xBD");
-    EXPECT_EQ(back["n"], 1);
+    ResultDocument doc = sample_doc("h", 1);
+    doc.command = std::string("\xFF\xFE");
+    const int64_t id = store.append(doc);
+    const ResultDocument back = store.get(id);
+    EXPECT_EQ(back.command, "\xEF\xBF\xBD\xEF\xBF\xBD");
+    EXPECT_EQ(back.tests.size(), 1u);
+    // A stored text of the wrong shape (another program wrote it) is one input error naming
+    // the document and the field.
+    raw_sql(path,
+            "UPDATE documents SET json = '{\"schema\": \"stagebench.result\", "
+            "\"tests\": 3}' WHERE id = 1");
+    ErrorKind kind = ErrorKind::runtime;
+    const std::string msg = error_of([&] { store.get(1); }, &kind);
+    EXPECT_EQ(kind, ErrorKind::input);
+    EXPECT_EQ(msg, "document #1 in results store '" + path +
+                       "': tests: expected an array, found an integer");
 }
 
 TEST(ResultStore, ParsesDbOperands) {

@@ -13,6 +13,7 @@
 #include "core/error.hpp"
 #include "core/file_io.hpp"
 #include "core/json_util.hpp"
+#include "core/result.hpp"
 
 namespace sb {
 
@@ -35,43 +36,10 @@ struct Event {
     json args;           // null: none
 };
 
-std::optional<int64_t> int_at(const json& j, const char* key) {
-    if (!j.is_object())
-        return std::nullopt;
-    auto it = j.find(key);
-    if (it == j.end() || !it->is_number())
-        return std::nullopt;
-    return it->get<int64_t>();
-}
-
-std::string str_at(const json& j, const char* key, const std::string& fallback = "") {
-    if (!j.is_object())
-        return fallback;
-    auto it = j.find(key);
-    return it != j.end() && it->is_string() ? it->get<std::string>() : fallback;
-}
-
-std::vector<int64_t> ints(const json& j) {
-    std::vector<int64_t> v;
-    if (j.is_array())
-        for (const auto& x : j)
-            v.push_back(x.is_number() ? x.get<int64_t>() : std::numeric_limits<int64_t>::min());
-    return v;
-}
-
-// Copies the listed keys of src into a new object (null values kept: missing is not zero).
-json pick(const json& src, std::initializer_list<const char*> keys) {
-    json out = json::object();
-    for (const char* k : keys)
-        if (src.is_object() && src.contains(k))
-            out[k] = src[k];
-    return out;
-}
-
-std::string shape_of(const json& ne) {
-    if (!ne.is_array() || ne.empty())
+std::string shape_of(const std::vector<int64_t>& ne) {
+    if (ne.empty())
         return "";
-    std::vector<int64_t> v = ints(ne);
+    std::vector<int64_t> v = ne;
     while (v.size() > 1 && v.back() == 1)
         v.pop_back();
     std::string s;
@@ -130,23 +98,25 @@ struct Interval {
     size_t index = 0;  // into the stage's start_ns / duration_ns
 };
 
-std::vector<Interval> intervals_of(const json& stage) {
+std::vector<Interval> intervals_of(const StageResult& stage) {
     std::vector<Interval> out;
-    const auto starts = ints(json_field(stage, "start_ns"));
-    const auto durs = ints(json_field(stage, "duration_ns"));
-    for (size_t i = 0; i < starts.size() && i < durs.size(); ++i)
-        if (starts[i] != std::numeric_limits<int64_t>::min() &&
-            durs[i] != std::numeric_limits<int64_t>::min() && durs[i] >= 0)
-            out.push_back({starts[i], starts[i] + durs[i], i});
+    for (size_t i = 0; i < stage.start_ns.size() && i < stage.duration_ns.size(); ++i)
+        if (stage.duration_ns[i] >= 0)
+            out.push_back({stage.start_ns[i], stage.start_ns[i] + stage.duration_ns[i], i});
     return out;
 }
 
+json stage_args(const StageResult& s, const Interval& x) {
+    return json{{"n_tokens", s.n_tokens},
+                {"duration_ns", x.end - x.start},
+                {"tokens_per_s",
+                 x.index < s.tokens_per_s.size() ? json(s.tokens_per_s[x.index]) : json(nullptr)}};
+}
+
 // Repetitions, prefill, decode and tokens of one test, inside [lo, hi].
-void add_test_stages(Builder& b, const json& t, bool rep_slices, int tid) {
-    const json& prefill = json_field(t, "prefill");
-    const json& decode = json_field(t, "decode");
-    const auto pre = intervals_of(prefill);
-    const auto dec = intervals_of(decode);
+void add_test_stages(Builder& b, const TestResult& t, bool rep_slices, int tid) {
+    const auto pre = t.prefill ? intervals_of(*t.prefill) : std::vector<Interval>{};
+    const auto dec = t.decode ? intervals_of(*t.decode) : std::vector<Interval>{};
     // A repetition is a prefill and the decode that starts after it (before the next prefill);
     // without prefills, each decode.
     if (rep_slices) {
@@ -169,38 +139,29 @@ void add_test_stages(Builder& b, const json& t, bool rep_slices, int tid) {
             b.slice(tid, "repetition " + std::to_string(i + 1), "repetition", reps[i].first,
                     reps[i].second, json{{"repetition", i + 1}});
     }
-    const auto tps_pre = json_field(prefill, "tokens_per_s");
     for (const auto& p : pre)
-        b.slice(
-            tid, "prefill", "stage", p.start, p.end,
-            json{{"n_tokens", json_field(prefill, "n_tokens")},
-                 {"duration_ns", p.end - p.start},
-                 {"tokens_per_s", tps_pre.is_array() && p.index < tps_pre.size() ? tps_pre[p.index]
-                                                                                 : json(nullptr)}});
-    const auto tps_dec = json_field(decode, "tokens_per_s");
-    const auto lat = ints(json_field(decode, "token_latency_ns"));
-    const auto n_tok = int_at(decode, "n_tokens");
+        b.slice(tid, "prefill", "stage", p.start, p.end, stage_args(*t.prefill, p));
+    if (!t.decode)
+        return;
+    const DecodeResult& decode = *t.decode;
+    const auto& lat = decode.token_latency_ns;
+    const int64_t n_tok = decode.n_tokens;
     // Token slices only when every repetition decoded n_tokens (the in-process engine); over
     // HTTP the gaps are per streamed chunk and vary per repetition.
-    const bool tokens = b.opts.tokens && n_tok && *n_tok > 0 &&
-                        lat.size() == static_cast<size_t>(*n_tok) * dec.size();
+    const bool tokens =
+        b.opts.tokens && n_tok > 0 && lat.size() == static_cast<size_t>(n_tok) * dec.size();
     for (size_t k = 0; k < dec.size(); ++k) {
         const auto& d = dec[k];
-        b.slice(
-            tid, "decode", "stage", d.start, d.end,
-            json{{"n_tokens", json_field(decode, "n_tokens")},
-                 {"duration_ns", d.end - d.start},
-                 {"tokens_per_s", tps_dec.is_array() && d.index < tps_dec.size() ? tps_dec[d.index]
-                                                                                 : json(nullptr)}});
+        b.slice(tid, "decode", "stage", d.start, d.end, stage_args(decode, d));
         if (!tokens)
             continue;
-        int64_t t = d.start;
-        for (int64_t i = 0; i < *n_tok; ++i) {
-            const int64_t l = lat[static_cast<size_t>(k * *n_tok + i)];
-            const int64_t end = std::min(d.end, t + std::max<int64_t>(0, l));
-            b.slice(tid, "token " + std::to_string(i + 1), "token", t, end,
+        int64_t t0 = d.start;
+        for (int64_t i = 0; i < n_tok; ++i) {
+            const int64_t l = lat[static_cast<size_t>(static_cast<int64_t>(k) * n_tok + i)];
+            const int64_t end = std::min(d.end, t0 + std::max<int64_t>(0, l));
+            b.slice(tid, "token " + std::to_string(i + 1), "token", t0, end,
                     json{{"latency_ns", l}});
-            t = end;
+            t0 = end;
         }
     }
 }
@@ -213,64 +174,58 @@ json with_pass(json args, const std::string& pass) {
 
 struct RoundRef {
     std::string phase;
-    const json* round = nullptr;
+    const SustainedRound* round = nullptr;
 };
 
-void add_tests(Builder& b, const json& doc) {
+// A traced pass after a round that lies after it (and is not empty backwards).
+bool pass_after(const SustainedRound& r) {
+    return r.ops && r.ops->start_ns >= r.end_ns && r.ops->end_ns >= r.ops->start_ns;
+}
+
+void add_tests(Builder& b, const ResultDocument& doc) {
     // Sustained documents: each round is one test with the round's start and end.
     std::map<int64_t, RoundRef> rounds;
-    const json& sustained = json_field(doc, "sustained");
-    // With --cooldown 0 the wait is only the time to look at the clock: no slice.
-    const bool cooldowns = str_at(json_field(sustained, "config"), "cooldown") != "0";
-    static const json no_phases = json::array();
-    const json& phases =
-        json_field(sustained, "phases").is_array() ? json_field(sustained, "phases") : no_phases;
-    for (const auto& ph : phases) {
-        const std::string phase = str_at(ph, "name", "rounds");
-        int64_t lo = std::numeric_limits<int64_t>::max(), hi = std::numeric_limits<int64_t>::min();
-        int64_t prev_end = std::numeric_limits<int64_t>::min();
-        const json& rs = json_field(ph, "rounds");
-        if (!rs.is_array())
-            continue;
-        for (const auto& r : rs) {
-            auto s = int_at(r, "start_ns"), e = int_at(r, "end_ns");
-            if (!s || !e || *s <= 0)
-                continue;
-            rounds[*s] = {phase, &r};
-            lo = std::min(lo, *s);
-            hi = std::max(hi, *e);
-            // A traced pass after the round (--trace-ops-rounds) belongs to the phase too.
-            const json& pass = json_field(r, "ops");
-            auto ps = int_at(pass, "start_ns"), pe = int_at(pass, "end_ns");
-            const bool has_pass = ps && pe && *ps >= *e && *pe >= *ps;
-            if (has_pass)
-                hi = std::max(hi, *pe);
-            const json& cd = json_field(r, "cooldown_s");
-            if (cooldowns && cd.is_number() && cd.get<double>() > 0) {
-                int64_t cs = *s - static_cast<int64_t>(std::llround(cd.get<double>() * 1e9));
-                if (prev_end != std::numeric_limits<int64_t>::min())
-                    cs = std::max(cs, prev_end);
-                b.slice(kStagesTid, "cooldown", "cooldown", cs, *s,
-                        json{{"cooldown_s", cd}, {"before_round", json_field(r, "round")}});
+    if (doc.sustained) {
+        // With --cooldown 0 the wait is only the time to look at the clock: no slice.
+        const bool cooldowns = doc.sustained->config.cooldown != "0";
+        for (const auto& ph : doc.sustained->phases) {
+            const std::string phase = ph.name.empty() ? "rounds" : ph.name;
+            int64_t lo = std::numeric_limits<int64_t>::max();
+            int64_t hi = std::numeric_limits<int64_t>::min();
+            int64_t prev_end = std::numeric_limits<int64_t>::min();
+            for (const auto& r : ph.rounds) {
+                if (r.start_ns <= 0)
+                    continue;
+                rounds[r.start_ns] = {phase, &r};
+                lo = std::min(lo, r.start_ns);
+                hi = std::max(hi, r.end_ns);
+                // A traced pass after the round (--trace-ops-rounds) belongs to the phase too.
+                const bool has_pass = pass_after(r);
+                if (has_pass)
+                    hi = std::max(hi, r.ops->end_ns);
+                if (cooldowns && r.cooldown_s > 0) {
+                    int64_t cs =
+                        r.start_ns - static_cast<int64_t>(std::llround(r.cooldown_s * 1e9));
+                    if (prev_end != std::numeric_limits<int64_t>::min())
+                        cs = std::max(cs, prev_end);
+                    b.slice(kStagesTid, "cooldown", "cooldown", cs, r.start_ns,
+                            json{{"cooldown_s", r.cooldown_s}, {"before_round", r.round}});
+                }
+                prev_end = has_pass ? r.ops->end_ns : r.end_ns;
             }
-            prev_end = has_pass ? *pe : *e;
+            if (lo <= hi)
+                b.slice(kStagesTid, "phase " + phase, "phase", lo, hi,
+                        json{{"phase", phase}, {"background", ph.background}});
         }
-        if (lo <= hi)
-            b.slice(kStagesTid, "phase " + phase, "phase", lo, hi,
-                    json{{"phase", phase}, {"background", json_field(ph, "background")}});
     }
 
-    const json& tests = json_field(doc, "tests");
-    if (!tests.is_array())
-        return;
     // A hybrid run interleaves the repetitions of its modes: each mode gets a track of its own,
     // and the state transfers of the hybrid mode are slices on its track.
-    const json& hybrid = json_field(doc, "hybrid");
     std::map<std::string, int> mode_tid;
-    auto tid_of = [&](const json& cfg) {
-        if (!hybrid.is_object())
+    auto tid_of = [&](const TestConfig& cfg) {
+        if (!doc.hybrid)
             return kStagesTid;
-        const std::string dev = str_at(cfg, "devices", "?");
+        const std::string dev = cfg.devices.str();
         auto it = mode_tid.find(dev);
         if (it != mode_tid.end())
             return it->second;
@@ -280,195 +235,192 @@ void add_tests(Builder& b, const json& doc) {
         b.thread_names[tid] = "stages on " + dev;
         return tid;
     };
-    if (hybrid.is_object() && json_field(hybrid, "points").is_array()) {
-        for (const auto& pt : json_field(hybrid, "points")) {
-            const auto idx = int_at(json_field(pt, "tests"), "hybrid");
-            if (!idx || *idx < 0 || static_cast<size_t>(*idx) >= tests.size())
+    if (doc.hybrid) {
+        for (const auto& pt : doc.hybrid->points) {
+            const auto idx = pt.tests.find("hybrid");
+            if (idx == pt.tests.end() || idx->second < 0 ||
+                static_cast<size_t>(idx->second) >= doc.tests.size())
                 continue;
-            const int tid = tid_of(json_field(tests[static_cast<size_t>(*idx)], "config"));
-            const json& tr = json_field(pt, "transfer");
-            const auto starts = ints(json_field(tr, "start_ns"));
-            const auto durs = ints(json_field(tr, "duration_ns"));
-            const auto bytes = ints(json_field(tr, "bytes"));
-            for (size_t i = 0; i < starts.size() && i < durs.size(); ++i) {
-                if (starts[i] <= 0 || durs[i] < 0)
+            const int tid = tid_of(doc.tests[static_cast<size_t>(idx->second)].config);
+            const HybridTransfer& tr = pt.transfer;
+            for (size_t i = 0; i < tr.start_ns.size() && i < tr.duration_ns.size(); ++i) {
+                if (tr.start_ns[i] <= 0 || tr.duration_ns[i] < 0)
                     continue;
-                json args{{"duration_ns", durs[i]}};
-                if (i < bytes.size())
-                    args["bytes"] = bytes[i];
-                b.slice(tid, "state transfer", "transfer", starts[i], starts[i] + durs[i], args);
+                json args{{"duration_ns", tr.duration_ns[i]}};
+                if (i < tr.bytes.size())
+                    args["bytes"] = tr.bytes[i];
+                b.slice(tid, "state transfer", "transfer", tr.start_ns[i],
+                        tr.start_ns[i] + tr.duration_ns[i], args);
             }
         }
     }
-    for (const auto& t : tests) {
-        auto s = int_at(t, "started_ns"), e = int_at(t, "finished_ns");
-        const json& cfg = json_field(t, "config");
+    for (const auto& t : doc.tests) {
+        const TestConfig& cfg = t.config;
         const int tid = tid_of(cfg);
-        json args = pick(t, {"status", "error", "reps_done", "stopped_by", "backends"});
-        args["test"] = json_field(cfg, "test");
-        args["devices"] = json_field(cfg, "devices");
-        args["engine"] = json_field(cfg, "engine");
-        std::string name = str_at(cfg, "test", "test") + " on " + str_at(cfg, "devices", "?");
+        json args{{"status", to_string(t.status)},
+                  {"error", opt(t.error)},
+                  {"reps_done", t.reps_done},
+                  {"stopped_by", t.stopped_by ? to_string(*t.stopped_by) : std::string()},
+                  {"backends", t.backends},
+                  {"test", cfg.test_name()},
+                  {"devices", cfg.devices.str()},
+                  {"engine", to_string(cfg.engine)}};
+        std::string name = cfg.test_name() + " on " + cfg.devices.str();
         std::string cat = "test";
         bool rep_slices = true;
-        if (s) {
-            auto it = rounds.find(*s);
-            if (it != rounds.end()) {
-                const json& r = *it->second.round;
-                name = "round " + std::to_string(int_at(r, "round").value_or(0));
-                cat = "round";
-                args.update(pick(
-                    r, {"round", "ttft_ms", "prefill_tps", "decode_tps", "itl_p50_ms", "itl_p99_ms",
-                        "decode_j_per_token", "decode_net_j_per_token", "temp_start_c",
-                        "temp_end_c", "temp_max_c", "cpu_freq_mean_khz", "cooldown_s"}));
-                args["phase"] = it->second.phase;
-                rep_slices = int_at(t, "reps_done").value_or(0) > 1;
-            }
+        if (auto it = rounds.find(t.started_ns); it != rounds.end()) {
+            const SustainedRound& r = *it->second.round;
+            name = "round " + std::to_string(r.round);
+            cat = "round";
+            args.update(json{{"round", r.round},
+                             {"ttft_ms", opt(r.ttft_ms)},
+                             {"prefill_tps", opt(r.prefill_tps)},
+                             {"decode_tps", opt(r.decode_tps)},
+                             {"itl_p50_ms", opt(r.itl_p50_ms)},
+                             {"itl_p99_ms", opt(r.itl_p99_ms)},
+                             {"decode_j_per_token", opt(r.decode_j_per_token)},
+                             {"decode_net_j_per_token", opt(r.decode_net_j_per_token)},
+                             {"temp_start_c", opt(r.temp_start_c)},
+                             {"temp_end_c", opt(r.temp_end_c)},
+                             {"temp_max_c", opt(r.temp_max_c)},
+                             {"cpu_freq_mean_khz", opt(r.cpu_freq_mean_khz)},
+                             {"cooldown_s", r.cooldown_s}});
+            args["phase"] = it->second.phase;
+            rep_slices = t.reps_done > 1;
         }
-        if (s && e && *s > 0 && *e >= *s)
-            b.slice(tid, name, cat, *s, *e, args);
+        if (t.started_ns > 0 && t.finished_ns >= t.started_ns)
+            b.slice(tid, name, cat, t.started_ns, t.finished_ns, args);
         add_test_stages(b, t, rep_slices, tid);
     }
 }
 
 // The stages of an ops profile (ops.stages[] or a sustained round's traced pass); pass names
 // the traced pass in the slices' arguments ("" for an ops document).
-void add_op_stages(Builder& b, const json& stages, const std::string& pass) {
-    if (!stages.is_array())
-        return;
+void add_op_stages(Builder& b, const std::vector<StageProfile>& stages, const std::string& pass) {
     for (const auto& st : stages) {
-        const std::string stage = str_at(st, "stage", "stage");
-        const json& rec = json_field(st, "reconciliation");
-        const auto plain_s = ints(json_field(rec, "plain_start_ns"));
-        const auto plain_d = ints(json_field(rec, "plain_ns"));
-        for (size_t i = 0; i < plain_s.size() && i < plain_d.size(); ++i)
-            b.slice(kStagesTid, stage + " (uninstrumented)", "stage", plain_s[i],
-                    plain_s[i] + plain_d[i],
-                    with_pass(
-                        json{{"stage", stage}, {"repetition", i + 1}, {"duration_ns", plain_d[i]}},
-                        pass));
-        const auto traced_s = ints(json_field(rec, "traced_start_ns"));
-        const auto traced_d = ints(json_field(rec, "traced_ns"));
-        const auto timeline = int_at(st, "timeline_rep");
-        for (size_t i = 0; i < traced_s.size() && i < traced_d.size(); ++i)
-            b.slice(kStagesTid, stage + " (traced node by node)", "stage", traced_s[i],
-                    traced_s[i] + traced_d[i],
+        const std::string stage = st.stage.empty() ? "stage" : st.stage;
+        const Reconciliation& rec = st.rec;
+        for (size_t i = 0; i < rec.plain_start_ns.size() && i < rec.plain_ns.size(); ++i)
+            b.slice(
+                kStagesTid, stage + " (uninstrumented)", "stage", rec.plain_start_ns[i],
+                rec.plain_start_ns[i] + rec.plain_ns[i],
+                with_pass(
+                    json{{"stage", stage}, {"repetition", i + 1}, {"duration_ns", rec.plain_ns[i]}},
+                    pass));
+        for (size_t i = 0; i < rec.traced_start_ns.size() && i < rec.traced_ns.size(); ++i)
+            b.slice(kStagesTid, stage + " (traced node by node)", "stage", rec.traced_start_ns[i],
+                    rec.traced_start_ns[i] + rec.traced_ns[i],
                     with_pass(json{{"stage", stage},
                                    {"repetition", i + 1},
-                                   {"duration_ns", traced_d[i]},
-                                   {"ops_shown", timeline && *timeline == static_cast<int64_t>(i)}},
+                                   {"duration_ns", rec.traced_ns[i]},
+                                   {"ops_shown",
+                                    st.timeline_rep && *st.timeline_rep == static_cast<int>(i)}},
                               pass));
         if (!b.opts.ops)
             continue;
-        const json& recs = json_field(st, "ops");
-        if (!recs.is_array())
-            continue;
-        std::map<std::pair<int64_t, int64_t>, size_t> index;  // (graph, node) -> record
-        for (size_t i = 0; i < recs.size(); ++i) {
-            const json& r = recs[i];
-            index[{int_at(r, "graph").value_or(0), int_at(r, "node").value_or(-1)}] = i;
-            auto s = int_at(r, "start_ns"), e = int_at(r, "end_ns");
-            if (!s || !e)
+        std::map<std::pair<int, int>, size_t> index;  // (graph, node) -> record
+        for (size_t i = 0; i < st.ops.size(); ++i) {
+            const OpRecord& r = st.ops[i];
+            index[{r.graph, r.node}] = i;
+            if (!r.start_ns || !r.end_ns)
                 continue;
             json srcs = json::array();
-            if (json_field(r, "srcs").is_array())
-                for (const auto& src : r["srcs"])
-                    srcs.push_back({{"name", json_field(src, "name")},
-                                    {"type", json_field(src, "type")},
-                                    {"shape", shape_of(json_field(src, "ne"))}});
-            json args = pick(r, {"name", "layer", "backend", "type", "op_ns", "call_ns",
-                                 "isolated_call_ns", "no_compute", "graph", "node"});
-            args["shape"] = shape_of(json_field(r, "ne"));
-            args["srcs"] = srcs;
-            args["stage"] = stage;
-            b.slice(b.tid_of_backend(str_at(r, "backend")), str_at(r, "op", "op"), "op", *s, *e,
-                    with_pass(std::move(args), pass));
+            for (const auto& src : r.srcs)
+                srcs.push_back(
+                    {{"name", src.name}, {"type", src.type}, {"shape", shape_of(src.ne)}});
+            json args{{"name", r.out.name},
+                      {"layer", opt(r.layer)},
+                      {"backend", r.backend},
+                      {"type", r.out.type},
+                      {"op_ns", opt(r.op_ns)},
+                      {"call_ns", opt(r.call_ns)},
+                      {"isolated_call_ns", opt(r.isolated_call_ns)},
+                      {"no_compute", r.no_compute},
+                      {"graph", r.graph},
+                      {"node", r.node},
+                      {"shape", shape_of(r.out.ne)},
+                      {"srcs", srcs},
+                      {"stage", stage}};
+            b.slice(b.tid_of_backend(r.backend), r.op.empty() ? "op" : r.op, "op", *r.start_ns,
+                    *r.end_ns, with_pass(std::move(args), pass));
         }
         // A split's input copies ran between the previous node's end and its first node's
         // start (the gap call_ns does not hold).
-        const json& splits = json_field(st, "splits");
-        if (!splits.is_array())
-            continue;
-        for (const auto& sp : splits) {
-            const int64_t g = int_at(sp, "graph").value_or(0);
-            const auto first = int_at(sp, "first_node");
-            if (!first || *first <= 0 || int_at(sp, "n_inputs").value_or(0) <= 0)
+        for (const auto& sp : st.splits) {
+            if (sp.first_node <= 0 || sp.n_inputs <= 0)
                 continue;
-            auto cur = index.find({g, *first});
-            auto prev = index.find({g, *first - 1});
+            auto cur = index.find({sp.graph, sp.first_node});
+            auto prev = index.find({sp.graph, sp.first_node - 1});
             if (cur == index.end() || prev == index.end())
                 continue;
-            auto s = int_at(recs[prev->second], "end_ns");
-            auto e = int_at(recs[cur->second], "start_ns");
+            const auto s = st.ops[prev->second].end_ns;
+            const auto e = st.ops[cur->second].start_ns;
             if (!s || !e || *e < *s)
                 continue;
-            const std::string backend = str_at(sp, "backend");
-            json args = pick(sp, {"input_bytes", "n_inputs", "inputs", "copy_ns", "index"});
-            args["backend"] = backend;
-            args["stage"] = stage;
-            b.slice(b.tid_of_backend(backend), "copy to " + backend, "copy", *s, *e,
+            json args{{"input_bytes", opt(sp.input_bytes)},
+                      {"n_inputs", sp.n_inputs},
+                      {"inputs", sp.inputs},
+                      {"copy_ns", opt(sp.copy_ns)},
+                      {"index", sp.index},
+                      {"backend", sp.backend},
+                      {"stage", stage}};
+            b.slice(b.tid_of_backend(sp.backend), "copy to " + sp.backend, "copy", *s, *e,
                     with_pass(std::move(args), pass));
         }
     }
 }
 
-void add_ops(Builder& b, const json& doc) {
-    add_op_stages(b, json_field(json_field(doc, "ops"), "stages"), "");
+void add_ops(Builder& b, const ResultDocument& doc) {
+    if (doc.ops)
+        add_op_stages(b, doc.ops->stages, "");
+    if (!doc.sustained)
+        return;
     // Sustained rounds with a traced pass after them: a slice for the pass on the stages track,
     // its stages and ops inside it.
-    const json& phases = json_field(json_field(doc, "sustained"), "phases");
-    if (!phases.is_array())
-        return;
-    for (const auto& ph : phases) {
-        const json& rs = json_field(ph, "rounds");
-        if (!rs.is_array())
-            continue;
-        for (const auto& r : rs) {
-            const json& pass = json_field(r, "ops");
-            auto s = int_at(pass, "start_ns"), e = int_at(pass, "end_ns");
-            if (!s || !e || *e < *s)
+    for (const auto& ph : doc.sustained->phases) {
+        for (const auto& r : ph.rounds) {
+            if (!r.ops || r.ops->end_ns < r.ops->start_ns)
                 continue;
-            const std::string label =
-                str_at(pass, "label",
-                       "traced pass after round " + std::to_string(int_at(r, "round").value_or(0)));
-            json args = pick(pass, {"status", "error", "devices"});
-            args["round"] = json_field(r, "round");
-            args["phase"] = str_at(ph, "name", "rounds");
-            b.slice(kStagesTid, label, "traced_pass", *s, *e, std::move(args));
-            add_op_stages(b, json_field(pass, "stages"), label);
+            const RoundTracedPass& pass = *r.ops;
+            const std::string label = pass.label.empty()
+                                          ? "traced pass after round " + std::to_string(r.round)
+                                          : pass.label;
+            json args{{"status", pass.status},
+                      {"error", opt(pass.error)},
+                      {"devices", pass.devices},
+                      {"round", r.round},
+                      {"phase", ph.name.empty() ? "rounds" : ph.name}};
+            b.slice(kStagesTid, label, "traced_pass", pass.start_ns, pass.end_ns, std::move(args));
+            add_op_stages(b, pass.stages, label);
         }
     }
 }
 
-void add_counters(Builder& b, const json& doc) {
-    const json& series = json_field(json_field(doc, "telemetry"), "series");
-    if (!series.is_array())
+void add_counters(Builder& b, const ResultDocument& doc) {
+    if (!doc.telemetry || !doc.telemetry->series)
         return;
-    for (const auto& s : series) {
-        const std::string metric = str_at(s, "metric");
-        if (metric.empty())
+    for (const auto& s : *doc.telemetry->series) {
+        if (s.metric.empty())
             continue;
-        const bool cumulative = str_at(s, "kind") == "counter";
-        const auto t = ints(json_field(s, "t_ns"));
-        const json& vals = json_field(s, cumulative ? "cumulative" : "values");
-        if (!vals.is_array())
-            continue;
+        const bool cumulative = s.kind == "counter";
+        static const std::vector<std::optional<double>> none;
+        const auto& vals = cumulative ? (s.cumulative ? *s.cumulative : none) : s.values;
         // Energy counters also as power over each sampling interval, placed at its start.
         const std::string suffix = "energy_uj";
         const bool energy =
-            cumulative && metric.size() > suffix.size() &&
-            metric.compare(metric.size() - suffix.size(), suffix.size(), suffix) == 0;
+            cumulative && s.metric.size() > suffix.size() && s.metric.ends_with(suffix);
         const std::string power =
-            metric.substr(0, metric.size() - suffix.size()) + "power_mw (from energy_uj)";
+            s.metric.substr(0, s.metric.size() - suffix.size()) + "power_mw (from energy_uj)";
         std::optional<std::pair<int64_t, double>> last;
-        for (size_t i = 0; i < t.size() && i < vals.size(); ++i) {
-            if (!vals[i].is_number() || t[i] == std::numeric_limits<int64_t>::min())
+        for (size_t i = 0; i < s.t_ns.size() && i < vals.size(); ++i) {
+            if (!vals[i])
                 continue;  // missing is not zero: no point
-            const double v = vals[i].get<double>();
-            b.counter(metric, t[i], v);
-            if (energy && last && t[i] > last->first)
-                b.counter(power, last->first, (v - last->second) / (t[i] - last->first) * 1e6);
-            last = {{t[i], v}};
+            const double v = *vals[i];
+            const int64_t t = s.t_ns[i];
+            b.counter(s.metric, t, v);
+            if (energy && last && t > last->first)
+                b.counter(power, last->first, (v - last->second) / (t - last->first) * 1e6);
+            last = {{t, v}};
         }
     }
 }
@@ -480,10 +432,7 @@ double us(int64_t ns) {
 
 }  // namespace
 
-json chrome_trace(const json& doc, const TraceOptions& opts) {
-    if (!doc.is_object() || str_at(doc, "schema") != "stagebench.result")
-        throw input_error(
-            "not a stagebench result document (no \"schema\": \"stagebench.result\")");
+json chrome_trace(const ResultDocument& doc, const TraceOptions& opts) {
     Builder b{opts};
     add_tests(b, doc);
     add_ops(b, doc);
@@ -503,7 +452,7 @@ json chrome_trace(const json& doc, const TraceOptions& opts) {
     });
 
     json out = json::array();
-    const std::string command = str_at(doc, "command", "?");
+    const std::string command = doc.command.empty() ? "?" : doc.command;
     auto meta = [&](const char* name, int pid, int tid, const char* key, json value) {
         json args = json::object();
         args[key] = std::move(value);
@@ -543,17 +492,20 @@ json chrome_trace(const json& doc, const TraceOptions& opts) {
             j["args"] = std::move(e.args);
         out.push_back(std::move(j));
     }
-    json md{{"source", "stagebench"},
-            {"command", command},
-            {"argv", json_field(doc, "argv")},
-            {"tool", json_field(doc, "tool")},
-            {"started_at", json_field(doc, "started_at")},
-            {"clock", "sb::now_ns (CLOCK_MONOTONIC); ts = microseconds since origin_ns"},
-            {"origin_ns", origin}};
+    json md{
+        {"source", "stagebench"},
+        {"command", command},
+        {"argv", doc.argv},
+        {"tool",
+         {{"name", "stagebench"}, {"version", doc.tool_version}, {"build_type", doc.build_type}}},
+        {"started_at", doc.started_at},
+        {"clock", "sb::now_ns (CLOCK_MONOTONIC); ts = microseconds since origin_ns"},
+        {"origin_ns", origin}};
     return json{{"traceEvents", std::move(out)}, {"metadata", std::move(md)}};
 }
 
-void write_chrome_trace(const json& doc, const std::string& path, const TraceOptions& opts) {
+void write_chrome_trace(const ResultDocument& doc, const std::string& path,
+                        const TraceOptions& opts) {
     write_output_file(path, dump_json(chrome_trace(doc, opts)) + "\n", "the trace file");
 }
 

@@ -1,8 +1,8 @@
 #pragma once
-// Timelines as traces: converts a stagebench result document (the JSON that --out writes) into
-// a Chrome Trace Event JSON trace that ui.perfetto.dev and chrome://tracing open. A pure
-// function of the document, so `--trace` on any command and `stagebench trace RESULT.json` give
-// the same file.
+// Timelines as traces: converts a stagebench result document (what --out writes, read with
+// from_json) into a Chrome Trace Event JSON trace that ui.perfetto.dev and chrome://tracing open. A
+// pure function of the document, so `--trace` on any command and `stagebench trace RESULT.json`
+// give the same file.
 //
 // What the trace holds (pid 1 "stagebench <command>", pid 2 "telemetry"):
 //  * track "stages" (tid 1): tests (`run`), phases and rounds (`sustained`, with "cooldown"
@@ -18,7 +18,7 @@
 //  * one counter track per telemetry series, named by its metric (units in the name);
 //    cumulative counters as their value since the first sample, and energy counters also as
 //    derived power ("... power_mw (from energy_uj)").
-// Fields read (all optional; a command gets the same trace by writing them):
+// Fields read (a command gets the same trace by writing them):
 // tests[].{config.test, config.devices, started_ns, finished_ns, reps_done,
 // prefill|decode.{start_ns[], duration_ns[], tokens_per_s[], n_tokens, token_latency_ns[]}};
 // sustained.phases[].rounds[].{round, start_ns, end_ns, cooldown_s, ops.{label, start_ns,
@@ -42,6 +42,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/result.hpp"
+
 namespace sb {
 
 struct TraceOptions {
@@ -50,13 +52,13 @@ struct TraceOptions {
     bool counters = true;  // telemetry series as counter tracks
 };
 
-// The trace of a result document: {"traceEvents": [...], "metadata": {...}}. Throws
-// sb::Error(input) when doc is not a stagebench result document.
-nlohmann::json chrome_trace(const nlohmann::json& doc, const TraceOptions& opts = {});
+// The trace of a result document: {"traceEvents": [...], "metadata": {...}}. Never throws for
+// the document's content.
+nlohmann::json chrome_trace(const ResultDocument& doc, const TraceOptions& opts = {});
 
 // chrome_trace() written compactly to path, atomically (temporary file + rename). Throws
 // sb::Error(runtime) when the file cannot be written.
-void write_chrome_trace(const nlohmann::json& doc, const std::string& path,
+void write_chrome_trace(const ResultDocument& doc, const std::string& path,
                         const TraceOptions& opts = {});
 
 // A structural check of a Chrome Trace Event JSON trace, as Perfetto reads it: an object with

@@ -6,11 +6,17 @@
 #include <set>
 
 #include "core/error.hpp"
+#include "core/result.hpp"
 
 using nlohmann::json;
 using sb::TraceOptions;
 
 namespace {
+
+// The trace of a document given as JSON, read as `stagebench trace` reads a file.
+json trace(const json& doc, const TraceOptions& o = {}) {
+    return sb::chrome_trace(sb::from_json<sb::ResultDocument>(doc, "doc"), o);
+}
 
 constexpr int64_t kT0 = 5'000'000'123;  // an arbitrary point of the monotonic clock
 
@@ -34,7 +40,12 @@ json run_test(int64_t t0) {
              {"duration_ns", {600'003, 900'000}},
              {"tokens_per_s", {5000.0, 3333.3}},
              {"token_latency_ns", {200'001, 200'001, 200'001, 300'000, 300'000, 300'000}}};
-    return json{{"config", {{"test", "pp32+tg3"}, {"devices", "CPU"}, {"engine", "llama"}}},
+    return json{{"config",
+                 {{"test", "pp32+tg3"},
+                  {"n_prompt", 32},
+                  {"n_gen", 3},
+                  {"devices", "CPU"},
+                  {"engine", "llama"}}},
                 {"status", "ok"},
                 {"reps_done", 2},
                 {"started_ns", t0},
@@ -94,7 +105,7 @@ TEST(ChromeTrace, RunDocumentNestsTestsRepetitionsStagesAndTokens) {
     json doc = base_doc("run");
     doc["tests"].push_back(run_test(kT0));
     doc["telemetry"] = telemetry(kT0 - 50'000'000, 5);
-    const json tr = sb::chrome_trace(doc);
+    const json tr = trace(doc);
     const sb::TraceCheck c = sb::check_chrome_trace(tr);
     EXPECT_TRUE(c.errors.empty()) << c.errors.front();
 
@@ -145,7 +156,7 @@ TEST(ChromeTrace, OptionsLeaveOutTokensAndCounters) {
     TraceOptions o;
     o.tokens = false;
     o.counters = false;
-    const json tr = sb::chrome_trace(doc, o);
+    const json tr = trace(doc, o);
     const auto c = sb::check_chrome_trace(tr);
     EXPECT_TRUE(c.errors.empty());
     EXPECT_EQ(c.slices.at("stages"), 7u);
@@ -167,7 +178,7 @@ TEST(ChromeTrace, SustainedDocumentHasPhasesRoundsAndCooldowns) {
     }
     json phase{{"name", "rounds"}, {"background", ""}, {"rounds", rounds}};
     doc["sustained"] = {{"phases", json::array({phase})}};
-    const json tr = sb::chrome_trace(doc);
+    const json tr = trace(doc);
     const auto c = sb::check_chrome_trace(tr);
     EXPECT_TRUE(c.errors.empty()) << c.errors.front();
     ASSERT_EQ(events_named(tr, "phase rounds").size(), 1u);
@@ -242,7 +253,7 @@ TEST(ChromeTrace, SustainedTracedPassesNestTheirOpsAfterTheChosenRounds) {
     }
     json phase{{"name", "rounds"}, {"background", ""}, {"rounds", rounds}};
     doc["sustained"] = {{"config", {{"cooldown", "90ms"}}}, {"phases", json::array({phase})}};
-    const json tr = sb::chrome_trace(doc);
+    const json tr = trace(doc);
     const auto c = sb::check_chrome_trace(tr);
     ASSERT_TRUE(c.errors.empty()) << c.errors.front();
 
@@ -291,7 +302,7 @@ TEST(ChromeTrace, SustainedTracedPassesNestTheirOpsAfterTheChosenRounds) {
     // Without ops: the passes and their stage runs stay, the op tracks go.
     TraceOptions o;
     o.ops = false;
-    const auto c2 = sb::check_chrome_trace(sb::chrome_trace(doc, o));
+    const auto c2 = sb::check_chrome_trace(trace(doc, o));
     EXPECT_TRUE(c2.errors.empty());
     EXPECT_EQ(c2.slices.count("ops on CPU"), 0u);
     EXPECT_EQ(c2.slices.at("stages"), 1u + 4 * 6 + 3 + 2 * 3);
@@ -337,7 +348,7 @@ TEST(ChromeTrace, OpsDocumentPutsOpsOnBackendTracksWithCopies) {
            {"inputs", {"ffn_norm-1"}},
            {"copy_ns", 4000.0}}}}};
     doc["ops"] = {{"stages", {stage}}};
-    const json tr = sb::chrome_trace(doc);
+    const json tr = trace(doc);
     const auto c = sb::check_chrome_trace(tr);
     EXPECT_TRUE(c.errors.empty()) << c.errors.front();
     EXPECT_EQ(c.slices.at("ops on CPU"), 2u);
@@ -359,15 +370,15 @@ TEST(ChromeTrace, OpsDocumentPutsOpsOnBackendTracksWithCopies) {
 
     TraceOptions o;
     o.ops = false;
-    const auto c2 = sb::check_chrome_trace(sb::chrome_trace(doc, o));
+    const auto c2 = sb::check_chrome_trace(trace(doc, o));
     EXPECT_EQ(c2.slices.count("ops on CPU"), 0u);
 }
 
 TEST(ChromeTrace, RejectsWhatIsNotAResultDocument) {
-    EXPECT_THROW(sb::chrome_trace(json{{"traceEvents", json::array()}}), sb::Error);
-    EXPECT_THROW(sb::chrome_trace(json::array()), sb::Error);
+    EXPECT_THROW(trace(json{{"traceEvents", json::array()}}), sb::Error);
+    EXPECT_THROW(trace(json::array()), sb::Error);
     // A document without timestamps (an imported log) gives an empty but valid trace.
-    const auto c = sb::check_chrome_trace(sb::chrome_trace(base_doc("import")));
+    const auto c = sb::check_chrome_trace(trace(base_doc("import")));
     EXPECT_TRUE(c.errors.empty());
 }
 
@@ -437,12 +448,14 @@ TEST(ChromeTrace, TwentyRoundSustainedRunStaysLoadable) {
                  {"duration_ns", {25'600'000'000LL}},
                  {"tokens_per_s", {10.0}},
                  {"token_latency_ns", lat}};
-        doc["tests"].push_back({{"config", {{"test", "pp2048+tg256"}, {"devices", "CPU"}}},
-                                {"reps_done", 1},
-                                {"started_ns", t0},
-                                {"finished_ns", t0 + round_ns - 1'000'000},
-                                {"prefill", pre},
-                                {"decode", dec}});
+        doc["tests"].push_back(
+            {{"config",
+              {{"test", "pp2048+tg256"}, {"n_prompt", 2048}, {"n_gen", 256}, {"devices", "CPU"}}},
+             {"reps_done", 1},
+             {"started_ns", t0},
+             {"finished_ns", t0 + round_ns - 1'000'000},
+             {"prefill", pre},
+             {"decode", dec}});
         rounds.push_back({{"round", r + 1},
                           {"start_ns", t0},
                           {"end_ns", t0 + round_ns - 1'000'000},
@@ -461,7 +474,7 @@ TEST(ChromeTrace, TwentyRoundSustainedRunStaysLoadable) {
         series.push_back(s);
     }
     doc["telemetry"] = {{"series", series}};
-    const std::string text = sb::chrome_trace(doc).dump();
+    const std::string text = trace(doc).dump();
     const json back = json::parse(text);
     const auto c = sb::check_chrome_trace(back);
     EXPECT_TRUE(c.errors.empty()) << c.errors.front();

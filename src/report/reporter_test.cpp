@@ -1,0 +1,83 @@
+// The one switch from an output format to what writes a result document.
+#include "report/reporter.hpp"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "core/error.hpp"
+
+namespace sb {
+namespace {
+
+using nlohmann::json;
+
+ResultDocument two_tests() {
+    ResultDocument d;
+    d.command = "run";
+    for (int p : {16, 32}) {
+        TestResult t;
+        t.config.n_prompt = p;
+        t.config.n_gen = 4;
+        t.reps_done = 2;
+        t.stopped_by = StopReason::reps;
+        StageResult pre;
+        pre.n_tokens = p;
+        pre.tokens_per_s = {100.0, 110.0};
+        pre.throughput = summarize(pre.tokens_per_s);
+        t.prefill = pre;
+        d.tests.push_back(t);
+    }
+    return d;
+}
+
+std::string printed(OutputFormat f, const ResultDocument& d) {
+    std::ostringstream out;
+    print_document(f, d, out);
+    return out.str();
+}
+
+TEST(Reporter, EachFormatHasItsReporter) {
+    const ResultDocument d = two_tests();
+    EXPECT_EQ(json::parse(printed(OutputFormat::json, d)), to_json(d));
+    const std::string jsonl = printed(OutputFormat::jsonl, d);
+    std::istringstream lines(jsonl);
+    std::string line;
+    int n = 0;
+    while (std::getline(lines, line))
+        EXPECT_EQ(json::parse(line), to_json(d.tests[n++]));
+    EXPECT_EQ(n, 2);
+    const std::string csv = printed(OutputFormat::csv, d);
+    EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 3);  // the header and a prefill row each
+    EXPECT_NE(csv.find("\"pp32+tg4\",prefill,32,2,ok,105"), std::string::npos) << csv;
+    const std::string md = printed(OutputFormat::md, d);
+    EXPECT_NE(md.find("| pp16 |"), std::string::npos) << md;
+    EXPECT_NE(md.find("| pp32 |"), std::string::npos) << md;
+}
+
+TEST(Reporter, MarkdownOfAHybridOrSustainedDocumentIsItsSection) {
+    ResultDocument h = two_tests();
+    h.hybrid.emplace().prefill_device = "CPU";
+    h.hybrid->decode_device = "BLAS";
+    EXPECT_EQ(printed(OutputFormat::md, h).rfind("## Hybrid: prefill on CPU, decode on BLAS", 0),
+              0u);
+    ResultDocument s = two_tests();
+    s.sustained.emplace().phases.emplace_back().name = "rounds";
+    EXPECT_EQ(printed(OutputFormat::md, s).rfind("## rounds", 0), 0u);
+    // The other formats are the document's whatever its command.
+    EXPECT_EQ(json::parse(printed(OutputFormat::json, h)), to_json(h));
+}
+
+TEST(Reporter, HtmlIsNotAStreamFormat) {
+    std::ostringstream out;
+    try {
+        make_reporter(OutputFormat::html, out);
+        ADD_FAILURE();
+    } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::usage);
+        EXPECT_NE(std::string(e.what()).find("stagebench report"), std::string::npos);
+    }
+}
+
+}  // namespace
+}  // namespace sb
