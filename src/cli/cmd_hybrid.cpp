@@ -52,7 +52,8 @@ void add_hybrid_command(CLI::App& app, Context& ctx) {
     cmd->add_option("--n-gpu-layers", o->base.n_gpu_layers, "layers to offload (-ngl)")
         ->check(gpu_layers_check())
         ->capture_default_str();
-    cmd->add_option("--flash-attn", o->base.flash_attn, "flash attention auto|on|off (-fa)")
+    auto flash_attn = std::make_shared<std::string>("auto");
+    cmd->add_option("--flash-attn", *flash_attn, "flash attention auto|on|off (-fa)")
         ->check(flash_attn_check())
         ->capture_default_str();
     cmd->add_option("--cache-type-k", o->base.type_k, "K cache type (-ctk)")
@@ -87,7 +88,8 @@ void add_hybrid_command(CLI::App& app, Context& ctx) {
     cmd->add_option("--idle", o->telemetry.idle_s, "seconds of idle baseline first")
         ->check(seconds_check(true))
         ->capture_default_str();
-    cmd->callback([&ctx, o, quiet, no_warmup, no_baselines, trace] {
+    cmd->callback([&ctx, o, quiet, no_warmup, no_baselines, trace, flash_attn] {
+        o->base.flash_attn = enum_from_text<FlashAttn>(*flash_attn, "--flash-attn");
         check_not_empty(o->n_prompt, "-p");
         check_not_empty(o->n_gen, "-n");
         check_context(*std::max_element(o->n_prompt.begin(), o->n_prompt.end()), 0,

@@ -105,7 +105,7 @@ void finish_document(Context& ctx, const ResultDocument& doc) {
     const TestResult* first = nullptr;
     int n_bad = 0;
     for (const auto& t : doc.tests)
-        if (t.status == "failed" && (t.error_kind == "input" || t.error_kind == "usage")) {
+        if (t.status == Status::failed && (t.error_kind == "input" || t.error_kind == "usage")) {
             if (!first)
                 first = &t;
             ++n_bad;

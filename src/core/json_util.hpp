@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/doc/json_in.hpp"
 #include "core/warning.hpp"
 
 namespace sb {
@@ -45,6 +46,11 @@ nlohmann::json opt(const std::optional<T>& v) {
 // {"code", "message", "hint"}.
 inline nlohmann::json to_json(const Warning& w) {
     return nlohmann::json{{"code", w.code}, {"message", w.message}, {"hint", w.hint}};
+}
+
+// The inverse of to_json (core/doc/json_in.hpp rules).
+inline void read(const JsonIn& in, Warning& w) {
+    ObjectIn{in}("code", w.code)("message", w.message)("hint", w.hint);
 }
 
 // Lets nlohmann convert Warning (and Warnings) implicitly: json j = warnings;

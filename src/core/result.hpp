@@ -1,25 +1,44 @@
 #pragma once
-// The one typed result document. Every reporter (md, csv, json, jsonl) and the file written
-// with --out read this structure; a field added here reaches every format through to_json().
+// The one typed result document. Every reporter (md, csv, json, jsonl, html, trace), the store
+// and the file written with --out read this structure; a field added here reaches every format
+// through to_json(), and comes back through from_json() (read(JsonIn, T&), core/doc/json_in.hpp).
 // Durations are nanoseconds on the sb::now_ns() clock; rates are per second.
+//
+// to_json and from_json are inverses: to_json(from_json(to_json(d))) == to_json(d). from_json
+// refuses a document of a newer schema_version, reads absent fields as absent (std::nullopt, an
+// empty vector, the default), and keeps members it does not know (ResultDocument::extra at the
+// top, ResultDocument::unknown below it) for to_json to write back. Telemetry (the run's and each
+// test's) is sensor data whose detail may differ between builds: a telemetry section this build
+// cannot read reads as absent and is kept as an unknown member, not refused.
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "core/device_set.hpp"
+#include "core/doc/hybrid_section.hpp"
+#include "core/doc/json_in.hpp"
+#include "core/doc/ops_section.hpp"
+#include "core/doc/telemetry_section.hpp"
+#include "core/enums.hpp"
 #include "core/error.hpp"
 #include "core/stats.hpp"
+#include "core/sustained_result.hpp"
 #include "core/warning.hpp"
 
 namespace sb {
 
 inline constexpr int kResultSchemaVersion = 2;
+inline constexpr const char* kResultSchema = "stagebench.result";  // the "schema" member
 
 // One point of the test matrix.
 struct TestConfig {
     std::string model_path;
-    std::string devices = "CPU";  // '+'-joined device names, e.g. "CPU", "BLAS", "RPC0"
+    // e.g. "CPU", "BLAS", "RPC0+CPU"; hybrid tests (scenario/hybrid.hpp) write "A>B" for prefill
+    // on A and decode on B, "HTTP" a server.
+    DeviceSet devices = "CPU";
     int n_prompt = 512;
     int n_gen = 128;
     int n_depth = 0;
@@ -27,7 +46,7 @@ struct TestConfig {
     int n_batch = 2048;
     int n_ubatch = 512;
     int n_gpu_layers = 99;
-    std::string flash_attn = "auto";
+    FlashAttn flash_attn = FlashAttn::automatic;
     std::string type_k = "f16";
     std::string type_v = "f16";
     int reps = 5;                     // minimum repetitions
@@ -38,7 +57,7 @@ struct TestConfig {
     uint64_t seed = 1;
     // llama (in-process llama.cpp) or http (a server; model_path is then the GGUF the managed
     // llama-server serves, or the model name sent to a --url server, "" for its default).
-    std::string engine = "llama";
+    EngineKind engine = EngineKind::llama;
 
     // A short name like llama-bench's: "pp512", "tg128", "pp512+tg128", with "@d1024".
     std::string test_name() const;
@@ -126,7 +145,7 @@ struct ServerSide {
 
 struct TestResult {
     TestConfig config;
-    std::string status = "ok";  // ok | failed | interrupted
+    Status status = Status::ok;
     std::optional<std::string> error;
     // With error: what failed, as error_kind_name() spells sb::ErrorKind ("usage", "input": the
     // user's input, e.g. a model llama.cpp refuses; "runtime": the measurement).
@@ -134,15 +153,15 @@ struct TestResult {
     std::vector<std::string> backends;  // devices that ran ops (host CPU last)
     std::vector<std::string> notes;
     int reps_done = 0;
-    std::string stopped_by;  // reps | target_ci | max_reps | error | interrupt
+    std::optional<StopReason> stopped_by;  // nullopt ("" in JSON) until the test ends
     std::optional<StageResult> prefill;
     std::optional<DecodeResult> decode;
     std::vector<int64_t> ttft_ns;  // prefill + first decoded token, per repetition
     Summary ttft;
     Roofline roofline;
-    // Per-stage telemetry of every repetition ({"prefill": [...], "decode": [...]}, see
-    // telemetry/telemetry_json.hpp) and the stage totals; null without telemetry.
-    nlohmann::json telemetry;
+    // Per-stage telemetry of every repetition and the medians of its totals; null without
+    // telemetry.
+    std::optional<TestTelemetry> telemetry;
     int64_t started_ns = 0, finished_ns = 0;
     // Engines behind HTTP only (null in JSON for the in-process engine).
     std::optional<ClientTimings> client;
@@ -154,18 +173,45 @@ struct ResultDocument {
     std::vector<std::string> argv;
     std::string tool_version;
     std::string build_type;
-    nlohmann::json llama;                 // tag, commit, backends
-    nlohmann::json system;                // SystemInfo
-    std::vector<nlohmann::json> models;   // ModelInfo per model path
+    nlohmann::json llama;   // tag, commit, backends; free-form, an object or null
+    nlohmann::json system;  // SystemInfo (core/sysinfo.hpp); free-form, an object or null
+    // ModelInfo JSON per model path (model/inspect.hpp), or {path, name, engine, server, url}
+    // for a model behind a server; read typed through model_view().
+    std::vector<nlohmann::json> models;
     nlohmann::json membw;                 // null when not measured
     std::string started_at, finished_at;  // UTC, ISO 8601
     std::vector<TestResult> tests;
     Warnings warnings;
-    nlohmann::json telemetry;                         // null when no telemetry was recorded
-    nlohmann::json extra = nlohmann::json::object();  // sections of other scenarios
+    std::optional<TelemetrySection> telemetry;  // null when no telemetry was recorded
+    // The sections of the other scenarios; absent from the JSON when nullopt.
+    std::optional<SustainedResult> sustained;
+    std::optional<HybridSection> hybrid;
+    std::optional<OpsSection> ops;
     // The engines of the run by name ("llama", "http"): what they are and how they ran.
     nlohmann::json engines = nlohmann::json::object();
+    // Top-level members this build does not know (written back as they came).
+    nlohmann::json extra = nlohmann::json::object();
+    // Members below the top level this build does not know (or, for telemetry, could not read),
+    // by JSON pointer; to_json writes each back where its parent object still exists and lacks it
+    // (or has null there).
+    UnknownMembers unknown;
 };
+
+// A models[] entry, typed: what readers take from it. Absent (or null) fields are nullopt.
+struct ModelView {
+    std::string path;
+    std::optional<std::string> name;  // general.name, or the model name asked of a server
+    std::optional<std::string> arch, file_type, dominant_type;
+    std::optional<uint64_t> file_bytes, n_params;
+    bool synthetic = false;
+    std::optional<std::string> synthetic_preset;
+    std::optional<std::string> engine, server, url;  // a model behind a server
+};
+// The entry's fields; an entry from_json did not check (one a program built) may be of any
+// shape: fields of another type read as absent. Never throws.
+ModelView model_view(const nlohmann::json& entry);
+// The view of the first entry of doc.models whose path is path; nullopt when none.
+std::optional<ModelView> model_of(const ResultDocument& doc, const std::string& path);
 
 // "usage", "input" or "runtime".
 std::string error_kind_name(ErrorKind kind);
@@ -188,6 +234,23 @@ nlohmann::json to_json(const ClientTimings&);
 nlohmann::json to_json(const ServerSide&);
 nlohmann::json to_json(const TestResult&);
 nlohmann::json to_json(const ResultDocument&);
+
+// The inverses (see the top of this file and core/doc/json_in.hpp for the rules).
+void read(const JsonIn&, Stalls&);
+void read(const JsonIn&, RobustRate&);
+void read(const JsonIn&, Roofline&);
+void read(const JsonIn&, TestConfig&);
+void read(const JsonIn&, StageResult&);
+void read(const JsonIn&, DecodeResult&);
+void read(const JsonIn&, ServerTimings&);
+void read(const JsonIn&, ClientTimings&);
+void read(const JsonIn&, ServerSide&);
+void read(const JsonIn&, TestResult&);
+// The root of a document: from_json<ResultDocument>(j, "'r.json'"). Also checks "schema" (it
+// must be "stagebench.result": "SOURCE is not a stagebench result document ..."),
+// "schema_version" (check_version_field(), core/document.hpp: a newer one is refused) and that
+// the hybrid section's test indexes are in tests.
+void read(const JsonIn&, ResultDocument&);
 
 // Current UTC time as "2026-11-29T09:30:00Z".
 std::string utc_timestamp();

@@ -30,14 +30,16 @@ TEST(ExitRule, BadInputOutranksAFailureWhichOutranksSuccess) {
     EXPECT_EQ(exit_code_for({ok, input, ok}, false), 2);
     EXPECT_EQ(exit_code_for({runtime, usage}, true), 2);
     TestResult interrupted;
-    interrupted.status = "interrupted";
+    interrupted.status = Status::interrupted;
     EXPECT_EQ(exit_code_for({ok, interrupted}, false), 1);
 }
 
 TEST(ExitRule, AFailureRecordsItsKind) {
     const TestResult r = failed(input_error("m.gguf: no such file"));
-    EXPECT_EQ(r.status, "failed");
-    EXPECT_EQ(r.stopped_by, "error");
+    EXPECT_EQ(r.status, Status::failed);
+    EXPECT_EQ(r.stopped_by, StopReason::error);
+    EXPECT_EQ(to_json(r)["status"], "failed");
+    EXPECT_EQ(to_json(r)["stopped_by"], "error");
     EXPECT_EQ(r.error, "m.gguf: no such file");
     EXPECT_EQ(r.error_kind, "input");
     EXPECT_EQ(to_json(r)["error_kind"], "input");

@@ -345,6 +345,12 @@ nlohmann::json to_json(const Summary& s) {
     };
 }
 
+void read(const JsonIn& in, Summary& s) {
+    ObjectIn{in}("n", s.n)("mean", s.mean)("stddev", s.stddev)("cv", s.cv)("min", s.min)(
+        "median", s.median)("p90", s.p90)("p99", s.p99)("max", s.max)("ci95_lo", s.ci95_lo)(
+        "ci95_hi", s.ci95_hi)("ci95_half_rel", s.ci95_half_rel)("outliers", s.outliers);
+}
+
 Summary summarize_ns(std::span<const int64_t> samples) {
     const std::vector<double> v(samples.begin(), samples.end());
     return summarize(std::span<const double>(v));

@@ -7,12 +7,36 @@ namespace sb {
 
 using nlohmann::json;
 
+json to_json(const SustainedConfig& c) {
+    return json{{"model", c.model},
+                {"devices", c.devices},
+                {"threads", c.threads},
+                {"rounds", c.rounds},
+                {"prompt_tokens", c.prompt_tokens},
+                {"max_tokens", c.max_tokens},
+                {"chunk", opt(c.chunk)},
+                {"cooldown", c.cooldown},
+                {"background", opt(c.background)},
+                {"seed", c.seed},
+                {"trace_ops_rounds", c.trace_ops_rounds}};
+}
+
+json to_json(const RoundTracedPass& p) {
+    json stages = json::array();
+    for (const auto& s : p.stages)
+        stages.push_back(to_json(s));
+    return json{{"label", p.label},       {"start_ns", p.start_ns},   {"end_ns", p.end_ns},
+                {"status", p.status},     {"error", opt(p.error)},    {"devices", p.devices},
+                {"backends", p.backends}, {"n_threads", p.n_threads}, {"method", p.method},
+                {"stages", stages}};
+}
+
 json to_json(const SustainedRound& r) {
     json freq = json::object();
     for (const auto& [m, f] : r.freq)
         freq[m] = {{"mean_khz", opt(f.mean_khz)}, {"min_khz", opt(f.min_khz)}};
     json j{{"round", r.round},
-           {"status", r.status},
+           {"status", to_string(r.status)},
            {"error", opt(r.error)},
            {"start_ns", r.start_ns},
            {"end_ns", r.end_ns},
@@ -34,7 +58,7 @@ json to_json(const SustainedRound& r) {
            {"freq", freq},
            {"cpu_freq_mean_khz", opt(r.cpu_freq_mean_khz)}};
     if (r.ops)
-        j["ops"] = *r.ops;
+        j["ops"] = to_json(*r.ops);
     return j;
 }
 
@@ -78,7 +102,66 @@ json to_json(const SustainedResult& r) {
                         {"ci95_lo", s.ci_lo},
                         {"ci95_hi", s.ci_hi},
                         {"no_difference", s.no_difference}});
-    return json{{"config", r.config}, {"phases", phases}, {"slowdown", slow}};
+    return json{{"config", to_json(r.config)}, {"phases", phases}, {"slowdown", slow}};
+}
+
+void read(const JsonIn& in, SustainedConfig& c) {
+    ObjectIn{in}("model", c.model)("devices", c.devices)("threads", c.threads)("rounds", c.rounds)(
+        "prompt_tokens", c.prompt_tokens)("max_tokens", c.max_tokens)("chunk", c.chunk)(
+        "cooldown", c.cooldown)("background", c.background)("seed", c.seed)("trace_ops_rounds",
+                                                                            c.trace_ops_rounds);
+}
+
+void read(const JsonIn& in, RoundTracedPass& p) {
+    ObjectIn{in}("label", p.label)("start_ns", p.start_ns)("end_ns", p.end_ns)("status", p.status)(
+        "error", p.error)("devices", p.devices)("backends", p.backends)("n_threads", p.n_threads)(
+        "method", p.method)("stages", p.stages);
+}
+
+void read(const JsonIn& in, FreqStat& f) {
+    ObjectIn{in}("mean_khz", f.mean_khz)("min_khz", f.min_khz);
+}
+
+void read(const JsonIn& in, SustainedRound& r) {
+    ObjectIn{in}("round", r.round)("status", r.status)("error", r.error)("start_ns", r.start_ns)(
+        "end_ns", r.end_ns)("cooldown_s", r.cooldown_s)("ttft_ms", r.ttft_ms)(
+        "prefill_tps", r.prefill_tps)("decode_tps", r.decode_tps)("itl_p50_ms", r.itl_p50_ms)(
+        "itl_p99_ms", r.itl_p99_ms)("prefill_energy_j", r.prefill_energy_j)(
+        "decode_energy_j", r.decode_energy_j)("decode_j_per_token", r.decode_j_per_token)(
+        "prefill_net_energy_j", r.prefill_net_energy_j)("decode_net_energy_j",
+                                                        r.decode_net_energy_j)(
+        "decode_net_j_per_token", r.decode_net_j_per_token)("temp_start_c", r.temp_start_c)(
+        "temp_end_c", r.temp_end_c)("temp_max_c", r.temp_max_c)("freq", r.freq)(
+        "cpu_freq_mean_khz", r.cpu_freq_mean_khz)("ops", r.ops);
+}
+
+void read(const JsonIn& in, FloorTime& f) {
+    ObjectIn{in}("metric", f.metric)("floor_khz", f.floor_khz)("seconds", f.seconds)("fraction",
+                                                                                     f.fraction);
+}
+
+void read(const JsonIn& in, AcrossRounds& a) {
+    ObjectIn{in}("prefill_tps", a.prefill_tps)("decode_tps", a.decode_tps)("ttft_ms", a.ttft_ms)(
+        "decode_j_per_token", a.decode_j_per_token)("decode_net_j_per_token",
+                                                    a.decode_net_j_per_token)(
+        "first_last_change", a.first_last_change)("throttle_onset_round", a.throttle_onset_round)(
+        "onset_basis", a.onset_basis)("steady_decode_tps", a.steady_decode_tps)(
+        "peak_to_steady", a.peak_to_steady)("freq_onset_round", a.freq_onset_round)(
+        "time_at_floor", a.time_at_floor)("verdict", a.verdict);
+}
+
+void read(const JsonIn& in, SustainedPhase& p) {
+    ObjectIn{in}("name", p.name)("background", p.background)("rounds", p.rounds)("across",
+                                                                                 p.across);
+}
+
+void read(const JsonIn& in, Slowdown& s) {
+    ObjectIn{in}("stage", s.stage)("ratio", s.ratio)("ci95_lo", s.ci_lo)("ci95_hi", s.ci_hi)(
+        "no_difference", s.no_difference);
+}
+
+void read(const JsonIn& in, SustainedResult& r) {
+    ObjectIn{in}("config", r.config)("phases", r.phases)("slowdown", r.slowdown);
 }
 
 }  // namespace sb

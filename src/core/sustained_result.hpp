@@ -1,16 +1,49 @@
 #pragma once
 // Results of `stagebench sustained`: the same fixed workload repeated for many rounds, per
-// round and across rounds, for each phase (without and with background load). Feeds the
-// reporters through to_json and the Markdown writer in src/report.
+// round and across rounds, for each phase (without and with background load). The "sustained"
+// section of a result document (ResultDocument::sustained); each round is also a test of the
+// document, in the order of the phases and rounds.
+#include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "core/doc/json_in.hpp"
+#include "core/doc/ops_section.hpp"
+#include "core/enums.hpp"
 #include "core/stats.hpp"
 
 namespace sb {
+
+// The workload and schedule as the command line gave them.
+struct SustainedConfig {
+    std::string model;
+    std::string devices;  // '+'-joined, as given
+    int threads = 0;      // as resolved
+    int rounds = 0;
+    int prompt_tokens = 0, max_tokens = 0;
+    std::optional<int> chunk;               // prefill batch size; nullopt: the default
+    std::string cooldown;                   // as given: "0", "10s", "until-temp:45C"
+    std::optional<std::string> background;  // load spec of the loaded phase
+    uint64_t seed = 0;
+    std::vector<int> trace_ops_rounds;  // rounds followed by a traced pass, ascending
+};
+
+// --trace-ops-rounds: the node-by-node traced pass (profile/traced_pass.hpp) run after a round
+// ended, outside the round's start_ns..end_ns.
+struct RoundTracedPass {
+    std::string label;  // "traced pass after round 3"
+    int64_t start_ns = 0, end_ns = 0;
+    std::string status = "ok";  // ok | error
+    std::optional<std::string> error;
+    std::string devices;  // '+'-joined
+    std::vector<std::string> backends;
+    int n_threads = 0;
+    std::string method;
+    std::vector<StageProfile> stages;  // as the ops section's stages (op times not replayed)
+};
 
 struct FreqStat {
     std::optional<double> mean_khz, min_khz;  // over the round (time-weighted mean)
@@ -18,7 +51,7 @@ struct FreqStat {
 
 struct SustainedRound {
     int round = 0;  // 1-based
-    std::string status = "ok";
+    Status status = Status::ok;
     std::optional<std::string> error;
     int64_t start_ns = 0, end_ns = 0;
     std::optional<double> ttft_ms, prefill_tps, decode_tps, itl_p50_ms, itl_p99_ms;
@@ -30,10 +63,8 @@ struct SustainedRound {
     std::map<std::string, FreqStat> freq;     // per cpufreq policy / GPU frequency metric
     std::optional<double> cpu_freq_mean_khz;  // mean over the CPU policies (for detection)
     double cooldown_s = 0;                    // waited before this round
-    // --trace-ops-rounds: the node-by-node traced pass run after this round ended (outside
-    // start_ns..end_ns): label, start_ns, end_ns, status, error and stages[] in the shape of
-    // the ops document's ops.stages[]. Absent for rounds not chosen.
-    std::optional<nlohmann::json> ops;
+    // --trace-ops-rounds: the traced pass run after this round. Absent for rounds not chosen.
+    std::optional<RoundTracedPass> ops;
 };
 
 struct FloorTime {
@@ -69,13 +100,25 @@ struct Slowdown {
 };
 
 struct SustainedResult {
-    nlohmann::json config;
+    SustainedConfig config;
     std::vector<SustainedPhase> phases;
     std::vector<Slowdown> slowdown;  // loaded vs baseline, when both phases ran
 };
 
+nlohmann::json to_json(const SustainedConfig&);
+nlohmann::json to_json(const RoundTracedPass&);
 nlohmann::json to_json(const SustainedRound&);
 nlohmann::json to_json(const AcrossRounds&);
 nlohmann::json to_json(const SustainedResult&);
+
+void read(const JsonIn&, SustainedConfig&);
+void read(const JsonIn&, RoundTracedPass&);
+void read(const JsonIn&, FreqStat&);
+void read(const JsonIn&, SustainedRound&);
+void read(const JsonIn&, FloorTime&);
+void read(const JsonIn&, AcrossRounds&);
+void read(const JsonIn&, SustainedPhase&);
+void read(const JsonIn&, Slowdown&);
+void read(const JsonIn&, SustainedResult&);
 
 }  // namespace sb

@@ -4,11 +4,7 @@
 #include <cctype>
 #include <map>
 
-#include "core/json_util.hpp"
-
 namespace sb {
-
-using nlohmann::json;
 
 bool is_no_compute_op(const std::string& op) {
     return op == "NONE" || op == "VIEW" || op == "RESHAPE" || op == "PERMUTE" || op == "TRANSPOSE";
@@ -192,58 +188,6 @@ std::string shape_text(const std::vector<int64_t>& ne) {
         s += std::to_string(ne[i]);
     }
     return s.empty() ? "-" : s;
-}
-
-json to_json(const TensorInfo& t) {
-    return json{{"name", t.name}, {"type", t.type}, {"ne", t.ne}, {"contiguous", t.contiguous}};
-}
-
-json to_json(const OpRecord& r) {
-    json srcs = json::array();
-    for (const auto& s : r.srcs)
-        srcs.push_back(to_json(s));
-    return json{{"graph", r.graph},
-                {"node", r.node},
-                {"op", r.op},
-                {"name", r.out.name},
-                {"layer", opt(r.layer)},
-                {"backend", r.backend},
-                {"type", r.out.type},
-                {"ne", r.out.ne},
-                {"srcs", srcs},
-                {"no_compute", r.no_compute},
-                {"op_ns", opt(r.op_ns)},
-                {"call_ns", opt(r.call_ns)},
-                {"isolated_call_ns", opt(r.isolated_call_ns)},
-                {"op_method", opt(r.op_method)},
-                {"start_ns", opt(r.start_ns)},
-                {"end_ns", opt(r.end_ns)},
-                {"cycles", opt(r.cycles)},
-                {"mhz", opt(r.mhz)},
-                {"pkts", opt(r.pkts)},
-                {"start_cycles", opt(r.start_cycles)}};
-}
-
-json to_json(const OpAggregate& a, GroupBy by) {
-    json j{{"count", a.count},
-           {"n_no_compute", a.n_no_compute},
-           {"op_ns", opt(a.op_ns)},
-           {"call_ns", opt(a.call_ns)},
-           {"share", opt(a.share)},
-           {"call_share", opt(a.call_share)},
-           {"call_op_ratio", opt(a.call_op_ratio)}};
-    switch (by) {
-        case GroupBy::op:
-            j["op"] = a.key;
-            break;
-        case GroupBy::backend:
-            j["backend"] = a.key;
-            break;
-        case GroupBy::layer:
-            j["layer"] = opt(a.layer);
-            break;
-    }
-    return j;
 }
 
 }  // namespace sb

@@ -74,7 +74,7 @@ int run_ops_command(const OpsCommandOptions& o, ResultDocument& doc, std::ostrea
     OpsProfile p = profile_ops(o.ops, progress);
     for (auto& w : profile_warnings(p))
         doc.warnings.push_back(w);
-    doc.extra["ops"] = to_json(p);
+    doc.ops = p;
     doc.finished_at = utc_timestamp();
     if (o.out_path)
         write_document(doc, *o.out_path);
@@ -147,7 +147,7 @@ int run_import_hexagon(const ImportOptions& o, ResultDocument& doc, std::ostream
     doc.system = nullptr;
     doc.llama = nullptr;
     doc.warnings.clear();
-    doc.extra["ops"] = to_json(p);
+    doc.ops = p;
     doc.finished_at = utc_timestamp();
     if (o.out_path)
         write_document(doc, *o.out_path);

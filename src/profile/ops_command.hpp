@@ -1,7 +1,7 @@
 #pragma once
 // `stagebench ops` and `stagebench import hexagon-profile` end to end: check the inputs, run
 // the profiler (or parse the log), put the profile in the result document
-// (extra["ops"]), print it (md tables, csv rows, or the json document) and write the document
+// (doc.ops), print it (md tables, csv rows, or the json document) and write the document
 // with --out. Return the exit code (0); throw sb::Error for bad input found before anything
 // was measured.
 #include <optional>

@@ -3,12 +3,9 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "core/json_util.hpp"
 #include "core/stats.hpp"
 
 namespace sb {
-
-using nlohmann::json;
 
 namespace {
 
@@ -185,127 +182,6 @@ Warnings profile_warnings(const OpsProfile& p) {
                          "see op_method in the per-op records"});
     }
     return w;
-}
-
-json to_json(const SplitRecord& s) {
-    return json{{"graph", s.graph},
-                {"index", s.index},
-                {"backend", s.backend},
-                {"first_node", s.first_node},
-                {"n_nodes", s.n_nodes},
-                {"n_inputs", s.n_inputs},
-                {"input_bytes", opt(s.input_bytes)},
-                {"inputs", s.inputs},
-                {"copy_ns", opt(s.copy_ns)}};
-}
-
-json to_json(const FallbackRow& f) {
-    return json{{"op", f.op},
-                {"backend", f.backend},
-                {"requested", f.requested},
-                {"count", f.count},
-                {"call_ns", opt(f.call_ns)},
-                {"op_ns", opt(f.op_ns)},
-                {"n_replayed", f.n_replayed},
-                {"op_ns_replayed", opt(f.op_ns_replayed)},
-                {"op_ns_requested", opt(f.op_ns_requested)},
-                {"penalty", opt(f.penalty)},
-                {"note", f.note}};
-}
-
-json to_json(const Reconciliation& r) {
-    return json{{"plain_ns", r.plain_ns},
-                {"plain_start_ns", r.plain_start_ns},
-                {"traced_start_ns", r.traced_start_ns},
-                {"plain_median_ns", opt(r.plain_median_ns)},
-                {"traced_ns", r.traced_ns},
-                {"traced_median_ns", opt(r.traced_median_ns)},
-                {"sum_op_ns", opt(r.sum_op_ns)},
-                {"sum_call_ns", opt(r.sum_call_ns)},
-                {"sum_call_compute_ns", opt(r.sum_call_compute_ns)},
-                {"sum_copy_ns", opt(r.sum_copy_ns)},
-                {"sched_gap_ns", opt(r.sched_gap_ns)},
-                {"host_ns", opt(r.host_ns)},
-                {"overhead_ns", opt(r.overhead_ns)},
-                {"overhead_ratio", opt(r.overhead_ratio)},
-                {"op_fraction", opt(r.op_fraction)},
-                {"op_within_stage", r.op_within_stage}};
-}
-
-json to_json(const Decomposition& d) {
-    json parts = json::array();
-    for (const auto& p : d.parts)
-        parts.push_back(
-            {{"name", p.name}, {"ns", opt(p.ns)}, {"share", opt(p.share)}, {"note", p.note}});
-    return json{{"parts", parts},
-                {"accelerators", d.accelerators},
-                {"dispatch_ns", d.dispatch_ns},
-                {"n_dispatches", d.n_dispatches},
-                {"n_accel_ops", d.n_accel_ops},
-                {"per_op_dispatch_ns", opt(d.per_op_dispatch_ns)},
-                {"traced_tax_ns", opt(d.traced_tax_ns)},
-                {"n_conversion_ops", d.n_conversion_ops},
-                {"n_conversion_missing", d.n_conversion_missing}};
-}
-
-json to_json(const StageProfile& s) {
-    json ops = json::array(), by_op = json::array(), by_layer = json::array(),
-         by_backend = json::array(), top = json::array(), splits = json::array(),
-         fallback = json::array();
-    for (const auto& r : s.ops)
-        ops.push_back(to_json(r));
-    for (const auto& a : s.by_op)
-        by_op.push_back(to_json(a, GroupBy::op));
-    for (const auto& a : s.by_layer)
-        by_layer.push_back(to_json(a, GroupBy::layer));
-    for (const auto& a : s.by_backend)
-        by_backend.push_back(to_json(a, GroupBy::backend));
-    for (size_t i : s.top)
-        top.push_back(i);
-    for (const auto& sp : s.splits)
-        splits.push_back(to_json(sp));
-    for (const auto& f : s.fallback)
-        fallback.push_back(to_json(f));
-    return json{{"stage", s.stage},
-                {"n_tokens", s.n_tokens},
-                {"kv_depth", s.kv_depth},
-                {"n_graphs", s.n_graphs},
-                {"traced_reps", s.traced_reps},
-                {"timeline_rep", opt(s.timeline_rep)},
-                {"reconciliation", to_json(s.rec)},
-                {"by_op", by_op},
-                {"by_layer", by_layer},
-                {"by_backend", by_backend},
-                {"top", top},
-                {"n_splits", s.n_splits},
-                {"n_copies", s.n_copies},
-                {"copy_bytes", opt(s.copy_bytes)},
-                {"copy_ns", opt(s.copy_ns)},
-                {"splits", splits},
-                {"fallback", fallback},
-                {"decomposition", s.decomposition ? to_json(*s.decomposition) : json(nullptr)},
-                {"notes", s.notes},
-                {"ops", ops}};
-}
-
-json to_json(const OpsProfile& p) {
-    json stages = json::array();
-    for (const auto& s : p.stages)
-        stages.push_back(to_json(s));
-    json j{{"source", p.source},
-           {"model_path", p.model_path},
-           {"devices", p.devices},
-           {"requested", p.requested},
-           {"backends", p.backends},
-           {"n_threads", p.n_threads},
-           {"n_prompt", p.n_prompt},
-           {"n_depth", p.n_depth},
-           {"replay_copies", p.replay_copies},
-           {"method", p.method},
-           {"stages", stages}};
-    if (!p.import_info.is_null())
-        j["import"] = p.import_info;
-    return j;
 }
 
 }  // namespace sb

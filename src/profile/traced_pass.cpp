@@ -12,7 +12,7 @@ namespace sb {
 OpsOptions traced_pass_options(const TestConfig& workload, int traced_reps) {
     OpsOptions o;
     o.model_path = workload.model_path;
-    o.devices = split_device_set(workload.devices);
+    o.devices = split_device_set(workload.devices.str());
     o.n_prompt = workload.n_prompt;
     o.n_depth = 0;
     o.prefill = true;
@@ -21,7 +21,7 @@ OpsOptions traced_pass_options(const TestConfig& workload, int traced_reps) {
     o.n_batch = workload.n_batch;
     o.n_ubatch = workload.n_ubatch;
     o.n_gpu_layers = workload.n_gpu_layers;
-    o.flash_attn = workload.flash_attn;
+    o.flash_attn = to_string(workload.flash_attn);
     o.type_k = workload.type_k;
     o.type_v = workload.type_v;
     // Replaying every distinct op would take far longer than the pass; the timeline needs call

@@ -5,112 +5,95 @@
 namespace sb {
 namespace {
 
-using nlohmann::json;
-
-std::string num(const json& v, const char* spec = "{:.2f}", double scale = 1) {
-    return v.is_number() ? fmt::format(fmt::runtime(spec), v.get<double>() * scale)
-                         : std::string("-");
-}
-
 std::string opt(const std::optional<double>& v, const char* spec = "{:.2f}", double scale = 1) {
     return v ? fmt::format(fmt::runtime(spec), *v * scale) : std::string("-");
 }
 
-std::string mib(const json& v) {
-    return v.is_number() ? fmt::format("{:.1f} MiB", v.get<double>() / (1 << 20))
-                         : std::string("unknown");
+template <class T>
+std::string mib(const std::optional<T>& v) {
+    return v ? fmt::format("{:.1f} MiB", static_cast<double>(*v) / (1 << 20))
+             : std::string("unknown");
 }
 
-std::string label(const std::string& mode, const json& h) {
+std::string label(const std::string& mode, const HybridSection& h) {
     if (mode == "hybrid")
-        return "hybrid " + h.value("prefill_device", "") + " → " + h.value("decode_device", "");
+        return "hybrid " + h.prefill_device.str() + " → " + h.decode_device.str();
     if (mode == "prefill_alone")
-        return h.value("prefill_device", "") + " alone";
-    return h.value("decode_device", "") + " alone";
+        return h.prefill_device.str() + " alone";
+    return h.decode_device.str() + " alone";
 }
 
 }  // namespace
 
 void write_hybrid_markdown(const ResultDocument& doc, std::ostream& out) {
-    const json& h = doc.extra.value("hybrid", json::object());
-    if (h.empty())
+    if (!doc.hybrid)
         return;
-    out << "## Hybrid: prefill on " << h.value("prefill_device", "") << ", decode on "
-        << h.value("decode_device", "") << "\n\n"
+    const HybridSection& h = *doc.hybrid;
+    out << "## Hybrid: prefill on " << h.prefill_device.str() << ", decode on "
+        << h.decode_device.str() << "\n\n"
         << "| test | mode | prefill t/s | transfer ms | transfer KiB | decode t/s | TTFT ms | "
            "E2E ms | E2E CV |\n"
         << "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
-    const json& points = h.value("points", json::array());
-    for (const auto& pt : points) {
-        const std::string name = "pp" + std::to_string(pt.value("n_prompt", 0)) + "+tg" +
-                                 std::to_string(pt.value("n_gen", 0));
+    for (const auto& pt : h.points) {
+        const std::string name =
+            "pp" + std::to_string(pt.n_prompt) + "+tg" + std::to_string(pt.n_gen);
         for (const std::string mode : {"hybrid", "prefill_alone", "decode_alone"}) {
-            if (!pt.at("tests").contains(mode))
+            const auto test = pt.tests.find(mode);
+            if (test == pt.tests.end())
                 continue;
-            const TestResult& r = doc.tests.at(pt["tests"][mode].get<size_t>());
-            const json& e2e = pt["e2e"].value(mode, json::object()).value("summary", json());
+            const TestResult& r = doc.tests.at(static_cast<size_t>(test->second));
+            const auto e2e = pt.e2e.find(mode);
+            const Summary* s = e2e != pt.e2e.end() ? &e2e->second.summary : nullptr;
             const bool hybrid = mode == "hybrid";
-            const json& tr = pt.value("transfer", json::object());
             out << "| " << name << " | " << label(mode, h);
-            if (r.status != "ok")
-                out << " (" << r.status << ")";
+            if (r.status != Status::ok)
+                out << " (" << to_string(r.status) << ")";
             out << " | " << (r.prefill ? opt(r.prefill->throughput.median) : "-") << " | "
-                << (hybrid
-                        ? num(tr.value("duration", json()).value("median", json()), "{:.3f}", 1e-6)
-                        : "-")
-                << " | "
-                << (hybrid && !tr.value("bytes", json::array()).empty()
-                        ? num(tr["bytes"].back(), "{:.1f}", 1.0 / 1024)
+                << (hybrid ? opt(pt.transfer.duration.median, "{:.3f}", 1e-6) : "-") << " | "
+                << (hybrid && !pt.transfer.bytes.empty()
+                        ? opt(static_cast<double>(pt.transfer.bytes.back()), "{:.1f}", 1.0 / 1024)
                         : "-")
                 << " | " << (r.decode ? opt(r.decode->throughput.median) : "-") << " | "
                 << opt(r.ttft.median, "{:.3f}", 1e-6) << " | "
-                << (e2e.is_object() ? num(e2e.value("median", json()), "{:.3f}", 1e-6) : "-")
-                << " | " << (e2e.is_object() ? num(e2e.value("cv", json()), "{:.1f} %", 100) : "-")
-                << " |\n";
+                << (s ? opt(s->median, "{:.3f}", 1e-6) : "-") << " | "
+                << (s ? opt(s->cv, "{:.1f} %", 100) : "-") << " |\n";
         }
     }
     out << "\n";
-    for (const auto& pt : points) {
-        const json& cmp = pt.value("comparison", json::object());
-        if (cmp.empty())
+    for (const auto& pt : h.points) {
+        if (pt.comparison.empty())
             continue;
-        out << "pp" << pt.value("n_prompt", 0) << "+tg" << pt.value("n_gen", 0) << ":";
+        out << "pp" << pt.n_prompt << "+tg" << pt.n_gen << ":";
         bool first = true;
         for (const std::string mode : {"prefill_alone", "decode_alone"}) {
-            if (!cmp.contains(mode))
+            const auto c = pt.comparison.find(mode);
+            if (c == pt.comparison.end())
                 continue;
-            const json& c = cmp[mode];
             out << (first ? " " : "; ") << "against " << label(mode, h) << " the hybrid is "
-                << fmt::format("{:.3f}× (95% CI {:.3f}–{:.3f}): ", c.value("speedup", 0.0),
-                               c.value("ci95_lo", 0.0), c.value("ci95_hi", 0.0))
-                << "**" << c.value("verdict", std::string()) << "**";
+                << fmt::format("{:.3f}× (95% CI {:.3f}–{:.3f}): ", c->second.speedup.value_or(0),
+                               c->second.ci95_lo.value_or(0), c->second.ci95_hi.value_or(0))
+                << "**" << c->second.verdict << "**";
             first = false;
         }
         out << "\n";
     }
-    const json& cross = h.value("crossover", json::object());
-    if (cross.contains("by_n_gen")) {
+    if (h.crossover) {
         out << "\nCrossover (the hybrid faster than both alone, CIs excluding 1):";
-        for (const auto& c : cross["by_n_gen"]) {
-            out << " n=" << c.value("n_gen", 0) << ": ";
-            const json& from = c["hybrid_wins_from_n_prompt"];
-            out << (from.is_number() ? "from p=" + std::to_string(from.get<int>()) + " on"
-                                     : std::string("not within the sweep"))
+        for (const auto& c : h.crossover->by_n_gen) {
+            out << " n=" << c.n_gen << ": "
+                << (c.hybrid_wins_from_n_prompt
+                        ? "from p=" + std::to_string(*c.hybrid_wins_from_n_prompt) + " on"
+                        : std::string("not within the sweep"))
                 << ";";
         }
         out << "\n";
     }
-    const json& m = h.value("memory", json::object());
-    auto grown = [&](const char* key) {
-        return m.value(key, json()).is_number() ? mib(m[key]) : std::string("unknown");
-    };
-    out << "\nMemory: weights " << mib(m.value("weight_bytes_prefill_engine", json())) << " for "
-        << h.value("prefill_device", "") << " and "
-        << mib(m.value("weight_bytes_decode_engine", json())) << " for "
-        << h.value("decode_device", "") << "; process RSS +"
-        << grown("rss_growth_prefill_engine_bytes") << " (prefill engine), +"
-        << grown("rss_growth_decode_engine_bytes") << " (decode engine). " << m.value("note", "")
-        << ".\n";
+    const HybridMemory& m = h.memory;
+    out << "\nMemory: weights " << mib(m.weight_bytes_prefill_engine) << " for "
+        << h.prefill_device.str() << " and " << mib(m.weight_bytes_decode_engine) << " for "
+        << h.decode_device.str() << "; process RSS +" << mib(m.rss_growth_prefill_engine_bytes)
+        << " (prefill engine), +" << mib(m.rss_growth_decode_engine_bytes) << " (decode engine). "
+        << m.note << ".\n";
     for (const auto& w : doc.warnings)
         out << "\nwarning: " << w.message;
     if (!doc.warnings.empty())

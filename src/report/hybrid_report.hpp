@@ -2,7 +2,7 @@
 // Markdown for `stagebench hybrid`: per (prompt, generation) point a row per mode (hybrid,
 // prefill device alone, decode device alone) with stage throughputs, the state transfer, TTFT
 // and end-to-end time; the comparisons with their CIs as sentences; the crossover lengths and
-// the memory cost. Formats doc.tests and doc.extra["hybrid"] (scenario/hybrid.hpp); computes
+// the memory cost. Formats doc.tests and doc.hybrid (core/doc/hybrid_section.hpp); computes
 // nothing.
 #include <ostream>
 

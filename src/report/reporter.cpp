@@ -12,19 +12,11 @@ namespace {
 
 using nlohmann::json;
 
-// The model entry of the document for a path (name, size, params), if present.
-const json* model_entry(const ResultDocument& doc, const std::string& path) {
-    for (const auto& m : doc.models)
-        if (string_field(m, "path", "") == path)
-            return &m;
-    return nullptr;
-}
-
 std::string model_name(const ResultDocument& doc, const std::string& path) {
-    if (const json* m = model_entry(doc, path)) {
+    if (const auto m = model_of(doc, path)) {
         // A GGUF without general.name (null in the document) is shown by its file name.
-        std::string n = string_field(*m, "name", std::filesystem::path(path).filename().string());
-        if (json_field(*m, "synthetic") == true && n.find("synthetic") == std::string::npos)
+        std::string n = m->name.value_or(std::filesystem::path(path).filename().string());
+        if (m->synthetic && n.find("synthetic") == std::string::npos)
             n += " (synthetic)";
         return n;
     }
@@ -66,11 +58,11 @@ class MarkdownReporter : public Reporter {
     void test_done(const ResultDocument& doc, const TestResult& t) override {
         const TestConfig& c = t.config;
         std::string size = "-", params = "-";
-        if (const json* m = model_entry(doc, c.model_path)) {
-            if (m->contains("file_bytes"))
-                size = human_bytes((*m)["file_bytes"].get<double>());
-            if (m->contains("n_params")) {
-                const double p = (*m)["n_params"].get<double>();
+        if (const auto m = model_of(doc, c.model_path)) {
+            if (m->file_bytes)
+                size = human_bytes(static_cast<double>(*m->file_bytes));
+            if (m->n_params) {
+                const double p = static_cast<double>(*m->n_params);
                 params =
                     p >= 1e9 ? fmt::format("{:.2f} B", p / 1e9) : fmt::format("{:.2f} M", p / 1e6);
             }
@@ -79,8 +71,8 @@ class MarkdownReporter : public Reporter {
         const std::string threads = c.n_threads > 0 ? std::to_string(c.n_threads) : "server's";
         const std::string lead =
             fmt::format("| {} | {} | {} | {} | {} ", model_name(doc, c.model_path), size, params,
-                        c.devices, threads);
-        if (t.status == "failed" && !t.prefill && !t.decode) {
+                        c.devices.str(), threads);
+        if (t.status == Status::failed && !t.prefill && !t.decode) {
             out_ << lead << "| " << c.test_name() << " | FAILED: " << t.error.value_or("")
                  << " | | | | | | | |\n";
             out_.flush();
@@ -108,8 +100,8 @@ class MarkdownReporter : public Reporter {
             row(*t.prefill, false, nullptr, t.prefill->stalls);
         if (t.decode)
             row(*t.decode, true, &t.decode->itl, t.decode->token_stalls);
-        if (t.status != "ok")
-            out_ << lead << "| " << c.test_name() << " | " << t.status << ": "
+        if (t.status != Status::ok)
+            out_ << lead << "| " << c.test_name() << " | " << to_string(t.status) << ": "
                  << t.error.value_or("") << " | | | | | | | |\n";
         out_.flush();
     }
@@ -122,7 +114,7 @@ class MarkdownReporter : public Reporter {
                     "GFLOP/s |\n"
                  << "| --- | --- | ---: | ---: | ---: | ---: |\n";
             for (const auto& t : doc.tests) {
-                out_ << "| " << t.config.test_name() << " | " << t.config.devices << " | "
+                out_ << "| " << t.config.test_name() << " | " << t.config.devices.str() << " | "
                      << (t.ttft.median ? fmt::format("{:.2f}", *t.ttft.median * 1e-6) : "-")
                      << " | " << num(t.roofline.decode_bandwidth_gbps) << " | "
                      << (t.roofline.decode_bandwidth_fraction
@@ -133,28 +125,24 @@ class MarkdownReporter : public Reporter {
         }
         bool any_energy = false;
         for (const auto& t : doc.tests)
-            any_energy |= t.telemetry.is_object() && t.telemetry.contains("summary") &&
-                          !t.telemetry["summary"].empty();
+            any_energy |= t.telemetry && !t.telemetry->summary.empty();
         if (any_energy) {
             out_
                 << "\n| test | devices | stage | J/token | net J/token | mean W | energy source |\n"
                 << "| --- | --- | --- | ---: | ---: | ---: | --- |\n";
-            auto med = [](const json& s, const char* key, double scale, const char* f) {
-                const json& v = s[key]["median"];
-                return v.is_number() ? fmt::format(fmt::runtime(f), v.get<double>() * scale)
-                                     : std::string("-");
+            auto med = [](const Summary& s, double scale, const char* f) {
+                return s.median ? fmt::format(fmt::runtime(f), *s.median * scale)
+                                : std::string("-");
             };
             for (const auto& t : doc.tests) {
-                if (!t.telemetry.is_object() || !t.telemetry.contains("summary"))
+                if (!t.telemetry)
                     continue;
-                for (const auto& [stage, s] : t.telemetry["summary"].items()) {
-                    out_ << "| " << t.config.test_name() << " | " << t.config.devices << " | "
-                         << stage << " | " << med(s, "j_per_token", 1, "{:.4f}") << " | "
-                         << med(s, "net_j_per_token", 1, "{:.4f}") << " | "
-                         << med(s, "mean_power_mw", 1e-3, "{:.2f}") << " | "
-                         << (s["total_metric"].is_string() ? s["total_metric"].get<std::string>()
-                                                           : std::string("-"))
-                         << " |\n";
+                for (const auto& [stage, s] : t.telemetry->summary) {
+                    out_ << "| " << t.config.test_name() << " | " << t.config.devices.str() << " | "
+                         << stage << " | " << med(s.j_per_token, 1, "{:.4f}") << " | "
+                         << med(s.net_j_per_token, 1, "{:.4f}") << " | "
+                         << med(s.mean_power_mw, 1e-3, "{:.2f}") << " | "
+                         << s.total_metric.value_or("-") << " |\n";
                 }
             }
         }
@@ -200,10 +188,11 @@ class CsvReporter : public Reporter {
         };
         auto row = [&](const char* stage, const StageResult* s, const Summary* itl,
                        const Stalls* tokens) {
-            out_ << quote(c.model_path) << ',' << quote(c.devices) << ',' << c.n_threads << ','
-                 << c.n_batch << ',' << c.n_ubatch << ',' << c.n_depth << ',' << c.flash_attn << ','
-                 << c.type_k << ',' << c.type_v << ',' << quote(c.test_name()) << ',' << stage
-                 << ',' << (s ? s->n_tokens : 0) << ',' << t.reps_done << ',' << t.status << ','
+            out_ << quote(c.model_path) << ',' << quote(c.devices.str()) << ',' << c.n_threads
+                 << ',' << c.n_batch << ',' << c.n_ubatch << ',' << c.n_depth << ','
+                 << to_string(c.flash_attn) << ',' << c.type_k << ',' << c.type_v << ','
+                 << quote(c.test_name()) << ',' << stage << ',' << (s ? s->n_tokens : 0) << ','
+                 << t.reps_done << ',' << to_string(t.status) << ','
                  << (s ? v(s->throughput.mean) : "") << ',' << (s ? v(s->throughput.stddev) : "")
                  << ',' << (s ? v(s->throughput.cv) : "") << ','
                  << (s ? v(s->throughput.ci95_lo) : "") << ','

@@ -20,9 +20,9 @@ void write_sustained_markdown(const SustainedResult& r, const Warnings& warnings
                "|\n"
             << "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |\n";
         for (const auto& x : p.rounds) {
-            if (x.status != "ok" && !x.decode_tps) {
-                out << "| " << x.round << " | " << x.status << ": " << x.error.value_or("")
-                    << " | | | | | | | | | |\n";
+            if (x.status != Status::ok && !x.decode_tps) {
+                out << "| " << x.round << " | " << to_string(x.status) << ": "
+                    << x.error.value_or("") << " | | | | | | | | | |\n";
                 continue;
             }
             out << "| " << x.round << " | " << f(x.ttft_ms) << " | " << f(x.prefill_tps) << " | "
@@ -65,21 +65,19 @@ void write_sustained_markdown(const SustainedResult& r, const Warnings& warnings
                 << fmt::format("{:.1f} s ({:.0f} %)", fl.seconds, fl.fraction * 100) << "\n";
         // --trace-ops-rounds: where the per-op records are, and what each pass holds.
         for (const auto& x : p.rounds) {
-            if (!x.ops || !x.ops->is_object())
+            if (!x.ops)
                 continue;
-            const auto& pass = *x.ops;
-            out << pass.value("label", "traced pass") << " (node by node, outside the round): ";
-            if (pass.value("status", "") != "ok") {
-                const bool has_error = pass.contains("error") && pass["error"].is_string();
-                out << "failed: " << (has_error ? pass["error"].get<std::string>() : "?") << "\n";
+            const RoundTracedPass& pass = *x.ops;
+            out << (pass.label.empty() ? "traced pass" : pass.label)
+                << " (node by node, outside the round): ";
+            if (pass.status != "ok") {
+                out << "failed: " << pass.error.value_or("?") << "\n";
                 continue;
             }
             std::string parts;
-            if (pass.contains("stages") && pass["stages"].is_array())
-                for (const auto& st : pass["stages"])
-                    parts += (parts.empty() ? "" : ", ") + st.value("stage", std::string("?")) +
-                             " " + std::to_string(st.contains("ops") ? st["ops"].size() : 0) +
-                             " ops";
+            for (const auto& st : pass.stages)
+                parts += (parts.empty() ? "" : ", ") + (st.stage.empty() ? "?" : st.stage) + " " +
+                         std::to_string(st.ops.size()) + " ops";
             out << (parts.empty() ? "no ops" : parts) << " (per-op records in --out and --trace)\n";
         }
         out << "\n";

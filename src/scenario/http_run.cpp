@@ -170,11 +170,11 @@ TestResult run_http_test(HttpEngine& engine, const std::string& model, const Tes
             HttpPrompt p = engine.make_prompt(model, c.n_prompt, c.seed * 1000003 + 999983);
             engine.generate(model, p, std::min<int64_t>(n_gen, 8), c.seed);
         }
-        r.stopped_by = "reps";
+        r.stopped_by = StopReason::reps;
         for (int rep = 0; rep < c.max_reps; ++rep) {
             if (interrupt_requested()) {
-                r.status = "interrupted";
-                r.stopped_by = "interrupt";
+                r.status = Status::interrupted;
+                r.stopped_by = StopReason::interrupt;
                 break;
             }
             if (hooks.progress)
@@ -199,9 +199,9 @@ TestResult run_http_test(HttpEngine& engine, const std::string& model, const Tes
                 break;
         }
     } catch (const std::exception& e) {
-        r.status = interrupt_requested() ? "interrupted" : "failed";
+        r.status = interrupt_requested() ? Status::interrupted : Status::failed;
         r.error = e.what();
-        r.stopped_by = interrupt_requested() ? "interrupt" : "error";
+        r.stopped_by = interrupt_requested() ? StopReason::interrupt : StopReason::error;
     }
     finish_http_result(r, engine.server_kind());
     r.finished_ns = now_ns();
@@ -301,7 +301,7 @@ std::vector<TestConfig> HttpRun::plan(const MatrixSpec& matrix) {
     }
     std::vector<TestConfig> remote = expand_matrix(hm);
     for (auto& t : remote) {
-        t.engine = "http";
+        t.engine = EngineKind::http;
         if (opts_.url)
             t.n_threads = 0;
         n_ctx_ = std::max(n_ctx_, t.n_prompt + std::max(1, t.n_gen) + 64);
@@ -358,7 +358,7 @@ void HttpRun::connect(ResultDocument& doc, std::vector<TestConfig>& tests, std::
     const std::string fallback = engine_->models().empty() ? "" : engine_->models().front();
     std::set<std::string> names;
     for (auto& t : tests) {
-        if (t.engine != "http")
+        if (t.engine != EngineKind::http)
             continue;
         if (t.model_path.empty())
             t.model_path = fallback;
@@ -461,9 +461,9 @@ TestResult HttpRun::run(const TestConfig& c, const SweepHooks& hooks) {
         } catch (const std::exception& e) {
             TestResult r;
             r.config = c;
-            r.status = "failed";
+            r.status = Status::failed;
             r.error = e.what();
-            r.stopped_by = "error";
+            r.stopped_by = StopReason::error;
             r.started_ns = r.finished_ns = now_ns();
             return r;
         }

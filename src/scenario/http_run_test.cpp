@@ -10,7 +10,7 @@ namespace {
 
 TestResult http_result(int p, int n) {
     TestResult r;
-    r.config.engine = "http";
+    r.config.engine = EngineKind::http;
     r.config.devices = "HTTP";
     r.config.n_prompt = p;
     r.config.n_gen = n;
@@ -161,11 +161,11 @@ TEST(HttpRun, PlanPutsTheHttpTestAfterItsInProcessTwin) {
         HttpRun h(o, m, {});
         auto tests = h.plan(m);
         ASSERT_EQ(tests.size(), 4u);
-        EXPECT_EQ(tests[0].engine, "llama");
-        EXPECT_EQ(tests[1].engine, "http");
-        EXPECT_EQ(tests[1].devices, "HTTP");
+        EXPECT_EQ(tests[0].engine, EngineKind::llama);
+        EXPECT_EQ(tests[1].engine, EngineKind::http);
+        EXPECT_EQ(tests[1].devices.str(), "HTTP");
         EXPECT_EQ(tests[1].n_prompt, 16);
-        EXPECT_EQ(tests[2].engine, "llama");
+        EXPECT_EQ(tests[2].engine, EngineKind::llama);
         EXPECT_EQ(tests[3].n_prompt, 32);
     } catch (const Error& e) {
         // Only when this build has no llama-server next to it.

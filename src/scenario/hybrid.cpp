@@ -255,9 +255,9 @@ int run_hybrid(const HybridOptions& o, ResultDocument& doc, std::ostream& out, s
             describe_llama_stop(message, o.prefill_device + "+" + o.decode_device, activity.load());
         for (size_t t : point_tests) {
             TestResult& r = doc.tests[t];
-            r.status = "failed";
+            r.status = Status::failed;
             r.error = error;
-            r.stopped_by = "error";
+            r.stopped_by = StopReason::error;
             finish(r);
         }
         doc.finished_at = utc_timestamp();
@@ -319,7 +319,7 @@ int run_hybrid(const HybridOptions& o, ResultDocument& doc, std::ostream& out, s
                     {"baselines", o.baselines},
                     {"memory", memory},
                     {"points", json::array()}};
-    doc.extra["hybrid"] = section;
+    doc.hybrid = from_json<HybridSection>(section);
 
     const auto bos = a.bos_token();
     const int32_t n_vocab = a.n_vocab();
@@ -426,14 +426,14 @@ int run_hybrid(const HybridOptions& o, ResultDocument& doc, std::ostream& out, s
             json pt = {{"n_prompt", p}, {"n_gen", n}, {"tests", json::object()}};
             for (auto& m : modes) {
                 TestResult& r = doc.tests[m.test];
-                r.stopped_by = interrupted ? "interrupt" : "reps";
+                r.stopped_by = interrupted ? StopReason::interrupt : StopReason::reps;
                 if (!error.empty()) {
-                    r.status = "failed";
+                    r.status = Status::failed;
                     r.error = error;
                     r.error_kind = error_kind_name(error_kind);
-                    r.stopped_by = "error";
+                    r.stopped_by = StopReason::error;
                 } else if (interrupted) {
-                    r.status = "interrupted";
+                    r.status = Status::interrupted;
                 }
                 finish(r);
                 if (auto w = stall_warning(r))
@@ -464,8 +464,9 @@ int run_hybrid(const HybridOptions& o, ResultDocument& doc, std::ostream& out, s
                                              ps.e2e_ns[kDecodeAloneMode]);
             if (!error.empty())
                 progress(name + " failed: " + error);
-            doc.extra["hybrid"]["points"].push_back(pt);
-            doc.extra["hybrid"]["crossover"] = crossovers(doc.extra["hybrid"]["points"]);
+            section["points"].push_back(pt);
+            section["crossover"] = crossovers(section["points"]);
+            doc.hybrid = from_json<HybridSection>(section);
             doc.finished_at = utc_timestamp();
             save();
         }

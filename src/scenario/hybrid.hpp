@@ -8,9 +8,10 @@
 //
 // The document gets three tests per (n_prompt, n_gen) point: devices "A" and "B" (alone) and
 // "A>B" (hybrid: prefill on A, decode on B, TTFT = prefill + transfer + first token), and a
-// section extra["hybrid"] with the transfer of every repetition (time split into save on A and
-// restore on B, bytes), the end-to-end time of every repetition of each mode, the comparisons
-// and the crossover lengths, and the memory cost of holding the model for both device sets.
+// section doc.hybrid (core/doc/hybrid_section.hpp) with the transfer of every repetition (time
+// split into save on A and restore on B, bytes), the end-to-end time of every repetition of each
+// mode, the comparisons and the crossover lengths, and the memory cost of holding the model for
+// both device sets.
 #include <optional>
 #include <ostream>
 #include <string>
@@ -37,7 +38,7 @@ struct HybridOptions {
     TelemetryChoice telemetry{"auto", "/sys", 10, 0};
 };
 
-// Mode names used as keys in extra["hybrid"].
+// Mode names used as keys in doc.hybrid.
 inline constexpr const char* kHybridMode = "hybrid";
 inline constexpr const char* kPrefillAloneMode = "prefill_alone";  // A for both stages
 inline constexpr const char* kDecodeAloneMode = "decode_alone";    // B for both stages
@@ -59,7 +60,7 @@ nlohmann::json compare_modes(const std::vector<int64_t>& hybrid_e2e,
 
 // Crossover lengths over a sweep: for every n_gen, the smallest n_prompt from which on the
 // hybrid wins against both modes alone at every longer prompt of the sweep (and likewise for
-// every n_prompt over n_gen). points: extra["hybrid"]["points"].
+// every n_prompt over n_gen). points: the JSON of doc.hybrid->points.
 nlohmann::json crossovers(const nlohmann::json& points);
 
 }  // namespace sb

@@ -160,17 +160,17 @@ int run_benchmark(const RunOptions& opts, ResultDocument& doc, std::ostream& out
             return std::nullopt;
         TestResult r;
         r.config = tests[i];
-        r.status = "failed";
-        r.stopped_by = "error";
-        r.error = describe_llama_stop(message, tests[i].devices, activity.load());
+        r.status = Status::failed;
+        r.stopped_by = StopReason::error;
+        r.error = describe_llama_stop(message, tests[i].devices.str(), activity.load());
         r.started_ns = running_since_ns.load();
         r.finished_ns = now_ns();
         doc.tests.push_back(r);
         doc.finished_at = utc_timestamp();
         save();
-        return "test " + r.config.test_name() + " on " + r.config.devices + " failed: " + *r.error +
-               "; " + std::to_string(doc.tests.size() - 1) + " earlier test(s) kept" +
-               (opts.out_path ? " in " + *opts.out_path : std::string());
+        return "test " + r.config.test_name() + " on " + r.config.devices.str() +
+               " failed: " + *r.error + "; " + std::to_string(doc.tests.size() - 1) +
+               " earlier test(s) kept" + (opts.out_path ? " in " + *opts.out_path : std::string());
     });
     save();
     if (sampling) {
@@ -203,13 +203,13 @@ int run_benchmark(const RunOptions& opts, ResultDocument& doc, std::ostream& out
         running.store(static_cast<int>(i));
         TestResult r;
         if (auto bad = unusable.find(tests[i].model_path);
-            bad != unusable.end() && (tests[i].engine != "http" || !opts.http.url)) {
+            bad != unusable.end() && (tests[i].engine != EngineKind::http || !opts.http.url)) {
             r.config = tests[i];
             r.started_ns = r.finished_ns = now_ns();
             record_failure(r, bad->second);
         } else {
-            r = tests[i].engine == "http" ? http.run(tests[i], hooks)
-                                          : run_test(engine, tests[i], hooks, membw);
+            r = tests[i].engine == EngineKind::http ? http.run(tests[i], hooks)
+                                                    : run_test(engine, tests[i], hooks, membw);
         }
         std::lock_guard<std::timed_mutex> lock(doc_mu);
         running.store(-1);
@@ -217,8 +217,8 @@ int run_benchmark(const RunOptions& opts, ResultDocument& doc, std::ostream& out
             r.telemetry = test_telemetry(*tel, stage_prefix);
         if (auto w = stall_warning(r))
             doc.warnings.push_back(*w);
-        if (r.status == "failed" && opts.progress)
-            err << "stagebench: test " << r.config.test_name() << " on " << r.config.devices
+        if (r.status == Status::failed && opts.progress)
+            err << "stagebench: test " << r.config.test_name() << " on " << r.config.devices.str()
                 << " failed: " << r.error.value_or("") << "\n";
         doc.tests.push_back(std::move(r));
         doc.finished_at = utc_timestamp();

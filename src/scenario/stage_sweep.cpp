@@ -25,13 +25,13 @@ std::vector<int32_t> random_tokens(int n, int32_t n_vocab, uint64_t seed) {
 LoadSpec load_spec_for(const TestConfig& c) {
     LoadSpec ls;
     ls.model_path = c.model_path;
-    ls.devices = split_device_set(c.devices);
+    ls.devices = split_device_set(c.devices.str());
     ls.n_gpu_layers = c.n_gpu_layers;
     ls.n_ctx = c.n_depth + c.n_prompt + c.n_gen + 8;
     ls.n_batch = c.n_batch;
     ls.n_ubatch = c.n_ubatch;
     ls.n_threads = c.n_threads;
-    ls.flash_attn = c.flash_attn;
+    ls.flash_attn = to_string(c.flash_attn);
     ls.type_k = c.type_k;
     ls.type_v = c.type_v;
     return ls;
@@ -143,7 +143,7 @@ std::optional<Warning> stall_warning(const TestResult& r) {
         "stalls",
         fmt::format("{} on {}: {} (modified z-score > {}): the means and their CIs include them, "
                     "the robust (median-based) tokens/s do not",
-                    r.config.test_name(), r.config.devices, what, kStallModifiedZ),
+                    r.config.test_name(), r.config.devices.str(), what, kStallModifiedZ),
         "Quote the robust figure (`robust` in the document) and check the stall count: stalls "
         "come from other processes, a shared VM's host or the power manager. Stop background "
         "work, or rerun; --target-ci repeats until the robust figure's CI is narrow."};
@@ -152,11 +152,11 @@ std::optional<Warning> stall_warning(const TestResult& r) {
 bool repetition_done(TestResult& r, const TestConfig& c, int rep) {
     r.reps_done = rep + 1;
     if (r.reps_done >= c.reps && c.target_ci && target_ci_reached(r, *c.target_ci)) {
-        r.stopped_by = "target_ci";
+        r.stopped_by = StopReason::target_ci;
         return true;
     }
     if (r.reps_done >= c.max_reps) {
-        r.stopped_by = c.target_ci ? "max_reps" : "reps";
+        r.stopped_by = c.target_ci ? StopReason::max_reps : StopReason::reps;
         return true;
     }
     return !c.target_ci && r.reps_done >= c.reps;
@@ -220,7 +220,8 @@ std::vector<TestConfig> expand_matrix(const MatrixSpec& m) {
                                                     c.n_threads = threads_or_default(t);
                                                     c.n_batch = b;
                                                     c.n_ubatch = std::min(ub, b);
-                                                    c.flash_attn = fa;
+                                                    c.flash_attn = enum_from_text<FlashAttn>(
+                                                        fa, "--flash-attn");
                                                     c.type_k = tk;
                                                     c.type_v = tv;
                                                     c.reps = m.reps;
@@ -282,15 +283,15 @@ TestResult run_test(Engine& engine, const TestConfig& c, const SweepHooks& hooks
                 engine.decode_step(bos.value_or(0));
         }
 
-        r.stopped_by = "reps";
+        r.stopped_by = StopReason::reps;
         for (int rep = 0; rep < c.max_reps; ++rep) {
             if (interrupt_requested()) {
-                r.status = "interrupted";
-                r.stopped_by = "interrupt";
+                r.status = Status::interrupted;
+                r.stopped_by = StopReason::interrupt;
                 break;
             }
             if (hooks.progress)
-                hooks.progress(c.test_name() + " on " + c.devices + ": repetition " +
+                hooks.progress(c.test_name() + " on " + c.devices.str() + ": repetition " +
                                std::to_string(rep + 1) + "/" + std::to_string(c.max_reps));
             if (c.n_depth > 0)
                 doing("filling the KV cache");

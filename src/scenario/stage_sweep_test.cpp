@@ -172,7 +172,7 @@ TEST(TargetCi, HoldsTheRobustFigureNotTheMean) {
     c.max_reps = 50;
     c.target_ci = 0.02;
     EXPECT_TRUE(repetition_done(r, c, 19));
-    EXPECT_EQ(r.stopped_by, "target_ci");
+    EXPECT_EQ(r.stopped_by, StopReason::target_ci);
 }
 
 TEST(StallWarning, SaysHowManyAndHowMuchAndThatTheRobustFigureHolds) {

@@ -12,6 +12,7 @@
 #include "core/interrupt.hpp"
 #include "core/json_util.hpp"
 #include "core/last_word.hpp"
+#include "core/parse.hpp"
 #include "core/sysinfo.hpp"
 #include "engine/backends.hpp"
 #include "engine/llama_engine.hpp"
@@ -35,7 +36,7 @@ std::vector<double> present(const std::vector<SustainedRound>& rounds,
                             std::optional<double> SustainedRound::*field) {
     std::vector<double> v;
     for (const auto& r : rounds)
-        if (r.status == "ok" && r.*field)
+        if (r.status == Status::ok && r.*field)
             v.push_back(*(r.*field));
     return v;
 }
@@ -125,23 +126,11 @@ CooldownPolicy parse_cooldown(const std::string& text) {
         p.kind = CooldownPolicy::Kind::until_temp;
         return p;
     }
-    double scale = 1;
-    std::string v = text;
-    if (ends_with(v, "ms")) {
-        scale = 1e-3;
-        v.resize(v.size() - 2);
-    } else if (ends_with(v, "s")) {
-        v.pop_back();
-    }
-    size_t used = 0;
-    try {
-        p.seconds = std::stod(v, &used) * scale;
-    } catch (const std::exception&) {
+    // A day at most: a longer pause is a typo.
+    const auto ns = parse_duration(text);
+    if (!ns || *ns > 86'400'000'000'000)
         throw bad();
-    }
-    // A day at most: a longer pause is a typo, and inf or nan would wait forever.
-    if (used != v.size() || !std::isfinite(p.seconds) || p.seconds < 0 || p.seconds > 86400)
-        throw bad();
+    p.seconds = *ns / 1e9;
     p.kind = p.seconds > 0 ? CooldownPolicy::Kind::fixed : CooldownPolicy::Kind::none;
     return p;
 }
@@ -191,7 +180,7 @@ AcrossRounds summarize_rounds(const std::vector<SustainedRound>& rounds,
     std::vector<int> dec_rounds, freq_rounds;
     std::vector<double> freq;
     for (const auto& r : rounds) {
-        if (r.status != "ok")
+        if (r.status != Status::ok)
             continue;
         if (r.decode_tps)
             dec_rounds.push_back(r.round);
@@ -346,20 +335,20 @@ int run_sustained(const SustainedOptions& o, ResultDocument& doc, std::ostream& 
     c.seed = o.seed;
 
     SustainedResult res;
-    res.config = {
-        {"model", o.model},
-        {"devices", o.devices},
-        {"threads", threads},
-        {"rounds", o.rounds},
-        {"prompt_tokens", o.prompt_tokens},
-        {"max_tokens", o.max_tokens},
-        {"chunk", o.chunk ? nlohmann::json(*o.chunk) : nlohmann::json(nullptr)},
-        {"cooldown", o.cooldown},
-        {"background", o.background ? nlohmann::json(*o.background) : nlohmann::json(nullptr)},
-        {"seed", o.seed},
-        {"trace_ops_rounds", traced_rounds}};
+    res.config = from_json<SustainedConfig>(
+        {{"model", o.model},
+         {"devices", o.devices},
+         {"threads", threads},
+         {"rounds", o.rounds},
+         {"prompt_tokens", o.prompt_tokens},
+         {"max_tokens", o.max_tokens},
+         {"chunk", o.chunk ? nlohmann::json(*o.chunk) : nlohmann::json(nullptr)},
+         {"cooldown", o.cooldown},
+         {"background", o.background ? nlohmann::json(*o.background) : nlohmann::json(nullptr)},
+         {"seed", o.seed},
+         {"trace_ops_rounds", traced_rounds}});
     auto save = [&](DocumentSave how = DocumentSave::progress) {
-        doc.extra["sustained"] = to_json(res);
+        doc.sustained = res;
         doc.finished_at = utc_timestamp();
         if (o.out_path)
             write_document(doc, *o.out_path, how);
@@ -389,16 +378,16 @@ int run_sustained(const SustainedOptions& o, ResultDocument& doc, std::ostream& 
             return std::nullopt;
         TestResult r;
         r.config = c;
-        r.status = "failed";
-        r.stopped_by = "error";
-        r.error = describe_llama_stop(message, c.devices, activity.load());
+        r.status = Status::failed;
+        r.stopped_by = StopReason::error;
+        r.error = describe_llama_stop(message, c.devices.str(), activity.load());
         r.started_ns = round_start_ns.load();
         r.finished_ns = now_ns();
         r.notes.push_back("sustained " + res.phases.back().name + " round " +
                           std::to_string(round));
         SustainedRound sr;
         sr.round = round;
-        sr.status = "failed";
+        sr.status = Status::failed;
         sr.error = r.error;
         sr.start_ns = r.started_ns;
         sr.end_ns = r.finished_ns;
@@ -472,7 +461,7 @@ int run_sustained(const SustainedOptions& o, ResultDocument& doc, std::ostream& 
             sr.end_ns = r.finished_ns;
             sr.status = r.status;
             sr.error = r.error;
-            if (r.status != "ok")
+            if (r.status != Status::ok)
                 ++failed;
             // A model or option the engine refuses will be refused every round: stop here.
             bad_input |= r.error_kind == "input" || r.error_kind == "usage";
@@ -541,7 +530,7 @@ int run_sustained(const SustainedOptions& o, ResultDocument& doc, std::ostream& 
                     err << "stagebench: " << phase.name << " " << label
                         << " failed: " << pass.error.value_or("?") << "\n";
                 }
-                res.phases.back().rounds.back().ops = to_json(pass);
+                res.phases.back().rounds.back().ops = from_json<RoundTracedPass>(to_json(pass));
                 save();
             }
         }

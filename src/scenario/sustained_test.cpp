@@ -143,8 +143,7 @@ TEST(TraceOpsRounds, ARoundCarriesItsTracedPassOnlyWhenChosen) {
     r.round = 2;
     const nlohmann::json plain = to_json(r);
     EXPECT_FALSE(plain.contains("ops"));
-    r.ops =
-        nlohmann::json{{"label", "traced pass after round 2"}, {"stages", nlohmann::json::array()}};
+    r.ops.emplace().label = "traced pass after round 2";
     nlohmann::json traced = to_json(r);
     ASSERT_TRUE(traced.contains("ops"));
     EXPECT_EQ(traced["ops"]["label"], "traced pass after round 2");

@@ -43,38 +43,9 @@ std::unique_ptr<Sampler> open_telemetry(const TelemetryChoice& opts, std::ostrea
 }
 
 // Per-repetition stage telemetry of one test, and medians of what people compare.
-nlohmann::json test_telemetry(const Sampler& tel, const std::string& prefix) {
-    nlohmann::json j = nlohmann::json::object();
-    nlohmann::json summary = nlohmann::json::object();
-    for (const char* stage : {"prefill", "decode"}) {
-        const auto occ = tel.stage_summaries(prefix + stage);
-        if (occ.empty())
-            continue;
-        nlohmann::json arr = nlohmann::json::array();
-        std::vector<double> jpt, net_jpt, energy, power;
-        for (const auto& o : occ) {
-            arr.push_back(to_json(o));
-            if (o.j_per_token)
-                jpt.push_back(*o.j_per_token);
-            if (o.net_j_per_token)
-                net_jpt.push_back(*o.net_j_per_token);
-            if (o.total_energy_j) {
-                energy.push_back(*o.total_energy_j);
-                if (o.duration_ns > 0)
-                    power.push_back(*o.total_energy_j / (o.duration_ns * 1e-9) * 1e3);
-            }
-        }
-        j[stage] = arr;
-        summary[stage] = {
-            {"j_per_token", to_json(summarize(jpt))},
-            {"net_j_per_token", to_json(summarize(net_jpt))},
-            {"energy_j", to_json(summarize(energy))},
-            {"mean_power_mw", to_json(summarize(power))},
-            {"total_metric", occ.front().total_metric ? nlohmann::json(*occ.front().total_metric)
-                                                      : nlohmann::json(nullptr)}};
-    }
-    j["summary"] = summary;
-    return j;
+TestTelemetry test_telemetry(const Sampler& tel, const std::string& prefix) {
+    return test_telemetry_of(tel.stage_summaries(prefix + "prefill"),
+                             tel.stage_summaries(prefix + "decode"));
 }
 
 void finish_telemetry(Sampler* tel, ResultDocument& doc) {
@@ -82,7 +53,7 @@ void finish_telemetry(Sampler* tel, ResultDocument& doc) {
         return;
     tel->stop();
     const TelemetryRecord rec = tel->record();  // a copy of every series: taken once
-    doc.telemetry = to_json(rec);
+    doc.telemetry = telemetry_section(rec);
     for (const auto& w : rec.warnings)
         doc.warnings.push_back(w);
 }

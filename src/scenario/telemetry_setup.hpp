@@ -31,8 +31,8 @@ void finish_telemetry(Sampler* tel, ResultDocument& doc);
 // True when the sampler has at least one source to read.
 bool has_sources(const Sampler& s);
 
-// {"prefill": [...], "decode": [...], "summary": {...}}: the stage records whose names are
-// prefix + "prefill" / "decode", and medians of J/token, net J/token, energy and mean power.
-nlohmann::json test_telemetry(const Sampler& tel, const std::string& prefix);
+// The stage records whose names are prefix + "prefill" / "decode", and medians of J/token, net
+// J/token, energy and mean power (test_telemetry_of, telemetry/telemetry_json.hpp).
+TestTelemetry test_telemetry(const Sampler& tel, const std::string& prefix);
 
 }  // namespace sb

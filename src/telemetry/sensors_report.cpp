@@ -15,25 +15,6 @@
 
 namespace sb {
 
-int64_t parse_duration_ns(const std::string& text) {
-    std::string_view s = sb::trim(text);
-    std::size_t n = 0;
-    while (n < s.size() && (std::isdigit(static_cast<unsigned char>(s[n])) || s[n] == '.' ||
-                            s[n] == '-' || s[n] == '+')) {
-        ++n;
-    }
-    auto v = sysfs::parse_number(s.substr(0, n));
-    std::string_view unit = s.substr(n);
-    static const std::map<std::string_view, double> kScale = {
-        {"", 1e9}, {"s", 1e9}, {"ms", 1e6}, {"us", 1e3}, {"ns", 1}, {"m", 60e9}, {"min", 60e9}};
-    auto it = kScale.find(unit);
-    if (!v || it == kScale.end() || *v < 0 || *v * it->second > 1e18) {
-        throw usage_error(fmt::format(
-            "invalid duration '{}': use e.g. 5s, 500ms, 1m or a number of seconds", text));
-    }
-    return static_cast<int64_t>(std::llround(*v * it->second));
-}
-
 SensorsReport run_sensors(const SensorsOptions& o, std::ostream& log) {
     if (o.duration_ns < 0)
         throw usage_error("duration must not be negative");

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/parse.hpp"  // parse_duration_ns: the --duration of `sensors`
 #include "telemetry/discover.hpp"
 #include "telemetry/sampler.hpp"
 
@@ -44,10 +45,6 @@ struct SensorsReport {
     std::optional<StageTelemetry> stage;  // the full summary of the window
     Warnings warnings;
 };
-
-// Parses a duration: "5s", "500ms", "2.5s", "250us", "1m", or a bare number of seconds.
-// Throws sb::Error(usage) for anything else or a negative value.
-int64_t parse_duration_ns(const std::string& text);
 
 // Discovers, samples for options.duration_ns (stopping early on sb::interrupt_requested()) and
 // summarises. Progress lines go to log. Throws sb::Error(usage) for a bad hz or duration.

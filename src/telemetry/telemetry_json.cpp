@@ -1,6 +1,7 @@
 #include "telemetry/telemetry_json.hpp"
 
 #include "core/json_util.hpp"
+#include "core/stats_json.hpp"
 
 namespace sb {
 
@@ -150,6 +151,42 @@ json to_json(const TelemetryRecord& r, bool with_series) {
         j["series"] = series;
     }
     return j;
+}
+
+// The JSON above is the one the document's types read (core/doc/telemetry_section.hpp), so the
+// typed forms are made through it: one definition of the shape, checked by the round-trip tests.
+TelemetrySection telemetry_section(const TelemetryRecord& r) {
+    return from_json<TelemetrySection>(to_json(r), "the telemetry record");
+}
+
+TestTelemetry test_telemetry_of(const std::vector<StageTelemetry>& prefill,
+                                const std::vector<StageTelemetry>& decode) {
+    TestTelemetry t;
+    for (const auto* occ : {&prefill, &decode}) {
+        if (occ->empty())
+            continue;
+        std::vector<StageWindow>& windows = occ == &prefill ? t.prefill : t.decode;
+        std::vector<double> jpt, net_jpt, energy, power;
+        for (const auto& o : *occ) {
+            windows.push_back(from_json<StageWindow>(to_json(o), "a stage record"));
+            if (o.j_per_token)
+                jpt.push_back(*o.j_per_token);
+            if (o.net_j_per_token)
+                net_jpt.push_back(*o.net_j_per_token);
+            if (o.total_energy_j) {
+                energy.push_back(*o.total_energy_j);
+                if (o.duration_ns > 0)
+                    power.push_back(*o.total_energy_j / (o.duration_ns * 1e-9) * 1e3);
+            }
+        }
+        StageEnergySummary& s = t.summary[occ == &prefill ? "prefill" : "decode"];
+        s.j_per_token = summarize(jpt);
+        s.net_j_per_token = summarize(net_jpt);
+        s.energy_j = summarize(energy);
+        s.mean_power_mw = summarize(power);
+        s.total_metric = occ->front().total_metric;
+    }
+    return t;
 }
 
 }  // namespace sb

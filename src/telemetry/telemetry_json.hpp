@@ -19,7 +19,9 @@
 //                     "marks": [{"stage", "begin", "t_ns", "read_ns"}],
 //                     "stages": [StageTelemetry...], "idle": {...}|null, "warnings": [...]}
 #include <nlohmann/json.hpp>
+#include <vector>
 
+#include "core/doc/telemetry_section.hpp"
 #include "telemetry/sampler.hpp"
 
 namespace sb {
@@ -32,6 +34,14 @@ nlohmann::json to_json(const IdleBaseline& b);
 nlohmann::json to_json(const Series& s);
 // with_series = false leaves out the (large) time series, keeping everything else.
 nlohmann::json to_json(const TelemetryRecord& r, bool with_series = true);
+
+// The result document's typed forms (core/doc/telemetry_section.hpp) of the same records: the
+// run's record, and one test's stage records (its windows of prefill and decode, one per
+// repetition, with the medians over them of J/token, net J/token, energy and mean power; a stage
+// without windows is left out).
+TelemetrySection telemetry_section(const TelemetryRecord& r);
+TestTelemetry test_telemetry_of(const std::vector<StageTelemetry>& prefill,
+                                const std::vector<StageTelemetry>& decode);
 
 // Let nlohmann convert them implicitly: json j = record;
 inline void to_json(nlohmann::json& j, const Metric& v) {

@@ -1,0 +1,210 @@
+#pragma once
+// The "ops" section of a result document: the result of `stagebench ops` and `decompose`
+// (src/profile, a traced llama.cpp graph) and of `import hexagon-profile` (a backend's own
+// profile log). Per stage: every op with its op time and call time, aggregates by op type /
+// layer / backend, graph splits and the copies between backends, ops that fell back from the
+// requested backend, and the reconciliation of summed op and call times with the uninstrumented
+// stage time. The arithmetic that fills these lives in src/profile (op_record.hpp,
+// ops_profile.hpp); this header is the data and its JSON.
+//
+// Times are nanoseconds (double: replayed op times are averages over many copies). Two times
+// per op:
+//   call_ns  host wall time of the op dispatched on its own and waited for (dispatch +
+//            transport + synchronisation + compute);
+//   op_ns    compute time with dispatch amortised (the op replayed many times back to back in
+//            one graph, total / count), or the time the backend itself reports.
+// Fractions as fractions (0.25 = 25 %). Missing is not zero: a time that could not be measured
+// is std::nullopt.
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/doc/json_in.hpp"
+
+namespace sb {
+
+struct TensorInfo {
+    std::string name;
+    std::string type;         // ggml type name: "f32", "q4_0"; empty when unknown
+    std::vector<int64_t> ne;  // shape in ggml order (ne[0] first)
+    bool contiguous = true;
+};
+
+struct OpRecord {
+    int graph = 0;   // which graph of the stage (one per micro-batch); 0 for imported logs
+    int node = -1;   // index of the node in its graph (or line order for imports)
+    std::string op;  // ggml_op_desc(): "MUL_MAT", "RMS_NORM", "SILU" (unary ops by their name)
+    TensorInfo out;  // the node itself; its name carries the layer ("ffn_up-3")
+    std::vector<TensorInfo> srcs;
+    std::optional<int> layer;
+    std::string backend;      // device that executed it: "CPU", "BLAS", "RPC0", "HTP0"
+    bool no_compute = false;  // view / reshape / permute / transpose / none: zero op time
+    std::optional<double> op_ns;
+    std::optional<double> call_ns;
+    std::optional<double> isolated_call_ns;  // the op alone in a one-node graph (replay)
+    std::optional<std::string> op_method;    // how op_ns was obtained, or why it is missing
+    // When the node ran in one traced run (sb::now_ns; `ops` keeps the run of median wall
+    // time, StageProfile::timeline_rep): [start_ns, end_ns] is its call. Null for imports.
+    std::optional<int64_t> start_ns, end_ns;
+    // Backend-reported counters (Hexagon profiler).
+    std::optional<int64_t> cycles;
+    std::optional<double> mhz;
+    std::optional<int64_t> pkts;
+    std::optional<int64_t> start_cycles;
+};
+
+enum class GroupBy { op, layer, backend };
+
+struct OpAggregate {
+    std::string key;           // op type, layer index as text ("3", "none"), or backend
+    std::optional<int> layer;  // GroupBy::layer only
+    int count = 0;
+    int n_no_compute = 0;
+    std::optional<double> op_ns;       // sum over records that have it; nullopt if none has
+    std::optional<double> call_ns;     // idem
+    std::optional<double> share;       // op_ns / the denominator given to aggregate()
+    std::optional<double> call_share;  // call_ns / all records' call_ns
+    // sum(call) / sum(op) over the records that have both and a non-zero op time: how many
+    // times the dispatched op costs its compute. The headline column.
+    std::optional<double> call_op_ratio;
+};
+
+// One split of a traced graph: a run of nodes on one backend, with its input copies.
+struct SplitRecord {
+    int graph = 0;
+    int index = 0;
+    std::string backend;
+    int first_node = 0;
+    int n_nodes = 0;
+    int n_inputs = 0;                     // tensors copied in from other backends
+    std::optional<uint64_t> input_bytes;  // their size, when the traced nodes showed them
+    std::vector<std::string> inputs;
+    // Time between the previous split's last op and this split's first op: the scheduler
+    // copying the inputs (and synchronising). Unknown for the first split of a graph.
+    std::optional<double> copy_ns;
+};
+
+// Ops of one type that ran on a backend other than the requested one.
+struct FallbackRow {
+    std::string op;
+    std::string backend;    // where they ran
+    std::string requested;  // where they were asked to run
+    int count = 0;
+    std::optional<double> call_ns, op_ns;   // there, all of them
+    int n_replayed = 0;                     // of them, replayed on the requested backend
+    std::optional<double> op_ns_replayed;   // op time there of those replayed
+    std::optional<double> op_ns_requested;  // their op time on the requested backend
+    std::optional<double> penalty;          // op_ns_replayed / op_ns_requested
+    std::string note;                       // e.g. "not supported by BLAS"
+};
+
+struct Reconciliation {
+    std::vector<int64_t> plain_ns;        // uninstrumented stage times, one per repetition
+    std::vector<int64_t> plain_start_ns;  // when each began (sb::now_ns), parallel to plain_ns
+    std::optional<double> plain_median_ns;
+    std::vector<int64_t> traced_ns;        // instrumented (node by node) stage wall times
+    std::vector<int64_t> traced_start_ns;  // when each began (sb::now_ns), parallel to traced_ns
+    std::optional<double> traced_median_ns;
+    std::optional<double> sum_op_ns;
+    std::optional<double> sum_call_ns;          // every node, views included
+    std::optional<double> sum_call_compute_ns;  // nodes that compute
+    std::optional<double> sum_copy_ns;          // split input copies
+    std::optional<double> sched_gap_ns;         // scheduler time between nodes of one split
+    std::optional<double> host_ns;         // traced - calls - copies - gaps: graph build, inputs,
+                                           // outputs
+    std::optional<double> overhead_ns;     // traced - plain
+    std::optional<double> overhead_ratio;  // traced / plain - 1
+    std::optional<double> op_fraction;     // sum_op / plain
+    bool op_within_stage = true;           // sum_op <= plain
+};
+
+// `stagebench decompose`: a stage's latency split along the accelerator path, after the
+// study's OPMASK method, from measurements any ggml backend allows.
+struct DecompositionPart {
+    std::string name;  // accelerator_compute | conversion | communication | copies |
+                       // fallback_ops | host
+    std::optional<double> ns;
+    std::optional<double> share;  // of the uninstrumented stage time
+    std::string note;
+};
+
+struct Decomposition {
+    std::vector<DecompositionPart> parts;
+    std::vector<std::string> accelerators;      // the requested devices whose ops are "the path"
+    std::map<std::string, double> dispatch_ns;  // per backend: one dispatch with no work
+    int n_dispatches = 0;                       // splits on the accelerators per stage repetition
+    int n_accel_ops = 0;                        // computing ops on them
+    std::optional<double> per_op_dispatch_ns;   // n_accel_ops x dispatch: ops sent one by one
+    std::optional<double> traced_tax_ns;        // sum (call - op) over them, traced node by node
+    int n_conversion_ops = 0;                   // mat-muls whose activation conversion was measured
+    int n_conversion_missing = 0;               // mat-muls where it could not be separated
+};
+
+struct StageProfile {
+    std::string stage;  // prefill | decode | log (imports)
+    int n_tokens = 0;
+    int kv_depth = 0;
+    int n_graphs = 0;     // graphs per stage repetition (micro-batches)
+    int traced_reps = 0;  // repetitions the call times are medians of
+    // Index into rec.traced_ns of the run whose op start/end times the records keep.
+    std::optional<int> timeline_rep;
+    std::vector<OpRecord> ops;
+    std::vector<OpAggregate> by_op, by_layer, by_backend;
+    std::vector<size_t> top;  // indices into ops
+    std::vector<SplitRecord> splits;
+    int n_splits = 0;
+    int n_copies = 0;
+    std::optional<uint64_t> copy_bytes;
+    std::optional<double> copy_ns;
+    std::vector<FallbackRow> fallback;
+    Reconciliation rec;
+    std::optional<Decomposition> decomposition;
+    std::vector<std::string> notes;
+};
+
+struct OpsProfile {
+    std::string source;  // "trace" (llama.cpp graph) | "hexagon-profile" (imported log)
+    std::string model_path;
+    std::string devices;                 // as asked, '+'-joined
+    std::vector<std::string> requested;  // devices asked for (fallback is measured against)
+    std::vector<std::string> backends;   // devices that ran ops
+    int n_threads = 0;
+    int n_prompt = 0, n_depth = 0;
+    int replay_copies = 0;  // copies per replay graph
+    std::string method;     // how call and op times were obtained
+    std::vector<StageProfile> stages;
+    nlohmann::json import_info;  // imports: lines, unparsed, formats
+};
+
+// The result document's name for it.
+using OpsSection = OpsProfile;
+
+nlohmann::json to_json(const TensorInfo& t);
+nlohmann::json to_json(const OpRecord& r);
+// The key goes under "op", "layer" (the layer index, null for "none") or "backend".
+nlohmann::json to_json(const OpAggregate& a, GroupBy by);
+nlohmann::json to_json(const SplitRecord& s);
+nlohmann::json to_json(const FallbackRow& f);
+nlohmann::json to_json(const Reconciliation& r);
+nlohmann::json to_json(const Decomposition& d);
+nlohmann::json to_json(const StageProfile& s);
+// "import" only for imports (import_info not null).
+nlohmann::json to_json(const OpsProfile& p);
+
+void read(const JsonIn&, TensorInfo&);
+void read(const JsonIn&, OpRecord&);
+void read(const JsonIn&, OpAggregate&, GroupBy by);
+void read(const JsonIn&, SplitRecord&);
+void read(const JsonIn&, FallbackRow&);
+void read(const JsonIn&, Reconciliation&);
+void read(const JsonIn&, DecompositionPart&);
+void read(const JsonIn&, Decomposition&);
+void read(const JsonIn&, StageProfile&);
+void read(const JsonIn&, OpsProfile&);
+
+}  // namespace sb
