@@ -107,9 +107,16 @@ void add_ops(const AdviseFacts& facts, const AdviseFit& fit, json& out) {
                 row["source"] = ops.source;
                 out["fallback"].push_back(row);
             }
-            if (decomposition_sentence(st.stage, ops.devices, st.parts))
+            if (decomposition_sentence(st.stage, ops.devices, st.parts)) {
+                json parts = json::array();
+                for (const auto& p : st.parts)
+                    parts.push_back({{"name", p.name},
+                                     {"ns", opt(p.ns)},
+                                     {"share", opt(p.share)},
+                                     {"note", p.note}});
                 out["decomposition"].push_back(
-                    {{"stage", st.stage}, {"source", ops.source}, {"parts", st.parts_row}});
+                    {{"stage", st.stage}, {"source", ops.source}, {"parts", parts}});
+            }
             for (const auto& r : fit.dispatch[i][j].above_budget)
                 out["dispatch"].push_back({{"stage", st.stage},
                                            {"op", r.op},

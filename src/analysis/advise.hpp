@@ -1,7 +1,7 @@
 #pragma once
 // The advisor behind `stagebench advise`: turns a device's own result documents (run, ops,
 // decompose, sustained, hybrid) into advice on which backend should run which stage. Pure
-// computation on result documents (JSON as written by --out); no engine, no I/O.
+// computation on result documents (as written by --out, read typed); no engine, no I/O.
 //
 // What it derives, each with the numbers behind it:
 //  - per stage, the fastest and the most energy-efficient device set, with the ratio to the
@@ -54,10 +54,11 @@ struct AdviseInput {
 //   "fallback": [...], "dispatch": [...], "decomposition": [{"stage", "source", "parts"}],
 //   "sustained": [...],
 //   "sentences": ["plain sentences with the numbers"], "notes": [...]}
-// Documents it cannot use are named in notes. Throws sb::Error(input) when no input has
-// anything to advise on, and when a document has a value of the wrong type where the advisor
-// reads one (one line naming the source and the field, e.g. "r.json: .tests[0].config is a
-// string, expected an object"); absent and null values are read as not measured.
+// Every input is read whole with from_json<ResultDocument> (core/result.hpp), its source naming
+// it. Documents it cannot use are named in notes. Throws sb::Error(input) when no input has
+// anything to advise on, and for an input that is not a result document or has a value of the
+// wrong shape (from_json's one line naming the source and the field, e.g. "r.json:
+// tests[0].config: expected an object, found a string"); absent values are not measured.
 nlohmann::json advise(const std::vector<AdviseInput>& inputs, const AdviseOptions& opts);
 
 // Piecewise-linear interpolation through points sorted by x (at least one); beyond the ends

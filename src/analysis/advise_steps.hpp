@@ -9,7 +9,8 @@
 //                   their predictions;
 //   *_sentence      the wording (advise_sentences.cpp); advise() assembles the JSON.
 // Durations are nanoseconds, rates tokens per second. Nothing here does I/O; only
-// collect_facts reads documents, and only it throws for a document of the wrong shape.
+// collect_facts reads documents (through the typed ResultDocument's from_json), and only it
+// throws for a document of the wrong shape.
 #include <cstddef>
 #include <map>
 #include <optional>
@@ -35,7 +36,7 @@ struct AdviseSource {
 // device sets "A>B" and of other engines are not samples).
 struct AdviseSample {
     std::size_t doc = 0;  // index into AdviseFacts::sources
-    std::string devices;  // "CPU" when the document does not say
+    std::string devices;  // as the test's config spells them
     int n_prompt = 0, n_gen = 0;
     int kv_depth = 0;                                               // n_depth + n_prompt
     std::vector<double> prefill_tps, decode_tps;                    // raw, per repetition
@@ -45,12 +46,11 @@ struct AdviseSample {
 
 // One point of a document's hybrid section (prefill on one device set, decode on another).
 struct HybridPointFacts {
-    std::size_t doc = 0;                    // index into AdviseFacts::sources
-    std::string prefill, decode;            // the device sets ("" when the document lacks them)
-    int n_prompt = 0;                       // 0 when absent
-    int n_gen = 0;                          // 0 when absent; read only with measured_ns
+    std::size_t doc = 0;          // index into AdviseFacts::sources
+    std::string prefill, decode;  // the device sets
+    int n_prompt = 0, n_gen = 0;
     std::optional<double> transfer_ns;      // median state transfer
-    std::optional<double> bytes_per_token;  // of the transfer; read only with transfer_ns
+    std::optional<double> bytes_per_token;  // of the transfer; only with transfer_ns
     std::optional<double> measured_ns;      // median end to end of the hybrid itself
 };
 
@@ -60,17 +60,20 @@ struct OpFallback {
     int count = 0;
     std::optional<double> call_ns;  // in all, per stage
     std::optional<double> penalty;  // its op time there over that on the requested backend
-    nlohmann::json row;             // the document's row, copied into the advice as it is
+    nlohmann::json row;             // the document's row (to_json), copied into the advice
 };
 
+// A part of a stage's pipeline decomposition (`decompose`).
 struct PipelinePart {
-    std::string name;             // "" when absent (read only with share)
-    std::optional<double> share;  // fraction of the pipeline
+    std::string name;  // accelerator_compute | conversion | communication | copies | ...
+    std::optional<double> ns;
+    std::optional<double> share;  // fraction of the stage
+    std::string note;
 };
 
 // One profiled operator call.
 struct OpCall {
-    std::string op, backend;  // read only when both times are present
+    std::string op, backend;
     bool no_compute = false;  // a view or reshape: no work, its overhead is not dispatch
     std::optional<double> call_ns, op_ns;
 };
@@ -78,30 +81,29 @@ struct OpCall {
 struct OpsStageFacts {
     std::string stage;
     std::vector<OpFallback> fallback;
-    std::vector<PipelinePart> parts;  // of the pipeline decomposition, in order
-    nlohmann::json parts_row;         // the document's decomposition parts as they are
+    std::vector<PipelinePart> parts;  // of the pipeline decomposition, in order; none without
     std::vector<OpCall> ops;
 };
 
 // The ops section of one document.
 struct OpsFacts {
     std::string source;
-    std::string devices;  // "?" when absent
+    std::string devices;  // "?" when the section does not say
     std::vector<OpsStageFacts> stages;
 };
 
 // A phase of a sustained document without background load ("rounds", or "baseline" beside a
 // "loaded" one); phases under background load are not collected.
 struct SustainedPhaseFacts {
-    std::string name;                         // "" when absent
+    std::string name;
     std::optional<double> steady_decode_tps;  // decode tokens/s in the steady state
-    std::optional<double> peak_to_steady;     // read only with steady_decode_tps
-    std::string verdict;                      // read only with steady_decode_tps
+    std::optional<double> peak_to_steady;
+    std::string verdict;
 };
 
 struct SustainedFacts {
     std::string source;
-    std::string devices;  // "CPU" when absent
+    std::string devices;  // "CPU" when the section does not say
     std::vector<SustainedPhaseFacts> phases;
 };
 
@@ -114,8 +116,9 @@ struct AdviseFacts {
     std::vector<std::string> notes;  // documents with nothing the advisor uses
 };
 
-// Reads every input. Throws sb::Error(input) as advise() describes: a value of the wrong type
-// (one line naming the source and the field), or no input with anything to advise on.
+// Reads every input with from_json<ResultDocument> (source: the input's). Throws
+// sb::Error(input) as advise() describes: a document of the wrong shape (one line naming the
+// source and the field), or no input with anything to advise on.
 AdviseFacts collect_facts(const std::vector<AdviseInput>& inputs);
 
 // ---- fit ----

@@ -29,6 +29,7 @@ AdviseSample sample(const std::string& devices, int p, int n, std::vector<double
 
 TEST(AdviseCollect, ReadsTestsHybridOpsAndSustainedIntoFacts) {
     json run = {
+        {"schema", "stagebench.result"},
         {"command", "run"},
         {"tests",
          {{{"status", "ok"},
@@ -40,7 +41,8 @@ TEST(AdviseCollect, ReadsTestsHybridOpsAndSustainedIntoFacts) {
           {{"status", "failed"}, {"config", {{"devices", "CPU"}}}},
           {{"status", "ok"}, {"config", {{"devices", "CPU>RPC0"}}}},
           {{"status", "ok"}, {"config", {{"engine", "http"}}}}}}};
-    json hybrid = {{"command", "hybrid"},
+    json hybrid = {{"schema", "stagebench.result"},
+                   {"command", "hybrid"},
                    {"hybrid",
                     {{"prefill_device", "CPU"},
                      {"decode_device", "RPC0"},
@@ -50,6 +52,7 @@ TEST(AdviseCollect, ReadsTestsHybridOpsAndSustainedIntoFacts) {
                         {"transfer", {{"duration", {{"median", 2e6}}}, {"bytes_per_token", 512}}},
                         {"e2e", {{"hybrid", {{"summary", {{"median", 9e8}}}}}}}}}}}}};
     json ops = {
+        {"schema", "stagebench.result"},
         {"command", "ops"},
         {"ops",
          {{"devices", "BLAS"},
@@ -58,7 +61,8 @@ TEST(AdviseCollect, ReadsTestsHybridOpsAndSustainedIntoFacts) {
              {"fallback", {{{"op", "ADD"}, {"backend", "CPU"}, {"count", 2}}}},
              {"decomposition", {{"parts", {{{"name", "compute"}, {"share", 1.0}}}}}},
              {"ops", {{{"op", "ADD"}, {"backend", "CPU"}, {"call_ns", 5}, {"op_ns", 3}}}}}}}}}};
-    json sus = {{"command", "sustained"},
+    json sus = {{"schema", "stagebench.result"},
+                {"command", "sustained"},
                 {"sustained",
                  {{"config", {{"devices", "GPU"}}},
                   {"phases",
@@ -66,7 +70,7 @@ TEST(AdviseCollect, ReadsTestsHybridOpsAndSustainedIntoFacts) {
                     {{"name", "loaded"},
                      {"background", "cpu:1"},
                      {"across", {{"steady_decode_tps", 3.0}}}}}}}}};
-    json other = {{"command", "sensors"}};
+    json other = {{"schema", "stagebench.result"}, {"command", "sensors"}};
     const AdviseFacts f = collect_facts(
         {{"r.json", run}, {"h.json", hybrid}, {"o.json", ops}, {"s.json", sus}, {"x.json", other}});
 
@@ -107,7 +111,10 @@ TEST(AdviseCollect, ReadsTestsHybridOpsAndSustainedIntoFacts) {
     EXPECT_EQ(st.fallback[0].count, 2);
     EXPECT_EQ(st.fallback[0].requested, "");
     EXPECT_EQ(st.fallback[0].call_ns, std::nullopt);
-    EXPECT_EQ(st.fallback[0].row, ops["ops"]["stages"][0]["fallback"][0]);
+    // The row as the typed document writes it: every field, absent ones null.
+    EXPECT_EQ(st.fallback[0].row["op"], "ADD");
+    EXPECT_EQ(st.fallback[0].row["penalty"], nullptr);
+    EXPECT_EQ(st.fallback[0].row.size(), 11u);
     ASSERT_EQ(st.parts.size(), 1u);
     EXPECT_EQ(st.parts[0].name, "compute");
     EXPECT_EQ(st.parts[0].share, 1.0);
@@ -127,7 +134,9 @@ TEST(AdviseCollect, ReadsTestsHybridOpsAndSustainedIntoFacts) {
 }
 
 TEST(AdviseCollect, NothingUsableThrows) {
-    EXPECT_THROW(collect_facts({{"x.json", json{{"command", "sensors"}}}}), Error);
+    EXPECT_THROW(
+        collect_facts({{"x.json", json{{"schema", "stagebench.result"}, {"command", "sensors"}}}}),
+        Error);
     EXPECT_THROW(collect_facts({}), Error);
 }
 
@@ -342,10 +351,11 @@ TEST(AdviseSentences, OperatorsAndSustained) {
     EXPECT_EQ(fallback_sentence("decode", f),
               "decode: 3 × RMS_NORM asked of BLAS ran on CPU, 0.01 ms per stage in all, its op "
               "time there 1.50× that on BLAS.");
-    EXPECT_EQ(
-        decomposition_sentence("decode", "RPC0", {{"a", 0.25}, {"", std::nullopt}, {"b", 0.75}}),
-        "decode: the pipeline of RPC0 splits into a 25 %, b 75 %.");
-    EXPECT_EQ(decomposition_sentence("decode", "RPC0", {{"", std::nullopt}}), std::nullopt);
+    EXPECT_EQ(decomposition_sentence(
+                  "decode", "RPC0",
+                  {{"a", {}, 0.25, ""}, {"", {}, std::nullopt, ""}, {"b", {}, 0.75, ""}}),
+              "decode: the pipeline of RPC0 splits into a 25 %, b 75 %.");
+    EXPECT_EQ(decomposition_sentence("decode", "RPC0", {{"", {}, std::nullopt, ""}}), std::nullopt);
 
     DispatchFit d;
     d.n_measured = 7;

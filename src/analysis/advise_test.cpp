@@ -38,6 +38,7 @@ TEST(Interpolate, BetweenBeyondAndSingle) {
 
 TEST(Advise, NamesTheFastestPerStageWithCi) {
     json doc = {
+        {"schema", "stagebench.result"},
         {"command", "run"},
         {"tests",
          {test_of("CPU", 64, 16, {1000, 1010, 990, 1005, 995}, {50, 51, 49, 50, 50}, 0.5),
@@ -59,7 +60,7 @@ TEST(Advise, NamesTheFastestPerStageWithCi) {
 TEST(Advise, PredictsTheHybridFromItsPartsAndFindsTheCrossover) {
     // CPU: prefill 1000 t/s, decode 50 t/s; RPC0: prefill 200 t/s, decode 100 t/s; the
     // transfer costs 1 ms + 10 us per prompt token.
-    json doc = {{"command", "hybrid"}, {"tests", json::array()}};
+    json doc = {{"schema", "stagebench.result"}, {"command", "hybrid"}, {"tests", json::array()}};
     json points = json::array();
     for (int p : {64, 256}) {
         doc["tests"].push_back(test_of("CPU", p, 32, {1000, 1000, 1000}, {50, 50, 50}));
@@ -94,7 +95,8 @@ TEST(Advise, PredictsTheHybridFromItsPartsAndFindsTheCrossover) {
 TEST(Advise, AHybridIsPredictedFromItsOwnRunsModesAlone) {
     // The hybrid document measured CPU and RPC0 alone beside the hybrid; an older run measured
     // them much slower. The validation takes the parts from the hybrid's own run.
-    json hybrid = {{"command", "hybrid"},
+    json hybrid = {{"schema", "stagebench.result"},
+                   {"command", "hybrid"},
                    {"tests",
                     {test_of("CPU", 64, 32, {1000, 1000, 1000}, {50, 50, 50}),
                      test_of("RPC0", 64, 32, {200, 200, 200}, {100, 100, 100})}}};
@@ -106,7 +108,8 @@ TEST(Advise, AHybridIsPredictedFromItsOwnRunsModesAlone) {
                            {"n_gen", 32},
                            {"transfer", {{"duration", {{"median", 1e6}}}}},
                            {"e2e", {{"hybrid", {{"summary", {{"median", measured}}}}}}}}}}};
-    json old_run = {{"command", "run"},
+    json old_run = {{"schema", "stagebench.result"},
+                    {"command", "run"},
                     {"tests",
                      {test_of("CPU", 64, 32, {100, 100, 100}, {5, 5, 5}),
                       test_of("RPC0", 64, 32, {20, 20, 20}, {10, 10, 10})}}};
@@ -121,7 +124,8 @@ TEST(Advise, APredictionIsItsPartsMediansAndTheErrorIsAgainstTheMeasuredMedian) 
     // Uneven samples, so that a mean or a wrong sample would show: CPU prefill medians
     // 64 / 1000 t/s = 64 ms, RPC0 decode 32 / 80 t/s = 400 ms, transfer median 3 ms; the hybrid
     // measured at 520 ms. Predicted 64 + 3 + 400 = 467 ms, error 467 / 520 - 1.
-    json hybrid = {{"command", "hybrid"},
+    json hybrid = {{"schema", "stagebench.result"},
+                   {"command", "hybrid"},
                    {"tests",
                     {test_of("CPU", 64, 32, {900, 1000, 1300}, {40, 50, 51}),
                      test_of("RPC0", 64, 32, {150, 200, 210}, {70, 80, 200})}}};
@@ -166,7 +170,7 @@ TEST(Advise, FlagsDispatchOverheadAndFallback) {
                       {"op_ns", 0.0},
                       {"call_ns", 5e4}}}}}}}};
     ops["devices"] = "RPC0";
-    json doc = {{"command", "ops"}, {"ops", ops}};
+    json doc = {{"schema", "stagebench.result"}, {"command", "ops"}, {"ops", ops}};
     json a = advise({{"o.json", doc}}, {});
     ASSERT_EQ(a["decomposition"].size(), 1u);
     bool said = false;
@@ -187,11 +191,12 @@ TEST(Advise, FlagsDispatchOverheadAndFallback) {
 }
 
 TEST(Advise, SustainedSteadyStateCanOverturnTheChoice) {
-    json run = {{"command", "run"},
+    json run = {{"schema", "stagebench.result"},
+                {"command", "run"},
                 {"tests",
                  {test_of("CPU", 64, 16, {1000, 1000}, {80, 80}),
                   test_of("RPC0", 64, 16, {500, 500}, {100, 100})}}};
-    json sus = {{"command", "sustained"}};
+    json sus = {{"schema", "stagebench.result"}, {"command", "sustained"}};
     sus["sustained"] = {{"config", {{"devices", "RPC0"}}},
                         {"phases",
                          {{{"name", "baseline"},
@@ -208,11 +213,12 @@ TEST(Advise, SustainedSteadyStateCanOverturnTheChoice) {
 TEST(Advise, APlainSustainedRunsRoundsAreItsSteadyState) {
     // `sustained` without --background names its one phase "rounds"; with --background the
     // unloaded phase is "baseline" and the "loaded" one is left out.
-    json run = {{"command", "run"},
+    json run = {{"schema", "stagebench.result"},
+                {"command", "run"},
                 {"tests",
                  {test_of("CPU", 64, 16, {1000, 1000}, {80, 80}),
                   test_of("RPC0", 64, 16, {500, 500}, {100, 100})}}};
-    json sus = {{"command", "sustained"}};
+    json sus = {{"schema", "stagebench.result"}, {"command", "sustained"}};
     sus["sustained"] = {{"config", {{"devices", "RPC0"}}},
                         {"phases",
                          {{{"name", "rounds"},
@@ -242,60 +248,82 @@ TEST(Advise, APlainSustainedRunsRoundsAreItsSteadyState) {
 }
 
 TEST(Advise, AWrongShapedDocumentIsOneInputErrorNamingTheField) {
+    // Documents are read whole by the typed document's from_json: its message names the source
+    // and the field.
     const json ok_test = test_of("CPU", 64, 16, {1000, 1000}, {80, 80});
-    json bad_config = ok_test, bad_prompt = ok_test, bad_samples = ok_test, bad_summary = ok_test;
+    json bad_config = ok_test, bad_prompt = ok_test, bad_samples = ok_test;
     bad_config["config"] = "CPU";
     bad_prompt["config"]["n_prompt"] = "64";
     bad_samples["prefill"]["tokens_per_s"] = "fast";
-    bad_summary["telemetry"] = {{"summary", {{"decode", {{"j_per_token", 0.5}}}}}};
-    auto sustained = [](json section) {
-        return json{{"command", "sustained"}, {"sustained", std::move(section)}};
+    auto result = [](json members) {
+        members["schema"] = "stagebench.result";
+        return members;
+    };
+    auto sustained = [&](json section) {
+        return result({{"command", "sustained"}, {"sustained", std::move(section)}});
     };
     const std::vector<std::pair<json, std::string>> cases = {
-        {json::array({1, 2}), ". is an array, expected an object (a stagebench result document)"},
-        {json("run"), ". is a string, expected an object (a stagebench result document)"},
-        {{{"command", 5}}, ".command is a number, expected a string"},
-        {{{"tests", {{"a", 1}}}}, ".tests is an object, expected an array"},
-        {{{"tests", {ok_test, nullptr}}}, ".tests[1] is null, expected an object"},
-        {{{"tests", {bad_config}}}, ".tests[0].config is a string, expected an object"},
-        {{{"tests", {bad_prompt}}}, ".tests[0].config.n_prompt is a string, expected a number"},
-        {{{"tests", {bad_samples}}},
-         ".tests[0].prefill.tokens_per_s is a string, expected an "
-         "array"},
-        {{{"tests", {bad_summary}}},
-         ".tests[0].telemetry.summary.decode.j_per_token is a number, expected an object"},
-        {sustained("yes"), ".sustained is a string, expected an object"},
-        {sustained({{"phases", {nullptr}}}), ".sustained.phases[0] is null, expected an object"},
+        {json::array({1, 2}), "the document: expected a JSON object, found an array"},
+        {json("run"), "the document: expected a JSON object, found a string"},
+        {result({{"command", 5}}), "command: expected a string, found an integer"},
+        {result({{"tests", {{"a", 1}}}}), "tests: expected an array, found an object"},
+        {result({{"tests", {ok_test, nullptr}}}), "tests[1]: expected an object, found null"},
+        {result({{"tests", {bad_config}}}), "tests[0].config: expected an object, found a string"},
+        {result({{"tests", {bad_prompt}}}),
+         "tests[0].config.n_prompt: expected an integer, found a string"},
+        {result({{"tests", {bad_samples}}}),
+         "tests[0].prefill.tokens_per_s: expected an array, found a string"},
+        {sustained("yes"), "sustained: expected an object, found a string"},
+        {sustained({{"phases", {nullptr}}}), "sustained.phases[0]: expected an object, found null"},
         {sustained({{"phases", {{{"name", "rounds"}, {"across", 5}}}}}),
-         ".sustained.phases[0].across is a number, expected an object"},
-        {sustained({{"config", {{"devices", nullptr}}},
-                    {"phases", {{{"background", 0}, {"across", {{"steady_decode_tps", 1.0}}}}}}}),
-         ".sustained.phases[0].background is a number, expected a string"},
-        {{{"hybrid", {{"points", {{{"n_prompt", 64}, {"transfer", {{"duration", {1}}}}}}}}}},
-         ".hybrid.points[0].transfer.duration is an array, expected an object"},
-        {{{"ops",
-           {{"stages",
-             {{{"stage", "decode"},
-               {"ops", {{{"op", "ADD"}, {"call_ns", "x"}, {"op_ns", 1}}}}}}}}}},
-         ".ops.stages[0].ops[0].call_ns is a string, expected a number"},
+         "sustained.phases[0].across: expected an object, found an integer"},
+        {sustained({{"phases", {{{"background", 0}, {"across", {{"steady_decode_tps", 1.0}}}}}}}),
+         "sustained.phases[0].background: expected a string, found an integer"},
+        {result(
+             {{"hybrid", {{"points", {{{"n_prompt", 64}, {"transfer", {{"duration", {1}}}}}}}}}}),
+         "hybrid.points[0].transfer.duration: expected an object, found an array"},
+        {result({{"ops",
+                  {{"stages",
+                    {{{"stage", "decode"},
+                      {"ops", {{{"op", "ADD"}, {"call_ns", "x"}, {"op_ns", 1}}}}}}}}}}),
+         "ops.stages[0].ops[0].call_ns: expected a number, found a string"},
+        {json{{"command", "run"}, {"tests", {ok_test}}},
+         "bad.json is not a stagebench result document (no \"schema\": \"stagebench.result\")"},
     };
     for (const auto& [doc, want] : cases) {
         SCOPED_TRACE(doc.dump());
         try {
-            advise({{"ok.json", json{{"command", "run"}, {"tests", {ok_test}}}}, {"bad.json", doc}},
+            advise({{"ok.json", result({{"command", "run"}, {"tests", {ok_test}}})},
+                    {"bad.json", doc}},
                    {});
             ADD_FAILURE() << "no error";
         } catch (const Error& e) {
             EXPECT_EQ(e.kind(), ErrorKind::input);
-            EXPECT_EQ(std::string(e.what()), "bad.json: " + want);
+            const std::string what = e.what();
+            EXPECT_EQ(what, want.rfind("bad.json", 0) == 0 ? want : "bad.json: " + want);
         } catch (const std::exception& e) {
             ADD_FAILURE() << "not an sb::Error: " << e.what();
         }
     }
 }
 
+TEST(Advise, TelemetryItCannotReadIsLeftOutNotRefused) {
+    // from_json keeps a test's telemetry it cannot read as an unknown member: the test is
+    // advised on, without energy.
+    json t = test_of("CPU", 64, 16, {1000, 1000}, {80, 80});
+    t["telemetry"] = {{"summary", {{"decode", {{"j_per_token", 0.5}}}}}};
+    const json a = advise(
+        {{"r.json", json{{"schema", "stagebench.result"}, {"command", "run"}, {"tests", {t}}}}},
+        {});
+    ASSERT_EQ(a["stages"].size(), 2u);
+    EXPECT_EQ(a["stages"][1]["stage"], "decode");
+    EXPECT_EQ(a["stages"][1]["most_efficient"], nullptr);
+}
+
 TEST(Advise, NothingUsableIsAnInputError) {
-    EXPECT_THROW(advise({{"x.json", json{{"command", "sensors"}}}}, {}), Error);
+    EXPECT_THROW(
+        advise({{"x.json", json{{"schema", "stagebench.result"}, {"command", "sensors"}}}}, {}),
+        Error);
 }
 
 }  // namespace

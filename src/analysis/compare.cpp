@@ -48,6 +48,30 @@ CompareMatcher checked_matcher(const std::vector<CompareInput>& inputs,
     return m;
 }
 
+// The value of field f of test e of document d, for "differs".
+json doc_value(const CompareDoc& d, const CompareEntry& e, const std::string& f) {
+    if (f == "host")
+        return d.host;
+    if (f == "cpu")
+        return d.cpu;
+    if (f == "server") {
+        // The server behind an http engine, null for the in-process engine.
+        if (e.test->config.at("engine") != "http")
+            return nullptr;
+        return d.http_server.value_or("http");
+    }
+    return e.test->config.at(f);
+}
+
+// vals under name in into, when they are not all equal.
+void add_if_differing(const json& vals, json& into, const std::string& name) {
+    bool differ = false;
+    for (const auto& v : vals)
+        differ = differ || v != vals[0];
+    if (differ)
+        into[name] = vals;
+}
+
 // One test of the baseline and its counterparts in the other inputs.
 struct MatchedTest {
     const CompareEntry* base;
@@ -127,37 +151,12 @@ class Assembler {
         }
     }
 
-    // The value of field f of input i's test e, for "differs".
-    json doc_value(std::size_t i, const CompareEntry& e, const std::string& f) const {
-        const CompareDoc& d = docs_[i];
-        if (f == "host")
-            return d.host;
-        if (f == "cpu")
-            return d.cpu;
-        if (f == "server") {
-            // The server behind an http engine, null for the in-process engine.
-            if (e.test->config.at("engine") != "http")
-                return nullptr;
-            return d.http_server.value_or("http");
-        }
-        return e.test->config.at(f);
-    }
-
-    // vals under name in into, when they are not all equal.
-    static void add_if_differing(const json& vals, json& into, const std::string& name) {
-        bool differ = false;
-        for (const auto& v : vals)
-            differ = differ || v != vals[0];
-        if (differ)
-            into[name] = vals;
-    }
-
     json differs_of(const MatchedTest& t) const {
         json differs = json::object();
         for (const auto& f : diff_fields_) {
             json vals = json::array();
             for (std::size_t s = 0; s < t.idx.size(); ++s)
-                vals.push_back(doc_value(t.idx[s], *t.es[s], f));
+                vals.push_back(doc_value(docs_[t.idx[s]], *t.es[s], f));
             add_if_differing(vals, differs, f);
         }
         return differs;

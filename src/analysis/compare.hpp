@@ -117,10 +117,11 @@ struct CompareResult {
 std::vector<std::string> default_compare_labels(std::size_t n);
 
 // Compares inputs[1..] with inputs[0]. Throws sb::Error(usage) for fewer than 2 inputs or
-// repeated labels, sb::Error(input) naming the input when a document is not a result document
-// or has no tests (ops, decompose). A sustained document compares as one test whose samples are
-// its baseline rounds (its CV is then the variation across rounds; a note says so); one without
-// a completed baseline round is an sb::Error(input).
+// repeated labels, sb::Error(input) naming the input ("A (r.json)") when a document is not a
+// result document or of the wrong shape (each is read whole with from_json<ResultDocument>,
+// core/result.hpp) or has no tests (ops, decompose). A sustained document compares as one test
+// whose samples are its baseline rounds (its CV is then the variation across rounds; a note says
+// so); one without a completed baseline round is an sb::Error(input).
 CompareResult compare_documents(const std::vector<CompareInput>& inputs,
                                 const CompareOptions& opts = {});
 

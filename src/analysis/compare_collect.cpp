@@ -1,9 +1,7 @@
-#include <cstring>
-
 #include "analysis/compare_steps.hpp"
 #include "core/error.hpp"
-#include "core/json_reader.hpp"
 #include "core/json_util.hpp"
+#include "core/result.hpp"
 
 namespace sb {
 
@@ -17,56 +15,47 @@ const std::vector<CompareKeyField> kCompareKeyFields = {
 
 namespace {
 
-std::optional<std::string> str_field(const json& j, const char* key) {
-    const json& v = json_field(j, key);
-    return v.is_string() ? std::optional<std::string>(v.get<std::string>()) : std::nullopt;
+// The configuration fields of kCompareKeyFields (but "model") as the document spells them.
+std::map<std::string, json> config_fields(const TestConfig& c) {
+    return {{"model_path", c.model_path},
+            {"n_prompt", c.n_prompt},
+            {"n_gen", c.n_gen},
+            {"n_depth", c.n_depth},
+            {"n_batch", c.n_batch},
+            {"n_ubatch", c.n_ubatch},
+            {"type_k", c.type_k},
+            {"type_v", c.type_v},
+            {"flash_attn", to_string(c.flash_attn)},
+            {"engine", to_string(c.engine)},
+            {"devices", c.devices.str()},
+            {"n_threads", c.n_threads},
+            {"n_gpu_layers", c.n_gpu_layers}};
 }
 
-std::optional<double> num_field(const json& j, const char* key) {
-    const json& v = json_field(j, key);
-    return v.is_number() ? std::optional<double>(v.get<double>()) : std::nullopt;
-}
-
-// The numbers of an array (other elements skipped); none when not an array.
-std::vector<double> numbers(const json& arr) {
-    std::vector<double> v;
-    if (!arr.is_array())
-        return v;
-    for (const auto& x : arr)
-        if (x.is_number())
-            v.push_back(x.get<double>());
-    return v;
-}
-
-// The stage windows of telemetry.<stage>: their whole-system readings (the "total" of each).
-std::vector<CompareWindow> windows(const json& occ) {
+// The whole-system readings of a stage's windows (the "total" of each).
+std::vector<CompareWindow> windows(const std::vector<StageWindow>& ws) {
     std::vector<CompareWindow> v;
-    if (!occ.is_array())
-        return v;
-    for (const auto& o : occ) {
-        const json& total = json_field(o, "total");
-        v.push_back({num_field(o, "duration_ns"), num_field(total, "energy_j"),
-                     num_field(total, "j_per_token"), num_field(total, "net_j_per_token"),
-                     str_field(total, "metric")});
-    }
+    for (const auto& w : ws)
+        v.push_back({static_cast<double>(w.duration_ns), w.total.energy_j, w.total.j_per_token,
+                     w.total.net_j_per_token, w.total.metric});
     return v;
 }
 
-CompareTest test_of(const json& t) {
+CompareTest test_of(const TestResult& t) {
     CompareTest c;
-    const json& cfg = json_field(t, "config");
-    c.name = str_field(cfg, "test").value_or("?");
-    for (const auto& f : kCompareKeyFields)
-        if (std::strcmp(f.name, "model") != 0)
-            c.config[f.name] = json_field(cfg, f.name);
-    c.status = str_field(t, "status");
-    c.error = str_field(t, "error");
-    c.prefill_tps = numbers(json_field(json_field(t, "prefill"), "tokens_per_s"));
-    c.decode_tps = numbers(json_field(json_field(t, "decode"), "tokens_per_s"));
-    c.ttft_ns = numbers(json_field(t, "ttft_ns"));
-    const json& tel = json_field(t, "telemetry");
-    c.prefill_windows = windows(json_field(tel, "prefill"));
-    c.decode_windows = windows(json_field(tel, "decode"));
+    c.name = t.config.test_name();
+    c.config = config_fields(t.config);
+    c.status = to_string(t.status);
+    c.error = t.error;
+    if (t.prefill)
+        c.prefill_tps = t.prefill->tokens_per_s;
+    if (t.decode)
+        c.decode_tps = t.decode->tokens_per_s;
+    c.ttft_ns.assign(t.ttft_ns.begin(), t.ttft_ns.end());
+    if (t.telemetry) {
+        c.prefill_windows = windows(t.telemetry->prefill);
+        c.decode_windows = windows(t.telemetry->decode);
+    }
     return c;
 }
 
@@ -75,51 +64,44 @@ CompareTest test_of(const json& t) {
 // device to device and is left out). Each round is also a test of the document, in the order of
 // the phases and rounds; their per-stage telemetry is pooled the same way. Throws
 // sb::Error(input) when no round completed.
-CompareTest pooled_rounds(const json& doc, const std::string& who,
+CompareTest pooled_rounds(const ResultDocument& d, const std::string& who,
                           std::vector<std::string>& notes) {
-    const json& tests = json_field(doc, "tests");
     // The phase without background load ("rounds", or "baseline" beside a "loaded" one), and
     // the index of its first round's test.
-    const json* phase = nullptr;
+    const SustainedPhase* phase = nullptr;
     std::size_t first_test = 0;
-    for (const auto& ph : json_field(json_field(doc, "sustained"), "phases")) {
-        if (phase)
-            break;
-        if (str_field(ph, "background").value_or("").empty())
-            phase = &ph;
-        else if (const json& r = json_field(ph, "rounds"); r.is_array())
-            first_test += r.size();
-    }
-    if (!phase || !tests.is_array() || tests.empty())
+    if (d.sustained)
+        for (const auto& ph : d.sustained->phases) {
+            if (phase)
+                break;
+            if (ph.background.empty())
+                phase = &ph;
+            else
+                first_test += ph.rounds.size();
+        }
+    if (!phase || d.tests.empty())
         throw input_error(who + ": the `sustained` document has no baseline rounds to compare");
-    CompareTest out = test_of(tests[0]);
-    out.name += " rounds";
+    CompareTest out;
+    out.name = d.tests[0].config.test_name() + " rounds";
+    out.config = config_fields(d.tests[0].config);
     out.status = "ok";
-    out.error.reset();
-    out.prefill_tps.clear();
-    out.decode_tps.clear();
-    out.ttft_ns.clear();
-    out.prefill_windows.clear();
-    out.decode_windows.clear();
-    const json& rounds = json_field(*phase, "rounds");
     // Round k's test is tests[first_test + k] when the document holds a test per round.
-    const bool tests_per_round = rounds.is_array() && tests.size() >= first_test + rounds.size();
+    const bool tests_per_round = d.tests.size() >= first_test + phase->rounds.size();
     std::size_t k = 0;
-    for (const auto& r : rounds) {
+    for (const auto& r : phase->rounds) {
         const std::size_t index = first_test + k++;
-        if (str_field(r, "status").value_or("ok") != "ok")
+        if (r.status != Status::ok)
             continue;
-        if (auto x = num_field(r, "prefill_tps"))
-            out.prefill_tps.push_back(*x);
-        if (auto x = num_field(r, "decode_tps"))
-            out.decode_tps.push_back(*x);
-        if (auto x = num_field(r, "ttft_ms"))
-            out.ttft_ns.push_back(*x * 1e6);
-        if (tests_per_round) {
-            const json& tel = json_field(tests[index], "telemetry");
-            for (auto& w : windows(json_field(tel, "prefill")))
+        if (r.prefill_tps)
+            out.prefill_tps.push_back(*r.prefill_tps);
+        if (r.decode_tps)
+            out.decode_tps.push_back(*r.decode_tps);
+        if (r.ttft_ms)
+            out.ttft_ns.push_back(*r.ttft_ms * 1e6);
+        if (tests_per_round && d.tests[index].telemetry) {
+            for (auto& w : windows(d.tests[index].telemetry->prefill))
                 out.prefill_windows.push_back(w);
-            for (auto& w : windows(json_field(tel, "decode")))
+            for (auto& w : windows(d.tests[index].telemetry->decode))
                 out.decode_windows.push_back(w);
         }
     }
@@ -131,38 +113,41 @@ CompareTest pooled_rounds(const json& doc, const std::string& who,
     return out;
 }
 
+// A string member of a free-form object of the document (system, engines); null otherwise.
+json free_form(const json& object, const char* key) {
+    const json& v = json_field(object, key);
+    return v.is_string() ? v : json();
+}
+
 CompareDoc doc_of(const CompareInput& in, std::vector<std::string>& notes) {
     const std::string who = in.label + " (" + in.source + ")";
-    const json& d = in.doc;
-    if (!d.is_object() || !json_field(d, "tests").is_array())
-        throw input_error(who + " is not a stagebench result document (no \"tests\" array)");
-    const json& tests = json_field(d, "tests");
-    for (std::size_t i = 0; i < tests.size(); ++i)
-        if (!tests[i].is_object())
-            throw input_error(who + ": .tests[" + std::to_string(i) + "] is " +
-                              json_type_words(tests[i]) + ", expected an object");
+    const ResultDocument d = from_json<ResultDocument>(in.doc, who);
     CompareDoc c;
-    const auto command = str_field(d, "command");
-    if (command == "sustained") {
+    if (d.command == "sustained") {
         c.tests.push_back(pooled_rounds(d, who, notes));
     } else {
-        for (const auto& t : tests)
+        for (const auto& t : d.tests)
             c.tests.push_back(test_of(t));
     }
     if (c.tests.empty())
-        throw input_error(who + ": the `" + command.value_or("?") +
+        throw input_error(who + ": the `" + (d.command.empty() ? "?" : d.command) +
                           "` document has no tests to compare; compare reads run and demo "
                           "documents");
-    const json& sys = json_field(d, "system");
-    c.host = json_field(sys, "hostname");
-    c.cpu = json_field(sys, "cpu_model");
-    c.info = {in.label,
-              in.source,
-              command,
-              str_field(sys, "hostname"),
-              str_field(sys, "cpu_model"),
-              str_field(d, "started_at")};
-    c.http_server = str_field(json_field(json_field(d, "engines"), "http"), "server");
+    // The system and the engines are the document's free-form sections (ResultDocument::system,
+    // ::engines): their members are read by name here, and only here.
+    c.host = free_form(d.system, "hostname");
+    c.cpu = free_form(d.system, "cpu_model");
+    const json server = free_form(json_field(d.engines, "http"), "server");
+    if (server.is_string())
+        c.http_server = server.get<std::string>();
+    auto text = [](const json& v) {
+        return v.is_string() ? std::optional<std::string>(v.get<std::string>()) : std::nullopt;
+    };
+    auto nonempty = [](const std::string& s) {
+        return s.empty() ? std::nullopt : std::optional<std::string>(s);
+    };
+    c.info = {in.label,     in.source,   nonempty(d.command),
+              text(c.host), text(c.cpu), nonempty(d.started_at)};
     return c;
 }
 

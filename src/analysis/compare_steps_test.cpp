@@ -23,18 +23,19 @@ CompareInput input(const std::string& label, json doc) {
 
 TEST(CompareCollect, TestsAreTypedAndASustainedDocumentIsItsPooledRounds) {
     const json run = {
+        {"schema", "stagebench.result"},
         {"command", "run"},
         {"system", {{"hostname", "h"}, {"cpu_model", "c"}}},
         {"engines", {{"http", {{"server", "ollama"}}}}},
         {"tests",
-         {{{"config", {{"test", "pp8"}, {"n_prompt", 8}, {"engine", "http"}}},
+         {{{"config", {{"n_prompt", 8}, {"n_gen", 0}, {"engine", "http"}}},
            {"status", "failed"},
            {"error", "boom"},
-           {"prefill", {{"tokens_per_s", {10.0, "x", 12.0}}}},
-           {"ttft_ns", {2e6}},
+           {"prefill", {{"tokens_per_s", {10.0, 12.0}}}},
+           {"ttft_ns", {2000000}},
            {"telemetry",
             {{"decode",
-              {{{"duration_ns", 2e9},
+              {{{"duration_ns", 2000000000},
                 {"total", {{"energy_j", 3.0}, {"j_per_token", 0.5}, {"metric", "rapl"}}}}}}}}}}}};
     std::vector<std::string> notes;
     const auto docs = collect_compare_docs({input("A", run)}, notes);
@@ -48,7 +49,8 @@ TEST(CompareCollect, TestsAreTypedAndASustainedDocumentIsItsPooledRounds) {
     const CompareTest& t = d.tests[0];
     EXPECT_EQ(t.name, "pp8");
     EXPECT_EQ(t.config.at("n_prompt"), 8);
-    EXPECT_EQ(t.config.at("n_gen"), nullptr);
+    EXPECT_EQ(t.config.at("n_gen"), 0);
+    EXPECT_EQ(t.config.at("flash_attn"), "auto");  // the default of a field the test lacks
     EXPECT_EQ(t.config.count("model"), 0u);
     EXPECT_EQ(t.status, "failed");
     EXPECT_EQ(t.error, "boom");
@@ -64,10 +66,11 @@ TEST(CompareCollect, TestsAreTypedAndASustainedDocumentIsItsPooledRounds) {
 
     // Rounds of the loaded phase come first among the tests and are left out.
     auto round_test = [](double j) {
-        return json{{"config", {{"test", "pp8+tg4"}}},
+        return json{{"config", {{"n_prompt", 8}, {"n_gen", 4}}},
                     {"telemetry", {{"decode", {{{"total", {{"j_per_token", j}}}}}}}}};
     };
-    const json sus = {{"command", "sustained"},
+    const json sus = {{"schema", "stagebench.result"},
+                      {"command", "sustained"},
                       {"tests", {round_test(9), round_test(1), round_test(2), round_test(3)}},
                       {"sustained",
                        {{"phases",

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <functional>
 #include <set>
 
@@ -37,6 +38,14 @@ json scaled(const std::vector<double>& v, double k) {
     return out;
 }
 
+// Nanoseconds are integers in a result document.
+json scaled_ns(const std::vector<double>& v, double k) {
+    json out = json::array();
+    for (double x : v)
+        out.push_back(std::llround(x * k));
+    return out;
+}
+
 const std::vector<double> kPrefill = {1000, 1010, 990, 1005, 995, 1002, 998};
 const std::vector<double> kDecode = {100, 101, 99, 100.5, 99.5, 100.2, 99.8};
 const std::vector<double> kTtftNs = {40e6, 40.4e6, 39.6e6, 40.2e6, 39.8e6, 40.1e6, 39.9e6};
@@ -49,11 +58,12 @@ json test(const json& cfg, double prefill_k = 1, double decode_k = 1, double ttf
                 {"error", nullptr},
                 {"prefill", {{"tokens_per_s", scaled(kPrefill, prefill_k)}}},
                 {"decode", {{"tokens_per_s", scaled(kDecode, decode_k)}}},
-                {"ttft_ns", scaled(kTtftNs, ttft_k)}};
+                {"ttft_ns", scaled_ns(kTtftNs, ttft_k)}};
 }
 
 json doc(const std::string& host, json tests) {
-    return json{{"command", "run"},
+    return json{{"schema", "stagebench.result"},
+                {"command", "run"},
                 {"started_at", "2026-11-29T10:00:00Z"},
                 {"system", {{"hostname", host}, {"cpu_model", "Cortex-X4"}}},
                 {"tests", std::move(tests)}};
@@ -283,7 +293,7 @@ json stage_telemetry(const std::vector<double>& jpt, int tokens, double seconds,
     json arr = json::array();
     for (double x : jpt) {
         const json net = idle_jpt ? json(x - *idle_jpt) : json(nullptr);
-        arr.push_back({{"duration_ns", seconds * 1e9},
+        arr.push_back({{"duration_ns", std::llround(seconds * 1e9)},
                        {"tokens", tokens},
                        {"total",
                         {{"metric", meter},
@@ -396,7 +406,8 @@ TEST(Compare, BadInputsAreErrors) {
     auto dup = inputs({a, a});
     dup[1].label = "A";
     EXPECT_EQ(kind_of([&] { compare_documents(dup); }), ErrorKind::usage);
-    json sustained = {{"command", "sustained"}, {"tests", json::array()}};
+    json sustained = {
+        {"schema", "stagebench.result"}, {"command", "sustained"}, {"tests", json::array()}};
     std::string msg;
     EXPECT_EQ(kind_of([&] { compare_documents(inputs({a, sustained})); }, &msg), ErrorKind::input);
     EXPECT_NE(msg.find("B (doc1.json)"), std::string::npos) << msg;
@@ -416,14 +427,16 @@ TEST(Compare, BadInputsAreErrors) {
               ErrorKind::input);
     EXPECT_NE(msg.find("not a stagebench result document"), std::string::npos) << msg;
     EXPECT_EQ(kind_of([&] { compare_documents(inputs({a, json::array()})); }), ErrorKind::input);
-    // A sustained document whose test has no configuration object still compares its rounds.
+    // A sustained document is read whole, as every result document: a test whose
+    // configuration is not an object is refused, naming it.
     json odd = sustained_doc("h", {40, 41, 39});
     odd["tests"][0]["config"] = "pp32+tg8";
-    EXPECT_EQ(row(compare_documents(inputs({odd, odd})), "decode").test, "? rounds");
+    EXPECT_EQ(kind_of([&] { compare_documents(inputs({odd, odd})); }, &msg), ErrorKind::input);
+    EXPECT_EQ(msg, "A (doc0.json): tests[0].config: expected an object, found a string");
     json bad_test = a;
     bad_test["tests"].push_back("pp32");
     EXPECT_EQ(kind_of([&] { compare_documents(inputs({a, bad_test})); }, &msg), ErrorKind::input);
-    EXPECT_EQ(msg, "B (doc1.json): .tests[1] is a string, expected an object");
+    EXPECT_EQ(msg, "B (doc1.json): tests[1]: expected an object, found a string");
     CompareOptions o;
     o.match = {"nonsense"};
     EXPECT_EQ(kind_of([&] { compare_documents(inputs({a, a}), o); }), ErrorKind::usage);

@@ -88,25 +88,30 @@ TEST(BadInput, UnknownSynthPreset) {
 
 TEST(BadInput, AdviseOnWrongShapedDocuments) {
     TempDir t;
+    // A result document with these members.
+    auto result = [](const std::string& members) {
+        return R"({"schema": "stagebench.result", )" + members;
+    };
     const std::vector<std::pair<std::string, std::string>> docs = {
         {R"([1, 2])", ""},
-        {R"({"command": 5})", "command"},
-        {R"({"command": "run", "tests": [{"status": "ok", "config": "CPU"}]})", "tests[0].config"},
-        {R"({"command": "run", "tests": [{"status": "ok", "config": {"n_gen": "16"}}]})",
+        {result(R"("command": 5})"), "command"},
+        {result(R"("command": "run", "tests": [{"status": "ok", "config": "CPU"}]})"),
+         "tests[0].config"},
+        {result(R"("command": "run", "tests": [{"status": "ok", "config": {"n_gen": "16"}}]})"),
          "tests[0].config.n_gen"},
-        {R"({"command": "sustained", "tests": [], "sustained": {"phases": [null]}})",
+        {result(R"("command": "sustained", "tests": [], "sustained": {"phases": [null]}})"),
          "sustained.phases[0]"},
-        {R"({"command": "sustained", "sustained": {"phases": [{"name": "rounds", "across": []}]}})",
+        {result(
+             R"("command": "sustained", "sustained": {"phases": [{"name": "rounds", "across": []}]}})"),
          "sustained.phases[0].across"},
-        {R"({"command": "ops", "ops": {"stages": [{"stage": "decode", "ops": [7]}]}})",
+        {result(R"("command": "ops", "ops": {"stages": [{"stage": "decode", "ops": [7]}]}})"),
          "ops.stages[0].ops[0]"},
     };
     for (std::size_t i = 0; i < docs.size(); ++i) {
         const std::string f = t.file("bad" + std::to_string(i) + ".json");
         std::ofstream(f) << docs[i].first;
         SCOPED_TRACE(docs[i].first);
-        // The one reading path names the file and the field (the wording is core/document's or,
-        // past its shape checks, advise's own reader's).
+        // The one reading path, the typed document's from_json, names the file and the field.
         const Proc p = sbtest::run_sb({"advise", f});
         expect_one_line_error(p, f);
         EXPECT_NE(p.err.find(docs[i].second), std::string::npos) << p.err;
