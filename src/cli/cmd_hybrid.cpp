@@ -5,6 +5,7 @@
 #include "cli/flag_checks.hpp"
 #include "cli/store_hook.hpp"
 #include "cli/trace_option.hpp"
+#include "report/reporter.hpp"
 #include "scenario/hybrid.hpp"
 #include "scenario/run_command.hpp"
 
@@ -99,7 +100,8 @@ void add_hybrid_command(CLI::App& app, Context& ctx) {
         o->baselines = !*no_baselines;
         ResultDocument doc = new_document("hybrid", ctx.argv);
         const auto last = keep_measured(ctx, doc, o->format == OutputFormat::json);
-        ctx.exit_code = run_hybrid(*o, doc, ctx.out, ctx.err);
+        ctx.exit_code = run_hybrid(*o, doc, ctx.err);
+        print_document(o->format, doc, ctx.out);
         finish_document(ctx, doc);
         write_trace_if_asked(*trace, doc, ctx.err);
     });

@@ -2,6 +2,7 @@
 #include "cli/flag_checks.hpp"
 #include "cli/store_hook.hpp"
 #include "cli/trace_option.hpp"
+#include "report/reporter.hpp"
 #include "scenario/run_command.hpp"
 #include "scenario/sustained.hpp"
 
@@ -76,7 +77,8 @@ void add_sustained_command(CLI::App& app, Context& ctx) {
         check_trace_path(*trace);
         ResultDocument doc = new_document("sustained", ctx.argv);
         const auto last = keep_measured(ctx, doc, o->format == OutputFormat::json);
-        ctx.exit_code = run_sustained(*o, doc, ctx.out, ctx.err);
+        ctx.exit_code = run_sustained(*o, doc, ctx.err);
+        print_document(o->format, doc, ctx.out);
         finish_document(ctx, doc);
         write_trace_if_asked(*trace, doc, ctx.err);
     });

@@ -17,6 +17,7 @@
 #include "report/advise_report.hpp"
 #include "report/html_report.hpp"
 #include "report/hybrid_report.hpp"
+#include "report/reporter.hpp"
 #include "scenario/hybrid.hpp"
 #include "scenario/run_command.hpp"
 #include "trace/chrome_trace.hpp"
@@ -119,7 +120,8 @@ int run_demo(const DemoOptions& o, std::ostream& out, std::ostream& err) {
         ho.progress = o.progress;
         ResultDocument hd = new_document("hybrid", o.argv);
         std::ostringstream ht;
-        hybrid_rc = run_hybrid(ho, hd, ht, err);
+        hybrid_rc = run_hybrid(ho, hd, err);
+        print_document(OutputFormat::md, hd, ht);
         summary << "\n" << ht.str();
         out << "\n" << ht.str();
         advise_in.push_back({ho.out_path.value(), to_json(hd)});

@@ -16,7 +16,6 @@
 #include "engine/backends.hpp"
 #include "engine/llama_engine.hpp"
 #include "model/inspect.hpp"
-#include "report/reporter.hpp"
 #include "scenario/stage_sweep.hpp"
 #include "telemetry/telemetry_json.hpp"
 
@@ -183,7 +182,7 @@ json hybrid_point_json(int p, int n, const std::vector<HybridMode>& modes) {
     return pt;
 }
 
-int run_hybrid(const HybridOptions& o, ResultDocument& doc, std::ostream& out, std::ostream& err) {
+int run_hybrid(const HybridOptions& o, ResultDocument& doc, std::ostream& err) {
     validate(o);
     doc.models.push_back(to_json(inspect_model(o.base.model_path)));
     for (const auto& ep : o.rpc_servers)
@@ -350,7 +349,6 @@ int run_hybrid(const HybridOptions& o, ResultDocument& doc, std::ostream& out, s
     finish_telemetry(tel.get(), doc);
     doc.finished_at = utc_timestamp();
     save(DocumentSave::final);
-    print_document(o.format, doc, out);
     if (interrupted)
         err << "stagebench: interrupted; what was measured is kept"
             << (o.out_path ? " in " + *o.out_path : std::string()) << "\n";

@@ -45,9 +45,9 @@ struct HybridOptions {
 // Validates the options (sb::Error usage/input before anything is measured), runs every point
 // and fills doc. Returns exit_code_for() of its tests: 0 when every test succeeded, 1 when some
 // failed or the run was interrupted, 2 when one failed on bad input (what was measured is kept
-// in doc and, with out_path, on disk).
-int run_hybrid(const HybridOptions& opts, ResultDocument& doc, std::ostream& out,
-               std::ostream& err);
+// in doc and, with out_path, on disk). Prints nothing but progress and warnings on err: the
+// caller shows the document (report/reporter.hpp print_document).
+int run_hybrid(const HybridOptions& opts, ResultDocument& doc, std::ostream& err);
 
 // One mode of a point and the runner that measures its test (scenario/repetition.hpp).
 struct HybridMode {

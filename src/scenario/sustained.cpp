@@ -18,7 +18,6 @@
 #include "engine/llama_engine.hpp"
 #include "model/inspect.hpp"
 #include "profile/traced_pass.hpp"
-#include "report/reporter.hpp"
 #include "scenario/background_load.hpp"
 #include "scenario/run_command.hpp"
 #include "scenario/stage_sweep.hpp"
@@ -204,8 +203,7 @@ PhaseOutcome run_phase_rounds(TestConfig c, int rounds, SustainedPhase& phase,
     return out;
 }
 
-int run_sustained(const SustainedOptions& o, ResultDocument& doc, std::ostream& out,
-                  std::ostream& err) {
+int run_sustained(const SustainedOptions& o, ResultDocument& doc, std::ostream& err) {
     if (o.rounds < 1)
         throw usage_error("--rounds must be at least 1");
     if (o.prompt_tokens < 1)
@@ -468,7 +466,6 @@ int run_sustained(const SustainedOptions& o, ResultDocument& doc, std::ostream& 
         http->stop();
     finish_telemetry(tel.get(), doc);
     save(DocumentSave::final);
-    print_document(o.format, doc, out);
     if (interrupt_requested())
         err << "stagebench: interrupted; the rounds measured so far are kept"
             << (o.out_path ? " in " + *o.out_path : std::string()) << "\n";

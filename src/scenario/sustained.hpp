@@ -98,7 +98,8 @@ PhaseOutcome run_phase_rounds(TestConfig c, int rounds, SustainedPhase& phase,
 // Runs the protocol. Returns the exit code (0 all rounds ok, 1 a round failed or interrupted,
 // 2 a round failed on bad input, e.g. a model llama.cpp refuses: then no further round runs);
 // throws sb::Error for bad input found before measuring. Rounds reach --out as they end.
-int run_sustained(const SustainedOptions& opts, ResultDocument& doc, std::ostream& out,
-                  std::ostream& err);
+// Prints nothing but progress and warnings on err: the caller shows the document
+// (report/reporter.hpp print_document).
+int run_sustained(const SustainedOptions& opts, ResultDocument& doc, std::ostream& err);
 
 }  // namespace sb
