@@ -16,10 +16,10 @@
 #include "core/sysinfo.hpp"
 #include "engine/backends.hpp"
 #include "engine/llama_engine.hpp"
-#include "model/inspect.hpp"
 #include "profile/traced_pass.hpp"
 #include "scenario/background_load.hpp"
 #include "scenario/run_command.hpp"
+#include "scenario/run_context.hpp"
 #include "scenario/stage_sweep.hpp"
 #include "telemetry/telemetry_json.hpp"
 
@@ -242,16 +242,23 @@ int run_sustained(const SustainedOptions& o, ResultDocument& doc, std::ostream& 
         http = std::make_unique<HttpRun>(o.http, matrix, o.rpc_servers);
         http_tests = http->plan(matrix);
     }
+    // The run context: the model described, RPC servers added, device names checked,
+    // telemetry, warnings, the idle baseline and the document saved as it grows.
+    RunSetup setup;
     if (!http || http->needs_gguf())
-        doc.models.push_back(to_json(inspect_model(o.model)));
-    for (const auto& ep : o.rpc_servers)
-        add_rpc_server(ep);
+        setup.models = {o.model};
+    setup.rpc_servers = o.rpc_servers;
+    if (!over_http)
+        setup.device_sets = {o.devices};
+    setup.telemetry = o.telemetry;
+    setup.out_path = o.out_path;
+    setup.progress = o.progress;
+    RunContext run(doc, setup, err, nullptr);
     if (http)
         http->connect(doc, http_tests, err, o.progress);
-    if (!over_http)
-        check_device_names(split_device_set(o.devices));
-    auto tel = open_telemetry(o.telemetry, err, o.progress);
-    const bool sampling = tel && has_sources(*tel);
+    run.open(threads);
+    Sampler* tel = run.sampler();
+    const bool sampling = tel != nullptr;
     if (cooldown.kind == CooldownPolicy::Kind::until_temp) {
         if (!sampling || !hottest_now(*tel)) {
             if (sampling)
@@ -261,11 +268,6 @@ int run_sustained(const SustainedOptions& o, ResultDocument& doc, std::ostream& 
                                   " needs a temperature sensor, and none was found");
         }
     }
-    for (auto& w : system_warnings(read_system_info(), threads))
-        doc.warnings.push_back(w);
-    for (auto& w : model_warnings(doc.models))
-        doc.warnings.push_back(w);
-
     TestConfig c;
     c.model_path = o.model;
     c.devices = o.devices;
@@ -290,21 +292,13 @@ int run_sustained(const SustainedOptions& o, ResultDocument& doc, std::ostream& 
          {"background", o.background ? nlohmann::json(*o.background) : nlohmann::json(nullptr)},
          {"seed", o.seed},
          {"trace_ops_rounds", traced_rounds}});
-    auto save = [&](DocumentSave how = DocumentSave::progress) {
+    auto save = [&] {
         doc.sustained = res;
         doc.finished_at = utc_timestamp();
-        if (o.out_path)
-            write_document(doc, *o.out_path, how);
+        run.save();
     };
     save();
-    if (sampling) {
-        if (o.telemetry.idle_s > 0) {
-            if (o.progress)
-                err << "stagebench: measuring the idle baseline (" << o.telemetry.idle_s << " s)\n";
-            tel->measure_idle(static_cast<int64_t>(o.telemetry.idle_s * 1e9));
-        }
-        tel->start();
-    }
+    run.start();
 
     LlamaEngine engine;
     SweepHooks hooks;
@@ -368,7 +362,7 @@ int run_sustained(const SustainedOptions& o, ResultDocument& doc, std::ostream& 
         }
         const int64_t phase_start = now_ns();
         RoundHooks rh;
-        rh.cooldown = [&](int) { return wait_cooldown(cooldown, tel.get(), err, o.progress); };
+        rh.cooldown = [&](int) { return wait_cooldown(cooldown, tel, err, o.progress); };
         rh.measure = [&](const TestConfig& rc) {
             if (!http)
                 return run_test(engine, rc, hooks, std::nullopt);
@@ -464,11 +458,8 @@ int run_sustained(const SustainedOptions& o, ResultDocument& doc, std::ostream& 
     engine.unload();
     if (http)
         http->stop();
-    finish_telemetry(tel.get(), doc);
-    save(DocumentSave::final);
-    if (interrupt_requested())
-        err << "stagebench: interrupted; the rounds measured so far are kept"
-            << (o.out_path ? " in " + *o.out_path : std::string()) << "\n";
+    doc.sustained = res;
+    run.finish();
     const int code = exit_code_for(doc.tests, interrupt_requested());
     return code == 0 && failed > 0 ? 1 : code;
 }
