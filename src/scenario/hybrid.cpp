@@ -15,7 +15,7 @@
 #include "core/sysinfo.hpp"
 #include "engine/backends.hpp"
 #include "engine/llama_engine.hpp"
-#include "model/inspect.hpp"
+#include "scenario/run_context.hpp"
 #include "scenario/stage_sweep.hpp"
 #include "telemetry/telemetry_json.hpp"
 
@@ -184,27 +184,20 @@ json hybrid_point_json(int p, int n, const std::vector<HybridMode>& modes) {
 
 int run_hybrid(const HybridOptions& o, ResultDocument& doc, std::ostream& err) {
     validate(o);
-    doc.models.push_back(to_json(inspect_model(o.base.model_path)));
-    for (const auto& ep : o.rpc_servers)
-        add_rpc_server(ep);
-    {
-        auto names = split_device_set(o.prefill_device);
-        for (auto& n : split_device_set(o.decode_device))
-            names.push_back(std::move(n));
-        check_device_names(names);
-    }
-    auto tel = open_telemetry(o.telemetry, err, o.progress);
-    const bool sampling = tel && has_sources(*tel);
-    SystemInfo si = read_system_info();
-    for (auto& w : system_warnings(si, threads_or_default(o.base.n_threads)))
-        doc.warnings.push_back(w);
-    for (auto& w : model_warnings(doc.models))
-        doc.warnings.push_back(w);
-    auto save = [&](DocumentSave how = DocumentSave::progress) {
-        if (o.out_path)
-            write_document(doc, *o.out_path, how);
-    };
-    save();
+    // The run context: the model described, RPC servers added, both device sets checked,
+    // telemetry, warnings and the document saved as it grows.
+    RunSetup setup;
+    setup.models = {o.base.model_path};
+    setup.rpc_servers = o.rpc_servers;
+    setup.device_sets = {o.prefill_device, o.decode_device};
+    setup.telemetry = o.telemetry;
+    setup.out_path = o.out_path;
+    setup.progress = o.progress;
+    RunContext run(doc, setup, err, nullptr);
+    run.open(threads_or_default(o.base.n_threads));
+    Sampler* tel = run.sampler();
+    const bool sampling = tel != nullptr;
+    auto save = [&] { run.save(); };
     std::atomic<const char*> activity{""};
     auto progress = [&](const std::string& s) {
         if (o.progress)
@@ -244,13 +237,8 @@ int run_hybrid(const HybridOptions& o, ResultDocument& doc, std::ostream& err) {
         "process RSS counts host memory only: weights on a GPU or behind an RPC server live in "
         "that device's memory";
 
-    if (sampling) {
-        if (o.telemetry.idle_s > 0) {
-            progress("measuring the idle baseline");
-            tel->measure_idle(static_cast<int64_t>(o.telemetry.idle_s * 1e9));
-        }
-        tel->start();
-    }
+    // The idle baseline comes after both loads here: it is the machine holding both models.
+    run.start();
 
     json section = {{"prefill_device", o.prefill_device},
                     {"decode_device", o.decode_device},
@@ -298,8 +286,8 @@ int run_hybrid(const HybridOptions& o, ResultDocument& doc, std::ostream& err) {
                 h.activity = [&](const char* what) { activity.store(what); };
                 if (sampling) {
                     const std::string prefix = "test" + std::to_string(first_test + i) + "/";
-                    h.stage_marker = [&tel, prefix](const std::string& stage, bool begin,
-                                                    std::optional<int64_t> tokens) {
+                    h.stage_marker = [tel, prefix](const std::string& stage, bool begin,
+                                                   std::optional<int64_t> tokens) {
                         tel->mark(prefix + stage, begin, tokens);
                     };
                 }
@@ -346,12 +334,7 @@ int run_hybrid(const HybridOptions& o, ResultDocument& doc, std::ostream& err) {
     }
     a.unload();
     b.unload();
-    finish_telemetry(tel.get(), doc);
-    doc.finished_at = utc_timestamp();
-    save(DocumentSave::final);
-    if (interrupted)
-        err << "stagebench: interrupted; what was measured is kept"
-            << (o.out_path ? " in " + *o.out_path : std::string()) << "\n";
+    run.finish();
     return exit_code_for(doc.tests, interrupted);
 }
 
