@@ -2,6 +2,7 @@
 #include "cli/flag_checks.hpp"
 #include "cli/store_hook.hpp"
 #include "profile/ops_command.hpp"
+#include "profile/ops_report.hpp"
 #include "scenario/run_command.hpp"
 
 namespace sb::cli {
@@ -23,7 +24,8 @@ void add_import_command(CLI::App& app, Context& ctx) {
         ->capture_default_str();
     hex->callback([&ctx, o] {
         ResultDocument doc = new_document("import", ctx.argv);
-        ctx.exit_code = run_import_hexagon(*o, doc, ctx.out, ctx.err);
+        ctx.exit_code = run_import_hexagon(*o, doc, ctx.err);
+        print_ops_document(doc, o->format, ctx.out, o->top_n);
         store_document(ctx, doc);
     });
 }

@@ -4,7 +4,8 @@
 #include "cli/trace_option.hpp"
 #include "core/error.hpp"
 #include "engine/backends.hpp"
-#include "profile/ops_command.hpp"
+#include "profile/ops_report.hpp"
+#include "scenario/ops_run.hpp"
 #include "scenario/run_command.hpp"
 
 namespace sb::cli {
@@ -108,8 +109,9 @@ void add_ops_like_command(CLI::App& app, Context& ctx, bool decompose) {
         check_trace_path(a->trace);
         ResultDocument doc = new_document(decompose ? "decompose" : "ops", ctx.argv);
         // No keep_measured(): the profile is one measurement, and a stop inside llama.cpp
-        // leaves nothing of it to print or store (run_ops_command's last word says so).
-        ctx.exit_code = run_ops_command(a->o, doc, ctx.out, ctx.err);
+        // leaves nothing of it to print or store (run_ops's last word says so).
+        ctx.exit_code = run_ops(a->o, doc, ctx.err);
+        print_ops_document(doc, a->o.format, ctx.out, a->o.ops.top_n, a->o.brief);
         finish_document(ctx, doc);
         write_trace_if_asked(a->trace, doc, ctx.err);
     });

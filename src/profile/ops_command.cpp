@@ -8,83 +8,13 @@
 #include "core/error.hpp"
 #include "core/file_io.hpp"
 #include "core/json_util.hpp"
-#include "core/last_word.hpp"
-#include "core/sysinfo.hpp"
-#include "engine/backends.hpp"
-#include "model/inspect.hpp"
 #include "profile/hexagon_import.hpp"
 #include "profile/ops_report.hpp"
 
 namespace sb {
 
-namespace {
-
-void check_format(OutputFormat f) {
-    if (f != OutputFormat::md && f != OutputFormat::csv && f != OutputFormat::json)
-        throw usage_error("output format must be md, csv or json, not '" + to_string(f) + "'");
-}
-
-void emit(const OpsProfile& p, const ResultDocument& doc, OutputFormat format, std::ostream& out,
-          size_t top_n, bool brief = false) {
-    if (format == OutputFormat::json) {
-        out << dump_json(to_json(doc), 2) << "\n";
-    } else if (format == OutputFormat::csv) {
-        write_ops_csv(p, out);
-    } else {
-        write_ops_markdown(p, out, top_n, brief);
-        if (!doc.warnings.empty()) {
-            out << "\n### Warnings\n\n";
-            for (const auto& w : doc.warnings)
-                out << "- " << w.message << (w.hint.empty() ? "" : " (" + w.hint + ")") << "\n";
-        }
-    }
-    out.flush();
-}
-
-}  // namespace
-
-int run_ops_command(const OpsCommandOptions& o, ResultDocument& doc, std::ostream& out,
-                    std::ostream& err) {
-    check_format(o.format);
-    doc.models.push_back(to_json(inspect_model(o.ops.model_path)));
-    for (const auto& ep : o.rpc_servers)
-        add_rpc_server(ep);
-    check_device_names(o.ops.devices);
-    for (auto& w : model_warnings(doc.models))
-        doc.warnings.push_back(w);
-    SystemInfo si = read_system_info();
-    for (auto& w : system_warnings(si, threads_or_default(o.ops.n_threads)))
-        doc.warnings.push_back(w);
-    if (o.out_path)
-        write_document(doc, *o.out_path, DocumentSave::progress);
-
-    ProgressFn progress;
-    if (o.progress)
-        progress = [&err](const std::string& m) { err << "stagebench: " << m << "\n"; };
-    // llama.cpp may stop the process mid-profile (an RPC server that dies): the profile is one
-    // measurement, so nothing is recorded, but the line says which server went away.
-    std::string device_set;
-    for (const auto& d : o.ops.devices)
-        device_set += (device_set.empty() ? "" : "+") + d;
-    LastWordScope last_word([&](const std::string& message) -> std::optional<std::string> {
-        return "the ops profile on " + device_set +
-               " failed: " + describe_llama_stop(message, device_set, "") +
-               "; nothing of it was recorded";
-    });
-    OpsProfile p = profile_ops(o.ops, progress);
-    for (auto& w : profile_warnings(p))
-        doc.warnings.push_back(w);
-    doc.ops = p;
-    doc.finished_at = utc_timestamp();
-    if (o.out_path)
-        write_document(doc, *o.out_path);
-    emit(p, doc, o.format, out, o.ops.top_n, o.brief);
-    return 0;
-}
-
-int run_import_hexagon(const ImportOptions& o, ResultDocument& doc, std::ostream& out,
-                       std::ostream& err) {
-    check_format(o.format);
+int run_import_hexagon(const ImportOptions& o, ResultDocument& doc, std::ostream& err) {
+    check_ops_format(o.format);
     std::istringstream f(read_input_file(o.log_path, "log"));
     HexagonImport imp = parse_hexagon_profile(f);
     if (imp.records.empty())
@@ -151,7 +81,6 @@ int run_import_hexagon(const ImportOptions& o, ResultDocument& doc, std::ostream
     doc.finished_at = utc_timestamp();
     if (o.out_path)
         write_document(doc, *o.out_path);
-    emit(p, doc, o.format, out, o.top_n);
     return 0;
 }
 

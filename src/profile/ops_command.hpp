@@ -1,9 +1,7 @@
 #pragma once
-// `stagebench ops` and `stagebench import hexagon-profile` end to end: check the inputs, run
-// the profiler (or parse the log), put the profile in the result document
-// (doc.ops), print it (md tables, csv rows, or the json document) and write the document
-// with --out. Return the exit code (0); throw sb::Error for bad input found before anything
-// was measured.
+// `stagebench import hexagon-profile`: parse the log, put the profile in the result document
+// (doc.ops) and write the document with --out. Returns the exit code (0); throws sb::Error for
+// bad input. (`stagebench ops` is scenario/ops_run.hpp.)
 #include <optional>
 #include <ostream>
 #include <string>
@@ -13,18 +11,6 @@
 #include "profile/tracer.hpp"
 
 namespace sb {
-
-struct OpsCommandOptions {
-    OpsOptions ops;
-    std::vector<std::string> rpc_servers;    // host:port
-    OutputFormat format = OutputFormat::md;  // md | csv | json (stdout)
-    std::optional<std::string> out_path;     // the result document (JSON)
-    bool progress = true;                    // progress lines on the error stream
-    bool brief = false;  // md: only reconciliation, decomposition and by-op tables
-};
-
-int run_ops_command(const OpsCommandOptions& o, ResultDocument& doc, std::ostream& out,
-                    std::ostream& err);
 
 struct ImportOptions {
     std::string log_path;
@@ -36,7 +22,8 @@ struct ImportOptions {
 // Parses a GGML_HEXAGON_PROFILE log into per-op records and aggregates (one stage, "log").
 // Unparsed lines are counted and reported (stderr and the document), never fatal; a file that
 // cannot be read or holds no profile-op record at all is bad input.
-int run_import_hexagon(const ImportOptions& o, ResultDocument& doc, std::ostream& out,
-                       std::ostream& err);
+// Prints nothing but a line on err about unparsed lines: the caller shows the document
+// (profile/ops_report.hpp print_ops_document).
+int run_import_hexagon(const ImportOptions& o, ResultDocument& doc, std::ostream& err);
 
 }  // namespace sb

@@ -4,6 +4,9 @@
 
 #include <algorithm>
 
+#include "core/error.hpp"
+#include "core/json_util.hpp"
+
 namespace sb {
 
 namespace {
@@ -230,6 +233,31 @@ void write_ops_csv(const OpsProfile& p, std::ostream& out) {
                 << csv_field(o.backend) << ',' << o.out.type << ',' << shape_text(o.out.ne) << ','
                 << (o.no_compute ? 1 : 0) << ',' << num(o.op_ns) << ',' << num(o.call_ns) << ','
                 << num(o.isolated_call_ns) << '\n';
+    out.flush();
+}
+
+void check_ops_format(OutputFormat format) {
+    if (format != OutputFormat::md && format != OutputFormat::csv && format != OutputFormat::json)
+        throw usage_error("output format must be md, csv or json, not '" + to_string(format) + "'");
+}
+
+void print_ops_document(const ResultDocument& doc, OutputFormat format, std::ostream& out,
+                        size_t top_n, bool brief) {
+    check_ops_format(format);
+    if (format == OutputFormat::json) {
+        out << dump_json(to_json(doc), 2) << "\n";
+    } else if (!doc.ops) {
+        // nothing measured: no tables
+    } else if (format == OutputFormat::csv) {
+        write_ops_csv(*doc.ops, out);
+    } else {
+        write_ops_markdown(*doc.ops, out, top_n, brief);
+        if (!doc.warnings.empty()) {
+            out << "\n### Warnings\n\n";
+            for (const auto& w : doc.warnings)
+                out << "- " << w.message << (w.hint.empty() ? "" : " (" + w.hint + ")") << "\n";
+        }
+    }
     out.flush();
 }
 

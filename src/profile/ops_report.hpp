@@ -3,6 +3,8 @@
 // op). Formatting only; every number comes from the profile. Missing values print as "-".
 #include <ostream>
 
+#include "core/enums.hpp"
+#include "core/result.hpp"
 #include "profile/ops_profile.hpp"
 
 namespace sb {
@@ -16,5 +18,14 @@ void write_ops_markdown(const OpsProfile& p, std::ostream& out, size_t top_n = 1
 // Header then one row per op of every stage: stage, graph, node, op, name, layer, backend,
 // type, shape, no_compute, op_ns, call_ns, isolated_call_ns.
 void write_ops_csv(const OpsProfile& p, std::ostream& out);
+
+// Throws sb::Error(usage) unless format is md, csv or json: what the ops commands print.
+void check_ops_format(OutputFormat format);
+
+// Prints a document of `ops`, `decompose` or `import` (doc.ops set) in format: json the
+// document, csv the op rows, md the tables (write_ops_markdown) and the document's warnings.
+// Throws sb::Error(usage) for another format (check_ops_format).
+void print_ops_document(const ResultDocument& doc, OutputFormat format, std::ostream& out,
+                        size_t top_n = 10, bool brief = false);
 
 }  // namespace sb
