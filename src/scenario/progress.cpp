@@ -55,8 +55,8 @@ std::optional<double> Progress::eta_s() const {
 std::string Progress::line_of(const std::string& device, const ProgressStep& s) const {
     std::string line = "stagebench: " + s.test + " on " + device;
     if (s.rep > 0)
-        line += s.reps > 0 ? fmt::format(": repetition {}/{}", s.rep, s.reps)
-                           : fmt::format(": repetition {}", s.rep);
+        line += s.reps > 0 ? fmt::format(": {} {}/{}", s.unit, s.rep, s.reps)
+                           : fmt::format(": {} {}", s.unit, s.rep);
     return line;
 }
 

@@ -21,10 +21,11 @@
 namespace sb {
 
 struct ProgressStep {
-    std::string test;   // e.g. "pp512+tg128"
-    int rep = 0;        // 1-based repetition or round; 0 before the first
-    int reps = 0;       // out of (the most there can be); 0: unknown
-    std::string stage;  // "loading the model", "warmup", "prefill", "decode", ...
+    std::string test;                 // e.g. "pp512+tg128"
+    int rep = 0;                      // 1-based repetition or round; 0 before the first
+    int reps = 0;                     // out of (the most there can be); 0: unknown
+    std::string stage;                // "loading the model", "warmup", "prefill", "decode", ...
+    std::string unit = "repetition";  // what rep counts: "repetition", "round"
 };
 
 class Progress {

@@ -33,6 +33,18 @@ TEST(Progress, PlainLinesOnlyWhenATestOrRepetitionChanges) {
               "stagebench: test pp16+tg8 on CPU failed: boom\n");
 }
 
+TEST(Progress, SustainedCountsRounds) {
+    std::ostringstream err;
+    FakeClock clock;
+    Progress p(err, true, false, clock.fn());
+    p.step("CPU", {"sustained baseline", 1, 4, "", "round"});
+    p.step("CPU", {"sustained baseline", 1, 4, "prefill", "round"});
+    p.step("CPU", {"sustained loaded", 1, 4, "", "round"});
+    EXPECT_EQ(err.str(),
+              "stagebench: sustained baseline on CPU: round 1/4\n"
+              "stagebench: sustained loaded on CPU: round 1/4\n");
+}
+
 TEST(Progress, QuietPrintsNothing) {
     std::ostringstream err;
     FakeClock clock;

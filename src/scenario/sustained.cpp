@@ -6,6 +6,8 @@
 #include <cmath>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "analysis/sustained_summary.hpp"
 #include "core/clock.hpp"
 #include "core/error.hpp"
@@ -71,7 +73,7 @@ std::optional<double> hottest_now(const Sampler& tel) {
     return hottest;
 }
 
-double wait_cooldown(const CooldownPolicy& p, Sampler* tel, std::ostream& err, bool progress) {
+double wait_cooldown(const CooldownPolicy& p, Sampler* tel, Progress& progress) {
     const int64_t t0 = now_ns();
     auto elapsed = [&] { return (now_ns() - t0) * 1e-9; };
     if (p.kind == CooldownPolicy::Kind::fixed) {
@@ -85,9 +87,9 @@ double wait_cooldown(const CooldownPolicy& p, Sampler* tel, std::ostream& err, b
                 break;
             std::this_thread::sleep_for(std::chrono::milliseconds(200));
         }
-        if (elapsed() >= p.timeout_s && progress)
-            err << "stagebench: cool-down to " << p.target_c << " C timed out after " << p.timeout_s
-                << " s\n";
+        if (elapsed() >= p.timeout_s)
+            progress.note("cool-down to " + fmt::format("{:.1f}", p.target_c) +
+                          " C timed out after " + fmt::format("{:.0f}", p.timeout_s) + " s");
     }
     return elapsed();
 }
@@ -253,6 +255,7 @@ int run_sustained(const SustainedOptions& o, ResultDocument& doc, std::ostream& 
     setup.telemetry = o.telemetry;
     setup.out_path = o.out_path;
     setup.progress = o.progress;
+    setup.terminal = o.progress && Progress::stderr_is_terminal();
     RunContext run(doc, setup, err, nullptr);
     if (http)
         http->connect(doc, http_tests, err, o.progress);
@@ -330,7 +333,17 @@ int run_sustained(const SustainedOptions& o, ResultDocument& doc, std::ostream& 
                "; the rounds before it are kept" +
                (o.out_path ? " in " + *o.out_path : std::string());
     });
-    hooks.activity = [&](const char* what) { activity.store(what); };
+    // Progress: one line for the device with the phase, the round and the stage, and the time
+    // left from the rounds done.
+    Progress& progress = run.progress();
+    progress.set_total(static_cast<double>(o.rounds) * (bg ? 2 : 1));
+    const std::string device = over_http ? o.devices + " (HTTP)" : o.devices;
+    ProgressStep step;
+    hooks.activity = [&](const char* what) {
+        activity.store(what);
+        step.stage = what;
+        progress.step(device, step);
+    };
     if (sampling)
         hooks.stage_marker = [&](const std::string& stage, bool begin,
                                  std::optional<int64_t> tokens) {
@@ -362,7 +375,12 @@ int run_sustained(const SustainedOptions& o, ResultDocument& doc, std::ostream& 
         }
         const int64_t phase_start = now_ns();
         RoundHooks rh;
-        rh.cooldown = [&](int) { return wait_cooldown(cooldown, tel, err, o.progress); };
+        rh.cooldown = [&](int round) {
+            step.stage = "cool-down";
+            step.rep = round;
+            progress.step(device, step);
+            return wait_cooldown(cooldown, tel, progress);
+        };
         rh.measure = [&](const TestConfig& rc) {
             if (!http)
                 return run_test(engine, rc, hooks, std::nullopt);
@@ -379,6 +397,8 @@ int run_sustained(const SustainedOptions& o, ResultDocument& doc, std::ostream& 
                 if (sampling)
                     tel->mark(prefix + "round", true);
                 activity.store("");
+                step = {"sustained " + phase.name, round, o.rounds, "", "round"};
+                progress.step(device, step);
                 round_start_ns.store(now_ns());
                 running_round.store(round);
             } else {
@@ -405,10 +425,11 @@ int run_sustained(const SustainedOptions& o, ResultDocument& doc, std::ostream& 
             }
             r.notes.push_back("sustained " + phase.name + " round " + std::to_string(round));
             doc.tests.push_back(std::move(r));
-            if (o.progress)
-                err << "stagebench: " << phase.name << " round " << round << "/" << o.rounds
-                    << ": decode " << (sr.decode_tps ? std::to_string(*sr.decode_tps) : "-")
-                    << " tok/s" << (sr.error ? " (" + *sr.error + ")" : "") << "\n";
+            progress.note(phase.name + " round " + std::to_string(round) + "/" +
+                          std::to_string(o.rounds) + ": decode " +
+                          (sr.decode_tps ? fmt::format("{:.1f}", *sr.decode_tps) : "-") + " tok/s" +
+                          (sr.error ? " (" + *sr.error + ")" : ""));
+            progress.advance();
         };
         rh.freq_series = [&] {
             std::vector<Series> freq;
@@ -434,15 +455,15 @@ int run_sustained(const SustainedOptions& o, ResultDocument& doc, std::ostream& 
             if (!traced_rounds.count(round) || interrupt_requested())
                 return;
             const std::string label = "traced pass after round " + std::to_string(round);
-            ProgressFn progress;
-            if (o.progress)
-                progress = [&](const std::string& m) {
-                    err << "stagebench: " << phase.name << " " << label << ": " << m << "\n";
-                };
-            TracedPass pass = run_traced_pass(c, label, progress);
+            step.stage = label;
+            progress.step(device, step);
+            TracedPass pass = run_traced_pass(c, label, [&](const std::string& m) {
+                progress.note(phase.name + " " + label + ": " + m);
+            });
             pass_windows.push_back({pass.start_ns, pass.end_ns});
             if (pass.status != "ok") {
                 ++failed;
+                progress.done(device);  // the status line makes way for a line shown even with -q
                 err << "stagebench: " << phase.name << " " << label
                     << " failed: " << pass.error.value_or("?") << "\n";
             }
@@ -455,6 +476,7 @@ int run_sustained(const SustainedOptions& o, ResultDocument& doc, std::ostream& 
     }
     if (res.phases.size() == 2)
         res.slowdown = phase_slowdown(res.phases[0], res.phases[1]);
+    progress.done(device);
     engine.unload();
     if (http)
         http->stop();
