@@ -199,10 +199,7 @@ int run_hybrid(const HybridOptions& o, ResultDocument& doc, std::ostream& err) {
     const bool sampling = tel != nullptr;
     auto save = [&] { run.save(); };
     std::atomic<const char*> activity{""};
-    auto progress = [&](const std::string& s) {
-        if (o.progress)
-            err << "stagebench: " << s << "\n";
-    };
+    auto progress = [&run](const std::string& s) { run.progress().note(s); };
 
     const int max_p = *std::max_element(o.n_prompt.begin(), o.n_prompt.end());
     const int max_n = *std::max_element(o.n_gen.begin(), o.n_gen.end());

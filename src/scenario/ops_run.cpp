@@ -23,9 +23,7 @@ int run_ops(const OpsCommandOptions& o, ResultDocument& doc, std::ostream& err) 
     RunContext run(doc, setup, err, nullptr);
     run.open(threads_or_default(o.ops.n_threads));
 
-    ProgressFn progress;
-    if (o.progress)
-        progress = [&err](const std::string& m) { err << "stagebench: " << m << "\n"; };
+    ProgressFn progress = [&run](const std::string& m) { run.progress().note(m); };
     // llama.cpp may stop the process mid-profile (an RPC server that dies): the profile is one
     // measurement, so nothing is recorded, but the line says which server went away.
     LastWordScope last_word([&](const std::string& message) -> std::optional<std::string> {
