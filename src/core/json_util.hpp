@@ -3,6 +3,7 @@
 // null, never zero.
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -43,6 +44,14 @@ nlohmann::json opt(const std::optional<T>& v) {
     return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
 }
 
+// An array of optional values: null where absent.
+inline nlohmann::json opt_values(const std::vector<std::optional<double>>& v) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const auto& x : v)
+        a.push_back(opt(x));
+    return a;
+}
+
 // {"code", "message", "hint"}.
 inline nlohmann::json to_json(const Warning& w) {
     return nlohmann::json{{"code", w.code}, {"message", w.message}, {"hint", w.hint}};
@@ -51,6 +60,14 @@ inline nlohmann::json to_json(const Warning& w) {
 // The inverse of to_json (core/doc/json_in.hpp rules).
 inline void read(const JsonIn& in, Warning& w) {
     ObjectIn{in}("code", w.code)("message", w.message)("hint", w.hint);
+}
+
+// An array of warnings, each as to_json(Warning).
+inline nlohmann::json warnings_json(const Warnings& ws) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const auto& w : ws)
+        a.push_back(to_json(w));
+    return a;
 }
 
 // Lets nlohmann convert Warning (and Warnings) implicitly: json j = warnings;

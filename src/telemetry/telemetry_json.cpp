@@ -7,24 +7,6 @@ namespace sb {
 
 using nlohmann::json;
 
-namespace {
-
-json warnings_json(const Warnings& ws) {
-    json a = json::array();
-    for (const auto& w : ws)
-        a.push_back(to_json(w));
-    return a;
-}
-
-json opt_values(const std::vector<std::optional<double>>& v) {
-    json a = json::array();
-    for (const auto& x : v)
-        a.push_back(opt(x));
-    return a;
-}
-
-}  // namespace
-
 json to_json(const Metric& m) {
     return json{{"name", m.name},
                 {"sensor", m.sensor},

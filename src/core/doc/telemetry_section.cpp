@@ -9,20 +9,6 @@ using nlohmann::json;
 
 namespace {
 
-json warnings_json(const Warnings& ws) {
-    json a = json::array();
-    for (const auto& w : ws)
-        a.push_back(to_json(w));
-    return a;
-}
-
-json opt_values(const std::vector<std::optional<double>>& v) {
-    json a = json::array();
-    for (const auto& x : v)
-        a.push_back(opt(x));
-    return a;
-}
-
 template <class T>
 json array_of(const std::vector<T>& v) {
     json a = json::array();
