@@ -222,7 +222,12 @@ TEST(Rpc, AServerThatStopsAnsweringMidRunEndsAtTheStageTimeout) {
     EXPECT_EQ(err.rfind("stagebench: error: test pp32+tg32 on RPC0 failed: RPC server " + ep, 0),
               0u)
         << err;
-    EXPECT_NE(err.find("did not finish within 3 s (--stage-timeout"), std::string::npos) << err;
+    // The server stops as the second test begins: in its load (10x the timeout) or, when the
+    // load was quicker than this test's reaction, in a later stage (the timeout itself).
+    EXPECT_TRUE(err.find("loading the model did not finish within 30 s (--stage-timeout") !=
+                    std::string::npos ||
+                err.find("did not finish within 3 s (--stage-timeout") != std::string::npos)
+        << err;
     EXPECT_NE(err.find("1 earlier test(s) kept in " + out), std::string::npos) << err;
     expect_second_test_failed(out, db, ep, "it no longer answers");
 }
