@@ -93,9 +93,12 @@ while [ "$changed" = 1 ]; do
   done
 done
 
+# stagebench recognises a dist's lib/ by libggml-base.so (src/engine/backends.cpp lib_dir).
+[ -e "$stage/lib/libggml-base.so.0" ] && ln -s libggml-base.so.0 "$stage/lib/libggml-base.so"
+
 # Paths relative to the files themselves: the tree runs from wherever it is untarred.
 for f in "$stage"/bin/* "$stage"/peers/*; do patchelf --set-rpath '$ORIGIN/../lib' "$f"; done
-for f in "$stage"/lib/*; do patchelf --set-rpath '$ORIGIN' "$f"; done
+for f in "$stage"/lib/*; do [ -L "$f" ] || patchelf --set-rpath '$ORIGIN' "$f"; done
 
 tar -C "$OUT" -czf "$OUT/$name.tar.gz" "$name"
 log "$(du -sh "$stage" | cut -f1) in $OUT/$name.tar.gz ($(ls "$stage/lib" | wc -l) libraries)"
