@@ -5,6 +5,12 @@
 #
 #   LLAMA_CPP_DIR=/path/to/llama.cpp   build against your own llama.cpp checkout instead
 #   LLAMA_CMAKE_ARGS="-DGGML_VULKAN=ON" extra CMake options for that llama.cpp build
+#
+# `make dist` packs this build into dist/stagebench-<version>-linux-<arch>.tar.gz (scripts/dist.sh);
+# `make dist ARCH=arm64` cross-builds for 64-bit ARM Linux first (build-arm64/, llama.cpp with
+# every ARM CPU variant, an arm64 Debian sysroot from scripts/sysroot.sh) and packs that;
+# `make test-dist-arm64` runs the arm64 tarball under qemu-aarch64 (tests/dist/arm64_qemu.sh).
+#   CMAKE_TOOLCHAIN_FILE=...   cross-build with your own toolchain (ARCH names the target)
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_BUILD_TYPE ?= Release
@@ -12,7 +18,8 @@ CMAKE_BUILD_TYPE ?= Release
 LAUNCHER := $(if $(shell command -v ccache),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 export CCACHE_BASEDIR := $(CURDIR)
 
-.PHONY: all deps configure build test demo bench format format-check clean
+.PHONY: all deps configure build test demo bench format format-check clean dist cross-build \
+	test-dist-arm64
 
 all: build
 
@@ -55,5 +62,42 @@ format-check:
 
 clean:
 	@rm -rf $(BUILD)
+
+# --- dist: a tarball that runs after untar on another machine of the target's kind ---
+ARCH ?=
+CROSS_BUILD ?= build-$(ARCH)
+DIST ?= dist
+JOBS_CROSS ?= $(JOBS)
+# The toolchain of a cross build: the user's, else Debian's aarch64 cross compiler.
+CROSS_TOOLCHAIN = $(or $(CMAKE_TOOLCHAIN_FILE),$(CURDIR)/cmake/toolchains/aarch64-linux-gnu.cmake)
+
+ifeq ($(ARCH),)
+dist: build
+	@bash scripts/dist.sh --arch $$(dpkg --print-architecture) --build $(BUILD) \
+	  --llama $$(cat $(BUILD)/.llama-dir) --out $(DIST)
+else
+# Only the engine and the CLI: the tests run on this machine, not on the target.
+cross-build: deps
+	@mkdir -p $(CROSS_BUILD)
+	@set -e; \
+	  llama=$$(CMAKE_TOOLCHAIN_FILE=$(CMAKE_TOOLCHAIN_FILE) STAGEBENCH_ARCH=$(ARCH) LLAMA_JOBS=$(JOBS_CROSS) bash scripts/llama.sh); \
+	  assets=$$(bash scripts/report-assets.sh); \
+	  sysroot=$$(if [ -z "$(CMAKE_TOOLCHAIN_FILE)" ]; then bash scripts/sysroot.sh; fi); \
+	  echo "$$llama" > $(CROSS_BUILD)/.llama-dir; echo "$$sysroot" > $(CROSS_BUILD)/.sysroot; \
+	  cmake -S . -B $(CROSS_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(CMAKE_BUILD_TYPE) $(LAUNCHER) \
+	    -DCMAKE_TOOLCHAIN_FILE=$(CROSS_TOOLCHAIN) $${sysroot:+-DSTAGEBENCH_SYSROOT=$$sysroot} \
+	    -DSTAGEBENCH_BUILD_TESTS=OFF -DSTAGEBENCH_LLAMA_BUILD_DIR=$$llama \
+	    -DSTAGEBENCH_REPORT_ASSETS_DIR=$$assets >$(CROSS_BUILD)/configure.log 2>&1 \
+	    || { cat $(CROSS_BUILD)/configure.log; exit 1; }
+	@cmake --build $(CROSS_BUILD) -j $(JOBS_CROSS) --target stagebench
+
+dist: cross-build
+	@bash scripts/dist.sh --arch $(ARCH) --build $(CROSS_BUILD) \
+	  --llama $$(cat $(CROSS_BUILD)/.llama-dir) --sysroot "$$(cat $(CROSS_BUILD)/.sysroot)" --out $(DIST)
+endif
+
+test-dist-arm64:
+	@$(MAKE) --no-print-directory dist ARCH=arm64
+	@bash tests/dist/arm64_qemu.sh $(DIST)/stagebench-*-linux-arm64.tar.gz
 
 FORCE:

@@ -50,9 +50,10 @@ set(_libs "")
 foreach(_name llama ggml ggml-base)
   # Searched anew at every configure: a cached path would keep linking the previous llama.cpp
   # build after STAGEBENCH_LLAMA_BUILD_DIR moved (new build options, LLAMA_CPP_DIR).
+  # The build directory is searched as it is, not under a cross build's sysroot.
   unset(_lib_${_name} CACHE)
   find_library(_lib_${_name} NAMES ${_name} PATHS "${_lb}/bin" "${_lb}/lib" "${_lb}/src"
-               "${_lb}/ggml/src" NO_DEFAULT_PATH REQUIRED)
+               "${_lb}/ggml/src" NO_DEFAULT_PATH NO_CMAKE_FIND_ROOT_PATH REQUIRED)
   list(APPEND _libs "${_lib_${_name}}")
 endforeach()
 get_filename_component(SB_LLAMA_LIB_DIR "${_lib_llama}" DIRECTORY)

@@ -8,7 +8,14 @@
 #   LLAMA_CPP_DIR      use this llama.cpp checkout instead of the pinned release
 #   LLAMA_CMAKE_ARGS   extra CMake arguments for llama.cpp, e.g. "-DGGML_VULKAN=ON"
 #   LLAMA_JOBS         parallel build jobs (default: nproc)
+#   STAGEBENCH_ARCH    arm64: cross-build for 64-bit ARM Linux with Debian's aarch64 cross
+#                      compiler and the sysroot of scripts/sysroot.sh (default: this machine)
+#   CMAKE_TOOLCHAIN_FILE  build with this toolchain instead (a user's NDK, Jetson, ...)
+#
+# On ARM (native, cross, or a user's toolchain) the CPU backend is built as run-time variants
+# (GGML_CPU_ALL_VARIANTS): one module per ARM level, and ggml loads the best the CPU supports.
 set -euo pipefail
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 # The pin: node-llama-cpp ships the llama.cpp release it binds as a git bundle.
 NLC_PACKAGE="node-llama-cpp@3.21.1"
@@ -19,8 +26,10 @@ JOBS="${LLAMA_JOBS:-$(nproc)}"
 log() { echo "llama.sh: $*" >&2; }
 die() { echo "llama.sh: error: $*" >&2; exit 1; }
 mkdir -p "$CACHE"
-# One setup at a time per cache: two clones building at once (parallel CI jobs, worktrees)
-# wait for the first instead of building the same directory together.
+# One source setup at a time per cache (fetching the pin, copying a source); then one build at
+# a time per build directory: two clones building the same one at once (parallel CI jobs,
+# worktrees) wait for the first instead of building it together, and a build for another
+# target (an arm64 cross build) does not hold up this machine's.
 exec 9>"$CACHE/.llama.lock"
 if ! flock -n 9; then
   log "waiting for another llama.cpp setup in $CACHE to finish"
@@ -57,10 +66,41 @@ else
 fi
 COMMIT=$(git -C "$SRC" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 
+# The target: this machine unless STAGEBENCH_ARCH or a toolchain file says otherwise.
+TOOLCHAIN="${CMAKE_TOOLCHAIN_FILE:-}"
+TARGET_ARCH=$(uname -m)
+CROSS_ARGS=()
+case "${STAGEBENCH_ARCH:-}" in
+  "" | native) ;;
+  arm64 | aarch64)
+    TARGET_ARCH=aarch64
+    if [ -z "$TOOLCHAIN" ] && [ "$(uname -m)" != aarch64 ]; then
+      SYSROOT=$(bash "$HERE/sysroot.sh") || die "cannot make the arm64 sysroot"
+      # A copy in the cache, keyed by its content: the build directory keeps naming it after
+      # this clone is gone, and every clone of the same stagebench shares one build.
+      tc="$HERE/../cmake/toolchains/aarch64-linux-gnu.cmake"
+      TOOLCHAIN="$CACHE/toolchains/aarch64-linux-gnu-$(sha256sum "$tc" | cut -c1-12).cmake"
+      mkdir -p "$CACHE/toolchains"; [ -f "$TOOLCHAIN" ] || cp "$tc" "$TOOLCHAIN"
+      CROSS_ARGS+=("-DSTAGEBENCH_SYSROOT=$SYSROOT")
+    fi ;;
+  *) die "STAGEBENCH_ARCH=$STAGEBENCH_ARCH: only arm64 is known" ;;
+esac
+if [ -n "$TOOLCHAIN" ]; then
+  [ -f "$TOOLCHAIN" ] || die "CMAKE_TOOLCHAIN_FILE=$TOOLCHAIN does not exist"
+  # OpenBLAS is this machine's, not the target's: a cross build leaves BLAS out unless
+  # LLAMA_CMAKE_ARGS turns it on again.
+  CROSS_ARGS=("-DCMAKE_TOOLCHAIN_FILE=$TOOLCHAIN" "${CROSS_ARGS[@]}" -DGGML_BLAS=OFF)
+fi
+
 # The CPU kernels are tuned for this machine, which is what a benchmark of this machine wants.
 # GGML_NATIVE cannot be combined with loadable backends, so on x86 the instruction sets the
 # CPU reports are enabled one by one instead.
 cpu_flags() {
+  # A target other than this machine, or ARM: every variant of the target's architecture,
+  # the best chosen at run time (what a dist for other machines of that kind needs).
+  if [ -n "$TOOLCHAIN" ] || [ "$TARGET_ARCH" = aarch64 ]; then
+    echo "-DGGML_NATIVE=OFF -DGGML_CPU_ALL_VARIANTS=ON"; return
+  fi
   [ "$(uname -m)" = x86_64 ] || { echo "-DGGML_NATIVE=OFF"; return; }
   local have; have=" $(grep -m1 '^flags' /proc/cpuinfo | cut -d: -f2) "
   local out="-DGGML_NATIVE=OFF" f opt
@@ -87,16 +127,78 @@ ARGS=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON $(cpu_flags)
   -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=ON
   -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_UI=OFF
   -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF)
+ARGS+=("${CROSS_ARGS[@]}")
+
+# The ARM-Linux variants of the source's list (ggml/src/CMakeLists.txt) that the compiler cannot
+# build are dropped: g++ 12 knows no -march=armv9.2-a nor +sme, so the armv9.2 (SME) variants
+# fail, and ggml builds every variant or none. The source is then used through a copy in the
+# cache with those lines removed; the pinned source itself stays untouched.
+arm_march() {  # features (as in ggml-cpu/CMakeLists.txt) -> the -march ggml gives them
+  local mcpu=armv8-a have=" $* " out=""
+  case "$have" in *" DOTPROD "* | *" FP16_VECTOR_ARITHMETIC "* | *" SVE "*) mcpu=armv8.2-a ;; esac
+  case "$have" in *" MATMUL_INT8 "* | *" SVE2 "*) mcpu=armv8.6-a ;; esac
+  case "$have" in *" SME "*) mcpu=armv9.2-a ;; esac
+  # ggml appends the extensions in this order whatever the list's order.
+  local pair
+  for pair in DOTPROD:dotprod FP16_VECTOR_ARITHMETIC:fp16 SVE:sve MATMUL_INT8:i8mm SVE2:sve2 \
+              NOSVE:nosve SME:sme; do
+    case "$have" in *" ${pair%%:*} "*) out+="+${pair#*:}" ;; esac
+  done
+  echo "$mcpu$out"
+}
+drop_arm_variants() {
+  local cxx=$1 list="$SRC/ggml/src/CMakeLists.txt" dropped=() line name feats
+  # The Linux block's lines: ggml_add_cpu_backend_variant(armv8.2_1    DOTPROD)
+  while IFS= read -r line; do
+    read -r name feats <<<"$(sed -E 's/.*variant\(([^ )]+) *([^)]*)\).*/\1 \2/' <<<"$line")"
+    # shellcheck disable=SC2086
+    local march; march=$(arm_march $feats)
+    if ! echo 'int main(){return 0;}' | "$cxx" -x c++ -march="$march" -c -o /dev/null - 2>/dev/null; then
+      dropped+=("$name")
+      log "dropping the ggml CPU variant $name: $cxx cannot build -march=$march"
+    fi
+  done < <(grep -E '^ +ggml_add_cpu_backend_variant\(armv[0-9.]+_[0-9]+' "$list")
+  [ ${#dropped[@]} -gt 0 ] || return 0
+  local dst="$CACHE/src/variants/$(basename "$SRC")-$(printf '%s\n' "$SRC" "$COMMIT" "${dropped[@]}" | sha256sum | cut -c1-12)"
+  if [ ! -f "$dst/.stagebench-variants" ]; then
+    rm -rf "$dst" "$dst.partial"; mkdir -p "$(dirname "$dst")"
+    cp -al "$SRC" "$dst.partial"
+    local expr="" n
+    for n in "${dropped[@]}"; do expr+="/ggml_add_cpu_backend_variant\\(${n//./\\.} /d;"; done
+    # A new file, not an edit in place: the copy's files are hard links to the source's.
+    sed -E "$expr" "$list" > "$dst.partial/ggml/src/CMakeLists.txt.new"
+    rm "$dst.partial/ggml/src/CMakeLists.txt"
+    mv "$dst.partial/ggml/src/CMakeLists.txt.new" "$dst.partial/ggml/src/CMakeLists.txt"
+    printf 'source=%s\ndropped=%s\n' "$SRC" "${dropped[*]}" > "$dst.partial/.stagebench-variants"
+    mv "$dst.partial" "$dst"
+  fi
+  SRC=$dst
+  DROPPED_VARIANTS="${dropped[*]}"
+}
+DROPPED_VARIANTS=""
+if [ "$TARGET_ARCH" = aarch64 ]; then
+  if [ -n "${SYSROOT:-}" ]; then drop_arm_variants aarch64-linux-gnu-g++
+  elif [ -z "$TOOLCHAIN" ]; then drop_arm_variants "${CXX:-c++}"
+  else log "the ARM CPU variants are built as your toolchain's compiler allows (not checked)"; fi
+fi
 # shellcheck disable=SC2206
 EXTRA=(${LLAMA_CMAKE_ARGS:-})
 ARGS+=("${EXTRA[@]}")
 KEY="${TAG}-${COMMIT}-$(printf '%s\n' "${ARGS[@]}" "$SRC" | sha256sum | cut -c1-12)"
 BUILD="$CACHE/build/$KEY"
 STAMP="$BUILD/.stagebench-built"
+exec 9>&-
+mkdir -p "$CACHE/build"
+exec 8>"$CACHE/build/.$KEY.lock"
+if ! flock -n 8; then
+  log "waiting for another build of $BUILD to finish"
+  flock 8
+fi
 TARGETS=(llama ggml llama-bench llama-server ggml-rpc-server)
 
 if [ ! -f "$STAMP" ]; then
   log "building llama.cpp $TAG ($COMMIT) in $BUILD with $JOBS jobs (once per machine)"
+  started=$SECONDS
   cmake -S "$SRC" -B "$BUILD" "${ARGS[@]}" >"$CACHE/configure-$KEY.log" 2>&1 \
     || die "llama.cpp configure failed, see $CACHE/configure-$KEY.log"
   cmake --build "$BUILD" -j "$JOBS" --target "${TARGETS[@]}" >"$CACHE/build-$KEY.log" 2>&1 \
@@ -104,6 +206,9 @@ if [ ! -f "$STAMP" ]; then
   {
     echo "source=$SRC"; echo "tag=$TAG"; echo "commit=$COMMIT"
     echo "cmake_args=${ARGS[*]}"
+    echo "dropped_cpu_variants=$DROPPED_VARIANTS"
+    echo "build_seconds=$((SECONDS - started))"
   } > "$STAMP"
+  log "llama.cpp built in $((SECONDS - started)) s"
 fi
 echo "$BUILD"

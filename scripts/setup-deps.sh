@@ -8,6 +8,9 @@ pkgs=(
   nlohmann-json3-dev libcli11-dev libcurl4-openssl-dev libsqlite3-dev libfmt-dev
   libopenblas-dev libssl-dev googletest libgtest-dev libgmock-dev
   nodejs npm clang-format python3 ccache chromium
+  # make dist ARCH=arm64 and its test: the arm64 sysroot (scripts/sysroot.sh), the cross
+  # compiler, the user-mode emulator, and patchelf/file for the tarball.
+  mmdebstrap g++-aarch64-linux-gnu qemu-user patchelf file
 )
 missing=()
 for p in "${pkgs[@]}"; do

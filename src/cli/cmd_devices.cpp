@@ -21,6 +21,16 @@ void add_devices_command(CLI::App& app, Context& ctx) {
             ctx.out << "| " << d.name << " | " << d.type << " | " << d.backend << " | "
                     << d.description << " | " << mem << " |\n";
         }
+        // Which kernels the CPU device runs: the variant ggml chose for the features it saw.
+        BuildInfo b = build_info();
+        if (b.cpu_variant)
+            ctx.out << "\nCPU variant: " << *b.cpu_variant << "\n";
+        if (b.cpu_features) {
+            ctx.out << (b.cpu_variant ? "" : "\n") << "CPU features:";
+            for (const auto& f : *b.cpu_features)
+                ctx.out << " " << f;
+            ctx.out << "\n";
+        }
     });
 }
 

@@ -16,6 +16,14 @@ void add_version_command(CLI::App& app, Context& ctx) {
         ctx.out << (b.dynamic_backends ? " (loadable modules from " + b.llama_lib_dir + ")"
                                        : " (linked)")
                 << "\n";
+        if (b.cpu_variant)
+            ctx.out << "cpu variant: " << *b.cpu_variant << "\n";
+        if (b.cpu_features) {
+            ctx.out << "cpu features:";
+            for (const auto& f : *b.cpu_features)
+                ctx.out << " " << f;
+            ctx.out << "\n";
+        }
     });
 }
 

@@ -358,6 +358,30 @@ std::optional<int> count_cpuinfo_cores(
 
 }  // namespace
 
+namespace {
+
+// "x86" or "arm" for an architecture name (uname -m) or for what a cpuinfo's lines show; ""
+// when it is neither or unknown.
+std::string isa_family(const std::string& arch) {
+    if (arch == "x86_64" || arch == "i386" || arch == "i686")
+        return "x86";
+    if (arch == "aarch64" || arch == "arm64" || arch.rfind("armv", 0) == 0)
+        return "arm";
+    return "";
+}
+
+std::string cpuinfo_family(const std::vector<std::pair<std::string, std::string>>& info) {
+    for (const auto& [key, value] : info) {
+        if (key == "vendor_id" || key == "flags")
+            return "x86";
+        if (key == "CPU implementer" || key == "Features")
+            return "arm";
+    }
+    return "";
+}
+
+}  // namespace
+
 SystemInfo read_system_info(const std::string& root_str) {
     SystemInfo s;
     const fs::path root(root_str.empty() ? "/" : root_str);
@@ -379,6 +403,9 @@ SystemInfo read_system_info(const std::string& root_str) {
 
     const auto cpuinfo = parse_cpuinfo(read_text(root / "proc/cpuinfo").value_or(""));
     s.cpu_model = cpu_model_from(cpuinfo);
+    if (auto built = isa_family(s.arch), seen = cpuinfo_family(cpuinfo);
+        !built.empty() && !seen.empty())
+        s.emulated = built != seen;
 
     const fs::path cpu_dir = root / "sys/devices/system/cpu";
     std::optional<std::set<long>> online;
@@ -558,6 +585,14 @@ Warnings system_warnings(const SystemInfo& info, int threads_used) {
                                  threads_used, info.cores_logical),
                      fmt::format("Use at most {} threads.", info.cores_logical)});
     }
+    if (info.emulated == true) {
+        w.push_back({"emulated",
+                     fmt::format("this {} program runs under user-mode emulation on another "
+                                 "architecture's CPU (qemu): the timings measure the emulator, "
+                                 "not a {} device",
+                                 info.arch, info.arch),
+                     "Use such a run only to check that it works; measure on the device."});
+    }
     return w;
 }
 
@@ -594,6 +629,7 @@ nlohmann::json to_json(const SystemInfo& info) {
         {"governors", info.governors},
         {"loadavg_1m", opt(info.loadavg_1m)},
         {"on_battery", opt(info.on_battery)},
+        {"emulated", opt(info.emulated)},
     };
 }
 

@@ -25,6 +25,13 @@ struct SystemInfo {
     std::optional<double> loadavg_1m;
     bool on_battery_known = false;  // == on_battery.has_value()
     std::optional<bool> on_battery;
+    // True when this process runs under user-mode emulation (qemu-aarch64 on an x86 machine):
+    // proc/cpuinfo describes a CPU of another architecture than arch (x86's vendor_id/flags
+    // lines under an aarch64 arch, Arm's CPU implementer/Features lines under x86_64), as
+    // QEMU's user mode shows the host's file while uname names the guest's architecture.
+    // nullopt when either side is unknown. A QEMU that emulates proc/cpuinfo for the guest
+    // goes undetected.
+    std::optional<bool> emulated;
 };
 
 // Reads the system description under root (default: the running system).
@@ -60,6 +67,7 @@ int threads_or_default(int requested);
 //   other_load                loadavg_1m > 0.25 * cores_logical (something else is running)
 //   on_battery                running on battery (power-saving policies may apply)
 //   oversubscribed            threads_used > cores_logical
+//   emulated                  info.emulated: the timings are the emulator's, not a device's
 // Checks whose inputs are unknown are skipped.
 Warnings system_warnings(const SystemInfo& info, int threads_used);
 

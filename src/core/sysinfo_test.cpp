@@ -128,6 +128,32 @@ TEST(SysInfo, Warnings) {
     EXPECT_TRUE(system_warnings(quiet, 8).empty());
 }
 
+TEST(SysInfo, EmulationIsAnotherArchitecturesCpuinfo) {
+    // qemu-aarch64 on an x86 machine: uname names aarch64, /proc/cpuinfo is the host's.
+    const SystemInfo q = read_system_info(fixture("qemu_aarch64_on_x86"));
+    EXPECT_EQ(q.arch, "aarch64");
+    EXPECT_EQ(q.emulated, true);
+    EXPECT_EQ(to_json(q)["emulated"], true);
+    const Warnings w = system_warnings(q, 1);
+    ASSERT_TRUE(has_code(w, "emulated"));
+    for (const auto& x : w)
+        if (x.code == "emulated") {
+            EXPECT_NE(x.message.find("aarch64 program runs under user-mode emulation"),
+                      std::string::npos)
+                << x.message;
+            EXPECT_FALSE(x.hint.empty());
+        }
+
+    const SystemInfo laptop = read_system_info(fixture("x86_laptop"));  // x86_64, x86 cpuinfo
+    EXPECT_EQ(laptop.emulated, false);
+    EXPECT_FALSE(has_code(system_warnings(laptop, 4), "emulated"));
+    // Arm cpuinfo but no arch file: unknown, not emulated.
+    const SystemInfo phone = read_system_info(fixture("android_phone"));
+    EXPECT_FALSE(phone.emulated.has_value());
+    EXPECT_TRUE(to_json(phone)["emulated"].is_null());
+    EXPECT_FALSE(read_system_info(fixture("empty")).emulated.has_value());
+}
+
 TEST(SysInfo, DefaultThreadCountIsPhysicalCoresThatDoMath) {
     const std::vector<int> all;
     // One thread per core, not per online CPU: SMT siblings once; offline CPUs not at all.

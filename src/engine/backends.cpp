@@ -1,11 +1,15 @@
 #include "engine/backends.hpp"
 
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#if defined(__aarch64__) && defined(__linux__)
+#include <sys/auxv.h>
+#endif
 
 #include <algorithm>
 #include <cerrno>
@@ -54,11 +58,62 @@ void quiet_log(enum ggml_log_level level, const char* text, void*) {
     (void)text;
 }
 
+// A dist (make dist) keeps the llama.cpp libraries and modules in lib/ beside bin/; a build
+// tree uses the llama.cpp build it was configured with.
 std::string lib_dir() {
     if (const char* env = std::getenv("STAGEBENCH_BACKEND_DIR"); env && *env)
         return env;
+    std::error_code ec;
+    const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+    if (!ec) {
+        const fs::path beside = self.parent_path().parent_path() / "lib";
+        if (fs::exists(beside / "libggml-base.so", ec))
+            return beside.string();
+    }
     return SB_LLAMA_LIB_DIR;
 }
+
+// The score ggml gives a CPU variant module on this CPU (ggml_backend_score: 0 when the CPU
+// lacks an instruction the variant uses), read the way ggml_backend_load_best does.
+int variant_score(const fs::path& file) {
+    void* h = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!h)
+        return 0;
+    using score_fn_t = int (*)();
+    auto score = reinterpret_cast<score_fn_t>(dlsym(h, "ggml_backend_score"));
+    const int s = score ? score() : 0;
+    dlclose(h);
+    return s;
+}
+
+std::optional<std::vector<std::string>> read_cpu_features() {
+#if defined(__aarch64__) && defined(__linux__)
+    // getauxval, not /proc/cpuinfo: under qemu-user the file is the host's, the hwcaps are
+    // those of the emulated CPU. Bits from the kernel's arm64 uapi/asm/hwcap.h.
+    const unsigned long hw = getauxval(AT_HWCAP), hw2 = getauxval(AT_HWCAP2);
+    std::vector<std::string> out;
+    const std::pair<bool, const char*> bits[] = {
+        {(hw & (1UL << 20)) != 0, "dotprod"},  // HWCAP_ASIMDDP
+        {(hw & (1UL << 10)) != 0, "fp16"},     // HWCAP_ASIMDHP
+        {(hw & (1UL << 22)) != 0, "sve"},      // HWCAP_SVE
+        {(hw2 & (1UL << 1)) != 0, "sve2"},     // HWCAP2_SVE2
+        {(hw2 & (1UL << 13)) != 0, "i8mm"},    // HWCAP2_I8MM
+        {(hw2 & (1UL << 23)) != 0, "sme"},     // HWCAP2_SME
+    };
+    for (const auto& [on, name] : bits)
+        if (on)
+            out.push_back(name);
+    return out;
+#else
+    return std::nullopt;
+#endif
+}
+
+// With GGML_CPU_ALL_VARIANTS the CPU backend is one module per instruction-set level
+// (libggml-cpu-armv8.2_1.so...): the best this CPU runs stands for "cpu", as in ggml's own
+// loader, so that exactly one CPU device is registered. Chosen once per process.
+std::optional<std::pair<std::string, fs::path>> g_cpu_variant;
+bool g_cpu_variant_chosen = false;
 
 std::string type_name(enum ggml_backend_dev_type t) {
     switch (t) {
@@ -87,6 +142,28 @@ std::map<std::string, fs::path> module_files() {
         if (name == "base")
             continue;
         out.emplace(name, e.path());
+    }
+    std::vector<std::pair<std::string, fs::path>> variants;
+    for (auto it = out.begin(); it != out.end();) {
+        if (it->first.rfind("cpu-", 0) == 0) {
+            variants.emplace_back(it->first.substr(4), it->second);
+            it = out.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    if (!variants.empty() && !out.count("cpu")) {
+        if (!g_cpu_variant_chosen) {
+            g_cpu_variant_chosen = true;
+            int best = 0;
+            for (const auto& v : variants)
+                if (int score = variant_score(v.second); score > best) {
+                    best = score;
+                    g_cpu_variant = v;
+                }
+        }
+        if (g_cpu_variant)
+            out.emplace("cpu", g_cpu_variant->second);
     }
     return out;
 }
@@ -370,6 +447,9 @@ BuildInfo build_info() {
         for (size_t i = 0; i < ggml_backend_reg_count(); ++i)
             b.backends_available.push_back(lower(ggml_backend_reg_name(ggml_backend_reg_get(i))));
     }
+    if (g_cpu_variant)
+        b.cpu_variant = g_cpu_variant->first;
+    b.cpu_features = read_cpu_features();
     b.system_info = llama_print_system_info();
     return b;
 }

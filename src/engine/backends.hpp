@@ -25,7 +25,14 @@ struct BuildInfo {
     std::string llama_tag, llama_commit, llama_lib_dir;
     bool dynamic_backends = false;                // backends are loadable modules
     std::vector<std::string> backends_available;  // modules found (dynamic) or linked (static)
-    std::string system_info;                      // llama_print_system_info()
+    // The CPU variant module loaded as "cpu" ("armv8.2_1", "haswell") where llama.cpp was built
+    // with GGML_CPU_ALL_VARIANTS; nullopt for a single CPU backend.
+    std::optional<std::string> cpu_variant;
+    // The CPU features that decide which variant runs, as the kernel reports them to this
+    // process (aarch64: the hwcaps, in this order: dotprod fp16 sve sve2 i8mm sme); nullopt on
+    // other architectures, where they are not read.
+    std::optional<std::vector<std::string>> cpu_features;
+    std::string system_info;  // llama_print_system_info()
 };
 
 // llama.cpp stops the process (ggml_abort) on some failures it cannot report, e.g. an RPC

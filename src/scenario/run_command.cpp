@@ -37,6 +37,10 @@ ResultDocument new_document(const std::string& command, const std::vector<std::s
                  {"system_info", b.system_info}};
     SystemInfo si = read_system_info();
     doc.system = to_json(si);
+    // The CPU kernels this run used: the variant ggml chose (GGML_CPU_ALL_VARIANTS builds) and
+    // the CPU features it chose by; null where not known.
+    doc.system["cpu_variant"] = b.cpu_variant ? nlohmann::json(*b.cpu_variant) : nullptr;
+    doc.system["cpu_features"] = b.cpu_features ? nlohmann::json(*b.cpu_features) : nullptr;
 #ifdef NDEBUG
     const bool debug = false;
 #else

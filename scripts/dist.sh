@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Packs a stagebench build into a self-contained tarball (`make dist`, `make dist ARCH=arm64`):
+#
+#   stagebench-<version>-linux-<arch>/
+#     bin/stagebench            rpath $ORIGIN/../lib
+#     peers/llama-bench, llama-server, ggml-rpc-server (the same llama.cpp; rpath $ORIGIN/../lib)
+#     lib/                      the llama.cpp libraries, the ggml backend modules (every CPU
+#                               variant where llama.cpp was built with GGML_CPU_ALL_VARIANTS)
+#                               and every other shared library they need except the C library's
+#                               own (libc, libm, ld-linux...), which the target machine has
+#
+# Usage: dist.sh --arch ARCH --build DIR --llama DIR [--sysroot DIR] --out DIR
+#   --build    the stagebench build directory (bin/stagebench)
+#   --llama    the llama.cpp build directory scripts/llama.sh printed
+#   --sysroot  where the target's shared libraries are (a cross build's sysroot); without it,
+#              this machine's
+# Prints the tarball's path on stdout; progress goes to stderr. Needs readelf and patchelf.
+set -euo pipefail
+log() { echo "dist.sh: $*" >&2; }
+die() { echo "dist.sh: error: $*" >&2; exit 1; }
+
+ARCH="" BUILD="" LLAMA="" SYSROOT="" OUT=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --arch) ARCH=$2; shift 2 ;;
+    --build) BUILD=$2; shift 2 ;;
+    --llama) LLAMA=$2; shift 2 ;;
+    --sysroot) SYSROOT=$2; shift 2 ;;
+    --out) OUT=$2; shift 2 ;;
+    *) die "unknown argument $1" ;;
+  esac
+done
+[ -n "$ARCH" ] && [ -n "$BUILD" ] && [ -n "$LLAMA" ] && [ -n "$OUT" ] || die "usage: see the header"
+command -v patchelf >/dev/null || die "patchelf not found (run scripts/setup-deps.sh)"
+[ -x "$BUILD/bin/stagebench" ] || die "no $BUILD/bin/stagebench (build first)"
+LLAMA_BIN="$LLAMA/bin"
+[ -f "$LLAMA_BIN/libggml-base.so" ] || die "no libggml-base.so in $LLAMA_BIN"
+
+case "$ARCH" in
+  arm64) triplet=aarch64-linux-gnu ;;
+  amd64) triplet=x86_64-linux-gnu ;;
+  *) die "unknown --arch $ARCH (arm64, amd64)" ;;
+esac
+# Where a needed library is looked up outside the llama.cpp build: the target's multiarch
+# directories (in the sysroot for a cross build).
+LIBDIRS=("$SYSROOT/lib/$triplet" "$SYSROOT/usr/lib/$triplet" "$SYSROOT/lib" "$SYSROOT/usr/lib")
+
+version=$(sed -n 's/^project(stagebench VERSION \([^ )]*\).*/\1/p' "$(dirname "$0")/../CMakeLists.txt")
+name="stagebench-${version:-unknown}-linux-$ARCH"
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+stage="$OUT/$name"
+rm -rf "$stage" "$OUT/$name.tar.gz"
+mkdir -p "$stage/bin" "$stage/peers" "$stage/lib"
+
+cp -L "$BUILD/bin/stagebench" "$stage/bin/"
+for p in llama-bench llama-server ggml-rpc-server; do
+  if [ -f "$LLAMA_BIN/$p" ]; then cp -L "$LLAMA_BIN/$p" "$stage/peers/"; else log "no peer $p in $LLAMA_BIN"; fi
+done
+# Every backend module, loaded at run time by name (no NEEDED entry names them).
+for m in "$LLAMA_BIN"/libggml-*.so; do
+  case "$(basename "$m")" in libggml-base.so) ;; *) cp -L "$m" "$stage/lib/" ;; esac
+done
+
+# The C library's own: the target has these, and a copy would not match its loader.
+is_libc() {
+  case "$1" in
+    libc.so.* | libm.so.* | libpthread.so.* | libdl.so.* | librt.so.* | libresolv.so.* | \
+    libutil.so.* | ld-linux*.so.* | libanl.so.* | libnsl.so.* | libmvec.so.*) return 0 ;;
+  esac
+  return 1
+}
+needed() { readelf -d "$1" | sed -n 's/.*(NEEDED).*Shared library: \[\(.*\)\]/\1/p'; }
+find_lib() {
+  local d
+  for d in "$LLAMA_BIN" "${LIBDIRS[@]}"; do
+    [ -e "$d/$1" ] && { echo "$d/$1"; return 0; }
+  done
+  return 1
+}
+# The closure of NEEDED over everything in the stage, each library copied under its soname.
+changed=1
+while [ "$changed" = 1 ]; do
+  changed=0
+  for f in "$stage"/bin/* "$stage"/peers/* "$stage"/lib/*; do
+    for so in $(needed "$f"); do
+      is_libc "$so" && continue
+      [ -e "$stage/lib/$so" ] && continue
+      src=$(find_lib "$so") || die "$(basename "$f") needs $so, found neither in $LLAMA_BIN nor in ${LIBDIRS[*]}"
+      cp -L "$src" "$stage/lib/$so"
+      changed=1
+    done
+  done
+done
+
+# stagebench recognises a dist's lib/ by libggml-base.so (src/engine/backends.cpp lib_dir).
+[ -e "$stage/lib/libggml-base.so.0" ] && ln -s libggml-base.so.0 "$stage/lib/libggml-base.so"
+
+# Paths relative to the files themselves: the tree runs from wherever it is untarred.
+for f in "$stage"/bin/* "$stage"/peers/*; do patchelf --set-rpath '$ORIGIN/../lib' "$f"; done
+for f in "$stage"/lib/*; do [ -L "$f" ] || patchelf --set-rpath '$ORIGIN' "$f"; done
+
+tar -C "$OUT" -czf "$OUT/$name.tar.gz" "$name"
+log "$(du -sh "$stage" | cut -f1) in $OUT/$name.tar.gz ($(ls "$stage/lib" | wc -l) libraries)"
+echo "$OUT/$name.tar.gz"

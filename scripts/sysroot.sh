@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Makes an arm64 Debian bookworm sysroot for cross-building stagebench and llama.cpp, and for
+# running arm64 programs under qemu-aarch64 -L, once per machine into a cache outside the
+# clone, keyed by the package list. Prints the sysroot's path (the only thing on stdout);
+# progress goes to stderr.
+#
+# The sysroot holds the -dev packages stagebench links (the same as scripts/setup-deps.sh
+# installs for the host) and their dependencies, extracted, not installed (no maintainer
+# scripts run): `mmdebstrap --variant=extract`, which needs no emulation.
+#
+# Environment:
+#   STAGEBENCH_CACHE   cache root (default: ${XDG_CACHE_HOME:-$HOME/.cache}/stagebench)
+#   SYSROOT_MIRROR     Debian mirror (default: mmdebstrap's, deb.debian.org)
+set -euo pipefail
+
+SUITE=bookworm
+ARCH=arm64
+# What stagebench and llama.cpp link on the target, and the C/C++ runtime they run on.
+# libgomp1: ggml's CPU backend uses OpenMP. The header-only libraries come along so that the
+# cross build finds their CMake packages in the sysroot.
+PKGS=(
+  libc6-dev libstdc++-12-dev libgcc-12-dev libgomp1
+  libcurl4-openssl-dev libsqlite3-dev libfmt-dev nlohmann-json3-dev libcli11-dev
+)
+
+CACHE="${STAGEBENCH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/stagebench}"
+log() { echo "sysroot.sh: $*" >&2; }
+die() { echo "sysroot.sh: error: $*" >&2; exit 1; }
+
+KEY="$(printf '%s\n' "$SUITE" "$ARCH" "${PKGS[@]}" | sha256sum | cut -c1-12)"
+ROOT="$CACHE/sysroot/$ARCH-$SUITE-$KEY"
+STAMP="$ROOT/.stagebench-sysroot"
+if [ -f "$STAMP" ]; then echo "$ROOT"; exit 0; fi
+
+mkdir -p "$CACHE/sysroot"
+# One setup at a time per cache, as in scripts/llama.sh.
+exec 9>"$CACHE/.sysroot.lock"
+if ! flock -n 9; then
+  log "waiting for another sysroot setup in $CACHE to finish"
+  flock 9
+fi
+if [ ! -f "$STAMP" ]; then
+  command -v mmdebstrap >/dev/null || die "mmdebstrap not found (run scripts/setup-deps.sh)"
+  log "making the $ARCH $SUITE sysroot in $ROOT (once per machine)"
+  rm -rf "$ROOT.partial"
+  mirror=()
+  [ -z "${SYSROOT_MIRROR:-}" ] || mirror=("$SYSROOT_MIRROR")
+  inc=$(IFS=,; echo "${PKGS[*]}")
+  mmdebstrap --quiet --arch="$ARCH" --variant=extract --include="$inc" \
+    --format=directory "$SUITE" "$ROOT.partial" "${mirror[@]}" >"$CACHE/sysroot-$KEY.log" 2>&1 \
+    || die "mmdebstrap failed, see $CACHE/sysroot-$KEY.log"
+  # Absolute symlinks (libfoo.so -> /lib/...) would point into the host when the sysroot is
+  # used from outside: make each one relative to the sysroot.
+  while IFS= read -r -d '' link; do
+    target=$(readlink "$link")
+    case "$target" in
+      /*) ln -sfn "$(realpath -m --relative-to="$(dirname "$link")" "$ROOT.partial$target")" "$link" ;;
+    esac
+  done < <(find "$ROOT.partial" -type l -print0)
+  # bookworm is merged-/usr: /lib is a link to usr/lib, which mmdebstrap's extract variant
+  # may leave out; qemu-aarch64 -L and the linker both look for /lib/ld-linux-aarch64.so.1.
+  for d in lib bin sbin; do
+    [ -e "$ROOT.partial/$d" ] || ln -s "usr/$d" "$ROOT.partial/$d"
+  done
+  [ -e "$ROOT.partial/lib/ld-linux-aarch64.so.1" ] || die "no ld-linux-aarch64.so.1 in the sysroot"
+  printf 'suite=%s\narch=%s\npackages=%s\n' "$SUITE" "$ARCH" "${PKGS[*]}" > "$ROOT.partial/.stagebench-sysroot"
+  rm -rf "$ROOT"; mv "$ROOT.partial" "$ROOT"
+fi
+echo "$ROOT"
