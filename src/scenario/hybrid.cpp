@@ -197,7 +197,6 @@ int run_hybrid(const HybridOptions& o, ResultDocument& doc, std::ostream& err) {
     run.open(threads_or_default(o.base.n_threads));
     Sampler* tel = run.sampler();
     const bool sampling = tel != nullptr;
-    auto save = [&] { run.save(); };
     std::atomic<const char*> activity{""};
     auto progress = [&run](const std::string& s) { run.progress().note(s); };
 
@@ -263,7 +262,7 @@ int run_hybrid(const HybridOptions& o, ResultDocument& doc, std::ostream& err) {
             doc.tests.push_back(std::move(r));
         }
         doc.finished_at = utc_timestamp();
-        save();
+        run.save();
         const TestResult& r = doc.tests[first];
         return "hybrid point pp" + std::to_string(r.config.n_prompt) + "+tg" +
                std::to_string(r.config.n_gen) + " failed: " + error + "; " + std::to_string(first) +
@@ -324,7 +323,7 @@ int run_hybrid(const HybridOptions& o, ResultDocument& doc, std::ostream& err) {
             section["crossover"] = crossovers(section["points"]);
             doc.hybrid = from_json<HybridSection>(section);
             doc.finished_at = utc_timestamp();
-            save();
+            run.save();
         }
         if (interrupted)
             break;
