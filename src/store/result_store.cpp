@@ -294,6 +294,9 @@ ResultStore::~ResultStore() = default;
 
 ResultStore ResultStore::open(const std::string& path, Mode mode, StoreWait wait) {
     namespace fs = std::filesystem;
+    // SQLite opens "" as a private temporary database: everything stored would be lost.
+    if (path.empty())
+        throw input_error("an empty path given for the results store (--db)");
     std::error_code ec;
     const bool exists = fs::exists(path, ec);
     if (mode == Mode::existing && !exists)

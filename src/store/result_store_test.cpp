@@ -207,6 +207,15 @@ TEST(ResultStore, NonSqliteFileIsOneLineInputError) {
     EXPECT_EQ(msg, "'" + path + "' is not a SQLite database");
 }
 
+TEST(ResultStore, AnEmptyPathIsAnInputErrorNotATemporaryDatabase) {
+    for (auto mode : {ResultStore::Mode::create, ResultStore::Mode::existing}) {
+        ErrorKind kind = ErrorKind::runtime;
+        const std::string msg = error_of([&] { ResultStore::open("", mode); }, &kind);
+        EXPECT_EQ(kind, ErrorKind::input);
+        EXPECT_EQ(msg, "an empty path given for the results store (--db)");
+    }
+}
+
 TEST(ResultStore, ForeignSqliteDatabaseIsRefused) {
     TempDir t;
     const std::string path = t.file("other.sqlite");
