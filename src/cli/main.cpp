@@ -21,7 +21,7 @@ namespace {
 // words record the test that was running as failed (--out), print what was measured (-o json),
 // store it (--db) and give the line. Several compute threads can fail the same assertion at
 // once: the first one speaks, the others wait for the exit.
-void end_run(const std::string& message, const std::string& default_line) {
+void end_run(const std::string& message, const std::string& default_line, int exit_code = 1) {
     static std::atomic<bool> first{true};
     thread_local bool inside = false;
     if (inside)  // a fault while saying the last words
@@ -35,17 +35,23 @@ void end_run(const std::string& message, const std::string& default_line) {
     std::cout.flush();
     std::fprintf(stderr, "stagebench: error: %s\n", line.c_str());
     std::fflush(stderr);
-    std::_Exit(1);
+    std::_Exit(exit_code);
 }
 
 void on_fatal(const char* message) {
+    // Connecting to a device before anything is measured (core/watchdog.hpp, SetupBudget): a
+    // device that cannot be used, bad input.
+    if (auto step = sb::running_setup_step())
+        end_run(message, *step + " failed: " + sb::strip_source_location(message), 2);
     end_run(message, "llama.cpp stopped: " + sb::strip_source_location(message));
 }
 
 // A stage that waits past its deadline, or does not end after Ctrl-C (core/watchdog.hpp): the
-// same end as llama.cpp's stop, with the watchdog's line as the reason.
-void on_overrun(const std::string& why) {
-    end_run(sb::kOverrunMarker + why, why);
+// same end as llama.cpp's stop, with the watchdog's line as the reason. A setup step that hangs
+// (a device that took the connection and stopped answering before anything was measured) is
+// a device that cannot be used: bad input, exit 2.
+void on_overrun(const sb::Overrun& o) {
+    end_run(sb::kOverrunMarker + o.why, o.why, o.setup ? 2 : 1);
 }
 
 }  // namespace

@@ -45,6 +45,7 @@ struct StageMark {
     std::atomic<uint64_t> generation{0};
     std::atomic<const char*> name{nullptr};  // null: no stage runs
     std::atomic<double> factor{1};
+    std::atomic<bool> setup{false};  // a setup step (SetupBudget): its overrun is bad input
 };
 
 // The deadline logic, on a clock the caller supplies (the thread below uses the steady clock;
@@ -77,18 +78,38 @@ class StageDeadlines {
 
 // --stage-timeout, in seconds (> 0). Takes effect for stages that start afterwards.
 void set_stage_timeout(double seconds);
-// What ends the run when a stage overruns: called once, on the watchdog thread, with the line
-// that says why; it is expected not to return (stagebench's main ends the process). Without an
-// action the watchdog does nothing (the library never ends the process itself).
-void set_overrun_action(std::function<void(const std::string& why)> action);
+double stage_timeout_s();
+
+// Why the watchdog ends the run: the line, and whether the stage that overran was a setup step
+// (SetupBudget: connecting to a device before anything is measured, so the device cannot be
+// used: bad input, exit 2) rather than a stage of a measurement (a fault while measuring, 1).
+struct Overrun {
+    std::string why;
+    bool setup = false;
+};
+// What ends the run when a stage overruns: called once, on the watchdog thread; it is expected
+// not to return (stagebench's main ends the process). Without an action the watchdog does
+// nothing (the library never ends the process itself).
+void set_overrun_action(std::function<void(const Overrun&)> action);
+
+// A fixed budget in seconds for a setup step (e.g. registering an RPC server's devices, a few
+// round trips), independent of --stage-timeout, which sizes measured stages.
+struct SetupBudget {
+    double seconds;
+};
+
+// The name of the setup step (a guard with a SetupBudget) running now, if one runs: a stop
+// inside llama.cpp during it is the device's fault (bad input), as an overrun would be.
+std::optional<std::string> running_setup_step();
 
 // Marks a stage for as long as it lives (the first guard starts the watchdog thread). Guards
 // nest on one thread: an inner guard's stage replaces the outer one's, and when it ends the
-// outer stage is marked again (with a fresh clock). One thread measures at a time. name must be
-// a string literal (it is kept by pointer).
+// outer stage is marked again (with a fresh clock). One thread measures at a time. name is kept
+// by pointer: a string literal, or storage that is never freed.
 class StageGuard {
   public:
     explicit StageGuard(const char* name, double factor = 1);
+    StageGuard(const char* name, SetupBudget budget);
     ~StageGuard();
     StageGuard(const StageGuard&) = delete;
     StageGuard& operator=(const StageGuard&) = delete;
@@ -96,6 +117,7 @@ class StageGuard {
   private:
     const char* outer_name_;
     double outer_factor_;
+    bool outer_setup_;
 };
 
 }  // namespace sb

@@ -100,9 +100,10 @@ TEST(StageGuard, TheWatchdogCallsTheOverrunActionForAStageThatHangs) {
     std::mutex mu;
     std::condition_variable cv;
     std::optional<std::string> got;
-    set_overrun_action([&](const std::string& why) {
+    set_overrun_action([&](const Overrun& o) {
         std::lock_guard<std::mutex> lock(mu);
-        got = why;
+        EXPECT_FALSE(o.setup);
+        got = o.why;
         cv.notify_all();
     });
     set_stage_timeout(0.3);
@@ -113,6 +114,32 @@ TEST(StageGuard, TheWatchdogCallsTheOverrunActionForAStageThatHangs) {
     }
     EXPECT_EQ(got->rfind("rpc wait did not finish within 0.3 s", 0), 0u) << *got;
     set_overrun_action(nullptr);
+}
+
+// A setup step has its own fixed budget, whatever --stage-timeout says, and its overrun says so
+// (main makes it bad input). A measured stage nested inside it is not a setup step.
+TEST(StageGuard, ASetupStepHasAFixedBudgetAndItsOverrunIsMarked) {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::optional<Overrun> got;
+    set_overrun_action([&](const Overrun& o) {
+        std::lock_guard<std::mutex> lock(mu);
+        got = o;
+        cv.notify_all();
+    });
+    set_stage_timeout(1000);
+    {
+        StageGuard guard("connecting to the RPC server", SetupBudget{0.3});
+        std::unique_lock<std::mutex> lock(mu);
+        ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(20), [&] { return got.has_value(); }));
+    }
+    EXPECT_TRUE(got->setup);
+    EXPECT_EQ(got->why,
+              "connecting to the RPC server did not finish within 0.3 s: the device stopped "
+              "answering");
+    EXPECT_EQ(stage_timeout_s(), 1000);
+    set_overrun_action(nullptr);
+    set_stage_timeout(kDefaultStageTimeoutS);
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -477,6 +478,14 @@ std::vector<DeviceInfo> add_rpc_server(const std::string& endpoint, int timeout_
         ggml_backend_reg_get_proc_address(rpc, "ggml_backend_rpc_add_server"));
     if (!add)
         throw input_error("this llama.cpp RPC backend cannot add servers");
+    // The hello above had a deadline; llama.cpp's own connection that follows has none. A
+    // server that answered the probe and then stopped (or a link that broke) would hold the
+    // process here for ever, Ctrl-C included: a setup step with its own deadline.
+    // The watchdog keeps the name by pointer: each one stays for the life of the process.
+    static std::deque<std::string> stage_names;
+    stage_names.push_back("RPC server " + endpoint +
+                          " answered the hello, but registering its devices");
+    StageGuard guard(stage_names.back().c_str(), SetupBudget{kRpcSetupBudgetS});
     ggml_backend_reg_t reg = add(endpoint.c_str());
     if (!reg)
         throw input_error("RPC server " + endpoint + " reports no devices");

@@ -57,7 +57,11 @@ std::vector<DeviceInfo> list_devices();
 // and the RPC protocol's hello and device count, each wait bounded by timeout_ms. Throws
 // sb::Error(input) with one line naming the endpoint when the server is unreachable, answers
 // nothing in time, closes the connection, sends something that is not the protocol, speaks
-// another protocol version, or offers no device.
+// another protocol version, or offers no device. llama.cpp's own registration that follows (a
+// few round trips) must end within kRpcSetupBudgetS, else the stage watchdog ends the process
+// as bad input (core/watchdog.hpp, SetupBudget): a server that passed the probe and then
+// stopped answering.
+inline constexpr double kRpcSetupBudgetS = 15;
 std::vector<DeviceInfo> add_rpc_server(const std::string& endpoint, int timeout_ms = 3000);
 
 // The RPC servers ("host:port") behind a device set ("CPU+RPC0"), in order, each once; empty

@@ -384,6 +384,55 @@ TEST(Rpc, AServerThatAcceptsAndNeverAnswersIsBadInput) {
     EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
 }
 
+// A server that passes the probe (hello and device count on the first connection) and then
+// fails llama.cpp's own connection: registering its devices is a setup step with a deadline
+// of its own (kRpcSetupBudgetS, 15 s) and llama.cpp's stop during it is the server's fault.
+// Either way the server is bad input, like one that never answered, in devices and run alike.
+std::string hello_reply() {
+    std::string r;
+    const uint64_t size = 28;  // protocol 6.0.0, no connection capabilities
+    r.append(reinterpret_cast<const char*>(&size), 8);
+    return r + std::string("\x06\x00\x00\x00", 4) + std::string(24, '\0');
+}
+
+std::function<void(FaultConn&)> passes_the_probe_then(std::string then) {
+    auto n = std::make_shared<std::atomic<int>>(0);
+    return [n, then](FaultConn& c) {
+        const bool probe = n->fetch_add(1) % 2 == 0;  // each command probes, then llama.cpp
+        std::string bytes = hello_reply();
+        if (probe) {
+            const uint64_t size = 4;
+            const uint32_t count = 1;
+            bytes.append(reinterpret_cast<const char*>(&size), 8);
+            bytes.append(reinterpret_cast<const char*>(&count), 4);
+        } else {
+            bytes += then;
+        }
+        c.send(bytes);
+        c.wait_until_stopped();
+    };
+}
+
+TEST(Rpc, AServerThatAnswersTheHelloAndThenStopsIsBadInput) {
+    RawFaultServer half(passes_the_probe_then(""));
+    const auto start = std::chrono::steady_clock::now();
+    expect_bad_rpc_server(run_sb({"devices", "--rpc", half.endpoint()}, 60), half.endpoint(),
+                          "answered the hello, but registering its devices did not finish "
+                          "within 15 s: the device stopped answering");
+    expect_bad_rpc_server(run_sb(run_args(half.endpoint()), 60), half.endpoint(),
+                          "did not finish within 15 s");
+    EXPECT_EQ(half.connections(), 4);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(50));
+}
+
+TEST(Rpc, AServerThatAnswersTheHelloAndThenSendsGarbageIsBadInput) {
+    RawFaultServer half(passes_the_probe_then(std::string(64, '\xab')));
+    expect_bad_rpc_server(run_sb({"devices", "--rpc", half.endpoint()}, 60), half.endpoint(),
+                          "answered the hello, but registering its devices failed: ");
+    expect_bad_rpc_server(run_sb(run_args(half.endpoint()), 60), half.endpoint(),
+                          "registering its devices failed: ");
+}
+
 TEST(Rpc, AServerThatSendsGarbageIsBadInput) {
     RawFaultServer garbage([](FaultConn& c) {
         c.send(std::string(64, '\xab'));
