@@ -1,6 +1,7 @@
 #include "scenario/ops_run.hpp"
 
 #include "core/error.hpp"
+#include "core/interrupt.hpp"
 #include "core/last_word.hpp"
 #include "core/sysinfo.hpp"
 #include "engine/backends.hpp"
@@ -34,9 +35,23 @@ int run_ops(const OpsCommandOptions& o, ResultDocument& doc, std::ostream& err) 
     OpsProfile p = profile_ops(o.ops, progress);
     for (auto& w : profile_warnings(p))
         doc.warnings.push_back(w);
+    // Ctrl-C stops the profile at the next repetition or op: what was traced is kept, marked
+    // partial, and the run is not "everything asked for was done" (exit 1, README).
+    const bool interrupted = interrupt_requested();
+    if (interrupted)
+        doc.warnings.push_back(
+            {"interrupted",
+             "interrupted (Ctrl-C) before the profile was complete: its stages and ops are "
+             "partial (fewer repetitions, ops not replayed)",
+             "run it again to the end for a complete profile"});
     doc.ops = std::move(p);
     doc.finished_at = utc_timestamp();
     run.save(DocumentSave::final);
+    if (interrupted) {
+        err << "stagebench: interrupted; the partial profile is kept"
+            << (o.out_path ? " in " + *o.out_path : std::string()) << "\n";
+        return 1;
+    }
     return 0;
 }
 

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "cli_harness.hpp"
 #include "engine/process.hpp"
@@ -289,6 +290,36 @@ TEST(Ops, RpcDecodeShowsTheSchedulingTaxOfLightOps) {
     // Ops kept on the CPU (the input embedding) are fallback from RPC0, priced there.
     ASSERT_FALSE(dec["fallback"].empty());
     EXPECT_EQ(dec["fallback"][0]["requested"], "RPC0");
+}
+
+// Ctrl-C during the node-by-node tracing: the profile traced so far is kept in --out, marked
+// partial with a warning, and the run ends with the line and exit 1 (not 0: not everything
+// asked for was done).
+TEST(Ops, CtrlCKeepsThePartialProfileAndExits1) {
+    TempDir t;
+    const std::string out = t.file("ops.json");
+    const std::string log = t.file("log");
+    pid_t pid = spawn_bg({stagebench_bin(), "ops", "-m", tiny_model(), "--reps", "100000",
+                          "--replay", "0", "--out", out},
+                         log);
+    bool tracing = false;
+    for (int i = 0; i < 3000 && !tracing; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        tracing = read_file(log + ".err").find("tracing node by node") != std::string::npos;
+    }
+    ASSERT_TRUE(tracing) << read_file(log + ".err");
+    const int rc = signal_and_wait(pid, SIGINT, 60);
+    EXPECT_EQ(rc, 1) << read_file(log + ".err");
+    const json doc = json::parse(read_file(out));
+    bool warned = false;
+    for (const auto& w : doc["warnings"])
+        warned |= w["code"] == "interrupted";
+    EXPECT_TRUE(warned) << doc["warnings"].dump();
+    EXPECT_FALSE(doc["ops"].is_null());
+    EXPECT_NE(read_file(log + ".err")
+                  .find("stagebench: interrupted; the partial profile is kept in " + out),
+              std::string::npos)
+        << read_file(log + ".err");
 }
 
 TEST(Ops, BadInputIsOneLine) {
