@@ -149,7 +149,10 @@ void check_llama_limits(const GgufFile& g) {
             std::vector<std::string> renamed;
             seen.reserve(tokens->size());
             for (std::size_t i = 0; i < tokens->size(); ++i) {
+                // llama.cpp reads each token as a C string: a NUL byte ends it there, so
+                // "a\0f" is its "a" (and may meet another "a"), "\0x" its empty token.
                 std::string_view t = (*tokens)[i];
+                t = t.substr(0, t.find('\0'));
                 if (t.empty()) {
                     renamed.push_back("[EMPTY_" + std::to_string(i) + "]");
                     continue;

@@ -102,6 +102,15 @@ TEST(LlamaLimits, EachClassIsRefusedWithItsReason) {
           },
           std::nullopt},
          "twice"},
+        // llama.cpp reads tokens as C strings: a NUL inside one cuts it, here to token 300.
+        {{"token cut by a NUL",
+          [](auto& kv) {
+              auto* e = testing_gguf::find_kv(kv, "tokenizer.ggml.tokens");
+              auto& t = std::get<std::vector<std::string>>(std::get<GgufArray>(e->value));
+              t[301] = t[300] + std::string(1, '\0') + "x";
+          },
+          std::nullopt},
+         "twice"},
     };
     for (const auto& c : cases) {
         const std::string why = refusal(src, dir, c.m);
