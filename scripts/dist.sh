@@ -93,7 +93,7 @@ while [ "$changed" = 1 ]; do
   done
 done
 
-# stagebench recognises a dist's lib/ by libggml-base.so (src/engine/backends.cpp lib_dir).
+# The unversioned name, as in the llama.cpp build (ggml looks modules up by their file names).
 [ -e "$stage/lib/libggml-base.so.0" ] && ln -s libggml-base.so.0 "$stage/lib/libggml-base.so"
 
 # Paths relative to the files themselves: the tree runs from wherever it is untarred.

@@ -28,9 +28,6 @@
 #include "ggml.h"
 #include "llama.h"
 
-#ifndef SB_LLAMA_LIB_DIR
-#define SB_LLAMA_LIB_DIR ""
-#endif
 #ifndef SB_LLAMA_TAG
 #define SB_LLAMA_TAG "unknown"
 #endif
@@ -59,19 +56,29 @@ void quiet_log(enum ggml_log_level level, const char* text, void*) {
     (void)text;
 }
 
-// A dist (make dist) keeps the llama.cpp libraries and modules in lib/ beside bin/; a build
-// tree uses the llama.cpp build it was configured with.
-std::string lib_dir() {
+}  // namespace
+
+std::string llama_library_dir() {
     if (const char* env = std::getenv("STAGEBENCH_BACKEND_DIR"); env && *env)
         return env;
-    std::error_code ec;
-    const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-    if (!ec) {
-        const fs::path beside = self.parent_path().parent_path() / "lib";
-        if (fs::exists(beside / "libggml-base.so", ec))
-            return beside.string();
+    // The directory of the libllama.so this process runs with: the llama.cpp build a build tree
+    // links (its RUNPATH), a dist's lib/ ($ORIGIN/../lib), or wherever a user's loader found
+    // it. Nothing of the machine that built stagebench is compiled in, so a dist moved to
+    // another machine never looks into a build tree or cache it cannot have.
+    Dl_info info{};
+    if (dladdr(reinterpret_cast<void*>(&llama_backend_init), &info) && info.dli_fname) {
+        std::error_code ec;
+        const fs::path lib = fs::canonical(info.dli_fname, ec);
+        if (!ec)
+            return lib.parent_path().string();
     }
-    return SB_LLAMA_LIB_DIR;
+    return {};
+}
+
+namespace {
+
+std::string lib_dir() {
+    return llama_library_dir();
 }
 
 // The score ggml gives a CPU variant module on this CPU (ggml_backend_score: 0 when the CPU

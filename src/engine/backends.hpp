@@ -48,6 +48,10 @@ void init_backends();
 
 BuildInfo build_info();
 
+// Where the llama.cpp libraries and the ggml backend modules are: STAGEBENCH_BACKEND_DIR when
+// set, else the directory of the libllama.so this process was loaded with ("" if unknown).
+std::string llama_library_dir();
+
 // Loads every backend module available (for listing), then returns all devices.
 std::vector<DeviceInfo> list_devices();
 

@@ -1,5 +1,7 @@
 #include "engine/process.hpp"
 
+#include "engine/backends.hpp"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -18,10 +20,6 @@
 #include "core/interrupt.hpp"
 
 extern char** environ;
-
-#ifndef SB_LLAMA_LIB_DIR
-#define SB_LLAMA_LIB_DIR ""
-#endif
 
 namespace sb {
 
@@ -139,8 +137,8 @@ std::string find_peer_program(const std::string& name) {
     std::vector<fs::path> candidates;
     if (!ec)
         candidates.push_back(self.parent_path().parent_path() / "peers" / name);
-    if (*SB_LLAMA_LIB_DIR)
-        candidates.push_back(fs::path(SB_LLAMA_LIB_DIR) / name);
+    if (const std::string lib = llama_library_dir(); !lib.empty())
+        candidates.push_back(fs::path(lib) / name);
     for (const auto& c : candidates)
         if (fs::exists(c, ec) && access(c.c_str(), X_OK) == 0)
             return c.string();

@@ -67,7 +67,9 @@ std::string damage(const std::string& path, std::mt19937_64& rng) {
         "  7  \n",
         "1 2 3\n",
         std::string(63, 'x') + "\xC3\xA9\n",
-        std::string("4\0" "2\n", 3),
+        std::string("4\0"
+                    "2\n",
+                    3),
         "Discharging\xe2\x82\n",
         std::string(200000, '9'),
     };
@@ -117,7 +119,8 @@ TEST(SysfsFuzz, DamagedTreesNeverThrowBlockOrBreakTheReport) {
             const int n = 1 + static_cast<int>(rng() % 6);
             for (int i = 0; i < n; ++i) {
                 const std::string& f = files[rng() % files.size()];
-                if (!fs::exists(fs::symlink_status(f)) || !fs::is_regular_file(fs::symlink_status(f)))
+                if (!fs::exists(fs::symlink_status(f)) ||
+                    !fs::is_regular_file(fs::symlink_status(f)))
                     continue;
                 done += " " + f.substr(fx.root().size()) + ": " + damage(f, rng) + ";";
             }
@@ -131,9 +134,8 @@ TEST(SysfsFuzz, DamagedTreesNeverThrowBlockOrBreakTheReport) {
             SensorsReport r;
             ASSERT_NO_THROW(r = run_sensors(o, log)) << what;
             // A FIFO or a huge file must not hold the reader: a generous bound far below a hang.
-            EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-                          .count(),
-                      10)
+            EXPECT_LT(
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 10)
                 << what;
             expect_strict_json(to_json(r), what);
             std::ostringstream md;

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# The dist of this machine's architecture (scripts/dist.sh, as `make dist` runs it), untarred
+# in a fresh directory and run with the build tree and the llama.cpp cache out of reach:
+#   - every RUNPATH in the tarball is relative to the file ($ORIGIN), and bin/stagebench holds
+#     no path of the build tree or the cache (nothing of the build machine is compiled in);
+#   - `stagebench version` names the tarball's lib/ as where its backends are;
+#   - `devices`, `synth` and a tiny `run` (status ok) work, and every file the loader opens
+#     (LD_DEBUG=files: the libraries and the ggml modules dlopen'ed at run time) is the
+#     tarball's or the system's, never the build tree's or the cache's;
+#   - where this user may make a mount namespace (root, unshare), the same run again with the
+#     build tree and the cache hidden under empty tmpfs mounts.
+#
+# Usage: tests/dist/host_dist.sh BUILD_DIR LLAMA_BUILD_DIR
+# Exit 0 when every check passed; prints "N passed, N failed" last.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+BUILD=$(cd "${1:?usage: host_dist.sh BUILD_DIR LLAMA_BUILD_DIR}" && pwd)
+LLAMA=$(cd "${2:?usage: host_dist.sh BUILD_DIR LLAMA_BUILD_DIR}" && pwd)
+CACHE=$(dirname "$(dirname "$LLAMA")")   # .../stagebench (build/<key> below it)
+SRC=$(pwd)
+
+passed=0 failed=0
+ok() { passed=$((passed + 1)); echo "ok   $*"; }
+bad() { failed=$((failed + 1)); echo "FAIL $*"; }
+check() {  # check NAME COMMAND... : the command's success is the check
+  local name=$1; shift
+  if "$@"; then ok "$name"; else bad "$name"; fi
+}
+
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+tarball=$(bash scripts/dist.sh --arch "$(dpkg --print-architecture)" --build "$BUILD" \
+  --llama "$LLAMA" --out "$TMP/out" 2>"$TMP/dist.log") || { cat "$TMP/dist.log"; exit 1; }
+mkdir "$TMP/elsewhere"
+tar -xzf "$tarball" -C "$TMP/elsewhere"
+ROOT=$(ls -d "$TMP"/elsewhere/stagebench-*)
+SB="$ROOT/bin/stagebench"
+
+# --- the tarball itself ---
+runpaths_relative() {
+  local f rp
+  for f in "$ROOT"/bin/* "$ROOT"/peers/* "$ROOT"/lib/*; do
+    [ -L "$f" ] && continue
+    rp=$(readelf -d "$f" 2>/dev/null | sed -n 's/.*R.*PATH.*\[\(.*\)\]/\1/p')
+    case "$rp" in "" | '$ORIGIN' | '$ORIGIN/../lib') ;; *) echo "  $f: $rp"; return 1 ;; esac
+  done
+}
+check "every RUNPATH is \$ORIGIN-relative" runpaths_relative
+no_build_paths() {
+  ! strings "$SB" | grep -F -e "$BUILD" -e "$LLAMA" -e "$CACHE" -e "$SRC/"
+}
+check "bin/stagebench holds no path of the build tree, the source or the cache" no_build_paths
+
+# --- running it from elsewhere ---
+cd "$TMP/elsewhere"
+check "version names the tarball's lib/" \
+  bash -c "'$SB' version | grep -qF 'modules from $ROOT/lib'"
+check "devices lists the CPU" bash -c "'$SB' devices | grep -q '^| CPU'"
+check "synth writes the tiny model" "$SB" synth --preset tiny -o tiny.gguf
+run_ok() {
+  env "$@" "$SB" run -m tiny.gguf -p 8 -n 2 -r 1 --membw off -o json >run.json 2>run.err \
+    && grep -q '"status": "ok"' run.json
+}
+check "a tiny run ends with status ok" run_ok LD_DEBUG=files LD_DEBUG_OUTPUT="$TMP/ld"
+opened() {  # every object the loader opened (file=<path> [0]; ...), dlopen'ed modules included
+  [ -n "$(ls "$TMP"/ld.* 2>/dev/null)" ] || { echo "  no LD_DEBUG output"; return 1; }
+  sed -n 's/.*file=\([^ ]*\) .*/\1/p' "$TMP"/ld.* | sort -u
+}
+nothing_opened_outside() {
+  local all; all=$(opened) || return 1
+  [ -n "$all" ] || { echo "  the loader reported no file"; return 1; }
+  ! grep -F -e "$BUILD" -e "$LLAMA" -e "$CACHE" <<<"$all"
+}
+check "the loader opened nothing of the build tree or the cache" nothing_opened_outside
+modules_from_dist() {
+  opened | grep 'libggml-cpu' | grep -qF "$ROOT/lib/"
+}
+check "the CPU backend module was loaded from the tarball" modules_from_dist
+
+if [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
+  hidden_run() {
+    unshare -m --propagation private bash -c "
+      mount -t tmpfs none '$CACHE' && mount -t tmpfs none '$BUILD' || exit 3
+      [ -z \"\$(ls -A '$CACHE')\" ] || exit 4
+      '$SB' run -m tiny.gguf -p 8 -n 2 -r 1 --membw off -o json >hidden.json 2>hidden.err" \
+      && grep -q '"status": "ok"' hidden.json
+  }
+  check "a tiny run with the build tree and the cache hidden (tmpfs over them)" hidden_run
+else
+  echo "skip the hidden-cache run: no mount namespace for this user (needs root and unshare)"
+fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]
