@@ -32,6 +32,7 @@ void build_app(CLI::App& app, Context& ctx) {
     add_compare_command(app, ctx);
     add_trace_command(app, ctx);
     add_rpc_server_command(app, ctx);
+    add_logits_command(app, ctx);
 }
 
 namespace {

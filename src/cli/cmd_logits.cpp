@@ -1,0 +1,111 @@
+#include <fmt/format.h>
+
+#include "cli/commands.hpp"
+#include "cli/flag_checks.hpp"
+#include "core/file_io.hpp"
+#include "core/json_file.hpp"
+#include "core/json_util.hpp"
+#include "scenario/logits.hpp"
+
+namespace sb::cli {
+
+namespace {
+
+struct LogitsArgs {
+    LogitsOptions o;
+    std::optional<std::string> out_path, against;
+    double tolerance = 1e-2;
+    OutputFormat format = OutputFormat::md;
+};
+
+std::string where(const LogitsCapture& c) {
+    return c.arch + (c.cpu_variant.empty() ? "" : " " + c.cpu_variant) +
+           (c.emulated ? " (emulated)" : "") + ", " + c.devices;
+}
+
+}  // namespace
+
+void add_logits_command(CLI::App& app, Context& ctx) {
+    auto* cmd = app.add_subcommand(
+        "logits",
+        "The next-token logits of one seeded prompt, and how far they are from a reference "
+        "(another build, device or machine): does it compute the same model?");
+    auto a = std::make_shared<LogitsArgs>();
+    cmd->add_option("-m,--model", a->o.model_path, "GGUF model file")->required();
+    cmd->add_option("-p,--n-prompt", a->o.n_prompt, "prompt tokens")
+        ->check(tokens_check(1))
+        ->capture_default_str();
+    cmd->add_option("--seed", a->o.seed, "seed of the prompt's random tokens")
+        ->capture_default_str();
+    cmd->add_option("--device", a->o.devices, "one device set, e.g. CPU or BLAS")
+        ->check(device_set_check())
+        ->capture_default_str();
+    cmd->add_option("-t,--threads", a->o.n_threads, "threads (0: the physical cores)")
+        ->check(threads_check());
+    cmd->add_option("--out", a->out_path, "write the logits document (JSON) here");
+    cmd->add_option("--against", a->against,
+                    "a logits document (--out) of the same model and prompt to compare with");
+    cmd->add_option("--tolerance", a->tolerance,
+                    "largest |logit difference| accepted, relative to the reference's largest "
+                    "|logit| (at least 1)")
+        ->check(real_range(0, 1, true, false, "(0, 1]"))
+        ->capture_default_str();
+    add_format_option(cmd, a->format, {OutputFormat::md, OutputFormat::json});
+    cmd->callback([&ctx, a] {
+        if (a->out_path)
+            check_output_path(*a->out_path, "logits document");
+        std::optional<LogitsCapture> ref;
+        if (a->against)
+            ref = logits_from_json(read_json_file(*a->against), *a->against);
+        const LogitsCapture c = capture_logits(a->o);
+        const nlohmann::json doc = to_json(c);
+        if (a->out_path)
+            write_text_file(*a->out_path, dump_json(doc, 1) + "\n", "logits document");
+        std::optional<LogitsDiff> d;
+        if (ref)
+            d = compare_logits(*ref, c);
+        if (a->format == OutputFormat::json) {
+            nlohmann::json j = doc;
+            if (d)
+                j["against"] = {{"path", *a->against},
+                                {"max_abs", d->max_abs},
+                                {"rms", d->rms},
+                                {"ref_scale", d->ref_scale},
+                                {"kl", d->kl},
+                                {"top1_ref", d->top1_ref},
+                                {"top1", d->top1},
+                                {"tolerance", a->tolerance},
+                                {"within", d->within(a->tolerance)}};
+            ctx.out << dump_json(j, 2) << "\n";
+        } else {
+            ctx.out << "| model | where | prompt | n_vocab | top-1 | its logit |\n"
+                    << "| --- | --- | ---: | ---: | ---: | ---: |\n";
+            const auto& top = doc["top"][0];
+            ctx.out << fmt::format("| {} | {} | {} | {} | {} | {:.4f} |\n", c.model_name,
+                                   where(c), c.tokens.size(), c.logits.size(),
+                                   top["id"].get<int>(), top["logit"].get<double>());
+            if (d) {
+                ctx.out << "\n| against | max abs error | RMS | KL (nats) | top-1 | within "
+                        << a->tolerance << " |\n"
+                        << "| --- | ---: | ---: | ---: | --- | --- |\n";
+                ctx.out << fmt::format(
+                    "| {} ({}) | {:.3g} (of {:.3g}) | {:.3g} | {:.3g} | {} | {} |\n",
+                    *a->against, where(*ref), d->max_abs, d->ref_scale, d->rms, d->kl,
+                    d->top1_agrees() ? "same (" + std::to_string(d->top1) + ")"
+                                     : std::to_string(d->top1) + " vs " +
+                                           std::to_string(d->top1_ref),
+                    d->within(a->tolerance) ? "yes" : "NO");
+            }
+        }
+        if (d && !d->within(a->tolerance)) {
+            ctx.err << fmt::format(
+                "stagebench: error: the logits differ from '{}' beyond the tolerance (max abs "
+                "error {:.3g}, allowed {:.3g}; top-1 {})\n",
+                *a->against, d->max_abs, a->tolerance * std::max(1.0, d->ref_scale),
+                d->top1_agrees() ? "the same" : "differs");
+            ctx.exit_code = 1;
+        }
+    });
+}
+
+}  // namespace sb::cli
