@@ -101,6 +101,7 @@ dist: cross-build
 endif
 
 # --- agents: one fully static aarch64 stagebench-agent-<isa> per ARM level, for adb push ---
+# (AGENT_ISAS=armv8.2 builds one; README "On an Android phone (adb)")
 AGENT_ISAS ?= armv8.0 armv8.2 armv8.6
 AGENT_TOOLCHAIN = $(CURDIR)/cmake/toolchains/aarch64-linux-gnu.cmake
 
