@@ -10,6 +10,10 @@
 # `make dist ARCH=arm64` cross-builds for 64-bit ARM Linux first (build-arm64/, llama.cpp with
 # every ARM CPU variant, an arm64 Debian sysroot from scripts/sysroot.sh) and packs that;
 # `make test-dist-arm64` runs the arm64 tarball under qemu-aarch64 (tests/dist/arm64_qemu.sh).
+# `make agents` builds the static phone agents dist/stagebench-agent-<isa>, one per ARM level
+# (build-agent-<isa>/, a static llama.cpp per level in the cache); `make dist ARCH=arm64` builds
+# them too, beside the tarball; `make test-agents` runs them under qemu-aarch64 without a
+# sysroot (tests/dist/agent_qemu.sh). Neither is part of `make test` (cold: three cross builds).
 #   CMAKE_TOOLCHAIN_FILE=...   cross-build with your own toolchain (ARCH names the target)
 BUILD ?= build
 JOBS ?= $(shell nproc)
@@ -19,7 +23,7 @@ LAUNCHER := $(if $(shell command -v ccache),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache
 export CCACHE_BASEDIR := $(CURDIR)
 
 .PHONY: all deps configure build test demo bench format format-check clean dist cross-build \
-	test-dist-arm64
+	test-dist-arm64 agents test-agents
 
 all: build
 
@@ -95,6 +99,35 @@ dist: cross-build
 	@bash scripts/dist.sh --arch $(ARCH) --build $(CROSS_BUILD) \
 	  --llama $$(cat $(CROSS_BUILD)/.llama-dir) --sysroot "$$(cat $(CROSS_BUILD)/.sysroot)" --out $(DIST)
 endif
+
+# --- agents: one fully static aarch64 stagebench-agent-<isa> per ARM level, for adb push ---
+# (AGENT_ISAS=armv8.2 builds one; README "On an Android phone (adb)")
+AGENT_ISAS ?= armv8.0 armv8.2 armv8.6
+AGENT_TOOLCHAIN = $(CURDIR)/cmake/toolchains/aarch64-linux-gnu.cmake
+
+agents: deps
+	@set -e; mkdir -p $(DIST); \
+	  sysroot=$$(bash scripts/sysroot.sh); assets=$$(bash scripts/report-assets.sh); \
+	  for isa in $(AGENT_ISAS); do \
+	    b=build-agent-$$isa; mkdir -p $$b; \
+	    llama=$$(STAGEBENCH_AGENT_ISA=$$isa LLAMA_JOBS=$(JOBS_CROSS) bash scripts/llama.sh); \
+	    cmake -S . -B $$b -G Ninja -DCMAKE_BUILD_TYPE=$(CMAKE_BUILD_TYPE) $(LAUNCHER) \
+	      -DCMAKE_TOOLCHAIN_FILE=$(AGENT_TOOLCHAIN) -DSTAGEBENCH_SYSROOT=$$sysroot \
+	      -DSTAGEBENCH_AGENT=ON -DSTAGEBENCH_AGENT_ISA=$$isa -DSTAGEBENCH_LLAMA_BUILD_DIR=$$llama \
+	      -DSTAGEBENCH_REPORT_ASSETS_DIR=$$assets >$$b/configure.log 2>&1 \
+	      || { cat $$b/configure.log; exit 1; }; \
+	    cmake --build $$b -j $(JOBS_CROSS) --target stagebench-agent; \
+	    cp $$b/bin/stagebench-agent-$$isa $(DIST)/stagebench-agent-$$isa; \
+	    echo "$(DIST)/stagebench-agent-$$isa"; \
+	  done
+
+# With Debian's cross compiler (not a user's toolchain), the arm64 dist comes with the agents.
+ifeq ($(ARCH)$(CMAKE_TOOLCHAIN_FILE),arm64)
+dist: agents
+endif
+
+test-agents: agents
+	@bash tests/dist/agent_qemu.sh $(DIST)
 
 test-dist-arm64:
 	@$(MAKE) --no-print-directory dist ARCH=arm64

@@ -60,7 +60,18 @@ get_filename_component(SB_LLAMA_LIB_DIR "${_lib_llama}" DIRECTORY)
 
 add_library(sb_llama INTERFACE)
 target_include_directories(sb_llama SYSTEM INTERFACE "${_ls}/include" "${_ls}/ggml/include")
-target_link_libraries(sb_llama INTERFACE ${_libs})
+if(_lib_llama MATCHES "\\.a$")
+  # A static llama.cpp (the agent's, scripts/llama.sh with STAGEBENCH_AGENT_ISA): each backend
+  # (CPU, RPC) is a library of its own that libggml.a registers and that calls back into
+  # ggml-base, so they are linked as one group.
+  file(GLOB_RECURSE _backend_libs "${_lb}/ggml/src/libggml-*.a")
+  list(FILTER _backend_libs EXCLUDE REGEX "/libggml-base\\.a$")
+  set(_libs "${_lib_llama}" "${_lib_ggml}" ${_backend_libs} "${_lib_ggml-base}")
+  target_link_libraries(sb_llama INTERFACE -Wl,--start-group ${_libs} -Wl,--end-group
+                        Threads::Threads)
+else()
+  target_link_libraries(sb_llama INTERFACE ${_libs})
+endif()
 add_library(sb::llama ALIAS sb_llama)
 set(CMAKE_BUILD_RPATH "${SB_LLAMA_LIB_DIR}")
 set(CMAKE_INSTALL_RPATH "${SB_LLAMA_LIB_DIR}")

@@ -11,6 +11,11 @@
 #   STAGEBENCH_ARCH    arm64: cross-build for 64-bit ARM Linux with Debian's aarch64 cross
 #                      compiler and the sysroot of scripts/sysroot.sh (default: this machine)
 #   CMAKE_TOOLCHAIN_FILE  build with this toolchain instead (a user's NDK, Jetson, ...)
+#   STAGEBENCH_AGENT_ISA  armv8.0 | armv8.2 | armv8.6: the llama.cpp of the static phone agent
+#                      (stagebench-agent-<isa>, STAGEBENCH_AGENT=ON) instead: static libraries,
+#                      the CPU backend only (and RPC), no tools, no OpenMP, the CPU kernels built
+#                      for that ARM level (armv8-a; armv8.2-a+dotprod+fp16;
+#                      armv8.6-a+dotprod+fp16+i8mm). Implies STAGEBENCH_ARCH=arm64.
 #
 # On ARM (native, cross, or a user's toolchain) the CPU backend is built as run-time variants
 # (GGML_CPU_ALL_VARIANTS): one module per ARM level, and ggml loads the best the CPU supports.
@@ -66,6 +71,22 @@ else
 fi
 COMMIT=$(git -C "$SRC" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 
+# The agent's ARM level -> the -march of its CPU kernels (GGML_CPU_ARM_ARCH).
+AGENT_MARCH=""
+case "${STAGEBENCH_AGENT_ISA:-}" in
+  "") ;;
+  armv8.0) AGENT_MARCH=armv8-a ;;
+  armv8.2) AGENT_MARCH=armv8.2-a+dotprod+fp16 ;;
+  armv8.6) AGENT_MARCH=armv8.6-a+dotprod+fp16+i8mm ;;
+  *) die "STAGEBENCH_AGENT_ISA=$STAGEBENCH_AGENT_ISA: one of armv8.0, armv8.2, armv8.6" ;;
+esac
+if [ -n "$AGENT_MARCH" ]; then
+  case "${STAGEBENCH_ARCH:-arm64}" in
+    arm64 | aarch64) STAGEBENCH_ARCH=arm64 ;;
+    *) die "STAGEBENCH_AGENT_ISA needs STAGEBENCH_ARCH=arm64 (got $STAGEBENCH_ARCH)" ;;
+  esac
+fi
+
 # The target: this machine unless STAGEBENCH_ARCH or a toolchain file says otherwise.
 TOOLCHAIN="${CMAKE_TOOLCHAIN_FILE:-}"
 TARGET_ARCH=$(uname -m)
@@ -96,6 +117,8 @@ fi
 # GGML_NATIVE cannot be combined with loadable backends, so on x86 the instruction sets the
 # CPU reports are enabled one by one instead.
 cpu_flags() {
+  # The agent: one ARM level, linked in (no run-time choice without loadable modules).
+  if [ -n "$AGENT_MARCH" ]; then echo "-DGGML_NATIVE=OFF -DGGML_CPU_ARM_ARCH=$AGENT_MARCH"; return; fi
   # A target other than this machine, or ARM: every variant of the target's architecture,
   # the best chosen at run time (what a dist for other machines of that kind needs).
   if [ -n "$TOOLCHAIN" ] || [ "$TARGET_ARCH" = aarch64 ]; then
@@ -127,6 +150,18 @@ ARGS=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON $(cpu_flags)
   -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=ON
   -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_UI=OFF
   -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF)
+TARGETS=(llama ggml llama-bench llama-server ggml-rpc-server)
+# The agent: everything in its one static executable, nothing for a C library it does not have
+# (OpenMP's libgomp is glibc's; ggml's own thread pool instead), no programs.
+if [ -n "$AGENT_MARCH" ]; then
+  # shellcheck disable=SC2207
+  ARGS=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF $(cpu_flags)
+    -DGGML_BACKEND_DL=OFF -DGGML_OPENMP=OFF -DGGML_BLAS=OFF -DGGML_RPC=ON
+    -DLLAMA_BUILD_COMMON=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF
+    -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_UI=OFF
+    -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF)
+  TARGETS=(llama ggml)
+fi
 ARGS+=("${CROSS_ARGS[@]}")
 
 # The ARM-Linux variants of the source's list (ggml/src/CMakeLists.txt) that the compiler cannot
@@ -176,7 +211,7 @@ drop_arm_variants() {
   DROPPED_VARIANTS="${dropped[*]}"
 }
 DROPPED_VARIANTS=""
-if [ "$TARGET_ARCH" = aarch64 ]; then
+if [ "$TARGET_ARCH" = aarch64 ] && [ -z "$AGENT_MARCH" ]; then
   if [ -n "${SYSROOT:-}" ]; then drop_arm_variants aarch64-linux-gnu-g++
   elif [ -z "$TOOLCHAIN" ]; then drop_arm_variants "${CXX:-c++}"
   else log "the ARM CPU variants are built as your toolchain's compiler allows (not checked)"; fi
@@ -194,7 +229,6 @@ if ! flock -n 8; then
   log "waiting for another build of $BUILD to finish"
   flock 8
 fi
-TARGETS=(llama ggml llama-bench llama-server ggml-rpc-server)
 
 if [ ! -f "$STAMP" ]; then
   log "building llama.cpp $TAG ($COMMIT) in $BUILD with $JOBS jobs (once per machine)"

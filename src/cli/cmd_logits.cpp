@@ -81,19 +81,19 @@ void add_logits_command(CLI::App& app, Context& ctx) {
             ctx.out << "| model | where | prompt | n_vocab | top-1 | its logit |\n"
                     << "| --- | --- | ---: | ---: | ---: | ---: |\n";
             const auto& top = doc["top"][0];
-            ctx.out << fmt::format("| {} | {} | {} | {} | {} | {:.4f} |\n", c.model_name,
-                                   where(c), c.tokens.size(), c.logits.size(),
-                                   top["id"].get<int>(), top["logit"].get<double>());
+            ctx.out << fmt::format("| {} | {} | {} | {} | {} | {:.4f} |\n", c.model_name, where(c),
+                                   c.tokens.size(), c.logits.size(), top["id"].get<int>(),
+                                   top["logit"].get<double>());
             if (d) {
                 ctx.out << "\n| against | max abs error | RMS | KL (nats) | top-1 | within "
                         << a->tolerance << " |\n"
                         << "| --- | ---: | ---: | ---: | --- | --- |\n";
                 ctx.out << fmt::format(
-                    "| {} ({}) | {:.3g} (of {:.3g}) | {:.3g} | {:.3g} | {} | {} |\n",
-                    *a->against, where(*ref), d->max_abs, d->ref_scale, d->rms, d->kl,
-                    d->top1_agrees() ? "same (" + std::to_string(d->top1) + ")"
-                                     : std::to_string(d->top1) + " vs " +
-                                           std::to_string(d->top1_ref),
+                    "| {} ({}) | {:.3g} (of {:.3g}) | {:.3g} | {:.3g} | {} | {} |\n", *a->against,
+                    where(*ref), d->max_abs, d->ref_scale, d->rms, d->kl,
+                    d->top1_agrees()
+                        ? "same (" + std::to_string(d->top1) + ")"
+                        : std::to_string(d->top1) + " vs " + std::to_string(d->top1_ref),
                     d->within(a->tolerance) ? "yes" : "NO");
             }
         }

@@ -42,6 +42,7 @@ void add_compare_command(CLI::App& app, Context& ctx);
 void add_trace_command(CLI::App& app, Context& ctx);
 void add_rpc_server_command(CLI::App& app, Context& ctx);
 void add_logits_command(CLI::App& app, Context& ctx);
+void add_agent_for_command(CLI::App& app, Context& ctx);
 
 // --stage-timeout SECONDS for the commands that use RPC devices (core/watchdog.hpp).
 void add_stage_timeout_option(CLI::App* cmd);
@@ -67,5 +68,22 @@ void build_app(CLI::App& app, Context& ctx);
 
 // Runs argv through the CLI and returns the process exit code; never throws.
 int run_cli(int argc, const char* const* argv, Context& ctx);
+
+// Registers a CLI's commands on app (build_app, build_agent_app).
+using AppBuilder = void (*)(CLI::App& app, Context& ctx);
+
+// Runs argv through the CLI that build registers, named name in its help and usage errors;
+// returns the process exit code; never throws. run_cli is run_app(..., "stagebench", build_app).
+int run_app(int argc, const char* const* argv, Context& ctx, const std::string& name,
+            AppBuilder build);
+
+// The static phone agent's CLI (stagebench-agent-<level>, STAGEBENCH_AGENT=ON): version,
+// synth, devices, run, ops, sustained and sensors, which measure and write result documents;
+// no HTTP engine and no --db store (those say "not in the agent build"), no reports: the host
+// imports the documents (stagebench db import) and does the rest.
+void build_agent_app(CLI::App& app, Context& ctx);
+
+// run_app(..., "stagebench-agent", build_agent_app).
+int run_agent_cli(int argc, const char* const* argv, Context& ctx);
 
 }  // namespace sb::cli

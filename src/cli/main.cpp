@@ -13,6 +13,9 @@
 #include "core/last_word.hpp"
 #include "core/watchdog.hpp"
 #include "engine/backends.hpp"
+#ifdef SB_AGENT_ISA
+#include "core/arm_level.hpp"
+#endif
 
 namespace {
 
@@ -64,5 +67,16 @@ int main(int argc, char** argv) {
     sb::set_overrun_action(on_overrun);
     sb::install_interrupt_handlers();
     sb::cli::Context ctx{std::cout, std::cerr, 0, {}, {}};
+#ifdef SB_AGENT_ISA
+    // The static agent (STAGEBENCH_AGENT=ON): its CPU kernels are built for one ARM level, and
+    // on a CPU without it they would stop on an illegal instruction in the middle of a run.
+    if (const auto cpu = sb::this_cpu_arm_features())
+        if (const auto why = sb::arm_level_refusal(*sb::parse_arm_level(SB_AGENT_ISA), *cpu)) {
+            std::fprintf(stderr, "stagebench: error: %s\n", why->c_str());
+            return 2;
+        }
+    return sb::cli::run_agent_cli(argc, argv, ctx);
+#else
     return sb::cli::run_cli(argc, argv, ctx);
+#endif
 }

@@ -1,6 +1,8 @@
 #include "engine/http_client.hpp"
 
+#ifndef SB_AGENT_BUILD
 #include <curl/curl.h>
+#endif
 
 #include <cstdio>
 #include <cstring>
@@ -229,6 +231,8 @@ std::string error_message_of(const std::string& body) {
         msg = utf8_prefix(msg, 197) + "...";
     return msg;
 }
+
+#ifndef SB_AGENT_BUILD
 
 // ---- libcurl client -----------------------------------------------------------------------
 
@@ -461,5 +465,43 @@ StreamOutcome HttpClient::post_stream(
         o.error = impl_->describe(*this, rc, tr);
     return o;
 }
+
+#else  // SB_AGENT_BUILD
+
+// ---- the static agent: no libcurl ----------------------------------------------------------
+// The agent (STAGEBENCH_AGENT=ON) links no shared library, and libcurl has no static build on
+// the build machine: the HTTP engine is the host's.
+
+namespace {
+[[noreturn]] void no_http() {
+    throw usage_error(
+        "not in the agent build: the HTTP engine (--engine http, --url); measure a server with "
+        "the host's stagebench");
+}
+}  // namespace
+
+struct HttpClient::Impl {};
+
+HttpClient::HttpClient(const std::string& base_url, HttpTimeouts timeouts)
+    : url_(parse_url(base_url)), timeouts_(timeouts) {
+    no_http();
+}
+
+HttpClient::~HttpClient() = default;
+
+HttpResponse HttpClient::get(const std::string&) {
+    no_http();
+}
+
+HttpResponse HttpClient::post_json(const std::string&, const nlohmann::json&) {
+    no_http();
+}
+
+StreamOutcome HttpClient::post_stream(const std::string&, const nlohmann::json&,
+                                      const std::function<bool(std::string_view, int64_t)>&) {
+    no_http();
+}
+
+#endif  // SB_AGENT_BUILD
 
 }  // namespace sb

@@ -71,8 +71,9 @@ LogitsDiff compare_logits(const LogitsCapture& ref, const LogitsCapture& x) {
                           std::to_string(ref.logits.size()) + " and " +
                           std::to_string(x.logits.size()) + " entries): not the same model");
     if (ref.tokens != x.tokens)
-        throw input_error("the logits are of different prompts (other tokens: another -p, "
-                          "--seed or vocabulary)");
+        throw input_error(
+            "the logits are of different prompts (other tokens: another -p, "
+            "--seed or vocabulary)");
     if (ref.logits.empty())
         throw input_error("no logits to compare");
     LogitsDiff d;
@@ -104,22 +105,20 @@ nlohmann::json to_json(const LogitsCapture& c) {
     nlohmann::json top = nlohmann::json::array();
     for (size_t i = 0; i < k; ++i)
         top.push_back({{"id", order[i]}, {"logit", c.logits[order[i]]}});
-    return {{"schema", "stagebench-logits"},
-            {"schema_version", 1},
-            {"model", {{"path", c.model_path}, {"name", c.model_name}, {"bytes", c.model_bytes}}},
-            {"devices", c.devices},
-            {"tokens", c.tokens},
-            {"n_vocab", c.logits.size()},
-            {"logits", c.logits},
-            {"top", top},
-            {"system",
-             {{"arch", c.arch}, {"cpu_variant", c.cpu_variant}, {"emulated", c.emulated}}}};
+    return {
+        {"schema", "stagebench-logits"},
+        {"schema_version", 1},
+        {"model", {{"path", c.model_path}, {"name", c.model_name}, {"bytes", c.model_bytes}}},
+        {"devices", c.devices},
+        {"tokens", c.tokens},
+        {"n_vocab", c.logits.size()},
+        {"logits", c.logits},
+        {"top", top},
+        {"system", {{"arch", c.arch}, {"cpu_variant", c.cpu_variant}, {"emulated", c.emulated}}}};
 }
 
 LogitsCapture logits_from_json(const nlohmann::json& j, const std::string& source) {
-    auto bad = [&](const std::string& what) {
-        return input_error("'" + source + "': " + what);
-    };
+    auto bad = [&](const std::string& what) { return input_error("'" + source + "': " + what); };
     if (!j.is_object() || j.value("schema", "") != "stagebench-logits")
         throw bad("not a logits document (stagebench logits --out)");
     if (!j.contains("schema_version") || !j["schema_version"].is_number_integer() ||

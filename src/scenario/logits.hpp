@@ -25,7 +25,7 @@ struct LogitsCapture {
     uint64_t model_bytes = 0;
     std::string devices;
     std::vector<int32_t> tokens;
-    std::vector<float> logits;  // n_vocab values after the last prompt token (unnormalised)
+    std::vector<float> logits;      // n_vocab values after the last prompt token (unnormalised)
     std::string arch, cpu_variant;  // uname -m; ggml's CPU variant ("" when linked or unknown)
     bool emulated = false;          // made under user-mode emulation (qemu)
 };

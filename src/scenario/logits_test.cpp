@@ -78,10 +78,8 @@ TEST(Logits, TheDocumentRoundTripsAndBadOnesAreOneInputError) {
     EXPECT_EQ(back.cpu_variant, "armv8.2_2");
     EXPECT_TRUE(back.emulated);
     for (auto mutate : std::vector<std::function<void(nlohmann::json&)>>{
-             [](auto& d) { d["schema"] = "stagebench"; },
-             [](auto& d) { d["schema_version"] = 2; },
-             [](auto& d) { d["logits"][1] = nullptr; },
-             [](auto& d) { d["tokens"] = "1,2,3"; },
+             [](auto& d) { d["schema"] = "stagebench"; }, [](auto& d) { d["schema_version"] = 2; },
+             [](auto& d) { d["logits"][1] = nullptr; }, [](auto& d) { d["tokens"] = "1,2,3"; },
              [](auto& d) { d.erase("model"); },
              [](auto& d) { d["logits"] = nlohmann::json::array(); }}) {
         nlohmann::json d = j;

@@ -26,8 +26,8 @@ TEST(Logits, TheSameBuildGivesTheSameLogitsAndAnEditIsCaught) {
     ASSERT_EQ(doc["n_vocab"], doc["logits"].size());
     ASSERT_EQ(doc["tokens"].size(), 24u);
 
-    p = run_sb({"logits", "-m", tiny_model(), "-p", "24", "-t", "2", "--against", ref, "-o",
-                "json"});
+    p = run_sb(
+        {"logits", "-m", tiny_model(), "-p", "24", "-t", "2", "--against", ref, "-o", "json"});
     ASSERT_EQ(p.exit_code, 0) << p.err;
     const json a = json::parse(p.out)["against"];
     EXPECT_EQ(a["max_abs"], 0.0) << a.dump();  // the same kernels; threads split rows only
