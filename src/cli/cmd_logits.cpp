@@ -14,7 +14,8 @@ namespace {
 struct LogitsArgs {
     LogitsOptions o;
     std::optional<std::string> out_path, against;
-    double tolerance = 1e-2;
+    double tolerance = 0.05;
+    double max_kl = 1e-4;
     OutputFormat format = OutputFormat::md;
 };
 
@@ -50,6 +51,10 @@ void add_logits_command(CLI::App& app, Context& ctx) {
                     "|logit| (at least 1)")
         ->check(real_range(0, 1, true, false, "(0, 1]"))
         ->capture_default_str();
+    cmd->add_option("--max-kl", a->max_kl,
+                    "largest KL divergence (nats) of this softmax from the reference's accepted")
+        ->check(real_range(0, 1e6, false, false, "0..1e6"))
+        ->capture_default_str();
     add_format_option(cmd, a->format, {OutputFormat::md, OutputFormat::json});
     cmd->callback([&ctx, a] {
         if (a->out_path)
@@ -67,15 +72,12 @@ void add_logits_command(CLI::App& app, Context& ctx) {
         if (a->format == OutputFormat::json) {
             nlohmann::json j = doc;
             if (d)
-                j["against"] = {{"path", *a->against},
-                                {"max_abs", d->max_abs},
-                                {"rms", d->rms},
-                                {"ref_scale", d->ref_scale},
-                                {"kl", d->kl},
-                                {"top1_ref", d->top1_ref},
-                                {"top1", d->top1},
-                                {"tolerance", a->tolerance},
-                                {"within", d->within(a->tolerance)}};
+                j["against"] = {
+                    {"path", *a->against}, {"max_abs", d->max_abs},
+                    {"rms", d->rms},       {"ref_scale", d->ref_scale},
+                    {"kl", d->kl},         {"top1_ref", d->top1_ref},
+                    {"top1", d->top1},     {"tolerance", a->tolerance},
+                    {"max_kl", a->max_kl}, {"within", d->within(a->tolerance, a->max_kl)}};
             ctx.out << dump_json(j, 2) << "\n";
         } else {
             ctx.out << "| model | where | prompt | n_vocab | top-1 | its logit |\n"
@@ -86,7 +88,7 @@ void add_logits_command(CLI::App& app, Context& ctx) {
                                    top["logit"].get<double>());
             if (d) {
                 ctx.out << "\n| against | max abs error | RMS | KL (nats) | top-1 | within "
-                        << a->tolerance << " |\n"
+                        << a->tolerance << ", KL " << a->max_kl << " |\n"
                         << "| --- | ---: | ---: | ---: | --- | --- |\n";
                 ctx.out << fmt::format(
                     "| {} ({}) | {:.3g} (of {:.3g}) | {:.3g} | {:.3g} | {} | {} |\n", *a->against,
@@ -94,15 +96,15 @@ void add_logits_command(CLI::App& app, Context& ctx) {
                     d->top1_agrees()
                         ? "same (" + std::to_string(d->top1) + ")"
                         : std::to_string(d->top1) + " vs " + std::to_string(d->top1_ref),
-                    d->within(a->tolerance) ? "yes" : "NO");
+                    d->within(a->tolerance, a->max_kl) ? "yes" : "NO");
             }
         }
-        if (d && !d->within(a->tolerance)) {
+        if (d && !d->within(a->tolerance, a->max_kl)) {
             ctx.err << fmt::format(
                 "stagebench: error: the logits differ from '{}' beyond the tolerance (max abs "
-                "error {:.3g}, allowed {:.3g}; top-1 {})\n",
-                *a->against, d->max_abs, a->tolerance * std::max(1.0, d->ref_scale),
-                d->top1_agrees() ? "the same" : "differs");
+                "error {:.3g}, allowed {:.3g}; KL {:.3g}, allowed {:.3g}; top-1 {})\n",
+                *a->against, d->max_abs, a->tolerance * std::max(1.0, d->ref_scale), d->kl,
+                a->max_kl, d->top1_agrees() ? "the same" : "differs");
             ctx.exit_code = 1;
         }
     });

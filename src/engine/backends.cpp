@@ -12,16 +12,20 @@
 #endif
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <filesystem>
 #include <map>
+#include <mutex>
 #include <set>
+#include <string_view>
 
 #include "core/error.hpp"
 #include "core/last_word.hpp"
+#include "core/utf8.hpp"
 #include "core/watchdog.hpp"
 #include "ggml-backend.h"
 #include "ggml-rpc.h"
@@ -50,13 +54,63 @@ std::set<std::string> g_accel_modules;
 // select_devices() does not unload a held module under them.
 std::map<std::string, int> g_held_modules;
 
+std::mutex g_llama_error_mu;
+std::string g_llama_error;        // the first error line since take_llama_error()
+bool g_llama_error_open = false;  // its line has not ended yet (llama.cpp logs in pieces)
+
 void quiet_log(enum ggml_log_level level, const char* text, void*) {
-    // llama.cpp logs to stderr by default; stagebench keeps stderr for its own progress.
-    (void)level;
-    (void)text;
+    // llama.cpp logs to stderr by default; stagebench keeps stderr for its own progress, and
+    // keeps the first error, the reason behind a failed call, for the message it gives.
+    record_llama_log(level, text);
 }
 
 }  // namespace
+
+void record_llama_log(int level, const char* text) {
+    if (!text)
+        return;
+    std::lock_guard<std::mutex> lock(g_llama_error_mu);
+    const bool cont = level == GGML_LOG_LEVEL_CONT && g_llama_error_open;
+    if (level != GGML_LOG_LEVEL_ERROR && !cont) {
+        g_llama_error_open = false;
+        return;
+    }
+    if (!cont && !g_llama_error.empty())
+        return;  // a later error: the first one says why
+    std::string_view t(text);
+    g_llama_error_open = t.empty() || t.back() != '\n';
+    if (!g_llama_error_open)
+        t.remove_suffix(1);
+    if (g_llama_error.size() < 4096)
+        g_llama_error.append(t.substr(0, 4096 - g_llama_error.size()));
+}
+
+namespace {}  // namespace
+
+std::string take_llama_error() {
+    std::string e;
+    {
+        std::lock_guard<std::mutex> lock(g_llama_error_mu);
+        e.swap(g_llama_error);
+        g_llama_error_open = false;
+    }
+    // "llama_model_load: error loading model: unknown model architecture: 'x'": the function
+    // names in front say nothing to a user.
+    for (;;) {
+        const size_t colon = e.find(": ");
+        if (colon == std::string::npos || colon == 0)
+            break;
+        const std::string_view head(e.data(), colon);
+        const bool name = std::all_of(head.begin(), head.end(), [](char c) {
+            return std::islower(static_cast<unsigned char>(c)) || c == '_' ||
+                   std::isdigit(static_cast<unsigned char>(c));
+        });
+        if (!name && head != "error loading model")
+            break;
+        e.erase(0, colon + 2);
+    }
+    return valid_utf8(e);
+}
 
 std::string llama_library_dir() {
     if (const char* env = std::getenv("STAGEBENCH_BACKEND_DIR"); env && *env)

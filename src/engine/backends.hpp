@@ -48,6 +48,14 @@ void init_backends();
 
 BuildInfo build_info();
 
+// llama.cpp's first error log line since the last call, without the function names in front
+// (e.g. "unknown model architecture: 'x'"): the reason behind a call that failed, since its log
+// is silenced (unless STAGEBENCH_LLAMA_LOG=1). "" when none. Clears it. Thread-safe.
+std::string take_llama_error();
+// Hands one of llama.cpp's log messages (a ggml_log_level, the text) to take_llama_error()'s
+// record: for a component that installs its own log callback (the op profiler).
+void record_llama_log(int level, const char* text);
+
 // Where the llama.cpp libraries and the ggml backend modules are: STAGEBENCH_BACKEND_DIR when
 // set, else the directory of the libllama.so this process was loaded with ("" if unknown).
 std::string llama_library_dir();

@@ -120,10 +120,14 @@ void LlamaEngine::load(const LoadSpec& spec) {
         llama_model_params mp = llama_model_default_params();
         mp.devices = devs.data();
         mp.n_gpu_layers = m.selection.offload.empty() ? 0 : spec.n_gpu_layers;
+        take_llama_error();
         m.model = llama_model_load_from_file(spec.model_path.c_str(), mp);
-        if (!m.model)
-            throw input_error("llama.cpp could not load model '" + spec.model_path +
-                              "' (set STAGEBENCH_LLAMA_LOG=1 to see why)");
+        if (!m.model) {
+            const std::string why = take_llama_error();
+            throw input_error(
+                "llama.cpp could not load model '" + spec.model_path + "'" +
+                (why.empty() ? " (set STAGEBENCH_LLAMA_LOG=1 to see why)" : ": " + why));
+        }
     }
     llama_context_params cp = llama_context_default_params();
     cp.n_ctx = spec.n_ctx;
@@ -143,11 +147,15 @@ void LlamaEngine::load(const LoadSpec& spec) {
     cp.no_perf = true;
     cp.cb_eval = spec.eval_callback;
     cp.cb_eval_user_data = spec.eval_user_data;
+    take_llama_error();
     m.ctx = llama_init_from_model(m.model, cp);
-    if (!m.ctx)
+    if (!m.ctx) {
+        const std::string why = take_llama_error();
         throw input_error("llama.cpp could not create a context (n_ctx " +
                           std::to_string(spec.n_ctx) + ", batch " + std::to_string(spec.n_batch) +
-                          ", ubatch " + std::to_string(spec.n_ubatch) + ")");
+                          ", ubatch " + std::to_string(spec.n_ubatch) + ")" +
+                          (why.empty() ? "" : ": " + why));
+    }
     // A persistent thread pool, as llama-bench attaches: without it the CPU backend would
     // create and join threads around every graph, which is not how a serving engine runs.
     if (ggml_backend_reg_t cpu = ggml_backend_reg_by_name("CPU")) {

@@ -82,6 +82,8 @@ void log_cb(ggml_log_level level, const char* text, void* ud) {
     auto* tr = static_cast<Tracer*>(ud);
     if (tr->forward_log)
         std::fputs(text, stderr);
+    else
+        record_llama_log(level, text);  // why a load fails (engine/backends.hpp)
     if (level != GGML_LOG_LEVEL_DEBUG && level != GGML_LOG_LEVEL_CONT)
         return;
     std::lock_guard<std::mutex> lk(tr->mu);

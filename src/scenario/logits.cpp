@@ -44,8 +44,8 @@ LogitsCapture capture_logits(const LogitsOptions& o) {
     return out;
 }
 
-bool LogitsDiff::within(double tolerance) const {
-    return top1_agrees() && max_abs <= tolerance * std::max(1.0, ref_scale);
+bool LogitsDiff::within(double tolerance, double max_kl) const {
+    return top1_agrees() && kl <= max_kl && max_abs <= tolerance * std::max(1.0, ref_scale);
 }
 
 namespace {

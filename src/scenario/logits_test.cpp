@@ -26,7 +26,7 @@ TEST(Logits, IdenticalLogitsDifferByNothing) {
     EXPECT_EQ(d.rms, 0);
     EXPECT_EQ(d.kl, 0);
     EXPECT_EQ(d.top1, 2);
-    EXPECT_TRUE(d.within(1e-9));
+    EXPECT_TRUE(d.within(1e-9, 0));
 }
 
 TEST(Logits, TheDifferencesAreExact) {
@@ -46,8 +46,10 @@ TEST(Logits, TheDifferencesAreExact) {
     EXPECT_NEAR(d.kl, kl, 1e-12);
     EXPECT_TRUE(d.top1_agrees());
     // The tolerance is relative to the reference's largest |logit|: 3 of 4 is 0.75.
-    EXPECT_TRUE(d.within(0.75));
-    EXPECT_FALSE(d.within(0.74));
+    EXPECT_TRUE(d.within(0.75, 1));
+    EXPECT_FALSE(d.within(0.74, 1));
+    EXPECT_TRUE(d.within(0.75, kl));
+    EXPECT_FALSE(d.within(0.75, kl * 0.99));
 }
 
 TEST(Logits, ADifferentTop1TokenIsNeverWithinTolerance) {
@@ -56,7 +58,7 @@ TEST(Logits, ADifferentTop1TokenIsNeverWithinTolerance) {
     const LogitsDiff d = compare_logits(ref, x);
     EXPECT_EQ(d.top1_ref, 1);
     EXPECT_EQ(d.top1, 0);
-    EXPECT_FALSE(d.within(1.0));
+    EXPECT_FALSE(d.within(1.0, 1.0));
 }
 
 TEST(Logits, AnotherModelOrPromptIsBadInput) {

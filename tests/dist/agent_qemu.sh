@@ -3,7 +3,8 @@
 # emulation WITHOUT a sysroot (qemu-aarch64 with no -L): proof that they need nothing from the
 # device's C library. Each agent runs on an emulated CPU of its own level (armv8.0: cortex-a53,
 # armv8.2: cortex-a76, armv8.6: max): --version, devices, synth --preset tiny, and a tiny run
-# (-o json) that must end with status ok and the emulation warning. What the agent build leaves
+# (-o json) that must end with status ok and the emulation warning, and the first-token logits
+# of one prompt against this machine's x86 build (`logits --against`). What the agent build leaves
 # out (--db, --url) must say so, exit 2; an agent on a CPU below its level must refuse, exit 2.
 # Only correctness is checked: timings under emulation mean nothing.
 #
@@ -12,6 +13,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 DIST=${1:-dist}
+# This machine's stagebench, for the x86 reference logits (make build).
+HOST_SB=$(realpath "${HOST_SB:-build/bin/stagebench}" 2>/dev/null || true)
 QEMU=$(command -v qemu-aarch64) || { echo "agent_qemu.sh: qemu-aarch64 not found (scripts/setup-deps.sh)" >&2; exit 1; }
 NM=$(command -v aarch64-linux-gnu-nm || command -v nm)
 declare -A CPU=([armv8.0]=cortex-a53 [armv8.2]=cortex-a76 [armv8.6]=max)
@@ -89,6 +92,21 @@ PY
     ok "[$isa/$cpu] run -p 16 -n 4 -r 1 -o json: status ok, names the agent, warns of emulation"
   else
     bad "[$isa/$cpu] run -p 16 -n 4 -r 1 -o json"; tail -20 "$out/run.err" | sed 's/^/  /'
+  fi
+
+  # --- the same model computed the same: x86 (this machine's stagebench) against arm64 ---
+  # The kernels differ (AVX2 against NEON/dotprod/i8mm), the model must not: the first-token
+  # logits of one prompt within `logits`' defaults (max error 5 % of the largest |logit|, KL
+  # 1e-4 nats) and the same top-1 token.
+  if [ -x "$HOST_SB" ]; then
+    [ -f "$TMP/ref.json" ] || "$HOST_SB" logits -m "$MODEL" -p 32 --out "$TMP/ref.json" >/dev/null
+    if qa "$cpu" logits -m "$MODEL" -p 32 -t 2 --against "$TMP/ref.json" -o json >"$out/logits.json" 2>"$out/logits.err"; then
+      ok "[$isa/$cpu] logits equal x86's within tolerance: $(python3 -c "import json,sys; a=json.load(open(sys.argv[1]))['against']; print('max abs %.3g of %.3g, KL %.3g, top-1 %s' % (a['max_abs'], a['ref_scale'], a['kl'], a['top1']))" "$out/logits.json")"
+    else
+      bad "[$isa/$cpu] logits against x86"; tail -3 "$out/logits.err" | sed 's/^/  /'
+    fi
+  else
+    echo "skip [$isa/$cpu] logits against x86: no host stagebench at $HOST_SB (make build)"
   fi
 
   # --- what the agent build leaves out says so ---

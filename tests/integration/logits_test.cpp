@@ -34,7 +34,7 @@ TEST(Logits, TheSameBuildGivesTheSameLogitsAndAnEditIsCaught) {
     EXPECT_EQ(a["kl"], 0.0);
     EXPECT_EQ(a["within"], true);
 
-    // One logit moved by a tenth of the largest: beyond the default 1 %.
+    // One logit moved by a tenth of the largest: beyond the default 5 %.
     json edited = doc;
     const double scale = std::abs(doc["top"][0]["logit"].get<double>());
     edited["logits"][7] = edited["logits"][7].get<double>() + 0.1 * std::max(1.0, scale);
