@@ -25,13 +25,7 @@ for isa in "${ISAS[@]}"; do
   [ -f "$DIST/stagebench-agent-$isa" ] || { echo "agent_qemu.sh: no $DIST/stagebench-agent-$isa (run make agents)" >&2; exit 1; }
 done
 
-passed=0 failed=0
-ok() { passed=$((passed + 1)); echo "ok   $*"; }
-bad() { failed=$((failed + 1)); echo "FAIL $*"; }
-check() {  # check NAME COMMAND... : the command's success is the check
-  local name=$1; shift
-  if "$@"; then ok "$name"; else bad "$name"; fi
-}
+source tests/dist/checks.sh
 
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
@@ -109,6 +103,25 @@ PY
     echo "skip [$isa/$cpu] logits against x86: no host stagebench at $HOST_SB (make build)"
   fi
 
+  # --- the op profiler under emulation (one level: it replays every op, slow under qemu) ---
+  if [ "$isa" = armv8.2 ]; then
+    if qa "$cpu" ops -m "$MODEL" -p 8 --reps 1 --plain-reps 1 --replay 1 -t 2 -o json >"$out/ops.json" 2>"$out/ops.err" \
+       && python3 - "$out/ops.json" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+stages = {s.get("stage"): s for s in (doc.get("ops") or {}).get("stages", [])}
+ok = {"prefill", "decode"} <= set(stages) and all(
+    any(r.get("op") == "MUL_MAT" for r in s.get("by_op", [])) for s in stages.values())
+print("  ops stages:", sorted(k for k in stages if k))
+sys.exit(0 if ok else 1)
+PY
+    then
+      ok "[$isa/$cpu] ops: prefill and decode profiled, MUL_MAT among their ops"
+    else
+      bad "[$isa/$cpu] ops"; tail -5 "$out/ops.err" | sed 's/^/  /'
+    fi
+  fi
+
   # --- what the agent build leaves out says so ---
   rc=0; qa "$cpu" run -m "$MODEL" -p 16 -n 4 -r 1 --db "$TMP/r.sqlite" >/dev/null 2>"$out/db.err" || rc=$?
   check "[$isa/$cpu] --db: exit 2, not in the agent build" \
@@ -125,5 +138,4 @@ PY
   done
 done
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

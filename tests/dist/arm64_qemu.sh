@@ -17,13 +17,7 @@ TARBALL=${1:-$(ls -t dist/stagebench-*-linux-arm64.tar.gz 2>/dev/null | head -1)
 QEMU=$(command -v qemu-aarch64) || { echo "arm64_qemu.sh: qemu-aarch64 not found (scripts/setup-deps.sh)" >&2; exit 1; }
 SYSROOT=$(bash scripts/sysroot.sh)
 
-passed=0 failed=0
-ok() { passed=$((passed + 1)); echo "ok   $*"; }
-bad() { failed=$((failed + 1)); echo "FAIL $*"; }
-check() {  # check NAME COMMAND... : the command's success is the check
-  local name=$1; shift
-  if "$@"; then ok "$name"; else bad "$name"; fi
-}
+source tests/dist/checks.sh
 
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
@@ -109,5 +103,4 @@ EOF
   fi
 done
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

@@ -19,13 +19,7 @@ LLAMA=$(cd "${2:?usage: host_dist.sh BUILD_DIR LLAMA_BUILD_DIR}" && pwd)
 CACHE=$(dirname "$(dirname "$LLAMA")")   # .../stagebench (build/<key> below it)
 SRC=$(pwd)
 
-passed=0 failed=0
-ok() { passed=$((passed + 1)); echo "ok   $*"; }
-bad() { failed=$((failed + 1)); echo "FAIL $*"; }
-check() {  # check NAME COMMAND... : the command's success is the check
-  local name=$1; shift
-  if "$@"; then ok "$name"; else bad "$name"; fi
-}
+source tests/dist/checks.sh
 
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
@@ -90,5 +84,4 @@ else
   echo "skip the hidden-cache run: no mount namespace for this user (needs root and unshare)"
 fi
 
-echo "$passed passed, $failed failed"
-[ "$failed" = 0 ]
+finish
