@@ -1,9 +1,11 @@
 // A trampoline: all behaviour lives in the library, main only forwards the exit code.
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <string>
 #include <thread>
@@ -57,6 +59,20 @@ void on_overrun(const sb::Overrun& o) {
     end_run(sb::kOverrunMarker + o.why, o.why, o.setup ? 2 : 1);
 }
 
+// The command's exit code, unless its results did not reach standard output (a full disk, a
+// reader that quit): then one line and at least 1, never 0 for results nobody got.
+int stdout_written(int exit_code) {
+    std::cout.flush();
+    errno = 0;
+    const bool flushed = std::fflush(stdout) == 0;
+    const int err = errno;
+    if (flushed && !std::ferror(stdout) && std::cout.good())
+        return exit_code;
+    std::fprintf(stderr, "stagebench: error: cannot write the results to standard output%s%s\n",
+                 err ? ": " : "", err ? std::strerror(err) : "");
+    return exit_code == 0 ? 1 : exit_code;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -75,8 +91,8 @@ int main(int argc, char** argv) {
             std::fprintf(stderr, "stagebench: error: %s\n", why->c_str());
             return 2;
         }
-    return sb::cli::run_agent_cli(argc, argv, ctx);
+    return stdout_written(sb::cli::run_agent_cli(argc, argv, ctx));
 #else
-    return sb::cli::run_cli(argc, argv, ctx);
+    return stdout_written(sb::cli::run_cli(argc, argv, ctx));
 #endif
 }

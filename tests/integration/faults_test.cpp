@@ -8,6 +8,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -177,6 +178,23 @@ TEST(Faults, DevicesAndFifosAsOutputsAreWrittenInPlace) {
 }
 
 // A directory as an output is refused before anything is measured.
+// Results that never reach standard output (a full disk) are not a success: one line, exit 1,
+// while --out still gets the document.
+TEST(Faults, AStandardOutputThatCannotBeWrittenIsNotExit0) {
+    if (!std::filesystem::exists("/dev/full"))
+        GTEST_SKIP() << "no /dev/full";
+    TempDir t;
+    const std::string err = t.file("err"), out = t.file("r.json");
+    const std::string cmd = "'" + stagebench_bin() + "' run -m '" + tiny_model() +
+                            "' -p 4 -n 1 -r 1 --membw off -q --out '" + out + "' >/dev/full 2>'" +
+                            err + "'";
+    const int status = std::system(cmd.c_str());
+    ASSERT_TRUE(WIFEXITED(status)) << status;
+    EXPECT_EQ(WEXITSTATUS(status), 1) << read_file(err);
+    EXPECT_EQ(read_file(err), "stagebench: error: cannot write the results to standard output\n");
+    EXPECT_EQ(nlohmann::json::parse(read_file(out))["tests"][0]["status"], "ok");
+}
+
 TEST(Faults, ADirectoryAsAnOutputIsBadInput) {
     TempDir t;
     const std::string dir = t.file("d");
