@@ -6,7 +6,8 @@
 #   LLAMA_CPP_DIR=/path/to/llama.cpp   build against your own llama.cpp checkout instead
 #   LLAMA_CMAKE_ARGS="-DGGML_VULKAN=ON" extra CMake options for that llama.cpp build
 #
-# `make dist` packs this build into dist/stagebench-<version>-linux-<arch>.tar.gz (scripts/dist.sh);
+# `make dist` packs this build, with a llama.cpp of every CPU variant of this architecture, into
+# dist/stagebench-<version>-linux-<arch>.tar.gz (scripts/dist.sh; `make test-dist` checks it);
 # `make dist ARCH=arm64` cross-builds for 64-bit ARM Linux first (build-arm64/, llama.cpp with
 # every ARM CPU variant, an arm64 Debian sysroot from scripts/sysroot.sh) and packs that;
 # `make test-dist-arm64` runs the arm64 tarball under qemu-aarch64 (tests/dist/arm64_qemu.sh).
@@ -23,7 +24,7 @@ LAUNCHER := $(if $(shell command -v ccache),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache
 export CCACHE_BASEDIR := $(CURDIR)
 
 .PHONY: all deps configure build test demo bench format format-check clean dist cross-build \
-	test-dist-arm64 agents test-agents
+	test-dist test-dist-arm64 agents test-agents
 
 all: build
 
@@ -76,9 +77,18 @@ JOBS_CROSS ?= $(JOBS)
 CROSS_TOOLCHAIN = $(or $(CMAKE_TOOLCHAIN_FILE),$(CURDIR)/cmake/toolchains/aarch64-linux-gnu.cmake)
 
 ifeq ($(ARCH),)
+# This machine's stagebench with a llama.cpp of every CPU variant of its architecture (its own
+# cache key; the libraries' interface is the same as the build's), the best chosen at run time.
 dist: build
-	@bash scripts/dist.sh --arch $$(dpkg --print-architecture) --build $(BUILD) \
-	  --llama $$(cat $(BUILD)/.llama-dir) --out $(DIST)
+	@set -e; llama=$$(STAGEBENCH_CPU_VARIANTS=all LLAMA_JOBS=$(JOBS) bash scripts/llama.sh); \
+	  bash scripts/dist.sh --arch $$(dpkg --print-architecture) --build $(BUILD) \
+	  --llama $$llama --out $(DIST)
+
+# The tarball of `make dist` untarred elsewhere, run with the build tree and the caches out of
+# reach (tests/dist/host_dist.sh, which `make test` runs on the build's own llama.cpp).
+test-dist: build
+	@set -e; llama=$$(STAGEBENCH_CPU_VARIANTS=all LLAMA_JOBS=$(JOBS) bash scripts/llama.sh); \
+	  bash tests/dist/host_dist.sh $(BUILD) $$llama
 else
 # Only the engine and the CLI: the tests run on this machine, not on the target.
 cross-build: deps

@@ -113,6 +113,15 @@ if [ -n "$TOOLCHAIN" ]; then
   CROSS_ARGS=("-DCMAKE_TOOLCHAIN_FILE=$TOOLCHAIN" "${CROSS_ARGS[@]}" -DGGML_BLAS=OFF)
 fi
 
+# STAGEBENCH_CPU_VARIANTS=all (make dist): every CPU variant of this machine's architecture as
+# on ARM, the best chosen at run time, for a tarball that runs on other machines of its kind.
+ALL_VARIANTS=0
+case "${STAGEBENCH_CPU_VARIANTS:-}" in
+  "" | native) ;;
+  all) ALL_VARIANTS=1 ;;
+  *) die "STAGEBENCH_CPU_VARIANTS=$STAGEBENCH_CPU_VARIANTS: all or native" ;;
+esac
+
 # The CPU kernels are tuned for this machine, which is what a benchmark of this machine wants.
 # GGML_NATIVE cannot be combined with loadable backends, so on x86 the instruction sets the
 # CPU reports are enabled one by one instead.
@@ -121,7 +130,7 @@ cpu_flags() {
   if [ -n "$AGENT_MARCH" ]; then echo "-DGGML_NATIVE=OFF -DGGML_CPU_ARM_ARCH=$AGENT_MARCH"; return; fi
   # A target other than this machine, or ARM: every variant of the target's architecture,
   # the best chosen at run time (what a dist for other machines of that kind needs).
-  if [ -n "$TOOLCHAIN" ] || [ "$TARGET_ARCH" = aarch64 ]; then
+  if [ -n "$TOOLCHAIN" ] || [ "$TARGET_ARCH" = aarch64 ] || [ "$ALL_VARIANTS" = 1 ]; then
     echo "-DGGML_NATIVE=OFF -DGGML_CPU_ALL_VARIANTS=ON"; return
   fi
   [ "$(uname -m)" = x86_64 ] || { echo "-DGGML_NATIVE=OFF"; return; }
@@ -193,6 +202,12 @@ drop_arm_variants() {
       log "dropping the ggml CPU variant $name: $cxx cannot build -march=$march"
     fi
   done < <(grep -E '^ +ggml_add_cpu_backend_variant\(armv[0-9.]+_[0-9]+' "$list")
+  drop_variants "${dropped[@]}"
+}
+# Uses a copy of the source in the cache whose variant list lacks the named variants (hard
+# links, the list file replaced); the pinned source itself stays untouched.
+drop_variants() {
+  local dropped=("$@") list="$SRC/ggml/src/CMakeLists.txt"
   [ ${#dropped[@]} -gt 0 ] || return 0
   local dst="$CACHE/src/variants/$(basename "$SRC")-$(printf '%s\n' "$SRC" "$COMMIT" "${dropped[@]}" | sha256sum | cut -c1-12)"
   if [ ! -f "$dst/.stagebench-variants" ]; then
@@ -215,6 +230,11 @@ if [ "$TARGET_ARCH" = aarch64 ] && [ -z "$AGENT_MARCH" ]; then
   if [ -n "${SYSROOT:-}" ]; then drop_arm_variants aarch64-linux-gnu-g++
   elif [ -z "$TOOLCHAIN" ]; then drop_arm_variants "${CXX:-c++}"
   else log "the ARM CPU variants are built as your toolchain's compiler allows (not checked)"; fi
+elif [ "$ALL_VARIANTS" = 1 ] && [ "$TARGET_ARCH" = x86_64 ]; then
+  # The AMX variant is left out, as AMX is in this machine's build: at the pinned version its
+  # matrix kernels stop with an illegal instruction on Sapphire Rapids VMs (see cpu_flags).
+  log "dropping the ggml CPU variant sapphirerapids: its AMX kernels die with SIGILL at this version"
+  drop_variants sapphirerapids
 fi
 # shellcheck disable=SC2206
 EXTRA=(${LLAMA_CMAKE_ARGS:-})

@@ -11,6 +11,8 @@
 #     build tree and the cache hidden under empty tmpfs mounts.
 #
 # Usage: tests/dist/host_dist.sh BUILD_DIR LLAMA_BUILD_DIR
+#   LLAMA_BUILD_DIR: the build's own llama.cpp (make test), or one with every CPU variant of
+#   this architecture (make test-dist, as make dist packs it; the chosen variant is then named).
 # Exit 0 when every check passed; prints "N passed, N failed" last.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -50,6 +52,11 @@ cd "$TMP/elsewhere"
 check "version names the tarball's lib/" \
   bash -c "'$SB' version | grep -qF 'modules from $ROOT/lib'"
 check "devices lists the CPU" bash -c "'$SB' devices | grep -q '^| CPU'"
+# A llama.cpp of every CPU variant (make dist): ggml's choice for this CPU is named.
+if [ "$(ls "$ROOT"/lib/libggml-cpu-*.so 2>/dev/null | wc -l)" -gt 1 ]; then
+  check "version names the CPU variant chosen among $(ls "$ROOT"/lib/libggml-cpu-*.so | wc -l)" \
+    bash -c "'$SB' version | grep -q '^cpu variant: '"
+fi
 check "synth writes the tiny model" "$SB" synth --preset tiny -o tiny.gguf
 run_ok() {
   env "$@" "$SB" run -m tiny.gguf -p 8 -n 2 -r 1 --membw off -o json >run.json 2>run.err \
