@@ -169,6 +169,10 @@ std::optional<std::set<std::string>> this_cpu_arm_features() {
         {(hw2 & HWCAP2_FRINT) != 0, "frint"},
         {(hw2 & HWCAP2_I8MM) != 0, "i8mm"},
         {(hw2 & HWCAP2_BF16) != 0, "bf16"},
+        // Not a level's, but named in documents (engine/backends.cpp): bits from the kernel's
+        // uapi, which this glibc's header may not know yet.
+        {(hw2 & (1UL << 1)) != 0, "sve2"},  // HWCAP2_SVE2
+        {(hw2 & (1UL << 23)) != 0, "sme"},  // HWCAP2_SME
     };
     std::set<std::string> out;
     for (const auto& [on, name] : bits)

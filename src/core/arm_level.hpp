@@ -50,8 +50,8 @@ std::vector<std::string> missing_arm_features(ArmLevel level,
 std::set<std::string> cpuinfo_common_features(std::string_view cpuinfo);
 
 // The features this process's CPU has, from the kernel's hwcaps (getauxval): those that
-// arm_level_features of any level names, plus sve. Under qemu-user they are the emulated
-// CPU's (its /proc/cpuinfo is the host's). nullopt when not on aarch64 Linux.
+// arm_level_features of any level names, plus sve, sve2 and sme. Under qemu-user they are the
+// emulated CPU's (its /proc/cpuinfo is the host's). nullopt when not on aarch64 Linux.
 std::optional<std::set<std::string>> this_cpu_arm_features();
 
 // What an agent built for level says when the CPU lacks a feature of it, one line: the missing

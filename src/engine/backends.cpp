@@ -7,9 +7,6 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
-#if defined(__aarch64__) && defined(__linux__)
-#include <sys/auxv.h>
-#endif
 
 #include <algorithm>
 #include <cctype>
@@ -23,6 +20,7 @@
 #include <set>
 #include <string_view>
 
+#include "core/arm_level.hpp"
 #include "core/error.hpp"
 #include "core/last_word.hpp"
 #include "core/utf8.hpp"
@@ -149,26 +147,20 @@ int variant_score(const fs::path& file) {
 }
 
 std::optional<std::vector<std::string>> read_cpu_features() {
-#if defined(__aarch64__) && defined(__linux__)
-    // getauxval, not /proc/cpuinfo: under qemu-user the file is the host's, the hwcaps are
-    // those of the emulated CPU. Bits from the kernel's arm64 uapi/asm/hwcap.h.
-    const unsigned long hw = getauxval(AT_HWCAP), hw2 = getauxval(AT_HWCAP2);
+    // The hwcaps (core/arm_level.hpp), not /proc/cpuinfo: under qemu-user the file is the
+    // host's, the hwcaps are those of the emulated CPU. Named as ggml's variants name them.
+    const auto hw = this_cpu_arm_features();
+    if (!hw)
+        return std::nullopt;
     std::vector<std::string> out;
-    const std::pair<bool, const char*> bits[] = {
-        {(hw & (1UL << 20)) != 0, "dotprod"},  // HWCAP_ASIMDDP
-        {(hw & (1UL << 10)) != 0, "fp16"},     // HWCAP_ASIMDHP
-        {(hw & (1UL << 22)) != 0, "sve"},      // HWCAP_SVE
-        {(hw2 & (1UL << 1)) != 0, "sve2"},     // HWCAP2_SVE2
-        {(hw2 & (1UL << 13)) != 0, "i8mm"},    // HWCAP2_I8MM
-        {(hw2 & (1UL << 23)) != 0, "sme"},     // HWCAP2_SME
+    const std::pair<const char*, const char*> names[] = {
+        {"asimddp", "dotprod"}, {"asimdhp", "fp16"}, {"sve", "sve"},
+        {"sve2", "sve2"},       {"i8mm", "i8mm"},    {"sme", "sme"},
     };
-    for (const auto& [on, name] : bits)
-        if (on)
-            out.push_back(name);
+    for (const auto& [kernel, ggml] : names)
+        if (hw->count(kernel))
+            out.push_back(ggml);
     return out;
-#else
-    return std::nullopt;
-#endif
 }
 
 // With GGML_CPU_ALL_VARIANTS the CPU backend is one module per instruction-set level
