@@ -79,16 +79,16 @@ CROSS_TOOLCHAIN = $(or $(CMAKE_TOOLCHAIN_FILE),$(CURDIR)/cmake/toolchains/aarch6
 ifeq ($(ARCH),)
 # This machine's stagebench with a llama.cpp of every CPU variant of its architecture (its own
 # cache key; the libraries' interface is the same as the build's), the best chosen at run time.
+VARIANTS_LLAMA = STAGEBENCH_CPU_VARIANTS=all LLAMA_JOBS=$(JOBS) bash scripts/llama.sh
 dist: build
-	@set -e; llama=$$(STAGEBENCH_CPU_VARIANTS=all LLAMA_JOBS=$(JOBS) bash scripts/llama.sh); \
+	@set -e; llama=$$($(VARIANTS_LLAMA)); \
 	  bash scripts/dist.sh --arch $$(dpkg --print-architecture) --build $(BUILD) \
 	  --llama $$llama --out $(DIST)
 
 # The tarball of `make dist` untarred elsewhere, run with the build tree and the caches out of
 # reach (tests/dist/host_dist.sh, which `make test` runs on the build's own llama.cpp).
 test-dist: build
-	@set -e; llama=$$(STAGEBENCH_CPU_VARIANTS=all LLAMA_JOBS=$(JOBS) bash scripts/llama.sh); \
-	  bash tests/dist/host_dist.sh $(BUILD) $$llama
+	@set -e; llama=$$($(VARIANTS_LLAMA)); bash tests/dist/host_dist.sh $(BUILD) $$llama
 else
 # Only the engine and the CLI: the tests run on this machine, not on the target.
 cross-build: deps

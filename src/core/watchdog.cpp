@@ -116,10 +116,6 @@ std::optional<std::string> running_setup_step() {
     return std::string(name);
 }
 
-double stage_timeout_s() {
-    return g_timeout_s.load();
-}
-
 void set_overrun_action(std::function<void(const Overrun&)> action) {
     std::lock_guard<std::mutex> lock(g_action_mu);
     g_action = std::move(action);

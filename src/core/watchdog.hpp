@@ -78,7 +78,6 @@ class StageDeadlines {
 
 // --stage-timeout, in seconds (> 0). Takes effect for stages that start afterwards.
 void set_stage_timeout(double seconds);
-double stage_timeout_s();
 
 // Why the watchdog ends the run: the line, and whether the stage that overran was a setup step
 // (SetupBudget: connecting to a device before anything is measured, so the device cannot be

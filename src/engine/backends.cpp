@@ -83,8 +83,6 @@ void record_llama_log(int level, const char* text) {
         g_llama_error.append(t.substr(0, 4096 - g_llama_error.size()));
 }
 
-namespace {}  // namespace
-
 std::string take_llama_error() {
     std::string e;
     {
@@ -128,10 +126,6 @@ std::string llama_library_dir() {
 }
 
 namespace {
-
-std::string lib_dir() {
-    return llama_library_dir();
-}
 
 // The score ggml gives a CPU variant module on this CPU (ggml_backend_score: 0 when the CPU
 // lacks an instruction the variant uses), read the way ggml_backend_load_best does.
@@ -188,7 +182,7 @@ std::string type_name(enum ggml_backend_dev_type t) {
 std::map<std::string, fs::path> module_files() {
     std::map<std::string, fs::path> out;
     std::error_code ec;
-    for (const auto& e : fs::directory_iterator(lib_dir(), ec)) {
+    for (const auto& e : fs::directory_iterator(llama_library_dir(), ec)) {
         const std::string f = e.path().filename().string();
         if (f.rfind("libggml-", 0) != 0 || f.size() < 12 || f.substr(f.size() - 3) != ".so")
             continue;
@@ -482,7 +476,7 @@ void init_backends() {
     g_dynamic = ggml_backend_reg_count() == 0 || !module_files().empty();
     if (g_dynamic && !find_reg("cpu")) {
         if (!load_module("cpu"))
-            throw input_error("cannot load the ggml CPU backend from '" + lib_dir() +
+            throw input_error("cannot load the ggml CPU backend from '" + llama_library_dir() +
                               "' (set STAGEBENCH_BACKEND_DIR to the llama.cpp bin directory)");
     }
 }
@@ -492,7 +486,7 @@ BuildInfo build_info() {
     BuildInfo b;
     b.llama_tag = SB_LLAMA_TAG;
     b.llama_commit = SB_LLAMA_COMMIT;
-    b.llama_lib_dir = lib_dir();
+    b.llama_lib_dir = llama_library_dir();
     b.dynamic_backends = g_dynamic;
     if (g_dynamic) {
         for (const auto& [name, path] : module_files())

@@ -194,10 +194,7 @@ void LlamaEngine::fill_to_depth(int n_depth, uint64_t seed) {
     if (m.cached_depth == n_depth &&
         llama_state_seq_set_data(m.ctx, m.cached_state.data(), m.cached_state.size(), 0) != 0)
         return;
-    std::vector<int32_t> tokens = random_tokens(n_depth, n_vocab(), seed);
-    if (auto bos = bos_token())
-        tokens[0] = *bos;
-    prefill(tokens);
+    prefill(sequence_tokens(n_depth, n_vocab(), seed, bos_token()));
     m.cached_state.resize(llama_state_seq_get_size(m.ctx, 0));
     llama_state_seq_get_data(m.ctx, m.cached_state.data(), m.cached_state.size(), 0);
     m.cached_depth = n_depth;

@@ -13,6 +13,14 @@ std::vector<int32_t> random_tokens(int n, int32_t n_vocab, uint64_t seed) {
     return t;
 }
 
+std::vector<int32_t> sequence_tokens(int n, int32_t n_vocab, uint64_t seed,
+                                     std::optional<int32_t> bos) {
+    std::vector<int32_t> t = random_tokens(n, n_vocab, seed);
+    if (bos && !t.empty())
+        t[0] = *bos;
+    return t;
+}
+
 // Two odd multipliers, so that the prompt and the generated tokens of one repetition, and the
 // inputs of neighbouring seeds, never share a generator seed in practice.
 uint64_t prompt_seed(uint64_t seed, int rep) {

@@ -3,6 +3,7 @@
 // and the profiler: the random tokens each stage gets (made before its clock starts), the
 // seeds of repetition rep's inputs, and the one function that times decode.
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -13,6 +14,11 @@ namespace sb {
 // n tokens drawn uniformly from [0, n_vocab) by a std::mt19937_64 seeded with seed (n <= 0:
 // none). Deterministic for a given (n, n_vocab, seed); a longer draw starts with the shorter.
 std::vector<int32_t> random_tokens(int n, int32_t n_vocab, uint64_t seed);
+
+// random_tokens(n, n_vocab, seed) with the first one replaced by bos when given: a sequence
+// that starts at position 0 starts as the model expects (pass nullopt for one that continues).
+std::vector<int32_t> sequence_tokens(int n, int32_t n_vocab, uint64_t seed,
+                                     std::optional<int32_t> bos);
 
 // The seed of the prompt and of the generated tokens of repetition rep (0-based; -1 is the
 // warm-up) of a test seeded with seed: every repetition gets other inputs, so no cache helps.

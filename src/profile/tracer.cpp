@@ -573,10 +573,7 @@ OpsProfile profile_ops(const OpsOptions& o, const ProgressFn& progress) {
     const int32_t n_vocab = engine.n_vocab();
     const auto bos = engine.bos_token();
     auto tokens = [&](int n, uint64_t seed, bool with_bos) {
-        auto t = random_tokens(n, n_vocab, seed);
-        if (with_bos && bos && !t.empty())
-            t[0] = *bos;
-        return t;
+        return sequence_tokens(n, n_vocab, seed, with_bos ? bos : std::nullopt);
     };
     const auto depth_toks = tokens(depth, o.seed + 1, true);
     const auto prompt_toks = tokens(prompt, o.seed, depth == 0);

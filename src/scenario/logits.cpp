@@ -31,9 +31,7 @@ LogitsCapture capture_logits(const LogitsOptions& o) {
     out.model_name = info.name.value_or(std::filesystem::path(o.model_path).filename().string());
     out.model_bytes = info.file_bytes;
     out.devices = o.devices;
-    out.tokens = random_tokens(o.n_prompt, e.n_vocab(), o.seed);
-    if (auto bos = e.bos_token(); bos && !out.tokens.empty())
-        out.tokens[0] = *bos;
+    out.tokens = sequence_tokens(o.n_prompt, e.n_vocab(), o.seed, e.bos_token());
     e.prefill(out.tokens);
     const auto l = e.last_logits();
     out.logits.assign(l.begin(), l.end());

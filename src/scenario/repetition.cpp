@@ -299,11 +299,9 @@ std::string RepetitionRunner::label() const {
 }
 
 std::vector<int32_t> RepetitionRunner::prompt_for(int rep) const {
-    auto t = random_tokens(c_.n_prompt, n_vocab_, prompt_seed(c_.seed, rep));
-    // A sequence that starts at position 0 starts as the model expects.
-    if (bos_ && c_.n_depth == 0 && !t.empty())
-        t[0] = *bos_;
-    return t;
+    // After a filled KV cache the prompt continues a sequence: no BOS.
+    return sequence_tokens(c_.n_prompt, n_vocab_, prompt_seed(c_.seed, rep),
+                           c_.n_depth == 0 ? bos_ : std::nullopt);
 }
 
 void RepetitionRunner::record_error(const std::exception& e) {

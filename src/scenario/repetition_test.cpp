@@ -135,6 +135,15 @@ TEST(RepetitionRunner, InputsAreSeededPerRepetitionAndStartWithBos) {
     EXPECT_EQ(gen_seed(7, 3), 7u * 7919 + 3);
 }
 
+TEST(Workload, SequenceTokensAreTheRandomTokensWithBosFirstOnlyWhenGiven) {
+    const auto r = random_tokens(5, 1000, 9);
+    EXPECT_EQ(sequence_tokens(5, 1000, 9, std::nullopt), r);
+    auto with_bos = r;
+    with_bos[0] = 1;
+    EXPECT_EQ(sequence_tokens(5, 1000, 9, 1), with_bos);
+    EXPECT_TRUE(sequence_tokens(0, 1000, 9, 1).empty());
+}
+
 TEST(RepetitionRunner, AtDepthTheCacheIsFilledEveryRepetitionAndNoBosIsForced) {
     Rig rig;
     TestConfig c = small_test(4, 1, 1);

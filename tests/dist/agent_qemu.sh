@@ -13,8 +13,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 DIST=${1:-dist}
-# This machine's stagebench, for the x86 reference logits (make build).
-HOST_SB=$(realpath "${HOST_SB:-build/bin/stagebench}" 2>/dev/null || true)
 QEMU=$(command -v qemu-aarch64) || { echo "agent_qemu.sh: qemu-aarch64 not found (scripts/setup-deps.sh)" >&2; exit 1; }
 NM=$(command -v aarch64-linux-gnu-nm || command -v nm)
 declare -A CPU=([armv8.0]=cortex-a53 [armv8.2]=cortex-a76 [armv8.6]=max)
@@ -89,19 +87,7 @@ PY
   fi
 
   # --- the same model computed the same: x86 (this machine's stagebench) against arm64 ---
-  # The kernels differ (AVX2 against NEON/dotprod/i8mm), the model must not: the first-token
-  # logits of one prompt within `logits`' defaults (max error 5 % of the largest |logit|, KL
-  # 1e-4 nats) and the same top-1 token.
-  if [ -x "$HOST_SB" ]; then
-    [ -f "$TMP/ref.json" ] || "$HOST_SB" logits -m "$MODEL" -p 32 --out "$TMP/ref.json" >/dev/null
-    if qa "$cpu" logits -m "$MODEL" -p 32 -t 2 --against "$TMP/ref.json" -o json >"$out/logits.json" 2>"$out/logits.err"; then
-      ok "[$isa/$cpu] logits equal x86's within tolerance: $(python3 -c "import json,sys; a=json.load(open(sys.argv[1]))['against']; print('max abs %.3g of %.3g, KL %.3g, top-1 %s' % (a['max_abs'], a['ref_scale'], a['kl'], a['top1']))" "$out/logits.json")"
-    else
-      bad "[$isa/$cpu] logits against x86"; tail -3 "$out/logits.err" | sed 's/^/  /'
-    fi
-  else
-    echo "skip [$isa/$cpu] logits against x86: no host stagebench at $HOST_SB (make build)"
-  fi
+  check_logits "[$isa/$cpu]" "$MODEL" "$TMP/ref.json" "$out" qa "$cpu"
 
   # --- the op profiler under emulation (one level: it replays every op, slow under qemu) ---
   if [ "$isa" = armv8.2 ]; then

@@ -16,8 +16,6 @@ TARBALL=${1:-$(ls -t dist/stagebench-*-linux-arm64.tar.gz 2>/dev/null | head -1)
 [ -f "$TARBALL" ] || { echo "arm64_qemu.sh: no tarball (run make dist ARCH=arm64)" >&2; exit 1; }
 QEMU=$(command -v qemu-aarch64) || { echo "arm64_qemu.sh: qemu-aarch64 not found (scripts/setup-deps.sh)" >&2; exit 1; }
 SYSROOT=$(bash scripts/sysroot.sh)
-# This machine's stagebench, for the x86 reference logits (make build).
-HOST_SB=$(realpath "${HOST_SB:-build/bin/stagebench}" 2>/dev/null || true)
 
 source tests/dist/checks.sh
 
@@ -103,18 +101,8 @@ EOF
   else
     bad "[$cpu] run -p 16 -n 4 -r 1"; sed 's/^/  /' "$out/run.txt" | tail -20
   fi
-  # The same model computed the same on this machine's x86 build and on the arm64 variant
-  # (logits' defaults: max error 5 % of the largest |logit|, KL 1e-4, the same top-1 token).
-  if [ -x "$HOST_SB" ]; then
-    [ -f "$TMP/ref.json" ] || "$HOST_SB" logits -m "$MODEL" -p 32 --out "$TMP/ref.json" >/dev/null
-    if qemu_sb "$cpu" logits -m "$MODEL" -p 32 -t 2 --against "$TMP/ref.json" -o json >"$out/logits.json" 2>"$out/logits.err"; then
-      ok "[$cpu] logits equal x86's within tolerance: $(python3 -c "import json,sys; a=json.load(open(sys.argv[1]))['against']; print('max abs %.3g of %.3g, KL %.3g' % (a['max_abs'], a['ref_scale'], a['kl']))" "$out/logits.json")"
-    else
-      bad "[$cpu] logits against x86"; tail -3 "$out/logits.err" | sed 's/^/  /'
-    fi
-  else
-    echo "skip [$cpu] logits against x86: no host stagebench at $HOST_SB (make build)"
-  fi
+  # The same model computed the same on this machine's x86 build and on the arm64 variant.
+  check_logits "[$cpu]" "$MODEL" "$TMP/ref.json" "$out" qemu_sb "$cpu"
 done
 
 finish
