@@ -396,12 +396,17 @@ TEST(Sampler, NoSourcesStillWorks) {
     EXPECT_FALSE(st->total_energy_j.has_value());
 }
 
-// Real clock and thread: a writer advances RAPL at 15 W, wrapping every 0.2 s. The expected
-// energy is bounded by what the writer's log says the file held while the marks read it.
+// Real clock and thread: a writer advances RAPL at 15 W, wrapping every 0.2 s. Only what holds
+// however the threads are scheduled is asserted: the energy lies in the range the writer's log
+// allows for the increase between the two boundary reads, less whole wraps (a sampler stalled
+// longer than a wrap period cannot see one), and never above it. How close it comes on a live
+// clock is a benchmark (bench/sampler_accuracy.sh); the arithmetic is exact under a fake clock
+// (CounterEnergyAtExactBoundariesAcrossWraps).
 TEST(SamplerLive, RaplWriterWithWraparound) {
     FixtureCopy fx("x86-laptop-rapl");
     const std::string pkg = fx.path("class/powercap/intel-rapl:0/energy_uj");
-    write_atomic(fx.path("class/powercap/intel-rapl:0/max_energy_range_uj"), "3000000\n");
+    const double range_uj = 3e6;
+    write_atomic(fx.path("class/powercap/intel-rapl:0/max_energy_range_uj"), num(range_uj));
     const double rate = 15e6;  // µJ/s
     Discovery d;
     discover_rapl(fx.root(), d);
@@ -411,7 +416,7 @@ TEST(SamplerLive, RaplWriterWithWraparound) {
         [&](double t) {
             const double v = 1e6 + rate * t;
             const int64_t b = now_ns();
-            write_atomic(pkg, num(std::fmod(v, 3e6)));
+            write_atomic(pkg, num(std::fmod(v, range_uj)));
             log.add(b, now_ns(), v);
         },
         std::chrono::microseconds(500));
@@ -421,30 +426,38 @@ TEST(SamplerLive, RaplWriterWithWraparound) {
     std::this_thread::sleep_for(std::chrono::milliseconds(800));
     s.mark("decode", false);
     s.stop();
+    w.stop();
     auto st = s.stage_summary("decode");
     const EnergyStat* e = energy_of(*st, "rapl.package-0.energy_uj");
     ASSERT_NE(e, nullptr);
     ASSERT_TRUE(e->energy_j);
     auto [lo, hi] = log.delta(st->begin_ns, st->begin_read_ns, st->end_ns, st->end_read_ns);
-    EXPECT_GE(*e->energy_j, lo * 1e-6 * 0.99);  // about four wraps inside
-    EXPECT_LE(*e->energy_j, hi * 1e-6 * 1.01);
-    EXPECT_GT(*e->energy_j, 6.0);  // 15 W for 0.8 s, give or take the machine's load
+    const double got_uj = *e->energy_j * 1e6, eps_uj = 1.0;
+    EXPECT_GT(got_uj, 0.0);
+    EXPECT_LE(got_uj, hi + eps_uj);
+    bool whole_wraps_short = false;  // got + k ranges falls in [lo, hi] for some k >= 0
+    for (double k = 0; got_uj + k * range_uj <= hi + eps_uj; ++k)
+        whole_wraps_short = whole_wraps_short || got_uj + k * range_uj >= lo - eps_uj;
+    EXPECT_TRUE(whole_wraps_short) << "got " << got_uj << " µJ, the log allows [" << lo << ", "
+                                   << hi << "] less whole wraps of " << range_uj;
     auto rec = s.record();
     EXPECT_FALSE(has_warning(rec.warnings, "counter_glitch"));
     EXPECT_FALSE(has_warning(rec.warnings, "counter_reset"));
 }
 
-// Real clock and thread: Jetson VDD_IN current ramps; the integrated power must match the
-// integral of what the writer wrote (from its log, so that a descheduled writer thread does not
-// move the answer).
-TEST(SamplerLive, IntegratedPowerMatchesWriter) {
+// Real clock and thread: Jetson VDD_IN current ramps. Every reading the sampler integrates is a
+// value the writer wrote, so the energy lies between the lowest and the highest power written,
+// times the stage's duration, whatever the scheduler did.
+// Its error against the log's exact integral is a benchmark (bench/sampler_accuracy.sh); the
+// trapezoids are exact under a fake clock (PowerOnlySourceIsIntegratedWithTrapezoids).
+TEST(SamplerLive, IntegratedPowerLiesWithinWhatTheWriterWrote) {
     FixtureCopy fx("jetson-ina3221");
     const std::string curr = fx.path("class/hwmon/hwmon1/curr1_input");
     write_atomic(fx.path("class/hwmon/hwmon1/in1_input"), "5000\n");
     Discovery d;
     discover_hwmon(fx.root(), d);
     Sampler s(std::move(d), {100, {}});
-    // I(t) = 1000 + 2000 t mA at 5 V: p(t) = 5000 + 10000 t mW.
+    // I(t) = 1000 + 2000 t mA at 5 V: p(t) = 5000 + 10000 t mW, rising.
     sb::testing::WriteLog log;
     sb::testing::Writer w(
         [&](double t) {
@@ -460,13 +473,19 @@ TEST(SamplerLive, IntegratedPowerMatchesWriter) {
     std::this_thread::sleep_for(std::chrono::milliseconds(600));
     s.mark("prefill", false);
     s.stop();
+    w.stop();
     auto st = s.stage_summary("prefill");
-    const double expected_j = log.integral(st->begin_ns, st->end_ns) * 1e-3;
     const EnergyStat* e = energy_of(*st, "hwmon.ina3221.VDD_IN.power_mw");
     ASSERT_NE(e, nullptr);
     EXPECT_EQ(e->method, "power_integral");
-    EXPECT_NEAR(*e->energy_j, expected_j, 0.01 * expected_j);
-    EXPECT_GT(expected_j, 3.0);  // 5 W and up for 0.6 s
+    ASSERT_TRUE(e->energy_j);
+    const double dur_s = static_cast<double>(st->end_ns - st->begin_ns) * 1e-9;
+    // The integral may interpolate from a sample before the stage or to one after it: bound by
+    // the first and the last power ever written (the ramp rises).
+    const double p_lo = log.range(0, 0).first, p_hi = log.range(now_ns(), now_ns()).second;
+    EXPECT_GE(*e->energy_j, p_lo * 1e-3 * dur_s * (1 - 1e-9));
+    EXPECT_LE(*e->energy_j, p_hi * 1e-3 * dur_s * (1 + 1e-9));
+    EXPECT_GE(dur_s, 0.6);
     EXPECT_EQ(st->total_metric, "hwmon.ina3221.VDD_IN.power_mw");
 }
 

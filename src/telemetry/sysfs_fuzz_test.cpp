@@ -144,9 +144,11 @@ TEST(SysfsFuzz, DamagedTreesNeverThrowBlockOrBreakTheReport) {
             std::ostringstream md;
             ASSERT_NO_THROW(write_sensors_markdown(md, r)) << what;
             EXPECT_TRUE(is_valid_utf8(md.str())) << what;
-            for (const auto& c : r.current)
-                if (c.value)
+            for (const auto& c : r.current) {
+                if (c.value) {
                     EXPECT_TRUE(std::isfinite(*c.value)) << what << " " << c.metric;
+                }
+            }
         }
     }
     EXPECT_EQ(rounds, 72);

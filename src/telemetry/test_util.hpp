@@ -81,9 +81,13 @@ class Writer {
             }
         });
     }
-    ~Writer() {
+    ~Writer() { stop(); }
+    // Ends the thread. A test reads the writer's log only after this: a write can be visible in
+    // the file while the thread, descheduled, has not yet logged it.
+    void stop() {
         stop_.store(true);
-        thread_.join();
+        if (thread_.joinable())
+            thread_.join();
     }
     int64_t t0_ns() const { return t0_ns_; }
 
