@@ -435,11 +435,9 @@ TEST(SamplerLive, RaplWriterWithWraparound) {
     const double got_uj = *e->energy_j * 1e6, eps_uj = 1.0;
     EXPECT_GT(got_uj, 0.0);
     EXPECT_LE(got_uj, hi + eps_uj);
-    bool whole_wraps_short = false;  // got + k ranges falls in [lo, hi] for some k >= 0
-    for (double k = 0; got_uj + k * range_uj <= hi + eps_uj; ++k)
-        whole_wraps_short = whole_wraps_short || got_uj + k * range_uj >= lo - eps_uj;
-    EXPECT_TRUE(whole_wraps_short) << "got " << got_uj << " µJ, the log allows [" << lo << ", "
-                                   << hi << "] less whole wraps of " << range_uj;
+    EXPECT_TRUE(sb::testing::within_less_whole_wraps(got_uj, lo, hi, range_uj, eps_uj))
+        << "got " << got_uj << " µJ, the log allows [" << lo << ", " << hi
+        << "] less whole wraps of " << range_uj;
     auto rec = s.record();
     EXPECT_FALSE(has_warning(rec.warnings, "counter_glitch"));
     EXPECT_FALSE(has_warning(rec.warnings, "counter_reset"));

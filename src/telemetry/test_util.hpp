@@ -149,6 +149,17 @@ class WriteLog {
     std::vector<Entry> entries_;
 };
 
+// Whether a counter's measured increase is what a writer's log allows, [lo, hi], less some
+// whole wraps (k >= 0): a reader stalled longer than a wrap period cannot see one, whatever it
+// does. eps absorbs the file's rounding.
+inline bool within_less_whole_wraps(double got, double lo, double hi, double range, double eps) {
+    for (double k = 0; got + k * range <= hi + eps; ++k) {
+        if (got + k * range >= lo - eps)
+            return true;
+    }
+    return false;
+}
+
 // A clock the test moves by hand.
 struct FakeClock {
     int64_t t_ns = 1'000'000'000;
