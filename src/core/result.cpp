@@ -192,6 +192,8 @@ json to_json(const ResultDocument& d) {
            {"warnings", warnings},
            {"telemetry", d.telemetry ? to_json(*d.telemetry) : json(nullptr)},
            {"engines", d.engines}};
+    if (d.fleet.is_object())
+        j["fleet"] = d.fleet;
     if (d.sustained)
         j["sustained"] = to_json(*d.sustained);
     if (d.hybrid)
@@ -445,6 +447,8 @@ void read(const JsonIn& given, ResultDocument& d) {
                 "build_type", d.build_type);
         read_object_or_null(o.at("llama"), d.llama);
         read_object_or_null(o.at("system"), d.system);
+        if (o.has("fleet"))
+            read_object_or_null(o.at("fleet"), d.fleet);
         o("models", d.models);
         if (o.has("models"))
             for (std::size_t i = 0; i < d.models.size(); ++i)
@@ -513,6 +517,8 @@ MachineView machine_view(const ResultDocument& doc) {
     m.os = str(doc.system, "os");
     m.cpu_model = str(doc.system, "cpu_model");
     m.llama_tag = str(doc.llama, "tag");
+    m.fleet = str(doc.fleet, "fleet");
+    m.device = str(doc.fleet, "device");
     return m;
 }
 

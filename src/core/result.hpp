@@ -175,6 +175,10 @@ struct ResultDocument {
     std::string build_type;
     nlohmann::json llama;   // tag, commit, backends; free-form, an object or null
     nlohmann::json system;  // SystemInfo (core/sysinfo.hpp); free-form, an object or null
+    // The device a `fleet run` ran this on (fleet/identity.hpp): fleet, device, transport, model,
+    // soc, kernel, CPU features, ggml CPU variant, the gates seen. Free-form, an object or null
+    // (absent from the JSON when null).
+    nlohmann::json fleet;
     // ModelInfo JSON per model path (model/inspect.hpp), or {path, name, engine, server, url}
     // for a model behind a server; read typed through model_view().
     std::vector<nlohmann::json> models;
@@ -219,6 +223,7 @@ std::optional<ModelView> model_of(const ResultDocument& doc, const std::string& 
 struct MachineView {
     std::optional<std::string> hostname, os, cpu_model;
     std::optional<std::string> llama_tag;
+    std::optional<std::string> fleet, device;  // the fleet and device name of a fleet run
 };
 MachineView machine_view(const ResultDocument& doc);
 

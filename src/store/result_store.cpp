@@ -279,9 +279,22 @@ void migrate_to_v2(sqlite3* db, const std::string& path) {
     }
 }
 
+// v2 -> v3: the commands of fleet runs, ok or failed, per device.
+void migrate_to_v3(sqlite3* db, const std::string&) {
+    exec(db,
+         "CREATE TABLE fleet_runs ("
+         " id INTEGER PRIMARY KEY AUTOINCREMENT,"
+         " fleet TEXT NOT NULL, device TEXT NOT NULL, transport TEXT NOT NULL,"
+         " command TEXT NOT NULL, status TEXT NOT NULL, error TEXT, error_kind TEXT,"
+         " document_id INTEGER REFERENCES documents(id),"
+         " started_at TEXT NOT NULL, finished_at TEXT NOT NULL,"
+         " tool_version TEXT, llama_commit TEXT, arch TEXT)");
+    exec(db, "CREATE INDEX fleet_runs_by_device ON fleet_runs (fleet, device, command)");
+}
+
 using Migration = void (*)(sqlite3*, const std::string&);
 // kMigrations[v] takes a store from version v to v + 1.
-constexpr Migration kMigrations[] = {migrate_to_v1, migrate_to_v2};
+constexpr Migration kMigrations[] = {migrate_to_v1, migrate_to_v2, migrate_to_v3};
 static_assert(std::size(kMigrations) == kStoreSchemaVersion);
 
 }  // namespace
@@ -436,6 +449,57 @@ std::vector<StoredTest> ResultStore::tests(int64_t id) const {
         t.prefill_tps_median = s.opt_real(7);
         t.decode_tps_median = s.opt_real(8);
         out.push_back(std::move(t));
+    }
+    return out;
+}
+
+int64_t ResultStore::append_fleet_run(const FleetRun& r) {
+    sqlite3* db = db_->handle;
+    Stmt ins(db,
+             "INSERT INTO fleet_runs (fleet, device, transport, command, status, error, "
+             "error_kind, document_id, started_at, finished_at, tool_version, llama_commit, arch) "
+             "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    ins.bind(1, r.fleet);
+    ins.bind(2, r.device);
+    ins.bind(3, r.transport);
+    ins.bind(4, r.command);
+    ins.bind(5, r.status);
+    ins.bind(6, r.error);
+    ins.bind(7, r.error_kind);
+    ins.bind(8, r.document_id);
+    ins.bind(9, r.started_at);
+    ins.bind(10, r.finished_at);
+    ins.bind(11, r.tool_version);
+    ins.bind(12, r.llama_commit);
+    ins.bind(13, r.arch);
+    ins.step();
+    return sqlite3_last_insert_rowid(db);
+}
+
+std::vector<FleetRun> ResultStore::fleet_runs(const std::optional<std::string>& fleet) const {
+    Stmt s(db_->handle,
+           "SELECT id, fleet, device, transport, command, status, error, error_kind, document_id, "
+           "started_at, finished_at, tool_version, llama_commit, arch FROM fleet_runs "
+           "WHERE ?1 IS NULL OR fleet = ?1 ORDER BY id");
+    s.bind(1, fleet);
+    std::vector<FleetRun> out;
+    while (s.step()) {
+        FleetRun r;
+        r.id = s.int64(0);
+        r.fleet = s.text(1);
+        r.device = s.text(2);
+        r.transport = s.text(3);
+        r.command = s.text(4);
+        r.status = s.text(5);
+        r.error = s.opt_text(6);
+        r.error_kind = s.opt_text(7);
+        r.document_id = s.opt_int64(8);
+        r.started_at = s.text(9);
+        r.finished_at = s.text(10);
+        r.tool_version = s.opt_text(11);
+        r.llama_commit = s.opt_text(12);
+        r.arch = s.opt_text(13);
+        out.push_back(std::move(r));
     }
     return out;
 }

@@ -19,8 +19,24 @@
 namespace sb {
 
 // The schema this build writes. v1: documents (JSON text + listing columns). v2: adds
-// document_tests, one row per test of each document, filled from the stored JSON.
-inline constexpr int kStoreSchemaVersion = 2;
+// document_tests, one row per test of each document, filled from the stored JSON. v3: adds
+// fleet_runs, one row per command a `fleet run` ran (or failed to run) on a device.
+inline constexpr int kStoreSchemaVersion = 3;
+
+// One command of a `fleet run` on one device: what ran where, with which versions, and how it
+// ended. A failure is data too: its error is kept, with the partial document when there was one.
+struct FleetRun {
+    int64_t id = 0;
+    std::string fleet;      // the inventory's name
+    std::string device;     // the device's name in it
+    std::string transport;  // ssh://user@host:port, adb://SERIAL, local, exec
+    std::string command;    // the measuring command line (JSON array of its arguments)
+    std::string status;     // "ok" or "failed"
+    std::optional<std::string> error, error_kind;  // a failure's one line and its kind
+    std::optional<int64_t> document_id;            // the document it produced, if any
+    std::string started_at, finished_at;           // UTC, ISO 8601
+    std::optional<std::string> tool_version, llama_commit, arch;
+};
 
 // One document as `db list` shows it. Fields the document did not carry are nullopt.
 struct StoredEntry {
@@ -99,6 +115,11 @@ class ResultStore {
 
     // The indexed tests of document id (empty when it has none or does not exist).
     std::vector<StoredTest> tests(int64_t id) const;
+
+    // Appends one fleet run and returns its id.
+    int64_t append_fleet_run(const FleetRun& run);
+    // The fleet runs, oldest first; only those of fleet when given.
+    std::vector<FleetRun> fleet_runs(const std::optional<std::string>& fleet = {}) const;
 
     // The schema version of the open file (kStoreSchemaVersion after open()).
     int schema_version() const;

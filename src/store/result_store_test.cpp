@@ -167,7 +167,8 @@ TEST(ResultStore, MigratesAVersion1StoreAndIndexesItsTests) {
                 quoted + "'); PRAGMA user_version = 1;");
 
     auto store = ResultStore::open(path, ResultStore::Mode::existing);
-    EXPECT_EQ(store.schema_version(), 2);
+    EXPECT_EQ(store.schema_version(), 3);
+    EXPECT_TRUE(store.fleet_runs().empty());
     EXPECT_EQ(store.get_text(1), text);
     EXPECT_EQ(to_json(store.get(1)), to_json(from_json<ResultDocument>(a, "a")));
     EXPECT_EQ(store.get(1).tests[0].prefill->throughput.median, 123.0);
@@ -182,6 +183,47 @@ TEST(ResultStore, MigratesAVersion1StoreAndIndexesItsTests) {
     // New appends land after the migrated document.
     EXPECT_EQ(store.append(sample_doc("new-host", 1.0)), 2);
     EXPECT_EQ(store.tests(2).size(), 1u);
+}
+
+TEST(ResultStore, FleetRunsKeepFailuresBesideDocumentsAndFilterByFleet) {
+    TempDir t;
+    auto store = ResultStore::open(t.file("fleet.sqlite"));
+    const int64_t doc = store.append(sample_doc("pi5", 10.0));
+    FleetRun ok;
+    ok.fleet = "lab";
+    ok.device = "pi5";
+    ok.transport = "ssh://pi@10.0.0.2:22";
+    ok.command = R"(["run","-m","tiny.gguf"])";
+    ok.status = "ok";
+    ok.document_id = doc;
+    ok.started_at = "2026-12-01T10:00:00Z";
+    ok.finished_at = "2026-12-01T10:01:00Z";
+    ok.tool_version = "0.1.0";
+    ok.llama_commit = "abc";
+    ok.arch = "aarch64";
+    FleetRun failed = ok;
+    failed.device = "s24";
+    failed.transport = "adb://R5CT";
+    failed.status = "failed";
+    failed.error = "device unreachable: adb: device 'R5CT' not found";
+    failed.error_kind = "runtime";
+    failed.document_id.reset();
+    FleetRun other = ok;
+    other.fleet = "desk";
+    EXPECT_EQ(store.append_fleet_run(ok), 1);
+    EXPECT_EQ(store.append_fleet_run(failed), 2);
+    EXPECT_EQ(store.append_fleet_run(other), 3);
+    auto lab = store.fleet_runs("lab");
+    ASSERT_EQ(lab.size(), 2u);
+    EXPECT_EQ(lab[0].document_id, doc);
+    EXPECT_EQ(lab[0].arch, "aarch64");
+    EXPECT_EQ(lab[1].status, "failed");
+    EXPECT_EQ(lab[1].error, failed.error);
+    EXPECT_FALSE(lab[1].document_id);
+    EXPECT_EQ(store.fleet_runs().size(), 3u);
+    // Reopened, the rows are still there.
+    auto again = ResultStore::open(t.file("fleet.sqlite"), ResultStore::Mode::existing);
+    EXPECT_EQ(again.fleet_runs("desk").size(), 1u);
 }
 
 TEST(ResultStore, RefusesAStoreFromANewerVersionWithoutTouchingIt) {

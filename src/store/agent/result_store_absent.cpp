@@ -38,6 +38,12 @@ std::vector<StoredEntry> ResultStore::list() const {
 std::string ResultStore::get_text(int64_t) const {
     no_store();
 }
+int64_t ResultStore::append_fleet_run(const FleetRun&) {
+    no_store();
+}
+std::vector<FleetRun> ResultStore::fleet_runs(const std::optional<std::string>&) const {
+    no_store();
+}
 ResultDocument ResultStore::get(int64_t) const {
     no_store();
 }

@@ -1,0 +1,164 @@
+// `stagebench fleet run|status`: one measuring command on the devices of an inventory, into
+// one results store (fleet/fleet_run.hpp, README "Fleet").
+#include <fmt/format.h>
+
+#include <filesystem>
+
+#include "cli/commands.hpp"
+#include "cli/flag_checks.hpp"
+#include "core/parse.hpp"
+#include "store/result_store.hpp"
+#ifdef SB_WITH_FLEET
+#include "fleet/fleet_run.hpp"
+#include "fleet/inventory.hpp"
+#endif
+
+namespace sb::cli {
+
+namespace fs = std::filesystem;
+
+#ifdef SB_WITH_FLEET
+
+namespace {
+
+// The store beside the inventory (fleet.toml -> fleet.sqlite) unless --db names one.
+std::string default_db(const std::string& hosts) {
+    fs::path p(hosts);
+    return (p.parent_path() / (p.stem().string() + ".sqlite")).string();
+}
+
+std::string short_commit(const std::optional<std::string>& c) {
+    return c ? c->substr(0, 12) : "-";
+}
+
+}  // namespace
+
+void add_fleet_command(CLI::App& app, Context& ctx) {
+    auto* fleet = app.add_subcommand(
+        "fleet",
+        "Run one measuring command on many devices (ssh, adb, local, exec) into one store");
+    fleet->require_subcommand(1);
+    struct Args {
+        std::string hosts, db, cool_to, cool_timeout, governor;
+        std::optional<double> min_battery, max_load;
+        std::string timeout;
+        std::string only;
+        FleetRunOptions o;
+        std::optional<std::string> fleet_name;
+    };
+    auto a = std::make_shared<Args>();
+
+    auto* run = fleet->add_subcommand(
+        "run",
+        "Run COMMAND (run, ops, decompose, sustained, hybrid) on every device: "
+        "fleet run --hosts fleet.toml -- run -m model.gguf -p 512 -n 128");
+    run->add_option("--hosts", a->hosts, "the inventory (TOML)")->required();
+    run->add_option("--db", a->db, "the results store (default: the inventory's name .sqlite)");
+    run->add_option("--dist", a->o.dist_dir,
+                    "where `make dist` and `make agents` put the tarballs and agents")
+        ->capture_default_str();
+    run->add_option("--parallel", a->o.parallel,
+                    "devices measured at once (never two commands on one device)")
+        ->capture_default_str();
+    run->add_flag("--resume", a->o.resume,
+                  "skip devices whose run of this command is already in the store");
+    run->add_flag("--allow-mixed", a->o.allow_mixed,
+                  "run devices whose stagebench or llama.cpp commit differs from the others'");
+    run->add_option("--cool-to", a->cool_to,
+                    "wait until the hottest thermal zone is below this (e.g. 45C)");
+    run->add_option("--cool-timeout", a->cool_timeout,
+                    "the longest wait for --cool-to, then run anyway with a warning (10m)");
+    run->add_option("--governor", a->governor,
+                    "a CPU governor other than performance: warn (default), refuse or ignore")
+        ->check(CLI::IsMember({"warn", "refuse", "ignore"}));
+    run->add_option("--min-battery", a->min_battery,
+                    "refuse a device on battery below this percentage")
+        ->check(CLI::Range(0.0, 100.0));
+    run->add_option("--max-load", a->max_load, "refuse a device whose 1-minute load is above this")
+        ->check(CLI::Range(0.0, 1e6));
+    run->add_option("--timeout", a->timeout,
+                    "the measuring command's deadline per device (e.g. 30m)");
+    run->add_option("--only", a->only, "these devices of the inventory (a comma list)");
+    run->add_option("COMMAND", a->o.command, "the measuring command and its arguments, after --")
+        ->required();
+    run->callback([&ctx, a] {
+        Inventory inv = load_inventory(a->hosts);
+        a->o.db_path = a->db.empty() ? default_db(a->hosts) : a->db;
+        if (!a->cool_to.empty()) {
+            a->o.gates.cool_to_c = parse_celsius(a->cool_to);
+            if (!a->o.gates.cool_to_c)
+                throw usage_error("--cool-to '" + a->cool_to + "' is not a temperature (e.g. 45C)");
+        }
+        if (!a->cool_timeout.empty())
+            a->o.gates.cool_timeout_s =
+                static_cast<double>(parse_duration_ns(a->cool_timeout)) * 1e-9;
+        if (!a->governor.empty())
+            a->o.gates.governor = a->governor;
+        a->o.gates.min_battery_pct = a->min_battery;
+        a->o.gates.max_load = a->max_load;
+        if (!a->timeout.empty())
+            a->o.timeout_s = static_cast<double>(parse_duration_ns(a->timeout)) * 1e-9;
+        if (!a->only.empty())
+            a->o.only = split_list(a->only);
+        ctx.err << fmt::format("fleet {}: {} device(s), store {}\n", inv.name, inv.devices.size(),
+                               a->o.db_path);
+        const FleetRunSummary s = run_fleet(inv, a->o, ctx.err);
+        ctx.err << fmt::format("fleet {}: {} ok, {} failed, {} skipped (fleet status --db {})\n",
+                               inv.name, s.ok, s.failed, s.skipped, a->o.db_path);
+        ctx.exit_code = s.failed > 0 ? 1 : 0;
+    });
+
+    auto* status = fleet->add_subcommand(
+        "status", "What ran where, when, with which stagebench and llama.cpp, and what failed");
+    status->add_option("--hosts", a->hosts, "the inventory (its store: the inventory's .sqlite)");
+    status->add_option("--db", a->db, "the results store");
+    status->add_option("--fleet", a->fleet_name, "only this fleet (the inventory's name)");
+    status->callback([&ctx, a] {
+        std::string db = a->db;
+        std::optional<std::string> name = a->fleet_name;
+        if (db.empty() && a->hosts.empty())
+            throw usage_error("fleet status needs --db FILE or --hosts FILE");
+        if (!a->hosts.empty()) {
+            Inventory inv = load_inventory(a->hosts);
+            if (db.empty())
+                db = default_db(a->hosts);
+            if (!name)
+                name = inv.name;
+        }
+        auto store = ResultStore::open(db, ResultStore::Mode::existing);
+        const auto runs = store.fleet_runs(name);
+        ctx.out
+            << "| id | fleet | device | status | finished (UTC) | stagebench | llama.cpp | arch "
+               "| document | command or error |\n"
+            << "|---|---|---|---|---|---|---|---|---|---|\n";
+        for (const auto& r : runs) {
+            std::string what = r.status == "ok" ? r.command : r.error.value_or("");
+            for (auto& c : what)
+                if (c == '|' || c == '\n')
+                    c = ' ';
+            ctx.out << fmt::format(
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", r.id, r.fleet, r.device,
+                r.status, r.finished_at, r.tool_version.value_or("-"), short_commit(r.llama_commit),
+                r.arch.value_or("-"), r.document_id ? "db:" + std::to_string(*r.document_id) : "-",
+                what);
+        }
+        if (runs.empty())
+            ctx.err << "fleet status: no fleet runs in '" << db << "'\n";
+    });
+}
+
+#else
+
+void add_fleet_command(CLI::App& app, Context&) {
+    auto* fleet = app.add_subcommand("fleet", "Not in this build (needs toml++ and OpenSSL)");
+    fleet->allow_extras();
+    fleet->callback([] {
+        throw usage_error(
+            "fleet is not in this build: it needs toml++ (libtomlplusplus-dev) and OpenSSL at "
+            "build time");
+    });
+}
+
+#endif
+
+}  // namespace sb::cli

@@ -1,0 +1,655 @@
+#include "fleet/fleet_run.hpp"
+
+#include <fmt/format.h>
+#include <openssl/evp.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "core/arm_level.hpp"
+#include "core/document.hpp"
+#include "core/error.hpp"
+#include "core/interrupt.hpp"
+#include "core/json_util.hpp"
+#include "core/result.hpp"
+#include "fleet/device_probe.hpp"
+#include "fleet/transport.hpp"
+#include "store/result_store.hpp"
+
+namespace sb {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr double kProbeTimeoutS = 60;
+constexpr double kCopyTimeoutS = 1800;
+
+const std::set<std::string> kMeasuring = {"run", "ops", "decompose", "sustained", "hybrid"};
+// Those that write their document as they go with --out (kept after a failure).
+const std::set<std::string> kWithOut = {"run", "ops", "sustained", "hybrid"};
+
+// The first 16 hex digits of the file's SHA-256.
+std::string content_hash(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+        throw input_error("cannot read '" + path + "'");
+    EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+    EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
+    std::vector<char> buf(1 << 20);
+    while (in) {
+        in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+        EVP_DigestUpdate(ctx, buf.data(), static_cast<std::size_t>(in.gcount()));
+    }
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+    EVP_DigestFinal_ex(ctx, md, &n);
+    EVP_MD_CTX_free(ctx);
+    std::string hex;
+    for (unsigned int i = 0; i < 8 && i < n; ++i)
+        hex += fmt::format("{:02x}", md[i]);
+    return hex;
+}
+
+struct Version {
+    std::string tool, llama_tag, llama_commit;
+    std::optional<std::string> cpu_variant;
+};
+
+// `stagebench version`'s lines.
+std::optional<Version> parse_version(const std::string& text) {
+    Version v;
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.rfind("stagebench ", 0) == 0)
+            v.tool = line.substr(11);
+        else if (line.rfind("llama.cpp ", 0) == 0) {
+            const auto open = line.find(" (commit ");
+            v.llama_tag =
+                line.substr(10, open == std::string::npos ? std::string::npos : open - 10);
+            if (open != std::string::npos) {
+                const auto close = line.find(')', open);
+                v.llama_commit = line.substr(
+                    open + 9, close == std::string::npos ? std::string::npos : close - open - 9);
+            }
+        } else if (line.rfind("cpu variant: ", 0) == 0)
+            v.cpu_variant = line.substr(13);
+    }
+    if (v.tool.empty())
+        return std::nullopt;
+    return v;
+}
+
+std::string self_exe() {
+    std::error_code ec;
+    return fs::read_symlink("/proc/self/exe", ec).string();
+}
+
+struct Job {
+    DeviceSpec spec;
+    std::unique_ptr<Transport> t;
+    std::string workdir;
+    DeviceIdentity id;
+    std::string sb;        // the stagebench to run there
+    std::string artifact;  // what was deployed ("" when none)
+    std::optional<Version> version;
+    std::string started_at;
+    std::optional<std::string> error, error_kind;  // a failure before the command ran
+    bool skip = false;
+    std::optional<int64_t> done_doc;  // --resume: the document already stored
+};
+
+class Fleet {
+  public:
+    Fleet(const Inventory& inv, const FleetRunOptions& o, std::ostream& log)
+        : inv_(inv), o_(o), log_(log), store_(ResultStore::open(o.db_path)) {
+        command_json_ = dump_json(json(o.command));
+    }
+
+    FleetRunSummary run() {
+        for (const auto& d : inv_.devices) {
+            if (!o_.only.empty() &&
+                std::find(o_.only.begin(), o_.only.end(), d.name) == o_.only.end())
+                continue;
+            auto j = std::make_unique<Job>();
+            j->spec = d;
+            j->spec.gates = inv_.gates.overridden_by(d.gates).overridden_by(o_.gates);
+            j->t = make_transport(j->spec);
+            j->workdir = workdir_of(j->spec);
+            jobs_.push_back(std::move(j));
+        }
+        if (jobs_.empty())
+            throw usage_error("--only names no device of inventory '" + inv_.path + "'");
+        if (o_.resume) {
+            for (const auto& r : store_.fleet_runs(inv_.name))
+                for (auto& j : jobs_)
+                    if (r.device == j->spec.name && r.command == command_json_ &&
+                        r.status == "ok") {
+                        j->skip = true;
+                        j->done_doc = r.document_id;
+                    }
+        }
+        for (auto& j : jobs_)
+            if (j->skip) {
+                say(*j, j->done_doc ? fmt::format("already in the store (document #{}): skipped",
+                                                  *j->done_doc)
+                                    : std::string("already in the store: skipped"));
+                ++summary_.skipped;
+            }
+        each([this](Job& j) { prepare(j); });
+        check_versions();
+        each([this](Job& j) { measure(j); });
+        return summary_;
+    }
+
+  private:
+    std::string workdir_of(const DeviceSpec& d) const {
+        if (!d.workdir.empty())
+            return d.workdir;
+        switch (d.kind) {
+            case TransportKind::ssh:
+                return "stagebench-fleet";  // in the login's home
+            case TransportKind::adb:
+                return "/data/local/tmp/stagebench";
+            default:
+                return fs::absolute(fs::path(o_.db_path).parent_path() / (inv_.name + "-" + d.name))
+                    .string();
+        }
+    }
+
+    void say(const Job& j, const std::string& msg) {
+        std::lock_guard lk(log_mu_);
+        log_ << "[" << j.spec.name << "] " << msg << "\n" << std::flush;
+    }
+
+    // f on every job not skipped or failed, o_.parallel at once.
+    void each(const std::function<void(Job&)>& f) {
+        std::atomic<std::size_t> next{0};
+        auto worker = [&] {
+            for (std::size_t k; (k = next++) < jobs_.size();) {
+                Job& j = *jobs_[k];
+                if (j.skip || j.error || interrupt_requested())
+                    continue;
+                try {
+                    f(j);
+                } catch (const Error& e) {
+                    fail(j, e.what(), error_kind_name(e.kind()));
+                } catch (const std::exception& e) {
+                    fail(j, e.what(), "runtime");
+                }
+            }
+        };
+        const int n = std::max(1, std::min<int>(o_.parallel, static_cast<int>(jobs_.size())));
+        std::vector<std::thread> threads;
+        for (int i = 1; i < n; ++i)
+            threads.emplace_back(worker);
+        worker();
+        for (auto& t : threads)
+            t.join();
+    }
+
+    void fail(Job& j, const std::string& error, const std::string& kind) {
+        j.error = error;
+        j.error_kind = kind;
+        say(j, "failed: " + error);
+        FleetRun r = row(j);
+        r.status = "failed";
+        r.error = error;
+        r.error_kind = kind;
+        std::lock_guard lk(store_mu_);
+        store_.append_fleet_run(r);
+        ++summary_.failed;
+    }
+
+    FleetRun row(const Job& j) const {
+        FleetRun r;
+        r.fleet = inv_.name;
+        r.device = j.spec.name;
+        r.transport = j.spec.transport;
+        r.command = command_json_;
+        r.started_at = j.started_at.empty() ? utc_timestamp() : j.started_at;
+        r.finished_at = utc_timestamp();
+        if (j.version) {
+            r.tool_version = j.version->tool;
+            r.llama_commit = j.version->llama_commit;
+        }
+        if (!j.id.arch.empty())
+            r.arch = j.id.arch;
+        return r;
+    }
+
+    ProcessResult sh(Job& j, const std::string& cmd, double timeout_s = kProbeTimeoutS) {
+        return j.t->shell(cmd, timeout_s);
+    }
+
+    // Runs cmd there; throws sb::Error(runtime) naming what when it fails.
+    std::string must(Job& j, const std::string& cmd, const std::string& what,
+                     double timeout_s = kProbeTimeoutS) {
+        auto r = sh(j, cmd, timeout_s);
+        if (!r.ok())
+            throw runtime_error(transport_error(j.spec, what, r));
+        return r.out;
+    }
+
+    // --- 1 to 4 ---
+    void prepare(Job& j) {
+        j.started_at = utc_timestamp();
+        say(j, "reaching " + j.spec.transport);
+        j.id = parse_identity(must(j, identity_script(), "reading its identity"));
+        must(j, "mkdir -p " + shell_quote(j.workdir), "making " + j.workdir);
+        deploy(j);
+        say(j, fmt::format("{} {}, stagebench {} (llama.cpp {}){}", j.id.arch,
+                           j.id.model.value_or(j.id.cpu.value_or("")), j.version->tool,
+                           j.version->llama_commit, j.artifact.empty() ? "" : ", " + j.artifact));
+        push_models(j);
+    }
+
+    std::optional<Version> version_of(Job& j, const std::vector<std::string>& argv) {
+        auto r = sh(j, shell_join(argv) + " version");
+        if (!r.ok())
+            return std::nullopt;
+        return parse_version(r.out);
+    }
+
+    std::vector<std::string> with_prefix(const Job& j, const std::string& sb) const {
+        auto argv = j.t->run_prefix();
+        argv.push_back(sb);
+        return argv;
+    }
+
+    // Pushes file into workdir/sb/HASH/ once; returns that folder.
+    std::string push_once(Job& j, const std::string& file, bool tarball) {
+        const std::string h = content_hash(file);
+        const std::string dir = j.workdir + "/sb/" + h;
+        auto there = sh(j, "test -f " + shell_quote(dir + "/.ok"));
+        if (there.ok())
+            return dir;
+        say(j, "deploying " + fs::path(file).filename().string());
+        must(j, "mkdir -p " + shell_quote(dir), "making " + dir);
+        const std::string remote = dir + "/" + fs::path(file).filename().string();
+        j.t->push(file, remote, kCopyTimeoutS);
+        must(j,
+             tarball
+                 ? "cd " + shell_quote(dir) + " && tar -xzf " + shell_quote(remote) + " && rm -f " +
+                       shell_quote(remote) + " && touch .ok"
+                 : "chmod 755 " + shell_quote(remote) + " && touch " + shell_quote(dir + "/.ok"),
+             tarball ? "unpacking the dist" : "installing the agent");
+        return dir;
+    }
+
+    std::vector<fs::path> agents_high_to_low() const {
+        std::vector<fs::path> out;
+        for (auto it = std::rbegin(kArmLevels); it != std::rend(kArmLevels); ++it) {
+            fs::path p = fs::path(o_.dist_dir) / agent_file_name(*it);
+            if (fs::is_regular_file(p))
+                out.push_back(p);
+        }
+        return out;
+    }
+
+    std::optional<fs::path> tarball_for(const std::string& arch) const {
+        std::error_code ec;
+        std::optional<fs::path> best;
+        fs::file_time_type best_t{};
+        for (const auto& e : fs::directory_iterator(o_.dist_dir, ec)) {
+            const std::string n = e.path().filename().string();
+            const std::string tail = "-linux-" + arch + ".tar.gz";
+            if (n.rfind("stagebench-", 0) == 0 && n.size() > tail.size() &&
+                n.compare(n.size() - tail.size(), tail.size(), tail) == 0 &&
+                n.rfind("stagebench-agent", 0) != 0) {
+                auto t = fs::last_write_time(e.path(), ec);
+                if (!best || t > best_t) {
+                    best = e.path();
+                    best_t = t;
+                }
+            }
+        }
+        return best;
+    }
+
+    void deploy(Job& j) {
+        const DeviceSpec& d = j.spec;
+        if (d.stagebench) {
+            j.sb = *d.stagebench;
+            j.version = version_of(j, with_prefix(j, j.sb));
+            if (!j.version)
+                throw input_error(d.name + ": its stagebench '" + j.sb + "' does not run");
+            return;
+        }
+        if (d.kind == TransportKind::exec) {
+            // What runs behind the prefix is found by trying: the agents from the highest ARM
+            // level down (an agent refuses a CPU without its features), then this stagebench.
+            for (const auto& a : d.arch.value_or("arm64") == "arm64" ? agents_high_to_low()
+                                                                     : std::vector<fs::path>{}) {
+                const std::string dir = push_once(j, a.string(), false);
+                const std::string sb = dir + "/" + a.filename().string();
+                if (auto v = version_of(j, with_prefix(j, sb))) {
+                    j.sb = sb;
+                    j.version = v;
+                    j.artifact = a.filename().string();
+                    return;
+                }
+            }
+            j.sb = self_exe();
+            j.version = version_of(j, with_prefix(j, j.sb));
+            if (!j.version)
+                throw input_error(d.name + ": nothing of " + o_.dist_dir +
+                                  " runs behind its prefix (make agents, make dist)");
+            return;
+        }
+        if (d.kind == TransportKind::local) {
+            j.sb = self_exe();
+            j.version = version_of(j, {j.sb});
+            if (!j.version)
+                throw runtime_error(d.name + ": this stagebench does not run: " + j.sb);
+            return;
+        }
+        const std::string arch = dist_arch(j.id.arch);
+        if (arch.empty())
+            throw input_error(d.name + ": no stagebench for its architecture '" + j.id.arch + "'");
+        std::optional<fs::path> tarball;
+        if (!j.id.android)
+            tarball = tarball_for(arch);
+        if (tarball) {
+            const std::string dir = push_once(j, tarball->string(), true);
+            std::string stem = tarball->filename().string();
+            stem.resize(stem.size() - std::string(".tar.gz").size());
+            j.sb = dir + "/" + stem + "/bin/stagebench";
+            j.artifact = tarball->filename().string();
+        } else if (arch == "arm64") {
+            // A phone (or an ARM board without the tarball): the static agent of its ARM level.
+            std::set<std::string> features;
+            try {
+                features = cpuinfo_common_features(j.id.cpuinfo);
+            } catch (const Error&) {
+            }
+            const ArmLevel best = best_arm_level(features);
+            std::optional<fs::path> agent;
+            for (ArmLevel l : kArmLevels) {
+                fs::path p = fs::path(o_.dist_dir) / agent_file_name(l);
+                if (l <= best && fs::is_regular_file(p))
+                    agent = p;
+            }
+            if (!agent)
+                throw input_error(fmt::format("{}: no agent in {} for {} (make agents builds {})",
+                                              d.name, o_.dist_dir, arm_level_name(best),
+                                              agent_file_name(best)));
+            const std::string dir = push_once(j, agent->string(), false);
+            j.sb = dir + "/" + agent->filename().string();
+            j.artifact = agent->filename().string();
+        } else {
+            throw input_error(d.name + ": no stagebench-*-linux-" + arch + ".tar.gz in " +
+                              o_.dist_dir + " (make dist)");
+        }
+        j.version = version_of(j, with_prefix(j, j.sb));
+        if (!j.version)
+            throw runtime_error(d.name + ": the deployed stagebench does not run (" + j.sb + ")");
+    }
+
+    void push_models(Job& j) {
+        std::map<std::string, std::string> remote;
+        for (std::size_t i = 0; i + 1 < o_.command.size(); ++i) {
+            if (o_.command[i] != "-m" && o_.command[i] != "--model")
+                continue;
+            std::stringstream list(o_.command[i + 1]);
+            for (std::string m; std::getline(list, m, ',');) {
+                if (remote.count(m) || !fs::is_regular_file(m))
+                    continue;  // a path the device has, or a model behind a server
+                if (j.t->is_this_machine()) {
+                    remote[m] = fs::absolute(m).string();
+                    continue;
+                }
+                const std::string path = j.workdir + "/models/" + content_hash(m) + "-" +
+                                         fs::path(m).filename().string();
+                if (!sh(j, "test -f " + shell_quote(path)).ok()) {
+                    say(j, "copying model " + fs::path(m).filename().string());
+                    must(j, "mkdir -p " + shell_quote(j.workdir + "/models"), "making models/");
+                    j.t->push(m, path, kCopyTimeoutS);
+                }
+                remote[m] = path;
+            }
+        }
+        std::lock_guard lk(jobs_mu_);
+        j_models_[&j] = remote;
+    }
+
+    // Every device runs the same stagebench and llama.cpp commit as the first one, or fails.
+    void check_versions() {
+        const Job* first = nullptr;
+        for (auto& j : jobs_) {
+            if (j->skip || j->error || !j->version)
+                continue;
+            if (!first) {
+                first = j.get();
+                continue;
+            }
+            const Version &a = *first->version, &b = *j->version;
+            if ((a.tool != b.tool || a.llama_commit != b.llama_commit) && !o_.allow_mixed)
+                fail(*j,
+                     fmt::format("{}: stagebench {} with llama.cpp {} differs from {}'s {} with "
+                                 "{}: redeploy, or --allow-mixed to compare them anyway",
+                                 j->spec.name, b.tool, b.llama_commit, first->spec.name, a.tool,
+                                 a.llama_commit),
+                     "input");
+        }
+    }
+
+    // --- 5: the gates, then 6: the command ---
+    json gates(Job& j, Warnings& warnings) {
+        const Gates& g = j.spec.gates;
+        const double timeout = g.cool_timeout_s.value_or(600);
+        const auto start = std::chrono::steady_clock::now();
+        GateState first, s;
+        bool timed_out = false;
+        for (int k = 0;; ++k) {
+            s = parse_gate_state(must(j, gate_script(), "reading its temperatures"));
+            if (k == 0)
+                first = s;
+            GateVerdict v = judge_gates(g, s);
+            if (v.refusal)
+                throw input_error(j.spec.name + ": gate: " + *v.refusal);
+            const double waited =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            if (!v.hot) {
+                for (const auto& w : v.warnings) {
+                    say(j, "warning: " + w);
+                    warnings.push_back({"fleet_gate", w, ""});
+                }
+                break;
+            }
+            if (waited >= timeout || interrupt_requested()) {
+                timed_out = true;
+                const std::string w =
+                    fmt::format("still {:.1f} C after {:.0f} s, above --cool-to {:g}C: ran anyway",
+                                *s.hottest_c, waited, *g.cool_to_c);
+                say(j, "warning: " + w);
+                warnings.push_back({"fleet_cool_timeout", w, "give it longer (--cool-timeout)"});
+                break;
+            }
+            if (k % 6 == 0)
+                say(j, fmt::format("cooling: {:.1f} C, waiting for {:g} C", *s.hottest_c,
+                                   *g.cool_to_c));
+            std::this_thread::sleep_for(std::chrono::seconds(5));
+        }
+        const double waited =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        json out = {{"before", to_json(first)},
+                    {"at_start", to_json(s)},
+                    {"waited_s", waited},
+                    {"cool_timed_out", timed_out}};
+        out["cool_to_c"] = g.cool_to_c ? json(*g.cool_to_c) : json(nullptr);
+        out["governor"] = g.governor.value_or("warn");
+        out["min_battery_pct"] = g.min_battery_pct ? json(*g.min_battery_pct) : json(nullptr);
+        out["max_load"] = g.max_load ? json(*g.max_load) : json(nullptr);
+        return out;
+    }
+
+    void measure(Job& j) {
+        Warnings gate_warnings;
+        json gate_json = gates(j, gate_warnings);
+        std::vector<std::string> args = o_.command;
+        std::map<std::string, std::string> remote_models;
+        {
+            std::lock_guard lk(jobs_mu_);
+            remote_models = j_models_[&j];
+        }
+        for (std::size_t i = 0; i + 1 < args.size(); ++i) {
+            if (args[i] != "-m" && args[i] != "--model")
+                continue;
+            std::string joined;
+            std::stringstream list(args[i + 1]);
+            for (std::string m; std::getline(list, m, ',');) {
+                auto it = remote_models.find(m);
+                joined +=
+                    (joined.empty() ? "" : ",") + (it == remote_models.end() ? m : it->second);
+            }
+            args[i + 1] = joined;
+        }
+        const std::string stamp =
+            std::to_string(::time(nullptr)) + "-" + std::to_string(::getpid());
+        const std::string remote_out =
+            j.workdir + "/results/" + inv_.name + "-" + j.spec.name + "-" + stamp + ".json";
+        args.insert(args.end(), {"-o", "json"});
+        const bool with_out = kWithOut.count(args[0]) > 0;
+        if (with_out)
+            args.insert(args.end(), {"--out", remote_out});
+        std::string line = "cd " + shell_quote(j.workdir) + " && mkdir -p results && ";
+        if (!j.spec.env.empty()) {
+            line += "env";
+            for (const auto& [k, v] : j.spec.env)
+                line += " " + k + "=" + shell_quote(v);
+            line += " ";
+        }
+        auto argv = with_prefix(j, j.sb);
+        argv.insert(argv.end(), args.begin(), args.end());
+        line += shell_join(argv);
+        say(j, "running " + shell_join(o_.command));
+        const fs::path tmp = fs::temp_directory_path() /
+                             fmt::format("sb-fleet-{}-{}-{}", ::getpid(), j.spec.name, stamp);
+        fs::create_directories(tmp);
+        const std::string stdout_file = (tmp / "stdout.json").string();
+        const auto t0 = std::chrono::steady_clock::now();
+        ProcessResult r = j.t->shell(line, o_.timeout_s, stdout_file);
+        const double took =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        // The document: the one written as it went (also after a failure), else stdout.
+        std::optional<ResultDocument> doc;
+        std::string doc_error;
+        auto try_load = [&](const std::string& path) {
+            if (doc)
+                return;
+            try {
+                if (fs::is_regular_file(path) && fs::file_size(path) > 0)
+                    doc = load_result_document(path);
+            } catch (const Error& e) {
+                doc_error = e.what();
+            }
+        };
+        if (with_out) {
+            const std::string local_out = (tmp / "out.json").string();
+            try {
+                j.t->pull(remote_out, local_out, kCopyTimeoutS);
+                try_load(local_out);
+            } catch (const Error&) {
+            }
+        }
+        try_load(stdout_file);
+        std::error_code ec;
+        fs::remove_all(tmp, ec);
+
+        std::optional<int64_t> doc_id;
+        if (doc) {
+            json identity = to_json(j.id);
+            identity["fleet"] = inv_.name;
+            identity["device"] = j.spec.name;
+            identity["transport"] = j.spec.transport;
+            identity["stagebench"] = {{"path", j.sb},
+                                      {"version", j.version->tool},
+                                      {"llama_tag", j.version->llama_tag},
+                                      {"llama_commit", j.version->llama_commit},
+                                      {"artifact", j.artifact}};
+            identity["ggml_cpu_variant"] =
+                j.version->cpu_variant ? json(*j.version->cpu_variant) : json(nullptr);
+            identity["gates"] = gate_json;
+            doc->fleet = identity;
+            for (auto& w : gate_warnings)
+                doc->warnings.push_back(w);
+            std::lock_guard lk(store_mu_);
+            doc_id = store_.append(*doc);
+        }
+        const bool ok = r.ok() && doc;
+        FleetRun row_ = row(j);
+        row_.document_id = doc_id;
+        row_.status = ok ? "ok" : "failed";
+        if (!ok) {
+            std::string err;
+            if (r.ok())
+                err = j.spec.name + ": the command gave no result document" +
+                      (doc_error.empty() ? "" : ": " + doc_error);
+            else if (r.exit_code == 255 && j.spec.kind == TransportKind::ssh)
+                err = transport_error(j.spec, "connection lost", r);
+            else if (r.timed_out || r.interrupted || r.signal || !r.started)
+                err = transport_error(j.spec, "the command", r);
+            else
+                err = j.spec.name + ": " + r.last_line();
+            row_.error = err;
+            row_.error_kind = r.exit_code == 2 ? "input" : "runtime";
+            say(j, "failed: " + err +
+                       (doc_id ? fmt::format(" (what it measured is document #{})", *doc_id) : ""));
+            ++summary_.failed;
+        } else {
+            say(j, fmt::format("ok: document #{} in {:.1f} s", *doc_id, took));
+            ++summary_.ok;
+        }
+        std::lock_guard lk(store_mu_);
+        store_.append_fleet_run(row_);
+    }
+
+    const Inventory& inv_;
+    const FleetRunOptions& o_;
+    std::ostream& log_;
+    ResultStore store_;
+    std::string command_json_;
+    std::vector<std::unique_ptr<Job>> jobs_;
+    std::map<const Job*, std::map<std::string, std::string>> j_models_;
+    std::mutex log_mu_, store_mu_, jobs_mu_;
+    FleetRunSummary summary_;
+};
+
+}  // namespace
+
+bool fleet_measuring_command(const std::string& name) {
+    return kMeasuring.count(name) > 0;
+}
+
+FleetRunSummary run_fleet(const Inventory& inv, const FleetRunOptions& o, std::ostream& log) {
+    if (o.command.empty())
+        throw usage_error("fleet run needs a command after --, e.g. -- run -m model.gguf");
+    if (!fleet_measuring_command(o.command[0]))
+        throw usage_error("fleet run: '" + o.command[0] +
+                          "' is not a measuring command (run, ops, decompose, sustained, hybrid)");
+    for (const auto& a : o.command)
+        if (a == "-o" || a == "--output" || a == "--out" || a.rfind("--out=", 0) == 0 ||
+            a.rfind("--output=", 0) == 0 || a == "--db")
+            throw usage_error("fleet run sets " + a +
+                              " itself: each document goes to the fleet's store");
+    if (o.parallel < 1)
+        throw usage_error("--parallel must be 1 or more");
+    Fleet f(inv, o, log);
+    FleetRunSummary s = f.run();
+    if (interrupt_requested())
+        log << "fleet: interrupted\n";
+    return s;
+}
+
+}  // namespace sb

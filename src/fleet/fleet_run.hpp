@@ -1,0 +1,49 @@
+#pragma once
+// `stagebench fleet run`: one measuring command on every device of an inventory, into one
+// results store (README "Fleet"). Per device, in order:
+//   1. reach it and read its identity (fleet/device_probe.hpp);
+//   2. deploy the stagebench for its architecture from the dist folder (a tarball of `make
+//      dist`, or a static agent of `make agents` on Android and emulated ARM), skipped when the
+//      same file (by content hash) is already there; or use the device's own stagebench;
+//   3. read that stagebench's version: every device must run the same stagebench and llama.cpp
+//      commit, unless allow_mixed;
+//   4. push the models the command names (once per device and content hash);
+//   5. check the gates: wait to cool below cool_to, refuse on a gate's refusal;
+//   6. run the command, copy its document back (also a partial one after a failure), add the
+//      device's identity (document "fleet") and append it to the store;
+// and record the outcome in the store's fleet_runs, failures with their one-line error. A
+// device that fails never stops the others.
+#include <functional>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "fleet/inventory.hpp"
+
+namespace sb {
+
+struct FleetRunOptions {
+    std::string db_path;
+    std::vector<std::string> command;  // e.g. {"run", "-m", "tiny.gguf", "-p", "64"}
+    std::string dist_dir = "dist";     // where the tarballs and agents are
+    int parallel = 1;                  // devices at once (never two commands on one device)
+    bool resume = false;               // skip (device, command) pairs already ok in the store
+    bool allow_mixed = false;          // run devices whose stagebench or llama.cpp differ
+    Gates gates;                       // command-line gates (override the inventory's)
+    double timeout_s = 0;              // the measuring command's deadline (0: none)
+    std::vector<std::string> only;     // device names to run (empty: all)
+};
+
+struct FleetRunSummary {
+    int ok = 0, failed = 0, skipped = 0;
+};
+
+// The commands whose JSON output is a result document.
+bool fleet_measuring_command(const std::string& name);
+
+// Throws sb::Error(usage) for a bad command or option, sb::Error(input) for a bad inventory or
+// store; a device's failure is recorded, never thrown.
+FleetRunSummary run_fleet(const Inventory& inv, const FleetRunOptions& o, std::ostream& log);
+
+}  // namespace sb

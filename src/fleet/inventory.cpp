@@ -1,0 +1,292 @@
+#include "fleet/inventory.hpp"
+
+#include <fmt/format.h>
+
+#include <toml++/toml.h>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+
+#include "core/error.hpp"
+#include "core/file_io.hpp"
+#include "core/parse.hpp"
+
+namespace sb {
+
+namespace {
+
+const std::set<std::string> kDeviceKeys = {"name",    "transport", "identity", "ssh_options",
+                                           "workdir", "env",       "gates",    "stagebench",
+                                           "prefix",  "arch"};
+const std::set<std::string> kGateKeys = {"cool_to", "cool_timeout", "governor", "min_battery",
+                                         "max_load"};
+
+struct Reader {
+    std::string source;
+    [[noreturn]] void fail(const std::string& where, const std::string& what) const {
+        throw input_error(
+            fmt::format("inventory '{}': {}{}", source, where.empty() ? "" : where + ": ", what));
+    }
+    std::string str(const toml::node& n, const std::string& where) const {
+        if (auto s = n.value<std::string>())
+            return *s;
+        fail(where, "expected a string");
+    }
+    std::vector<std::string> strings(const toml::node& n, const std::string& where) const {
+        const toml::array* a = n.as_array();
+        if (!a)
+            fail(where, "expected an array of strings");
+        std::vector<std::string> out;
+        for (const auto& e : *a)
+            out.push_back(str(e, where));
+        return out;
+    }
+    double number(const toml::node& n, const std::string& where) const {
+        if (auto i = n.value<int64_t>())
+            return static_cast<double>(*i);
+        if (auto d = n.value<double>(); d && std::isfinite(*d))
+            return *d;
+        fail(where, "expected a number");
+    }
+    Gates gates(const toml::node& n, const std::string& where) const {
+        const toml::table* t = n.as_table();
+        if (!t)
+            fail(where, "expected a table");
+        Gates g;
+        for (const auto& [k, v] : *t) {
+            const std::string key(k.str()), w = where + "." + key;
+            if (!kGateKeys.count(key))
+                fail(w,
+                     "unknown key (known: cool_to, cool_timeout, governor, min_battery, "
+                     "max_load)");
+            if (key == "cool_to") {
+                std::string text = v.is_string() ? str(v, w) : fmt::format("{}", number(v, w));
+                g.cool_to_c = parse_celsius(text);
+                if (!g.cool_to_c)
+                    fail(w, "'" + text + "' is not a temperature (e.g. \"45C\")");
+            } else if (key == "cool_timeout") {
+                if (v.is_string()) {
+                    auto ns = parse_duration(str(v, w));
+                    if (!ns || *ns <= 0)
+                        fail(w, "expected a duration such as \"10m\"");
+                    g.cool_timeout_s = static_cast<double>(*ns) * 1e-9;
+                } else {
+                    g.cool_timeout_s = number(v, w);
+                }
+            } else if (key == "governor") {
+                g.governor = str(v, w);
+                if (*g.governor != "warn" && *g.governor != "refuse" && *g.governor != "ignore")
+                    fail(w, "expected \"warn\", \"refuse\" or \"ignore\"");
+            } else if (key == "min_battery") {
+                g.min_battery_pct = number(v, w);
+                if (*g.min_battery_pct < 0 || *g.min_battery_pct > 100)
+                    fail(w, "expected a percentage in [0, 100]");
+            } else if (key == "max_load") {
+                g.max_load = number(v, w);
+                if (*g.max_load < 0)
+                    fail(w, "expected a load of 0 or more");
+            }
+        }
+        return g;
+    }
+};
+
+std::string expand_home(const std::string& p) {
+    if (p.rfind("~/", 0) == 0) {
+        const char* home = std::getenv("HOME");
+        if (home && *home)
+            return std::string(home) + p.substr(1);
+    }
+    return p;
+}
+
+void parse_transport(const Reader& r, const std::string& where, DeviceSpec& d) {
+    const std::string& t = d.transport;
+    if (t == "local") {
+        d.kind = TransportKind::local;
+    } else if (t == "exec") {
+        d.kind = TransportKind::exec;
+    } else if (t.rfind("adb://", 0) == 0) {
+        d.kind = TransportKind::adb;
+        d.serial = t.substr(6);
+        if (d.serial.empty() || d.serial.find_first_of(" \t/'\"") != std::string::npos)
+            r.fail(where, "adb transport needs a serial: adb://SERIAL");
+    } else if (t.rfind("ssh://", 0) == 0) {
+        d.kind = TransportKind::ssh;
+        std::string rest = t.substr(6);
+        if (!rest.empty() && rest.back() == '/')
+            rest.pop_back();
+        const auto at = rest.rfind('@');
+        if (at != std::string::npos) {
+            d.user = rest.substr(0, at);
+            rest = rest.substr(at + 1);
+        }
+        const auto colon = rest.rfind(':');
+        if (colon != std::string::npos && rest.find(']') == std::string::npos) {
+            const std::string port = rest.substr(colon + 1);
+            const bool digits = !port.empty() && port.size() <= 5 &&
+                                port.find_first_not_of("0123456789") == std::string::npos;
+            if (!digits || std::stoi(port) < 1 || std::stoi(port) > 65535)
+                r.fail(where, "'" + port + "' is not a port (ssh://user@host:22)");
+            d.port = std::stoi(port);
+            rest = rest.substr(0, colon);
+        }
+        d.host = rest;
+        if (d.host.empty() || d.host.find_first_of(" \t/'\"") != std::string::npos ||
+            d.host[0] == '-' || (!d.user.empty() && d.user[0] == '-'))
+            r.fail(where, "ssh transport needs a host: ssh://user@host:port");
+    } else {
+        r.fail(where,
+               "unknown transport '" + t + "' (ssh://user@host:port, adb://SERIAL, local or exec)");
+    }
+}
+
+}  // namespace
+
+const char* transport_kind_name(TransportKind k) {
+    switch (k) {
+        case TransportKind::ssh:
+            return "ssh";
+        case TransportKind::adb:
+            return "adb";
+        case TransportKind::local:
+            return "local";
+        case TransportKind::exec:
+            return "exec";
+    }
+    return "?";
+}
+
+Gates Gates::overridden_by(const Gates& over) const {
+    Gates g = *this;
+    if (over.cool_to_c)
+        g.cool_to_c = over.cool_to_c;
+    if (over.cool_timeout_s)
+        g.cool_timeout_s = over.cool_timeout_s;
+    if (over.governor)
+        g.governor = over.governor;
+    if (over.min_battery_pct)
+        g.min_battery_pct = over.min_battery_pct;
+    if (over.max_load)
+        g.max_load = over.max_load;
+    return g;
+}
+
+std::optional<double> parse_celsius(const std::string& text) {
+    std::string t = text;
+    while (!t.empty() && (t.back() == 'C' || t.back() == 'c' || t.back() == ' '))
+        t.pop_back();
+    if (t.size() >= 2 && t.compare(t.size() - 2, 2, "\xC2\xB0") == 0)  // "°"
+        t.resize(t.size() - 2);
+    if (t.empty())
+        return std::nullopt;
+    char* end = nullptr;
+    const double v = std::strtod(t.c_str(), &end);
+    if (end != t.c_str() + t.size() || !(v > -50 && v < 200))
+        return std::nullopt;
+    return v;
+}
+
+Inventory parse_inventory(const std::string& text, const std::string& source) {
+    Reader r{source};
+    toml::table root;
+    try {
+        root = toml::parse(text, source);
+    } catch (const toml::parse_error& e) {
+        r.fail(fmt::format("line {}", e.source().begin.line), std::string(e.description()));
+    }
+    Inventory inv;
+    inv.path = source;
+    inv.name = std::filesystem::path(source).stem().string();
+    for (const auto& [k, v] : root) {
+        const std::string key(k.str());
+        if (key == "name") {
+            inv.name = r.str(v, "name");
+        } else if (key == "gates") {
+            inv.gates = r.gates(v, "gates");
+        } else if (key != "device") {
+            r.fail(key, "unknown key (known: name, gates, device)");
+        }
+    }
+    if (inv.name.empty())
+        r.fail("name", "must not be empty");
+    const toml::array* devs = root["device"].as_array();
+    if (!devs || devs->empty())
+        r.fail("", "no [[device]] in it");
+    std::set<std::string> names;
+    for (std::size_t i = 0; i < devs->size(); ++i) {
+        const toml::table* t = (*devs)[i].as_table();
+        std::string where = fmt::format("device {}", i + 1);
+        if (!t)
+            r.fail(where, "expected a table ([[device]])");
+        DeviceSpec d;
+        if (!t->contains("name"))
+            r.fail(where, "no name");
+        d.name = r.str(*t->get("name"), where + ".name");
+        if (d.name.empty() || d.name.find_first_not_of(
+                                  "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                                  "_-.") != std::string::npos)
+            r.fail(where + ".name", "'" + d.name + "': use letters, digits, '_', '-' and '.'");
+        where = "device '" + d.name + "'";
+        if (!names.insert(d.name).second)
+            r.fail(where, "a second device of that name");
+        for (const auto& [k, v] : *t) {
+            const std::string key(k.str()), w = where + "." + key;
+            if (!kDeviceKeys.count(key))
+                r.fail(w,
+                       "unknown key (known: name, transport, identity, ssh_options, workdir, "
+                       "env, gates, stagebench, prefix, arch)");
+            if (key == "transport") {
+                d.transport = r.str(v, w);
+            } else if (key == "identity") {
+                d.identity = expand_home(r.str(v, w));
+            } else if (key == "ssh_options") {
+                d.ssh_options = r.strings(v, w);
+            } else if (key == "workdir") {
+                d.workdir = expand_home(r.str(v, w));
+                if (d.workdir.empty() || d.workdir.find('\'') != std::string::npos)
+                    r.fail(w, "expected a path without quotes");
+            } else if (key == "env") {
+                const toml::table* e = v.as_table();
+                if (!e)
+                    r.fail(w, "expected a table of strings");
+                for (const auto& [ek, ev] : *e) {
+                    const std::string name(ek.str());
+                    if (name.empty() || name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefgh"
+                                                               "ijklmnopqrstuvwxyz0123456789_") !=
+                                            std::string::npos)
+                        r.fail(w, "'" + name + "' is not an environment variable name");
+                    d.env[name] = r.str(ev, w + "." + name);
+                }
+            } else if (key == "gates") {
+                d.gates = r.gates(v, w);
+            } else if (key == "stagebench") {
+                d.stagebench = r.str(v, w);
+            } else if (key == "prefix") {
+                d.prefix = r.strings(v, w);
+            } else if (key == "arch") {
+                d.arch = r.str(v, w);
+                if (*d.arch != "amd64" && *d.arch != "arm64")
+                    r.fail(w, "expected \"amd64\" or \"arm64\"");
+            }
+        }
+        if (d.transport.empty())
+            r.fail(where, "no transport (ssh://user@host:port, adb://SERIAL, local or exec)");
+        parse_transport(r, where + ".transport", d);
+        if (d.kind == TransportKind::exec && d.prefix.empty())
+            r.fail(where, "an exec device needs prefix = [\"program\", \"arg\", ...]");
+        if (d.kind != TransportKind::exec && !d.prefix.empty())
+            r.fail(where + ".prefix", "only an exec device takes a prefix");
+        if (d.kind != TransportKind::ssh && (d.identity || !d.ssh_options.empty()))
+            r.fail(where, "identity and ssh_options are for ssh devices");
+        inv.devices.push_back(std::move(d));
+    }
+    return inv;
+}
+
+Inventory load_inventory(const std::string& path) {
+    return parse_inventory(read_input_file(path, "inventory"), path);
+}
+
+}  // namespace sb

@@ -1,0 +1,77 @@
+#pragma once
+// The fleet's inventory: a TOML file naming the devices a `fleet run` runs on and how to reach
+// each (README "Fleet"):
+//
+//   name = "lab"                       # optional; default: the file's name without .toml
+//   [gates]                            # optional defaults for every device
+//   cool_to = "45C"                    # wait until the hottest thermal zone is below this
+//   [[device]]
+//   name = "pi5"
+//   transport = "ssh://pi@192.168.1.20:22"   # or adb://SERIAL, local, exec
+//   identity = "~/.ssh/id_ed25519"           # ssh only; ssh_options = ["-o", "..."] too
+//   workdir = "/home/pi/stagebench"          # where stagebench, models and results go
+//   env = { OMP_NUM_THREADS = "4" }          # set for the measuring command
+//   [device.gates]                           # this device's own gates
+//   min_battery = 40
+//
+// An exec device runs its stagebench behind a command prefix on this machine
+// (prefix = ["qemu-aarch64", "-cpu", "cortex-a76"], arch = "arm64"). stagebench = "PATH" names a
+// stagebench already on the device (nothing is deployed).
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sb {
+
+enum class TransportKind { ssh, adb, local, exec };
+
+// What is checked on a device before each command (fleet/gates.hpp). Unset: not checked.
+struct Gates {
+    std::optional<double> cool_to_c;        // hottest thermal zone must fall below this
+    std::optional<double> cool_timeout_s;   // how long to wait for it (default 600 s)
+    std::optional<std::string> governor;    // "warn", "refuse" or "ignore" when not performance
+    std::optional<double> min_battery_pct;  // refuse on battery below this level
+    std::optional<double> max_load;         // refuse while the 1-minute load is above this
+    // Each field of over that is set replaces this one's.
+    Gates overridden_by(const Gates& over) const;
+};
+
+struct DeviceSpec {
+    std::string name;
+    TransportKind kind = TransportKind::local;
+    std::string transport;            // as written in the inventory
+    std::string user, host;           // ssh
+    int port = 22;                    // ssh
+    std::string serial;               // adb
+    std::vector<std::string> prefix;  // exec
+    std::optional<std::string> identity;
+    std::vector<std::string> ssh_options;
+    std::string workdir;  // default: ~/stagebench (ssh), /data/local/tmp/stagebench (adb), a
+                          // folder beside the store (local, exec)
+    std::map<std::string, std::string> env;
+    std::optional<std::string> stagebench;  // a stagebench already on the device
+    std::optional<std::string> arch;        // the architecture an exec prefix runs (arm64...)
+    Gates gates;
+};
+
+struct Inventory {
+    std::string name;
+    std::string path;
+    Gates gates;  // the defaults
+    std::vector<DeviceSpec> devices;
+};
+
+// Reads the inventory at path. Throws sb::Error(input), one line naming the file, the device
+// and the key, for a file that cannot be read, is not TOML, or holds a bad value (no device, a
+// device without a name or transport, two devices of one name, an unknown transport scheme or
+// key).
+Inventory load_inventory(const std::string& path);
+Inventory parse_inventory(const std::string& text, const std::string& source);
+
+// "45C", "45", 45 -> 45 (degrees Celsius); nullopt when not a temperature in (-50, 200).
+std::optional<double> parse_celsius(const std::string& text);
+
+const char* transport_kind_name(TransportKind k);
+
+}  // namespace sb

@@ -1,0 +1,181 @@
+#include "fleet/process.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include "core/interrupt.hpp"
+
+namespace sb {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+void append_capped(std::string& s, const char* p, std::size_t n, std::size_t cap) {
+    if (s.size() < cap)
+        s.append(p, std::min(n, cap - s.size()));
+}
+
+std::string trim(const std::string& s) {
+    const auto b = s.find_first_not_of(" \t\r\n");
+    if (b == std::string::npos)
+        return "";
+    return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
+}
+
+std::string last_nonempty_line(const std::string& text) {
+    std::size_t end = text.size();
+    while (end > 0) {
+        const std::size_t nl = text.rfind('\n', end - 1);
+        const std::size_t begin = nl == std::string::npos ? 0 : nl + 1;
+        std::string line = trim(text.substr(begin, end - begin));
+        if (!line.empty())
+            return line;
+        if (nl == std::string::npos)
+            break;
+        end = nl;
+    }
+    return "";
+}
+
+}  // namespace
+
+std::string ProcessResult::last_line() const {
+    std::string l = last_nonempty_line(err);
+    return l.empty() ? last_nonempty_line(out) : l;
+}
+
+std::string shell_quote(const std::string& s) {
+    if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                          "0123456789_-+=./:,@%") == std::string::npos)
+        return s;
+    std::string q = "'";
+    for (char c : s)
+        q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return q + "'";
+}
+
+std::string shell_join(const std::vector<std::string>& argv) {
+    std::string out;
+    for (const auto& a : argv)
+        out += (out.empty() ? "" : " ") + shell_quote(a);
+    return out;
+}
+
+ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOptions& o) {
+    ProcessResult r;
+    int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1};
+    if (argv.empty() || ::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0) {
+        r.started = false;
+        r.err = argv.empty() ? "no program" : std::strerror(errno);
+        return r;
+    }
+    const int in_fd =
+        ::open(o.stdin_path.empty() ? "/dev/null" : o.stdin_path.c_str(), O_RDONLY | O_CLOEXEC);
+    const int file_fd =
+        o.stdout_path.empty()
+            ? -1
+            : ::open(o.stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (in_fd < 0 || (!o.stdout_path.empty() && file_fd < 0)) {
+        r.started = false;
+        r.err = std::string("cannot open ") + (in_fd < 0 ? o.stdin_path : o.stdout_path) + ": " +
+                std::strerror(errno);
+        for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1], in_fd, file_fd})
+            if (fd >= 0)
+                ::close(fd);
+        return r;
+    }
+    std::vector<char*> args;
+    for (const auto& a : argv)
+        args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        ::setpgid(0, 0);
+        ::dup2(in_fd, 0);
+        ::dup2(file_fd >= 0 ? file_fd : out_pipe[1], 1);
+        ::dup2(err_pipe[1], 2);
+        ::signal(SIGPIPE, SIG_DFL);
+        ::execvp(args[0], args.data());
+        const std::string msg =
+            std::string("cannot start ") + argv[0] + ": " + std::strerror(errno) + "\n";
+        (void)!::write(2, msg.data(), msg.size());
+        ::_exit(127);
+    }
+    ::close(in_fd);
+    ::close(out_pipe[1]);
+    ::close(err_pipe[1]);
+    if (file_fd >= 0)
+        ::close(file_fd);
+    if (pid < 0) {
+        ::close(out_pipe[0]);
+        ::close(err_pipe[0]);
+        r.started = false;
+        r.err = std::string("fork: ") + std::strerror(errno);
+        return r;
+    }
+    ::setpgid(pid, pid);
+    const auto start = Clock::now();
+    Clock::time_point kill_at{}, give_up_at{};
+    bool term_sent = false, kill_sent = false;
+    pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+    int open_fds = 2;
+    char buf[65536];
+    while (open_fds > 0) {
+        const int n = ::poll(fds, 2, 100);
+        if (n > 0) {
+            for (int k = 0; k < 2; ++k) {
+                if (fds[k].fd < 0 || !(fds[k].revents & (POLLIN | POLLHUP | POLLERR)))
+                    continue;
+                const ssize_t got = ::read(fds[k].fd, buf, sizeof buf);
+                if (got > 0) {
+                    append_capped(k == 0 ? r.out : r.err, buf, static_cast<std::size_t>(got),
+                                  o.max_capture);
+                } else if (got == 0 || (errno != EINTR && errno != EAGAIN)) {
+                    ::close(fds[k].fd);
+                    fds[k].fd = -1;
+                    --open_fds;
+                }
+            }
+        }
+        const auto now = Clock::now();
+        const bool late =
+            o.timeout_s > 0 && now - start > std::chrono::duration<double>(o.timeout_s);
+        if (!term_sent && (late || interrupt_requested())) {
+            r.timed_out = late;
+            r.interrupted = !late;
+            ::kill(-pid, SIGTERM);
+            term_sent = true;
+            kill_at = now + std::chrono::seconds(2);
+        } else if (term_sent && !kill_sent && now > kill_at) {
+            ::kill(-pid, SIGKILL);
+            kill_sent = true;
+            give_up_at = now + std::chrono::seconds(3);
+        } else if (kill_sent && now > give_up_at) {
+            break;  // something outside the group holds the pipes open
+        }
+    }
+    for (auto& f : fds)
+        if (f.fd >= 0)
+            ::close(f.fd);
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (WIFEXITED(status)) {
+        r.exit_code = WEXITSTATUS(status);
+        if (r.exit_code == 127 && r.err.rfind("cannot start ", 0) == 0)
+            r.started = false;
+    } else if (WIFSIGNALED(status)) {
+        r.signal = WTERMSIG(status);
+    }
+    return r;
+}
+
+}  // namespace sb
