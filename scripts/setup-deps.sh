@@ -11,6 +11,8 @@ pkgs=(
   # make dist ARCH=arm64 and its test: the arm64 sysroot (scripts/sysroot.sh), the cross
   # compiler, the user-mode emulator, and patchelf/file for the tarball.
   mmdebstrap g++-aarch64-linux-gnu qemu-user patchelf file
+  # stagebench fleet: the inventory (toml++) and the loopback sshd its tests reach devices by.
+  libtomlplusplus-dev openssh-server openssh-client
 )
 missing=()
 for p in "${pkgs[@]}"; do

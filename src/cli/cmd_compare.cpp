@@ -7,10 +7,44 @@
 #include "core/version.hpp"
 #include "report/compare_report.hpp"
 #include "report/html_report.hpp"
+#include "store/result_store.hpp"
 
+#include <map>
 #include <sstream>
 
 namespace sb::cli {
+
+namespace {
+
+// The latest ok document of every device of fleet, in the order the devices first ran, as
+// db:ID operands labelled by the device (after the labels given, which name earlier inputs).
+void add_fleet_operands(const std::string& fleet, const std::optional<std::string>& db_path,
+                        std::vector<std::string>& operands, std::vector<std::string>& labels) {
+    if (!db_path)
+        throw usage_error("--fleet needs --db, the fleet's results store");
+    const auto runs = ResultStore::open(*db_path, ResultStore::Mode::existing).fleet_runs(fleet);
+    std::vector<std::string> devices;
+    std::map<std::string, int64_t> latest;
+    for (const auto& r : runs) {
+        if (r.status != "ok" || !r.document_id)
+            continue;
+        if (!latest.count(r.device))
+            devices.push_back(r.device);
+        latest[r.device] = *r.document_id;
+    }
+    if (devices.empty())
+        throw input_error("no document of fleet '" + fleet + "' in results store '" + *db_path +
+                          "' (fleet status lists what ran)");
+    const auto defaults = default_compare_labels(operands.size());
+    for (std::size_t i = labels.size(); i < operands.size(); ++i)
+        labels.push_back(defaults[i]);
+    for (const auto& d : devices) {
+        operands.push_back("db:" + std::to_string(latest[d]));
+        labels.push_back(d);
+    }
+}
+
+}  // namespace
 
 void add_compare_command(CLI::App& app, Context& ctx) {
     auto* cmd = app.add_subcommand(
@@ -20,15 +54,17 @@ void add_compare_command(CLI::App& app, Context& ctx) {
     struct Args {
         std::vector<std::string> operands, labels, aliases;
         std::optional<std::string> match;
-        std::optional<std::string> db_path, out_path, html_path;
+        std::optional<std::string> db_path, out_path, html_path, fleet;
         OutputFormat format = OutputFormat::md;
         CompareOptions opts;
     };
     auto a = std::make_shared<Args>();
     cmd->add_option("INPUTS", a->operands, "result documents (JSON files) or db:ID")
-        ->required()
-        ->expected(2, -1);
+        ->expected(0, -1);
     cmd->add_option("--db", a->db_path, "the results store db:ID operands are read from");
+    cmd->add_option("--fleet", a->fleet,
+                    "compare the devices of this fleet (the store's latest ok document of each "
+                    "device, labelled by its name; after any INPUTS)");
     cmd->add_option("--label", a->labels, "name of each input in order (repeatable)")
         ->take_all()
         ->allow_extra_args(false);
@@ -60,6 +96,12 @@ void add_compare_command(CLI::App& app, Context& ctx) {
                 if (!a->opts.model_alias.emplace(name, alias).second)
                     throw usage_error("--model-alias: " + name + " is given two aliases");
             }
+            if (a->fleet)
+                add_fleet_operands(*a->fleet, a->db_path, a->operands, a->labels);
+            if (a->operands.size() < 2)
+                throw usage_error(
+                    "compare needs two inputs or more (documents, db:ID, or "
+                    "--fleet NAME with two devices or more)");
             auto inputs = load_compare_inputs(a->operands, a->db_path, a->labels);
             const CompareResult r = compare_documents(inputs, a->opts);
             if (a->out_path)

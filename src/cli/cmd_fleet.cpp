@@ -100,6 +100,7 @@ void add_fleet_command(CLI::App& app, Context& ctx) {
             a->o.timeout_s = static_cast<double>(parse_duration_ns(a->timeout)) * 1e-9;
         if (!a->only.empty())
             a->o.only = split_list(a->only);
+        check_fleet_options(a->o);
         ctx.err << fmt::format("fleet {}: {} device(s), store {}\n", inv.name, inv.devices.size(),
                                a->o.db_path);
         const FleetRunSummary s = run_fleet(inv, a->o, ctx.err);

@@ -63,7 +63,13 @@ std::string content_hash(const std::string& path) {
 struct Version {
     std::string tool, llama_tag, llama_commit;
     std::optional<std::string> cpu_variant;
+    std::vector<std::string> cpu_features;  // what its CPU backend sees (an agent: the hwcaps)
 };
+
+// The release, without a build's suffix (0.1.0+agent.armv8.2 is 0.1.0).
+std::string release_of(const std::string& tool) {
+    return tool.substr(0, tool.find('+'));
+}
 
 // `stagebench version`'s lines.
 std::optional<Version> parse_version(const std::string& text) {
@@ -82,8 +88,13 @@ std::optional<Version> parse_version(const std::string& text) {
                 v.llama_commit = line.substr(
                     open + 9, close == std::string::npos ? std::string::npos : close - open - 9);
             }
-        } else if (line.rfind("cpu variant: ", 0) == 0)
+        } else if (line.rfind("cpu variant: ", 0) == 0) {
             v.cpu_variant = line.substr(13);
+        } else if (line.rfind("cpu features:", 0) == 0) {
+            std::istringstream words(line.substr(13));
+            for (std::string w; words >> w;)
+                v.cpu_features.push_back(w);
+        }
     }
     if (v.tool.empty())
         return std::nullopt;
@@ -337,6 +348,13 @@ class Fleet {
                     j.sb = sb;
                     j.version = v;
                     j.artifact = a.filename().string();
+                    // The device is the emulated CPU, not this machine.
+                    j.id.arch = "aarch64";
+                    j.id.cpu_features = v->cpu_features;
+                    j.id.cpu.reset();
+                    j.id.model = shell_join(d.prefix);
+                    j.id.soc.reset();
+                    j.id.cpuinfo.clear();
                     return;
                 }
             }
@@ -434,7 +452,8 @@ class Fleet {
                 continue;
             }
             const Version &a = *first->version, &b = *j->version;
-            if ((a.tool != b.tool || a.llama_commit != b.llama_commit) && !o_.allow_mixed)
+            if ((release_of(a.tool) != release_of(b.tool) || a.llama_commit != b.llama_commit) &&
+                !o_.allow_mixed)
                 fail(*j,
                      fmt::format("{}: stagebench {} with llama.cpp {} differs from {}'s {} with "
                                  "{}: redeploy, or --allow-mixed to compare them anyway",
@@ -573,6 +592,8 @@ class Fleet {
             identity["fleet"] = inv_.name;
             identity["device"] = j.spec.name;
             identity["transport"] = j.spec.transport;
+            if (!j.spec.prefix.empty())
+                identity["prefix"] = j.spec.prefix;
             identity["stagebench"] = {{"path", j.sb},
                                       {"version", j.version->tool},
                                       {"llama_tag", j.version->llama_tag},
@@ -600,6 +621,9 @@ class Fleet {
                 err = transport_error(j.spec, "connection lost", r);
             else if (r.timed_out || r.interrupted || r.signal || !r.started)
                 err = transport_error(j.spec, "the command", r);
+            else if (r.exit_code > 128 && r.exit_code < 160)
+                err = fmt::format("{}: the command was killed by signal {} on the device",
+                                  j.spec.name, r.exit_code - 128);
             else
                 err = j.spec.name + ": " + r.last_line();
             row_.error = err;
@@ -632,7 +656,7 @@ bool fleet_measuring_command(const std::string& name) {
     return kMeasuring.count(name) > 0;
 }
 
-FleetRunSummary run_fleet(const Inventory& inv, const FleetRunOptions& o, std::ostream& log) {
+void check_fleet_options(const FleetRunOptions& o) {
     if (o.command.empty())
         throw usage_error("fleet run needs a command after --, e.g. -- run -m model.gguf");
     if (!fleet_measuring_command(o.command[0]))
@@ -645,6 +669,10 @@ FleetRunSummary run_fleet(const Inventory& inv, const FleetRunOptions& o, std::o
                               " itself: each document goes to the fleet's store");
     if (o.parallel < 1)
         throw usage_error("--parallel must be 1 or more");
+}
+
+FleetRunSummary run_fleet(const Inventory& inv, const FleetRunOptions& o, std::ostream& log) {
+    check_fleet_options(o);
     Fleet f(inv, o, log);
     FleetRunSummary s = f.run();
     if (interrupt_requested())

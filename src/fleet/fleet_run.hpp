@@ -42,8 +42,12 @@ struct FleetRunSummary {
 // The commands whose JSON output is a result document.
 bool fleet_measuring_command(const std::string& name);
 
-// Throws sb::Error(usage) for a bad command or option, sb::Error(input) for a bad inventory or
-// store; a device's failure is recorded, never thrown.
+// Throws sb::Error(usage) when the command is not a measuring command, sets what the fleet
+// sets (-o, --out, --db), or an option is out of range.
+void check_fleet_options(const FleetRunOptions& o);
+
+// Throws sb::Error(usage) for a bad command or option (check_fleet_options), sb::Error(input) for a
+// bad inventory or store; a device's failure is recorded, never thrown.
 FleetRunSummary run_fleet(const Inventory& inv, const FleetRunOptions& o, std::ostream& log);
 
 }  // namespace sb

@@ -64,8 +64,11 @@ std::string shell_quote(const std::string& s) {
 
 std::string shell_join(const std::vector<std::string>& argv) {
     std::string out;
-    for (const auto& a : argv)
-        out += (out.empty() ? "" : " ") + shell_quote(a);
+    for (const auto& a : argv) {
+        if (!out.empty())
+            out += ' ';
+        out += shell_quote(a);
+    }
     return out;
 }
 

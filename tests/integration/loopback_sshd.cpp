@@ -18,6 +18,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -297,6 +298,51 @@ void LoopbackSshd::start() {
     stop();
     throw std::runtime_error("loopback sshd: 127.0.0.1:" + std::to_string(port_) +
                              " did not accept connections within 10 s; sshd log:\n" + log());
+}
+
+namespace {
+
+// The descendants of pid (children first found, then theirs), from /proc.
+std::vector<pid_t> descendants(pid_t pid) {
+    std::map<pid_t, std::vector<pid_t>> children;
+    for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+        const std::string n = e.path().filename().string();
+        if (n.find_first_not_of("0123456789") != std::string::npos)
+            continue;
+        std::ifstream f(e.path() / "stat");
+        std::string stat;
+        std::getline(f, stat);
+        const auto close = stat.rfind(')');
+        if (close == std::string::npos)
+            continue;
+        std::istringstream rest(stat.substr(close + 2));
+        char state = 0;
+        pid_t ppid = 0;
+        rest >> state >> ppid;
+        children[ppid].push_back(static_cast<pid_t>(std::stol(n)));
+    }
+    std::vector<pid_t> out;
+    std::vector<pid_t> todo = {pid};
+    while (!todo.empty()) {
+        const pid_t p = todo.back();
+        todo.pop_back();
+        for (pid_t c : children[p]) {
+            out.push_back(c);
+            todo.push_back(c);
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
+void LoopbackSshd::kill_all() {
+    if (pid_ <= 0)
+        return;
+    // The sessions first (while they are still the listener's descendants), then the listener.
+    for (pid_t p : descendants(pid_))
+        kill(p, SIGKILL);
+    stop();
 }
 
 void LoopbackSshd::stop() {

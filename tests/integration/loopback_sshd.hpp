@@ -42,6 +42,9 @@ class LoopbackSshd {
     void start();
     // SIGTERM to the listening sshd and wait for it (SIGKILL after 5 s). No-op when stopped.
     void stop();
+    // SIGKILL to every session the listener forked (and their processes: the commands run over
+    // ssh), then stop(): a device that drops off the network mid-run.
+    void kill_all();
 
   private:
     std::string path(const std::string& name) const { return dir_ + "/" + name; }

@@ -1,0 +1,125 @@
+#include "fleet/inventory.hpp"
+
+#include <gtest/gtest.h>
+
+#include "core/error.hpp"
+
+namespace sb {
+namespace {
+
+TEST(Inventory, ReadsTheIssueShapeWithGatesAndDefaults) {
+    const Inventory inv = parse_inventory(R"(
+name = "lab"
+[gates]
+cool_to = "45C"
+cool_timeout = "2m"
+[[device]]
+name = "pi5"
+transport = "ssh://pi@192.168.1.20:2222"
+identity = "/keys/id_ed25519"
+ssh_options = ["-o", "ProxyJump=gw"]
+workdir = "/home/pi/stagebench"
+env = { OMP_NUM_THREADS = "4" }
+[device.gates]
+governor = "refuse"
+[[device]]
+name = "s24"
+transport = "adb://R5CT1234"
+[[device]]
+name = "a76"
+transport = "exec"
+prefix = ["qemu-aarch64", "-cpu", "cortex-a76"]
+arch = "arm64"
+[[device]]
+name = "here"
+transport = "local"
+stagebench = "/opt/sb/bin/stagebench"
+)",
+                                         "fleet.toml");
+    EXPECT_EQ(inv.name, "lab");
+    ASSERT_EQ(inv.devices.size(), 4u);
+    const DeviceSpec& pi = inv.devices[0];
+    EXPECT_EQ(pi.kind, TransportKind::ssh);
+    EXPECT_EQ(pi.user, "pi");
+    EXPECT_EQ(pi.host, "192.168.1.20");
+    EXPECT_EQ(pi.port, 2222);
+    EXPECT_EQ(pi.identity, "/keys/id_ed25519");
+    EXPECT_EQ(pi.ssh_options, (std::vector<std::string>{"-o", "ProxyJump=gw"}));
+    EXPECT_EQ(pi.workdir, "/home/pi/stagebench");
+    EXPECT_EQ(pi.env.at("OMP_NUM_THREADS"), "4");
+    EXPECT_EQ(inv.gates.cool_to_c, 45.0);
+    EXPECT_DOUBLE_EQ(*inv.gates.cool_timeout_s, 120.0);
+    const Gates g = inv.gates.overridden_by(pi.gates);
+    EXPECT_EQ(g.governor, "refuse");
+    EXPECT_EQ(g.cool_to_c, 45.0);
+    EXPECT_EQ(inv.devices[1].kind, TransportKind::adb);
+    EXPECT_EQ(inv.devices[1].serial, "R5CT1234");
+    EXPECT_EQ(inv.devices[2].prefix.size(), 3u);
+    EXPECT_EQ(inv.devices[2].arch, "arm64");
+    EXPECT_EQ(inv.devices[3].stagebench, "/opt/sb/bin/stagebench");
+}
+
+TEST(Inventory, NameDefaultsToTheFileAndSshPortTo22) {
+    const Inventory inv =
+        parse_inventory("[[device]]\nname = \"b\"\ntransport = \"ssh://box\"\n", "/x/desk.toml");
+    EXPECT_EQ(inv.name, "desk");
+    EXPECT_EQ(inv.devices[0].host, "box");
+    EXPECT_EQ(inv.devices[0].user, "");
+    EXPECT_EQ(inv.devices[0].port, 22);
+}
+
+// Every bad inventory is one line naming the file and where.
+TEST(Inventory, BadInventoriesAreOneLineInputErrors) {
+    const std::pair<const char*, const char*> cases[] = {
+        {"name = \"x\"\n", "no [[device]]"},
+        {"[[device]]\ntransport = \"local\"\n", "device 1: no name"},
+        {"[[device]]\nname = \"a\"\n", "device 'a': no transport"},
+        {"[[device]]\nname = \"a\"\ntransport = \"telnet://x\"\n", "unknown transport"},
+        {"[[device]]\nname = \"a\"\ntransport = \"ssh://u@h:99999\"\n", "not a port"},
+        {"[[device]]\nname = \"a\"\ntransport = \"adb://\"\n", "needs a serial"},
+        {"[[device]]\nname = \"a\"\ntransport = \"exec\"\n", "needs prefix"},
+        {"[[device]]\nname = \"a\"\ntransport = \"local\"\nidentity = \"k\"\n", "for ssh devices"},
+        {"[[device]]\nname = \"a\"\ntransport = \"local\"\n[[device]]\nname = \"a\"\n"
+         "transport = \"local\"\n",
+         "a second device of that name"},
+        {"[[device]]\nname = \"a b\"\ntransport = \"local\"\n", "use letters"},
+        {"[[device]]\nname = \"a\"\ntransport = \"local\"\nworkdr = \"/x\"\n", "unknown key"},
+        {"[gates]\ncool_to = \"hot\"\n[[device]]\nname = \"a\"\ntransport = \"local\"\n",
+         "not a temperature"},
+        {"[gates]\ngovernor = \"maybe\"\n[[device]]\nname = \"a\"\ntransport = \"local\"\n",
+         "\"warn\", \"refuse\" or \"ignore\""},
+        {"[gates]\nmin_battery = 140\n[[device]]\nname = \"a\"\ntransport = \"local\"\n",
+         "percentage"},
+        {"[[device]]\nname = \"a\"\ntransport = \"local\"\nenv = { \"A-B\" = \"1\" }\n",
+         "environment variable"},
+        {"[[device]\nname = 1\n", "line 1"},
+        {"[[device]]\nname = 7\ntransport = \"local\"\n", "expected a string"},
+    };
+    for (const auto& [text, want] : cases) {
+        try {
+            parse_inventory(text, "f.toml");
+            ADD_FAILURE() << "accepted: " << text;
+        } catch (const Error& e) {
+            EXPECT_EQ(e.kind(), ErrorKind::input) << text;
+            const std::string m = e.what();
+            EXPECT_NE(m.find("inventory 'f.toml'"), std::string::npos) << m;
+            EXPECT_NE(m.find(want), std::string::npos) << m;
+            EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+        }
+    }
+}
+
+TEST(Inventory, Celsius) {
+    EXPECT_EQ(parse_celsius("45C"), 45.0);
+    EXPECT_EQ(parse_celsius("45"), 45.0);
+    EXPECT_EQ(parse_celsius("42.5 c"), 42.5);
+    EXPECT_EQ(parse_celsius("45\xC2\xB0"), 45.0);
+    EXPECT_FALSE(parse_celsius(""));
+    EXPECT_FALSE(parse_celsius("C"));
+    EXPECT_FALSE(parse_celsius("450C"));
+    EXPECT_FALSE(parse_celsius("nan"));
+    EXPECT_FALSE(parse_celsius("45F"));
+}
+
+}  // namespace
+}  // namespace sb

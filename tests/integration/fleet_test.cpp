@@ -1,0 +1,306 @@
+// `stagebench fleet` over real transports: a real OpenSSH server on 127.0.0.1 (two work
+// directories behind it acting as two devices), this build deployed as `make dist` packs it,
+// and the adb stand-in tests/fleet/fake-adb (no phone here). Faults: a host key mismatch, a
+// device whose sshd is down, a device whose sshd dies mid-run, a full disk; each is one recorded
+// error, nothing collected is lost, and --resume completes the rest.
+#ifdef SB_WITH_FLEET
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/mount.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "cli_harness.hpp"
+#include "loopback_sshd.hpp"
+
+namespace {
+
+using namespace sbtest;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+// This build as a dist tarball, made once per test binary into a folder that outlives the tests.
+const std::string& dist_dir() {
+    static const std::string dir = [] {
+        static TempDir t;
+        Proc p = run({"/bin/bash", std::string(SB_SOURCE_DIR) + "/scripts/dist.sh", "--arch",
+                      "amd64", "--build", SB_BINARY_DIR, "--llama", SB_LLAMA_BUILD_DIR, "--out",
+                      t.path.string()},
+                     300);
+        if (p.exit_code != 0)
+            throw std::runtime_error("scripts/dist.sh failed: " + p.err);
+        return t.path.string();
+    }();
+    return dir;
+}
+
+std::string ssh_device(const std::string& name, const LoopbackSshd& s, const std::string& workdir,
+                       const std::string& known_hosts) {
+    return "[[device]]\nname = \"" + name + "\"\ntransport = \"" + s.transport() +
+           "\"\nidentity = \"" + s.identity() + "\"\nworkdir = \"" + workdir +
+           "\"\nssh_options = [\"-F\", \"none\", \"-o\", \"UserKnownHostsFile=" + known_hosts +
+           "\", \"-o\", \"GlobalKnownHostsFile=/dev/null\", \"-o\", "
+           "\"StrictHostKeyChecking=yes\"]\n";
+}
+
+void write(const std::string& path, const std::string& text) {
+    std::ofstream(path) << text;
+}
+
+json store_rows(const std::string& db, const std::string& fleet) {
+    // fleet status is the reader a user has; its markdown rows, split.
+    Proc p = run_sb({"fleet", "status", "--db", db, "--fleet", fleet});
+    json rows = json::array();
+    std::istringstream in(p.out);
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.rfind("| ", 0) != 0 || line.rfind("| id", 0) == 0)
+            continue;
+        std::vector<std::string> cells;
+        std::istringstream cs(line.substr(2));
+        for (std::string c; std::getline(cs, c, '|');)
+            cells.push_back(c.substr(c.find_first_not_of(' ') == std::string::npos
+                                         ? 0
+                                         : c.find_first_not_of(' ')));
+        for (auto& c : cells)
+            while (!c.empty() && c.back() == ' ')
+                c.pop_back();
+        rows.push_back({{"device", cells.at(2)}, {"status", cells.at(3)},
+                        {"document", cells.at(8)}, {"what", cells.at(9)}});
+    }
+    return rows;
+}
+
+json stored_doc(const std::string& db, const std::string& ref) {
+    TempDir t;
+    Proc p = run_sb({"db", "export", "--db", db, ref.substr(3), "--out", t.file("d.json")});
+    if (p.exit_code != 0)
+        return json();
+    return json::parse(read_file(t.file("d.json")));
+}
+
+const std::vector<std::string> kCommand = {"--", "run", "-m", "", "-p", "16", "-n", "4",
+                                           "-r", "2", "--membw", "off"};
+
+std::vector<std::string> fleet_run(const std::string& hosts, const std::string& db,
+                                   std::vector<std::string> extra = {}) {
+    std::vector<std::string> a = {"fleet", "run", "--hosts", hosts, "--db", db, "--dist",
+                                  dist_dir()};
+    a.insert(a.end(), extra.begin(), extra.end());
+    for (const auto& w : kCommand)
+        a.push_back(w.empty() ? tiny_model() : w);
+    return a;
+}
+
+TEST(Fleet, TwoSshDevicesFillOneStoreWithTheirIdentitiesAndCompare) {
+    TempDir t;
+    LoopbackSshd sshd;
+    const std::string a = t.file("dev-a"), b = t.file("dev-b");
+    write(t.file("fleet.toml"), "name = \"lab\"\n" + ssh_device("a", sshd, a, sshd.known_hosts()) +
+                                    ssh_device("b", sshd, b, sshd.known_hosts()));
+    const std::string db = t.file("lab.sqlite");
+    Proc p = run_sb(fleet_run(t.file("fleet.toml"), db), 600);
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    EXPECT_NE(p.err.find("[a] deploying stagebench-"), std::string::npos) << p.err;
+    EXPECT_NE(p.err.find("fleet lab: 2 ok, 0 failed, 0 skipped"), std::string::npos) << p.err;
+    json rows = store_rows(db, "lab");
+    ASSERT_EQ(rows.size(), 2u) << rows;
+    for (const auto& r : rows) {
+        EXPECT_EQ(r["status"], "ok") << r;
+        json doc = stored_doc(db, r["document"]);
+        ASSERT_TRUE(doc.is_object()) << r;
+        const json& f = doc["fleet"];
+        EXPECT_EQ(f["fleet"], "lab");
+        EXPECT_EQ(f["device"], r["device"]);
+        EXPECT_EQ(f["transport"], sshd.transport());
+        EXPECT_EQ(f["arch"], "x86_64");
+        EXPECT_FALSE(f["kernel"].get<std::string>().empty());
+        EXPECT_FALSE(f["cpu_features"].empty());
+        // The deployed tarball ran, from the device's work directory, not this build.
+        const std::string path = f["stagebench"]["path"];
+        EXPECT_EQ(path.rfind((r["device"] == "a" ? a : b) + "/sb/", 0), 0u) << path;
+        EXPECT_EQ(f["stagebench"]["artifact"], "stagebench-0.1.0-linux-amd64.tar.gz");
+        EXPECT_EQ(doc["tests"][0]["status"], "ok");
+        EXPECT_TRUE(f["gates"]["at_start"].is_object());
+    }
+    // The model went over once per device, named by its content hash.
+    int models = 0;
+    for (const auto& e : fs::directory_iterator(a + "/models"))
+        models += e.path().filename().string().find("-tiny") != std::string::npos;
+    EXPECT_EQ(models, 1);
+
+    // Across the devices, from the store: one column per device.
+    Proc c = run_sb({"compare", "--db", db, "--fleet", "lab"});
+    ASSERT_EQ(c.exit_code, 0) << c.err;
+    EXPECT_NE(c.out.find("| a | db:1 |"), std::string::npos) << c.out;
+    EXPECT_NE(c.out.find("| b | db:2 |"), std::string::npos) << c.out;
+    EXPECT_NE(c.out.find("b/a"), std::string::npos) << c.out;
+
+    // Again with --resume: nothing runs. Without it: the tarball is not deployed again.
+    Proc r = run_sb(fleet_run(t.file("fleet.toml"), db, {"--resume"}));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("0 ok, 0 failed, 2 skipped"), std::string::npos) << r.err;
+    Proc again = run_sb(fleet_run(t.file("fleet.toml"), db, {"--only", "b"}));
+    EXPECT_EQ(again.exit_code, 0) << again.err;
+    EXPECT_EQ(again.err.find("deploying"), std::string::npos) << again.err;
+    EXPECT_EQ(store_rows(db, "lab").size(), 3u);
+}
+
+TEST(Fleet, FaultsAreRecordedPerDeviceAndResumeCompletesTheRest) {
+    TempDir t;
+    LoopbackSshd good, down;
+    down.stop();
+    const std::string wrong = t.file("wrong_known_hosts");
+    fs::copy_file(good.wrong_known_hosts(), wrong);
+    std::string inv = "name = \"faults\"\n" +
+                      ssh_device("ok", good, t.file("ok"), good.known_hosts()) +
+                      ssh_device("mismatch", good, t.file("mm"), wrong) +
+                      ssh_device("down", down, t.file("down"), down.known_hosts());
+    // A full disk: the device's work directory on a 1 MiB tmpfs (where this user may mount).
+    const std::string full = t.file("full");
+    fs::create_directories(full);
+    const bool have_full = ::mount("tmpfs", full.c_str(), "tmpfs", 0, "size=1m") == 0;
+    if (have_full)
+        inv += ssh_device("full", good, full, good.known_hosts());
+    write(t.file("fleet.toml"), inv);
+    const std::string db = t.file("f.sqlite");
+    Proc p = run_sb(fleet_run(t.file("fleet.toml"), db, {"--parallel", "2"}), 600);
+    EXPECT_EQ(p.exit_code, 1) << p.err;
+    EXPECT_NE(p.err.find(have_full ? "1 ok, 3 failed" : "1 ok, 2 failed"), std::string::npos)
+        << p.err;
+    std::map<std::string, json> by;
+    for (const auto& r : store_rows(db, "faults"))
+        by[r["device"]] = r;
+    EXPECT_EQ(by["ok"]["status"], "ok");
+    EXPECT_EQ(by["mismatch"]["status"], "failed");
+    EXPECT_NE(by["mismatch"]["what"].get<std::string>().find("Host key verification failed"),
+              std::string::npos)
+        << by["mismatch"];
+    EXPECT_EQ(by["down"]["status"], "failed");
+    EXPECT_NE(by["down"]["what"].get<std::string>().find("Connection refused"), std::string::npos)
+        << by["down"];
+    if (have_full) {
+        EXPECT_EQ(by["full"]["status"], "failed");
+        EXPECT_NE(by["full"]["what"].get<std::string>().find("No space left"), std::string::npos)
+            << by["full"];
+    }
+    // Each error is one line in the log as well.
+    EXPECT_NE(p.err.find("[down] failed: down (ssh://"), std::string::npos) << p.err;
+
+    // Repaired: the right host key, the server up, room on the disk. --resume runs the rest.
+    fs::copy_file(good.known_hosts(), wrong, fs::copy_options::overwrite_existing);
+    down.start();
+    if (have_full)
+        ::umount(full.c_str());
+    Proc r = run_sb(fleet_run(t.file("fleet.toml"), db, {"--resume", "--parallel", "2"}), 600);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find(have_full ? "3 ok, 0 failed, 1 skipped" : "2 ok, 0 failed, 1 skipped"),
+              std::string::npos)
+        << r.err;
+    int ok = 0;
+    for (const auto& row : store_rows(db, "faults"))
+        ok += row["status"] == "ok";
+    EXPECT_EQ(ok, have_full ? 4 : 3);
+}
+
+// The check of the issue: one device's sshd killed mid-run (listener and session) leaves its
+// error in the store, and the other device completes.
+TEST(Fleet, KillingOneDevicesSshdMidRunLeavesItsErrorAndTheOthersComplete) {
+    TempDir t;
+    LoopbackSshd quick, slow;
+    write(t.file("fleet.toml"),
+          "name = \"mid\"\n" + ssh_device("quick", quick, t.file("q"), quick.known_hosts()) +
+              ssh_device("slow", slow, t.file("s"), slow.known_hosts()));
+    const std::string db = t.file("m.sqlite");
+    // Both devices run some seconds of rounds side by side; slow's sshd dies once its
+    // stagebench runs.
+    const std::vector<std::string> argv = {
+        stagebench_bin(), "fleet",  "run",           "--hosts",        t.file("fleet.toml"),
+        "--db",           db,       "--dist",        dist_dir(),       "--parallel",
+        "2",              "--",     "sustained",     "-m",             tiny_model(),
+        "--prompt-tokens", "64",    "--max-tokens",  "64",             "--rounds",
+        "60",             "--idle", "0"};
+    const pid_t pid = spawn_bg(argv, t.file("fleet.log"));
+    bool running = false;
+    for (int i = 0; i < 600 && !running; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        running = run({"/usr/bin/pgrep", "-f", t.file("s") + "/sb/.*sustained"}).exit_code == 0;
+    }
+    ASSERT_TRUE(running) << read_file(t.file("fleet.log.err"));
+    slow.kill_all();  // the listener, its sessions and the command they ran
+    const int rc = wait_exit(pid, 300);
+    const std::string log = read_file(t.file("fleet.log.err"));
+    EXPECT_EQ(rc, 1) << log;
+    std::map<std::string, json> by;
+    for (const auto& r : store_rows(db, "mid"))
+        by[r["device"]] = r;  // the last row of each device
+    EXPECT_EQ(by["quick"]["status"], "ok") << log;
+    EXPECT_EQ(by["slow"]["status"], "failed") << log;
+    EXPECT_NE(by["slow"]["what"].get<std::string>().find("connection lost"), std::string::npos)
+        << by["slow"];
+}
+
+// adb, through the stand-in (no phone or emulator here): identity from getprop, the model
+// pushed, the device's own stagebench, and a serial that is not there.
+TEST(Fleet, AdbDevicesThroughTheStandIn) {
+    TempDir t;
+    const std::string root = t.file("adb");
+    fs::create_directories(root + "/FAKE1");
+    write(root + "/FAKE1/props",
+          "ro.product.model=Pixel 8\nro.build.version.release=14\nro.soc.model=Tensor G3\n");
+    ::setenv("FAKE_ADB_ROOT", root.c_str(), 1);
+    ::setenv("STAGEBENCH_ADB", (std::string(SB_SOURCE_DIR) + "/tests/fleet/fake-adb").c_str(), 1);
+    write(t.file("phones.toml"), "[[device]]\nname = \"pixel\"\ntransport = \"adb://FAKE1\"\n"
+                                 "workdir = \"" +
+                                     t.file("phone") + "\"\nstagebench = \"" + stagebench_bin() +
+                                     "\"\n[[device]]\nname = \"gone\"\n"
+                                     "transport = \"adb://NOPE\"\n");
+    const std::string db = t.file("p.sqlite");
+    Proc p = run_sb(fleet_run(t.file("phones.toml"), db));
+    ::unsetenv("STAGEBENCH_ADB");
+    EXPECT_EQ(p.exit_code, 1) << p.err;
+    std::map<std::string, json> by;
+    for (const auto& r : store_rows(db, "phones"))
+        by[r["device"]] = r;
+    ASSERT_EQ(by["pixel"]["status"], "ok") << p.err;
+    json doc = stored_doc(db, by["pixel"]["document"]);
+    EXPECT_EQ(doc["fleet"]["model"], "Pixel 8");
+    EXPECT_EQ(doc["fleet"]["android"], "14");
+    EXPECT_EQ(doc["fleet"]["soc"], "Tensor G3");
+    EXPECT_EQ(doc["fleet"]["transport"], "adb://FAKE1");
+    bool pushed = false;
+    for (const auto& e : fs::directory_iterator(t.file("phone") + "/models"))
+        pushed = pushed || e.path().filename().string().find("-tiny") != std::string::npos;
+    EXPECT_TRUE(pushed);
+    EXPECT_EQ(by["gone"]["status"], "failed");
+    EXPECT_NE(by["gone"]["what"].get<std::string>().find("not found"), std::string::npos)
+        << by["gone"];
+}
+
+TEST(Fleet, BadInputIsOneLineAndExitTwo) {
+    TempDir t;
+    write(t.file("bad.toml"), "[[device]]\nname = \"x\"\ntransport = \"telnet://x\"\n");
+    write(t.file("ok.toml"), "[[device]]\nname = \"x\"\ntransport = \"local\"\n");
+    const std::vector<std::vector<std::string>> cases = {
+        {"fleet", "run", "--hosts", t.file("bad.toml"), "--", "run", "-m", "m.gguf"},
+        {"fleet", "run", "--hosts", t.file("missing.toml"), "--", "run"},
+        {"fleet", "run", "--hosts", t.file("ok.toml"), "--", "sensors"},
+        {"fleet", "run", "--hosts", t.file("ok.toml"), "--", "run", "-o", "csv"},
+        {"fleet", "run", "--hosts", t.file("ok.toml"), "--cool-to", "warm", "--", "run"},
+        {"fleet", "run", "--hosts", t.file("ok.toml"), "--parallel", "0", "--", "run"},
+        {"fleet", "status", "--db", t.file("none.sqlite")},
+        {"compare", "--fleet", "x"},
+    };
+    for (const auto& c : cases) {
+        Proc p = run_sb(c);
+        EXPECT_EQ(p.exit_code, 2) << c[3] << ": " << p.err;
+        EXPECT_EQ(std::count(p.err.begin(), p.err.end(), '\n'), 1) << p.err;
+    }
+}
+
+}  // namespace
+#endif
