@@ -421,7 +421,13 @@ class Fleet {
                 continue;
             std::stringstream list(o_.command[i + 1]);
             for (std::string m; std::getline(list, m, ',');) {
-                if (remote.count(m) || !fs::is_regular_file(m))
+                if (remote.count(m))
+                    continue;
+                if (m.rfind("preset:", 0) == 0) {
+                    remote[m] = synth_there(j, m.substr(7));
+                    continue;
+                }
+                if (!fs::is_regular_file(m))
                     continue;  // a path the device has, or a model behind a server
                 if (j.t->is_this_machine()) {
                     remote[m] = fs::absolute(m).string();
@@ -439,6 +445,34 @@ class Fleet {
         }
         std::lock_guard lk(jobs_mu_);
         j_models_[&j] = remote;
+    }
+
+    // preset:NAME[:LAYERS]: `synth` on the device, once (the same stagebench writes the same
+    // file for the same preset and seed).
+    std::string synth_there(Job& j, const std::string& spec) {
+        const auto colon = spec.find(':');
+        const std::string preset = spec.substr(0, colon);
+        const std::string layers = colon == std::string::npos ? "" : spec.substr(colon + 1);
+        if (preset.empty() ||
+            preset.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789.-") !=
+                std::string::npos ||
+            layers.find_first_not_of("0123456789") != std::string::npos)
+            throw usage_error("-m preset:" + spec + ": expected preset:NAME or preset:NAME:LAYERS");
+        const std::string path = j.workdir + "/models/synth-" + preset +
+                                 (layers.empty() ? "" : "-" + layers) + "-" +
+                                 release_of(j.version->tool) + ".gguf";
+        if (!sh(j, "test -f " + shell_quote(path)).ok()) {
+            say(j, "synthesising " + preset + " there");
+            auto argv = with_prefix(j, j.sb);
+            argv.insert(argv.end(), {"synth", "--preset", preset, "-o", path + ".part"});
+            if (!layers.empty())
+                argv.insert(argv.end(), {"--layers", layers});
+            must(j,
+                 "mkdir -p " + shell_quote(j.workdir + "/models") + " && " + shell_join(argv) +
+                     " && mv -f " + shell_quote(path + ".part") + " " + shell_quote(path),
+                 "synthesising " + preset, kCopyTimeoutS);
+        }
+        return path;
     }
 
     // Every device runs the same stagebench and llama.cpp commit as the first one, or fails.

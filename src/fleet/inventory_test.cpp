@@ -35,7 +35,7 @@ name = "here"
 transport = "local"
 stagebench = "/opt/sb/bin/stagebench"
 )",
-                                         "fleet.toml");
+                                          "fleet.toml");
     EXPECT_EQ(inv.name, "lab");
     ASSERT_EQ(inv.devices.size(), 4u);
     const DeviceSpec& pi = inv.devices[0];

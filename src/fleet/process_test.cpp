@@ -40,9 +40,7 @@ TEST(Process, DeadlineKillsTheGroup) {
 TEST(Process, StdinAndStdoutFiles) {
     const auto dir = std::filesystem::temp_directory_path() / "sb_process_test";
     std::filesystem::create_directories(dir);
-    {
-        std::ofstream(dir / "in") << "hello\n";
-    }
+    { std::ofstream(dir / "in") << "hello\n"; }
     ProcessOptions o;
     o.stdin_path = (dir / "in").string();
     o.stdout_path = (dir / "out").string();
@@ -62,8 +60,8 @@ TEST(Process, ShellQuoting) {
     EXPECT_EQ(shell_quote("a b"), "'a b'");
     EXPECT_EQ(shell_quote("it's"), "'it'\\''s'");
     EXPECT_EQ(shell_quote("$(rm -rf /)"), "'$(rm -rf /)'");
-    ProcessResult r = run_process(
-        {"sh", "-c", "printf '%s|' " + shell_join({"a b", "it's", "$HOME", "*", ""})});
+    ProcessResult r =
+        run_process({"sh", "-c", "printf '%s|' " + shell_join({"a b", "it's", "$HOME", "*", ""})});
     EXPECT_EQ(r.out, "a b|it's|$HOME|*||");
 }
 

@@ -67,6 +67,8 @@ void write_document_summary_markdown(std::ostream& out, int64_t id, const Result
         models.push_back(v.name ? *v.name : or_dash(v.path));
     }
     out << "- models: " << joined(models) << "\n";
+    if (m.device)
+        out << "- fleet " << m.fleet.value_or("-") << ", device " << *m.device << "\n";
     if (doc.tests.empty()) {
         out << "\nNo tests in this document; `stagebench db export " << id
             << "` gives all of it.\n";

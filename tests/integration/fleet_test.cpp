@@ -27,10 +27,10 @@ namespace fs = std::filesystem;
 const std::string& dist_dir() {
     static const std::string dir = [] {
         static TempDir t;
-        Proc p = run({"/bin/bash", std::string(SB_SOURCE_DIR) + "/scripts/dist.sh", "--arch",
-                      "amd64", "--build", SB_BINARY_DIR, "--llama", SB_LLAMA_BUILD_DIR, "--out",
-                      t.path.string()},
-                     300);
+        Proc p =
+            run({"/bin/bash", std::string(SB_SOURCE_DIR) + "/scripts/dist.sh", "--arch", "amd64",
+                 "--build", SB_BINARY_DIR, "--llama", SB_LLAMA_BUILD_DIR, "--out", t.path.string()},
+                300);
         if (p.exit_code != 0)
             throw std::runtime_error("scripts/dist.sh failed: " + p.err);
         return t.path.string();
@@ -63,14 +63,15 @@ json store_rows(const std::string& db, const std::string& fleet) {
         std::vector<std::string> cells;
         std::istringstream cs(line.substr(2));
         for (std::string c; std::getline(cs, c, '|');)
-            cells.push_back(c.substr(c.find_first_not_of(' ') == std::string::npos
-                                         ? 0
-                                         : c.find_first_not_of(' ')));
+            cells.push_back(c.substr(
+                c.find_first_not_of(' ') == std::string::npos ? 0 : c.find_first_not_of(' ')));
         for (auto& c : cells)
             while (!c.empty() && c.back() == ' ')
                 c.pop_back();
-        rows.push_back({{"device", cells.at(2)}, {"status", cells.at(3)},
-                        {"document", cells.at(8)}, {"what", cells.at(9)}});
+        rows.push_back({{"device", cells.at(2)},
+                        {"status", cells.at(3)},
+                        {"document", cells.at(8)},
+                        {"what", cells.at(9)}});
     }
     return rows;
 }
@@ -83,13 +84,13 @@ json stored_doc(const std::string& db, const std::string& ref) {
     return json::parse(read_file(t.file("d.json")));
 }
 
-const std::vector<std::string> kCommand = {"--", "run", "-m", "", "-p", "16", "-n", "4",
-                                           "-r", "2", "--membw", "off"};
+const std::vector<std::string> kCommand = {"--", "run", "-m", "",  "-p",      "16",
+                                           "-n", "4",   "-r", "2", "--membw", "off"};
 
 std::vector<std::string> fleet_run(const std::string& hosts, const std::string& db,
                                    std::vector<std::string> extra = {}) {
-    std::vector<std::string> a = {"fleet", "run", "--hosts", hosts, "--db", db, "--dist",
-                                  dist_dir()};
+    std::vector<std::string> a = {"fleet", "run", "--hosts", hosts,
+                                  "--db",  db,    "--dist",  dist_dir()};
     a.insert(a.end(), extra.begin(), extra.end());
     for (const auto& w : kCommand)
         a.push_back(w.empty() ? tiny_model() : w);
@@ -212,18 +213,35 @@ TEST(Fleet, FaultsAreRecordedPerDeviceAndResumeCompletesTheRest) {
 TEST(Fleet, KillingOneDevicesSshdMidRunLeavesItsErrorAndTheOthersComplete) {
     TempDir t;
     LoopbackSshd quick, slow;
-    write(t.file("fleet.toml"),
-          "name = \"mid\"\n" + ssh_device("quick", quick, t.file("q"), quick.known_hosts()) +
-              ssh_device("slow", slow, t.file("s"), slow.known_hosts()));
+    write(t.file("fleet.toml"), "name = \"mid\"\n" +
+                                    ssh_device("quick", quick, t.file("q"), quick.known_hosts()) +
+                                    ssh_device("slow", slow, t.file("s"), slow.known_hosts()));
     const std::string db = t.file("m.sqlite");
     // Both devices run some seconds of rounds side by side; slow's sshd dies once its
     // stagebench runs.
-    const std::vector<std::string> argv = {
-        stagebench_bin(), "fleet",  "run",           "--hosts",        t.file("fleet.toml"),
-        "--db",           db,       "--dist",        dist_dir(),       "--parallel",
-        "2",              "--",     "sustained",     "-m",             tiny_model(),
-        "--prompt-tokens", "64",    "--max-tokens",  "64",             "--rounds",
-        "60",             "--idle", "0"};
+    const std::vector<std::string> argv = {stagebench_bin(),
+                                           "fleet",
+                                           "run",
+                                           "--hosts",
+                                           t.file("fleet.toml"),
+                                           "--db",
+                                           db,
+                                           "--dist",
+                                           dist_dir(),
+                                           "--parallel",
+                                           "2",
+                                           "--",
+                                           "sustained",
+                                           "-m",
+                                           tiny_model(),
+                                           "--prompt-tokens",
+                                           "64",
+                                           "--max-tokens",
+                                           "64",
+                                           "--rounds",
+                                           "60",
+                                           "--idle",
+                                           "0"};
     const pid_t pid = spawn_bg(argv, t.file("fleet.log"));
     bool running = false;
     for (int i = 0; i < 600 && !running; ++i) {
@@ -254,11 +272,12 @@ TEST(Fleet, AdbDevicesThroughTheStandIn) {
           "ro.product.model=Pixel 8\nro.build.version.release=14\nro.soc.model=Tensor G3\n");
     ::setenv("FAKE_ADB_ROOT", root.c_str(), 1);
     ::setenv("STAGEBENCH_ADB", (std::string(SB_SOURCE_DIR) + "/tests/fleet/fake-adb").c_str(), 1);
-    write(t.file("phones.toml"), "[[device]]\nname = \"pixel\"\ntransport = \"adb://FAKE1\"\n"
-                                 "workdir = \"" +
-                                     t.file("phone") + "\"\nstagebench = \"" + stagebench_bin() +
-                                     "\"\n[[device]]\nname = \"gone\"\n"
-                                     "transport = \"adb://NOPE\"\n");
+    write(t.file("phones.toml"),
+          "[[device]]\nname = \"pixel\"\ntransport = \"adb://FAKE1\"\n"
+          "workdir = \"" +
+              t.file("phone") + "\"\nstagebench = \"" + stagebench_bin() +
+              "\"\n[[device]]\nname = \"gone\"\n"
+              "transport = \"adb://NOPE\"\n");
     const std::string db = t.file("p.sqlite");
     Proc p = run_sb(fleet_run(t.file("phones.toml"), db));
     ::unsetenv("STAGEBENCH_ADB");
@@ -279,6 +298,23 @@ TEST(Fleet, AdbDevicesThroughTheStandIn) {
     EXPECT_EQ(by["gone"]["status"], "failed");
     EXPECT_NE(by["gone"]["what"].get<std::string>().find("not found"), std::string::npos)
         << by["gone"];
+
+    // A preset is synthesised on the device, once.
+    ::setenv("STAGEBENCH_ADB", (std::string(SB_SOURCE_DIR) + "/tests/fleet/fake-adb").c_str(), 1);
+    const std::vector<std::string> preset = {"fleet", "run", "--hosts", t.file("phones.toml"),
+                                             "--db",  db,    "--only",  "pixel",
+                                             "--",    "run", "-m",      "preset:tiny:2",
+                                             "-p",    "8",   "-n",      "2",
+                                             "-r",    "1",   "--membw", "off"};
+    Proc s1 = run_sb(preset), s2 = run_sb(preset);
+    ::unsetenv("STAGEBENCH_ADB");
+    EXPECT_EQ(s1.exit_code, 0) << s1.err;
+    EXPECT_NE(s1.err.find("[pixel] synthesising tiny there"), std::string::npos) << s1.err;
+    EXPECT_EQ(s2.err.find("synthesising"), std::string::npos) << s2.err;
+    EXPECT_TRUE(fs::is_regular_file(t.file("phone") + "/models/synth-tiny-2-0.1.0.gguf"));
+    const auto rows = store_rows(db, "phones");
+    json last = stored_doc(db, rows.back()["document"]);
+    EXPECT_EQ(last["models"][0]["synthetic_preset"], "tiny") << last["models"][0];
 }
 
 TEST(Fleet, BadInputIsOneLineAndExitTwo) {
