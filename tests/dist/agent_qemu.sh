@@ -124,4 +124,35 @@ PY
   done
 done
 
+# --- the fleet's exec transport: an emulated Cortex-A76 behind a prefix, the agent chosen by
+# trying them from the highest level down (armv8.6 refuses, armv8.2 runs), into the store ---
+if [ -x "$HOST_SB" ]; then
+  cat >"$TMP/emu.toml" <<TOML
+name = "emu"
+[[device]]
+name = "a76"
+transport = "exec"
+prefix = ["$QEMU", "-cpu", "cortex-a76"]
+TOML
+  rc=0
+  "$HOST_SB" fleet run --hosts "$TMP/emu.toml" --dist "$OLDPWD/$DIST" -- run -m "$MODEL" -p 16 -n 4 \
+    -r 1 --membw off >"$TMP/fleet.out" 2>"$TMP/fleet.err" || rc=$?
+  check "[fleet exec] qemu cortex-a76: exit 0, the armv8.2 agent chosen" \
+    bash -c "[ $rc -eq 0 ] && grep -q 'stagebench-agent-armv8.2' '$TMP/fleet.err'"
+  "$HOST_SB" db export --db "$TMP/emu.sqlite" 1 --out "$TMP/fleet-doc.json" 2>/dev/null || true
+  check "[fleet exec] the document carries the emulated device's identity" \
+    python3 -c "
+import json, sys
+d = json.load(open('$TMP/fleet-doc.json'))
+f = d['fleet']
+assert f['device'] == 'a76' and f['arch'] == 'aarch64', f
+assert f['stagebench']['artifact'] == 'stagebench-agent-armv8.2', f['stagebench']
+assert 'dotprod' in f['cpu_features'] and not any('i8mm' in x or 'matmul' in x for x in f['cpu_features']), f['cpu_features']
+assert d['tests'][0]['status'] == 'ok'
+"
+  tail -3 "$TMP/fleet.err" | sed 's/^/  /'
+else
+  echo "skip fleet exec check: no host stagebench at $HOST_SB (make build)"
+fi
+
 finish
