@@ -109,6 +109,54 @@ void add_fleet_command(CLI::App& app, Context& ctx) {
         ctx.exit_code = s.failed > 0 ? 1 : 0;
     });
 
+    auto* rpc = fleet->add_subcommand(
+        "rpc", "rpc-server on the devices, for a model split over several hosts (--rpc)");
+    rpc->require_subcommand(1);
+    auto* up = rpc->add_subcommand(
+        "up", "Deploy and start `stagebench rpc-server` on every device; print the --rpc list");
+    auto port = std::make_shared<int>(50052);
+    up->add_option("--hosts", a->hosts, "the inventory (TOML)")->required();
+    up->add_option("--dist", a->o.dist_dir, "where the tarballs and agents are")
+        ->capture_default_str();
+    up->add_option("--port", *port, "the first device's port; the next device gets the next one")
+        ->capture_default_str();
+    up->add_option("--only", a->only, "these devices of the inventory (a comma list)");
+    up->add_flag("--allow-mixed", a->o.allow_mixed,
+                 "devices whose stagebench or llama.cpp commit differs from the others'");
+    up->callback([&ctx, a, port] {
+        Inventory inv = load_inventory(a->hosts);
+        if (!a->only.empty())
+            a->o.only = split_list(a->only);
+        const auto eps = fleet_rpc_up(inv, a->o, *port, ctx.err);
+        std::string list, devices;
+        for (std::size_t i = 0; i < eps.size(); ++i) {
+            list += (i ? "," : "") + eps[i].endpoint;
+            devices += (i ? "+" : "") + std::string("RPC") + std::to_string(i);
+        }
+        if (!eps.empty()) {
+            ctx.out << "--rpc " << list << " --device " << devices << "\n";
+            ctx.err << "fleet rpc: " << eps.size()
+                    << " server(s); e.g. stagebench ops -m model.gguf "
+                    << "--rpc " << list << " --device " << devices
+                    << " (copies between them: the splits); fleet rpc down --hosts " << a->hosts
+                    << " stops them\n";
+        }
+        ctx.exit_code = eps.size() == inv.devices.size() ||
+                                (!a->o.only.empty() && eps.size() == a->o.only.size())
+                            ? 0
+                            : 1;
+    });
+    auto* down = rpc->add_subcommand("down", "Stop the rpc-servers `fleet rpc up` started");
+    down->add_option("--hosts", a->hosts, "the inventory (TOML)")->required();
+    down->add_option("--only", a->only, "these devices of the inventory (a comma list)");
+    down->callback([&ctx, a] {
+        Inventory inv = load_inventory(a->hosts);
+        if (!a->only.empty())
+            a->o.only = split_list(a->only);
+        const int n = fleet_rpc_down(inv, a->o, ctx.err);
+        ctx.err << "fleet rpc: " << n << " server(s) stopped\n";
+    });
+
     auto* status = fleet->add_subcommand(
         "status", "What ran where, when, with which stagebench and llama.cpp, and what failed");
     status->add_option("--hosts", a->hosts, "the inventory (its store: the inventory's .sqlite)");

@@ -1,7 +1,9 @@
 #include "fleet/fleet_run.hpp"
 
 #include <fmt/format.h>
+#include <netdb.h>
 #include <openssl/evp.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -123,11 +125,14 @@ struct Job {
 class Fleet {
   public:
     Fleet(const Inventory& inv, const FleetRunOptions& o, std::ostream& log)
-        : inv_(inv), o_(o), log_(log), store_(ResultStore::open(o.db_path)) {
+        : inv_(inv), o_(o), log_(log) {
+        if (!o.db_path.empty())
+            store_ = ResultStore::open(o.db_path);
         command_json_ = dump_json(json(o.command));
     }
 
-    FleetRunSummary run() {
+    // The devices to work on (--only), each with its transport and work directory.
+    void select() {
         for (const auto& d : inv_.devices) {
             if (!o_.only.empty() &&
                 std::find(o_.only.begin(), o_.only.end(), d.name) == o_.only.end())
@@ -141,8 +146,12 @@ class Fleet {
         }
         if (jobs_.empty())
             throw usage_error("--only names no device of inventory '" + inv_.path + "'");
+    }
+
+    FleetRunSummary run() {
+        select();
         if (o_.resume) {
-            for (const auto& r : store_.fleet_runs(inv_.name))
+            for (const auto& r : store_->fleet_runs(inv_.name))
                 for (auto& j : jobs_)
                     if (r.device == j->spec.name && r.command == command_json_ &&
                         r.status == "ok") {
@@ -218,7 +227,8 @@ class Fleet {
         r.error = error;
         r.error_kind = kind;
         std::lock_guard lk(store_mu_);
-        store_.append_fleet_run(r);
+        if (store_)
+            store_->append_fleet_run(r);
         ++summary_.failed;
     }
 
@@ -497,6 +507,83 @@ class Fleet {
         }
     }
 
+    // --- `fleet rpc up|down`: rpc-server on the devices ---
+  public:
+    std::vector<FleetRpcEndpoint> rpc_up(int base_port) {
+        select();
+        each([this](Job& j) { prepare(j); });
+        check_versions();
+        std::vector<FleetRpcEndpoint> out;
+        for (std::size_t k = 0; k < jobs_.size(); ++k) {
+            Job& j = *jobs_[k];
+            if (j.error)
+                continue;
+            try {
+                out.push_back(start_rpc_server(j, base_port + static_cast<int>(k)));
+            } catch (const Error& e) {
+                fail(j, e.what(), error_kind_name(e.kind()));
+            }
+        }
+        return out;
+    }
+
+    int rpc_down() {
+        select();
+        int stopped = 0;
+        each([&](Job& j) {
+            const std::string pidfile = j.workdir + "/rpc-server.pid";
+            auto r = sh(j, "test -f " + shell_quote(pidfile) + " && kill $(cat " +
+                               shell_quote(pidfile) + ") && rm -f " + shell_quote(pidfile));
+            if (r.ok()) {
+                say(j, "rpc-server stopped");
+                std::lock_guard lk(log_mu_);
+                ++stopped;
+            } else {
+                say(j, "no rpc-server of the fleet running there");
+            }
+        });
+        return stopped;
+    }
+
+  private:
+    FleetRpcEndpoint start_rpc_server(Job& j, int port) {
+        // Where the host reaches it: an ssh device at its address (the server listens there
+        // only), a phone through `adb forward`, this machine on loopback.
+        std::string listen = "127.0.0.1", reach = "127.0.0.1";
+        if (j.spec.kind == TransportKind::ssh)
+            listen = reach = j.spec.host;
+        const std::string pidfile = j.workdir + "/rpc-server.pid",
+                          logfile = j.workdir + "/rpc-server.log";
+        auto argv = with_prefix(j, j.sb);
+        argv.insert(argv.end(), {"rpc-server", "-H", listen, "-p", std::to_string(port)});
+        // Stop one this fleet started before, then start it detached from the session.
+        must(j,
+             "cd " + shell_quote(j.workdir) + " && { [ -f rpc-server.pid ] && kill $(cat " +
+                 "rpc-server.pid) 2>/dev/null; true; } && (nohup " + shell_join(argv) + " >" +
+                 shell_quote(logfile) + " 2>&1 </dev/null & echo $! >" + shell_quote(pidfile) + ")",
+             "starting rpc-server");
+        if (j.spec.kind == TransportKind::adb) {
+            const char* adb = std::getenv("STAGEBENCH_ADB");
+            auto r = run_process({adb && *adb ? adb : "adb", "-s", j.spec.serial, "forward",
+                                  "tcp:" + std::to_string(port), "tcp:" + std::to_string(port)});
+            if (!r.ok())
+                throw runtime_error(transport_error(j.spec, "adb forward", r));
+        }
+        const std::string endpoint = reach + ":" + std::to_string(port);
+        if (!wait_for_tcp(reach, port, 20)) {
+            auto tail = sh(j, "tail -n 3 " + shell_quote(logfile));
+            std::string why = tail.out;
+            while (!why.empty() && (why.back() == '\n' || why.back() == ' '))
+                why.pop_back();
+            const auto nl = why.rfind('\n');
+            throw runtime_error(
+                j.spec.name + ": rpc-server does not answer at " + endpoint +
+                (why.empty() ? "" : ": " + why.substr(nl == std::string::npos ? 0 : nl + 1)));
+        }
+        say(j, "rpc-server at " + endpoint);
+        return {j.spec.name, endpoint};
+    }
+
     // --- 5: the gates, then 6: the command ---
     json gates(Job& j, Warnings& warnings) {
         const Gates& g = j.spec.gates;
@@ -640,7 +727,7 @@ class Fleet {
             for (auto& w : gate_warnings)
                 doc->warnings.push_back(w);
             std::lock_guard lk(store_mu_);
-            doc_id = store_.append(*doc);
+            doc_id = store_->append(*doc);
         }
         const bool ok = r.ok() && doc;
         FleetRun row_ = row(j);
@@ -670,13 +757,13 @@ class Fleet {
             ++summary_.ok;
         }
         std::lock_guard lk(store_mu_);
-        store_.append_fleet_run(row_);
+        store_->append_fleet_run(row_);
     }
 
     const Inventory& inv_;
     const FleetRunOptions& o_;
     std::ostream& log_;
-    ResultStore store_;
+    std::optional<ResultStore> store_;  // none for `fleet rpc`
     std::string command_json_;
     std::vector<std::unique_ptr<Job>> jobs_;
     std::map<const Job*, std::map<std::string, std::string>> j_models_;
@@ -685,6 +772,50 @@ class Fleet {
 };
 
 }  // namespace
+
+bool wait_for_tcp(const std::string& host, int port, double timeout_s) {
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    while (std::chrono::steady_clock::now() < deadline && !interrupt_requested()) {
+        addrinfo* res = nullptr;
+        if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res) == 0) {
+            bool ok = false;
+            for (addrinfo* a = res; a && !ok; a = a->ai_next) {
+                const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, 0);
+                if (fd < 0)
+                    continue;
+                ok = ::connect(fd, a->ai_addr, a->ai_addrlen) == 0;
+                ::close(fd);
+            }
+            ::freeaddrinfo(res);
+            if (ok)
+                return true;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return false;
+}
+
+std::vector<FleetRpcEndpoint> fleet_rpc_up(const Inventory& inv, const FleetRunOptions& o,
+                                           int base_port, std::ostream& log) {
+    if (base_port < 1 || base_port + static_cast<int>(inv.devices.size()) > 65535)
+        throw usage_error("--port " + std::to_string(base_port) + " leaves no room for " +
+                          std::to_string(inv.devices.size()) + " device(s)");
+    FleetRunOptions oo = o;
+    oo.db_path.clear();
+    Fleet f(inv, oo, log);
+    return f.rpc_up(base_port);
+}
+
+int fleet_rpc_down(const Inventory& inv, const FleetRunOptions& o, std::ostream& log) {
+    FleetRunOptions oo = o;
+    oo.db_path.clear();
+    Fleet f(inv, oo, log);
+    return f.rpc_down();
+}
 
 bool fleet_measuring_command(const std::string& name) {
     return kMeasuring.count(name) > 0;

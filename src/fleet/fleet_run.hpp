@@ -39,6 +39,22 @@ struct FleetRunSummary {
     int ok = 0, failed = 0, skipped = 0;
 };
 
+// `fleet rpc up`: on every device (after the same reach, deploy and version steps), a
+// `stagebench rpc-server` detached from the session on port base_port + the device's index
+// (an ssh device listening on its inventory address, a phone on its loopback through `adb
+// forward`, this machine on 127.0.0.1), checked from here. Returns the endpoints that answer,
+// in inventory order: `--rpc` of run, ops, hybrid, with devices RPC0, RPC1... A device that
+// fails is said on log and left out. `fleet rpc down` stops the servers it started.
+struct FleetRpcEndpoint {
+    std::string device, endpoint;
+};
+std::vector<FleetRpcEndpoint> fleet_rpc_up(const Inventory& inv, const FleetRunOptions& o,
+                                           int base_port, std::ostream& log);
+int fleet_rpc_down(const Inventory& inv, const FleetRunOptions& o, std::ostream& log);
+
+// Whether host:port accepts a TCP connection within timeout_s.
+bool wait_for_tcp(const std::string& host, int port, double timeout_s);
+
 // The commands whose JSON output is a result document.
 bool fleet_measuring_command(const std::string& name);
 

@@ -4,14 +4,20 @@
 // device whose sshd is down, a device whose sshd dies mid-run, a full disk; each is one recorded
 // error, nothing collected is lost, and --resume completes the rest.
 #ifdef SB_WITH_FLEET
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <random>
+#include <set>
 #include <thread>
 
 #include "cli_harness.hpp"
@@ -315,6 +321,69 @@ TEST(Fleet, AdbDevicesThroughTheStandIn) {
     const auto rows = store_rows(db, "phones");
     json last = stored_doc(db, rows.back()["document"]);
     EXPECT_EQ(last["models"][0]["synthetic_preset"], "tiny") << last["models"][0];
+}
+
+// Two ports in a row that were free a moment ago.
+int two_free_ports() {
+    for (int tries = 0; tries < 50; ++tries) {
+        const int p = 20000 + static_cast<int>(std::random_device{}() % 30000);
+        bool ok = true;
+        for (int q : {p, p + 1}) {
+            const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+            sockaddr_in a{};
+            a.sin_family = AF_INET;
+            a.sin_port = htons(static_cast<uint16_t>(q));
+            a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+            ok = ok && ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+            ::close(fd);
+        }
+        if (ok)
+            return p;
+    }
+    return 0;
+}
+
+// `fleet rpc up` on two devices (this machine, and a device behind the loopback sshd): a model
+// split over both servers, profiled by `ops`, reports per decode token the compute on each
+// server, the copies between them (bytes and time); `fleet rpc down` stops them.
+TEST(Fleet, RpcUpSplitsAModelOverTwoServersAndOpsReportsItsTransfers) {
+    TempDir t;
+    LoopbackSshd sshd;
+    write(t.file("split.toml"), "[[device]]\nname = \"a\"\ntransport = \"local\"\nworkdir = \"" +
+                                    t.file("a") + "\"\n" +
+                                    ssh_device("b", sshd, t.file("b"), sshd.known_hosts()));
+    const int port = two_free_ports();
+    ASSERT_GT(port, 0);
+    Proc up = run_sb({"fleet", "rpc", "up", "--hosts", t.file("split.toml"), "--port",
+                      std::to_string(port), "--dist", dist_dir()},
+                     300);
+    ASSERT_EQ(up.exit_code, 0) << up.err;
+    const std::string list =
+        "127.0.0.1:" + std::to_string(port) + ",127.0.0.1:" + std::to_string(port + 1);
+    EXPECT_EQ(up.out, "--rpc " + list + " --device RPC0+RPC1\n");
+    Proc ops = run_sb({"ops", "-m", tiny_model(), "--rpc", list, "--device", "RPC0+RPC1", "-p",
+                       "16", "-o", "json"});
+    Proc down = run_sb({"fleet", "rpc", "down", "--hosts", t.file("split.toml")});
+    ASSERT_EQ(ops.exit_code, 0) << ops.err;
+    json doc = json::parse(ops.out);
+    bool saw_decode = false;
+    for (const auto& st : doc["ops"]["stages"]) {
+        if (st["stage"] != "decode")
+            continue;
+        saw_decode = true;
+        EXPECT_EQ(st["n_tokens"], 1);
+        EXPECT_GT(st["n_copies"].get<int>(), 0) << st.dump();
+        EXPECT_GT(st["copy_bytes"].get<double>(), 0);
+        EXPECT_GT(st["copy_ns"].get<double>(), 0);
+        std::set<std::string> backends;
+        for (const auto& b : st["by_backend"])
+            if (b["op_ns"].get<double>() > 0)
+                backends.insert(b["backend"]);
+        EXPECT_TRUE(backends.count("RPC0") && backends.count("RPC1")) << st["by_backend"];
+    }
+    EXPECT_TRUE(saw_decode);
+    EXPECT_EQ(down.exit_code, 0) << down.err;
+    EXPECT_NE(down.err.find("2 server(s) stopped"), std::string::npos) << down.err;
 }
 
 TEST(Fleet, BadInputIsOneLineAndExitTwo) {
