@@ -48,12 +48,12 @@ bool LogitsDiff::within(double tolerance, double max_kl) const {
 
 namespace {
 
-int32_t argmax(const std::vector<float>& v) {
+int32_t argmax(std::span<const float> v) {
     return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
 }
 
 // log(sum exp(v)), computed from the maximum so that no term overflows.
-double log_sum_exp(const std::vector<float>& v) {
+double log_sum_exp(std::span<const float> v) {
     const double m = *std::max_element(v.begin(), v.end());
     double s = 0;
     for (float x : v)
@@ -74,23 +74,27 @@ LogitsDiff compare_logits(const LogitsCapture& ref, const LogitsCapture& x) {
             "--seed or vocabulary)");
     if (ref.logits.empty())
         throw input_error("no logits to compare");
+    return diff_logits(ref.logits, x.logits);
+}
+
+LogitsDiff diff_logits(std::span<const float> ref, std::span<const float> x) {
     LogitsDiff d;
     double sq = 0;
-    for (size_t i = 0; i < ref.logits.size(); ++i) {
-        const double diff = static_cast<double>(x.logits[i]) - ref.logits[i];
+    for (size_t i = 0; i < ref.size(); ++i) {
+        const double diff = static_cast<double>(x[i]) - ref[i];
         d.max_abs = std::max(d.max_abs, std::abs(diff));
-        d.ref_scale = std::max(d.ref_scale, std::abs(static_cast<double>(ref.logits[i])));
+        d.ref_scale = std::max(d.ref_scale, std::abs(static_cast<double>(ref[i])));
         sq += diff * diff;
     }
-    d.rms = std::sqrt(sq / static_cast<double>(ref.logits.size()));
-    const double lse_ref = log_sum_exp(ref.logits), lse_x = log_sum_exp(x.logits);
-    for (size_t i = 0; i < ref.logits.size(); ++i) {
-        const double lp = ref.logits[i] - lse_ref, lq = x.logits[i] - lse_x;
+    d.rms = std::sqrt(sq / static_cast<double>(ref.size()));
+    const double lse_ref = log_sum_exp(ref), lse_x = log_sum_exp(x);
+    for (size_t i = 0; i < ref.size(); ++i) {
+        const double lp = ref[i] - lse_ref, lq = x[i] - lse_x;
         d.kl += std::exp(lp) * (lp - lq);
     }
     d.kl = std::max(0.0, d.kl);  // rounding can leave -1e-17 for identical inputs
-    d.top1_ref = argmax(ref.logits);
-    d.top1 = argmax(x.logits);
+    d.top1_ref = argmax(ref);
+    d.top1 = argmax(x);
     return d;
 }
 

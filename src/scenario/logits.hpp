@@ -4,6 +4,7 @@
 // against arm64, CPU against an accelerator), not a speed measurement: nothing here is timed.
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,8 @@ struct LogitsDiff {
 // Throws sb::Error(input) when the two do not come from the same model and prompt (vocabulary
 // size, tokens), naming what differs.
 LogitsDiff compare_logits(const LogitsCapture& ref, const LogitsCapture& x);
+// The same for two logit vectors of one position (equal, non-zero sizes).
+LogitsDiff diff_logits(std::span<const float> ref, std::span<const float> x);
 
 // The logits document: {"schema": "stagebench-logits", "schema_version": 1, "model": {...},
 // "devices", "tokens", "n_vocab", "logits", "top": [{"id", "logit"}] (the 10 largest),

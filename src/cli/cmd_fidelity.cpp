@@ -1,0 +1,91 @@
+// `stagebench fidelity`: speed and numerical fidelity of every variant (model x device set x KV
+// cache types) against a reference, from the same run (scenario/fidelity.hpp).
+#include <fmt/format.h>
+
+#include "cli/commands.hpp"
+#include "cli/flag_checks.hpp"
+#include "core/file_io.hpp"
+#include "core/json_file.hpp"
+#include "core/json_util.hpp"
+#include "engine/backends.hpp"
+#include "scenario/fidelity.hpp"
+
+namespace sb::cli {
+
+void add_fidelity_command(CLI::App& app, Context& ctx) {
+    auto* cmd = app.add_subcommand(
+        "fidelity",
+        "Does the faster choice compute the same? Teacher-forced logits of every model, device "
+        "set and KV cache type against a reference (KL, top-1, top-k, logit error) beside their "
+        "tokens/s");
+    struct Args {
+        FidelityOptions o;
+        std::vector<std::string> rpc;
+        std::optional<std::string> out_path;
+        OutputFormat format = OutputFormat::md;
+    };
+    auto a = std::make_shared<Args>();
+    cmd->add_option("-m,--model", a->o.models, "GGUF model files, comma list (e.g. f16,q8_0,q4_0)")
+        ->required()
+        ->delimiter(',');
+    cmd->add_option("--device", a->o.device_sets,
+                    "device sets, comma list; join with + to combine (e.g. CPU,BLAS,RPC0)")
+        ->check(device_set_check())
+        ->delimiter(',')
+        ->capture_default_str();
+    cmd->add_option("--reference", a->o.reference_devices,
+                    "the reference device set, one of --device (default: the first)");
+    cmd->add_option("--reference-model", a->o.reference_model,
+                    "the reference model file (same shape and vocabulary; default: the first -m)");
+    cmd->add_option("--cache-type-k", a->o.type_k, "K cache types (-ctk), comma list")
+        ->check(cache_type_check())
+        ->delimiter(',')
+        ->capture_default_str();
+    cmd->add_option("--cache-type-v", a->o.type_v, "V cache types (-ctv), comma list")
+        ->check(cache_type_check())
+        ->delimiter(',')
+        ->capture_default_str();
+    cmd->add_option("-p,--n-prompt", a->o.n_prompt, "prompt tokens")
+        ->check(tokens_check(1))
+        ->capture_default_str();
+    cmd->add_option("-n,--n-gen", a->o.n_gen, "decode positions compared (teacher-forced)")
+        ->check(tokens_check(0))
+        ->capture_default_str();
+    cmd->add_option("--top-k", a->o.top_k, "k of the top-k overlap")
+        ->check(int_range(1, 1000, "1..1000"))
+        ->capture_default_str();
+    cmd->add_option("-r,--repetitions", a->o.reps, "timed repetitions of the speed pass")
+        ->check(reps_check())
+        ->capture_default_str();
+    cmd->add_option("-t,--threads", a->o.n_threads, "threads (0: the physical cores)")
+        ->check(threads_check());
+    cmd->add_option("--seed", a->o.seed, "seed of the token sequence")->capture_default_str();
+    cmd->add_option("--rpc", a->rpc, "RPC servers host:port (comma list)")->delimiter(',');
+    cmd->add_option("--out", a->out_path, "also write the fidelity document (JSON) here");
+    add_format_option(cmd, a->format, {OutputFormat::md, OutputFormat::json});
+    cmd->callback([&ctx, a] {
+        for (const auto& m : a->o.models)
+            require_regular_file(m, "model");
+        if (a->o.reference_model)
+            require_regular_file(*a->o.reference_model, "reference model");
+        check_context(a->o.n_prompt, 0, a->o.n_gen);
+        if (a->out_path)
+            check_output_path(*a->out_path, "fidelity document");
+        for (const auto& ep : a->rpc)
+            add_rpc_server(ep);
+        const FidelityResult r = run_fidelity(a->o, ctx.err);
+        const nlohmann::json doc = to_json(r);
+        if (a->out_path)
+            write_text_file(*a->out_path, dump_json(doc, 1) + "\n", "fidelity document");
+        if (a->format == OutputFormat::json)
+            ctx.out << dump_json(doc, 2) << "\n";
+        else
+            write_fidelity_markdown(ctx.out, r);
+        bool failed = false;
+        for (const auto& v : r.variants)
+            failed = failed || v.error.has_value();
+        ctx.exit_code = failed ? 1 : 0;
+    });
+}
+
+}  // namespace sb::cli
