@@ -29,6 +29,7 @@ void build_app(CLI::App& app, Context& ctx) {
     add_agent_for_command(app, ctx);
     add_fleet_command(app, ctx);
     add_fidelity_command(app, ctx);
+    add_serve_command(app, ctx);
 }
 
 int run_cli(int argc, const char* const* argv, Context& ctx) {

@@ -152,13 +152,15 @@ FidelityResult run_fidelity(const FidelityOptions& o, std::ostream& progress) {
         throw usage_error("fidelity: -p, -n, --top-k and -r must be positive");
     FidelityResult r;
     r.options = o;
-    const std::string ref_dev = o.reference_devices.empty() ? o.device_sets[0] : o.reference_devices;
+    const std::string ref_dev =
+        o.reference_devices.empty() ? o.device_sets[0] : o.reference_devices;
     if (std::find(o.device_sets.begin(), o.device_sets.end(), ref_dev) == o.device_sets.end())
         throw usage_error("--reference " + ref_dev + " is not one of --device (" +
                           fmt::format("{}", fmt::join(o.device_sets, ",")) + ")");
     const std::string ref_model = o.reference_model.value_or(o.models[0]);
-    r.reference = fmt::format("{} on {} ({}/{})", std::filesystem::path(ref_model).filename().string(),
-                              ref_dev, o.type_k[0], o.type_v[0]);
+    r.reference =
+        fmt::format("{} on {} ({}/{})", std::filesystem::path(ref_model).filename().string(),
+                    ref_dev, o.type_k[0], o.type_v[0]);
 
     // The reference first: its vocabulary and tokens are every variant's.
     progress << "fidelity: reference " << r.reference << "\n";
@@ -169,7 +171,8 @@ FidelityResult run_fidelity(const FidelityOptions& o, std::ostream& progress) {
         r.tokens = sequence_tokens(o.n_prompt + o.n_gen, e.n_vocab(), o.seed, e.bos_token());
         ref = capture(e, r.tokens, o.n_prompt, o.n_gen);
     }
-    const bool ref_is_variant = std::find(o.models.begin(), o.models.end(), ref_model) != o.models.end();
+    const bool ref_is_variant =
+        std::find(o.models.begin(), o.models.end(), ref_model) != o.models.end();
     for (const auto& model : o.models)
         for (const auto& dev : o.device_sets)
             for (const auto& ctk : o.type_k)
@@ -227,10 +230,14 @@ FidelityResult run_fidelity(const FidelityOptions& o, std::ostream& progress) {
 namespace {
 
 nlohmann::json to_json(const StageFidelity& s) {
-    return {{"positions", s.positions},       {"kl_mean", s.kl_mean},
-            {"kl_p99", s.kl_p99},             {"kl_max", s.kl_max},
-            {"top1_agreement", s.top1_agreement}, {"topk_overlap", s.topk_overlap},
-            {"max_abs", s.max_abs},           {"rms", s.rms}};
+    return {{"positions", s.positions},
+            {"kl_mean", s.kl_mean},
+            {"kl_p99", s.kl_p99},
+            {"kl_max", s.kl_max},
+            {"top1_agreement", s.top1_agreement},
+            {"topk_overlap", s.topk_overlap},
+            {"max_abs", s.max_abs},
+            {"rms", s.rms}};
 }
 
 }  // namespace
@@ -241,16 +248,17 @@ nlohmann::json to_json(const FidelityResult& r) {
         return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
     };
     for (const auto& v : r.variants) {
-        nlohmann::json j = {{"model", v.model},
-                            {"model_name", v.model_name},
-                            {"devices", v.devices},
-                            {"type_k", v.type_k},
-                            {"type_v", v.type_v},
-                            {"reference", v.reference},
-                            {"prefill_tokens_per_s", opt(v.prefill_tps)},
-                            {"decode_tokens_per_s", opt(v.decode_tps)},
-                            {"frontier", v.frontier},
-                            {"error", v.error ? nlohmann::json(*v.error) : nlohmann::json(nullptr)}};
+        nlohmann::json j = {
+            {"model", v.model},
+            {"model_name", v.model_name},
+            {"devices", v.devices},
+            {"type_k", v.type_k},
+            {"type_v", v.type_v},
+            {"reference", v.reference},
+            {"prefill_tokens_per_s", opt(v.prefill_tps)},
+            {"decode_tokens_per_s", opt(v.decode_tps)},
+            {"frontier", v.frontier},
+            {"error", v.error ? nlohmann::json(*v.error) : nlohmann::json(nullptr)}};
         if (!v.error) {
             j["prefill"] = to_json(v.prefill);
             j["decode"] = to_json(v.decode);
@@ -274,10 +282,11 @@ nlohmann::json to_json(const FidelityResult& r) {
 }
 
 void write_fidelity_markdown(std::ostream& out, const FidelityResult& r) {
-    out << fmt::format("Reference: {}; pp{} + tg{} teacher-forced, KL(reference || variant) in "
-                       "nats, top-{} overlap; * marks the frontier (no variant both faster in "
-                       "decode and closer).\n\n",
-                       r.reference, r.options.n_prompt, r.options.n_gen, r.options.top_k);
+    out << fmt::format(
+        "Reference: {}; pp{} + tg{} teacher-forced, KL(reference || variant) in "
+        "nats, top-{} overlap; * marks the frontier (no variant both faster in "
+        "decode and closer).\n\n",
+        r.reference, r.options.n_prompt, r.options.n_gen, r.options.top_k);
     out << "| model | devices | ctk/ctv | pp t/s | tg t/s | KL pp | KL tg mean | KL tg p99 | KL tg "
            "max | top-1 tg | top-k tg | max abs | RMS | |\n"
         << "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | "
@@ -292,7 +301,8 @@ void write_fidelity_markdown(std::ostream& out, const FidelityResult& r) {
             continue;
         }
         out << fmt::format(
-            "| {} | {} | {}/{} | {} | {} | {:.3g} | {:.3g} | {:.3g} | {:.3g} | {:.1f} % | {:.1f} % | "
+            "| {} | {} | {}/{} | {} | {} | {:.3g} | {:.3g} | {:.3g} | {:.3g} | {:.1f} % | {:.1f} % "
+            "| "
             "{:.3g} | {:.3g} | {}{} |\n",
             v.model_name, v.devices, v.type_k, v.type_v, num(v.prefill_tps), num(v.decode_tps),
             v.prefill.kl_mean, v.decode.kl_mean, v.decode.kl_p99, v.decode.kl_max,

@@ -19,10 +19,10 @@
 namespace sb {
 
 struct FidelityOptions {
-    std::vector<std::string> models;         // -m, a comma list: the quantization axis
+    std::vector<std::string> models;              // -m, a comma list: the quantization axis
     std::vector<std::string> device_sets{"CPU"};  // --device: each a set joined with '+'
     std::vector<std::string> type_k{"f16"}, type_v{"f16"};  // -ctk / -ctv axes
-    std::string reference_devices;            // --reference (default: the first device set)
+    std::string reference_devices;               // --reference (default: the first device set)
     std::optional<std::string> reference_model;  // --reference-model (default: the first model)
     int n_prompt = 128;
     int n_gen = 32;
@@ -36,8 +36,8 @@ struct FidelityOptions {
 struct StageFidelity {
     int positions = 0;
     double kl_mean = 0, kl_p99 = 0, kl_max = 0;
-    double top1_agreement = 0;  // fraction of positions with the same argmax
-    double topk_overlap = 0;    // mean |top-k ∩ top-k_ref| / k
+    double top1_agreement = 0;    // fraction of positions with the same argmax
+    double topk_overlap = 0;      // mean |top-k ∩ top-k_ref| / k
     double max_abs = 0, rms = 0;  // over every logit of every position
 };
 

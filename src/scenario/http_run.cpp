@@ -1,4 +1,5 @@
 #include "scenario/http_run.hpp"
+#include "scenario/llama_server.hpp"
 
 #include <unistd.h>
 
@@ -47,17 +48,7 @@ TestResult run_http_test(HttpEngine& engine, const std::string& model, const Tes
 struct HttpRun::Managed {
     std::string model;
     int threads = 0;
-    std::string log;
-    bool keep_log = false;  // the log of a server that failed is named in the error
-    ChildProcess proc;
-    std::unique_ptr<HttpEngine> engine;
-    ~Managed() {
-        engine.reset();
-        proc.stop();
-        std::error_code ec;
-        if (!keep_log && !log.empty())
-            std::filesystem::remove(log, ec);
-    }
+    std::unique_ptr<LlamaServer> server;
 };
 
 HttpRun::HttpRun(const HttpRunOptions& o, const MatrixSpec& m,
@@ -227,69 +218,14 @@ TestResult HttpRun::run(const TestConfig& c, const SweepHooks& hooks) {
             auto m = std::make_unique<Managed>();
             m->model = c.model_path;
             m->threads = c.n_threads;
-            const int port = free_loopback_port();
-            m->log = (std::filesystem::temp_directory_path() /
-                      ("stagebench-llama-server-" + std::to_string(getpid()) + "-" +
-                       std::to_string(port) + ".log"))
-                         .string();
-            std::vector<std::string> argv{server_bin_,
-                                          "-m",
-                                          c.model_path,
-                                          "--host",
-                                          "127.0.0.1",
-                                          "--port",
-                                          std::to_string(port),
-                                          "-c",
-                                          std::to_string(n_ctx_),
-                                          "-np",
-                                          "1",
-                                          "--no-webui"};
-            if (c.n_threads > 0)
-                argv.insert(argv.end(), {"-t", std::to_string(c.n_threads), "-tb",
-                                         std::to_string(c.n_threads)});
-            if (hooks.progress)
-                hooks.progress("starting llama-server on 127.0.0.1:" + std::to_string(port) +
-                               " (log " + m->log + ")");
-            m->proc = ChildProcess::spawn(argv, m->log);
-            const std::string url = "http://127.0.0.1:" + std::to_string(port);
-            const int64_t wait_ms = std::max<int64_t>(120000, opts_.timeout_s * 1000);
-            const int64_t deadline = now_ns() + wait_ms * 1'000'000;
-            bool ready = wait_for_port("127.0.0.1", port, static_cast<int>(wait_ms), &m->proc);
-            HttpClient probe(url, HttpTimeouts{2000, 10000});
-            while (ready) {
-                if (!m->proc.running() || interrupt_requested()) {
-                    ready = false;
-                    break;
-                }
-                try {
-                    if (probe.get("/health").status == 200)
-                        break;
-                } catch (const Error&) {
-                }
-                if (now_ns() > deadline) {
-                    ready = false;
-                    break;
-                }
-                std::this_thread::sleep_for(std::chrono::milliseconds(50));
-            }
-            if (!ready) {
-                std::string last, line;
-                std::ifstream f(m->log);
-                while (std::getline(f, line))
-                    if (!line.empty())
-                        last = line;
-                m->keep_log = true;
-                throw runtime_error("llama-server did not become ready: " +
-                                    (last.empty() ? std::string("no output") : last) + " (log " +
-                                    m->log + ")");
-            }
-            HttpEngineOptions eo;
-            eo.url = url;
-            eo.api = api_;
-            eo.timeouts.connect_ms = static_cast<int64_t>(opts_.timeout_s * 1000);
-            eo.timeouts.read_ms = eo.timeouts.connect_ms;
-            m->engine = std::make_unique<HttpEngine>(eo);
-            m->engine->connect();
+            LlamaServerSpec spec;
+            spec.binary = server_bin_;
+            spec.model = c.model_path;
+            spec.threads = c.n_threads;
+            spec.n_ctx = n_ctx_;
+            spec.api = api_;
+            spec.timeout_s = opts_.timeout_s;
+            m->server = std::make_unique<LlamaServer>(spec, hooks.progress);
             managed_ = std::move(m);
         } catch (const std::exception& e) {
             TestResult r;
@@ -300,7 +236,7 @@ TestResult HttpRun::run(const TestConfig& c, const SweepHooks& hooks) {
             return r;
         }
     }
-    TestResult r = run_http_test(*managed_->engine, "", c, hooks);
+    TestResult r = run_http_test(managed_->server->engine(), "", c, hooks);
     add_note(r,
              "HTTP tests ran on a llama-server that stagebench started on 127.0.0.1 for the same "
              "GGUF (-np 1, prompt cache off); it uses the backends llama.cpp picks by default "

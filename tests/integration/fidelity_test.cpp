@@ -57,8 +57,8 @@ TEST(Fidelity, CpuAgainstCpuIsExactlyTheSame) {
 
 // Quantization as an axis against the f16 reference: KL grows as the weights lose bits.
 TEST(Fidelity, QuantizationOrdersTheDistanceFromTheF16Reference) {
-    json d = fidelity({"-m", tiny_at("f16") + "," + tiny_at("q8_0") + "," + tiny_at("q4_0"),
-                       "--device", "CPU"});
+    json d = fidelity(
+        {"-m", tiny_at("f16") + "," + tiny_at("q8_0") + "," + tiny_at("q4_0"), "--device", "CPU"});
     ASSERT_EQ(d["variants"].size(), 3u) << d;
     const json &f16 = d["variants"][0], &q8 = d["variants"][1], &q4 = d["variants"][2];
     EXPECT_EQ(f16["decode"]["kl_mean"], 0.0);

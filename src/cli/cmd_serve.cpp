@@ -1,0 +1,110 @@
+// `stagebench serve`: a server under concurrent load, closed or open loop (scenario/serve.hpp).
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+
+#include "cli/commands.hpp"
+#include "cli/flag_checks.hpp"
+#include "core/file_io.hpp"
+#include "core/json_file.hpp"
+#include "core/json_util.hpp"
+#include "scenario/serve.hpp"
+
+namespace sb::cli {
+
+void add_serve_command(CLI::App& app, Context& ctx) {
+    auto* cmd = app.add_subcommand(
+        "serve",
+        "A server under concurrent load: a sweep over --concurrency (closed loop) or --rate "
+        "(open loop), per request TTFT/ITL/TPOT/E2E, per point throughput, percentiles, goodput");
+    struct Args {
+        ServeOptions o;
+        std::string model, slo;
+        std::optional<std::string> out_path;
+        OutputFormat format = OutputFormat::md;
+        std::vector<std::string> rates;
+    };
+    auto a = std::make_shared<Args>();
+    cmd->add_option("--url", a->o.url,
+                    "the server (http://host:port); none: -m FILE starts "
+                    "llama-server on 127.0.0.1");
+    cmd->add_option("--api", a->o.api, "openai, openai-chat, llama or ollama")
+        ->capture_default_str();
+    cmd->add_option("-m,--model", a->model,
+                    "the model name on the server, or a GGUF file for the llama-server it starts");
+    cmd->add_option("--slots", a->o.slots, "parallel slots of the llama-server it starts (-np)")
+        ->check(int_range(1, 256, "1..256"))
+        ->capture_default_str();
+    cmd->add_option("-t,--threads", a->o.threads, "threads of the llama-server it starts")
+        ->check(threads_check());
+    cmd->add_option("--concurrency", a->o.concurrency, "closed-loop points: clients, comma list")
+        ->delimiter(',');
+    cmd->add_option("--rate", a->rates,
+                    "open-loop points: requests/s, comma list (inf: all at once)")
+        ->delimiter(',');
+    cmd->add_option("--burstiness", a->o.burstiness,
+                    "gamma shape of the open-loop arrivals (1: Poisson; above 1: steadier)")
+        ->capture_default_str();
+    cmd->add_option("--requests", a->o.requests, "requests per point")
+        ->check(int_range(1, 100000, "1..100000"))
+        ->capture_default_str();
+    cmd->add_option("-p,--n-prompt", a->o.n_prompt, "prompt tokens per request")
+        ->check(tokens_check(1))
+        ->capture_default_str();
+    cmd->add_option("-n,--n-gen", a->o.n_gen, "output tokens per request (EOS ignored)")
+        ->check(tokens_check(1))
+        ->capture_default_str();
+    cmd->add_option("--slo", a->slo,
+                    "service levels for goodput, e.g. ttft=500ms,tpot=50ms,e2e=5s");
+    cmd->add_option("--seed", a->o.seed, "seed of the prompts and arrivals")->capture_default_str();
+    cmd->add_option("--timeout", a->o.timeout_s, "seconds a connection or a silent stream may take")
+        ->check(seconds_check(false))
+        ->capture_default_str();
+    cmd->add_option("--out", a->out_path,
+                    "write the serve document (JSON) here, after every point");
+    add_format_option(cmd, a->format, {OutputFormat::md, OutputFormat::json});
+    cmd->callback([&ctx, a] {
+        for (const auto& r : a->rates) {
+            if (r == "inf") {
+                a->o.rates.push_back(std::numeric_limits<double>::infinity());
+                continue;
+            }
+            char* end = nullptr;
+            const double v = std::strtod(r.c_str(), &end);
+            if (r.empty() || end != r.c_str() + r.size() || !(v > 0) || !std::isfinite(v))
+                throw usage_error("--rate '" + r + "': expected requests/s above 0, or inf");
+            a->o.rates.push_back(v);
+        }
+        if (!a->slo.empty())
+            a->o.slo_ms = parse_slo(a->slo);
+        if (!a->o.url) {
+            if (a->model.empty())
+                throw usage_error(
+                    "serve needs --url URL, or -m FILE.gguf for a llama-server it "
+                    "starts");
+            require_regular_file(a->model, "model");
+            a->o.model_file = a->model;
+        } else {
+            a->o.model = a->model;
+        }
+        if (a->out_path)
+            check_output_path(*a->out_path, "serve document");
+        auto save = [&](const ServeResult& r) {
+            if (a->out_path)
+                write_text_file(*a->out_path, dump_json(to_json(r), 1) + "\n", "serve document");
+        };
+        const ServeResult r = run_serve(a->o, ctx.err, save);
+        if (a->format == OutputFormat::json)
+            ctx.out << dump_json(to_json(r), 2) << "\n";
+        else
+            write_serve_markdown(ctx.out, r);
+        int errors = 0;
+        for (const auto& p : r.points)
+            errors += p.errors;
+        ctx.exit_code = errors > 0 ? 1 : 0;
+    });
+}
+
+}  // namespace sb::cli

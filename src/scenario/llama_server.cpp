@@ -1,0 +1,92 @@
+#include "scenario/llama_server.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "core/clock.hpp"
+#include "core/error.hpp"
+#include "core/interrupt.hpp"
+#include "engine/http_client.hpp"
+
+namespace sb {
+
+LlamaServer::LlamaServer(const LlamaServerSpec& s,
+                         const std::function<void(const std::string&)>& progress) {
+    const int port = free_loopback_port();
+    log_ = (std::filesystem::temp_directory_path() /
+            ("stagebench-llama-server-" + std::to_string(getpid()) + "-" + std::to_string(port) +
+             ".log"))
+               .string();
+    std::vector<std::string> argv{s.binary,
+                                  "-m",
+                                  s.model,
+                                  "--host",
+                                  "127.0.0.1",
+                                  "--port",
+                                  std::to_string(port),
+                                  "-c",
+                                  std::to_string(s.n_ctx),
+                                  "-np",
+                                  std::to_string(s.slots),
+                                  "--no-webui"};
+    if (s.threads > 0)
+        argv.insert(argv.end(),
+                    {"-t", std::to_string(s.threads), "-tb", std::to_string(s.threads)});
+    if (progress)
+        progress("starting llama-server on 127.0.0.1:" + std::to_string(port) + " (log " + log_ +
+                 ")");
+    proc_ = ChildProcess::spawn(argv, log_);
+    url_ = "http://127.0.0.1:" + std::to_string(port);
+    const int64_t wait_ms = std::max<int64_t>(120000, static_cast<int64_t>(s.timeout_s * 1000));
+    const int64_t deadline = now_ns() + wait_ms * 1'000'000;
+    bool ready = wait_for_port("127.0.0.1", port, static_cast<int>(wait_ms), &proc_);
+    HttpClient probe(url_, HttpTimeouts{2000, 10000});
+    while (ready) {
+        if (!proc_.running() || interrupt_requested()) {
+            ready = false;
+            break;
+        }
+        try {
+            if (probe.get("/health").status == 200)
+                break;
+        } catch (const Error&) {
+        }
+        if (now_ns() > deadline) {
+            ready = false;
+            break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    if (!ready) {
+        std::string last, line;
+        std::ifstream f(log_);
+        while (std::getline(f, line))
+            if (!line.empty())
+                last = line;
+        keep_log_ = true;
+        throw runtime_error("llama-server did not become ready: " +
+                            (last.empty() ? std::string("no output") : last) + " (log " + log_ +
+                            ")");
+    }
+    HttpEngineOptions eo;
+    eo.url = url_;
+    eo.api = s.api;
+    eo.timeouts.connect_ms = static_cast<int64_t>(s.timeout_s * 1000);
+    eo.timeouts.read_ms = eo.timeouts.connect_ms;
+    engine_ = std::make_unique<HttpEngine>(eo);
+    engine_->connect();
+}
+
+LlamaServer::~LlamaServer() {
+    engine_.reset();
+    proc_.stop();
+    std::error_code ec;
+    if (!keep_log_ && !log_.empty())
+        std::filesystem::remove(log_, ec);
+}
+
+}  // namespace sb

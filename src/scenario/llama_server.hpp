@@ -1,0 +1,44 @@
+#pragma once
+// A llama-server that stagebench starts on 127.0.0.1 for a GGUF (`run --engine http -m FILE`,
+// `serve -m FILE`): the peer built from the same llama.cpp tree, on a free port, its log in the
+// temporary folder (kept, and named in the error, when it fails), stopped when this goes out of
+// scope.
+#include <memory>
+#include <string>
+
+#include "engine/http_engine.hpp"
+#include "engine/process.hpp"
+
+namespace sb {
+
+struct LlamaServerSpec {
+    std::string binary;  // find_peer_program("llama-server")
+    std::string model;
+    int threads = 0;  // 0: llama-server's default
+    int n_ctx = 0;
+    int slots = 1;  // -np
+    HttpApi api = HttpApi::openai;
+    double timeout_s = 120;
+};
+
+class LlamaServer {
+  public:
+    // Starts it and waits until /health answers 200 and a client connected (at most
+    // max(120 s, timeout_s)). Throws sb::Error(runtime), one line with the log's last line and
+    // its path, when it exits or does not become ready.
+    LlamaServer(const LlamaServerSpec& spec,
+                const std::function<void(const std::string&)>& progress);
+    ~LlamaServer();
+    LlamaServer(const LlamaServer&) = delete;
+    LlamaServer& operator=(const LlamaServer&) = delete;
+    const std::string& url() const { return url_; }
+    HttpEngine& engine() { return *engine_; }
+
+  private:
+    std::string url_, log_;
+    bool keep_log_ = false;
+    ChildProcess proc_;
+    std::unique_ptr<HttpEngine> engine_;
+};
+
+}  // namespace sb

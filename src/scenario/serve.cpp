@@ -1,0 +1,410 @@
+#include "scenario/serve.hpp"
+
+#include <fmt/format.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <limits>
+#include <mutex>
+#include <numeric>
+#include <random>
+#include <thread>
+
+#include "core/clock.hpp"
+#include "core/error.hpp"
+#include "core/interrupt.hpp"
+#include "core/parse.hpp"
+#include "engine/http_engine.hpp"
+#include "engine/process.hpp"
+#include "scenario/llama_server.hpp"
+
+namespace sb {
+
+std::optional<double> percentile(std::vector<double> v, double q) {
+    if (v.empty())
+        return std::nullopt;
+    std::sort(v.begin(), v.end());
+    const double pos = q / 100.0 * static_cast<double>(v.size() - 1);
+    const size_t lo = static_cast<size_t>(std::floor(pos));
+    const size_t hi = std::min(lo + 1, v.size() - 1);
+    return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
+}
+
+namespace {
+
+LatencyStats stats_ms(const std::vector<double>& ms) {
+    LatencyStats s;
+    s.n = ms.size();
+    if (ms.empty())
+        return s;
+    s.mean = std::accumulate(ms.begin(), ms.end(), 0.0) / static_cast<double>(ms.size());
+    s.median = percentile(ms, 50);
+    s.p90 = percentile(ms, 90);
+    s.p99 = percentile(ms, 99);
+    return s;
+}
+
+double cpu_seconds() {
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+           static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+}
+
+}  // namespace
+
+void summarize_point(ServePoint& p, const std::map<std::string, double>& slo_ms) {
+    std::vector<double> ttft, tpot, itl, e2e;
+    int64_t out_tokens = 0, all_tokens = 0;
+    p.ok = p.errors = p.meeting_slo = 0;
+    p.request_per_s = p.output_tokens_per_s = p.total_tokens_per_s = 0;
+    p.goodput_per_s.reset();
+    for (const auto& r : p.requests) {
+        if (r.error) {
+            ++p.errors;
+            continue;
+        }
+        ++p.ok;
+        if (r.ttft_ns)
+            ttft.push_back(static_cast<double>(*r.ttft_ns) * 1e-6);
+        if (r.tpot_ns)
+            tpot.push_back(static_cast<double>(*r.tpot_ns) * 1e-6);
+        if (r.e2e_ns)
+            e2e.push_back(static_cast<double>(*r.e2e_ns) * 1e-6);
+        for (int64_t g : r.itl_ns)
+            itl.push_back(static_cast<double>(g) * 1e-6);
+        out_tokens += r.output_tokens.value_or(0);
+        all_tokens += r.output_tokens.value_or(0) + r.prompt_tokens.value_or(0);
+        bool meets = true;
+        auto within = [&](const char* k, const std::optional<int64_t>& v) {
+            auto it = slo_ms.find(k);
+            if (it != slo_ms.end() && (!v || static_cast<double>(*v) * 1e-6 > it->second))
+                meets = false;
+        };
+        within("ttft", r.ttft_ns);
+        within("tpot", r.tpot_ns);
+        within("e2e", r.e2e_ns);
+        p.meeting_slo += meets;
+    }
+    p.ttft = stats_ms(ttft);
+    p.tpot = stats_ms(tpot);
+    p.itl = stats_ms(itl);
+    p.e2e = stats_ms(e2e);
+    const double s = static_cast<double>(p.duration_ns) * 1e-9;
+    if (s > 0) {
+        p.request_per_s = p.ok / s;
+        p.output_tokens_per_s = static_cast<double>(out_tokens) / s;
+        p.total_tokens_per_s = static_cast<double>(all_tokens) / s;
+        if (!slo_ms.empty())
+            p.goodput_per_s = p.meeting_slo / s;
+    }
+}
+
+std::vector<double> arrival_gaps(int n, double rate, double burstiness, uint64_t seed) {
+    std::vector<double> gaps(static_cast<size_t>(std::max(n, 0)), 0.0);
+    if (std::isinf(rate))
+        return gaps;
+    std::mt19937_64 rng(seed);
+    // Gamma(shape k, scale theta) has mean k theta and CV 1/sqrt(k).
+    std::gamma_distribution<double> g(burstiness, 1.0 / (rate * burstiness));
+    for (auto& x : gaps)
+        x = g(rng);
+    return gaps;
+}
+
+std::map<std::string, double> parse_slo(const std::string& text) {
+    std::map<std::string, double> out;
+    for (const auto& item : split_list(text)) {
+        const auto eq = item.find('=');
+        const std::string key = item.substr(0, eq);
+        if (eq == std::string::npos || (key != "ttft" && key != "tpot" && key != "e2e"))
+            throw usage_error("--slo '" + item +
+                              "': expected ttft=, tpot= or e2e= a duration "
+                              "(e.g. ttft=500ms,tpot=50ms)");
+        auto ns = parse_duration(item.substr(eq + 1));
+        if (!ns || *ns <= 0)
+            throw usage_error("--slo '" + item + "': '" + item.substr(eq + 1) +
+                              "' is not a duration (e.g. 500ms, 2s)");
+        out[key] = static_cast<double>(*ns) * 1e-6;
+    }
+    if (out.empty())
+        throw usage_error("--slo needs at least one of ttft=, tpot=, e2e=");
+    return out;
+}
+
+namespace {
+
+ServeRequest one_request(HttpEngine& e, const std::string& model, const HttpPrompt& prompt,
+                         int n_gen, uint64_t seed, int index, int64_t t0) {
+    ServeRequest r;
+    r.index = index;
+    const int64_t send = now_ns();
+    r.send_ns = send - t0;
+    try {
+        const Generation g = e.generate(model, prompt, n_gen, seed);
+        const RequestMeasure m = request_measure(g);
+        r.send_ns = m.start_ns - t0;
+        r.ttft_ns = m.timing.ttft_ns;
+        r.e2e_ns = m.timing.e2e_ns;
+        r.tpot_ns = m.timing.tpot_ns;
+        r.itl_ns = m.timing.itl_ns;
+        r.output_tokens = m.timing.n_out;
+        r.prompt_tokens =
+            m.prompt_tokens ? m.prompt_tokens : std::optional<int64_t>(prompt.n_tokens);
+    } catch (const Error& err) {
+        r.error = err.what();
+    }
+    return r;
+}
+
+}  // namespace
+
+ServeResult run_serve(const ServeOptions& o, std::ostream& progress,
+                      const std::function<void(const ServeResult&)>& after_point) {
+    if (o.concurrency.empty() == o.rates.empty())
+        throw usage_error("serve needs --concurrency LIST or --rate LIST (one of them)");
+    for (int c : o.concurrency)
+        if (c < 1 || c > 1024)
+            throw usage_error("--concurrency " + std::to_string(c) + " is outside 1..1024");
+    for (double r : o.rates)
+        if (!(r > 0))
+            throw usage_error(fmt::format("--rate {} is not above 0 (inf: all at once)", r));
+    if (!(o.burstiness > 0))
+        throw usage_error("--burstiness must be above 0");
+    if (o.requests < 1 || o.n_prompt < 1 || o.n_gen < 1)
+        throw usage_error("--requests, -p and -n must be at least 1");
+    if (!o.url && !o.model_file)
+        throw usage_error("serve needs --url URL, or -m FILE.gguf for a llama-server it starts");
+
+    ServeResult res;
+    res.options = o;
+    HttpEngineOptions eo;
+    std::unique_ptr<LlamaServer> managed;
+    const HttpApi api = parse_http_api(o.api);
+    std::string model = o.model;
+    if (o.url) {
+        eo.url = *o.url;
+    } else {
+        LlamaServerSpec spec;
+        spec.binary = find_peer_program("llama-server");
+        if (spec.binary.empty())
+            throw input_error("llama-server not found (build/peers/llama-server)");
+        spec.model = *o.model_file;
+        spec.threads = o.threads;
+        spec.slots = o.slots;
+        // Every slot holds a prompt and its output.
+        spec.n_ctx = o.slots * (o.n_prompt + o.n_gen + 64);
+        spec.api = api;
+        spec.timeout_s = o.timeout_s;
+        managed = std::make_unique<LlamaServer>(
+            spec, [&](const std::string& m) { progress << "stagebench: " << m << "\n"; });
+        eo.url = managed->url();
+        model.clear();
+    }
+    eo.api = api;
+    eo.timeouts.connect_ms = static_cast<int64_t>(o.timeout_s * 1000);
+    eo.timeouts.read_ms = eo.timeouts.connect_ms;
+    HttpEngine main(eo);
+    main.connect();
+    res.server = main.describe();
+
+    struct Point {
+        std::string mode;
+        double value;
+    };
+    std::vector<Point> points;
+    for (int c : o.concurrency)
+        points.push_back({"concurrency", static_cast<double>(c)});
+    for (double r : o.rates)
+        points.push_back({"rate", r});
+
+    uint64_t prompt_seed = o.seed * 1000003;
+    for (const auto& pt : points) {
+        if (interrupt_requested())
+            break;
+        const int width = pt.mode == "concurrency" ? static_cast<int>(pt.value) : o.requests;
+        progress << fmt::format("stagebench: serve {} {:g}: {} requests of pp{}+tg{}\n", pt.mode,
+                                pt.value, o.requests, o.n_prompt, o.n_gen);
+        // Before the clock: distinct prompts, and one connected client per worker.
+        std::vector<HttpPrompt> prompts;
+        for (int i = 0; i < o.requests; ++i)
+            prompts.push_back(main.make_prompt(model, o.n_prompt, ++prompt_seed));
+        const int n_clients = std::min(width, o.requests);
+        std::vector<std::unique_ptr<HttpEngine>> clients;
+        for (int i = 0; i < n_clients; ++i) {
+            clients.push_back(std::make_unique<HttpEngine>(eo));
+            clients.back()->connect();
+        }
+        ServePoint p;
+        p.mode = pt.mode;
+        p.value = pt.value;
+        p.requests.resize(static_cast<size_t>(o.requests));
+        std::vector<char> sent(static_cast<size_t>(o.requests), 0);  // per request: no shared bits
+        const double cpu0 = cpu_seconds();
+        const int64_t t0 = now_ns();
+        if (pt.mode == "concurrency") {
+            std::atomic<int> next{0};
+            std::vector<std::thread> ts;
+            for (int c = 0; c < n_clients; ++c)
+                ts.emplace_back([&, c] {
+                    for (int i; !interrupt_requested() && (i = next++) < o.requests;) {
+                        p.requests[static_cast<size_t>(i)] =
+                            one_request(*clients[static_cast<size_t>(c)], model,
+                                        prompts[static_cast<size_t>(i)], o.n_gen,
+                                        o.seed + static_cast<uint64_t>(i), i, t0);
+                        sent[static_cast<size_t>(i)] = 1;
+                    }
+                });
+            for (auto& t : ts)
+                t.join();
+        } else {
+            const auto gaps = arrival_gaps(o.requests, pt.value, o.burstiness, o.seed);
+            std::vector<std::thread> ts;
+            double at_s = 0;
+            for (int i = 0; i < o.requests && !interrupt_requested(); ++i) {
+                at_s += gaps[static_cast<size_t>(i)];
+                const int64_t when = t0 + static_cast<int64_t>(at_s * 1e9);
+                while (now_ns() < when && !interrupt_requested())
+                    std::this_thread::sleep_for(
+                        std::chrono::nanoseconds(std::min<int64_t>(when - now_ns(), 10'000'000)));
+                if (interrupt_requested())
+                    break;
+                sent[static_cast<size_t>(i)] = 1;
+                ts.emplace_back([&, i] {
+                    p.requests[static_cast<size_t>(i)] = one_request(
+                        *clients[static_cast<size_t>(i)], model, prompts[static_cast<size_t>(i)],
+                        o.n_gen, o.seed + static_cast<uint64_t>(i), i, t0);
+                });
+            }
+            for (auto& t : ts)
+                t.join();
+        }
+        const int64_t t1 = now_ns();
+        // Requests never sent (Ctrl-C) are left out, not counted as errors.
+        std::vector<ServeRequest> kept;
+        for (size_t i = 0; i < p.requests.size(); ++i)
+            if (sent[i])
+                kept.push_back(p.requests[i]);
+        p.requests = std::move(kept);
+        int64_t first = std::numeric_limits<int64_t>::max(), last = 0;
+        for (const auto& r : p.requests) {
+            first = std::min(first, r.send_ns);
+            last = std::max(last, r.send_ns + r.e2e_ns.value_or(0));
+        }
+        p.duration_ns = p.requests.empty() ? 0 : std::max<int64_t>(last - first, 1);
+        const double wall = static_cast<double>(t1 - t0) * 1e-9;
+        if (wall > 0)
+            p.client_cpu_pct = 100 * (cpu_seconds() - cpu0) / wall;
+        for (const auto& q : p.requests)
+            if (q.error)
+                progress << fmt::format("stagebench: serve {} {:g}: request {} failed: {}\n",
+                                        p.mode, p.value, q.index, *q.error);
+        summarize_point(p, o.slo_ms);
+        progress << fmt::format(
+            "stagebench: serve {} {:g}: {} ok, {} failed, {:.2f} req/s, {:.1f} output tok/s, "
+            "TTFT median {:.1f} ms\n",
+            p.mode, p.value, p.ok, p.errors, p.request_per_s, p.output_tokens_per_s,
+            p.ttft.median.value_or(0));
+        if (p.client_cpu_pct && *p.client_cpu_pct > 50)
+            res.warnings.push_back(fmt::format(
+                "{} {:g}: the client used {:.0f} % of a core: it may be what limits the point",
+                p.mode, p.value, *p.client_cpu_pct));
+        res.points.push_back(std::move(p));
+        if (after_point)
+            after_point(res);
+    }
+    return res;
+}
+
+namespace {
+
+nlohmann::json to_json(const LatencyStats& s) {
+    auto opt = [](const std::optional<double>& v) {
+        return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+    };
+    return {{"n", s.n},
+            {"mean_ms", opt(s.mean)},
+            {"median_ms", opt(s.median)},
+            {"p90_ms", opt(s.p90)},
+            {"p99_ms", opt(s.p99)}};
+}
+
+}  // namespace
+
+nlohmann::json to_json(const ServeResult& r) {
+    auto opt = [](const auto& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+    nlohmann::json pts = nlohmann::json::array();
+    for (const auto& p : r.points) {
+        nlohmann::json reqs = nlohmann::json::array();
+        for (const auto& q : p.requests)
+            reqs.push_back({{"index", q.index},
+                            {"send_ns", q.send_ns},
+                            {"ttft_ns", opt(q.ttft_ns)},
+                            {"tpot_ns", opt(q.tpot_ns)},
+                            {"e2e_ns", opt(q.e2e_ns)},
+                            {"itl_ns", q.itl_ns},
+                            {"prompt_tokens", opt(q.prompt_tokens)},
+                            {"output_tokens", opt(q.output_tokens)},
+                            {"error", opt(q.error)}});
+        pts.push_back(
+            {{"mode", p.mode},
+             {"value", p.value},
+             {"duration_ns", p.duration_ns},
+             {"ok", p.ok},
+             {"errors", p.errors},
+             {"error_rate", p.requests.empty() ? 0.0
+                                               : static_cast<double>(p.errors) /
+                                                     static_cast<double>(p.requests.size())},
+             {"request_per_s", p.request_per_s},
+             {"output_tokens_per_s", p.output_tokens_per_s},
+             {"total_tokens_per_s", p.total_tokens_per_s},
+             {"ttft", to_json(p.ttft)},
+             {"tpot", to_json(p.tpot)},
+             {"itl", to_json(p.itl)},
+             {"e2e", to_json(p.e2e)},
+             {"meeting_slo", p.meeting_slo},
+             {"goodput_per_s", opt(p.goodput_per_s)},
+             {"client_cpu_pct", opt(p.client_cpu_pct)},
+             {"requests", reqs}});
+    }
+    const ServeOptions& o = r.options;
+    return {{"schema", "stagebench-serve"},
+            {"schema_version", 1},
+            {"server", r.server},
+            {"n_prompt", o.n_prompt},
+            {"n_gen", o.n_gen},
+            {"requests_per_point", o.requests},
+            {"burstiness", o.burstiness},
+            {"seed", o.seed},
+            {"slo_ms", o.slo_ms},
+            {"points", pts},
+            {"warnings", r.warnings}};
+}
+
+void write_serve_markdown(std::ostream& out, const ServeResult& r) {
+    const bool slo = !r.options.slo_ms.empty();
+    out << "| point | ok | failed | req/s | output tok/s | TTFT median ms | TTFT p99 ms | TPOT "
+           "median ms | ITL p99 ms | E2E p90 ms |"
+        << (slo ? " goodput req/s |" : "") << " client CPU |\n"
+        << "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+        << (slo ? " ---: |" : "") << " ---: |\n";
+    auto ms = [](const std::optional<double>& v) {
+        return v ? fmt::format("{:.1f}", *v) : std::string("-");
+    };
+    for (const auto& p : r.points) {
+        out << fmt::format("| {} {:g} | {} | {} | {:.2f} | {:.1f} | {} | {} | {} | {} | {} |",
+                           p.mode, p.value, p.ok, p.errors, p.request_per_s, p.output_tokens_per_s,
+                           ms(p.ttft.median), ms(p.ttft.p99), ms(p.tpot.median), ms(p.itl.p99),
+                           ms(p.e2e.p90));
+        if (slo)
+            out << fmt::format(" {:.2f} |", p.goodput_per_s.value_or(0));
+        out << fmt::format(" {} |\n", p.client_cpu_pct ? fmt::format("{:.0f} %", *p.client_cpu_pct)
+                                                       : std::string("-"));
+    }
+    for (const auto& w : r.warnings)
+        out << "\nwarning: " << w << "\n";
+}
+
+}  // namespace sb

@@ -1,0 +1,98 @@
+#pragma once
+// `stagebench serve`: a server under concurrent load. A sweep of points, each either closed
+// loop (`--concurrency C`: C clients, each sending its next request when the last one ended) or
+// open loop (`--rate R` requests/s: arrivals of a seeded gamma process, Poisson at burstiness 1,
+// each request on its own thread); every request streams with the stage definitions of
+// engine/http_engine.hpp (TTFT, ITL, TPOT, E2E), on one monotonic clock, and every prompt is
+// distinct (made before the point's clock starts, so no prefix cache helps and no tokenizer
+// call sits in the measurement). Per point: request and token throughput, latency percentiles,
+// error rate, goodput under the SLOs, and the client's own CPU use.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace sb {
+
+struct ServeOptions {
+    std::optional<std::string> url;  // a running server; none: a llama-server for model_file
+    std::string api = "openai";
+    std::string model;                      // the name sent to a server ("" its default)
+    std::optional<std::string> model_file;  // -m FILE: a llama-server started on 127.0.0.1
+    int slots = 4;                          // that llama-server's parallel slots (-np)
+    int threads = 0;                        // its threads (0: its default)
+    std::vector<int> concurrency;           // closed-loop points
+    std::vector<double> rates;              // open-loop points (requests/s; inf: all at once)
+    double burstiness = 1.0;                // gamma shape of the arrivals (1: Poisson)
+    int requests = 16;                      // per point
+    int n_prompt = 128, n_gen = 64;
+    uint64_t seed = 1;
+    std::map<std::string, double> slo_ms;  // ttft, tpot, e2e: upper bounds in ms
+    double timeout_s = 120;
+};
+
+// One request as the client saw it. Times are ns; send_ns from the point's start.
+struct ServeRequest {
+    int index = 0;
+    int64_t send_ns = 0;
+    std::optional<int64_t> ttft_ns, tpot_ns, e2e_ns;
+    std::vector<int64_t> itl_ns;
+    std::optional<int64_t> prompt_tokens, output_tokens;
+    std::optional<std::string> error;
+};
+
+struct LatencyStats {
+    size_t n = 0;
+    std::optional<double> mean, median, p90, p99;  // ms
+};
+
+struct ServePoint {
+    std::string mode;  // "concurrency" | "rate"
+    double value = 0;
+    int64_t duration_ns = 0;  // first send to last completion
+    std::vector<ServeRequest> requests;
+    int ok = 0, errors = 0;
+    double request_per_s = 0, output_tokens_per_s = 0, total_tokens_per_s = 0;
+    LatencyStats ttft, tpot, itl, e2e;
+    std::optional<double> goodput_per_s;  // requests/s meeting every SLO (with SLOs)
+    int meeting_slo = 0;
+    std::optional<double> client_cpu_pct;  // the client's CPU time / wall time, % of one core
+};
+
+struct ServeResult {
+    ServeOptions options;
+    nlohmann::json server;  // what the server said about itself
+    std::vector<ServePoint> points;
+    std::vector<std::string> warnings;
+};
+
+// The point's statistics from its request records (no clock read): percentiles interpolate
+// linearly between order statistics (numpy's default, as vLLM's benchmark); goodput counts the
+// successful requests whose TTFT, TPOT and E2E are within every SLO given.
+void summarize_point(ServePoint& p, const std::map<std::string, double>& slo_ms);
+
+// Linear-interpolation percentile (q in [0, 100]) of v; nullopt for an empty v.
+std::optional<double> percentile(std::vector<double> v, double q);
+
+// Seeded inter-arrival gaps (seconds) of n requests at rate per second: gamma with shape
+// burstiness and mean 1/rate (burstiness 1: exponential, a Poisson process; CV 1/sqrt(shape)).
+// An infinite rate gives zeros.
+std::vector<double> arrival_gaps(int n, double rate, double burstiness, uint64_t seed);
+
+// "ttft=500ms,tpot=50ms,e2e=2s" -> {ttft: 500, tpot: 50, e2e: 2000}. Throws sb::Error(usage).
+std::map<std::string, double> parse_slo(const std::string& text);
+
+// Runs the sweep. Throws sb::Error(usage) for bad options, sb::Error(input) when the server
+// cannot be reached or started; a failed request is recorded, never thrown. after_point runs
+// after each point (to save what was measured).
+ServeResult run_serve(const ServeOptions& o, std::ostream& progress,
+                      const std::function<void(const ServeResult&)>& after_point = {});
+
+nlohmann::json to_json(const ServeResult& r);
+void write_serve_markdown(std::ostream& out, const ServeResult& r);
+
+}  // namespace sb

@@ -1,0 +1,139 @@
+// `stagebench serve` against a real llama-server (started as the README shows, by serve itself
+// with -m FILE) and against the fault server. The speed of concurrency against one client is a
+// benchmark (bench/serve_concurrency.sh); these tests assert what every run must hold.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_harness.hpp"
+#include "fault_server.hpp"
+
+namespace {
+
+using namespace sbtest;
+using nlohmann::json;
+
+TEST(Serve, ClosedLoopOnARealLlamaServerWithFourSlots) {
+    TempDir t;
+    Proc p = run_sb({"serve", "-m", tiny_model(), "--slots", "4", "--concurrency", "1,4",
+                     "--requests", "8", "-p", "16", "-n", "8", "--slo", "ttft=60s,tpot=60s", "-o",
+                     "json", "--out", t.file("serve.json")},
+                    300);
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    json d = json::parse(p.out);
+    EXPECT_EQ(json::parse(read_file(t.file("serve.json")))["points"].size(), 2u);
+    ASSERT_EQ(d["points"].size(), 2u);
+    for (const auto& pt : d["points"]) {
+        EXPECT_EQ(pt["mode"], "concurrency");
+        ASSERT_EQ(pt["requests"].size(), 8u);
+        EXPECT_EQ(pt["ok"], 8);
+        for (const auto& r : pt["requests"]) {
+            EXPECT_TRUE(r["error"].is_null()) << r;
+            EXPECT_EQ(r["output_tokens"], 8) << r;
+            EXPECT_GT(r["ttft_ns"].get<double>(), 0);
+            EXPECT_GE(r["e2e_ns"].get<double>(), r["ttft_ns"].get<double>());
+        }
+        EXPECT_GT(pt["output_tokens_per_s"].get<double>(), 0);
+        EXPECT_FALSE(pt["ttft"]["p99_ms"].is_null());
+        EXPECT_LE(pt["ttft"]["median_ms"].get<double>(), pt["ttft"]["p99_ms"].get<double>());
+        // A minute of SLO: every request meets it, goodput is the request rate.
+        EXPECT_EQ(pt["meeting_slo"], 8);
+        EXPECT_DOUBLE_EQ(pt["goodput_per_s"].get<double>(), pt["request_per_s"].get<double>());
+        EXPECT_FALSE(pt["client_cpu_pct"].is_null());
+    }
+    // Four clients were in flight at once: some request was sent before another ended.
+    bool overlapped = false;
+    const json& four = d["points"][1]["requests"];
+    for (const auto& a : four)
+        for (const auto& b : four)
+            overlapped =
+                overlapped || (a["index"] != b["index"] &&
+                               a["send_ns"].get<int64_t>() <
+                                   b["send_ns"].get<int64_t>() + b["e2e_ns"].get<int64_t>() &&
+                               a["send_ns"].get<int64_t>() >= b["send_ns"].get<int64_t>());
+    EXPECT_TRUE(overlapped);
+}
+
+// Requests that fail (a 500, a dropped connection) are recorded with their errors; the others
+// and the point's statistics stand; the exit code says something failed.
+TEST(Serve, FailedRequestsAreRecordedAndTheRestStands) {
+    std::atomic<int> n{0};
+    FaultServer server([&](const HttpRequest& req, FaultConn& c) {
+        if (answer_discovery(req, c))
+            return;
+        // The measured requests ask for 4 tokens; the prompt calibration before the clock
+        // asks for fewer and is answered well.
+        const int k = req.json().value("max_tokens", 1) == 4 ? n++ : 0;
+        if (k % 4 == 1) {
+            c.reply(500, "application/json", R"({"error":"overloaded"})");
+            return;
+        }
+        if (k % 4 == 3) {
+            c.begin_chunked(200, "text/event-stream");
+            c.chunk(sse_text("half"));
+            return;  // the connection closes mid-stream
+        }
+        c.begin_chunked(200, "text/event-stream");
+        for (int i = 0; i < 4; ++i)
+            c.chunk(sse_text("t"));
+        c.chunk(sse_final(8, 4));
+        c.end_chunked();
+    });
+    Proc p = run_sb({"serve", "--url", server.url(), "--concurrency", "2", "--requests", "8", "-p",
+                     "8", "-n", "4", "-o", "json"});
+    EXPECT_EQ(p.exit_code, 1) << p.err;
+    json d = json::parse(p.out);
+    const json& pt = d["points"][0];
+    ASSERT_EQ(pt["requests"].size(), 8u);
+    EXPECT_EQ(pt["ok"].get<int>() + pt["errors"].get<int>(), 8);
+    EXPECT_GE(pt["errors"].get<int>(), 2);
+    EXPECT_GE(pt["ok"].get<int>(), 2);
+    EXPECT_DOUBLE_EQ(pt["error_rate"].get<double>(), pt["errors"].get<double>() / 8);
+    int with_error = 0;
+    for (const auto& r : pt["requests"])
+        with_error += !r["error"].is_null();
+    EXPECT_EQ(with_error, pt["errors"].get<int>());
+    EXPECT_FALSE(pt["ttft"]["median_ms"].is_null());
+    EXPECT_NE(p.err.find("failed: "), std::string::npos) << p.err;
+}
+
+TEST(Serve, OpenLoopRecordsEveryRequestAtItsRate) {
+    FaultServer server([&](const HttpRequest& req, FaultConn& c) {
+        if (answer_discovery(req, c))
+            return;
+        c.begin_chunked(200, "text/event-stream");
+        for (int i = 0; i < 2; ++i)
+            c.chunk(sse_text("t"));
+        c.chunk(sse_final(8, 2));
+        c.end_chunked();
+    });
+    Proc p = run_sb({"serve", "--url", server.url(), "--rate", "200,inf", "--requests", "6", "-p",
+                     "8", "-n", "2", "-o", "json"});
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    json d = json::parse(p.out);
+    ASSERT_EQ(d["points"].size(), 2u);
+    EXPECT_EQ(d["points"][0]["mode"], "rate");
+    EXPECT_EQ(d["points"][0]["value"], 200.0);
+    EXPECT_EQ(d["points"][1]["requests"].size(), 6u);
+    EXPECT_EQ(d["points"][1]["ok"], 6);
+}
+
+TEST(Serve, BadInputIsOneLineAndExitTwo) {
+    const std::vector<std::vector<std::string>> cases = {
+        {"serve", "--url", "http://127.0.0.1:9", "--requests", "2"},  // neither sweep
+        {"serve", "--url", "http://127.0.0.1:9", "--concurrency", "1", "--rate", "1"},
+        {"serve", "--url", "http://127.0.0.1:9", "--rate", "0"},
+        {"serve", "--url", "http://127.0.0.1:9", "--rate", "fast"},
+        {"serve", "--url", "http://127.0.0.1:9", "--concurrency", "1", "--slo", "ttft=soon"},
+        {"serve", "--concurrency", "1"},
+        {"serve", "-m", "/nonexistent.gguf", "--concurrency", "1"},
+        {"serve", "--url", "http://127.0.0.1:9", "--concurrency", "1"},  // nothing listens
+    };
+    for (const auto& c : cases) {
+        Proc p = run_sb(c);
+        EXPECT_EQ(p.exit_code, 2) << c.back() << ": " << p.err;
+        EXPECT_EQ(std::count(p.err.begin(), p.err.end(), '\n'), 1) << p.err;
+    }
+}
+
+}  // namespace
