@@ -301,6 +301,21 @@ int run_sustained(const SustainedOptions& o, ResultDocument& doc, std::ostream& 
         run.save();
     };
     save();
+    // After a round the document is saved as it goes, but never at a cost that grows into the
+    // workload: every save writes the whole document, whose size grows with the rounds, so a
+    // save after every round would stretch the pauses between late rounds (cooling the device
+    // the test means to heat). A round's save waits until ten times the last save's cost has
+    // passed since it ended (saves take at most about a tenth of the run); the last word (a
+    // stop inside llama.cpp) and the end of the run always save.
+    int64_t last_save_ns = 0, last_save_cost_ns = 0;
+    auto save_after_round = [&] {
+        const int64_t t = now_ns();
+        if (last_save_ns > 0 && t - last_save_ns < 10 * last_save_cost_ns)
+            return;
+        save();
+        last_save_ns = now_ns();
+        last_save_cost_ns = last_save_ns - t;
+    };
     run.start();
 
     LlamaEngine engine;
@@ -449,7 +464,7 @@ int run_sustained(const SustainedOptions& o, ResultDocument& doc, std::ostream& 
             return freq;
         };
         rh.after_round = [&](int round) {
-            save();
+            save_after_round();
             // After the round's record is final, so that tracing overhead reaches none of its
             // numbers; the next round's cool-down starts after the pass.
             if (!traced_rounds.count(round) || interrupt_requested())
