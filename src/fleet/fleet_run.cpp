@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -672,6 +673,14 @@ class Fleet {
         }
         auto argv = with_prefix(j, j.sb);
         argv.insert(argv.end(), args.begin(), args.end());
+        // --timeout is enforced on the device, with an interrupt: the command keeps what it
+        // measured (its --out document) and stops as after Ctrl-C; killed 30 s later if it
+        // does not. Killing the local ssh or adb client alone would leave it running there.
+        if (o_.timeout_s > 0) {
+            const std::vector<std::string> t = {
+                "timeout", "-s", "INT", "-k", "30", fmt::format("{:.0f}", std::ceil(o_.timeout_s))};
+            argv.insert(argv.begin(), t.begin(), t.end());
+        }
         line += shell_join(argv);
         say(j, "running " + shell_join(o_.command));
         const fs::path tmp = fs::temp_directory_path() /
@@ -679,7 +688,8 @@ class Fleet {
         fs::create_directories(tmp);
         const std::string stdout_file = (tmp / "stdout.json").string();
         const auto t0 = std::chrono::steady_clock::now();
-        ProcessResult r = j.t->shell(line, o_.timeout_s, stdout_file);
+        // The local deadline only backs up the device's (a device that stops answering).
+        ProcessResult r = j.t->shell(line, o_.timeout_s > 0 ? o_.timeout_s + 90 : 0, stdout_file);
         const double took =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         // The document: the one written as it went (also after a failure), else stdout.

@@ -268,6 +268,46 @@ TEST(Fleet, KillingOneDevicesSshdMidRunLeavesItsErrorAndTheOthersComplete) {
         << by["slow"];
 }
 
+// --timeout interrupts the command on the device: what it measured is kept and stored with the
+// failure.
+TEST(Fleet, TimeoutInterruptsTheCommandThereAndKeepsWhatItMeasured) {
+    TempDir t;
+    write(t.file("slow.toml"), "[[device]]\nname = \"here\"\ntransport = \"local\"\nworkdir = \"" +
+                                   t.file("w") + "\"\n");
+    const std::string db = t.file("slow.sqlite");
+    Proc p = run_sb({"fleet",
+                     "run",
+                     "--hosts",
+                     t.file("slow.toml"),
+                     "--db",
+                     db,
+                     "--timeout",
+                     "3s",
+                     "--",
+                     "sustained",
+                     "-m",
+                     tiny_model(),
+                     "--prompt-tokens",
+                     "64",
+                     "--max-tokens",
+                     "64",
+                     "--rounds",
+                     "100000",
+                     "--idle",
+                     "0"},
+                    300);
+    EXPECT_EQ(p.exit_code, 1) << p.err;
+    const auto rows = store_rows(db, "slow");
+    ASSERT_EQ(rows.size(), 1u);
+    EXPECT_EQ(rows[0]["status"], "failed");
+    ASSERT_NE(rows[0]["document"], "-") << rows[0];
+    json doc = stored_doc(db, rows[0]["document"]);
+    const auto n = doc["sustained"]["phases"][0]["rounds"].size();
+    EXPECT_GT(n, 0u);
+    EXPECT_LT(n, 100000u);
+    EXPECT_EQ(doc["fleet"]["device"], "here");
+}
+
 // adb, through the stand-in (no phone or emulator here): identity from getprop, the model
 // pushed, the device's own stagebench, and a serial that is not there.
 TEST(Fleet, AdbDevicesThroughTheStandIn) {
