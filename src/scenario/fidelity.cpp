@@ -82,15 +82,8 @@ void time_speed(LlamaEngine& e, const std::vector<int32_t>& tokens, const Fideli
         if (o.n_gen > 0 && ns > 0)
             tg.push_back(o.n_gen / (static_cast<double>(ns) * 1e-9));
     }
-    auto median = [](std::vector<double> v) -> std::optional<double> {
-        if (v.empty())
-            return std::nullopt;
-        std::sort(v.begin(), v.end());
-        const size_t n = v.size();
-        return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-    };
-    v.prefill_tps = median(pp);
-    v.decode_tps = median(tg);
+    v.prefill_tps = percentile(pp, 0.5);
+    v.decode_tps = percentile(tg, 0.5);
 }
 
 std::vector<int32_t> top_k(std::span<const float> v, int k) {

@@ -16,21 +16,12 @@
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
 #include "core/parse.hpp"
+#include "core/stats.hpp"
 #include "engine/http_engine.hpp"
 #include "engine/process.hpp"
 #include "scenario/llama_server.hpp"
 
 namespace sb {
-
-std::optional<double> percentile(std::vector<double> v, double q) {
-    if (v.empty())
-        return std::nullopt;
-    std::sort(v.begin(), v.end());
-    const double pos = q / 100.0 * static_cast<double>(v.size() - 1);
-    const size_t lo = static_cast<size_t>(std::floor(pos));
-    const size_t hi = std::min(lo + 1, v.size() - 1);
-    return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
-}
 
 namespace {
 
@@ -40,9 +31,9 @@ LatencyStats stats_ms(const std::vector<double>& ms) {
     if (ms.empty())
         return s;
     s.mean = std::accumulate(ms.begin(), ms.end(), 0.0) / static_cast<double>(ms.size());
-    s.median = percentile(ms, 50);
-    s.p90 = percentile(ms, 90);
-    s.p99 = percentile(ms, 99);
+    s.median = percentile(ms, 0.50);
+    s.p90 = percentile(ms, 0.90);
+    s.p99 = percentile(ms, 0.99);
     return s;
 }
 

@@ -71,12 +71,10 @@ struct ServeResult {
 };
 
 // The point's statistics from its request records (no clock read): percentiles interpolate
-// linearly between order statistics (numpy's default, as vLLM's benchmark); goodput counts the
+// linearly between order statistics (core/stats.hpp's percentile: numpy's default, as vLLM's
+// benchmark); goodput counts the
 // successful requests whose TTFT, TPOT and E2E are within every SLO given.
 void summarize_point(ServePoint& p, const std::map<std::string, double>& slo_ms);
-
-// Linear-interpolation percentile (q in [0, 100]) of v; nullopt for an empty v.
-std::optional<double> percentile(std::vector<double> v, double q);
 
 // Seeded inter-arrival gaps (seconds) of n requests at rate per second: gamma with shape
 // burstiness and mean 1/rate (burstiness 1: exponential, a Poisson process; CV 1/sqrt(shape)).

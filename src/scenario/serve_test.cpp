@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "core/error.hpp"
+#include "core/stats.hpp"
 
 namespace sb {
 namespace {
@@ -23,15 +24,16 @@ ServeRequest req(int i, double ttft_ms, double tpot_ms, double e2e_ms, int out, 
     return r;
 }
 
+// The point's percentiles are core/stats.hpp's: linear between order statistics, as numpy.
 TEST(Serve, PercentilesInterpolateLikeNumpy) {
-    EXPECT_FALSE(percentile({}, 50));
-    EXPECT_EQ(*percentile({7}, 99), 7.0);
+    EXPECT_FALSE(percentile(std::vector<double>{}, 0.5));
+    EXPECT_EQ(*percentile(std::vector<double>{7}, 0.99), 7.0);
     const std::vector<double> v = {1, 2, 3, 4};  // positions 0..3
-    EXPECT_DOUBLE_EQ(*percentile(v, 50), 2.5);
-    EXPECT_DOUBLE_EQ(*percentile(v, 90), 3.7);
+    EXPECT_DOUBLE_EQ(*percentile(v, 0.5), 2.5);
+    EXPECT_DOUBLE_EQ(*percentile(v, 0.9), 3.7);
     EXPECT_DOUBLE_EQ(*percentile(v, 0), 1.0);
-    EXPECT_DOUBLE_EQ(*percentile(v, 100), 4.0);
-    EXPECT_DOUBLE_EQ(*percentile({4, 1, 3, 2}, 50), 2.5);  // unsorted input
+    EXPECT_DOUBLE_EQ(*percentile(v, 1), 4.0);
+    EXPECT_DOUBLE_EQ(*percentile(std::vector<double>{4, 1, 3, 2}, 0.5), 2.5);  // unsorted input
 }
 
 // Scripted records, no clock: throughput, percentiles, goodput and errors exactly.

@@ -10,26 +10,20 @@
 
 #include "core/clock.hpp"
 #include "core/error.hpp"
+#include "telemetry/live_runs.hpp"
 #include "telemetry/telemetry_json.hpp"
 #include "telemetry/test_util.hpp"
 
 namespace sb {
 namespace {
 
+using sb::testing::energy_of;
 using sb::testing::FakeClock;
 using sb::testing::FixtureCopy;
 using sb::testing::write_atomic;
 
 std::string num(double v) {
     return fmt::format("{:.0f}\n", v);
-}
-
-const EnergyStat* energy_of(const StageTelemetry& s, const std::string& metric) {
-    for (const auto& e : s.energy) {
-        if (e.metric == metric)
-            return &e;
-    }
-    return nullptr;
 }
 
 const GaugeStat* gauge_of(const StageTelemetry& s, const std::string& metric) {
@@ -403,44 +397,23 @@ TEST(Sampler, NoSourcesStillWorks) {
 // clock is a benchmark (bench/sampler_accuracy.sh); the arithmetic is exact under a fake clock
 // (CounterEnergyAtExactBoundariesAcrossWraps).
 TEST(SamplerLive, RaplWriterWithWraparound) {
-    FixtureCopy fx("x86-laptop-rapl");
-    const std::string pkg = fx.path("class/powercap/intel-rapl:0/energy_uj");
-    const double range_uj = 3e6;
-    write_atomic(fx.path("class/powercap/intel-rapl:0/max_energy_range_uj"), num(range_uj));
-    const double rate = 15e6;  // µJ/s
-    Discovery d;
-    discover_rapl(fx.root(), d);
-    Sampler s(std::move(d), {100, {}});
     sb::testing::WriteLog log;
-    sb::testing::Writer w(
-        [&](double t) {
-            const double v = 1e6 + rate * t;
-            const int64_t b = now_ns();
-            write_atomic(pkg, num(std::fmod(v, range_uj)));
-            log.add(b, now_ns(), v);
-        },
-        std::chrono::microseconds(500));
-    s.start();
-    std::this_thread::sleep_for(std::chrono::milliseconds(30));
-    s.mark("decode", true);
-    std::this_thread::sleep_for(std::chrono::milliseconds(800));
-    s.mark("decode", false);
-    s.stop();
-    w.stop();
-    auto st = s.stage_summary("decode");
-    const EnergyStat* e = energy_of(*st, "rapl.package-0.energy_uj");
+    const auto run = sb::testing::live_rapl_stage(log);
+    ASSERT_TRUE(run.stage);
+    const StageTelemetry& st = *run.stage;
+    const EnergyStat* e = energy_of(st, "rapl.package-0.energy_uj");
     ASSERT_NE(e, nullptr);
     ASSERT_TRUE(e->energy_j);
-    auto [lo, hi] = log.delta(st->begin_ns, st->begin_read_ns, st->end_ns, st->end_read_ns);
+    auto [lo, hi] = log.delta(st.begin_ns, st.begin_read_ns, st.end_ns, st.end_read_ns);
+    const double range_uj = sb::testing::kLiveRaplRangeUj;
     const double got_uj = *e->energy_j * 1e6, eps_uj = 1.0;
     EXPECT_GT(got_uj, 0.0);
     EXPECT_LE(got_uj, hi + eps_uj);
     EXPECT_TRUE(sb::testing::within_less_whole_wraps(got_uj, lo, hi, range_uj, eps_uj))
         << "got " << got_uj << " µJ, the log allows [" << lo << ", " << hi
         << "] less whole wraps of " << range_uj;
-    auto rec = s.record();
-    EXPECT_FALSE(has_warning(rec.warnings, "counter_glitch"));
-    EXPECT_FALSE(has_warning(rec.warnings, "counter_reset"));
+    EXPECT_FALSE(has_warning(run.record.warnings, "counter_glitch"));
+    EXPECT_FALSE(has_warning(run.record.warnings, "counter_reset"));
 }
 
 // Real clock and thread: Jetson VDD_IN current ramps. Every reading the sampler integrates is a
@@ -449,42 +422,22 @@ TEST(SamplerLive, RaplWriterWithWraparound) {
 // Its error against the log's exact integral is a benchmark (bench/sampler_accuracy.sh); the
 // trapezoids are exact under a fake clock (PowerOnlySourceIsIntegratedWithTrapezoids).
 TEST(SamplerLive, IntegratedPowerLiesWithinWhatTheWriterWrote) {
-    FixtureCopy fx("jetson-ina3221");
-    const std::string curr = fx.path("class/hwmon/hwmon1/curr1_input");
-    write_atomic(fx.path("class/hwmon/hwmon1/in1_input"), "5000\n");
-    Discovery d;
-    discover_hwmon(fx.root(), d);
-    Sampler s(std::move(d), {100, {}});
-    // I(t) = 1000 + 2000 t mA at 5 V: p(t) = 5000 + 10000 t mW, rising.
-    sb::testing::WriteLog log;
-    sb::testing::Writer w(
-        [&](double t) {
-            const double ma = std::round(1000 + 2000 * t);
-            const int64_t b = now_ns();
-            write_atomic(curr, num(ma));
-            log.add(b, now_ns(), ma * 5.0);
-        },
-        std::chrono::microseconds(500));
-    s.start();
-    std::this_thread::sleep_for(std::chrono::milliseconds(30));
-    s.mark("prefill", true);
-    std::this_thread::sleep_for(std::chrono::milliseconds(600));
-    s.mark("prefill", false);
-    s.stop();
-    w.stop();
-    auto st = s.stage_summary("prefill");
-    const EnergyStat* e = energy_of(*st, "hwmon.ina3221.VDD_IN.power_mw");
+    sb::testing::WriteLog log;  // p(t) = 5000 + 10000 t mW, rising
+    const auto run = sb::testing::live_ina3221_stage(log);
+    ASSERT_TRUE(run.stage);
+    const StageTelemetry& st = *run.stage;
+    const EnergyStat* e = energy_of(st, "hwmon.ina3221.VDD_IN.power_mw");
     ASSERT_NE(e, nullptr);
     EXPECT_EQ(e->method, "power_integral");
     ASSERT_TRUE(e->energy_j);
-    const double dur_s = static_cast<double>(st->end_ns - st->begin_ns) * 1e-9;
+    const double dur_s = static_cast<double>(st.end_ns - st.begin_ns) * 1e-9;
     // The integral may interpolate from a sample before the stage or to one after it: bound by
     // the first and the last power ever written (the ramp rises).
     const double p_lo = log.range(0, 0).first, p_hi = log.range(now_ns(), now_ns()).second;
     EXPECT_GE(*e->energy_j, p_lo * 1e-3 * dur_s * (1 - 1e-9));
     EXPECT_LE(*e->energy_j, p_hi * 1e-3 * dur_s * (1 + 1e-9));
     EXPECT_GE(dur_s, 0.6);
-    EXPECT_EQ(st->total_metric, "hwmon.ina3221.VDD_IN.power_mw");
+    EXPECT_EQ(st.total_metric, "hwmon.ina3221.VDD_IN.power_mw");
 }
 
 TEST(SamplerLive, MeasureIdleStartsAndStopsTheThread) {

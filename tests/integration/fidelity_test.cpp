@@ -67,12 +67,8 @@ TEST(Fidelity, QuantizationOrdersTheDistanceFromTheF16Reference) {
     EXPECT_GT(q4["prefill"]["kl_mean"].get<double>(), q8["prefill"]["kl_mean"].get<double>());
     EXPECT_LT(q4["decode"]["top1_agreement"].get<double>(), 1.0);
     EXPECT_GT(q4["decode"]["max_abs"].get<double>(), q8["decode"]["max_abs"].get<double>());
-    // The frontier holds the reference (nothing is closer) and no variant beaten on both.
+    // The frontier holds the reference: nothing is closer.
     EXPECT_TRUE(f16["frontier"]);
-    int on_frontier = 0;
-    for (const auto& v : d["variants"])
-        on_frontier += v["frontier"].get<bool>();
-    EXPECT_GE(on_frontier, 1);
 }
 
 // BLAS against CPU (stated as measured in the README): a small distance. Top-1 is not asserted:

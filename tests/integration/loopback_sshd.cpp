@@ -24,6 +24,8 @@
 #include <thread>
 #include <vector>
 
+#include "engine/process.hpp"
+
 namespace sbtest {
 
 namespace {
@@ -109,25 +111,6 @@ void keygen(const std::string& path, const std::string& comment, const std::stri
     run_checked({kSshKeygen, "-q", "-N", "", "-t", "ed25519", "-C", comment, "-f", path}, log);
 }
 
-// A TCP port on 127.0.0.1 that was free a moment ago.
-int free_port() {
-    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        throw std::runtime_error("loopback sshd: socket failed");
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = 0;
-    socklen_t len = sizeof addr;
-    if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-        getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-        close(fd);
-        throw std::runtime_error("loopback sshd: cannot find a free port");
-    }
-    close(fd);
-    return ntohs(addr.sin_port);
-}
-
 // True when an SSH server answers on 127.0.0.1:port. Reads its banner and answers with one, so
 // that sshd does not log the probe as a failed key exchange ("kex_exchange_identification").
 bool ssh_answers(int port) {
@@ -180,7 +163,7 @@ LoopbackSshd::LoopbackSshd() {
         keygen(path("id_ed25519"), "sbtest-client", keylog);
         keygen(path("wrong_host_ed25519"), "sbtest-wrong-host", keylog);
 
-        port_ = free_port();
+        port_ = sb::free_loopback_port();
         const std::string host = "[127.0.0.1]:" + std::to_string(port_) + " ";
         write_file(path("known_hosts"), host + public_key(path("host_ed25519.pub")) + "\n", 0600);
         write_file(path("wrong_known_hosts"),
