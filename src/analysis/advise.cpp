@@ -101,6 +101,16 @@ void add_ops(const AdviseFacts& facts, const AdviseFit& fit, json& out) {
         const OpsFacts& ops = facts.ops[i];
         for (std::size_t j = 0; j < ops.stages.size(); ++j) {
             const OpsStageFacts& st = ops.stages[j];
+            for (const auto& g : st.gaps)
+                out["coverage"].push_back({{"stage", st.stage},
+                                           {"op", g.op},
+                                           {"device", g.device},
+                                           {"count", g.count},
+                                           {"unsupported", g.unsupported},
+                                           {"ran", g.ran},
+                                           {"call_ns", opt(g.call_ns)},
+                                           {"op_ns", opt(g.op_ns)},
+                                           {"source", ops.source}});
             for (const auto& f : st.fallback) {
                 json row = f.row;
                 row["stage"] = st.stage;
@@ -169,11 +179,12 @@ json advise(const std::vector<AdviseInput>& inputs, const AdviseOptions& opts) {
     const AdvisePredictions pred = predict_advice(facts, fit, opts);
     const AdviceText text = advice_text(facts, fit, pred, opts);
 
-    json out = {
-        {"advise_schema_version", 1},   {"sources", json::array()},   {"stages", json::array()},
-        {"predictions", json::array()}, {"crossover", json::array()}, {"validation", json::array()},
-        {"fallback", json::array()},    {"dispatch", json::array()},  {"sustained", json::array()},
-        {"sentences", text.sentences},  {"notes", text.notes}};
+    json out = {{"advise_schema_version", 1},  {"sources", json::array()},
+                {"stages", json::array()},     {"predictions", json::array()},
+                {"crossover", json::array()},  {"validation", json::array()},
+                {"fallback", json::array()},   {"coverage", json::array()},
+                {"dispatch", json::array()},   {"sustained", json::array()},
+                {"sentences", text.sentences}, {"notes", text.notes}};
     for (const auto& s : facts.sources)
         out["sources"].push_back({{"source", s.source}, {"command", s.command}});
     for (const auto& st : fit.stages)

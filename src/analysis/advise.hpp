@@ -52,6 +52,9 @@ struct AdviseInput {
 //   "validation": [{"source", "prefill", "decode", "n_prompt", "n_gen", "predicted_ns",
 //                   "measured_ns", "error", "basis"}],
 //   "fallback": [...], "dispatch": [...], "decomposition": [{"stage", "source", "parts"}],
+//   "coverage": [{"stage", "op", "device", "count", "unsupported", "ran", "call_ns", "op_ns",
+//                 "source"}]  (op types a device asked for does not support, from the ops
+//                 document's coverage; costliest first per stage),
 //   "sustained": [...],
 //   "sentences": ["plain sentences with the numbers"], "notes": [...]}
 // Every input is read whole with from_json<ResultDocument> (core/result.hpp), its source naming

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include "analysis/advise_steps.hpp"
 #include "core/error.hpp"
 #include "core/result.hpp"
@@ -62,9 +63,32 @@ void collect_hybrid(const HybridSection& h, std::size_t index, std::vector<Hybri
     }
 }
 
-OpsStageFacts collect_ops_stage(const StageProfile& st) {
+OpsStageFacts collect_ops_stage(const StageProfile& st, const std::vector<std::string>& requested) {
     OpsStageFacts s;
     s.stage = st.stage;
+    for (const auto& c : st.coverage) {
+        for (const auto& d : requested) {
+            auto it = c.supported.find(d);
+            if (d == "CPU" || it == c.supported.end() || it->second >= c.count)
+                continue;
+            CoverageGap g{c.op,         d,           c.count, c.count - it->second, c.ran,
+                          std::nullopt, std::nullopt};
+            for (const auto& r : st.ops) {
+                if (r.op != c.op || r.no_compute || r.backend == d)
+                    continue;
+                if (r.call_ns)
+                    g.call_ns = g.call_ns.value_or(0) + *r.call_ns;
+                if (r.op_ns)
+                    g.op_ns = g.op_ns.value_or(0) + *r.op_ns;
+            }
+            s.gaps.push_back(std::move(g));
+        }
+    }
+    std::stable_sort(s.gaps.begin(), s.gaps.end(), [](const CoverageGap& a, const CoverageGap& b) {
+        const double x = a.call_ns ? *a.call_ns : a.op_ns.value_or(0);
+        const double y = b.call_ns ? *b.call_ns : b.op_ns.value_or(0);
+        return x > y;
+    });
     for (const auto& f : st.fallback)
         s.fallback.push_back(
             {f.op, f.backend, f.requested, f.count, f.call_ns, f.penalty, to_json(f)});
@@ -80,7 +104,7 @@ OpsFacts collect_ops(const OpsSection& ops, const std::string& source) {
     OpsFacts o;
     o.source = source;
     for (const auto& st : ops.stages)
-        o.stages.push_back(collect_ops_stage(st));
+        o.stages.push_back(collect_ops_stage(st, ops.requested));
     o.devices = ops.devices.empty() ? "?" : ops.devices;
     return o;
 }

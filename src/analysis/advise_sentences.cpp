@@ -90,6 +90,21 @@ std::string fallback_sentence(const std::string& stage, const OpFallback& f) {
     return s + ".";
 }
 
+std::string coverage_sentence(const std::string& stage, const CoverageGap& g) {
+    std::string ran;
+    for (const auto& [be, n] : g.ran)
+        if (be != g.device)
+            ran += (ran.empty() ? "" : ", ") + be;
+    std::string s =
+        fmt::format("{}: {} does not support {} ({} of {} nodes), which ran on {}", stage, g.device,
+                    g.op, g.unsupported, g.count, ran.empty() ? "another backend" : ran);
+    if (g.call_ns)
+        s += fmt::format(", {} of calls per stage", ms(*g.call_ns));
+    else if (g.op_ns)
+        s += fmt::format(", {} of op time per stage", ms(*g.op_ns));
+    return s + fmt::format(": implementing {} natively on {} would keep it there.", g.op, g.device);
+}
+
 std::optional<std::string> decomposition_sentence(const std::string& stage,
                                                   const std::string& devices,
                                                   const std::vector<PipelinePart>& parts) {
@@ -166,6 +181,14 @@ AdviceText advice_text(const AdviseFacts& facts, const AdviseFit& fit,
             const OpsStageFacts& st = ops.stages[j];
             for (const auto& f : st.fallback)
                 say.push_back(fallback_sentence(st.stage, f));
+            // The op types a device asked for cannot run, costliest first (at most five).
+            for (std::size_t k = 0; k < st.gaps.size() && k < 5; ++k)
+                say.push_back(coverage_sentence(st.stage, st.gaps[k]));
+            if (st.gaps.size() > 5)
+                t.notes.push_back(
+                    fmt::format("{}: {} more op types are not supported by a "
+                                "device asked for (see the ops document's coverage)",
+                                st.stage, st.gaps.size() - 5));
             any_fallback = any_fallback || !st.fallback.empty();
             if (auto s = decomposition_sentence(st.stage, ops.devices, st.parts))
                 say.push_back(*s);

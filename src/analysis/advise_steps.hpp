@@ -78,9 +78,21 @@ struct OpCall {
     std::optional<double> call_ns, op_ns;
 };
 
+// An op type that a device asked for does not support on some or all of its nodes, from the
+// ops document's coverage (the backend's supports-op answer per node): the study's third
+// guideline, implement the key ops natively on the accelerator.
+struct CoverageGap {
+    std::string op, device;
+    int count = 0;                         // computing nodes of the op in the stage
+    int unsupported = 0;                   // of them, not supported by the device
+    std::map<std::string, int> ran;        // where the op's nodes ran
+    std::optional<double> call_ns, op_ns;  // the op's nodes off the device, summed per stage
+};
+
 struct OpsStageFacts {
     std::string stage;
     std::vector<OpFallback> fallback;
+    std::vector<CoverageGap> gaps;    // largest call time (else op time) first
     std::vector<PipelinePart> parts;  // of the pipeline decomposition, in order; none without
     std::vector<OpCall> ops;
 };
@@ -273,6 +285,7 @@ std::string crossover_sentence(const Crossover& c);
 // The sentence of a predicted validation, the note of one without a prediction.
 std::string validation_sentence(const Validation& v);
 std::string fallback_sentence(const std::string& stage, const OpFallback& f);
+std::string coverage_sentence(const std::string& stage, const CoverageGap& g);
 // Null when no part has a share.
 std::optional<std::string> decomposition_sentence(const std::string& stage,
                                                   const std::string& devices,

@@ -190,6 +190,49 @@ TEST(Advise, FlagsDispatchOverheadAndFallback) {
     EXPECT_TRUE(advise({{"o.json", doc}}, o)["dispatch"].empty());
 }
 
+TEST(Advise, OpsADeviceCannotRunAreTheThirdGuideline) {
+    json ops = {{"devices", "BLAS"},
+                {"requested", {"BLAS"}},
+                {"stages",
+                 {{{"stage", "prefill"},
+                   {"coverage_devices", {"BLAS", "CPU"}},
+                   {"coverage",
+                    {{{"op", "MUL_MAT"},
+                      {"count", 2},
+                      {"supported", {{"BLAS", 2}, {"CPU", 2}}},
+                      {"ran", {{"BLAS", 2}}}},
+                     {{"op", "RMS_NORM"},
+                      {"count", 2},
+                      {"supported", {{"BLAS", 0}, {"CPU", 2}}},
+                      {"ran", {{"CPU", 2}}}},
+                     {{"op", "ADD"},
+                      {"count", 1},
+                      {"supported", {{"BLAS", 0}, {"CPU", 1}}},
+                      {"ran", {{"CPU", 1}}}}}},
+                   {"ops",
+                    {{{"op", "MUL_MAT"}, {"backend", "BLAS"}, {"op_ns", 9e4}, {"call_ns", 1e5}},
+                     {{"op", "MUL_MAT"}, {"backend", "BLAS"}, {"op_ns", 9e4}, {"call_ns", 1e5}},
+                     {{"op", "RMS_NORM"}, {"backend", "CPU"}, {"op_ns", 1e3}, {"call_ns", 2e5}},
+                     {{"op", "RMS_NORM"}, {"backend", "CPU"}, {"op_ns", 1e3}, {"call_ns", 2e5}},
+                     {{"op", "ADD"}, {"backend", "CPU"}, {"op_ns", 1e3}, {"call_ns", 5e5}}}}}}}};
+    json doc = {{"schema", "stagebench.result"}, {"command", "ops"}, {"ops", ops}};
+    json a = advise({{"o.json", doc}}, {});
+    ASSERT_EQ(a["coverage"].size(), 2u) << a["coverage"].dump();
+    // Costliest first: ADD's 0.5 ms of calls, then RMS_NORM's 0.4 ms.
+    EXPECT_EQ(a["coverage"][0]["op"], "ADD");
+    EXPECT_EQ(a["coverage"][1]["op"], "RMS_NORM");
+    EXPECT_EQ(a["coverage"][1]["unsupported"], 2);
+    EXPECT_DOUBLE_EQ(a["coverage"][1]["call_ns"].get<double>(), 4e5);
+    EXPECT_EQ(a["coverage"][1]["device"], "BLAS");
+    bool said = false;
+    for (const auto& s : a["sentences"])
+        said = said || s.get<std::string>().rfind(
+                           "prefill: BLAS does not support RMS_NORM (2 of 2 nodes), which ran on "
+                           "CPU",
+                           0) == 0;
+    EXPECT_TRUE(said) << a["sentences"].dump(1);
+}
+
 TEST(Advise, SustainedSteadyStateCanOverturnTheChoice) {
     json run = {{"schema", "stagebench.result"},
                 {"command", "run"},

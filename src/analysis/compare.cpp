@@ -273,6 +273,8 @@ std::pair<std::string, std::string> parse_model_alias(const std::string& text) {
 
 CompareResult compare_documents(const std::vector<CompareInput>& given,
                                 const CompareOptions& opts) {
+    if (!given.empty() && is_ops_document(given[0].doc))
+        return compare_ops_documents(given, opts);
     const CompareMatcher m = checked_matcher(given, opts);
     CompareResult r;
     r.tool_version = opts.tool_version;

@@ -119,11 +119,30 @@ std::vector<std::string> default_compare_labels(std::size_t n);
 // Compares inputs[1..] with inputs[0]. Throws sb::Error(usage) for fewer than 2 inputs or
 // repeated labels, sb::Error(input) naming the input ("A (r.json)") when a document is not a
 // result document or of the wrong shape (each is read whole with from_json<ResultDocument>,
-// core/result.hpp) or has no tests (ops, decompose). A sustained document compares as one test
-// whose samples are its baseline rounds (its CV is then the variation across rounds; a note says
-// so); one without a completed baseline round is an sb::Error(input).
+// core/result.hpp) or has no tests (an ops document beside run documents). When the baseline is
+// an ops document, compare_ops_documents() compares all of them instead. A sustained document
+// compares as one test whose samples are its baseline rounds (its CV is then the variation across
+// rounds; a note says so); one without a completed baseline round is an sb::Error(input).
 CompareResult compare_documents(const std::vector<CompareInput>& inputs,
                                 const CompareOptions& opts = {});
+
+// True for a document whose section is `ops` (ops, decompose, import hexagon-profile) and that
+// has no tests.
+bool is_ops_document(const nlohmann::json& doc);
+
+// Ops documents op by op (compare_documents() hands them here when the baseline is one): per
+// stage of the baseline (stages matched by name: prefill, decode, log) and op type (largest
+// time first), rows of metric "op_us" (op time, µs), "call_us" (call time, µs) and
+// "call_per_op" (call time over op time per op), each side's samples being its records of that
+// type in the stage (views excluded); each other side's ratio of medians with the bootstrap CI
+// of compare_row (verdicts "faster"/"slower", for call_per_op "lower"/"higher"). A row exists
+// where the baseline has the metric (a log without call times has no call rows). differs names
+// the sides' devices, sources and stage n_tokens when they differ; op types or stages only
+// another side has are unmatched ("decode GET_ROWS", "prefill (stage)"). r.match is
+// {"stage", "op"}. Throws sb::Error(input) naming the input when one is not an ops document,
+// sb::Error(usage) as compare_documents().
+CompareResult compare_ops_documents(const std::vector<CompareInput>& inputs,
+                                    const CompareOptions& opts = {});
 
 // The compare document: {"command": "compare", "compare_schema_version": 1, "tool_version",
 // "created_at", "match": {"fields", "model_alias"}, "inputs", "rows", "unmatched", "notes"};

@@ -132,7 +132,8 @@ CompareDoc doc_of(const CompareInput& in, std::vector<std::string>& notes) {
     if (c.tests.empty())
         throw input_error(who + ": the `" + (d.command.empty() ? "?" : d.command) +
                           "` document has no tests to compare; compare reads run and demo "
-                          "documents");
+                          "documents (and ops documents against each other, the baseline being "
+                          "one)");
     // The system and the engines are the document's free-form sections (ResultDocument::system,
     // ::engines): their members are read by name here, and only here.
     c.host = free_form(d.system, "hostname");

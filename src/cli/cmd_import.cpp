@@ -22,6 +22,12 @@ void add_import_command(CLI::App& app, Context& ctx) {
     hex->add_option("--top", o->top_n, "rows in the top-ops table")
         ->check(int_range(1, 100000, "1..100000"))
         ->capture_default_str();
+    hex->add_option("--stage-of", o->stage_of,
+                    "TEXT=STAGE: a log line containing TEXT puts the ops after it into STAGE "
+                    "(repeatable; the others are split into prefill and decode by the mat-muls' "
+                    "token count)");
+    hex->add_flag("--one-stage", o->one_stage,
+                  "keep every op in one stage, \"log\" (no prefill/decode split)");
     hex->callback([&ctx, o] {
         ResultDocument doc = new_document("import", ctx.argv);
         ctx.exit_code = run_import_hexagon(*o, doc, ctx.err);

@@ -99,8 +99,29 @@ std::vector<int64_t> dims_of(const std::string& s) {
 struct Timings {
     std::optional<int64_t> usec, cycles, pkts, call_usec, start, n_ops;
     std::optional<double> mhz;
+    std::optional<std::vector<int64_t>> pmu;
     bool op_prefixed = false;
 };
+
+// "[1,2,3]" (the PMU counters; spaces allowed) into numbers; nullopt when malformed.
+std::optional<std::vector<int64_t>> counter_list(std::string text) {
+    std::string t;
+    for (char c : text)
+        if (!std::isspace(static_cast<unsigned char>(c)))
+            t += c;
+    if (t.size() < 2 || t.front() != '[' || t.back() != ']')
+        return std::nullopt;
+    std::vector<int64_t> out;
+    if (t.size() == 2)
+        return out;
+    for (auto& part : split(t.substr(1, t.size() - 2), ",")) {
+        auto v = to_int(part);
+        if (!v || *v < 0)
+            return std::nullopt;
+        out.push_back(*v);
+    }
+    return out;
+}
 
 // Reads "op-usec N op-cycles N op-pkts N (F) call-usec N" or "usec N cycles N [start S]
 // [mhz M] [pmu [..]] [evt [..]]". Returns an error text, or empty on success.
@@ -144,11 +165,18 @@ std::string parse_timings(const std::string& text, Timings& t) {
             if (!t.mhz)
                 return "bad number after mhz";
         } else if (k == "pmu" || k == "evt") {
-            // "[1,2,3]" possibly split by spaces: skip to the closing bracket.
+            // "[1,2,3]" possibly split by spaces: read to the closing bracket.
+            std::string list;
             while (i + 1 < tok.size()) {
                 ++i;
+                list += tok[i];
                 if (tok[i].find(']') != std::string::npos)
                     break;
+            }
+            if (k == "pmu") {
+                t.pmu = counter_list(list);
+                if (!t.pmu)
+                    return "bad counter list after pmu";
             }
         } else if (k.size() >= 2 && k.front() == '(' && k.back() == ')') {
             // op-pkts ratio "(0.77)"
@@ -180,7 +208,14 @@ std::string negative_timing(const Timings& t) {
 }  // namespace
 
 HexagonImport parse_hexagon_profile(std::istream& in) {
+    return parse_hexagon_profile(in, HexagonParseOptions{});
+}
+
+HexagonImport parse_hexagon_profile(std::istream& in, const HexagonParseOptions& opts) {
     HexagonImport imp;
+    std::string mark;              // the stage of the last marker line seen
+    bool boundary = false;         // an OPBATCH or marker line since the last record
+    bool marker_boundary = false;  // a marker line since the last record
     std::string line;
     auto unparsed = [&](const std::string& text, const std::string& why) {
         imp.n_unparsed++;
@@ -196,6 +231,13 @@ HexagonImport parse_hexagon_profile(std::istream& in) {
         const size_t idx = line.find("profile-op");
         if (idx == std::string::npos) {
             imp.n_ignored++;
+            for (const auto& [text, stage] : opts.stage_marks)
+                if (!text.empty() && line.find(text) != std::string::npos) {
+                    mark = stage;
+                    boundary = marker_boundary = true;
+                    imp.n_marks++;
+                    break;
+                }
             continue;
         }
         // The session name right before "profile-op" ("HTP0", "HTP1:0").
@@ -254,7 +296,10 @@ HexagonImport parse_hexagon_profile(std::istream& in) {
                 if (parse_timings(fields[1] + " usec 0", nt).empty() && negative_timing(nt).empty())
                     b.n_ops = nt.n_ops;
             }
+            if (fields.size() >= 3 && fields[2].rfind("evt-cnt ", 0) == 0)
+                b.evt_cnt = counter_list("[" + fields[2].substr(8) + "]");
             imp.batches.push_back(b);
+            boundary = true;
             continue;
         }
         if (fields.size() < 4) {
@@ -296,13 +341,131 @@ HexagonImport parse_hexagon_profile(std::istream& in) {
         r.mhz = t.mhz;
         r.pkts = t.pkts;
         r.start_cycles = t.start;
+        r.pmu = t.pmu;
+        // The kernel path: the pipe format's field before the timings ("hvx-tiled vtcm N").
+        if (pipe && fields.size() >= 6 && !fields[fields.size() - 2].empty() &&
+            fields[fields.size() - 2] != "----")
+            r.kernel = fields[fields.size() - 2];
         imp.records.push_back(std::move(r));
+        imp.stage_mark.push_back(mark);
+        imp.boundary_before.push_back(boundary);
+        imp.marker_before.push_back(marker_boundary);
+        boundary = marker_boundary = false;
         const std::string fmt = pipe            ? "usec (pipe)"
                                 : t.op_prefixed ? "op-usec/call-usec"
                                                 : "usec (colon)";
         imp.formats[fmt]++;
     }
     return imp;
+}
+
+std::optional<int64_t> matmul_tokens(const OpRecord& r) {
+    if (r.op.rfind("MUL_MAT", 0) != 0 || r.out.ne.empty())
+        return std::nullopt;
+    // MUL_MAT_ID's output is [rows, experts used, tokens]; MUL_MAT's [rows, tokens, ...]. The log
+    // writes two dims when ne[2] and ne[3] are 1.
+    const size_t dim = r.op.rfind("MUL_MAT_ID", 0) == 0 ? 2 : 1;
+    return dim < r.out.ne.size() ? r.out.ne[dim] : 1;
+}
+
+StageSplit split_stages(const HexagonImport& imp) {
+    const auto& recs = imp.records;
+    const size_t n = recs.size();
+    auto flag = [](const std::vector<bool>& v, size_t i) { return i < v.size() && v[i]; };
+    auto mark_of = [&](size_t i) {
+        return i < imp.stage_mark.size() ? imp.stage_mark[i] : std::string();
+    };
+    StageSplit sp;
+    sp.stage.assign(n, "");
+    sp.graph.assign(n, 0);
+
+    // Segments: cut at OPBATCH and marker lines and where the layer index falls back.
+    std::vector<size_t> seg(n, 0);
+    std::vector<bool> seg_new_graph;
+    std::optional<int> last_layer;
+    bool seg_unlayered = false;  // the current segment has no record with a layer yet
+    for (size_t i = 0; i < n; ++i) {
+        const auto& r = recs[i];
+        const bool reset = r.layer && last_layer && *r.layer < *last_layer;
+        if (i == 0 || flag(imp.boundary_before, i)) {
+            seg_new_graph.push_back(i == 0 || flag(imp.marker_before, i) || reset);
+            seg_unlayered = true;
+        } else if (reset) {
+            // The next graph began at the last cut when only unlayered ops (its inputs) came
+            // since; otherwise here.
+            if (seg_unlayered)
+                seg_new_graph.back() = true;
+            else
+                seg_new_graph.push_back(true);
+        }
+        seg[i] = seg_new_graph.size() - 1;
+        if (r.layer) {
+            last_layer = r.layer;
+            seg_unlayered = false;
+        }
+    }
+
+    // A segment's stage by the tokens of its mat-muls (unmarked records only).
+    const size_t n_seg = seg_new_graph.size();
+    std::vector<std::string> seg_stage(n_seg);
+    std::vector<int> seg_prefill(n_seg, 0), seg_decode(n_seg, 0);
+    bool marked = false, by_tokens = false;
+    for (size_t i = 0; i < n; ++i) {
+        if (!mark_of(i).empty()) {
+            marked = true;
+            continue;
+        }
+        if (auto t = matmul_tokens(recs[i])) {
+            if (*t > 1)
+                seg_prefill[seg[i]]++;
+            else
+                seg_decode[seg[i]]++;
+        }
+    }
+    for (size_t k = 0; k < n_seg; ++k)
+        seg_stage[k] = seg_prefill[k] > 0 ? "prefill" : seg_decode[k] > 0 ? "decode" : "";
+    // Segments without mat-muls: the stage before them, the first ones the stage after.
+    std::string prev;
+    for (size_t k = 0; k < n_seg; ++k) {
+        if (seg_stage[k].empty())
+            seg_stage[k] = prev;
+        else
+            prev = seg_stage[k];
+    }
+    std::string next;
+    for (size_t k = n_seg; k-- > 0;) {
+        if (!seg_stage[k].empty())
+            next = seg_stage[k];
+        else
+            seg_stage[k] = next;
+    }
+
+    std::string prev_stage;
+    size_t prev_seg = 0;
+    for (size_t i = 0; i < n; ++i) {
+        std::string st = mark_of(i);
+        if (st.empty()) {
+            st = seg_stage[seg[i]].empty() ? "log" : seg_stage[seg[i]];
+            if (st != "log")
+                by_tokens = true;
+        }
+        const bool new_graph =
+            i == 0 || st != prev_stage || (seg[i] != prev_seg && seg_new_graph[seg[i]]);
+        if (!sp.n_graphs.count(st))
+            sp.order.push_back(st);
+        int& g = sp.n_graphs[st];
+        if (new_graph)
+            ++g;
+        sp.stage[i] = st;
+        sp.graph[i] = g - 1;
+        prev_stage = st;
+        prev_seg = seg[i];
+    }
+    sp.method = marked && by_tokens ? "markers+tokens"
+                : marked            ? "markers"
+                : by_tokens         ? "tokens"
+                                    : "none";
+    return sp;
 }
 
 json to_json(const HexagonImport& imp) {

@@ -146,6 +146,84 @@ TEST(HexagonImport, GarbageIsCountedNeverFatal) {
     EXPECT_EQ(j["unparsed"].size(), 4u);
 }
 
+// An old-format log (op-usec/call-usec, no OPBATCH lines): a prefill graph of 5 tokens, then two
+// decode graphs, optionally with marker lines before each graph.
+std::string old_format_log(const std::vector<std::string>& marks = {}) {
+    std::string log;
+    int g = 0;
+    for (int tokens : {5, 1, 1}) {
+        if (static_cast<size_t>(g) < marks.size() && !marks[g].empty())
+            log += marks[g] + "\n";
+        for (int l = 0; l < 2; ++l) {
+            const std::string t = std::to_string(tokens), L = std::to_string(l);
+            log += "ggml-hex: HTP0 profile-op RMS_NORM: x -> norm-" + L + " : 64:" + t +
+                   " -> 64:" + t + " : f32 -> f32 : 4:256 -> 4:256 : HTP0 -> HTP0 : op-usec " +
+                   std::to_string(2 + g) + " op-cycles 10 op-pkts 1 (1.0) call-usec " +
+                   std::to_string(30 + g) + "\n";
+            log += "ggml-hex: HTP0 profile-op MUL_MAT: w x norm-" + L + " -> Qcur-" + L +
+                   " : 64:64 x 64:" + t + " -> 64:" + t +
+                   " : q4_0 x f32 -> f32 : 1:1 x 4:256 -> 4:256 : HTP0 x HTP0 -> HTP0 : op-usec " +
+                   std::to_string(tokens * 10) + " op-cycles 10 op-pkts 1 (1.0) call-usec " +
+                   std::to_string(tokens * 10 + 5) + "\n";
+        }
+        // The output projection has one token in prefill too.
+        log +=
+            "ggml-hex: HTP0 profile-op MUL_MAT: output.weight x result_norm -> result_output "
+            ": 64:100 x 64:1 -> 100:1 : q4_0 x f32 -> f32 : 1:1 x 4:256 -> 4:400 : HTP0 x HTP0 "
+            "-> HTP0 : op-usec 7 op-cycles 10 op-pkts 1 (1.0) call-usec 9\n";
+        ++g;
+    }
+    return log;
+}
+
+TEST(HexagonImport, SplitsByTokensAndTheLayerFallingBack) {
+    std::istringstream in(old_format_log());
+    HexagonImport imp = parse_hexagon_profile(in);
+    ASSERT_EQ(imp.records.size(), 15u);
+    const StageSplit sp = split_stages(imp);
+    EXPECT_EQ(sp.method, "tokens");
+    ASSERT_EQ(sp.order, (std::vector<std::string>{"prefill", "decode"}));
+    EXPECT_EQ(sp.n_graphs.at("prefill"), 1);
+    EXPECT_EQ(sp.n_graphs.at("decode"), 2);
+    for (size_t i = 0; i < 15; ++i)
+        EXPECT_EQ(sp.stage[i], i < 5 ? "prefill" : "decode") << i;
+    EXPECT_EQ(sp.graph[4], 0);
+    EXPECT_EQ(sp.graph[5], 0);
+    EXPECT_EQ(sp.graph[10], 1);
+    EXPECT_EQ(matmul_tokens(imp.records[1]), 5);
+    EXPECT_EQ(matmul_tokens(imp.records[4]), 1);
+    EXPECT_FALSE(matmul_tokens(imp.records[0]).has_value());
+    // The totals per stage are the log's: prefill op 2+50+2+50+7, call 30+55+30+55+9.
+    StageProfile pre;
+    for (size_t i = 0; i < 5; ++i)
+        pre.ops.push_back(imp.records[i]);
+    finalize_stage(pre);
+    EXPECT_DOUBLE_EQ(*pre.rec.sum_op_ns, 111e3);
+    EXPECT_DOUBLE_EQ(*pre.rec.sum_call_ns, 179e3);
+}
+
+TEST(HexagonImport, MarkersNameTheStages) {
+    HexagonParseOptions o;
+    o.stage_marks = {{"=== warm", "warmup"}, {"=== gen", "decode"}};
+    std::istringstream in(old_format_log({"", "=== warm", "=== gen"}));
+    HexagonImport imp = parse_hexagon_profile(in, o);
+    EXPECT_EQ(imp.n_marks, 2);
+    const StageSplit sp = split_stages(imp);
+    EXPECT_EQ(sp.method, "markers+tokens");
+    ASSERT_EQ(sp.order, (std::vector<std::string>{"prefill", "warmup", "decode"}));
+    EXPECT_EQ(sp.n_graphs.at("warmup"), 1);
+    EXPECT_EQ(sp.n_graphs.at("decode"), 1);
+    EXPECT_EQ(sp.stage[5], "warmup");
+    EXPECT_EQ(sp.stage[14], "decode");
+    // Without mat-muls or markers there is nothing to split by.
+    std::istringstream plain(
+        "ggml-hex: HTP0 profile-op ADD: a x b -> c : 4:1 x 4:1 -> 4:1 : f32 x f32 -> f32 : s : "
+        "usec 3 cycles 9\n");
+    const StageSplit none = split_stages(parse_hexagon_profile(plain));
+    EXPECT_EQ(none.method, "none");
+    EXPECT_EQ(none.order, (std::vector<std::string>{"log"}));
+}
+
 TEST(HexagonImport, EmptyInput) {
     std::istringstream in("");
     HexagonImport imp = parse_hexagon_profile(in);

@@ -1,5 +1,6 @@
 #include "profile/ops_command.hpp"
 
+#include <algorithm>
 #include <set>
 #include <sstream>
 
@@ -15,8 +16,17 @@ namespace sb {
 
 int run_import_hexagon(const ImportOptions& o, ResultDocument& doc, std::ostream& err) {
     check_ops_format(o.format);
+    HexagonParseOptions popts;
+    for (const auto& m : o.stage_of) {
+        const size_t eq = m.rfind('=');
+        if (eq == std::string::npos || eq == 0 || eq + 1 == m.size())
+            throw input_error(fmt::format(
+                "--stage-of '{}': expected TEXT=STAGE (a log line containing TEXT starts STAGE)",
+                m));
+        popts.stage_marks.emplace_back(m.substr(0, eq), m.substr(eq + 1));
+    }
     std::istringstream f(read_input_file(o.log_path, "log"));
-    HexagonImport imp = parse_hexagon_profile(f);
+    HexagonImport imp = parse_hexagon_profile(f, popts);
     if (imp.records.empty())
         throw input_error(fmt::format(
             "'{}': no GGML_HEXAGON_PROFILE op record found ({} lines, {} profile-op lines did "
@@ -50,28 +60,62 @@ int run_import_hexagon(const ImportOptions& o, ResultDocument& doc, std::ostream
         "async profiler reports no call time.";
     p.import_info = to_json(imp);
     p.import_info["path"] = o.log_path;
-    StageProfile s;
-    s.stage = "log";
-    s.ops = std::move(imp.records);
-    s.n_graphs = 1;
+    std::vector<std::string> common_notes;
     if (imp.n_unparsed > 0) {
         std::string note =
             fmt::format("{} profile-op line(s) did not parse and were skipped", imp.n_unparsed);
         for (size_t i = 0; i < imp.unparsed.size() && i < 3; ++i)
             note += fmt::format("; line {}: {}", imp.unparsed[i].line, imp.unparsed[i].reason);
-        s.notes.push_back(note);
+        common_notes.push_back(note);
     }
     if (!imp.batches.empty()) {
         double total = 0;
         for (const auto& b : imp.batches)
             total += b.usec;
-        s.notes.push_back(
+        common_notes.push_back(
             fmt::format("{} OPBATCH line(s): {:.0f} µs in batches", imp.batches.size(), total));
     }
     for (const auto& [fmt_name, count] : imp.formats)
-        s.notes.push_back(fmt::format("{} record(s) in the {} format", count, fmt_name));
-    finalize_stage(s, o.top_n);
-    p.stages.push_back(std::move(s));
+        common_notes.push_back(fmt::format("{} record(s) in the {} format", count, fmt_name));
+    if (!o.stage_of.empty() && imp.n_marks == 0)
+        common_notes.push_back("no line of the log matched a --stage-of marker");
+
+    StageSplit sp;
+    if (o.one_stage) {
+        sp.stage.assign(imp.records.size(), "log");
+        sp.graph.assign(imp.records.size(), 0);
+        sp.order = {"log"};
+        sp.n_graphs["log"] = 1;
+        sp.method = "none";
+    } else {
+        sp = split_stages(imp);
+    }
+    p.import_info["stage_split"] = sp.method;
+    for (const auto& name : sp.order) {
+        StageProfile s;
+        s.stage = name;
+        s.n_graphs = sp.n_graphs[name];
+        for (size_t i = 0; i < imp.records.size(); ++i) {
+            if (sp.stage[i] != name)
+                continue;
+            OpRecord r = imp.records[i];
+            r.graph = sp.graph[i];
+            if (auto t = matmul_tokens(r))
+                s.n_tokens = std::max<int>(s.n_tokens, static_cast<int>(*t));
+            s.ops.push_back(std::move(r));
+        }
+        s.notes = common_notes;
+        if (sp.method != "none")
+            s.notes.push_back(fmt::format(
+                "stage from {} ({} graph(s), {} op(s); n_tokens is the largest mat-mul token "
+                "count)",
+                sp.method == "tokens"    ? "the mat-muls' token dimension"
+                : sp.method == "markers" ? "--stage-of markers"
+                                         : "--stage-of markers, else the mat-muls' token dimension",
+                s.n_graphs, s.ops.size()));
+        finalize_stage(s, o.top_n);
+        p.stages.push_back(std::move(s));
+    }
 
     // The machine that reads the log is not the one that produced it.
     doc.system = nullptr;

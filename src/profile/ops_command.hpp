@@ -17,9 +17,14 @@ struct ImportOptions {
     OutputFormat format = OutputFormat::md;  // md | csv | json
     std::optional<std::string> out_path;
     size_t top_n = 10;
+    // "TEXT=STAGE": a log line containing TEXT starts STAGE (split_stages, hexagon_import.hpp).
+    std::vector<std::string> stage_of;
+    bool one_stage = false;  // everything in one stage, "log" (no split)
 };
 
-// Parses a GGML_HEXAGON_PROFILE log into per-op records and aggregates (one stage, "log").
+// Parses a GGML_HEXAGON_PROFILE log into per-op records and aggregates per stage: prefill and
+// decode as split_stages finds them (one stage "log" with one_stage, or when the log shows no
+// mat-mul and no marker). A bad --stage-of value is bad input.
 // Unparsed lines are counted and reported (stderr and the document), never fatal; a file that
 // cannot be read or holds no profile-op record at all is bad input.
 // Prints nothing but a line on err about unparsed lines: the caller shows the document

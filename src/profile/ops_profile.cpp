@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "core/error.hpp"
 #include "core/stats.hpp"
 
 namespace sb {
@@ -66,6 +67,73 @@ void finalize_stage(StageProfile& s, size_t top_n) {
     s.by_layer = aggregate(s.ops, GroupBy::layer, denom);
     s.by_backend = aggregate(s.ops, GroupBy::backend, denom);
     s.top = top_records(s.ops, top_n);
+}
+
+std::vector<CoverageRow> coverage_rows(const std::vector<OpRecord>& records,
+                                       const std::vector<std::string>& devices,
+                                       const std::vector<uint32_t>& supports,
+                                       const std::vector<uint32_t>& usable) {
+    if (supports.size() != records.size() || usable.size() != records.size())
+        throw usage_error("coverage_rows: one support mask per record expected");
+    if (devices.size() > 32)
+        throw usage_error("coverage_rows: at most 32 devices");
+    struct Why {
+        int not_supported = 0, weights = 0;
+        std::map<std::string, int> placed;  // supported and usable, ran on this backend instead
+    };
+    std::vector<CoverageRow> rows;
+    std::map<std::string, size_t> index;
+    std::map<std::string, std::vector<Why>> why;
+    for (size_t i = 0; i < records.size(); ++i) {
+        const OpRecord& r = records[i];
+        if (r.no_compute)
+            continue;
+        auto [it, fresh] = index.emplace(r.op, rows.size());
+        if (fresh) {
+            CoverageRow row;
+            row.op = r.op;
+            for (const auto& d : devices)
+                row.supported[d] = 0;
+            rows.push_back(row);
+            why[r.op].resize(devices.size());
+        }
+        CoverageRow& row = rows[it->second];
+        row.count++;
+        row.ran[r.backend]++;
+        for (size_t k = 0; k < devices.size(); ++k) {
+            const bool sup = supports[i] >> k & 1u;
+            const bool use = usable[i] >> k & 1u;
+            if (sup)
+                row.supported[devices[k]]++;
+            if (devices[k] == "CPU" || r.backend == devices[k])
+                continue;
+            Why& w = why[r.op][k];
+            if (!sup)
+                w.not_supported++;
+            else if (!use)
+                w.weights++;
+            else
+                w.placed[r.backend]++;
+        }
+    }
+    for (auto& row : rows) {
+        std::string note;
+        for (size_t k = 0; k < devices.size(); ++k) {
+            const Why& w = why[row.op][k];
+            std::string parts;
+            auto add = [&](const std::string& t) { parts += (parts.empty() ? "" : "; ") + t; };
+            if (w.not_supported > 0)
+                add(std::to_string(w.not_supported) + " not supported");
+            if (w.weights > 0)
+                add(std::to_string(w.weights) + " supported, weights in buffers it cannot use");
+            for (const auto& [be, n] : w.placed)
+                add(std::to_string(n) + " supported, placed on " + be + " by the scheduler");
+            if (!parts.empty())
+                note += (note.empty() ? "" : " · ") + devices[k] + ": " + parts;
+        }
+        row.note = note;
+    }
+    return rows;
 }
 
 Decomposition decompose_stage(const StageProfile& s, const std::vector<std::string>& accelerators,

@@ -32,6 +32,20 @@ Decomposition decompose_stage(const StageProfile& s, const std::vector<std::stri
                               const std::map<std::string, double>& dispatch_ns,
                               const std::vector<std::optional<double>>& conversion_ns);
 
+// Op coverage of a stage (StageProfile::coverage), by op type in order of first appearance:
+// computing records only (views left out). supports[i] and usable[i] hold, for records[i], bit
+// k for devices[k]: the device's supports_op answer for the node, and whether the weights the
+// node reads lie in buffers the device can use. A row counts per device the nodes it supports
+// and per backend the nodes that ran there; its note says, for each device but the CPU (the
+// host, where the rest goes), why nodes ran elsewhere: not supported, supported but their
+// weights in buffers it cannot use, or supported and placed elsewhere by the scheduler (the
+// weights' location, the backends' order). Throws sb::Error(usage) when the sizes disagree
+// or there are more than 32 devices.
+std::vector<CoverageRow> coverage_rows(const std::vector<OpRecord>& records,
+                                       const std::vector<std::string>& devices,
+                                       const std::vector<uint32_t>& supports,
+                                       const std::vector<uint32_t>& usable);
+
 // Warnings a reader must see (op time above the stage time, replays that failed).
 Warnings profile_warnings(const OpsProfile& p);
 

@@ -200,6 +200,26 @@ void stage_section(const OpsProfile& p, const StageProfile& s, std::ostream& out
                 << us(f.op_ns_replayed) << " | " << us(f.op_ns_requested) << " | "
                 << ratio(f.penalty) << " | " << md_cell(f.note) << " |\n";
     }
+    if (!s.coverage.empty()) {
+        out << "\n### Op coverage: which device supports each op, where it ran\n\n| op | nodes";
+        std::string align = "| --- | ---:";
+        for (const auto& d : s.coverage_devices) {
+            out << " | " << md_cell(d) << " supports";
+            align += " | ---:";
+        }
+        out << " | ran on | why elsewhere |\n" << align << " | --- | --- |\n";
+        for (const auto& c : s.coverage) {
+            out << "| " << c.op << " | " << c.count;
+            for (const auto& d : s.coverage_devices) {
+                auto it = c.supported.find(d);
+                out << " | " << (it == c.supported.end() ? 0 : it->second);
+            }
+            std::string ran;
+            for (const auto& [be, n] : c.ran)
+                ran += (ran.empty() ? "" : ", ") + be + " " + std::to_string(n);
+            out << " | " << md_cell(ran) << " | " << md_cell(c.note) << " |\n";
+        }
+    }
     if (!s.notes.empty()) {
         out << "\n";
         for (const auto& n : s.notes)

@@ -43,6 +43,9 @@ struct TracedRun {
     std::vector<Event> events;
     std::vector<NodeDesc> nodes;          // one per event when capturing
     std::vector<SchedAssignment> graphs;  // the scheduler's assignment for each graph
+    // When capturing, per node: bit k set when Tracer::cover[k] supports the op, and when the
+    // weights it reads lie in buffers that device can use (coverage_rows).
+    std::vector<uint32_t> supports, usable;
     int64_t wall_ns = 0;
     int64_t start_ns = 0;  // when the traced stage began (sb::now_ns)
 };
@@ -63,6 +66,7 @@ struct Tracer {
     int64_t ask_ns = 0, gap_ns = -1, last_done_ns = 0;
     SchedAssignment assignment;
     TracedRun* run = nullptr;
+    std::vector<ggml_backend_dev_t> cover;  // the context's devices, for op coverage
 
     void begin(TracedRun* r, bool cap) {
         run = r;
@@ -149,8 +153,32 @@ bool eval_cb(ggml_tensor* t, bool ask, void* ud) {
     }
     const int64_t done = now_ns();
     tr->run->events.push_back({tr->graph, tr->node, done - tr->ask_ns, tr->gap_ns, tr->ask_ns});
-    if (tr->capture)
+    if (tr->capture) {
         tr->run->nodes.push_back(NodeDesc::capture(t, true));
+        // Coverage, asked of each device while the node is alive (the capturing run is not
+        // timed): its supports_op answer, and whether it can read the node's weights.
+        uint32_t sup = 0, use = 0;
+        for (size_t k = 0; k < tr->cover.size() && k < 32; ++k) {
+            if (ggml_backend_dev_supports_op(tr->cover[k], t))
+                sup |= 1u << k;
+            bool ok = true;
+            for (int i = 0; i < GGML_MAX_SRC; ++i) {
+                const ggml_tensor* src = t->src[i];
+                if (src && src->view_src)
+                    src = src->view_src;
+                if (src && src->buffer &&
+                    ggml_backend_buffer_get_usage(src->buffer) ==
+                        GGML_BACKEND_BUFFER_USAGE_WEIGHTS &&
+                    !ggml_backend_dev_supports_buft(tr->cover[k],
+                                                    ggml_backend_buffer_get_type(src->buffer)))
+                    ok = false;
+            }
+            if (ok)
+                use |= 1u << k;
+        }
+        tr->run->supports.push_back(sup);
+        tr->run->usable.push_back(use);
+    }
     tr->node++;
     tr->last_done_ns = now_ns();
     return true;
@@ -170,6 +198,7 @@ struct Session {
     tp_free_t tp_free = nullptr;
     std::map<std::string, ggml_backend_t> replay;       // device name -> backend for replays
     std::map<std::string, std::string> dev_of_backend;  // ggml_backend_name -> device name
+    std::vector<std::string> cover_names;               // Tracer::cover's device names
     ggml_log_callback prev_log = nullptr;
     void* prev_log_ud = nullptr;
     bool log_swapped = false;
@@ -443,6 +472,10 @@ BuiltStage build_stage(const Session& s, const std::string& name, const TracedRu
     }
     if (!gap_sums.empty())
         st.rec.sched_gap_ns = median_of(gap_sums);
+    if (!s.cover_names.empty() && base.supports.size() == st.ops.size()) {
+        st.coverage_devices = s.cover_names;
+        st.coverage = coverage_rows(st.ops, s.cover_names, base.supports, base.usable);
+    }
     return b;
 }
 
@@ -624,6 +657,12 @@ OpsProfile profile_ops(const OpsOptions& o, const ProgressFn& progress) {
     std::vector<TracedRun> traced_prefill, traced_decode;
     say("tracing node by node");
     load_traced(engine, load_spec_of(o, threads, n_ctx, &tr));
+    for (const auto& name : active)
+        if (ggml_backend_dev_t dev = ggml_backend_dev_by_name(name.c_str());
+            dev && tr.cover.size() < 32) {
+            tr.cover.push_back(dev);
+            s.cover_names.push_back(name);
+        }
     // One traced stage: the tracer records while it runs; start and wall time as the engine
     // reports them.
     auto traced = [&](auto&& stage, TracedRun& run, bool capture) {

@@ -28,6 +28,12 @@ std::string stage_label(const CompareRow& r) {
         return r.stage + " net J/token";
     if (r.metric == "mean_power_mw")
         return r.stage + " mean W";
+    if (r.metric == "op_us")
+        return r.stage + " op µs";
+    if (r.metric == "call_us")
+        return r.stage + " call µs";
+    if (r.metric == "call_per_op")
+        return r.stage + " call/op";
     return r.stage + " t/s";
 }
 

@@ -159,6 +159,39 @@ TEST(Ops, BlasTakesLargeMatMulsAndTheRestFallsBack) {
         }
     }
     EXPECT_TRUE(rms);
+
+    // Op coverage: BLAS's own supports-op answer per node. MUL_MAT is BLAS's where the batch is
+    // large enough; every other op is BLAS-unsupported and ran on the CPU.
+    EXPECT_EQ(pre["coverage_devices"], json::array({"BLAS", "CPU"}));
+    bool mm_seen = false;
+    for (const auto& c : pre["coverage"]) {
+        SCOPED_TRACE(c.dump());
+        const int count = c["count"].get<int>();
+        EXPECT_EQ(c["supported"]["CPU"].get<int>(), count);
+        if (c["op"] == "MUL_MAT") {
+            mm_seen = true;
+            EXPECT_GT(c["ran"]["BLAS"].get<int>(), 0);
+            EXPECT_GE(c["supported"]["BLAS"].get<int>(), c["ran"]["BLAS"].get<int>());
+        } else {
+            EXPECT_EQ(c["ran"], json({{"CPU", count}}));
+            EXPECT_EQ(c["supported"]["BLAS"], 0);
+            EXPECT_NE(c["note"].get<std::string>().find("BLAS: " + std::to_string(count) +
+                                                        " not supported"),
+                      std::string::npos);
+        }
+    }
+    EXPECT_TRUE(mm_seen);
+    // Decode's one-token mat-muls are not BLAS's (its minimum batch), so all ran on the CPU.
+    for (const auto& c : dec["coverage"])
+        if (c["op"] == "MUL_MAT") {
+            EXPECT_EQ(c["supported"]["BLAS"], 0) << c.dump();
+            EXPECT_EQ(c["ran"], json({{"CPU", c["count"]}}));
+        }
+    Proc md = sbtest::run_sb({"ops", "-m", model, "-p", "64", "-t", "1", "--device", "BLAS",
+                              "--replay", "0", "--reps", "1", "--plain-reps", "1", "-q"});
+    ASSERT_EQ(md.exit_code, 0) << md.err;
+    EXPECT_NE(md.out.find("### Op coverage"), std::string::npos) << md.out;
+    EXPECT_NE(md.out.find("| BLAS supports | CPU supports |"), std::string::npos) << md.out;
 }
 
 // The buffer types llama.cpp put the model's weights in, from its load log
@@ -356,6 +389,110 @@ TEST(Import, HexagonLogsOfBothFormatsBecomeTables) {
     EXPECT_EQ(none.exit_code, 2);
     Proc missing = sbtest::run_sb({"import", "hexagon-profile", dir + "nope.log"});
     EXPECT_EQ(missing.exit_code, 2);
+}
+
+TEST(Import, PinnedSourceLogSplitsIntoPrefillAndDecode) {
+    // The fixture printed with the pinned Hexagon backend's format strings
+    // (src/profile/hexagon_pinned_test.cpp keeps it equal to what the source prints).
+    const std::string log =
+        std::string(SB_SOURCE_DIR) + "/tests/fixtures/hexagon/pinned_profile2.log";
+    Proc js = sbtest::run_sb({"import", "hexagon-profile", log, "-o", "json"});
+    ASSERT_EQ(js.exit_code, 0) << js.err;
+    const json ops = json::parse(js.out)["ops"];
+    EXPECT_EQ(ops["import"]["stage_split"], "tokens");
+    ASSERT_EQ(ops["stages"].size(), 2u);
+    const json& pre = stage_of(ops, "prefill");
+    const json& dec = stage_of(ops, "decode");
+    EXPECT_EQ(pre["n_graphs"], 1);
+    EXPECT_EQ(dec["n_graphs"], 2);
+    EXPECT_EQ(pre["n_tokens"], 7);
+    EXPECT_EQ(dec["n_tokens"], 1);
+    // The stages' op totals are the log's usec, summed per stage from the lines themselves.
+    std::istringstream in(read_file(log));
+    double usec[2] = {0, 0};
+    int stage = -1;
+    for (std::string line; std::getline(in, line);) {
+        if (line.find("OPBATCH") != std::string::npos) {
+            stage = stage < 0 ? 0 : 1;  // the first batch is the prefill graph
+            continue;
+        }
+        const auto at = line.find("|usec ");
+        if (at != std::string::npos)
+            usec[stage] += std::stod(line.substr(at + 6));
+    }
+    EXPECT_DOUBLE_EQ(pre["reconciliation"]["sum_op_ns"].get<double>(), usec[0] * 1000);
+    EXPECT_DOUBLE_EQ(dec["reconciliation"]["sum_op_ns"].get<double>(), usec[1] * 1000);
+    EXPECT_EQ(pre["ops"][2]["pmu"].size(), 8u);
+    EXPECT_EQ(pre["ops"][2]["kernel"], "hvx-tiled vtcm 262144");
+
+    Proc one = sbtest::run_sb({"import", "hexagon-profile", log, "--one-stage", "-o", "json"});
+    ASSERT_EQ(one.exit_code, 0) << one.err;
+    EXPECT_EQ(json::parse(one.out)["ops"]["stages"][0]["stage"], "log");
+    Proc marks = sbtest::run_sb(
+        {"import", "hexagon-profile", log, "--stage-of", "n_ctx=warmup", "-o", "json"});
+    ASSERT_EQ(marks.exit_code, 0) << marks.err;
+    const json mops = json::parse(marks.out)["ops"];
+    EXPECT_EQ(mops["import"]["stage_split"], "markers");
+    EXPECT_EQ(mops["stages"][0]["stage"], "warmup");
+    Proc bad = sbtest::run_sb({"import", "hexagon-profile", log, "--stage-of", "nostage"});
+    EXPECT_EQ(bad.exit_code, 2);
+    EXPECT_NE(bad.err.find("expected TEXT=STAGE"), std::string::npos) << bad.err;
+}
+
+TEST(Compare, CpuAndRpcOpsDocumentsOpByOp) {
+    TempDir t;
+    const std::string cpu = t.file("cpu.json"), rpc = t.file("rpc.json");
+    Proc a = sbtest::run_sb({"ops", "-m", tiny_model(), "-p", "32", "-t", "1", "--replay", "8",
+                             "--reps", "2", "--plain-reps", "2", "--out", cpu, "-q"});
+    ASSERT_EQ(a.exit_code, 0) << a.err;
+    RpcServer server(t, {"-t", "1"});
+    ASSERT_TRUE(server.ready);
+    Proc b = sbtest::run_sb({"ops",
+                             "-m",
+                             tiny_model(),
+                             "-p",
+                             "32",
+                             "-t",
+                             "1",
+                             "--rpc",
+                             server.endpoint(),
+                             "--device",
+                             "RPC0",
+                             "--replay",
+                             "8",
+                             "--reps",
+                             "2",
+                             "--plain-reps",
+                             "2",
+                             "--out",
+                             rpc,
+                             "-q"});
+    server.stop(SIGTERM);
+    ASSERT_EQ(b.exit_code, 0) << b.err;
+
+    Proc js = sbtest::run_sb({"compare", cpu, rpc, "--label", "CPU", "RPC", "-o", "json"});
+    ASSERT_EQ(js.exit_code, 0) << js.err;
+    const json r = json::parse(js.out);
+    EXPECT_EQ(r["match"]["fields"], json::array({"stage", "op"}));
+    std::set<std::string> metrics;
+    bool mm_decode = false;
+    for (const auto& row : r["rows"]) {
+        metrics.insert(row["metric"].get<std::string>());
+        ASSERT_EQ(row["ratios"].size(), 1u);
+        EXPECT_EQ(row["ratios"][0]["label"], "RPC/CPU");
+        if (row["test"] == "MUL_MAT" && row["stage"] == "decode" && row["metric"] == "call_us") {
+            mm_decode = true;
+            EXPECT_TRUE(row["ratios"][0]["median"].is_number()) << row.dump();
+            EXPECT_TRUE(row["ratios"][0]["ci_low"].is_number()) << row.dump();
+            EXPECT_EQ(row["differs"]["devices"], json::array({"CPU", "RPC0"}));
+        }
+    }
+    EXPECT_TRUE(mm_decode);
+    EXPECT_EQ(metrics, (std::set<std::string>{"op_us", "call_us", "call_per_op"}));
+    Proc md = sbtest::run_sb({"compare", cpu, rpc});
+    ASSERT_EQ(md.exit_code, 0) << md.err;
+    EXPECT_NE(md.out.find("| MUL_MAT | decode call/op |"), std::string::npos) << md.out;
+    EXPECT_NE(md.out.find("Matched by: stage, op"), std::string::npos) << md.out;
 }
 
 TEST(Decompose, RpcStagesSplitIntoComputeConversionCommunicationCopiesHost) {

@@ -33,7 +33,9 @@ json to_json(const OpRecord& r) {
                 {"cycles", opt(r.cycles)},
                 {"mhz", opt(r.mhz)},
                 {"pkts", opt(r.pkts)},
-                {"start_cycles", opt(r.start_cycles)}};
+                {"start_cycles", opt(r.start_cycles)},
+                {"pmu", r.pmu ? json(*r.pmu) : json(nullptr)},
+                {"kernel", opt(r.kernel)}};
 }
 
 json to_json(const OpAggregate& a, GroupBy by) {
@@ -68,6 +70,14 @@ json to_json(const SplitRecord& s) {
                 {"input_bytes", opt(s.input_bytes)},
                 {"inputs", s.inputs},
                 {"copy_ns", opt(s.copy_ns)}};
+}
+
+json to_json(const CoverageRow& c) {
+    return json{{"op", c.op},
+                {"count", c.count},
+                {"supported", c.supported},
+                {"ran", c.ran},
+                {"note", c.note}};
 }
 
 json to_json(const FallbackRow& f) {
@@ -137,6 +147,9 @@ json to_json(const StageProfile& s) {
         splits.push_back(to_json(sp));
     for (const auto& f : s.fallback)
         fallback.push_back(to_json(f));
+    json coverage = json::array();
+    for (const auto& c : s.coverage)
+        coverage.push_back(to_json(c));
     return json{{"stage", s.stage},
                 {"n_tokens", s.n_tokens},
                 {"kv_depth", s.kv_depth},
@@ -154,6 +167,8 @@ json to_json(const StageProfile& s) {
                 {"copy_ns", opt(s.copy_ns)},
                 {"splits", splits},
                 {"fallback", fallback},
+                {"coverage_devices", s.coverage_devices},
+                {"coverage", coverage},
                 {"decomposition", s.decomposition ? to_json(*s.decomposition) : json(nullptr)},
                 {"notes", s.notes},
                 {"ops", ops}};
@@ -188,8 +203,8 @@ void read(const JsonIn& in, OpRecord& r) {
         "layer", r.layer)("backend", r.backend)("type", r.out.type)("ne", r.out.ne)("srcs", r.srcs)(
         "no_compute", r.no_compute)("op_ns", r.op_ns)("call_ns", r.call_ns)(
         "isolated_call_ns", r.isolated_call_ns)("op_method", r.op_method)("start_ns", r.start_ns)(
-        "end_ns", r.end_ns)("cycles", r.cycles)("mhz", r.mhz)("pkts", r.pkts)("start_cycles",
-                                                                              r.start_cycles);
+        "end_ns", r.end_ns)("cycles", r.cycles)("mhz", r.mhz)("pkts", r.pkts)(
+        "start_cycles", r.start_cycles)("pmu", r.pmu)("kernel", r.kernel);
 }
 
 void read(const JsonIn& in, OpAggregate& a, GroupBy by) {
@@ -221,6 +236,11 @@ void read(const JsonIn& in, FallbackRow& f) {
         "call_ns", f.call_ns)("op_ns", f.op_ns)("n_replayed", f.n_replayed)(
         "op_ns_replayed", f.op_ns_replayed)("op_ns_requested", f.op_ns_requested)(
         "penalty", f.penalty)("note", f.note);
+}
+
+void read(const JsonIn& in, CoverageRow& c) {
+    ObjectIn{in}("op", c.op)("count", c.count)("supported", c.supported)("ran", c.ran)("note",
+                                                                                       c.note);
 }
 
 void read(const JsonIn& in, Reconciliation& r) {
@@ -266,6 +286,7 @@ void read(const JsonIn& in, StageProfile& s) {
         "traced_reps", s.traced_reps)("timeline_rep", s.timeline_rep)("reconciliation", s.rec)(
         "top", s.top)("n_splits", s.n_splits)("n_copies", s.n_copies)("copy_bytes", s.copy_bytes)(
         "copy_ns", s.copy_ns)("splits", s.splits)("fallback", s.fallback)(
+        "coverage_devices", s.coverage_devices)("coverage", s.coverage)(
         "decomposition", s.decomposition)("notes", s.notes)("ops", s.ops);
     read_aggregates(o, "by_op", s.by_op, GroupBy::op);
     read_aggregates(o, "by_layer", s.by_layer, GroupBy::layer);

@@ -56,6 +56,8 @@ struct OpRecord {
     std::optional<double> mhz;
     std::optional<int64_t> pkts;
     std::optional<int64_t> start_cycles;
+    std::optional<std::vector<int64_t>> pmu;  // PMU counters (GGML_HEXAGON_PROFILE=2), in order
+    std::optional<std::string> kernel;        // the backend's kernel path ("hvx-tiled vtcm 8192")
 };
 
 enum class GroupBy { op, layer, backend };
@@ -101,6 +103,18 @@ struct FallbackRow {
     std::optional<double> op_ns_requested;  // their op time on the requested backend
     std::optional<double> penalty;          // op_ns_replayed / op_ns_requested
     std::string note;                       // e.g. "not supported by BLAS"
+};
+
+// Op coverage: for one op type of a stage, which devices of the context's set could run its
+// nodes (the backend's own answer, ggml_backend_dev_supports_op, per node) and where they ran.
+struct CoverageRow {
+    std::string op;
+    int count = 0;                         // computing nodes of this op in the stage
+    std::map<std::string, int> supported;  // device -> nodes it supports (every device listed)
+    std::map<std::string, int> ran;        // backend -> nodes that ran there
+    // Why nodes ran off a device that is not the CPU: "BLAS: 4 not supported; 2 supported,
+    // weights in CPU_REPACK buffers it cannot use". Empty when none did.
+    std::string note;
 };
 
 struct Reconciliation {
@@ -162,6 +176,8 @@ struct StageProfile {
     std::optional<uint64_t> copy_bytes;
     std::optional<double> copy_ns;
     std::vector<FallbackRow> fallback;
+    std::vector<std::string> coverage_devices;  // the devices asked, in the context's order
+    std::vector<CoverageRow> coverage;          // by op type; empty for imports
     Reconciliation rec;
     std::optional<Decomposition> decomposition;
     std::vector<std::string> notes;
@@ -190,6 +206,7 @@ nlohmann::json to_json(const OpRecord& r);
 nlohmann::json to_json(const OpAggregate& a, GroupBy by);
 nlohmann::json to_json(const SplitRecord& s);
 nlohmann::json to_json(const FallbackRow& f);
+nlohmann::json to_json(const CoverageRow& c);
 nlohmann::json to_json(const Reconciliation& r);
 nlohmann::json to_json(const Decomposition& d);
 nlohmann::json to_json(const StageProfile& s);
@@ -201,6 +218,7 @@ void read(const JsonIn&, OpRecord&);
 void read(const JsonIn&, OpAggregate&, GroupBy by);
 void read(const JsonIn&, SplitRecord&);
 void read(const JsonIn&, FallbackRow&);
+void read(const JsonIn&, CoverageRow&);
 void read(const JsonIn&, Reconciliation&);
 void read(const JsonIn&, DecompositionPart&);
 void read(const JsonIn&, Decomposition&);
