@@ -37,6 +37,8 @@
 
 #include <fmt/format.h>
 
+#include "core/error.hpp"
+#include "core/result.hpp"
 #include "profile/ops_command.hpp"
 #include "profile/ops_profile.hpp"
 
@@ -529,6 +531,48 @@ TEST_P(HexagonPinnedLog, EveryLineParsesIntoPrefillAndDecode) {
             ASSERT_TRUE(a) << stage << " " << op;
             EXPECT_DOUBLE_EQ(*a->op_ns, usec * 1000.0) << stage << " " << op;
         }
+    }
+}
+
+TEST(HexagonPinned, ImportCommandSplitsTheKeptFixture) {
+    // What `stagebench import hexagon-profile tests/fixtures/hexagon/pinned_profile2.log` does.
+    Expected want;
+    pinned_log(2, &want);
+    ImportOptions o;
+    o.log_path = std::string(SB_SOURCE_DIR) + "/tests/fixtures/hexagon/pinned_profile2.log";
+    ResultDocument doc;
+    std::ostringstream err;
+    EXPECT_EQ(run_import_hexagon(o, doc, err), 0);
+    EXPECT_EQ(err.str(), "");
+    ASSERT_TRUE(doc.ops.has_value());
+    EXPECT_EQ(doc.ops->import_info["stage_split"], "tokens");
+    ASSERT_EQ(doc.ops->stages.size(), 2u);
+    for (const auto& s : doc.ops->stages) {
+        SCOPED_TRACE(s.stage);
+        EXPECT_EQ(static_cast<int>(s.ops.size()), want.count[s.stage]);
+        EXPECT_DOUBLE_EQ(*s.rec.sum_op_ns, want.op_usec[s.stage] * 1000.0);
+        EXPECT_EQ(s.n_graphs, s.stage == "prefill" ? 1 : 2);
+        EXPECT_EQ(s.n_tokens, s.stage == "prefill" ? 7 : 1);
+    }
+    EXPECT_EQ(doc.ops->stages[1].ops.back().graph, 1);  // the second decode graph
+
+    o.one_stage = true;
+    ResultDocument one;
+    run_import_hexagon(o, one, err);
+    ASSERT_EQ(one.ops->stages.size(), 1u);
+    EXPECT_EQ(one.ops->stages[0].stage, "log");
+    EXPECT_DOUBLE_EQ(*one.ops->stages[0].rec.sum_op_ns,
+                     (want.op_usec["prefill"] + want.op_usec["decode"]) * 1000.0);
+
+    o.one_stage = false;
+    o.stage_of = {"no-equals-sign"};
+    ResultDocument bad;
+    try {
+        run_import_hexagon(o, bad, err);
+        FAIL() << "no error";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::input);
+        EXPECT_NE(std::string(e.what()).find("expected TEXT=STAGE"), std::string::npos);
     }
 }
 
