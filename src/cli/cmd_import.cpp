@@ -3,6 +3,8 @@
 #include "cli/store_hook.hpp"
 #include "profile/ops_command.hpp"
 #include "profile/ops_report.hpp"
+#include "report/modes_report.hpp"
+#include "scenario/mode_experiment.hpp"
 #include "scenario/run_command.hpp"
 
 namespace sb::cli {
@@ -15,7 +17,14 @@ void add_import_command(CLI::App& app, Context& ctx) {
         "Parse GGML_HEXAGON_PROFILE output (old op-usec/call-usec and newer usec/cycles "
         "formats) into per-op records and tables");
     auto o = std::make_shared<ImportOptions>();
-    hex->add_option("LOG", o->log_path, "log file with profile-op lines")->required();
+    hex->add_option("LOG", o->log_path, "log file with profile-op lines (unless --mode)");
+    auto modes = std::make_shared<std::vector<std::string>>();
+    hex->add_option("--mode", *modes,
+                    "NAME=LOG, one log per pipeline mode in pipeline order (two or more, e.g. "
+                    "queue=a.log quant=b.log full=c.log): the parts are the differences between "
+                    "consecutive modes' stage times")
+        ->take_all()
+        ->allow_extra_args(false);
     add_format_option(hex, o->format, {OutputFormat::md, OutputFormat::csv, OutputFormat::json});
     hex->add_option("--out", o->out_path, "write the result document (JSON) here");
     add_db_option(hex, ctx);
@@ -28,8 +37,24 @@ void add_import_command(CLI::App& app, Context& ctx) {
                     "token count)");
     hex->add_flag("--one-stage", o->one_stage,
                   "keep every op in one stage, \"log\" (no prefill/decode split)");
-    hex->callback([&ctx, o] {
+    hex->callback([&ctx, o, modes] {
         ResultDocument doc = new_document("import", ctx.argv);
+        if (!modes->empty()) {
+            if (!o->log_path.empty())
+                throw usage_error("give either LOG or --mode NAME=LOG ..., not both");
+            check_ops_format(o->format);
+            std::vector<std::pair<std::string, std::string>> logs;
+            for (const auto& m : *modes)
+                logs.push_back(parse_mode_log(m));
+            ctx.exit_code = import_mode_logs(logs, doc, ctx.err);
+            if (o->out_path)
+                write_document(doc, *o->out_path);
+            print_modes_document(doc, o->format, ctx.out);
+            store_document(ctx, doc);
+            return;
+        }
+        if (o->log_path.empty())
+            throw usage_error("import hexagon-profile: give a LOG (or --mode NAME=LOG ...)");
         ctx.exit_code = run_import_hexagon(*o, doc, ctx.err);
         print_ops_document(doc, o->format, ctx.out, o->top_n);
         store_document(ctx, doc);

@@ -1,4 +1,5 @@
 #include "cli/commands.hpp"
+#include "cli/decompose_modes.hpp"
 #include "cli/flag_checks.hpp"
 #include "cli/store_hook.hpp"
 #include "cli/trace_option.hpp"
@@ -29,9 +30,11 @@ void add_ops_like_command(CLI::App& app, Context& ctx, bool decompose) {
         decompose
             ? app.add_subcommand(
                   "decompose",
-                  "Split prefill and decode along the accelerator path: compute, activation "
-                  "conversion, communication (dispatch), copies between backends, fallback ops, "
-                  "host")
+                  "Split prefill and decode along the accelerator path. With --mode: the "
+                  "backend's own pipeline modes, each in a fresh process, and the differences "
+                  "between them; without: a probe model (compute, activation conversion, "
+                  "communication as a no-work dispatch, copies between backends, fallback ops, "
+                  "host)")
             : app.add_subcommand(
                   "ops",
                   "Per-operator profile of the real prefill and decode graphs: op time vs call "
@@ -97,13 +100,21 @@ void add_ops_like_command(CLI::App& app, Context& ctx, bool decompose) {
     add_db_option(cmd, ctx);
     cmd->add_flag("-q,--quiet", a->quiet, "no progress lines on stderr");
     add_trace_option(cmd, a->trace);
-    cmd->callback([&ctx, a, decompose] {
+    // decompose --mode: the backend's own modes in fresh processes (cli/decompose_modes.hpp).
+    std::shared_ptr<DecomposeModeArgs> modes;
+    if (decompose)
+        modes = add_decompose_mode_options(cmd);
+    cmd->callback([&ctx, a, decompose, modes] {
         OpsOptions& o = a->o.ops;
         check_context(o.n_prompt, o.n_depth, 1);
         o.prefill = a->stage != "decode";
         o.decode = a->stage != "prefill";
         o.devices = split_device_set(a->device);
         a->o.progress = !a->quiet;
+        if (modes && !modes->modes.empty()) {
+            run_decompose_modes(ctx, *modes, {a->o, a->device, a->stage, a->quiet});
+            return;
+        }
         o.decompose = decompose;
         a->o.brief = decompose;
         check_trace_path(a->trace);

@@ -1,4 +1,5 @@
 #include "core/stats.hpp"
+#include "core/stats_difference.hpp"
 
 #include <algorithm>
 #include <array>
@@ -324,6 +325,35 @@ RatioCi ratio_of_medians(std::span<const double> a, std::span<const double> b,
         r.hi = percentile_sorted(ratios, 0.975);
     }
     r.no_difference = r.lo <= 1.0 && 1.0 <= r.hi;
+    return r;
+}
+
+DifferenceCi difference_of_medians(std::span<const double> a, std::span<const double> b,
+                                   std::size_t resamples, std::uint64_t seed) {
+    if (a.empty() || b.empty())
+        throw usage_error("difference_of_medians: both samples must be non-empty");
+    if (resamples == 0)
+        throw usage_error("difference_of_medians: resamples must be >= 1");
+    check_finite(a, "difference_of_medians");
+    check_finite(b, "difference_of_medians");
+    std::vector<double> ra(a.begin(), a.end());
+    std::vector<double> rb(b.begin(), b.end());
+    DifferenceCi r;
+    r.difference = median_inplace(ra) - median_inplace(rb);
+    std::mt19937_64 rng(seed);
+    std::vector<double> diffs;
+    diffs.reserve(resamples);
+    for (std::size_t k = 0; k < resamples; ++k) {
+        for (auto& x : ra)
+            x = a[bounded(rng, a.size())];
+        for (auto& x : rb)
+            x = b[bounded(rng, b.size())];
+        diffs.push_back(median_inplace(ra) - median_inplace(rb));
+    }
+    std::sort(diffs.begin(), diffs.end());
+    r.lo = percentile_sorted(diffs, 0.025);
+    r.hi = percentile_sorted(diffs, 0.975);
+    r.no_difference = r.lo <= 0.0 && 0.0 <= r.hi;
     return r;
 }
 

@@ -94,7 +94,9 @@ void decomposition_table(const Decomposition& d, std::ostream& out) {
     std::string accel;
     for (const auto& a : d.accelerators)
         accel += (accel.empty() ? "" : "+") + a;
-    out << "\n### Decomposition of the stage (accelerator path: " << accel << ")\n\n";
+    out << "\n### Decomposition of the stage, probe model (accelerator path: " << accel << ")\n\n";
+    out << "A probe: one no-work dispatch per split and a replay of the activation conversion, not "
+           "the backend's own modes (for those: `decompose --mode`).\n\n";
     out << "| part | time | share of stage | how |\n| --- | ---: | ---: | --- |\n";
     for (const auto& part : d.parts) {
         std::string name = part.name;

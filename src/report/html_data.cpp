@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/doc/modes_section.hpp"
 #include "core/document.hpp"
 #include "core/error.hpp"
 #include "core/file_io.hpp"
@@ -288,6 +289,38 @@ json ops_view(const ResultDocument& doc, std::vector<std::string>& notes) {
                 {"backends", doc.ops->backends},
                 {"method", doc.ops->method},
                 {"stages", stages}};
+}
+
+json modes_view(const ResultDocument& doc) {
+    const std::optional<ModesSection> s = modes_section(doc);
+    if (!s)
+        return nullptr;
+    json modes = json::array(), parts = json::array();
+    for (const auto& m : s->modes) {
+        std::string env = m.log_path.value_or("");
+        for (const auto& e : m.env)
+            env += (env.empty() ? "" : ", ") + e.name + "=" + e.value;
+        json times = json::object();
+        for (const auto& t : m.times)
+            times[t.stage] = {{"ms", opt(ms(t.median_ns))},
+                              {"lo_ms", opt(ms(t.ci95_lo_ns))},
+                              {"hi_ms", opt(ms(t.ci95_hi_ns))},
+                              {"n", t.n}};
+        modes.push_back(
+            {{"name", m.name}, {"env", env}, {"times", times}, {"n_failed", m.n_failed}});
+    }
+    for (const auto& p : s->parts)
+        parts.push_back({{"stage", p.stage},
+                         {"name", p.from ? p.name + " − " + *p.from : p.name},
+                         {"ms", opt(ms(p.ns))},
+                         {"lo_ms", opt(ms(p.ci95_lo_ns))},
+                         {"hi_ms", opt(ms(p.ci95_hi_ns))},
+                         {"share", opt(p.share)}});
+    return json{{"source", s->source},
+                {"time_basis", s->time_basis},
+                {"stages", s->stages},
+                {"modes", modes},
+                {"parts", parts}};
 }
 
 json stage_spans(const std::vector<TelemetryMark>& marks, int64_t t0_ns) {
@@ -664,9 +697,11 @@ json result_view(const ReportInput& in, json v) {
     section("telemetry", [&] { return telemetry_view(doc, notes); });
     section("sustained", [&] { return sustained_view(doc); });
     section("hybrid", [&] { return hybrid_view(doc); });
+    section("modes", [&] { return modes_view(doc); });
     section("warnings", [&] { return warnings_view(doc); });
     for (const auto& [k, _] : doc.extra.items())
-        notes.push_back("section '" + k + "' is not known to this report; not shown");
+        if (k != "modes")  // modes_view
+            notes.push_back("section '" + k + "' is not known to this report; not shown");
     v["notes"] = notes;
     return v;
 }

@@ -53,6 +53,9 @@ nlohmann::json sustained_view(const ResultDocument& doc);
 // A hybrid document's points: per mode the median prefill, transfer and decode times (ms),
 // TTFT and end-to-end time with their CIs; the hybrid's speedups with bootstrap CIs.
 nlohmann::json hybrid_view(const ResultDocument& doc);
+// A pipeline-modes document (core/doc/modes_section.hpp): per mode its environment (or log) and
+// stage times with CIs (ms), and the parts (ms, CIs, share of the last mode).
+nlohmann::json modes_view(const ResultDocument& doc);
 nlohmann::json warnings_view(const ResultDocument& doc);
 // A compare document (analysis/compare.hpp to_json(CompareResult), checked by
 // core/document.hpp check_document).

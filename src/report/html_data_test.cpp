@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/doc/modes_section.hpp"
 #include "core/error.hpp"
 
 namespace sb {
@@ -423,6 +424,51 @@ TEST(HtmlData, ReportViewNotesWhatItCannotShowAndShowsTheRest) {
     EXPECT_EQ(docs[2]["kind"], "compare");
     EXPECT_FALSE(docs[2].contains("compare")) << "no schema version: not shown";
     EXPECT_EQ(docs[2]["notes"].size(), 1u);
+}
+
+}  // namespace
+}  // namespace sb
+
+namespace sb {
+namespace {
+
+TEST(HtmlData, ModesShowEveryModesTimesAndTheParts) {
+    ModesSection s;
+    s.source = "hexagon-profile";
+    s.time_basis = "call-usec";
+    s.stages = {"log"};
+    Mode a, b;
+    a.name = "queue";
+    a.log_path = "a.log";
+    a.times = {{"log", 1, 2e6, std::nullopt, std::nullopt}};
+    b.name = "full";
+    b.env = {{"GGML_HEXAGON_OPMASK", "0x7"}};
+    b.times = {{"log", 1, 5e6, std::nullopt, std::nullopt}};
+    s.modes = {a, b};
+    ModePart p;
+    p.stage = "log";
+    p.name = "full";
+    p.from = "queue";
+    p.ns = 3e6;
+    p.share = 0.6;
+    s.parts = {p};
+    ResultDocument doc;
+    doc.command = "import";
+    set_modes_section(doc, s);
+    const nlohmann::json v = modes_view(doc);
+    EXPECT_EQ(v["modes"][0]["env"], "a.log");
+    EXPECT_EQ(v["modes"][1]["env"], "GGML_HEXAGON_OPMASK=0x7");
+    EXPECT_EQ(v["modes"][1]["times"]["log"]["ms"], 5.0);
+    EXPECT_TRUE(v["modes"][1]["times"]["log"]["lo_ms"].is_null());
+    EXPECT_EQ(v["parts"][0]["name"], "full − queue");
+    EXPECT_EQ(v["parts"][0]["ms"], 3.0);
+    EXPECT_EQ(v["parts"][0]["share"], 0.6);
+    EXPECT_TRUE(modes_view(ResultDocument{}).is_null());
+    // The whole view shows it, without a note that the section is unknown.
+    const nlohmann::json all = report_view({ReportInput::of("m.json", doc)});
+    EXPECT_TRUE(all["documents"][0].contains("modes"));
+    for (const auto& n : all["documents"][0]["notes"])
+        EXPECT_EQ(n.get<std::string>().find("'modes'"), std::string::npos) << n;
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "core/backend_env.hpp"
 #include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
@@ -41,6 +42,8 @@ ResultDocument new_document(const std::string& command, const std::vector<std::s
     // the CPU features it chose by; null where not known.
     doc.system["cpu_variant"] = b.cpu_variant ? nlohmann::json(*b.cpu_variant) : nullptr;
     doc.system["cpu_features"] = b.cpu_features ? nlohmann::json(*b.cpu_features) : nullptr;
+    // The backend knobs this process started with (core/backend_env.hpp).
+    doc.system["backend_env"] = backend_env();
 #ifdef NDEBUG
     const bool debug = false;
 #else

@@ -555,7 +555,7 @@ TEST(Decompose, RpcStagesSplitIntoComputeConversionCommunicationCopiesHost) {
         }
     }
     ASSERT_EQ(md.exit_code, 0) << md.err;
-    EXPECT_NE(md.out.find("### Decomposition of the stage (accelerator path: RPC0)"),
+    EXPECT_NE(md.out.find("### Decomposition of the stage, probe model (accelerator path: RPC0)"),
               std::string::npos)
         << md.out;
     EXPECT_NE(md.out.find("| communication |"), std::string::npos);

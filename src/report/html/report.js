@@ -454,6 +454,21 @@
     }
   }
 
+  function renderModes(sec, m) {
+    sec.appendChild(el('h3', null, 'Pipeline modes'));
+    sec.appendChild(el('p', { class: 'caption' }, 'stage time: ' + m.time_basis +
+      '. Part 0 is the first mode\'s time, each next part the difference to the mode before; ' +
+      'the parts add up to the last mode\'s time.'));
+    const ci = (x) => (x.lo_ms == null ? '–' : num(x.lo_ms) + ' … ' + num(x.hi_ms));
+    sec.appendChild(table(['mode', 'environment', 'stage', 'runs', 'stage ms', '95 % CI'],
+      m.modes.flatMap((o) => m.stages.map((st) => {
+        const t = o.times[st] || {};
+        return [o.name, o.env, st, num(t.n), num(t.ms), ci(t)];
+      }))));
+    sec.appendChild(table(['stage', 'part', 'ms', '95 % CI', 'share of the last mode'],
+      m.parts.map((p) => [p.stage, p.name, num(p.ms), ci(p), pct(p.share)])));
+  }
+
   // ---- Page ----------------------------------------------------------------------------------
   const main = document.getElementById('report');
   const toc = document.getElementById('toc');
@@ -472,6 +487,7 @@
     if (d.telemetry) section(sec, 'telemetry', () => renderTelemetry(sec, d.telemetry));
     if (d.sustained) section(sec, 'sustained', () => renderSustained(sec, d.sustained));
     if (d.hybrid) section(sec, 'hybrid', () => renderHybrid(sec, d.hybrid));
+    if (d.modes) section(sec, 'modes', () => renderModes(sec, d.modes));
     if (d.compare) section(sec, 'comparison', () => renderCompare(sec, d.compare));
     if (d.warnings) section(sec, 'warnings', () => renderWarnings(sec, d.warnings));
   });
