@@ -14,28 +14,33 @@ json to_json(const OpRecord& r) {
     json srcs = json::array();
     for (const auto& s : r.srcs)
         srcs.push_back(to_json(s));
-    return json{{"graph", r.graph},
-                {"node", r.node},
-                {"op", r.op},
-                {"name", r.out.name},
-                {"layer", opt(r.layer)},
-                {"backend", r.backend},
-                {"type", r.out.type},
-                {"ne", r.out.ne},
-                {"srcs", srcs},
-                {"no_compute", r.no_compute},
-                {"op_ns", opt(r.op_ns)},
-                {"call_ns", opt(r.call_ns)},
-                {"isolated_call_ns", opt(r.isolated_call_ns)},
-                {"op_method", opt(r.op_method)},
-                {"start_ns", opt(r.start_ns)},
-                {"end_ns", opt(r.end_ns)},
-                {"cycles", opt(r.cycles)},
-                {"mhz", opt(r.mhz)},
-                {"pkts", opt(r.pkts)},
-                {"start_cycles", opt(r.start_cycles)},
-                {"pmu", r.pmu ? json(*r.pmu) : json(nullptr)},
-                {"kernel", opt(r.kernel)}};
+    json j{{"graph", r.graph},
+           {"node", r.node},
+           {"op", r.op},
+           {"name", r.out.name},
+           {"layer", opt(r.layer)},
+           {"backend", r.backend},
+           {"type", r.out.type},
+           {"ne", r.out.ne},
+           {"srcs", srcs},
+           {"no_compute", r.no_compute},
+           {"op_ns", opt(r.op_ns)},
+           {"call_ns", opt(r.call_ns)},
+           {"isolated_call_ns", opt(r.isolated_call_ns)},
+           {"op_method", opt(r.op_method)},
+           {"start_ns", opt(r.start_ns)},
+           {"end_ns", opt(r.end_ns)},
+           {"cycles", opt(r.cycles)},
+           {"mhz", opt(r.mhz)},
+           {"pkts", opt(r.pkts)},
+           {"start_cycles", opt(r.start_cycles)}};
+    // Written only when the backend reported them (Hexagon logs), so that documents without
+    // them keep their exact form.
+    if (r.pmu)
+        j["pmu"] = *r.pmu;
+    if (r.kernel)
+        j["kernel"] = *r.kernel;
+    return j;
 }
 
 json to_json(const OpAggregate& a, GroupBy by) {
@@ -150,28 +155,32 @@ json to_json(const StageProfile& s) {
     json coverage = json::array();
     for (const auto& c : s.coverage)
         coverage.push_back(to_json(c));
-    return json{{"stage", s.stage},
-                {"n_tokens", s.n_tokens},
-                {"kv_depth", s.kv_depth},
-                {"n_graphs", s.n_graphs},
-                {"traced_reps", s.traced_reps},
-                {"timeline_rep", opt(s.timeline_rep)},
-                {"reconciliation", to_json(s.rec)},
-                {"by_op", by_op},
-                {"by_layer", by_layer},
-                {"by_backend", by_backend},
-                {"top", top},
-                {"n_splits", s.n_splits},
-                {"n_copies", s.n_copies},
-                {"copy_bytes", opt(s.copy_bytes)},
-                {"copy_ns", opt(s.copy_ns)},
-                {"splits", splits},
-                {"fallback", fallback},
-                {"coverage_devices", s.coverage_devices},
-                {"coverage", coverage},
-                {"decomposition", s.decomposition ? to_json(*s.decomposition) : json(nullptr)},
-                {"notes", s.notes},
-                {"ops", ops}};
+    json j{{"stage", s.stage},
+           {"n_tokens", s.n_tokens},
+           {"kv_depth", s.kv_depth},
+           {"n_graphs", s.n_graphs},
+           {"traced_reps", s.traced_reps},
+           {"timeline_rep", opt(s.timeline_rep)},
+           {"reconciliation", to_json(s.rec)},
+           {"by_op", by_op},
+           {"by_layer", by_layer},
+           {"by_backend", by_backend},
+           {"top", top},
+           {"n_splits", s.n_splits},
+           {"n_copies", s.n_copies},
+           {"copy_bytes", opt(s.copy_bytes)},
+           {"copy_ns", opt(s.copy_ns)},
+           {"splits", splits},
+           {"fallback", fallback},
+           {"decomposition", s.decomposition ? to_json(*s.decomposition) : json(nullptr)},
+           {"notes", s.notes},
+           {"ops", ops}};
+    // Only `ops` traces have coverage; other documents keep their exact form.
+    if (!s.coverage.empty() || !s.coverage_devices.empty()) {
+        j["coverage_devices"] = s.coverage_devices;
+        j["coverage"] = coverage;
+    }
+    return j;
 }
 
 json to_json(const OpsProfile& p) {
