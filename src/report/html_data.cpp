@@ -292,7 +292,7 @@ json ops_view(const ResultDocument& doc, std::vector<std::string>& notes) {
 }
 
 json modes_view(const ResultDocument& doc) {
-    const std::optional<ModesSection> s = modes_section(doc);
+    const std::optional<ModesSection> s = doc.modes;
     if (!s)
         return nullptr;
     json modes = json::array(), parts = json::array();
@@ -700,8 +700,7 @@ json result_view(const ReportInput& in, json v) {
     section("modes", [&] { return modes_view(doc); });
     section("warnings", [&] { return warnings_view(doc); });
     for (const auto& [k, _] : doc.extra.items())
-        if (k != "modes")  // modes_view
-            notes.push_back("section '" + k + "' is not known to this report; not shown");
+        notes.push_back("section '" + k + "' is not known to this report; not shown");
     v["notes"] = notes;
     return v;
 }

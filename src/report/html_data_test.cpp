@@ -454,7 +454,7 @@ TEST(HtmlData, ModesShowEveryModesTimesAndTheParts) {
     s.parts = {p};
     ResultDocument doc;
     doc.command = "import";
-    set_modes_section(doc, s);
+    doc.modes = s;
     const nlohmann::json v = modes_view(doc);
     EXPECT_EQ(v["modes"][0]["env"], "a.log");
     EXPECT_EQ(v["modes"][1]["env"], "GGML_HEXAGON_OPMASK=0x7");

@@ -167,7 +167,7 @@ void print_modes_document(const ResultDocument& doc, OutputFormat format, std::o
         out.flush();
         return;
     }
-    const std::optional<ModesSection> s = modes_section(doc);
+    const std::optional<ModesSection> s = doc.modes;
     if (!s) {
         // nothing measured
     } else if (format == OutputFormat::csv) {

@@ -138,7 +138,7 @@ int run_mode_experiment(const ModeExperimentOptions& o, const ModeLauncher& laun
         "B, B A, ...); part 0 is the first mode's time, part i mode i's less mode i-1's");
     auto save = [&](DocumentSave how) {
         summarize_modes(s);
-        set_modes_section(doc, s);
+        doc.modes = s;
         if (o.out_path)
             write_document(doc, *o.out_path, how);
     };
@@ -262,7 +262,7 @@ int import_mode_logs(const std::vector<std::pair<std::string, std::string>>& log
     doc.system = nullptr;  // the machine that reads the logs is not the one that made them
     doc.llama = nullptr;
     doc.warnings.clear();
-    set_modes_section(doc, s);
+    doc.modes = s;
     doc.finished_at = utc_timestamp();
     return 0;
 }

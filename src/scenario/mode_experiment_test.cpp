@@ -82,7 +82,7 @@ TEST(ModeExperiment, RunsEveryModeInterleavedKeepsAFailureAndGivesTheParts) {
     EXPECT_EQ(rc, 1) << "a run failed";
     EXPECT_EQ(calls, (std::vector<std::string>{"queue0", "broken0", "full0", "full1", "broken1",
                                                "queue1"}));
-    const std::optional<ModesSection> s = modes_section(doc);
+    const std::optional<ModesSection> s = doc.modes;
     ASSERT_TRUE(s);
     ASSERT_EQ(s->modes.size(), 3u);
     EXPECT_EQ(s->modes[0].runs.size(), 2u);
@@ -105,7 +105,7 @@ TEST(ModeExperiment, RunsEveryModeInterleavedKeepsAFailureAndGivesTheParts) {
         << err.str();
     // The section comes back from the document's JSON as it went in.
     const ResultDocument back = from_json<ResultDocument>(to_json(doc), "modes.json");
-    const std::optional<ModesSection> s2 = modes_section(back);
+    const std::optional<ModesSection> s2 = back.modes;
     ASSERT_TRUE(s2);
     EXPECT_EQ(to_json(*s2), to_json(*s));
 }
@@ -126,7 +126,7 @@ TEST(ModeExperiment, TwoGoodModesGiveTheirDifference) {
     std::ostringstream err;
     EXPECT_EQ(run_mode_experiment(o, launch, doc, err), 0);
     EXPECT_EQ(err.str(), "");
-    const ModesSection s = *modes_section(doc);
+    const ModesSection s = *doc.modes;
     ASSERT_EQ(s.parts.size(), 2u);
     // Calls t1 t2 | t2 t1 | t1 t2 by the script:
     // call 0 t1 1000, 1 t2 701, 2 t2 702, 3 t1 1000, 4 t1 1001, 5 t2 702.

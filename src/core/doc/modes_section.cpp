@@ -1,7 +1,7 @@
 #include "core/doc/modes_section.hpp"
 
 #include "core/json_util.hpp"
-#include "core/result.hpp"
+
 
 namespace sb {
 
@@ -96,21 +96,6 @@ void read(const JsonIn& in, ModesSection& s) {
         "n_prompt", s.n_prompt)("n_gen", s.n_gen)("n_depth", s.n_depth)("n_threads", s.n_threads)(
         "rounds", s.rounds)("stages", s.stages)("time_basis", s.time_basis)("modes", s.modes)(
         "parts", s.parts)("notes", s.notes);
-}
-
-void set_modes_section(ResultDocument& doc, const ModesSection& s) {
-    doc.extra["modes"] = to_json(s);
-}
-
-std::optional<ModesSection> modes_section(const ResultDocument& doc) {
-    if (!doc.extra.is_object() || !doc.extra.contains("modes") || doc.extra["modes"].is_null())
-        return std::nullopt;
-    static const std::string source = "the document";
-    const nlohmann::json& root = doc.extra;
-    const JsonIn in(root, source);
-    ModesSection s;
-    read(in.member("modes", root["modes"]), s);
-    return s;
 }
 
 }  // namespace sb

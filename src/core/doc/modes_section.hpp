@@ -10,9 +10,7 @@
 // 0x3 + the dynamic quantizer, 0x7 full: communication, quantization, compute). The arithmetic
 // lives in analysis/mode_parts.hpp; this header is the data and its JSON.
 //
-// The section is the document's top-level member "modes" (ResultDocument::extra["modes"], which
-// from_json keeps and to_json writes back); set_modes_section and modes_section put it there
-// and read it back typed.
+// The section is the document's top-level member "modes" (ResultDocument::modes).
 //
 // Times are nanoseconds (double for medians and differences). Missing is not zero: a mode that
 // never ran to the end has no time and the parts next to it have none either.
@@ -109,12 +107,5 @@ void read(const JsonIn&, ModeStageTime&);
 void read(const JsonIn&, Mode&);
 void read(const JsonIn&, ModePart&);
 void read(const JsonIn&, ModesSection&);
-
-struct ResultDocument;
-// doc.extra["modes"] = to_json(s).
-void set_modes_section(ResultDocument& doc, const ModesSection& s);
-// The typed section of doc; nullopt when it has none. Throws sb::Error(input) naming the field
-// ("modes.modes[0].runs: expected an array, found a string") for a malformed one.
-std::optional<ModesSection> modes_section(const ResultDocument& doc);
 
 }  // namespace sb
