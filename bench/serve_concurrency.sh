@@ -23,7 +23,8 @@ for r in $(seq 1 "$ROUNDS"); do
   ratio=$(python3 -c "
 import json, sys
 d = json.load(open(sys.argv[1]))
-one, four = d['points'][0]['output_tokens_per_s'], d['points'][1]['output_tokens_per_s']
+pts = d['serve']['points']
+one, four = pts[0]['output_tokens_per_s'], pts[1]['output_tokens_per_s']
 print('%.3f %.1f %.1f' % (four / one, one, four))" "$work/r$r.json")
   set -- $ratio
   echo "  round $r: concurrency 1 $2 tok/s, concurrency 4 $3 tok/s, ratio $1"

@@ -19,6 +19,7 @@
 #include "core/stats.hpp"
 #include "engine/http_engine.hpp"
 #include "engine/process.hpp"
+#include "model/inspect.hpp"
 #include "scenario/llama_server.hpp"
 
 namespace sb {
@@ -299,9 +300,13 @@ ServeResult run_serve(const ServeOptions& o, std::ostream& progress,
             p.mode, p.value, p.ok, p.errors, p.request_per_s, p.output_tokens_per_s,
             p.ttft.median.value_or(0));
         if (p.client_cpu_pct && *p.client_cpu_pct > 50)
-            res.warnings.push_back(fmt::format(
-                "{} {:g}: the client used {:.0f} % of a core: it may be what limits the point",
-                p.mode, p.value, *p.client_cpu_pct));
+            res.warnings.push_back(
+                {"serve_client_cpu",
+                 fmt::format("{}: the client used {:.0f} % of a core: it may be what limits "
+                             "the point",
+                             p.label(), *p.client_cpu_pct),
+                 "fewer concurrent clients per point, or the client on a machine with idle "
+                 "cores"});
         res.points.push_back(std::move(p));
         if (after_point)
             after_point(res);
@@ -309,93 +314,43 @@ ServeResult run_serve(const ServeOptions& o, std::ostream& progress,
     return res;
 }
 
-namespace {
-
-nlohmann::json to_json(const LatencyStats& s) {
-    auto opt = [](const std::optional<double>& v) {
-        return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
-    };
-    return {{"n", s.n},
-            {"mean_ms", opt(s.mean)},
-            {"median_ms", opt(s.median)},
-            {"p90_ms", opt(s.p90)},
-            {"p99_ms", opt(s.p99)}};
-}
-
-}  // namespace
-
-nlohmann::json to_json(const ServeResult& r) {
-    auto opt = [](const auto& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
-    nlohmann::json pts = nlohmann::json::array();
-    for (const auto& p : r.points) {
-        nlohmann::json reqs = nlohmann::json::array();
-        for (const auto& q : p.requests)
-            reqs.push_back({{"index", q.index},
-                            {"send_ns", q.send_ns},
-                            {"ttft_ns", opt(q.ttft_ns)},
-                            {"tpot_ns", opt(q.tpot_ns)},
-                            {"e2e_ns", opt(q.e2e_ns)},
-                            {"itl_ns", q.itl_ns},
-                            {"prompt_tokens", opt(q.prompt_tokens)},
-                            {"output_tokens", opt(q.output_tokens)},
-                            {"error", opt(q.error)}});
-        pts.push_back(
-            {{"mode", p.mode},
-             {"value", p.value},
-             {"duration_ns", p.duration_ns},
-             {"ok", p.ok},
-             {"errors", p.errors},
-             {"error_rate", p.requests.empty() ? 0.0
-                                               : static_cast<double>(p.errors) /
-                                                     static_cast<double>(p.requests.size())},
-             {"request_per_s", p.request_per_s},
-             {"output_tokens_per_s", p.output_tokens_per_s},
-             {"total_tokens_per_s", p.total_tokens_per_s},
-             {"ttft", to_json(p.ttft)},
-             {"tpot", to_json(p.tpot)},
-             {"itl", to_json(p.itl)},
-             {"e2e", to_json(p.e2e)},
-             {"meeting_slo", p.meeting_slo},
-             {"goodput_per_s", opt(p.goodput_per_s)},
-             {"client_cpu_pct", opt(p.client_cpu_pct)},
-             {"requests", reqs}});
-    }
+ResultDocument serve_document(ResultDocument doc, const ServeResult& r) {
     const ServeOptions& o = r.options;
-    return {{"schema", "stagebench-serve"},
-            {"schema_version", 1},
-            {"server", r.server},
-            {"n_prompt", o.n_prompt},
-            {"n_gen", o.n_gen},
-            {"requests_per_point", o.requests},
-            {"burstiness", o.burstiness},
-            {"seed", o.seed},
-            {"slo_ms", o.slo_ms},
-            {"points", pts},
-            {"warnings", r.warnings}};
-}
-
-void write_serve_markdown(std::ostream& out, const ServeResult& r) {
-    const bool slo = !r.options.slo_ms.empty();
-    out << "| point | ok | failed | req/s | output tok/s | TTFT median ms | TTFT p99 ms | TPOT "
-           "median ms | ITL p99 ms | E2E p90 ms |"
-        << (slo ? " goodput req/s |" : "") << " client CPU |\n"
-        << "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
-        << (slo ? " ---: |" : "") << " ---: |\n";
-    auto ms = [](const std::optional<double>& v) {
-        return v ? fmt::format("{:.1f}", *v) : std::string("-");
-    };
-    for (const auto& p : r.points) {
-        out << fmt::format("| {} {:g} | {} | {} | {:.2f} | {:.1f} | {} | {} | {} | {} | {} |",
-                           p.mode, p.value, p.ok, p.errors, p.request_per_s, p.output_tokens_per_s,
-                           ms(p.ttft.median), ms(p.ttft.p99), ms(p.tpot.median), ms(p.itl.p99),
-                           ms(p.e2e.p90));
-        if (slo)
-            out << fmt::format(" {:.2f} |", p.goodput_per_s.value_or(0));
-        out << fmt::format(" {} |\n", p.client_cpu_pct ? fmt::format("{:.0f} %", *p.client_cpu_pct)
-                                                       : std::string("-"));
+    ServeSection s;
+    s.api = o.api;
+    s.url = o.url;
+    if (!o.url)
+        s.slots = o.slots;
+    s.model = o.model;
+    s.n_prompt = o.n_prompt;
+    s.n_gen = o.n_gen;
+    s.requests_per_point = o.requests;
+    s.burstiness = o.burstiness;
+    s.seed = o.seed;
+    s.slo_ms = o.slo_ms;
+    s.server = r.server;
+    s.points = r.points;
+    doc.serve = std::move(s);
+    const std::string kind = r.server.is_object() ? r.server.value("server", "") : "";
+    nlohmann::json e{{"name", "http"}, {"in_process", false}};
+    if (r.server.is_object())
+        e.update(r.server);
+    e["started_by_stagebench"] = !o.url;
+    if (o.model_file) {
+        e["slots"] = o.slots;
+        doc.models.push_back(to_json(inspect_model(*o.model_file)));
+    } else {
+        doc.models.push_back({{"path", o.model},
+                              {"name", o.model.empty() ? kind : o.model},
+                              {"engine", "http"},
+                              {"server", kind},
+                              {"url", o.url.value_or("")}});
     }
+    doc.engines["http"] = e;
     for (const auto& w : r.warnings)
-        out << "\nwarning: " << w << "\n";
+        doc.warnings.push_back(w);
+    doc.finished_at = utc_timestamp();
+    return doc;
 }
 
 }  // namespace sb

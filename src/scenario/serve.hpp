@@ -8,6 +8,7 @@
 // call sits in the measurement). Per point: request and token throughput, latency percentiles,
 // error rate, goodput under the SLOs, and the client's own CPU use.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <ostream>
@@ -15,6 +16,9 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "core/doc/serve_section.hpp"
+#include "core/result.hpp"
 
 namespace sb {
 
@@ -35,39 +39,11 @@ struct ServeOptions {
     double timeout_s = 120;
 };
 
-// One request as the client saw it. Times are ns; send_ns from the point's start.
-struct ServeRequest {
-    int index = 0;
-    int64_t send_ns = 0;
-    std::optional<int64_t> ttft_ns, tpot_ns, e2e_ns;
-    std::vector<int64_t> itl_ns;
-    std::optional<int64_t> prompt_tokens, output_tokens;
-    std::optional<std::string> error;
-};
-
-struct LatencyStats {
-    size_t n = 0;
-    std::optional<double> mean, median, p90, p99;  // ms
-};
-
-struct ServePoint {
-    std::string mode;  // "concurrency" | "rate"
-    double value = 0;
-    int64_t duration_ns = 0;  // first send to last completion
-    std::vector<ServeRequest> requests;
-    int ok = 0, errors = 0;
-    double request_per_s = 0, output_tokens_per_s = 0, total_tokens_per_s = 0;
-    LatencyStats ttft, tpot, itl, e2e;
-    std::optional<double> goodput_per_s;  // requests/s meeting every SLO (with SLOs)
-    int meeting_slo = 0;
-    std::optional<double> client_cpu_pct;  // the client's CPU time / wall time, % of one core
-};
-
 struct ServeResult {
     ServeOptions options;
     nlohmann::json server;  // what the server said about itself
     std::vector<ServePoint> points;
-    std::vector<std::string> warnings;
+    Warnings warnings;
 };
 
 // The point's statistics from its request records (no clock read): percentiles interpolate
@@ -90,7 +66,11 @@ std::map<std::string, double> parse_slo(const std::string& text);
 ServeResult run_serve(const ServeOptions& o, std::ostream& progress,
                       const std::function<void(const ServeResult&)>& after_point = {});
 
-nlohmann::json to_json(const ServeResult& r);
-void write_serve_markdown(std::ostream& out, const ServeResult& r);
+// The result as a result document: doc (from new_document("serve")) with the serve section
+// (the options and every point with its requests), the model (a GGUF's inspection for the
+// llama-server serve started, else the name the server was asked for), the server as
+// engines["http"], the warnings, and finished_at. doc as new_document made it: after every
+// point the CLI makes the document again from the same start.
+ResultDocument serve_document(ResultDocument doc, const ServeResult& r);
 
 }  // namespace sb
