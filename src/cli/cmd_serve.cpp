@@ -7,6 +7,8 @@
 
 #include "cli/commands.hpp"
 #include "cli/flag_checks.hpp"
+#include "cli/store_hook.hpp"
+#include "cli/trace_option.hpp"
 #include "core/file_io.hpp"
 #include "model/inspect.hpp"
 #include "report/reporter.hpp"
@@ -66,7 +68,10 @@ void add_serve_command(CLI::App& app, Context& ctx) {
     cmd->add_option("--out", a->out_path,
                     "write the result document (JSON) here, after every point");
     add_format_option(cmd, a->format, {OutputFormat::md, OutputFormat::json});
-    cmd->callback([&ctx, a] {
+    add_db_option(cmd, ctx);
+    auto trace = std::make_shared<TraceArgs>();
+    add_trace_option(cmd, *trace);
+    cmd->callback([&ctx, a, trace] {
         for (const auto& r : a->rates) {
             if (r == "inf") {
                 a->o.rates.push_back(std::numeric_limits<double>::infinity());
@@ -92,6 +97,7 @@ void add_serve_command(CLI::App& app, Context& ctx) {
         }
         if (a->out_path)
             check_output_path(*a->out_path, "result document");
+        check_trace_path(*trace);
         if (a->o.model_file)
             inspect_model(*a->o.model_file);  // bad input before a server starts
         const ResultDocument start = new_document("serve", ctx.argv);
@@ -108,6 +114,8 @@ void add_serve_command(CLI::App& app, Context& ctx) {
         for (const auto& p : r.points)
             errors += p.errors;
         ctx.exit_code = errors > 0 ? 1 : 0;
+        store_document(ctx, doc);
+        write_trace_if_asked(*trace, doc, ctx.err);
     });
 }
 

@@ -236,6 +236,7 @@ ServeResult run_serve(const ServeOptions& o, std::ostream& progress,
         std::vector<char> sent(static_cast<size_t>(o.requests), 0);  // per request: no shared bits
         const double cpu0 = cpu_seconds();
         const int64_t t0 = now_ns();
+        p.start_ns = t0;
         if (pt.mode == "concurrency") {
             std::atomic<int> next{0};
             std::vector<std::thread> ts;

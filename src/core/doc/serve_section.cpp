@@ -45,6 +45,7 @@ json to_json(const ServePoint& p) {
     const json value = std::isinf(p.value) ? json("inf") : json(p.value);
     return json{{"mode", p.mode},
                 {"value", value},
+                {"start_ns", opt(p.start_ns)},
                 {"duration_ns", p.duration_ns},
                 {"ok", p.ok},
                 {"errors", p.errors},
@@ -105,7 +106,7 @@ void read(const JsonIn& in, ServePoint& p) {
         else
             v.fail_type("a number or \"inf\"");
     }
-    o("duration_ns", p.duration_ns)("ok", p.ok)("errors", p.errors)
+    o("start_ns", p.start_ns)("duration_ns", p.duration_ns)("ok", p.ok)("errors", p.errors)
         .check<double>("error_rate")("request_per_s", p.request_per_s)("output_tokens_per_s",
                                                                        p.output_tokens_per_s)(
             "total_tokens_per_s", p.total_tokens_per_s)("ttft", p.ttft)("tpot", p.tpot)(

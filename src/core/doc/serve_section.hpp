@@ -33,8 +33,11 @@ struct LatencyStats {
 };
 
 struct ServePoint {
-    std::string mode;         // "concurrency" | "rate"
-    double value = 0;         // clients, or requests/s (infinity: all at once)
+    std::string mode;  // "concurrency" | "rate"
+    double value = 0;  // clients, or requests/s (infinity: all at once)
+    // When the point's clock started (sb::now_ns, the clock of telemetry and traces): its
+    // requests' send_ns count from here. Absent in documents of earlier builds.
+    std::optional<int64_t> start_ns;
     int64_t duration_ns = 0;  // first send to last completion
     std::vector<ServeRequest> requests;
     int ok = 0, errors = 0;
@@ -68,9 +71,9 @@ struct ServeSection {
 };
 
 // {"api", "url", "slots", "model", "n_prompt", "n_gen", "requests_per_point", "burstiness",
-// "seed", "slo_ms", "server", "points": [{"mode", "value", "duration_ns", "ok", "errors",
-// "error_rate", "request_per_s", "output_tokens_per_s", "total_tokens_per_s", "ttft", "tpot",
-// "itl", "e2e": {"n", "mean_ms", "median_ms", "p90_ms", "p99_ms"}, "meeting_slo",
+// "seed", "slo_ms", "server", "points": [{"mode", "value", "start_ns", "duration_ns", "ok",
+// "errors", "error_rate", "request_per_s", "output_tokens_per_s", "total_tokens_per_s", "ttft",
+// "tpot", "itl", "e2e": {"n", "mean_ms", "median_ms", "p90_ms", "p99_ms"}, "meeting_slo",
 // "goodput_per_s", "client_cpu_pct", "requests": [{"index", "send_ns", "ttft_ns", "tpot_ns",
 // "e2e_ns", "itl_ns", "prompt_tokens", "output_tokens", "error"}]}]}.
 nlohmann::json to_json(const ServeRequest&);

@@ -30,6 +30,7 @@ ResultDocument serve_document() {
     ServePoint p;
     p.mode = "concurrency";
     p.value = 2;
+    p.start_ns = 5'000'000'000;
     p.duration_ns = 2'000'000'000;
     ServeRequest ok;
     ok.index = 0;
@@ -88,6 +89,7 @@ TEST(ServeSection, ComesBackExactly) {
     EXPECT_EQ(back.serve->points[0].requests[0].itl_ns,
               (std::vector<int64_t>{20'000'000, 19'000'000}));
     EXPECT_EQ(back.serve->slots, 4);
+    EXPECT_EQ(back.serve->points[0].start_ns, 5'000'000'000);
     EXPECT_EQ(back.serve->slo_ms.at("tpot"), 50.0);
     EXPECT_EQ(back.serve->server["server"], "llama-server");
     EXPECT_TRUE(back.unknown.empty());
