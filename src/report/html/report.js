@@ -355,6 +355,9 @@
                    annotation: { annotations: annotations } },
       },
     });
+    const slos = Object.keys(s.slo_ms).map((k) => k.toUpperCase() + ' ' + num(s.slo_ms[k]) + ' ms');
+    sec.appendChild(el('p', { class: 'caption' }, 'Solid: p50; dashed: p99. ' +
+      (slos.length ? 'SLO: ' + slos.join(', ') + ' (dotted lines).' : 'No SLO was given (--slo).')));
     const labels = pts.map((p) => p.label);
     [['ttft', 'TTFT'], ['tpot', 'TPOT'], ['e2e', 'E2E']].forEach(([stage, name]) => {
       addChart(sec, 'serve-percentiles-' + stage, {
@@ -463,7 +466,8 @@
 
       const labels = [], medians = [], cis = [];
       c.rows.forEach((r) => r.ratios.forEach((x) => {
-        labels.push(r.test + ' · ' + r.stage + ' · ' + x.label);
+        const serveMetric = ['median_ms', 'p99_ms', 'output_tokens_per_s', 'request_per_s', 'goodput_per_s'].includes(r.metric);
+        labels.push(r.test + ' · ' + r.stage + (serveMetric ? ' ' + r.metric : '') + ' · ' + x.label);
         medians.push(x.median);
         cis.push({ lo: x.lo, hi: x.hi });
       }));
