@@ -330,7 +330,7 @@ TEST(Serve, StoredComparedReportedAndTraced) {
         "--expect-annotated",
         "serve-curve",
         "--expect-text",
-        "SLO: TTFT 60000 ms"};
+        "TTFT 60000 ms"};
     for (const char* kind : {"serve-curve", "serve-percentiles-ttft", "serve-percentiles-tpot",
                              "serve-percentiles-e2e", "compare-ratios"}) {
         check.push_back("--expect-chart");
