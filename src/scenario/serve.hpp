@@ -8,6 +8,7 @@
 // call sits in the measurement). Per point: request and token throughput, latency percentiles,
 // error rate, goodput under the SLOs, and the client's own CPU use.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <ostream>
@@ -15,6 +16,11 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "core/stats_bootstrap.hpp"
+#include "scenario/serve_analysis.hpp"
+#include "scenario/serve_workload.hpp"
+#include "scenario/telemetry_setup.hpp"
 
 namespace sb {
 
@@ -33,6 +39,14 @@ struct ServeOptions {
     uint64_t seed = 1;
     std::map<std::string, double> slo_ms;  // ttft, tpot, e2e: upper bounds in ms
     double timeout_s = 120;
+    // Workload shapes: -p/-n ranges (max 0: n_prompt/n_gen fixed), (prompt, output) pairs
+    // from --lengths (when given they decide every request's lengths), --duration per point
+    // (requests is then the most a point sends; their prompts are made before its clock).
+    int n_prompt_max = 0, n_gen_max = 0;
+    std::vector<std::pair<int64_t, int64_t>> lengths;
+    std::optional<double> duration_s;
+    TelemetryChoice telemetry;               // energy per request and per output token
+    std::size_t bootstrap_resamples = 1000;  // per CI (seeded with seed)
 };
 
 // One request as the client saw it. Times are ns; send_ns from the point's start.
@@ -43,11 +57,15 @@ struct ServeRequest {
     std::vector<int64_t> itl_ns;
     std::optional<int64_t> prompt_tokens, output_tokens;
     std::optional<std::string> error;
+    bool interrupted = false;  // in flight at Ctrl-C: neither a success nor a failure
 };
 
 struct LatencyStats {
     size_t n = 0;
     std::optional<double> mean, median, p90, p99;  // ms
+    // Seeded percentile-bootstrap 95 % CIs (core/stats.hpp bootstrap_cis), resampling whole
+    // requests (ITL: a request's gaps together); none with fewer than two requests.
+    std::optional<Ci95> mean_ci, median_ci, p90_ci, p99_ci;
 };
 
 struct ServePoint {
@@ -60,7 +78,12 @@ struct ServePoint {
     LatencyStats ttft, tpot, itl, e2e;
     std::optional<double> goodput_per_s;  // requests/s meeting every SLO (with SLOs)
     int meeting_slo = 0;
-    std::optional<double> client_cpu_pct;  // the client's CPU time / wall time, % of one core
+    std::optional<double> client_cpu_pct;     // the client's CPU time / wall time, % of one core
+    int interrupted = 0;                      // requests cut by Ctrl-C
+    std::vector<double> window_tokens_per_s;  // window_token_rates over duration_ns
+    std::optional<double> slo_attainment;     // meeting_slo / (ok + errors), with SLOs
+    std::optional<ServeEnergy> energy;        // with an energy meter
+    std::optional<double> client_cpu_ms_per_request;  // client CPU time / requests sent
 };
 
 struct ServeResult {
@@ -68,13 +91,23 @@ struct ServeResult {
     nlohmann::json server;  // what the server said about itself
     std::vector<ServePoint> points;
     std::vector<std::string> warnings;
+    Saturation saturation;                     // find_saturation over the points
+    std::optional<TelemetryRecord> telemetry;  // the sampler's record, when it had sources
+    bool interrupted = false;                  // Ctrl-C ended the sweep early
 };
 
 // The point's statistics from its request records (no clock read): percentiles interpolate
 // linearly between order statistics (core/stats.hpp's percentile: numpy's default, as vLLM's
 // benchmark); goodput counts the
 // successful requests whose TTFT, TPOT and E2E are within every SLO given.
-void summarize_point(ServePoint& p, const std::map<std::string, double>& slo_ms);
+// The latency CIs are seeded bootstraps (resamples, seed: the same records give the same
+// intervals); the window rates cut duration_ns from the first send into kServeWindows.
+void summarize_point(ServePoint& p, const std::map<std::string, double>& slo_ms,
+                     std::size_t resamples = 1000, uint64_t seed = 42);
+
+// The saturation test's inputs of the points (serve_analysis.hpp).
+Saturation saturation_of(const std::vector<ServePoint>& points, bool slo_given,
+                         std::size_t resamples = 2000, uint64_t seed = 42);
 
 // Seeded inter-arrival gaps (seconds) of n requests at rate per second: gamma with shape
 // burstiness and mean 1/rate (burstiness 1: exponential, a Poisson process; CV 1/sqrt(shape)).
@@ -92,5 +125,7 @@ ServeResult run_serve(const ServeOptions& o, std::ostream& progress,
 
 nlohmann::json to_json(const ServeResult& r);
 void write_serve_markdown(std::ostream& out, const ServeResult& r);
+// The CIs, energy and saturation verdict under the table (write_serve_markdown calls it).
+void write_serve_measures_markdown(std::ostream& out, const ServeResult& r);
 
 }  // namespace sb
