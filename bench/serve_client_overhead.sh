@@ -45,7 +45,7 @@ for c in 1 4 16; do
   after=$(cpu_s)
   read -r cl srv pct < <(python3 -c "
 import json, sys
-p = json.load(open(sys.argv[1]))['points'][0]
+p = json.load(open(sys.argv[1]))['serve']['points'][0]
 srv = (float(sys.argv[3]) - float(sys.argv[2])) * 1e3 / len(p['requests'])
 cl = p['client_cpu_ms_per_request']
 print('%.3f %.3f %.1f' % (cl, srv, 100 * cl / srv if srv > 0 else float('inf')))" \

@@ -28,7 +28,8 @@ for r in $(seq 1 "$ROUNDS"); do
   ratio=$(python3 -c "
 import json, sys
 d = json.load(open(sys.argv[1]))
-one, four = d['points'][0]['output_tokens_per_s'], d['points'][1]['output_tokens_per_s']
+pts = d['serve']['points']
+one, four = pts[0]['output_tokens_per_s'], pts[1]['output_tokens_per_s']
 print('%.3f %.1f %.1f' % (four / one, one, four))" "$work/r$r.json")
   set -- $ratio
   echo "  round $r: concurrency 1 $2 tok/s, concurrency 4 $3 tok/s, ratio $1"
@@ -38,7 +39,8 @@ print('%.3f %.1f %.1f' % (four / one, one, four))" "$work/r$r.json")
   ttft=$(python3 -c "
 import json, sys
 d = json.load(open(sys.argv[1]))
-low, inf = d['points'][0]['ttft']['median_ms'], d['points'][1]['ttft']['median_ms']
+pts = d['serve']['points']
+low, inf = pts[0]['ttft']['median_ms'], pts[1]['ttft']['median_ms']
 print('%.3f %.1f %.1f' % (inf / low, low, inf))" "$work/q$r.json")
   set -- $ttft
   echo "  round $r: TTFT median at rate $LOW/s $2 ms, at rate inf $3 ms, ratio $1"

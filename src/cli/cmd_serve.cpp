@@ -8,9 +8,10 @@
 #include "cli/commands.hpp"
 #include "cli/flag_checks.hpp"
 #include "core/file_io.hpp"
-#include "core/json_file.hpp"
-#include "core/json_util.hpp"
 #include "core/parse.hpp"
+#include "model/inspect.hpp"
+#include "report/reporter.hpp"
+#include "scenario/run_command.hpp"
 #include "scenario/serve.hpp"
 
 namespace sb::cli {
@@ -86,7 +87,7 @@ void add_serve_command(CLI::App& app, Context& ctx) {
         ->check(seconds_check(false))
         ->capture_default_str();
     cmd->add_option("--out", a->out_path,
-                    "write the serve document (JSON) here, after every point");
+                    "write the result document (JSON) here, after every point");
     add_format_option(cmd, a->format, {OutputFormat::md, OutputFormat::json});
     cmd->callback([&ctx, a, requests] {
         const LengthRange pr = parse_length_range(a->n_prompt, "-p", kMaxTokens);
@@ -130,16 +131,19 @@ void add_serve_command(CLI::App& app, Context& ctx) {
             a->o.model = a->model;
         }
         if (a->out_path)
-            check_output_path(*a->out_path, "serve document");
+            check_output_path(*a->out_path, "result document");
+        if (a->o.model_file)
+            inspect_model(*a->o.model_file);  // bad input before a server starts
+        const ResultDocument start = new_document("serve", ctx.argv);
         auto save = [&](const ServeResult& r) {
             if (a->out_path)
-                write_text_file(*a->out_path, dump_json(to_json(r), 1) + "\n", "serve document");
+                write_document(serve_document(start, r), *a->out_path, DocumentSave::progress);
         };
         const ServeResult r = run_serve(a->o, ctx.err, save);
-        if (a->format == OutputFormat::json)
-            ctx.out << dump_json(to_json(r), 2) << "\n";
-        else
-            write_serve_markdown(ctx.out, r);
+        const ResultDocument doc = serve_document(start, r);
+        if (a->out_path)
+            write_document(doc, *a->out_path);
+        print_document(a->format, doc, ctx.out);
         int errors = 0;
         for (const auto& p : r.points)
             errors += p.errors;

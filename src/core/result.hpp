@@ -21,6 +21,7 @@
 #include "core/doc/hybrid_section.hpp"
 #include "core/doc/json_in.hpp"
 #include "core/doc/ops_section.hpp"
+#include "core/doc/serve_section.hpp"
 #include "core/doc/telemetry_section.hpp"
 #include "core/enums.hpp"
 #include "core/error.hpp"
@@ -191,6 +192,7 @@ struct ResultDocument {
     std::optional<SustainedResult> sustained;
     std::optional<HybridSection> hybrid;
     std::optional<OpsSection> ops;
+    std::optional<ServeSection> serve;  // `stagebench serve`
     // The engines of the run by name ("llama", "http"): what they are and how they ran.
     nlohmann::json engines = nlohmann::json::object();
     // Top-level members this build does not know (written back as they came).

@@ -19,6 +19,7 @@
 #include "core/stats.hpp"
 #include "engine/http_engine.hpp"
 #include "engine/process.hpp"
+#include "model/inspect.hpp"
 #include "scenario/llama_server.hpp"
 #include "telemetry/telemetry_json.hpp"
 
@@ -434,9 +435,13 @@ ServeResult run_serve(const ServeOptions& o, std::ostream& progress,
             p.mode, p.value, p.ok, p.errors, p.request_per_s, p.output_tokens_per_s,
             p.ttft.median.value_or(0));
         if (p.client_cpu_pct && *p.client_cpu_pct > 50)
-            res.warnings.push_back(fmt::format(
-                "{} {:g}: the client used {:.0f} % of a core: it may be what limits the point",
-                p.mode, p.value, *p.client_cpu_pct));
+            res.warnings.push_back(
+                {"serve_client_cpu",
+                 fmt::format("{}: the client used {:.0f} % of a core: it may be what limits "
+                             "the point",
+                             p.label(), *p.client_cpu_pct),
+                 "fewer concurrent clients per point, or the client on a machine with idle "
+                 "cores"});
         res.points.push_back(std::move(p));
         res.saturation =
             saturation_of(res.points, !o.slo_ms.empty(), 2 * o.bootstrap_resamples, o.seed);
@@ -451,212 +456,56 @@ ServeResult run_serve(const ServeOptions& o, std::ostream& progress,
         tel->stop();
         res.telemetry = tel->record();
         for (const auto& w : res.telemetry->warnings)
-            res.warnings.push_back(w.message);
+            res.warnings.push_back(w);
     }
     return res;
 }
 
-namespace {
-
-nlohmann::json to_json(const LatencyStats& s) {
-    auto opt = [](const std::optional<double>& v) {
-        return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
-    };
-    auto ci = [](const std::optional<Ci95>& c) {
-        return c ? nlohmann::json::array({c->lo, c->hi}) : nlohmann::json(nullptr);
-    };
-    return {{"n", s.n},
-            {"mean_ms", opt(s.mean)},
-            {"median_ms", opt(s.median)},
-            {"p90_ms", opt(s.p90)},
-            {"p99_ms", opt(s.p99)},
-            {"mean_ci95_ms", ci(s.mean_ci)},
-            {"median_ci95_ms", ci(s.median_ci)},
-            {"p90_ci95_ms", ci(s.p90_ci)},
-            {"p99_ci95_ms", ci(s.p99_ci)}};
-}
-
-nlohmann::json to_json(const RatioCi& r) {
-    return {{"ratio", r.ratio}, {"ci95", {r.lo, r.hi}}};
-}
-
-nlohmann::json to_json(const Saturation& s) {
-    auto opt = [](const auto& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
-    nlohmann::json steps = nlohmann::json::array();
-    for (const auto& st : s.steps)
-        steps.push_back({{"from", st.from},
-                         {"to", st.to},
-                         {"throughput_ratio", st.throughput ? to_json(*st.throughput) : nullptr},
-                         {"latency_ratio", st.latency ? to_json(*st.latency) : nullptr},
-                         {"throughput_grew", st.throughput_grew},
-                         {"latency_grew", st.latency_grew}});
-    return {
-        {"test", "throughput: output tokens/s in " + std::to_string(kServeWindows) +
-                     " equal windows per point, ratio of means; latency: E2E, ratio of medians; "
-                     "saturated where the throughput ratio's 95 % bootstrap CI reaches 1 and the "
-                     "latency ratio's is above 1"},
-        {"steps", steps},
-        {"saturated_at", opt(s.saturated_at)},
-        {"next", opt(s.next)},
-        {"slo_attainment_needed", kSloAttainment},
-        {"max_meeting_slo", opt(s.max_meeting_slo)},
-        {"verdict", s.verdict}};
-}
-
-nlohmann::json to_json(const ServeEnergy& e) {
-    auto opt = [](const auto& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
-    return {{"metric", e.metric},
-            {"method", e.method},
-            {"duration_s", e.duration_s},
-            {"energy_j", opt(e.energy_j)},
-            {"net_energy_j", opt(e.net_energy_j)},
-            {"mean_power_mw", opt(e.mean_power_mw)},
-            {"idle_power_mw", opt(e.idle_power_mw)},
-            {"j_per_request", opt(e.j_per_request)},
-            {"net_j_per_request", opt(e.net_j_per_request)},
-            {"j_per_output_token", opt(e.j_per_output_token)},
-            {"net_j_per_output_token", opt(e.net_j_per_output_token)}};
-}
-
-}  // namespace
-
-nlohmann::json to_json(const ServeResult& r) {
-    auto opt = [](const auto& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
-    nlohmann::json pts = nlohmann::json::array();
-    for (const auto& p : r.points) {
-        nlohmann::json reqs = nlohmann::json::array();
-        for (const auto& q : p.requests)
-            reqs.push_back({{"index", q.index},
-                            {"send_ns", q.send_ns},
-                            {"ttft_ns", opt(q.ttft_ns)},
-                            {"tpot_ns", opt(q.tpot_ns)},
-                            {"e2e_ns", opt(q.e2e_ns)},
-                            {"itl_ns", q.itl_ns},
-                            {"prompt_tokens", opt(q.prompt_tokens)},
-                            {"output_tokens", opt(q.output_tokens)},
-                            {"error", opt(q.error)},
-                            {"interrupted", q.interrupted}});
-        pts.push_back(
-            {{"mode", p.mode},
-             {"value", p.value},
-             {"duration_ns", p.duration_ns},
-             {"ok", p.ok},
-             {"errors", p.errors},
-             {"error_rate", p.requests.empty() ? 0.0
-                                               : static_cast<double>(p.errors) /
-                                                     static_cast<double>(p.requests.size())},
-             {"request_per_s", p.request_per_s},
-             {"output_tokens_per_s", p.output_tokens_per_s},
-             {"total_tokens_per_s", p.total_tokens_per_s},
-             {"ttft", to_json(p.ttft)},
-             {"tpot", to_json(p.tpot)},
-             {"itl", to_json(p.itl)},
-             {"e2e", to_json(p.e2e)},
-             {"meeting_slo", p.meeting_slo},
-             {"goodput_per_s", opt(p.goodput_per_s)},
-             {"client_cpu_pct", opt(p.client_cpu_pct)},
-             {"requests", reqs},
-             {"interrupted", p.interrupted},
-             {"window_tokens_per_s", p.window_tokens_per_s},
-             {"slo_attainment", opt(p.slo_attainment)},
-             {"energy", p.energy ? to_json(*p.energy) : nlohmann::json(nullptr)},
-             {"client_cpu_ms_per_request", opt(p.client_cpu_ms_per_request)}});
-    }
+ResultDocument serve_document(ResultDocument doc, const ServeResult& r) {
     const ServeOptions& o = r.options;
-    return {{"schema", "stagebench-serve"},
-            {"schema_version", 1},
-            {"server", r.server},
-            {"n_prompt", o.n_prompt},
-            {"n_gen", o.n_gen},
-            {"requests_per_point", o.requests},
-            {"burstiness", o.burstiness},
-            {"seed", o.seed},
-            {"slo_ms", o.slo_ms},
-            {"points", pts},
-            {"warnings", r.warnings},
-            {"n_prompt_max", std::max(o.n_prompt, o.n_prompt_max)},
-            {"n_gen_max", std::max(o.n_gen, o.n_gen_max)},
-            {"lengths", o.lengths},
-            {"duration_s", opt(o.duration_s)},
-            {"saturation", to_json(r.saturation)},
-            {"interrupted", r.interrupted},
-            {"telemetry", r.telemetry ? to_json(*r.telemetry) : nlohmann::json(nullptr)}};
-}
-
-void write_serve_markdown(std::ostream& out, const ServeResult& r) {
-    const bool slo = !r.options.slo_ms.empty();
-    out << "| point | ok | failed | req/s | output tok/s | TTFT median ms | TTFT p99 ms | TPOT "
-           "median ms | ITL p99 ms | E2E p90 ms |"
-        << (slo ? " goodput req/s |" : "") << " client CPU |\n"
-        << "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
-        << (slo ? " ---: |" : "") << " ---: |\n";
-    auto ms = [](const std::optional<double>& v) {
-        return v ? fmt::format("{:.1f}", *v) : std::string("-");
-    };
-    for (const auto& p : r.points) {
-        out << fmt::format("| {} {:g} | {} | {} | {:.2f} | {:.1f} | {} | {} | {} | {} | {} |",
-                           p.mode, p.value, p.ok, p.errors, p.request_per_s, p.output_tokens_per_s,
-                           ms(p.ttft.median), ms(p.ttft.p99), ms(p.tpot.median), ms(p.itl.p99),
-                           ms(p.e2e.p90));
-        if (slo)
-            out << fmt::format(" {:.2f} |", p.goodput_per_s.value_or(0));
-        out << fmt::format(" {} |\n", p.client_cpu_pct ? fmt::format("{:.0f} %", *p.client_cpu_pct)
-                                                       : std::string("-"));
+    ServeSection s;
+    s.api = o.api;
+    s.url = o.url;
+    if (!o.url)
+        s.slots = o.slots;
+    s.model = o.model;
+    s.n_prompt = o.n_prompt;
+    s.n_gen = o.n_gen;
+    s.requests_per_point = o.requests;
+    s.burstiness = o.burstiness;
+    s.seed = o.seed;
+    s.slo_ms = o.slo_ms;
+    s.server = r.server;
+    s.points = r.points;
+    s.n_prompt_max = std::max(o.n_prompt, o.n_prompt_max);
+    s.n_gen_max = std::max(o.n_gen, o.n_gen_max);
+    s.lengths = o.lengths;
+    s.duration_s = o.duration_s;
+    s.saturation = r.saturation;
+    s.interrupted = r.interrupted;
+    doc.serve = std::move(s);
+    if (r.telemetry)
+        doc.telemetry = telemetry_section(*r.telemetry);
+    const std::string kind = r.server.is_object() ? r.server.value("server", "") : "";
+    nlohmann::json e{{"name", "http"}, {"in_process", false}};
+    if (r.server.is_object())
+        e.update(r.server);
+    e["started_by_stagebench"] = !o.url;
+    if (o.model_file) {
+        e["slots"] = o.slots;
+        doc.models.push_back(to_json(inspect_model(*o.model_file)));
+    } else {
+        doc.models.push_back({{"path", o.model},
+                              {"name", o.model.empty() ? kind : o.model},
+                              {"engine", "http"},
+                              {"server", kind},
+                              {"url", o.url.value_or("")}});
     }
-    write_serve_measures_markdown(out, r);
+    doc.engines["http"] = e;
     for (const auto& w : r.warnings)
-        out << "\nwarning: " << w << "\n";
-}
-
-void write_serve_measures_markdown(std::ostream& out, const ServeResult& r) {
-    auto ci = [](const std::optional<double>& v, const std::optional<Ci95>& c) {
-        if (!v)
-            return std::string("-");
-        return c ? fmt::format("{:.1f} [{:.1f}, {:.1f}]", *v, c->lo, c->hi)
-                 : fmt::format("{:.1f}", *v);
-    };
-    out << "\nLatency in ms with seeded bootstrap 95 % CIs (whole requests resampled):\n\n"
-        << "| point | metric | mean | median | p90 | p99 |\n"
-        << "| --- | --- | ---: | ---: | ---: | ---: |\n";
-    for (const auto& p : r.points)
-        for (const auto& [name, s] :
-             std::initializer_list<std::pair<const char*, const LatencyStats*>>{
-                 {"TTFT", &p.ttft}, {"TPOT", &p.tpot}, {"ITL", &p.itl}, {"E2E", &p.e2e}})
-            out << fmt::format("| {} {:g} | {} | {} | {} | {} | {} |\n", p.mode, p.value, name,
-                               ci(s->mean, s->mean_ci), ci(s->median, s->median_ci),
-                               ci(s->p90, s->p90_ci), ci(s->p99, s->p99_ci));
-    bool energy = false;
-    for (const auto& p : r.points)
-        energy = energy || p.energy;
-    if (energy) {
-        auto v = [](const std::optional<double>& x, const char* f) {
-            return x ? fmt::format(fmt::runtime(f), *x) : std::string("-");
-        };
-        out << "\nEnergy (net: above the idle baseline):\n\n"
-            << "| point | meter | J | net J | mean W | J/request | net J/request | J/output "
-               "token | net J/output token |\n"
-            << "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
-        for (const auto& p : r.points) {
-            if (!p.energy)
-                continue;
-            const ServeEnergy& e = *p.energy;
-            out << fmt::format(
-                "| {} {:g} | {} | {} | {} | {} | {} | {} | {} | {} |\n", p.mode, p.value, e.metric,
-                v(e.energy_j, "{:.3f}"), v(e.net_energy_j, "{:.3f}"),
-                e.mean_power_mw ? fmt::format("{:.2f}", *e.mean_power_mw * 1e-3) : "-",
-                v(e.j_per_request, "{:.4f}"), v(e.net_j_per_request, "{:.4f}"),
-                v(e.j_per_output_token, "{:.5f}"), v(e.net_j_per_output_token, "{:.5f}"));
-        }
-    }
-    int interrupted = 0;
-    for (const auto& p : r.points)
-        interrupted += p.interrupted;
-    if (r.interrupted)
-        out << fmt::format(
-            "\nInterrupted (Ctrl-C): {} request(s) in flight were kept as interrupted; the "
-            "points measured are above.\n",
-            interrupted);
-    out << "\nSaturation: " << r.saturation.verdict << ".\n";
+        doc.warnings.push_back(w);
+    doc.finished_at = utc_timestamp();
+    return doc;
 }
 
 }  // namespace sb

@@ -17,6 +17,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/doc/serve_section.hpp"
+#include "core/result.hpp"
 #include "core/stats_bootstrap.hpp"
 #include "scenario/serve_analysis.hpp"
 #include "scenario/serve_workload.hpp"
@@ -49,48 +51,11 @@ struct ServeOptions {
     std::size_t bootstrap_resamples = 1000;  // per CI (seeded with seed)
 };
 
-// One request as the client saw it. Times are ns; send_ns from the point's start.
-struct ServeRequest {
-    int index = 0;
-    int64_t send_ns = 0;
-    std::optional<int64_t> ttft_ns, tpot_ns, e2e_ns;
-    std::vector<int64_t> itl_ns;
-    std::optional<int64_t> prompt_tokens, output_tokens;
-    std::optional<std::string> error;
-    bool interrupted = false;  // in flight at Ctrl-C: neither a success nor a failure
-};
-
-struct LatencyStats {
-    size_t n = 0;
-    std::optional<double> mean, median, p90, p99;  // ms
-    // Seeded percentile-bootstrap 95 % CIs (core/stats.hpp bootstrap_cis), resampling whole
-    // requests (ITL: a request's gaps together); none with fewer than two requests.
-    std::optional<Ci95> mean_ci, median_ci, p90_ci, p99_ci;
-};
-
-struct ServePoint {
-    std::string mode;  // "concurrency" | "rate"
-    double value = 0;
-    int64_t duration_ns = 0;  // first send to last completion
-    std::vector<ServeRequest> requests;
-    int ok = 0, errors = 0;
-    double request_per_s = 0, output_tokens_per_s = 0, total_tokens_per_s = 0;
-    LatencyStats ttft, tpot, itl, e2e;
-    std::optional<double> goodput_per_s;  // requests/s meeting every SLO (with SLOs)
-    int meeting_slo = 0;
-    std::optional<double> client_cpu_pct;     // the client's CPU time / wall time, % of one core
-    int interrupted = 0;                      // requests cut by Ctrl-C
-    std::vector<double> window_tokens_per_s;  // window_token_rates over duration_ns
-    std::optional<double> slo_attainment;     // meeting_slo / (ok + errors), with SLOs
-    std::optional<ServeEnergy> energy;        // with an energy meter
-    std::optional<double> client_cpu_ms_per_request;  // client CPU time / requests sent
-};
-
 struct ServeResult {
     ServeOptions options;
     nlohmann::json server;  // what the server said about itself
     std::vector<ServePoint> points;
-    std::vector<std::string> warnings;
+    Warnings warnings;
     Saturation saturation;                     // find_saturation over the points
     std::optional<TelemetryRecord> telemetry;  // the sampler's record, when it had sources
     bool interrupted = false;                  // Ctrl-C ended the sweep early
@@ -123,9 +88,11 @@ std::map<std::string, double> parse_slo(const std::string& text);
 ServeResult run_serve(const ServeOptions& o, std::ostream& progress,
                       const std::function<void(const ServeResult&)>& after_point = {});
 
-nlohmann::json to_json(const ServeResult& r);
-void write_serve_markdown(std::ostream& out, const ServeResult& r);
-// The CIs, energy and saturation verdict under the table (write_serve_markdown calls it).
-void write_serve_measures_markdown(std::ostream& out, const ServeResult& r);
+// The result as a result document: doc (from new_document("serve")) with the serve section
+// (the options and every point with its requests), the model (a GGUF's inspection for the
+// llama-server serve started, else the name the server was asked for), the server as
+// engines["http"], the warnings, and finished_at. doc as new_document made it: after every
+// point the CLI makes the document again from the same start.
+ResultDocument serve_document(ResultDocument doc, const ServeResult& r);
 
 }  // namespace sb

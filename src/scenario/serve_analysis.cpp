@@ -53,6 +53,8 @@ Saturation find_saturation(std::vector<SaturationInput> points, const std::strin
         [](const SaturationInput& a, const SaturationInput& b) { return a.value < b.value; });
     Saturation s;
     s.slo_given = slo_given;
+    s.windows = kServeWindows;
+    s.slo_attainment_needed = kSloAttainment;
     for (size_t i = 1; i < points.size(); ++i) {
         const auto& a = points[i - 1];
         const auto& b = points[i];

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/doc/serve_section.hpp"
 #include "core/stats_bootstrap.hpp"
 #include "telemetry/sampler.hpp"
 
@@ -42,43 +43,12 @@ struct SaturationInput {
     std::optional<double> slo_attainment;     // meeting every SLO / requests; none without SLOs
 };
 
-// From one point to the next (in increasing value).
-struct SaturationStep {
-    double from = 0, to = 0;
-    std::optional<RatioCi> throughput;  // mean window rate (to / from); none: no windows
-    std::optional<RatioCi> latency;     // median E2E (to / from); none: no latencies
-    bool throughput_grew = false;       // the throughput ratio's 95 % CI is above 1
-    bool latency_grew = false;          // the latency ratio's 95 % CI is above 1
-};
-
-struct Saturation {
-    std::vector<SaturationStep> steps;
-    // The first step where throughput did not grow (its ratio's CI reaches down to 1 or below)
-    // while latency did (its ratio's CI is above 1): saturated_at is its `from`, the point past
-    // which more load only adds waiting. None: no step shows it.
-    std::optional<double> saturated_at, next;
-    std::optional<double> max_meeting_slo;  // largest value with slo_attainment >= kSloAttainment
-    bool slo_given = false;
-    std::string verdict;  // one sentence, for the Markdown
-};
-
 // The saturation test over the points (sorted by value here; equal values are one step apart
 // as given). Each ratio's CI is a seeded 95 % bootstrap (ratio_of_means over the windows,
 // ratio_of_medians over E2E), so the same records give the same verdict. mode names the
 // values in the verdict ("concurrency" or "rate").
 Saturation find_saturation(std::vector<SaturationInput> points, const std::string& mode,
                            bool slo_given, std::size_t resamples = 2000, uint64_t seed = 42);
-
-// A point's energy, from the telemetry stage that spans it.
-struct ServeEnergy {
-    std::string metric;  // the system-total meter, else the first energy meter not nested in
-                         // another (e.g. RAPL package-0)
-    std::string method;  // "counter" | "power_integral"
-    double duration_s = 0;
-    std::optional<double> energy_j, net_energy_j, mean_power_mw, idle_power_mw;
-    std::optional<double> j_per_request, net_j_per_request;
-    std::optional<double> j_per_output_token, net_j_per_output_token;
-};
 
 // Energy per successful request and per output token over the stage (gross, and net of the
 // idle baseline when one was measured). None when the stage has no energy meter with a value.

@@ -48,7 +48,7 @@ TEST(ServeMeasure, CisAndSaturationInTheDocumentAndTheMarkdown) {
     EXPECT_NE(p.out.find("the highest concurrency meeting the SLOs (90 % of requests) is 2"),
               std::string::npos)
         << p.out;
-    const json d = json::parse(read_file(t.file("s.json")));
+    const json d = json::parse(read_file(t.file("s.json")))["serve"];
     for (const auto& pt : d["points"]) {
         for (const char* m : {"ttft", "tpot", "itl", "e2e"}) {
             const json& s = pt[m];
@@ -81,7 +81,7 @@ TEST(ServeMeasure, LengthRangesAndACsvOfLengths) {
                      "8-16", "-n", "2-6", "--telemetry", "off", "-o", "json"});
     ASSERT_EQ(p.exit_code, 0) << p.err;
     std::set<int> outs;
-    for (const auto& r : json::parse(p.out)["points"][0]["requests"]) {
+    for (const auto& r : json::parse(p.out)["serve"]["points"][0]["requests"]) {
         const int n = r["output_tokens"].get<int>();
         EXPECT_GE(n, 2);
         EXPECT_LE(n, 6);
@@ -94,7 +94,7 @@ TEST(ServeMeasure, LengthRangesAndACsvOfLengths) {
     Proc q = run_sb({"serve", "--url", server.url(), "--concurrency", "1", "--requests", "4",
                      "--lengths", t.file("l.csv"), "--telemetry", "off", "-o", "json"});
     ASSERT_EQ(q.exit_code, 0) << q.err;
-    const json reqs = json::parse(q.out)["points"][0]["requests"];
+    const json reqs = json::parse(q.out)["serve"]["points"][0]["requests"];
     ASSERT_EQ(reqs.size(), 4u);
     for (const auto& r : reqs)
         EXPECT_EQ(r["output_tokens"], r["index"].get<int>() % 2 == 0 ? 3 : 5) << r;
@@ -112,7 +112,7 @@ TEST(ServeMeasure, DurationPerPoint) {
     Proc p = run_sb({"serve", "--url", server.url(), "--concurrency", "2", "--duration", "500ms",
                      "-p", "8", "-n", "2", "--telemetry", "off", "-o", "json"});
     ASSERT_EQ(p.exit_code, 0) << p.err;
-    const json d = json::parse(p.out);
+    const json d = json::parse(p.out)["serve"];
     EXPECT_EQ(d["duration_s"], 0.5);
     const size_t n = d["points"][0]["requests"].size();
     EXPECT_GE(n, 2u);
@@ -122,7 +122,7 @@ TEST(ServeMeasure, DurationPerPoint) {
     Proc q = run_sb({"serve", "--url", server.url(), "--rate", "10", "--duration", "500ms", "-p",
                      "8", "-n", "2", "--telemetry", "off", "-o", "json"});
     ASSERT_EQ(q.exit_code, 0) << q.err;
-    const json e = json::parse(q.out);
+    const json e = json::parse(q.out)["serve"];
     EXPECT_EQ(e["requests_per_point"], 1000);  // --duration's default cap
     for (const auto& r : e["points"][0]["requests"])
         EXPECT_LT(r["index"].get<int>(), 1000);
@@ -150,9 +150,9 @@ TEST(ServeMeasure, EnergyPerRequestFromTheTelemetryTree) {
                      "100",         "--idle",      "0.2",        "-o",
                      "json"});
     ASSERT_EQ(p.exit_code, 0) << p.err;
-    const json d = json::parse(p.out);
-    ASSERT_TRUE(d["telemetry"].is_object());
-    for (const auto& pt : d["points"]) {
+    const json doc = json::parse(p.out);
+    ASSERT_TRUE(doc["telemetry"].is_object());
+    for (const auto& pt : doc["serve"]["points"]) {
         const json& e = pt["energy"];
         ASSERT_TRUE(e.is_object()) << pt.dump().substr(0, 400);
         EXPECT_NE(e["metric"].get<std::string>().find("VDD_IN"), std::string::npos) << e;
@@ -199,7 +199,7 @@ TEST(ServeMeasure, CtrlCKeepsWhatWasCollected) {
     ASSERT_EQ(measured.load(), 5) << read_file(t.file("log"));
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     EXPECT_EQ(signal_and_wait(pid, SIGINT, 30), 1) << read_file(t.file("log"));
-    const json d = json::parse(read_file(out));
+    const json d = json::parse(read_file(out))["serve"];
     EXPECT_EQ(d["interrupted"], true);
     ASSERT_EQ(d["points"].size(), 1u);
     const json& pt = d["points"][0];

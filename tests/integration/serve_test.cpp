@@ -20,8 +20,23 @@ TEST(Serve, ClosedLoopOnARealLlamaServerWithFourSlots) {
                      "json", "--out", t.file("serve.json")},
                     300);
     ASSERT_EQ(p.exit_code, 0) << p.err;
-    json d = json::parse(p.out);
-    EXPECT_EQ(json::parse(read_file(t.file("serve.json")))["points"].size(), 2u);
+    const json doc = json::parse(p.out);
+    // A result document like every command's, with the serve section.
+    EXPECT_EQ(doc["schema"], "stagebench.result");
+    EXPECT_EQ(doc["command"], "serve");
+    EXPECT_TRUE(doc["system"].is_object());
+    EXPECT_TRUE(doc["llama"].is_object());
+    ASSERT_EQ(doc["models"].size(), 1u);
+    EXPECT_EQ(doc["models"][0]["path"], tiny_model());
+    EXPECT_EQ(doc["engines"]["http"]["server"], "llama-server");
+    EXPECT_EQ(doc["engines"]["http"]["started_by_stagebench"], true);
+    const json& d = doc["serve"];
+    EXPECT_EQ(d["slots"], 4);
+    EXPECT_EQ(d["n_prompt"], 16);
+    EXPECT_EQ(d["slo_ms"]["ttft"], 60000.0);
+    const json saved = json::parse(read_file(t.file("serve.json")));
+    EXPECT_EQ(saved["serve"]["points"].size(), 2u);
+    EXPECT_EQ(saved, doc);  // --out holds what -o json printed
     ASSERT_EQ(d["points"].size(), 2u);
     for (const auto& pt : d["points"]) {
         EXPECT_EQ(pt["mode"], "concurrency");
@@ -83,7 +98,9 @@ TEST(Serve, FailedRequestsAreRecordedAndTheRestStands) {
                      "8", "-n", "4", "-o", "json"});
     EXPECT_EQ(p.exit_code, 1) << p.err;
     json d = json::parse(p.out);
-    const json& pt = d["points"][0];
+    EXPECT_TRUE(d["serve"]["url"].is_string());
+    EXPECT_EQ(d["models"][0]["url"], server.url());
+    const json& pt = d["serve"]["points"][0];
     ASSERT_EQ(pt["requests"].size(), 8u);
     EXPECT_EQ(pt["ok"].get<int>() + pt["errors"].get<int>(), 8);
     EXPECT_GE(pt["errors"].get<int>(), 2);
@@ -110,12 +127,19 @@ TEST(Serve, OpenLoopRecordsEveryRequestAtItsRate) {
     Proc p = run_sb({"serve", "--url", server.url(), "--rate", "200,inf", "--requests", "6", "-p",
                      "8", "-n", "2", "-o", "json"});
     ASSERT_EQ(p.exit_code, 0) << p.err;
-    json d = json::parse(p.out);
+    json d = json::parse(p.out)["serve"];
     ASSERT_EQ(d["points"].size(), 2u);
     EXPECT_EQ(d["points"][0]["mode"], "rate");
     EXPECT_EQ(d["points"][0]["value"], 200.0);
+    EXPECT_EQ(d["points"][1]["value"], "inf");
     EXPECT_EQ(d["points"][1]["requests"].size(), 6u);
     EXPECT_EQ(d["points"][1]["ok"], 6);
+    // The Markdown table, a row per point.
+    Proc md = run_sb({"serve", "--url", server.url(), "--rate", "200,inf", "--requests", "2", "-p",
+                      "8", "-n", "2"});
+    ASSERT_EQ(md.exit_code, 0) << md.err;
+    EXPECT_NE(md.out.find("| rate 200 | 2 | 0 |"), std::string::npos) << md.out;
+    EXPECT_NE(md.out.find("| rate inf | 2 | 0 |"), std::string::npos) << md.out;
 }
 
 TEST(Serve, BadInputIsOneLineAndExitTwo) {
