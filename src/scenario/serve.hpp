@@ -19,6 +19,10 @@
 
 #include "core/doc/serve_section.hpp"
 #include "core/result.hpp"
+#include "core/stats_bootstrap.hpp"
+#include "scenario/serve_analysis.hpp"
+#include "scenario/serve_workload.hpp"
+#include "scenario/telemetry_setup.hpp"
 
 namespace sb {
 
@@ -37,6 +41,14 @@ struct ServeOptions {
     uint64_t seed = 1;
     std::map<std::string, double> slo_ms;  // ttft, tpot, e2e: upper bounds in ms
     double timeout_s = 120;
+    // Workload shapes: -p/-n ranges (max 0: n_prompt/n_gen fixed), (prompt, output) pairs
+    // from --lengths (when given they decide every request's lengths), --duration per point
+    // (requests is then the most a point sends; their prompts are made before its clock).
+    int n_prompt_max = 0, n_gen_max = 0;
+    std::vector<std::pair<int64_t, int64_t>> lengths;
+    std::optional<double> duration_s;
+    TelemetryChoice telemetry;               // energy per request and per output token
+    std::size_t bootstrap_resamples = 1000;  // per CI (seeded with seed)
 };
 
 struct ServeResult {
@@ -44,13 +56,23 @@ struct ServeResult {
     nlohmann::json server;  // what the server said about itself
     std::vector<ServePoint> points;
     Warnings warnings;
+    Saturation saturation;                     // find_saturation over the points
+    std::optional<TelemetryRecord> telemetry;  // the sampler's record, when it had sources
+    bool interrupted = false;                  // Ctrl-C ended the sweep early
 };
 
 // The point's statistics from its request records (no clock read): percentiles interpolate
 // linearly between order statistics (core/stats.hpp's percentile: numpy's default, as vLLM's
 // benchmark); goodput counts the
 // successful requests whose TTFT, TPOT and E2E are within every SLO given.
-void summarize_point(ServePoint& p, const std::map<std::string, double>& slo_ms);
+// The latency CIs are seeded bootstraps (resamples, seed: the same records give the same
+// intervals); the window rates cut duration_ns from the first send into kServeWindows.
+void summarize_point(ServePoint& p, const std::map<std::string, double>& slo_ms,
+                     std::size_t resamples = 1000, uint64_t seed = 42);
+
+// The saturation test's inputs of the points (serve_analysis.hpp).
+Saturation saturation_of(const std::vector<ServePoint>& points, bool slo_given,
+                         std::size_t resamples = 2000, uint64_t seed = 42);
 
 // Seeded inter-arrival gaps (seconds) of n requests at rate per second: gamma with shape
 // burstiness and mean 1/rate (burstiness 1: exponential, a Poisson process; CV 1/sqrt(shape)).

@@ -51,7 +51,8 @@ ResultDocument serve_document() {
     p.request_per_s = 0.5;
     p.output_tokens_per_s = 4;
     p.total_tokens_per_s = 12;
-    p.ttft = {1, 100.0, 100.0, 100.0, 100.0};
+    p.ttft.n = 1;
+    p.ttft.mean = p.ttft.median = p.ttft.p90 = p.ttft.p99 = 100.0;
     p.meeting_slo = 1;
     p.goodput_per_s = 0.5;
     p.client_cpu_pct = 3.5;
@@ -96,6 +97,70 @@ TEST(ServeSection, ComesBackExactly) {
     // Without a serve section there is none in the JSON, and none read back.
     EXPECT_FALSE(to_json(ResultDocument{}).contains("serve"));
     EXPECT_FALSE(from_json<ResultDocument>(to_json(ResultDocument{})).serve);
+}
+
+// The measurements (CIs, energy, windows, interrupted requests, workload shapes, the
+// saturation test with an unbounded rate) are written and read back exactly.
+TEST(ServeSection, MeasurementsComeBackExactly) {
+    ResultDocument d = serve_document();
+    ServeSection& s = *d.serve;
+    ServePoint& p = s.points[0];
+    p.ttft.median_ci = Ci95{90.0, 110.0};
+    p.ttft.p99_ci = Ci95{95.5, 130.25};
+    p.requests[1].interrupted = true;
+    p.interrupted = 1;
+    p.window_tokens_per_s = {10.0, 0.0, 2.5};
+    p.slo_attainment = 0.5;
+    ServeEnergy e;
+    e.metric = "rapl.psys.energy_uj";
+    e.method = "counter";
+    e.duration_s = 2;
+    e.energy_j = 30;
+    e.net_energy_j = 20;
+    e.j_per_request = 30;
+    e.net_j_per_output_token = 2.5;
+    p.energy = e;
+    p.client_cpu_ms_per_request = 0.75;
+    s.n_prompt_max = 32;
+    s.n_gen_max = 16;
+    s.lengths = {{64, 32}, {128, 16}};
+    s.duration_s = 30;
+    s.interrupted = true;
+    SaturationStep st;
+    st.from = 2;
+    st.to = std::numeric_limits<double>::infinity();
+    st.throughput = RatioCi{1.02, 0.97, 1.08, true};
+    st.latency = RatioCi{3.0, 2.5, 3.5, false};
+    st.latency_grew = true;
+    s.saturation.steps = {st};
+    s.saturation.saturated_at = 2;
+    s.saturation.next = std::numeric_limits<double>::infinity();
+    s.saturation.max_meeting_slo = 2;
+    s.saturation.slo_given = true;
+    s.saturation.verdict = "saturated at rate 2";
+    const json j = to_json(d);
+    const json& jp = j["serve"]["points"][0];
+    EXPECT_EQ(jp["ttft"]["median_ci95_ms"], json::array({90.0, 110.0}));
+    EXPECT_TRUE(jp["ttft"]["mean_ci95_ms"].is_null());
+    EXPECT_EQ(jp["requests"][1]["interrupted"], true);
+    EXPECT_EQ(jp["energy"]["net_j_per_output_token"], 2.5);
+    EXPECT_EQ(j["serve"]["saturation"]["steps"][0]["to"], "inf");
+    EXPECT_EQ(j["serve"]["saturation"]["next"], "inf");
+    EXPECT_EQ(j["serve"]["saturation"]["steps"][0]["latency_ratio"]["ci95"],
+              json::array({2.5, 3.5}));
+    EXPECT_EQ(j["serve"]["lengths"], json::array({json::array({64, 32}), json::array({128, 16})}));
+    const ResultDocument back = from_json<ResultDocument>(j, "'s.json'");
+    EXPECT_EQ(to_json(back), j);
+    EXPECT_TRUE(back.unknown.empty());
+    EXPECT_TRUE(std::isinf(*back.serve->saturation.next));
+    EXPECT_EQ(back.serve->points[0].energy->energy_j, 30.0);
+    EXPECT_EQ(back.serve->points[0].ttft.p99_ci->hi, 130.25);
+    EXPECT_TRUE(back.serve->saturation.steps[0].throughput->no_difference);
+    json bad = j;
+    bad["serve"]["points"][0]["ttft"]["median_ci95_ms"] = json::array({1.0});
+    EXPECT_EQ(error_of(bad),
+              "'s.json': serve.points[0].ttft.median_ci95_ms: expected an array [lo, hi], found "
+              "an array");
 }
 
 TEST(ServeSection, MembersOfANewerBuildAreKept) {
