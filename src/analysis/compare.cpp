@@ -5,6 +5,7 @@
 #include <set>
 
 #include "analysis/compare_steps.hpp"
+#include "analysis/serve_compare.hpp"
 #include "core/error.hpp"
 #include "core/json_util.hpp"
 #include "core/result.hpp"
@@ -275,6 +276,11 @@ CompareResult compare_documents(const std::vector<CompareInput>& given,
                                 const CompareOptions& opts) {
     if (!given.empty() && is_ops_document(given[0].doc))
         return compare_ops_documents(given, opts);
+    // Serve documents compare point by point (analysis/serve_compare.hpp); a serve document
+    // beside another kind is refused there, in one line.
+    for (const auto& in : given)
+        if (is_serve_input(in))
+            return compare_serve_documents(given, opts);
     const CompareMatcher m = checked_matcher(given, opts);
     CompareResult r;
     r.tool_version = opts.tool_version;

@@ -11,6 +11,7 @@
 // with a seeded bootstrap 95% CI (sb::ratio_of_medians: each side's raw per-repetition samples
 // resampled independently). Computation only; formatting lives in report/compare_report.hpp.
 // The steps (matching, per-row statistics) are in analysis/compare_steps.hpp.
+// Serve documents (`stagebench serve`) compare point by point instead: analysis/serve_compare.hpp.
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>

@@ -7,9 +7,13 @@
 
 #include "cli/commands.hpp"
 #include "cli/flag_checks.hpp"
+#include "cli/store_hook.hpp"
+#include "cli/trace_option.hpp"
 #include "core/file_io.hpp"
-#include "core/json_file.hpp"
-#include "core/json_util.hpp"
+#include "core/parse.hpp"
+#include "model/inspect.hpp"
+#include "report/reporter.hpp"
+#include "scenario/run_command.hpp"
 #include "scenario/serve.hpp"
 
 namespace sb::cli {
@@ -25,6 +29,8 @@ void add_serve_command(CLI::App& app, Context& ctx) {
         std::optional<std::string> out_path;
         OutputFormat format = OutputFormat::md;
         std::vector<std::string> rates;
+        std::string n_prompt = "128", n_gen = "64";
+        std::optional<std::string> lengths_file, duration;
     };
     auto a = std::make_shared<Args>();
     cmd->add_option("--url", a->o.url,
@@ -47,14 +53,34 @@ void add_serve_command(CLI::App& app, Context& ctx) {
     cmd->add_option("--burstiness", a->o.burstiness,
                     "gamma shape of the open-loop arrivals (1: Poisson; above 1: steadier)")
         ->capture_default_str();
-    cmd->add_option("--requests", a->o.requests, "requests per point")
-        ->check(int_range(1, 100000, "1..100000"))
+    auto* requests = cmd->add_option("--requests", a->o.requests,
+                                     "requests per point (with --duration: the most a point "
+                                     "sends, default 1000)")
+                         ->check(int_range(1, 100000, "1..100000"))
+                         ->capture_default_str();
+    cmd->add_option("--duration", a->duration,
+                    "per point: send requests for this long (e.g. 30s), then wait for those in "
+                    "flight");
+    cmd->add_option("-p,--n-prompt", a->n_prompt,
+                    "prompt tokens per request, or a uniform range LO-HI (e.g. 64-256)")
         ->capture_default_str();
-    cmd->add_option("-p,--n-prompt", a->o.n_prompt, "prompt tokens per request")
-        ->check(tokens_check(1))
+    cmd->add_option("-n,--n-gen", a->n_gen,
+                    "output tokens per request (EOS ignored), or a uniform range LO-HI")
         ->capture_default_str();
-    cmd->add_option("-n,--n-gen", a->o.n_gen, "output tokens per request (EOS ignored)")
-        ->check(tokens_check(1))
+    cmd->add_option("--lengths", a->lengths_file,
+                    "CSV of 'prompt,output' token counts, one request a line (in order, "
+                    "repeated); replaces -p and -n");
+    cmd->add_option("--telemetry", a->o.telemetry.mode,
+                    "auto, on, off: energy per request and per output token")
+        ->capture_default_str();
+    cmd->add_option("--sysfs-root", a->o.telemetry.sysfs_root, "where the sensors are")
+        ->capture_default_str();
+    cmd->add_option("--telemetry-hz", a->o.telemetry.hz, "sampling rate")
+        ->check(hz_check())
+        ->capture_default_str();
+    cmd->add_option("--idle", a->o.telemetry.idle_s,
+                    "seconds of idle baseline (server up, no requests) for net energy")
+        ->check(seconds_check(true))
         ->capture_default_str();
     cmd->add_option("--slo", a->slo,
                     "service levels for goodput, e.g. ttft=500ms,tpot=50ms,e2e=5s");
@@ -63,9 +89,30 @@ void add_serve_command(CLI::App& app, Context& ctx) {
         ->check(seconds_check(false))
         ->capture_default_str();
     cmd->add_option("--out", a->out_path,
-                    "write the serve document (JSON) here, after every point");
+                    "write the result document (JSON) here, after every point");
     add_format_option(cmd, a->format, {OutputFormat::md, OutputFormat::json});
-    cmd->callback([&ctx, a] {
+    add_db_option(cmd, ctx);
+    auto trace = std::make_shared<TraceArgs>();
+    add_trace_option(cmd, *trace);
+    
+    cmd->callback([&ctx, a, requests, trace] {
+        const LengthRange pr = parse_length_range(a->n_prompt, "-p", kMaxTokens);
+        const LengthRange gr = parse_length_range(a->n_gen, "-n", kMaxTokens);
+        a->o.n_prompt = static_cast<int>(pr.lo);
+        a->o.n_prompt_max = static_cast<int>(pr.hi);
+        a->o.n_gen = static_cast<int>(gr.lo);
+        a->o.n_gen_max = static_cast<int>(gr.hi);
+        if (a->lengths_file)
+            a->o.lengths = parse_lengths_csv(read_input_file(*a->lengths_file, "--lengths file"),
+                                             *a->lengths_file, kMaxTokens);
+        if (a->duration) {
+            const int64_t ns = parse_duration_ns(*a->duration);
+            if (ns <= 0)
+                throw usage_error("--duration must be above 0 (e.g. 30s)");
+            a->o.duration_s = static_cast<double>(ns) * 1e-9;
+            if (requests->count() == 0)
+                a->o.requests = 1000;
+        }
         for (const auto& r : a->rates) {
             if (r == "inf") {
                 a->o.rates.push_back(std::numeric_limits<double>::infinity());
@@ -90,20 +137,26 @@ void add_serve_command(CLI::App& app, Context& ctx) {
             a->o.model = a->model;
         }
         if (a->out_path)
-            check_output_path(*a->out_path, "serve document");
+            check_output_path(*a->out_path, "result document");
+        check_trace_path(*trace);
+        if (a->o.model_file)
+            inspect_model(*a->o.model_file);  // bad input before a server starts
+        const ResultDocument start = new_document("serve", ctx.argv);
         auto save = [&](const ServeResult& r) {
             if (a->out_path)
-                write_text_file(*a->out_path, dump_json(to_json(r), 1) + "\n", "serve document");
+                write_document(serve_document(start, r), *a->out_path, DocumentSave::progress);
         };
         const ServeResult r = run_serve(a->o, ctx.err, save);
-        if (a->format == OutputFormat::json)
-            ctx.out << dump_json(to_json(r), 2) << "\n";
-        else
-            write_serve_markdown(ctx.out, r);
+        const ResultDocument doc = serve_document(start, r);
+        if (a->out_path)
+            write_document(doc, *a->out_path);
+        print_document(a->format, doc, ctx.out);
         int errors = 0;
         for (const auto& p : r.points)
             errors += p.errors;
-        ctx.exit_code = errors > 0 ? 1 : 0;
+        ctx.exit_code = errors > 0 || r.interrupted ? 1 : 0;
+        store_document(ctx, doc);
+        write_trace_if_asked(*trace, doc, ctx.err);
     });
 }
 

@@ -22,6 +22,7 @@
 #include "core/doc/modes_section.hpp"
 #include "core/doc/json_in.hpp"
 #include "core/doc/ops_section.hpp"
+#include "core/doc/serve_section.hpp"
 #include "core/doc/telemetry_section.hpp"
 #include "core/enums.hpp"
 #include "core/error.hpp"
@@ -193,6 +194,7 @@ struct ResultDocument {
     std::optional<HybridSection> hybrid;
     std::optional<OpsSection> ops;
     std::optional<ModesSection> modes;  // decompose --mode, import hexagon-profile --mode
+    std::optional<ServeSection> serve;  // `stagebench serve`
     // The engines of the run by name ("llama", "http"): what they are and how they ran.
     nlohmann::json engines = nlohmann::json::object();
     // Top-level members this build does not know (written back as they came).

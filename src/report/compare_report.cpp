@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
+
 #include "core/error.hpp"
 #include "core/json_util.hpp"
 
@@ -20,6 +22,19 @@ std::string pct(const std::optional<double>& v) {
 }
 
 std::string stage_label(const CompareRow& r) {
+    // Serve documents (analysis/serve_compare.hpp).
+    if (r.metric == "output_tokens_per_s")
+        return "output tok/s";
+    if (r.metric == "request_per_s")
+        return "req/s";
+    if (r.metric == "goodput_per_s")
+        return "goodput req/s";
+    if (r.metric == "median_ms" || r.metric == "p99_ms") {
+        std::string stage = r.stage;
+        for (auto& c : stage)
+            c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+        return stage + (r.metric == "median_ms" ? " median ms" : " p99 ms");
+    }
     if (r.stage == "ttft")
         return "TTFT ms";
     if (r.metric == "j_per_token")

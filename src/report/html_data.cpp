@@ -60,8 +60,8 @@ std::optional<double> ms(const std::optional<double>& ns) {
 }
 
 const std::set<std::string>& known_commands() {
-    static const std::set<std::string> commands = {"run",    "demo",      "ops",   "decompose",
-                                                   "import", "sustained", "hybrid"};
+    static const std::set<std::string> commands = {"run",    "demo",      "ops",    "decompose",
+                                                   "import", "sustained", "hybrid", "serve"};
     return commands;
 }
 
@@ -546,6 +546,43 @@ json hybrid_view(const ResultDocument& doc) {
     return json{{"prefill_device", a}, {"decode_device", b}, {"points", points}};
 }
 
+// `serve`: per point its throughput and latency percentiles (ms), and the SLOs, for the
+// latency-throughput curve and the percentile bars.
+json serve_view(const ResultDocument& doc) {
+    if (!doc.serve)
+        return nullptr;
+    const ServeSection& s = *doc.serve;
+    auto latency = [](const LatencyStats& l) {
+        return json{{"mean", opt(l.mean)},
+                    {"p50", opt(l.median)},
+                    {"p90", opt(l.p90)},
+                    {"p99", opt(l.p99)},
+                    {"n", static_cast<double>(l.n)}};
+    };
+    json points = json::array();
+    for (const auto& p : s.points)
+        points.push_back({{"label", p.label()},
+                          {"ok", p.ok},
+                          {"errors", p.errors},
+                          {"request_per_s", p.request_per_s},
+                          {"output_tps", p.output_tokens_per_s},
+                          {"goodput_per_s", opt(p.goodput_per_s)},
+                          {"ttft", latency(p.ttft)},
+                          {"tpot", latency(p.tpot)},
+                          {"itl", latency(p.itl)},
+                          {"e2e", latency(p.e2e)}});
+    json slo = json::object();
+    for (const auto& [k, v] : s.slo_ms)
+        slo[k] = v;
+    const json& server = json_field(s.server, "server");
+    return json{{"server", server.is_string() ? server : json(s.url.value_or(""))},
+                {"slots", opt(s.slots)},
+                {"n_prompt", s.n_prompt},
+                {"n_gen", s.n_gen},
+                {"slo_ms", slo},
+                {"points", points}};
+}
+
 json sustained_view(const ResultDocument& doc) {
     if (!doc.sustained)
         return nullptr;
@@ -639,12 +676,15 @@ json compare_view(const json& doc, std::vector<std::string>& notes) {
         rows.push_back({{"test", text(json_field(r, "test"))},
                         {"stage", text(json_field(r, "stage"))},
                         {"metric", metric},
-                        {"unit", metric == "ttft_ms"           ? "ms"
-                                 : metric == "tokens_per_s"    ? "tok/s"
-                                 : metric == "j_per_token"     ? "J/token"
-                                 : metric == "net_j_per_token" ? "J/token net"
-                                 : metric == "mean_power_mw"   ? "mW"
-                                                               : ""},
+                        {"unit", metric == "ttft_ms"                           ? "ms"
+                                 : metric == "tokens_per_s"                    ? "tok/s"
+                                 : metric == "j_per_token"                     ? "J/token"
+                                 : metric == "net_j_per_token"                 ? "J/token net"
+                                 : metric == "mean_power_mw"                   ? "mW"
+                                 : metric == "median_ms" || metric == "p99_ms" ? "ms"
+                                 : metric == "output_tokens_per_s"             ? "tok/s"
+                                 : metric == "request_per_s" || metric == "goodput_per_s" ? "req/s"
+                                                                                          : ""},
                         {"higher_is_better", json_field(r, "higher_is_better").is_boolean()
                                                  ? json_field(r, "higher_is_better")
                                                  : json()},
@@ -698,6 +738,7 @@ json result_view(const ReportInput& in, json v) {
     section("sustained", [&] { return sustained_view(doc); });
     section("hybrid", [&] { return hybrid_view(doc); });
     section("modes", [&] { return modes_view(doc); });
+    section("serve", [&] { return serve_view(doc); });
     section("warnings", [&] { return warnings_view(doc); });
     for (const auto& [k, _] : doc.extra.items())
         notes.push_back("section '" + k + "' is not known to this report; not shown");

@@ -37,8 +37,8 @@ ReportInput load_report_input(const std::string& path);
 
 // The view of every input, in order:
 //   {"documents": [{"id", "source", "kind": "result"|"compare"|"unknown", "command", "header",
-//     "notes", "summary", "throughput", "ops", "telemetry", "sustained", "warnings",
-//     "compare"}]}
+//     "notes", "summary", "throughput", "ops", "telemetry", "sustained", "hybrid", "serve",
+//     "warnings", "compare"}]}
 // A section is present only when the document has its data.
 nlohmann::json report_view(const std::vector<ReportInput>& inputs);
 
@@ -56,6 +56,9 @@ nlohmann::json hybrid_view(const ResultDocument& doc);
 // A pipeline-modes document (core/doc/modes_section.hpp): per mode its environment (or log) and
 // stage times with CIs (ms), and the parts (ms, CIs, share of the last mode).
 nlohmann::json modes_view(const ResultDocument& doc);
+// A serve document's points: label, ok, errors, request_per_s, output_tps, goodput_per_s and
+// per stage (ttft, tpot, itl, e2e) {mean, p50, p90, p99, n} in ms; the SLOs in ms.
+nlohmann::json serve_view(const ResultDocument& doc);
 nlohmann::json warnings_view(const ResultDocument& doc);
 // A compare document (analysis/compare.hpp to_json(CompareResult), checked by
 // core/document.hpp check_document).

@@ -7,6 +7,7 @@
 #include "core/error.hpp"
 #include "core/json_util.hpp"
 #include "report/hybrid_report.hpp"
+#include "report/serve_report.hpp"
 #include "report/sustained_report.hpp"
 
 namespace sb {
@@ -263,6 +264,8 @@ std::unique_ptr<Reporter> make_reporter(OutputFormat format, std::ostream& out) 
 void print_document(OutputFormat format, const ResultDocument& doc, std::ostream& out) {
     if (format == OutputFormat::md && doc.hybrid) {
         write_hybrid_markdown(doc, out);
+    } else if (format == OutputFormat::md && doc.serve) {
+        write_serve_markdown(*doc.serve, doc.warnings, out);
     } else if (format == OutputFormat::md && doc.sustained) {
         write_sustained_markdown(*doc.sustained, doc.warnings, out);
     } else {

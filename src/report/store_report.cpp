@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/json_util.hpp"
+#include "report/serve_report.hpp"
 
 namespace sb {
 
@@ -69,6 +70,12 @@ void write_document_summary_markdown(std::ostream& out, int64_t id, const Result
     out << "- models: " << joined(models) << "\n";
     if (m.device)
         out << "- fleet " << m.fleet.value_or("-") << ", device " << *m.device << "\n";
+    if (doc.serve) {
+        // A serve document: its points (report/serve_report.hpp).
+        out << "\n";
+        write_serve_markdown(*doc.serve, {}, out);
+        return;
+    }
     if (doc.tests.empty()) {
         out << "\nNo tests in this document; `stagebench db export " << id
             << "` gives all of it.\n";

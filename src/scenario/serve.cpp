@@ -19,13 +19,17 @@
 #include "core/stats.hpp"
 #include "engine/http_engine.hpp"
 #include "engine/process.hpp"
+#include "model/inspect.hpp"
 #include "scenario/llama_server.hpp"
+#include "telemetry/telemetry_json.hpp"
 
 namespace sb {
 
 namespace {
 
-LatencyStats stats_ms(const std::vector<double>& ms) {
+// groups: the samples' requests (empty: one sample each).
+LatencyStats stats_ms(const std::vector<double>& ms, const std::vector<std::size_t>& groups,
+                      std::size_t resamples, uint64_t seed) {
     LatencyStats s;
     s.n = ms.size();
     if (ms.empty())
@@ -34,6 +38,14 @@ LatencyStats stats_ms(const std::vector<double>& ms) {
     s.median = percentile(ms, 0.50);
     s.p90 = percentile(ms, 0.90);
     s.p99 = percentile(ms, 0.99);
+    if (resamples > 0) {
+        static constexpr double kQs[] = {0.50, 0.90, 0.99};
+        const BootstrapCis c = bootstrap_cis(ms, groups, kQs, resamples, seed);
+        s.mean_ci = c.mean;
+        s.median_ci = c.quantile[0];
+        s.p90_ci = c.quantile[1];
+        s.p99_ci = c.quantile[2];
+    }
     return s;
 }
 
@@ -46,13 +58,23 @@ double cpu_seconds() {
 
 }  // namespace
 
-void summarize_point(ServePoint& p, const std::map<std::string, double>& slo_ms) {
+void summarize_point(ServePoint& p, const std::map<std::string, double>& slo_ms,
+                     std::size_t resamples, uint64_t seed) {
     std::vector<double> ttft, tpot, itl, e2e;
+    std::vector<std::size_t> itl_groups;
+    std::vector<TokenArrivals> arrivals;
     int64_t out_tokens = 0, all_tokens = 0;
-    p.ok = p.errors = p.meeting_slo = 0;
+    int64_t first_send = std::numeric_limits<int64_t>::max();
+    p.ok = p.errors = p.meeting_slo = p.interrupted = 0;
     p.request_per_s = p.output_tokens_per_s = p.total_tokens_per_s = 0;
     p.goodput_per_s.reset();
+    p.slo_attainment.reset();
     for (const auto& r : p.requests) {
+        first_send = std::min(first_send, r.send_ns);
+        if (r.interrupted) {
+            ++p.interrupted;
+            continue;
+        }
         if (r.error) {
             ++p.errors;
             continue;
@@ -66,6 +88,9 @@ void summarize_point(ServePoint& p, const std::map<std::string, double>& slo_ms)
             e2e.push_back(static_cast<double>(*r.e2e_ns) * 1e-6);
         for (int64_t g : r.itl_ns)
             itl.push_back(static_cast<double>(g) * 1e-6);
+        if (!r.itl_ns.empty())
+            itl_groups.push_back(r.itl_ns.size());
+        arrivals.push_back({r.send_ns, r.ttft_ns, r.e2e_ns, r.itl_ns, r.output_tokens.value_or(0)});
         out_tokens += r.output_tokens.value_or(0);
         all_tokens += r.output_tokens.value_or(0) + r.prompt_tokens.value_or(0);
         bool meets = true;
@@ -79,10 +104,15 @@ void summarize_point(ServePoint& p, const std::map<std::string, double>& slo_ms)
         within("e2e", r.e2e_ns);
         p.meeting_slo += meets;
     }
-    p.ttft = stats_ms(ttft);
-    p.tpot = stats_ms(tpot);
-    p.itl = stats_ms(itl);
-    p.e2e = stats_ms(e2e);
+    p.ttft = stats_ms(ttft, {}, resamples, seed);
+    p.tpot = stats_ms(tpot, {}, resamples, seed);
+    p.itl = stats_ms(itl, itl_groups, resamples, seed);
+    p.e2e = stats_ms(e2e, {}, resamples, seed);
+    p.window_tokens_per_s =
+        arrivals.empty() ? std::vector<double>{}
+                         : window_token_rates(arrivals, first_send, p.duration_ns, kServeWindows);
+    if (!slo_ms.empty() && p.ok + p.errors > 0)
+        p.slo_attainment = static_cast<double>(p.meeting_slo) / (p.ok + p.errors);
     const double s = static_cast<double>(p.duration_ns) * 1e-9;
     if (s > 0) {
         p.request_per_s = p.ok / s;
@@ -91,6 +121,24 @@ void summarize_point(ServePoint& p, const std::map<std::string, double>& slo_ms)
         if (!slo_ms.empty())
             p.goodput_per_s = p.meeting_slo / s;
     }
+}
+
+Saturation saturation_of(const std::vector<ServePoint>& points, bool slo_given,
+                         std::size_t resamples, uint64_t seed) {
+    std::vector<SaturationInput> in;
+    std::string mode = "concurrency";
+    for (const auto& p : points) {
+        SaturationInput x;
+        x.value = p.value;
+        x.window_tokens_per_s = p.window_tokens_per_s;
+        for (const auto& r : p.requests)
+            if (!r.error && !r.interrupted && r.e2e_ns)
+                x.latency_ms.push_back(static_cast<double>(*r.e2e_ns) * 1e-6);
+        x.slo_attainment = p.slo_attainment;
+        in.push_back(std::move(x));
+        mode = p.mode;
+    }
+    return find_saturation(std::move(in), mode, slo_given, resamples, seed);
 }
 
 std::vector<double> arrival_gaps(int n, double rate, double burstiness, uint64_t seed) {
@@ -146,6 +194,8 @@ ServeRequest one_request(HttpEngine& e, const std::string& model, const HttpProm
             m.prompt_tokens ? m.prompt_tokens : std::optional<int64_t>(prompt.n_tokens);
     } catch (const Error& err) {
         r.error = err.what();
+        // Cut by Ctrl-C: kept as interrupted, not counted as the server's failure.
+        r.interrupted = interrupt_requested();
     }
     return r;
 }
@@ -166,6 +216,14 @@ ServeResult run_serve(const ServeOptions& o, std::ostream& progress,
         throw usage_error("--burstiness must be above 0");
     if (o.requests < 1 || o.n_prompt < 1 || o.n_gen < 1)
         throw usage_error("--requests, -p and -n must be at least 1");
+    if ((o.n_prompt_max && o.n_prompt_max < o.n_prompt) || (o.n_gen_max && o.n_gen_max < o.n_gen))
+        throw usage_error("-p and -n ranges need LO <= HI");
+    if (o.duration_s && !(*o.duration_s > 0))
+        throw usage_error("--duration must be above 0");
+    // The longest request, for the context of a llama-server started here.
+    int64_t longest = std::max(o.n_prompt, o.n_prompt_max) + std::max(o.n_gen, o.n_gen_max);
+    for (const auto& [lp, ln] : o.lengths)
+        longest = std::max(longest, lp + ln);
     if (!o.url && !o.model_file)
         throw usage_error("serve needs --url URL, or -m FILE.gguf for a llama-server it starts");
 
@@ -186,7 +244,7 @@ ServeResult run_serve(const ServeOptions& o, std::ostream& progress,
         spec.threads = o.threads;
         spec.slots = o.slots;
         // Every slot holds a prompt and its output.
-        spec.n_ctx = o.slots * (o.n_prompt + o.n_gen + 64);
+        spec.n_ctx = static_cast<int>(o.slots * (longest + 64));
         spec.api = api;
         spec.timeout_s = o.timeout_s;
         managed = std::make_unique<LlamaServer>(
@@ -211,18 +269,69 @@ ServeResult run_serve(const ServeOptions& o, std::ostream& progress,
     for (double r : o.rates)
         points.push_back({"rate", r});
 
+    // Telemetry: one stage per point, energy net of an idle baseline taken with the server up.
+    std::unique_ptr<Sampler> tel = open_telemetry(o.telemetry, progress, true);
+    const bool sampling = tel && has_sources(*tel);
+    if (sampling) {
+        if (o.telemetry.idle_s > 0) {
+            progress << fmt::format("stagebench: measuring the idle baseline ({:g} s)\n",
+                                    o.telemetry.idle_s);
+            tel->measure_idle(static_cast<int64_t>(o.telemetry.idle_s * 1e9));
+        }
+        tel->start();
+    }
+    // Every point sends the same lengths (seeded), each with prompts of its own.
+    const auto lens =
+        request_lengths(o.requests, {o.n_prompt, std::max(o.n_prompt, o.n_prompt_max)},
+                        {o.n_gen, std::max(o.n_gen, o.n_gen_max)}, o.lengths, o.seed);
+    const std::string shape =
+        !o.lengths.empty()
+            ? fmt::format("lengths of {} pairs", o.lengths.size())
+            : fmt::format("pp{}{}+tg{}{}", o.n_prompt,
+                          o.n_prompt_max > o.n_prompt ? fmt::format("-{}", o.n_prompt_max) : "",
+                          o.n_gen, o.n_gen_max > o.n_gen ? fmt::format("-{}", o.n_gen_max) : "");
+
     uint64_t prompt_seed = o.seed * 1000003;
     for (const auto& pt : points) {
         if (interrupt_requested())
             break;
-        const int width = pt.mode == "concurrency" ? static_cast<int>(pt.value) : o.requests;
-        progress << fmt::format("stagebench: serve {} {:g}: {} requests of pp{}+tg{}\n", pt.mode,
-                                pt.value, o.requests, o.n_prompt, o.n_gen);
+        // Open loop: the seeded arrivals decide how many requests fall within --duration.
+        std::vector<double> gaps;
+        int count = o.requests;
+        if (pt.mode == "rate") {
+            gaps = arrival_gaps(o.requests, pt.value, o.burstiness, o.seed);
+            if (o.duration_s) {
+                double at_s = 0;
+                count = 0;
+                for (double g : gaps) {
+                    if ((at_s += g) >= *o.duration_s)
+                        break;
+                    ++count;
+                }
+                count = std::max(count, 1);
+            }
+        }
+        const int width = pt.mode == "concurrency" ? static_cast<int>(pt.value) : count;
+        if (o.duration_s)
+            progress << fmt::format(
+                "stagebench: serve {} {:g}: {:g} s (at most {} requests) of {}\n", pt.mode,
+                pt.value, *o.duration_s, o.requests, shape);
+        else
+            progress << fmt::format("stagebench: serve {} {:g}: {} requests of {}\n", pt.mode,
+                                    pt.value, o.requests, shape);
         // Before the clock: distinct prompts, and one connected client per worker.
         std::vector<HttpPrompt> prompts;
-        for (int i = 0; i < o.requests; ++i)
-            prompts.push_back(main.make_prompt(model, o.n_prompt, ++prompt_seed));
-        const int n_clients = std::min(width, o.requests);
+        try {
+            for (int i = 0; i < count && !interrupt_requested(); ++i)
+                prompts.push_back(
+                    main.make_prompt(model, lens[static_cast<size_t>(i)].first, ++prompt_seed));
+        } catch (const Error&) {
+            if (!interrupt_requested())
+                throw;
+        }
+        if (interrupt_requested())
+            break;
+        const int n_clients = std::min(width, count);
         std::vector<std::unique_ptr<HttpEngine>> clients;
         for (int i = 0; i < n_clients; ++i) {
             clients.push_back(std::make_unique<HttpEngine>(eo));
@@ -231,30 +340,36 @@ ServeResult run_serve(const ServeOptions& o, std::ostream& progress,
         ServePoint p;
         p.mode = pt.mode;
         p.value = pt.value;
-        p.requests.resize(static_cast<size_t>(o.requests));
-        std::vector<char> sent(static_cast<size_t>(o.requests), 0);  // per request: no shared bits
+        p.requests.resize(static_cast<size_t>(count));
+        std::vector<char> sent(static_cast<size_t>(count), 0);  // per request: no shared bits
+        const std::string stage = fmt::format("serve.{}.{:g}", pt.mode, pt.value);
+        if (sampling)
+            tel->mark(stage, true);
         const double cpu0 = cpu_seconds();
         const int64_t t0 = now_ns();
+        p.start_ns = t0;
+        const int64_t deadline = o.duration_s ? t0 + static_cast<int64_t>(*o.duration_s * 1e9) : 0;
+        auto before_deadline = [&] { return deadline == 0 || now_ns() < deadline; };
         if (pt.mode == "concurrency") {
             std::atomic<int> next{0};
             std::vector<std::thread> ts;
             for (int c = 0; c < n_clients; ++c)
                 ts.emplace_back([&, c] {
-                    for (int i; !interrupt_requested() && (i = next++) < o.requests;) {
-                        p.requests[static_cast<size_t>(i)] =
-                            one_request(*clients[static_cast<size_t>(c)], model,
-                                        prompts[static_cast<size_t>(i)], o.n_gen,
-                                        o.seed + static_cast<uint64_t>(i), i, t0);
+                    for (int i;
+                         !interrupt_requested() && before_deadline() && (i = next++) < count;) {
+                        p.requests[static_cast<size_t>(i)] = one_request(
+                            *clients[static_cast<size_t>(c)], model,
+                            prompts[static_cast<size_t>(i)], lens[static_cast<size_t>(i)].second,
+                            o.seed + static_cast<uint64_t>(i), i, t0);
                         sent[static_cast<size_t>(i)] = 1;
                     }
                 });
             for (auto& t : ts)
                 t.join();
         } else {
-            const auto gaps = arrival_gaps(o.requests, pt.value, o.burstiness, o.seed);
             std::vector<std::thread> ts;
             double at_s = 0;
-            for (int i = 0; i < o.requests && !interrupt_requested(); ++i) {
+            for (int i = 0; i < count && !interrupt_requested(); ++i) {
                 at_s += gaps[static_cast<size_t>(i)];
                 const int64_t when = t0 + static_cast<int64_t>(at_s * 1e9);
                 while (now_ns() < when && !interrupt_requested())
@@ -266,13 +381,22 @@ ServeResult run_serve(const ServeOptions& o, std::ostream& progress,
                 ts.emplace_back([&, i] {
                     p.requests[static_cast<size_t>(i)] = one_request(
                         *clients[static_cast<size_t>(i)], model, prompts[static_cast<size_t>(i)],
-                        o.n_gen, o.seed + static_cast<uint64_t>(i), i, t0);
+                        lens[static_cast<size_t>(i)].second, o.seed + static_cast<uint64_t>(i), i,
+                        t0);
                 });
             }
             for (auto& t : ts)
                 t.join();
         }
         const int64_t t1 = now_ns();
+        const double cpu1 = cpu_seconds();
+        if (sampling) {
+            int64_t out = 0;
+            for (size_t i = 0; i < p.requests.size(); ++i)
+                if (sent[i] && !p.requests[i].error)
+                    out += p.requests[i].output_tokens.value_or(0);
+            tel->mark(stage, false, out);
+        }
         // Requests never sent (Ctrl-C) are left out, not counted as errors.
         std::vector<ServeRequest> kept;
         for (size_t i = 0; i < p.requests.size(); ++i)
@@ -287,115 +411,102 @@ ServeResult run_serve(const ServeOptions& o, std::ostream& progress,
         p.duration_ns = p.requests.empty() ? 0 : std::max<int64_t>(last - first, 1);
         const double wall = static_cast<double>(t1 - t0) * 1e-9;
         if (wall > 0)
-            p.client_cpu_pct = 100 * (cpu_seconds() - cpu0) / wall;
+            p.client_cpu_pct = 100 * (cpu1 - cpu0) / wall;
+        if (!p.requests.empty())
+            p.client_cpu_ms_per_request =
+                (cpu1 - cpu0) * 1e3 / static_cast<double>(p.requests.size());
         for (const auto& q : p.requests)
-            if (q.error)
+            if (q.error && !q.interrupted)
                 progress << fmt::format("stagebench: serve {} {:g}: request {} failed: {}\n",
                                         p.mode, p.value, q.index, *q.error);
-        summarize_point(p, o.slo_ms);
+        summarize_point(p, o.slo_ms, o.bootstrap_resamples, o.seed);
+        if (sampling) {
+            const auto st = tel->stage_summaries(stage);
+            if (!st.empty()) {
+                int64_t out = 0;
+                for (const auto& q : p.requests)
+                    if (!q.error)
+                        out += q.output_tokens.value_or(0);
+                p.energy = serve_energy(st.back(), p.ok, out);
+            }
+        }
         progress << fmt::format(
             "stagebench: serve {} {:g}: {} ok, {} failed, {:.2f} req/s, {:.1f} output tok/s, "
             "TTFT median {:.1f} ms\n",
             p.mode, p.value, p.ok, p.errors, p.request_per_s, p.output_tokens_per_s,
             p.ttft.median.value_or(0));
         if (p.client_cpu_pct && *p.client_cpu_pct > 50)
-            res.warnings.push_back(fmt::format(
-                "{} {:g}: the client used {:.0f} % of a core: it may be what limits the point",
-                p.mode, p.value, *p.client_cpu_pct));
+            res.warnings.push_back(
+                {"serve_client_cpu",
+                 fmt::format("{}: the client used {:.0f} % of a core: it may be what limits "
+                             "the point",
+                             p.label(), *p.client_cpu_pct),
+                 "fewer concurrent clients per point, or the client on a machine with idle "
+                 "cores"});
         res.points.push_back(std::move(p));
+        res.saturation =
+            saturation_of(res.points, !o.slo_ms.empty(), 2 * o.bootstrap_resamples, o.seed);
+        res.interrupted = interrupt_requested();
+        if (sampling)
+            res.telemetry = tel->record();
         if (after_point)
             after_point(res);
+    }
+    res.interrupted = interrupt_requested();
+    if (sampling) {
+        tel->stop();
+        res.telemetry = tel->record();
+        for (const auto& w : res.telemetry->warnings)
+            res.warnings.push_back(w);
     }
     return res;
 }
 
-namespace {
-
-nlohmann::json to_json(const LatencyStats& s) {
-    auto opt = [](const std::optional<double>& v) {
-        return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
-    };
-    return {{"n", s.n},
-            {"mean_ms", opt(s.mean)},
-            {"median_ms", opt(s.median)},
-            {"p90_ms", opt(s.p90)},
-            {"p99_ms", opt(s.p99)}};
-}
-
-}  // namespace
-
-nlohmann::json to_json(const ServeResult& r) {
-    auto opt = [](const auto& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
-    nlohmann::json pts = nlohmann::json::array();
-    for (const auto& p : r.points) {
-        nlohmann::json reqs = nlohmann::json::array();
-        for (const auto& q : p.requests)
-            reqs.push_back({{"index", q.index},
-                            {"send_ns", q.send_ns},
-                            {"ttft_ns", opt(q.ttft_ns)},
-                            {"tpot_ns", opt(q.tpot_ns)},
-                            {"e2e_ns", opt(q.e2e_ns)},
-                            {"itl_ns", q.itl_ns},
-                            {"prompt_tokens", opt(q.prompt_tokens)},
-                            {"output_tokens", opt(q.output_tokens)},
-                            {"error", opt(q.error)}});
-        pts.push_back(
-            {{"mode", p.mode},
-             {"value", p.value},
-             {"duration_ns", p.duration_ns},
-             {"ok", p.ok},
-             {"errors", p.errors},
-             {"error_rate", p.requests.empty() ? 0.0
-                                               : static_cast<double>(p.errors) /
-                                                     static_cast<double>(p.requests.size())},
-             {"request_per_s", p.request_per_s},
-             {"output_tokens_per_s", p.output_tokens_per_s},
-             {"total_tokens_per_s", p.total_tokens_per_s},
-             {"ttft", to_json(p.ttft)},
-             {"tpot", to_json(p.tpot)},
-             {"itl", to_json(p.itl)},
-             {"e2e", to_json(p.e2e)},
-             {"meeting_slo", p.meeting_slo},
-             {"goodput_per_s", opt(p.goodput_per_s)},
-             {"client_cpu_pct", opt(p.client_cpu_pct)},
-             {"requests", reqs}});
-    }
+ResultDocument serve_document(ResultDocument doc, const ServeResult& r) {
     const ServeOptions& o = r.options;
-    return {{"schema", "stagebench-serve"},
-            {"schema_version", 1},
-            {"server", r.server},
-            {"n_prompt", o.n_prompt},
-            {"n_gen", o.n_gen},
-            {"requests_per_point", o.requests},
-            {"burstiness", o.burstiness},
-            {"seed", o.seed},
-            {"slo_ms", o.slo_ms},
-            {"points", pts},
-            {"warnings", r.warnings}};
-}
-
-void write_serve_markdown(std::ostream& out, const ServeResult& r) {
-    const bool slo = !r.options.slo_ms.empty();
-    out << "| point | ok | failed | req/s | output tok/s | TTFT median ms | TTFT p99 ms | TPOT "
-           "median ms | ITL p99 ms | E2E p90 ms |"
-        << (slo ? " goodput req/s |" : "") << " client CPU |\n"
-        << "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
-        << (slo ? " ---: |" : "") << " ---: |\n";
-    auto ms = [](const std::optional<double>& v) {
-        return v ? fmt::format("{:.1f}", *v) : std::string("-");
-    };
-    for (const auto& p : r.points) {
-        out << fmt::format("| {} {:g} | {} | {} | {:.2f} | {:.1f} | {} | {} | {} | {} | {} |",
-                           p.mode, p.value, p.ok, p.errors, p.request_per_s, p.output_tokens_per_s,
-                           ms(p.ttft.median), ms(p.ttft.p99), ms(p.tpot.median), ms(p.itl.p99),
-                           ms(p.e2e.p90));
-        if (slo)
-            out << fmt::format(" {:.2f} |", p.goodput_per_s.value_or(0));
-        out << fmt::format(" {} |\n", p.client_cpu_pct ? fmt::format("{:.0f} %", *p.client_cpu_pct)
-                                                       : std::string("-"));
+    ServeSection s;
+    s.api = o.api;
+    s.url = o.url;
+    if (!o.url)
+        s.slots = o.slots;
+    s.model = o.model;
+    s.n_prompt = o.n_prompt;
+    s.n_gen = o.n_gen;
+    s.requests_per_point = o.requests;
+    s.burstiness = o.burstiness;
+    s.seed = o.seed;
+    s.slo_ms = o.slo_ms;
+    s.server = r.server;
+    s.points = r.points;
+    s.n_prompt_max = std::max(o.n_prompt, o.n_prompt_max);
+    s.n_gen_max = std::max(o.n_gen, o.n_gen_max);
+    s.lengths = o.lengths;
+    s.duration_s = o.duration_s;
+    s.saturation = r.saturation;
+    s.interrupted = r.interrupted;
+    doc.serve = std::move(s);
+    if (r.telemetry)
+        doc.telemetry = telemetry_section(*r.telemetry);
+    const std::string kind = r.server.is_object() ? r.server.value("server", "") : "";
+    nlohmann::json e{{"name", "http"}, {"in_process", false}};
+    if (r.server.is_object())
+        e.update(r.server);
+    e["started_by_stagebench"] = !o.url;
+    if (o.model_file) {
+        e["slots"] = o.slots;
+        doc.models.push_back(to_json(inspect_model(*o.model_file)));
+    } else {
+        doc.models.push_back({{"path", o.model},
+                              {"name", o.model.empty() ? kind : o.model},
+                              {"engine", "http"},
+                              {"server", kind},
+                              {"url", o.url.value_or("")}});
     }
+    doc.engines["http"] = e;
     for (const auto& w : r.warnings)
-        out << "\nwarning: " << w << "\n";
+        doc.warnings.push_back(w);
+    doc.finished_at = utc_timestamp();
+    return doc;
 }
 
 }  // namespace sb

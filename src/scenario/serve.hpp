@@ -8,6 +8,7 @@
 // call sits in the measurement). Per point: request and token throughput, latency percentiles,
 // error rate, goodput under the SLOs, and the client's own CPU use.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <ostream>
@@ -15,6 +16,13 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "core/doc/serve_section.hpp"
+#include "core/result.hpp"
+#include "core/stats_bootstrap.hpp"
+#include "scenario/serve_analysis.hpp"
+#include "scenario/serve_workload.hpp"
+#include "scenario/telemetry_setup.hpp"
 
 namespace sb {
 
@@ -33,48 +41,38 @@ struct ServeOptions {
     uint64_t seed = 1;
     std::map<std::string, double> slo_ms;  // ttft, tpot, e2e: upper bounds in ms
     double timeout_s = 120;
-};
-
-// One request as the client saw it. Times are ns; send_ns from the point's start.
-struct ServeRequest {
-    int index = 0;
-    int64_t send_ns = 0;
-    std::optional<int64_t> ttft_ns, tpot_ns, e2e_ns;
-    std::vector<int64_t> itl_ns;
-    std::optional<int64_t> prompt_tokens, output_tokens;
-    std::optional<std::string> error;
-};
-
-struct LatencyStats {
-    size_t n = 0;
-    std::optional<double> mean, median, p90, p99;  // ms
-};
-
-struct ServePoint {
-    std::string mode;  // "concurrency" | "rate"
-    double value = 0;
-    int64_t duration_ns = 0;  // first send to last completion
-    std::vector<ServeRequest> requests;
-    int ok = 0, errors = 0;
-    double request_per_s = 0, output_tokens_per_s = 0, total_tokens_per_s = 0;
-    LatencyStats ttft, tpot, itl, e2e;
-    std::optional<double> goodput_per_s;  // requests/s meeting every SLO (with SLOs)
-    int meeting_slo = 0;
-    std::optional<double> client_cpu_pct;  // the client's CPU time / wall time, % of one core
+    // Workload shapes: -p/-n ranges (max 0: n_prompt/n_gen fixed), (prompt, output) pairs
+    // from --lengths (when given they decide every request's lengths), --duration per point
+    // (requests is then the most a point sends; their prompts are made before its clock).
+    int n_prompt_max = 0, n_gen_max = 0;
+    std::vector<std::pair<int64_t, int64_t>> lengths;
+    std::optional<double> duration_s;
+    TelemetryChoice telemetry;               // energy per request and per output token
+    std::size_t bootstrap_resamples = 1000;  // per CI (seeded with seed)
 };
 
 struct ServeResult {
     ServeOptions options;
     nlohmann::json server;  // what the server said about itself
     std::vector<ServePoint> points;
-    std::vector<std::string> warnings;
+    Warnings warnings;
+    Saturation saturation;                     // find_saturation over the points
+    std::optional<TelemetryRecord> telemetry;  // the sampler's record, when it had sources
+    bool interrupted = false;                  // Ctrl-C ended the sweep early
 };
 
 // The point's statistics from its request records (no clock read): percentiles interpolate
 // linearly between order statistics (core/stats.hpp's percentile: numpy's default, as vLLM's
 // benchmark); goodput counts the
 // successful requests whose TTFT, TPOT and E2E are within every SLO given.
-void summarize_point(ServePoint& p, const std::map<std::string, double>& slo_ms);
+// The latency CIs are seeded bootstraps (resamples, seed: the same records give the same
+// intervals); the window rates cut duration_ns from the first send into kServeWindows.
+void summarize_point(ServePoint& p, const std::map<std::string, double>& slo_ms,
+                     std::size_t resamples = 1000, uint64_t seed = 42);
+
+// The saturation test's inputs of the points (serve_analysis.hpp).
+Saturation saturation_of(const std::vector<ServePoint>& points, bool slo_given,
+                         std::size_t resamples = 2000, uint64_t seed = 42);
 
 // Seeded inter-arrival gaps (seconds) of n requests at rate per second: gamma with shape
 // burstiness and mean 1/rate (burstiness 1: exponential, a Poisson process; CV 1/sqrt(shape)).
@@ -90,7 +88,11 @@ std::map<std::string, double> parse_slo(const std::string& text);
 ServeResult run_serve(const ServeOptions& o, std::ostream& progress,
                       const std::function<void(const ServeResult&)>& after_point = {});
 
-nlohmann::json to_json(const ServeResult& r);
-void write_serve_markdown(std::ostream& out, const ServeResult& r);
+// The result as a result document: doc (from new_document("serve")) with the serve section
+// (the options and every point with its requests), the model (a GGUF's inspection for the
+// llama-server serve started, else the name the server was asked for), the server as
+// engines["http"], the warnings, and finished_at. doc as new_document made it: after every
+// point the CLI makes the document again from the same start.
+ResultDocument serve_document(ResultDocument doc, const ServeResult& r);
 
 }  // namespace sb

@@ -26,6 +26,7 @@ constexpr int kTelemetryPid = 2;
 constexpr int kStagesTid = 1;
 constexpr int kFirstModeTid = 2;  // hybrid documents: one stages track per mode (2..9)
 constexpr int kFirstBackendTid = 10;
+constexpr int kFirstLaneTid = 100;  // serve documents: one track per concurrent request lane
 
 struct Event {
     char ph = 'X';
@@ -425,6 +426,67 @@ void add_counters(Builder& b, const ResultDocument& doc) {
     }
 }
 
+// A serve document: each point a slice on the stages track, and its requests on lanes. A
+// request takes the first lane free at its send time (in send order), so a point of
+// concurrency C uses at most C lanes and an open-loop point as many as were in flight at once.
+// Each request is a slice from its send to its last token, holding "waiting for the first
+// token" (send to TTFT) and "streaming" (TTFT to the end); a failed request without an end is a
+// slice of no duration with its error.
+void add_serve(Builder& b, const ResultDocument& doc) {
+    if (!doc.serve)
+        return;
+    for (const auto& p : doc.serve->points) {
+        if (!p.start_ns || p.requests.empty())
+            continue;  // a document of an earlier build: no clock to place the point on
+        const int64_t t0 = *p.start_ns;
+        std::vector<const ServeRequest*> order;
+        for (const auto& r : p.requests)
+            order.push_back(&r);
+        std::stable_sort(order.begin(), order.end(),
+                         [](const auto* x, const auto* y) { return x->send_ns < y->send_ns; });
+        int64_t first = order.front()->send_ns, last = first;
+        std::vector<int64_t> lane_free;  // per lane: when its last request ended
+        for (const ServeRequest* r : order) {
+            const int64_t send = r->send_ns;
+            const int64_t end = send + r->e2e_ns.value_or(0);
+            last = std::max(last, end);
+            size_t lane = 0;
+            while (lane < lane_free.size() && lane_free[lane] > send)
+                ++lane;
+            if (lane == lane_free.size())
+                lane_free.push_back(end);
+            lane_free[lane] = end;
+            const int tid = kFirstLaneTid + static_cast<int>(lane);
+            b.thread_names[tid] = "requests, lane " + std::to_string(lane + 1);
+            json args{{"point", p.label()}, {"index", r->index}};
+            auto ms = [](const std::optional<int64_t>& ns) {
+                return ns ? json(static_cast<double>(*ns) * 1e-6) : json(nullptr);
+            };
+            args["ttft_ms"] = ms(r->ttft_ns);
+            args["tpot_ms"] = ms(r->tpot_ns);
+            args["e2e_ms"] = ms(r->e2e_ns);
+            args["prompt_tokens"] = opt(r->prompt_tokens);
+            args["output_tokens"] = opt(r->output_tokens);
+            if (r->error)
+                args["error"] = *r->error;
+            const std::string name =
+                "request " + std::to_string(r->index) + (r->error ? " (failed)" : "");
+            b.slice(tid, name, "request", t0 + send, t0 + end, args);
+            if (r->ttft_ns && r->e2e_ns && *r->ttft_ns <= *r->e2e_ns) {
+                b.slice(tid, "waiting for the first token", "ttft", t0 + send,
+                        t0 + send + *r->ttft_ns);
+                b.slice(tid, "streaming", "stream", t0 + send + *r->ttft_ns, t0 + end);
+            }
+        }
+        b.slice(kStagesTid, p.label(), "point", t0 + first, t0 + last,
+                json{{"ok", p.ok},
+                     {"errors", p.errors},
+                     {"request_per_s", p.request_per_s},
+                     {"output_tokens_per_s", p.output_tokens_per_s},
+                     {"lanes", lane_free.size()}});
+    }
+}
+
 // ns -> µs with the half-ns bias (see the header).
 double us(int64_t ns) {
     return (static_cast<double>(ns) + 0.5) / 1000.0;
@@ -436,6 +498,7 @@ json chrome_trace(const ResultDocument& doc, const TraceOptions& opts) {
     Builder b{opts};
     add_tests(b, doc);
     add_ops(b, doc);
+    add_serve(b, doc);
     if (opts.counters)
         add_counters(b, doc);
 

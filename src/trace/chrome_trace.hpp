@@ -15,6 +15,11 @@
 //    types, op_ns, call_ns and backend as arguments (and "pass" for a sustained traced pass);
 //    the copies of a split's inputs from other
 //    backends as "copy to <backend>" slices with their bytes, on the destination's track.
+//  * `serve`: each point a slice on "stages"; its requests on tracks "requests, lane k" (tid
+//    100 + k; a request takes the first lane free at its send time, so a point of concurrency
+//    C uses at most C lanes), each request a slice from send to its last token holding
+//    "waiting for the first token" (its TTFT) and "streaming"; a failed request is named so,
+//    with its error.
 //  * one counter track per telemetry series, named by its metric (units in the name);
 //    cumulative counters as their value since the first sample, and energy counters also as
 //    derived power ("... power_mw (from energy_uj)").
@@ -27,7 +32,8 @@
 // splits[]}; telemetry.series[].{metric, kind, t_ns[], values[], cumulative[]};
 // hybrid.points[].{tests.hybrid, transfer.{start_ns[], duration_ns[], bytes[]}}: a hybrid
 // document gets a stages track per mode ("stages on <devices>", its modes' repetitions
-// interleave in time) with the state transfers as slices on the hybrid mode's track.
+// interleave in time) with the state transfers as slices on the hybrid mode's track;
+// serve.points[].{start_ns, requests[].{index, send_ns, ttft_ns, e2e_ns, error}}.
 // One clock for everything: the document's sb::now_ns timestamps. ts is in microseconds since
 // the earliest timestamp of the trace, with nanosecond precision as fractional microseconds.
 // Every ts and dur is written as (ns + 0.5) / 1000: readers that truncate ts x 1000 to integer

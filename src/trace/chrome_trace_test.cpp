@@ -484,3 +484,69 @@ TEST(ChromeTrace, TwentyRoundSustainedRunStaysLoadable) {
     // chrome://tracing load (hundreds of MB).
     EXPECT_LT(text.size(), 40u << 20) << text.size();
 }
+
+// A serve document on a scripted section: each point a slice on "stages", its requests on
+// lanes (the first lane free at each send), each request holding its TTFT, failed requests
+// named so, telemetry counters beside them.
+TEST(ChromeTrace, ServeRequestsOnLanesWithTheirTtft) {
+    auto request = [](int index, int64_t send_ms, std::optional<int64_t> ttft_ms,
+                      std::optional<int64_t> e2e_ms) {
+        json r{{"index", index},
+               {"send_ns", send_ms * 1'000'000},
+               {"ttft_ns", ttft_ms ? json(*ttft_ms * 1'000'000) : json(nullptr)},
+               {"e2e_ns", e2e_ms ? json(*e2e_ms * 1'000'000) : json(nullptr)},
+               {"output_tokens", 8}};
+        if (!e2e_ms)
+            r["error"] = "HTTP 500";
+        return r;
+    };
+    json doc = base_doc("serve");
+    json closed{{"mode", "concurrency"},
+                {"value", 2},
+                {"start_ns", kT0},
+                {"ok", 3},
+                {"errors", 1},
+                {"requests",
+                 {request(0, 0, 10, 50), request(1, 1, 20, 40), request(2, 41, 5, 30),
+                  request(3, 52, std::nullopt, std::nullopt)}}};
+    json open{{"mode", "rate"},
+              {"value", "inf"},
+              {"start_ns", kT0 + 100'000'000},
+              {"requests", {request(0, 0, 2, 10)}}};
+    json older{{"mode", "rate"}, {"value", 1}, {"requests", {request(0, 0, 2, 10)}}};
+    doc["serve"] = {{"points", {closed, open, older}}};
+    doc["telemetry"] = telemetry(kT0, 3);
+    const json tr = trace(doc);
+    const sb::TraceCheck c = sb::check_chrome_trace(tr);
+    EXPECT_TRUE(c.errors.empty()) << c.errors.front();
+    // Lane 1: requests 0 and 3 of the first point and the second point's request, each but the
+    // failed one with its two parts; lane 2: requests 1 and 2 (2 was sent when 1 had ended and
+    // 0 had not). The point without start_ns (an earlier build's) is left out.
+    EXPECT_EQ(c.slices.at("requests, lane 1"), 7u);
+    EXPECT_EQ(c.slices.at("requests, lane 2"), 6u);
+    EXPECT_EQ(c.slices.count("requests, lane 3"), 0u);
+    EXPECT_EQ(c.slices.at("stages"), 2u);
+    const auto point = events_named(tr, "concurrency 2");
+    ASSERT_EQ(point.size(), 1u);
+    EXPECT_EQ(ns(point[0]["ts"]), 0);
+    EXPECT_EQ(ns(point[0]["dur"]), 71'000'000);  // request 2 ends last, at 41 + 30 ms
+    EXPECT_EQ(point[0]["args"]["lanes"], 2);
+    EXPECT_EQ(events_named(tr, "rate inf").size(), 1u);
+    EXPECT_EQ(events_named(tr, "rate 1").size(), 0u);
+    const auto waits = events_named(tr, "waiting for the first token");
+    ASSERT_EQ(waits.size(), 4u);
+    EXPECT_EQ(ns(waits[1]["ts"]), 1'000'000);  // request 1, sent at 1 ms
+    EXPECT_EQ(ns(waits[1]["dur"]), 20'000'000);
+    const auto r1 = events_named(tr, "request 1");
+    ASSERT_EQ(r1.size(), 1u);
+    EXPECT_EQ(r1[0]["tid"], 101);
+    EXPECT_EQ(ns(r1[0]["dur"]), 40'000'000);
+    EXPECT_EQ(r1[0]["args"]["ttft_ms"], 20.0);
+    const auto failed = events_named(tr, "request 3 (failed)");
+    ASSERT_EQ(failed.size(), 1u);
+    EXPECT_EQ(failed[0]["args"]["error"], "HTTP 500");
+    EXPECT_EQ(failed[0]["tid"], 100);
+    EXPECT_EQ(ns(failed[0]["ts"]), 52'000'000);
+    // The telemetry counters are there too.
+    EXPECT_EQ(c.counter_points.at("rapl.package-0.energy_uj"), 3u);
+}

@@ -2,8 +2,16 @@
 // with -m FILE) and against the fault server. The speed of concurrency against one client is a
 // benchmark (bench/serve_concurrency.sh); these tests assert what every run must hold.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
 
 #include "cli_harness.hpp"
 #include "fault_server.hpp"
@@ -12,6 +20,21 @@ namespace {
 
 using namespace sbtest;
 using nlohmann::json;
+namespace fs = std::filesystem;
+
+// The first executable called name on PATH; "" when none.
+std::string on_path(const std::string& name) {
+    const char* path = std::getenv("PATH");
+    std::stringstream ss(path ? path : "");
+    std::string dir;
+    while (std::getline(ss, dir, ':')) {
+        const fs::path p = fs::path(dir.empty() ? "." : dir) / name;
+        std::error_code ec;
+        if (fs::is_regular_file(p, ec) && access(p.c_str(), X_OK) == 0)
+            return p.string();
+    }
+    return "";
+}
 
 TEST(Serve, ClosedLoopOnARealLlamaServerWithFourSlots) {
     TempDir t;
@@ -20,8 +43,23 @@ TEST(Serve, ClosedLoopOnARealLlamaServerWithFourSlots) {
                      "json", "--out", t.file("serve.json")},
                     300);
     ASSERT_EQ(p.exit_code, 0) << p.err;
-    json d = json::parse(p.out);
-    EXPECT_EQ(json::parse(read_file(t.file("serve.json")))["points"].size(), 2u);
+    const json doc = json::parse(p.out);
+    // A result document like every command's, with the serve section.
+    EXPECT_EQ(doc["schema"], "stagebench.result");
+    EXPECT_EQ(doc["command"], "serve");
+    EXPECT_TRUE(doc["system"].is_object());
+    EXPECT_TRUE(doc["llama"].is_object());
+    ASSERT_EQ(doc["models"].size(), 1u);
+    EXPECT_EQ(doc["models"][0]["path"], tiny_model());
+    EXPECT_EQ(doc["engines"]["http"]["server"], "llama-server");
+    EXPECT_EQ(doc["engines"]["http"]["started_by_stagebench"], true);
+    const json& d = doc["serve"];
+    EXPECT_EQ(d["slots"], 4);
+    EXPECT_EQ(d["n_prompt"], 16);
+    EXPECT_EQ(d["slo_ms"]["ttft"], 60000.0);
+    const json saved = json::parse(read_file(t.file("serve.json")));
+    EXPECT_EQ(saved["serve"]["points"].size(), 2u);
+    EXPECT_EQ(saved, doc);  // --out holds what -o json printed
     ASSERT_EQ(d["points"].size(), 2u);
     for (const auto& pt : d["points"]) {
         EXPECT_EQ(pt["mode"], "concurrency");
@@ -83,7 +121,9 @@ TEST(Serve, FailedRequestsAreRecordedAndTheRestStands) {
                      "8", "-n", "4", "-o", "json"});
     EXPECT_EQ(p.exit_code, 1) << p.err;
     json d = json::parse(p.out);
-    const json& pt = d["points"][0];
+    EXPECT_TRUE(d["serve"]["url"].is_string());
+    EXPECT_EQ(d["models"][0]["url"], server.url());
+    const json& pt = d["serve"]["points"][0];
     ASSERT_EQ(pt["requests"].size(), 8u);
     EXPECT_EQ(pt["ok"].get<int>() + pt["errors"].get<int>(), 8);
     EXPECT_GE(pt["errors"].get<int>(), 2);
@@ -110,12 +150,19 @@ TEST(Serve, OpenLoopRecordsEveryRequestAtItsRate) {
     Proc p = run_sb({"serve", "--url", server.url(), "--rate", "200,inf", "--requests", "6", "-p",
                      "8", "-n", "2", "-o", "json"});
     ASSERT_EQ(p.exit_code, 0) << p.err;
-    json d = json::parse(p.out);
+    json d = json::parse(p.out)["serve"];
     ASSERT_EQ(d["points"].size(), 2u);
     EXPECT_EQ(d["points"][0]["mode"], "rate");
     EXPECT_EQ(d["points"][0]["value"], 200.0);
+    EXPECT_EQ(d["points"][1]["value"], "inf");
     EXPECT_EQ(d["points"][1]["requests"].size(), 6u);
     EXPECT_EQ(d["points"][1]["ok"], 6);
+    // The Markdown table, a row per point.
+    Proc md = run_sb({"serve", "--url", server.url(), "--rate", "200,inf", "--requests", "2", "-p",
+                      "8", "-n", "2"});
+    ASSERT_EQ(md.exit_code, 0) << md.err;
+    EXPECT_NE(md.out.find("| rate 200 | 2 | 0 |"), std::string::npos) << md.out;
+    EXPECT_NE(md.out.find("| rate inf | 2 | 0 |"), std::string::npos) << md.out;
 }
 
 TEST(Serve, BadInputIsOneLineAndExitTwo) {
@@ -134,6 +181,182 @@ TEST(Serve, BadInputIsOneLineAndExitTwo) {
         EXPECT_EQ(p.exit_code, 2) << c.back() << ": " << p.err;
         EXPECT_EQ(std::count(p.err.begin(), p.err.end(), '\n'), 1) << p.err;
     }
+}
+
+// Reported like everything else: two real serve runs (4 and 1 slots) into one store, listed
+// and shown by `db`, compared point by point, drawn by `report` (in headless Chromium when it
+// is installed) and traced with one track per concurrent request lane.
+TEST(Serve, StoredComparedReportedAndTraced) {
+    TempDir t;
+    const std::string db = t.file("store.sqlite");
+    auto serve = [&](const std::string& slots, const std::string& name) {
+        Proc p = run_sb({"serve",
+                         "-m",
+                         tiny_model(),
+                         "--slots",
+                         slots,
+                         "--concurrency",
+                         "1,2",
+                         "--requests",
+                         "4",
+                         "-p",
+                         "16",
+                         "-n",
+                         "4",
+                         "--slo",
+                         "ttft=60s,tpot=60s",
+                         "--db",
+                         db,
+                         "--out",
+                         t.file(name + ".json"),
+                         "--trace",
+                         t.file(name + ".trace.json")},
+                        300);
+        EXPECT_EQ(p.exit_code, 0) << p.err;
+        EXPECT_NE(p.err.find("stored as #"), std::string::npos) << p.err;
+        return json::parse(read_file(t.file(name + ".json")));
+    };
+    const json a = serve("2", "a");
+    const json b = serve("1", "b");
+    ASSERT_EQ(a["serve"]["points"].size(), 2u);
+    ASSERT_EQ(b["serve"]["points"].size(), 2u);
+
+    // db: listed as serve documents, shown with their points.
+    Proc list = run_sb({"db", "list", "--db", db, "-o", "json"});
+    ASSERT_EQ(list.exit_code, 0) << list.err;
+    const json entries = json::parse(list.out);
+    ASSERT_EQ(entries.size(), 2u);
+    EXPECT_EQ(entries[0]["command"], "serve");
+    EXPECT_EQ(entries[1]["command"], "serve");
+    Proc show = run_sb({"db", "show", "--db", db, "1"});
+    ASSERT_EQ(show.exit_code, 0) << show.err;
+    EXPECT_NE(show.out.find("| concurrency 1 | 4 | 0 |"), std::string::npos) << show.out;
+    EXPECT_NE(show.out.find("| concurrency 2 | 4 | 0 |"), std::string::npos) << show.out;
+    Proc exported = run_sb({"db", "export", "--db", db, "2"});
+    EXPECT_EQ(json::parse(exported.out)["serve"], b["serve"]);
+
+    // compare: the matching points side by side, ratios of the stored values.
+    Proc cmp = run_sb({"compare", "db:1", "db:2", "--db", db, "-o", "json"});
+    ASSERT_EQ(cmp.exit_code, 0) << cmp.err;
+    const json c = json::parse(cmp.out);
+    int rows = 0;
+    for (const auto& row : c["rows"]) {
+        for (int i = 0; i < 2; ++i) {
+            const json& pa = a["serve"]["points"][i];
+            const json& pb = b["serve"]["points"][i];
+            const std::string label = "concurrency " + std::to_string(i + 1);
+            if (row["test"] != label)
+                continue;
+            EXPECT_EQ(row["differs"]["slots"], json({2, 1})) << row;
+            if (row["metric"] == "output_tokens_per_s") {
+                ++rows;
+                EXPECT_EQ(row["sides"][0]["median"], pa["output_tokens_per_s"]);
+                EXPECT_DOUBLE_EQ(row["ratios"][0]["median"].get<double>(),
+                                 pb["output_tokens_per_s"].get<double>() /
+                                     pa["output_tokens_per_s"].get<double>());
+                EXPECT_EQ(row["ratios"][0]["verdict"], "no CI: one value");
+            }
+            if (row["stage"] == "ttft" && row["metric"] == "median_ms") {
+                ++rows;
+                EXPECT_DOUBLE_EQ(row["sides"][1]["median"].get<double>(),
+                                 pb["ttft"]["median_ms"].get<double>());
+                EXPECT_EQ(row["sides"][1]["n"], 4);
+                EXPECT_FALSE(row["ratios"][0]["ci_low"].is_null());
+            }
+        }
+    }
+    EXPECT_EQ(rows, 4);
+    EXPECT_TRUE(c["unmatched"].empty());
+    Proc md = run_sb({"compare", t.file("a.json"), t.file("b.json")});
+    ASSERT_EQ(md.exit_code, 0) << md.err;
+    EXPECT_NE(md.out.find("| concurrency 2 | TTFT median ms |"), std::string::npos) << md.out;
+    // Sweeps with no point in common: one line, exit 2.
+    json rates = b;
+    for (auto& p : rates["serve"]["points"])
+        p["mode"] = "rate";
+    std::ofstream(t.file("rates.json")) << rates.dump();
+    Proc none = run_sb({"compare", t.file("a.json"), t.file("rates.json")});
+    EXPECT_EQ(none.exit_code, 2);
+    EXPECT_EQ(std::count(none.err.begin(), none.err.end(), '\n'), 1) << none.err;
+    EXPECT_NE(none.err.find("no serve point is in two inputs"), std::string::npos) << none.err;
+
+    // trace: every request a slice on a lane; concurrency 2 never needs a third lane.
+    const json tr = json::parse(read_file(t.file("a.trace.json")));
+    int requests = 0;
+    std::set<int> lanes;
+    for (const auto& e : tr["traceEvents"]) {
+        if (e["ph"] == "X" && e.value("cat", "") == "request") {
+            ++requests;
+            lanes.insert(e["tid"].get<int>());
+        }
+    }
+    EXPECT_EQ(requests, 8);
+    EXPECT_EQ(lanes, (std::set<int>{100, 101}));
+
+    // report: the page with the curve and the percentile bars, checked in Chromium when there.
+    Proc out = run_sb({"compare", t.file("a.json"), t.file("b.json"), "-o", "json", "--out",
+                       t.file("compare.json")});
+    ASSERT_EQ(out.exit_code, 0) << out.err;
+    const fs::path dir = fs::path(SB_BINARY_DIR) / "serve_report_test";
+    fs::create_directories(dir);
+    const std::string html = (dir / "serve.html").string();
+    Proc r =
+        run_sb({"report", t.file("a.json"), t.file("b.json"), t.file("compare.json"), "-o", html});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const std::string page = read_file(html);
+    EXPECT_NE(page.find("\"serve\""), std::string::npos);
+    const std::string node = on_path("node").empty() ? on_path("nodejs") : on_path("node");
+    std::string chromium = std::getenv("SB_CHROMIUM") ? std::getenv("SB_CHROMIUM") : "";
+    for (const char* name : {"chromium", "chromium-browser", "google-chrome"})
+        if (chromium.empty())
+            chromium = on_path(name);
+    const std::string driver = std::string(SB_REPORT_ASSETS_DIR) + "/playwright-core";
+    if (node.empty() || chromium.empty() || !fs::exists(driver + "/package.json"))
+        GTEST_SKIP() << "node, chromium or playwright-core missing: the page is not opened";
+    const std::string dump = t.file("charts.json");
+    std::vector<std::string> check = {
+        node,
+        (fs::path(SB_SOURCE_DIR) / "tests/integration/report_check.mjs").string(),
+        "--driver",
+        driver,
+        "--chromium",
+        chromium,
+        "--html",
+        html,
+        "--screenshot",
+        (dir / "serve.png").string(),
+        "--dump-charts",
+        dump,
+        "--expect-annotated",
+        "serve-curve",
+        "--expect-text",
+        "TTFT 60000 ms"};
+    for (const char* kind : {"serve-curve", "serve-percentiles-ttft", "serve-percentiles-tpot",
+                             "serve-percentiles-e2e", "compare-ratios"}) {
+        check.push_back("--expect-chart");
+        check.push_back(kind);
+    }
+    Proc ch = run(check, 180);
+    std::cout << "serve report: " << html << "\n" << ch.out;
+    ASSERT_EQ(ch.exit_code, 0) << ch.out << ch.err;
+    // The curve is the document's: per point (output tokens/s, TTFT median) of the first input.
+    const json charts = json::parse(read_file(dump));
+    bool found = false;
+    for (const auto& chart : charts) {
+        if (chart["doc"] != "d0" || chart["kind"] != "serve-curve")
+            continue;
+        found = true;
+        const json& ds = chart["datasets"][0];
+        EXPECT_EQ(ds["label"], "TTFT p50 (ms)");
+        ASSERT_EQ(ds["data"].size(), 2u);
+        for (int i = 0; i < 2; ++i) {
+            EXPECT_DOUBLE_EQ(ds["data"][i]["x"].get<double>(),
+                             a["serve"]["points"][i]["output_tokens_per_s"].get<double>());
+            EXPECT_DOUBLE_EQ(ds["data"][i]["y"].get<double>(),
+                             a["serve"]["points"][i]["ttft"]["median_ms"].get<double>());
+        }
+    }
+    EXPECT_TRUE(found);
 }
 
 }  // namespace

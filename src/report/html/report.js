@@ -321,6 +321,61 @@
     });
   }
 
+  // `serve`: latency against throughput (one marker per point, in sweep order; a log scale, as
+  // TTFT and TPOT differ by orders of magnitude) with the SLOs as lines, then per point the
+  // percentile bars of TTFT, TPOT and E2E, and the table.
+  function renderServe(sec, s) {
+    sec.appendChild(el('h3', null, 'Serving load: ' + (s.server || 'server') +
+                                   (s.slots !== null ? ', ' + s.slots + ' slots' : '') +
+                                   ', pp' + s.n_prompt + '+tg' + s.n_gen + ' per request'));
+    const pts = s.points;
+    const curve = (stage, q) => pts.filter((p) => p[stage][q] !== null && p[stage][q] > 0)
+      .map((p) => ({ x: p.output_tps, y: p[stage][q], point: p.label }));
+    const series = [['ttft', 'p50', 0, []], ['ttft', 'p99', 0, [6, 4]], ['tpot', 'p50', 1, []], ['tpot', 'p99', 1, [6, 4]]];
+    const datasets = series.map(([stage, q, c, dash]) => ({
+      label: stage.toUpperCase() + ' ' + q + ' (ms)', data: curve(stage, q), showLine: true, borderDash: dash,
+      borderColor: color(c), backgroundColor: color(c) }));
+    const annotations = {};
+    ['ttft', 'tpot', 'e2e'].forEach((k, i) => {
+      if (s.slo_ms[k] === undefined) return;
+      annotations['slo_' + k] = { type: 'line', yMin: s.slo_ms[k], yMax: s.slo_ms[k], borderColor: color(i),
+                                  borderWidth: 1, borderDash: [2, 2],
+                                  label: { display: true, content: k.toUpperCase() + ' SLO ' + num(s.slo_ms[k]) + ' ms',
+                                           position: 'end', font: { size: 10 } } };
+    });
+    addChart(sec, 'serve-curve', {
+      type: 'scatter',
+      data: { datasets: datasets },
+      options: {
+        scales: { x: { beginAtZero: true, title: { display: true, text: 'output tokens/s' } },
+                  y: { type: 'logarithmic', title: { display: true, text: 'ms' } } },
+        plugins: { title: { display: true, text: 'Latency against throughput, one marker per point' },
+                   tooltip: { callbacks: { label: (c) => c.dataset.label + ' ' + num(c.raw.y) + ' at ' +
+                                                        num(c.raw.x) + ' tok/s (' + c.raw.point + ')' } },
+                   annotation: { annotations: annotations } },
+      },
+    });
+    const slos = Object.keys(s.slo_ms).map((k) => k.toUpperCase() + ' ' + num(s.slo_ms[k]) + ' ms');
+    sec.appendChild(el('p', { class: 'caption' }, 'Solid: p50; dashed: p99. ' +
+      (slos.length ? 'SLO: ' + slos.join(', ') + ' (dotted lines).' : 'No SLO was given (--slo).')));
+    const labels = pts.map((p) => p.label);
+    [['ttft', 'TTFT'], ['tpot', 'TPOT'], ['e2e', 'E2E']].forEach(([stage, name]) => {
+      addChart(sec, 'serve-percentiles-' + stage, {
+        type: 'bar',
+        data: { labels: labels, datasets: ['p50', 'p90', 'p99'].map((q, i) => ({
+          label: name + ' ' + q + ' (ms)', data: pts.map((p) => p[stage][q]), backgroundColor: color(i) })) },
+        options: { scales: { y: { beginAtZero: true, title: { display: true, text: 'ms' } } },
+                   plugins: { title: { display: true, text: name + ' percentiles per point' } } },
+      });
+    });
+    const goodput = pts.some((p) => p.goodput_per_s !== null);
+    sec.appendChild(table(['point', 'ok', 'failed', 'req/s', 'output tok/s'].concat(goodput ? ['goodput req/s'] : [])
+                            .concat(['TTFT p50 ms', 'TTFT p99 ms', 'TPOT p50 ms', 'TPOT p99 ms', 'E2E p90 ms']),
+      pts.map((p) => [p.label, String(p.ok), String(p.errors), num(p.request_per_s), num(p.output_tps)]
+        .concat(goodput ? [num(p.goodput_per_s)] : [])
+        .concat([num(p.ttft.p50), num(p.ttft.p99), num(p.tpot.p50), num(p.tpot.p99), num(p.e2e.p90)]))));
+  }
+
   function renderSustained(sec, s) {
     sec.appendChild(el('h3', null, 'Sustained rounds'));
     s.phases.forEach((p) => {
@@ -411,7 +466,8 @@
 
       const labels = [], medians = [], cis = [];
       c.rows.forEach((r) => r.ratios.forEach((x) => {
-        labels.push(r.test + ' · ' + r.stage + ' · ' + x.label);
+        const serveMetric = ['median_ms', 'p99_ms', 'output_tokens_per_s', 'request_per_s', 'goodput_per_s'].includes(r.metric);
+        labels.push(r.test + ' · ' + r.stage + (serveMetric ? ' ' + r.metric : '') + ' · ' + x.label);
         medians.push(x.median);
         cis.push({ lo: x.lo, hi: x.hi });
       }));
@@ -488,6 +544,7 @@
     if (d.sustained) section(sec, 'sustained', () => renderSustained(sec, d.sustained));
     if (d.hybrid) section(sec, 'hybrid', () => renderHybrid(sec, d.hybrid));
     if (d.modes) section(sec, 'modes', () => renderModes(sec, d.modes));
+    if (d.serve) section(sec, 'serve', () => renderServe(sec, d.serve));
     if (d.compare) section(sec, 'comparison', () => renderCompare(sec, d.compare));
     if (d.warnings) section(sec, 'warnings', () => renderWarnings(sec, d.warnings));
   });

@@ -1,0 +1,243 @@
+#include "analysis/serve_compare.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <set>
+
+#include "analysis/compare_steps.hpp"
+#include "core/error.hpp"
+#include "core/json_util.hpp"
+#include "core/result.hpp"
+
+namespace sb {
+
+using nlohmann::json;
+
+namespace {
+
+struct ServeDoc {
+    CompareInputInfo info;
+    ResultDocument doc;
+    json differs;  // the fields listed when sides disagree, by name
+};
+
+std::string point_key(const ServePoint& p) {
+    return "mode=" + p.mode +
+           ",value=" + (std::isinf(p.value) ? "inf" : fmt::format("{:g}", p.value));
+}
+
+const ServePoint* find_point(const ServeDoc& d, const std::string& key) {
+    for (const auto& p : d.doc.serve->points)
+        if (point_key(p) == key)
+            return &p;
+    return nullptr;
+}
+
+// A string member of a free-form object; null otherwise.
+json text_of(const json& object, const char* key) {
+    const json& v = json_field(object, key);
+    return v.is_string() ? v : json();
+}
+
+ServeDoc read_serve_doc(const CompareInput& in) {
+    const std::string who = in.label + " (" + in.source + ")";
+    ServeDoc s;
+    s.doc = from_json<ResultDocument>(in.doc, who);
+    if (!s.doc.serve)
+        throw input_error(who + ": the `" + (s.doc.command.empty() ? "?" : s.doc.command) +
+                          "` document has no serve section; serve documents compare only with "
+                          "serve documents");
+    auto text = [](const json& v) {
+        return v.is_string() ? std::optional<std::string>(v.get<std::string>()) : std::nullopt;
+    };
+    auto nonempty = [](const std::string& x) {
+        return x.empty() ? std::nullopt : std::optional<std::string>(x);
+    };
+    const json host = text_of(s.doc.system, "hostname"), cpu = text_of(s.doc.system, "cpu_model");
+    s.info = {in.label,   in.source, nonempty(s.doc.command),
+              text(host), text(cpu), nonempty(s.doc.started_at)};
+    const ServeSection& sv = *s.doc.serve;
+    json server = text_of(sv.server, "server");
+    if (server.is_null())
+        server = text_of(json_field(s.doc.engines, "http"), "server");
+    json model = nullptr;
+    if (!s.doc.models.empty()) {
+        const ModelView m = model_view(s.doc.models.front());
+        model = m.name ? json(*m.name) : json(m.path);
+    }
+    s.differs = {
+        {"server", server},  {"slots", opt(sv.slots)}, {"model", model}, {"n_prompt", sv.n_prompt},
+        {"n_gen", sv.n_gen}, {"host", host},           {"cpu", cpu}};
+    return s;
+}
+
+std::vector<double> latencies_ms(const ServePoint& p, const std::string& stage) {
+    std::vector<double> v;
+    for (const auto& r : p.requests) {
+        if (r.error)
+            continue;
+        const auto& x = stage == "ttft" ? r.ttft_ns : stage == "tpot" ? r.tpot_ns : r.e2e_ns;
+        if (x)
+            v.push_back(static_cast<double>(*x) * 1e-6);
+    }
+    return v;
+}
+
+const LatencyStats& stats_of(const ServePoint& p, const std::string& stage) {
+    return stage == "ttft" ? p.ttft : stage == "tpot" ? p.tpot : p.e2e;
+}
+
+// A row of one value per side (throughput, a p99): the ratio without a CI.
+CompareRow value_row(const std::string& stage, const std::string& metric, bool higher_is_better,
+                     const std::vector<std::string>& labels,
+                     const std::vector<std::optional<double>>& values,
+                     const std::vector<std::size_t>& n, const std::string& why) {
+    CompareRow row;
+    row.stage = stage;
+    row.metric = metric;
+    row.higher_is_better = higher_is_better;
+    for (std::size_t s = 0; s < labels.size(); ++s)
+        row.sides.push_back({labels[s], values[s], std::nullopt, n[s]});
+    for (std::size_t s = 1; s < labels.size(); ++s) {
+        CompareRatio q;
+        q.label = labels[s] + "/" + labels[0];
+        if (values[s] && values[0] && *values[0] > 0 && *values[s] > 0) {
+            q.median = *values[s] / *values[0];
+            q.verdict = "no CI: " + why;
+        } else {
+            q.verdict = "no data";
+        }
+        row.ratios.push_back(q);
+    }
+    return row;
+}
+
+const std::vector<CompareStage> kLatencyMedians = {{"ttft", "median_ms", false, "faster", "slower"},
+                                                   {"tpot", "median_ms", false, "faster", "slower"},
+                                                   {"e2e", "median_ms", false, "faster", "slower"}};
+
+std::string sweep_of(const ServeDoc& d) {
+    std::string s;
+    for (const auto& p : d.doc.serve->points)
+        s += (s.empty() ? "" : ", ") + p.label();
+    return d.info.label + " (" + d.info.source + "): " + (s.empty() ? "no points" : s);
+}
+
+}  // namespace
+
+bool is_serve_input(const CompareInput& in) {
+    return in.doc.is_object() && in.doc.contains("serve") && in.doc["serve"].is_object();
+}
+
+CompareResult compare_serve_documents(const std::vector<CompareInput>& inputs,
+                                      const CompareOptions& opts) {
+    if (inputs.size() < 2)
+        throw usage_error(
+            "compare needs at least two result documents (the first is the baseline)");
+    std::set<std::string> seen;
+    for (const auto& in : inputs)
+        if (!seen.insert(in.label).second)
+            throw usage_error("label '" + in.label + "' is given to two inputs");
+    CompareResult r;
+    r.tool_version = opts.tool_version;
+    r.created_at = utc_timestamp();
+    r.match = {"mode", "value"};
+    std::vector<ServeDoc> docs;
+    for (const auto& in : inputs)
+        docs.push_back(read_serve_doc(in));
+    for (const auto& d : docs)
+        r.inputs.push_back(d.info);
+
+    for (const auto& base : docs[0].doc.serve->points) {
+        const std::string key = point_key(base);
+        std::vector<std::size_t> idx{0};
+        std::vector<const ServePoint*> pts{&base};
+        for (std::size_t i = 1; i < docs.size(); ++i) {
+            if (const ServePoint* p = find_point(docs[i], key)) {
+                idx.push_back(i);
+                pts.push_back(p);
+            } else if (docs.size() > 2) {
+                r.notes.push_back(docs[i].info.label + " has no point " + base.label());
+            }
+        }
+        if (idx.size() < 2) {
+            r.unmatched.push_back({docs[0].info.label, base.label()});
+            continue;
+        }
+        std::vector<std::string> labels;
+        std::vector<std::size_t> n_ok;
+        for (std::size_t s = 0; s < idx.size(); ++s) {
+            labels.push_back(docs[idx[s]].info.label);
+            n_ok.push_back(static_cast<std::size_t>(pts[s]->ok));
+        }
+        json differs = json::object();
+        for (const auto& [name, v0] : docs[0].differs.items()) {
+            json vals = json::array();
+            bool differ = false;
+            for (std::size_t i : idx) {
+                vals.push_back(docs[i].differs[name]);
+                differ = differ || vals.back() != v0;
+            }
+            if (differ)
+                differs[name] = vals;
+        }
+        std::vector<CompareRow> rows;
+        auto values = [&](auto get) {
+            std::vector<std::optional<double>> v;
+            for (const auto* p : pts)
+                v.push_back(get(*p));
+            return v;
+        };
+        rows.push_back(value_row("throughput", "output_tokens_per_s", true, labels,
+                                 values([](const ServePoint& p) {
+                                     return std::optional<double>(p.output_tokens_per_s);
+                                 }),
+                                 n_ok, "one value"));
+        rows.push_back(value_row(
+            "throughput", "request_per_s", true, labels,
+            values([](const ServePoint& p) { return std::optional<double>(p.request_per_s); }),
+            n_ok, "one value"));
+        bool all_goodput = true;
+        for (const auto* p : pts)
+            all_goodput = all_goodput && p->goodput_per_s.has_value();
+        if (all_goodput)
+            rows.push_back(value_row("throughput", "goodput_per_s", true, labels,
+                                     values([](const ServePoint& p) { return p.goodput_per_s; }),
+                                     n_ok, "one value"));
+        for (const auto& st : kLatencyMedians) {
+            std::vector<std::vector<double>> samples;
+            std::vector<std::size_t> n;
+            for (const auto* p : pts) {
+                samples.push_back(latencies_ms(*p, st.name));
+                n.push_back(samples.back().size());
+            }
+            rows.push_back(compare_row(st, labels, samples, opts));
+            rows.push_back(value_row(
+                st.name, "p99_ms", false, labels,
+                values([&](const ServePoint& p) { return stats_of(p, st.name).p99; }), n, "tail"));
+        }
+        for (auto& row : rows) {
+            row.test = base.label();
+            row.key = key;
+            row.differs = differs;
+            for (auto& note : compare_cv_notes(row, opts))
+                r.notes.push_back(std::move(note));
+            r.rows.push_back(std::move(row));
+        }
+    }
+    for (std::size_t i = 1; i < docs.size(); ++i)
+        for (const auto& p : docs[i].doc.serve->points)
+            if (!find_point(docs[0], point_key(p)))
+                r.unmatched.push_back({docs[i].info.label, p.label()});
+    if (r.rows.empty()) {
+        std::string sweeps;
+        for (const auto& d : docs)
+            sweeps += (sweeps.empty() ? "" : "; ") + sweep_of(d);
+        throw input_error("no serve point is in two inputs (points meet by mode and value): " +
+                          sweeps);
+    }
+    return r;
+}
+
+}  // namespace sb

@@ -1,0 +1,40 @@
+#pragma once
+// Bootstrap confidence intervals beside core/stats.hpp's (median_ci, ratio_of_medians), for
+// statistics of latencies: the mean and any quantile at once, and a ratio of means. They are
+// implemented in core/stats.cpp with the same seeded, platform-independent resampling.
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "core/stats.hpp"
+
+namespace sb {
+
+struct Ci95 {
+    double lo = 0, hi = 0;
+};
+
+struct BootstrapCis {
+    std::optional<Ci95> mean;                   // nullopt with fewer than 2 groups
+    std::vector<std::optional<Ci95>> quantile;  // one per q asked for, same rule
+};
+
+// Seeded percentile-bootstrap 95% CIs of the mean and of the quantiles qs (each in [0, 1], the
+// linear interpolation of `percentile`) of the samples, resampling whole groups as median_ci
+// does (group_sizes empty: every sample its own group). One set of resamples serves every
+// statistic. The interval is the 2.5th and 97.5th percentile of the resampled statistic; the
+// same seed gives the same intervals on every platform. Throws sb::Error(usage) for group sizes
+// that do not add up, resamples 0 or a q outside [0, 1]; sb::Error(runtime) for a non-finite
+// sample.
+BootstrapCis bootstrap_cis(std::span<const double> samples,
+                           std::span<const std::size_t> group_sizes, std::span<const double> qs,
+                           std::size_t resamples = 1000, std::uint64_t seed = 42);
+
+// Ratio of means, mean(a) / mean(b), with a seeded bootstrap 95% CI (each sample resampled on
+// its own), as ratio_of_medians. Both samples must be non-empty and resamples >= 1 (else
+// sb::Error, usage); a zero mean of b throws sb::Error (input).
+RatioCi ratio_of_means(std::span<const double> a, std::span<const double> b,
+                       std::size_t resamples = 2000, std::uint64_t seed = 42);
+
+}  // namespace sb
