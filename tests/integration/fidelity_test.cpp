@@ -114,6 +114,47 @@ TEST(Fidelity, BlasAgainstCpuIsClose) {
     EXPECT_GT(blas["decode"]["kl_max"].get<double>(), 0.0) << blas;  // other kernels
 }
 
+// End to end through the store: two fidelity runs stored with --db, listed, compared variant by
+// variant (CPU against CPU: the same logits, so every distance row is "the same"), advised on.
+TEST(Fidelity, DocumentsGoThroughTheStoreCompareAndAdvise) {
+    TempDir t;
+    const std::string db = t.file("r.sqlite");
+    for (int i = 0; i < 2; ++i) {
+        Proc p = run_sb({"fidelity", "-p", "8", "-n", "4", "-r", "2", "-m", tiny_at("q8_0"),
+                         "--device", "CPU,BLAS", "--db", db});
+        ASSERT_EQ(p.exit_code, 0) << p.err;
+        EXPECT_NE(p.err.find("stored as #" + std::to_string(i + 1)), std::string::npos) << p.err;
+    }
+    Proc list = run_sb({"db", "list", "--db", db});
+    ASSERT_EQ(list.exit_code, 0) << list.err;
+    EXPECT_NE(list.out.find("| 2 | "), std::string::npos) << list.out;
+    EXPECT_NE(list.out.find(" | fidelity | "), std::string::npos) << list.out;
+    Proc show = run_sb({"db", "show", "1", "--db", db});
+    ASSERT_EQ(show.exit_code, 0) << show.err;
+    EXPECT_NE(show.out.find("| tiny-q8_0.gguf | BLAS | f16/f16 |"), std::string::npos) << show.out;
+
+    Proc cmp = run_sb({"compare", "db:1", "db:2", "--db", db, "-o", "json"});
+    ASSERT_EQ(cmp.exit_code, 0) << cmp.err;
+    const json c = json::parse(cmp.out);
+    int kl_rows = 0, speed_rows = 0;
+    for (const auto& row : c["rows"]) {
+        if (row["metric"] == "kl_mean") {
+            ++kl_rows;
+            EXPECT_EQ(row["ratios"][0]["verdict"], "the same") << row;
+        }
+        speed_rows += row["metric"] == "tokens_per_s";
+    }
+    EXPECT_EQ(kl_rows, 4);     // prefill and decode of CPU and of BLAS
+    EXPECT_EQ(speed_rows, 4);  // likewise
+    EXPECT_TRUE(c["unmatched"].empty()) << c["unmatched"];
+
+    Proc adv = run_sb({"advise", "db:1", "--db", db, "-o", "json"});
+    ASSERT_EQ(adv.exit_code, 0) << adv.err;
+    const json a = json::parse(adv.out);
+    ASSERT_GE(a["sentences"].size(), 1u) << a;
+    EXPECT_EQ(a["sentences"][0].get<std::string>().rfind("BLAS is ", 0), 0u) << a["sentences"];
+}
+
 TEST(Fidelity, BadInputIsOneLineAndExitTwo) {
     TempDir t;
     Proc small = run_sb({"synth", "--preset", "tiny", "--quant", "f16", "-o", t.file("x.gguf")});
