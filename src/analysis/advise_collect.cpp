@@ -155,6 +155,10 @@ AdviseFacts collect_facts(const std::vector<AdviseInput>& inputs) {
             f.sustained.push_back(collect_sustained(*d.sustained, in.source));
             used = true;
         }
+        if (d.fidelity) {
+            f.fidelity.push_back({in.source, *d.fidelity});
+            used = true;
+        }
         if (!used)
             f.notes.push_back(in.source + ": a '" + d.command +
                               "' document with nothing the advisor uses");
@@ -162,7 +166,8 @@ AdviseFacts collect_facts(const std::vector<AdviseInput>& inputs) {
     }
     if (!used_any)
         throw input_error(
-            "nothing to advise on: give result documents of run, hybrid, ops or sustained");
+            "nothing to advise on: give result documents of run, hybrid, ops, sustained or "
+            "fidelity");
     return f;
 }
 

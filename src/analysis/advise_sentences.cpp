@@ -200,7 +200,11 @@ AdviceText advice_text(const AdviseFacts& facts, const AdviseFit& fit,
     }
     for (const auto& c : fit.sustained)
         say.push_back(sustained_sentence(c));
-    if (fit.stages.empty() && !any_fallback && !any_dispatch && fit.sustained.empty())
+    for (const auto& f : facts.fidelity)
+        for (auto& s : fidelity_sentences(f.section))
+            say.push_back(std::move(s));
+    if (fit.stages.empty() && !any_fallback && !any_dispatch && fit.sustained.empty() &&
+        facts.fidelity.empty())
         t.notes.push_back("the documents hold no stage measurements to rank");
     return t;
 }

@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/advise.hpp"
+#include "core/doc/fidelity_section.hpp"
 #include "core/stats.hpp"
 
 namespace sb {
@@ -119,12 +120,19 @@ struct SustainedFacts {
     std::vector<SustainedPhaseFacts> phases;
 };
 
+// The fidelity section of one document.
+struct FidelityFacts {
+    std::string source;
+    FidelitySection section;
+};
+
 struct AdviseFacts {
     std::vector<AdviseSource> sources;  // one per input, in order
     std::vector<AdviseSample> samples;  // in document order
     std::vector<HybridPointFacts> hybrid_points;
     std::vector<OpsFacts> ops;
     std::vector<SustainedFacts> sustained;
+    std::vector<FidelityFacts> fidelity;
     std::vector<std::string> notes;  // documents with nothing the advisor uses
 };
 
@@ -293,6 +301,12 @@ std::optional<std::string> decomposition_sentence(const std::string& stage,
 std::vector<std::string> dispatch_sentences(const std::string& stage, const std::string& source,
                                             const DispatchFit& d, double budget_ns);
 std::string sustained_sentence(const SustainedCheck& c);
+// Per variant that ran, against the reference variant: how much faster or slower per stage
+// (a stage counts when the bootstrap 95% CI of the ratio of medians excludes 1; with fewer
+// than two repetitions, by the medians) and its distance ("its KL to CPU is 3e-7", or the
+// share of top-1 tokens it flips); then the frontier. The decode stage's distance, the
+// prefill's when there are no decode positions (advise_fidelity.cpp).
+std::vector<std::string> fidelity_sentences(const FidelitySection& s);
 
 struct AdviceText {
     std::vector<std::string> sentences, notes;

@@ -128,6 +128,7 @@ class Assembler {
                 add_row(t, st, samples, differs);
         }
         add_energy_rows(t, differs);
+        add_fidelity_rows(t, differs);
     }
 
   private:
@@ -174,6 +175,33 @@ class Assembler {
         r_.rows.push_back(std::move(row));
     }
 
+    // A fidelity variant's distances where every side measured them (fidelity documents); a note
+    // when the sides measured them against different references.
+    void add_fidelity_rows(const MatchedTest& t, const json& differs) {
+        for (const auto* e : t.es)
+            if (!e->test->fidelity_decode)
+                return;
+        std::set<std::string> refs;
+        for (const auto* e : t.es)
+            refs.insert(e->test->fidelity_reference.value_or(""));
+        if (refs.size() > 1 && reference_noted_.insert(t.base->key).second) {
+            std::string which;
+            for (std::size_t s = 0; s < t.idx.size(); ++s)
+                which += (s ? ", " : "") + docs_[t.idx[s]].info.label + " to " +
+                         t.es[s]->test->fidelity_reference.value_or("?");
+            r_.notes.push_back(t.base->name +
+                               ": the distances are each to its own document's "
+                               "reference (" +
+                               which + ")");
+        }
+        for (const auto& st : kCompareFidelityStages) {
+            std::vector<std::vector<double>> samples;
+            for (const auto* e : t.es)
+                samples.push_back(compare_samples(*e->test, st));
+            add_row(t, st, samples, differs);
+        }
+    }
+
     // Energy where the baseline and another side both have readings: a side without any is
     // not compared as zero, and a note says whose readings are missing.
     void add_energy_rows(const MatchedTest& t, const json& differs) {
@@ -216,7 +244,8 @@ class Assembler {
     const CompareOptions& opts_;
     CompareResult& r_;
     std::vector<std::string> diff_fields_;
-    std::set<std::string> status_noted_;  // input label + key
+    std::set<std::string> status_noted_;     // input label + key
+    std::set<std::string> reference_noted_;  // keys of tests noted for differing references
 };
 
 }  // namespace

@@ -113,6 +113,39 @@ CompareTest pooled_rounds(const ResultDocument& d, const std::string& who,
     return out;
 }
 
+// A fidelity document compares variant by variant: each that ran is a test of its workload on
+// its device set (its speed pass's repetitions the samples) carrying its distance from the
+// document's reference.
+void fidelity_tests(const FidelitySection& f, std::vector<CompareTest>& out) {
+    for (const auto& v : f.variants) {
+        if (v.error)
+            continue;
+        TestConfig c;
+        c.model_path = v.model;
+        c.devices = DeviceSet(v.devices);
+        c.n_prompt = f.n_prompt;
+        c.n_gen = f.n_gen;
+        c.n_threads = 0;
+        c.type_k = v.type_k;
+        c.type_v = v.type_v;
+        CompareTest t;
+        t.name = "fidelity " + c.test_name();
+        t.config = config_fields(c);
+        t.status = "ok";
+        t.prefill_tps = v.prefill_tps_reps;
+        t.decode_tps = v.decode_tps_reps;
+        // A document of the first slice kept only the medians.
+        if (t.prefill_tps.empty() && v.prefill_tps)
+            t.prefill_tps = {*v.prefill_tps};
+        if (t.decode_tps.empty() && v.decode_tps)
+            t.decode_tps = {*v.decode_tps};
+        t.fidelity_prefill = v.prefill;
+        t.fidelity_decode = v.decode;
+        t.fidelity_reference = f.reference;
+        out.push_back(std::move(t));
+    }
+}
+
 // A string member of a free-form object of the document (system, engines); null otherwise.
 json free_form(const json& object, const char* key) {
     const json& v = json_field(object, key);
@@ -125,15 +158,21 @@ CompareDoc doc_of(const CompareInput& in, std::vector<std::string>& notes) {
     CompareDoc c;
     if (d.command == "sustained") {
         c.tests.push_back(pooled_rounds(d, who, notes));
+    } else if (d.fidelity && d.tests.empty()) {
+        fidelity_tests(*d.fidelity, c.tests);
+        if (c.tests.empty())
+            throw input_error(who + ": the `fidelity` document has no variant that ran (" +
+                              std::to_string(d.fidelity->variants.size()) +
+                              " failed); there is nothing to compare");
     } else {
         for (const auto& t : d.tests)
             c.tests.push_back(test_of(t));
     }
     if (c.tests.empty())
         throw input_error(who + ": the `" + (d.command.empty() ? "?" : d.command) +
-                          "` document has no tests to compare; compare reads run and demo "
-                          "documents (and ops documents against each other, the baseline being "
-                          "one)");
+                          "` document has no tests to compare; compare reads run, demo, "
+                          "sustained, fidelity and serve documents (and ops documents against "
+                          "each other, the baseline being one)");
     // The system and the engines are the document's free-form sections (ResultDocument::system,
     // ::engines): their members are read by name here, and only here.
     c.host = free_form(d.system, "hostname");

@@ -29,9 +29,34 @@ std::vector<double> energy_samples(const std::vector<CompareWindow>& windows,
     return v;
 }
 
+bool is_fidelity_metric(const std::string& metric) {
+    return metric == "kl_mean" || metric == "kl_p99" || metric == "top1_agreement";
+}
+
+// A fidelity value against the baseline's: exact (a teacher-forced distance is computed, not
+// sampled), the ratio where the baseline's is positive.
+CompareRatio fidelity_ratio(const CompareStage& st, const CompareRow& row, std::size_t s) {
+    CompareRatio ratio;
+    ratio.label = row.sides[s].label + "/" + row.sides[0].label;
+    const auto& ma = row.sides[s].median;
+    const auto& mb = row.sides[0].median;
+    if (!ma || !mb) {
+        ratio.verdict = "no data";
+        return ratio;
+    }
+    if (*mb > 0)
+        ratio.median = *ma / *mb;
+    ratio.verdict = *ma == *mb                           ? "the same"
+                    : (*ma > *mb) == st.higher_is_better ? st.better
+                                                         : st.worse;
+    return ratio;
+}
+
 CompareRatio ratio_to_baseline(const CompareStage& st, const CompareRow& row, std::size_t s,
                                const std::vector<double>& a, const std::vector<double>& b,
                                const CompareOptions& opts) {
+    if (is_fidelity_metric(st.metric))
+        return fidelity_ratio(st, row, s);
     CompareRatio ratio;
     ratio.label = row.sides[s].label + "/" + row.sides[0].label;
     const auto& ma = row.sides[s].median;
@@ -68,9 +93,24 @@ const std::vector<CompareStage> kCompareEnergyStages = {
     {"decode", "net_j_per_token", false, "less energy", "more energy"},
     {"decode", "mean_power_mw", false, "lower power", "higher power"}};
 
+const std::vector<CompareStage> kCompareFidelityStages = {
+    {"prefill", "kl_mean", false, "closer", "farther"},
+    {"prefill", "top1_agreement", true, "agrees more", "agrees less"},
+    {"decode", "kl_mean", false, "closer", "farther"},
+    {"decode", "kl_p99", false, "closer", "farther"},
+    {"decode", "top1_agreement", true, "agrees more", "agrees less"}};
+
 std::vector<double> compare_samples(const CompareTest& test, const CompareStage& st) {
     const std::string stage = st.name, metric = st.metric;
     const bool prefill = stage == "prefill";
+    if (is_fidelity_metric(metric)) {
+        const auto& f = prefill ? test.fidelity_prefill : test.fidelity_decode;
+        if (!f)
+            return {};
+        return {metric == "kl_mean"  ? f->kl_mean
+                : metric == "kl_p99" ? f->kl_p99
+                                     : f->top1_agreement};
+    }
     if (metric != "tokens_per_s" && metric != "ttft_ms")
         return energy_samples(prefill ? test.prefill_windows : test.decode_windows, metric);
     if (stage != "ttft")

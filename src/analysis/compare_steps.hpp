@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/compare.hpp"
+#include "core/doc/fidelity_section.hpp"
 
 namespace sb {
 
@@ -47,6 +48,10 @@ struct CompareTest {
     std::vector<double> prefill_tps, decode_tps;                 // per repetition
     std::vector<double> ttft_ns;                                 // per repetition
     std::vector<CompareWindow> prefill_windows, decode_windows;  // per repetition
+    // A variant of a fidelity document (its speed pass's repetitions above): its distance from
+    // the document's reference, per stage, and that reference; null for a test of a run.
+    std::optional<StageFidelity> fidelity_prefill, fidelity_decode;
+    std::optional<std::string> fidelity_reference;
 };
 
 // One input as compare sees it.
@@ -113,6 +118,10 @@ struct CompareStage {
 };
 extern const std::vector<CompareStage> kCompareStages;        // tokens/s and TTFT
 extern const std::vector<CompareStage> kCompareEnergyStages;  // J/token, net, mean power
+// A fidelity variant's KL (mean, p99) and top-1 agreement per stage. Each is one deterministic
+// value, not a sample: its ratio has no CI and its verdict compares the values exactly ("the
+// same" when equal).
+extern const std::vector<CompareStage> kCompareFidelityStages;
 
 // The raw per-repetition samples of a stage in the row's unit; none when not measured.
 std::vector<double> compare_samples(const CompareTest& test, const CompareStage& st);

@@ -49,6 +49,12 @@ std::string stage_label(const CompareRow& r) {
         return r.stage + " call µs";
     if (r.metric == "call_per_op")
         return r.stage + " call/op";
+    if (r.metric == "kl_mean")
+        return r.stage + " KL mean";
+    if (r.metric == "kl_p99")
+        return r.stage + " KL p99";
+    if (r.metric == "top1_agreement")
+        return r.stage + " top-1 %";
     return r.stage + " t/s";
 }
 
@@ -61,6 +67,10 @@ std::string median_text(const CompareRow& r, const std::optional<double>& v) {
         return fmt::format("{:.4g}", *v);
     if (r.metric == "mean_power_mw")
         return fmt::format("{:.2f}", *v / 1e3);
+    if (r.metric == "kl_mean" || r.metric == "kl_p99")  // nats; 0 for the reference itself
+        return fmt::format("{:.3g}", *v);
+    if (r.metric == "top1_agreement")
+        return fmt::format("{:.1f}", *v * 100);
     return fmt::format("{:.2f}", *v);
 }
 

@@ -84,6 +84,8 @@ void time_speed(LlamaEngine& e, const std::vector<int32_t>& tokens, const Fideli
     }
     v.prefill_tps = percentile(pp, 0.5);
     v.decode_tps = percentile(tg, 0.5);
+    v.prefill_tps_reps = pp;
+    v.decode_tps_reps = tg;
 }
 
 std::vector<int32_t> top_k(std::span<const float> v, int k) {
@@ -145,6 +147,14 @@ FidelityResult run_fidelity(const FidelityOptions& o, std::ostream& progress) {
         throw usage_error("fidelity: -p, -n, --top-k and -r must be positive");
     FidelityResult r;
     r.options = o;
+    r.n_prompt = o.n_prompt;
+    r.n_gen = o.n_gen;
+    r.top_k = o.top_k;
+    r.reps = o.reps;
+    r.seed = o.seed;
+    r.method =
+        "teacher-forced: the same tokens for every variant; logits captured on an untimed pass, "
+        "speed measured on a separate pass; KL(reference || variant) in nats";
     const std::string ref_dev =
         o.reference_devices.empty() ? o.device_sets[0] : o.reference_devices;
     if (std::find(o.device_sets.begin(), o.device_sets.end(), ref_dev) == o.device_sets.end())
@@ -218,91 +228,6 @@ FidelityResult run_fidelity(const FidelityOptions& o, std::ostream& progress) {
         });
     }
     return r;
-}
-
-namespace {
-
-nlohmann::json to_json(const StageFidelity& s) {
-    return {{"positions", s.positions},
-            {"kl_mean", s.kl_mean},
-            {"kl_p99", s.kl_p99},
-            {"kl_max", s.kl_max},
-            {"top1_agreement", s.top1_agreement},
-            {"topk_overlap", s.topk_overlap},
-            {"max_abs", s.max_abs},
-            {"rms", s.rms}};
-}
-
-}  // namespace
-
-nlohmann::json to_json(const FidelityResult& r) {
-    nlohmann::json vs = nlohmann::json::array();
-    auto opt = [](const std::optional<double>& v) {
-        return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
-    };
-    for (const auto& v : r.variants) {
-        nlohmann::json j = {
-            {"model", v.model},
-            {"model_name", v.model_name},
-            {"devices", v.devices},
-            {"type_k", v.type_k},
-            {"type_v", v.type_v},
-            {"reference", v.reference},
-            {"prefill_tokens_per_s", opt(v.prefill_tps)},
-            {"decode_tokens_per_s", opt(v.decode_tps)},
-            {"frontier", v.frontier},
-            {"error", v.error ? nlohmann::json(*v.error) : nlohmann::json(nullptr)}};
-        if (!v.error) {
-            j["prefill"] = to_json(v.prefill);
-            j["decode"] = to_json(v.decode);
-        }
-        vs.push_back(j);
-    }
-    const FidelityOptions& o = r.options;
-    return {{"schema", "stagebench-fidelity"},
-            {"schema_version", 1},
-            {"reference", r.reference},
-            {"n_prompt", o.n_prompt},
-            {"n_gen", o.n_gen},
-            {"top_k", o.top_k},
-            {"reps", o.reps},
-            {"seed", o.seed},
-            {"tokens", r.tokens},
-            {"method",
-             "teacher-forced: the same tokens for every variant; logits captured on an untimed "
-             "pass, speed measured on a separate pass; KL(reference || variant) in nats"},
-            {"variants", vs}};
-}
-
-void write_fidelity_markdown(std::ostream& out, const FidelityResult& r) {
-    out << fmt::format(
-        "Reference: {}; pp{} + tg{} teacher-forced, KL(reference || variant) in "
-        "nats, top-{} overlap; * marks the frontier (no variant both faster in "
-        "decode and closer).\n\n",
-        r.reference, r.options.n_prompt, r.options.n_gen, r.options.top_k);
-    out << "| model | devices | ctk/ctv | pp t/s | tg t/s | KL pp | KL tg mean | KL tg p99 | KL tg "
-           "max | top-1 tg | top-k tg | max abs | RMS | |\n"
-        << "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | "
-           "---: | --- |\n";
-    auto num = [](const std::optional<double>& v) {
-        return v ? fmt::format("{:.2f}", *v) : std::string("-");
-    };
-    for (const auto& v : r.variants) {
-        if (v.error) {
-            out << fmt::format("| {} | {} | {}/{} | failed: {} | | | | | | | | | | |\n",
-                               v.model_name, v.devices, v.type_k, v.type_v, *v.error);
-            continue;
-        }
-        out << fmt::format(
-            "| {} | {} | {}/{} | {} | {} | {:.3g} | {:.3g} | {:.3g} | {:.3g} | {:.1f} % | {:.1f} % "
-            "| "
-            "{:.3g} | {:.3g} | {}{} |\n",
-            v.model_name, v.devices, v.type_k, v.type_v, num(v.prefill_tps), num(v.decode_tps),
-            v.prefill.kl_mean, v.decode.kl_mean, v.decode.kl_p99, v.decode.kl_max,
-            100 * v.decode.top1_agreement, 100 * v.decode.topk_overlap,
-            std::max(v.prefill.max_abs, v.decode.max_abs), v.decode.rms, v.frontier ? "*" : "",
-            v.reference ? " reference" : "");
-    }
 }
 
 }  // namespace sb

@@ -31,7 +31,16 @@ json fidelity(const std::vector<std::string>& args) {
     a.insert(a.end(), args.begin(), args.end());
     Proc p = run_sb(a);
     EXPECT_EQ(p.exit_code, 0) << p.err;
-    return p.exit_code == 0 ? json::parse(p.out) : json();
+    if (p.exit_code != 0)
+        return json();
+    // A result document like any other, its measurement in the fidelity section.
+    const json doc = json::parse(p.out);
+    EXPECT_EQ(doc["schema"], "stagebench.result");
+    EXPECT_EQ(doc["command"], "fidelity");
+    EXPECT_TRUE(doc["system"].is_object());
+    EXPECT_TRUE(doc["llama"].is_object());
+    EXPECT_TRUE(doc["tests"].empty());
+    return doc["fidelity"];
 }
 
 // The same model on the same CPU kernels twice: exactly the same logits.
@@ -50,9 +59,32 @@ TEST(Fidelity, CpuAgainstCpuIsExactlyTheSame) {
         EXPECT_EQ(v["prefill"]["positions"], 1);
         EXPECT_GT(v["decode_tokens_per_s"].get<double>(), 0);
         EXPECT_GT(v["prefill_tokens_per_s"].get<double>(), 0);
+        EXPECT_EQ(v["decode_tokens_per_s_reps"].size(), 1u);  // -r 1
+        EXPECT_EQ(v["decode_tokens_per_s_reps"][0], v["decode_tokens_per_s"]);
     }
     EXPECT_TRUE(d["variants"][0]["reference"]);
     EXPECT_EQ(d["tokens"].size(), 48u);  // the prompt and the 16 forced tokens
+    EXPECT_EQ(d["n_prompt"], 32);
+    EXPECT_EQ(d["n_gen"], 16);
+}
+
+// --out writes the same result document that -o json prints; it reads back (report, compare)
+// and names every model, the reference model included.
+TEST(Fidelity, OutWritesAResultDocumentWithTheModels) {
+    TempDir t;
+    Proc p = run_sb({"fidelity", "-p", "8", "-n", "4", "-r", "1", "-m", tiny_at("q8_0"),
+                     "--reference-model", tiny_at("f16"), "--out", t.file("f.json")});
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    EXPECT_NE(p.out.find("| tiny-q8_0.gguf | CPU | f16/f16 |"), std::string::npos) << p.out;
+    const json doc = json::parse(read_file(t.file("f.json")));
+    EXPECT_EQ(doc["command"], "fidelity");
+    ASSERT_EQ(doc["models"].size(), 2u);
+    EXPECT_EQ(doc["models"][0]["path"], tiny_at("q8_0"));
+    EXPECT_EQ(doc["models"][1]["path"], tiny_at("f16"));
+    EXPECT_EQ(doc["fidelity"]["reference"], "tiny-f16.gguf on CPU (f16/f16)");
+    ASSERT_EQ(doc["fidelity"]["variants"].size(), 1u);
+    EXPECT_FALSE(doc["fidelity"]["variants"][0]["reference"]);
+    EXPECT_GT(doc["fidelity"]["variants"][0]["decode"]["kl_mean"].get<double>(), 0.0);
 }
 
 // Quantization as an axis against the f16 reference: KL grows as the weights lose bits.
@@ -80,6 +112,47 @@ TEST(Fidelity, BlasAgainstCpuIsClose) {
     ASSERT_EQ(blas["devices"], "BLAS");
     EXPECT_LT(blas["decode"]["kl_max"].get<double>(), 1e-5) << blas;
     EXPECT_GT(blas["decode"]["kl_max"].get<double>(), 0.0) << blas;  // other kernels
+}
+
+// End to end through the store: two fidelity runs stored with --db, listed, compared variant by
+// variant (CPU against CPU: the same logits, so every distance row is "the same"), advised on.
+TEST(Fidelity, DocumentsGoThroughTheStoreCompareAndAdvise) {
+    TempDir t;
+    const std::string db = t.file("r.sqlite");
+    for (int i = 0; i < 2; ++i) {
+        Proc p = run_sb({"fidelity", "-p", "8", "-n", "4", "-r", "2", "-m", tiny_at("q8_0"),
+                         "--device", "CPU,BLAS", "--db", db});
+        ASSERT_EQ(p.exit_code, 0) << p.err;
+        EXPECT_NE(p.err.find("stored as #" + std::to_string(i + 1)), std::string::npos) << p.err;
+    }
+    Proc list = run_sb({"db", "list", "--db", db});
+    ASSERT_EQ(list.exit_code, 0) << list.err;
+    EXPECT_NE(list.out.find("| 2 | "), std::string::npos) << list.out;
+    EXPECT_NE(list.out.find(" | fidelity | "), std::string::npos) << list.out;
+    Proc show = run_sb({"db", "show", "1", "--db", db});
+    ASSERT_EQ(show.exit_code, 0) << show.err;
+    EXPECT_NE(show.out.find("| tiny-q8_0.gguf | BLAS | f16/f16 |"), std::string::npos) << show.out;
+
+    Proc cmp = run_sb({"compare", "db:1", "db:2", "--db", db, "-o", "json"});
+    ASSERT_EQ(cmp.exit_code, 0) << cmp.err;
+    const json c = json::parse(cmp.out);
+    int kl_rows = 0, speed_rows = 0;
+    for (const auto& row : c["rows"]) {
+        if (row["metric"] == "kl_mean") {
+            ++kl_rows;
+            EXPECT_EQ(row["ratios"][0]["verdict"], "the same") << row;
+        }
+        speed_rows += row["metric"] == "tokens_per_s";
+    }
+    EXPECT_EQ(kl_rows, 4);     // prefill and decode of CPU and of BLAS
+    EXPECT_EQ(speed_rows, 4);  // likewise
+    EXPECT_TRUE(c["unmatched"].empty()) << c["unmatched"];
+
+    Proc adv = run_sb({"advise", "db:1", "--db", db, "-o", "json"});
+    ASSERT_EQ(adv.exit_code, 0) << adv.err;
+    const json a = json::parse(adv.out);
+    ASSERT_GE(a["sentences"].size(), 1u) << a;
+    EXPECT_EQ(a["sentences"][0].get<std::string>().rfind("BLAS is ", 0), 0u) << a["sentences"];
 }
 
 TEST(Fidelity, BadInputIsOneLineAndExitTwo) {
