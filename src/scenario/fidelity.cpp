@@ -219,7 +219,6 @@ FidelityResult run_fidelity(const FidelityOptions& o, std::ostream& progress) {
                     ref_dev, o.type_k[0], o.type_v[0]);
 
     // The reference first: its vocabulary and tokens are every variant's.
-    progress << "fidelity: reference " << r.reference << "\n";
     const bool with_text = o.text.has_value();
     auto spec_for = [&](const std::string& model, const std::string& dev, const std::string& ctk,
                         const std::string& ctv) {
@@ -243,6 +242,8 @@ FidelityResult run_fidelity(const FidelityOptions& o, std::ostream& progress) {
             r.text_chunks = plan.n_chunks;
             r.text_scored = plan.scored();
         }
+        // After the checks of the text: bad input stays the only line.
+        progress << "fidelity: reference " << r.reference << "\n";
         r.tokens = sequence_tokens(o.n_prompt + o.n_gen, e.n_vocab(), o.seed, e.bos_token());
         ref = capture(e, r.tokens, o.n_prompt, o.n_gen, o.prompt_logits);
         if (with_text) {
