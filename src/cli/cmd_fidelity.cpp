@@ -2,15 +2,20 @@
 // cache types) against a reference, from the same run (scenario/fidelity.hpp).
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "cli/commands.hpp"
 #include "cli/flag_checks.hpp"
+#include "cli/store_hook.hpp"
 #include "core/error.hpp"
 #include "core/file_io.hpp"
-#include "core/json_file.hpp"
-#include "core/json_util.hpp"
+#include "core/result.hpp"
 #include "core/utf8.hpp"
 #include "engine/backends.hpp"
+#include "model/inspect.hpp"
+#include "report/reporter.hpp"
 #include "scenario/fidelity.hpp"
+#include "scenario/run_command.hpp"
 
 namespace sb::cli {
 
@@ -75,8 +80,9 @@ void add_fidelity_command(CLI::App& app, Context& ctx) {
                     "at most this many perplexity windows (default: every whole window)")
         ->check(int_range(1, 1 << 30, "1..1073741824"));
     cmd->add_option("--rpc", a->rpc, "RPC servers host:port (comma list)")->delimiter(',');
-    cmd->add_option("--out", a->out_path, "also write the fidelity document (JSON) here");
+    cmd->add_option("--out", a->out_path, "also write the result document (JSON) here");
     add_format_option(cmd, a->format, {OutputFormat::md, OutputFormat::json});
+    add_db_option(cmd, ctx);
     cmd->callback([&ctx, a] {
         for (const auto& m : a->o.models)
             require_regular_file(m, "model");
@@ -95,18 +101,26 @@ void add_fidelity_command(CLI::App& app, Context& ctx) {
             check_output_path(*a->out_path, "fidelity document");
         for (const auto& ep : a->rpc)
             add_rpc_server(ep);
+        // A result document like any other command's (system, llama.cpp build, models), its
+        // measurement in the fidelity section.
+        ResultDocument doc = new_document("fidelity", ctx.argv);
+        std::vector<std::string> paths = a->o.models;
+        if (a->o.reference_model &&
+            std::find(paths.begin(), paths.end(), *a->o.reference_model) == paths.end())
+            paths.push_back(*a->o.reference_model);
+        for (const auto& m : paths)
+            doc.models.push_back(to_json(inspect_model(m)));
         const FidelityResult r = run_fidelity(a->o, ctx.err);
-        const nlohmann::json doc = to_json(r);
+        doc.fidelity = static_cast<const FidelitySection&>(r);
+        doc.finished_at = utc_timestamp();
         if (a->out_path)
-            write_text_file(*a->out_path, dump_json(doc, 1) + "\n", "fidelity document");
-        if (a->format == OutputFormat::json)
-            ctx.out << dump_json(doc, 2) << "\n";
-        else
-            write_fidelity_markdown(ctx.out, r);
+            write_document(doc, *a->out_path);
+        print_document(a->format, doc, ctx.out);
         bool failed = false;
         for (const auto& v : r.variants)
             failed = failed || v.error.has_value();
         ctx.exit_code = failed ? 1 : 0;
+        store_document(ctx, doc);  // --db
     });
 }
 

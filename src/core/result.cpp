@@ -200,6 +200,8 @@ json to_json(const ResultDocument& d) {
         j["hybrid"] = to_json(*d.hybrid);
     if (d.ops)
         j["ops"] = to_json(*d.ops);
+    if (d.fidelity)
+        j["fidelity"] = to_json(*d.fidelity);
     for (const auto& [k, v] : d.extra.items())
         j[k] = v;
     // Members this build did not know or could not read, each where it was (when its parent is
@@ -455,7 +457,8 @@ void read(const JsonIn& given, ResultDocument& d) {
                 check_model(o.at("models").element(i));
         read_object_or_null(o.at("membw"), d.membw);
         o("started_at", d.started_at)("finished_at", d.finished_at)("tests", d.tests)(
-            "warnings", d.warnings)("sustained", d.sustained)("hybrid", d.hybrid)("ops", d.ops)
+            "warnings", d.warnings)("sustained", d.sustained)("hybrid", d.hybrid)("ops", d.ops)(
+            "fidelity", d.fidelity)
             .lenient("telemetry", d.telemetry);
         if (o.has("engines")) {
             const JsonIn engines = o.at("engines");

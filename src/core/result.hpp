@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/device_set.hpp"
+#include "core/doc/fidelity_section.hpp"
 #include "core/doc/hybrid_section.hpp"
 #include "core/doc/json_in.hpp"
 #include "core/doc/ops_section.hpp"
@@ -191,6 +192,7 @@ struct ResultDocument {
     std::optional<SustainedResult> sustained;
     std::optional<HybridSection> hybrid;
     std::optional<OpsSection> ops;
+    std::optional<FidelitySection> fidelity;  // `stagebench fidelity` (no tests)
     // The engines of the run by name ("llama", "http"): what they are and how they ran.
     nlohmann::json engines = nlohmann::json::object();
     // Top-level members this build does not know (written back as they came).

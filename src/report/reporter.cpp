@@ -6,6 +6,7 @@
 
 #include "core/error.hpp"
 #include "core/json_util.hpp"
+#include "report/fidelity_report.hpp"
 #include "report/hybrid_report.hpp"
 #include "report/sustained_report.hpp"
 
@@ -261,7 +262,9 @@ std::unique_ptr<Reporter> make_reporter(OutputFormat format, std::ostream& out) 
 }
 
 void print_document(OutputFormat format, const ResultDocument& doc, std::ostream& out) {
-    if (format == OutputFormat::md && doc.hybrid) {
+    if (format == OutputFormat::md && doc.fidelity) {
+        write_fidelity_markdown(out, *doc.fidelity);
+    } else if (format == OutputFormat::md && doc.hybrid) {
         write_hybrid_markdown(doc, out);
     } else if (format == OutputFormat::md && doc.sustained) {
         write_sustained_markdown(*doc.sustained, doc.warnings, out);

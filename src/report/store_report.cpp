@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/json_util.hpp"
+#include "report/fidelity_report.hpp"
 
 namespace sb {
 
@@ -69,6 +70,11 @@ void write_document_summary_markdown(std::ostream& out, int64_t id, const Result
     out << "- models: " << joined(models) << "\n";
     if (m.device)
         out << "- fleet " << m.fleet.value_or("-") << ", device " << *m.device << "\n";
+    if (doc.tests.empty() && doc.fidelity) {
+        out << "\n";
+        write_fidelity_markdown(out, *doc.fidelity);
+        return;
+    }
     if (doc.tests.empty()) {
         out << "\nNo tests in this document; `stagebench db export " << id
             << "` gives all of it.\n";

@@ -129,6 +129,8 @@ void time_speed(LlamaEngine& e, const std::vector<int32_t>& tokens, const Fideli
     }
     v.prefill_tps = percentile(pp, 0.5);
     v.decode_tps = percentile(tg, 0.5);
+    v.prefill_tps_reps = pp;
+    v.decode_tps_reps = tg;
 }
 
 std::vector<int32_t> top_k(std::span<const float> v, int k) {
@@ -208,6 +210,15 @@ FidelityResult run_fidelity(const FidelityOptions& o, std::ostream& progress) {
         throw usage_error("--text " + o.text_path + ": the file is empty");
     FidelityResult r;
     r.options = o;
+    r.n_prompt = o.n_prompt;
+    r.n_gen = o.n_gen;
+    r.top_k = o.top_k;
+    r.reps = o.reps;
+    r.seed = o.seed;
+    r.prompt_logits = o.prompt_logits;
+    r.method =
+        "teacher-forced: the same tokens for every variant; logits captured on an untimed pass, "
+        "speed measured on a separate pass; KL(reference || variant) in nats";
     const std::string ref_dev =
         o.reference_devices.empty() ? o.device_sets[0] : o.reference_devices;
     if (std::find(o.device_sets.begin(), o.device_sets.end(), ref_dev) == o.device_sets.end())
@@ -238,9 +249,17 @@ FidelityResult run_fidelity(const FidelityOptions& o, std::ostream& progress) {
             // Before anything is computed: a text too short for one window is bad input.
             text_tokens = e.tokenize(*o.text, /*add_special=*/true);
             plan = plan_perplexity(static_cast<int64_t>(text_tokens.size()), o.ctx, o.chunks);
-            r.text_tokens = static_cast<int64_t>(text_tokens.size());
-            r.text_chunks = plan.n_chunks;
-            r.text_scored = plan.scored();
+            FidelityText t;
+            t.path = o.text_path;
+            t.tokens = static_cast<int64_t>(text_tokens.size());
+            t.n_ctx = plan.n_ctx;
+            t.chunks = plan.n_chunks;
+            t.scored = plan.scored();
+            t.method =
+                "llama-perplexity's windows: n_ctx-token windows, the first token the BOS (when "
+                "the vocabulary adds one), the second half of each scored; PPL = exp(mean NLL); "
+                "the text stage compares the scored positions' logits with the reference's";
+            r.text = t;
         }
         // After the checks of the text: bad input stays the only line.
         progress << "fidelity: reference " << r.reference << "\n";
@@ -256,8 +275,8 @@ FidelityResult run_fidelity(const FidelityOptions& o, std::ostream& progress) {
             const TextPass t = text_pass(e, text_tokens, plan, [&](int, std::span<const float> l) {
                 ref_text.logits.insert(ref_text.logits.end(), l.begin(), l.end());
             });
-            r.reference_perplexity = t.sum.ppl();
-            r.reference_perplexity_error = t.sum.ppl_error();
+            r.text->reference_perplexity = t.sum.ppl();
+            r.text->reference_perplexity_error = t.sum.ppl_error();
         }
     }
     const int P = ref.prompt_positions;
@@ -337,148 +356,6 @@ FidelityResult run_fidelity(const FidelityOptions& o, std::ostream& progress) {
         });
     }
     return r;
-}
-
-namespace {
-
-nlohmann::json to_json(const StageFidelity& s) {
-    return {{"positions", s.positions},
-            {"kl_mean", s.kl_mean},
-            {"kl_p99", s.kl_p99},
-            {"kl_max", s.kl_max},
-            {"top1_agreement", s.top1_agreement},
-            {"topk_overlap", s.topk_overlap},
-            {"max_abs", s.max_abs},
-            {"rms", s.rms}};
-}
-
-}  // namespace
-
-nlohmann::json to_json(const FidelityResult& r) {
-    nlohmann::json vs = nlohmann::json::array();
-    auto opt = [](const std::optional<double>& v) {
-        return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
-    };
-    for (const auto& v : r.variants) {
-        nlohmann::json j = {
-            {"model", v.model},
-            {"model_name", v.model_name},
-            {"devices", v.devices},
-            {"type_k", v.type_k},
-            {"type_v", v.type_v},
-            {"reference", v.reference},
-            {"prefill_tokens_per_s", opt(v.prefill_tps)},
-            {"decode_tokens_per_s", opt(v.decode_tps)},
-            {"frontier", v.frontier},
-            {"error", v.error ? nlohmann::json(*v.error) : nlohmann::json(nullptr)}};
-        if (!v.error) {
-            j["prefill"] = to_json(v.prefill);
-            j["decode"] = to_json(v.decode);
-            if (v.prompt)
-                j["prompt"] = to_json(*v.prompt);
-            if (v.text)
-                j["text"] = to_json(*v.text);
-        }
-        if (r.options.text)
-            j["perplexity"] = {{"value", opt(v.perplexity)}, {"error", opt(v.perplexity_error)}};
-        vs.push_back(j);
-    }
-    const FidelityOptions& o = r.options;
-    nlohmann::json doc = {
-        {"schema", "stagebench-fidelity"},
-        {"schema_version", 1},
-        {"reference", r.reference},
-        {"n_prompt", o.n_prompt},
-        {"n_gen", o.n_gen},
-        {"top_k", o.top_k},
-        {"reps", o.reps},
-        {"seed", o.seed},
-        {"tokens", r.tokens},
-        {"method",
-         "teacher-forced: the same tokens for every variant; logits captured on an untimed "
-         "pass, speed measured on a separate pass; KL(reference || variant) in nats"},
-        {"prompt_logits", o.prompt_logits},
-        {"variants", vs}};
-    if (o.text)
-        doc["text"] = {
-            {"path", o.text_path},
-            {"tokens", r.text_tokens},
-            {"n_ctx", o.ctx},
-            {"chunks", r.text_chunks},
-            {"scored", r.text_scored},
-            {"reference_perplexity",
-             {{"value", opt(r.reference_perplexity)},
-              {"error", opt(r.reference_perplexity_error)}}},
-            {"method",
-             "llama-perplexity's windows: n_ctx-token windows, the first token the BOS (when the "
-             "vocabulary adds one), the second half of each scored; PPL = exp(mean NLL); the "
-             "text stage compares the scored positions' logits with the reference's"}};
-    return doc;
-}
-
-void write_fidelity_markdown(std::ostream& out, const FidelityResult& r) {
-    out << fmt::format(
-        "Reference: {}; pp{} + tg{} teacher-forced, KL(reference || variant) in "
-        "nats, top-{} overlap; * marks the frontier (no variant both faster in "
-        "decode and closer).\n\n",
-        r.reference, r.options.n_prompt, r.options.n_gen, r.options.top_k);
-    out << "| model | devices | ctk/ctv | pp t/s | tg t/s | KL pp | KL tg mean | KL tg p99 | KL tg "
-           "max | top-1 tg | top-k tg | max abs | RMS | |\n"
-        << "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | "
-           "---: | --- |\n";
-    auto num = [](const std::optional<double>& v) {
-        return v ? fmt::format("{:.2f}", *v) : std::string("-");
-    };
-    for (const auto& v : r.variants) {
-        if (v.error) {
-            out << fmt::format("| {} | {} | {}/{} | failed: {} | | | | | | | | | | |\n",
-                               v.model_name, v.devices, v.type_k, v.type_v, *v.error);
-            continue;
-        }
-        out << fmt::format(
-            "| {} | {} | {}/{} | {} | {} | {:.3g} | {:.3g} | {:.3g} | {:.3g} | {:.1f} % | {:.1f} % "
-            "| "
-            "{:.3g} | {:.3g} | {}{} |\n",
-            v.model_name, v.devices, v.type_k, v.type_v, num(v.prefill_tps), num(v.decode_tps),
-            v.prefill.kl_mean, v.decode.kl_mean, v.decode.kl_p99, v.decode.kl_max,
-            100 * v.decode.top1_agreement, 100 * v.decode.topk_overlap,
-            std::max(v.prefill.max_abs, v.decode.max_abs), v.decode.rms, v.frontier ? "*" : "",
-            v.reference ? " reference" : "");
-    }
-    const FidelityOptions& o = r.options;
-    if (o.prompt_logits) {
-        out << fmt::format("\nEvery prompt position ({} per variant), against the reference:\n\n",
-                           o.n_prompt);
-        out << "| model | devices | ctk/ctv | KL mean | KL p99 | KL max | top-1 | top-k | max abs "
-               "| RMS |\n"
-            << "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
-        for (const auto& v : r.variants)
-            if (v.prompt)
-                out << fmt::format(
-                    "| {} | {} | {}/{} | {:.3g} | {:.3g} | {:.3g} | {:.1f} % | {:.1f} % | {:.3g} "
-                    "| {:.3g} |\n",
-                    v.model_name, v.devices, v.type_k, v.type_v, v.prompt->kl_mean,
-                    v.prompt->kl_p99, v.prompt->kl_max, 100 * v.prompt->top1_agreement,
-                    100 * v.prompt->topk_overlap, v.prompt->max_abs, v.prompt->rms);
-    }
-    if (o.text) {
-        out << fmt::format(
-            "\nText {}: {} tokens, {} windows of {} (llama-perplexity's windows), {} tokens "
-            "scored; reference perplexity {:.4f} +/- {:.5f}:\n\n",
-            o.text_path, r.text_tokens, r.text_chunks, o.ctx, r.text_scored,
-            r.reference_perplexity.value_or(0), r.reference_perplexity_error.value_or(0));
-        out << "| model | devices | ctk/ctv | PPL | +/- | KL text mean | KL text p99 | KL text max "
-               "| top-1 text | top-k text |\n"
-            << "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
-        for (const auto& v : r.variants)
-            if (v.text && v.perplexity)
-                out << fmt::format(
-                    "| {} | {} | {}/{} | {:.4f} | {:.5f} | {:.3g} | {:.3g} | {:.3g} | {:.1f} % | "
-                    "{:.1f} % |\n",
-                    v.model_name, v.devices, v.type_k, v.type_v, *v.perplexity,
-                    v.perplexity_error.value_or(0), v.text->kl_mean, v.text->kl_p99, v.text->kl_max,
-                    100 * v.text->top1_agreement, 100 * v.text->topk_overlap);
-    }
 }
 
 }  // namespace sb

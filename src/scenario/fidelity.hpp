@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include "core/doc/fidelity_section.hpp"
 
 namespace sb {
 
@@ -44,38 +44,10 @@ struct FidelityOptions {
     int chunks = -1;  // --chunks: at most this many windows (-1: every whole window)
 };
 
-// One stage's distance from the reference, over its positions.
-struct StageFidelity {
-    int positions = 0;
-    double kl_mean = 0, kl_p99 = 0, kl_max = 0;
-    double top1_agreement = 0;    // fraction of positions with the same argmax
-    double topk_overlap = 0;      // mean |top-k ∩ top-k_ref| / k
-    double max_abs = 0, rms = 0;  // over every logit of every position
-};
-
-struct FidelityVariant {
-    std::string model, model_name, devices, type_k, type_v;
-    bool reference = false;
-    std::optional<double> prefill_tps, decode_tps;  // medians of the speed pass
-    StageFidelity prefill, decode;
-    std::optional<StageFidelity> prompt;  // --prompt-logits
-    std::optional<StageFidelity> text;    // --text: over the scored positions of the windows
-    std::optional<double> perplexity, perplexity_error;  // --text
-    bool frontier = false;
-    std::optional<std::string> error;  // the variant failed (others go on)
-};
-
-struct FidelityResult {
+// The measurement (reference, tokens, variants) is the result document's fidelity section
+// (core/doc/fidelity_section.hpp); the options it ran with stay here.
+struct FidelityResult : FidelitySection {
     FidelityOptions options;
-    std::string reference;  // "model on devices (ctk/ctv)"
-    std::vector<int32_t> tokens;
-    std::vector<FidelityVariant> variants;
-    // --text: the text's tokens (the reference's tokenization), the windows, and the
-    // reference's own perplexity (also when the reference is not one of the variants).
-    int64_t text_tokens = 0;
-    int text_chunks = 0;
-    int64_t text_scored = 0;
-    std::optional<double> reference_perplexity, reference_perplexity_error;
 };
 
 // Throws sb::Error(usage) for options that cannot run (a reference device set not among
@@ -83,8 +55,5 @@ struct FidelityResult {
 // fails, a model's vocabulary differs from the reference's (size, or the text's tokens) or
 // cannot tokenize the text; a variant that fails otherwise is recorded with its error.
 FidelityResult run_fidelity(const FidelityOptions& o, std::ostream& progress);
-
-nlohmann::json to_json(const FidelityResult& r);
-void write_fidelity_markdown(std::ostream& out, const FidelityResult& r);
 
 }  // namespace sb

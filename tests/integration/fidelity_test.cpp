@@ -104,7 +104,16 @@ json fidelity(const std::vector<std::string>& args) {
     a.insert(a.end(), args.begin(), args.end());
     Proc p = run_sb(a);
     EXPECT_EQ(p.exit_code, 0) << p.err;
-    return p.exit_code == 0 ? json::parse(p.out) : json();
+    if (p.exit_code != 0)
+        return json();
+    // A result document like any other, its measurement in the fidelity section.
+    const json doc = json::parse(p.out);
+    EXPECT_EQ(doc["schema"], "stagebench.result");
+    EXPECT_EQ(doc["command"], "fidelity");
+    EXPECT_TRUE(doc["system"].is_object());
+    EXPECT_TRUE(doc["llama"].is_object());
+    EXPECT_TRUE(doc["tests"].empty());
+    return doc["fidelity"];
 }
 
 // The same model on the same CPU kernels twice: exactly the same logits.
@@ -123,9 +132,32 @@ TEST(Fidelity, CpuAgainstCpuIsExactlyTheSame) {
         EXPECT_EQ(v["prefill"]["positions"], 1);
         EXPECT_GT(v["decode_tokens_per_s"].get<double>(), 0);
         EXPECT_GT(v["prefill_tokens_per_s"].get<double>(), 0);
+        EXPECT_EQ(v["decode_tokens_per_s_reps"].size(), 1u);  // -r 1
+        EXPECT_EQ(v["decode_tokens_per_s_reps"][0], v["decode_tokens_per_s"]);
     }
     EXPECT_TRUE(d["variants"][0]["reference"]);
     EXPECT_EQ(d["tokens"].size(), 48u);  // the prompt and the 16 forced tokens
+    EXPECT_EQ(d["n_prompt"], 32);
+    EXPECT_EQ(d["n_gen"], 16);
+}
+
+// --out writes the same result document that -o json prints; it reads back (report, compare)
+// and names every model, the reference model included.
+TEST(Fidelity, OutWritesAResultDocumentWithTheModels) {
+    TempDir t;
+    Proc p = run_sb({"fidelity", "-p", "8", "-n", "4", "-r", "1", "-m", tiny_at("q8_0"),
+                     "--reference-model", tiny_at("f16"), "--out", t.file("f.json")});
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    EXPECT_NE(p.out.find("| tiny-q8_0.gguf | CPU | f16/f16 |"), std::string::npos) << p.out;
+    const json doc = json::parse(read_file(t.file("f.json")));
+    EXPECT_EQ(doc["command"], "fidelity");
+    ASSERT_EQ(doc["models"].size(), 2u);
+    EXPECT_EQ(doc["models"][0]["path"], tiny_at("q8_0"));
+    EXPECT_EQ(doc["models"][1]["path"], tiny_at("f16"));
+    EXPECT_EQ(doc["fidelity"]["reference"], "tiny-f16.gguf on CPU (f16/f16)");
+    ASSERT_EQ(doc["fidelity"]["variants"].size(), 1u);
+    EXPECT_FALSE(doc["fidelity"]["variants"][0]["reference"]);
+    EXPECT_GT(doc["fidelity"]["variants"][0]["decode"]["kl_mean"].get<double>(), 0.0);
 }
 
 // Quantization as an axis against the f16 reference: KL grows as the weights lose bits.
