@@ -78,7 +78,7 @@ set(CMAKE_INSTALL_RPATH "${SB_LLAMA_LIB_DIR}")
 
 # The peers built from the same tree: tests and benchmarks use them as real programs.
 file(MAKE_DIRECTORY "${CMAKE_BINARY_DIR}/peers")
-foreach(_peer llama-bench llama-server ggml-rpc-server)
+foreach(_peer llama-bench llama-server ggml-rpc-server llama-perplexity)
   if(EXISTS "${_lb}/bin/${_peer}")
     file(CREATE_LINK "${_lb}/bin/${_peer}" "${CMAKE_BINARY_DIR}/peers/${_peer}" SYMBOLIC)
   endif()

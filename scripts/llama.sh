@@ -160,6 +160,9 @@ ARGS=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON $(cpu_flags)
   -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_UI=OFF
   -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF)
 TARGETS=(llama ggml llama-bench llama-server ggml-rpc-server)
+# llama-perplexity: the peer that `fidelity --text` is checked against; this machine's build only
+# (a cross build's programs would not run here).
+[ -n "$TOOLCHAIN" ] || TARGETS+=(llama-perplexity)
 # The agent: everything in its one static executable, nothing for a C library it does not have
 # (OpenMP's libgomp is glibc's; ggml's own thread pool instead), no programs.
 if [ -n "$AGENT_MARCH" ]; then
@@ -265,4 +268,13 @@ if [ ! -f "$STAMP" ]; then
   } > "$STAMP"
   log "llama.cpp built in $((SECONDS - started)) s"
 fi
+# A program added to TARGETS after this build directory was made (TARGETS is not in the key):
+# built alone, incrementally, instead of a new build of everything.
+for t in "${TARGETS[@]}"; do
+  case "$t" in llama | ggml) continue ;; esac
+  [ -x "$BUILD/bin/$t" ] && continue
+  log "building $t in $BUILD (added since this build was made)"
+  cmake --build "$BUILD" -j "$JOBS" --target "$t" >>"$CACHE/build-$KEY.log" 2>&1 \
+    || die "building $t failed, see $CACHE/build-$KEY.log"
+done
 echo "$BUILD"

@@ -7,8 +7,10 @@
 #include "cli/commands.hpp"
 #include "cli/flag_checks.hpp"
 #include "cli/store_hook.hpp"
+#include "core/error.hpp"
 #include "core/file_io.hpp"
 #include "core/result.hpp"
+#include "core/utf8.hpp"
 #include "engine/backends.hpp"
 #include "model/inspect.hpp"
 #include "report/reporter.hpp"
@@ -27,6 +29,7 @@ void add_fidelity_command(CLI::App& app, Context& ctx) {
         FidelityOptions o;
         std::vector<std::string> rpc;
         std::optional<std::string> out_path;
+        std::optional<std::string> text_path;
         OutputFormat format = OutputFormat::md;
     };
     auto a = std::make_shared<Args>();
@@ -65,6 +68,17 @@ void add_fidelity_command(CLI::App& app, Context& ctx) {
     cmd->add_option("-t,--threads", a->o.n_threads, "threads (0: the physical cores)")
         ->check(threads_check());
     cmd->add_option("--seed", a->o.seed, "seed of the token sequence")->capture_default_str();
+    cmd->add_flag("--prompt-logits", a->o.prompt_logits,
+                  "also compare the logits of every prompt position (the prompt stage)");
+    cmd->add_option("--text", a->text_path,
+                    "a text file: each variant's perplexity on it, in llama-perplexity's windows, "
+                    "and its KL to the reference there");
+    cmd->add_option("--ctx", a->o.ctx, "tokens per perplexity window (llama-perplexity's -c)")
+        ->check(int_range(4, 1 << 20, "4..1048576"))
+        ->capture_default_str();
+    cmd->add_option("--chunks", a->o.chunks,
+                    "at most this many perplexity windows (default: every whole window)")
+        ->check(int_range(1, 1 << 30, "1..1073741824"));
     cmd->add_option("--rpc", a->rpc, "RPC servers host:port (comma list)")->delimiter(',');
     cmd->add_option("--out", a->out_path, "also write the result document (JSON) here");
     add_format_option(cmd, a->format, {OutputFormat::md, OutputFormat::json});
@@ -75,6 +89,14 @@ void add_fidelity_command(CLI::App& app, Context& ctx) {
         if (a->o.reference_model)
             require_regular_file(*a->o.reference_model, "reference model");
         check_context(a->o.n_prompt, 0, a->o.n_gen);
+        if (a->text_path) {
+            require_regular_file(*a->text_path, "text");
+            a->o.text = read_input_file(*a->text_path, "text");
+            // llama.cpp's tokenizers throw from inside on broken UTF-8.
+            if (!is_valid_utf8(*a->o.text))
+                throw input_error("--text " + *a->text_path + ": not valid UTF-8 text");
+            a->o.text_path = *a->text_path;
+        }
         if (a->out_path)
             check_output_path(*a->out_path, "fidelity document");
         for (const auto& ep : a->rpc)

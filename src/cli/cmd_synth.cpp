@@ -22,6 +22,10 @@ void add_synth_command(CLI::App& app, Context& ctx) {
     cmd->add_option("--layers", o->layers, "scale the model down to this many layers")
         ->check(layers_check());
     cmd->add_option("--seed", o->seed, "random seed")->capture_default_str();
+    cmd->add_option("--vocab", o->vocab,
+                    "tokenizer: synthetic (default), none, a vocabulary GGUF whose tokenizer is "
+                    "copied (n_vocab becomes its size), or a name of the llama.cpp tree's "
+                    "models/ggml-vocab-NAME.gguf (llama-spm, llama-bpe, qwen2, ...)");
     cmd->add_option("-o,--out", o->out_path, "output GGUF file")->required();
     cmd->add_option("-t,--threads", o->threads, "worker threads (0 = all)")->check(threads_check());
     cmd->callback([&ctx, o] {
@@ -31,6 +35,8 @@ void add_synth_command(CLI::App& app, Context& ctx) {
         ctx.out << fmt::format("wrote {}: {} {} layers, {:.3f} B params, {} tensors, {:.1f} MiB\n",
                                r.path, r.preset, r.n_layers, r.n_params / 1e9, r.n_tensors,
                                r.file_bytes / 1048576.0);
+        if (r.vocab != "synthetic")
+            ctx.out << fmt::format("vocabulary: {} ({} tokens)\n", r.vocab, r.n_vocab);
         for (const auto& t : r.f16_fallback)
             ctx.out << "note: " << t << " stored as F16 (rows not a multiple of the block size)\n";
     });

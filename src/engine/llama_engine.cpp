@@ -1,6 +1,7 @@
 #include "engine/llama_engine.hpp"
 
 #include <cstring>
+#include <limits>
 
 #include "core/clock.hpp"
 #include "core/error.hpp"
@@ -247,6 +248,81 @@ std::span<const float> LlamaEngine::last_logits() const {
     if (!logits)
         throw runtime_error("llama.cpp has no logits for the last decoded token");
     return {logits, static_cast<size_t>(n_vocab())};
+}
+
+std::vector<int32_t> LlamaEngine::tokenize(const std::string& text, bool add_special) const {
+    if (!impl_->model)
+        throw runtime_error("engine has no model (load() first)");
+    const llama_vocab* v = llama_model_get_vocab(impl_->model);
+    // llama.cpp asserts (aborts) when a vocabulary of type none is asked to tokenize.
+    if (llama_vocab_type(v) == LLAMA_VOCAB_TYPE_NONE)
+        throw input_error("'" + impl_->spec.model_path +
+                          "' has no vocabulary (tokenizer.ggml.model is none): it cannot "
+                          "tokenize text (give it one: stagebench synth --vocab FILE.gguf)");
+    if (add_special && llama_vocab_get_add_eos(v))
+        throw input_error("'" + impl_->spec.model_path +
+                          "': its vocabulary appends an EOS to every text, which perplexity "
+                          "cannot score");
+    if (text.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max() / 2))
+        throw input_error("the text is too large to tokenize (" + std::to_string(text.size()) +
+                          " bytes)");
+    const auto len = static_cast<int32_t>(text.size());
+    std::vector<llama_token> out(static_cast<size_t>(len) + 2);
+    int32_t n = llama_tokenize(v, text.data(), len, out.data(), static_cast<int32_t>(out.size()),
+                               add_special, /*parse_special=*/false);
+    if (n < 0) {  // more tokens than bytes + 2: -n is the count needed
+        out.resize(static_cast<size_t>(-n));
+        n = llama_tokenize(v, text.data(), len, out.data(), static_cast<int32_t>(out.size()),
+                           add_special, false);
+    }
+    if (n < 0)
+        throw runtime_error("llama.cpp could not tokenize the text");
+    out.resize(static_cast<size_t>(n));
+    return {out.begin(), out.end()};
+}
+
+void LlamaEngine::evaluate(std::span<const int32_t> tokens, int first_output,
+                           std::vector<float>& out) {
+    Impl& m = *impl_;
+    if (!m.ctx)
+        throw runtime_error("engine has no context (load() first)");
+    reset();
+    const int n = static_cast<int>(tokens.size());
+    const int n_batch = m.spec.n_batch;
+    const size_t nv = static_cast<size_t>(n_vocab());
+    StageGuard guard("evaluating logits", m.deadline_factor * std::max(1.0, n / 512.0));
+    llama_batch batch = llama_batch_init(std::min(n, n_batch), 0, 1);
+    struct Free {
+        llama_batch& b;
+        ~Free() { llama_batch_free(b); }
+    } free_batch{batch};
+    for (int done = 0; done < n;) {
+        const int k = std::min(n - done, n_batch);
+        batch.n_tokens = k;
+        int n_out = 0;
+        for (int i = 0; i < k; ++i) {
+            const int pos = done + i;
+            batch.token[i] = tokens[static_cast<size_t>(pos)];
+            batch.pos[i] = pos;
+            batch.n_seq_id[i] = 1;
+            batch.seq_id[i][0] = 0;
+            batch.logits[i] = pos >= first_output ? 1 : 0;
+            n_out += batch.logits[i];
+        }
+        const int rc = llama_decode(m.ctx, batch);
+        if (rc != 0)
+            throw runtime_error("llama_decode failed while evaluating logits (code " +
+                                std::to_string(rc) + ") at token " + std::to_string(done));
+        if (n_out > 0) {
+            const float* l = llama_get_logits(m.ctx);
+            if (!l)
+                throw runtime_error("llama.cpp returned no logits");
+            out.insert(out.end(), l, l + static_cast<size_t>(n_out) * nv);
+        }
+        done += k;
+    }
+    llama_synchronize(m.ctx);
+    m.have_logits = n > 0 && first_output < n;
 }
 
 int32_t LlamaEngine::n_vocab() const {

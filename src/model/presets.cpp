@@ -153,6 +153,13 @@ std::vector<Preset> make_presets() {
         p.tied_embeddings = true;
         v.push_back(p);
     }
+    // The families' tokenizers, of the same sizes as the models' (128256 and 151936 tokens).
+    for (auto& p : v) {
+        if (p.name.rfind("llama-3", 0) == 0)
+            p.vocab = "llama-bpe";
+        else if (p.name.rfind("qwen", 0) == 0)
+            p.vocab = "qwen2";
+    }
     return v;
 }
 

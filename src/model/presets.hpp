@@ -38,6 +38,9 @@ struct Preset {
     std::optional<Llama3RopeScaling> rope_scaling;
     // Parameter count the model's publisher states (without rope_freqs); none for `tiny`.
     std::optional<uint64_t> published_params;
+    // The vocabulary of the model's family (synth --vocab NAME: the pinned llama.cpp tree's
+    // models/ggml-vocab-NAME.gguf, of exactly n_vocab tokens); empty: the synthetic one.
+    std::string vocab;
 };
 
 // All presets, in a stable order.

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <filesystem>
@@ -273,8 +274,87 @@ SyntheticVocab make_synthetic_vocab(int64_t n_vocab) {
     return v;
 }
 
+std::string bundled_vocab_dir() {
+    if (const char* d = std::getenv("STAGEBENCH_VOCAB_DIR"); d && *d)
+        return d;
+#ifdef SB_LLAMA_MODELS_DIR
+    return SB_LLAMA_MODELS_DIR;
+#else
+    return "";
+#endif
+}
+
+std::vector<std::string> bundled_vocab_names() {
+    std::vector<std::string> names;
+    const std::string dir = bundled_vocab_dir();
+    std::error_code ec;
+    if (dir.empty() || !std::filesystem::is_directory(dir, ec))
+        return names;
+    const std::string prefix = "ggml-vocab-", suffix = ".gguf";
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+        const std::string f = e.path().filename().string();
+        if (f.size() > prefix.size() + suffix.size() && f.rfind(prefix, 0) == 0 &&
+            f.compare(f.size() - suffix.size(), suffix.size(), suffix) == 0)
+            names.push_back(f.substr(prefix.size(), f.size() - prefix.size() - suffix.size()));
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+std::string resolve_vocab(const std::string& name) {
+    const bool is_path = name.find('/') != std::string::npos ||
+                         (name.size() > 5 && name.compare(name.size() - 5, 5, ".gguf") == 0);
+    if (is_path)
+        return name;
+    const std::string dir = bundled_vocab_dir();
+    const std::string path = dir + "/ggml-vocab-" + name + ".gguf";
+    std::error_code ec;
+    if (!dir.empty() && std::filesystem::is_regular_file(path, ec))
+        return path;
+    std::string known;
+    for (const auto& n : bundled_vocab_names())
+        known += (known.empty() ? "" : ", ") + n;
+    throw usage_error("--vocab " + name + ": no vocabulary of that name" +
+                      (known.empty()
+                           ? " (no " + (dir.empty() ? std::string("vocabulary directory") : dir) +
+                                 "; give a path to a GGUF)"
+                           : " (known: synthetic, none, " + known + "; or a path to a GGUF)"));
+}
+
 SynthResult write_synthetic_model(const SynthOptions& o, const Quantizer& quantizer) {
-    const Preset& preset = find_preset(o.preset);
+    Preset preset = find_preset(o.preset);
+    // The tokenizer's keys, read before anything is written: its size is the model's n_vocab.
+    std::vector<GgufKv> vocab_keys;
+    std::string vocab_source = "synthetic";
+    std::string vocab = o.vocab;
+    // A preset's family vocabulary by default, where the llama.cpp tree that has it is here.
+    if (vocab.empty() && !preset.vocab.empty()) {
+        std::error_code ec;
+        const std::string family = bundled_vocab_dir() + "/ggml-vocab-" + preset.vocab + ".gguf";
+        if (std::filesystem::is_regular_file(family, ec))
+            vocab = preset.vocab;
+    }
+    if (vocab == "none") {
+        vocab_source = "none";
+    } else if (!vocab.empty() && vocab != "synthetic") {
+        vocab_source = resolve_vocab(vocab);
+        const GgufFile f = read_gguf(vocab_source);
+        const GgufArray* tokens = f.get_array("tokenizer.ggml.tokens");
+        if (!tokens || gguf_element_type(*tokens) != GgufType::string ||
+            !f.get_string("tokenizer.ggml.model"))
+            throw input_error(vocab_source +
+                              ": not a vocabulary (no tokenizer.ggml.model and "
+                              "tokenizer.ggml.tokens strings)");
+        for (const auto& kv : f.kv)
+            if (kv.key.rfind("tokenizer.", 0) == 0)
+                vocab_keys.push_back(kv);
+        if (vocab == preset.vocab &&
+            static_cast<int64_t>(gguf_array_size(*tokens)) != preset.n_vocab)
+            throw input_error(vocab_source + ": " + std::to_string(gguf_array_size(*tokens)) +
+                              " tokens, not the " + std::to_string(preset.n_vocab) + " of " +
+                              preset.name + " (--vocab synthetic to go without)");
+        preset.n_vocab = static_cast<int64_t>(gguf_array_size(*tokens));
+    }
     const QuantChoice quant = parse_quant(o.quant);
     if (o.layers < 0)
         throw usage_error("--layers must be positive, got " + std::to_string(o.layers));
@@ -294,6 +374,8 @@ SynthResult write_synthetic_model(const SynthOptions& o, const Quantizer& quanti
     result.n_params = count_params(specs);
     result.n_layers = n_layers;
     result.n_tensors = specs.size();
+    result.vocab = vocab_source;
+    result.n_vocab = preset.n_vocab;
 
     GgufWriter w;
     const std::string& a = preset.arch;
@@ -316,22 +398,33 @@ SynthResult write_synthetic_model(const SynthOptions& o, const Quantizer& quanti
     w.set_f32(a + ".rope.freq_base", preset.rope_theta);
     w.set_f32(a + ".attention.layer_norm_rms_epsilon", preset.rms_eps);
 
-    SyntheticVocab vocab = make_synthetic_vocab(preset.n_vocab);
-    w.set_string("tokenizer.ggml.model", "llama");
-    w.set_array("tokenizer.ggml.tokens", std::move(vocab.tokens));
-    w.set_array("tokenizer.ggml.scores", std::move(vocab.scores));
-    w.set_array("tokenizer.ggml.token_type", std::move(vocab.token_types));
-    w.set_u32("tokenizer.ggml.bos_token_id", 1);
-    w.set_u32("tokenizer.ggml.eos_token_id", 2);
-    w.set_u32("tokenizer.ggml.unknown_token_id", 0);
-    w.set_bool("tokenizer.ggml.add_bos_token", true);
-    w.set_bool("tokenizer.ggml.add_eos_token", false);
+    if (vocab_source == "none") {
+        // llama.cpp then makes vocab_size dummy tokens and runs the model on token ids.
+        w.set_string("tokenizer.ggml.model", "none");
+    } else if (!vocab_keys.empty()) {
+        for (auto& kv : vocab_keys)
+            w.set(kv.key, std::move(kv.value));
+    } else {
+        SyntheticVocab vocab = make_synthetic_vocab(preset.n_vocab);
+        w.set_string("tokenizer.ggml.model", "llama");
+        w.set_array("tokenizer.ggml.tokens", std::move(vocab.tokens));
+        w.set_array("tokenizer.ggml.scores", std::move(vocab.scores));
+        w.set_array("tokenizer.ggml.token_type", std::move(vocab.token_types));
+        w.set_u32("tokenizer.ggml.bos_token_id", 1);
+        w.set_u32("tokenizer.ggml.eos_token_id", 2);
+        w.set_u32("tokenizer.ggml.unknown_token_id", 0);
+        w.set_bool("tokenizer.ggml.add_bos_token", true);
+        w.set_bool("tokenizer.ggml.add_eos_token", false);
+    }
 
     w.set_bool("stagebench.synthetic", true);
     w.set_string("stagebench.preset", preset.name);
     w.set_u64("stagebench.seed", o.seed);
     w.set_string("stagebench.generator", o.generator);
     w.set_string("stagebench.quantizer", quantizer.name());
+    w.set_string("stagebench.vocab", vocab_source == "synthetic" || vocab_source == "none"
+                                         ? vocab_source
+                                         : std::filesystem::path(vocab_source).filename().string());
 
     // Progress counts tensor data bytes as they are handed to the file.
     uint64_t done = 0;
@@ -395,7 +488,8 @@ nlohmann::json to_json(const SynthResult& r) {
     return nlohmann::json{
         {"path", r.path},           {"preset", r.preset},     {"quant", r.quant},
         {"quantizer", r.quantizer}, {"n_params", r.n_params}, {"file_bytes", r.file_bytes},
-        {"n_tensors", r.n_tensors}, {"n_layers", r.n_layers}, {"f16_fallback", r.f16_fallback}};
+        {"n_tensors", r.n_tensors}, {"n_layers", r.n_layers}, {"f16_fallback", r.f16_fallback},
+        {"vocab", r.vocab},         {"n_vocab", r.n_vocab}};
 }
 
 }  // namespace sb

@@ -20,6 +20,12 @@ struct SynthOptions {
     int layers = 0;              // 0: the preset's layer count
     uint64_t seed = 1;           // same seed, options and quantizer: byte-identical file
     std::string out_path;
+    // The tokenizer: "" or "synthetic" (make_synthetic_vocab, the preset's size), "none" (no
+    // vocabulary: tokenizer.ggml.model "none", which llama.cpp runs but cannot tokenize text
+    // with), or a vocabulary GGUF (a path, or a name of the pinned llama.cpp tree's
+    // models/ggml-vocab-<name>.gguf, resolve_vocab()) whose tokenizer.* keys are copied and whose
+    // token count becomes the model's n_vocab, so the model tokenizes real text.
+    std::string vocab;
     std::string generator = "stagebench";  // stagebench.generator; the CLI adds its version
     int threads = 0;                       // worker threads; 0: all hardware threads
     // Called on the calling thread as tensor data is written; optional.
@@ -37,7 +43,19 @@ struct SynthResult {
     int n_layers = 0;
     // Matrices stored as F16 because their rows are not a multiple of the quant's block size.
     std::vector<std::string> f16_fallback;
+    std::string vocab;  // "synthetic", "none" or the vocabulary file's path
+    int64_t n_vocab = 0;
 };
+
+// The vocabulary GGUF that a --vocab name means: a path (it has a '/' or ends in .gguf) as is;
+// otherwise models/ggml-vocab-<name>.gguf of the pinned llama.cpp tree (the directory
+// STAGEBENCH_VOCAB_DIR names, else the source tree this stagebench was built against). Throws
+// sb::Error(usage) for an unknown name, listing the names there.
+std::string resolve_vocab(const std::string& name);
+// The names resolve_vocab() knows (sorted; empty when the directory is not there).
+std::vector<std::string> bundled_vocab_names();
+// The directory of those files.
+std::string bundled_vocab_dir();
 
 // Writes the model to a temporary file beside out_path and renames it into place at the end,
 // so a failure never leaves a partial file at out_path (an existing file there is replaced

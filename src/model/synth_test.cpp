@@ -8,9 +8,11 @@
 #include <fstream>
 #include <iterator>
 #include <set>
+#include <sstream>
 
 #include "core/error.hpp"
 #include "engine/ggml_quantizer.hpp"
+#include "engine/llama_engine.hpp"
 #include "model/gguf.hpp"
 #include "model/inspect.hpp"
 #include "model/presets.hpp"
@@ -334,6 +336,128 @@ TEST(Inspect, UnusableFilesAreOneLineInputErrors) {
     no_arch.add_tensor("x", {4}, ggml_type::kF32, std::vector<uint8_t>(16));
     no_arch.write(temp_file("noarch.gguf"));
     expect_inspect_input_error(temp_file("noarch.gguf"));
+}
+
+// --vocab: the tokenizer.* keys of a vocabulary GGUF, copied as they are; n_vocab its size.
+SynthResult write_tiny_vocab(const std::string& name, const std::string& vocab) {
+    SynthOptions o;
+    o.preset = "tiny";
+    o.quant = "q4_0";
+    o.out_path = temp_file(name);
+    o.vocab = vocab;
+    return write_synthetic_model(o, GgmlQuantizer());
+}
+
+TEST(SynthVocab, CopiesTheTokenizerOfAVocabularyFile) {
+    const std::string vocab_path = resolve_vocab("llama-spm");
+    ASSERT_TRUE(fs::is_regular_file(vocab_path)) << vocab_path;
+    const SynthResult r = write_tiny_vocab("spm.gguf", "llama-spm");
+    EXPECT_EQ(r.n_vocab, 32000);
+    EXPECT_EQ(r.vocab, vocab_path);
+    const GgufFile v = read_gguf(vocab_path), m = read_gguf(r.path);
+    int copied = 0;
+    for (const auto& kv : v.kv) {
+        if (kv.key.rfind("tokenizer.", 0) != 0)
+            continue;
+        const GgufValue* got = m.find(kv.key);
+        ASSERT_NE(got, nullptr) << kv.key;
+        EXPECT_TRUE(*got == kv.value) << kv.key;
+        ++copied;
+    }
+    EXPECT_GE(copied, 5);  // model, tokens, scores, token_type, the special ids
+    EXPECT_EQ(m.get_array_size("tokenizer.ggml.tokens"), 32000u);
+    EXPECT_EQ(m.get_u32("llama.vocab_size"), 32000u);
+    EXPECT_EQ(m.find_tensor("token_embd.weight")->ne[1], 32000);
+    EXPECT_EQ(m.get_string("stagebench.vocab"), "ggml-vocab-llama-spm.gguf");
+    // A BPE vocabulary brings its merges.
+    const SynthResult bpe = write_tiny_vocab("qwen2.gguf", "qwen2");
+    const GgufFile q = read_gguf(bpe.path);
+    EXPECT_EQ(q.get_array_size("tokenizer.ggml.merges"),
+              read_gguf(resolve_vocab("qwen2")).get_array_size("tokenizer.ggml.merges"));
+    EXPECT_GT(q.get_array_size("tokenizer.ggml.merges").value_or(0), 0u);
+    EXPECT_EQ(bpe.n_vocab, static_cast<int64_t>(*q.get_array_size("tokenizer.ggml.tokens")));
+}
+
+// The tree's own tokenizer tests: each vocabulary's .inp texts tokenize to its .out ids
+// (without BOS) once copied into a synthetic model that llama.cpp loads.
+std::vector<std::pair<std::string, std::vector<int32_t>>> vocab_cases(const std::string& vocab) {
+    const std::string base = resolve_vocab(vocab);
+    std::ifstream fin(base + ".inp", std::ios::binary), fout(base + ".out");
+    const std::string raw{std::istreambuf_iterator<char>(fin), std::istreambuf_iterator<char>()};
+    const std::string sep = "\n__ggml_vocab_test__\n";
+    std::vector<std::string> inputs;
+    for (size_t pos = 0; pos < raw.size();) {
+        const size_t next = raw.find(sep, pos);
+        inputs.push_back(raw.substr(pos, next == std::string::npos ? next : next - pos));
+        if (next == std::string::npos)
+            break;
+        pos = next + sep.size();
+    }
+    std::vector<std::pair<std::string, std::vector<int32_t>>> cases;
+    size_t i = 0;
+    for (std::string line; std::getline(fout, line) && i < inputs.size(); ++i) {
+        std::vector<int32_t> ids;
+        std::istringstream ss(line);
+        for (int32_t id; ss >> id;)
+            ids.push_back(id);
+        cases.emplace_back(inputs[i], ids);
+    }
+    return cases;
+}
+
+TEST(SynthVocab, LlamaCppTokenizesAsTheVocabularyTestsSay) {
+    for (const std::string vocab : {"llama-spm", "qwen2"}) {
+        const auto cases = vocab_cases(vocab);
+        ASSERT_GT(cases.size(), 20u) << vocab;
+        const SynthResult r = write_tiny_vocab(vocab + ".gguf", vocab);
+        LlamaEngine e;
+        LoadSpec spec;
+        spec.model_path = r.path;
+        spec.n_ctx = 64;
+        spec.n_threads = 1;
+        e.load(spec);
+        EXPECT_EQ(e.n_vocab(), r.n_vocab);
+        bool hello = false;
+        for (const auto& [text, ids] : cases) {
+            EXPECT_EQ(e.tokenize(text, false), ids) << vocab << ": '" << text << "'";
+            hello = hello || text == "Hello world";
+        }
+        EXPECT_TRUE(hello) << vocab;
+    }
+}
+
+TEST(SynthVocab, NoneLoadsButCannotTokenizeAndUnknownNamesAreUsageErrors) {
+    const SynthResult r = write_tiny_vocab("none.gguf", "none");
+    EXPECT_EQ(r.vocab, "none");
+    EXPECT_EQ(read_gguf(r.path).get_string("tokenizer.ggml.model"), "none");
+    LlamaEngine e;
+    LoadSpec spec;
+    spec.model_path = r.path;
+    spec.n_ctx = 64;
+    spec.n_threads = 1;
+    e.load(spec);
+    EXPECT_EQ(e.n_vocab(), 4096);
+    try {
+        e.tokenize("Hello world", true);
+        FAIL() << "a model without a vocabulary tokenized";
+    } catch (const Error& err) {
+        EXPECT_EQ(err.kind(), ErrorKind::input);
+    }
+    try {
+        write_tiny_vocab("x.gguf", "no-such-vocab");
+        FAIL();
+    } catch (const Error& err) {
+        EXPECT_EQ(err.kind(), ErrorKind::usage);
+        EXPECT_NE(std::string(err.what()).find("llama-spm"), std::string::npos) << err.what();
+    }
+    // A GGUF that is not a vocabulary (no tokens): input error naming it.
+    const SynthResult plain = write_tiny_vocab("plain.gguf", "none");
+    try {
+        write_tiny_vocab("y.gguf", plain.path);
+        FAIL();
+    } catch (const Error& err) {
+        EXPECT_EQ(err.kind(), ErrorKind::input);
+    }
 }
 
 }  // namespace

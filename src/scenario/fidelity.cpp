@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <numeric>
 #include <span>
 
@@ -16,6 +17,7 @@
 #include "engine/llama_engine.hpp"
 #include "engine/workload.hpp"
 #include "scenario/logits.hpp"
+#include "scenario/perplexity.hpp"
 #include "scenario/repetition.hpp"
 
 namespace sb {
@@ -24,10 +26,16 @@ namespace {
 
 struct Capture {
     int32_t n_vocab = 0;
-    std::vector<float> logits;  // (1 + n_gen) x n_vocab: after the prompt, after each token
+    // Positions in order: with --prompt-logits every prompt position, else only the last; then
+    // one after each forced token. For a text: the scored positions of every window.
+    int prompt_positions = 1;
+    std::vector<float> logits;
     std::span<const float> at(int pos) const {
         return {logits.data() + static_cast<size_t>(pos) * static_cast<size_t>(n_vocab),
                 static_cast<size_t>(n_vocab)};
+    }
+    int positions() const {
+        return n_vocab > 0 ? static_cast<int>(logits.size() / static_cast<size_t>(n_vocab)) : 0;
     }
 };
 
@@ -45,22 +53,59 @@ TestConfig config_of(const FidelityOptions& o, const std::string& model, const s
 }
 
 // The untimed pass: the sequence's logits at every position that matters.
-Capture capture(LlamaEngine& e, const std::vector<int32_t>& tokens, int n_prompt, int n_gen) {
+Capture capture(LlamaEngine& e, const std::vector<int32_t>& tokens, int n_prompt, int n_gen,
+                bool prompt_logits) {
     Capture c;
     c.n_vocab = e.n_vocab();
-    c.logits.reserve(static_cast<size_t>(n_gen + 1) * static_cast<size_t>(c.n_vocab));
-    e.reset();
-    e.prefill(std::span<const int32_t>(tokens.data(), static_cast<size_t>(n_prompt)));
+    c.prompt_positions = prompt_logits ? n_prompt : 1;
+    c.logits.reserve(static_cast<size_t>(n_gen + c.prompt_positions) *
+                     static_cast<size_t>(c.n_vocab));
     auto keep = [&] {
         const auto l = e.last_logits();
         c.logits.insert(c.logits.end(), l.begin(), l.end());
     };
-    keep();
+    const std::span<const int32_t> prompt(tokens.data(), static_cast<size_t>(n_prompt));
+    if (prompt_logits) {
+        e.evaluate(prompt, 0, c.logits);
+    } else {
+        e.reset();
+        e.prefill(prompt);
+        keep();
+    }
     for (int i = 0; i < n_gen; ++i) {
         e.decode_step(tokens[static_cast<size_t>(n_prompt + i)]);
         keep();
     }
     return c;
+}
+
+// The text in llama-perplexity's windows: the logits of every scored position (kept when keep
+// is set: the reference's, which every variant is compared with) and their negative
+// log-likelihoods.
+struct TextPass {
+    Capture scored;
+    PerplexitySum sum;
+};
+
+TextPass text_pass(LlamaEngine& e, const std::vector<int32_t>& tokens, const PerplexityPlan& plan,
+                   const std::function<void(int pos, std::span<const float>)>& each) {
+    TextPass t;
+    t.scored.n_vocab = e.n_vocab();
+    const auto nv = static_cast<size_t>(t.scored.n_vocab);
+    std::vector<float> out;
+    for (int c = 0; c < plan.n_chunks; ++c) {
+        if (interrupt_requested())
+            throw runtime_error("interrupted");
+        const std::vector<int32_t> w = window_tokens(tokens, plan, c, e.bos_token());
+        out.clear();
+        e.evaluate(w, plan.first, out);
+        for (int j = 0; j < plan.scored_per_chunk(); ++j) {
+            const std::span<const float> l(out.data() + static_cast<size_t>(j) * nv, nv);
+            t.sum.add(token_nll(l, w[static_cast<size_t>(plan.first + j + 1)]));
+            each(c * plan.scored_per_chunk() + j, l);
+        }
+    }
+    return t;
 }
 
 // The timed pass on a fresh context: prefill and decode tokens/s, medians over reps.
@@ -99,36 +144,52 @@ std::vector<int32_t> top_k(std::span<const float> v, int k) {
     return idx;
 }
 
-StageFidelity stage_fidelity(const Capture& ref, const Capture& x, int from, int to, int k) {
-    StageFidelity s;
-    std::vector<double> kls;
-    double sq = 0, n_logits = 0, agree = 0, overlap = 0;
-    for (int p = from; p < to; ++p) {
-        const LogitsDiff d = diff_logits(ref.at(p), x.at(p));
-        kls.push_back(d.kl);
-        s.max_abs = std::max(s.max_abs, d.max_abs);
-        sq += d.rms * d.rms * ref.n_vocab;
-        n_logits += ref.n_vocab;
-        agree += d.top1_agrees();
-        const auto a = top_k(ref.at(p), k), b = top_k(x.at(p), k);
+// A stage's distances, position by position.
+class StageStats {
+  public:
+    explicit StageStats(int k) : k_(k) {}
+    void add(std::span<const float> ref, std::span<const float> x) {
+        const LogitsDiff d = diff_logits(ref, x);
+        kls_.push_back(d.kl);
+        s_.max_abs = std::max(s_.max_abs, d.max_abs);
+        sq_ += d.rms * d.rms * static_cast<double>(ref.size());
+        n_logits_ += static_cast<double>(ref.size());
+        agree_ += d.top1_agrees();
+        const auto a = top_k(ref, k_), b = top_k(x, k_);
         std::vector<int32_t> both;
         std::set_intersection(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(both));
-        overlap += a.empty() ? 1.0 : static_cast<double>(both.size()) / a.size();
+        overlap_ += a.empty() ? 1.0 : static_cast<double>(both.size()) / a.size();
     }
-    s.positions = to - from;
-    if (s.positions == 0)
+    StageFidelity finish() const {
+        StageFidelity s = s_;
+        s.positions = static_cast<int>(kls_.size());
+        if (s.positions == 0)
+            return s;
+        s.kl_mean = std::accumulate(kls_.begin(), kls_.end(), 0.0) / s.positions;
+        s.kl_max = *std::max_element(kls_.begin(), kls_.end());
+        std::vector<double> sorted = kls_;
+        std::sort(sorted.begin(), sorted.end());
+        // Nearest rank: the smallest value with at least 99 % of positions at or below it.
+        const auto rank = static_cast<size_t>(std::ceil(0.99 * static_cast<double>(sorted.size())));
+        s.kl_p99 = sorted[std::max<size_t>(rank, 1) - 1];
+        s.top1_agreement = agree_ / s.positions;
+        s.topk_overlap = overlap_ / s.positions;
+        s.rms = std::sqrt(sq_ / n_logits_);
         return s;
-    s.kl_mean = std::accumulate(kls.begin(), kls.end(), 0.0) / s.positions;
-    s.kl_max = *std::max_element(kls.begin(), kls.end());
-    std::vector<double> sorted = kls;
-    std::sort(sorted.begin(), sorted.end());
-    // Nearest rank: the smallest value with at least 99 % of positions at or below it.
-    const size_t rank = static_cast<size_t>(std::ceil(0.99 * static_cast<double>(sorted.size())));
-    s.kl_p99 = sorted[std::max<size_t>(rank, 1) - 1];
-    s.top1_agreement = agree / s.positions;
-    s.topk_overlap = overlap / s.positions;
-    s.rms = std::sqrt(sq / n_logits);
-    return s;
+    }
+
+  private:
+    int k_;
+    StageFidelity s_;
+    std::vector<double> kls_;
+    double sq_ = 0, n_logits_ = 0, agree_ = 0, overlap_ = 0;
+};
+
+StageFidelity stage_fidelity(const Capture& ref, const Capture& x, int from, int to, int k) {
+    StageStats st(k);
+    for (int p = from; p < to; ++p)
+        st.add(ref.at(p), x.at(p));
+    return st.finish();
 }
 
 // The file's name: the quantization axis is several files of one model (one general.name).
@@ -145,6 +206,8 @@ FidelityResult run_fidelity(const FidelityOptions& o, std::ostream& progress) {
         throw usage_error("fidelity needs a device set and KV cache types");
     if (o.n_prompt < 1 || o.n_gen < 0 || o.top_k < 1 || o.reps < 1)
         throw usage_error("fidelity: -p, -n, --top-k and -r must be positive");
+    if (o.text && o.text->empty())
+        throw usage_error("--text " + o.text_path + ": the file is empty");
     FidelityResult r;
     r.options = o;
     r.n_prompt = o.n_prompt;
@@ -152,6 +215,7 @@ FidelityResult run_fidelity(const FidelityOptions& o, std::ostream& progress) {
     r.top_k = o.top_k;
     r.reps = o.reps;
     r.seed = o.seed;
+    r.prompt_logits = o.prompt_logits;
     r.method =
         "teacher-forced: the same tokens for every variant; logits captured on an untimed pass, "
         "speed measured on a separate pass; KL(reference || variant) in nats";
@@ -166,14 +230,56 @@ FidelityResult run_fidelity(const FidelityOptions& o, std::ostream& progress) {
                     ref_dev, o.type_k[0], o.type_v[0]);
 
     // The reference first: its vocabulary and tokens are every variant's.
-    progress << "fidelity: reference " << r.reference << "\n";
+    const bool with_text = o.text.has_value();
+    auto spec_for = [&](const std::string& model, const std::string& dev, const std::string& ctk,
+                        const std::string& ctv) {
+        LoadSpec spec = load_spec_for(config_of(o, model, dev, ctk, ctv));
+        if (with_text)
+            spec.n_ctx = std::max(spec.n_ctx, o.ctx);
+        return spec;
+    };
     Capture ref;
+    std::vector<int32_t> text_tokens;
+    PerplexityPlan plan;
+    Capture ref_text;
     {
         LlamaEngine e;
-        e.load(load_spec_for(config_of(o, ref_model, ref_dev, o.type_k[0], o.type_v[0])));
+        e.load(spec_for(ref_model, ref_dev, o.type_k[0], o.type_v[0]));
+        if (with_text) {
+            // Before anything is computed: a text too short for one window is bad input.
+            text_tokens = e.tokenize(*o.text, /*add_special=*/true);
+            plan = plan_perplexity(static_cast<int64_t>(text_tokens.size()), o.ctx, o.chunks);
+            FidelityText t;
+            t.path = o.text_path;
+            t.tokens = static_cast<int64_t>(text_tokens.size());
+            t.n_ctx = plan.n_ctx;
+            t.chunks = plan.n_chunks;
+            t.scored = plan.scored();
+            t.method =
+                "llama-perplexity's windows: n_ctx-token windows, the first token the BOS (when "
+                "the vocabulary adds one), the second half of each scored; PPL = exp(mean NLL); "
+                "the text stage compares the scored positions' logits with the reference's";
+            r.text = t;
+        }
+        // After the checks of the text: bad input stays the only line.
+        progress << "fidelity: reference " << r.reference << "\n";
         r.tokens = sequence_tokens(o.n_prompt + o.n_gen, e.n_vocab(), o.seed, e.bos_token());
-        ref = capture(e, r.tokens, o.n_prompt, o.n_gen);
+        ref = capture(e, r.tokens, o.n_prompt, o.n_gen, o.prompt_logits);
+        if (with_text) {
+            progress << fmt::format(
+                "fidelity: the text, {} tokens, {} windows of {} ({} tokens scored)\n",
+                text_tokens.size(), plan.n_chunks, plan.n_ctx, plan.scored());
+            ref_text.n_vocab = e.n_vocab();
+            ref_text.logits.reserve(static_cast<size_t>(plan.scored()) *
+                                    static_cast<size_t>(ref_text.n_vocab));
+            const TextPass t = text_pass(e, text_tokens, plan, [&](int, std::span<const float> l) {
+                ref_text.logits.insert(ref_text.logits.end(), l.begin(), l.end());
+            });
+            r.text->reference_perplexity = t.sum.ppl();
+            r.text->reference_perplexity_error = t.sum.ppl_error();
+        }
     }
+    const int P = ref.prompt_positions;
     const bool ref_is_variant =
         std::find(o.models.begin(), o.models.end(), ref_model) != o.models.end();
     for (const auto& model : o.models)
@@ -195,7 +301,7 @@ FidelityResult run_fidelity(const FidelityOptions& o, std::ostream& progress) {
                     bool other_vocab = false;
                     try {
                         LlamaEngine e;
-                        e.load(load_spec_for(config_of(o, model, dev, ctk, ctv)));
+                        e.load(spec_for(model, dev, ctk, ctv));
                         if (e.n_vocab() != ref.n_vocab) {
                             other_vocab = true;
                             throw input_error(fmt::format(
@@ -203,9 +309,31 @@ FidelityResult run_fidelity(const FidelityOptions& o, std::ostream& progress) {
                                 "model shape",
                                 model, e.n_vocab(), ref.n_vocab));
                         }
-                        const Capture x = capture(e, r.tokens, o.n_prompt, o.n_gen);
-                        v.prefill = stage_fidelity(ref, x, 0, 1, o.top_k);
-                        v.decode = stage_fidelity(ref, x, 1, o.n_gen + 1, o.top_k);
+                        if (with_text) {
+                            other_vocab = true;  // a model that cannot tokenize is bad input
+                            if (e.tokenize(*o.text, true) != text_tokens)
+                                throw input_error(
+                                    model +
+                                    " tokenizes the text differently from the reference: not "
+                                    "the same vocabulary");
+                            other_vocab = false;
+                        }
+                        const Capture x =
+                            capture(e, r.tokens, o.n_prompt, o.n_gen, o.prompt_logits);
+                        v.prefill = stage_fidelity(ref, x, P - 1, P, o.top_k);
+                        v.decode = stage_fidelity(ref, x, P, P + o.n_gen, o.top_k);
+                        if (o.prompt_logits)
+                            v.prompt = stage_fidelity(ref, x, 0, P, o.top_k);
+                        if (with_text) {
+                            StageStats st(o.top_k);
+                            const TextPass t = text_pass(e, text_tokens, plan,
+                                                         [&](int pos, std::span<const float> l) {
+                                                             st.add(ref_text.at(pos), l);
+                                                         });
+                            v.text = st.finish();
+                            v.perplexity = t.sum.ppl();
+                            v.perplexity_error = t.sum.ppl_error();
+                        }
                         time_speed(e, r.tokens, o, v);
                     } catch (const Error& err) {
                         if (other_vocab)

@@ -8,6 +8,11 @@
 // variant is measured in a separate pass on a fresh context, untimed capture first, so logit
 // capture never sits inside a timed stage. The variants no other variant beats on both decode
 // speed and decode KL form the frontier.
+//
+// With a text (--text), every variant also evaluates the text in llama-perplexity's windows
+// (scenario/perplexity.hpp): its perplexity, and the same distances from the reference over the
+// scored positions (the "text" stage). With prompt_logits, the logits of every prompt position
+// are kept too (the "prompt" stage; prefill stays the prompt's last position).
 #include <cstdint>
 #include <optional>
 #include <ostream>
@@ -30,6 +35,13 @@ struct FidelityOptions {
     int reps = 3;  // timed repetitions of the speed pass (median)
     int n_threads = 0;
     uint64_t seed = 1;
+    // --prompt-logits: compare every prompt position, not only the last (the "prompt" stage).
+    bool prompt_logits = false;
+    // --text: the text (its contents) whose perplexity each variant computes; text_path names it.
+    std::optional<std::string> text;
+    std::string text_path;
+    int ctx = 512;    // --ctx: tokens per perplexity window (llama-perplexity's -c)
+    int chunks = -1;  // --chunks: at most this many windows (-1: every whole window)
 };
 
 // The measurement (reference, tokens, variants) is the result document's fidelity section
@@ -39,8 +51,9 @@ struct FidelityResult : FidelitySection {
 };
 
 // Throws sb::Error(usage) for options that cannot run (a reference device set not among
-// --device, no model), sb::Error(input) when the reference fails or a model's vocabulary
-// differs from the reference's; a variant that fails is recorded with its error.
+// --device, no model, a text shorter than two windows), sb::Error(input) when the reference
+// fails, a model's vocabulary differs from the reference's (size, or the text's tokens) or
+// cannot tokenize the text; a variant that fails otherwise is recorded with its error.
 FidelityResult run_fidelity(const FidelityOptions& o, std::ostream& progress);
 
 }  // namespace sb

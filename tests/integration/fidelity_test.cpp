@@ -2,8 +2,11 @@
 // reference, beside their speed.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <regex>
 
 #include "cli_harness.hpp"
 
@@ -24,6 +27,76 @@ const std::string& tiny_at(const std::string& quant) {
     if (p.exit_code != 0)
         throw std::runtime_error("synth failed: " + p.err);
     return made[quant] = path;
+}
+
+// The tiny preset with a real tokenizer (the pinned tree's Llama SentencePiece vocabulary,
+// 32000 tokens), written once per test binary.
+const std::string& tiny_spm(const std::string& quant) {
+    static TempDir dir;
+    static std::map<std::string, std::string> made;
+    auto it = made.find(quant);
+    if (it != made.end())
+        return it->second;
+    const std::string path = dir.file("tiny-spm-" + quant + ".gguf");
+    Proc p =
+        run_sb({"synth", "--preset", "tiny", "--quant", quant, "--vocab", "llama-spm", "-o", path});
+    if (p.exit_code != 0)
+        throw std::runtime_error("synth failed: " + p.err);
+    return made[quant] = path;
+}
+
+// A real English text (written for this test), about 700 tokens of the Llama vocabulary.
+const char* kText =
+    "The lighthouse keeper kept a notebook in which he wrote down, every evening, the state of "
+    "the sea, the direction of the wind and the ships that had passed during the day. Most "
+    "entries were short. A fishing boat from the harbour, two cargo ships heading north, a "
+    "yacht that turned back before the cape. On stormy nights he wrote more, because he could "
+    "not sleep and because the light needed him: the lamp had to be trimmed, the clockwork "
+    "that turned the lens had to be wound every few hours, and the windows of the lantern room "
+    "had to be wiped when the spray reached that high.\n\n"
+    "His daughter, who later sold the notebooks to the county museum, said that her father "
+    "never thought of them as a diary. They were a record, like the log of a ship, and he "
+    "believed that someone would one day need to know exactly when the fog came in on a "
+    "particular Tuesday in March. Nobody ever did, as far as she knew. But the museum keeps "
+    "them in a glass case near the entrance, open at a page from the winter of the great "
+    "storm, when the keeper wrote that the waves broke over the gallery rail and that he "
+    "could hear the bell of the wreck buoy even through the closed door.\n\n"
+    "Visitors often ask why a lighthouse needed a keeper at all, when the lamp could simply "
+    "have been left burning. The answer is that nothing about the old lights was simple. The "
+    "oil had to be carried up the stairs in cans, the wicks burned unevenly and smoked the "
+    "glass, and the great lens, made of hundreds of pieces of polished glass, had to be "
+    "cleaned of soot every morning so that the beam would carry its full distance. A dirty "
+    "lens could cost a mile of range, and a mile was the difference between a ship that saw "
+    "the warning in time and one that did not.\n\n"
+    "When the light was converted to electricity, the keeper stayed on for another ten years. "
+    "There was less to do, but the notebooks go on in the same careful hand: the sea, the "
+    "wind, the ships. In the last entry he wrote that the weather was fair, that the "
+    "automatic lamp had worked without fault through the night, and that he was leaving the "
+    "key to the door under the third stone to the left of the step, where the next person "
+    "would surely find it. The museum has the key as well. It hangs beside the notebooks, on "
+    "a short piece of tarred rope, and the children who visit are allowed to hold it.\n\n"
+    "The town has changed a great deal since then. The harbour is full of pleasure boats, "
+    "the fish market has become a row of restaurants, and the old rope works is a hotel. "
+    "Yet on a clear night the light still turns above the cape, every fifteen seconds, as it "
+    "has done for a hundred and forty years, and the ships still count the flashes to know "
+    "which coast they are passing.\n";
+
+std::string write_text(const TempDir& t, const std::string& name, const std::string& text) {
+    const std::string path = t.file(name);
+    std::ofstream(path) << text;
+    return path;
+}
+
+// llama-perplexity's "Final estimate: PPL = X +/- Y" (its log, on stderr).
+double llama_perplexity(const std::string& model, const std::string& text, int ctx) {
+    Proc p = run(
+        {peer("llama-perplexity"), "-m", model, "-f", text, "-c", std::to_string(ctx), "-t", "2"});
+    EXPECT_EQ(p.exit_code, 0) << p.err;
+    std::smatch m;
+    const std::string all = p.out + p.err;
+    if (!std::regex_search(all, m, std::regex(R"(Final estimate: PPL = ([0-9.]+))")))
+        ADD_FAILURE() << "no final estimate in llama-perplexity's output: " << all;
+    return m.empty() ? NAN : std::stod(m[1]);
 }
 
 json fidelity(const std::vector<std::string>& args) {
@@ -155,22 +228,91 @@ TEST(Fidelity, DocumentsGoThroughTheStoreCompareAndAdvise) {
     EXPECT_EQ(a["sentences"][0].get<std::string>().rfind("BLAS is ", 0), 0u) << a["sentences"];
 }
 
+// The perplexity of a text is llama-perplexity's (the peer built from the same tree) on the same
+// model, file and context, within 0.1 %: the same tokens, windows and scored positions.
+TEST(Fidelity, PerplexityEqualsLlamaPerplexity) {
+    TempDir t;
+    const std::string text = write_text(t, "keeper.txt", kText);
+    for (const char* quant : {"f16", "q4_0"}) {
+        json d = fidelity(
+            {"-m", tiny_spm(quant), "--device", "CPU", "--text", text, "--ctx", "64", "-t", "2"});
+        ASSERT_EQ(d["variants"].size(), 1u) << d;
+        const json& v = d["variants"][0];
+        const double ours = v["perplexity"]["value"].get<double>();
+        const double peer_ppl = llama_perplexity(tiny_spm(quant), text, 64);
+        EXPECT_NEAR(ours, peer_ppl, 1e-3 * peer_ppl) << quant;
+        // A random-weight model of 32000 tokens: thousands, not 1 (nothing was skipped).
+        EXPECT_GT(ours, 1000.0) << quant;
+        // The windows: 700-odd tokens in windows of 64, the last 31 positions of each scored.
+        const int64_t tokens = d["text"]["tokens"].get<int64_t>();
+        EXPECT_EQ(d["text"]["chunks"], tokens / 64);
+        EXPECT_EQ(d["text"]["scored"], (tokens / 64) * 31);
+        EXPECT_EQ(v["text"]["positions"], (tokens / 64) * 31);
+        // Its own reference: the text's logits are exactly the reference's.
+        EXPECT_EQ(v["text"]["kl_max"], 0.0);
+        EXPECT_EQ(d["text"]["reference_perplexity"]["value"], v["perplexity"]["value"]);
+    }
+}
+
+// On the text, quantization orders the distance from the f16 reference as on random tokens, and
+// --prompt-logits compares every prompt position.
+TEST(Fidelity, TextAndPromptStagesAgainstTheF16Reference) {
+    TempDir t;
+    const std::string text = write_text(t, "keeper.txt", kText);
+    json d = fidelity({"-m", tiny_spm("f16") + "," + tiny_spm("q8_0") + "," + tiny_spm("q4_0"),
+                       "--device", "CPU", "--text", text, "--ctx", "128", "--prompt-logits"});
+    ASSERT_EQ(d["variants"].size(), 3u) << d;
+    const json &f16 = d["variants"][0], &q8 = d["variants"][1], &q4 = d["variants"][2];
+    EXPECT_EQ(f16["text"]["kl_max"], 0.0);
+    EXPECT_EQ(f16["prompt"]["kl_max"], 0.0);
+    EXPECT_EQ(f16["prompt"]["positions"], 32);
+    EXPECT_GT(q8["text"]["kl_mean"].get<double>(), 0.0);
+    EXPECT_GT(q4["text"]["kl_mean"].get<double>(), q8["text"]["kl_mean"].get<double>());
+    EXPECT_GT(q4["prompt"]["kl_mean"].get<double>(), q8["prompt"]["kl_mean"].get<double>());
+    EXPECT_EQ(q4["prompt"]["positions"], 32);
+    // The prompt's last position is the prefill stage's.
+    EXPECT_GE(q4["prompt"]["kl_max"].get<double>(), q4["prefill"]["kl_mean"].get<double>());
+    EXPECT_EQ(q4["decode"]["positions"], 16);
+    EXPECT_NE(q4["perplexity"]["value"], f16["perplexity"]["value"]);
+}
+
 TEST(Fidelity, BadInputIsOneLineAndExitTwo) {
     TempDir t;
     Proc small = run_sb({"synth", "--preset", "tiny", "--quant", "f16", "-o", t.file("x.gguf")});
     ASSERT_EQ(small.exit_code, 0);
+    const std::string novocab = t.file("novocab.gguf");
+    Proc nv = run_sb({"synth", "--preset", "tiny", "--vocab", "none", "-o", novocab});
+    ASSERT_EQ(nv.exit_code, 0) << nv.err;
     const std::vector<std::vector<std::string>> cases = {
         {"fidelity", "-m", tiny_at("q4_0"), "--device", "CPU", "--reference", "BLAS"},
         {"fidelity", "-m", t.file("missing.gguf")},
         {"fidelity", "-m", tiny_at("q4_0"), "-p", "0"},
         {"fidelity", "-m", tiny_at("q4_0"), "--cache-type-k", "q3_x"},
         {"fidelity", "-m", tiny_at("q4_0"), "--reference-model", t.file("none.gguf")},
+        // A text too short for two windows of --ctx.
+        {"fidelity", "-m", tiny_spm("q4_0"), "--text", write_text(t, "short.txt", "Too short."),
+         "--ctx", "64"},
+        {"fidelity", "-m", tiny_spm("q4_0"), "--text", t.file("missing.txt")},
+        {"fidelity", "-m", tiny_spm("q4_0"), "--text", write_text(t, "bad.txt", "a\xff\xfe b")},
+        // A model without a vocabulary cannot tokenize the text.
+        {"fidelity", "-m", novocab, "--text", write_text(t, "keeper.txt", kText), "--ctx", "64"},
+        {"synth", "--preset", "tiny", "--vocab", "no-such-vocab", "-o", t.file("v.gguf")},
     };
     for (const auto& c : cases) {
         Proc p = run_sb(c);
         EXPECT_EQ(p.exit_code, 2) << c.back() << ": " << p.err;
         EXPECT_EQ(std::count(p.err.begin(), p.err.end(), '\n'), 1) << p.err;
     }
+    // Another vocabulary than the reference's, found when the variant loads (after the
+    // reference's progress lines): exit 2, the error the one last line.
+    Proc p = run_sb({"fidelity", "-m", tiny_spm("q4_0") + "," + tiny_at("q4_0"), "--text",
+                     write_text(t, "keeper.txt", kText), "--ctx", "64", "-p", "8", "-n", "2"});
+    EXPECT_EQ(p.exit_code, 2) << p.err;
+    const std::string last = p.err.substr(p.err.rfind('\n', p.err.size() - 2) + 1);
+    EXPECT_EQ(last.rfind("stagebench: error: ", 0), 0u) << p.err;
+    EXPECT_NE(last.find("has a vocabulary of 4096 tokens, the reference 32000"), std::string::npos)
+        << p.err;
+    EXPECT_EQ(p.err.find("error"), p.err.size() - last.size() + 12) << p.err;
 }
 
 }  // namespace

@@ -37,7 +37,13 @@ json to_json(const FidelityVariant& v) {
     if (!v.error) {
         j["prefill"] = to_json(v.prefill);
         j["decode"] = to_json(v.decode);
+        if (v.prompt)
+            j["prompt"] = to_json(*v.prompt);
+        if (v.text)
+            j["text"] = to_json(*v.text);
     }
+    if (v.perplexity || v.perplexity_error)
+        j["perplexity"] = {{"value", opt(v.perplexity)}, {"error", opt(v.perplexity_error)}};
     return j;
 }
 
@@ -45,10 +51,38 @@ json to_json(const FidelitySection& s) {
     json vs = json::array();
     for (const auto& v : s.variants)
         vs.push_back(to_json(v));
-    return json{{"reference", s.reference}, {"n_prompt", s.n_prompt}, {"n_gen", s.n_gen},
-                {"top_k", s.top_k},         {"reps", s.reps},         {"seed", s.seed},
-                {"tokens", s.tokens},       {"method", s.method},     {"variants", vs}};
+    json j{{"reference", s.reference}, {"n_prompt", s.n_prompt},
+           {"n_gen", s.n_gen},         {"top_k", s.top_k},
+           {"reps", s.reps},           {"seed", s.seed},
+           {"tokens", s.tokens},       {"method", s.method},
+           {"variants", vs},           {"prompt_logits", s.prompt_logits}};
+    if (s.text)
+        j["text"] = to_json(*s.text);
+    return j;
 }
+
+json to_json(const FidelityText& t) {
+    return json{
+        {"path", t.path},
+        {"tokens", t.tokens},
+        {"n_ctx", t.n_ctx},
+        {"chunks", t.chunks},
+        {"scored", t.scored},
+        {"reference_perplexity",
+         {{"value", opt(t.reference_perplexity)}, {"error", opt(t.reference_perplexity_error)}}},
+        {"method", t.method}};
+}
+
+namespace {
+// {"value", "error"}: a perplexity and its error.
+struct PerplexityIn {
+    std::optional<double>& value;
+    std::optional<double>& error;
+};
+void read(const JsonIn& in, PerplexityIn& p) {
+    ObjectIn{in}("value", p.value)("error", p.error);
+}
+}  // namespace
 
 void read(const JsonIn& in, StageFidelity& s) {
     ObjectIn{in}("positions", s.positions)("kl_mean", s.kl_mean)("kl_p99", s.kl_p99)(
@@ -57,18 +91,26 @@ void read(const JsonIn& in, StageFidelity& s) {
 }
 
 void read(const JsonIn& in, FidelityVariant& v) {
+    PerplexityIn ppl{v.perplexity, v.perplexity_error};
     ObjectIn{in}("model", v.model)("model_name", v.model_name)("devices", v.devices)(
         "type_k", v.type_k)("type_v", v.type_v)("reference", v.reference)(
         "prefill_tokens_per_s", v.prefill_tps)("decode_tokens_per_s", v.decode_tps)(
         "prefill_tokens_per_s_reps", v.prefill_tps_reps)(
         "decode_tokens_per_s_reps", v.decode_tps_reps)("frontier", v.frontier)("error", v.error)(
-        "prefill", v.prefill)("decode", v.decode);
+        "prefill", v.prefill)("decode", v.decode)("prompt", v.prompt)("text", v.text)("perplexity",
+                                                                                      ppl);
 }
 
 void read(const JsonIn& in, FidelitySection& s) {
     ObjectIn{in}("reference", s.reference)("n_prompt", s.n_prompt)("n_gen", s.n_gen)(
         "top_k", s.top_k)("reps", s.reps)("seed", s.seed)("tokens", s.tokens)("method", s.method)(
-        "variants", s.variants);
+        "variants", s.variants)("prompt_logits", s.prompt_logits)("text", s.text);
+}
+
+void read(const JsonIn& in, FidelityText& t) {
+    PerplexityIn ppl{t.reference_perplexity, t.reference_perplexity_error};
+    ObjectIn{in}("path", t.path)("tokens", t.tokens)("n_ctx", t.n_ctx)("chunks", t.chunks)(
+        "scored", t.scored)("reference_perplexity", ppl)("method", t.method);
 }
 
 }  // namespace sb

@@ -30,9 +30,24 @@ struct FidelityVariant {
     bool reference = false;
     std::optional<double> prefill_tps, decode_tps;          // medians of the speed pass
     std::vector<double> prefill_tps_reps, decode_tps_reps;  // its repetitions, in order
-    StageFidelity prefill, decode;  // absent from the JSON when error is set
+    StageFidelity prefill, decode;        // absent from the JSON when error is set
+    std::optional<StageFidelity> prompt;  // --prompt-logits: every prompt position
+    std::optional<StageFidelity> text;    // --text: the scored positions of the windows
+    std::optional<double> perplexity, perplexity_error;  // --text (llama-perplexity's +/-)
     bool frontier = false;
     std::optional<std::string> error;  // the variant failed (others go on)
+};
+
+// --text: the text whose perplexity every variant computed, in llama-perplexity's windows
+// (scenario/perplexity.hpp).
+struct FidelityText {
+    std::string path;
+    int64_t tokens = 0;  // the reference's tokenization, the BOS included
+    int n_ctx = 0;       // tokens per window
+    int chunks = 0;      // windows evaluated
+    int64_t scored = 0;  // tokens scored: chunks x (n_ctx - n_ctx / 2 - 1)
+    std::optional<double> reference_perplexity, reference_perplexity_error;
+    std::string method;
 };
 
 struct FidelitySection {
@@ -42,6 +57,8 @@ struct FidelitySection {
     std::vector<int32_t> tokens;  // the teacher-forced sequence: the prompt, then n_gen tokens
     std::string method;           // how it was measured, in words
     std::vector<FidelityVariant> variants;
+    bool prompt_logits = false;        // variants carry the prompt stage
+    std::optional<FidelityText> text;  // --text
 };
 
 // "model_name on devices (ctk/ctv)": a variant's name in tables and sentences.
@@ -51,13 +68,18 @@ std::string variant_label(const FidelityVariant& v);
 // [{"model", "model_name", "devices", "type_k", "type_v", "reference", "prefill_tokens_per_s",
 // "decode_tokens_per_s", "prefill_tokens_per_s_reps", "decode_tokens_per_s_reps", "frontier",
 // "error", "prefill": {"positions", "kl_mean", "kl_p99", "kl_max", "top1_agreement",
-// "topk_overlap", "max_abs", "rms"}, "decode": {...}}]}.
+// "topk_overlap", "max_abs", "rms"}, "decode": {...}, "prompt": {...} (--prompt-logits),
+// "text": {...}, "perplexity": {"value", "error"} (--text)}], "prompt_logits", "text": {"path",
+// "tokens", "n_ctx", "chunks", "scored", "reference_perplexity": {"value", "error"}, "method"}
+// (--text)}.
 nlohmann::json to_json(const StageFidelity&);
 nlohmann::json to_json(const FidelityVariant&);
 nlohmann::json to_json(const FidelitySection&);
+nlohmann::json to_json(const FidelityText&);
 
 void read(const JsonIn&, StageFidelity&);
 void read(const JsonIn&, FidelityVariant&);
 void read(const JsonIn&, FidelitySection&);
+void read(const JsonIn&, FidelityText&);
 
 }  // namespace sb

@@ -73,6 +73,41 @@ TEST(FidelitySection, FromJsonIsTheInverseOfToJson) {
     EXPECT_TRUE(j["fidelity"]["variants"][2]["decode_tokens_per_s"].is_null());
 }
 
+// --text and --prompt-logits: the text's windows, each variant's perplexity and its text and
+// prompt stages, read back exactly.
+TEST(FidelitySection, TextAndPromptStagesRoundTrip) {
+    ResultDocument d = fidelity_document();
+    FidelitySection& s = *d.fidelity;
+    s.prompt_logits = true;
+    FidelityText t;
+    t.path = "wiki.test.raw";
+    t.tokens = 3012;
+    t.n_ctx = 128;
+    t.chunks = 23;
+    t.scored = 23 * 63;
+    t.reference_perplexity = 33552.5182;
+    t.reference_perplexity_error = 311.85788;
+    t.method = "llama-perplexity's windows";
+    s.text = t;
+    s.variants[1].prompt = StageFidelity{4, 0.1, 0.2, 0.3, 0.75, 0.9, 1.25, 0.5};
+    s.variants[1].text = StageFidelity{1449, 0.0036, 0.005, 0.0056, 0.499, 0.632, 2.5, 0.07};
+    s.variants[1].perplexity = 33256.2736;
+    s.variants[1].perplexity_error = 313.039;
+    const json j = to_json(d);
+    EXPECT_EQ(j["fidelity"]["text"]["reference_perplexity"]["value"], 33552.5182);
+    EXPECT_EQ(j["fidelity"]["variants"][1]["perplexity"]["error"], 313.039);
+    EXPECT_FALSE(j["fidelity"]["variants"][0].contains("perplexity"));
+    const ResultDocument back = from_json<ResultDocument>(j, "'f.json'");
+    EXPECT_EQ(to_json(back), j);
+    ASSERT_TRUE(back.fidelity->text);
+    EXPECT_EQ(back.fidelity->text->scored, 23 * 63);
+    EXPECT_TRUE(back.fidelity->prompt_logits);
+    EXPECT_EQ(back.fidelity->variants[1].text->positions, 1449);
+    EXPECT_EQ(back.fidelity->variants[1].prompt->top1_agreement, 0.75);
+    EXPECT_EQ(back.fidelity->variants[1].perplexity, 33256.2736);
+    EXPECT_FALSE(back.fidelity->variants[0].perplexity);
+}
+
 TEST(FidelitySection, AbsentUnlessMeasured) {
     ResultDocument d;
     EXPECT_FALSE(to_json(d).contains("fidelity"));

@@ -55,11 +55,11 @@ TEST(ModesSection, RoundTripsThroughTheDocument) {
 
     ResultDocument doc;
     doc.command = "decompose";
-    set_modes_section(doc, s);
+    doc.modes = s;
     const nlohmann::json j = to_json(doc);
     ASSERT_TRUE(j.contains("modes"));
     const ResultDocument back = from_json<ResultDocument>(j, "d.json");
-    const std::optional<ModesSection> s2 = modes_section(back);
+    const std::optional<ModesSection> s2 = back.modes;
     ASSERT_TRUE(s2);
     EXPECT_EQ(to_json(*s2), to_json(s));
     EXPECT_EQ(to_json(back), j);
@@ -73,7 +73,7 @@ TEST(ModesSection, AMalformedSectionIsOneLineNamingTheField) {
     j["modes"] = {{"modes", {{{"name", "a"}, {"runs", "nope"}}}}};
     const ResultDocument doc = from_json<ResultDocument>(j, "d.json");
     try {
-        modes_section(doc);
+        doc.modes;
         FAIL() << "accepted";
     } catch (const Error& e) {
         EXPECT_EQ(std::string(e.what()),
