@@ -8,6 +8,8 @@
 #                               variant where llama.cpp was built with GGML_CPU_ALL_VARIANTS)
 #                               and every other shared library they need except the C library's
 #                               own (libc, libm, ld-linux...), which the target machine has
+#     share/stagebench/vocab/   the vocabularies of synth's presets (llama-bpe, qwen2,
+#                               llama-spm), from the pinned llama.cpp tree's models/
 #
 # Usage: dist.sh --arch ARCH --build DIR --llama DIR [--sysroot DIR] --out DIR
 #   --build    the stagebench build directory (bin/stagebench)
@@ -54,6 +56,14 @@ rm -rf "$stage" "$OUT/$name.tar.gz"
 mkdir -p "$stage/bin" "$stage/peers" "$stage/lib"
 
 cp -L "$BUILD/bin/stagebench" "$stage/bin/"
+# synth --vocab NAME and the presets' default vocabularies, found beside bin/ (model/synth.cpp).
+if [ -d "$BUILD/share/stagebench/vocab" ]; then
+  mkdir -p "$stage/share/stagebench/vocab"
+  for v in llama-bpe qwen2 llama-spm; do
+    f="$BUILD/share/stagebench/vocab/ggml-vocab-$v.gguf"
+    if [ -f "$f" ]; then cp -L "$f" "$stage/share/stagebench/vocab/"; else log "no vocabulary $v in $BUILD/share/stagebench/vocab"; fi
+  done
+fi
 for p in llama-bench llama-server ggml-rpc-server; do
   if [ -f "$LLAMA_BIN/$p" ]; then cp -L "$LLAMA_BIN/$p" "$stage/peers/"; else log "no peer $p in $LLAMA_BIN"; fi
 done

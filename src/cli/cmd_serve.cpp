@@ -94,7 +94,7 @@ void add_serve_command(CLI::App& app, Context& ctx) {
     add_db_option(cmd, ctx);
     auto trace = std::make_shared<TraceArgs>();
     add_trace_option(cmd, *trace);
-    
+
     cmd->callback([&ctx, a, requests, trace] {
         const LengthRange pr = parse_length_range(a->n_prompt, "-p", kMaxTokens);
         const LengthRange gr = parse_length_range(a->n_gen, "-n", kMaxTokens);

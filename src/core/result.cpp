@@ -462,8 +462,7 @@ void read(const JsonIn& given, ResultDocument& d) {
         read_object_or_null(o.at("membw"), d.membw);
         o("started_at", d.started_at)("finished_at", d.finished_at)("tests", d.tests)(
             "warnings", d.warnings)("sustained", d.sustained)("hybrid", d.hybrid)("ops", d.ops)(
-            "modes", d.modes)("serve", d.serve)(
-            "fidelity", d.fidelity)
+            "modes", d.modes)("serve", d.serve)("fidelity", d.fidelity)
             .lenient("telemetry", d.telemetry);
         if (o.has("engines")) {
             const JsonIn engines = o.at("engines");

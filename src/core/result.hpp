@@ -20,8 +20,8 @@
 #include "core/device_set.hpp"
 #include "core/doc/fidelity_section.hpp"
 #include "core/doc/hybrid_section.hpp"
-#include "core/doc/modes_section.hpp"
 #include "core/doc/json_in.hpp"
+#include "core/doc/modes_section.hpp"
 #include "core/doc/ops_section.hpp"
 #include "core/doc/serve_section.hpp"
 #include "core/doc/telemetry_section.hpp"
@@ -194,8 +194,8 @@ struct ResultDocument {
     std::optional<SustainedResult> sustained;
     std::optional<HybridSection> hybrid;
     std::optional<OpsSection> ops;
-    std::optional<ModesSection> modes;  // decompose --mode, import hexagon-profile --mode
-    std::optional<ServeSection> serve;  // `stagebench serve`
+    std::optional<ModesSection> modes;        // decompose --mode, import hexagon-profile --mode
+    std::optional<ServeSection> serve;        // `stagebench serve`
     std::optional<FidelitySection> fidelity;  // `stagebench fidelity` (no tests)
     // The engines of the run by name ("llama", "http"): what they are and how they ran.
     nlohmann::json engines = nlohmann::json::object();

@@ -277,11 +277,14 @@ SyntheticVocab make_synthetic_vocab(int64_t n_vocab) {
 std::string bundled_vocab_dir() {
     if (const char* d = std::getenv("STAGEBENCH_VOCAB_DIR"); d && *d)
         return d;
-#ifdef SB_LLAMA_MODELS_DIR
-    return SB_LLAMA_MODELS_DIR;
-#else
-    return "";
-#endif
+    // Beside the executable, never a path of the build machine: bin/../share/stagebench/vocab
+    // (the build tree links it to the llama.cpp tree's models/, `make dist` copies the presets'
+    // vocabularies there).
+    std::error_code ec;
+    const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+    if (ec || self.empty())
+        return "";
+    return (self.parent_path().parent_path() / "share" / "stagebench" / "vocab").string();
 }
 
 std::vector<std::string> bundled_vocab_names() {

@@ -48,8 +48,9 @@ struct SynthResult {
 };
 
 // The vocabulary GGUF that a --vocab name means: a path (it has a '/' or ends in .gguf) as is;
-// otherwise models/ggml-vocab-<name>.gguf of the pinned llama.cpp tree (the directory
-// STAGEBENCH_VOCAB_DIR names, else the source tree this stagebench was built against). Throws
+// otherwise ggml-vocab-<name>.gguf in the directory STAGEBENCH_VOCAB_DIR names, else in
+// bin/../share/stagebench/vocab beside the executable (the build tree: the pinned llama.cpp
+// tree's models/; a dist: the presets' vocabularies). Throws
 // sb::Error(usage) for an unknown name, listing the names there.
 std::string resolve_vocab(const std::string& name);
 // The names resolve_vocab() knows (sorted; empty when the directory is not there).

@@ -14,16 +14,23 @@ void write_serve_measures_markdown(const ServeSection& r, std::ostream& out) {
         return c ? fmt::format("{:.1f} [{:.1f}, {:.1f}]", *v, c->lo, c->hi)
                  : fmt::format("{:.1f}", *v);
     };
-    out << "\nLatency in ms with seeded bootstrap 95 % CIs (whole requests resampled):\n\n"
-        << "| point | metric | mean | median | p90 | p99 |\n"
-        << "| --- | --- | ---: | ---: | ---: | ---: |\n";
+    // The CI table where the points have intervals (a document of an earlier build has none).
+    bool cis = false;
     for (const auto& p : r.points)
-        for (const auto& [name, s] :
-             std::initializer_list<std::pair<const char*, const LatencyStats*>>{
-                 {"TTFT", &p.ttft}, {"TPOT", &p.tpot}, {"ITL", &p.itl}, {"E2E", &p.e2e}})
-            out << fmt::format("| {} | {} | {} | {} | {} | {} |\n", p.label(), name,
-                               ci(s->mean, s->mean_ci), ci(s->median, s->median_ci),
-                               ci(s->p90, s->p90_ci), ci(s->p99, s->p99_ci));
+        for (const LatencyStats* s : {&p.ttft, &p.tpot, &p.itl, &p.e2e})
+            cis = cis || s->mean_ci || s->median_ci || s->p90_ci || s->p99_ci;
+    if (cis)
+        out << "\nLatency in ms with seeded bootstrap 95 % CIs (whole requests resampled):\n\n"
+            << "| point | metric | mean | median | p90 | p99 |\n"
+            << "| --- | --- | ---: | ---: | ---: | ---: |\n";
+    for (const auto& p : r.points)
+        if (cis)
+            for (const auto& [name, s] :
+                 std::initializer_list<std::pair<const char*, const LatencyStats*>>{
+                     {"TTFT", &p.ttft}, {"TPOT", &p.tpot}, {"ITL", &p.itl}, {"E2E", &p.e2e}})
+                out << fmt::format("| {} | {} | {} | {} | {} | {} |\n", p.label(), name,
+                                   ci(s->mean, s->mean_ci), ci(s->median, s->median_ci),
+                                   ci(s->p90, s->p90_ci), ci(s->p99, s->p99_ci));
     bool energy = false;
     for (const auto& p : r.points)
         energy = energy || p.energy;
@@ -55,7 +62,8 @@ void write_serve_measures_markdown(const ServeSection& r, std::ostream& out) {
             "\nInterrupted (Ctrl-C): {} request(s) in flight were kept as interrupted; the "
             "points measured are above.\n",
             interrupted);
-    out << "\nSaturation: " << r.saturation.verdict << ".\n";
+    if (!r.saturation.verdict.empty())
+        out << "\nSaturation: " << r.saturation.verdict << ".\n";
 }
 
 void write_serve_markdown(const ServeSection& s, const Warnings& warnings, std::ostream& out) {

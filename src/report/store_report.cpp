@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 
 #include "core/json_util.hpp"
-#include "report/serve_report.hpp"
 #include "report/fidelity_report.hpp"
+#include "report/serve_report.hpp"
 
 namespace sb {
 
@@ -75,6 +75,8 @@ void write_document_summary_markdown(std::ostream& out, int64_t id, const Result
         // A serve document: its points (report/serve_report.hpp).
         out << "\n";
         write_serve_markdown(*doc.serve, {}, out);
+        return;
+    }
     if (doc.tests.empty() && doc.fidelity) {
         out << "\n";
         write_fidelity_markdown(out, *doc.fidelity);

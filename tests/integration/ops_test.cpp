@@ -470,7 +470,8 @@ TEST(Compare, CpuAndRpcOpsDocumentsOpByOp) {
     server.stop(SIGTERM);
     ASSERT_EQ(b.exit_code, 0) << b.err;
 
-    Proc js = sbtest::run_sb({"compare", cpu, rpc, "--label", "CPU", "RPC", "-o", "json"});
+    Proc js =
+        sbtest::run_sb({"compare", cpu, rpc, "--label", "CPU", "--label", "RPC", "-o", "json"});
     ASSERT_EQ(js.exit_code, 0) << js.err;
     const json r = json::parse(js.out);
     EXPECT_EQ(r["match"]["fields"], json::array({"stage", "op"}));

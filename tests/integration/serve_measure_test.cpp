@@ -81,7 +81,8 @@ TEST(ServeMeasure, LengthRangesAndACsvOfLengths) {
                      "8-16", "-n", "2-6", "--telemetry", "off", "-o", "json"});
     ASSERT_EQ(p.exit_code, 0) << p.err;
     std::set<int> outs;
-    for (const auto& r : json::parse(p.out)["serve"]["points"][0]["requests"]) {
+    const json doc = json::parse(p.out);  // kept: a loop over a member of a temporary dangles
+    for (const auto& r : doc["serve"]["points"][0]["requests"]) {
         const int n = r["output_tokens"].get<int>();
         EXPECT_GE(n, 2);
         EXPECT_LE(n, 6);

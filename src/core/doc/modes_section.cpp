@@ -2,7 +2,6 @@
 
 #include "core/json_util.hpp"
 
-
 namespace sb {
 
 using nlohmann::json;

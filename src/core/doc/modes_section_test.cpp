@@ -65,19 +65,18 @@ TEST(ModesSection, RoundTripsThroughTheDocument) {
     EXPECT_EQ(to_json(back), j);
     EXPECT_EQ(s2->modes[0].runs[0].stage_ns.at("prefill"), 1500.5);
     EXPECT_EQ(*s2->modes[1].log_path, "c.log");
-    EXPECT_FALSE(modes_section(ResultDocument{}));
+    EXPECT_FALSE(ResultDocument{}.modes);
 }
 
 TEST(ModesSection, AMalformedSectionIsOneLineNamingTheField) {
     nlohmann::json j = to_json(ResultDocument{});
     j["modes"] = {{"modes", {{{"name", "a"}, {"runs", "nope"}}}}};
-    const ResultDocument doc = from_json<ResultDocument>(j, "d.json");
     try {
-        doc.modes;
+        (void)from_json<ResultDocument>(j, "d.json");
         FAIL() << "accepted";
     } catch (const Error& e) {
         EXPECT_EQ(std::string(e.what()),
-                  "the document: modes.modes[0].runs: expected an array, found a string");
+                  "d.json: modes.modes[0].runs: expected an array, found a string");
     }
 }
 
