@@ -162,8 +162,22 @@ json stage_ops_view(const StageProfile& st) {
                              {"note", p.note}});
         decomposition = {{"parts", parts}, {"accelerators", st.decomposition->accelerators}};
     }
+    // Op coverage (ops, profile/ops_profile.hpp coverage_rows): per op type, how many nodes each
+    // device asked supports and where they ran.
+    json coverage = nullptr;
+    if (!st.coverage.empty()) {
+        json rows = json::array();
+        for (const auto& c : st.coverage)
+            rows.push_back({{"op", c.op},
+                            {"count", c.count},
+                            {"supported", c.supported},
+                            {"ran", c.ran},
+                            {"note", c.note}});
+        coverage = {{"devices", st.coverage_devices}, {"rows", rows}};
+    }
     return json{{"stage", st.stage},
                 {"n_tokens", static_cast<double>(st.n_tokens)},
+                {"coverage", coverage},
                 {"by_op", by_op},
                 {"by_backend", by_backend},
                 {"fallback", fallback},

@@ -253,6 +253,18 @@ TEST(HtmlData, OpsSplitOpTimeFromCallOverheadAndFlagFallback) {
           {{"op", "ROPE"}, {"count", 2}, {"op_ns", nullptr}, {"call_ns", 1e5}}}},
         {"by_backend", {{{"backend", "CPU"}, {"op_ns", 3.4e6}, {"call_ns", 5.4e6}}}},
         {"fallback", {{{"op", "ADD"}, {"backend", "CPU"}, {"requested", "BLAS"}, {"count", 2}}}},
+        {"coverage_devices", {"BLAS", "CPU"}},
+        {"coverage",
+         {{{"op", "MUL_MAT"},
+           {"count", 7},
+           {"supported", {{"BLAS", 7}, {"CPU", 7}}},
+           {"ran", {{"BLAS", 7}}},
+           {"note", ""}},
+          {{"op", "ADD"},
+           {"count", 2},
+           {"supported", {{"BLAS", 0}, {"CPU", 2}}},
+           {"ran", {{"CPU", 2}}},
+           {"note", "BLAS: 2 not supported"}}}},
         {"reconciliation", {{"plain_median_ns", 6e6}, {"sum_op_ns", 3.4e6}}},
         {"decomposition",
          {{"parts",
@@ -278,6 +290,13 @@ TEST(HtmlData, OpsSplitOpTimeFromCallOverheadAndFlagFallback) {
     EXPECT_DOUBLE_EQ(s["decomposition"]["parts"][0]["ms"].get<double>(), 2.0);
     EXPECT_TRUE(s["decomposition"]["parts"][1]["ms"].is_null());
     EXPECT_TRUE(notes.empty());
+    // The coverage matrix as the ops section has it: the devices asked, per op type the nodes
+    // each supports and where they ran, and why they ran elsewhere.
+    EXPECT_EQ(s["coverage"]["devices"], json::array({"BLAS", "CPU"}));
+    ASSERT_EQ(s["coverage"]["rows"].size(), 2u);
+    EXPECT_EQ(s["coverage"]["rows"][0]["ran"], json({{"BLAS", 7}}));
+    EXPECT_EQ(s["coverage"]["rows"][1]["supported"]["BLAS"], 0);
+    EXPECT_EQ(s["coverage"]["rows"][1]["note"], "BLAS: 2 not supported");
 
     EXPECT_TRUE(ops_view(doc_of(json{{"ops", {{"stages", json::array()}}}}), notes).is_null());
     EXPECT_EQ(notes.size(), 1u);

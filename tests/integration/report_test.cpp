@@ -183,8 +183,9 @@ TEST(Report, DrawsEveryChartInHeadlessChromiumWithoutAnyRequest) {
         check.push_back("--expect-annotated");  // stage shading, onset marker, the line at 1
         check.push_back(kind);
     }
-    for (const char* text : {"not a stagebench result or compare document", "throttle onset", "B/A",
-                             "Fallback", "chart.js 4.", "chartjs-plugin-annotation"}) {
+    for (const char* text :
+         {"not a stagebench result or compare document", "throttle onset", "B/A", "Fallback",
+          "Op coverage", "BLAS supports", "chart.js 4.", "chartjs-plugin-annotation"}) {
         check.push_back("--expect-text");
         check.push_back(text);
     }

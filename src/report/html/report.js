@@ -246,6 +246,15 @@
           s.fallback.map((f) => [f.op, f.backend, f.requested, num(f.count), num(f.op_ms), num(f.call_ms),
                                  num(f.penalty, 3), f.note])));
       }
+      if (s.coverage) {
+        const devs = s.coverage.devices;
+        sec.appendChild(el('p', null, el('span', { class: 'flag' }, 'Op coverage: '),
+          'of the nodes of each op type, how many each device supports (its backend\'s own answer) and where they ran.'));
+        sec.appendChild(table(['op', 'nodes'].concat(devs.map((d) => d + ' supports'), ['ran on', 'why elsewhere']),
+          s.coverage.rows.map((c) => [c.op, num(c.count)].concat(
+            devs.map((d) => num(c.supported[d] || 0)),
+            [Object.entries(c.ran).map(([b, n]) => b + ' ' + n).join(', '), c.note]))));
+      }
       if (s.clamped.length) {
         sec.appendChild(note('Call time below op time (measured separately), shown as no overhead: ' +
                              s.clamped.join(', ')));
