@@ -282,41 +282,39 @@ MedianCi median_ci(std::span<const double> samples, std::span<const std::size_t>
     return r;
 }
 
-RatioCi ratio_of_medians(std::span<const double> a, std::span<const double> b,
-                         std::size_t resamples, std::uint64_t seed) {
-    if (a.empty() || b.empty()) {
-        throw usage_error("ratio_of_medians: both samples must be non-empty");
-    }
-    if (resamples == 0) {
-        throw usage_error("ratio_of_medians: resamples must be >= 1");
-    }
-    check_finite(a, "ratio_of_medians");
-    check_finite(b, "ratio_of_medians");
+namespace {
 
+// A ratio of a statistic of a to the same of b (stat(v) may reorder v) with its seeded
+// percentile-bootstrap 95% CI: each resample draws a, then b, with replacement; a resample whose
+// baseline statistic is 0 has no ratio and is left out of the interval.
+template <class Stat>
+RatioCi bootstrap_ratio(std::span<const double> a, std::span<const double> b, std::size_t resamples,
+                        std::uint64_t seed, const std::string& who, const std::string& stat_name,
+                        Stat stat) {
+    if (a.empty() || b.empty())
+        throw usage_error(who + ": both samples must be non-empty");
+    if (resamples == 0)
+        throw usage_error(who + ": resamples must be >= 1");
+    check_finite(a, who.c_str());
+    check_finite(b, who.c_str());
     std::vector<double> ra(a.begin(), a.end());
     std::vector<double> rb(b.begin(), b.end());
-    const double med_b = median_inplace(rb);
-    if (med_b == 0) {
-        throw input_error("ratio_of_medians: the median of the baseline is 0");
-    }
+    const double stat_b = stat(rb);
+    if (stat_b == 0)
+        throw input_error(who + ": the " + stat_name + " of the baseline is 0");
     RatioCi r;
-    r.ratio = median_inplace(ra) / med_b;
-
+    r.ratio = stat(ra) / stat_b;
     std::mt19937_64 rng(seed);
     std::vector<double> ratios;
     ratios.reserve(resamples);
     for (std::size_t k = 0; k < resamples; ++k) {
-        for (auto& x : ra) {
+        for (auto& x : ra)
             x = a[bounded(rng, a.size())];
-        }
-        for (auto& x : rb) {
+        for (auto& x : rb)
             x = b[bounded(rng, b.size())];
-        }
-        const double mb = median_inplace(rb);
-        // A resample whose baseline median is 0 has no ratio; it is left out of the interval.
-        if (mb != 0) {
-            ratios.push_back(median_inplace(ra) / mb);
-        }
+        const double sb = stat(rb);
+        if (sb != 0)
+            ratios.push_back(stat(ra) / sb);
     }
     if (ratios.empty()) {
         r.lo = r.hi = r.ratio;
@@ -327,6 +325,14 @@ RatioCi ratio_of_medians(std::span<const double> a, std::span<const double> b,
     }
     r.no_difference = r.lo <= 1.0 && 1.0 <= r.hi;
     return r;
+}
+
+}  // namespace
+
+RatioCi ratio_of_medians(std::span<const double> a, std::span<const double> b,
+                         std::size_t resamples, std::uint64_t seed) {
+    return bootstrap_ratio(a, b, resamples, seed, "ratio_of_medians", "median",
+                           [](std::vector<double>& v) { return median_inplace(v); });
 }
 
 DifferenceCi difference_of_medians(std::span<const double> a, std::span<const double> b,
@@ -447,38 +453,8 @@ BootstrapCis bootstrap_cis(std::span<const double> samples,
 
 RatioCi ratio_of_means(std::span<const double> a, std::span<const double> b, std::size_t resamples,
                        std::uint64_t seed) {
-    if (a.empty() || b.empty())
-        throw usage_error("ratio_of_means: both samples must be non-empty");
-    if (resamples == 0)
-        throw usage_error("ratio_of_means: resamples must be >= 1");
-    check_finite(a, "ratio_of_means");
-    check_finite(b, "ratio_of_means");
-    const double mb0 = mean_of(b);
-    if (mb0 == 0)
-        throw input_error("ratio_of_means: the mean of the baseline is 0");
-    RatioCi r;
-    r.ratio = mean_of(a) / mb0;
-    std::mt19937_64 rng(seed);
-    std::vector<double> ra(a.size()), rb(b.size()), ratios;
-    ratios.reserve(resamples);
-    for (std::size_t k = 0; k < resamples; ++k) {
-        for (auto& x : ra)
-            x = a[bounded(rng, a.size())];
-        for (auto& x : rb)
-            x = b[bounded(rng, b.size())];
-        const double mb = mean_of(rb);
-        if (mb != 0)
-            ratios.push_back(mean_of(ra) / mb);
-    }
-    if (ratios.empty()) {
-        r.lo = r.hi = r.ratio;
-    } else {
-        std::sort(ratios.begin(), ratios.end());
-        r.lo = percentile_sorted(ratios, 0.025);
-        r.hi = percentile_sorted(ratios, 0.975);
-    }
-    r.no_difference = r.lo <= 1.0 && 1.0 <= r.hi;
-    return r;
+    return bootstrap_ratio(a, b, resamples, seed, "ratio_of_means", "mean",
+                           [](const std::vector<double>& v) { return mean_of(v); });
 }
 
 nlohmann::json to_json(const Summary& s) {

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -133,6 +134,28 @@ RpcServer::~RpcServer() {
 void RpcServer::stop(int sig) {
     signal_and_wait(pid, sig);
     pid = -1;
+}
+
+std::string on_path(const std::string& name) {
+    const char* path = std::getenv("PATH");
+    std::stringstream ss(path ? path : "");
+    std::string dir;
+    while (std::getline(ss, dir, ':')) {
+        const std::filesystem::path p = std::filesystem::path(dir.empty() ? "." : dir) / name;
+        std::error_code ec;
+        if (std::filesystem::is_regular_file(p, ec) && access(p.c_str(), X_OK) == 0)
+            return p.string();
+    }
+    return "";
+}
+
+std::string chromium_path() {
+    if (const char* env = std::getenv("SB_CHROMIUM"); env && *env)
+        return env;
+    for (const char* name : {"chromium", "chromium-browser", "google-chrome"})
+        if (auto p = on_path(name); !p.empty())
+            return p;
+    return "";
 }
 
 }  // namespace sbtest

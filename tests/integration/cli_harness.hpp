@@ -41,6 +41,10 @@ int signal_and_wait(pid_t pid, int sig, int timeout_s = 60);
 int wait_exit(pid_t pid, int timeout_s);
 
 std::string read_file(const std::string& path);
+// The first executable called name on PATH; "" when none.
+std::string on_path(const std::string& name);
+// $SB_CHROMIUM, else the first of chromium, chromium-browser, google-chrome on PATH; "" if none.
+std::string chromium_path();
 
 // A real RPC server on a free 127.0.0.1 port, started exactly as the README shows:
 // `stagebench rpc-server -p PORT` followed by extra_args (the README's `-t 1` for a server that

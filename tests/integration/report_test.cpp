@@ -23,29 +23,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The first executable called name on PATH; "" when none.
-std::string on_path(const std::string& name) {
-    const char* path = std::getenv("PATH");
-    std::stringstream ss(path ? path : "");
-    std::string dir;
-    while (std::getline(ss, dir, ':')) {
-        const fs::path p = fs::path(dir.empty() ? "." : dir) / name;
-        std::error_code ec;
-        if (fs::is_regular_file(p, ec) && access(p.c_str(), X_OK) == 0)
-            return p.string();
-    }
-    return "";
-}
-
-std::string chromium_path() {
-    if (const char* env = std::getenv("SB_CHROMIUM"); env && *env)
-        return env;
-    for (const char* name : {"chromium", "chromium-browser", "google-chrome"})
-        if (auto p = on_path(name); !p.empty())
-            return p;
-    return "";
-}
-
 std::string source_path(const std::string& rel) {
     return (fs::path(SB_SOURCE_DIR) / rel).string();
 }

@@ -22,20 +22,6 @@ using namespace sbtest;
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-// The first executable called name on PATH; "" when none.
-std::string on_path(const std::string& name) {
-    const char* path = std::getenv("PATH");
-    std::stringstream ss(path ? path : "");
-    std::string dir;
-    while (std::getline(ss, dir, ':')) {
-        const fs::path p = fs::path(dir.empty() ? "." : dir) / name;
-        std::error_code ec;
-        if (fs::is_regular_file(p, ec) && access(p.c_str(), X_OK) == 0)
-            return p.string();
-    }
-    return "";
-}
-
 TEST(Serve, ClosedLoopOnARealLlamaServerWithFourSlots) {
     TempDir t;
     Proc p = run_sb({"serve", "-m", tiny_model(), "--slots", "4", "--concurrency", "1,4",
@@ -306,10 +292,7 @@ TEST(Serve, StoredComparedReportedAndTraced) {
     const std::string page = read_file(html);
     EXPECT_NE(page.find("\"serve\""), std::string::npos);
     const std::string node = on_path("node").empty() ? on_path("nodejs") : on_path("node");
-    std::string chromium = std::getenv("SB_CHROMIUM") ? std::getenv("SB_CHROMIUM") : "";
-    for (const char* name : {"chromium", "chromium-browser", "google-chrome"})
-        if (chromium.empty())
-            chromium = on_path(name);
+    const std::string chromium = chromium_path();
     const std::string driver = std::string(SB_REPORT_ASSETS_DIR) + "/playwright-core";
     if (node.empty() || chromium.empty() || !fs::exists(driver + "/package.json"))
         GTEST_SKIP() << "node, chromium or playwright-core missing: the page is not opened";
