@@ -327,8 +327,29 @@ struct HttpClient::Impl {
     std::string body;
 
     // Runs one request; returns libcurl's code with the transfer's state filled in.
+    // The options every transfer has. They are set again before each transfer, after
+    // curl_easy_reset: libcurl before 8.17 never resets its count of retries on a new
+    // connection between the transfers of one handle, so with a server that closes kept-alive
+    // connections (llama-server after every stream) the sixth reuse that meets a closed socket
+    // failed with "Connection died, tried 5 times". The reset clears that count and keeps the
+    // live connections, so a connection is still reused where the server allows it.
+    void configure(const HttpClient& c) {
+        curl_easy_reset(curl);
+        curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+        curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf);
+        curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
+                         static_cast<long>(c.timeouts_.connect_ms));
+        curl_easy_setopt(curl, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1);
+        curl_easy_setopt(curl, CURLOPT_TCP_NODELAY, 1L);
+        curl_easy_setopt(curl, CURLOPT_PROXY, "");  // a benchmark talks to the server
+        curl_easy_setopt(curl, CURLOPT_ACCEPT_ENCODING, nullptr);  // no compression
+        curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+    }
+
     CURLcode perform(const HttpClient& c, const std::string& path, const std::string* post,
                      Transfer& tr, int64_t* start_ns) {
+        configure(c);
         curl_easy_setopt(curl, CURLOPT_URL, (c.url_.base() + path).c_str());
         if (post) {
             body = *post;
@@ -401,19 +422,9 @@ HttpClient::HttpClient(const std::string& base_url, HttpTimeouts timeouts)
     impl_->curl = curl_easy_init();
     if (!impl_->curl)
         throw runtime_error("cannot initialise libcurl");
-    CURL* c = impl_->curl;
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, impl_->errbuf);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(timeouts_.connect_ms));
-    curl_easy_setopt(c, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1);
-    curl_easy_setopt(c, CURLOPT_TCP_NODELAY, 1L);
-    curl_easy_setopt(c, CURLOPT_PROXY, "");  // a benchmark talks to the server, not a proxy
-    curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, nullptr);  // no compression: bytes as sent
     // No "Expect: 100-continue": it would add a round trip (or a 1 s wait) to long prompts.
     impl_->headers = curl_slist_append(impl_->headers, "Content-Type: application/json");
     impl_->headers = curl_slist_append(impl_->headers, "Expect:");
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, impl_->headers);
 }
 
 HttpClient::~HttpClient() {

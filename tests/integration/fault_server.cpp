@@ -31,6 +31,42 @@ bool FaultConn::send(std::string_view bytes) {
     return true;
 }
 
+bool FaultConn::read_request(HttpRequest& req) {
+    size_t header_end = std::string::npos;
+    size_t want = 0;
+    char tmp[8192];
+    for (;;) {
+        if (header_end == std::string::npos) {
+            header_end = buf_.find("\r\n\r\n");
+            if (header_end != std::string::npos) {
+                const std::string head = buf_.substr(0, header_end);
+                const size_t sp1 = head.find(' '), sp2 = head.find(' ', sp1 + 1);
+                req.method = head.substr(0, sp1);
+                req.path = head.substr(sp1 + 1, sp2 - sp1 - 1);
+                std::string lower = head;
+                for (char& c : lower)
+                    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+                const size_t cl = lower.find("\r\ncontent-length:");
+                want = cl == std::string::npos ? 0 : std::stoul(head.substr(cl + 17));
+            }
+        }
+        if (header_end != std::string::npos && buf_.size() >= header_end + 4 + want) {
+            req.body = buf_.substr(header_end + 4, want);
+            buf_.erase(0, header_end + 4 + want);
+            return true;
+        }
+        if (stop_)
+            return false;
+        pollfd p{fd_, POLLIN, 0};
+        if (poll(&p, 1, 20) <= 0)
+            continue;
+        const ssize_t n = recv(fd_, tmp, sizeof tmp, 0);
+        if (n <= 0)
+            return false;
+        buf_.append(tmp, static_cast<size_t>(n));
+    }
+}
+
 namespace {
 
 const char* reason(int status) {
@@ -130,42 +166,11 @@ FaultServer::~FaultServer() {
 }
 
 void FaultServer::serve(int fd) {
-    // Reads one request: headers up to the blank line, then Content-Length bytes of body.
-    std::string buf;
-    size_t header_end = std::string::npos;
-    size_t want = 0;
+    FaultConn conn(fd, stop_);
     HttpRequest req;
-    char tmp[8192];
-    while (!stop_) {
-        pollfd p{fd, POLLIN, 0};
-        if (poll(&p, 1, 20) <= 0)
-            continue;
-        const ssize_t n = recv(fd, tmp, sizeof tmp, 0);
-        if (n <= 0)
-            break;
-        buf.append(tmp, static_cast<size_t>(n));
-        if (header_end == std::string::npos) {
-            header_end = buf.find("\r\n\r\n");
-            if (header_end == std::string::npos)
-                continue;
-            const std::string head = buf.substr(0, header_end);
-            const size_t sp1 = head.find(' '), sp2 = head.find(' ', sp1 + 1);
-            req.method = head.substr(0, sp1);
-            req.path = head.substr(sp1 + 1, sp2 - sp1 - 1);
-            std::string lower = head;
-            for (char& c : lower)
-                c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-            const size_t cl = lower.find("\r\ncontent-length:");
-            if (cl != std::string::npos)
-                want = std::stoul(head.substr(cl + 17));
-        }
-        if (buf.size() >= header_end + 4 + want) {
-            req.body = buf.substr(header_end + 4, want);
-            ++requests_;
-            FaultConn conn(fd, stop_);
-            handler_(req, conn);
-            break;
-        }
+    if (conn.read_request(req)) {
+        ++requests_;
+        handler_(req, conn);
     }
     shutdown(fd, SHUT_RDWR);
     close(fd);

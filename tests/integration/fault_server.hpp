@@ -24,6 +24,9 @@ class FaultConn {
   public:
     FaultConn(int fd, const std::atomic<bool>& stop) : fd_(fd), stop_(stop) {}
     bool send(std::string_view bytes);  // false when the peer has gone
+    // Reads the next request on the connection (headers, then Content-Length bytes of body);
+    // false when the peer closed it or the server stops first.
+    bool read_request(HttpRequest& out);
     // A whole response with Content-Length and Connection: close.
     void reply(int status, const std::string& content_type, const std::string& body);
     // A streamed response: headers with Transfer-Encoding: chunked, then chunks.
@@ -36,6 +39,7 @@ class FaultConn {
   private:
     int fd_;
     const std::atomic<bool>& stop_;
+    std::string buf_;  // bytes read past the last request
 };
 
 using FaultHandler = std::function<void(const HttpRequest&, FaultConn&)>;

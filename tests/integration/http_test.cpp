@@ -253,6 +253,34 @@ TEST(Http, ClientTimingOfAKnownStream) {
 
 // Two tests: -n 6 streams fine, -n 4 meets the fault. The first must be kept, the second
 // recorded as failed with one clear line, the exit code 1.
+// A server that offers keep-alive but has closed the connection by the time the client sends
+// its next request on it (llama-server closes after every stream, and the client may reuse
+// the connection before the close reaches it): every request after the first on a connection
+// meets a closed socket, and the client goes on with a fresh connection. libcurl 7.88 counts
+// those retries over the handle's life and failed the sixth ("Connection died, tried 5
+// times"); every one of 20 requests on one client must succeed.
+TEST(Http, AServerClosingKeptAliveConnectionsCostsNoRequest) {
+    sbtest::RawFaultServer server([](sbtest::FaultConn& conn) {
+        sbtest::HttpRequest req;
+        if (!conn.read_request(req))
+            return;
+        const std::string body = R"({"n":1})";
+        conn.send("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
+                  std::to_string(body.size()) + "\r\nKeep-Alive: timeout=5, max=100\r\n\r\n" +
+                  body);
+        conn.read_request(req);  // the reuse: read, then closed without an answer
+    });
+    ::sb::HttpClient c("http://127.0.0.1:" + std::to_string(server.port()),
+                       ::sb::HttpTimeouts{2000, 2000});
+    for (int i = 0; i < 20; ++i) {
+        const auto r = c.post_json("/v1/completions", {{"i", i}});
+        ASSERT_EQ(r.status, 200) << "request " << i;
+        ASSERT_EQ(r.body, R"({"n":1})") << "request " << i;
+    }
+    // One connection per request: each reuse met the closed socket and was retried afresh.
+    EXPECT_EQ(server.connections(), 20);
+}
+
 TEST(Http, FaultsAreCleanErrorsAndTheRunGoesOn) {
     struct Case {
         const char* name;
