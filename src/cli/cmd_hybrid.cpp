@@ -3,6 +3,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/flag_checks.hpp"
+#include "cli/run_options.hpp"
 #include "cli/store_hook.hpp"
 #include "cli/trace_option.hpp"
 #include "report/reporter.hpp"
@@ -73,6 +74,7 @@ void add_hybrid_command(CLI::App& app, Context& ctx) {
     add_format_option(cmd, o->format, {OutputFormat::md, OutputFormat::json});
     cmd->add_option("--out", o->out_path,
                     "write the result document (JSON) here, updated after every point");
+    add_fidelity_options(cmd, o->fidelity);
     cmd->add_flag("-q,--quiet", *quiet, "no progress lines on stderr");
     add_db_option(cmd, ctx);
     auto trace = std::make_shared<TraceArgs>();

@@ -16,6 +16,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
     add_matrix_options(cmd, *a);
     add_output_options(cmd, *a);
     add_engine_options(cmd, *a);
+    add_fidelity_options(cmd, a->run.fidelity);
     add_db_option(cmd, ctx);
     auto trace = std::make_shared<TraceArgs>();
     add_trace_option(cmd, *trace);

@@ -120,6 +120,23 @@ void add_engine_options(CLI::App* cmd, RunArgs& a) {
         ->capture_default_str();
 }
 
+void add_fidelity_options(CLI::App* cmd, RunFidelityOptions& f) {
+    auto* flag = cmd->add_flag(
+        "--fidelity", f.enabled,
+        "also compare each test's logits with a reference (KL, top-1, top-k; untimed)");
+    cmd->add_option("--reference", f.reference_devices, "--fidelity: the reference device set")
+        ->check(device_set_check())
+        ->needs(flag)
+        ->capture_default_str();
+    cmd->add_option("--reference-model", f.reference_model,
+                    "--fidelity: the reference model file (same vocabulary; default: the test's)")
+        ->needs(flag);
+    cmd->add_option("--top-k", f.top_k, "--fidelity: k of the top-k overlap")
+        ->check(int_range(1, 1000, "1..1000"))
+        ->needs(flag)
+        ->capture_default_str();
+}
+
 void finish_run_args(RunArgs& a) {
     MatrixSpec& m = a.run.matrix;
     m.warmup = !a.no_warmup;

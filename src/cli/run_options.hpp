@@ -21,6 +21,8 @@ void add_matrix_options(CLI::App* cmd, RunArgs& a);
 void add_output_options(CLI::App* cmd, RunArgs& a);
 // Adds --engine, --url, --api, --timeout (engines behind HTTP).
 void add_engine_options(CLI::App* cmd, RunArgs& a);
+// Adds --fidelity, --reference, --reference-model, --top-k (scenario/run_fidelity.hpp).
+void add_fidelity_options(CLI::App* cmd, RunFidelityOptions& f);
 // Applies the derived options (target CI, warmup, progress) and checks the matrix
 // (check_matrix). Throws sb::Error(usage).
 void finish_run_args(RunArgs& a);

@@ -166,6 +166,8 @@ json to_json(const TestResult& t) {
            {"finished_ns", t.finished_ns},
            {"client", t.client ? to_json(*t.client) : json(nullptr)},
            {"server", t.server ? to_json(*t.server) : json(nullptr)}};
+    if (t.fidelity)
+        j["fidelity"] = to_json(*t.fidelity);
     return j;
 }
 
@@ -363,8 +365,8 @@ void read(const JsonIn& in, TestResult& t) {
     o("config", t.config)("status", t.status)("error", t.error)("error_kind", t.error_kind)(
         "backends", t.backends)("notes", t.notes)("reps_done", t.reps_done)("prefill", t.prefill)(
         "decode", t.decode)("ttft_ns", t.ttft_ns)("ttft", t.ttft)("roofline", t.roofline)(
-        "started_ns", t.started_ns)("finished_ns", t.finished_ns)("client", t.client)("server",
-                                                                                      t.server)
+        "started_ns", t.started_ns)("finished_ns", t.finished_ns)("client", t.client)(
+        "server", t.server)("fidelity", t.fidelity)
         .lenient("telemetry", t.telemetry);
     // "" while the test runs (and in documents saved meanwhile).
     const JsonIn stopped = o.at("stopped_by");

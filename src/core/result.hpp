@@ -169,6 +169,8 @@ struct TestResult {
     // Engines behind HTTP only (null in JSON for the in-process engine).
     std::optional<ClientTimings> client;
     std::optional<ServerSide> server;  // when the server reported its own timings
+    // `run --fidelity`: the test's distance from the reference; absent from the JSON without.
+    std::optional<TestFidelity> fidelity;
 };
 
 struct ResultDocument {

@@ -88,6 +88,43 @@ void write_hybrid_markdown(const ResultDocument& doc, std::ostream& out) {
         }
         out << "\n";
     }
+    // --fidelity: each mode's logits against the reference; the hybrid's decode positions are
+    // the decode engine's after the state transfer.
+    bool any_fidelity = false;
+    for (const auto& t : doc.tests)
+        any_fidelity |= t.fidelity.has_value();
+    if (any_fidelity) {
+        out << "\n| test | mode | reference | prefill KL | decode KL mean | decode KL max | decode "
+               "top-1 % |\n"
+            << "| --- | --- | --- | ---: | ---: | ---: | ---: |\n";
+        for (const auto& pt : h.points)
+            for (const std::string mode : {"hybrid", "prefill_alone", "decode_alone"}) {
+                const auto test = pt.tests.find(mode);
+                if (test == pt.tests.end())
+                    continue;
+                const TestResult& r = doc.tests.at(static_cast<size_t>(test->second));
+                if (!r.fidelity)
+                    continue;
+                const TestFidelity& f = *r.fidelity;
+                out << "| pp" << pt.n_prompt << "+tg" << pt.n_gen << " | " << label(mode, h)
+                    << " | " << f.reference << " | ";
+                if (f.error) {
+                    out << "FAILED: " << *f.error << " | | | |\n";
+                    continue;
+                }
+                auto g = [](const std::optional<StageFidelity>& s, double StageFidelity::*m,
+                            const char* spec, double scale) {
+                    return s ? fmt::format(fmt::runtime(spec), (*s).*m * scale) : std::string("-");
+                };
+                out << g(f.prefill, &StageFidelity::kl_mean, "{:.3g}", 1) << " | "
+                    << g(f.decode, &StageFidelity::kl_mean, "{:.3g}", 1) << " | "
+                    << g(f.decode, &StageFidelity::kl_max, "{:.3g}", 1) << " | "
+                    << g(f.decode, &StageFidelity::top1_agreement, "{:.1f}", 100) << " |\n";
+            }
+        out << "\nFidelity: KL(reference || mode) in nats over the teacher-forced sequence, "
+               "captured untimed after each point; the hybrid's decode ran on the decode engine "
+               "after the state transfer.\n";
+    }
     const HybridMemory& m = h.memory;
     out << "\nMemory: weights " << mib(m.weight_bytes_prefill_engine) << " for "
         << h.prefill_device.str() << " and " << mib(m.weight_bytes_decode_engine) << " for "

@@ -150,6 +150,43 @@ class MarkdownReporter : public Reporter {
                 }
             }
         }
+        int top_k = 0;
+        for (const auto& t : doc.tests)
+            if (t.fidelity && !top_k)
+                top_k = t.fidelity->top_k;
+        if (top_k) {
+            out_ << "\n| test | devices | KV | reference | stage | KL mean | KL p99 | KL max | "
+                    "top-1 % | top-k % | max abs |\n"
+                 << "| --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+            for (const auto& t : doc.tests) {
+                if (!t.fidelity)
+                    continue;
+                const TestFidelity& f = *t.fidelity;
+                const std::string lead = fmt::format("| {} | {} | {}/{} | {} ",
+                                                     t.config.test_name(), t.config.devices.str(),
+                                                     t.config.type_k, t.config.type_v, f.reference);
+                if (f.error) {
+                    out_ << lead << "| FAILED: " << *f.error << " | | | | | | |\n";
+                    continue;
+                }
+                auto row = [&](const char* stage, const StageFidelity& s) {
+                    out_ << lead
+                         << fmt::format(
+                                "| {} | {:.3g} | {:.3g} | {:.3g} | {:.1f} | {:.1f} | "
+                                "{:.3g} |\n",
+                                stage, s.kl_mean, s.kl_p99, s.kl_max, 100 * s.top1_agreement,
+                                100 * s.topk_overlap, s.max_abs);
+                };
+                if (f.prefill)
+                    row("prefill", *f.prefill);
+                if (f.decode)
+                    row("decode", *f.decode);
+            }
+            out_ << "\nfidelity: KL(reference || test) in nats over the teacher-forced sequence "
+                    "(prefill: the prompt's last position; decode: each forced token), top-k "
+                    "overlap with k = "
+                 << top_k << "; captured untimed after each test's repetitions\n";
+        }
         std::vector<std::string> notes;
         for (const auto& t : doc.tests)
             for (const auto& n : t.notes)
@@ -177,7 +214,8 @@ class CsvReporter : public Reporter {
                 "tokens_per_s_cv,tokens_per_s_ci95_lo,tokens_per_s_ci95_hi,duration_ns_median,"
                 "itl_ns_p50,itl_ns_p90,itl_ns_p99,robust_tokens_per_s,robust_ci95_lo,"
                 "robust_ci95_hi,stalled_reps,stalled_reps_excess_ns,stalled_tokens,"
-                "stalled_tokens_excess_ns,error\n";
+                "stalled_tokens_excess_ns,error,kl_mean,kl_p99,kl_max,top1_agreement,"
+                "topk_overlap,max_abs_logit_error\n";
     }
     void test_done(const ResultDocument&, const TestResult& t) override {
         const TestConfig& c = t.config;
@@ -207,7 +245,18 @@ class CsvReporter : public Reporter {
                  << (s ? std::to_string(s->stalls.count()) : "") << ','
                  << (s ? v(s->stalls.excess) : "") << ','
                  << (tokens ? std::to_string(tokens->count()) : "") << ','
-                 << (tokens ? v(tokens->excess) : "") << ',' << quote(t.error.value_or("")) << '\n';
+                 << (tokens ? v(tokens->excess) : "") << ',' << quote(t.error.value_or(""));
+            // --fidelity: the stage's distance from the reference (empty without).
+            const std::optional<StageFidelity>* f = nullptr;
+            if (t.fidelity && s)
+                f = t.prefill && s == &*t.prefill ? &t.fidelity->prefill : &t.fidelity->decode;
+            if (f && *f) {
+                const StageFidelity& d = **f;
+                out_ << fmt::format(",{},{},{},{},{},{}\n", d.kl_mean, d.kl_p99, d.kl_max,
+                                    d.top1_agreement, d.topk_overlap, d.max_abs);
+            } else {
+                out_ << ",,,,,,\n";
+            }
         };
         if (t.prefill)
             row("prefill", &*t.prefill, nullptr, nullptr);

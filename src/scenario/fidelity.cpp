@@ -16,6 +16,7 @@
 #include "core/stats.hpp"
 #include "engine/llama_engine.hpp"
 #include "engine/workload.hpp"
+#include "scenario/fidelity_capture.hpp"
 #include "scenario/logits.hpp"
 #include "scenario/perplexity.hpp"
 #include "scenario/repetition.hpp"
@@ -23,21 +24,6 @@
 namespace sb {
 
 namespace {
-
-struct Capture {
-    int32_t n_vocab = 0;
-    // Positions in order: with --prompt-logits every prompt position, else only the last; then
-    // one after each forced token. For a text: the scored positions of every window.
-    int prompt_positions = 1;
-    std::vector<float> logits;
-    std::span<const float> at(int pos) const {
-        return {logits.data() + static_cast<size_t>(pos) * static_cast<size_t>(n_vocab),
-                static_cast<size_t>(n_vocab)};
-    }
-    int positions() const {
-        return n_vocab > 0 ? static_cast<int>(logits.size() / static_cast<size_t>(n_vocab)) : 0;
-    }
-};
 
 TestConfig config_of(const FidelityOptions& o, const std::string& model, const std::string& dev,
                      const std::string& ctk, const std::string& ctv) {
@@ -52,38 +38,11 @@ TestConfig config_of(const FidelityOptions& o, const std::string& model, const s
     return c;
 }
 
-// The untimed pass: the sequence's logits at every position that matters.
-Capture capture(LlamaEngine& e, const std::vector<int32_t>& tokens, int n_prompt, int n_gen,
-                bool prompt_logits) {
-    Capture c;
-    c.n_vocab = e.n_vocab();
-    c.prompt_positions = prompt_logits ? n_prompt : 1;
-    c.logits.reserve(static_cast<size_t>(n_gen + c.prompt_positions) *
-                     static_cast<size_t>(c.n_vocab));
-    auto keep = [&] {
-        const auto l = e.last_logits();
-        c.logits.insert(c.logits.end(), l.begin(), l.end());
-    };
-    const std::span<const int32_t> prompt(tokens.data(), static_cast<size_t>(n_prompt));
-    if (prompt_logits) {
-        e.evaluate(prompt, 0, c.logits);
-    } else {
-        e.reset();
-        e.prefill(prompt);
-        keep();
-    }
-    for (int i = 0; i < n_gen; ++i) {
-        e.decode_step(tokens[static_cast<size_t>(n_prompt + i)]);
-        keep();
-    }
-    return c;
-}
-
 // The text in llama-perplexity's windows: the logits of every scored position (kept when keep
 // is set: the reference's, which every variant is compared with) and their negative
 // log-likelihoods.
 struct TextPass {
-    Capture scored;
+    LogitCapture scored;
     PerplexitySum sum;
 };
 
@@ -133,65 +92,6 @@ void time_speed(LlamaEngine& e, const std::vector<int32_t>& tokens, const Fideli
     v.decode_tps_reps = tg;
 }
 
-std::vector<int32_t> top_k(std::span<const float> v, int k) {
-    std::vector<int32_t> idx(v.size());
-    std::iota(idx.begin(), idx.end(), 0);
-    const size_t kk = std::min<size_t>(static_cast<size_t>(k), idx.size());
-    std::partial_sort(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(kk), idx.end(),
-                      [&](int32_t a, int32_t b) { return v[a] > v[b] || (v[a] == v[b] && a < b); });
-    idx.resize(kk);
-    std::sort(idx.begin(), idx.end());
-    return idx;
-}
-
-// A stage's distances, position by position.
-class StageStats {
-  public:
-    explicit StageStats(int k) : k_(k) {}
-    void add(std::span<const float> ref, std::span<const float> x) {
-        const LogitsDiff d = diff_logits(ref, x);
-        kls_.push_back(d.kl);
-        s_.max_abs = std::max(s_.max_abs, d.max_abs);
-        sq_ += d.rms * d.rms * static_cast<double>(ref.size());
-        n_logits_ += static_cast<double>(ref.size());
-        agree_ += d.top1_agrees();
-        const auto a = top_k(ref, k_), b = top_k(x, k_);
-        std::vector<int32_t> both;
-        std::set_intersection(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(both));
-        overlap_ += a.empty() ? 1.0 : static_cast<double>(both.size()) / a.size();
-    }
-    StageFidelity finish() const {
-        StageFidelity s = s_;
-        s.positions = static_cast<int>(kls_.size());
-        if (s.positions == 0)
-            return s;
-        s.kl_mean = std::accumulate(kls_.begin(), kls_.end(), 0.0) / s.positions;
-        s.kl_max = *std::max_element(kls_.begin(), kls_.end());
-        std::vector<double> sorted = kls_;
-        std::sort(sorted.begin(), sorted.end());
-        // Nearest rank: the smallest value with at least 99 % of positions at or below it.
-        const auto rank = static_cast<size_t>(std::ceil(0.99 * static_cast<double>(sorted.size())));
-        s.kl_p99 = sorted[std::max<size_t>(rank, 1) - 1];
-        s.top1_agreement = agree_ / s.positions;
-        s.topk_overlap = overlap_ / s.positions;
-        s.rms = std::sqrt(sq_ / n_logits_);
-        return s;
-    }
-
-  private:
-    int k_;
-    StageFidelity s_;
-    std::vector<double> kls_;
-    double sq_ = 0, n_logits_ = 0, agree_ = 0, overlap_ = 0;
-};
-
-StageFidelity stage_fidelity(const Capture& ref, const Capture& x, int from, int to, int k) {
-    StageStats st(k);
-    for (int p = from; p < to; ++p)
-        st.add(ref.at(p), x.at(p));
-    return st.finish();
-}
-
 // The file's name: the quantization axis is several files of one model (one general.name).
 std::string model_name(const std::string& path) {
     return std::filesystem::path(path).filename().string();
@@ -238,10 +138,10 @@ FidelityResult run_fidelity(const FidelityOptions& o, std::ostream& progress) {
             spec.n_ctx = std::max(spec.n_ctx, o.ctx);
         return spec;
     };
-    Capture ref;
+    LogitCapture ref;
     std::vector<int32_t> text_tokens;
     PerplexityPlan plan;
-    Capture ref_text;
+    LogitCapture ref_text;
     {
         LlamaEngine e;
         e.load(spec_for(ref_model, ref_dev, o.type_k[0], o.type_v[0]));
@@ -264,7 +164,7 @@ FidelityResult run_fidelity(const FidelityOptions& o, std::ostream& progress) {
         // After the checks of the text: bad input stays the only line.
         progress << "fidelity: reference " << r.reference << "\n";
         r.tokens = sequence_tokens(o.n_prompt + o.n_gen, e.n_vocab(), o.seed, e.bos_token());
-        ref = capture(e, r.tokens, o.n_prompt, o.n_gen, o.prompt_logits);
+        ref = capture_sequence(e, r.tokens, o.n_prompt, o.n_gen, o.prompt_logits);
         if (with_text) {
             progress << fmt::format(
                 "fidelity: the text, {} tokens, {} windows of {} ({} tokens scored)\n",
@@ -318,12 +218,12 @@ FidelityResult run_fidelity(const FidelityOptions& o, std::ostream& progress) {
                                     "the same vocabulary");
                             other_vocab = false;
                         }
-                        const Capture x =
-                            capture(e, r.tokens, o.n_prompt, o.n_gen, o.prompt_logits);
-                        v.prefill = stage_fidelity(ref, x, P - 1, P, o.top_k);
-                        v.decode = stage_fidelity(ref, x, P, P + o.n_gen, o.top_k);
+                        const LogitCapture x =
+                            capture_sequence(e, r.tokens, o.n_prompt, o.n_gen, o.prompt_logits);
+                        v.prefill = compare_positions(ref, x, P - 1, P, o.top_k);
+                        v.decode = compare_positions(ref, x, P, P + o.n_gen, o.top_k);
                         if (o.prompt_logits)
-                            v.prompt = stage_fidelity(ref, x, 0, P, o.top_k);
+                            v.prompt = compare_positions(ref, x, 0, P, o.top_k);
                         if (with_text) {
                             StageStats st(o.top_k);
                             const TextPass t = text_pass(e, text_tokens, plan,

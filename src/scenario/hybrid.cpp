@@ -208,6 +208,19 @@ int run_hybrid(const HybridOptions& o, ResultDocument& doc, std::ostream& err) {
     // none (CPU) is created before one that names one (BLAS): each then runs on its own set.
     const bool decode_first = !named_accelerators(split_device_set(o.prefill_device)).empty() &&
                               named_accelerators(split_device_set(o.decode_device)).empty();
+    // The fidelity references before the engines load: one model in memory at a time.
+    RunFidelity fidelity(o.fidelity);
+    if (fidelity.enabled()) {
+        std::vector<TestConfig> points;
+        for (int p : o.n_prompt)
+            for (int n : o.n_gen) {
+                TestConfig c = base_config(o);
+                c.n_prompt = p;
+                c.n_gen = n;
+                points.push_back(c);
+            }
+        fidelity.prepare(points, err, o.progress);
+    }
     LlamaEngine a, b;
     json memory = {
         {"rss_before_bytes", opt(process_rss_bytes())},
@@ -306,6 +319,12 @@ int run_hybrid(const HybridOptions& o, ResultDocument& doc, std::ostream& err) {
             std::optional<std::string> error;
             for (size_t i = 0; i < modes.size(); ++i) {
                 TestResult r = modes[i].runner->results();
+                // Untimed, after the point: the hybrid's sequence split as it ran.
+                const std::string mode = modes[i].name;
+                if (mode == kHybridMode)
+                    fidelity.check_transferred(a, b, r);
+                else
+                    fidelity.check(mode == kPrefillAloneMode ? a : b, r);
                 if (r.status == Status::failed)
                     error = r.error;
                 if (auto w = stall_warning(r))

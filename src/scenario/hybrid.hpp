@@ -22,6 +22,7 @@
 #include "analysis/hybrid_compare.hpp"
 #include "core/result.hpp"
 #include "scenario/repetition.hpp"
+#include "scenario/run_fidelity.hpp"
 #include "scenario/telemetry_setup.hpp"
 
 namespace sb {
@@ -40,6 +41,9 @@ struct HybridOptions {
     std::optional<std::string> out_path;         // the result document, rewritten after every point
     bool progress = true;
     TelemetryChoice telemetry{"auto", "/sys", 10, 0};
+    // --fidelity: each mode's logits against a reference after its point (the hybrid's decode
+    // after the state transfer), scenario/run_fidelity.hpp.
+    RunFidelityOptions fidelity;
 };
 
 // Validates the options (sb::Error usage/input before anything is measured), runs every point

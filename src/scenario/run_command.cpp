@@ -94,6 +94,11 @@ int run_benchmark(const RunOptions& opts, ResultDocument& doc, RunListener* list
                   std::ostream& err) {
     // Everything the user gave is checked before the first measurement: bad input is an
     // error of the command, not a failed test.
+    if (opts.fidelity.enabled && std::find(opts.http.engines.begin(), opts.http.engines.end(),
+                                           "llama") == opts.http.engines.end())
+        throw usage_error(
+            "--fidelity compares the in-process engine's logits (--engine llama); a server "
+            "does not return them");
     HttpRun http(opts.http, opts.matrix, opts.rpc_servers);
     auto tests = http.plan(opts.matrix);
     RunSetup setup;
@@ -110,6 +115,16 @@ int run_benchmark(const RunOptions& opts, ResultDocument& doc, RunListener* list
     setup.progress = opts.progress;
     setup.terminal = opts.progress && Progress::stderr_is_terminal();
     RunContext run(doc, setup, err, listener);
+    // The fidelity references before any test (of the models that can be used): one that
+    // cannot run is bad input, found before a measurement.
+    RunFidelity fidelity(opts.fidelity);
+    if (fidelity.enabled()) {
+        std::vector<TestConfig> usable;
+        for (const auto& t : tests)
+            if (!run.unusable_model(t.model_path))
+                usable.push_back(t);
+        fidelity.prepare(usable, err, opts.progress);
+    }
     http.connect(doc, tests, err, opts.progress);
     const auto membw = http.uses_llama() ? resolve_membw(opts, doc, err) : std::optional<double>();
     int max_threads = 0;
@@ -132,6 +147,8 @@ int run_benchmark(const RunOptions& opts, ResultDocument& doc, RunListener* list
         } else {
             r = config.engine == EngineKind::http ? http.run(config, hooks)
                                                   : run_test(engine, config, hooks, membw);
+            if (config.engine == EngineKind::llama)
+                fidelity.check(engine, r);  // after the timed repetitions, untimed
         }
         run.end_test(std::move(r));
     }

@@ -13,6 +13,7 @@
 #include "core/result.hpp"
 #include "scenario/http_run.hpp"
 #include "scenario/run_context.hpp"
+#include "scenario/run_fidelity.hpp"
 #include "scenario/stage_sweep.hpp"
 
 namespace sb {
@@ -31,6 +32,8 @@ struct RunOptions {
     double idle_s = 2;  // idle baseline before the first test (0: none)
     // Engines: in-process llama.cpp and/or a server over HTTP (see scenario/http_run.hpp).
     HttpRunOptions http;
+    // --fidelity: each in-process test's logits against a reference (scenario/run_fidelity.hpp).
+    RunFidelityOptions fidelity;
 };
 
 // Fills the parts of a result document that describe the tool, llama.cpp and the machine.

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -274,6 +275,100 @@ TEST(Fidelity, TextAndPromptStagesAgainstTheF16Reference) {
     EXPECT_GE(q4["prompt"]["kl_max"].get<double>(), q4["prefill"]["kl_mean"].get<double>());
     EXPECT_EQ(q4["decode"]["positions"], 16);
     EXPECT_NE(q4["perplexity"]["value"], f16["perplexity"]["value"]);
+}
+
+// `run --fidelity`: the fidelity columns beside a normal run's speed. The f16 model on CPU is
+// the reference's own configuration (KL exactly 0); q4_0 against the f16 reference is farther;
+// BLAS against CPU is close, as measured.
+TEST(Fidelity, RunFidelityAddsTheColumnsToANormalRun) {
+    TempDir t;
+    const std::string out = t.file("r.json");
+    Proc p = run_sb({"run",
+                     "-m",
+                     tiny_at("f16") + "," + tiny_at("q4_0"),
+                     "--device",
+                     "CPU,BLAS",
+                     "-p",
+                     "32",
+                     "-n",
+                     "8",
+                     "-r",
+                     "1",
+                     "--fidelity",
+                     "--reference-model",
+                     tiny_at("f16"),
+                     "--telemetry",
+                     "off",
+                     "--membw",
+                     "off",
+                     "--out",
+                     out});
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    // The Markdown table after the rows, and the one line saying how it was measured.
+    EXPECT_NE(p.out.find("| test | devices | KV | reference | stage | KL mean |"),
+              std::string::npos)
+        << p.out;
+    EXPECT_NE(p.out.find("tiny-f16.gguf on CPU (f16/f16)"), std::string::npos) << p.out;
+    EXPECT_NE(p.out.find("captured untimed after each test's repetitions"), std::string::npos);
+    const json d = json::parse(sbtest::read_file(out));
+    ASSERT_EQ(d["tests"].size(), 4u);
+    std::map<std::string, json> by;  // "model devices" -> fidelity
+    for (const auto& test : d["tests"]) {
+        ASSERT_EQ(test["status"], "ok") << test;
+        ASSERT_TRUE(test.contains("fidelity")) << test;
+        ASSERT_TRUE(test["prefill"].is_object());  // the speed is there as in any run
+        const json& f = test["fidelity"];
+        EXPECT_EQ(f["reference"], "tiny-f16.gguf on CPU (f16/f16)");
+        EXPECT_EQ(f["top_k"], 10);
+        EXPECT_TRUE(f["error"].is_null());
+        EXPECT_EQ(f["prefill"]["positions"], 1);
+        EXPECT_EQ(f["decode"]["positions"], 8);
+        const std::string model = test["config"]["model_path"];
+        by[std::filesystem::path(model).filename().string() + " " +
+           test["config"]["devices"].get<std::string>()] = f;
+    }
+    const json& same = by.at("tiny-f16.gguf CPU");
+    for (const char* stage : {"prefill", "decode"}) {
+        EXPECT_EQ(same[stage]["kl_mean"], 0.0) << same;
+        EXPECT_EQ(same[stage]["max_abs"], 0.0) << same;
+        EXPECT_EQ(same[stage]["top1_agreement"], 1.0) << same;
+    }
+    const double q4 = by.at("tiny-q4_0.gguf CPU")["decode"]["kl_mean"];
+    EXPECT_GT(q4, 0);
+    const double blas = by.at("tiny-f16.gguf BLAS")["decode"]["kl_mean"];
+    EXPECT_LT(blas, q4) << "BLAS on f16 is closer to the f16 reference than q4_0 weights";
+    std::printf("run --fidelity: decode KL q4_0/CPU %.3g, f16/BLAS %.3g, q4_0/BLAS %.3g\n", q4,
+                blas, by.at("tiny-q4_0.gguf BLAS")["decode"]["kl_mean"].get<double>());
+
+    // The CSV has the distances on each stage's row.
+    Proc csv = run_sb({"run", "-m", tiny_at("q4_0"), "-p", "16", "-n", "4", "-r", "1", "--fidelity",
+                       "--telemetry", "off", "--membw", "off", "-o", "csv", "-q"});
+    ASSERT_EQ(csv.exit_code, 0) << csv.err;
+    EXPECT_NE(csv.out.find(",error,kl_mean,kl_p99,kl_max,top1_agreement,topk_overlap,"
+                           "max_abs_logit_error\n"),
+              std::string::npos)
+        << csv.out;
+    // Its own reference (the same file on CPU): every distance 0.
+    EXPECT_NE(csv.out.find(",prefill,16,1,ok,"), std::string::npos) << csv.out;
+    EXPECT_NE(csv.out.find(",\"\",0,0,0,1,1,0\n"), std::string::npos) << csv.out;
+
+    // Bad input, one line and exit 2, before anything is measured.
+    TempDir b;
+    Proc other =
+        run_sb({"synth", "--preset", "tiny", "--vocab", "llama-spm", "-o", b.file("o.gguf")});
+    ASSERT_EQ(other.exit_code, 0) << other.err;
+    const std::vector<std::vector<std::string>> bad = {
+        {"run", "-m", tiny_at("q4_0"), "--fidelity", "--reference", "GPU7"},
+        {"run", "-m", tiny_at("q4_0"), "--fidelity", "--reference-model", b.file("o.gguf")},
+        {"run", "-m", tiny_at("q4_0"), "--reference", "CPU"},  // without --fidelity
+        {"run", "-m", tiny_at("q4_0"), "--fidelity", "--engine", "http"},
+    };
+    for (const auto& c : bad) {
+        Proc q = run_sb(c);
+        EXPECT_EQ(q.exit_code, 2) << c.back() << ": " << q.err;
+        EXPECT_EQ(std::count(q.err.begin(), q.err.end(), '\n'), 1) << q.err;
+        EXPECT_EQ(q.out, "") << q.out;
+    }
 }
 
 TEST(Fidelity, BadInputIsOneLineAndExitTwo) {

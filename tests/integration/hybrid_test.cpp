@@ -360,6 +360,69 @@ TEST(Hybrid, AServerThatDiesMidRunIsOneLineAndKeepsEarlierPoints) {
     }
 }
 
+// hybrid --fidelity: after each point, the teacher-forced sequence runs split as the hybrid
+// runs it (prefill on CPU, the state moved, decode on RPC0) and its logits are compared with
+// the reference's (the whole sequence on CPU). The prefill positions are the CPU's own (KL
+// exactly 0); the decode after the transfer is as close as RPC0 decoding by itself, where a
+// lost state would be far (the HybridState tests check that the check can tell).
+TEST(Hybrid, FidelityChecksTheDecodeAfterTheStateTransfer) {
+    TempDir t;
+    RpcServer server(t, {"-t", "1"});
+    ASSERT_TRUE(server.ready);
+    const std::string out = t.file("h.json");
+    Proc p = sbtest::run_sb({"hybrid",
+                             "-m",
+                             tiny_model(),
+                             "--prefill-device",
+                             "CPU",
+                             "--decode-device",
+                             "RPC0",
+                             "--rpc",
+                             server.endpoint(),
+                             "-p",
+                             "32",
+                             "-n",
+                             "8",
+                             "-r",
+                             "1",
+                             "-t",
+                             "1",
+                             "--fidelity",
+                             "--out",
+                             out,
+                             "-q"});
+    server.stop(SIGTERM);
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    EXPECT_NE(p.out.find("| test | mode | reference | prefill KL | decode KL mean |"),
+              std::string::npos)
+        << p.out;
+    EXPECT_NE(p.out.find("the hybrid's decode ran on the decode engine after the state transfer"),
+              std::string::npos)
+        << p.out;
+    const json doc = json::parse(sbtest::read_file(out));
+    const json& pt = doc["hybrid"]["points"][0];
+    auto fid = [&](const char* mode) {
+        return doc["tests"][pt["tests"][mode].get<size_t>()]["fidelity"];
+    };
+    for (const char* mode : {"hybrid", "prefill_alone", "decode_alone"}) {
+        const json f = fid(mode);
+        ASSERT_TRUE(f.is_object()) << mode;
+        EXPECT_TRUE(f["error"].is_null()) << f;
+        EXPECT_EQ(f["reference"], "tiny.gguf on CPU (f16/f16)") << f;
+        EXPECT_EQ(f["decode"]["positions"], 8) << f;
+    }
+    // CPU alone is the reference's own configuration.
+    EXPECT_EQ(fid("prefill_alone")["prefill"]["kl_mean"], 0.0);
+    EXPECT_EQ(fid("prefill_alone")["decode"]["kl_mean"], 0.0);
+    // The hybrid's prompt ran on the CPU: its prefill position is the reference's.
+    EXPECT_EQ(fid("hybrid")["prefill"]["kl_mean"], 0.0);
+    const double moved = fid("hybrid")["decode"]["kl_mean"];
+    const double alone = fid("decode_alone")["decode"]["kl_mean"];
+    std::printf("decode KL to CPU: after the transfer %.3g, RPC0 alone %.3g\n", moved, alone);
+    EXPECT_LE(moved, std::max(10 * alone, 1e-6));
+    EXPECT_EQ(fid("hybrid")["decode"]["top1_agreement"], 1.0);
+}
+
 TEST(Hybrid, BadInputIsOneLine) {
     TempDir t;
     // The same device set twice is not a hybrid.

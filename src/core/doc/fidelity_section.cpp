@@ -113,4 +113,18 @@ void read(const JsonIn& in, FidelityText& t) {
         "scored", t.scored)("reference_perplexity", ppl)("method", t.method);
 }
 
+json to_json(const TestFidelity& f) {
+    json j{{"reference", f.reference}, {"top_k", f.top_k}, {"error", opt(f.error)}};
+    if (f.prefill)
+        j["prefill"] = to_json(*f.prefill);
+    if (f.decode)
+        j["decode"] = to_json(*f.decode);
+    return j;
+}
+
+void read(const JsonIn& in, TestFidelity& f) {
+    ObjectIn{in}("reference", f.reference)("top_k", f.top_k)("prefill", f.prefill)(
+        "decode", f.decode)("error", f.error);
+}
+
 }  // namespace sb

@@ -61,6 +61,16 @@ struct FidelitySection {
     std::optional<FidelityText> text;  // --text
 };
 
+// `run --fidelity` and `hybrid --fidelity`: one test's (or hybrid mode's) distance from its
+// reference (the test's model, or --reference-model, on the reference devices with f16 KV),
+// teacher-forced as in `fidelity` and captured on an untimed pass after the timed repetitions.
+struct TestFidelity {
+    std::string reference;  // "model on devices (f16/f16)"
+    int top_k = 0;
+    std::optional<StageFidelity> prefill, decode;  // decode absent for -n 0, both with error
+    std::optional<std::string> error;              // the capture failed (the timing stands)
+};
+
 // "model_name on devices (ctk/ctv)": a variant's name in tables and sentences.
 std::string variant_label(const FidelityVariant& v);
 
@@ -76,10 +86,13 @@ nlohmann::json to_json(const StageFidelity&);
 nlohmann::json to_json(const FidelityVariant&);
 nlohmann::json to_json(const FidelitySection&);
 nlohmann::json to_json(const FidelityText&);
+// {"reference", "top_k", "prefill": {...}, "decode": {...}, "error"}: the stages where measured.
+nlohmann::json to_json(const TestFidelity&);
 
 void read(const JsonIn&, StageFidelity&);
 void read(const JsonIn&, FidelityVariant&);
 void read(const JsonIn&, FidelitySection&);
 void read(const JsonIn&, FidelityText&);
+void read(const JsonIn&, TestFidelity&);
 
 }  // namespace sb

@@ -131,6 +131,12 @@ ResultDocument full_document() {
     s.reps = {{"llama-server", 16, 0, 4, 900, 300, std::nullopt, std::nullopt}};
     s.ttft_minus_prompt_ns = {200};
     t.server = s;
+    TestFidelity tf;
+    tf.reference = "m.gguf on CPU (f16/f16)";
+    tf.top_k = 10;
+    tf.prefill = StageFidelity{1, 0.5, 0.5, 0.5, 1, 0.9, 0.25, 0.125};
+    tf.decode = StageFidelity{4, 0.25, 0.5, 0.5, 0.75, 0.8, 0.5, 0.0625};
+    t.fidelity = tf;
     d.tests = {t, TestResult{}};
     d.warnings = {{"governor", "powersave", "use performance"}};
 
@@ -271,6 +277,9 @@ TEST(ResultJson, FromJsonIsTheInverseOfToJson) {
     EXPECT_EQ(back.tests[0].decode->token_stalls.indices, (std::vector<std::size_t>{7}));
     EXPECT_EQ(back.tests[0].telemetry->summary.at("prefill").total_metric, "rapl.psys.energy_uj");
     EXPECT_EQ(back.tests[0].client->first_content_ns[0], std::nullopt);
+    EXPECT_EQ(back.tests[0].fidelity->decode->top1_agreement, 0.75);
+    EXPECT_FALSE(back.tests[1].fidelity);
+    EXPECT_FALSE(j["tests"][1].contains("fidelity"));
     EXPECT_EQ(back.hybrid->points[0].tests.at("prefill_alone"), 1);
     EXPECT_EQ(back.hybrid->points[0].transfer.gbps, 13.6);
     EXPECT_FALSE(back.hybrid->points[0].transfer.bytes_per_token);
