@@ -403,7 +403,7 @@
       const pts = ok.filter((v) => v[stage + '_tps']).map((v) => ({
         x: v[klKey] > 0 ? v[klKey] : floor, y: v[stage + '_tps'].median, kl: v[klKey], label: v.short_label,
         frontier: withFrontier && v.frontier, spread: { lo: v[stage + '_tps'].min, hi: v[stage + '_tps'].max } }));
-      if (!pts.length) return;
+      if (!pts.length) return false;
       const front = pts.filter((p) => p.frontier).sort((a, b) => a.x - b.x || a.y - b.y);
       const rest = pts.filter((p) => !p.frontier);
       const points = (list) => list.map((p) => ({ x: p.x, y: p.y, kl: p.kl, label: p.label }));
@@ -448,26 +448,31 @@
                      annotation: { annotations: annotations } },
         },
       }, height);
+      return true;
     }
     const reps = f.reps + (f.reps === 1 ? ' repetition' : ' repetitions');
-    speedChart('fidelity-decode', 'decode', 'decode_kl_mean', 'Decode speed against decode KL, one point per variant',
-               true, 380);
-    sec.appendChild(el('p', { class: 'caption' },
-      'Each point is a variant: decode tokens/s (median of the speed pass; whiskers: the range of its ' + reps +
-      ') against its mean decode KL to the reference over the ' + f.n_gen + ' teacher-forced positions, on a log ' +
-      'scale. KL 0 (the reference itself, and any variant with exactly its logits) cannot sit on a log scale: ' +
-      'those points are drawn on the axis floor at ' + num(floor) + ', a decade below the smallest KL measured, ' +
-      'marked by the dotted line and the tick "0". Red diamonds joined by the line: the frontier, the variants ' +
-      'that no other variant beats both in decode speed and in closeness to the reference.'));
-    speedChart('fidelity-prefill', 'prefill', 'prefill_kl_mean', 'Prefill speed against ' + f.prefill_kl_stage + ' KL',
-               false, 260);
-    sec.appendChild(el('p', { class: 'caption' },
-      'Prefill tokens/s (pp' + f.n_prompt + ') against the mean KL of the ' +
-      (f.prefill_kl_stage === 'prompt' ? 'prompt stage (every prompt position, --prompt-logits)'
-                                       : 'prefill stage (the logits after the prompt\'s last token)') +
-      ', KL 0 on the floor as above. The frontier is the document\'s, on decode; it is not drawn here.'));
+    if (!speedChart('fidelity-decode', 'decode', 'decode_kl_mean',
+                    'Decode speed against decode KL, one point per variant', true, 380)) {
+      sec.appendChild(note('No variant has a decode speed and a distance to draw; the table says why.'));
+    } else {
+      sec.appendChild(el('p', { class: 'caption' },
+        'Each point is a variant: decode tokens/s (median of the speed pass; whiskers: the range of its ' + reps +
+        ') against its mean decode KL to the reference over the ' + f.n_gen + ' teacher-forced positions, on a log ' +
+        'scale. KL 0 (the reference itself, and any variant with exactly its logits) cannot sit on a log scale: ' +
+        'those points are drawn on the axis floor at ' + num(floor) + ', a decade below the smallest KL measured, ' +
+        'marked by the dotted line and the tick "0". Red diamonds joined by the line: the frontier, the variants ' +
+        'that no other variant beats both in decode speed and in closeness to the reference.'));
+    }
+    if (speedChart('fidelity-prefill', 'prefill', 'prefill_kl_mean', 'Prefill speed against ' + f.prefill_kl_stage + ' KL',
+                   false, 260)) {
+      sec.appendChild(el('p', { class: 'caption' },
+        'Prefill tokens/s (pp' + f.n_prompt + ') against the mean KL of the ' +
+        (f.prefill_kl_stage === 'prompt' ? 'prompt stage (every prompt position, --prompt-logits)'
+                                         : 'prefill stage (the logits after the prompt\'s last token)') +
+        ', KL 0 on the floor as above. The frontier is the document\'s, on decode; it is not drawn here.'));
+    }
     const ppl = f.variants.some((v) => v.perplexity !== null);
-    const spread = (s) => (s ? num(s.median) + (s.min !== null ? ' [' + num(s.min) + '–' + num(s.max) + ']' : '') : '–');
+    const spread = (s) => (s ? num(s.median) + (s.n > 1 ? ' [' + num(s.min) + '–' + num(s.max) + ']' : '') : '–');
     sec.appendChild(table(
       ['variant', 'devices', 'weights', 'ctk/ctv', 'decode tok/s median [min–max]', 'prefill tok/s median [min–max]',
        'KL decode mean', 'KL decode p99', 'top-1 decode'].concat(ppl ? ['PPL ±'] : []).concat(['frontier', 'status']),
