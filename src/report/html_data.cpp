@@ -1,6 +1,7 @@
 #include "report/html_data.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <set>
@@ -60,8 +61,8 @@ std::optional<double> ms(const std::optional<double>& ns) {
 }
 
 const std::set<std::string>& known_commands() {
-    static const std::set<std::string> commands = {"run",    "demo",      "ops",    "decompose",
-                                                   "import", "sustained", "hybrid", "serve"};
+    static const std::set<std::string> commands = {
+        "run", "demo", "ops", "decompose", "import", "sustained", "hybrid", "serve", "fidelity"};
     return commands;
 }
 
@@ -597,6 +598,101 @@ json serve_view(const ResultDocument& doc) {
                 {"points", points}};
 }
 
+namespace {
+
+// A speed pass's median with the range of its repetitions: {median, min, max, n}; null when the
+// variant has no median.
+json speed_spread(const std::optional<double>& median, const std::vector<double>& reps) {
+    if (!median)
+        return nullptr;
+    const auto [lo, hi] = std::minmax_element(reps.begin(), reps.end());
+    return json{{"median", *median},
+                {"min", reps.empty() ? json(nullptr) : json(*lo)},
+                {"max", reps.empty() ? json(nullptr) : json(*hi)},
+                {"n", reps.size()}};
+}
+
+}  // namespace
+
+// `fidelity`: per variant its speed (medians and the range of the repetitions) and its distance
+// from the reference, for the speed-against-KL chart and its table. KL 0 has no place on a log
+// axis: kl_floor, one decade below the smallest KL above 0 that the charts show (its decade's
+// power of ten), is where the page draws it.
+json fidelity_view(const ResultDocument& doc) {
+    if (!doc.fidelity)
+        return nullptr;
+    const FidelitySection& s = *doc.fidelity;
+    // The short label: what tells the variants apart (model, devices, KV types), so that the
+    // chart's point labels stay short; the devices when nothing does.
+    auto varies = [&](auto field) {
+        return std::any_of(s.variants.begin(), s.variants.end(),
+                           [&](const auto& v) { return field(v) != field(s.variants.front()); });
+    };
+    const bool by_model = varies([](const FidelityVariant& v) { return v.model_name; });
+    const bool by_devices = varies([](const FidelityVariant& v) { return v.devices; });
+    const bool by_kv = varies([](const FidelityVariant& v) { return v.type_k + "/" + v.type_v; });
+    std::optional<double> smallest;  // the smallest KL above 0 of the charted points
+    auto charted = [&](double kl) {
+        if (kl > 0 && (!smallest || kl < *smallest))
+            smallest = kl;
+    };
+    const std::string prefill_stage = s.prompt_logits ? "prompt" : "prefill";
+    json variants = json::array();
+    for (const auto& v : s.variants) {
+        std::string short_label;
+        auto add = [&](const std::string& part) {
+            short_label += (short_label.empty() ? "" : " · ") + part;
+        };
+        if (by_model)
+            add(v.model_name);
+        if (by_devices || (!by_model && !by_kv))
+            add(v.devices);
+        if (by_kv)
+            add("KV " + v.type_k + "/" + v.type_v);
+        const auto model = model_of(doc, v.model);
+        const std::optional<std::string> weights =
+            model ? (model->file_type ? model->file_type : model->dominant_type) : std::nullopt;
+        const bool ok = !v.error.has_value();
+        const StageFidelity& prefill = s.prompt_logits && v.prompt ? *v.prompt : v.prefill;
+        if (ok && v.decode_tps)
+            charted(v.decode.kl_mean);
+        if (ok && v.prefill_tps)
+            charted(prefill.kl_mean);
+        variants.push_back(
+            {{"label", variant_label(v)},
+             {"short_label", short_label},
+             {"model", v.model_name},
+             {"devices", v.devices},
+             {"weights", opt(weights)},
+             {"type_k", v.type_k},
+             {"type_v", v.type_v},
+             {"reference", v.reference},
+             {"frontier", v.frontier},
+             {"error", opt(v.error)},
+             {"decode_tps", ok ? speed_spread(v.decode_tps, v.decode_tps_reps) : json(nullptr)},
+             {"prefill_tps", ok ? speed_spread(v.prefill_tps, v.prefill_tps_reps) : json(nullptr)},
+             {"decode_kl_mean", ok ? json(v.decode.kl_mean) : json(nullptr)},
+             {"decode_kl_p99", ok ? json(v.decode.kl_p99) : json(nullptr)},
+             {"decode_top1", ok ? json(v.decode.top1_agreement) : json(nullptr)},
+             {"prefill_kl_mean", ok ? json(prefill.kl_mean) : json(nullptr)},
+             {"perplexity", opt(v.perplexity)},
+             {"perplexity_error", opt(v.perplexity_error)}});
+    }
+    // No KL above 0 at all (every variant computes the reference's logits): the floor is 1e-9,
+    // any value would do.
+    const double kl_floor = smallest ? std::pow(10.0, std::floor(std::log10(*smallest)) - 1) : 1e-9;
+    json text = nullptr;
+    if (s.text)
+        text = {{"path", s.text->path},
+                {"n_ctx", s.text->n_ctx},
+                {"chunks", s.text->chunks},
+                {"reference_perplexity", opt(s.text->reference_perplexity)}};
+    return json{
+        {"reference", s.reference}, {"n_prompt", s.n_prompt}, {"n_gen", s.n_gen},
+        {"top_k", s.top_k},         {"reps", s.reps},         {"prefill_kl_stage", prefill_stage},
+        {"kl_floor", kl_floor},     {"text", text},           {"variants", variants}};
+}
+
 json sustained_view(const ResultDocument& doc) {
     if (!doc.sustained)
         return nullptr;
@@ -753,6 +849,7 @@ json result_view(const ReportInput& in, json v) {
     section("hybrid", [&] { return hybrid_view(doc); });
     section("modes", [&] { return modes_view(doc); });
     section("serve", [&] { return serve_view(doc); });
+    section("fidelity", [&] { return fidelity_view(doc); });
     section("warnings", [&] { return warnings_view(doc); });
     for (const auto& [k, _] : doc.extra.items())
         notes.push_back("section '" + k + "' is not known to this report; not shown");

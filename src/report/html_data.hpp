@@ -38,7 +38,7 @@ ReportInput load_report_input(const std::string& path);
 // The view of every input, in order:
 //   {"documents": [{"id", "source", "kind": "result"|"compare"|"unknown", "command", "header",
 //     "notes", "summary", "throughput", "ops", "telemetry", "sustained", "hybrid", "serve",
-//     "warnings", "compare"}]}
+//     "fidelity", "warnings", "compare"}]}
 // A section is present only when the document has its data.
 nlohmann::json report_view(const std::vector<ReportInput>& inputs);
 
@@ -59,6 +59,13 @@ nlohmann::json modes_view(const ResultDocument& doc);
 // A serve document's points: label, ok, errors, request_per_s, output_tps, goodput_per_s and
 // per stage (ttft, tpot, itl, e2e) {mean, p50, p90, p99, n} in ms; the SLOs in ms.
 nlohmann::json serve_view(const ResultDocument& doc);
+// A fidelity document (core/doc/fidelity_section.hpp): per variant its labels (label, short_label:
+// what tells it from the others), devices, weights (the model's file type), KV types, reference,
+// frontier, error; decode_tps and prefill_tps {median, min, max, n} (the speed pass's median and
+// the range of its repetitions); decode_kl_mean, decode_kl_p99, decode_top1, prefill_kl_mean
+// (the prompt stage's with --prompt-logits: prefill_kl_stage), perplexity; null where the
+// variant failed. kl_floor: where the charts' log axis draws KL 0.
+nlohmann::json fidelity_view(const ResultDocument& doc);
 nlohmann::json warnings_view(const ResultDocument& doc);
 // A compare document (analysis/compare.hpp to_json(CompareResult), checked by
 // core/document.hpp check_document).

@@ -492,3 +492,153 @@ TEST(HtmlData, ModesShowEveryModesTimesAndTheParts) {
 
 }  // namespace
 }  // namespace sb
+
+namespace sb {
+namespace {
+
+FidelityVariant fidelity_variant(const std::string& model, const std::string& devices,
+                                 std::optional<double> decode_tps, std::vector<double> decode_reps,
+                                 double decode_kl) {
+    FidelityVariant v;
+    v.model = "/m/" + model;
+    v.model_name = model;
+    v.devices = devices;
+    v.type_k = v.type_v = "f16";
+    v.decode_tps = decode_tps;
+    v.decode_tps_reps = std::move(decode_reps);
+    v.decode.positions = 16;
+    v.decode.kl_mean = decode_kl;
+    v.decode.kl_p99 = 3 * decode_kl;
+    v.decode.kl_max = 4 * decode_kl;
+    v.decode.top1_agreement = decode_kl > 0 ? 0.875 : 1.0;
+    v.prefill.positions = 1;
+    v.prefill.kl_mean = 2 * decode_kl;
+    return v;
+}
+
+// A scripted quant sweep: the f16 reference, q8_0 (on the frontier), q4_0 (slower and farther
+// than q8_0: off it) and a variant that failed.
+ResultDocument fidelity_doc() {
+    FidelitySection s;
+    s.reference = "f16.gguf on CPU (f16/f16)";
+    s.n_prompt = 32;
+    s.n_gen = 16;
+    s.top_k = 10;
+    s.reps = 3;
+    FidelityVariant f16 = fidelity_variant("f16.gguf", "CPU", 100, {98, 100, 103}, 0);
+    f16.reference = f16.frontier = true;
+    f16.prefill_tps = 1000;
+    f16.prefill_tps_reps = {1010, 990, 1000};
+    f16.perplexity = 33552.5;
+    f16.perplexity_error = 812.25;
+    FidelityVariant q8 = fidelity_variant("q8_0.gguf", "CPU", 150, {149, 150, 155}, 2e-5);
+    q8.frontier = true;
+    FidelityVariant q4 = fidelity_variant("q4_0.gguf", "CPU", 140, {140, 139, 141}, 2.6e-3);
+    FidelityVariant bad = fidelity_variant("q4_0.gguf", "BLAS", std::nullopt, {}, 0);
+    bad.error = "BLAS: out of memory";
+    s.variants = {f16, q8, q4, bad};
+    s.text = FidelityText{"t.txt", 3012, 128, 23, 1449, 33552.5, 812.25, "windows"};
+    ResultDocument doc;
+    doc.command = "fidelity";
+    doc.models = {json{{"path", "/m/f16.gguf"}, {"file_type", "F16"}, {"dominant_type", "f16"}},
+                  json{{"path", "/m/q8_0.gguf"}, {"dominant_type", "q8_0"}}};
+    doc.fidelity = s;
+    return doc;
+}
+
+TEST(HtmlData, FidelityViewHasEveryVariantsSpeedDistanceAndFrontier) {
+    const json v = fidelity_view(fidelity_doc());
+    EXPECT_EQ(v["reference"], "f16.gguf on CPU (f16/f16)");
+    EXPECT_EQ(v["n_prompt"], 32);
+    EXPECT_EQ(v["n_gen"], 16);
+    EXPECT_EQ(v["reps"], 3);
+    EXPECT_EQ(v["prefill_kl_stage"], "prefill");
+    // The smallest KL drawn is q8_0's decode 2e-5: the floor is the decade below 1e-5.
+    EXPECT_DOUBLE_EQ(v["kl_floor"].get<double>(), 1e-6);
+    EXPECT_EQ(
+        v["text"],
+        (json{
+            {"path", "t.txt"}, {"n_ctx", 128}, {"chunks", 23}, {"reference_perplexity", 33552.5}}));
+    const json& vs = v["variants"];
+    ASSERT_EQ(vs.size(), 4u);
+    EXPECT_EQ(
+        vs[0],
+        (json{{"label", "f16.gguf on CPU (f16/f16)"},
+              {"short_label", "f16.gguf · CPU"},
+              {"model", "f16.gguf"},
+              {"devices", "CPU"},
+              {"weights", "F16"},
+              {"type_k", "f16"},
+              {"type_v", "f16"},
+              {"reference", true},
+              {"frontier", true},
+              {"error", nullptr},
+              {"decode_tps", {{"median", 100.0}, {"min", 98.0}, {"max", 103.0}, {"n", 3}}},
+              {"prefill_tps", {{"median", 1000.0}, {"min", 990.0}, {"max", 1010.0}, {"n", 3}}},
+              {"decode_kl_mean", 0.0},
+              {"decode_kl_p99", 0.0},
+              {"decode_top1", 1.0},
+              {"prefill_kl_mean", 0.0},
+              {"perplexity", 33552.5},
+              {"perplexity_error", 812.25}}));
+    EXPECT_EQ(vs[1]["weights"], "q8_0") << "the dominant type when the file type is absent";
+    EXPECT_TRUE(vs[1]["frontier"]);
+    EXPECT_FALSE(vs[1]["reference"]);
+    EXPECT_EQ(vs[1]["decode_kl_mean"], 2e-5);
+    EXPECT_EQ(vs[1]["decode_kl_p99"], 3 * 2e-5);  // the helper's p99
+    EXPECT_EQ(vs[1]["decode_top1"], 0.875);
+    EXPECT_EQ(vs[1]["prefill_kl_mean"], 4e-5);
+    EXPECT_TRUE(vs[1]["prefill_tps"].is_null()) << "no prefill speed measured";
+    EXPECT_TRUE(vs[1]["perplexity"].is_null());
+    EXPECT_EQ(vs[2]["short_label"], "q4_0.gguf · CPU");
+    EXPECT_TRUE(vs[2]["weights"].is_null()) << "a model the document does not describe";
+    EXPECT_FALSE(vs[2]["frontier"]);
+    EXPECT_EQ(vs[2]["decode_tps"],
+              (json{{"median", 140.0}, {"min", 139.0}, {"max", 141.0}, {"n", 3}}));
+    // The failed variant: its error, no speed and no distance.
+    EXPECT_EQ(vs[3]["short_label"], "q4_0.gguf · BLAS");
+    EXPECT_EQ(vs[3]["error"], "BLAS: out of memory");
+    for (const char* k : {"decode_tps", "prefill_tps", "decode_kl_mean", "decode_kl_p99",
+                          "decode_top1", "prefill_kl_mean"})
+        EXPECT_TRUE(vs[3][k].is_null()) << k;
+    EXPECT_TRUE(fidelity_view(ResultDocument{}).is_null());
+    // The whole view shows it, without a note that the command is unknown.
+    const json all = report_view({ReportInput::of("f.json", fidelity_doc())});
+    EXPECT_EQ(all["documents"][0]["fidelity"], v);
+    EXPECT_TRUE(all["documents"][0]["notes"].empty()) << all["documents"][0]["notes"];
+}
+
+TEST(HtmlData, FidelityShortLabelsSayWhatDiffersAndThePromptStageMovesTheFloor) {
+    ResultDocument doc = fidelity_doc();
+    FidelitySection& s = *doc.fidelity;
+    FidelityVariant a = fidelity_variant("q4_0.gguf", "CPU", 10, {10}, 0);
+    FidelityVariant b = a;
+    b.type_k = "q8_0";
+    b.decode.kl_mean = 0.5;
+    b.prompt = StageFidelity{};
+    b.prompt->kl_mean = 5e-7;
+    a.prompt = StageFidelity{};
+    s.variants = {a, b};
+    s.prompt_logits = true;
+    s.text.reset();
+    json v = fidelity_view(doc);
+    EXPECT_EQ(v["variants"][0]["short_label"], "KV f16/f16");
+    EXPECT_EQ(v["variants"][1]["short_label"], "KV q8_0/f16");
+    EXPECT_EQ(v["prefill_kl_stage"], "prompt");
+    EXPECT_EQ(v["variants"][1]["prefill_kl_mean"], 5e-7) << "the prompt stage's, not prefill's";
+    // No prefill speed: the prompt KL is not drawn, the floor is decode's (0.5 -> 0.01).
+    EXPECT_DOUBLE_EQ(v["kl_floor"].get<double>(), 0.01);
+    EXPECT_TRUE(v["text"].is_null());
+    s.variants[1].prefill_tps = 100;
+    v = fidelity_view(doc);
+    EXPECT_DOUBLE_EQ(v["kl_floor"].get<double>(), 1e-8);
+    // Nothing tells them apart: the devices; no KL above 0 at all: the floor is 1e-9.
+    s.variants = {a, a};
+    v = fidelity_view(doc);
+    EXPECT_EQ(v["variants"][0]["short_label"], "CPU");
+    EXPECT_EQ(v["variants"][1]["short_label"], "CPU");
+    EXPECT_DOUBLE_EQ(v["kl_floor"].get<double>(), 1e-9);
+}
+
+}  // namespace
+}  // namespace sb

@@ -5,9 +5,11 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 
 #include "cli_harness.hpp"
 
@@ -368,6 +370,138 @@ TEST(Fidelity, RunFidelityAddsTheColumnsToANormalRun) {
         EXPECT_EQ(q.exit_code, 2) << c.back() << ": " << q.err;
         EXPECT_EQ(std::count(q.err.begin(), q.err.end(), '\n'), 1) << q.err;
         EXPECT_EQ(q.out, "") << q.out;
+    }
+}
+
+// report: the speed-against-KL chart of a quant sweep, opened in headless Chromium when it is
+// installed (tests/integration/report_check.mjs): one point per variant at the document's
+// (decode KL, decode tokens/s), labelled on the chart, the reference's KL 0 on the marked axis
+// floor, the frontier's points joined in order of KL; the prefill chart; table and captions.
+TEST(Fidelity, ReportDrawsSpeedAgainstKlWithTheFrontier) {
+    namespace fs = std::filesystem;
+    TempDir t;
+    Proc p = run_sb({"fidelity", "-p", "32", "-n", "16", "-r", "2", "-m",
+                     tiny_at("f16") + "," + tiny_at("q8_0") + "," + tiny_at("q4_0"), "--device",
+                     "CPU", "--out", t.file("f.json")});
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    const json doc = json::parse(read_file(t.file("f.json")));
+    const json& vs = doc["fidelity"]["variants"];
+    ASSERT_EQ(vs.size(), 3u);
+    const fs::path dir = fs::path(SB_BINARY_DIR) / "fidelity_report_test";
+    fs::create_directories(dir);
+    const std::string html = (dir / "fidelity.html").string();
+    Proc r = run_sb({"report", t.file("f.json"), "-o", html});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const std::string page = read_file(html);
+    EXPECT_NE(page.find("\"fidelity\""), std::string::npos);
+    EXPECT_EQ(page.find("command 'fidelity' is not known"), std::string::npos);
+
+    const std::string node = on_path("node").empty() ? on_path("nodejs") : on_path("node");
+    const std::string chromium = chromium_path();
+    const std::string driver = std::string(SB_REPORT_ASSETS_DIR) + "/playwright-core";
+    if (node.empty() || chromium.empty() || !fs::exists(driver + "/package.json"))
+        GTEST_SKIP() << "node, chromium or playwright-core missing: the page is not opened";
+    const std::string dump = t.file("charts.json");
+    std::vector<std::string> check = {
+        node,
+        (fs::path(SB_SOURCE_DIR) / "tests/integration/report_check.mjs").string(),
+        "--driver",
+        driver,
+        "--chromium",
+        chromium,
+        "--html",
+        html,
+        "--screenshot",
+        (dir / "fidelity.png").string(),
+        "--dump-charts",
+        dump,
+        "--expect-chart",
+        "fidelity-decode",
+        "--expect-chart",
+        "fidelity-prefill",
+        "--expect-annotated",
+        "fidelity-decode",
+        "--expect-text",
+        "Fidelity: speed against the distance from tiny-f16.gguf on CPU",
+        "--expect-text",
+        "drawn on the axis floor",
+        "--expect-text",
+        "Red diamonds joined by the line: the frontier"};
+    for (const auto& v : vs) {  // the table's rows
+        check.push_back("--expect-text");
+        check.push_back(v["model_name"].get<std::string>() + " on CPU (f16/f16)");
+    }
+    Proc ch = run(check, 180);
+    std::cout << "fidelity report: " << html << "\n" << ch.out;
+    ASSERT_EQ(ch.exit_code, 0) << ch.out << ch.err;
+
+    const json charts = json::parse(read_file(dump));
+    auto chart = [&](const std::string& kind) {
+        for (const auto& c : charts)
+            if (c["doc"] == "d0" && c["kind"] == kind)
+                return c;
+        ADD_FAILURE() << "no chart " << kind;
+        return json::object();
+    };
+    const json decode = chart("fidelity-decode");
+    ASSERT_TRUE(decode.contains("annotations"));
+    // KL 0 sits on the floor: the dotted line, below the smallest KL measured by a decade.
+    const json& kl0 = decode["annotations"]["kl0"];
+    ASSERT_TRUE(kl0["xMin"].is_number()) << decode["annotations"];
+    const double floor = kl0["xMin"].get<double>();
+    double smallest = INFINITY;
+    for (const auto& v : vs)
+        if (v["decode"]["kl_mean"].get<double>() > 0)
+            smallest = std::min(smallest, v["decode"]["kl_mean"].get<double>());
+    ASSERT_TRUE(std::isfinite(smallest)) << "q8_0 and q4_0 differ from f16";
+    EXPECT_GT(floor, 0.0);
+    EXPECT_LE(floor, smallest / 10);
+    EXPECT_GT(floor, smallest / 100);
+    // Every variant's point: where the document puts it, in the dataset its frontier flag says,
+    // and labelled with its model (the one thing that tells these variants apart).
+    std::map<std::string, json> points;  // label -> {x, y, dataset}
+    for (const auto& ds : decode["datasets"]) {
+        double last_x = 0;
+        for (const auto& pt : ds["data"]) {
+            points[pt["label"].get<std::string>()] = {
+                {"x", pt["x"]}, {"y", pt["y"]}, {"dataset", ds["label"]}};
+            if (ds["label"] == "on the frontier") {
+                EXPECT_GE(pt["x"].get<double>(), last_x) << "the frontier line goes by KL";
+                last_x = pt["x"].get<double>();
+            }
+        }
+    }
+    std::set<std::string> labels;
+    for (const auto& [name, a] : decode["annotations"].items())
+        if (a["type"] == "label")
+            labels.insert(a["content"].get<std::string>());
+    ASSERT_EQ(points.size(), vs.size()) << decode.dump();
+    int frontier = 0;
+    for (const auto& v : vs) {
+        const std::string label = v["model_name"].get<std::string>();
+        SCOPED_TRACE(label);
+        ASSERT_TRUE(points.count(label)) << decode.dump();
+        const json& pt = points[label];
+        const double kl = v["decode"]["kl_mean"].get<double>();
+        EXPECT_DOUBLE_EQ(pt["x"].get<double>(), kl > 0 ? kl : floor);
+        EXPECT_DOUBLE_EQ(pt["y"].get<double>(), v["decode_tokens_per_s"].get<double>());
+        EXPECT_EQ(pt["dataset"],
+                  v["frontier"].get<bool>() ? "on the frontier" : "not on the frontier");
+        EXPECT_TRUE(labels.count(label)) << "the point's label on the chart";
+        frontier += v["frontier"].get<bool>();
+    }
+    EXPECT_TRUE(vs[0]["reference"]);
+    EXPECT_TRUE(vs[0]["frontier"]) << "nothing is closer than the reference";
+    EXPECT_DOUBLE_EQ(points["tiny-f16.gguf"]["x"].get<double>(), floor);
+    EXPECT_GE(frontier, 1);
+    // Prefill: the same variants at their prefill tokens/s.
+    const json prefill = chart("fidelity-prefill");
+    ASSERT_EQ(prefill["datasets"].size(), 1u);
+    const json& pre = prefill["datasets"][0]["data"];
+    ASSERT_EQ(pre.size(), vs.size());
+    for (size_t i = 0; i < vs.size(); ++i) {
+        EXPECT_EQ(pre[i]["label"], vs[i]["model_name"]);
+        EXPECT_DOUBLE_EQ(pre[i]["y"].get<double>(), vs[i]["prefill_tokens_per_s"].get<double>());
     }
 }
 

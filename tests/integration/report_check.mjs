@@ -8,7 +8,8 @@
 // Saves a full-page screenshot. Prints one JSON line with what it saw; exit 0 on success.
 // With --dump-charts FILE it also writes what every chart holds, for the caller to compare
 // with the documents: [{"doc": section id ("d0"...), "kind", "labels", "datasets": [{"label",
-// "data"}], "annotations": {name: {"type", "xMin", "xMax"}}}] in page order.
+// "data"}], "annotations": {name: {"type", "xMin", "xMax"; a label also "xValue", "yValue",
+// "content"}}}] in page order.
 //
 // node report_check.mjs --driver DIR --chromium PATH --html FILE --screenshot PNG
 //                       [--expect-chart KIND]... [--expect-annotated KIND]... [--expect-text TEXT]...
@@ -98,6 +99,10 @@ try {
       const annotations = {};
       for (const [name, a] of Object.entries(ann || {})) {
         annotations[name] = { type: a.type, xMin: a.xMin ?? null, xMax: a.xMax ?? null };
+        if (a.type === 'label') {
+          Object.assign(annotations[name], { xValue: a.xValue ?? null, yValue: a.yValue ?? null,
+                                             content: a.content ?? null });
+        }
       }
       charts.push({ doc: section ? section.id : null, kind: canvas.dataset.chart,
                     labels: chart.data.labels || [],

@@ -385,6 +385,109 @@
         .concat([num(p.ttft.p50), num(p.ttft.p99), num(p.tpot.p50), num(p.tpot.p99), num(p.e2e.p90)]))));
   }
 
+  // `fidelity`: decode tokens/s against the decode KL to the reference (log scale), one labelled
+  // point per variant, the frontier marked and joined; prefill's own smaller chart; the table.
+  // KL 0 (the reference itself) has no place on a log axis: such points sit on the axis floor
+  // (f.kl_floor, a decade below the smallest KL drawn), marked by a dotted line and the tick "0".
+  function renderFidelity(sec, f) {
+    sec.appendChild(el('h3', null, 'Fidelity: speed against the distance from ' + f.reference));
+    const floor = f.kl_floor;
+    const ok = f.variants.filter((v) => !v.error);
+    const isFloor = (x) => Math.abs(x / floor - 1) < 1e-9;
+    function tick(v) {
+      if (isFloor(v)) return '0';
+      const e = Math.log10(v);
+      return Math.abs(e - Math.round(e)) < 1e-9 ? v.toExponential(0) : '';
+    }
+    function speedChart(kind, stage, klKey, title, withFrontier, height) {
+      const pts = ok.filter((v) => v[stage + '_tps']).map((v) => ({
+        x: v[klKey] > 0 ? v[klKey] : floor, y: v[stage + '_tps'].median, kl: v[klKey], label: v.short_label,
+        frontier: withFrontier && v.frontier, spread: { lo: v[stage + '_tps'].min, hi: v[stage + '_tps'].max } }));
+      if (!pts.length) return false;
+      const front = pts.filter((p) => p.frontier).sort((a, b) => a.x - b.x || a.y - b.y);
+      const rest = pts.filter((p) => !p.frontier);
+      const points = (list) => list.map((p) => ({ x: p.x, y: p.y, kl: p.kl, label: p.label }));
+      const datasets = [];
+      if (front.length) {
+        datasets.push({ label: 'on the frontier', data: points(front), errorBars: front.map((p) => p.spread),
+                        errorBarColor: color(3), showLine: true, borderWidth: 2, pointStyle: 'rectRot',
+                        pointRadius: 7, borderColor: color(3), backgroundColor: color(3) });
+      }
+      if (rest.length) {
+        datasets.push({ label: withFrontier ? 'not on the frontier' : 'variants', data: points(rest),
+                        errorBars: rest.map((p) => p.spread), errorBarColor: color(0), pointRadius: 5,
+                        borderColor: color(0), backgroundColor: color(0) });
+      }
+      const annotations = {
+        kl0: { type: 'line', xMin: floor, xMax: floor, borderColor: '#444', borderDash: [2, 3], borderWidth: 1,
+               label: { display: true, content: 'KL 0', position: 'end', font: { size: 10 } } },
+      };
+      pts.forEach((p, i) => {
+        annotations['point' + i] = { type: 'label', xValue: p.x, yValue: p.y, content: p.label, yAdjust: -14,
+                                     font: { size: 11 }, color: '#1d2330' };
+      });
+      let xMax = floor, yMax = 0;
+      pts.forEach((p) => {
+        xMax = Math.max(xMax, p.x);
+        yMax = Math.max(yMax, p.y, p.spread.hi === null ? 0 : p.spread.hi);
+      });
+      addChart(sec, kind, {
+        type: 'scatter',
+        data: { datasets: datasets },
+        options: {
+          scales: {
+            x: { type: 'logarithmic', min: floor / 4, max: xMax * 3,
+                 ticks: { callback: tick, autoSkip: false, maxRotation: 0 },
+                 title: { display: true, text: (klKey === 'decode_kl_mean' ? 'decode' : f.prefill_kl_stage) +
+                                               ' KL(reference ‖ variant), nats, mean (log scale; 0 on the floor)' } },
+            y: { beginAtZero: true, suggestedMax: yMax * 1.15, title: { display: true, text: stage + ' tokens/s' } },
+          },
+          plugins: { title: { display: true, text: title },
+                     tooltip: { callbacks: { label: (c) => c.raw.label + ': ' + num(c.raw.y) + ' tok/s, KL ' +
+                                                          (c.raw.kl > 0 ? num(c.raw.kl) : '0') } },
+                     annotation: { annotations: annotations } },
+        },
+      }, height);
+      return true;
+    }
+    const reps = f.reps + (f.reps === 1 ? ' repetition' : ' repetitions');
+    if (!speedChart('fidelity-decode', 'decode', 'decode_kl_mean',
+                    'Decode speed against decode KL, one point per variant', true, 380)) {
+      sec.appendChild(note('No variant has a decode speed and a distance to draw; the table says why.'));
+    } else {
+      sec.appendChild(el('p', { class: 'caption' },
+        'Each point is a variant: decode tokens/s (median of the speed pass; whiskers: the range of its ' + reps +
+        ') against its mean decode KL to the reference over the ' + f.n_gen + ' teacher-forced positions, on a log ' +
+        'scale. KL 0 (the reference itself, and any variant with exactly its logits) cannot sit on a log scale: ' +
+        'those points are drawn on the axis floor at ' + num(floor) + ', a decade below the smallest KL measured, ' +
+        'marked by the dotted line and the tick "0". Red diamonds joined by the line: the frontier, the variants ' +
+        'that no other variant beats both in decode speed and in closeness to the reference.'));
+    }
+    if (speedChart('fidelity-prefill', 'prefill', 'prefill_kl_mean', 'Prefill speed against ' + f.prefill_kl_stage + ' KL',
+                   false, 260)) {
+      sec.appendChild(el('p', { class: 'caption' },
+        'Prefill tokens/s (pp' + f.n_prompt + ') against the mean KL of the ' +
+        (f.prefill_kl_stage === 'prompt' ? 'prompt stage (every prompt position, --prompt-logits)'
+                                         : 'prefill stage (the logits after the prompt\'s last token)') +
+        ', KL 0 on the floor as above. The frontier is the document\'s, on decode; it is not drawn here.'));
+    }
+    const ppl = f.variants.some((v) => v.perplexity !== null);
+    const spread = (s) => (s ? num(s.median) + (s.n > 1 ? ' [' + num(s.min) + '–' + num(s.max) + ']' : '') : '–');
+    sec.appendChild(table(
+      ['variant', 'devices', 'weights', 'ctk/ctv', 'decode tok/s median [min–max]', 'prefill tok/s median [min–max]',
+       'KL decode mean', 'KL decode p99', 'top-1 decode'].concat(ppl ? ['PPL ±'] : []).concat(['frontier', 'status']),
+      f.variants.map((v) => [v.label, v.devices, v.weights || '–', v.type_k + '/' + v.type_v, spread(v.decode_tps),
+                             spread(v.prefill_tps), num(v.decode_kl_mean), num(v.decode_kl_p99), pct(v.decode_top1)]
+        .concat(ppl ? [v.perplexity === null ? '–' : num(v.perplexity, 6) + ' ± ' + num(v.perplexity_error, 3)] : [])
+        .concat([v.frontier ? 'yes' : '', v.error ? 'failed: ' + v.error : v.reference ? 'reference' : 'ok'])),
+      (i) => (f.variants[i].error ? 'failed' : null)));
+    if (f.text) {
+      sec.appendChild(el('p', { class: 'caption' }, 'Perplexity of ' + f.text.path + ' in ' + f.text.chunks +
+        ' windows of ' + f.text.n_ctx + ' tokens (llama-perplexity\'s windows); the reference: ' +
+        num(f.text.reference_perplexity, 6) + '.'));
+    }
+  }
+
   function renderSustained(sec, s) {
     sec.appendChild(el('h3', null, 'Sustained rounds'));
     s.phases.forEach((p) => {
@@ -554,6 +657,7 @@
     if (d.hybrid) section(sec, 'hybrid', () => renderHybrid(sec, d.hybrid));
     if (d.modes) section(sec, 'modes', () => renderModes(sec, d.modes));
     if (d.serve) section(sec, 'serve', () => renderServe(sec, d.serve));
+    if (d.fidelity) section(sec, 'fidelity', () => renderFidelity(sec, d.fidelity));
     if (d.compare) section(sec, 'comparison', () => renderCompare(sec, d.compare));
     if (d.warnings) section(sec, 'warnings', () => renderWarnings(sec, d.warnings));
   });
