@@ -1,5 +1,6 @@
 #include <algorithm>
 #include "analysis/advise_steps.hpp"
+#include "analysis/test_fidelity.hpp"
 #include "core/error.hpp"
 #include "core/result.hpp"
 
@@ -158,6 +159,12 @@ AdviseFacts collect_facts(const std::vector<AdviseInput>& inputs) {
         if (d.fidelity) {
             f.fidelity.push_back({in.source, *d.fidelity});
             used = true;
+        } else {
+            // run --fidelity, hybrid --fidelity: the tests' own distances.
+            for (auto& s : fidelity_of_tests(d)) {
+                f.fidelity.push_back({in.source, std::move(s)});
+                used = true;
+            }
         }
         if (!used)
             f.notes.push_back(in.source + ": a '" + d.command +

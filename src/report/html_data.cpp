@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "analysis/test_fidelity.hpp"
 #include "core/doc/modes_section.hpp"
 #include "core/document.hpp"
 #include "core/error.hpp"
@@ -619,9 +620,13 @@ json speed_spread(const std::optional<double>& median, const std::vector<double>
 // axis: kl_floor, one decade below the smallest KL above 0 that the charts show (its decade's
 // power of ten), is where the page draws it.
 json fidelity_view(const ResultDocument& doc) {
+    // A run or hybrid with --fidelity: its first workload's tests as variants.
+    std::vector<FidelitySection> of_tests;
     if (!doc.fidelity)
+        of_tests = fidelity_of_tests(doc);
+    if (!doc.fidelity && of_tests.empty())
         return nullptr;
-    const FidelitySection& s = *doc.fidelity;
+    const FidelitySection& s = doc.fidelity ? *doc.fidelity : of_tests.front();
     // The short label: what tells the variants apart (model, devices, KV types), so that the
     // chart's point labels stay short; the devices when nothing does.
     auto varies = [&](auto field) {

@@ -244,17 +244,7 @@ FidelityResult run_fidelity(const FidelityOptions& o, std::ostream& progress) {
                     }
                     r.variants.push_back(std::move(v));
                 }
-    // The frontier: no other variant is at least as fast in decode and at least as close
-    // (decode KL), and strictly better in one.
-    for (auto& v : r.variants) {
-        if (v.error || !v.decode_tps)
-            continue;
-        v.frontier = std::none_of(r.variants.begin(), r.variants.end(), [&](const auto& w) {
-            return &w != &v && !w.error && w.decode_tps && *w.decode_tps >= *v.decode_tps &&
-                   w.decode.kl_mean <= v.decode.kl_mean &&
-                   (*w.decode_tps > *v.decode_tps || w.decode.kl_mean < v.decode.kl_mean);
-        });
-    }
+    mark_frontier(r.variants);
     return r;
 }
 

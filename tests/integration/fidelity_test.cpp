@@ -342,6 +342,13 @@ TEST(Fidelity, RunFidelityAddsTheColumnsToANormalRun) {
     std::printf("run --fidelity: decode KL q4_0/CPU %.3g, f16/BLAS %.3g, q4_0/BLAS %.3g\n", q4,
                 blas, by.at("tiny-q4_0.gguf BLAS")["decode"]["kl_mean"].get<double>());
 
+    // advise speaks of them as of a fidelity document's variants.
+    Proc adv = run_sb({"advise", out});
+    ASSERT_EQ(adv.exit_code, 0) << adv.err;
+    EXPECT_NE(adv.out.find("tiny-q4_0.gguf is "), std::string::npos) << adv.out;
+    EXPECT_NE(adv.out.find("to tiny-f16.gguf"), std::string::npos) << adv.out;
+    EXPECT_NE(adv.out.find("(the frontier)."), std::string::npos) << adv.out;
+
     // The CSV has the distances on each stage's row.
     Proc csv = run_sb({"run", "-m", tiny_at("q4_0"), "-p", "16", "-n", "4", "-r", "1", "--fidelity",
                        "--telemetry", "off", "--membw", "off", "-o", "csv", "-q"});

@@ -1,5 +1,7 @@
 #include "core/doc/fidelity_section.hpp"
 
+#include <algorithm>
+
 #include "core/json_util.hpp"
 
 namespace sb {
@@ -8,6 +10,19 @@ using nlohmann::json;
 
 std::string variant_label(const FidelityVariant& v) {
     return v.model_name + " on " + v.devices + " (" + v.type_k + "/" + v.type_v + ")";
+}
+
+void mark_frontier(std::vector<FidelityVariant>& variants) {
+    for (auto& v : variants) {
+        v.frontier = false;
+        if (v.error || !v.decode_tps)
+            continue;
+        v.frontier = std::none_of(variants.begin(), variants.end(), [&](const auto& w) {
+            return &w != &v && !w.error && w.decode_tps && *w.decode_tps >= *v.decode_tps &&
+                   w.decode.kl_mean <= v.decode.kl_mean &&
+                   (*w.decode_tps > *v.decode_tps || w.decode.kl_mean < v.decode.kl_mean);
+        });
+    }
 }
 
 json to_json(const StageFidelity& s) {

@@ -71,6 +71,10 @@ struct TestFidelity {
     std::optional<std::string> error;              // the capture failed (the timing stands)
 };
 
+// Marks the frontier: a variant that ran is on it when no other is at least as fast in decode
+// and at least as close (decode KL), and strictly better in one.
+void mark_frontier(std::vector<FidelityVariant>& variants);
+
 // "model_name on devices (ctk/ctv)": a variant's name in tables and sentences.
 std::string variant_label(const FidelityVariant& v);
 
