@@ -131,11 +131,11 @@ class HttpClient {
 };
 
 // Many streamed requests on the calling thread: libcurl's multi interface drives every
-// transfer in flight (one connection each, kept in the multi handle's cache for the next
-// transfer) from poll(). Each transfer is what HttpClient::post_stream does, with the same
-// options, timeouts, interrupt check, outcome and error lines; its chunks are stamped with
-// sb::now_ns() in libcurl's write callback, as there. Not thread-safe: one thread calls
-// start_stream and poll, and the callbacks run on it, inside poll.
+// transfer in flight (each on a fresh handle and a fresh connection, closed after it) from
+// poll(). Each transfer is what HttpClient::post_stream does, with the same options,
+// timeouts, interrupt check, outcome and error lines; its chunks are stamped with sb::now_ns()
+// in libcurl's write callback, as there. Not thread-safe: one thread calls start_stream and
+// poll, and the callbacks run on it, inside poll.
 class HttpMulti {
   public:
     using OnBytes = std::function<bool(std::string_view, int64_t)>;
