@@ -66,9 +66,15 @@ ServeDoc read_serve_doc(const CompareInput& in) {
         const ModelView m = model_view(s.doc.models.front());
         model = m.name ? json(*m.name) : json(m.path);
     }
-    s.differs = {
-        {"server", server},  {"slots", opt(sv.slots)}, {"model", model}, {"n_prompt", sv.n_prompt},
-        {"n_gen", sv.n_gen}, {"host", host},           {"cpu", cpu}};
+    s.differs = {{"server", server},
+                 {"slots", opt(sv.slots)},
+                 {"model", model},
+                 {"n_prompt", sv.n_prompt},
+                 {"n_gen", sv.n_gen},
+                 {"host", host},
+                 {"cpu", cpu},
+                 // Documents from before serve --client used a thread per request.
+                 {"client", sv.client.value_or("thread")}};
     return s;
 }
 

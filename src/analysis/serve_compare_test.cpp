@@ -159,5 +159,18 @@ TEST(ServeCompare, RefusalsAreOneLine) {
     EXPECT_FALSE(is_serve_input({"B", "r.json", to_json(run)}));
 }
 
+// The client that drove the requests (serve --client) is named where the sides differ; a
+// document without it (before the choice existed) used threads.
+TEST(ServeCompare, TheClientDiffersWhereTheSidesUsedDifferentOnes) {
+    CompareInput a = input("A", {point("concurrency", 4, 1, 100)}, 4);
+    CompareInput b = input("B", {point("concurrency", 4, 1, 100)}, 4);
+    b.doc["serve"]["client"] = "loop";
+    ASSERT_TRUE(a.doc["serve"]["client"].is_null());
+    const CompareResult r = compare_serve_documents({a, b});
+    const CompareRow* ttft = row(r, "concurrency 4", "ttft", "median_ms");
+    ASSERT_TRUE(ttft);
+    EXPECT_EQ(ttft->differs, json({{"client", {"thread", "loop"}}}));
+}
+
 }  // namespace
 }  // namespace sb

@@ -50,6 +50,10 @@ void add_serve_command(CLI::App& app, Context& ctx) {
     cmd->add_option("--rate", a->rates,
                     "open-loop points: requests/s, comma list (inf: all at once)")
         ->delimiter(',');
+    cmd->add_option("--client", a->o.client,
+                    "thread (a thread per in-flight request) or loop (one thread, libcurl's "
+                    "multi interface)")
+        ->capture_default_str();
     cmd->add_option("--burstiness", a->o.burstiness,
                     "gamma shape of the open-loop arrivals (1: Poisson; above 1: steadier)")
         ->capture_default_str();

@@ -4,8 +4,10 @@
 #include <curl/curl.h>
 #endif
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <mutex>
 
 #include "core/clock.hpp"
@@ -318,6 +320,106 @@ int on_progress(void* ud, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
     return 0;
 }
 
+// The options every transfer has, for HttpClient and HttpMulti alike. They are set again
+// before each transfer, after curl_easy_reset: libcurl before 8.17 never resets its count of
+// retries on a new connection between the transfers of one handle, so with a server that
+// closes kept-alive connections (llama-server after every stream) the sixth reuse that meets a
+// closed socket failed with "Connection died, tried 5 times". The reset clears that count and
+// keeps the live connections, so a connection is still reused where the server allows it.
+// post (when set) must outlive the transfer; so must tr and errbuf.
+void setup_transfer(CURL* curl, char* errbuf, curl_slist* headers, const Url& url,
+                    const HttpTimeouts& t, const std::string& path, const std::string* post,
+                    Transfer& tr) {
+    curl_easy_reset(curl);
+    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf);
+    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(t.connect_ms));
+    curl_easy_setopt(curl, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1);
+    curl_easy_setopt(curl, CURLOPT_TCP_NODELAY, 1L);
+    curl_easy_setopt(curl, CURLOPT_PROXY, "");                 // a benchmark talks to the server
+    curl_easy_setopt(curl, CURLOPT_ACCEPT_ENCODING, nullptr);  // no compression
+    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(curl, CURLOPT_URL, (url.base() + path).c_str());
+    if (post) {
+        curl_easy_setopt(curl, CURLOPT_POST, 1L);
+        curl_easy_setopt(curl, CURLOPT_POSTFIELDS, post->data());
+        curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(post->size()));
+    } else {
+        curl_easy_setopt(curl, CURLOPT_HTTPGET, 1L);
+    }
+    tr.curl = curl;
+    tr.read_ns = t.read_ms * 1'000'000;
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_write);
+    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &tr);
+    curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(curl, CURLOPT_HEADERDATA, &tr);
+    curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &tr);
+    errbuf[0] = 0;
+}
+
+// No "Expect: 100-continue": it would add a round trip (or a 1 s wait) to long prompts.
+curl_slist* request_headers() {
+    curl_slist* h = curl_slist_append(nullptr, "Content-Type: application/json");
+    return curl_slist_append(h, "Expect:");
+}
+
+void init_curl_once() {
+    static std::once_flag once;
+    std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+// One line for a failed transfer.
+std::string describe(const Url& url, const HttpTimeouts& t, CURLcode rc, const Transfer& tr,
+                     const char* errbuf) {
+    const std::string where = url.base();
+    const std::string detail = errbuf[0] ? errbuf : curl_easy_strerror(rc);
+    if (tr.interrupted)
+        return "interrupted";
+    if (tr.too_large)
+        return where + " sent an answer larger than " + std::to_string(kMaxWholeResponse >> 20) +
+               " MiB";
+    if (tr.header_blocks > 8)
+        return where + " sent more than 8 interim responses";
+    if (tr.timed_out && tr.sink)
+        return "no complete answer from " + where + " within " + seconds(t.read_ms) +
+               " s (--timeout)";
+    if (tr.timed_out)
+        return "no data from " + where + " for " + seconds(t.read_ms) + " s (--timeout)";
+    switch (rc) {
+        case CURLE_COULDNT_CONNECT:
+        case CURLE_COULDNT_RESOLVE_HOST:
+            return "cannot connect to " + where + ": " + detail;
+        case CURLE_OPERATION_TIMEDOUT:
+            return "connecting to " + where + " timed out after " + seconds(t.connect_ms) +
+                   " s (--timeout)";
+        case CURLE_GOT_NOTHING:
+            return where + " closed the connection without answering";
+        case CURLE_PARTIAL_FILE:
+        case CURLE_RECV_ERROR:
+        case CURLE_SEND_ERROR:
+            return where + " closed the connection mid-response (" + detail + ")";
+        default:
+            return "request to " + where + " failed: " + detail;
+    }
+}
+
+// A streamed transfer's end, for post_stream and HttpMulti alike.
+void stream_outcome(StreamOutcome& o, CURLcode rc, Transfer& tr, const Url& url,
+                    const HttpTimeouts& t, const char* errbuf) {
+    if (tr.status == 0)
+        curl_easy_getinfo(tr.curl, CURLINFO_RESPONSE_CODE, &tr.status);
+    o.status = tr.status;
+    o.error_body = std::move(tr.error_body);
+    if (rc == CURLE_OK)
+        o.complete = true;
+    else if (rc == CURLE_WRITE_ERROR && tr.stopped)
+        o.stopped = true;
+    else
+        o.error = describe(url, t, rc, tr, errbuf);
+}
+
 }  // namespace
 
 struct HttpClient::Impl {
@@ -327,48 +429,12 @@ struct HttpClient::Impl {
     std::string body;
 
     // Runs one request; returns libcurl's code with the transfer's state filled in.
-    // The options every transfer has. They are set again before each transfer, after
-    // curl_easy_reset: libcurl before 8.17 never resets its count of retries on a new
-    // connection between the transfers of one handle, so with a server that closes kept-alive
-    // connections (llama-server after every stream) the sixth reuse that meets a closed socket
-    // failed with "Connection died, tried 5 times". The reset clears that count and keeps the
-    // live connections, so a connection is still reused where the server allows it.
-    void configure(const HttpClient& c) {
-        curl_easy_reset(curl);
-        curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-        curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
-        curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf);
-        curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
-                         static_cast<long>(c.timeouts_.connect_ms));
-        curl_easy_setopt(curl, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1);
-        curl_easy_setopt(curl, CURLOPT_TCP_NODELAY, 1L);
-        curl_easy_setopt(curl, CURLOPT_PROXY, "");  // a benchmark talks to the server
-        curl_easy_setopt(curl, CURLOPT_ACCEPT_ENCODING, nullptr);  // no compression
-        curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-    }
-
     CURLcode perform(const HttpClient& c, const std::string& path, const std::string* post,
                      Transfer& tr, int64_t* start_ns) {
-        configure(c);
-        curl_easy_setopt(curl, CURLOPT_URL, (c.url_.base() + path).c_str());
-        if (post) {
+        if (post)
             body = *post;
-            curl_easy_setopt(curl, CURLOPT_POST, 1L);
-            curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.data());
-            curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE,
-                             static_cast<curl_off_t>(body.size()));
-        } else {
-            curl_easy_setopt(curl, CURLOPT_HTTPGET, 1L);
-        }
-        tr.curl = curl;
-        tr.read_ns = c.timeouts_.read_ms * 1'000'000;
-        curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_write);
-        curl_easy_setopt(curl, CURLOPT_WRITEDATA, &tr);
-        curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
-        curl_easy_setopt(curl, CURLOPT_HEADERDATA, &tr);
-        curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
-        curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &tr);
-        errbuf[0] = 0;
+        setup_transfer(curl, errbuf, headers, c.url_, c.timeouts_, path, post ? &body : nullptr,
+                       tr);
         const int64_t t0 = now_ns();
         tr.last_activity_ns = t0;
         if (start_ns)
@@ -379,52 +445,18 @@ struct HttpClient::Impl {
         return rc;
     }
 
-    // One line for a failed transfer.
     std::string describe(const HttpClient& c, CURLcode rc, const Transfer& tr) const {
-        const std::string where = c.url_.base();
-        const std::string detail = errbuf[0] ? errbuf : curl_easy_strerror(rc);
-        if (tr.interrupted)
-            return "interrupted";
-        if (tr.too_large)
-            return where + " sent an answer larger than " +
-                   std::to_string(kMaxWholeResponse >> 20) + " MiB";
-        if (tr.header_blocks > 8)
-            return where + " sent more than 8 interim responses";
-        if (tr.timed_out && tr.sink)
-            return "no complete answer from " + where + " within " + seconds(c.timeouts_.read_ms) +
-                   " s (--timeout)";
-        if (tr.timed_out)
-            return "no data from " + where + " for " + seconds(c.timeouts_.read_ms) +
-                   " s (--timeout)";
-        switch (rc) {
-            case CURLE_COULDNT_CONNECT:
-            case CURLE_COULDNT_RESOLVE_HOST:
-                return "cannot connect to " + where + ": " + detail;
-            case CURLE_OPERATION_TIMEDOUT:
-                return "connecting to " + where + " timed out after " +
-                       seconds(c.timeouts_.connect_ms) + " s (--timeout)";
-            case CURLE_GOT_NOTHING:
-                return where + " closed the connection without answering";
-            case CURLE_PARTIAL_FILE:
-            case CURLE_RECV_ERROR:
-            case CURLE_SEND_ERROR:
-                return where + " closed the connection mid-response (" + detail + ")";
-            default:
-                return "request to " + where + " failed: " + detail;
-        }
+        return sb::describe(c.url_, c.timeouts_, rc, tr, errbuf);
     }
 };
 
 HttpClient::HttpClient(const std::string& base_url, HttpTimeouts timeouts)
     : url_(parse_url(base_url)), timeouts_(timeouts), impl_(std::make_unique<Impl>()) {
-    static std::once_flag once;
-    std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+    init_curl_once();
     impl_->curl = curl_easy_init();
     if (!impl_->curl)
         throw runtime_error("cannot initialise libcurl");
-    // No "Expect: 100-continue": it would add a round trip (or a 1 s wait) to long prompts.
-    impl_->headers = curl_slist_append(impl_->headers, "Content-Type: application/json");
-    impl_->headers = curl_slist_append(impl_->headers, "Expect:");
+    impl_->headers = request_headers();
 }
 
 HttpClient::~HttpClient() {
@@ -466,15 +498,118 @@ StreamOutcome HttpClient::post_stream(
     StreamOutcome o;
     const std::string b = dump_json(body);
     const CURLcode rc = impl_->perform(*this, path, &b, tr, &o.start_ns);
-    o.status = tr.status;
-    o.error_body = std::move(tr.error_body);
-    if (rc == CURLE_OK)
-        o.complete = true;
-    else if (rc == CURLE_WRITE_ERROR && tr.stopped)
-        o.stopped = true;
-    else
-        o.error = impl_->describe(*this, rc, tr);
+    stream_outcome(o, rc, tr, url_, timeouts_, impl_->errbuf);
     return o;
+}
+
+// ---- many streams on one thread -------------------------------------------------------------
+
+struct HttpMulti::Impl {
+    // One transfer in flight: what its callbacks and libcurl point into (never moved).
+    struct Active {
+        CURL* curl = nullptr;
+        Transfer tr;
+        char errbuf[CURL_ERROR_SIZE] = {};
+        std::string body;
+        OnBytes on_bytes;
+        OnDone on_done;
+        StreamOutcome outcome;
+    };
+    CURLM* multi = nullptr;
+    curl_slist* headers = nullptr;
+    std::map<CURL*, std::unique_ptr<Active>> active;
+
+    // Hands the ended transfers' outcomes to their on_done (after taking them out, so that
+    // on_done may start others).
+    // Returns how many ended.
+    size_t collect(const Url& url, const HttpTimeouts& t) {
+        std::vector<std::unique_ptr<Active>> ended;
+        int left = 0;
+        while (CURLMsg* m = curl_multi_info_read(multi, &left)) {
+            if (m->msg != CURLMSG_DONE)
+                continue;
+            auto it = active.find(m->easy_handle);
+            if (it == active.end())
+                continue;
+            std::unique_ptr<Active> a = std::move(it->second);
+            active.erase(it);
+            curl_multi_remove_handle(multi, a->curl);
+            stream_outcome(a->outcome, m->data.result, a->tr, url, t, a->errbuf);
+            curl_easy_cleanup(a->curl);
+            ended.push_back(std::move(a));
+        }
+        for (auto& a : ended)
+            a->on_done(std::move(a->outcome));
+        return ended.size();
+    }
+};
+
+HttpMulti::HttpMulti(const std::string& base_url, HttpTimeouts timeouts)
+    : url_(parse_url(base_url)), timeouts_(timeouts), impl_(std::make_unique<Impl>()) {
+    init_curl_once();
+    impl_->multi = curl_multi_init();
+    if (!impl_->multi)
+        throw runtime_error("cannot initialise libcurl");
+    impl_->headers = request_headers();
+}
+
+HttpMulti::~HttpMulti() {
+    for (auto& [curl, a] : impl_->active) {
+        curl_multi_remove_handle(impl_->multi, curl);
+        curl_easy_cleanup(curl);
+    }
+    curl_multi_cleanup(impl_->multi);
+    curl_slist_free_all(impl_->headers);
+}
+
+void HttpMulti::start_stream(const std::string& path, const nlohmann::json& body, OnBytes on_bytes,
+                             OnDone on_done) {
+    auto a = std::make_unique<Impl::Active>();
+    // A fresh handle on a fresh connection for every transfer: with handles and connections
+    // reused, the transfers that followed others on llama-server (which closes its connection
+    // after every stream) stalled, their late chunks seen only at each 1 s poll timeout
+    // (libcurl 7.88; not understood further). llama-server reuses no connection anyway.
+    a->curl = curl_easy_init();
+    if (!a->curl)
+        throw runtime_error("cannot initialise libcurl");
+    a->body = dump_json(body);
+    a->on_bytes = std::move(on_bytes);
+    a->on_done = std::move(on_done);
+    a->tr.on_bytes = &a->on_bytes;
+    setup_transfer(a->curl, a->errbuf, impl_->headers, url_, timeouts_, path, &a->body, a->tr);
+    curl_easy_setopt(a->curl, CURLOPT_FRESH_CONNECT, 1L);
+    curl_easy_setopt(a->curl, CURLOPT_FORBID_REUSE, 1L);
+    const int64_t t0 = now_ns();
+    a->tr.last_activity_ns = t0;
+    a->outcome.start_ns = t0;
+    CURL* curl = a->curl;
+    if (curl_multi_add_handle(impl_->multi, curl) != CURLM_OK) {
+        curl_easy_cleanup(curl);
+        throw runtime_error("libcurl refused another transfer");
+    }
+    impl_->active.emplace(curl, std::move(a));
+}
+
+int HttpMulti::poll(int wait_ms) {
+    int running = 0;
+    curl_multi_perform(impl_->multi, &running);
+    if (impl_->collect(url_, timeouts_) > 0) {
+        // Transfers that on_done started are set going now, not after the next wait.
+        curl_multi_perform(impl_->multi, &running);
+        impl_->collect(url_, timeouts_);
+        return in_flight();
+    }
+    if (!impl_->active.empty()) {
+        curl_multi_poll(impl_->multi, nullptr, 0, std::clamp(wait_ms, 0, 1000), nullptr);
+        curl_multi_perform(impl_->multi, &running);
+        if (impl_->collect(url_, timeouts_) > 0)
+            curl_multi_perform(impl_->multi, &running);
+    }
+    return in_flight();
+}
+
+int HttpMulti::in_flight() const {
+    return static_cast<int>(impl_->active.size());
 }
 
 #else  // SB_AGENT_BUILD
@@ -511,6 +646,27 @@ HttpResponse HttpClient::post_json(const std::string&, const nlohmann::json&) {
 StreamOutcome HttpClient::post_stream(const std::string&, const nlohmann::json&,
                                       const std::function<bool(std::string_view, int64_t)>&) {
     no_http();
+}
+
+struct HttpMulti::Impl {};
+
+HttpMulti::HttpMulti(const std::string& base_url, HttpTimeouts timeouts)
+    : url_(parse_url(base_url)), timeouts_(timeouts) {
+    no_http();
+}
+
+HttpMulti::~HttpMulti() = default;
+
+void HttpMulti::start_stream(const std::string&, const nlohmann::json&, OnBytes, OnDone) {
+    no_http();
+}
+
+int HttpMulti::poll(int) {
+    no_http();
+}
+
+int HttpMulti::in_flight() const {
+    return 0;
 }
 
 #endif  // SB_AGENT_BUILD

@@ -130,6 +130,43 @@ class HttpClient {
     std::unique_ptr<Impl> impl_;
 };
 
+// Many streamed requests on the calling thread: libcurl's multi interface drives every
+// transfer in flight (each on a fresh handle and a fresh connection, closed after it) from
+// poll(). Each transfer is what HttpClient::post_stream does, with the same options,
+// timeouts, interrupt check, outcome and error lines; its chunks are stamped with sb::now_ns()
+// in libcurl's write callback, as there. Not thread-safe: one thread calls start_stream and
+// poll, and the callbacks run on it, inside poll.
+class HttpMulti {
+  public:
+    using OnBytes = std::function<bool(std::string_view, int64_t)>;
+    using OnDone = std::function<void(StreamOutcome)>;
+
+    // Throws sb::Error(usage) for a malformed URL.
+    HttpMulti(const std::string& base_url, HttpTimeouts timeouts);
+    ~HttpMulti();  // ends (without on_done) any transfer still in flight
+    HttpMulti(const HttpMulti&) = delete;
+    HttpMulti& operator=(const HttpMulti&) = delete;
+
+    const Url& url() const { return url_; }
+
+    // Starts a streamed POST of body; its chunks go to on_bytes as in post_stream, and
+    // on_done gets the outcome (start_ns: just before libcurl got the transfer) from the
+    // poll() that saw it end. on_done may start further streams.
+    void start_stream(const std::string& path, const nlohmann::json& body, OnBytes on_bytes,
+                      OnDone on_done);
+    // Moves every transfer on, waiting at most wait_ms (at most 1 s, as curl_easy_perform's
+    // own loop) for something to happen; calls on_done of those that ended. Returns how many
+    // are still in flight.
+    int poll(int wait_ms);
+    int in_flight() const;
+
+  private:
+    struct Impl;
+    Url url_;
+    HttpTimeouts timeouts_;
+    std::unique_ptr<Impl> impl_;
+};
+
 // The message of an error body: error.message, error (a string), message, or the body's
 // first line, shortened to one line of at most 200 characters.
 std::string error_message_of(const std::string& body);

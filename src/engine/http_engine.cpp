@@ -716,9 +716,9 @@ HttpPrompt HttpEngine::make_prompt(const std::string& model, int64_t n, uint64_t
     return p;
 }
 
-Generation HttpEngine::generate(const std::string& model_in, const HttpPrompt& prompt,
-                                int64_t n_gen, uint64_t seed,
-                                const std::function<void()>& on_first_output) {
+std::unique_ptr<GenerationStream> HttpEngine::start_generation(
+    const std::string& model_in, const HttpPrompt& prompt, int64_t n_gen, uint64_t seed,
+    const std::function<void()>& on_first_output) const {
     const std::string model = resolve_model(model_in);
     n_gen = std::max<int64_t>(1, n_gen);
     const bool llama = kind_ == "llama-server";
@@ -774,108 +774,122 @@ Generation HttpEngine::generate(const std::string& model_in, const HttpPrompt& p
     if (!model.empty())
         body["model"] = model;
 
-    Generation g;
-    SseParser sse;
-    NdjsonParser nd;
-    const bool ndjson = opts_.api == HttpApi::ollama;
-    std::vector<StreamMessage> msgs;
-    std::optional<std::string> stream_error;
-    bool saw_final = false, first = true;
-    // Progress is a message that carries output or ends the stream: the client restarts its
-    // silence clock on any byte, so a server that trickles bytes (or sends only keep-alive
-    // comments) is caught here, --timeout after its last token. A server that never stops
-    // sending tokens is caught by their count. So every stream ends in bounded time.
-    const int64_t progress_limit_ns = opts_.timeouts.read_ms * 1'000'000;
-    const int64_t max_messages = 4 * n_gen + 64;
-    int64_t last_progress_ns = now_ns(), n_progress = 0, bytes_since_progress = 0;
-    // Runs inside libcurl's callback: nothing may throw through it.
-    auto handle = [&](const StreamMessage& m) -> bool {
-        try {
-            ChunkInfo ci = interpret_message(opts_.api, m);
-            if (ci.error) {
-                stream_error = "the server reported an error in the stream: " + *ci.error;
-                return false;
-            }
-            if (ci.output || ci.final) {
-                last_progress_ns = m.arrival_ns;
-                bytes_since_progress = 0;
-                if (++n_progress > max_messages) {
-                    stream_error = "the server streamed more than " + std::to_string(max_messages) +
-                                   " messages for " + std::to_string(n_gen) + " token(s)";
-                    return false;
-                }
-            }
-            if (ci.output) {
-                g.chunks.push_back({m.arrival_ns, ci.content, ci.tokens, ci.cum_tokens});
-                if (first) {
-                    first = false;
-                    if (on_first_output)
-                        on_first_output();
-                }
-            }
-            if (ci.usage_prompt)
-                g.prompt_tokens = ci.usage_prompt;
-            if (ci.usage_completion)
-                g.completion_tokens = ci.usage_completion;
-            if (ci.server)
-                g.server = ci.server;
-            if (!ci.finish_reason.empty())
-                g.finish_reason = ci.finish_reason;
-            saw_final |= ci.final;
-            return true;
-        } catch (const std::exception& e) {
-            stream_error = e.what();
+    GenerationStream::Spec spec;
+    spec.api = opts_.api;
+    spec.where = client_->url().base() + path;
+    spec.path = std::move(path);
+    spec.body = std::move(body);
+    spec.n_gen = n_gen;
+    spec.read_ms = opts_.timeouts.read_ms;
+    spec.on_first_output = on_first_output;
+    return std::make_unique<GenerationStream>(std::move(spec));
+}
+
+Generation HttpEngine::generate(const std::string& model, const HttpPrompt& prompt, int64_t n_gen,
+                                uint64_t seed, const std::function<void()>& on_first_output) {
+    auto s = start_generation(model, prompt, n_gen, seed, on_first_output);
+    const StreamOutcome o = client_->post_stream(
+        s->path(), s->body(), [&](std::string_view b, int64_t t) { return s->on_bytes(b, t); });
+    return s->finish(o);
+}
+
+// Progress is a message that carries output or ends the stream: the client restarts its
+// silence clock on any byte, so a server that trickles bytes (or sends only keep-alive
+// comments) is caught here, --timeout after its last token. A server that never stops
+// sending tokens is caught by their count. So every stream ends in bounded time.
+GenerationStream::GenerationStream(Spec spec)
+    : s_(std::move(spec)), max_messages_(4 * s_.n_gen + 64), last_progress_ns_(now_ns()) {}
+
+// Runs inside libcurl's callback: nothing may throw through it.
+bool GenerationStream::handle(const StreamMessage& m) {
+    try {
+        ChunkInfo ci = interpret_message(s_.api, m);
+        if (ci.error) {
+            stream_error_ = "the server reported an error in the stream: " + *ci.error;
             return false;
         }
-    };
-    auto on_bytes = [&](std::string_view bytes, int64_t t) -> bool {
-        msgs.clear();
-        if (ndjson)
-            nd.feed(bytes, t, msgs);
-        else
-            sse.feed(bytes, t, msgs);
-        const int64_t before = n_progress;
-        for (const auto& m : msgs)
-            if (!handle(m))
+        if (ci.output || ci.final) {
+            last_progress_ns_ = m.arrival_ns;
+            bytes_since_progress_ = 0;
+            if (++n_progress_ > max_messages_) {
+                stream_error_ = "the server streamed more than " + std::to_string(max_messages_) +
+                                " messages for " + std::to_string(s_.n_gen) + " token(s)";
                 return false;
-        if (n_progress == before)
-            bytes_since_progress += static_cast<int64_t>(bytes.size());
-        if (t - last_progress_ns > progress_limit_ns) {
-            char limit[32];
-            std::snprintf(limit, sizeof limit, "%g", opts_.timeouts.read_ms / 1000.0);
-            stream_error = std::string("no token for ") + limit +
-                           " s though the server kept sending (" +
-                           std::to_string(bytes_since_progress) +
-                           " byte(s) without a complete message; --timeout)";
-            return false;
+            }
         }
+        if (ci.output) {
+            g_.chunks.push_back({m.arrival_ns, ci.content, ci.tokens, ci.cum_tokens});
+            if (first_) {
+                first_ = false;
+                if (s_.on_first_output)
+                    s_.on_first_output();
+            }
+        }
+        if (ci.usage_prompt)
+            g_.prompt_tokens = ci.usage_prompt;
+        if (ci.usage_completion)
+            g_.completion_tokens = ci.usage_completion;
+        if (ci.server)
+            g_.server = ci.server;
+        if (!ci.finish_reason.empty())
+            g_.finish_reason = ci.finish_reason;
+        saw_final_ |= ci.final;
         return true;
-    };
-    last_progress_ns = now_ns();
-    StreamOutcome o = client_->post_stream(path, body, on_bytes);
+    } catch (const std::exception& e) {
+        stream_error_ = e.what();
+        return false;
+    }
+}
+
+bool GenerationStream::on_bytes(std::string_view bytes, int64_t t) {
+    msgs_.clear();
+    if (s_.api == HttpApi::ollama)
+        nd_.feed(bytes, t, msgs_);
+    else
+        sse_.feed(bytes, t, msgs_);
+    const int64_t before = n_progress_;
+    for (const auto& m : msgs_)
+        if (!handle(m))
+            return false;
+    if (n_progress_ == before)
+        bytes_since_progress_ += static_cast<int64_t>(bytes.size());
+    if (t - last_progress_ns_ > s_.read_ms * 1'000'000) {
+        char limit[32];
+        std::snprintf(limit, sizeof limit, "%g", s_.read_ms / 1000.0);
+        stream_error_ = std::string("no token for ") + limit +
+                        " s though the server kept sending (" +
+                        std::to_string(bytes_since_progress_) +
+                        " byte(s) without a complete message; --timeout)";
+        return false;
+    }
+    return true;
+}
+
+Generation GenerationStream::finish(const StreamOutcome& o) {
+    Generation& g = g_;
     g.start_ns = o.start_ns;
     g.end_ns = now_ns();
-    if (!stream_error && o.complete) {
-        msgs.clear();
-        if (ndjson)
-            nd.finish(g.end_ns, msgs);
+    if (!stream_error_ && o.complete) {
+        msgs_.clear();
+        if (s_.api == HttpApi::ollama)
+            nd_.finish(g.end_ns, msgs_);
         else
-            sse.finish(g.end_ns, msgs);
-        for (const auto& m : msgs)
+            sse_.finish(g.end_ns, msgs_);
+        for (const auto& m : msgs_)
             if (!handle(m))
                 break;
     }
-    const std::string where = client_->url().base() + path;
+    const std::string& where = s_.where;
     const std::string progress =
         g.chunks.empty() ? "" : " after " + std::to_string(g.chunks.size()) + " streamed chunk(s)";
-    if (stream_error)
-        throw runtime_error(*stream_error + " (" + where + progress + ")");
+    if (stream_error_)
+        throw runtime_error(*stream_error_ + " (" + where + progress + ")");
     if (o.status >= 300 || (o.status > 0 && o.status < 200))
         throw runtime_error("HTTP " + std::to_string(o.status) + " from " + where + ": " +
                             error_message_of(o.error_body));
     if (o.error)
         throw runtime_error(*o.error + progress);
-    if (!saw_final)
+    if (!saw_final_)
         throw runtime_error("the stream from " + where +
                             " ended before the server's final message" + progress);
     if (g.chunks.empty())
@@ -887,7 +901,7 @@ Generation HttpEngine::generate(const std::string& model_in, const HttpPrompt& p
         if (!g.server->predicted_n && g.completion_tokens)
             g.server->predicted_n = *g.completion_tokens - 1;
     }
-    return g;
+    return std::move(g_);
 }
 
 }  // namespace sb

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -79,6 +80,47 @@ RequestTiming compute_timing(const Generation& g);
 
 // A generation's measure: its start, compute_timing(g), the server's prompt count and timings.
 RequestMeasure request_measure(const Generation& g);
+
+// One streamed generation from its request to its end: the request (path and body), the
+// framing of the response (SSE or NDJSON), the reading of every message and the bounds of
+// HttpEngine::generate. The bytes may come from HttpClient::post_stream (generate: a thread
+// per request) or from HttpMulti (serve's event loop): the same chunks, stamped the same way,
+// give the same Generation. Made by HttpEngine::start_generation.
+class GenerationStream {
+  public:
+    struct Spec {
+        HttpApi api = HttpApi::openai;
+        std::string path;
+        nlohmann::json body;
+        int64_t n_gen = 1;
+        int64_t read_ms = 120000;  // no token for this long while bytes come: an error
+        std::string where;         // base URL + path, for the error lines
+        std::function<void()> on_first_output;
+    };
+    explicit GenerationStream(Spec spec);
+    GenerationStream(const GenerationStream&) = delete;
+    GenerationStream& operator=(const GenerationStream&) = delete;
+
+    const std::string& path() const { return s_.path; }
+    const nlohmann::json& body() const { return s_.body; }
+    // The next chunk of a 2xx response, stamped on arrival; false: stop reading (the reason
+    // is kept for finish). Never throws.
+    bool on_bytes(std::string_view bytes, int64_t arrival_ns);
+    // The transfer ended with o: the Generation, or sb::Error(runtime) as generate() says.
+    Generation finish(const StreamOutcome& o);
+
+  private:
+    bool handle(const StreamMessage& m);
+    Spec s_;
+    Generation g_;
+    SseParser sse_;
+    NdjsonParser nd_;
+    std::vector<StreamMessage> msgs_;
+    std::optional<std::string> stream_error_;
+    bool saw_final_ = false, first_ = true;
+    int64_t max_messages_ = 0;
+    int64_t last_progress_ns_ = 0, n_progress_ = 0, bytes_since_progress_ = 0;
+};
 
 // A prompt made before the clock starts.
 struct HttpPrompt {
@@ -143,6 +185,10 @@ class HttpEngine final : public Engine {
     // (a trickling server), or more than 4 * n_gen + 64 messages (one that never stops).
     Generation generate(const std::string& model, const HttpPrompt& prompt, int64_t n_gen,
                         uint64_t seed, const std::function<void()>& on_first_output = {});
+    // The same request as generate's, for a caller that moves the bytes itself (HttpMulti).
+    std::unique_ptr<GenerationStream> start_generation(
+        const std::string& model, const HttpPrompt& prompt, int64_t n_gen, uint64_t seed,
+        const std::function<void()>& on_first_output = {}) const;
 
   private:
     std::optional<std::vector<int32_t>> tokenize(const std::string& model, const std::string& text,

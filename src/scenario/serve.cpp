@@ -175,14 +175,15 @@ std::map<std::string, double> parse_slo(const std::string& text) {
 
 namespace {
 
-ServeRequest one_request(HttpEngine& e, const std::string& model, const HttpPrompt& prompt,
-                         int n_gen, uint64_t seed, int index, int64_t t0) {
+// The record of one request whose generation get() returns (or throws); send: the clock just
+// before it was started, replaced by the client's own start stamp when it has one.
+ServeRequest request_record(const std::function<Generation()>& get, const HttpPrompt& prompt,
+                            int index, int64_t send, int64_t t0) {
     ServeRequest r;
     r.index = index;
-    const int64_t send = now_ns();
     r.send_ns = send - t0;
     try {
-        const Generation g = e.generate(model, prompt, n_gen, seed);
+        const Generation g = get();
         const RequestMeasure m = request_measure(g);
         r.send_ns = m.start_ns - t0;
         r.ttft_ns = m.timing.ttft_ns;
@@ -198,6 +199,14 @@ ServeRequest one_request(HttpEngine& e, const std::string& model, const HttpProm
         r.interrupted = interrupt_requested();
     }
     return r;
+}
+
+// A thread's request: HttpEngine::generate on that thread's client.
+ServeRequest one_request(HttpEngine& e, const std::string& model, const HttpPrompt& prompt,
+                         int n_gen, uint64_t seed, int index, int64_t t0) {
+    const int64_t send = now_ns();
+    return request_record([&] { return e.generate(model, prompt, n_gen, seed); }, prompt, index,
+                          send, t0);
 }
 
 }  // namespace
@@ -226,6 +235,9 @@ ServeResult run_serve(const ServeOptions& o, std::ostream& progress,
         longest = std::max(longest, lp + ln);
     if (!o.url && !o.model_file)
         throw usage_error("serve needs --url URL, or -m FILE.gguf for a llama-server it starts");
+    if (o.client != "thread" && o.client != "loop")
+        throw usage_error("--client '" + o.client + "': expected thread or loop");
+    const bool loop = o.client == "loop";
 
     ServeResult res;
     res.options = o;
@@ -333,7 +345,7 @@ ServeResult run_serve(const ServeOptions& o, std::ostream& progress,
             break;
         const int n_clients = std::min(width, count);
         std::vector<std::unique_ptr<HttpEngine>> clients;
-        for (int i = 0; i < n_clients; ++i) {
+        for (int i = 0; i < n_clients && !loop; ++i) {
             clients.push_back(std::make_unique<HttpEngine>(eo));
             clients.back()->connect();
         }
@@ -350,7 +362,62 @@ ServeResult run_serve(const ServeOptions& o, std::ostream& progress,
         p.start_ns = t0;
         const int64_t deadline = o.duration_s ? t0 + static_cast<int64_t>(*o.duration_s * 1e9) : 0;
         auto before_deadline = [&] { return deadline == 0 || now_ns() < deadline; };
-        if (pt.mode == "concurrency") {
+        if (loop) {
+            // One thread (this one) drives every request in flight through libcurl's multi
+            // interface; a closed-loop request that ends starts the next from its callback.
+            HttpMulti multi(eo.url, eo.timeouts);
+            std::vector<std::unique_ptr<GenerationStream>> streams(static_cast<size_t>(count));
+            const bool closed = pt.mode == "concurrency";
+            int next = 0;
+            std::function<void(int)> start = [&](int i) {
+                const auto k = static_cast<size_t>(i);
+                const int64_t send = now_ns();
+                sent[k] = 1;
+                try {
+                    streams[k] = main.start_generation(model, prompts[k], lens[k].second,
+                                                       o.seed + static_cast<uint64_t>(i));
+                    GenerationStream* st = streams[k].get();
+                    multi.start_stream(
+                        st->path(), st->body(),
+                        [st](std::string_view b, int64_t t) { return st->on_bytes(b, t); },
+                        [&, i, k, send](StreamOutcome out) {
+                            p.requests[k] = request_record([&] { return streams[k]->finish(out); },
+                                                           prompts[k], i, send, t0);
+                            streams[k].reset();
+                            if (closed && next < count && !interrupt_requested() &&
+                                before_deadline())
+                                start(next++);
+                        });
+                } catch (const Error& err) {
+                    p.requests[k] =
+                        request_record([&]() -> Generation { throw err; }, prompts[k], i, send, t0);
+                }
+            };
+            if (closed) {
+                while (next < n_clients && !interrupt_requested() && before_deadline())
+                    start(next++);
+            } else {
+                double at_s = 0;
+                for (int i = 0; i < count && !interrupt_requested(); ++i) {
+                    at_s += gaps[static_cast<size_t>(i)];
+                    const int64_t when = t0 + static_cast<int64_t>(at_s * 1e9);
+                    for (int64_t now = now_ns(); now < when && !interrupt_requested();
+                         now = now_ns()) {
+                        const int64_t left_ms = (when - now) / 1'000'000;
+                        if (multi.in_flight() == 0)
+                            std::this_thread::sleep_for(std::chrono::nanoseconds(
+                                std::min<int64_t>(when - now, 10'000'000)));
+                        else
+                            multi.poll(static_cast<int>(std::min<int64_t>(left_ms, 10)));
+                    }
+                    if (interrupt_requested())
+                        break;
+                    start(i);
+                }
+            }
+            while (multi.in_flight() > 0)
+                multi.poll(1000);
+        } else if (pt.mode == "concurrency") {
             std::atomic<int> next{0};
             std::vector<std::thread> ts;
             for (int c = 0; c < n_clients; ++c)
@@ -484,6 +551,7 @@ ResultDocument serve_document(ResultDocument doc, const ServeResult& r) {
     s.duration_s = o.duration_s;
     s.saturation = r.saturation;
     s.interrupted = r.interrupted;
+    s.client = o.client;
     doc.serve = std::move(s);
     if (r.telemetry)
         doc.telemetry = telemetry_section(*r.telemetry);

@@ -49,6 +49,11 @@ struct ServeOptions {
     std::optional<double> duration_s;
     TelemetryChoice telemetry;               // energy per request and per output token
     std::size_t bootstrap_resamples = 1000;  // per CI (seeded with seed)
+    // How the requests in flight are driven: "thread" (one thread per in-flight request, each
+    // with its own HttpEngine) or "loop" (one thread, every request on libcurl's multi
+    // interface: HttpMulti). Both record the same per-request times (bench/
+    // serve_client_models.sh measures their cost).
+    std::string client = "thread";
 };
 
 struct ServeResult {

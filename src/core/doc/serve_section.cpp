@@ -223,6 +223,7 @@ json to_json(const ServeSection& s) {
                 {"lengths", s.lengths},
                 {"duration_s", opt(s.duration_s)},
                 {"saturation", to_json(s.saturation)},
+                {"client", opt(s.client)},
                 {"interrupted", s.interrupted}};
 }
 
@@ -270,7 +271,7 @@ void read(const JsonIn& in, ServeSection& s) {
         "n_gen", s.n_gen)("requests_per_point", s.requests_per_point)("burstiness", s.burstiness)(
         "seed", s.seed)("slo_ms", s.slo_ms)("points", s.points)("n_prompt_max", s.n_prompt_max)(
         "n_gen_max", s.n_gen_max)("lengths", s.lengths)("duration_s", s.duration_s)(
-        "saturation", s.saturation)("interrupted", s.interrupted);
+        "saturation", s.saturation)("interrupted", s.interrupted)("client", s.client);
     if (o.has("server"))
         read_object_or_null(o.at("server"), s.server);
 }

@@ -121,6 +121,9 @@ struct ServeSection {
     std::optional<double> duration_s;
     Saturation saturation;
     bool interrupted = false;
+    // How serve drove the requests in flight: "thread" or "loop" (serve --client); null in
+    // documents written before the choice existed (they used threads).
+    std::optional<std::string> client;
 };
 
 // {"api", "url", "slots", "model", "n_prompt", "n_gen", "requests_per_point", "burstiness",
@@ -135,7 +138,7 @@ struct ServeSection {
 // "client_cpu_ms_per_request"}], "n_prompt_max", "n_gen_max", "lengths": [[p, n]...],
 // "duration_s", "saturation": {"test", "windows", "steps": [{"from", "to", "throughput_ratio",
 // "latency_ratio": {"ratio", "ci95": [lo, hi]} | null, "throughput_grew", "latency_grew"}],
-// "saturated_at", "next", "slo_attainment_needed", "max_meeting_slo", "verdict"},
+// "saturated_at", "next", "slo_attainment_needed", "max_meeting_slo", "verdict"}, "client",
 // "interrupted"}; each statistic also "mean_ci95_ms" ... "p99_ci95_ms": [lo, hi] | null.
 nlohmann::json to_json(const ServeRequest&);
 nlohmann::json to_json(const LatencyStats&);
