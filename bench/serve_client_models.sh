@@ -14,10 +14,7 @@
 #   ROUNDS=3 REQUESTS=32 bash bench/serve_client_models.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-SB=${STAGEBENCH:-build/bin/stagebench}
-SERVER=${LLAMA_SERVER:-build/peers/llama-server}
-[ -x "$SB" ] || { echo "build first: make build (or set STAGEBENCH)" >&2; exit 2; }
-[ -x "$SERVER" ] || { echo "no llama-server at $SERVER (make build puts it in build/peers)" >&2; exit 2; }
+. bench/lib/tiny_llama_server.sh
 ROUNDS=${ROUNDS:-3}
 REQUESTS=${REQUESTS:-32}
 default=$("$SB" serve --help | sed -n 's/.*--client TEXT=\([a-z]*\).*/\1/p' | head -1)
@@ -26,20 +23,7 @@ case "$default" in
   loop) other=thread ;;
   *) echo "cannot read serve --client's default from serve --help" >&2; exit 2 ;;
 esac
-work=$(mktemp -d)
-spid=""
-cleanup() { [ -n "$spid" ] && kill "$spid" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"; }
-trap cleanup EXIT
-"$SB" synth --preset tiny -o "$work/tiny.gguf" >/dev/null 2>&1 || { echo "synth failed" >&2; exit 2; }
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-"$SERVER" -m "$work/tiny.gguf" --host 127.0.0.1 --port "$port" -c 4096 -np 16 --no-webui \
-  >"$work/server.log" 2>&1 &
-spid=$!
-for _ in $(seq 1 600); do
-  curl -fs "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break
-  kill -0 "$spid" 2>/dev/null || { tail -3 "$work/server.log"; exit 2; }
-  sleep 0.1
-done
+start_tiny_llama_server 16
 echo "serve --url llama-server(-np 16, tiny) --client thread|loop --concurrency 1,4,16 --requests $REQUESTS -p 32 -n 16, $ROUNDS rounds interleaved (default: $default; load: $(cut -d' ' -f1-3 /proc/loadavg))"
 for r in $(seq 1 "$ROUNDS"); do
   if [ $((r % 2)) = 1 ]; then order="thread loop"; else order="loop thread"; fi

@@ -14,25 +14,9 @@
 #   REQUESTS=32 bash bench/serve_client_overhead.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-SB=${STAGEBENCH:-build/bin/stagebench}
-SERVER=${LLAMA_SERVER:-build/peers/llama-server}
-[ -x "$SB" ] || { echo "build first: make build (or set STAGEBENCH)" >&2; exit 2; }
-[ -x "$SERVER" ] || { echo "no llama-server at $SERVER (make build puts it in build/peers)" >&2; exit 2; }
+. bench/lib/tiny_llama_server.sh
 REQUESTS=${REQUESTS:-32}
-work=$(mktemp -d)
-spid=""
-cleanup() { [ -n "$spid" ] && kill "$spid" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"; }
-trap cleanup EXIT
-"$SB" synth --preset tiny -o "$work/tiny.gguf" >/dev/null 2>&1
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-"$SERVER" -m "$work/tiny.gguf" --host 127.0.0.1 --port "$port" -c 4096 -np 16 --no-webui \
-  >"$work/server.log" 2>&1 &
-spid=$!
-for _ in $(seq 1 600); do
-  curl -fs "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break
-  kill -0 "$spid" 2>/dev/null || { tail -3 "$work/server.log"; exit 2; }
-  sleep 0.1
-done
+start_tiny_llama_server 16
 cpu_s() { awk -v hz="$(getconf CLK_TCK)" '{ print ($14 + $15) / hz }' "/proc/$spid/stat"; }
 echo "serve --url llama-server(-np 16, tiny) --concurrency C --requests $REQUESTS -p 32 -n 16 (load: $(cut -d' ' -f1-3 /proc/loadavg))"
 missed=0

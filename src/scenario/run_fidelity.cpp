@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <set>
 
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
@@ -50,8 +51,9 @@ void RunFidelity::prepare(const std::vector<TestConfig>& tests, std::ostream& pr
     // metadata before anything runs.
     if (o_.reference_model) {
         const auto ref_vocab = inspect_model(*o_.reference_model).n_vocab;
+        std::set<std::string> seen;
         for (const auto& c : tests) {
-            if (c.engine != EngineKind::llama)
+            if (c.engine != EngineKind::llama || !seen.insert(c.model_path).second)
                 continue;
             const auto v = inspect_model(c.model_path).n_vocab;
             if (ref_vocab && v && *ref_vocab != *v)
@@ -104,45 +106,39 @@ const RunFidelity::Reference* RunFidelity::reference_of(const TestConfig& c, Tes
     return &it->second;
 }
 
-void RunFidelity::compare(const Reference& ref, const LogitCapture& x, const TestConfig& c,
-                          TestResult& r) const {
-    if (x.n_vocab != ref.logits.n_vocab) {
+void RunFidelity::measure(
+    int32_t n_vocab, TestResult& r,
+    const std::function<LogitCapture(const std::vector<int32_t>&)>& capture) const {
+    const Reference* ref = reference_of(r.config, r);
+    if (!ref)
+        return;
+    const TestConfig& c = r.config;
+    if (n_vocab != ref->logits.n_vocab) {
         r.fidelity->error =
             fmt::format("{} has a vocabulary of {} tokens, the reference {}: not comparable",
-                        c.model_path, x.n_vocab, ref.logits.n_vocab);
+                        c.model_path, n_vocab, ref->logits.n_vocab);
         return;
     }
-    r.fidelity->prefill = compare_positions(ref.logits, x, 0, 1, o_.top_k);
-    if (c.n_gen > 0)
-        r.fidelity->decode = compare_positions(ref.logits, x, 1, 1 + c.n_gen, o_.top_k);
+    try {
+        const LogitCapture x = capture(ref->tokens);
+        r.fidelity->prefill = compare_positions(ref->logits, x, 0, 1, o_.top_k);
+        if (c.n_gen > 0)
+            r.fidelity->decode = compare_positions(ref->logits, x, 1, 1 + c.n_gen, o_.top_k);
+    } catch (const Error& err) {
+        r.fidelity->error = std::string("the logit capture failed: ") + err.what();
+    }
 }
 
 void RunFidelity::check(LlamaEngine& e, TestResult& r) const {
-    const Reference* ref = reference_of(r.config, r);
-    if (!ref)
-        return;
-    try {
-        if (e.n_vocab() != ref->logits.n_vocab)
-            return compare(*ref, LogitCapture{e.n_vocab(), 1, {}}, r.config, r);
-        compare(*ref, capture_sequence(e, ref->tokens, r.config.n_prompt, r.config.n_gen, false),
-                r.config, r);
-    } catch (const Error& err) {
-        r.fidelity->error = std::string("the logit capture failed: ") + err.what();
-    }
+    measure(e.n_vocab(), r, [&](const std::vector<int32_t>& tokens) {
+        return capture_sequence(e, tokens, r.config.n_prompt, r.config.n_gen, false);
+    });
 }
 
 void RunFidelity::check_transferred(LlamaEngine& pre, LlamaEngine& dec, TestResult& r) const {
-    const Reference* ref = reference_of(r.config, r);
-    if (!ref)
-        return;
-    try {
-        if (pre.n_vocab() != ref->logits.n_vocab)
-            return compare(*ref, LogitCapture{pre.n_vocab(), 1, {}}, r.config, r);
-        compare(*ref, capture_transferred(pre, dec, ref->tokens, r.config.n_prompt, r.config.n_gen),
-                r.config, r);
-    } catch (const Error& err) {
-        r.fidelity->error = std::string("the logit capture failed: ") + err.what();
-    }
+    measure(pre.n_vocab(), r, [&](const std::vector<int32_t>& tokens) {
+        return capture_transferred(pre, dec, tokens, r.config.n_prompt, r.config.n_gen);
+    });
 }
 
 }  // namespace sb

@@ -7,6 +7,7 @@
 // sequence runs untimed from an empty cache and its prefill and decode positions are compared
 // with the reference's. The capture never sits inside a timed stage; it adds one prefill and
 // n_gen decode steps per test to the run's wall time.
+#include <functional>
 #include <map>
 #include <optional>
 #include <ostream>
@@ -55,8 +56,11 @@ class RunFidelity {
         LogitCapture logits;
     };
     const Reference* reference_of(const TestConfig& c, TestResult& r) const;
-    void compare(const Reference& ref, const LogitCapture& x, const TestConfig& c,
-                 TestResult& r) const;
+    // The test's capture (by capture, given the reference's tokens) against its reference,
+    // into r.fidelity; a vocabulary other than the reference's or a failed capture is its
+    // error.
+    void measure(int32_t n_vocab, TestResult& r,
+                 const std::function<LogitCapture(const std::vector<int32_t>&)>& capture) const;
     RunFidelityOptions o_;
     std::map<Key, Reference> refs_;
 };

@@ -158,4 +158,29 @@ std::string chromium_path() {
     return "";
 }
 
+std::vector<std::string> report_check_argv(const std::string& html, const std::string& png,
+                                           const std::string& dump, std::string& why) {
+    const std::string node = on_path("node").empty() ? on_path("nodejs") : on_path("node");
+    const std::string chromium = chromium_path();
+    const std::string driver = std::string(SB_REPORT_ASSETS_DIR) + "/playwright-core";
+    if (node.empty() || chromium.empty() || !std::filesystem::exists(driver + "/package.json")) {
+        why =
+            "node, chromium or playwright-core missing (scripts/setup-deps.sh, "
+            "scripts/report-assets.sh)";
+        return {};
+    }
+    return {node,
+            std::string(SB_SOURCE_DIR) + "/tests/integration/report_check.mjs",
+            "--driver",
+            driver,
+            "--chromium",
+            chromium,
+            "--html",
+            html,
+            "--screenshot",
+            png,
+            "--dump-charts",
+            dump};
+}
+
 }  // namespace sbtest

@@ -45,6 +45,12 @@ std::string read_file(const std::string& path);
 std::string on_path(const std::string& name);
 // $SB_CHROMIUM, else the first of chromium, chromium-browser, google-chrome on PATH; "" if none.
 std::string chromium_path();
+// The command line that opens html in headless Chromium (node, tests/integration/
+// report_check.mjs, the vendored playwright-core), saving a screenshot to png and the charts
+// to dump; the caller appends its --expect-* checks. Empty, with why set, when node, chromium
+// or playwright-core is missing.
+std::vector<std::string> report_check_argv(const std::string& html, const std::string& png,
+                                           const std::string& dump, std::string& why);
 
 // A real RPC server on a free 127.0.0.1 port, started exactly as the README shows:
 // `stagebench rpc-server -p PORT` followed by extra_args (the README's `-t 1` for a server that

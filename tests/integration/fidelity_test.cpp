@@ -403,37 +403,18 @@ TEST(Fidelity, ReportDrawsSpeedAgainstKlWithTheFrontier) {
     EXPECT_NE(page.find("\"fidelity\""), std::string::npos);
     EXPECT_EQ(page.find("command 'fidelity' is not known"), std::string::npos);
 
-    const std::string node = on_path("node").empty() ? on_path("nodejs") : on_path("node");
-    const std::string chromium = chromium_path();
-    const std::string driver = std::string(SB_REPORT_ASSETS_DIR) + "/playwright-core";
-    if (node.empty() || chromium.empty() || !fs::exists(driver + "/package.json"))
-        GTEST_SKIP() << "node, chromium or playwright-core missing: the page is not opened";
     const std::string dump = t.file("charts.json");
-    std::vector<std::string> check = {
-        node,
-        (fs::path(SB_SOURCE_DIR) / "tests/integration/report_check.mjs").string(),
-        "--driver",
-        driver,
-        "--chromium",
-        chromium,
-        "--html",
-        html,
-        "--screenshot",
-        (dir / "fidelity.png").string(),
-        "--dump-charts",
-        dump,
-        "--expect-chart",
-        "fidelity-decode",
-        "--expect-chart",
-        "fidelity-prefill",
-        "--expect-annotated",
-        "fidelity-decode",
-        "--expect-text",
-        "Fidelity: speed against the distance from tiny-f16.gguf on CPU",
-        "--expect-text",
-        "drawn on the axis floor",
-        "--expect-text",
-        "Red diamonds joined by the line: the frontier"};
+    std::string why;
+    std::vector<std::string> check =
+        report_check_argv(html, (dir / "fidelity.png").string(), dump, why);
+    if (check.empty())
+        GTEST_SKIP() << why << ": the page is not opened";
+    check.insert(check.end(),
+                 {"--expect-chart", "fidelity-decode", "--expect-chart", "fidelity-prefill",
+                  "--expect-annotated", "fidelity-decode", "--expect-text",
+                  "Fidelity: speed against the distance from tiny-f16.gguf on CPU", "--expect-text",
+                  "drawn on the axis floor", "--expect-text",
+                  "Red diamonds joined by the line: the frontier"});
     for (const auto& v : vs) {  // the table's rows
         check.push_back("--expect-text");
         check.push_back(v["model_name"].get<std::string>() + " on CPU (f16/f16)");

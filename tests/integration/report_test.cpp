@@ -137,18 +137,9 @@ TEST(Report, DrawsEveryChartInHeadlessChromiumWithoutAnyRequest) {
     EXPECT_TRUE(r.out.empty()) << "the page goes to the file, not stdout";
 
     const std::string dump = t.file("charts.json");
-    std::vector<std::string> check = {node,
-                                      source_path("tests/integration/report_check.mjs"),
-                                      "--driver",
-                                      driver,
-                                      "--chromium",
-                                      chromium,
-                                      "--html",
-                                      html,
-                                      "--screenshot",
-                                      png,
-                                      "--dump-charts",
-                                      dump};
+    std::string why;
+    std::vector<std::string> check = report_check_argv(html, png, dump, why);
+    ASSERT_FALSE(check.empty()) << why;
     for (const char* kind :
          {"throughput-prefill", "throughput-decode", "telemetry-temperature", "telemetry-frequency",
           "telemetry-power", "ops-by-op", "ops-by-backend", "decomposition", "sustained-decode",

@@ -291,29 +291,14 @@ TEST(Serve, StoredComparedReportedAndTraced) {
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const std::string page = read_file(html);
     EXPECT_NE(page.find("\"serve\""), std::string::npos);
-    const std::string node = on_path("node").empty() ? on_path("nodejs") : on_path("node");
-    const std::string chromium = chromium_path();
-    const std::string driver = std::string(SB_REPORT_ASSETS_DIR) + "/playwright-core";
-    if (node.empty() || chromium.empty() || !fs::exists(driver + "/package.json"))
-        GTEST_SKIP() << "node, chromium or playwright-core missing: the page is not opened";
     const std::string dump = t.file("charts.json");
-    std::vector<std::string> check = {
-        node,
-        (fs::path(SB_SOURCE_DIR) / "tests/integration/report_check.mjs").string(),
-        "--driver",
-        driver,
-        "--chromium",
-        chromium,
-        "--html",
-        html,
-        "--screenshot",
-        (dir / "serve.png").string(),
-        "--dump-charts",
-        dump,
-        "--expect-annotated",
-        "serve-curve",
-        "--expect-text",
-        "TTFT 60000 ms"};
+    std::string why;
+    std::vector<std::string> check =
+        report_check_argv(html, (dir / "serve.png").string(), dump, why);
+    if (check.empty())
+        GTEST_SKIP() << why << ": the page is not opened";
+    check.insert(check.end(),
+                 {"--expect-annotated", "serve-curve", "--expect-text", "TTFT 60000 ms"});
     for (const char* kind : {"serve-curve", "serve-percentiles-ttft", "serve-percentiles-tpot",
                              "serve-percentiles-e2e", "compare-ratios"}) {
         check.push_back("--expect-chart");
