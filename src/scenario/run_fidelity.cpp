@@ -107,12 +107,13 @@ const RunFidelity::Reference* RunFidelity::reference_of(const TestConfig& c, Tes
 }
 
 void RunFidelity::measure(
-    int32_t n_vocab, TestResult& r,
+    const LlamaEngine& vocab_of, TestResult& r,
     const std::function<LogitCapture(const std::vector<int32_t>&)>& capture) const {
     const Reference* ref = reference_of(r.config, r);
     if (!ref)
         return;
     const TestConfig& c = r.config;
+    const int32_t n_vocab = vocab_of.n_vocab();  // the engine holds the test's model
     if (n_vocab != ref->logits.n_vocab) {
         r.fidelity->error =
             fmt::format("{} has a vocabulary of {} tokens, the reference {}: not comparable",
@@ -130,13 +131,13 @@ void RunFidelity::measure(
 }
 
 void RunFidelity::check(LlamaEngine& e, TestResult& r) const {
-    measure(e.n_vocab(), r, [&](const std::vector<int32_t>& tokens) {
+    measure(e, r, [&](const std::vector<int32_t>& tokens) {
         return capture_sequence(e, tokens, r.config.n_prompt, r.config.n_gen, false);
     });
 }
 
 void RunFidelity::check_transferred(LlamaEngine& pre, LlamaEngine& dec, TestResult& r) const {
-    measure(pre.n_vocab(), r, [&](const std::vector<int32_t>& tokens) {
+    measure(pre, r, [&](const std::vector<int32_t>& tokens) {
         return capture_transferred(pre, dec, tokens, r.config.n_prompt, r.config.n_gen);
     });
 }

@@ -57,9 +57,9 @@ class RunFidelity {
     };
     const Reference* reference_of(const TestConfig& c, TestResult& r) const;
     // The test's capture (by capture, given the reference's tokens) against its reference,
-    // into r.fidelity; a vocabulary other than the reference's or a failed capture is its
-    // error.
-    void measure(int32_t n_vocab, TestResult& r,
+    // into r.fidelity; a vocabulary (vocab_of's, read only for a test that ran) other than the
+    // reference's or a failed capture is its error.
+    void measure(const LlamaEngine& vocab_of, TestResult& r,
                  const std::function<LogitCapture(const std::vector<int32_t>&)>& capture) const;
     RunFidelityOptions o_;
     std::map<Key, Reference> refs_;
