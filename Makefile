@@ -19,11 +19,11 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_BUILD_TYPE ?= Release
-# ccache keeps compiled objects in ~/.cache/ccache, so a fresh clone rebuilds in seconds.
-LAUNCHER := $(if $(shell command -v ccache),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
-export CCACHE_BASEDIR := $(CURDIR)
+# ccache (installed by scripts/setup-deps.sh) keeps compiled objects in ~/.cache/ccache, so a
+# fresh clone rebuilds in seconds; CMakeLists.txt looks for it when it configures (after
+# `deps`), so `make demo` and `make test` configure alike and compile each object once.
 
-.PHONY: all deps configure build test demo bench format format-check clean dist cross-build \
+.PHONY: all deps configure build build-demo test demo bench format format-check clean dist cross-build \
 	test-dist test-dist-arm64 agents test-agents
 
 all: build
@@ -42,7 +42,7 @@ $(BUILD)/.report-assets-dir: deps FORCE
 	  if [ "$$(cat $@ 2>/dev/null)" != "$$dir" ]; then echo "$$dir" > $@; fi
 
 configure: $(BUILD)/.llama-dir $(BUILD)/.report-assets-dir
-	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(CMAKE_BUILD_TYPE) $(LAUNCHER) \
+	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(CMAKE_BUILD_TYPE) \
 	  -DSTAGEBENCH_LLAMA_BUILD_DIR=$$(cat $(BUILD)/.llama-dir) \
 	  -DSTAGEBENCH_REPORT_ASSETS_DIR=$$(cat $(BUILD)/.report-assets-dir) >$(BUILD)/configure.log 2>&1 \
 	  || { cat $(BUILD)/configure.log; exit 1; }
@@ -50,10 +50,14 @@ configure: $(BUILD)/.llama-dir $(BUILD)/.report-assets-dir
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
 
+# Only what the demo runs: the stagebench executable and the libraries it links (no tests).
+build-demo: configure
+	@cmake --build $(BUILD) -j $(JOBS) --target stagebench
+
 test: build format-check
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900
 
-demo: build
+demo: build-demo
 	@$(BUILD)/bin/stagebench demo --dir $(BUILD)/demo
 
 bench: build
@@ -98,7 +102,7 @@ cross-build: deps
 	  assets=$$(bash scripts/report-assets.sh); \
 	  sysroot=$$(if [ -z "$(CMAKE_TOOLCHAIN_FILE)" ]; then bash scripts/sysroot.sh; fi); \
 	  echo "$$llama" > $(CROSS_BUILD)/.llama-dir; echo "$$sysroot" > $(CROSS_BUILD)/.sysroot; \
-	  cmake -S . -B $(CROSS_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(CMAKE_BUILD_TYPE) $(LAUNCHER) \
+	  cmake -S . -B $(CROSS_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(CMAKE_BUILD_TYPE) \
 	    -DCMAKE_TOOLCHAIN_FILE=$(CROSS_TOOLCHAIN) $${sysroot:+-DSTAGEBENCH_SYSROOT=$$sysroot} \
 	    -DSTAGEBENCH_BUILD_TESTS=OFF -DSTAGEBENCH_LLAMA_BUILD_DIR=$$llama \
 	    -DSTAGEBENCH_REPORT_ASSETS_DIR=$$assets >$(CROSS_BUILD)/configure.log 2>&1 \
@@ -121,7 +125,7 @@ agents: deps
 	  for isa in $(AGENT_ISAS); do \
 	    b=build-agent-$$isa; mkdir -p $$b; \
 	    llama=$$(STAGEBENCH_AGENT_ISA=$$isa LLAMA_JOBS=$(JOBS_CROSS) bash scripts/llama.sh); \
-	    cmake -S . -B $$b -G Ninja -DCMAKE_BUILD_TYPE=$(CMAKE_BUILD_TYPE) $(LAUNCHER) \
+	    cmake -S . -B $$b -G Ninja -DCMAKE_BUILD_TYPE=$(CMAKE_BUILD_TYPE) \
 	      -DCMAKE_TOOLCHAIN_FILE=$(AGENT_TOOLCHAIN) -DSTAGEBENCH_SYSROOT=$$sysroot \
 	      -DSTAGEBENCH_AGENT=ON -DSTAGEBENCH_AGENT_ISA=$$isa -DSTAGEBENCH_LLAMA_BUILD_DIR=$$llama \
 	      -DSTAGEBENCH_REPORT_ASSETS_DIR=$$assets >$$b/configure.log 2>&1 \
