@@ -28,7 +28,7 @@ struct ImportOptions {
 // Unparsed lines are counted and reported (stderr and the document), never fatal; a file that
 // cannot be read or holds no profile-op record at all is bad input.
 // Prints nothing but a line on err about unparsed lines: the caller shows the document
-// (profile/ops_report.hpp print_ops_document).
+// (report/ops_report.hpp print_ops_document).
 int run_import_hexagon(const ImportOptions& o, ResultDocument& doc, std::ostream& err);
 
 }  // namespace sb
