@@ -13,8 +13,8 @@ AdviceStage stage_of(const StageChoice& st) {
     a.stage = st.stage;
     a.workload = st.workload;
     for (const auto& c : st.candidates)
-        a.candidates.push_back({c.devices, c.summary.median, c.summary.ci95_lo, c.summary.ci95_hi,
-                                c.summary.n, c.j_per_token});
+        a.candidates.push_back({c.devices, c.summary.median, c.median_ci.ci95_lo,
+                                c.median_ci.ci95_hi, c.summary.n, c.j_per_token});
     a.fastest = st.candidates[0].devices;
     if (const auto& r = st.ratio_to_runner_up)
         a.ratio_to_runner_up =

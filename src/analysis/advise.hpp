@@ -58,11 +58,13 @@ struct AdviceSource {
     bool operator==(const AdviceSource&) const = default;
 };
 
-// A device set at a stage's workload: the median of every repetition of the matching tests.
+// A device set at a stage's workload: the median of every repetition of the matching tests,
+// with the median's seeded bootstrap 95% CI (core/stats.hpp median_ci; within the repetitions'
+// range, never below 0; null with fewer than two repetitions).
 struct AdviceCandidate {
     std::string devices;
-    std::optional<double> median_tokens_per_s, ci95_lo, ci95_hi;  // the CI of the mean
-    std::size_t n = 0;                                            // repetitions
+    std::optional<double> median_tokens_per_s, ci95_lo, ci95_hi;
+    std::size_t n = 0;  // repetitions
     std::optional<double> j_per_token;
     bool operator==(const AdviceCandidate&) const = default;
 };

@@ -141,9 +141,12 @@ AdviseFacts collect_facts(const std::vector<AdviseInput>& inputs);
 
 struct StageCandidate {
     std::string devices;
-    std::vector<double> tokens_per_s;   // every repetition of every matching test
-    double median_tokens_per_s = 0;     // percentile 0.5 of tokens_per_s
-    Summary summary;                    // of tokens_per_s
+    std::vector<double> tokens_per_s;  // every repetition of every matching test
+    double median_tokens_per_s = 0;    // percentile 0.5 of tokens_per_s
+    Summary summary;                   // of tokens_per_s
+    // The median's seeded percentile-bootstrap 95% CI (core/stats.hpp median_ci, each
+    // repetition resampled whole): within the repetitions' range, so never below 0.
+    MedianCi median_ci;
     std::optional<double> j_per_token;  // median over the tests that measured energy
 };
 

@@ -170,6 +170,24 @@ TEST(AdviseFit, RanksAStageAtTheWorkloadOnTheMostDeviceSets) {
     EXPECT_FALSE(rank_stage(samples, "decode"));
 }
 
+// The candidate's interval is its median's (a seeded bootstrap over the repetitions), not the
+// mean's: a rate's bound is never negative, however few and spread the repetitions.
+TEST(AdviseFit, ACandidatesIntervalIsItsMediansAndNeverBelowZero) {
+    const std::vector<double> tps = {40, 60, 2500, 3500};
+    const auto st = rank_stage({sample("BLAS", 8, 4, {}, tps, {}, {})}, "decode");
+    ASSERT_TRUE(st);
+    const StageCandidate& c = st->candidates[0];
+    ASSERT_TRUE(c.summary.ci95_lo);
+    EXPECT_LT(*c.summary.ci95_lo, 0);  // the mean's Student-t interval would go below 0
+    const MedianCi want = median_ci(tps);
+    EXPECT_EQ(c.median_ci.ci95_lo, want.ci95_lo);
+    EXPECT_EQ(c.median_ci.ci95_hi, want.ci95_hi);
+    ASSERT_TRUE(c.median_ci.ci95_lo && c.median_ci.ci95_hi);
+    EXPECT_GE(*c.median_ci.ci95_lo, 40);
+    EXPECT_LE(*c.median_ci.ci95_hi, 3500);
+    EXPECT_EQ(c.median_ci.median, c.median_tokens_per_s);
+}
+
 TEST(AdviseFit, ModelsAreMediansPerLengthAndTransfersAreLines) {
     std::vector<AdviseSample> samples = {
         sample("CPU", 64, 16, {}, {}, 10.0, 2.0, 0), sample("CPU", 64, 16, {}, {}, 30.0, {}, 0),

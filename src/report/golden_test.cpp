@@ -3,9 +3,10 @@
 // tables and typed analysis results: tests/fixtures/report/golden/ holds what commit 485c255
 // printed for the fixture documents (tests/fixtures/documents) and the documents built here
 // (see tests/fixtures/report/golden/README.md). A change of format shows up here first; when it
-// is meant, regenerate the file and say so in the commit.
+// is meant, rerun with SB_GOLDEN_UPDATE=1 and say so in the commit.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -38,6 +39,17 @@ std::string golden(const std::string& name) {
     std::ostringstream s;
     s << f.rdbuf();
     return s.str();
+}
+
+// text is what the golden file name holds. With SB_GOLDEN_UPDATE=1 in the environment the file
+// is rewritten with text instead (for a format change that is meant; the diff shows it).
+void expect_golden(const std::string& text, const std::string& name) {
+    const char* update = std::getenv("SB_GOLDEN_UPDATE");
+    if (update && std::string(update) == "1") {
+        std::ofstream(fixtures() + "/report/golden/" + name, std::ios::binary) << text;
+        return;
+    }
+    EXPECT_EQ(text, golden(name)) << name;
 }
 
 ResultDocument doc(const std::string& name) {
@@ -103,12 +115,12 @@ TEST(ReportGolden, RunCsvAndMarkdownAreAsBefore) {
     for (const char* name : {"run.json", "run2.json", "run-telemetry.json", "hybrid.json",
                              "hybrid-current.json", "sustained.json", "sustained-traced.json"}) {
         const ResultDocument d = doc(name);
-        EXPECT_EQ(printed(OutputFormat::csv, d), golden(std::string(name) + ".csv")) << name;
-        EXPECT_EQ(printed(OutputFormat::md, d), golden(std::string(name) + ".md")) << name;
+        expect_golden(printed(OutputFormat::csv, d), std::string(name) + ".csv");
+        expect_golden(printed(OutputFormat::md, d), std::string(name) + ".md");
     }
     const ResultDocument f = fidelity_run();
-    EXPECT_EQ(printed(OutputFormat::csv, f), golden("fidelity-run.csv"));
-    EXPECT_EQ(printed(OutputFormat::md, f), golden("fidelity-run.md"));
+    expect_golden(printed(OutputFormat::csv, f), "fidelity-run.csv");
+    expect_golden(printed(OutputFormat::md, f), "fidelity-run.md");
 }
 
 TEST(ReportGolden, OpsAndModesAreAsBefore) {
@@ -117,17 +129,17 @@ TEST(ReportGolden, OpsAndModesAreAsBefore) {
         for (auto f : {OutputFormat::csv, OutputFormat::md}) {
             std::ostringstream o;
             print_ops_document(d, f, o);
-            EXPECT_EQ(o.str(), golden(std::string(name) + ".ops." + to_string(f))) << name;
+            expect_golden(o.str(), std::string(name) + ".ops." + to_string(f));
         }
         std::ostringstream o;
         print_ops_document(d, OutputFormat::md, o, 3, true);
-        EXPECT_EQ(o.str(), golden(std::string(name) + ".ops.brief.md")) << name;
+        expect_golden(o.str(), std::string(name) + ".ops.brief.md");
     }
     const ResultDocument m = modes_doc();
     for (auto f : {OutputFormat::csv, OutputFormat::md}) {
         std::ostringstream o;
         print_modes_document(m, f, o);
-        EXPECT_EQ(o.str(), golden(std::string("modes.") + to_string(f)));
+        expect_golden(o.str(), std::string("modes.") + to_string(f));
     }
 }
 
@@ -153,9 +165,9 @@ TEST(ReportGolden, CompareIsAsBefore) {
         for (auto f : {OutputFormat::csv, OutputFormat::md, OutputFormat::json}) {
             std::ostringstream o;
             write_compare(o, r, f);
-            EXPECT_EQ(o.str(), golden(name + "." + to_string(f))) << name;
+            expect_golden(o.str(), name + "." + to_string(f));
         }
-        EXPECT_EQ(dump_json(compare_view(r), 1), golden(name + ".view.json")) << name;
+        expect_golden(dump_json(compare_view(r), 1), name + ".view.json");
         // The compare document reads back as the result it was written from.
         EXPECT_EQ(from_json<CompareResult>(to_json(r), name), r) << name;
     }
@@ -171,10 +183,10 @@ TEST(ReportGolden, AdviceIsAsBefore) {
         for (const auto& d : docs)
             in.push_back({d, doc(d)});
         const Advice a = advise(in, {});
-        EXPECT_EQ(dump_json(to_json(a), 2), golden(name + ".json")) << name;
+        expect_golden(dump_json(to_json(a), 2), name + ".json");
         std::ostringstream o;
         write_advice_markdown(a, o);
-        EXPECT_EQ(o.str(), golden(name + ".md")) << name;
+        expect_golden(o.str(), name + ".md");
         EXPECT_EQ(from_json<Advice>(to_json(a), name), a) << name;
     }
 }
@@ -195,7 +207,7 @@ TEST(ReportGolden, HtmlViewIsAsBeforeWithTheStageTable) {
         EXPECT_EQ(d.contains("stages"), tests) << d["source"];
         d.erase("stages");
     }
-    EXPECT_EQ(dump_json(v, 1), golden("report-view.json"));
+    expect_golden(dump_json(v, 1), "report-view.json");
 }
 
 TEST(ReportGolden, SensorsMarkdownIsAsBefore) {
@@ -219,8 +231,8 @@ TEST(ReportGolden, SensorsMarkdownIsAsBefore) {
     r.warnings.push_back({"stale", "a stale sensor", "check it"});
     std::ostringstream o;
     write_sensors_markdown(o, r);
-    EXPECT_EQ(o.str(), golden("sensors.md"));
-    EXPECT_EQ(dump_json(to_json(r), 2), golden("sensors.json"));
+    expect_golden(o.str(), "sensors.md");
+    expect_golden(dump_json(to_json(r), 2), "sensors.json");
 }
 
 }  // namespace
