@@ -87,6 +87,16 @@ const TestConfig& cfg(const Row& r) {
     return r.test->config;
 }
 
+// A KV cache type as the document spells it, its ggml name ("f16", "q8_0"), whether the config
+// holds the name or an enum spelled by it (core/enums.hpp).
+std::string kv_name(const std::string& name) {
+    return name;
+}
+template <SpelledEnum E>
+std::string kv_name(E type) {
+    return to_string(type);
+}
+
 FieldTable<Row> make_table() {
     FieldTable<Row> t;
     auto add = [&t](Field<Row> f) { t.push_back(std::move(f)); };
@@ -125,8 +135,8 @@ FieldTable<Row> make_table() {
     add({"n_ubatch", [](const Row& r) { return integer(cfg(r).n_ubatch); }});
     add({"n_depth", [](const Row& r) { return integer(cfg(r).n_depth); }});
     add({"flash_attn", [](const Row& r) { return FieldValue(to_string(cfg(r).flash_attn)); }});
-    add({"type_k", [](const Row& r) { return FieldValue(cfg(r).type_k); }});
-    add({"type_v", [](const Row& r) { return FieldValue(cfg(r).type_v); }});
+    add({"type_k", [](const Row& r) { return FieldValue(kv_name(cfg(r).type_k)); }});
+    add({"type_v", [](const Row& r) { return FieldValue(kv_name(cfg(r).type_v)); }});
     add({"test", [](const Row& r) { return FieldValue(cfg(r).test_name()); }, "{}",
          CsvQuote::always});
     // Markdown only: the stage's own workload ("pp512", "tg128 @ d512").
