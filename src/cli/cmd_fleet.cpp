@@ -33,12 +33,11 @@ std::string short_commit(const std::optional<std::string>& c) {
 
 // A deadline flag: a duration above 0 and at most a day (0 would mean no deadline at all).
 double deadline_s(const std::string& flag, const std::string& text) {
-    const int64_t ns = parse_duration_ns(text);
-    const double s = static_cast<double>(ns) * 1e-9;
-    if (ns <= 0 || s > kMaxGateWait_s)
+    const auto ns = parse_duration(text);
+    if (!ns || *ns <= 0 || static_cast<double>(*ns) * 1e-9 > kMaxGateWait_s)
         throw usage_error(flag + " '" + text +
-                          "': expected a deadline above 0 and at most a day (e.g. 30m)");
-    return s;
+                          "': expected a deadline above 0 and at most a day, e.g. 30m, 90s");
+    return static_cast<double>(*ns) * 1e-9;
 }
 
 }  // namespace

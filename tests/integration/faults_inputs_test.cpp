@@ -136,7 +136,7 @@ TEST(FaultsInputs, ADocumentNested100000DeepIsOneLineInEveryReader) {
     const auto start = std::chrono::steady_clock::now();
     for (const auto& cmd : readers(file, t))
         expect_bad_input(run_sb(cmd, 60), "nests arrays and objects more than 64 deep", cmd[0]);
-    EXPECT_EQ(stored(t.file("readers.sqlite")), 0);
+    EXPECT_LE(stored(t.file("readers.sqlite")), 0);  // none, or no store at all
     EXPECT_LT(seconds_since(start), 60);
 }
 
@@ -160,7 +160,7 @@ TEST(FaultsInputs, NegativeMeasurementsAreRefusedNamingTheFileAndTheField) {
             expect_bad_input(run_sb(cmd, 60), "'" + file + "': " + field + ": expected at least 0",
                              cmd[0] + " " + pointer);
     }
-    EXPECT_EQ(stored(t.file("readers.sqlite")), 0);
+    EXPECT_LE(stored(t.file("readers.sqlite")), 0);  // none, or no store at all
 }
 
 // ---- stores ----------------------------------------------------------------------------------
@@ -285,10 +285,11 @@ TEST(FaultsInputs, CtrlCEndsTheWaitForALockedStore) {
     ASSERT_EQ(run_sb({"db", "import", "--db", db, fixture("run.json")}).exit_code, 0);
     Locker lock(db);
     {
-        const std::string err = t.file("import.err");
+        // spawn_bg: stdout to the file named, stderr to that name + ".err"
+        const std::string out = t.file("import.out"), err = out + ".err";
         const pid_t pid = spawn_bg({stagebench_bin(), "db", "import", "--db", db, "--db-wait",
                                     "600", fixture("run2.json")},
-                                   err);
+                                   out);
         std::this_thread::sleep_for(std::chrono::milliseconds(1500));
         const auto start = std::chrono::steady_clock::now();
         const int rc = signal_and_wait(pid, SIGINT, 30);
@@ -297,10 +298,10 @@ TEST(FaultsInputs, CtrlCEndsTheWaitForALockedStore) {
         EXPECT_NE(read_file(err).find("interrupted (Ctrl-C)"), std::string::npos) << read_file(err);
     }
     {
-        const std::string err = t.file("hex.err");
+        const std::string out = t.file("hex.out"), err = out + ".err";
         const pid_t pid = spawn_bg(
             {stagebench_bin(), "import", "hexagon-profile", log, "--db", db, "--db-wait", "600"},
-            err);
+            out);
         // In the wait once the first progress line is there (after 5 s).
         for (int i = 0; i < 300 && read_file(err).find("waited") == std::string::npos; ++i)
             std::this_thread::sleep_for(std::chrono::milliseconds(50));
