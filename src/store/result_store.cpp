@@ -138,8 +138,9 @@ class Stmt {
     std::string text(int col) const {
         const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(s_, col));
         // NULL is also how SQLite says that a value could not be read (a damaged overflow
-        // page, no memory): that is not an empty text.
-        if (!p && sqlite3_column_type(s_, col) != SQLITE_NULL)
+        // page, no memory; the error code says so): that is not an empty text.
+        const int rc = sqlite3_errcode(db_);
+        if (!p && rc != SQLITE_OK && rc != SQLITE_ROW && rc != SQLITE_DONE)
             fail(db_, errmsg(db_));
         return p ? std::string(p, static_cast<std::size_t>(sqlite3_column_bytes(s_, col)))
                  : std::string();

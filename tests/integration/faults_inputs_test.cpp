@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sqlite3.h>
+#include <sys/mount.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -275,6 +276,35 @@ TEST(FaultsInputs, DbImportOntoALockedStoreIsOneErrorLine) {
         EXPECT_NE(p.err.find("locked by another writer"), std::string::npos) << p.err;
     }
     EXPECT_EQ(stored(db), 2);
+}
+
+// A full disk under the store: db import says which file was not stored, on one line, exit 1,
+// and the store keeps what it had (SQLite rolls the append back).
+TEST(FaultsInputs, DbImportOntoAFullStoreIsOneErrorLine) {
+    TempDir t;
+    const std::string dir = t.file("small");
+    fs::create_directories(dir);
+    if (::mount("tmpfs", dir.c_str(), "tmpfs", 0, "size=256k") != 0)
+        GTEST_SKIP() << "cannot mount a tmpfs here";
+    struct Unmount {
+        std::string dir;
+        ~Unmount() { ::umount2(dir.c_str(), MNT_DETACH); }
+    } unmount{dir};
+    const std::string db = dir + "/full.sqlite";
+    int ok = 0;
+    Proc p;
+    for (int i = 0; i < 100; ++i) {
+        p = run_sb({"db", "import", "--db", db, fixture("sustained.json")});
+        if (p.exit_code != 0)
+            break;
+        ++ok;
+    }
+    ASSERT_GT(ok, 0) << p.err;
+    EXPECT_EQ(p.exit_code, 1) << p.err;
+    EXPECT_EQ(count_lines(p.err), 1u) << p.err;
+    EXPECT_EQ(p.err.rfind("stagebench: error: ", 0), 0u) << p.err;
+    EXPECT_NE(p.err.find("sustained.json was not stored"), std::string::npos) << p.err;
+    EXPECT_EQ(stored(db), ok);
 }
 
 // Ctrl-C while waiting for a locked store ends the wait at once: db import says so (exit 1),
