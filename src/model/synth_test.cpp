@@ -1,6 +1,7 @@
 #include "model/synth.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstring>
@@ -24,7 +25,8 @@ namespace fs = std::filesystem;
 
 // One directory per test: CTest may run the tests of this file in parallel processes.
 fs::path test_dir() {
-    const fs::path dir = fs::path(testing::TempDir()) / "sb_synth_test" /
+    const fs::path dir = fs::path(testing::TempDir()) /
+                         ("sb_synth_test." + std::to_string(::getpid())) /
                          testing::UnitTest::GetInstance()->current_test_info()->name();
     fs::create_directories(dir);
     return dir;
