@@ -159,11 +159,18 @@ void router_row(const RoutingPlan& p, int layer, int64_t expert, uint64_t seed, 
     const auto& order = p.rank_to_expert.at(static_cast<std::size_t>(layer));
     const auto rank =
         static_cast<std::size_t>(std::find(order.begin(), order.end(), expert) - order.begin());
-    // Noise weights of standard deviation 1/sqrt(|S|): the token part w.u then has the token
-    // embedding's standard deviation, and the offset is in those units.
-    synth_random::fill_row(out + p.noise_first, p.n_noise, seed,
-                           synth_random::fnv1a("router " + std::to_string(layer)), expert,
-                           static_cast<float>(1.0 / std::sqrt(static_cast<double>(p.n_noise))));
+    // Noise weights of exactly unit length: the token part w.u then has the token embedding's
+    // standard deviation for every expert alike (random lengths would favour the experts with
+    // longer rows), and the offset is in those units.
+    float* w = out + p.noise_first;
+    synth_random::fill_row(w, p.n_noise, seed,
+                           synth_random::fnv1a("router " + std::to_string(layer)), expert, 1.0f);
+    double norm = 0;
+    for (int64_t i = 0; i < p.n_noise; ++i)
+        norm += static_cast<double>(w[i]) * w[i];
+    const auto scale = static_cast<float>(1.0 / std::sqrt(norm));
+    for (int64_t i = 0; i < p.n_noise; ++i)
+        w[i] *= scale;
     out[p.bias_coord] = static_cast<float>(p.offsets[rank] * kTokenStd / p.bias_value);
 }
 

@@ -73,7 +73,7 @@ void runs_everywhere(const std::string& model, const std::string& arch) {
                           600);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const json doc = json::parse(r.out);
-    ASSERT_EQ(doc["tests"].size(), 2u);
+    ASSERT_EQ(doc["tests"].size(), 1u);  // pp8+tg2
     for (const auto& t : doc["tests"])
         EXPECT_EQ(t["status"], "ok") << t.dump();
     EXPECT_EQ(doc["models"][0]["arch"], arch);
@@ -149,10 +149,12 @@ TEST(SynthModels, Qwen3ReadsBackAsPublishedRunsAndMatchesItsConfigJson) {
     expect_meta(hf, "tokenizer.ggml.add_bos_token", false);
     expect_meta(hf, "tokenizer.ggml.pre", "qwen2");
 
-    // synth --config on the model's config.json: the same hyperparameters and tensors.
+    // synth --config on the model's config.json: the same hyperparameters and tensors (at
+    // q8_0, which encodes in a fraction of Q6_K's time: the types are not compared).
     const std::string cfg = t.file("config.json");
     std::ofstream(cfg) << c.dump(2);
-    const std::string from_config = synth(t, {"--config", cfg, "--layers", "2"}, "c.gguf");
+    const std::string from_config =
+        synth(t, {"--config", cfg, "--layers", "2", "--quant", "q8_0"}, "c.gguf");
     const json hc = read_with_hf(from_config);
     int compared = 0;
     for (const auto& [k, v] : hf["metadata"].items()) {
@@ -162,7 +164,11 @@ TEST(SynthModels, Qwen3ReadsBackAsPublishedRunsAndMatchesItsConfigJson) {
         ++compared;
     }
     EXPECT_GE(compared, 10);
-    EXPECT_EQ(hc["tensors"], hf["tensors"]);
+    ASSERT_EQ(hc["tensors"].size(), hf["tensors"].size());
+    for (std::size_t i = 0; i < hf["tensors"].size(); ++i) {
+        EXPECT_EQ(hc["tensors"][i]["name"], hf["tensors"][i]["name"]);
+        EXPECT_EQ(hc["tensors"][i]["shape"], hf["tensors"][i]["shape"]);
+    }
     EXPECT_EQ(hc["metadata"]["tokenizer.ggml.eos_token_id"], 151645);  // config.json's id
     EXPECT_EQ(hc["metadata"]["stagebench.config"], "config.json");
 
@@ -193,28 +199,22 @@ TEST(SynthModels, Gemma3HasItsShapesAndTheSlidingWindow) {
     EXPECT_EQ((*tensor(hf, "blk.0.post_ffw_norm.weight"))["shape"], json::array({1152}));
     runs_everywhere(model, "gemma3");
 
-    // Decode at a depth beyond the 512-token window: the local layer attends over its window's
-    // cache, the global one over the whole context.
-    const json ops = ops_of(model, {"-d", "2048", "--stage", "decode"});
-    std::map<int, int64_t> kv_len;  // layer -> longest key sequence its attention read
+    // The profile at a depth beyond the 512-token window: an attention per layer, each with
+    // its own mask input (llama.cpp names both attn_inp_kq_mask and, with its default
+    // full-size SWA cache, both read every cell; which cells the local layer's mask hides is
+    // checked in synth_graph_test.cpp).
+    const json ops = ops_of(model, {"-d", "1024", "--stage", "decode"});
+    int attention = 0;
     for (const auto& s : ops["ops"]["stages"])
-        for (const auto& r : s["ops"]) {
-            if (!r["layer"].is_number())
-                continue;
-            const std::string op = r["op"];
-            if (op != "FLASH_ATTN_EXT" && op != "MUL_MAT")
-                continue;
-            for (const auto& src : r["srcs"]) {
-                const std::string name = src["name"];
-                if (name.find("cache_k") == std::string::npos)
-                    continue;
-                const int il = r["layer"];
-                kv_len[il] = std::max<int64_t>(kv_len[il], src["ne"][1].get<int64_t>());
+        for (const auto& r : s["ops"])
+            if (r["op"] == "FLASH_ATTN_EXT" || r["op"] == "SOFT_MAX") {
+                ++attention;
+                bool mask = false;
+                for (const auto& src : r["srcs"])
+                    mask = mask || src["name"] == "attn_inp_kq_mask";
+                EXPECT_TRUE(mask) << r.dump();
             }
-        }
-    ASSERT_EQ(kv_len.size(), 2u) << ops.dump().substr(0, 2000);
-    EXPECT_LE(kv_len[0], 1024) << "the local layer's cache is its window";
-    EXPECT_GT(kv_len[1], 2048) << "the global layer reads the whole context";
+    EXPECT_EQ(attention, 2);
 }
 
 TEST(SynthModels, Lfm2HasItsShapesAndShortConvolutions) {
@@ -274,7 +274,9 @@ TEST(SynthModels, EveryOtherPresetLoadsAndRuns) {
                                    "llama-3.2-1b", "qwen2.5-1.5b"}) {
         SCOPED_TRACE(name);
         TempDir t;
-        const std::string model = synth(t, {"--preset", name, "--layers", "1"}, name + ".gguf");
+        // q8_0: Q6_K's encoder would take minutes for these vocabularies on a small machine.
+        const std::string model =
+            synth(t, {"--preset", name, "--layers", "1", "--quant", "q8_0"}, name + ".gguf");
         const json arch = preset_file(name)["config"]["model_type"];
         const Proc b = run({peer("llama-bench"), "-m", model, "-p", "8", "-n", "2", "-r", "1", "-t",
                             "2", "-o", "json"},
@@ -284,7 +286,9 @@ TEST(SynthModels, EveryOtherPresetLoadsAndRuns) {
                                "--membw", "off", "-o", "json", "-q"},
                               600);
         ASSERT_EQ(r.exit_code, 0) << r.err;
-        for (const auto& test : json::parse(r.out)["tests"])
+        const json doc = json::parse(r.out);
+        EXPECT_EQ(doc["models"][0]["arch"], arch);
+        for (const auto& test : doc["tests"])
             EXPECT_EQ(test["status"], "ok") << test.dump();
     }
 }

@@ -1,12 +1,15 @@
-// How llama.cpp itself routes the tokens of a synthetic mixture of experts (`synth --routing`):
-// the model is written by the real binary, loaded by the real llama.cpp in-process, and the
-// experts each token chose are read from the graph (the ffn_moe_topk nodes, through llama.cpp's
-// eval callback). The one place a test reads ggml tensors: what llama.cpp chose is the claim.
+// What llama.cpp itself computes on synthetic models, read from its graph through its eval
+// callback: which experts each token of a mixture of experts chose (`synth --routing`; the
+// ffn_moe_topk nodes), and which cached positions Gemma 3's local layer hides (its
+// sliding-window mask). The models are written by the real binary and run by the real llama.cpp
+// in-process. The one place a test reads ggml tensors: what llama.cpp computed is the claim.
 #include <ggml-backend.h>
 #include <ggml.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -29,14 +32,18 @@ namespace {
 constexpr int kExperts = 64;
 constexpr int kUsed = 8;
 
-// A small Qwen3-MoE: 64 experts, 8 per token, two layers.
+// A small Qwen3-MoE: 64 experts, 8 per token, three layers. The last layer runs its experts
+// only on the tokens whose logits are asked for (llama.cpp's inp_out_ids), so the statistics
+// are taken on the first two.
+constexpr int kLayers = 3;
+constexpr int kRouted = 2;  // layers that route every token
 json moe_config() {
-    return {{"model_type", "qwen3_moe"}, {"hidden_size", 256},
-            {"num_hidden_layers", 2},    {"num_attention_heads", 4},
-            {"num_key_value_heads", 2},  {"head_dim", 64},
-            {"intermediate_size", 512},  {"moe_intermediate_size", 64},
-            {"num_experts", kExperts},   {"num_experts_per_tok", kUsed},
-            {"vocab_size", 4096},        {"max_position_embeddings", 4096}};
+    return {{"model_type", "qwen3_moe"},    {"hidden_size", 256},
+            {"num_hidden_layers", kLayers}, {"num_attention_heads", 4},
+            {"num_key_value_heads", 2},     {"head_dim", 64},
+            {"intermediate_size", 512},     {"moe_intermediate_size", 64},
+            {"num_experts", kExperts},      {"num_experts_per_tok", kUsed},
+            {"vocab_size", 4096},           {"max_position_embeddings", 4096}};
 }
 
 // Every token's chosen experts, per layer, in the order the graph computed them.
@@ -80,7 +87,7 @@ Routed route(const TempDir& t, const std::string& routing, const std::vector<int
                            "synthetic", "-o", model});
     EXPECT_EQ(p.exit_code, 0) << p.err;
     Routed r;
-    r.plan = sb::plan_routing(sb::parse_routing(routing), sb::read_hf_config(cfg), 2, 5);
+    r.plan = sb::plan_routing(sb::parse_routing(routing), sb::read_hf_config(cfg), kLayers, 5);
     sb::LlamaEngine e;
     sb::LoadSpec spec;
     spec.model_path = model;
@@ -127,11 +134,17 @@ double sum(const std::vector<double>& v, std::size_t a, std::size_t b) {
 TEST(SynthRouting, SkewedRoutingFollowsTheStatedPopularityInLlamaCpp) {
     TempDir t;
     const Routed r = route(t, "skewed", random_tokens(2048, 11));
-    for (int layer = 0; layer < 2; ++layer) {
+    for (int layer = 0; layer < kRouted; ++layer) {
         SCOPED_TRACE(layer);
         ASSERT_EQ(r.choices.by_layer.at(layer).size(), 2048u);
         const auto got = shares_by_rank(r, layer);
         const auto& want = r.plan.target_share;
+        std::printf(
+            "layer %d: the most popular expert chosen by %.3f of tokens (plan %.3f), "
+            "the 8 most popular take %.3f of the choices (plan %.3f), the least "
+            "popular chosen by %.3f (plan %.3f)\n",
+            layer, got[0], want[0], sum(got, 0, 8) / kUsed, sum(want, 0, 8) / kUsed, got.back(),
+            want.back());
         // The hot experts take the share the plan states; the popularity falls with rank.
         EXPECT_NEAR(sum(got, 0, 8), sum(want, 0, 8), 0.15 * sum(want, 0, 8));
         EXPECT_NEAR(got[0], want[0], 0.15);
@@ -143,10 +156,13 @@ TEST(SynthRouting, SkewedRoutingFollowsTheStatedPopularityInLlamaCpp) {
 TEST(SynthRouting, UniformRoutingSpreadsTokensEvenly) {
     TempDir t;
     const Routed r = route(t, "uniform", random_tokens(2048, 12));
-    for (int layer = 0; layer < 2; ++layer) {
+    for (int layer = 0; layer < kRouted; ++layer) {
         SCOPED_TRACE(layer);
         const auto got = shares_by_rank(r, layer);
         const double mean = static_cast<double>(kUsed) / kExperts;  // 0.125
+        std::printf("layer %d: experts chosen by %.3f to %.3f of tokens (uniform %.3f)\n", layer,
+                    *std::min_element(got.begin(), got.end()),
+                    *std::max_element(got.begin(), got.end()), mean);
         // 2048 tokens: each expert's share has a standard deviation of about 0.0073.
         for (double s : got)
             EXPECT_NEAR(s, mean, 0.045);
@@ -159,7 +175,7 @@ TEST(SynthRouting, ATokenChoosesTheSameExpertsWhateverItsContext) {
     std::vector<int32_t> tokens = random_tokens(600, 13);
     tokens[5] = tokens[300] = tokens[599] = 1234;
     const Routed r = route(t, "skewed", tokens);
-    for (int layer = 0; layer < 2; ++layer) {
+    for (int layer = 0; layer < kRouted; ++layer) {
         const auto& rows = r.choices.by_layer.at(layer);
         ASSERT_EQ(rows.size(), tokens.size());
         EXPECT_EQ(rows[5], rows[300]) << layer;
@@ -169,4 +185,72 @@ TEST(SynthRouting, ATokenChoosesTheSameExpertsWhateverItsContext) {
             differ += rows[i] != rows[i + 1] ? 1 : 0;
         EXPECT_GT(differ, 500) << "different tokens choose differently";
     }
+}
+
+namespace {
+
+// Per attention node (in graph order: one per layer), how many cells its mask hides.
+struct Masks {
+    bool on = false;
+    std::vector<int64_t> hidden;
+};
+
+bool count_masked(ggml_tensor* t, bool ask, void* user) {
+    auto* m = static_cast<Masks*>(user);
+    const bool attention = t->op == GGML_OP_FLASH_ATTN_EXT || t->op == GGML_OP_SOFT_MAX;
+    if (ask)
+        return m->on && attention;
+    if (!m->on || !attention)
+        return true;
+    const ggml_tensor* mask = t->op == GGML_OP_FLASH_ATTN_EXT ? t->src[3] : t->src[1];
+    if (!mask)
+        return true;
+    // One decoded token: the mask's first row holds a value per cache cell, -inf where hidden.
+    const auto n = static_cast<std::size_t>(mask->ne[0]);
+    int64_t hidden = 0;
+    if (mask->type == GGML_TYPE_F16) {
+        std::vector<ggml_fp16_t> row(n);
+        ggml_backend_tensor_get(const_cast<ggml_tensor*>(mask), row.data(), 0,
+                                n * sizeof(ggml_fp16_t));
+        for (auto v : row)
+            hidden += std::isinf(ggml_fp16_to_fp32(v)) ? 1 : 0;
+    } else {
+        std::vector<float> row(n);
+        ggml_backend_tensor_get(const_cast<ggml_tensor*>(mask), row.data(), 0, n * sizeof(float));
+        for (float v : row)
+            hidden += std::isinf(v) ? 1 : 0;
+    }
+    m->hidden.push_back(hidden);
+    return true;
+}
+
+}  // namespace
+
+TEST(SynthGraph, Gemma3sLocalLayerHidesAllButItsWindow) {
+    TempDir t;
+    const std::string model = t.file("g.gguf");
+    // Two layers: one local (sliding window of 512), one global.
+    const Proc p = run_sb(
+        {"synth", "--preset", "gemma-3-1b", "--layers", "2", "--quant", "q8_0", "-o", model});
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    Masks masks;
+    sb::LlamaEngine e;
+    sb::LoadSpec spec;
+    spec.model_path = model;
+    spec.n_ctx = 2048;
+    spec.n_threads = 2;
+    spec.eval_callback = count_masked;
+    spec.eval_user_data = &masks;
+    e.load(spec);
+    const int depth = 1500;
+    e.fill_to_depth(depth, 1);
+    masks.on = true;
+    e.decode_step(17);
+    ASSERT_EQ(masks.hidden.size(), 2u);
+    // The token at position 1500 sees the 512 positions up to it in the local layer and all
+    // 1501 in the global one; each mask also hides the cells no token uses yet.
+    const int64_t local = masks.hidden[0], global = masks.hidden[1];
+    std::printf("cells hidden from the token at position %d: local layer %lld, global %lld\n",
+                depth, static_cast<long long>(local), static_cast<long long>(global));
+    EXPECT_EQ(local - global, depth + 1 - 512);
 }
