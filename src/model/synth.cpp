@@ -503,7 +503,8 @@ SynthResult write_synthetic_model(const SynthOptions& o, const Quantizer& quanti
     w.set_u64("stagebench.seed", o.seed);
     w.set_string("stagebench.generator", o.generator);
     w.set_string("stagebench.quantizer", quantizer.name());
-    w.set_bool("stagebench.pure", o.pure);
+    if (o.pure)
+        w.set_bool("stagebench.pure", true);  // absent: llama-quantize's default mix
     w.set_string("stagebench.vocab", vocab_source == "synthetic" || vocab_source == "none"
                                          ? vocab_source
                                          : std::filesystem::path(vocab_source).filename().string());

@@ -1,11 +1,14 @@
-// What llama.cpp itself computes on synthetic models, read from its graph through its eval
-// callback: which experts each token of a mixture of experts chose (`synth --routing`; the
-// ffn_moe_topk nodes), and which cached positions Gemma 3's local layer hides (its
-// sliding-window mask). The models are written by the real binary and run by the real llama.cpp
-// in-process. The one place a test reads ggml tensors: what llama.cpp computed is the claim.
+// What llama.cpp itself does with synthetic models: which experts each token of a mixture of
+// experts chose (`synth --routing`; the ffn_moe_topk nodes, read through llama.cpp's eval
+// callback), which cached positions Gemma 3's local layer hides (its sliding-window mask), and
+// which type llama-quantize's own code (llama_model_quantize, the pinned src/llama-quant.cpp)
+// gives each tensor against the types `synth --quant` chose. The models are written by the real
+// binary and run by the real llama.cpp in-process. The one place a test calls llama.cpp and
+// reads ggml tensors: what llama.cpp computed is the claim.
 #include <ggml-backend.h>
 #include <ggml.h>
 #include <gtest/gtest.h>
+#include <llama.h>
 
 #include <algorithm>
 #include <cmath>
@@ -21,6 +24,7 @@
 
 #include "cli_harness.hpp"
 #include "engine/llama_engine.hpp"
+#include "model/gguf.hpp"
 #include "model/hf_config.hpp"
 #include "model/routing.hpp"
 
@@ -253,4 +257,85 @@ TEST(SynthGraph, Gemma3sLocalLayerHidesAllButItsWindow) {
     std::printf("cells hidden from the token at position %d: local layer %lld, global %lld\n",
                 depth, static_cast<long long>(local), static_cast<long long>(global));
     EXPECT_EQ(local - global, depth + 1 - 512);
+}
+
+namespace {
+
+std::map<std::string, std::string> tensor_types(const std::string& path) {
+    std::map<std::string, std::string> types;
+    for (const auto& t : sb::read_gguf(path).tensors)
+        types[t.name] = std::string(sb::ggml_type_info(t.type)->name);
+    return types;
+}
+
+}  // namespace
+
+TEST(SynthQuant, TheMixIsTheOneLlamaQuantizeChooses) {
+    // Eight layers (llama-quantize's use_more_bits picks some of them), widths on and off the
+    // 256-element block, tied and untied outputs, eight experts (llama-quant.cpp has rules for
+    // exactly eight), fused QKV, convolution layers.
+    const json base = {{"num_hidden_layers", 8},         {"num_attention_heads", 4},
+                       {"num_key_value_heads", 2},       {"head_dim", 64},
+                       {"intermediate_size", 512},       {"vocab_size", 1024},
+                       {"max_position_embeddings", 512}, {"hidden_size", 256}};
+    auto with = [&](json extra) {
+        json j = base;
+        for (const auto& [k, v] : extra.items())
+            j[k] = v;
+        return j;
+    };
+    const std::vector<std::pair<std::string, json>> configs = {
+        {"qwen3", with({{"model_type", "qwen3"}, {"tie_word_embeddings", true}})},
+        {"qwen3moe", with({{"model_type", "qwen3_moe"},
+                           {"num_experts", 8},
+                           {"num_experts_per_tok", 2},
+                           {"moe_intermediate_size", 256}})},
+        {"gemma3", with({{"model_type", "gemma3_text"}, {"hidden_size", 1152}})},
+        {"lfm2", with({{"model_type", "lfm2"},
+                       {"head_dim", nullptr},
+                       {"block_ff_dim", 768},
+                       {"conv_L_cache", 3},
+                       {"layer_types",
+                        {"conv", "conv", "full_attention", "conv", "conv", "full_attention", "conv",
+                         "full_attention"}}})},
+        {"phi3", with({{"model_type", "phi3"}, {"head_dim", nullptr}})},
+    };
+    const std::vector<std::pair<std::string, llama_ftype>> quants = {
+        {"q4_0", LLAMA_FTYPE_MOSTLY_Q4_0},
+        {"q8_0", LLAMA_FTYPE_MOSTLY_Q8_0},
+        {"q4_k_m", LLAMA_FTYPE_MOSTLY_Q4_K_M},
+        {"q5_k_m", LLAMA_FTYPE_MOSTLY_Q5_K_M},
+        {"q6_k", LLAMA_FTYPE_MOSTLY_Q6_K}};
+    llama_backend_init();
+    TempDir t;
+    int compared = 0;
+    for (const auto& [name, config] : configs) {
+        json c = config;
+        for (auto it = c.begin(); it != c.end();)
+            it = it->is_null() ? c.erase(it) : std::next(it);
+        const std::string cfg = t.file(name + ".json");
+        std::ofstream(cfg) << c.dump();
+        // The converter's F16 file, as llama-quantize's input.
+        const std::string f16 = t.file(name + "-f16.gguf");
+        Proc p =
+            run_sb({"synth", "--config", cfg, "--quant", "f16", "--vocab", "synthetic", "-o", f16});
+        ASSERT_EQ(p.exit_code, 0) << p.err;
+        for (const auto& [quant, ftype] : quants) {
+            SCOPED_TRACE(name + " " + quant);
+            const std::string ours = t.file(name + "-" + quant + ".gguf");
+            p = run_sb(
+                {"synth", "--config", cfg, "--quant", quant, "--vocab", "synthetic", "-o", ours});
+            ASSERT_EQ(p.exit_code, 0) << p.err;
+            const std::string theirs = t.file(name + "-" + quant + "-llama.gguf");
+            llama_model_quantize_params qp = llama_model_quantize_default_params();
+            qp.ftype = ftype;
+            qp.nthread = 2;
+            ASSERT_EQ(llama_model_quantize(f16.c_str(), theirs.c_str(), &qp), 0u);
+            EXPECT_EQ(tensor_types(ours), tensor_types(theirs));
+            EXPECT_EQ(sb::read_gguf(ours).get_u32("general.file_type"),
+                      sb::read_gguf(theirs).get_u32("general.file_type"));
+            ++compared;
+        }
+    }
+    EXPECT_EQ(compared, 25);
 }
