@@ -6,11 +6,11 @@
 // the sliding window for Gemma 3); `synth --config` with a Qwen3 config.json against the
 // preset; every other preset loads and runs; bad config.json input.
 //
-// Cost: about 3 minutes of CPU for the file, 13 minutes of wall time on the shared 2-core VM
-// under a load average of 12 (writing and reading some 6 GB of models). The 30B MoE at q4_0
-// (two embeddings of 0.3 billion parameters, its output's Q6_K slow to encode) and the loop over
-// the other ten presets (one layer each, at q8_0, which encodes in a fraction of Q6_K's time)
-// take most of it.
+// Cost: about 3 minutes of CPU for the file, 13 to 15 minutes of wall time on the shared 2-core
+// VM under a load average of 12 to 16 (writing and reading some 6 GB of models). The 30B MoE at
+// q4_0 (two embeddings of 0.3 billion parameters, its output's Q6_K slow to encode: 3.5 minutes)
+// and the loop over the other ten presets (one layer each, at q8_0, which encodes in a fraction
+// of Q6_K's time: 7.5 minutes) take most of it.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -271,8 +271,8 @@ TEST(SynthModels, Qwen3MoeHasItsExpertsAndRoutesThem) {
 }
 
 TEST(SynthModels, EveryOtherPresetLoadsAndRuns) {
-    // One layer each: the shapes and keys of every other preset (tiny runs in every other test)
-    // against the real loader, llama-bench included.
+    // One layer each: every other preset (tiny runs in every other test) read back by the
+    // independent parser and run by the real loader, llama-bench included.
     for (const std::string name :
          {"olmoe-1b-7b", "phi-4-mini", "smollm3-3b", "qwen3-1.7b", "qwen3-4b", "qwen3-8b",
           "llama-3.2-1b", "llama-3.2-3b", "llama-3.1-8b", "qwen2.5-1.5b"}) {
@@ -281,7 +281,28 @@ TEST(SynthModels, EveryOtherPresetLoadsAndRuns) {
         // q8_0: Q6_K's encoder would take minutes for these vocabularies on a small machine.
         const std::string model =
             synth(t, {"--preset", name, "--layers", "1", "--quant", "q8_0"}, name + ".gguf");
-        const json arch = preset_file(name)["config"]["model_type"];
+        const json c = preset_file(name)["config"];
+        const json arch = c["model_type"];
+        // Read back by the independent parser: the published widths, heads, FFN or expert
+        // sizes, context and vocabulary.
+        const json hf = read_with_hf(model);
+        if (!hf.is_null()) {
+            const std::string a = hf["metadata"]["general.architecture"];
+            EXPECT_EQ(a, arch);
+            expect_meta(hf, a + ".embedding_length", c["hidden_size"]);
+            expect_meta(hf, a + ".attention.head_count", c["num_attention_heads"]);
+            expect_meta(hf, a + ".attention.head_count_kv", c["num_key_value_heads"]);
+            expect_meta(hf, a + ".feed_forward_length", c["intermediate_size"]);
+            expect_meta(hf, a + ".context_length", c["max_position_embeddings"]);
+            expect_meta(hf, a + ".block_count", 1);
+            EXPECT_EQ(hf["metadata"]["tokenizer.ggml.tokens"]["length"], c["vocab_size"]);
+            if (c.contains("num_experts")) {
+                expect_meta(hf, a + ".expert_count", c["num_experts"]);
+                expect_meta(hf, a + ".expert_used_count", c["num_experts_per_tok"]);
+            }
+            if (c.contains("head_dim"))
+                expect_meta(hf, a + ".attention.key_length", c["head_dim"]);
+        }
         const Proc b = run({peer("llama-bench"), "-m", model, "-p", "8", "-n", "2", "-r", "1", "-t",
                             "2", "-o", "json"},
                            600);
