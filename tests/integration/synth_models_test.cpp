@@ -4,13 +4,13 @@
 // the preset files carry, run by `stagebench run` and by llama.cpp's own llama-bench as a peer,
 // and profiled by `stagebench ops` (SSM_CONV for LFM2, MUL_MAT_ID for the mixtures of experts,
 // the sliding window for Gemma 3); `synth --config` with a Qwen3 config.json against the
-// preset; every other preset loads and runs; bad config.json input.
+// preset; every other preset loads and runs (OLMoE profiled too); bad config.json input.
 //
 // Cost: about 3 minutes of CPU for the file, 13 to 15 minutes of wall time on the shared 2-core
 // VM under a load average of 12 to 16 (writing and reading some 6 GB of models). The 30B MoE at
 // q4_0 (two embeddings of 0.3 billion parameters, its output's Q6_K slow to encode: 3.5 minutes)
 // and the loop over the other ten presets (one layer each, at q8_0, which encodes in a fraction
-// of Q6_K's time: 7.5 minutes) take most of it.
+// of Q6_K's time; OLMoE profiled: 7.7 minutes) take most of it.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -272,7 +272,7 @@ TEST(SynthModels, Qwen3MoeHasItsExpertsAndRoutesThem) {
 
 TEST(SynthModels, EveryOtherPresetLoadsAndRuns) {
     // One layer each: every other preset (tiny runs in every other test) read back by the
-    // independent parser and run by the real loader, llama-bench included.
+    // independent parser and run by the real loader, llama-bench included; `ops` on OLMoE.
     for (const std::string name :
          {"olmoe-1b-7b", "phi-4-mini", "smollm3-3b", "qwen3-1.7b", "qwen3-4b", "qwen3-8b",
           "llama-3.2-1b", "llama-3.2-3b", "llama-3.1-8b", "qwen2.5-1.5b"}) {
@@ -315,6 +315,12 @@ TEST(SynthModels, EveryOtherPresetLoadsAndRuns) {
         EXPECT_EQ(doc["models"][0]["arch"], arch);
         for (const auto& test : doc["tests"])
             EXPECT_EQ(test["status"], "ok") << test.dump();
+        // The other mixture of experts (OLMoE) profiles its experts too.
+        if (c.contains("num_experts")) {
+            const json ops = ops_of(model);
+            EXPECT_TRUE(op_names(ops).count("MUL_MAT_ID")) << json(op_names(ops)).dump();
+            EXPECT_EQ(ops["models"][0]["synthetic_routing"], "skewed");
+        }
     }
 }
 
