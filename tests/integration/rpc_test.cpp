@@ -286,10 +286,10 @@ TEST(Rpc, ABrokenConnectionToALiveServerIsRecordedAsSuch) {
     ASSERT_EQ(doc["tests"].size(), 2u);
     EXPECT_EQ(doc["tests"][1]["status"], "failed");
     const std::string error = doc["tests"][1]["error"].get<std::string>();
-    EXPECT_EQ(
-        error.rfind("RPC server " + ep + " broke the connection or sent a malformed reply during ",
-                    0),
-        0u)
+    EXPECT_EQ(error.rfind(std::string("RPC server ") + ep +
+                              " broke the connection or sent a malformed reply during ",
+                          0),
+              0u)
         << error;
     EXPECT_NE(error.find(", and answers a new connection (llama.cpp: "), std::string::npos)
         << error;
