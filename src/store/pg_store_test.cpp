@@ -320,6 +320,24 @@ TEST_F(PgStore, ConcurrentWritersLoseNothing) {
               std::to_string(kWriters * kEach));
 }
 
+// Several stagebench opening one new database at once: one makes the tables, the others wait
+// for it and find them made (none takes them for another program's).
+TEST_F(PgStore, ConcurrentFirstOpensOfANewDatabaseAllSucceed) {
+    constexpr int kOpeners = 6;
+    std::vector<std::thread> threads;
+    std::vector<std::string> errors(kOpeners);
+    for (int i = 0; i < kOpeners; ++i)
+        threads.emplace_back(
+            [&, i] { errors[i] = error_of([&] { ResultStore::open(url_).append(doc("h", i)); }); });
+    for (auto& t : threads)
+        t.join();
+    for (const auto& e : errors)
+        EXPECT_EQ(e, "");
+    EXPECT_EQ(ResultStore::open(url_).list().size(), static_cast<std::size_t>(kOpeners));
+    EXPECT_EQ(server_->sql(db_, "SELECT version FROM stagebench_schema"),
+              std::to_string(kStoreSchemaVersion));
+}
+
 // A writer in the middle of its transaction (an append not yet committed) does not hold the
 // others back: they append at once. (SQLite's lock would make them wait.)
 TEST_F(PgStore, AnOpenTransactionOfAnotherWriterDoesNotBlockAppends) {

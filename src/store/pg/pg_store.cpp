@@ -112,18 +112,6 @@ std::string num(int64_t v) {
 Param num(const std::optional<int64_t>& v) {
     return v ? Param(num(*v)) : std::nullopt;
 }
-Param real(const std::optional<double>& v) {
-    if (!v)
-        return std::nullopt;
-    if (std::isnan(*v))
-        return "NaN";
-    if (std::isinf(*v))
-        return *v > 0 ? "Infinity" : "-Infinity";
-    char buf[64];
-    const auto r = std::to_chars(buf, buf + sizeof buf, *v);  // shortest exact
-    return std::string(buf, r.ptr);
-}
-
 // The advisory lock of a hash: its first 64 bits.
 std::string lock_key(const std::string& hash) {
     return num(static_cast<int64_t>(std::strtoull(hash.substr(0, 16).c_str(), nullptr, 16)));
@@ -391,7 +379,13 @@ class Transaction {
 };
 
 int read_version(Connection& c) {
-    Result has = c.exec("SELECT to_regclass('stagebench_schema') IS NOT NULL");
+    // From pg_class itself, not to_regclass(): that goes through the session's catalog cache,
+    // which an advisory lock does not refresh, and would miss the tables another migration has
+    // just committed.
+    Result has = c.exec(
+        "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON "
+        "n.oid = c.relnamespace WHERE c.relname = 'stagebench_schema' AND n.nspname = "
+        "current_schema())");
     if (!bool_at(has.get(), 0, 0))
         return 0;
     Result v = c.exec("SELECT max(version) FROM stagebench_schema");
@@ -542,14 +536,14 @@ class PgBackend final : public StoreBackend {
     // Connects, checks the schema and migrates it (see ResultStore::open).
     void open(ResultStore::Mode mode) {
         c_.connect();
-        int version = checked_version(mode);
-        if (version == kStoreSchemaVersion)
+        if (read_version(c_) == kStoreSchemaVersion)
             return;
         // Two stagebench opening a new database at once: one migrates, the other waits for it
-        // (one transaction) and then finds it done.
+        // (one transaction) and then finds it done. Only under the lock is what the database
+        // holds looked at: before, another's migration may be committing its tables.
         Transaction tx(c_);
         c_.exec(kSchemaLock);
-        version = checked_version(mode);
+        const int version = checked_version(mode);
         if (version == 0) {
             c_.exec("CREATE TABLE stagebench_schema (version integer NOT NULL)");
             c_.exec("INSERT INTO stagebench_schema (version) VALUES (0)");
