@@ -5,6 +5,7 @@
 // that cannot be reached, wrong credentials, a store of a newer schema.
 #if defined(SB_WITH_POSTGRES) && defined(SB_WITH_FLEET)
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -38,6 +39,49 @@ std::set<std::string> hashes(const json& list) {
     for (const auto& e : list)
         out.insert(e["content_hash"].get<std::string>());
     return out;
+}
+
+// The code blocks fenced ```lang in README's section "A store for a whole lab".
+std::vector<std::string> readme_blocks(const std::string& lang) {
+    const std::string readme = read_file(std::string(SB_SOURCE_DIR) + "/README.md");
+    const auto start = readme.find("### A store for a whole lab: PostgreSQL");
+    const auto end = readme.find("\n### ", start + 1);
+    const std::string section = readme.substr(start, end - start);
+    std::vector<std::string> out;
+    const std::string open = "```" + lang + "\n";
+    for (auto at = section.find(open); at != std::string::npos; at = section.find(open, at + 1)) {
+        const auto body = at + open.size();
+        out.push_back(section.substr(body, section.find("```", body) - body));
+    }
+    return out;
+}
+
+// The rows of sql on a SQLite file, each row its cells joined with '|'.
+std::vector<std::string> sqlite_rows(const std::string& path, const std::string& sql) {
+    sqlite3* db = nullptr;
+    std::vector<std::string> rows;
+    if (sqlite3_open(path.c_str(), &db) != SQLITE_OK)
+        return rows;
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr) != SQLITE_OK) {
+        ADD_FAILURE() << sqlite3_errmsg(db) << ": " << sql;
+        sqlite3_close(db);
+        return rows;
+    }
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        std::string row;
+        for (int i = 0; i < sqlite3_column_count(st); ++i) {
+            const auto* v = sqlite3_column_text(st, i);
+            if (i > 0)
+                row += '|';
+            if (v)
+                row += reinterpret_cast<const char*>(v);
+        }
+        rows.push_back(row);
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return rows;
 }
 
 std::string fleet_toml(const std::string& name, const std::string& dir,
@@ -133,6 +177,23 @@ TEST_F(PgCli, TwoParallelFleetRunsIntoOneDatabaseThenCompareReportAndCopyBothWay
     const std::string page = read_file(t.file("latest.html"));
     for (const char* d : {"(a1)", "(a2)", "(b1)", "(b2)"})
         EXPECT_NE(page.find(d), std::string::npos) << d;
+    // Drawn: a decode chart per device, holding that device's latest decode tokens/s.
+    std::string why;
+    std::vector<std::string> check =
+        report_check_argv(t.file("latest.html"), t.file("latest.png"), t.file("charts.json"), why);
+    ASSERT_FALSE(check.empty()) << why;
+    for (const char* text : {"db:", "(a1)", "(b2)"}) {
+        check.push_back("--expect-text");
+        check.push_back(text);
+    }
+    check.push_back("--expect-chart");
+    check.push_back("throughput-decode");
+    const Proc drawn = run(check, 180);
+    EXPECT_EQ(drawn.exit_code, 0) << drawn.out << drawn.err;
+    int decode_charts = 0;
+    for (const auto& ch : json::parse(read_file(t.file("charts.json"))))
+        decode_charts += ch["kind"] == "throughput-decode";
+    EXPECT_EQ(decode_charts, 4);
 
     // To SQLite and back (into the same database and a new one): the same documents.
     const std::string sqlite = t.file("lab.sqlite");
@@ -168,6 +229,26 @@ TEST_F(PgCli, TwoParallelFleetRunsIntoOneDatabaseThenCompareReportAndCopyBothWay
     }
     const Proc sr = run_sb({"report", "--db", sqlite, "--latest", "run", "-o", t.file("s.html")});
     EXPECT_EQ(sr.exit_code, 0) << sr.err;
+
+    // The README's queries, as written there, on the stores the fleets wrote.
+    const auto pg_queries = readme_blocks("sql");
+    ASSERT_EQ(pg_queries.size(), 2u);
+    // Tokens/s by device and commit: one row per device (one commit, one test here), 1 run each.
+    EXPECT_EQ(server_->sql(fs::path(url).filename().string(),
+                           "SELECT string_agg(device || ':' || runs, ',') FROM (" +
+                               pg_queries[0].substr(0, pg_queries[0].rfind(';')) + ") AS q"),
+              "a1:1,a2:1,b1:1,b2:1");
+    // The latest sustained run per device: none here, but the query runs.
+    EXPECT_EQ(server_->sql(fs::path(url).filename().string(),
+                           "SELECT count(*) FROM (" +
+                               pg_queries[1].substr(0, pg_queries[1].rfind(';')) + ") AS q"),
+              "0");
+    const auto sqlite_queries = readme_blocks("sqlite");
+    ASSERT_EQ(sqlite_queries.size(), 1u);
+    const auto rows = sqlite_rows(sqlite, sqlite_queries[0]);
+    ASSERT_EQ(rows.size(), 4u);
+    EXPECT_EQ(rows[0].rfind("a1|", 0), 0u) << rows[0];
+    EXPECT_NE(rows[0].find("|tiny.gguf|pp16+tg4|1|"), std::string::npos) << rows[0];
 }
 
 // The server stops in the middle of a run: the run ends with exit 1 and its document in a file
