@@ -5,6 +5,7 @@
 // The fixture documents are real outputs of run, ops, decompose, sustained, hybrid, import
 // and compare on a tiny synthetic model (tests/fixtures/documents/README.md).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -38,8 +39,10 @@ json read(const fs::path& p) {
 }
 
 fs::path temp_dir() {
-    const fs::path d = fs::path(testing::TempDir()) / "sb_document_fuzz" /
+    const fs::path d = fs::path(testing::TempDir()) /
+                       ("sb_document_fuzz." + std::to_string(::getpid())) /
                        testing::UnitTest::GetInstance()->current_test_info()->name();
+    fs::remove_all(d);
     fs::create_directories(d);
     return d;
 }

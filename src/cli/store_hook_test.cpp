@@ -3,6 +3,7 @@
 #include "cli/store_hook.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -19,7 +20,8 @@ namespace {
 namespace fs = std::filesystem;
 
 fs::path temp_dir() {
-    const fs::path d = fs::path(testing::TempDir()) / "sb_store_hook" /
+    const fs::path d = fs::path(testing::TempDir()) /
+                       ("sb_store_hook." + std::to_string(::getpid())) /
                        testing::UnitTest::GetInstance()->current_test_info()->name();
     fs::remove_all(d);
     fs::create_directories(d);

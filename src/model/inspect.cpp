@@ -289,6 +289,7 @@ ModelInfo inspect_model(const std::string& path) {
     m.synthetic = g.get_bool("stagebench.synthetic").value_or(false);
     m.synthetic_preset = text(g.get_string("stagebench.preset"));
     m.synthetic_seed = g.get_u64("stagebench.seed");
+    m.synthetic_routing = text(g.get_string("stagebench.routing"));
     m.generator = text(g.get_string("stagebench.generator"));
 
     const std::string& a = *arch;
@@ -329,6 +330,7 @@ nlohmann::json to_json(const ModelInfo& m) {
         {"synthetic", m.synthetic},
         {"synthetic_preset", opt(m.synthetic_preset)},
         {"synthetic_seed", opt(m.synthetic_seed)},
+        {"synthetic_routing", opt(m.synthetic_routing)},
         {"generator", opt(m.generator)},
         {"n_layers", opt(m.n_layers)},
         {"n_embd", opt(m.n_embd)},

@@ -29,6 +29,7 @@ struct ModelInfo {
     bool synthetic = false;                        // stagebench.synthetic
     std::optional<std::string> synthetic_preset;   // stagebench.preset
     std::optional<uint64_t> synthetic_seed;        // stagebench.seed
+    std::optional<std::string> synthetic_routing;  // stagebench.routing (mixtures of experts)
     std::optional<std::string> generator;          // stagebench.generator
     std::optional<int64_t> n_layers;               // <arch>.block_count
     std::optional<int64_t> n_embd;                 // <arch>.embedding_length

@@ -3,6 +3,7 @@
 // whose every outcome must be a loadable-looking model or one sb::Error(input) line.
 // (tests/integration/bad_model_test.cpp hands accepted mutations to the real llama.cpp.)
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <random>
@@ -23,8 +24,10 @@ using testing_gguf::Mutation;
 using testing_gguf::set_kv;
 
 fs::path test_dir() {
-    const fs::path dir = fs::path(testing::TempDir()) / "sb_llama_limits_test" /
+    const fs::path dir = fs::path(testing::TempDir()) /
+                         ("sb_llama_limits_test." + std::to_string(::getpid())) /
                          testing::UnitTest::GetInstance()->current_test_info()->name();
+    fs::remove_all(dir);
     fs::create_directories(dir);
     return dir;
 }

@@ -6,6 +6,7 @@
 // (tests/fuzz_seed.hpp).
 #include <gtest/gtest.h>
 #include <sqlite3.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -25,7 +26,8 @@ using nlohmann::json;
 namespace fs = std::filesystem;
 
 fs::path temp_dir() {
-    const fs::path d = fs::path(testing::TempDir()) / "sb_store_fuzz" /
+    const fs::path d = fs::path(testing::TempDir()) /
+                       ("sb_store_fuzz." + std::to_string(::getpid())) /
                        testing::UnitTest::GetInstance()->current_test_info()->name();
     fs::remove_all(d);
     fs::create_directories(d);
