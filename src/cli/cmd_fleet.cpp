@@ -8,6 +8,7 @@
 #include "cli/flag_checks.hpp"
 #include "core/parse.hpp"
 #include "store/result_store.hpp"
+#include "store/store_name.hpp"
 #ifdef SB_WITH_FLEET
 #include "fleet/fleet_run.hpp"
 #include "fleet/inventory.hpp"
@@ -29,6 +30,15 @@ std::string default_db(const std::string& hosts) {
 
 std::string short_commit(const std::optional<std::string>& c) {
     return c ? c->substr(0, 12) : "-";
+}
+
+// A deadline flag: a duration above 0 and at most a day (0 would mean no deadline at all).
+double deadline_s(const std::string& flag, const std::string& text) {
+    const auto ns = parse_duration(text);
+    if (!ns || *ns <= 0 || static_cast<double>(*ns) * 1e-9 > kMaxGateWait_s)
+        throw usage_error(flag + " '" + text +
+                          "': expected a deadline above 0 and at most a day, e.g. 30m, 90s");
+    return static_cast<double>(*ns) * 1e-9;
 }
 
 }  // namespace
@@ -53,12 +63,15 @@ void add_fleet_command(CLI::App& app, Context& ctx) {
         "Run COMMAND (run, ops, decompose, sustained, hybrid) on every device: "
         "fleet run --hosts fleet.toml -- run -m model.gguf -p 512 -n 128");
     run->add_option("--hosts", a->hosts, "the inventory (TOML)")->required();
-    run->add_option("--db", a->db, "the results store (default: the inventory's name .sqlite)");
+    run->add_option("--db", a->db,
+                    "the results store: a SQLite file (default: the inventory's name .sqlite) or "
+                    "postgresql://user@host:port/dbname");
     run->add_option("--dist", a->o.dist_dir,
                     "where `make dist` and `make agents` put the tarballs and agents")
         ->capture_default_str();
     run->add_option("--parallel", a->o.parallel,
                     "devices measured at once (never two commands on one device)")
+        ->check(int_range(1, 1024, "1..1024"))
         ->capture_default_str();
     run->add_flag("--resume", a->o.resume,
                   "skip devices whose run of this command is already in the store");
@@ -90,22 +103,22 @@ void add_fleet_command(CLI::App& app, Context& ctx) {
                 throw usage_error("--cool-to '" + a->cool_to + "' is not a temperature (e.g. 45C)");
         }
         if (!a->cool_timeout.empty())
-            a->o.gates.cool_timeout_s =
-                static_cast<double>(parse_duration_ns(a->cool_timeout)) * 1e-9;
+            a->o.gates.cool_timeout_s = deadline_s("--cool-timeout", a->cool_timeout);
         if (!a->governor.empty())
             a->o.gates.governor = a->governor;
         a->o.gates.min_battery_pct = a->min_battery;
         a->o.gates.max_load = a->max_load;
         if (!a->timeout.empty())
-            a->o.timeout_s = static_cast<double>(parse_duration_ns(a->timeout)) * 1e-9;
+            a->o.timeout_s = deadline_s("--timeout", a->timeout);
         if (!a->only.empty())
             a->o.only = split_list(a->only);
         check_fleet_options(a->o);
+        const std::string store = printable_store_name(a->o.db_path);
         ctx.err << fmt::format("fleet {}: {} device(s), store {}\n", inv.name, inv.devices.size(),
-                               a->o.db_path);
+                               store);
         const FleetRunSummary s = run_fleet(inv, a->o, ctx.err);
         ctx.err << fmt::format("fleet {}: {} ok, {} failed, {} skipped (fleet status --db {})\n",
-                               inv.name, s.ok, s.failed, s.skipped, a->o.db_path);
+                               inv.name, s.ok, s.failed, s.skipped, store);
         ctx.exit_code = s.failed > 0 ? 1 : 0;
     });
 
@@ -119,6 +132,7 @@ void add_fleet_command(CLI::App& app, Context& ctx) {
     up->add_option("--dist", a->o.dist_dir, "where the tarballs and agents are")
         ->capture_default_str();
     up->add_option("--port", *port, "the first device's port; the next device gets the next one")
+        ->check(int_range(1, 65535, "1..65535"))
         ->capture_default_str();
     up->add_option("--only", a->only, "these devices of the inventory (a comma list)");
     up->add_flag("--allow-mixed", a->o.allow_mixed,
@@ -160,7 +174,8 @@ void add_fleet_command(CLI::App& app, Context& ctx) {
     auto* status = fleet->add_subcommand(
         "status", "What ran where, when, with which stagebench and llama.cpp, and what failed");
     status->add_option("--hosts", a->hosts, "the inventory (its store: the inventory's .sqlite)");
-    status->add_option("--db", a->db, "the results store");
+    status->add_option("--db", a->db,
+                       "the results store (a SQLite file or postgresql://user@host:port/dbname)");
     status->add_option("--fleet", a->fleet_name, "only this fleet (the inventory's name)");
     status->callback([&ctx, a] {
         std::string db = a->db;
@@ -192,7 +207,7 @@ void add_fleet_command(CLI::App& app, Context& ctx) {
                 what);
         }
         if (runs.empty())
-            ctx.err << "fleet status: no fleet runs in '" << db << "'\n";
+            ctx.err << "fleet status: no fleet runs in '" << store.path() << "'\n";
     });
 }
 

@@ -11,8 +11,10 @@
 #include <functional>
 #include <limits>
 #include <random>
+#include <thread>
 
 #include "core/error.hpp"
+#include "core/interrupt.hpp"
 
 namespace sb {
 namespace {
@@ -167,7 +169,7 @@ TEST(ResultStore, MigratesAVersion1StoreAndIndexesItsTests) {
                 quoted + "'); PRAGMA user_version = 1;");
 
     auto store = ResultStore::open(path, ResultStore::Mode::existing);
-    EXPECT_EQ(store.schema_version(), 3);
+    EXPECT_EQ(store.schema_version(), kStoreSchemaVersion);
     EXPECT_TRUE(store.fleet_runs().empty());
     EXPECT_EQ(store.get_text(1), text);
     EXPECT_EQ(to_json(store.get(1)), to_json(from_json<ResultDocument>(a, "a")));
@@ -176,6 +178,10 @@ TEST(ResultStore, MigratesAVersion1StoreAndIndexesItsTests) {
     ASSERT_EQ(entries.size(), 1u);
     EXPECT_EQ(entries[0].stored_at, "2026-01-01T00:00:00Z");
     EXPECT_EQ(entries[0].host, "old-host");
+    // v4: what identifies it, and its device, from the stored JSON.
+    EXPECT_EQ(entries[0].content_hash, content_hash(from_json<ResultDocument>(a, "a")));
+    EXPECT_EQ(entries[0].device, "old-host");
+    EXPECT_FALSE(entries[0].llama_commit);
     auto tests = store.tests(1);
     ASSERT_EQ(tests.size(), 1u);
     EXPECT_EQ(tests[0].test, "pp32+tg8");
@@ -183,6 +189,46 @@ TEST(ResultStore, MigratesAVersion1StoreAndIndexesItsTests) {
     // New appends land after the migrated document.
     EXPECT_EQ(store.append(sample_doc("new-host", 1.0)), 2);
     EXPECT_EQ(store.tests(2).size(), 1u);
+}
+
+// A v3 store's fleet runs get their hashes: a copy of it recognises them in another store.
+TEST(ResultStore, MigratesAVersion3StoreWithFleetRuns) {
+    TempDir t;
+    const std::string path = t.file("v3.sqlite");
+    const json a = sample_json("pi", 1.0);
+    std::string quoted;
+    for (char c : a.dump(2))
+        quoted += c == '\'' ? std::string("''") : std::string(1, c);
+    raw_sql(path,
+            "CREATE TABLE documents (id INTEGER PRIMARY KEY AUTOINCREMENT, stored_at TEXT NOT "
+            "NULL, command TEXT, started_at TEXT, host TEXT, cpu TEXT, tool_version TEXT, models "
+            "TEXT NOT NULL DEFAULT '[]', n_tests INTEGER NOT NULL DEFAULT 0, json TEXT NOT NULL);"
+            "CREATE TABLE document_tests (document_id INTEGER NOT NULL, idx INTEGER NOT NULL, "
+            "test TEXT NOT NULL, model TEXT, devices TEXT, n_threads INTEGER, status TEXT, "
+            "prefill_tps_median REAL, decode_tps_median REAL, PRIMARY KEY (document_id, idx));"
+            "CREATE TABLE fleet_runs (id INTEGER PRIMARY KEY AUTOINCREMENT, fleet TEXT NOT NULL, "
+            "device TEXT NOT NULL, transport TEXT NOT NULL, command TEXT NOT NULL, status TEXT "
+            "NOT NULL, error TEXT, error_kind TEXT, document_id INTEGER, started_at TEXT NOT "
+            "NULL, finished_at TEXT NOT NULL, tool_version TEXT, llama_commit TEXT, arch TEXT);"
+            "INSERT INTO documents (stored_at, command, host, json) VALUES "
+            "('2026-01-01T00:00:00Z', 'run', 'pi', '" +
+                quoted +
+                "');"
+                "INSERT INTO fleet_runs (fleet, device, transport, command, status, document_id, "
+                "started_at, finished_at) VALUES ('lab', 'pi', 'local', '[]', 'ok', 1, 's', 'f');"
+                "PRAGMA user_version = 3;");
+    auto store = ResultStore::open(path, ResultStore::Mode::existing);
+    EXPECT_EQ(store.schema_version(), 4);
+    EXPECT_EQ(store.list()[0].content_hash, content_hash(from_json<ResultDocument>(a, "a")));
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    sqlite3_stmt* st = nullptr;
+    sqlite3_prepare_v2(db, "SELECT length(content_hash) FROM fleet_runs", -1, &st, nullptr);
+    ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+    EXPECT_EQ(sqlite3_column_int(st, 0), 64);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    EXPECT_EQ(store.fleet_runs("lab").at(0).document_id, 1);
 }
 
 TEST(ResultStore, FleetRunsKeepFailuresBesideDocumentsAndFilterByFleet) {
@@ -375,6 +421,94 @@ TEST(ResultStore, ADamagedStoreIsAnInputError) {
     EXPECT_EQ(kind, ErrorKind::input) << msg;
     EXPECT_NE(msg.find("is damaged"), std::string::npos) << msg;
     EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+}
+
+// SQLite would keep these in memory (or read them as URIs): nothing would be left after the
+// command. A path that names a file of that name is a file.
+TEST(ResultStore, SqliteSpecialNamesAreRefused) {
+    TempDir t;
+    for (const std::string& name :
+         std::vector<std::string>{":memory:", "file:x.sqlite", "file::memory:?cache=shared",
+                                  "FILE:" + t.file("u.sqlite") + "?mode=memory", ""}) {
+        ErrorKind kind = ErrorKind::runtime;
+        const std::string msg = error_of([&] { ResultStore::open(name); }, &kind);
+        EXPECT_EQ(kind, ErrorKind::input) << name << ": " << msg;
+        EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+    }
+    EXPECT_EQ(error_of([] { ResultStore::open(":memory:"); }),
+              "results store ':memory:' is SQLite's in-memory database, which keeps nothing after "
+              "the command: give a file (./:memory: for a file of that name)");
+    const std::string file = t.file(":memory:");
+    EXPECT_EQ(ResultStore::open(file).append(sample_doc("a", 1)), 1);
+    EXPECT_TRUE(fs::is_regular_file(file));
+    EXPECT_EQ(ResultStore::open(file, ResultStore::Mode::existing).list().size(), 1u);
+}
+
+// A page damaged away from the header: SQLite would read the header, the schema and even some
+// documents; the integrity check at open refuses the file before any of that is trusted or
+// anything is appended.
+TEST(ResultStore, AStoreFailingTheIntegrityCheckIsRefusedWhenOpened) {
+    TempDir t;
+    const std::string path = t.file("damaged.sqlite");
+    {
+        ResultStore s = ResultStore::open(path);
+        for (int i = 0; i < 20; ++i)
+            s.append(sample_doc(std::string(2000, 'h'), i));
+    }
+    const auto pages = fs::file_size(path) / 4096;
+    ASSERT_GE(pages, 8u);
+    {
+        std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+        f.seekp(static_cast<std::streamoff>((pages - 2) * 4096));
+        const std::string junk(4096, '\x33');
+        f.write(junk.data(), 4096);
+    }
+    const auto before = fs::file_size(path);
+    for (const auto mode : {ResultStore::Mode::existing, ResultStore::Mode::create}) {
+        ErrorKind kind = ErrorKind::runtime;
+        const std::string msg = error_of([&] { ResultStore::open(path, mode); }, &kind);
+        EXPECT_EQ(kind, ErrorKind::input) << msg;
+        EXPECT_EQ(msg.rfind("results store '" + path + "' is damaged (integrity check: ", 0), 0u)
+            << msg;
+        EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+    }
+    EXPECT_EQ(fs::file_size(path), before);
+}
+
+// Ctrl-C while another writer holds the store: the wait ends at once, whatever --db-wait says.
+TEST(ResultStore, CtrlCEndsTheWaitForALock) {
+    TempDir t;
+    const std::string path = t.file("busy.sqlite");
+    ResultStore::open(path).append(sample_doc("a", 1));
+    sqlite3* other = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &other), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(other, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
+    StoreWait w;
+    w.timeout_s = 600;
+    ResultStore s = ResultStore::open(path, ResultStore::Mode::existing, w);
+    std::thread ctrl_c([] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        request_interrupt();
+    });
+    const auto t0 = std::chrono::steady_clock::now();
+    std::string msg;
+    bool locked = false;
+    try {
+        s.append(sample_doc("b", 2));
+    } catch (const StoreLocked& e) {
+        locked = true;
+        msg = e.what();
+    }
+    const double waited =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    ctrl_c.join();
+    clear_interrupt();
+    EXPECT_TRUE(locked);
+    EXPECT_LT(waited, 5.0);
+    EXPECT_NE(msg.find("the wait for it was interrupted (Ctrl-C)"), std::string::npos) << msg;
+    sqlite3_exec(other, "ROLLBACK", nullptr, nullptr, nullptr);
+    sqlite3_close(other);
+    EXPECT_EQ(s.append(sample_doc("b", 2)), 2);  // nothing half-done: the append works after
 }
 
 TEST(ResultStore, SaysWhenItCannotBeWritten) {
