@@ -742,6 +742,7 @@ json sustained_view(const ResultDocument& doc) {
                  {"temp_cpu_c", opt(r.temp_cpu_c)},
                  {"temp_gpu_c", opt(r.temp_gpu_c)},
                  {"temp_npu_c", opt(r.temp_npu_c)},
+                 {"battery_capacity_start_pct", opt(r.battery_capacity_start_pct)},
                  {"battery_capacity_end_pct", opt(r.battery_capacity_end_pct)}});
         if (rounds.empty())
             continue;

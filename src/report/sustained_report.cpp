@@ -1,5 +1,7 @@
 #include "report/sustained_report.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -23,7 +25,11 @@ std::string mean_sd(const RoundSpread& s, const char* spec) {
 // The round-by-round table of the sustained-load study: one request end to end per round, its
 // power, energy and temperatures, and the mean ± sd of each over the rounds. Columns that no
 // round has (NPU temperature, per-component rails, a battery) are left out; the rest show "-".
+// A document from before the rounds recorded their request (no round has an E2E) has no table.
 void write_request_table(const SustainedPhase& p, std::ostream& out) {
+    if (std::none_of(p.rounds.begin(), p.rounds.end(),
+                     [](const SustainedRound& x) { return x.e2e_s.has_value(); }))
+        return;
     bool npu_temp = false, rail[3] = {false, false, false}, battery = false;
     for (const auto& x : p.rounds) {
         npu_temp |= x.temp_npu_c.has_value();
