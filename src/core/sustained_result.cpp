@@ -150,7 +150,8 @@ void read(const JsonIn& in, SustainedConfig& c) {
     ObjectIn{in}("model", c.model)("devices", c.devices)("threads", c.threads)("rounds", c.rounds)(
         "prompt_tokens", c.prompt_tokens)("max_tokens", c.max_tokens)("chunk", c.chunk)(
         "cooldown", c.cooldown)("background", c.background)("seed", c.seed)("trace_ops_rounds",
-                                                                            c.trace_ops_rounds);
+                                                                            c.trace_ops_rounds)
+        .non_negative({"threads", "rounds", "prompt_tokens", "max_tokens", "chunk"});
 }
 
 void read(const JsonIn& in, RoundTracedPass& p) {
@@ -180,7 +181,31 @@ void read(const JsonIn& in, SustainedRound& r) {
         "power_npu_w", r.power_npu_w)("temp_cpu_c", r.temp_cpu_c)("temp_gpu_c", r.temp_gpu_c)(
         "temp_npu_c", r.temp_npu_c)("battery_capacity_start_pct", r.battery_capacity_start_pct)(
         "battery_capacity_end_pct", r.battery_capacity_end_pct)("battery_drain_pct",
-                                                                r.battery_drain_pct);
+                                                                r.battery_drain_pct)
+        // A battery that charged over a round drains a negative amount; temperatures may be
+        // below 0.
+        .non_negative({"cooldown_s",
+                       "ttft_ms",
+                       "prefill_tps",
+                       "decode_tps",
+                       "itl_p50_ms",
+                       "itl_p99_ms",
+                       "prefill_energy_j",
+                       "decode_energy_j",
+                       "decode_j_per_token",
+                       "cpu_freq_mean_khz",
+                       "e2e_s",
+                       "prompt_tokens",
+                       "generated_tokens",
+                       "combined_tps",
+                       "energy_j",
+                       "power_w",
+                       "j_per_token",
+                       "power_cpu_w",
+                       "power_gpu_w",
+                       "power_npu_w",
+                       "battery_capacity_start_pct",
+                       "battery_capacity_end_pct"});
 }
 
 void read(const JsonIn& in, FloorTime& f) {
@@ -201,7 +226,11 @@ void read(const JsonIn& in, AcrossRounds& a) {
         "power_npu_w", a.power_npu_w)("temp_cpu_c", a.temp_cpu_c)("temp_gpu_c", a.temp_gpu_c)(
         "temp_npu_c", a.temp_npu_c)("battery_drain_capacity_pct", a.battery_drain_capacity_pct)(
         "battery_drain_energy_pct", a.battery_drain_energy_pct)("drop_round", a.drop_round)(
-        "throttle_evidence", a.throttle_evidence)("load", a.load);
+        "throttle_evidence", a.throttle_evidence)("load", a.load)
+        .non_negative(
+            {"prefill_tps", "decode_tps", "ttft_ms", "steady_decode_tps", "e2e_s", "combined_tps",
+             "energy_j", "power_w", "j_per_token", "power_cpu_w", "power_gpu_w", "power_npu_w"},
+            {"ci95_lo"});
 }
 
 void read(const JsonIn& in, SustainedPhase& p) {
