@@ -165,6 +165,7 @@ SustainedRound round_record(const TestResult& r, int round) {
     }
     if (!r.ttft_ns.empty())
         sr.ttft_ms = r.ttft_ns[0] * 1e-6;
+    add_request_figures(r, sr);
     return sr;
 }
 
@@ -421,6 +422,7 @@ int run_sustained(const SustainedOptions& o, ResultDocument& doc, std::ostream& 
         rh.round_done = [&](int round, TestResult& r, SustainedRound& sr) {
             if (sampling) {
                 r.telemetry = test_telemetry(*tel, prefix);
+                add_request_telemetry(*r.telemetry, sr);
                 if (auto st = tel->stage_summary(prefix + "round"))
                     round_telemetry(*st, sr);
                 if (auto p = tel->stage_summary(prefix + "prefill")) {
@@ -487,6 +489,7 @@ int run_sustained(const SustainedOptions& o, ResultDocument& doc, std::ostream& 
     }
     if (res.phases.size() == 2)
         res.slowdown = phase_slowdown(res.phases[0], res.phases[1]);
+    name_machine_load(res, doc.system, doc.warnings);
     progress.done(device);
     engine.unload();
     if (http)

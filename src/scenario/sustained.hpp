@@ -59,8 +59,8 @@ struct SustainedOptions {
 std::set<int> parse_trace_ops_rounds(const std::string& text, int rounds);
 
 // A round's record from its test (the workload measured once): status, error, start and end,
-// and the first repetition's prefill and decode tokens/s, inter-token latency p50/p99 and TTFT.
-// Pure.
+// and the first repetition's prefill and decode tokens/s, inter-token latency p50/p99, TTFT,
+// E2E, token counts and combined tokens/s (add_request_figures). Pure.
 SustainedRound round_record(const TestResult& r, int round);
 
 // What the rounds of a phase ask of their driver. measure is required; the rest optional.

@@ -108,12 +108,20 @@ TEST(SustainedRounds, ThrottlingOnsetIsThePlantedRound) {
         EXPECT_DOUBLE_EQ(*r.ttft_ms, (1.6e6 + (i + 1 >= 6 ? 20e6 : 10e6)) * 1e-6);
         EXPECT_DOUBLE_EQ(*r.itl_p50_ms, i + 1 >= 6 ? 20 : 10);
         EXPECT_DOUBLE_EQ(r.cooldown_s, i == 0 ? 0 : 0.25);
+        // The request end to end: 16 prompt tokens in 1.6 ms, 8 generated in 80 or 160 ms.
+        const double e2e_s = 1.6e-3 + (i + 1 >= 6 ? 160e-3 : 80e-3);
+        EXPECT_DOUBLE_EQ(*r.e2e_s, e2e_s);
+        EXPECT_EQ(r.prompt_tokens, 16);
+        EXPECT_EQ(r.generated_tokens, 8);
+        EXPECT_DOUBLE_EQ(*r.combined_tps, 24 / e2e_s);
     }
     const AcrossRounds& a = phase.across;
-    ASSERT_TRUE(a.throttle_onset_round);
-    EXPECT_EQ(*a.throttle_onset_round, 6);
+    // No clock or temperature was read: the drop is not called throttling.
+    EXPECT_EQ(a.drop_round, 6);
+    EXPECT_FALSE(a.throttle_onset_round);
     EXPECT_EQ(a.onset_basis, "throughput");
-    EXPECT_EQ(a.verdict, "throttled at round 6");
+    EXPECT_EQ(a.verdict, "throughput dropped at round 6 (no clock or temperature evidence)");
+    EXPECT_NEAR(*a.e2e_s.mean, 1.6e-3 + (5 * 80e-3 + 5 * 160e-3) / 10, 1e-12);
     EXPECT_DOUBLE_EQ(*a.steady_decode_tps, 50);
     EXPECT_DOUBLE_EQ(*a.peak_to_steady, 2);
     EXPECT_DOUBLE_EQ(*a.first_last_change, -0.5);

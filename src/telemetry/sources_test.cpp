@@ -84,6 +84,7 @@ TEST(Discover, SnapdragonPhone) {
     EXPECT_DOUBLE_EQ(*v["battery.battery.power_mw"], 1741.5);
     EXPECT_EQ(v["battery.battery.temp_mc"], 31200.0);  // tenths of °C
     EXPECT_EQ(v["battery.battery.charge_counter_uah"], 3012000.0);
+    EXPECT_EQ(v["battery.battery.charge_full_uah"], 4800000.0);
     // An empty temp file is a missing sample with a warning, not an error.
     EXPECT_FALSE(v["thermal.pm8550b-ibat-lvl0.temp_mc"].has_value());
     auto w = find_source(d, "thermal")->warnings();

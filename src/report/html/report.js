@@ -640,6 +640,12 @@
                               borderWidth: 2, label: { display: true, content: 'throttle onset (round ' + p.onset_round + ')',
                                                        position: 'start' } };
       }
+      // A drop of throughput without clock or temperature evidence is not called throttling.
+      if (p.drop_round !== undefined && p.drop_round !== null && p.drop_round !== p.onset_round) {
+        annotations.drop = { type: 'line', xMin: p.drop_round, xMax: p.drop_round, borderColor: '#9a6700',
+                             borderDash: [6, 3], borderWidth: 2,
+                             label: { display: true, content: 'throughput drop (round ' + p.drop_round + ')', position: 'start' } };
+      }
       if (p.freq_onset_round !== null && p.freq_onset_round !== p.onset_round) {
         annotations.freq = { type: 'line', xMin: p.freq_onset_round, xMax: p.freq_onset_round, borderColor: '#8e5cc4',
                              borderDash: [4, 4], borderWidth: 1.5,
@@ -665,9 +671,40 @@
         p.first_last_change !== null ? '; last vs first round ' + pct(p.first_last_change) : '',
         p.onset_round !== null ? '; throttle onset at round ' + p.onset_round : '',
         p.onset_basis ? ' (from ' + p.onset_basis + ')' : ''));
-      sec.appendChild(table(['round', 'status', 'prefill tok/s', 'decode tok/s', 'TTFT ms', 'max °C', 'CPU MHz'],
-        rounds.map((r) => [String(r.round), r.status, num(r.prefill_tps), num(r.decode_tps), num(r.ttft_ms),
-                           num(r.temp_max_c), num(r.cpu_freq_mhz)])));
+      if (p.evidence && p.evidence.length) {
+        sec.appendChild(el('p', { class: 'caption' }, 'Evidence of throttling: ' + p.evidence.join('; ') + '.'));
+      }
+      if (p.load && !(p.verdict || '').includes(p.load)) {
+        sec.appendChild(el('p', { class: 'caption' }, 'Load: ' + p.load + '.'));
+      }
+      // The sustained-load study's table: one request per round, and the mean ± sd of each figure.
+      const a = p.across || {};
+      const meanSd = (x, d) => (!x || x.mean === null || x.mean === undefined ? '–'
+        : num(x.mean, d) + (x.sd === null || x.sd === undefined ? '' : ' ± ' + num(x.sd, 2)));
+      const given = (v) => v !== null && v !== undefined;
+      const hasNpu = rounds.some((r) => given(r.temp_npu_c));
+      const hasBattery = rounds.some((r) => given(r.battery_capacity_start_pct) || given(r.battery_capacity_end_pct));
+      const headers = ['round', 'status', 'E2E s', 'combined tok/s', 'prefill tok/s', 'decode tok/s', 'TTFT ms',
+                       'power W', 'energy J', 'J/token', 'CPU °C', 'GPU °C']
+        .concat(hasNpu ? ['NPU °C'] : []).concat(hasBattery ? ['battery %'] : []).concat(['max °C', 'CPU MHz']);
+      const rows = rounds.map((r) => [String(r.round), r.status, num(r.e2e_s), num(r.combined_tps), num(r.prefill_tps),
+                                      num(r.decode_tps), num(r.ttft_ms), num(r.power_w), num(r.energy_j),
+                                      num(r.j_per_token), num(r.temp_cpu_c), num(r.temp_gpu_c)]
+        .concat(hasNpu ? [num(r.temp_npu_c)] : [])
+        .concat(hasBattery ? [num(r.battery_capacity_start_pct) + ' → ' + num(r.battery_capacity_end_pct)] : [])
+        .concat([num(r.temp_max_c), num(r.cpu_freq_mhz)]));
+      rows.push(['mean ± sd', '', meanSd(a.e2e_s), meanSd(a.combined_tps), '', '', '', meanSd(a.power_w),
+                 meanSd(a.energy_j), meanSd(a.j_per_token), meanSd(a.temp_cpu_c), meanSd(a.temp_gpu_c)]
+        .concat(hasNpu ? [meanSd(a.temp_npu_c)] : []).concat(hasBattery ? [''] : []).concat(['', '']));
+      sec.appendChild(table(headers, rows));
+      const drains = [];
+      if (p.battery_drain_capacity_pct !== undefined && p.battery_drain_capacity_pct !== null) {
+        drains.push(num(p.battery_drain_capacity_pct) + ' % by the capacity (whole percent), first round to last');
+      }
+      if (p.battery_drain_energy_pct !== undefined && p.battery_drain_energy_pct !== null) {
+        drains.push(num(p.battery_drain_energy_pct, 3) + ' % of a full charge by energy over the requests');
+      }
+      if (drains.length) sec.appendChild(el('p', { class: 'caption' }, 'Battery drain: ' + drains.join('; ') + '.'));
     });
     if (s.slowdown.length) {
       sec.appendChild(el('h4', null, 'Slowdown under background load'));
