@@ -50,7 +50,8 @@ std::string ci_text(const std::optional<double>& lo, const std::optional<double>
 }
 
 std::string percent(double share) {
-    return fmt::format("{:.0f} %", share * 100);
+    const double p = std::round(share * 100);
+    return fmt::format("{:.0f} %", p == 0 ? 0.0 : p);  // never "-0 %"
 }
 
 struct Term {
@@ -433,9 +434,9 @@ void summarize_explain(ExplainSection& s, std::size_t resamples, std::uint64_t s
                 return;
             const MedianCi c = median_ci(v);
             s.notes.push_back(fmt::format(
-                "server timings: {}: the server's own timings leave {} ({}) of each request "
-                "outside its compute ({}): HTTP, JSON, SSE, the queue, tokenizing",
-                stage, format_ms(*c.median), ci_text(c.ci95_lo, c.ci95_hi), what));
+                "server timings: {}: the client's time less the server's own ({}): {} ({}), "
+                "what the server's timings leave out: HTTP, JSON, SSE, the queue, tokenizing",
+                stage, what, format_ms(*c.median), ci_text(c.ci95_lo, c.ci95_hi)));
         };
         note("prefill", pre, "TTFT less prompt_ms");
         note("decode", dec, "TPOT less predicted_ms / (predicted_n - 1)");

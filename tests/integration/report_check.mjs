@@ -4,7 +4,9 @@
 //   - any console error or uncaught page error,
 //   - an expected chart kind with no canvas, no Chart.js instance or a blank canvas,
 //   - an expected annotated chart kind without annotations (or no annotation plugin),
-//   - an expected text missing from the page.
+//   - an expected text missing from the page,
+//   - on an expected labels-fit chart kind: a category label Chart.js skipped, a label (category
+//     tick or value label, chart.$sbLabels) outside the canvas, or two labels that overlap.
 // Saves a full-page screenshot. Prints one JSON line with what it saw; exit 0 on success.
 // With --dump-charts FILE it also writes what every chart holds, for the caller to compare
 // with the documents: [{"doc": section id ("d0"...), "kind", "labels", "datasets": [{"label",
@@ -13,14 +15,14 @@
 //
 // node report_check.mjs --driver DIR --chromium PATH --html FILE --screenshot PNG
 //                       [--expect-chart KIND]... [--expect-annotated KIND]... [--expect-text TEXT]...
-//                       [--dump-charts FILE]
+//                       [--expect-labels-fit KIND]... [--dump-charts FILE]
 import { createRequire } from 'node:module';
 import { writeFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import path from 'node:path';
 
 function parseArgs(argv) {
-  const a = { expectChart: [], expectAnnotated: [], expectText: [] };
+  const a = { expectChart: [], expectAnnotated: [], expectText: [], labelsFit: [] };
   for (let i = 0; i < argv.length; i += 2) {
     const k = argv[i], v = argv[i + 1];
     if (v === undefined) throw new Error('missing value for ' + k);
@@ -32,6 +34,7 @@ function parseArgs(argv) {
     else if (k === '--expect-annotated') a.expectAnnotated.push(v);
     else if (k === '--expect-text') a.expectText.push(v);
     else if (k === '--dump-charts') a.dumpCharts = v;
+    else if (k === '--expect-labels-fit') a.labelsFit.push(v);
     else throw new Error('unknown option ' + k);
   }
   for (const k of ['driver', 'chromium', 'html', 'screenshot']) {
@@ -109,10 +112,40 @@ try {
                     datasets: chart.data.datasets.map((d) => ({ label: d.label, data: d.data })),
                     annotations: annotations });
     }
+    // Every text a chart drew, as boxes in CSS pixels: its category ticks (the y axis of a
+    // horizontal bar chart, the x axis otherwise) and its value labels.
+    const labelBoxes = [];
+    for (const canvas of document.querySelectorAll('canvas[data-chart]')) {
+      const chart = window.Chart.getChart(canvas);
+      const horizontal = chart && chart.options.indexAxis === 'y';
+      const scale = chart && chart.scales[horizontal ? 'y' : 'x'];
+      if (!scale || !scale.ticks) continue;
+      const labels = chart.data.labels || [];
+      const font = window.Chart.helpers.toFont(scale.options.ticks.font);
+      const ctx = canvas.getContext('2d');
+      ctx.save();
+      ctx.font = font.string;
+      const boxes = [];
+      scale.ticks.forEach((t, i) => {
+        const text = String(labels[t.value] ?? t.label);
+        const w = ctx.measureText(text).width;
+        const p = scale.getPixelForTick(i);
+        if (horizontal) {
+          const right = scale.right - (scale.options.ticks.padding || 0);
+          boxes.push({ x: right - w, y: p - font.lineHeight / 2, w: w, h: font.lineHeight, text: text });
+        } else {
+          boxes.push({ x: p - w / 2, y: scale.top, w: w, h: font.lineHeight, text: text });
+        }
+      });
+      ctx.restore();
+      for (const b of chart.$sbLabels || []) boxes.push(b);
+      labelBoxes.push({ kind: canvas.dataset.chart, shown: scale.ticks.length, labels: labels.length,
+                        width: chart.width, height: chart.height, boxes: boxes });
+    }
     let annotationPlugin = false;
     try { annotationPlugin = !!window.Chart.registry.getPlugin('annotation'); } catch (e) { /* absent */ }
     return { canvases: out, charts: charts, instances: Object.keys(window.Chart.instances).length,
-             annotationPlugin: annotationPlugin, text: document.body.innerText };
+             annotationPlugin: annotationPlugin, text: document.body.innerText, labelBoxes: labelBoxes };
   });
 
   const byKind = {};
@@ -138,6 +171,25 @@ try {
   }
   for (const t of args.expectText) {
     if (!seen.text.includes(t)) problems.push('text not on the page: ' + t);
+  }
+  for (const kind of args.labelsFit) {
+    const charts = seen.labelBoxes.filter((c) => c.kind === kind);
+    if (!charts.length) problems.push('no chart of kind ' + kind + ' to check the labels of');
+    for (const c of charts) {
+      if (c.shown !== c.labels) problems.push(kind + ': ' + c.shown + ' of ' + c.labels + ' category labels shown');
+      c.boxes.forEach((b, i) => {
+        if (b.x < 0 || b.y < 0 || b.x + b.w > c.width + 0.5 || b.y + b.h > c.height + 0.5) {
+          problems.push(kind + ': label "' + b.text + '" is clipped (' + Math.round(b.x) + ',' + Math.round(b.y) +
+                        ' ' + Math.round(b.w) + 'x' + Math.round(b.h) + ' in ' + c.width + 'x' + c.height + ')');
+        }
+        for (let j = i + 1; j < c.boxes.length; j++) {
+          const o = c.boxes[j];
+          if (b.x < o.x + o.w && o.x < b.x + b.w && b.y < o.y + o.h && o.y < b.y + b.h) {
+            problems.push(kind + ': labels "' + b.text + '" and "' + o.text + '" overlap');
+          }
+        }
+      });
+    }
   }
   if (args.dumpCharts) writeFileSync(args.dumpCharts, JSON.stringify(seen.charts));
   await page.screenshot({ path: args.screenshot, fullPage: true });
