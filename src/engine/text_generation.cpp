@@ -6,6 +6,7 @@
 
 #include "core/clock.hpp"
 #include "core/error.hpp"
+#include "core/utf8.hpp"
 #include "llama.h"
 
 namespace sb {
@@ -30,7 +31,8 @@ nlohmann::json to_json(const SamplerSettings& s) {
                           {"top_k", s.top_k},
                           {"top_p", s.top_p},
                           {"min_p", s.min_p},
-                          {"temperature", s.temperature}};
+                          {"temperature", s.temperature},
+                          {"banned_tokens", s.banned.size()}};
 }
 
 ChatPrompter::ChatPrompter(const LlamaEngine& engine) : engine_(engine) {
@@ -107,6 +109,17 @@ std::string ChatPrompter::piece(int32_t token) const {
     return big;
 }
 
+std::vector<int32_t> ChatPrompter::non_utf8_tokens() const {
+    const llama_vocab* v = vocab_of(engine_);
+    std::vector<int32_t> out;
+    for (int32_t t = 0; t < llama_vocab_n_tokens(v); ++t) {
+        const std::string p = piece(t);
+        if (!p.empty() && !is_valid_utf8(p))
+            out.push_back(t);
+    }
+    return out;
+}
+
 TextGeneration generate_text(LlamaEngine& engine, const ChatPrompter& prompter,
                              const std::string& user_text, int n_gen, const SamplerSettings& s,
                              uint64_t seed) {
@@ -127,12 +140,16 @@ TextGeneration generate_text(LlamaEngine& engine, const ChatPrompter& prompter,
     std::vector<bool> eog(static_cast<size_t>(n_vocab));
     for (int32_t t = 0; t < n_vocab; ++t)
         eog[static_cast<size_t>(t)] = llama_vocab_is_eog(v, t);
+    for (int32_t t : s.banned)
+        if (t >= 0 && t < n_vocab)
+            eog[static_cast<size_t>(t)] = true;
     engine.reset();
 
     TextGeneration g;
     g.text.reserve(static_cast<size_t>(n_gen) * 8);
     // One token from the logits of the last evaluated position: the candidates as
-    // common_sampler builds them (every token, its logit), end-of-generation tokens masked.
+    // common_sampler builds them (every token, its logit), end-of-generation and banned tokens
+    // masked (llama-server's logit bias of -infinity).
     auto sample = [&]() {
         const std::span<const float> logits = engine.last_logits();
         for (int32_t t = 0; t < n_vocab; ++t)

@@ -30,10 +30,12 @@ struct SamplerSettings {
     double top_p = 0.95;
     double min_p = 0.05;
     double temperature = 0.8;
+    // Tokens never drawn (a logit bias of -infinity, as llama-server's logit_bias with false).
+    std::vector<int32_t> banned;
 };
 
 // {"chain": ["top_k", "top_p", "min_p", "temperature", "dist"], "top_k", "top_p", "min_p",
-// "temperature"}
+// "temperature", "banned_tokens": count}
 nlohmann::json to_json(const SamplerSettings& s);
 
 // The chat template and tokenizer of a loaded engine's model.
@@ -51,6 +53,9 @@ class ChatPrompter {
     std::vector<int32_t> tokenize(const std::string& prompt_text) const;
     // The text of one token (special tokens not rendered).
     std::string piece(int32_t token) const;
+    // The tokens whose text is bytes that are not UTF-8 on their own (byte-fallback pieces):
+    // llama-server refuses a stream in which such a byte stays unmatched.
+    std::vector<int32_t> non_utf8_tokens() const;
     // apply() then tokenize(): the prompt's length in tokens.
     int64_t count(const std::string& user_text) const { return tokenize(apply(user_text)).size(); }
 

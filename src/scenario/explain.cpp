@@ -54,6 +54,11 @@ uint64_t mix(uint64_t x) {  // splitmix64: distinct seeds for every (round, clie
 
 PromptText sized_text(const ChatPrompter& p, int64_t n, uint64_t seed) {
     auto count = [&](int64_t words) { return p.count(prompt_words(seed, words)); };
+    if (const int64_t one = count(1); one > n)
+        throw input_error(fmt::format(
+            "-p {} is shorter than a one-word chat prompt of this model ({} tokens with its "
+            "template): give -p {} or more",
+            n, one, one));
     // A longer text with the same seed starts with the shorter one, so the count grows with
     // the words: the most words that stay within n, by doubling and then halving.
     int64_t lo = 0, hi = 1;
@@ -113,7 +118,7 @@ json parse_or_null(const std::string& body) {
 // tokens ("does not match the expected ... format"), which is not what is measured here.
 GenerationStream::Spec completion_spec(const std::string& base, const std::string& prompt,
                                        int n_gen, uint64_t seed, const std::string& model,
-                                       int64_t read_ms) {
+                                       int64_t read_ms, const std::vector<int32_t>& banned) {
     GenerationStream::Spec s;
     s.api = HttpApi::openai;
     s.path = "/v1/completions";
@@ -123,6 +128,12 @@ GenerationStream::Spec completion_spec(const std::string& base, const std::strin
                   {"ignore_eos", true}, {"seed", seed}};
     if (!model.empty())
         s.body["model"] = model;
+    if (!banned.empty()) {
+        json bias = json::array();
+        for (int32_t t : banned)
+            bias.push_back(json::array({t, false}));
+        s.body["logit_bias"] = bias;
+    }
     s.n_gen = n_gen;
     s.read_ms = read_ms;
     return s;
@@ -181,7 +192,7 @@ class Levels {
         HttpClient& c = client(0);
         stream_once(
             c, completion_spec(url_, prompter_.apply(prompt_words(mix(o_.seed ^ 0xabcdef), 16)), 2,
-                               o_.seed, model_name_, timeout_ms()));
+                               o_.seed, model_name_, timeout_ms(), sampler_.banned));
     }
 
   private:
@@ -221,7 +232,7 @@ class Levels {
         po.type_v = base_.type_v;
         po.replay_copies = o_.replay_copies;
         po.traced_reps = 1;
-        po.plain_reps = 0;
+        po.plain_reps = 1;
         po.seed = o_.seed;
         ExplainRun r;
         r.start_ns = now_ns();
@@ -323,7 +334,7 @@ class Levels {
         const Generation g =
             stream_once(client(0), completion_spec(url_, t.prompt, o_.n_gen,
                                                    mix(o_.seed + 31 * static_cast<uint64_t>(round)),
-                                                   model_name_, timeout_ms()));
+                                                   model_name_, timeout_ms(), sampler_.banned));
         const RequestTiming timing = compute_timing(g);
         ExplainRun r;
         r.start_ns = g.start_ns;
@@ -371,7 +382,7 @@ class Levels {
                 auto spec = completion_spec(
                     url_, t.prompt, o_.n_gen,
                     mix(o_.seed + 131 * static_cast<uint64_t>(round) + static_cast<uint64_t>(i)),
-                    model_name_, timeout_ms());
+                    model_name_, timeout_ms(), sampler_.banned);
                 HttpClient& c = *clients_[first_client + static_cast<size_t>(i)];
                 start.arrive_and_wait();
                 try {
@@ -457,12 +468,17 @@ std::string run_line(const ExplainMeasure& m, const ExplainRun& r, int rounds) {
 
 // The device set llama-server uses when told nothing: every device llama.cpp finds here (RPC
 // servers need --rpc, so none of those).
-std::string default_devices() {
-    std::string out = "CPU";
-    for (const auto& d : list_devices())
-        if (d.name != "CPU" && d.name.rfind("RPC", 0) != 0)
-            out += "+" + d.name;
-    return out;
+// The accelerators among them (BLAS), which every context uses whatever -dev says.
+std::pair<std::string, std::string> default_devices() {
+    std::string all = "CPU", accel;
+    for (const auto& d : list_devices()) {
+        if (d.name == "CPU" || d.name.rfind("RPC", 0) == 0)
+            continue;
+        all += "+" + d.name;
+        if (d.type == "accel")
+            accel += (accel.empty() ? "" : "+") + d.name;
+    }
+    return {all, accel};
 }
 
 }  // namespace
@@ -541,7 +557,7 @@ int run_explain(const ExplainOptions& o, ResultDocument& doc, std::ostream& err)
     const int threads = threads_or_default(o.n_threads);
     // Listed before the engine loads: listing loads every backend module, and the engine's
     // first load unloads those its devices do not name.
-    const std::string server_devices = default_devices();
+    const auto [server_devices, accel_devices] = default_devices();
 
     // The in-process engine: its tokenizer and template size the texts of levels 3 to 5.
     LoadSpec base;
@@ -599,6 +615,7 @@ int run_explain(const ExplainOptions& o, ResultDocument& doc, std::ostream& err)
     facts.llama_server = http->server_kind() == "llama-server";
     facts.args = server_args;
     facts.default_devices = o.url ? "" : server_devices;
+    facts.accel_devices = accel_devices;
     if (facts.llama_server)
         facts.props = get_json("/props");
     if (managed) {
@@ -673,7 +690,18 @@ int run_explain(const ExplainOptions& o, ResultDocument& doc, std::ostream& err)
     s.server = http->describe();
     s.chat_template = prompter.template_used();
     std::vector<std::string> sampler_notes;
-    const SamplerSettings sampler = sampler_from_props(facts.props, sampler_notes);
+    SamplerSettings sampler = sampler_from_props(facts.props, sampler_notes);
+    if (model.synthetic) {
+        // Random weights draw byte-fallback tokens that never form UTF-8, and llama-server
+        // ends such a stream with an error: they are banned at levels 3 to 5 alike.
+        sampler.banned = prompter.non_utf8_tokens();
+        if (!sampler.banned.empty())
+            sampler_notes.push_back(fmt::format(
+                "the model is synthetic: the {} tokens whose text is not UTF-8 on its own are "
+                "never drawn at levels 3 to 5 (a logit bias in the in-process sampler and in "
+                "every request), since llama-server refuses a stream that carries one",
+                sampler.banned.size()));
+    }
     s.sampler = to_json(sampler);
     for (auto& n : sampler_notes)
         s.notes.push_back(std::move(n));

@@ -238,12 +238,18 @@ std::vector<ExplainSetting> compare_settings(const BenchSettings& b, const Serve
         out.push_back(std::move(s));
     };
 
-    // Devices: "-dev none" is the CPU alone; a list is '+'-joined as stagebench spells sets.
+    // Devices: -dev names the devices that get layers ("none": none); the accelerators
+    // (BLAS) run ops in every context whatever it says, and the CPU is always there.
     std::optional<std::string> dev = arg({"-dev", "--device"});
     if (dev) {
         std::string d = *dev;
         std::replace(d.begin(), d.end(), ',', '+');
-        dev = lower(d) == "none" ? std::string("CPU") : d;
+        std::string set = "CPU";
+        if (lower(d) != "none")
+            set += "+" + d;
+        if (!f.accel_devices.empty())
+            set += "+" + f.accel_devices;
+        dev = set;
     }
     add("devices", "devices (-dev)", b.devices,
         first_of({{dev, kArgs},

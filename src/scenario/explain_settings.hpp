@@ -54,6 +54,8 @@ struct ServerFacts {
     std::string log;                // its startup log ("" when none)
     nlohmann::json props;           // its /props (null when none)
     std::string default_devices;    // llama.cpp's default device set here ("CPU+BLAS")
+    // The accelerators (BLAS) every llama.cpp context uses whatever -dev says, '+'-joined.
+    std::string accel_devices;
 };
 
 // Every setting, the bench's value beside the server's with its source, whether they differ,

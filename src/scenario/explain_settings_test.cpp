@@ -157,6 +157,11 @@ TEST(ExplainSettings, SpellingsAndOrderDoNotMakeADifference) {
     EXPECT_FALSE(find(v, "flash_attn").differs);
     EXPECT_EQ(find(v, "devices").server, "CPU") << "-dev none is the CPU alone";
     EXPECT_FALSE(find(v, "devices").differs);
+    f.accel_devices = "BLAS";
+    v = compare_settings(b, f, {});
+    EXPECT_EQ(find(v, "devices").server, "CPU+BLAS") << "accelerators whatever -dev says";
+    EXPECT_TRUE(find(v, "devices").differs);
+    f.accel_devices.clear();
     f.args = {"-fa", "1", "-dev", "BLAS,CPU"};
     b.flash_attn = "on";
     b.devices = "CPU+BLAS";
