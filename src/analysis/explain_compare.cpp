@@ -11,53 +11,43 @@
 
 namespace sb {
 
-using nlohmann::json;
-
 namespace {
 
 struct ExplainDoc {
     CompareInputInfo info;
-    ResultDocument doc;
-    json differs;
+    const ResultDocument* doc;  // the input's; not owned
+    // The fields listed when sides disagree, by name.
+    std::vector<std::pair<std::string, CompareValue>> differs;
 };
 
-json text_of(const json& object, const char* key) {
-    const json& v = json_field(object, key);
-    return v.is_string() ? v : json();
+CompareValue text_or_null(const std::optional<std::string>& s) {
+    return s ? CompareValue(*s) : CompareValue();
 }
 
 ExplainDoc read_explain_doc(const CompareInput& in) {
     const std::string who = in.label + " (" + in.source + ")";
     ExplainDoc d;
-    d.doc = from_json<ResultDocument>(in.doc, who);
-    if (!d.doc.explain)
-        throw input_error(who + ": the `" + (d.doc.command.empty() ? "?" : d.doc.command) +
+    d.doc = &in.doc;
+    if (!in.doc.explain)
+        throw input_error(who + ": the `" + (in.doc.command.empty() ? "?" : in.doc.command) +
                           "` document has no explain section; explain documents compare only "
                           "with explain documents");
-    auto text = [](const json& v) {
-        return v.is_string() ? std::optional<std::string>(v.get<std::string>()) : std::nullopt;
-    };
-    auto nonempty = [](const std::string& x) {
-        return x.empty() ? std::nullopt : std::optional<std::string>(x);
-    };
-    const json host = text_of(d.doc.system, "hostname"), cpu = text_of(d.doc.system, "cpu_model");
-    d.info = {in.label,   in.source, nonempty(d.doc.command),
-              text(host), text(cpu), nonempty(d.doc.started_at)};
-    const ExplainSection& s = *d.doc.explain;
+    d.info = compare_input_info(in);
+    const ExplainSection& s = *in.doc.explain;
     std::string args;
     for (const auto& a : s.server_args)
         args += (args.empty() ? "" : " ") + a;
     std::string model = s.model_path;
     if (auto slash = model.find_last_of('/'); slash != std::string::npos)
         model = model.substr(slash + 1);
-    d.differs = {{"server", s.server_kind},
-                 {"server_args", args},
+    d.differs = {{"cpu", text_or_null(d.info.cpu)},
+                 {"host", text_or_null(d.info.host)},
                  {"model", model},
-                 {"n_prompt", s.n_prompt},
-                 {"n_gen", s.n_gen},
-                 {"n_threads", s.n_threads},
-                 {"host", host},
-                 {"cpu", cpu}};
+                 {"n_gen", int64_t{s.n_gen}},
+                 {"n_prompt", int64_t{s.n_prompt}},
+                 {"n_threads", int64_t{s.n_threads}},
+                 {"server", s.server_kind},
+                 {"server_args", args}};
     return d;
 }
 
@@ -102,7 +92,7 @@ std::vector<std::string> level_ids(const ExplainSection& s) {
 }  // namespace
 
 bool is_explain_input(const CompareInput& in) {
-    return in.doc.is_object() && in.doc.contains("explain") && in.doc["explain"].is_object();
+    return in.doc.explain.has_value();
 }
 
 CompareResult compare_explain_documents(const std::vector<CompareInput>& inputs,
@@ -123,16 +113,12 @@ CompareResult compare_explain_documents(const std::vector<CompareInput>& inputs,
         docs.push_back(read_explain_doc(in));
     for (const auto& d : docs)
         r.inputs.push_back(d.info);
-    json differs = json::object();
-    for (const auto& [name, v0] : docs[0].differs.items()) {
-        json vals = json::array();
-        bool differ = false;
-        for (const auto& d : docs) {
-            vals.push_back(d.differs[name]);
-            differ = differ || vals.back() != v0;
-        }
-        if (differ)
-            differs[name] = vals;
+    CompareDiffers differs;
+    for (std::size_t f = 0; f < docs[0].differs.size(); ++f) {
+        std::vector<CompareValue> vals;
+        for (const auto& d : docs)
+            vals.push_back(d.differs[f].second);
+        add_if_differing(std::move(vals), differs, docs[0].differs[f].first);
     }
     std::vector<std::string> labels;
     for (const auto& d : docs)
@@ -145,7 +131,7 @@ CompareResult compare_explain_documents(const std::vector<CompareInput>& inputs,
             r.notes.push_back(std::move(note));
         r.rows.push_back(std::move(row));
     };
-    const ExplainSection& base = *docs[0].doc.explain;
+    const ExplainSection& base = *docs[0].doc->explain;
     for (const std::string stage : {"prefill", "decode"}) {
         const CompareStage st{stage == "prefill" ? "prefill" : "decode", "median_ms", false,
                               "faster", "slower"};
@@ -153,7 +139,7 @@ CompareResult compare_explain_documents(const std::vector<CompareInput>& inputs,
             std::vector<std::vector<double>> samples;
             bool all = true;
             for (const auto& d : docs) {
-                const ExplainMeasure* m = find_measure(*d.doc.explain, id);
+                const ExplainMeasure* m = find_measure(*d.doc->explain, id);
                 if (!m) {
                     all = false;
                     break;
@@ -170,7 +156,7 @@ CompareResult compare_explain_documents(const std::vector<CompareInput>& inputs,
         std::vector<std::vector<double>> gaps;
         bool positive = true;
         for (const auto& d : docs) {
-            gaps.push_back(gap_ms(*d.doc.explain, stage));
+            gaps.push_back(gap_ms(*d.doc->explain, stage));
             for (double g : gaps.back())
                 positive = positive && g > 0;
         }
@@ -193,7 +179,7 @@ CompareResult compare_explain_documents(const std::vector<CompareInput>& inputs,
             for (const auto& d : docs) {
                 std::optional<double> share;
                 bool found = false;
-                for (const auto& q : d.doc.explain->parts)
+                for (const auto& q : d.doc->explain->parts)
                     if (q.stage == stage && q.kind == p.kind && q.name == p.name) {
                         share = q.share;
                         found = true;
@@ -221,7 +207,7 @@ CompareResult compare_explain_documents(const std::vector<CompareInput>& inputs,
         }
     }
     for (std::size_t i = 1; i < docs.size(); ++i)
-        for (const auto& id : level_ids(*docs[i].doc.explain))
+        for (const auto& id : level_ids(*docs[i].doc->explain))
             if (!find_measure(base, id))
                 r.unmatched.push_back({docs[i].info.label, id});
     if (r.rows.empty())

@@ -2,8 +2,8 @@
 #include "cli/flag_checks.hpp"
 #include "cli/store_hook.hpp"
 #include "profile/ops_command.hpp"
-#include "profile/ops_report.hpp"
 #include "report/modes_report.hpp"
+#include "report/ops_report.hpp"
 #include "scenario/mode_experiment.hpp"
 #include "scenario/run_command.hpp"
 

@@ -10,12 +10,10 @@
 #include "core/file_io.hpp"
 #include "core/json_util.hpp"
 #include "profile/hexagon_import.hpp"
-#include "profile/ops_report.hpp"
 
 namespace sb {
 
 int run_import_hexagon(const ImportOptions& o, ResultDocument& doc, std::ostream& err) {
-    check_ops_format(o.format);
     HexagonParseOptions popts;
     for (const auto& m : o.stage_of) {
         const size_t eq = m.rfind('=');

@@ -32,7 +32,7 @@ struct ImportOptions {
 // the document warning "hexagon_implausible_lines"; the rest of the log is imported (exit 0). A
 // file that cannot be read or holds no usable op record at all is bad input (sb::Error(input),
 // one line naming the first bad line).
-// Prints nothing else: the caller shows the document (profile/ops_report.hpp
+// Prints nothing else: the caller shows the document (report/ops_report.hpp
 // print_ops_document).
 int run_import_hexagon(const ImportOptions& o, ResultDocument& doc, std::ostream& err);
 
