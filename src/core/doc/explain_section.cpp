@@ -129,30 +129,36 @@ json to_json(const ExplainSection& s) {
 
 void read(const JsonIn& in, ExplainClient& c) {
     ObjectIn{in}("client", c.client)("ttft_ns", c.ttft_ns)("tpot_ns", c.tpot_ns)(
-        "prompt_tokens", c.prompt_tokens)("output_tokens", c.output_tokens)("error", c.error);
+        "prompt_tokens", c.prompt_tokens)("output_tokens", c.output_tokens)("error", c.error)
+        .non_negative({"client", "ttft_ns", "tpot_ns", "prompt_tokens", "output_tokens"});
 }
 
 void read(const JsonIn& in, ExplainServerTimes& t) {
     ObjectIn{in}("prompt_n", t.prompt_n)("cache_n", t.cache_n)("predicted_n", t.predicted_n)(
-        "prompt_ns", t.prompt_ns)("predicted_ns", t.predicted_ns);
+        "prompt_ns", t.prompt_ns)("predicted_ns", t.predicted_ns)
+        .non_negative({"prompt_n", "cache_n", "predicted_n", "prompt_ns", "predicted_ns"});
 }
 
 void read(const JsonIn& in, ExplainRun& r) {
     ObjectIn{in}("round", r.round)("sequence", r.sequence)("start_ns", r.start_ns)(
         "end_ns", r.end_ns)("prefill_ns", r.prefill_ns)("decode_ns", r.decode_ns)(
         "prompt_tokens", r.prompt_tokens)("output_tokens", r.output_tokens)("server", r.server)(
-        "clients", r.clients)("error", r.error)("notes", r.notes);
+        "clients", r.clients)("error", r.error)("notes", r.notes)
+        .non_negative({"round", "sequence", "start_ns", "end_ns", "prefill_ns", "decode_ns",
+                       "prompt_tokens", "output_tokens"});
 }
 
 void read(const JsonIn& in, ExplainStat& s) {
     ObjectIn{in}("n", s.n)("median_ns", s.median_ns)("ci95_lo_ns", s.ci95_lo_ns)("ci95_hi_ns",
-                                                                                 s.ci95_hi_ns);
+                                                                                 s.ci95_hi_ns)
+        .non_negative({"n", "median_ns", "ci95_lo_ns", "ci95_hi_ns"});
 }
 
 void read(const JsonIn& in, ExplainMeasure& m) {
     ObjectIn{in}("id", m.id)("level", m.level)("setting", m.setting)("concurrency", m.concurrency)(
         "what", m.what)("config", m.config)("runs", m.runs)("prefill", m.prefill)(
-        "decode", m.decode)("n_failed", m.n_failed);
+        "decode", m.decode)("n_failed", m.n_failed)
+        .non_negative({"concurrency", "n_failed"});
 }
 
 void read(const JsonIn& in, ExplainSetting& s) {
@@ -164,7 +170,8 @@ void read(const JsonIn& in, ExplainPart& p) {
     ObjectIn{in}("stage", p.stage)("kind", p.kind)("name", p.name)("label", p.label)(
         "from", p.from)("to", p.to)("ns", p.ns)("ci95_lo_ns", p.ci95_lo_ns)(
         "ci95_hi_ns", p.ci95_hi_ns)("share", p.share)("no_difference", p.no_difference)(
-        "n_rounds", p.n_rounds)("note", p.note);
+        "n_rounds", p.n_rounds)("note", p.note)
+        .non_negative({"n_rounds"});
 }
 
 void read(const JsonIn& in, ExplainFinding& f) {
@@ -178,7 +185,8 @@ void read(const JsonIn& in, ExplainSection& s) {
         "settings_read", s.settings_read)("server", s.server)("chat_template", s.chat_template)(
         "sampler", s.sampler)("order", s.order)("measures", s.measures)("settings", s.settings)(
         "steps", s.steps)("parts", s.parts)("findings", s.findings)("verdicts", s.verdicts)(
-        "notes", s.notes)("interrupted", s.interrupted);
+        "notes", s.notes)("interrupted", s.interrupted)
+        .non_negative({"n_prompt", "n_gen", "n_threads", "rounds", "concurrency"});
 }
 
 const ExplainMeasure* find_measure(const ExplainSection& s, const std::string& id) {

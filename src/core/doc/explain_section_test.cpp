@@ -128,6 +128,33 @@ TEST(ExplainSection, AWrongShapeIsOneLineNamingTheField) {
     }
 }
 
+// A time or a count below 0 cannot be true; a part of the gap (a difference) may be negative.
+TEST(ExplainSection, ANegativeTimeIsRefusedADifferenceIsNot) {
+    json j = to_json(sample());
+    j["measures"][0]["runs"][0]["decode_ns"] = -5;
+    ExplainSection back;
+    try {
+        read(JsonIn(j, "'e.json'"), back);
+        FAIL() << "read a negative time";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::input);
+        EXPECT_NE(std::string(e.what()).find("measures[0].runs[0].decode_ns: expected at least 0"),
+                  std::string::npos)
+            << e.what();
+    }
+    json k = to_json(sample());
+    ExplainPart p;
+    p.stage = "prefill";
+    p.kind = "setting";
+    p.name = "threads";
+    p.ns = -2e6;
+    p.ci95_lo_ns = -3e6;
+    p.ci95_hi_ns = -1e6;
+    k["parts"].push_back(to_json(p));
+    read(JsonIn(k, "'e.json'"), back);
+    EXPECT_EQ(back.parts.back().ns, -2e6);
+}
+
 TEST(ExplainSection, FindMeasure) {
     const ExplainSection s = sample();
     ASSERT_NE(find_measure(s, "served@4"), nullptr);
