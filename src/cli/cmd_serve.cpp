@@ -88,6 +88,10 @@ void add_serve_command(CLI::App& app, Context& ctx) {
         ->capture_default_str();
     cmd->add_option("--slo", a->slo,
                     "service levels for goodput, e.g. ttft=500ms,tpot=50ms,e2e=5s");
+    cmd->add_option("--max-error-rate", a->o.max_error_rate,
+                    "end a point early once more than this share (0..1) of its finished "
+                    "requests failed (from the 4th on)")
+        ->check(CLI::Range(0.0, 1.0));
     cmd->add_option("--seed", a->o.seed, "seed of the prompts and arrivals")->capture_default_str();
     cmd->add_option("--timeout", a->o.timeout_s, "seconds a connection or a silent stream may take")
         ->check(seconds_check(false))

@@ -208,6 +208,8 @@ json to_json(const ResultDocument& d) {
         j["serve"] = to_json(*d.serve);
     if (d.fidelity)
         j["fidelity"] = to_json(*d.fidelity);
+    if (d.explain)
+        j["explain"] = to_json(*d.explain);
     for (const auto& [k, v] : d.extra.items())
         j[k] = v;
     // Members this build did not know or could not read, each where it was (when its parent is
@@ -484,7 +486,7 @@ void read(const JsonIn& given, ResultDocument& d) {
         read_object_or_null(o.at("membw"), d.membw);
         o("started_at", d.started_at)("finished_at", d.finished_at)("tests", d.tests)(
             "warnings", d.warnings)("sustained", d.sustained)("hybrid", d.hybrid)("ops", d.ops)(
-            "modes", d.modes)("serve", d.serve)("fidelity", d.fidelity)
+            "modes", d.modes)("serve", d.serve)("fidelity", d.fidelity)("explain", d.explain)
             .lenient("telemetry", d.telemetry);
         if (o.has("engines")) {
             const JsonIn engines = o.at("engines");

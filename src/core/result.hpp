@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/device_set.hpp"
+#include "core/doc/explain_section.hpp"
 #include "core/doc/fidelity_section.hpp"
 #include "core/doc/hybrid_section.hpp"
 #include "core/doc/json_in.hpp"
@@ -199,6 +200,7 @@ struct ResultDocument {
     std::optional<ModesSection> modes;        // decompose --mode, import hexagon-profile --mode
     std::optional<ServeSection> serve;        // `stagebench serve`
     std::optional<FidelitySection> fidelity;  // `stagebench fidelity` (no tests)
+    std::optional<ExplainSection> explain;    // `stagebench explain` (no tests)
     // The engines of the run by name ("llama", "http"): what they are and how they ran.
     nlohmann::json engines = nlohmann::json::object();
     // Top-level members this build does not know (written back as they came).

@@ -273,6 +273,8 @@ ChunkInfo interpret_message(HttpApi api, const StreamMessage& m) {
         throw runtime_error("malformed message in the stream (a field of the wrong type): '" +
                             shorten(m.data) + "'");
     }
+    if (auto id = j.find("id"); id != j.end() && id->is_string() && !id->empty())
+        ci.id = utf8_prefix(valid_utf8(id->get_ref<const std::string&>()), 128);
     return ci;
 }
 
@@ -833,6 +835,8 @@ bool GenerationStream::handle(const StreamMessage& m) {
             g_.server = ci.server;
         if (!ci.finish_reason.empty())
             g_.finish_reason = ci.finish_reason;
+        if (ci.id && !g_.request_id)
+            g_.request_id = ci.id;
         saw_final_ |= ci.final;
         return true;
     } catch (const std::exception& e) {
@@ -842,6 +846,8 @@ bool GenerationStream::handle(const StreamMessage& m) {
 }
 
 bool GenerationStream::on_bytes(std::string_view bytes, int64_t t) {
+    if (!g_.first_byte_ns && !bytes.empty())
+        g_.first_byte_ns = t;
     msgs_.clear();
     if (s_.api == HttpApi::ollama)
         nd_.feed(bytes, t, msgs_);

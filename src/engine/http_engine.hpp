@@ -51,6 +51,9 @@ struct ChunkInfo {
     std::optional<ServerTimings> server;
     std::optional<std::string> error;  // an error the server reported inside the stream
     std::string finish_reason;
+    // The server's id of the request ("id" of an OpenAI-style message, at most 128 bytes of
+    // it), when it sends one: what joins a record with the server's logs. A claim.
+    std::optional<std::string> id;
 };
 
 // Reads one streamed message of api. Throws sb::Error(runtime) ("malformed JSON in the
@@ -70,6 +73,11 @@ struct Generation {
     std::optional<int64_t> prompt_tokens, completion_tokens;  // usage or the server's counts
     std::optional<ServerTimings> server;
     std::string finish_reason;
+    // The first bytes of the response's body arrived (the first byte of the stream, whatever
+    // it carries; null when none came), and the server's id of the request (the first one a
+    // message carried).
+    std::optional<int64_t> first_byte_ns;
+    std::optional<std::string> request_id;
 };
 
 // Per-chunk token counts come from the server (cumulative counts, token arrays) where it

@@ -88,6 +88,10 @@ EngineCaps LlamaEngine::caps() const {
                       /*thread_control=*/true, /*state_transfer=*/true};
 }
 
+const llama_model* LlamaEngine::model_handle() const {
+    return impl_->model;
+}
+
 void LlamaEngine::unload() {
     impl_->free_model();
     impl_->have_spec = false;

@@ -8,6 +8,8 @@
 #include "engine/backends.hpp"
 #include "engine/engine.hpp"
 
+struct llama_model;  // llama.cpp's model, opaque here (engine/ and profile/ include llama.h)
+
 namespace sb {
 
 class LlamaEngine final : public Engine {
@@ -54,6 +56,11 @@ class LlamaEngine final : public Engine {
     void evaluate(std::span<const int32_t> tokens, int first_output, std::vector<float>& out);
     // Frees the model and context (e.g. before switching device sets).
     void unload();
+    // (optional) The loaded model, for code in engine/ that needs llama.cpp's vocabulary or
+    // chat template beside this engine's timed calls (engine/text_generation.hpp). Not owned;
+    // valid until the next load() of another placement, unload() or destruction; null before
+    // load().
+    const llama_model* model_handle() const;
 
   private:
     struct Impl;

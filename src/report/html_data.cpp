@@ -16,6 +16,7 @@
 #include "core/file_io.hpp"
 #include "core/json_util.hpp"
 #include "core/stats_json.hpp"
+#include "report/explain_report.hpp"
 #include "report/test_fields.hpp"
 
 namespace sb {
@@ -79,8 +80,9 @@ std::optional<double> ms(const std::optional<double>& ns) {
 }
 
 const std::set<std::string>& known_commands() {
-    static const std::set<std::string> commands = {
-        "run", "demo", "ops", "decompose", "import", "sustained", "hybrid", "serve", "fidelity"};
+    static const std::set<std::string> commands = {"run",      "demo",      "ops",    "decompose",
+                                                   "import",   "sustained", "hybrid", "serve",
+                                                   "fidelity", "explain"};
     return commands;
 }
 
@@ -1006,6 +1008,7 @@ json result_view(const ReportInput& in, json v) {
     section("modes", [&] { return modes_view(doc); });
     section("serve", [&] { return serve_view(doc); });
     section("fidelity", [&] { return fidelity_view(doc); });
+    section("explain", [&] { return explain_html_view(doc); });
     section("warnings", [&] { return warnings_view(doc); });
     section("stages", [&] { return stage_fields_json(doc); });
     for (const auto& [k, _] : doc.extra.items())

@@ -4,6 +4,7 @@
 
 #include "core/error.hpp"
 #include "core/json_util.hpp"
+#include "report/explain_report.hpp"
 #include "report/fidelity_report.hpp"
 #include "report/hybrid_report.hpp"
 #include "report/serve_report.hpp"
@@ -217,7 +218,9 @@ std::unique_ptr<Reporter> make_reporter(OutputFormat format, std::ostream& out) 
 }
 
 void print_document(OutputFormat format, const ResultDocument& doc, std::ostream& out) {
-    if (format == OutputFormat::md && doc.fidelity) {
+    if (format == OutputFormat::md && doc.explain) {
+        write_explain_markdown(*doc.explain, doc.warnings, out);
+    } else if (format == OutputFormat::md && doc.fidelity) {
         write_fidelity_markdown(out, *doc.fidelity);
     } else if (format == OutputFormat::md && doc.hybrid) {
         write_hybrid_markdown(doc, out);

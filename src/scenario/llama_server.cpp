@@ -36,6 +36,7 @@ LlamaServer::LlamaServer(const LlamaServerSpec& s,
     if (s.threads > 0)
         argv.insert(argv.end(),
                     {"-t", std::to_string(s.threads), "-tb", std::to_string(s.threads)});
+    argv.insert(argv.end(), s.extra_args.begin(), s.extra_args.end());
     if (progress)
         progress("starting llama-server on 127.0.0.1:" + std::to_string(port) + " (log " + log_ +
                  ")");

@@ -5,6 +5,7 @@
 // scope.
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/http_engine.hpp"
 #include "engine/process.hpp"
@@ -19,6 +20,9 @@ struct LlamaServerSpec {
     int slots = 1;  // -np
     HttpApi api = HttpApi::openai;
     double timeout_s = 120;
+    // More of llama-server's own flags, after the ones above (a later flag wins in its
+    // parser): `explain --server-args`.
+    std::vector<std::string> extra_args;
 };
 
 class LlamaServer {
@@ -33,6 +37,8 @@ class LlamaServer {
     LlamaServer& operator=(const LlamaServer&) = delete;
     const std::string& url() const { return url_; }
     HttpEngine& engine() { return *engine_; }
+    // Its log (stdout and stderr), removed with this object unless it failed to start.
+    const std::string& log_path() const { return log_; }
 
   private:
     std::string url_, log_;

@@ -193,6 +193,11 @@ ServeRequest request_record(const std::function<Generation()>& get, const HttpPr
         r.output_tokens = m.timing.n_out;
         r.prompt_tokens =
             m.prompt_tokens ? m.prompt_tokens : std::optional<int64_t>(prompt.n_tokens);
+        // The other TTFT definitions harnesses use, and the server's id of the request.
+        if (g.first_byte_ns)
+            r.ttft_first_byte_ns = *g.first_byte_ns - m.start_ns;
+        r.ttft_first_content_ns = m.timing.first_content_ns;
+        r.request_id = g.request_id;
     } catch (const Error& err) {
         r.error = err.what();
         // Cut by Ctrl-C: kept as interrupted, not counted as the server's failure.
@@ -227,6 +232,9 @@ ServeResult run_serve(const ServeOptions& o, std::ostream& progress,
         throw usage_error("--requests, -p and -n must be at least 1");
     if ((o.n_prompt_max && o.n_prompt_max < o.n_prompt) || (o.n_gen_max && o.n_gen_max < o.n_gen))
         throw usage_error("-p and -n ranges need LO <= HI");
+    if (o.max_error_rate && !(*o.max_error_rate >= 0 && *o.max_error_rate <= 1))
+        throw usage_error(
+            fmt::format("--max-error-rate {} is not a share in 0..1", *o.max_error_rate));
     if (o.duration_s && !(*o.duration_s > 0))
         throw usage_error("--duration must be above 0");
     // The longest request, for the context of a llama-server started here.
@@ -361,7 +369,21 @@ ServeResult run_serve(const ServeOptions& o, std::ostream& progress,
         const int64_t t0 = now_ns();
         p.start_ns = t0;
         const int64_t deadline = o.duration_s ? t0 + static_cast<int64_t>(*o.duration_s * 1e9) : 0;
-        auto before_deadline = [&] { return deadline == 0 || now_ns() < deadline; };
+        // --max-error-rate: the errors among the requests finished so far, after each one.
+        std::atomic<int> finished{0}, failed{0};
+        std::atomic<bool> error_stop{false};
+        auto note_done = [&](const ServeRequest& q) {
+            if (q.interrupted)
+                return;
+            const int f = q.error ? ++failed : failed.load();
+            const int n = ++finished;
+            if (o.max_error_rate && n >= kServeErrorRateMinFinished &&
+                static_cast<double>(f) / n > *o.max_error_rate)
+                error_stop = true;
+        };
+        auto before_deadline = [&] {
+            return !error_stop.load() && (deadline == 0 || now_ns() < deadline);
+        };
         if (loop) {
             // One thread (this one) drives every request in flight through libcurl's multi
             // interface; a closed-loop request that ends starts the next from its callback.
@@ -383,6 +405,7 @@ ServeResult run_serve(const ServeOptions& o, std::ostream& progress,
                         [&, i, k, send](StreamOutcome out) {
                             p.requests[k] = request_record([&] { return streams[k]->finish(out); },
                                                            prompts[k], i, send, t0);
+                            note_done(p.requests[k]);
                             streams[k].reset();
                             if (closed && next < count && !interrupt_requested() &&
                                 before_deadline())
@@ -391,6 +414,7 @@ ServeResult run_serve(const ServeOptions& o, std::ostream& progress,
                 } catch (const Error& err) {
                     p.requests[k] =
                         request_record([&]() -> Generation { throw err; }, prompts[k], i, send, t0);
+                    note_done(p.requests[k]);
                 }
             };
             if (closed) {
@@ -398,7 +422,7 @@ ServeResult run_serve(const ServeOptions& o, std::ostream& progress,
                     start(next++);
             } else {
                 double at_s = 0;
-                for (int i = 0; i < count && !interrupt_requested(); ++i) {
+                for (int i = 0; i < count && !interrupt_requested() && !error_stop; ++i) {
                     at_s += gaps[static_cast<size_t>(i)];
                     const int64_t when = t0 + static_cast<int64_t>(at_s * 1e9);
                     for (int64_t now = now_ns(); now < when && !interrupt_requested();
@@ -429,6 +453,7 @@ ServeResult run_serve(const ServeOptions& o, std::ostream& progress,
                             prompts[static_cast<size_t>(i)], lens[static_cast<size_t>(i)].second,
                             o.seed + static_cast<uint64_t>(i), i, t0);
                         sent[static_cast<size_t>(i)] = 1;
+                        note_done(p.requests[static_cast<size_t>(i)]);
                     }
                 });
             for (auto& t : ts)
@@ -436,7 +461,7 @@ ServeResult run_serve(const ServeOptions& o, std::ostream& progress,
         } else {
             std::vector<std::thread> ts;
             double at_s = 0;
-            for (int i = 0; i < count && !interrupt_requested(); ++i) {
+            for (int i = 0; i < count && !interrupt_requested() && !error_stop; ++i) {
                 at_s += gaps[static_cast<size_t>(i)];
                 const int64_t when = t0 + static_cast<int64_t>(at_s * 1e9);
                 while (now_ns() < when && !interrupt_requested())
@@ -450,6 +475,7 @@ ServeResult run_serve(const ServeOptions& o, std::ostream& progress,
                         *clients[static_cast<size_t>(i)], model, prompts[static_cast<size_t>(i)],
                         lens[static_cast<size_t>(i)].second, o.seed + static_cast<uint64_t>(i), i,
                         t0);
+                    note_done(p.requests[static_cast<size_t>(i)]);
                 });
             }
             for (auto& t : ts)
@@ -457,6 +483,8 @@ ServeResult run_serve(const ServeOptions& o, std::ostream& progress,
         }
         const int64_t t1 = now_ns();
         const double cpu1 = cpu_seconds();
+        if (error_stop)
+            p.stopped_by = "max_error_rate";
         if (sampling) {
             int64_t out = 0;
             for (size_t i = 0; i < p.requests.size(); ++i)
@@ -502,6 +530,12 @@ ServeResult run_serve(const ServeOptions& o, std::ostream& progress,
             "TTFT median {:.1f} ms\n",
             p.mode, p.value, p.ok, p.errors, p.request_per_s, p.output_tokens_per_s,
             p.ttft.median.value_or(0));
+        if (p.stopped_by)
+            progress << fmt::format(
+                "stagebench: serve {} {:g}: stopped after {} of {} requests: {} of {} finished "
+                "failed, more than --max-error-rate {:g}\n",
+                p.mode, p.value, p.requests.size(), count, failed.load(), finished.load(),
+                *o.max_error_rate);
         if (p.client_cpu_pct && *p.client_cpu_pct > 50)
             res.warnings.push_back(
                 {"serve_client_cpu",
@@ -552,6 +586,7 @@ ResultDocument serve_document(ResultDocument doc, const ServeResult& r) {
     s.saturation = r.saturation;
     s.interrupted = r.interrupted;
     s.client = o.client;
+    s.max_error_rate = o.max_error_rate;
     doc.serve = std::move(s);
     if (r.telemetry)
         doc.telemetry = telemetry_section(*r.telemetry);

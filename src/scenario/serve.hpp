@@ -54,7 +54,15 @@ struct ServeOptions {
     // interface: HttpMulti). Both record the same per-request times (bench/
     // serve_client_models.sh measures their cost).
     std::string client = "thread";
+    // --max-error-rate R: a point stops sending once more than R of its finished requests
+    // failed (checked from the kServeErrorRateMinFinished-th finished request on); those in
+    // flight finish, the point is marked stopped_by "max_error_rate". Null: never.
+    std::optional<double> max_error_rate;
 };
+
+// Requests a point must have finished before --max-error-rate can stop it: one failure alone
+// does not.
+inline constexpr int kServeErrorRateMinFinished = 4;
 
 struct ServeResult {
     ServeOptions options;

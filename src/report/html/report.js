@@ -874,6 +874,84 @@
       m.parts.map((p) => [p.stage, p.name, num(p.ms), ci(p), pct(p.share)])));
   }
 
+  // `explain`: per stage, the levels (table) and the waterfall of the gap between the bench and
+  // the server: floating horizontal bars from where the previous part ended, the bench and the
+  // server as whole bars. Each bar's value is written beside it (sbValueLabels); the boxes of
+  // those texts are kept on the chart (chart.$sbValueLabels, CSS px; the test harness checks
+  // every text drawn on a canvas for clipping and overlap).
+  const valueLabelsPlugin = {
+    id: 'sbValueLabels',
+    afterDatasetsDraw(chart) {
+      const ctx = chart.ctx;
+      const boxes = [];
+      chart.data.datasets.forEach((ds, i) => {
+        if (!ds.valueLabels || !chart.isDatasetVisible(i)) return;
+        const meta = chart.getDatasetMeta(i);
+        ctx.save();
+        ctx.font = '11px ' + Chart.defaults.font.family;
+        ctx.fillStyle = '#1d2330';
+        ctx.textBaseline = 'middle';
+        meta.data.forEach((bar, j) => {
+          const text = ds.valueLabels[j];
+          if (!text) return;
+          const w = ctx.measureText(text).width;
+          const right = Math.max(bar.x, bar.base);
+          let x = right + 4;
+          // No room right of the bar: the text goes inside its right end.
+          if (x + w > chart.chartArea.right) x = Math.max(chart.chartArea.left + 2, right - w - 4);
+          ctx.fillText(text, x, bar.y);
+          boxes.push({ x: x, y: bar.y - 7, w: w, h: 14, text: text });
+        });
+        ctx.restore();
+      });
+      chart.$sbValueLabels = boxes;
+    },
+  };
+  Chart.register(valueLabelsPlugin);
+
+  function renderExplain(sec, x) {
+    sec.appendChild(el('h3', null, 'explain: from the op to the served request'));
+    sec.appendChild(el('p', { class: 'caption' }, 'a ' + x.n_prompt + '-token prompt and ' + x.n_gen +
+      ' generated tokens, ' + x.rounds + ' interleaved round(s); the server: ' + x.server_kind));
+    x.verdicts.forEach((v) => sec.appendChild(el('p', null, v)));
+    const ci = (lo, hi) => (lo === null || lo === undefined ? '–' : '[' + num(lo) + ', ' + num(hi) + ']');
+    x.stages.forEach((st) => {
+      sec.appendChild(el('h4', null, st.title));
+      sec.appendChild(table(['level', 'median ms', '95 % CI', 'runs', 'step ms', '95 % CI'],
+        st.levels.map((l) => [l.label, num(l.ms), ci(l.lo_ms, l.hi_ms), l.n + '/' + l.runs,
+                              l.step_ms === null ? '' : num(l.step_ms), ci(l.step_lo_ms, l.step_hi_ms)])));
+      if (!st.waterfall.length) return;
+      const wf = st.waterfall;
+      let top = 0;
+      wf.forEach((w) => { top = Math.max(top, w.start_ms, w.end_ms); });
+      const colors = wf.map((w) => (w.kind === 'total' ? '#6c7a89' : w.end_ms >= w.start_ms ? color(1) : color(2)));
+      addChart(sec, 'explain-waterfall-' + st.stage, {
+        type: 'bar',
+        data: { labels: wf.map((w) => w.short),
+                datasets: [{ label: st.stage + ' (ms)', data: wf.map((w) => [Math.min(w.start_ms, w.end_ms), Math.max(w.start_ms, w.end_ms)]),
+                             backgroundColor: colors, valueLabels: wf.map((w) => w.value_label) }] },
+        options: {
+          indexAxis: 'y',
+          scales: { x: { beginAtZero: true, max: top * 1.45, title: { display: true, text: 'ms' },
+                         ticks: { callback: (v) => num(v, 3) } },
+                    y: { ticks: { autoSkip: false } } },
+          plugins: { legend: { display: false },
+                     title: { display: true, text: 'Where the gap between the bench and the server goes (' + st.stage + ')' },
+                     tooltip: { callbacks: { label: (c) => wf[c.dataIndex].label + ': ' + wf[c.dataIndex].value_label +
+                       (wf[c.dataIndex].lo_ms === null ? '' : ', 95% CI ' + ci(wf[c.dataIndex].lo_ms, wf[c.dataIndex].hi_ms)) } } },
+        },
+      }, 36 * wf.length + 90);
+      sec.appendChild(table(['part', 'ms', '95 % CI', 'share of the gap'],
+        wf.map((w) => [w.label, w.kind === 'total' ? num(w.ms) : (w.ms >= 0 ? '+' : '') + num(w.ms),
+                       ci(w.lo_ms, w.hi_ms), w.share === null ? '' : pct(w.share)])));
+    });
+    sec.appendChild(el('h4', null, 'Settings: the bench against the server'));
+    sec.appendChild(table(['setting', 'bench', 'server', 'from', 'measured alone'],
+      x.settings.map((s) => [s.label, s.bench, s.server === null ? '–' : s.server, s.source || '–', s.alone])));
+    x.findings.forEach((f) => sec.appendChild(el('div', { class: 'warning' }, f)));
+    x.notes.forEach((n) => sec.appendChild(note(n)));
+  }
+
   // ---- Page ----------------------------------------------------------------------------------
   const main = document.getElementById('report');
   const toc = document.getElementById('toc');
@@ -895,6 +973,7 @@
     if (d.modes) section(sec, 'modes', () => renderModes(sec, d.modes));
     if (d.serve) section(sec, 'serve', () => renderServe(sec, d.serve));
     if (d.fidelity) section(sec, 'fidelity', () => renderFidelity(sec, d.fidelity));
+    if (d.explain) section(sec, 'explain', () => renderExplain(sec, d.explain));
     if (d.compare) section(sec, 'comparison', () => renderCompare(sec, d.compare));
     if (d.warnings) section(sec, 'warnings', () => renderWarnings(sec, d.warnings));
     if (d.stages) section(sec, 'stages', () => renderStages(sec, d.stages));
