@@ -162,9 +162,9 @@ class MarkdownReporter : public Reporter {
                 if (!t.fidelity)
                     continue;
                 const TestFidelity& f = *t.fidelity;
-                const std::string lead = fmt::format("| {} | {} | {}/{} | {} ",
-                                                     t.config.test_name(), t.config.devices.str(),
-                                                     t.config.type_k, t.config.type_v, f.reference);
+                const std::string lead = fmt::format(
+                    "| {} | {} | {}/{} | {} ", t.config.test_name(), t.config.devices.str(),
+                    to_string(t.config.type_k), to_string(t.config.type_v), f.reference);
                 if (f.error) {
                     out_ << lead << "| FAILED: " << *f.error << " | | | | | | |\n";
                     continue;
@@ -232,9 +232,9 @@ class CsvReporter : public Reporter {
                        const Stalls* tokens) {
             out_ << quote(c.model_path) << ',' << quote(c.devices.str()) << ',' << c.n_threads
                  << ',' << c.n_batch << ',' << c.n_ubatch << ',' << c.n_depth << ','
-                 << to_string(c.flash_attn) << ',' << c.type_k << ',' << c.type_v << ','
-                 << quote(c.test_name()) << ',' << stage << ',' << (s ? s->n_tokens : 0) << ','
-                 << t.reps_done << ',' << to_string(t.status) << ','
+                 << to_string(c.flash_attn) << ',' << to_string(c.type_k) << ','
+                 << to_string(c.type_v) << ',' << quote(c.test_name()) << ',' << stage << ','
+                 << (s ? s->n_tokens : 0) << ',' << t.reps_done << ',' << to_string(t.status) << ','
                  << (s ? v(s->throughput.mean) : "") << ',' << (s ? v(s->throughput.stddev) : "")
                  << ',' << (s ? v(s->throughput.cv) : "") << ','
                  << (s ? v(s->throughput.ci95_lo) : "") << ','

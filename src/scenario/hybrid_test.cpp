@@ -34,19 +34,16 @@ struct HybridRig {
                    : c.op == FakeOp::restore_state ? 2 * kMs
                                                    : 0;
         };
-        o.base.model_path = "m.gguf";
-        o.base.reps = 3;
-        o.prefill_device = "CPU";
-        o.decode_device = "RPC0";
-        TestConfig room = o.base;
-        room.n_prompt = 64;
-        room.n_gen = 16;
+        o.workload.model_path = "m.gguf";
+        o.reps = 3;
+        o.placement = Placement{"CPU", "RPC0"};
+        const TestConfig room = hybrid_test_config(o, "CPU", 64, 16);
         a.load(load_spec_for(room));
         b.load(load_spec_for(room));
     }
     std::vector<HybridMode> modes(int p, int n) {
         return make_hybrid_modes(
-            a, b, o, p, n, [](size_t) { return SweepHooks{}; }, tl.clock());
+            a, b, o, p, n, [](size_t, const TestConfig&) { return SweepHooks{}; }, tl.clock());
     }
     bool run(
         std::vector<HybridMode>& m, std::function<bool()> interrupted = [] { return false; }) {
@@ -103,44 +100,47 @@ TEST(HybridPoint, TransferAndPredictionArithmeticOnScriptedTimes) {
     HybridRig rig;
     auto modes = rig.modes(32, 4);
     rig.run(modes);
-    const json pt = hybrid_point_json(32, 4, modes);
-    EXPECT_EQ(pt["n_prompt"], 32);
-    EXPECT_EQ(pt["n_gen"], 4);
-    EXPECT_FALSE(pt.contains("tests"));
+    const HybridPoint pt = hybrid_point(32, 4, modes);
+    EXPECT_EQ(pt.n_prompt, 32);
+    EXPECT_EQ(pt.n_gen, 4);
+    EXPECT_TRUE(pt.tests.empty());
 
     // The transfer: save 1 ms on A, restore 2 ms on B, 1024 bytes per cached token.
-    const json& t = pt["transfer"];
-    EXPECT_EQ(t["save_ns"], json({kMs, kMs, kMs}));
-    EXPECT_EQ(t["restore_ns"], json({2 * kMs, 2 * kMs, 2 * kMs}));
-    EXPECT_EQ(t["duration_ns"], json({3 * kMs, 3 * kMs, 3 * kMs}));
-    EXPECT_EQ(t["bytes"], json({32 * 1024, 32 * 1024, 32 * 1024}));
-    EXPECT_DOUBLE_EQ(t["bytes_per_token"].get<double>(), 1024);
-    EXPECT_DOUBLE_EQ(t["gbps"].get<double>(), 32.0 * 1024 / 3e6);
-    EXPECT_DOUBLE_EQ(t["duration"]["median"].get<double>(), 3e6);
+    const HybridTransfer& t = pt.transfer;
+    EXPECT_EQ(t.save_ns, (std::vector<int64_t>{kMs, kMs, kMs}));
+    EXPECT_EQ(t.restore_ns, (std::vector<int64_t>{2 * kMs, 2 * kMs, 2 * kMs}));
+    EXPECT_EQ(t.duration_ns, (std::vector<int64_t>{3 * kMs, 3 * kMs, 3 * kMs}));
+    EXPECT_EQ(t.bytes, (std::vector<int64_t>{32 * 1024, 32 * 1024, 32 * 1024}));
+    EXPECT_DOUBLE_EQ(*t.bytes_per_token, 1024);
+    EXPECT_DOUBLE_EQ(*t.gbps, 32.0 * 1024 / 3e6);
+    EXPECT_DOUBLE_EQ(*t.duration.median, 3e6);
 
     // End to end: hybrid 3.2 ms + 3 ms + 4 x 5 ms; A alone 3.2 + 4 x 20; B alone 32 + 4 x 5.
     const int64_t hybrid = 3200 * kUs + 3 * kMs + 20 * kMs;
     const int64_t a_alone = 3200 * kUs + 80 * kMs;
     const int64_t b_alone = 32 * kMs + 20 * kMs;
-    EXPECT_EQ(pt["e2e"][kHybridMode]["samples_ns"], json({hybrid, hybrid, hybrid}));
-    EXPECT_EQ(pt["e2e"][kPrefillAloneMode]["samples_ns"], json({a_alone, a_alone, a_alone}));
-    EXPECT_EQ(pt["e2e"][kDecodeAloneMode]["samples_ns"], json({b_alone, b_alone, b_alone}));
-    const json& cmp = pt["comparison"];
-    EXPECT_DOUBLE_EQ(cmp[kPrefillAloneMode]["speedup"].get<double>(),
-                     static_cast<double>(a_alone) / hybrid);
-    EXPECT_EQ(cmp[kPrefillAloneMode]["verdict"], "hybrid faster");
-    EXPECT_DOUBLE_EQ(cmp[kDecodeAloneMode]["speedup"].get<double>(),
-                     static_cast<double>(b_alone) / hybrid);
-    EXPECT_EQ(cmp[kDecodeAloneMode]["verdict"], "hybrid faster");
+    EXPECT_EQ(pt.e2e.at(kHybridMode).samples_ns, (std::vector<int64_t>(3, hybrid)));
+    EXPECT_EQ(pt.e2e.at(kPrefillAloneMode).samples_ns, (std::vector<int64_t>(3, a_alone)));
+    EXPECT_EQ(pt.e2e.at(kDecodeAloneMode).samples_ns, (std::vector<int64_t>(3, b_alone)));
+    const auto& cmp = pt.comparison;
+    EXPECT_DOUBLE_EQ(*cmp.at(kPrefillAloneMode).speedup, static_cast<double>(a_alone) / hybrid);
+    EXPECT_EQ(cmp.at(kPrefillAloneMode).verdict, "hybrid faster");
+    EXPECT_DOUBLE_EQ(*cmp.at(kDecodeAloneMode).speedup, static_cast<double>(b_alone) / hybrid);
+    EXPECT_EQ(cmp.at(kDecodeAloneMode).verdict, "hybrid faster");
+    // The typed point writes the JSON the section always had.
+    const json j = to_json(pt);
+    EXPECT_EQ(j["transfer"]["bytes"], json({32 * 1024, 32 * 1024, 32 * 1024}));
+    EXPECT_DOUBLE_EQ(j["transfer"]["gbps"].get<double>(), 32.0 * 1024 / 3e6);
+    EXPECT_EQ(j["e2e"][kHybridMode]["samples_ns"], json({hybrid, hybrid, hybrid}));
 
     // The hybrid is exactly its parts measured alone: A's prefill + the transfer + B's decode,
     // and its TTFT is A's prefill + the transfer + B's first token.
     const TestResult h = modes[0].runner->results();
     const TestResult pa = modes[1].runner->results();
     const TestResult pb = modes[2].runner->results();
-    EXPECT_DOUBLE_EQ(*pa.prefill->duration.median + t["duration"]["median"].get<double>() +
-                         *pb.decode->duration.median,
-                     static_cast<double>(hybrid));
+    EXPECT_DOUBLE_EQ(
+        *pa.prefill->duration.median + *t.duration.median + *pb.decode->duration.median,
+        static_cast<double>(hybrid));
     EXPECT_EQ(h.ttft_ns, (std::vector<int64_t>(3, 3200 * kUs + 3 * kMs + 5 * kMs)));
     EXPECT_EQ(pb.ttft_ns, (std::vector<int64_t>(3, 32 * kMs + 5 * kMs)));
     EXPECT_EQ(h.backends, (std::vector<std::string>{"CPU"}));
@@ -160,7 +160,7 @@ TEST(HybridPoint, AFailingModeFailsThePointAndAnInterruptStopsEveryMode) {
         const TestResult r = m.runner->results();
         EXPECT_EQ(r.status, Status::failed) << m.name;
         EXPECT_EQ(r.error, "RPC0 lost") << m.name;
-        EXPECT_EQ(r.error_kind, "runtime") << m.name;
+        EXPECT_EQ(r.error_kind, ErrorKind::runtime) << m.name;
         EXPECT_EQ(r.stopped_by, StopReason::error) << m.name;
     }
     EXPECT_EQ(modes[1].runner->result().reps_done, 2);  // A alone ran before B in repetition 2

@@ -10,18 +10,7 @@
 namespace sb {
 
 LoadSpec load_spec_for(const TestConfig& c) {
-    LoadSpec ls;
-    ls.model_path = c.model_path;
-    ls.devices = split_device_set(c.devices.str());
-    ls.n_gpu_layers = c.n_gpu_layers;
-    ls.n_ctx = c.n_depth + c.n_prompt + c.n_gen + 8;
-    ls.n_batch = c.n_batch;
-    ls.n_ubatch = c.n_ubatch;
-    ls.n_threads = c.n_threads;
-    ls.flash_attn = to_string(c.flash_attn);
-    ls.type_k = c.type_k;
-    ls.type_v = c.type_v;
-    return ls;
+    return load_spec(c, c.n_depth + c.n_prompt + c.n_gen + 8);
 }
 
 double prefill_flops(uint64_t n_params, const ModelShape& s, int n_depth, int n_prompt) {

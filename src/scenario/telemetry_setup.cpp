@@ -13,32 +13,25 @@ bool has_sources(const Sampler& s) {
 }
 
 // The sampler when telemetry is wanted, with the families found and absent. Null when off.
-std::unique_ptr<Sampler> open_telemetry(const TelemetryChoice& opts, std::ostream& err,
-                                        bool progress) {
-    if (opts.mode == "off")
+std::unique_ptr<Sampler> open_telemetry(const TelemetryChoice& opts, Progress& progress) {
+    if (opts.mode == TelemetryMode::off)
         return nullptr;
-    if (opts.mode != "auto" && opts.mode != "on")
-        throw usage_error("--telemetry must be auto, on or off, not '" + opts.mode + "'");
     if (opts.idle_s < 0)
         throw usage_error("--idle must be >= 0 seconds");
     Discovery d = discover_sources(discover_options_for_root(opts.sysfs_root));
-    if (d.sources.empty() && opts.mode == "on")
+    if (d.sources.empty() && opts.mode == TelemetryMode::on)
         throw input_error("--telemetry on: no telemetry sources under " + opts.sysfs_root +
                           " (stagebench sensors lists what is absent and why)");
     SamplerOptions so;
     so.hz = opts.hz;
     auto sampler = std::make_unique<Sampler>(std::move(d), so);
-    if (progress) {
-        const auto rec = sampler->record();
-        err << "stagebench: telemetry: " << rec.sources.size() << " source(s)";
-        std::string absent;
-        for (const auto& c : rec.classes)
-            if (c.found == 0)
-                absent += (absent.empty() ? "" : ", ") + c.source_class;
-        if (!absent.empty())
-            err << "; absent: " << absent;
-        err << "\n";
-    }
+    const auto rec = sampler->record();
+    std::string absent;
+    for (const auto& c : rec.classes)
+        if (c.found == 0)
+            absent += (absent.empty() ? "" : ", ") + c.source_class;
+    progress.note("telemetry: " + std::to_string(rec.sources.size()) + " source(s)" +
+                  (absent.empty() ? "" : "; absent: " + absent));
     return sampler;
 }
 

@@ -7,22 +7,22 @@
 #include <string>
 
 #include "core/result.hpp"
+#include "scenario/progress.hpp"
 #include "telemetry/sampler.hpp"
 
 namespace sb {
 
 struct TelemetryChoice {
-    std::string mode = "auto";  // auto (on where sources exist) | on | off
+    TelemetryMode mode = TelemetryMode::automatic;  // auto: on where sources exist
     std::string sysfs_root = "/sys";
     double hz = 10;
     double idle_s = 2;  // idle baseline before the first measurement (0: none)
 };
 
 // The sampler (not started) with every source found, or null when mode is off. Throws
-// sb::Error(usage) for a bad mode, rate or idle time, and sb::Error(input) for mode "on" when
-// no source exists. Prints a line naming the sources and absent families when progress.
-std::unique_ptr<Sampler> open_telemetry(const TelemetryChoice& choice, std::ostream& err,
-                                        bool progress);
+// sb::Error(usage) for a bad rate or idle time, and sb::Error(input) for mode on when no
+// source exists. Notes a line naming the sources and absent families on progress.
+std::unique_ptr<Sampler> open_telemetry(const TelemetryChoice& choice, Progress& progress);
 
 // Stops the sampler (when there is one) and keeps its record in doc: the series, marks and
 // stage records as doc.telemetry, its warnings appended to doc.warnings.

@@ -66,7 +66,7 @@ ResultDocument full_document() {
     t.config.engine = EngineKind::http;
     t.status = Status::interrupted;
     t.error = "stopped";
-    t.error_kind = "runtime";
+    t.error_kind = ErrorKind::runtime;
     t.backends = {"BLAS", "CPU"};
     t.notes = {"a note"};
     t.reps_done = 2;
