@@ -6,8 +6,8 @@
 // slowdown of a loaded phase against its baseline.
 #include <vector>
 
+#include "core/doc/telemetry_section.hpp"
 #include "core/sustained_result.hpp"
-#include "telemetry/sampler.hpp"
 
 namespace sb {
 
@@ -16,7 +16,7 @@ namespace sb {
 // ".cur_freq_khz" series is at its floor when within 0.1 % of the matching ".min_freq_khz"
 // (the policy's minimum), or, without one, of the lowest value it took (when it moved at all).
 AcrossRounds summarize_rounds(const std::vector<SustainedRound>& rounds,
-                              const std::vector<Series>& freq_series);
+                              const std::vector<TelemetrySeries>& freq_series);
 
 // Prefill and decode of a loaded phase against its baseline: baseline median tok/s / loaded
 // median tok/s with a bootstrap 95 % CI (ratio_of_medians), per stage that both phases

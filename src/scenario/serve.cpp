@@ -22,7 +22,6 @@
 #include "engine/process.hpp"
 #include "model/inspect.hpp"
 #include "scenario/llama_server.hpp"
-#include "telemetry/telemetry_json.hpp"
 
 namespace sb {
 
@@ -632,7 +631,7 @@ RunResult run_serve(const ServeOptions& o, RunEnv env) {
         run.update([&](ResultDocument& doc) {
             doc.serve = serve_section(o, about, points, interrupt_requested());
             if (tel)
-                doc.telemetry = telemetry_section(tel->record());
+                doc.telemetry = tel->record();
         });
     }
     run.update([&](ResultDocument& doc) {

@@ -28,11 +28,11 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 }
 
 // Fills a round's temperature and frequency figures from its telemetry record.
-void round_telemetry(const StageTelemetry& st, SustainedRound& r) {
+void round_telemetry(const StageWindow& st, SustainedRound& r) {
     double cpu_sum = 0;
     int cpu_n = 0;
     for (const auto& g : st.gauges) {
-        if (g.quantity == Quantity::temperature) {
+        if (g.unit == unit_of(Quantity::temperature)) {
             auto hotter = [](std::optional<double>& dst, const std::optional<double>& mc) {
                 if (mc && (!dst || *mc / 1000.0 > *dst))
                     dst = *mc / 1000.0;
@@ -40,7 +40,7 @@ void round_telemetry(const StageTelemetry& st, SustainedRound& r) {
             hotter(r.temp_start_c, g.start);
             hotter(r.temp_end_c, g.end);
             hotter(r.temp_max_c, g.max);
-        } else if (g.quantity == Quantity::frequency && ends_with(g.metric, ".cur_freq_khz")) {
+        } else if (g.unit == unit_of(Quantity::frequency) && ends_with(g.metric, ".cur_freq_khz")) {
             r.freq[g.metric] = FreqStat{g.mean, g.min};
             if (g.metric.rfind("cpufreq.", 0) == 0 && g.mean) {
                 cpu_sum += *g.mean;
@@ -54,8 +54,8 @@ void round_telemetry(const StageTelemetry& st, SustainedRound& r) {
 
 std::optional<double> hottest_now(const Sampler& tel) {
     std::optional<double> hottest;
-    for (const auto& s : tel.record().series) {
-        if (s.metric.quantity != Quantity::temperature || s.values.empty())
+    for (const auto& s : tel.series_of(Quantity::temperature)) {
+        if (s.values.empty())
             continue;
         for (auto it = s.values.rbegin(); it != s.values.rend(); ++it)
             if (*it) {
@@ -192,7 +192,7 @@ PhaseOutcome run_phase_rounds(TestConfig c, int rounds, SustainedPhase& phase,
             hooks.round_done(round, r, sr);
         phase.rounds.push_back(sr);
         phase.across = summarize_rounds(
-            phase.rounds, hooks.freq_series ? hooks.freq_series() : std::vector<Series>{});
+            phase.rounds, hooks.freq_series ? hooks.freq_series() : std::vector<TelemetrySeries>{});
         if (hooks.after_round)
             hooks.after_round(round);
     }
@@ -320,7 +320,7 @@ class SustainedRun {
     RoundHooks hooks();
     TestResult measure(int round, const TestConfig& c);
     void round_done(int round, TestResult& r, SustainedRound& sr);
-    std::vector<Series> freq_series() const;
+    std::vector<TelemetrySeries> freq_series() const;
     void traced_pass(int round);
     Sampler* tel() { return run_.sampler(); }
 
@@ -432,14 +432,14 @@ void SustainedRun::round_done(int round, TestResult& r, SustainedRound& sr) {
         if (auto st = t->stage_summary(prefix_ + "round"))
             round_telemetry(*st, sr);
         if (auto p = t->stage_summary(prefix_ + "prefill")) {
-            sr.prefill_energy_j = p->total_energy_j;
-            sr.prefill_net_energy_j = p->total_net_energy_j;
+            sr.prefill_energy_j = p->total.energy_j;
+            sr.prefill_net_energy_j = p->total.net_energy_j;
         }
         if (auto d = t->stage_summary(prefix_ + "decode")) {
-            sr.decode_energy_j = d->total_energy_j;
-            sr.decode_j_per_token = d->j_per_token;
-            sr.decode_net_energy_j = d->total_net_energy_j;
-            sr.decode_net_j_per_token = d->net_j_per_token;
+            sr.decode_energy_j = d->total.energy_j;
+            sr.decode_j_per_token = d->total.j_per_token;
+            sr.decode_net_energy_j = d->total.net_energy_j;
+            sr.decode_net_j_per_token = d->total.net_j_per_token;
         }
     }
     const std::string& phase = res_.phases.back().name;
@@ -450,8 +450,8 @@ void SustainedRun::round_done(int round, TestResult& r, SustainedRound& sr) {
               " tok/s" + (sr.error ? " (" + *sr.error + ")" : ""));
 }
 
-std::vector<Series> SustainedRun::freq_series() const {
-    std::vector<Series> freq;
+std::vector<TelemetrySeries> SustainedRun::freq_series() const {
+    std::vector<TelemetrySeries> freq;
     Sampler* t = const_cast<RunContext&>(run_).sampler();
     if (!t)
         return freq;
@@ -461,10 +461,8 @@ std::vector<Series> SustainedRun::freq_series() const {
                 return true;
         return false;
     };
-    for (auto& s : t->record().series) {
-        if (s.metric.quantity != Quantity::frequency)
-            continue;
-        Series cut = s;
+    for (auto& s : t->series_of(Quantity::frequency)) {
+        TelemetrySeries cut = s;
         cut.t_ns.clear();
         cut.values.clear();
         for (size_t i = 0; i < s.t_ns.size(); ++i)

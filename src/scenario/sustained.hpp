@@ -82,7 +82,7 @@ struct RoundHooks {
     // the document, progress.
     std::function<void(int round, TestResult&, SustainedRound&)> round_done;
     // The sampled frequency series of the phase so far, for time-at-floor (summarize_rounds).
-    std::function<std::vector<Series>()> freq_series;
+    std::function<std::vector<TelemetrySeries>()> freq_series;
     // After the phase's summary was updated with the round (save, a traced pass).
     std::function<void(int round)> after_round;
     // Polled before each round and after its cool-down. Null: interrupt_requested().

@@ -4,7 +4,6 @@
 #include "core/stats.hpp"
 #include "core/stats_json.hpp"
 #include "telemetry/discover.hpp"
-#include "telemetry/telemetry_json.hpp"
 
 namespace sb {
 
@@ -35,6 +34,35 @@ std::unique_ptr<Sampler> open_telemetry(const TelemetryChoice& opts, Progress& p
     return sampler;
 }
 
+TestTelemetry test_telemetry_of(std::vector<StageWindow> prefill, std::vector<StageWindow> decode) {
+    TestTelemetry t;
+    for (auto* windows : {&prefill, &decode}) {
+        if (windows->empty())
+            continue;
+        std::vector<double> jpt, net_jpt, energy, power;
+        for (const auto& w : *windows) {
+            if (w.total.j_per_token)
+                jpt.push_back(*w.total.j_per_token);
+            if (w.total.net_j_per_token)
+                net_jpt.push_back(*w.total.net_j_per_token);
+            if (w.total.energy_j) {
+                energy.push_back(*w.total.energy_j);
+                if (w.duration_ns > 0)
+                    power.push_back(*w.total.energy_j / (w.duration_ns * 1e-9) * 1e3);
+            }
+        }
+        StageEnergySummary& s = t.summary[windows == &prefill ? "prefill" : "decode"];
+        s.j_per_token = summarize(jpt);
+        s.net_j_per_token = summarize(net_jpt);
+        s.energy_j = summarize(energy);
+        s.mean_power_mw = summarize(power);
+        s.total_metric = windows->front().total.metric;
+    }
+    t.prefill = std::move(prefill);
+    t.decode = std::move(decode);
+    return t;
+}
+
 // Per-repetition stage telemetry of one test, and medians of what people compare.
 TestTelemetry test_telemetry(const Sampler& tel, const std::string& prefix) {
     return test_telemetry_of(tel.stage_summaries(prefix + "prefill"),
@@ -45,9 +73,8 @@ void finish_telemetry(Sampler* tel, ResultDocument& doc) {
     if (!tel)
         return;
     tel->stop();
-    const TelemetryRecord rec = tel->record();  // a copy of every series: taken once
-    doc.telemetry = telemetry_section(rec);
-    for (const auto& w : rec.warnings)
+    doc.telemetry = tel->record();  // a copy of every series: taken once
+    for (const auto& w : doc.telemetry->warnings)
         doc.warnings.push_back(w);
 }
 

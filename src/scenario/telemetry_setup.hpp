@@ -31,8 +31,12 @@ void finish_telemetry(Sampler* tel, ResultDocument& doc);
 // True when the sampler has at least one source to read.
 bool has_sources(const Sampler& s);
 
-// The stage records whose names are prefix + "prefill" / "decode", and medians of J/token, net
-// J/token, energy and mean power (test_telemetry_of, telemetry/telemetry_json.hpp).
+// One test's telemetry from its stage windows: the windows of prefill and decode (one per
+// repetition) and the medians over them of J/token, net J/token, energy and mean power (from
+// each window's whole-system total); a stage without windows is left out. Pure.
+TestTelemetry test_telemetry_of(std::vector<StageWindow> prefill, std::vector<StageWindow> decode);
+
+// test_telemetry_of the sampler's windows of the stages prefix + "prefill" / "decode".
 TestTelemetry test_telemetry(const Sampler& tel, const std::string& prefix);
 
 }  // namespace sb
