@@ -90,6 +90,7 @@ const FakeCall& FakeEngine::call(FakeOp op, int64_t n_tokens, int32_t token) {
     c.start_ns = tl_.now_ns_;
     c.end_ns = c.start_ns;
     tl_.calls_.push_back(c);
+    last_valid_ = false;  // every call may change the cached tokens
     // Logged before the script runs, so that a call that throws is in the log too.
     if (script_.before)
         script_.before(c);
@@ -236,7 +237,10 @@ std::span<const float> FakeEngine::last_logits() const {
     check_logits();
     if (tokens_.empty())
         throw runtime_error(name_ + ": no logits (nothing computed since the reset)");
-    last_ = logits_after(tokens_);
+    if (!last_valid_) {
+        last_ = logits_after(tokens_);
+        last_valid_ = true;
+    }
     return last_;
 }
 

@@ -174,7 +174,10 @@ class FakeEngine final : public Engine {
     FakeScript script_;
     std::optional<LoadSpec> spec_;
     std::vector<int32_t> tokens_;
-    mutable std::vector<float> last_;  // last_logits()'s storage
+    // last_logits()'s storage, computed once after each change of the cached tokens (its span
+    // stays valid until the next change, as an engine's does).
+    mutable std::vector<float> last_;
+    mutable bool last_valid_ = false;
     int counts_[kFakeOps] = {};
 };
 

@@ -71,8 +71,11 @@ void validate(const FidelityOptions& o) {
     const DeviceSet ref = o.reference_devices.value_or(o.device_sets[0]);
     if (std::find(o.device_sets.begin(), o.device_sets.end(), ref) == o.device_sets.end()) {
         std::string all;
-        for (const auto& d : o.device_sets)
-            all += (all.empty() ? "" : ",") + d.str();
+        for (const auto& d : o.device_sets) {
+            if (!all.empty())
+                all += ',';
+            all += d.str();
+        }
         throw usage_error("--reference " + ref.str() + " is not one of --device (" + all + ")");
     }
 }

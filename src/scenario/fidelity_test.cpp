@@ -104,7 +104,8 @@ TEST(FidelityRun, TheDistancesAreThoseOfTheScriptedLogits) {
             z_ref += std::exp(static_cast<double>(ref[static_cast<size_t>(j)]));
             z_x += std::exp(static_cast<double>(ref[static_cast<size_t>(j)]) + (j == 2 ? 1.5 : 0));
         }
-        kl_sum += std::log(z_x) - std::log(z_ref) - 1.5 * std::exp(ref[2]) / z_ref;
+        kl_sum +=
+            std::log(z_x) - std::log(z_ref) - 1.5 * std::exp(static_cast<double>(ref[2])) / z_ref;
     }
     EXPECT_NEAR(q8.decode.kl_mean, kl_sum / 3, 1e-12);
 }

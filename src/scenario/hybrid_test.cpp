@@ -5,6 +5,7 @@
 #include "core/document.hpp"
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
+#include "core/last_word.hpp"
 #include "engine/fake_engine.hpp"
 #include "scenario/logits.hpp"
 #include "scenario/test_util.hpp"
@@ -292,6 +293,46 @@ TEST(HybridRun, AFailedPointFailsItsModesAndTheNextPointRuns) {
     }
     EXPECT_EQ(r.doc.hybrid->points.size(), 2u);
     EXPECT_EQ(r.outcome, Outcome::failed);
+}
+
+TEST(HybridRun, TheLastWordRecordsEveryModeOfThePointWithWhatItMeasured) {
+    clear_interrupt();
+    HybridRunRig h;
+    std::optional<std::string> line;
+    std::vector<ResultDocument> kept;
+    // The stop comes in B alone's second repetition: B's decode steps are the hybrid's warm-up
+    // (0), B alone's (1), the first repetition's (the hybrid 2-5, B alone 6-9), then, the order
+    // rotated, A alone, B alone (10...).
+    auto durations = h.rig.engines.setup;
+    h.rig.engines.setup = [&, durations](FakeEngine& e, EngineKind k) {
+        durations(e, k);
+        if (e.name() == "llama1")
+            e.script().before = [&](const FakeCall& c) {
+                if (c.op == FakeOp::decode_step && c.index == 10)
+                    line = say_last_words("ggml.c:1: Remote RPC server crashed");
+            };
+    };
+    RunEnv env = h.rig.env("hybrid");
+    env.on_last_word = [&](const ResultDocument& d) { kept.push_back(d); };
+    run_hybrid(h.o, std::move(env));
+    ASSERT_TRUE(line);
+    EXPECT_EQ(line->rfind("hybrid point pp8+tg4 failed: llama.cpp stopped during decode: Remote "
+                          "RPC server crashed; 0 earlier test(s) kept",
+                          0),
+              0u)
+        << *line;
+    ASSERT_EQ(kept.size(), 1u);
+    ASSERT_EQ(kept[0].tests.size(), 3u);
+    for (const auto& t : kept[0].tests) {
+        EXPECT_EQ(t.status, Status::failed);
+        EXPECT_FALSE(t.error_kind);
+    }
+    // What each mode measured before the stop stays with it: one repetition of the hybrid and
+    // of B alone, two of A alone.
+    EXPECT_EQ(kept[0].tests[0].decode->token_latency_ns.size(), 4u);
+    EXPECT_EQ(kept[0].tests[1].config.devices.str(), "CPU");
+    EXPECT_EQ(kept[0].tests[1].prefill->duration_ns.size(), 2u);
+    EXPECT_EQ(kept[0].tests[2].decode->token_latency_ns.size(), 4u);
 }
 
 TEST(HybridRun, FidelityComparesTheTransferredSequenceWithTheReference) {

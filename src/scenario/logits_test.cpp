@@ -13,7 +13,7 @@ LogitsCapture capture(std::vector<float> logits, std::vector<int32_t> tokens = {
     LogitsCapture c;
     c.model_path = "m.gguf";
     c.model_name = "m";
-    c.devices = "CPU";
+    c.devices = std::string("CPU");  // (GCC 12 warns falsely on assigning the literal here)
     c.tokens = std::move(tokens);
     c.logits = std::move(logits);
     return c;

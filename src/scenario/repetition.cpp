@@ -214,12 +214,17 @@ void finish_request_result(TestResult& r, const std::string& server_kind) {
         if (!c.prompt_tokens.empty()) {
             const auto [lo, hi] =
                 std::minmax_element(c.prompt_tokens.begin(), c.prompt_tokens.end());
-            if (*lo != cfg.n_prompt || *hi != cfg.n_prompt)
-                add_note_once(r,
-                              name + ": the server counted " + std::to_string(*lo) +
-                                  (*hi != *lo ? "-" + std::to_string(*hi) : "") +
-                                  " prompt tokens (asked " + std::to_string(cfg.n_prompt) +
-                                  "; its tokenizer or chat template); prefill t/s uses its count");
+            if (*lo != cfg.n_prompt || *hi != cfg.n_prompt) {
+                std::string counted = std::to_string(*lo);
+                if (*hi != *lo) {
+                    counted += '-';
+                    counted += std::to_string(*hi);
+                }
+                add_note_once(r, name + ": the server counted " + counted +
+                                     " prompt tokens (asked " + std::to_string(cfg.n_prompt) +
+                                     "; its tokenizer or chat template); prefill t/s uses its "
+                                     "count");
+            }
         }
         const int64_t want = std::max(1, cfg.n_gen);
         if (!c.output_tokens.empty()) {

@@ -9,6 +9,7 @@
 #include "core/document.hpp"
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
+#include "core/last_word.hpp"
 #include "scenario/test_util.hpp"
 
 namespace sb {
@@ -261,6 +262,39 @@ TEST_F(RunBenchmark, AServerBehindHttpComesFromTheFactoryAndIsMeasuredByWholeReq
     ASSERT_EQ(r.doc.models.size(), 1u);
     EXPECT_EQ(r.doc.models[0]["path"], "served-model");
     EXPECT_EQ(r.outcome, Outcome::ok);
+}
+
+TEST_F(RunBenchmark, TheLastWordRecordsTheRunningTestSavesAndHandsTheDocumentToTheCommand) {
+    TempDir dir;
+    RunRig rig;
+    // llama.cpp stops the process in the second test's prefill (as ggml_abort would, from
+    // inside the call): the run context's last word speaks.
+    std::optional<std::string> line;
+    rig.engines.setup = [&](FakeEngine& e, EngineKind) {
+        e.script().before = [&](const FakeCall& c) {
+            if (c.op == FakeOp::prefill && c.n_tokens == 16 && c.index == 3)
+                line = say_last_words("ggml.c:1: Remote RPC server crashed");
+        };
+    };
+    std::vector<ResultDocument> kept;
+    RunOptions o = sweep({8, 16}, {2}, 2);
+    o.out_path = dir.file("r.json");
+    RunEnv env = rig.env("run");
+    env.on_last_word = [&](const ResultDocument& d) { kept.push_back(d); };
+    run_benchmark(o, std::move(env));
+    ASSERT_TRUE(line);
+    EXPECT_EQ(*line,
+              "test pp16+tg2 on CPU failed: llama.cpp stopped during warmup: Remote RPC server "
+              "crashed; 1 earlier test(s) kept in " +
+                  *o.out_path);
+    ASSERT_EQ(kept.size(), 1u);
+    ASSERT_EQ(kept[0].tests.size(), 2u);
+    EXPECT_EQ(kept[0].tests[0].status, Status::ok);
+    const TestResult& stopped = kept[0].tests[1];
+    EXPECT_EQ(stopped.status, Status::failed);
+    EXPECT_FALSE(stopped.error_kind);  // a stop inside llama.cpp: its kind is not known
+    EXPECT_EQ(stopped.config.n_prompt, 16);
+    EXPECT_GT(stopped.started_ns, 0);
 }
 
 TEST_F(RunBenchmark, BadInputBeforeTheFirstTestThrowsAndMeasuresNothing) {

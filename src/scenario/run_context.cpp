@@ -264,10 +264,13 @@ RunResult RunContext::finish(Outcome at_least) {
         }
     }
     const bool interrupted = interrupt_requested();
-    if (interrupted)
-        progress_.notice(
-            "interrupted; " + std::to_string(doc_.tests.size()) + " test(s) kept" +
-            (setup_.out_path && !out.error ? " in " + *setup_.out_path : std::string()));
+    if (interrupted) {
+        const std::string where =
+            setup_.out_path && !out.error ? " in " + *setup_.out_path : std::string();
+        progress_.notice(doc_.tests.empty() ? "interrupted; what was measured is kept" + where
+                                            : "interrupted; " + std::to_string(doc_.tests.size()) +
+                                                  " test(s) kept" + where);
+    }
     out.outcome = worse(outcome_of(doc_.tests, interrupted), at_least);
     if (out.error)
         out.outcome = worse(out.outcome, Outcome::failed);

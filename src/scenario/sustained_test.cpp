@@ -5,6 +5,7 @@
 #include "core/document.hpp"
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
+#include "core/last_word.hpp"
 #include "engine/fake_engine.hpp"
 #include "scenario/stage_sweep.hpp"
 #include "scenario/test_util.hpp"
@@ -298,4 +299,32 @@ TEST(SustainedRun, CtrlCEndsThePhaseAfterTheRoundItCameIn) {
     EXPECT_EQ(r.doc.tests.size(), 3u);
     EXPECT_EQ(r.doc.sustained->phases[0].rounds.size(), 3u);
     EXPECT_EQ(r.outcome, Outcome::interrupted);
+}
+
+TEST(SustainedRun, TheLastWordRecordsTheRoundAsATestAndAsThePhasesNextRound) {
+    clear_interrupt();
+    test::RunRig rig;
+    std::optional<std::string> line;
+    rig.engines.setup = [&](FakeEngine& e, EngineKind) {
+        e.script().before = [&](const FakeCall& c) {
+            if (c.op == FakeOp::prefill && c.index == 3)  // round 3
+                line = say_last_words("ggml.c:1: Remote RPC server crashed");
+        };
+    };
+    std::vector<ResultDocument> kept;
+    RunEnv env = rig.env("sustained");
+    env.on_last_word = [&](const ResultDocument& d) { kept.push_back(d); };
+    run_sustained(sustained_options(5), std::move(env));
+    ASSERT_TRUE(line);
+    EXPECT_EQ(*line,
+              "rounds round 3 failed: llama.cpp stopped during prefill: Remote RPC server "
+              "crashed; 2 earlier test(s) kept");
+    ASSERT_EQ(kept.size(), 1u);
+    ASSERT_EQ(kept[0].tests.size(), 3u);
+    EXPECT_EQ(kept[0].tests[2].status, Status::failed);
+    EXPECT_EQ(kept[0].tests[2].notes, (std::vector<std::string>{"sustained rounds round 3"}));
+    const SustainedPhase& ph = kept[0].sustained->phases[0];
+    ASSERT_EQ(ph.rounds.size(), 3u);
+    EXPECT_EQ(ph.rounds[2].round, 3);
+    EXPECT_EQ(ph.rounds[2].status, Status::failed);
 }
