@@ -94,14 +94,6 @@ HybridMemory load_engines(RunContext& run, const HybridOptions& o, Engine& a, En
     return memory;
 }
 
-// The crossovers are analysis/'s (crossovers), read at its boundary.
-HybridCrossover hybrid_crossover(const std::vector<HybridPoint>& points) {
-    nlohmann::json j = nlohmann::json::array();
-    for (const auto& p : points)
-        j.push_back(to_json(p));
-    return from_json<HybridCrossover>(crossovers(j), "the hybrid crossover");
-}
-
 // Every mode's test of the point (n_prompt p, n_gen n), begun, measured interleaved and ended
 // through the run context; the point joins the section. Returns whether it was interrupted.
 bool measure_point(RunContext& run, const HybridOptions& o, Engine& a, Engine& b,
@@ -146,7 +138,7 @@ bool measure_point(RunContext& run, const HybridOptions& o, Engine& a, Engine& b
     run.update([&](ResultDocument& doc) {
         HybridSection& h = *doc.hybrid;
         h.points.push_back(std::move(point));
-        h.crossover = hybrid_crossover(h.points);
+        h.crossover = crossovers(h.points);
     });
     return interrupted;
 }
@@ -262,10 +254,8 @@ HybridPoint hybrid_point(int p, int n, const std::vector<HybridMode>& modes) {
     }
     for (const auto& [mode, v] : e2e_ns)
         pt.e2e[mode] = HybridModeSamples{v, summarize_ns(v)};
-    // The comparison is analysis/'s (compare_modes), read at its boundary.
-    pt.comparison = from_json<std::map<std::string, HybridSpeedup>>(
-        compare_modes(e2e_ns[kHybridMode], e2e_ns[kPrefillAloneMode], e2e_ns[kDecodeAloneMode]),
-        "the hybrid comparison");
+    pt.comparison =
+        compare_modes(e2e_ns[kHybridMode], e2e_ns[kPrefillAloneMode], e2e_ns[kDecodeAloneMode]);
     return pt;
 }
 
