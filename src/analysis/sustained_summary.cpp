@@ -260,20 +260,20 @@ std::vector<std::string> evidence_at(const std::vector<SustainedRound>& rounds, 
 }
 
 // Time at the frequency floor of every sampled clock of the phase.
-std::vector<FloorTime> time_at_floor(const std::vector<Series>& freq_series) {
+std::vector<FloorTime> time_at_floor(const std::vector<TelemetrySeries>& freq_series) {
     std::vector<FloorTime> out;
     // Time at the frequency floor: the policy's own minimum where the kernel reports it, else
     // the lowest frequency seen in the phase.
     std::map<std::string, double> floors;
     for (const auto& s : freq_series)
-        if (ends_with(s.metric.name, ".min_freq_khz"))
+        if (ends_with(s.metric, ".min_freq_khz"))
             for (const auto& v : s.values)
                 if (v)
-                    floors[s.metric.name.substr(0, s.metric.name.size() - 13)] = *v;
+                    floors[s.metric.substr(0, s.metric.size() - 13)] = *v;
     for (const auto& s : freq_series) {
-        if (!ends_with(s.metric.name, ".cur_freq_khz") || s.t_ns.size() < 2)
+        if (!ends_with(s.metric, ".cur_freq_khz") || s.t_ns.size() < 2)
             continue;
-        const std::string base = s.metric.name.substr(0, s.metric.name.size() - 13);
+        const std::string base = s.metric.substr(0, s.metric.size() - 13);
         std::optional<double> floor, lowest, highest;
         for (const auto& v : s.values)
             if (v) {
@@ -293,7 +293,7 @@ std::vector<FloorTime> time_at_floor(const std::vector<Series>& freq_series) {
             if (s.values[i] && *s.values[i] <= *floor * 1.001)
                 at += dt;
         }
-        out.push_back({s.metric.name, *floor, at, total > 0 ? at / total : 0});
+        out.push_back({s.metric, *floor, at, total > 0 ? at / total : 0});
     }
     return out;
 }
@@ -383,7 +383,7 @@ void add_request_telemetry(const TestTelemetry& t, SustainedRound& r) {
 }
 
 AcrossRounds summarize_rounds(const std::vector<SustainedRound>& rounds,
-                              const std::vector<Series>& freq_series) {
+                              const std::vector<TelemetrySeries>& freq_series) {
     AcrossRounds a;
     const auto pre = present(rounds, &SustainedRound::prefill_tps);
     const auto dec = present(rounds, &SustainedRound::decode_tps);

@@ -12,10 +12,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/doc/telemetry_section.hpp"
 #include "core/result.hpp"
 #include "core/sustained_result.hpp"
 #include "core/warning.hpp"
-#include "telemetry/sampler.hpp"
 
 namespace sb {
 
@@ -54,7 +54,7 @@ void add_request_telemetry(const TestTelemetry& telemetry, SustainedRound& r);
 // kHeatingEvidenceC from the first round's start to the change point. Without, a drop of decode
 // throughput is drop_round and the verdict says so. load is left unset (name_machine_load).
 AcrossRounds summarize_rounds(const std::vector<SustainedRound>& rounds,
-                              const std::vector<Series>& freq_series);
+                              const std::vector<TelemetrySeries>& freq_series);
 
 // The verdict of a phase from its figures: "throttled at round k" (throttle_onset_round),
 // "throughput dropped at round k (no clock or temperature evidence[; load])" (drop_round

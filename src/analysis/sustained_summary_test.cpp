@@ -449,9 +449,9 @@ TEST(SummarizeRounds, MeanAndSdOfTheRequestFiguresAndTheBatteryDrain) {
 }
 
 TEST(SummarizeRounds, TimeAtTheKernelReportedFloor) {
-    Series cur, mn;
-    cur.metric.name = "cpufreq.policy0.cur_freq_khz";
-    mn.metric.name = "cpufreq.policy0.min_freq_khz";
+    TelemetrySeries cur, mn;
+    cur.metric = "cpufreq.policy0.cur_freq_khz";
+    mn.metric = "cpufreq.policy0.min_freq_khz";
     for (int i = 0; i <= 10; ++i) {
         cur.t_ns.push_back(i * 100'000'000LL);
         cur.values.push_back(i < 6 ? 2e6 : 3e5);

@@ -30,10 +30,11 @@ json to_json(const RoundTracedPass& p) {
     json stages = json::array();
     for (const auto& s : p.stages)
         stages.push_back(to_json(s));
-    return json{{"label", p.label},       {"start_ns", p.start_ns},   {"end_ns", p.end_ns},
-                {"status", p.status},     {"error", opt(p.error)},    {"devices", p.devices},
-                {"backends", p.backends}, {"n_threads", p.n_threads}, {"method", p.method},
-                {"stages", stages}};
+    return json{{"label", p.label},       {"start_ns", p.start_ns},
+                {"end_ns", p.end_ns},     {"status", to_string(p.status)},
+                {"error", opt(p.error)},  {"devices", p.devices},
+                {"backends", p.backends}, {"n_threads", p.n_threads},
+                {"method", p.method},     {"stages", stages}};
 }
 
 json to_json(const SustainedRound& r) {

@@ -37,7 +37,7 @@ struct SustainedConfig {
 struct RoundTracedPass {
     std::string label;  // "traced pass after round 3"
     int64_t start_ns = 0, end_ns = 0;
-    std::string status = "ok";  // ok | error
+    PassStatus status = PassStatus::ok;
     std::optional<std::string> error;
     std::string devices;  // '+'-joined
     std::vector<std::string> backends;

@@ -177,7 +177,7 @@ class HttpEngine final : public Engine {
     const std::string& server_kind() const { return kind_; }
     const std::vector<std::string>& models() const { return models_; }
     // {"url", "api", "server", "models", "tokenizer", and what the server said about itself}
-    nlohmann::json describe() const;
+    nlohmann::json describe() const override;
 
     // A prompt of n_tokens for model, its words varied by seed so that no prefix cache helps.
     // Exact through the server's tokenizer (llama-server, vLLM /tokenize) where one exists;

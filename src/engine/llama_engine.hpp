@@ -36,24 +36,15 @@ class LlamaEngine final : public Engine {
     std::optional<double> kv_bytes_read(int depth) const override;
     size_t save_state(std::vector<uint8_t>& buf) override;
     void restore_state(std::span<const uint8_t> state) override;
-    // The logits (n_vocab() floats, unnormalised) of the last token that the latest
-    // decode_step() or prefill() computed, for checking that a sequence continues correctly
-    // (e.g. after restore_state()); read outside any timed region. The span is valid until the
-    // next prefill, decode_step, reset, fill_to_depth, restore_state, load or unload. Throws
-    // sb::Error(runtime) when nothing has been computed since the context was created or reset.
-    std::span<const float> last_logits() const;
-    // The text as the model's vocabulary tokenizes it (llama_tokenize, special tokens as
-    // text): with add_special, the BOS first when the vocabulary adds one, as llama.cpp's tools
-    // tokenize their input. Throws sb::Error(input) when the model has no vocabulary (a
-    // tokenizer of type none) or the vocabulary adds an EOS (no tool of llama.cpp scores
-    // such input).
-    std::vector<int32_t> tokenize(const std::string& text, bool add_special) const;
-    // Evaluates tokens on a cleared cache from position 0 (one sequence, n_batch tokens per
-    // llama_decode), asking for logits at every position >= first_output, and appends them to
-    // out (n_vocab() floats per position, in order). Untimed: for fidelity and perplexity.
-    // Afterwards the sequence continues with decode_step() and last_logits() is the last
-    // position's.
-    void evaluate(std::span<const int32_t> tokens, int first_output, std::vector<float>& out);
+    // The logits interface (engine.hpp, caps().logits). The span of last_logits is also valid
+    // until unload(). tokenize is llama_tokenize with special tokens as text, as llama.cpp's
+    // tools tokenize their input; it also throws sb::Error(input) when the vocabulary adds an
+    // EOS (no tool of llama.cpp scores such input). evaluate decodes n_batch tokens per
+    // llama_decode.
+    std::span<const float> last_logits() const override;
+    std::vector<int32_t> tokenize(const std::string& text, bool add_special) const override;
+    void evaluate(std::span<const int32_t> tokens, int first_output,
+                  std::vector<float>& out) override;
     // Frees the model and context (e.g. before switching device sets).
     void unload();
     // (optional) The loaded model, for code in engine/ that needs llama.cpp's vocabulary or

@@ -218,15 +218,18 @@ struct Session {
 LoadSpec load_spec_of(const OpsOptions& o, int threads, int n_ctx, Tracer* tr) {
     LoadSpec ls;
     ls.model_path = o.model_path;
-    ls.devices = o.devices;
+    std::string devices;
+    for (const auto& d : o.devices)
+        devices += (devices.empty() ? "" : "+") + d;
+    ls.devices = DeviceSet(devices);
     ls.n_gpu_layers = o.n_gpu_layers;
     ls.n_ctx = n_ctx;
     ls.n_batch = o.n_batch;
     ls.n_ubatch = o.n_ubatch;
     ls.n_threads = threads;
-    ls.flash_attn = o.flash_attn;
-    ls.type_k = o.type_k;
-    ls.type_v = o.type_v;
+    ls.flash_attn = enum_from_text<FlashAttn>(o.flash_attn, "--flash-attn");
+    ls.type_k = enum_from_text<KvType>(o.type_k, "--cache-type-k");
+    ls.type_v = enum_from_text<KvType>(o.type_v, "--cache-type-v");
     if (tr) {
         ls.eval_callback = eval_cb;
         ls.eval_user_data = tr;

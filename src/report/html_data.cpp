@@ -281,7 +281,7 @@ struct SeriesKind {
 
 std::optional<SeriesKind> series_kind(const TelemetrySeries& s) {
     const std::string& unit = s.unit;
-    const bool counter = s.kind == "counter";
+    const bool counter = s.kind == MetricKind::counter;
     if (unit == "mC" && !counter)
         return SeriesKind{"temperature", "°C", 1e-3};
     if (unit == "kHz" && !counter)

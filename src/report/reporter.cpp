@@ -93,9 +93,9 @@ class MarkdownReporter : public Reporter {
                 if (!t.fidelity)
                     continue;
                 const TestFidelity& f = *t.fidelity;
-                const std::string lead = fmt::format("| {} | {} | {}/{} | {} ",
-                                                     t.config.test_name(), t.config.devices.str(),
-                                                     t.config.type_k, t.config.type_v, f.reference);
+                const std::string lead = fmt::format(
+                    "| {} | {} | {}/{} | {} ", t.config.test_name(), t.config.devices.str(),
+                    to_string(t.config.type_k), to_string(t.config.type_v), f.reference);
                 if (f.error) {
                     out_ << lead << "| FAILED: " << *f.error << " | | | | | | |\n";
                     continue;

@@ -188,7 +188,7 @@ void write_sustained_markdown(const SustainedResult& r, const Warnings& warnings
             const RoundTracedPass& pass = *x.ops;
             out << (pass.label.empty() ? "traced pass" : pass.label)
                 << " (node by node, outside the round): ";
-            if (pass.status != "ok") {
+            if (pass.status != PassStatus::ok) {
                 out << "failed: " << pass.error.value_or("?") << "\n";
                 continue;
             }

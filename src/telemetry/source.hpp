@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/enums.hpp"
 #include "core/warning.hpp"
 #include "telemetry/sysfs_util.hpp"
 
@@ -38,11 +39,6 @@ enum class Quantity {
 const char* unit_of(Quantity q);
 // Name of a quantity for JSON and reports: "temperature", "power", ...
 const char* quantity_name(Quantity q);
-
-enum class MetricKind {
-    gauge,    // an instantaneous value
-    counter,  // a cumulative count that only grows (except at wrap_range)
-};
 
 struct Metric {
     std::string name;    // unique: "<sensor>.<field>_<unit>", e.g. "thermal.cpu-0-0.temp_mc"

@@ -10,7 +10,7 @@
 
 #include "core/utf8.hpp"
 #include "telemetry/discover.hpp"
-#include "telemetry/telemetry_json.hpp"
+#include "telemetry/sampler.hpp"
 #include "telemetry/test_util.hpp"
 
 namespace sb {
@@ -306,7 +306,7 @@ TEST(Discover, BadBytesAndFifosNeverBlockOrLeakIntoText) {
     for (const auto& s : d.sources) {
         for (const auto& m : s->describe()) {
             EXPECT_TRUE(is_valid_utf8(m.name)) << m.name;
-            (void)to_json(m).dump();  // strict: throws on bytes that are not UTF-8
+            (void)to_json(metric_record(m)).dump();  // strict: throws on bytes that are not UTF-8
         }
         for (const auto& w : s->warnings()) {
             ++warnings;

@@ -407,7 +407,7 @@ void add_counters(Builder& b, const ResultDocument& doc) {
     for (const auto& s : *doc.telemetry->series) {
         if (s.metric.empty())
             continue;
-        const bool cumulative = s.kind == "counter";
+        const bool cumulative = s.kind == MetricKind::counter;
         static const std::vector<std::optional<double>> none;
         const auto& vals = cumulative ? (s.cumulative ? *s.cumulative : none) : s.values;
         // Energy counters also as power over each sampling interval, placed at its start.
