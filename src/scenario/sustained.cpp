@@ -18,11 +18,11 @@
 #include "core/sysinfo.hpp"
 #include "engine/backends.hpp"
 #include "engine/llama_engine.hpp"
-#include "profile/traced_pass.hpp"
 #include "scenario/background_load.hpp"
 #include "scenario/run_command.hpp"
 #include "scenario/run_context.hpp"
 #include "scenario/stage_sweep.hpp"
+#include "scenario/traced_pass.hpp"
 #include "telemetry/telemetry_json.hpp"
 
 namespace sb {
