@@ -313,7 +313,7 @@ class ReplayGraph {
         while (ok && static_cast<int>(totals.size()) < cfg.max_reps) {
             totals.push_back(time_compute(backend, g, ok));
             spent += totals.back();
-            if (static_cast<int>(totals.size()) < min_reps)
+            if (static_cast<int>(totals.size()) < min_reps || spent < cfg.min_spent_ns)
                 continue;
             const double lo = static_cast<double>(*std::min_element(totals.begin(), totals.end()));
             if (spent >= cfg.max_spent_ns || median(totals) <= lo * (1.0 + cfg.settle))

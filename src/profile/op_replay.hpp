@@ -78,8 +78,9 @@ std::optional<ggml_type> activation_type_for(ggml_type w);
 // outweighs the n ops (an RPC round trip against a tiny op), n grows up to max_copies. When
 // the backend's dispatch is known and T(1) is at least alone_factor times it, the op is timed
 // alone: T(1) less the dispatch (the copies would only add time, not accuracy).
-// Repetitions: at least min_reps, then until the minimum is within settle of the median (a
-// steady op: more samples would not lower it) or max_spent_ns was spent on the graph.
+// Repetitions: at least min_reps and min_spent_ns, then until the minimum is within settle of
+// the median (a steady op: more samples would not lower it) or max_spent_ns was spent on the
+// graph.
 struct ReplayConfig {
     int copies = 16;       // nodes per replay graph
     int max_copies = 256;  // when dispatch dominates
@@ -91,6 +92,9 @@ struct ReplayConfig {
     int min_reps = 3;                    // graph computations timed at least
     double settle = 0.02;                // (median - min) / min that ends the repetitions
     int64_t max_spent_ns = 20'000'000;   // time spent on one graph's repetitions at most
+    // ... but at least this much (and max_spent_ns no longer applies below it): steadier
+    // minima where two replays are subtracted (decompose's conversion, dispatch and compute).
+    int64_t min_spent_ns = 0;
     int max_reps = 50;
     std::optional<double> dispatch_ns;  // the backend's no-work dispatch, when known
     double alone_factor = 50;

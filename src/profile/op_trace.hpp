@@ -52,7 +52,7 @@ struct OpsOptions {
     // ops reconcile with), interleaved, after one capturing repetition that also warms up.
     int traced_reps = 1;
     int plain_reps = 1;
-    int decode_tokens = 16;  // decode steps per repetition: each one a sample of the stage
+    int decode_tokens = 8;  // decode steps per repetition: each one a sample of the stage
     size_t top_n = 10;
     // `stagebench decompose`: also measure each backend's no-work dispatch and the activation
     // conversion of the accelerator's mat-muls, and fill StageProfile::decomposition.
@@ -139,6 +139,9 @@ struct ReplaySetup {
     // Weights of a replayed op cycle through distinct copies up to about this many bytes, so
     // that it reads them as cold as the real graph does (0: one copy, as hot as it gets).
     uint64_t cold_weight_bytes = 0;
+    // Each replay graph timed for at least this long (0: until its minimum settles, which is
+    // enough for an op time; `decompose` subtracts replays from each other and asks for more).
+    int64_t min_spent_ns = 0;
 };
 
 // Times captured nodes on the devices of the profiled context (after OpTracer::release()).

@@ -27,6 +27,10 @@ namespace {
 // When the last-level cache is unknown (no sysfs cache description, as in some VMs), the
 // cold-weight budget assumes one this large.
 constexpr uint64_t kAssumedLlcBytes = 64ull << 20;
+// `decompose` takes differences of replays (conversion: an op against itself with converted
+// activations; compute less conversion): each replay graph is timed for at least this long, so
+// that a minimum raised by other load does not become a part of the stage.
+constexpr int64_t kDecomposeReplayNs = 5'000'000;
 
 // One stage's measurements: the capturing run, the timed traced runs, the uninstrumented
 // samples (one per repetition for prefill, one per decode step for decode).
@@ -406,7 +410,8 @@ OpsProfile profile_ops(const OpsRig& rig, const OpsOptions& o, const OpsHooks& h
     p.llc_bytes = last_level_cache_bytes();
     p.cold_weight_bytes = cold_weight_budget(weights, p.llc_bytes);
     if (o.replay_copies > 0)
-        rig.replayer.open({p.backends, threads, o.replay_copies, *p.cold_weight_bytes});
+        rig.replayer.open({p.backends, threads, o.replay_copies, *p.cold_weight_bytes,
+                           o.decompose ? kDecomposeReplayNs : 0});
 
     size_t replays = 0;
     if (o.prefill && m.prefill.captured)
