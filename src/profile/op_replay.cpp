@@ -483,6 +483,7 @@ ReplayResult replay_op(const NodeDesc& n, ggml_backend_t backend, bool keep_buft
         return res;
     }
     res.isolated_ns = t1_median;
+    res.isolated_min_ns = t1;
     if (cfg.dispatch_ns && *cfg.dispatch_ns > 0 && t1 >= cfg.alone_factor * *cfg.dispatch_ns) {
         // The one dispatch is a small fraction of the op: copies would add time, not accuracy.
         res.copies = 1;

@@ -103,6 +103,9 @@ struct ReplayConfig {
 struct ReplayResult {
     std::optional<double> op_ns;        // per op, dispatch removed (see ReplayConfig)
     std::optional<double> isolated_ns;  // the op alone in a one-node graph: median wall time
+    // ... and its least wall time, the one the op time's minima go with: the least
+    // interference (ggml_replayer.cpp's no-work dispatch is this less the op time).
+    std::optional<double> isolated_min_ns;
     int copies = 0;
     std::string method;  // "replayed 16x on CPU", or why there is no time
 };
