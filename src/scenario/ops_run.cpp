@@ -15,7 +15,6 @@
 #include "profile/fallback.hpp"
 #include "profile/op_times.hpp"
 #include "profile/ops_profile.hpp"
-#include "profile/ops_report.hpp"
 #include "profile/trace_stage.hpp"
 #include "scenario/repetition.hpp"
 #include "scenario/run_context.hpp"
@@ -439,7 +438,6 @@ OpsProfile profile_ops(const OpsOptions& o, const ProgressFn& progress) {
 }
 
 int run_ops(const OpsCommandOptions& o, ResultDocument& doc, std::ostream& err) {
-    check_ops_format(o.format);
     const std::string device_set = joined(o.ops.devices);
     RunSetup setup;
     setup.models = {o.ops.model_path};

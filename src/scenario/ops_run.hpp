@@ -69,10 +69,11 @@ struct OpsCommandOptions {
 // `stagebench ops` / `decompose` as a run: the run context's setup (the model described, RPC
 // servers added, device names checked, warnings, the document saved), then profile_ops on
 // llama.cpp and the profile in the document (doc.ops). Prints nothing but progress on err:
-// the caller shows the document (profile/ops_report.hpp print_ops_document).
+// the caller shows the document (report/ops_report.hpp print_ops_document, which checks
+// the format).
 // Returns the exit code (0; 1 when interrupted, the partial profile kept); throws sb::Error
-// for bad input found before anything was measured (an unknown format, model, device or
-// server among them). A stop inside llama.cpp mid-profile records nothing (the profile is one
+// for bad input found before anything was measured (an unknown model, device or server
+// among them). A stop inside llama.cpp mid-profile records nothing (the profile is one
 // measurement) and says which device set went away.
 int run_ops(const OpsCommandOptions& o, ResultDocument& doc, std::ostream& err);
 

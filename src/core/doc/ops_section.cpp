@@ -229,13 +229,15 @@ void read(const JsonIn& in, OpRecord& r) {
         "no_compute", r.no_compute)("op_ns", r.op_ns)("call_ns", r.call_ns)(
         "isolated_call_ns", r.isolated_call_ns)("op_method", r.op_method)("start_ns", r.start_ns)(
         "end_ns", r.end_ns)("cycles", r.cycles)("mhz", r.mhz)("pkts", r.pkts)(
-        "start_cycles", r.start_cycles)("pmu", r.pmu)("kernel", r.kernel);
+        "start_cycles", r.start_cycles)("pmu", r.pmu)("kernel", r.kernel)
+        .non_negative({"op_ns", "call_ns", "isolated_call_ns"});
 }
 
 void read(const JsonIn& in, OpAggregate& a, GroupBy by) {
     ObjectIn o(in);
     o("count", a.count)("n_no_compute", a.n_no_compute)("op_ns", a.op_ns)("call_ns", a.call_ns)(
-        "share", a.share)("call_share", a.call_share)("call_op_ratio", a.call_op_ratio);
+        "share", a.share)("call_share", a.call_share)("call_op_ratio", a.call_op_ratio)
+        .non_negative({"count", "n_no_compute", "op_ns", "call_ns", "share", "call_share"});
     switch (by) {
         case GroupBy::op:
             o("op", a.key);
@@ -262,7 +264,10 @@ void read(const JsonIn& in, FallbackRow& f) {
         "op_ns_replayed", f.op_ns_replayed)("op_ns_requested", f.op_ns_requested)(
         "penalty", f.penalty)("n_splits", f.n_splits)("split_bytes", f.split_bytes)(
         "split_ns", f.split_ns)("penalty_ns", f.penalty_ns)("penalty_basis", f.penalty_basis)(
-        "note", f.note);
+        "note", f.note)
+        // penalty_ns may be negative: the op ran faster off the device, splits included.
+        .non_negative({"count", "call_ns", "op_ns", "n_replayed", "op_ns_replayed",
+                       "op_ns_requested", "penalty", "n_splits", "split_bytes", "split_ns"});
 }
 
 void read(const JsonIn& in, CoverageRow& c) {
@@ -280,7 +285,11 @@ void read(const JsonIn& in, Reconciliation& r) {
         "op_fraction", r.op_fraction)("op_within_stage", r.op_within_stage)(
         "fit_cause", r.fit_cause)("node_dispatch_ns", r.node_dispatch_ns)(
         "n_op_in_situ", r.n_op_in_situ)("n_op_replayed", r.n_op_replayed)("sum_op_in_situ_ns",
-                                                                          r.sum_op_in_situ_ns);
+                                                                          r.sum_op_in_situ_ns)
+        // overhead_ns and overhead_ratio are signed: a traced stage can run faster under load.
+        .non_negative({"plain_ns", "traced_ns", "plain_median_ns", "traced_median_ns", "sum_op_ns",
+                       "sum_call_ns", "sum_call_compute_ns", "sum_copy_ns", "node_dispatch_ns",
+                       "n_op_in_situ", "n_op_replayed", "sum_op_in_situ_ns"});
 }
 
 void read(const JsonIn& in, DecompositionPart& p) {
@@ -317,7 +326,9 @@ void read(const JsonIn& in, StageProfile& s) {
         "top", s.top)("n_splits", s.n_splits)("n_copies", s.n_copies)("copy_bytes", s.copy_bytes)(
         "copy_ns", s.copy_ns)("splits", s.splits)("fallback", s.fallback)(
         "coverage_devices", s.coverage_devices)("coverage", s.coverage)(
-        "decomposition", s.decomposition)("notes", s.notes)("ops", s.ops);
+        "decomposition", s.decomposition)("notes", s.notes)("ops", s.ops)
+        .non_negative({"n_tokens", "kv_depth", "n_graphs", "traced_reps", "n_splits", "n_copies",
+                       "copy_bytes", "copy_ns"});
     read_aggregates(o, "by_op", s.by_op, GroupBy::op);
     read_aggregates(o, "by_layer", s.by_layer, GroupBy::layer);
     read_aggregates(o, "by_backend", s.by_backend, GroupBy::backend);
@@ -330,6 +341,8 @@ void read(const JsonIn& in, OpsProfile& p) {
         "n_prompt", p.n_prompt)("n_depth", p.n_depth)("replay_copies", p.replay_copies)(
         "method", p.method)("stages", p.stages)("duration_ns", p.duration_ns)(
         "phase_ns", p.phase_ns)("llc_bytes", p.llc_bytes)("cold_weight_bytes", p.cold_weight_bytes);
+    o.non_negative({"n_threads", "n_prompt", "n_depth", "replay_copies", "duration_ns", "phase_ns",
+                    "llc_bytes", "cold_weight_bytes"});
     read_object_or_null(o.at("import"), p.import_info);
 }
 
