@@ -125,8 +125,12 @@ void stage_section(const OpsProfile& p, const StageProfile& s, std::ostream& out
                     ? fmt::format("tracing overhead {:+.0f} %", *r.overhead_ratio * 100.0)
                     : std::string("-"))
             << " |\n";
-        out << "| Σ op time (" << r.n_op_in_situ << " in situ, " << r.n_op_replayed
-            << " replayed) | " << ms(r.sum_op_ns) << " | " << pct(r.op_fraction)
+        // Documents from before in-situ op times count neither: all their op times were replayed.
+        const std::string how =
+            r.n_op_in_situ + r.n_op_replayed == 0
+                ? std::string("replayed")
+                : fmt::format("{} in situ, {} replayed", r.n_op_in_situ, r.n_op_replayed);
+        out << "| Σ op time (" << how << ") | " << ms(r.sum_op_ns) << " | " << pct(r.op_fraction)
             << (r.op_within_stage ? "" : " **exceeds the stage**") << " |\n";
         std::optional<double> call_frac;
         if (r.sum_call_compute_ns && r.plain_median_ns && *r.plain_median_ns > 0)
