@@ -32,7 +32,7 @@ struct SustainedConfig {
     std::vector<int> trace_ops_rounds;  // rounds followed by a traced pass, ascending
 };
 
-// --trace-ops-rounds: the node-by-node traced pass (profile/traced_pass.hpp) run after a round
+// --trace-ops-rounds: the node-by-node traced pass (scenario/traced_pass.hpp) run after a round
 // ended, outside the round's start_ns..end_ns.
 struct RoundTracedPass {
     std::string label;  // "traced pass after round 3"

@@ -34,6 +34,7 @@ bool same_context(const LoadSpec& a, const LoadSpec& b) {
 }  // namespace
 
 struct LlamaEngine::Impl {
+    LlamaEngineOptions options;
     LoadSpec spec;
     bool have_spec = false;
     llama_model* model = nullptr;
@@ -77,7 +78,8 @@ struct LlamaEngine::Impl {
     }
 };
 
-LlamaEngine::LlamaEngine() : impl_(std::make_unique<Impl>()) {
+LlamaEngine::LlamaEngine(LlamaEngineOptions options) : impl_(std::make_unique<Impl>()) {
+    impl_->options = options;
     init_backends();
 }
 
@@ -126,6 +128,8 @@ void LlamaEngine::load(const LoadSpec& spec) {
         llama_model_params mp = llama_model_default_params();
         mp.devices = devs.data();
         mp.n_gpu_layers = m.selection.offload.empty() ? 0 : spec.n_gpu_layers;
+        if (!m.options.use_mmap)
+            mp.load_mode = LLAMA_LOAD_MODE_NONE;  // read into memory (llama.cpp's --no-mmap)
         take_llama_error();
         m.model = llama_model_load_from_file(spec.model_path.c_str(), mp);
         if (!m.model) {

@@ -12,9 +12,17 @@ struct llama_model;  // llama.cpp's model, opaque here (engine/ and profile/ inc
 
 namespace sb {
 
+// How a LlamaEngine loads models, beyond LoadSpec.
+struct LlamaEngineOptions {
+    // Map the model file (llama.cpp's default) or read it into memory (--no-mmap): weights
+    // that llama.cpp repacks for the CPU are copied out of the mapping, whose pages then stay
+    // resident beside the copy, so a mapped repacked model costs about twice its size.
+    bool use_mmap = true;
+};
+
 class LlamaEngine final : public Engine {
   public:
-    LlamaEngine();
+    explicit LlamaEngine(LlamaEngineOptions options = {});
     ~LlamaEngine() override;
     LlamaEngine(const LlamaEngine&) = delete;
     LlamaEngine& operator=(const LlamaEngine&) = delete;

@@ -14,10 +14,10 @@
 #include "core/interrupt.hpp"
 #include "core/parse.hpp"
 #include "core/sysinfo.hpp"
-#include "profile/traced_pass.hpp"
 #include "scenario/background_load.hpp"
 #include "scenario/run_context.hpp"
 #include "scenario/stage_sweep.hpp"
+#include "scenario/traced_pass.hpp"
 
 namespace sb {
 namespace {

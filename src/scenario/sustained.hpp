@@ -51,7 +51,7 @@ struct SustainedOptions {
     HttpRunOptions http;
     // --trace-ops-rounds: after each of these rounds (in every phase), once the round's
     // measured workload has finished, one node-by-node traced pass of the same prefill and a
-    // few decode steps on the same devices (profile/traced_pass.hpp); its per-op records go to
+    // few decode steps on the same devices (scenario/traced_pass.hpp); its per-op records go to
     // the round's "ops". "" = none. In-process engine only.
     std::string trace_ops_rounds;
     // Runs a traced pass (profile/traced_pass.hpp's run_traced_pass); null: that one.

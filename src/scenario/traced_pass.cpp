@@ -1,4 +1,4 @@
-#include "profile/traced_pass.hpp"
+#include "scenario/traced_pass.hpp"
 
 #include "engine/backends.hpp"
 
@@ -29,6 +29,7 @@ OpsOptions traced_pass_options(const TestConfig& workload, int traced_reps) {
     o.replay_copies = 0;
     o.traced_reps = traced_reps;
     o.plain_reps = 1;
+    o.decode_tokens = kTracedPassDecodeSteps;
     o.seed = workload.seed;
     return o;
 }
