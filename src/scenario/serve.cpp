@@ -191,6 +191,9 @@ ServeRequest request_record(const std::function<Generation()>& get, const HttpPr
         r.tpot_ns = m.timing.tpot_ns;
         r.itl_ns = m.timing.itl_ns;
         r.output_tokens = m.timing.n_out;
+        r.streamed_tokens = m.timing.n_streamed;
+        r.claimed_output_tokens = m.timing.claimed_out;
+        r.notes = m.timing.notes;
         r.prompt_tokens =
             m.prompt_tokens ? m.prompt_tokens : std::optional<int64_t>(prompt.n_tokens);
     } catch (const Error& err) {

@@ -147,16 +147,21 @@ void read(const JsonIn& in, Saturation& s) {
 }
 
 json to_json(const ServeRequest& r) {
-    return json{{"index", r.index},
-                {"send_ns", r.send_ns},
-                {"ttft_ns", opt(r.ttft_ns)},
-                {"tpot_ns", opt(r.tpot_ns)},
-                {"e2e_ns", opt(r.e2e_ns)},
-                {"itl_ns", r.itl_ns},
-                {"prompt_tokens", opt(r.prompt_tokens)},
-                {"output_tokens", opt(r.output_tokens)},
-                {"error", opt(r.error)},
-                {"interrupted", r.interrupted}};
+    json j{{"index", r.index},
+           {"send_ns", r.send_ns},
+           {"ttft_ns", opt(r.ttft_ns)},
+           {"tpot_ns", opt(r.tpot_ns)},
+           {"e2e_ns", opt(r.e2e_ns)},
+           {"itl_ns", r.itl_ns},
+           {"prompt_tokens", opt(r.prompt_tokens)},
+           {"output_tokens", opt(r.output_tokens)},
+           {"streamed_tokens", opt(r.streamed_tokens)},
+           {"claimed_output_tokens", opt(r.claimed_output_tokens)},
+           {"error", opt(r.error)},
+           {"interrupted", r.interrupted}};
+    if (!r.notes.empty())
+        j["notes"] = r.notes;
+    return j;
 }
 
 json to_json(const LatencyStats& s) {
@@ -230,8 +235,9 @@ json to_json(const ServeSection& s) {
 void read(const JsonIn& in, ServeRequest& r) {
     ObjectIn{in}("index", r.index)("send_ns", r.send_ns)("ttft_ns", r.ttft_ns)(
         "tpot_ns", r.tpot_ns)("e2e_ns", r.e2e_ns)("itl_ns", r.itl_ns)(
-        "prompt_tokens", r.prompt_tokens)("output_tokens", r.output_tokens)("error", r.error)(
-        "interrupted", r.interrupted);
+        "prompt_tokens", r.prompt_tokens)("output_tokens", r.output_tokens)(
+        "streamed_tokens", r.streamed_tokens)("claimed_output_tokens", r.claimed_output_tokens)(
+        "notes", r.notes)("error", r.error)("interrupted", r.interrupted);
 }
 
 void read(const JsonIn& in, LatencyStats& s) {
