@@ -1,4 +1,5 @@
 #include "cli/commands.hpp"
+#include "cli/flag_checks.hpp"
 #include "engine/rpc_server.hpp"
 
 namespace sb::cli {
@@ -17,7 +18,8 @@ void add_rpc_server_command(CLI::App& app, Context& ctx) {
                     "devices to offer, comma list of ggml names (see stagebench devices)")
         ->delimiter(',')
         ->capture_default_str();
-    cmd->add_option("-t,--threads", o->threads, "CPU threads (default: the physical cores)");
+    cmd->add_option("-t,--threads", o->threads, "CPU threads (default: the physical cores)")
+        ->check(threads_check());
     cmd->callback([&ctx, o] { serve_rpc(*o, ctx.err); });
 }
 
