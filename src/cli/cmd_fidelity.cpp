@@ -9,6 +9,7 @@
 #include "cli/store_hook.hpp"
 #include "core/error.hpp"
 #include "core/file_io.hpp"
+#include "core/interrupt.hpp"
 #include "core/result.hpp"
 #include "core/utf8.hpp"
 #include "engine/backends.hpp"
@@ -18,6 +19,31 @@
 #include "scenario/run_command.hpp"
 
 namespace sb::cli {
+
+namespace {
+
+// Ctrl-C while the reference is measured (its text windows stop with "interrupted"): nothing
+// to compare with, but the run was interrupted, not given bad input: the document is kept
+// with no variants, marked interrupted, exit 1. Bad input stays bad input.
+FidelityResult run_fidelity_keeping_interrupt(const FidelityOptions& o, std::ostream& err) {
+    try {
+        return run_fidelity(o, err);
+    } catch (const Error& e) {
+        if (!interrupt_requested() || e.kind() != ErrorKind::runtime)
+            throw;
+        FidelityResult r;
+        r.options = o;
+        r.n_prompt = o.n_prompt;
+        r.n_gen = o.n_gen;
+        r.top_k = o.top_k;
+        r.reps = o.reps;
+        r.seed = o.seed;
+        r.interrupted = true;
+        return r;
+    }
+}
+
+}  // namespace
 
 void add_fidelity_command(CLI::App& app, Context& ctx) {
     auto* cmd = app.add_subcommand(
@@ -110,7 +136,7 @@ void add_fidelity_command(CLI::App& app, Context& ctx) {
             paths.push_back(*a->o.reference_model);
         for (const auto& m : paths)
             doc.models.push_back(to_json(inspect_model(m)));
-        const FidelityResult r = run_fidelity(a->o, ctx.err);
+        const FidelityResult r = run_fidelity_keeping_interrupt(a->o, ctx.err);
         doc.fidelity = static_cast<const FidelitySection&>(r);
         doc.finished_at = utc_timestamp();
         if (a->out_path)
@@ -119,7 +145,10 @@ void add_fidelity_command(CLI::App& app, Context& ctx) {
         bool failed = false;
         for (const auto& v : r.variants)
             failed = failed || v.error.has_value();
-        ctx.exit_code = failed ? 1 : 0;
+        if (r.interrupted)
+            ctx.err << "stagebench: interrupted; " << r.variants.size()
+                    << " variant(s) kept, marked interrupted\n";
+        ctx.exit_code = failed || r.interrupted ? 1 : 0;
         store_document(ctx, doc);  // --db
     });
 }

@@ -10,13 +10,39 @@
 #include "cli/store_hook.hpp"
 #include "cli/trace_option.hpp"
 #include "core/file_io.hpp"
+#include "core/interrupt.hpp"
 #include "core/parse.hpp"
+#include "engine/llama_engine.hpp"
 #include "model/inspect.hpp"
 #include "report/reporter.hpp"
 #include "scenario/run_command.hpp"
 #include "scenario/serve.hpp"
 
 namespace sb::cli {
+
+namespace {
+
+// Ctrl-C before the first point (while llama-server starts, while the server is asked what
+// it is, while prompts are made) cuts a request or a wait, which throws: the run was
+// interrupted, not given bad input, so the document is kept (no points, "interrupted") and
+// the exit code is 1, as for Ctrl-C during a point.
+ServeResult run_serve_keeping_interrupt(const ServeOptions& o, std::ostream& err,
+                                        const std::function<void(const ServeResult&)>& save) {
+    try {
+        return run_serve(o, err, save);
+    } catch (const Error& e) {
+        if (!interrupt_requested())
+            throw;
+        err << "stagebench: interrupted before the first point was measured (" << e.what()
+            << "); the document is kept\n";
+        ServeResult r;
+        r.options = o;
+        r.interrupted = true;
+        return r;
+    }
+}
+
+}  // namespace
 
 void add_serve_command(CLI::App& app, Context& ctx) {
     auto* cmd = app.add_subcommand(
@@ -143,14 +169,17 @@ void add_serve_command(CLI::App& app, Context& ctx) {
         if (a->out_path)
             check_output_path(*a->out_path, "result document");
         check_trace_path(*trace);
-        if (a->o.model_file)
-            inspect_model(*a->o.model_file);  // bad input before a server starts
+        if (a->o.model_file) {
+            // Bad input before a server starts, said as run says it.
+            inspect_model(*a->o.model_file);
+            check_llama_accepts(*a->o.model_file);
+        }
         const ResultDocument start = new_document("serve", ctx.argv);
         auto save = [&](const ServeResult& r) {
             if (a->out_path)
                 write_document(serve_document(start, r), *a->out_path, DocumentSave::progress);
         };
-        const ServeResult r = run_serve(a->o, ctx.err, save);
+        const ServeResult r = run_serve_keeping_interrupt(a->o, ctx.err, save);
         const ResultDocument doc = serve_document(start, r);
         if (a->out_path)
             write_document(doc, *a->out_path);

@@ -245,6 +245,7 @@ FidelityResult run_fidelity(const FidelityOptions& o, std::ostream& progress) {
                     r.variants.push_back(std::move(v));
                 }
     mark_frontier(r.variants);
+    r.interrupted = interrupt_requested();
     return r;
 }
 

@@ -1,0 +1,121 @@
+#include "core/subprocess.hpp"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+
+namespace sb {
+namespace {
+
+TEST(Process, CapturesOutputAndExitCode) {
+    ProcessResult r = run_process({"sh", "-c", "echo out; echo err >&2; exit 3"});
+    EXPECT_EQ(r.exit_code, 3);
+    EXPECT_EQ(r.out, "out\n");
+    EXPECT_EQ(r.err, "err\n");
+    EXPECT_EQ(r.last_line(), "err");
+    EXPECT_FALSE(r.ok());
+}
+
+TEST(Process, MissingProgramIsNotStarted) {
+    ProcessResult r = run_process({"/nonexistent/program"});
+    EXPECT_FALSE(r.started);
+    EXPECT_NE(r.last_line().find("cannot start /nonexistent/program"), std::string::npos);
+}
+
+// The deadline ends the whole process group, grandchildren included.
+TEST(Process, DeadlineKillsTheGroup) {
+    ProcessOptions o;
+    o.timeout_s = 0.3;
+    const auto t0 = std::chrono::steady_clock::now();
+    ProcessResult r = run_process({"sh", "-c", "sleep 30 & sleep 30; wait"}, o);
+    EXPECT_TRUE(r.timed_out);
+    EXPECT_FALSE(r.ok());
+    // Bounded by the deadline plus the SIGTERM grace (2 s) and the pipes' give-up (3 s), far
+    // below the 30 s the command asked for.
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(20));
+}
+
+// A program that closes its output and keeps running is not waited for past the deadline
+// (before, the wait for its exit had none: `sensors` hung on such a vcgencmd for ever).
+TEST(Process, ClosedOutputAndStillRunningEndsAtTheDeadline) {
+    ProcessOptions o;
+    o.timeout_s = 0.5;
+    o.kill_grace_s = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    ProcessResult r = run_process({"sh", "-c", "echo partial; exec >&- 2>&-; sleep 60"}, o);
+    EXPECT_TRUE(r.timed_out);
+    EXPECT_EQ(r.signal, SIGKILL);
+    EXPECT_EQ(r.out, "partial\n");
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+}
+
+// A program that floods its output while ignoring SIGPIPE: what is kept is capped, the rest
+// is read and dropped, and the deadline ends it.
+TEST(Process, AFloodIgnoringSigpipeIsCappedAndEndsAtTheDeadline) {
+    ProcessOptions o;
+    o.timeout_s = 0.5;
+    o.kill_grace_s = 0;
+    o.max_capture = 1000;
+    const auto t0 = std::chrono::steady_clock::now();
+    ProcessResult r = run_process({"sh", "-c", "trap '' PIPE; yes flood"}, o);
+    EXPECT_TRUE(r.timed_out);
+    EXPECT_EQ(r.out.size(), 1000u);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+}
+
+// SIGTERM ignored: SIGKILL after the grace; the whole group, so a grandchild that ignores it
+// too is gone as well.
+TEST(Process, TermIgnoredGetsKillAfterTheGrace) {
+    ProcessOptions o;
+    o.timeout_s = 0.3;
+    o.kill_grace_s = 0.3;
+    const auto t0 = std::chrono::steady_clock::now();
+    ProcessResult r = run_process({"sh", "-c", "trap '' TERM; sleep 30 & wait; sleep 30"}, o);
+    EXPECT_TRUE(r.timed_out);
+    EXPECT_TRUE(r.reaped);
+    EXPECT_EQ(r.signal, SIGKILL);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+}
+
+// No deadline asked for is a day's, not none; a program that ends first ends the wait.
+TEST(Process, ZeroTimeoutStillReturnsWhenTheProgramEnds) {
+    ProcessOptions o;
+    o.timeout_s = 0;
+    ProcessResult r = run_process({"sh", "-c", "exit 4"}, o);
+    EXPECT_EQ(r.exit_code, 4);
+    EXPECT_FALSE(r.timed_out);
+}
+
+TEST(Process, StdinAndStdoutFiles) {
+    const auto dir = std::filesystem::temp_directory_path() / "sb_process_test";
+    std::filesystem::create_directories(dir);
+    { std::ofstream(dir / "in") << "hello\n"; }
+    ProcessOptions o;
+    o.stdin_path = (dir / "in").string();
+    o.stdout_path = (dir / "out").string();
+    ProcessResult r = run_process({"cat"}, o);
+    EXPECT_TRUE(r.ok());
+    EXPECT_TRUE(r.out.empty());
+    std::ifstream f(dir / "out");
+    std::string line;
+    std::getline(f, line);
+    EXPECT_EQ(line, "hello");
+    std::filesystem::remove_all(dir);
+}
+
+TEST(Process, ShellQuoting) {
+    EXPECT_EQ(shell_quote("plain-1.0/x"), "plain-1.0/x");
+    EXPECT_EQ(shell_quote(""), "''");
+    EXPECT_EQ(shell_quote("a b"), "'a b'");
+    EXPECT_EQ(shell_quote("it's"), "'it'\\''s'");
+    EXPECT_EQ(shell_quote("$(rm -rf /)"), "'$(rm -rf /)'");
+    ProcessResult r =
+        run_process({"sh", "-c", "printf '%s|' " + shell_join({"a b", "it's", "$HOME", "*", ""})});
+    EXPECT_EQ(r.out, "a b|it's|$HOME|*||");
+}
+
+}  // namespace
+}  // namespace sb
