@@ -598,8 +598,12 @@ RequestMeasure request_measure(const Generation& g) {
         count(s.prompt_n, prompt_bound, "prompt");
         count(s.cache_n, prompt_bound, "cached prompt");
         count(s.predicted_n, g.n_asked > 0 ? g.n_asked : kMaxClaimedTokens, "generated");
-        // Server time is spent within the request: no longer than the client saw it last.
-        const int64_t seen_ns = std::max<int64_t>(0, g.end_ns - g.start_ns);
+        // Server time is spent within the request: no longer than the client saw it last (to
+        // the end of the response, or at least to its last token; compute_timing above has
+        // refused a stream of none).
+        const int64_t last_ns =
+            g.chunks.empty() ? g.end_ns : std::max(g.end_ns, g.chunks.back().arrival_ns);
+        const int64_t seen_ns = std::max<int64_t>(0, last_ns - g.start_ns);
         auto time = [&](std::optional<int64_t>& v, const char* what) {
             if (v && *v > seen_ns) {
                 char buf[160];

@@ -107,7 +107,8 @@ RequestTiming compute_timing(const Generation& g);
 // each checked: the prompt count when between 1 and 4 x the prompt sent + 4096 (a chat
 // template's tokens), and at most kMaxClaimedTokens; server token counts within the prompt's
 // and the output's bounds; server times no longer than the request as the client saw it (start
-// to end). A claim that fails is left out (absent), with a note in timing.notes naming it.
+// to end, or to the last token when later). A claim that fails is left out (absent), with a
+// note in timing.notes naming it.
 RequestMeasure request_measure(const Generation& g);
 
 // One streamed generation from its request to its end: the request (path and body), the

@@ -435,8 +435,13 @@ TEST(Faults, AServersClaimsAreBoundedCheckedAndKeptAsClaims) {
         EXPECT_EQ(t["decode"]["token_latency_ns"].size(), 6u);
         EXPECT_TRUE(any_note_has(t["notes"], "not believed") || any_note_has(t["notes"], "ignored"))
             << t["notes"];
-        for (const char* part : {"client", "server", "ttft_ns"})
-            expect_no_negative(t[part], part);
+        // The raw records (the summaries' t-intervals of two repetitions are statistics of
+        // their own).
+        for (const auto& [k, v] : t["client"].items())
+            if (v.is_array())
+                expect_no_negative(v, "client/" + k);
+        expect_no_negative(t["server"]["reps"], "server");
+        expect_no_negative(t["ttft_ns"], "ttft_ns");
         expect_no_negative(t["decode"]["tokens_per_s"], "decode");
         expect_no_negative(t["prefill"]["tokens_per_s"], "prefill");
 
@@ -653,7 +658,7 @@ TEST(Faults, CtrlCDuringFidelityKeepsWhatWasMeasuredMarkedInterrupted) {
             break;
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    std::this_thread::sleep_for(std::chrono::seconds(5));  // its logits captured, then timed
     const auto start = std::chrono::steady_clock::now();
     EXPECT_EQ(signal_and_wait(pid, SIGINT, 60), 1) << read_file(t.file("log.err"));
     EXPECT_LT(seconds_since(start), 30);
@@ -661,7 +666,7 @@ TEST(Faults, CtrlCDuringFidelityKeepsWhatWasMeasuredMarkedInterrupted) {
     EXPECT_EQ(doc["fidelity"]["interrupted"], true);
     ASSERT_EQ(doc["fidelity"]["variants"].size(), 1u);
     const json& v = doc["fidelity"]["variants"][0];
-    EXPECT_FALSE(v["decode_tokens_per_s_reps"].empty());
+    EXPECT_EQ(v["decode"]["positions"], 16) << v;  // its distances were measured
     EXPECT_LT(v["decode_tokens_per_s_reps"].size(), 100000u);
     EXPECT_EQ(json::parse(read_file(out)), doc);
     EXPECT_NE(read_file(t.file("log.err")).find("interrupted"), std::string::npos);

@@ -427,3 +427,51 @@ TEST(Serve, TheBenchSweepsNoTokenRequestsAreTheModelsBytesNotTheSlots) {
         EXPECT_EQ(failed, (std::vector<std::pair<double, int>>{{16, 7}, {16, 8}}));
     }
 }
+
+// The issue's own case, `serve -m tiny.gguf --slots 2 --concurrency 1,2 --requests 8` on the
+// default tiny model (synth's seed 1), fails request 0 of concurrency 2 in every run, and with
+// --slots 1 as well. Its prompt (the ninth serve builds: seed 1 x 1000003 + 9, 128 tokens, 64
+// generated, seed 1) on a one-slot llama-server alone fails the same way: greedily the model
+// emits byte tokens that never form UTF-8, here inside the text, and llama-server's output
+// parser refuses the whole output. The request is the model's, not the client's or the slots'.
+TEST(Serve, TheIssuesTwoPointSweepFailsOnTheModelsBytesAlone) {
+    sb::LlamaServerSpec spec;
+    spec.binary = sb::find_peer_program("llama-server");
+    ASSERT_FALSE(spec.binary.empty());
+    spec.model = tiny_seed1();
+    spec.n_ctx = 256;  // as serve -m sizes it for one slot: 128 + 64 + 64
+    sb::LlamaServer server(spec, {});
+    const sb::HttpPrompt prompt = server.engine().make_prompt("", 128, 1000003 + 9);
+    ASSERT_TRUE(prompt.exact);
+    ASSERT_EQ(prompt.tokens.size(), 128u);
+    try {
+        server.engine().generate("", prompt, 64, 1);
+        ADD_FAILURE() << "the request succeeded";
+    } catch (const sb::Error& e) {
+        EXPECT_NE(std::string(e.what()).find("the server reported an error in the stream: The "
+                                             "model produced output that does not match the "
+                                             "expected Content-only format"),
+                  std::string::npos)
+            << e.what();
+    }
+    // The same 64 tokens in this process: their text holds bytes that are no UTF-8 (the server
+    // detokenizes each such byte as U+FFFD), before other text.
+    sb::LlamaEngine e;
+    sb::LoadSpec ls;
+    ls.model_path = tiny_seed1();
+    ls.n_ctx = 256;
+    e.load(ls);
+    e.prefill(prompt.tokens);
+    std::vector<int> ids;
+    for (int i = 0; i < 64; ++i) {
+        const auto l = e.last_logits();
+        ids.push_back(static_cast<int>(std::max_element(l.begin(), l.end()) - l.begin()));
+        e.decode_step(ids.back());
+    }
+    sb::HttpClient c(server.url(), sb::HttpTimeouts{10000, 60000});
+    const std::string text =
+        json::parse(c.post_json("/detokenize", json{{"tokens", ids}}).body)["content"];
+    const auto bad = text.find("\xEF\xBF\xBD");
+    ASSERT_NE(bad, std::string::npos) << text;
+    EXPECT_LT(bad + 3, text.size()) << "the bytes are inside the text, not only at its end";
+}
