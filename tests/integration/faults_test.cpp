@@ -188,7 +188,8 @@ TEST(Faults, AStandardOutputThatCannotBeWrittenIsNotExit0) {
         GTEST_SKIP() << "no /dev/full";
     TempDir t;
     const std::string err = t.file("err"), out = t.file("r.json");
-    const std::string cmd = "'" + stagebench_bin() + "' run -m '" + tiny_model() +
+    // (Built by appending: GCC 12 warns, wrongly, of an overlapping copy for "'" + string&&.)
+    const std::string cmd = std::string("'") + stagebench_bin() + "' run -m '" + tiny_model() +
                             "' -p 4 -n 1 -r 1 --membw off -q --out '" + out + "' >/dev/full 2>'" +
                             err + "'";
     const int status = std::system(cmd.c_str());
@@ -435,8 +436,9 @@ TEST(Faults, AServersClaimsAreBoundedCheckedAndKeptAsClaims) {
         EXPECT_EQ(t["decode"]["token_latency_ns"].size(), 6u);
         EXPECT_TRUE(any_note_has(t["notes"], "not believed") || any_note_has(t["notes"], "ignored"))
             << t["notes"];
-        // The raw records (the summaries' t-intervals of two repetitions are statistics of
-        // their own).
+        // The records, the claims' part. Not the summaries: a Student-t interval of two
+        // repetitions reaches below 0 once they differ by a sixth of their mean (core/stats'
+        // ci95_lo of a time, with any server: not a claim, left to its owner).
         for (const auto& [k, v] : t["client"].items())
             if (v.is_array())
                 expect_no_negative(v, "client/" + k);
