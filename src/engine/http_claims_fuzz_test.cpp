@@ -1,15 +1,14 @@
 // Seeded fuzz of what servers claim in their streams (README "Bad input and faults"): usage
 // counts, running counts, token arrays and server timings of every API, with values that are
 // right, absurd (10^12 tokens for a 4-token stream), negative, fractional, huge, of another
-// type or missing, in streams cut into random pieces. Whatever the server says, reading the
-// stream never throws anything but a one-line sb::Error, and what is measured stays within
-// what was received and asked for: no count sizes an allocation, nothing negative, no server
-// time longer than the request. SB_FUZZ_SEED=N repeats a run; the case count and the seed are
-// printed.
+// type, nested too deep or missing, in streams cut into random pieces. Whatever the server says,
+// reading the stream never throws anything but a one-line sb::Error, and what is measured stays
+// within what was received and asked for: no count sizes an allocation, nothing negative, no server
+// time longer than the request. The seed and the number of cases are printed
+// (tests/fuzz_seed.hpp).
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <cstdlib>
 #include <iostream>
 #include <random>
 #include <string>
@@ -18,14 +17,14 @@
 #include "core/clock.hpp"
 #include "core/error.hpp"
 #include "engine/http_engine.hpp"
+#include "fuzz_seed.hpp"
 
 namespace sb {
 namespace {
 
-uint64_t fuzz_seed(uint64_t fallback) {
-    const char* s = std::getenv("SB_FUZZ_SEED");
-    return s && *s ? std::strtoull(s, nullptr, 10) : fallback;
-}
+// A value nested beyond what a server's message may nest (kMaxDocumentDepth): the whole
+// message is refused.
+const std::string kDeep = std::string(1000, '[') + std::string(1000, ']');
 
 // A claimed value as JSON text: mostly plausible, often not.
 std::string claim(std::mt19937_64& rng, int plausible) {
@@ -44,7 +43,8 @@ std::string claim(std::mt19937_64& rng, int plausible) {
                                                   "true",
                                                   "[]",
                                                   "{}",
-                                                  "16777217"};
+                                                  "16777217",
+                                                  kDeep};
     if (rng() % 3 != 0)
         return std::to_string(plausible);
     return kOdd[rng() % kOdd.size()];
@@ -121,11 +121,12 @@ std::vector<std::string> stream_messages(HttpApi api, int k, int n_prompt, std::
 }
 
 TEST(HttpClaimsFuzz, WhateverTheServerClaimsTheMeasureStaysWithinWhatWasReceived) {
-    const uint64_t seed = fuzz_seed(33);
-    std::mt19937_64 rng(seed);
+    sbtest::FuzzRun fuzz(33);
+    std::mt19937_64 rng(fuzz.seed());
     const HttpApi apis[] = {HttpApi::openai, HttpApi::openai_chat, HttpApi::llama, HttpApi::ollama};
-    int cases = 0, measured = 0, refused = 0;
-    for (; cases < 3000; ++cases) {
+    int measured = 0, refused = 0;
+    while (fuzz.cases() < 3000) {
+        const int case_no = fuzz.next_case();
         const HttpApi api = apis[rng() % 4];
         const int n_gen = 1 + static_cast<int>(rng() % 8);
         const int n_prompt = 1 + static_cast<int>(rng() % 64);
@@ -134,8 +135,7 @@ TEST(HttpClaimsFuzz, WhateverTheServerClaimsTheMeasureStaysWithinWhatWasReceived
         std::string bytes;
         for (const auto& m : msgs)
             bytes += api == HttpApi::ollama ? m + "\n" : "data: " + m + "\n\n";
-        SCOPED_TRACE("seed " + std::to_string(seed) + " case " + std::to_string(cases) + ": " +
-                     bytes.substr(0, 400));
+        SCOPED_TRACE("case " + std::to_string(case_no) + ": " + bytes.substr(0, 400));
 
         GenerationStream::Spec spec;
         spec.api = api;
@@ -203,9 +203,8 @@ TEST(HttpClaimsFuzz, WhateverTheServerClaimsTheMeasureStaysWithinWhatWasReceived
             EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
         }
     }
-    std::cout << "http claims fuzz: " << cases << " cases (" << measured << " measured, " << refused
-              << " refused), seed " << seed << " (SB_FUZZ_SEED=" << seed << " repeats it)\n";
-    EXPECT_GT(measured, cases / 3);
+    std::cout << "http claims fuzz: " << measured << " measured, " << refused << " refused\n";
+    EXPECT_GT(measured, fuzz.cases() / 3);
     EXPECT_GT(refused, 0);
 }
 

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "core/clock.hpp"
+#include "core/document.hpp"
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
 #include "core/json_util.hpp"
@@ -294,12 +295,15 @@ ChunkInfo interpret_message(HttpApi api, const StreamMessage& m) {
         ci.final = true;
         return ci;
     }
-    json j;
-    try {
-        j = json::parse(m.data);
-    } catch (const json::exception&) {
-        throw runtime_error("malformed JSON in the stream: '" + shorten(m.data) + "'");
+    bool too_deep = false;
+    std::optional<json> parsed = parse_server_json(m.data, &too_deep);
+    if (!parsed) {
+        const std::string what = too_deep ? "malformed message in the stream (nested more than " +
+                                                std::to_string(kMaxDocumentDepth) + " deep)"
+                                          : std::string("malformed JSON in the stream");
+        throw runtime_error(what + ": '" + shorten(m.data) + "'");
     }
+    json j = std::move(*parsed);
     if (!j.is_object())
         throw runtime_error("malformed message in the stream (not a JSON object): '" +
                             shorten(m.data) + "'");
@@ -516,12 +520,11 @@ std::optional<std::string> server_string(const json& obj, const char* key,
     return it->get<std::string>();
 }
 
+// A body that is not JSON, or nests too deep to handle (parse_server_json), is null: what the
+// callers say of a body that is no answer.
 json parse_or_null(const std::string& body) {
-    try {
-        return json::parse(body);
-    } catch (const json::exception&) {
-        return nullptr;
-    }
+    std::optional<json> j = parse_server_json(body);
+    return j ? std::move(*j) : json(nullptr);
 }
 
 }  // namespace

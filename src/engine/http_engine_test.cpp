@@ -155,6 +155,34 @@ TEST(InterpretMessage, ErrorsAndMalformedJson) {
     EXPECT_THROW(read(HttpApi::openai, "[1,2]"), Error);
 }
 
+// A message nested deeper than any API (arrays in its error, its choices or an unknown member,
+// 100,000 deep: quoting such an error recursed once per level until the stack overflowed) is
+// one runtime error naming the depth; one nested within kMaxDocumentDepth is read.
+TEST(InterpretMessage, AMessageNestedTooDeepIsOneRuntimeError) {
+    const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+    for (const std::string& m : {R"({"error":)" + deep + "}", R"({"choices":)" + deep + "}",
+                                 R"({"choices":[{"text":"a"}],"x":)" + deep + "}",
+                                 R"({"error":{"message":)" + deep + "}}"}) {
+        try {
+            read(HttpApi::openai, m);
+            ADD_FAILURE() << m.substr(0, 40) << " accepted";
+        } catch (const Error& e) {
+            EXPECT_EQ(e.kind(), ErrorKind::runtime);
+            const std::string w = e.what();
+            EXPECT_NE(w.find("malformed message in the stream (nested more than 64 deep): '"),
+                      std::string::npos)
+                << w;
+            EXPECT_LT(w.size(), 200u);
+        }
+    }
+    const std::string within = std::string(62, '[') + std::string(62, ']');
+    const ChunkInfo ci = read(HttpApi::openai, R"({"choices":[{"text":"a"}],"x":)" + within + "}");
+    EXPECT_EQ(ci.text, "a");
+    const ChunkInfo err = read(HttpApi::openai, R"({"error":)" + within + "}");
+    ASSERT_TRUE(err.error);
+    EXPECT_EQ(err.error->substr(0, 4), "[[[[");
+}
+
 TEST(InterpretMessage, AFieldOfTheWrongTypeIsOneRuntimeError) {
     const std::vector<std::pair<HttpApi, std::string>> bad = {
         {HttpApi::ollama, R"({"response":"x","done":"yes"})"},

@@ -3,31 +3,25 @@
 // ignoring SIGPIPE, closes its output and keeps running, hands its output to a grandchild or
 // dies by a signal, at discovery and at a later read. Discovery and reading never throw,
 // never take longer than the command's deadline (2 s) and the kill, and give the flags only
-// from a well-formed answer; a command that failed is absent with a warning. SB_FUZZ_SEED=N
-// repeats a run; the case count and the seed are printed.
+// from a well-formed answer; a command that failed is absent with a warning. The seed and the
+// number of cases are printed (tests/fuzz_seed.hpp).
 #include <sys/stat.h>
 
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <fstream>
-#include <iostream>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "fuzz_seed.hpp"
 #include "telemetry/discover.hpp"
 #include "telemetry/test_util.hpp"
 
 namespace sb {
 namespace {
-
-uint64_t fuzz_seed(uint64_t fallback) {
-    const char* s = std::getenv("SB_FUZZ_SEED");
-    return s && *s ? std::strtoull(s, nullptr, 10) : fallback;
-}
 
 struct Behaviour {
     std::string sh;         // what the command does
@@ -59,17 +53,17 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }
 
 TEST(SensorCommandFuzz, AMisbehavingCommandCostsItsDeadlineAtMostAndIsAbsentWithAWarning) {
-    const uint64_t seed = fuzz_seed(33);
-    std::mt19937_64 rng(seed);
+    sbtest::FuzzRun fuzz(33);
+    std::mt19937_64 rng(fuzz.seed());
     testing::FixtureCopy fx("rpi5");
     const std::string script = fx.dir() + "/bin/vcgencmd";
     const std::string state = fx.dir() + "/discovered";
-    int cases = 0;
-    for (; cases < 16; ++cases) {
+    while (fuzz.cases() < 16) {
+        const int case_no = fuzz.next_case();
         const Behaviour& at_discovery = behaviours()[rng() % behaviours().size()];
         const Behaviour& later = behaviours()[rng() % behaviours().size()];
-        SCOPED_TRACE("seed " + std::to_string(seed) + " case " + std::to_string(cases) + ": '" +
-                     at_discovery.sh + "' then '" + later.sh + "'");
+        SCOPED_TRACE("case " + std::to_string(case_no) + ": '" + at_discovery.sh + "' then '" +
+                     later.sh + "'");
         std::remove(state.c_str());
         {
             std::ofstream f(script, std::ios::trunc);
@@ -109,8 +103,6 @@ TEST(SensorCommandFuzz, AMisbehavingCommandCostsItsDeadlineAtMostAndIsAbsentWith
             EXPECT_LT(seconds_since(t0), 0.5);
         }
     }
-    std::cout << "sensor command fuzz: " << cases << " cases, seed " << seed
-              << " (SB_FUZZ_SEED=" << seed << " repeats it)\n";
 }
 
 }  // namespace

@@ -23,6 +23,7 @@
 
 #include "cli_harness.hpp"
 #include "fault_server.hpp"
+#include "fuzz_seed.hpp"
 #include "model/gguf_mutations.hpp"
 
 using nlohmann::json;
@@ -586,16 +587,15 @@ TEST(Faults, CtrlCBeforeTheFirstServePointKeepsTheDocument) {
 // Seeded fuzz of RPC servers' replies: the hello and the device count of every size and value,
 // cut short, followed by garbage, a server that closes llama.cpp's own connection. Every
 // command ends in bounded time with exit 2 and one line (or exit 0 for a server that answers
-// well), never a signal. SB_FUZZ_SEED=N repeats a run; the case count and the seed are printed.
+// well), never a signal. The seed and the number of cases are printed (tests/fuzz_seed.hpp).
 TEST(Faults, RpcRepliesFuzz) {
-    const char* env = std::getenv("SB_FUZZ_SEED");
-    const uint64_t seed = env && *env ? std::strtoull(env, nullptr, 10) : 33;
-    std::mt19937_64 rng(seed);
+    sbtest::FuzzRun fuzz(33);
+    std::mt19937_64 rng(fuzz.seed());
     auto u64 = [](uint64_t v) { return std::string(reinterpret_cast<const char*>(&v), 8); };
     auto u32 = [](uint32_t v) { return std::string(reinterpret_cast<const char*>(&v), 4); };
     const std::vector<uint32_t> counts = {0, 2, 16, 17, 1000, 0x7FFFFFFFu, 0xFFFFFFFFu};
-    int cases = 0;
-    for (; cases < 12; ++cases) {
+    while (fuzz.cases() < 12) {
+        const int case_no = fuzz.next_case();
         // The first connection (stagebench's probe) gets `reply`; later ones (llama.cpp's own)
         // the same hello and count, then the connection closes.
         std::string reply;
@@ -622,8 +622,8 @@ TEST(Faults, RpcRepliesFuzz) {
             default:  // a good hello and count followed by garbage
                 reply = hello + u64(4) + u32(count) + std::string(16, '\xab');
         }
-        SCOPED_TRACE("seed " + std::to_string(seed) + " case " + std::to_string(cases) + " kind " +
-                     std::to_string(kind) + " count " + std::to_string(count));
+        SCOPED_TRACE("case " + std::to_string(case_no) + " kind " + std::to_string(kind) +
+                     " count " + std::to_string(count));
         auto n = std::make_shared<std::atomic<int>>(0);
         RawFaultServer server([reply, n, hello, count, &u64, &u32](FaultConn& c) {
             if (n->fetch_add(1) == 0) {
@@ -640,8 +640,6 @@ TEST(Faults, RpcRepliesFuzz) {
         if (p.exit_code == 2)
             expect_one_line_error(p, 2, "RPC server " + server.endpoint());
     }
-    std::cout << "rpc replies fuzz: " << cases << " cases, seed " << seed
-              << " (SB_FUZZ_SEED=" << seed << " repeats it)\n";
 }
 
 // Ctrl-C during fidelity: the variants measured are kept (the one running with the
