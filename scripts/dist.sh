@@ -8,6 +8,7 @@
 #                               variant where llama.cpp was built with GGML_CPU_ALL_VARIANTS)
 #                               and every other shared library they need except the C library's
 #                               own (libc, libm, ld-linux...), which the target machine has
+#     share/stagebench/presets/ synth's presets (the repository's share/stagebench/presets)
 #     share/stagebench/vocab/   the vocabularies of synth's presets (llama-bpe, qwen2,
 #                               llama-spm), from the pinned llama.cpp tree's models/
 #
@@ -64,6 +65,9 @@ if [ -d "$BUILD/share/stagebench/vocab" ]; then
     if [ -f "$f" ]; then cp -L "$f" "$stage/share/stagebench/vocab/"; else log "no vocabulary $v in $BUILD/share/stagebench/vocab"; fi
   done
 fi
+# synth's presets, read beside bin/ (model/presets.cpp; the binary also holds a copy).
+mkdir -p "$stage/share/stagebench/presets"
+cp -L "$(dirname "$0")"/../share/stagebench/presets/*.json "$stage/share/stagebench/presets/"
 for p in llama-bench llama-server ggml-rpc-server; do
   if [ -f "$LLAMA_BIN/$p" ]; then cp -L "$LLAMA_BIN/$p" "$stage/peers/"; else log "no peer $p in $LLAMA_BIN"; fi
 done

@@ -4,156 +4,98 @@
 
 #include "analysis/advise_steps.hpp"
 #include "core/error.hpp"
-#include "core/json_util.hpp"
 
 namespace sb {
 namespace {
 
-using nlohmann::json;
-
-json stage_json(const StageChoice& st) {
-    json cands = json::array();
+AdviceStage stage_of(const StageChoice& st) {
+    AdviceStage a;
+    a.stage = st.stage;
+    a.workload = st.workload;
     for (const auto& c : st.candidates)
-        cands.push_back({{"devices", c.devices},
-                         {"median_tokens_per_s", opt(c.summary.median)},
-                         {"ci95_lo", opt(c.summary.ci95_lo)},
-                         {"ci95_hi", opt(c.summary.ci95_hi)},
-                         {"n", c.summary.n},
-                         {"j_per_token", opt(c.j_per_token)}});
-    json j = {{"stage", st.stage},
-              {"workload", st.workload},
-              {"candidates", cands},
-              {"fastest", st.candidates[0].devices}};
+        a.candidates.push_back({c.devices, c.summary.median, c.median_ci.ci95_lo,
+                                c.median_ci.ci95_hi, c.summary.n, c.j_per_token});
+    a.fastest = st.candidates[0].devices;
     if (const auto& r = st.ratio_to_runner_up)
-        j["ratio_to_runner_up"] = {{"runner_up", st.candidates[1].devices},
-                                   {"ratio", r->ratio},
-                                   {"ci95_lo", r->lo},
-                                   {"ci95_hi", r->hi},
-                                   {"decisive", !r->no_difference}};
+        a.ratio_to_runner_up =
+            AdviceRunnerUp{st.candidates[1].devices, r->ratio, r->lo, r->hi, !r->no_difference};
     if (st.most_efficient) {
         const auto& eff = st.candidates[*st.most_efficient];
-        j["most_efficient"] = {{"devices", eff.devices}, {"j_per_token", *eff.j_per_token}};
-    } else {
-        j["most_efficient"] = nullptr;
+        a.most_efficient = AdviceEfficient{eff.devices, *eff.j_per_token};
     }
-    return j;
+    return a;
 }
 
-json model_json(const AdviseFit& fit) {
-    json model = {{"devices", json::object()}, {"transfer", json::array()}};
-    for (auto& [d, m] : fit.models)
-        model["devices"][d] = {{"prefill", m.prefill}, {"decode_per_token", m.decode_per_token}};
-    for (auto& f : fit.transfers)
-        model["transfer"].push_back({{"prefill_device", f.prefill},
-                                     {"decode_device", f.decode},
-                                     {"intercept_ns", f.intercept_ns},
-                                     {"ns_per_token", f.ns_per_token},
-                                     {"bytes_per_token", opt(f.bytes_per_token)},
-                                     {"n_points", f.n_points}});
+AdviceModel model_of(const AdviseFit& fit) {
+    AdviceModel model;
+    for (const auto& [d, m] : fit.models)
+        model.devices[d] = {m.prefill, m.decode_per_token};
+    for (const auto& f : fit.transfers)
+        model.transfer.push_back(
+            {f.prefill, f.decode, f.intercept_ns, f.ns_per_token, f.bytes_per_token, f.n_points});
     return model;
 }
 
-json prediction_json(const Prediction& x) {
-    return json{{"prefill", x.prefill},       {"decode", x.decode},
-                {"prefill_ns", x.prefill_ns}, {"transfer_ns", x.transfer_ns},
-                {"decode_ns", x.decode_ns},   {"e2e_ns", x.e2e()}};
+AdviceAssignment assignment_of(const Prediction& x) {
+    return {x.prefill, x.decode, x.prefill_ns, x.transfer_ns, x.decode_ns, x.e2e()};
 }
 
 // The predictions, crossovers and validations of pred into out.
-void add_predictions(const AdvisePredictions& pred, json& out) {
+void add_predictions(const AdvisePredictions& pred, Advice& out) {
     for (const auto& p : pred.predictions) {
-        json a = json::array();
-        for (auto& x : p.assignments)
-            a.push_back(prediction_json(x));
-        out["predictions"].push_back({{"n_prompt", p.n_prompt},
-                                      {"n_gen", p.n_gen},
-                                      {"assignments", a},
-                                      {"best", prediction_json(p.assignments[0])}});
+        AdvicePrediction a{p.n_prompt, p.n_gen, {}, assignment_of(p.assignments[0])};
+        for (const auto& x : p.assignments)
+            a.assignments.push_back(assignment_of(x));
+        out.predictions.push_back(std::move(a));
     }
     for (const auto& c : pred.crossovers) {
-        json ranges = json::array();
+        AdviceCrossover a{c.n_gen, {}};
         for (const auto& r : c.ranges)
-            ranges.push_back({{"from_n_prompt", r.from_n_prompt},
-                              {"to_n_prompt", opt(r.to_n_prompt)},
-                              {"best", r.best}});
-        out["crossover"].push_back({{"n_gen", c.n_gen}, {"ranges", ranges}});
+            a.ranges.push_back({r.from_n_prompt, r.to_n_prompt, r.best});
+        out.crossover.push_back(std::move(a));
     }
     for (const auto& v : pred.validation) {
         if (!v.predicted)
             continue;
         const HybridPointFacts& p = v.point;
-        out["validation"].push_back(
-            {{"source", v.source},
-             {"prefill", p.prefill},
-             {"decode", p.decode},
-             {"n_prompt", p.n_prompt},
-             {"n_gen", p.n_gen},
-             {"measured_ns", *p.measured_ns},
-             {"predicted_ns", v.predicted->e2e()},
-             {"error", v.error()},
-             {"basis", v.own_basis ? "the hybrid run's own modes alone" : "every document"}});
+        out.validation.push_back(
+            {v.source, p.prefill, p.decode, p.n_prompt, p.n_gen, *p.measured_ns, v.predicted->e2e(),
+             v.error(), v.own_basis ? "the hybrid run's own modes alone" : "every document"});
     }
 }
 
-// The fallback, decomposition and dispatch rows of every profiled stage into out.
-void add_ops(const AdviseFacts& facts, const AdviseFit& fit, json& out) {
+// The coverage, fallback, decomposition and dispatch rows of every profiled stage into out.
+void add_ops(const AdviseFacts& facts, const AdviseFit& fit, Advice& out) {
     for (std::size_t i = 0; i < facts.ops.size(); ++i) {
         const OpsFacts& ops = facts.ops[i];
         for (std::size_t j = 0; j < ops.stages.size(); ++j) {
             const OpsStageFacts& st = ops.stages[j];
             for (const auto& g : st.gaps)
-                out["coverage"].push_back({{"stage", st.stage},
-                                           {"op", g.op},
-                                           {"device", g.device},
-                                           {"count", g.count},
-                                           {"unsupported", g.unsupported},
-                                           {"ran", g.ran},
-                                           {"call_ns", opt(g.call_ns)},
-                                           {"op_ns", opt(g.op_ns)},
-                                           {"source", ops.source}});
-            for (const auto& f : st.fallback) {
-                json row = f.row;
-                row["stage"] = st.stage;
-                row["source"] = ops.source;
-                out["fallback"].push_back(row);
-            }
+                out.coverage.push_back({st.stage, g.op, g.device, ops.source, g.count,
+                                        g.unsupported, g.ran, g.call_ns, g.op_ns});
+            for (const auto& f : st.fallback)
+                out.fallback.push_back({st.stage, ops.source, f.row});
             if (decomposition_sentence(st.stage, ops.devices, st.parts)) {
-                json parts = json::array();
+                AdviceDecomposition d{st.stage, ops.source, {}};
                 for (const auto& p : st.parts)
-                    parts.push_back({{"name", p.name},
-                                     {"ns", opt(p.ns)},
-                                     {"share", opt(p.share)},
-                                     {"note", p.note}});
-                out["decomposition"].push_back(
-                    {{"stage", st.stage}, {"source", ops.source}, {"parts", parts}});
+                    d.parts.push_back({p.name, p.ns, p.share, p.note});
+                out.decomposition.push_back(std::move(d));
             }
             for (const auto& r : fit.dispatch[i][j].above_budget)
-                out["dispatch"].push_back({{"stage", st.stage},
-                                           {"op", r.op},
-                                           {"backend", r.backend},
-                                           {"count", r.count},
-                                           {"median_overhead_ns", r.median_overhead_ns},
-                                           {"total_overhead_ns", r.total_overhead_ns},
-                                           {"source", ops.source}});
+                out.dispatch.push_back({st.stage, r.op, r.backend, ops.source, r.count,
+                                        r.median_overhead_ns, r.total_overhead_ns});
         }
     }
 }
 
-json sustained_json(const SustainedCheck& c) {
-    json row = {{"source", c.source},
-                {"devices", c.devices},
-                {"phase", c.phase},
-                {"verdict", c.verdict},
-                {"steady_decode_tps", c.steady_decode_tps},
-                {"peak_to_steady", opt(c.peak_to_steady)}};
+AdviceSustained sustained_of(const SustainedCheck& c) {
+    AdviceSustained a{c.source,         c.devices, c.phase, c.verdict, c.steady_decode_tps,
+                      c.peak_to_steady, {},        {}};
     if (c.best_other) {
-        row["still_fastest_decode"] = c.steady_decode_tps >= c.best_other->second;
-        row["compared_with"] = {{"devices", c.best_other->first},
-                                {"tokens_per_s", c.best_other->second}};
-    } else {
-        row["still_fastest_decode"] = nullptr;
+        a.still_fastest_decode = c.steady_decode_tps >= c.best_other->second;
+        a.compared_with = AdviceComparedWith{c.best_other->first, c.best_other->second};
     }
-    return row;
+    return a;
 }
 
 }  // namespace
@@ -173,27 +115,24 @@ double interpolate(const std::vector<std::pair<double, double>>& pts, double x) 
     return std::max(0.0, y0 + (y1 - y0) * (x - x0) / (x1 - x0));
 }
 
-json advise(const std::vector<AdviseInput>& inputs, const AdviseOptions& opts) {
+Advice advise(const std::vector<AdviseInput>& inputs, const AdviseOptions& opts) {
     const AdviseFacts facts = collect_facts(inputs);
     const AdviseFit fit = fit_advice(facts, opts);
     const AdvisePredictions pred = predict_advice(facts, fit, opts);
-    const AdviceText text = advice_text(facts, fit, pred, opts);
+    AdviceText text = advice_text(facts, fit, pred, opts);
 
-    json out = {{"advise_schema_version", 1},  {"sources", json::array()},
-                {"stages", json::array()},     {"predictions", json::array()},
-                {"crossover", json::array()},  {"validation", json::array()},
-                {"fallback", json::array()},   {"coverage", json::array()},
-                {"dispatch", json::array()},   {"sustained", json::array()},
-                {"sentences", text.sentences}, {"notes", text.notes}};
+    Advice out;
     for (const auto& s : facts.sources)
-        out["sources"].push_back({{"source", s.source}, {"command", s.command}});
+        out.sources.push_back({s.source, s.command});
     for (const auto& st : fit.stages)
-        out["stages"].push_back(stage_json(st));
-    out["model"] = model_json(fit);
+        out.stages.push_back(stage_of(st));
+    out.model = model_of(fit);
     add_predictions(pred, out);
     add_ops(facts, fit, out);
     for (const auto& c : fit.sustained)
-        out["sustained"].push_back(sustained_json(c));
+        out.sustained.push_back(sustained_of(c));
+    out.sentences = std::move(text.sentences);
+    out.notes = std::move(text.notes);
     return out;
 }
 

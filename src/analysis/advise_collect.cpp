@@ -91,8 +91,7 @@ OpsStageFacts collect_ops_stage(const StageProfile& st, const std::vector<std::s
         return x > y;
     });
     for (const auto& f : st.fallback)
-        s.fallback.push_back(
-            {f.op, f.backend, f.requested, f.count, f.call_ns, f.penalty, to_json(f)});
+        s.fallback.push_back({f.op, f.backend, f.requested, f.count, f.call_ns, f.penalty, f});
     if (st.decomposition)
         for (const auto& part : st.decomposition->parts)
             s.parts.push_back({part.name, part.ns, part.share, part.note});
@@ -136,9 +135,7 @@ AdviseFacts collect_facts(const std::vector<AdviseInput>& inputs) {
     AdviseFacts f;
     bool used_any = false;
     for (const auto& in : inputs) {
-        // The one reading path: a document of the wrong shape is one line naming the source and
-        // the field, an sb::Error(input).
-        const auto d = from_json<ResultDocument>(in.doc, in.source);
+        const ResultDocument& d = in.doc;
         f.sources.push_back({in.source, d.command});
         const std::size_t index = f.sources.size() - 1;
         const std::size_t before = f.samples.size();

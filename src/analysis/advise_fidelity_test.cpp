@@ -94,10 +94,10 @@ TEST(AdviseFidelity, AFidelityDocumentIsSomethingToAdviseOn) {
     ResultDocument d;
     d.command = "fidelity";
     d.fidelity = section();
-    const json a = advise({{"f.json", to_json(d)}}, AdviseOptions{});
-    ASSERT_EQ(a["sentences"].size(), 4u) << a.dump(1);
-    EXPECT_EQ(a["sentences"][0], "BLAS is 1.6\u00d7 faster in prefill and its KL to CPU is 3e-7.");
-    EXPECT_TRUE(a["notes"].empty()) << a["notes"];
+    const Advice a = advise({{"f.json", d}}, AdviseOptions{});
+    ASSERT_EQ(a.sentences.size(), 4u) << to_json(a).dump(1);
+    EXPECT_EQ(a.sentences[0], "BLAS is 1.6\u00d7 faster in prefill and its KL to CPU is 3e-7.");
+    EXPECT_TRUE(a.notes.empty()) << to_json(a)["notes"];
 }
 
 }  // namespace

@@ -37,6 +37,7 @@ StageCandidate candidate_of(const std::string& devices,
         c.j_per_token = percentile(j, 0.5);
     c.median_tokens_per_s = *percentile(c.tokens_per_s, 0.5);
     c.summary = summarize(c.tokens_per_s);
+    c.median_ci = median_ci(c.tokens_per_s);
     return c;
 }
 

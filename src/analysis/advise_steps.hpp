@@ -7,18 +7,15 @@
 //   predict_advice  facts + fit -> AdvisePredictions: every prefill/decode assignment at the
 //                   asked lengths, crossovers over prompt length, the measured hybrids next to
 //                   their predictions;
-//   *_sentence      the wording (advise_sentences.cpp); advise() assembles the JSON.
+//   *_sentence      the wording (advise_sentences.cpp); advise() assembles the Advice.
 // Durations are nanoseconds, rates tokens per second. Nothing here does I/O; only
-// collect_facts reads documents (through the typed ResultDocument's from_json), and only it
-// throws for a document of the wrong shape.
+// collect_facts reads the (typed) documents.
 #include <cstddef>
 #include <map>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "analysis/advise.hpp"
 #include "core/doc/fidelity_section.hpp"
@@ -61,7 +58,7 @@ struct OpFallback {
     int count = 0;
     std::optional<double> call_ns;  // in all, per stage
     std::optional<double> penalty;  // its op time there over that on the requested backend
-    nlohmann::json row;             // the document's row (to_json), copied into the advice
+    FallbackRow row;                // the document's row, copied into the advice
 };
 
 // A part of a stage's pipeline decomposition (`decompose`).
@@ -136,18 +133,20 @@ struct AdviseFacts {
     std::vector<std::string> notes;  // documents with nothing the advisor uses
 };
 
-// Reads every input with from_json<ResultDocument> (source: the input's). Throws
-// sb::Error(input) as advise() describes: a document of the wrong shape (one line naming the
-// source and the field), or no input with anything to advise on.
+// What every input measured, in input order. Throws sb::Error(input) when no input has anything
+// to advise on.
 AdviseFacts collect_facts(const std::vector<AdviseInput>& inputs);
 
 // ---- fit ----
 
 struct StageCandidate {
     std::string devices;
-    std::vector<double> tokens_per_s;   // every repetition of every matching test
-    double median_tokens_per_s = 0;     // percentile 0.5 of tokens_per_s
-    Summary summary;                    // of tokens_per_s
+    std::vector<double> tokens_per_s;  // every repetition of every matching test
+    double median_tokens_per_s = 0;    // percentile 0.5 of tokens_per_s
+    Summary summary;                   // of tokens_per_s
+    // The median's seeded percentile-bootstrap 95% CI (core/stats.hpp median_ci, each
+    // repetition resampled whole): within the repetitions' range, so never below 0.
+    MedianCi median_ci;
     std::optional<double> j_per_token;  // median over the tests that measured energy
 };
 

@@ -27,6 +27,11 @@ AdviseSample sample(const std::string& devices, int p, int n, std::vector<double
 
 // ---- collect ----
 
+// An input as advise gets it: the document read typed.
+AdviseInput input(const std::string& source, const json& doc) {
+    return {source, from_json<ResultDocument>(doc, source)};
+}
+
 TEST(AdviseCollect, ReadsTestsHybridOpsAndSustainedIntoFacts) {
     json run = {
         {"schema", "stagebench.result"},
@@ -71,8 +76,9 @@ TEST(AdviseCollect, ReadsTestsHybridOpsAndSustainedIntoFacts) {
                      {"background", "cpu:1"},
                      {"across", {{"steady_decode_tps", 3.0}}}}}}}}};
     json other = {{"schema", "stagebench.result"}, {"command", "sensors"}};
-    const AdviseFacts f = collect_facts(
-        {{"r.json", run}, {"h.json", hybrid}, {"o.json", ops}, {"s.json", sus}, {"x.json", other}});
+    const AdviseFacts f =
+        collect_facts({input("r.json", run), input("h.json", hybrid), input("o.json", ops),
+                       input("s.json", sus), input("x.json", other)});
 
     ASSERT_EQ(f.sources.size(), 5u);
     EXPECT_EQ(f.sources[1].source, "h.json");
@@ -111,10 +117,10 @@ TEST(AdviseCollect, ReadsTestsHybridOpsAndSustainedIntoFacts) {
     EXPECT_EQ(st.fallback[0].count, 2);
     EXPECT_EQ(st.fallback[0].requested, "");
     EXPECT_EQ(st.fallback[0].call_ns, std::nullopt);
-    // The row as the typed document writes it: every field, absent ones null.
-    EXPECT_EQ(st.fallback[0].row["op"], "ADD");
-    EXPECT_EQ(st.fallback[0].row["penalty"], nullptr);
-    EXPECT_EQ(st.fallback[0].row.size(), 11u);
+    // The document's row, whole.
+    EXPECT_EQ(st.fallback[0].row.op, "ADD");
+    EXPECT_EQ(st.fallback[0].row.count, 2);
+    EXPECT_EQ(st.fallback[0].row.penalty, std::nullopt);
     ASSERT_EQ(st.parts.size(), 1u);
     EXPECT_EQ(st.parts[0].name, "compute");
     EXPECT_EQ(st.parts[0].share, 1.0);
@@ -134,9 +140,9 @@ TEST(AdviseCollect, ReadsTestsHybridOpsAndSustainedIntoFacts) {
 }
 
 TEST(AdviseCollect, NothingUsableThrows) {
-    EXPECT_THROW(
-        collect_facts({{"x.json", json{{"schema", "stagebench.result"}, {"command", "sensors"}}}}),
-        Error);
+    EXPECT_THROW(collect_facts({input(
+                     "x.json", json{{"schema", "stagebench.result"}, {"command", "sensors"}})}),
+                 Error);
     EXPECT_THROW(collect_facts({}), Error);
 }
 
@@ -162,6 +168,24 @@ TEST(AdviseFit, RanksAStageAtTheWorkloadOnTheMostDeviceSets) {
     EXPECT_DOUBLE_EQ(st->ratio_to_runner_up->ratio, 45.0 / 20.0);
     EXPECT_EQ(st->most_efficient, 1u);  // CPU at 0.5 J/token
     EXPECT_FALSE(rank_stage(samples, "decode"));
+}
+
+// The candidate's interval is its median's (a seeded bootstrap over the repetitions), not the
+// mean's: a rate's bound is never negative, however few and spread the repetitions.
+TEST(AdviseFit, ACandidatesIntervalIsItsMediansAndNeverBelowZero) {
+    const std::vector<double> tps = {40, 60, 2500, 3500};
+    const auto st = rank_stage({sample("BLAS", 8, 4, {}, tps, {}, {})}, "decode");
+    ASSERT_TRUE(st);
+    const StageCandidate& c = st->candidates[0];
+    ASSERT_TRUE(c.summary.ci95_lo);
+    EXPECT_LT(*c.summary.ci95_lo, 0);  // the mean's Student-t interval would go below 0
+    const MedianCi want = median_ci(tps);
+    EXPECT_EQ(c.median_ci.ci95_lo, want.ci95_lo);
+    EXPECT_EQ(c.median_ci.ci95_hi, want.ci95_hi);
+    ASSERT_TRUE(c.median_ci.ci95_lo && c.median_ci.ci95_hi);
+    EXPECT_GE(*c.median_ci.ci95_lo, 40);
+    EXPECT_LE(*c.median_ci.ci95_hi, 3500);
+    EXPECT_EQ(c.median_ci.median, c.median_tokens_per_s);
 }
 
 TEST(AdviseFit, ModelsAreMediansPerLengthAndTransfersAreLines) {
@@ -347,7 +371,7 @@ TEST(AdviseSentences, StagePredictionCrossoverAndValidation) {
 }
 
 TEST(AdviseSentences, OperatorsAndSustained) {
-    OpFallback f{"RMS_NORM", "CPU", "BLAS", 3, 9000.0, 1.5, json()};
+    OpFallback f{"RMS_NORM", "CPU", "BLAS", 3, 9000.0, 1.5, {}};
     EXPECT_EQ(fallback_sentence("decode", f),
               "decode: 3 × RMS_NORM asked of BLAS ran on CPU, 0.01 ms per stage in all, its op "
               "time there 1.50× that on BLAS.");

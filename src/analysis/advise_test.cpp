@@ -27,6 +27,18 @@ json test_of(const std::string& devices, int p, int n, std::vector<double> pp_tp
     return t;
 }
 
+// The advice of documents given as JSON (each read typed, as a file would be) as its document
+// writes it; every advice read back from that document equals itself.
+json advised(const std::vector<std::pair<std::string, json>>& docs, const AdviseOptions& opts) {
+    std::vector<AdviseInput> in;
+    for (const auto& [source, doc] : docs)
+        in.push_back({source, from_json<ResultDocument>(doc, source)});
+    const Advice a = advise(in, opts);
+    const json j = to_json(a);
+    EXPECT_EQ(from_json<Advice>(j, "advice"), a) << j.dump(1);
+    return j;
+}
+
 TEST(Interpolate, BetweenBeyondAndSingle) {
     std::vector<std::pair<double, double>> pts{{100, 10}, {200, 30}};
     EXPECT_DOUBLE_EQ(interpolate(pts, 150), 20);
@@ -43,7 +55,7 @@ TEST(Advise, NamesTheFastestPerStageWithCi) {
         {"tests",
          {test_of("CPU", 64, 16, {1000, 1010, 990, 1005, 995}, {50, 51, 49, 50, 50}, 0.5),
           test_of("RPC0", 64, 16, {500, 505, 495, 502, 498}, {100, 101, 99, 100, 100}, 0.2)}}};
-    json a = advise({{"r.json", doc}}, {});
+    json a = advised({{"r.json", doc}}, {});
     ASSERT_EQ(a["stages"].size(), 2u);
     EXPECT_EQ(a["stages"][0]["stage"], "prefill");
     EXPECT_EQ(a["stages"][0]["fastest"], "CPU");
@@ -74,7 +86,7 @@ TEST(Advise, PredictsTheHybridFromItsPartsAndFindsTheCrossover) {
              {"e2e", {{"hybrid", {{"summary", {{"median", measured}}}}}}}});
     }
     doc["hybrid"] = {{"prefill_device", "CPU"}, {"decode_device", "RPC0"}, {"points", points}};
-    json a = advise({{"h.json", doc}}, {});
+    json a = advised({{"h.json", doc}}, {});
     ASSERT_EQ(a["validation"].size(), 2u);
     for (const auto& v : a["validation"])
         EXPECT_NEAR(v["error"].get<double>(), 0.0, 1e-9);
@@ -113,7 +125,7 @@ TEST(Advise, AHybridIsPredictedFromItsOwnRunsModesAlone) {
                     {"tests",
                      {test_of("CPU", 64, 32, {100, 100, 100}, {5, 5, 5}),
                       test_of("RPC0", 64, 32, {20, 20, 20}, {10, 10, 10})}}};
-    json a = advise({{"old.json", old_run}, {"h.json", hybrid}}, {});
+    json a = advised({{"old.json", old_run}, {"h.json", hybrid}}, {});
     ASSERT_EQ(a["validation"].size(), 1u);
     EXPECT_NEAR(a["validation"][0]["error"].get<double>(), 0.0, 1e-9);
     EXPECT_EQ(a["validation"][0]["basis"], "the hybrid run's own modes alone");
@@ -136,7 +148,7 @@ TEST(Advise, APredictionIsItsPartsMediansAndTheErrorIsAgainstTheMeasuredMedian) 
                            {"n_gen", 32},
                            {"transfer", {{"duration", {{"median", 3e6}}}}},
                            {"e2e", {{"hybrid", {{"summary", {{"median", 520e6}}}}}}}}}}};
-    json a = advise({{"h.json", hybrid}}, {});
+    json a = advised({{"h.json", hybrid}}, {});
     ASSERT_EQ(a["validation"].size(), 1u);
     const json& v = a["validation"][0];
     EXPECT_EQ(v["prefill"], "CPU");
@@ -171,7 +183,7 @@ TEST(Advise, FlagsDispatchOverheadAndFallback) {
                       {"call_ns", 5e4}}}}}}}};
     ops["devices"] = "RPC0";
     json doc = {{"schema", "stagebench.result"}, {"command", "ops"}, {"ops", ops}};
-    json a = advise({{"o.json", doc}}, {});
+    json a = advised({{"o.json", doc}}, {});
     ASSERT_EQ(a["decomposition"].size(), 1u);
     bool said = false;
     for (const auto& s : a["sentences"])
@@ -187,7 +199,7 @@ TEST(Advise, FlagsDispatchOverheadAndFallback) {
     // A larger budget flags nothing.
     AdviseOptions o;
     o.dispatch_budget_ns = 50'000;
-    EXPECT_TRUE(advise({{"o.json", doc}}, o)["dispatch"].empty());
+    EXPECT_TRUE(advised({{"o.json", doc}}, o)["dispatch"].empty());
 }
 
 TEST(Advise, OpsADeviceCannotRunAreTheThirdGuideline) {
@@ -216,7 +228,7 @@ TEST(Advise, OpsADeviceCannotRunAreTheThirdGuideline) {
                      {{"op", "RMS_NORM"}, {"backend", "CPU"}, {"op_ns", 1e3}, {"call_ns", 2e5}},
                      {{"op", "ADD"}, {"backend", "CPU"}, {"op_ns", 1e3}, {"call_ns", 5e5}}}}}}}};
     json doc = {{"schema", "stagebench.result"}, {"command", "ops"}, {"ops", ops}};
-    json a = advise({{"o.json", doc}}, {});
+    json a = advised({{"o.json", doc}}, {});
     ASSERT_EQ(a["coverage"].size(), 2u) << a["coverage"].dump();
     // Costliest first: ADD's 0.5 ms of calls, then RMS_NORM's 0.4 ms.
     EXPECT_EQ(a["coverage"][0]["op"], "ADD");
@@ -247,7 +259,7 @@ TEST(Advise, SustainedSteadyStateCanOverturnTheChoice) {
                             {{"steady_decode_tps", 60.0},
                              {"peak_to_steady", 1.66},
                              {"verdict", "throttled at round 3"}}}}}}};
-    json a = advise({{"r.json", run}, {"s.json", sus}}, {});
+    json a = advised({{"r.json", run}, {"s.json", sus}}, {});
     ASSERT_EQ(a["sustained"].size(), 1u);
     EXPECT_FALSE(a["sustained"][0]["still_fastest_decode"].get<bool>());
     EXPECT_EQ(a["sustained"][0]["compared_with"]["devices"], "CPU");
@@ -270,7 +282,7 @@ TEST(Advise, APlainSustainedRunsRoundsAreItsSteadyState) {
                             {{"steady_decode_tps", 60.0},
                              {"peak_to_steady", 1.66},
                              {"verdict", "throttled at round 3"}}}}}}};
-    json a = advise({{"r.json", run}, {"s.json", sus}}, {});
+    json a = advised({{"r.json", run}, {"s.json", sus}}, {});
     ASSERT_EQ(a["sustained"].size(), 1u) << a.dump(1);
     EXPECT_EQ(a["sustained"][0]["phase"], "rounds");
     EXPECT_DOUBLE_EQ(a["sustained"][0]["steady_decode_tps"].get<double>(), 60.0);
@@ -284,15 +296,16 @@ TEST(Advise, APlainSustainedRunsRoundsAreItsSteadyState) {
     sus["sustained"]["phases"][0]["name"] = "baseline";
     sus["sustained"]["phases"].push_back(
         {{"name", "loaded"}, {"background", "cpu:2"}, {"across", {{"steady_decode_tps", 20.0}}}});
-    a = advise({{"r.json", run}, {"s.json", sus}}, {});
+    a = advised({{"r.json", run}, {"s.json", sus}}, {});
     ASSERT_EQ(a["sustained"].size(), 1u) << a.dump(1);
     EXPECT_EQ(a["sustained"][0]["phase"], "baseline");
     EXPECT_DOUBLE_EQ(a["sustained"][0]["steady_decode_tps"].get<double>(), 60.0);
 }
 
 TEST(Advise, AWrongShapedDocumentIsOneInputErrorNamingTheField) {
-    // Documents are read whole by the typed document's from_json: its message names the source
-    // and the field.
+    // Advise takes documents read typed: whole, by the typed document's from_json, whose message
+    // names the source and the field (here through advised(), as load_compare_inputs reads the
+    // operands of `stagebench advise`).
     const json ok_test = test_of("CPU", 64, 16, {1000, 1000}, {80, 80});
     json bad_config = ok_test, bad_prompt = ok_test, bad_samples = ok_test;
     bad_config["config"] = "CPU";
@@ -336,9 +349,9 @@ TEST(Advise, AWrongShapedDocumentIsOneInputErrorNamingTheField) {
     for (const auto& [doc, want] : cases) {
         SCOPED_TRACE(doc.dump());
         try {
-            advise({{"ok.json", result({{"command", "run"}, {"tests", {ok_test}}})},
-                    {"bad.json", doc}},
-                   {});
+            advised({{"ok.json", result({{"command", "run"}, {"tests", {ok_test}}})},
+                     {"bad.json", doc}},
+                    {});
             ADD_FAILURE() << "no error";
         } catch (const Error& e) {
             EXPECT_EQ(e.kind(), ErrorKind::input);
@@ -355,7 +368,7 @@ TEST(Advise, TelemetryItCannotReadIsLeftOutNotRefused) {
     // advised on, without energy.
     json t = test_of("CPU", 64, 16, {1000, 1000}, {80, 80});
     t["telemetry"] = {{"summary", {{"decode", {{"j_per_token", 0.5}}}}}};
-    const json a = advise(
+    const json a = advised(
         {{"r.json", json{{"schema", "stagebench.result"}, {"command", "run"}, {"tests", {t}}}}},
         {});
     ASSERT_EQ(a["stages"].size(), 2u);
@@ -365,7 +378,7 @@ TEST(Advise, TelemetryItCannotReadIsLeftOutNotRefused) {
 
 TEST(Advise, NothingUsableIsAnInputError) {
     EXPECT_THROW(
-        advise({{"x.json", json{{"schema", "stagebench.result"}, {"command", "sensors"}}}}, {}),
+        advised({{"x.json", json{{"schema", "stagebench.result"}, {"command", "sensors"}}}}, {}),
         Error);
 }
 

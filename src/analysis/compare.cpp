@@ -6,6 +6,7 @@
 
 #include "analysis/compare_steps.hpp"
 #include "analysis/serve_compare.hpp"
+#include "core/document.hpp"
 #include "core/error.hpp"
 #include "core/json_util.hpp"
 #include "core/result.hpp"
@@ -49,28 +50,23 @@ CompareMatcher checked_matcher(const std::vector<CompareInput>& inputs,
     return m;
 }
 
+CompareValue text_or_null(const std::optional<std::string>& s) {
+    return s ? CompareValue(*s) : CompareValue();
+}
+
 // The value of field f of test e of document d, for "differs".
-json doc_value(const CompareDoc& d, const CompareEntry& e, const std::string& f) {
+CompareValue doc_value(const CompareDoc& d, const CompareEntry& e, const std::string& f) {
     if (f == "host")
-        return d.host;
+        return text_or_null(d.info.host);
     if (f == "cpu")
-        return d.cpu;
+        return text_or_null(d.info.cpu);
     if (f == "server") {
         // The server behind an http engine, null for the in-process engine.
-        if (e.test->config.at("engine") != "http")
-            return nullptr;
+        if (e.test->config.at("engine") != CompareValue("http"))
+            return {};
         return d.http_server.value_or("http");
     }
     return e.test->config.at(f);
-}
-
-// vals under name in into, when they are not all equal.
-void add_if_differing(const json& vals, json& into, const std::string& name) {
-    bool differ = false;
-    for (const auto& v : vals)
-        differ = differ || v != vals[0];
-    if (differ)
-        into[name] = vals;
 }
 
 // One test of the baseline and its counterparts in the other inputs.
@@ -116,7 +112,7 @@ class Assembler {
             return;
         }
         note_statuses(t);
-        const json differs = differs_of(t);
+        const CompareDiffers differs = differs_of(t);
         for (const auto& st : kCompareStages) {
             std::vector<std::vector<double>> samples;
             bool any = false;
@@ -153,19 +149,19 @@ class Assembler {
         }
     }
 
-    json differs_of(const MatchedTest& t) const {
-        json differs = json::object();
+    CompareDiffers differs_of(const MatchedTest& t) const {
+        CompareDiffers differs;
         for (const auto& f : diff_fields_) {
-            json vals = json::array();
+            std::vector<CompareValue> vals;
             for (std::size_t s = 0; s < t.idx.size(); ++s)
                 vals.push_back(doc_value(docs_[t.idx[s]], *t.es[s], f));
-            add_if_differing(vals, differs, f);
+            add_if_differing(std::move(vals), differs, f);
         }
         return differs;
     }
 
     void add_row(const MatchedTest& t, const CompareStage& st,
-                 const std::vector<std::vector<double>>& samples, const json& differs) {
+                 const std::vector<std::vector<double>>& samples, const CompareDiffers& differs) {
         CompareRow row = compare_row(st, labels(t), samples, opts_);
         row.test = t.base->name;
         row.key = t.base->key;
@@ -177,7 +173,7 @@ class Assembler {
 
     // A fidelity variant's distances where every side measured them (fidelity documents); a note
     // when the sides measured them against different references.
-    void add_fidelity_rows(const MatchedTest& t, const json& differs) {
+    void add_fidelity_rows(const MatchedTest& t, const CompareDiffers& differs) {
         for (const auto* e : t.es)
             if (!e->test->fidelity_decode)
                 return;
@@ -204,7 +200,7 @@ class Assembler {
 
     // Energy where the baseline and another side both have readings: a side without any is
     // not compared as zero, and a note says whose readings are missing.
-    void add_energy_rows(const MatchedTest& t, const json& differs) {
+    void add_energy_rows(const MatchedTest& t, const CompareDiffers& differs) {
         std::set<std::size_t> no_energy, no_idle;
         for (const auto& st : kCompareEnergyStages) {
             std::vector<std::vector<double>> samples;
@@ -221,11 +217,11 @@ class Assembler {
                     (metric == "net_j_per_token" ? no_idle : no_energy).insert(s);
             if (samples[0].empty() || with < 2)
                 continue;
-            json row_differs = differs;
-            json meters = json::array();
+            CompareDiffers row_differs = differs;
+            std::vector<CompareValue> meters;
             for (const auto* e : t.es)
                 meters.push_back(compare_energy_meter(*e->test, st.name));
-            add_if_differing(meters, row_differs, "energy_meter");
+            add_if_differing(std::move(meters), row_differs, "energy_meter");
             add_row(t, st, samples, row_differs);
         }
         for (std::size_t s : no_energy)
@@ -249,6 +245,23 @@ class Assembler {
 };
 
 }  // namespace
+
+std::string compare_value_text(const CompareValue& v) {
+    if (const auto* text = std::get_if<std::string>(&v))
+        return *text;
+    if (const auto* n = std::get_if<int64_t>(&v))
+        return std::to_string(*n);
+    return "null";
+}
+
+void add_if_differing(std::vector<CompareValue> values, CompareDiffers& into,
+                      const std::string& name) {
+    for (const auto& v : values)
+        if (v != values.front()) {
+            into[name] = std::move(values);
+            return;
+        }
+}
 
 std::vector<std::string> default_compare_labels(std::size_t n) {
     std::vector<std::string> out;
@@ -339,6 +352,18 @@ CompareResult compare_documents(const std::vector<CompareInput>& given,
     return r;
 }
 
+namespace {
+
+json value_json(const CompareValue& v) {
+    if (const auto* text = std::get_if<std::string>(&v))
+        return *text;
+    if (const auto* n = std::get_if<int64_t>(&v))
+        return *n;
+    return nullptr;
+}
+
+}  // namespace
+
 json to_json(const CompareResult& r) {
     json inputs = json::array();
     for (const auto& i : r.inputs)
@@ -361,12 +386,18 @@ json to_json(const CompareResult& r) {
                               {"ci_low", opt(q.ci_low)},
                               {"ci_high", opt(q.ci_high)},
                               {"verdict", q.verdict}});
+        json differs = json::object();
+        for (const auto& [name, values] : row.differs) {
+            json& vals = differs[name] = json::array();
+            for (const auto& v : values)
+                vals.push_back(value_json(v));
+        }
         rows.push_back({{"test", row.test},
                         {"key", row.key},
                         {"stage", row.stage},
                         {"metric", row.metric},
                         {"higher_is_better", row.higher_is_better},
-                        {"differs", row.differs},
+                        {"differs", differs},
                         {"sides", sides},
                         {"ratios", ratios}});
     }
@@ -385,6 +416,62 @@ json to_json(const CompareResult& r) {
                 {"rows", rows},
                 {"unmatched", unmatched},
                 {"notes", r.notes}};
+}
+
+void read(const JsonIn& in, CompareValue& v) {
+    const json& j = in.raw();
+    if (j.is_null()) {
+        v = std::monostate();
+    } else if (j.is_string()) {
+        v = j.get<std::string>();
+    } else if (j.is_number_integer()) {
+        int64_t n = 0;
+        read(in, n);
+        v = n;
+    } else {
+        in.fail_type("a string, an integer or null");
+    }
+}
+
+void read(const JsonIn& in, CompareInputInfo& i) {
+    ObjectIn{in}("label", i.label)("source", i.source)("command", i.command)("host", i.host)(
+        "cpu", i.cpu)("started_at", i.started_at);
+}
+
+void read(const JsonIn& in, CompareSide& s) {
+    ObjectIn{in}("label", s.label)("median", s.median)("cv", s.cv)("n", s.n);
+}
+
+void read(const JsonIn& in, CompareRatio& q) {
+    ObjectIn{in}("label", q.label)("median", q.median)("ci_low", q.ci_low)("ci_high", q.ci_high)(
+        "verdict", q.verdict);
+}
+
+void read(const JsonIn& in, CompareRow& row) {
+    ObjectIn{in}("test", row.test)("key", row.key)("stage", row.stage)("metric", row.metric)(
+        "higher_is_better", row.higher_is_better)("differs", row.differs)("sides", row.sides)(
+        "ratios", row.ratios);
+}
+
+void read(const JsonIn& in, CompareUnmatched& u) {
+    ObjectIn{in}("label", u.label)("test", u.test);
+}
+
+void read(const JsonIn& in, CompareResult& r) {
+    ObjectIn o(in);
+    const JsonIn command = o.at("command");
+    if (command.raw() != "compare")
+        command.fail("expected \"compare\", found " + dump_json(command.raw()));
+    if (!o.has("compare_schema_version"))
+        in.fail("no compare_schema_version: not a compare document");
+    check_version_field(in, "compare_schema_version");
+    o.check<int64_t>("compare_schema_version");
+    o("tool_version", r.tool_version)("created_at", r.created_at);
+    if (o.has("match")) {
+        ObjectIn m(o.at("match"));
+        m("fields", r.match)("model_alias", r.model_alias);
+    }
+    o("inputs", r.inputs)("rows", r.rows)("unmatched", r.unmatched)("notes", r.notes);
 }
 
 }  // namespace sb

@@ -17,16 +17,22 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
+
+#include "core/doc/json_in.hpp"
+#include "core/result.hpp"
 
 namespace sb {
 
 inline constexpr int kCompareSchemaVersion = 1;
 
+// One operand: a result document, read typed where it came from (analysis/compare_inputs.hpp:
+// a file through core/document.hpp's reader, or the store), so its shape was checked there.
 struct CompareInput {
     std::string label;   // "A", "B", ... (see default_compare_labels)
     std::string source;  // the file path or "db:ID"
-    nlohmann::json doc;  // a result document with a non-empty "tests" array (run, demo)
+    ResultDocument doc;  // run, demo, sustained, fidelity, serve or ops
 };
 
 struct CompareOptions {
@@ -60,13 +66,24 @@ std::pair<std::string, std::string> parse_model_alias(const std::string& text);
 struct CompareInputInfo {
     std::string label, source;
     std::optional<std::string> command, host, cpu, started_at;  // null when the doc lacks them
+    bool operator==(const CompareInputInfo&) const = default;
 };
+
+// A configuration or machine value as compare lists it: absent (null), text or an integer.
+using CompareValue = std::variant<std::monostate, std::string, int64_t>;
+
+// Text for keys and tables: a string bare, an integer in decimal, absent "null".
+std::string compare_value_text(const CompareValue& v);
+
+// Field name -> one value per side (CompareRow::differs).
+using CompareDiffers = std::map<std::string, std::vector<CompareValue>>;
 
 // One side of a row; median and cv in the row's metric (cv a fraction), null when undefined.
 struct CompareSide {
     std::string label;
     std::optional<double> median, cv;
     std::size_t n = 0;  // samples (repetitions)
+    bool operator==(const CompareSide&) const = default;
 };
 
 // One other side against the baseline ("B/A"). verdict: "no difference" (the CI contains 1),
@@ -77,6 +94,7 @@ struct CompareRatio {
     std::string label;
     std::optional<double> median, ci_low, ci_high;
     std::string verdict;
+    bool operator==(const CompareRatio&) const = default;
 };
 
 struct CompareRow {
@@ -91,16 +109,18 @@ struct CompareRow {
     std::string metric;
     bool higher_is_better = true;
     // Configuration or machine fields that differ between the sides: name -> one value per
-    // side, in the order of `sides`. An object (empty when nothing differs). Besides the
-    // configuration fields left out of the match: "server" (the server behind an http engine),
-    // "host", "cpu", and on energy rows "energy_meter" (the metric the energy was read from).
-    nlohmann::json differs = nlohmann::json::object();
+    // side, in the order of `sides` (empty when nothing differs). Besides the configuration
+    // fields left out of the match: "server" (the server behind an http engine), "host", "cpu",
+    // and on energy rows "energy_meter" (the metric the energy was read from).
+    CompareDiffers differs;
     std::vector<CompareSide> sides;    // the baseline first, then each input having the test
     std::vector<CompareRatio> ratios;  // one per side after the first
+    bool operator==(const CompareRow&) const = default;
 };
 
 struct CompareUnmatched {
     std::string label, test;
+    bool operator==(const CompareUnmatched&) const = default;
 };
 
 struct CompareResult {
@@ -112,24 +132,25 @@ struct CompareResult {
     std::vector<CompareUnmatched> unmatched;  // tests with no counterpart in the baseline (or,
                                               // for the baseline, in any other input)
     std::vector<std::string> notes;
+    bool operator==(const CompareResult&) const = default;
 };
 
 // "A", "B", ..., "Z", then "A2", "B2", ...
 std::vector<std::string> default_compare_labels(std::size_t n);
 
 // Compares inputs[1..] with inputs[0]. Throws sb::Error(usage) for fewer than 2 inputs or
-// repeated labels, sb::Error(input) naming the input ("A (r.json)") when a document is not a
-// result document or of the wrong shape (each is read whole with from_json<ResultDocument>,
-// core/result.hpp) or has no tests (an ops document beside run documents). When the baseline is
-// an ops document, compare_ops_documents() compares all of them instead. A sustained document
-// compares as one test whose samples are its baseline rounds (its CV is then the variation across
-// rounds; a note says so); one without a completed baseline round is an sb::Error(input).
+// repeated labels, sb::Error(input) naming the input ("A (r.json)") when a document has no tests
+// (an ops document beside run documents). When the baseline is an ops document,
+// compare_ops_documents() compares all of them instead; serve documents compare point by point
+// (analysis/serve_compare.hpp). A sustained document compares as one test whose samples are its
+// baseline rounds (its CV is then the variation across rounds; a note says so); one without a
+// completed baseline round is an sb::Error(input).
 CompareResult compare_documents(const std::vector<CompareInput>& inputs,
                                 const CompareOptions& opts = {});
 
 // True for a document whose section is `ops` (ops, decompose, import hexagon-profile) and that
 // has no tests.
-bool is_ops_document(const nlohmann::json& doc);
+bool is_ops_document(const ResultDocument& doc);
 
 // Ops documents op by op (compare_documents() hands them here when the baseline is one): per
 // stage of the baseline (stages matched by name: prefill, decode, log) and op type (largest
@@ -146,8 +167,24 @@ CompareResult compare_ops_documents(const std::vector<CompareInput>& inputs,
                                     const CompareOptions& opts = {});
 
 // The compare document: {"command": "compare", "compare_schema_version": 1, "tool_version",
-// "created_at", "match": {"fields", "model_alias"}, "inputs", "rows", "unmatched", "notes"};
-// absent values are null.
+// "created_at", "match": {"fields", "model_alias"}, "inputs": [{"label", "source", "command",
+// "host", "cpu", "started_at"}], "rows": [{"test", "key", "stage", "metric", "higher_is_better",
+// "differs": {name: [value per side]}, "sides": [{"label", "median", "cv", "n"}], "ratios":
+// [{"label", "median", "ci_low", "ci_high", "verdict"}]}], "unmatched": [{"label", "test"}],
+// "notes"}; absent values are null.
 nlohmann::json to_json(const CompareResult& r);
+
+// The inverse (core/doc/json_in.hpp rules): read(to_json(r)) == r. "command" must be "compare"
+// and "compare_schema_version" present and readable (core/document.hpp check_version_field:
+// a newer one is refused); a differs value is a string, an integer or null. Throws
+// sb::Error(input) naming the source and the field.
+void read(const JsonIn& in, CompareResult& r);
+// Its parts, each the inverse of its part of to_json(CompareResult).
+void read(const JsonIn& in, CompareValue& v);
+void read(const JsonIn& in, CompareInputInfo& i);
+void read(const JsonIn& in, CompareSide& s);
+void read(const JsonIn& in, CompareRatio& q);
+void read(const JsonIn& in, CompareRow& row);
+void read(const JsonIn& in, CompareUnmatched& u);
 
 }  // namespace sb

@@ -5,8 +5,6 @@
 
 namespace sb {
 
-using nlohmann::json;
-
 const std::vector<CompareKeyField> kCompareKeyFields = {
     {"model", "m"},          {"n_prompt", "p"},  {"n_gen", "n"},     {"n_depth", "d"},
     {"n_batch", "b"},        {"n_ubatch", "ub"}, {"type_k", "ctk"},  {"type_v", "ctv"},
@@ -16,20 +14,21 @@ const std::vector<CompareKeyField> kCompareKeyFields = {
 namespace {
 
 // The configuration fields of kCompareKeyFields (but "model") as the document spells them.
-std::map<std::string, json> config_fields(const TestConfig& c) {
+std::map<std::string, CompareValue> config_fields(const TestConfig& c) {
+    auto num = [](int v) { return CompareValue(int64_t{v}); };
     return {{"model_path", c.model_path},
-            {"n_prompt", c.n_prompt},
-            {"n_gen", c.n_gen},
-            {"n_depth", c.n_depth},
-            {"n_batch", c.n_batch},
-            {"n_ubatch", c.n_ubatch},
+            {"n_prompt", num(c.n_prompt)},
+            {"n_gen", num(c.n_gen)},
+            {"n_depth", num(c.n_depth)},
+            {"n_batch", num(c.n_batch)},
+            {"n_ubatch", num(c.n_ubatch)},
             {"type_k", c.type_k},
             {"type_v", c.type_v},
             {"flash_attn", to_string(c.flash_attn)},
             {"engine", to_string(c.engine)},
             {"devices", c.devices.str()},
-            {"n_threads", c.n_threads},
-            {"n_gpu_layers", c.n_gpu_layers}};
+            {"n_threads", num(c.n_threads)},
+            {"n_gpu_layers", num(c.n_gpu_layers)}};
 }
 
 // The whole-system readings of a stage's windows (the "total" of each).
@@ -146,15 +145,9 @@ void fidelity_tests(const FidelitySection& f, std::vector<CompareTest>& out) {
     }
 }
 
-// A string member of a free-form object of the document (system, engines); null otherwise.
-json free_form(const json& object, const char* key) {
-    const json& v = json_field(object, key);
-    return v.is_string() ? v : json();
-}
-
 CompareDoc doc_of(const CompareInput& in, std::vector<std::string>& notes) {
     const std::string who = in.label + " (" + in.source + ")";
-    const ResultDocument d = from_json<ResultDocument>(in.doc, who);
+    const ResultDocument& d = in.doc;
     CompareDoc c;
     if (d.command == "sustained") {
         c.tests.push_back(pooled_rounds(d, who, notes));
@@ -173,25 +166,26 @@ CompareDoc doc_of(const CompareInput& in, std::vector<std::string>& notes) {
                           "` document has no tests to compare; compare reads run, demo, "
                           "sustained, fidelity and serve documents (and ops documents against "
                           "each other, the baseline being one)");
-    // The system and the engines are the document's free-form sections (ResultDocument::system,
-    // ::engines): their members are read by name here, and only here.
-    c.host = free_form(d.system, "hostname");
-    c.cpu = free_form(d.system, "cpu_model");
-    const json server = free_form(json_field(d.engines, "http"), "server");
+    c.info = compare_input_info(in);
+    // The engines are a free-form section of the document (ResultDocument::engines): the http
+    // engine's server is read by name here, and only here.
+    const auto& server = json_field(json_field(d.engines, "http"), "server");
     if (server.is_string())
         c.http_server = server.get<std::string>();
-    auto text = [](const json& v) {
-        return v.is_string() ? std::optional<std::string>(v.get<std::string>()) : std::nullopt;
-    };
-    auto nonempty = [](const std::string& s) {
-        return s.empty() ? std::nullopt : std::optional<std::string>(s);
-    };
-    c.info = {in.label,     in.source,   nonempty(d.command),
-              text(c.host), text(c.cpu), nonempty(d.started_at)};
     return c;
 }
 
 }  // namespace
+
+CompareInputInfo compare_input_info(const CompareInput& in) {
+    const ResultDocument& d = in.doc;
+    const MachineView m = machine_view(d);
+    auto nonempty = [](const std::string& s) {
+        return s.empty() ? std::nullopt : std::optional<std::string>(s);
+    };
+    return {in.label,   in.source,   nonempty(d.command),
+            m.hostname, m.cpu_model, nonempty(d.started_at)};
+}
 
 std::vector<CompareDoc> collect_compare_docs(const std::vector<CompareInput>& inputs,
                                              std::vector<std::string>& notes) {

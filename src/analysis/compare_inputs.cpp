@@ -24,9 +24,9 @@ std::vector<CompareInput> load_compare_inputs(const std::vector<std::string>& op
                 throw usage_error("'" + op + "' reads a results store: add --db FILE");
             if (!store)
                 store = ResultStore::open(*db_path, ResultStore::Mode::existing);
-            out.push_back({names[i], op, to_json(store->get(*id))});
+            out.push_back({names[i], op, store->get(*id)});
         } else {
-            out.push_back({names[i], op, load_document(op)});
+            out.push_back({names[i], op, load_result_document(op)});
         }
     }
     return out;

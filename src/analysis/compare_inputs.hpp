@@ -9,11 +9,12 @@
 
 namespace sb {
 
-// One CompareInput per operand, in order: a path is read as JSON, "db:ID" is document ID of the
-// store at db_path. labels override the default labels (A, B, ...) of the first inputs.
-// Throws sb::Error(usage) for a db:ID without db_path or more labels than operands, and
-// sb::Error(input), one line, for a file that is missing or not JSON, a store that cannot be
-// opened, or an ID not in the store.
+// One CompareInput per operand, in order: a path is read typed (core/document.hpp
+// load_result_document), "db:ID" is document ID of the store at db_path. labels override the
+// default labels (A, B, ...) of the first inputs. Throws sb::Error(usage) for a db:ID without
+// db_path or more labels than operands, and sb::Error(input), one line, for a file that is
+// missing, not JSON, not a result document or of the wrong shape (naming the file and the
+// field), a store that cannot be opened, or an ID not in the store.
 std::vector<CompareInput> load_compare_inputs(const std::vector<std::string>& operands,
                                               const std::optional<std::string>& db_path,
                                               const std::vector<std::string>& labels);

@@ -3,11 +3,8 @@
 #include <set>
 
 #include "analysis/compare_steps.hpp"
-#include "core/json_util.hpp"
 
 namespace sb {
-
-using nlohmann::json;
 
 namespace {
 
@@ -17,15 +14,11 @@ bool contains(const std::vector<std::string>& v, const std::string& x) {
 
 }  // namespace
 
-std::string compare_key_text(const json& v) {
-    return v.is_string() ? v.get<std::string>() : dump_json(v);
-}
-
-json CompareMatcher::model(const CompareTest& t) const {
-    const json& p = t.config.at("model_path");
-    if (!p.is_string())
-        return nullptr;
-    const std::string path = p.get<std::string>();
+CompareValue CompareMatcher::model(const CompareTest& t) const {
+    const auto it = t.config.find("model_path");
+    if (it == t.config.end() || !std::holds_alternative<std::string>(it->second))
+        return {};
+    const std::string& path = std::get<std::string>(it->second);
     const std::string file = std::filesystem::path(path).filename().string();
     for (const auto& n : {path, file})
         if (auto it = alias->find(n); it != alias->end())
@@ -33,17 +26,17 @@ json CompareMatcher::model(const CompareTest& t) const {
     return file;
 }
 
-json CompareMatcher::value(const CompareTest& t, const std::string& name) const {
+CompareValue CompareMatcher::value(const CompareTest& t, const std::string& name) const {
     if (name == "model")
         return model(t);
     const auto it = t.config.find(name);
-    return it == t.config.end() ? json() : it->second;
+    return it == t.config.end() ? CompareValue() : it->second;
 }
 
 std::string CompareMatcher::base_key(const CompareTest& t) const {
     std::string k;
     for (const auto& f : match)
-        k += (k.empty() ? "" : ",") + f + "=" + compare_key_text(value(t, f));
+        k += (k.empty() ? "" : ",") + f + "=" + compare_value_text(value(t, f));
     return k;
 }
 
@@ -59,7 +52,7 @@ std::vector<std::string> compare_split_fields(const CompareMatcher& m,
         for (const auto& d : docs) {
             std::map<std::string, std::set<std::string>> values;
             for (const auto& t : d.tests)
-                values[m.base_key(t)].insert(compare_key_text(m.value(t, f)));
+                values[m.base_key(t)].insert(compare_value_text(m.value(t, f)));
             for (const auto& [k, v] : values)
                 varies = varies || v.size() > 1;
         }
@@ -82,7 +75,7 @@ std::vector<std::vector<CompareEntry>> compare_entries(const std::vector<Compare
             // rows of one workload apart: "pp32+tg8 [devices=CPU>RPC0]".
             std::string swept;
             for (const auto& f : split) {
-                std::string v = compare_key_text(m.value(t, f));
+                std::string v = compare_value_text(m.value(t, f));
                 key += "," + f + "=" + v;
                 if (f == "model_path")
                     v = v.substr(v.find_last_of('/') + 1);

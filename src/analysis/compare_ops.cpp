@@ -5,12 +5,9 @@
 #include "analysis/compare.hpp"
 #include "analysis/compare_steps.hpp"
 #include "core/error.hpp"
-#include "core/json_util.hpp"
 #include "core/result.hpp"
 
 namespace sb {
-
-using nlohmann::json;
 
 namespace {
 
@@ -65,10 +62,8 @@ std::vector<std::string> op_types(const StageProfile& s) {
 
 }  // namespace
 
-bool is_ops_document(const json& doc) {
-    const json& ops = json_field(doc, "ops");
-    const json& tests = json_field(doc, "tests");
-    return ops.is_object() && (!tests.is_array() || tests.empty());
+bool is_ops_document(const ResultDocument& doc) {
+    return doc.ops && doc.tests.empty();
 }
 
 CompareResult compare_ops_documents(const std::vector<CompareInput>& inputs,
@@ -94,19 +89,12 @@ CompareResult compare_ops_documents(const std::vector<CompareInput>& inputs,
                               ": not an ops document, and the baseline is one; compare reads "
                               "ops documents (ops, decompose, import hexagon-profile) against "
                               "each other, and run documents against each other");
-        const ResultDocument d = from_json<ResultDocument>(in.doc, who);
-        profiles.push_back(*d.ops);
+        profiles.push_back(*in.doc.ops);
         labels.push_back(in.label);
-        auto text = [](const json& v) {
-            return v.is_string() ? std::optional<std::string>(v.get<std::string>()) : std::nullopt;
-        };
-        r.inputs.push_back(
-            {in.label, in.source, d.command.empty() ? std::nullopt : std::optional(d.command),
-             text(json_field(d.system, "hostname")), text(json_field(d.system, "cpu_model")),
-             d.started_at.empty() ? std::nullopt : std::optional(d.started_at)});
+        r.inputs.push_back(compare_input_info(in));
     }
 
-    json devices = json::array(), sources = json::array();
+    std::vector<CompareValue> devices, sources;
     for (const auto& p : profiles) {
         devices.push_back(p.devices);
         sources.push_back(p.source);
@@ -115,9 +103,9 @@ CompareResult compare_ops_documents(const std::vector<CompareInput>& inputs,
         std::vector<const StageProfile*> stages;
         for (const auto& p : profiles)
             stages.push_back(stage_of(p, base_stage.stage));
-        json tokens = json::array();
+        std::vector<CompareValue> tokens;
         for (const auto* s : stages)
-            tokens.push_back(s ? json(s->n_tokens) : json(nullptr));
+            tokens.push_back(s ? CompareValue(int64_t{s->n_tokens}) : CompareValue());
         for (std::size_t i = 1; i < profiles.size(); ++i)
             if (!stages[i])
                 r.notes.push_back(labels[i] + " has no stage " + base_stage.stage);
@@ -132,18 +120,9 @@ CompareResult compare_ops_documents(const std::vector<CompareInput>& inputs,
                 CompareRow row = compare_row(st, labels, samples, opts);
                 row.test = op;
                 row.key = base_stage.stage + "/" + op;
-                json differs = json::object();
-                for (const auto& [name, vals] :
-                     {std::pair<const char*, const json*>{"devices", &devices},
-                      {"source", &sources},
-                      {"n_tokens", &tokens}}) {
-                    bool differ = false;
-                    for (const auto& v : *vals)
-                        differ = differ || v != (*vals)[0];
-                    if (differ)
-                        differs[name] = *vals;
-                }
-                row.differs = differs;
+                add_if_differing(devices, row.differs, "devices");
+                add_if_differing(sources, row.differs, "source");
+                add_if_differing(tokens, row.differs, "n_tokens");
                 for (auto& n : compare_cv_notes(row, opts))
                     r.notes.push_back(std::move(n));
                 r.rows.push_back(std::move(row));

@@ -29,8 +29,9 @@ struct OpTimes {
     std::optional<double> call_us;
 };
 
-json ops_doc(const std::string& devices, const std::map<std::string, std::vector<OpTimes>>& st,
-             const std::string& source = "trace") {
+ResultDocument ops_doc(const std::string& devices,
+                       const std::map<std::string, std::vector<OpTimes>>& st,
+                       const std::string& source = "trace") {
     ResultDocument d;
     d.command = "ops";
     d.started_at = "2026-12-01T00:00:00Z";
@@ -51,7 +52,7 @@ json ops_doc(const std::string& devices, const std::map<std::string, std::vector
         p.stages.push_back(s);
     }
     d.ops = p;
-    return to_json(d);
+    return d;
 }
 
 const CompareRow* row(const CompareResult& r, const std::string& stage, const std::string& op,
@@ -63,9 +64,10 @@ const CompareRow* row(const CompareResult& r, const std::string& stage, const st
 }
 
 TEST(CompareOps, RatiosPerOpAndStage) {
-    const json a = ops_doc("CPU", {{"decode", {{"MUL_MAT", 4, 100, 110}, {"RMS_NORM", 3, 10, 20}}},
-                                   {"prefill", {{"MUL_MAT", 4, 1000, 1100}}}});
-    const json b = ops_doc(
+    const ResultDocument a =
+        ops_doc("CPU", {{"decode", {{"MUL_MAT", 4, 100, 110}, {"RMS_NORM", 3, 10, 20}}},
+                        {"prefill", {{"MUL_MAT", 4, 1000, 1100}}}});
+    const ResultDocument b = ops_doc(
         "RPC0",
         {{"decode", {{"MUL_MAT", 4, 155, 300}, {"RMS_NORM", 3, 10, 150}, {"GET_ROWS", 1, 5, 50}}},
          {"prefill", {{"MUL_MAT", 4, 1670, 2000}}}});
@@ -86,7 +88,7 @@ TEST(CompareOps, RatiosPerOpAndStage) {
     EXPECT_DOUBLE_EQ(*mm->ratios[0].ci_low, 1.55);  // every sample equal: a point interval
     EXPECT_DOUBLE_EQ(*mm->ratios[0].ci_high, 1.55);
     EXPECT_EQ(mm->ratios[0].verdict, "slower");
-    EXPECT_EQ(mm->differs["devices"], json({"CPU", "RPC0"}));
+    EXPECT_EQ(mm->differs.at("devices"), (std::vector<CompareValue>{"CPU", "RPC0"}));
 
     const CompareRow* pf = row(r, "prefill", "MUL_MAT", "op_us");
     ASSERT_TRUE(pf);
@@ -111,16 +113,16 @@ TEST(CompareOps, RatiosPerOpAndStage) {
 TEST(CompareOps, SpreadSamplesGiveTheBootstrapInterval) {
     // Op records of one type with different times: the CI is compare's ratio-of-medians
     // bootstrap over the records, with its seed.
-    const json a = ops_doc("CPU", {{"decode",
-                                    {{"MUL_MAT", 1, 100, 200},
-                                     {"MUL_MAT", 1, 120, 220},
-                                     {"MUL_MAT", 1, 90, 190},
-                                     {"MUL_MAT", 1, 110, 210}}}});
-    const json b = ops_doc("BLAS", {{"decode",
-                                     {{"MUL_MAT", 1, 60, 150},
-                                      {"MUL_MAT", 1, 70, 160},
-                                      {"MUL_MAT", 1, 50, 140},
-                                      {"MUL_MAT", 1, 65, 155}}}});
+    const ResultDocument a = ops_doc("CPU", {{"decode",
+                                              {{"MUL_MAT", 1, 100, 200},
+                                               {"MUL_MAT", 1, 120, 220},
+                                               {"MUL_MAT", 1, 90, 190},
+                                               {"MUL_MAT", 1, 110, 210}}}});
+    const ResultDocument b = ops_doc("BLAS", {{"decode",
+                                               {{"MUL_MAT", 1, 60, 150},
+                                                {"MUL_MAT", 1, 70, 160},
+                                                {"MUL_MAT", 1, 50, 140},
+                                                {"MUL_MAT", 1, 65, 155}}}});
     CompareOptions o;
     o.resamples = 3000;
     o.seed = 7;
@@ -137,21 +139,24 @@ TEST(CompareOps, SpreadSamplesGiveTheBootstrapInterval) {
 }
 
 TEST(CompareOps, ImportedLogWithoutCallTimesHasOnlyOpRows) {
-    const json a =
+    const ResultDocument a =
         ops_doc("HTP0", {{"decode", {{"MUL_MAT", 2, 100, std::nullopt}}}}, "hexagon-profile");
-    const json b = ops_doc("CPU", {{"decode", {{"MUL_MAT", 2, 150, 160}}}, {"prefill", {}}});
+    const ResultDocument b =
+        ops_doc("CPU", {{"decode", {{"MUL_MAT", 2, 150, 160}}}, {"prefill", {}}});
     const CompareResult r = compare_documents({{"NPU", "n", a}, {"CPU", "c", b}});
     ASSERT_EQ(r.rows.size(), 1u);
     EXPECT_EQ(r.rows[0].metric, "op_us");
     EXPECT_DOUBLE_EQ(*r.rows[0].ratios[0].median, 1.5);
-    EXPECT_EQ(r.rows[0].differs["source"], json({"hexagon-profile", "trace"}));
+    EXPECT_EQ(r.rows[0].differs.at("source"),
+              (std::vector<CompareValue>{"hexagon-profile", "trace"}));
     ASSERT_EQ(r.unmatched.size(), 1u);
     EXPECT_EQ(r.unmatched[0].test, "prefill (stage)");
 }
 
 TEST(CompareOps, MixingOpsAndRunDocumentsIsBadInput) {
-    const json a = ops_doc("CPU", {{"decode", {{"MUL_MAT", 2, 100, 110}}}});
-    json run = json{{"command", "run"}, {"tests", json::array()}};
+    const ResultDocument a = ops_doc("CPU", {{"decode", {{"MUL_MAT", 2, 100, 110}}}});
+    ResultDocument run;
+    run.command = "run";
     try {
         compare_documents({{"A", "a.json", a}, {"B", "r.json", run}});
         FAIL() << "no error";

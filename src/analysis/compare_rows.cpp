@@ -5,8 +5,6 @@
 
 namespace sb {
 
-using nlohmann::json;
-
 namespace {
 
 std::string pct(double fraction) {
@@ -121,11 +119,11 @@ std::vector<double> compare_samples(const CompareTest& test, const CompareStage&
     return v;
 }
 
-json compare_energy_meter(const CompareTest& test, const std::string& stage) {
+CompareValue compare_energy_meter(const CompareTest& test, const std::string& stage) {
     for (const auto& w : stage == "prefill" ? test.prefill_windows : test.decode_windows)
         if (w.metric)
             return *w.metric;
-    return nullptr;
+    return {};
 }
 
 CompareRow compare_row(const CompareStage& st, const std::vector<std::string>& labels,

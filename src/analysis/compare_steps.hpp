@@ -14,8 +14,6 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "analysis/compare.hpp"
 #include "core/doc/fidelity_section.hpp"
 
@@ -41,9 +39,8 @@ struct CompareWindow {
 // One test as compare sees it.
 struct CompareTest {
     std::string name;  // "pp32+tg8"; a sustained document's pooled rounds: "... rounds"
-    // Every field of kCompareKeyFields but "model", by name, as the document writes it; null
-    // when absent.
-    std::map<std::string, nlohmann::json> config;
+    // Every field of kCompareKeyFields but "model", by name, as the document writes it.
+    std::map<std::string, CompareValue> config;
     std::optional<std::string> status, error;
     std::vector<double> prefill_tps, decode_tps;                 // per repetition
     std::vector<double> ttft_ns;                                 // per repetition
@@ -56,12 +53,15 @@ struct CompareTest {
 
 // One input as compare sees it.
 struct CompareDoc {
-    CompareInputInfo info;
-    nlohmann::json host, cpu;  // the document's system hostname and cpu_model; null: absent
+    CompareInputInfo info;  // info.host, info.cpu: the machine (null: absent)
     // The server behind the document's http engine ("llama-server", "ollama"); null: absent.
     std::optional<std::string> http_server;
     std::vector<CompareTest> tests;  // never empty
 };
+
+// What the compare document says of an input: its label and source, the document's command,
+// machine (core/result.hpp machine_view) and start; null where the document lacks them.
+CompareInputInfo compare_input_info(const CompareInput& in);
 
 // Reads every input (notes: a sustained document's rounds are its samples). Throws
 // sb::Error(input) as compare_documents() describes.
@@ -77,15 +77,12 @@ struct CompareMatcher {
 
     // The model's name for matching: an alias of its whole path or of its file name, else its
     // file name; null without a model_path.
-    nlohmann::json model(const CompareTest& t) const;
+    CompareValue model(const CompareTest& t) const;
     // The configuration field name ("model": the model's name for matching); null when absent.
-    nlohmann::json value(const CompareTest& t, const std::string& name) const;
-    // "n_prompt=32,n_gen=8,...": the match fields' values, strings bare, the rest as JSON.
+    CompareValue value(const CompareTest& t, const std::string& name) const;
+    // "n_prompt=32,n_gen=8,...": the match fields' values (compare_value_text).
     std::string base_key(const CompareTest& t) const;
 };
-
-// A config value as key text: strings bare, numbers and the rest as JSON.
-std::string compare_key_text(const nlohmann::json& v);
 
 // The configuration fields left out of the match that vary among the tests of one key in any
 // document, in kCompareKeyFields order; they join every key (model_path is left out when the
@@ -105,6 +102,12 @@ struct CompareEntry {
 std::vector<std::vector<CompareEntry>> compare_entries(const std::vector<CompareDoc>& docs,
                                                        const CompareMatcher& m,
                                                        const std::vector<std::string>& split);
+
+// ---- assembling ----
+
+// values under name in into, when they are not all equal (CompareRow::differs).
+void add_if_differing(std::vector<CompareValue> values, CompareDiffers& into,
+                      const std::string& name);
 
 // ---- per-row statistics ----
 
@@ -127,7 +130,7 @@ extern const std::vector<CompareStage> kCompareFidelityStages;
 std::vector<double> compare_samples(const CompareTest& test, const CompareStage& st);
 
 // The meter a test's stage energy was read from (its first repetition's), null without one.
-nlohmann::json compare_energy_meter(const CompareTest& test, const std::string& stage);
+CompareValue compare_energy_meter(const CompareTest& test, const std::string& stage);
 
 // A row of one stage: each side's summary (labels[i] with samples[i], the baseline first) and
 // each other side's ratio to the baseline. test, key and differs are left to the caller.

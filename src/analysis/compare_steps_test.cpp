@@ -15,8 +15,16 @@ const CompareStage& stage(const std::vector<CompareStage>& v, const std::string&
     throw std::runtime_error("no stage " + name + " " + metric);
 }
 
-CompareInput input(const std::string& label, json doc) {
-    return {label, label + ".json", std::move(doc)};
+CompareInput input(const std::string& label, const json& doc) {
+    return {label, label + ".json", from_json<ResultDocument>(doc, label + ".json")};
+}
+
+CompareValue integer(int64_t v) {
+    return v;
+}
+
+CompareValue text(const std::string& v) {
+    return v;
 }
 
 // ---- collecting ----
@@ -43,14 +51,14 @@ TEST(CompareCollect, TestsAreTypedAndASustainedDocumentIsItsPooledRounds) {
     const CompareDoc& d = docs[0];
     EXPECT_EQ(d.info.command, "run");
     EXPECT_EQ(d.info.host, "h");
-    EXPECT_EQ(d.host, "h");
+    EXPECT_EQ(d.info.cpu, "c");
     EXPECT_EQ(d.http_server, "ollama");
     ASSERT_EQ(d.tests.size(), 1u);
     const CompareTest& t = d.tests[0];
     EXPECT_EQ(t.name, "pp8");
-    EXPECT_EQ(t.config.at("n_prompt"), 8);
-    EXPECT_EQ(t.config.at("n_gen"), 0);
-    EXPECT_EQ(t.config.at("flash_attn"), "auto");  // the default of a field the test lacks
+    EXPECT_EQ(t.config.at("n_prompt"), integer(8));
+    EXPECT_EQ(t.config.at("n_gen"), integer(0));
+    EXPECT_EQ(t.config.at("flash_attn"), text("auto"));  // the default of a field the test lacks
     EXPECT_EQ(t.config.count("model"), 0u);
     EXPECT_EQ(t.status, "failed");
     EXPECT_EQ(t.error, "boom");
@@ -98,30 +106,39 @@ TEST(CompareCollect, TestsAreTypedAndASustainedDocumentIsItsPooledRounds) {
 
 // ---- matching ----
 
-CompareTest with_config(json config, const std::string& name = "t") {
+// A test whose configuration holds the fields given (absent: null).
+CompareTest with_config(const std::map<std::string, CompareValue>& config,
+                        const std::string& name = "t") {
     CompareTest t;
     t.name = name;
     for (const auto& f : kCompareKeyFields)
-        if (std::string(f.name) != "model")
-            t.config[f.name] = config.value(f.name, json());
+        if (std::string(f.name) != "model") {
+            const auto it = config.find(f.name);
+            t.config[f.name] = it == config.end() ? CompareValue() : it->second;
+        }
     return t;
 }
 
 TEST(CompareMatch, KeysTakeTheMatchFieldsAndTheAliasedModelName) {
     const std::map<std::string, std::string> alias = {{"qwen:0.5b", "q.gguf"}};
     const CompareMatcher m{{"model", "n_prompt", "flash_attn"}, &alias};
-    const CompareTest file =
-        with_config({{"model_path", "/m/q.gguf"}, {"n_prompt", 32}, {"flash_attn", "auto"}});
-    const CompareTest tag = with_config({{"model_path", "qwen:0.5b"}, {"n_prompt", 32}});
+    const CompareTest file = with_config({{"model_path", text("/m/q.gguf")},
+                                          {"n_prompt", integer(32)},
+                                          {"flash_attn", text("auto")}});
+    const CompareTest tag =
+        with_config({{"model_path", text("qwen:0.5b")}, {"n_prompt", integer(32)}});
     EXPECT_EQ(m.base_key(file), "model=q.gguf,n_prompt=32,flash_attn=auto");
     EXPECT_EQ(m.base_key(tag), "model=q.gguf,n_prompt=32,flash_attn=null");
-    EXPECT_EQ(m.value(with_config(json::object()), "model"), nullptr);
-    EXPECT_EQ(compare_key_text(json(1.5)), "1.5");
+    EXPECT_EQ(m.value(with_config({}), "model"), CompareValue());
+    EXPECT_EQ(compare_value_text(integer(-3)), "-3");
+    EXPECT_EQ(compare_value_text(CompareValue()), "null");
 }
 
 TEST(CompareMatch, AFieldThatVariesWithinADocumentSplitsTheKeyAndTheName) {
     auto t = [](int threads, const std::string& devices) {
-        return with_config({{"n_prompt", 8}, {"n_threads", threads}, {"devices", devices}}, "pp8");
+        return with_config(
+            {{"n_prompt", integer(8)}, {"n_threads", integer(threads)}, {"devices", text(devices)}},
+            "pp8");
     };
     const std::map<std::string, std::string> none;
     const CompareMatcher m{{"n_prompt"}, &none};
@@ -162,8 +179,8 @@ TEST(CompareRows, SamplesInTheRowsUnit) {
     // 3 J over 2 s; the zero-length repetition has no power.
     EXPECT_EQ(compare_samples(test, stage(kCompareEnergyStages, "decode", "mean_power_mw")),
               std::vector<double>{1500});
-    EXPECT_EQ(compare_energy_meter(test, "decode"), "rapl");
-    EXPECT_EQ(compare_energy_meter(test, "prefill"), nullptr);
+    EXPECT_EQ(compare_energy_meter(test, "decode"), text("rapl"));
+    EXPECT_EQ(compare_energy_meter(test, "prefill"), CompareValue());
 }
 
 TEST(CompareRows, EachSideSummarisedAndEachOtherSideRatioedToTheBaseline) {

@@ -69,12 +69,22 @@ json doc(const std::string& host, json tests) {
                 {"tests", std::move(tests)}};
 }
 
+// The inputs as compare gets them: each document read typed, as a file or the store gives it.
 std::vector<CompareInput> inputs(std::vector<json> docs) {
     std::vector<CompareInput> in;
     auto labels = default_compare_labels(docs.size());
-    for (std::size_t i = 0; i < docs.size(); ++i)
-        in.push_back({labels[i], "doc" + std::to_string(i) + ".json", std::move(docs[i])});
+    for (std::size_t i = 0; i < docs.size(); ++i) {
+        const std::string source = "doc" + std::to_string(i) + ".json";
+        in.push_back({labels[i], source, from_json<ResultDocument>(docs[i], source)});
+    }
     return in;
+}
+
+// A row's differs as the compare document writes them.
+json differs(const CompareRow& row) {
+    CompareResult r;
+    r.rows = {row};
+    return to_json(r)["rows"][0]["differs"];
 }
 
 const CompareRow& row(const CompareResult& r, const std::string& stage, std::size_t nth = 0) {
@@ -197,10 +207,10 @@ TEST(Compare, DifferentThreadsAreMatchedAndListedAsDiffering) {
     ASSERT_EQ(r.rows.size(), 3u);
     const auto& pre = row(r, "prefill");
     EXPECT_EQ(pre.test, "pp32+tg8");
-    EXPECT_EQ(pre.differs["n_threads"], json({2, 1}));
-    EXPECT_EQ(pre.differs["host"], json({"host-a", "host-b"}));
-    EXPECT_FALSE(pre.differs.contains("devices"));
-    EXPECT_FALSE(pre.differs.contains("cpu"));
+    EXPECT_EQ(differs(pre)["n_threads"], json({2, 1}));
+    EXPECT_EQ(differs(pre)["host"], json({"host-a", "host-b"}));
+    EXPECT_FALSE(differs(pre).contains("devices"));
+    EXPECT_FALSE(differs(pre).contains("cpu"));
     EXPECT_EQ(pre.ratios[0].verdict, "slower");
     EXPECT_EQ(r.inputs[1].host, "host-b");
     EXPECT_TRUE(r.unmatched.empty());
@@ -419,24 +429,8 @@ TEST(Compare, BadInputsAreErrors) {
     EXPECT_NE(msg.find("A (doc0.json): the `sustained` document has no baseline rounds"),
               std::string::npos)
         << msg;
-    EXPECT_EQ(kind_of(
-                  [&] {
-                      compare_documents(inputs({json{{"x", 1}}, a}));
-                  },
-                  &msg),
-              ErrorKind::input);
-    EXPECT_NE(msg.find("not a stagebench result document"), std::string::npos) << msg;
-    EXPECT_EQ(kind_of([&] { compare_documents(inputs({a, json::array()})); }), ErrorKind::input);
-    // A sustained document is read whole, as every result document: a test whose
-    // configuration is not an object is refused, naming it.
-    json odd = sustained_doc("h", {40, 41, 39});
-    odd["tests"][0]["config"] = "pp32+tg8";
-    EXPECT_EQ(kind_of([&] { compare_documents(inputs({odd, odd})); }, &msg), ErrorKind::input);
-    EXPECT_EQ(msg, "A (doc0.json): tests[0].config: expected an object, found a string");
-    json bad_test = a;
-    bad_test["tests"].push_back("pp32");
-    EXPECT_EQ(kind_of([&] { compare_documents(inputs({a, bad_test})); }, &msg), ErrorKind::input);
-    EXPECT_EQ(msg, "B (doc1.json): tests[1]: expected an object, found a string");
+    // A document of the wrong shape never gets here: it is refused where it is read
+    // (compare_inputs_test.cpp).
     CompareOptions o;
     o.match = {"nonsense"};
     EXPECT_EQ(kind_of([&] { compare_documents(inputs({a, a}), o); }), ErrorKind::usage);
@@ -464,7 +458,7 @@ TEST(Compare, EnergyPerTokenNetAndGrossAndPowerHaveTheSameIntervals) {
     EXPECT_EQ(*dec->ratios[0].ci_low, want.lo);
     EXPECT_EQ(*dec->ratios[0].ci_high, want.hi);
     EXPECT_EQ(dec->ratios[0].verdict, "less energy");
-    EXPECT_TRUE(dec->differs.empty()) << dec->differs;
+    EXPECT_TRUE(dec->differs.empty()) << differs(*dec);
 
     // Net of the idle baseline (0.001 J/token here): its own samples, its own ratio.
     const CompareRow* net = find_row(r, "decode", "net_j_per_token");
@@ -493,7 +487,7 @@ TEST(Compare, EnergyPerTokenNetAndGrossAndPowerHaveTheSameIntervals) {
     const CompareResult meters = compare_documents(inputs({a, c}), o);
     const CompareRow* m = find_row(meters, "decode", "j_per_token");
     ASSERT_TRUE(m);
-    EXPECT_EQ(m->differs["energy_meter"],
+    EXPECT_EQ(differs(*m)["energy_meter"],
               json({"rapl.psys.energy_uj", "hwmon.ina3221.VDD_IN.power_mw"}));
 }
 
@@ -567,9 +561,9 @@ TEST(Compare, MatchAcrossEnginesWhenTheEngineIsLeftOut) {
     const auto& pre = row(r, "prefill");
     EXPECT_DOUBLE_EQ(*pre.ratios[0].median, 0.5);
     // The row says what the sides are: engine, the server behind it, the devices.
-    EXPECT_EQ(pre.differs["engine"], json({"llama", "http"}));
-    EXPECT_EQ(pre.differs["server"], json({nullptr, "llama-server"}));
-    EXPECT_EQ(pre.differs["devices"], json({"CPU", "HTTP"}));
+    EXPECT_EQ(differs(pre)["engine"], json({"llama", "http"}));
+    EXPECT_EQ(differs(pre)["server"], json({nullptr, "llama-server"}));
+    EXPECT_EQ(differs(pre)["devices"], json({"CPU", "HTTP"}));
     EXPECT_EQ(r.match, (std::vector<std::string>{"model", "n_prompt", "n_gen", "n_depth"}));
     EXPECT_EQ(to_json(r)["match"]["fields"], json({"model", "n_prompt", "n_gen", "n_depth"}));
 }
@@ -583,8 +577,8 @@ TEST(Compare, AModelAliasMatchesAServersModelNameWithAFile) {
     o.model_alias = {{"tiny:q8", "tiny.gguf"}};
     CompareResult r = compare_documents(inputs({inproc, ollama}), o);
     ASSERT_EQ(r.rows.size(), 3u);
-    EXPECT_EQ(r.rows[0].differs["server"], json({nullptr, "ollama"}));
-    EXPECT_EQ(r.rows[0].differs["model_path"], json({"/models/tiny.gguf", "tiny:q8"}));
+    EXPECT_EQ(differs(r.rows[0])["server"], json({nullptr, "ollama"}));
+    EXPECT_EQ(differs(r.rows[0])["model_path"], json({"/models/tiny.gguf", "tiny:q8"}));
     EXPECT_NE(r.rows[0].key.find("model=tiny.gguf"), std::string::npos) << r.rows[0].key;
     // An alias may name a whole path too, and both sides may be aliased to a third name.
     o.model_alias = {{"tiny:q8", "tiny"}, {"/models/tiny.gguf", "tiny"}};
@@ -662,6 +656,63 @@ TEST(Compare, DocumentHasTheAgreedShape) {
               (std::set<std::string>{"label", "median", "ci_low", "ci_high", "verdict"}));
     EXPECT_EQ(j["unmatched"], json::parse(R"([{"label": "B", "test": "pp64+tg8"}])"));
     EXPECT_TRUE(j["notes"].is_array());
+}
+
+TEST(Compare, TheDocumentReadsBackAsTheResult) {
+    // Rows with every kind of differs value (text, integer, null), energy rows, unmatched tests,
+    // notes, the match fields and model aliases.
+    const json a = doc("host-a", json::array({with_energy(test(config(2)), 1, 0.001)}));
+    const json b = doc("host-b", json::array({with_energy(test(config(1), 0.9, 0.8), 0.8, 0.001),
+                                              test(config(1, "CPU", 64))}));
+    const json inproc = doc("h", json::array({test(config())}));
+    const json server = with_server(doc("h", json::array({http_test("tiny:q8")})), "ollama");
+    CompareOptions o;
+    o.resamples = 2000;
+    o.tool_version = "9.9.9";
+    std::vector<CompareResult> results = {compare_documents(inputs({a, b}), o),
+                                          compare_documents(inputs({b, a, inproc}), o)};
+    o.match = parse_compare_match("m,p,n,d");
+    o.model_alias = {{"tiny:q8", "tiny.gguf"}};
+    results.push_back(compare_documents(inputs({inproc, server}), o));
+    for (const auto& r : results) {
+        ASSERT_FALSE(r.rows.empty());
+        const json j = to_json(r);
+        const CompareResult back = from_json<CompareResult>(j, "c.json");
+        EXPECT_EQ(back, r) << j.dump(1);
+        EXPECT_EQ(to_json(back), j);
+    }
+    EXPECT_EQ(differs(results[2].rows[0])["server"], json({nullptr, "ollama"}));
+    EXPECT_FALSE(results[1].unmatched.empty());
+    EXPECT_FALSE(results[1].notes.empty());  // C has no energy readings
+}
+
+TEST(Compare, ReadingACompareDocumentNamesWhatIsWrong) {
+    const json a = doc("host-a", json::array({test(config(2))}));
+    const json b = doc("host-b", json::array({test(config(1))}));
+    const json good = to_json(compare_documents(inputs({a, b})));
+    auto error = [](const json& j) {
+        std::string msg;
+        EXPECT_EQ(kind_of([&] { from_json<CompareResult>(j, "'c.json'"); }, &msg),
+                  ErrorKind::input);
+        return msg;
+    };
+    json x = good;
+    x["command"] = "run";
+    EXPECT_EQ(error(x), "'c.json': command: expected \"compare\", found \"run\"");
+    x = good;
+    x.erase("compare_schema_version");
+    EXPECT_NE(error(x).find("no compare_schema_version"), std::string::npos);
+    x = good;
+    x["compare_schema_version"] = 2;
+    EXPECT_NE(error(x).find("written by a newer stagebench"), std::string::npos) << error(x);
+    x = good;
+    x["rows"][0]["differs"]["n_threads"][0] = true;
+    EXPECT_EQ(error(x),
+              "'c.json': rows[0].differs.n_threads[0]: expected a string, an integer "
+              "or null, found a boolean");
+    x = good;
+    x["rows"][0]["sides"][1]["n"] = "7";
+    EXPECT_EQ(error(x), "'c.json': rows[0].sides[1].n: expected an integer, found a string");
 }
 
 }  // namespace

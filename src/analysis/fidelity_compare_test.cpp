@@ -45,8 +45,9 @@ json fidelity_doc(const std::string& host, std::vector<FidelityVariant> variants
     return to_json(d);
 }
 
-std::vector<CompareInput> inputs(json a, json b) {
-    return {{"A", "a.json", std::move(a)}, {"B", "b.json", std::move(b)}};
+std::vector<CompareInput> inputs(const json& a, const json& b) {
+    return {{"A", "a.json", from_json<ResultDocument>(a, "a.json")},
+            {"B", "b.json", from_json<ResultDocument>(b, "b.json")}};
 }
 
 const CompareRow& row(const CompareResult& r, const std::string& test, const std::string& stage,

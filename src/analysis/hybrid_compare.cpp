@@ -7,12 +7,26 @@
 
 namespace sb {
 
-using nlohmann::json;
-
 namespace {
 
 std::vector<double> as_double(const std::vector<int64_t>& v) {
     return std::vector<double>(v.begin(), v.end());
+}
+
+// From which length on the hybrid keeps winning along one axis (wins_at: nullopt where the
+// sweep has no point): the shortest of the run of wins that ends the axis.
+template <class F>
+std::optional<int> wins_from(const std::set<int>& along, F wins_at) {
+    std::optional<int> from;
+    for (auto it = along.rbegin(); it != along.rend(); ++it) {
+        const std::optional<bool> w = wins_at(*it);
+        if (!w)
+            continue;
+        if (!*w)
+            break;
+        from = *it;
+    }
+    return from;
 }
 
 }  // namespace
@@ -23,69 +37,48 @@ std::string hybrid_verdict(const RatioCi& r) {
     return r.ratio > 1 ? "hybrid faster" : "hybrid slower";
 }
 
-json compare_modes(const std::vector<int64_t>& hybrid_e2e,
-                   const std::vector<int64_t>& prefill_alone_e2e,
-                   const std::vector<int64_t>& decode_alone_e2e) {
-    json out = json::object();
+std::map<std::string, HybridSpeedup> compare_modes(const std::vector<int64_t>& hybrid_e2e,
+                                                   const std::vector<int64_t>& prefill_alone_e2e,
+                                                   const std::vector<int64_t>& decode_alone_e2e) {
+    std::map<std::string, HybridSpeedup> out;
     if (hybrid_e2e.empty())
         return out;
     const auto h = as_double(hybrid_e2e);
-    auto add = [&](const char* key, const std::vector<int64_t>& alone) {
+    auto add = [&](const char* mode, const std::vector<int64_t>& alone) {
         if (alone.empty())
             return;
-        const auto a = as_double(alone);
-        const RatioCi r = ratio_of_medians(a, h);
-        out[key] = {{"speedup", r.ratio},
-                    {"ci95_lo", r.lo},
-                    {"ci95_hi", r.hi},
-                    {"verdict", hybrid_verdict(r)}};
+        const RatioCi r = ratio_of_medians(as_double(alone), h);
+        out[mode] = HybridSpeedup{r.ratio, r.lo, r.hi, hybrid_verdict(r)};
     };
     add(kPrefillAloneMode, prefill_alone_e2e);
     add(kDecodeAloneMode, decode_alone_e2e);
     return out;
 }
 
-json crossovers(const json& points) {
+HybridCrossover crossovers(const std::vector<HybridPoint>& points) {
     // wins[(p, n)]: the hybrid is faster than both modes alone, with CIs that exclude 1.
     std::map<std::pair<int, int>, bool> wins;
     std::set<int> ps, ns;
     for (const auto& pt : points) {
-        const auto& cmp = pt.value("comparison", json::object());
-        if (!cmp.contains(kPrefillAloneMode) || !cmp.contains(kDecodeAloneMode))
+        const auto a = pt.comparison.find(kPrefillAloneMode);
+        const auto b = pt.comparison.find(kDecodeAloneMode);
+        if (a == pt.comparison.end() || b == pt.comparison.end())
             continue;
-        const int p = pt.at("n_prompt").get<int>(), n = pt.at("n_gen").get<int>();
-        wins[{p, n}] = cmp[kPrefillAloneMode]["verdict"] == "hybrid faster" &&
-                       cmp[kDecodeAloneMode]["verdict"] == "hybrid faster";
-        ps.insert(p);
-        ns.insert(n);
+        wins[{pt.n_prompt, pt.n_gen}] =
+            a->second.verdict == "hybrid faster" && b->second.verdict == "hybrid faster";
+        ps.insert(pt.n_prompt);
+        ns.insert(pt.n_gen);
     }
-    // From which length on the hybrid keeps winning, along one axis with the other fixed.
-    auto scan = [&](const std::set<int>& along, auto at) -> json {
-        std::optional<int> from;
-        for (auto it = along.rbegin(); it != along.rend(); ++it) {
-            auto w = at(*it);
-            if (!w)
-                continue;
-            if (!*w)
-                break;
-            from = *it;
-        }
-        return from ? json(*from) : json(nullptr);
+    auto at = [&](int p, int n) -> std::optional<bool> {
+        const auto it = wins.find({p, n});
+        return it == wins.end() ? std::nullopt : std::optional<bool>(it->second);
     };
-    json by_gen = json::array(), by_prompt = json::array();
+    HybridCrossover c;
     for (int n : ns)
-        by_gen.push_back({{"n_gen", n}, {"hybrid_wins_from_n_prompt", scan(ps, [&](int p) {
-                                             auto it = wins.find({p, n});
-                                             return it == wins.end() ? std::optional<bool>()
-                                                                     : it->second;
-                                         })}});
+        c.by_n_gen.push_back({n, wins_from(ps, [&](int p) { return at(p, n); })});
     for (int p : ps)
-        by_prompt.push_back({{"n_prompt", p}, {"hybrid_wins_from_n_gen", scan(ns, [&](int n) {
-                                                   auto it = wins.find({p, n});
-                                                   return it == wins.end() ? std::optional<bool>()
-                                                                           : it->second;
-                                               })}});
-    return {{"by_n_gen", by_gen}, {"by_n_prompt", by_prompt}};
+        c.by_n_prompt.push_back({p, wins_from(ns, [&](int n) { return at(p, n); })});
+    return c;
 }
 
 }  // namespace sb

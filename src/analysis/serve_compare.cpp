@@ -12,14 +12,13 @@
 
 namespace sb {
 
-using nlohmann::json;
-
 namespace {
 
 struct ServeDoc {
     CompareInputInfo info;
-    ResultDocument doc;
-    json differs;  // the fields listed when sides disagree, by name
+    const ResultDocument* doc;  // the input's; not owned
+    // The fields listed when sides disagree, by name.
+    std::vector<std::pair<std::string, CompareValue>> differs;
 };
 
 std::string point_key(const ServePoint& p) {
@@ -28,53 +27,53 @@ std::string point_key(const ServePoint& p) {
 }
 
 const ServePoint* find_point(const ServeDoc& d, const std::string& key) {
-    for (const auto& p : d.doc.serve->points)
+    for (const auto& p : d.doc->serve->points)
         if (point_key(p) == key)
             return &p;
     return nullptr;
 }
 
-// A string member of a free-form object; null otherwise.
-json text_of(const json& object, const char* key) {
-    const json& v = json_field(object, key);
-    return v.is_string() ? v : json();
+// A string member of a free-form object (the serve section's server, the engines); null
+// otherwise.
+CompareValue text_of(const nlohmann::json& object, const char* key) {
+    const nlohmann::json& v = json_field(object, key);
+    return v.is_string() ? CompareValue(v.get<std::string>()) : CompareValue();
+}
+
+CompareValue text_or_null(const std::optional<std::string>& s) {
+    return s ? CompareValue(*s) : CompareValue();
 }
 
 ServeDoc read_serve_doc(const CompareInput& in) {
     const std::string who = in.label + " (" + in.source + ")";
     ServeDoc s;
-    s.doc = from_json<ResultDocument>(in.doc, who);
-    if (!s.doc.serve)
-        throw input_error(who + ": the `" + (s.doc.command.empty() ? "?" : s.doc.command) +
+    s.doc = &in.doc;
+    if (!in.doc.serve)
+        throw input_error(who + ": the `" + (in.doc.command.empty() ? "?" : in.doc.command) +
                           "` document has no serve section; serve documents compare only with "
                           "serve documents");
-    auto text = [](const json& v) {
-        return v.is_string() ? std::optional<std::string>(v.get<std::string>()) : std::nullopt;
-    };
-    auto nonempty = [](const std::string& x) {
-        return x.empty() ? std::nullopt : std::optional<std::string>(x);
-    };
-    const json host = text_of(s.doc.system, "hostname"), cpu = text_of(s.doc.system, "cpu_model");
-    s.info = {in.label,   in.source, nonempty(s.doc.command),
-              text(host), text(cpu), nonempty(s.doc.started_at)};
-    const ServeSection& sv = *s.doc.serve;
-    json server = text_of(sv.server, "server");
-    if (server.is_null())
-        server = text_of(json_field(s.doc.engines, "http"), "server");
-    json model = nullptr;
-    if (!s.doc.models.empty()) {
-        const ModelView m = model_view(s.doc.models.front());
-        model = m.name ? json(*m.name) : json(m.path);
+    s.info = compare_input_info(in);
+    const ServeSection& sv = *in.doc.serve;
+    CompareValue server = text_of(sv.server, "server");
+    if (std::holds_alternative<std::monostate>(server))
+        server = text_of(json_field(in.doc.engines, "http"), "server");
+    CompareValue model;
+    if (!in.doc.models.empty()) {
+        const ModelView m = model_view(in.doc.models.front());
+        model = m.name.value_or(m.path);
     }
-    s.differs = {{"server", server},
-                 {"slots", opt(sv.slots)},
+    auto integer = [](const std::optional<int>& v) {
+        return v ? CompareValue(int64_t{*v}) : CompareValue();
+    };
+    // In the order of the document's "differs" object (by name).
+    s.differs = {{"client", sv.client.value_or("thread")},  // before --client: a thread each
+                 {"cpu", text_or_null(s.info.cpu)},
+                 {"host", text_or_null(s.info.host)},
                  {"model", model},
-                 {"n_prompt", sv.n_prompt},
-                 {"n_gen", sv.n_gen},
-                 {"host", host},
-                 {"cpu", cpu},
-                 // Documents from before serve --client used a thread per request.
-                 {"client", sv.client.value_or("thread")}};
+                 {"n_gen", int64_t{sv.n_gen}},
+                 {"n_prompt", int64_t{sv.n_prompt}},
+                 {"server", server},
+                 {"slots", integer(sv.slots)}};
     return s;
 }
 
@@ -125,7 +124,7 @@ const std::vector<CompareStage> kLatencyMedians = {{"ttft", "median_ms", false, 
 
 std::string sweep_of(const ServeDoc& d) {
     std::string s;
-    for (const auto& p : d.doc.serve->points)
+    for (const auto& p : d.doc->serve->points)
         s += (s.empty() ? "" : ", ") + p.label();
     return d.info.label + " (" + d.info.source + "): " + (s.empty() ? "no points" : s);
 }
@@ -133,7 +132,7 @@ std::string sweep_of(const ServeDoc& d) {
 }  // namespace
 
 bool is_serve_input(const CompareInput& in) {
-    return in.doc.is_object() && in.doc.contains("serve") && in.doc["serve"].is_object();
+    return in.doc.serve.has_value();
 }
 
 CompareResult compare_serve_documents(const std::vector<CompareInput>& inputs,
@@ -155,7 +154,7 @@ CompareResult compare_serve_documents(const std::vector<CompareInput>& inputs,
     for (const auto& d : docs)
         r.inputs.push_back(d.info);
 
-    for (const auto& base : docs[0].doc.serve->points) {
+    for (const auto& base : docs[0].doc->serve->points) {
         const std::string key = point_key(base);
         std::vector<std::size_t> idx{0};
         std::vector<const ServePoint*> pts{&base};
@@ -177,16 +176,12 @@ CompareResult compare_serve_documents(const std::vector<CompareInput>& inputs,
             labels.push_back(docs[idx[s]].info.label);
             n_ok.push_back(static_cast<std::size_t>(pts[s]->ok));
         }
-        json differs = json::object();
-        for (const auto& [name, v0] : docs[0].differs.items()) {
-            json vals = json::array();
-            bool differ = false;
-            for (std::size_t i : idx) {
-                vals.push_back(docs[i].differs[name]);
-                differ = differ || vals.back() != v0;
-            }
-            if (differ)
-                differs[name] = vals;
+        CompareDiffers differs;
+        for (std::size_t f = 0; f < docs[0].differs.size(); ++f) {
+            std::vector<CompareValue> vals;
+            for (std::size_t i : idx)
+                vals.push_back(docs[i].differs[f].second);
+            add_if_differing(std::move(vals), differs, docs[0].differs[f].first);
         }
         std::vector<CompareRow> rows;
         auto values = [&](auto get) {
@@ -233,7 +228,7 @@ CompareResult compare_serve_documents(const std::vector<CompareInput>& inputs,
         }
     }
     for (std::size_t i = 1; i < docs.size(); ++i)
-        for (const auto& p : docs[i].doc.serve->points)
+        for (const auto& p : docs[i].doc->serve->points)
             if (!find_point(docs[0], point_key(p)))
                 r.unmatched.push_back({docs[i].info.label, p.label()});
     if (r.rows.empty()) {

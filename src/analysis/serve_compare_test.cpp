@@ -58,7 +58,7 @@ CompareInput input(const std::string& label, std::vector<ServePoint> points, int
     s.server = {{"server", server}};
     s.points = std::move(points);
     d.serve = s;
-    return {label, label + ".json", to_json(d)};
+    return {label, label + ".json", std::move(d)};
 }
 
 const CompareRow* row(const CompareResult& r, const std::string& test, const std::string& stage,
@@ -113,7 +113,7 @@ TEST(ServeCompare, MatchingPointsSideBySide) {
     EXPECT_EQ(p99->ratios[0].verdict, "no CI: tail");
     EXPECT_TRUE(row(r, "concurrency 4", "tpot", "median_ms"));
     // What differs between the two servers: their slots.
-    EXPECT_EQ(ttft->differs, json({{"slots", {4, 2}}}));
+    EXPECT_EQ(ttft->differs, (CompareDiffers{{"slots", {int64_t{4}, int64_t{2}}}}));
     ASSERT_EQ(r.unmatched.size(), 2u);
     EXPECT_EQ(r.unmatched[0].label, "A");
     EXPECT_EQ(r.unmatched[0].test, "concurrency 1");
@@ -134,7 +134,7 @@ TEST(ServeCompare, GoodputWhereEverySideHadSlosAndUnboundedRatesMeet) {
     const CompareRow* g = row(r, "rate inf", "throughput", "goodput_per_s");
     ASSERT_TRUE(g);
     EXPECT_DOUBLE_EQ(*g->ratios[0].median, 1.5);
-    EXPECT_EQ(g->differs, json({{"server", {"llama-server", "ollama"}}}));
+    EXPECT_EQ(g->differs, (CompareDiffers{{"server", {"llama-server", "ollama"}}}));
     // The same latencies: no difference.
     EXPECT_EQ(row(r, "rate inf", "ttft", "median_ms")->ratios[0].verdict, "no difference");
     EXPECT_TRUE(r.unmatched.empty());
@@ -150,13 +150,13 @@ TEST(ServeCompare, RefusalsAreOneLine) {
     ResultDocument run;
     run.command = "run";
     EXPECT_EQ(error_of([&] {
-                  compare_serve_documents({input("A", {point("concurrency", 1, 1, 50)}, 4),
-                                           {"B", "r.json", to_json(run)}});
+                  compare_serve_documents(
+                      {input("A", {point("concurrency", 1, 1, 50)}, 4), {"B", "r.json", run}});
               }),
               "B (r.json): the `run` document has no serve section; serve documents compare "
               "only with serve documents");
     EXPECT_TRUE(is_serve_input(input("A", {}, 1)));
-    EXPECT_FALSE(is_serve_input({"B", "r.json", to_json(run)}));
+    EXPECT_FALSE(is_serve_input({"B", "r.json", run}));
 }
 
 // The client that drove the requests (serve --client) is named where the sides differ; a
@@ -164,12 +164,12 @@ TEST(ServeCompare, RefusalsAreOneLine) {
 TEST(ServeCompare, TheClientDiffersWhereTheSidesUsedDifferentOnes) {
     CompareInput a = input("A", {point("concurrency", 4, 1, 100)}, 4);
     CompareInput b = input("B", {point("concurrency", 4, 1, 100)}, 4);
-    b.doc["serve"]["client"] = "loop";
-    ASSERT_TRUE(a.doc["serve"]["client"].is_null());
+    b.doc.serve->client = "loop";
+    ASSERT_FALSE(a.doc.serve->client);
     const CompareResult r = compare_serve_documents({a, b});
     const CompareRow* ttft = row(r, "concurrency 4", "ttft", "median_ms");
     ASSERT_TRUE(ttft);
-    EXPECT_EQ(ttft->differs, json({{"client", {"thread", "loop"}}}));
+    EXPECT_EQ(ttft->differs, (CompareDiffers{{"client", {"thread", "loop"}}}));
 }
 
 }  // namespace

@@ -49,17 +49,18 @@ void add_advise_command(CLI::App& app, Context& ctx) {
         with_documents(a->inputs, [&] {
             std::vector<AdviseInput> in;
             for (auto& c : load_compare_inputs(a->inputs, a->db_path, {}))
-                in.push_back({c.source, std::move(c.doc)});
+                in.push_back({std::move(c.source), std::move(c.doc)});
             AdviseOptions o;
             o.dispatch_budget_ns = a->budget_us * 1e3;
             o.n_prompt = a->n_prompt;
             o.n_gen = a->n_gen;
-            const nlohmann::json advice = advise(in, o);
+            const Advice advice = advise(in, o);
             if (a->out_path) {
-                write_output_file(*a->out_path, dump_json(advice, 2) + "\n", "the advice (--out)");
+                write_output_file(*a->out_path, dump_json(to_json(advice), 2) + "\n",
+                                  "the advice (--out)");
             }
             if (a->format == OutputFormat::json)
-                ctx.out << dump_json(advice, 2) << "\n";
+                ctx.out << dump_json(to_json(advice), 2) << "\n";
             else
                 write_advice_markdown(advice, ctx.out);
         });

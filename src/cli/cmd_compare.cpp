@@ -108,7 +108,7 @@ void add_compare_command(CLI::App& app, Context& ctx) {
                 write_text_file(*a->out_path, dump_json(to_json(r), 2) + "\n",
                                 "the compare document (--out)");
             if (a->html_path) {
-                std::vector<ReportInput> docs{ReportInput::of("compare", to_json(r))};
+                std::vector<ReportInput> docs{ReportInput::of("compare", r)};
                 for (auto& in : inputs)
                     docs.push_back(ReportInput::of(in.label + ": " + in.source, std::move(in.doc)));
                 HtmlOptions o;

@@ -83,9 +83,21 @@ void add_db_command(CLI::App& app, Context& ctx) {
         for (const auto& f : a->files)
             docs.push_back(load_result_document(f));
         ResultStore store = open(ResultStore::Mode::create);
-        for (std::size_t i = 0; i < docs.size(); ++i)
-            ctx.err << "stagebench: stored " << a->files[i] << " as #" << store.append(docs[i])
-                    << " in " << a->path << "\n";
+        for (std::size_t i = 0; i < docs.size(); ++i) {
+            int64_t id = 0;
+            try {
+                id = store.append(docs[i]);
+            } catch (const Error& e) {
+                // The note of each stored file is a line of its own; this is the error line.
+                throw Error(e.kind(),
+                            a->files[i] + " was not stored" +
+                                (i > 0 ? " (the " + std::to_string(i) + " file(s) before it were)"
+                                       : std::string()) +
+                                ": " + e.what());
+            }
+            ctx.err << "stagebench: stored " << a->files[i] << " as #" << id << " in " << a->path
+                    << "\n";
+        }
     });
 }
 

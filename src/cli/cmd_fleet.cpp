@@ -31,6 +31,15 @@ std::string short_commit(const std::optional<std::string>& c) {
     return c ? c->substr(0, 12) : "-";
 }
 
+// A deadline flag: a duration above 0 and at most a day (0 would mean no deadline at all).
+double deadline_s(const std::string& flag, const std::string& text) {
+    const auto ns = parse_duration(text);
+    if (!ns || *ns <= 0 || static_cast<double>(*ns) * 1e-9 > kMaxGateWait_s)
+        throw usage_error(flag + " '" + text +
+                          "': expected a deadline above 0 and at most a day, e.g. 30m, 90s");
+    return static_cast<double>(*ns) * 1e-9;
+}
+
 }  // namespace
 
 void add_fleet_command(CLI::App& app, Context& ctx) {
@@ -59,6 +68,7 @@ void add_fleet_command(CLI::App& app, Context& ctx) {
         ->capture_default_str();
     run->add_option("--parallel", a->o.parallel,
                     "devices measured at once (never two commands on one device)")
+        ->check(int_range(1, 1024, "1..1024"))
         ->capture_default_str();
     run->add_flag("--resume", a->o.resume,
                   "skip devices whose run of this command is already in the store");
@@ -90,14 +100,13 @@ void add_fleet_command(CLI::App& app, Context& ctx) {
                 throw usage_error("--cool-to '" + a->cool_to + "' is not a temperature (e.g. 45C)");
         }
         if (!a->cool_timeout.empty())
-            a->o.gates.cool_timeout_s =
-                static_cast<double>(parse_duration_ns(a->cool_timeout)) * 1e-9;
+            a->o.gates.cool_timeout_s = deadline_s("--cool-timeout", a->cool_timeout);
         if (!a->governor.empty())
             a->o.gates.governor = a->governor;
         a->o.gates.min_battery_pct = a->min_battery;
         a->o.gates.max_load = a->max_load;
         if (!a->timeout.empty())
-            a->o.timeout_s = static_cast<double>(parse_duration_ns(a->timeout)) * 1e-9;
+            a->o.timeout_s = deadline_s("--timeout", a->timeout);
         if (!a->only.empty())
             a->o.only = split_list(a->only);
         check_fleet_options(a->o);
@@ -119,6 +128,7 @@ void add_fleet_command(CLI::App& app, Context& ctx) {
     up->add_option("--dist", a->o.dist_dir, "where the tarballs and agents are")
         ->capture_default_str();
     up->add_option("--port", *port, "the first device's port; the next device gets the next one")
+        ->check(int_range(1, 65535, "1..65535"))
         ->capture_default_str();
     up->add_option("--only", a->only, "these devices of the inventory (a comma list)");
     up->add_flag("--allow-mixed", a->o.allow_mixed,

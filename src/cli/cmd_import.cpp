@@ -2,8 +2,8 @@
 #include "cli/flag_checks.hpp"
 #include "cli/store_hook.hpp"
 #include "profile/ops_command.hpp"
-#include "profile/ops_report.hpp"
 #include "report/modes_report.hpp"
+#include "report/ops_report.hpp"
 #include "scenario/mode_experiment.hpp"
 #include "scenario/run_command.hpp"
 
@@ -14,10 +14,10 @@ void add_import_command(CLI::App& app, Context& ctx) {
     cmd->require_subcommand(1);
     auto* hex = cmd->add_subcommand(
         "hexagon-profile",
-        "Parse GGML_HEXAGON_PROFILE output (old op-usec/call-usec and newer usec/cycles "
-        "formats) into per-op records and tables");
+        "Parse Hexagon profile logs (every llama.cpp format since the backend appeared, "
+        "with llama.cpp or logcat line prefixes) into per-op records and tables");
     auto o = std::make_shared<ImportOptions>();
-    hex->add_option("LOG", o->log_path, "log file with profile-op lines (unless --mode)");
+    hex->add_option("LOG", o->log_path, "log file with Hexagon profile lines (unless --mode)");
     auto modes = std::make_shared<std::vector<std::string>>();
     hex->add_option("--mode", *modes,
                     "NAME=LOG, one log per pipeline mode in pipeline order (two or more, e.g. "
@@ -34,7 +34,7 @@ void add_import_command(CLI::App& app, Context& ctx) {
     hex->add_option("--stage-of", o->stage_of,
                     "TEXT=STAGE: a log line containing TEXT puts the ops after it into STAGE "
                     "(repeatable; the others are split into prefill and decode by the mat-muls' "
-                    "token count)");
+                    "token count); with --mode, in every log");
     hex->add_flag("--one-stage", o->one_stage,
                   "keep every op in one stage, \"log\" (no prefill/decode split)");
     hex->callback([&ctx, o, modes] {
@@ -46,7 +46,7 @@ void add_import_command(CLI::App& app, Context& ctx) {
             std::vector<std::pair<std::string, std::string>> logs;
             for (const auto& m : *modes)
                 logs.push_back(parse_mode_log(m));
-            ctx.exit_code = import_mode_logs(logs, doc, ctx.err);
+            ctx.exit_code = import_mode_logs(logs, doc, ctx.err, *o);
             if (o->out_path)
                 write_document(doc, *o->out_path);
             print_modes_document(doc, o->format, ctx.out);

@@ -5,7 +5,7 @@
 #include "cli/trace_option.hpp"
 #include "core/error.hpp"
 #include "engine/backends.hpp"
-#include "profile/ops_report.hpp"
+#include "report/ops_report.hpp"
 #include "scenario/ops_run.hpp"
 #include "scenario/run_command.hpp"
 

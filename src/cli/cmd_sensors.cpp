@@ -4,7 +4,7 @@
 #include "cli/flag_checks.hpp"
 #include "core/error.hpp"
 #include "core/json_util.hpp"
-#include "telemetry/sensors_report.hpp"
+#include "report/sensors_report.hpp"
 #include "telemetry/sysfs_util.hpp"
 #include "telemetry/telemetry_json.hpp"
 

@@ -148,11 +148,10 @@ void add_serve_command(CLI::App& app, Context& ctx) {
                 a->o.rates.push_back(std::numeric_limits<double>::infinity());
                 continue;
             }
-            char* end = nullptr;
-            const double v = std::strtod(r.c_str(), &end);
-            if (r.empty() || end != r.c_str() + r.size() || !(v > 0) || !std::isfinite(v))
+            const auto v = parse_decimal(r);  // decimal only: not 0x10
+            if (!v || !(*v > 0))
                 throw usage_error("--rate '" + r + "': expected requests/s above 0, or inf");
-            a->o.rates.push_back(v);
+            a->o.rates.push_back(*v);
         }
         if (!a->slo.empty())
             a->o.slo_ms = parse_slo(a->slo);

@@ -14,8 +14,8 @@
 #include "core/document.hpp"
 #include "core/sysinfo.hpp"
 #include "model/inspect.hpp"
-#include "profile/ops_report.hpp"
 #include "report/modes_report.hpp"
+#include "report/ops_report.hpp"
 #include "scenario/run_command.hpp"
 #ifdef SB_WITH_FLEET
 #include "core/subprocess.hpp"

@@ -102,7 +102,7 @@ int run_demo(const DemoOptions& o, std::ostream& out, std::ostream& err) {
             << " generated, " << o.reps << " repetitions per backend.\n\n"
             << table.str();
     out << table.str();
-    std::vector<AdviseInput> advise_in{{ro.out_path.value(), to_json(doc)}};
+    std::vector<AdviseInput> advise_in{{ro.out_path.value(), std::move(doc)}};
 
     // Stage-aware execution: prefill on the CPU, the KV cache moved, decode on the RPC device,
     // next to each alone.
@@ -124,7 +124,7 @@ int run_demo(const DemoOptions& o, std::ostream& out, std::ostream& err) {
         print_document(OutputFormat::md, hd, ht);
         summary << "\n" << ht.str();
         out << "\n" << ht.str();
-        advise_in.push_back({ho.out_path.value(), to_json(hd)});
+        advise_in.push_back({ho.out_path.value(), std::move(hd)});
     }
     std::ostringstream advice;
     write_advice_markdown(advise(advise_in, AdviseOptions{}), advice);
@@ -143,7 +143,7 @@ int run_demo(const DemoOptions& o, std::ostream& out, std::ostream& err) {
     const std::string html = (fs::path(o.dir) / "report.html").string();
     write_text_file(html, page.str());
     const std::string trace = (fs::path(o.dir) / "trace.json").string();
-    write_chrome_trace(from_json<ResultDocument>(advise_in.back().doc, trace), trace);
+    write_chrome_trace(advise_in.back().doc, trace);
     if (o.progress)
         err << "stagebench: wrote " << ro.out_path.value() << ", "
             << (rpc_device.empty() ? "" : "hybrid.json, ") << "summary.md, report.html and "

@@ -5,6 +5,7 @@
 // The fixture documents are real outputs of run, ops, decompose, sustained, hybrid, import
 // and compare on a tiny synthetic model (tests/fixtures/documents/README.md).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -16,6 +17,7 @@
 #include "cli/run_cli_test_util.hpp"
 #include "core/document.hpp"
 #include "core/error.hpp"
+#include "fuzz_seed.hpp"
 
 namespace sb::cli {
 namespace {
@@ -37,8 +39,10 @@ json read(const fs::path& p) {
 }
 
 fs::path temp_dir() {
-    const fs::path d = fs::path(testing::TempDir()) / "sb_document_fuzz" /
+    const fs::path d = fs::path(testing::TempDir()) /
+                       ("sb_document_fuzz." + std::to_string(::getpid())) /
                        testing::UnitTest::GetInstance()->current_test_info()->name();
+    fs::remove_all(d);
     fs::create_directories(d);
     return d;
 }
@@ -110,7 +114,8 @@ TEST(DocumentFuzz, ReadersEndInExit0OrOneBadInputLine) {
     std::sort(docs.begin(), docs.end());
     ASSERT_GE(docs.size(), 6u);
     const std::string baseline = (fixtures() / "run.json").string();
-    std::mt19937_64 rng(99);
+    sbtest::FuzzRun fuzz(99);
+    std::mt19937_64 rng(fuzz.seed());
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     int cases = 0, typed_changes = 0;
     while (cases < 400 && std::chrono::steady_clock::now() < deadline) {
@@ -138,6 +143,7 @@ TEST(DocumentFuzz, ReadersEndInExit0OrOneBadInputLine) {
         const std::string file = (dir / ("m_" + src.filename().string())).string();
         std::ofstream(file) << doc.dump();
         ++cases;
+        fuzz.next_case();
 
         // The one reading path: a changed JSON type where the format has one is refused.
         bool refused = false;
@@ -181,6 +187,123 @@ TEST(DocumentFuzz, ReadersEndInExit0OrOneBadInputLine) {
     }
     EXPECT_GE(cases, 50);
     EXPECT_GE(typed_changes, 10);
+}
+
+// Every reader, on a document: exit 2 with one "stagebench: error:" line holding needle.
+void expect_every_reader_refuses(const std::string& file, const std::string& needle,
+                                 const fs::path& dir, const std::string& what) {
+    const std::string baseline = (fixtures() / "run.json").string();
+    for (const auto& cmd : std::vector<std::vector<std::string>>{
+             {"report", file, "-o", (dir / "r.html").string()},
+             {"compare", baseline, file},
+             {"advise", file},
+             {"trace", file, "-o", (dir / "t.json").string()},
+             {"db", "import", "--db", (dir / "s.sqlite").string(), file}}) {
+        const Outcome o = run(cmd);
+        EXPECT_EQ(o.code, 2) << cmd[0] << " " << what << "\n" << o.err;
+        EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << cmd[0] << " " << what << "\n"
+                                                                   << o.err;
+        EXPECT_EQ(o.err.rfind("stagebench: error: ", 0), 0u) << cmd[0] << "\n" << o.err;
+        EXPECT_NE(o.err.find(needle), std::string::npos) << cmd[0] << " " << what << "\n" << o.err;
+    }
+    // Nothing of it was stored.
+    const Outcome list = run({"db", "list", "--db", (dir / "s.sqlite").string(), "-o", "json"});
+    if (list.code == 0) {
+        EXPECT_EQ(json::parse(list.out).size(), 0u) << what;
+    }
+}
+
+// Fields that hold a duration, a rate or a count, wherever they are in a document: one of
+// them made negative is refused by every reader, naming the file and the field.
+bool is_measure(const std::string& path) {
+    static const std::vector<std::string> names = {
+        ".duration_ns", ".tokens_per_s",  ".n_prompt",         ".n_gen",
+        ".n_tokens",    ".ttft_ns",       ".token_latency_ns", ".e2e_ns",
+        ".tpot_ns",     ".prompt_tokens", ".output_tokens",    ".reps_done",
+        ".op_ns",       ".call_ns",       ".decode_tps",       ".prefill_tps",
+        ".ttft_ms",     ".samples_ns",    "throughput.median", "duration.median",
+        "itl.p99",      "ttft.mean"};
+    std::string last = path.substr(0, path.find('[', path.rfind('.')));
+    for (const auto& n : names)
+        if (last.size() >= n.size() && last.compare(last.size() - n.size(), n.size(), n) == 0)
+            return path.find("telemetry") == std::string::npos;
+    return false;
+}
+
+TEST(DocumentFuzz, NegativeDurationsRatesAndCountsAreRefusedByEveryReader) {
+    const fs::path dir = temp_dir();
+    sbtest::FuzzRun fuzz(4711);
+    std::mt19937_64 rng(fuzz.seed());
+    std::vector<fs::path> docs;
+    for (const auto& e : fs::directory_iterator(fixtures()))
+        if (e.path().extension() == ".json" &&
+            read(e.path()).value("schema", "") == "stagebench.result")
+            docs.push_back(e.path());
+    std::sort(docs.begin(), docs.end());
+    ASSERT_GE(docs.size(), 6u);
+    for (int i = 0; i < 40; ++i) {
+        const fs::path src = docs[rng() % docs.size()];
+        json doc = read(src);
+        std::vector<std::pair<std::string, json::json_pointer>> paths, measures;
+        walk(doc, "", paths, json::json_pointer());
+        for (const auto& p : paths)
+            if (doc.at(p.second).is_number() && doc.at(p.second).get<double>() > 0 &&
+                is_measure(p.first))
+                measures.push_back(p);
+        if (measures.empty())
+            continue;
+        const auto& [path, ptr] = measures[rng() % measures.size()];
+        json& v = doc.at(ptr);
+        v = v.is_number_float() ? json(-v.get<double>())
+                                : json(-1 - static_cast<int64_t>(rng() % 1000));
+        fuzz.next_case();
+        const std::string file = (dir / ("neg_" + src.filename().string())).string();
+        std::ofstream(file) << doc.dump();
+        // The one reading path names the field; every reader says so on one line.
+        std::string why;
+        try {
+            check_document(doc, "'" + file + "'");
+        } catch (const Error& e) {
+            why = e.what();
+        }
+        EXPECT_NE(why.find(path), std::string::npos)
+            << src.filename() << " " << path << ": " << why;
+        EXPECT_NE(why.find("expected at least 0"), std::string::npos) << why;
+        expect_every_reader_refuses(file, "expected at least 0", dir,
+                                    src.filename().string() + " " + path);
+    }
+    EXPECT_GE(fuzz.cases(), 30);
+}
+
+TEST(DocumentFuzz, DeepNestingAnywhereIsOneLineInEveryReader) {
+    const fs::path dir = temp_dir();
+    sbtest::FuzzRun fuzz(1000000);
+    std::mt19937_64 rng(fuzz.seed());
+    const std::vector<std::string> names = {"run.json", "ops.json", "sustained.json",
+                                            "hybrid.json"};
+    for (int i = 0; i < 8; ++i) {
+        fuzz.next_case();
+        const fs::path src = fixtures() / names[rng() % names.size()];
+        json doc = read(src);
+        std::vector<std::pair<std::string, json::json_pointer>> paths;
+        walk(doc, "", paths, json::json_pointer());
+        // An unknown member placed in some object of the document, holding deep arrays.
+        std::vector<json::json_pointer> objects;
+        for (const auto& p : paths)
+            if (doc.at(p.second).is_object())
+                objects.push_back(p.second);
+        const json::json_pointer at = objects[rng() % objects.size()];
+        const int depth = i % 2 ? 100000 : 65 + static_cast<int>(rng() % 1000);
+        std::string text = doc.dump();
+        doc.at(at)["zz_unknown"] = "@@DEEP@@";
+        text = doc.dump();
+        const std::string deep = std::string(depth, '[') + "7" + std::string(depth, ']');
+        text.replace(text.find("\"@@DEEP@@\""), 10, deep);
+        const std::string file = (dir / ("deep_" + src.filename().string())).string();
+        std::ofstream(file) << text;
+        expect_every_reader_refuses(file, "nests arrays and objects more than 64 deep", dir,
+                                    src.filename().string() + " depth " + std::to_string(depth));
+    }
 }
 
 TEST(DocumentFuzz, TheFixturesThemselvesAreAccepted) {

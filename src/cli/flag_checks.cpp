@@ -4,37 +4,26 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <thread>
 
 #include "core/error.hpp"
+#include "core/parse.hpp"
 
 namespace sb::cli {
 
 namespace {
 
-// As CLI11 converts integers (strtoll, base 0: 10, 0x10, 010), so the check and the value
-// agree; nullopt when the text is not one whole integer or overflows.
+// Decimal only (core/parse.hpp). CLI11 itself converts with strtoll(base 0) and strtold,
+// which read 0x10 as 16, 010 as 8 and "nan" as a number: the checks below refuse those, and
+// check_numbers_strictly() writes every integer back in plain decimal for CLI11 to convert.
 std::optional<int64_t> parse_int(const std::string& s) {
-    if (s.empty())
-        return std::nullopt;
-    errno = 0;
-    char* end = nullptr;
-    const long long v = std::strtoll(s.c_str(), &end, 0);
-    if (errno == ERANGE || end == s.c_str() || *end != '\0')
-        return std::nullopt;
-    return static_cast<int64_t>(v);
+    return parse_decimal_int(s);
 }
 
 std::optional<double> parse_real(const std::string& s) {
-    if (s.empty())
-        return std::nullopt;
-    errno = 0;
-    char* end = nullptr;
-    const double v = std::strtod(s.c_str(), &end);
-    if (end == s.c_str() || *end != '\0')
-        return std::nullopt;
-    return v;
+    return parse_decimal(s);
 }
 
 // Quoted for the message, shortened and with control characters shown as '?'.
@@ -192,6 +181,132 @@ CLI::Validator cache_type_check() {
             return shown(s) + " is not a KV cache type (allowed: " + all + ")";
         },
         "TYPE");
+}
+
+CLI::Validator target_ci_check() {
+    return CLI::Validator(
+        [](std::string& s) -> std::string {
+            try {
+                parse_target_ci(s);
+                return "";
+            } catch (const Error& e) {
+                return e.what();
+            }
+        },
+        "PERCENT");
+}
+
+namespace {
+
+enum class NumberKind { integer, unsigned_integer, real };
+
+// The strict form of a number option's value (see check_numbers_strictly).
+CLI::Validator decimal_check(NumberKind kind) {
+    return CLI::Validator(
+        [kind](std::string& s) -> std::string {
+            switch (kind) {
+                case NumberKind::integer:
+                    if (const auto v = parse_decimal_int(s)) {
+                        s = std::to_string(*v);
+                        return "";
+                    }
+                    return shown(s) + " is not a decimal integer";
+                case NumberKind::unsigned_integer:
+                    if (const auto v = parse_decimal_uint(s)) {
+                        s = std::to_string(*v);
+                        return "";
+                    }
+                    return shown(s) + " is not a decimal integer from 0 to 18446744073709551615";
+                case NumberKind::real:
+                    if (parse_decimal(s))
+                        return "";
+                    return shown(s) + " is not a finite decimal number";
+            }
+            return "";
+        },
+        "", "decimal");
+}
+
+}  // namespace
+
+void check_numbers_strictly(CLI::App& app) {
+    for (CLI::Option* opt : app.get_options()) {
+        if (opt->get_type_size() == 0)
+            continue;  // a flag
+        // CLI11 names the value's type first ("INT", "UINT", "FLOAT"), then its checks.
+        const std::string type = opt->get_type_name();
+        const auto is = [&type](const char* t) {
+            const std::size_t n = std::strlen(t);
+            return type.compare(0, n, t) == 0 &&
+                   (type.size() == n || type[n] == ':' || type[n] == ' ');
+        };
+        // A transform: it runs before the option's own checks and may rewrite the value.
+        if (is("INT"))
+            opt->transform(decimal_check(NumberKind::integer));
+        else if (is("UINT"))
+            opt->transform(decimal_check(NumberKind::unsigned_integer));
+        else if (is("FLOAT"))
+            opt->transform(decimal_check(NumberKind::real));
+    }
+    for (CLI::App* sub : app.get_subcommands({}))
+        check_numbers_strictly(*sub);
+}
+
+void check_list_items(CLI::App& app, const std::vector<std::string>& args) {
+    CLI::App* at = &app;
+    // The option named by an argument ("--device", "-p", "--device=CPU", "-p16"), searched in
+    // the subcommand reached so far and the ones above it; its value, when attached.
+    auto find = [&at](const std::string& arg, std::optional<std::string>& attached) {
+        attached.reset();
+        std::string name = arg;
+        if (arg.rfind("--", 0) == 0) {
+            if (const auto eq = arg.find('='); eq != std::string::npos) {
+                name = arg.substr(0, eq);
+                attached = arg.substr(eq + 1);
+            }
+        } else if (arg.size() > 2) {
+            name = arg.substr(0, 2);
+            attached = arg.substr(2);
+        }
+        for (CLI::App* a = at; a; a = a->get_parent())
+            for (const CLI::Option* o : a->get_options())
+                if (o->check_name(name))
+                    return o;
+        return static_cast<const CLI::Option*>(nullptr);
+    };
+    auto refuse_empty_items = [](const CLI::Option* o, const std::string& value) {
+        const std::vector<std::string> items = split_list(value, o->get_delimiter());
+        if (items.size() > 1 && std::find(items.begin(), items.end(), "") != items.end())
+            throw usage_error(o->get_name() + " " + shown(value) +
+                              " has an empty item (a comma list takes no empty items)");
+    };
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        const std::string& arg = args[i];
+        if (arg == "--")
+            return;  // the rest is another command's (fleet run -- run ...)
+        if (arg.size() < 2 || arg[0] != '-' || std::isdigit(static_cast<unsigned char>(arg[1]))) {
+            const auto subs =
+                at->get_subcommands([&arg](CLI::App* s) { return s->check_name(arg); });
+            if (!subs.empty())
+                at = subs.front();
+            continue;
+        }
+        std::optional<std::string> attached;
+        const CLI::Option* o = find(arg, attached);
+        if (!o || o->get_delimiter() == '\0')
+            continue;
+        if (attached) {
+            refuse_empty_items(o, *attached);
+            continue;
+        }
+        // The values that follow, up to the next option.
+        for (std::size_t j = i + 1; j < args.size(); ++j) {
+            const std::string& v = args[j];
+            if (v.size() > 1 && v[0] == '-' && !std::isdigit(static_cast<unsigned char>(v[1])))
+                break;
+            refuse_empty_items(o, v);
+        }
+    }
 }
 
 double parse_target_ci(const std::string& text) {

@@ -72,6 +72,23 @@ CLI::Option* add_format_option(CLI::App* cmd, OutputFormat& target,
 // --target-ci: "2%" or "0.02", finite, strictly between 0 and 100 %; returns the fraction.
 // Throws sb::Error(usage).
 double parse_target_ci(const std::string& text);
+// The same as a validator ("" and "nan" are refused like any other bad value).
+CLI::Validator target_ci_check();
+
+// Every option of app and of its subcommands (at any depth) whose value CLI11 converts to a
+// number (an integer, an unsigned integer or a floating-point type, alone or in a list) takes
+// decimal numbers only: CLI11 would read 0x10 as 16, 010 as 8, -1 as 2^64-1 for an unsigned
+// value, 1e999 and nan as numbers. Integers are written back in plain decimal. A transform put
+// first on every such option (it runs before the option's own checks, which keep the ranges);
+// run_app calls this once the commands are built, so that a number option added later needs
+// nothing of its own to be strict.
+void check_numbers_strictly(CLI::App& app);
+
+// Refuses, before CLI11 sees them, empty items in the values of the comma-list options of app
+// (options with a delimiter): CLI11 drops them, so `--device CPU,,BLAS` would silently run two
+// device sets. args as given to the parser (not reversed); the arguments after "--" are another
+// command's. Throws sb::Error(usage) "--device 'CPU,,BLAS' has an empty item ...".
+void check_list_items(CLI::App& app, const std::vector<std::string>& args);
 
 // Checks a test's token counts together: prompt + depth + gen + 8 (llama.cpp's room) within
 // kMaxTokens. Throws sb::Error(usage) naming the flags.

@@ -13,15 +13,20 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <optional>
 #include <random>
+#include <set>
 #include <sstream>
+#include <tuple>
 
 #include "cli/commands.hpp"
 #include "cli/run_cli_test_util.hpp"
 #include "core/error.hpp"
+#include "fuzz_seed.hpp"
 
 namespace sb::cli {
 namespace {
@@ -126,12 +131,14 @@ struct FlagSpec {
     std::vector<std::string> words{};  // enumerated values to draw from, if any
 };
 
+// Decimal only: an optional sign, then digits (no hex, no octal, no space around).
 std::optional<long long> as_int(const std::string& s) {
-    if (s.empty())
+    const std::size_t digits = !s.empty() && (s[0] == '-' || s[0] == '+') ? 1 : 0;
+    if (s.size() == digits || s.find_first_not_of("0123456789", digits) != std::string::npos)
         return std::nullopt;
     errno = 0;
     char* end = nullptr;
-    const long long v = std::strtoll(s.c_str(), &end, 0);
+    const long long v = std::strtoll(s.c_str(), &end, 10);
     if (errno != 0 || end == s.c_str() || *end != '\0')
         return std::nullopt;
     return v;
@@ -285,7 +292,8 @@ std::string draw_value(std::mt19937_64& rng, const FlagSpec& f) {
 }
 
 TEST(FlagFuzz, EveryBadValueIsOneUsageLineAndEveryGoodOneReachesTheModel) {
-    std::mt19937_64 rng(20260101);
+    sbtest::FuzzRun fuzz(20260101);
+    std::mt19937_64 rng(fuzz.seed());
     const auto specs = commands();
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(40);
     int cases = 0, refused = 0;
@@ -298,23 +306,21 @@ TEST(FlagFuzz, EveryBadValueIsOneUsageLineAndEveryGoodOneReachesTheModel) {
         std::string value;
         for (const auto& v : values)
             value += (value.empty() ? "" : ",") + v;
-        // A comma list drops empty elements; what remains must be valid and not empty.
+        // A comma list: every element valid, none empty.
         bool valid = true;
         if (f.list) {
             std::vector<std::string> parts;
             std::string cur;
             for (char ch : value + ",") {
                 if (ch == ',') {
-                    if (!cur.empty())
-                        parts.push_back(cur);
+                    parts.push_back(cur);
                     cur.clear();
                 } else {
                     cur += ch;
                 }
             }
-            valid = !parts.empty();
             for (const auto& p : parts)
-                valid = valid && f.valid(p);
+                valid = valid && !p.empty() && f.valid(p);
         } else {
             valid = f.valid(value);
         }
@@ -323,6 +329,7 @@ TEST(FlagFuzz, EveryBadValueIsOneUsageLineAndEveryGoodOneReachesTheModel) {
         args.push_back(value);
         const Outcome o = run(args);
         ++cases;
+        fuzz.next_case();
         const std::string what = "stagebench " + c.base[0] + " " + f.flag + " '" + value + "'";
         ASSERT_EQ(o.code, 2) << what << "\n" << o.err;
         ASSERT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << what << "\n" << o.err;
@@ -367,6 +374,186 @@ TEST(FlagFuzz, CombinationsAreCheckedBeforeAnything) {
     expect_usage({"sustained", "-m", model, "--cooldown", "inf"}, "--cooldown");
     expect_usage({"sensors", "--duration", "1000000s"}, "--duration");
     expect_usage({"membw", "--array-mib", "1e999"}, "--array-mib");
+}
+
+// ---- every number option of every command -----------------------------------------------------
+
+struct NumberOption {
+    std::vector<std::string> path;  // the subcommands leading to it
+    std::string name;               // "--seed", "-p"; "" for a positional
+    std::string type;               // INT, UINT or FLOAT
+    bool list = false;              // takes a comma list
+};
+
+void collect(CLI::App& app, std::vector<std::string> path, std::vector<NumberOption>& out) {
+    for (CLI::Option* o : app.get_options()) {
+        if (o->get_type_size() == 0)
+            continue;
+        const std::string t = o->get_type_name();
+        std::string type;
+        for (const char* k : {"UINT", "INT", "FLOAT"})
+            if (t.rfind(k, 0) == 0 && (t.size() == std::strlen(k) || t[std::strlen(k)] == ':')) {
+                type = k;
+                break;
+            }
+        if (type.empty())
+            continue;
+        std::string name;
+        if (!o->get_lnames().empty())
+            name = "--" + o->get_lnames()[0];
+        else if (!o->get_snames().empty())
+            name = "-" + o->get_snames()[0];
+        out.push_back({path, name, type, o->get_delimiter() != '\0'});
+    }
+    for (CLI::App* sub : app.get_subcommands({})) {
+        auto p = path;
+        p.push_back(sub->get_name());
+        collect(*sub, p, out);
+    }
+}
+
+std::vector<NumberOption> number_options() {
+    std::ostringstream out, err;
+    Context ctx{out, err, 0, {}, {}};
+    CLI::App app;
+    build_app(app, ctx);
+    std::vector<NumberOption> all;
+    collect(app, {}, all);
+    return all;
+}
+
+// A value no number option may take, of its type: hex, octal-looking is fine (decimal), a
+// fraction or an exponent where an integer goes, nan and inf, a value beyond the type, junk.
+std::string bad_number(std::mt19937_64& rng, const std::string& type) {
+    const uint64_t n = 1 + rng() % 100000;
+    char hex[32];
+    std::snprintf(hex, sizeof hex, "0x%llx", static_cast<unsigned long long>(n));
+    std::vector<std::string> v = {hex,
+                                  "",
+                                  "nan",
+                                  "inf",
+                                  std::to_string(n) + "k",
+                                  " " + std::to_string(n),
+                                  std::to_string(n) + ",",
+                                  "1e999",
+                                  "0x1p4",
+                                  "--" + std::to_string(n)};
+    if (type != "FLOAT") {
+        v.insert(v.end(), {std::to_string(n) + ".5", std::to_string(n) + "e3",
+                           "99999999999999999999999", "18446744073709551616"});
+    }
+    if (type == "UINT")
+        v.insert(v.end(), {"-1", "-" + std::to_string(n), "+" + std::to_string(n)});
+    return v[rng() % v.size()];
+}
+
+// The mechanism, not a list of flags: every option CLI11 converts to a number, of every
+// command, refuses what CLI11 alone would have read (0x10 as 16, -1 as 2^64-1 for a seed, nan).
+TEST(FlagFuzz, EveryNumberOptionOfEveryCommandTakesDecimalNumbersOnly) {
+    const auto options = number_options();
+    ASSERT_GE(options.size(), 60u) << "the walk over the commands found too few number options";
+    std::set<std::string> flags;
+    for (const auto& o : options)
+        flags.insert(o.name);
+    for (const char* must : {"--seed", "--dispatch-budget-us", "--n-prompt", "--db-wait", ""})
+        EXPECT_TRUE(flags.count(must)) << must << " is not among the number options";
+    sbtest::FuzzRun fuzz(33);
+    std::mt19937_64 rng(fuzz.seed());
+    for (const auto& opt : options) {
+        for (int round = 0; round < 3; ++round) {
+            const std::string value = bad_number(rng, opt.type);
+            if (opt.name.empty() && !value.empty() && value[0] == '-')
+                continue;  // a positional: that would be read as an option
+            auto args = opt.path;
+            if (!opt.name.empty())
+                args.push_back(opt.name);
+            args.push_back(value);
+            fuzz.next_case();
+            const Outcome o = run(args);
+            std::string what = "stagebench";
+            for (const auto& a : args)
+                what += " '" + a + "'";
+            EXPECT_EQ(o.code, 2) << what << "\n" << o.err;
+            EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << what << "\n" << o.err;
+            EXPECT_EQ(o.err.rfind("stagebench: error: ", 0), 0u) << what << "\n" << o.err;
+            EXPECT_TRUE(o.out.empty()) << what;
+        }
+    }
+    EXPECT_GE(fuzz.cases(), 150);
+}
+
+TEST(FlagChecks, NumbersAreDecimalAndWrittenBackPlain) {
+    auto parse = [](std::vector<std::string> args) {
+        CLI::App app;
+        int64_t i = 0;
+        uint64_t u = 0;
+        double d = 0;
+        std::vector<int> list;
+        app.add_option("-i", i);
+        app.add_option("-u", u);
+        app.add_option("-d", d);
+        app.add_option("-l", list)->delimiter(',');
+        app.add_flag("-f");
+        check_numbers_strictly(app);
+        std::reverse(args.begin(), args.end());
+        app.parse(args);
+        return std::tuple(i, u, d, list);
+    };
+    EXPECT_EQ(std::get<0>(parse({"-i", "010"})), 10);  // CLI11 alone: 8
+    EXPECT_EQ(std::get<0>(parse({"-i", "-7"})), -7);
+    EXPECT_EQ(std::get<1>(parse({"-u", "18446744073709551615"})), UINT64_MAX);
+    EXPECT_EQ(std::get<2>(parse({"-d", "2.5e-3"})), 2.5e-3);
+    EXPECT_EQ(std::get<3>(parse({"-l", "1,010,3"})), (std::vector<int>{1, 10, 3}));
+    for (const std::vector<std::string>& bad :
+         std::vector<std::vector<std::string>>{{"-i", "0x10"},
+                                               {"-u", "-1"},
+                                               {"-u", "18446744073709551616"},
+                                               {"-u", ""},
+                                               {"-d", "nan"},
+                                               {"-d", "0x1p3"},
+                                               {"-l", "1,0x2"}})
+        EXPECT_THROW(parse(bad), CLI::ValidationError) << bad[0] << " " << bad[1];
+}
+
+TEST(FlagChecks, ListsWithAnEmptyItemAreRefusedBeforeParsing) {
+    std::ostringstream out, err;
+    Context ctx{out, err, 0, {}, {}};
+    CLI::App app;
+    build_app(app, ctx);
+    auto refused = [&](const std::vector<std::string>& args) {
+        try {
+            check_list_items(app, args);
+        } catch (const Error& e) {
+            EXPECT_EQ(e.kind(), ErrorKind::usage);
+            return std::string(e.what());
+        }
+        return std::string();
+    };
+    EXPECT_EQ(refused({"run", "--device", "CPU,,BLAS"}),
+              "--device 'CPU,,BLAS' has an empty item (a comma list takes no empty items)");
+    EXPECT_NE(refused({"run", "-p", "16,"}), "");
+    EXPECT_NE(refused({"run", "-p16,32,", "-n", "1"}), "");
+    EXPECT_NE(refused({"run", "--n-gen=,4"}), "");
+    EXPECT_NE(refused({"run", "-p", "16", ",,32"}), "");  // the values that follow, too
+    EXPECT_NE(refused({"hybrid", "-p", "1,,2"}), "");
+    EXPECT_EQ(refused({"run", "--device", "CPU,BLAS", "-p", "16,32", "-n", "-1"}), "");
+    // Not a list option, or another command's arguments.
+    EXPECT_EQ(refused({"compare", "a,,b.json"}), "");
+    EXPECT_EQ(refused({"fleet", "run", "--hosts", "f.toml", "--", "run", "-p", "1,,2"}), "");
+    const Outcome o = run({"run", "-m", "/nonexistent/m.gguf", "--device", "CPU,,BLAS"});
+    EXPECT_EQ(o.code, 2);
+    EXPECT_EQ(o.err,
+              "stagebench: error: --device 'CPU,,BLAS' has an empty item (a comma list takes no "
+              "empty items)\n");
+}
+
+TEST(FlagChecks, TargetCiIsCheckedAsAFlag) {
+    for (const char* bad : {"", "nan", "0x1%", "150%"}) {
+        const Outcome o = run({"run", "-m", "/nonexistent/m.gguf", "--target-ci", bad});
+        EXPECT_EQ(o.code, 2) << bad;
+        EXPECT_NE(o.err.find("--target-ci"), std::string::npos) << o.err;
+        EXPECT_EQ(o.err.find("/nonexistent/m.gguf"), std::string::npos) << o.err;
+    }
 }
 
 }  // namespace

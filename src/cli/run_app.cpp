@@ -3,6 +3,7 @@
 #include <string_view>
 
 #include "cli/commands.hpp"
+#include "cli/flag_checks.hpp"
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
 #include "core/watchdog.hpp"
@@ -44,7 +45,9 @@ int run_app(int argc, const char* const* argv, Context& ctx, const std::string& 
     ctx.argv.assign(argv, argv + argc);
     try {
         build(app, ctx);
+        check_numbers_strictly(app);
         auto args = normalise(argc, argv);
+        check_list_items(app, args);
         std::reverse(args.begin(), args.end());  // CLI11 takes the arguments reversed
         app.parse(args);
         return ctx.exit_code;

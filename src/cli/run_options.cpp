@@ -64,7 +64,8 @@ void add_matrix_options(CLI::App* cmd, RunArgs& a) {
         ->check(reps_check())
         ->capture_default_str();
     cmd->add_option("--target-ci", a.target_ci,
-                    "adaptive: repeat until the 95% CI half-width is below this, e.g. 2%");
+                    "adaptive: repeat until the 95% CI half-width is below this, e.g. 2%")
+        ->check(target_ci_check());
     cmd->add_option("--max-reps", m.max_reps, "adaptive: repetitions at most (default 50)")
         ->check(reps_check());
     cmd->add_flag("--no-warmup", a.no_warmup, "skip the warmup run");

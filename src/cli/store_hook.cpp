@@ -1,7 +1,12 @@
 #include "cli/store_hook.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <sstream>
@@ -64,13 +69,45 @@ void add_db_option(CLI::App* cmd, Context& ctx) {
             "FILE", "results store"));
 }
 
-std::string fallback_document_path(const std::string& db_path) {
+std::string fallback_document_base(const std::string& db_path) {
     const std::time_t t = std::time(nullptr);
     std::tm tm{};
     gmtime_r(&t, &tm);
     char stamp[32];
     std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
-    return db_path + "." + stamp + ".json";
+    return db_path + "." + stamp;
+}
+
+std::string write_fallback_document(const std::string& base, const std::string& text) {
+    for (int n = 1; n <= 10000; ++n) {
+        const std::string path = base + (n == 1 ? "" : "-" + std::to_string(n)) + ".json";
+        // O_EXCL: the name is ours only if nobody made it first, at any moment.
+        const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd < 0 && errno == EEXIST)
+            continue;
+        if (fd < 0)
+            throw runtime_error("cannot create '" + path + "': " + std::strerror(errno));
+        std::size_t done = 0;
+        while (done < text.size()) {
+            const ssize_t w = ::write(fd, text.data() + done, text.size() - done);
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w <= 0) {
+                const int e = errno;
+                ::close(fd);
+                ::unlink(path.c_str());
+                throw runtime_error("cannot write '" + path + "': " + std::strerror(e));
+            }
+            done += static_cast<std::size_t>(w);
+        }
+        if (::fsync(fd) != 0 || ::close(fd) != 0) {
+            const int e = errno;
+            ::unlink(path.c_str());
+            throw runtime_error("cannot write '" + path + "': " + std::strerror(e));
+        }
+        return path;
+    }
+    throw runtime_error("cannot create '" + base + ".json': 10000 files of that name exist");
 }
 
 void store_document(Context& ctx, const ResultDocument& doc) {
@@ -85,12 +122,12 @@ void store_document(Context& ctx, const ResultDocument& doc) {
     } catch (const Error& e) {
         // The measurements must survive the store: beside it, else here.
         const std::string text = dump_json(to_json(doc), 2) + "\n";
-        std::string where = fallback_document_path(ctx.db_path);
+        const std::string base = fallback_document_base(ctx.db_path);
+        std::string where;
         try {
-            write_text_file(where, text);
+            where = write_fallback_document(base, text);
         } catch (const Error&) {
-            where = std::filesystem::path(where).filename().string();
-            write_text_file(where, text);
+            where = write_fallback_document(std::filesystem::path(base).filename().string(), text);
         }
         ctx.err << "stagebench: error: " << e.what() << "; the result document was written to "
                 << where << " instead (stagebench db import --db " << ctx.db_path << " " << where

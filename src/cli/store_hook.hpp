@@ -23,14 +23,22 @@ void add_db_option(CLI::App* cmd, Context& ctx);
 // Appends doc to the store at ctx.db_path and notes "stored as #ID in FILE" on ctx.err; does
 // nothing when ctx.db_path is empty. Never writes to ctx.out. While another writer holds the
 // store it waits up to ctx.db_wait_s, with a progress line every few seconds. When the store
-// cannot take the document (still locked, read-only, damaged, full), the document is written
-// beside it as fallback_document_path() (else in the current folder), one error line says
-// where, and ctx.exit_code becomes at least 1: what was measured is never lost. Throws
-// sb::Error(runtime) only when the fallback file cannot be written either.
+// cannot take the document (still locked, the wait interrupted by Ctrl-C, read-only, damaged,
+// full), the document is written beside it to a new file (write_fallback_document(); else in
+// the current folder), one error line says where, and ctx.exit_code becomes at least 1: what
+// was measured is never lost. Throws sb::Error(runtime) only when no fallback file can be
+// written either.
 void store_document(Context& ctx, const ResultDocument& doc);
 
-// "<db>.<UTC time>.json": where store_document() writes a document the store refused.
-std::string fallback_document_path(const std::string& db_path);
+// "<db>.<UTC time>": the name of the files store_document() writes a document the store
+// refused to, before their ".json" (or "-2.json", "-3.json", ...).
+std::string fallback_document_base(const std::string& db_path);
+
+// Writes text to a file that did not exist: base + ".json", else base + "-2.json", "-3.json"
+// and so on (created exclusively, so two runs that fall back in the same second, even at once,
+// write two files and neither replaces the other). Returns the path written. Throws
+// sb::Error(runtime) when none can be created or written (a partial file is removed).
+std::string write_fallback_document(const std::string& base, const std::string& text);
 
 // The end of a command that measured doc's tests: stores doc (store_document), then, when a
 // test failed on bad input (a model llama.cpp refuses, found in the middle of a sweep), says

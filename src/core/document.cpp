@@ -103,7 +103,33 @@ void check_version_field(const JsonIn& doc, const char* field) {
         v.fail("expected a version of at least 1, found " + it->dump());
 }
 
+void check_json_depth(std::string_view text, const std::string& source, int max_depth) {
+    int depth = 0;
+    bool in_string = false;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (in_string) {
+            if (c == '\\')
+                ++i;  // the escaped character, whatever it is
+            else if (c == '"')
+                in_string = false;
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '[' || c == '{') {
+            if (++depth > max_depth)
+                throw input_error(source + " nests arrays and objects more than " +
+                                  std::to_string(max_depth) + " deep (at byte " +
+                                  std::to_string(i) + "): not a stagebench document");
+        } else if ((c == ']' || c == '}') && depth > 0) {
+            --depth;
+        }
+    }
+}
+
 json parse_document_text(const std::string& text, const std::string& source) {
+    // Before parsing: the parser is iterative, but copying, comparing and writing a value back
+    // recurse once per level (the unknown members a reader keeps are copies).
+    check_json_depth(text, source);
     try {
         return json::parse(text);
     } catch (const json::parse_error& e) {

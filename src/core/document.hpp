@@ -6,6 +6,9 @@
 // cannot be used is bad input, reported once, as one line naming the file and the field:
 //   - a file that cannot be read, or is not JSON (a syntax error, a number out of range like
 //     1e999): "'F' is not JSON: ..." with the byte offset;
+//   - arrays and objects nested deeper than kMaxDocumentDepth (no document this build writes
+//     nests a tenth as deep; every reader walks nesting by recursion, so a file nested 100,000
+//     deep would overflow the stack): refused before the JSON is parsed;
 //   - a document of the wrong shape: a field of the wrong type, a null where a value must be,
 //     a number where an integer must be or outside its type: "'F': tests[2].config.n_prompt:
 //     expected an integer, found a string";
@@ -15,6 +18,7 @@
 // is not zero). Every failure throws sb::Error(ErrorKind::input); nothing else escapes.
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 
 #include "core/doc/json_in.hpp"
 
@@ -33,8 +37,19 @@ int max_readable_version(const std::string& version_field);
 // (FIELD N; this build reads up to M): use a newer stagebench". Throws sb::Error(input).
 void check_version_field(const JsonIn& doc, const char* field);
 
+// How deep arrays and objects may nest in a document read back (the root object is depth 1).
+// A result document nests 8 deep; members of newer builds and free-form sections leave room.
+inline constexpr int kMaxDocumentDepth = 64;
+
+// Throws sb::Error(input) "SOURCE nests arrays and objects more than 64 deep (at byte N): not a
+// stagebench document" when text (JSON, or anything: brackets inside strings do not count)
+// opens more than max_depth arrays or objects at once. One pass, no allocation.
+void check_json_depth(std::string_view text, const std::string& source,
+                      int max_depth = kMaxDocumentDepth);
+
 // Parses text as JSON; source names it in the message ("'results.json'", "document #3 of
-// store 'x.sqlite'"). Throws sb::Error(input) for any parse failure.
+// store 'x.sqlite'"). Throws sb::Error(input) for any parse failure and for nesting deeper than
+// kMaxDocumentDepth (check_json_depth).
 nlohmann::json parse_document_text(const std::string& text, const std::string& source);
 
 // Checks a parsed document's shape as described above. Result documents ("schema":

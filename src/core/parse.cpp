@@ -9,6 +9,47 @@
 
 namespace sb {
 
+std::optional<int64_t> parse_decimal_int(std::string_view text) {
+    std::string_view s = text;
+    if (s.size() > 1 && s.front() == '+' && s[1] != '-')
+        s.remove_prefix(1);
+    const std::string_view digits = !s.empty() && s.front() == '-' ? s.substr(1) : s;
+    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string_view::npos)
+        return std::nullopt;
+    int64_t v = 0;
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc() || end != s.data() + s.size())
+        return std::nullopt;
+    return v;
+}
+
+std::optional<uint64_t> parse_decimal_uint(std::string_view s) {
+    if (s.empty() || s.find_first_not_of("0123456789") != std::string_view::npos)
+        return std::nullopt;
+    uint64_t v = 0;
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc() || end != s.data() + s.size())
+        return std::nullopt;
+    return v;
+}
+
+std::optional<double> parse_decimal(std::string_view text) {
+    std::string_view s = text;
+    if (s.size() > 1 && s.front() == '+' && s[1] != '-')
+        s.remove_prefix(1);
+    // Only these characters, and a digit among them: from_chars would also read "inf", "nan"
+    // (and, asked to, hex).
+    if (s.empty() || s.find_first_not_of("0123456789.eE+-") != std::string_view::npos ||
+        s.find_first_of("0123456789") == std::string_view::npos || s.front() == 'e' ||
+        s.front() == 'E')
+        return std::nullopt;
+    double v = 0;
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc() || end != s.data() + s.size() || !std::isfinite(v))
+        return std::nullopt;
+    return v;
+}
+
 std::vector<std::string> split_list(std::string_view text, char sep) {
     std::vector<std::string> out;
     std::size_t start = 0;

@@ -1,6 +1,8 @@
 #pragma once
-// The one parser of the small text values the command line and the documents share: comma
-// lists and durations. Locale-independent.
+// The one parser of the small text values the command line and the documents share: numbers,
+// comma lists and durations. Locale-independent. Numbers are decimal only: strtol, strtod and
+// CLI11 also read hex (0x10), octal (010 is 8), hex floats, "nan" and "inf", none of which a
+// user means by a count or a duration.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -8,6 +10,16 @@
 #include <vector>
 
 namespace sb {
+
+// A decimal integer: an optional sign, then digits only, nothing around them ("+7", "-1", "010"
+// is 10). nullopt for anything else (empty, hex, a fraction, an exponent) and outside int64.
+std::optional<int64_t> parse_decimal_int(std::string_view text);
+// The same for an unsigned value: digits only ("-1" and "+1" are refused), 0..2^64-1.
+std::optional<uint64_t> parse_decimal_uint(std::string_view text);
+// A finite decimal number: an optional sign, digits with an optional '.', an optional exponent
+// ("2.5", "-.5", "1e-3"). nullopt for anything else (hex, "nan", "inf", trailing text) and for a
+// value no double holds (1e999).
+std::optional<double> parse_decimal(std::string_view text);
 
 // The items of a separated list, in order and as written: "a,,b" -> {"a", "", "b"}, "" -> {""}.
 // Empty items are kept so that the caller can refuse them with its own message.

@@ -286,16 +286,19 @@ int exit_code_for(const std::vector<TestResult>& tests, bool interrupted) {
 }
 
 void read(const JsonIn& in, Stalls& s) {
-    ObjectIn{in}.check<std::string>("rule").check<std::size_t>("count")("k", s.k)("n", s.n)(
-        "indices", s.indices)("time_ns", s.time)("excess_ns", s.excess)("median_ns", s.median)(
-        "threshold_ns", s.threshold);
+    ObjectIn{in}
+        .check<std::string>("rule")
+        .check<std::size_t>("count")("k", s.k)("n", s.n)("indices", s.indices)("time_ns", s.time)(
+            "excess_ns", s.excess)("median_ns", s.median)("threshold_ns", s.threshold)
+        .non_negative({"k", "time_ns", "excess_ns", "median_ns", "threshold_ns"});
 }
 
 void read(const JsonIn& in, RobustRate& r) {
     ObjectIn{in}("tokens_per_s", r.tokens_per_s)("ci95_lo", r.ci95_lo)("ci95_hi", r.ci95_hi)(
         "ci95_half_rel", r.ci95_half_rel)
         .check<std::string>("estimator")
-        .check<std::string>("ci");
+        .check<std::string>("ci")
+        .non_negative({"tokens_per_s", "ci95_lo", "ci95_hi", "ci95_half_rel"});
 }
 
 void read(const JsonIn& in, TestConfig& c) {
@@ -304,7 +307,9 @@ void read(const JsonIn& in, TestConfig& c) {
             "n_threads", c.n_threads)("n_batch", c.n_batch)("n_ubatch", c.n_ubatch)(
             "n_gpu_layers", c.n_gpu_layers)("flash_attn", c.flash_attn)("type_k", c.type_k)(
             "type_v", c.type_v)("reps", c.reps)("target_ci", c.target_ci)("max_reps", c.max_reps)(
-            "warmup", c.warmup)("seed", c.seed)("engine", c.engine);
+            "warmup", c.warmup)("seed", c.seed)("engine", c.engine)
+        .non_negative({"n_prompt", "n_gen", "n_depth", "n_threads", "n_batch", "n_ubatch", "reps",
+                       "target_ci", "max_reps"});
 }
 
 namespace {
@@ -314,6 +319,9 @@ void read_stage(ObjectIn& o, StageResult& s) {
     o("n_tokens", s.n_tokens)("duration_ns", s.duration_ns)("duration", s.duration)(
         "tokens_per_s", s.tokens_per_s)("throughput", s.throughput)("robust", s.robust)("start_ns",
                                                                                         s.start_ns);
+    // A mean's Student-t interval (Summary::ci95_lo) may reach below 0; nothing else may.
+    o.non_negative({"n_tokens", "duration_ns", "duration", "tokens_per_s", "throughput"},
+                   {"ci95_lo"});
 }
 
 }  // namespace
@@ -330,6 +338,8 @@ void read(const JsonIn& in, DecodeResult& d) {
     read_stage(o, d);
     o("token_latency_ns", d.token_latency_ns)("token_latency_counts", d.token_latency_counts)(
         "itl", d.itl)("kv_depth_start", d.kv_depth_start);
+    o.non_negative({"token_latency_ns", "token_latency_counts", "itl", "kv_depth_start"},
+                   {"ci95_lo"});
     if (o.has("stalls"))
         ObjectIn{o.at("stalls")}("repetitions", d.stalls)("tokens", d.token_stalls);
 }
@@ -337,7 +347,9 @@ void read(const JsonIn& in, DecodeResult& d) {
 void read(const JsonIn& in, ServerTimings& s) {
     ObjectIn{in}("source", s.source)("prompt_n", s.prompt_n)("cache_n", s.cache_n)(
         "predicted_n", s.predicted_n)("prompt_ns", s.prompt_ns)("predicted_ns", s.predicted_ns)(
-        "queue_ns", s.queue_ns)("load_ns", s.load_ns);
+        "queue_ns", s.queue_ns)("load_ns", s.load_ns)
+        .non_negative({"prompt_n", "cache_n", "predicted_n", "prompt_ns", "predicted_ns",
+                       "queue_ns", "load_ns"});
 }
 
 void read(const JsonIn& in, ClientTimings& c) {
@@ -345,13 +357,19 @@ void read(const JsonIn& in, ClientTimings& c) {
         "first_content_ns", c.first_content_ns)("first_content", c.first_content)(
         "prompt_tokens", c.prompt_tokens)("output_tokens", c.output_tokens)(
         "streamed_tokens", c.streamed_tokens)("claimed_output_tokens", c.claimed_output_tokens)(
-        "chunks", c.chunks);
+        "chunks", c.chunks)
+        .non_negative({"e2e_ns", "e2e", "tpot_ns", "tpot", "first_content_ns", "first_content",
+                       "prompt_tokens", "output_tokens", "streamed_tokens",
+                       "claimed_output_tokens", "chunks"},
+                      {"ci95_lo"});
 }
 
 void read(const JsonIn& in, ServerSide& s) {
     ObjectIn o(in);
     o("reps", s.reps)("prefill_tokens_per_s", s.prefill_tokens_per_s)("decode_tokens_per_s",
                                                                       s.decode_tokens_per_s);
+    // The client-minus-server differences may be negative (two clocks); the rates may not.
+    o.non_negative({"prefill_tokens_per_s", "decode_tokens_per_s"}, {"ci95_lo"});
     if (o.has("client_minus_server"))
         ObjectIn{o.at("client_minus_server")}("ttft_minus_prompt_ns", s.ttft_minus_prompt_ns)(
             "ttft_minus_prompt", s.ttft_minus_prompt)("e2e_minus_total_ns", s.e2e_minus_total_ns)(
@@ -362,7 +380,9 @@ void read(const JsonIn& in, Roofline& r) {
     ObjectIn{in}("decode_bytes_per_token", r.decode_bytes_per_token)("decode_bandwidth_gbps",
                                                                      r.decode_bandwidth_gbps)(
         "decode_bandwidth_fraction", r.decode_bandwidth_fraction)("prefill_gflops",
-                                                                  r.prefill_gflops);
+                                                                  r.prefill_gflops)
+        .non_negative({"decode_bytes_per_token", "decode_bandwidth_gbps",
+                       "decode_bandwidth_fraction", "prefill_gflops"});
 }
 
 void read(const JsonIn& in, TestResult& t) {
@@ -372,7 +392,8 @@ void read(const JsonIn& in, TestResult& t) {
         "decode", t.decode)("ttft_ns", t.ttft_ns)("ttft", t.ttft)("roofline", t.roofline)(
         "started_ns", t.started_ns)("finished_ns", t.finished_ns)("client", t.client)(
         "server", t.server)("fidelity", t.fidelity)
-        .lenient("telemetry", t.telemetry);
+        .lenient("telemetry", t.telemetry)
+        .non_negative({"reps_done", "ttft_ns", "ttft"}, {"ci95_lo"});
     // "" while the test runs (and in documents saved meanwhile).
     const JsonIn stopped = o.at("stopped_by");
     if (stopped.raw().is_string() && stopped.raw().get_ref<const std::string&>().empty())

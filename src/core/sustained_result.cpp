@@ -109,7 +109,8 @@ void read(const JsonIn& in, SustainedConfig& c) {
     ObjectIn{in}("model", c.model)("devices", c.devices)("threads", c.threads)("rounds", c.rounds)(
         "prompt_tokens", c.prompt_tokens)("max_tokens", c.max_tokens)("chunk", c.chunk)(
         "cooldown", c.cooldown)("background", c.background)("seed", c.seed)("trace_ops_rounds",
-                                                                            c.trace_ops_rounds);
+                                                                            c.trace_ops_rounds)
+        .non_negative({"threads", "rounds", "prompt_tokens", "max_tokens", "chunk"});
 }
 
 void read(const JsonIn& in, RoundTracedPass& p) {
@@ -132,7 +133,10 @@ void read(const JsonIn& in, SustainedRound& r) {
                                                         r.decode_net_energy_j)(
         "decode_net_j_per_token", r.decode_net_j_per_token)("temp_start_c", r.temp_start_c)(
         "temp_end_c", r.temp_end_c)("temp_max_c", r.temp_max_c)("freq", r.freq)(
-        "cpu_freq_mean_khz", r.cpu_freq_mean_khz)("ops", r.ops);
+        "cpu_freq_mean_khz", r.cpu_freq_mean_khz)("ops", r.ops)
+        .non_negative({"cooldown_s", "ttft_ms", "prefill_tps", "decode_tps", "itl_p50_ms",
+                       "itl_p99_ms", "prefill_energy_j", "decode_energy_j", "decode_j_per_token",
+                       "cpu_freq_mean_khz"});
 }
 
 void read(const JsonIn& in, FloorTime& f) {
@@ -147,7 +151,8 @@ void read(const JsonIn& in, AcrossRounds& a) {
         "first_last_change", a.first_last_change)("throttle_onset_round", a.throttle_onset_round)(
         "onset_basis", a.onset_basis)("steady_decode_tps", a.steady_decode_tps)(
         "peak_to_steady", a.peak_to_steady)("freq_onset_round", a.freq_onset_round)(
-        "time_at_floor", a.time_at_floor)("verdict", a.verdict);
+        "time_at_floor", a.time_at_floor)("verdict", a.verdict)
+        .non_negative({"prefill_tps", "decode_tps", "ttft_ms", "steady_decode_tps"}, {"ci95_lo"});
 }
 
 void read(const JsonIn& in, SustainedPhase& p) {

@@ -3,10 +3,12 @@
 #include <fmt/format.h>
 
 #include <toml++/toml.h>
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <set>
+#include <string_view>
 
 #include "core/error.hpp"
 #include "core/file_io.hpp"
@@ -22,11 +24,40 @@ const std::set<std::string> kDeviceKeys = {"name",    "transport", "identity", "
 const std::set<std::string> kGateKeys = {"cool_to", "cool_timeout", "governor", "min_battery",
                                          "max_load"};
 
+// Control characters as C escapes ("\n", "\x01"): a name, key or value of the file quoted in
+// an error must not break the error's one line.
+std::string escaped(std::string_view s) {
+    std::string out;
+    for (const char ch : s) {
+        const auto c = static_cast<unsigned char>(ch);
+        if (c == '\n')
+            out += "\\n";
+        else if (c == '\r')
+            out += "\\r";
+        else if (c == '\t')
+            out += "\\t";
+        else if (c < 0x20 || c == 0x7f)
+            out += fmt::format("\\x{:02x}", c);
+        else
+            out += ch;
+    }
+    return out;
+}
+
+// True when s holds a byte that is white space or a control character (not in a host name, a
+// user name or an adb serial).
+bool has_space_or_control(std::string_view s) {
+    return std::any_of(s.begin(), s.end(), [](char ch) {
+        const auto c = static_cast<unsigned char>(ch);
+        return c <= 0x20 || c == 0x7f;
+    });
+}
+
 struct Reader {
     std::string source;
     [[noreturn]] void fail(const std::string& where, const std::string& what) const {
-        throw input_error(
-            fmt::format("inventory '{}': {}{}", source, where.empty() ? "" : where + ": ", what));
+        throw input_error(escaped(
+            fmt::format("inventory '{}': {}{}", source, where.empty() ? "" : where + ": ", what)));
     }
     std::string str(const toml::node& n, const std::string& where) const {
         if (auto s = n.value<std::string>())
@@ -66,13 +97,19 @@ struct Reader {
                 if (!g.cool_to_c)
                     fail(w, "'" + text + "' is not a temperature (e.g. \"45C\")");
             } else if (key == "cool_timeout") {
+                // A deadline: above 0 (0 or less would be no wait, or none at all) and at most
+                // a day, like every wait on the command line.
                 if (v.is_string()) {
                     auto ns = parse_duration(str(v, w));
-                    if (!ns || *ns <= 0)
-                        fail(w, "expected a duration such as \"10m\"");
+                    if (!ns || *ns <= 0 || *ns > kMaxGateWait_s * 1000000000)
+                        fail(w, "expected a duration above 0 and at most a day, such as \"10m\"");
                     g.cool_timeout_s = static_cast<double>(*ns) * 1e-9;
                 } else {
                     g.cool_timeout_s = number(v, w);
+                    if (!(*g.cool_timeout_s > 0) || *g.cool_timeout_s > kMaxGateWait_s)
+                        fail(w, fmt::format("{} is not a wait: expected seconds above 0 and at "
+                                            "most {} (a day), or a duration such as \"10m\"",
+                                            *g.cool_timeout_s, kMaxGateWait_s));
                 }
             } else if (key == "governor") {
                 g.governor = str(v, w);
@@ -110,7 +147,8 @@ void parse_transport(const Reader& r, const std::string& where, DeviceSpec& d) {
     } else if (t.rfind("adb://", 0) == 0) {
         d.kind = TransportKind::adb;
         d.serial = t.substr(6);
-        if (d.serial.empty() || d.serial.find_first_of(" \t/'\"") != std::string::npos)
+        if (d.serial.empty() || d.serial.find_first_of("/'\"") != std::string::npos ||
+            has_space_or_control(d.serial) || d.serial[0] == '-')
             r.fail(where, "adb transport needs a serial: adb://SERIAL");
     } else if (t.rfind("ssh://", 0) == 0) {
         d.kind = TransportKind::ssh;
@@ -122,19 +160,56 @@ void parse_transport(const Reader& r, const std::string& where, DeviceSpec& d) {
             d.user = rest.substr(0, at);
             rest = rest.substr(at + 1);
         }
-        const auto colon = rest.rfind(':');
-        if (colon != std::string::npos && rest.find(']') == std::string::npos) {
-            const std::string port = rest.substr(colon + 1);
-            const bool digits = !port.empty() && port.size() <= 5 &&
-                                port.find_first_not_of("0123456789") == std::string::npos;
-            if (!digits || std::stoi(port) < 1 || std::stoi(port) > 65535)
-                r.fail(where, "'" + port + "' is not a port (ssh://user@host:22)");
-            d.port = std::stoi(port);
-            rest = rest.substr(0, colon);
+        // host, host:port, or an IPv6 address in brackets: [::1], [fe80::1%eth0]:2222.
+        std::optional<std::string> port;
+        if (!rest.empty() && rest[0] == '[') {
+            const auto close = rest.find(']');
+            if (close == std::string::npos)
+                r.fail(where,
+                       "'[' without its ']': an IPv6 address goes in brackets, "
+                       "ssh://user@[::1]:22");
+            d.host = rest.substr(1, close - 1);
+            const std::string after = rest.substr(close + 1);
+            if (!after.empty() && after[0] != ':')
+                r.fail(where, "expected :PORT or nothing after ']' (ssh://user@[::1]:22)");
+            if (!after.empty())
+                port = after.substr(1);
+            const std::string address = d.host.substr(0, d.host.find('%'));
+            const std::string zone =
+                d.host.find('%') == std::string::npos ? "" : d.host.substr(d.host.find('%') + 1);
+            if (std::count(address.begin(), address.end(), ':') < 2 ||
+                address.find_first_not_of("0123456789abcdefABCDEF:.") != std::string::npos ||
+                (d.host.find('%') != std::string::npos &&
+                 (zone.empty() ||
+                  zone.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLM"
+                                         "NOPQRSTUVWXYZ0123456789_.-") != std::string::npos)))
+                r.fail(where, "'[" + d.host + "]' is not an IPv6 address (ssh://user@[::1]:22)");
+        } else {
+            if (rest.find_first_of("[]") != std::string::npos)
+                r.fail(where, "'" + rest +
+                                  "': brackets only around a whole IPv6 address, "
+                                  "ssh://user@[::1]:22");
+            const auto colon = rest.find(':');
+            if (colon != std::string::npos && rest.find(':', colon + 1) != std::string::npos)
+                r.fail(where, "'" + rest + "': an IPv6 address goes in brackets, ssh://user@[" +
+                                  rest + "]:22");
+            if (colon != std::string::npos) {
+                port = rest.substr(colon + 1);
+                rest = rest.substr(0, colon);
+            }
+            d.host = rest;
         }
-        d.host = rest;
-        if (d.host.empty() || d.host.find_first_of(" \t/'\"") != std::string::npos ||
-            d.host[0] == '-' || (!d.user.empty() && d.user[0] == '-'))
+        if (port) {
+            const auto p = parse_decimal_int(*port);
+            if (!p || port->size() > 5 ||
+                port->find_first_not_of("0123456789") != std::string::npos || *p < 1 || *p > 65535)
+                r.fail(where, "'" + *port + "' is not a port (ssh://user@host:22)");
+            d.port = static_cast<int>(*p);
+        }
+        if (d.host.empty() || d.host.find_first_of("/'\"@") != std::string::npos ||
+            has_space_or_control(d.host) || d.host[0] == '-' ||
+            (!d.user.empty() && (d.user[0] == '-' || has_space_or_control(d.user) ||
+                                 d.user.find_first_of("/'\"") != std::string::npos)))
             r.fail(where, "ssh transport needs a host: ssh://user@host:port");
     } else {
         r.fail(where,
@@ -181,9 +256,8 @@ std::optional<double> parse_celsius(const std::string& text) {
         t.resize(t.size() - 2);
     if (t.empty())
         return std::nullopt;
-    char* end = nullptr;
-    const double v = std::strtod(t.c_str(), &end);
-    if (end != t.c_str() + t.size() || !(v > -50 && v < 200))
+    const auto v = parse_decimal(t);
+    if (!v || !(*v > -50 && *v < 200))
         return std::nullopt;
     return v;
 }

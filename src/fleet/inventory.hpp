@@ -27,9 +27,13 @@ namespace sb {
 enum class TransportKind { ssh, adb, local, exec };
 
 // What is checked on a device before each command (fleet/gates.hpp). Unset: not checked.
+// The longest wait a gate may be given (cool_timeout, --cool-timeout), and the longest
+// --timeout: a day, as for every wait on the command line.
+inline constexpr double kMaxGateWait_s = 86400;
+
 struct Gates {
     std::optional<double> cool_to_c;        // hottest thermal zone must fall below this
-    std::optional<double> cool_timeout_s;   // how long to wait for it (default 600 s)
+    std::optional<double> cool_timeout_s;   // how long to wait for it (default 600 s): (0, a day]
     std::optional<std::string> governor;    // "warn", "refuse" or "ignore" when not performance
     std::optional<double> min_battery_pct;  // refuse on battery below this level
     std::optional<double> max_load;         // refuse while the 1-minute load is above this
@@ -65,7 +69,9 @@ struct Inventory {
 // Reads the inventory at path. Throws sb::Error(input), one line naming the file, the device
 // and the key, for a file that cannot be read, is not TOML, or holds a bad value (no device, a
 // device without a name or transport, two devices of one name, an unknown transport scheme or
-// key).
+// key, an ssh host that is not host, host:port or [IPv6]:port, a gate out of its range). Text
+// of the file quoted in the line has its control characters escaped ("\n"), so the line stays
+// one.
 Inventory load_inventory(const std::string& path);
 Inventory parse_inventory(const std::string& text, const std::string& source);
 

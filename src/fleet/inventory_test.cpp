@@ -94,6 +94,34 @@ TEST(Inventory, BadInventoriesAreOneLineInputErrors) {
          "environment variable"},
         {"[[device]\nname = 1\n", "line 1"},
         {"[[device]]\nname = 7\ntransport = \"local\"\n", "expected a string"},
+        // An IPv6 address goes in brackets, whole.
+        {"[[device]]\nname = \"a\"\ntransport = \"ssh://u@[::1\"\n", "'[' without its ']'"},
+        {"[[device]]\nname = \"a\"\ntransport = \"ssh://u@[::1:22\"\n", "without its ']'"},
+        {"[[device]]\nname = \"a\"\ntransport = \"ssh://u@::1\"\n", "goes in brackets"},
+        {"[[device]]\nname = \"a\"\ntransport = \"ssh://u@::1]:22\"\n", "brackets only"},
+        {"[[device]]\nname = \"a\"\ntransport = \"ssh://u@[::1]x\"\n", "after ']'"},
+        {"[[device]]\nname = \"a\"\ntransport = \"ssh://u@[host]:22\"\n", "not an IPv6 address"},
+        {"[[device]]\nname = \"a\"\ntransport = \"ssh://u@[]:22\"\n", "not an IPv6 address"},
+        {"[[device]]\nname = \"a\"\ntransport = \"ssh://u@[::1]:0x16\"\n", "not a port"},
+        {"[[device]]\nname = \"a\"\ntransport = \"ssh://u@h:\"\n", "not a port"},
+        {"[[device]]\nname = \"a\"\ntransport = \"ssh://u@h\\nx\"\n", "needs a host"},
+        // Deadlines of gates: above 0, at most a day.
+        {"[gates]\ncool_timeout = -1\n[[device]]\nname = \"a\"\ntransport = \"local\"\n",
+         "is not a wait"},
+        {"[gates]\ncool_timeout = 0\n[[device]]\nname = \"a\"\ntransport = \"local\"\n",
+         "is not a wait"},
+        {"[gates]\ncool_timeout = 1e9\n[[device]]\nname = \"a\"\ntransport = \"local\"\n",
+         "is not a wait"},
+        {"[gates]\ncool_timeout = \"0s\"\n[[device]]\nname = \"a\"\ntransport = \"local\"\n",
+         "above 0"},
+        {"[gates]\ncool_timeout = \"2d\"\n[[device]]\nname = \"a\"\ntransport = \"local\"\n",
+         "above 0"},
+        {"[gates]\ncool_to = \"0x2D\"\n[[device]]\nname = \"a\"\ntransport = \"local\"\n",
+         "not a temperature"},
+        // Text of the file with control characters stays on the line, escaped.
+        {"[[device]]\nname = \"pi\\n5\"\ntransport = \"local\"\n", "'pi\\n5': use letters"},
+        {"[[device]]\nname = \"a\"\ntransport = \"local\"\n\"we\\u0001ird\" = 1\n",
+         "we\\x01ird: unknown key"},
     };
     for (const auto& [text, want] : cases) {
         try {
@@ -109,6 +137,34 @@ TEST(Inventory, BadInventoriesAreOneLineInputErrors) {
     }
 }
 
+TEST(Inventory, SshHostsPortsAndIpv6) {
+    const auto device = [](const std::string& transport) {
+        return parse_inventory("[[device]]\nname = \"a\"\ntransport = \"" + transport + "\"\n",
+                               "f.toml")
+            .devices.at(0);
+    };
+    const DeviceSpec v6 = device("ssh://pi@[::1]:2222");
+    EXPECT_EQ(v6.host, "::1");  // as ssh takes it: user@::1 -p 2222
+    EXPECT_EQ(v6.user, "pi");
+    EXPECT_EQ(v6.port, 2222);
+    EXPECT_EQ(device("ssh://[fe80::1%eth0]").host, "fe80::1%eth0");
+    EXPECT_EQ(device("ssh://[fe80::1%eth0]").port, 22);
+    EXPECT_EQ(device("ssh://[2001:db8::7]/").host, "2001:db8::7");
+    EXPECT_EQ(device("ssh://box:2200").port, 2200);
+    EXPECT_EQ(device("ssh://u@box").user, "u");
+}
+
+TEST(Inventory, ADeviceNameWithANewlineIsRefusedOnOneLine) {
+    try {
+        parse_inventory("[[device]]\nname = \"pi\\n5\"\ntransport = \"local\"\n", "f.toml");
+        FAIL() << "accepted";
+    } catch (const Error& e) {
+        EXPECT_EQ(std::string(e.what()),
+                  "inventory 'f.toml': device 1.name: 'pi\\n5': use letters, digits, '_', '-' "
+                  "and '.'");
+    }
+}
+
 TEST(Inventory, Celsius) {
     EXPECT_EQ(parse_celsius("45C"), 45.0);
     EXPECT_EQ(parse_celsius("45"), 45.0);
@@ -119,6 +175,8 @@ TEST(Inventory, Celsius) {
     EXPECT_FALSE(parse_celsius("450C"));
     EXPECT_FALSE(parse_celsius("nan"));
     EXPECT_FALSE(parse_celsius("45F"));
+    EXPECT_FALSE(parse_celsius("0x2D"));
+    EXPECT_FALSE(parse_celsius("inf"));
 }
 
 }  // namespace

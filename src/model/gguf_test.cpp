@@ -1,6 +1,7 @@
 #include "model/gguf.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
@@ -18,7 +19,8 @@ namespace fs = std::filesystem;
 
 // One directory per test: CTest may run the tests of this file in parallel processes.
 std::string temp_file(const std::string& name) {
-    const fs::path dir = fs::path(testing::TempDir()) / "sb_gguf_test" /
+    const fs::path dir = fs::path(testing::TempDir()) /
+                         ("sb_gguf_test." + std::to_string(::getpid())) /
                          testing::UnitTest::GetInstance()->current_test_info()->name();
     fs::create_directories(dir);
     return (dir / name).string();

@@ -126,6 +126,25 @@ void check_llama_limits(const GgufFile& g) {
             throw bad(kv.key + " is " + std::to_string(*eps) +
                       ", expected a finite number of at least 0");
     }
+    // RoPE values: llama.cpp takes any float, and an infinite or nan one (or a base of 0 or
+    // less, whose powers are infinite or nan) leaves every rotation angle 0, infinite or nan:
+    // the model no longer sees positions and its logits mean nothing.
+    for (const auto& kv : g.kv) {
+        if (kv.key.rfind(a + "rope.", 0) != 0)
+            continue;
+        const GgufType type = gguf_type_of(kv.value);
+        if (type != GgufType::float32 && type != GgufType::float64)
+            continue;
+        const double v = *g.get_f64(kv.key);
+        const std::string name = kv.key.substr(a.size());
+        const bool base = name == "rope.freq_base" || name == "rope.freq_base_swa";
+        const bool scale = name == "rope.scaling.factor" || name == "rope.scale_linear";
+        if (!std::isfinite(v) || (base && !(v > 0)) || (scale && v < 0))
+            throw bad(kv.key + " is " + std::to_string(v) + ", expected a finite number" +
+                      (base    ? " above 0"
+                       : scale ? " of at least 0"
+                               : ""));
+    }
     // RoPE scaling: one of the names llama.cpp knows, else it asserts.
     if (g.find(a + "rope.scaling.type")) {
         const auto t = g.get_string(a + "rope.scaling.type");
@@ -188,6 +207,43 @@ std::optional<std::string> llama_file_type_name(uint32_t file_type) {
     return name;
 }
 
+Warnings model_doubts(const GgufFile& g) {
+    Warnings out;
+    const GgufArray* arr = g.get_array("tokenizer.ggml.tokens");
+    const auto* tokens = arr ? std::get_if<std::vector<std::string>>(arr) : nullptr;
+    if (!tokens)
+        return out;  // no vocabulary of its own: llama.cpp runs it on token ids
+    const uint64_t n_vocab = tokens->size();
+    const std::string model = "model '" + g.path + "'";
+    for (const auto& kv : g.kv) {
+        const std::string_view k = kv.key;
+        if (k.rfind("tokenizer.ggml.", 0) != 0 || k.size() < 9 ||
+            k.compare(k.size() - 9, 9, "_token_id") != 0)
+            continue;
+        const auto id = g.get_u64(k);
+        if (!id || *id < n_vocab)
+            continue;
+        out.push_back({"model_special_token_beyond_vocab",
+                       model + ": " + kv.key + " is " + std::to_string(*id) + ", beyond its " +
+                           std::to_string(n_vocab) +
+                           "-token vocabulary; llama.cpp uses its default token instead (or none)",
+                       "timings hold; text the model reads or writes (perplexity, fidelity --text) "
+                       "may differ from the model's own: fix the GGUF's metadata"});
+    }
+    std::size_t empty = 0;
+    for (const auto& t : *tokens)
+        empty += t.empty() || t[0] == '\0';
+    if (n_vocab > 0 && empty * 2 > n_vocab)
+        out.push_back({"model_empty_vocabulary",
+                       model + ": " + std::to_string(empty) + " of the " + std::to_string(n_vocab) +
+                           " tokens of tokenizer.ggml.tokens are empty; the model cannot spell "
+                           "text",
+                       "timings hold (stagebench measures on random token ids); perplexity, "
+                       "fidelity --text and generated text do not: use a GGUF with its "
+                       "vocabulary"});
+    return out;
+}
+
 ModelInfo inspect_model(const std::string& path) {
     const GgufFile g = read_gguf(path);
     ModelInfo m;
@@ -233,6 +289,7 @@ ModelInfo inspect_model(const std::string& path) {
     m.synthetic = g.get_bool("stagebench.synthetic").value_or(false);
     m.synthetic_preset = text(g.get_string("stagebench.preset"));
     m.synthetic_seed = g.get_u64("stagebench.seed");
+    m.synthetic_routing = text(g.get_string("stagebench.routing"));
     m.generator = text(g.get_string("stagebench.generator"));
 
     const std::string& a = *arch;
@@ -251,11 +308,14 @@ ModelInfo inspect_model(const std::string& path) {
         }
     }
     m.tokenizer = text(g.get_string("tokenizer.ggml.model"));
+    m.warnings = model_doubts(g);
+    for (auto& w : m.warnings)
+        make_valid_utf8(w.message);  // the path's bytes
     return m;
 }
 
 nlohmann::json to_json(const ModelInfo& m) {
-    return nlohmann::json{
+    nlohmann::json j{
         {"path", m.path},
         {"arch", m.arch},
         {"name", opt(m.name)},
@@ -270,6 +330,7 @@ nlohmann::json to_json(const ModelInfo& m) {
         {"synthetic", m.synthetic},
         {"synthetic_preset", opt(m.synthetic_preset)},
         {"synthetic_seed", opt(m.synthetic_seed)},
+        {"synthetic_routing", opt(m.synthetic_routing)},
         {"generator", opt(m.generator)},
         {"n_layers", opt(m.n_layers)},
         {"n_embd", opt(m.n_embd)},
@@ -280,17 +341,35 @@ nlohmann::json to_json(const ModelInfo& m) {
         {"n_vocab", opt(m.n_vocab)},
         {"tokenizer", opt(m.tokenizer)},
     };
+    if (!m.warnings.empty()) {
+        j["warnings"] = nlohmann::json::array();
+        for (const auto& w : m.warnings)
+            j["warnings"].push_back({{"code", w.code}, {"message", w.message}, {"hint", w.hint}});
+    }
+    return j;
 }
 
 Warnings model_warnings(const std::vector<nlohmann::json>& models) {
+    Warnings out;
     for (const auto& m : models)
-        if (m.value("synthetic", false))
-            return {{"synthetic_model",
-                     "model '" + m.value("path", "") +
-                         "' is synthetic: random weights, real shapes; speed is representative, "
-                         "output text is not",
-                     "use a real GGUF for quality-sensitive measurements"}};
-    return {};
+        if (m.is_object() && m.value("synthetic", false)) {
+            out.push_back({"synthetic_model",
+                           "model '" + m.value("path", "") +
+                               "' is synthetic: random weights, real shapes; speed is "
+                               "representative, output text is not",
+                           "use a real GGUF for quality-sensitive measurements"});
+            break;
+        }
+    for (const auto& m : models) {
+        const auto ws = m.is_object() ? m.find("warnings") : m.end();
+        if (ws == m.end() || !ws->is_array())
+            continue;
+        for (const auto& w : *ws)
+            if (w.is_object() && w.value("message", nlohmann::json()).is_string())
+                out.push_back({w.value("code", std::string("model")), w.value("message", ""),
+                               w.value("hint", std::string())});
+    }
+    return out;
 }
 
 }  // namespace sb

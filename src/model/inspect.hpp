@@ -29,6 +29,7 @@ struct ModelInfo {
     bool synthetic = false;                        // stagebench.synthetic
     std::optional<std::string> synthetic_preset;   // stagebench.preset
     std::optional<uint64_t> synthetic_seed;        // stagebench.seed
+    std::optional<std::string> synthetic_routing;  // stagebench.routing (mixtures of experts)
     std::optional<std::string> generator;          // stagebench.generator
     std::optional<int64_t> n_layers;               // <arch>.block_count
     std::optional<int64_t> n_embd;                 // <arch>.embedding_length
@@ -39,6 +40,9 @@ struct ModelInfo {
     // <arch>.vocab_size, else the tokenizer's token count, else token_embd.weight's rows.
     std::optional<int64_t> n_vocab;
     std::optional<std::string> tokenizer;  // tokenizer.ggml.model
+    // Values llama.cpp loads and works around, with what that costs (model_doubts()); the
+    // models[] entry's "warnings", and the document's warnings through model_warnings().
+    Warnings warnings;
 };
 
 // llama.cpp's limits, facts of the pinned version: LLAMA_MAX_LAYERS, LLAMA_MAX_EXPERTS and
@@ -53,9 +57,21 @@ inline constexpr uint64_t kGgmlTensorAlignment = 32;
 // <arch>.block_count outside 1..512 or below a layer the tensors use, nextn layers beyond the
 // layers, expert counts that do not fit together, a normalisation epsilon that is negative,
 // infinite or nan, an unknown <arch>.rope.scaling.type, a vocabulary that holds a token twice,
-// byte tokens in a BERT (WordPiece) vocabulary.
+// byte tokens in a BERT (WordPiece) vocabulary. Also the values llama.cpp loads without a word
+// but computes nothing meaningful with, so that nothing is measured on them: a RoPE value that
+// is not finite (rope.*), a rope.freq_base (or freq_base_swa) of 0 or less (every angle is then
+// infinite or nan), a negative rope.scaling.factor or rope.scale_linear.
 // Throws sb::Error(ErrorKind::input, "<path>: <reason>; llama.cpp cannot load this model").
 void check_llama_limits(const GgufFile& g);
+
+// Values that are absurd but that llama.cpp works around, so that its timings still hold and
+// only the text the model reads and writes may not: warnings, not refusals (README "Bad input
+// and faults"):
+//   - a special token id (tokenizer.ggml.*_token_id: BOS, EOS, padding, ...) beyond the
+//     vocabulary: llama.cpp uses its default for that token, or none;
+//   - a vocabulary whose tokens are mostly empty strings (llama.cpp names them [EMPTY_<id>]):
+//     the model cannot spell text, and random token ids are what it is measured on.
+Warnings model_doubts(const GgufFile& g);
 
 // Reads and validates path with read_gguf() and check_llama_limits() and summarizes it. Throws
 // sb::Error(ErrorKind::input, "<path>: <reason>") for a missing path, a directory, a file that
@@ -70,7 +86,8 @@ std::optional<std::string> llama_file_type_name(uint32_t file_type);
 nlohmann::json to_json(const ModelInfo& info);
 
 // Warnings a reader of results from these models (to_json(ModelInfo) entries) should see: a
-// synthetic model's speed is representative, its output is not. At most one per kind.
+// synthetic model's speed is representative, its output is not (at most one of these); each
+// entry's own "warnings" (ModelInfo::warnings).
 Warnings model_warnings(const std::vector<nlohmann::json>& models);
 
 }  // namespace sb

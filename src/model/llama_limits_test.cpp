@@ -3,12 +3,14 @@
 // whose every outcome must be a loadable-looking model or one sb::Error(input) line.
 // (tests/integration/bad_model_test.cpp hands accepted mutations to the real llama.cpp.)
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <random>
 
 #include "core/error.hpp"
 #include "engine/ggml_quantizer.hpp"
+#include "fuzz_seed.hpp"
 #include "model/gguf.hpp"
 #include "model/gguf_mutations.hpp"
 #include "model/inspect.hpp"
@@ -22,8 +24,10 @@ using testing_gguf::Mutation;
 using testing_gguf::set_kv;
 
 fs::path test_dir() {
-    const fs::path dir = fs::path(testing::TempDir()) / "sb_llama_limits_test" /
+    const fs::path dir = fs::path(testing::TempDir()) /
+                         ("sb_llama_limits_test." + std::to_string(::getpid())) /
                          testing::UnitTest::GetInstance()->current_test_info()->name();
+    fs::remove_all(dir);
     fs::create_directories(dir);
     return dir;
 }
@@ -89,6 +93,17 @@ TEST(LlamaLimits, EachClassIsRefusedWithItsReason) {
              "inf eps"),
          "layer_norm_epsilon"},
         {set("llama.rope.scaling.type", std::string("bogus"), "rope scaling"), "rope.scaling.type"},
+        // Loaded without a word, but no position survives: refused.
+        {set("llama.rope.freq_base", std::numeric_limits<float>::infinity(), "rope base inf"),
+         "llama.rope.freq_base is inf, expected a finite number above 0"},
+        {set("llama.rope.freq_base", std::nanf(""), "rope base nan"), "llama.rope.freq_base"},
+        {set("llama.rope.freq_base", 0.0f, "rope base 0"), "llama.rope.freq_base is 0"},
+        {set("llama.rope.freq_base", -10000.0f, "rope base negative"), "llama.rope.freq_base"},
+        {set("llama.rope.scaling.factor", -2.0f, "rope scale negative"),
+         "llama.rope.scaling.factor is -2"},
+        {set("llama.rope.scaling.attn_factor", std::numeric_limits<double>::infinity(),
+             "rope attn factor inf (f64)"),
+         "llama.rope.scaling.attn_factor is inf"},
         {set("llama.expert_count", uint32_t{4}, "experts without used"), "expert_used_count"},
         {set("llama.expert_used_count", uint32_t{2}, "used without experts"), "expert_used_count"},
         {set("llama.nextn_predict_layers", uint32_t{3}, "nextn"), "nextn_predict_layers"},
@@ -138,14 +153,52 @@ TEST(LlamaLimits, EachClassIsRefusedWithItsReason) {
     }
 }
 
+// Absurd values llama.cpp works around: measured, with a warning that says what holds.
+TEST(LlamaLimits, ValuesLlamaCppWorksAroundAreWarnings) {
+    const auto dir = test_dir();
+    const std::string src = tiny(dir);
+    EXPECT_TRUE(inspect_model(src).warnings.empty());
+    auto doubts = [&](const Mutation& m) {
+        EXPECT_EQ(refusal(src, dir, m), "") << m.what;
+        return inspect_model((dir / "m.gguf").string()).warnings;
+    };
+    const Warnings bos =
+        doubts(set("tokenizer.ggml.bos_token_id", uint32_t{999999}, "bos beyond the vocabulary"));
+    ASSERT_EQ(bos.size(), 1u);
+    EXPECT_EQ(bos[0].code, "model_special_token_beyond_vocab");
+    EXPECT_NE(bos[0].message.find("tokenizer.ggml.bos_token_id is 999999, beyond its"),
+              std::string::npos)
+        << bos[0].message;
+    EXPECT_EQ(doubts(set("tokenizer.ggml.padding_token_id", uint32_t{300}, "pad inside")).size(),
+              0u);
+    const Warnings empty = doubts(
+        {"every token empty",
+         [](auto& kv) {
+             auto* e = testing_gguf::find_kv(kv, "tokenizer.ggml.tokens");
+             for (auto& t : std::get<std::vector<std::string>>(std::get<GgufArray>(e->value)))
+                 t.clear();
+         },
+         std::nullopt});
+    ASSERT_EQ(empty.size(), 1u);
+    EXPECT_EQ(empty[0].code, "model_empty_vocabulary");
+    // The entry of the document carries them, and model_warnings() passes them on.
+    const nlohmann::json entry = to_json(inspect_model((dir / "m.gguf").string()));
+    EXPECT_EQ(entry["warnings"][0]["code"], "model_empty_vocabulary");
+    const Warnings all = model_warnings({entry});
+    ASSERT_EQ(all.size(), 2u);  // synthetic, then the vocabulary
+    EXPECT_EQ(all[1].code, "model_empty_vocabulary");
+}
+
 TEST(LlamaLimits, SeededMutationsAreAcceptedOrOneInputError) {
     const auto dir = test_dir();
     const std::string src = tiny(dir);
     const GgufFile g = read_gguf(src);
-    std::mt19937_64 rng(4242);
+    sbtest::FuzzRun fuzz(4242);
+    std::mt19937_64 rng(fuzz.seed());
     int refused = 0;
     for (int i = 0; i < 150; ++i) {
         const Mutation m = testing_gguf::random_mutation(rng, g);
+        fuzz.next_case();
         std::string why;
         try {
             why = refusal(src, dir, m);

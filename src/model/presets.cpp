@@ -1,183 +1,204 @@
 #include "model/presets.hpp"
 
+#include <algorithm>
 #include <cmath>
-#include <numbers>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
 
 #include "core/error.hpp"
+#include "model/hf_config.hpp"
 
 namespace sb {
 
 namespace {
 
-// Hyperparameters from each model's config.json on Hugging Face; published counts from the
-// model cards / safetensors metadata.
-std::vector<Preset> make_presets() {
-    std::vector<Preset> v;
-    const Llama3RopeScaling llama32_rope{32.0f, 1.0f, 4.0f, 8192};
-    const Llama3RopeScaling llama31_rope{8.0f, 1.0f, 4.0f, 8192};
-    {
-        Preset p;
-        p.name = "llama-3.2-1b";
-        p.arch = "llama";
-        p.description = "Llama 3.2 1B (meta-llama/Llama-3.2-1B)";
-        p.n_embd = 2048;
-        p.n_layer = 16;
-        p.n_head = 32;
-        p.n_head_kv = 8;
-        p.head_dim = 64;
-        p.n_ff = 8192;
-        p.n_vocab = 128256;
-        p.n_ctx_train = 131072;
-        p.rope_theta = 500000.0f;
-        p.rms_eps = 1e-5f;
-        p.tied_embeddings = true;
-        p.rope_scaling = llama32_rope;
-        p.published_params = 1'235'814'400;
-        v.push_back(p);
+using nlohmann::json;
+
+std::string text_field(const json& j, const char* key, const std::string& origin, bool required) {
+    if (!j.contains(key) || j.at(key).is_null()) {
+        if (required)
+            throw input_error(origin + ": no " + key);
+        return "";
     }
-    {
-        Preset p;
-        p.name = "llama-3.2-3b";
-        p.arch = "llama";
-        p.description = "Llama 3.2 3B (meta-llama/Llama-3.2-3B)";
-        p.n_embd = 3072;
-        p.n_layer = 28;
-        p.n_head = 24;
-        p.n_head_kv = 8;
-        p.head_dim = 128;
-        p.n_ff = 8192;
-        p.n_vocab = 128256;
-        p.n_ctx_train = 131072;
-        p.rope_theta = 500000.0f;
-        p.rms_eps = 1e-5f;
-        p.tied_embeddings = true;
-        p.rope_scaling = llama32_rope;
-        p.published_params = 3'212'749'824;
-        v.push_back(p);
-    }
-    {
-        Preset p;
-        p.name = "llama-3.1-8b";
-        p.arch = "llama";
-        p.description = "Llama 3.1 8B (meta-llama/Llama-3.1-8B)";
-        p.n_embd = 4096;
-        p.n_layer = 32;
-        p.n_head = 32;
-        p.n_head_kv = 8;
-        p.head_dim = 128;
-        p.n_ff = 14336;
-        p.n_vocab = 128256;
-        p.n_ctx_train = 131072;
-        p.rope_theta = 500000.0f;
-        p.rms_eps = 1e-5f;
-        p.tied_embeddings = false;
-        p.rope_scaling = llama31_rope;
-        p.published_params = 8'030'261'248;
-        v.push_back(p);
-    }
-    {
-        Preset p;
-        p.name = "qwen3-4b";
-        p.arch = "qwen3";
-        p.description = "Qwen3 4B (Qwen/Qwen3-4B)";
-        p.n_embd = 2560;
-        p.n_layer = 36;
-        p.n_head = 32;
-        p.n_head_kv = 8;
-        p.head_dim = 128;
-        p.n_ff = 9728;
-        p.n_vocab = 151936;
-        p.n_ctx_train = 40960;
-        p.rope_theta = 1000000.0f;
-        p.rms_eps = 1e-6f;
-        p.tied_embeddings = true;
-        p.qk_norm = true;
-        p.published_params = 4'022'468'096;
-        v.push_back(p);
-    }
-    {
-        Preset p;
-        p.name = "qwen3-8b";
-        p.arch = "qwen3";
-        p.description = "Qwen3 8B (Qwen/Qwen3-8B)";
-        p.n_embd = 4096;
-        p.n_layer = 36;
-        p.n_head = 32;
-        p.n_head_kv = 8;
-        p.head_dim = 128;
-        p.n_ff = 12288;
-        p.n_vocab = 151936;
-        p.n_ctx_train = 40960;
-        p.rope_theta = 1000000.0f;
-        p.rms_eps = 1e-6f;
-        p.tied_embeddings = false;
-        p.qk_norm = true;
-        p.published_params = 8'190'735'360;
-        v.push_back(p);
-    }
-    {
-        Preset p;
-        p.name = "qwen2.5-1.5b";
-        p.arch = "qwen2";
-        p.description = "Qwen2.5 1.5B (Qwen/Qwen2.5-1.5B)";
-        p.n_embd = 1536;
-        p.n_layer = 28;
-        p.n_head = 12;
-        p.n_head_kv = 2;
-        p.head_dim = 128;
-        p.n_ff = 8960;
-        p.n_vocab = 151936;
-        p.n_ctx_train = 32768;
-        p.rope_theta = 1000000.0f;
-        p.rms_eps = 1e-6f;
-        p.tied_embeddings = true;
-        p.qkv_bias = true;
-        p.published_params = 1'543'714'304;
-        v.push_back(p);
-    }
-    {
-        Preset p;
-        p.name = "tiny";
-        p.arch = "llama";
-        p.description = "tiny Llama-shaped model for tests (4.2M parameters)";
-        p.n_embd = 256;
-        p.n_layer = 4;
-        p.n_head = 8;
-        p.n_head_kv = 4;
-        p.head_dim = 32;
-        p.n_ff = 768;
-        p.n_vocab = 4096;
-        p.n_ctx_train = 2048;
-        p.rope_theta = 10000.0f;
-        p.rms_eps = 1e-5f;
-        p.tied_embeddings = true;
-        v.push_back(p);
-    }
-    // The families' tokenizers, of the same sizes as the models' (128256 and 151936 tokens).
-    for (auto& p : v) {
-        if (p.name.rfind("llama-3", 0) == 0)
-            p.vocab = "llama-bpe";
-        else if (p.name.rfind("qwen", 0) == 0)
-            p.vocab = "qwen2";
-    }
-    return v;
+    if (!j.at(key).is_string())
+        throw input_error(origin + ": " + key + " is " + j.at(key).dump() + ", expected a string");
+    return j.at(key).get<std::string>();
 }
 
-std::string layer_name(int64_t il, const char* what) {
-    return "blk." + std::to_string(il) + "." + what;
+std::optional<int64_t> id_field(const json& j, const char* key, const std::string& origin) {
+    if (!j.contains(key) || j.at(key).is_null())
+        return std::nullopt;
+    if (!j.at(key).is_number_integer() || j.at(key).get<int64_t>() < 0)
+        throw input_error(origin + ": tokenizer." + key + " is " + j.at(key).dump() +
+                          ", expected a token id");
+    return j.at(key).get<int64_t>();
+}
+
+TokenizerOverlay parse_tokenizer(const json& t, const std::string& origin, int64_t n_vocab) {
+    if (!t.is_object())
+        throw input_error(origin + ": tokenizer is " + t.dump() + ", expected an object");
+    TokenizerOverlay o;
+    o.source = text_field(t, "source", origin, false);
+    o.bos_token_id = id_field(t, "bos_token_id", origin);
+    o.eos_token_id = id_field(t, "eos_token_id", origin);
+    o.padding_token_id = id_field(t, "padding_token_id", origin);
+    if (t.contains("add_bos_token") && !t.at("add_bos_token").is_null()) {
+        if (!t.at("add_bos_token").is_boolean())
+            throw input_error(origin + ": tokenizer.add_bos_token is not true or false");
+        o.add_bos_token = t.at("add_bos_token").get<bool>();
+    }
+    for (const auto id : {o.bos_token_id, o.eos_token_id, o.padding_token_id})
+        if (id && *id >= n_vocab)
+            throw input_error(origin + ": tokenizer token id " + std::to_string(*id) +
+                              " is outside the vocabulary of " + std::to_string(n_vocab));
+    if (t.contains("added_tokens")) {
+        const json& a = t.at("added_tokens");
+        if (!a.is_array())
+            throw input_error(origin + ": tokenizer.added_tokens is not a list");
+        for (const auto& e : a) {
+            AddedToken tok;
+            if (!e.is_object() || !e.contains("id") || !e.at("id").is_number_integer() ||
+                !e.contains("content") || !e.at("content").is_string() ||
+                e.at("content").get<std::string>().empty())
+                throw input_error(origin + ": tokenizer.added_tokens holds " + e.dump() +
+                                  ", expected {\"id\": N, \"content\": \"...\", \"special\": "
+                                  "true|false}");
+            tok.id = e.at("id").get<int64_t>();
+            tok.content = e.at("content").get<std::string>();
+            tok.special = e.value("special", true);
+            if (tok.id < 0 || tok.id >= n_vocab)
+                throw input_error(origin + ": tokenizer.added_tokens id " + std::to_string(tok.id) +
+                                  " is outside the vocabulary of " + std::to_string(n_vocab));
+            o.added_tokens.push_back(std::move(tok));
+        }
+    }
+    return o;
+}
+
+std::string read_text(const std::filesystem::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    if (!in)
+        throw input_error(p.string() + ": cannot read the preset file");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+Preset parse_text(const std::string& text, const std::string& origin, const std::string& name) {
+    json j;
+    try {
+        j = json::parse(text);
+    } catch (const json::parse_error& e) {
+        std::string what = e.what();
+        if (const auto p = what.find("] "); p != std::string::npos)
+            what = what.substr(p + 2);
+        throw input_error(origin + ": not JSON (" + what + ")");
+    }
+    return parse_preset(j, origin, name);
+}
+
+// The counts a published figure stands for, as [low, high): one value for an exact number,
+// the rounding interval for "0.6B", "350M"; nullopt when it is neither.
+std::optional<std::pair<double, double>> parse_published(const std::string& s) {
+    if (s.empty())
+        return std::nullopt;
+    if (s.find_first_not_of("0123456789") == std::string::npos) {
+        if (s.size() > 19)
+            return std::nullopt;
+        const auto v = static_cast<double>(std::stoull(s));
+        return std::pair{v, std::nextafter(v, 1e300)};
+    }
+    const char unit = s.back();
+    const double scale = unit == 'B' ? 1e9 : unit == 'M' ? 1e6 : unit == 'K' ? 1e3 : 0;
+    const std::string digits = s.substr(0, s.size() - 1);
+    if (scale == 0 || digits.empty() || digits.size() > 12 ||
+        digits.find_first_not_of("0123456789.") != std::string::npos ||
+        std::count(digits.begin(), digits.end(), '.') > 1 || digits.front() == '.' ||
+        digits.back() == '.')
+        return std::nullopt;
+    const auto dot = digits.find('.');
+    const int decimals = dot == std::string::npos ? 0 : static_cast<int>(digits.size() - dot - 1);
+    const double value = std::stod(digits) * scale;
+    const double half_step = 0.5 * std::pow(10.0, -decimals) * scale;
+    return std::pair{value - half_step, value + half_step};
 }
 
 }  // namespace
 
-int64_t TensorSpec::n_elements() const {
-    int64_t n = 1;
-    for (int64_t d : ne)
-        n *= d;
-    return n;
+std::string preset_dir() {
+    if (const char* d = std::getenv("STAGEBENCH_PRESET_DIR"); d && *d)
+        return d;
+    // Beside the executable, never a path of the build machine (the build tree links it to the
+    // repository's share/, `make dist` copies the files there).
+    std::error_code ec;
+    const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+    if (ec || self.empty())
+        return "";
+    return (self.parent_path().parent_path() / "share" / "stagebench" / "presets").string();
+}
+
+Preset parse_preset(const json& j, const std::string& origin, const std::string& expected_name) {
+    if (!j.is_object())
+        throw input_error(origin + ": expected a JSON object");
+    Preset p;
+    p.name = text_field(j, "name", origin, true);
+    if (p.name != expected_name)
+        throw input_error(origin + ": name is '" + p.name + "', not the file's name '" +
+                          expected_name + "'");
+    if (p.name.empty() ||
+        p.name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789.-") != std::string::npos)
+        throw input_error(origin + ": name '" + p.name +
+                          "' must be lower-case letters, digits, '.' and '-'");
+    p.description = text_field(j, "description", origin, true);
+    p.special = text_field(j, "special", origin, false);
+    p.source = text_field(j, "source", origin, true);
+    p.published_params = text_field(j, "published_params", origin, false);
+    p.params_source = text_field(j, "params_source", origin, false);
+    if (!p.published_params.empty() && !parse_published(p.published_params))
+        throw input_error(origin + ": published_params '" + p.published_params +
+                          "' is not a count (\"1235814400\" or \"0.6B\")");
+    p.vocab = text_field(j, "vocab", origin, false);
+    if (!j.contains("config"))
+        throw input_error(origin + ": no config (the model's config.json)");
+    p.config = j.at("config");
+    p.spec = spec_from_hf_config(p.config, origin + " config");
+    if (j.contains("tokenizer") && !j.at("tokenizer").is_null())
+        p.tokenizer = parse_tokenizer(j.at("tokenizer"), origin, p.spec.n_vocab);
+    return p;
+}
+
+std::vector<Preset> load_presets(const std::string& dir) {
+    std::map<std::string, Preset> by_name;
+    for (const auto& [file, text] : builtin_preset_files()) {
+        const std::string f(file);
+        const std::string name = f.substr(0, f.size() - 5);
+        by_name[name] = parse_text(std::string(text), "preset " + f + " (built in)", name);
+    }
+    std::error_code ec;
+    if (!dir.empty() && std::filesystem::is_directory(dir, ec)) {
+        std::vector<std::filesystem::path> files;
+        for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+            if (e.path().extension() == ".json")
+                files.push_back(e.path());
+        std::sort(files.begin(), files.end());
+        for (const auto& path : files) {
+            const std::string name = path.stem().string();
+            Preset p = parse_text(read_text(path), path.string(), name);
+            p.file = path.string();
+            by_name[name] = std::move(p);
+        }
+    }
+    std::vector<Preset> v;
+    for (auto& [name, p] : by_name)
+        v.push_back(std::move(p));
+    return v;
 }
 
 const std::vector<Preset>& presets() {
-    static const std::vector<Preset> kPresets = make_presets();
+    static const std::vector<Preset> kPresets = load_presets(preset_dir());
     return kPresets;
 }
 
@@ -199,78 +220,12 @@ const Preset& find_preset(std::string_view name) {
     throw usage_error("unknown preset '" + std::string(name) + "' (valid: " + valid + ")");
 }
 
-std::vector<TensorSpec> preset_tensors(const Preset& p, int n_layers_override) {
-    if (n_layers_override < 0) {
-        throw usage_error("layer count must be positive, got " + std::to_string(n_layers_override));
-    }
-    const int64_t n_layer = n_layers_override > 0 ? n_layers_override : p.n_layer;
-    const int64_t n_q = p.n_head * p.head_dim;
-    const int64_t n_kv = p.n_head_kv * p.head_dim;
-
-    std::vector<TensorSpec> t;
-    if (p.rope_scaling)
-        t.push_back({"rope_freqs.weight", {p.head_dim / 2}, TensorKind::rope_freqs});
-    t.push_back({"token_embd.weight", {p.n_embd, p.n_vocab}, TensorKind::matrix});
-    for (int64_t il = 0; il < n_layer; ++il) {
-        t.push_back({layer_name(il, "attn_norm.weight"), {p.n_embd}, TensorKind::norm});
-        t.push_back({layer_name(il, "attn_q.weight"), {p.n_embd, n_q}, TensorKind::matrix});
-        if (p.qkv_bias)
-            t.push_back({layer_name(il, "attn_q.bias"), {n_q}, TensorKind::bias});
-        t.push_back({layer_name(il, "attn_k.weight"), {p.n_embd, n_kv}, TensorKind::matrix});
-        if (p.qkv_bias)
-            t.push_back({layer_name(il, "attn_k.bias"), {n_kv}, TensorKind::bias});
-        t.push_back({layer_name(il, "attn_v.weight"), {p.n_embd, n_kv}, TensorKind::matrix});
-        if (p.qkv_bias)
-            t.push_back({layer_name(il, "attn_v.bias"), {n_kv}, TensorKind::bias});
-        t.push_back({layer_name(il, "attn_output.weight"), {n_q, p.n_embd}, TensorKind::matrix});
-        if (p.qk_norm) {
-            t.push_back({layer_name(il, "attn_q_norm.weight"), {p.head_dim}, TensorKind::norm});
-            t.push_back({layer_name(il, "attn_k_norm.weight"), {p.head_dim}, TensorKind::norm});
-        }
-        t.push_back({layer_name(il, "ffn_norm.weight"), {p.n_embd}, TensorKind::norm});
-        t.push_back({layer_name(il, "ffn_gate.weight"), {p.n_embd, p.n_ff}, TensorKind::matrix});
-        t.push_back({layer_name(il, "ffn_up.weight"), {p.n_embd, p.n_ff}, TensorKind::matrix});
-        t.push_back({layer_name(il, "ffn_down.weight"), {p.n_ff, p.n_embd}, TensorKind::matrix});
-    }
-    t.push_back({"output_norm.weight", {p.n_embd}, TensorKind::norm});
-    if (!p.tied_embeddings) {
-        t.push_back({"output.weight", {p.n_embd, p.n_vocab}, TensorKind::matrix});
-    }
-    return t;
-}
-
-uint64_t count_params(const std::vector<TensorSpec>& tensors) {
-    uint64_t n = 0;
-    for (const auto& t : tensors) {
-        if (t.kind != TensorKind::rope_freqs)
-            n += static_cast<uint64_t>(t.n_elements());
-    }
-    return n;
-}
-
-uint64_t count_params(const Preset& preset, int n_layers_override) {
-    return count_params(preset_tensors(preset, n_layers_override));
-}
-
-std::vector<float> llama3_rope_factors(const Llama3RopeScaling& s, float theta, int64_t head_dim) {
-    const double low_freq_wavelen = static_cast<double>(s.original_context) / s.low_freq_factor;
-    const double high_freq_wavelen = static_cast<double>(s.original_context) / s.high_freq_factor;
-    std::vector<float> factors;
-    for (int64_t i = 0; i < head_dim; i += 2) {
-        // The converter computes the frequencies in float32; keep that rounding.
-        const float freq = 1.0f / std::pow(theta, static_cast<float>(i) / head_dim);
-        const double wavelen = 2 * std::numbers::pi / freq;
-        if (wavelen < high_freq_wavelen) {
-            factors.push_back(1.0f);
-        } else if (wavelen > low_freq_wavelen) {
-            factors.push_back(s.factor);
-        } else {
-            const double smooth = (s.original_context / wavelen - s.low_freq_factor) /
-                                  (s.high_freq_factor - s.low_freq_factor);
-            factors.push_back(static_cast<float>(1.0 / ((1 - smooth) / s.factor + smooth)));
-        }
-    }
-    return factors;
+bool matches_published(const std::string& published, uint64_t count) {
+    const auto range = parse_published(published);
+    if (!range)
+        return false;
+    const auto c = static_cast<double>(count);
+    return c >= range->first && c < range->second;
 }
 
 }  // namespace sb

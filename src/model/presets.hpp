@@ -1,81 +1,88 @@
 #pragma once
-// Architecture presets: the exact hyperparameters of real models (Llama 3.x, Qwen 2.5, Qwen 3)
-// plus a tiny one for tests, and the tensor list llama.cpp's loader expects for each, so a
-// synthetic model has the shapes, and therefore the speed, of the real one.
+// Presets: real models' published hyperparameters as data. Each preset is one JSON file,
+// share/stagebench/presets/NAME.json, holding the model's config.json (read by
+// model/hf_config.hpp, exactly as `synth --config` reads a user's), where it comes from, the
+// published parameter count, the family vocabulary and, where the model has its own, the
+// special tokens of its tokenizer. The files are read at run time from the directory beside
+// the binary (bin/../share/stagebench/presets, or STAGEBENCH_PRESET_DIR); the build also keeps
+// a copy of the repository's files in the binary, so a binary that travels alone (the phone
+// agents) still has them. A file in the directory replaces the copy of the same name.
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "model/arch.hpp"
+
 namespace sb {
 
-// Llama 3 RoPE frequency scaling; llama.cpp reads it as the rope_freqs.weight tensor.
-struct Llama3RopeScaling {
-    float factor = 8.0f;
-    float low_freq_factor = 1.0f;
-    float high_freq_factor = 4.0f;
-    int64_t original_context = 8192;
+// A token a model's tokenizer adds beyond its family's vocabulary (tokenizer_config.json's
+// added_tokens_decoder): special ones become control tokens, the others user-defined, as the
+// converter types them.
+struct AddedToken {
+    int64_t id = 0;
+    std::string content;
+    bool special = true;
+};
+
+// The model's own tokenizer settings, laid over its family vocabulary.
+struct TokenizerOverlay {
+    std::string source;  // where they come from
+    std::optional<int64_t> bos_token_id, eos_token_id, padding_token_id;
+    std::optional<bool> add_bos_token;
+    std::vector<AddedToken> added_tokens;
 };
 
 struct Preset {
-    std::string name;         // "llama-3.2-1b"
-    std::string arch;         // general.architecture: "llama", "qwen2", "qwen3"
+    std::string name;         // "qwen3-0.6b" (the file's name without .json)
     std::string description;  // the model it copies, one line
-    int64_t n_embd = 0;
-    int64_t n_layer = 0;
-    int64_t n_head = 0;
-    int64_t n_head_kv = 0;
-    int64_t head_dim = 0;  // key and value length per head
-    int64_t n_ff = 0;
-    int64_t n_vocab = 0;
-    int64_t n_ctx_train = 0;
-    float rope_theta = 10000.0f;
-    float rms_eps = 1e-5f;
-    bool tied_embeddings = true;  // no output.weight: the output reuses token_embd.weight
-    bool qkv_bias = false;        // attn_q/k/v.bias (Qwen 2)
-    bool qk_norm = false;         // attn_q_norm/attn_k_norm (Qwen 3)
-    std::optional<Llama3RopeScaling> rope_scaling;
-    // Parameter count the model's publisher states (without rope_freqs); none for `tiny`.
-    std::optional<uint64_t> published_params;
-    // The vocabulary of the model's family (synth --vocab NAME: the pinned llama.cpp tree's
-    // models/ggml-vocab-NAME.gguf, of exactly n_vocab tokens); empty: the synthetic one.
+    std::string special;      // what its architecture does that others do not, one line
+    std::string source;       // where the hyperparameters come from (a config.json's address)
+    // The publisher's parameter count as stated: an exact number ("999885952") or rounded
+    // ("0.6B"); empty for none.
+    std::string published_params;
+    std::string params_source;
+    // The family vocabulary (a name resolve_vocab() knows) the preset gets by default; empty:
+    // the synthetic one.
     std::string vocab;
+    std::optional<TokenizerOverlay> tokenizer;
+    nlohmann::json config;  // the config.json it carries
+    ModelSpec spec;         // config read by spec_from_hf_config()
+    std::string file;       // the file it was read from; empty for the copy in the binary
 };
 
-// All presets, in a stable order.
+// The directory of preset files: STAGEBENCH_PRESET_DIR, else bin/../share/stagebench/presets
+// beside the executable; empty when neither can be found.
+std::string preset_dir();
+
+// Parses one preset file's JSON. origin names it in messages. Throws sb::Error(input) with one
+// line naming the file and the field: a missing or mistyped field, a config that
+// spec_from_hf_config() refuses, a name that is not the file's, added tokens outside the
+// vocabulary size.
+Preset parse_preset(const nlohmann::json& j, const std::string& origin,
+                    const std::string& expected_name);
+
+// The presets of dir (every *.json there) over the copies in the binary, sorted by name.
+// dir may be empty or missing (the copies alone). Throws sb::Error(input) for a file that
+// parse_preset() refuses or cannot be read.
+std::vector<Preset> load_presets(const std::string& dir);
+
+// load_presets(preset_dir()), read once per process.
 const std::vector<Preset>& presets();
 std::vector<std::string> preset_names();
 // The preset of that name; throws sb::Error(ErrorKind::usage) naming the valid ones.
 const Preset& find_preset(std::string_view name);
 
-enum class TensorKind {
-    matrix,      // 2D weight (embedding, projections, output): random, quantizable
-    norm,        // 1D RMS-norm weight: ones
-    bias,        // 1D bias: small random values
-    rope_freqs,  // 1D Llama 3 RoPE frequency factors: computed
-};
+// Whether count is the published figure as stated: equal to an exact number, or rounding to a
+// rounded one at its precision ("0.6B": 0.55e9 <= count < 0.65e9). False for an empty or
+// unreadable statement.
+bool matches_published(const std::string& published, uint64_t count);
 
-struct TensorSpec {
-    std::string name;         // GGUF tensor name, e.g. "blk.0.attn_q.weight"
-    std::vector<int64_t> ne;  // ggml order: ne[0] is the input (row) dimension
-    TensorKind kind = TensorKind::matrix;
-
-    int64_t n_elements() const;
-};
-
-// The tensors of a preset in the order llama.cpp's converter writes them. n_layers_override
-// replaces the layer count when positive (0 keeps the preset's); a negative value throws
-// sb::Error(ErrorKind::usage).
-std::vector<TensorSpec> preset_tensors(const Preset& preset, int n_layers_override = 0);
-
-// Weights of a preset: the sum over preset_tensors() without rope_freqs, which is how
-// published counts are computed.
-uint64_t count_params(const Preset& preset, int n_layers_override = 0);
-uint64_t count_params(const std::vector<TensorSpec>& tensors);
-
-// Llama 3 RoPE frequency factors for head_dim/2 frequencies, as convert_hf_to_gguf.py computes.
-std::vector<float> llama3_rope_factors(const Llama3RopeScaling& scaling, float theta,
-                                       int64_t head_dim);
+// The preset files compiled into the binary: (file name, text). Generated by the build from
+// share/stagebench/presets.
+const std::vector<std::pair<std::string_view, std::string_view>>& builtin_preset_files();
 
 }  // namespace sb

@@ -16,8 +16,13 @@
 
 #include "core/error.hpp"
 #include "core/file_io.hpp"
+#include "model/arch.hpp"
 #include "model/gguf.hpp"
+#include "model/hf_config.hpp"
 #include "model/presets.hpp"
+#include "model/quant_mix.hpp"
+#include "model/random.hpp"
+#include "model/routing.hpp"
 
 namespace sb {
 
@@ -30,57 +35,8 @@ constexpr int64_t kBatchElements = int64_t{1} << 22;
 // Below this many elements a batch is not worth spreading over threads.
 constexpr int64_t kParallelMin = int64_t{1} << 18;
 
-uint64_t splitmix64(uint64_t& state) {
-    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-uint64_t fnv1a(const std::string& s) {
-    uint64_t h = 0xCBF29CE484222325ull;
-    for (unsigned char c : s)
-        h = (h ^ c) * 0x100000001B3ull;
-    return h;
-}
-
-// Fills one row from its own seed, so the output does not depend on batching or threads.
-// Values are approximately normal: the Irwin-Hall sum of four 16-bit uniforms (mean 2,
-// variance 1/3), which costs one 64-bit random number per value.
-void fill_row(float* out, int64_t n, uint64_t seed, uint64_t tensor_hash, int64_t row,
-              float stddev) {
-    uint64_t state = seed ^ (tensor_hash * 0x9E3779B97F4A7C15ull);
-    state ^= splitmix64(state) + static_cast<uint64_t>(row) * 0xD1B54A32D192ED03ull;
-    const float scale = stddev * std::sqrt(3.0f) / 65536.0f;
-    for (int64_t i = 0; i < n; ++i) {
-        const uint64_t r = splitmix64(state);
-        const auto sum = static_cast<int64_t>((r & 0xFFFF) + ((r >> 16) & 0xFFFF) +
-                                              ((r >> 32) & 0xFFFF) + (r >> 48));
-        // sum + 2 (half-unit offsets) - 2 * 65536 (the mean), scaled.
-        out[i] = static_cast<float>(sum + 2 - 2 * 65536) * scale;
-    }
-}
-
-struct QuantChoice {
-    std::string name;  // canonical lower-case
-    uint32_t type;
-    uint32_t file_type;
-};
-
-QuantChoice parse_quant(const std::string& quant) {
-    std::string q = quant;
-    for (auto& c : q)
-        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (q == "q4_0")
-        return {q, ggml_type::kQ4_0, 2};
-    if (q == "q8_0")
-        return {q, ggml_type::kQ8_0, 7};
-    if (q == "f16")
-        return {q, ggml_type::kF16, 1};
-    if (q == "f32")
-        return {q, ggml_type::kF32, 0};
-    throw usage_error("unknown quant '" + quant + "' (valid: q4_0, q8_0, f16, f32)");
-}
+using synth_random::fill_row;
+using synth_random::fnv1a;
 
 std::string ascii_word(uint64_t index, int length) {
     std::string w(static_cast<std::size_t>(length), 'a');
@@ -98,18 +54,21 @@ struct Scratch {
     std::vector<uint8_t> dst;
 };
 
+// Produces row `row` (n_per_row floats) of a tensor; called from worker threads at once, so it
+// must only read shared state.
+using RowSource = std::function<void(int64_t row, float* out)>;
+
 // Streams a matrix: generates rows batch by batch, converts them on worker threads, and hands
 // each batch to the sink in row order.
 class MatrixFill {
   public:
-    MatrixFill(const Quantizer& q, uint32_t type, int64_t n_per_row, int64_t n_rows, uint64_t seed,
-               uint64_t tensor_hash, int threads, std::shared_ptr<Scratch> scratch)
+    MatrixFill(const Quantizer& q, uint32_t type, int64_t n_per_row, int64_t n_rows,
+               RowSource source, int threads, std::shared_ptr<Scratch> scratch)
         : q_(q),
           type_(type),
           n_per_row_(n_per_row),
           n_rows_(n_rows),
-          seed_(seed),
-          hash_(tensor_hash),
+          source_(std::move(source)),
           threads_(threads),
           scratch_(std::move(scratch)) {}
 
@@ -126,10 +85,8 @@ class MatrixFill {
                                     ? 1
                                     : static_cast<int>(std::min<int64_t>(threads_, rows));
             auto work = [&](int64_t a, int64_t b) {
-                for (int64_t r = a; r < b; ++r) {
-                    fill_row(src.data() + r * n_per_row_, n_per_row_, seed_, hash_, r0 + r,
-                             kWeightStd);
-                }
+                for (int64_t r = a; r < b; ++r)
+                    source_(r0 + r, src.data() + r * n_per_row_);
                 q_.quantize_rows(type_, src.data() + a * n_per_row_, dst.data() + a * row_bytes,
                                  b - a, n_per_row_);
             };
@@ -173,8 +130,7 @@ class MatrixFill {
     uint32_t type_;
     int64_t n_per_row_;
     int64_t n_rows_;
-    uint64_t seed_;
-    uint64_t hash_;
+    RowSource source_;
     int threads_;
     std::shared_ptr<Scratch> scratch_;
 };
@@ -225,7 +181,7 @@ class OutputSink : public GgufSink {
 }  // namespace
 
 uint32_t llama_file_type_for(const std::string& quant) {
-    return parse_quant(quant).file_type;
+    return parse_quant_scheme(quant).file_type;
 }
 
 SyntheticVocab make_synthetic_vocab(int64_t n_vocab) {
@@ -324,82 +280,201 @@ std::string resolve_vocab(const std::string& name) {
                            : " (known: synthetic, none, " + known + "; or a path to a GGUF)"));
 }
 
+namespace {
+
+// The family vocabularies of a config.json model_type, in order of preference: the first one
+// here whose size is the model's vocabulary size becomes its default.
+std::vector<std::string> family_vocabs(const std::string& model_type) {
+    if (model_type == "llama")
+        return {"llama-bpe", "llama-spm"};
+    if (model_type == "qwen2" || model_type == "qwen3" || model_type == "qwen3_moe")
+        return {"qwen2"};
+    if (model_type == "smollm3")
+        return {"llama-bpe"};
+    if (model_type == "phi3")
+        return {"phi-3"};
+    return {};
+}
+
+bool bundled(const std::string& name) {
+    std::error_code ec;
+    return std::filesystem::is_regular_file(bundled_vocab_dir() + "/ggml-vocab-" + name + ".gguf",
+                                            ec);
+}
+
+// The tokenizer.* keys of a vocabulary GGUF and its token count.
+std::vector<GgufKv> read_vocab_keys(const std::string& path, int64_t& n_tokens) {
+    const GgufFile f = read_gguf(path);
+    const GgufArray* tokens = f.get_array("tokenizer.ggml.tokens");
+    if (!tokens || gguf_element_type(*tokens) != GgufType::string ||
+        !f.get_string("tokenizer.ggml.model"))
+        throw input_error(path +
+                          ": not a vocabulary (no tokenizer.ggml.model and "
+                          "tokenizer.ggml.tokens strings)");
+    n_tokens = static_cast<int64_t>(gguf_array_size(*tokens));
+    std::vector<GgufKv> keys;
+    for (const auto& kv : f.kv)
+        if (kv.key.rfind("tokenizer.", 0) == 0)
+            keys.push_back(kv);
+    return keys;
+}
+
+GgufValue* find_value(std::vector<GgufKv>& keys, const std::string& key) {
+    for (auto& kv : keys)
+        if (kv.key == key)
+            return &kv.value;
+    return nullptr;
+}
+
+void set_value(std::vector<GgufKv>& keys, const std::string& key, GgufValue v) {
+    if (GgufValue* old = find_value(keys, key))
+        *old = std::move(v);
+    else
+        keys.push_back({key, std::move(v)});
+}
+
+// The model's own special tokens over its family vocabulary: added tokens as the converter
+// types them (control when special, user-defined otherwise) and the special ids.
+void apply_overlay(std::vector<GgufKv>& keys, const TokenizerOverlay& o, const std::string& where) {
+    auto* tokens_v = find_value(keys, "tokenizer.ggml.tokens");
+    auto* types_v = find_value(keys, "tokenizer.ggml.token_type");
+    auto* tokens =
+        tokens_v ? std::get_if<std::vector<std::string>>(&std::get<GgufArray>(*tokens_v)) : nullptr;
+    auto* types = types_v && std::holds_alternative<GgufArray>(*types_v)
+                      ? std::get_if<std::vector<int32_t>>(&std::get<GgufArray>(*types_v))
+                      : nullptr;
+    if (!tokens || (!o.added_tokens.empty() && (!types || types->size() != tokens->size())))
+        throw input_error(where +
+                          ": the vocabulary has no token list and types to add the "
+                          "model's tokens to");
+    for (const auto& t : o.added_tokens) {
+        const auto i = static_cast<std::size_t>(t.id);
+        if (i >= tokens->size())
+            throw input_error(where + ": added token " + std::to_string(t.id) +
+                              " is outside the vocabulary of " + std::to_string(tokens->size()));
+        (*tokens)[i] = t.content;
+        (*types)[i] = t.special ? 3 : 4;  // LLAMA_TOKEN_TYPE_CONTROL, USER_DEFINED
+    }
+    const auto n = static_cast<int64_t>(tokens->size());
+    auto id = [&](const char* key, std::optional<int64_t> v) {
+        if (v && *v < n)
+            set_value(keys, key, static_cast<uint32_t>(*v));
+    };
+    id("tokenizer.ggml.bos_token_id", o.bos_token_id);
+    id("tokenizer.ggml.eos_token_id", o.eos_token_id);
+    id("tokenizer.ggml.padding_token_id", o.padding_token_id);
+    if (o.add_bos_token)
+        set_value(keys, "tokenizer.ggml.add_bos_token", *o.add_bos_token);
+}
+
+// general.name. llama.cpp's vocabulary loader reads a Phi-3 tokenizer into a name holding
+// "phi3" or "phi-3" and then looks up Phi-3's tokens, which a synthetic vocabulary does not
+// have: such a model without a real vocabulary is named plainly.
+std::string model_name(const std::string& label, bool real_vocab) {
+    std::string lower = label;
+    for (auto& c : lower)
+        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (!real_vocab &&
+        (lower.find("phi3") != std::string::npos || lower.find("phi-3") != std::string::npos))
+        return "synthetic model";
+    return "synthetic " + label;
+}
+
+}  // namespace
+
 SynthResult write_synthetic_model(const SynthOptions& o, const Quantizer& quantizer) {
-    Preset preset = find_preset(o.preset);
-    // The tokenizer's keys, read before anything is written: its size is the model's n_vocab.
-    std::vector<GgufKv> vocab_keys;
-    std::string vocab_source = "synthetic";
-    std::string vocab = o.vocab;
-    // A preset's family vocabulary by default, where the llama.cpp tree that has it is here.
-    if (vocab.empty() && !preset.vocab.empty()) {
-        std::error_code ec;
-        const std::string family = bundled_vocab_dir() + "/ggml-vocab-" + preset.vocab + ".gguf";
-        if (std::filesystem::is_regular_file(family, ec))
-            vocab = preset.vocab;
-    }
-    if (vocab == "none") {
-        vocab_source = "none";
-    } else if (!vocab.empty() && vocab != "synthetic") {
-        vocab_source = resolve_vocab(vocab);
-        const GgufFile f = read_gguf(vocab_source);
-        const GgufArray* tokens = f.get_array("tokenizer.ggml.tokens");
-        if (!tokens || gguf_element_type(*tokens) != GgufType::string ||
-            !f.get_string("tokenizer.ggml.model"))
-            throw input_error(vocab_source +
-                              ": not a vocabulary (no tokenizer.ggml.model and "
-                              "tokenizer.ggml.tokens strings)");
-        for (const auto& kv : f.kv)
-            if (kv.key.rfind("tokenizer.", 0) == 0)
-                vocab_keys.push_back(kv);
-        if (vocab == preset.vocab &&
-            static_cast<int64_t>(gguf_array_size(*tokens)) != preset.n_vocab)
-            throw input_error(vocab_source + ": " + std::to_string(gguf_array_size(*tokens)) +
-                              " tokens, not the " + std::to_string(preset.n_vocab) + " of " +
-                              preset.name + " (--vocab synthetic to go without)");
-        preset.n_vocab = static_cast<int64_t>(gguf_array_size(*tokens));
-    }
-    const QuantChoice quant = parse_quant(o.quant);
+    if (o.preset.empty() == o.config_path.empty())
+        throw usage_error(o.preset.empty() ? "give a preset or a config.json"
+                                           : "give a preset or a config.json, not both");
+    const QuantScheme scheme = parse_quant_scheme(o.quant);
     if (o.layers < 0)
         throw usage_error("--layers must be positive, got " + std::to_string(o.layers));
     if (o.out_path.empty())
         throw usage_error("no output path for the synthetic model");
+
+    const Preset* preset = o.preset.empty() ? nullptr : &find_preset(o.preset);
+    ModelSpec spec = preset ? preset->spec : read_hf_config(o.config_path);
+    const std::string label =
+        preset ? preset->name
+               : spec.model_type + " (" + std::filesystem::path(o.config_path).filename().string() +
+                     ")";
+
+    // The tokenizer, read before anything is written: its size is the model's n_vocab.
+    std::string family;  // the model's family vocabulary, when it has one here
+    if (preset) {
+        if (!preset->vocab.empty() && bundled(preset->vocab))
+            family = preset->vocab;
+    } else {
+        for (const auto& v : family_vocabs(spec.model_type)) {
+            int64_t n = 0;
+            if (bundled(v) && (read_vocab_keys(resolve_vocab(v), n), n == spec.n_vocab)) {
+                family = v;
+                break;
+            }
+        }
+    }
+    const std::string vocab = o.vocab.empty() ? (family.empty() ? "synthetic" : family) : o.vocab;
+    std::vector<GgufKv> vocab_keys;
+    std::string vocab_source = vocab;
+    if (vocab != "none" && vocab != "synthetic") {
+        vocab_source = resolve_vocab(vocab);
+        int64_t n_tokens = 0;
+        vocab_keys = read_vocab_keys(vocab_source, n_tokens);
+        if (preset && vocab == preset->vocab && n_tokens != spec.n_vocab)
+            throw input_error(vocab_source + ": " + std::to_string(n_tokens) + " tokens, not the " +
+                              std::to_string(spec.n_vocab) + " of " + preset->name +
+                              " (--vocab synthetic to go without)");
+        spec.n_vocab = n_tokens;
+        if (!family.empty() && vocab == family) {
+            TokenizerOverlay overlay;
+            if (preset && preset->tokenizer) {
+                overlay = *preset->tokenizer;
+            } else {
+                overlay.bos_token_id = spec.bos_token_id;
+                overlay.eos_token_id = spec.eos_token_id;
+                overlay.padding_token_id = spec.pad_token_id;
+            }
+            apply_overlay(vocab_keys, overlay, preset ? preset->name : o.config_path);
+        }
+    }
+
+    std::optional<RoutingPlan> plan;
+    const int n_layers = o.layers > 0 ? o.layers : static_cast<int>(spec.n_layer);
+    if (spec.is_moe())
+        plan = plan_routing(parse_routing(o.routing.empty() ? "skewed" : o.routing), spec, n_layers,
+                            o.seed);
+    else if (!o.routing.empty())
+        throw usage_error("--routing applies to mixtures of experts; " + label + " has no experts");
+
     check_output_path(o.out_path, "the model (-o)");  // before minutes of generating
     const int threads = o.threads > 0
                             ? o.threads
                             : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-    const std::vector<TensorSpec> specs = preset_tensors(preset, o.layers);
-    const int n_layers = o.layers > 0 ? o.layers : static_cast<int>(preset.n_layer);
+    const std::vector<TensorSpec> specs = arch_tensors(spec, o.layers);
 
     SynthResult result;
-    result.preset = preset.name;
-    result.quant = quant.name;
+    result.preset = preset ? preset->name : "";
+    result.config = preset ? "" : o.config_path;
+    result.arch = spec.arch;
+    result.quant = scheme.name;
+    result.pure = o.pure;
     result.quantizer = quantizer.name();
     result.n_params = count_params(specs);
     result.n_layers = n_layers;
     result.n_tensors = specs.size();
     result.vocab = vocab_source;
-    result.n_vocab = preset.n_vocab;
+    result.n_vocab = spec.n_vocab;
+    if (plan)
+        result.routing = routing_name(plan->routing);
 
     GgufWriter w;
-    const std::string& a = preset.arch;
-    w.set_string("general.architecture", a);
+    w.set_string("general.architecture", spec.arch);
     w.set_string("general.type", "model");
-    w.set_string("general.name", "synthetic " + preset.name);
-    w.set_u32("general.file_type", quant.file_type);
+    w.set_string("general.name", model_name(label, !vocab_keys.empty()));
+    w.set_u32("general.file_type", scheme.file_type);
     w.set_u32("general.quantization_version", 2);
     w.set_u32("general.alignment", kGgufDefaultAlignment);
-    w.set_u32(a + ".vocab_size", static_cast<uint32_t>(preset.n_vocab));
-    w.set_u32(a + ".context_length", static_cast<uint32_t>(preset.n_ctx_train));
-    w.set_u32(a + ".embedding_length", static_cast<uint32_t>(preset.n_embd));
-    w.set_u32(a + ".block_count", static_cast<uint32_t>(n_layers));
-    w.set_u32(a + ".feed_forward_length", static_cast<uint32_t>(preset.n_ff));
-    w.set_u32(a + ".attention.head_count", static_cast<uint32_t>(preset.n_head));
-    w.set_u32(a + ".attention.head_count_kv", static_cast<uint32_t>(preset.n_head_kv));
-    w.set_u32(a + ".attention.key_length", static_cast<uint32_t>(preset.head_dim));
-    w.set_u32(a + ".attention.value_length", static_cast<uint32_t>(preset.head_dim));
-    w.set_u32(a + ".rope.dimension_count", static_cast<uint32_t>(preset.head_dim));
-    w.set_f32(a + ".rope.freq_base", preset.rope_theta);
-    w.set_f32(a + ".attention.layer_norm_rms_epsilon", preset.rms_eps);
+    write_arch_keys(w, spec, n_layers);
 
     if (vocab_source == "none") {
         // llama.cpp then makes vocab_size dummy tokens and runs the model on token ids.
@@ -408,11 +483,11 @@ SynthResult write_synthetic_model(const SynthOptions& o, const Quantizer& quanti
         for (auto& kv : vocab_keys)
             w.set(kv.key, std::move(kv.value));
     } else {
-        SyntheticVocab vocab = make_synthetic_vocab(preset.n_vocab);
+        SyntheticVocab sv = make_synthetic_vocab(spec.n_vocab);
         w.set_string("tokenizer.ggml.model", "llama");
-        w.set_array("tokenizer.ggml.tokens", std::move(vocab.tokens));
-        w.set_array("tokenizer.ggml.scores", std::move(vocab.scores));
-        w.set_array("tokenizer.ggml.token_type", std::move(vocab.token_types));
+        w.set_array("tokenizer.ggml.tokens", std::move(sv.tokens));
+        w.set_array("tokenizer.ggml.scores", std::move(sv.scores));
+        w.set_array("tokenizer.ggml.token_type", std::move(sv.token_types));
         w.set_u32("tokenizer.ggml.bos_token_id", 1);
         w.set_u32("tokenizer.ggml.eos_token_id", 2);
         w.set_u32("tokenizer.ggml.unknown_token_id", 0);
@@ -421,13 +496,23 @@ SynthResult write_synthetic_model(const SynthOptions& o, const Quantizer& quanti
     }
 
     w.set_bool("stagebench.synthetic", true);
-    w.set_string("stagebench.preset", preset.name);
+    if (preset)
+        w.set_string("stagebench.preset", preset->name);
+    else
+        w.set_string("stagebench.config", std::filesystem::path(o.config_path).filename().string());
     w.set_u64("stagebench.seed", o.seed);
     w.set_string("stagebench.generator", o.generator);
     w.set_string("stagebench.quantizer", quantizer.name());
+    if (o.pure)
+        w.set_bool("stagebench.pure", true);  // absent: llama-quantize's default mix
     w.set_string("stagebench.vocab", vocab_source == "synthetic" || vocab_source == "none"
                                          ? vocab_source
                                          : std::filesystem::path(vocab_source).filename().string());
+    if (plan) {
+        w.set_string("stagebench.routing", routing_name(plan->routing));
+        if (plan->routing == Routing::skewed)
+            w.set_f32("stagebench.routing.zipf_exponent", static_cast<float>(kZipfExponent));
+    }
 
     // Progress counts tensor data bytes as they are handed to the file.
     uint64_t done = 0;
@@ -438,40 +523,85 @@ SynthResult write_synthetic_model(const SynthOptions& o, const Quantizer& quanti
             o.on_progress(done, total);
     };
     auto add = [&](const TensorSpec& t, uint32_t type, GgufTensorFill fill) {
+        ++result.tensor_types[std::string(ggml_type_info(type)->name)];
         total += w.add_tensor(t.name, t.ne, type, [fill = std::move(fill), &on_bytes](GgufSink& s) {
             ProgressSink progress(s, on_bytes);
             fill(progress);
         });
     };
 
+    QuantMixer mixer(scheme, o.pure, spec, n_layers, specs);
     auto scratch = std::make_shared<Scratch>();
+    const uint64_t seed = o.seed;
+    const int64_t n_embd = spec.n_embd;
     for (const auto& t : specs) {
         const uint64_t hash = fnv1a(t.name);
+        const uint32_t type = mixer.type_for(t);
+        if (mixer.fell_back())
+            result.fallbacks.push_back(t.name + ": " + std::string(ggml_type_info(type)->name));
+        const int64_t n_rows = t.n_elements() / t.ne[0];
         switch (t.kind) {
-            case TensorKind::matrix: {
-                uint32_t type = quant.type;
-                if (t.ne[0] % ggml_type_info(type)->block_size != 0) {
-                    type = ggml_type::kF16;
-                    result.f16_fallback.push_back(t.name);
+            case TensorKind::matrix:
+            case TensorKind::conv: {
+                RowSource source = [seed, hash, n = t.ne[0]](int64_t row, float* out) {
+                    fill_row(out, n, seed, hash, row, kWeightStd);
+                };
+                if (plan && t.name == "token_embd.weight") {
+                    // Every token holds the same value at the router's bias coordinate.
+                    source = [seed, hash, n = t.ne[0], p = &*plan](int64_t row, float* out) {
+                        fill_row(out, n, seed, hash, row, kWeightStd);
+                        out[p->bias_coord] = p->bias_value;
+                    };
+                } else if (plan && t.writes_residual) {
+                    // No layer writes the coordinates the router reads.
+                    source = [seed, hash, n = t.ne[0], n_embd, p = &*plan](int64_t row,
+                                                                           float* out) {
+                        if (is_routing_coord(*p, row % n_embd))
+                            std::fill(out, out + n, 0.0f);
+                        else
+                            fill_row(out, n, seed, hash, row, kWeightStd);
+                    };
                 }
                 add(t, type,
-                    MatrixFill(quantizer, type, t.ne[0], t.ne[1], o.seed, hash, threads, scratch));
+                    MatrixFill(quantizer, type, t.ne[0], n_rows, std::move(source), threads,
+                               scratch));
+                break;
+            }
+            case TensorKind::router: {
+                RowSource source = [seed, hash, n = t.ne[0]](int64_t row, float* out) {
+                    fill_row(out, n, seed, hash, row, kWeightStd);
+                };
+                if (plan) {
+                    const int layer = t.layer().value_or(0);
+                    source = [seed, layer, p = &*plan](int64_t row, float* out) {
+                        router_row(*p, layer, row, seed, out);
+                    };
+                }
+                add(t, type,
+                    MatrixFill(quantizer, type, t.ne[0], n_rows, std::move(source), threads,
+                               scratch));
                 break;
             }
             case TensorKind::norm:
-                add(t, ggml_type::kF32,
+                add(t, type,
                     floats_fill(std::vector<float>(static_cast<std::size_t>(t.ne[0]), 1.0f)));
                 break;
             case TensorKind::bias: {
                 std::vector<float> v(static_cast<std::size_t>(t.ne[0]));
-                fill_row(v.data(), t.ne[0], o.seed, hash, 0, kBiasStd);
-                add(t, ggml_type::kF32, floats_fill(std::move(v)));
+                fill_row(v.data(), t.ne[0], seed, hash, 0, kBiasStd);
+                add(t, type, floats_fill(std::move(v)));
                 break;
             }
             case TensorKind::rope_freqs:
-                add(t, ggml_type::kF32,
-                    floats_fill(llama3_rope_factors(*preset.rope_scaling, preset.rope_theta,
-                                                    preset.head_dim)));
+                add(t, type,
+                    floats_fill(
+                        llama3_rope_factors(*spec.llama3_rope, spec.rope_theta, spec.n_rot)));
+                break;
+            case TensorKind::rope_long:
+                add(t, type, floats_fill(spec.longrope->long_factors));
+                break;
+            case TensorKind::rope_short:
+                add(t, type, floats_fill(spec.longrope->short_factors));
                 break;
         }
     }
@@ -489,10 +619,22 @@ SynthResult write_synthetic_model(const SynthOptions& o, const Quantizer& quanti
 
 nlohmann::json to_json(const SynthResult& r) {
     return nlohmann::json{
-        {"path", r.path},           {"preset", r.preset},     {"quant", r.quant},
-        {"quantizer", r.quantizer}, {"n_params", r.n_params}, {"file_bytes", r.file_bytes},
-        {"n_tensors", r.n_tensors}, {"n_layers", r.n_layers}, {"f16_fallback", r.f16_fallback},
-        {"vocab", r.vocab},         {"n_vocab", r.n_vocab}};
+        {"path", r.path},
+        {"preset", r.preset.empty() ? nlohmann::json() : nlohmann::json(r.preset)},
+        {"config", r.config.empty() ? nlohmann::json() : nlohmann::json(r.config)},
+        {"arch", r.arch},
+        {"quant", r.quant},
+        {"pure", r.pure},
+        {"quantizer", r.quantizer},
+        {"n_params", r.n_params},
+        {"file_bytes", r.file_bytes},
+        {"n_tensors", r.n_tensors},
+        {"n_layers", r.n_layers},
+        {"tensor_types", r.tensor_types},
+        {"fallbacks", r.fallbacks},
+        {"vocab", r.vocab},
+        {"n_vocab", r.n_vocab},
+        {"routing", r.routing ? nlohmann::json(*r.routing) : nlohmann::json()}};
 }
 
 }  // namespace sb

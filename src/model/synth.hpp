@@ -1,10 +1,15 @@
 #pragma once
 // Synthetic models: a GGUF file with the exact architecture and tensor shapes of a real model
-// (see presets.hpp), seeded random weights and a valid SentencePiece-style vocabulary, which
-// llama.cpp loads and runs like the real thing. Speed depends on shapes and types, not on
-// trained values, so a synthetic model benchmarks like the model it copies without a download.
+// (a preset, model/presets.hpp, or any supported config.json, model/hf_config.hpp), seeded
+// random weights quantized per tensor as llama-quantize does (model/quant_mix.hpp), seeded
+// expert routing for mixtures of experts (model/routing.hpp) and a vocabulary, which llama.cpp
+// loads and runs like the real thing. Speed depends on shapes, types and which weights each
+// token reads, not on trained values, so a synthetic model benchmarks like the model it copies
+// without a download.
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,17 +20,26 @@
 namespace sb {
 
 struct SynthOptions {
-    std::string preset;          // a name from preset_names()
-    std::string quant = "q4_0";  // q4_0 | q8_0 | f16 | f32 (case-insensitive)
-    int layers = 0;              // 0: the preset's layer count
-    uint64_t seed = 1;           // same seed, options and quantizer: byte-identical file
+    std::string preset;          // a name from preset_names() ...
+    std::string config_path;     // ... or a Hugging Face config.json (exactly one of the two)
+    std::string quant = "q4_0";  // quant_names() (case-insensitive)
+    // Every quantizable tensor at the quant's own type (llama-quantize --pure); false: the
+    // per-tensor mix llama-quantize chooses by default for that type.
+    bool pure = false;
+    int layers = 0;     // 0: the model's layer count
+    uint64_t seed = 1;  // same seed, options and quantizer: byte-identical file
     std::string out_path;
-    // The tokenizer: "" or "synthetic" (make_synthetic_vocab, the preset's size), "none" (no
-    // vocabulary: tokenizer.ggml.model "none", which llama.cpp runs but cannot tokenize text
-    // with), or a vocabulary GGUF (a path, or a name of the pinned llama.cpp tree's
-    // models/ggml-vocab-<name>.gguf, resolve_vocab()) whose tokenizer.* keys are copied and whose
-    // token count becomes the model's n_vocab, so the model tokenizes real text.
+    // The tokenizer: "" (the default: a preset's family vocabulary, or for a config.json the
+    // family vocabulary of its model_type whose size matches, when the pinned llama.cpp tree
+    // that has it is here; otherwise "synthetic"), "synthetic" (make_synthetic_vocab, the
+    // model's size), "none" (tokenizer.ggml.model "none", which llama.cpp runs but cannot
+    // tokenize text with), or a vocabulary GGUF (a path, or a name of the tree's
+    // models/ggml-vocab-<name>.gguf, resolve_vocab()) whose tokenizer.* keys are copied and
+    // whose token count becomes the model's n_vocab. A family vocabulary gets the model's own
+    // special tokens (a preset's tokenizer section, else config.json's bos/eos/pad ids).
     std::string vocab;
+    // Mixtures of experts only: "" (skewed), "uniform" or "skewed" (model/routing.hpp).
+    std::string routing;
     std::string generator = "stagebench";  // stagebench.generator; the CLI adds its version
     int threads = 0;                       // worker threads; 0: all hardware threads
     // Called on the calling thread as tensor data is written; optional.
@@ -34,17 +48,23 @@ struct SynthOptions {
 
 struct SynthResult {
     std::string path;
-    std::string preset;
-    std::string quant;      // the requested type: "q4_0", ...
+    std::string preset;  // the preset's name; empty for a config.json
+    std::string config;  // the config.json's path; empty for a preset
+    std::string arch;    // general.architecture
+    std::string quant;   // the requested file type: "q4_0", ...
+    bool pure = false;
     std::string quantizer;  // Quantizer::name()
-    uint64_t n_params = 0;  // without rope_freqs, as published counts
+    uint64_t n_params = 0;  // without the RoPE factor tensors, as published counts
     uint64_t file_bytes = 0;
     uint64_t n_tensors = 0;
     int n_layers = 0;
-    // Matrices stored as F16 because their rows are not a multiple of the quant's block size.
-    std::vector<std::string> f16_fallback;
+    std::map<std::string, uint64_t> tensor_types;  // ggml type name -> tensors of that type
+    // Tensors whose rows are not a multiple of the chosen type's block, written at a fallback
+    // type as llama-quantize does ("blk.0.ffn_down.weight: q5_0").
+    std::vector<std::string> fallbacks;
     std::string vocab;  // "synthetic", "none" or the vocabulary file's path
     int64_t n_vocab = 0;
+    std::optional<std::string> routing;  // "uniform" | "skewed" for a mixture of experts
 };
 
 // The vocabulary GGUF that a --vocab name means: a path (it has a '/' or ends in .gguf) as is;
@@ -60,9 +80,10 @@ std::string bundled_vocab_dir();
 
 // Writes the model to a temporary file beside out_path and renames it into place at the end,
 // so a failure never leaves a partial file at out_path (an existing file there is replaced
-// only on success). Matrices (embedding included) get the requested type, 1D tensors F32.
-// Throws sb::Error(ErrorKind::usage) for an unknown preset or quant, a negative layer count or
-// an empty out_path; ErrorKind::input when out_path's directory is missing or not writable;
+// only on success). Throws sb::Error(ErrorKind::usage) for an unknown preset or quant, both or
+// neither of preset and config_path, a negative layer count, --routing for a dense model or an
+// empty out_path; ErrorKind::input for a config.json that hf_config.hpp refuses, a vocabulary
+// that is not one, or when out_path's directory is missing or not writable;
 // ErrorKind::runtime when writing fails.
 SynthResult write_synthetic_model(const SynthOptions& options, const Quantizer& quantizer);
 

@@ -1,12 +1,15 @@
 #include "model/synth.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -14,8 +17,10 @@
 #include "engine/ggml_quantizer.hpp"
 #include "engine/llama_engine.hpp"
 #include "model/gguf.hpp"
+#include "model/hf_config.hpp"
 #include "model/inspect.hpp"
 #include "model/presets.hpp"
+#include "model/routing.hpp"
 
 namespace sb {
 namespace {
@@ -24,7 +29,8 @@ namespace fs = std::filesystem;
 
 // One directory per test: CTest may run the tests of this file in parallel processes.
 fs::path test_dir() {
-    const fs::path dir = fs::path(testing::TempDir()) / "sb_synth_test" /
+    const fs::path dir = fs::path(testing::TempDir()) /
+                         ("sb_synth_test." + std::to_string(::getpid())) /
                          testing::UnitTest::GetInstance()->current_test_info()->name();
     fs::create_directories(dir);
     return dir;
@@ -46,10 +52,11 @@ void spit(const std::string& path, const std::vector<uint8_t>& bytes) {
 }
 
 SynthResult write_tiny(const std::string& name, const std::string& quant, uint64_t seed = 1,
-                       const Quantizer& q = GgmlQuantizer(), int threads = 0) {
+                       const Quantizer& q = GgmlQuantizer(), int threads = 0, bool pure = false) {
     SynthOptions o;
     o.preset = "tiny";
     o.quant = quant;
+    o.pure = pure;
     o.seed = seed;
     o.threads = threads;
     o.out_path = temp_file(name);
@@ -72,13 +79,18 @@ void expect_inspect_input_error(const std::string& path) {
 TEST(Synth, TinyQ4_0MatchesThePreset) {
     const SynthResult r = write_tiny("tiny-q4_0.gguf", "q4_0");
     const Preset& p = find_preset("tiny");
-    const auto specs = preset_tensors(p);
-    EXPECT_EQ(r.n_params, count_params(p));
+    const auto specs = arch_tensors(p.spec);
+    EXPECT_EQ(r.n_params, count_params(p.spec));
     EXPECT_EQ(r.n_tensors, specs.size());
     EXPECT_EQ(r.quant, "q4_0");
+    EXPECT_FALSE(r.pure);
     EXPECT_EQ(r.quantizer, "ggml");
-    EXPECT_TRUE(r.f16_fallback.empty());
+    EXPECT_TRUE(r.fallbacks.empty());
+    EXPECT_FALSE(r.routing);
     EXPECT_EQ(r.file_bytes, fs::file_size(r.path));
+    // llama-quantize's Q4_0 mix: the tied embedding (the output) at Q6_K, the rest Q4_0.
+    EXPECT_EQ(r.tensor_types,
+              (std::map<std::string, uint64_t>{{"f32", 9}, {"q4_0", 28}, {"q6_K", 1}}));
 
     const GgufFile g = read_gguf(r.path);
     ASSERT_EQ(g.tensors.size(), specs.size());
@@ -86,7 +98,10 @@ TEST(Synth, TinyQ4_0MatchesThePreset) {
         const auto& t = g.tensors[i];
         EXPECT_EQ(t.name, specs[i].name);
         EXPECT_EQ(t.ne, specs[i].ne) << t.name;
-        EXPECT_EQ(t.type, specs[i].ne.size() == 2 ? ggml_type::kQ4_0 : ggml_type::kF32) << t.name;
+        const uint32_t want = t.name == "token_embd.weight" ? ggml_type::kQ6_K
+                              : specs[i].ne.size() == 2     ? ggml_type::kQ4_0
+                                                            : ggml_type::kF32;
+        EXPECT_EQ(t.type, want) << t.name;
     }
     EXPECT_EQ(g.n_params(), r.n_params);
     EXPECT_EQ(g.architecture(), "llama");
@@ -117,6 +132,8 @@ TEST(Synth, TinyQ4_0MatchesThePreset) {
     EXPECT_EQ(g.get_u64("stagebench.seed"), 1u);
     EXPECT_EQ(gguf_type_of(*g.find("stagebench.seed")), GgufType::uint64);
     EXPECT_EQ(g.get_string("stagebench.generator"), "stagebench test");
+    EXPECT_FALSE(g.find("stagebench.pure"));  // the default mix
+    EXPECT_FALSE(g.find("stagebench.routing"));
 
     // No temporary file is left beside the result.
     for (const auto& e : fs::directory_iterator(test_dir())) {
@@ -163,12 +180,14 @@ TEST(Synth, SameSeedSameBytesOtherSeedOtherBytes) {
 }
 
 TEST(Synth, BuiltinQuantizerMatchesGgmlByteForByte) {
+    // Uniform files (--pure): the builtin quantizer has no K-quants for the mix's Q6_K.
     for (const std::string q : {"q4_0", "q8_0", "f16", "f32"}) {
-        const SynthResult rg = write_tiny("g-" + q + ".gguf", q, 3);
-        const SynthResult rb = write_tiny("b-" + q + ".gguf", q, 3, BuiltinQuantizer());
+        const SynthResult rg = write_tiny("g-" + q + ".gguf", q, 3, GgmlQuantizer(), 0, true);
+        const SynthResult rb = write_tiny("b-" + q + ".gguf", q, 3, BuiltinQuantizer(), 0, true);
         const GgufFile gg = read_gguf(rg.path);
         const GgufFile gb = read_gguf(rb.path);
         EXPECT_EQ(gb.get_string("stagebench.quantizer"), "builtin");
+        EXPECT_EQ(gb.get_bool("stagebench.pure"), true);
         // The tensor data sections are identical; only the quantizer's name differs.
         const auto a = slurp(rg.path);
         const auto b = slurp(rb.path);
@@ -208,6 +227,19 @@ TEST(Synth, OptionsAreChecked) {
     bad = o;
     bad.out_path = test_dir().string();
     EXPECT_EQ(kind_of(bad), ErrorKind::input);
+    bad = o;
+    bad.config_path = temp_file("config.json");  // both a preset and a config
+    EXPECT_EQ(kind_of(bad), ErrorKind::usage);
+    bad = o;
+    bad.preset = "";  // neither
+    EXPECT_EQ(kind_of(bad), ErrorKind::usage);
+    bad = o;
+    bad.routing = "uniform";  // tiny has no experts
+    EXPECT_EQ(kind_of(bad), ErrorKind::usage);
+    bad = o;
+    bad.preset = "";
+    bad.config_path = temp_file("no-such-config.json");
+    EXPECT_EQ(kind_of(bad), ErrorKind::input);
     EXPECT_FALSE(fs::exists(o.out_path));
 }
 
@@ -227,7 +259,7 @@ TEST(Synth, LayerOverrideAndProgress) {
     };
     const SynthResult r = write_synthetic_model(o, GgmlQuantizer());
     EXPECT_EQ(r.n_layers, 2);
-    EXPECT_EQ(r.n_params, count_params(find_preset("tiny"), 2));
+    EXPECT_EQ(r.n_params, count_params(find_preset("tiny").spec, 2));
     EXPECT_GT(calls, 0);
     EXPECT_EQ(last_done, last_total);
     const GgufFile g = read_gguf(r.path);
@@ -277,6 +309,7 @@ TEST(Inspect, DescribesASyntheticModel) {
     EXPECT_TRUE(m.synthetic);
     EXPECT_EQ(m.synthetic_preset, "tiny");
     EXPECT_EQ(m.synthetic_seed, 42u);
+    EXPECT_FALSE(m.synthetic_routing);
     EXPECT_EQ(m.n_layers, 4);
     EXPECT_EQ(m.n_embd, 256);
     EXPECT_EQ(m.n_vocab, 4096);
@@ -457,6 +490,149 @@ TEST(SynthVocab, NoneLoadsButCannotTokenizeAndUnknownNamesAreUsageErrors) {
         FAIL();
     } catch (const Error& err) {
         EXPECT_EQ(err.kind(), ErrorKind::input);
+    }
+}
+
+// A small config.json of every architecture the writer supports: the writer's tensors must be
+// what the pinned llama.cpp's loader asks for, and the model must run.
+std::vector<std::pair<std::string, nlohmann::json>> small_configs() {
+    using nlohmann::json;
+    const json common = {{"hidden_size", 128},
+                         {"num_hidden_layers", 2},
+                         {"num_attention_heads", 4},
+                         {"num_key_value_heads", 2},
+                         {"intermediate_size", 256},
+                         {"vocab_size", 512},
+                         {"max_position_embeddings", 256}};
+    auto with = [&](json extra) {
+        json j = common;
+        for (const auto& [k, v] : extra.items())
+            j[k] = v;
+        return j;
+    };
+    return {
+        {"llama", with({{"model_type", "llama"}})},
+        {"qwen2", with({{"model_type", "qwen2"}})},
+        {"qwen3", with({{"model_type", "qwen3"}, {"head_dim", 64}})},
+        {"smollm3", with({{"model_type", "smollm3"}, {"num_hidden_layers", 4}})},
+        {"gemma3", with({{"model_type", "gemma3_text"},
+                         {"head_dim", 64},
+                         {"sliding_window", 16},
+                         {"sliding_window_pattern", 2}})},
+        {"phi3", with({{"model_type", "phi3"},
+                       {"partial_rotary_factor", 0.75},
+                       {"original_max_position_embeddings", 64},
+                       {"rope_scaling",
+                        {{"type", "longrope"},
+                         {"long_factor", std::vector<double>(12, 2.0)},
+                         {"short_factor", std::vector<double>(12, 1.0)}}}})},
+        {"lfm2", with({{"model_type", "lfm2"},
+                       {"block_ff_dim", 384},
+                       {"conv_L_cache", 3},
+                       {"layer_types", {"conv", "full_attention"}}})},
+        {"qwen3moe", with({{"model_type", "qwen3_moe"},
+                           {"head_dim", 32},
+                           {"num_experts", 8},
+                           {"num_experts_per_tok", 2},
+                           {"moe_intermediate_size", 64}})},
+        {"olmoe", with({{"model_type", "olmoe"},
+                        {"num_key_value_heads", 4},
+                        {"num_experts", 8},
+                        {"num_experts_per_tok", 2},
+                        {"intermediate_size", 64}})},
+    };
+}
+
+TEST(SynthArch, EveryArchitectureLoadsAndRunsInLlamaCpp) {
+    std::set<std::string> archs;
+    for (const auto& [arch, config] : small_configs()) {
+        SCOPED_TRACE(arch);
+        const std::string cfg = temp_file(arch + ".json");
+        std::ofstream(cfg) << config.dump(2);
+        SynthOptions o;
+        o.config_path = cfg;
+        o.quant = "q4_0";
+        o.vocab = "synthetic";
+        o.out_path = temp_file(arch + ".gguf");
+        const SynthResult r = write_synthetic_model(o, GgmlQuantizer());
+        EXPECT_EQ(r.arch, arch);
+        EXPECT_EQ(r.n_vocab, 512);
+        EXPECT_EQ(r.routing.has_value(), arch == "qwen3moe" || arch == "olmoe");
+        const GgufFile g = read_gguf(r.path);
+        EXPECT_EQ(g.architecture(), arch);
+        EXPECT_EQ(g.get_string("stagebench.config"), arch + ".json");
+        EXPECT_FALSE(g.find("stagebench.preset"));
+        // The real loader takes every tensor (it fails on a missing or extra one) and runs.
+        LlamaEngine e;
+        LoadSpec spec;
+        spec.model_path = r.path;
+        spec.n_ctx = 64;
+        spec.n_threads = 1;
+        ASSERT_NO_THROW(e.load(spec));
+        EXPECT_EQ(e.n_vocab(), 512);
+        const std::vector<int32_t> prompt = {1, 17, 42, 99, 7, 300, 5, 64};
+        EXPECT_NO_THROW(e.prefill(prompt));
+        EXPECT_NO_THROW(e.decode_step(11));
+        EXPECT_NO_THROW(e.decode_step(12));
+        archs.insert(arch);
+    }
+    const auto all = supported_architectures();
+    EXPECT_EQ(archs, std::set<std::string>(all.begin(), all.end()));
+}
+
+TEST(SynthArch, ARoutedMixtureOfExpertsIsBuiltForItsRouting) {
+    const auto configs = small_configs();
+    const nlohmann::json moe = configs[7].second;
+    ASSERT_EQ(moe.at("model_type"), "qwen3_moe");
+    const std::string cfg = temp_file("moe.json");
+    std::ofstream(cfg) << moe.dump();
+    SynthOptions o;
+    o.config_path = cfg;
+    o.quant = "f32";
+    o.vocab = "synthetic";
+    o.routing = "skewed";
+    o.out_path = temp_file("moe.gguf");
+    const SynthResult r = write_synthetic_model(o, GgmlQuantizer());
+    EXPECT_EQ(r.routing, "skewed");
+    const GgufFile g = read_gguf(r.path);
+    EXPECT_EQ(g.get_string("stagebench.routing"), "skewed");
+    EXPECT_EQ(g.get_f32("stagebench.routing.zipf_exponent"), 1.0f);
+    EXPECT_EQ(inspect_model(r.path).synthetic_routing, "skewed");
+    EXPECT_EQ(to_json(inspect_model(r.path))["synthetic_routing"], "skewed");
+    const auto bytes = slurp(r.path);
+    auto floats = [&](const char* name) {
+        const auto* t = g.find_tensor(name);
+        EXPECT_NE(t, nullptr) << name;
+        std::vector<float> v(static_cast<std::size_t>(t->n_elements()));
+        std::memcpy(v.data(), bytes.data() + g.data_offset + t->offset, t->nbytes);
+        return v;
+    };
+    const RoutingPlan plan = plan_routing(Routing::skewed, read_hf_config(cfg), 2, o.seed);
+    // Every token embedding holds the bias value at the bias coordinate.
+    const auto embd = floats("token_embd.weight");
+    for (std::size_t tok = 0; tok < 512; ++tok)
+        EXPECT_EQ(embd[tok * 128 + static_cast<std::size_t>(plan.bias_coord)], plan.bias_value);
+    // No layer writes the routing coordinates.
+    for (const char* name : {"blk.1.attn_output.weight", "blk.1.ffn_down_exps.weight"}) {
+        const auto w = floats(name);
+        const auto* t = g.find_tensor(name);
+        for (int64_t row = 0; row < t->n_elements() / t->ne[0]; ++row) {
+            const bool routing = is_routing_coord(plan, row % 128);
+            double s = 0;
+            for (int64_t i = 0; i < t->ne[0]; ++i)
+                s += std::abs(w[static_cast<std::size_t>(row * t->ne[0] + i)]);
+            EXPECT_EQ(s == 0, routing) << name << " row " << row;
+        }
+    }
+    // The router is the plan's, at F32.
+    EXPECT_EQ(g.find_tensor("blk.1.ffn_gate_inp.weight")->type, ggml_type::kF32);
+    const auto router = floats("blk.1.ffn_gate_inp.weight");
+    std::vector<float> row(128);
+    for (int64_t e = 0; e < 8; ++e) {
+        router_row(plan, 1, e, o.seed, row.data());
+        EXPECT_TRUE(std::equal(row.begin(), row.end(),
+                               router.begin() + static_cast<std::ptrdiff_t>(e * 128)))
+            << e;
     }
 }
 

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <string_view>
 #include <utility>
 
 #include <fmt/format.h>
@@ -58,12 +59,12 @@ std::optional<int64_t> to_int(const std::string& s) {
     return v;
 }
 
+// A decimal number as upstream prints it with %f / %.1f; from_chars, so the locale cannot change
+// what is read.
 std::optional<double> to_double(const std::string& s) {
-    if (s.empty())
-        return std::nullopt;
-    char* end = nullptr;
-    double v = std::strtod(s.c_str(), &end);
-    if (end != s.c_str() + s.size())
+    double v = 0;
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (s.empty() || ec != std::errc() || p != s.data() + s.size())
         return std::nullopt;
     return v;
 }
@@ -101,7 +102,19 @@ struct Timings {
     std::optional<double> mhz;
     std::optional<std::vector<int64_t>> pmu;
     bool op_prefixed = false;
+    // "usec 18446744073709551615": a number too large for any count (a negative one printed
+    // unsigned); the line is refused naming it.
+    std::string too_large;
 };
+
+bool all_digits(const std::string& s) {
+    if (s.empty())
+        return false;
+    for (char c : s)
+        if (!std::isdigit(static_cast<unsigned char>(c)))
+            return false;
+    return true;
+}
 
 // "[1,2,3]" (the PMU counters; spaces allowed) into numbers; nullopt when malformed.
 std::optional<std::vector<int64_t>> counter_list(std::string text) {
@@ -133,6 +146,11 @@ std::string parse_timings(const std::string& text, Timings& t) {
             if (i + 1 >= tok.size())
                 return false;
             auto v = to_int(tok[i + 1]);
+            if (!v && all_digits(tok[i + 1])) {
+                if (t.too_large.empty())
+                    t.too_large = k + " (" + tok[i + 1] + ")";
+                v = 0;
+            }
             if (!v)
                 return false;
             dst = v;
@@ -173,13 +191,13 @@ std::string parse_timings(const std::string& text, Timings& t) {
                 if (tok[i].find(']') != std::string::npos)
                     break;
             }
-            if (k == "pmu") {
-                t.pmu = counter_list(list);
-                if (!t.pmu)
-                    return "bad counter list after pmu";
-            }
+            auto counters = counter_list(list);
+            if (!counters)
+                return "bad counter list after " + k;
+            if (k == "pmu")
+                t.pmu = counters;
         } else if (k.size() >= 2 && k.front() == '(' && k.back() == ')') {
-            // op-pkts ratio "(0.77)"
+            // op-pkts ratio "(0.77)"; "(inf)" or "(-nan)" when op-pkts is 0
         } else {
             return "unexpected '" + k + "' in timings";
         }
@@ -189,57 +207,274 @@ std::string parse_timings(const std::string& text, Timings& t) {
     return "";
 }
 
-// A time, count or clock that cannot be negative (or, for the clock, zero); such a line is
-// refused rather than summed into the totals. Empty when all are plausible.
-std::string negative_timing(const Timings& t) {
-    auto check = [](const char* name, const std::optional<int64_t>& v) -> std::string {
-        return v && *v < 0 ? fmt::format("negative {} ({})", name, *v) : std::string();
-    };
+// Why a line's numbers cannot be true (empty when they can). Such a line is refused rather than
+// summed into the totals; the bounds are documented with kMaxHexagonUsec.
+std::string implausible(const Timings& t) {
+    if (!t.too_large.empty())
+        return "implausible " + t.too_large;
     for (auto [name, v] : {std::pair{"usec", &t.usec}, std::pair{"cycles", &t.cycles},
                            std::pair{"pkts", &t.pkts}, std::pair{"call-usec", &t.call_usec},
                            std::pair{"start", &t.start}, std::pair{"n-ops", &t.n_ops}})
-        if (auto e = check(name, *v); !e.empty())
-            return e;
-    if (t.mhz && !(std::isfinite(*t.mhz) && *t.mhz > 0))
-        return fmt::format("implausible mhz ({})", *t.mhz);
+        if (*v && **v < 0)
+            return fmt::format("negative {} ({})", name, **v);
+    for (auto [name, v] : {std::pair{"usec", &t.usec}, std::pair{"call-usec", &t.call_usec}})
+        if (*v && static_cast<double>(**v) > kMaxHexagonUsec)
+            return fmt::format("implausible {} ({}: more than {:.0f} s)", name, **v,
+                               kMaxHexagonUsec / 1e6);
+    if (t.n_ops && *t.n_ops > kMaxHexagonBatchOps)
+        return fmt::format("implausible n-ops ({}: more than {})", *t.n_ops, kMaxHexagonBatchOps);
+    const int64_t usec = t.usec.value_or(0);
+    if (t.mhz) {
+        const double m = *t.mhz;
+        if (!std::isfinite(m) || m < 0 || m > kMaxHexagonMhz)
+            return fmt::format("implausible mhz ({}: not within 0..{:.0f})", m, kMaxHexagonMhz);
+        // Upstream prints mhz 0.0 for an op under a microsecond (usec 0), never otherwise.
+        if (usec > 0 && m <= 0)
+            return fmt::format("implausible mhz ({}) for an op of {} usec", m, usec);
+        if (usec > 0 && t.cycles) {
+            const double implied = static_cast<double>(*t.cycles) / static_cast<double>(usec);
+            if (std::abs(m - implied) > 0.1 + 0.01 * implied)
+                return fmt::format("mhz {} disagrees with cycles/usec ({}/{} = {:.1f})", m,
+                                   *t.cycles, usec, implied);
+        }
+    }
+    if (usec > 0 && t.cycles &&
+        static_cast<double>(*t.cycles) / static_cast<double>(usec) > 2 * kMaxHexagonMhz)
+        return fmt::format("implausible cycles ({} in {} usec: {:.0f} MHz)", *t.cycles, usec,
+                           static_cast<double>(*t.cycles) / static_cast<double>(usec));
     return "";
 }
 
-}  // namespace
-
-HexagonImport parse_hexagon_profile(std::istream& in) {
-    return parse_hexagon_profile(in, HexagonParseOptions{});
+bool is_dims_token(std::string_view t) {
+    int parts = 1;
+    bool digit = false;
+    for (char c : t) {
+        if (c == ':') {
+            if (!digit)
+                return false;
+            ++parts;
+            digit = false;
+        } else if (std::isdigit(static_cast<unsigned char>(c))) {
+            digit = true;
+        } else {
+            return false;
+        }
+    }
+    return digit && parts >= 2 && parts <= 4;
 }
 
-HexagonImport parse_hexagon_profile(std::istream& in, const HexagonParseOptions& opts) {
+std::string joined(const std::vector<std::string>& tok, size_t from, size_t to) {
+    std::string s;
+    for (size_t i = from; i < to; ++i)
+        s += (i > from ? " " : "") + tok[i];
+    return s;
+}
+
+// The first format's tensor list (PR 16547): "<name> <ne> [x <name> <ne>]... [(<name> <ne>)]
+// -> <name> <ne>", each <ne> "n0:n1:n2:n3", names possibly with spaces. Fills srcs and out;
+// returns an error text or empty.
+std::string parse_first_tensors(const std::vector<std::string>& tok, size_t from,
+                                std::vector<TensorInfo>& srcs, TensorInfo& out) {
+    size_t arrow = std::string::npos;
+    for (size_t i = from; i < tok.size(); ++i)
+        if (tok[i] == "->")
+            arrow = i;
+    if (arrow == std::string::npos)
+        return "no '->' before the output tensor";
+    // The output: its name (possibly empty), then its dims.
+    if (arrow + 1 >= tok.size() || !is_dims_token(tok.back()))
+        return "cannot read the output tensor";
+    out.name = joined(tok, arrow + 1, tok.size() - 1);
+    out.ne = dims_of(tok.back());
+    if (out.ne.empty())
+        return "cannot read the output dims '" + tok.back() + "'";
+    // The inputs: names up to each dims token, "x" between them, the ids of matmul-id in
+    // parentheses.
+    std::vector<std::string> name;
+    for (size_t i = from; i < arrow; ++i) {
+        std::string t = tok[i];
+        const bool paren =
+            t.size() > 1 && t.back() == ')' && is_dims_token(t.substr(0, t.size() - 1));
+        if (paren)
+            t.pop_back();
+        if (is_dims_token(t)) {
+            TensorInfo s;
+            s.name = joined(name, 0, name.size());
+            if (paren && !s.name.empty() && s.name.front() == '(')
+                s.name.erase(0, 1);
+            s.ne = dims_of(t);
+            srcs.push_back(std::move(s));
+            name.clear();
+            if (i + 1 < arrow && tok[i + 1] == "x")
+                ++i;
+            continue;
+        }
+        name.push_back(tok[i]);
+    }
+    if (!name.empty())
+        return "input '" + joined(name, 0, name.size()) + "' has no dims";
+    if (srcs.empty())
+        return "no input tensor";
+    return "";
+}
+
+struct Parser {
+    const HexagonParseOptions& opts;
     HexagonImport imp;
     std::string mark;              // the stage of the last marker line seen
-    bool boundary = false;         // an OPBATCH or marker line since the last record
+    bool boundary = false;         // a batch or marker line since the last record
     bool marker_boundary = false;  // a marker line since the last record
-    std::string line;
-    auto unparsed = [&](const std::string& text, const std::string& why) {
+
+    void unparsed(const std::string& text, const std::string& why) {
         imp.n_unparsed++;
         if (imp.unparsed.size() < 20)
             imp.unparsed.push_back({imp.n_lines, utf8_prefix(text, 200), why});
-    };
-    while (std::getline(in, line)) {
-        imp.n_lines++;
-        if (!line.empty() && line.back() == '\r')
-            line.pop_back();
-        // Names, devices and unparsed lines are quoted in the result document.
-        make_valid_utf8(line);
-        const size_t idx = line.find("profile-op");
-        if (idx == std::string::npos) {
-            imp.n_ignored++;
-            for (const auto& [text, stage] : opts.stage_marks)
-                if (!text.empty() && line.find(text) != std::string::npos) {
-                    mark = stage;
-                    boundary = marker_boundary = true;
-                    imp.n_marks++;
-                    break;
-                }
-            continue;
+    }
+    void refused(const std::string& text, const std::string& why) {
+        imp.n_refused++;
+        if (imp.refused.size() < 20)
+            imp.refused.push_back({imp.n_lines, utf8_prefix(text, 200), why});
+    }
+    // Checks the timings; false (and the line refused or counted) when they cannot be used.
+    bool timings_ok(const std::string& line, const std::string& text, Timings& t) {
+        if (auto err = parse_timings(text, t); !err.empty()) {
+            unparsed(line, err);
+            return false;
         }
+        if (auto why = implausible(t); !why.empty()) {
+            refused(line, why);
+            return false;
+        }
+        return true;
+    }
+
+    void add_record(OpRecord r, const Timings& t, const std::string& format) {
+        r.node = static_cast<int>(imp.records.size());
+        r.layer = parse_layer(r.out.name);
+        r.no_compute = is_no_compute_op(r.op);
+        r.op_ns = static_cast<double>(*t.usec) * 1000.0;
+        r.op_method = "backend profiler (usec)";
+        if (t.call_usec)
+            r.call_ns = static_cast<double>(*t.call_usec) * 1000.0;
+        r.cycles = t.cycles;
+        r.mhz = t.mhz;
+        r.pkts = t.pkts;
+        r.start_cycles = t.start;
+        r.pmu = t.pmu;
+        imp.records.push_back(std::move(r));
+        imp.stage_mark.push_back(mark);
+        imp.boundary_before.push_back(boundary);
+        imp.marker_before.push_back(marker_boundary);
+        boundary = marker_boundary = false;
+        imp.formats[format]++;
+    }
+
+    void other_line(const std::string& line) {
+        imp.n_ignored++;
+        for (const auto& [text, stage] : opts.stage_marks)
+            if (!text.empty() && line.find(text) != std::string::npos) {
+                mark = stage;
+                boundary = marker_boundary = true;
+                imp.n_marks++;
+                break;
+            }
+    }
+
+    // "ggml-hex: <sess> profile-batch n-ops N batch-dur-usec N htp-ops-usec N[ evt [..]]"
+    void profile_batch(const std::string& line, size_t idx) {
+        std::string device = "HTP";
+        if (auto before = split_ws(line.substr(0, idx)); !before.empty())
+            device = before.back();
+        auto tok = split_ws(line.substr(idx + std::string("profile-batch").size()));
+        HexagonBatch b;
+        b.device = device;
+        b.line = imp.n_lines;
+        b.kind = "profile-batch";
+        std::optional<int64_t> n_ops, dur, htp;
+        for (size_t i = 0; i < tok.size(); ++i) {
+            auto num = [&](std::optional<int64_t>& dst) {
+                if (i + 1 < tok.size())
+                    dst = to_int(tok[++i]);
+                return dst.has_value();
+            };
+            bool ok = true;
+            if (tok[i] == "n-ops")
+                ok = num(n_ops);
+            else if (tok[i] == "batch-dur-usec")
+                ok = num(dur);
+            else if (tok[i] == "htp-ops-usec")
+                ok = num(htp);
+            else if (tok[i] == "evt") {
+                std::string list;
+                while (i + 1 < tok.size()) {
+                    list += tok[++i];
+                    if (list.find(']') != std::string::npos)
+                        break;
+                }
+                b.evt_cnt = counter_list(list);
+                ok = b.evt_cnt.has_value();
+            } else
+                ok = false;
+            if (!ok) {
+                unparsed(line, "cannot read profile-batch near '" + tok[i] + "'");
+                return;
+            }
+        }
+        if (!dur) {
+            unparsed(line, "profile-batch without batch-dur-usec");
+            return;
+        }
+        for (auto [name, v] : {std::pair{"n-ops", n_ops}, std::pair{"batch-dur-usec", dur},
+                               std::pair{"htp-ops-usec", htp}}) {
+            std::string why;
+            if (v && *v < 0)
+                why = fmt::format("negative {} ({})", name, *v);
+            else if (v && std::string(name) != "n-ops" && static_cast<double>(*v) > kMaxHexagonUsec)
+                why = fmt::format("implausible {} ({}: more than {:.0f} s)", name, *v,
+                                  kMaxHexagonUsec / 1e6);
+            else if (v && std::string(name) == "n-ops" && *v > kMaxHexagonBatchOps)
+                why = fmt::format("implausible n-ops ({}: more than {})", *v, kMaxHexagonBatchOps);
+            if (!why.empty()) {
+                refused(line, why);
+                return;
+            }
+        }
+        b.usec = static_cast<double>(*dur);
+        b.n_ops = n_ops;
+        b.htp_ops_usec = htp;
+        imp.batches.push_back(std::move(b));
+        boundary = true;
+    }
+
+    // The first format (PR 16547): "ggml-hex: <sess> <OP> <tensors> : op-usec ... call-usec N".
+    void first_format(const std::string& line, size_t at) {
+        const std::string body = line.substr(at);
+        const size_t colon = body.rfind(" : op-usec ");
+        if (colon == std::string::npos) {
+            unparsed(line, "expected ' : op-usec' after the tensors");
+            return;
+        }
+        auto tok = split_ws(body.substr(0, colon));
+        if (tok.size() < 4) {
+            unparsed(line, "expected a session, an op and tensors after ggml-hex:");
+            return;
+        }
+        OpRecord r;
+        r.backend = tok[0];
+        // ggml_op_name() of the node, except MUL_MAT_ID's own wording.
+        r.op = tok[1] == "matmul-id" ? "MUL_MAT_ID" : tok[1];
+        if (auto err = parse_first_tensors(tok, 2, r.srcs, r.out); !err.empty()) {
+            unparsed(line, err);
+            return;
+        }
+        Timings t;
+        if (!timings_ok(line, body.substr(colon + 3), t))
+            return;
+        add_record(std::move(r), t, "first (PR 16547)");
+    }
+
+    // "profile-op" lines: PR 17500 to the pinned tree.
+    void profile_op(const std::string& line, size_t idx) {
         // The session name right before "profile-op" ("HTP0", "HTP1:0").
         std::string device = "HTP";
         {
@@ -256,68 +491,71 @@ HexagonImport parse_hexagon_profile(std::istream& in, const HexagonParseOptions&
             ++q;
         if (q == p) {
             unparsed(line, "no op name after profile-op");
-            continue;
+            return;
         }
         const std::string op = line.substr(p, q - p);
         if (q >= line.size() || (line[q] != ':' && line[q] != '|')) {
             unparsed(line, "expected ':' or '|' after the op name");
-            continue;
+            return;
         }
         const bool pipe = line[q] == '|';
         std::vector<std::string> fields;
-        if (pipe) {
-            for (auto& f : split(line.substr(q + 1), "|"))
-                fields.push_back(trimmed(f));
-        } else {
-            for (auto& f : split(line.substr(q + 1), " : "))
-                fields.push_back(trimmed(f));
-        }
+        for (auto& f : split(line.substr(q + 1), pipe ? "|" : " : "))
+            fields.push_back(trimmed(f));
         if (fields.size() < 2) {
             unparsed(line, "too few fields");
-            continue;
+            return;
         }
         Timings t;
-        if (auto err = parse_timings(fields.back(), t); !err.empty()) {
-            unparsed(line, err);
-            continue;
-        }
-        if (auto err = negative_timing(t); !err.empty()) {
-            unparsed(line, err);
-            continue;
-        }
         if (op == "OPBATCH") {
+            if (!timings_ok(line, fields.back(), t))
+                return;
             HexagonBatch b;
             b.device = device;
             b.line = imp.n_lines;
+            b.kind = "OPBATCH";
             b.usec = static_cast<double>(*t.usec);
             b.cycles = t.cycles;
+            b.mhz = t.mhz;
             if (fields.size() >= 2) {
                 Timings nt;
-                if (parse_timings(fields[1] + " usec 0", nt).empty() && negative_timing(nt).empty())
+                if (parse_timings(fields[1] + " usec 0", nt).empty()) {
+                    if (auto why = implausible(nt); !why.empty()) {
+                        refused(line, why);
+                        return;
+                    }
                     b.n_ops = nt.n_ops;
+                }
             }
             if (fields.size() >= 3 && fields[2].rfind("evt-cnt ", 0) == 0)
                 b.evt_cnt = counter_list("[" + fields[2].substr(8) + "]");
-            imp.batches.push_back(b);
+            imp.batches.push_back(std::move(b));
             boundary = true;
-            continue;
+            return;
         }
         if (fields.size() < 4) {
             unparsed(line, "expected names, dims and types before the timings");
-            continue;
+            return;
+        }
+        if (auto err = parse_timings(fields.back(), t); !err.empty()) {
+            unparsed(line, err);
+            return;
         }
         auto names = io_list(fields[0]);
         auto dims = io_list(fields[1]);
         auto types = io_list(fields[2]);
         OpRecord r;
-        r.node = static_cast<int>(imp.records.size());
         r.op = op;
         r.backend = device;
         r.out.name = names.back();
         r.out.ne = dims_of(dims.back());
         if (r.out.ne.empty()) {
             unparsed(line, "cannot read the output dims '" + dims.back() + "'");
-            continue;
+            return;
+        }
+        if (auto why = implausible(t); !why.empty()) {
+            refused(line, why);
+            return;
         }
         r.out.type = types.back();
         const size_t n_in = std::max({names.size(), dims.size(), types.size()}) - 1;
@@ -331,32 +569,74 @@ HexagonImport parse_hexagon_profile(std::istream& in, const HexagonParseOptions&
                 s.type = types[i];
             r.srcs.push_back(s);
         }
-        r.layer = parse_layer(r.out.name);
-        r.no_compute = is_no_compute_op(op);
-        r.op_ns = static_cast<double>(*t.usec) * 1000.0;
-        r.op_method = "backend profiler (usec)";
-        if (t.call_usec)
-            r.call_ns = static_cast<double>(*t.call_usec) * 1000.0;
-        r.cycles = t.cycles;
-        r.mhz = t.mhz;
-        r.pkts = t.pkts;
-        r.start_cycles = t.start;
-        r.pmu = t.pmu;
         // The kernel path: the pipe format's field before the timings ("hvx-tiled vtcm N").
         if (pipe && fields.size() >= 6 && !fields[fields.size() - 2].empty() &&
             fields[fields.size() - 2] != "----")
             r.kernel = fields[fields.size() - 2];
-        imp.records.push_back(std::move(r));
-        imp.stage_mark.push_back(mark);
-        imp.boundary_before.push_back(boundary);
-        imp.marker_before.push_back(marker_boundary);
-        boundary = marker_boundary = false;
-        const std::string fmt = pipe            ? "usec (pipe)"
-                                : t.op_prefixed ? "op-usec/call-usec"
-                                                : "usec (colon)";
-        imp.formats[fmt]++;
+        const std::string format = pipe               ? "pipe (PR 24954)"
+                                   : t.op_prefixed    ? "op-usec (PR 17500)"
+                                   : t.start || t.mhz ? "usec start mhz (PR 24592)"
+                                                      : "usec (PR 22269)";
+        add_record(std::move(r), t, format);
     }
-    return imp;
+
+    void feed(std::string text) {
+        imp.n_lines++;
+        text = strip_log_escapes(text);
+        // Names, devices and unparsed lines are quoted in the result document.
+        make_valid_utf8(text);
+        if (const size_t idx = text.find("profile-op"); idx != std::string::npos)
+            return profile_op(text, idx);
+        const size_t hex = text.find("ggml-hex: ");
+        if (hex == std::string::npos)
+            return other_line(text);
+        if (const size_t idx = text.find(" profile-batch", hex); idx != std::string::npos)
+            return profile_batch(text, idx + 1);
+        if (text.find(" trace-op ", hex) != std::string::npos ||
+            text.find(" trace-evt ", hex) != std::string::npos) {
+            imp.n_trace++;
+            return;
+        }
+        if (text.find(" op-usec ", hex) != std::string::npos)
+            return first_format(text, hex + std::string("ggml-hex: ").size());
+        other_line(text);
+    }
+};
+
+}  // namespace
+
+std::string strip_log_escapes(const std::string& line) {
+    std::string out;
+    out.reserve(line.size());
+    for (size_t i = 0; i < line.size(); ++i) {
+        if (line[i] == '\x1b') {
+            // CSI: ESC '[' parameters, then one final byte in 0x40..0x7E.
+            if (i + 1 < line.size() && line[i + 1] == '[') {
+                size_t j = i + 2;
+                while (j < line.size() && (static_cast<unsigned char>(line[j]) < 0x40 ||
+                                           static_cast<unsigned char>(line[j]) > 0x7e))
+                    ++j;
+                i = j;  // the final byte (or the end)
+            }
+            continue;
+        }
+        out += line[i];
+    }
+    if (!out.empty() && out.back() == '\r')
+        out.pop_back();
+    return out;
+}
+
+HexagonImport parse_hexagon_profile(std::istream& in) {
+    return parse_hexagon_profile(in, HexagonParseOptions{});
+}
+
+HexagonImport parse_hexagon_profile(std::istream& in, const HexagonParseOptions& opts) {
+    Parser p{opts, {}, {}, false, false};
+    std::string text;
+    while (std::getline(in, text))
+        p.feed(text);
+    return std::move(p.imp);
 }
 
 std::optional<int64_t> matmul_tokens(const OpRecord& r) {
@@ -469,19 +749,29 @@ StageSplit split_stages(const HexagonImport& imp) {
 }
 
 json to_json(const HexagonImport& imp) {
-    json unparsed = json::array();
-    for (const auto& u : imp.unparsed)
-        unparsed.push_back({{"line", u.line}, {"text", u.text}, {"reason", u.reason}});
+    auto lines = [](const std::vector<UnparsedLine>& v) {
+        json a = json::array();
+        for (const auto& u : v)
+            a.push_back({{"line", u.line}, {"text", u.text}, {"reason", u.reason}});
+        return a;
+    };
     double batch_usec = 0;
-    for (const auto& b : imp.batches)
+    std::map<std::string, int> batch_kinds;
+    for (const auto& b : imp.batches) {
         batch_usec += b.usec;
+        batch_kinds[b.kind]++;
+    }
     return json{{"n_lines", imp.n_lines},
                 {"n_records", imp.records.size()},
                 {"n_ignored", imp.n_ignored},
+                {"n_trace", imp.n_trace},
                 {"n_unparsed", imp.n_unparsed},
-                {"unparsed", unparsed},
+                {"unparsed", lines(imp.unparsed)},
+                {"n_refused", imp.n_refused},
+                {"refused", lines(imp.refused)},
                 {"formats", imp.formats},
                 {"n_batches", imp.batches.size()},
+                {"batch_kinds", batch_kinds},
                 {"batch_usec_total", imp.batches.empty() ? json(nullptr) : json(batch_usec)}};
 }
 

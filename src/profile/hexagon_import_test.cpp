@@ -28,7 +28,7 @@ TEST(HexagonImport, OldFormatHasOpAndCallTimes) {
     EXPECT_EQ(imp.records.size(), 34u);
     EXPECT_EQ(imp.n_unparsed, 3);
     EXPECT_EQ(imp.n_ignored, 5);
-    EXPECT_EQ(imp.formats.at("op-usec/call-usec"), 34);
+    EXPECT_EQ(imp.formats.at("op-usec (PR 17500)"), 34);
     ASSERT_EQ(imp.unparsed.size(), 3u);
     EXPECT_NE(imp.unparsed[0].reason.find("no op name"), std::string::npos);
     EXPECT_NE(imp.unparsed[1].reason.find("bad number"), std::string::npos);
@@ -88,7 +88,7 @@ TEST(HexagonImport, AsyncColonFormatHasNoCallTime) {
     HexagonImport imp = parse_fixture("async_pr22269.log");
     EXPECT_EQ(imp.records.size(), 16u);
     EXPECT_EQ(imp.n_unparsed, 1);
-    EXPECT_EQ(imp.formats.at("usec (colon)"), 16);
+    EXPECT_EQ(imp.formats.at("usec start mhz (PR 24592)"), 16);
     const OpRecord& r = imp.records[1];
     EXPECT_EQ(r.op, "MUL");
     EXPECT_DOUBLE_EQ(*r.op_ns, 6000.0);
@@ -112,7 +112,7 @@ TEST(HexagonImport, PipeFormatAndBatches) {
     EXPECT_EQ(imp.records.size(), 16u);
     EXPECT_EQ(imp.n_unparsed, 1);
     EXPECT_EQ(imp.n_ignored, 1);
-    EXPECT_EQ(imp.formats.at("usec (pipe)"), 16);
+    EXPECT_EQ(imp.formats.at("pipe (PR 24954)"), 16);
     ASSERT_EQ(imp.batches.size(), 2u);
     EXPECT_EQ(imp.batches[0].n_ops, 8);
     EXPECT_DOUBLE_EQ(imp.batches[1].usec, 1308.0);
@@ -222,6 +222,92 @@ TEST(HexagonImport, MarkersNameTheStages) {
     const StageSplit none = split_stages(parse_hexagon_profile(plain));
     EXPECT_EQ(none.method, "none");
     EXPECT_EQ(none.order, (std::vector<std::string>{"log"}));
+}
+
+TEST(HexagonImport, ValuesThatCannotBeTrueAreRefusedNamingTheLine) {
+    const std::string good =
+        "ggml-hex: HTP0 profile-op ADD|a x b -> c-0|4:1 x 4:1 -> 4:1|f32 x f32 -> f32|4:16 x 4:16 "
+        "-> 4:16|----|";
+    std::istringstream in(
+        good + "usec 10 cycles 11000 start 5 mhz 1100.0\n" +       // 1 kept
+        good + "usec 10 cycles 11000 start 5 mhz 1e23\n" +         // 2 issue #33
+        good + "usec 10 cycles 11000 start 5 mhz 0.0\n" +          // 3 no clock, 10 us
+        good + "usec 0 cycles 300 start 5 mhz 0.0\n" +             // 4 kept: under 1 us
+        good + "usec 10 cycles 11000 start 5 mhz 2200.0\n" +       // 5 not its cycles
+        good + "usec 4294967295 cycles 1 start 5 mhz 0.0\n" +      // 6 a wrapped time
+        good + "usec 10 cycles 999999999 start 5 mhz 99999.9\n" +  // 7 beyond any clock
+        good + "usec 10 cycles 11000 start 5 mhz nan\n" +          // 8
+        "ggml-hex: HTP0 MUL x 4:1:1:1 -> y 4:1:1:1 : op-usec 5 op-cycles 5500 op-pkts 2 "
+        "(2750.000000) call-usec 18446744073709551615\n" +  // 9 %llu of t2 < t1
+        "ggml-hex: HTP0 profile-op OPBATCH|----|n-ops 4000000000|----|----|----|usec 3 cycles "
+        "3300 start 1 mhz 1100.0\n" +  // 10 too many ops
+        "ggml-hex: HTP0 profile-batch n-ops 2 batch-dur-usec -40 htp-ops-usec 10\n" +  // 11
+        "ggml-hex: HTP0 MUL x 4:1:1:1 -> y 4:1:1:1 : op-usec 5 op-cycles 5500 op-pkts 0 (inf) "
+        "call-usec 9\n");  // 12 kept
+    const HexagonImport imp = parse_hexagon_profile(in);
+    EXPECT_EQ(imp.n_unparsed, 0) << (imp.unparsed.empty() ? "" : imp.unparsed[0].reason);
+    ASSERT_EQ(imp.records.size(), 3u);
+    EXPECT_EQ(imp.batches.size(), 0u);
+    EXPECT_DOUBLE_EQ(*imp.records[1].op_ns, 0.0);
+    EXPECT_DOUBLE_EQ(*imp.records[2].call_ns, 9000.0);
+    EXPECT_EQ(imp.n_refused, 9);
+    ASSERT_EQ(imp.refused.size(), 9u);
+    const std::vector<std::pair<int, std::string>> want = {
+        {2, "implausible mhz (1e+23"},
+        {3, "implausible mhz (0) for an op of 10 usec"},
+        {5, "mhz 2200 disagrees with cycles/usec (11000/10 = 1100.0)"},
+        {6, "implausible usec (4294967295: more than 1000 s)"},
+        {7, "implausible mhz (99999.9"},
+        {8, "implausible mhz (nan"},
+        {9, "implausible call-usec (18446744073709551615)"},
+        {10, "implausible n-ops (4000000000: more than 1000000)"},
+        {11, "negative batch-dur-usec (-40)"}};
+    for (size_t i = 0; i < want.size(); ++i) {
+        EXPECT_EQ(imp.refused[i].line, want[i].first) << i;
+        EXPECT_NE(imp.refused[i].reason.find(want[i].second), std::string::npos)
+            << imp.refused[i].reason;
+    }
+    nlohmann::json j = to_json(imp);
+    EXPECT_EQ(j["n_refused"], 9);
+    EXPECT_EQ(j["refused"][0]["line"], 2);
+}
+
+TEST(HexagonImport, PrefixesOfLlamaCppAndLogcatAreSkipped) {
+    const std::string msg =
+        "ggml-hex: HTP0 profile-op MUL: a x b -> c-1 : 4:1 x 4:1 -> 4:1 : f32 x f32 -> f32 : "
+        "4:16 x 4:16 -> 4:16 : usec 2 cycles 2200";
+    std::istringstream in("0.01.576.635 D " + msg + "\n" +                         // llama.cpp
+                          "\033[34m0.01.577.000\033[0m \033[33mD " + msg + "\n" +  // coloured
+                          "\033[0m06-18 12:34:56.789  8123  8150 D llama   : " + msg + "\n" +
+                          "D/llama   ( 8123): " + msg + "\r\n");  // logcat threadtime, brief
+    const HexagonImport imp = parse_hexagon_profile(in);
+    EXPECT_EQ(imp.n_unparsed, 0);
+    ASSERT_EQ(imp.records.size(), 4u);
+    for (const auto& r : imp.records) {
+        EXPECT_EQ(r.backend, "HTP0");
+        EXPECT_EQ(r.op, "MUL");
+        EXPECT_EQ(r.out.name, "c-1");
+        EXPECT_DOUBLE_EQ(*r.op_ns, 2000.0);
+    }
+}
+
+TEST(HexagonImport, FirstFormatDamagedTensorListsAreCounted) {
+    std::istringstream in(
+        "ggml-hex: HTP0 MUL_MAT w 4:4:1:1 x a 4:2:1:1 c 4:2:1:1 : op-usec 1 op-cycles 1 op-pkts 1 "
+        "(1.0) call-usec 2\n"  // no '->'
+        "ggml-hex: HTP0 MUL_MAT w 4:4:1:1 x a -> c 4:2:1:1 : op-usec 1 op-cycles 1 op-pkts 1 (1.0) "
+        "call-usec 2\n"  // an input without dims
+        "ggml-hex: HTP0 MUL_MAT -> c 4:2:1:1 : op-usec 1 op-cycles 1 op-pkts 1 (1.0) call-usec "
+        "2\n"  // no input
+        "ggml-hex: HTP0 MUL_MAT w 4:4:1:1 -> c : op-usec 1 op-cycles 1 op-pkts 1 (1.0) "
+        "call-usec 2\n"                   // output without dims
+        "ggml-hex: HTP0 : op-usec 1\n");  // nothing
+    const HexagonImport imp = parse_hexagon_profile(in);
+    EXPECT_TRUE(imp.records.empty());
+    EXPECT_EQ(imp.n_unparsed, 5);
+    ASSERT_EQ(imp.unparsed.size(), 5u);
+    EXPECT_NE(imp.unparsed[0].reason.find("'->'"), std::string::npos) << imp.unparsed[0].reason;
+    EXPECT_NE(imp.unparsed[1].reason.find("no dims"), std::string::npos) << imp.unparsed[1].reason;
 }
 
 TEST(HexagonImport, EmptyInput) {

@@ -23,6 +23,8 @@
 
 #include <gtest/gtest.h>
 
+#include "profile/hexagon_import_printf.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
@@ -48,143 +50,21 @@ namespace {
 const std::string kSourceFile = "ggml/src/ggml-hexagon/ggml-hexagon.cpp";
 
 std::string pinned_source() {
-    const std::string path = std::string(SB_LLAMA_SOURCE_DIR) + "/" + kSourceFile;
-    std::ifstream f(path);
-    if (!f)
-        throw std::runtime_error("cannot read the pinned Hexagon backend: " + path);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
+    return hexlog::read_text(std::string(SB_LLAMA_SOURCE_DIR) + "/" + kSourceFile);
 }
 
-// One logging call of the source: where it is, its format string and its arguments (each an
-// expression with its white space collapsed).
-struct CallSite {
-    int line = 0;
-    std::string format;
-    std::vector<std::string> args;
-    std::string where() const { return fmt::format("{}:{}", kSourceFile, line); }
-};
+using hexlog::CallSite;
+using hexlog::dims_text;
+using hexlog::graph_ops;
+using hexlog::joined;
+using hexlog::Op;
+using hexlog::print;
+using hexlog::strides_text;
+using hexlog::Value;
 
-std::string collapse(const std::string& s) {
-    std::string out;
-    bool space = false;
-    for (char c : s) {
-        if (std::isspace(static_cast<unsigned char>(c))) {
-            space = !out.empty();
-            continue;
-        }
-        if (space)
-            out += ' ';
-        space = false;
-        out += c;
-    }
-    return out;
-}
-
-// The call to `func` whose format string contains `needle`. The format is the concatenation of
-// the string literals of argument `fmt_arg`.
 CallSite find_call(const std::string& src, const std::string& func, const std::string& needle,
                    size_t fmt_arg) {
-    const size_t at = src.find(needle);
-    if (at == std::string::npos)
-        throw std::runtime_error("'" + needle + "' not found in " + kSourceFile);
-    const size_t open = src.rfind(func + "(", at);
-    if (open == std::string::npos)
-        throw std::runtime_error(func + "( not found before '" + needle + "'");
-    CallSite c;
-    c.line = 1 + static_cast<int>(std::count(src.begin(), src.begin() + at, '\n'));
-    std::vector<std::string> raw(1);
-    int depth = 0;
-    for (size_t i = open + func.size() + 1; i < src.size(); ++i) {
-        const char ch = src[i];
-        if (ch == '"') {
-            const size_t start = i;
-            for (++i; i < src.size() && src[i] != '"'; ++i)
-                if (src[i] == '\\')
-                    ++i;
-            raw.back() += src.substr(start, i - start + 1);
-            continue;
-        }
-        if (ch == '(')
-            ++depth;
-        if (ch == ')' && depth-- == 0)
-            break;
-        if (ch == ',' && depth == 0) {
-            raw.emplace_back();
-            continue;
-        }
-        raw.back() += ch;
-    }
-    if (raw.size() <= fmt_arg)
-        throw std::runtime_error(c.where() + ": too few arguments");
-    // The literal(s) of the format argument, unescaped.
-    const std::string& lit = raw[fmt_arg];
-    for (size_t i = 0; i < lit.size(); ++i) {
-        if (lit[i] != '"')
-            continue;
-        for (++i; i < lit.size() && lit[i] != '"'; ++i) {
-            if (lit[i] == '\\' && i + 1 < lit.size()) {
-                const char e = lit[++i];
-                c.format += e == 'n' ? '\n' : e == 't' ? '\t' : e;
-            } else {
-                c.format += lit[i];
-            }
-        }
-    }
-    for (size_t i = fmt_arg + 1; i < raw.size(); ++i)
-        c.args.push_back(collapse(raw[i]));
-    return c;
-}
-
-using Value = std::variant<std::string, long long, double>;
-
-// printf of `c.format` with the value of each argument expression taken from `values`: a
-// conversion whose argument is unknown or of the wrong kind is a failure naming the line.
-std::string print(const CallSite& c, const std::map<std::string, Value>& values) {
-    std::string out;
-    size_t next = 0;
-    const std::string& f = c.format;
-    for (size_t i = 0; i < f.size(); ++i) {
-        if (f[i] != '%') {
-            out += f[i];
-            continue;
-        }
-        if (i + 1 < f.size() && f[i + 1] == '%') {
-            out += '%';
-            ++i;
-            continue;
-        }
-        size_t j = i + 1;
-        while (j < f.size() && std::string("0123456789.-+ #lhzj").find(f[j]) != std::string::npos)
-            ++j;
-        if (j >= f.size())
-            throw std::runtime_error(c.where() + ": truncated conversion");
-        const std::string spec = f.substr(i, j - i + 1);
-        const char conv = f[j];
-        i = j;
-        if (next >= c.args.size())
-            throw std::runtime_error(c.where() + ": more conversions than arguments");
-        const std::string& expr = c.args[next++];
-        auto v = values.find(expr);
-        if (v == values.end())
-            throw std::runtime_error(c.where() + ": argument '" + expr + "' (for " + spec +
-                                     ") is not one this test knows: the format changed");
-        char buf[512];
-        if (conv == 's' && std::holds_alternative<std::string>(v->second))
-            std::snprintf(buf, sizeof buf, "%s", std::get<std::string>(v->second).c_str());
-        else if ((conv == 'u' || conv == 'd') && std::holds_alternative<long long>(v->second))
-            std::snprintf(buf, sizeof buf, "%lld", std::get<long long>(v->second));
-        else if (conv == 'f' && std::holds_alternative<double>(v->second) && spec == "%.1f")
-            std::snprintf(buf, sizeof buf, "%.1f", std::get<double>(v->second));
-        else
-            throw std::runtime_error(c.where() + ": conversion " + spec + " for '" + expr +
-                                     "' is not what this test prints");
-        out += buf;
-    }
-    if (next != c.args.size())
-        throw std::runtime_error(c.where() + ": fewer conversions than arguments");
-    return out;
+    return hexlog::find_call(src, kSourceFile, func, needle, fmt_arg);
 }
 
 // The pinned source's logging calls.
@@ -200,133 +80,6 @@ PinnedFormats pinned_formats(const std::string& src = pinned_source()) {
     p.evt = find_call(src, "snprintf", "evt-cnt %u", 2);
     p.trace = find_call(src, "GGML_LOG_DEBUG", "trace-evt %s", 0);
     return p;
-}
-
-// One op of the scripted model, as htp_opformat would describe it.
-struct Op {
-    std::string op;
-    std::vector<std::string> names;  // inputs then the output
-    std::vector<std::vector<long long>> ne;
-    std::vector<std::string> types;
-    std::string kparams = "----";
-    long long usec = 0;
-};
-
-std::string dims_text(const std::vector<long long>& ne) {
-    // htp_opformat::format_tensor_dims: two dims when ne[2] == ne[3] == 1, else four.
-    std::vector<long long> n = ne;
-    n.resize(4, 1);
-    if (n[2] == 1 && n[3] == 1)
-        return fmt::format("{}:{}", n[0], n[1]);
-    return fmt::format("{}:{}:{}:{}", n[0], n[1], n[2], n[3]);
-}
-
-std::string strides_text(const std::vector<long long>& ne, const std::string& type) {
-    const long long es = type == "f16" ? 2 : 4;
-    std::vector<long long> n = ne;
-    n.resize(4, 1);
-    if (n[2] == 1 && n[3] == 1)
-        return fmt::format("{}:{}", es, es * n[0]);
-    return fmt::format("{}:{}:{}:{}", es, es * n[0], es * n[0] * n[1], es * n[0] * n[1] * n[2]);
-}
-
-std::string joined(const std::vector<std::string>& v) {
-    // "in0 x in1 -> out" (htp_opformat::format_op_names and its siblings)
-    std::string s;
-    for (size_t i = 0; i + 1 < v.size(); ++i)
-        s += (i ? " x " : "") + v[i];
-    return v.size() > 1 ? s + " -> " + v.back() : v.back();
-}
-
-// A two-layer model's graph for `tokens` tokens (prefill when > 1): its ops with scripted
-// times. The output projection has one token in prefill as well (only the last token's logits
-// are computed), as in llama.cpp.
-std::vector<Op> graph_ops(long long tokens, long long kv, int graph_no) {
-    const long long e = 256, ff = 768, vocab = 1000, hd = 64, nh = 4;
-    const bool pf = tokens > 1;
-    auto t = [&](long long base) { return (pf ? base * 6 : base) + graph_no; };
-    std::vector<Op> ops;
-    for (int l = 0; l < 2; ++l) {
-        const std::string L = std::to_string(l);
-        const std::string in = l == 0 ? "inp_embd" : "l_out-" + std::to_string(l - 1);
-        ops.push_back({"RMS_NORM",
-                       {in, "norm-" + L},
-                       {{e, tokens}, {e, tokens}},
-                       {"f32", "f32"},
-                       "row-block vtcm 0",
-                       t(4)});
-        ops.push_back({"MUL",
-                       {"norm-" + L, "blk." + L + ".attn_norm.weight", "attn_norm-" + L},
-                       {{e, tokens}, {e}, {e, tokens}},
-                       {"f32", "f32", "f32"},
-                       "----",
-                       t(3)});
-        for (const char* w : {"q", "k", "v"})
-            ops.push_back({"MUL_MAT",
-                           {std::string("blk.") + L + ".attn_" + w + ".weight", "attn_norm-" + L,
-                            std::string(1, char(std::toupper(w[0]))) + "cur-" + L},
-                           {{e, e}, {e, tokens}, {e, tokens}},
-                           {"q4_0", "f32", "f32"},
-                           "hvx-tiled vtcm 262144",
-                           t(20)});
-        ops.push_back({"ROPE",
-                       {"Qcur-" + L, "inp_pos", "Qcur-" + L + " (rope)"},
-                       {{hd, nh, tokens}, {tokens}, {hd, nh, tokens}},
-                       {"f32", "i32", "f32"},
-                       "----",
-                       t(5)});
-        ops.push_back(
-            {"FLASH_ATTN_EXT",
-             {"q-" + L, "k-" + L, "v-" + L, "KQ_mask", "__fattn__-" + L},
-             {{hd, tokens, nh}, {hd, kv, nh}, {hd, kv, nh}, {kv, tokens}, {hd, nh, tokens}},
-             {"f32", "f16", "f16", "f16", "f32"},
-             "hvx vtcm 131072",
-             t(30)});
-        ops.push_back({"MUL_MAT",
-                       {"blk." + L + ".attn_output.weight", "kqv_out-" + L, "attn_out-" + L},
-                       {{e, e}, {e, tokens}, {e, tokens}},
-                       {"q4_0", "f32", "f32"},
-                       "hvx-tiled vtcm 262144",
-                       t(20)});
-        ops.push_back({"ADD",
-                       {"attn_out-" + L, in, "ffn_inp-" + L},
-                       {{e, tokens}, {e, tokens}, {e, tokens}},
-                       {"f32", "f32", "f32"},
-                       "----",
-                       t(2)});
-        ops.push_back({"MUL_MAT",
-                       {"blk." + L + ".ffn_up.weight", "ffn_inp-" + L, "ffn_up-" + L},
-                       {{e, ff}, {e, tokens}, {ff, tokens}},
-                       {"q4_0", "f32", "f32"},
-                       "hvx-tiled vtcm 262144",
-                       t(50)});
-        ops.push_back({"SILU",
-                       {"ffn_up-" + L, "ffn_silu-" + L},
-                       {{ff, tokens}, {ff, tokens}},
-                       {"f32", "f32"},
-                       "row-block vtcm 0",
-                       t(6)});
-        ops.push_back({"MUL_MAT",
-                       {"blk." + L + ".ffn_down.weight", "ffn_silu-" + L, "l_out-" + L},
-                       {{ff, e}, {ff, tokens}, {e, tokens}},
-                       {"q4_0", "f32", "f32"},
-                       "hvx-tiled vtcm 262144",
-                       t(50)});
-    }
-    ops.push_back({"RMS_NORM",
-                   {"l_out-1", "norm"},
-                   {{e, 1}, {e, 1}},
-                   {"f32", "f32"},
-                   "row-block vtcm 0",
-                   t(1)});
-    ops.push_back({"MUL_MAT",
-                   {"output.weight", "result_norm", "result_output"},
-                   {{e, vocab}, {e, 1}, {vocab, 1}},
-                   {"q4_0", "f32", "f32"},
-                   "hvx-tiled vtcm 262144",
-                   // the same work in both stages: one token
-                   100 + graph_no});
-    return ops;
 }
 
 struct Expected {
@@ -460,6 +213,38 @@ TEST(HexagonPinned, AChangedFormatFailsNamingTheLine) {
     }
 }
 
+TEST(HexagonPinned, FusedOpsKeepTheirNameAndCountAsMatMuls) {
+    // With GGML_HEXAGON_OPFUSION a node can be several ggml ops; htp_opnode::op_name() joins
+    // them with '+'. A fused mat-mul still tells prefill from decode by its tokens.
+    const PinnedFormats pf = pinned_formats();
+    std::string log;
+    // A prefill graph's last layer, then a decode graph's first.
+    for (auto [tokens, l] : {std::pair{5LL, 2}, std::pair{1LL, 0}})
+        log += print(pf.op,
+                     {{"sess_name.c_str()", std::string("HTP0")},
+                      {"node.op_name().c_str()", std::string("MUL_MAT+ADD")},
+                      {"fmt.names", fmt::format("blk.{0}.attn_output.weight x kqv_out-{0} x "
+                                                "l_in-{0} -> attn_out-{0}",
+                                                l)},
+                      {"fmt.dims", fmt::format("256:256 x 256:{0} x 256:{0} -> 256:{0}", tokens)},
+                      {"fmt.types", std::string("q4_0 x f32 x f32 -> f32")},
+                      {"fmt.strides", std::string("18:144 x 4:1024 x 4:1024 -> 4:1024")},
+                      {"fmt.kparams", std::string("hvx-tiled vtcm 262144")},
+                      {"op_usec", 10 * tokens},
+                      {"op_cycles", 11000 * tokens},
+                      {"pd.cycles_start", 7LL},
+                      {"mhz", 1100.0},
+                      {"pmu_str", std::string()}});
+    std::istringstream in(log);
+    const HexagonImport imp = parse_hexagon_profile(in);
+    ASSERT_EQ(imp.records.size(), 2u) << (imp.unparsed.empty() ? "" : imp.unparsed[0].reason);
+    EXPECT_EQ(imp.records[0].op, "MUL_MAT+ADD");
+    EXPECT_EQ(imp.records[0].srcs.size(), 3u);
+    EXPECT_EQ(matmul_tokens(imp.records[0]), 5);
+    const StageSplit sp = split_stages(imp);
+    EXPECT_EQ(sp.stage, (std::vector<std::string>{"prefill", "decode"}));
+}
+
 class HexagonPinnedLog : public ::testing::TestWithParam<int> {};
 
 TEST_P(HexagonPinnedLog, MatchesTheKeptFixture) {
@@ -482,7 +267,7 @@ TEST_P(HexagonPinnedLog, EveryLineParsesIntoPrefillAndDecode) {
     std::istringstream in(pinned_log(GetParam(), &want));
     HexagonImport imp = parse_hexagon_profile(in);
     EXPECT_EQ(imp.n_unparsed, 0) << (imp.unparsed.empty() ? "" : imp.unparsed[0].reason);
-    EXPECT_EQ(imp.formats.at("usec (pipe)"), want.count["prefill"] + want.count["decode"]);
+    EXPECT_EQ(imp.formats.at("pipe (PR 24954)"), want.count["prefill"] + want.count["decode"]);
     ASSERT_EQ(imp.batches.size(), 3u);
     EXPECT_EQ(imp.batches[0].n_ops, want.count["prefill"]);
     if (GetParam() == 3) {

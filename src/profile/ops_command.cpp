@@ -10,12 +10,10 @@
 #include "core/file_io.hpp"
 #include "core/json_util.hpp"
 #include "profile/hexagon_import.hpp"
-#include "profile/ops_report.hpp"
 
 namespace sb {
 
 int run_import_hexagon(const ImportOptions& o, ResultDocument& doc, std::ostream& err) {
-    check_ops_format(o.format);
     HexagonParseOptions popts;
     for (const auto& m : o.stage_of) {
         const size_t eq = m.rfind('=');
@@ -27,22 +25,30 @@ int run_import_hexagon(const ImportOptions& o, ResultDocument& doc, std::ostream
     }
     std::istringstream f(read_input_file(o.log_path, "log"));
     HexagonImport imp = parse_hexagon_profile(f, popts);
-    if (imp.records.empty())
+    if (imp.records.empty()) {
+        // Name the first line that was refused or did not parse, whichever came first.
+        const UnparsedLine* first = nullptr;
+        for (const auto* list : {&imp.unparsed, &imp.refused})
+            if (!list->empty() && (!first || list->front().line < first->line))
+                first = &list->front();
         throw input_error(fmt::format(
-            "'{}': no GGML_HEXAGON_PROFILE op record found ({} lines, {} profile-op lines did "
-            "not parse{})",
-            o.log_path, imp.n_lines, imp.n_unparsed,
-            imp.unparsed.empty()
-                ? std::string()
-                : fmt::format("; line {}: {}", imp.unparsed[0].line, imp.unparsed[0].reason)));
+            "'{}': no Hexagon profile op record found ({} lines, {} profile line(s) did not "
+            "parse, {} refused for values that cannot be true{})",
+            o.log_path, imp.n_lines, imp.n_unparsed, imp.n_refused,
+            first ? fmt::format("; line {}: {}", first->line, first->reason) : std::string()));
+    }
     if (imp.n_unparsed > 0) {
         err << "stagebench: " << imp.n_unparsed
-            << " profile-op line(s) did not parse and were skipped";
+            << " profile line(s) did not parse and were skipped";
         if (!imp.unparsed.empty())
             err << " (first: line " << imp.unparsed[0].line << ": " << imp.unparsed[0].reason
                 << ")";
         err << "\n";
     }
+    if (imp.n_refused > 0)
+        err << "stagebench: warning: " << imp.n_refused
+            << " profile line(s) refused for values that cannot be true (first: line "
+            << imp.refused[0].line << ": " << imp.refused[0].reason << ")\n";
 
     OpsProfile p;
     p.source = "hexagon-profile";
@@ -56,25 +62,40 @@ int run_import_hexagon(const ImportOptions& o, ResultDocument& doc, std::ostream
     }
     p.method =
         "Op time: the backend's own per-op time (usec, Hexagon profiler). Call time: the host's "
-        "call-usec where the log has it (older format with GGML_HEXAGON_OPSYNC=1); the newer "
-        "async profiler reports no call time.";
+        "call-usec where the log has it (the formats before llama.cpp PR 22269, April 2026; "
+        "with GGML_HEXAGON_OPSYNC=1 for op times of the op itself); the asynchronous profiler "
+        "since reports no call time.";
     p.import_info = to_json(imp);
     p.import_info["path"] = o.log_path;
     std::vector<std::string> common_notes;
     if (imp.n_unparsed > 0) {
         std::string note =
-            fmt::format("{} profile-op line(s) did not parse and were skipped", imp.n_unparsed);
+            fmt::format("{} profile line(s) did not parse and were skipped", imp.n_unparsed);
         for (size_t i = 0; i < imp.unparsed.size() && i < 3; ++i)
             note += fmt::format("; line {}: {}", imp.unparsed[i].line, imp.unparsed[i].reason);
+        common_notes.push_back(note);
+    }
+    if (imp.n_refused > 0) {
+        std::string note =
+            fmt::format("{} profile line(s) refused for values that cannot be true, not in any sum",
+                        imp.n_refused);
+        for (size_t i = 0; i < imp.refused.size() && i < 3; ++i)
+            note += fmt::format("; line {}: {}", imp.refused[i].line, imp.refused[i].reason);
         common_notes.push_back(note);
     }
     if (!imp.batches.empty()) {
         double total = 0;
         for (const auto& b : imp.batches)
             total += b.usec;
+        const bool host = imp.batches.front().kind == "profile-batch";
         common_notes.push_back(
-            fmt::format("{} OPBATCH line(s): {:.0f} µs in batches", imp.batches.size(), total));
+            fmt::format("{} {} line(s): {:.0f} µs in batches ({})", imp.batches.size(),
+                        imp.batches.front().kind, total,
+                        host ? "the host's batch durations" : "the NPU's batch times"));
     }
+    if (imp.n_trace > 0)
+        common_notes.push_back(fmt::format(
+            "{} trace line(s) (GGML_HEXAGON_PROFILE=3) counted, not read", imp.n_trace));
     for (const auto& [fmt_name, count] : imp.formats)
         common_notes.push_back(fmt::format("{} record(s) in the {} format", count, fmt_name));
     if (!o.stage_of.empty() && imp.n_marks == 0)
@@ -121,6 +142,13 @@ int run_import_hexagon(const ImportOptions& o, ResultDocument& doc, std::ostream
     doc.system = nullptr;
     doc.llama = nullptr;
     doc.warnings.clear();
+    if (imp.n_refused > 0)
+        doc.warnings.push_back(
+            {"hexagon_implausible_lines",
+             fmt::format("{} profile line(s) of '{}' refused for values that cannot be true "
+                         "(first: line {}: {}); the totals are of the other lines",
+                         imp.n_refused, o.log_path, imp.refused[0].line, imp.refused[0].reason),
+             "see ops.import.refused; a damaged or hand-edited log, or a backend bug"});
     doc.ops = p;
     doc.finished_at = utc_timestamp();
     if (o.out_path)

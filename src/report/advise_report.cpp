@@ -1,77 +1,71 @@
 #include "report/advise_report.hpp"
-#include "core/json_util.hpp"
 
 #include <fmt/format.h>
 
 namespace sb {
 namespace {
 
-using nlohmann::json;
-
-std::string n(const json& v, const char* spec = "{:.2f}", double scale = 1) {
-    return v.is_number() ? fmt::format(fmt::runtime(spec), v.get<double>() * scale)
-                         : std::string("-");
+// A number as the tables show it, times scale; "-" when absent.
+std::string n(const std::optional<double>& v, const char* spec = "{:.2f}", double scale = 1) {
+    return v ? fmt::format(fmt::runtime(spec), *v * scale) : std::string("-");
 }
 
-std::string s(const json& v) {
-    return v.is_string() ? v.get<std::string>() : (v.is_null() ? "-" : dump_json(v));
+std::string count(std::size_t v) {
+    return fmt::format("{}", v);
+}
+
+std::string ms(double ns) {
+    return fmt::format("{:.3f}", ns * 1e-6);
 }
 
 }  // namespace
 
-void write_advice_markdown(const json& a, std::ostream& out) {
+void write_advice_markdown(const Advice& a, std::ostream& out) {
     out << "## Advice\n\n";
-    for (const auto& x : a.value("sentences", json::array()))
-        out << "- " << x.get<std::string>() << "\n";
+    for (const auto& x : a.sentences)
+        out << "- " << x << "\n";
     out << "\n";
-    for (const auto& st : a.value("stages", json::array())) {
-        out << "### " << s(st["stage"]) << " at " << s(st["workload"]) << "\n\n"
+    for (const auto& st : a.stages) {
+        out << "### " << st.stage << " at " << st.workload << "\n\n"
             << "| devices | median tokens/s | 95% CI | n | J/token |\n"
             << "| --- | ---: | --- | ---: | ---: |\n";
-        for (const auto& c : st["candidates"])
-            out << "| " << s(c["devices"]) << " | " << n(c["median_tokens_per_s"]) << " | "
-                << n(c["ci95_lo"]) << "–" << n(c["ci95_hi"]) << " | " << n(c["n"], "{:.0f}")
-                << " | " << n(c["j_per_token"], "{:.4f}") << " |\n";
-        out << "\n";
-    }
-    for (const auto& p : a.value("predictions", json::array())) {
-        out << "### Predicted end to end, pp" << p["n_prompt"].get<int>() << "+tg"
-            << p["n_gen"].get<int>() << "\n\n"
-            << "| prefill | decode | prefill ms | transfer ms | decode ms | E2E ms |\n"
-            << "| --- | --- | ---: | ---: | ---: | ---: |\n";
-        for (const auto& x : p["assignments"])
-            out << "| " << s(x["prefill"]) << " | " << s(x["decode"]) << " | "
-                << n(x["prefill_ns"], "{:.3f}", 1e-6) << " | "
-                << n(x["transfer_ns"], "{:.3f}", 1e-6) << " | " << n(x["decode_ns"], "{:.3f}", 1e-6)
-                << " | " << n(x["e2e_ns"], "{:.3f}", 1e-6) << " |\n";
-        out << "\n";
-    }
-    const json& v = a.value("validation", json::array());
-    if (!v.empty()) {
-        out << "### Predicted against measured hybrids\n\n"
-            << "| prefill | decode | test | predicted ms | measured ms | error |\n"
-            << "| --- | --- | --- | ---: | ---: | ---: |\n";
-        for (const auto& x : v)
-            out << "| " << s(x["prefill"]) << " | " << s(x["decode"]) << " | pp"
-                << x["n_prompt"].get<int>() << "+tg" << x["n_gen"].get<int>() << " | "
-                << n(x["predicted_ns"], "{:.3f}", 1e-6) << " | "
-                << n(x["measured_ns"], "{:.3f}", 1e-6) << " | " << n(x["error"], "{:+.1f} %", 100)
+        for (const auto& c : st.candidates)
+            out << "| " << c.devices << " | " << n(c.median_tokens_per_s) << " | " << n(c.ci95_lo)
+                << "–" << n(c.ci95_hi) << " | " << count(c.n) << " | " << n(c.j_per_token, "{:.4f}")
                 << " |\n";
         out << "\n";
     }
-    const json& d = a.value("dispatch", json::array());
-    if (!d.empty()) {
+    for (const auto& p : a.predictions) {
+        out << "### Predicted end to end, pp" << p.n_prompt << "+tg" << p.n_gen << "\n\n"
+            << "| prefill | decode | prefill ms | transfer ms | decode ms | E2E ms |\n"
+            << "| --- | --- | ---: | ---: | ---: | ---: |\n";
+        for (const auto& x : p.assignments)
+            out << "| " << x.prefill << " | " << x.decode << " | " << ms(x.prefill_ns) << " | "
+                << ms(x.transfer_ns) << " | " << ms(x.decode_ns) << " | " << ms(x.e2e_ns) << " |\n";
+        out << "\n";
+    }
+    if (!a.validation.empty()) {
+        out << "### Predicted against measured hybrids\n\n"
+            << "| prefill | decode | test | predicted ms | measured ms | error |\n"
+            << "| --- | --- | --- | ---: | ---: | ---: |\n";
+        for (const auto& x : a.validation)
+            out << "| " << x.prefill << " | " << x.decode << " | pp" << x.n_prompt << "+tg"
+                << x.n_gen << " | " << ms(x.predicted_ns) << " | " << ms(x.measured_ns) << " | "
+                << fmt::format("{:+.1f} %", x.error * 100) << " |\n";
+        out << "\n";
+    }
+    if (!a.dispatch.empty()) {
         out << "### Dispatch overhead above budget\n\n"
             << "| stage | op | backend | calls | median µs | total ms |\n"
             << "| --- | --- | --- | ---: | ---: | ---: |\n";
-        for (const auto& x : d)
-            out << "| " << s(x["stage"]) << " | " << s(x["op"]) << " | " << s(x["backend"]) << " | "
-                << n(x["count"], "{:.0f}") << " | " << n(x["median_overhead_ns"], "{:.1f}", 1e-3)
-                << " | " << n(x["total_overhead_ns"], "{:.3f}", 1e-6) << " |\n";
+        for (const auto& x : a.dispatch)
+            out << "| " << x.stage << " | " << x.op << " | " << x.backend << " | " << count(x.count)
+                << " | " << fmt::format("{:.1f}", x.median_overhead_ns * 1e-3) << " | "
+                << ms(x.total_overhead_ns) << " |\n";
         out << "\n";
     }
-    for (const auto& x : a.value("notes", json::array()))
-        out << "note: " << x.get<std::string>() << "\n";
+    for (const auto& x : a.notes)
+        out << "note: " << x << "\n";
 }
 
 }  // namespace sb

@@ -11,8 +11,6 @@ namespace sb {
 
 namespace {
 
-using nlohmann::json;
-
 std::string num(const std::optional<double>& v, const char* f = "{:.2f}") {
     return v ? fmt::format(fmt::runtime(f), *v) : std::string("-");
 }
@@ -74,21 +72,6 @@ std::string median_text(const CompareRow& r, const std::optional<double>& v) {
     return fmt::format("{:.2f}", *v);
 }
 
-std::string value_text(const json& v) {
-    return v.is_string() ? v.get<std::string>() : dump_json(v);
-}
-
-std::string differs_text(const CompareRow& r) {
-    std::string s;
-    for (const auto& [name, vals] : r.differs.items()) {
-        std::string v;
-        for (const auto& x : vals)
-            v += (v.empty() ? "" : " / ") + value_text(x);
-        s += (s.empty() ? "" : "; ") + name + ": " + v;
-    }
-    return s;
-}
-
 const CompareSide* side_of(const CompareRow& r, const std::string& label) {
     for (const auto& s : r.sides)
         if (s.label == label)
@@ -103,20 +86,53 @@ const CompareRatio* ratio_of(const CompareRow& r, const std::string& label) {
     return nullptr;
 }
 
-std::string csv_field(const std::string& s) {
-    if (s.find_first_of(",\"\n") == std::string::npos)
-        return s;
-    std::string q = "\"";
-    for (char c : s)
-        q += c == '"' ? std::string("\"\"") : std::string(1, c);
-    return q + "\"";
+FieldValue real(const std::optional<double>& v) {
+    return v ? FieldValue(*v) : FieldValue();
 }
 
-std::string csv_num(const std::optional<double>& v) {
-    return v ? fmt::format("{}", *v) : std::string();
+FieldValue count(std::size_t n) {
+    return static_cast<int64_t>(n);
 }
 
 }  // namespace
+
+std::string differs_text(const CompareRow& r) {
+    std::string s;
+    for (const auto& [name, vals] : r.differs) {
+        std::string v;
+        for (const auto& x : vals)
+            v += (v.empty() ? "" : " / ") + compare_value_text(x);
+        s += (s.empty() ? "" : "; ") + name + ": " + v;
+    }
+    return s;
+}
+
+const FieldTable<CompareSideRow>& compare_fields() {
+    using R = CompareSideRow;
+    auto base = [](const R& r) -> const CompareSide& { return r.row->sides.front(); };
+    auto side = [](const R& r) -> const CompareSide& { return r.row->sides[r.side]; };
+    auto ratio = [](const R& r) -> const CompareRatio& { return r.row->ratios[r.side - 1]; };
+    static const FieldTable<CompareSideRow> table = {
+        {"test", [](const R& r) { return FieldValue(r.row->test); }},
+        {"key", [](const R& r) { return FieldValue(r.row->key); }},
+        {"stage", [](const R& r) { return FieldValue(r.row->stage); }},
+        {"metric", [](const R& r) { return FieldValue(r.row->metric); }},
+        {"higher_is_better", [](const R& r) { return FieldValue(r.row->higher_is_better); }},
+        {"baseline", [base](const R& r) { return FieldValue(base(r).label); }},
+        {"baseline_median", [base](const R& r) { return real(base(r).median); }},
+        {"baseline_cv", [base](const R& r) { return real(base(r).cv); }},
+        {"baseline_n", [base](const R& r) { return count(base(r).n); }},
+        {"label", [side](const R& r) { return FieldValue(side(r).label); }},
+        {"median", [side](const R& r) { return real(side(r).median); }},
+        {"cv", [side](const R& r) { return real(side(r).cv); }},
+        {"n", [side](const R& r) { return count(side(r).n); }},
+        {"ratio", [ratio](const R& r) { return real(ratio(r).median); }},
+        {"ci_low", [ratio](const R& r) { return real(ratio(r).ci_low); }},
+        {"ci_high", [ratio](const R& r) { return real(ratio(r).ci_high); }},
+        {"verdict", [ratio](const R& r) { return FieldValue(ratio(r).verdict); }},
+        {"differs", [](const R& r) { return FieldValue(differs_text(*r.row)); }}};
+    return table;
+}
 
 void write_compare_markdown(std::ostream& out, const CompareResult& r) {
     out << "| input | source | command | host | cpu | started |\n"
@@ -191,22 +207,10 @@ void write_compare_markdown(std::ostream& out, const CompareResult& r) {
 }
 
 void write_compare_csv(std::ostream& out, const CompareResult& r) {
-    out << "test,key,stage,metric,higher_is_better,baseline,baseline_median,baseline_cv,"
-           "baseline_n,label,median,cv,n,ratio,ci_low,ci_high,verdict,differs\n";
-    for (const auto& row : r.rows) {
-        const CompareSide& b = row.sides.front();
-        for (std::size_t k = 1; k < row.sides.size(); ++k) {
-            const CompareSide& s = row.sides[k];
-            const CompareRatio& q = row.ratios[k - 1];
-            out << csv_field(row.test) << "," << csv_field(row.key) << "," << row.stage << ","
-                << row.metric << "," << (row.higher_is_better ? "true" : "false") << ","
-                << csv_field(b.label) << "," << csv_num(b.median) << "," << csv_num(b.cv) << ","
-                << b.n << "," << csv_field(s.label) << "," << csv_num(s.median) << ","
-                << csv_num(s.cv) << "," << s.n << "," << csv_num(q.median) << ","
-                << csv_num(q.ci_low) << "," << csv_num(q.ci_high) << "," << q.verdict << ","
-                << csv_field(differs_text(row)) << "\n";
-        }
-    }
+    write_csv_header(out, compare_fields());
+    for (const auto& row : r.rows)
+        for (std::size_t k = 1; k < row.sides.size(); ++k)
+            write_csv_row(out, compare_fields(), CompareSideRow{&row, k});
 }
 
 void write_compare(std::ostream& out, const CompareResult& r, OutputFormat format) {

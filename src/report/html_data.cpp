@@ -1,5 +1,7 @@
 #include "report/html_data.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -14,6 +16,7 @@
 #include "core/file_io.hpp"
 #include "core/json_util.hpp"
 #include "core/stats_json.hpp"
+#include "report/test_fields.hpp"
 
 namespace sb {
 
@@ -21,19 +24,8 @@ using nlohmann::json;
 
 namespace {
 
-std::optional<double> num(const json& j) {
-    if (j.is_number())
-        return j.get<double>();
-    return std::nullopt;
-}
-
 std::string text(const json& j) {
     return j.is_string() ? j.get<std::string>() : std::string();
-}
-
-const json& array_or_empty(const json& j) {
-    static const json empty = json::array();
-    return j.is_array() ? j : empty;
 }
 
 std::string basename(const std::string& path) {
@@ -224,9 +216,20 @@ ReportInput ReportInput::of(std::string source, ResultDocument doc) {
     return in;
 }
 
+ReportInput ReportInput::of(std::string source, CompareResult doc) {
+    ReportInput in;
+    in.source = std::move(source);
+    in.compare = std::move(doc);
+    return in;
+}
+
 ReportInput ReportInput::of(std::string source, json doc) {
     if (doc.is_object() && text(json_field(doc, "schema")) == kResultSchema) {
         ResultDocument typed = from_json<ResultDocument>(doc, "'" + source + "'");
+        return of(std::move(source), std::move(typed));
+    }
+    if (doc.is_object() && text(json_field(doc, "command")) == "compare") {
+        CompareResult typed = from_json<CompareResult>(doc, "'" + source + "'");
         return of(std::move(source), std::move(typed));
     }
     ReportInput in;
@@ -339,13 +342,20 @@ json modes_view(const ResultDocument& doc) {
                 {"parts", parts}};
 }
 
-json stage_spans(const std::vector<TelemetryMark>& marks, int64_t t0_ns) {
+namespace {
+
+struct StageSpan {
+    std::string stage, kind;
+    double begin_s = 0, end_s = 0;
+};
+
+std::vector<StageSpan> spans_of(const std::vector<TelemetryMark>& marks, int64_t t0_ns) {
     struct Open {
         std::string stage;
         double begin_s;
     };
     std::vector<Open> open;
-    std::vector<std::pair<double, json>> spans;
+    std::vector<StageSpan> spans;
     for (const auto& m : marks) {
         const std::string& stage = m.stage;
         if (stage.empty())
@@ -361,16 +371,24 @@ json stage_spans(const std::vector<TelemetryMark>& marks, int64_t t0_ns) {
             continue;
         const auto slash = stage.find_last_of('/');
         const std::string kind = slash == std::string::npos ? stage : stage.substr(slash + 1);
-        spans.emplace_back(
-            it->begin_s,
-            json{{"stage", stage}, {"kind", kind}, {"begin_s", it->begin_s}, {"end_s", s}});
+        spans.push_back({stage, kind, it->begin_s, s});
         open.erase(it);
     }
     std::stable_sort(spans.begin(), spans.end(),
-                     [](const auto& a, const auto& b) { return a.first < b.first; });
+                     [](const StageSpan& a, const StageSpan& b) { return a.begin_s < b.begin_s; });
+    return spans;
+}
+
+json span_json(const StageSpan& s) {
+    return json{{"stage", s.stage}, {"kind", s.kind}, {"begin_s", s.begin_s}, {"end_s", s.end_s}};
+}
+
+}  // namespace
+
+json stage_spans(const std::vector<TelemetryMark>& marks, int64_t t0_ns) {
     json out = json::array();
-    for (auto& [_, j] : spans)
-        out.push_back(std::move(j));
+    for (const auto& s : spans_of(marks, t0_ns))
+        out.push_back(span_json(s));
     return out;
 }
 
@@ -504,9 +522,9 @@ json telemetry_view(const ResultDocument& doc, std::vector<std::string>& notes,
     }
     // Shaded: the stages themselves (and the idle baseline), not the rounds around them.
     json spans = json::array();
-    for (auto& s : stage_spans(tel.marks, t0_ns))
-        if (s["kind"] == "prefill" || s["kind"] == "decode" || s["kind"] == "idle")
-            spans.push_back(std::move(s));
+    for (const auto& s : spans_of(tel.marks, t0_ns))
+        if (s.kind == "prefill" || s.kind == "decode" || s.kind == "idle")
+            spans.push_back(span_json(s));
     return json{{"hz", tel.hz}, {"groups", out_groups}, {"spans", spans}};
 }
 
@@ -756,74 +774,65 @@ json warnings_view(const ResultDocument& doc) {
     return out.empty() ? json(nullptr) : out;
 }
 
-json compare_view(const json& doc, std::vector<std::string>& notes) {
-    auto version = num(json_field(doc, "compare_schema_version"));
-    if (!version || *version != 1) {
-        notes.push_back("compare_schema_version " +
-                        (version ? std::to_string(static_cast<int>(*version)) : "missing") +
-                        " is not known to this report; the comparison is not shown");
-        return nullptr;
-    }
+namespace {
+
+// The unit of a compare row's metric as the page labels it.
+std::string compare_unit(const std::string& metric) {
+    static const std::map<std::string, std::string> units = {
+        {"ttft_ms", "ms"},          {"tokens_per_s", "tok/s"},
+        {"j_per_token", "J/token"}, {"net_j_per_token", "J/token net"},
+        {"mean_power_mw", "mW"},    {"median_ms", "ms"},
+        {"p99_ms", "ms"},           {"output_tokens_per_s", "tok/s"},
+        {"request_per_s", "req/s"}, {"goodput_per_s", "req/s"}};
+    const auto it = units.find(metric);
+    return it == units.end() ? "" : it->second;
+}
+
+}  // namespace
+
+json compare_view(const CompareResult& doc) {
     json rows = json::array();
-    for (const auto& r : array_or_empty(json_field(doc, "rows"))) {
+    for (const auto& r : doc.rows) {
         std::string differs;
-        if (json_field(r, "differs").is_object()) {
-            for (const auto& [k, v] : json_field(r, "differs").items()) {
-                std::string vals;
-                for (const auto& x : array_or_empty(v))
-                    vals += (vals.empty() ? "" : " / ") + (x.is_string() ? text(x) : dump_json(x));
-                differs += (differs.empty() ? "" : "; ") + k + ": " + vals;
-            }
+        for (const auto& [k, values] : r.differs) {
+            std::string vals;
+            for (const auto& x : values)
+                vals += (vals.empty() ? "" : " / ") + compare_value_text(x);
+            differs += (differs.empty() ? "" : "; ") + k + ": " + vals;
         }
         json sides = json::array(), ratios = json::array();
-        for (const auto& s : array_or_empty(json_field(r, "sides")))
-            sides.push_back({{"label", text(json_field(s, "label"))},
-                             {"median", opt(num(json_field(s, "median")))},
-                             {"cv", opt(num(json_field(s, "cv")))},
-                             {"n", opt(num(json_field(s, "n")))}});
-        for (const auto& x : array_or_empty(json_field(r, "ratios")))
-            ratios.push_back({{"label", text(json_field(x, "label"))},
-                              {"median", opt(num(json_field(x, "median")))},
-                              {"lo", opt(num(json_field(x, "ci_low")))},
-                              {"hi", opt(num(json_field(x, "ci_high")))},
-                              {"verdict", text(json_field(x, "verdict"))}});
-        const std::string metric = text(json_field(r, "metric"));
-        rows.push_back({{"test", text(json_field(r, "test"))},
-                        {"stage", text(json_field(r, "stage"))},
-                        {"metric", metric},
-                        {"unit", metric == "ttft_ms"                           ? "ms"
-                                 : metric == "tokens_per_s"                    ? "tok/s"
-                                 : metric == "j_per_token"                     ? "J/token"
-                                 : metric == "net_j_per_token"                 ? "J/token net"
-                                 : metric == "mean_power_mw"                   ? "mW"
-                                 : metric == "median_ms" || metric == "p99_ms" ? "ms"
-                                 : metric == "output_tokens_per_s"             ? "tok/s"
-                                 : metric == "request_per_s" || metric == "goodput_per_s" ? "req/s"
-                                                                                          : ""},
-                        {"higher_is_better", json_field(r, "higher_is_better").is_boolean()
-                                                 ? json_field(r, "higher_is_better")
-                                                 : json()},
+        for (const auto& s : r.sides)
+            sides.push_back({{"label", s.label},
+                             {"median", opt(s.median)},
+                             {"cv", opt(s.cv)},
+                             {"n", static_cast<double>(s.n)}});
+        for (const auto& x : r.ratios)
+            ratios.push_back({{"label", x.label},
+                              {"median", opt(x.median)},
+                              {"lo", opt(x.ci_low)},
+                              {"hi", opt(x.ci_high)},
+                              {"verdict", x.verdict}});
+        rows.push_back({{"test", r.test},
+                        {"stage", r.stage},
+                        {"metric", r.metric},
+                        {"unit", compare_unit(r.metric)},
+                        {"higher_is_better", r.higher_is_better},
                         {"differs", differs},
                         {"sides", sides},
                         {"ratios", ratios}});
     }
     json inputs = json::array();
-    for (const auto& i : array_or_empty(json_field(doc, "inputs")))
-        inputs.push_back({{"label", text(json_field(i, "label"))},
-                          {"source", text(json_field(i, "source"))},
-                          {"command", text(json_field(i, "command"))},
-                          {"host", text(json_field(i, "host"))},
-                          {"cpu", text(json_field(i, "cpu"))},
-                          {"started_at", text(json_field(i, "started_at"))}});
+    for (const auto& i : doc.inputs)
+        inputs.push_back({{"label", i.label},
+                          {"source", i.source},
+                          {"command", i.command.value_or("")},
+                          {"host", i.host.value_or("")},
+                          {"cpu", i.cpu.value_or("")},
+                          {"started_at", i.started_at.value_or("")}});
     json unmatched = json::array();
-    for (const auto& u : array_or_empty(json_field(doc, "unmatched")))
-        unmatched.push_back(
-            {{"label", text(json_field(u, "label"))}, {"test", text(json_field(u, "test"))}});
-    json cnotes = json::array();
-    for (const auto& n : array_or_empty(json_field(doc, "notes")))
-        if (n.is_string())
-            cnotes.push_back(n);
-    return json{{"inputs", inputs}, {"rows", rows}, {"unmatched", unmatched}, {"notes", cnotes}};
+    for (const auto& u : doc.unmatched)
+        unmatched.push_back({{"label", u.label}, {"test", u.test}});
+    return json{{"inputs", inputs}, {"rows", rows}, {"unmatched", unmatched}, {"notes", doc.notes}};
 }
 
 namespace {
@@ -856,32 +865,36 @@ json result_view(const ReportInput& in, json v) {
     section("serve", [&] { return serve_view(doc); });
     section("fidelity", [&] { return fidelity_view(doc); });
     section("warnings", [&] { return warnings_view(doc); });
+    section("stages", [&] { return stage_fields_json(doc); });
     for (const auto& [k, _] : doc.extra.items())
         notes.push_back("section '" + k + "' is not known to this report; not shown");
     v["notes"] = notes;
     return v;
 }
 
+// "d0", "d1", ...: the page's anchor of a document.
+std::string document_id(std::size_t index) {
+    return fmt::format("d{}", index);
+}
+
 json document_view(const ReportInput& in, std::size_t index) {
-    json v{{"id", "d" + std::to_string(index)}, {"source", in.source}};
+    json v{{"id", document_id(index)}, {"source", in.source}};
     if (in.result) {
         v["command"] = in.result->command;
         return result_view(in, std::move(v));
     }
-    const json& doc = in.other;
-    std::vector<std::string> notes;
-    v["command"] = text(json_field(doc, "command"));
-    if (!doc.is_object() || text(json_field(doc, "command")) != "compare") {
-        v["kind"] = "unknown";
-        v["notes"] = {"not a stagebench result or compare document; skipped"};
+    if (in.compare) {
+        v["command"] = "compare";
+        v["kind"] = "compare";
+        v["header"] = {{"created_at", in.compare->created_at},
+                       {"tool_version", in.compare->tool_version}};
+        v["compare"] = compare_view(*in.compare);
+        v["notes"] = json::array();
         return v;
     }
-    v["kind"] = "compare";
-    v["header"] = {{"created_at", text(json_field(doc, "created_at"))},
-                   {"tool_version", text(json_field(doc, "tool_version"))}};
-    if (json c = compare_view(doc, notes); !c.is_null())
-        v["compare"] = std::move(c);
-    v["notes"] = notes;
+    v["command"] = text(json_field(in.other, "command"));
+    v["kind"] = "unknown";
+    v["notes"] = {"not a stagebench result or compare document; skipped"};
     return v;
 }
 
@@ -893,7 +906,7 @@ json report_view(const std::vector<ReportInput>& inputs) {
         try {
             docs.push_back(document_view(inputs[i], i));
         } catch (const std::exception& e) {
-            docs.push_back({{"id", "d" + std::to_string(i)},
+            docs.push_back({{"id", document_id(i)},
                             {"source", inputs[i].source},
                             {"kind", "unknown"},
                             {"notes", {std::string("could not be shown: ") + e.what()}}});

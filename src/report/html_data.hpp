@@ -3,9 +3,9 @@
 // documents in, one JSON "view" out that the page's script draws without further arithmetic
 // beyond layout. Display units are fixed here: times in ms, temperatures in degrees C,
 // frequencies in MHz, power in W, throughput in tokens/s, telemetry time in s from the first
-// sample. Missing values stay null. Result documents come typed (their shape was checked where
-// they were read); what a document lacks or this report does not know becomes a note in the
-// view ("notes" of that document).
+// sample. Missing values stay null. Documents come typed (ResultDocument, CompareResult: their
+// shape was checked where they were read); what a document lacks or this report does not know
+// becomes a note in the view ("notes" of that document).
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -13,32 +13,38 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/compare.hpp"
 #include "core/result.hpp"
 
 namespace sb {
 
-// One input of the report and where it came from (a path or a label): a result document
-// (typed), or a compare document, or something else (shown as unknown).
+// One input of the report and where it came from (a path or a label): a result document, a
+// compare document (both typed), or something else (shown as unknown).
 struct ReportInput {
     std::string source;
     std::optional<ResultDocument> result;
-    nlohmann::json other;  // a compare document or anything else; null for a result document
+    std::optional<CompareResult> compare;
+    nlohmann::json other;  // anything else; null for a result or compare document
 
     static ReportInput of(std::string source, ResultDocument doc);
-    // A parsed document: one with "schema": "stagebench.result" is read with its from_json
-    // (sb::Error(input) naming source when it cannot be), anything else is kept as it is.
+    static ReportInput of(std::string source, CompareResult doc);
+    // A parsed document: one with "schema": "stagebench.result" is read with its from_json, one
+    // with "command": "compare" with read(JsonIn, CompareResult&) (analysis/compare.hpp; both
+    // sb::Error(input) naming source when it cannot be), anything else is kept as it is.
     static ReportInput of(std::string source, nlohmann::json doc);
 };
 
-// Reads, parses and checks path (core/document.hpp load_document; a result document is read
-// with its from_json). Throws sb::Error(input) with one line when the file is missing,
-// unreadable, not JSON or a document of the wrong shape.
+// Reads, parses and checks path (core/document.hpp load_document), then ReportInput::of.
+// Throws sb::Error(input) with one line when the file is missing, unreadable, not JSON or a
+// document of the wrong shape.
 ReportInput load_report_input(const std::string& path);
 
 // The view of every input, in order:
 //   {"documents": [{"id", "source", "kind": "result"|"compare"|"unknown", "command", "header",
 //     "notes", "summary", "throughput", "ops", "telemetry", "sustained", "hybrid", "serve",
-//     "fidelity", "warnings", "compare"}]}
+//     "fidelity", "warnings", "stages", "compare"}]}
+// "stages" is every field of every measured stage of the tests, as `--format csv` writes them
+// (report/test_fields.hpp stage_fields_json: {"columns", "rows"}).
 // A section is present only when the document has its data.
 nlohmann::json report_view(const std::vector<ReportInput>& inputs);
 
@@ -67,9 +73,9 @@ nlohmann::json serve_view(const ResultDocument& doc);
 // variant failed. kl_floor: where the charts' log axis draws KL 0.
 nlohmann::json fidelity_view(const ResultDocument& doc);
 nlohmann::json warnings_view(const ResultDocument& doc);
-// A compare document (analysis/compare.hpp to_json(CompareResult), checked by
-// core/document.hpp check_document).
-nlohmann::json compare_view(const nlohmann::json& doc, std::vector<std::string>& notes);
+// A compare document: its inputs, rows (with the unit of each metric and differs as text),
+// unmatched tests and notes.
+nlohmann::json compare_view(const CompareResult& doc);
 
 // Stage intervals from telemetry marks: each begin paired with the next end of the same stage;
 // unmatched marks are dropped. Times in s after t0_ns. kind is the stage name's last

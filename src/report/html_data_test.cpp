@@ -388,10 +388,9 @@ TEST(HtmlData, WarningsFromTheDocumentAndItsTelemetryOnceEach) {
 TEST(HtmlData, CompareFixtureBecomesRowsWithRatiosAndNotes) {
     ReportInput in =
         load_report_input(std::string(SB_SOURCE_DIR) + "/tests/fixtures/report/compare.json");
-    std::vector<std::string> notes;
-    json v = compare_view(in.other, notes);
-    ASSERT_FALSE(v.is_null());
-    EXPECT_TRUE(notes.empty());
+    ASSERT_TRUE(in.compare);
+    EXPECT_FALSE(in.result);
+    json v = compare_view(*in.compare);
     ASSERT_EQ(v["rows"].size(), 3u);
     const json& r = v["rows"][0];
     EXPECT_EQ(r["stage"], "prefill");
@@ -404,18 +403,29 @@ TEST(HtmlData, CompareFixtureBecomesRowsWithRatiosAndNotes) {
     EXPECT_EQ(v["unmatched"][0]["test"], "pp64+tg8");
     EXPECT_EQ(v["inputs"].size(), 2u);
 
-    json future = in.other;
+    // A compare document of a newer stagebench is refused where it is read, in one line.
+    json future = to_json(*in.compare);
     future["compare_schema_version"] = 2;
-    EXPECT_TRUE(compare_view(future, notes).is_null());
-    ASSERT_EQ(notes.size(), 1u);
+    try {
+        ReportInput::of("future.json", future);
+        ADD_FAILURE() << "a newer compare document was read";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::input);
+        EXPECT_NE(std::string(e.what()).find("written by a newer stagebench"), std::string::npos)
+            << e.what();
+    }
 }
 
 TEST(HtmlData, CompareEnergyRowsCarryTheirUnits) {
-    json doc = {{"compare_schema_version", 1}, {"rows", json::array()}};
-    for (const char* m : {"j_per_token", "net_j_per_token", "mean_power_mw"})
-        doc["rows"].push_back({{"test", "pp32+tg8"}, {"stage", "decode"}, {"metric", m}});
-    std::vector<std::string> notes;
-    const json v = compare_view(doc, notes);
+    CompareResult doc;
+    for (const char* m : {"j_per_token", "net_j_per_token", "mean_power_mw"}) {
+        CompareRow r;
+        r.test = "pp32+tg8";
+        r.stage = "decode";
+        r.metric = m;
+        doc.rows.push_back(r);
+    }
+    const json v = compare_view(doc);
     ASSERT_EQ(v["rows"].size(), 3u);
     EXPECT_EQ(v["rows"][0]["unit"], "J/token");
     EXPECT_EQ(v["rows"][1]["unit"], "J/token net");
@@ -426,9 +436,12 @@ TEST(HtmlData, ReportViewNotesWhatItCannotShowAndShowsTheRest) {
     json unknown_section = result_doc();
     unknown_section["command"] = "frobnicate";
     unknown_section["brand_new"] = {{"x", 1}};
+    CompareResult compare;
+    compare.created_at = "2026-11-29T10:00:00Z";
+    compare.notes = {"a note"};
     json v = report_view({ReportInput::of("a.json", json::array({1, 2})),
                           ReportInput::of("b.json", doc_of(unknown_section)),
-                          ReportInput::of("c.json", json{{"command", "compare"}})});
+                          ReportInput::of("c.json", compare)});
     const json& docs = v["documents"];
     ASSERT_EQ(docs.size(), 3u);
     EXPECT_EQ(docs[0]["kind"], "unknown");
@@ -441,8 +454,18 @@ TEST(HtmlData, ReportViewNotesWhatItCannotShowAndShowsTheRest) {
     ASSERT_EQ(docs[1]["notes"].size(), 2u) << docs[1]["notes"].dump();
     EXPECT_NE(docs[1]["notes"][1].get<std::string>().find("brand_new"), std::string::npos);
     EXPECT_EQ(docs[2]["kind"], "compare");
-    EXPECT_FALSE(docs[2].contains("compare")) << "no schema version: not shown";
-    EXPECT_EQ(docs[2]["notes"].size(), 1u);
+    EXPECT_EQ(docs[2]["header"]["created_at"], "2026-11-29T10:00:00Z");
+    EXPECT_EQ(docs[2]["compare"]["notes"], json({"a note"}));
+    EXPECT_TRUE(docs[2]["compare"]["rows"].empty());
+    // A compare document that cannot be read is refused in one line naming it, as a result
+    // document is.
+    try {
+        ReportInput::of("c.json", json{{"command", "compare"}});
+        ADD_FAILURE() << "a compare document without a version was read";
+    } catch (const Error& e) {
+        EXPECT_EQ(std::string(e.what()),
+                  "'c.json': the document: no compare_schema_version: not a compare document");
+    }
 }
 
 }  // namespace

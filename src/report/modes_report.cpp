@@ -49,18 +49,6 @@ std::string env_text(const Mode& m) {
     return s;
 }
 
-std::string csv_field(const std::string& s) {
-    if (s.find_first_of(",\"\n") == std::string::npos)
-        return s;
-    std::string q = "\"";
-    for (char c : s) {
-        if (c == '"')
-            q += '"';
-        q += c;
-    }
-    return q + "\"";
-}
-
 }  // namespace
 
 void write_modes_markdown(const ModesSection& s, std::ostream& out) {
@@ -145,17 +133,33 @@ void write_modes_markdown(const ModesSection& s, std::ostream& out) {
     out.flush();
 }
 
+const FieldTable<ModeRunRow>& mode_run_fields() {
+    using R = ModeRunRow;
+    static const FieldTable<ModeRunRow> table = {
+        {"mode", [](const R& r) { return FieldValue(r.mode->name); }},
+        {"round", [](const R& r) { return FieldValue(int64_t{r.run->round}); }},
+        {"sequence", [](const R& r) { return FieldValue(int64_t{r.run->sequence}); }},
+        {"stage", [](const R& r) { return FieldValue(*r.stage); }},
+        {"ns",
+         [](const R& r) {
+             const auto it = r.run->stage_ns.find(*r.stage);
+             return it == r.run->stage_ns.end() ? FieldValue() : FieldValue(it->second);
+         },
+         "{:.0f}"},
+        {"exit_code",
+         [](const R& r) {
+             return r.run->exit_code ? FieldValue(int64_t{*r.run->exit_code}) : FieldValue();
+         }},
+        {"error", [](const R& r) { return FieldValue(r.run->error.value_or("")); }}};
+    return table;
+}
+
 void write_modes_csv(const ModesSection& s, std::ostream& out) {
-    out << "mode,round,sequence,stage,ns,exit_code,error\n";
+    write_csv_header(out, mode_run_fields());
     for (const auto& m : s.modes)
         for (const auto& r : m.runs)
-            for (const auto& st : s.stages) {
-                auto it = r.stage_ns.find(st);
-                out << csv_field(m.name) << ',' << r.round << ',' << r.sequence << ',' << st << ','
-                    << (it == r.stage_ns.end() ? std::string() : fmt::format("{:.0f}", it->second))
-                    << ',' << (r.exit_code ? std::to_string(*r.exit_code) : "") << ','
-                    << csv_field(r.error.value_or("")) << '\n';
-            }
+            for (const auto& st : s.stages)
+                write_csv_row(out, mode_run_fields(), ModeRunRow{&m, &r, &st});
     out.flush();
 }
 

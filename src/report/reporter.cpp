@@ -2,111 +2,41 @@
 
 #include <fmt/format.h>
 
-#include <filesystem>
-
 #include "core/error.hpp"
 #include "core/json_util.hpp"
 #include "report/fidelity_report.hpp"
 #include "report/hybrid_report.hpp"
 #include "report/serve_report.hpp"
 #include "report/sustained_report.hpp"
+#include "report/test_fields.hpp"
 
 namespace sb {
 namespace {
 
 using nlohmann::json;
 
-std::string model_name(const ResultDocument& doc, const std::string& path) {
-    if (const auto m = model_of(doc, path)) {
-        // A GGUF without general.name (null in the document) is shown by its file name.
-        std::string n = m->name.value_or(std::filesystem::path(path).filename().string());
-        if (m->synthetic && n.find("synthetic") == std::string::npos)
-            n += " (synthetic)";
-        return n;
-    }
-    return path;
-}
-
-std::string human_bytes(double b) {
-    const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    int i = 0;
-    while (b >= 1024 && i < 4) {
-        b /= 1024;
-        ++i;
-    }
-    return fmt::format("{:.2f} {}", b, units[i]);
-}
-
 std::string num(const std::optional<double>& v, const char* f = "{:.2f}") {
     return v ? fmt::format(fmt::runtime(f), *v) : std::string("-");
-}
-
-std::string stage_test(const TestConfig& c, bool decode) {
-    std::string s = decode ? "tg" + std::to_string(c.n_gen) : "pp" + std::to_string(c.n_prompt);
-    const int depth = decode ? c.n_depth + c.n_prompt : c.n_depth;
-    if (depth > 0)
-        s += " @ d" + std::to_string(depth);
-    return s;
 }
 
 class MarkdownReporter : public Reporter {
   public:
     explicit MarkdownReporter(std::ostream& out) : out_(out) {}
     void begin(const ResultDocument&) override {
-        out_ << "| model | size | params | devices | threads | test | t/s | ± sd | CV % | "
-                "robust t/s | stalls | median ms | ITL p50 ms | ITL p99 ms |\n"
-             << "| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
-                "| ---: | ---: |\n";
+        write_markdown_header(out_, stage_fields());
         out_.flush();
     }
     void test_done(const ResultDocument& doc, const TestResult& t) override {
-        const TestConfig& c = t.config;
-        std::string size = "-", params = "-";
-        if (const auto m = model_of(doc, c.model_path)) {
-            if (m->file_bytes)
-                size = human_bytes(static_cast<double>(*m->file_bytes));
-            if (m->n_params) {
-                const double p = static_cast<double>(*m->n_params);
-                params =
-                    p >= 1e9 ? fmt::format("{:.2f} B", p / 1e9) : fmt::format("{:.2f} M", p / 1e6);
-            }
-        }
-        // 0 only for a server stagebench did not start: its threads are its own.
-        const std::string threads = c.n_threads > 0 ? std::to_string(c.n_threads) : "server's";
-        const std::string lead =
-            fmt::format("| {} | {} | {} | {} | {} ", model_name(doc, c.model_path), size, params,
-                        c.devices.str(), threads);
         if (t.status == Status::failed && !t.prefill && !t.decode) {
-            out_ << lead << "| " << c.test_name() << " | FAILED: " << t.error.value_or("")
-                 << " | | | | | | | |\n";
+            message_row(doc, t, "FAILED: " + t.error.value_or(""));
             out_.flush();
             return;
         }
-        // Robust: the median-based rate and its CI half-width; stalls: slow repetitions of
-        // prefill, stalled tokens of decode (count of samples).
-        auto row = [&](const StageResult& s, bool decode, const Summary* itl, const Stalls& st) {
-            const double ms = 1e-6;
-            std::string robust = num(s.robust.tokens_per_s);
-            if (s.robust.ci95_half_rel)
-                robust += fmt::format(" ± {:.1f} %", *s.robust.ci95_half_rel * 100);
-            const std::string stalls =
-                fmt::format("{}/{} {}", st.count(), st.n, decode ? "tokens" : "reps");
-            out_ << lead << "| " << stage_test(c, decode) << " | " << num(s.throughput.mean)
-                 << " | " << num(s.throughput.stddev) << " | "
-                 << (s.throughput.cv ? fmt::format("{:.2f}", *s.throughput.cv * 100) : "-") << " | "
-                 << robust << " | " << stalls << " | "
-                 << (s.duration.median ? fmt::format("{:.2f}", *s.duration.median * ms) : "-")
-                 << " | " << (itl && itl->median ? fmt::format("{:.3f}", *itl->median * ms) : "-")
-                 << " | " << (itl && itl->p99 ? fmt::format("{:.3f}", *itl->p99 * ms) : "-")
-                 << " |\n";
-        };
-        if (t.prefill)
-            row(*t.prefill, false, nullptr, t.prefill->stalls);
-        if (t.decode)
-            row(*t.decode, true, &t.decode->itl, t.decode->token_stalls);
+        for (const auto& row : stage_rows(doc, t))
+            if (row.result)
+                write_markdown_row(out_, stage_fields(), row);
         if (t.status != Status::ok)
-            out_ << lead << "| " << c.test_name() << " | " << to_string(t.status) << ": "
-                 << t.error.value_or("") << " | | | | | | | |\n";
+            message_row(doc, t, to_string(t.status) + ": " + t.error.value_or(""));
         out_.flush();
     }
     void end(const ResultDocument& doc) override {
@@ -201,69 +131,44 @@ class MarkdownReporter : public Reporter {
     }
 
   private:
+    // The test's leading columns (model to test name), the message, and empty cells for the
+    // rest of the stage columns.
+    void message_row(const ResultDocument& doc, const TestResult& t, const std::string& message) {
+        const StageRow none{&doc, &t, "none"};
+        std::vector<std::string> cells;
+        std::size_t after = 0;
+        bool past = false;
+        for (const auto& f : stage_fields()) {
+            if (!f.markdown)
+                continue;
+            if (past) {
+                ++after;
+                continue;
+            }
+            cells.push_back(markdown_cell(f.markdown->text(none)));
+            past = f.name == "stage_test";
+        }
+        cells.push_back(markdown_cell(message));
+        out_ << '|';
+        for (const auto& c : cells)
+            out_ << ' ' << c << " |";
+        for (std::size_t i = 1; i < after; ++i)
+            out_ << " |";
+        out_ << '\n';
+    }
+
     std::ostream& out_;
 };
 
-// One row per measured stage; numbers unformatted (full precision, '.' decimal point).
+// One row per measured stage (report/test_fields.hpp); numbers unformatted (full precision, '.'
+// decimal point).
 class CsvReporter : public Reporter {
   public:
     explicit CsvReporter(std::ostream& out) : out_(out) {}
-    void begin(const ResultDocument&) override {
-        out_ << "model_path,devices,n_threads,n_batch,n_ubatch,n_depth,flash_attn,type_k,type_v,"
-                "test,stage,n_tokens,reps,status,tokens_per_s_mean,tokens_per_s_stddev,"
-                "tokens_per_s_cv,tokens_per_s_ci95_lo,tokens_per_s_ci95_hi,duration_ns_median,"
-                "itl_ns_p50,itl_ns_p90,itl_ns_p99,robust_tokens_per_s,robust_ci95_lo,"
-                "robust_ci95_hi,stalled_reps,stalled_reps_excess_ns,stalled_tokens,"
-                "stalled_tokens_excess_ns,error,kl_mean,kl_p99,kl_max,top1_agreement,"
-                "topk_overlap,max_abs_logit_error\n";
-    }
-    void test_done(const ResultDocument&, const TestResult& t) override {
-        const TestConfig& c = t.config;
-        auto v = [](const std::optional<double>& x) {
-            return x ? fmt::format("{}", *x) : std::string();
-        };
-        auto quote = [](std::string s) {
-            std::string q = "\"";
-            for (char ch : s)
-                q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
-            return q + "\"";
-        };
-        auto row = [&](const char* stage, const StageResult* s, const Summary* itl,
-                       const Stalls* tokens) {
-            out_ << quote(c.model_path) << ',' << quote(c.devices.str()) << ',' << c.n_threads
-                 << ',' << c.n_batch << ',' << c.n_ubatch << ',' << c.n_depth << ','
-                 << to_string(c.flash_attn) << ',' << c.type_k << ',' << c.type_v << ','
-                 << quote(c.test_name()) << ',' << stage << ',' << (s ? s->n_tokens : 0) << ','
-                 << t.reps_done << ',' << to_string(t.status) << ','
-                 << (s ? v(s->throughput.mean) : "") << ',' << (s ? v(s->throughput.stddev) : "")
-                 << ',' << (s ? v(s->throughput.cv) : "") << ','
-                 << (s ? v(s->throughput.ci95_lo) : "") << ','
-                 << (s ? v(s->throughput.ci95_hi) : "") << ',' << (s ? v(s->duration.median) : "")
-                 << ',' << (itl ? v(itl->median) : "") << ',' << (itl ? v(itl->p90) : "") << ','
-                 << (itl ? v(itl->p99) : "") << ',' << (s ? v(s->robust.tokens_per_s) : "") << ','
-                 << (s ? v(s->robust.ci95_lo) : "") << ',' << (s ? v(s->robust.ci95_hi) : "") << ','
-                 << (s ? std::to_string(s->stalls.count()) : "") << ','
-                 << (s ? v(s->stalls.excess) : "") << ','
-                 << (tokens ? std::to_string(tokens->count()) : "") << ','
-                 << (tokens ? v(tokens->excess) : "") << ',' << quote(t.error.value_or(""));
-            // --fidelity: the stage's distance from the reference (empty without).
-            const std::optional<StageFidelity>* f = nullptr;
-            if (t.fidelity && s)
-                f = t.prefill && s == &*t.prefill ? &t.fidelity->prefill : &t.fidelity->decode;
-            if (f && *f) {
-                const StageFidelity& d = **f;
-                out_ << fmt::format(",{},{},{},{},{},{}\n", d.kl_mean, d.kl_p99, d.kl_max,
-                                    d.top1_agreement, d.topk_overlap, d.max_abs);
-            } else {
-                out_ << ",,,,,,\n";
-            }
-        };
-        if (t.prefill)
-            row("prefill", &*t.prefill, nullptr, nullptr);
-        if (t.decode)
-            row("decode", &*t.decode, &t.decode->itl, &t.decode->token_stalls);
-        if (!t.prefill && !t.decode)
-            row("none", nullptr, nullptr, nullptr);
+    void begin(const ResultDocument&) override { write_csv_header(out_, stage_fields()); }
+    void test_done(const ResultDocument& doc, const TestResult& t) override {
+        for (const auto& row : stage_rows(doc, t))
+            write_csv_row(out_, stage_fields(), row);
         out_.flush();
     }
 

@@ -68,6 +68,32 @@ TEST(Reporter, MarkdownOfAHybridOrSustainedDocumentIsItsSection) {
     EXPECT_EQ(json::parse(printed(OutputFormat::json, h)), to_json(h));
 }
 
+// A test that measured nothing is one row: its leading columns, the error, empty stage cells.
+TEST(Reporter, AFailedOrInterruptedTestIsOneRowWithItsError) {
+    ResultDocument d = two_tests();
+    d.tests[0].status = Status::failed;
+    d.tests[0].error = "model refused | badly";
+    d.tests[0].prefill.reset();
+    d.tests[1].status = Status::interrupted;
+    d.tests[1].config.n_threads = 4;
+    const std::string md = printed(OutputFormat::md, d);
+    EXPECT_NE(md.find("\n|  | - | - | CPU | server's | pp16+tg4 | FAILED: model refused \\| badly "
+                      "| | | | | | | |\n"),
+              std::string::npos)
+        << md;
+    // The measured stage's row, then the status.
+    EXPECT_NE(md.find("\n|  | - | - | CPU | 4 | pp32 | 105.00 | 7.07 | 6.73 | - | 0/0 reps | - "
+                      "| - | - |\n|  | - | - | CPU | 4 | pp32+tg4 | interrupted:  | | | | | | | "
+                      "|\n"),
+              std::string::npos)
+        << md;
+    // Every row has the header's 14 columns.
+    std::istringstream lines(md);
+    for (std::string l; std::getline(lines, l) && !l.empty();)
+        EXPECT_EQ(std::count(l.begin(), l.end(), '|') - std::count(l.begin(), l.end(), '\\'), 15)
+            << l;
+}
+
 TEST(Reporter, HtmlIsNotAStreamFormat) {
     std::ostringstream out;
     try {

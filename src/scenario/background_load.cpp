@@ -16,16 +16,12 @@ BackgroundSpec parse_background(const std::string& text) {
                            " (expected e.g. cpu:2@50%,mem:1)");
     };
     auto to_int = [&](const std::string& s) {
-        size_t used = 0;
-        int v = 0;
-        try {
-            v = std::stoi(s, &used);
-        } catch (const std::exception&) {
+        const auto v = parse_decimal_int(s);  // decimal only: not " 2" or 0x2
+        if (!v)
             throw bad("'" + s + "' is not a count");
-        }
-        if (used != s.size() || v < 1 || v > 256)
+        if (*v < 1 || *v > 256)
             throw bad("'" + s + "' is not a count 1..256");
-        return v;
+        return static_cast<int>(*v);
     };
     for (const std::string& item : split_list(text)) {
         if (item.rfind("cpu:", 0) == 0) {
@@ -36,16 +32,12 @@ BackgroundSpec parse_background(const std::string& text) {
                 std::string pct = rest.substr(at + 1);
                 if (!pct.empty() && pct.back() == '%')
                     pct.pop_back();
-                size_t used = 0;
-                double p = 0;
-                try {
-                    p = std::stod(pct, &used);
-                } catch (const std::exception&) {
+                const auto p = parse_decimal(pct);
+                if (!p)
                     throw bad("duty '" + rest.substr(at + 1) + "' is not a percentage");
-                }
-                if (used != pct.size() || p <= 0 || p > 100)
+                if (*p <= 0 || *p > 100)
                     throw bad("duty must be in (0, 100] %");
-                spec.cpu_duty = p / 100.0;
+                spec.cpu_duty = *p / 100.0;
             }
         } else if (item.rfind("mem:", 0) == 0) {
             spec.mem_threads = to_int(item.substr(4));

@@ -19,8 +19,8 @@ TEST(BackgroundSpec, ParsesCpuDutyAndMemory) {
 }
 
 TEST(BackgroundSpec, RejectsMalformedSpecs) {
-    for (const char* bad :
-         {"", "gpu:1", "cpu:", "cpu:x", "cpu:2@0%", "cpu:2@150%", "mem:0", "cpu:2@half"})
+    for (const char* bad : {"", "gpu:1", "cpu:", "cpu:x", "cpu:2@0%", "cpu:2@150%", "mem:0",
+                            "cpu:2@half", "cpu:0x2", "cpu: 2", "cpu:2@0x32%", "cpu:2@nan%"})
         EXPECT_THROW(parse_background(bad), Error) << bad;
 }
 

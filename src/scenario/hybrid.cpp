@@ -177,8 +177,11 @@ json hybrid_point_json(int p, int n, const std::vector<HybridMode>& modes) {
     for (const auto& [mode, v] : e2e_ns)
         e2e[mode] = {{"samples_ns", v}, {"summary", summary_of(v)}};
     pt["e2e"] = e2e;
-    pt["comparison"] =
+    // The comparison is typed (analysis/hybrid_compare.hpp); this section is still JSON here.
+    HybridPoint compared;
+    compared.comparison =
         compare_modes(e2e_ns[kHybridMode], e2e_ns[kPrefillAloneMode], e2e_ns[kDecodeAloneMode]);
+    pt["comparison"] = to_json(compared)["comparison"];
     return pt;
 }
 
@@ -339,7 +342,8 @@ int run_hybrid(const HybridOptions& o, ResultDocument& doc, std::ostream& err) {
                 progress("pp" + std::to_string(p) + "+tg" + std::to_string(n) +
                          " failed: " + *error);
             section["points"].push_back(pt);
-            section["crossover"] = crossovers(section["points"]);
+            section["crossover"] = to_json(crossovers(
+                from_json<std::vector<HybridPoint>>(section["points"], "the hybrid points")));
             doc.hybrid = from_json<HybridSection>(section);
             doc.finished_at = utc_timestamp();
             run.save();

@@ -202,21 +202,28 @@ int run_mode_experiment(const ModeExperimentOptions& o, const ModeLauncher& laun
 }
 
 int import_mode_logs(const std::vector<std::pair<std::string, std::string>>& logs,
-                     ResultDocument& doc, std::ostream& err) {
+                     ResultDocument& doc, std::ostream& err, const ImportOptions& how) {
     std::vector<std::string> names;
     for (const auto& [name, path] : logs)
         names.push_back(name);
     check_mode_names(names);
     std::vector<OpsProfile> profiles;
+    Warnings warnings;
     for (const auto& [name, path] : logs) {
         ImportOptions io;
         io.log_path = path;
         io.format = OutputFormat::json;
+        io.stage_of = how.stage_of;
+        io.one_stage = how.one_stage;
         ResultDocument one;
         try {
             run_import_hexagon(io, one, err);
         } catch (const Error& e) {
             throw Error(e.kind(), fmt::format("mode '{}': {}", name, e.what()));
+        }
+        for (auto w : one.warnings) {
+            w.message = fmt::format("mode '{}': {}", name, w.message);
+            warnings.push_back(std::move(w));
         }
         profiles.push_back(*one.ops);
     }
@@ -258,10 +265,26 @@ int import_mode_logs(const std::vector<std::pair<std::string, std::string>>& log
         "one log per mode, in pipeline order: part 0 is the first mode's stage time, part i mode "
         "i's less mode i-1's; the parts add up to the last mode's time. One log is one run: no "
         "CI");
+    // How each log was split into stages (the importer's ops.import.stage_split).
+    for (size_t i = 0; i < logs.size(); ++i) {
+        const auto& info = profiles[i].import_info;
+        const std::string split = info.contains("stage_split") && info["stage_split"].is_string()
+                                      ? info["stage_split"].get<std::string>()
+                                      : std::string("none");
+        std::string stages;
+        for (const auto& st : profiles[i].stages)
+            stages += (stages.empty() ? "" : ", ") + st.stage;
+        s.notes.push_back(fmt::format("mode '{}': stages {} ({})", logs[i].first, stages,
+                                      split == "none"      ? "not split"
+                                      : split == "tokens"  ? "split by the mat-muls' tokens"
+                                      : split == "markers" ? "split by --stage-of markers"
+                                                           : "split by --stage-of markers and "
+                                                             "the mat-muls' tokens"));
+    }
     summarize_modes(s);
     doc.system = nullptr;  // the machine that reads the logs is not the one that made them
     doc.llama = nullptr;
-    doc.warnings.clear();
+    doc.warnings = warnings;
     doc.modes = s;
     doc.finished_at = utc_timestamp();
     return 0;

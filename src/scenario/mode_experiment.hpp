@@ -17,6 +17,7 @@
 
 #include "core/doc/modes_section.hpp"
 #include "core/result.hpp"
+#include "profile/ops_command.hpp"
 
 namespace sb {
 
@@ -79,13 +80,16 @@ int run_mode_experiment(const ModeExperimentOptions& o, const ModeLauncher& laun
                         ResultDocument& doc, std::ostream& err);
 
 // `import hexagon-profile --mode NAME=LOG ...`: each log imported as `import hexagon-profile`
-// does (profile/ops_command.hpp run_import_hexagon), one run per mode, into doc.modes with the
-// parts per stage the importer gives (or the whole log, stage "log"). A stage's time is the
-// sum of the host's call times when every log has them for every stage (call-usec, the older
-// format), else the sum of the backend's op times. Modes in the order given; names checked
-// (check_mode_names). Throws sb::Error(input) for a log that cannot be read or holds no op
-// record (naming its mode), sb::Error(usage) for bad names. Returns 0.
+// does (profile/ops_command.hpp run_import_hexagon) with `how`'s stage_of markers and
+// one_stage (its log_path, format and out_path are not used), one run per mode, into
+// doc.modes with the parts per stage the importer gives (or the whole log, stage "log"). A
+// stage's time is the sum of the host's call times when every log has them for every stage
+// (call-usec, the formats before llama.cpp PR 22269), else the sum of the backend's op times.
+// Modes in the order given; names checked (check_mode_names). Throws sb::Error(input) for a log
+// that cannot be read or holds no op record, and for a bad --stage-of (naming the mode),
+// sb::Error(usage) for bad names. Warnings of the logs' imports are kept, each naming its mode.
+// Returns 0.
 int import_mode_logs(const std::vector<std::pair<std::string, std::string>>& logs,
-                     ResultDocument& doc, std::ostream& err);
+                     ResultDocument& doc, std::ostream& err, const ImportOptions& how = {});
 
 }  // namespace sb

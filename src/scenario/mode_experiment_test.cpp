@@ -1,10 +1,15 @@
 // The pipeline-modes loop with a scripted launcher: the syntax of --mode, the interleaved order,
-// a failing mode kept beside the others, the parts and the section's JSON round trip.
+// a failing mode kept beside the others, the parts and the section's JSON round trip. And the
+// same parts from one Hexagon log per mode (import_mode_logs), split by tokens or by markers.
 #include "scenario/mode_experiment.hpp"
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <map>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "core/error.hpp"
 
@@ -136,6 +141,97 @@ TEST(ModeExperiment, TwoGoodModesGiveTheirDifference) {
     ASSERT_TRUE(s.parts[1].ci95_lo_ns);
     EXPECT_GE(*s.parts[1].ci95_lo_ns, -300.0);
     EXPECT_LE(*s.parts[1].ci95_hi_ns, -298.0);
+}
+
+// The call-usec of each graph of a mode log, summed straight from its lines (independently of
+// the importer): a graph starts at its first op, RMS_NORM of inp_embd into norm-0.
+std::vector<double> call_usec_per_graph(const std::string& path) {
+    std::ifstream f(path);
+    EXPECT_TRUE(f.good()) << path;
+    std::vector<double> sums;
+    for (std::string line; std::getline(f, line);) {
+        if (line.find("inp_embd ") != std::string::npos &&
+            line.find(" -> norm-0 ") != std::string::npos)
+            sums.push_back(0);
+        const auto at = line.find("call-usec ");
+        if (at != std::string::npos && !sums.empty())
+            sums.back() += std::stod(line.substr(at + 10));
+    }
+    return sums;
+}
+
+// Per stage (prefill = the first graph, decode = the second), the three parts are the
+// differences of the modes' call-usec sums and their shares are of the full mode's, exactly.
+void expect_exact_parts(const ModesSection& s, const std::string& dir) {
+    std::map<std::string, std::vector<double>> sums;  // mode -> per graph
+    for (const char* m : {"queue", "quant", "full"})
+        sums[m] = call_usec_per_graph(dir + m + ".log");
+    ASSERT_EQ(s.stages, (std::vector<std::string>{"prefill", "decode"}));
+    ASSERT_EQ(s.parts.size(), 6u);
+    for (size_t g = 0; g < 2; ++g) {
+        const std::string stage = s.stages[g];
+        SCOPED_TRACE(stage);
+        ASSERT_EQ(sums["full"].size(), 2u);
+        const double queue = sums["queue"][g] * 1000, quant = sums["quant"][g] * 1000,
+                     full = sums["full"][g] * 1000;
+        std::vector<const ModePart*> parts;
+        for (const auto& p : s.parts)
+            if (p.stage == stage)
+                parts.push_back(&p);
+        ASSERT_EQ(parts.size(), 3u);
+        EXPECT_EQ(parts[0]->name, "queue");
+        EXPECT_EQ(*parts[0]->ns, queue);
+        EXPECT_EQ(*parts[1]->ns, quant - queue);
+        EXPECT_EQ(*parts[2]->ns, full - quant);
+        EXPECT_DOUBLE_EQ(*parts[0]->share, queue / full);
+        EXPECT_DOUBLE_EQ(*parts[1]->share, (quant - queue) / full);
+        EXPECT_DOUBLE_EQ(*parts[2]->share, (full - quant) / full);
+        EXPECT_GT(*parts[0]->ns, 0);
+    }
+}
+
+std::vector<std::pair<std::string, std::string>> mode_logs(const std::string& dir) {
+    return {{"queue", dir + "queue.log"}, {"quant", dir + "quant.log"}, {"full", dir + "full.log"}};
+}
+
+TEST(ImportModeLogs, FirstFormatLogsGiveEachStagesPartsExactly) {
+    const std::string dir = std::string(SB_SOURCE_DIR) + "/tests/fixtures/hexagon/modes_pr16547/";
+    ResultDocument doc;
+    std::ostringstream err;
+    EXPECT_EQ(import_mode_logs(mode_logs(dir), doc, err), 0);
+    EXPECT_EQ(err.str(), "");
+    ASSERT_TRUE(doc.modes);
+    EXPECT_NE(doc.modes->time_basis.find("call-usec"), std::string::npos);
+    expect_exact_parts(*doc.modes, dir);
+}
+
+TEST(ImportModeLogs, StageOfMarkersSplitLogsWithoutTokenCounts) {
+    const std::string dir = std::string(SB_SOURCE_DIR) + "/tests/fixtures/hexagon/modes_markers/";
+    std::ostringstream err;
+    // Without markers a log with no mat-mul is one stage.
+    ResultDocument plain;
+    import_mode_logs(mode_logs(dir), plain, err);
+    EXPECT_EQ(plain.modes->stages, (std::vector<std::string>{"log"}));
+    ImportOptions how;
+    how.stage_of = {"=== prefill=prefill", "=== decode=decode"};
+    ResultDocument doc;
+    EXPECT_EQ(import_mode_logs(mode_logs(dir), doc, err, how), 0);
+    expect_exact_parts(*doc.modes, dir);
+    bool noted = false;
+    for (const auto& n : doc.modes->notes)
+        noted = noted || n == "mode 'full': stages prefill, decode (split by --stage-of markers)";
+    EXPECT_TRUE(noted);
+    // A bad --stage-of names the mode.
+    how.stage_of = {"nostage"};
+    try {
+        import_mode_logs(mode_logs(dir), doc, err, how);
+        FAIL() << "no error";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::input);
+        EXPECT_NE(std::string(e.what()).find("mode 'queue': --stage-of 'nostage'"),
+                  std::string::npos)
+            << e.what();
+    }
 }
 
 }  // namespace

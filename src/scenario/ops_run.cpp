@@ -5,13 +5,11 @@
 #include "core/last_word.hpp"
 #include "core/sysinfo.hpp"
 #include "engine/backends.hpp"
-#include "profile/ops_report.hpp"
 #include "scenario/run_context.hpp"
 
 namespace sb {
 
 int run_ops(const OpsCommandOptions& o, ResultDocument& doc, std::ostream& err) {
-    check_ops_format(o.format);
     std::string device_set;
     for (const auto& d : o.ops.devices)
         device_set += (device_set.empty() ? "" : "+") + d;

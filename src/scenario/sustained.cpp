@@ -107,14 +107,10 @@ CooldownPolicy parse_cooldown(const std::string& text) {
         std::string v = text.substr(11);
         if (!v.empty() && (v.back() == 'C' || v.back() == 'c'))
             v.pop_back();
-        size_t used = 0;
-        try {
-            p.target_c = std::stod(v, &used);
-        } catch (const std::exception&) {
+        const auto c = parse_decimal(v);  // decimal only: not 0x2D
+        if (!c || *c <= 0 || *c > 150)
             throw bad();
-        }
-        if (used != v.size() || p.target_c <= 0 || p.target_c > 150)
-            throw bad();
+        p.target_c = *c;
         p.kind = CooldownPolicy::Kind::until_temp;
         return p;
     }

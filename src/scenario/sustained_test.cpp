@@ -17,7 +17,8 @@ TEST(Cooldown, ParsesEveryPolicy) {
     auto t = parse_cooldown("until-temp:45C");
     EXPECT_EQ(t.kind, CooldownPolicy::Kind::until_temp);
     EXPECT_DOUBLE_EQ(t.target_c, 45);
-    for (const char* bad : {"soon", "-1s", "until-temp:", "until-temp:hot", "10x"})
+    for (const char* bad : {"soon", "-1s", "until-temp:", "until-temp:hot", "10x",
+                            "until-temp:0x2DC", "until-temp:nan", "until-temp: 45"})
         EXPECT_THROW(parse_cooldown(bad), Error) << bad;
 }
 

@@ -4,12 +4,15 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <filesystem>
 #include <thread>
 
 #include "core/document.hpp"
 #include "core/error.hpp"
+#include "core/interrupt.hpp"
 #include "core/json_util.hpp"
 #include "core/result.hpp"
 
@@ -50,7 +53,14 @@ std::string store_name(sqlite3* db) {
             throw input_error(name + " is damaged: " + msg);
         case SQLITE_BUSY:
         case SQLITE_LOCKED:
+            // on_busy gives up at once on Ctrl-C: the wait was cut short, not run out.
+            if (interrupt_requested())
+                throw StoreLocked(name +
+                                  " is locked by another writer, and the wait for it was "
+                                  "interrupted (Ctrl-C)");
             throw StoreLocked(name + " stayed locked by another writer: " + msg);
+        case SQLITE_FULL:
+            throw runtime_error(name + " cannot take more: " + msg);
         case SQLITE_READONLY:
         case SQLITE_CANTOPEN:
         case SQLITE_PERM:
@@ -61,9 +71,12 @@ std::string store_name(sqlite3* db) {
 }
 
 // While another connection holds the lock: sleep a little, tell the user now and then, give
-// up after the wait's timeout.
+// up after the wait's timeout, or at once when Ctrl-C came (a wait of up to --db-wait seconds
+// must not outlast the user's wish to stop; the caller keeps the document elsewhere).
 int on_busy(void* p, int count) {
     auto* db = static_cast<ResultStore::Db*>(p);
+    if (interrupt_requested())
+        return 0;
     const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
                             std::chrono::steady_clock::now().time_since_epoch())
                             .count();
@@ -124,6 +137,11 @@ class Stmt {
     double real(int col) const { return sqlite3_column_double(s_, col); }
     std::string text(int col) const {
         const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(s_, col));
+        // NULL is also how SQLite says that a value could not be read (a damaged overflow
+        // page, no memory; the error code says so): that is not an empty text.
+        const int rc = sqlite3_errcode(db_);
+        if (!p && rc != SQLITE_OK && rc != SQLITE_ROW && rc != SQLITE_DONE)
+            fail(db_, errmsg(db_));
         return p ? std::string(p, static_cast<std::size_t>(sqlite3_column_bytes(s_, col)))
                  : std::string();
     }
@@ -265,10 +283,12 @@ void migrate_to_v2(sqlite3* db, const std::string& path) {
     Stmt all(db, "SELECT id, json FROM documents ORDER BY id");
     while (all.step()) {
         const int64_t id = all.int64(0);
-        json doc = json::parse(all.text(1), nullptr, false);
-        if (doc.is_discarded())
-            throw input_error("results store '" + path + "': document #" + std::to_string(id) +
-                              " is not valid JSON; the store is damaged");
+        json doc;
+        try {
+            doc = parse_document_text(all.text(1), "document #" + std::to_string(id));
+        } catch (const Error& e) {
+            throw input_error("results store '" + path + "' is damaged: " + e.what());
+        }
         // A document this build cannot read stays stored, without an index of its tests.
         try {
             insert_tests(db, id, from_json<ResultDocument>(doc, "document"));
@@ -292,6 +312,20 @@ void migrate_to_v3(sqlite3* db, const std::string&) {
     exec(db, "CREATE INDEX fleet_runs_by_device ON fleet_runs (fleet, device, command)");
 }
 
+// SQLite reads only the pages a statement needs: a damaged page elsewhere would be found (or
+// not) by some later read or append, after a run. The whole file is checked when it is opened.
+void check_integrity(sqlite3* db, const std::string& path) {
+    Stmt s(db, "PRAGMA integrity_check(1)");
+    std::string result = s.step() ? s.text(0) : std::string("no answer");
+    if (result == "ok")
+        return;
+    for (char& c : result)
+        if (c == '\n' || c == '\r')
+            c = ' ';
+    throw input_error("results store '" + path +
+                      "' is damaged (integrity check: " + result.substr(0, 200) + ")");
+}
+
 using Migration = void (*)(sqlite3*, const std::string&);
 // kMigrations[v] takes a store from version v to v + 1.
 constexpr Migration kMigrations[] = {migrate_to_v1, migrate_to_v2, migrate_to_v3};
@@ -307,9 +341,21 @@ ResultStore::~ResultStore() = default;
 
 ResultStore ResultStore::open(const std::string& path, Mode mode, StoreWait wait) {
     namespace fs = std::filesystem;
-    // SQLite opens "" as a private temporary database: everything stored would be lost.
+    // SQLite opens "" as a private temporary database and ":memory:" as one in memory:
+    // everything stored would be gone with the process. A "file:" name is a URI to SQLite
+    // when URIs are enabled (its options can ask for memory too): refused as well, whatever
+    // the build's setting, so that a store is always a file of the name given.
     if (path.empty())
         throw input_error("an empty path given for the results store (--db)");
+    if (path == ":memory:")
+        throw input_error(
+            "results store ':memory:' is SQLite's in-memory database, which keeps nothing after "
+            "the command: give a file (./:memory: for a file of that name)");
+    if (path.size() >= 5 && std::equal(path.begin(), path.begin() + 5, "file:", [](char a, char b) {
+            return std::tolower(a) == b;
+        }))
+        throw input_error("results store '" + path + "' is a SQLite URI: give a file path (./" +
+                          path + " for a file of that name)");
     std::error_code ec;
     const bool exists = fs::exists(path, ec);
     if (mode == Mode::existing && !exists)
@@ -352,6 +398,7 @@ ResultStore ResultStore::open(const std::string& path, Mode mode, StoreWait wait
             throw input_error("'" + path +
                               "' is a SQLite database but not a stagebench results store");
     }
+    check_integrity(db->handle, path);
     for (int v = version; v < kStoreSchemaVersion; ++v) {
         Transaction tx(db->handle);
         kMigrations[v](db->handle, path);

@@ -77,10 +77,13 @@ class ResultStore {
 
     // Opens the store at path and migrates it to kStoreSchemaVersion. Mode::create makes the
     // file when absent; Mode::existing requires it. Every statement waits for another writer's
-    // lock as wait says. Throws sb::Error(input), one line, when the file is missing
-    // (existing), cannot be opened, is not a SQLite database or is damaged, is a SQLite
-    // database that is not a stagebench store, or was written by a newer schema version;
-    // sb::Error(runtime) when it stayed locked longer than wait.timeout_s.
+    // lock as wait says, and no longer once Ctrl-C came (interrupt_requested()). Throws
+    // sb::Error(input), one line, when path is not a file SQLite would keep ("", ":memory:", a
+    // "file:" URI), the file is missing (existing), cannot be opened, is not a SQLite
+    // database, fails SQLite's integrity check (a damaged page anywhere in the file), is a
+    // SQLite database that is not a stagebench store, or was written by a newer schema
+    // version; StoreLocked (runtime) when it stayed locked longer than wait.timeout_s or the
+    // wait was interrupted.
     static ResultStore open(const std::string& path, Mode mode = Mode::create, StoreWait wait = {});
 
     // True when appending cannot work: the file or its folder is not writable (SQLite opens
@@ -94,8 +97,9 @@ class ResultStore {
     // Appends doc and returns its id (1, 2, ... in order of appends). The text stored is
     // dump_json(to_json(doc), 2), so get() returns a document equal to doc, except that bytes
     // that are not UTF-8 are stored as U+FFFD (a measurement is never lost to its text).
-    // Throws sb::Error(input) for a damaged store, sb::Error(runtime) when the store stays
-    // locked, is read-only or SQLite fails otherwise.
+    // Throws sb::Error(input) for a damaged store, StoreLocked when the store stays locked (or
+    // the wait is interrupted), sb::Error(runtime) when it is read-only, full or SQLite fails
+    // otherwise; the store is then as it was.
     int64_t append(const ResultDocument& doc);
 
     // The largest document id (0 when empty). It reads only the end of the documents table:

@@ -11,8 +11,10 @@
 #include <functional>
 #include <limits>
 #include <random>
+#include <thread>
 
 #include "core/error.hpp"
+#include "core/interrupt.hpp"
 
 namespace sb {
 namespace {
@@ -375,6 +377,94 @@ TEST(ResultStore, ADamagedStoreIsAnInputError) {
     EXPECT_EQ(kind, ErrorKind::input) << msg;
     EXPECT_NE(msg.find("is damaged"), std::string::npos) << msg;
     EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+}
+
+// SQLite would keep these in memory (or read them as URIs): nothing would be left after the
+// command. A path that names a file of that name is a file.
+TEST(ResultStore, SqliteSpecialNamesAreRefused) {
+    TempDir t;
+    for (const std::string& name :
+         std::vector<std::string>{":memory:", "file:x.sqlite", "file::memory:?cache=shared",
+                                  "FILE:" + t.file("u.sqlite") + "?mode=memory", ""}) {
+        ErrorKind kind = ErrorKind::runtime;
+        const std::string msg = error_of([&] { ResultStore::open(name); }, &kind);
+        EXPECT_EQ(kind, ErrorKind::input) << name << ": " << msg;
+        EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+    }
+    EXPECT_EQ(error_of([] { ResultStore::open(":memory:"); }),
+              "results store ':memory:' is SQLite's in-memory database, which keeps nothing after "
+              "the command: give a file (./:memory: for a file of that name)");
+    const std::string file = t.file(":memory:");
+    EXPECT_EQ(ResultStore::open(file).append(sample_doc("a", 1)), 1);
+    EXPECT_TRUE(fs::is_regular_file(file));
+    EXPECT_EQ(ResultStore::open(file, ResultStore::Mode::existing).list().size(), 1u);
+}
+
+// A page damaged away from the header: SQLite would read the header, the schema and even some
+// documents; the integrity check at open refuses the file before any of that is trusted or
+// anything is appended.
+TEST(ResultStore, AStoreFailingTheIntegrityCheckIsRefusedWhenOpened) {
+    TempDir t;
+    const std::string path = t.file("damaged.sqlite");
+    {
+        ResultStore s = ResultStore::open(path);
+        for (int i = 0; i < 20; ++i)
+            s.append(sample_doc(std::string(2000, 'h'), i));
+    }
+    const auto pages = fs::file_size(path) / 4096;
+    ASSERT_GE(pages, 8u);
+    {
+        std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+        f.seekp(static_cast<std::streamoff>((pages - 2) * 4096));
+        const std::string junk(4096, '\x33');
+        f.write(junk.data(), 4096);
+    }
+    const auto before = fs::file_size(path);
+    for (const auto mode : {ResultStore::Mode::existing, ResultStore::Mode::create}) {
+        ErrorKind kind = ErrorKind::runtime;
+        const std::string msg = error_of([&] { ResultStore::open(path, mode); }, &kind);
+        EXPECT_EQ(kind, ErrorKind::input) << msg;
+        EXPECT_EQ(msg.rfind("results store '" + path + "' is damaged (integrity check: ", 0), 0u)
+            << msg;
+        EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+    }
+    EXPECT_EQ(fs::file_size(path), before);
+}
+
+// Ctrl-C while another writer holds the store: the wait ends at once, whatever --db-wait says.
+TEST(ResultStore, CtrlCEndsTheWaitForALock) {
+    TempDir t;
+    const std::string path = t.file("busy.sqlite");
+    ResultStore::open(path).append(sample_doc("a", 1));
+    sqlite3* other = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &other), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(other, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
+    StoreWait w;
+    w.timeout_s = 600;
+    ResultStore s = ResultStore::open(path, ResultStore::Mode::existing, w);
+    std::thread ctrl_c([] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        request_interrupt();
+    });
+    const auto t0 = std::chrono::steady_clock::now();
+    std::string msg;
+    bool locked = false;
+    try {
+        s.append(sample_doc("b", 2));
+    } catch (const StoreLocked& e) {
+        locked = true;
+        msg = e.what();
+    }
+    const double waited =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    ctrl_c.join();
+    clear_interrupt();
+    EXPECT_TRUE(locked);
+    EXPECT_LT(waited, 5.0);
+    EXPECT_NE(msg.find("the wait for it was interrupted (Ctrl-C)"), std::string::npos) << msg;
+    sqlite3_exec(other, "ROLLBACK", nullptr, nullptr, nullptr);
+    sqlite3_close(other);
+    EXPECT_EQ(s.append(sample_doc("b", 2)), 2);  // nothing half-done: the append works after
 }
 
 TEST(ResultStore, SaysWhenItCannotBeWritten) {

@@ -58,6 +58,8 @@ if [ "$(ls "$ROOT"/lib/libggml-cpu-*.so 2>/dev/null | wc -l)" -gt 1 ]; then
     bash -c "'$SB' version | grep -q '^cpu variant: '"
 fi
 check "synth writes the tiny model" "$SB" synth --preset tiny -o tiny.gguf
+check "synth reads its presets from the tarball's share/" \
+  bash -c "'$SB' synth --list | grep -qF 'read from $ROOT/share/stagebench/presets'"
 run_ok() {
   env "$@" "$SB" run -m tiny.gguf -p 8 -n 2 -r 1 --membw off -o json >run.json 2>run.err \
     && grep -q '"status": "ok"' run.json

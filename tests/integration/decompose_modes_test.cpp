@@ -7,6 +7,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <sstream>
+#include <string>
+#include <vector>
+
 #include "cli_harness.hpp"
 
 using nlohmann::json;
@@ -181,4 +186,86 @@ TEST(ImportModes, ThreeModeLogsGiveThePartsSummingToTheFullMode) {
     Proc both = run_sb({"import", "hexagon-profile", dir + "queue.log", "--mode",
                         "queue=" + dir + "queue.log", "--mode", "full=" + dir + "full.log"});
     EXPECT_EQ(both.exit_code, 2);
+}
+
+// The call-usec of each graph of a mode log, summed from its lines (a graph starts at RMS_NORM
+// of inp_embd into norm-0).
+std::vector<double> graph_call_usec(const std::string& path) {
+    std::istringstream in(read_file(path));
+    std::vector<double> sums;
+    for (std::string line; std::getline(in, line);) {
+        if (line.find("inp_embd ") != std::string::npos &&
+            line.find(" -> norm-0 ") != std::string::npos)
+            sums.push_back(0);
+        const auto at = line.find("call-usec ");
+        if (at != std::string::npos && !sums.empty())
+            sums.back() += std::stod(line.substr(at + 10));
+    }
+    return sums;
+}
+
+// Per stage the three parts (queue, quant - queue, full - quant) and their shares of the full
+// mode, exactly, from the logs' own lines.
+void expect_parts_per_stage(const json& s, const std::string& dir) {
+    ASSERT_EQ(s["stages"], json({"prefill", "decode"}));
+    const std::vector<double> q = graph_call_usec(dir + "queue.log"),
+                              u = graph_call_usec(dir + "quant.log"),
+                              f = graph_call_usec(dir + "full.log");
+    ASSERT_EQ(f.size(), 2u);
+    for (size_t g = 0; g < 2; ++g) {
+        const std::string stage = s["stages"][g];
+        SCOPED_TRACE(stage);
+        std::vector<json> parts;
+        for (const auto& part : s["parts"])
+            if (part["stage"] == stage)
+                parts.push_back(part);
+        ASSERT_EQ(parts.size(), 3u);
+        const double want[3] = {q[g] * 1000, (u[g] - q[g]) * 1000, (f[g] - u[g]) * 1000};
+        for (size_t i = 0; i < 3; ++i) {
+            EXPECT_EQ(parts[i]["ns"].get<double>(), want[i]) << i;
+            EXPECT_DOUBLE_EQ(parts[i]["share"].get<double>(), want[i] / (f[g] * 1000)) << i;
+        }
+        EXPECT_EQ(stage_time(s["modes"][2], stage)["median_ns"].get<double>(), f[g] * 1000);
+    }
+}
+
+TEST(ImportModes, FirstUpstreamFormatGivesEachStagesPartsAndSharesExactly) {
+    // Three GGML_HEXAGON_OPMASK logs of the first format (PR 16547), each a prefill and a decode
+    // graph, printed through its format string (src/profile/hexagon_import_formats_test.cpp).
+    const std::string dir = std::string(SB_SOURCE_DIR) + "/tests/fixtures/hexagon/modes_pr16547/";
+    Proc p =
+        run_sb({"import", "hexagon-profile", "--mode", "queue=" + dir + "queue.log", "--mode",
+                "quant=" + dir + "quant.log", "--mode", "full=" + dir + "full.log", "-o", "json"});
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    EXPECT_EQ(p.err, "");
+    const json s = json::parse(p.out)["modes"];
+    EXPECT_NE(s["time_basis"].get<std::string>().find("call-usec"), std::string::npos);
+    expect_parts_per_stage(s, dir);
+}
+
+TEST(ImportModes, StageOfMarkersSplitModeLogsWithoutTokenCounts) {
+    // The same modes where the mat-muls ran on the CPU: no line carries a token count; the
+    // user's script echoed "=== prefill" and "=== decode" into the logs.
+    const std::string dir = std::string(SB_SOURCE_DIR) + "/tests/fixtures/hexagon/modes_markers/";
+    const std::vector<std::string> base = {"import", "hexagon-profile",
+                                           "--mode", "queue=" + dir + "queue.log",
+                                           "--mode", "quant=" + dir + "quant.log",
+                                           "--mode", "full=" + dir + "full.log",
+                                           "-o",     "json"};
+    Proc one = run_sb(base);
+    ASSERT_EQ(one.exit_code, 0) << one.err;
+    EXPECT_EQ(json::parse(one.out)["modes"]["stages"], json({"log"}));
+    std::vector<std::string> marked = base;
+    for (const char* m : {"=== prefill=prefill", "=== decode=decode"}) {
+        marked.push_back("--stage-of");
+        marked.push_back(m);
+    }
+    Proc p = run_sb(marked);
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    expect_parts_per_stage(json::parse(p.out)["modes"], dir);
+    marked.back() = "nostage";
+    Proc bad = run_sb(marked);
+    EXPECT_EQ(bad.exit_code, 2);
+    EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
+    EXPECT_NE(bad.err.find("expected TEXT=STAGE"), std::string::npos) << bad.err;
 }

@@ -283,7 +283,7 @@ TEST(Faults, HexagonNegativeTimesAreRefused) {
     EXPECT_NE(p.err.find("negative usec"), std::string::npos) << p.err;
     const json doc = json::parse(p.out);
     const json& info = doc["ops"]["import"];
-    EXPECT_EQ(info["n_unparsed"], negatives) << info;
+    EXPECT_EQ(info["n_refused"], negatives) << info;  // refused, not "did not parse"
     EXPECT_EQ(info["n_records"], 60 - negatives) << info;
     double sum_ns = 0;
     for (const auto& r : doc["ops"]["stages"][0]["ops"])

@@ -4,12 +4,16 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <thread>
+
+#include <fmt/format.h>
 
 #include "cli_harness.hpp"
 #include "engine/process.hpp"
@@ -370,7 +374,7 @@ TEST(Import, HexagonLogsOfBothFormatsBecomeTables) {
     ASSERT_EQ(md.exit_code, 0) << md.err;
     EXPECT_NE(md.out.find("### By op type"), std::string::npos) << md.out;
     EXPECT_NE(md.out.find("| MUL_MAT | 15 |"), std::string::npos) << md.out;
-    EXPECT_NE(md.err.find("3 profile-op line(s) did not parse"), std::string::npos) << md.err;
+    EXPECT_NE(md.err.find("3 profile line(s) did not parse"), std::string::npos) << md.err;
 
     Proc js =
         sbtest::run_sb({"import", "hexagon-profile", dir + "async_pr22269.log", "-o", "json"});
@@ -437,6 +441,134 @@ TEST(Import, PinnedSourceLogSplitsIntoPrefillAndDecode) {
     Proc bad = sbtest::run_sb({"import", "hexagon-profile", log, "--stage-of", "nostage"});
     EXPECT_EQ(bad.exit_code, 2);
     EXPECT_NE(bad.err.find("expected TEXT=STAGE"), std::string::npos) << bad.err;
+}
+
+// Per graph, the op and call microseconds of a Hexagon log, summed straight from its lines
+// (independently of the importer): a graph starts at RMS_NORM of inp_embd into norm-0; a time is
+// "usec N" or "op-usec N" after a space or '|', a call time "call-usec N".
+struct GraphSums {
+    std::vector<double> op_usec, call_usec;
+};
+GraphSums sum_log(const std::string& path) {
+    GraphSums g;
+    std::istringstream in(read_file(path));
+    for (std::string line; std::getline(in, line);) {
+        if (line.find("inp_embd") != std::string::npos &&
+            line.find("norm-0") != std::string::npos &&
+            line.find("trace-op") == std::string::npos) {
+            g.op_usec.push_back(0);
+            g.call_usec.push_back(0);
+        }
+        if (g.op_usec.empty() || line.find("OPBATCH") != std::string::npos)
+            continue;
+        for (const char* key : {" usec ", "|usec ", " op-usec "})
+            if (auto at = line.find(key); at != std::string::npos)
+                g.op_usec.back() += std::stod(line.substr(at + std::string(key).size()));
+        if (auto at = line.find("call-usec "); at != std::string::npos)
+            g.call_usec.back() += std::stod(line.substr(at + 10));
+    }
+    return g;
+}
+
+TEST(Import, EveryUpstreamFormatWithItsPrefixesBecomesPrefillAndDecode) {
+    // tests/fixtures/hexagon/formats/*.log: printed through each format's own format string
+    // (src/profile/hexagon_import_formats_test.cpp keeps them equal to that print).
+    const std::map<std::string, std::string> formats = {
+        {"pr16547_first", "first (PR 16547)"},
+        {"pr17500_profile_op", "op-usec (PR 17500)"},
+        {"pr22269_async", "usec (PR 22269)"},
+        {"pr24592_start_mhz", "usec start mhz (PR 24592)"},
+        {"pr24954_pipe", "pipe (PR 24954)"}};
+    for (const auto& [name, format] : formats) {
+        SCOPED_TRACE(name);
+        const std::string log =
+            std::string(SB_SOURCE_DIR) + "/tests/fixtures/hexagon/formats/" + name + ".log";
+        Proc p = sbtest::run_sb({"import", "hexagon-profile", log, "-o", "json"});
+        ASSERT_EQ(p.exit_code, 0) << p.err;
+        EXPECT_EQ(p.err, "");
+        const json ops = json::parse(p.out)["ops"];
+        EXPECT_EQ(ops["import"]["formats"].size(), 1u);
+        EXPECT_TRUE(ops["import"]["formats"].contains(format)) << ops["import"]["formats"];
+        EXPECT_EQ(ops["import"]["n_unparsed"], 0);
+        EXPECT_EQ(ops["import"]["n_refused"], 0);
+        EXPECT_EQ(ops["import"]["stage_split"], "tokens");
+        const GraphSums g = sum_log(log);
+        ASSERT_EQ(g.op_usec.size(), 3u);
+        const json& pre = stage_of(ops, "prefill");
+        const json& dec = stage_of(ops, "decode");
+        EXPECT_EQ(pre["n_graphs"], 1);
+        EXPECT_EQ(dec["n_graphs"], 2);
+        EXPECT_EQ(pre["n_tokens"], 7);
+        EXPECT_DOUBLE_EQ(pre["reconciliation"]["sum_op_ns"].get<double>(), g.op_usec[0] * 1000);
+        EXPECT_DOUBLE_EQ(dec["reconciliation"]["sum_op_ns"].get<double>(),
+                         (g.op_usec[1] + g.op_usec[2]) * 1000);
+        // The formats before PR 22269 have the host's call times.
+        const bool call = name == "pr16547_first" || name == "pr17500_profile_op";
+        ASSERT_EQ(pre["reconciliation"]["sum_call_ns"].is_null(), !call);
+        if (call) {
+            EXPECT_GT(g.call_usec[0], g.op_usec[0]);
+            EXPECT_DOUBLE_EQ(pre["reconciliation"]["sum_call_ns"].get<double>(),
+                             g.call_usec[0] * 1000);
+            EXPECT_DOUBLE_EQ(dec["reconciliation"]["sum_call_ns"].get<double>(),
+                             (g.call_usec[1] + g.call_usec[2]) * 1000);
+            EXPECT_FALSE(pre["ops"][2]["call_ns"].is_null());
+        }
+    }
+}
+
+TEST(Import, ALineWhoseValuesCannotBeTrueIsRefusedTheRestKept) {
+    TempDir t;
+    const std::string src =
+        read_file(std::string(SB_SOURCE_DIR) + "/tests/fixtures/hexagon/pinned_profile1.log");
+    // Qcur-0's mat-mul in the prefill graph, with issue #33's clock.
+    std::istringstream in(src);
+    std::string text, line, bad_line;
+    int n = 0, bad_no = 0;
+    double bad_usec = 0;
+    while (std::getline(in, line)) {
+        ++n;
+        if (bad_no == 0 && line.find("-> Qcur-0|") != std::string::npos) {
+            bad_no = n;
+            bad_usec = std::stod(line.substr(line.find("|usec ") + 6));
+            line = line.substr(0, line.rfind(" mhz ")) + " mhz 1e23";
+            bad_line = line;
+        }
+        text += line + "\n";
+    }
+    ASSERT_GT(bad_no, 0);
+    const std::string log = t.file("bad.log");
+    std::ofstream(log) << text;
+    Proc p = sbtest::run_sb({"import", "hexagon-profile", log, "-o", "json"});
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    EXPECT_EQ(std::count(p.err.begin(), p.err.end(), '\n'), 1) << p.err;
+    EXPECT_NE(p.err.find(fmt::format("1 profile line(s) refused for values that cannot be true "
+                                     "(first: line {}: implausible mhz (1e+23",
+                                     bad_no)),
+              std::string::npos)
+        << p.err;
+    const json doc = json::parse(p.out);
+    EXPECT_EQ(doc["warnings"][0]["code"], "hexagon_implausible_lines");
+    const json ops = doc["ops"];
+    EXPECT_EQ(ops["import"]["n_refused"], 1);
+    EXPECT_EQ(ops["import"]["refused"][0]["line"], bad_no);
+    for (const auto& st : ops["stages"])
+        for (const auto& op : st["ops"])
+            if (!op["mhz"].is_null()) {
+                EXPECT_LE(op["mhz"].get<double>(), 10000);
+            }
+    const GraphSums g =
+        sum_log(std::string(SB_SOURCE_DIR) + "/tests/fixtures/hexagon/pinned_profile1.log");
+    EXPECT_DOUBLE_EQ(stage_of(ops, "prefill")["reconciliation"]["sum_op_ns"].get<double>(),
+                     (g.op_usec[0] - bad_usec) * 1000);
+
+    // A log of nothing but such lines is bad input: one line, exit 2.
+    const std::string only = t.file("only.log");
+    std::ofstream(only) << bad_line << "\n";
+    Proc q = sbtest::run_sb({"import", "hexagon-profile", only});
+    EXPECT_EQ(q.exit_code, 2);
+    EXPECT_EQ(std::count(q.err.begin(), q.err.end(), '\n'), 1) << q.err;
+    EXPECT_NE(q.err.find("line 1: implausible mhz (1e+23"), std::string::npos) << q.err;
+    EXPECT_EQ(q.out, "");
 }
 
 TEST(Compare, CpuAndRpcOpsDocumentsOpByOp) {

@@ -114,14 +114,17 @@ void read(const JsonIn& in, FidelityVariant& v) {
         "prefill_tokens_per_s_reps", v.prefill_tps_reps)(
         "decode_tokens_per_s_reps", v.decode_tps_reps)("frontier", v.frontier)("error", v.error)(
         "prefill", v.prefill)("decode", v.decode)("prompt", v.prompt)("text", v.text)("perplexity",
-                                                                                      ppl);
+                                                                                      ppl)
+        .non_negative({"prefill_tokens_per_s", "decode_tokens_per_s", "prefill_tokens_per_s_reps",
+                       "decode_tokens_per_s_reps"});
 }
 
 void read(const JsonIn& in, FidelitySection& s) {
     ObjectIn{in}("reference", s.reference)("n_prompt", s.n_prompt)("n_gen", s.n_gen)(
         "top_k", s.top_k)("reps", s.reps)("seed", s.seed)("tokens", s.tokens)("method", s.method)(
-        "variants", s.variants)("prompt_logits", s.prompt_logits)("text", s.text)("interrupted",
-                                                                                  s.interrupted);
+        "variants", s.variants)("prompt_logits", s.prompt_logits)("text", s.text)(
+        "interrupted", s.interrupted)
+        .non_negative({"n_prompt", "n_gen", "top_k", "reps"});
 }
 
 void read(const JsonIn& in, FidelityText& t) {

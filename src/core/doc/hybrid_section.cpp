@@ -78,11 +78,15 @@ void read(const JsonIn& in, HybridMemory& m) {
 void read(const JsonIn& in, HybridTransfer& t) {
     ObjectIn{in}("start_ns", t.start_ns)("duration_ns", t.duration_ns)("save_ns", t.save_ns)(
         "restore_ns", t.restore_ns)("bytes", t.bytes)("duration", t.duration)("save", t.save)(
-        "restore", t.restore)("bytes_per_token", t.bytes_per_token)("gbps", t.gbps);
+        "restore", t.restore)("bytes_per_token", t.bytes_per_token)("gbps", t.gbps)
+        .non_negative({"duration_ns", "save_ns", "restore_ns", "bytes", "duration", "save",
+                       "restore", "bytes_per_token", "gbps"},
+                      {"ci95_lo"});
 }
 
 void read(const JsonIn& in, HybridModeSamples& s) {
-    ObjectIn{in}("samples_ns", s.samples_ns)("summary", s.summary);
+    ObjectIn{in}("samples_ns", s.samples_ns)("summary", s.summary)
+        .non_negative({"samples_ns", "summary"}, {"ci95_lo"});
 }
 
 void read(const JsonIn& in, HybridSpeedup& s) {
@@ -92,7 +96,8 @@ void read(const JsonIn& in, HybridSpeedup& s) {
 
 void read(const JsonIn& in, HybridPoint& p) {
     ObjectIn{in}("n_prompt", p.n_prompt)("n_gen", p.n_gen)("tests", p.tests)(
-        "transfer", p.transfer)("e2e", p.e2e)("comparison", p.comparison);
+        "transfer", p.transfer)("e2e", p.e2e)("comparison", p.comparison)
+        .non_negative({"n_prompt", "n_gen"});
 }
 
 void read(const JsonIn& in, HybridCrossoverByGen& c) {

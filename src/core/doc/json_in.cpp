@@ -141,6 +141,38 @@ JsonIn ObjectIn::at(const char* key) {
     return in_.member(key, it == in_.raw().end() ? null_json() : *it);
 }
 
+namespace {
+
+void require_non_negative(const JsonIn& in, std::initializer_list<std::string_view> except) {
+    const json& j = in.raw();
+    if (j.is_number()) {
+        const bool negative = j.is_number_float()      ? j.get<double>() < 0
+                              : j.is_number_unsigned() ? false
+                                                       : j.get<int64_t>() < 0;
+        if (negative)
+            in.fail("expected at least 0, found " + j.dump());
+    } else if (j.is_array()) {
+        for (std::size_t i = 0; i < j.size(); ++i)
+            require_non_negative(in.element(i), except);
+    } else if (j.is_object()) {
+        for (const auto& [key, value] : j.get_ref<const json::object_t&>())
+            if (std::find(except.begin(), except.end(), key) == except.end())
+                require_non_negative(in.member(key, value), except);
+    }
+}
+
+}  // namespace
+
+ObjectIn& ObjectIn::non_negative(std::initializer_list<const char*> keys,
+                                 std::initializer_list<std::string_view> except) {
+    for (const char* key : keys) {
+        const auto it = in_.raw().find(key);
+        if (it != in_.raw().end())
+            require_non_negative(in_.member(key, *it), except);
+    }
+    return *this;
+}
+
 bool ObjectIn::has(const char* key) const {
     return in_.raw().contains(key);
 }

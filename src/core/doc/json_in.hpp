@@ -14,10 +14,14 @@
 //     uint64_t / size_t: 0 to 2^64-1); a double takes any number; an enum takes one of its
 //     spellings (core/enums.hpp);
 //   - members a reader does not know are kept, by JSON pointer, in the UnknownMembers the root
-//     was given, so that to_json can write them back (see ResultDocument::unknown).
+//     was given, so that to_json can write them back (see ResultDocument::unknown);
+//   - ranges too, where a reader names them (ObjectIn::non_negative): a duration, a rate or a
+//     count below 0 is refused, "'r.json': tests[0].prefill.duration_ns[1]: expected at least
+//     0, found -5".
 // Nothing but sb::Error(input) escapes a read.
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -110,6 +114,12 @@ class ObjectIn {
     // nullopt and the value is kept as an unknown member, written back as it came.
     template <class T>
     ObjectIn& lenient(const char* key, std::optional<T>& out);
+    // Each member of keys that is present holds no number below 0: the value itself, or every
+    // number inside it (array elements, object members at any depth, except members whose name
+    // is in except: a mean's Student-t ci95_lo may be negative). For durations, rates, counts.
+    // Throws "SOURCE: PATH: expected at least 0, found -5" naming the first such number.
+    ObjectIn& non_negative(std::initializer_list<const char*> keys,
+                           std::initializer_list<std::string_view> except = {});
     // Names key (it is not unknown) and gives its value: null when absent.
     JsonIn at(const char* key);
     bool has(const char* key) const;

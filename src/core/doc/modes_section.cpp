@@ -76,7 +76,8 @@ void read(const JsonIn& in, ModeRun& r) {
 
 void read(const JsonIn& in, ModeStageTime& t) {
     ObjectIn{in}("stage", t.stage)("n", t.n)("median_ns", t.median_ns)("ci95_lo_ns", t.ci95_lo_ns)(
-        "ci95_hi_ns", t.ci95_hi_ns);
+        "ci95_hi_ns", t.ci95_hi_ns)
+        .non_negative({"n", "median_ns", "ci95_lo_ns", "ci95_hi_ns"});
 }
 
 void read(const JsonIn& in, Mode& m) {
@@ -94,7 +95,8 @@ void read(const JsonIn& in, ModesSection& s) {
     ObjectIn{in}("source", s.source)("model_path", s.model_path)("devices", s.devices)(
         "n_prompt", s.n_prompt)("n_gen", s.n_gen)("n_depth", s.n_depth)("n_threads", s.n_threads)(
         "rounds", s.rounds)("stages", s.stages)("time_basis", s.time_basis)("modes", s.modes)(
-        "parts", s.parts)("notes", s.notes);
+        "parts", s.parts)("notes", s.notes)
+        .non_negative({"n_prompt", "n_gen", "n_depth", "n_threads", "rounds"});
 }
 
 }  // namespace sb

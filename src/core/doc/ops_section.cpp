@@ -213,13 +213,15 @@ void read(const JsonIn& in, OpRecord& r) {
         "no_compute", r.no_compute)("op_ns", r.op_ns)("call_ns", r.call_ns)(
         "isolated_call_ns", r.isolated_call_ns)("op_method", r.op_method)("start_ns", r.start_ns)(
         "end_ns", r.end_ns)("cycles", r.cycles)("mhz", r.mhz)("pkts", r.pkts)(
-        "start_cycles", r.start_cycles)("pmu", r.pmu)("kernel", r.kernel);
+        "start_cycles", r.start_cycles)("pmu", r.pmu)("kernel", r.kernel)
+        .non_negative({"op_ns", "call_ns", "isolated_call_ns"});
 }
 
 void read(const JsonIn& in, OpAggregate& a, GroupBy by) {
     ObjectIn o(in);
     o("count", a.count)("n_no_compute", a.n_no_compute)("op_ns", a.op_ns)("call_ns", a.call_ns)(
-        "share", a.share)("call_share", a.call_share)("call_op_ratio", a.call_op_ratio);
+        "share", a.share)("call_share", a.call_share)("call_op_ratio", a.call_op_ratio)
+        .non_negative({"count", "n_no_compute", "op_ns", "call_ns", "share", "call_share"});
     switch (by) {
         case GroupBy::op:
             o("op", a.key);
@@ -296,7 +298,9 @@ void read(const JsonIn& in, StageProfile& s) {
         "top", s.top)("n_splits", s.n_splits)("n_copies", s.n_copies)("copy_bytes", s.copy_bytes)(
         "copy_ns", s.copy_ns)("splits", s.splits)("fallback", s.fallback)(
         "coverage_devices", s.coverage_devices)("coverage", s.coverage)(
-        "decomposition", s.decomposition)("notes", s.notes)("ops", s.ops);
+        "decomposition", s.decomposition)("notes", s.notes)("ops", s.ops)
+        .non_negative({"n_tokens", "kv_depth", "n_graphs", "traced_reps", "n_splits", "n_copies",
+                       "copy_bytes", "copy_ns"});
     read_aggregates(o, "by_op", s.by_op, GroupBy::op);
     read_aggregates(o, "by_layer", s.by_layer, GroupBy::layer);
     read_aggregates(o, "by_backend", s.by_backend, GroupBy::backend);
@@ -308,6 +312,7 @@ void read(const JsonIn& in, OpsProfile& p) {
         "requested", p.requested)("backends", p.backends)("n_threads", p.n_threads)(
         "n_prompt", p.n_prompt)("n_depth", p.n_depth)("replay_copies", p.replay_copies)(
         "method", p.method)("stages", p.stages);
+    o.non_negative({"n_threads", "n_prompt", "n_depth", "replay_copies"});
     read_object_or_null(o.at("import"), p.import_info);
 }
 

@@ -111,7 +111,10 @@ void read(const JsonIn& in, ServeEnergy& e) {
         "energy_j", e.energy_j)("net_energy_j", e.net_energy_j)("mean_power_mw", e.mean_power_mw)(
         "idle_power_mw", e.idle_power_mw)("j_per_request", e.j_per_request)(
         "net_j_per_request", e.net_j_per_request)("j_per_output_token", e.j_per_output_token)(
-        "net_j_per_output_token", e.net_j_per_output_token);
+        "net_j_per_output_token", e.net_j_per_output_token)
+        // Net of the idle power, energy may be below 0; the totals may not.
+        .non_negative({"duration_s", "energy_j", "mean_power_mw", "idle_power_mw", "j_per_request",
+                       "j_per_output_token"});
 }
 
 json to_json(const Saturation& s) {
@@ -237,13 +240,17 @@ void read(const JsonIn& in, ServeRequest& r) {
         "tpot_ns", r.tpot_ns)("e2e_ns", r.e2e_ns)("itl_ns", r.itl_ns)(
         "prompt_tokens", r.prompt_tokens)("output_tokens", r.output_tokens)(
         "streamed_tokens", r.streamed_tokens)("claimed_output_tokens", r.claimed_output_tokens)(
-        "notes", r.notes)("error", r.error)("interrupted", r.interrupted);
+        "notes", r.notes)("error", r.error)("interrupted", r.interrupted)
+        .non_negative({"send_ns", "ttft_ns", "tpot_ns", "e2e_ns", "itl_ns", "prompt_tokens",
+                       "output_tokens", "streamed_tokens", "claimed_output_tokens"});
 }
 
 void read(const JsonIn& in, LatencyStats& s) {
     ObjectIn{in}("n", s.n)("mean_ms", s.mean)("median_ms", s.median)("p90_ms", s.p90)(
         "p99_ms", s.p99)("mean_ci95_ms", s.mean_ci)("median_ci95_ms", s.median_ci)(
-        "p90_ci95_ms", s.p90_ci)("p99_ci95_ms", s.p99_ci);
+        "p90_ci95_ms", s.p90_ci)("p99_ci95_ms", s.p99_ci)
+        .non_negative({"mean_ms", "median_ms", "p90_ms", "p99_ms", "mean_ci95_ms", "median_ci95_ms",
+                       "p90_ci95_ms", "p99_ci95_ms"});
 }
 
 void read(const JsonIn& in, ServePoint& p) {
@@ -268,7 +275,10 @@ void read(const JsonIn& in, ServePoint& p) {
             "goodput_per_s", p.goodput_per_s)("client_cpu_pct", p.client_cpu_pct)(
             "requests", p.requests)("interrupted", p.interrupted)(
             "window_tokens_per_s", p.window_tokens_per_s)("slo_attainment", p.slo_attainment)(
-            "energy", p.energy)("client_cpu_ms_per_request", p.client_cpu_ms_per_request);
+            "energy", p.energy)("client_cpu_ms_per_request", p.client_cpu_ms_per_request)
+        .non_negative({"duration_ns", "ok", "errors", "request_per_s", "output_tokens_per_s",
+                       "total_tokens_per_s", "goodput_per_s", "client_cpu_pct",
+                       "window_tokens_per_s", "slo_attainment", "client_cpu_ms_per_request"});
 }
 
 void read(const JsonIn& in, ServeSection& s) {
@@ -277,7 +287,9 @@ void read(const JsonIn& in, ServeSection& s) {
         "n_gen", s.n_gen)("requests_per_point", s.requests_per_point)("burstiness", s.burstiness)(
         "seed", s.seed)("slo_ms", s.slo_ms)("points", s.points)("n_prompt_max", s.n_prompt_max)(
         "n_gen_max", s.n_gen_max)("lengths", s.lengths)("duration_s", s.duration_s)(
-        "saturation", s.saturation)("interrupted", s.interrupted)("client", s.client);
+        "saturation", s.saturation)("interrupted", s.interrupted)("client", s.client)
+        .non_negative({"slots", "n_prompt", "n_gen", "requests_per_point", "slo_ms", "n_prompt_max",
+                       "n_gen_max", "duration_s"});
     if (o.has("server"))
         read_object_or_null(o.at("server"), s.server);
 }

@@ -622,6 +622,16 @@
     }
   }
 
+  // Every field of every measured stage, as --format csv writes them (src/report/test_fields.cpp):
+  // a field added there shows here without a change to this script.
+  function renderStages(sec, s) {
+    const text = (v) => (v === null || v === undefined ? '–' : String(v));
+    const details = el('details', null,
+      el('summary', null, 'Every field of every measured stage (' + s.rows.length + ' rows, the columns of --format csv)'),
+      table(s.columns, s.rows.map((r) => r.map(text))));
+    sec.appendChild(details);
+  }
+
   function renderModes(sec, m) {
     sec.appendChild(el('h3', null, 'Pipeline modes'));
     sec.appendChild(el('p', { class: 'caption' }, 'stage time: ' + m.time_basis +
@@ -660,6 +670,7 @@
     if (d.fidelity) section(sec, 'fidelity', () => renderFidelity(sec, d.fidelity));
     if (d.compare) section(sec, 'comparison', () => renderCompare(sec, d.compare));
     if (d.warnings) section(sec, 'warnings', () => renderWarnings(sec, d.warnings));
+    if (d.stages) section(sec, 'stages', () => renderStages(sec, d.stages));
   });
 
   const libs = (data.libraries || []).map((l) => l.name + ' ' + l.version).join(', ');

@@ -1,6 +1,7 @@
 #pragma once
 // `stagebench sensors`: the sources found with their current values and, over a duration,
-// per sensor: energy, mean/max power, min/max temperature and frequency range.
+// per sensor: energy, mean/max power, min/max temperature and frequency range. The measuring
+// and its JSON; the Markdown is report/sensors_report.hpp.
 #include <cstdint>
 #include <optional>
 #include <ostream>
@@ -49,9 +50,6 @@ struct SensorsReport {
 // Discovers, samples for options.duration_ns (stopping early on sb::interrupt_requested()) and
 // summarises. Progress lines go to log. Throws sb::Error(usage) for a bad hz or duration.
 SensorsReport run_sensors(const SensorsOptions& options, std::ostream& log);
-
-// Markdown: sources, absent families, current values, the window table, warnings.
-void write_sensors_markdown(std::ostream& out, const SensorsReport& report);
 
 // {"duration_ns", "hz", "sources", "classes", "absent", "current": [{"metric", "unit",
 //  "value"}], "window": [{"sensor", "energy_method", "energy_j", "mean_power_mw",

@@ -1,4 +1,4 @@
-#include "profile/ops_report.hpp"
+#include "report/ops_report.hpp"
 
 #include <fmt/format.h>
 
@@ -6,6 +6,8 @@
 
 #include "core/error.hpp"
 #include "core/json_util.hpp"
+#include "profile/op_record.hpp"
+#include "report/fields.hpp"
 
 namespace sb {
 
@@ -47,18 +49,6 @@ std::string bytes(const std::optional<uint64_t>& b) {
         ++i;
     }
     return i == 0 ? fmt::format("{} B", *b) : fmt::format("{:.1f} {}", v, units[i]);
-}
-
-std::string csv_field(const std::string& s) {
-    if (s.find_first_of(",\"\n") == std::string::npos)
-        return s;
-    std::string q = "\"";
-    for (char c : s) {
-        if (c == '"')
-            q += '"';
-        q += c;
-    }
-    return q + "\"";
 }
 
 std::string md_cell(const std::string& s) {
@@ -242,19 +232,41 @@ void write_ops_markdown(const OpsProfile& p, std::ostream& out, size_t top_n, bo
     out.flush();
 }
 
+const FieldTable<OpRow>& op_fields() {
+    static const FieldTable<OpRow> table = [] {
+        using R = OpRow;
+        auto real = [](const std::optional<double>& v) {
+            return v ? FieldValue(*v) : FieldValue();
+        };
+        // Times with a tenth of a nanosecond: replayed op times are averages.
+        const char* ns = "{:.1f}";
+        return FieldTable<OpRow>{
+            {"stage", [](const R& r) { return FieldValue(r.stage->stage); }},
+            {"graph", [](const R& r) { return FieldValue(int64_t{r.op->graph}); }},
+            {"node", [](const R& r) { return FieldValue(int64_t{r.op->node}); }},
+            {"op", [](const R& r) { return FieldValue(r.op->op); }},
+            {"name", [](const R& r) { return FieldValue(r.op->out.name); }},
+            {"layer",
+             [](const R& r) {
+                 return r.op->layer ? FieldValue(int64_t{*r.op->layer}) : FieldValue();
+             }},
+            {"backend", [](const R& r) { return FieldValue(r.op->backend); }},
+            {"type", [](const R& r) { return FieldValue(r.op->out.type); }},
+            {"shape", [](const R& r) { return FieldValue(shape_text(r.op->out.ne)); }},
+            {"no_compute",
+             [](const R& r) { return FieldValue(int64_t{r.op->no_compute ? 1 : 0}); }},
+            {"op_ns", [real](const R& r) { return real(r.op->op_ns); }, ns},
+            {"call_ns", [real](const R& r) { return real(r.op->call_ns); }, ns},
+            {"isolated_call_ns", [real](const R& r) { return real(r.op->isolated_call_ns); }, ns}};
+    }();
+    return table;
+}
+
 void write_ops_csv(const OpsProfile& p, std::ostream& out) {
-    out << "stage,graph,node,op,name,layer,backend,type,shape,no_compute,op_ns,call_ns,"
-           "isolated_call_ns\n";
-    auto num = [](const std::optional<double>& v) {
-        return v ? fmt::format("{:.1f}", *v) : std::string();
-    };
+    write_csv_header(out, op_fields());
     for (const auto& s : p.stages)
         for (const auto& o : s.ops)
-            out << s.stage << ',' << o.graph << ',' << o.node << ',' << csv_field(o.op) << ','
-                << csv_field(o.out.name) << ',' << (o.layer ? std::to_string(*o.layer) : "") << ','
-                << csv_field(o.backend) << ',' << o.out.type << ',' << shape_text(o.out.ne) << ','
-                << (o.no_compute ? 1 : 0) << ',' << num(o.op_ns) << ',' << num(o.call_ns) << ','
-                << num(o.isolated_call_ns) << '\n';
+            write_csv_row(out, op_fields(), OpRow{&s, &o});
     out.flush();
 }
 

@@ -1,0 +1,259 @@
+#include "model/hf_config.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "core/error.hpp"
+#include "model/presets.hpp"
+
+namespace sb {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+// Qwen/Qwen3-0.6B's config.json as published, every key.
+const char* kQwen3Config = R"({
+  "architectures": ["Qwen3ForCausalLM"],
+  "attention_bias": false,
+  "attention_dropout": 0.0,
+  "bos_token_id": 151643,
+  "eos_token_id": 151645,
+  "head_dim": 128,
+  "hidden_act": "silu",
+  "hidden_size": 1024,
+  "initializer_range": 0.02,
+  "intermediate_size": 3072,
+  "max_position_embeddings": 40960,
+  "max_window_layers": 28,
+  "model_type": "qwen3",
+  "num_attention_heads": 16,
+  "num_hidden_layers": 28,
+  "num_key_value_heads": 8,
+  "rms_norm_eps": 1e-06,
+  "rope_scaling": null,
+  "rope_theta": 1000000,
+  "sliding_window": null,
+  "tie_word_embeddings": true,
+  "torch_dtype": "bfloat16",
+  "transformers_version": "4.51.0",
+  "use_cache": true,
+  "use_sliding_window": false,
+  "vocab_size": 151936
+})";
+
+std::string error_of(const json& j) {
+    try {
+        spec_from_hf_config(j, "config.json");
+    } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::input);
+        const std::string msg = e.what();
+        EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+        EXPECT_EQ(msg.rfind("config.json: ", 0), 0u) << msg;
+        return msg;
+    }
+    ADD_FAILURE() << "no error for " << j.dump();
+    return "";
+}
+
+void expect_same(const ModelSpec& a, const ModelSpec& b) {
+    EXPECT_EQ(a.arch, b.arch);
+    EXPECT_EQ(a.n_embd, b.n_embd);
+    EXPECT_EQ(a.n_layer, b.n_layer);
+    EXPECT_EQ(a.n_head, b.n_head);
+    EXPECT_EQ(a.n_head_kv, b.n_head_kv);
+    EXPECT_EQ(a.head_dim, b.head_dim);
+    EXPECT_EQ(a.n_rot, b.n_rot);
+    EXPECT_EQ(a.n_ff, b.n_ff);
+    EXPECT_EQ(a.n_vocab, b.n_vocab);
+    EXPECT_EQ(a.n_ctx_train, b.n_ctx_train);
+    EXPECT_EQ(a.rope_theta, b.rope_theta);
+    EXPECT_EQ(a.rms_eps, b.rms_eps);
+    EXPECT_EQ(a.tied_embeddings, b.tied_embeddings);
+    EXPECT_EQ(a.qk_norm, b.qk_norm);
+    EXPECT_EQ(a.n_expert, b.n_expert);
+}
+
+TEST(HfConfig, AQwen3ConfigIsThePreset) {
+    const ModelSpec s = spec_from_hf_config(json::parse(kQwen3Config), "config.json");
+    expect_same(s, find_preset("qwen3-0.6b").spec);
+    EXPECT_EQ(s.arch, "qwen3");
+    EXPECT_EQ(s.qk_norm, QkNorm::per_head);
+    EXPECT_EQ(s.bos_token_id, 151643);
+    EXPECT_EQ(s.eos_token_id, 151645);
+    EXPECT_FALSE(s.pad_token_id);
+    EXPECT_EQ(count_params(s), 596'049'920u);
+}
+
+TEST(HfConfig, EveryPresetsConfigReadsAlikeFromAFile) {
+    const fs::path dir = fs::path(testing::TempDir()) / "sb_hf_config_test";
+    fs::create_directories(dir);
+    for (const auto& p : presets()) {
+        const fs::path f = dir / (p.name + ".json");
+        std::ofstream(f) << p.config.dump(2);
+        SCOPED_TRACE(p.name);
+        expect_same(read_hf_config(f.string()), p.spec);
+    }
+}
+
+TEST(HfConfig, UnsupportedModelTypeNamesTheSupportedOnes) {
+    const std::string msg = error_of({{"model_type", "mamba"}, {"hidden_size", 8}});
+    EXPECT_NE(msg.find("'mamba'"), std::string::npos) << msg;
+    for (const auto& t : supported_model_types())
+        EXPECT_NE(msg.find(t), std::string::npos) << t;
+    EXPECT_NE(error_of({{"hidden_size", 8}}).find("no model_type"), std::string::npos);
+    EXPECT_NE(error_of(json::array()).find("expected a JSON object"), std::string::npos);
+}
+
+TEST(HfConfig, MissingAndMistypedFieldsAreNamed) {
+    const json base = json::parse(kQwen3Config);
+    for (const char* field : {"hidden_size", "num_hidden_layers", "num_attention_heads",
+                              "intermediate_size", "vocab_size", "max_position_embeddings"}) {
+        json j = base;
+        j.erase(field);
+        const std::string msg = error_of(j);
+        EXPECT_NE(msg.find(std::string("no ") + field), std::string::npos) << msg;
+    }
+    json j = base;
+    j["hidden_size"] = "1024";
+    EXPECT_NE(error_of(j).find("hidden_size is \"1024\", expected a positive integer"),
+              std::string::npos);
+    j = base;
+    j["num_hidden_layers"] = 0;
+    EXPECT_NE(error_of(j).find("num_hidden_layers is 0"), std::string::npos);
+    j = base;
+    j["rms_norm_eps"] = -1;
+    EXPECT_NE(error_of(j).find("rms_norm_eps"), std::string::npos);
+    j = base;
+    j["tie_word_embeddings"] = "yes";
+    EXPECT_NE(error_of(j).find("tie_word_embeddings"), std::string::npos);
+    j = base;
+    j["num_experts"] = 8;  // ignored by a dense qwen3, as by transformers
+    EXPECT_NO_THROW(spec_from_hf_config(j, "config.json"));
+    json moe = base;
+    moe["model_type"] = "qwen3_moe";
+    EXPECT_NE(error_of(moe).find("no num_experts"), std::string::npos);
+    moe["num_experts"] = 8;
+    moe["num_experts_per_tok"] = 2;
+    EXPECT_NE(error_of(moe).find("no moe_intermediate_size"), std::string::npos);
+}
+
+TEST(HfConfig, InconsistentShapesAreNamed) {
+    json j = json::parse(kQwen3Config);
+    j.erase("head_dim");
+    j["num_attention_heads"] = 15;  // does not divide 1024
+    EXPECT_NE(error_of(j).find("num_attention_heads 15 does not divide hidden_size 1024"),
+              std::string::npos);
+    j = json::parse(kQwen3Config);
+    j["num_key_value_heads"] = 3;
+    EXPECT_NE(error_of(j).find("num_key_value_heads 3 does not divide num_attention_heads 16"),
+              std::string::npos);
+    j = json::parse(kQwen3Config);
+    j["head_dim"] = 65;
+    EXPECT_NE(error_of(j).find("head_dim 65 is odd"), std::string::npos);
+    json q2 = json::parse(kQwen3Config);
+    q2["model_type"] = "qwen2";  // its loader wants heads x head_dim == width
+    EXPECT_NE(error_of(q2).find("is not hidden_size 1024"), std::string::npos);
+
+    json lfm = find_preset("lfm2-1.2b").config;
+    lfm["layer_types"].erase(0);
+    EXPECT_NE(error_of(lfm).find("layer_types has 15 entries, but num_hidden_layers is 16"),
+              std::string::npos);
+    json phi = find_preset("phi-4-mini").config;
+    phi["rope_scaling"]["long_factor"].erase(0);
+    EXPECT_NE(error_of(phi).find("rope_scaling.long_factor has 47 values, expected 48"),
+              std::string::npos);
+    json moe = find_preset("qwen3-30b-a3b").config;
+    moe["num_experts_per_tok"] = 200;
+    EXPECT_NE(error_of(moe).find("num_experts_per_tok 200 is more than the 128 experts"),
+              std::string::npos);
+    json smol = find_preset("smollm3-3b").config;
+    smol["no_rope_layer_interval"] = 3;
+    EXPECT_NE(error_of(smol).find("no_rope_layer_interval"), std::string::npos);
+    json rope = json::parse(kQwen3Config);
+    rope["rope_scaling"] = {{"rope_type", "dynamic"}, {"factor", 2.0}};
+    EXPECT_NE(error_of(rope).find("rope_scaling type 'dynamic'"), std::string::npos);
+}
+
+TEST(HfConfig, ArchitectureSpecifics) {
+    // LFM2's first release: block_ff_dim and full_attn_idxs only.
+    json lfm = find_preset("lfm2-1.2b").config;
+    lfm.erase("layer_types");
+    lfm.erase("intermediate_size");
+    const ModelSpec l = spec_from_hf_config(lfm, "config.json");
+    EXPECT_EQ(l.n_ff, 8192);
+    EXPECT_EQ(l.layer_kinds, find_preset("lfm2-1.2b").spec.layer_kinds);
+    EXPECT_EQ(l.conv_l_cache, 3);
+    EXPECT_EQ(l.head_dim, 64);
+    // A multimodal Gemma 3 keeps its text settings in text_config; the converter's defaults
+    // fill what it leaves out.
+    const json mm = {{"model_type", "gemma3"},
+                     {"text_config",
+                      {{"hidden_size", 2560},
+                       {"intermediate_size", 10240},
+                       {"num_hidden_layers", 34},
+                       {"rope_scaling", {{"factor", 8.0}, {"rope_type", "linear"}}},
+                       {"sliding_window", 1024}}}};
+    const ModelSpec g = spec_from_hf_config(mm, "config.json");
+    EXPECT_EQ(g.arch, "gemma3");
+    EXPECT_EQ(g.n_head, 8);
+    EXPECT_EQ(g.n_head_kv, 4);
+    EXPECT_EQ(g.head_dim, 256);
+    EXPECT_EQ(g.n_vocab, 262208);
+    EXPECT_EQ(g.n_ctx_train, 131072);
+    EXPECT_EQ(g.sliding_window, 1024);
+    EXPECT_EQ(g.sliding_window_pattern, 6);
+    ASSERT_TRUE(g.rope_scaling);
+    EXPECT_EQ(g.rope_scaling->type, "linear");
+    EXPECT_EQ(g.rope_scaling->factor, 8.0f);
+    // layer_types instead of a pattern number.
+    json g1 = find_preset("gemma-3-1b").config;
+    g1.erase("sliding_window_pattern");
+    g1["layer_types"] = json::array();
+    for (int i = 0; i < 26; ++i)
+        g1["layer_types"].push_back((i + 1) % 6 == 0 ? "full_attention" : "sliding_attention");
+    EXPECT_EQ(spec_from_hf_config(g1, "config.json").sliding_window_pattern, 6);
+    g1["layer_types"][1] = "full_attention";
+    EXPECT_NE(error_of(g1).find("layer_types"), std::string::npos);
+    // Llama 3 scaling only for llama; YaRN as keys.
+    json ll = find_preset("llama-3.2-1b").config;
+    EXPECT_TRUE(spec_from_hf_config(ll, "config.json").llama3_rope);
+    json q = json::parse(kQwen3Config);
+    q["rope_scaling"] = ll["rope_scaling"];
+    EXPECT_NE(error_of(q).find("llama3"), std::string::npos);
+    q["rope_scaling"] = {
+        {"rope_type", "yarn"}, {"factor", 4.0}, {"original_max_position_embeddings", 32768}};
+    const ModelSpec y = spec_from_hf_config(q, "config.json");
+    ASSERT_TRUE(y.rope_scaling);
+    EXPECT_EQ(y.rope_scaling->type, "yarn");
+    EXPECT_EQ(y.rope_scaling->original_context, 32768);
+}
+
+TEST(HfConfig, FilesThatAreNotJsonAreOneLine) {
+    const fs::path dir = fs::path(testing::TempDir()) / "sb_hf_config_files";
+    fs::create_directories(dir);
+    const fs::path bad = dir / "config.json";
+    std::ofstream(bad) << "{\"model_type\": \"qwen3\",\n \"hidden_size\": 1024,,}";
+    try {
+        read_hf_config(bad.string());
+        FAIL() << "no error";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::input);
+        const std::string msg = e.what();
+        EXPECT_EQ(msg.rfind(bad.string() + ": not JSON (", 0), 0u) << msg;
+        EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+    }
+    try {
+        read_hf_config((dir / "missing.json").string());
+        FAIL() << "no error";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::input);
+        EXPECT_NE(std::string(e.what()).find("cannot open"), std::string::npos);
+    }
+}
+
+}  // namespace
+}  // namespace sb

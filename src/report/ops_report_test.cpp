@@ -1,0 +1,93 @@
+// The ops tables (`ops`, `decompose`, `import hexagon-profile`): CSV through the op field table,
+// Markdown per stage, the formats ops commands print.
+#include "report/ops_report.hpp"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "core/error.hpp"
+#include "profile/op_record.hpp"
+
+namespace sb {
+namespace {
+
+OpsProfile profile() {
+    OpsProfile p;
+    p.source = "trace";
+    p.model_path = "/m/tiny.gguf";
+    p.method = "replayed";
+    p.devices = "CPU";
+    p.n_threads = 2;
+    StageProfile s;
+    s.stage = "decode";
+    s.n_tokens = 1;
+    s.kv_depth = 8;
+    s.n_graphs = 1;
+    OpRecord a;
+    a.node = 0;
+    a.op = "MUL_MAT";
+    a.out.name = "ffn_up-0";
+    a.out.type = "f32";
+    a.out.ne = {256, 1};
+    a.layer = 0;
+    a.backend = "CPU";
+    a.op_ns = 1234.56;
+    a.call_ns = 2000;
+    OpRecord v;
+    v.node = 1;
+    v.op = "VIEW";
+    v.out.name = "name, with \"comma\"";
+    v.out.type = "f32";
+    v.out.ne = {4, 2, 1};
+    v.backend = "CPU";
+    v.no_compute = true;
+    s.ops = {a, v};
+    s.by_op = aggregate(s.ops, GroupBy::op, std::nullopt);
+    p.stages.push_back(s);
+    return p;
+}
+
+TEST(OpsReport, CsvIsOneRowPerOpThroughTheFieldTable) {
+    std::ostringstream out;
+    write_ops_csv(profile(), out);
+    EXPECT_EQ(out.str(),
+              "stage,graph,node,op,name,layer,backend,type,shape,no_compute,op_ns,call_ns,"
+              "isolated_call_ns\n"
+              "decode,0,0,MUL_MAT,ffn_up-0,0,CPU,f32,256,0,1234.6,2000.0,\n"
+              "decode,0,1,VIEW,\"name, with \"\"comma\"\"\",,CPU,f32,4x2,1,,,\n");
+}
+
+TEST(OpsReport, MarkdownHasAStageSectionAndTheByOpTable) {
+    std::ostringstream out;
+    write_ops_markdown(profile(), out);
+    const std::string s = out.str();
+    EXPECT_EQ(s.rfind("# Per-op profile: /m/tiny.gguf\n\nreplayed\n", 0), 0u) << s;
+    EXPECT_NE(s.find("## decode — 1 token(s) at KV depth 8 · CPU · 2 threads · 1 graph(s)"),
+              std::string::npos)
+        << s;
+    EXPECT_NE(s.find("### By op type"), std::string::npos) << s;
+    EXPECT_NE(s.find("| MUL_MAT | 1 | 1.23 | 2.00 | 1.6x |"), std::string::npos) << s;
+}
+
+TEST(OpsReport, PrintsMdCsvOrJsonAndRefusesTheRest) {
+    ResultDocument d;
+    d.command = "ops";
+    d.ops = profile();
+    d.warnings.push_back({"w", "a warning", "a hint"});
+    std::ostringstream md, csv, js;
+    print_ops_document(d, OutputFormat::md, md);
+    EXPECT_NE(md.str().find("### Warnings\n\n- a warning (a hint)"), std::string::npos);
+    print_ops_document(d, OutputFormat::csv, csv);
+    EXPECT_EQ(csv.str().rfind("stage,graph,node,", 0), 0u);
+    print_ops_document(d, OutputFormat::json, js);
+    EXPECT_EQ(nlohmann::json::parse(js.str()), to_json(d));
+    for (auto f : {OutputFormat::jsonl, OutputFormat::html}) {
+        std::ostringstream out;
+        EXPECT_THROW(print_ops_document(d, f, out), Error);
+        EXPECT_THROW(check_ops_format(f), Error);
+    }
+}
+
+}  // namespace
+}  // namespace sb
