@@ -11,7 +11,7 @@ void add_rpc_server_command(CLI::App& app, Context& ctx) {
         "until stopped (Ctrl-C)");
     auto o = std::make_shared<RpcServeOptions>();
     cmd->add_option("-H,--host", o->host,
-                    "address to listen on (anything but loopback exposes this machine)")
+                    "IPv4 address to listen on (anything but loopback exposes this machine)")
         ->capture_default_str();
     cmd->add_option("-p,--port", o->port, "TCP port")->capture_default_str();
     cmd->add_option("-d,--device", o->devices,

@@ -359,8 +359,8 @@ void read(const JsonIn& in, ClientTimings& c) {
         "streamed_tokens", c.streamed_tokens)("claimed_output_tokens", c.claimed_output_tokens)(
         "chunks", c.chunks)
         .non_negative({"e2e_ns", "e2e", "tpot_ns", "tpot", "first_content_ns", "first_content",
-                       "prompt_tokens", "output_tokens", "streamed_tokens",
-                       "claimed_output_tokens", "chunks"},
+                       "prompt_tokens", "output_tokens", "streamed_tokens", "claimed_output_tokens",
+                       "chunks"},
                       {"ci95_lo"});
 }
 

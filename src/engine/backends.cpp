@@ -296,8 +296,15 @@ int connect_bounded(const std::string& endpoint, int timeout_ms) {
     if (colon == std::string::npos || colon == 0 || colon + 1 == endpoint.size())
         throw input_error("RPC endpoint '" + endpoint + "' is not host:port");
     std::string host = endpoint.substr(0, colon), port = endpoint.substr(colon + 1);
+    // llama.cpp's RPC client splits host:port at the first ':' (an IPv6 address stopped the
+    // process with "Failed to parse endpoint") and connects over IPv4 only (gethostbyname):
+    // the probe resolves names as it will.
+    if (host.find_first_of(":[]") != std::string::npos)
+        throw input_error("RPC endpoint '" + endpoint +
+                          "': llama.cpp's RPC client connects over IPv4 only (host:port with an "
+                          "IPv4 address or a name)");
     addrinfo hints{};
-    hints.ai_family = AF_UNSPEC;
+    hints.ai_family = AF_INET;
     hints.ai_socktype = SOCK_STREAM;
     addrinfo* res = nullptr;
     if (int rc = getaddrinfo(host.c_str(), port.c_str(), &hints, &res); rc != 0)

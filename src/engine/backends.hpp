@@ -78,7 +78,9 @@ std::vector<DeviceInfo> list_devices();
 // llama.cpp's client touches it (which stops the process on a refused connection or a
 // malformed reply, and waits forever for a silent server), the server is probed: a TCP connect
 // and the RPC protocol's hello and device count, each wait bounded by timeout_ms. Throws
-// sb::Error(input) with one line naming the endpoint when the server is unreachable, answers
+// sb::Error(input) with one line naming the endpoint when it is no IPv4 host:port (llama.cpp's
+// client speaks IPv4 only: an IPv6 address, bare or in brackets, is refused), the server is
+// unreachable, answers
 // nothing in time, closes the connection, sends something that is not the protocol, speaks
 // another protocol version, or offers no device. llama.cpp's own registration that follows (a
 // few round trips) must end within kRpcSetupBudgetS, else the stage watchdog ends the process

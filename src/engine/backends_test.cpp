@@ -1,9 +1,36 @@
 #include "engine/backends.hpp"
 
+#include "core/error.hpp"
+
 #include <gtest/gtest.h>
 
 namespace sb {
 namespace {
+
+// llama.cpp's RPC client parses host:port at the first ':' and connects over IPv4 only: an
+// IPv6 endpoint (which made it stop the process) is one line of bad input before any
+// connection, bare or in brackets.
+TEST(RpcEndpoint, IPv6AndMalformedEndpointsAreOneLineOfBadInput) {
+    const std::pair<const char*, const char*> cases[] = {
+        {"::1:50052", "connects over IPv4 only"},
+        {"[::1]:50052", "connects over IPv4 only"},
+        {"fe80::1%eth0:50052", "connects over IPv4 only"},
+        {"50052", "is not host:port"},
+        {"127.0.0.1:", "is not host:port"},
+    };
+    for (const auto& [endpoint, why] : cases) {
+        try {
+            add_rpc_server(endpoint, 1000);
+            ADD_FAILURE() << endpoint << " accepted";
+        } catch (const Error& e) {
+            EXPECT_EQ(e.kind(), ErrorKind::input) << endpoint;
+            const std::string w = e.what();
+            EXPECT_NE(w.find(std::string("RPC endpoint '") + endpoint + "'"), std::string::npos)
+                << w;
+            EXPECT_NE(w.find(why), std::string::npos) << w;
+        }
+    }
+}
 
 // llama.cpp's text enters error lines in one place: a message that ends in a newline (ggml's
 // GGML_ABORT("...\n"), a log line) or holds several lines no longer splits the one-line error.

@@ -58,7 +58,8 @@ struct ChunkInfo {
 };
 
 // Reads one streamed message of api. Throws sb::Error(runtime) ("malformed JSON in the
-// stream: ...") when the payload is not a JSON object. Every count and time in it is the
+// stream: ...") when the payload is not a JSON object, or nests arrays and objects deeper than
+// kMaxDocumentDepth (parse_server_json). Every count and time in it is the
 // server's claim: read only when it is a count (a whole number, 0 to 2^53) or a duration (0
 // to a day), else listed in `rejected`; bounded by what was received in compute_timing and
 // request_measure.

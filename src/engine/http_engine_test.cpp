@@ -177,7 +177,7 @@ TEST(InterpretMessage, AMessageNestedTooDeepIsOneRuntimeError) {
     }
     const std::string within = std::string(62, '[') + std::string(62, ']');
     const ChunkInfo ci = read(HttpApi::openai, R"({"choices":[{"text":"a"}],"x":)" + within + "}");
-    EXPECT_EQ(ci.text, "a");
+    EXPECT_TRUE(ci.output && ci.content);
     const ChunkInfo err = read(HttpApi::openai, R"({"error":)" + within + "}");
     ASSERT_TRUE(err.error);
     EXPECT_EQ(err.error->substr(0, 4), "[[[[");

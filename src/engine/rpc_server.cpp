@@ -1,5 +1,6 @@
 #include "engine/rpc_server.hpp"
 
+#include <arpa/inet.h>
 #include <netdb.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -83,6 +84,12 @@ void serve_rpc(const RpcServeOptions& o, std::ostream& err) {
                               servable + ")");
         devs.push_back(dev);
     }
+    // llama.cpp's server binds an IPv4 address written as one (inet_addr): with a name or an
+    // IPv6 address it prints a line and returns.
+    if (inet_addr(o.host.c_str()) == INADDR_NONE)
+        throw usage_error("rpc-server: -H '" + o.host +
+                          "': llama.cpp's RPC server listens on an IPv4 address only (127.0.0.1, "
+                          "0.0.0.0 or one of this machine's)");
     check_bindable(o.host, o.port);
     ggml_backend_reg_t rpc = nullptr;
     for (size_t i = 0; i < ggml_backend_reg_count() && !rpc; ++i)
@@ -95,7 +102,7 @@ void serve_rpc(const RpcServeOptions& o, std::ostream& err) {
         ggml_backend_reg_get_proc_address(rpc, "ggml_backend_rpc_start_server"));
     if (!start)
         throw input_error("this llama.cpp RPC backend cannot serve");
-    if (o.host != "127.0.0.1" && o.host != "localhost" && o.host != "::1")
+    if (o.host.rfind("127.", 0) != 0)
         err << "stagebench: warning: rpc-server listens on " << o.host
             << ": anyone who reaches this port can run graphs and read memory on this machine; "
                "never expose it to an open network\n";

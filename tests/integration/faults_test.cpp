@@ -508,6 +508,15 @@ TEST(Faults, AnRpcServerClaimingBillionsOfDevicesIsBadInput) {
 TEST(Faults, RpcServerRefusesWhatItCannotServe) {
     for (const char* t : {"100000", "513", "-1"})
         expect_one_line_error(run_sb({"rpc-server", "-p", "1", "-t", t}, 30), 2, "out of range");
+    // llama.cpp's server binds IPv4 addresses only: a name or an IPv6 address made it print a
+    // line and return (exit 1).
+    for (const char* h : {"localhost", "::1", "[::1]"})
+        expect_one_line_error(run_sb({"rpc-server", "-H", h, "-p", "50052"}, 30), 2,
+                              "llama.cpp's RPC server listens on an IPv4 address only");
+    // An IPv6 endpoint stopped llama.cpp's client (SIGABRT) once something answered there.
+    for (const char* e : {"::1:50052", "[::1]:50052"})
+        expect_one_line_error(run_sb({"devices", "--rpc", e}, 30), 2,
+                              "llama.cpp's RPC client connects over IPv4 only");
     // BLAS (when this llama.cpp has it) runs some ops beside the CPU, never a whole graph.
     Proc devices = run_sb({"devices"}, 60);
     if (devices.out.find("BLAS") != std::string::npos)
