@@ -12,7 +12,7 @@ namespace {
 LogitsCapture capture(std::vector<float> logits, std::vector<int32_t> tokens = {1, 2, 3}) {
     LogitsCapture c;
     c.model_path = "m.gguf";
-    c.model_name = "m";
+    c.model_name = std::string("m");  // not = "m": a GCC 12 -Wrestrict false positive
     c.devices = "CPU";
     c.tokens = std::move(tokens);
     c.logits = std::move(logits);

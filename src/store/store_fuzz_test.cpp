@@ -172,8 +172,9 @@ TEST(StoreFuzz, EveryDamagedStoreIsUsableOrOneLineAndNeverUsedPastItsDamage) {
         } catch (const Error& e) {
             one_line(e);
             ++refused_at_open;
-            if (!whole)
+            if (!whole) {
                 EXPECT_EQ(e.kind(), ErrorKind::input) << e.what();
+            }
             continue;
         } catch (const std::exception& e) {
             ADD_FAILURE() << "not an sb::Error: " << e.what();

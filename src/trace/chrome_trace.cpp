@@ -44,8 +44,11 @@ std::string shape_of(const std::vector<int64_t>& ne) {
     while (v.size() > 1 && v.back() == 1)
         v.pop_back();
     std::string s;
-    for (size_t i = 0; i < v.size(); ++i)
-        s += (i ? "x" : "") + std::to_string(v[i]);
+    for (size_t i = 0; i < v.size(); ++i) {
+        if (i)
+            s += 'x';
+        s += std::to_string(v[i]);
+    }
     return s;
 }
 

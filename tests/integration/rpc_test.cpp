@@ -272,7 +272,7 @@ TEST(Rpc, ABrokenConnectionToALiveServerIsRecordedAsSuch) {
     pid_t run = spawn_bg(two_tests(ep, out), t.file("run.log"));
     wait_for_entries(out, "/tests", 1);
     Proc ss = sbtest::run({"/bin/ss", "-K", "-4", "dst", "127.0.0.1", "dport", "=",
-                           ":" + std::to_string(server.port)},
+                           std::string(":") + std::to_string(server.port)},
                           30);
     if (ss.exit_code != 0 || ss.out.find(ep) == std::string::npos) {
         kill(run, SIGKILL);
@@ -286,10 +286,10 @@ TEST(Rpc, ABrokenConnectionToALiveServerIsRecordedAsSuch) {
     ASSERT_EQ(doc["tests"].size(), 2u);
     EXPECT_EQ(doc["tests"][1]["status"], "failed");
     const std::string error = doc["tests"][1]["error"].get<std::string>();
-    EXPECT_EQ(
-        error.rfind("RPC server " + ep + " broke the connection or sent a malformed reply during ",
-                    0),
-        0u)
+    EXPECT_EQ(error.rfind(std::string("RPC server ") + ep +
+                              " broke the connection or sent a malformed reply during ",
+                          0),
+              0u)
         << error;
     EXPECT_NE(error.find(", and answers a new connection (llama.cpp: "), std::string::npos)
         << error;
