@@ -10,6 +10,7 @@
 #include "cli/store_hook.hpp"
 #include "core/error.hpp"
 #include "core/file_io.hpp"
+#include "core/interrupt.hpp"
 #include "core/result.hpp"
 #include "core/utf8.hpp"
 #include "report/reporter.hpp"

@@ -10,7 +10,9 @@
 #include "cli/store_hook.hpp"
 #include "cli/trace_option.hpp"
 #include "core/file_io.hpp"
+#include "core/interrupt.hpp"
 #include "core/parse.hpp"
+#include "engine/llama_engine.hpp"
 #include "report/reporter.hpp"
 #include "scenario/run_command.hpp"
 #include "scenario/serve.hpp"
@@ -153,6 +155,9 @@ void add_serve_command(CLI::App& app, Context& ctx) {
             check_output_path(*a->out_path, "result document");
         a->o.out_path = a->out_path;
         check_trace_path(*trace);
+        if (a->o.model_file)
+            // What llama-server would refuse at startup, said as run says it, before it starts.
+            check_llama_accepts(*a->o.model_file);
         const RunResult r = run_serve(a->o, RunEnv(new_document("serve", ctx.argv), ctx.err));
         print_document(a->format, r.doc, ctx.out);
         finish_run(ctx, r);

@@ -117,6 +117,9 @@ json to_json(const ClientTimings& c) {
     json fc = json::array();
     for (const auto& v : c.first_content_ns)
         fc.push_back(opt(v));
+    json claimed = json::array();
+    for (const auto& v : c.claimed_output_tokens)
+        claimed.push_back(opt(v));
     return json{{"e2e_ns", c.e2e_ns},
                 {"e2e", to_json(c.e2e)},
                 {"tpot_ns", c.tpot_ns},
@@ -126,6 +129,7 @@ json to_json(const ClientTimings& c) {
                 {"prompt_tokens", c.prompt_tokens},
                 {"output_tokens", c.output_tokens},
                 {"streamed_tokens", c.streamed_tokens},
+                {"claimed_output_tokens", claimed},
                 {"chunks", c.chunks}};
 }
 
@@ -369,9 +373,11 @@ void read(const JsonIn& in, ClientTimings& c) {
     ObjectIn{in}("e2e_ns", c.e2e_ns)("e2e", c.e2e)("tpot_ns", c.tpot_ns)("tpot", c.tpot)(
         "first_content_ns", c.first_content_ns)("first_content", c.first_content)(
         "prompt_tokens", c.prompt_tokens)("output_tokens", c.output_tokens)(
-        "streamed_tokens", c.streamed_tokens)("chunks", c.chunks)
+        "streamed_tokens", c.streamed_tokens)("claimed_output_tokens", c.claimed_output_tokens)(
+        "chunks", c.chunks)
         .non_negative({"e2e_ns", "e2e", "tpot_ns", "tpot", "first_content_ns", "first_content",
-                       "prompt_tokens", "output_tokens", "streamed_tokens", "chunks"},
+                       "prompt_tokens", "output_tokens", "streamed_tokens", "claimed_output_tokens",
+                       "chunks"},
                       {"ci95_lo"});
 }
 

@@ -122,9 +122,13 @@ struct ClientTimings {
     std::vector<std::optional<int64_t>> first_content_ns;
     Summary first_content;
     std::vector<int64_t> prompt_tokens;    // as the server counted them (usage), else asked
-    std::vector<int64_t> output_tokens;    // usage.completion_tokens, else streamed
+    std::vector<int64_t> output_tokens;    // usage.completion_tokens when believable, else
+                                           // streamed (engine/http_engine.hpp compute_timing)
     std::vector<int64_t> streamed_tokens;  // counted from the stream itself
-    std::vector<int64_t> chunks;           // streamed messages that carried output
+    // What the server claimed (usage.completion_tokens), as it said it, beside the counts
+    // above; null when it claimed nothing. A claim that was not believed has a note.
+    std::vector<std::optional<int64_t>> claimed_output_tokens;
+    std::vector<int64_t> chunks;  // streamed messages that carried output
 };
 
 // Server-side timings per repetition and how the client's view differs from them (network,

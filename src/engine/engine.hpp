@@ -91,8 +91,10 @@ struct RequestTiming {
     int64_t ttft_ns = 0;
     std::optional<int64_t> first_content_ns;
     int64_t e2e_ns = 0;
-    int64_t n_out = 0;       // output tokens: usage when given, else the stream's count
+    int64_t n_out = 0;       // output tokens: usage's claim when believable, else n_streamed
     int64_t n_streamed = 0;  // tokens counted from the stream
+    std::optional<int64_t> claimed_out;  // the output tokens the server claimed (usage), as
+                                         // it said them, believed or not; null: none
     int64_t n_chunks = 0;
     std::vector<int64_t> itl_ns;     // one gap per token after the first chunk's
     std::optional<int64_t> tpot_ns;  // undefined for fewer than 2 tokens or E2E == TTFT

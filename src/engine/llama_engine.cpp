@@ -437,4 +437,18 @@ std::vector<std::string> LlamaEngine::notes() const {
     return impl_->notes;
 }
 
+void check_llama_accepts(const std::string& model_path) {
+    init_backends();
+    llama_model_params mp = llama_model_default_params();
+    mp.vocab_only = true;
+    take_llama_error();
+    llama_model* m = llama_model_load_from_file(model_path.c_str(), mp);
+    if (!m) {
+        const std::string why = take_llama_error();
+        throw input_error("llama.cpp could not load model '" + model_path + "'" +
+                          (why.empty() ? " (set STAGEBENCH_LLAMA_LOG=1 to see why)" : ": " + why));
+    }
+    llama_model_free(m);
+}
+
 }  // namespace sb

@@ -66,4 +66,10 @@ class LlamaEngine final : public Engine {
     std::unique_ptr<Impl> impl_;
 };
 
+// Asks llama.cpp to read model_path's architecture, hyperparameters and vocabulary (no
+// weights): what a peer built from the same llama.cpp (llama-server) refuses at startup is
+// found here first and said as run says it. Throws sb::Error(input) "llama.cpp could not load
+// model 'PATH': REASON" when it refuses. Cheap: tensors are neither read nor allocated.
+void check_llama_accepts(const std::string& model_path);
+
 }  // namespace sb

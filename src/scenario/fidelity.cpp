@@ -266,8 +266,20 @@ RunResult run_fidelity(const FidelityOptions& o, RunEnv env) {
     f.method =
         "teacher-forced: the same tokens for every variant; logits captured on an untimed pass, "
         "speed measured on a separate pass; KL(reference || variant) in nats";
-    // The reference first: its vocabulary and tokens are every variant's.
-    const Reference ref = capture_reference(run, o, f);
+    // The reference first: its vocabulary and tokens are every variant's. Ctrl-C while it is
+    // measured (its text windows stop with "interrupted") leaves nothing to compare with, but
+    // the run was interrupted, not given bad input: the document is kept with no variants,
+    // marked interrupted. Bad input stays bad input.
+    std::optional<Reference> ref;
+    try {
+        ref = capture_reference(run, o, f);
+    } catch (const Error& e) {
+        if (!interrupt_requested() || e.kind() != ErrorKind::runtime)
+            throw;
+        f.interrupted = true;
+        run.update([&](ResultDocument& doc) { doc.fidelity = f; });
+        return run.finish(Outcome::ok);
+    }
     run.update([&](ResultDocument& doc) { doc.fidelity = f; });
     bool failed = false;
     for (const auto& model : o.models)
@@ -277,13 +289,14 @@ RunResult run_fidelity(const FidelityOptions& o, RunEnv env) {
                     if (run.should_stop())
                         break;
                     FidelityVariant v =
-                        measure_variant(run, o, ref, f.tokens, Variant{model, dev, ctk, ctv});
+                        measure_variant(run, o, *ref, f.tokens, Variant{model, dev, ctk, ctv});
                     failed = failed || v.error.has_value();
                     run.update([&](ResultDocument& doc) {
                         doc.fidelity->variants.push_back(std::move(v));
                         mark_frontier(doc.fidelity->variants);
                     });
                 }
+    run.update([&](ResultDocument& doc) { doc.fidelity->interrupted = interrupt_requested(); });
     return run.finish(failed ? Outcome::failed : Outcome::ok);
 }
 

@@ -185,6 +185,7 @@ void add_request_repetition(TestResult& r, const RequestMeasure& m, int64_t n_pr
     c.prompt_tokens.push_back(prompt);
     c.output_tokens.push_back(t.n_out);
     c.streamed_tokens.push_back(t.n_streamed);
+    c.claimed_output_tokens.push_back(t.claimed_out);
     c.chunks.push_back(t.n_chunks);
     if (m.server) {
         if (!r.server)

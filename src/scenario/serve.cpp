@@ -191,6 +191,9 @@ ServeRequest request_record(const std::function<Generation()>& get, const HttpPr
         r.tpot_ns = m.timing.tpot_ns;
         r.itl_ns = m.timing.itl_ns;
         r.output_tokens = m.timing.n_out;
+        r.streamed_tokens = m.timing.n_streamed;
+        r.claimed_output_tokens = m.timing.claimed_out;
+        r.notes = m.timing.notes;
         r.prompt_tokens =
             m.prompt_tokens ? m.prompt_tokens : std::optional<int64_t>(prompt.n_tokens);
         // The other TTFT definitions harnesses use, and the server's id of the request.
@@ -528,10 +531,11 @@ void finish_point(PointRun& r, RunContext& run, const std::string& stage, int64_
         p.mode, p.value, p.ok, p.errors, p.request_per_s, p.output_tokens_per_s,
         p.ttft.median.value_or(0)));
     if (p.stopped_by)
-        run.note(fmt::format("serve {} {:g}: stopped after {} of {} requests: {} of {} finished "
-                             "failed, more than --max-error-rate {:g}",
-                             p.mode, p.value, p.requests.size(), r.count, r.failed.load(),
-                             r.finished.load(), *r.o.max_error_rate));
+        run.note(
+            fmt::format("serve {} {:g}: stopped after {} of {} requests: {} of {} finished "
+                        "failed, more than --max-error-rate {:g}",
+                        p.mode, p.value, p.requests.size(), r.count, r.failed.load(),
+                        r.finished.load(), *r.o.max_error_rate));
 }
 
 // One point: prepared before its clock, driven, finished. nullopt when interrupted before it
@@ -634,8 +638,21 @@ RunResult run_serve(const ServeOptions& o, RunEnv env) {
     setup.out_path = o.out_path;
     setup.progress = o.progress;
     RunContext run(env.doc, setup, env.err, env.listener);
-    ServeServer server = connect_server(o, plan, run);
-    const nlohmann::json about = server.main->describe();
+    // Ctrl-C before the first point (while llama-server starts or the server is asked what it
+    // is) cuts a request or a wait, which throws: the run was interrupted, not given bad input,
+    // so the document is kept with no points, marked interrupted.
+    ServeServer server;
+    nlohmann::json about;
+    try {
+        server = connect_server(o, plan, run);
+        about = server.main->describe();
+    } catch (const Error& e) {
+        if (!interrupt_requested())
+            throw;
+        run.note(std::string("interrupted before the first point was measured (") + e.what() + ")");
+        run.update([&](ResultDocument& doc) { doc.serve = serve_section(o, about, {}, true); });
+        return run.finish(Outcome::ok);
+    }
     describe_server(run, o, about);
     run.open(threads_or_default(o.threads));
     // Telemetry: one stage per point, energy net of an idle baseline taken with the server up.

@@ -150,19 +150,24 @@ void read(const JsonIn& in, Saturation& s) {
 }
 
 json to_json(const ServeRequest& r) {
-    return json{{"index", r.index},
-                {"send_ns", r.send_ns},
-                {"ttft_ns", opt(r.ttft_ns)},
-                {"tpot_ns", opt(r.tpot_ns)},
-                {"e2e_ns", opt(r.e2e_ns)},
-                {"itl_ns", r.itl_ns},
-                {"prompt_tokens", opt(r.prompt_tokens)},
-                {"output_tokens", opt(r.output_tokens)},
-                {"error", opt(r.error)},
-                {"interrupted", r.interrupted},
-                {"ttft_first_byte_ns", opt(r.ttft_first_byte_ns)},
-                {"ttft_first_content_ns", opt(r.ttft_first_content_ns)},
-                {"request_id", opt(r.request_id)}};
+    json j{{"index", r.index},
+           {"send_ns", r.send_ns},
+           {"ttft_ns", opt(r.ttft_ns)},
+           {"tpot_ns", opt(r.tpot_ns)},
+           {"e2e_ns", opt(r.e2e_ns)},
+           {"itl_ns", r.itl_ns},
+           {"prompt_tokens", opt(r.prompt_tokens)},
+           {"output_tokens", opt(r.output_tokens)},
+           {"streamed_tokens", opt(r.streamed_tokens)},
+           {"claimed_output_tokens", opt(r.claimed_output_tokens)},
+           {"error", opt(r.error)},
+           {"interrupted", r.interrupted},
+           {"ttft_first_byte_ns", opt(r.ttft_first_byte_ns)},
+           {"ttft_first_content_ns", opt(r.ttft_first_content_ns)},
+           {"request_id", opt(r.request_id)}};
+    if (!r.notes.empty())
+        j["notes"] = r.notes;
+    return j;
 }
 
 json to_json(const LatencyStats& s) {
@@ -239,11 +244,14 @@ json to_json(const ServeSection& s) {
 void read(const JsonIn& in, ServeRequest& r) {
     ObjectIn{in}("index", r.index)("send_ns", r.send_ns)("ttft_ns", r.ttft_ns)(
         "tpot_ns", r.tpot_ns)("e2e_ns", r.e2e_ns)("itl_ns", r.itl_ns)(
-        "prompt_tokens", r.prompt_tokens)("output_tokens", r.output_tokens)("error", r.error)(
-        "interrupted", r.interrupted)("ttft_first_byte_ns", r.ttft_first_byte_ns)(
+        "prompt_tokens", r.prompt_tokens)("output_tokens", r.output_tokens)(
+        "streamed_tokens", r.streamed_tokens)("claimed_output_tokens", r.claimed_output_tokens)(
+        "notes", r.notes)("error", r.error)("interrupted", r.interrupted)("ttft_first_byte_ns",
+                                                                          r.ttft_first_byte_ns)(
         "ttft_first_content_ns", r.ttft_first_content_ns)("request_id", r.request_id)
         .non_negative({"send_ns", "ttft_ns", "tpot_ns", "e2e_ns", "itl_ns", "prompt_tokens",
-                       "output_tokens", "ttft_first_byte_ns", "ttft_first_content_ns"});
+                       "output_tokens", "streamed_tokens", "claimed_output_tokens",
+                       "ttft_first_byte_ns", "ttft_first_content_ns"});
 }
 
 void read(const JsonIn& in, LatencyStats& s) {

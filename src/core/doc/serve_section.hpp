@@ -26,6 +26,12 @@ struct ServeRequest {
     std::optional<int64_t> ttft_ns, tpot_ns, e2e_ns;
     std::vector<int64_t> itl_ns;
     std::optional<int64_t> prompt_tokens, output_tokens;
+    // The stream's own count, and what the server claimed (usage.completion_tokens) as it
+    // said it; output_tokens is the claim when believable, else the stream's count
+    // (engine/http_engine.hpp compute_timing). notes: where the server's claims and the
+    // counts disagree (absent from the JSON when none).
+    std::optional<int64_t> streamed_tokens, claimed_output_tokens;
+    std::vector<std::string> notes;
     std::optional<std::string> error;
     bool interrupted = false;  // in flight at Ctrl-C: neither a success nor a failure
     // TTFT by the other definitions harnesses use (ttft_ns is the first streamed token, see
@@ -152,7 +158,8 @@ struct ServeSection {
 // "errors", "error_rate", "request_per_s", "output_tokens_per_s", "total_tokens_per_s", "ttft",
 // "tpot", "itl", "e2e": {"n", "mean_ms", "median_ms", "p90_ms", "p99_ms"}, "meeting_slo",
 // "goodput_per_s", "client_cpu_pct", "requests": [{"index", "send_ns", "ttft_ns", "tpot_ns",
-// "e2e_ns", "itl_ns", "prompt_tokens", "output_tokens", "error", "interrupted"}],
+// "e2e_ns", "itl_ns", "prompt_tokens", "output_tokens", "streamed_tokens",
+// "claimed_output_tokens", "notes" (when any), "error", "interrupted"}],
 // "interrupted", "window_tokens_per_s", "slo_attainment", "energy": {"metric", "method",
 // "duration_s", "energy_j", "net_energy_j", "mean_power_mw", "idle_power_mw", "j_per_request",
 // "net_j_per_request", "j_per_output_token", "net_j_per_output_token"} | null,
