@@ -502,28 +502,26 @@ std::string verdict_text(const AcrossRounds& a) {
     return a.decode_tps.n > 0 ? "stable" : "no data";
 }
 
-std::optional<std::string> machine_load(const SustainedPhase& phase, const nlohmann::json& system,
+std::optional<std::string> machine_load(const SustainedPhase& phase, const MachineLoad& load,
                                         const Warnings& warnings) {
     if (!phase.background.empty())
         return "background load " + phase.background;
     for (const auto& w : warnings) {
         if (w.code != "other_load")
             continue;
-        const auto& avg = json_field(system, "loadavg_1m");
-        const auto& cores = json_field(system, "cores_logical");
-        if (avg.is_number() && cores.is_number_integer())
+        if (load.loadavg_1m && load.cores_logical)
             return fmt::format(
                 "1-minute load average {:.2f} on {} logical CPUs when the run "
                 "started",
-                avg.get<double>(), cores.get<int64_t>());
+                *load.loadavg_1m, *load.cores_logical);
         return w.message;
     }
     return std::nullopt;
 }
 
-void name_machine_load(SustainedResult& r, const nlohmann::json& system, const Warnings& warnings) {
+void name_machine_load(SustainedResult& r, const MachineLoad& load, const Warnings& warnings) {
     for (auto& p : r.phases) {
-        p.across.load = machine_load(p, system, warnings);
+        p.across.load = machine_load(p, load, warnings);
         p.across.verdict = verdict_text(p.across);
     }
 }

@@ -10,8 +10,6 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "core/doc/telemetry_section.hpp"
 #include "core/result.hpp"
 #include "core/sustained_result.hpp"
@@ -62,16 +60,23 @@ AcrossRounds summarize_rounds(const std::vector<SustainedRound>& rounds,
 // change point), "stable", or "no data" (no decode rate).
 std::string verdict_text(const AcrossRounds& a);
 
+// The machine's load as the run started (the document's system: loadavg_1m, cores_logical);
+// either may be missing.
+struct MachineLoad {
+    std::optional<double> loadavg_1m;
+    std::optional<int64_t> cores_logical;
+};
+
 // What loaded the machine while the phase ran: "background load SPEC" for a loaded phase, else
 // from the run's other_load warning (core/sysinfo.cpp: a 1-minute load average above 0.25 per
 // logical CPU as the run started) "1-minute load average X on N logical CPUs when the run
-// started", the numbers from system (the document's SystemInfo) or else the warning's text.
-// nullopt when neither.
-std::optional<std::string> machine_load(const SustainedPhase& phase, const nlohmann::json& system,
+// started", the numbers from load when it has both, else the warning's text. nullopt when
+// neither.
+std::optional<std::string> machine_load(const SustainedPhase& phase, const MachineLoad& load,
                                         const Warnings& warnings);
 
 // Sets every phase's across.load (machine_load) and rewrites its verdict (verdict_text).
-void name_machine_load(SustainedResult& r, const nlohmann::json& system, const Warnings& warnings);
+void name_machine_load(SustainedResult& r, const MachineLoad& load, const Warnings& warnings);
 
 // Prefill and decode of a loaded phase against its baseline: baseline median tok/s / loaded
 // median tok/s with a bootstrap 95 % CI (ratio_of_medians), per stage that both phases

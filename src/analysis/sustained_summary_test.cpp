@@ -194,7 +194,7 @@ TEST(SustainedVerdict, TheMachinesLoadIsNamedWhenItWasHigh) {
     res.phases[1].rounds = rounds_with({20, 20.1, 19.9, 20, 20.1, 19.9});
     res.phases[1].across = summarize_rounds(res.phases[1].rounds, {});
     const Warnings warnings{{"other_load", "1-minute load average is 3.50 on 2 logical CPUs", ""}};
-    const nlohmann::json system{{"loadavg_1m", 3.5}, {"cores_logical", 2}};
+    const MachineLoad system{3.5, 2};
     name_machine_load(res, system, warnings);
     EXPECT_EQ(res.phases[0].across.load,
               "1-minute load average 3.50 on 2 logical CPUs when the run started");
@@ -205,7 +205,7 @@ TEST(SustainedVerdict, TheMachinesLoadIsNamedWhenItWasHigh) {
     EXPECT_EQ(res.phases[1].across.load, "background load cpu:2");
     EXPECT_EQ(res.phases[1].across.verdict, "stable");
     // Without a document system, the warning's own text.
-    name_machine_load(res, nullptr, warnings);
+    name_machine_load(res, MachineLoad{}, warnings);
     EXPECT_EQ(res.phases[0].across.load, "1-minute load average is 3.50 on 2 logical CPUs");
     // A machine not loaded is not named.
     name_machine_load(res, system, {});

