@@ -341,6 +341,24 @@ std::vector<json> mat_muls(const json& doc, const std::string& stage) {
     return out;
 }
 
+// A node's tensors as a signature writes them: "f16 256×768, f32 256×32 → f32 768×32"
+// (type and dims, trailing 1s left out).
+std::string shape_text(const json& r) {
+    auto one = [](const json& t) {
+        std::vector<int64_t> ne = t["ne"].get<std::vector<int64_t>>();
+        while (ne.size() > 1 && ne.back() == 1)
+            ne.pop_back();
+        std::string dims;
+        for (std::size_t i = 0; i < ne.size(); ++i)
+            dims += (i ? "×" : "") + std::to_string(ne[i]);
+        return t["type"].get<std::string>() + " " + dims;
+    };
+    std::string s;
+    for (const auto& src : r["srcs"])
+        s += (s.empty() ? "" : ", ") + one(src);
+    return s + " → " + one(r);
+}
+
 double median_of(std::vector<double> v) {
     std::sort(v.begin(), v.end());
     return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
@@ -367,7 +385,7 @@ TEST(StoreCompare, OpsDocumentsOfCpuAndBlasCompareOneRowPerMulMatShape) {
         // The roles the CPU document's mat-mul weights give: one row per role and shape.
         std::set<std::string> roles;
         const std::vector<json> mm = mat_muls(a, stage);
-        ASSERT_EQ(mm.size(), 29u);  // 7 per layer of 4, and the output
+        ASSERT_EQ(mm.size(), 29u);  // 7 per layer of 4, and the output (tied: token_embd)
         for (const auto& r : mm) {
             std::string w = r["srcs"][0]["name"];
             if (w.rfind("blk.", 0) == 0)
@@ -375,7 +393,7 @@ TEST(StoreCompare, OpsDocumentsOfCpuAndBlasCompareOneRowPerMulMatShape) {
             roles.insert(w.substr(0, w.rfind(".weight")));
         }
         EXPECT_EQ(roles, (std::set<std::string>{"attn_q", "attn_k", "attn_v", "attn_output",
-                                                "ffn_gate", "ffn_up", "ffn_down", "output"}));
+                                                "ffn_gate", "ffn_up", "ffn_down", "token_embd"}));
         std::size_t shape_rows = 0, nodes = 0;
         std::set<std::string> row_roles;
         const json* total = nullptr;
@@ -393,18 +411,22 @@ TEST(StoreCompare, OpsDocumentsOfCpuAndBlasCompareOneRowPerMulMatShape) {
             const json& q = row["ratios"][0];
             const std::size_t n_cpu = row["sides"][0]["n"], n_blas = row["sides"][1]["n"];
             nodes += n_cpu;
-            // The side's median is the median of exactly its role's records, and the ratio is
-            // of those medians.
+            // The side's median is the median of exactly its role's records of its shape (the
+            // last layer of a prefill computes only the token whose logits are asked for), and
+            // the ratio is of those medians.
+            const std::string shape = row["signature"]["shape"];
+            auto of_row = [&](const json& r) {
+                const std::string w = r["srcs"][0]["name"];
+                return (w.find("." + role + ".weight") != std::string::npos ||
+                        w == role + ".weight") &&
+                       shape_text(r) == shape;
+            };
             std::vector<double> va, vb;
             for (const auto& r : mm)
-                if (r["srcs"][0]["name"].get<std::string>().find("." + role + ".weight") !=
-                        std::string::npos ||
-                    r["srcs"][0]["name"] == role + ".weight")
+                if (of_row(r))
                     va.push_back(r["op_ns"].get<double>() / 1e3);
             for (const auto& r : mat_muls(b, stage))
-                if (r["srcs"][0]["name"].get<std::string>().find("." + role + ".weight") !=
-                        std::string::npos ||
-                    r["srcs"][0]["name"] == role + ".weight")
+                if (of_row(r))
                     vb.push_back(r["op_ns"].get<double>() / 1e3);
             ASSERT_EQ(va.size(), n_cpu) << role;
             ASSERT_EQ(vb.size(), n_blas) << role;
@@ -421,7 +443,16 @@ TEST(StoreCompare, OpsDocumentsOfCpuAndBlasCompareOneRowPerMulMatShape) {
             }
         }
         EXPECT_EQ(row_roles, roles);
-        EXPECT_EQ(shape_rows, roles.size());
+        // One row per role and shape: the last layer of a prefill has its own shapes (one
+        // token's rows after the attention).
+        std::set<std::pair<std::string, std::string>> role_shapes;
+        for (const auto& r : mm) {
+            std::string w = r["srcs"][0]["name"];
+            if (w.rfind("blk.", 0) == 0)
+                w = w.substr(w.find('.', 4) + 1);
+            role_shapes.insert({w.substr(0, w.rfind(".weight")), shape_text(r)});
+        }
+        EXPECT_EQ(shape_rows, role_shapes.size());
         EXPECT_EQ(nodes, mm.size()) << "every CPU node is in a shape's row";
         // The roll-up: the summed op time of the matched nodes, side by side.
         ASSERT_TRUE(total) << "no MUL_MAT total in " << stage;

@@ -634,44 +634,43 @@
       const rounds = p.rounds;
       const series = (key) => rounds.map((r) => ({ x: r.round, y: r[key] }));
       const hasTemp = rounds.some((r) => r.temp_max_c !== null);
+      // The marks are vertical lines named in the caption under the charts, not on them: a
+      // label on the plot would cover the rounds' points wherever they happen to lie.
       const annotations = {};
+      const marks = [];
       if (p.onset_round !== null) {
         annotations.onset = { type: 'line', xMin: p.onset_round, xMax: p.onset_round, borderColor: '#b3261e',
-                              borderWidth: 2, label: { display: true, content: 'throttle onset (round ' + p.onset_round + ')',
-                                                       position: 'end' } };
+                              borderWidth: 2 };
+        marks.push('solid red line: throttle onset (round ' + p.onset_round + ')');
       }
       // A drop of throughput without clock or temperature evidence is not called throttling.
       if (p.drop_round !== undefined && p.drop_round !== null && p.drop_round !== p.onset_round) {
         annotations.drop = { type: 'line', xMin: p.drop_round, xMax: p.drop_round, borderColor: '#9a6700',
-                             borderDash: [6, 3], borderWidth: 2,
-                             label: { display: true, content: 'throughput drop (round ' + p.drop_round + ')', position: 'end' } };
+                             borderDash: [6, 3], borderWidth: 2 };
+        marks.push('dashed brown line: throughput drop without clock or temperature evidence (round ' +
+                   p.drop_round + ')');
       }
       if (p.freq_onset_round !== null && p.freq_onset_round !== p.onset_round) {
         annotations.freq = { type: 'line', xMin: p.freq_onset_round, xMax: p.freq_onset_round, borderColor: '#8e5cc4',
-                             borderDash: [4, 4], borderWidth: 1.5,
-                             label: { display: true, content: 'frequency drop (round ' + p.freq_onset_round + ')', position: 'end' } };
+                             borderDash: [4, 4], borderWidth: 1.5 };
+        marks.push('dotted purple line: CPU frequency drop (round ' + p.freq_onset_round + ')');
       }
-      // The lines' labels sit at the top of the plot ('end' of a vertical line), one under the
-      // other, in the headroom the axes leave above the points (grace), so that none covers a
-      // point, another label or the axis.
-      const marks = Object.values(annotations);
-      marks.forEach((a, i) => { a.label.yAdjust = 4 + 24 * i; });
-      const grace = marks.length ? (12 + 14 * marks.length) + '%' : 0;
       // One chart per stage (their rates differ by orders of magnitude), each over temperature.
       [['decode', 'decode_tps', 1], ['prefill', 'prefill_tps', 0]].forEach(([stage, key, c]) => {
         if (!rounds.some((r) => r[key] !== null)) return;
         const datasets = [{ label: stage + ' tokens/s', data: series(key), yAxisID: 'y',
                             borderColor: color(c), backgroundColor: color(c) }];
         const scales = { x: { type: 'linear', offset: true, title: { display: true, text: 'round' }, ticks: { stepSize: 1 } },
-                         y: { beginAtZero: true, grace: grace, position: 'left', title: { display: true, text: stage + ' tokens/s' } } };
+                         y: { beginAtZero: true, position: 'left', title: { display: true, text: stage + ' tokens/s' } } };
         if (hasTemp) {
           datasets.push({ label: 'hottest sensor, max °C', data: series('temp_max_c'), yAxisID: 'y2',
                           borderColor: color(3), backgroundColor: color(3), borderDash: [5, 4] });
-          scales.y2 = { position: 'right', grace: grace, grid: { drawOnChartArea: false }, title: { display: true, text: '°C' } };
+          scales.y2 = { position: 'right', grid: { drawOnChartArea: false }, title: { display: true, text: '°C' } };
         }
         addChart(sec, 'sustained-' + stage, { type: 'line', data: { datasets: datasets },
                                               options: { scales: scales, plugins: { annotation: { annotations: annotations } } } });
       });
+      if (marks.length) sec.appendChild(el('p', { class: 'caption' }, 'Marks: ' + marks.join('; ') + '.'));
       sec.appendChild(el('p', null, 'Verdict: ', el('strong', null, p.verdict || '–'),
         p.steady_decode_tps !== null ? '; steady decode ' + num(p.steady_decode_tps) + ' tok/s' : '',
         p.first_last_change !== null ? '; last vs first round ' + pct(p.first_last_change) : '',
@@ -746,8 +745,9 @@
   // The ratios of rows as points with their CIs, against the line at 1.
   function ratioChart(sec, rows, label) {
     const labels = [], medians = [], cis = [];
+    // Each label in lines at its ' · ' (row, metric, ratio), so that long ones fit.
     rows.forEach((r) => r.ratios.forEach((x) => {
-      labels.push(label(r) + ' · ' + x.label);
+      labels.push((label(r) + ' · ' + x.label).split(' · '));
       medians.push(x.median);
       cis.push({ lo: x.lo, hi: x.hi });
     }));
@@ -757,21 +757,23 @@
       if (v !== null && v !== undefined) { lo = Math.min(lo, v); hi = Math.max(hi, v); }
     });
     const pad = Math.max(0.02, (hi - lo) * 0.1);
+    // When the labels side by side would not fit across the chart (an ops compare: every op
+    // type of both stages), they stand upright, so that none overlaps another or leaves the chart.
+    const longest = Math.max(...labels.map((l) => Math.max(...l.map((line) => line.length))));
+    const upright = labels.length * longest * 7 > 700;
     addChart(sec, 'compare-ratios', {
       type: 'line',
       data: { labels: labels, datasets: [{ label: 'ratio (point) with its 95% CI (whiskers)', data: medians,
                                            errorBars: cis, showLine: false, pointRadius: 5, pointStyle: 'rectRot',
                                            borderColor: color(0), backgroundColor: color(0) }] },
       options: {
-        // Many rows (an ops compare: every op type of both stages): the labels stand upright, one
-        // line of text per category, so that none overlaps the next.
-        scales: { x: { offset: true, ticks: { autoSkip: false, maxRotation: labels.length > 8 ? 90 : 60,
-                                              minRotation: labels.length > 8 ? 90 : 0 } },
+        scales: { x: { offset: true, ticks: { autoSkip: false, maxRotation: upright ? 90 : 0,
+                                              minRotation: upright ? 90 : 0 } },
                   y: { min: Math.max(0, lo - pad), max: hi + pad, title: { display: true, text: 'ratio' } } },
         plugins: { annotation: { annotations: { one: { type: 'line', yMin: 1, yMax: 1, borderColor: '#444',
                                                        borderDash: [6, 4], borderWidth: 1 } } } },
       },
-    }, 300 + 6 * Math.max(...labels.map((l) => l.length)));
+    }, upright ? 300 + 7 * longest : 300 + 16 * Math.max(...labels.map((l) => l.length)));
     sec.appendChild(el('p', { class: 'caption' },
       'Points: the ratio to the baseline (of medians; for op types, of totals); whiskers: its 95% CI; dashed line: ' +
       'no change (1).'));
