@@ -85,19 +85,22 @@ done
 
 # ---- models ---------------------------------------------------------------------------------
 step synth-tiny 'stagebench synth --preset tiny --seed 7 -o $O/tiny.gguf'
+# F16 weights for BLAS: Q4_0 weights are repacked for the CPU, in buffers BLAS cannot read.
+step synth-tiny-f16 'stagebench synth --preset tiny --quant f16 --seed 7 -o $O/tiny-f16.gguf'
 
 # ---- NPU study (domain.md section 1) --------------------------------------------------------
 # Stage level: prefill and decode per backend.
-step run-stages 'stagebench run -m $O/tiny.gguf -p 128 -n 32 -t 1 -r 5 --device CPU,BLAS,RPC0 --rpc 127.0.0.1:$PORT --membw off --out $O/run.json'
+step run-stages 'stagebench run -m $O/tiny.gguf,$O/tiny-f16.gguf -p 128 -n 32 -t 1 -r 5 --device CPU,BLAS,RPC0 --rpc 127.0.0.1:$PORT --membw off --out $O/run.json'
 # Operator level: op time vs call time per op type, the scheduling tax.
 step ops-cpu 'stagebench ops -m $O/tiny.gguf -p 32 -t 1 --out $O/ops-cpu.json'
 step ops-rpc 'stagebench ops -m $O/tiny.gguf -p 32 -t 1 --rpc 127.0.0.1:$PORT --device RPC0 --out $O/ops-rpc.json'
 step compare-ops-rpc 'stagebench compare $O/ops-cpu.json $O/ops-rpc.json --label CPU --label RPC'
-# Table III: per-call MUL_MAT per shape, CPU vs CPU + BLAS (BLAS takes prefill's mat-muls; every
-# other op is not BLAS's and falls back to the CPU: the fallback table).
-step ops-cpu-p64 'stagebench ops -m $O/tiny.gguf -p 64 -t 1 --out $O/ops-cpu-p64.json'
-step ops-blas 'stagebench ops -m $O/tiny.gguf -p 64 -t 1 --device BLAS --out $O/ops-blas.json'
-step compare-ops-blas 'stagebench compare $O/ops-cpu-p64.json $O/ops-blas.json --label CPU --label BLAS'
+# Table III: per-call MUL_MAT per shape, CPU vs CPU + BLAS (BLAS takes prefill's F16 mat-muls).
+step ops-cpu-f16 'stagebench ops -m $O/tiny-f16.gguf -p 64 -t 1 --out $O/ops-cpu-f16.json'
+step ops-blas 'stagebench ops -m $O/tiny-f16.gguf -p 64 -t 1 --device BLAS --out $O/ops-blas.json'
+step compare-ops-blas 'stagebench compare $O/ops-cpu-f16.json $O/ops-blas.json --label CPU --label BLAS'
+# Fallback: on the Q4_0 model nothing is BLAS's (FLASH_ATTN_EXT, as on the NPU, not at all).
+step ops-blas-q4 'stagebench ops -m $O/tiny.gguf -p 64 -t 1 --device BLAS --out $O/ops-blas-q4.json'
 # The NPU's own per-op times: a log of the NPU study's period (PR 17500 format, fixture).
 step import-pr17500 'stagebench import hexagon-profile $F/hexagon/formats/pr17500_profile_op.log --out $O/npu-pr17500.json'
 step import-pr16547 'stagebench import hexagon-profile $F/hexagon/formats/pr16547_first.log --out $O/npu-pr16547.json'
@@ -119,15 +122,15 @@ step advise 'stagebench advise $O/run.json $O/hybrid.json $O/ops-rpc.json --prom
     for _ in $(seq 1 1200); do
         r=$(jq '.sustained.phases[0].rounds | length' "$O/sustained.json" 2>/dev/null || echo 0)
         if [ "${r:-0}" -ge 8 ]; then
+            # Each file replaced whole (a rename), as sysfs never shows a half-written value.
+            put() { echo "$2" >"$1.tmp" && mv "$1.tmp" "$1"; }
             for p in "$O"/sys-snapdragon/devices/system/cpu/cpufreq/policy*; do
-                echo 960000 >"$p/scaling_cur_freq"
+                put "$p/scaling_cur_freq" 960000
             done
-            for z in 0 1 2; do
-                t=$(cat "$O/sys-snapdragon/class/thermal/thermal_zone$z/temp")
-                echo $((t + 20000)) >"$O/sys-snapdragon/class/thermal/thermal_zone$z/temp"
+            for f in "$O"/sys-snapdragon/class/thermal/thermal_zone[012]/temp \
+                "$O"/sys-snapdragon/class/kgsl/kgsl-3d0/temp; do
+                put "$f" $(($(cat "$f") + 20000))
             done
-            echo $(($(cat "$O/sys-snapdragon/class/kgsl/kgsl-3d0/temp") + 20000)) \
-                >"$O/sys-snapdragon/class/kgsl/kgsl-3d0/temp"
             exit 0
         fi
         sleep 0.05
@@ -139,7 +142,8 @@ wait "$planter_pid" 2>/dev/null
 planter_pid=""
 # No sensors at all: what the verdict says about a throughput drop without evidence.
 step sustained-nosensors 'stagebench sustained -m $O/tiny.gguf --rounds 20 --cooldown 1s --prompt-tokens 128 --max-tokens 32 -t 1 --telemetry off --out $O/sustained-nosensors.json'
-# Chunked prefill (the S24 Ultra's 128-token chunks) and background load.
+# Chunked prefill (the S24 Ultra's 128-token chunks) beside the whole prompt, and background load.
+step sustained-whole 'stagebench sustained -m $O/tiny.gguf --rounds 5 --cooldown 1s --prompt-tokens 512 --max-tokens 32 -t 1 --telemetry off --out $O/sustained-whole.json'
 step sustained-chunked 'stagebench sustained -m $O/tiny.gguf --rounds 5 --cooldown 1s --prompt-tokens 512 --chunk 128 --max-tokens 32 -t 1 --telemetry off --out $O/sustained-chunked.json'
 step sustained-background 'stagebench sustained -m $O/tiny.gguf --rounds 5 --cooldown 1s --prompt-tokens 128 --max-tokens 32 -t 1 --background cpu:1@50% --telemetry off --out $O/sustained-background.json'
 # Another engine behind HTTP: a llama-server that stagebench starts on 127.0.0.1 (Jetson rails).
