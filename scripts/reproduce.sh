@@ -14,6 +14,9 @@
 #
 # STAGEBENCH=path overrides build/bin/stagebench. It is not run by `make test` (too slow for
 # CI); docs/reproduce.md's blocks are copied from its output.
+# The commands below are in single quotes on purpose: printed as they are (with $O, $F, $PORT),
+# then expanded by eval.
+# shellcheck disable=SC2016
 set -u -o pipefail
 
 if [ $# -ne 1 ]; then
@@ -25,6 +28,11 @@ SB=${STAGEBENCH:-$ROOT/build/bin/stagebench}
 [ -x "$SB" ] || { echo "reproduce.sh: no stagebench at $SB (make build first)" >&2; exit 2; }
 mkdir -p "$1" || exit 2
 O=$(cd "$1" && pwd)
+case $O in *[[:space:]]*)
+    echo "reproduce.sh: OUTDIR must not contain white space: $O" >&2
+    exit 2
+    ;;
+esac
 cd "$ROOT" || exit 2
 F=tests/fixtures
 
@@ -98,7 +106,7 @@ step compare-ops-rpc 'stagebench compare $O/ops-cpu.json $O/ops-rpc.json --label
 # Table III: per-call MUL_MAT per shape, CPU vs CPU + BLAS (BLAS takes prefill's F16 mat-muls).
 step ops-cpu-f16 'stagebench ops -m $O/tiny-f16.gguf -p 64 -t 1 --out $O/ops-cpu-f16.json'
 step ops-blas 'stagebench ops -m $O/tiny-f16.gguf -p 64 -t 1 --device BLAS --out $O/ops-blas.json'
-step compare-ops-blas 'stagebench compare $O/ops-cpu-f16.json $O/ops-blas.json --label CPU --label BLAS'
+step compare-ops-blas 'stagebench compare $O/ops-cpu-f16.json $O/ops-blas.json --label CPU --label BLAS --out $O/compare-ops-blas.json'
 # Fallback: on the Q4_0 model nothing is BLAS's (FLASH_ATTN_EXT, as on the NPU, not at all).
 step ops-blas-q4 'stagebench ops -m $O/tiny.gguf -p 64 -t 1 --device BLAS --out $O/ops-blas-q4.json'
 # The NPU's own per-op times: a log of the NPU study's period (PR 17500 format, fixture).
@@ -149,5 +157,8 @@ step sustained-background 'stagebench sustained -m $O/tiny.gguf --rounds 5 --coo
 # Another engine behind HTTP: a llama-server that stagebench starts on 127.0.0.1 (Jetson rails).
 step sustained-http 'stagebench sustained -m $O/tiny.gguf --engine http --rounds 20 --cooldown 1s --prompt-tokens 128 --max-tokens 32 -t 1 --sysfs-root $O/sys-jetson --telemetry on --idle 0.5 --out $O/sustained-http.json'
 step compare-sustained 'stagebench compare $O/sustained.json $O/sustained-http.json --label in-process --label llama-server --match m,p,n'
+
+# ---- The figures: one HTML page of the documents above ---------------------------------------
+step report 'stagebench report $O/run.json $O/ops-rpc.json $O/compare-ops-blas.json $O/ops-blas-q4.json $O/decompose-rpc.json $O/modes-npu.json $O/run-energy.json $O/hybrid.json $O/sustained.json $O/sustained-http.json -o $O/report.html'
 
 echo "reproduce.sh: $n commands, outputs in $O" >&2
