@@ -13,6 +13,10 @@ pkgs=(
   mmdebstrap g++-aarch64-linux-gnu qemu-user patchelf file
   # stagebench fleet: the inventory (toml++) and the loopback sshd its tests reach devices by.
   libtomlplusplus-dev openssh-server openssh-client
+  # --db postgresql://...: libpq to build with; the server (initdb, postgres) that the store's
+  # tests start in a temporary folder on loopback (src/store/testing/pg_server.hpp). Neither
+  # make demo nor make test needs a server running beforehand.
+  libpq-dev postgresql
 )
 missing=()
 for p in "${pkgs[@]}"; do

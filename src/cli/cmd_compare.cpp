@@ -8,6 +8,7 @@
 #include "report/compare_report.hpp"
 #include "report/html_report.hpp"
 #include "store/result_store.hpp"
+#include "store/store_name.hpp"
 
 #include <map>
 #include <sstream>
@@ -33,8 +34,8 @@ void add_fleet_operands(const std::string& fleet, const std::optional<std::strin
         latest[r.device] = *r.document_id;
     }
     if (devices.empty())
-        throw input_error("no document of fleet '" + fleet + "' in results store '" + *db_path +
-                          "' (fleet status lists what ran)");
+        throw input_error("no document of fleet '" + fleet + "' in results store '" +
+                          printable_store_name(*db_path) + "' (fleet status lists what ran)");
     const auto defaults = default_compare_labels(operands.size());
     for (std::size_t i = labels.size(); i < operands.size(); ++i)
         labels.push_back(defaults[i]);
@@ -61,7 +62,9 @@ void add_compare_command(CLI::App& app, Context& ctx) {
     auto a = std::make_shared<Args>();
     cmd->add_option("INPUTS", a->operands, "result documents (JSON files) or db:ID")
         ->expected(0, -1);
-    cmd->add_option("--db", a->db_path, "the results store db:ID operands are read from");
+    cmd->add_option("--db", a->db_path,
+                    "the results store db:ID operands are read from (a SQLite file or "
+                    "postgresql://user@host:port/dbname)");
     cmd->add_option("--fleet", a->fleet,
                     "compare the devices of this fleet (the store's latest ok document of each "
                     "device, labelled by its name; after any INPUTS)");

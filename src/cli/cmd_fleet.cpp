@@ -8,6 +8,7 @@
 #include "cli/flag_checks.hpp"
 #include "core/parse.hpp"
 #include "store/result_store.hpp"
+#include "store/store_name.hpp"
 #ifdef SB_WITH_FLEET
 #include "fleet/fleet_run.hpp"
 #include "fleet/inventory.hpp"
@@ -62,7 +63,9 @@ void add_fleet_command(CLI::App& app, Context& ctx) {
         "Run COMMAND (run, ops, decompose, sustained, hybrid) on every device: "
         "fleet run --hosts fleet.toml -- run -m model.gguf -p 512 -n 128");
     run->add_option("--hosts", a->hosts, "the inventory (TOML)")->required();
-    run->add_option("--db", a->db, "the results store (default: the inventory's name .sqlite)");
+    run->add_option("--db", a->db,
+                    "the results store: a SQLite file (default: the inventory's name .sqlite) or "
+                    "postgresql://user@host:port/dbname");
     run->add_option("--dist", a->o.dist_dir,
                     "where `make dist` and `make agents` put the tarballs and agents")
         ->capture_default_str();
@@ -110,11 +113,12 @@ void add_fleet_command(CLI::App& app, Context& ctx) {
         if (!a->only.empty())
             a->o.only = split_list(a->only);
         check_fleet_options(a->o);
+        const std::string store = printable_store_name(a->o.db_path);
         ctx.err << fmt::format("fleet {}: {} device(s), store {}\n", inv.name, inv.devices.size(),
-                               a->o.db_path);
+                               store);
         const FleetRunSummary s = run_fleet(inv, a->o, ctx.err);
         ctx.err << fmt::format("fleet {}: {} ok, {} failed, {} skipped (fleet status --db {})\n",
-                               inv.name, s.ok, s.failed, s.skipped, a->o.db_path);
+                               inv.name, s.ok, s.failed, s.skipped, store);
         ctx.exit_code = s.failed > 0 ? 1 : 0;
     });
 
@@ -170,7 +174,8 @@ void add_fleet_command(CLI::App& app, Context& ctx) {
     auto* status = fleet->add_subcommand(
         "status", "What ran where, when, with which stagebench and llama.cpp, and what failed");
     status->add_option("--hosts", a->hosts, "the inventory (its store: the inventory's .sqlite)");
-    status->add_option("--db", a->db, "the results store");
+    status->add_option("--db", a->db,
+                       "the results store (a SQLite file or postgresql://user@host:port/dbname)");
     status->add_option("--fleet", a->fleet_name, "only this fleet (the inventory's name)");
     status->callback([&ctx, a] {
         std::string db = a->db;
@@ -202,7 +207,7 @@ void add_fleet_command(CLI::App& app, Context& ctx) {
                 what);
         }
         if (runs.empty())
-            ctx.err << "fleet status: no fleet runs in '" << db << "'\n";
+            ctx.err << "fleet status: no fleet runs in '" << store.path() << "'\n";
     });
 }
 

@@ -1,12 +1,6 @@
 #include "cli/store_hook.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <sstream>
@@ -16,6 +10,7 @@
 #include "core/json_file.hpp"
 #include "core/json_util.hpp"
 #include "store/result_store.hpp"
+#include "store/store_name.hpp"
 
 namespace sb::cli {
 
@@ -25,9 +20,12 @@ StoreWait store_wait(Context& ctx) {
     StoreWait w;
     w.timeout_s = ctx.db_wait_s;
     std::ostream* err = &ctx.err;
-    const std::string path = ctx.db_path;
-    w.on_wait = [err, path](double waited_s) {
-        *err << "stagebench: results store '" << path << "' is locked by another writer; waited "
+    const std::string name = printable_store_name(ctx.db_path);
+    const bool server = is_postgres_url(ctx.db_path);
+    w.on_wait = [err, name, server](double waited_s) {
+        *err << "stagebench: results store '" << name
+             << (server ? "' has not answered yet; waited "
+                        : "' is locked by another writer; waited ")
              << static_cast<int>(waited_s) << " s (--db-wait)\n";
         err->flush();
     };
@@ -44,20 +42,32 @@ void add_db_option(CLI::App* cmd, Context& ctx) {
         ->check(seconds_check(true))
         ->capture_default_str();
     cmd->add_option("--db", ctx.db_path,
-                    "append the result document to this SQLite results store (created when "
-                    "absent)")
+                    "append the result document to this results store: a SQLite file (created "
+                    "when absent) or postgresql://user@host:port/dbname")
         ->check(CLI::Validator(
             [&ctx](std::string& path) -> std::string {
+                if (store_name_has_password(path)) {
+                    // The document records the command line: never with the password.
+                    ctx.argv = printable_argv(ctx.argv);
+                    ctx.err << "stagebench: warning: the password in --db is visible to other "
+                               "users of this machine (ps) and in shell history; put it in "
+                               "~/.pgpass, PGPASSWORD or a PGSERVICE entry instead\n";
+                }
+                const std::string name = printable_store_name(path);
                 try {
-                    // A short look: a store another writer holds now may be free by the end,
-                    // where storing waits --db-wait.
+                    // A short look at a SQLite file: one another writer holds now may be free
+                    // by the end, where storing waits --db-wait. A server gets the whole wait.
                     StoreWait glance;
-                    glance.timeout_s = std::min(1.0, ctx.db_wait_s);
+                    glance.timeout_s =
+                        is_postgres_url(path) ? ctx.db_wait_s : std::min(1.0, ctx.db_wait_s);
                     const ResultStore s =
                         ResultStore::open(path, ResultStore::Mode::create, glance);
                     if (s.read_only())
-                        return "results store '" + path +
-                               "' cannot be written (read-only file or folder)";
+                        return "results store '" + name +
+                               (s.is_postgres() ? "' cannot be written (a read-only server or "
+                                                  "session, or a login without INSERT on its "
+                                                  "tables)"
+                                                : "' cannot be written (read-only file or folder)");
                     s.last_id();
                     return "";
                 } catch (const StoreLocked&) {
@@ -66,7 +76,7 @@ void add_db_option(CLI::App* cmd, Context& ctx) {
                     return e.what();
                 }
             },
-            "FILE", "results store"));
+            "STORE", "results store"));
 }
 
 std::string fallback_document_base(const std::string& db_path) {
@@ -75,39 +85,11 @@ std::string fallback_document_base(const std::string& db_path) {
     gmtime_r(&t, &tm);
     char stamp[32];
     std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
-    return db_path + "." + stamp;
+    return sb::fallback_document_base(db_path, stamp);
 }
 
 std::string write_fallback_document(const std::string& base, const std::string& text) {
-    for (int n = 1; n <= 10000; ++n) {
-        const std::string path = base + (n == 1 ? "" : "-" + std::to_string(n)) + ".json";
-        // O_EXCL: the name is ours only if nobody made it first, at any moment.
-        const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-        if (fd < 0 && errno == EEXIST)
-            continue;
-        if (fd < 0)
-            throw runtime_error("cannot create '" + path + "': " + std::strerror(errno));
-        std::size_t done = 0;
-        while (done < text.size()) {
-            const ssize_t w = ::write(fd, text.data() + done, text.size() - done);
-            if (w < 0 && errno == EINTR)
-                continue;
-            if (w <= 0) {
-                const int e = errno;
-                ::close(fd);
-                ::unlink(path.c_str());
-                throw runtime_error("cannot write '" + path + "': " + std::strerror(e));
-            }
-            done += static_cast<std::size_t>(w);
-        }
-        if (::fsync(fd) != 0 || ::close(fd) != 0) {
-            const int e = errno;
-            ::unlink(path.c_str());
-            throw runtime_error("cannot write '" + path + "': " + std::strerror(e));
-        }
-        return path;
-    }
-    throw runtime_error("cannot create '" + base + ".json': 10000 files of that name exist");
+    return sb::write_fallback_document(base, text);
 }
 
 void store_document(Context& ctx, const ResultDocument& doc) {
@@ -117,7 +99,7 @@ void store_document(Context& ctx, const ResultDocument& doc) {
         ResultStore store =
             ResultStore::open(ctx.db_path, ResultStore::Mode::create, store_wait(ctx));
         const int64_t id = store.append(doc);
-        ctx.err << "stagebench: stored as #" << id << " in " << ctx.db_path << "\n";
+        ctx.err << "stagebench: stored as #" << id << " in " << store.path() << "\n";
         return;
     } catch (const Error& e) {
         // The measurements must survive the store: beside it, else here.
@@ -130,8 +112,8 @@ void store_document(Context& ctx, const ResultDocument& doc) {
             where = write_fallback_document(std::filesystem::path(base).filename().string(), text);
         }
         ctx.err << "stagebench: error: " << e.what() << "; the result document was written to "
-                << where << " instead (stagebench db import --db " << ctx.db_path << " " << where
-                << " adds it later)\n";
+                << where << " instead (stagebench db import --db "
+                << printable_store_name(ctx.db_path) << " " << where << " adds it later)\n";
         ctx.exit_code = std::max(ctx.exit_code, 1);
     }
 }

@@ -15,29 +15,34 @@
 
 namespace sb::cli {
 
-// Adds `--db FILE` (bound to ctx.db_path) and `--db-wait SECONDS` (ctx.db_wait_s) to cmd. The
-// store is opened (created or migrated) while the command line is parsed, so a file that is
-// not a store, is damaged or cannot be written is a usage error before anything is measured.
+// Adds `--db STORE` (bound to ctx.db_path: a SQLite file, or a PostgreSQL URI
+// postgresql://user@host:port/dbname, store/store_name.hpp) and `--db-wait SECONDS`
+// (ctx.db_wait_s) to cmd. The store is opened (created or migrated) while the command line is
+// parsed, so a file that is not a store, is damaged or cannot be written, and a server that
+// cannot be reached or refuses the login, are a usage error before anything is measured. A URI
+// with a password is taken (with a warning on ctx.err: PGPASSWORD, ~/.pgpass or a PGSERVICE
+// entry keep it off the command line), and ctx.argv, which the result document records, keeps
+// it without its password.
 void add_db_option(CLI::App* cmd, Context& ctx);
 
-// Appends doc to the store at ctx.db_path and notes "stored as #ID in FILE" on ctx.err; does
-// nothing when ctx.db_path is empty. Never writes to ctx.out. While another writer holds the
-// store it waits up to ctx.db_wait_s, with a progress line every few seconds. When the store
-// cannot take the document (still locked, the wait interrupted by Ctrl-C, read-only, damaged,
-// full), the document is written beside it to a new file (write_fallback_document(); else in
-// the current folder), one error line says where, and ctx.exit_code becomes at least 1: what
-// was measured is never lost. Throws sb::Error(runtime) only when no fallback file can be
-// written either.
+// Appends doc to the store at ctx.db_path and notes "stored as #ID in STORE" on ctx.err (the
+// store named without a password); does nothing when ctx.db_path is empty. Never writes to
+// ctx.out. While another writer holds the store (a PostgreSQL server: until it answers) it
+// waits up to ctx.db_wait_s, with a progress line every few seconds. When the store cannot take
+// the document (still locked, the wait interrupted by Ctrl-C, read-only, damaged, full; a
+// server that cannot be reached, refuses the login or goes away), the document is written to a
+// new file (write_fallback_document(): beside a SQLite file, in the current folder for a
+// PostgreSQL database, and in the current folder when beside fails), one error line says where
+// and how `db import` adds it later, and ctx.exit_code becomes at least 1: what was measured is
+// never lost. Throws sb::Error(runtime) only when no fallback file can be written either.
 void store_document(Context& ctx, const ResultDocument& doc);
 
-// "<db>.<UTC time>": the name of the files store_document() writes a document the store
-// refused to, before their ".json" (or "-2.json", "-3.json", ...).
+// The name of the files store_document() writes a document the store refused to, before their
+// ".json" (or "-2.json", "-3.json", ...): store/store_name.hpp fallback_document_base() at the
+// current UTC time ("results.sqlite.20261129T093000Z", "bench.20261129T093000Z").
 std::string fallback_document_base(const std::string& db_path);
 
-// Writes text to a file that did not exist: base + ".json", else base + "-2.json", "-3.json"
-// and so on (created exclusively, so two runs that fall back in the same second, even at once,
-// write two files and neither replaces the other). Returns the path written. Throws
-// sb::Error(runtime) when none can be created or written (a partial file is removed).
+// store/store_name.hpp write_fallback_document().
 std::string write_fallback_document(const std::string& base, const std::string& text);
 
 // The end of a command that measured doc's tests: stores doc (store_document), then, when a

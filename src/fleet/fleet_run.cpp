@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -26,6 +27,7 @@
 #include "fleet/device_probe.hpp"
 #include "fleet/transport.hpp"
 #include "store/result_store.hpp"
+#include "store/store_name.hpp"
 
 namespace sb {
 
@@ -182,9 +184,13 @@ class Fleet {
                 return "stagebench-fleet";  // in the login's home
             case TransportKind::adb:
                 return "/data/local/tmp/stagebench";
-            default:
-                return fs::absolute(fs::path(o_.db_path).parent_path() / (inv_.name + "-" + d.name))
-                    .string();
+            default: {
+                // Beside a SQLite store; a database has no "beside": the current folder.
+                const fs::path base = is_postgres_url(o_.db_path)
+                                          ? fs::current_path()
+                                          : fs::path(o_.db_path).parent_path();
+                return fs::absolute(base / (inv_.name + "-" + d.name)).string();
+            }
         }
     }
 
@@ -227,10 +233,52 @@ class Fleet {
         r.status = "failed";
         r.error = error;
         r.error_kind = kind;
+        record(j, r);
         std::lock_guard lk(store_mu_);
-        if (store_)
-            store_->append_fleet_run(r);
         ++summary_.failed;
+    }
+
+    // Appends a fleet run to the store; one the store refuses (a server gone, a lock held past
+    // the wait) is said on the log, never thrown: the device's outcome is already decided.
+    void record(const Job& j, const FleetRun& r) {
+        std::lock_guard lk(store_mu_);
+        if (!store_)
+            return;
+        try {
+            store_->append_fleet_run(r);
+        } catch (const Error& e) {
+            say(j, std::string("not recorded in the store (fleet status will not show it): ") +
+                       e.what());
+        }
+    }
+
+    // Appends doc to the store; when the store refuses it, writes it to a file as `--db` does
+    // (beside a SQLite store, else in the current folder) and returns nullopt with why in
+    // error: what was measured is never lost.
+    std::optional<int64_t> store_document(const Job& j, const ResultDocument& doc,
+                                          std::string& error) {
+        std::lock_guard lk(store_mu_);
+        try {
+            return store_->append(doc);
+        } catch (const Error& e) {
+            const std::time_t t = std::time(nullptr);
+            std::tm tm{};
+            gmtime_r(&t, &tm);
+            char stamp[32];
+            std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+            const std::string base = fallback_document_base(o_.db_path, stamp) + "-" + j.spec.name;
+            const std::string text = dump_json(to_json(doc), 2) + "\n";
+            std::string where;
+            try {
+                where = write_fallback_document(base, text);
+            } catch (const Error&) {
+                where = write_fallback_document(fs::path(base).filename().string(), text);
+            }
+            error = std::string(e.what()) + "; its document was written to " + where +
+                    " instead (stagebench db import --db " + store_->path() + " " + where +
+                    " adds it later)";
+            return std::nullopt;
+        }
     }
 
     FleetRun row(const Job& j) const {
@@ -718,6 +766,7 @@ class Fleet {
         fs::remove_all(tmp, ec);
 
         std::optional<int64_t> doc_id;
+        std::string store_error;  // the store refused the document (written to a file)
         if (doc) {
             json identity = to_json(j.id);
             identity["fleet"] = inv_.name;
@@ -736,16 +785,17 @@ class Fleet {
             doc->fleet = identity;
             for (auto& w : gate_warnings)
                 doc->warnings.push_back(w);
-            std::lock_guard lk(store_mu_);
-            doc_id = store_->append(*doc);
+            doc_id = store_document(j, *doc, store_error);
         }
-        const bool ok = r.ok() && doc;
+        const bool ok = r.ok() && doc && doc_id;
         FleetRun row_ = row(j);
         row_.document_id = doc_id;
         row_.status = ok ? "ok" : "failed";
         if (!ok) {
             std::string err;
-            if (r.ok())
+            if (!store_error.empty() && r.ok())
+                err = j.spec.name + ": " + store_error;
+            else if (r.ok())
                 err = j.spec.name + ": the command gave no result document" +
                       (doc_error.empty() ? "" : ": " + doc_error);
             else if (r.exit_code == 255 && j.spec.kind == TransportKind::ssh)
@@ -761,13 +811,16 @@ class Fleet {
             row_.error_kind = r.exit_code == 2 ? "input" : "runtime";
             say(j, "failed: " + err +
                        (doc_id ? fmt::format(" (what it measured is document #{})", *doc_id) : ""));
+            if (!store_error.empty() && !r.ok())
+                say(j, "failed to store what it measured: " + store_error);
+            std::lock_guard lk(store_mu_);
             ++summary_.failed;
         } else {
             say(j, fmt::format("ok: document #{} in {:.1f} s", *doc_id, took));
+            std::lock_guard lk(store_mu_);
             ++summary_.ok;
         }
-        std::lock_guard lk(store_mu_);
-        store_->append_fleet_run(row_);
+        record(j, row_);
     }
 
     const Inventory& inv_;

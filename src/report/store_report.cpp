@@ -50,7 +50,10 @@ json store_list_json(const std::vector<StoredEntry>& entries) {
                        {"cpu", opt(e.cpu)},
                        {"tool_version", opt(e.tool_version)},
                        {"models", e.models},
-                       {"n_tests", e.n_tests}});
+                       {"n_tests", e.n_tests},
+                       {"device", opt(e.device)},
+                       {"llama_commit", opt(e.llama_commit)},
+                       {"content_hash", e.content_hash}});
     return out;
 }
 

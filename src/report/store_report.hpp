@@ -15,7 +15,8 @@ namespace sb {
 void write_store_list_markdown(std::ostream& out, const std::vector<StoredEntry>& entries);
 
 // `db list -o json`: [{"id", "stored_at", "command", "started_at", "host", "cpu",
-// "tool_version", "models", "n_tests"}], absent values null.
+// "tool_version", "models", "n_tests", "device", "llama_commit", "content_hash"}], absent
+// values null.
 nlohmann::json store_list_json(const std::vector<StoredEntry>& entries);
 
 // `db show`: the document's command, times, system, tool and models, then one row per test

@@ -17,6 +17,8 @@ TEST(StoreReport, ListHasOneRowPerDocument) {
     e[0].host = "pi5";
     e[0].models = {"tiny.gguf", "other.gguf"};
     e[0].n_tests = 2;
+    e[0].device = "bench-pi";
+    e[0].content_hash = "ab12";
     std::ostringstream out;
     write_store_list_markdown(out, e);
     EXPECT_NE(out.str().find("| 3 | 2026-11-29T10:00:00Z | run | - | pi5 | - | - | tiny.gguf, "
@@ -27,6 +29,9 @@ TEST(StoreReport, ListHasOneRowPerDocument) {
     EXPECT_EQ(j[0]["id"], 3);
     EXPECT_TRUE(j[0]["cpu"].is_null());
     EXPECT_EQ(j[0]["models"][1], "other.gguf");
+    EXPECT_EQ(j[0]["device"], "bench-pi");
+    EXPECT_TRUE(j[0]["llama_commit"].is_null());
+    EXPECT_EQ(j[0]["content_hash"], "ab12");
 }
 
 TEST(StoreReport, ShowSummarisesTheTestsMedians) {

@@ -1,566 +1,130 @@
+// The results store's one interface over its two implementations (store_backend.hpp): what is
+// the same for SQLite and PostgreSQL (the rows of a document, its hash, copying) is done here.
 #include "store/result_store.hpp"
 
-#include <sqlite3.h>
-
-#include <unistd.h>
-
-#include <algorithm>
-#include <cctype>
-#include <chrono>
-#include <filesystem>
-#include <thread>
+#include <map>
 
 #include "core/document.hpp"
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
-#include "core/json_util.hpp"
-#include "core/result.hpp"
+#include "store/store_backend.hpp"
+#include "store/store_name.hpp"
 
 namespace sb {
 
-using nlohmann::json;
-
-struct ResultStore::Db {
-    sqlite3* handle = nullptr;
-    StoreWait wait;
-    int64_t wait_start_ns = 0;
-    double reported_s = 0;
-    ~Db() {
-        if (handle)
-            sqlite3_close(handle);
-    }
-};
-
-namespace {
-
-std::string errmsg(sqlite3* db) {
-    return db ? sqlite3_errmsg(db) : "out of memory";
-}
-
-std::string store_name(sqlite3* db) {
-    const char* f = db ? sqlite3_db_filename(db, "main") : nullptr;
-    return f && *f ? std::string(f) : std::string("(memory)");
-}
-
-// The error for a failed SQLite call: a damaged file is bad input (the user gave it), a lock
-// held past the wait or a read-only file is a fault of this run.
-[[noreturn]] void fail(sqlite3* db, const std::string& msg) {
-    const int code = db ? sqlite3_errcode(db) : SQLITE_NOMEM;
-    const std::string name = "results store '" + store_name(db) + "'";
-    switch (code) {
-        case SQLITE_CORRUPT:
-        case SQLITE_NOTADB:
-            throw input_error(name + " is damaged: " + msg);
-        case SQLITE_BUSY:
-        case SQLITE_LOCKED:
-            // on_busy gives up at once on Ctrl-C: the wait was cut short, not run out.
-            if (interrupt_requested())
-                throw StoreLocked(name +
-                                  " is locked by another writer, and the wait for it was "
-                                  "interrupted (Ctrl-C)");
-            throw StoreLocked(name + " stayed locked by another writer: " + msg);
-        case SQLITE_FULL:
-            throw runtime_error(name + " cannot take more: " + msg);
-        case SQLITE_READONLY:
-        case SQLITE_CANTOPEN:
-        case SQLITE_PERM:
-            throw runtime_error(name + " cannot be written: " + msg);
-        default:
-            throw runtime_error(name + ": " + msg);
-    }
-}
-
-// While another connection holds the lock: sleep a little, tell the user now and then, give
-// up after the wait's timeout, or at once when Ctrl-C came (a wait of up to --db-wait seconds
-// must not outlast the user's wish to stop; the caller keeps the document elsewhere).
-int on_busy(void* p, int count) {
-    auto* db = static_cast<ResultStore::Db*>(p);
-    if (interrupt_requested())
-        return 0;
-    const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                            std::chrono::steady_clock::now().time_since_epoch())
-                            .count();
-    if (count == 0) {
-        db->wait_start_ns = now;
-        db->reported_s = 0;
-    }
-    const double waited = (now - db->wait_start_ns) / 1e9;
-    if (waited >= db->wait.timeout_s)
-        return 0;
-    if (db->wait.on_wait && waited - db->reported_s >= db->wait.progress_s) {
-        db->reported_s = waited;
-        db->wait.on_wait(waited);
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(count < 10 ? 5 : 50));
-    return 1;
-}
-
-// A prepared statement, finalized on scope exit.
-class Stmt {
-  public:
-    Stmt(sqlite3* db, const std::string& sql) : db_(db) {
-        if (sqlite3_prepare_v2(db, sql.c_str(), -1, &s_, nullptr) != SQLITE_OK)
-            fail(db, errmsg(db));
-    }
-    ~Stmt() { sqlite3_finalize(s_); }
-    Stmt(const Stmt&) = delete;
-    Stmt& operator=(const Stmt&) = delete;
-
-    void bind(int i, int64_t v) { check(sqlite3_bind_int64(s_, i, v)); }
-    void bind(int i, const std::string& v) {
-        check(sqlite3_bind_text(s_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT));
-    }
-    void bind(int i, const std::optional<std::string>& v) {
-        v ? bind(i, *v) : check(sqlite3_bind_null(s_, i));
-    }
-    void bind(int i, const std::optional<int64_t>& v) {
-        v ? bind(i, *v) : check(sqlite3_bind_null(s_, i));
-    }
-    void bind(int i, const std::optional<double>& v) {
-        check(v ? sqlite3_bind_double(s_, i, *v) : sqlite3_bind_null(s_, i));
-    }
-    // True while a row is available.
-    bool step() {
-        const int rc = sqlite3_step(s_);
-        if (rc == SQLITE_ROW)
-            return true;
-        if (rc == SQLITE_DONE)
-            return false;
-        fail(db_, errmsg(db_));
-    }
-    void reset() {
-        sqlite3_reset(s_);
-        sqlite3_clear_bindings(s_);
-    }
-    bool is_null(int col) const { return sqlite3_column_type(s_, col) == SQLITE_NULL; }
-    int64_t int64(int col) const { return sqlite3_column_int64(s_, col); }
-    double real(int col) const { return sqlite3_column_double(s_, col); }
-    std::string text(int col) const {
-        const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(s_, col));
-        // NULL is also how SQLite says that a value could not be read (a damaged overflow
-        // page, no memory; the error code says so): that is not an empty text.
-        const int rc = sqlite3_errcode(db_);
-        if (!p && rc != SQLITE_OK && rc != SQLITE_ROW && rc != SQLITE_DONE)
-            fail(db_, errmsg(db_));
-        return p ? std::string(p, static_cast<std::size_t>(sqlite3_column_bytes(s_, col)))
-                 : std::string();
-    }
-    std::optional<std::string> opt_text(int col) const {
-        return is_null(col) ? std::nullopt : std::optional<std::string>(text(col));
-    }
-    std::optional<int64_t> opt_int64(int col) const {
-        return is_null(col) ? std::nullopt : std::optional<int64_t>(int64(col));
-    }
-    std::optional<double> opt_real(int col) const {
-        return is_null(col) ? std::nullopt : std::optional<double>(real(col));
-    }
-
-  private:
-    void check(int rc) {
-        if (rc != SQLITE_OK)
-            fail(db_, errmsg(db_));
-    }
-    sqlite3* db_;
-    sqlite3_stmt* s_ = nullptr;
-};
-
-void exec(sqlite3* db, const std::string& sql) {
-    char* msg = nullptr;
-    if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &msg) != SQLITE_OK) {
-        std::string m = msg ? msg : errmsg(db);
-        sqlite3_free(msg);
-        fail(db, m);
-    }
-}
-
-// BEGIN IMMEDIATE on construction; rolled back on scope exit unless committed, so a failed
-// append or migration leaves the file as it was.
-class Transaction {
-  public:
-    explicit Transaction(sqlite3* db) : db_(db) { exec(db_, "BEGIN IMMEDIATE"); }
-    ~Transaction() {
-        if (!done_)
-            sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-    }
-    void commit() {
-        exec(db_, "COMMIT");
-        done_ = true;
-    }
-
-  private:
-    sqlite3* db_;
-    bool done_ = false;
-};
-
-std::string basename_of(const std::string& path) {
-    return std::filesystem::path(path).filename().string();
-}
-
-std::vector<std::string> model_names(const ResultDocument& doc) {
-    std::vector<std::string> names;
-    for (const auto& m : doc.models) {
-        const ModelView v = model_view(m);
-        if (v.name)
-            names.push_back(*v.name);
-        else if (!v.path.empty())
-            names.push_back(basename_of(v.path));
-    }
-    return names;
-}
-
-std::vector<StoredTest> tests_of(int64_t doc_id, const ResultDocument& doc) {
-    std::vector<StoredTest> out;
-    for (std::size_t i = 0; i < doc.tests.size(); ++i) {
-        const TestResult& t = doc.tests[i];
-        const TestConfig& c = t.config;
-        StoredTest r;
-        r.document_id = doc_id;
-        r.index = static_cast<int64_t>(i);
-        r.test = c.test_name();
-        r.model = basename_of(c.model_path);
-        r.devices = c.devices.str();
-        r.status = to_string(t.status);
-        r.n_threads = c.n_threads;
-        if (t.prefill)
-            r.prefill_tps_median = t.prefill->throughput.median;
-        if (t.decode)
-            r.decode_tps_median = t.decode->throughput.median;
-        out.push_back(std::move(r));
-    }
-    return out;
-}
-
-void insert_tests(sqlite3* db, int64_t doc_id, const ResultDocument& doc) {
-    Stmt ins(db,
-             "INSERT INTO document_tests (document_id, idx, test, model, devices, n_threads, "
-             "status, prefill_tps_median, decode_tps_median) VALUES (?,?,?,?,?,?,?,?,?)");
-    for (const auto& t : tests_of(doc_id, doc)) {
-        ins.bind(1, t.document_id);
-        ins.bind(2, t.index);
-        ins.bind(3, t.test);
-        ins.bind(4, t.model);
-        ins.bind(5, t.devices);
-        ins.bind(6, t.n_threads);
-        ins.bind(7, t.status);
-        ins.bind(8, t.prefill_tps_median);
-        ins.bind(9, t.decode_tps_median);
-        ins.step();
-        ins.reset();
-    }
-}
-
-int user_version(sqlite3* db) {
-    Stmt s(db, "PRAGMA user_version");
-    return s.step() ? static_cast<int>(s.int64(0)) : 0;
-}
-
-void set_user_version(sqlite3* db, int v) {
-    exec(db, "PRAGMA user_version = " + std::to_string(v));
-}
-
-// v0 -> v1: the documents themselves, with the columns `db list` shows.
-void migrate_to_v1(sqlite3* db, const std::string& path) {
-    exec(db,
-         "CREATE TABLE documents ("
-         " id INTEGER PRIMARY KEY AUTOINCREMENT,"
-         " stored_at TEXT NOT NULL,"
-         " command TEXT, started_at TEXT, host TEXT, cpu TEXT, tool_version TEXT,"
-         " models TEXT NOT NULL DEFAULT '[]',"  // JSON array of model names
-         " n_tests INTEGER NOT NULL DEFAULT 0,"
-         " json TEXT NOT NULL)");
-}
-
-// v1 -> v2: an index of the tests of every document, filled from the JSON already stored.
-void migrate_to_v2(sqlite3* db, const std::string& path) {
-    exec(db,
-         "CREATE TABLE document_tests ("
-         " document_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,"
-         " idx INTEGER NOT NULL,"
-         " test TEXT NOT NULL, model TEXT, devices TEXT, n_threads INTEGER, status TEXT,"
-         " prefill_tps_median REAL, decode_tps_median REAL,"
-         " PRIMARY KEY (document_id, idx))");
-    exec(db, "CREATE INDEX document_tests_by_test ON document_tests (test, model)");
-    Stmt all(db, "SELECT id, json FROM documents ORDER BY id");
-    while (all.step()) {
-        const int64_t id = all.int64(0);
-        json doc;
-        try {
-            doc = parse_document_text(all.text(1), "document #" + std::to_string(id));
-        } catch (const Error& e) {
-            throw input_error("results store '" + path + "' is damaged: " + e.what());
-        }
-        // A document this build cannot read stays stored, without an index of its tests.
-        try {
-            insert_tests(db, id, from_json<ResultDocument>(doc, "document"));
-        } catch (const Error& e) {
-            if (e.kind() != ErrorKind::input)
-                throw;
-        }
-    }
-}
-
-// v2 -> v3: the commands of fleet runs, ok or failed, per device.
-void migrate_to_v3(sqlite3* db, const std::string&) {
-    exec(db,
-         "CREATE TABLE fleet_runs ("
-         " id INTEGER PRIMARY KEY AUTOINCREMENT,"
-         " fleet TEXT NOT NULL, device TEXT NOT NULL, transport TEXT NOT NULL,"
-         " command TEXT NOT NULL, status TEXT NOT NULL, error TEXT, error_kind TEXT,"
-         " document_id INTEGER REFERENCES documents(id),"
-         " started_at TEXT NOT NULL, finished_at TEXT NOT NULL,"
-         " tool_version TEXT, llama_commit TEXT, arch TEXT)");
-    exec(db, "CREATE INDEX fleet_runs_by_device ON fleet_runs (fleet, device, command)");
-}
-
-// SQLite reads only the pages a statement needs: a damaged page elsewhere would be found (or
-// not) by some later read or append, after a run. The whole file is checked when it is opened.
-void check_integrity(sqlite3* db, const std::string& path) {
-    Stmt s(db, "PRAGMA integrity_check(1)");
-    std::string result = s.step() ? s.text(0) : std::string("no answer");
-    if (result == "ok")
-        return;
-    for (char& c : result)
-        if (c == '\n' || c == '\r')
-            c = ' ';
-    throw input_error("results store '" + path +
-                      "' is damaged (integrity check: " + result.substr(0, 200) + ")");
-}
-
-using Migration = void (*)(sqlite3*, const std::string&);
-// kMigrations[v] takes a store from version v to v + 1.
-constexpr Migration kMigrations[] = {migrate_to_v1, migrate_to_v2, migrate_to_v3};
-static_assert(std::size(kMigrations) == kStoreSchemaVersion);
-
-}  // namespace
-
-ResultStore::ResultStore(std::string path, std::unique_ptr<Db> db)
-    : path_(std::move(path)), db_(std::move(db)) {}
+ResultStore::ResultStore(std::string name, std::unique_ptr<StoreBackend> backend)
+    : name_(std::move(name)), backend_(std::move(backend)) {}
 ResultStore::ResultStore(ResultStore&&) noexcept = default;
 ResultStore& ResultStore::operator=(ResultStore&&) noexcept = default;
 ResultStore::~ResultStore() = default;
 
-ResultStore ResultStore::open(const std::string& path, Mode mode, StoreWait wait) {
-    namespace fs = std::filesystem;
-    // SQLite opens "" as a private temporary database and ":memory:" as one in memory:
-    // everything stored would be gone with the process. A "file:" name is a URI to SQLite
-    // when URIs are enabled (its options can ask for memory too): refused as well, whatever
-    // the build's setting, so that a store is always a file of the name given.
-    if (path.empty())
-        throw input_error("an empty path given for the results store (--db)");
-    if (path == ":memory:")
-        throw input_error(
-            "results store ':memory:' is SQLite's in-memory database, which keeps nothing after "
-            "the command: give a file (./:memory: for a file of that name)");
-    if (path.size() >= 5 && std::equal(path.begin(), path.begin() + 5, "file:", [](char a, char b) {
-            return std::tolower(a) == b;
-        }))
-        throw input_error("results store '" + path + "' is a SQLite URI: give a file path (./" +
-                          path + " for a file of that name)");
-    std::error_code ec;
-    const bool exists = fs::exists(path, ec);
-    if (mode == Mode::existing && !exists)
-        throw input_error("no results store at '" + path + "'");
-    if (exists && fs::is_directory(path, ec))
-        throw input_error("results store '" + path + "' is a directory");
-    // SQLite would open a FIFO read-write and wait on it forever: only regular files.
-    if (exists && !fs::is_regular_file(path, ec))
-        throw input_error("results store '" + path + "' is not a regular file");
+ResultStore ResultStore::open(const std::string& name, Mode mode, StoreWait wait) {
+    auto backend = is_postgres_url(name) ? open_pg_backend(name, mode, std::move(wait))
+                                         : open_sqlite_backend(name, mode, std::move(wait));
+    return ResultStore(printable_store_name(name), std::move(backend));
+}
 
-    auto db = std::make_unique<Db>();
-    int flags = SQLITE_OPEN_READWRITE | (mode == Mode::create ? SQLITE_OPEN_CREATE : 0);
-    if (sqlite3_open_v2(path.c_str(), &db->handle, flags, nullptr) != SQLITE_OK)
-        throw input_error("cannot open results store '" + path + "': " + errmsg(db->handle));
-    db->wait = std::move(wait);
-    sqlite3_busy_handler(db->handle, on_busy, db.get());
-    sqlite3_extended_result_codes(db->handle, 0);
+bool ResultStore::read_only() const {
+    return backend_->read_only();
+}
 
-    // SQLite reads the header lazily: the first statement tells whether this is a database.
-    int version = 0;
-    try {
-        version = user_version(db->handle);
-    } catch (const Error&) {
-        const int code = sqlite3_errcode(db->handle);
-        if (code == SQLITE_NOTADB)
-            throw input_error("'" + path + "' is not a SQLite database");
-        if (code == SQLITE_BUSY || code == SQLITE_LOCKED)
-            throw;
-        throw input_error("cannot read results store '" + path + "': " + errmsg(db->handle));
-    }
-    if (version > kStoreSchemaVersion)
-        throw input_error("results store '" + path + "' has schema version " +
-                          std::to_string(version) + ", newer than this stagebench reads (" +
-                          std::to_string(kStoreSchemaVersion) + "); use a newer stagebench");
-    if (version < 0)
-        throw input_error("results store '" + path + "' has an invalid schema version");
-    if (version == 0) {
-        Stmt s(db->handle, "SELECT count(*) FROM sqlite_master");
-        if (s.step() && s.int64(0) > 0)
-            throw input_error("'" + path +
-                              "' is a SQLite database but not a stagebench results store");
-    }
-    check_integrity(db->handle, path);
-    for (int v = version; v < kStoreSchemaVersion; ++v) {
-        Transaction tx(db->handle);
-        kMigrations[v](db->handle, path);
-        set_user_version(db->handle, v + 1);
-        tx.commit();
-    }
-    return ResultStore(path, std::move(db));
+bool ResultStore::is_postgres() const {
+    return backend_->is_postgres();
 }
 
 int64_t ResultStore::append(const ResultDocument& doc) {
-    const std::string text = dump_json(to_json(doc), 2);
-    sqlite3* db = db_->handle;
-    Transaction tx(db);
-    Stmt ins(db,
-             "INSERT INTO documents (stored_at, command, started_at, host, cpu, tool_version, "
-             "models, n_tests, json) VALUES (?,?,?,?,?,?,?,?,?)");
-    const MachineView machine = machine_view(doc);
-    ins.bind(1, utc_timestamp());
-    ins.bind(2, doc.command);
-    ins.bind(3, doc.started_at);
-    ins.bind(4, machine.hostname);
-    ins.bind(5, machine.cpu_model);
-    ins.bind(6, doc.tool_version);
-    ins.bind(7, dump_json(json(model_names(doc))));
-    ins.bind(8, static_cast<int64_t>(doc.tests.size()));
-    ins.bind(9, text);
-    ins.step();
-    const int64_t id = sqlite3_last_insert_rowid(db);
-    insert_tests(db, id, doc);
-    tx.commit();
-    return id;
+    return backend_->insert_document(record_of(doc), false).id;
+}
+
+Appended ResultStore::append_once(const ResultDocument& doc) {
+    return backend_->insert_document(record_of(doc), true);
 }
 
 int64_t ResultStore::last_id() const {
-    Stmt s(db_->handle, "SELECT max(id) FROM documents");
-    return s.step() ? s.int64(0) : 0;
+    return backend_->last_id();
 }
 
 std::vector<StoredEntry> ResultStore::list() const {
-    Stmt s(db_->handle,
-           "SELECT id, stored_at, command, started_at, host, cpu, tool_version, models, n_tests "
-           "FROM documents ORDER BY id");
-    std::vector<StoredEntry> out;
-    while (s.step()) {
-        StoredEntry e;
-        e.id = s.int64(0);
-        e.stored_at = s.text(1);
-        e.command = s.opt_text(2);
-        e.started_at = s.opt_text(3);
-        e.host = s.opt_text(4);
-        e.cpu = s.opt_text(5);
-        e.tool_version = s.opt_text(6);
-        json models = json::parse(s.text(7), nullptr, false);
-        if (models.is_array())
-            for (const auto& m : models)
-                if (m.is_string())
-                    e.models.push_back(m.get<std::string>());
-        e.n_tests = s.int64(8);
-        out.push_back(std::move(e));
-    }
-    return out;
+    return backend_->list();
 }
 
 std::string ResultStore::get_text(int64_t id) const {
-    Stmt s(db_->handle, "SELECT json FROM documents WHERE id = ?");
-    s.bind(1, id);
-    if (!s.step())
-        throw input_error("no document #" + std::to_string(id) + " in results store '" + path_ +
+    auto text = backend_->text(id);
+    if (!text)
+        throw input_error("no document #" + std::to_string(id) + " in results store '" + name_ +
                           "'");
-    return s.text(0);
+    return std::move(*text);
 }
 
 ResultDocument ResultStore::get(int64_t id) const {
     const std::string source =
-        "document #" + std::to_string(id) + " in results store '" + path_ + "'";
+        "document #" + std::to_string(id) + " in results store '" + name_ + "'";
     return from_json<ResultDocument>(parse_document_text(get_text(id), source), source);
 }
 
 std::vector<StoredTest> ResultStore::tests(int64_t id) const {
-    Stmt s(db_->handle,
-           "SELECT document_id, idx, test, model, devices, n_threads, status, "
-           "prefill_tps_median, decode_tps_median FROM document_tests WHERE document_id = ? "
-           "ORDER BY idx");
-    s.bind(1, id);
-    std::vector<StoredTest> out;
-    while (s.step()) {
-        StoredTest t;
-        t.document_id = s.int64(0);
-        t.index = s.int64(1);
-        t.test = s.text(2);
-        t.model = s.opt_text(3);
-        t.devices = s.opt_text(4);
-        t.n_threads = s.opt_int64(5);
-        t.status = s.opt_text(6);
-        t.prefill_tps_median = s.opt_real(7);
-        t.decode_tps_median = s.opt_real(8);
-        out.push_back(std::move(t));
-    }
-    return out;
+    return backend_->tests(id);
 }
 
-int64_t ResultStore::append_fleet_run(const FleetRun& r) {
-    sqlite3* db = db_->handle;
-    Stmt ins(db,
-             "INSERT INTO fleet_runs (fleet, device, transport, command, status, error, "
-             "error_kind, document_id, started_at, finished_at, tool_version, llama_commit, arch) "
-             "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)");
-    ins.bind(1, r.fleet);
-    ins.bind(2, r.device);
-    ins.bind(3, r.transport);
-    ins.bind(4, r.command);
-    ins.bind(5, r.status);
-    ins.bind(6, r.error);
-    ins.bind(7, r.error_kind);
-    ins.bind(8, r.document_id);
-    ins.bind(9, r.started_at);
-    ins.bind(10, r.finished_at);
-    ins.bind(11, r.tool_version);
-    ins.bind(12, r.llama_commit);
-    ins.bind(13, r.arch);
-    ins.step();
-    return sqlite3_last_insert_rowid(db);
+std::vector<int64_t> ResultStore::latest_per_device(const std::string& command) const {
+    return backend_->latest_per_device(command);
+}
+
+int64_t ResultStore::append_fleet_run(const FleetRun& run) {
+    const std::string doc_hash =
+        run.document_id ? backend_->document_hash(*run.document_id).value_or("") : "";
+    return backend_->insert_fleet_run(run, fleet_run_hash(run, doc_hash), false).id;
 }
 
 std::vector<FleetRun> ResultStore::fleet_runs(const std::optional<std::string>& fleet) const {
-    Stmt s(db_->handle,
-           "SELECT id, fleet, device, transport, command, status, error, error_kind, document_id, "
-           "started_at, finished_at, tool_version, llama_commit, arch FROM fleet_runs "
-           "WHERE ?1 IS NULL OR fleet = ?1 ORDER BY id");
-    s.bind(1, fleet);
-    std::vector<FleetRun> out;
-    while (s.step()) {
-        FleetRun r;
-        r.id = s.int64(0);
-        r.fleet = s.text(1);
-        r.device = s.text(2);
-        r.transport = s.text(3);
-        r.command = s.text(4);
-        r.status = s.text(5);
-        r.error = s.opt_text(6);
-        r.error_kind = s.opt_text(7);
-        r.document_id = s.opt_int64(8);
-        r.started_at = s.text(9);
-        r.finished_at = s.text(10);
-        r.tool_version = s.opt_text(11);
-        r.llama_commit = s.opt_text(12);
-        r.arch = s.opt_text(13);
-        out.push_back(std::move(r));
-    }
-    return out;
-}
-
-bool ResultStore::read_only() const {
-    if (sqlite3_db_readonly(db_->handle, "main") == 1)
-        return true;
-    // The rollback journal is made beside the file.
-    const auto dir = std::filesystem::absolute(path_).parent_path();
-    return ::access(dir.c_str(), W_OK) != 0;
+    return backend_->fleet_runs(fleet);
 }
 
 int ResultStore::schema_version() const {
-    return user_version(db_->handle);
+    return backend_->schema_version();
+}
+
+CopySummary copy_store(const ResultStore& from, ResultStore& to,
+                       const std::function<void(const CopySummary&)>& progress) {
+    CopySummary sum;
+    auto check_interrupt = [&] {
+        if (interrupt_requested())
+            throw runtime_error("db copy interrupted (Ctrl-C) after " +
+                                std::to_string(sum.documents_added) + " new document(s) and " +
+                                std::to_string(sum.fleet_runs_added) +
+                                " new fleet run(s); run it again to copy the rest");
+    };
+    std::map<int64_t, std::string> hash_of;   // a document of from -> its hash
+    std::map<std::string, int64_t> id_in_to;  // a hash -> the document in to
+    for (const StoredEntry& e : from.list()) {
+        check_interrupt();
+        const std::string source =
+            "document #" + std::to_string(e.id) + " in results store '" + from.path() + "'";
+        DocumentRecord r = record_of_text(from.get_text(e.id), e.content_hash, e.stored_at, source);
+        const Appended a = to.backend_->insert_document(r, true);
+        hash_of[e.id] = r.content_hash;
+        id_in_to[r.content_hash] = a.id;
+        ++(a.added ? sum.documents_added : sum.documents_present);
+        if (progress)
+            progress(sum);
+    }
+    for (FleetRun run : from.fleet_runs()) {
+        check_interrupt();
+        std::string doc_hash;
+        if (run.document_id) {
+            auto it = hash_of.find(*run.document_id);
+            if (it != hash_of.end())
+                doc_hash = it->second;
+        }
+        const std::string hash = fleet_run_hash(run, doc_hash);
+        run.document_id =
+            doc_hash.empty() ? std::nullopt : std::optional<int64_t>(id_in_to.at(doc_hash));
+        const Appended a = to.backend_->insert_fleet_run(run, hash, true);
+        ++(a.added ? sum.fleet_runs_added : sum.fleet_runs_present);
+        if (progress)
+            progress(sum);
+    }
+    return sum;
 }
 
 std::optional<int64_t> parse_db_operand(const std::string& s) {

@@ -169,7 +169,7 @@ TEST(ResultStore, MigratesAVersion1StoreAndIndexesItsTests) {
                 quoted + "'); PRAGMA user_version = 1;");
 
     auto store = ResultStore::open(path, ResultStore::Mode::existing);
-    EXPECT_EQ(store.schema_version(), 3);
+    EXPECT_EQ(store.schema_version(), kStoreSchemaVersion);
     EXPECT_TRUE(store.fleet_runs().empty());
     EXPECT_EQ(store.get_text(1), text);
     EXPECT_EQ(to_json(store.get(1)), to_json(from_json<ResultDocument>(a, "a")));
@@ -178,6 +178,10 @@ TEST(ResultStore, MigratesAVersion1StoreAndIndexesItsTests) {
     ASSERT_EQ(entries.size(), 1u);
     EXPECT_EQ(entries[0].stored_at, "2026-01-01T00:00:00Z");
     EXPECT_EQ(entries[0].host, "old-host");
+    // v4: what identifies it, and its device, from the stored JSON.
+    EXPECT_EQ(entries[0].content_hash, content_hash(from_json<ResultDocument>(a, "a")));
+    EXPECT_EQ(entries[0].device, "old-host");
+    EXPECT_FALSE(entries[0].llama_commit);
     auto tests = store.tests(1);
     ASSERT_EQ(tests.size(), 1u);
     EXPECT_EQ(tests[0].test, "pp32+tg8");
@@ -185,6 +189,46 @@ TEST(ResultStore, MigratesAVersion1StoreAndIndexesItsTests) {
     // New appends land after the migrated document.
     EXPECT_EQ(store.append(sample_doc("new-host", 1.0)), 2);
     EXPECT_EQ(store.tests(2).size(), 1u);
+}
+
+// A v3 store's fleet runs get their hashes: a copy of it recognises them in another store.
+TEST(ResultStore, MigratesAVersion3StoreWithFleetRuns) {
+    TempDir t;
+    const std::string path = t.file("v3.sqlite");
+    const json a = sample_json("pi", 1.0);
+    std::string quoted;
+    for (char c : a.dump(2))
+        quoted += c == '\'' ? std::string("''") : std::string(1, c);
+    raw_sql(path,
+            "CREATE TABLE documents (id INTEGER PRIMARY KEY AUTOINCREMENT, stored_at TEXT NOT "
+            "NULL, command TEXT, started_at TEXT, host TEXT, cpu TEXT, tool_version TEXT, models "
+            "TEXT NOT NULL DEFAULT '[]', n_tests INTEGER NOT NULL DEFAULT 0, json TEXT NOT NULL);"
+            "CREATE TABLE document_tests (document_id INTEGER NOT NULL, idx INTEGER NOT NULL, "
+            "test TEXT NOT NULL, model TEXT, devices TEXT, n_threads INTEGER, status TEXT, "
+            "prefill_tps_median REAL, decode_tps_median REAL, PRIMARY KEY (document_id, idx));"
+            "CREATE TABLE fleet_runs (id INTEGER PRIMARY KEY AUTOINCREMENT, fleet TEXT NOT NULL, "
+            "device TEXT NOT NULL, transport TEXT NOT NULL, command TEXT NOT NULL, status TEXT "
+            "NOT NULL, error TEXT, error_kind TEXT, document_id INTEGER, started_at TEXT NOT "
+            "NULL, finished_at TEXT NOT NULL, tool_version TEXT, llama_commit TEXT, arch TEXT);"
+            "INSERT INTO documents (stored_at, command, host, json) VALUES "
+            "('2026-01-01T00:00:00Z', 'run', 'pi', '" +
+                quoted +
+                "');"
+                "INSERT INTO fleet_runs (fleet, device, transport, command, status, document_id, "
+                "started_at, finished_at) VALUES ('lab', 'pi', 'local', '[]', 'ok', 1, 's', 'f');"
+                "PRAGMA user_version = 3;");
+    auto store = ResultStore::open(path, ResultStore::Mode::existing);
+    EXPECT_EQ(store.schema_version(), 4);
+    EXPECT_EQ(store.list()[0].content_hash, content_hash(from_json<ResultDocument>(a, "a")));
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    sqlite3_stmt* st = nullptr;
+    sqlite3_prepare_v2(db, "SELECT length(content_hash) FROM fleet_runs", -1, &st, nullptr);
+    ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+    EXPECT_EQ(sqlite3_column_int(st, 0), 64);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    EXPECT_EQ(store.fleet_runs("lab").at(0).document_id, 1);
 }
 
 TEST(ResultStore, FleetRunsKeepFailuresBesideDocumentsAndFilterByFleet) {

@@ -291,10 +291,17 @@ TEST(FaultsInputs, DbImportOntoAFullStoreIsOneErrorLine) {
         ~Unmount() { ::umount2(dir.c_str(), MNT_DETACH); }
     } unmount{dir};
     const std::string db = dir + "/full.sqlite";
+    // A store keeps a document once (by its content hash): each import is another document,
+    // the fixture with one more argv word.
+    const json doc = json::parse(read_file(fixture("sustained.json")));
     int ok = 0;
     Proc p;
     for (int i = 0; i < 100; ++i) {
-        p = run_sb({"db", "import", "--db", db, fixture("sustained.json")});
+        json copy = doc;
+        copy["argv"].push_back("--copy=" + std::to_string(i));
+        const std::string file = t.file("sustained.json");
+        std::ofstream(file) << copy.dump();
+        p = run_sb({"db", "import", "--db", db, file});
         if (p.exit_code != 0)
             break;
         ++ok;

@@ -272,7 +272,7 @@ TEST(Rpc, ABrokenConnectionToALiveServerIsRecordedAsSuch) {
     pid_t run = spawn_bg(two_tests(ep, out), t.file("run.log"));
     wait_for_entries(out, "/tests", 1);
     Proc ss = sbtest::run({"/bin/ss", "-K", "-4", "dst", "127.0.0.1", "dport", "=",
-                           ":" + std::to_string(server.port)},
+                           std::string(":") + std::to_string(server.port)},
                           30);
     if (ss.exit_code != 0 || ss.out.find(ep) == std::string::npos) {
         kill(run, SIGKILL);
