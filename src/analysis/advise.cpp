@@ -1,6 +1,7 @@
 #include "analysis/advise.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "analysis/advise_steps.hpp"
 #include "core/error.hpp"
@@ -37,7 +38,7 @@ AdviceModel model_of(const AdviseFit& fit) {
 }
 
 AdviceAssignment assignment_of(const Prediction& x) {
-    return {x.prefill, x.decode, x.prefill_ns, x.transfer_ns, x.decode_ns, x.e2e()};
+    return {x.prefill, x.decode, x.prefill_ns, x.transfer_ns, x.decode_ns, x.e2e(), x.extrapolated};
 }
 
 // The predictions, crossovers and validations of pred into out.
@@ -88,6 +89,14 @@ void add_ops(const AdviseFacts& facts, const AdviseFit& fit, Advice& out) {
     }
 }
 
+// The fallback rows costliest first (those whose cost was not measured last, in their order).
+void sort_fallback(std::vector<AdviceFallback>& v) {
+    std::stable_sort(v.begin(), v.end(), [](const AdviceFallback& a, const AdviceFallback& b) {
+        const auto x = fallback_cost_ns(a.row), y = fallback_cost_ns(b.row);
+        return x.value_or(-1) > y.value_or(-1);
+    });
+}
+
 AdviceSustained sustained_of(const SustainedCheck& c) {
     AdviceSustained a{c.source,         c.devices, c.phase, c.verdict, c.steady_decode_tps,
                       c.peak_to_steady, {},        {}};
@@ -100,19 +109,66 @@ AdviceSustained sustained_of(const SustainedCheck& c) {
 
 }  // namespace
 
-double interpolate(const std::vector<std::pair<double, double>>& pts, double x) {
+Interpolated interpolate_bounded(const std::vector<std::pair<double, double>>& pts, double x,
+                                 Scaling scaling) {
     if (pts.empty())
         throw input_error("nothing to interpolate");
-    if (pts.size() == 1)
-        return pts[0].first > 0 ? pts[0].second * x / pts[0].first : pts[0].second;
+    Interpolated r;
+    r.from = pts.front().first;
+    r.to = pts.back().first;
+    r.extrapolated = x < r.from || x > r.to;
+    const bool per_unit = scaling == Scaling::per_unit;
+    if (pts.size() == 1) {
+        const auto& [x0, y0] = pts[0];
+        r.value = per_unit && x0 > 0 ? y0 * x / x0 : y0;
+        return r;
+    }
     size_t i = 1;
     while (i + 1 < pts.size() && x > pts[i].first)
         ++i;
     const auto& [x0, y0] = pts[i - 1];
     const auto& [x1, y1] = pts[i];
-    if (x1 == x0)
-        return y1;
-    return std::max(0.0, y0 + (y1 - y0) * (x - x0) / (x1 - x0));
+    const double line = x1 == x0 ? y1 : y0 + (y1 - y0) * (x - x0) / (x1 - x0);
+    if (!r.extrapolated) {
+        r.value = line;
+        return r;
+    }
+    // Beyond the measurements: the extended segment, bounded by what was measured.
+    double lo = 0, hi = 0;
+    if (per_unit) {
+        double min_rate = INFINITY, max_rate = -INFINITY;
+        for (const auto& [px, py] : pts)
+            if (px > 0) {
+                min_rate = std::min(min_rate, py / px);
+                max_rate = std::max(max_rate, py / px);
+            }
+        if (!std::isfinite(min_rate)) {  // no point above x = 0: the levels instead
+            return interpolate_bounded(pts, x, Scaling::level);
+        }
+        if (x < r.from) {
+            lo = x * min_rate;
+            hi = pts.front().second;
+        } else {
+            lo = pts.back().second;
+            hi = x * max_rate;
+        }
+    } else {
+        lo = hi = pts.front().second;
+        for (const auto& p : pts) {
+            lo = std::min(lo, p.second);
+            hi = std::max(hi, p.second);
+        }
+    }
+    r.value = std::clamp(line, std::min(lo, hi), std::max(lo, hi));
+    return r;
+}
+
+double interpolate(const std::vector<std::pair<double, double>>& pts, double x, Scaling scaling) {
+    return interpolate_bounded(pts, x, scaling).value;
+}
+
+std::optional<double> fallback_cost_ns(const FallbackRow& row) {
+    return row.call_ns ? row.call_ns : row.op_ns;
 }
 
 Advice advise(const std::vector<AdviseInput>& inputs, const AdviseOptions& opts) {
@@ -124,11 +180,15 @@ Advice advise(const std::vector<AdviseInput>& inputs, const AdviseOptions& opts)
     Advice out;
     for (const auto& s : facts.sources)
         out.sources.push_back({s.source, s.command});
+    out.conditions = used_conditions(facts);
+    if (auto w = mixed_conditions_warning(out.conditions))
+        out.warnings.push_back(*w);
     for (const auto& st : fit.stages)
         out.stages.push_back(stage_of(st));
     out.model = model_of(fit);
     add_predictions(pred, out);
     add_ops(facts, fit, out);
+    sort_fallback(out.fallback);
     for (const auto& c : fit.sustained)
         out.sustained.push_back(sustained_of(c));
     out.sentences = std::move(text.sentences);

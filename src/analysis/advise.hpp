@@ -31,6 +31,7 @@
 #include "core/doc/json_in.hpp"
 #include "core/doc/ops_section.hpp"
 #include "core/result.hpp"
+#include "core/warning.hpp"
 
 namespace sb {
 
@@ -118,11 +119,15 @@ struct AdviceModel {
     bool operator==(const AdviceModel&) const = default;
 };
 
-// Prefill on one device set, decode on another (equal: the device set alone), predicted.
+// Prefill on one device set, decode on another (equal: the device set alone), predicted. Every
+// part is positive when what it was predicted from was (interpolate). extrapolated names each
+// part predicted beyond the lengths measured, with the measured range ("prefill on CPU at 2048
+// tokens, beyond the measured prompts 32–512"); empty when every part lies within them.
 struct AdviceAssignment {
     std::string prefill, decode;
     double prefill_ns = 0, transfer_ns = 0, decode_ns = 0;
     double e2e_ns = 0;  // their sum
+    std::vector<std::string> extrapolated;
     bool operator==(const AdviceAssignment&) const = default;
 };
 
@@ -157,12 +162,15 @@ struct AdviceValidation {
 };
 
 // Operators that ran off the backend asked for: the ops document's row, with its stage and
-// source.
+// source. What the fallback costs per stage (fallback_cost_ns): the time its nodes spent off
+// the device asked for (their call time there, else their op time); null when neither was
+// measured.
 struct AdviceFallback {
     std::string stage, source;
     FallbackRow row;
     bool operator==(const AdviceFallback& o) const;
 };
+std::optional<double> fallback_cost_ns(const FallbackRow& row);
 
 // An op type a device asked for does not support on some or all of its nodes (the ops
 // document's coverage); call_ns and op_ns: its nodes off the device, summed per stage.
@@ -215,18 +223,37 @@ struct AdviceSustained {
     bool operator==(const AdviceSustained&) const = default;
 };
 
+// The conditions a document was measured under, as its system section and tests recorded
+// them; "" where the document does not say.
+struct AdviceConditions {
+    std::string source;
+    std::string host;      // system.hostname
+    std::string governor;  // the cpufreq governors, ','-joined when they differ by policy
+    // "quiet" or "loaded" (a load average above a quarter of the CPUs, or an other_load
+    // warning), with the 1-minute load average and the CPU count: "loaded (load 3.40 on 2 CPUs)"
+    std::string load;
+    std::string threads;  // the thread counts of its tests (or its ops profile), ','-joined
+    std::string llama;    // the llama.cpp tag (else commit) it ran
+    bool operator==(const AdviceConditions&) const = default;
+};
+
 // The advice: what the documents say about which device set should run which stage, each
 // conclusion with the numbers behind it, and the same in sentences.
 struct Advice {
     std::vector<AdviceSource> sources;  // one per input, in order
-    std::vector<AdviceStage> stages;    // prefill, then decode; a stage without samples left out
+    // Of the inputs whose tests or hybrid points feed the ranking and the predictions, in order.
+    std::vector<AdviceConditions> conditions;
+    // mixed_conditions: those inputs were measured under different conditions (host, governor,
+    // load, threads, llama.cpp version), named before anything predicted from them together.
+    Warnings warnings;
+    std::vector<AdviceStage> stages;  // prefill, then decode; a stage without samples left out
     AdviceModel model;
     std::vector<AdvicePrediction> predictions;
     std::vector<AdviceCrossover> crossover;
     std::vector<AdviceValidation> validation;  // the predicted ones
-    std::vector<AdviceFallback> fallback;
-    std::vector<AdviceCoverage> coverage;  // costliest first per stage
-    std::vector<AdviceDispatch> dispatch;  // largest total first per stage
+    std::vector<AdviceFallback> fallback;      // costliest first (fallback_cost_ns)
+    std::vector<AdviceCoverage> coverage;      // costliest first per stage
+    std::vector<AdviceDispatch> dispatch;      // largest total first per stage
     std::vector<AdviceDecomposition> decomposition;
     std::vector<AdviceSustained> sustained;
     std::vector<std::string> sentences;  // plain sentences with the numbers
@@ -240,6 +267,8 @@ Advice advise(const std::vector<AdviseInput>& inputs, const AdviseOptions& opts)
 
 // The advice document:
 //  {"advise_schema_version": 1, "sources": [{"source", "command"}],
+//   "conditions": [{"source", "host", "governor", "load", "threads", "llama"}],
+//   "warnings": [{"code", "message", "hint"}],
 //   "stages": [{"stage", "workload", "candidates": [{"devices", "median_tokens_per_s",
 //               "ci95_lo", "ci95_hi", "n", "j_per_token"}], "fastest", "ratio_to_runner_up":
 //               {"runner_up", "ratio", "ci95_lo", "ci95_hi", "decisive"}, "most_efficient":
@@ -248,7 +277,7 @@ Advice advise(const std::vector<AdviseInput>& inputs, const AdviseOptions& opts)
 //             "transfer": [{"prefill_device", "decode_device", "intercept_ns", "ns_per_token",
 //                           "bytes_per_token", "n_points"}]},
 //   "predictions": [{"n_prompt", "n_gen", "assignments": [{"prefill", "decode", "prefill_ns",
-//                    "transfer_ns", "decode_ns", "e2e_ns"}], "best"}],
+//                    "transfer_ns", "decode_ns", "e2e_ns", "extrapolated": [...]}], "best"}],
 //   "crossover": [{"n_gen", "ranges": [{"from_n_prompt", "to_n_prompt", "best"}]}],
 //   "validation": [{"source", "prefill", "decode", "n_prompt", "n_gen", "predicted_ns",
 //                   "measured_ns", "error", "basis"}],
@@ -271,9 +300,37 @@ nlohmann::json to_json(const Advice& a);
 // Throws sb::Error(input) naming the source and the field.
 void read(const JsonIn& in, Advice& a);
 
-// Piecewise-linear interpolation through points sorted by x (at least one); beyond the ends
-// the nearest segment is extended (never below 0), and with one point y scales with x
-// through the origin.
-double interpolate(const std::vector<std::pair<double, double>>& points, double x);
+// How a modelled time behaves beyond the lengths measured.
+enum class Scaling {
+    // A time over a length (prefill time over prompt tokens, a state transfer over the
+    // prompt): it grows with the length, and per unit of length it stays within what was
+    // measured.
+    per_unit,
+    // A level over a length (decode time per token over KV depth): it stays within what was
+    // measured.
+    level,
+};
+
+struct Interpolated {
+    double value = 0;
+    bool extrapolated = false;  // x lies outside [from, to]
+    double from = 0, to = 0;    // the measured x range
+};
+
+// Piecewise-linear interpolation through points sorted by x (at least one; else sb::Error,
+// input). Within the measured range, the line between the neighbouring points. Beyond it the
+// nearest segment is extended and then bounded by what was measured, so that a prediction
+// never leaves the measurements' range of rates (two documents measured under different load
+// can make a segment fall steeply, and its extension reach 0):
+//   per_unit: at x below the range, between x times the smallest measured y/x and the y at the
+//     first point; above it, between the y at the last point and x times the largest y/x;
+//     with one point, y scaled by x / x0;
+//   level: between the smallest and the largest measured y; with one point, that y.
+// So the value is positive whenever every measured y is.
+Interpolated interpolate_bounded(const std::vector<std::pair<double, double>>& points, double x,
+                                 Scaling scaling);
+// interpolate_bounded(points, x, scaling).value.
+double interpolate(const std::vector<std::pair<double, double>>& points, double x,
+                   Scaling scaling = Scaling::per_unit);
 
 }  // namespace sb

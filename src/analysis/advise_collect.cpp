@@ -1,7 +1,12 @@
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <set>
+
 #include "analysis/advise_steps.hpp"
 #include "analysis/test_fidelity.hpp"
 #include "core/error.hpp"
+#include "core/json_util.hpp"
 #include "core/result.hpp"
 
 namespace sb {
@@ -129,7 +134,117 @@ SustainedFacts collect_sustained(const SustainedResult& sus, const std::string& 
     return s;
 }
 
+std::string text_of(const nlohmann::json& j, const char* key) {
+    const auto& v = json_field(j, key);
+    return v.is_string() ? v.get<std::string>() : std::string();
+}
+
+std::string joined(const std::set<std::string>& v) {
+    std::string s;
+    for (const auto& x : v)
+        s += (s.empty() ? "" : ",") + x;
+    return s;
+}
+
 }  // namespace
+
+AdviceConditions conditions_of(const ResultDocument& doc, const std::string& source) {
+    AdviceConditions c;
+    c.source = source;
+    c.host = text_of(doc.system, "hostname");
+    std::set<std::string> governors;
+    const auto& g = json_field(doc.system, "governors");
+    if (g.is_array())
+        for (const auto& x : g)
+            if (x.is_string())
+                governors.insert(x.get<std::string>());
+    c.governor = joined(governors);
+    // Loaded as the run's own other_load warning says (a load average above a quarter of the
+    // CPUs when it started).
+    const auto& load = json_field(doc.system, "loadavg_1m");
+    const auto& cpus = json_field(doc.system, "cores_logical");
+    bool loaded = std::any_of(doc.warnings.begin(), doc.warnings.end(),
+                              [](const Warning& w) { return w.code == "other_load"; });
+    if (load.is_number() && cpus.is_number_integer() && cpus.get<int64_t>() > 0) {
+        loaded = loaded || load.get<double>() > 0.25 * static_cast<double>(cpus.get<int64_t>());
+        c.load = fmt::format("{} (load {:.2f} on {} CPUs)", loaded ? "loaded" : "quiet",
+                             load.get<double>(), cpus.get<int64_t>());
+    } else if (loaded) {
+        c.load = "loaded";
+    }
+    std::set<int> threads;
+    for (const auto& t : doc.tests)
+        if (t.config.n_threads > 0)
+            threads.insert(t.config.n_threads);
+    if (doc.ops && doc.ops->n_threads > 0)
+        threads.insert(doc.ops->n_threads);
+    std::string th;
+    for (int t : threads)
+        th += (th.empty() ? "" : ",") + std::to_string(t);
+    c.threads = th;
+    c.llama = text_of(doc.llama, "tag");
+    if (c.llama.empty())
+        c.llama = text_of(doc.llama, "commit");
+    return c;
+}
+
+std::vector<AdviceConditions> used_conditions(const AdviseFacts& facts) {
+    std::set<std::size_t> used;
+    for (const auto& s : facts.samples)
+        used.insert(s.doc);
+    for (const auto& p : facts.hybrid_points)
+        used.insert(p.doc);
+    std::vector<AdviceConditions> out;
+    for (std::size_t i : used)
+        if (i < facts.conditions.size())
+            out.push_back(facts.conditions[i]);
+    return out;
+}
+
+std::optional<Warning> mixed_conditions_warning(const std::vector<AdviceConditions>& cs) {
+    if (cs.size() < 2)
+        return std::nullopt;
+    struct Field {
+        const char* name;
+        std::string AdviceConditions::*member;
+    };
+    static const Field fields[] = {{"host", &AdviceConditions::host},
+                                   {"load", &AdviceConditions::load},
+                                   {"governor", &AdviceConditions::governor},
+                                   {"threads", &AdviceConditions::threads},
+                                   {"llama.cpp", &AdviceConditions::llama}};
+    std::string what;
+    for (const auto& f : fields) {
+        std::set<std::string> values;
+        for (const auto& c : cs)
+            if (!(c.*f.member).empty())
+                values.insert(c.*f.member);
+        // For the load only quiet against loaded counts, not the load averages themselves.
+        if (std::string(f.name) == "load") {
+            std::set<std::string> kinds;
+            for (const auto& v : values)
+                kinds.insert(v.substr(0, v.find(' ')));
+            if (kinds.size() < 2)
+                continue;
+        } else if (values.size() < 2) {
+            continue;
+        }
+        std::string each;
+        for (const auto& c : cs)
+            each += (each.empty() ? "" : ", ") + c.source + " " +
+                    ((c.*f.member).empty() ? std::string("unknown") : c.*f.member);
+        what += (what.empty() ? "" : "; ") + std::string(f.name) + ": " + each;
+    }
+    if (what.empty())
+        return std::nullopt;
+    return Warning{"mixed_conditions",
+                   "the documents the ranking and predictions combine were measured under "
+                   "different conditions (" +
+                       what +
+                       "): a device set's times may differ by its conditions, not by the device",
+                   "Measure the device sets in one run (run --device A,B, hybrid) on a quiet "
+                   "machine, or compare each against a baseline measured alongside it."};
+}
 
 AdviseFacts collect_facts(const std::vector<AdviseInput>& inputs) {
     AdviseFacts f;
@@ -137,6 +252,7 @@ AdviseFacts collect_facts(const std::vector<AdviseInput>& inputs) {
     for (const auto& in : inputs) {
         const ResultDocument& d = in.doc;
         f.sources.push_back({in.source, d.command});
+        f.conditions.push_back(conditions_of(d, in.source));
         const std::size_t index = f.sources.size() - 1;
         const std::size_t before = f.samples.size();
         collect_tests(d, index, f.samples);

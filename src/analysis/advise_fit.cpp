@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "analysis/advise_steps.hpp"
@@ -115,6 +116,32 @@ DeviceModels fit_models(const std::vector<AdviseSample>& samples, std::optional<
     return models;
 }
 
+Interpolated TransferFit::at_bounded(int n_prompt) const {
+    const double x = n_prompt;
+    const double line = intercept_ns + ns_per_token * x;
+    if (points.empty())
+        return {std::max(0.0, line), false, x, x};
+    // The fitted line (not the points' polyline), bounded as interpolate_bounded bounds a time
+    // per unit; within the measured prompts by the measured ns per token too, since a least
+    // squares line need not pass through the points.
+    Interpolated r = interpolate_bounded(points, x, Scaling::per_unit);
+    double min_rate = INFINITY, max_rate = -INFINITY;
+    for (const auto& [px, py] : points)
+        if (px > 0) {
+            min_rate = std::min(min_rate, py / px);
+            max_rate = std::max(max_rate, py / px);
+        }
+    if (!std::isfinite(min_rate))
+        return r;
+    double lo = x * min_rate, hi = x * max_rate;
+    if (x < r.from)
+        hi = points.front().second;  // a fixed cost makes short prompts dearer per token
+    if (x > r.to)
+        lo = points.back().second;
+    r.value = std::clamp(line, std::min(lo, hi), std::max(lo, hi));
+    return r;
+}
+
 TransferFit fit_transfer(const std::string& a, const std::string& b,
                          const std::vector<std::pair<double, double>>& pts,
                          std::optional<double> bytes_per_token) {
@@ -123,6 +150,7 @@ TransferFit fit_transfer(const std::string& a, const std::string& b,
     f.decode = b;
     f.bytes_per_token = bytes_per_token;
     f.n_points = static_cast<int>(pts.size());
+    f.points = merge_points(pts);
     std::set<double> xs;
     for (auto& p : pts)
         xs.insert(p.first);

@@ -58,9 +58,15 @@ json model_json(const AdviceModel& m) {
 }
 
 json assignment_json(const AdviceAssignment& x) {
-    return {{"prefill", x.prefill},       {"decode", x.decode},
-            {"prefill_ns", x.prefill_ns}, {"transfer_ns", x.transfer_ns},
-            {"decode_ns", x.decode_ns},   {"e2e_ns", x.e2e_ns}};
+    return {{"prefill", x.prefill},          {"decode", x.decode},
+            {"prefill_ns", x.prefill_ns},    {"transfer_ns", x.transfer_ns},
+            {"decode_ns", x.decode_ns},      {"e2e_ns", x.e2e_ns},
+            {"extrapolated", x.extrapolated}};
+}
+
+json conditions_json(const AdviceConditions& c) {
+    return {{"source", c.source}, {"host", c.host},       {"governor", c.governor},
+            {"load", c.load},     {"threads", c.threads}, {"llama", c.llama}};
 }
 
 json prediction_json(const AdvicePrediction& p) {
@@ -161,6 +167,8 @@ json to_json(const Advice& a) {
                                      [](const AdviceSource& s) {
                                          return json{{"source", s.source}, {"command", s.command}};
                                      })},
+                {"conditions", array_of(a.conditions, conditions_json)},
+                {"warnings", array_of(a.warnings, [](const Warning& w) { return to_json(w); })},
                 {"stages", array_of(a.stages, stage_json)},
                 {"model", model_json(a.model)},
                 {"predictions", array_of(a.predictions, prediction_json)},
@@ -227,7 +235,13 @@ void read(const JsonIn& in, AdviceModel& m) {
 
 void read(const JsonIn& in, AdviceAssignment& x) {
     ObjectIn{in}("prefill", x.prefill)("decode", x.decode)("prefill_ns", x.prefill_ns)(
-        "transfer_ns", x.transfer_ns)("decode_ns", x.decode_ns)("e2e_ns", x.e2e_ns);
+        "transfer_ns", x.transfer_ns)("decode_ns", x.decode_ns)("e2e_ns", x.e2e_ns)("extrapolated",
+                                                                                    x.extrapolated);
+}
+
+void read(const JsonIn& in, AdviceConditions& c) {
+    ObjectIn{in}("source", c.source)("host", c.host)("governor", c.governor)("load", c.load)(
+        "threads", c.threads)("llama", c.llama);
 }
 
 void read(const JsonIn& in, AdvicePrediction& p) {
@@ -291,10 +305,11 @@ void read(const JsonIn& in, Advice& a) {
         in.fail("no advise_schema_version: not an advice document");
     check_version_field(in, "advise_schema_version");
     o.check<int64_t>("advise_schema_version");
-    o("sources", a.sources)("stages", a.stages)("model", a.model)("predictions", a.predictions)(
-        "crossover", a.crossover)("validation", a.validation)("fallback", a.fallback)(
-        "coverage", a.coverage)("dispatch", a.dispatch)("decomposition", a.decomposition)(
-        "sustained", a.sustained)("sentences", a.sentences)("notes", a.notes);
+    o("sources", a.sources)("conditions", a.conditions)("warnings", a.warnings)("stages", a.stages)(
+        "model", a.model)("predictions", a.predictions)("crossover", a.crossover)(
+        "validation", a.validation)("fallback", a.fallback)("coverage", a.coverage)(
+        "dispatch", a.dispatch)("decomposition", a.decomposition)("sustained", a.sustained)(
+        "sentences", a.sentences)("notes", a.notes);
 }
 
 }  // namespace sb

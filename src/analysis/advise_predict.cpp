@@ -1,3 +1,5 @@
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <set>
 
@@ -5,6 +7,11 @@
 
 namespace sb {
 namespace {
+
+// "32–512" (one point: "32").
+std::string range_text(const Interpolated& r) {
+    return r.from == r.to ? fmt::format("{:g}", r.from) : fmt::format("{:g}–{:g}", r.from, r.to);
+}
 
 const TransferFit* find_transfer(const std::vector<TransferFit>& fits, const std::string& a,
                                  const std::string& b) {
@@ -33,13 +40,31 @@ std::vector<Prediction> predict_all(const DeviceModels& models,
             if (a != b && !f)
                 continue;  // no measured transfer between them
             Prediction x{a, b};
-            x.prefill_ns = interpolate(ma.prefill, p);
-            x.transfer_ns = f ? f->at(p) : 0;
+            const Interpolated pf = interpolate_bounded(ma.prefill, p, Scaling::per_unit);
+            x.prefill_ns = pf.value;
+            if (pf.extrapolated)
+                x.extrapolated.push_back(
+                    fmt::format("prefill on {} at {} tokens, beyond the "
+                                "measured prompts {}",
+                                a, p, range_text(pf)));
+            if (f) {
+                const Interpolated tr = f->at_bounded(p);
+                x.transfer_ns = tr.value;
+                if (tr.extrapolated)
+                    x.extrapolated.push_back(
+                        fmt::format("state transfer {} at {} tokens, beyond "
+                                    "the measured prompts {}",
+                                    assignment_name(a, b), p, range_text(tr)));
+            }
             // Decode reads a KV cache from p to p + n: the per-token time at the middle.
-            const double per_token = mb.decode_per_token.size() == 1
-                                         ? mb.decode_per_token[0].second
-                                         : interpolate(mb.decode_per_token, p + n / 2.0);
-            x.decode_ns = per_token * n;
+            const double mid = p + n / 2.0;
+            const Interpolated dc = interpolate_bounded(mb.decode_per_token, mid, Scaling::level);
+            x.decode_ns = dc.value * n;
+            if (dc.extrapolated)
+                x.extrapolated.push_back(
+                    fmt::format("decode on {} at KV depth {:g}, beyond the "
+                                "measured depths {}",
+                                b, mid, range_text(dc)));
             v.push_back(x);
         }
     }
@@ -68,9 +93,12 @@ std::vector<Crossover> find_crossovers(const AdviseFit& fit,
     if (fit.models.size() < 2)
         return out;
     int max_p = 0;
+    std::optional<int> min_p;
     for (auto& [d, m] : fit.models)
-        for (auto& [x, y] : m.prefill)
+        for (auto& [x, y] : m.prefill) {
             max_p = std::max(max_p, static_cast<int>(x));
+            min_p = std::min(min_p.value_or(static_cast<int>(x)), static_cast<int>(x));
+        }
     const int hi = std::max(16, 4 * max_p);
     std::set<int> gens;
     for (auto [p, n] : lengths)
@@ -80,7 +108,7 @@ std::vector<Crossover> find_crossovers(const AdviseFit& fit,
             auto v = predict_all(fit.models, fit.transfers, p, n);
             return v.empty() ? std::string() : assignment_name(v[0].prefill, v[0].decode);
         };
-        Crossover c{n, {}};
+        Crossover c{n, {}, min_p, min_p ? std::optional<int>(max_p) : std::nullopt};
         std::string cur;
         int from = 1;
         // A grid fine at short prompts and relatively fine (1/64) at long ones.

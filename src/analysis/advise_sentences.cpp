@@ -1,5 +1,7 @@
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "analysis/advise_steps.hpp"
 
 namespace sb {
@@ -49,6 +51,12 @@ std::string prediction_sentence(const LengthPrediction& p) {
     if (v.size() > 1)
         s += fmt::format("; next is {} at {} ({:.2f}×)", assignment_name(v[1].prefill, v[1].decode),
                          ms(v[1].e2e()), v[1].e2e() / v[0].e2e());
+    if (!v[0].extrapolated.empty()) {
+        std::string parts;
+        for (const auto& e : v[0].extrapolated)
+            parts += (parts.empty() ? "" : "; ") + e;
+        s += fmt::format(" (extrapolated, bounded by the measured rates: {})", parts);
+    }
     return s + ".";
 }
 
@@ -61,9 +69,14 @@ std::string crossover_sentence(const Crossover& c) {
         s += r.to_n_prompt ? fmt::format("–{} tokens", *r.to_n_prompt)
                            : std::string(" tokens and longer");
     }
-    return s +
-           " (predicted from the measured model; extrapolated beyond the measured "
-           "lengths).";
+    if (c.measured_from && c.measured_to)
+        s += fmt::format(
+            " (predicted from the measured model; the prompts measured span {}–{} tokens, and "
+            "beyond them the times are extrapolated, bounded by the measured rates)",
+            *c.measured_from, *c.measured_to);
+    else
+        s += " (predicted from the measured model)";
+    return s + ".";
 }
 
 std::string validation_sentence(const Validation& v) {
@@ -161,6 +174,30 @@ std::string sustained_sentence(const SustainedCheck& c) {
     return s + ".";
 }
 
+std::optional<std::string> costliest_fallback_sentence(const AdviseFacts& facts) {
+    struct Cost {
+        std::string text;
+        double ns;
+    };
+    std::vector<Cost> costs;
+    for (const auto& ops : facts.ops)
+        for (const auto& st : ops.stages)
+            for (const auto& f : st.fallback)
+                if (auto c = fallback_cost_ns(f.row))
+                    costs.push_back({fmt::format("{} {} on {} instead of {} ({} per stage)",
+                                                 st.stage, f.op, f.backend, f.requested, ms(*c)),
+                                     *c});
+    if (costs.empty())
+        return std::nullopt;
+    std::stable_sort(costs.begin(), costs.end(),
+                     [](const Cost& a, const Cost& b) { return a.ns > b.ns; });
+    std::string s =
+        "The fallbacks that cost most (time their nodes spent off the device asked for): ";
+    for (std::size_t i = 0; i < costs.size() && i < 3; ++i)
+        s += (i ? "; " : "") + costs[i].text;
+    return s + ": implementing these natively would keep them on the device.";
+}
+
 AdviceText advice_text(const AdviseFacts& facts, const AdviseFit& fit,
                        const AdvisePredictions& pred, const AdviseOptions& opts) {
     AdviceText t;
@@ -198,6 +235,8 @@ AdviceText advice_text(const AdviseFacts& facts, const AdviseFit& fit,
             any_dispatch = any_dispatch || !d.above_budget.empty();
         }
     }
+    if (auto f = costliest_fallback_sentence(facts))
+        say.push_back(*f);
     for (const auto& c : fit.sustained)
         say.push_back(sustained_sentence(c));
     for (const auto& f : facts.fidelity)

@@ -125,6 +125,8 @@ struct FidelityFacts {
 
 struct AdviseFacts {
     std::vector<AdviseSource> sources;  // one per input, in order
+    // The conditions of every input (core's system section and its tests), parallel to sources.
+    std::vector<AdviceConditions> conditions;
     std::vector<AdviseSample> samples;  // in document order
     std::vector<HybridPointFacts> hybrid_points;
     std::vector<OpsFacts> ops;
@@ -136,6 +138,17 @@ struct AdviseFacts {
 // What every input measured, in input order. Throws sb::Error(input) when no input has anything
 // to advise on.
 AdviseFacts collect_facts(const std::vector<AdviseInput>& inputs);
+
+// The conditions a document was measured under (AdviceConditions), named by source.
+AdviceConditions conditions_of(const ResultDocument& doc, const std::string& source);
+
+// The conditions of the inputs whose tests or hybrid points feed the ranking and predictions.
+std::vector<AdviceConditions> used_conditions(const AdviseFacts& facts);
+
+// mixed_conditions when the conditions differ in host, governor, load, threads or llama.cpp
+// version (a field one input does not record is not compared): the message names each field
+// that differs with each input's value; null when they agree or fewer than two inputs count.
+std::optional<Warning> mixed_conditions_warning(const std::vector<AdviceConditions>& c);
 
 // ---- fit ----
 
@@ -174,7 +187,15 @@ struct TransferFit {
     double intercept_ns = 0, ns_per_token = 0;
     std::optional<double> bytes_per_token;
     int n_points = 0;
-    double at(int n_prompt) const { return std::max(0.0, intercept_ns + ns_per_token * n_prompt); }
+    // The measured (n_prompt, median ns) the line was fitted to, sorted by n_prompt.
+    std::vector<std::pair<double, double>> points;
+    // The line at n_prompt, bounded by what was measured: within the measured prompts between
+    // n_prompt x the smallest and x the largest measured ns per token; below them between
+    // n_prompt x the smallest ns per token and the first measured transfer (a fixed cost makes
+    // short prompts dearer per token), above them between the last measured transfer and
+    // n_prompt x the largest ns per token.
+    Interpolated at_bounded(int n_prompt) const;
+    double at(int n_prompt) const { return at_bounded(n_prompt).value; }
 };
 
 // Dispatch overhead (call - op time) of one operator on one backend.
@@ -228,11 +249,15 @@ DispatchFit fit_dispatch(const OpsStageFacts& stage, double budget_ns);
 struct Prediction {
     std::string prefill, decode;  // equal: the device set alone
     double prefill_ns = 0, transfer_ns = 0, decode_ns = 0;
+    // Each part predicted beyond the measured lengths, with the measured range (AdviceAssignment)
+    std::vector<std::string> extrapolated{};
     double e2e() const { return prefill_ns + transfer_ns + decode_ns; }
 };
 
 // Every assignment the models and the measured transfers allow at (n_prompt, n_gen), fastest
-// first.
+// first. Prefill time interpolates over prompt length (Scaling::per_unit), decode time per token
+// over the KV depth at the middle of the generation (Scaling::level), the transfer along its
+// fitted line (TransferFit::at_bounded); each part extrapolated is named.
 std::vector<Prediction> predict_all(const DeviceModels& models,
                                     const std::vector<TransferFit>& transfers, int n_prompt,
                                     int n_gen);
@@ -251,6 +276,8 @@ struct CrossoverRange {
 struct Crossover {
     int n_gen = 0;
     std::vector<CrossoverRange> ranges;
+    // The prompt lengths the models measured (prefill); beyond them the grid is extrapolated.
+    std::optional<int> measured_from{}, measured_to{};
 };
 
 // A measured hybrid point next to its prediction.
@@ -300,6 +327,9 @@ std::optional<std::string> decomposition_sentence(const std::string& stage,
 std::vector<std::string> dispatch_sentences(const std::string& stage, const std::string& source,
                                             const DispatchFit& d, double budget_ns);
 std::string sustained_sentence(const SustainedCheck& c);
+// The (at most three) costliest fallbacks of every ops document (fallback_cost_ns), costliest
+// first; null when no fallback's cost was measured.
+std::optional<std::string> costliest_fallback_sentence(const AdviseFacts& facts);
 // Per variant that ran, against the reference variant: how much faster or slower per stage
 // (a stage counts when the bootstrap 95% CI of the ratio of medians excludes 1; with fewer
 // than two repetitions, by the medians) and its distance ("its KL to CPU is 3e-7", or the

@@ -177,8 +177,11 @@ TEST(AdviseFit, ACandidatesIntervalIsItsMediansAndNeverBelowZero) {
     const auto st = rank_stage({sample("BLAS", 8, 4, {}, tps, {}, {})}, "decode");
     ASSERT_TRUE(st);
     const StageCandidate& c = st->candidates[0];
-    ASSERT_TRUE(c.summary.ci95_lo);
-    EXPECT_LT(*c.summary.ci95_lo, 0);  // the mean's Student-t interval would go below 0
+    ASSERT_TRUE(c.summary.ci95_lo && c.summary.stddev && c.summary.mean);
+    // The mean's Student-t interval would go below 0 (the Summary's mean interval is a
+    // bootstrap now, within the repetitions' range, but it is still the mean's).
+    EXPECT_LT(*c.summary.mean - t_quantile_975(3) * *c.summary.stddev / 2, 0);
+    EXPECT_GE(*c.summary.ci95_lo, 40);
     const MedianCi want = median_ci(tps);
     EXPECT_EQ(c.median_ci.ci95_lo, want.ci95_lo);
     EXPECT_EQ(c.median_ci.ci95_hi, want.ci95_hi);
@@ -215,7 +218,14 @@ TEST(AdviseFit, ModelsAreMediansPerLengthAndTransfersAreLines) {
     EXPECT_DOUBLE_EQ(fits[0].ns_per_token, 10);
     EXPECT_EQ(fits[0].bytes_per_token, 64);
     EXPECT_EQ(fits[0].n_points, 3);
-    EXPECT_DOUBLE_EQ(fits[0].at(50), 1500);
+    EXPECT_DOUBLE_EQ(fits[0].at(50), 1500);  // below the prompts measured, the line itself
+    EXPECT_TRUE(fits[0].at_bounded(50).extrapolated);
+    EXPECT_FALSE(fits[0].at_bounded(200).extrapolated);
+    // A line falling with the prompt (two documents of different load) would reach -7000 at
+    // 400: it stays at the last measured transfer.
+    const TransferFit falling = fit_transfer("A", "B", {{100, 5000}, {200, 1000}}, std::nullopt);
+    EXPECT_LT(falling.intercept_ns + falling.ns_per_token * 400, 0);
+    EXPECT_DOUBLE_EQ(falling.at(400), 1000);
     // One length: proportional through the origin.
     const TransferFit one = fit_transfer("A", "B", {{100, 500}, {100, 700}}, std::nullopt);
     EXPECT_EQ(one.intercept_ns, 0);
@@ -353,7 +363,14 @@ TEST(AdviseSentences, StagePredictionCrossoverAndValidation) {
     EXPECT_EQ(crossover_sentence(c),
               "With 8 generated tokens: B alone is fastest for prompts of 1–99 tokens; A alone "
               "is fastest for prompts of 100 tokens and longer (predicted from the measured "
-              "model; extrapolated beyond the measured lengths).");
+              "model).");
+    c.measured_from = 32;
+    c.measured_to = 512;
+    EXPECT_EQ(crossover_sentence(c),
+              "With 8 generated tokens: B alone is fastest for prompts of 1–99 tokens; A alone "
+              "is fastest for prompts of 100 tokens and longer (predicted from the measured "
+              "model; the prompts measured span 32–512 tokens, and beyond them the times are "
+              "extrapolated, bounded by the measured rates).");
 
     Validation v;
     v.point.prefill = "CPU";

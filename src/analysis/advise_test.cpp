@@ -42,10 +42,123 @@ json advised(const std::vector<std::pair<std::string, json>>& docs, const Advise
 TEST(Interpolate, BetweenBeyondAndSingle) {
     std::vector<std::pair<double, double>> pts{{100, 10}, {200, 30}};
     EXPECT_DOUBLE_EQ(interpolate(pts, 150), 20);
-    EXPECT_DOUBLE_EQ(interpolate(pts, 300), 50);  // the last segment extended
-    EXPECT_DOUBLE_EQ(interpolate(pts, 0), 0);     // extended below 0 is clamped
+    const Interpolated in = interpolate_bounded(pts, 150, Scaling::per_unit);
+    EXPECT_FALSE(in.extrapolated);
+    EXPECT_EQ(in.from, 100);
+    EXPECT_EQ(in.to, 200);
+    // Beyond the measurements the last segment is extended (50 at 300) but a time per token
+    // stays within the measured 0.1-0.15: at most 300 x 0.15.
+    const Interpolated above = interpolate_bounded(pts, 300, Scaling::per_unit);
+    EXPECT_TRUE(above.extrapolated);
+    EXPECT_DOUBLE_EQ(above.value, 45);
+    EXPECT_DOUBLE_EQ(interpolate(pts, 250), 37.5);  // the segment's 40 is above 250 x 0.15
+    // Where the extended segment stays within the bounds, it is the segment itself: 20 at 300,
+    // between the last measured 15 and 300 x 0.1.
+    EXPECT_DOUBLE_EQ(interpolate({{100, 10}, {200, 15}}, 300), 20);
+    // Below them, the segment would reach 0 at 50: at least x times the smallest rate.
+    EXPECT_DOUBLE_EQ(interpolate(pts, 50), 5);
+    EXPECT_DOUBLE_EQ(interpolate(pts, 20), 2);
+    // A level (decode time per token over depth) stays within the measured levels.
+    EXPECT_DOUBLE_EQ(interpolate(pts, 300, Scaling::level), 30);
+    EXPECT_DOUBLE_EQ(interpolate(pts, 20, Scaling::level), 10);
     EXPECT_DOUBLE_EQ(interpolate({{100, 10}}, 50), 5);
+    EXPECT_DOUBLE_EQ(interpolate({{100, 10}}, 50, Scaling::level), 10);
+    EXPECT_TRUE(interpolate_bounded({{100, 10}}, 50, Scaling::level).extrapolated);
     EXPECT_THROW(interpolate({}, 1), Error);
+    // A segment falling steeply (two documents of different load) never takes a time to 0:
+    // extended, it would be -2560 at 2048.
+    const std::vector<std::pair<double, double>> falling{{512, 5120}, {1024, 2560}};
+    EXPECT_LT(2560 + (2560.0 - 5120) / 512 * 1024, 0);
+    EXPECT_DOUBLE_EQ(interpolate(falling, 2048), 2560);
+    EXPECT_DOUBLE_EQ(interpolate(falling, 2048, Scaling::level), 2560);
+}
+
+// A run document measured under the given load (system.loadavg_1m on 2 CPUs, its other_load
+// warning when above a quarter of them) on host.
+json run_doc(const std::string& host, double load, json tests) {
+    json d = {{"schema", "stagebench.result"},
+              {"command", "run"},
+              {"system",
+               {{"hostname", host},
+                {"loadavg_1m", load},
+                {"cores_logical", 2},
+                {"governors", {"performance"}}}},
+              {"llama", {{"tag", "b7588"}}},
+              {"tests", std::move(tests)}};
+    if (load > 0.5)
+        d["warnings"] = {{{"code", "other_load"}, {"message", "load"}, {"hint", ""}}};
+    return d;
+}
+
+TEST(Advise, DocumentsOfDifferentConditionsWarnAndNoStageIsEverZero) {
+    // The case: one run measured under load (prefill 100 t/s, decode 10 t/s at pp512),
+    // another quiet (400 and 40 t/s at pp1024). Extended, the line through them predicts 0 ms
+    // of prefill and of decode at pp2048+tg128; bounded by what was measured it cannot, and the
+    // mixed load is named before anything is predicted.
+    json loaded = run_doc("vm", 3.4, {test_of("CPU", 512, 128, {100, 100, 100}, {10, 10, 10})});
+    json quiet = run_doc("vm", 0.1, {test_of("CPU", 1024, 128, {400, 400, 400}, {40, 40, 40})});
+    loaded["tests"][0]["config"]["n_threads"] = 2;
+    quiet["tests"][0]["config"]["n_threads"] = 2;
+    AdviseOptions o;
+    o.n_prompt = 2048;
+    o.n_gen = 128;
+    const json a = advised({{"loaded.json", loaded}, {"quiet.json", quiet}}, o);
+    ASSERT_EQ(a["warnings"].size(), 1u) << a.dump(1);
+    const json& w = a["warnings"][0];
+    EXPECT_EQ(w["code"], "mixed_conditions");
+    EXPECT_NE(w["message"].get<std::string>().find(
+                  "load: loaded.json loaded (load 3.40 on 2 CPUs), quiet.json quiet (load 0.10 "
+                  "on 2 CPUs)"),
+              std::string::npos)
+        << w["message"];
+    // Host, governor, threads and llama.cpp agree: not named.
+    EXPECT_EQ(w["message"].get<std::string>().find("host:"), std::string::npos);
+    EXPECT_EQ(w["message"].get<std::string>().find("threads:"), std::string::npos);
+    ASSERT_EQ(a["conditions"].size(), 2u);
+    EXPECT_EQ(a["conditions"][0]["threads"], "2");
+    EXPECT_EQ(a["conditions"][1]["llama"], "b7588");
+
+    ASSERT_EQ(a["predictions"].size(), 1u);
+    const json& best = a["predictions"][0]["best"];
+    // Prefill at least the longest measured prompt's time (2560 ms), decode at least the
+    // fastest measured 25 ms per token: never 0.
+    EXPECT_DOUBLE_EQ(best["prefill_ns"].get<double>(), 2560e6);
+    EXPECT_DOUBLE_EQ(best["decode_ns"].get<double>(), 128 * 25e6);
+    EXPECT_GT(best["prefill_ns"].get<double>(), 0);
+    EXPECT_GT(best["decode_ns"].get<double>(), 0);
+    // Each extrapolated part is named with the range measured.
+    ASSERT_EQ(best["extrapolated"].size(), 2u) << best.dump();
+    EXPECT_EQ(best["extrapolated"][0],
+              "prefill on CPU at 2048 tokens, beyond the measured prompts 512–1024");
+    EXPECT_EQ(best["extrapolated"][1],
+              "decode on CPU at KV depth 2112, beyond the measured depths 576–1088");
+    bool said = false;
+    for (const auto& s : a["sentences"])
+        said = said || s.get<std::string>().find(
+                           "extrapolated, bounded by the measured rates: "
+                           "prefill on CPU at 2048 tokens") != std::string::npos;
+    EXPECT_TRUE(said) << a["sentences"].dump(1);
+}
+
+TEST(Advise, DocumentsOfOneConditionDoNotWarn) {
+    json a = run_doc("vm", 0.1, {test_of("CPU", 64, 16, {1000, 1000}, {50, 50})});
+    json b = run_doc("vm", 0.2, {test_of("BLAS", 64, 16, {1200, 1200}, {50, 50})});
+    const json adv = advised({{"a.json", a}, {"b.json", b}}, {});
+    EXPECT_TRUE(adv["warnings"].empty()) << adv["warnings"].dump();
+    // Within the measured lengths nothing is extrapolated.
+    AdviseOptions at;
+    at.n_prompt = 64;
+    at.n_gen = 16;
+    const json within = advised({{"a.json", a}, {"b.json", b}}, at);
+    for (const auto& x : within["predictions"][0]["assignments"])
+        EXPECT_TRUE(x["extrapolated"].empty()) << x.dump();
+    // Another host is named.
+    b["system"]["hostname"] = "phone";
+    const json other = advised({{"a.json", a}, {"b.json", b}}, {});
+    ASSERT_EQ(other["warnings"].size(), 1u);
+    EXPECT_NE(
+        other["warnings"][0]["message"].get<std::string>().find("host: a.json vm, b.json phone"),
+        std::string::npos);
 }
 
 TEST(Advise, NamesTheFastestPerStageWithCi) {
@@ -200,6 +313,39 @@ TEST(Advise, FlagsDispatchOverheadAndFallback) {
     AdviseOptions o;
     o.dispatch_budget_ns = 50'000;
     EXPECT_TRUE(advised({{"o.json", doc}}, o)["dispatch"].empty());
+}
+
+TEST(Advise, NamesTheFallbacksThatCostMost) {
+    // Three fallbacks in two stages: the advice lists them costliest first (the time their
+    // nodes spent off the device asked for: call time, else op time) and names the costliest.
+    auto fb = [](const char* op, int count, std::optional<double> call_ns,
+                 std::optional<double> op_ns) {
+        json f = {{"op", op}, {"backend", "CPU"}, {"requested", "HTP0"}, {"count", count}};
+        f["call_ns"] = call_ns ? json(*call_ns) : json(nullptr);
+        f["op_ns"] = op_ns ? json(*op_ns) : json(nullptr);
+        return f;
+    };
+    json ops = {
+        {"devices", "HTP0"},
+        {"stages",
+         {{{"stage", "prefill"},
+           {"fallback", {fb("RMS_NORM", 28, 2e6, 1e6), fb("FLASH_ATTN_EXT", 28, 9e6, 8e6)}}},
+          {{"stage", "decode"}, {"fallback", {fb("GET_ROWS", 1, std::nullopt, 4e6)}}}}}};
+    json doc = {{"schema", "stagebench.result"}, {"command", "ops"}, {"ops", ops}};
+    const json a = advised({{"o.json", doc}}, {});
+    ASSERT_EQ(a["fallback"].size(), 3u);
+    EXPECT_EQ(a["fallback"][0]["op"], "FLASH_ATTN_EXT");
+    EXPECT_EQ(a["fallback"][1]["op"], "GET_ROWS");  // 4 ms of op time, no call time
+    EXPECT_EQ(a["fallback"][2]["op"], "RMS_NORM");
+    bool said = false;
+    for (const auto& x : a["sentences"])
+        said = said || x.get<std::string>() ==
+                           "The fallbacks that cost most (time their nodes spent off the device "
+                           "asked for): prefill FLASH_ATTN_EXT on CPU instead of HTP0 (9.00 ms per "
+                           "stage); decode GET_ROWS on CPU instead of HTP0 (4.00 ms per stage); "
+                           "prefill RMS_NORM on CPU instead of HTP0 (2.00 ms per stage): "
+                           "implementing these natively would keep them on the device.";
+    EXPECT_TRUE(said) << a["sentences"].dump(1);
 }
 
 TEST(Advise, OpsADeviceCannotRunAreTheThirdGuideline) {

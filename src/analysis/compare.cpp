@@ -166,6 +166,12 @@ class Assembler {
         row.test = t.base->name;
         row.key = t.base->key;
         row.differs = differs;
+        if (row.metric == "tokens_per_s")
+            for (std::size_t s = 0; s < t.es.size(); ++s) {
+                const CompareTest& test = *t.es[s]->test;
+                row.sides[s].robust =
+                    row.stage == "prefill" ? test.prefill_robust : test.decode_robust;
+            }
         for (auto& n : compare_cv_notes(row, opts_))
             r_.notes.push_back(std::move(n));
         r_.rows.push_back(std::move(row));
@@ -376,9 +382,24 @@ json to_json(const CompareResult& r) {
     json rows = json::array();
     for (const auto& row : r.rows) {
         json sides = json::array();
-        for (const auto& s : row.sides)
-            sides.push_back(
-                {{"label", s.label}, {"median", opt(s.median)}, {"cv", opt(s.cv)}, {"n", s.n}});
+        for (const auto& s : row.sides) {
+            json robust = nullptr;
+            if (const auto& x = s.robust)
+                robust = {{"tokens_per_s", opt(x->tokens_per_s)},
+                          {"ci_low", opt(x->ci_low)},
+                          {"ci_high", opt(x->ci_high)},
+                          {"stalls", x->stalls},
+                          {"of", x->of},
+                          {"unit", x->unit}};
+            sides.push_back({{"label", s.label},
+                             {"median", opt(s.median)},
+                             {"median_ci_low", opt(s.median_ci_low)},
+                             {"median_ci_high", opt(s.median_ci_high)},
+                             {"cv", opt(s.cv)},
+                             {"n", s.n},
+                             {"total", opt(s.total)},
+                             {"robust", robust}});
+        }
         json ratios = json::array();
         for (const auto& q : row.ratios)
             ratios.push_back({{"label", q.label},
@@ -392,6 +413,9 @@ json to_json(const CompareResult& r) {
             for (const auto& v : values)
                 vals.push_back(value_json(v));
         }
+        json signature = nullptr;
+        if (const auto& g = row.signature)
+            signature = {{"op", g->op}, {"role", g->role}, {"shape", g->shape}};
         rows.push_back({{"test", row.test},
                         {"key", row.key},
                         {"stage", row.stage},
@@ -399,7 +423,9 @@ json to_json(const CompareResult& r) {
                         {"higher_is_better", row.higher_is_better},
                         {"differs", differs},
                         {"sides", sides},
-                        {"ratios", ratios}});
+                        {"ratios", ratios},
+                        {"op", opt(row.op)},
+                        {"signature", signature}});
     }
     json unmatched = json::array();
     for (const auto& u : r.unmatched)
@@ -438,8 +464,19 @@ void read(const JsonIn& in, CompareInputInfo& i) {
         "cpu", i.cpu)("started_at", i.started_at);
 }
 
+void read(const JsonIn& in, CompareRobust& r) {
+    ObjectIn{in}("tokens_per_s", r.tokens_per_s)("ci_low", r.ci_low)("ci_high", r.ci_high)(
+        "stalls", r.stalls)("of", r.of)("unit", r.unit);
+}
+
 void read(const JsonIn& in, CompareSide& s) {
-    ObjectIn{in}("label", s.label)("median", s.median)("cv", s.cv)("n", s.n);
+    ObjectIn{in}("label", s.label)("median", s.median)("median_ci_low", s.median_ci_low)(
+        "median_ci_high", s.median_ci_high)("cv", s.cv)("n", s.n)("total", s.total)("robust",
+                                                                                    s.robust);
+}
+
+void read(const JsonIn& in, CompareOpSignature& g) {
+    ObjectIn{in}("op", g.op)("role", g.role)("shape", g.shape);
 }
 
 void read(const JsonIn& in, CompareRatio& q) {
@@ -450,7 +487,7 @@ void read(const JsonIn& in, CompareRatio& q) {
 void read(const JsonIn& in, CompareRow& row) {
     ObjectIn{in}("test", row.test)("key", row.key)("stage", row.stage)("metric", row.metric)(
         "higher_is_better", row.higher_is_better)("differs", row.differs)("sides", row.sides)(
-        "ratios", row.ratios);
+        "ratios", row.ratios)("op", row.op)("signature", row.signature);
 }
 
 void read(const JsonIn& in, CompareUnmatched& u) {

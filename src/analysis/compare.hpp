@@ -78,11 +78,31 @@ std::string compare_value_text(const CompareValue& v);
 // Field name -> one value per side (CompareRow::differs).
 using CompareDiffers = std::map<std::string, std::vector<CompareValue>>;
 
-// One side of a row; median and cv in the row's metric (cv a fraction), null when undefined.
+// A stage's stall-robust rate (core/result.hpp RobustRate: 1e9 / the median ns per token, with
+// the median's seeded bootstrap 95% CI) and its stalls (core/stats.hpp detect_stalls: slow
+// repetitions of prefill, stalled tokens of decode), as the side's test recorded them.
+struct CompareRobust {
+    std::optional<double> tokens_per_s, ci_low, ci_high;
+    std::size_t stalls = 0;
+    std::size_t of = 0;  // repetitions (prefill) or tokens (decode) examined
+    std::string unit;    // "reps" | "tokens"
+    bool operator==(const CompareRobust&) const = default;
+};
+
+// One side of a row, in the row's metric; null when undefined. median is the median of the
+// samples, median_ci_low/high its seeded percentile-bootstrap 95% CI (core/stats.hpp
+// median_ci; null with fewer than 2 samples), cv a fraction. Rows of totals (an ops
+// document's op type rolled up, metrics *_total*) have total instead, and median, its CI and
+// cv null.
 struct CompareSide {
     std::string label;
     std::optional<double> median, cv;
-    std::size_t n = 0;  // samples (repetitions)
+    std::size_t n = 0;  // samples (repetitions; op records)
+    std::optional<double> median_ci_low, median_ci_high;
+    std::optional<double> total;
+    // tokens_per_s rows of run and demo documents: the side's robust rate and stalls; null for
+    // other rows and for sides without them (a sustained document's rounds).
+    std::optional<CompareRobust> robust;
     bool operator==(const CompareSide&) const = default;
 };
 
@@ -95,6 +115,15 @@ struct CompareRatio {
     std::optional<double> median, ci_low, ci_high;
     std::string verdict;
     bool operator==(const CompareRatio&) const = default;
+};
+
+// What an ops document's per-shape row compares: the op type, the tensor's role where the
+// node's or its weight's name gives it ("attn_q", "ffn_down", "output"; "" when neither
+// does), and the types and shapes of its inputs and output ("q4_0 64×64, f32 64×32 → f32
+// 64×32": ggml order, trailing 1s left out).
+struct CompareOpSignature {
+    std::string op, role, shape;
+    bool operator==(const CompareOpSignature&) const = default;
 };
 
 struct CompareRow {
@@ -115,6 +144,10 @@ struct CompareRow {
     CompareDiffers differs;
     std::vector<CompareSide> sides;    // the baseline first, then each input having the test
     std::vector<CompareRatio> ratios;  // one per side after the first
+    // Ops documents: the op type (rows of one shape and the type's rolled-up rows) and the
+    // signature (rows of one shape only); null for other documents.
+    std::optional<std::string> op;
+    std::optional<CompareOpSignature> signature;
     bool operator==(const CompareRow&) const = default;
 };
 
@@ -152,26 +185,47 @@ CompareResult compare_documents(const std::vector<CompareInput>& inputs,
 // has no tests.
 bool is_ops_document(const ResultDocument& doc);
 
-// Ops documents op by op (compare_documents() hands them here when the baseline is one): per
-// stage of the baseline (stages matched by name: prefill, decode, log) and op type (largest
-// time first), rows of metric "op_us" (op time, µs), "call_us" (call time, µs) and
-// "call_per_op" (call time over op time per op), each side's samples being its records of that
-// type in the stage (views excluded); each other side's ratio of medians with the bootstrap CI
-// of compare_row (verdicts "faster"/"slower", for call_per_op "lower"/"higher"). A row exists
-// where the baseline has the metric (a log without call times has no call rows). differs names
-// the sides' devices, sources and stage n_tokens when they differ; op types or stages only
-// another side has are unmatched ("decode GET_ROWS", "prefill (stage)"). r.match is
-// {"stage", "op"}. Throws sb::Error(input) naming the input when one is not an ops document,
-// sb::Error(usage) as compare_documents().
+// Ops documents node by node (compare_documents() hands them here when the baseline is one).
+// Per stage of the baseline (stages matched by name: prefill, decode, log), the computing
+// records (views excluded) are grouped by signature (compare_op_signature: op, role, shapes,
+// types); a signature of the baseline meets the other side's equal one, else, when one side
+// has no role for it, the other's only signature of that op and shape. Per op type (largest
+// time first):
+//  - rolled up over its matched signatures (test: the op type): "op_total_us" (summed op time
+//    per stage, µs), "call_total_us" (summed call time) and "call_per_op_total" (summed call
+//    over summed op time); each side's total, the ratio of totals with a stratified bootstrap
+//    95% CI (core/stats_bootstrap.hpp ratio_of_totals: records resampled within each
+//    signature);
+//  - then per signature (largest baseline op time first; test: "OP role: shape"): "op_us",
+//    "call_us" and "call_per_op" (call over op time per record), each side's median of its
+//    records of that signature with the median's CI, the ratio of medians with compare_row's
+//    bootstrap CI (verdicts "faster"/"slower", for call/op "lower"/"higher").
+// A row exists where the baseline has the metric (a log without call times has no call rows).
+// differs names the sides' devices, sources and stage n_tokens when they differ. Signatures,
+// op types and stages only one side has are listed in unmatched, with their node count and op
+// time ("decode GET_ROWS token_embd: q4_0 64×32000, i32 1 → f32 64 (1 node, 5.0 µs op)",
+// "prefill (stage)"), never dropped. r.match is {"stage", "op", "signature"}. Throws
+// sb::Error(input) naming the input when one is not an ops document, sb::Error(usage) as
+// compare_documents().
 CompareResult compare_ops_documents(const std::vector<CompareInput>& inputs,
                                     const CompareOptions& opts = {});
+
+// The signature an op record is matched by across ops documents. The role: the name of the
+// record's weight ("blk.3.ffn_down.weight" -> "ffn_down", "output.weight" -> "output"), else
+// the node's own name without its layer suffix and annotations ("Qcur-3" -> "Qcur",
+// "kq-0 (reshaped)" -> "kq"); "" for ggml's default names ("node_12", "leaf_3") and none.
+CompareOpSignature compare_op_signature(const OpRecord& r);
+// "MUL_MAT attn_q: q4_0 64×64, f32 64×32 → f32 64×32" (no role: "MUL_MAT: ...").
+std::string compare_signature_text(const CompareOpSignature& s);
 
 // The compare document: {"command": "compare", "compare_schema_version": 1, "tool_version",
 // "created_at", "match": {"fields", "model_alias"}, "inputs": [{"label", "source", "command",
 // "host", "cpu", "started_at"}], "rows": [{"test", "key", "stage", "metric", "higher_is_better",
-// "differs": {name: [value per side]}, "sides": [{"label", "median", "cv", "n"}], "ratios":
-// [{"label", "median", "ci_low", "ci_high", "verdict"}]}], "unmatched": [{"label", "test"}],
-// "notes"}; absent values are null.
+// "differs": {name: [value per side]}, "sides": [{"label", "median", "median_ci_low",
+// "median_ci_high", "cv", "n", "total", "robust": {"tokens_per_s", "ci_low", "ci_high",
+// "stalls", "of", "unit"}}], "ratios": [{"label", "median", "ci_low", "ci_high", "verdict"}],
+// "op", "signature": {"op", "role", "shape"}}], "unmatched": [{"label", "test"}], "notes"};
+// absent values are null.
 nlohmann::json to_json(const CompareResult& r);
 
 // The inverse (core/doc/json_in.hpp rules): read(to_json(r)) == r. "command" must be "compare"
@@ -182,7 +236,9 @@ void read(const JsonIn& in, CompareResult& r);
 // Its parts, each the inverse of its part of to_json(CompareResult).
 void read(const JsonIn& in, CompareValue& v);
 void read(const JsonIn& in, CompareInputInfo& i);
+void read(const JsonIn& in, CompareRobust& r);
 void read(const JsonIn& in, CompareSide& s);
+void read(const JsonIn& in, CompareOpSignature& s);
 void read(const JsonIn& in, CompareRatio& q);
 void read(const JsonIn& in, CompareRow& row);
 void read(const JsonIn& in, CompareUnmatched& u);

@@ -40,16 +40,25 @@ std::vector<CompareWindow> windows(const std::vector<StageWindow>& ws) {
     return v;
 }
 
+CompareRobust robust_of(const StageResult& s, const Stalls& stalls, const char* unit) {
+    return {s.robust.tokens_per_s, s.robust.ci95_lo, s.robust.ci95_hi,
+            stalls.count(),        stalls.n,         unit};
+}
+
 CompareTest test_of(const TestResult& t) {
     CompareTest c;
     c.name = t.config.test_name();
     c.config = config_fields(t.config);
     c.status = to_string(t.status);
     c.error = t.error;
-    if (t.prefill)
+    if (t.prefill) {
         c.prefill_tps = t.prefill->tokens_per_s;
-    if (t.decode)
+        c.prefill_robust = robust_of(*t.prefill, t.prefill->stalls, "reps");
+    }
+    if (t.decode) {
         c.decode_tps = t.decode->tokens_per_s;
+        c.decode_robust = robust_of(*t.decode, t.decode->token_stalls, "tokens");
+    }
     c.ttft_ns.assign(t.ttft_ns.begin(), t.ttft_ns.end());
     if (t.telemetry) {
         c.prefill_windows = windows(t.telemetry->prefill);

@@ -1,11 +1,17 @@
-// compare of `ops` documents (ops, decompose, import hexagon-profile): op by op, per stage.
+// compare of `ops` documents (ops, decompose, import hexagon-profile): node by node, per stage,
+// matched by signature, then rolled up per op type.
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <cctype>
+#include <map>
 #include <set>
 
 #include "analysis/compare.hpp"
 #include "analysis/compare_steps.hpp"
 #include "core/error.hpp"
 #include "core/result.hpp"
+#include "core/stats_bootstrap.hpp"
 
 namespace sb {
 
@@ -17,34 +23,98 @@ struct OpsMetric {
     const char* worse;
 };
 
-// Op time and call time in µs; call/op the dispatch tax (call time over op time per op).
-const std::vector<OpsMetric> kOpsMetrics = {{"op_us", "faster", "slower"},
-                                            {"call_us", "faster", "slower"},
-                                            {"call_per_op", "lower", "higher"}};
+// Per signature: op time and call time in µs; call/op the dispatch tax (call time over op time
+// per record).
+const std::vector<OpsMetric> kShapeMetrics = {{"op_us", "faster", "slower"},
+                                              {"call_us", "faster", "slower"},
+                                              {"call_per_op", "lower", "higher"}};
+// Per op type, over its matched signatures: summed op time, summed call time, and summed call
+// over summed op time.
+const std::vector<OpsMetric> kTotalMetrics = {{"op_total_us", "faster", "slower"},
+                                              {"call_total_us", "faster", "slower"},
+                                              {"call_per_op_total", "lower", "higher"}};
+
+bool all_digits(const std::string& s) {
+    return !s.empty() &&
+           std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
+}
+
+// "blk.3.ffn_down.weight" -> "ffn_down", "output.weight" -> "output"; "" for anything else.
+std::string weight_role(const std::string& name) {
+    static const std::string suffix = ".weight";
+    if (name.size() <= suffix.size() || !name.ends_with(suffix))
+        return "";
+    std::string stem = name.substr(0, name.size() - suffix.size());
+    if (stem.starts_with("blk.")) {
+        const auto dot = stem.find('.', 4);
+        if (dot == std::string::npos || !all_digits(stem.substr(4, dot - 4)))
+            return "";
+        stem = stem.substr(dot + 1);
+    }
+    return stem.find(' ') == std::string::npos ? stem : "";
+}
+
+// "Qcur-3" -> "Qcur", "kq-0 (reshaped)" -> "kq"; "" for ggml's default names.
+std::string node_role(std::string name) {
+    if (const auto paren = name.find(" ("); paren != std::string::npos)
+        name.resize(paren);
+    if (const auto dash = name.rfind('-');
+        dash != std::string::npos && all_digits(name.substr(dash + 1)))
+        name.resize(dash);
+    for (const char* generic : {"node_", "leaf_"})
+        if (name.starts_with(generic) && all_digits(name.substr(std::string(generic).size())))
+            return "";
+    return name;
+}
+
+// "q4_0 64×64": ggml order, trailing 1s left out (at least one dimension).
+std::string tensor_text(const TensorInfo& t) {
+    std::size_t n = t.ne.size();
+    while (n > 1 && t.ne[n - 1] == 1)
+        --n;
+    std::string dims;
+    for (std::size_t i = 0; i < n; ++i)
+        dims += (i ? "×" : "") + std::to_string(t.ne[i]);
+    if (dims.empty())
+        dims = "?";
+    return t.type.empty() ? dims : t.type + " " + dims;
+}
+
+// One side's records of one stage, grouped by signature in order of first appearance.
+struct SignatureGroup {
+    CompareOpSignature sig;
+    std::vector<const OpRecord*> records;
+    double op_ns = 0;  // summed, for the order of rows
+};
+
+std::string key_of(const CompareOpSignature& s) {
+    return s.op + "\x1f" + s.role + "\x1f" + s.shape;
+}
+
+std::vector<SignatureGroup> groups_of(const StageProfile* s) {
+    std::vector<SignatureGroup> out;
+    if (!s)
+        return out;
+    std::map<std::string, std::size_t> index;
+    for (const auto& r : s->ops) {
+        if (r.no_compute)
+            continue;
+        const CompareOpSignature sig = compare_op_signature(r);
+        auto [it, fresh] = index.try_emplace(key_of(sig), out.size());
+        if (fresh)
+            out.push_back({sig, {}, 0});
+        SignatureGroup& g = out[it->second];
+        g.records.push_back(&r);
+        g.op_ns += r.op_ns.value_or(0);
+    }
+    return out;
+}
 
 const StageProfile* stage_of(const OpsProfile& p, const std::string& name) {
     for (const auto& s : p.stages)
         if (s.stage == name)
             return &s;
     return nullptr;
-}
-
-std::vector<double> op_samples(const StageProfile* s, const std::string& op,
-                               const std::string& metric) {
-    std::vector<double> v;
-    if (!s)
-        return v;
-    for (const auto& r : s->ops) {
-        if (r.op != op || r.no_compute)
-            continue;
-        if (metric == "op_us" && r.op_ns)
-            v.push_back(*r.op_ns / 1e3);
-        else if (metric == "call_us" && r.call_ns)
-            v.push_back(*r.call_ns / 1e3);
-        else if (metric == "call_per_op" && r.call_ns && r.op_ns && *r.op_ns > 0)
-            v.push_back(*r.call_ns / *r.op_ns);
-    }
-    return v;
 }
 
 // The op types of a stage, those of the largest time first (by_op's order), else by name.
@@ -55,12 +125,163 @@ std::vector<std::string> op_types(const StageProfile& s) {
         if (seen.insert(a.key).second)
             out.push_back(a.key);
     for (const auto& r : s.ops)
-        if (seen.insert(r.op).second)
+        if (!r.no_compute && seen.insert(r.op).second)
             out.push_back(r.op);
     return out;
 }
 
+// The signature of side's groups that base meets: the equal one, else (one side without a
+// role) the only group of the same op and shape. nullopt when none.
+std::optional<std::size_t> match_group(const SignatureGroup& base,
+                                       const std::vector<SignatureGroup>& side) {
+    for (std::size_t i = 0; i < side.size(); ++i)
+        if (side[i].sig == base.sig)
+            return i;
+    std::optional<std::size_t> found;
+    for (std::size_t i = 0; i < side.size(); ++i) {
+        const auto& s = side[i].sig;
+        if (s.op != base.sig.op || s.shape != base.sig.shape ||
+            (!s.role.empty() && !base.sig.role.empty()))
+            continue;
+        if (found)
+            return std::nullopt;  // ambiguous
+        found = i;
+    }
+    return found;
+}
+
+// A record's value of a per-signature metric; nullopt when it lacks it.
+std::optional<double> value_of(const OpRecord& r, const std::string& metric) {
+    if (metric == "op_us" && r.op_ns)
+        return *r.op_ns / 1e3;
+    if (metric == "call_us" && r.call_ns)
+        return *r.call_ns / 1e3;
+    if (metric == "call_per_op" && r.call_ns && r.op_ns && *r.op_ns > 0)
+        return *r.call_ns / *r.op_ns;
+    return std::nullopt;
+}
+
+std::vector<double> samples_of(const SignatureGroup* g, const std::string& metric) {
+    std::vector<double> v;
+    if (g)
+        for (const OpRecord* r : g->records)
+            if (auto x = value_of(*r, metric))
+                v.push_back(*x);
+    return v;
+}
+
+// A side's strata of a total metric over its matched groups: op or call time (µs) per record,
+// or call over op time (records with both and an op time above 0).
+Strata strata_of(const std::vector<const SignatureGroup*>& groups, const std::string& metric) {
+    Strata s;
+    const bool ratio = metric == "call_per_op_total";
+    for (const SignatureGroup* g : groups) {
+        std::vector<double> num, den;
+        for (const OpRecord* r : g->records) {
+            if (ratio) {
+                if (r->call_ns && r->op_ns && *r->op_ns > 0) {
+                    num.push_back(*r->call_ns / 1e3);
+                    den.push_back(*r->op_ns / 1e3);
+                }
+            } else if (auto x = value_of(*r, metric == "op_total_us" ? "op_us" : "call_us")) {
+                num.push_back(*x);
+            }
+        }
+        if (num.empty())
+            continue;
+        s.num.push_back(std::move(num));
+        if (ratio)
+            s.den.push_back(std::move(den));
+    }
+    return s;
+}
+
+std::size_t count_of(const Strata& s) {
+    std::size_t n = 0;
+    for (const auto& v : s.num)
+        n += v.size();
+    return n;
+}
+
+// A row of totals over the matched signatures partner[k] (partner[k][s]: side s's group of the
+// baseline's k-th signature, null where it has none): each side's total over its matched
+// groups, and each other side's ratio of totals over the signatures both it and the baseline
+// have, with the stratified bootstrap CI.
+CompareRow total_row(const std::string& stage, const OpsMetric& m,
+                     const std::vector<std::string>& labels,
+                     const std::vector<std::vector<const SignatureGroup*>>& partner,
+                     const CompareOptions& opts) {
+    CompareRow row;
+    row.stage = stage;
+    row.metric = m.metric;
+    row.higher_is_better = false;
+    auto groups = [&](std::size_t side, std::optional<std::size_t> with) {
+        std::vector<const SignatureGroup*> v;
+        for (const auto& p : partner)
+            if (p[side] && (!with || p[*with]))
+                v.push_back(p[side]);
+        return v;
+    };
+    for (std::size_t s = 0; s < labels.size(); ++s) {
+        const Strata st = strata_of(groups(s, std::nullopt), m.metric);
+        CompareSide side;
+        side.label = labels[s];
+        side.n = count_of(st);
+        if (side.n > 0)
+            side.total = strata_total(st);
+        row.sides.push_back(side);
+    }
+    for (std::size_t s = 1; s < labels.size(); ++s) {
+        CompareRatio q;
+        q.label = labels[s] + "/" + labels[0];
+        const Strata a = strata_of(groups(s, 0), m.metric);
+        const Strata b = strata_of(groups(0, s), m.metric);
+        const auto ta = count_of(a) ? strata_total(a) : std::nullopt;
+        const auto tb = count_of(b) ? strata_total(b) : std::nullopt;
+        if (!ta || !tb || *ta <= 0 || *tb <= 0) {
+            q.verdict = "no data";
+        } else {
+            const RatioCi ci = ratio_of_totals(a, b, opts.resamples, opts.seed);
+            q.median = ci.ratio;
+            q.ci_low = ci.lo;
+            q.ci_high = ci.hi;
+            q.verdict = ci.no_difference ? "no difference" : ci.lo > 1 ? m.worse : m.better;
+        }
+        row.ratios.push_back(q);
+    }
+    return row;
+}
+
+std::string us_text(double ns) {
+    return fmt::format("{:.1f} µs", ns / 1e3);
+}
+
+// "decode MUL_MAT attn_q: ... (3 nodes, 12.0 µs op)": an unmatched signature.
+std::string unmatched_text(const std::string& stage, const SignatureGroup& g) {
+    const std::size_t n = g.records.size();
+    return fmt::format("{} {} ({} node{}, {} op)", stage, compare_signature_text(g.sig), n,
+                       n == 1 ? "" : "s", us_text(g.op_ns));
+}
+
 }  // namespace
+
+CompareOpSignature compare_op_signature(const OpRecord& r) {
+    CompareOpSignature s;
+    s.op = r.op;
+    for (const auto& src : r.srcs)
+        if (s.role = weight_role(src.name); !s.role.empty())
+            break;
+    if (s.role.empty())
+        s.role = node_role(r.out.name);
+    for (const auto& src : r.srcs)
+        s.shape += (s.shape.empty() ? "" : ", ") + tensor_text(src);
+    s.shape += (s.shape.empty() ? "→ " : " → ") + tensor_text(r.out);
+    return s;
+}
+
+std::string compare_signature_text(const CompareOpSignature& s) {
+    return s.op + (s.role.empty() ? "" : " " + s.role) + ": " + s.shape;
+}
 
 bool is_ops_document(const ResultDocument& doc) {
     return doc.ops && doc.tests.empty();
@@ -79,8 +300,8 @@ CompareResult compare_ops_documents(const std::vector<CompareInput>& inputs,
     CompareResult r;
     r.tool_version = opts.tool_version;
     r.created_at = utc_timestamp();
-    r.match = {"stage", "op"};
-    std::vector<OpsProfile> profiles;
+    r.match = {"stage", "op", "signature"};
+    std::vector<const OpsProfile*> profiles;
     std::vector<std::string> labels;
     for (const auto& in : inputs) {
         const std::string who = in.label + " (" + in.source + ")";
@@ -89,64 +310,124 @@ CompareResult compare_ops_documents(const std::vector<CompareInput>& inputs,
                               ": not an ops document, and the baseline is one; compare reads "
                               "ops documents (ops, decompose, import hexagon-profile) against "
                               "each other, and run documents against each other");
-        profiles.push_back(*in.doc.ops);
+        profiles.push_back(&*in.doc.ops);
         labels.push_back(in.label);
         r.inputs.push_back(compare_input_info(in));
     }
+    const std::size_t n_sides = profiles.size();
 
     std::vector<CompareValue> devices, sources;
-    for (const auto& p : profiles) {
-        devices.push_back(p.devices);
-        sources.push_back(p.source);
+    for (const auto* p : profiles) {
+        devices.push_back(p->devices);
+        sources.push_back(p->source);
     }
-    for (const auto& base_stage : profiles[0].stages) {
+    for (const auto& base_stage : profiles[0]->stages) {
+        const std::string& stage = base_stage.stage;
         std::vector<const StageProfile*> stages;
-        for (const auto& p : profiles)
-            stages.push_back(stage_of(p, base_stage.stage));
+        for (const auto* p : profiles)
+            stages.push_back(stage_of(*p, stage));
         std::vector<CompareValue> tokens;
         for (const auto* s : stages)
             tokens.push_back(s ? CompareValue(int64_t{s->n_tokens}) : CompareValue());
-        for (std::size_t i = 1; i < profiles.size(); ++i)
+        for (std::size_t i = 1; i < n_sides; ++i)
             if (!stages[i])
-                r.notes.push_back(labels[i] + " has no stage " + base_stage.stage);
+                r.notes.push_back(labels[i] + " has no stage " + stage);
+        std::vector<std::vector<SignatureGroup>> groups;
+        for (const auto* s : stages)
+            groups.push_back(groups_of(s));
+        // The other sides' groups some baseline group met, per side.
+        std::vector<std::set<std::size_t>> met(n_sides);
+        auto finish = [&](CompareRow& row, const std::string& op) {
+            row.op = op;
+            add_if_differing(devices, row.differs, "devices");
+            add_if_differing(sources, row.differs, "source");
+            add_if_differing(tokens, row.differs, "n_tokens");
+            for (auto& n : compare_cv_notes(row, opts))
+                r.notes.push_back(std::move(n));
+            r.rows.push_back(std::move(row));
+        };
         for (const auto& op : op_types(base_stage)) {
-            for (const auto& m : kOpsMetrics) {
-                std::vector<std::vector<double>> samples;
-                for (const auto* s : stages)
-                    samples.push_back(op_samples(s, op, m.metric));
-                if (samples[0].empty())
+            // The baseline's groups of this op, largest op time first, and their counterparts.
+            std::vector<std::size_t> order;
+            for (std::size_t g = 0; g < groups[0].size(); ++g)
+                if (groups[0][g].sig.op == op)
+                    order.push_back(g);
+            std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
+                return groups[0][x].op_ns > groups[0][y].op_ns;
+            });
+            if (order.empty())
+                continue;
+            // partner[k][i]: side i's group of the baseline's k-th matched signature, or null.
+            std::vector<std::vector<const SignatureGroup*>> partner;
+            for (std::size_t g : order) {
+                const SignatureGroup& base = groups[0][g];
+                std::vector<const SignatureGroup*> p{&base};
+                bool any = false;
+                for (std::size_t i = 1; i < n_sides; ++i) {
+                    const auto at = match_group(base, groups[i]);
+                    p.push_back(at ? &groups[i][*at] : nullptr);
+                    if (at) {
+                        met[i].insert(*at);
+                        any = true;
+                    }
+                }
+                if (any)
+                    partner.push_back(std::move(p));
+                else
+                    r.unmatched.push_back({labels[0], unmatched_text(stage, base)});
+            }
+            if (partner.empty())
+                continue;
+            // The op type rolled up over its matched signatures.
+            std::vector<const SignatureGroup*> base_groups;
+            for (const auto& p : partner)
+                base_groups.push_back(p[0]);
+            for (const auto& m : kTotalMetrics) {
+                if (count_of(strata_of(base_groups, m.metric)) == 0)
                     continue;  // the baseline has no such time (no call times in a log)
-                const CompareStage st{base_stage.stage.c_str(), m.metric, false, m.better, m.worse};
-                CompareRow row = compare_row(st, labels, samples, opts);
+                CompareRow row = total_row(stage, m, labels, partner, opts);
                 row.test = op;
-                row.key = base_stage.stage + "/" + op;
-                add_if_differing(devices, row.differs, "devices");
-                add_if_differing(sources, row.differs, "source");
-                add_if_differing(tokens, row.differs, "n_tokens");
-                for (auto& n : compare_cv_notes(row, opts))
-                    r.notes.push_back(std::move(n));
-                r.rows.push_back(std::move(row));
+                row.key = stage + "/" + op;
+                finish(row, op);
+            }
+            // Then each signature.
+            for (const auto& p : partner) {
+                const SignatureGroup& base = *p[0];
+                const std::string text = compare_signature_text(base.sig);
+                for (const auto& m : kShapeMetrics) {
+                    std::vector<std::vector<double>> samples;
+                    for (const auto* g : p)
+                        samples.push_back(samples_of(g, m.metric));
+                    if (samples[0].empty())
+                        continue;
+                    const CompareStage st{stage.c_str(), m.metric, false, m.better, m.worse};
+                    CompareRow row = compare_row(st, labels, samples, opts);
+                    row.test = text;
+                    row.key = stage + "/" + text;
+                    row.signature = base.sig;
+                    finish(row, op);
+                }
             }
         }
-        // Op types a side ran that the baseline did not.
-        const auto base_ops = op_types(base_stage);
-        for (std::size_t i = 1; i < stages.size(); ++i) {
-            if (!stages[i])
-                continue;
-            for (const auto& op : op_types(*stages[i]))
-                if (std::find(base_ops.begin(), base_ops.end(), op) == base_ops.end())
-                    r.unmatched.push_back({labels[i], base_stage.stage + " " + op});
-        }
+        // Signatures a side ran that no baseline signature met, op types included.
+        for (std::size_t i = 1; i < n_sides; ++i)
+            for (std::size_t g = 0; g < groups[i].size(); ++g)
+                if (!met[i].count(g))
+                    r.unmatched.push_back({labels[i], unmatched_text(stage, groups[i][g])});
     }
-    for (std::size_t i = 1; i < profiles.size(); ++i)
-        for (const auto& s : profiles[i].stages)
-            if (!stage_of(profiles[0], s.stage))
+    for (std::size_t i = 1; i < n_sides; ++i)
+        for (const auto& s : profiles[i]->stages)
+            if (!stage_of(*profiles[0], s.stage))
                 r.unmatched.push_back({labels[i], s.stage + " (stage)"});
     r.notes.push_back(
-        "ops documents: per stage and op type, each side's samples are its op records of that "
-        "type (one per node; views excluded): op_us the op time, call_us the call time (µs), "
-        "call_per_op their ratio per op (the dispatch tax); the ratio is of medians with a "
-        "bootstrap 95% CI over the records");
+        "ops documents: per stage, op records (one per node; views excluded) are matched by "
+        "signature (op, the tensor's role where its or its weight's name gives it, input and "
+        "output types and shapes). Per signature, each side's samples are its records: op_us "
+        "the op time, call_us the call time (µs), call_per_op their ratio per record (the "
+        "dispatch tax); the ratio is of medians with a bootstrap 95% CI over the records. Per "
+        "op type, over the matched signatures: op_total_us and call_total_us the summed times "
+        "per stage, call_per_op_total summed call over summed op time; the ratio is of totals "
+        "with a bootstrap 95% CI resampling records within each signature");
     return r;
 }
 

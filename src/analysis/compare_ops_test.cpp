@@ -4,29 +4,52 @@
 #include "core/error.hpp"
 #include "core/result.hpp"
 #include "core/stats.hpp"
+#include "core/stats_bootstrap.hpp"
 
 namespace sb {
 namespace {
 
 using nlohmann::json;
 
-OpRecord rec(const std::string& op, double op_us, std::optional<double> call_us,
-             const std::string& backend) {
+TensorInfo tensor(const std::string& name, const std::string& type, std::vector<int64_t> ne) {
+    TensorInfo t;
+    t.name = name;
+    t.type = type;
+    t.ne = std::move(ne);
+    return t;
+}
+
+// A node of layer `layer`: a mat-mul of role's weight (q4_0, rows x 64) with the activations
+// (f32, 64 x tokens); any other op on the activations alone.
+OpRecord rec(const std::string& op, const std::string& role, int64_t rows, int layer, double op_us,
+             std::optional<double> call_us, const std::string& backend, int64_t tokens = 1) {
     OpRecord r;
     r.op = op;
     r.backend = backend;
+    r.layer = layer;
     r.op_ns = op_us * 1e3;
     if (call_us)
         r.call_ns = *call_us * 1e3;
+    const std::string l = std::to_string(layer);
+    if (op == "MUL_MAT") {
+        r.srcs = {tensor("blk." + l + "." + role + ".weight", "q4_0", {64, rows}),
+                  tensor("attn_norm-" + l, "f32", {64, tokens})};
+        r.out = tensor(role + "_out-" + l, "f32", {rows, tokens});
+    } else {
+        r.srcs = {tensor("l_out-" + l, "f32", {64, tokens})};
+        r.out = tensor(role + "-" + l, "f32", {64, tokens});
+    }
     return r;
 }
 
-// An ops document: per stage, n records of each op with the given times (µs).
+// n nodes (layers 0..n-1) of one op and role with the given times (µs); the times list is
+// cycled over the layers.
 struct OpTimes {
-    std::string op;
+    std::string op, role;
+    int64_t rows;
     int n;
-    double op_us;
-    std::optional<double> call_us;
+    std::vector<double> op_us;
+    std::vector<std::optional<double>> call_us;
 };
 
 ResultDocument ops_doc(const std::string& devices,
@@ -44,9 +67,10 @@ ResultDocument ops_doc(const std::string& devices,
         s.n_tokens = name == "prefill" ? 32 : 1;
         for (const auto& o : ops)
             for (int i = 0; i < o.n; ++i)
-                s.ops.push_back(rec(o.op, o.op_us, o.call_us, devices));
+                s.ops.push_back(rec(o.op, o.role, o.rows, i, o.op_us[i % o.op_us.size()],
+                                    o.call_us[i % o.call_us.size()], devices, s.n_tokens));
         // A view never counts.
-        OpRecord v = rec("VIEW", 0, 1, devices);
+        OpRecord v = rec("VIEW", "view", 64, 0, 0, 1, devices);
         v.no_compute = true;
         s.ops.push_back(v);
         p.stages.push_back(s);
@@ -55,79 +79,192 @@ ResultDocument ops_doc(const std::string& devices,
     return d;
 }
 
-const CompareRow* row(const CompareResult& r, const std::string& stage, const std::string& op,
+const CompareRow* row(const CompareResult& r, const std::string& stage, const std::string& test,
                       const std::string& metric) {
     for (const auto& x : r.rows)
-        if (x.stage == stage && x.test == op && x.metric == metric)
+        if (x.stage == stage && x.test == test && x.metric == metric)
             return &x;
     return nullptr;
 }
 
-TEST(CompareOps, RatiosPerOpAndStage) {
+const std::string kQ = "MUL_MAT attn_q: q4_0 64×64, f32 64 → f32 64";
+const std::string kDown = "MUL_MAT ffn_down: q4_0 64×128, f32 64 → f32 128";
+
+TEST(CompareOps, SignatureOfARecord) {
+    const OpRecord q = rec("MUL_MAT", "attn_q", 64, 3, 1, 1, "CPU", 32);
+    EXPECT_EQ(compare_op_signature(q),
+              (CompareOpSignature{"MUL_MAT", "attn_q", "q4_0 64×64, f32 64×32 → f32 64×32"}));
+    EXPECT_EQ(compare_signature_text(compare_op_signature(q)),
+              "MUL_MAT attn_q: q4_0 64×64, f32 64×32 → f32 64×32");
+    // The output projection's weight has no block.
+    OpRecord out = q;
+    out.srcs[0].name = "output.weight";
+    EXPECT_EQ(compare_op_signature(out).role, "output");
+    // No weight: the node's own name without its layer and annotations.
+    OpRecord kq = q;
+    kq.srcs = {tensor("cache_k_l3 (view) (permuted)", "f16", {64, 32, 1, 1}),
+               tensor("q-3 (permuted)", "f32", {64, 32})};
+    kq.out.name = "kq-3 (reshaped)";
+    EXPECT_EQ(compare_op_signature(kq).role, "kq");
+    EXPECT_EQ(compare_op_signature(kq).shape, "f16 64×32, f32 64×32 → f32 64×32");
+    // ggml's default names and none give no role.
+    OpRecord anon = kq;
+    anon.srcs[0].name = "leaf_2";
+    anon.out.name = "node_17";
+    EXPECT_EQ(compare_op_signature(anon).role, "");
+    anon.out.name = "";
+    EXPECT_EQ(compare_signature_text(compare_op_signature(anon)),
+              "MUL_MAT: f16 64×32, f32 64×32 → f32 64×32");
+}
+
+TEST(CompareOps, OneRowPerShapeThenTheOpTypeRolledUp) {
     const ResultDocument a =
-        ops_doc("CPU", {{"decode", {{"MUL_MAT", 4, 100, 110}, {"RMS_NORM", 3, 10, 20}}},
-                        {"prefill", {{"MUL_MAT", 4, 1000, 1100}}}});
-    const ResultDocument b = ops_doc(
-        "RPC0",
-        {{"decode", {{"MUL_MAT", 4, 155, 300}, {"RMS_NORM", 3, 10, 150}, {"GET_ROWS", 1, 5, 50}}},
-         {"prefill", {{"MUL_MAT", 4, 1670, 2000}}}});
+        ops_doc("CPU", {{"decode",
+                         {{"MUL_MAT", "attn_q", 64, 4, {100}, {110}},
+                          {"MUL_MAT", "ffn_down", 128, 4, {300}, {320}},
+                          {"RMS_NORM", "norm", 0, 3, {10}, {20}}}},
+                        {"prefill", {{"MUL_MAT", "attn_q", 64, 4, {1000}, {1100}}}}});
+    const ResultDocument b =
+        ops_doc("RPC0", {{"decode",
+                          {{"MUL_MAT", "attn_q", 64, 4, {155}, {300}},
+                           {"MUL_MAT", "ffn_down", 128, 4, {330}, {400}},
+                           {"RMS_NORM", "norm", 0, 3, {10}, {150}},
+                           {"GET_ROWS", "inp_embd", 0, 1, {5}, {50}}}},
+                         {"prefill", {{"MUL_MAT", "attn_q", 64, 4, {1670}, {2000}}}}});
     const CompareResult r = compare_documents({{"A", "a.json", a}, {"B", "b.json", b}});
-    EXPECT_EQ(r.match, (std::vector<std::string>{"stage", "op"}));
-    // 2 stages: decode 2 ops x 3 metrics, prefill 1 op x 3 metrics.
-    EXPECT_EQ(r.rows.size(), 9u);
+    EXPECT_EQ(r.match, (std::vector<std::string>{"stage", "op", "signature"}));
+    // decode: MUL_MAT 3 totals + 2 shapes x 3, RMS_NORM 3 totals + 1 shape x 3; prefill: 3 + 3.
+    EXPECT_EQ(r.rows.size(), 3u + 6 + 3 + 3 + 3 + 3);
 
-    const CompareRow* mm = row(r, "decode", "MUL_MAT", "op_us");
+    // Each shape its own ratio: attn_q 1.55x, ffn_down 1.1x.
+    const CompareRow* q = row(r, "decode", kQ, "op_us");
+    ASSERT_TRUE(q);
+    EXPECT_EQ(q->key, "decode/" + kQ);
+    EXPECT_EQ(q->op, "MUL_MAT");
+    ASSERT_TRUE(q->signature);
+    EXPECT_EQ(q->signature->role, "attn_q");
+    EXPECT_DOUBLE_EQ(*q->sides[0].median, 100.0);
+    EXPECT_EQ(q->sides[0].n, 4u);                         // the view is left out
+    EXPECT_DOUBLE_EQ(*q->sides[0].median_ci_low, 100.0);  // the median's CI: equal records
+    EXPECT_DOUBLE_EQ(*q->sides[0].median_ci_high, 100.0);
+    EXPECT_DOUBLE_EQ(*q->sides[1].median, 155.0);
+    ASSERT_EQ(q->ratios.size(), 1u);
+    EXPECT_EQ(q->ratios[0].label, "B/A");
+    EXPECT_DOUBLE_EQ(*q->ratios[0].median, 1.55);
+    EXPECT_DOUBLE_EQ(*q->ratios[0].ci_low, 1.55);  // every sample equal: a point interval
+    EXPECT_DOUBLE_EQ(*q->ratios[0].ci_high, 1.55);
+    EXPECT_EQ(q->ratios[0].verdict, "slower");
+    EXPECT_EQ(q->differs.at("devices"), (std::vector<CompareValue>{"CPU", "RPC0"}));
+    const CompareRow* down = row(r, "decode", kDown, "op_us");
+    ASSERT_TRUE(down);
+    EXPECT_NEAR(*down->ratios[0].median, 1.1, 1e-12);
+
+    // The op type rolled up: summed op time over both shapes, (4x155 + 4x330) / (4x100 +
+    // 4x300), the first MUL_MAT row of the stage.
+    const CompareRow* mm = row(r, "decode", "MUL_MAT", "op_total_us");
     ASSERT_TRUE(mm);
-    EXPECT_EQ(mm->key, "decode/MUL_MAT");
-    EXPECT_DOUBLE_EQ(*mm->sides[0].median, 100.0);
-    EXPECT_EQ(mm->sides[0].n, 4u);  // the view is left out
-    EXPECT_DOUBLE_EQ(*mm->sides[1].median, 155.0);
-    ASSERT_EQ(mm->ratios.size(), 1u);
-    EXPECT_EQ(mm->ratios[0].label, "B/A");
-    EXPECT_DOUBLE_EQ(*mm->ratios[0].median, 1.55);
-    EXPECT_DOUBLE_EQ(*mm->ratios[0].ci_low, 1.55);  // every sample equal: a point interval
-    EXPECT_DOUBLE_EQ(*mm->ratios[0].ci_high, 1.55);
+    EXPECT_EQ(mm, &r.rows[0]);
+    EXPECT_FALSE(mm->signature);
+    EXPECT_EQ(mm->op, "MUL_MAT");
+    EXPECT_DOUBLE_EQ(*mm->sides[0].total, 1600.0);
+    EXPECT_DOUBLE_EQ(*mm->sides[1].total, 1940.0);
+    EXPECT_FALSE(mm->sides[0].median);
+    EXPECT_EQ(mm->sides[0].n, 8u);
+    EXPECT_DOUBLE_EQ(*mm->ratios[0].median, 1940.0 / 1600.0);
+    EXPECT_DOUBLE_EQ(*mm->ratios[0].ci_low, 1940.0 / 1600.0);
     EXPECT_EQ(mm->ratios[0].verdict, "slower");
-    EXPECT_EQ(mm->differs.at("devices"), (std::vector<CompareValue>{"CPU", "RPC0"}));
-
-    const CompareRow* pf = row(r, "prefill", "MUL_MAT", "op_us");
-    ASSERT_TRUE(pf);
-    EXPECT_DOUBLE_EQ(*pf->ratios[0].median, 1.67);
+    const CompareRow* mm_tax = row(r, "decode", "MUL_MAT", "call_per_op_total");
+    ASSERT_TRUE(mm_tax);
+    EXPECT_DOUBLE_EQ(*mm_tax->sides[0].total, (4 * 110.0 + 4 * 320) / 1600.0);
+    EXPECT_DOUBLE_EQ(*mm_tax->sides[1].total, (4 * 300.0 + 4 * 400) / 1940.0);
 
     // The dispatch tax: RMS_NORM's call is 15x its op on B, 2x on A.
-    const CompareRow* tax = row(r, "decode", "RMS_NORM", "call_per_op");
+    const std::string norm = "RMS_NORM norm: f32 64 → f32 64";
+    const CompareRow* tax = row(r, "decode", norm, "call_per_op");
     ASSERT_TRUE(tax);
     EXPECT_DOUBLE_EQ(*tax->sides[0].median, 2.0);
     EXPECT_DOUBLE_EQ(*tax->sides[1].median, 15.0);
     EXPECT_DOUBLE_EQ(*tax->ratios[0].median, 7.5);
     EXPECT_EQ(tax->ratios[0].verdict, "higher");
-    const CompareRow* same = row(r, "decode", "RMS_NORM", "op_us");
+    const CompareRow* same = row(r, "decode", norm, "op_us");
     ASSERT_TRUE(same);
     EXPECT_EQ(same->ratios[0].verdict, "no difference");
 
+    const CompareRow* pf =
+        row(r, "prefill", "MUL_MAT attn_q: q4_0 64×64, f32 64×32 → f32 64×32", "op_us");
+    ASSERT_TRUE(pf);
+    EXPECT_DOUBLE_EQ(*pf->ratios[0].median, 1.67);
+
     ASSERT_EQ(r.unmatched.size(), 1u);
     EXPECT_EQ(r.unmatched[0].label, "B");
-    EXPECT_EQ(r.unmatched[0].test, "decode GET_ROWS");
+    EXPECT_EQ(r.unmatched[0].test, "decode GET_ROWS inp_embd: f32 64 → f32 64 (1 node, 5.0 µs op)");
+}
+
+TEST(CompareOps, ShapesOnlyOneSideHasAreListedNotDropped) {
+    // A ran an ffn_up mat-mul B did not (and B one A did not): both are listed, and the op
+    // type's totals are over the shape both ran.
+    const ResultDocument a = ops_doc("CPU", {{"decode",
+                                              {{"MUL_MAT", "attn_q", 64, 2, {100}, {110}},
+                                               {"MUL_MAT", "ffn_up", 256, 2, {400}, {410}}}}});
+    const ResultDocument b = ops_doc(
+        "BLAS",
+        {{"decode",
+          {{"MUL_MAT", "attn_q", 64, 2, {50}, {60}}, {"MUL_MAT", "ffn_gate", 96, 1, {70}, {80}}}}});
+    const CompareResult r = compare_documents({{"A", "a", a}, {"B", "b", b}});
+    const CompareRow* mm = row(r, "decode", "MUL_MAT", "op_total_us");
+    ASSERT_TRUE(mm);
+    EXPECT_DOUBLE_EQ(*mm->sides[0].total, 200.0);
+    EXPECT_DOUBLE_EQ(*mm->sides[1].total, 100.0);
+    EXPECT_DOUBLE_EQ(*mm->ratios[0].median, 0.5);
+    EXPECT_EQ(mm->ratios[0].verdict, "faster");
+    ASSERT_EQ(r.unmatched.size(), 2u);
+    EXPECT_EQ(r.unmatched[0].label, "A");
+    EXPECT_EQ(r.unmatched[0].test,
+              "decode MUL_MAT ffn_up: q4_0 64×256, f32 64 → f32 256 (2 nodes, 800.0 µs op)");
+    EXPECT_EQ(r.unmatched[1].label, "B");
+    EXPECT_EQ(r.unmatched[1].test,
+              "decode MUL_MAT ffn_gate: q4_0 64×96, f32 64 → f32 96 (1 node, 70.0 µs op)");
+}
+
+TEST(CompareOps, ASideWithoutNamesMeetsByOpAndShape) {
+    // An imported log whose lines name no tensors: its mat-mul meets the only one of that shape.
+    ResultDocument a =
+        ops_doc("HTP0", {{"decode", {{"MUL_MAT", "attn_q", 64, 3, {100}, {std::nullopt}}}}},
+                "hexagon-profile");
+    for (auto& op : a.ops->stages[0].ops) {
+        for (auto& src : op.srcs)
+            src.name.clear();
+        op.out.name.clear();
+    }
+    const ResultDocument b = ops_doc("CPU", {{"decode",
+                                              {{"MUL_MAT", "attn_q", 64, 3, {150}, {160}},
+                                               {"MUL_MAT", "ffn_down", 128, 3, {300}, {310}}}}});
+    const CompareResult r = compare_documents({{"NPU", "n", a}, {"CPU", "c", b}});
+    const CompareRow* q = row(r, "decode", "MUL_MAT: q4_0 64×64, f32 64 → f32 64", "op_us");
+    ASSERT_TRUE(q);
+    EXPECT_DOUBLE_EQ(*q->ratios[0].median, 1.5);
+    // No call times in the log: op rows only.
+    for (const auto& x : r.rows)
+        EXPECT_TRUE(x.metric == "op_us" || x.metric == "op_total_us") << x.metric;
+    EXPECT_EQ(q->differs.at("source"), (std::vector<CompareValue>{"hexagon-profile", "trace"}));
+    ASSERT_EQ(r.unmatched.size(), 1u);
+    EXPECT_EQ(r.unmatched[0].label, "CPU");
+    EXPECT_NE(r.unmatched[0].test.find("ffn_down"), std::string::npos);
 }
 
 TEST(CompareOps, SpreadSamplesGiveTheBootstrapInterval) {
-    // Op records of one type with different times: the CI is compare's ratio-of-medians
-    // bootstrap over the records, with its seed.
-    const ResultDocument a = ops_doc("CPU", {{"decode",
-                                              {{"MUL_MAT", 1, 100, 200},
-                                               {"MUL_MAT", 1, 120, 220},
-                                               {"MUL_MAT", 1, 90, 190},
-                                               {"MUL_MAT", 1, 110, 210}}}});
-    const ResultDocument b = ops_doc("BLAS", {{"decode",
-                                               {{"MUL_MAT", 1, 60, 150},
-                                                {"MUL_MAT", 1, 70, 160},
-                                                {"MUL_MAT", 1, 50, 140},
-                                                {"MUL_MAT", 1, 65, 155}}}});
+    // Records of one shape with different times (its layers): the CI is compare's
+    // ratio-of-medians bootstrap over the records, with its seed; each side's median has its
+    // own interval.
+    const ResultDocument a =
+        ops_doc("CPU", {{"decode", {{"MUL_MAT", "attn_q", 64, 4, {100, 120, 90, 110}, {200}}}}});
+    const ResultDocument b =
+        ops_doc("BLAS", {{"decode", {{"MUL_MAT", "attn_q", 64, 4, {60, 70, 50, 65}, {150}}}}});
     CompareOptions o;
     o.resamples = 3000;
     o.seed = 7;
     const CompareResult r = compare_documents({{"A", "a", a}, {"B", "b", b}}, o);
-    const CompareRow* mm = row(r, "decode", "MUL_MAT", "op_us");
+    const CompareRow* mm = row(r, "decode", kQ, "op_us");
     ASSERT_TRUE(mm);
     const std::vector<double> va{100, 120, 90, 110}, vb{60, 70, 50, 65};
     const RatioCi want = ratio_of_medians(vb, va, 3000, 7);
@@ -136,25 +273,38 @@ TEST(CompareOps, SpreadSamplesGiveTheBootstrapInterval) {
     EXPECT_DOUBLE_EQ(*mm->ratios[0].ci_low, want.lo);
     EXPECT_DOUBLE_EQ(*mm->ratios[0].ci_high, want.hi);
     EXPECT_EQ(mm->ratios[0].verdict, want.no_difference ? "no difference" : "faster");
+    const MedianCi ma = median_ci(va, {}, kSummaryResamples, 7);
+    EXPECT_EQ(mm->sides[0].median_ci_low, ma.ci95_lo);
+    EXPECT_EQ(mm->sides[0].median_ci_high, ma.ci95_hi);
+    EXPECT_GE(*mm->sides[0].median_ci_low, 90.0);
+    // The roll-up's interval: the stratified bootstrap of the totals.
+    const CompareRow* tot = row(r, "decode", "MUL_MAT", "op_total_us");
+    ASSERT_TRUE(tot);
+    const RatioCi t = ratio_of_totals(Strata{{vb}, {}}, Strata{{va}, {}}, 3000, 7);
+    EXPECT_DOUBLE_EQ(*tot->ratios[0].median, 245.0 / 420.0);
+    EXPECT_DOUBLE_EQ(*tot->ratios[0].ci_low, t.lo);
+    EXPECT_DOUBLE_EQ(*tot->ratios[0].ci_high, t.hi);
 }
 
-TEST(CompareOps, ImportedLogWithoutCallTimesHasOnlyOpRows) {
+TEST(CompareOps, JsonRoundTripKeepsSignaturesAndTotals) {
     const ResultDocument a =
-        ops_doc("HTP0", {{"decode", {{"MUL_MAT", 2, 100, std::nullopt}}}}, "hexagon-profile");
+        ops_doc("CPU", {{"decode", {{"MUL_MAT", "attn_q", 64, 3, {100, 90}, {110}}}}});
     const ResultDocument b =
-        ops_doc("CPU", {{"decode", {{"MUL_MAT", 2, 150, 160}}}, {"prefill", {}}});
-    const CompareResult r = compare_documents({{"NPU", "n", a}, {"CPU", "c", b}});
-    ASSERT_EQ(r.rows.size(), 1u);
-    EXPECT_EQ(r.rows[0].metric, "op_us");
-    EXPECT_DOUBLE_EQ(*r.rows[0].ratios[0].median, 1.5);
-    EXPECT_EQ(r.rows[0].differs.at("source"),
-              (std::vector<CompareValue>{"hexagon-profile", "trace"}));
-    ASSERT_EQ(r.unmatched.size(), 1u);
-    EXPECT_EQ(r.unmatched[0].test, "prefill (stage)");
+        ops_doc("BLAS", {{"decode", {{"MUL_MAT", "attn_q", 64, 3, {50, 60}, {70}}}}});
+    const CompareResult r = compare_documents({{"A", "a", a}, {"B", "b", b}});
+    const json j = to_json(r);
+    EXPECT_EQ(j["rows"][0]["metric"], "op_total_us");
+    EXPECT_EQ(j["rows"][0]["sides"][0]["total"], 290.0);
+    EXPECT_TRUE(j["rows"][0]["sides"][0]["median"].is_null());
+    EXPECT_TRUE(j["rows"][0]["signature"].is_null());
+    EXPECT_EQ(j["rows"][3]["signature"]["role"], "attn_q");
+    EXPECT_EQ(j["rows"][3]["op"], "MUL_MAT");
+    EXPECT_EQ(from_json<CompareResult>(j, "'cmp.json'"), r);
 }
 
 TEST(CompareOps, MixingOpsAndRunDocumentsIsBadInput) {
-    const ResultDocument a = ops_doc("CPU", {{"decode", {{"MUL_MAT", 2, 100, 110}}}});
+    const ResultDocument a =
+        ops_doc("CPU", {{"decode", {{"MUL_MAT", "attn_q", 64, 2, {100}, {110}}}}});
     ResultDocument run;
     run.command = "run";
     try {

@@ -134,11 +134,19 @@ CompareRow compare_row(const CompareStage& st, const std::vector<std::string>& l
     row.metric = st.metric;
     row.higher_is_better = st.higher_is_better;
     for (std::size_t s = 0; s < labels.size(); ++s) {
-        CompareSide side{labels[s], std::nullopt, std::nullopt, samples[s].size()};
+        CompareSide side;
+        side.label = labels[s];
+        side.n = samples[s].size();
         if (!samples[s].empty()) {
             const Summary sum = summarize(samples[s]);
             side.median = sum.median;
             side.cv = sum.cv;
+            // A fidelity distance is one computed value: no interval.
+            if (!is_fidelity_metric(st.metric)) {
+                const MedianCi ci = median_ci(samples[s], {}, kSummaryResamples, opts.seed);
+                side.median_ci_low = ci.ci95_lo;
+                side.median_ci_high = ci.ci95_hi;
+            }
         }
         row.sides.push_back(side);
     }

@@ -45,6 +45,9 @@ struct CompareTest {
     std::vector<double> prefill_tps, decode_tps;                 // per repetition
     std::vector<double> ttft_ns;                                 // per repetition
     std::vector<CompareWindow> prefill_windows, decode_windows;  // per repetition
+    // The stages' stall-robust rates and stalls as the test recorded them; null for a sustained
+    // document's pooled rounds and a fidelity variant.
+    std::optional<CompareRobust> prefill_robust, decode_robust;
     // A variant of a fidelity document (its speed pass's repetitions above): its distance from
     // the document's reference, per stage, and that reference; null for a test of a run.
     std::optional<StageFidelity> fidelity_prefill, fidelity_decode;
@@ -132,8 +135,9 @@ std::vector<double> compare_samples(const CompareTest& test, const CompareStage&
 // The meter a test's stage energy was read from (its first repetition's), null without one.
 CompareValue compare_energy_meter(const CompareTest& test, const std::string& stage);
 
-// A row of one stage: each side's summary (labels[i] with samples[i], the baseline first) and
-// each other side's ratio to the baseline. test, key and differs are left to the caller.
+// A row of one stage: each side's summary (labels[i] with samples[i], the baseline first: the
+// median with its median_ci, the CV, n) and each other side's ratio to the baseline. test, key,
+// differs and the sides' robust rates are left to the caller.
 CompareRow compare_row(const CompareStage& st, const std::vector<std::string>& labels,
                        const std::vector<std::vector<double>>& samples, const CompareOptions& opts);
 

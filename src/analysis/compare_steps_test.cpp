@@ -215,7 +215,15 @@ TEST(CompareRows, ACvMoreThanTheFactorTimesTheOtherIsNoted) {
     row.test = "pp8";
     row.stage = "decode";
     row.metric = "j_per_token";
-    row.sides = {{"A", 1.0, 0.01, 3}, {"B", 1.0, 0.05, 3}, {"C", 1.0, 0.015, 3}, {"D", 1.0, {}, 3}};
+    auto side = [](const char* label, std::optional<double> cv) {
+        CompareSide s;
+        s.label = label;
+        s.median = 1.0;
+        s.cv = cv;
+        s.n = 3;
+        return s;
+    };
+    row.sides = {side("A", 0.01), side("B", 0.05), side("C", 0.015), side("D", {})};
     EXPECT_EQ(compare_cv_notes(row, {}),
               std::vector<std::string>{"pp8 decode j_per_token: B's CV (5.0%) is more than 2x "
                                        "A's (1.0%)"});

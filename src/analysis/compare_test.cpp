@@ -187,6 +187,52 @@ TEST(Compare, IntervalIsTheSeededBootstrapOfTheRawSamples) {
     EXPECT_EQ(j1, j2);
 }
 
+// Each side shows its median's own interval (median_ci over its repetitions), and on the
+// tokens/s rows of run documents the stall-robust rate with its CI and the stall count the test
+// recorded; other rows have none.
+TEST(Compare, SidesCarryTheMediansIntervalAndTheRobustRateWithStalls) {
+    json a = test(config());
+    a["decode"]["robust"] = {{"tokens_per_s", 3132.5}, {"ci95_lo", 3100.0}, {"ci95_hi", 3150.0}};
+    a["decode"]["stalls"] = {{"tokens", {{"n", 56}, {"indices", {3, 17, 40}}}},
+                             {"repetitions", {{"n", 7}, {"indices", json::array()}}}};
+    a["prefill"]["robust"] = {{"tokens_per_s", 1000.0}, {"ci95_lo", 995.0}, {"ci95_hi", 1005.0}};
+    a["prefill"]["stalls"] = {{"repetitions", {{"n", 7}, {"indices", {2}}}}};
+    const json b = test(config(), 1.0, 2.0);
+    const CompareResult r = compare_documents(inputs({doc("a", {a}), doc("b", {b})}));
+    const CompareRow* dec = nullptr;
+    for (const auto& row : r.rows)
+        if (row.stage == "decode" && row.metric == "tokens_per_s")
+            dec = &row;
+    ASSERT_TRUE(dec);
+    const MedianCi want = median_ci(kDecode, {}, kSummaryResamples, 42);
+    EXPECT_EQ(dec->sides[0].median, want.median);
+    EXPECT_EQ(dec->sides[0].median_ci_low, want.ci95_lo);
+    EXPECT_EQ(dec->sides[0].median_ci_high, want.ci95_hi);
+    ASSERT_TRUE(dec->sides[0].robust);
+    const CompareRobust& rb = *dec->sides[0].robust;
+    EXPECT_EQ(rb.tokens_per_s, 3132.5);
+    EXPECT_EQ(rb.ci_low, 3100.0);
+    EXPECT_EQ(rb.ci_high, 3150.0);
+    EXPECT_EQ(rb.stalls, 3u);
+    EXPECT_EQ(rb.of, 56u);
+    EXPECT_EQ(rb.unit, "tokens");
+    // B recorded no robust rate: the side has the record with nulls, its stalls 0 of 0.
+    ASSERT_TRUE(dec->sides[1].robust);
+    EXPECT_FALSE(dec->sides[1].robust->tokens_per_s);
+    for (const auto& row : r.rows) {
+        if (row.metric == "tokens_per_s" && row.stage == "prefill") {
+            ASSERT_TRUE(row.sides[0].robust);
+            EXPECT_EQ(row.sides[0].robust->unit, "reps");
+            EXPECT_EQ(row.sides[0].robust->of, 7u);
+            EXPECT_EQ(row.sides[0].robust->stalls, 1u);
+        }
+        if (row.stage == "ttft") {
+            EXPECT_FALSE(row.sides[0].robust);
+        }
+    }
+    EXPECT_EQ(from_json<CompareResult>(to_json(r), "'c.json'"), r);
+}
+
 TEST(Compare, ConstantSamplesGiveAPointInterval) {
     json ta = test(config()), tb = test(config());
     ta["prefill"]["tokens_per_s"] = {100, 100, 100};
@@ -649,9 +695,14 @@ TEST(Compare, DocumentHasTheAgreedShape) {
     EXPECT_EQ(j["inputs"][1]["source"], "doc1.json");
     const json& r = j["rows"][0];
     EXPECT_EQ(keys(r), (std::set<std::string>{"test", "key", "stage", "metric", "higher_is_better",
-                                              "differs", "sides", "ratios"}));
+                                              "differs", "sides", "ratios", "op", "signature"}));
+    EXPECT_TRUE(r["op"].is_null());
+    EXPECT_TRUE(r["signature"].is_null());
     EXPECT_EQ(r["differs"]["n_threads"], json({2, 1}));
-    EXPECT_EQ(keys(r["sides"][0]), (std::set<std::string>{"label", "median", "cv", "n"}));
+    EXPECT_EQ(keys(r["sides"][0]),
+              (std::set<std::string>{"label", "median", "median_ci_low", "median_ci_high", "cv",
+                                     "n", "total", "robust"}));
+    EXPECT_TRUE(r["sides"][0]["total"].is_null());
     EXPECT_EQ(keys(r["ratios"][0]),
               (std::set<std::string>{"label", "median", "ci_low", "ci_high", "verdict"}));
     EXPECT_EQ(j["unmatched"], json::parse(R"([{"label": "B", "test": "pp64+tg8"}])"));

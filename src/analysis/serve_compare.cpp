@@ -102,8 +102,13 @@ CompareRow value_row(const std::string& stage, const std::string& metric, bool h
     row.stage = stage;
     row.metric = metric;
     row.higher_is_better = higher_is_better;
-    for (std::size_t s = 0; s < labels.size(); ++s)
-        row.sides.push_back({labels[s], values[s], std::nullopt, n[s]});
+    for (std::size_t s = 0; s < labels.size(); ++s) {
+        CompareSide side;
+        side.label = labels[s];
+        side.median = values[s];
+        side.n = n[s];
+        row.sides.push_back(side);
+    }
     for (std::size_t s = 1; s < labels.size(); ++s) {
         CompareRatio q;
         q.label = labels[s] + "/" + labels[0];

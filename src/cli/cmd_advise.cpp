@@ -55,6 +55,8 @@ void add_advise_command(CLI::App& app, Context& ctx) {
             o.n_prompt = a->n_prompt;
             o.n_gen = a->n_gen;
             const Advice advice = advise(in, o);
+            for (const auto& w : advice.warnings)
+                ctx.err << "warning: " << w.message << "\n";
             if (a->out_path) {
                 write_output_file(*a->out_path, dump_json(to_json(advice), 2) + "\n",
                                   "the advice (--out)");

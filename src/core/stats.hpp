@@ -11,12 +11,22 @@
 
 namespace sb {
 
+// The resamples and seed of the mean's interval in Summary (the robust figures' median_ci uses
+// the same): the same samples give the same interval on every platform.
+inline constexpr std::size_t kSummaryResamples = 1000;
+inline constexpr std::uint64_t kSummarySeed = 42;
+
 struct Summary {
     std::size_t n = 0;
     std::optional<double> mean, stddev, cv, min, median, p90, p99, max;
-    std::optional<double> ci95_lo, ci95_hi;  // 95% CI of the mean (Student t)
-    std::optional<double> ci95_half_rel;     // CI half-width / mean (for --target-ci)
-    std::vector<std::size_t> outliers;       // indices with |modified z| > 3.5 (kept, not dropped)
+    // 95% CI of the mean: the seeded percentile bootstrap (kSummaryResamples resamples of the
+    // samples, seed kSummarySeed), so it lies within [min, max] and a time or a rate never has
+    // a negative bound. Null with fewer than 2 samples. (Documents written before this was a
+    // bootstrap hold Student-t intervals, which can go below 0.) This is the mean's interval:
+    // a printed median takes median_ci's.
+    std::optional<double> ci95_lo, ci95_hi;
+    std::optional<double> ci95_half_rel;  // (ci95_hi - ci95_lo) / 2 / |mean|
+    std::vector<std::size_t> outliers;    // indices with |modified z| > 3.5 (kept, not dropped)
 };
 
 // Summary of the samples (any unit; the result has the same unit, cv is a fraction).

@@ -37,4 +37,26 @@ BootstrapCis bootstrap_cis(std::span<const double> samples,
 RatioCi ratio_of_means(std::span<const double> a, std::span<const double> b,
                        std::size_t resamples = 2000, std::uint64_t seed = 42);
 
+// Samples in strata (e.g. the op records of one shape): stratum k holds num[k][i], and, when
+// den is not empty, den[k][i] paired with it (den.size() == num.size(), each den[k] as long as
+// num[k]).
+struct Strata {
+    std::vector<std::vector<double>> num, den;
+};
+
+// A side's total over its strata: the sum of every num, or with den the sum of every num over
+// the sum of every den (a ratio of totals, such as summed call time over summed op time). Null
+// when the sum of den is 0.
+std::optional<double> strata_total(const Strata& s);
+
+// The ratio of totals, strata_total(a) / strata_total(b), with a seeded stratified percentile
+// bootstrap 95% CI: each resample draws, within every stratum of each side, as many records as
+// it holds (a num with its den), so the mix of strata stays as measured and only the spread
+// within a stratum widens the interval. Resamples whose baseline total is 0 are left out. The
+// same seed gives the same interval on every platform. Throws sb::Error(usage) when a side has
+// no sample, den does not pair with num, or resamples is 0; sb::Error(input) when b's total is
+// 0 or undefined; sb::Error(runtime) for a non-finite sample.
+RatioCi ratio_of_totals(const Strata& a, const Strata& b, std::size_t resamples = 2000,
+                        std::uint64_t seed = 42);
+
 }  // namespace sb

@@ -132,5 +132,46 @@ TEST(StatsBootstrap, RatioOfMeans) {
     EXPECT_THROW(ratio_of_means(a, b, 0), Error);
 }
 
+TEST(StatsBootstrap, RatioOfTotalsOverStrata) {
+    // Two shapes of one op: 3 records of ~100 and 2 of ~1000 on the baseline; the other side
+    // 1.5x each. The ratio of totals is 1.5 exactly and the interval holds it.
+    Strata base{{{100, 110, 90}, {1000, 1010}}, {}};
+    Strata other{{{150, 165, 135}, {1500, 1515}}, {}};
+    EXPECT_DOUBLE_EQ(*strata_total(base), 2310.0);
+    const RatioCi r = ratio_of_totals(other, base, 2000, 9);
+    EXPECT_DOUBLE_EQ(r.ratio, 1.5);
+    EXPECT_LE(r.lo, 1.5);
+    EXPECT_GE(r.hi, 1.5);
+    EXPECT_FALSE(r.no_difference);
+    // Stratified: a resample keeps 3 small and 2 large records on each side, so the interval is
+    // narrow (the totals never swap a large record for a small one).
+    EXPECT_GT(r.lo, 1.4);
+    EXPECT_LT(r.hi, 1.6);
+    const RatioCi again = ratio_of_totals(other, base, 2000, 9);
+    EXPECT_EQ(again.lo, r.lo);
+    EXPECT_EQ(again.hi, r.hi);
+    // Equal records within every stratum: a point interval.
+    Strata flat{{{100, 100}, {1000}}, {}}, flat2{{{200, 200}, {2000}}, {}};
+    const RatioCi p = ratio_of_totals(flat2, flat, 500, 1);
+    EXPECT_DOUBLE_EQ(p.lo, 2.0);
+    EXPECT_DOUBLE_EQ(p.hi, 2.0);
+}
+
+TEST(StatsBootstrap, RatioOfTotalRatios) {
+    // Summed call time over summed op time per side (the dispatch tax of an op type).
+    Strata a{{{30, 30}, {300}}, {{10, 10}, {100}}};  // 360 / 120 = 3
+    Strata b{{{20, 20}, {240}}, {{10, 10}, {100}}};  // 280 / 120
+    EXPECT_DOUBLE_EQ(*strata_total(a), 3.0);
+    const RatioCi r = ratio_of_totals(a, b, 300, 3);
+    EXPECT_DOUBLE_EQ(r.ratio, 3.0 / (280.0 / 120.0));
+    EXPECT_DOUBLE_EQ(r.lo, r.ratio);  // equal records within each stratum
+    Strata zero{{{1}}, {{0}}};
+    EXPECT_FALSE(strata_total(zero));
+    EXPECT_THROW(ratio_of_totals(a, zero, 10, 1), Error);
+    EXPECT_THROW(ratio_of_totals(Strata{{{1, 2}}, {{1}}}, b, 10, 1), Error);  // unpaired
+    EXPECT_THROW(ratio_of_totals(Strata{}, b, 10, 1), Error);                 // no sample
+    EXPECT_THROW(ratio_of_totals(a, b, 0, 1), Error);
+}
+
 }  // namespace
 }  // namespace sb

@@ -10,6 +10,7 @@ struct Warning {
     std::string code;     // stable identifier, e.g. "governor_not_performance"
     std::string message;  // what is wrong, with the numbers
     std::string hint;     // what to do about it
+    bool operator==(const Warning&) const = default;
 };
 
 using Warnings = std::vector<Warning>;

@@ -22,6 +22,9 @@ std::string ms(double ns) {
 
 void write_advice_markdown(const Advice& a, std::ostream& out) {
     out << "## Advice\n\n";
+    // What may spoil the conclusions comes before them.
+    for (const auto& w : a.warnings)
+        out << "**Warning (" << w.code << "):** " << w.message << ". " << w.hint << "\n\n";
     for (const auto& x : a.sentences)
         out << "- " << x << "\n";
     out << "\n";
@@ -37,11 +40,17 @@ void write_advice_markdown(const Advice& a, std::ostream& out) {
     }
     for (const auto& p : a.predictions) {
         out << "### Predicted end to end, pp" << p.n_prompt << "+tg" << p.n_gen << "\n\n"
-            << "| prefill | decode | prefill ms | transfer ms | decode ms | E2E ms |\n"
-            << "| --- | --- | ---: | ---: | ---: | ---: |\n";
-        for (const auto& x : p.assignments)
+            << "| prefill | decode | prefill ms | transfer ms | decode ms | E2E ms | "
+               "extrapolated |\n"
+            << "| --- | --- | ---: | ---: | ---: | ---: | --- |\n";
+        for (const auto& x : p.assignments) {
+            std::string ex;
+            for (const auto& e : x.extrapolated)
+                ex += (ex.empty() ? "" : "; ") + e;
             out << "| " << x.prefill << " | " << x.decode << " | " << ms(x.prefill_ns) << " | "
-                << ms(x.transfer_ns) << " | " << ms(x.decode_ns) << " | " << ms(x.e2e_ns) << " |\n";
+                << ms(x.transfer_ns) << " | " << ms(x.decode_ns) << " | " << ms(x.e2e_ns) << " | "
+                << (ex.empty() ? "no" : ex) << " |\n";
+        }
         out << "\n";
     }
     if (!a.validation.empty()) {
@@ -62,6 +71,16 @@ void write_advice_markdown(const Advice& a, std::ostream& out) {
             out << "| " << x.stage << " | " << x.op << " | " << x.backend << " | " << count(x.count)
                 << " | " << fmt::format("{:.1f}", x.median_overhead_ns * 1e-3) << " | "
                 << ms(x.total_overhead_ns) << " |\n";
+        out << "\n";
+    }
+    if (!a.conditions.empty()) {
+        out << "### Conditions of the documents combined\n\n"
+            << "| source | host | load | governor | threads | llama.cpp |\n"
+            << "| --- | --- | --- | --- | --- | --- |\n";
+        auto cell = [](const std::string& v) { return v.empty() ? std::string("-") : v; };
+        for (const auto& c : a.conditions)
+            out << "| " << c.source << " | " << cell(c.host) << " | " << cell(c.load) << " | "
+                << cell(c.governor) << " | " << cell(c.threads) << " | " << cell(c.llama) << " |\n";
         out << "\n";
     }
     for (const auto& x : a.notes)

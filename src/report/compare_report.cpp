@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 
 #include "core/error.hpp"
@@ -41,6 +42,12 @@ std::string stage_label(const CompareRow& r) {
         return r.stage + " net J/token";
     if (r.metric == "mean_power_mw")
         return r.stage + " mean W";
+    if (r.metric == "op_total_us")
+        return r.stage + " Σ op µs";
+    if (r.metric == "call_total_us")
+        return r.stage + " Σ call µs";
+    if (r.metric == "call_per_op_total")
+        return r.stage + " Σ call / Σ op";
     if (r.metric == "op_us")
         return r.stage + " op µs";
     if (r.metric == "call_us")
@@ -72,6 +79,34 @@ std::string median_text(const CompareRow& r, const std::optional<double>& v) {
     return fmt::format("{:.2f}", *v);
 }
 
+// A side's value with the median's interval ("1234.50 [1220.00, 1250.00]"), or a total
+// ("Σ 1600.00").
+std::string side_text(const CompareRow& r, const CompareSide& s) {
+    if (s.total)
+        return "Σ " + median_text(r, s.total);
+    std::string t = median_text(r, s.median);
+    if (s.median_ci_low && s.median_ci_high)
+        t += " [" + median_text(r, s.median_ci_low) + ", " + median_text(r, s.median_ci_high) + "]";
+    return t;
+}
+
+// The robust rate with its interval, "-" without one.
+std::string robust_text(const std::optional<CompareRobust>& x) {
+    if (!x || !x->tokens_per_s)
+        return "-";
+    std::string t = fmt::format("{:.2f}", *x->tokens_per_s);
+    if (x->ci_low && x->ci_high)
+        t += fmt::format(" [{:.2f}, {:.2f}]", *x->ci_low, *x->ci_high);
+    return t;
+}
+
+// "3/640 tokens", "-" without a count.
+std::string stalls_text(const std::optional<CompareRobust>& x) {
+    if (!x || x->of == 0)
+        return "-";
+    return fmt::format("{}/{} {}", x->stalls, x->of, x->unit);
+}
+
 const CompareSide* side_of(const CompareRow& r, const std::string& label) {
     for (const auto& s : r.sides)
         if (s.label == label)
@@ -92,6 +127,16 @@ FieldValue real(const std::optional<double>& v) {
 
 FieldValue count(std::size_t n) {
     return static_cast<int64_t>(n);
+}
+
+FieldValue text_of(const std::optional<std::string>& v) {
+    return v ? FieldValue(*v) : FieldValue();
+}
+
+// A field of a side's robust record, absent without one.
+template <class F>
+FieldValue robust_field(const CompareSide& s, F f) {
+    return s.robust ? f(*s.robust) : FieldValue();
 }
 
 }  // namespace
@@ -130,7 +175,69 @@ const FieldTable<CompareSideRow>& compare_fields() {
         {"ci_low", [ratio](const R& r) { return real(ratio(r).ci_low); }},
         {"ci_high", [ratio](const R& r) { return real(ratio(r).ci_high); }},
         {"verdict", [ratio](const R& r) { return FieldValue(ratio(r).verdict); }},
-        {"differs", [](const R& r) { return FieldValue(differs_text(*r.row)); }}};
+        {"differs", [](const R& r) { return FieldValue(differs_text(*r.row)); }},
+        // Added after the first columns, so that those keep their places.
+        {"baseline_median_ci_low", [base](const R& r) { return real(base(r).median_ci_low); }},
+        {"baseline_median_ci_high", [base](const R& r) { return real(base(r).median_ci_high); }},
+        {"baseline_total", [base](const R& r) { return real(base(r).total); }},
+        {"median_ci_low", [side](const R& r) { return real(side(r).median_ci_low); }},
+        {"median_ci_high", [side](const R& r) { return real(side(r).median_ci_high); }},
+        {"total", [side](const R& r) { return real(side(r).total); }},
+        {"baseline_robust_tokens_per_s",
+         [base](const R& r) {
+             return robust_field(base(r),
+                                 [](const CompareRobust& x) { return real(x.tokens_per_s); });
+         }},
+        {"baseline_robust_ci_low",
+         [base](const R& r) {
+             return robust_field(base(r), [](const CompareRobust& x) { return real(x.ci_low); });
+         }},
+        {"baseline_robust_ci_high",
+         [base](const R& r) {
+             return robust_field(base(r), [](const CompareRobust& x) { return real(x.ci_high); });
+         }},
+        {"baseline_stalls",
+         [base](const R& r) {
+             return robust_field(base(r), [](const CompareRobust& x) { return count(x.stalls); });
+         }},
+        {"baseline_stalls_of",
+         [base](const R& r) {
+             return robust_field(base(r), [](const CompareRobust& x) { return count(x.of); });
+         }},
+        {"robust_tokens_per_s",
+         [side](const R& r) {
+             return robust_field(side(r),
+                                 [](const CompareRobust& x) { return real(x.tokens_per_s); });
+         }},
+        {"robust_ci_low",
+         [side](const R& r) {
+             return robust_field(side(r), [](const CompareRobust& x) { return real(x.ci_low); });
+         }},
+        {"robust_ci_high",
+         [side](const R& r) {
+             return robust_field(side(r), [](const CompareRobust& x) { return real(x.ci_high); });
+         }},
+        {"stalls",
+         [side](const R& r) {
+             return robust_field(side(r), [](const CompareRobust& x) { return count(x.stalls); });
+         }},
+        {"stalls_of",
+         [side](const R& r) {
+             return robust_field(side(r), [](const CompareRobust& x) { return count(x.of); });
+         }},
+        {"stalls_unit",
+         [side](const R& r) {
+             return robust_field(side(r),
+                                 [](const CompareRobust& x) { return FieldValue(x.unit); });
+         }},
+        {"op", [](const R& r) { return text_of(r.row->op); }},
+        {"role",
+         [](const R& r) {
+             return r.row->signature ? FieldValue(r.row->signature->role) : FieldValue();
+         }},
+        {"shape", [](const R& r) {
+             return r.row->signature ? FieldValue(r.row->signature->shape) : FieldValue();
+         }}};
     return table;
 }
 
@@ -157,14 +264,24 @@ void write_compare_markdown(std::ostream& out, const CompareResult& r) {
         out << "No test matched between the inputs.\n";
     } else {
         const std::string base = r.inputs.front().label;
+        // The robust rate and stalls only where a row has them (run and demo documents).
+        const bool robust = std::any_of(r.rows.begin(), r.rows.end(), [](const CompareRow& row) {
+            return std::any_of(row.sides.begin(), row.sides.end(),
+                               [](const CompareSide& s) { return s.robust.has_value(); });
+        });
         out << "| test | stage";
         std::string align = "| --- | ---";
         for (const auto& i : r.inputs) {
-            out << " | " << i.label << " | CV " << i.label;
+            out << " | " << i.label << " median [95% CI] | CV " << i.label;
             align += " | ---: | ---:";
         }
         out << " | n";
         align += " | ---:";
+        if (robust)
+            for (const auto& i : r.inputs) {
+                out << " | " << i.label << " robust t/s [95% CI] | stalls " << i.label;
+                align += " | ---: | ---:";
+            }
         for (std::size_t k = 1; k < r.inputs.size(); ++k) {
             out << " | " << r.inputs[k].label << "/" << base << " | 95% CI | verdict";
             align += " | ---: | --- | ---";
@@ -175,11 +292,16 @@ void write_compare_markdown(std::ostream& out, const CompareResult& r) {
             std::string n;
             for (const auto& i : r.inputs) {
                 const CompareSide* s = side_of(row, i.label);
-                out << " | " << (s ? median_text(row, s->median) : "-") << " | "
-                    << (s ? pct(s->cv) : "-");
+                out << " | " << (s ? side_text(row, *s) : "-") << " | " << (s ? pct(s->cv) : "-");
                 n += (n.empty() ? "" : " / ") + (s ? std::to_string(s->n) : std::string("-"));
             }
             out << " | " << n;
+            if (robust)
+                for (const auto& i : r.inputs) {
+                    const CompareSide* s = side_of(row, i.label);
+                    out << " | " << robust_text(s ? s->robust : std::nullopt) << " | "
+                        << stalls_text(s ? s->robust : std::nullopt);
+                }
             for (std::size_t k = 1; k < r.inputs.size(); ++k) {
                 const CompareRatio* q = ratio_of(row, r.inputs[k].label + "/" + base);
                 if (!q) {

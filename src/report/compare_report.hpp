@@ -1,7 +1,9 @@
 #pragma once
 // Formats a compare result (analysis/compare.hpp) for `stagebench compare`; never computes.
-// md: the inputs, one table row per matched test and stage with each side's median and CV
-// beside each other and each ratio with its 95% CI and verdict, then unmatched tests and notes.
+// md: the inputs, one table row per matched test and stage with each side's median and its 95%
+// CI (a row of totals: "Σ total"), CV, and where the rows have them (run documents) each side's
+// robust rate with its CI and stall count, beside each other; each ratio with its 95% CI and
+// verdict; then unmatched tests and notes.
 // csv: one line per matched test, stage and non-baseline side (the field table of
 // report/fields.hpp). json: the compare document.
 #include <ostream>
@@ -22,7 +24,10 @@ struct CompareSideRow {
 
 // test, key, stage, metric, higher_is_better, baseline, baseline_median, baseline_cv,
 // baseline_n, label, median, cv, n, ratio, ci_low, ci_high, verdict, differs ("name: a / b;
-// ..." as the Markdown shows it).
+// ..." as the Markdown shows it), then baseline_median_ci_{low, high}, baseline_total,
+// median_ci_{low, high}, total, baseline_robust_{tokens_per_s, ci_low, ci_high},
+// baseline_stalls, baseline_stalls_of, robust_{tokens_per_s, ci_low, ci_high}, stalls,
+// stalls_of, stalls_unit, op, role, shape (ops documents' rows).
 const FieldTable<CompareSideRow>& compare_fields();
 
 // "n_threads: 4 / 8; host: a / b": the row's differing fields, by name.

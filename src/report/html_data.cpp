@@ -33,21 +33,46 @@ std::string basename(const std::string& path) {
     return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-// A Summary as {median, lo, hi, n, cv}, values times factor; null when it has no median.
-json stat(const Summary& s, double factor = 1.0) {
-    if (!s.median)
+constexpr double kNsToMs = 1e-6;
+
+// The median of samples (times factor) with the median's seeded bootstrap 95% CI (core/stats.hpp
+// median_ci, every sample a repetition): {median, lo, hi, n}; null without samples. The
+// interval a printed median gets (never the mean's).
+json median_stat(const std::vector<double>& samples, double factor = 1.0) {
+    if (samples.empty())
         return nullptr;
+    const MedianCi m = median_ci(samples, {}, kSummaryResamples, kSummarySeed);
     auto scaled = [&](const std::optional<double>& v) {
         return v ? json(*v * factor) : json(nullptr);
     };
-    return json{{"median", *s.median * factor},
-                {"lo", scaled(s.ci95_lo)},
-                {"hi", scaled(s.ci95_hi)},
-                {"n", static_cast<double>(s.n)},
-                {"cv", opt(s.cv)}};
+    return json{{"median", scaled(m.median)},
+                {"lo", scaled(m.ci95_lo)},
+                {"hi", scaled(m.ci95_hi)},
+                {"n", static_cast<double>(samples.size())}};
 }
 
-constexpr double kNsToMs = 1e-6;
+template <class T>
+std::vector<double> doubles(const std::vector<T>& v) {
+    return std::vector<double>(v.begin(), v.end());
+}
+
+// A stage's stall-robust rate as {median: tokens/s, lo, hi, n} (core/result.hpp RobustRate: the
+// median's bootstrap CI) and its stalls {count, of, unit}; null without a robust rate.
+json robust_stat(const StageResult& s, const Stalls& stalls, const char* unit) {
+    if (!s.robust.tokens_per_s)
+        return nullptr;
+    return json{{"median", *s.robust.tokens_per_s},
+                {"lo", opt(s.robust.ci95_lo)},
+                {"hi", opt(s.robust.ci95_hi)},
+                {"n", static_cast<double>(s.tokens_per_s.size())},
+                {"stalls", {{"count", stalls.count()}, {"of", stalls.n}, {"unit", unit}}}};
+}
+
+json robust_of(const TestResult& t, bool prefill) {
+    if (prefill)
+        return t.prefill ? robust_stat(*t.prefill, t.prefill->stalls, "reps") : json(nullptr);
+    return t.decode ? robust_stat(*t.decode, t.decode->token_stalls, "tokens") : json(nullptr);
+}
 
 std::optional<double> ms(const std::optional<double>& ns) {
     return ns ? std::optional<double>(*ns * kNsToMs) : std::nullopt;
@@ -111,13 +136,8 @@ json op_bar(const std::string& label, const OpAggregate& a, json& clamped) {
 
 json stage_ops_view(const StageProfile& st) {
     json clamped = json::array();
-    std::map<std::string, std::string> fallback_of;  // op type -> "CPU (asked BLAS)"
     json fallback = json::array();
     for (const auto& f : st.fallback) {
-        std::string where = f.backend;
-        if (!f.requested.empty())
-            where += " instead of " + f.requested;
-        fallback_of[f.op] = fallback_of.count(f.op) ? fallback_of[f.op] + ", " + where : where;
         fallback.push_back({{"op", f.op},
                             {"backend", f.backend},
                             {"requested", f.requested},
@@ -127,17 +147,81 @@ json stage_ops_view(const StageProfile& st) {
                             {"penalty", opt(f.penalty)},
                             {"note", f.note}});
     }
+    // An op type with fallback nodes is two bars: the nodes that ran where they were asked to
+    // (the aggregate less the fallback rows) and the fallback nodes alone, so that a bar called
+    // fallback holds only fallback nodes (25 of 29 MUL_MAT nodes on BLAS are not a fallback bar).
     json by_op = json::array();
     for (const auto& a : st.by_op) {
-        json bar = op_bar(a.key, a, clamped);
-        if (bar.is_null())
-            continue;
-        bar["op"] = a.key;
-        auto f = fallback_of.find(a.key);
-        bar["fallback"] = f == fallback_of.end() ? json(nullptr) : json(f->second);
-        if (f != fallback_of.end())
-            bar["label"] = a.key + " (fallback)";
-        by_op.push_back(bar);
+        OpAggregate asked = a;
+        OpAggregate fell;
+        fell.key = a.key;
+        std::string where;
+        for (const auto& f : st.fallback) {
+            if (f.op != a.key)
+                continue;
+            fell.count += f.count;
+            auto add = [](std::optional<double>& into, const std::optional<double>& v) {
+                if (v)
+                    into = into.value_or(0) + *v;
+            };
+            add(fell.op_ns, f.op_ns);
+            add(fell.call_ns, f.call_ns);
+            where += (where.empty() ? "" : ", ") + f.backend +
+                     (f.requested.empty() ? "" : " instead of " + f.requested);
+        }
+        const bool times_split = fell.op_ns || fell.call_ns;
+        if (fell.count > 0 && !times_split) {
+            // The fallback rows carry no times: they can be told apart only when every node
+            // of the op fell back, else the op stays one bar that names its fallback nodes.
+            if (fell.count >= a.count - a.n_no_compute) {
+                fell.op_ns = a.op_ns;
+                fell.call_ns = a.call_ns;
+                fell.call_op_ratio = a.call_op_ratio;
+                asked.count = 0;
+            } else {
+                json bar = op_bar(fmt::format("{} ({} of {} nodes on {}; times not split)", a.key,
+                                              fell.count, a.count - a.n_no_compute, where),
+                                  a, clamped);
+                if (!bar.is_null()) {
+                    bar["op"] = a.key;
+                    bar["fallback"] = nullptr;
+                    by_op.push_back(bar);
+                }
+                continue;
+            }
+        } else if (fell.count > 0) {
+            asked.count = std::max(0, a.count - a.n_no_compute - fell.count);
+            auto less = [](const std::optional<double>& all, const std::optional<double>& part) {
+                return all ? std::optional<double>(std::max(0.0, *all - part.value_or(0)))
+                           : std::nullopt;
+            };
+            asked.op_ns = less(a.op_ns, fell.op_ns);
+            asked.call_ns = less(a.call_ns, fell.call_ns);
+            asked.call_op_ratio = asked.op_ns && asked.call_ns && *asked.op_ns > 0
+                                      ? std::optional<double>(*asked.call_ns / *asked.op_ns)
+                                      : std::nullopt;
+            fell.call_op_ratio = fell.op_ns && fell.call_ns && *fell.op_ns > 0
+                                     ? std::optional<double>(*fell.call_ns / *fell.op_ns)
+                                     : std::nullopt;
+        }
+        if (fell.count == 0 || asked.count > 0) {
+            json bar = op_bar(a.key, asked, clamped);
+            if (!bar.is_null()) {
+                bar["op"] = a.key;
+                bar["fallback"] = nullptr;
+                by_op.push_back(bar);
+            }
+        }
+        if (fell.count > 0) {
+            const std::string label = fmt::format("{} fallback ({} node{}: {})", a.key, fell.count,
+                                                  fell.count == 1 ? "" : "s", where);
+            json bar = op_bar(label, fell, clamped);
+            if (!bar.is_null()) {
+                bar["op"] = a.key;
+                bar["fallback"] = where;
+                by_op.push_back(bar);
+            }
+        }
     }
     json by_backend = json::array();
     for (const auto& a : st.by_backend) {
@@ -258,9 +342,9 @@ json summary_view(const ResultDocument& doc) {
                         {"status", to_string(t.status)},
                         {"error", t.error.value_or("")},
                         {"reps_done", static_cast<double>(t.reps_done)},
-                        {"prefill", t.prefill ? stat(t.prefill->throughput) : json(nullptr)},
-                        {"decode", t.decode ? stat(t.decode->throughput) : json(nullptr)},
-                        {"ttft_ms", stat(t.ttft, kNsToMs)},
+                        {"prefill", robust_of(t, true)},
+                        {"decode", robust_of(t, false)},
+                        {"ttft_ms", median_stat(doubles(t.ttft_ns), kNsToMs)},
                         {"itl_ms",
                          {{"median", opt(ms(itl ? itl->median : std::nullopt))},
                           {"p99", opt(ms(itl ? itl->p99 : std::nullopt))}}}});
@@ -276,8 +360,8 @@ json throughput_view(const ResultDocument& doc) {
     std::map<std::string, int> seen;  // label -> times used: repeated tests get " #2", " #3"
     bool any = false;
     for (const auto& t : doc.tests) {
-        json p = t.prefill ? stat(t.prefill->throughput) : json(nullptr);
-        json d = t.decode ? stat(t.decode->throughput) : json(nullptr);
+        json p = robust_of(t, true);
+        json d = robust_of(t, false);
         if (p.is_null() && d.is_null())
             continue;
         any = true;
@@ -561,8 +645,9 @@ json hybrid_view(const ResultDocument& doc) {
                                         ? json(pt.transfer.bytes.back())
                                         : json(nullptr)},
                  {"decode_ms", opt(ms(t.decode ? t.decode->duration.median : std::nullopt))},
-                 {"ttft", stat(t.ttft, kNsToMs)},
-                 {"e2e", e2e != pt.e2e.end() ? stat(e2e->second.summary, kNsToMs) : json()}});
+                 {"ttft", median_stat(doubles(t.ttft_ns), kNsToMs)},
+                 {"e2e", e2e != pt.e2e.end() ? median_stat(doubles(e2e->second.samples_ns), kNsToMs)
+                                             : json()}});
         }
         json comparisons = json::array();
         for (const char* mode : {"prefill_alone", "decode_alone"}) {
@@ -778,12 +863,22 @@ namespace {
 
 // The unit of a compare row's metric as the page labels it.
 std::string compare_unit(const std::string& metric) {
-    static const std::map<std::string, std::string> units = {
-        {"ttft_ms", "ms"},          {"tokens_per_s", "tok/s"},
-        {"j_per_token", "J/token"}, {"net_j_per_token", "J/token net"},
-        {"mean_power_mw", "mW"},    {"median_ms", "ms"},
-        {"p99_ms", "ms"},           {"output_tokens_per_s", "tok/s"},
-        {"request_per_s", "req/s"}, {"goodput_per_s", "req/s"}};
+    static const std::map<std::string, std::string> units = {{"ttft_ms", "ms"},
+                                                             {"tokens_per_s", "tok/s"},
+                                                             {"j_per_token", "J/token"},
+                                                             {"net_j_per_token", "J/token net"},
+                                                             {"mean_power_mw", "mW"},
+                                                             {"median_ms", "ms"},
+                                                             {"p99_ms", "ms"},
+                                                             {"output_tokens_per_s", "tok/s"},
+                                                             {"request_per_s", "req/s"},
+                                                             {"goodput_per_s", "req/s"},
+                                                             {"op_us", "µs"},
+                                                             {"call_us", "µs"},
+                                                             {"call_per_op", "×"},
+                                                             {"op_total_us", "µs per stage"},
+                                                             {"call_total_us", "µs per stage"},
+                                                             {"call_per_op_total", "×"}};
     const auto it = units.find(metric);
     return it == units.end() ? "" : it->second;
 }
@@ -801,17 +896,36 @@ json compare_view(const CompareResult& doc) {
             differs += (differs.empty() ? "" : "; ") + k + ": " + vals;
         }
         json sides = json::array(), ratios = json::array();
-        for (const auto& s : r.sides)
+        for (const auto& s : r.sides) {
+            json robust = nullptr;
+            if (s.robust && s.robust->tokens_per_s)
+                robust = {{"median", *s.robust->tokens_per_s},
+                          {"lo", opt(s.robust->ci_low)},
+                          {"hi", opt(s.robust->ci_high)},
+                          {"stalls",
+                           {{"count", s.robust->stalls},
+                            {"of", s.robust->of},
+                            {"unit", s.robust->unit}}}};
             sides.push_back({{"label", s.label},
                              {"median", opt(s.median)},
+                             {"lo", opt(s.median_ci_low)},
+                             {"hi", opt(s.median_ci_high)},
+                             {"total", opt(s.total)},
                              {"cv", opt(s.cv)},
-                             {"n", static_cast<double>(s.n)}});
+                             {"n", static_cast<double>(s.n)},
+                             {"robust", robust}});
+        }
         for (const auto& x : r.ratios)
             ratios.push_back({{"label", x.label},
                               {"median", opt(x.median)},
                               {"lo", opt(x.ci_low)},
                               {"hi", opt(x.ci_high)},
                               {"verdict", x.verdict}});
+        json signature = nullptr;
+        if (r.signature)
+            signature = {{"op", r.signature->op},
+                         {"role", r.signature->role},
+                         {"shape", r.signature->shape}};
         rows.push_back({{"test", r.test},
                         {"stage", r.stage},
                         {"metric", r.metric},
@@ -819,7 +933,9 @@ json compare_view(const CompareResult& doc) {
                         {"higher_is_better", r.higher_is_better},
                         {"differs", differs},
                         {"sides", sides},
-                        {"ratios", ratios}});
+                        {"ratios", ratios},
+                        {"op", opt(r.op)},
+                        {"signature", signature}});
     }
     json inputs = json::array();
     for (const auto& i : doc.inputs)

@@ -50,14 +50,20 @@ nlohmann::json report_view(const std::vector<ReportInput>& inputs);
 
 // The sections, one document at a time (report_view calls these; exposed for tests).
 // Each returns null when the document has nothing for it and adds to notes what it skipped.
+// summary_view: per test its configuration, status and, per stage, the stall-robust rate
+// {median, lo, hi, n, stalls: {count, of, unit}} (core/result.hpp RobustRate, its interval the
+// median's), the TTFT median {median, lo, hi, n} in ms with the median's seeded bootstrap CI,
+// and the ITL median and p99. Every interval printed beside a median is that median's.
 nlohmann::json summary_view(const ResultDocument& doc);
+// Per test the prefill and decode stall-robust rates as summary_view gives them.
 nlohmann::json throughput_view(const ResultDocument& doc);
 nlohmann::json ops_view(const ResultDocument& doc, std::vector<std::string>& notes);
 nlohmann::json telemetry_view(const ResultDocument& doc, std::vector<std::string>& notes,
                               std::size_t max_points = 2000);
 nlohmann::json sustained_view(const ResultDocument& doc);
 // A hybrid document's points: per mode the median prefill, transfer and decode times (ms),
-// TTFT and end-to-end time with their CIs; the hybrid's speedups with bootstrap CIs.
+// TTFT and end-to-end medians with their medians' CIs; the hybrid's speedups with bootstrap
+// CIs.
 nlohmann::json hybrid_view(const ResultDocument& doc);
 // A pipeline-modes document (core/doc/modes_section.hpp): per mode its environment (or log) and
 // stage times with CIs (ms), and the parts (ms, CIs, share of the last mode).
@@ -73,8 +79,10 @@ nlohmann::json serve_view(const ResultDocument& doc);
 // variant failed. kl_floor: where the charts' log axis draws KL 0.
 nlohmann::json fidelity_view(const ResultDocument& doc);
 nlohmann::json warnings_view(const ResultDocument& doc);
-// A compare document: its inputs, rows (with the unit of each metric and differs as text),
-// unmatched tests and notes.
+// A compare document: its inputs, rows (with the unit of each metric, differs as text, each
+// side's median with the median's CI "lo"/"hi" or its "total", its robust rate {median, lo, hi,
+// stalls: {count, of, unit}} where the row has one, and for ops documents the row's "op" and
+// "signature" {op, role, shape}), unmatched tests and notes.
 nlohmann::json compare_view(const CompareResult& doc);
 
 // Stage intervals from telemetry marks: each begin paired with the next end of the same stage;

@@ -36,10 +36,20 @@ json test_result(const std::string& name, const std::string& devices, int thread
           {"model_path", "/m/tiny.gguf"}}},
         {"status", "ok"},
         {"backends", {"CPU"}},
-        {"prefill", {{"throughput", summary(1000, 950, 1050)}}},
+        {"prefill",
+         {{"tokens_per_s", {990, 1000, 1010}},
+          {"throughput", summary(1000, 950, 1050)},
+          {"robust", {{"tokens_per_s", 1000}, {"ci95_lo", 950}, {"ci95_hi", 1050}}}}},
         {"decode",
-         {{"throughput", summary(100, 90, 110)}, {"itl", {{"median", 2e6}, {"p99", 3.5e6}}}}},
-        {"ttft", summary(40e6, 38e6, 42e6)}};
+         {{"tokens_per_s", {60, 100, 101}},
+          {"throughput", summary(100, 90, 110)},
+          {"robust", {{"tokens_per_s", 100}, {"ci95_lo", 90}, {"ci95_hi", 110}}},
+          {"stalls",
+           {{"tokens",
+             {{"rule", "3 x median"}, {"k", 3}, {"n", 24}, {"count", 1}, {"indices", {5}}}}}},
+          {"itl", {{"median", 2e6}, {"p99", 3.5e6}}}}},
+        {"ttft", summary(40e6, -116e6, 355e6)},  // the mean's Student-t interval: not shown
+        {"ttft_ns", {38'000'000, 40'000'000, 42'000'000}}};
 }
 
 json result_doc() {
@@ -79,12 +89,20 @@ TEST(HtmlData, SummaryConvertsToDisplayUnitsAndKeepsMissingNull) {
     EXPECT_EQ(rows[0]["model"], "tiny.gguf");
     EXPECT_DOUBLE_EQ(rows[0]["prefill"]["median"].get<double>(), 1000);
     EXPECT_DOUBLE_EQ(rows[0]["prefill"]["lo"].get<double>(), 950);
+    // The stall-robust rate, not the median of the raw rates (60, 100, 101), and its stalls.
+    EXPECT_DOUBLE_EQ(rows[0]["decode"]["median"].get<double>(), 100);
+    EXPECT_EQ(rows[0]["decode"]["stalls"], json({{"count", 1}, {"of", 24}, {"unit", "tokens"}}));
+    EXPECT_EQ(rows[0]["prefill"]["stalls"]["count"], 0);
     EXPECT_DOUBLE_EQ(rows[0]["ttft_ms"]["median"].get<double>(), 40);
+    // The median's own interval (bootstrap over the repetitions): within them, never negative.
+    EXPECT_GE(rows[0]["ttft_ms"]["lo"].get<double>(), 38);
+    EXPECT_LE(rows[0]["ttft_ms"]["hi"].get<double>(), 42);
     EXPECT_DOUBLE_EQ(rows[0]["itl_ms"]["p99"].get<double>(), 3.5);
 
     json doc = result_doc();
     doc["tests"][0]["prefill"] = nullptr;  // a decode-only test
     doc["tests"][0]["ttft"] = json::object();
+    doc["tests"][0]["ttft_ns"] = json::array();
     rows = summary_view(doc_of(doc));
     EXPECT_TRUE(rows[0]["prefill"].is_null());
     EXPECT_TRUE(rows[0]["ttft_ms"].is_null());
@@ -243,48 +261,63 @@ TEST(HtmlData, TelemetryWithoutSeriesIsANoteNotAChart) {
 }
 
 TEST(HtmlData, OpsSplitOpTimeFromCallOverheadAndFlagFallback) {
-    json stage{
-        {"stage", "prefill"},
-        {"n_tokens", 32},
-        {"by_op",
-         {{{"op", "MUL_MAT"}, {"count", 7}, {"op_ns", 3e6}, {"call_ns", 5e6}},
-          {{"op", "ADD"}, {"count", 2}, {"op_ns", 4e5}, {"call_ns", 3e5}},
-          {{"op", "VIEW"}, {"count", 9}, {"op_ns", 0}, {"call_ns", 0}},
-          {{"op", "ROPE"}, {"count", 2}, {"op_ns", nullptr}, {"call_ns", 1e5}}}},
-        {"by_backend", {{{"backend", "CPU"}, {"op_ns", 3.4e6}, {"call_ns", 5.4e6}}}},
-        {"fallback", {{{"op", "ADD"}, {"backend", "CPU"}, {"requested", "BLAS"}, {"count", 2}}}},
-        {"coverage_devices", {"BLAS", "CPU"}},
-        {"coverage",
-         {{{"op", "MUL_MAT"},
-           {"count", 7},
-           {"supported", {{"BLAS", 7}, {"CPU", 7}}},
-           {"ran", {{"BLAS", 7}}},
-           {"note", ""}},
-          {{"op", "ADD"},
-           {"count", 2},
-           {"supported", {{"BLAS", 0}, {"CPU", 2}}},
-           {"ran", {{"CPU", 2}}},
-           {"note", "BLAS: 2 not supported"}}}},
-        {"reconciliation", {{"plain_median_ns", 6e6}, {"sum_op_ns", 3.4e6}}},
-        {"decomposition",
-         {{"parts",
-           {{{"name", "accelerator_compute"}, {"ns", 2e6}, {"share", 0.33}},
-            {{"name", "host"}, {"ns", nullptr}, {"share", nullptr}}}},
-          {"accelerators", {"BLAS"}}}}};
+    json stage{{"stage", "prefill"},
+               {"n_tokens", 32},
+               {"by_op",
+                {{{"op", "MUL_MAT"}, {"count", 7}, {"op_ns", 3e6}, {"call_ns", 5e6}},
+                 {{"op", "ADD"}, {"count", 2}, {"op_ns", 4e5}, {"call_ns", 3e5}},
+                 {{"op", "VIEW"}, {"count", 9}, {"op_ns", 0}, {"call_ns", 0}},
+                 {{"op", "ROPE"}, {"count", 2}, {"op_ns", nullptr}, {"call_ns", 1e5}}}},
+               {"by_backend", {{{"backend", "CPU"}, {"op_ns", 3.4e6}, {"call_ns", 5.4e6}}}},
+               {"fallback",
+                {{{"op", "ADD"}, {"backend", "CPU"}, {"requested", "BLAS"}, {"count", 2}},
+                 {{"op", "MUL_MAT"},
+                  {"backend", "CPU"},
+                  {"requested", "BLAS"},
+                  {"count", 2},
+                  {"op_ns", 1e6},
+                  {"call_ns", 1.5e6}}}},
+               {"coverage_devices", {"BLAS", "CPU"}},
+               {"coverage",
+                {{{"op", "MUL_MAT"},
+                  {"count", 7},
+                  {"supported", {{"BLAS", 7}, {"CPU", 7}}},
+                  {"ran", {{"BLAS", 7}}},
+                  {"note", ""}},
+                 {{"op", "ADD"},
+                  {"count", 2},
+                  {"supported", {{"BLAS", 0}, {"CPU", 2}}},
+                  {"ran", {{"CPU", 2}}},
+                  {"note", "BLAS: 2 not supported"}}}},
+               {"reconciliation", {{"plain_median_ns", 6e6}, {"sum_op_ns", 3.4e6}}},
+               {"decomposition",
+                {{"parts",
+                  {{{"name", "accelerator_compute"}, {"ns", 2e6}, {"share", 0.33}},
+                   {{"name", "host"}, {"ns", nullptr}, {"share", nullptr}}}},
+                 {"accelerators", {"BLAS"}}}}};
     std::vector<std::string> notes;
     json v = ops_view(doc_of(json{{"ops", {{"devices", "BLAS"}, {"stages", {stage}}}}}), notes);
     ASSERT_FALSE(v.is_null());
     const json& s = v["stages"][0];
-    ASSERT_EQ(s["by_op"].size(), 3u) << "ops that take no time are left out";
-    EXPECT_DOUBLE_EQ(s["by_op"][0]["op_ms"].get<double>(), 3.0);
-    EXPECT_DOUBLE_EQ(s["by_op"][0]["overhead_ms"].get<double>(), 2.0);
+    ASSERT_EQ(s["by_op"].size(), 4u) << "ops that take no time are left out";
+    // 2 of the 7 MUL_MAT nodes fell back: a bar of the 5 that ran where asked, and a fallback
+    // bar holding only the 2 (a bar called fallback holds only fallback nodes).
+    EXPECT_EQ(s["by_op"][0]["label"], "MUL_MAT");
+    EXPECT_EQ(s["by_op"][0]["count"], 5);
+    EXPECT_DOUBLE_EQ(s["by_op"][0]["op_ms"].get<double>(), 2.0);
+    EXPECT_DOUBLE_EQ(s["by_op"][0]["overhead_ms"].get<double>(), 1.5);
     EXPECT_TRUE(s["by_op"][0]["fallback"].is_null());
-    // A call below its op time (separate measurements) shows no overhead and is listed.
-    EXPECT_DOUBLE_EQ(s["by_op"][1]["overhead_ms"].get<double>(), 0.0);
-    EXPECT_EQ(s["clamped"], json::array({"ADD"}));
-    EXPECT_EQ(s["by_op"][1]["fallback"], "CPU instead of BLAS");
-    EXPECT_EQ(s["by_op"][1]["label"], "ADD (fallback)");
-    EXPECT_TRUE(s["by_op"][2]["overhead_ms"].is_null()) << "no op time: overhead unknown";
+    EXPECT_EQ(s["by_op"][1]["label"], "MUL_MAT fallback (2 nodes: CPU instead of BLAS)");
+    EXPECT_EQ(s["by_op"][1]["count"], 2);
+    EXPECT_DOUBLE_EQ(s["by_op"][1]["op_ms"].get<double>(), 1.0);
+    EXPECT_DOUBLE_EQ(s["by_op"][1]["overhead_ms"].get<double>(), 0.5);
+    // Every ADD node fell back (the rows carry no times): the bar is the fallback's alone. A
+    // call below its op time (separate measurements) shows no overhead and is listed.
+    EXPECT_DOUBLE_EQ(s["by_op"][2]["overhead_ms"].get<double>(), 0.0);
+    EXPECT_EQ(s["clamped"], json::array({"ADD fallback (2 nodes: CPU instead of BLAS)"}));
+    EXPECT_EQ(s["by_op"][2]["fallback"], "CPU instead of BLAS");
+    EXPECT_EQ(s["by_op"][2]["label"], "ADD fallback (2 nodes: CPU instead of BLAS)");
+    EXPECT_TRUE(s["by_op"][3]["overhead_ms"].is_null()) << "no op time: overhead unknown";
     EXPECT_DOUBLE_EQ(s["by_backend"][0]["overhead_ms"].get<double>(), 2.0);
     EXPECT_DOUBLE_EQ(s["reconciliation"]["plain_ms"].get<double>(), 6.0);
     EXPECT_DOUBLE_EQ(s["decomposition"]["parts"][0]["ms"].get<double>(), 2.0);
@@ -307,7 +340,8 @@ TEST(HtmlData, HybridModesStageByStageWithSpeedups) {
         return json{{"status", "ok"},
                     {"prefill", {{"duration", {{"median", prefill_ns}}}}},
                     {"decode", {{"duration", {{"median", decode_ns}}}}},
-                    {"ttft", {{"median", prefill_ns}}}};
+                    {"ttft", {{"median", prefill_ns}}},
+                    {"ttft_ns", {static_cast<int64_t>(prefill_ns)}}};
     };
     json doc{{"tests", {test(2e6, 8e6), test(2e6, 12e6), test(6e6, 8e6)}},
              {"hybrid",
@@ -319,8 +353,11 @@ TEST(HtmlData, HybridModesStageByStageWithSpeedups) {
                   {"tests", {{"hybrid", 0}, {"prefill_alone", 1}, {"decode_alone", 2}}},
                   {"transfer", {{"duration", {{"median", 1e6}}}, {"bytes", {4096, 4096}}}},
                   {"e2e",
-                   {{"hybrid", {{"summary", {{"median", 11e6}}}}},
-                    {"prefill_alone", {{"summary", {{"median", 14e6}}}}}}},
+                   {{"hybrid",
+                     {{"samples_ns", {10'000'000, 11'000'000, 12'000'000}},
+                      {"summary", {{"median", 11e6}}}}},
+                    {"prefill_alone",
+                     {{"samples_ns", {14'000'000, 14'000'000}}, {"summary", {{"median", 14e6}}}}}}},
                   {"comparison",
                    {{"prefill_alone",
                      {{"speedup", 1.27},
@@ -336,6 +373,8 @@ TEST(HtmlData, HybridModesStageByStageWithSpeedups) {
     EXPECT_DOUBLE_EQ(p["modes"][0]["transfer_ms"].get<double>(), 1.0);
     EXPECT_EQ(p["modes"][0]["transfer_bytes"], 4096);
     EXPECT_DOUBLE_EQ(p["modes"][0]["e2e"]["median"].get<double>(), 11.0);
+    EXPECT_GE(p["modes"][0]["e2e"]["lo"].get<double>(), 10.0);  // the median's CI
+    EXPECT_LE(p["modes"][0]["e2e"]["hi"].get<double>(), 12.0);
     EXPECT_EQ(p["modes"][1]["label"], "CPU alone");
     EXPECT_DOUBLE_EQ(p["modes"][1]["transfer_ms"].get<double>(), 0.0);
     EXPECT_TRUE(p["modes"][2]["e2e"].is_null()) << "no end-to-end samples: null, not 0";

@@ -125,7 +125,9 @@ void stage_section(const OpsProfile& p, const StageProfile& s, std::ostream& out
                     ? fmt::format("tracing overhead {:+.0f} %", *r.overhead_ratio * 100.0)
                     : std::string("-"))
             << " |\n";
-        out << "| Σ op time (replayed) | " << ms(r.sum_op_ns) << " | " << pct(r.op_fraction)
+        // An imported profile's op times are the backend's own, not replays.
+        out << "| Σ op time (" << (p.source == "hexagon-profile" ? "the backend's own" : "replayed")
+            << ") | " << ms(r.sum_op_ns) << " | " << pct(r.op_fraction)
             << (r.op_within_stage ? "" : " **exceeds the stage**") << " |\n";
         std::optional<double> call_frac;
         if (r.sum_call_compute_ns && r.plain_median_ns && *r.plain_median_ns > 0)

@@ -70,6 +70,19 @@ TEST(OpsReport, MarkdownHasAStageSectionAndTheByOpTable) {
     EXPECT_NE(s.find("| MUL_MAT | 1 | 1.23 | 2.00 | 1.6x |"), std::string::npos) << s;
 }
 
+TEST(OpsReport, AnImportedProfilesOpTotalIsTheBackendsOwnNotReplayed) {
+    OpsProfile traced = profile();
+    std::ostringstream t;
+    write_ops_markdown(traced, t);
+    EXPECT_NE(t.str().find("| Σ op time (replayed) |"), std::string::npos) << t.str();
+    OpsProfile imported = profile();
+    imported.source = "hexagon-profile";  // a log split into stages (--mode, --stage-of)
+    std::ostringstream i;
+    write_ops_markdown(imported, i);
+    EXPECT_EQ(i.str().find("replayed)"), std::string::npos) << i.str();
+    EXPECT_NE(i.str().find("| Σ op time (the backend's own) |"), std::string::npos) << i.str();
+}
+
 TEST(OpsReport, PrintsMdCsvOrJsonAndRefusesTheRest) {
     ResultDocument d;
     d.command = "ops";

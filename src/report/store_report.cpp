@@ -20,6 +20,22 @@ std::string median(const Summary& s, double scale = 1) {
     return s.median ? fmt::format("{:.2f}", *s.median * scale) : std::string("-");
 }
 
+// The stall-robust rate with the 95% CI of its median: "3132.50 [3100.00, 3150.00]".
+std::string robust(const StageResult& s) {
+    const RobustRate& r = s.robust;
+    if (!r.tokens_per_s)
+        return "-";
+    std::string t = fmt::format("{:.2f}", *r.tokens_per_s);
+    if (r.ci95_lo && r.ci95_hi)
+        t += fmt::format(" [{:.2f}, {:.2f}]", *r.ci95_lo, *r.ci95_hi);
+    return t;
+}
+
+// "1/5 reps", "3/640 tokens".
+std::string stalls(const Stalls& s, const char* unit) {
+    return fmt::format("{}/{} {}", s.count(), s.n, unit);
+}
+
 std::string joined(const std::vector<std::string>& v) {
     std::string s;
     for (const auto& x : v)
@@ -90,17 +106,26 @@ void write_document_summary_markdown(std::ostream& out, int64_t id, const Result
             << "` gives all of it.\n";
         return;
     }
-    out << "\n| test | devices | threads | status | reps | prefill t/s | decode t/s | TTFT ms |\n"
-        << "| --- | --- | ---: | --- | ---: | ---: | ---: | ---: |\n";
+    out << "\n| test | devices | threads | status | reps | prefill t/s median | prefill robust t/s "
+           "[95% CI] | prefill stalls | decode t/s median | decode robust t/s [95% CI] | decode "
+           "stalls | TTFT ms median |\n"
+        << "| --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
     for (const auto& t : doc.tests) {
         const TestConfig& c = t.config;
         const std::string threads = c.n_threads <= 0 ? "auto" : std::to_string(c.n_threads);
         out << "| " << c.test_name() << " | " << or_dash(c.devices.str()) << " | " << threads
             << " | " << to_string(t.status) << " | " << t.reps_done << " | "
             << (t.prefill ? median(t.prefill->throughput) : "-") << " | "
-            << (t.decode ? median(t.decode->throughput) : "-") << " | " << median(t.ttft, 1e-6)
-            << " |\n";
+            << (t.prefill ? robust(*t.prefill) : "-") << " | "
+            << (t.prefill ? stalls(t.prefill->stalls, "reps") : "-") << " | "
+            << (t.decode ? median(t.decode->throughput) : "-") << " | "
+            << (t.decode ? robust(*t.decode) : "-") << " | "
+            << (t.decode ? stalls(t.decode->token_stalls, "tokens") : "-") << " | "
+            << median(t.ttft, 1e-6) << " |\n";
     }
+    out << "\nRobust t/s, the figure to quote: prefill = prompt tokens / the median repetition "
+           "time, decode = 1e9 / the median inter-token latency, with the 95% CI of that median "
+           "(seeded bootstrap over the repetitions); stalls are counted, never dropped.\n";
 }
 
 }  // namespace sb

@@ -20,7 +20,8 @@ void write_store_list_markdown(std::ostream& out, const std::vector<StoredEntry>
 nlohmann::json store_list_json(const std::vector<StoredEntry>& entries);
 
 // `db show`: the document's command, times, system, tool and models, then one row per test
-// with its status and the prefill / decode tokens/s and TTFT medians the document recorded.
+// with its status, per stage the tokens/s median, the stall-robust rate with its median's CI and
+// the stalls, and the TTFT median, as the document recorded them.
 void write_document_summary_markdown(std::ostream& out, int64_t id, const ResultDocument& doc);
 
 }  // namespace sb

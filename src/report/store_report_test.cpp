@@ -43,8 +43,14 @@ TEST(StoreReport, ShowSummarisesTheTestsMedians) {
         "tests": [{"config": {"test": "pp32+tg8", "n_prompt": 32, "n_gen": 8, "devices": "CPU",
                               "n_threads": 0},
                    "status": "ok", "reps_done": 5,
-                   "prefill": {"throughput": {"median": 1234.567}},
-                   "decode": {"throughput": {"median": 98.7}},
+                   "prefill": {"throughput": {"median": 1234.567},
+                               "robust": {"tokens_per_s": 1240.0, "ci95_lo": 1230.5,
+                                          "ci95_hi": 1250.25},
+                               "stalls": {"repetitions": {"n": 5, "indices": [3]}}},
+                   "decode": {"throughput": {"median": 98.7},
+                              "robust": {"tokens_per_s": 3132.5, "ci95_lo": 3100,
+                                         "ci95_hi": 3150},
+                              "stalls": {"tokens": {"n": 40, "indices": [1, 9, 30]}}},
                    "ttft": {"median": 41500000}}]})"));
     std::ostringstream out;
     write_document_summary_markdown(out, 4, doc);
@@ -52,7 +58,9 @@ TEST(StoreReport, ShowSummarisesTheTestsMedians) {
     EXPECT_NE(s.find("## #4: run"), std::string::npos) << s;
     EXPECT_NE(s.find("pi5, Cortex-A76, Debian 12"), std::string::npos) << s;
     EXPECT_NE(s.find("- models: /m/tiny.gguf"), std::string::npos) << s;
-    EXPECT_NE(s.find("| pp32+tg8 | CPU | auto | ok | 5 | 1234.57 | 98.70 | 41.50 |"),
+    // The robust figure with its median's interval and the stalls beside each median.
+    EXPECT_NE(s.find("| pp32+tg8 | CPU | auto | ok | 5 | 1234.57 | 1240.00 [1230.50, 1250.25] | "
+                     "1/5 reps | 98.70 | 3132.50 [3100.00, 3150.00] | 3/40 tokens | 41.50 |"),
               std::string::npos)
         << s;
 

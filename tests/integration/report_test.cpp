@@ -105,6 +105,20 @@ TEST(Report, DrawsEveryChartInHeadlessChromiumWithoutAnyRequest) {
     make_document({"decompose", "-m", model, "-p", "32", "--device", "CPU+BLAS", "--reps", "1",
                    "--plain-reps", "2", "--replay", "2"},
                   t.file("decompose.json"));
+    // f16 weights: BLAS takes 25 of the 29 prefill mat-muls, the other 4 fall back to the CPU.
+    const std::string f16 = t.file("tiny-f16.gguf");
+    ASSERT_EQ(
+        run_sb({"synth", "--preset", "tiny", "--seed", "7", "--quant", "f16", "-o", f16}).exit_code,
+        0);
+    json blas_ops = make_document({"ops", "-m", f16, "-p", "32", "--device", "BLAS", "--reps", "1",
+                                   "--plain-reps", "2", "--replay", "2"},
+                                  t.file("blas-ops.json"));
+    make_document({"ops", "-m", f16, "-p", "32", "--device", "CPU", "--reps", "1", "--plain-reps",
+                   "2", "--replay", "2"},
+                  t.file("cpu-ops.json"));
+    Proc cmp = run_sb({"compare", t.file("cpu-ops.json"), t.file("blas-ops.json"), "--out",
+                       t.file("compare-ops.json")});
+    ASSERT_EQ(cmp.exit_code, 0) << cmp.err;
     json sustained = make_document(
         {"sustained", "-m", model, "--rounds", "4", "--prompt-tokens", "32", "--max-tokens", "8",
          "--sysfs-root", sys.string(), "--telemetry", "on", "--idle", "0"},
@@ -131,8 +145,9 @@ TEST(Report, DrawsEveryChartInHeadlessChromiumWithoutAnyRequest) {
     const std::string png = (dir / "report.png").string();
     Proc r = run_sb({"report", t.file("run.json"), t.file("ops.json"), t.file("decompose.json"),
                      t.file("sustained.json"), t.file("hybrid.json"),
-                     source_path("tests/fixtures/report/compare.json"), t.file("odd.json"), "-o",
-                     html, "--title", "integration"});
+                     source_path("tests/fixtures/report/compare.json"), t.file("odd.json"),
+                     t.file("blas-ops.json"), t.file("compare-ops.json"), "-o", html, "--title",
+                     "integration"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_TRUE(r.out.empty()) << "the page goes to the file, not stdout";
 
@@ -140,6 +155,8 @@ TEST(Report, DrawsEveryChartInHeadlessChromiumWithoutAnyRequest) {
     std::string why;
     std::vector<std::string> check = report_check_argv(html, png, dump, why);
     ASSERT_FALSE(check.empty()) << why;
+    // Every chart also as a PNG of its own, to look at.
+    check.insert(check.end(), {"--chart-shots", (dir / "charts").string()});
     for (const char* kind :
          {"throughput-prefill", "throughput-decode", "telemetry-temperature", "telemetry-frequency",
           "telemetry-power", "ops-by-op", "ops-by-backend", "decomposition", "sustained-decode",
@@ -153,7 +170,10 @@ TEST(Report, DrawsEveryChartInHeadlessChromiumWithoutAnyRequest) {
     }
     for (const char* text :
          {"not a stagebench result or compare document", "throttle onset", "B/A", "Fallback",
-          "Op coverage", "BLAS supports", "chart.js 4.", "chartjs-plugin-annotation"}) {
+          "Op coverage", "BLAS supports", "chart.js 4.", "chartjs-plugin-annotation",
+          "prefill tok/s robust [95% CI]", "decode stalls", "TTFT ms median [95% CI]",
+          "MUL_MAT fallback (4 nodes: CPU instead of BLAS)", "all shapes", "ffn_down",
+          "Without a counterpart"}) {
         check.push_back("--expect-text");
         check.push_back(text);
     }
@@ -165,15 +185,72 @@ TEST(Report, DrawsEveryChartInHeadlessChromiumWithoutAnyRequest) {
     // What the charts hold is what the documents say. Inputs: d0 run, d3 sustained, d4 hybrid.
     const json charts = json::parse(read_file(dump));
     {
-        SCOPED_TRACE("run: throughput bars are the medians of each test's raw tokens/s");
+        SCOPED_TRACE("run: throughput bars are each test's stall-robust tokens/s");
         const json& tests = run_doc["tests"];
         for (const char* stage : {"prefill", "decode"}) {
             const json& ch = chart_of(charts, "d0", std::string("throughput-") + stage);
-            const json& data = dataset_of(ch, std::string(stage) + " tokens/s (median)");
+            const json& data = dataset_of(ch, std::string(stage) + " tokens/s (robust)");
             ASSERT_EQ(data.size(), tests.size()) << stage;
             for (size_t i = 0; i < tests.size(); ++i)
-                expect_same(data[i], median_of(tests[i][stage]["tokens_per_s"]), stage);
+                expect_same(data[i], tests[i][stage]["robust"]["tokens_per_s"].get<double>(),
+                            stage);
         }
+    }
+    {
+        SCOPED_TRACE("ops on BLAS: a bar called fallback holds only the fallback nodes");
+        const json& stage = blas_ops["ops"]["stages"][0];  // prefill
+        ASSERT_EQ(stage["stage"], "prefill");
+        json fallback_ms = json::object(), fallback_n = json::object();
+        for (const auto& f : stage["fallback"]) {
+            const std::string op = f["op"];
+            fallback_ms[op] = fallback_ms.value(op, 0.0) + f["op_ns"].get<double>() / 1e6;
+            fallback_n[op] = fallback_n.value(op, 0) + f["count"].get<int>();
+        }
+        ASSERT_EQ(fallback_n["MUL_MAT"], 4) << "25 of 29 on BLAS";
+        json* by_op = nullptr;
+        for (auto& c : const_cast<json&>(charts))
+            if (c["doc"] == "d7" && c["kind"] == "ops-by-op" && !by_op)
+                by_op = &c;  // the first: prefill
+        ASSERT_TRUE(by_op);
+        const json& labels = (*by_op)["labels"];
+        const json& plain = dataset_of(*by_op, "op time (ms)");
+        const json& fell = dataset_of(*by_op, "op time, fallback nodes only (ms)");
+        std::size_t fallback_bars = 0;
+        for (std::size_t i = 0; i < labels.size(); ++i) {
+            const std::string label = labels[i];
+            const std::string op = label.substr(0, label.find(' '));
+            if (label.find("fallback") != std::string::npos) {
+                ++fallback_bars;
+                ASSERT_TRUE(fallback_n.contains(op)) << label;
+                EXPECT_NE(label.find("(" + std::to_string(fallback_n[op].get<int>()) + " node"),
+                          std::string::npos)
+                    << label;
+                EXPECT_TRUE(plain[i].is_null()) << label;
+                expect_same(fell[i], fallback_ms[op].get<double>(), label);
+            } else {
+                EXPECT_TRUE(fell[i].is_null()) << label;
+            }
+        }
+        EXPECT_EQ(fallback_bars, fallback_n.size());
+        // MUL_MAT's own bar holds the 25 nodes BLAS ran: the op type's time less the fallback's.
+        for (std::size_t i = 0; i < labels.size(); ++i)
+            if (labels[i] == "MUL_MAT") {
+                double all = 0;
+                for (const auto& a : stage["by_op"])
+                    if (a["op"] == "MUL_MAT")
+                        all = a["op_ns"].get<double>() / 1e6;
+                expect_same(plain[i], all - fallback_ms["MUL_MAT"].get<double>(), "MUL_MAT");
+            }
+    }
+    {
+        SCOPED_TRACE("compare of ops documents: the chart holds the op types' total ratios");
+        const json compare_doc = json::parse(read_file(t.file("compare-ops.json")));
+        const json& ch = chart_of(charts, "d8", "compare-ratios");
+        std::size_t totals = 0;
+        for (const auto& row : compare_doc["rows"])
+            totals += row["metric"] == "op_total_us";
+        ASSERT_TRUE(ch.contains("labels"));
+        EXPECT_EQ(ch["labels"].size(), totals);
     }
     {
         SCOPED_TRACE(

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "cli_harness.hpp"
 
@@ -312,3 +313,226 @@ TEST(StoreCompare, BadInputsAreOneLineAndExit2) {
 }
 
 }  // namespace
+
+namespace {
+
+// The tiny model with f16 weights: BLAS takes 25 of its 29 prefill mat-muls (q4_0 weights sit in
+// CPU_REPACK buffers BLAS cannot use), so CPU against BLAS differs shape by shape.
+const std::string& tiny_f16() {
+    static TempDir dir;
+    static std::string path = [] {
+        std::string p = dir.file("tiny-f16.gguf");
+        Proc r = run_sb({"synth", "--preset", "tiny", "--seed", "7", "--quant", "f16", "-o", p});
+        if (r.exit_code != 0)
+            throw std::runtime_error("synth failed: " + r.err);
+        return p;
+    }();
+    return path;
+}
+
+// The computing MUL_MAT records of a stage of an ops document.
+std::vector<json> mat_muls(const json& doc, const std::string& stage) {
+    std::vector<json> out;
+    for (const auto& st : doc["ops"]["stages"])
+        if (st["stage"] == stage)
+            for (const auto& r : st["ops"])
+                if (r["op"] == "MUL_MAT" && !r["no_compute"].get<bool>())
+                    out.push_back(r);
+    return out;
+}
+
+double median_of(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+}  // namespace
+
+// `compare` of a CPU and a BLAS `ops` document: one row per MUL_MAT shape (its weight's role
+// and the tensors' types and shapes) with its own ratio and CI, the op type rolled up over
+// them, and every node accounted for (matched or listed, never dropped).
+TEST(StoreCompare, OpsDocumentsOfCpuAndBlasCompareOneRowPerMulMatShape) {
+    TempDir t;
+    const std::string cpu = t.file("cpu.json"), blas = t.file("blas.json");
+    for (const auto& [device, out] : {std::pair{"CPU", cpu}, std::pair{"BLAS", blas}}) {
+        Proc p = run_sb({"ops", "-m", tiny_f16(), "-p", "32", "-t", "1", "--device", device,
+                         "--reps", "2", "--plain-reps", "2", "--replay", "4", "--out", out, "-q"});
+        ASSERT_EQ(p.exit_code, 0) << p.err;
+    }
+    const json a = json::parse(read_file(cpu)), b = json::parse(read_file(blas));
+    const json c = compare_json({cpu, blas, "--label", "CPU", "--label", "BLAS"});
+    EXPECT_EQ(c["match"]["fields"], json::array({"stage", "op", "signature"}));
+    for (const char* stage : {"prefill", "decode"}) {
+        SCOPED_TRACE(stage);
+        // The roles the CPU document's mat-mul weights give: one row per role and shape.
+        std::set<std::string> roles;
+        const std::vector<json> mm = mat_muls(a, stage);
+        ASSERT_EQ(mm.size(), 29u);  // 7 per layer of 4, and the output
+        for (const auto& r : mm) {
+            std::string w = r["srcs"][0]["name"];
+            if (w.rfind("blk.", 0) == 0)
+                w = w.substr(w.find('.', 4) + 1);
+            roles.insert(w.substr(0, w.rfind(".weight")));
+        }
+        EXPECT_EQ(roles, (std::set<std::string>{"attn_q", "attn_k", "attn_v", "attn_output",
+                                                "ffn_gate", "ffn_up", "ffn_down", "output"}));
+        std::size_t shape_rows = 0, nodes = 0;
+        std::set<std::string> row_roles;
+        const json* total = nullptr;
+        for (const auto& row : c["rows"]) {
+            if (row["stage"] != stage || row["op"] != "MUL_MAT")
+                continue;
+            if (row["metric"] == "op_total_us")
+                total = &row;
+            if (row["metric"] != "op_us" || row["signature"].is_null())
+                continue;
+            ++shape_rows;
+            const std::string role = row["signature"]["role"];
+            row_roles.insert(role);
+            ASSERT_EQ(row["ratios"].size(), 1u);
+            const json& q = row["ratios"][0];
+            const std::size_t n_cpu = row["sides"][0]["n"], n_blas = row["sides"][1]["n"];
+            nodes += n_cpu;
+            // The side's median is the median of exactly its role's records, and the ratio is
+            // of those medians.
+            std::vector<double> va, vb;
+            for (const auto& r : mm)
+                if (r["srcs"][0]["name"].get<std::string>().find("." + role + ".weight") !=
+                        std::string::npos ||
+                    r["srcs"][0]["name"] == role + ".weight")
+                    va.push_back(r["op_ns"].get<double>() / 1e3);
+            for (const auto& r : mat_muls(b, stage))
+                if (r["srcs"][0]["name"].get<std::string>().find("." + role + ".weight") !=
+                        std::string::npos ||
+                    r["srcs"][0]["name"] == role + ".weight")
+                    vb.push_back(r["op_ns"].get<double>() / 1e3);
+            ASSERT_EQ(va.size(), n_cpu) << role;
+            ASSERT_EQ(vb.size(), n_blas) << role;
+            EXPECT_NEAR(row["sides"][0]["median"].get<double>(), median_of(va), 1e-9) << role;
+            EXPECT_NEAR(q["median"].get<double>(), median_of(vb) / median_of(va), 1e-9) << role;
+            if (n_cpu >= 2 && n_blas >= 2) {
+                // Four layers: its own bootstrap interval, and the median's on each side.
+                expect_sane_ratio(q);
+                EXPECT_TRUE(row["sides"][0]["median_ci_low"].is_number()) << row;
+                EXPECT_LE(row["sides"][0]["median_ci_low"].get<double>(),
+                          row["sides"][0]["median"].get<double>());
+            } else {
+                EXPECT_EQ(q["verdict"], "too few samples") << role;  // the one output node
+            }
+        }
+        EXPECT_EQ(row_roles, roles);
+        EXPECT_EQ(shape_rows, roles.size());
+        EXPECT_EQ(nodes, mm.size()) << "every CPU node is in a shape's row";
+        // The roll-up: the summed op time of the matched nodes, side by side.
+        ASSERT_TRUE(total) << "no MUL_MAT total in " << stage;
+        double sum = 0;
+        for (const auto& r : mm)
+            sum += r["op_ns"].get<double>() / 1e3;
+        EXPECT_NEAR((*total)["sides"][0]["total"].get<double>(), sum, 1e-6 * sum);
+        EXPECT_TRUE((*total)["sides"][0]["median"].is_null());
+        expect_sane_ratio((*total)["ratios"][0]);
+    }
+    // The Markdown: one line per shape, each with its ratio.
+    Proc md = run_sb({"compare", cpu, blas, "--label", "CPU", "--label", "BLAS"});
+    ASSERT_EQ(md.exit_code, 0) << md.err;
+    EXPECT_NE(md.out.find("| MUL_MAT | prefill Σ op µs | Σ "), std::string::npos) << md.out;
+    EXPECT_NE(md.out.find("| MUL_MAT ffn_down: f16 768×256, f32 768×32 → f32 256×32 | prefill "
+                          "op µs | "),
+              std::string::npos)
+        << md.out;
+    EXPECT_NE(md.out.find("| MUL_MAT attn_q: f16 256×256, f32 256 → f32 256 | decode op µs | "),
+              std::string::npos)
+        << md.out;
+    EXPECT_NE(md.out.find("Matched by: stage, op, signature"), std::string::npos) << md.out;
+}
+
+// `advise` of two run documents measured under different load: the mixed conditions are named
+// (on stderr and first in the advice) before anything is predicted from them together, and no
+// stage of any assignment is predicted at 0 ms, however far beyond the measured prompts.
+TEST(StoreCompare, AdviseOfDocumentsFromDifferentConditionsWarnsAndPredictsNoStageAtZero) {
+    TempDir t;
+    const std::string quiet = t.file("quiet.json"), loaded = t.file("loaded.json");
+    ASSERT_EQ(run_doc("1", quiet, {"--telemetry", "off"}).exit_code, 0);
+    Proc p = run_sb({"run", "-m", tiny_model(), "-p", "64", "-n", "8", "-r", "3", "-t", "1",
+                     "--membw", "off", "--telemetry", "off", "--out", loaded, "-q"});
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    // The load each recorded, as a busy and a quiet machine write it (this machine's own load is
+    // whatever the other builds make it).
+    json q = json::parse(read_file(quiet)), l = json::parse(read_file(loaded));
+    q["system"]["loadavg_1m"] = 0.1;
+    l["system"]["loadavg_1m"] = 7.5;
+    for (json* d : {&q, &l}) {
+        json kept = json::array();
+        for (const auto& w : (*d)["warnings"])
+            if (w["code"] != "other_load")
+                kept.push_back(w);
+        (*d)["warnings"] = kept;
+    }
+    // Under load the longer prompt ran slower per token than the short one did quiet: the line
+    // through the two falls, and extended to pp4096 it would reach 0.
+    for (auto& v : l["tests"][0]["prefill"]["tokens_per_s"])
+        v = v.get<double>() / 10;
+    l["tests"][0]["prefill"]["duration"]["median"] =
+        l["tests"][0]["prefill"]["duration"]["median"].get<double>() * 10;
+    std::ofstream(quiet) << q.dump();
+    std::ofstream(loaded) << l.dump();
+    Proc a = run_sb({"advise", quiet, loaded, "--prompt", "4096", "--gen", "256", "-o", "json"});
+    ASSERT_EQ(a.exit_code, 0) << a.err;
+    EXPECT_NE(a.err.find("warning: the documents the ranking and predictions combine were "
+                         "measured under different conditions (load: "),
+              std::string::npos)
+        << a.err;
+    const json adv = json::parse(a.out);
+    ASSERT_EQ(adv["warnings"].size(), 1u);
+    EXPECT_EQ(adv["warnings"][0]["code"], "mixed_conditions");
+    ASSERT_FALSE(adv["predictions"].empty());
+    for (const auto& pred : adv["predictions"])
+        for (const auto& x : pred["assignments"]) {
+            EXPECT_GT(x["prefill_ns"].get<double>(), 0) << x;
+            EXPECT_GT(x["decode_ns"].get<double>(), 0) << x;
+            EXPECT_FALSE(x["extrapolated"].empty()) << "pp4096 lies beyond the measured prompts";
+        }
+    Proc md = run_sb({"advise", quiet, loaded, "--prompt", "4096", "--gen", "256"});
+    ASSERT_EQ(md.exit_code, 0) << md.err;
+    const auto warn = md.out.find("**Warning (mixed_conditions):**");
+    const auto predicted = md.out.find("### Predicted end to end");
+    ASSERT_NE(warn, std::string::npos) << md.out;
+    ASSERT_NE(predicted, std::string::npos) << md.out;
+    EXPECT_LT(warn, predicted) << "the warning comes before the predictions";
+    EXPECT_NE(md.out.find("beyond the measured prompts 32–64"), std::string::npos) << md.out;
+}
+
+// `compare` and `db show` carry the stall-robust rate with its median's CI and the stall count.
+TEST(StoreCompare, CompareAndDbShowCarryTheRobustRateAndStalls) {
+    const json c = compare_json({runs().t1a, runs().t2});
+    bool decode = false;
+    for (const auto& row : c["rows"]) {
+        if (row["metric"] != "tokens_per_s")
+            continue;
+        for (const auto& s : row["sides"]) {
+            ASSERT_TRUE(s["robust"].is_object()) << row;
+            EXPECT_GT(s["robust"]["tokens_per_s"].get<double>(), 0);
+            EXPECT_GE(s["robust"]["ci_low"].get<double>(), 0);
+            EXPECT_EQ(s["robust"]["unit"], row["stage"] == "decode" ? "tokens" : "reps");
+            EXPECT_EQ(s["robust"]["of"].get<int>(), row["stage"] == "decode" ? 5 * 8 : 5);
+            EXPECT_LE(s["median_ci_low"].get<double>(), s["median"].get<double>());
+            EXPECT_GE(s["median_ci_high"].get<double>(), s["median"].get<double>());
+        }
+        decode = decode || row["stage"] == "decode";
+        // The robust rate is the document's own.
+        const json doc = json::parse(read_file(runs().t1a));
+        EXPECT_EQ(row["sides"][0]["robust"]["tokens_per_s"],
+                  doc["tests"][0][row["stage"].get<std::string>()]["robust"]["tokens_per_s"]);
+    }
+    EXPECT_TRUE(decode);
+    Proc md = run_sb({"compare", runs().t1a, runs().t2});
+    ASSERT_EQ(md.exit_code, 0) << md.err;
+    EXPECT_NE(md.out.find("| A robust t/s [95% CI] | stalls A |"), std::string::npos) << md.out;
+    EXPECT_NE(md.out.find("/40 tokens |"), std::string::npos) << md.out;
+    Proc show = run_sb({"db", "show", "1", "--db", runs().db});
+    ASSERT_EQ(show.exit_code, 0) << show.err;
+    EXPECT_NE(show.out.find("prefill robust t/s [95% CI] | prefill stalls |"), std::string::npos)
+        << show.out;
+    EXPECT_NE(show.out.find("/5 reps |"), std::string::npos) << show.out;
+    EXPECT_NE(show.out.find("/40 tokens |"), std::string::npos) << show.out;
+}

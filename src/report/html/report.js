@@ -59,6 +59,42 @@
 
   const note = (text) => el('div', { class: 'note' }, text);
 
+  // A table whose columns sort on a click of their header (again: the other way). Cells are
+  // strings, numbers or nodes, or {text, sort} where sort is the value to order by (a number
+  // sorts numerically; null and missing values last).
+  function sortableTable(headers, rows) {
+    const cell = (c) => (c !== null && typeof c === 'object' && !(c instanceof Node) ? c : { text: c, sort: c });
+    const cells = rows.map((r) => r.map(cell));
+    const wrap = table(headers, cells.map((r) => r.map((c) => c.text)));
+    const t = wrap.querySelector('table');
+    t.classList.add('sortable');
+    const trs = Array.from(t.tBodies[0].rows);
+    trs.forEach((tr, i) => cells[i].forEach((c, j) => {
+      const v = c.sort;
+      if (typeof v === 'number' && Number.isFinite(v)) tr.cells[j].dataset.sort = String(v);
+      else if (typeof v === 'string') tr.cells[j].dataset.sortText = v;
+    }));
+    const key = (td) => (td.dataset.sort !== undefined ? Number(td.dataset.sort)
+                                                       : (td.dataset.sortText !== undefined ? td.dataset.sortText : null));
+    Array.from(t.tHead.rows[0].cells).forEach((th, j) => {
+      th.setAttribute('aria-sort', 'none');
+      th.title = 'sort by this column';
+      th.addEventListener('click', () => {
+        const asc = th.getAttribute('aria-sort') !== 'ascending';
+        Array.from(t.tHead.rows[0].cells).forEach((h) => h.setAttribute('aria-sort', 'none'));
+        th.setAttribute('aria-sort', asc ? 'ascending' : 'descending');
+        const sorted = Array.from(t.tBodies[0].rows).sort((a, b) => {
+          const x = key(a.cells[j]), y = key(b.cells[j]);
+          if (x === null || y === null) return (x === null) - (y === null);
+          const d = typeof x === 'number' && typeof y === 'number' ? x - y : String(x).localeCompare(String(y));
+          return asc ? d : -d;
+        });
+        sorted.forEach((tr) => t.tBodies[0].appendChild(tr));
+      });
+    });
+    return wrap;
+  }
+
   // ---- Charts --------------------------------------------------------------------------------
   // Whiskers for datasets that carry errorBars: [{lo, hi}|null, ...] (one per point).
   const errorBarsPlugin = {
@@ -90,6 +126,89 @@
     },
   };
   Chart.register(errorBarsPlugin);
+
+  // Labels placed clear of the chart's points, of each other and of the plot's edges, set as
+  // options.plugins.sbLabels.labels: [{text, x, y, color}] names the point at (x, y), beside it;
+  // [{text, y, line: true, color}] names a horizontal line at y, along it. Each label tries
+  // places around its anchor, nearest first, and takes the first that is free (points and
+  // labels hard, whiskers soft); only when none is, the one that covers least. The places taken
+  // are kept for tests: chart.$sbLabels = [{text, left, top, right, bottom}] (canvas px).
+  const labelsPlugin = {
+    id: 'sbLabels',
+    afterDatasetsDraw(chart, args, opts) {
+      chart.$sbLabels = [];
+      const items = (opts && opts.labels) || [];
+      if (!items.length) return;
+      const ctx = chart.ctx, area = chart.chartArea;
+      const hard = [], soft = [];
+      chart.data.datasets.forEach((ds, i) => {
+        if (!chart.isDatasetVisible(i)) return;
+        const meta = chart.getDatasetMeta(i);
+        const scale = chart.scales[meta.yAxisID];
+        meta.data.forEach((e, j) => {
+          if (e.skip || !Number.isFinite(e.x) || !Number.isFinite(e.y)) return;
+          const r = (e.options && e.options.radius) || 3;
+          if (r > 0) hard.push({ left: e.x - r - 2, right: e.x + r + 2, top: e.y - r - 2, bottom: e.y + r + 2 });
+          const w = ds.errorBars && ds.errorBars[j];
+          if (w && w.lo !== null && w.hi !== null && w.lo !== undefined && w.hi !== undefined) {
+            const y1 = scale.getPixelForValue(w.lo), y2 = scale.getPixelForValue(w.hi);
+            soft.push({ left: e.x - 5, right: e.x + 5, top: Math.min(y1, y2), bottom: Math.max(y1, y2) });
+          }
+        });
+      });
+      const overlap = (a, b) => Math.max(0, Math.min(a.right, b.right) - Math.max(a.left, b.left)) *
+                                Math.max(0, Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top));
+      const inside = (b) => b.left >= area.left + 1 && b.right <= area.right - 1 && b.top >= area.top + 1 &&
+                            b.bottom <= area.bottom - 1;
+      ctx.save();
+      ctx.font = '11px ' + Chart.defaults.font.family;
+      ctx.textAlign = 'left';
+      ctx.textBaseline = 'alphabetic';
+      items.forEach((it) => {
+        const m = ctx.measureText(it.text);
+        const w = m.actualBoundingBoxLeft + m.actualBoundingBoxRight;
+        const h = m.actualBoundingBoxAscent + m.actualBoundingBoxDescent;
+        const centres = [];
+        if (it.line) {
+          const py = chart.scales.y.getPixelForValue(it.y);
+          for (let k = 0; k < 40; k++) {
+            const cx = area.right - 4 - w / 2 - k * (area.right - area.left) / 40;
+            centres.push([cx, py - h / 2 - 3], [cx, py + h / 2 + 3]);
+          }
+        } else {
+          const px = chart.scales.x.getPixelForValue(it.x), py = chart.scales.y.getPixelForValue(it.y);
+          for (let d = 0; d < 5; d++) {
+            const gx = 10 + d * (h + 4), gy = 9 + d * (h + 4);
+            centres.push([px + gx + w / 2, py], [px - gx - w / 2, py], [px, py - gy - h / 2], [px, py + gy + h / 2],
+                         [px + gx + w / 2, py - gy], [px - gx - w / 2, py - gy], [px + gx + w / 2, py + gy],
+                         [px - gx - w / 2, py + gy]);
+          }
+        }
+        let best = null, bestCost = Infinity;
+        for (const [cx, cy] of centres) {
+          const b = { left: cx - w / 2, right: cx + w / 2, top: cy - h / 2, bottom: cy + h / 2 };
+          if (!inside(b)) continue;
+          const onHard = hard.concat(chart.$sbLabels).reduce((n, o) => n + overlap(b, o), 0);
+          const onSoft = soft.reduce((n, o) => n + overlap(b, o), 0);
+          const cost = onHard * 1000 + onSoft;
+          if (cost < bestCost) { best = b; bestCost = cost; }
+          if (cost === 0) break;
+        }
+        if (!best) {  // no place inside the plot: at the anchor's side, clamped to the plot
+          const cx = Math.min(Math.max(centres[0][0], area.left + w / 2 + 1), area.right - w / 2 - 1);
+          const cy = Math.min(Math.max(centres[0][1], area.top + h / 2 + 1), area.bottom - h / 2 - 1);
+          best = { left: cx - w / 2, right: cx + w / 2, top: cy - h / 2, bottom: cy + h / 2 };
+        }
+        ctx.fillStyle = 'rgba(255, 255, 255, 0.85)';
+        ctx.fillRect(best.left - 1, best.top - 1, w + 2, h + 2);
+        ctx.fillStyle = it.color || '#1d2330';
+        ctx.fillText(it.text, best.left + m.actualBoundingBoxLeft, best.top + m.actualBoundingBoxAscent);
+        chart.$sbLabels.push({ text: it.text, left: best.left, top: best.top, right: best.right, bottom: best.bottom });
+      });
+      ctx.restore();
+    },
+  };
+  Chart.register(labelsPlugin);
   Chart.defaults.font.family = getComputedStyle(document.body).fontFamily;
 
   // height: of the chart in px; the style sheet's default when absent.
@@ -147,32 +266,41 @@
     sec.appendChild(dl);
   }
 
+  // "3/640 tokens": a stage's stalls, counted and never dropped.
+  const stallsText = (s) => (s && s.stalls ? s.stalls.count + '/' + s.stalls.of + ' ' + s.stalls.unit : '–');
+
   function renderSummary(sec, rows) {
     sec.appendChild(el('h3', null, 'Summary'));
     sec.appendChild(table(
-      ['test', 'model', 'devices', 'threads', 'backends', 'prefill tok/s median [95% CI]',
-       'decode tok/s median [95% CI]', 'TTFT ms median [95% CI]', 'ITL ms median / p99', 'status'],
+      ['test', 'model', 'devices', 'threads', 'backends', 'prefill tok/s robust [95% CI]', 'prefill stalls',
+       'decode tok/s robust [95% CI]', 'decode stalls', 'TTFT ms median [95% CI]', 'ITL ms median / p99', 'status'],
       rows.map((r) => [r.test, r.model, r.devices + (r.engine && r.engine !== 'llama' ? ' (' + r.engine + ')' : ''),
                        r.threads === null ? 'default' : String(r.threads), (r.backends || []).join(', '),
-                       withCi(r.prefill), withCi(r.decode), withCi(r.ttft_ms),
-                       num(r.itl_ms.median) + ' / ' + num(r.itl_ms.p99),
+                       withCi(r.prefill), stallsText(r.prefill), withCi(r.decode), stallsText(r.decode),
+                       withCi(r.ttft_ms), num(r.itl_ms.median) + ' / ' + num(r.itl_ms.p99),
                        r.status + (r.error ? ': ' + r.error : '')]),
       (i) => (rows[i].status && rows[i].status !== 'ok' ? 'failed' : null)));
     sec.appendChild(el('p', { class: 'caption' },
-      'Medians over the repetitions; brackets: 95% confidence interval of the mean (Student t).'));
+      'Robust tok/s, the figure to quote: prefill = prompt tokens / the median repetition time, decode = ' +
+      '1e9 / the median inter-token latency; a stall moves a mean, not these medians. TTFT: the median ' +
+      'repetition. Brackets: the 95% confidence interval of that median (seeded bootstrap resampling whole ' +
+      'repetitions). Stalls: slow prefill repetitions and stalled decode tokens (modified z-score above 3.5), ' +
+      'counted, never dropped.'));
   }
 
   function renderThroughput(sec, t) {
     sec.appendChild(el('h3', null, 'Throughput per stage and device'));
     if (t.prefill.some((s) => s)) {
       sec.appendChild(el('h4', null, 'Prefill'));
-      barsWithCi(sec, 'throughput-prefill', t.labels, t.prefill, 'prefill tokens/s (median)', 'tokens/s', 0);
+      barsWithCi(sec, 'throughput-prefill', t.labels, t.prefill, 'prefill tokens/s (robust)', 'tokens/s', 0);
     }
     if (t.decode.some((s) => s)) {
       sec.appendChild(el('h4', null, 'Decode'));
-      barsWithCi(sec, 'throughput-decode', t.labels, t.decode, 'decode tokens/s (median)', 'tokens/s', 1);
+      barsWithCi(sec, 'throughput-decode', t.labels, t.decode, 'decode tokens/s (robust)', 'tokens/s', 1);
     }
-    sec.appendChild(el('p', { class: 'caption' }, 'Bars: median; whiskers: 95% CI of the mean.'));
+    sec.appendChild(el('p', { class: 'caption' },
+      'Bars: the stall-robust rate (prefill: prompt tokens / the median repetition time; decode: 1e9 / the ' +
+      'median inter-token latency); whiskers: the 95% CI of that median.'));
   }
 
   function stackedOps(parent, kind, bars, title) {
@@ -181,8 +309,9 @@
       { label: 'op time (ms)', data: bars.map((b) => (b.fallback ? null : b.op_ms)), stack: 's',
         backgroundColor: color(0) },
     ];
+    // A fallback bar holds only the nodes that ran off the device asked for (html_data.cpp).
     if (bars.some((b) => b.fallback)) {
-      datasets.push({ label: 'op time, fallback op (ms)', data: bars.map((b) => (b.fallback ? b.op_ms : null)),
+      datasets.push({ label: 'op time, fallback nodes only (ms)', data: bars.map((b) => (b.fallback ? b.op_ms : null)),
                       stack: 's', backgroundColor: '#c0392b' });
     }
     datasets.push({ label: 'call overhead: call − op (ms)', data: bars.map((b) => b.overhead_ms), stack: 's',
@@ -241,7 +370,8 @@
       if (s.by_backend.length) stackedOps(sec, 'ops-by-backend', s.by_backend, s.stage + ': by backend');
       if (s.fallback.length) {
         sec.appendChild(el('p', null, el('span', { class: 'flag' }, 'Fallback: '),
-          'these ops ran on another backend than the one asked for (red bars above).'));
+          'these nodes ran on another backend than the one asked for (the red bars above hold them and only them; ' +
+          'the same op type\'s other nodes are in its blue bar).'));
         sec.appendChild(table(['op', 'ran on', 'asked for', 'count', 'op ms', 'call ms', 'penalty ×', 'note'],
           s.fallback.map((f) => [f.op, f.backend, f.requested, num(f.count), num(f.op_ms), num(f.call_ms),
                                  num(f.penalty, 3), f.note])));
@@ -344,28 +474,38 @@
     const datasets = series.map(([stage, q, c, dash]) => ({
       label: stage.toUpperCase() + ' ' + q + ' (ms)', data: curve(stage, q), showLine: true, borderDash: dash,
       borderColor: color(c), backgroundColor: color(c) }));
-    const annotations = {};
+    // The x axis hugs the points (they may all sit at 33-36 tok/s: an axis from 0 would crowd them
+    // against its end), padded by a tenth of their span, or a fiftieth of their value when they
+    // coincide.
+    const xs = datasets.flatMap((d) => d.data.map((p) => p.x));
+    const xLo = Math.min(...xs), xHi = Math.max(...xs);
+    const xPad = xs.length ? Math.max((xHi - xLo) * 0.1, Math.abs(xHi) * 0.02, 1e-9) : 0;
+    // The SLOs as dotted lines, each named by a label placed clear of the points (sbLabels).
+    const annotations = {}, sloLabels = [];
     ['ttft', 'tpot', 'e2e'].forEach((k, i) => {
       if (s.slo_ms[k] === undefined) return;
       annotations['slo_' + k] = { type: 'line', yMin: s.slo_ms[k], yMax: s.slo_ms[k], borderColor: color(i),
-                                  borderWidth: 1, borderDash: [2, 2],
-                                  label: { display: true, content: k.toUpperCase() + ' SLO ' + num(s.slo_ms[k]) + ' ms',
-                                           position: 'end', font: { size: 10 } } };
+                                  borderWidth: 1, borderDash: [2, 2] };
+      sloLabels.push({ text: k.toUpperCase() + ' SLO ' + num(s.slo_ms[k]) + ' ms', y: s.slo_ms[k], line: true,
+                    color: color(i) });
     });
     addChart(sec, 'serve-curve', {
       type: 'scatter',
       data: { datasets: datasets },
       options: {
-        scales: { x: { beginAtZero: true, title: { display: true, text: 'output tokens/s' } },
+        scales: { x: { min: xs.length ? Math.max(0, xLo - xPad) : undefined, max: xs.length ? xHi + xPad : undefined,
+                       title: { display: true, text: 'output tokens/s' } },
                   y: { type: 'logarithmic', title: { display: true, text: 'ms' } } },
         plugins: { title: { display: true, text: 'Latency against throughput, one marker per point' },
                    tooltip: { callbacks: { label: (c) => c.dataset.label + ' ' + num(c.raw.y) + ' at ' +
                                                         num(c.raw.x) + ' tok/s (' + c.raw.point + ')' } },
-                   annotation: { annotations: annotations } },
+                   annotation: { annotations: annotations },
+                   sbLabels: { labels: sloLabels } },
       },
     });
     const slos = Object.keys(s.slo_ms).map((k) => k.toUpperCase() + ' ' + num(s.slo_ms[k]) + ' ms');
-    sec.appendChild(el('p', { class: 'caption' }, 'Solid: p50; dashed: p99. ' +
+    sec.appendChild(el('p', { class: 'caption' }, 'Solid: p50; dashed: p99. The throughput axis spans the points ' +
+      '(it does not start at 0). ' +
       (slos.length ? 'SLO: ' + slos.join(', ') + ' (dotted lines).' : 'No SLO was given (--slo).')));
     const labels = pts.map((p) => p.label);
     [['ttft', 'TTFT'], ['tpot', 'TPOT'], ['e2e', 'E2E']].forEach(([stage, name]) => {
@@ -418,14 +558,12 @@
                         errorBars: rest.map((p) => p.spread), errorBarColor: color(0), pointRadius: 5,
                         borderColor: color(0), backgroundColor: color(0) });
       }
+      // KL 0's floor: a dotted line, named by its tick "0" (a label on the line covered points).
       const annotations = {
-        kl0: { type: 'line', xMin: floor, xMax: floor, borderColor: '#444', borderDash: [2, 3], borderWidth: 1,
-               label: { display: true, content: 'KL 0', position: 'end', font: { size: 10 } } },
+        kl0: { type: 'line', xMin: floor, xMax: floor, borderColor: '#444', borderDash: [2, 3], borderWidth: 1 },
       };
-      pts.forEach((p, i) => {
-        annotations['point' + i] = { type: 'label', xValue: p.x, yValue: p.y, content: p.label, yAdjust: -14,
-                                     font: { size: 11 }, color: '#1d2330' };
-      });
+      // Each point named beside it, placed clear of the other points, labels and the edges.
+      const labels = pts.map((p) => ({ text: p.label, x: p.x, y: p.y }));
       let xMax = floor, yMax = 0;
       pts.forEach((p) => {
         xMax = Math.max(xMax, p.x);
@@ -445,7 +583,8 @@
           plugins: { title: { display: true, text: title },
                      tooltip: { callbacks: { label: (c) => c.raw.label + ': ' + num(c.raw.y) + ' tok/s, KL ' +
                                                           (c.raw.kl > 0 ? num(c.raw.kl) : '0') } },
-                     annotation: { annotations: annotations } },
+                     annotation: { annotations: annotations },
+                     sbLabels: { labels: labels } },
         },
       }, height);
       return true;
@@ -553,61 +692,112 @@
     return null;
   }
 
+  // A compare side: its median with the median's 95% CI, or its total ("Σ"), in the row's unit.
+  function sideValue(r, s) {
+    if (s.total !== null && s.total !== undefined) return 'Σ ' + num(s.total);
+    return withCi(s);
+  }
+
+  const ratioText = (x) => (x ? num(x.median, 3) + (x.lo !== null ? ' [' + num(x.lo, 3) + ', ' + num(x.hi, 3) + ']' : '') : '–');
+
+  // The ratios of rows as points with their CIs, against the line at 1.
+  function ratioChart(sec, rows, label) {
+    const labels = [], medians = [], cis = [];
+    rows.forEach((r) => r.ratios.forEach((x) => {
+      labels.push(label(r) + ' · ' + x.label);
+      medians.push(x.median);
+      cis.push({ lo: x.lo, hi: x.hi });
+    }));
+    if (!labels.length) return;
+    let lo = 1, hi = 1;
+    medians.concat(cis.map((e) => e.lo), cis.map((e) => e.hi)).forEach((v) => {
+      if (v !== null && v !== undefined) { lo = Math.min(lo, v); hi = Math.max(hi, v); }
+    });
+    const pad = Math.max(0.02, (hi - lo) * 0.1);
+    addChart(sec, 'compare-ratios', {
+      type: 'line',
+      data: { labels: labels, datasets: [{ label: 'ratio (point) with its 95% CI (whiskers)', data: medians,
+                                           errorBars: cis, showLine: false, pointRadius: 5, pointStyle: 'rectRot',
+                                           borderColor: color(0), backgroundColor: color(0) }] },
+      options: {
+        scales: { x: { offset: true, ticks: { autoSkip: false, maxRotation: 60, minRotation: 0 } },
+                  y: { min: Math.max(0, lo - pad), max: hi + pad, title: { display: true, text: 'ratio' } } },
+        plugins: { annotation: { annotations: { one: { type: 'line', yMin: 1, yMax: 1, borderColor: '#444',
+                                                       borderDash: [6, 4], borderWidth: 1 } } } },
+      },
+    }, 300 + 6 * Math.max(...labels.map((l) => l.length)));
+    sec.appendChild(el('p', { class: 'caption' },
+      'Points: the ratio to the baseline (of medians; for op types, of totals); whiskers: its 95% CI; dashed line: ' +
+      'no change (1).'));
+  }
+
+  // Ops documents compared node by node: one sortable row per stage, op, shape and metric, the
+  // op types' totals first (analysis/compare_ops.cpp).
+  function renderOpsCompare(sec, c) {
+    const labels = c.inputs.map((i) => i.label);
+    const headers = ['stage', 'op', 'role', 'shape', 'metric']
+      .concat(labels.map((l) => l + ' (n)'))
+      .concat(labels.slice(1).map((l) => l + '/' + labels[0] + ' [95% CI]'))
+      .concat(['verdict']);
+    const rows = c.rows.map((r) => {
+      const sig = r.signature || { role: '', shape: '' };
+      const cells = [r.stage, r.op || r.test, sig.role || (r.signature ? '–' : 'all shapes'), sig.shape || '–',
+                     r.metric + (r.unit ? ' (' + r.unit + ')' : '')];
+      labels.forEach((l) => {
+        const s = r.sides.find((x) => x.label === l);
+        cells.push(s ? { text: sideValue(r, s) + ' (' + num(s.n) + ')',
+                         sort: s.total !== null && s.total !== undefined ? s.total : s.median } : '–');
+      });
+      labels.slice(1).forEach((l) => {
+        const x = r.ratios.find((q) => q.label === l + '/' + labels[0]);
+        cells.push({ text: ratioText(x), sort: x ? x.median : null });
+      });
+      cells.push(el('span', { class: verdictClass(r.ratios.map((x) => x.verdict).join(' ')) },
+                    r.ratios.map((x) => x.verdict).join('; ') || '–'));
+      return cells;
+    });
+    sec.appendChild(el('p', { class: 'caption' },
+      'Per stage, each op type summed over the shapes both sides ran ("all shapes": Σ op time, Σ call time, Σ call ' +
+      '/ Σ op), then each shape (matched by op, role and the types and shapes of its tensors): the median over its ' +
+      'nodes with the median\'s 95% CI, and n nodes. Click a column header to sort.'));
+    sec.appendChild(sortableTable(headers, rows));
+    // The op types' summed op times only: one point per op type and stage.
+    ratioChart(sec, c.rows.filter((r) => r.metric === 'op_total_us'), (r) => r.stage + ' ' + r.test + ' Σ op');
+  }
+
   function renderCompare(sec, c) {
     sec.appendChild(el('h3', null, 'Comparison'));
     if (c.inputs.length) {
       sec.appendChild(table(['label', 'source', 'command', 'host', 'cpu', 'started at'],
         c.inputs.map((i) => [i.label, i.source, i.command, i.host, i.cpu, i.started_at])));
     }
-    if (c.rows.length) {
+    if (c.rows.some((r) => r.op)) {
+      renderOpsCompare(sec, c);
+    } else if (c.rows.length) {
       const rows = [];
       c.rows.forEach((r) => {
-        const sides = r.sides.map((s) => s.label + ': ' + num(s.median) + ' ' + r.unit +
-                                          ' (CV ' + pct(s.cv) + ', n ' + num(s.n) + ')').join('\n');
+        const sides = r.sides.map((s) => s.label + ': ' + sideValue(r, s) + ' ' + r.unit +
+                                          ' (CV ' + pct(s.cv) + ', n ' + num(s.n) + ')' +
+                                          (s.robust ? '; robust ' + withCi(s.robust) + ' tok/s, stalls ' +
+                                                      stallsText(s.robust) : '')).join('\n');
         const ratioCells = r.ratios.length ? r.ratios : [null];
         ratioCells.forEach((x) => {
           const verdict = x ? el('span', { class: verdictClass(x.verdict) }, x.verdict) : '–';
-          rows.push([r.test, r.stage + (r.metric ? ' (' + r.metric + ')' : ''), r.differs || '–', sides,
-                     x ? x.label + ' ' + num(x.median, 3) + ' [' + num(x.lo, 3) + ', ' + num(x.hi, 3) + ']' : '–',
-                     verdict]);
+          rows.push([r.test, r.stage + (r.metric ? ' (' + r.metric + ')' : ''), r.differs || '–',
+                     { text: sides, sort: r.sides.length ? r.sides[0].median : null },
+                     { text: x ? x.label + ' ' + ratioText(x) : '–', sort: x ? x.median : null }, verdict]);
         });
       });
-      const t = table(['test', 'stage', 'differs', 'median and CV per side', 'ratio [95% CI]', 'verdict'], rows);
+      const t = sortableTable(['test', 'stage', 'differs', 'median [95% CI] and CV per side; robust tok/s and stalls',
+                               'ratio [95% CI]', 'verdict'], rows);
       t.querySelectorAll('td:nth-child(4)').forEach((td) => { td.style.whiteSpace = 'pre-line'; });
       sec.appendChild(t);
-
-      const labels = [], medians = [], cis = [];
-      c.rows.forEach((r) => r.ratios.forEach((x) => {
-        const serveMetric = ['median_ms', 'p99_ms', 'output_tokens_per_s', 'request_per_s', 'goodput_per_s'].includes(r.metric);
-        labels.push(r.test + ' · ' + r.stage + (serveMetric ? ' ' + r.metric : '') + ' · ' + x.label);
-        medians.push(x.median);
-        cis.push({ lo: x.lo, hi: x.hi });
-      }));
-      if (labels.length) {
-        let lo = 1, hi = 1;
-        medians.concat(cis.map((e) => e.lo), cis.map((e) => e.hi)).forEach((v) => {
-          if (v !== null && v !== undefined) { lo = Math.min(lo, v); hi = Math.max(hi, v); }
-        });
-        const pad = Math.max(0.02, (hi - lo) * 0.1);
-        addChart(sec, 'compare-ratios', {
-          type: 'line',
-          data: { labels: labels, datasets: [{ label: 'ratio of medians', data: medians, errorBars: cis,
-                                               showLine: false, pointRadius: 5, pointStyle: 'rectRot',
-                                               borderColor: color(0), backgroundColor: color(0) }] },
-          options: {
-            scales: { x: { offset: true },
-                      y: { min: Math.max(0, lo - pad), max: hi + pad, title: { display: true, text: 'ratio' } } },
-            plugins: { annotation: { annotations: { one: { type: 'line', yMin: 1, yMax: 1, borderColor: '#444',
-                                                           borderDash: [6, 4], borderWidth: 1 } } } },
-          },
-        });
-        sec.appendChild(el('p', { class: 'caption' },
-          'Points: ratio of medians; whiskers: its 95% CI; dashed line: no change (1).'));
-      }
+      const serveMetric = (r) => ['median_ms', 'p99_ms', 'output_tokens_per_s', 'request_per_s', 'goodput_per_s'].includes(r.metric);
+      ratioChart(sec, c.rows, (r) => r.test + ' · ' + r.stage + (serveMetric(r) ? ' ' + r.metric : ''));
     }
     if (c.unmatched.length) {
-      sec.appendChild(el('p', null, 'Without a counterpart: ' +
-                                    c.unmatched.map((u) => u.label + ' ' + u.test).join(', ')));
+      sec.appendChild(el('p', null, 'Without a counterpart (listed, not dropped): ' +
+                                    c.unmatched.map((u) => u.label + ' ' + u.test).join('; ')));
     }
     c.notes.forEach((n) => sec.appendChild(note(n)));
   }
