@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# Replay fit: how the replayed op times of `stagebench ops` add up against the uninstrumented
-# stage they describe. Each op is replayed alone, so the sum leaves out what only the whole
-# graph pays (scheduling, the threads' barriers); on a local device it must come out at most
-# the stage itself. A sum above the stage means the replay inflates op times.
+# Replay fit: how the op times of `stagebench ops` add up against the uninstrumented stage
+# they describe. Each op is timed alone (replayed in a graph of its own, or in situ: its traced
+# call, dispatched alone, less a no-work dispatch; README `ops` says which ops get which; here
+# most of prefill's ops are timed in situ and most of decode's replayed, the table counts
+# them), so the sum leaves out what only the whole graph pays (scheduling, the threads'
+# barriers); on a local device it must come out at most the stage itself. A sum above the
+# stage means the op times are inflated. (The 1B-preset targets of issue #30, within 5 % of
+# the stage either way: bench/ops_speed.sh.)
 #
 # Targets: for prefill and decode, the median over rounds of (sum of replayed op times /
 # uninstrumented stage) <= 1.00, and of (sum of traced call times / sum of replayed op times)
@@ -30,7 +34,7 @@ python3 - "$work" "$ROUNDS" <<'PY'
 import json, statistics as st, sys
 work, rounds = sys.argv[1], int(sys.argv[2])
 ratios, calls = {}, {}
-print("| round | stage | uninstrumented ms | sum of replayed ops ms | ops / stage | sum of calls ms | calls / ops |")
+print("| round | stage | uninstrumented ms | sum of op times ms (in situ / replayed records) | ops / stage | sum of calls ms | calls / ops |")
 print("| ---: | --- | ---: | ---: | ---: | ---: | ---: |")
 for r in range(1, rounds + 1):
     for s in json.load(open(f"{work}/ops.{r}.json"))["ops"]["stages"]:
@@ -39,7 +43,8 @@ for r in range(1, rounds + 1):
         call = rec["sum_call_ns"] / 1e6
         ratios.setdefault(s["stage"], []).append(ops / plain)
         calls.setdefault(s["stage"], []).append(call / ops)
-        print(f"| {r} | {s['stage']} | {plain:.3f} | {ops:.3f} | {ops / plain:.3f} | "
+        print(f"| {r} | {s['stage']} | {plain:.3f} | {ops:.3f} ({rec.get('n_op_in_situ', 0)} / "
+              f"{rec.get('n_op_replayed', 0)}) | {ops / plain:.3f} | "
               f"{call:.3f} | {call / ops:.3f} |")
 ok = True
 for stage, xs in ratios.items():

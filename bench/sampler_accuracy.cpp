@@ -31,7 +31,7 @@ using sb::testing::WriteLog;
 double power_round() {
     WriteLog log;
     const auto run = sb::testing::live_ina3221_stage(log);
-    const sb::EnergyStat* e =
+    const sb::StageEnergy* e =
         run.stage ? energy_of(*run.stage, "hwmon.ina3221.VDD_IN.power_mw") : nullptr;
     if (!e || !e->energy_j)
         return -1;
@@ -44,11 +44,11 @@ double power_round() {
 double counter_round() {
     WriteLog log;
     const auto run = sb::testing::live_rapl_stage(log);
-    const sb::EnergyStat* e =
+    const sb::StageEnergy* e =
         run.stage ? energy_of(*run.stage, "rapl.package-0.energy_uj") : nullptr;
     if (!e || !e->energy_j)
         return -1;
-    const sb::StageTelemetry& st = *run.stage;
+    const sb::StageWindow& st = *run.stage;
     auto [lo, hi] = log.delta(st.begin_ns, st.begin_read_ns, st.end_ns, st.end_read_ns);
     lo *= 1e-6;
     hi *= 1e-6;

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "analysis/compare_steps.hpp"
+#include "analysis/explain_compare.hpp"
 #include "analysis/serve_compare.hpp"
 #include "core/document.hpp"
 #include "core/error.hpp"
@@ -329,6 +330,10 @@ CompareResult compare_documents(const std::vector<CompareInput>& given,
     for (const auto& in : given)
         if (is_serve_input(in))
             return compare_serve_documents(given, opts);
+    // Explain documents compare level by level (analysis/explain_compare.hpp).
+    for (const auto& in : given)
+        if (is_explain_input(in))
+            return compare_explain_documents(given, opts);
     const CompareMatcher m = checked_matcher(given, opts);
     CompareResult r;
     r.tool_version = opts.tool_version;

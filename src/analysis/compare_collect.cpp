@@ -22,8 +22,8 @@ std::map<std::string, CompareValue> config_fields(const TestConfig& c) {
             {"n_depth", num(c.n_depth)},
             {"n_batch", num(c.n_batch)},
             {"n_ubatch", num(c.n_ubatch)},
-            {"type_k", c.type_k},
-            {"type_v", c.type_v},
+            {"type_k", to_string(c.type_k)},
+            {"type_v", to_string(c.type_v)},
             {"flash_attn", to_string(c.flash_attn)},
             {"engine", to_string(c.engine)},
             {"devices", c.devices.str()},
@@ -134,8 +134,9 @@ void fidelity_tests(const FidelitySection& f, std::vector<CompareTest>& out) {
         c.n_prompt = f.n_prompt;
         c.n_gen = f.n_gen;
         c.n_threads = 0;
-        c.type_k = v.type_k;
-        c.type_v = v.type_v;
+        // Written from KvType values (scenario/fidelity.cpp); f16, llama.cpp's default, otherwise.
+        c.type_k = parse_enum<KvType>(v.type_k).value_or(KvType::f16);
+        c.type_v = parse_enum<KvType>(v.type_v).value_or(KvType::f16);
         CompareTest t;
         t.name = "fidelity " + c.test_name();
         t.config = config_fields(c);

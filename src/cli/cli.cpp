@@ -30,6 +30,7 @@ void build_app(CLI::App& app, Context& ctx) {
     add_fleet_command(app, ctx);
     add_fidelity_command(app, ctx);
     add_serve_command(app, ctx);
+    add_explain_command(app, ctx);
 }
 
 int run_cli(int argc, const char* const* argv, Context& ctx) {

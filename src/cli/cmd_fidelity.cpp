@@ -6,13 +6,13 @@
 
 #include "cli/commands.hpp"
 #include "cli/flag_checks.hpp"
+#include "cli/run_options.hpp"
 #include "cli/store_hook.hpp"
 #include "core/error.hpp"
 #include "core/file_io.hpp"
+#include "core/interrupt.hpp"
 #include "core/result.hpp"
 #include "core/utf8.hpp"
-#include "engine/backends.hpp"
-#include "model/inspect.hpp"
 #include "report/reporter.hpp"
 #include "scenario/fidelity.hpp"
 #include "scenario/run_command.hpp"
@@ -27,29 +27,29 @@ void add_fidelity_command(CLI::App& app, Context& ctx) {
         "tokens/s");
     struct Args {
         FidelityOptions o;
-        std::vector<std::string> rpc;
-        std::optional<std::string> out_path;
         std::optional<std::string> text_path;
         OutputFormat format = OutputFormat::md;
+        std::vector<std::string> devices{"CPU"}, type_k{"f16"}, type_v{"f16"};
+        std::optional<std::string> reference;
     };
     auto a = std::make_shared<Args>();
     cmd->add_option("-m,--model", a->o.models, "GGUF model files, comma list (e.g. f16,q8_0,q4_0)")
         ->required()
         ->delimiter(',');
-    cmd->add_option("--device", a->o.device_sets,
+    cmd->add_option("--device", a->devices,
                     "device sets, comma list; join with + to combine (e.g. CPU,BLAS,RPC0)")
         ->check(device_set_check())
         ->delimiter(',')
         ->capture_default_str();
-    cmd->add_option("--reference", a->o.reference_devices,
+    cmd->add_option("--reference", a->reference,
                     "the reference device set, one of --device (default: the first)");
     cmd->add_option("--reference-model", a->o.reference_model,
                     "the reference model file (same shape and vocabulary; default: the first -m)");
-    cmd->add_option("--cache-type-k", a->o.type_k, "K cache types (-ctk), comma list")
+    cmd->add_option("--cache-type-k", a->type_k, "K cache types (-ctk), comma list")
         ->check(cache_type_check())
         ->delimiter(',')
         ->capture_default_str();
-    cmd->add_option("--cache-type-v", a->o.type_v, "V cache types (-ctv), comma list")
+    cmd->add_option("--cache-type-v", a->type_v, "V cache types (-ctv), comma list")
         ->check(cache_type_check())
         ->delimiter(',')
         ->capture_default_str();
@@ -65,7 +65,7 @@ void add_fidelity_command(CLI::App& app, Context& ctx) {
     cmd->add_option("-r,--repetitions", a->o.reps, "timed repetitions of the speed pass")
         ->check(reps_check())
         ->capture_default_str();
-    cmd->add_option("-t,--threads", a->o.n_threads, "threads (0: the physical cores)")
+    cmd->add_option("-t,--threads", a->o.base.n_threads, "threads (0: the physical cores)")
         ->check(threads_check());
     cmd->add_option("--seed", a->o.seed, "seed of the token sequence")->capture_default_str();
     cmd->add_flag("--prompt-logits", a->o.prompt_logits,
@@ -79,11 +79,18 @@ void add_fidelity_command(CLI::App& app, Context& ctx) {
     cmd->add_option("--chunks", a->o.chunks,
                     "at most this many perplexity windows (default: every whole window)")
         ->check(int_range(1, 1 << 30, "1..1073741824"));
-    cmd->add_option("--rpc", a->rpc, "RPC servers host:port (comma list)")->delimiter(',');
-    cmd->add_option("--out", a->out_path, "also write the result document (JSON) here");
+    cmd->add_option("--rpc", a->o.rpc_servers, "RPC servers host:port (comma list)")
+        ->delimiter(',');
+    cmd->add_option("--out", a->o.out_path,
+                    "also write the result document (JSON) here, after every variant");
     add_format_option(cmd, a->format, {OutputFormat::md, OutputFormat::json});
     add_db_option(cmd, ctx);
     cmd->callback([&ctx, a] {
+        a->o.device_sets = device_sets_of(a->devices);
+        a->o.type_k = enums_of<KvType>(a->type_k, "--cache-type-k");
+        a->o.type_v = enums_of<KvType>(a->type_v, "--cache-type-v");
+        if (a->reference && !a->reference->empty())
+            a->o.reference_devices = DeviceSet(*a->reference);
         for (const auto& m : a->o.models)
             require_regular_file(m, "model");
         if (a->o.reference_model)
@@ -97,30 +104,13 @@ void add_fidelity_command(CLI::App& app, Context& ctx) {
                 throw input_error("--text " + *a->text_path + ": not valid UTF-8 text");
             a->o.text_path = *a->text_path;
         }
-        if (a->out_path)
-            check_output_path(*a->out_path, "fidelity document");
-        for (const auto& ep : a->rpc)
-            add_rpc_server(ep);
+        if (a->o.out_path)
+            check_output_path(*a->o.out_path, "fidelity document");
         // A result document like any other command's (system, llama.cpp build, models), its
         // measurement in the fidelity section.
-        ResultDocument doc = new_document("fidelity", ctx.argv);
-        std::vector<std::string> paths = a->o.models;
-        if (a->o.reference_model &&
-            std::find(paths.begin(), paths.end(), *a->o.reference_model) == paths.end())
-            paths.push_back(*a->o.reference_model);
-        for (const auto& m : paths)
-            doc.models.push_back(to_json(inspect_model(m)));
-        const FidelityResult r = run_fidelity(a->o, ctx.err);
-        doc.fidelity = static_cast<const FidelitySection&>(r);
-        doc.finished_at = utc_timestamp();
-        if (a->out_path)
-            write_document(doc, *a->out_path);
-        print_document(a->format, doc, ctx.out);
-        bool failed = false;
-        for (const auto& v : r.variants)
-            failed = failed || v.error.has_value();
-        ctx.exit_code = failed ? 1 : 0;
-        store_document(ctx, doc);  // --db
+        const RunResult r = run_fidelity(a->o, RunEnv(new_document("fidelity", ctx.argv), ctx.err));
+        print_document(a->format, r.doc, ctx.out);
+        finish_run(ctx, r);  // --db
     });
 }
 

@@ -21,12 +21,17 @@ void add_hybrid_command(CLI::App& app, Context& ctx) {
     auto quiet = std::make_shared<bool>(false);
     auto no_warmup = std::make_shared<bool>(false);
     auto no_baselines = std::make_shared<bool>(false);
-    cmd->add_option("-m,--model", o->base.model_path, "GGUF model file")->required();
-    cmd->add_option("--prefill-device", o->prefill_device,
+    struct Typed {
+        std::string prefill = "CPU", decode, flash_attn = "auto", type_k = "f16", type_v = "f16";
+        std::string telemetry = "auto";
+    };
+    auto t = std::make_shared<Typed>();
+    cmd->add_option("-m,--model", o->workload.model_path, "GGUF model file")->required();
+    cmd->add_option("--prefill-device", t->prefill,
                     "device set that prefills (join with +), e.g. CPU or BLAS")
         ->check(device_set_check())
         ->capture_default_str();
-    cmd->add_option("--decode-device", o->decode_device,
+    cmd->add_option("--decode-device", t->decode,
                     "device set that decodes after the state moved, e.g. RPC0")
         ->check(device_set_check())
         ->required();
@@ -38,33 +43,32 @@ void add_hybrid_command(CLI::App& app, Context& ctx) {
         ->check(tokens_check(1))
         ->delimiter(',')
         ->capture_default_str();
-    cmd->add_option("-r,--repetitions", o->base.reps, "repetitions of every mode")
+    cmd->add_option("-r,--repetitions", o->reps, "repetitions of every mode")
         ->check(reps_check())
         ->capture_default_str();
-    cmd->add_option("-t,--threads", o->base.n_threads,
+    cmd->add_option("-t,--threads", o->workload.n_threads,
                     "CPU threads (0 = one per physical core that does math)")
         ->check(threads_check())
         ->capture_default_str();
-    cmd->add_option("-b,--batch-size", o->base.n_batch, "logical batch size")
+    cmd->add_option("-b,--batch-size", o->workload.n_batch, "logical batch size")
         ->check(batch_check())
         ->capture_default_str();
-    cmd->add_option("--ubatch-size", o->base.n_ubatch, "physical batch size (-ub)")
+    cmd->add_option("--ubatch-size", o->workload.n_ubatch, "physical batch size (-ub)")
         ->check(batch_check())
         ->capture_default_str();
-    cmd->add_option("--n-gpu-layers", o->base.n_gpu_layers, "layers to offload (-ngl)")
+    cmd->add_option("--n-gpu-layers", o->workload.n_gpu_layers, "layers to offload (-ngl)")
         ->check(gpu_layers_check())
         ->capture_default_str();
-    auto flash_attn = std::make_shared<std::string>("auto");
-    cmd->add_option("--flash-attn", *flash_attn, "flash attention auto|on|off (-fa)")
+    cmd->add_option("--flash-attn", t->flash_attn, "flash attention auto|on|off (-fa)")
         ->check(flash_attn_check())
         ->capture_default_str();
-    cmd->add_option("--cache-type-k", o->base.type_k, "K cache type (-ctk)")
+    cmd->add_option("--cache-type-k", t->type_k, "K cache type (-ctk)")
         ->check(cache_type_check())
         ->capture_default_str();
-    cmd->add_option("--cache-type-v", o->base.type_v, "V cache type (-ctv)")
+    cmd->add_option("--cache-type-v", t->type_v, "V cache type (-ctv)")
         ->check(cache_type_check())
         ->capture_default_str();
-    cmd->add_option("--seed", o->base.seed, "seed for the random tokens")->capture_default_str();
+    cmd->add_option("--seed", o->seed, "seed for the random tokens")->capture_default_str();
     cmd->add_flag("--no-warmup", *no_warmup, "skip the warmup of every mode");
     cmd->add_flag("--no-baselines", *no_baselines,
                   "measure the hybrid only, not each device set alone");
@@ -79,8 +83,8 @@ void add_hybrid_command(CLI::App& app, Context& ctx) {
     add_db_option(cmd, ctx);
     auto trace = std::make_shared<TraceArgs>();
     add_trace_option(cmd, *trace);
-    cmd->add_option("--telemetry", o->telemetry.mode,
-                    "sample sensors around every stage: auto, on, off")
+    cmd->add_option("--telemetry", t->telemetry, "sample sensors around every stage: auto, on, off")
+        ->check(CLI::IsMember({"auto", "on", "off"}))
         ->capture_default_str();
     cmd->add_option("--sysfs-root", o->telemetry.sysfs_root, "where the sensors are")
         ->capture_default_str();
@@ -90,22 +94,26 @@ void add_hybrid_command(CLI::App& app, Context& ctx) {
     cmd->add_option("--idle", o->telemetry.idle_s, "seconds of idle baseline first")
         ->check(seconds_check(true))
         ->capture_default_str();
-    cmd->callback([&ctx, o, quiet, no_warmup, no_baselines, trace, flash_attn] {
-        o->base.flash_attn = enum_from_text<FlashAttn>(*flash_attn, "--flash-attn");
+    cmd->callback([&ctx, o, quiet, no_warmup, no_baselines, trace, t] {
+        o->placement = Placement{DeviceSet(t->prefill), DeviceSet(t->decode)};
+        o->workload.flash_attn = enum_from_text<FlashAttn>(t->flash_attn, "--flash-attn");
+        o->workload.type_k = enum_from_text<KvType>(t->type_k, "--cache-type-k");
+        o->workload.type_v = enum_from_text<KvType>(t->type_v, "--cache-type-v");
+        o->telemetry.mode = enum_from_text<TelemetryMode>(t->telemetry, "--telemetry");
         check_not_empty(o->n_prompt, "-p");
         check_not_empty(o->n_gen, "-n");
         check_context(*std::max_element(o->n_prompt.begin(), o->n_prompt.end()), 0,
                       *std::max_element(o->n_gen.begin(), o->n_gen.end()));
         check_trace_path(*trace);
         o->progress = !*quiet;
-        o->base.warmup = !*no_warmup;
+        o->warmup = !*no_warmup;
         o->baselines = !*no_baselines;
-        ResultDocument doc = new_document("hybrid", ctx.argv);
-        const auto last = keep_measured(ctx, doc, o->format == OutputFormat::json);
-        ctx.exit_code = run_hybrid(*o, doc, ctx.err);
-        print_document(o->format, doc, ctx.out);
-        finish_document(ctx, doc);
-        write_trace_if_asked(*trace, doc, ctx.err);
+        RunEnv env(new_document("hybrid", ctx.argv), ctx.err);
+        env.on_last_word = keep_on_stop(ctx, o->format == OutputFormat::json);
+        const RunResult r = run_hybrid(*o, std::move(env));
+        print_document(o->format, r.doc, ctx.out);
+        finish_run(ctx, r);
+        write_trace_if_asked(*trace, r.doc, ctx.err);
     });
 }
 

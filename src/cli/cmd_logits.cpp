@@ -13,6 +13,7 @@ namespace {
 
 struct LogitsArgs {
     LogitsOptions o;
+    std::string devices = "CPU";
     std::optional<std::string> out_path, against;
     double tolerance = 0.05;
     double max_kl = 1e-4;
@@ -32,16 +33,16 @@ void add_logits_command(CLI::App& app, Context& ctx) {
         "The next-token logits of one seeded prompt, and how far they are from a reference "
         "(another build, device or machine): does it compute the same model?");
     auto a = std::make_shared<LogitsArgs>();
-    cmd->add_option("-m,--model", a->o.model_path, "GGUF model file")->required();
+    cmd->add_option("-m,--model", a->o.workload.model_path, "GGUF model file")->required();
     cmd->add_option("-p,--n-prompt", a->o.n_prompt, "prompt tokens")
         ->check(tokens_check(1))
         ->capture_default_str();
     cmd->add_option("--seed", a->o.seed, "seed of the prompt's random tokens")
         ->capture_default_str();
-    cmd->add_option("--device", a->o.devices, "one device set, e.g. CPU or BLAS")
+    cmd->add_option("--device", a->devices, "one device set, e.g. CPU or BLAS")
         ->check(device_set_check())
         ->capture_default_str();
-    cmd->add_option("-t,--threads", a->o.n_threads, "threads (0: the physical cores)")
+    cmd->add_option("-t,--threads", a->o.workload.n_threads, "threads (0: the physical cores)")
         ->check(threads_check());
     cmd->add_option("--out", a->out_path, "write the logits document (JSON) here");
     cmd->add_option("--against", a->against,
@@ -57,6 +58,7 @@ void add_logits_command(CLI::App& app, Context& ctx) {
         ->capture_default_str();
     add_format_option(cmd, a->format, {OutputFormat::md, OutputFormat::json});
     cmd->callback([&ctx, a] {
+        a->o.workload.devices = DeviceSet(a->devices);
         if (a->out_path)
             check_output_path(*a->out_path, "logits document");
         std::optional<LogitsCapture> ref;

@@ -85,11 +85,17 @@ void add_ops_like_command(CLI::App& app, Context& ctx, bool decompose) {
                     "copies of each op replayed back to back for its op time (0: no op times)")
         ->check(int_range(0, 1000, "0..1000"))
         ->capture_default_str();
-    cmd->add_option("--reps", o.traced_reps, "node-by-node traced repetitions")
+    cmd->add_option("--reps", o.traced_reps,
+                    "node-by-node traced repetitions (a prefill and the decode steps each)")
         ->check(reps_check())
         ->capture_default_str();
-    cmd->add_option("--plain-reps", o.plain_reps, "uninstrumented repetitions")
-        ->check(reps_check(0))
+    cmd->add_option("--plain-reps", o.plain_reps,
+                    "uninstrumented repetitions, interleaved with the traced ones")
+        ->check(reps_check())
+        ->capture_default_str();
+    cmd->add_option("--decode-tokens", o.decode_tokens,
+                    "one-token decode steps per repetition, each a sample of the decode stage")
+        ->check(int_range(1, 4096, "1..4096"))
         ->capture_default_str();
     cmd->add_option("--top", o.top_n, "rows in the top-ops table")
         ->check(int_range(1, 100000, "1..100000"))

@@ -1,4 +1,5 @@
 #include "cli/commands.hpp"
+#include "cli/flag_checks.hpp"
 #include "engine/rpc_server.hpp"
 
 namespace sb::cli {
@@ -10,14 +11,15 @@ void add_rpc_server_command(CLI::App& app, Context& ctx) {
         "until stopped (Ctrl-C)");
     auto o = std::make_shared<RpcServeOptions>();
     cmd->add_option("-H,--host", o->host,
-                    "address to listen on (anything but loopback exposes this machine)")
+                    "IPv4 address to listen on (anything but loopback exposes this machine)")
         ->capture_default_str();
     cmd->add_option("-p,--port", o->port, "TCP port")->capture_default_str();
     cmd->add_option("-d,--device", o->devices,
                     "devices to offer, comma list of ggml names (see stagebench devices)")
         ->delimiter(',')
         ->capture_default_str();
-    cmd->add_option("-t,--threads", o->threads, "CPU threads (default: the physical cores)");
+    cmd->add_option("-t,--threads", o->threads, "CPU threads (default: the physical cores)")
+        ->check(threads_check());
     cmd->callback([&ctx, o] { serve_rpc(*o, ctx.err); });
 }
 

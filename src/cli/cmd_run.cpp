@@ -3,6 +3,7 @@
 #include "cli/store_hook.hpp"
 #include "cli/trace_option.hpp"
 #include "core/error.hpp"
+#include "scenario/run_command.hpp"
 
 namespace sb::cli {
 
@@ -23,20 +24,15 @@ void add_run_command(CLI::App& app, Context& ctx) {
     cmd->callback([&ctx, a, trace] {
         finish_run_args(*a);
         check_trace_path(*trace);
-        ResultDocument doc = new_document("run", ctx.argv);
-        const auto last = keep_measured(ctx, doc, a->run.format == OutputFormat::json);
-        try {
-            ReporterListener rows(a->run.format, ctx.out);
-            ctx.exit_code = run_benchmark(a->run, doc, &rows, ctx.err);
-        } catch (const Error&) {
-            // What was measured before the failure (e.g. an --out that cannot take the final
-            // document) still reaches the store.
-            if (!doc.tests.empty())
-                store_document(ctx, doc);
-            throw;
-        }
-        finish_document(ctx, doc);
-        write_trace_if_asked(*trace, doc, ctx.err);
+        ReporterListener rows(a->run.format, ctx.out);
+        RunEnv env(new_document("run", ctx.argv), ctx.err);
+        env.listener = &rows;
+        env.on_last_word = keep_on_stop(ctx, a->run.format == OutputFormat::json);
+        const RunResult r = run_benchmark(a->run, std::move(env));
+        // What was measured before a failure (e.g. an --out that cannot take the final
+        // document) still reaches the store; then the failure is reported.
+        finish_run(ctx, r);
+        write_trace_if_asked(*trace, r.doc, ctx.err);
     });
 }
 

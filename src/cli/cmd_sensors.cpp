@@ -6,7 +6,6 @@
 #include "core/json_util.hpp"
 #include "report/sensors_report.hpp"
 #include "telemetry/sysfs_util.hpp"
-#include "telemetry/telemetry_json.hpp"
 
 namespace sb::cli {
 

@@ -10,8 +10,9 @@
 #include "cli/store_hook.hpp"
 #include "cli/trace_option.hpp"
 #include "core/file_io.hpp"
+#include "core/interrupt.hpp"
 #include "core/parse.hpp"
-#include "model/inspect.hpp"
+#include "engine/llama_engine.hpp"
 #include "report/reporter.hpp"
 #include "scenario/run_command.hpp"
 #include "scenario/serve.hpp"
@@ -31,13 +32,13 @@ void add_serve_command(CLI::App& app, Context& ctx) {
         std::vector<std::string> rates;
         std::string n_prompt = "128", n_gen = "64";
         std::optional<std::string> lengths_file, duration;
+        std::string api = "openai", client = "thread", telemetry = "auto";
     };
     auto a = std::make_shared<Args>();
     cmd->add_option("--url", a->o.url,
                     "the server (http://host:port); none: -m FILE starts "
                     "llama-server on 127.0.0.1");
-    cmd->add_option("--api", a->o.api, "openai, openai-chat, llama or ollama")
-        ->capture_default_str();
+    cmd->add_option("--api", a->api, "openai, openai-chat, llama or ollama")->capture_default_str();
     cmd->add_option("-m,--model", a->model,
                     "the model name on the server, or a GGUF file for the llama-server it starts");
     cmd->add_option("--slots", a->o.slots, "parallel slots of the llama-server it starts (-np)")
@@ -50,7 +51,7 @@ void add_serve_command(CLI::App& app, Context& ctx) {
     cmd->add_option("--rate", a->rates,
                     "open-loop points: requests/s, comma list (inf: all at once)")
         ->delimiter(',');
-    cmd->add_option("--client", a->o.client,
+    cmd->add_option("--client", a->client,
                     "thread (a thread per in-flight request) or loop (one thread, libcurl's "
                     "multi interface)")
         ->capture_default_str();
@@ -74,8 +75,9 @@ void add_serve_command(CLI::App& app, Context& ctx) {
     cmd->add_option("--lengths", a->lengths_file,
                     "CSV of 'prompt,output' token counts, one request a line (in order, "
                     "repeated); replaces -p and -n");
-    cmd->add_option("--telemetry", a->o.telemetry.mode,
+    cmd->add_option("--telemetry", a->telemetry,
                     "auto, on, off: energy per request and per output token")
+        ->check(CLI::IsMember({"auto", "on", "off"}))
         ->capture_default_str();
     cmd->add_option("--sysfs-root", a->o.telemetry.sysfs_root, "where the sensors are")
         ->capture_default_str();
@@ -88,6 +90,10 @@ void add_serve_command(CLI::App& app, Context& ctx) {
         ->capture_default_str();
     cmd->add_option("--slo", a->slo,
                     "service levels for goodput, e.g. ttft=500ms,tpot=50ms,e2e=5s");
+    cmd->add_option("--max-error-rate", a->o.max_error_rate,
+                    "end a point early once more than this share (0..1) of its finished "
+                    "requests failed (from the 4th on)")
+        ->check(CLI::Range(0.0, 1.0));
     cmd->add_option("--seed", a->o.seed, "seed of the prompts and arrivals")->capture_default_str();
     cmd->add_option("--timeout", a->o.timeout_s, "seconds a connection or a silent stream may take")
         ->check(seconds_check(false))
@@ -100,6 +106,12 @@ void add_serve_command(CLI::App& app, Context& ctx) {
     add_trace_option(cmd, *trace);
 
     cmd->callback([&ctx, a, requests, trace] {
+        a->o.api = parse_http_api(a->api);
+        const auto client = parse_enum<ClientKind>(a->client);
+        if (!client)
+            throw usage_error("--client '" + a->client + "': expected thread or loop");
+        a->o.client = *client;
+        a->o.telemetry.mode = enum_from_text<TelemetryMode>(a->telemetry, "--telemetry");
         const LengthRange pr = parse_length_range(a->n_prompt, "-p", kMaxTokens);
         const LengthRange gr = parse_length_range(a->n_gen, "-n", kMaxTokens);
         a->o.n_prompt = static_cast<int>(pr.lo);
@@ -141,25 +153,15 @@ void add_serve_command(CLI::App& app, Context& ctx) {
         }
         if (a->out_path)
             check_output_path(*a->out_path, "result document");
+        a->o.out_path = a->out_path;
         check_trace_path(*trace);
         if (a->o.model_file)
-            inspect_model(*a->o.model_file);  // bad input before a server starts
-        const ResultDocument start = new_document("serve", ctx.argv);
-        auto save = [&](const ServeResult& r) {
-            if (a->out_path)
-                write_document(serve_document(start, r), *a->out_path, DocumentSave::progress);
-        };
-        const ServeResult r = run_serve(a->o, ctx.err, save);
-        const ResultDocument doc = serve_document(start, r);
-        if (a->out_path)
-            write_document(doc, *a->out_path);
-        print_document(a->format, doc, ctx.out);
-        int errors = 0;
-        for (const auto& p : r.points)
-            errors += p.errors;
-        ctx.exit_code = errors > 0 || r.interrupted ? 1 : 0;
-        store_document(ctx, doc);
-        write_trace_if_asked(*trace, doc, ctx.err);
+            // What llama-server would refuse at startup, said as run says it, before it starts.
+            check_llama_accepts(*a->o.model_file);
+        const RunResult r = run_serve(a->o, RunEnv(new_document("serve", ctx.argv), ctx.err));
+        print_document(a->format, r.doc, ctx.out);
+        finish_run(ctx, r);
+        write_trace_if_asked(*trace, r.doc, ctx.err);
     });
 }
 

@@ -12,7 +12,11 @@ void add_sustained_command(CLI::App& app, Context& ctx) {
     auto* cmd = app.add_subcommand(
         "sustained", "Repeat one fixed workload for many rounds: throttling, DVFS, variation");
     auto o = std::make_shared<SustainedOptions>();
-    cmd->add_option("-m,--model", o->model, "GGUF model file")->required();
+    struct Typed {
+        std::string devices = "CPU", telemetry = "auto", engine = "llama", api = "openai";
+    };
+    auto t = std::make_shared<Typed>();
+    cmd->add_option("-m,--model", o->workload.model_path, "GGUF model file")->required();
     cmd->add_option("--rounds", o->rounds, "rounds")->check(reps_check())->capture_default_str();
     cmd->add_option("--prompt-tokens", o->prompt_tokens, "prompt tokens per round")
         ->check(tokens_check(1))
@@ -31,16 +35,18 @@ void add_sustained_command(CLI::App& app, Context& ctx) {
     cmd->add_option("--background", o->background,
                     "background load, e.g. cpu:2@50%,mem:1: adds a loaded phase compared with "
                     "the unloaded one");
-    cmd->add_option("--device", o->devices, "device (e.g. CPU, BLAS, RPC0; join with +)")
+    cmd->add_option("--device", t->devices, "device (e.g. CPU, BLAS, RPC0; join with +)")
         ->check(device_set_check())
         ->capture_default_str();
     cmd->add_option("--rpc", o->rpc_servers, "RPC servers host:port")->delimiter(',');
     add_stage_timeout_option(cmd);
-    cmd->add_option("-t,--threads", o->threads,
+    cmd->add_option("-t,--threads", o->workload.n_threads,
                     "CPU threads (0 = one per physical core that does math)")
         ->check(threads_check());
     cmd->add_option("--seed", o->seed, "seed of the fixed prompt")->capture_default_str();
-    cmd->add_option("--telemetry", o->telemetry.mode, "auto, on, off")->capture_default_str();
+    cmd->add_option("--telemetry", t->telemetry, "auto, on, off")
+        ->check(CLI::IsMember({"auto", "on", "off"}))
+        ->capture_default_str();
     cmd->add_option("--sysfs-root", o->telemetry.sysfs_root, "where the sensors are")
         ->capture_default_str();
     cmd->add_option("--telemetry-hz", o->telemetry.hz, "sampling rate")
@@ -51,12 +57,12 @@ void add_sustained_command(CLI::App& app, Context& ctx) {
         ->capture_default_str();
     cmd->add_option("--out", o->out_path, "result document (JSON), rewritten after every round");
     add_format_option(cmd, o->format, {OutputFormat::md, OutputFormat::json});
-    cmd->add_option("--engine", o->http.engines,
+    cmd->add_option("--engine", t->engine,
                     "llama (in-process) or http (a server: --url, or a llama-server started on "
                     "127.0.0.1 for -m FILE)")
         ->capture_default_str();
     cmd->add_option("--url", o->http.url, "server for --engine http; -m then names its model");
-    cmd->add_option("--api", o->http.api, "HTTP API: openai, openai-chat, llama, ollama")
+    cmd->add_option("--api", t->api, "HTTP API: openai, openai-chat, llama, ollama")
         ->check(CLI::IsMember({"openai", "openai-chat", "llama", "ollama"}))
         ->capture_default_str();
     cmd->add_option("--timeout", o->http.timeout_s, "seconds to wait for the server")
@@ -71,16 +77,20 @@ void add_sustained_command(CLI::App& app, Context& ctx) {
     cmd->add_flag("-q,--quiet", *quiet, "no progress lines");
     auto trace = std::make_shared<TraceArgs>();
     add_trace_option(cmd, *trace);
-    cmd->callback([&ctx, o, quiet, trace] {
+    cmd->callback([&ctx, o, quiet, trace, t] {
         o->progress = !*quiet;
+        o->workload.devices = DeviceSet(t->devices);
+        o->telemetry.mode = enum_from_text<TelemetryMode>(t->telemetry, "--telemetry");
+        o->http.engines = {enum_from_text<EngineKind>(t->engine, "--engine")};
+        o->http.api = parse_http_api(t->api);
         check_context(o->prompt_tokens, 0, o->max_tokens);
         check_trace_path(*trace);
-        ResultDocument doc = new_document("sustained", ctx.argv);
-        const auto last = keep_measured(ctx, doc, o->format == OutputFormat::json);
-        ctx.exit_code = run_sustained(*o, doc, ctx.err);
-        print_document(o->format, doc, ctx.out);
-        finish_document(ctx, doc);
-        write_trace_if_asked(*trace, doc, ctx.err);
+        RunEnv env(new_document("sustained", ctx.argv), ctx.err);
+        env.on_last_word = keep_on_stop(ctx, o->format == OutputFormat::json);
+        const RunResult r = run_sustained(*o, std::move(env));
+        print_document(o->format, r.doc, ctx.out);
+        finish_run(ctx, r);
+        write_trace_if_asked(*trace, r.doc, ctx.err);
     });
 }
 

@@ -46,6 +46,7 @@ void add_agent_for_command(CLI::App& app, Context& ctx);
 void add_fleet_command(CLI::App& app, Context& ctx);
 void add_fidelity_command(CLI::App& app, Context& ctx);
 void add_serve_command(CLI::App& app, Context& ctx);
+void add_explain_command(CLI::App& app, Context& ctx);
 
 // --stage-timeout SECONDS for the commands that use RPC devices (core/watchdog.hpp).
 void add_stage_timeout_option(CLI::App* cmd);

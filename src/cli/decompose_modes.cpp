@@ -18,7 +18,7 @@
 #include "report/ops_report.hpp"
 #include "scenario/run_command.hpp"
 #ifdef SB_WITH_FLEET
-#include "fleet/process.hpp"
+#include "core/subprocess.hpp"
 #endif
 
 namespace sb::cli {

@@ -59,7 +59,7 @@ int run_demo(const DemoOptions& o, std::ostream& out, std::ostream& err) {
     ro.matrix.devices = {"CPU"};
     for (const auto& d : list_devices())
         if (d.type == "accel")
-            ro.matrix.devices.push_back(d.name);
+            ro.matrix.devices.push_back(DeviceSet(d.name));
 
     ChildProcess rpc;
     std::string rpc_device;
@@ -84,17 +84,23 @@ int run_demo(const DemoOptions& o, std::ostream& out, std::ostream& err) {
             throw runtime_error("the RPC server did not start, see " + log);
         const std::string ep = "127.0.0.1:" + std::to_string(port);
         for (const auto& d : add_rpc_server(ep)) {
-            ro.matrix.devices.push_back(d.name);
+            ro.matrix.devices.push_back(DeviceSet(d.name));
             rpc_device = d.name;
         }
     }
 
-    ResultDocument doc = new_document("demo", o.argv);
     std::ostringstream table;
+    ResultDocument doc;
     int rc = 0;
     {
         cli::ReporterListener rows(OutputFormat::md, table);
-        rc = run_benchmark(ro, doc, &rows, err);
+        RunEnv env(new_document("demo", o.argv), err);
+        env.listener = &rows;
+        RunResult r = run_benchmark(ro, std::move(env));
+        if (r.error)
+            throw *r.error;
+        rc = exit_code_of(r.outcome);
+        doc = std::move(r.doc);
     }
     std::ofstream summary(fs::path(o.dir) / "summary.md");
     summary << "# stagebench demo\n\nSynthetic " << o.preset << " scaled to " << o.layers
@@ -109,18 +115,20 @@ int run_demo(const DemoOptions& o, std::ostream& out, std::ostream& err) {
     int hybrid_rc = 0;
     if (!rpc_device.empty()) {
         HybridOptions ho;
-        ho.base.model_path = model;
-        ho.prefill_device = "CPU";
-        ho.decode_device = rpc_device;
+        ho.workload.model_path = model;
+        ho.placement = Placement{"CPU", rpc_device};
         ho.n_prompt = {o.n_prompt};
         ho.n_gen = {o.n_gen};
-        ho.base.n_threads = o.threads;
-        ho.base.reps = o.reps;
+        ho.workload.n_threads = o.threads;
+        ho.reps = o.reps;
         ho.out_path = (fs::path(o.dir) / "hybrid.json").string();
         ho.progress = o.progress;
-        ResultDocument hd = new_document("hybrid", o.argv);
         std::ostringstream ht;
-        hybrid_rc = run_hybrid(ho, hd, err);
+        RunResult hr = run_hybrid(ho, RunEnv(new_document("hybrid", o.argv), err));
+        if (hr.error)
+            throw *hr.error;
+        hybrid_rc = exit_code_of(hr.outcome);
+        const ResultDocument& hd = hr.doc;
         print_document(OutputFormat::md, hd, ht);
         summary << "\n" << ht.str();
         out << "\n" << ht.str();

@@ -11,6 +11,10 @@ namespace sb::cli {
 ReporterListener::ReporterListener(OutputFormat format, std::ostream& out)
     : reporter_(make_reporter(format, out)) {}
 
+std::vector<DeviceSet> device_sets_of(const std::vector<std::string>& texts) {
+    return std::vector<DeviceSet>(texts.begin(), texts.end());
+}
+
 void add_matrix_options(CLI::App* cmd, RunArgs& a) {
     MatrixSpec& m = a.run.matrix;
     cmd->add_option("-p,--n-prompt", m.n_prompt, "prompt tokens (prefill stage), comma list")
@@ -42,21 +46,21 @@ void add_matrix_options(CLI::App* cmd, RunArgs& a) {
         ->check(gpu_layers_check())
         ->delimiter(',')
         ->capture_default_str();
-    cmd->add_option("--device", m.devices,
+    cmd->add_option("--device", a.devices,
                     "devices per test (-dev), comma list; join with + to combine, e.g. "
                     "CPU,BLAS,RPC0 or BLAS+RPC0")
         ->check(device_set_check())
         ->delimiter(',')
         ->capture_default_str();
-    cmd->add_option("--flash-attn", m.flash_attn, "flash attention auto|on|off (-fa), comma list")
+    cmd->add_option("--flash-attn", a.flash_attn, "flash attention auto|on|off (-fa), comma list")
         ->check(flash_attn_check())
         ->delimiter(',')
         ->capture_default_str();
-    cmd->add_option("--cache-type-k", m.type_k, "K cache type (-ctk), comma list")
+    cmd->add_option("--cache-type-k", a.type_k, "K cache type (-ctk), comma list")
         ->check(cache_type_check())
         ->delimiter(',')
         ->capture_default_str();
-    cmd->add_option("--cache-type-v", m.type_v, "V cache type (-ctv), comma list")
+    cmd->add_option("--cache-type-v", a.type_v, "V cache type (-ctv), comma list")
         ->check(cache_type_check())
         ->delimiter(',')
         ->capture_default_str();
@@ -87,22 +91,25 @@ void add_output_options(CLI::App* cmd, RunArgs& a) {
         ->delimiter(',');
     add_stage_timeout_option(cmd);
     cmd->add_flag("-q,--quiet", a.quiet, "no progress lines on stderr");
-    cmd->add_option("--telemetry", a.run.telemetry,
+    cmd->add_option("--telemetry", a.telemetry,
                     "sample sensors around every stage: auto (where sources exist), on, off")
+        ->check(CLI::IsMember({"auto", "on", "off"}))
         ->capture_default_str();
-    cmd->add_option("--sysfs-root", a.run.sysfs_root, "where the sensors are (default /sys)")
+    cmd->add_option("--sysfs-root", a.run.telemetry.sysfs_root,
+                    "where the sensors are (default /sys)")
         ->capture_default_str();
-    cmd->add_option("--telemetry-hz", a.run.telemetry_hz, "sampling rate")
+    cmd->add_option("--telemetry-hz", a.run.telemetry.hz, "sampling rate")
         ->check(hz_check())
         ->capture_default_str();
-    cmd->add_option("--idle", a.run.idle_s, "seconds of idle baseline before the first test")
+    cmd->add_option("--idle", a.run.telemetry.idle_s,
+                    "seconds of idle baseline before the first test")
         ->check(seconds_check(true))
         ->capture_default_str();
 }
 
 void add_engine_options(CLI::App* cmd, RunArgs& a) {
     HttpRunOptions& h = a.run.http;
-    cmd->add_option("--engine", h.engines,
+    cmd->add_option("--engine", a.engines,
                     "llama (in-process), http (a server: --url, or a llama-server started on "
                     "127.0.0.1 for -m FILE), or llama,http for both side by side")
         ->delimiter(',')
@@ -110,7 +117,7 @@ void add_engine_options(CLI::App* cmd, RunArgs& a) {
     cmd->add_option("--url", h.url,
                     "server for --engine http, e.g. http://127.0.0.1:8080; -m then names the "
                     "server's model (optional)");
-    cmd->add_option("--api", h.api,
+    cmd->add_option("--api", a.api,
                     "HTTP API: openai (/v1/completions), openai-chat (/v1/chat/completions), "
                     "llama (llama-server /completion), ollama (/api/generate)")
         ->check(CLI::IsMember({"openai", "openai-chat", "llama", "ollama"}))
@@ -125,10 +132,12 @@ void add_fidelity_options(CLI::App* cmd, RunFidelityOptions& f) {
     auto* flag = cmd->add_flag(
         "--fidelity", f.enabled,
         "also compare each test's logits with a reference (KL, top-1, top-k; untimed)");
-    cmd->add_option("--reference", f.reference_devices, "--fidelity: the reference device set")
+    cmd->add_option_function<std::string>(
+           "--reference", [&f](const std::string& s) { f.reference_devices = DeviceSet(s); },
+           "--fidelity: the reference device set")
         ->check(device_set_check())
         ->needs(flag)
-        ->capture_default_str();
+        ->default_str(f.reference_devices.str());
     cmd->add_option("--reference-model", f.reference_model,
                     "--fidelity: the reference model file (same vocabulary; default: the test's)")
         ->needs(flag);
@@ -140,6 +149,17 @@ void add_fidelity_options(CLI::App* cmd, RunFidelityOptions& f) {
 
 void finish_run_args(RunArgs& a) {
     MatrixSpec& m = a.run.matrix;
+    check_not_empty(a.devices, "--device");
+    check_not_empty(a.flash_attn, "-fa");
+    check_not_empty(a.type_k, "-ctk");
+    check_not_empty(a.type_v, "-ctv");
+    m.devices = device_sets_of(a.devices);
+    m.flash_attn = enums_of<FlashAttn>(a.flash_attn, "--flash-attn");
+    m.type_k = enums_of<KvType>(a.type_k, "--cache-type-k");
+    m.type_v = enums_of<KvType>(a.type_v, "--cache-type-v");
+    a.run.http.engines = enums_of<EngineKind>(a.engines, "--engine");
+    a.run.http.api = parse_http_api(a.api);
+    a.run.telemetry.mode = enum_from_text<TelemetryMode>(a.telemetry, "--telemetry");
     m.warmup = !a.no_warmup;
     a.run.progress = !a.quiet;
     if (!a.target_ci.empty())

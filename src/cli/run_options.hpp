@@ -13,7 +13,22 @@ struct RunArgs {
     std::string target_ci;  // "2%" or "0.02"
     bool no_warmup = false;
     bool quiet = false;
+    // The typed options as given, parsed once by finish_run_args.
+    std::vector<std::string> devices{"CPU"}, flash_attn{"auto"}, type_k{"f16"}, type_v{"f16"};
+    std::vector<std::string> engines{"llama"};
+    std::string api = "openai";
+    std::string telemetry = "auto";
 };
+
+// Each text as an E (enum_from_text: sb::Error(usage) naming flag for another).
+template <SpelledEnum E>
+std::vector<E> enums_of(const std::vector<std::string>& texts, const char* flag) {
+    std::vector<E> out;
+    for (const auto& t : texts)
+        out.push_back(enum_from_text<E>(t, flag));
+    return out;
+}
+std::vector<DeviceSet> device_sets_of(const std::vector<std::string>& texts);
 
 // Adds the matrix options (-p, -n, -d, -t, -b, --ubatch-size, --device, ...) to cmd.
 void add_matrix_options(CLI::App* cmd, RunArgs& a);
@@ -23,8 +38,8 @@ void add_output_options(CLI::App* cmd, RunArgs& a);
 void add_engine_options(CLI::App* cmd, RunArgs& a);
 // Adds --fidelity, --reference, --reference-model, --top-k (scenario/run_fidelity.hpp).
 void add_fidelity_options(CLI::App* cmd, RunFidelityOptions& f);
-// Applies the derived options (target CI, warmup, progress) and checks the matrix
-// (check_matrix). Throws sb::Error(usage).
+// Applies the derived options (target CI, warmup, progress, the typed options given as text)
+// and checks the matrix (check_matrix). Throws sb::Error(usage).
 void finish_run_args(RunArgs& a);
 // A run's listener that streams the rows of a reporter (report/reporter.hpp) as tests
 // complete: the runner hands over tests, the CLI picks how they are printed.

@@ -125,7 +125,7 @@ void finish_document(Context& ctx, const ResultDocument& doc) {
     const TestResult* first = nullptr;
     int n_bad = 0;
     for (const auto& t : doc.tests)
-        if (t.status == Status::failed && (t.error_kind == "input" || t.error_kind == "usage")) {
+        if (failed_on_bad_input(t)) {
             if (!first)
                 first = &t;
             ++n_bad;
@@ -139,29 +139,50 @@ void finish_document(Context& ctx, const ResultDocument& doc) {
     ctx.err << ")\n";
 }
 
+namespace {
+
+// The process is going down: the documents to stdout (json_stdout) and the store, with a short
+// wait, and only a refusal speaks.
+void keep_stopped(Context& ctx, const std::vector<ResultDocument>& measured, bool json_stdout) {
+    if (json_stdout) {
+        for (const auto& d : measured)
+            ctx.out << dump_json(to_json(d), 2) << "\n";
+        ctx.out.flush();
+    }
+    if (!ctx.db_path.empty()) {
+        std::ostringstream note;
+        Context quiet{ctx.out, note, 0, ctx.argv, ctx.db_path, std::min(ctx.db_wait_s, 10.0)};
+        for (const auto& d : measured)
+            store_document(quiet, d);
+        if (quiet.exit_code != 0) {
+            ctx.err << note.str();
+            ctx.err.flush();
+        }
+    }
+}
+
+}  // namespace
+
+void finish_run(Context& ctx, const RunResult& r) {
+    ctx.exit_code = exit_code_of(r.outcome);
+    finish_document(ctx, r.doc);
+    if (r.error)
+        throw *r.error;
+}
+
+std::function<void(const ResultDocument&)> keep_on_stop(Context& ctx, bool json_stdout) {
+    return [&ctx, json_stdout](const ResultDocument& doc) {
+        if (json_stdout || !ctx.db_path.empty())
+            keep_stopped(ctx, {doc}, json_stdout);
+    };
+}
+
 LastWordScope keep_measured(Context& ctx, std::function<std::vector<ResultDocument>()> docs,
                             bool json_stdout) {
     return LastWordScope([&ctx, docs = std::move(docs),
                           json_stdout](const std::string&) -> std::optional<std::string> {
-        if (!json_stdout && ctx.db_path.empty())
-            return std::nullopt;
-        const std::vector<ResultDocument> measured = docs();
-        if (json_stdout) {
-            for (const auto& d : measured)
-                ctx.out << dump_json(to_json(d), 2) << "\n";
-            ctx.out.flush();
-        }
-        if (!ctx.db_path.empty()) {
-            // The process is going down: a short wait, and only a refusal speaks.
-            std::ostringstream note;
-            Context quiet{ctx.out, note, 0, ctx.argv, ctx.db_path, std::min(ctx.db_wait_s, 10.0)};
-            for (const auto& d : measured)
-                store_document(quiet, d);
-            if (quiet.exit_code != 0) {
-                ctx.err << note.str();
-                ctx.err.flush();
-            }
-        }
+        if (json_stdout || !ctx.db_path.empty())
+            keep_stopped(ctx, docs(), json_stdout);
         return std::nullopt;
     });
 }

@@ -12,6 +12,7 @@
 #include "cli/commands.hpp"
 #include "core/last_word.hpp"
 #include "core/result.hpp"
+#include "scenario/run_context.hpp"
 
 namespace sb::cli {
 
@@ -50,7 +51,19 @@ std::string write_fallback_document(const std::string& base, const std::string& 
 // so in one error line; ctx.exit_code is the command's code (exit_code_for()).
 void finish_document(Context& ctx, const ResultDocument& doc);
 
-// The last word (core/last_word.hpp) of a measuring command, for the command's lifetime: when
+// The end of a command whose runner returned r (scenario/run_context.hpp): ctx.exit_code from
+// r.outcome (exit_code_of), then finish_document(r.doc); when the run stopped on an error
+// after measuring (r.error: an --out that could not be written), that error is thrown last,
+// after the document reached the store.
+void finish_run(Context& ctx, const RunResult& r);
+
+// What a measuring command's run context does with its document when llama.cpp stops the
+// process (RunEnv::on_last_word): as keep_measured's last word, the document goes to stdout
+// when json_stdout and is appended to the --db store.
+std::function<void(const ResultDocument&)> keep_on_stop(Context& ctx, bool json_stdout);
+
+// The last word (core/last_word.hpp) of a command whose measurement has no run context (ops,
+// decompose), for the command's lifetime: when
 // llama.cpp stops the process mid-run, the documents docs() returns (the running scenario's
 // last word has already recorded the failed test in them) go to stdout when json_stdout (what
 // -o json would have printed at the end) and are appended to the --db store once, without the

@@ -5,6 +5,13 @@
 //   StopReason   "reps" | "target_ci" | "max_reps" | "error" | "interrupt"
 //   EngineKind   "llama" (in-process llama.cpp) | "http" (a server)
 //   FlashAttn    "auto" | "on" | "off"
+//   KvType       "f32" | "f16" | "bf16" | "q8_0" | "q4_0" | "q4_1" | "iq4_nl" | "q5_0" | "q5_1"
+//                (the KV cache types llama.cpp's tools accept, spelled as ggml names them)
+//   ErrorKind    "usage" | "input" | "runtime"                        (TestResult::error_kind)
+//   PassStatus   "ok" | "error"                  (a step that succeeds or not: a traced pass)
+//   MetricKind   "gauge" | "counter"                                  (a telemetry metric)
+//   TelemetryMode "auto" | "on" | "off"                               (--telemetry)
+//   ClientKind   "thread" | "loop"                                    (serve --client)
 //   OutputFormat "md" | "csv" | "json" | "jsonl" | "html"
 // to_string() gives the spelling; parse_enum<E>() reads one back (nullopt for any other text,
 // case-sensitive: the caller says what was wrong and where), enum_from_text<E>() the same for
@@ -25,6 +32,14 @@ enum class Status { ok, failed, interrupted };
 enum class StopReason { reps, target_ci, max_reps, error, interrupt };
 enum class EngineKind { llama, http };
 enum class FlashAttn { automatic, on, off };
+enum class KvType { f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1 };
+enum class PassStatus { ok, error };
+enum class MetricKind {
+    gauge,    // an instantaneous value
+    counter,  // a cumulative count that only grows (except at its wrap range)
+};
+enum class TelemetryMode { automatic, on, off };
+enum class ClientKind { thread, loop };
 enum class OutputFormat { md, csv, json, jsonl, html };
 
 // The spelling table of each enum; specialised below, nothing else needs to.
@@ -56,6 +71,42 @@ struct EnumSpelling<FlashAttn> {
                                       std::pair{FlashAttn::off, "off"}};
     static constexpr std::array aliases{std::pair{FlashAttn::on, "1"},
                                         std::pair{FlashAttn::off, "0"}};
+};
+template <>
+struct EnumSpelling<KvType> {
+    static constexpr std::array names{
+        std::pair{KvType::f32, "f32"},       std::pair{KvType::f16, "f16"},
+        std::pair{KvType::bf16, "bf16"},     std::pair{KvType::q8_0, "q8_0"},
+        std::pair{KvType::q4_0, "q4_0"},     std::pair{KvType::q4_1, "q4_1"},
+        std::pair{KvType::iq4_nl, "iq4_nl"}, std::pair{KvType::q5_0, "q5_0"},
+        std::pair{KvType::q5_1, "q5_1"}};
+};
+template <>
+struct EnumSpelling<ErrorKind> {
+    static constexpr std::array names{std::pair{ErrorKind::usage, "usage"},
+                                      std::pair{ErrorKind::input, "input"},
+                                      std::pair{ErrorKind::runtime, "runtime"}};
+};
+template <>
+struct EnumSpelling<PassStatus> {
+    static constexpr std::array names{std::pair{PassStatus::ok, "ok"},
+                                      std::pair{PassStatus::error, "error"}};
+};
+template <>
+struct EnumSpelling<MetricKind> {
+    static constexpr std::array names{std::pair{MetricKind::gauge, "gauge"},
+                                      std::pair{MetricKind::counter, "counter"}};
+};
+template <>
+struct EnumSpelling<TelemetryMode> {
+    static constexpr std::array names{std::pair{TelemetryMode::automatic, "auto"},
+                                      std::pair{TelemetryMode::on, "on"},
+                                      std::pair{TelemetryMode::off, "off"}};
+};
+template <>
+struct EnumSpelling<ClientKind> {
+    static constexpr std::array names{std::pair{ClientKind::thread, "thread"},
+                                      std::pair{ClientKind::loop, "loop"}};
 };
 template <>
 struct EnumSpelling<OutputFormat> {

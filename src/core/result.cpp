@@ -40,8 +40,8 @@ json to_json(const TestConfig& c) {
                 {"n_ubatch", c.n_ubatch},
                 {"n_gpu_layers", c.n_gpu_layers},
                 {"flash_attn", to_string(c.flash_attn)},
-                {"type_k", c.type_k},
-                {"type_v", c.type_v},
+                {"type_k", to_string(c.type_k)},
+                {"type_v", to_string(c.type_v)},
                 {"reps", c.reps},
                 {"target_ci", opt(c.target_ci)},
                 {"max_reps", c.max_reps},
@@ -117,6 +117,9 @@ json to_json(const ClientTimings& c) {
     json fc = json::array();
     for (const auto& v : c.first_content_ns)
         fc.push_back(opt(v));
+    json claimed = json::array();
+    for (const auto& v : c.claimed_output_tokens)
+        claimed.push_back(opt(v));
     return json{{"e2e_ns", c.e2e_ns},
                 {"e2e", to_json(c.e2e)},
                 {"tpot_ns", c.tpot_ns},
@@ -126,6 +129,7 @@ json to_json(const ClientTimings& c) {
                 {"prompt_tokens", c.prompt_tokens},
                 {"output_tokens", c.output_tokens},
                 {"streamed_tokens", c.streamed_tokens},
+                {"claimed_output_tokens", claimed},
                 {"chunks", c.chunks}};
 }
 
@@ -147,7 +151,7 @@ json to_json(const TestResult& t) {
     json j{{"config", to_json(t.config)},
            {"status", to_string(t.status)},
            {"error", opt(t.error)},
-           {"error_kind", opt(t.error_kind)},
+           {"error_kind", t.error_kind ? json(to_string(*t.error_kind)) : json(nullptr)},
            {"backends", t.backends},
            {"notes", t.notes},
            {"reps_done", t.reps_done},
@@ -208,6 +212,8 @@ json to_json(const ResultDocument& d) {
         j["serve"] = to_json(*d.serve);
     if (d.fidelity)
         j["fidelity"] = to_json(*d.fidelity);
+    if (d.explain)
+        j["explain"] = to_json(*d.explain);
     for (const auto& [k, v] : d.extra.items())
         j[k] = v;
     // Members this build did not know or could not read, each where it was (when its parent is
@@ -227,15 +233,7 @@ json to_json(const ResultDocument& d) {
 }
 
 std::string error_kind_name(ErrorKind kind) {
-    switch (kind) {
-        case ErrorKind::usage:
-            return "usage";
-        case ErrorKind::input:
-            return "input";
-        case ErrorKind::runtime:
-            break;
-    }
-    return "runtime";
+    return to_string(kind);
 }
 
 void record_failure(TestResult& r, const std::exception& e) {
@@ -247,9 +245,7 @@ void record_failure(TestResult& r, const std::string& error, std::optional<Error
     r.status = Status::failed;
     r.error = error;
     r.stopped_by = StopReason::error;
-    r.error_kind.reset();
-    if (kind)
-        r.error_kind = error_kind_name(*kind);
+    r.error_kind = kind;
 }
 
 void record_interrupted(TestResult& r, std::optional<std::string> error) {
@@ -271,14 +267,39 @@ void record_stopped_at_max_reps(TestResult& r) {
     r.stopped_by = StopReason::max_reps;
 }
 
-int exit_code_for(const std::vector<TestResult>& tests, bool interrupted) {
-    bool failed = interrupted;
+bool failed_on_bad_input(const TestResult& t) {
+    return t.status == Status::failed &&
+           (t.error_kind == ErrorKind::input || t.error_kind == ErrorKind::usage);
+}
+
+Outcome outcome_of(const std::vector<TestResult>& tests, bool interrupted) {
+    Outcome o = interrupted ? Outcome::interrupted : Outcome::ok;
     for (const auto& t : tests) {
-        if (t.status == Status::failed && (t.error_kind == "input" || t.error_kind == "usage"))
-            return 2;
-        failed |= t.status != Status::ok;
+        if (failed_on_bad_input(t))
+            return Outcome::bad_input;
+        if (t.status == Status::interrupted)
+            o = worse(o, Outcome::interrupted);
+        else if (t.status != Status::ok)
+            o = worse(o, Outcome::failed);
     }
-    return failed ? 1 : 0;
+    return o;
+}
+
+int exit_code_of(Outcome o) {
+    switch (o) {
+        case Outcome::ok:
+            return 0;
+        case Outcome::failed:
+        case Outcome::interrupted:
+            return 1;
+        case Outcome::bad_input:
+            break;
+    }
+    return 2;
+}
+
+int exit_code_for(const std::vector<TestResult>& tests, bool interrupted) {
+    return exit_code_of(outcome_of(tests, interrupted));
 }
 
 void read(const JsonIn& in, Stalls& s) {
@@ -352,9 +373,11 @@ void read(const JsonIn& in, ClientTimings& c) {
     ObjectIn{in}("e2e_ns", c.e2e_ns)("e2e", c.e2e)("tpot_ns", c.tpot_ns)("tpot", c.tpot)(
         "first_content_ns", c.first_content_ns)("first_content", c.first_content)(
         "prompt_tokens", c.prompt_tokens)("output_tokens", c.output_tokens)(
-        "streamed_tokens", c.streamed_tokens)("chunks", c.chunks)
+        "streamed_tokens", c.streamed_tokens)("claimed_output_tokens", c.claimed_output_tokens)(
+        "chunks", c.chunks)
         .non_negative({"e2e_ns", "e2e", "tpot_ns", "tpot", "first_content_ns", "first_content",
-                       "prompt_tokens", "output_tokens", "streamed_tokens", "chunks"},
+                       "prompt_tokens", "output_tokens", "streamed_tokens", "claimed_output_tokens",
+                       "chunks"},
                       {"ci95_lo"});
 }
 
@@ -484,7 +507,7 @@ void read(const JsonIn& given, ResultDocument& d) {
         read_object_or_null(o.at("membw"), d.membw);
         o("started_at", d.started_at)("finished_at", d.finished_at)("tests", d.tests)(
             "warnings", d.warnings)("sustained", d.sustained)("hybrid", d.hybrid)("ops", d.ops)(
-            "modes", d.modes)("serve", d.serve)("fidelity", d.fidelity)
+            "modes", d.modes)("serve", d.serve)("fidelity", d.fidelity)("explain", d.explain)
             .lenient("telemetry", d.telemetry);
         if (o.has("engines")) {
             const JsonIn engines = o.at("engines");

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/device_set.hpp"
+#include "core/doc/explain_section.hpp"
 #include "core/doc/fidelity_section.hpp"
 #include "core/doc/hybrid_section.hpp"
 #include "core/doc/json_in.hpp"
@@ -30,28 +31,20 @@
 #include "core/stats.hpp"
 #include "core/sustained_result.hpp"
 #include "core/warning.hpp"
+#include "core/workload.hpp"
 
 namespace sb {
 
 inline constexpr int kResultSchemaVersion = 2;
 inline constexpr const char* kResultSchema = "stagebench.result";  // the "schema" member
 
-// One point of the test matrix.
-struct TestConfig {
-    std::string model_path;
-    // e.g. "CPU", "BLAS", "RPC0+CPU"; hybrid tests (scenario/hybrid.hpp) write "A>B" for prefill
-    // on A and decode on B, "HTTP" a server.
-    DeviceSet devices = "CPU";
+// One point of the test matrix: a workload (core/workload.hpp: model, devices, batch sizes,
+// threads, flash attention, KV types; n_threads as resolved by default_thread_count(), 0 only
+// for a --url server) with its lengths and repetitions.
+struct TestConfig : Workload {
     int n_prompt = 512;
     int n_gen = 128;
     int n_depth = 0;
-    int n_threads = 0;  // as resolved (default_thread_count()); 0 only for a --url server
-    int n_batch = 2048;
-    int n_ubatch = 512;
-    int n_gpu_layers = 99;
-    FlashAttn flash_attn = FlashAttn::automatic;
-    std::string type_k = "f16";
-    std::string type_v = "f16";
     int reps = 5;                     // minimum repetitions
     std::optional<double> target_ci;  // stop once the 95% CI half-width / rate is below this
     // With target_ci the stall-robust rate's CI (StageResult::robust) is what must be within it.
@@ -129,9 +122,13 @@ struct ClientTimings {
     std::vector<std::optional<int64_t>> first_content_ns;
     Summary first_content;
     std::vector<int64_t> prompt_tokens;    // as the server counted them (usage), else asked
-    std::vector<int64_t> output_tokens;    // usage.completion_tokens, else streamed
+    std::vector<int64_t> output_tokens;    // usage.completion_tokens when believable, else
+                                           // streamed (engine/http_engine.hpp compute_timing)
     std::vector<int64_t> streamed_tokens;  // counted from the stream itself
-    std::vector<int64_t> chunks;           // streamed messages that carried output
+    // What the server claimed (usage.completion_tokens), as it said it, beside the counts
+    // above; null when it claimed nothing. A claim that was not believed has a note.
+    std::vector<std::optional<int64_t>> claimed_output_tokens;
+    std::vector<int64_t> chunks;  // streamed messages that carried output
 };
 
 // Server-side timings per repetition and how the client's view differs from them (network,
@@ -150,9 +147,9 @@ struct TestResult {
     TestConfig config;
     Status status = Status::ok;
     std::optional<std::string> error;
-    // With error: what failed, as error_kind_name() spells sb::ErrorKind ("usage", "input": the
-    // user's input, e.g. a model llama.cpp refuses; "runtime": the measurement).
-    std::optional<std::string> error_kind;
+    // With error: what failed ("usage", "input": the user's input, e.g. a model llama.cpp
+    // refuses; "runtime": the measurement); null when not known.
+    std::optional<ErrorKind> error_kind;
     std::vector<std::string> backends;  // devices that ran ops (host CPU last)
     std::vector<std::string> notes;
     int reps_done = 0;
@@ -199,6 +196,7 @@ struct ResultDocument {
     std::optional<ModesSection> modes;        // decompose --mode, import hexagon-profile --mode
     std::optional<ServeSection> serve;        // `stagebench serve`
     std::optional<FidelitySection> fidelity;  // `stagebench fidelity` (no tests)
+    std::optional<ExplainSection> explain;    // `stagebench explain` (no tests)
     // The engines of the run by name ("llama", "http"): what they are and how they ran.
     nlohmann::json engines = nlohmann::json::object();
     // Top-level members this build does not know (written back as they came).
@@ -235,12 +233,12 @@ struct MachineView {
 };
 MachineView machine_view(const ResultDocument& doc);
 
-// "usage", "input" or "runtime".
+// "usage", "input" or "runtime" (to_string(kind)).
 std::string error_kind_name(ErrorKind kind);
 // Records e on r as its error: status failed, stopped_by error, error and error_kind set.
 void record_failure(TestResult& r, const std::exception& e);
-// The same with the error as text: kind as error_kind_name() spells it, or error_kind left
-// null when the kind is unknown (a stop inside llama.cpp, a test failed with another's error).
+// The same with the error as text: error_kind kind, or left null when the kind is unknown (a
+// stop inside llama.cpp, a test failed with another's error).
 void record_failure(TestResult& r, const std::string& error, std::optional<ErrorKind> kind);
 // Records that r was interrupted: status interrupted, stopped_by interrupt; error (what was
 // being measured when the interrupt came, when that failed) set when given.
@@ -251,10 +249,25 @@ void record_stopped_at_reps(TestResult& r);
 void record_stopped_at_target_ci(TestResult& r);
 void record_stopped_at_max_reps(TestResult& r);
 
-// The exit code a command that measured these tests returns (README, "Bad input and faults"):
-// 2 when a test failed on bad input (error_kind usage or input), else 1 when a test failed or
-// was interrupted or interrupted is true, else 0.
+// How a measuring command went, in the order of gravity: every test ok; a test failed (or
+// another part of the run, e.g. a traced pass); the run was interrupted; a test failed on bad
+// input (error_kind usage or input: a model llama.cpp refuses, found mid-sweep). Runners return
+// it; only main() (the CLI) turns it into an exit code (exit_code_of).
+enum class Outcome { ok, failed, interrupted, bad_input };
+// The graver of the two.
+inline Outcome worse(Outcome a, Outcome b) {
+    return a < b ? b : a;
+}
+// bad_input when a test failed on bad input, else interrupted when interrupted is true or a
+// test was interrupted, else failed when a test failed, else ok.
+Outcome outcome_of(const std::vector<TestResult>& tests, bool interrupted);
+// The exit code of an outcome (README, "Bad input and faults"): 0 ok, 1 failed or interrupted,
+// 2 bad input.
+int exit_code_of(Outcome o);
+// exit_code_of(outcome_of(tests, interrupted)).
 int exit_code_for(const std::vector<TestResult>& tests, bool interrupted);
+// A test failed on bad input (error_kind usage or input).
+bool failed_on_bad_input(const TestResult& t);
 
 // Stalls of ns samples: the rule in words, k, n, count, indices, time_ns, excess_ns, median_ns,
 // threshold_ns (null when no sample could be one).

@@ -41,9 +41,9 @@ TEST(ExitRule, AFailureRecordsItsKind) {
     EXPECT_EQ(to_json(r)["status"], "failed");
     EXPECT_EQ(to_json(r)["stopped_by"], "error");
     EXPECT_EQ(r.error, "m.gguf: no such file");
-    EXPECT_EQ(r.error_kind, "input");
+    EXPECT_EQ(r.error_kind, ErrorKind::input);
     EXPECT_EQ(to_json(r)["error_kind"], "input");
-    EXPECT_EQ(failed(std::logic_error("x")).error_kind, "runtime");
+    EXPECT_EQ(failed(std::logic_error("x")).error_kind, ErrorKind::runtime);
     EXPECT_TRUE(to_json(TestResult{})["error_kind"].is_null());
 }
 
@@ -55,7 +55,7 @@ TEST(ExitRule, StatusAndStopReasonAreRecordedByOneFunctionEach) {
     EXPECT_EQ(r.error, "llama.cpp stopped: RPC server gone");
     EXPECT_FALSE(r.error_kind);  // unknown kind: null, not "runtime"
     record_failure(r, "bad", ErrorKind::usage);
-    EXPECT_EQ(r.error_kind, "usage");
+    EXPECT_EQ(r.error_kind, ErrorKind::usage);
     EXPECT_EQ(exit_code_for({r}, false), 2);
 
     TestResult i;

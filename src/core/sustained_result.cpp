@@ -7,6 +7,11 @@ namespace sb {
 
 using nlohmann::json;
 
+json to_json(const RoundSpread& s) {
+    return json{{"n", s.n},        {"mean", opt(s.mean)}, {"sd", opt(s.sd)},
+                {"cv", opt(s.cv)}, {"min", opt(s.min)},   {"max", opt(s.max)}};
+}
+
 json to_json(const SustainedConfig& c) {
     return json{{"model", c.model},
                 {"devices", c.devices},
@@ -25,10 +30,11 @@ json to_json(const RoundTracedPass& p) {
     json stages = json::array();
     for (const auto& s : p.stages)
         stages.push_back(to_json(s));
-    return json{{"label", p.label},       {"start_ns", p.start_ns},   {"end_ns", p.end_ns},
-                {"status", p.status},     {"error", opt(p.error)},    {"devices", p.devices},
-                {"backends", p.backends}, {"n_threads", p.n_threads}, {"method", p.method},
-                {"stages", stages}};
+    return json{{"label", p.label},       {"start_ns", p.start_ns},
+                {"end_ns", p.end_ns},     {"status", to_string(p.status)},
+                {"error", opt(p.error)},  {"devices", p.devices},
+                {"backends", p.backends}, {"n_threads", p.n_threads},
+                {"method", p.method},     {"stages", stages}};
 }
 
 json to_json(const SustainedRound& r) {
@@ -56,7 +62,23 @@ json to_json(const SustainedRound& r) {
            {"temp_end_c", opt(r.temp_end_c)},
            {"temp_max_c", opt(r.temp_max_c)},
            {"freq", freq},
-           {"cpu_freq_mean_khz", opt(r.cpu_freq_mean_khz)}};
+           {"cpu_freq_mean_khz", opt(r.cpu_freq_mean_khz)},
+           {"e2e_s", opt(r.e2e_s)},
+           {"prompt_tokens", opt(r.prompt_tokens)},
+           {"generated_tokens", opt(r.generated_tokens)},
+           {"combined_tps", opt(r.combined_tps)},
+           {"energy_j", opt(r.energy_j)},
+           {"power_w", opt(r.power_w)},
+           {"j_per_token", opt(r.j_per_token)},
+           {"power_cpu_w", opt(r.power_cpu_w)},
+           {"power_gpu_w", opt(r.power_gpu_w)},
+           {"power_npu_w", opt(r.power_npu_w)},
+           {"temp_cpu_c", opt(r.temp_cpu_c)},
+           {"temp_gpu_c", opt(r.temp_gpu_c)},
+           {"temp_npu_c", opt(r.temp_npu_c)},
+           {"battery_capacity_start_pct", opt(r.battery_capacity_start_pct)},
+           {"battery_capacity_end_pct", opt(r.battery_capacity_end_pct)},
+           {"battery_drain_pct", opt(r.battery_drain_pct)}};
     if (r.ops)
         j["ops"] = to_json(*r.ops);
     return j;
@@ -74,9 +96,25 @@ json to_json(const AcrossRounds& a) {
                 {"ttft_ms", to_json(a.ttft_ms)},
                 {"decode_j_per_token", to_json(a.decode_j_per_token)},
                 {"decode_net_j_per_token", to_json(a.decode_net_j_per_token)},
+                {"e2e_s", to_json(a.e2e_s)},
+                {"combined_tps", to_json(a.combined_tps)},
+                {"energy_j", to_json(a.energy_j)},
+                {"power_w", to_json(a.power_w)},
+                {"j_per_token", to_json(a.j_per_token)},
+                {"power_cpu_w", to_json(a.power_cpu_w)},
+                {"power_gpu_w", to_json(a.power_gpu_w)},
+                {"power_npu_w", to_json(a.power_npu_w)},
+                {"temp_cpu_c", to_json(a.temp_cpu_c)},
+                {"temp_gpu_c", to_json(a.temp_gpu_c)},
+                {"temp_npu_c", to_json(a.temp_npu_c)},
+                {"battery_drain_capacity_pct", opt(a.battery_drain_capacity_pct)},
+                {"battery_drain_energy_pct", opt(a.battery_drain_energy_pct)},
                 {"first_last_change", opt(a.first_last_change)},
                 {"throttle_onset_round", opt(a.throttle_onset_round)},
+                {"drop_round", opt(a.drop_round)},
                 {"onset_basis", a.onset_basis},
+                {"throttle_evidence", a.throttle_evidence},
+                {"load", opt(a.load)},
                 {"steady_decode_tps", opt(a.steady_decode_tps)},
                 {"peak_to_steady", opt(a.peak_to_steady)},
                 {"freq_onset_round", opt(a.freq_onset_round)},
@@ -103,6 +141,10 @@ json to_json(const SustainedResult& r) {
                         {"ci95_hi", s.ci_hi},
                         {"no_difference", s.no_difference}});
     return json{{"config", to_json(r.config)}, {"phases", phases}, {"slowdown", slow}};
+}
+
+void read(const JsonIn& in, RoundSpread& s) {
+    ObjectIn{in}("n", s.n)("mean", s.mean)("sd", s.sd)("cv", s.cv)("min", s.min)("max", s.max);
 }
 
 void read(const JsonIn& in, SustainedConfig& c) {
@@ -133,10 +175,38 @@ void read(const JsonIn& in, SustainedRound& r) {
                                                         r.decode_net_energy_j)(
         "decode_net_j_per_token", r.decode_net_j_per_token)("temp_start_c", r.temp_start_c)(
         "temp_end_c", r.temp_end_c)("temp_max_c", r.temp_max_c)("freq", r.freq)(
-        "cpu_freq_mean_khz", r.cpu_freq_mean_khz)("ops", r.ops)
-        .non_negative({"cooldown_s", "ttft_ms", "prefill_tps", "decode_tps", "itl_p50_ms",
-                       "itl_p99_ms", "prefill_energy_j", "decode_energy_j", "decode_j_per_token",
-                       "cpu_freq_mean_khz"});
+        "cpu_freq_mean_khz", r.cpu_freq_mean_khz)("ops", r.ops)("e2e_s", r.e2e_s)(
+        "prompt_tokens", r.prompt_tokens)("generated_tokens", r.generated_tokens)(
+        "combined_tps", r.combined_tps)("energy_j", r.energy_j)("power_w", r.power_w)(
+        "j_per_token", r.j_per_token)("power_cpu_w", r.power_cpu_w)("power_gpu_w", r.power_gpu_w)(
+        "power_npu_w", r.power_npu_w)("temp_cpu_c", r.temp_cpu_c)("temp_gpu_c", r.temp_gpu_c)(
+        "temp_npu_c", r.temp_npu_c)("battery_capacity_start_pct", r.battery_capacity_start_pct)(
+        "battery_capacity_end_pct", r.battery_capacity_end_pct)("battery_drain_pct",
+                                                                r.battery_drain_pct)
+        // A battery that charged over a round drains a negative amount; temperatures may be
+        // below 0.
+        .non_negative({"cooldown_s",
+                       "ttft_ms",
+                       "prefill_tps",
+                       "decode_tps",
+                       "itl_p50_ms",
+                       "itl_p99_ms",
+                       "prefill_energy_j",
+                       "decode_energy_j",
+                       "decode_j_per_token",
+                       "cpu_freq_mean_khz",
+                       "e2e_s",
+                       "prompt_tokens",
+                       "generated_tokens",
+                       "combined_tps",
+                       "energy_j",
+                       "power_w",
+                       "j_per_token",
+                       "power_cpu_w",
+                       "power_gpu_w",
+                       "power_npu_w",
+                       "battery_capacity_start_pct",
+                       "battery_capacity_end_pct"});
 }
 
 void read(const JsonIn& in, FloorTime& f) {
@@ -151,8 +221,17 @@ void read(const JsonIn& in, AcrossRounds& a) {
         "first_last_change", a.first_last_change)("throttle_onset_round", a.throttle_onset_round)(
         "onset_basis", a.onset_basis)("steady_decode_tps", a.steady_decode_tps)(
         "peak_to_steady", a.peak_to_steady)("freq_onset_round", a.freq_onset_round)(
-        "time_at_floor", a.time_at_floor)("verdict", a.verdict)
-        .non_negative({"prefill_tps", "decode_tps", "ttft_ms", "steady_decode_tps"}, {"ci95_lo"});
+        "time_at_floor", a.time_at_floor)("verdict", a.verdict)("e2e_s", a.e2e_s)(
+        "combined_tps", a.combined_tps)("energy_j", a.energy_j)("power_w", a.power_w)(
+        "j_per_token", a.j_per_token)("power_cpu_w", a.power_cpu_w)("power_gpu_w", a.power_gpu_w)(
+        "power_npu_w", a.power_npu_w)("temp_cpu_c", a.temp_cpu_c)("temp_gpu_c", a.temp_gpu_c)(
+        "temp_npu_c", a.temp_npu_c)("battery_drain_capacity_pct", a.battery_drain_capacity_pct)(
+        "battery_drain_energy_pct", a.battery_drain_energy_pct)("drop_round", a.drop_round)(
+        "throttle_evidence", a.throttle_evidence)("load", a.load)
+        .non_negative(
+            {"prefill_tps", "decode_tps", "ttft_ms", "steady_decode_tps", "e2e_s", "combined_tps",
+             "energy_j", "power_w", "j_per_token", "power_cpu_w", "power_gpu_w", "power_npu_w"},
+            {"ci95_lo"});
 }
 
 void read(const JsonIn& in, SustainedPhase& p) {

@@ -3,6 +3,7 @@
 // round and across rounds, for each phase (without and with background load). The "sustained"
 // section of a result document (ResultDocument::sustained); each round is also a test of the
 // document, in the order of the phases and rounds.
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -31,18 +32,27 @@ struct SustainedConfig {
     std::vector<int> trace_ops_rounds;  // rounds followed by a traced pass, ascending
 };
 
-// --trace-ops-rounds: the node-by-node traced pass (profile/traced_pass.hpp) run after a round
+// --trace-ops-rounds: the node-by-node traced pass (scenario/traced_pass.hpp) run after a round
 // ended, outside the round's start_ns..end_ns.
 struct RoundTracedPass {
     std::string label;  // "traced pass after round 3"
     int64_t start_ns = 0, end_ns = 0;
-    std::string status = "ok";  // ok | error
+    PassStatus status = PassStatus::ok;
     std::optional<std::string> error;
     std::string devices;  // '+'-joined
     std::vector<std::string> backends;
     int n_threads = 0;
     std::string method;
     std::vector<StageProfile> stages;  // as the ops section's stages (op times not replayed)
+};
+
+// Mean and spread of one per-round figure over a phase's rounds that ended ok and have it (the
+// study's "mean ± sd"). cv = sd / mean, null where a ratio means nothing (temperatures in °C)
+// or the mean is 0; sd null with fewer than 2 rounds. No confidence bounds: the rounds of one
+// run are a series (warming, throttling), not independent draws.
+struct RoundSpread {
+    std::size_t n = 0;
+    std::optional<double> mean, sd, cv, min, max;
 };
 
 struct FreqStat {
@@ -63,6 +73,27 @@ struct SustainedRound {
     std::map<std::string, FreqStat> freq;     // per cpufreq policy / GPU frequency metric
     std::optional<double> cpu_freq_mean_khz;  // mean over the CPU policies (for detection)
     double cooldown_s = 0;                    // waited before this round
+    // The round's request as the sustained-load study tables it (add_request_figures,
+    // analysis/sustained_summary.hpp), from the measured repetition and its prefill and decode
+    // telemetry windows; null where not measured (no meter, no sensor of that kind).
+    // e2e_s: first prompt token sent to last token generated (prefill + decode in-process; the
+    // client's E2E over HTTP). combined_tps: (prompt_tokens + generated_tokens) / e2e_s.
+    std::optional<double> e2e_s;
+    std::optional<int64_t> prompt_tokens, generated_tokens;
+    std::optional<double> combined_tps;
+    // Gross energy of the whole-system meter over the prefill and decode windows, its mean
+    // power over them, and that energy per generated token.
+    std::optional<double> energy_j, power_w, j_per_token;
+    // Mean power over the request of the rails whose names say CPU, GPU or NPU (rails nested in
+    // another rail of the same kind not added twice).
+    std::optional<double> power_cpu_w, power_gpu_w, power_npu_w;
+    // The hottest sensor of each kind (named CPU, GPU or NPU by its zone or chip), its mean
+    // over the request.
+    std::optional<double> temp_cpu_c, temp_gpu_c, temp_npu_c;
+    // The battery's capacity (%) as the request began and ended, and the battery meter's energy
+    // over the request as a percentage of a full charge (charge_full × mean voltage).
+    std::optional<double> battery_capacity_start_pct, battery_capacity_end_pct;
+    std::optional<double> battery_drain_pct;
     // --trace-ops-rounds: the traced pass run after this round. Absent for rounds not chosen.
     std::optional<RoundTracedPass> ops;
 };
@@ -75,14 +106,34 @@ struct FloorTime {
 
 struct AcrossRounds {
     Summary prefill_tps, decode_tps, ttft_ms, decode_j_per_token, decode_net_j_per_token;
+    // Mean ± sd of the per-round request figures (SustainedRound).
+    RoundSpread e2e_s, combined_tps, energy_j, power_w, j_per_token;
+    RoundSpread power_cpu_w, power_gpu_w, power_npu_w;
+    RoundSpread temp_cpu_c, temp_gpu_c, temp_npu_c;
+    // Battery drain over the phase in percent of a full charge: from the capacity at the first
+    // round's start to the last round's end (whole percent steps, the cool-downs included), and
+    // the sum of the rounds' battery_drain_pct (the requests only; null unless every ok round
+    // has it).
+    std::optional<double> battery_drain_capacity_pct, battery_drain_energy_pct;
     std::optional<double> first_last_change;  // decode tok/s last / first - 1
-    std::optional<int> throttle_onset_round;  // 1-based, the first round of the lower level
-    std::string onset_basis;                  // throughput | frequency | ""
+    // The first round of a lower level (a change point), by what found it first: throughput or
+    // the CPU clock. throttle_onset_round is set only with evidence of throttling at that round
+    // (throttle_evidence: a clock lower from that round on, or the device heating up to it);
+    // drop_round is the first round of a lower decode throughput, with or without evidence.
+    std::optional<int> throttle_onset_round;     // 1-based
+    std::optional<int> drop_round;               // 1-based
+    std::string onset_basis;                     // throughput | frequency | ""
+    std::vector<std::string> throttle_evidence;  // one sentence per clock or sensor
+    // What loaded the machine while the phase ran (its background load, or the run's
+    // other_load warning), when anything did; named in the verdict of a drop.
+    std::optional<std::string> load;
     std::optional<double> steady_decode_tps;  // mean from the onset on (all rounds if none)
     std::optional<double> peak_to_steady;     // best round / steady state
     std::optional<int> freq_onset_round;
     std::vector<FloorTime> time_at_floor;
-    std::string verdict;  // "stable", "throttled at round k", "degraded"
+    // "stable", "throttled at round k", "throughput dropped at round k (no clock or temperature
+    // evidence[; load])", "degraded[ (load)]", "no data" (verdict_text).
+    std::string verdict;
 };
 
 struct SustainedPhase {
@@ -105,12 +156,14 @@ struct SustainedResult {
     std::vector<Slowdown> slowdown;  // loaded vs baseline, when both phases ran
 };
 
+nlohmann::json to_json(const RoundSpread&);
 nlohmann::json to_json(const SustainedConfig&);
 nlohmann::json to_json(const RoundTracedPass&);
 nlohmann::json to_json(const SustainedRound&);
 nlohmann::json to_json(const AcrossRounds&);
 nlohmann::json to_json(const SustainedResult&);
 
+void read(const JsonIn&, RoundSpread&);
 void read(const JsonIn&, SustainedConfig&);
 void read(const JsonIn&, RoundTracedPass&);
 void read(const JsonIn&, FreqStat&);

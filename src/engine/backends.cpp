@@ -56,6 +56,14 @@ std::mutex g_llama_error_mu;
 std::string g_llama_error;        // the first error line since take_llama_error()
 bool g_llama_error_open = false;  // its line has not ended yet (llama.cpp logs in pieces)
 
+FatalHandler g_fatal_handler = nullptr;
+
+// ggml's abort message (GGML_ABORT("... %s\n")), as one line, to the handler main() installed.
+void fatal_one_line(const char* message) {
+    const std::string line = llama_text_line(message ? message : "");
+    g_fatal_handler(line.c_str());
+}
+
 void quiet_log(enum ggml_log_level level, const char* text, void*) {
     // llama.cpp logs to stderr by default; stagebench keeps stderr for its own progress, and
     // keeps the first error, the reason behind a failed call, for the message it gives.
@@ -90,6 +98,11 @@ std::string take_llama_error() {
         e.swap(g_llama_error);
         g_llama_error_open = false;
     }
+    return llama_reason(e);
+}
+
+std::string llama_reason(std::string e) {
+    e = llama_text_line(e);
     // "llama_model_load: error loading model: unknown model architecture: 'x'": the function
     // names in front say nothing to a user.
     for (;;) {
@@ -283,8 +296,15 @@ int connect_bounded(const std::string& endpoint, int timeout_ms) {
     if (colon == std::string::npos || colon == 0 || colon + 1 == endpoint.size())
         throw input_error("RPC endpoint '" + endpoint + "' is not host:port");
     std::string host = endpoint.substr(0, colon), port = endpoint.substr(colon + 1);
+    // llama.cpp's RPC client splits host:port at the first ':' (an IPv6 address stopped the
+    // process with "Failed to parse endpoint") and connects over IPv4 only (gethostbyname):
+    // the probe resolves names as it will.
+    if (host.find_first_of(":[]") != std::string::npos)
+        throw input_error("RPC endpoint '" + endpoint +
+                          "': llama.cpp's RPC client connects over IPv4 only (host:port with an "
+                          "IPv4 address or a name)");
     addrinfo hints{};
-    hints.ai_family = AF_UNSPEC;
+    hints.ai_family = AF_INET;
     hints.ai_socktype = SOCK_STREAM;
     addrinfo* res = nullptr;
     if (int rc = getaddrinfo(host.c_str(), port.c_str(), &hints, &res); rc != 0)
@@ -336,6 +356,7 @@ constexpr uint8_t kRpcCmdHello = 14;
 constexpr uint8_t kRpcCmdDeviceCount = 15;
 constexpr size_t kRpcConnCapsBytes = 24;
 constexpr size_t kRpcHelloReplyBytes = 4 + kRpcConnCapsBytes;
+constexpr uint32_t kMaxRpcDevices = 16;
 
 class ProbeSocket {
   public:
@@ -448,6 +469,13 @@ uint32_t rpc_handshake(ProbeSocket& sock) {
     if (size != sizeof count)
         sock.fail("sent a malformed device count (" + std::to_string(size) + " bytes)");
     sock.recv_all(&count, sizeof count, "RPC device count request");
+    // A claim: llama.cpp allocates a device per counted one, so an absurd count (0xFFFFFFFF)
+    // would end the process in std::bad_alloc. A scheduler runs at most 16 backends
+    // (GGML_SCHED_MAX_BACKENDS), so no more can be used anyway.
+    if (count > kMaxRpcDevices)
+        sock.fail("reports " + std::to_string(count) + " devices (at most " +
+                  std::to_string(kMaxRpcDevices) +
+                  " can be used: a ggml scheduler runs at most 16 backends)");
     return count;
 }
 
@@ -462,7 +490,30 @@ std::map<std::string, std::string> g_rpc_endpoint_of;
 }  // namespace
 
 void set_fatal_handler(FatalHandler handler) {
-    ggml_set_abort_callback(handler);
+    g_fatal_handler = handler;
+    ggml_set_abort_callback(handler ? fatal_one_line : nullptr);
+}
+
+std::string llama_text_line(std::string_view text) {
+    std::string out;
+    size_t pos = 0;
+    while (pos <= text.size()) {
+        size_t end = text.find_first_of("\r\n", pos);
+        if (end == std::string_view::npos)
+            end = text.size();
+        std::string_view l = text.substr(pos, end - pos);
+        while (!l.empty() && (l.front() == ' ' || l.front() == '\t'))
+            l.remove_prefix(1);
+        while (!l.empty() && (l.back() == ' ' || l.back() == '\t'))
+            l.remove_suffix(1);
+        if (!l.empty()) {
+            if (!out.empty())
+                out += ' ';
+            out.append(l);
+        }
+        pos = end + 1;
+    }
+    return out;
 }
 
 void init_backends() {
@@ -515,7 +566,8 @@ std::vector<DeviceInfo> list_devices() {
 
 std::vector<DeviceInfo> add_rpc_server(const std::string& endpoint, int timeout_ms) {
     init_backends();
-    if (probe_rpc(endpoint, timeout_ms) == 0)
+    const uint32_t probed = probe_rpc(endpoint, timeout_ms);
+    if (probed == 0)
         throw input_error("RPC server " + endpoint + " reports no devices");
     ggml_backend_reg_t rpc = g_dynamic ? load_module("rpc") : find_reg("rpc");
     if (!rpc)
@@ -536,6 +588,11 @@ std::vector<DeviceInfo> add_rpc_server(const std::string& endpoint, int timeout_
     ggml_backend_reg_t reg = add(endpoint.c_str());
     if (!reg)
         throw input_error("RPC server " + endpoint + " reports no devices");
+    // llama.cpp asks for the count again on its own connection: a server whose second answer
+    // differs from the probe's is not one to measure on.
+    if (const size_t n = ggml_backend_reg_dev_count(reg); n != probed)
+        throw input_error("RPC server " + endpoint + " reported " + std::to_string(probed) +
+                          " device(s), then " + std::to_string(n) + " to llama.cpp");
     // Registering the same server twice would duplicate its devices.
     bool known = false;
     for (size_t i = 0; i < ggml_backend_reg_count(); ++i)

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace sb {
@@ -39,8 +40,14 @@ struct BuildInfo {
 // server that dies mid-run. The handler receives ggml's one-line message first; it must not
 // return normally to llama.cpp's caller (main() installs one that prints the line and exits).
 // Pass nullptr to restore ggml's default (message, backtrace, abort).
+// The message reaches the handler as one line (llama_text_line).
 using FatalHandler = void (*)(const char* message);
 void set_fatal_handler(FatalHandler handler);
+
+// Text from llama.cpp (its log, ggml's abort messages, which often end in "\n" or hold
+// several lines) as it enters an error line: every line trimmed, blank ones dropped, the rest
+// joined with one space. The one place where llama.cpp's text becomes stagebench's.
+std::string llama_text_line(std::string_view text);
 
 // Initialises llama.cpp once (idempotent, thread-compatible not thread-safe) and loads the
 // CPU backend. Silences llama.cpp's logging unless STAGEBENCH_LLAMA_LOG=1.
@@ -52,6 +59,10 @@ BuildInfo build_info();
 // (e.g. "unknown model architecture: 'x'"): the reason behind a call that failed, since its log
 // is silenced (unless STAGEBENCH_LLAMA_LOG=1). "" when none. Clears it. Thread-safe.
 std::string take_llama_error();
+// A line of llama.cpp's log as a reason: llama_text_line, then the function names in front
+// taken off ("llama_model_load: error loading model: unknown model architecture: 'x'" ->
+// "unknown model architecture: 'x'"), valid UTF-8. Also for a peer's log (llama-server).
+std::string llama_reason(std::string text);
 // Hands one of llama.cpp's log messages (a ggml_log_level, the text) to take_llama_error()'s
 // record: for a component that installs its own log callback (the op profiler).
 void record_llama_log(int level, const char* text);
@@ -67,7 +78,9 @@ std::vector<DeviceInfo> list_devices();
 // llama.cpp's client touches it (which stops the process on a refused connection or a
 // malformed reply, and waits forever for a silent server), the server is probed: a TCP connect
 // and the RPC protocol's hello and device count, each wait bounded by timeout_ms. Throws
-// sb::Error(input) with one line naming the endpoint when the server is unreachable, answers
+// sb::Error(input) with one line naming the endpoint when it is no IPv4 host:port (llama.cpp's
+// client speaks IPv4 only: an IPv6 address, bare or in brackets, is refused), the server is
+// unreachable, answers
 // nothing in time, closes the connection, sends something that is not the protocol, speaks
 // another protocol version, or offers no device. llama.cpp's own registration that follows (a
 // few round trips) must end within kRpcSetupBudgetS, else the stage watchdog ends the process

@@ -9,6 +9,9 @@
 // own timestamps); an engine behind HTTP takes whole requests, so a repetition is one
 // run_request() measured from the client (TTFT, the stream), and the stage entries throw. The
 // one repetition loop (scenario/repetition.hpp) drives both.
+//
+// Scenarios never construct engines: they ask the run's EngineFactory (engine/engine_factory.hpp)
+// for one of a kind, so tests hand them scripted engines (engine/fake_engine.hpp).
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -39,25 +42,17 @@ struct EngineCaps {
     // Takes whole requests (a server): run_request() measures one repetition; fill_to_depth
     // (beyond 0), prefill and decode_step throw sb::Error(input).
     bool measures_whole_request = false;
+    // Gives its logits (last_logits, evaluate) and tokenizes text (tokenize): what fidelity,
+    // perplexity and `logits` read. Without it those entries throw sb::Error(input).
+    bool logits = false;
 };
 
-// Everything that selects how a model is loaded and run. Fields that select the model's
-// placement (path, devices, n_gpu_layers) force a reload when they change; the rest only a
-// new context.
-struct LoadSpec {
-    std::string model_path;
-    // Devices for this test, e.g. {"CPU"}, {"BLAS"}, {"RPC0"}, {"BLAS", "RPC0"}. The host CPU
-    // is always present; accelerator devices (BLAS) are enabled only when named; GPU-like
-    // devices (GPU, RPC) receive the offloaded layers.
-    std::vector<std::string> devices{"CPU"};
-    int n_gpu_layers = 99;  // layers offloaded to the GPU-like devices (when any)
-    int n_ctx = 0;          // 0 = enough for the test (the caller computes it)
-    int n_batch = 2048;
-    int n_ubatch = 512;
-    int n_threads = 0;                // 0 = sb::default_thread_count()
-    std::string flash_attn = "auto";  // auto | on | off
-    std::string type_k = "f16";
-    std::string type_v = "f16";
+// How an engine loads a test: its workload (core/workload.hpp) with the context's size and, for
+// a profiler, an eval callback. The fields that select the model's placement (model_path,
+// devices, n_gpu_layers) force a reload when they change; the rest only a new context. Made by
+// load_spec_for (engine/workload.hpp).
+struct LoadSpec : Workload {
+    int n_ctx = 0;  // 0 = enough for the test (the caller computes it)
     // (optional) An eval callback on the context, with its user data (not owned: it must
     // outlive the context), for a profiler that times the graph node by node
     // (profile/tracer.hpp). Null, the default: none, as every measurement runs. A different
@@ -96,8 +91,10 @@ struct RequestTiming {
     int64_t ttft_ns = 0;
     std::optional<int64_t> first_content_ns;
     int64_t e2e_ns = 0;
-    int64_t n_out = 0;       // output tokens: usage when given, else the stream's count
+    int64_t n_out = 0;       // output tokens: usage's claim when believable, else n_streamed
     int64_t n_streamed = 0;  // tokens counted from the stream
+    std::optional<int64_t> claimed_out;  // the output tokens the server claimed (usage), as
+                                         // it said them, believed or not; null: none
     int64_t n_chunks = 0;
     std::vector<int64_t> itl_ns;     // one gap per token after the first chunk's
     std::optional<int64_t> tpot_ns;  // undefined for fewer than 2 tokens or E2E == TTFT
@@ -165,6 +162,36 @@ class Engine {
     }
     virtual void restore_state(std::span<const uint8_t> state) {
         throw input_error(caps().name + " cannot move a sequence state between engines");
+    }
+
+    // (optional, caps().logits) The logits (n_vocab() floats, unnormalised) of the last token
+    // that the latest decode_step() or prefill() computed, read outside any timed region. The
+    // span is valid until the next call that changes the sequence (prefill, decode_step, reset,
+    // fill_to_depth, restore_state, evaluate, load). Throws sb::Error(runtime) when nothing was
+    // computed since the context was created or reset; sb::Error(input) without the capability.
+    virtual std::span<const float> last_logits() const {
+        throw input_error(caps().name + " does not give its logits");
+    }
+    // (optional, caps().logits) The text as the model's vocabulary tokenizes it: with
+    // add_special, the BOS first when the vocabulary adds one. Throws sb::Error(input) when the
+    // model has no vocabulary or the engine lacks the capability.
+    virtual std::vector<int32_t> tokenize(const std::string& text, bool add_special) const {
+        throw input_error(caps().name + " does not tokenize text");
+    }
+    // (optional, caps().logits) Evaluates tokens on a cleared cache from position 0, untimed,
+    // appending the logits of every position >= first_output to out (n_vocab() floats each,
+    // in order). Afterwards the sequence continues with decode_step() and last_logits() is the
+    // last position's. Throws sb::Error(input) without the capability.
+    virtual void evaluate(std::span<const int32_t> tokens, int first_output,
+                          std::vector<float>& out) {
+        throw input_error(caps().name + " does not give its logits");
+    }
+
+    // What the engine is and how it runs, for the document's `engines`: at least "name" and
+    // "in_process" (an engine behind HTTP adds its server, API and models).
+    virtual nlohmann::json describe() const {
+        const EngineCaps c = caps();
+        return {{"name", c.name}, {"in_process", c.in_process}};
     }
 
     // (optional) One whole request (caps().measures_whole_request): the prompt is made before

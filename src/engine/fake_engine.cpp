@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/error.hpp"
+#include "engine/workload.hpp"
 
 namespace sb {
 
@@ -24,9 +25,11 @@ const char* fake_op_name(FakeOp op) {
         case FakeOp::restore_state:
             return "restore_state";
         case FakeOp::request:
+            return "request";
+        case FakeOp::evaluate:
             break;
     }
-    return "request";
+    return "evaluate";
 }
 
 std::vector<FakeCall> FakeTimeline::calls_of(FakeOp op) const {
@@ -56,12 +59,23 @@ int64_t default_duration_ns(const FakeCall& c) {
         case FakeOp::restore_state:
             return 2'000'000;
         case FakeOp::request:
+            return 100'000 * c.n_tokens + 10'000'000;
+        case FakeOp::evaluate:
             break;
     }
-    return 100'000 * c.n_tokens + 10'000'000;
+    return 0;
 }
 
 }  // namespace
+
+std::vector<float> default_fake_logits(std::span<const int32_t> context, int32_t n_vocab) {
+    std::vector<float> l(static_cast<size_t>(std::max(n_vocab, 0)));
+    const int64_t t = context.empty() ? 0 : context.back();
+    const auto n = static_cast<int64_t>(context.size());
+    for (size_t j = 0; j < l.size(); ++j)
+        l[j] = static_cast<float>((static_cast<int64_t>(j) + t + n) % 7) / 4.0f;
+    return l;
+}
 
 FakeEngine::FakeEngine(FakeTimeline& timeline, std::string name, FakeScript script)
     : tl_(timeline), name_(std::move(name)), script_(std::move(script)) {}
@@ -76,6 +90,7 @@ const FakeCall& FakeEngine::call(FakeOp op, int64_t n_tokens, int32_t token) {
     c.start_ns = tl_.now_ns_;
     c.end_ns = c.start_ns;
     tl_.calls_.push_back(c);
+    last_valid_ = false;  // every call may change the cached tokens
     // Logged before the script runs, so that a call that throws is in the log too.
     if (script_.before)
         script_.before(c);
@@ -95,6 +110,7 @@ EngineCaps FakeEngine::caps() const {
     EngineCaps c{"fake", /*in_process=*/!whole_requests, /*kv_depth_cache=*/false,
                  /*thread_control=*/false, /*state_transfer=*/can_transfer};
     c.measures_whole_request = whole_requests;
+    c.logits = has_logits && !whole_requests;
     return c;
 }
 
@@ -103,41 +119,41 @@ void FakeEngine::load(const LoadSpec& spec) {
     if (spec.model_path.empty())
         throw input_error(name_ + ": no model");
     spec_ = spec;
-    n_cached_ = 0;
+    tokens_.clear();
 }
 
 void FakeEngine::check_room(int64_t more) const {
     if (!spec_)
         throw runtime_error(name_ + ": engine has no context (load() first)");
-    if (spec_->n_ctx > 0 && n_cached_ + more > spec_->n_ctx)
-        throw runtime_error(name_ + ": context full (" + std::to_string(n_cached_ + more) + " > " +
+    if (spec_->n_ctx > 0 && n_cached() + more > spec_->n_ctx)
+        throw runtime_error(name_ + ": context full (" + std::to_string(n_cached() + more) + " > " +
                             std::to_string(spec_->n_ctx) + " tokens)");
 }
 
 void FakeEngine::reset() {
     call(FakeOp::reset, 0, -1);
-    n_cached_ = 0;
+    tokens_.clear();
 }
 
-void FakeEngine::fill_to_depth(int n_depth, uint64_t /*seed*/) {
+void FakeEngine::fill_to_depth(int n_depth, uint64_t seed) {
     call(FakeOp::fill_to_depth, n_depth, -1);
-    n_cached_ = 0;
+    tokens_.clear();
     check_room(n_depth);
-    n_cached_ = n_depth;
+    tokens_ = random_tokens(n_depth, vocab, seed);
 }
 
 StageTimes FakeEngine::prefill(std::span<const int32_t> tokens) {
     check_room(static_cast<int64_t>(tokens.size()));
     const FakeCall& c = call(FakeOp::prefill, static_cast<int64_t>(tokens.size()),
                              tokens.empty() ? -1 : tokens.front());
-    n_cached_ += static_cast<int64_t>(tokens.size());
+    tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
     return StageTimes{c.start_ns, c.end_ns};
 }
 
 int64_t FakeEngine::decode_step(int32_t token) {
     check_room(1);
     const FakeCall& c = call(FakeOp::decode_step, 1, token);
-    n_cached_ += 1;
+    tokens_.push_back(token);
     return c.end_ns;
 }
 
@@ -150,11 +166,14 @@ std::optional<double> FakeEngine::kv_bytes_read(int depth) const {
 size_t FakeEngine::save_state(std::vector<uint8_t>& buf) {
     if (!can_transfer)
         return Engine::save_state(buf);
-    call(FakeOp::save_state, n_cached_, -1);
-    const size_t bytes =
-        std::max<size_t>(sizeof(int64_t), static_cast<size_t>(state_bytes_per_token * n_cached_));
+    const int64_t n = n_cached();
+    call(FakeOp::save_state, n, -1);
+    const size_t held = sizeof n + tokens_.size() * sizeof(int32_t);
+    const size_t bytes = std::max(held, static_cast<size_t>(state_bytes_per_token * n));
     buf.assign(bytes, 0);
-    std::memcpy(buf.data(), &n_cached_, sizeof n_cached_);
+    std::memcpy(buf.data(), &n, sizeof n);
+    if (!tokens_.empty())
+        std::memcpy(buf.data() + sizeof n, tokens_.data(), tokens_.size() * sizeof(int32_t));
     return bytes;
 }
 
@@ -165,12 +184,15 @@ void FakeEngine::restore_state(std::span<const uint8_t> state) {
     if (state.size() >= sizeof n)
         std::memcpy(&n, state.data(), sizeof n);
     call(FakeOp::restore_state, n, -1);
-    if (state.size() < sizeof n)
+    if (state.size() < sizeof n || n < 0 ||
+        state.size() < sizeof n + static_cast<size_t>(n) * sizeof(int32_t))
         throw runtime_error(name_ + ": refused a state of " + std::to_string(state.size()) +
                             " bytes");
-    n_cached_ = 0;
+    tokens_.clear();
     check_room(n);
-    n_cached_ = n;
+    tokens_.resize(static_cast<size_t>(n));
+    if (n > 0)
+        std::memcpy(tokens_.data(), state.data() + sizeof n, tokens_.size() * sizeof(int32_t));
 }
 
 RequestMeasure FakeEngine::run_request(const RequestSpec& spec) {
@@ -195,6 +217,73 @@ RequestMeasure FakeEngine::run_request(const RequestSpec& spec) {
         m.timing.tpot_ns = (m.timing.e2e_ns - m.timing.ttft_ns) / (n - 1);
     m.prompt_tokens = spec.n_prompt;
     return m;
+}
+
+void FakeEngine::check_logits() const {
+    if (!caps().logits)
+        Engine::last_logits();  // throws sb::Error(input), as an engine without them does
+}
+
+std::vector<float> FakeEngine::logits_after(std::span<const int32_t> context) const {
+    std::vector<float> l =
+        script_.logits ? script_.logits(context) : default_fake_logits(context, vocab);
+    if (static_cast<int64_t>(l.size()) != vocab)
+        throw runtime_error(name_ + ": the script gave " + std::to_string(l.size()) +
+                            " logits for a vocabulary of " + std::to_string(vocab));
+    return l;
+}
+
+std::span<const float> FakeEngine::last_logits() const {
+    check_logits();
+    if (tokens_.empty())
+        throw runtime_error(name_ + ": no logits (nothing computed since the reset)");
+    if (!last_valid_) {
+        last_ = logits_after(tokens_);
+        last_valid_ = true;
+    }
+    return last_;
+}
+
+std::vector<int32_t> FakeEngine::tokenize(const std::string& text, bool add_special) const {
+    check_logits();
+    if (script_.tokenize)
+        return script_.tokenize(text, add_special);
+    std::vector<int32_t> out;
+    if (add_special && bos)
+        out.push_back(*bos);
+    for (unsigned char ch : text)
+        out.push_back(static_cast<int32_t>(ch % static_cast<unsigned>(std::max(vocab, 1))));
+    return out;
+}
+
+void FakeEngine::evaluate(std::span<const int32_t> tokens, int first_output,
+                          std::vector<float>& out) {
+    check_logits();
+    if (!spec_)
+        throw runtime_error(name_ + ": engine has no context (load() first)");
+    if (spec_->n_ctx > 0 && static_cast<int64_t>(tokens.size()) > spec_->n_ctx)
+        throw runtime_error(name_ + ": context full (" + std::to_string(tokens.size()) + " > " +
+                            std::to_string(spec_->n_ctx) + " tokens)");
+    call(FakeOp::evaluate, static_cast<int64_t>(tokens.size()),
+         tokens.empty() ? -1 : tokens.front());
+    tokens_.assign(tokens.begin(), tokens.end());
+    for (size_t i = static_cast<size_t>(std::max(first_output, 0)); i < tokens.size(); ++i) {
+        const std::vector<float> l = logits_after(tokens.subspan(0, i + 1));
+        out.insert(out.end(), l.begin(), l.end());
+    }
+}
+
+std::unique_ptr<Engine> FakeEngineFactory::make(EngineKind kind, const HttpEngineOptions& server) {
+    if (refuse && *refuse == kind)
+        throw input_error("fake: no " + to_string(kind) + " engine can be made");
+    auto e = std::make_unique<FakeEngine>(tl_, to_string(kind) + std::to_string(made_++));
+    if (kind == EngineKind::http) {
+        e->whole_requests = true;
+        servers_.push_back(server);
+    }
+    if (setup)
+        setup(*e, kind);
+    return e;
 }
 
 }  // namespace sb

@@ -5,14 +5,22 @@
 // made, in which order, and the times it recorded.
 //
 // Several fake engines share one FakeTimeline (its clock and its call log), as the engines of
-// one process share sb::now_ns: a hybrid's two engines, or a test that interleaves runners.
+// one process share sb::now_ns: a hybrid's two engines, or a test that interleaves runners. A
+// FakeEngineFactory hands them to a runner as its setup's engine factory.
+//
+// It also has scripted logits (the logits interface of engine.hpp): the engine keeps the tokens
+// of its KV cache, and the logits after them are the script's function of those tokens, so a
+// fidelity test knows every distance exactly.
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "engine/engine.hpp"
+#include "engine/engine_factory.hpp"
 
 namespace sb {
 
@@ -24,18 +32,21 @@ enum class FakeOp {
     decode_step,
     save_state,
     restore_state,
-    request
+    request,
+    evaluate
 };
+inline constexpr int kFakeOps = 9;
 // "load", "reset", "fill_to_depth", "prefill", "decode_step", "save_state", "restore_state",
-// "request".
+// "request", "evaluate".
 const char* fake_op_name(FakeOp op);
 
 // One call of a fake engine, as the script sees it and the log keeps it.
 struct FakeCall {
     std::string engine;  // FakeEngine::name()
     FakeOp op = FakeOp::load;
-    int index = 0;         // 0-based: how many calls of this op this engine had before
-    int64_t n_tokens = 0;  // prefill, request: prompt tokens; fill_to_depth: depth; decode: 1
+    int index = 0;  // 0-based: how many calls of this op this engine had before
+    // prefill, request, evaluate: prompt tokens; fill_to_depth: depth; decode: 1
+    int64_t n_tokens = 0;
     int32_t token = -1;    // decode_step: the token; prefill: its first token (-1: none)
     int64_t start_ns = 0;  // the simulated clock when the call began
     int64_t end_ns = 0;    // ... and when it returned (start_ns + its duration)
@@ -67,7 +78,8 @@ class FakeTimeline {
 
 // What a fake engine's calls take and do. The defaults: load 5 ms, reset 0, fill_to_depth
 // 10 us per token, prefill 100 us per token, decode_step 10 ms, save_state 1 ms,
-// restore_state 2 ms, request (its time to the first token) 100 us per prompt token + 10 ms.
+// restore_state 2 ms, request (its time to the first token) 100 us per prompt token + 10 ms,
+// evaluate 0 (untimed work).
 struct FakeScript {
     // The simulated duration of a call (its start_ns is set; its end_ns is not yet); null:
     // the defaults above.
@@ -76,7 +88,17 @@ struct FakeScript {
     // chosen call) or requests an interrupt. A call that throws is logged, takes no time and
     // changes no state.
     std::function<void(const FakeCall&)> before;
+    // The logits (n_vocab floats) after context, the tokens of the KV cache oldest first (never
+    // empty); null: default_fake_logits.
+    std::function<std::vector<float>(std::span<const int32_t> context)> logits;
+    // How text tokenizes; null: one token per byte (its value modulo n_vocab), after the BOS when
+    // add_special and the engine has one.
+    std::function<std::vector<int32_t>(const std::string& text, bool add_special)> tokenize;
 };
+
+// The default scripted logits: logit j after a context of n tokens ending in t is
+// ((j + t + n) % 7) / 4, so they depend on the last token and the position.
+std::vector<float> default_fake_logits(std::span<const int32_t> context, int32_t n_vocab);
 
 // The engine's answers (model facts) are plain fields, set by the test before use.
 class FakeEngine final : public Engine {
@@ -87,8 +109,10 @@ class FakeEngine final : public Engine {
     FakeScript& script() { return script_; }
     // The spec of the latest load() (throws when never loaded).
     const LoadSpec& loaded_spec() const;
-    // Tokens in the KV cache now.
-    int64_t n_cached() const { return n_cached_; }
+    // Tokens in the KV cache now, and the tokens themselves (fill_to_depth's are
+    // random_tokens(depth, vocab, seed)).
+    int64_t n_cached() const { return static_cast<int64_t>(tokens_.size()); }
+    const std::vector<int32_t>& cached_tokens() const { return tokens_; }
 
     int32_t vocab = 1000;
     std::optional<int32_t> bos = 1;
@@ -100,6 +124,7 @@ class FakeEngine final : public Engine {
     std::optional<double> kv_bytes_per_token;  // kv_bytes_read(depth) = depth x this
     int64_t state_bytes_per_token = 1024;      // save_state() writes this per cached token
     bool can_transfer = true;                  // caps().state_transfer
+    bool has_logits = true;                    // caps().logits
     // An engine behind HTTP: caps().measures_whole_request, and run_request() answers. A
     // request's call lasts its TTFT (the script's duration); each further token then takes
     // request_itl_ns; the server counts the prompt as asked.
@@ -123,23 +148,60 @@ class FakeEngine final : public Engine {
     std::optional<uint64_t> n_params() const override { return params; }
     std::optional<ModelShape> shape() const override { return model_shape; }
     std::optional<double> kv_bytes_read(int depth) const override;
-    // The state is state_bytes_per_token x the cached tokens (8 bytes at least, holding the
-    // count); restore_state takes the count back.
+    // The state is max(state_bytes_per_token x the cached tokens, what it holds): the count
+    // (8 bytes) and the cached tokens; restore_state takes them back.
     size_t save_state(std::vector<uint8_t>& buf) override;
     void restore_state(std::span<const uint8_t> state) override;
     RequestMeasure run_request(const RequestSpec& spec) override;
+    // The script's logits after the cached tokens (sb::Error(runtime) when the cache is empty,
+    // as nothing was computed).
+    std::span<const float> last_logits() const override;
+    std::vector<int32_t> tokenize(const std::string& text, bool add_special) const override;
+    // An evaluate call: the cache becomes tokens, and the logits after every prefix of at least
+    // first_output + 1 tokens are appended.
+    void evaluate(std::span<const int32_t> tokens, int first_output,
+                  std::vector<float>& out) override;
 
   private:
     // Logs the call, runs script_.before, advances the clock; returns the logged call.
     const FakeCall& call(FakeOp op, int64_t n_tokens, int32_t token);
     void check_room(int64_t more) const;
+    std::vector<float> logits_after(std::span<const int32_t> context) const;
+    void check_logits() const;
 
     FakeTimeline& tl_;
     std::string name_;
     FakeScript script_;
     std::optional<LoadSpec> spec_;
-    int64_t n_cached_ = 0;
-    int counts_[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    std::vector<int32_t> tokens_;
+    // last_logits()'s storage, computed once after each change of the cached tokens (its span
+    // stays valid until the next change, as an engine's does).
+    mutable std::vector<float> last_;
+    mutable bool last_valid_ = false;
+    int counts_[kFakeOps] = {};
+};
+
+// Makes fake engines on one timeline, as a runner's engine factory (engine_factory.hpp). The
+// i-th engine made (0-based) is named "<kind><i>" ("llama0", "http1"); kind http gives one that
+// takes whole requests. setup (optional) scripts each before it is handed over. The runner
+// owns the engines; the timeline keeps their calls.
+class FakeEngineFactory final : public EngineFactory {
+  public:
+    explicit FakeEngineFactory(FakeTimeline& timeline) : tl_(timeline) {}
+    std::function<void(FakeEngine&, EngineKind)> setup;
+    // A kind this factory refuses, as a real one refuses an unreachable server: make() throws
+    // sb::Error(input).
+    std::optional<EngineKind> refuse;
+
+    std::unique_ptr<Engine> make(EngineKind kind, const HttpEngineOptions& server = {}) override;
+    // How many engines were made, and the server each http one was asked for.
+    int made() const { return made_; }
+    const std::vector<HttpEngineOptions>& servers() const { return servers_; }
+
+  private:
+    FakeTimeline& tl_;
+    int made_ = 0;
+    std::vector<HttpEngineOptions> servers_;
 };
 
 }  // namespace sb

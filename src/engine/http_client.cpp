@@ -11,6 +11,7 @@
 #include <mutex>
 
 #include "core/clock.hpp"
+#include "core/document.hpp"
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
 #include "core/json_util.hpp"
@@ -201,11 +202,29 @@ Url parse_url(const std::string& s) {
     return u;
 }
 
+std::optional<nlohmann::json> parse_server_json(std::string_view text, bool* too_deep) {
+    if (too_deep)
+        *too_deep = false;
+    try {
+        check_json_depth(text, "", kMaxDocumentDepth);
+    } catch (const Error&) {
+        if (too_deep)
+            *too_deep = true;
+        return std::nullopt;
+    }
+    try {
+        return nlohmann::json::parse(text);
+    } catch (const nlohmann::json::exception&) {
+        return std::nullopt;
+    }
+}
+
 std::string error_message_of(const std::string& body) {
     std::string msg;
     try {
-        const auto j = nlohmann::json::parse(body);
-        if (j.is_object()) {
+        const std::optional<nlohmann::json> parsed = parse_server_json(body);
+        if (parsed && parsed->is_object()) {
+            const nlohmann::json& j = *parsed;
             if (j.contains("error")) {
                 const auto& e = j["error"];
                 if (e.is_object() && e.contains("message") && e["message"].is_string())

@@ -171,4 +171,11 @@ class HttpMulti {
 // first line, shortened to one line of at most 200 characters.
 std::string error_message_of(const std::string& body);
 
+// A server's JSON (a response body or a stream message), parsed; nullopt when text is not JSON
+// or nests arrays and objects deeper than kMaxDocumentDepth (core/document.hpp,
+// check_json_depth), and then *too_deep (when given) says which. No server API nests a tenth as
+// deep, and dumping or copying a value recurses once per level: a reply nested 100,000 deep
+// would overflow the stack. Never throws.
+std::optional<nlohmann::json> parse_server_json(std::string_view text, bool* too_deep = nullptr);
+
 }  // namespace sb

@@ -178,6 +178,22 @@ TEST(ErrorMessage, FromTheUsualBodies) {
     EXPECT_EQ(error_message_of(std::string(500, 'x')).size(), 200u);
 }
 
+// A body nested deeper than kMaxDocumentDepth (100,000 arrays in its error: quoting it recursed
+// until the stack overflowed) is not read as JSON: its first line, shortened, is the message.
+TEST(ErrorMessage, ABodyNestedTooDeepIsQuotedNotRead) {
+    const std::string body =
+        R"({"error":)" + std::string(100000, '[') + std::string(100000, ']') + "}";
+    EXPECT_EQ(error_message_of(body), body.substr(0, 197) + "...");
+    bool too_deep = false;
+    EXPECT_FALSE(parse_server_json(body, &too_deep));
+    EXPECT_TRUE(too_deep);
+    EXPECT_FALSE(parse_server_json("{oops", &too_deep));
+    EXPECT_FALSE(too_deep);
+    const auto j = parse_server_json(R"({"a":[[1]]})", &too_deep);
+    ASSERT_TRUE(j);
+    EXPECT_EQ((*j)["a"][0][0], 1);
+}
+
 // Error bodies are any bytes a server sends: generated ones (JSON or not, cut anywhere, bytes
 // that are not UTF-8) always give one line of valid UTF-8 of at most 200 bytes.
 TEST(ErrorMessage, GeneratedBodiesGiveOneValidLine) {

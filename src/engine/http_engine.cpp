@@ -6,7 +6,9 @@
 #include <random>
 
 #include "core/clock.hpp"
+#include "core/document.hpp"
 #include "core/error.hpp"
+#include "core/interrupt.hpp"
 #include "core/json_util.hpp"
 #include "core/utf8.hpp"
 
@@ -44,13 +46,44 @@ const char* http_api_name(HttpApi api) {
 
 namespace {
 
-std::optional<int64_t> int_field(const json& j, const char* key) {
+// Everything a server says about counts and times is a claim (README "Bad input and
+// faults"): read here only when it is a number of the right kind, bounded later by what was
+// received (compute_timing, request_measure). A value that is no count or no duration at all
+// (negative, fractional, beyond 2^53, absurdly long) is noted in ci.rejected, with the field
+// and the value as sent, and read as absent.
+constexpr double kMaxClaimValue = 9007199254740992.0;  // 2^53: exact in a JSON double
+// No server time is longer than a day (the longest wait stagebench allows anywhere).
+constexpr double kMaxClaimNs = 86400e9;
+
+std::string claim_text(const json& v) {
+    return v.is_string() ? "'" + utf8_prefix(valid_utf8(v.get<std::string>()), 40) + "'"
+                         : utf8_prefix(dump_json(v), 40);
+}
+
+void reject(ChunkInfo& ci, const std::string& field, const json& v, const char* why) {
+    if (ci.rejected.size() < 8)
+        ci.rejected.push_back(field + " = " + claim_text(v) + " (" + why + ")");
+}
+
+// A token count: a whole number from 0 to 2^53. Absent when the field is.
+std::optional<int64_t> count_field(const json& j, const char* key, const std::string& where,
+                                   ChunkInfo& ci) {
     if (!j.is_object())
         return std::nullopt;
     auto it = j.find(key);
-    if (it == j.end() || !it->is_number())
+    if (it == j.end() || it->is_null())
         return std::nullopt;
-    return static_cast<int64_t>(std::llround(it->get<double>()));
+    const std::string field = where + key;
+    if (!it->is_number()) {
+        reject(ci, field, *it, "not a number");
+        return std::nullopt;
+    }
+    const double v = it->get<double>();
+    if (!(v >= 0) || v > kMaxClaimValue || v != std::floor(v)) {
+        reject(ci, field, *it, "not a token count");
+        return std::nullopt;
+    }
+    return static_cast<int64_t>(v);
 }
 
 std::optional<double> num_field(const json& j, const char* key) {
@@ -69,41 +102,65 @@ bool nonempty_string(const json& j, const char* key) {
     return it != j.end() && it->is_string() && !it->get_ref<const std::string&>().empty();
 }
 
-std::optional<int64_t> ns_from(std::optional<double> v, double scale) {
+// A duration of v x scale ns: from 0 to a day. field names it in the note of a rejection.
+std::optional<int64_t> duration_ns(std::optional<double> v, double scale, const std::string& field,
+                                   ChunkInfo& ci) {
     if (!v)
         return std::nullopt;
-    return static_cast<int64_t>(std::llround(*v * scale));
+    const double ns = *v * scale;
+    if (!(ns >= 0) || ns > kMaxClaimNs) {
+        reject(ci, field, json(*v), "not a duration");
+        return std::nullopt;
+    }
+    return static_cast<int64_t>(std::llround(ns));
+}
+
+// A duration field of j in units of scale ns; a field of another type is rejected.
+std::optional<int64_t> duration_field(const json& j, const char* key, double scale,
+                                      const std::string& where, ChunkInfo& ci) {
+    if (!j.is_object())
+        return std::nullopt;
+    auto it = j.find(key);
+    if (it == j.end() || it->is_null())
+        return std::nullopt;
+    if (!it->is_number()) {
+        reject(ci, where + key, *it, "not a number");
+        return std::nullopt;
+    }
+    return duration_ns(it->get<double>(), scale, where + key, ci);
 }
 
 // llama-server: timings{prompt_n, prompt_ms, predicted_n, predicted_ms, cache_n}.
-ServerTimings llama_timings(const json& t) {
+ServerTimings llama_timings(const json& t, ChunkInfo& ci) {
     ServerTimings s;
     s.source = "llama-server";
-    s.prompt_n = int_field(t, "prompt_n");
-    s.cache_n = int_field(t, "cache_n");
-    s.predicted_n = int_field(t, "predicted_n");
-    s.prompt_ns = ns_from(num_field(t, "prompt_ms"), 1e6);
-    s.predicted_ns = ns_from(num_field(t, "predicted_ms"), 1e6);
+    s.prompt_n = count_field(t, "prompt_n", "timings.", ci);
+    s.cache_n = count_field(t, "cache_n", "timings.", ci);
+    s.predicted_n = count_field(t, "predicted_n", "timings.", ci);
+    s.prompt_ns = duration_field(t, "prompt_ms", 1e6, "timings.", ci);
+    s.predicted_ns = duration_field(t, "predicted_ms", 1e6, "timings.", ci);
     return s;
 }
 
 // MLC LLM: usage.extra{prefill_tokens, decode_tokens, prefill_tokens_per_s,
 // decode_tokens_per_s, ttft_s, ...}.
-std::optional<ServerTimings> mlc_timings(const json& extra) {
+std::optional<ServerTimings> mlc_timings(const json& extra, ChunkInfo& ci) {
     if (!extra.is_object())
         return std::nullopt;
     ServerTimings s;
     s.source = "mlc";
-    s.prompt_n = int_field(extra, "prefill_tokens");
-    s.predicted_n = int_field(extra, "decode_tokens");
+    s.prompt_n = count_field(extra, "prefill_tokens", "usage.extra.", ci);
+    s.predicted_n = count_field(extra, "decode_tokens", "usage.extra.", ci);
     const auto pre_rate = num_field(extra, "prefill_tokens_per_s");
     const auto dec_rate = num_field(extra, "decode_tokens_per_s");
     if (s.prompt_n && pre_rate && *pre_rate > 0)
-        s.prompt_ns = ns_from(*s.prompt_n / *pre_rate, 1e9);
+        s.prompt_ns = duration_ns(*s.prompt_n / *pre_rate, 1e9,
+                                  "usage.extra.prefill_tokens / prefill_tokens_per_s", ci);
     else
-        s.prompt_ns = ns_from(num_field(extra, "ttft_s"), 1e9);
+        s.prompt_ns = duration_field(extra, "ttft_s", 1e9, "usage.extra.", ci);
     if (s.predicted_n && dec_rate && *dec_rate > 0)
-        s.predicted_ns = ns_from(*s.predicted_n / *dec_rate, 1e9);
+        s.predicted_ns = duration_ns(*s.predicted_n / *dec_rate, 1e9,
+                                     "usage.extra.decode_tokens / decode_tokens_per_s", ci);
     if (!s.prompt_ns && !s.predicted_ns)
         return std::nullopt;
     return s;
@@ -111,7 +168,7 @@ std::optional<ServerTimings> mlc_timings(const json& extra) {
 
 // vLLM: metrics{first_scheduled_time, first_token_time, last_token_time, time_in_queue}
 // (seconds, wall clock).
-std::optional<ServerTimings> vllm_timings(const json& m) {
+std::optional<ServerTimings> vllm_timings(const json& m, ChunkInfo& ci) {
     const auto sched = num_field(m, "first_scheduled_time");
     const auto first = num_field(m, "first_token_time");
     const auto last = num_field(m, "last_token_time");
@@ -120,10 +177,12 @@ std::optional<ServerTimings> vllm_timings(const json& m) {
     ServerTimings s;
     s.source = "vllm";
     if (sched)
-        s.prompt_ns = ns_from(*first - *sched, 1e9);
+        s.prompt_ns = duration_ns(*first - *sched, 1e9,
+                                  "metrics.first_token_time - first_scheduled_time", ci);
     if (last)
-        s.predicted_ns = ns_from(*last - *first, 1e9);
-    s.queue_ns = ns_from(num_field(m, "time_in_queue"), 1e9);
+        s.predicted_ns =
+            duration_ns(*last - *first, 1e9, "metrics.last_token_time - first_token_time", ci);
+    s.queue_ns = duration_field(m, "time_in_queue", 1e9, "metrics.", ci);
     return s;
 }
 
@@ -169,18 +228,18 @@ void read_openai(const json& j, bool chat, ChunkInfo& ci) {
         }
     }
     if (auto u = j.find("usage"); u != j.end() && u->is_object()) {
-        ci.usage_prompt = int_field(*u, "prompt_tokens");
-        ci.usage_completion = int_field(*u, "completion_tokens");
+        ci.usage_prompt = count_field(*u, "prompt_tokens", "usage.", ci);
+        ci.usage_completion = count_field(*u, "completion_tokens", "usage.", ci);
         ci.final = true;
         if (u->contains("extra"))
-            ci.server = mlc_timings((*u)["extra"]);
+            ci.server = mlc_timings((*u)["extra"], ci);
     }
     if (auto t = j.find("timings"); t != j.end() && t->is_object()) {
-        ci.server = llama_timings(*t);
-        ci.cum_tokens = int_field(*t, "predicted_n");
+        ci.server = llama_timings(*t, ci);
+        ci.cum_tokens = ci.server->predicted_n;
     }
     if (auto m = j.find("metrics"); m != j.end() && m->is_object())
-        ci.server = vllm_timings(*m);
+        ci.server = vllm_timings(*m, ci);
 }
 
 void read_llama(const json& j, ChunkInfo& ci) {
@@ -190,13 +249,13 @@ void read_llama(const json& j, ChunkInfo& ci) {
         ci.output = ci.content = true;
         if (has_tokens)
             ci.tokens = static_cast<int64_t>(j["tokens"].size());
-        ci.cum_tokens = int_field(j, "tokens_predicted");
+        ci.cum_tokens = count_field(j, "tokens_predicted", "", ci);
     }
     if (stop) {
         ci.final = true;
         ci.finish_reason = j.value("stop_type", "stop");
-        ci.usage_prompt = int_field(j, "tokens_evaluated");
-        ci.usage_completion = int_field(j, "tokens_predicted");
+        ci.usage_prompt = count_field(j, "tokens_evaluated", "", ci);
+        ci.usage_completion = count_field(j, "tokens_predicted", "", ci);
         // A last message that still carries text (older servers) is output too.
         if (nonempty_string(j, "content")) {
             ci.output = ci.content = true;
@@ -204,7 +263,7 @@ void read_llama(const json& j, ChunkInfo& ci) {
         }
     }
     if (auto t = j.find("timings"); t != j.end() && t->is_object())
-        ci.server = llama_timings(*t);
+        ci.server = llama_timings(*t, ci);
 }
 
 void read_ollama(const json& j, ChunkInfo& ci) {
@@ -214,15 +273,15 @@ void read_ollama(const json& j, ChunkInfo& ci) {
     if (j.value("done", false)) {
         ci.final = true;
         ci.finish_reason = j.value("done_reason", "stop");
-        ci.usage_prompt = int_field(j, "prompt_eval_count");
-        ci.usage_completion = int_field(j, "eval_count");
+        ci.usage_prompt = count_field(j, "prompt_eval_count", "", ci);
+        ci.usage_completion = count_field(j, "eval_count", "", ci);
         ServerTimings s;
         s.source = "ollama";
         s.prompt_n = ci.usage_prompt;
         s.predicted_n = ci.usage_completion;
-        s.prompt_ns = int_field(j, "prompt_eval_duration");
-        s.predicted_ns = int_field(j, "eval_duration");
-        s.load_ns = int_field(j, "load_duration");
+        s.prompt_ns = duration_field(j, "prompt_eval_duration", 1, "", ci);
+        s.predicted_ns = duration_field(j, "eval_duration", 1, "", ci);
+        s.load_ns = duration_field(j, "load_duration", 1, "", ci);
         ci.server = s;
     }
 }
@@ -236,12 +295,15 @@ ChunkInfo interpret_message(HttpApi api, const StreamMessage& m) {
         ci.final = true;
         return ci;
     }
-    json j;
-    try {
-        j = json::parse(m.data);
-    } catch (const json::exception&) {
-        throw runtime_error("malformed JSON in the stream: '" + shorten(m.data) + "'");
+    bool too_deep = false;
+    std::optional<json> parsed = parse_server_json(m.data, &too_deep);
+    if (!parsed) {
+        const std::string what = too_deep ? "malformed message in the stream (nested more than " +
+                                                std::to_string(kMaxDocumentDepth) + " deep)"
+                                          : std::string("malformed JSON in the stream");
+        throw runtime_error(what + ": '" + shorten(m.data) + "'");
     }
+    json j = std::move(*parsed);
     if (!j.is_object())
         throw runtime_error("malformed message in the stream (not a JSON object): '" +
                             shorten(m.data) + "'");
@@ -273,6 +335,8 @@ ChunkInfo interpret_message(HttpApi api, const StreamMessage& m) {
         throw runtime_error("malformed message in the stream (a field of the wrong type): '" +
                             shorten(m.data) + "'");
     }
+    if (auto id = j.find("id"); id != j.end() && id->is_string() && !id->empty())
+        ci.id = utf8_prefix(valid_utf8(id->get_ref<const std::string&>()), 128);
     return ci;
 }
 
@@ -283,46 +347,82 @@ RequestTiming compute_timing(const Generation& g) {
         throw runtime_error("the server streamed no tokens");
     RequestTiming t;
     t.n_chunks = static_cast<int64_t>(g.chunks.size());
-    // Tokens per chunk: the server's cumulative count, else its token array, else one.
+    t.claimed_out = g.completion_tokens;
+    for (const auto& r : g.rejected)
+        t.notes.push_back("the server sent " + r + ": ignored");
+    const int64_t bound = g.n_asked > 0 ? g.n_asked : kMaxClaimedTokens;
+    const std::string asked = g.n_asked > 0 ? std::to_string(g.n_asked) + " asked for"
+                                            : std::to_string(bound) + " at most";
+
+    // Tokens per chunk as received: its token array, else one.
     std::vector<int64_t> k(g.chunks.size(), 1);
-    bool any_known = false;
-    int64_t prev_cum = 0;
-    for (size_t i = 0; i < g.chunks.size(); ++i) {
-        const auto& c = g.chunks[i];
-        if (c.cum_tokens) {
-            k[i] = std::max<int64_t>(0, *c.cum_tokens - prev_cum);
-            prev_cum = *c.cum_tokens;
-            any_known = true;
-        } else if (c.tokens) {
-            k[i] = *c.tokens;
-            prev_cum += k[i];
-            any_known = true;
-        } else {
-            prev_cum += 1;
+    bool any_array = false;
+    for (size_t i = 0; i < g.chunks.size(); ++i)
+        if (g.chunks[i].tokens) {
+            k[i] = *g.chunks[i].tokens;
+            any_array = true;
         }
+    // The server's running counts split chunks into tokens, when they are believable.
+    bool any_cum = false, cum_ok = true;
+    int64_t prev_cum = 0, cum_last = 0;
+    for (const auto& c : g.chunks) {
+        if (!c.cum_tokens)
+            continue;
+        any_cum = true;
+        if (*c.cum_tokens < prev_cum || *c.cum_tokens > bound)
+            cum_ok = false;
+        prev_cum = std::max(prev_cum, *c.cum_tokens);
+        cum_last = *c.cum_tokens;
     }
+    if (any_cum && cum_ok) {
+        prev_cum = 0;
+        for (size_t i = 0; i < g.chunks.size(); ++i) {
+            const auto& c = g.chunks[i];
+            if (c.cum_tokens) {
+                k[i] = *c.cum_tokens - prev_cum;
+                prev_cum = *c.cum_tokens;
+            } else {
+                prev_cum += k[i];
+            }
+        }
+    } else if (any_cum) {
+        t.notes.push_back("the server's running token counts (up to " + std::to_string(cum_last) +
+                          ") decrease or exceed the tokens asked for (" + asked +
+                          "): not believed, each chunk counted as it came");
+    }
+    const bool any_known = any_array || (any_cum && cum_ok);
     int64_t streamed = 0;
     for (auto x : k)
         streamed += x;
-    if (!any_known && g.completion_tokens && *g.completion_tokens > streamed) {
+
+    // usage: believed when it lies between 1 and what was asked.
+    std::optional<int64_t> usage = g.completion_tokens;
+    if (usage && (*usage < 1 || *usage > bound)) {
+        t.notes.push_back("the server claims " + std::to_string(*usage) +
+                          " output tokens (usage) for a stream of " + std::to_string(streamed) +
+                          " token(s) in " + std::to_string(g.chunks.size()) + " chunk(s), " +
+                          asked + ": not believed, the stream's count is used");
+        usage.reset();
+    }
+    if (!any_known && usage && *usage > streamed) {
         // Chunks that carry several tokens and say nothing about it (vLLM's stream interval,
         // merged UTF-8 pieces): spread what usage reports over the chunks after the first.
-        int64_t extra = *g.completion_tokens - streamed;
+        int64_t extra = *usage - streamed;
         const size_t from = g.chunks.size() > 1 ? 1 : 0;
         const int64_t slots = static_cast<int64_t>(g.chunks.size() - from);
         for (size_t i = from; i < g.chunks.size(); ++i) {
             const int64_t idx = static_cast<int64_t>(i - from);
             k[i] += extra / slots + (idx < extra % slots ? 1 : 0);
         }
-        t.notes.push_back("usage reports " + std::to_string(*g.completion_tokens) + " tokens in " +
+        t.notes.push_back("usage reports " + std::to_string(*usage) + " tokens in " +
                           std::to_string(g.chunks.size()) +
                           " streamed chunks: per-chunk token counts estimated");
-        streamed = *g.completion_tokens;
+        streamed = *usage;
     }
     t.n_streamed = streamed;
-    t.n_out = g.completion_tokens.value_or(streamed);
-    if (g.completion_tokens && *g.completion_tokens != streamed)
-        t.notes.push_back("usage reports " + std::to_string(*g.completion_tokens) +
+    t.n_out = usage.value_or(streamed);
+    if (usage && *usage != streamed)
+        t.notes.push_back("usage reports " + std::to_string(*usage) +
                           " output tokens, the stream carried " + std::to_string(streamed));
 
     std::optional<int64_t> first, last;
@@ -422,12 +522,11 @@ std::optional<std::string> server_string(const json& obj, const char* key,
     return it->get<std::string>();
 }
 
+// A body that is not JSON, or nests too deep to handle (parse_server_json), is null: what the
+// callers say of a body that is no answer.
 json parse_or_null(const std::string& body) {
-    try {
-        return json::parse(body);
-    } catch (const json::exception&) {
-        return nullptr;
-    }
+    std::optional<json> j = parse_server_json(body);
+    return j ? std::move(*j) : json(nullptr);
 }
 
 }  // namespace
@@ -476,8 +575,64 @@ RequestMeasure request_measure(const Generation& g) {
     RequestMeasure m;
     m.start_ns = g.start_ns;
     m.timing = compute_timing(g);
-    m.prompt_tokens = g.prompt_tokens;
-    m.server = g.server;
+    std::vector<std::string>& notes = m.timing.notes;
+    // The prompt: what was sent, plus a chat template's tokens.
+    const int64_t prompt_bound = g.prompt_asked > 0
+                                     ? std::min(kMaxClaimedTokens, 4 * g.prompt_asked + 4096)
+                                     : kMaxClaimedTokens;
+    auto prompt_count = [&](std::optional<int64_t> v, const char* what) {
+        if (v && (*v < 1 || *v > prompt_bound)) {
+            notes.push_back("the server claims " + std::to_string(*v) + " prompt tokens (" + what +
+                            ") for a prompt of " + std::to_string(g.prompt_asked) +
+                            " token(s): not believed");
+            v.reset();
+        }
+        return v;
+    };
+    m.prompt_tokens = prompt_count(g.prompt_tokens, "usage");
+    if (g.server) {
+        ServerTimings s = *g.server;
+        const std::string src = s.source.empty() ? "server" : s.source;
+        auto count = [&](std::optional<int64_t>& v, int64_t hi, const char* what) {
+            if (v && *v > hi) {
+                notes.push_back("the " + src + " timings claim " + std::to_string(*v) + " " + what +
+                                " tokens, more than " + std::to_string(hi) + ": not believed");
+                v.reset();
+            }
+        };
+        count(s.prompt_n, prompt_bound, "prompt");
+        count(s.cache_n, prompt_bound, "cached prompt");
+        count(s.predicted_n, g.n_asked > 0 ? g.n_asked : kMaxClaimedTokens, "generated");
+        // Server time is spent within the request: no longer than the client saw it last (to
+        // the end of the response, or at least to its last token; compute_timing above has
+        // refused a stream of none).
+        const int64_t last_ns =
+            g.chunks.empty() ? g.end_ns : std::max(g.end_ns, g.chunks.back().arrival_ns);
+        const int64_t seen_ns = std::max<int64_t>(0, last_ns - g.start_ns);
+        auto time = [&](std::optional<int64_t>& v, const char* what) {
+            if (v && *v > seen_ns) {
+                char buf[160];
+                std::snprintf(buf, sizeof buf,
+                              "the %s timings claim %.3f ms of %s, longer than the request's "
+                              "%.3f ms: not believed",
+                              src.c_str(), *v / 1e6, what, seen_ns / 1e6);
+                notes.push_back(buf);
+                v.reset();
+            }
+        };
+        time(s.prompt_ns, "prompt processing");
+        time(s.predicted_ns, "generation");
+        time(s.queue_ns, "queueing");
+        time(s.load_ns, "model loading");
+        if (s.prompt_ns && s.predicted_ns && *s.prompt_ns + *s.predicted_ns > seen_ns) {
+            notes.push_back("the " + src +
+                            " timings claim prompt and generation times longer together than "
+                            "the request: not believed");
+            s.prompt_ns.reset();
+            s.predicted_ns.reset();
+        }
+        m.server = s;
+    }
     return m;
 }
 
@@ -487,6 +642,9 @@ void HttpEngine::connect() {
         try {
             return client_->get(path);
         } catch (const Error& e) {
+            // Ctrl-C cut the request: not the server's fault, and not bad input.
+            if (interrupt_requested())
+                throw;
             throw input_error(std::string(e.what()));
         }
     };
@@ -623,6 +781,13 @@ int64_t HttpEngine::probe_prompt_tokens(const std::string& model, const std::str
     if (!g.prompt_tokens)
         throw runtime_error("cannot size prompts: " + client_->url().base() +
                             " reports no prompt token count (usage.prompt_tokens)");
+    // A claim that sizes the prompts: a text of b bytes is at most b tokens, plus a chat
+    // template's.
+    const int64_t hi = 4 * static_cast<int64_t>(text.size()) + 4096;
+    if (*g.prompt_tokens < 1 || *g.prompt_tokens > hi)
+        throw runtime_error("cannot size prompts: " + client_->url().base() + " claims " +
+                            std::to_string(*g.prompt_tokens) + " prompt tokens for a text of " +
+                            std::to_string(text.size()) + " bytes");
     return *g.prompt_tokens;
 }
 
@@ -684,7 +849,12 @@ HttpPrompt HttpEngine::make_prompt(const std::string& model, int64_t n, uint64_t
             words_to_tokens_[m] = {c1 - b * k1, b};
         }
         const auto [a, b] = words_to_tokens_[m];
-        const int64_t words = std::max<int64_t>(1, std::llround((n - a) / b));
+        // The fit rests on the server's counts: at most the words the token-id path tries.
+        const double fit = (n - a) / b;
+        const int64_t words =
+            std::isfinite(fit)
+                ? std::clamp<int64_t>(std::llround(std::min(fit, 64.0 * n + 64)), 1, 64 * n + 64)
+                : n;
         p.text = prompt_words(seed, words);
         return p;
     }
@@ -709,6 +879,9 @@ HttpPrompt HttpEngine::make_prompt(const std::string& model, int64_t n, uint64_t
             if (next < 1 || std::find(tried.begin(), tried.end(), next) != tried.end())
                 break;
         }
+        // The counts are the server's: never more words than the token-id path tries.
+        if (next > 64 * n + 64)
+            break;
         words = next;
     }
     p.text = prompt_words(seed, best_words);
@@ -780,6 +953,7 @@ std::unique_ptr<GenerationStream> HttpEngine::start_generation(
     spec.path = std::move(path);
     spec.body = std::move(body);
     spec.n_gen = n_gen;
+    spec.n_prompt = prompt.n_tokens;
     spec.read_ms = opts_.timeouts.read_ms;
     spec.on_first_output = on_first_output;
     return std::make_unique<GenerationStream>(std::move(spec));
@@ -825,6 +999,10 @@ bool GenerationStream::handle(const StreamMessage& m) {
                     s_.on_first_output();
             }
         }
+        for (auto& r : ci.rejected)
+            if (g_.rejected.size() < 8 &&
+                std::find(g_.rejected.begin(), g_.rejected.end(), r) == g_.rejected.end())
+                g_.rejected.push_back(std::move(r));
         if (ci.usage_prompt)
             g_.prompt_tokens = ci.usage_prompt;
         if (ci.usage_completion)
@@ -833,6 +1011,8 @@ bool GenerationStream::handle(const StreamMessage& m) {
             g_.server = ci.server;
         if (!ci.finish_reason.empty())
             g_.finish_reason = ci.finish_reason;
+        if (ci.id && !g_.request_id)
+            g_.request_id = ci.id;
         saw_final_ |= ci.final;
         return true;
     } catch (const std::exception& e) {
@@ -842,6 +1022,8 @@ bool GenerationStream::handle(const StreamMessage& m) {
 }
 
 bool GenerationStream::on_bytes(std::string_view bytes, int64_t t) {
+    if (!g_.first_byte_ns && !bytes.empty())
+        g_.first_byte_ns = t;
     msgs_.clear();
     if (s_.api == HttpApi::ollama)
         nd_.feed(bytes, t, msgs_);
@@ -869,6 +1051,8 @@ Generation GenerationStream::finish(const StreamOutcome& o) {
     Generation& g = g_;
     g.start_ns = o.start_ns;
     g.end_ns = now_ns();
+    g.n_asked = s_.n_gen;
+    g.prompt_asked = s_.n_prompt;
     if (!stream_error_ && o.complete) {
         msgs_.clear();
         if (s_.api == HttpApi::ollama)
@@ -892,13 +1076,26 @@ Generation GenerationStream::finish(const StreamOutcome& o) {
     if (!saw_final_)
         throw runtime_error("the stream from " + where +
                             " ended before the server's final message" + progress);
-    if (g.chunks.empty())
+    if (g.chunks.empty()) {
+        // Seen on llama-server with the tiny random model: it generated every token asked for
+        // but streamed only its final message, because it holds back text that ends in an
+        // incomplete UTF-8 character and the model kept emitting a byte token (<0xCD>) that
+        // never completed one. Nothing reached the client, so there is no first-token time;
+        // vLLM's serving benchmark fails such a request too. The line says why.
+        if (g.completion_tokens && *g.completion_tokens > 0)
+            throw runtime_error(
+                "the server streamed no tokens, though its final message claims " +
+                std::to_string(*g.completion_tokens) +
+                " generated (usage): none of their text reached the stream (llama-server holds "
+                "back text that ends in an incomplete UTF-8 character) (" +
+                where + ")");
         throw runtime_error("the server streamed no tokens (" + where + ")");
+    }
     // vLLM's metrics time the tokens after the first; usage fills in what it leaves out.
     if (g.server && g.server->source == "vllm") {
         if (!g.server->prompt_n)
             g.server->prompt_n = g.prompt_tokens;
-        if (!g.server->predicted_n && g.completion_tokens)
+        if (!g.server->predicted_n && g.completion_tokens && *g.completion_tokens >= 1)
             g.server->predicted_n = *g.completion_tokens - 1;
     }
     return std::move(g_);

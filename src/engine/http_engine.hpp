@@ -51,10 +51,21 @@ struct ChunkInfo {
     std::optional<ServerTimings> server;
     std::optional<std::string> error;  // an error the server reported inside the stream
     std::string finish_reason;
+    // The server's id of the request ("id" of an OpenAI-style message, at most 128 bytes of
+    // it), when it sends one: what joins a record with the server's logs. A claim.
+    std::optional<std::string> id;
+    // Counts and times of the message that are no count or no duration (negative,
+    // fractional, beyond 2^53, longer than a day, of another type): "usage.completion_tokens =
+    // -3 (not a token count)". Read as absent.
+    std::vector<std::string> rejected;
 };
 
 // Reads one streamed message of api. Throws sb::Error(runtime) ("malformed JSON in the
-// stream: ...") when the payload is not a JSON object.
+// stream: ...") when the payload is not a JSON object, or nests arrays and objects deeper than
+// kMaxDocumentDepth (parse_server_json). Every count and time in it is the
+// server's claim: read only when it is a count (a whole number, 0 to 2^53) or a duration (0
+// to a day), else listed in `rejected`; bounded by what was received in compute_timing and
+// request_measure.
 ChunkInfo interpret_message(HttpApi api, const StreamMessage& m);
 
 // Everything one streamed request returned, on the client clock.
@@ -67,18 +78,46 @@ struct Generation {
     int64_t start_ns = 0;       // just before the request was sent
     int64_t end_ns = 0;         // the response ended
     std::vector<Chunk> chunks;  // messages that carried output, in arrival order
-    std::optional<int64_t> prompt_tokens, completion_tokens;  // usage or the server's counts
+    // What the server claims (usage or its own counts), as it said them: not yet checked
+    // against the stream (compute_timing, request_measure do that).
+    std::optional<int64_t> prompt_tokens, completion_tokens;
     std::optional<ServerTimings> server;
     std::string finish_reason;
+    // The first bytes of the response's body arrived (the first byte of the stream, whatever
+    // it carries; null when none came), and the server's id of the request (the first one a
+    // message carried).
+    std::optional<int64_t> first_byte_ns;
+    std::optional<std::string> request_id;
+    int64_t n_asked = 0;       // output tokens asked for (max_tokens); 0: not known
+    int64_t prompt_asked = 0;  // prompt tokens sent (or aimed at, for a text); 0: not known
+    std::vector<std::string> rejected;  // ChunkInfo::rejected of every message, each once
 };
 
-// Per-chunk token counts come from the server (cumulative counts, token arrays) where it
-// gives them; otherwise each chunk is one token, and when usage reports more tokens than
-// chunks the extra ones are spread evenly over the chunks after the first (with a note).
-// Throws sb::Error(runtime) when g has no output chunk.
+// The most tokens a server may claim for one request when the request does not say how many
+// were asked: 2^24, the longest context stagebench allows (cli/flag_checks.hpp kMaxTokens).
+inline constexpr int64_t kMaxClaimedTokens = int64_t{1} << 24;
+
+// Tokens are counted from the stream: a chunk's token array (vLLM token_ids, llama-server
+// tokens) is what it carried, else each chunk is one token. The server's claims are checked
+// against that count and against what was asked (g.n_asked, else kMaxClaimedTokens):
+//   - running counts (llama-server timings.predicted_n, tokens_predicted) split the chunks
+//     into tokens when they never decrease and end within what was asked; else they are
+//     ignored, with a note;
+//   - usage's completion count is the output count (n_out) when it lies between 1 and what
+//     was asked; more tokens than chunks are then spread evenly over the chunks after the
+//     first (with a note). Otherwise (10^12 tokens for a 4-token stream, 0 for a stream that
+//     carried some) it is not believed: n_out is the stream's count, with a note.
+// claimed_out keeps usage's count as the server said it; notes say where a claim and the
+// count disagree. So no claim sizes an allocation: the gaps are at most what was asked or
+// what arrived. Throws sb::Error(runtime) when g has no output chunk.
 RequestTiming compute_timing(const Generation& g);
 
-// A generation's measure: its start, compute_timing(g), the server's prompt count and timings.
+// A generation's measure: its start, compute_timing(g), the server's prompt count and timings,
+// each checked: the prompt count when between 1 and 4 x the prompt sent + 4096 (a chat
+// template's tokens), and at most kMaxClaimedTokens; server token counts within the prompt's
+// and the output's bounds; server times no longer than the request as the client saw it (start
+// to end, or to the last token when later). A claim that fails is left out (absent), with a
+// note in timing.notes naming it.
 RequestMeasure request_measure(const Generation& g);
 
 // One streamed generation from its request to its end: the request (path and body), the
@@ -93,6 +132,7 @@ class GenerationStream {
         std::string path;
         nlohmann::json body;
         int64_t n_gen = 1;
+        int64_t n_prompt = 0;      // the prompt's tokens, sent or aimed at (0: not known)
         int64_t read_ms = 120000;  // no token for this long while bytes come: an error
         std::string where;         // base URL + path, for the error lines
         std::function<void()> on_first_output;
@@ -169,7 +209,7 @@ class HttpEngine final : public Engine {
     const std::string& server_kind() const { return kind_; }
     const std::vector<std::string>& models() const { return models_; }
     // {"url", "api", "server", "models", "tokenizer", and what the server said about itself}
-    nlohmann::json describe() const;
+    nlohmann::json describe() const override;
 
     // A prompt of n_tokens for model, its words varied by seed so that no prefix cache helps.
     // Exact through the server's tokenizer (llama-server, vLLM /tokenize) where one exists;

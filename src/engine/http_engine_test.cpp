@@ -155,6 +155,34 @@ TEST(InterpretMessage, ErrorsAndMalformedJson) {
     EXPECT_THROW(read(HttpApi::openai, "[1,2]"), Error);
 }
 
+// A message nested deeper than any API (arrays in its error, its choices or an unknown member,
+// 100,000 deep: quoting such an error recursed once per level until the stack overflowed) is
+// one runtime error naming the depth; one nested within kMaxDocumentDepth is read.
+TEST(InterpretMessage, AMessageNestedTooDeepIsOneRuntimeError) {
+    const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+    for (const std::string& m : {R"({"error":)" + deep + "}", R"({"choices":)" + deep + "}",
+                                 R"({"choices":[{"text":"a"}],"x":)" + deep + "}",
+                                 R"({"error":{"message":)" + deep + "}}"}) {
+        try {
+            read(HttpApi::openai, m);
+            ADD_FAILURE() << m.substr(0, 40) << " accepted";
+        } catch (const Error& e) {
+            EXPECT_EQ(e.kind(), ErrorKind::runtime);
+            const std::string w = e.what();
+            EXPECT_NE(w.find("malformed message in the stream (nested more than 64 deep): '"),
+                      std::string::npos)
+                << w;
+            EXPECT_LT(w.size(), 200u);
+        }
+    }
+    const std::string within = std::string(62, '[') + std::string(62, ']');
+    const ChunkInfo ci = read(HttpApi::openai, R"({"choices":[{"text":"a"}],"x":)" + within + "}");
+    EXPECT_TRUE(ci.output && ci.content);
+    const ChunkInfo err = read(HttpApi::openai, R"({"error":)" + within + "}");
+    ASSERT_TRUE(err.error);
+    EXPECT_EQ(err.error->substr(0, 4), "[[[[");
+}
+
 TEST(InterpretMessage, AFieldOfTheWrongTypeIsOneRuntimeError) {
     const std::vector<std::pair<HttpApi, std::string>> bad = {
         {HttpApi::ollama, R"({"response":"x","done":"yes"})"},
@@ -261,6 +289,153 @@ TEST(ComputeTiming, OneTokenHasNoTpotAndNoTokenIsAnError) {
     EXPECT_EQ(t.e2e_ns, t.ttft_ns);
     g.chunks.clear();
     EXPECT_THROW(compute_timing(g), Error);
+}
+
+// ---- the server's claims ---------------------------------------------------------------------
+
+// 10^12 completion tokens claimed for a 4-token stream of 4 asked for: not believed, so no
+// allocation per claimed token (the gaps were sized by the claim before: std::bad_alloc); the
+// claim is kept beside the count, with a note.
+TEST(ServerClaims, AnAbsurdUsageCountIsKeptAsAClaimAndNotBelieved) {
+    Generation g;
+    g.start_ns = 0;
+    g.n_asked = 4;
+    g.chunks = {chunk(100), chunk(110), chunk(120), chunk(130)};
+    g.completion_tokens = 1'000'000'000'000;
+    const RequestTiming t = compute_timing(g);
+    EXPECT_EQ(t.n_out, 4);
+    EXPECT_EQ(t.n_streamed, 4);
+    EXPECT_EQ(t.claimed_out, 1'000'000'000'000);
+    EXPECT_EQ(t.itl_ns, (std::vector<int64_t>{10, 10, 10}));
+    EXPECT_EQ(t.tpot_ns, 10);
+    ASSERT_EQ(t.notes.size(), 1u);
+    EXPECT_NE(t.notes[0].find("claims 1000000000000 output tokens (usage) for a stream of 4 "
+                              "token(s) in 4 chunk(s), 4 asked for: not believed"),
+              std::string::npos)
+        << t.notes[0];
+    // Unknown how many were asked: bounded by the longest context, 2^24.
+    g.n_asked = 0;
+    EXPECT_EQ(compute_timing(g).n_out, 4);
+    g.completion_tokens = kMaxClaimedTokens + 1;
+    EXPECT_EQ(compute_timing(g).n_out, 4);
+    // Within what was asked: believed and spread (vLLM's stream interval).
+    g.n_asked = 8;
+    g.completion_tokens = 7;
+    EXPECT_EQ(compute_timing(g).n_out, 7);
+    EXPECT_EQ(compute_timing(g).itl_ns.size(), 6u);
+    // No tokens for a stream that carried some: not believed either.
+    g.completion_tokens = 0;
+    EXPECT_EQ(compute_timing(g).n_out, 4);
+    EXPECT_EQ(compute_timing(g).claimed_out, 0);
+}
+
+// Running counts (timings.predicted_n) that run backwards or beyond what was asked do not
+// split chunks into tokens.
+TEST(ServerClaims, RunningCountsThatAreNotBelievableAreIgnored) {
+    Generation g;
+    g.n_asked = 4;
+    g.chunks = {chunk(100, 1), chunk(110, 1'000'000'000), chunk(120, 3)};
+    RequestTiming t = compute_timing(g);
+    EXPECT_EQ(t.n_streamed, 3);
+    EXPECT_EQ(t.itl_ns, (std::vector<int64_t>{10, 10}));
+    ASSERT_FALSE(t.notes.empty());
+    EXPECT_NE(t.notes[0].find("running token counts"), std::string::npos) << t.notes[0];
+    g.chunks = {chunk(100, 2), chunk(110, 1), chunk(120, 3)};
+    EXPECT_EQ(compute_timing(g).n_streamed, 3);
+}
+
+// Counts and durations that are no count or no duration at all are rejected where they are
+// read, named with the value as sent.
+TEST(ServerClaims, NegativeFractionalAndHugeValuesAreRejectedWhereRead) {
+    auto c = read(HttpApi::openai,
+                  R"({"choices":[],"usage":{"prompt_tokens":-3,"completion_tokens":1e300}})");
+    EXPECT_FALSE(c.usage_prompt);
+    EXPECT_FALSE(c.usage_completion);
+    ASSERT_EQ(c.rejected.size(), 2u);
+    EXPECT_EQ(c.rejected[0], "usage.prompt_tokens = -3 (not a token count)");
+    EXPECT_EQ(c.rejected[1], "usage.completion_tokens = 1e+300 (not a token count)");
+    c = read(HttpApi::openai,
+             R"({"choices":[{"text":"a"}],"timings":{"prompt_n":2.5,"prompt_ms":-4,)"
+             R"("predicted_n":"7","predicted_ms":1e20}})");
+    ASSERT_TRUE(c.server);
+    EXPECT_FALSE(c.server->prompt_n);
+    EXPECT_FALSE(c.server->prompt_ns);
+    EXPECT_FALSE(c.server->predicted_n);
+    EXPECT_FALSE(c.server->predicted_ns);
+    EXPECT_FALSE(c.cum_tokens);
+    EXPECT_EQ(c.rejected.size(), 4u);
+    c = read(HttpApi::ollama, R"({"response":"","done":true,"eval_count":-1,"eval_duration":-5,)"
+                              R"("prompt_eval_count":18446744073709551615})");
+    EXPECT_FALSE(c.usage_completion);
+    EXPECT_FALSE(c.usage_prompt);
+    EXPECT_FALSE(c.server->predicted_ns);
+    EXPECT_EQ(c.rejected.size(), 3u);
+    // vLLM's wall-clock stamps out of order: a negative time.
+    c = read(HttpApi::openai,
+             R"({"choices":[],"metrics":{"first_scheduled_time":10,"first_token_time":5}})");
+    ASSERT_TRUE(c.server);
+    EXPECT_FALSE(c.server->prompt_ns);
+    EXPECT_EQ(c.rejected.size(), 1u);
+}
+
+// The prompt count and the server's timings are checked against what was sent and what the
+// client saw: a claim that fails is left out with a note.
+TEST(ServerClaims, PromptCountsAndServerTimesAreBoundedByTheRequest) {
+    Generation g;
+    g.start_ns = 0;
+    g.end_ns = 1'000'000;  // 1 ms as the client saw it
+    g.n_asked = 2;
+    g.prompt_asked = 16;
+    g.chunks = {chunk(500'000), chunk(900'000)};
+    g.completion_tokens = 2;
+    g.prompt_tokens = 1'000'000'000;
+    ServerTimings s;
+    s.source = "llama-server";
+    s.prompt_n = 16;
+    s.predicted_n = 50;            // more than asked
+    s.prompt_ns = 400'000;         // within the request
+    s.predicted_ns = 100'000'000;  // 100 ms: longer than the request
+    g.server = s;
+    const RequestMeasure m = request_measure(g);
+    EXPECT_FALSE(m.prompt_tokens);
+    ASSERT_TRUE(m.server);
+    EXPECT_EQ(m.server->prompt_n, 16);
+    EXPECT_FALSE(m.server->predicted_n);
+    EXPECT_EQ(m.server->prompt_ns, 400'000);
+    EXPECT_FALSE(m.server->predicted_ns);
+    EXPECT_EQ(m.timing.notes.size(), 3u);
+    // Believable claims pass untouched: a chat template's tokens beyond the prompt.
+    g.prompt_tokens = 16 + 30;
+    g.server.reset();
+    const RequestMeasure ok = request_measure(g);
+    EXPECT_EQ(ok.prompt_tokens, 46);
+    EXPECT_TRUE(ok.timing.notes.empty());
+}
+
+// A stream through GenerationStream as generate() reads it: what was rejected reaches the notes.
+TEST(ServerClaims, RejectedClaimsOfAStreamBecomeNotes) {
+    GenerationStream::Spec spec;
+    spec.api = HttpApi::openai;
+    spec.n_gen = 2;
+    spec.n_prompt = 4;
+    spec.where = "http://x/v1/completions";
+    GenerationStream st(std::move(spec));
+    const std::string body =
+        "data: {\"choices\":[{\"text\":\"a\"}]}\n\n"
+        "data: {\"choices\":[{\"text\":\"b\"}]}\n\n"
+        "data: {\"choices\":[{\"text\":\"\",\"finish_reason\":\"length\"}],"
+        "\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":-2}}\n\n"
+        "data: [DONE]\n\n";
+    ASSERT_TRUE(st.on_bytes(body, 1000));
+    StreamOutcome o;
+    o.status = 200;
+    o.complete = true;
+    const RequestMeasure m = request_measure(st.finish(o));
+    EXPECT_EQ(m.timing.n_out, 2);
+    EXPECT_FALSE(m.timing.claimed_out);
+    ASSERT_EQ(m.timing.notes.size(), 1u);
+    EXPECT_EQ(m.timing.notes[0],
+              "the server sent usage.completion_tokens = -2 (not a token count): ignored");
 }
 
 TEST(PromptWords, DeterministicAndPrefixStable) {

@@ -18,7 +18,9 @@ namespace sb {
 namespace {
 
 bool same_placement(const LoadSpec& a, const LoadSpec& b) {
-    return a.model_path == b.model_path && a.devices == b.devices &&
+    // As the registry reads them: "" is CPU.
+    return a.model_path == b.model_path &&
+           split_device_set(a.devices.str()) == split_device_set(b.devices.str()) &&
            a.n_gpu_layers == b.n_gpu_layers;
 }
 
@@ -32,6 +34,7 @@ bool same_context(const LoadSpec& a, const LoadSpec& b) {
 }  // namespace
 
 struct LlamaEngine::Impl {
+    LlamaEngineOptions options;
     LoadSpec spec;
     bool have_spec = false;
     llama_model* model = nullptr;
@@ -75,7 +78,8 @@ struct LlamaEngine::Impl {
     }
 };
 
-LlamaEngine::LlamaEngine() : impl_(std::make_unique<Impl>()) {
+LlamaEngine::LlamaEngine(LlamaEngineOptions options) : impl_(std::make_unique<Impl>()) {
+    impl_->options = options;
     init_backends();
 }
 
@@ -84,8 +88,14 @@ LlamaEngine::~LlamaEngine() {
 }
 
 EngineCaps LlamaEngine::caps() const {
-    return EngineCaps{"llama.cpp", /*in_process=*/true, /*kv_depth_cache=*/true,
-                      /*thread_control=*/true, /*state_transfer=*/true};
+    EngineCaps c{"llama.cpp", /*in_process=*/true, /*kv_depth_cache=*/true,
+                 /*thread_control=*/true, /*state_transfer=*/true};
+    c.logits = true;
+    return c;
+}
+
+const llama_model* LlamaEngine::model_handle() const {
+    return impl_->model;
 }
 
 void LlamaEngine::unload() {
@@ -101,16 +111,13 @@ void LlamaEngine::load(const LoadSpec& spec) {
         return;
     // Only RPC devices wait without bound (core/watchdog.hpp): they get deadlines; Ctrl-C is
     // watched for every device. Loading sends the weights over the network: 10x the budget.
-    std::string device_set;
-    for (const auto& d : spec.devices)
-        device_set += (device_set.empty() ? "" : "+") + d;
-    m.deadline_factor = rpc_endpoints_of(device_set).empty() ? 0 : 1;
+    m.deadline_factor = rpc_endpoints_of(spec.devices.str()).empty() ? 0 : 1;
     StageGuard guard("loading the model", 10 * m.deadline_factor);
     m.free_context();
     if (!reuse_model) {
         m.free_model();
         m.have_spec = false;
-        m.selection = select_devices(spec.devices);
+        m.selection = select_devices(split_device_set(spec.devices.str()));
         hold_devices(m.selection);
         m.holding = true;
         m.notes = m.selection.notes;
@@ -121,6 +128,8 @@ void LlamaEngine::load(const LoadSpec& spec) {
         llama_model_params mp = llama_model_default_params();
         mp.devices = devs.data();
         mp.n_gpu_layers = m.selection.offload.empty() ? 0 : spec.n_gpu_layers;
+        if (!m.options.use_mmap)
+            mp.load_mode = LLAMA_LOAD_MODE_NONE;  // read into memory (llama.cpp's --no-mmap)
         take_llama_error();
         m.model = llama_model_load_from_file(spec.model_path.c_str(), mp);
         if (!m.model) {
@@ -142,9 +151,9 @@ void LlamaEngine::load(const LoadSpec& spec) {
                           std::to_string(GGML_MAX_N_THREADS) + " CPU threads");
     cp.n_threads = threads;
     cp.n_threads_batch = threads;
-    cp.flash_attn_type = parse_flash_attn(spec.flash_attn);
-    cp.type_k = parse_cache_type(spec.type_k);
-    cp.type_v = parse_cache_type(spec.type_v);
+    cp.flash_attn_type = flash_attn_type(spec.flash_attn);
+    cp.type_k = cache_type(spec.type_k);
+    cp.type_v = cache_type(spec.type_v);
     cp.no_perf = true;
     cp.cb_eval = spec.eval_callback;
     cp.cb_eval_user_data = spec.eval_user_data;
@@ -385,12 +394,10 @@ std::optional<double> LlamaEngine::kv_bytes_read(int depth) const {
     const int n_layer = llama_model_n_layer(model);
     const int n_head_kv = llama_model_n_head_kv(model);
     const int head_dim = head_dim_of(model);
-    const double bytes_k =
-        ggml_type_size(parse_cache_type(impl_->spec.type_k)) /
-        static_cast<double>(ggml_blck_size(parse_cache_type(impl_->spec.type_k)));
-    const double bytes_v =
-        ggml_type_size(parse_cache_type(impl_->spec.type_v)) /
-        static_cast<double>(ggml_blck_size(parse_cache_type(impl_->spec.type_v)));
+    const double bytes_k = ggml_type_size(cache_type(impl_->spec.type_k)) /
+                           static_cast<double>(ggml_blck_size(cache_type(impl_->spec.type_k)));
+    const double bytes_v = ggml_type_size(cache_type(impl_->spec.type_v)) /
+                           static_cast<double>(ggml_blck_size(cache_type(impl_->spec.type_v)));
     return static_cast<double>(depth) * n_layer * n_head_kv * head_dim * (bytes_k + bytes_v);
 }
 
@@ -428,6 +435,20 @@ void LlamaEngine::restore_state(std::span<const uint8_t> state) {
 
 std::vector<std::string> LlamaEngine::notes() const {
     return impl_->notes;
+}
+
+void check_llama_accepts(const std::string& model_path) {
+    init_backends();
+    llama_model_params mp = llama_model_default_params();
+    mp.vocab_only = true;
+    take_llama_error();
+    llama_model* m = llama_model_load_from_file(model_path.c_str(), mp);
+    if (!m) {
+        const std::string why = take_llama_error();
+        throw input_error("llama.cpp could not load model '" + model_path + "'" +
+                          (why.empty() ? " (set STAGEBENCH_LLAMA_LOG=1 to see why)" : ": " + why));
+    }
+    llama_model_free(m);
 }
 
 }  // namespace sb

@@ -8,11 +8,21 @@
 #include "engine/backends.hpp"
 #include "engine/engine.hpp"
 
+struct llama_model;  // llama.cpp's model, opaque here (engine/ and profile/ include llama.h)
+
 namespace sb {
+
+// How a LlamaEngine loads models, beyond LoadSpec.
+struct LlamaEngineOptions {
+    // Map the model file (llama.cpp's default) or read it into memory (--no-mmap): weights
+    // that llama.cpp repacks for the CPU are copied out of the mapping, whose pages then stay
+    // resident beside the copy, so a mapped repacked model costs about twice its size.
+    bool use_mmap = true;
+};
 
 class LlamaEngine final : public Engine {
   public:
-    LlamaEngine();
+    explicit LlamaEngine(LlamaEngineOptions options = {});
     ~LlamaEngine() override;
     LlamaEngine(const LlamaEngine&) = delete;
     LlamaEngine& operator=(const LlamaEngine&) = delete;
@@ -34,30 +44,32 @@ class LlamaEngine final : public Engine {
     std::optional<double> kv_bytes_read(int depth) const override;
     size_t save_state(std::vector<uint8_t>& buf) override;
     void restore_state(std::span<const uint8_t> state) override;
-    // The logits (n_vocab() floats, unnormalised) of the last token that the latest
-    // decode_step() or prefill() computed, for checking that a sequence continues correctly
-    // (e.g. after restore_state()); read outside any timed region. The span is valid until the
-    // next prefill, decode_step, reset, fill_to_depth, restore_state, load or unload. Throws
-    // sb::Error(runtime) when nothing has been computed since the context was created or reset.
-    std::span<const float> last_logits() const;
-    // The text as the model's vocabulary tokenizes it (llama_tokenize, special tokens as
-    // text): with add_special, the BOS first when the vocabulary adds one, as llama.cpp's tools
-    // tokenize their input. Throws sb::Error(input) when the model has no vocabulary (a
-    // tokenizer of type none) or the vocabulary adds an EOS (no tool of llama.cpp scores
-    // such input).
-    std::vector<int32_t> tokenize(const std::string& text, bool add_special) const;
-    // Evaluates tokens on a cleared cache from position 0 (one sequence, n_batch tokens per
-    // llama_decode), asking for logits at every position >= first_output, and appends them to
-    // out (n_vocab() floats per position, in order). Untimed: for fidelity and perplexity.
-    // Afterwards the sequence continues with decode_step() and last_logits() is the last
-    // position's.
-    void evaluate(std::span<const int32_t> tokens, int first_output, std::vector<float>& out);
+    // The logits interface (engine.hpp, caps().logits). The span of last_logits is also valid
+    // until unload(). tokenize is llama_tokenize with special tokens as text, as llama.cpp's
+    // tools tokenize their input; it also throws sb::Error(input) when the vocabulary adds an
+    // EOS (no tool of llama.cpp scores such input). evaluate decodes n_batch tokens per
+    // llama_decode.
+    std::span<const float> last_logits() const override;
+    std::vector<int32_t> tokenize(const std::string& text, bool add_special) const override;
+    void evaluate(std::span<const int32_t> tokens, int first_output,
+                  std::vector<float>& out) override;
     // Frees the model and context (e.g. before switching device sets).
     void unload();
+    // (optional) The loaded model, for code in engine/ that needs llama.cpp's vocabulary or
+    // chat template beside this engine's timed calls (engine/text_generation.hpp). Not owned;
+    // valid until the next load() of another placement, unload() or destruction; null before
+    // load().
+    const llama_model* model_handle() const;
 
   private:
     struct Impl;
     std::unique_ptr<Impl> impl_;
 };
+
+// Asks llama.cpp to read model_path's architecture, hyperparameters and vocabulary (no
+// weights): what a peer built from the same llama.cpp (llama-server) refuses at startup is
+// found here first and said as run says it. Throws sb::Error(input) "llama.cpp could not load
+// model 'PATH': REASON" when it refuses. Cheap: tensors are neither read nor allocated.
+void check_llama_accepts(const std::string& model_path);
 
 }  // namespace sb

@@ -1,33 +1,35 @@
 #pragma once
-// Command-line spellings of llama.cpp context parameters, shared by the engine and the
-// profiler (both may include llama.h). Unknown spellings throw sb::Error(usage).
-#include <string>
-
+// The workload's typed settings (core/workload.hpp) as llama.cpp's context parameters, shared by
+// the engine and the profiler (both may include llama.h).
+#include "core/enums.hpp"
 #include "core/error.hpp"
 #include "ggml.h"
 #include "llama.h"
 
 namespace sb {
 
-// "f16", "q8_0", ... as ggml names its types.
-inline ggml_type parse_cache_type(const std::string& s) {
-    for (int t = 0; t < GGML_TYPE_COUNT; ++t) {
-        const char* name = ggml_type_name(static_cast<ggml_type>(t));
-        if (name && s == name)
-            return static_cast<ggml_type>(t);
+// The ggml type of a KV cache type: the one whose ggml name is its spelling ("f16", "q8_0").
+// Throws sb::Error(runtime) should ggml not know it (a llama.cpp without the type).
+inline ggml_type cache_type(KvType t) {
+    const std::string name = to_string(t);
+    for (int i = 0; i < GGML_TYPE_COUNT; ++i) {
+        const char* n = ggml_type_name(static_cast<ggml_type>(i));
+        if (n && name == n)
+            return static_cast<ggml_type>(i);
     }
-    throw usage_error("unknown KV cache type '" + s + "' (e.g. f16, q8_0, q4_0)");
+    throw runtime_error("this llama.cpp has no ggml type '" + name + "'");
 }
 
-// auto | on | off (also 1 | 0).
-inline llama_flash_attn_type parse_flash_attn(const std::string& s) {
-    if (s == "auto")
-        return LLAMA_FLASH_ATTN_TYPE_AUTO;
-    if (s == "on" || s == "1")
-        return LLAMA_FLASH_ATTN_TYPE_ENABLED;
-    if (s == "off" || s == "0")
-        return LLAMA_FLASH_ATTN_TYPE_DISABLED;
-    throw usage_error("flash attention must be auto, on or off, not '" + s + "'");
+inline llama_flash_attn_type flash_attn_type(FlashAttn f) {
+    switch (f) {
+        case FlashAttn::on:
+            return LLAMA_FLASH_ATTN_TYPE_ENABLED;
+        case FlashAttn::off:
+            return LLAMA_FLASH_ATTN_TYPE_DISABLED;
+        case FlashAttn::automatic:
+            break;
+    }
+    return LLAMA_FLASH_ATTN_TYPE_AUTO;
 }
 
 }  // namespace sb

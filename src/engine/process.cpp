@@ -87,7 +87,12 @@ void ChildProcess::stop() {
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
+    // Bounded as well: a program stuck in the kernel is left behind rather than waited on.
+    for (int i = 0; i < 300; ++i) {
+        if (waitpid(pid_, nullptr, WNOHANG) == pid_)
+            break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
     pid_ = -1;
 }
 

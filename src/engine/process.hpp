@@ -1,6 +1,10 @@
 #pragma once
 // Peer programs started by stagebench (an RPC server for the demo, llama-server for HTTP
-// runs): a child process that is always stopped when its owner goes out of scope.
+// runs): a child process that is always stopped when its owner goes out of scope. Its
+// deadlines are its owner's: the wait until it serves (wait_for_port and the owner's readiness
+// check) and the end of the run, when stop() ends it. It stays in stagebench's process group,
+// so a Ctrl-C at the terminal reaches it too, also when stagebench ends without unwinding
+// (a second Ctrl-C). Programs run to completion use core/subprocess.hpp instead.
 #include <sys/types.h>
 #include <string>
 #include <vector>
@@ -17,10 +21,11 @@ class ChildProcess {
     ChildProcess& operator=(ChildProcess&& o) noexcept;
     ChildProcess(const ChildProcess&) = delete;
     ChildProcess& operator=(const ChildProcess&) = delete;
-    ~ChildProcess();  // SIGTERM, then SIGKILL after 2 s
+    ~ChildProcess();  // stop()
 
     pid_t pid() const { return pid_; }
     bool running();
+    // SIGTERM, SIGKILL after 2 s; returns within about 5 s.
     void stop();
 
   private:

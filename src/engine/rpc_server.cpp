@@ -1,5 +1,6 @@
 #include "engine/rpc_server.hpp"
 
+#include <arpa/inet.h>
 #include <netdb.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -14,6 +15,7 @@
 #include "engine/backends.hpp"
 #include "ggml-backend.h"
 #include "ggml-rpc.h"
+#include "ggml.h"
 
 namespace sb {
 namespace {
@@ -52,8 +54,11 @@ void check_bindable(const std::string& host, int port) {
 void serve_rpc(const RpcServeOptions& o, std::ostream& err) {
     if (o.port <= 0 || o.port > 65535)
         throw usage_error("rpc-server: --port must be 1..65535, not " + std::to_string(o.port));
-    if (o.threads < 0)
-        throw usage_error("rpc-server: --threads must be 0 (default) or more, not " +
+    // ggml's CPU thread pool holds GGML_MAX_N_THREADS slots: more write past them on the first
+    // graph (the server died with SIGSEGV).
+    if (o.threads < 0 || o.threads > GGML_MAX_N_THREADS)
+        throw usage_error("rpc-server: --threads must be 0 (default) or 1.." +
+                          std::to_string(GGML_MAX_N_THREADS) + ", not " +
                           std::to_string(o.threads));
     if (o.devices.empty())
         throw usage_error("rpc-server: --device names no device");
@@ -61,17 +66,30 @@ void serve_rpc(const RpcServeOptions& o, std::ostream& err) {
     // not measure, so all of them may stay).
     const auto all = list_devices();
     std::vector<ggml_backend_dev_t> devs;
+    std::string servable;  // the devices that can run whole graphs
+    for (const auto& d : all)
+        if (d.type != "accel")
+            servable += (servable.empty() ? "" : ", ") + d.name;
     for (const auto& name : o.devices) {
         ggml_backend_dev_t dev = ggml_backend_dev_by_name(name.c_str());
-        if (!dev) {
-            std::string avail;
-            for (const auto& d : all)
-                avail += (avail.empty() ? "" : ", ") + d.name;
-            throw input_error("rpc-server: unknown device '" + name + "' (available: " + avail +
+        if (!dev)
+            throw input_error("rpc-server: unknown device '" + name + "' (available: " + servable +
                               ")");
-        }
+        // An accelerator (BLAS, AMX...) runs some ops beside the CPU; a client hands an RPC
+        // device whole graphs, and the server stops on the first op it lacks.
+        if (ggml_backend_dev_type(dev) == GGML_BACKEND_DEVICE_TYPE_ACCEL)
+            throw usage_error("rpc-server: -d " + name +
+                              ": an accelerator that runs only some ops beside the CPU cannot "
+                              "serve whole graphs (available: " +
+                              servable + ")");
         devs.push_back(dev);
     }
+    // llama.cpp's server binds an IPv4 address written as one (inet_addr): with a name or an
+    // IPv6 address it prints a line and returns.
+    if (inet_addr(o.host.c_str()) == INADDR_NONE)
+        throw usage_error("rpc-server: -H '" + o.host +
+                          "': llama.cpp's RPC server listens on an IPv4 address only (127.0.0.1, "
+                          "0.0.0.0 or one of this machine's)");
     check_bindable(o.host, o.port);
     ggml_backend_reg_t rpc = nullptr;
     for (size_t i = 0; i < ggml_backend_reg_count() && !rpc; ++i)
@@ -84,7 +102,7 @@ void serve_rpc(const RpcServeOptions& o, std::ostream& err) {
         ggml_backend_reg_get_proc_address(rpc, "ggml_backend_rpc_start_server"));
     if (!start)
         throw input_error("this llama.cpp RPC backend cannot serve");
-    if (o.host != "127.0.0.1" && o.host != "localhost" && o.host != "::1")
+    if (o.host.rfind("127.", 0) != 0)
         err << "stagebench: warning: rpc-server listens on " << o.host
             << ": anyone who reaches this port can run graphs and read memory on this machine; "
                "never expose it to an open network\n";

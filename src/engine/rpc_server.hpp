@@ -16,11 +16,14 @@ struct RpcServeOptions {
     int threads = 0;                          // CPU threads; 0 = default_thread_count()
 };
 
-// Checks the options (devices exist, host:port can be bound) and then serves clients one
-// after another until the process is stopped (SIGINT, SIGTERM); it does not return
-// otherwise. Prints llama.cpp's server banner on stdout. Throws sb::Error(input) for an
-// unknown device (naming the available ones) or an address that cannot be bound, and
-// sb::Error(runtime) when llama.cpp's server gives up.
+// Checks the options (threads 0..512, devices exist and can run whole graphs, host:port can be
+// bound) and then serves clients one after another until the process is stopped (SIGINT,
+// SIGTERM); it does not return otherwise. Prints llama.cpp's server banner on stdout. Throws
+// sb::Error(usage) for a thread count above ggml's 512, an accelerator device (BLAS: it runs
+// some ops beside the CPU, never a whole graph) or a host that is not an IPv4 address
+// (llama.cpp's server binds nothing else), sb::Error(input) for an unknown device
+// (naming the available ones) or an address that cannot be bound, and sb::Error(runtime) when
+// llama.cpp's server gives up.
 void serve_rpc(const RpcServeOptions& o, std::ostream& err);
 
 }  // namespace sb

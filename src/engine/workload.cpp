@@ -4,6 +4,13 @@
 
 namespace sb {
 
+LoadSpec load_spec(const Workload& w, int n_ctx) {
+    LoadSpec ls;
+    static_cast<Workload&>(ls) = w;
+    ls.n_ctx = n_ctx;
+    return ls;
+}
+
 std::vector<int32_t> random_tokens(int n, int32_t n_vocab, uint64_t seed) {
     std::mt19937_64 rng(seed);
     std::uniform_int_distribution<int32_t> dist(0, n_vocab - 1);

@@ -1,7 +1,8 @@
 #pragma once
-// The inputs and the timed stages of a workload on an Engine, defined once for every scenario
-// and the profiler: the random tokens each stage gets (made before its clock starts), the
-// seeds of repetition rep's inputs, and the one function that times decode.
+// A workload on an Engine, defined once for every scenario and the profiler: the engine's load
+// parameters of a workload (the one function that makes them), the random tokens each stage
+// gets (made before its clock starts), the seeds of repetition rep's inputs, and the one
+// function that times decode.
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -10,6 +11,10 @@
 #include "engine/engine.hpp"
 
 namespace sb {
+
+// The engine's load parameters of workload w (core/workload.hpp) with a context of n_ctx tokens
+// (0: the engine's default) and no eval callback.
+LoadSpec load_spec(const Workload& w, int n_ctx);
 
 // n tokens drawn uniformly from [0, n_vocab) by a std::mt19937_64 seeded with seed (n <= 0:
 // none). Deterministic for a given (n, n_vocab, seed); a longer draw starts with the shorter.

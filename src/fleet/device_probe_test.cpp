@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "fleet/process.hpp"
+#include "core/subprocess.hpp"
 
 namespace sb {
 namespace {

@@ -31,7 +31,7 @@ struct FleetRunOptions {
     bool resume = false;               // skip (device, command) pairs already ok in the store
     bool allow_mixed = false;          // run devices whose stagebench or llama.cpp differ
     Gates gates;                       // command-line gates (override the inventory's)
-    double timeout_s = 0;              // the measuring command's deadline (0: none)
+    double timeout_s = 0;              // the measuring command's deadline (0: a day)
     std::vector<std::string> only;     // device names to run (empty: all)
 };
 

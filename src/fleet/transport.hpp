@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "core/subprocess.hpp"
 #include "fleet/inventory.hpp"
-#include "fleet/process.hpp"
 
 namespace sb {
 

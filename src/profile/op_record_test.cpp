@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "profile/ops_profile.hpp"
 
 namespace sb {
@@ -246,6 +248,28 @@ TEST(OpsProfile, DecompositionPartsAreNonNegativeOrSayWhyTheyAreNot) {
     EXPECT_EQ(note_of(at400, "accelerator_compute").find(exceeds), std::string::npos);
     // 250 ns: accelerator compute (280) exceeds the stage and says so.
     EXPECT_NE(note_of(decomposed_at(250), "accelerator_compute").find(exceeds), std::string::npos);
+}
+
+// A mat-mul's conversion, two replays subtracted, can come out above the op's own time under
+// load; it is part of the op, so it is capped there and the note counts the capped ones. The
+// accelerator's compute keeps the other ops' time instead of dropping to zero.
+TEST(OpsProfile, DecompositionCapsAConversionAtItsOpsTime) {
+    StageProfile s;
+    s.stage = "decode";
+    s.ops = {rec("MUL_MAT", "Qcur-0", 300, 900, "RPC0"), rec("RMS_NORM", "norm-0", 20, 500, "RPC0"),
+             rec("MUL_MAT", "Kcur-0", 100, 400, "RPC0")};
+    s.rec.plain_ns = {2000};
+    finalize_stage(s);
+    const Decomposition d =
+        decompose_stage(s, {"RPC0"}, {{"RPC0", 150.0}}, {500.0, std::nullopt, 30.0});
+    std::map<std::string, DecompositionPart> parts;
+    for (const auto& p : d.parts)
+        parts[p.name] = p;
+    EXPECT_DOUBLE_EQ(*parts["conversion"].ns, 300 + 30);
+    EXPECT_DOUBLE_EQ(*parts["accelerator_compute"].ns, 300 + 20 + 100 - 330);
+    EXPECT_EQ(d.n_conversion_ops, 2);
+    EXPECT_NE(parts["conversion"].note.find("; 1 capped at the op's own time"), std::string::npos)
+        << parts["conversion"].note;
 }
 
 }  // namespace

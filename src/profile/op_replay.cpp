@@ -42,7 +42,7 @@ size_t dense_bytes(const TensorDesc& d) {
 }
 
 // Host bytes for a tensor of `type` holding n_rows x n_per_row elements in nbytes.
-std::vector<uint8_t> make_data(ggml_type type, int64_t n_per_row, int64_t n_rows, size_t nbytes,
+std::vector<uint8_t> make_rows(ggml_type type, int64_t n_per_row, int64_t n_rows, size_t nbytes,
                                std::mt19937& rng) {
     std::vector<uint8_t> out(nbytes, 0);
     const int64_t n = n_per_row * n_rows;
@@ -92,6 +92,24 @@ std::vector<uint8_t> make_data(ggml_type type, int64_t n_per_row, int64_t n_rows
         auto f = floats(n);
         ggml_quantize_chunk(type, f.data(), out.data(), 0, n_rows, n_per_row, nullptr);
     }
+    return out;
+}
+
+// make_rows for any size, in time proportional to the bytes: beyond 1 MiB, whole rows of a
+// 1 MiB pattern repeated (kernels do not run faster on repeated values; a replay's weights
+// are fresh memory either way, which is what makes them cold).
+std::vector<uint8_t> make_data(ggml_type type, int64_t n_per_row, int64_t n_rows, size_t nbytes,
+                               std::mt19937& rng) {
+    constexpr size_t kPattern = 1u << 20;
+    const size_t row = n_per_row > 0 ? ggml_row_size(type, n_per_row) : 0;
+    if (nbytes <= kPattern || row == 0 || row > kPattern)
+        return make_rows(type, n_per_row, n_rows, nbytes, rng);
+    const int64_t pat_rows = static_cast<int64_t>(kPattern / row);
+    const std::vector<uint8_t> pat =
+        make_rows(type, n_per_row, pat_rows, static_cast<size_t>(pat_rows) * row, rng);
+    std::vector<uint8_t> out(nbytes);
+    for (size_t at = 0; at < nbytes; at += pat.size())
+        std::memcpy(out.data() + at, pat.data(), std::min(pat.size(), nbytes - at));
     return out;
 }
 
@@ -180,6 +198,148 @@ double median(std::vector<int64_t> v) {
     return n % 2 ? static_cast<double>(v[n / 2])
                  : 0.5 * static_cast<double>(v[n / 2 - 1] + v[n / 2]);
 }
+
+// The graphs of one replay: the first input set, the output and every node (views of one
+// output) allocated at once; the further input sets (weights only) only when the op is timed
+// with copies, after its one-node time said it must be.
+class ReplayGraph {
+  public:
+    ReplayGraph(const NodeDesc& n, ggml_backend_buffer_type_t def, bool keep_bufts, int n_alloc)
+        : n_(n), def_(def), keep_(keep_bufts), n_alloc_(n_alloc), rng_(12345) {}
+    ~ReplayGraph() {
+        if (gctx_)
+            ggml_free(gctx_);
+    }
+    ReplayGraph(const ReplayGraph&) = delete;
+    ReplayGraph& operator=(const ReplayGraph&) = delete;
+
+    std::vector<ggml_tensor*> nodes;
+
+    // Set 0, the output and the nodes (reading set 0).
+    bool build_first() {
+        const size_t max_tensors = 2 * n_.srcs.size() + static_cast<size_t>(n_alloc_) + 8;
+        sets_.emplace_back();
+        for (const auto& src : n_.srcs)
+            sets_[0].push_back(src ? make_replica(first_.ctx_for(buft_for(*src), max_tensors), *src)
+                                   : Replica{});
+        ggml_context* dctx = first_.ctx_for(keep_ && n_.dst.buft ? n_.dst.buft : def_, max_tensors);
+        const size_t out_need = std::max(span_bytes(n_.dst), dense_bytes(n_.dst));
+        const size_t ts = ggml_type_size(n_.dst.type);
+        const int64_t out_el =
+            static_cast<int64_t>((out_need + ts - 1) / ts) * ggml_blck_size(n_.dst.type);
+        ggml_tensor* out_base = ggml_new_tensor_1d(dctx, n_.dst.type, out_el);
+        const auto& d = n_.dst;
+        for (int i = 0; i < n_alloc_; ++i) {
+            ggml_tensor* t = ggml_view_4d(dctx, out_base, d.ne[0], d.ne[1], d.ne[2], d.ne[3],
+                                          d.nb[1], d.nb[2], d.nb[3], 0);
+            for (int j = 0; j < GGML_MAX_DIMS; ++j)
+                t->nb[j] = d.nb[j];
+            t->op = n_.op;
+            std::memcpy(t->op_params, n_.op_params.data(), sizeof t->op_params);
+            for (int j = 0; j < GGML_MAX_SRC; ++j)
+                t->src[j] = nullptr;
+            for (size_t j = 0; j < sets_[0].size(); ++j)
+                t->src[j] = sets_[0][j].tensor;
+            t->flags |= GGML_TENSOR_FLAG_COMPUTE;  // backends skip nodes without it
+            ggml_format_name(t, "replay_%d", i);
+            nodes.push_back(t);
+        }
+        ggml_init_params gp{
+            ggml_graph_overhead_custom(1, false) +
+                3 * ggml_graph_overhead_custom(static_cast<size_t>(n_alloc_), false) + 1024,
+            nullptr, true};
+        gctx_ = ggml_init(gp);
+        return first_.allocate();
+    }
+
+    // Input sets 1..k-1 (distinct weights; other inputs shared with set 0), node i reading set
+    // i % k.
+    bool add_sets(int k) {
+        const size_t max_tensors = 2 * n_.srcs.size() * static_cast<size_t>(k) + 8;
+        for (int s = 1; s < k; ++s) {
+            sets_.emplace_back();
+            for (size_t j = 0; j < n_.srcs.size(); ++j) {
+                const auto& src = n_.srcs[j];
+                sets_[s].push_back(
+                    src && src->weight
+                        ? make_replica(more_.ctx_for(buft_for(*src), max_tensors), *src)
+                        : sets_[0][j]);
+            }
+        }
+        if (!more_.allocate())
+            return false;
+        for (size_t i = 0; i < nodes.size(); ++i)
+            for (size_t j = 0; j < sets_[0].size(); ++j)
+                nodes[i]->src[j] = sets_[i % sets_.size()][j].tensor;
+        return true;
+    }
+
+    // Input data of sets [from, to): generated once per source (kept for later sets), the real
+    // bytes where captured; sets past 0 get only the weights (the rest is shared).
+    void fill_inputs(int from, int to) {
+        host_.resize(n_.srcs.size());
+        for (size_t j = 0; j < n_.srcs.size(); ++j) {
+            if (!n_.srcs[j] || (from > 0 && !n_.srcs[j]->weight))
+                continue;
+            ggml_tensor* h0 = sets_[0][j].holder;
+            const size_t nb = ggml_nbytes(h0);
+            const auto& real = n_.srcs[j]->data;
+            const bool use_real = real && real->size() <= nb;
+            if (!use_real && host_[j].empty()) {
+                const int64_t per_row = h0->ne[0];
+                const int64_t rows = ggml_nelements(h0) / std::max<int64_t>(1, per_row);
+                host_[j] = make_data(h0->type, per_row, rows, nb, rng_);
+            }
+            for (int s = from; s < to && s < static_cast<int>(sets_.size()); ++s) {
+                if (use_real)
+                    ggml_backend_tensor_set(sets_[s][j].holder, real->data(), 0, real->size());
+                else
+                    ggml_backend_tensor_set(sets_[s][j].holder, host_[j].data(), 0, nb);
+            }
+        }
+    }
+
+    // Wall time of computing the first `count` copies in one graph: {minimum, median}. The
+    // minimum is the op's cost with the least interference (other load preempts, never speeds
+    // up); slopes are taken between minima. Repetitions: ReplayConfig.
+    std::pair<double, double> measure(ggml_backend_t backend, int count, int min_reps,
+                                      const ReplayConfig& cfg, bool& ok) {
+        ggml_cgraph* g = ggml_new_graph_custom(gctx_, static_cast<size_t>(count), false);
+        for (int i = 0; i < count; ++i)
+            ggml_graph_add_node(g, nodes[static_cast<size_t>(i)]);
+        time_compute(backend, g, ok);  // warm: work buffers, caches, the remote graph
+        std::vector<int64_t> totals;
+        int64_t spent = 0;
+        while (ok && static_cast<int>(totals.size()) < cfg.max_reps) {
+            totals.push_back(time_compute(backend, g, ok));
+            spent += totals.back();
+            if (static_cast<int>(totals.size()) < min_reps || spent < cfg.min_spent_ns)
+                continue;
+            const double lo = static_cast<double>(*std::min_element(totals.begin(), totals.end()));
+            if (spent >= cfg.max_spent_ns || median(totals) <= lo * (1.0 + cfg.settle))
+                break;
+        }
+        if (totals.empty())
+            return {0.0, 0.0};
+        return {static_cast<double>(*std::min_element(totals.begin(), totals.end())),
+                median(totals)};
+    }
+
+  private:
+    ggml_backend_buffer_type_t buft_for(const TensorDesc& d) const {
+        return keep_ && d.buft && d.contiguous ? d.buft : def_;
+    }
+
+    const NodeDesc& n_;
+    ggml_backend_buffer_type_t def_;
+    bool keep_;
+    int n_alloc_;
+    std::mt19937 rng_;
+    Arena first_, more_;
+    std::vector<std::vector<Replica>> sets_;
+    std::vector<std::vector<uint8_t>> host_;
+    ggml_context* gctx_ = nullptr;
+};
 
 }  // namespace
 
@@ -306,136 +466,58 @@ ReplayResult replay_op(const NodeDesc& n, ggml_backend_t backend, bool keep_buft
     const int copies = std::max(1, cfg.copies);
     const int n_alloc = std::max(copies, cfg.max_copies);
     ggml_backend_buffer_type_t def = ggml_backend_get_default_buffer_type(backend);
-    auto buft_for = [&](const TensorDesc& d) {
-        return keep_bufts && d.buft && d.contiguous ? d.buft : def;
-    };
-
-    // Only weights cycle through distinct copies: in the real graph a weight comes back only
-    // after the rest of the model went through the caches, while activations come straight
-    // from the op before (hot).
-    size_t set_bytes = 0;
-    for (const auto& s : n.srcs)
-        if (s && s->weight)
-            set_bytes += std::max(span_bytes(*s), dense_bytes(*s));
-    const size_t budget_sets = set_bytes > 0 ? cfg.input_budget_bytes / set_bytes : copies;
-    const int k = static_cast<int>(std::clamp<size_t>(
-        budget_sets, 1, static_cast<size_t>(std::min(n_alloc, std::max(1, cfg.max_input_sets)))));
-    const size_t max_tensors = 2 * n.srcs.size() * static_cast<size_t>(k) + n_alloc + 8;
-
-    Arena arena;
-    std::vector<std::vector<Replica>> sets(k);
-    for (int s = 0; s < k; ++s) {
-        for (size_t j = 0; j < n.srcs.size(); ++j) {
-            const auto& src = n.srcs[j];
-            if (!src) {
-                sets[s].push_back({});
-            } else if (s > 0 && !src->weight) {
-                sets[s].push_back(sets[0][j]);
-            } else {
-                sets[s].push_back(make_replica(arena.ctx_for(buft_for(*src), max_tensors), *src));
-            }
-        }
-    }
-    ggml_context* dctx = arena.ctx_for(keep_bufts && n.dst.buft ? n.dst.buft : def, max_tensors);
-    const size_t out_need = std::max(span_bytes(n.dst), dense_bytes(n.dst));
-    const size_t ts = ggml_type_size(n.dst.type);
-    const int64_t out_el =
-        static_cast<int64_t>((out_need + ts - 1) / ts) * ggml_blck_size(n.dst.type);
-    ggml_tensor* out_base = ggml_new_tensor_1d(dctx, n.dst.type, out_el);
-    std::vector<ggml_tensor*> nodes;
-    for (int i = 0; i < n_alloc; ++i) {
-        const auto& d = n.dst;
-        ggml_tensor* t = ggml_view_4d(dctx, out_base, d.ne[0], d.ne[1], d.ne[2], d.ne[3], d.nb[1],
-                                      d.nb[2], d.nb[3], 0);
-        for (int j = 0; j < GGML_MAX_DIMS; ++j)
-            t->nb[j] = d.nb[j];
-        t->op = n.op;
-        std::memcpy(t->op_params, n.op_params.data(), sizeof t->op_params);
-        for (int j = 0; j < GGML_MAX_SRC; ++j)
-            t->src[j] = nullptr;
-        const auto& set = sets[i % k];
-        for (size_t j = 0; j < set.size(); ++j)
-            t->src[j] = set[j].tensor;
-        t->flags |= GGML_TENSOR_FLAG_COMPUTE;  // backends skip nodes without it
-        ggml_format_name(t, "replay_%d", i);
-        nodes.push_back(t);
-    }
-    if (!arena.allocate()) {
+    ReplayGraph rg(n, def, keep_bufts, n_alloc);
+    if (!rg.build_first()) {
         res.method = "cannot allocate replay buffers on " + where;
         return res;
     }
-    if (!ggml_backend_supports_op(backend, nodes[0])) {
+    if (!ggml_backend_supports_op(backend, rg.nodes[0])) {
         res.method = "not supported by " + where;
         return res;
     }
-    // Input data: generated once per source, copied into every set.
-    std::mt19937 rng(12345);
-    for (size_t j = 0; j < n.srcs.size(); ++j) {
-        if (!n.srcs[j])
-            continue;
-        ggml_tensor* h0 = sets[0][j].holder;
-        const size_t nb = ggml_nbytes(h0);
-        const int64_t per_row = h0->ne[0];
-        const int64_t rows = ggml_nelements(h0) / std::max<int64_t>(1, per_row);
-        const auto& real = n.srcs[j]->data;
-        const int distinct = n.srcs[j]->weight ? k : 1;
-        if (real && real->size() <= nb) {
-            for (int s = 0; s < distinct; ++s)
-                ggml_backend_tensor_set(sets[s][j].holder, real->data(), 0, real->size());
-            continue;
-        }
-        const auto data = make_data(h0->type, per_row, rows, nb, rng);
-        for (int s = 0; s < distinct; ++s)
-            ggml_backend_tensor_set(sets[s][j].holder, data.data(), 0, nb);
-    }
-
-    ggml_init_params gp{ggml_graph_overhead_custom(1, false) +
-                            3 * ggml_graph_overhead_custom(static_cast<size_t>(n_alloc), false) +
-                            1024,
-                        nullptr, true};
-    ggml_context* gctx = ggml_init(gp);
-    struct GctxFree {
-        ggml_context* c;
-        ~GctxFree() { ggml_free(c); }
-    } gfree{gctx};
+    rg.fill_inputs(0, 1);
     bool ok = true;
-    // Wall time of computing the first `count` copies in one graph: {minimum, median}. The
-    // minimum is the op's cost with the least interference (other load preempts, never speeds
-    // up); slopes are taken between minima.
-    auto measure = [&](int count, int min_reps) -> std::pair<double, double> {
-        ggml_cgraph* g = ggml_new_graph_custom(gctx, static_cast<size_t>(count), false);
-        for (int i = 0; i < count; ++i)
-            ggml_graph_add_node(g, nodes[static_cast<size_t>(i)]);
-        time_compute(backend, g, ok);  // warm: work buffers, caches, the remote graph
-        std::vector<int64_t> totals;
-        int64_t spent = 0;
-        while (ok && (static_cast<int>(totals.size()) < min_reps || spent < cfg.min_total_ns) &&
-               totals.size() < 50) {
-            totals.push_back(time_compute(backend, g, ok));
-            spent += totals.back();
-        }
-        if (totals.empty())
-            return {0.0, 0.0};
-        return {static_cast<double>(*std::min_element(totals.begin(), totals.end())),
-                median(totals)};
-    };
-    const auto [t1, t1_median] = measure(1, 5);
+    const auto [t1, t1_median] = rg.measure(backend, 1, std::max(5, cfg.min_reps), cfg, ok);
     if (!ok) {
         res.method = "compute failed on " + where;
         return res;
     }
     res.isolated_ns = t1_median;
+    res.isolated_min_ns = t1;
+    if (cfg.dispatch_ns && *cfg.dispatch_ns > 0 && t1 >= cfg.alone_factor * *cfg.dispatch_ns) {
+        // The one dispatch is a small fraction of the op: copies would add time, not accuracy.
+        res.copies = 1;
+        res.op_ns = std::max(0.0, t1 - *cfg.dispatch_ns);
+        res.method = fmt::format("replayed alone on {}, less its {:.1f} µs dispatch", where,
+                                 *cfg.dispatch_ns / 1e3);
+        return res;
+    }
+    // Only weights cycle through distinct copies: in the real graph a weight comes back only
+    // after the rest of the model went through the caches, while activations come straight
+    // from the op before (hot).
+    size_t set_bytes = 0;
+    for (const auto& src : n.srcs)
+        if (src && src->weight)
+            set_bytes += std::max(span_bytes(*src), dense_bytes(*src));
+    const size_t budget_sets = set_bytes > 0 ? cfg.input_budget_bytes / set_bytes : 1;
+    const int k = static_cast<int>(std::clamp<size_t>(
+        budget_sets, 1, static_cast<size_t>(std::min(n_alloc, std::max(1, cfg.max_input_sets)))));
+    if (!rg.add_sets(k)) {
+        res.method = "cannot allocate replay buffers on " + where;
+        return res;
+    }
+    rg.fill_inputs(1, k);
     int count = copies;
     if (t1 * copies > static_cast<double>(cfg.max_graph_ns))
         count = std::max(
             1, static_cast<int>(static_cast<double>(cfg.max_graph_ns) / std::max(1.0, t1)));
-    double tn = count > 1 ? measure(count, cfg.min_reps).first : t1;
+    double tn = count > 1 ? rg.measure(backend, count, cfg.min_reps, cfg, ok).first : t1;
     double slope = count > 1 ? (tn - t1) / (count - 1) : tn;
     if (ok && count > 1 && count < n_alloc && tn - t1 < t1) {
         // One dispatch still outweighs the copies' compute: more copies.
         int more = slope > 0 ? static_cast<int>(std::ceil(2.0 * t1 / slope)) : n_alloc;
         more = std::clamp(more, count + 1, n_alloc);
-        tn = measure(more, cfg.min_reps).first;
+        tn = rg.measure(backend, more, cfg.min_reps, cfg, ok).first;
         count = more;
         slope = (tn - t1) / (count - 1);
     }

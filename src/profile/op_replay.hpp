@@ -54,6 +54,12 @@ struct NodeDesc {
     std::string signature() const;
 };
 
+// The nodes one profile captured, by CapturedNode::id (profile/op_trace.hpp): shared by the
+// tracer that captures them and the replayer that times them.
+struct NodeStore {
+    std::vector<NodeDesc> nodes;
+};
+
 TensorDesc describe_tensor(const ggml_tensor* t, bool with_data = false);
 
 // A contiguous tensor description of `type` and shape ne (no buffer type, no data).
@@ -69,22 +75,37 @@ std::optional<ggml_type> activation_type_for(ggml_type w);
 // the minimum over repetitions: interference only ever adds time),
 // slope = (T(n) - T(1)) / (n - 1) removes the one dispatch the graph still pays, average =
 // T(n) / n is the upper bound used when the slope is lost in noise. When one dispatch still
-// outweighs the n ops (an RPC round trip against a tiny op), n grows up to max_copies.
+// outweighs the n ops (an RPC round trip against a tiny op), n grows up to max_copies. When
+// the backend's dispatch is known and T(1) is at least alone_factor times it, the op is timed
+// alone: T(1) less the dispatch (the copies would only add time, not accuracy).
+// Repetitions: at least min_reps and min_spent_ns, then until the minimum is within settle of
+// the median (a steady op: more samples would not lower it) or max_spent_ns was spent on the
+// graph.
 struct ReplayConfig {
     int copies = 16;       // nodes per replay graph
     int max_copies = 256;  // when dispatch dominates
     int max_input_sets = 32;
-    // Distinct copies of the weights cycled up to about this many bytes: the model's weight
-    // bytes (capped), so that a weight is as cold in the replay as in the real graph.
-    size_t input_budget_bytes = 256u << 20;
+    // Distinct copies of the weights cycled up to about this many bytes, so that a weight is
+    // as cold in the replay as in the real graph (ReplaySetup::cold_weight_bytes).
+    size_t input_budget_bytes = 0;
     int64_t max_graph_ns = 500'000'000;  // fewer copies when one graph would take longer
     int min_reps = 3;                    // graph computations timed at least
-    int64_t min_total_ns = 5'000'000;    // and at least this much time
+    double settle = 0.02;                // (median - min) / min that ends the repetitions
+    int64_t max_spent_ns = 20'000'000;   // time spent on one graph's repetitions at most
+    // ... but at least this much (and max_spent_ns no longer applies below it): steadier
+    // minima where two replays are subtracted (decompose's conversion, dispatch and compute).
+    int64_t min_spent_ns = 0;
+    int max_reps = 50;
+    std::optional<double> dispatch_ns;  // the backend's no-work dispatch, when known
+    double alone_factor = 50;
 };
 
 struct ReplayResult {
     std::optional<double> op_ns;        // per op, dispatch removed (see ReplayConfig)
     std::optional<double> isolated_ns;  // the op alone in a one-node graph: median wall time
+    // ... and its least wall time, the one the op time's minima go with: the least
+    // interference (ggml_replayer.cpp's no-work dispatch is this less the op time).
+    std::optional<double> isolated_min_ns;
     int copies = 0;
     std::string method;  // "replayed 16x on CPU", or why there is no time
 };

@@ -10,6 +10,7 @@
 #include "core/file_io.hpp"
 #include "core/json_util.hpp"
 #include "profile/hexagon_import.hpp"
+#include "profile/ops_profile.hpp"
 
 namespace sb {
 

@@ -1,6 +1,7 @@
 #include "profile/ops_profile.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "core/error.hpp"
@@ -9,6 +10,8 @@
 namespace sb {
 
 namespace {
+
+constexpr double kFitTolerance = 0.05;  // |sum of ops / stage - 1| beyond this names a cause
 
 std::optional<double> median_of(const std::vector<int64_t>& v) {
     if (v.empty())
@@ -21,6 +24,55 @@ std::string pct(double f) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.0f%%", f * 100.0);
     return buf;
+}
+
+std::string ms(double ns) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3f ms", ns / 1e6);
+    return buf;
+}
+
+// What the difference between the summed op time and the uninstrumented stage is made of,
+// from the stage's own figures.
+std::string fit_cause_of(const Reconciliation& r) {
+    const double plain = *r.plain_median_ns, sum = *r.sum_op_ns;
+    std::vector<std::string> parts;
+    if (sum < plain) {
+        double left = plain - sum;
+        std::string head = ms(left) + " of the stage is in no op";
+        if (r.host_ns && *r.host_ns > 0) {
+            parts.push_back("the host's work around the graph (graph build, inputs, outputs) " +
+                            ms(*r.host_ns) + " in the traced runs");
+            left -= *r.host_ns;
+        }
+        if (r.sum_copy_ns && *r.sum_copy_ns > 0) {
+            parts.push_back("copies between backends " + ms(*r.sum_copy_ns) + " (traced)");
+            left -= *r.sum_copy_ns;
+        }
+        if (left > 0)
+            parts.push_back(ms(left) +
+                            " that only the whole graph pays: the threads' synchronisation "
+                            "between ops, and ops that ran slower inside it than alone");
+        std::string text = head + ": ";
+        for (size_t i = 0; i < parts.size(); ++i)
+            text += (i ? "; " : "") + parts[i];
+        return text;
+    }
+    std::string text = ms(sum - plain) +
+                       " more op time than the stage: ops timed on their own ran "
+                       "slower than inside the graph";
+    if (r.sum_op_in_situ_ns)
+        text += " (" + ms(*r.sum_op_in_situ_ns) +
+                " of the op time is traced calls less their "
+                "dispatch, " +
+                ms(sum - *r.sum_op_in_situ_ns) + " replayed alone)";
+    if (r.plain_ns.size() > 1) {
+        const auto [lo, hi] = std::minmax_element(r.plain_ns.begin(), r.plain_ns.end());
+        if (*lo > 0 && static_cast<double>(*hi) > 1.2 * static_cast<double>(*lo))
+            text += "; the uninstrumented repetitions ranged from " + ms(static_cast<double>(*lo)) +
+                    " to " + ms(static_cast<double>(*hi)) + ": other load on the machine";
+    }
+    return text;
 }
 
 }  // namespace
@@ -53,14 +105,16 @@ void finalize_stage(StageProfile& s, size_t top_n) {
         r.overhead_ratio = *r.traced_median_ns / *r.plain_median_ns - 1.0;
     }
     r.op_within_stage = true;
+    r.fit_cause.clear();
     if (r.sum_op_ns && r.plain_median_ns && *r.plain_median_ns > 0) {
         r.op_fraction = *r.sum_op_ns / *r.plain_median_ns;
         r.op_within_stage = *r.sum_op_ns <= *r.plain_median_ns;
+        if (std::abs(*r.op_fraction - 1.0) > kFitTolerance)
+            r.fit_cause = fit_cause_of(r);
         if (!r.op_within_stage)
             s.notes.push_back("summed op time is " + pct(*r.op_fraction) +
-                              " of the uninstrumented stage time: the replayed ops ran slower "
-                              "alone than inside the real graph (cold caches, other load); "
-                              "treat op times of this stage as upper bounds");
+                              " of the uninstrumented stage time: " + r.fit_cause +
+                              "; treat op times of this stage as upper bounds");
     }
     const std::optional<double> denom = r.plain_median_ns ? r.plain_median_ns : r.sum_op_ns;
     s.by_op = aggregate(s.ops, GroupBy::op, denom);
@@ -146,6 +200,7 @@ Decomposition decompose_stage(const StageProfile& s, const std::vector<std::stri
         return std::find(accelerators.begin(), accelerators.end(), b) != accelerators.end();
     };
     std::optional<double> accel, conv, fallback, comm, tax;
+    int n_conv_capped = 0;
     for (size_t i = 0; i < s.ops.size(); ++i) {
         const OpRecord& r = s.ops[i];
         if (r.no_compute)
@@ -160,7 +215,14 @@ Decomposition decompose_stage(const StageProfile& s, const std::vector<std::stri
             if (r.op == "MUL_MAT" || r.op == "MUL_MAT_ID") {
                 if (i < conversion_ns.size() && conversion_ns[i]) {
                     d.n_conversion_ops++;
-                    conv = conv.value_or(0) + *conversion_ns[i];
+                    // The conversion is part of the op: two replays subtracted (op_replay)
+                    // can exceed the op's own time under load, which is noise, not time.
+                    double c = *conversion_ns[i];
+                    if (r.op_ns && c > *r.op_ns) {
+                        c = *r.op_ns;
+                        n_conv_capped++;
+                    }
+                    conv = conv.value_or(0) + c;
                 } else {
                     d.n_conversion_missing++;
                 }
@@ -214,7 +276,11 @@ Decomposition decompose_stage(const StageProfile& s, const std::vector<std::stri
              " mat-mul(s): F32 activations vs already converted (vec-dot type)" +
              (d.n_conversion_missing
                   ? "; " + std::to_string(d.n_conversion_missing) + " not separable"
-                  : std::string()));
+                  : std::string()) +
+             (n_conv_capped ? "; " + std::to_string(n_conv_capped) +
+                                  " capped at the op's own time (measured apart, the "
+                                  "conversion came out larger than the op: noise)"
+                            : std::string()));
     part("communication", comm,
          std::to_string(d.n_dispatches) + " dispatch(es) of a split, each one no-work round trip");
     part("copies", s.rec.sum_copy_ns,

@@ -18,7 +18,9 @@ namespace sb {
 
 // Fills the aggregates, top ops, split/copy totals and the reconciliation sums from ops,
 // splits and rec.plain_ns / rec.traced_ns. Shares are of the uninstrumented stage time when
-// known, else of the summed op time. Adds a note when op time exceeds the stage time.
+// known, else of the summed op time. Sets rec.fit_cause when the summed op time is not within
+// 5 % of the uninstrumented stage time (what the difference is made of, from the stage's own
+// figures), and adds a note when it exceeds the stage time.
 void finalize_stage(StageProfile& s, size_t top_n = 10);
 
 // Splits the stage (ops, splits, rec must be final) into the parts of Decomposition:

@@ -214,7 +214,7 @@ TEST(ReportGolden, SensorsMarkdownIsAsBefore) {
     SensorsReport r;
     r.duration_ns = 1'500'000'000;
     r.hz = 10;
-    SourceInfo s;
+    TelemetrySource s;
     s.name = "rapl|pkg";
     s.source_class = "rapl";
     s.properties = {{"path", "/sys/x"}, {"zone", "a|b"}};

@@ -16,6 +16,7 @@
 #include "core/file_io.hpp"
 #include "core/json_util.hpp"
 #include "core/stats_json.hpp"
+#include "report/explain_report.hpp"
 #include "report/test_fields.hpp"
 
 namespace sb {
@@ -79,8 +80,9 @@ std::optional<double> ms(const std::optional<double>& ns) {
 }
 
 const std::set<std::string>& known_commands() {
-    static const std::set<std::string> commands = {
-        "run", "demo", "ops", "decompose", "import", "sustained", "hybrid", "serve", "fidelity"};
+    static const std::set<std::string> commands = {"run",      "demo",      "ops",    "decompose",
+                                                   "import",   "sustained", "hybrid", "serve",
+                                                   "fidelity", "explain"};
     return commands;
 }
 
@@ -279,7 +281,7 @@ struct SeriesKind {
 
 std::optional<SeriesKind> series_kind(const TelemetrySeries& s) {
     const std::string& unit = s.unit;
-    const bool counter = s.kind == "counter";
+    const bool counter = s.kind == MetricKind::counter;
     if (unit == "mC" && !counter)
         return SeriesKind{"temperature", "°C", 1e-3};
     if (unit == "kHz" && !counter)
@@ -816,7 +818,19 @@ json sustained_view(const ResultDocument& doc) {
                  {"ttft_ms", opt(r.ttft_ms)},
                  {"temp_max_c", opt(r.temp_max_c)},
                  {"cpu_freq_mhz",
-                  r.cpu_freq_mean_khz ? json(*r.cpu_freq_mean_khz * 1e-3) : json(nullptr)}});
+                  r.cpu_freq_mean_khz ? json(*r.cpu_freq_mean_khz * 1e-3) : json(nullptr)},
+                 {"e2e_s", opt(r.e2e_s)},
+                 {"prompt_tokens", opt(r.prompt_tokens)},
+                 {"generated_tokens", opt(r.generated_tokens)},
+                 {"combined_tps", opt(r.combined_tps)},
+                 {"power_w", opt(r.power_w)},
+                 {"energy_j", opt(r.energy_j)},
+                 {"j_per_token", opt(r.j_per_token)},
+                 {"temp_cpu_c", opt(r.temp_cpu_c)},
+                 {"temp_gpu_c", opt(r.temp_gpu_c)},
+                 {"temp_npu_c", opt(r.temp_npu_c)},
+                 {"battery_capacity_start_pct", opt(r.battery_capacity_start_pct)},
+                 {"battery_capacity_end_pct", opt(r.battery_capacity_end_pct)}});
         if (rounds.empty())
             continue;
         const AcrossRounds& across = p.across;
@@ -824,7 +838,21 @@ json sustained_view(const ResultDocument& doc) {
                           {"background", p.background},
                           {"rounds", rounds},
                           {"onset_round", opt(across.throttle_onset_round)},
+                          {"drop_round", opt(across.drop_round)},
                           {"onset_basis", across.onset_basis},
+                          {"evidence", across.throttle_evidence},
+                          {"load", opt(across.load)},
+                          {"across",
+                           {{"e2e_s", to_json(across.e2e_s)},
+                            {"combined_tps", to_json(across.combined_tps)},
+                            {"power_w", to_json(across.power_w)},
+                            {"energy_j", to_json(across.energy_j)},
+                            {"j_per_token", to_json(across.j_per_token)},
+                            {"temp_cpu_c", to_json(across.temp_cpu_c)},
+                            {"temp_gpu_c", to_json(across.temp_gpu_c)},
+                            {"temp_npu_c", to_json(across.temp_npu_c)}}},
+                          {"battery_drain_capacity_pct", opt(across.battery_drain_capacity_pct)},
+                          {"battery_drain_energy_pct", opt(across.battery_drain_energy_pct)},
                           {"freq_onset_round", opt(across.freq_onset_round)},
                           {"steady_decode_tps", opt(across.steady_decode_tps)},
                           {"first_last_change", opt(across.first_last_change)},
@@ -980,6 +1008,7 @@ json result_view(const ReportInput& in, json v) {
     section("modes", [&] { return modes_view(doc); });
     section("serve", [&] { return serve_view(doc); });
     section("fidelity", [&] { return fidelity_view(doc); });
+    section("explain", [&] { return explain_html_view(doc); });
     section("warnings", [&] { return warnings_view(doc); });
     section("stages", [&] { return stage_fields_json(doc); });
     for (const auto& [k, _] : doc.extra.items())

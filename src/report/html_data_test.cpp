@@ -393,8 +393,22 @@ TEST(HtmlData, SustainedRoundsWithOnsetAndSlowdown) {
                      {"decode_tps", 50.0},
                      {"temp_max_c", 60.0},
                      {"cpu_freq_mean_khz", 2.4e6}},
-                    {{"round", 2}, {"decode_tps", 40.0}, {"temp_max_c", 80.0}}}},
-                  {"across", {{"throttle_onset_round", 2}, {"verdict", "throttled at round 2"}}}},
+                    {{"round", 2},
+                     {"decode_tps", 40.0},
+                     {"temp_max_c", 80.0},
+                     {"e2e_s", 72.0},
+                     {"combined_tps", 564 / 72.0},
+                     {"power_w", 1.9},
+                     {"temp_cpu_c", 61.5},
+                     {"battery_capacity_start_pct", 80.0},
+                     {"battery_capacity_end_pct", 79.0}}}},
+                  {"across",
+                   {{"throttle_onset_round", 2},
+                    {"drop_round", 2},
+                    {"throttle_evidence", {"clock 3187 MHz before round 2, 1805 MHz from it on"}},
+                    {"power_w", {{"n", 1}, {"mean", 1.9}}},
+                    {"battery_drain_capacity_pct", 1.0},
+                    {"verdict", "throttled at round 2"}}}},
                  {{"name", "loaded"}, {"rounds", json::array()}}}},
                {"slowdown",
                 {{{"stage", "decode"},
@@ -409,6 +423,24 @@ TEST(HtmlData, SustainedRoundsWithOnsetAndSlowdown) {
     EXPECT_EQ(p["verdict"], "throttled at round 2");
     EXPECT_DOUBLE_EQ(p["rounds"][0]["cpu_freq_mhz"].get<double>(), 2400.0);
     EXPECT_TRUE(p["rounds"][1]["prefill_tps"].is_null());
+    // The study's figures of a round, and their spread and the evidence over the phase.
+    EXPECT_TRUE(p["rounds"][0]["e2e_s"].is_null());
+    EXPECT_DOUBLE_EQ(p["rounds"][1]["e2e_s"].get<double>(), 72.0);
+    EXPECT_DOUBLE_EQ(p["rounds"][1]["combined_tps"].get<double>(), 564 / 72.0);
+    EXPECT_DOUBLE_EQ(p["rounds"][1]["power_w"].get<double>(), 1.9);
+    EXPECT_DOUBLE_EQ(p["rounds"][1]["temp_cpu_c"].get<double>(), 61.5);
+    EXPECT_TRUE(p["rounds"][1]["temp_gpu_c"].is_null());
+    EXPECT_EQ(p["rounds"][1]["battery_capacity_start_pct"], 80.0);
+    EXPECT_EQ(p["rounds"][1]["battery_capacity_end_pct"], 79.0);
+    EXPECT_EQ(p["drop_round"], 2);
+    EXPECT_EQ(p["evidence"][0], "clock 3187 MHz before round 2, 1805 MHz from it on");
+    EXPECT_TRUE(p["load"].is_null());
+    EXPECT_EQ(p["across"]["power_w"]["n"], 1);
+    EXPECT_DOUBLE_EQ(p["across"]["power_w"]["mean"].get<double>(), 1.9);
+    EXPECT_TRUE(p["across"]["power_w"]["sd"].is_null());
+    EXPECT_TRUE(p["across"]["e2e_s"]["mean"].is_null());
+    EXPECT_EQ(p["battery_drain_capacity_pct"], 1.0);
+    EXPECT_TRUE(p["battery_drain_energy_pct"].is_null());
     EXPECT_DOUBLE_EQ(v["slowdown"][0]["lo"].get<double>(), 1.2);
     EXPECT_TRUE(sustained_view(doc_of(json{{"sustained", {{"phases", json::array()}}}})).is_null());
 }

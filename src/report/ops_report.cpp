@@ -125,9 +125,14 @@ void stage_section(const OpsProfile& p, const StageProfile& s, std::ostream& out
                     ? fmt::format("tracing overhead {:+.0f} %", *r.overhead_ratio * 100.0)
                     : std::string("-"))
             << " |\n";
-        // An imported profile's op times are the backend's own, not replays.
-        out << "| Σ op time (" << (p.source == "hexagon-profile" ? "the backend's own" : "replayed")
-            << ") | " << ms(r.sum_op_ns) << " | " << pct(r.op_fraction)
+        // An imported profile's op times are the backend's own; a profile's are timed in situ or
+        // replayed (documents from before in-situ op times count neither: all were replayed).
+        const std::string how =
+            p.source == "hexagon-profile" ? std::string("the backend's own")
+            : r.n_op_in_situ + r.n_op_replayed == 0
+                ? std::string("replayed")
+                : fmt::format("{} in situ, {} replayed", r.n_op_in_situ, r.n_op_replayed);
+        out << "| Σ op time (" << how << ") | " << ms(r.sum_op_ns) << " | " << pct(r.op_fraction)
             << (r.op_within_stage ? "" : " **exceeds the stage**") << " |\n";
         std::optional<double> call_frac;
         if (r.sum_call_compute_ns && r.plain_median_ns && *r.plain_median_ns > 0)
@@ -140,6 +145,8 @@ void stage_section(const OpsProfile& p, const StageProfile& s, std::ostream& out
             << " tensors, " << bytes(s.copy_bytes) << ") | " << ms(r.sum_copy_ns) << " | - |\n";
         out << "| scheduler between nodes | " << ms(r.sched_gap_ns) << " | - |\n";
         out << "| host: graph build, inputs, outputs | " << ms(r.host_ns) << " | - |\n";
+        if (!r.fit_cause.empty())
+            out << "\nΣ op time is not within 5 % of the stage: " << r.fit_cause << ".\n";
     } else {
         out << "\n| total | time |\n| --- | ---: |\n";
         out << "| Σ op time (backend-reported) | " << ms(r.sum_op_ns) << " |\n";
@@ -184,15 +191,19 @@ void stage_section(const OpsProfile& p, const StageProfile& s, std::ostream& out
                 << us(sp.copy_ns) << " |\n";
     }
     if (!s.fallback.empty()) {
-        out << "\n### Fallback: ops that ran off the requested backend\n\n";
+        out << "\n### Fallback: ops that ran off the requested backend, and what it costs\n\n";
         out << "| op | ran on | asked | count | call µs | op µs there | replayed there | "
-               "op µs of those there | op µs of those asked | penalty | note |\n";
-        out << "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n";
+               "op µs of those there | op µs of those asked | penalty | splits | split bytes | "
+               "split µs | penalty µs | basis | note |\n";
+        out << "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+               "| ---: | ---: | --- | --- |\n";
         for (const auto& f : s.fallback)
             out << "| " << f.op << " | " << f.backend << " | " << f.requested << " | " << f.count
                 << " | " << us(f.call_ns) << " | " << us(f.op_ns) << " | " << f.n_replayed << " | "
                 << us(f.op_ns_replayed) << " | " << us(f.op_ns_requested) << " | "
-                << ratio(f.penalty) << " | " << md_cell(f.note) << " |\n";
+                << ratio(f.penalty) << " | " << f.n_splits << " | " << bytes(f.split_bytes) << " | "
+                << us(f.split_ns) << " | " << us(f.penalty_ns) << " | " << md_cell(f.penalty_basis)
+                << " | " << md_cell(f.note) << " |\n";
     }
     if (!s.coverage.empty()) {
         out << "\n### Op coverage: which device supports each op, where it ran\n\n| op | nodes";
@@ -226,6 +237,14 @@ void stage_section(const OpsProfile& p, const StageProfile& s, std::ostream& out
 void write_ops_markdown(const OpsProfile& p, std::ostream& out, size_t top_n, bool brief) {
     if (p.source == "trace") {
         out << "# Per-op profile: " << p.model_path << "\n\n" << p.method << "\n";
+        if (p.duration_ns) {
+            out << "\nThe profile took " << fmt::format("{:.2f}", *p.duration_ns / 1e9) << " s";
+            std::string phases;
+            for (const auto& [name, ns] : p.phase_ns)
+                phases += (phases.empty() ? "" : ", ") + name + " " +
+                          fmt::format("{:.2f}", static_cast<double>(ns) / 1e9) + " s";
+            out << (phases.empty() ? "" : " (" + phases + ")") << ".\n";
+        }
     } else {
         out << "# Imported profile (" << p.source << ")\n\n" << p.method << "\n";
     }

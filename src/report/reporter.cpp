@@ -4,6 +4,7 @@
 
 #include "core/error.hpp"
 #include "core/json_util.hpp"
+#include "report/explain_report.hpp"
 #include "report/fidelity_report.hpp"
 #include "report/hybrid_report.hpp"
 #include "report/serve_report.hpp"
@@ -92,9 +93,9 @@ class MarkdownReporter : public Reporter {
                 if (!t.fidelity)
                     continue;
                 const TestFidelity& f = *t.fidelity;
-                const std::string lead = fmt::format("| {} | {} | {}/{} | {} ",
-                                                     t.config.test_name(), t.config.devices.str(),
-                                                     t.config.type_k, t.config.type_v, f.reference);
+                const std::string lead = fmt::format(
+                    "| {} | {} | {}/{} | {} ", t.config.test_name(), t.config.devices.str(),
+                    to_string(t.config.type_k), to_string(t.config.type_v), f.reference);
                 if (f.error) {
                     out_ << lead << "| FAILED: " << *f.error << " | | | | | | |\n";
                     continue;
@@ -217,7 +218,9 @@ std::unique_ptr<Reporter> make_reporter(OutputFormat format, std::ostream& out) 
 }
 
 void print_document(OutputFormat format, const ResultDocument& doc, std::ostream& out) {
-    if (format == OutputFormat::md && doc.fidelity) {
+    if (format == OutputFormat::md && doc.explain) {
+        write_explain_markdown(*doc.explain, doc.warnings, out);
+    } else if (format == OutputFormat::md && doc.fidelity) {
         write_fidelity_markdown(out, *doc.fidelity);
     } else if (format == OutputFormat::md && doc.hybrid) {
         write_hybrid_markdown(doc, out);

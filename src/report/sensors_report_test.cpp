@@ -18,7 +18,7 @@ TEST(SensorsReport, MarkdownOfEverySection) {
     SensorsReport r;
     r.duration_ns = 2'000'000'000;
     r.hz = 20;
-    SourceInfo s;
+    TelemetrySource s;
     s.name = "battery|BAT0";
     s.source_class = "battery";
     s.metrics = {"battery.BAT0.power_mw", "battery.BAT0.temp_mc"};

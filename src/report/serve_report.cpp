@@ -86,6 +86,17 @@ void write_serve_markdown(const ServeSection& s, const Warnings& warnings, std::
         out << fmt::format(" {} |\n", p.client_cpu_pct ? fmt::format("{:.0f} %", *p.client_cpu_pct)
                                                        : std::string("-"));
     }
+    out << "\nTTFT: " << s.ttft_definition
+        << "; each request also keeps the first byte of the stream and the first content token "
+           "(ttft_first_byte_ns, ttft_first_content_ns) and the server's request id where the "
+           "API returns one.\n";
+    for (const auto& p : s.points)
+        if (p.stopped_by)
+            out << fmt::format(
+                "\n{} stopped early ({}): {} of its {} request(s) sent failed, more than "
+                "--max-error-rate {:g}; the rest were not sent.\n",
+                p.label(), *p.stopped_by, p.errors, p.requests.size(),
+                s.max_error_rate.value_or(0));
     write_serve_measures_markdown(s, out);
     for (const auto& w : warnings)
         out << "\nwarning: " << w.message << (w.hint.empty() ? "" : " (" + w.hint + ")") << "\n";

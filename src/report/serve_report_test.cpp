@@ -51,7 +51,26 @@ TEST(ServeReport, MarkdownRowPerPoint) {
               "| 7 % |\n"
               "| rate inf | 3 | 1 | 1.50 | 12.2 | 110.0 | 199.0 | 21.0 | 40.0 | 350.0 | 1.00 | - "
               "|\n"
+              "\nTTFT: first streamed token (answer content, reasoning or a tool call) from the "
+              "request's send; each request also keeps the first byte of the stream and the first "
+              "content token (ttft_first_byte_ns, ttft_first_content_ns) and the server's request "
+              "id where the API returns one.\n"
               "\nwarning: too busy (fewer clients)\n");
+}
+
+TEST(ServeReport, APointStoppedByTheErrorRateSaysSo) {
+    ServeSection s = section();
+    s.max_error_rate = 0.25;
+    s.points[0].stopped_by = "max_error_rate";
+    s.points[0].requests.resize(4);
+    std::ostringstream out;
+    write_serve_markdown(s, {}, out);
+    EXPECT_NE(out.str().find("\nconcurrency 4 stopped early (max_error_rate): 1 of its 4 "
+                             "request(s) sent failed, more than --max-error-rate 0.25; the rest "
+                             "were not sent.\n"),
+              std::string::npos)
+        << out.str();
+    EXPECT_EQ(out.str().find("rate inf stopped early"), std::string::npos);
 }
 
 TEST(ServeReport, HtmlDataHasTheCurveAndThePercentiles) {

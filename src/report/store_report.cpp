@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/json_util.hpp"
+#include "report/explain_report.hpp"
 #include "report/fidelity_report.hpp"
 #include "report/serve_report.hpp"
 
@@ -94,6 +95,12 @@ void write_document_summary_markdown(std::ostream& out, int64_t id, const Result
         // A serve document: its points (report/serve_report.hpp).
         out << "\n";
         write_serve_markdown(*doc.serve, {}, out);
+        return;
+    }
+    if (doc.explain) {
+        // An explain document: its levels, waterfalls and settings (report/explain_report.hpp).
+        out << "\n";
+        write_explain_markdown(*doc.explain, {}, out);
         return;
     }
     if (doc.tests.empty() && doc.fidelity) {

@@ -1,6 +1,9 @@
 #include "report/sustained_report.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace sb {
 namespace {
@@ -9,13 +12,120 @@ std::string f(const std::optional<double>& v, const char* spec = "{:.2f}") {
     return v ? fmt::format(fmt::runtime(spec), *v) : std::string("-");
 }
 
+// "mean ± sd" of a figure over the rounds; the mean alone from one round; "-" from none.
+std::string mean_sd(const RoundSpread& s, const char* spec) {
+    if (!s.mean)
+        return "-";
+    std::string out = fmt::format(fmt::runtime(spec), *s.mean);
+    if (s.sd)
+        out += " ± " + fmt::format(fmt::runtime(spec), *s.sd);
+    return out;
+}
+
+// The round-by-round table of the sustained-load study: one request end to end per round, its
+// power, energy and temperatures, and the mean ± sd of each over the rounds. Columns that no
+// round has (NPU temperature, per-component rails, a battery) are left out; the rest show "-".
+// A document from before the rounds recorded their request (no round has an E2E) has no table.
+void write_request_table(const SustainedPhase& p, std::ostream& out) {
+    if (std::none_of(p.rounds.begin(), p.rounds.end(),
+                     [](const SustainedRound& x) { return x.e2e_s.has_value(); }))
+        return;
+    bool npu_temp = false, rail[3] = {false, false, false}, battery = false;
+    for (const auto& x : p.rounds) {
+        npu_temp |= x.temp_npu_c.has_value();
+        rail[0] |= x.power_cpu_w.has_value();
+        rail[1] |= x.power_gpu_w.has_value();
+        rail[2] |= x.power_npu_w.has_value();
+        battery |= x.battery_capacity_start_pct || x.battery_capacity_end_pct;
+    }
+    out << "| round | E2E s | tokens (prompt + generated) | combined t/s | decode t/s | power W "
+           "| energy J | J/token | CPU °C | GPU °C |"
+        << (npu_temp ? " NPU °C |" : "") << (rail[0] ? " CPU W |" : "")
+        << (rail[1] ? " GPU W |" : "") << (rail[2] ? " NPU W |" : "")
+        << (battery ? " battery % |" : "") << "\n| ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+        << "| ---: | ---: | ---: |" << (npu_temp ? " ---: |" : "") << (rail[0] ? " ---: |" : "")
+        << (rail[1] ? " ---: |" : "") << (rail[2] ? " ---: |" : "") << (battery ? " --- |" : "")
+        << "\n";
+    for (const auto& x : p.rounds) {
+        const std::string tokens =
+            x.prompt_tokens || x.generated_tokens
+                ? (x.prompt_tokens ? std::to_string(*x.prompt_tokens) : "-") + " + " +
+                      (x.generated_tokens ? std::to_string(*x.generated_tokens) : "-")
+                : "-";
+        out << "| " << x.round << (x.status != Status::ok ? " (" + to_string(x.status) + ")" : "")
+            << " | " << f(x.e2e_s, "{:.3f}") << " | " << tokens << " | " << f(x.combined_tps)
+            << " | " << f(x.decode_tps) << " | " << f(x.power_w, "{:.3f}") << " | "
+            << f(x.energy_j, "{:.3f}") << " | " << f(x.j_per_token, "{:.4f}") << " | "
+            << f(x.temp_cpu_c, "{:.1f}") << " | " << f(x.temp_gpu_c, "{:.1f}") << " |";
+        if (npu_temp)
+            out << " " << f(x.temp_npu_c, "{:.1f}") << " |";
+        if (rail[0])
+            out << " " << f(x.power_cpu_w, "{:.3f}") << " |";
+        if (rail[1])
+            out << " " << f(x.power_gpu_w, "{:.3f}") << " |";
+        if (rail[2])
+            out << " " << f(x.power_npu_w, "{:.3f}") << " |";
+        if (battery)
+            out << " " << f(x.battery_capacity_start_pct, "{:.0f}") << " → "
+                << f(x.battery_capacity_end_pct, "{:.0f}") << " |";
+        out << "\n";
+    }
+    const AcrossRounds& a = p.across;
+    out << "| mean ± sd (" << a.e2e_s.n << " ok) | " << mean_sd(a.e2e_s, "{:.3f}") << " | | "
+        << mean_sd(a.combined_tps, "{:.2f}") << " | "
+        << (a.decode_tps.mean
+                ? fmt::format("{:.2f}", *a.decode_tps.mean) +
+                      (a.decode_tps.stddev ? fmt::format(" ± {:.2f}", *a.decode_tps.stddev)
+                                           : std::string())
+                : std::string("-"))
+        << " | " << mean_sd(a.power_w, "{:.3f}") << " | " << mean_sd(a.energy_j, "{:.3f}") << " | "
+        << mean_sd(a.j_per_token, "{:.4f}") << " | " << mean_sd(a.temp_cpu_c, "{:.1f}") << " | "
+        << mean_sd(a.temp_gpu_c, "{:.1f}") << " |";
+    if (npu_temp)
+        out << " " << mean_sd(a.temp_npu_c, "{:.1f}") << " |";
+    if (rail[0])
+        out << " " << mean_sd(a.power_cpu_w, "{:.3f}") << " |";
+    if (rail[1])
+        out << " " << mean_sd(a.power_gpu_w, "{:.3f}") << " |";
+    if (rail[2])
+        out << " " << mean_sd(a.power_npu_w, "{:.3f}") << " |";
+    if (battery)
+        out << " "
+            << (a.battery_drain_capacity_pct
+                    ? fmt::format("{:.0f} drained", *a.battery_drain_capacity_pct)
+                    : std::string("-"))
+            << " |";
+    out << "\n\n";
+    out << "E2E: the round's request from its first prompt token to its last generated token; "
+           "combined t/s: (prompt + generated tokens) / E2E; power and energy: the whole-system "
+           "meter over the request, gross; J/token: that energy per generated token; °C: the "
+           "hottest sensor of each kind, its mean over the request.\n";
+    if (a.battery_drain_capacity_pct || a.battery_drain_energy_pct) {
+        out << "battery drain:";
+        if (a.battery_drain_capacity_pct)
+            out << " " << fmt::format("{:.0f} %", *a.battery_drain_capacity_pct)
+                << " from the capacity (whole percent) at the first round's start to the last "
+                   "round's end";
+        if (a.battery_drain_capacity_pct && a.battery_drain_energy_pct)
+            out << ";";
+        if (a.battery_drain_energy_pct)
+            out << " " << fmt::format("{:.3f} %", *a.battery_drain_energy_pct)
+                << " of a full charge by the battery's energy over the requests (charge_full × "
+                   "voltage)";
+        out << "\n";
+    }
+    out << "\n";
+}
+
 }  // namespace
 
 void write_sustained_markdown(const SustainedResult& r, const Warnings& warnings,
                               std::ostream& out) {
     for (const auto& p : r.phases) {
         out << "## " << p.name << (p.background.empty() ? "" : " (background " + p.background + ")")
-            << "\n\n| round | TTFT ms | prefill t/s | decode t/s | ITL p50 ms | ITL p99 ms | "
+            << "\n\n";
+        write_request_table(p, out);
+        out << "| round | TTFT ms | prefill t/s | decode t/s | ITL p50 ms | ITL p99 ms | "
                "decode J/token | net J/token | temp start/end/max C | CPU MHz mean | cool-down s "
                "|\n"
             << "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |\n";
@@ -54,11 +164,19 @@ void write_sustained_markdown(const SustainedResult& r, const Warnings& warnings
                 << " J/token gross, " << f(a.decode_net_j_per_token.median, "{:.4f}")
                 << " J/token net of the idle baseline\n\n";
         out << "verdict: **" << a.verdict << "**";
-        if (a.throttle_onset_round)
+        // A document from before the evidence was asked for has an onset without any.
+        if (a.throttle_onset_round && a.throttle_evidence.empty())
             out << " (detected from " << a.onset_basis << ")";
+        else if (a.throttle_onset_round)
+            out << " (change point in " << a.onset_basis
+                << "; evidence: " << fmt::format("{}", fmt::join(a.throttle_evidence, "; ")) << ")";
         out << "; decode first→last " << pct(a.first_last_change) << "; steady state "
-            << f(a.steady_decode_tps) << " t/s; peak/steady " << f(a.peak_to_steady, "{:.3f}")
-            << "\n";
+            << f(a.steady_decode_tps) << " t/s; peak/steady " << f(a.peak_to_steady, "{:.3f}");
+        if (a.freq_onset_round && a.freq_onset_round != a.throttle_onset_round)
+            out << "; mean CPU clock lower from round " << *a.freq_onset_round;
+        out << "\n";
+        if (a.load && a.verdict.find(*a.load) == std::string::npos)
+            out << "load: " << *a.load << "\n";
         for (const auto& fl : a.time_at_floor)
             out << "time at frequency floor: " << fl.metric << " at "
                 << fmt::format("{:.0f}", fl.floor_khz / 1000) << " MHz for "
@@ -70,7 +188,7 @@ void write_sustained_markdown(const SustainedResult& r, const Warnings& warnings
             const RoundTracedPass& pass = *x.ops;
             out << (pass.label.empty() ? "traced pass" : pass.label)
                 << " (node by node, outside the round): ";
-            if (pass.status != "ok") {
+            if (pass.status != PassStatus::ok) {
                 out << "failed: " << pass.error.value_or("?") << "\n";
                 continue;
             }

@@ -6,7 +6,8 @@
 // compared position by position with the reference variant's: KL divergence (mean, p99, max),
 // top-1 agreement, top-k overlap, max and RMS absolute logit error. The speed of the same
 // variant is measured in a separate pass on a fresh context, untimed capture first, so logit
-// capture never sits inside a timed stage. The variants no other variant beats on both decode
+// capture never sits inside a timed stage: the one repetition loop (scenario/repetition.hpp,
+// with its warm-up), on random tokens. The variants no other variant beats on both decode
 // speed and decode KL form the frontier.
 //
 // With a text (--text), every variant also evaluates the text in llama-perplexity's windows
@@ -20,20 +21,24 @@
 #include <vector>
 
 #include "core/doc/fidelity_section.hpp"
+#include "core/workload.hpp"
+#include "scenario/run_context.hpp"
 
 namespace sb {
 
 struct FidelityOptions {
-    std::vector<std::string> models;              // -m, a comma list: the quantization axis
-    std::vector<std::string> device_sets{"CPU"};  // --device: each a set joined with '+'
-    std::vector<std::string> type_k{"f16"}, type_v{"f16"};  // -ctk / -ctv axes
-    std::string reference_devices;               // --reference (default: the first device set)
+    // What every variant shares (threads, batch sizes, flash attention); its model, devices and
+    // KV cache types are the axes below.
+    Workload base;
+    std::vector<std::string> models;            // -m, a comma list: the quantization axis
+    std::vector<DeviceSet> device_sets{"CPU"};  // --device
+    std::vector<KvType> type_k{KvType::f16}, type_v{KvType::f16};  // -ctk / -ctv axes
+    std::optional<DeviceSet> reference_devices;  // --reference (default: the first device set)
     std::optional<std::string> reference_model;  // --reference-model (default: the first model)
     int n_prompt = 128;
     int n_gen = 32;
     int top_k = 10;
     int reps = 3;  // timed repetitions of the speed pass (median)
-    int n_threads = 0;
     uint64_t seed = 1;
     // --prompt-logits: compare every prompt position, not only the last (the "prompt" stage).
     bool prompt_logits = false;
@@ -42,18 +47,18 @@ struct FidelityOptions {
     std::string text_path;
     int ctx = 512;    // --ctx: tokens per perplexity window (llama-perplexity's -c)
     int chunks = -1;  // --chunks: at most this many windows (-1: every whole window)
+    std::vector<std::string> rpc_servers;  // host:port
+    std::optional<std::string> out_path;   // the result document, saved after every variant
+    bool progress = true;
 };
 
-// The measurement (reference, tokens, variants) is the result document's fidelity section
-// (core/doc/fidelity_section.hpp); the options it ran with stay here.
-struct FidelityResult : FidelitySection {
-    FidelityOptions options;
-};
-
-// Throws sb::Error(usage) for options that cannot run (a reference device set not among
+// Runs every variant into env.doc's fidelity section (core/doc/fidelity_section.hpp) through a
+// RunContext (the models described, RPC servers added, device names checked, saved as it
+// goes). Throws sb::Error(usage) for options that cannot run (a reference device set not among
 // --device, no model, a text shorter than two windows), sb::Error(input) when the reference
 // fails, a model's vocabulary differs from the reference's (size, or the text's tokens) or
-// cannot tokenize the text; a variant that fails otherwise is recorded with its error.
-FidelityResult run_fidelity(const FidelityOptions& o, std::ostream& progress);
+// cannot tokenize the text; a variant that fails otherwise is recorded with its error (the
+// outcome: failed).
+RunResult run_fidelity(const FidelityOptions& o, RunEnv env);
 
 }  // namespace sb

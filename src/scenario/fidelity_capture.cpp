@@ -5,14 +5,13 @@
 #include <iterator>
 #include <numeric>
 
-#include "engine/llama_engine.hpp"
 #include "scenario/logits.hpp"
 
 namespace sb {
 
 namespace {
 
-void keep_last(const LlamaEngine& e, LogitCapture& c) {
+void keep_last(const Engine& e, LogitCapture& c) {
     const auto l = e.last_logits();
     c.logits.insert(c.logits.end(), l.begin(), l.end());
 }
@@ -30,7 +29,7 @@ std::vector<int32_t> top_k(std::span<const float> v, int k) {
 
 }  // namespace
 
-LogitCapture capture_sequence(LlamaEngine& e, const std::vector<int32_t>& tokens, int n_prompt,
+LogitCapture capture_sequence(Engine& e, const std::vector<int32_t>& tokens, int n_prompt,
                               int n_gen, bool prompt_logits) {
     LogitCapture c;
     c.n_vocab = e.n_vocab();
@@ -52,8 +51,8 @@ LogitCapture capture_sequence(LlamaEngine& e, const std::vector<int32_t>& tokens
     return c;
 }
 
-LogitCapture capture_transferred(LlamaEngine& pre, LlamaEngine& dec,
-                                 const std::vector<int32_t>& tokens, int n_prompt, int n_gen) {
+LogitCapture capture_transferred(Engine& pre, Engine& dec, const std::vector<int32_t>& tokens,
+                                 int n_prompt, int n_gen) {
     LogitCapture c;
     c.n_vocab = pre.n_vocab();
     c.logits.reserve(static_cast<size_t>(n_gen + 1) * static_cast<size_t>(c.n_vocab));

@@ -9,10 +9,9 @@
 #include <vector>
 
 #include "core/doc/fidelity_section.hpp"
+#include "engine/engine.hpp"
 
 namespace sb {
-
-class LlamaEngine;
 
 struct LogitCapture {
     int32_t n_vocab = 0;
@@ -29,17 +28,19 @@ struct LogitCapture {
     }
 };
 
-// The sequence tokens[0, n_prompt + n_gen) on e from an empty cache: the prompt prefilled (with
-// prompt_logits: evaluated with logits for every position), then each forced token decoded.
-LogitCapture capture_sequence(LlamaEngine& e, const std::vector<int32_t>& tokens, int n_prompt,
+// The sequence tokens[0, n_prompt + n_gen) on e (an engine with caps().logits) from an empty
+// cache: the prompt prefilled (with prompt_logits: evaluated with logits for every position),
+// then each forced token decoded. Throws what the engine throws (sb::Error(input) for an engine
+// without logits).
+LogitCapture capture_sequence(Engine& e, const std::vector<int32_t>& tokens, int n_prompt,
                               int n_gen, bool prompt_logits);
 
 // The same sequence split between two engines, as `hybrid` runs it: the prompt prefilled on
 // pre, the sequence state moved to dec (save_state / restore_state), the forced tokens decoded
 // on dec. The prefill position is pre's logits; the decode positions are dec's after the
 // transfer.
-LogitCapture capture_transferred(LlamaEngine& pre, LlamaEngine& dec,
-                                 const std::vector<int32_t>& tokens, int n_prompt, int n_gen);
+LogitCapture capture_transferred(Engine& pre, Engine& dec, const std::vector<int32_t>& tokens,
+                                 int n_prompt, int n_gen);
 
 // A stage's distances from the reference, position by position: KL(reference || x), top-1
 // agreement, top-k overlap, max and RMS absolute logit error.

@@ -15,6 +15,7 @@
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
 #include "engine/process.hpp"
+#include "scenario/run_context.hpp"
 
 namespace sb {
 namespace {
@@ -32,13 +33,14 @@ bool is_loopback(const std::string& host) {
 
 // ---- one test --------------------------------------------------------------------------------
 
-TestResult run_http_test(HttpEngine& engine, const std::string& model, const TestConfig& c,
-                         const SweepHooks& hooks) {
+TestResult run_http_test(Engine& engine, const std::string& model, const TestConfig& c,
+                         const SweepHooks& hooks, const Clock& clock) {
     LoadSpec spec;
     spec.model_path = model;
     engine.load(spec);  // only names the model in the requests
     RepetitionOptions o;
     o.load = false;
+    o.clock = clock;
     return run_repetitions(engine, c, hooks, std::move(o));
 }
 
@@ -56,15 +58,8 @@ HttpRun::HttpRun(const HttpRunOptions& o, const MatrixSpec& m,
     : opts_(o) {
     if (opts_.engines.empty())
         throw usage_error("--engine needs llama, http or llama,http");
-    for (const auto& e : opts_.engines) {
-        if (e == "llama")
-            llama_ = true;
-        else if (e == "http")
-            http_ = true;
-        else
-            throw usage_error("--engine must be llama, http or llama,http, not '" + e + "'");
-    }
-    api_ = parse_http_api(opts_.api);
+    for (EngineKind e : opts_.engines)
+        (e == EngineKind::llama ? llama_ : http_) = true;
     if (!http_) {
         if (opts_.url)
             throw usage_error("--url needs --engine http");
@@ -90,7 +85,7 @@ HttpRun::HttpRun(const HttpRunOptions& o, const MatrixSpec& m,
             throw usage_error(
                 "--engine http needs --url URL, or -m FILE.gguf for a llama-server that "
                 "stagebench starts on 127.0.0.1");
-        if (api_ == HttpApi::ollama)
+        if (opts_.api == HttpApi::ollama)
             throw usage_error("--api ollama needs --url of an Ollama server");
         server_bin_ = find_peer_program("llama-server");
         if (server_bin_.empty())
@@ -115,9 +110,9 @@ std::vector<TestConfig> HttpRun::plan(const MatrixSpec& matrix) {
     hm.n_batch = {2048};
     hm.n_ubatch = {512};
     hm.n_gpu_layers = {99};
-    hm.flash_attn = {"auto"};
-    hm.type_k = {"f16"};
-    hm.type_v = {"f16"};
+    hm.flash_attn = {FlashAttn::automatic};
+    hm.type_k = {KvType::f16};
+    hm.type_v = {KvType::f16};
     if (opts_.url) {
         hm.n_threads = {1};  // one test per point; the server's threads are its own (0 below)
         if (hm.models.empty())
@@ -150,15 +145,15 @@ std::vector<TestConfig> HttpRun::plan(const MatrixSpec& matrix) {
     return out;
 }
 
-void HttpRun::connect(ResultDocument& doc, std::vector<TestConfig>& tests, std::ostream& err,
-                      bool progress) {
+void HttpRun::connect(RunContext& run, std::vector<TestConfig>& tests) {
+    ResultDocument& doc = run.doc();
     if (llama_)
         doc.engines["llama"] = {{"name", "llama.cpp"}, {"in_process", true}};
     if (!http_)
         return;
     nlohmann::json e{{"name", "http"},
                      {"in_process", false},
-                     {"api", http_api_name(api_)},
+                     {"api", http_api_name(opts_.api)},
                      {"timeout_s", opts_.timeout_s}};
     if (!opts_.url) {
         e["server"] = "llama-server";
@@ -171,15 +166,21 @@ void HttpRun::connect(ResultDocument& doc, std::vector<TestConfig>& tests, std::
     }
     HttpEngineOptions eo;
     eo.url = *opts_.url;
-    eo.api = api_;
+    eo.api = opts_.api;
     eo.timeouts.connect_ms = static_cast<int64_t>(opts_.timeout_s * 1000);
     eo.timeouts.read_ms = eo.timeouts.connect_ms;
-    engine_ = std::make_unique<HttpEngine>(eo);
-    engine_->connect();
+    engine_ = run.engines().make(EngineKind::http, eo);
+    const nlohmann::json about = engine_->describe();
+    const std::string kind = engine_->caps().name;
     e["started_by_stagebench"] = false;
-    e.update(engine_->describe());
+    e.update(about);
     doc.engines["http"] = e;
-    const std::string fallback = engine_->models().empty() ? "" : engine_->models().front();
+    std::vector<std::string> listed;
+    if (about.contains("models") && about["models"].is_array())
+        for (const auto& m : about["models"])
+            if (m.is_string())
+                listed.push_back(m.get<std::string>());
+    const std::string fallback = listed.empty() ? "" : listed.front();
     std::set<std::string> names;
     for (auto& t : tests) {
         if (t.engine != EngineKind::http)
@@ -188,30 +189,28 @@ void HttpRun::connect(ResultDocument& doc, std::vector<TestConfig>& tests, std::
             t.model_path = fallback;
         names.insert(t.model_path);
     }
-    if (api_ == HttpApi::ollama && names.count(""))
+    if (opts_.api == HttpApi::ollama && names.count(""))
         throw usage_error("--api ollama needs a model name (-m NAME): the server lists none");
     for (const auto& n : names)
         doc.models.push_back({{"path", n},
-                              {"name", n.empty() ? engine_->server_kind() : n},
+                              {"name", n.empty() ? kind : n},
                               {"engine", "http"},
-                              {"server", engine_->server_kind()},
-                              {"url", engine_->options().url}});
-    const Url u = parse_url(engine_->options().url);
+                              {"server", kind},
+                              {"url", eo.url}});
+    const Url u = parse_url(eo.url);
     if (!is_loopback(u.host))
         doc.warnings.push_back(
             {"http_remote_server",
-             "the server at " + engine_->options().url +
+             "the server at " + eo.url +
                  " is not on this machine: system information and telemetry describe the "
                  "client, and TTFT/ITL include the network",
              "run stagebench on the server's machine (or a loopback tunnel) to measure it"});
-    if (progress)
-        err << "stagebench: http: " << engine_->options().url << " (" << engine_->server_kind()
-            << ", api " << http_api_name(api_) << ")\n";
+    run.note("http: " + eo.url + " (" + kind + ", api " + http_api_name(opts_.api) + ")");
 }
 
-TestResult HttpRun::run(const TestConfig& c, const SweepHooks& hooks) {
+TestResult HttpRun::run(const TestConfig& c, const SweepHooks& hooks, const Clock& clock) {
     if (opts_.url)
-        return run_http_test(*engine_, c.model_path, c, hooks);
+        return run_http_test(*engine_, c.model_path, c, hooks, clock);
     if (!managed_ || managed_->model != c.model_path || managed_->threads != c.n_threads) {
         managed_.reset();
         try {
@@ -223,7 +222,7 @@ TestResult HttpRun::run(const TestConfig& c, const SweepHooks& hooks) {
             spec.model = c.model_path;
             spec.threads = c.n_threads;
             spec.n_ctx = n_ctx_;
-            spec.api = api_;
+            spec.api = opts_.api;
             spec.timeout_s = opts_.timeout_s;
             m->server = std::make_unique<LlamaServer>(spec, hooks.progress);
             managed_ = std::move(m);
@@ -232,11 +231,11 @@ TestResult HttpRun::run(const TestConfig& c, const SweepHooks& hooks) {
             r.config = c;
             // Like a failed request: a server that would not start says nothing of its kind.
             record_failure(r, e.what(), std::nullopt);
-            r.started_ns = r.finished_ns = now_ns();
+            r.started_ns = r.finished_ns = clock();
             return r;
         }
     }
-    TestResult r = run_http_test(managed_->server->engine(), "", c, hooks);
+    TestResult r = run_http_test(managed_->server->engine(), "", c, hooks, clock);
     add_note(r,
              "HTTP tests ran on a llama-server that stagebench started on 127.0.0.1 for the same "
              "GGUF (-np 1, prompt cache off); it uses the backends llama.cpp picks by default "

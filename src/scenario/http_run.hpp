@@ -16,31 +16,35 @@
 #include <vector>
 
 #include "core/result.hpp"
+#include "engine/engine_factory.hpp"
 #include "engine/http_engine.hpp"
 #include "scenario/stage_sweep.hpp"
 
 namespace sb {
 
+class RunContext;
+
 struct HttpRunOptions {
-    std::vector<std::string> engines{"llama"};  // llama | http, one or both
-    std::optional<std::string> url;             // --url; none: stagebench starts llama-server
-    std::string api = "openai";                 // openai | openai-chat | llama | ollama
-    double timeout_s = 120;                     // connect and silent-read timeout
+    std::vector<EngineKind> engines{EngineKind::llama};  // llama, http, or both
+    std::optional<std::string> url;  // --url; none: stagebench starts llama-server
+    HttpApi api = HttpApi::openai;
+    double timeout_s = 120;  // connect and silent-read timeout
 };
 
-// Runs one test on a server through the one repetition loop (scenario/repetition.hpp), each
-// repetition one whole request. model is the name sent to the server ("" for its default).
-// Never throws for a failure of the test: it is recorded (status failed, error one line, its
-// kind unknown; interrupted when the interrupt cut it off) with the repetitions before it.
-TestResult run_http_test(HttpEngine& engine, const std::string& model, const TestConfig& config,
-                         const SweepHooks& hooks);
+// Runs one test on an engine that measures whole requests (a server) through the one
+// repetition loop (scenario/repetition.hpp), each repetition one whole request. model is the
+// name sent to the server ("" for its default). Never throws for a failure of the test: it is
+// recorded (status failed, error one line, its kind unknown; interrupted when the interrupt cut
+// it off) with the repetitions before it.
+TestResult run_http_test(Engine& engine, const std::string& model, const TestConfig& config,
+                         const SweepHooks& hooks, const Clock& clock = now_ns);
 
 // Plans, connects and runs the HTTP tests of one `run` invocation.
 class HttpRun {
   public:
-    // Checks the combination of options; throws sb::Error(usage) for a bad one (unknown
-    // engine or API, -d with http, --url with the in-process engine, no model and no URL...)
-    // and sb::Error(input) when llama-server is needed but not found.
+    // Checks the combination of options; throws sb::Error(usage) for a bad one (no engine, -d
+    // with http, --url with the in-process engine, no model and no URL...) and
+    // sb::Error(input) when llama-server is needed but not found.
     HttpRun(const HttpRunOptions& opts, const MatrixSpec& matrix,
             const std::vector<std::string>& rpc_servers);
     ~HttpRun();
@@ -54,14 +58,14 @@ class HttpRun {
     // point. Throws sb::Error(usage) as expand_matrix does.
     std::vector<TestConfig> plan(const MatrixSpec& matrix);
 
-    // With --url: reaches the server (sb::Error(input) when it cannot), names the default
-    // model in tests that have none, lists server models in doc.models. Describes the engines
-    // in doc.engines and adds a warning when the server is not on this machine.
-    void connect(ResultDocument& doc, std::vector<TestConfig>& tests, std::ostream& err,
-                 bool progress);
+    // With --url: reaches the server through the run's engine factory (sb::Error(input) when
+    // it cannot), names the default model in tests that have none, lists server models in
+    // doc.models. Describes the engines in doc.engines and adds a warning when the server is
+    // not on this machine.
+    void connect(RunContext& run, std::vector<TestConfig>& tests);
 
     // Runs one HTTP test (starting or switching the managed llama-server first).
-    TestResult run(const TestConfig& config, const SweepHooks& hooks);
+    TestResult run(const TestConfig& config, const SweepHooks& hooks, const Clock& clock = now_ns);
 
     // Stops a managed llama-server.
     void stop();
@@ -69,11 +73,10 @@ class HttpRun {
   private:
     struct Managed;
     HttpRunOptions opts_;
-    HttpApi api_ = HttpApi::openai;
     bool llama_ = false, http_ = false;
     std::string server_bin_;
     int n_ctx_ = 0;
-    std::unique_ptr<HttpEngine> engine_;  // --url
+    std::unique_ptr<Engine> engine_;  // --url
     std::unique_ptr<Managed> managed_;
 };
 

@@ -127,16 +127,13 @@ TEST(HttpRun, RejectsBadCombinations) {
             EXPECT_EQ(e.kind(), ErrorKind::usage) << e.what();
         }
     };
-    o.engines = {"grpc"};
+    o.engines = {};
     usage(o, m);
-    o.engines = {"http"};
+    o.engines = {EngineKind::http};
     o.url = "http://127.0.0.1:8080";
-    o.api = "soap";
-    usage(o, m);
-    o.api = "openai";
-    o.engines = {"llama", "http"};
+    o.engines = {EngineKind::llama, EngineKind::http};
     usage(o, m);  // --url with the in-process engine
-    o.engines = {"http"};
+    o.engines = {EngineKind::http};
     MatrixSpec deep = m;
     deep.n_depth = {512};
     usage(o, deep);
@@ -144,7 +141,7 @@ TEST(HttpRun, RejectsBadCombinations) {
     o.url = "127.0.0.1:8080";
     usage(o, m);
     o.url.reset();
-    o.engines = {"llama"};
+    o.engines = {EngineKind::llama};
     o.url = "http://127.0.0.1:8080";
     usage(o, m);  // --url without --engine http
 }
@@ -155,7 +152,7 @@ TEST(HttpRun, PlanPutsTheHttpTestAfterItsInProcessTwin) {
     m.n_prompt = {16, 32};
     m.n_gen = {4};
     HttpRunOptions o;
-    o.engines = {"llama", "http"};
+    o.engines = {EngineKind::llama, EngineKind::http};
     try {
         HttpRun h(o, m, {});
         auto tests = h.plan(m);

@@ -6,55 +6,39 @@
 #include <map>
 #include <set>
 
+#include <fmt/format.h>
+
 #include "core/clock.hpp"
 #include "core/error.hpp"
-#include "core/interrupt.hpp"
-#include "core/json_util.hpp"
-#include "core/last_word.hpp"
-#include "core/stats_json.hpp"
 #include "core/sysinfo.hpp"
 #include "engine/backends.hpp"
-#include "engine/llama_engine.hpp"
 #include "scenario/run_context.hpp"
 #include "scenario/stage_sweep.hpp"
-#include "telemetry/telemetry_json.hpp"
 
 namespace sb {
 namespace {
 
-using nlohmann::json;
-
-json summary_of(const std::vector<int64_t>& v) {
-    return to_json(summarize_ns(v));
-}
-
 // The configuration every mode shares; the caller sets devices and lengths.
 TestConfig base_config(const HybridOptions& o) {
-    TestConfig c = o.base;
+    TestConfig c;
+    static_cast<Workload&>(c) = o.workload;
     c.n_threads = threads_or_default(c.n_threads);
-    c.max_reps = c.reps;
-    c.target_ci.reset();
+    c.reps = c.max_reps = o.reps;
+    c.warmup = o.warmup;
+    c.seed = o.seed;
     return c;
 }
 
-// One context for every point: long enough for the longest prompt and generation.
-LoadSpec spec_for(const HybridOptions& o, const std::string& devices, int max_p, int max_n) {
-    TestConfig c = base_config(o);
-    c.devices = devices;
-    c.n_prompt = max_p;
-    c.n_gen = max_n;
-    return load_spec_for(c);
-}
-
 void validate(const HybridOptions& o) {
-    if (o.base.model_path.empty())
+    const Placement& pl = o.placement;
+    if (o.workload.model_path.empty())
         throw usage_error("hybrid needs a model (-m FILE)");
-    if (o.decode_device.empty())
+    if (pl.decode.empty())
         throw usage_error("hybrid needs --decode-device (e.g. RPC0)");
-    if (o.prefill_device.empty())
+    if (pl.prefill.empty())
         throw usage_error("hybrid needs --prefill-device (e.g. CPU)");
-    if (o.prefill_device == o.decode_device)
-        throw usage_error("--prefill-device and --decode-device are both '" + o.prefill_device +
+    if (pl.prefill == pl.decode)
+        throw usage_error("--prefill-device and --decode-device are both '" + pl.prefill.str() +
                           "': a hybrid needs two different device sets");
     if (o.n_prompt.empty() || o.n_gen.empty())
         throw usage_error("hybrid needs at least one -p and one -n value");
@@ -64,43 +48,136 @@ void validate(const HybridOptions& o) {
     for (int n : o.n_gen)
         if (n <= 0)
             throw usage_error("-n must be positive for a hybrid run (decode is its second stage)");
-    if (o.base.reps < 1)
+    if (o.reps < 1)
         throw usage_error("-r must be at least 1");
     if (o.format != OutputFormat::md && o.format != OutputFormat::json)
         throw usage_error("-o must be md or json for hybrid, not '" + to_string(o.format) + "'");
 }
 
+// The two engines, each loaded once with a context for the longest point. Both hold the model
+// at once; that is the memory cost of the hybrid, returned. llama.cpp gives a context every
+// accelerator loaded when it is created, so an engine that names none (CPU) is created before
+// one that names one (BLAS): each then runs on its own set.
+HybridMemory load_engines(RunContext& run, const HybridOptions& o, Engine& a, Engine& b) {
+    const Placement& pl = o.placement;
+    const bool decode_first = !named_accelerators(split_device_set(pl.prefill.str())).empty() &&
+                              named_accelerators(split_device_set(pl.decode.str())).empty();
+    TestConfig longest = base_config(o);
+    longest.n_prompt = *std::max_element(o.n_prompt.begin(), o.n_prompt.end());
+    longest.n_gen = *std::max_element(o.n_gen.begin(), o.n_gen.end());
+    HybridMemory memory;
+    memory.rss_before_bytes = process_rss_bytes();
+    memory.load_order = decode_first ? std::vector<std::string>{"decode", "prefill"}
+                                     : std::vector<std::string>{"prefill", "decode"};
+    auto load = [&](Engine& e, const DeviceSet& devices, std::optional<int64_t>& growth,
+                    const char* role) {
+        run.note("loading the model for " + devices.str() + " (" + role + ")");
+        const auto before = process_rss_bytes();
+        TestConfig c = longest;
+        c.devices = devices;
+        e.load(load_spec_for(c));
+        const auto after = process_rss_bytes();
+        if (before && after)
+            growth = *after - *before;
+    };
+    for (const auto& role : memory.load_order) {
+        if (role == "decode")
+            load(b, pl.decode, memory.rss_growth_decode_engine_bytes, "decode");
+        else
+            load(a, pl.prefill, memory.rss_growth_prefill_engine_bytes, "prefill");
+    }
+    memory.weight_bytes_prefill_engine = a.weight_bytes();
+    memory.weight_bytes_decode_engine = b.weight_bytes();
+    memory.note =
+        "process RSS counts host memory only: weights on a GPU or behind an RPC server live in "
+        "that device's memory";
+    return memory;
+}
+
+// Every mode's test of the point (n_prompt p, n_gen n), begun, measured interleaved and ended
+// through the run context; the point joins the section. Returns whether it was interrupted.
+bool measure_point(RunContext& run, const HybridOptions& o, Engine& a, Engine& b,
+                   const RunFidelity& fidelity, int p, int n) {
+    const Placement& pl = o.placement;
+    // Each mode's test begins with the run context: its stages marked under the test's own
+    // prefix, its progress line; a stop inside llama.cpp records the modes with what they
+    // measured so far.
+    std::vector<HybridMode>* modes_now = nullptr;
+    auto hooks_for = [&](size_t i, const TestConfig& c) {
+        RunningTest running;
+        running.devices = pl.all();
+        running.so_far = [&modes_now, i] { return (*modes_now)[i].runner->result(); };
+        return run.begin_test(c, std::move(running));
+    };
+    std::vector<HybridMode> modes = make_hybrid_modes(a, b, o, p, n, hooks_for, run.clock());
+    modes_now = &modes;
+    run.name_running(fmt::format("hybrid point pp{}+tg{}", p, n));
+    modes.front().runner->add_note("prefill on " + pl.prefill.str() +
+                                   ", sequence state moved, decode on " + pl.decode.str() +
+                                   "; TTFT includes the state transfer");
+    const bool interrupted = run_interleaved(
+        modes, [&run] { return run.should_stop(); }, nullptr);
+    HybridPoint point = hybrid_point(p, n, modes);
+    std::optional<std::string> error;
+    for (size_t i = 0; i < modes.size(); ++i) {
+        TestResult r = modes[i].runner->results();
+        // Untimed, after the point: the hybrid's sequence split as it ran.
+        const std::string mode = modes[i].name;
+        if (mode == kHybridMode)
+            fidelity.check_transferred(a, b, r);
+        else
+            fidelity.check(mode == kPrefillAloneMode ? a : b, r);
+        if (r.status == Status::failed)
+            error = r.error;
+        point.tests[mode] = static_cast<int>(run.doc().tests.size());
+        run.end_test(std::move(r));
+    }
+    modes_now = nullptr;
+    if (error)
+        run.note(fmt::format("pp{}+tg{} failed: {}", p, n, *error));
+    run.update([&](ResultDocument& doc) {
+        HybridSection& h = *doc.hybrid;
+        h.points.push_back(std::move(point));
+        h.crossover = crossovers(h.points);
+    });
+    return interrupted;
+}
+
 }  // namespace
 
+TestConfig hybrid_test_config(const HybridOptions& o, const DeviceSet& devices, int p, int n) {
+    TestConfig c = base_config(o);
+    c.devices = devices;
+    c.n_prompt = p;
+    c.n_gen = n;
+    c.n_depth = 0;  // every mode starts its prompt at position 0
+    return c;
+}
+
 std::vector<HybridMode> make_hybrid_modes(Engine& a, Engine& b, const HybridOptions& o, int p,
-                                          int n, const std::function<SweepHooks(size_t)>& hooks_for,
-                                          const Clock& clock) {
+                                          int n, const HooksFor& hooks_for, const Clock& clock) {
     struct Plan {
         const char* name;
         Engine* pre;
         Engine* dec;
-        std::string devices;
+        DeviceSet devices;
     };
-    std::vector<Plan> plans{{kHybridMode, &a, &b, o.prefill_device + ">" + o.decode_device}};
+    std::vector<Plan> plans{{kHybridMode, &a, &b, DeviceSet(o.placement.str())}};
     if (o.baselines) {
-        plans.push_back({kPrefillAloneMode, &a, &a, o.prefill_device});
-        plans.push_back({kDecodeAloneMode, &b, &b, o.decode_device});
+        plans.push_back({kPrefillAloneMode, &a, &a, o.placement.prefill});
+        plans.push_back({kDecodeAloneMode, &b, &b, o.placement.decode});
     }
     std::vector<HybridMode> modes;
     for (size_t i = 0; i < plans.size(); ++i) {
-        TestConfig c = base_config(o);
-        c.devices = plans[i].devices;
-        c.n_prompt = p;
-        c.n_gen = n;
-        c.n_depth = 0;  // every mode starts its prompt at position 0
         RepetitionOptions ro;
         ro.decode_engine = plans[i].dec == plans[i].pre ? nullptr : plans[i].dec;
         ro.load = false;  // both engines hold one context for every point
         ro.roofline = false;
         ro.clock = clock;
         ro.interrupted = [] { return false; };  // run_interleaved polls for every mode at once
+        const TestConfig c = hybrid_test_config(o, plans[i].devices, p, n);
         modes.push_back({plans[i].name, std::make_unique<RepetitionRunner>(
-                                            *plans[i].pre, c, hooks_for(i), std::move(ro))});
+                                            *plans[i].pre, c, hooks_for(i, c), std::move(ro))});
     }
     return modes;
 }
@@ -149,8 +226,10 @@ bool run_interleaved(std::vector<HybridMode>& modes, const std::function<bool()>
     return false;
 }
 
-json hybrid_point_json(int p, int n, const std::vector<HybridMode>& modes) {
-    json pt = {{"n_prompt", p}, {"n_gen", n}};
+HybridPoint hybrid_point(int p, int n, const std::vector<HybridMode>& modes) {
+    HybridPoint pt;
+    pt.n_prompt = p;
+    pt.n_gen = n;
     TransferSamples ts;
     std::map<std::string, std::vector<int64_t>> e2e_ns;
     for (const auto& m : modes) {
@@ -159,202 +238,73 @@ json hybrid_point_json(int p, int n, const std::vector<HybridMode>& modes) {
         if (!m.runner->e2e_ns().empty())
             e2e_ns[m.name] = m.runner->e2e_ns();
     }
-    pt["transfer"] = {{"start_ns", ts.start_ns},
-                      {"duration_ns", ts.transfer_ns},
-                      {"save_ns", ts.save_ns},
-                      {"restore_ns", ts.restore_ns},
-                      {"bytes", ts.bytes},
-                      {"duration", summary_of(ts.transfer_ns)},
-                      {"save", summary_of(ts.save_ns)},
-                      {"restore", summary_of(ts.restore_ns)}};
+    HybridTransfer& t = pt.transfer;
+    t.start_ns = ts.start_ns;
+    t.duration_ns = ts.transfer_ns;
+    t.save_ns = ts.save_ns;
+    t.restore_ns = ts.restore_ns;
+    t.bytes = ts.bytes;
+    t.duration = summarize_ns(ts.transfer_ns);
+    t.save = summarize_ns(ts.save_ns);
+    t.restore = summarize_ns(ts.restore_ns);
     if (!ts.bytes.empty() && !ts.transfer_ns.empty()) {
-        const auto d = summarize_ns(ts.transfer_ns);
-        pt["transfer"]["bytes_per_token"] = static_cast<double>(ts.bytes.back()) / p;
-        if (d.median && *d.median > 0)
-            pt["transfer"]["gbps"] = ts.bytes.back() / *d.median;
+        t.bytes_per_token = static_cast<double>(ts.bytes.back()) / p;
+        if (t.duration.median && *t.duration.median > 0)
+            t.gbps = static_cast<double>(ts.bytes.back()) / *t.duration.median;
     }
-    json e2e = json::object();
     for (const auto& [mode, v] : e2e_ns)
-        e2e[mode] = {{"samples_ns", v}, {"summary", summary_of(v)}};
-    pt["e2e"] = e2e;
-    // The comparison is typed (analysis/hybrid_compare.hpp); this section is still JSON here.
-    HybridPoint compared;
-    compared.comparison =
+        pt.e2e[mode] = HybridModeSamples{v, summarize_ns(v)};
+    pt.comparison =
         compare_modes(e2e_ns[kHybridMode], e2e_ns[kPrefillAloneMode], e2e_ns[kDecodeAloneMode]);
-    pt["comparison"] = to_json(compared)["comparison"];
     return pt;
 }
 
-int run_hybrid(const HybridOptions& o, ResultDocument& doc, std::ostream& err) {
+RunResult run_hybrid(const HybridOptions& o, RunEnv env) {
     validate(o);
     // The run context: the model described, RPC servers added, both device sets checked,
     // telemetry, warnings and the document saved as it grows.
     RunSetup setup;
-    setup.models = {o.base.model_path};
+    setup.take(env);
+    setup.models = {o.workload.model_path};
     setup.rpc_servers = o.rpc_servers;
-    setup.device_sets = {o.prefill_device, o.decode_device};
+    setup.device_sets = {o.placement.prefill, o.placement.decode};
     setup.telemetry = o.telemetry;
     setup.out_path = o.out_path;
     setup.progress = o.progress;
-    RunContext run(doc, setup, err, nullptr);
-    run.open(threads_or_default(o.base.n_threads));
-    Sampler* tel = run.sampler();
-    const bool sampling = tel != nullptr;
-    std::atomic<const char*> activity{""};
-    auto progress = [&run](const std::string& s) { run.progress().note(s); };
+    setup.terminal = o.progress && Progress::stderr_is_terminal();
+    RunContext run(env.doc, setup, env.err, env.listener);
+    run.open(threads_or_default(o.workload.n_threads));
 
-    const int max_p = *std::max_element(o.n_prompt.begin(), o.n_prompt.end());
-    const int max_n = *std::max_element(o.n_gen.begin(), o.n_gen.end());
-
-    // Both engines hold the model at once; that is the memory cost of the hybrid. llama.cpp
-    // gives a context every accelerator loaded when it is created, so an engine that names
-    // none (CPU) is created before one that names one (BLAS): each then runs on its own set.
-    const bool decode_first = !named_accelerators(split_device_set(o.prefill_device)).empty() &&
-                              named_accelerators(split_device_set(o.decode_device)).empty();
     // The fidelity references before the engines load: one model in memory at a time.
     RunFidelity fidelity(o.fidelity);
     if (fidelity.enabled()) {
         std::vector<TestConfig> points;
         for (int p : o.n_prompt)
-            for (int n : o.n_gen) {
-                TestConfig c = base_config(o);
-                c.n_prompt = p;
-                c.n_gen = n;
-                points.push_back(c);
-            }
-        fidelity.prepare(points, err, o.progress);
+            for (int n : o.n_gen)
+                points.push_back(hybrid_test_config(o, o.placement.prefill, p, n));
+        fidelity.prepare(points, run.engines(), run.progress());
     }
-    LlamaEngine a, b;
-    json memory = {
-        {"rss_before_bytes", opt(process_rss_bytes())},
-        {"load_order", decode_first ? json({"decode", "prefill"}) : json({"prefill", "decode"})}};
-    auto load = [&](LlamaEngine& e, const std::string& devices, const char* role) {
-        progress("loading the model for " + devices + " (" + role + ")");
-        const auto before = process_rss_bytes();
-        e.load(spec_for(o, devices, max_p, max_n));
-        const auto after = process_rss_bytes();
-        memory[std::string("rss_growth_") + role + "_engine_bytes"] =
-            before && after ? json(*after - *before) : json(nullptr);
-    };
-    if (decode_first) {
-        load(b, o.decode_device, "decode");
-        load(a, o.prefill_device, "prefill");
-    } else {
-        load(a, o.prefill_device, "prefill");
-        load(b, o.decode_device, "decode");
-    }
-    memory["weight_bytes_prefill_engine"] = opt(a.weight_bytes());
-    memory["weight_bytes_decode_engine"] = opt(b.weight_bytes());
-    memory["note"] =
-        "process RSS counts host memory only: weights on a GPU or behind an RPC server live in "
-        "that device's memory";
-
+    std::unique_ptr<Engine> a = run.engines().make(EngineKind::llama);
+    std::unique_ptr<Engine> b = run.engines().make(EngineKind::llama);
+    HybridSection section;
+    section.prefill_device = o.placement.prefill;
+    section.decode_device = o.placement.decode;
+    section.baselines = o.baselines;
+    section.memory = load_engines(run, o, *a, *b);
     // The idle baseline comes after both loads here: it is the machine holding both models.
     run.start();
-
-    json section = {{"prefill_device", o.prefill_device},
-                    {"decode_device", o.decode_device},
-                    {"baselines", o.baselines},
-                    {"memory", memory},
-                    {"points", json::array()}};
-    doc.hybrid = from_json<HybridSection>(section);
-
-    // llama.cpp may stop the process inside a point (an RPC server that dies): the last word
-    // records the point's tests as failed, with what they measured so far. This thread is then
-    // blocked inside llama.cpp, so the runners hold still.
-    std::vector<HybridMode>* running = nullptr;
-    std::atomic<bool> in_point{false};
-    LastWordScope last_word([&](const std::string& message) -> std::optional<std::string> {
-        if (!in_point.load() || !running || running->empty())
-            return std::nullopt;
-        const std::string error =
-            describe_llama_stop(message, o.prefill_device + "+" + o.decode_device, activity.load());
-        const size_t first = doc.tests.size();
-        for (const auto& m : *running) {
-            TestResult r = m.runner->result();
-            record_failure(r, error, std::nullopt);
-            finish_result(r);
-            r.finished_ns = now_ns();
-            doc.tests.push_back(std::move(r));
-        }
-        doc.finished_at = utc_timestamp();
-        run.save();
-        const TestResult& r = doc.tests[first];
-        return "hybrid point pp" + std::to_string(r.config.n_prompt) + "+tg" +
-               std::to_string(r.config.n_gen) + " failed: " + error + "; " + std::to_string(first) +
-               " earlier test(s) kept" + (o.out_path ? " in " + *o.out_path : std::string());
-    });
-    bool interrupted = false;
-    for (int p : o.n_prompt) {
+    run.plan(o.n_prompt.size() * o.n_gen.size() * (o.baselines ? 3 : 1));
+    run.update([&](ResultDocument& doc) { doc.hybrid = section; });
+    for (int p : o.n_prompt)
         for (int n : o.n_gen) {
-            if (interrupted || interrupt_requested()) {
-                interrupted = true;
+            if (run.should_stop())
                 break;
-            }
-            // Each mode's stages are marked under its own test's prefix, as `run` marks a test.
-            const size_t first_test = doc.tests.size();
-            auto hooks_for = [&](size_t i) {
-                SweepHooks h;
-                h.activity = [&](const char* what) { activity.store(what); };
-                if (sampling) {
-                    const std::string prefix = "test" + std::to_string(first_test + i) + "/";
-                    h.stage_marker = [tel, prefix](const std::string& stage, bool begin,
-                                                   std::optional<int64_t> tokens) {
-                        tel->mark(prefix + stage, begin, tokens);
-                    };
-                }
-                return h;
-            };
-            std::vector<HybridMode> modes = make_hybrid_modes(a, b, o, p, n, hooks_for);
-            for (auto& m : modes)
-                if (std::string(m.name) == kHybridMode)
-                    m.runner->add_note("prefill on " + o.prefill_device +
-                                       ", sequence state moved, decode on " + o.decode_device +
-                                       "; TTFT includes the state transfer");
-            activity.store("");
-            running = &modes;
-            in_point.store(true);
-            interrupted = run_interleaved(modes, interrupt_requested, progress);
-            in_point.store(false);
-            running = nullptr;
-            json pt = hybrid_point_json(p, n, modes);
-            pt["tests"] = json::object();
-            std::optional<std::string> error;
-            for (size_t i = 0; i < modes.size(); ++i) {
-                TestResult r = modes[i].runner->results();
-                // Untimed, after the point: the hybrid's sequence split as it ran.
-                const std::string mode = modes[i].name;
-                if (mode == kHybridMode)
-                    fidelity.check_transferred(a, b, r);
-                else
-                    fidelity.check(mode == kPrefillAloneMode ? a : b, r);
-                if (r.status == Status::failed)
-                    error = r.error;
-                if (auto w = stall_warning(r))
-                    doc.warnings.push_back(*w);
-                if (sampling)
-                    r.telemetry =
-                        test_telemetry(*tel, "test" + std::to_string(first_test + i) + "/");
-                pt["tests"][modes[i].name] = first_test + i;
-                doc.tests.push_back(std::move(r));
-            }
-            if (error)
-                progress("pp" + std::to_string(p) + "+tg" + std::to_string(n) +
-                         " failed: " + *error);
-            section["points"].push_back(pt);
-            section["crossover"] = to_json(crossovers(
-                from_json<std::vector<HybridPoint>>(section["points"], "the hybrid points")));
-            doc.hybrid = from_json<HybridSection>(section);
-            doc.finished_at = utc_timestamp();
-            run.save();
+            if (measure_point(run, o, *a, *b, fidelity, p, n))
+                break;
         }
-        if (interrupted)
-            break;
-    }
-    a.unload();
-    b.unload();
-    run.finish();
-    return exit_code_for(doc.tests, interrupted);
+    a.reset();
+    b.reset();
+    return run.finish();
 }
 
 }  // namespace sb

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -10,9 +11,35 @@
 #include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
+#include "core/utf8.hpp"
+#include "engine/backends.hpp"
 #include "engine/http_client.hpp"
 
 namespace sb {
+
+std::string startup_failure(const std::string& log_path) {
+    // The first line that names an error says why (llama.cpp logs the reason first, then the
+    // callers that gave up: "failed to load model", "exiting due to model loading error");
+    // else the last line.
+    std::string first_error, last, line;
+    std::ifstream f(log_path);
+    for (int n = 0; n < 100000 && std::getline(f, line); ++n) {
+        if (line.find_first_not_of(" \t\r") == std::string::npos)
+            continue;
+        last = line;
+        if (first_error.empty()) {
+            std::string lower = line;
+            for (char& c : lower)
+                c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+            if (lower.find("error") != std::string::npos)
+                first_error = line;
+        }
+    }
+    std::string why = llama_reason(first_error.empty() ? last : first_error);
+    if (why.size() > 300)
+        why = utf8_prefix(why, 297) + "...";
+    return why.empty() ? "it printed nothing" : why;
+}
 
 LlamaServer::LlamaServer(const LlamaServerSpec& s,
                          const std::function<void(const std::string&)>& progress) {
@@ -36,6 +63,7 @@ LlamaServer::LlamaServer(const LlamaServerSpec& s,
     if (s.threads > 0)
         argv.insert(argv.end(),
                     {"-t", std::to_string(s.threads), "-tb", std::to_string(s.threads)});
+    argv.insert(argv.end(), s.extra_args.begin(), s.extra_args.end());
     if (progress)
         progress("starting llama-server on 127.0.0.1:" + std::to_string(port) + " (log " + log_ +
                  ")");
@@ -62,15 +90,18 @@ LlamaServer::LlamaServer(const LlamaServerSpec& s,
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     if (!ready) {
-        std::string last, line;
-        std::ifstream f(log_);
-        while (std::getline(f, line))
-            if (!line.empty())
-                last = line;
         keep_log_ = true;
-        throw runtime_error("llama-server did not become ready: " +
-                            (last.empty() ? std::string("no output") : last) + " (log " + log_ +
-                            ")");
+        if (interrupt_requested())
+            throw runtime_error("interrupted while llama-server was starting (log " + log_ + ")");
+        const bool died = !proc_.running();
+        const std::string why = startup_failure(log_);
+        // It ended before serving: what it was given (the model, the options) is what it
+        // refused, as run refuses a model llama.cpp cannot load.
+        if (died)
+            throw input_error("llama-server could not start on '" + s.model + "': " + why +
+                              " (log " + log_ + ")");
+        throw runtime_error("llama-server did not become ready within " +
+                            std::to_string(wait_ms / 1000) + " s: " + why + " (log " + log_ + ")");
     }
     HttpEngineOptions eo;
     eo.url = url_;

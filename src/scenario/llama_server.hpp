@@ -5,6 +5,7 @@
 // scope.
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/http_engine.hpp"
 #include "engine/process.hpp"
@@ -19,13 +20,23 @@ struct LlamaServerSpec {
     int slots = 1;  // -np
     HttpApi api = HttpApi::openai;
     double timeout_s = 120;
+    // More of llama-server's own flags, after the ones above (a later flag wins in its
+    // parser): `explain --server-args`.
+    std::vector<std::string> extra_args;
 };
+
+// Why a llama-server that did not start failed, from its log: the first line that names an
+// error, as llama_reason() words it ("unknown model architecture: 'x'"), else the last line;
+// one line of at most 300 bytes.
+std::string startup_failure(const std::string& log_path);
 
 class LlamaServer {
   public:
     // Starts it and waits until /health answers 200 and a client connected (at most
-    // max(120 s, timeout_s)). Throws sb::Error(runtime), one line with the log's last line and
-    // its path, when it exits or does not become ready.
+    // max(120 s, timeout_s)). Throws, one line with the reason from its log
+    // (startup_failure) and the log's path: sb::Error(input) when it exits before serving
+    // (a model or an option it refuses), sb::Error(runtime) when it does not become ready in
+    // time or Ctrl-C came first ("interrupted ...").
     LlamaServer(const LlamaServerSpec& spec,
                 const std::function<void(const std::string&)>& progress);
     ~LlamaServer();
@@ -33,6 +44,8 @@ class LlamaServer {
     LlamaServer& operator=(const LlamaServer&) = delete;
     const std::string& url() const { return url_; }
     HttpEngine& engine() { return *engine_; }
+    // Its log (stdout and stderr), removed with this object unless it failed to start.
+    const std::string& log_path() const { return log_; }
 
   private:
     std::string url_, log_;

@@ -9,31 +9,29 @@
 #include "core/result.hpp"
 #include "core/sysinfo.hpp"
 #include "engine/backends.hpp"
-#include "engine/llama_engine.hpp"
 #include "engine/workload.hpp"
 #include "model/inspect.hpp"
 #include "scenario/repetition.hpp"
 
 namespace sb {
 
-LogitsCapture capture_logits(const LogitsOptions& o) {
-    const ModelInfo info = inspect_model(o.model_path);
+LogitsCapture capture_logits(const LogitsOptions& o, EngineFactory& engines) {
+    const std::string& path = o.workload.model_path;
+    const ModelInfo info = inspect_model(path);
     TestConfig c;
-    c.model_path = o.model_path;
-    c.devices = DeviceSet(o.devices);
+    static_cast<Workload&>(c) = o.workload;
     c.n_prompt = o.n_prompt;
     c.n_gen = 0;
-    c.n_threads = o.n_threads;
-    LlamaEngine e;
-    e.load(load_spec_for(c));
+    const std::unique_ptr<Engine> e = engines.make(EngineKind::llama);
+    e->load(load_spec_for(c));
     LogitsCapture out;
-    out.model_path = o.model_path;
-    out.model_name = info.name.value_or(std::filesystem::path(o.model_path).filename().string());
+    out.model_path = path;
+    out.model_name = info.name.value_or(std::filesystem::path(path).filename().string());
     out.model_bytes = info.file_bytes;
-    out.devices = o.devices;
-    out.tokens = sequence_tokens(o.n_prompt, e.n_vocab(), o.seed, e.bos_token());
-    e.prefill(out.tokens);
-    const auto l = e.last_logits();
+    out.devices = o.workload.devices.str();
+    out.tokens = sequence_tokens(o.n_prompt, e->n_vocab(), o.seed, e->bos_token());
+    e->prefill(out.tokens);
+    const auto l = e->last_logits();
     out.logits.assign(l.begin(), l.end());
     const SystemInfo sys = read_system_info();
     out.arch = sys.arch;

@@ -10,14 +10,17 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/workload.hpp"
+#include "engine/engine_factory.hpp"
+
 namespace sb {
 
 struct LogitsOptions {
-    std::string model_path;
-    std::string devices = "CPU";  // one device set, names joined with '+'
-    int n_prompt = 32;            // the prompt: BOS (when the model has one), then random tokens
-    uint64_t seed = 1;            // random_tokens(n_prompt, n_vocab, seed)
-    int n_threads = 0;            // 0: sb::default_thread_count()
+    // The model, one device set, the threads (0: sb::default_thread_count()) and the rest of
+    // llama.cpp's defaults.
+    Workload workload;
+    int n_prompt = 32;  // the prompt: BOS (when the model has one), then random tokens
+    uint64_t seed = 1;  // random_tokens(n_prompt, n_vocab, seed)
 };
 
 // What the logits were computed from and with, and the logits themselves.
@@ -31,9 +34,10 @@ struct LogitsCapture {
     bool emulated = false;          // made under user-mode emulation (qemu)
 };
 
-// Loads the model on the device set, prefills the prompt and keeps the last token's logits.
-// Throws sb::Error(input) for an unusable model or device set.
-LogitsCapture capture_logits(const LogitsOptions& o);
+// Loads the model on the device set (an in-process engine from engines), prefills the prompt
+// and keeps the last token's logits. Throws sb::Error(input) for an unusable model or device set.
+LogitsCapture capture_logits(const LogitsOptions& o,
+                             EngineFactory& engines = default_engine_factory());
 
 // How far x is from the reference ref (the same model and tokens).
 struct LogitsDiff {

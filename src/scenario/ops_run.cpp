@@ -1,18 +1,445 @@
 #include "scenario/ops_run.hpp"
 
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
 #include "core/last_word.hpp"
+#include "core/membw.hpp"
 #include "core/sysinfo.hpp"
 #include "engine/backends.hpp"
+#include "profile/fallback.hpp"
+#include "profile/op_times.hpp"
+#include "profile/ops_profile.hpp"
+#include "profile/trace_stage.hpp"
+#include "scenario/repetition.hpp"
 #include "scenario/run_context.hpp"
 
 namespace sb {
 
+namespace {
+
+// When the last-level cache is unknown (no sysfs cache description, as in some VMs), the
+// cold-weight budget assumes one this large.
+constexpr uint64_t kAssumedLlcBytes = 64ull << 20;
+// `decompose` takes differences of replays (conversion: an op against itself with converted
+// activations; compute less conversion): each replay graph is timed for at least this long, so
+// that a minimum raised by other load does not become a part of the stage.
+constexpr int64_t kDecomposeReplayNs = 5'000'000;
+
+// One stage's measurements: the capturing run, the timed traced runs, the uninstrumented
+// samples (one per repetition for prefill, one per decode step for decode).
+struct StageData {
+    bool captured = false;
+    TracedRun capture;
+    std::vector<TracedRun> traced;
+    std::vector<int64_t> plain_ns, plain_start_ns;
+};
+
+struct Measured {
+    StageData prefill, decode;
+};
+
+std::string joined(const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& d : v)
+        s += (s.empty() ? "" : "+") + d;
+    return s;
+}
+
+void check_options(const OpsOptions& o) {
+    if (!o.prefill && !o.decode)
+        throw usage_error("nothing to profile: no stage selected");
+    if (o.n_prompt <= 0 && o.prefill)
+        throw usage_error("-p must be at least 1 for prefill");
+    if (o.n_depth < 0)
+        throw usage_error("-d must not be negative");
+    if (o.replay_copies < 0)
+        throw usage_error("--replay must be 0 (no op times) or more");
+    if (o.traced_reps < 1 || o.plain_reps < 1)
+        throw usage_error("repetitions must be >= 1");
+    if (o.decode && o.decode_tokens < 1)
+        throw usage_error("--decode-tokens must be at least 1");
+}
+
+// The engine's load: the options' placement and context settings, a context for the depth,
+// the prompt and the decode steps (rounded up to 256 so that every step's graph has the same
+// shape).
+LoadSpec load_spec_of(const OpsOptions& o, int threads) {
+    LoadSpec ls;
+    ls.model_path = o.model_path;
+    ls.devices = DeviceSet(joined(o.devices));
+    ls.n_gpu_layers = o.n_gpu_layers;
+    const int n_ctx = o.n_depth + std::max(0, o.n_prompt) + std::max(1, o.decode_tokens) + 1 + 16;
+    ls.n_ctx = (n_ctx + 255) / 256 * 256;
+    ls.n_batch = o.n_batch;
+    ls.n_ubatch = o.n_ubatch;
+    ls.n_threads = threads;
+    ls.flash_attn = enum_from_text<FlashAttn>(o.flash_attn, "--flash-attn");
+    ls.type_k = enum_from_text<KvType>(o.type_k, "--cache-type-k");
+    ls.type_v = enum_from_text<KvType>(o.type_v, "--cache-type-v");
+    return ls;
+}
+
+// The workload as the repetition loop runs it: a prefill of the prompt at the depth, then
+// n_gen decode steps; a decode-only profile starts its steps at depth + prompt.
+TestConfig workload_of(const OpsOptions& o, int threads, int n_gen, int reps) {
+    TestConfig c;
+    c.model_path = o.model_path;
+    c.devices = DeviceSet(joined(o.devices));
+    c.n_prompt = o.prefill ? o.n_prompt : 0;
+    c.n_depth = o.prefill ? o.n_depth : o.n_depth + std::max(0, o.n_prompt);
+    c.n_gen = o.decode ? n_gen : 0;
+    c.n_threads = threads;
+    c.n_batch = o.n_batch;
+    c.n_ubatch = o.n_ubatch;
+    c.n_gpu_layers = o.n_gpu_layers;
+    c.flash_attn = enum_from_text<FlashAttn>(o.flash_attn, "--flash-attn");
+    c.type_k = enum_from_text<KvType>(o.type_k, "--cache-type-k");
+    c.type_v = enum_from_text<KvType>(o.type_v, "--cache-type-v");
+    c.reps = reps;
+    c.max_reps = reps;
+    c.warmup = false;  // the capturing repetition warms up
+    c.seed = o.seed;
+    return c;
+}
+
+// A repetition loop's failure is the profile's: thrown with its kind.
+void throw_if_failed(const RepetitionRunner& r) {
+    if (r.result().status == Status::failed)
+        throw Error(r.error_kind().value_or(ErrorKind::runtime),
+                    r.result().error.value_or("the profiled workload failed"));
+}
+
+// Stage markers that trace each stage of a runner's repetitions (traced: each stage's first
+// repetition captures too: all graphs of prefill, the first step of decode), or none.
+// A stage that throws leaves the tracer on: close() ends it and drops the run.
+class StageTracing {
+  public:
+    StageTracing(OpTracer& tracer, bool traced) : tracer_(tracer), traced_(traced) {}
+    SweepHooks hooks() {
+        SweepHooks h;
+        h.stage_marker = [this](const std::string& stage, bool begin, std::optional<int64_t>) {
+            if (!traced_ || (stage != "prefill" && stage != "decode"))
+                return;
+            const bool pre = stage == "prefill";
+            if (begin) {
+                const bool first = (pre ? prefill : decode).empty();
+                tracer_.begin(!first ? TraceMode::time
+                              : pre  ? TraceMode::capture
+                                     : TraceMode::capture_first);
+                open_ = true;
+            } else if (open_) {
+                open_ = false;
+                (pre ? prefill : decode).push_back(tracer_.end());
+            }
+        };
+        return h;
+    }
+    void close() {
+        if (open_)
+            tracer_.end();
+        open_ = false;
+    }
+    std::vector<TracedRun> prefill, decode;  // one per repetition that traced the stage
+
+  private:
+    OpTracer& tracer_;
+    bool traced_;
+    bool open_ = false;
+};
+
+// Each decode step's start: the repetition's start, then the steps' latencies in turn.
+std::vector<int64_t> step_starts(const DecodeResult& d) {
+    std::vector<int64_t> out;
+    size_t at = 0;
+    for (size_t rep = 0; rep < d.start_ns.size() && rep < d.token_latency_counts.size(); ++rep) {
+        int64_t t = d.start_ns[rep];
+        for (int64_t i = 0; i < d.token_latency_counts[rep] && at < d.token_latency_ns.size();
+             ++i) {
+            out.push_back(t);
+            t += d.token_latency_ns[at++];
+        }
+    }
+    return out;
+}
+
+// The traced repetitions' runs with their times: a prefill run per repetition (the first one
+// is the capture as well); a decode run per repetition cut into one run per step (the first
+// repetition's first step is the capture, not a sample).
+void add_traced(Measured& m, const TestResult& t, const StageTracing& tr) {
+    if (t.prefill)
+        for (size_t i = 0; i < tr.prefill.size() && i < t.prefill->duration_ns.size(); ++i) {
+            TracedRun r = tr.prefill[i];
+            r.wall_ns = t.prefill->duration_ns[i];
+            r.start_ns = t.prefill->start_ns[i];
+            if (i == 0) {
+                m.prefill.captured = !r.nodes.empty();
+                m.prefill.capture = r;
+            }
+            m.prefill.traced.push_back(std::move(r));
+        }
+    if (t.decode) {
+        const std::vector<int64_t> starts = step_starts(*t.decode);
+        size_t at = 0;
+        for (size_t rep = 0; rep < tr.decode.size() && rep < t.decode->token_latency_counts.size();
+             ++rep) {
+            const auto n = static_cast<size_t>(t.decode->token_latency_counts[rep]);
+            if (at + n > starts.size())
+                break;
+            const auto lat = t.decode->token_latency_ns.begin() + static_cast<long>(at);
+            const auto st = starts.begin() + static_cast<long>(at);
+            std::vector<TracedRun> steps = split_steps(
+                tr.decode[rep], {lat, lat + static_cast<long>(n)}, {st, st + static_cast<long>(n)});
+            for (size_t k = 0; k < steps.size(); ++k) {
+                if (rep == 0 && k == 0) {
+                    m.decode.captured = !steps[k].nodes.empty();
+                    m.decode.capture = std::move(steps[k]);
+                } else {
+                    m.decode.traced.push_back(std::move(steps[k]));
+                }
+            }
+            at += n;
+        }
+    }
+}
+
+void add_plain(Measured& m, const TestResult& p) {
+    if (p.prefill) {
+        m.prefill.plain_ns = p.prefill->duration_ns;
+        m.prefill.plain_start_ns = p.prefill->start_ns;
+    }
+    if (p.decode) {
+        m.decode.plain_ns = p.decode->token_latency_ns;
+        m.decode.plain_start_ns = step_starts(*p.decode);
+    }
+}
+
+// Steps 1 and 2 of the pipeline (ops_run.hpp): the traced and the uninstrumented repetitions,
+// interleaved, through the repetition loop; the first traced one captures the graphs.
+Measured measure_stages(const OpsRig& rig, const OpsOptions& o, int threads, const OpsHooks& h,
+                        const ProgressFn& say) {
+    RepetitionOptions ro;
+    ro.load = false;  // the tracer loaded the engine, with its hook
+    ro.roofline = false;
+    ro.clock = h.clock;
+    ro.interrupted = h.interrupted;
+    say(
+        fmt::format("tracing node by node: {} traced and {} uninstrumented repetition(s), "
+                    "interleaved; the first traced one captures the graphs",
+                    o.traced_reps, o.plain_reps));
+    StageTracing none(rig.tracer, false), timed(rig.tracer, true);
+    // The traced repetitions have one step more: the first repetition's first step captures.
+    RepetitionRunner traced(rig.engine, workload_of(o, threads, o.decode_tokens + 1, o.traced_reps),
+                            timed.hooks(), ro);
+    RepetitionRunner plain(rig.engine, workload_of(o, threads, o.decode_tokens, o.plain_reps),
+                           none.hooks(), ro);
+    for (int round = 0; plain.has_repeats_remaining() || traced.has_repeats_remaining(); ++round) {
+        // A B B A: neither kind always runs first, so drift in the machine's load falls on
+        // both; the capturing (traced) repetition comes first and warms up.
+        RepetitionRunner* order[2] = {&traced, &plain};
+        if (round % 2 == 1)
+            std::swap(order[0], order[1]);
+        for (RepetitionRunner* r : order)
+            if (r->has_repeats_remaining()) {
+                r->do_one_repetition();
+                timed.close();
+            }
+    }
+    throw_if_failed(traced);
+    throw_if_failed(plain);
+    Measured m;
+    add_plain(m, plain.results());
+    add_traced(m, traced.results(), timed);
+    return m;
+}
+
+// The profile's header fields and the method text.
+OpsProfile profile_header(const OpsOptions& o, int threads) {
+    OpsProfile p;
+    p.source = "trace";
+    p.model_path = o.model_path;
+    p.devices = o.devices.empty() ? "CPU" : joined(o.devices);
+    for (const auto& d : o.devices)
+        if (d != "CPU" && !d.empty())
+            p.requested.push_back(d);
+    if (p.requested.empty())
+        p.requested.push_back("CPU");
+    p.n_threads = threads;
+    p.n_prompt = o.n_prompt;
+    p.n_depth = o.n_depth;
+    p.replay_copies = o.replay_copies;
+    p.method =
+        "Call time: each node dispatched alone by the ggml scheduler (eval callback) and waited "
+        "for (dispatch + transport + sync + compute), median of " +
+        std::to_string(o.traced_reps) + " traced repetition(s) (of each decode step in them), " +
+        "interleaved with " + std::to_string(o.plain_reps) +
+        " uninstrumented one(s) on the same context. " +
+        (o.replay_copies > 0
+             ? "Op time: on backends in host memory, an op whose calls are at least 20 no-work "
+               "dispatches is its traced call less that dispatch (in situ); any other op is "
+               "replayed once per signature (shapes, types, parameters, backend), alone and up "
+               "to " +
+                   std::to_string(o.replay_copies) +
+                   "+ times back to back in one graph, the slope between the two removing the "
+                   "dispatch. "
+             : std::string("Op time: not measured (--replay 0). ")) +
+        "Backend per node: the scheduler's assignment (GGML_SCHED_DEBUG dump). "
+        "Views/reshapes/permutes do not compute: op time 0.";
+    return p;
+}
+
+// The cold-weight budget: none when the model's weights fit in the last-level cache (the
+// real graph reads them hot too), else twice the cache (a cycle of copies that large evicts
+// each before it comes back), at most the weights themselves.
+uint64_t cold_weight_budget(std::optional<uint64_t> weights, std::optional<uint64_t> llc) {
+    const uint64_t cache = llc.value_or(kAssumedLlcBytes);
+    if (weights && *weights <= cache)
+        return 0;
+    return weights ? std::min(*weights, 2 * cache) : 2 * cache;
+}
+
+// The accelerator path's decomposition (`decompose`): dispatch per backend used, the
+// conversion of the requested devices' mat-muls.
+void add_decomposition(StageProfile& st, const std::vector<CapturedNode>& nodes,
+                       const OpsProfile& p, OpReplayer& rep,
+                       const std::function<bool()>& interrupted) {
+    const std::set<std::string> requested(p.requested.begin(), p.requested.end());
+    std::map<std::string, double> dispatch;
+    for (const auto& r : st.ops)
+        if (!dispatch.count(r.backend))
+            if (auto d = rep.dispatch_ns(r.backend))
+                dispatch[r.backend] = *d;
+    std::vector<std::optional<double>> conv(st.ops.size());
+    bool plain_kernel = false;
+    for (size_t i = 0; i < st.ops.size() && i < nodes.size(); ++i) {
+        const OpRecord& r = st.ops[i];
+        if (!requested.count(r.backend) || r.no_compute || interrupted())
+            continue;
+        bool plain = false;
+        conv[i] = rep.conversion_ns(nodes[i], r.backend, &plain);
+        plain_kernel |= conv[i].has_value() && plain;
+    }
+    st.decomposition = decompose_stage(st, p.requested, dispatch, conv);
+    if (plain_kernel)
+        st.notes.push_back(
+            "conversion was measured with the weights in a plain buffer; the real run keeps "
+            "them repacked, whose kernels convert activations their own way");
+}
+
+// Step 3 for one stage: its records and splits, op times, fallback, reconciliation and, for
+// decompose, the decomposition.
+StageProfile profile_stage(const std::string& name, const StageData& d, int n_tokens, int kv_depth,
+                           const OpsRig& rig, const OpsOptions& o, const OpsProfile& p,
+                           const std::function<bool()>& interrupted, const ProgressFn& say,
+                           size_t& replays) {
+    BuiltStage b = build_stage(name, d.capture, d.traced, rig.tracer.coverage_devices());
+    StageProfile& st = b.stage;
+    st.n_tokens = n_tokens;
+    st.kv_depth = kv_depth;
+    st.rec.plain_ns = d.plain_ns;
+    st.rec.plain_start_ns = d.plain_start_ns;
+    const bool replays_on = o.replay_copies > 0;
+    if (replays_on) {
+        OpTimeOptions to;
+        to.interrupted = interrupted;
+        to.on_replay = [&](size_t) {
+            if (++replays % 10 == 1)
+                say(fmt::format("replaying distinct ops ({} so far)", replays));
+        };
+        assign_op_times(b, rig.replayer, to);
+    } else {
+        for (auto& r : st.ops)
+            r.op_method = r.no_compute ? "no compute (view of memory): zero op time"
+                                       : "op replay skipped (--replay 0)";
+        for (auto& r : st.ops)
+            if (r.no_compute)
+                r.op_ns = 0.0;
+    }
+    std::string target;
+    for (const auto& dev : p.requested)
+        if (replays_on && rig.replayer.can_replay_on(dev)) {
+            target = dev;
+            break;
+        }
+    st.fallback =
+        fallback_rows(st, b.nodes, p.requested, replays_on ? &rig.replayer : nullptr, target);
+    if (std::any_of(st.ops.begin(), st.ops.end(),
+                    [](const OpRecord& r) { return r.backend.rfind("RPC", 0) == 0; }))
+        st.notes.push_back(
+            "RPC: a node dispatched alone is sent with its source chain within the split "
+            "(ggml-rpc serialises sources recursively), so call times grow along a split; "
+            "isolated_call_ns in the records is the op alone with fresh inputs");
+    finalize_stage(st, o.top_n);
+    if (o.decompose && replays_on)
+        add_decomposition(st, b.nodes, p, rig.replayer, interrupted);
+    return st;
+}
+
+}  // namespace
+
+OpsProfile profile_ops(const OpsRig& rig, const OpsOptions& o, const OpsHooks& hooks) {
+    check_options(o);
+    OpsHooks h = hooks;
+    if (!h.clock)
+        h.clock = now_ns;
+    if (!h.interrupted)
+        h.interrupted = [] { return interrupt_requested(); };
+    const ProgressFn say = [&](const std::string& m) {
+        if (h.progress)
+            h.progress(m);
+    };
+    const int threads = threads_or_default(o.n_threads);
+    const int64_t t0 = h.clock();
+    OpsProfile p = profile_header(o, threads);
+
+    say("loading " + o.model_path);
+    rig.tracer.load(load_spec_of(o, threads));
+    p.backends = rig.engine.active_backends();
+    const int64_t t_loaded = h.clock();
+    const Measured m = measure_stages(rig, o, threads, h, say);
+    const int64_t t_measured = h.clock();
+
+    // The traced context is done: replays run alone.
+    const std::optional<uint64_t> weights = rig.engine.weight_bytes();
+    rig.tracer.release();
+    p.llc_bytes = last_level_cache_bytes();
+    p.cold_weight_bytes = cold_weight_budget(weights, p.llc_bytes);
+    if (o.replay_copies > 0)
+        rig.replayer.open({p.backends, threads, o.replay_copies, *p.cold_weight_bytes,
+                           o.decompose ? kDecomposeReplayNs : 0});
+
+    size_t replays = 0;
+    if (o.prefill && m.prefill.captured)
+        p.stages.push_back(profile_stage("prefill", m.prefill, std::max(0, o.n_prompt), o.n_depth,
+                                         rig, o, p, h.interrupted, say, replays));
+    if (o.decode && m.decode.captured)
+        p.stages.push_back(profile_stage("decode", m.decode, 1, o.n_depth + std::max(0, o.n_prompt),
+                                         rig, o, p, h.interrupted, say, replays));
+    if (h.interrupted())
+        for (auto& st : p.stages)
+            st.notes.push_back("interrupted: results are partial");
+    const int64_t t_done = h.clock();
+    p.duration_ns = t_done - t0;
+    p.phase_ns = {{"load", t_loaded - t0},
+                  {"stages", t_measured - t_loaded},
+                  {"profile", t_done - t_measured}};
+    return p;
+}
+
+OpsProfile profile_ops(const OpsOptions& o, const ProgressFn& progress) {
+    LlamaOpRig rig = make_llama_op_rig();
+    OpsHooks h;
+    h.progress = progress;
+    return profile_ops({*rig.engine, *rig.tracer, *rig.replayer}, o, h);
+}
+
 int run_ops(const OpsCommandOptions& o, ResultDocument& doc, std::ostream& err) {
-    std::string device_set;
-    for (const auto& d : o.ops.devices)
-        device_set += (device_set.empty() ? "" : "+") + d;
+    const std::string device_set = joined(o.ops.devices);
     RunSetup setup;
     setup.models = {o.ops.model_path};
     setup.rpc_servers = o.rpc_servers;

@@ -1,18 +1,61 @@
 #pragma once
-// `stagebench ops` and `stagebench decompose` as a run: the run context's setup (the model
-// described, RPC servers added, device names checked, warnings, the document saved), then the
-// profiler (profile/tracer.hpp) and the profile in the document (doc.ops). Prints nothing but
-// progress on the error stream: the caller shows the document (report/ops_report.hpp
-// print_ops_document, which checks the format).
+// `stagebench ops` and `stagebench decompose`: the op profile's pipeline, capture -> replay ->
+// profile -> document, and the run around it.
+//
+// The pipeline (profile_ops) lives here, above profile/, because its uninstrumented and traced
+// stages are measured through the one repetition loop (scenario/repetition.hpp): the engine
+// is loaded once by the tracer (one context, the tracer's hook idle when not tracing), then
+//  1. the traced and the uninstrumented repetitions, interleaved (A B B A ..., traced first),
+//     each a prefill and OpsOptions::decode_tokens one-token decode steps (the traced ones one
+//     more), each step a sample of the decode stage. The tracer is on during each stage of a
+//     traced repetition (the loop's stage markers, outside its timed regions), so a traced
+//     stage is timed exactly as an uninstrumented one. The first traced repetition also
+//     captures the graphs (node descriptions are made between the calls' timestamps, and
+//     described after the stage): its prefill is a traced sample too, its first decode step
+//     is not. No other warm-up runs: the capturing repetition is it.
+//  2. the engine's context freed, the stages built (profile/trace_stage.hpp), op times taken
+//     in situ or by replay (profile/op_times.hpp), fallback and its penalty
+//     (profile/fallback.hpp), reconciliation (profile/ops_profile.hpp finalize_stage) and,
+//     for decompose, the decomposition.
+// The engine, tracer and replayer are injected (profile/op_trace.hpp), so the pipeline runs on
+// a scripted engine in tests; run_ops uses llama.cpp's (profile/tracer.hpp).
+#include <functional>
 #include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include "core/clock.hpp"
 #include "core/result.hpp"
+#include "profile/op_trace.hpp"
 #include "profile/tracer.hpp"
 
 namespace sb {
+
+// What the pipeline profiles with; none owned, all outliving the call. The tracer hooks the
+// engine (OpTracer::load loads it); the replayer replays what the tracer captured.
+struct OpsRig {
+    Engine& engine;
+    OpTracer& tracer;
+    OpReplayer& replayer;
+};
+
+struct OpsHooks {
+    ProgressFn progress;                // lines for humans (stderr); null: none
+    Clock clock;                        // the engine's clock; null: sb::now_ns
+    std::function<bool()> interrupted;  // polled between repetitions and replays; null:
+                                        // interrupt_requested() (core/interrupt.hpp)
+};
+
+// The profile of o on the rig. Throws sb::Error(usage) for options that select nothing
+// (no stage, -p < 1 with prefill, negative depth or replay count, repetitions < 1), and what
+// the engine's load throws (input: unusable model or device); a failure while measuring is
+// thrown with its kind (the profile is one measurement). An interrupt ends the measuring
+// early: the stages hold what was traced, with a note, and ops not yet timed say so.
+OpsProfile profile_ops(const OpsRig& rig, const OpsOptions& o, const OpsHooks& hooks = {});
+
+// profile_ops on llama.cpp in-process (make_llama_op_rig()).
+OpsProfile profile_ops(const OpsOptions& o, const ProgressFn& progress);
 
 struct OpsCommandOptions {
     OpsOptions ops;
@@ -23,10 +66,15 @@ struct OpsCommandOptions {
     bool brief = false;  // md: only reconciliation, decomposition and by-op tables
 };
 
-// Returns the exit code (0); throws sb::Error for bad input found before anything was
-// measured (an unknown model, device or server among them). A stop inside llama.cpp
-// mid-profile records nothing (the profile is one measurement) and says which device set
-// went away.
+// `stagebench ops` / `decompose` as a run: the run context's setup (the model described, RPC
+// servers added, device names checked, warnings, the document saved), then profile_ops on
+// llama.cpp and the profile in the document (doc.ops). Prints nothing but progress on err:
+// the caller shows the document (report/ops_report.hpp print_ops_document, which checks
+// the format).
+// Returns the exit code (0; 1 when interrupted, the partial profile kept); throws sb::Error
+// for bad input found before anything was measured (an unknown model, device or server
+// among them). A stop inside llama.cpp mid-profile records nothing (the profile is one
+// measurement) and says which device set went away.
 int run_ops(const OpsCommandOptions& o, ResultDocument& doc, std::ostream& err);
 
 }  // namespace sb

@@ -83,6 +83,10 @@ void Progress::done(const std::string& device) {
 void Progress::note(const std::string& line) {
     if (!enabled_)
         return;
+    notice(line);
+}
+
+void Progress::notice(const std::string& line) {
     erase();
     err_ << "stagebench: " << line << "\n";
     if (terminal_)

@@ -52,6 +52,9 @@ class Progress {
     // A line of its own ("measuring the idle baseline (2 s)", "test pp512 on CPU failed: ..."),
     // printed with the "stagebench: " prefix above the status lines.
     void note(const std::string& line);
+    // The same, printed even when progress is off (-q): what the user must see whatever they
+    // asked (a failure beside the results, the interrupt's summary).
+    void notice(const std::string& line);
 
   private:
     void redraw();

@@ -10,18 +10,7 @@
 namespace sb {
 
 LoadSpec load_spec_for(const TestConfig& c) {
-    LoadSpec ls;
-    ls.model_path = c.model_path;
-    ls.devices = split_device_set(c.devices.str());
-    ls.n_gpu_layers = c.n_gpu_layers;
-    ls.n_ctx = c.n_depth + c.n_prompt + c.n_gen + 8;
-    ls.n_batch = c.n_batch;
-    ls.n_ubatch = c.n_ubatch;
-    ls.n_threads = c.n_threads;
-    ls.flash_attn = to_string(c.flash_attn);
-    ls.type_k = c.type_k;
-    ls.type_v = c.type_v;
-    return ls;
+    return load_spec(c, c.n_depth + c.n_prompt + c.n_gen + 8);
 }
 
 double prefill_flops(uint64_t n_params, const ModelShape& s, int n_depth, int n_prompt) {
@@ -196,6 +185,7 @@ void add_request_repetition(TestResult& r, const RequestMeasure& m, int64_t n_pr
     c.prompt_tokens.push_back(prompt);
     c.output_tokens.push_back(t.n_out);
     c.streamed_tokens.push_back(t.n_streamed);
+    c.claimed_output_tokens.push_back(t.claimed_out);
     c.chunks.push_back(t.n_chunks);
     if (m.server) {
         if (!r.server)
@@ -225,12 +215,17 @@ void finish_request_result(TestResult& r, const std::string& server_kind) {
         if (!c.prompt_tokens.empty()) {
             const auto [lo, hi] =
                 std::minmax_element(c.prompt_tokens.begin(), c.prompt_tokens.end());
-            if (*lo != cfg.n_prompt || *hi != cfg.n_prompt)
-                add_note_once(r,
-                              name + ": the server counted " + std::to_string(*lo) +
-                                  (*hi != *lo ? "-" + std::to_string(*hi) : "") +
-                                  " prompt tokens (asked " + std::to_string(cfg.n_prompt) +
-                                  "; its tokenizer or chat template); prefill t/s uses its count");
+            if (*lo != cfg.n_prompt || *hi != cfg.n_prompt) {
+                std::string counted = std::to_string(*lo);
+                if (*hi != *lo) {
+                    counted += '-';
+                    counted += std::to_string(*hi);
+                }
+                add_note_once(r, name + ": the server counted " + counted +
+                                     " prompt tokens (asked " + std::to_string(cfg.n_prompt) +
+                                     "; its tokenizer or chat template); prefill t/s uses its "
+                                     "count");
+            }
         }
         const int64_t want = std::max(1, cfg.n_gen);
         if (!c.output_tokens.empty()) {

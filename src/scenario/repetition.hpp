@@ -65,8 +65,8 @@ struct RepetitionOptions {
     std::function<bool()> interrupted;
 };
 
-// How an engine loads a test: its model, devices ('+'-split), offload and context settings, a
-// context of n_depth + n_prompt + n_gen tokens and a little room.
+// How an engine loads a test: its workload (load_spec, engine/workload.hpp) with a context of
+// n_depth + n_prompt + n_gen tokens and a little room.
 LoadSpec load_spec_for(const TestConfig& c);
 
 // Approximate FLOPs of a prefill of n_prompt tokens at KV depth n_depth: dense matrix

@@ -290,7 +290,7 @@ TEST(RepetitionRunner, AFailedLoadIsRecordedNotThrown) {
     const TestResult r = rig.run(c);
     EXPECT_EQ(r.status, Status::failed);
     EXPECT_EQ(r.stopped_by, StopReason::error);
-    EXPECT_EQ(r.error_kind, "input");
+    EXPECT_EQ(r.error_kind, ErrorKind::input);
     EXPECT_EQ(r.error, "E: no model");
     EXPECT_EQ(r.reps_done, 0);
     EXPECT_FALSE(r.prefill);
@@ -306,7 +306,7 @@ TEST(RepetitionRunner, AFailedPrefillStopsTheTestWithWhatCameBefore) {
     };
     const TestResult r = rig.run(small_test(4, 2, 4));
     EXPECT_EQ(r.status, Status::failed);
-    EXPECT_EQ(r.error_kind, "runtime");
+    EXPECT_EQ(r.error_kind, ErrorKind::runtime);
     EXPECT_EQ(r.error, "llama_decode failed during prefill (code -3) at token 0");
     EXPECT_EQ(r.reps_done, 1);
     EXPECT_EQ(r.prefill->duration_ns.size(), 1u);
@@ -325,7 +325,7 @@ TEST(RepetitionRunner, AFailureOnTheThirdDecodeStepKeepsTheTokensBeforeIt) {
     const TestResult r = rig.run(small_test(4, 3, 2));
     EXPECT_EQ(r.status, Status::failed);
     EXPECT_EQ(r.error, "device lost");
-    EXPECT_EQ(r.error_kind, "runtime");
+    EXPECT_EQ(r.error_kind, ErrorKind::runtime);
     EXPECT_EQ(r.reps_done, 0);
     EXPECT_EQ(r.prefill->duration_ns.size(), 1u);
     EXPECT_TRUE(r.decode->duration_ns.empty());
@@ -341,7 +341,7 @@ TEST(RepetitionRunner, AFailingWarmupFailsTheTest) {
     };
     const TestResult r = rig.run(small_test(4, 3, 2));
     EXPECT_EQ(r.status, Status::failed);
-    EXPECT_EQ(r.error_kind, "input");
+    EXPECT_EQ(r.error_kind, ErrorKind::input);
     EXPECT_EQ(r.reps_done, 0);
     EXPECT_TRUE(r.prefill->duration_ns.empty());
 }
@@ -463,7 +463,7 @@ TEST(RepetitionRunner, ADriverCanFailOrInterruptATestItself) {
     EXPECT_EQ(rig.tl.calls().size(), calls);
     const TestResult r = runner.results();
     EXPECT_EQ(r.status, Status::failed);
-    EXPECT_EQ(r.error_kind, "runtime");
+    EXPECT_EQ(r.error_kind, ErrorKind::runtime);
     EXPECT_EQ(r.reps_done, 1);
 
     RepetitionRunner other(rig.engine, small_test(4, 2, 5), {}, o);

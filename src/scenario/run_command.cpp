@@ -12,7 +12,6 @@
 #include "core/utf8.hpp"
 #include "core/version.hpp"
 #include "engine/backends.hpp"
-#include "engine/llama_engine.hpp"
 #include "scenario/run_context.hpp"
 
 namespace sb {
@@ -58,7 +57,7 @@ ResultDocument new_document(const std::string& command, const std::vector<std::s
 namespace {
 
 std::optional<double> resolve_membw(const RunOptions& opts, ResultDocument& doc,
-                                    std::ostream& err) {
+                                    Progress& progress) {
     if (opts.membw == "off")
         return std::nullopt;
     if (opts.membw != "auto") {
@@ -78,8 +77,7 @@ std::optional<double> resolve_membw(const RunOptions& opts, ResultDocument& doc,
         threads = std::max(threads, t);
     if (threads <= 0)
         threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    if (opts.progress)
-        err << "stagebench: measuring memory bandwidth (" << threads << " threads)\n";
+    progress.note("measuring memory bandwidth (" + std::to_string(threads) + " threads)");
     MembwResult m = measure_membw(default_membw_array_bytes(), threads, 5);
     doc.membw = {{"source", "measured"},         {"threads", m.threads},
                  {"array_bytes", m.array_bytes}, {"copy_gbps", m.copy_gbps},
@@ -90,18 +88,19 @@ std::optional<double> resolve_membw(const RunOptions& opts, ResultDocument& doc,
 
 }  // namespace
 
-int run_benchmark(const RunOptions& opts, ResultDocument& doc, RunListener* listener,
-                  std::ostream& err) {
+RunResult run_benchmark(const RunOptions& opts, RunEnv env) {
     // Everything the user gave is checked before the first measurement: bad input is an
     // error of the command, not a failed test.
-    if (opts.fidelity.enabled && std::find(opts.http.engines.begin(), opts.http.engines.end(),
-                                           "llama") == opts.http.engines.end())
+    const auto& kinds = opts.http.engines;
+    if (opts.fidelity.enabled &&
+        std::find(kinds.begin(), kinds.end(), EngineKind::llama) == kinds.end())
         throw usage_error(
             "--fidelity compares the in-process engine's logits (--engine llama); a server "
             "does not return them");
     HttpRun http(opts.http, opts.matrix, opts.rpc_servers);
     auto tests = http.plan(opts.matrix);
     RunSetup setup;
+    setup.take(env);
     // A model that cannot be used fails its own tests, and the sweep goes on with the others.
     if (http.needs_gguf())
         setup.models = opts.matrix.models;
@@ -109,12 +108,11 @@ int run_benchmark(const RunOptions& opts, ResultDocument& doc, RunListener* list
     setup.rpc_servers = opts.rpc_servers;
     if (http.uses_llama())
         setup.device_sets = opts.matrix.devices;
-    setup.telemetry =
-        TelemetryChoice{opts.telemetry, opts.sysfs_root, opts.telemetry_hz, opts.idle_s};
+    setup.telemetry = opts.telemetry;
     setup.out_path = opts.out_path;
     setup.progress = opts.progress;
     setup.terminal = opts.progress && Progress::stderr_is_terminal();
-    RunContext run(doc, setup, err, listener);
+    RunContext run(env.doc, setup, env.err, env.listener);
     // The fidelity references before any test (of the models that can be used): one that
     // cannot run is bad input, found before a measurement.
     RunFidelity fidelity(opts.fidelity);
@@ -123,39 +121,40 @@ int run_benchmark(const RunOptions& opts, ResultDocument& doc, RunListener* list
         for (const auto& t : tests)
             if (!run.unusable_model(t.model_path))
                 usable.push_back(t);
-        fidelity.prepare(usable, err, opts.progress);
+        fidelity.prepare(usable, run.engines(), run.progress());
     }
-    http.connect(doc, tests, err, opts.progress);
-    const auto membw = http.uses_llama() ? resolve_membw(opts, doc, err) : std::optional<double>();
+    http.connect(run, tests);
+    const auto membw = http.uses_llama() ? resolve_membw(opts, run.doc(), run.progress())
+                                         : std::optional<double>();
     int max_threads = 0;
     for (const auto& t : tests)
         max_threads = std::max(max_threads, t.n_threads);
     run.open(max_threads);
     run.start();
     run.plan(tests.size());
-    LlamaEngine engine;
+    std::unique_ptr<Engine> engine =
+        http.uses_llama() ? run.engines().make(EngineKind::llama) : nullptr;
     for (const auto& config : tests) {
-        if (interrupt_requested())
+        if (run.should_stop())
             break;
         SweepHooks hooks = run.begin_test(config);
         TestResult r;
         if (const Error* bad = run.unusable_model(config.model_path);
             bad && (config.engine != EngineKind::http || !opts.http.url)) {
             r.config = config;
-            r.started_ns = r.finished_ns = now_ns();
+            r.started_ns = r.finished_ns = run.clock()();
             record_failure(r, *bad);
+        } else if (config.engine == EngineKind::http) {
+            r = http.run(config, hooks, run.clock());
         } else {
-            r = config.engine == EngineKind::http ? http.run(config, hooks)
-                                                  : run_test(engine, config, hooks, membw);
-            if (config.engine == EngineKind::llama)
-                fidelity.check(engine, r);  // after the timed repetitions, untimed
+            r = run_test(*engine, config, hooks, membw, run.clock());
+            fidelity.check(*engine, r);  // after the timed repetitions, untimed
         }
         run.end_test(std::move(r));
     }
-    engine.unload();
+    engine.reset();
     http.stop();
-    run.finish();
-    return exit_code_for(doc.tests, interrupt_requested());
+    return run.finish();
 }
 
 }  // namespace sb

@@ -1,8 +1,8 @@
 #pragma once
 // `stagebench run` and `stagebench demo` end to end: validate inputs, describe the machine,
 // run the sweep, stream rows to a reporter and keep the result document on disk as each test
-// completes. Returns the exit code of exit_code_for() (0 all tests ok, 1 some failed or
-// interrupted, 2 some failed on bad input: a model that cannot be used fails its own tests
+// completes. Returns the document and the outcome (Outcome: ok, a test failed or the run was
+// interrupted, or a test failed on bad input: a model that cannot be used fails its own tests
 // while the other models run); throws sb::Error for bad input found before anything was
 // measured (every model unusable included).
 #include <optional>
@@ -25,11 +25,9 @@ struct RunOptions {
     std::optional<std::string> out_path;     // the result document (JSON)
     std::string membw = "auto";              // auto | off | a number in GB/s
     bool progress = true;                    // progress lines on the error stream
-    // Telemetry: auto (on where sources exist), on, off; sensors under sysfs_root.
-    std::string telemetry = "auto";
-    std::string sysfs_root = "/sys";
-    double telemetry_hz = 10;
-    double idle_s = 2;  // idle baseline before the first test (0: none)
+    // Telemetry: auto (on where sources exist), on, off; sensors under its sysfs root, an idle
+    // baseline before the first test.
+    TelemetryChoice telemetry{TelemetryMode::automatic, "/sys", 10, 2};
     // Engines: in-process llama.cpp and/or a server over HTTP (see scenario/http_run.hpp).
     HttpRunOptions http;
     // --fidelity: each in-process test's logits against a reference (scenario/run_fidelity.hpp).
@@ -39,9 +37,9 @@ struct RunOptions {
 // Fills the parts of a result document that describe the tool, llama.cpp and the machine.
 ResultDocument new_document(const std::string& command, const std::vector<std::string>& argv);
 
-// Runs the sweep into doc through a RunContext (scenario/run_context.hpp): listener (may be
-// null) hears of every test as it completes, progress goes to err; nothing is printed to stdout.
-int run_benchmark(const RunOptions& opts, ResultDocument& doc, RunListener* listener,
-                  std::ostream& err);
+// Runs the sweep into env.doc through a RunContext (scenario/run_context.hpp): env.listener
+// (may be null) hears of every test as it completes, progress goes to env.err, the engines
+// come from env.engines; nothing is printed to stdout.
+RunResult run_benchmark(const RunOptions& opts, RunEnv env);
 
 }  // namespace sb

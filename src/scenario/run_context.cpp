@@ -4,11 +4,11 @@
 
 #include <fmt/format.h>
 
-#include "core/clock.hpp"
 #include "core/interrupt.hpp"
 #include "core/sysinfo.hpp"
 #include "engine/backends.hpp"
 #include "model/inspect.hpp"
+#include "scenario/repetition.hpp"
 
 namespace sb {
 
@@ -18,7 +18,10 @@ RunContext::RunContext(ResultDocument& doc, RunSetup setup, std::ostream& err,
       setup_(std::move(setup)),
       err_(err),
       listener_(listener),
-      progress_(err, setup_.progress, setup_.terminal, now_ns) {
+      engines_(setup_.engines ? setup_.engines : &default_engine_factory()),
+      progress_(err, setup_.progress, setup_.terminal, setup_.clock ? setup_.clock : now_ns) {
+    if (!setup_.clock)
+        setup_.clock = now_ns;
     std::optional<Error> first;
     for (const auto& path : setup_.models) {
         try {
@@ -38,7 +41,7 @@ RunContext::RunContext(ResultDocument& doc, RunSetup setup, std::ostream& err,
         add_rpc_server(ep);
     std::vector<std::string> names;
     for (const auto& d : setup_.device_sets)
-        for (auto& n : split_device_set(d))
+        for (auto& n : split_device_set(d.str()))
             names.push_back(std::move(n));
     if (!names.empty())
         check_device_names(names);
@@ -52,43 +55,99 @@ const Error* RunContext::unusable_model(const std::string& path) const {
 }
 
 void RunContext::save(DocumentSave how) {
-    if (setup_.out_path)
+    if (!setup_.out_path || (save_error_ && how == DocumentSave::progress))
+        return;
+    if (!opened_ || how == DocumentSave::final) {
         write_document(doc_, *setup_.out_path, how);
+        return;
+    }
+    const int64_t t = now_ns();
+    if (last_save_ns_ > 0 && t - last_save_ns_ < 10 * last_save_cost_ns_)
+        return;
+    // In the middle of a run a failed save stops it; what was measured stays in the document,
+    // which the command then keeps elsewhere (the store) before it reports the error.
+    try {
+        write_document(doc_, *setup_.out_path, how);
+        last_save_ns_ = now_ns();
+        last_save_cost_ns_ = last_save_ns_ - t;
+    } catch (const Error& e) {
+        save_error_ = e;
+        progress_.notice("saving " + *setup_.out_path + " failed: " + e.what() +
+                         "; the run stops after this test");
+    }
+}
+
+void RunContext::update(const std::function<void(ResultDocument&)>& change) {
+    {
+        std::lock_guard<std::timed_mutex> lock(doc_mu_);
+        change(doc_);
+        doc_.finished_at = utc_timestamp();
+    }
+    save();
+}
+
+bool RunContext::should_stop() const {
+    return interrupt_requested() || save_error_.has_value();
 }
 
 void RunContext::open(int max_threads) {
-    // Progress lines of the telemetry setup go through the progress reporter's stream.
-    tel_ = open_telemetry(setup_.telemetry, err_, setup_.progress);
+    // Progress lines of the telemetry setup go through the progress reporter.
+    tel_ = open_telemetry(setup_.telemetry, progress_);
     sampling_ = tel_ && has_sources(*tel_);
     for (auto& w : system_warnings(read_system_info(), max_threads))
         doc_.warnings.push_back(w);
     for (auto& w : model_warnings(doc_.models))
         doc_.warnings.push_back(w);
     save();
+    opened_ = true;
     // llama.cpp may stop the process inside a test (an RPC server that dies), and the stage
-    // watchdog may end it: the last word records that test as failed next to the ones before.
+    // watchdog may end it: the last word records the running tests as failed next to the ones
+    // before.
     last_word_ = std::make_unique<LastWordScope>(
-        [this](const std::string& message) -> std::optional<std::string> {
-            std::unique_lock<std::timed_mutex> lock(doc_mu_, std::chrono::seconds(5));
-            if (!is_running_.load() || !lock.owns_lock() || !running_)
-                return std::nullopt;
-            TestResult r;
-            r.config = *running_;
-            record_failure(r,
-                           describe_llama_stop(message, running_->devices.str(), activity_.load()),
-                           std::nullopt);
-            r.started_ns = running_since_ns_.load();
-            r.finished_ns = now_ns();
-            doc_.tests.push_back(r);
-            doc_.finished_at = utc_timestamp();
-            save();
-            return "test " + r.config.test_name() + " on " + r.config.devices.str() +
-                   " failed: " + *r.error + "; " + std::to_string(doc_.tests.size() - 1) +
-                   " earlier test(s) kept" +
-                   (setup_.out_path ? " in " + *setup_.out_path : std::string());
-        });
+        [this](const std::string& message) { return last_word(message); });
     if (listener_)
         listener_->begin(doc_);
+}
+
+std::optional<std::string> RunContext::last_word(const std::string& message) {
+    std::unique_lock<std::timed_mutex> lock(doc_mu_, std::chrono::seconds(5));
+    if (!lock.owns_lock() || running_.empty())
+        return std::nullopt;
+    const Running& lead = running_.front();
+    const DeviceSet devices = lead.how.devices.value_or(lead.config.devices);
+    const std::string error = describe_llama_stop(message, devices.str(), activity_.load());
+    const size_t earlier = doc_.tests.size();
+    for (const auto& run : running_) {
+        TestResult r;
+        if (run.how.so_far) {
+            r = run.how.so_far();
+            finish_result(r);
+        } else {
+            r.config = run.config;
+        }
+        record_failure(r, error, std::nullopt);
+        if (r.started_ns == 0)
+            r.started_ns = run.since_ns;
+        r.finished_ns = setup_.clock();
+        if (run.how.on_failed)
+            run.how.on_failed(r, doc_);
+        doc_.tests.push_back(std::move(r));
+    }
+    doc_.finished_at = utc_timestamp();
+    if (setup_.out_path) {
+        try {
+            write_document(doc_, *setup_.out_path, DocumentSave::progress);
+        } catch (const std::exception&) {
+            // The process is going down: the command's own keeping (below) still runs.
+        }
+    }
+    if (setup_.on_last_word)
+        setup_.on_last_word(doc_);
+    const std::string what = !running_label_.empty() ? running_label_
+                                                     : "test " + lead.config.test_name() + " on " +
+                                                           lead.config.devices.str();
+    return what + " failed: " + error + "; " + std::to_string(earlier) + " earlier test(s) kept" +
+           (setup_.out_path ? " in " + *setup_.out_path : std::string());
 }
 
 void RunContext::start() {
@@ -102,56 +161,82 @@ void RunContext::start() {
     tel_->start();
 }
 
-SweepHooks RunContext::begin_test(const TestConfig& config) {
+std::string RunContext::device_label(const TestConfig& c) {
+    return c.engine == EngineKind::http ? c.devices.str() + " (HTTP)" : c.devices.str();
+}
+
+SweepHooks RunContext::begin_test(const TestConfig& config, RunningTest running) {
+    Running run;
+    run.config = config;
+    run.how = std::move(running);
+    run.since_ns = setup_.clock();
     {
         std::lock_guard<std::timed_mutex> lock(doc_mu_);
-        running_ = config;
+        run.prefix = run.how.stage_prefix.value_or(
+            "test" + std::to_string(doc_.tests.size() + running_.size()) + "/");
+        running_.push_back(run);
     }
-    stage_prefix_ = "test" + std::to_string(doc_.tests.size()) + "/";
     activity_.store("");
-    running_since_ns_.store(now_ns());
-    is_running_.store(true);
 
     SweepHooks hooks;
     if (sampling_)
-        hooks.stage_marker = [this](const std::string& stage, bool begin,
-                                    std::optional<int64_t> tokens) {
-            tel_->mark(stage_prefix_ + stage, begin, tokens);
+        hooks.stage_marker = [this, prefix = run.prefix](const std::string& stage, bool begin,
+                                                         std::optional<int64_t> tokens) {
+            tel_->mark(prefix + stage, begin, tokens);
         };
     // The test, repetition and stage for the progress line; kept by copy so the hooks do not
     // depend on the caller's config.
     auto step = std::make_shared<ProgressStep>();
     step->test = config.test_name();
-    const std::string device =
-        config.engine == EngineKind::http ? config.devices.str() + " (HTTP)" : config.devices.str();
+    if (run.how.step)
+        *step = *run.how.step;
+    const std::string device = device_label(config);
     hooks.activity = [this, step, device](const char* what) {
         activity_.store(what);
         step->stage = what;
         progress_.step(device, *step);
     };
-    hooks.repetition = [step](int rep, int reps) {
-        step->rep = rep;
-        step->reps = reps;
-    };
+    if (!run.how.step)
+        hooks.repetition = [step](int rep, int reps) {
+            step->rep = rep;
+            step->reps = reps;
+        };
     hooks.progress = [this](const std::string& line) { progress_.note(line); };
     return hooks;
 }
 
-const TestResult& RunContext::end_test(TestResult r) {
+void RunContext::name_running(std::string label) {
     std::lock_guard<std::timed_mutex> lock(doc_mu_);
-    is_running_.store(false);
-    running_.reset();
-    progress_.done(r.config.engine == EngineKind::http ? r.config.devices.str() + " (HTTP)"
-                                                       : r.config.devices.str());
-    if (sampling_)
-        r.telemetry = test_telemetry(*tel_, stage_prefix_);
-    if (auto w = stall_warning(r))
+    running_label_ = std::move(label);
+}
+
+const TestResult& RunContext::end_test(TestResult r) {
+    std::string prefix;
+    bool own_report = false;
+    {
+        std::lock_guard<std::timed_mutex> lock(doc_mu_);
+        if (!running_.empty()) {
+            prefix = running_.front().prefix;
+            own_report = running_.front().how.own_report;
+            running_.pop_front();
+        }
+        if (running_.empty())
+            running_label_.clear();
+    }
+    if (!own_report)
+        progress_.done(device_label(r.config));
+    if (sampling_ && !prefix.empty())
+        r.telemetry = test_telemetry(*tel_, prefix);
+    if (auto w = own_report ? std::nullopt : stall_warning(r))
         doc_.warnings.push_back(*w);
-    if (r.status == Status::failed)
+    if (r.status == Status::failed && !own_report)
         progress_.note("test " + r.config.test_name() + " on " + r.config.devices.str() +
                        " failed: " + r.error.value_or(""));
-    doc_.tests.push_back(std::move(r));
-    doc_.finished_at = utc_timestamp();
+    {
+        std::lock_guard<std::timed_mutex> lock(doc_mu_);
+        doc_.tests.push_back(std::move(r));
+        doc_.finished_at = utc_timestamp();
+    }
     save();
     progress_.advance();
     if (listener_)
@@ -159,15 +244,38 @@ const TestResult& RunContext::end_test(TestResult r) {
     return doc_.tests.back();
 }
 
-void RunContext::finish() {
+RunResult RunContext::finish(Outcome at_least) {
+    {
+        std::lock_guard<std::timed_mutex> lock(doc_mu_);
+        running_.clear();
+    }
+    last_word_.reset();
     finish_telemetry(tel_.get(), doc_);
     doc_.finished_at = utc_timestamp();
     if (listener_)
         listener_->end(doc_);
-    save(DocumentSave::final);
-    if (interrupt_requested())
-        err_ << "stagebench: interrupted; " << doc_.tests.size() << " test(s) kept"
-             << (setup_.out_path ? " in " + *setup_.out_path : std::string()) << "\n";
+    RunResult out;
+    out.error = save_error_;
+    if (!out.error) {
+        try {
+            save(DocumentSave::final);
+        } catch (const Error& e) {
+            out.error = e;
+        }
+    }
+    const bool interrupted = interrupt_requested();
+    if (interrupted) {
+        const std::string where =
+            setup_.out_path && !out.error ? " in " + *setup_.out_path : std::string();
+        progress_.notice(doc_.tests.empty() ? "interrupted; what was measured is kept" + where
+                                            : "interrupted; " + std::to_string(doc_.tests.size()) +
+                                                  " test(s) kept" + where);
+    }
+    out.outcome = worse(outcome_of(doc_.tests, interrupted), at_least);
+    if (out.error)
+        out.outcome = worse(out.outcome, Outcome::failed);
+    out.doc = std::move(doc_);
+    return out;
 }
 
 }  // namespace sb

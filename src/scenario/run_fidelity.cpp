@@ -8,7 +8,6 @@
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
 #include "engine/backends.hpp"
-#include "engine/llama_engine.hpp"
 #include "engine/workload.hpp"
 #include "model/inspect.hpp"
 #include "scenario/repetition.hpp"
@@ -20,10 +19,10 @@ namespace {
 // The reference's test: the test's workload on the reference devices with llama.cpp's
 // defaults otherwise (f16 KV, flash attention auto, the default batch), from an empty cache.
 TestConfig reference_config(const TestConfig& c, const std::string& model,
-                            const std::string& devices) {
+                            const DeviceSet& devices) {
     TestConfig r;
     r.model_path = model;
-    r.devices = DeviceSet(devices);
+    r.devices = devices;
     r.n_prompt = c.n_prompt;
     r.n_gen = c.n_gen;
     r.n_threads = c.n_threads;
@@ -41,12 +40,13 @@ RunFidelity::Key RunFidelity::key_of(const TestConfig& c) const {
     return {o_.reference_model.value_or(c.model_path), c.n_prompt, c.n_gen, c.seed, c.n_threads};
 }
 
-void RunFidelity::prepare(const std::vector<TestConfig>& tests, std::ostream& progress, bool show) {
+void RunFidelity::prepare(const std::vector<TestConfig>& tests, EngineFactory& engines,
+                          Progress& progress) {
     if (!o_.enabled)
         return;
     if (o_.top_k < 1)
         throw usage_error("--top-k must be at least 1");
-    check_device_names(split_device_set(o_.reference_devices));
+    check_device_names(split_device_set(o_.reference_devices.str()));
     // A reference model must share each test model's vocabulary: checked from the files' own
     // metadata before anything runs.
     if (o_.reference_model) {
@@ -63,7 +63,7 @@ void RunFidelity::prepare(const std::vector<TestConfig>& tests, std::ostream& pr
                     *o_.reference_model, *ref_vocab, c.model_path, *v));
         }
     }
-    LlamaEngine e;
+    std::unique_ptr<Engine> e = engines.make(EngineKind::llama);
     for (const auto& c : tests) {
         if (c.engine != EngineKind::llama || interrupt_requested())
             continue;
@@ -73,12 +73,12 @@ void RunFidelity::prepare(const std::vector<TestConfig>& tests, std::ostream& pr
         const TestConfig rc = reference_config(c, std::get<0>(k), o_.reference_devices);
         Reference ref;
         ref.label =
-            fmt::format("{} on {} (f16/f16)", file_name(rc.model_path), o_.reference_devices);
+            fmt::format("{} on {} (f16/f16)", file_name(rc.model_path), o_.reference_devices.str());
         try {
-            e.load(load_spec_for(rc));
+            e->load(load_spec_for(rc));
             ref.tokens =
-                sequence_tokens(rc.n_prompt + rc.n_gen, e.n_vocab(), rc.seed, e.bos_token());
-            ref.logits = capture_sequence(e, ref.tokens, rc.n_prompt, rc.n_gen, false);
+                sequence_tokens(rc.n_prompt + rc.n_gen, e->n_vocab(), rc.seed, e->bos_token());
+            ref.logits = capture_sequence(*e, ref.tokens, rc.n_prompt, rc.n_gen, false);
         } catch (const Error& err) {
             if (err.kind() == ErrorKind::runtime && !interrupt_requested())
                 throw input_error("the fidelity reference " + ref.label +
@@ -86,12 +86,10 @@ void RunFidelity::prepare(const std::vector<TestConfig>& tests, std::ostream& pr
             throw;
         }
         // After the capture: a reference that cannot run leaves its error the only line.
-        if (show)
-            progress << fmt::format("stagebench: fidelity reference {}: pp{}+tg{} captured\n",
-                                    ref.label, rc.n_prompt, rc.n_gen);
+        progress.note(fmt::format("fidelity reference {}: pp{}+tg{} captured", ref.label,
+                                  rc.n_prompt, rc.n_gen));
         refs_.emplace(k, std::move(ref));
     }
-    e.unload();
 }
 
 const RunFidelity::Reference* RunFidelity::reference_of(const TestConfig& c, TestResult& r) const {
@@ -107,7 +105,7 @@ const RunFidelity::Reference* RunFidelity::reference_of(const TestConfig& c, Tes
 }
 
 void RunFidelity::measure(
-    const LlamaEngine& vocab_of, TestResult& r,
+    const Engine& vocab_of, TestResult& r,
     const std::function<LogitCapture(const std::vector<int32_t>&)>& capture) const {
     const Reference* ref = reference_of(r.config, r);
     if (!ref)
@@ -130,13 +128,13 @@ void RunFidelity::measure(
     }
 }
 
-void RunFidelity::check(LlamaEngine& e, TestResult& r) const {
+void RunFidelity::check(Engine& e, TestResult& r) const {
     measure(e, r, [&](const std::vector<int32_t>& tokens) {
         return capture_sequence(e, tokens, r.config.n_prompt, r.config.n_gen, false);
     });
 }
 
-void RunFidelity::check_transferred(LlamaEngine& pre, LlamaEngine& dec, TestResult& r) const {
+void RunFidelity::check_transferred(Engine& pre, Engine& dec, TestResult& r) const {
     measure(pre, r, [&](const std::vector<int32_t>& tokens) {
         return capture_transferred(pre, dec, tokens, r.config.n_prompt, r.config.n_gen);
     });

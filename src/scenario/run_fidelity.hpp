@@ -16,15 +16,15 @@
 #include <vector>
 
 #include "core/result.hpp"
+#include "engine/engine_factory.hpp"
 #include "scenario/fidelity_capture.hpp"
+#include "scenario/progress.hpp"
 
 namespace sb {
 
-class LlamaEngine;
-
 struct RunFidelityOptions {
     bool enabled = false;
-    std::string reference_devices = "CPU";       // --reference
+    DeviceSet reference_devices = "CPU";         // --reference
     std::optional<std::string> reference_model;  // --reference-model (default: the test's)
     int top_k = 10;                              // --top-k
 };
@@ -34,18 +34,19 @@ class RunFidelity {
     explicit RunFidelity(RunFidelityOptions o) : o_(std::move(o)) {}
     bool enabled() const { return o_.enabled; }
 
-    // The references of these tests (in-process tests only), captured now. Throws
-    // sb::Error(usage/input) when a reference cannot run: devices that do not exist, a
-    // reference model llama.cpp refuses, a vocabulary that differs from a test model's.
-    void prepare(const std::vector<TestConfig>& tests, std::ostream& progress, bool show);
+    // The references of these tests (in-process tests only), captured now on an in-process
+    // engine from engines. Throws sb::Error(usage/input) when a reference cannot run: devices
+    // that do not exist, a reference model llama.cpp refuses, a vocabulary that differs from a
+    // test model's.
+    void prepare(const std::vector<TestConfig>& tests, EngineFactory& engines, Progress& progress);
 
     // The test's distance from its reference, captured on e (loaded with the test). A capture
     // that fails is recorded in r.fidelity's error; the timing stands.
-    void check(LlamaEngine& e, TestResult& r) const;
+    void check(Engine& e, TestResult& r) const;
 
     // The same for a sequence split between two engines (hybrid): prefill on pre, decode on dec
     // after the state transfer.
-    void check_transferred(LlamaEngine& pre, LlamaEngine& dec, TestResult& r) const;
+    void check_transferred(Engine& pre, Engine& dec, TestResult& r) const;
 
   private:
     using Key = std::tuple<std::string, int, int, uint64_t, int>;  // model, p, n, seed, threads
@@ -59,7 +60,7 @@ class RunFidelity {
     // The test's capture (by capture, given the reference's tokens) against its reference,
     // into r.fidelity; a vocabulary (vocab_of's, read only for a test that ran) other than the
     // reference's or a failed capture is its error.
-    void measure(const LlamaEngine& vocab_of, TestResult& r,
+    void measure(const Engine& vocab_of, TestResult& r,
                  const std::function<LogitCapture(const std::vector<int32_t>&)>& capture) const;
     RunFidelityOptions o_;
     std::map<Key, Reference> refs_;

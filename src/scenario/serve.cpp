@@ -17,11 +17,11 @@
 #include "core/interrupt.hpp"
 #include "core/parse.hpp"
 #include "core/stats.hpp"
+#include "core/sysinfo.hpp"
 #include "engine/http_engine.hpp"
 #include "engine/process.hpp"
 #include "model/inspect.hpp"
 #include "scenario/llama_server.hpp"
-#include "telemetry/telemetry_json.hpp"
 
 namespace sb {
 
@@ -191,8 +191,16 @@ ServeRequest request_record(const std::function<Generation()>& get, const HttpPr
         r.tpot_ns = m.timing.tpot_ns;
         r.itl_ns = m.timing.itl_ns;
         r.output_tokens = m.timing.n_out;
+        r.streamed_tokens = m.timing.n_streamed;
+        r.claimed_output_tokens = m.timing.claimed_out;
+        r.notes = m.timing.notes;
         r.prompt_tokens =
             m.prompt_tokens ? m.prompt_tokens : std::optional<int64_t>(prompt.n_tokens);
+        // The other TTFT definitions harnesses use, and the server's id of the request.
+        if (g.first_byte_ns)
+            r.ttft_first_byte_ns = *g.first_byte_ns - m.start_ns;
+        r.ttft_first_content_ns = m.timing.first_content_ns;
+        r.request_id = g.request_id;
     } catch (const Error& err) {
         r.error = err.what();
         // Cut by Ctrl-C: kept as interrupted, not counted as the server's failure.
@@ -209,10 +217,16 @@ ServeRequest one_request(HttpEngine& e, const std::string& model, const HttpProm
                           send, t0);
 }
 
-}  // namespace
+// What one invocation's options say once checked.
+struct ServePlan {
+    int64_t longest = 0;  // the longest request (prompt + output), for a started server's context
+    bool loop = false;    // --client loop
+    std::vector<std::pair<std::string, double>> points;  // (mode, value) in order
+    std::vector<std::pair<int64_t, int64_t>> lens;       // every request's (prompt, output)
+    std::string shape;                                   // the lengths, for progress lines
+};
 
-ServeResult run_serve(const ServeOptions& o, std::ostream& progress,
-                      const std::function<void(const ServeResult&)>& after_point) {
+ServePlan plan_of(const ServeOptions& o) {
     if (o.concurrency.empty() == o.rates.empty())
         throw usage_error("serve needs --concurrency LIST or --rate LIST (one of them)");
     for (int c : o.concurrency)
@@ -227,26 +241,48 @@ ServeResult run_serve(const ServeOptions& o, std::ostream& progress,
         throw usage_error("--requests, -p and -n must be at least 1");
     if ((o.n_prompt_max && o.n_prompt_max < o.n_prompt) || (o.n_gen_max && o.n_gen_max < o.n_gen))
         throw usage_error("-p and -n ranges need LO <= HI");
+    if (o.max_error_rate && !(*o.max_error_rate >= 0 && *o.max_error_rate <= 1))
+        throw usage_error(
+            fmt::format("--max-error-rate {} is not a share in 0..1", *o.max_error_rate));
     if (o.duration_s && !(*o.duration_s > 0))
         throw usage_error("--duration must be above 0");
-    // The longest request, for the context of a llama-server started here.
-    int64_t longest = std::max(o.n_prompt, o.n_prompt_max) + std::max(o.n_gen, o.n_gen_max);
-    for (const auto& [lp, ln] : o.lengths)
-        longest = std::max(longest, lp + ln);
     if (!o.url && !o.model_file)
         throw usage_error("serve needs --url URL, or -m FILE.gguf for a llama-server it starts");
-    if (o.client != "thread" && o.client != "loop")
-        throw usage_error("--client '" + o.client + "': expected thread or loop");
-    const bool loop = o.client == "loop";
+    ServePlan p;
+    p.longest = std::max(o.n_prompt, o.n_prompt_max) + std::max(o.n_gen, o.n_gen_max);
+    for (const auto& [lp, ln] : o.lengths)
+        p.longest = std::max(p.longest, lp + ln);
+    p.loop = o.client == ClientKind::loop;
+    for (int c : o.concurrency)
+        p.points.push_back({"concurrency", static_cast<double>(c)});
+    for (double r : o.rates)
+        p.points.push_back({"rate", r});
+    // Every point sends the same lengths (seeded), each with prompts of its own.
+    p.lens = request_lengths(o.requests, {o.n_prompt, std::max(o.n_prompt, o.n_prompt_max)},
+                             {o.n_gen, std::max(o.n_gen, o.n_gen_max)}, o.lengths, o.seed);
+    p.shape =
+        !o.lengths.empty()
+            ? fmt::format("lengths of {} pairs", o.lengths.size())
+            : fmt::format("pp{}{}+tg{}{}", o.n_prompt,
+                          o.n_prompt_max > o.n_prompt ? fmt::format("-{}", o.n_prompt_max) : "",
+                          o.n_gen, o.n_gen_max > o.n_gen ? fmt::format("-{}", o.n_gen_max) : "");
+    return p;
+}
 
-    ServeResult res;
-    res.options = o;
-    HttpEngineOptions eo;
+// The server under load (given, or a llama-server started here) and the main client, which
+// makes the prompts and says what the server is.
+struct ServeServer {
     std::unique_ptr<LlamaServer> managed;
-    const HttpApi api = parse_http_api(o.api);
-    std::string model = o.model;
+    HttpEngineOptions eo;
+    std::string model;  // the name the requests carry ("" the server's default)
+    std::unique_ptr<HttpEngine> main;
+};
+
+ServeServer connect_server(const ServeOptions& o, const ServePlan& plan, RunContext& run) {
+    ServeServer s;
+    s.model = o.model;
     if (o.url) {
-        eo.url = *o.url;
+        s.eo.url = *o.url;
     } else {
         LlamaServerSpec spec;
         spec.binary = find_peer_program("llama-server");
@@ -256,283 +292,298 @@ ServeResult run_serve(const ServeOptions& o, std::ostream& progress,
         spec.threads = o.threads;
         spec.slots = o.slots;
         // Every slot holds a prompt and its output.
-        spec.n_ctx = static_cast<int>(o.slots * (longest + 64));
-        spec.api = api;
+        spec.n_ctx = static_cast<int>(o.slots * (plan.longest + 64));
+        spec.api = o.api;
         spec.timeout_s = o.timeout_s;
-        managed = std::make_unique<LlamaServer>(
-            spec, [&](const std::string& m) { progress << "stagebench: " << m << "\n"; });
-        eo.url = managed->url();
-        model.clear();
+        s.managed =
+            std::make_unique<LlamaServer>(spec, [&run](const std::string& m) { run.note(m); });
+        s.eo.url = s.managed->url();
+        s.model.clear();
     }
-    eo.api = api;
-    eo.timeouts.connect_ms = static_cast<int64_t>(o.timeout_s * 1000);
-    eo.timeouts.read_ms = eo.timeouts.connect_ms;
-    HttpEngine main(eo);
-    main.connect();
-    res.server = main.describe();
-
-    struct Point {
-        std::string mode;
-        double value;
-    };
-    std::vector<Point> points;
-    for (int c : o.concurrency)
-        points.push_back({"concurrency", static_cast<double>(c)});
-    for (double r : o.rates)
-        points.push_back({"rate", r});
-
-    // Telemetry: one stage per point, energy net of an idle baseline taken with the server up.
-    std::unique_ptr<Sampler> tel = open_telemetry(o.telemetry, progress, true);
-    const bool sampling = tel && has_sources(*tel);
-    if (sampling) {
-        if (o.telemetry.idle_s > 0) {
-            progress << fmt::format("stagebench: measuring the idle baseline ({:g} s)\n",
-                                    o.telemetry.idle_s);
-            tel->measure_idle(static_cast<int64_t>(o.telemetry.idle_s * 1e9));
-        }
-        tel->start();
-    }
-    // Every point sends the same lengths (seeded), each with prompts of its own.
-    const auto lens =
-        request_lengths(o.requests, {o.n_prompt, std::max(o.n_prompt, o.n_prompt_max)},
-                        {o.n_gen, std::max(o.n_gen, o.n_gen_max)}, o.lengths, o.seed);
-    const std::string shape =
-        !o.lengths.empty()
-            ? fmt::format("lengths of {} pairs", o.lengths.size())
-            : fmt::format("pp{}{}+tg{}{}", o.n_prompt,
-                          o.n_prompt_max > o.n_prompt ? fmt::format("-{}", o.n_prompt_max) : "",
-                          o.n_gen, o.n_gen_max > o.n_gen ? fmt::format("-{}", o.n_gen_max) : "");
-
-    uint64_t prompt_seed = o.seed * 1000003;
-    for (const auto& pt : points) {
-        if (interrupt_requested())
-            break;
-        // Open loop: the seeded arrivals decide how many requests fall within --duration.
-        std::vector<double> gaps;
-        int count = o.requests;
-        if (pt.mode == "rate") {
-            gaps = arrival_gaps(o.requests, pt.value, o.burstiness, o.seed);
-            if (o.duration_s) {
-                double at_s = 0;
-                count = 0;
-                for (double g : gaps) {
-                    if ((at_s += g) >= *o.duration_s)
-                        break;
-                    ++count;
-                }
-                count = std::max(count, 1);
-            }
-        }
-        const int width = pt.mode == "concurrency" ? static_cast<int>(pt.value) : count;
-        if (o.duration_s)
-            progress << fmt::format(
-                "stagebench: serve {} {:g}: {:g} s (at most {} requests) of {}\n", pt.mode,
-                pt.value, *o.duration_s, o.requests, shape);
-        else
-            progress << fmt::format("stagebench: serve {} {:g}: {} requests of {}\n", pt.mode,
-                                    pt.value, o.requests, shape);
-        // Before the clock: distinct prompts, and one connected client per worker.
-        std::vector<HttpPrompt> prompts;
-        try {
-            for (int i = 0; i < count && !interrupt_requested(); ++i)
-                prompts.push_back(
-                    main.make_prompt(model, lens[static_cast<size_t>(i)].first, ++prompt_seed));
-        } catch (const Error&) {
-            if (!interrupt_requested())
-                throw;
-        }
-        if (interrupt_requested())
-            break;
-        const int n_clients = std::min(width, count);
-        std::vector<std::unique_ptr<HttpEngine>> clients;
-        for (int i = 0; i < n_clients && !loop; ++i) {
-            clients.push_back(std::make_unique<HttpEngine>(eo));
-            clients.back()->connect();
-        }
-        ServePoint p;
-        p.mode = pt.mode;
-        p.value = pt.value;
-        p.requests.resize(static_cast<size_t>(count));
-        std::vector<char> sent(static_cast<size_t>(count), 0);  // per request: no shared bits
-        const std::string stage = fmt::format("serve.{}.{:g}", pt.mode, pt.value);
-        if (sampling)
-            tel->mark(stage, true);
-        const double cpu0 = cpu_seconds();
-        const int64_t t0 = now_ns();
-        p.start_ns = t0;
-        const int64_t deadline = o.duration_s ? t0 + static_cast<int64_t>(*o.duration_s * 1e9) : 0;
-        auto before_deadline = [&] { return deadline == 0 || now_ns() < deadline; };
-        if (loop) {
-            // One thread (this one) drives every request in flight through libcurl's multi
-            // interface; a closed-loop request that ends starts the next from its callback.
-            HttpMulti multi(eo.url, eo.timeouts);
-            std::vector<std::unique_ptr<GenerationStream>> streams(static_cast<size_t>(count));
-            const bool closed = pt.mode == "concurrency";
-            int next = 0;
-            std::function<void(int)> start = [&](int i) {
-                const auto k = static_cast<size_t>(i);
-                const int64_t send = now_ns();
-                sent[k] = 1;
-                try {
-                    streams[k] = main.start_generation(model, prompts[k], lens[k].second,
-                                                       o.seed + static_cast<uint64_t>(i));
-                    GenerationStream* st = streams[k].get();
-                    multi.start_stream(
-                        st->path(), st->body(),
-                        [st](std::string_view b, int64_t t) { return st->on_bytes(b, t); },
-                        [&, i, k, send](StreamOutcome out) {
-                            p.requests[k] = request_record([&] { return streams[k]->finish(out); },
-                                                           prompts[k], i, send, t0);
-                            streams[k].reset();
-                            if (closed && next < count && !interrupt_requested() &&
-                                before_deadline())
-                                start(next++);
-                        });
-                } catch (const Error& err) {
-                    p.requests[k] =
-                        request_record([&]() -> Generation { throw err; }, prompts[k], i, send, t0);
-                }
-            };
-            if (closed) {
-                while (next < n_clients && !interrupt_requested() && before_deadline())
-                    start(next++);
-            } else {
-                double at_s = 0;
-                for (int i = 0; i < count && !interrupt_requested(); ++i) {
-                    at_s += gaps[static_cast<size_t>(i)];
-                    const int64_t when = t0 + static_cast<int64_t>(at_s * 1e9);
-                    for (int64_t now = now_ns(); now < when && !interrupt_requested();
-                         now = now_ns()) {
-                        const int64_t left_ms = (when - now) / 1'000'000;
-                        if (multi.in_flight() == 0)
-                            std::this_thread::sleep_for(std::chrono::nanoseconds(
-                                std::min<int64_t>(when - now, 10'000'000)));
-                        else
-                            multi.poll(static_cast<int>(std::min<int64_t>(left_ms, 10)));
-                    }
-                    if (interrupt_requested())
-                        break;
-                    start(i);
-                }
-            }
-            while (multi.in_flight() > 0)
-                multi.poll(1000);
-        } else if (pt.mode == "concurrency") {
-            std::atomic<int> next{0};
-            std::vector<std::thread> ts;
-            for (int c = 0; c < n_clients; ++c)
-                ts.emplace_back([&, c] {
-                    for (int i;
-                         !interrupt_requested() && before_deadline() && (i = next++) < count;) {
-                        p.requests[static_cast<size_t>(i)] = one_request(
-                            *clients[static_cast<size_t>(c)], model,
-                            prompts[static_cast<size_t>(i)], lens[static_cast<size_t>(i)].second,
-                            o.seed + static_cast<uint64_t>(i), i, t0);
-                        sent[static_cast<size_t>(i)] = 1;
-                    }
-                });
-            for (auto& t : ts)
-                t.join();
-        } else {
-            std::vector<std::thread> ts;
-            double at_s = 0;
-            for (int i = 0; i < count && !interrupt_requested(); ++i) {
-                at_s += gaps[static_cast<size_t>(i)];
-                const int64_t when = t0 + static_cast<int64_t>(at_s * 1e9);
-                while (now_ns() < when && !interrupt_requested())
-                    std::this_thread::sleep_for(
-                        std::chrono::nanoseconds(std::min<int64_t>(when - now_ns(), 10'000'000)));
-                if (interrupt_requested())
-                    break;
-                sent[static_cast<size_t>(i)] = 1;
-                ts.emplace_back([&, i] {
-                    p.requests[static_cast<size_t>(i)] = one_request(
-                        *clients[static_cast<size_t>(i)], model, prompts[static_cast<size_t>(i)],
-                        lens[static_cast<size_t>(i)].second, o.seed + static_cast<uint64_t>(i), i,
-                        t0);
-                });
-            }
-            for (auto& t : ts)
-                t.join();
-        }
-        const int64_t t1 = now_ns();
-        const double cpu1 = cpu_seconds();
-        if (sampling) {
-            int64_t out = 0;
-            for (size_t i = 0; i < p.requests.size(); ++i)
-                if (sent[i] && !p.requests[i].error)
-                    out += p.requests[i].output_tokens.value_or(0);
-            tel->mark(stage, false, out);
-        }
-        // Requests never sent (Ctrl-C) are left out, not counted as errors.
-        std::vector<ServeRequest> kept;
-        for (size_t i = 0; i < p.requests.size(); ++i)
-            if (sent[i])
-                kept.push_back(p.requests[i]);
-        p.requests = std::move(kept);
-        int64_t first = std::numeric_limits<int64_t>::max(), last = 0;
-        for (const auto& r : p.requests) {
-            first = std::min(first, r.send_ns);
-            last = std::max(last, r.send_ns + r.e2e_ns.value_or(0));
-        }
-        p.duration_ns = p.requests.empty() ? 0 : std::max<int64_t>(last - first, 1);
-        const double wall = static_cast<double>(t1 - t0) * 1e-9;
-        if (wall > 0)
-            p.client_cpu_pct = 100 * (cpu1 - cpu0) / wall;
-        if (!p.requests.empty())
-            p.client_cpu_ms_per_request =
-                (cpu1 - cpu0) * 1e3 / static_cast<double>(p.requests.size());
-        for (const auto& q : p.requests)
-            if (q.error && !q.interrupted)
-                progress << fmt::format("stagebench: serve {} {:g}: request {} failed: {}\n",
-                                        p.mode, p.value, q.index, *q.error);
-        summarize_point(p, o.slo_ms, o.bootstrap_resamples, o.seed);
-        if (sampling) {
-            const auto st = tel->stage_summaries(stage);
-            if (!st.empty()) {
-                int64_t out = 0;
-                for (const auto& q : p.requests)
-                    if (!q.error)
-                        out += q.output_tokens.value_or(0);
-                p.energy = serve_energy(st.back(), p.ok, out);
-            }
-        }
-        progress << fmt::format(
-            "stagebench: serve {} {:g}: {} ok, {} failed, {:.2f} req/s, {:.1f} output tok/s, "
-            "TTFT median {:.1f} ms\n",
-            p.mode, p.value, p.ok, p.errors, p.request_per_s, p.output_tokens_per_s,
-            p.ttft.median.value_or(0));
-        if (p.client_cpu_pct && *p.client_cpu_pct > 50)
-            res.warnings.push_back(
-                {"serve_client_cpu",
-                 fmt::format("{}: the client used {:.0f} % of a core: it may be what limits "
-                             "the point",
-                             p.label(), *p.client_cpu_pct),
-                 "fewer concurrent clients per point, or the client on a machine with idle "
-                 "cores"});
-        res.points.push_back(std::move(p));
-        res.saturation =
-            saturation_of(res.points, !o.slo_ms.empty(), 2 * o.bootstrap_resamples, o.seed);
-        res.interrupted = interrupt_requested();
-        if (sampling)
-            res.telemetry = tel->record();
-        if (after_point)
-            after_point(res);
-    }
-    res.interrupted = interrupt_requested();
-    if (sampling) {
-        tel->stop();
-        res.telemetry = tel->record();
-        for (const auto& w : res.telemetry->warnings)
-            res.warnings.push_back(w);
-    }
-    return res;
+    s.eo.api = o.api;
+    s.eo.timeouts.connect_ms = static_cast<int64_t>(o.timeout_s * 1000);
+    s.eo.timeouts.read_ms = s.eo.timeouts.connect_ms;
+    s.main = std::make_unique<HttpEngine>(s.eo);
+    s.main->connect();
+    return s;
 }
 
-ResultDocument serve_document(ResultDocument doc, const ServeResult& r) {
-    const ServeOptions& o = r.options;
+// One point's requests as they are driven: the prompts (made before its clock), the clients
+// (thread per request), the records and which requests were sent.
+struct PointRun {
+    PointRun(const ServeOptions& opts, const ServePlan& pl, ServeServer& s, ServePoint& pt)
+        : o(opts), plan(pl), server(s), p(pt) {}
+    const ServeOptions& o;
+    const ServePlan& plan;
+    ServeServer& server;
+    ServePoint& p;
+    std::vector<HttpPrompt> prompts;
+    std::vector<double> gaps;  // open loop: the seeded inter-arrival gaps (s)
+    int count = 0;             // requests the point may send
+    int n_clients = 0;
+    std::vector<std::unique_ptr<HttpEngine>> clients;
+    std::vector<char> sent;  // per request: no shared bits
+    int64_t t0 = 0, deadline = 0;
+    // --max-error-rate: the errors among the requests finished so far, after each one.
+    std::atomic<int> finished{0}, failed{0};
+    std::atomic<bool> error_stop{false};
+    void note_done(const ServeRequest& q) {
+        if (q.interrupted)
+            return;
+        const int f = q.error ? ++failed : failed.load();
+        const int n = ++finished;
+        if (o.max_error_rate && n >= kServeErrorRateMinFinished &&
+            static_cast<double>(f) / n > *o.max_error_rate)
+            error_stop = true;
+    }
+    bool before_deadline() const {
+        return !error_stop.load() && (deadline == 0 || now_ns() < deadline);
+    }
+};
+
+// One thread (this one) drives every request in flight through libcurl's multi interface; a
+// closed-loop request that ends starts the next from its callback.
+void drive_loop(PointRun& r) {
+    HttpMulti multi(r.server.eo.url, r.server.eo.timeouts);
+    std::vector<std::unique_ptr<GenerationStream>> streams(static_cast<size_t>(r.count));
+    const bool closed = r.p.mode == "concurrency";
+    int next = 0;
+    std::function<void(int)> start = [&](int i) {
+        const auto k = static_cast<size_t>(i);
+        const int64_t send = now_ns();
+        r.sent[k] = 1;
+        try {
+            streams[k] =
+                r.server.main->start_generation(r.server.model, r.prompts[k], r.plan.lens[k].second,
+                                                r.o.seed + static_cast<uint64_t>(i));
+            GenerationStream* st = streams[k].get();
+            multi.start_stream(
+                st->path(), st->body(),
+                [st](std::string_view b, int64_t t) { return st->on_bytes(b, t); },
+                [&, i, k, send](StreamOutcome out) {
+                    r.p.requests[k] = request_record([&] { return streams[k]->finish(out); },
+                                                     r.prompts[k], i, send, r.t0);
+                    r.note_done(r.p.requests[k]);
+                    streams[k].reset();
+                    if (closed && next < r.count && !interrupt_requested() && r.before_deadline())
+                        start(next++);
+                });
+        } catch (const Error& err) {
+            r.p.requests[k] =
+                request_record([&]() -> Generation { throw err; }, r.prompts[k], i, send, r.t0);
+            r.note_done(r.p.requests[k]);
+        }
+    };
+    if (closed) {
+        while (next < r.n_clients && !interrupt_requested() && r.before_deadline())
+            start(next++);
+    } else {
+        double at_s = 0;
+        for (int i = 0; i < r.count && !interrupt_requested() && !r.error_stop; ++i) {
+            at_s += r.gaps[static_cast<size_t>(i)];
+            const int64_t when = r.t0 + static_cast<int64_t>(at_s * 1e9);
+            for (int64_t now = now_ns(); now < when && !interrupt_requested(); now = now_ns()) {
+                const int64_t left_ms = (when - now) / 1'000'000;
+                if (multi.in_flight() == 0)
+                    std::this_thread::sleep_for(
+                        std::chrono::nanoseconds(std::min<int64_t>(when - now, 10'000'000)));
+                else
+                    multi.poll(static_cast<int>(std::min<int64_t>(left_ms, 10)));
+            }
+            if (interrupt_requested())
+                break;
+            start(i);
+        }
+    }
+    while (multi.in_flight() > 0)
+        multi.poll(1000);
+}
+
+// Closed loop, a thread per client: each sends its next request when its last one ended.
+void drive_closed_threads(PointRun& r) {
+    std::atomic<int> next{0};
+    std::vector<std::thread> ts;
+    for (int c = 0; c < r.n_clients; ++c)
+        ts.emplace_back([&, c] {
+            for (int i; !interrupt_requested() && r.before_deadline() && (i = next++) < r.count;) {
+                const auto k = static_cast<size_t>(i);
+                r.p.requests[k] = one_request(*r.clients[static_cast<size_t>(c)], r.server.model,
+                                              r.prompts[k], r.plan.lens[k].second,
+                                              r.o.seed + static_cast<uint64_t>(i), i, r.t0);
+                r.sent[k] = 1;
+                r.note_done(r.p.requests[k]);
+            }
+        });
+    for (auto& t : ts)
+        t.join();
+}
+
+// Open loop, a thread per request, started at its seeded arrival.
+void drive_open_threads(PointRun& r) {
+    std::vector<std::thread> ts;
+    double at_s = 0;
+    for (int i = 0; i < r.count && !interrupt_requested() && !r.error_stop; ++i) {
+        at_s += r.gaps[static_cast<size_t>(i)];
+        const int64_t when = r.t0 + static_cast<int64_t>(at_s * 1e9);
+        while (now_ns() < when && !interrupt_requested())
+            std::this_thread::sleep_for(
+                std::chrono::nanoseconds(std::min<int64_t>(when - now_ns(), 10'000'000)));
+        if (interrupt_requested())
+            break;
+        r.sent[static_cast<size_t>(i)] = 1;
+        ts.emplace_back([&, i] {
+            const auto k = static_cast<size_t>(i);
+            r.p.requests[k] =
+                one_request(*r.clients[k], r.server.model, r.prompts[k], r.plan.lens[k].second,
+                            r.o.seed + static_cast<uint64_t>(i), i, r.t0);
+            r.note_done(r.p.requests[k]);
+        });
+    }
+    for (auto& t : ts)
+        t.join();
+}
+
+// Before the point's clock: how many requests it sends (open loop: the seeded arrivals within
+// --duration), their distinct prompts, and one connected client per worker. False when
+// interrupted meanwhile.
+bool prepare_point(PointRun& r, RunContext& run, uint64_t& prompt_seed) {
+    const ServeOptions& o = r.o;
+    r.count = o.requests;
+    if (r.p.mode == "rate") {
+        r.gaps = arrival_gaps(o.requests, r.p.value, o.burstiness, o.seed);
+        if (o.duration_s) {
+            double at_s = 0;
+            r.count = 0;
+            for (double g : r.gaps) {
+                if ((at_s += g) >= *o.duration_s)
+                    break;
+                ++r.count;
+            }
+            r.count = std::max(r.count, 1);
+        }
+    }
+    const int width = r.p.mode == "concurrency" ? static_cast<int>(r.p.value) : r.count;
+    if (o.duration_s)
+        run.note(fmt::format("serve {} {:g}: {:g} s (at most {} requests) of {}", r.p.mode,
+                             r.p.value, *o.duration_s, o.requests, r.plan.shape));
+    else
+        run.note(fmt::format("serve {} {:g}: {} requests of {}", r.p.mode, r.p.value, o.requests,
+                             r.plan.shape));
+    try {
+        for (int i = 0; i < r.count && !interrupt_requested(); ++i)
+            r.prompts.push_back(r.server.main->make_prompt(
+                r.server.model, r.plan.lens[static_cast<size_t>(i)].first, ++prompt_seed));
+    } catch (const Error&) {
+        if (!interrupt_requested())
+            throw;
+    }
+    if (interrupt_requested())
+        return false;
+    r.n_clients = std::min(width, r.count);
+    for (int i = 0; i < r.n_clients && !r.plan.loop; ++i) {
+        r.clients.push_back(std::make_unique<HttpEngine>(r.server.eo));
+        r.clients.back()->connect();
+    }
+    r.p.requests.resize(static_cast<size_t>(r.count));
+    r.sent.assign(static_cast<size_t>(r.count), 0);
+    return true;
+}
+
+// After the point's clock: the requests never sent (Ctrl-C) left out, not counted as errors;
+// the span, the client's CPU, the failures, the statistics and the energy.
+void finish_point(PointRun& r, RunContext& run, const std::string& stage, int64_t wall_ns,
+                  double cpu_s) {
+    ServePoint& p = r.p;
+    std::vector<ServeRequest> kept;
+    for (size_t i = 0; i < p.requests.size(); ++i)
+        if (r.sent[i])
+            kept.push_back(p.requests[i]);
+    p.requests = std::move(kept);
+    int64_t first = std::numeric_limits<int64_t>::max(), last = 0;
+    for (const auto& q : p.requests) {
+        first = std::min(first, q.send_ns);
+        last = std::max(last, q.send_ns + q.e2e_ns.value_or(0));
+    }
+    p.duration_ns = p.requests.empty() ? 0 : std::max<int64_t>(last - first, 1);
+    const double wall = static_cast<double>(wall_ns) * 1e-9;
+    if (wall > 0)
+        p.client_cpu_pct = 100 * cpu_s / wall;
+    if (!p.requests.empty())
+        p.client_cpu_ms_per_request = cpu_s * 1e3 / static_cast<double>(p.requests.size());
+    for (const auto& q : p.requests)
+        if (q.error && !q.interrupted)
+            run.note(fmt::format("serve {} {:g}: request {} failed: {}", p.mode, p.value, q.index,
+                                 *q.error));
+    summarize_point(p, r.o.slo_ms, r.o.bootstrap_resamples, r.o.seed);
+    if (Sampler* tel = run.sampler()) {
+        const auto st = tel->stage_summaries(stage);
+        if (!st.empty()) {
+            int64_t out = 0;
+            for (const auto& q : p.requests)
+                if (!q.error)
+                    out += q.output_tokens.value_or(0);
+            p.energy = serve_energy(st.back(), p.ok, out);
+        }
+    }
+    run.note(fmt::format(
+        "serve {} {:g}: {} ok, {} failed, {:.2f} req/s, {:.1f} output tok/s, TTFT median {:.1f} "
+        "ms",
+        p.mode, p.value, p.ok, p.errors, p.request_per_s, p.output_tokens_per_s,
+        p.ttft.median.value_or(0)));
+    if (p.stopped_by)
+        run.note(
+            fmt::format("serve {} {:g}: stopped after {} of {} requests: {} of {} finished "
+                        "failed, more than --max-error-rate {:g}",
+                        p.mode, p.value, p.requests.size(), r.count, r.failed.load(),
+                        r.finished.load(), *r.o.max_error_rate));
+}
+
+// One point: prepared before its clock, driven, finished. nullopt when interrupted before it
+// began.
+std::optional<ServePoint> measure_point(const ServeOptions& o, const ServePlan& plan,
+                                        ServeServer& server, RunContext& run,
+                                        const std::pair<std::string, double>& at,
+                                        uint64_t& prompt_seed) {
+    ServePoint p;
+    p.mode = at.first;
+    p.value = at.second;
+    PointRun r(o, plan, server, p);
+    if (!prepare_point(r, run, prompt_seed))
+        return std::nullopt;
+    Sampler* tel = run.sampler();
+    const std::string stage = fmt::format("serve.{}.{:g}", p.mode, p.value);
+    if (tel)
+        tel->mark(stage, true);
+    const double cpu0 = cpu_seconds();
+    r.t0 = now_ns();
+    p.start_ns = r.t0;
+    r.deadline = o.duration_s ? r.t0 + static_cast<int64_t>(*o.duration_s * 1e9) : 0;
+    if (plan.loop)
+        drive_loop(r);
+    else if (p.mode == "concurrency")
+        drive_closed_threads(r);
+    else
+        drive_open_threads(r);
+    const int64_t t1 = now_ns();
+    const double cpu1 = cpu_seconds();
+    if (r.error_stop)
+        p.stopped_by = "max_error_rate";
+    if (tel) {
+        int64_t out = 0;
+        for (size_t i = 0; i < p.requests.size(); ++i)
+            if (r.sent[i] && !p.requests[i].error)
+                out += p.requests[i].output_tokens.value_or(0);
+        tel->mark(stage, false, out);
+    }
+    finish_point(r, run, stage, t1 - r.t0, cpu1 - cpu0);
+    return p;
+}
+
+// The serve section of the document as measured so far.
+ServeSection serve_section(const ServeOptions& o, const nlohmann::json& server,
+                           std::vector<ServePoint> points, bool interrupted) {
     ServeSection s;
-    s.api = o.api;
+    s.api = http_api_name(o.api);
     s.url = o.url;
     if (!o.url)
         s.slots = o.slots;
@@ -543,38 +594,103 @@ ResultDocument serve_document(ResultDocument doc, const ServeResult& r) {
     s.burstiness = o.burstiness;
     s.seed = o.seed;
     s.slo_ms = o.slo_ms;
-    s.server = r.server;
-    s.points = r.points;
+    s.server = server;
+    s.saturation = saturation_of(points, !o.slo_ms.empty(), 2 * o.bootstrap_resamples, o.seed);
+    s.points = std::move(points);
     s.n_prompt_max = std::max(o.n_prompt, o.n_prompt_max);
     s.n_gen_max = std::max(o.n_gen, o.n_gen_max);
     s.lengths = o.lengths;
     s.duration_s = o.duration_s;
-    s.saturation = r.saturation;
-    s.interrupted = r.interrupted;
-    s.client = o.client;
-    doc.serve = std::move(s);
-    if (r.telemetry)
-        doc.telemetry = telemetry_section(*r.telemetry);
-    const std::string kind = r.server.is_object() ? r.server.value("server", "") : "";
+    s.interrupted = interrupted;
+    s.client = to_string(o.client);
+    s.max_error_rate = o.max_error_rate;
+    return s;
+}
+
+// The server as the document's engines["http"] and, for a server not started here, its model.
+void describe_server(RunContext& run, const ServeOptions& o, const nlohmann::json& server) {
+    ResultDocument& doc = run.doc();
+    const std::string kind = server.is_object() ? server.value("server", "") : "";
     nlohmann::json e{{"name", "http"}, {"in_process", false}};
-    if (r.server.is_object())
-        e.update(r.server);
+    if (server.is_object())
+        e.update(server);
     e["started_by_stagebench"] = !o.url;
-    if (o.model_file) {
+    if (o.model_file)
         e["slots"] = o.slots;
-        doc.models.push_back(to_json(inspect_model(*o.model_file)));
-    } else {
+    else
         doc.models.push_back({{"path", o.model},
                               {"name", o.model.empty() ? kind : o.model},
                               {"engine", "http"},
                               {"server", kind},
                               {"url", o.url.value_or("")}});
-    }
     doc.engines["http"] = e;
-    for (const auto& w : r.warnings)
-        doc.warnings.push_back(w);
-    doc.finished_at = utc_timestamp();
-    return doc;
+}
+
+}  // namespace
+
+RunResult run_serve(const ServeOptions& o, RunEnv env) {
+    const ServePlan plan = plan_of(o);
+    RunSetup setup;
+    setup.take(env);
+    if (o.model_file)
+        setup.models = {*o.model_file};  // bad input before a server starts
+    setup.telemetry = o.telemetry;
+    setup.out_path = o.out_path;
+    setup.progress = o.progress;
+    RunContext run(env.doc, setup, env.err, env.listener);
+    // Ctrl-C before the first point (while llama-server starts or the server is asked what it
+    // is) cuts a request or a wait, which throws: the run was interrupted, not given bad input,
+    // so the document is kept with no points, marked interrupted.
+    ServeServer server;
+    nlohmann::json about;
+    try {
+        server = connect_server(o, plan, run);
+        about = server.main->describe();
+    } catch (const Error& e) {
+        if (!interrupt_requested())
+            throw;
+        run.note(std::string("interrupted before the first point was measured (") + e.what() + ")");
+        run.update([&](ResultDocument& doc) { doc.serve = serve_section(o, about, {}, true); });
+        return run.finish(Outcome::ok);
+    }
+    describe_server(run, o, about);
+    run.open(threads_or_default(o.threads));
+    // Telemetry: one stage per point, energy net of an idle baseline taken with the server up.
+    run.start();
+    run.plan(plan.points.size());
+    std::vector<ServePoint> points;
+    uint64_t prompt_seed = o.seed * 1000003;
+    bool failed = false;
+    for (const auto& at : plan.points) {
+        if (run.should_stop())
+            break;
+        std::optional<ServePoint> p = measure_point(o, plan, server, run, at, prompt_seed);
+        if (!p)
+            break;
+        failed = failed || p->errors > 0;
+        if (p->client_cpu_pct && *p->client_cpu_pct > 50)
+            run.doc().warnings.push_back(
+                {"serve_client_cpu",
+                 fmt::format("{}: the client used {:.0f} % of a core: it may be what limits "
+                             "the point",
+                             p->label(), *p->client_cpu_pct),
+                 "fewer concurrent clients per point, or the client on a machine with idle "
+                 "cores"});
+        points.push_back(std::move(*p));
+        run.progress().advance();
+        Sampler* tel = run.sampler();
+        run.update([&](ResultDocument& doc) {
+            doc.serve = serve_section(o, about, points, interrupt_requested());
+            if (tel)
+                doc.telemetry = tel->record();
+        });
+    }
+    run.update([&](ResultDocument& doc) {
+        doc.serve = serve_section(o, about, points, interrupt_requested());
+    });
+    server.main.reset();
+    server.managed.reset();
+    return run.finish(failed ? Outcome::failed : Outcome::ok);
 }
 
 }  // namespace sb

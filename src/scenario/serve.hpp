@@ -20,6 +20,8 @@
 #include "core/doc/serve_section.hpp"
 #include "core/result.hpp"
 #include "core/stats_bootstrap.hpp"
+#include "engine/http_engine.hpp"
+#include "scenario/run_context.hpp"
 #include "scenario/serve_analysis.hpp"
 #include "scenario/serve_workload.hpp"
 #include "scenario/telemetry_setup.hpp"
@@ -28,7 +30,7 @@ namespace sb {
 
 struct ServeOptions {
     std::optional<std::string> url;  // a running server; none: a llama-server for model_file
-    std::string api = "openai";
+    HttpApi api = HttpApi::openai;
     std::string model;                      // the name sent to a server ("" its default)
     std::optional<std::string> model_file;  // -m FILE: a llama-server started on 127.0.0.1
     int slots = 4;                          // that llama-server's parallel slots (-np)
@@ -49,22 +51,22 @@ struct ServeOptions {
     std::optional<double> duration_s;
     TelemetryChoice telemetry;               // energy per request and per output token
     std::size_t bootstrap_resamples = 1000;  // per CI (seeded with seed)
-    // How the requests in flight are driven: "thread" (one thread per in-flight request, each
-    // with its own HttpEngine) or "loop" (one thread, every request on libcurl's multi
+    // How the requests in flight are driven: thread (one thread per in-flight request, each
+    // with its own HttpEngine) or loop (one thread, every request on libcurl's multi
     // interface: HttpMulti). Both record the same per-request times (bench/
     // serve_client_models.sh measures their cost).
-    std::string client = "thread";
+    ClientKind client = ClientKind::thread;
+    std::optional<std::string> out_path;  // the result document, saved after every point
+    bool progress = true;
+    // --max-error-rate R: a point stops sending once more than R of its finished requests
+    // failed (checked from the kServeErrorRateMinFinished-th finished request on); those in
+    // flight finish, the point is marked stopped_by "max_error_rate". Null: never.
+    std::optional<double> max_error_rate;
 };
 
-struct ServeResult {
-    ServeOptions options;
-    nlohmann::json server;  // what the server said about itself
-    std::vector<ServePoint> points;
-    Warnings warnings;
-    Saturation saturation;                     // find_saturation over the points
-    std::optional<TelemetryRecord> telemetry;  // the sampler's record, when it had sources
-    bool interrupted = false;                  // Ctrl-C ended the sweep early
-};
+// Requests a point must have finished before --max-error-rate can stop it: one failure alone
+// does not.
+inline constexpr int kServeErrorRateMinFinished = 4;
 
 // The point's statistics from its request records (no clock read): percentiles interpolate
 // linearly between order statistics (core/stats.hpp's percentile: numpy's default, as vLLM's
@@ -87,17 +89,14 @@ std::vector<double> arrival_gaps(int n, double rate, double burstiness, uint64_t
 // "ttft=500ms,tpot=50ms,e2e=2s" -> {ttft: 500, tpot: 50, e2e: 2000}. Throws sb::Error(usage).
 std::map<std::string, double> parse_slo(const std::string& text);
 
-// Runs the sweep. Throws sb::Error(usage) for bad options, sb::Error(input) when the server
-// cannot be reached or started; a failed request is recorded, never thrown. after_point runs
-// after each point (to save what was measured).
-ServeResult run_serve(const ServeOptions& o, std::ostream& progress,
-                      const std::function<void(const ServeResult&)>& after_point = {});
-
-// The result as a result document: doc (from new_document("serve")) with the serve section
-// (the options and every point with its requests), the model (a GGUF's inspection for the
-// llama-server serve started, else the name the server was asked for), the server as
-// engines["http"], the warnings, and finished_at. doc as new_document made it: after every
-// point the CLI makes the document again from the same start.
-ResultDocument serve_document(ResultDocument doc, const ServeResult& r);
+// Runs the sweep through a RunContext into env.doc: the serve section (the options and every
+// point with its requests, saved after every point), the model (a GGUF's inspection for the
+// llama-server serve starts, else the name the server is asked for), the server as
+// engines["http"], telemetry, warnings. Throws sb::Error(usage) for bad options,
+// sb::Error(input) when the model is unusable or the server cannot be reached or started; a
+// failed request is recorded, never thrown (the outcome: failed). The clients are HTTP clients
+// of their own (HttpEngine's streaming API: make_prompt, generate, start_generation), not
+// engines of env.engines.
+RunResult run_serve(const ServeOptions& o, RunEnv env);
 
 }  // namespace sb

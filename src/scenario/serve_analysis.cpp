@@ -111,17 +111,17 @@ Saturation find_saturation(std::vector<SaturationInput> points, const std::strin
     return s;
 }
 
-std::optional<ServeEnergy> serve_energy(const StageTelemetry& stage, int requests_ok,
+std::optional<ServeEnergy> serve_energy(const StageWindow& stage, int requests_ok,
                                         int64_t output_tokens) {
-    const EnergyStat* meter = nullptr;
+    const StageEnergy* meter = nullptr;
     for (const auto& e : stage.energy) {
         if (!e.energy_j)
             continue;
-        if (stage.total_metric && e.metric == *stage.total_metric) {
+        if (stage.total.metric && e.metric == *stage.total.metric) {
             meter = &e;
             break;
         }
-        if (!meter && !e.within && !stage.total_metric)
+        if (!meter && !e.within && !stage.total.metric)
             meter = &e;
     }
     if (!meter)

@@ -52,7 +52,7 @@ Saturation find_saturation(std::vector<SaturationInput> points, const std::strin
 
 // Energy per successful request and per output token over the stage (gross, and net of the
 // idle baseline when one was measured). None when the stage has no energy meter with a value.
-std::optional<ServeEnergy> serve_energy(const StageTelemetry& stage, int requests_ok,
+std::optional<ServeEnergy> serve_energy(const StageWindow& stage, int requests_ok,
                                         int64_t output_tokens);
 
 }  // namespace sb

@@ -220,7 +220,7 @@ TEST(ServeMeasure, SaturationOfServePoints) {
     EXPECT_EQ(*s.saturated_at, 1.0);
 }
 
-const EnergyStat* meter(const StageTelemetry& s, const std::string& m) {
+const StageEnergy* meter(const StageWindow& s, const std::string& m) {
     for (const auto& e : s.energy)
         if (e.metric == m)
             return &e;
@@ -278,10 +278,10 @@ TEST(ServeMeasure, EnergyPerRequestAndPerOutputTokenNetOfIdle) {
 
 // Without a system-total meter the first meter not nested in another is used; no meter, none.
 TEST(ServeMeasure, EnergyMeterChoiceWithoutASystemTotal) {
-    StageTelemetry st;
+    StageWindow st;
     st.duration_ns = 2'000'000'000;
     EXPECT_FALSE(serve_energy(st, 1, 1));
-    EnergyStat core, pkg;
+    StageEnergy core, pkg;
     core.metric = "rapl.core.energy_uj";
     core.within = "rapl.package-0";
     core.energy_j = 2;

@@ -76,9 +76,9 @@ std::vector<TestConfig> expand_matrix(const MatrixSpec& m) {
                             for (int t : m.n_threads)
                                 for (int b : m.n_batch)
                                     for (int ub : m.n_ubatch)
-                                        for (const auto& fa : m.flash_attn)
-                                            for (const auto& tk : m.type_k)
-                                                for (const auto& tv : m.type_v) {
+                                        for (FlashAttn fa : m.flash_attn)
+                                            for (KvType tk : m.type_k)
+                                                for (KvType tv : m.type_v) {
                                                     TestConfig c;
                                                     c.model_path = model;
                                                     c.devices = dev;
@@ -89,8 +89,7 @@ std::vector<TestConfig> expand_matrix(const MatrixSpec& m) {
                                                     c.n_threads = threads_or_default(t);
                                                     c.n_batch = b;
                                                     c.n_ubatch = std::min(ub, b);
-                                                    c.flash_attn = enum_from_text<FlashAttn>(
-                                                        fa, "--flash-attn");
+                                                    c.flash_attn = fa;
                                                     c.type_k = tk;
                                                     c.type_v = tv;
                                                     c.reps = m.reps;

@@ -14,13 +14,15 @@
 
 namespace sb {
 
-// Comma lists from the command line; every combination is one test (llama-bench's matrix).
+// Comma lists from the command line, typed; every combination is one test (llama-bench's
+// matrix). Each workload field (core/workload.hpp) is an axis, with the lengths beside them.
 struct MatrixSpec {
     std::vector<std::string> models;
-    std::vector<std::string> devices{"CPU"};
+    std::vector<DeviceSet> devices{"CPU"};
     std::vector<int> n_prompt{512}, n_gen{128}, n_depth{0}, n_threads{0}, n_batch{2048},
         n_ubatch{512}, n_gpu_layers{99};
-    std::vector<std::string> flash_attn{"auto"}, type_k{"f16"}, type_v{"f16"};
+    std::vector<FlashAttn> flash_attn{FlashAttn::automatic};
+    std::vector<KvType> type_k{KvType::f16}, type_v{KvType::f16};
     int reps = 5;
     std::optional<double> target_ci;
     int max_reps = 0;  // 0 = reps (or 50 with target_ci)

@@ -12,18 +12,12 @@
 #include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
-#include "core/json_util.hpp"
-#include "core/last_word.hpp"
 #include "core/parse.hpp"
 #include "core/sysinfo.hpp"
-#include "engine/backends.hpp"
-#include "engine/llama_engine.hpp"
-#include "profile/traced_pass.hpp"
 #include "scenario/background_load.hpp"
-#include "scenario/run_command.hpp"
 #include "scenario/run_context.hpp"
 #include "scenario/stage_sweep.hpp"
-#include "telemetry/telemetry_json.hpp"
+#include "scenario/traced_pass.hpp"
 
 namespace sb {
 namespace {
@@ -34,11 +28,11 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 }
 
 // Fills a round's temperature and frequency figures from its telemetry record.
-void round_telemetry(const StageTelemetry& st, SustainedRound& r) {
+void round_telemetry(const StageWindow& st, SustainedRound& r) {
     double cpu_sum = 0;
     int cpu_n = 0;
     for (const auto& g : st.gauges) {
-        if (g.quantity == Quantity::temperature) {
+        if (g.unit == unit_of(Quantity::temperature)) {
             auto hotter = [](std::optional<double>& dst, const std::optional<double>& mc) {
                 if (mc && (!dst || *mc / 1000.0 > *dst))
                     dst = *mc / 1000.0;
@@ -46,7 +40,7 @@ void round_telemetry(const StageTelemetry& st, SustainedRound& r) {
             hotter(r.temp_start_c, g.start);
             hotter(r.temp_end_c, g.end);
             hotter(r.temp_max_c, g.max);
-        } else if (g.quantity == Quantity::frequency && ends_with(g.metric, ".cur_freq_khz")) {
+        } else if (g.unit == unit_of(Quantity::frequency) && ends_with(g.metric, ".cur_freq_khz")) {
             r.freq[g.metric] = FreqStat{g.mean, g.min};
             if (g.metric.rfind("cpufreq.", 0) == 0 && g.mean) {
                 cpu_sum += *g.mean;
@@ -60,8 +54,8 @@ void round_telemetry(const StageTelemetry& st, SustainedRound& r) {
 
 std::optional<double> hottest_now(const Sampler& tel) {
     std::optional<double> hottest;
-    for (const auto& s : tel.record().series) {
-        if (s.metric.quantity != Quantity::temperature || s.values.empty())
+    for (const auto& s : tel.series_of(Quantity::temperature)) {
+        if (s.values.empty())
             continue;
         for (auto it = s.values.rbegin(); it != s.values.rend(); ++it)
             if (*it) {
@@ -165,6 +159,7 @@ SustainedRound round_record(const TestResult& r, int round) {
     }
     if (!r.ttft_ns.empty())
         sr.ttft_ms = r.ttft_ns[0] * 1e-6;
+    add_request_figures(r, sr);
     return sr;
 }
 
@@ -189,19 +184,30 @@ PhaseOutcome run_phase_rounds(TestConfig c, int rounds, SustainedPhase& phase,
         if (r.status != Status::ok)
             ++out.failed;
         // A model or option the engine refuses will be refused every round: stop here.
-        out.bad_input |= r.error_kind == "input" || r.error_kind == "usage";
+        out.bad_input |= failed_on_bad_input(r);
         if (hooks.round_done)
             hooks.round_done(round, r, sr);
         phase.rounds.push_back(sr);
         phase.across = summarize_rounds(
-            phase.rounds, hooks.freq_series ? hooks.freq_series() : std::vector<Series>{});
+            phase.rounds, hooks.freq_series ? hooks.freq_series() : std::vector<TelemetrySeries>{});
         if (hooks.after_round)
             hooks.after_round(round);
     }
     return out;
 }
 
-int run_sustained(const SustainedOptions& o, ResultDocument& doc, std::ostream& err) {
+namespace {
+
+// What the options say once checked: the cool-down, the background load, the traced rounds.
+struct SustainedPlan {
+    CooldownPolicy cooldown;
+    std::optional<BackgroundSpec> background;
+    std::set<int> traced_rounds;
+    bool over_http = false;
+    int threads = 0;
+};
+
+SustainedPlan plan_of(const SustainedOptions& o) {
     if (o.rounds < 1)
         throw usage_error("--rounds must be at least 1");
     if (o.prompt_tokens < 1)
@@ -212,64 +218,27 @@ int run_sustained(const SustainedOptions& o, ResultDocument& doc, std::ostream& 
         throw usage_error("--chunk must be at least 1");
     if (o.format != OutputFormat::md && o.format != OutputFormat::json)
         throw usage_error("-o must be md or json");
-    const std::set<int> traced_rounds = parse_trace_ops_rounds(o.trace_ops_rounds, o.rounds);
-    CooldownPolicy cooldown = parse_cooldown(o.cooldown);
-    cooldown.timeout_s = o.cooldown_timeout_s;
-    std::optional<BackgroundSpec> bg;
+    SustainedPlan p;
+    p.traced_rounds = parse_trace_ops_rounds(o.trace_ops_rounds, o.rounds);
+    p.cooldown = parse_cooldown(o.cooldown);
+    p.cooldown.timeout_s = o.cooldown_timeout_s;
     if (o.background)
-        bg = parse_background(*o.background);
+        p.background = parse_background(*o.background);
     if (o.http.engines.size() != 1)
         throw usage_error("sustained runs one engine: --engine llama or --engine http");
-    const bool over_http = o.http.engines[0] == "http";
-    if (over_http && !traced_rounds.empty())
+    p.over_http = o.http.engines[0] == EngineKind::http;
+    if (p.over_http && !p.traced_rounds.empty())
         throw usage_error(
             "--trace-ops-rounds needs the in-process engine (--engine llama): a server's ops "
             "cannot be traced");
-    const int threads = threads_or_default(o.threads);
-    MatrixSpec matrix;
-    matrix.models = {o.model};
-    matrix.devices = {o.devices};
-    matrix.n_prompt = {o.prompt_tokens};
-    matrix.n_gen = {o.max_tokens};
-    matrix.n_threads = {threads};
-    matrix.reps = 1;
-    matrix.seed = o.seed;
-    std::unique_ptr<HttpRun> http;
-    std::vector<TestConfig> http_tests;
-    if (over_http) {
-        http = std::make_unique<HttpRun>(o.http, matrix, o.rpc_servers);
-        http_tests = http->plan(matrix);
-    }
-    // The run context: the model described, RPC servers added, device names checked,
-    // telemetry, warnings, the idle baseline and the document saved as it grows.
-    RunSetup setup;
-    if (!http || http->needs_gguf())
-        setup.models = {o.model};
-    setup.rpc_servers = o.rpc_servers;
-    if (!over_http)
-        setup.device_sets = {o.devices};
-    setup.telemetry = o.telemetry;
-    setup.out_path = o.out_path;
-    setup.progress = o.progress;
-    setup.terminal = o.progress && Progress::stderr_is_terminal();
-    RunContext run(doc, setup, err, nullptr);
-    if (http)
-        http->connect(doc, http_tests, err, o.progress);
-    run.open(threads);
-    Sampler* tel = run.sampler();
-    const bool sampling = tel != nullptr;
-    if (cooldown.kind == CooldownPolicy::Kind::until_temp) {
-        if (!sampling || !hottest_now(*tel)) {
-            if (sampling)
-                tel->sample_now();
-            if (!sampling || !hottest_now(*tel))
-                throw input_error("--cooldown " + o.cooldown +
-                                  " needs a temperature sensor, and none was found");
-        }
-    }
+    p.threads = threads_or_default(o.workload.n_threads);
+    return p;
+}
+
+// The workload of every round: the prompt and generation bounded, one repetition.
+TestConfig round_config(const SustainedOptions& o, int threads) {
     TestConfig c;
-    c.model_path = o.model;
-    c.devices = o.devices;
+    static_cast<Workload&>(c) = o.workload;
     c.n_prompt = o.prompt_tokens;
     c.n_gen = o.max_tokens;
     c.n_threads = threads;
@@ -277,224 +246,312 @@ int run_sustained(const SustainedOptions& o, ResultDocument& doc, std::ostream& 
     c.n_ubatch = std::min(c.n_batch, 512);
     c.reps = c.max_reps = 1;
     c.seed = o.seed;
+    return c;
+}
 
-    SustainedResult res;
-    res.config = from_json<SustainedConfig>(
-        {{"model", o.model},
-         {"devices", o.devices},
-         {"threads", threads},
-         {"rounds", o.rounds},
-         {"prompt_tokens", o.prompt_tokens},
-         {"max_tokens", o.max_tokens},
-         {"chunk", o.chunk ? nlohmann::json(*o.chunk) : nlohmann::json(nullptr)},
-         {"cooldown", o.cooldown},
-         {"background", o.background ? nlohmann::json(*o.background) : nlohmann::json(nullptr)},
-         {"seed", o.seed},
-         {"trace_ops_rounds", traced_rounds}});
-    auto save = [&] {
-        doc.sustained = res;
-        doc.finished_at = utc_timestamp();
-        run.save();
-    };
-    save();
-    // After a round the document is saved as it goes, but never at a cost that grows into the
-    // workload: every save writes the whole document, whose size grows with the rounds, so a
-    // save after every round would stretch the pauses between late rounds (cooling the device
-    // the test means to heat). A round's save waits until ten times the last save's cost has
-    // passed since it ended (saves take at most about a tenth of the run); the last word (a
-    // stop inside llama.cpp) and the end of the run always save.
-    int64_t last_save_ns = 0, last_save_cost_ns = 0;
-    auto save_after_round = [&] {
-        const int64_t t = now_ns();
-        if (last_save_ns > 0 && t - last_save_ns < 10 * last_save_cost_ns)
-            return;
-        save();
-        last_save_ns = now_ns();
-        last_save_cost_ns = last_save_ns - t;
-    };
-    run.start();
+SustainedConfig section_config(const SustainedOptions& o, const SustainedPlan& p) {
+    SustainedConfig c;
+    c.model = o.workload.model_path;
+    c.devices = o.workload.devices.str();
+    c.threads = p.threads;
+    c.rounds = o.rounds;
+    c.prompt_tokens = o.prompt_tokens;
+    c.max_tokens = o.max_tokens;
+    c.chunk = o.chunk;
+    c.cooldown = o.cooldown;
+    c.background = o.background;
+    c.seed = o.seed;
+    c.trace_ops_rounds.assign(p.traced_rounds.begin(), p.traced_rounds.end());
+    return c;
+}
 
-    LlamaEngine engine;
-    SweepHooks hooks;
-    std::string prefix;
-    // llama.cpp may stop the process inside a round (an RPC server that dies): the last word
-    // records that round as failed after the ones before it. This thread is then blocked
-    // inside llama.cpp, so the document holds still.
-    std::atomic<int> running_round{0};  // 0: between rounds
-    std::atomic<const char*> activity{""};
-    std::atomic<int64_t> round_start_ns{0};
-    LastWordScope last_word([&](const std::string& message) -> std::optional<std::string> {
-        const int round = running_round.load();
-        if (round == 0 || res.phases.empty())
-            return std::nullopt;
-        TestResult r;
-        r.config = c;
-        r.config.warmup = round == 1;
-        record_failure(r, describe_llama_stop(message, c.devices.str(), activity.load()),
-                       std::nullopt);
-        r.started_ns = round_start_ns.load();
-        r.finished_ns = now_ns();
-        r.notes.push_back("sustained " + res.phases.back().name + " round " +
-                          std::to_string(round));
-        const SustainedRound sr = round_record(r, round);
-        doc.tests.push_back(r);
-        res.phases.back().rounds.push_back(sr);
-        save();
-        return res.phases.back().name + " round " + std::to_string(round) + " failed: " + *r.error +
-               "; the rounds before it are kept" +
-               (o.out_path ? " in " + *o.out_path : std::string());
-    });
-    // Progress: one line for the device with the phase, the round and the stage, and the time
-    // left from the rounds done.
-    Progress& progress = run.progress();
-    progress.set_total(static_cast<double>(o.rounds) * (bg ? 2 : 1));
-    const std::string device = over_http ? o.devices + " (HTTP)" : o.devices;
-    ProgressStep step;
-    hooks.activity = [&](const char* what) {
-        activity.store(what);
-        step.stage = what;
-        progress.step(device, step);
-    };
-    if (sampling)
-        hooks.stage_marker = [&](const std::string& stage, bool begin,
-                                 std::optional<int64_t> tokens) {
-            tel->mark(prefix + stage, begin, tokens);
-        };
+// The profiler's traced pass as a round's record.
+RoundTracedPass traced_pass_of(const TracedPass& pass) {
+    RoundTracedPass r;
+    r.label = pass.label;
+    r.start_ns = pass.start_ns;
+    r.end_ns = pass.end_ns;
+    r.status = pass.status == "ok" ? PassStatus::ok : PassStatus::error;
+    r.error = pass.error;
+    r.devices = pass.profile.devices;
+    r.backends = pass.profile.backends;
+    r.n_threads = pass.profile.n_threads;
+    r.method = pass.profile.method;
+    r.stages = pass.profile.stages;
+    return r;
+}
+
+// The rounds of one invocation on its run context: the phases, each round a test of the
+// context, the round records in the document's sustained section.
+class SustainedRun {
+  public:
+    SustainedRun(RunContext& run, const SustainedOptions& o, const SustainedPlan& plan)
+        : run_(run), o_(o), plan_(plan), c_(round_config(o, plan.threads)) {
+        res_.config = section_config(o, plan);
+        device_ = run.device_label(c_);
+        if (!plan.over_http)
+            engine_ = run.engines().make(EngineKind::llama);
+    }
+    // The HTTP side (an engine behind a server): its run and its one planned test.
+    void use_http(HttpRun* http, TestConfig test) {
+        http_ = http;
+        http_test_ = std::move(test);
+        device_ = run_.device_label(http_test_);
+    }
+    void publish() {
+        run_.update([this](ResultDocument& doc) { doc.sustained = res_; });
+    }
+    // One phase: its rounds, with the background load running when given.
+    void phase(const std::string& name, const std::optional<BackgroundSpec>& bg);
+    void finish_phases() {
+        if (res_.phases.size() == 2)
+            res_.slowdown = phase_slowdown(res_.phases[0], res_.phases[1]);
+        run_.progress().done(device_);
+        engine_.reset();
+        run_.update([this](ResultDocument& doc) {
+            name_machine_load(res_, doc.system, doc.warnings);
+            doc.sustained = res_;
+        });
+    }
+    int failed() const { return failed_; }
+    bool bad_input() const { return bad_input_; }
+
+  private:
+    RoundHooks hooks();
+    TestResult measure(int round, const TestConfig& c);
+    void round_done(int round, TestResult& r, SustainedRound& sr);
+    std::vector<TelemetrySeries> freq_series() const;
+    void traced_pass(int round);
+    Sampler* tel() { return run_.sampler(); }
+
+    RunContext& run_;
+    const SustainedOptions& o_;
+    const SustainedPlan& plan_;
+    TestConfig c_;
+    SustainedResult res_;
+    std::unique_ptr<Engine> engine_;
+    HttpRun* http_ = nullptr;
+    TestConfig http_test_;
+    std::string device_;
+    ProgressStep step_;
+    std::string prefix_;  // the running round's telemetry stages' prefix
+    size_t phase_index_ = 0;
+    int64_t phase_start_ns_ = 0;
     // When the traced passes ran: their samples are left out of the phases' frequency series.
-    std::vector<std::pair<int64_t, int64_t>> pass_windows;
-    auto in_pass = [&](int64_t t) {
-        for (const auto& [a, b] : pass_windows)
-            if (t >= a && t <= b)
+    std::vector<std::pair<int64_t, int64_t>> pass_windows_;
+    int failed_ = 0;
+    bool bad_input_ = false;
+};
+
+void SustainedRun::phase(const std::string& name, const std::optional<BackgroundSpec>& bg) {
+    phase_index_ = res_.phases.size();
+    SustainedPhase phase;
+    phase.name = name;
+    phase.background = bg ? bg->text : "";
+    res_.phases.push_back(phase);
+    std::unique_ptr<BackgroundLoad> load;
+    if (bg) {
+        load = std::make_unique<BackgroundLoad>(*bg);
+        load->start();
+    }
+    phase_start_ns_ = now_ns();
+    const PhaseOutcome po = run_phase_rounds(c_, o_.rounds, res_.phases.back(), hooks());
+    failed_ += po.failed;
+    bad_input_ |= po.bad_input;
+}
+
+RoundHooks SustainedRun::hooks() {
+    RoundHooks rh;
+    rh.cooldown = [this](int round) {
+        step_.stage = "cool-down";
+        step_.rep = round;
+        run_.progress().step(device_, step_);
+        return wait_cooldown(plan_.cooldown, tel(), run_.progress());
+    };
+    rh.measure = [this](const TestConfig& c) {
+        return measure(static_cast<int>(res_.phases.back().rounds.size()) + 1, c);
+    };
+    rh.round_marker = [this](int round, bool begin) {
+        if (begin)
+            prefix_ = "p" + std::to_string(phase_index_) + "/r" + std::to_string(round) + "/";
+        if (tel())
+            tel()->mark(prefix_ + "round", begin);
+    };
+    rh.round_done = [this](int round, TestResult& r, SustainedRound& sr) {
+        round_done(round, r, sr);
+    };
+    rh.freq_series = [this] { return freq_series(); };
+    rh.after_round = [this](int round) {
+        publish();
+        // After the round's record is final, so that tracing overhead reaches none of its
+        // numbers; the next round's cool-down starts after the pass.
+        if (plan_.traced_rounds.count(round) && !run_.should_stop())
+            traced_pass(round);
+    };
+    rh.interrupted = [this] { return run_.should_stop(); };
+    return rh;
+}
+
+TestResult SustainedRun::measure(int round, const TestConfig& c) {
+    const std::string phase = res_.phases.back().name;
+    const std::string note = "sustained " + phase + " round " + std::to_string(round);
+    // Over HTTP the round is the planned HTTP test with the round's warm-up and batch.
+    TestConfig tc = c;
+    if (http_) {
+        tc = http_test_;
+        tc.warmup = c.warmup;
+        tc.reps = tc.max_reps = 1;
+        tc.n_batch = c.n_batch;
+        tc.n_ubatch = c.n_ubatch;
+    }
+    step_ = {"sustained " + phase, round, o_.rounds, "", "round"};
+    // The round is a test of the run context; should llama.cpp stop the process inside it, the
+    // last word records it failed, as a test and as the phase's next round.
+    RunningTest running;
+    running.stage_prefix = prefix_;
+    running.step = step_;
+    running.own_report = true;
+    running.so_far = [tc, note] {
+        TestResult r;
+        r.config = tc;
+        r.notes.push_back(note);
+        return r;
+    };
+    running.on_failed = [this, round](const TestResult& r, ResultDocument& doc) {
+        res_.phases.back().rounds.push_back(round_record(r, round));
+        doc.sustained = res_;
+    };
+    run_.name_running(phase + " round " + std::to_string(round));
+    const SweepHooks hooks = run_.begin_test(tc, std::move(running));
+    return http_ ? http_->run(tc, hooks, run_.clock())
+                 : run_test(*engine_, tc, hooks, std::nullopt, run_.clock());
+}
+
+void SustainedRun::round_done(int round, TestResult& r, SustainedRound& sr) {
+    if (Sampler* t = tel()) {
+        if (auto st = t->stage_summary(prefix_ + "round"))
+            round_telemetry(*st, sr);
+        if (auto p = t->stage_summary(prefix_ + "prefill")) {
+            sr.prefill_energy_j = p->total.energy_j;
+            sr.prefill_net_energy_j = p->total.net_energy_j;
+        }
+        if (auto d = t->stage_summary(prefix_ + "decode")) {
+            sr.decode_energy_j = d->total.energy_j;
+            sr.decode_j_per_token = d->total.j_per_token;
+            sr.decode_net_energy_j = d->total.net_energy_j;
+            sr.decode_net_j_per_token = d->total.net_j_per_token;
+        }
+    }
+    const std::string& phase = res_.phases.back().name;
+    r.notes.push_back("sustained " + phase + " round " + std::to_string(round));
+    // The round's power and temperatures come from the test's telemetry, cut by end_test.
+    const TestResult& stored = run_.end_test(std::move(r));
+    if (stored.telemetry)
+        add_request_telemetry(*stored.telemetry, sr);
+    run_.note(phase + " round " + std::to_string(round) + "/" + std::to_string(o_.rounds) +
+              ": decode " + (sr.decode_tps ? fmt::format("{:.1f}", *sr.decode_tps) : "-") +
+              " tok/s" + (sr.error ? " (" + *sr.error + ")" : ""));
+}
+
+std::vector<TelemetrySeries> SustainedRun::freq_series() const {
+    std::vector<TelemetrySeries> freq;
+    Sampler* t = const_cast<RunContext&>(run_).sampler();
+    if (!t)
+        return freq;
+    auto in_pass = [&](int64_t at) {
+        for (const auto& [a, b] : pass_windows_)
+            if (at >= a && at <= b)
                 return true;
         return false;
     };
-    int failed = 0;
-    bool bad_input = false;
-    std::vector<std::pair<std::string, std::optional<BackgroundSpec>>> phases{
-        {bg ? "baseline" : "rounds", std::nullopt}};
-    if (bg)
-        phases.push_back({"loaded", bg});
-    for (size_t ph = 0; ph < phases.size() && !interrupt_requested() && !bad_input; ++ph) {
-        SustainedPhase phase;
-        phase.name = phases[ph].first;
-        phase.background = phases[ph].second ? phases[ph].second->text : "";
-        res.phases.push_back(phase);
-        std::unique_ptr<BackgroundLoad> load;
-        if (phases[ph].second) {
-            load = std::make_unique<BackgroundLoad>(*phases[ph].second);
-            load->start();
-        }
-        const int64_t phase_start = now_ns();
-        RoundHooks rh;
-        rh.cooldown = [&](int round) {
-            step.stage = "cool-down";
-            step.rep = round;
-            progress.step(device, step);
-            return wait_cooldown(cooldown, tel, progress);
-        };
-        rh.measure = [&](const TestConfig& rc) {
-            if (!http)
-                return run_test(engine, rc, hooks, std::nullopt);
-            TestConfig hc = http_tests.at(0);
-            hc.warmup = rc.warmup;
-            hc.reps = hc.max_reps = 1;
-            hc.n_batch = rc.n_batch;
-            hc.n_ubatch = rc.n_ubatch;
-            return http->run(hc, hooks);
-        };
-        rh.round_marker = [&](int round, bool begin) {
-            if (begin) {
-                prefix = "p" + std::to_string(ph) + "/r" + std::to_string(round) + "/";
-                if (sampling)
-                    tel->mark(prefix + "round", true);
-                activity.store("");
-                step = {"sustained " + phase.name, round, o.rounds, "", "round"};
-                progress.step(device, step);
-                round_start_ns.store(now_ns());
-                running_round.store(round);
-            } else {
-                running_round.store(0);
-                if (sampling)
-                    tel->mark(prefix + "round", false);
+    for (auto& s : t->series_of(Quantity::frequency)) {
+        TelemetrySeries cut = s;
+        cut.t_ns.clear();
+        cut.values.clear();
+        for (size_t i = 0; i < s.t_ns.size(); ++i)
+            if (s.t_ns[i] >= phase_start_ns_ && !in_pass(s.t_ns[i])) {
+                cut.t_ns.push_back(s.t_ns[i]);
+                cut.values.push_back(s.values[i]);
             }
-        };
-        rh.round_done = [&](int round, TestResult& r, SustainedRound& sr) {
-            if (sampling) {
-                r.telemetry = test_telemetry(*tel, prefix);
-                if (auto st = tel->stage_summary(prefix + "round"))
-                    round_telemetry(*st, sr);
-                if (auto p = tel->stage_summary(prefix + "prefill")) {
-                    sr.prefill_energy_j = p->total_energy_j;
-                    sr.prefill_net_energy_j = p->total_net_energy_j;
-                }
-                if (auto d = tel->stage_summary(prefix + "decode")) {
-                    sr.decode_energy_j = d->total_energy_j;
-                    sr.decode_j_per_token = d->j_per_token;
-                    sr.decode_net_energy_j = d->total_net_energy_j;
-                    sr.decode_net_j_per_token = d->net_j_per_token;
-                }
-            }
-            r.notes.push_back("sustained " + phase.name + " round " + std::to_string(round));
-            doc.tests.push_back(std::move(r));
-            progress.note(phase.name + " round " + std::to_string(round) + "/" +
-                          std::to_string(o.rounds) + ": decode " +
-                          (sr.decode_tps ? fmt::format("{:.1f}", *sr.decode_tps) : "-") + " tok/s" +
-                          (sr.error ? " (" + *sr.error + ")" : ""));
-            progress.advance();
-        };
-        rh.freq_series = [&] {
-            std::vector<Series> freq;
-            if (sampling)
-                for (auto& s : tel->record().series)
-                    if (s.metric.quantity == Quantity::frequency) {
-                        Series cut = s;
-                        cut.t_ns.clear();
-                        cut.values.clear();
-                        for (size_t i = 0; i < s.t_ns.size(); ++i)
-                            if (s.t_ns[i] >= phase_start && !in_pass(s.t_ns[i])) {
-                                cut.t_ns.push_back(s.t_ns[i]);
-                                cut.values.push_back(s.values[i]);
-                            }
-                        freq.push_back(std::move(cut));
-                    }
-            return freq;
-        };
-        rh.after_round = [&](int round) {
-            save_after_round();
-            // After the round's record is final, so that tracing overhead reaches none of its
-            // numbers; the next round's cool-down starts after the pass.
-            if (!traced_rounds.count(round) || interrupt_requested())
-                return;
-            const std::string label = "traced pass after round " + std::to_string(round);
-            step.stage = label;
-            progress.step(device, step);
-            TracedPass pass = run_traced_pass(c, label, [&](const std::string& m) {
-                progress.note(phase.name + " " + label + ": " + m);
-            });
-            pass_windows.push_back({pass.start_ns, pass.end_ns});
-            if (pass.status != "ok") {
-                ++failed;
-                progress.done(device);  // the status line makes way for a line shown even with -q
-                err << "stagebench: " << phase.name << " " << label
-                    << " failed: " << pass.error.value_or("?") << "\n";
-            }
-            res.phases.back().rounds.back().ops = from_json<RoundTracedPass>(to_json(pass));
-            save();
-        };
-        const PhaseOutcome po = run_phase_rounds(c, o.rounds, res.phases.back(), rh);
-        failed += po.failed;
-        bad_input |= po.bad_input;
+        freq.push_back(std::move(cut));
     }
-    if (res.phases.size() == 2)
-        res.slowdown = phase_slowdown(res.phases[0], res.phases[1]);
-    progress.done(device);
-    engine.unload();
+    return freq;
+}
+
+void SustainedRun::traced_pass(int round) {
+    const std::string& phase = res_.phases.back().name;
+    const std::string label = "traced pass after round " + std::to_string(round);
+    step_.stage = label;
+    run_.progress().step(device_, step_);
+    auto progress = [&](const std::string& m) { run_.note(phase + " " + label + ": " + m); };
+    RoundTracedPass pass = o_.traced_pass ? o_.traced_pass(c_, label, progress)
+                                          : traced_pass_of(run_traced_pass(c_, label, progress));
+    pass_windows_.push_back({pass.start_ns, pass.end_ns});
+    if (pass.status != PassStatus::ok) {
+        ++failed_;
+        run_.progress().done(device_);  // the status line makes way for a line shown with -q
+        run_.progress().notice(phase + " " + label + " failed: " + pass.error.value_or("?"));
+    }
+    res_.phases.back().rounds.back().ops = std::move(pass);
+    publish();
+}
+
+}  // namespace
+
+RunResult run_sustained(const SustainedOptions& o, RunEnv env) {
+    const SustainedPlan plan = plan_of(o);
+    MatrixSpec matrix;
+    matrix.models = {o.workload.model_path};
+    matrix.devices = {o.workload.devices};
+    matrix.n_prompt = {o.prompt_tokens};
+    matrix.n_gen = {o.max_tokens};
+    matrix.n_threads = {plan.threads};
+    matrix.reps = 1;
+    matrix.seed = o.seed;
+    std::unique_ptr<HttpRun> http;
+    std::vector<TestConfig> http_tests;
+    if (plan.over_http) {
+        http = std::make_unique<HttpRun>(o.http, matrix, o.rpc_servers);
+        http_tests = http->plan(matrix);
+    }
+    // The run context: the model described, RPC servers added, device names checked,
+    // telemetry, warnings, the idle baseline and the document saved as it grows.
+    RunSetup setup;
+    setup.take(env);
+    if (!http || http->needs_gguf())
+        setup.models = {o.workload.model_path};
+    setup.rpc_servers = o.rpc_servers;
+    if (!plan.over_http)
+        setup.device_sets = {o.workload.devices};
+    setup.telemetry = o.telemetry;
+    setup.out_path = o.out_path;
+    setup.progress = o.progress;
+    setup.terminal = o.progress && Progress::stderr_is_terminal();
+    RunContext run(env.doc, setup, env.err, env.listener);
+    if (http)
+        http->connect(run, http_tests);
+    run.open(plan.threads);
+    if (plan.cooldown.kind == CooldownPolicy::Kind::until_temp) {
+        Sampler* tel = run.sampler();
+        if (tel && !hottest_now(*tel))
+            tel->sample_now();
+        if (!tel || !hottest_now(*tel))
+            throw input_error("--cooldown " + o.cooldown +
+                              " needs a temperature sensor, and none was found");
+    }
+    SustainedRun rounds(run, o, plan);
+    if (http)
+        rounds.use_http(http.get(), http_tests.at(0));
+    rounds.publish();
+    run.start();
+    run.plan(static_cast<size_t>(o.rounds) * (plan.background ? 2 : 1));
+    rounds.phase(plan.background ? "baseline" : "rounds", std::nullopt);
+    if (plan.background && !run.should_stop() && !rounds.bad_input())
+        rounds.phase("loaded", plan.background);
+    rounds.finish_phases();
     if (http)
         http->stop();
-    doc.sustained = res;
-    run.finish();
-    const int code = exit_code_for(doc.tests, interrupt_requested());
-    return code == 0 && failed > 0 ? 1 : code;
+    return run.finish(rounds.failed() > 0 ? Outcome::failed : Outcome::ok);
 }
 
 }  // namespace sb

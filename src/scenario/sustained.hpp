@@ -12,7 +12,9 @@
 #include "analysis/sustained_summary.hpp"
 #include "core/result.hpp"
 #include "core/sustained_result.hpp"
+#include "core/workload.hpp"
 #include "scenario/http_run.hpp"
+#include "scenario/run_context.hpp"
 #include "scenario/telemetry_setup.hpp"
 #include "telemetry/sampler.hpp"
 
@@ -29,10 +31,10 @@ struct CooldownPolicy {
 CooldownPolicy parse_cooldown(const std::string& text);
 
 struct SustainedOptions {
-    std::string model;
-    std::string devices = "CPU";
+    // The model, devices and threads (0: default_thread_count()) of every round; its batch is
+    // chunk's (below).
+    Workload workload;
     std::vector<std::string> rpc_servers;
-    int threads = 0;
     int rounds = 20;
     int prompt_tokens = 512;
     int max_tokens = 128;
@@ -49,9 +51,13 @@ struct SustainedOptions {
     HttpRunOptions http;
     // --trace-ops-rounds: after each of these rounds (in every phase), once the round's
     // measured workload has finished, one node-by-node traced pass of the same prefill and a
-    // few decode steps on the same devices (profile/traced_pass.hpp); its per-op records go to
+    // few decode steps on the same devices (scenario/traced_pass.hpp); its per-op records go to
     // the round's "ops". "" = none. In-process engine only.
     std::string trace_ops_rounds;
+    // Runs a traced pass (profile/traced_pass.hpp's run_traced_pass); null: that one.
+    std::function<RoundTracedPass(const TestConfig& workload, const std::string& label,
+                                  const std::function<void(const std::string&)>& progress)>
+        traced_pass;
 };
 
 // --trace-ops-rounds "1,20" or "1,last" -> the chosen round numbers, each in 1..rounds; ""
@@ -59,8 +65,8 @@ struct SustainedOptions {
 std::set<int> parse_trace_ops_rounds(const std::string& text, int rounds);
 
 // A round's record from its test (the workload measured once): status, error, start and end,
-// and the first repetition's prefill and decode tokens/s, inter-token latency p50/p99 and TTFT.
-// Pure.
+// and the first repetition's prefill and decode tokens/s, inter-token latency p50/p99, TTFT,
+// E2E, token counts and combined tokens/s (add_request_figures). Pure.
 SustainedRound round_record(const TestResult& r, int round);
 
 // What the rounds of a phase ask of their driver. measure is required; the rest optional.
@@ -76,7 +82,7 @@ struct RoundHooks {
     // the document, progress.
     std::function<void(int round, TestResult&, SustainedRound&)> round_done;
     // The sampled frequency series of the phase so far, for time-at-floor (summarize_rounds).
-    std::function<std::vector<Series>()> freq_series;
+    std::function<std::vector<TelemetrySeries>()> freq_series;
     // After the phase's summary was updated with the round (save, a traced pass).
     std::function<void(int round)> after_round;
     // Polled before each round and after its cool-down. Null: interrupt_requested().
@@ -95,11 +101,12 @@ struct PhaseOutcome {
 PhaseOutcome run_phase_rounds(TestConfig c, int rounds, SustainedPhase& phase,
                               const RoundHooks& hooks);
 
-// Runs the protocol. Returns the exit code (0 all rounds ok, 1 a round failed or interrupted,
-// 2 a round failed on bad input, e.g. a model llama.cpp refuses: then no further round runs);
-// throws sb::Error for bad input found before measuring. Rounds reach --out as they end.
-// Prints nothing but progress and warnings on err: the caller shows the document
-// (report/reporter.hpp print_document).
-int run_sustained(const SustainedOptions& opts, ResultDocument& doc, std::ostream& err);
+// Runs the protocol through a RunContext (every round a test begun and ended there, its
+// engine from env.engines). Returns the document with the outcome (every round ok; a round or
+// a traced pass failed, or the run was interrupted; a round failed on bad input, e.g. a model
+// llama.cpp refuses: then no further round runs); throws sb::Error for bad input found before
+// measuring. Rounds reach --out as they end. Prints nothing but progress and warnings on
+// env.err: the caller shows the document (report/reporter.hpp print_document).
+RunResult run_sustained(const SustainedOptions& opts, RunEnv env);
 
 }  // namespace sb

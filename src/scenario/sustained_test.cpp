@@ -2,9 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include "core/document.hpp"
 #include "core/error.hpp"
+#include "core/interrupt.hpp"
+#include "core/last_word.hpp"
 #include "engine/fake_engine.hpp"
 #include "scenario/stage_sweep.hpp"
+#include "scenario/test_util.hpp"
 
 using namespace sb;
 
@@ -108,12 +112,20 @@ TEST(SustainedRounds, ThrottlingOnsetIsThePlantedRound) {
         EXPECT_DOUBLE_EQ(*r.ttft_ms, (1.6e6 + (i + 1 >= 6 ? 20e6 : 10e6)) * 1e-6);
         EXPECT_DOUBLE_EQ(*r.itl_p50_ms, i + 1 >= 6 ? 20 : 10);
         EXPECT_DOUBLE_EQ(r.cooldown_s, i == 0 ? 0 : 0.25);
+        // The request end to end: 16 prompt tokens in 1.6 ms, 8 generated in 80 or 160 ms.
+        const double e2e_s = 1.6e-3 + (i + 1 >= 6 ? 160e-3 : 80e-3);
+        EXPECT_DOUBLE_EQ(*r.e2e_s, e2e_s);
+        EXPECT_EQ(r.prompt_tokens, 16);
+        EXPECT_EQ(r.generated_tokens, 8);
+        EXPECT_DOUBLE_EQ(*r.combined_tps, 24 / e2e_s);
     }
     const AcrossRounds& a = phase.across;
-    ASSERT_TRUE(a.throttle_onset_round);
-    EXPECT_EQ(*a.throttle_onset_round, 6);
+    // No clock or temperature was read: the drop is not called throttling.
+    EXPECT_EQ(a.drop_round, 6);
+    EXPECT_FALSE(a.throttle_onset_round);
     EXPECT_EQ(a.onset_basis, "throughput");
-    EXPECT_EQ(a.verdict, "throttled at round 6");
+    EXPECT_EQ(a.verdict, "throughput dropped at round 6 (no clock or temperature evidence)");
+    EXPECT_NEAR(*a.e2e_s.mean, 1.6e-3 + (5 * 80e-3 + 5 * 160e-3) / 10, 1e-12);
     EXPECT_DOUBLE_EQ(*a.steady_decode_tps, 50);
     EXPECT_DOUBLE_EQ(*a.peak_to_steady, 2);
     EXPECT_DOUBLE_EQ(*a.first_last_change, -0.5);
@@ -182,4 +194,146 @@ TEST(SustainedRounds, ARoundRecordIsTheFirstRepetitionOfItsTest) {
     EXPECT_EQ(r.start_ns, 5);
     EXPECT_EQ(r.end_ns, 9);
     EXPECT_FALSE(r.prefill_tps || r.decode_tps || r.ttft_ms || r.itl_p50_ms);
+}
+
+namespace {
+
+// run_sustained's options for the tiny model on scripted engines.
+SustainedOptions sustained_options(int rounds) {
+    SustainedOptions o;
+    o.workload.model_path = test::tiny_gguf();
+    o.workload.n_threads = 2;
+    o.rounds = rounds;
+    o.prompt_tokens = 8;
+    o.max_tokens = 4;
+    o.telemetry.mode = TelemetryMode::off;
+    o.progress = false;
+    return o;
+}
+
+}  // namespace
+
+TEST(SustainedRun, EveryRoundIsATestAndAScriptedSlowdownIsFoundAtItsRound) {
+    clear_interrupt();
+    test::TempDir dir;
+    test::RunRig rig;
+    // Decode takes twice as long from round 4 on: decode steps 1..12 are rounds 1-3 (after the
+    // warm-up's step 0).
+    rig.engines.setup = [](FakeEngine& e, EngineKind) {
+        e.script().duration_ns = [](const FakeCall& c) -> int64_t {
+            if (c.op == FakeOp::decode_step)
+                return (c.index > 12 ? 20 : 10) * kMs;
+            return c.op == FakeOp::prefill ? 100 * kUs * c.n_tokens : 0;
+        };
+    };
+    SustainedOptions o = sustained_options(6);
+    o.out_path = dir.file("s.json");
+    const RunResult r = run_sustained(o, rig.env("sustained"));
+    EXPECT_EQ(r.outcome, Outcome::ok);
+    EXPECT_EQ(rig.engines.made(), 1);
+    ASSERT_EQ(r.doc.tests.size(), 6u);
+    for (int i = 0; i < 6; ++i) {
+        const TestResult& t = r.doc.tests[static_cast<size_t>(i)];
+        EXPECT_EQ(t.notes.back(), "sustained rounds round " + std::to_string(i + 1));
+        EXPECT_EQ(t.config.warmup, i == 0);  // one warm-up before the phase
+        EXPECT_EQ(t.decode->tokens_per_s, std::vector<double>{i < 3 ? 100.0 : 50.0});
+    }
+    ASSERT_TRUE(r.doc.sustained);
+    const SustainedResult& s = *r.doc.sustained;
+    EXPECT_EQ(s.config.rounds, 6);
+    EXPECT_EQ(s.config.devices, "CPU");
+    ASSERT_EQ(s.phases.size(), 1u);
+    const SustainedPhase& ph = s.phases[0];
+    EXPECT_EQ(ph.name, "rounds");
+    ASSERT_EQ(ph.rounds.size(), 6u);
+    for (int i = 0; i < 6; ++i) {
+        EXPECT_EQ(ph.rounds[static_cast<size_t>(i)].round, i + 1);
+        EXPECT_DOUBLE_EQ(*ph.rounds[static_cast<size_t>(i)].decode_tps, i < 3 ? 100 : 50);
+        EXPECT_DOUBLE_EQ(*ph.rounds[static_cast<size_t>(i)].ttft_ms, 0.8 + (i < 3 ? 10.0 : 20.0));
+    }
+    ASSERT_TRUE(ph.across.throttle_onset_round);
+    EXPECT_EQ(*ph.across.throttle_onset_round, 4);
+    EXPECT_EQ(ph.across.verdict, "throttled at round 4");
+    EXPECT_DOUBLE_EQ(*ph.across.peak_to_steady, 2);
+    // The rounds are on disk as they were returned.
+    const ResultDocument back = load_result_document(*o.out_path);
+    ASSERT_TRUE(back.sustained);
+    EXPECT_EQ(back.sustained->phases[0].across.throttle_onset_round, 4);
+    EXPECT_EQ(back.tests.size(), 6u);
+}
+
+TEST(SustainedRun, AFailedTracedPassFailsTheRunAndIsKeptWithItsRound) {
+    clear_interrupt();
+    test::RunRig rig;
+    SustainedOptions o = sustained_options(3);
+    o.trace_ops_rounds = "2";
+    std::vector<std::string> passes;
+    o.traced_pass = [&](const TestConfig& w, const std::string& label,
+                        const std::function<void(const std::string&)>&) {
+        passes.push_back(label + " of pp" + std::to_string(w.n_prompt));
+        RoundTracedPass p;
+        p.label = label;
+        p.status = PassStatus::error;
+        p.error = "no such op";
+        return p;
+    };
+    const RunResult r = run_sustained(o, rig.env("sustained"));
+    EXPECT_EQ(passes, (std::vector<std::string>{"traced pass after round 2 of pp8"}));
+    const SustainedPhase& ph = r.doc.sustained->phases[0];
+    ASSERT_EQ(ph.rounds.size(), 3u);
+    EXPECT_FALSE(ph.rounds[0].ops);
+    ASSERT_TRUE(ph.rounds[1].ops);
+    EXPECT_EQ(ph.rounds[1].ops->status, PassStatus::error);
+    EXPECT_EQ(to_json(ph.rounds[1])["ops"]["status"], "error");
+    // Every round ran and is ok; the pass's failure makes the run's outcome failed.
+    for (const auto& t : r.doc.tests)
+        EXPECT_EQ(t.status, Status::ok);
+    EXPECT_EQ(r.outcome, Outcome::failed);
+    EXPECT_NE(rig.err.str().find("stagebench: rounds traced pass after round 2 failed: no such op"),
+              std::string::npos)
+        << rig.err.str();
+}
+
+TEST(SustainedRun, CtrlCEndsThePhaseAfterTheRoundItCameIn) {
+    clear_interrupt();
+    test::RunRig rig;
+    rig.engines.setup = [](FakeEngine& e, EngineKind) {
+        e.script().before = [](const FakeCall& c) {
+            if (c.op == FakeOp::prefill && c.index == 3)  // round 3's prefill
+                request_interrupt();
+        };
+    };
+    const RunResult r = run_sustained(sustained_options(10), rig.env("sustained"));
+    clear_interrupt();
+    EXPECT_EQ(r.doc.tests.size(), 3u);
+    EXPECT_EQ(r.doc.sustained->phases[0].rounds.size(), 3u);
+    EXPECT_EQ(r.outcome, Outcome::interrupted);
+}
+
+TEST(SustainedRun, TheLastWordRecordsTheRoundAsATestAndAsThePhasesNextRound) {
+    clear_interrupt();
+    test::RunRig rig;
+    std::optional<std::string> line;
+    rig.engines.setup = [&](FakeEngine& e, EngineKind) {
+        e.script().before = [&](const FakeCall& c) {
+            if (c.op == FakeOp::prefill && c.index == 3)  // round 3
+                line = say_last_words("ggml.c:1: Remote RPC server crashed");
+        };
+    };
+    std::vector<ResultDocument> kept;
+    RunEnv env = rig.env("sustained");
+    env.on_last_word = [&](const ResultDocument& d) { kept.push_back(d); };
+    run_sustained(sustained_options(5), std::move(env));
+    ASSERT_TRUE(line);
+    EXPECT_EQ(*line,
+              "rounds round 3 failed: llama.cpp stopped during prefill: Remote RPC server "
+              "crashed; 2 earlier test(s) kept");
+    ASSERT_EQ(kept.size(), 1u);
+    ASSERT_EQ(kept[0].tests.size(), 3u);
+    EXPECT_EQ(kept[0].tests[2].status, Status::failed);
+    EXPECT_EQ(kept[0].tests[2].notes, (std::vector<std::string>{"sustained rounds round 3"}));
+    const SustainedPhase& ph = kept[0].sustained->phases[0];
+    ASSERT_EQ(ph.rounds.size(), 3u);
+    EXPECT_EQ(ph.rounds[2].round, 3);
+    EXPECT_EQ(ph.rounds[2].status, Status::failed);
 }

@@ -4,7 +4,6 @@
 #include "core/stats.hpp"
 #include "core/stats_json.hpp"
 #include "telemetry/discover.hpp"
-#include "telemetry/telemetry_json.hpp"
 
 namespace sb {
 
@@ -13,33 +12,55 @@ bool has_sources(const Sampler& s) {
 }
 
 // The sampler when telemetry is wanted, with the families found and absent. Null when off.
-std::unique_ptr<Sampler> open_telemetry(const TelemetryChoice& opts, std::ostream& err,
-                                        bool progress) {
-    if (opts.mode == "off")
+std::unique_ptr<Sampler> open_telemetry(const TelemetryChoice& opts, Progress& progress) {
+    if (opts.mode == TelemetryMode::off)
         return nullptr;
-    if (opts.mode != "auto" && opts.mode != "on")
-        throw usage_error("--telemetry must be auto, on or off, not '" + opts.mode + "'");
     if (opts.idle_s < 0)
         throw usage_error("--idle must be >= 0 seconds");
     Discovery d = discover_sources(discover_options_for_root(opts.sysfs_root));
-    if (d.sources.empty() && opts.mode == "on")
+    if (d.sources.empty() && opts.mode == TelemetryMode::on)
         throw input_error("--telemetry on: no telemetry sources under " + opts.sysfs_root +
                           " (stagebench sensors lists what is absent and why)");
     SamplerOptions so;
     so.hz = opts.hz;
     auto sampler = std::make_unique<Sampler>(std::move(d), so);
-    if (progress) {
-        const auto rec = sampler->record();
-        err << "stagebench: telemetry: " << rec.sources.size() << " source(s)";
-        std::string absent;
-        for (const auto& c : rec.classes)
-            if (c.found == 0)
-                absent += (absent.empty() ? "" : ", ") + c.source_class;
-        if (!absent.empty())
-            err << "; absent: " << absent;
-        err << "\n";
-    }
+    const auto rec = sampler->record();
+    std::string absent;
+    for (const auto& c : rec.classes)
+        if (c.found == 0)
+            absent += (absent.empty() ? "" : ", ") + c.source_class;
+    progress.note("telemetry: " + std::to_string(rec.sources.size()) + " source(s)" +
+                  (absent.empty() ? "" : "; absent: " + absent));
     return sampler;
+}
+
+TestTelemetry test_telemetry_of(std::vector<StageWindow> prefill, std::vector<StageWindow> decode) {
+    TestTelemetry t;
+    for (auto* windows : {&prefill, &decode}) {
+        if (windows->empty())
+            continue;
+        std::vector<double> jpt, net_jpt, energy, power;
+        for (const auto& w : *windows) {
+            if (w.total.j_per_token)
+                jpt.push_back(*w.total.j_per_token);
+            if (w.total.net_j_per_token)
+                net_jpt.push_back(*w.total.net_j_per_token);
+            if (w.total.energy_j) {
+                energy.push_back(*w.total.energy_j);
+                if (w.duration_ns > 0)
+                    power.push_back(*w.total.energy_j / (w.duration_ns * 1e-9) * 1e3);
+            }
+        }
+        StageEnergySummary& s = t.summary[windows == &prefill ? "prefill" : "decode"];
+        s.j_per_token = summarize(jpt);
+        s.net_j_per_token = summarize(net_jpt);
+        s.energy_j = summarize(energy);
+        s.mean_power_mw = summarize(power);
+        s.total_metric = windows->front().total.metric;
+    }
+    t.prefill = std::move(prefill);
+    t.decode = std::move(decode);
+    return t;
 }
 
 // Per-repetition stage telemetry of one test, and medians of what people compare.
@@ -52,9 +73,8 @@ void finish_telemetry(Sampler* tel, ResultDocument& doc) {
     if (!tel)
         return;
     tel->stop();
-    const TelemetryRecord rec = tel->record();  // a copy of every series: taken once
-    doc.telemetry = telemetry_section(rec);
-    for (const auto& w : rec.warnings)
+    doc.telemetry = tel->record();  // a copy of every series: taken once
+    for (const auto& w : doc.telemetry->warnings)
         doc.warnings.push_back(w);
 }
 

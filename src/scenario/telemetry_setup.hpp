@@ -7,22 +7,22 @@
 #include <string>
 
 #include "core/result.hpp"
+#include "scenario/progress.hpp"
 #include "telemetry/sampler.hpp"
 
 namespace sb {
 
 struct TelemetryChoice {
-    std::string mode = "auto";  // auto (on where sources exist) | on | off
+    TelemetryMode mode = TelemetryMode::automatic;  // auto: on where sources exist
     std::string sysfs_root = "/sys";
     double hz = 10;
     double idle_s = 2;  // idle baseline before the first measurement (0: none)
 };
 
 // The sampler (not started) with every source found, or null when mode is off. Throws
-// sb::Error(usage) for a bad mode, rate or idle time, and sb::Error(input) for mode "on" when
-// no source exists. Prints a line naming the sources and absent families when progress.
-std::unique_ptr<Sampler> open_telemetry(const TelemetryChoice& choice, std::ostream& err,
-                                        bool progress);
+// sb::Error(usage) for a bad rate or idle time, and sb::Error(input) for mode on when no
+// source exists. Notes a line naming the sources and absent families on progress.
+std::unique_ptr<Sampler> open_telemetry(const TelemetryChoice& choice, Progress& progress);
 
 // Stops the sampler (when there is one) and keeps its record in doc: the series, marks and
 // stage records as doc.telemetry, its warnings appended to doc.warnings.
@@ -31,8 +31,12 @@ void finish_telemetry(Sampler* tel, ResultDocument& doc);
 // True when the sampler has at least one source to read.
 bool has_sources(const Sampler& s);
 
-// The stage records whose names are prefix + "prefill" / "decode", and medians of J/token, net
-// J/token, energy and mean power (test_telemetry_of, telemetry/telemetry_json.hpp).
+// One test's telemetry from its stage windows: the windows of prefill and decode (one per
+// repetition) and the medians over them of J/token, net J/token, energy and mean power (from
+// each window's whole-system total); a stage without windows is left out. Pure.
+TestTelemetry test_telemetry_of(std::vector<StageWindow> prefill, std::vector<StageWindow> decode);
+
+// test_telemetry_of the sampler's windows of the stages prefix + "prefill" / "decode".
 TestTelemetry test_telemetry(const Sampler& tel, const std::string& prefix);
 
 }  // namespace sb

@@ -15,6 +15,8 @@
 //   convention before any was seen. CurrentSign overrides all of this.
 // - power_now (µW) is used when current_now is absent, with the sign from `status`.
 // - temp is in tenths of °C.
+// - charge_full (µAh, the full charge as the fuel gauge learned it) is read every sample like
+//   the rest: it turns an energy into a share of the battery (analysis/sustained_summary.hpp).
 #include <cmath>
 
 #include "telemetry/discover.hpp"
@@ -36,6 +38,7 @@ class BatterySource : public Source {
         has_charge_ = sysfs::exists(dir_ + "/charge_counter");
         has_temp_ = sysfs::exists(dir_ + "/temp");
         has_capacity_ = sysfs::exists(dir_ + "/capacity");
+        has_charge_full_ = sysfs::exists(dir_ + "/charge_full");
         sensor_ = "battery." + supply_;
         auto add = [&](bool present, const std::string& field, Quantity q) {
             if (!present)
@@ -57,6 +60,7 @@ class BatterySource : public Source {
         i_charge_ = add(has_charge_, "charge_counter_uah", Quantity::charge);
         i_temp_ = add(has_temp_, "temp_mc", Quantity::temperature);
         i_capacity_ = add(has_capacity_, "capacity_pct", Quantity::percent);
+        i_charge_full_ = add(has_charge_full_, "charge_full_uah", Quantity::charge);
         i_discharging_ = add(has_status_, "discharging_flag", Quantity::flags);
     }
 
@@ -165,6 +169,11 @@ class BatterySource : public Source {
             out[i_capacity_] =
                 read_number_file(dir_ + "/capacity", sensor_ + ".capacity_pct", 1, 0, 100);
         }
+        if (i_charge_full_ >= 0) {
+            // 0 is a gauge that has not learned it yet: not a charge.
+            out[i_charge_full_] =
+                read_number_file(dir_ + "/charge_full", sensor_ + ".charge_full_uah", 1, 1, 1e9);
+        }
     }
 
   private:
@@ -216,9 +225,9 @@ class BatterySource : public Source {
     std::string dir_, supply_, sensor_;
     BatteryCalibration cal_;
     bool has_current_ = false, has_voltage_ = false, has_power_ = false, has_status_ = false,
-         has_charge_ = false, has_temp_ = false, has_capacity_ = false;
+         has_charge_ = false, has_temp_ = false, has_capacity_ = false, has_charge_full_ = false;
     int i_power_ = -1, i_voltage_ = -1, i_current_ = -1, i_charge_ = -1, i_temp_ = -1,
-        i_capacity_ = -1, i_discharging_ = -1;
+        i_capacity_ = -1, i_discharging_ = -1, i_charge_full_ = -1;
     std::vector<Metric> metrics_;
     std::optional<CurrentUnit> unit_;
     bool unit_final_ = false;

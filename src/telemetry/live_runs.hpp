@@ -22,8 +22,8 @@ inline constexpr double kLiveRaplRangeUj = 3e6;  // the counter wraps every 0.2 
 // What one live stage gave: the sampler's summary and record, and the writer's complete log
 // (read after the writer stopped: a write can be visible in the file before it is logged).
 struct LiveStage {
-    std::optional<StageTelemetry> stage;
-    TelemetryRecord record;
+    std::optional<StageWindow> stage;
+    TelemetrySection record;
 };
 
 // A RAPL package counter at 15 W from 1 J (unwrapped µJ in log, wrapped at kLiveRaplRangeUj in
@@ -82,12 +82,8 @@ inline LiveStage live_ina3221_stage(WriteLog& log) {
 }
 
 // The energy of metric in a stage, or nullptr.
-inline const EnergyStat* energy_of(const StageTelemetry& s, const std::string& metric) {
-    for (const auto& e : s.energy) {
-        if (e.metric == metric)
-            return &e;
-    }
-    return nullptr;
+inline const StageEnergy* energy_of(const StageWindow& s, const std::string& metric) {
+    return s.energy_of(metric);
 }
 
 }  // namespace sb::testing

@@ -352,7 +352,7 @@ bool Sampler::set_idle_stage(const std::string& stage) {
     if (all.empty())
         return false;
     const auto& s = all.back();
-    IdleBaseline b;
+    IdlePower b;
     b.duration_ns = s.duration_ns;
     for (const auto& e : s.energy) {
         if (e.mean_power_mw)
@@ -362,19 +362,19 @@ bool Sampler::set_idle_stage(const std::string& stage) {
     return true;
 }
 
-std::optional<StageTelemetry> Sampler::stage_summary(const std::string& stage) const {
+std::optional<StageWindow> Sampler::stage_summary(const std::string& stage) const {
     auto all = stage_summaries(stage);
     if (all.empty())
         return std::nullopt;
     return std::move(all.back());
 }
 
-std::vector<StageTelemetry> Sampler::stage_summaries(const std::string& stage) const {
+std::vector<StageWindow> Sampler::stage_summaries(const std::string& stage) const {
     std::lock_guard lk(mu_);
     return summaries_locked(&stage);
 }
 
-std::vector<StageTelemetry> Sampler::summaries_locked(const std::string* only) const {
+std::vector<StageWindow> Sampler::summaries_locked(const std::string* only) const {
     struct Pair {
         std::size_t b, e;
         int occurrence;
@@ -394,18 +394,18 @@ std::vector<StageTelemetry> Sampler::summaries_locked(const std::string* only) c
         }
     }
     std::sort(pairs.begin(), pairs.end(), [](const Pair& a, const Pair& b) { return a.b < b.b; });
-    std::vector<StageTelemetry> out;
+    std::vector<StageWindow> out;
     for (const auto& p : pairs) {
         out.push_back(summarize_locked(marks_[p.b].mark.stage, p.occurrence, p.b, p.e));
     }
     return out;
 }
 
-StageTelemetry Sampler::summarize_locked(const std::string& stage, int occurrence, std::size_t b,
-                                         std::size_t e) const {
+StageWindow Sampler::summarize_locked(const std::string& stage, int occurrence, std::size_t b,
+                                      std::size_t e) const {
     const MarkData& mb = marks_[b];
     const MarkData& me = marks_[e];
-    StageTelemetry st;
+    StageWindow st;
     st.stage = stage;
     st.occurrence = occurrence;
     st.begin_ns = mb.mark.t_ns;
@@ -438,7 +438,7 @@ StageTelemetry Sampler::summarize_locked(const std::string& stage, int occurrenc
             continue;
         }
         if (is_energy_counter(mt)) {
-            EnergyStat es;
+            StageEnergy es;
             es.metric = mt.name;
             es.sensor = mt.sensor;
             es.method = "counter";
@@ -481,7 +481,7 @@ StageTelemetry Sampler::summarize_locked(const std::string& stage, int occurrenc
         }
         auto pts = window_points(se.t_ns, se.raw, tb, te);
         if (mt.quantity == Quantity::power && !counter_sensors.count(mt.sensor)) {
-            EnergyStat es;
+            StageEnergy es;
             es.metric = mt.name;
             es.sensor = mt.sensor;
             es.method = "power_integral";
@@ -500,9 +500,9 @@ StageTelemetry Sampler::summarize_locked(const std::string& stage, int occurrenc
             continue;
         }
         // Gauges.
-        GaugeStat g;
+        StageGauge g;
         g.metric = mt.name;
-        g.quantity = mt.quantity;
+        g.unit = unit_of(mt.quantity);
         auto lo = std::upper_bound(se.t_ns.begin(), se.t_ns.end(), tb) - se.t_ns.begin();
         auto hi = std::upper_bound(se.t_ns.begin(), se.t_ns.end(), te) - se.t_ns.begin();
         for (auto k = lo; k < hi; ++k) {
@@ -572,11 +572,11 @@ StageTelemetry Sampler::summarize_locked(const std::string& stage, int occurrenc
             for (const auto& [f, x] : w)
                 total += x;
             if (total > 0) {
-                Residency r;
+                StageResidency r;
                 r.sensor = mt.sensor;
                 r.method = "sampled";
                 for (const auto& [f, x] : w)
-                    r.freq_khz_fraction.emplace_back(f, x / total);
+                    r.bins.push_back({f, x / total});
                 st.residency.push_back(std::move(r));
             }
         }
@@ -590,17 +590,16 @@ StageTelemetry Sampler::summarize_locked(const std::string& stage, int occurrenc
             total += std::max(ms, 0.0);
         if (total <= 0)
             continue;  // shorter than the 10 ms resolution
-        std::erase_if(st.residency, [&](const Residency& r) { return r.sensor == sensor; });
-        Residency r;
+        std::erase_if(st.residency, [&](const StageResidency& r) { return r.sensor == sensor; });
+        StageResidency r;
         r.sensor = sensor;
         r.method = "time_in_state";
-        for (const auto& [f, ms] : bins) {
-            r.freq_khz_fraction.emplace_back(f, std::max(ms, 0.0) / total);
-        }
+        for (const auto& [f, ms] : bins)
+            r.bins.push_back({f, std::max(ms, 0.0) / total});
         st.residency.push_back(std::move(r));
     }
 
-    const EnergyStat* total = nullptr;
+    const StageEnergy* total = nullptr;
     for (auto& es : st.energy) {
         if (es.energy_j && dur_s > 0)
             es.mean_power_mw = *es.energy_j / dur_s * 1e3;
@@ -636,11 +635,11 @@ StageTelemetry Sampler::summarize_locked(const std::string& stage, int occurrenc
         }
     }
     if (total) {
-        st.total_metric = total->metric;
-        st.total_energy_j = total->energy_j;
-        st.total_net_energy_j = total->net_energy_j;
-        st.j_per_token = total->j_per_token;
-        st.net_j_per_token = total->net_j_per_token;
+        st.total.metric = total->metric;
+        st.total.energy_j = total->energy_j;
+        st.total.net_energy_j = total->net_energy_j;
+        st.total.j_per_token = total->j_per_token;
+        st.total.net_j_per_token = total->net_j_per_token;
     }
     auto join = [](const std::vector<std::string>& v) {
         std::string s;
@@ -674,13 +673,55 @@ StageTelemetry Sampler::summarize_locked(const std::string& stage, int occurrenc
     return st;
 }
 
-TelemetryRecord Sampler::record() const {
+TelemetryMetric metric_record(const Metric& m) {
+    return {m.name,
+            m.sensor,
+            quantity_name(m.quantity),
+            unit_of(m.quantity),
+            m.kind,
+            m.wrap_range,
+            m.refresh_ns,
+            m.system_total,
+            m.within};
+}
+
+TelemetrySeries Sampler::series_locked(std::size_t m) const {
+    TelemetrySeries se;
+    se.metric = metrics_[m].name;
+    se.unit = unit_of(metrics_[m].quantity);
+    se.kind = metrics_[m].kind;
+    se.t_ns = series_[m].t_ns;
+    se.values = series_[m].raw;
+    if (metrics_[m].kind == MetricKind::counter) {
+        const double first = counters_[m].first;
+        auto& cum = se.cumulative.emplace();
+        cum.reserve(series_[m].unwrapped.size());
+        for (const auto& u : series_[m].unwrapped)
+            cum.push_back(u ? std::optional<double>(*u - first) : std::nullopt);
+    }
+    return se;
+}
+
+std::vector<TelemetrySeries> Sampler::series_of(Quantity q) const {
     std::lock_guard lk(mu_);
-    TelemetryRecord r;
+    std::vector<TelemetrySeries> out;
+    for (std::size_t m = 0; m < metrics_.size(); ++m)
+        if (metrics_[m].quantity == q)
+            out.push_back(series_locked(m));
+    return out;
+}
+
+TelemetrySection Sampler::record() const {
+    std::lock_guard lk(mu_);
+    TelemetrySection r;
     r.hz = options_.hz;
-    r.classes = classes_;
+    for (const auto& c : classes_) {
+        r.classes.push_back({c.source_class, c.found, c.note});
+        if (c.found == 0)
+            r.absent.push_back(c.source_class);
+    }
     for (std::size_t s = 0; s < sources_.size(); ++s) {
-        SourceInfo si;
+        TelemetrySource si;
         si.name = source_names_[s];
         si.source_class = sources_[s]->source_class();
         si.properties = sources_[s]->properties();
@@ -689,19 +730,10 @@ TelemetryRecord Sampler::record() const {
         }
         r.sources.push_back(std::move(si));
     }
+    auto& series = r.series.emplace();
     for (std::size_t m = 0; m < metrics_.size(); ++m) {
-        Series se;
-        se.metric = metrics_[m];
-        se.t_ns = series_[m].t_ns;
-        se.values = series_[m].raw;
-        if (metrics_[m].kind == MetricKind::counter) {
-            const double first = counters_[m].first;
-            se.cumulative.reserve(series_[m].unwrapped.size());
-            for (const auto& u : series_[m].unwrapped) {
-                se.cumulative.push_back(u ? std::optional<double>(*u - first) : std::nullopt);
-            }
-        }
-        r.series.push_back(std::move(se));
+        r.metrics.push_back(metric_record(metrics_[m]));
+        series.push_back(series_locked(m));
     }
     for (const auto& md : marks_)
         r.marks.push_back(md.mark);

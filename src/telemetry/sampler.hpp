@@ -13,8 +13,11 @@
 //   s.mark("prefill", true);  ...  s.mark("prefill", false, n_prompt_tokens);
 //   s.mark("decode", true);   ...  s.mark("decode", false, n_generated_tokens);
 //   s.stop();
-//   nlohmann::json j = to_json(s.record());   // telemetry_json.hpp
+//   TelemetrySection t = s.record();          // the result document's telemetry section
 //
+// It records in the result document's types (core/doc/telemetry_section.hpp), the one set of
+// telemetry types: a stage window is a StageWindow (energy per meter, gauges, residency, the
+// whole-system total), the run's record a TelemetrySection.
 // Thread-safety: every public member function may be called from any thread; calls are
 // serialised internally (a mark waits for at most one source read of the sampler thread, a few
 // ms at worst when a counter file is being rewritten and its read is retried).
@@ -32,6 +35,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/doc/telemetry_section.hpp"
 #include "core/warning.hpp"
 #include "telemetry/discover.hpp"
 #include "telemetry/source.hpp"
@@ -43,98 +47,8 @@ struct SamplerOptions {
     std::function<int64_t()> clock;  // empty: sb::now_ns (tests inject a fake clock)
 };
 
-// Energy of one metric over a stage: an energy counter, or an integrated power gauge of a
-// sensor that has no counter.
-struct EnergyStat {
-    std::string metric;  // e.g. "rapl.package-0.energy_uj", "battery.BAT0.power_mw"
-    std::string sensor;
-    std::string method;                   // "counter" (exact boundary reads) | "power_integral"
-    std::optional<double> energy_j;       // gross; null when the boundary values are missing
-    std::optional<double> mean_power_mw;  // energy / duration
-    std::optional<double> max_power_mw;   // highest sampled (or counter-derived) power
-    std::optional<double> idle_power_mw;  // from the idle baseline, when measured
-    std::optional<double> net_energy_j;   // energy_j - idle_power_mw * duration
-    std::optional<double> j_per_token, net_j_per_token;  // when the stage has a token count
-    bool system_total = false;                           // whole-device measurement (see Metric)
-    std::optional<std::string> within;                   // nested in this sensor: never add the two
-    bool below_refresh = false;  // the stage is shorter than the metric's refresh
-};
-
-// A gauge over a stage (temperature, frequency, voltage, current, percent, flags, and power
-// gauges that are not integrated because their sensor has an energy counter). Values in the
-// metric's canonical unit; the value in force at the stage start is the last reading at or
-// before it. mean is time-weighted (sample and hold). flags: max is the OR of all values.
-struct GaugeStat {
-    std::string metric;
-    Quantity quantity = Quantity::temperature;
-    std::optional<double> start, end, min, max, mean;
-    std::size_t samples = 0;  // readings inside the stage
-    std::size_t missing = 0;  // of which missing (unreadable or malformed)
-};
-
-// Time at each frequency over a stage, for one cpufreq policy or GPU.
-struct Residency {
-    std::string sensor;
-    std::string method;  // "time_in_state" (kernel counters) | "sampled" (frequency gauge)
-    std::vector<std::pair<double, double>> freq_khz_fraction;  // ascending frequency
-};
-
-struct StageTelemetry {
-    std::string stage;
-    int occurrence = 0;  // 0 for the first begin/end pair with this name, 1 for the next...
-    int64_t begin_ns = 0, end_ns = 0, duration_ns = 0;
-    // How long the counter reads at each boundary took (the counters' values are from within
-    // [begin_ns, begin_ns + begin_read_ns]); large values mean slow sensors (I2C, NVML).
-    int64_t begin_read_ns = 0, end_read_ns = 0;
-    std::optional<int64_t> tokens;
-    std::vector<EnergyStat> energy;
-    std::vector<GaugeStat> gauges;
-    std::vector<Residency> residency;
-    // Totals from the first system-total metric with a value (battery, psys, VDD_IN); null
-    // when the device has none. Per-component figures are in `energy`.
-    std::optional<std::string> total_metric;
-    std::optional<double> total_energy_j, total_net_energy_j, j_per_token, net_j_per_token;
-    Warnings warnings;  // short windows, throttling, not on battery, missing boundary reads...
-};
-
-struct IdleBaseline {
-    int64_t duration_ns = 0;
-    std::map<std::string, double> power_mw;  // energy metric -> mean idle power
-};
-
-// A metric's raw series. values are as read (counters not unwrapped); cumulative is the
-// unwrapped counter minus its first value (counters only, empty for gauges).
-struct Series {
-    Metric metric;
-    std::vector<int64_t> t_ns;
-    std::vector<std::optional<double>> values;
-    std::vector<std::optional<double>> cumulative;
-};
-
-struct StageMark {
-    std::string stage;
-    bool begin = true;
-    int64_t t_ns = 0;     // the boundary
-    int64_t read_ns = 0;  // how long the boundary reads took after t_ns
-};
-
-struct SourceInfo {
-    std::string name, source_class;
-    std::vector<std::string> metrics;
-    std::map<std::string, std::string> properties;
-};
-
-// Everything the sampler recorded, for the result document.
-struct TelemetryRecord {
-    double hz = 0;
-    std::vector<SourceInfo> sources;
-    std::vector<SourceClassStatus> classes;  // found/absent per family, with reasons
-    std::vector<Series> series;
-    std::vector<StageMark> marks;
-    std::vector<StageTelemetry> stages;  // every completed begin/end pair, in begin order
-    std::optional<IdleBaseline> idle;
-    Warnings warnings;  // discovery + per-source read problems
-};
+// The document's record of a source's metric (its quantity and unit spelled out).
+TelemetryMetric metric_record(const Metric& m);
 
 class Sampler {
   public:
@@ -166,13 +80,24 @@ class Sampler {
     // baseline applies to every stage, earlier ones included.
     bool set_idle_stage(const std::string& stage);
 
-    // The last completed occurrence of stage; nullopt when none completed.
-    std::optional<StageTelemetry> stage_summary(const std::string& stage) const;
+    // The window of the last completed occurrence of stage: energy per meter (an energy
+    // counter read at the exact boundaries, else a power gauge of a sensor without one
+    // integrated), gauges, frequency residency, the whole-system total (the first system-total
+    // meter with a value, exact counters first; null when the device has none), with J/token
+    // when the end mark carried tokens and net energy above the idle baseline. nullopt when
+    // none completed.
+    std::optional<StageWindow> stage_summary(const std::string& stage) const;
     // Every completed occurrence of stage, in order.
-    std::vector<StageTelemetry> stage_summaries(const std::string& stage) const;
+    std::vector<StageWindow> stage_summaries(const std::string& stage) const;
 
-    // A snapshot of everything recorded so far (copies; safe while running).
-    TelemetryRecord record() const;
+    // A snapshot of everything recorded so far (copies; safe while running): sources, classes
+    // (absent ones named), metrics, every raw series (counters also unwrapped, from 0, as
+    // cumulative), marks, every completed stage window in begin order, the idle baseline and
+    // the warnings (discovery, per-source read problems, counter glitches and resets).
+    TelemetrySection record() const;
+    // The raw series of the metrics of one quantity (e.g. Quantity::frequency), as record()
+    // has them; cheaper than the whole record.
+    std::vector<TelemetrySeries> series_of(Quantity q) const;
 
     // All metrics, in source order (fixed after construction).
     const std::vector<Metric>& metrics() const { return metrics_; }
@@ -192,7 +117,7 @@ class Sampler {
         std::vector<std::optional<double>> raw, unwrapped;
     };
     struct MarkData {
-        StageMark mark;
+        TelemetryMark mark;
         std::optional<int64_t> tokens;
         std::vector<std::optional<double>> values;  // per metric: unwrapped counters, gauges
     };
@@ -201,9 +126,10 @@ class Sampler {
     void loop();
     void read_source_locked(std::size_t s, int64_t t, bool boundary, MarkData* mark);
     std::optional<double> unwrap_locked(std::size_t m, double raw, int64_t t);
-    std::vector<StageTelemetry> summaries_locked(const std::string* only) const;
-    StageTelemetry summarize_locked(const std::string& stage, int occurrence, std::size_t b,
-                                    std::size_t e) const;
+    std::vector<StageWindow> summaries_locked(const std::string* only) const;
+    StageWindow summarize_locked(const std::string& stage, int occurrence, std::size_t b,
+                                 std::size_t e) const;
+    TelemetrySeries series_locked(std::size_t m) const;
 
     std::vector<std::unique_ptr<Source>> sources_;
     std::vector<SourceClassStatus> classes_;
@@ -218,7 +144,7 @@ class Sampler {
     std::vector<SeriesData> series_;
     std::vector<CounterState> counters_;
     std::vector<MarkData> marks_;
-    std::optional<IdleBaseline> idle_;
+    std::optional<IdlePower> idle_;
     std::vector<std::optional<double>> buf_;
 
     mutable std::mutex run_mu_;  // thread start/stop

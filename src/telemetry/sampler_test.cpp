@@ -11,7 +11,6 @@
 #include "core/clock.hpp"
 #include "core/error.hpp"
 #include "telemetry/live_runs.hpp"
-#include "telemetry/telemetry_json.hpp"
 #include "telemetry/test_util.hpp"
 
 namespace sb {
@@ -26,7 +25,7 @@ std::string num(double v) {
     return fmt::format("{:.0f}\n", v);
 }
 
-const GaugeStat* gauge_of(const StageTelemetry& s, const std::string& metric) {
+const StageGauge* gauge_of(const StageWindow& s, const std::string& metric) {
     for (const auto& g : s.gauges) {
         if (g.metric == metric)
             return &g;
@@ -90,7 +89,7 @@ TEST(Sampler, CounterEnergyAtExactBoundariesAcrossWraps) {
     auto s = rig.sampler->stage_summary("decode");
     ASSERT_TRUE(s);
     EXPECT_EQ(s->duration_ns, 3'700'000'000);
-    const EnergyStat* e = energy_of(*s, "rapl.package-0.energy_uj");
+    const StageEnergy* e = energy_of(*s, "rapl.package-0.energy_uj");
     ASSERT_NE(e, nullptr);
     EXPECT_EQ(e->method, "counter");
     EXPECT_NEAR(*e->energy_j, 37.0, 1e-6);  // 10 W * 3.7 s, two wraps on the way
@@ -98,10 +97,10 @@ TEST(Sampler, CounterEnergyAtExactBoundariesAcrossWraps) {
     EXPECT_NEAR(*e->max_power_mw, 10000.0, 1.0);
     EXPECT_NEAR(*e->j_per_token, 0.37, 1e-8);
     EXPECT_EQ(e->within, "rapl.psys");
-    EXPECT_EQ(s->total_metric, "rapl.psys.energy_uj");
-    EXPECT_NEAR(*s->total_energy_j, 37.0, 1e-6);
-    EXPECT_NEAR(*s->j_per_token, 0.37, 1e-8);
-    EXPECT_FALSE(s->total_net_energy_j.has_value());  // no idle baseline
+    EXPECT_EQ(s->total.metric, "rapl.psys.energy_uj");
+    EXPECT_NEAR(*s->total.energy_j, 37.0, 1e-6);
+    EXPECT_NEAR(*s->total.j_per_token, 0.37, 1e-8);
+    EXPECT_FALSE(s->total.net_energy_j.has_value());  // no idle baseline
     EXPECT_TRUE(s->warnings.empty());
 }
 
@@ -125,13 +124,13 @@ TEST(Sampler, IdleBaselineGivesNetEnergy) {
     rig.sampler->mark("decode", false, 50);
     auto s = rig.sampler->stage_summary("decode");
     ASSERT_TRUE(s);
-    const EnergyStat* e = energy_of(*s, "rapl.package-0.energy_uj");
+    const StageEnergy* e = energy_of(*s, "rapl.package-0.energy_uj");
     ASSERT_NE(e, nullptr);
     EXPECT_NEAR(*e->energy_j, 15.0, 1e-6);
     EXPECT_NEAR(*e->idle_power_mw, 5000.0, 1e-3);
     EXPECT_NEAR(*e->net_energy_j, 10.0, 1e-6);
     EXPECT_NEAR(*e->net_j_per_token, 0.2, 1e-8);
-    EXPECT_NEAR(*s->total_net_energy_j, 10.0, 1e-6);
+    EXPECT_NEAR(*s->total.net_energy_j, 10.0, 1e-6);
     auto rec = rig.sampler->record();
     ASSERT_TRUE(rec.idle);
     EXPECT_NEAR(rec.idle->power_mw.at("rapl.psys.energy_uj"), 5000.0, 1e-3);
@@ -222,15 +221,15 @@ TEST(Sampler, PowerOnlySourceIsIntegratedWithTrapezoids) {
         }
     }
     auto s = rig.sampler->stage_summary("prefill");
-    const EnergyStat* e = energy_of(*s, "battery.battery.power_mw");
+    const StageEnergy* e = energy_of(*s, "battery.battery.power_mw");
     ASSERT_NE(e, nullptr);
     EXPECT_EQ(e->method, "power_integral");
     // ∫ 1000 + 500 t dt over [0.25, 2.75] = 2500 + 250 * (2.75² - 0.25²) = 4375 mJ.
     EXPECT_NEAR(*e->energy_j, 4.375, 1e-9);
     EXPECT_NEAR(*e->max_power_mw, p(2.75), 1e-6);
     EXPECT_FALSE(e->below_refresh);
-    EXPECT_EQ(s->total_metric, "battery.battery.power_mw");
-    const GaugeStat* v = gauge_of(*s, "battery.battery.voltage_mv");
+    EXPECT_EQ(s->total.metric, "battery.battery.power_mw");
+    const StageGauge* v = gauge_of(*s, "battery.battery.voltage_mv");
     ASSERT_NE(v, nullptr);
     EXPECT_EQ(v->mean, 4000.0);
 }
@@ -260,7 +259,7 @@ TEST(Sampler, ChargingBatteryIsNotATotal) {
     rig.sampler->mark("s", false);
     auto s = rig.sampler->stage_summary("s");
     EXPECT_TRUE(has_warning(s->warnings, "battery_not_discharging"));
-    EXPECT_FALSE(s->total_metric.has_value());
+    EXPECT_FALSE(s->total.metric.has_value());
     EXPECT_NEAR(*energy_of(*s, "battery.battery.power_mw")->energy_j, -3.0, 1e-9);
 }
 
@@ -286,7 +285,7 @@ TEST(Sampler, TemperatureStartMaxAndTimeWeightedMean) {
         }
     }
     auto st = s.stage_summary("s");
-    const GaugeStat* g = gauge_of(*st, "thermal.cpu-0-0-usr.temp_mc");
+    const StageGauge* g = gauge_of(*st, "thermal.cpu-0-0-usr.temp_mc");
     ASSERT_NE(g, nullptr);
     EXPECT_EQ(g->start, 45000.0);
     EXPECT_EQ(g->max, 50000.0);
@@ -295,7 +294,7 @@ TEST(Sampler, TemperatureStartMaxAndTimeWeightedMean) {
     EXPECT_NEAR(*g->mean, 46750.0, 1e-6);
     EXPECT_EQ(g->samples, 2u);
     // The empty zone in the fixture: missing samples, flagged.
-    const GaugeStat* bad = gauge_of(*st, "thermal.pm8550b-ibat-lvl0.temp_mc");
+    const StageGauge* bad = gauge_of(*st, "thermal.pm8550b-ibat-lvl0.temp_mc");
     ASSERT_NE(bad, nullptr);
     EXPECT_FALSE(bad->max.has_value());
     EXPECT_EQ(bad->missing, 2u);
@@ -316,17 +315,17 @@ TEST(Sampler, ResidencyFromTimeInState) {
     clock.set_s(1.0);
     s.mark("s", false);
     auto st = s.stage_summary("s");
-    const Residency* r = nullptr;
+    const StageResidency* r = nullptr;
     for (const auto& x : st->residency) {
         if (x.sensor == "cpufreq.policy0")
             r = &x;
     }
     ASSERT_NE(r, nullptr);
     EXPECT_EQ(r->method, "time_in_state");
-    ASSERT_EQ(r->freq_khz_fraction.size(), 4u);
-    EXPECT_DOUBLE_EQ(r->freq_khz_fraction[2].first, 1804800.0);
-    EXPECT_DOUBLE_EQ(r->freq_khz_fraction[2].second, 0.25);
-    EXPECT_DOUBLE_EQ(r->freq_khz_fraction[3].second, 0.75);
+    ASSERT_EQ(r->bins.size(), 4u);
+    EXPECT_DOUBLE_EQ(r->bins[2].freq_khz, 1804800.0);
+    EXPECT_DOUBLE_EQ(r->bins[2].fraction, 0.25);
+    EXPECT_DOUBLE_EQ(r->bins[3].fraction, 0.75);
     // A policy whose counters did not move keeps the sampled estimate.
     bool sampled = false;
     for (const auto& x : st->residency) {
@@ -387,7 +386,7 @@ TEST(Sampler, NoSourcesStillWorks) {
     auto st = s.stage_summary("s");
     ASSERT_TRUE(st);
     EXPECT_TRUE(st->energy.empty());
-    EXPECT_FALSE(st->total_energy_j.has_value());
+    EXPECT_FALSE(st->total.energy_j.has_value());
 }
 
 // Real clock and thread: a writer advances RAPL at 15 W, wrapping every 0.2 s. Only what holds
@@ -400,8 +399,8 @@ TEST(SamplerLive, RaplWriterWithWraparound) {
     sb::testing::WriteLog log;
     const auto run = sb::testing::live_rapl_stage(log);
     ASSERT_TRUE(run.stage);
-    const StageTelemetry& st = *run.stage;
-    const EnergyStat* e = energy_of(st, "rapl.package-0.energy_uj");
+    const StageWindow& st = *run.stage;
+    const StageEnergy* e = energy_of(st, "rapl.package-0.energy_uj");
     ASSERT_NE(e, nullptr);
     ASSERT_TRUE(e->energy_j);
     auto [lo, hi] = log.delta(st.begin_ns, st.begin_read_ns, st.end_ns, st.end_read_ns);
@@ -425,8 +424,8 @@ TEST(SamplerLive, IntegratedPowerLiesWithinWhatTheWriterWrote) {
     sb::testing::WriteLog log;  // p(t) = 5000 + 10000 t mW, rising
     const auto run = sb::testing::live_ina3221_stage(log);
     ASSERT_TRUE(run.stage);
-    const StageTelemetry& st = *run.stage;
-    const EnergyStat* e = energy_of(st, "hwmon.ina3221.VDD_IN.power_mw");
+    const StageWindow& st = *run.stage;
+    const StageEnergy* e = energy_of(st, "hwmon.ina3221.VDD_IN.power_mw");
     ASSERT_NE(e, nullptr);
     EXPECT_EQ(e->method, "power_integral");
     ASSERT_TRUE(e->energy_j);
@@ -437,7 +436,7 @@ TEST(SamplerLive, IntegratedPowerLiesWithinWhatTheWriterWrote) {
     EXPECT_GE(*e->energy_j, p_lo * 1e-3 * dur_s * (1 - 1e-9));
     EXPECT_LE(*e->energy_j, p_hi * 1e-3 * dur_s * (1 + 1e-9));
     EXPECT_GE(dur_s, 0.6);
-    EXPECT_EQ(st.total_metric, "hwmon.ina3221.VDD_IN.power_mw");
+    EXPECT_EQ(st.total.metric, "hwmon.ina3221.VDD_IN.power_mw");
 }
 
 TEST(SamplerLive, MeasureIdleStartsAndStopsTheThread) {
@@ -450,10 +449,10 @@ TEST(SamplerLive, MeasureIdleStartsAndStopsTheThread) {
     auto rec = s.record();
     ASSERT_TRUE(rec.idle);
     EXPECT_EQ(rec.idle->power_mw.at("rapl.package-0.energy_uj"), 0.0);
-    EXPECT_GE(rec.series.front().t_ns.size(), 3u);  // samples taken while idle
+    EXPECT_GE(rec.series->front().t_ns.size(), 3u);  // samples taken while idle
 }
 
-TEST(TelemetryJson, RecordHasSeriesStagesAndAbsentClasses) {
+TEST(SamplerRecord, IsTheDocumentsSectionWithSeriesStagesAndAbsentClasses) {
     FixtureCopy fx("x86-laptop-rapl");
     FakeClock clock;
     Discovery d = discover_sources(discover_options_for_root(fx.root()));
@@ -482,7 +481,9 @@ TEST(TelemetryJson, RecordHasSeriesStagesAndAbsentClasses) {
     }
     EXPECT_TRUE(saw_null);
     EXPECT_TRUE(saw_counter);
-    EXPECT_FALSE(to_json(s.record(), false).contains("series"));
+    TelemetrySection without = s.record();
+    without.series.reset();
+    EXPECT_FALSE(to_json(without).contains("series"));
     EXPECT_EQ(j["sources"][0]["name"], "thermal");
 }
 

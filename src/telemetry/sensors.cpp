@@ -11,7 +11,6 @@
 #include "core/interrupt.hpp"
 #include "core/json_util.hpp"
 #include "telemetry/sysfs_util.hpp"
-#include "telemetry/telemetry_json.hpp"
 
 namespace sb {
 
@@ -46,19 +45,19 @@ SensorsReport run_sensors(const SensorsOptions& o, std::ostream& log) {
     } else if (n_sources == 0) {
         log << "no telemetry sources found\n";
     }
-    TelemetryRecord rec = s.record();
+    const TelemetrySection rec = s.record();
     SensorsReport r;
     r.hz = o.hz;
     r.sources = rec.sources;
     r.classes = rec.classes;
     r.warnings = rec.warnings;
-    for (const auto& se : rec.series) {
-        if (se.metric.quantity == Quantity::residency || se.values.empty())
+    for (const auto& se : *rec.series) {
+        if (se.unit == unit_of(Quantity::residency) || se.values.empty())
             continue;
-        r.current.push_back({se.metric.name, se.metric.unit(), se.values.front()});
+        r.current.push_back({se.metric, se.unit, se.values.front()});
     }
     if (!rec.stages.empty()) {
-        const StageTelemetry& st = rec.stages.back();
+        const StageWindow& st = rec.stages.back();
         r.duration_ns = st.duration_ns;
         std::map<std::string, std::size_t> index;
         auto row = [&](const std::string& sensor) -> SensorWindow& {
@@ -67,9 +66,9 @@ SensorsReport run_sensors(const SensorsOptions& o, std::ostream& log) {
                 r.window.push_back(SensorWindow{sensor, "", {}, {}, {}, {}, {}, {}, {}, {}});
             return r.window[it->second];
         };
-        std::map<std::string, const Metric*> by_name;
-        for (const auto& se : rec.series)
-            by_name[se.metric.name] = &se.metric;
+        std::map<std::string, const TelemetryMetric*> by_name;
+        for (const auto& m : rec.metrics)
+            by_name[m.name] = &m;
         for (const auto& e : st.energy) {
             SensorWindow& w = row(e.sensor);
             if (!w.energy_method.empty())
@@ -80,16 +79,16 @@ SensorsReport run_sensors(const SensorsOptions& o, std::ostream& log) {
             w.max_power_mw = e.max_power_mw;
         }
         for (const auto& g : st.gauges) {
-            const Metric* m = by_name.count(g.metric) ? by_name[g.metric] : nullptr;
+            const TelemetryMetric* m = by_name.count(g.metric) ? by_name[g.metric] : nullptr;
             if (!m)
                 continue;
-            if (g.quantity == Quantity::temperature) {
+            if (g.unit == unit_of(Quantity::temperature)) {
                 SensorWindow& w = row(m->sensor);
                 if (g.min)
                     w.temp_min_mc = std::min(w.temp_min_mc.value_or(*g.min), *g.min);
                 if (g.max)
                     w.temp_max_mc = std::max(w.temp_max_mc.value_or(*g.max), *g.max);
-            } else if (g.quantity == Quantity::frequency &&
+            } else if (g.unit == unit_of(Quantity::frequency) &&
                        (g.metric.find("cur_freq") != std::string::npos ||
                         g.metric.find("sm_freq") != std::string::npos)) {
                 SensorWindow& w = row(m->sensor);

@@ -39,11 +39,11 @@ struct SensorWindow {
 struct SensorsReport {
     int64_t duration_ns = 0;  // the measured window (0 when none)
     double hz = 0;
-    std::vector<SourceInfo> sources;
-    std::vector<SourceClassStatus> classes;
-    std::vector<CurrentValue> current;    // first sample (residency counters left out)
-    std::vector<SensorWindow> window;     // empty when duration_ns was 0
-    std::optional<StageTelemetry> stage;  // the full summary of the window
+    std::vector<TelemetrySource> sources;
+    std::vector<TelemetryClass> classes;
+    std::vector<CurrentValue> current;  // first sample (residency counters left out)
+    std::vector<SensorWindow> window;   // empty when duration_ns was 0
+    std::optional<StageWindow> stage;   // the full summary of the window
     Warnings warnings;
 };
 

@@ -76,7 +76,9 @@ Warnings Source::warnings() const {
         if (is.failed > 0) {
             out.push_back({"telemetry_read_failed",
                            fmt::format("{}: {} failed read(s), last: {}; those samples are missing",
-                                       metric, is.failed, std::strerror(is.last_errno)),
+                                       metric, is.failed,
+                                       is.last_why.empty() ? std::strerror(is.last_errno)
+                                                           : is.last_why.c_str()),
                            "A sensor that is powered down or permission-restricted cannot be "
                            "read; run as a user allowed to read it."});
         }
@@ -95,6 +97,13 @@ void Source::note_read_error(const std::string& metric, int err) {
     auto& is = issues_[metric];
     ++is.failed;
     is.last_errno = err;
+    is.last_why.clear();
+}
+
+void Source::note_read_failure(const std::string& metric, const std::string& why) {
+    auto& is = issues_[metric];
+    ++is.failed;
+    is.last_why = why;
 }
 
 sysfs::ReadResult Source::read_file(const std::string& path) {

@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/enums.hpp"
 #include "core/warning.hpp"
 #include "telemetry/sysfs_util.hpp"
 
@@ -38,11 +39,6 @@ enum class Quantity {
 const char* unit_of(Quantity q);
 // Name of a quantity for JSON and reports: "temperature", "power", ...
 const char* quantity_name(Quantity q);
-
-enum class MetricKind {
-    gauge,    // an instantaneous value
-    counter,  // a cumulative count that only grows (except at wrap_range)
-};
 
 struct Metric {
     std::string name;    // unique: "<sensor>.<field>_<unit>", e.g. "thermal.cpu-0-0.temp_mc"
@@ -103,6 +99,9 @@ class Source {
     void note_malformed(const std::string& metric, std::string_view raw);
     // Counts a read that failed (errno), e.g. ENODATA from a thermal zone.
     void note_read_error(const std::string& metric, int err);
+    // Counts a read that failed for a reason that is no errno (a sensor's command that did not
+    // finish within its deadline), said in words.
+    void note_read_failure(const std::string& metric, const std::string& why);
     // Reads a file through a FileReader of this source (kept open on sysfs).
     sysfs::ReadResult read_file(const std::string& path);
     // Reads a decimal number from a file, multiplies it by scale and checks that the result lies
@@ -115,6 +114,7 @@ class Source {
         std::size_t malformed = 0, failed = 0;
         std::string last_raw;
         int last_errno = 0;
+        std::string last_why;  // note_read_failure's reason; empty after an errno
     };
     std::map<std::string, Issue> issues_;
     std::map<std::string, sysfs::FileReader> readers_;

@@ -5,12 +5,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <map>
 #include <set>
 
 #include "core/utf8.hpp"
 #include "telemetry/discover.hpp"
-#include "telemetry/telemetry_json.hpp"
+#include "telemetry/sampler.hpp"
 #include "telemetry/test_util.hpp"
 
 namespace sb {
@@ -84,6 +85,7 @@ TEST(Discover, SnapdragonPhone) {
     EXPECT_DOUBLE_EQ(*v["battery.battery.power_mw"], 1741.5);
     EXPECT_EQ(v["battery.battery.temp_mc"], 31200.0);  // tenths of °C
     EXPECT_EQ(v["battery.battery.charge_counter_uah"], 3012000.0);
+    EXPECT_EQ(v["battery.battery.charge_full_uah"], 4800000.0);
     // An empty temp file is a missing sample with a warning, not an error.
     EXPECT_FALSE(v["thermal.pm8550b-ibat-lvl0.temp_mc"].has_value());
     auto w = find_source(d, "thermal")->warnings();
@@ -217,6 +219,69 @@ TEST(Discover, VcgencmdAbsentOrBroken) {
     EXPECT_EQ(found(d2, "rpi_throttle"), 0);
 }
 
+// A vcgencmd that misbehaves: it has a deadline (2 s) and is killed with its group after it.
+// One that closes its output and keeps running, or floods it ignoring SIGPIPE, hung discovery
+// (`sensors`, `run --telemetry on`) for ever before.
+void write_script(const std::string& path, const std::string& body) {
+    { std::ofstream(path) << "#!/bin/sh\n" << body << "\n"; }
+    ::chmod(path.c_str(), 0755);
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+TEST(Discover, AVcgencmdThatHangsOrFloodsIsAbsentWithAWarning) {
+    for (const char* body : {"echo throttled=0x0; exec >&- 2>&-; sleep 60",
+                             "trap '' PIPE; yes throttled=0x0", "sleep 60 & wait"}) {
+        SCOPED_TRACE(body);
+        FixtureCopy fx("rpi5");
+        write_script(fx.dir() + "/bin/vcgencmd", body);
+        const auto t0 = std::chrono::steady_clock::now();
+        Discovery d = discover_sources(fixture_options(fx));
+        EXPECT_LT(seconds_since(t0), 8.0);
+        EXPECT_EQ(found(d, "rpi_throttle"), 0);
+        bool warned = false;
+        for (const auto& w : d.warnings)
+            warned = warned || (w.code == "telemetry_command_failed" &&
+                                w.message.find("within 2 s") != std::string::npos);
+        EXPECT_TRUE(warned);
+        // The other sensors of the tree are there as always.
+        EXPECT_EQ(read_all(d)["thermal.cpu-thermal.temp_mc"], 52650.0);
+    }
+}
+
+// One that answers discovery and hangs later: that read is killed at the deadline, the flags
+// are absent from then on (not asked again, so the sampler is not stalled every second), and
+// the source's warning says why.
+TEST(Discover, AVcgencmdThatHangsLaterIsGivenUpWithAWarning) {
+    FixtureCopy fx("rpi5");
+    const std::string flag = fx.dir() + "/answered";
+    write_script(fx.dir() + "/bin/vcgencmd", "if [ -e " + flag +
+                                                 " ]; then exec >&- 2>&-; sleep 60; fi\n"
+                                                 "touch " +
+                                                 flag + "; echo throttled=0x50005");
+    Discovery d = discover_sources(fixture_options(fx));
+    ASSERT_EQ(found(d, "rpi_throttle"), 1);
+    Source* s = find_source(d, "rpi_throttle");
+    ASSERT_NE(s, nullptr);
+    std::vector<std::optional<double>> v(1);
+    auto t0 = std::chrono::steady_clock::now();
+    s->read(0, v);
+    EXPECT_FALSE(v[0]);
+    EXPECT_LT(seconds_since(t0), 8.0);
+    t0 = std::chrono::steady_clock::now();
+    s->read(int64_t{5'000'000'000}, v);  // a later refresh: not run again
+    EXPECT_FALSE(v[0]);
+    EXPECT_LT(seconds_since(t0), 0.5);
+    const Warnings w = s->warnings();
+    ASSERT_EQ(w.size(), 1u);
+    EXPECT_EQ(w[0].code, "telemetry_read_failed");
+    EXPECT_NE(w[0].message.find("did not finish within 2 s and was killed; not run again"),
+              std::string::npos)
+        << w[0].message;
+}
+
 TEST(Discover, JetsonIna3221Rails) {
     FixtureCopy fx("jetson-ina3221");
     Discovery d = discover_sources(fixture_options(fx));
@@ -305,7 +370,7 @@ TEST(Discover, BadBytesAndFifosNeverBlockOrLeakIntoText) {
     for (const auto& s : d.sources) {
         for (const auto& m : s->describe()) {
             EXPECT_TRUE(is_valid_utf8(m.name)) << m.name;
-            (void)to_json(m).dump();  // strict: throws on bytes that are not UTF-8
+            (void)to_json(metric_record(m)).dump();  // strict: throws on bytes that are not UTF-8
         }
         for (const auto& w : s->warnings()) {
             ++warnings;

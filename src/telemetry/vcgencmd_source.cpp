@@ -2,77 +2,52 @@
 // under-voltage, 1 frequency capped, 2 throttled, 3 soft temperature limit; bits 16-19 the same
 // "has occurred since boot". Running a process costs about a millisecond of CPU, so the source
 // runs it at most once per second and repeats the last value in between.
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
+//
+// The command is a peer like any other: its answer is a claim that must parse, and it runs
+// with a deadline (core/subprocess.hpp). One that does not finish within it (it closed its
+// output and kept running, or floods it ignoring SIGPIPE) is killed with its process group,
+// and the source stops asking: the flags are absent from then on, with a warning. Waiting on
+// it again every second would stall the sampler for the deadline each time.
 #include <cstdlib>
 
+#include "core/subprocess.hpp"
 #include "telemetry/discover.hpp"
 #include "telemetry/sysfs_util.hpp"
-
-extern char** environ;
 
 namespace sb {
 namespace {
 
 constexpr int64_t kRefreshNs = 1'000'000'000;
+// vcgencmd answers in about 10 ms; its output is one short line.
+constexpr double kDeadlineS = 2;
+constexpr std::size_t kMaxOutputBytes = 4096;
 
-// Runs path with args, returns its stdout (nullopt when it cannot start, fails or takes > 2 s).
-std::optional<std::string> run_capture(const std::string& path, const std::string& arg) {
-    int fds[2];
-    if (::pipe2(fds, O_CLOEXEC) != 0)
-        return std::nullopt;
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
-    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-    std::string p = path, a = arg;
-    char* argv[] = {p.data(), a.data(), nullptr};
-    pid_t pid = 0;
-    int rc = posix_spawn(&pid, path.c_str(), &fa, nullptr, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    ::close(fds[1]);
-    if (rc != 0) {
-        ::close(fds[0]);
-        return std::nullopt;
-    }
-    std::string out;
+struct Capture {
+    std::optional<std::string> text;  // its stdout when it exited 0 within the deadline
+    std::string why;                  // otherwise why not, in words
     bool timed_out = false;
-    char buf[512];
-    for (;;) {
-        pollfd pfd{fds[0], POLLIN, 0};
-        int pr = ::poll(&pfd, 1, 2000);
-        if (pr == 0) {
-            timed_out = true;
-            break;
-        }
-        if (pr < 0) {
-            if (errno == EINTR)
-                continue;
-            break;
-        }
-        ssize_t n = ::read(fds[0], buf, sizeof buf);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        out.append(buf, static_cast<std::size_t>(n));
-        if (out.size() > 65536)
-            break;
-    }
-    ::close(fds[0]);
-    if (timed_out)
-        ::kill(pid, SIGKILL);
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    if (timed_out || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        return std::nullopt;
-    return out;
+};
+
+Capture run_capture(const std::string& path, const std::string& arg) {
+    ProcessOptions o;
+    o.timeout_s = kDeadlineS;
+    o.kill_grace_s = 0;  // nothing to save: SIGKILL at the deadline
+    o.max_capture = kMaxOutputBytes;
+    const ProcessResult r = run_process({path, arg}, o);
+    Capture c;
+    c.timed_out = r.timed_out;
+    if (!r.started)
+        c.why = "cannot start it";
+    else if (r.timed_out)
+        c.why = "it did not finish within 2 s and was killed";
+    else if (r.interrupted)
+        c.why = "interrupted";
+    else if (!r.ok())
+        c.why = r.signal ? "it was killed by signal " + std::to_string(r.signal)
+                         : "it exited with status " + std::to_string(r.exit_code);
+    else
+        c.text = r.out;
+    return c;
 }
 
 std::optional<double> parse_throttled(const std::string& text) {
@@ -113,14 +88,18 @@ class VcgencmdSource : public Source {
         return {m};
     }
     void read(int64_t t_ns, std::vector<std::optional<double>>& out) override {
-        if (!last_ns_ || t_ns - *last_ns_ >= kRefreshNs || t_ns < *last_ns_) {
+        if (!given_up_ && (!last_ns_ || t_ns - *last_ns_ >= kRefreshNs || t_ns < *last_ns_)) {
             last_ns_ = t_ns;
-            auto text = run_capture(path_, "get_throttled");
-            value_ = text ? parse_throttled(*text) : std::nullopt;
-            if (!text) {
-                note_read_error("rpi.throttled_flags", ECHILD);
+            const Capture c = run_capture(path_, "get_throttled");
+            value_ = c.text ? parse_throttled(*c.text) : std::nullopt;
+            if (c.timed_out) {
+                given_up_ = true;
+                note_read_failure("rpi.throttled_flags",
+                                  path_ + " get_throttled: " + c.why + "; not run again");
+            } else if (!c.text) {
+                note_read_failure("rpi.throttled_flags", path_ + " get_throttled: " + c.why);
             } else if (!value_) {
-                note_malformed("rpi.throttled_flags", *text);
+                note_malformed("rpi.throttled_flags", *c.text);
             }
         }
         out[0] = value_;
@@ -137,6 +116,7 @@ class VcgencmdSource : public Source {
     std::string path_;
     std::optional<int64_t> last_ns_;
     std::optional<double> value_;
+    bool given_up_ = false;  // it overran its deadline once: not run again
 };
 
 std::string find_on_path(const std::string& exe) {
@@ -162,8 +142,17 @@ void discover_vcgencmd(const std::string& vcgencmd_path, Discovery& d) {
     std::string path = vcgencmd_path.empty() ? find_on_path("vcgencmd") : vcgencmd_path;
     if (path.empty() || !sysfs::is_executable(path)) {
         st.note = "no vcgencmd";
-    } else if (auto text = run_capture(path, "get_throttled"); !text || !parse_throttled(*text)) {
-        st.note = path + " get_throttled gave no throttled=0x... line";
+    } else if (const Capture c = run_capture(path, "get_throttled");
+               !c.text || !parse_throttled(*c.text)) {
+        // A vcgencmd that is there but fails is a sensor that failed: absent, with a warning.
+        st.note = path + " get_throttled gave no throttled=0x... line" +
+                  (c.text ? "" : " (" + c.why + ")");
+        d.warnings.push_back(
+            {"telemetry_command_failed",
+             "rpi.throttled_flags: " + st.note + "; the Raspberry Pi throttle flags are absent",
+             "Run `" + path +
+                 " get_throttled` by hand; on a Raspberry Pi it prints "
+                 "throttled=0x... at once."});
     } else {
         d.sources.push_back(std::make_unique<VcgencmdSource>(path));
         st.found = 1;

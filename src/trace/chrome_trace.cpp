@@ -26,7 +26,8 @@ constexpr int kTelemetryPid = 2;
 constexpr int kStagesTid = 1;
 constexpr int kFirstModeTid = 2;  // hybrid documents: one stages track per mode (2..9)
 constexpr int kFirstBackendTid = 10;
-constexpr int kFirstLaneTid = 100;  // serve documents: one track per concurrent request lane
+constexpr int kFirstLaneTid = 100;   // serve documents: one track per concurrent request lane
+constexpr int kFirstLevelTid = 200;  // explain documents: one track per level (and variant)
 
 struct Event {
     char ph = 'X';
@@ -406,7 +407,7 @@ void add_counters(Builder& b, const ResultDocument& doc) {
     for (const auto& s : *doc.telemetry->series) {
         if (s.metric.empty())
             continue;
-        const bool cumulative = s.kind == "counter";
+        const bool cumulative = s.kind == MetricKind::counter;
         static const std::vector<std::optional<double>> none;
         const auto& vals = cumulative ? (s.cumulative ? *s.cumulative : none) : s.values;
         // Energy counters also as power over each sampling interval, placed at its start.
@@ -490,6 +491,46 @@ void add_serve(Builder& b, const ResultDocument& doc) {
     }
 }
 
+// An explain document: each measure (a level, or a graph-level variant) a track of its own,
+// "level N: ID", each of its runs a slice "round r" with its times; each round a slice on the
+// stages track from its first run's start to its last run's end.
+void add_explain(Builder& b, const ResultDocument& doc) {
+    if (!doc.explain)
+        return;
+    const auto level_no = [](const std::string& level) {
+        return level == "ops"          ? 1
+               : level == "graph"      ? 2
+               : level == "generation" ? 3
+               : level == "server"     ? 4
+                                       : 5;
+    };
+    std::map<int, std::pair<int64_t, int64_t>> rounds;
+    int i = 0;
+    for (const auto& m : doc.explain->measures) {
+        const int tid = kFirstLevelTid + i++;
+        b.thread_names[tid] = "level " + std::to_string(level_no(m.level)) + ": " + m.id;
+        for (const auto& r : m.runs) {
+            if (!r.start_ns || !r.end_ns)
+                continue;
+            auto ms = [](const std::optional<double>& ns) {
+                return ns ? json(*ns * 1e-6) : json(nullptr);
+            };
+            json args{{"prefill_ms", ms(r.prefill_ns)}, {"decode_ms_per_token", ms(r.decode_ns)}};
+            if (r.error)
+                args["error"] = *r.error;
+            b.slice(tid, "round " + std::to_string(r.round + 1) + (r.error ? " (failed)" : ""),
+                    m.level, *r.start_ns, *r.end_ns, args);
+            auto [it, fresh] = rounds.try_emplace(r.round, *r.start_ns, *r.end_ns);
+            if (!fresh) {
+                it->second.first = std::min(it->second.first, *r.start_ns);
+                it->second.second = std::max(it->second.second, *r.end_ns);
+            }
+        }
+    }
+    for (const auto& [round, span] : rounds)
+        b.slice(kStagesTid, "round " + std::to_string(round + 1), "round", span.first, span.second);
+}
+
 // ns -> µs with the half-ns bias (see the header).
 double us(int64_t ns) {
     return (static_cast<double>(ns) + 0.5) / 1000.0;
@@ -502,6 +543,7 @@ json chrome_trace(const ResultDocument& doc, const TraceOptions& opts) {
     add_tests(b, doc);
     add_ops(b, doc);
     add_serve(b, doc);
+    add_explain(b, doc);
     if (opts.counters)
         add_counters(b, doc);
 

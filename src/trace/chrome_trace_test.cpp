@@ -550,3 +550,55 @@ TEST(ChromeTrace, ServeRequestsOnLanesWithTheirTtft) {
     // The telemetry counters are there too.
     EXPECT_EQ(c.counter_points.at("rapl.package-0.energy_uj"), 3u);
 }
+
+namespace {
+
+TEST(ChromeTrace, ExplainDocumentHasATrackPerLevelAndASlicePerRun) {
+    sb::ResultDocument doc = sb::from_json<sb::ResultDocument>(base_doc("explain"), "doc");
+    sb::ExplainSection s;
+    s.rounds = 2;
+    int64_t t = kT0;
+    for (const char* id : {"graph", "graph+n_ubatch", "server"}) {
+        sb::ExplainMeasure m;
+        m.id = id;
+        m.level = std::string(id) == "server" ? "server" : "graph";
+        s.measures.push_back(m);
+    }
+    // Round 0 forward, round 1 backward; the server's second run failed.
+    const int order[2][3] = {{0, 1, 2}, {2, 1, 0}};
+    for (int round = 0; round < 2; ++round)
+        for (int k : order[round]) {
+            sb::ExplainRun r;
+            r.round = round;
+            r.start_ns = t;
+            r.end_ns = t + 1'000'000;
+            t += 2'000'000;
+            r.prefill_ns = 0.5e6;
+            if (k == 2 && round == 1) {
+                r.prefill_ns.reset();
+                r.error = "HTTP 500";
+            }
+            s.measures[static_cast<size_t>(k)].runs.push_back(r);
+        }
+    doc.explain = s;
+    const json tr = sb::chrome_trace(doc);
+    const sb::TraceCheck c = sb::check_chrome_trace(tr);
+    EXPECT_TRUE(c.errors.empty()) << c.errors.front();
+    EXPECT_EQ(c.slices.at("level 2: graph"), 2u);
+    EXPECT_EQ(c.slices.at("level 2: graph+n_ubatch"), 2u);
+    EXPECT_EQ(c.slices.at("level 4: server"), 2u);
+    EXPECT_EQ(c.slices.at("stages"), 2u) << "one slice per round";
+    bool failed = false, args = false;
+    for (const auto& e : tr["traceEvents"]) {
+        if (e.value("name", "") == "round 2 (failed)") {
+            failed = true;
+            EXPECT_EQ(e["args"]["error"], "HTTP 500");
+        }
+        if (e.value("name", "") == "round 1" && e.value("cat", "") == "graph")
+            args = e["args"]["prefill_ms"] == 0.5;
+    }
+    EXPECT_TRUE(failed);
+    EXPECT_TRUE(args);
+}
+
+}  // namespace

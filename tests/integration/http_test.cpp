@@ -345,6 +345,21 @@ TEST(Http, FaultsAreCleanErrorsAndTheRunGoesOn) {
              c.end_chunked();
          },
          "malformed JSON in the stream: '{\"x\xEF\xBF\xBD"},
+        // Nested 100,000 deep: quoting such an error overflowed the stack (SIGSEGV).
+        {"an error nested 100,000 deep in the stream",
+         [](FaultConn& c) {
+             c.begin_chunked(200, "text/event-stream");
+             c.chunk(sse_text("a") + "data: {\"error\":" + std::string(100000, '[') +
+                     std::string(100000, ']') + "}\n\n");
+             c.end_chunked();
+         },
+         "malformed message in the stream (nested more than 64 deep)"},
+        {"an error body nested 100,000 deep",
+         [](FaultConn& c) {
+             c.reply(500, "application/json",
+                     "{\"error\":" + std::string(100000, '[') + std::string(100000, ']') + "}");
+         },
+         "HTTP 500 from"},
     };
     for (const auto& k : cases) {
         SCOPED_TRACE(k.name);

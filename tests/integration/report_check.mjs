@@ -4,7 +4,9 @@
 //   - any console error or uncaught page error,
 //   - an expected chart kind with no canvas, no Chart.js instance or a blank canvas,
 //   - an expected annotated chart kind without annotations (or no annotation plugin),
-//   - an expected text missing from the page;
+//   - an expected text missing from the page,
+//   - on an expected labels-fit chart kind (--expect-labels-fit): a category label Chart.js
+//     skipped (its overlap and clipping are checked on every chart, below);
 // and, on every chart the page draws, whatever its kind (the layout is looked at, not assumed):
 //   - two texts of one chart that overlap (every text Chart.js or a plugin draws on the canvas:
 //     ticks, axis and chart titles, legend, annotation and point labels; their boxes are taken
@@ -28,14 +30,14 @@
 //
 // node report_check.mjs --driver DIR --chromium PATH --html FILE --screenshot PNG
 //                       [--expect-chart KIND]... [--expect-annotated KIND]... [--expect-text TEXT]...
-//                       [--dump-charts FILE] [--chart-shots DIR]
+//                       [--expect-labels-fit KIND]... [--dump-charts FILE] [--chart-shots DIR]
 import { createRequire } from 'node:module';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import path from 'node:path';
 
 function parseArgs(argv) {
-  const a = { expectChart: [], expectAnnotated: [], expectText: [] };
+  const a = { expectChart: [], expectAnnotated: [], expectText: [], labelsFit: [] };
   for (let i = 0; i < argv.length; i += 2) {
     const k = argv[i], v = argv[i + 1];
     if (v === undefined) throw new Error('missing value for ' + k);
@@ -48,6 +50,7 @@ function parseArgs(argv) {
     else if (k === '--expect-text') a.expectText.push(v);
     else if (k === '--dump-charts') a.dumpCharts = v;
     else if (k === '--chart-shots') a.chartShots = v;
+    else if (k === '--expect-labels-fit') a.labelsFit.push(v);
     else throw new Error('unknown option ' + k);
   }
   for (const k of ['driver', 'chromium', 'html', 'screenshot']) {
@@ -220,8 +223,12 @@ try {
           }
         }
       }
-      layout.push({ where: where, texts: texts, labels: chart && chart.$sbLabels ? chart.$sbLabels : [],
-                    issues: issues });
+      // The category axis (y of a horizontal bar chart, x otherwise): labels shown of those given.
+      const category = chart && chart.scales[chart.options.indexAxis === 'y' ? 'y' : 'x'];
+      layout.push({ where: where, kind: canvas.dataset.chart, texts: texts,
+                    labels: chart && chart.$sbLabels ? chart.$sbLabels : [],
+                    shown: category && category.ticks ? category.ticks.length : 0,
+                    categories: chart ? (chart.data.labels || []).length : 0, issues: issues });
     });
     let annotationPlugin = false;
     try { annotationPlugin = !!window.Chart.registry.getPlugin('annotation'); } catch (e) { /* absent */ }
@@ -291,6 +298,13 @@ try {
   }
   for (const t of args.expectText) {
     if (!seen.text.includes(t)) problems.push('text not on the page: ' + t);
+  }
+  for (const kind of args.labelsFit) {
+    const charts = seen.layout.filter((l) => l.kind === kind);
+    if (!charts.length) problems.push('no chart of kind ' + kind + ' to check the labels of');
+    for (const c of charts) {
+      if (c.shown !== c.categories) problems.push(kind + ': ' + c.shown + ' of ' + c.categories + ' category labels shown');
+    }
   }
   if (args.dumpCharts) writeFileSync(args.dumpCharts, JSON.stringify(seen.charts));
   await page.screenshot({ path: args.screenshot, fullPage: true });

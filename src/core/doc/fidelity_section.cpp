@@ -73,6 +73,7 @@ json to_json(const FidelitySection& s) {
            {"variants", vs},           {"prompt_logits", s.prompt_logits}};
     if (s.text)
         j["text"] = to_json(*s.text);
+    j["interrupted"] = s.interrupted;
     return j;
 }
 
@@ -121,7 +122,8 @@ void read(const JsonIn& in, FidelityVariant& v) {
 void read(const JsonIn& in, FidelitySection& s) {
     ObjectIn{in}("reference", s.reference)("n_prompt", s.n_prompt)("n_gen", s.n_gen)(
         "top_k", s.top_k)("reps", s.reps)("seed", s.seed)("tokens", s.tokens)("method", s.method)(
-        "variants", s.variants)("prompt_logits", s.prompt_logits)("text", s.text)
+        "variants", s.variants)("prompt_logits", s.prompt_logits)("text", s.text)("interrupted",
+                                                                                  s.interrupted)
         .non_negative({"n_prompt", "n_gen", "top_k", "reps"});
 }
 

@@ -59,6 +59,9 @@ struct FidelitySection {
     std::vector<FidelityVariant> variants;
     bool prompt_logits = false;        // variants carry the prompt stage
     std::optional<FidelityText> text;  // --text
+    // Ctrl-C ended the run: the variants measured before it are kept (the one running then
+    // with the repetitions it finished), the others are missing.
+    bool interrupted = false;
 };
 
 // `run --fidelity` and `hybrid --fidelity`: one test's (or hybrid mode's) distance from its
@@ -85,7 +88,7 @@ std::string variant_label(const FidelityVariant& v);
 // "topk_overlap", "max_abs", "rms"}, "decode": {...}, "prompt": {...} (--prompt-logits),
 // "text": {...}, "perplexity": {"value", "error"} (--text)}], "prompt_logits", "text": {"path",
 // "tokens", "n_ctx", "chunks", "scored", "reference_perplexity": {"value", "error"}, "method"}
-// (--text)}.
+// (--text), "interrupted"}.
 nlohmann::json to_json(const StageFidelity&);
 nlohmann::json to_json(const FidelityVariant&);
 nlohmann::json to_json(const FidelitySection&);

@@ -96,6 +96,11 @@ json to_json(const FallbackRow& f) {
                 {"op_ns_replayed", opt(f.op_ns_replayed)},
                 {"op_ns_requested", opt(f.op_ns_requested)},
                 {"penalty", opt(f.penalty)},
+                {"n_splits", f.n_splits},
+                {"split_bytes", opt(f.split_bytes)},
+                {"split_ns", opt(f.split_ns)},
+                {"penalty_ns", opt(f.penalty_ns)},
+                {"penalty_basis", f.penalty_basis},
                 {"note", f.note}};
 }
 
@@ -115,7 +120,12 @@ json to_json(const Reconciliation& r) {
                 {"overhead_ns", opt(r.overhead_ns)},
                 {"overhead_ratio", opt(r.overhead_ratio)},
                 {"op_fraction", opt(r.op_fraction)},
-                {"op_within_stage", r.op_within_stage}};
+                {"op_within_stage", r.op_within_stage},
+                {"fit_cause", r.fit_cause},
+                {"node_dispatch_ns", r.node_dispatch_ns},
+                {"n_op_in_situ", r.n_op_in_situ},
+                {"n_op_replayed", r.n_op_replayed},
+                {"sum_op_in_situ_ns", opt(r.sum_op_in_situ_ns)}};
 }
 
 json to_json(const Decomposition& d) {
@@ -198,6 +208,12 @@ json to_json(const OpsProfile& p) {
            {"replay_copies", p.replay_copies},
            {"method", p.method},
            {"stages", stages}};
+    if (p.source == "trace") {
+        j["duration_ns"] = opt(p.duration_ns);
+        j["phase_ns"] = p.phase_ns;
+        j["llc_bytes"] = opt(p.llc_bytes);
+        j["cold_weight_bytes"] = opt(p.cold_weight_bytes);
+    }
     if (!p.import_info.is_null())
         j["import"] = p.import_info;
     return j;
@@ -246,7 +262,12 @@ void read(const JsonIn& in, FallbackRow& f) {
     ObjectIn{in}("op", f.op)("backend", f.backend)("requested", f.requested)("count", f.count)(
         "call_ns", f.call_ns)("op_ns", f.op_ns)("n_replayed", f.n_replayed)(
         "op_ns_replayed", f.op_ns_replayed)("op_ns_requested", f.op_ns_requested)(
-        "penalty", f.penalty)("note", f.note);
+        "penalty", f.penalty)("n_splits", f.n_splits)("split_bytes", f.split_bytes)(
+        "split_ns", f.split_ns)("penalty_ns", f.penalty_ns)("penalty_basis", f.penalty_basis)(
+        "note", f.note)
+        // penalty_ns may be negative: the op ran faster off the device, splits included.
+        .non_negative({"count", "call_ns", "op_ns", "n_replayed", "op_ns_replayed",
+                       "op_ns_requested", "penalty", "n_splits", "split_bytes", "split_ns"});
 }
 
 void read(const JsonIn& in, CoverageRow& c) {
@@ -261,7 +282,14 @@ void read(const JsonIn& in, Reconciliation& r) {
         "sum_call_ns", r.sum_call_ns)("sum_call_compute_ns", r.sum_call_compute_ns)(
         "sum_copy_ns", r.sum_copy_ns)("sched_gap_ns", r.sched_gap_ns)("host_ns", r.host_ns)(
         "overhead_ns", r.overhead_ns)("overhead_ratio", r.overhead_ratio)(
-        "op_fraction", r.op_fraction)("op_within_stage", r.op_within_stage);
+        "op_fraction", r.op_fraction)("op_within_stage", r.op_within_stage)(
+        "fit_cause", r.fit_cause)("node_dispatch_ns", r.node_dispatch_ns)(
+        "n_op_in_situ", r.n_op_in_situ)("n_op_replayed", r.n_op_replayed)("sum_op_in_situ_ns",
+                                                                          r.sum_op_in_situ_ns)
+        // overhead_ns and overhead_ratio are signed: a traced stage can run faster under load.
+        .non_negative({"plain_ns", "traced_ns", "plain_median_ns", "traced_median_ns", "sum_op_ns",
+                       "sum_call_ns", "sum_call_compute_ns", "sum_copy_ns", "node_dispatch_ns",
+                       "n_op_in_situ", "n_op_replayed", "sum_op_in_situ_ns"});
 }
 
 void read(const JsonIn& in, DecompositionPart& p) {
@@ -311,8 +339,10 @@ void read(const JsonIn& in, OpsProfile& p) {
     o("source", p.source)("model_path", p.model_path)("devices", p.devices)(
         "requested", p.requested)("backends", p.backends)("n_threads", p.n_threads)(
         "n_prompt", p.n_prompt)("n_depth", p.n_depth)("replay_copies", p.replay_copies)(
-        "method", p.method)("stages", p.stages);
-    o.non_negative({"n_threads", "n_prompt", "n_depth", "replay_copies"});
+        "method", p.method)("stages", p.stages)("duration_ns", p.duration_ns)(
+        "phase_ns", p.phase_ns)("llc_bytes", p.llc_bytes)("cold_weight_bytes", p.cold_weight_bytes);
+    o.non_negative({"n_threads", "n_prompt", "n_depth", "replay_copies", "duration_ns", "phase_ns",
+                    "llc_bytes", "cold_weight_bytes"});
     read_object_or_null(o.at("import"), p.import_info);
 }
 

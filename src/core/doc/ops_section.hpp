@@ -91,7 +91,8 @@ struct SplitRecord {
     std::optional<double> copy_ns;
 };
 
-// Ops of one type that ran on a backend other than the requested one.
+// Ops of one type that ran on a backend other than the requested one, and what leaving the
+// requested device costs in the stage (profile/fallback.hpp says how each figure is made).
 struct FallbackRow {
     std::string op;
     std::string backend;    // where they ran
@@ -102,7 +103,18 @@ struct FallbackRow {
     std::optional<double> op_ns_replayed;   // op time there of those replayed
     std::optional<double> op_ns_requested;  // their op time on the requested backend
     std::optional<double> penalty;          // op_ns_replayed / op_ns_requested
-    std::string note;                       // e.g. "not supported by BLAS"
+    // The off-device splits holding these nodes (per stage repetition), and this op type's
+    // share (by computing nodes) of the copies and synchronisations at those splits'
+    // boundaries: bytes copied in and back, and their time (the scheduler's gaps, traced).
+    int n_splits = 0;
+    std::optional<uint64_t> split_bytes;
+    std::optional<double> split_ns;
+    // What leaving the requested device costs in the stage: with the requested device's own
+    // op time (replayed), time there + split_ns - op_ns_requested; where the device cannot run
+    // the op, split_ns alone. Null when neither could be measured (the note says why).
+    std::optional<double> penalty_ns;
+    std::string penalty_basis;  // "replayed on BLAS", "split cost only: ...", "" when null
+    std::string note;           // e.g. "12 not supported by BLAS"
 };
 
 // Op coverage: for one op type of a stage, which devices of the context's set could run its
@@ -135,6 +147,16 @@ struct Reconciliation {
     std::optional<double> overhead_ratio;  // traced / plain - 1
     std::optional<double> op_fraction;     // sum_op / plain
     bool op_within_stage = true;           // sum_op <= plain
+    // When op_fraction is outside [0.95, 1.05]: what the difference is made of, from the
+    // stage's own figures (host work, replayed ops slower alone, machine load); else empty.
+    std::string fit_cause;
+    // How the op times were taken (profile/op_times.hpp): per backend, the dispatch of a node
+    // alone with no work, subtracted from the traced calls of ops timed in situ; how many
+    // computing records were timed in situ and how many replayed.
+    std::map<std::string, double> node_dispatch_ns;
+    int n_op_in_situ = 0;
+    int n_op_replayed = 0;
+    std::optional<double> sum_op_in_situ_ns;  // the part of sum_op_ns timed in situ
 };
 
 // `stagebench decompose`: a stage's latency split along the accelerator path, after the
@@ -193,6 +215,15 @@ struct OpsProfile {
     int n_prompt = 0, n_depth = 0;
     int replay_copies = 0;  // copies per replay graph
     std::string method;     // how call and op times were obtained
+    // `ops`: the profile's own wall time (model load to the last replay) and its phases
+    // ("load"; "stages": the traced and uninstrumented repetitions, the first traced one
+    // capturing the graphs; "profile": the stages built, op times, fallback, decomposition); the
+    // last-level cache the cold-weight budget was sized from (null: unknown, 64 MiB assumed)
+    // and that budget (bytes of weight copies a replayed op cycles through).
+    std::optional<int64_t> duration_ns;
+    std::map<std::string, int64_t> phase_ns;
+    std::optional<uint64_t> llc_bytes;
+    std::optional<uint64_t> cold_weight_bytes;
     std::vector<StageProfile> stages;
     nlohmann::json import_info;  // imports: lines, unparsed, formats
 };

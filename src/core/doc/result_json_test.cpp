@@ -66,7 +66,7 @@ ResultDocument full_document() {
     t.config.engine = EngineKind::http;
     t.status = Status::interrupted;
     t.error = "stopped";
-    t.error_kind = "runtime";
+    t.error_kind = ErrorKind::runtime;
     t.backends = {"BLAS", "CPU"};
     t.notes = {"a note"};
     t.reps_done = 2;
@@ -145,12 +145,12 @@ ResultDocument full_document() {
     ts.sources = {{"rapl", "rapl", {"rapl.psys.energy_uj"}, {{"path", "/sys/x"}}}};
     ts.classes = {{"rapl", 1, ""}, {"nvml", 0, "no libnvidia-ml"}};
     ts.absent = {"nvml"};
-    ts.metrics = {{"rapl.psys.energy_uj", "rapl.psys", "energy", "uJ", "counter", 2.6e11, 1000000,
-                   true, std::nullopt}};
+    ts.metrics = {{"rapl.psys.energy_uj", "rapl.psys", "energy", "uJ", MetricKind::counter, 2.6e11,
+                   1000000, true, std::nullopt}};
     TelemetrySeries series;
     series.metric = "rapl.psys.energy_uj";
     series.unit = "uJ";
-    series.kind = "counter";
+    series.kind = MetricKind::counter;
     series.t_ns = {0, 100};
     series.values = {1.0, std::nullopt};
     series.cumulative = std::vector<std::optional<double>>{0.0, std::nullopt};

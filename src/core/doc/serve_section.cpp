@@ -150,16 +150,24 @@ void read(const JsonIn& in, Saturation& s) {
 }
 
 json to_json(const ServeRequest& r) {
-    return json{{"index", r.index},
-                {"send_ns", r.send_ns},
-                {"ttft_ns", opt(r.ttft_ns)},
-                {"tpot_ns", opt(r.tpot_ns)},
-                {"e2e_ns", opt(r.e2e_ns)},
-                {"itl_ns", r.itl_ns},
-                {"prompt_tokens", opt(r.prompt_tokens)},
-                {"output_tokens", opt(r.output_tokens)},
-                {"error", opt(r.error)},
-                {"interrupted", r.interrupted}};
+    json j{{"index", r.index},
+           {"send_ns", r.send_ns},
+           {"ttft_ns", opt(r.ttft_ns)},
+           {"tpot_ns", opt(r.tpot_ns)},
+           {"e2e_ns", opt(r.e2e_ns)},
+           {"itl_ns", r.itl_ns},
+           {"prompt_tokens", opt(r.prompt_tokens)},
+           {"output_tokens", opt(r.output_tokens)},
+           {"streamed_tokens", opt(r.streamed_tokens)},
+           {"claimed_output_tokens", opt(r.claimed_output_tokens)},
+           {"error", opt(r.error)},
+           {"interrupted", r.interrupted},
+           {"ttft_first_byte_ns", opt(r.ttft_first_byte_ns)},
+           {"ttft_first_content_ns", opt(r.ttft_first_content_ns)},
+           {"request_id", opt(r.request_id)}};
+    if (!r.notes.empty())
+        j["notes"] = r.notes;
+    return j;
 }
 
 json to_json(const LatencyStats& s) {
@@ -202,7 +210,8 @@ json to_json(const ServePoint& p) {
                 {"window_tokens_per_s", p.window_tokens_per_s},
                 {"slo_attainment", opt(p.slo_attainment)},
                 {"energy", p.energy ? to_json(*p.energy) : json(nullptr)},
-                {"client_cpu_ms_per_request", opt(p.client_cpu_ms_per_request)}};
+                {"client_cpu_ms_per_request", opt(p.client_cpu_ms_per_request)},
+                {"stopped_by", opt(p.stopped_by)}};
 }
 
 json to_json(const ServeSection& s) {
@@ -227,16 +236,22 @@ json to_json(const ServeSection& s) {
                 {"duration_s", opt(s.duration_s)},
                 {"saturation", to_json(s.saturation)},
                 {"client", opt(s.client)},
-                {"interrupted", s.interrupted}};
+                {"interrupted", s.interrupted},
+                {"max_error_rate", opt(s.max_error_rate)},
+                {"ttft_definition", s.ttft_definition}};
 }
 
 void read(const JsonIn& in, ServeRequest& r) {
     ObjectIn{in}("index", r.index)("send_ns", r.send_ns)("ttft_ns", r.ttft_ns)(
         "tpot_ns", r.tpot_ns)("e2e_ns", r.e2e_ns)("itl_ns", r.itl_ns)(
-        "prompt_tokens", r.prompt_tokens)("output_tokens", r.output_tokens)("error", r.error)(
-        "interrupted", r.interrupted)
+        "prompt_tokens", r.prompt_tokens)("output_tokens", r.output_tokens)(
+        "streamed_tokens", r.streamed_tokens)("claimed_output_tokens", r.claimed_output_tokens)(
+        "notes", r.notes)("error", r.error)("interrupted", r.interrupted)("ttft_first_byte_ns",
+                                                                          r.ttft_first_byte_ns)(
+        "ttft_first_content_ns", r.ttft_first_content_ns)("request_id", r.request_id)
         .non_negative({"send_ns", "ttft_ns", "tpot_ns", "e2e_ns", "itl_ns", "prompt_tokens",
-                       "output_tokens"});
+                       "output_tokens", "streamed_tokens", "claimed_output_tokens",
+                       "ttft_first_byte_ns", "ttft_first_content_ns"});
 }
 
 void read(const JsonIn& in, LatencyStats& s) {
@@ -269,7 +284,8 @@ void read(const JsonIn& in, ServePoint& p) {
             "goodput_per_s", p.goodput_per_s)("client_cpu_pct", p.client_cpu_pct)(
             "requests", p.requests)("interrupted", p.interrupted)(
             "window_tokens_per_s", p.window_tokens_per_s)("slo_attainment", p.slo_attainment)(
-            "energy", p.energy)("client_cpu_ms_per_request", p.client_cpu_ms_per_request)
+            "energy", p.energy)("client_cpu_ms_per_request", p.client_cpu_ms_per_request)(
+            "stopped_by", p.stopped_by)
         .non_negative({"duration_ns", "ok", "errors", "request_per_s", "output_tokens_per_s",
                        "total_tokens_per_s", "goodput_per_s", "client_cpu_pct",
                        "window_tokens_per_s", "slo_attainment", "client_cpu_ms_per_request"});
@@ -281,9 +297,10 @@ void read(const JsonIn& in, ServeSection& s) {
         "n_gen", s.n_gen)("requests_per_point", s.requests_per_point)("burstiness", s.burstiness)(
         "seed", s.seed)("slo_ms", s.slo_ms)("points", s.points)("n_prompt_max", s.n_prompt_max)(
         "n_gen_max", s.n_gen_max)("lengths", s.lengths)("duration_s", s.duration_s)(
-        "saturation", s.saturation)("interrupted", s.interrupted)("client", s.client)
+        "saturation", s.saturation)("interrupted", s.interrupted)("client", s.client)(
+        "max_error_rate", s.max_error_rate)("ttft_definition", s.ttft_definition)
         .non_negative({"slots", "n_prompt", "n_gen", "requests_per_point", "slo_ms", "n_prompt_max",
-                       "n_gen_max", "duration_s"});
+                       "n_gen_max", "duration_s", "max_error_rate"});
     if (o.has("server"))
         read_object_or_null(o.at("server"), s.server);
 }

@@ -26,9 +26,26 @@ struct ServeRequest {
     std::optional<int64_t> ttft_ns, tpot_ns, e2e_ns;
     std::vector<int64_t> itl_ns;
     std::optional<int64_t> prompt_tokens, output_tokens;
+    // The stream's own count, and what the server claimed (usage.completion_tokens) as it
+    // said it; output_tokens is the claim when believable, else the stream's count
+    // (engine/http_engine.hpp compute_timing). notes: where the server's claims and the
+    // counts disagree (absent from the JSON when none).
+    std::optional<int64_t> streamed_tokens, claimed_output_tokens;
+    std::vector<std::string> notes;
     std::optional<std::string> error;
     bool interrupted = false;  // in flight at Ctrl-C: neither a success nor a failure
+    // TTFT by the other definitions harnesses use (ttft_ns is the first streamed token, see
+    // ServeSection::ttft_definition): the first byte of the stream, whatever it carries, and
+    // the first token of answer content (null when none came). From the request's send.
+    std::optional<int64_t> ttft_first_byte_ns, ttft_first_content_ns;
+    // The server's id of the request, when its API returns one (OpenAI "id"): joins this
+    // record with the server's logs. A claim, at most 128 bytes.
+    std::optional<std::string> request_id;
 };
+
+// The definition of a serve request's TTFT (ServeRequest::ttft_ns).
+inline constexpr const char* kServeTtftDefinition =
+    "first streamed token (answer content, reasoning or a tool call) from the request's send";
 
 struct LatencyStats {
     size_t n = 0;
@@ -92,6 +109,10 @@ struct ServePoint {
     std::optional<double> slo_attainment;     // meeting_slo / (ok + errors), with SLOs
     std::optional<ServeEnergy> energy;        // with an energy meter
     std::optional<double> client_cpu_ms_per_request;  // client CPU time / requests sent
+    // Why the point ended before sending every request: "max_error_rate" (the errors among
+    // the requests finished passed --max-error-rate; the requests not sent are not in
+    // `requests`). Null: it ran to its end (or Ctrl-C, see `interrupted`).
+    std::optional<std::string> stopped_by;
 
     double error_rate() const {
         return requests.empty()
@@ -124,6 +145,12 @@ struct ServeSection {
     // How serve drove the requests in flight: "thread" or "loop" (serve --client); null in
     // documents written before the choice existed (they used threads).
     std::optional<std::string> client;
+    // --max-error-rate: a point stops sending once more than this share of its finished
+    // requests failed (null: never).
+    std::optional<double> max_error_rate;
+    // What ttft_ns (and the TTFT statistics) measure; each request also keeps the first byte's
+    // and the first content token's. Documents of earlier builds lack it (the same definition).
+    std::string ttft_definition = kServeTtftDefinition;
 };
 
 // {"api", "url", "slots", "model", "n_prompt", "n_gen", "requests_per_point", "burstiness",
@@ -131,7 +158,8 @@ struct ServeSection {
 // "errors", "error_rate", "request_per_s", "output_tokens_per_s", "total_tokens_per_s", "ttft",
 // "tpot", "itl", "e2e": {"n", "mean_ms", "median_ms", "p90_ms", "p99_ms"}, "meeting_slo",
 // "goodput_per_s", "client_cpu_pct", "requests": [{"index", "send_ns", "ttft_ns", "tpot_ns",
-// "e2e_ns", "itl_ns", "prompt_tokens", "output_tokens", "error", "interrupted"}],
+// "e2e_ns", "itl_ns", "prompt_tokens", "output_tokens", "streamed_tokens",
+// "claimed_output_tokens", "notes" (when any), "error", "interrupted"}],
 // "interrupted", "window_tokens_per_s", "slo_attainment", "energy": {"metric", "method",
 // "duration_s", "energy_j", "net_energy_j", "mean_power_mw", "idle_power_mw", "j_per_request",
 // "net_j_per_request", "j_per_output_token", "net_j_per_output_token"} | null,

@@ -5,6 +5,13 @@
 
 namespace sb {
 
+const StageEnergy* StageWindow::energy_of(const std::string& metric) const {
+    for (const auto& e : energy)
+        if (e.metric == metric)
+            return &e;
+    return nullptr;
+}
+
 using nlohmann::json;
 
 namespace {
@@ -24,7 +31,7 @@ json to_json(const TelemetryMetric& m) {
                 {"sensor", m.sensor},
                 {"quantity", m.quantity},
                 {"unit", m.unit},
-                {"kind", m.kind},
+                {"kind", to_string(m.kind)},
                 {"wrap_range", opt(m.wrap_range)},
                 {"refresh_ns", opt(m.refresh_ns)},
                 {"system_total", m.system_total},
@@ -34,7 +41,7 @@ json to_json(const TelemetryMetric& m) {
 json to_json(const TelemetrySeries& s) {
     json j{{"metric", s.metric},
            {"unit", s.unit},
-           {"kind", s.kind},
+           {"kind", to_string(s.kind)},
            {"t_ns", s.t_ns},
            {"values", opt_values(s.values)}};
     if (s.cumulative)

@@ -1,9 +1,10 @@
 #pragma once
-// Telemetry in a result document, typed: the run's record (ResultDocument::telemetry: sources,
-// metrics, raw series, stage marks, every stage window, the idle baseline) and each test's
-// stage windows with the medians people compare (TestResult::telemetry). The sampler in
-// src/telemetry produces them (telemetry/telemetry_json.hpp). Units are in the names (t_ns,
-// energy_j, power_mw, freq_khz) or in a metric's "unit"; missing values are nullopt / null.
+// Telemetry, typed: the run's record (ResultDocument::telemetry: sources, metrics, raw series,
+// stage marks, every stage window, the idle baseline) and each test's stage windows with the
+// medians people compare (TestResult::telemetry). The one set of telemetry types: the sampler
+// (telemetry/sampler.hpp) fills them directly (Sampler::record, stage_summary) and the document
+// reads them back. Units are in the names (t_ns, energy_j, power_mw, freq_khz) or in a
+// metric's "unit"; missing values are nullopt / null.
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -19,11 +20,13 @@
 
 namespace sb {
 
-// A metric a source provides. kind: "gauge" (a value now) or "counter" (cumulative, e.g.
-// energy_uj; may wrap at wrap_range). system_total: a whole-device meter; within: the meter
-// this one is nested in (never add the two).
+// A metric a source provides. kind: gauge (a value now) or counter (cumulative, e.g.
+// energy_uj; may wrap at wrap_range). quantity: "temperature", "power", ...; unit: its
+// canonical unit ("mC", "mW", ...). system_total: a whole-device meter; within: the meter this
+// one is nested in (never add the two).
 struct TelemetryMetric {
-    std::string name, sensor, quantity, unit, kind;
+    std::string name, sensor, quantity, unit;
+    MetricKind kind = MetricKind::gauge;
     std::optional<double> wrap_range;
     std::optional<int64_t> refresh_ns;
     bool system_total = false;
@@ -46,7 +49,8 @@ struct TelemetryClass {
 // One metric's samples. values as read (counters not unwrapped); cumulative for counters only:
 // unwrapped, from 0. Parallel to t_ns; null where a read failed.
 struct TelemetrySeries {
-    std::string metric, unit, kind;
+    std::string metric, unit;
+    MetricKind kind = MetricKind::gauge;
     std::vector<int64_t> t_ns;
     std::vector<std::optional<double>> values;
     std::optional<std::vector<std::optional<double>>> cumulative;
@@ -60,7 +64,7 @@ struct TelemetryMark {
 };
 
 // A meter's energy over one stage window. method: "counter" (exact boundary reads) or
-// "power_integral".
+// "power_integral" (a power gauge integrated, trapezoid, for a sensor without a counter).
 struct StageEnergy {
     std::string metric, sensor, method;
     std::optional<double> energy_j, net_energy_j, mean_power_mw, max_power_mw, idle_power_mw;
@@ -70,7 +74,10 @@ struct StageEnergy {
     bool below_refresh = false;  // the window is shorter than the meter's refresh
 };
 
-// A gauge (temperature, frequency, ...) over one stage window, in its unit.
+// A gauge (temperature, frequency, voltage, current, percent, flags, and power gauges of a
+// sensor that has an energy counter) over one stage window, in its unit. The value in force at
+// the window's start is the last reading at or before it; mean is time-weighted (sample and
+// hold); for flags max is the OR of all values.
 struct StageGauge {
     std::string metric, unit;
     std::optional<double> start, end, min, max, mean;
@@ -96,13 +103,18 @@ struct StageWindow {
     std::string stage;
     int occurrence = 0;  // 0 for the first pair with this name, 1 for the next, ...
     int64_t begin_ns = 0, end_ns = 0, duration_ns = 0;
-    int64_t begin_read_ns = 0, end_read_ns = 0;  // boundary read times
+    // How long the counter reads at each boundary took (the counters' values are from within
+    // [begin_ns, begin_ns + begin_read_ns]); large values mean slow sensors (I2C, NVML).
+    int64_t begin_read_ns = 0, end_read_ns = 0;
     std::optional<int64_t> tokens;
     StageTotal total;
     std::vector<StageEnergy> energy;
     std::vector<StageGauge> gauges;
     std::vector<StageResidency> residency;
-    Warnings warnings;
+    Warnings warnings;  // short windows, throttling, not on battery, missing boundary reads...
+
+    // The energy of metric over the window, if it has one.
+    const StageEnergy* energy_of(const std::string& metric) const;
 };
 
 struct IdlePower {

@@ -640,6 +640,12 @@
                               borderWidth: 2, label: { display: true, content: 'throttle onset (round ' + p.onset_round + ')',
                                                        position: 'start' } };
       }
+      // A drop of throughput without clock or temperature evidence is not called throttling.
+      if (p.drop_round !== undefined && p.drop_round !== null && p.drop_round !== p.onset_round) {
+        annotations.drop = { type: 'line', xMin: p.drop_round, xMax: p.drop_round, borderColor: '#9a6700',
+                             borderDash: [6, 3], borderWidth: 2,
+                             label: { display: true, content: 'throughput drop (round ' + p.drop_round + ')', position: 'start' } };
+      }
       if (p.freq_onset_round !== null && p.freq_onset_round !== p.onset_round) {
         annotations.freq = { type: 'line', xMin: p.freq_onset_round, xMax: p.freq_onset_round, borderColor: '#8e5cc4',
                              borderDash: [4, 4], borderWidth: 1.5,
@@ -665,9 +671,40 @@
         p.first_last_change !== null ? '; last vs first round ' + pct(p.first_last_change) : '',
         p.onset_round !== null ? '; throttle onset at round ' + p.onset_round : '',
         p.onset_basis ? ' (from ' + p.onset_basis + ')' : ''));
-      sec.appendChild(table(['round', 'status', 'prefill tok/s', 'decode tok/s', 'TTFT ms', 'max °C', 'CPU MHz'],
-        rounds.map((r) => [String(r.round), r.status, num(r.prefill_tps), num(r.decode_tps), num(r.ttft_ms),
-                           num(r.temp_max_c), num(r.cpu_freq_mhz)])));
+      if (p.evidence && p.evidence.length) {
+        sec.appendChild(el('p', { class: 'caption' }, 'Evidence of throttling: ' + p.evidence.join('; ') + '.'));
+      }
+      if (p.load && !(p.verdict || '').includes(p.load)) {
+        sec.appendChild(el('p', { class: 'caption' }, 'Load: ' + p.load + '.'));
+      }
+      // The sustained-load study's table: one request per round, and the mean ± sd of each figure.
+      const a = p.across || {};
+      const meanSd = (x, d) => (!x || x.mean === null || x.mean === undefined ? '–'
+        : num(x.mean, d) + (x.sd === null || x.sd === undefined ? '' : ' ± ' + num(x.sd, 2)));
+      const given = (v) => v !== null && v !== undefined;
+      const hasNpu = rounds.some((r) => given(r.temp_npu_c));
+      const hasBattery = rounds.some((r) => given(r.battery_capacity_start_pct) || given(r.battery_capacity_end_pct));
+      const headers = ['round', 'status', 'E2E s', 'combined tok/s', 'prefill tok/s', 'decode tok/s', 'TTFT ms',
+                       'power W', 'energy J', 'J/token', 'CPU °C', 'GPU °C']
+        .concat(hasNpu ? ['NPU °C'] : []).concat(hasBattery ? ['battery %'] : []).concat(['max °C', 'CPU MHz']);
+      const rows = rounds.map((r) => [String(r.round), r.status, num(r.e2e_s), num(r.combined_tps), num(r.prefill_tps),
+                                      num(r.decode_tps), num(r.ttft_ms), num(r.power_w), num(r.energy_j),
+                                      num(r.j_per_token), num(r.temp_cpu_c), num(r.temp_gpu_c)]
+        .concat(hasNpu ? [num(r.temp_npu_c)] : [])
+        .concat(hasBattery ? [num(r.battery_capacity_start_pct) + ' → ' + num(r.battery_capacity_end_pct)] : [])
+        .concat([num(r.temp_max_c), num(r.cpu_freq_mhz)]));
+      rows.push(['mean ± sd', '', meanSd(a.e2e_s), meanSd(a.combined_tps), '', '', '', meanSd(a.power_w),
+                 meanSd(a.energy_j), meanSd(a.j_per_token), meanSd(a.temp_cpu_c), meanSd(a.temp_gpu_c)]
+        .concat(hasNpu ? [meanSd(a.temp_npu_c)] : []).concat(hasBattery ? [''] : []).concat(['', '']));
+      sec.appendChild(table(headers, rows));
+      const drains = [];
+      if (p.battery_drain_capacity_pct !== undefined && p.battery_drain_capacity_pct !== null) {
+        drains.push(num(p.battery_drain_capacity_pct) + ' % by the capacity (whole percent), first round to last');
+      }
+      if (p.battery_drain_energy_pct !== undefined && p.battery_drain_energy_pct !== null) {
+        drains.push(num(p.battery_drain_energy_pct, 3) + ' % of a full charge by energy over the requests');
+      }
+      if (drains.length) sec.appendChild(el('p', { class: 'caption' }, 'Battery drain: ' + drains.join('; ') + '.'));
     });
     if (s.slowdown.length) {
       sec.appendChild(el('h4', null, 'Slowdown under background load'));
@@ -837,6 +874,84 @@
       m.parts.map((p) => [p.stage, p.name, num(p.ms), ci(p), pct(p.share)])));
   }
 
+  // `explain`: per stage, the levels (table) and the waterfall of the gap between the bench and
+  // the server: floating horizontal bars from where the previous part ended, the bench and the
+  // server as whole bars. Each bar's value is written beside it (sbValueLabels); the boxes of
+  // those texts are kept on the chart (chart.$sbValueLabels, CSS px; the test harness checks
+  // every text drawn on a canvas for clipping and overlap).
+  const valueLabelsPlugin = {
+    id: 'sbValueLabels',
+    afterDatasetsDraw(chart) {
+      const ctx = chart.ctx;
+      const boxes = [];
+      chart.data.datasets.forEach((ds, i) => {
+        if (!ds.valueLabels || !chart.isDatasetVisible(i)) return;
+        const meta = chart.getDatasetMeta(i);
+        ctx.save();
+        ctx.font = '11px ' + Chart.defaults.font.family;
+        ctx.fillStyle = '#1d2330';
+        ctx.textBaseline = 'middle';
+        meta.data.forEach((bar, j) => {
+          const text = ds.valueLabels[j];
+          if (!text) return;
+          const w = ctx.measureText(text).width;
+          const right = Math.max(bar.x, bar.base);
+          let x = right + 4;
+          // No room right of the bar: the text goes inside its right end.
+          if (x + w > chart.chartArea.right) x = Math.max(chart.chartArea.left + 2, right - w - 4);
+          ctx.fillText(text, x, bar.y);
+          boxes.push({ x: x, y: bar.y - 7, w: w, h: 14, text: text });
+        });
+        ctx.restore();
+      });
+      chart.$sbValueLabels = boxes;
+    },
+  };
+  Chart.register(valueLabelsPlugin);
+
+  function renderExplain(sec, x) {
+    sec.appendChild(el('h3', null, 'explain: from the op to the served request'));
+    sec.appendChild(el('p', { class: 'caption' }, 'a ' + x.n_prompt + '-token prompt and ' + x.n_gen +
+      ' generated tokens, ' + x.rounds + ' interleaved round(s); the server: ' + x.server_kind));
+    x.verdicts.forEach((v) => sec.appendChild(el('p', null, v)));
+    const ci = (lo, hi) => (lo === null || lo === undefined ? '–' : '[' + num(lo) + ', ' + num(hi) + ']');
+    x.stages.forEach((st) => {
+      sec.appendChild(el('h4', null, st.title));
+      sec.appendChild(table(['level', 'median ms', '95 % CI', 'runs', 'step ms', '95 % CI'],
+        st.levels.map((l) => [l.label, num(l.ms), ci(l.lo_ms, l.hi_ms), l.n + '/' + l.runs,
+                              l.step_ms === null ? '' : num(l.step_ms), ci(l.step_lo_ms, l.step_hi_ms)])));
+      if (!st.waterfall.length) return;
+      const wf = st.waterfall;
+      let top = 0;
+      wf.forEach((w) => { top = Math.max(top, w.start_ms, w.end_ms); });
+      const colors = wf.map((w) => (w.kind === 'total' ? '#6c7a89' : w.end_ms >= w.start_ms ? color(1) : color(2)));
+      addChart(sec, 'explain-waterfall-' + st.stage, {
+        type: 'bar',
+        data: { labels: wf.map((w) => w.short),
+                datasets: [{ label: st.stage + ' (ms)', data: wf.map((w) => [Math.min(w.start_ms, w.end_ms), Math.max(w.start_ms, w.end_ms)]),
+                             backgroundColor: colors, valueLabels: wf.map((w) => w.value_label) }] },
+        options: {
+          indexAxis: 'y',
+          scales: { x: { beginAtZero: true, max: top * 1.45, title: { display: true, text: 'ms' },
+                         ticks: { callback: (v) => num(v, 3) } },
+                    y: { ticks: { autoSkip: false } } },
+          plugins: { legend: { display: false },
+                     title: { display: true, text: 'Where the gap between the bench and the server goes (' + st.stage + ')' },
+                     tooltip: { callbacks: { label: (c) => wf[c.dataIndex].label + ': ' + wf[c.dataIndex].value_label +
+                       (wf[c.dataIndex].lo_ms === null ? '' : ', 95% CI ' + ci(wf[c.dataIndex].lo_ms, wf[c.dataIndex].hi_ms)) } } },
+        },
+      }, 36 * wf.length + 90);
+      sec.appendChild(table(['part', 'ms', '95 % CI', 'share of the gap'],
+        wf.map((w) => [w.label, w.kind === 'total' ? num(w.ms) : (w.ms >= 0 ? '+' : '') + num(w.ms),
+                       ci(w.lo_ms, w.hi_ms), w.share === null ? '' : pct(w.share)])));
+    });
+    sec.appendChild(el('h4', null, 'Settings: the bench against the server'));
+    sec.appendChild(table(['setting', 'bench', 'server', 'from', 'measured alone'],
+      x.settings.map((s) => [s.label, s.bench, s.server === null ? '–' : s.server, s.source || '–', s.alone])));
+    x.findings.forEach((f) => sec.appendChild(el('div', { class: 'warning' }, f)));
+    x.notes.forEach((n) => sec.appendChild(note(n)));
+  }
+
   // ---- Page ----------------------------------------------------------------------------------
   const main = document.getElementById('report');
   const toc = document.getElementById('toc');
@@ -858,6 +973,7 @@
     if (d.modes) section(sec, 'modes', () => renderModes(sec, d.modes));
     if (d.serve) section(sec, 'serve', () => renderServe(sec, d.serve));
     if (d.fidelity) section(sec, 'fidelity', () => renderFidelity(sec, d.fidelity));
+    if (d.explain) section(sec, 'explain', () => renderExplain(sec, d.explain));
     if (d.compare) section(sec, 'comparison', () => renderCompare(sec, d.compare));
     if (d.warnings) section(sec, 'warnings', () => renderWarnings(sec, d.warnings));
     if (d.stages) section(sec, 'stages', () => renderStages(sec, d.stages));

@@ -1,8 +1,9 @@
-#include "fleet/process.hpp"
+#include "core/subprocess.hpp"
 
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 
@@ -35,6 +36,57 @@ TEST(Process, DeadlineKillsTheGroup) {
     // Bounded by the deadline plus the SIGTERM grace (2 s) and the pipes' give-up (3 s), far
     // below the 30 s the command asked for.
     EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(20));
+}
+
+// A program that closes its output and keeps running is not waited for past the deadline
+// (before, the wait for its exit had none: `sensors` hung on such a vcgencmd for ever).
+TEST(Process, ClosedOutputAndStillRunningEndsAtTheDeadline) {
+    ProcessOptions o;
+    o.timeout_s = 0.5;
+    o.kill_grace_s = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    ProcessResult r = run_process({"sh", "-c", "echo partial; exec >&- 2>&-; sleep 60"}, o);
+    EXPECT_TRUE(r.timed_out);
+    EXPECT_EQ(r.signal, SIGKILL);
+    EXPECT_EQ(r.out, "partial\n");
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+}
+
+// A program that floods its output while ignoring SIGPIPE: what is kept is capped, the rest
+// is read and dropped, and the deadline ends it.
+TEST(Process, AFloodIgnoringSigpipeIsCappedAndEndsAtTheDeadline) {
+    ProcessOptions o;
+    o.timeout_s = 0.5;
+    o.kill_grace_s = 0;
+    o.max_capture = 1000;
+    const auto t0 = std::chrono::steady_clock::now();
+    ProcessResult r = run_process({"sh", "-c", "trap '' PIPE; yes flood"}, o);
+    EXPECT_TRUE(r.timed_out);
+    EXPECT_EQ(r.out.size(), 1000u);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+}
+
+// SIGTERM ignored: SIGKILL after the grace; the whole group, so a grandchild that ignores it
+// too is gone as well.
+TEST(Process, TermIgnoredGetsKillAfterTheGrace) {
+    ProcessOptions o;
+    o.timeout_s = 0.3;
+    o.kill_grace_s = 0.3;
+    const auto t0 = std::chrono::steady_clock::now();
+    ProcessResult r = run_process({"sh", "-c", "trap '' TERM; sleep 30 & wait; sleep 30"}, o);
+    EXPECT_TRUE(r.timed_out);
+    EXPECT_TRUE(r.reaped);
+    EXPECT_EQ(r.signal, SIGKILL);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+}
+
+// No deadline asked for is a day's, not none; a program that ends first ends the wait.
+TEST(Process, ZeroTimeoutStillReturnsWhenTheProgramEnds) {
+    ProcessOptions o;
+    o.timeout_s = 0;
+    ProcessResult r = run_process({"sh", "-c", "exit 4"}, o);
+    EXPECT_EQ(r.exit_code, 4);
+    EXPECT_FALSE(r.timed_out);
 }
 
 TEST(Process, StdinAndStdoutFiles) {

@@ -1,8 +1,9 @@
 #pragma once
 // One node-by-node traced pass of a workload (prefill of the prompt, then a few one-token
-// decode steps) on a device set, made with the `stagebench ops` profiler (tracer.hpp) without op
-// replays: every op's backend, call time and start/end on the sb::now_ns clock. `sustained
-// --trace-ops-rounds` runs one after each chosen round, outside the round's measured time.
+// decode steps) on a device set, made with the `stagebench ops` pipeline (scenario/ops_run.hpp)
+// without op times: every op's backend, call time and start/end on the sb::now_ns clock.
+// `sustained --trace-ops-rounds` runs one after each chosen round, outside the round's measured
+// time.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -11,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/result.hpp"
-#include "profile/tracer.hpp"
+#include "scenario/ops_run.hpp"
 
 namespace sb {
 
@@ -23,11 +24,14 @@ struct TracedPass {
     OpsProfile profile;  // stages as `stagebench ops` records them (op times not replayed)
 };
 
+// Decode steps of each repetition of a traced pass.
+constexpr int kTracedPassDecodeSteps = 4;
+
 // The profiler options of a traced pass: the workload's model, devices ('+'-joined), prompt,
 // context settings and seed (its n_gen and repetitions are not read); op replays off (op_ns
 // stays null; call times are the node-by-node measurement), traced_reps node-by-node
-// repetitions per stage after the capturing one, one uninstrumented repetition for the
-// reconciliation. Pure.
+// repetitions after the capturing one, each a prefill and kTracedPassDecodeSteps decode
+// steps, one uninstrumented repetition for the reconciliation. Pure.
 OpsOptions traced_pass_options(const TestConfig& workload, int traced_reps = 3);
 
 // Runs the pass. Never throws for a failure of the pass itself (bad device, llama.cpp error):

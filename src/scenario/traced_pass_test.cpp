@@ -1,4 +1,4 @@
-#include "profile/traced_pass.hpp"
+#include "scenario/traced_pass.hpp"
 
 #include <gtest/gtest.h>
 
@@ -25,6 +25,7 @@ TEST(TracedPass, OptionsTraceTheWorkloadWithoutReplays) {
     EXPECT_EQ(o.replay_copies, 0);
     EXPECT_EQ(o.traced_reps, 3);
     EXPECT_EQ(o.plain_reps, 1);
+    EXPECT_EQ(o.decode_tokens, kTracedPassDecodeSteps);
     EXPECT_FALSE(o.decompose);
     EXPECT_EQ(o.seed, 9u);
 }

@@ -1,4 +1,4 @@
-#include "fleet/process.hpp"
+#include "core/subprocess.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -78,6 +78,9 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
     if (argv.empty() || ::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0) {
         r.started = false;
         r.err = argv.empty() ? "no program" : std::strerror(errno);
+        for (int fd : {out_pipe[0], out_pipe[1]})
+            if (fd >= 0)
+                ::close(fd);
         return r;
     }
     const int in_fd =
@@ -101,15 +104,20 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
     args.push_back(nullptr);
     const pid_t pid = ::fork();
     if (pid == 0) {
+        // Only async-signal-safe calls between fork and exec: the parent has other threads.
         ::setpgid(0, 0);
         ::dup2(in_fd, 0);
         ::dup2(file_fd >= 0 ? file_fd : out_pipe[1], 1);
         ::dup2(err_pipe[1], 2);
         ::signal(SIGPIPE, SIG_DFL);
         ::execvp(args[0], args.data());
-        const std::string msg =
-            std::string("cannot start ") + argv[0] + ": " + std::strerror(errno) + "\n";
-        (void)!::write(2, msg.data(), msg.size());
+        const char* why = std::strerror(errno);
+        const char* head = "cannot start ";
+        (void)!::write(2, head, std::strlen(head));
+        (void)!::write(2, args[0], std::strlen(args[0]));
+        (void)!::write(2, ": ", 2);
+        (void)!::write(2, why, std::strlen(why));
+        (void)!::write(2, "\n", 1);
         ::_exit(127);
     }
     ::close(in_fd);
@@ -124,15 +132,25 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
         r.err = std::string("fork: ") + std::strerror(errno);
         return r;
     }
+    // Both sides set the group, so the deadline's kill reaches it whoever runs first.
     ::setpgid(pid, pid);
+    const double timeout_s = o.timeout_s > 0 ? o.timeout_s : 86400;
     const auto start = Clock::now();
+    const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
+                                      std::chrono::duration<double>(timeout_s));
     Clock::time_point kill_at{}, give_up_at{};
     bool term_sent = false, kill_sent = false;
     pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
     int open_fds = 2;
+    int status = 0;
+    bool exited = false, lost = false;
     char buf[65536];
-    while (open_fds > 0) {
-        const int n = ::poll(fds, 2, 100);
+    // Until the program has exited and its pipes are closed: a program that closes its
+    // output and keeps running, or exits leaving a grandchild that holds the pipes, is waited
+    // for only until the deadline.
+    while (open_fds > 0 || !exited) {
+        // With both pipes closed, poll() only sleeps: the wait for the exit is polled too.
+        const int n = ::poll(fds, 2, open_fds > 0 ? 100 : 20);
         if (n > 0) {
             for (int k = 0; k < 2; ++k) {
                 if (fds[k].fd < 0 || !(fds[k].revents & (POLLIN | POLLHUP | POLLERR)))
@@ -148,29 +166,40 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
                 }
             }
         }
+        if (!exited) {
+            const pid_t w = ::waitpid(pid, &status, WNOHANG);
+            lost = w < 0 && errno == ECHILD;  // reaped elsewhere: its status is unknown
+            exited = w == pid || lost;
+        }
         const auto now = Clock::now();
-        const bool late =
-            o.timeout_s > 0 && now - start > std::chrono::duration<double>(o.timeout_s);
+        const bool late = now > deadline;
         if (!term_sent && (late || interrupt_requested())) {
             r.timed_out = late;
             r.interrupted = !late;
-            ::kill(-pid, SIGTERM);
+            const bool at_once = !(o.kill_grace_s > 0);
+            ::kill(-pid, at_once ? SIGKILL : SIGTERM);
             term_sent = true;
-            kill_at = now + std::chrono::seconds(2);
+            kill_sent = at_once;
+            kill_at = now + std::chrono::duration_cast<Clock::duration>(
+                                std::chrono::duration<double>(o.kill_grace_s));
+            give_up_at = now + std::chrono::seconds(3);
         } else if (term_sent && !kill_sent && now > kill_at) {
             ::kill(-pid, SIGKILL);
             kill_sent = true;
             give_up_at = now + std::chrono::seconds(3);
         } else if (kill_sent && now > give_up_at) {
-            break;  // something outside the group holds the pipes open
+            break;  // something outside the group holds the pipes, or the program is stuck
         }
     }
     for (auto& f : fds)
         if (f.fd >= 0)
             ::close(f.fd);
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    if (!exited) {
+        r.reaped = false;
+        return r;
     }
+    if (lost)
+        return r;
     if (WIFEXITED(status)) {
         r.exit_code = WEXITSTATUS(status);
         if (r.exit_code == 127 && r.err.rfind("cannot start ", 0) == 0)

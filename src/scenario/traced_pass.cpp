@@ -1,4 +1,4 @@
-#include "profile/traced_pass.hpp"
+#include "scenario/traced_pass.hpp"
 
 #include "engine/backends.hpp"
 
@@ -22,13 +22,14 @@ OpsOptions traced_pass_options(const TestConfig& workload, int traced_reps) {
     o.n_ubatch = workload.n_ubatch;
     o.n_gpu_layers = workload.n_gpu_layers;
     o.flash_attn = to_string(workload.flash_attn);
-    o.type_k = workload.type_k;
-    o.type_v = workload.type_v;
+    o.type_k = to_string(workload.type_k);
+    o.type_v = to_string(workload.type_v);
     // Replaying every distinct op would take far longer than the pass; the timeline needs call
     // times only.
     o.replay_copies = 0;
     o.traced_reps = traced_reps;
     o.plain_reps = 1;
+    o.decode_tokens = kTracedPassDecodeSteps;
     o.seed = workload.seed;
     return o;
 }

@@ -1,0 +1,88 @@
+// `stagebench explain`: where a served token's time goes, from the op to the request
+// (scenario/explain.hpp).
+#include "cli/commands.hpp"
+#include "cli/flag_checks.hpp"
+#include "cli/store_hook.hpp"
+#include "cli/trace_option.hpp"
+#include "core/error.hpp"
+#include "core/file_io.hpp"
+#include "model/inspect.hpp"
+#include "report/reporter.hpp"
+#include "scenario/explain.hpp"
+#include "scenario/run_command.hpp"
+
+namespace sb::cli {
+
+void add_explain_command(CLI::App& app, Context& ctx) {
+    auto* cmd = app.add_subcommand(
+        "explain",
+        "Why a server is slower than llama-bench: one workload measured at every level (op "
+        "time, the bench's stage, the application's loop, llama-server with 1 and N clients) "
+        "in interleaved rounds, the gap split into the settings that differ, each measured "
+        "alone, and the server's own overhead");
+    struct Args {
+        ExplainOptions o;
+        OutputFormat format = OutputFormat::md;
+        TraceArgs trace;
+        bool quiet = false;
+    };
+    auto a = std::make_shared<Args>();
+    ExplainOptions& o = a->o;
+    cmd->add_option("-m,--model", o.model_path, "GGUF model file (in-process and the server's)")
+        ->required();
+    cmd->add_option("-p,--n-prompt", o.n_prompt, "prompt tokens")
+        ->check(tokens_check(1))
+        ->capture_default_str();
+    cmd->add_option("-n,--n-gen", o.n_gen, "generated tokens (at least 2)")
+        ->check(tokens_check(2))
+        ->capture_default_str();
+    cmd->add_option("-t,--threads", o.n_threads,
+                    "the bench's CPU threads (0 = one per physical core that does math)")
+        ->check(threads_check())
+        ->capture_default_str();
+    cmd->add_option("--device", o.devices, "the bench's device set (-dev): CPU, CPU+BLAS, ...")
+        ->check(device_set_check())
+        ->capture_default_str();
+    cmd->add_option("--server-args", o.server_args,
+                    "more flags for the llama-server it starts (e.g. \"-ub 64 -t 2\"); with --url: "
+                    "the flags that server was started with, for the settings' comparison");
+    cmd->add_option("--url", o.url, "a running server (http://host:port) instead of starting one");
+    cmd->add_option("--concurrency", o.concurrency,
+                    "level 5: clients at once, comma list (e.g. 1,4)")
+        ->delimiter(',');
+    cmd->add_option("-r,--rounds", o.rounds, "rounds: each runs every level once")
+        ->check(int_range(1, 1000, "1..1000"))
+        ->capture_default_str();
+    cmd->add_option("--replay", o.replay_copies,
+                    "ops level: copies of each op replayed back to back for its op time")
+        ->check(int_range(1, 1000, "1..1000"))
+        ->capture_default_str();
+    cmd->add_flag(
+        "--no-ops", [a](int64_t) { a->o.ops = false; },
+        "leave out the ops level (the profiler: the slowest level to measure)");
+    cmd->add_option("--seed", o.seed, "seed of the prompts and sampling")->capture_default_str();
+    cmd->add_option("--timeout", o.timeout_s, "seconds a connection or a silent stream may take")
+        ->check(seconds_check(false))
+        ->capture_default_str();
+    cmd->add_option("--out", o.out_path, "write the result document (JSON) here, after every run");
+    add_format_option(cmd, a->format, {OutputFormat::md, OutputFormat::json});
+    add_db_option(cmd, ctx);
+    add_trace_option(cmd, a->trace);
+    cmd->add_flag("-q,--quiet", a->quiet, "no progress lines on stderr");
+
+    cmd->callback([&ctx, a] {
+        ExplainOptions& o = a->o;
+        o.progress = !a->quiet;
+        require_regular_file(o.model_path, "model");
+        if (o.out_path)
+            check_output_path(*o.out_path, "result document");
+        check_trace_path(a->trace);
+        ResultDocument doc = new_document("explain", ctx.argv);
+        ctx.exit_code = run_explain(o, doc, ctx.err);
+        print_document(a->format, doc, ctx.out);
+        store_document(ctx, doc);
+        write_trace_if_asked(a->trace, doc, ctx.err);
+    });
+}
+
+}  // namespace sb::cli

@@ -1,0 +1,53 @@
+#pragma once
+// A program run to completion: ssh, adb and a shell for the fleet, `stagebench run` for
+// decompose --mode, a sensor's command (vcgencmd). Every run has a deadline: the whole
+// process group is stopped at it, whatever the program does with its output (closes it and
+// keeps running, floods it while ignoring SIGPIPE, hands it to a grandchild), so the caller
+// always gets its result in bounded time. Its output is captured (or written to a file) up
+// to a cap, and Ctrl-C ends it too. Never throws for the program's own failure: the caller
+// reads exit_code, timed_out and the output.
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace sb {
+
+struct ProcessResult {
+    int exit_code = -1;        // the program's exit status; -1 when killed or not started
+    int signal = 0;            // the signal that ended it (0: none)
+    bool timed_out = false;    // stopped at the deadline
+    bool interrupted = false;  // stopped because of Ctrl-C (interrupt_requested())
+    bool started = true;       // false when argv[0] could not be started
+    bool reaped = true;        // false: it had not exited even after SIGKILL (stuck in the
+                               // kernel); left behind, the result says what was seen
+    std::string out, err;      // stdout (unless written to a file) and stderr
+    bool ok() const { return exit_code == 0; }
+    // The last non-empty line of stderr (else stdout), trimmed: a program's own one-line error.
+    std::string last_line() const;
+};
+
+struct ProcessOptions {
+    // Seconds from the start until the group is stopped (SIGTERM, then SIGKILL after
+    // kill_grace_s). 0 or less: a day (86400 s), the longest wait stagebench allows anywhere;
+    // every child has a deadline.
+    double timeout_s = 600;
+    double kill_grace_s = 2;             // 0: SIGKILL at once (a sensor has nothing to save)
+    std::string stdin_path;              // "" : /dev/null
+    std::string stdout_path;             // "" : captured into out; else written to this file
+    std::size_t max_capture = 16 << 20;  // bytes kept of out and of err each (the rest read
+                                         // and dropped, so the program is not blocked by us)
+};
+
+// Runs argv (argv[0] looked up on PATH) in its own process group, with SIGPIPE at its
+// default. Returns when the program has exited and its output pipes are closed, or at the
+// deadline or on Ctrl-C: the whole group then gets SIGTERM, SIGKILL after kill_grace_s, and
+// the result comes at most 3 s after that even if something outside the group holds the
+// pipes or the program cannot be reaped.
+ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOptions& o = {});
+
+// s quoted for a POSIX shell: 'it'\''s'.
+std::string shell_quote(const std::string& s);
+// argv as one shell command line, every word quoted.
+std::string shell_join(const std::vector<std::string>& argv);
+
+}  // namespace sb

@@ -1,0 +1,94 @@
+#include "profile/op_times.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+
+namespace sb {
+
+namespace {
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
+void assign_op_times(BuiltStage& b, OpReplayer& replayer, const OpTimeOptions& opts) {
+    StageProfile& st = b.stage;
+    // Computing records by (backend, signature), in order of first appearance.
+    std::vector<std::string> order;
+    std::map<std::string, std::vector<size_t>> groups;
+    for (size_t i = 0; i < st.ops.size() && i < b.nodes.size(); ++i) {
+        OpRecord& r = st.ops[i];
+        if (r.no_compute) {
+            r.op_ns = 0.0;
+            r.op_method = "no compute (view of memory): zero op time";
+            continue;
+        }
+        const std::string key = r.backend + "|" + b.nodes[i].signature;
+        auto [it, fresh] = groups.try_emplace(key);
+        if (fresh)
+            order.push_back(key);
+        it->second.push_back(i);
+    }
+    std::map<std::string, std::optional<double>> dispatch;  // backend -> no-work dispatch
+    auto dispatch_of = [&](const std::string& backend) {
+        auto it = dispatch.find(backend);
+        if (it == dispatch.end()) {
+            std::optional<double> d;
+            if (replayer.fixed_dispatch(backend))
+                d = replayer.dispatch_ns(backend);
+            it = dispatch.emplace(backend, d).first;
+            if (d)
+                st.rec.node_dispatch_ns[backend] = *d;
+        }
+        return it->second;
+    };
+    size_t replays = 0;
+    for (const auto& key : order) {
+        const std::vector<size_t>& idx = groups[key];
+        const std::string& backend = st.ops[idx.front()].backend;
+        std::vector<double> calls;
+        for (size_t i : idx)
+            if (st.ops[i].call_ns)
+                calls.push_back(*st.ops[i].call_ns);
+        const std::optional<double> d = dispatch_of(backend);
+        const double call = calls.empty() ? 0.0 : median(calls);
+        if (d && *d > 0 && calls.size() == idx.size() && call >= opts.in_situ_factor * *d) {
+            const std::string method = fmt::format(
+                "traced call less the {:.2f} µs dispatch of a node alone on {} (the "
+                "calls of this op are {:.0f}x it)",
+                *d / 1e3, backend, call / *d);
+            for (size_t i : idx) {
+                st.ops[i].op_ns = std::max(0.0, *st.ops[i].call_ns - *d);
+                st.ops[i].op_method = method;
+                st.rec.sum_op_in_situ_ns = st.rec.sum_op_in_situ_ns.value_or(0) + *st.ops[i].op_ns;
+            }
+            st.rec.n_op_in_situ += static_cast<int>(idx.size());
+            continue;
+        }
+        OpTime t;
+        if (opts.interrupted && opts.interrupted()) {
+            t.method = "interrupted before replay";
+        } else if (!replayer.can_replay_on(backend)) {
+            t.method = "no backend to replay on for " + backend;
+        } else {
+            if (opts.on_replay)
+                opts.on_replay(++replays);
+            t = replayer.replay(b.nodes[idx.front()], backend, true);
+        }
+        for (size_t i : idx) {
+            st.ops[i].op_ns = t.op_ns;
+            st.ops[i].isolated_call_ns = t.isolated_ns;
+            st.ops[i].op_method = t.method;
+        }
+        if (t.op_ns)
+            st.rec.n_op_replayed += static_cast<int>(idx.size());
+    }
+}
+
+}  // namespace sb

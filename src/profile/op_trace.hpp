@@ -1,0 +1,176 @@
+#pragma once
+// The seam of `stagebench ops`: what the ops pipeline (scenario/ops_run.hpp: capture -> replay
+// -> profile -> document) needs from the engine it profiles, as two small interfaces with
+// ggml-free data, so that the pipeline runs on a scripted engine in tests
+// (scenario/ops_run_test.cpp) and on llama.cpp for users (profile/tracer.hpp: LlamaOpTracer and
+// GgmlOpReplayer).
+//
+//  * OpTracer hooks an engine's graphs node by node: between begin() and end() every node the
+//    engine computes is dispatched alone and timed (its call), and in TraceMode::capture also
+//    described (op, tensors, the scheduler's backend, the devices that support it). When idle,
+//    the same context runs as it would without the hook, so uninstrumented stages are measured
+//    on it too, interleaved with the traced ones.
+//  * OpReplayer gives a captured node's op time on a backend by replaying it in a graph of its
+//    own (profile/op_replay.hpp), the cost of one dispatch with no work, and the activation
+//    conversion of a mat-mul.
+//
+// Times are nanoseconds on the sb::now_ns clock (the engine's clock for a scripted engine).
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/doc/ops_section.hpp"
+#include "engine/engine.hpp"
+#include "profile/sched_log.hpp"
+
+namespace sb {
+
+// What to profile and how much (`stagebench ops`, `decompose`, `sustained --trace-ops-rounds`).
+struct OpsOptions {
+    std::string model_path;
+    // One device set, as `run --device` spells one test: {"CPU"}, {"BLAS"}, {"RPC0"},
+    // {"BLAS", "RPC0"}. The host CPU is always present.
+    std::vector<std::string> devices{"CPU"};
+    int n_prompt = 512;
+    int n_depth = 0;
+    bool prefill = true;
+    bool decode = true;
+    int n_threads = 0;  // 0 = sb::default_thread_count()
+    int n_batch = 2048;
+    int n_ubatch = 512;
+    int n_gpu_layers = 99;
+    std::string flash_attn = "auto";
+    std::string type_k = "f16";
+    std::string type_v = "f16";
+    // Copies of an op per replay graph (--replay N); 0: no op times at all (call times only).
+    int replay_copies = 16;
+    // Repetitions of the workload (prefill, then decode_tokens one-token decode steps): traced
+    // node by node (call times are medians over them) and uninstrumented (the stage times the
+    // ops reconcile with), interleaved, after one capturing repetition that also warms up.
+    int traced_reps = 1;
+    int plain_reps = 1;
+    int decode_tokens = 8;  // decode steps per repetition: each one a sample of the stage
+    size_t top_n = 10;
+    // `stagebench decompose`: also measure each backend's no-work dispatch and the activation
+    // conversion of the accelerator's mat-muls, and fill StageProfile::decomposition.
+    bool decompose = false;
+    uint64_t seed = 1;
+};
+
+using ProgressFn = std::function<void(const std::string&)>;
+
+// One node as the capturing run saw it, in the document's terms.
+struct CapturedNode {
+    size_t id = 0;   // the tracer's handle for it (its OpReplayer replays the node by this id)
+    std::string op;  // ggml_op_desc(): "MUL_MAT", "RMS_NORM", unary ops by name
+    bool no_compute = false;  // view, reshape, permute, transpose, none: nothing to compute
+    TensorInfo out;
+    std::vector<TensorInfo> srcs;  // an absent source has an empty name and type
+    std::string buffer_device;     // device of the output's buffer ("" when unknown)
+    // Equal signatures cost the same on one backend (op, parameters, shapes, strides, types,
+    // buffer types; not names or addresses): they are timed once.
+    std::string signature;
+    // Inputs the scheduler copied in from another backend for this node: name, bytes.
+    std::vector<std::pair<std::string, uint64_t>> copied_inputs;
+    // Bit k for OpTracer::coverage_devices()[k]: the device supports the op; the weights the
+    // node reads lie in buffers the device can use.
+    uint32_t supports = 0;
+    uint32_t usable = 0;
+};
+
+// One node's call in a traced run.
+struct NodeCall {
+    int graph = 0;         // graph of the run: a micro-batch of prefill, a decoded token
+    int node = 0;          // index of the node in its graph, views included
+    int64_t start_ns = 0;  // when it was asked for (the scheduler's "ask" callback)
+    int64_t call_ns = 0;   // asked -> computed alone and synchronised ("done" callback)
+    int64_t gap_ns = -1;   // since the previous node's done; -1 at a graph's start
+};
+
+// One traced stage: every node call in order; a capturing run also has the node descriptions
+// of the graphs it captured (nodes[k] describes calls[k]) and the scheduler's assignment of
+// each of those graphs (backends by device name; an empty assignment when the scheduler
+// printed none).
+struct TracedRun {
+    std::vector<NodeCall> calls;
+    std::vector<CapturedNode> nodes;
+    std::vector<SchedAssignment> graphs;
+    int64_t start_ns = 0;  // the stage, as the repetition loop timed it
+    int64_t wall_ns = 0;
+};
+
+enum class TraceMode {
+    capture,        // describe every node of every graph too (outside the calls' timestamps)
+    capture_first,  // describe the nodes of the first graph only, then timestamps only
+    time            // timestamps only
+};
+
+// Hooks an engine's graphs node by node. Owns nothing of the engine; one tracer per engine.
+class OpTracer {
+  public:
+    virtual ~OpTracer() = default;
+    // Loads the engine for spec with the tracer's hook on its context (one context for the
+    // traced and the uninstrumented stages). Throws what Engine::load throws.
+    virtual void load(const LoadSpec& spec) = 0;
+    // The devices whose answers CapturedNode::supports/usable hold, in bit order (after load).
+    virtual std::vector<std::string> coverage_devices() const = 0;
+    // From now until end(), every graph the engine computes is traced.
+    virtual void begin(TraceMode mode) = 0;
+    // The run traced since begin() (start_ns and wall_ns are the caller's to fill).
+    virtual TracedRun end() = 0;
+    // The traced context is no longer needed: free it, so that replays run alone.
+    virtual void release() = 0;
+};
+
+// An op time and how it was obtained (or why there is none).
+struct OpTime {
+    std::optional<double> op_ns;        // dispatch removed
+    std::optional<double> isolated_ns;  // the op alone in a one-node graph (median wall time)
+    std::string method;
+};
+
+struct ReplaySetup {
+    std::vector<std::string> devices;  // the profiled context's devices
+    int threads = 1;                   // CPU threads
+    int copies = 16;                   // copies of an op per replay graph (OpsOptions)
+    // Weights of a replayed op cycle through distinct copies up to about this many bytes, so
+    // that it reads them as cold as the real graph does (0: one copy, as hot as it gets).
+    uint64_t cold_weight_bytes = 0;
+    // Each replay graph timed for at least this long (0: until its minimum settles, which is
+    // enough for an op time; `decompose` subtracts replays from each other and asks for more).
+    int64_t min_spent_ns = 0;
+};
+
+// Times captured nodes on the devices of the profiled context (after OpTracer::release()).
+class OpReplayer {
+  public:
+    virtual ~OpReplayer() = default;
+    // Backends for setup.devices (devices that are missing or fail to start are left out:
+    // can_replay_on says so). Throws sb::Error(runtime) when the CPU threads cannot be had.
+    virtual void open(const ReplaySetup& setup) = 0;
+    virtual bool can_replay_on(const std::string& device) const = 0;
+    // Whether a node dispatched alone on device costs its compute plus one fixed dispatch
+    // (backends in host memory), so that a long call less that dispatch is its op time.
+    virtual bool fixed_dispatch(const std::string& device) const = 0;
+    // Op time of n on device. keep_buffers: its inputs in the buffer types it ran with (the
+    // device that ran it); else the device's default buffers (another device). Never throws
+    // for an op it cannot run: the method says why.
+    virtual OpTime replay(const CapturedNode& n, const std::string& device, bool keep_buffers) = 0;
+    // Why n's inputs keep it off device although device supports the op, e.g. "inputs in
+    // CPU_REPACK buffers, which BLAS cannot use"; empty when nothing does.
+    virtual std::vector<std::string> unusable_inputs(const CapturedNode& n,
+                                                     const std::string& device) const = 0;
+    // One dispatch with no work on device (a one-node graph's call less its op); nullopt when
+    // it cannot be measured.
+    virtual std::optional<double> dispatch_ns(const std::string& device) = 0;
+    // The activation conversion inside mat-mul n on device (F32 activations against already
+    // converted ones); nullopt when not separable. *plain_buffers: the weights were replayed
+    // from the device's plain buffers where the real run kept them elsewhere (repacked).
+    virtual std::optional<double> conversion_ns(const CapturedNode& n, const std::string& device,
+                                                bool* plain_buffers) = 0;
+};
+
+}  // namespace sb

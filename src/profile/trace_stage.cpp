@@ -1,0 +1,264 @@
+#include "profile/trace_stage.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "profile/ops_profile.hpp"
+
+namespace sb {
+
+namespace {
+
+double median_of(std::vector<int64_t> v) {
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n % 2 ? static_cast<double>(v[n / 2])
+                 : 0.5 * static_cast<double>(v[n / 2 - 1] + v[n / 2]);
+}
+
+bool same_structure(const TracedRun& a, const TracedRun& b) {
+    if (a.calls.size() != b.calls.size())
+        return false;
+    for (size_t i = 0; i < a.calls.size(); ++i)
+        if (a.calls[i].graph != b.calls[i].graph || a.calls[i].node != b.calls[i].node)
+            return false;
+    return true;
+}
+
+const SchedAssignment* assignment_of(const TracedRun& capture, int graph) {
+    const auto g = static_cast<size_t>(graph);
+    if (g >= capture.graphs.size() || capture.graphs[g].empty())
+        return nullptr;
+    return &capture.graphs[g];
+}
+
+// The per-node records, with their backends; counts nodes whose dump line does not match.
+void add_records(BuiltStage& b, const TracedRun& capture, const std::vector<const TracedRun*>& runs,
+                 size_t timeline) {
+    StageProfile& st = b.stage;
+    int mismatches = 0;
+    for (size_t e = 0; e < capture.calls.size(); ++e) {
+        const NodeCall& ev = capture.calls[e];
+        const CapturedNode& nd = capture.nodes[e];
+        OpRecord r;
+        r.graph = ev.graph;
+        r.node = ev.node;
+        r.op = nd.op;
+        r.out = nd.out;
+        r.srcs = nd.srcs;
+        r.layer = parse_layer(nd.out.name);
+        r.no_compute = nd.no_compute;
+        std::vector<int64_t> calls;
+        for (const auto* run : runs)
+            calls.push_back(run->calls[e].call_ns);
+        r.call_ns = median_of(calls);
+        r.start_ns = runs[timeline]->calls[e].start_ns;
+        r.end_ns = *r.start_ns + runs[timeline]->calls[e].call_ns;
+        if (const SchedAssignment* a = assignment_of(capture, ev.graph)) {
+            r.backend = a->split_of(ev.node)->backend;
+            auto it = a->nodes.find(ev.node);
+            if (!r.no_compute &&
+                (it == a->nodes.end() || !sched_line_matches(it->second, nd.op, nd.out.name)))
+                ++mismatches;
+        } else {
+            r.backend = nd.buffer_device.empty() ? "unknown" : nd.buffer_device;
+        }
+        st.ops.push_back(std::move(r));
+        b.nodes.push_back(nd);
+    }
+    int no_dump = 0;
+    for (const auto& a : capture.graphs)
+        no_dump += a.empty() ? 1 : 0;
+    if (capture.graphs.size() < static_cast<size_t>(st.n_graphs))
+        no_dump += st.n_graphs - static_cast<int>(capture.graphs.size());
+    if (mismatches > 0)
+        st.notes.push_back(fmt::format(
+            "{} node(s) did not match the scheduler's dump by name; their backend is the "
+            "split's, which may be approximate",
+            mismatches));
+    if (no_dump > 0)
+        st.notes.push_back(
+            "no scheduler assignment dump (GGML_SCHED_DEBUG) was seen for some graphs: their "
+            "backends come from the nodes' buffers (BLAS cannot be told from CPU this way)");
+}
+
+// The splits of graph g (records [first, last]): the scheduler's, or where the backend of a
+// computing node changes.
+std::vector<SplitRecord> graph_splits(const BuiltStage& b, const TracedRun& capture, int g,
+                                      size_t first, size_t last) {
+    std::vector<SplitRecord> splits;
+    if (const SchedAssignment* a = assignment_of(capture, g)) {
+        for (const auto& sp : a->splits) {
+            SplitRecord r;
+            r.graph = g;
+            r.index = sp.index;
+            r.backend = sp.backend;
+            r.first_node = sp.first_node;
+            r.n_inputs = sp.n_inputs;
+            r.inputs = sp.inputs;
+            splits.push_back(r);
+        }
+        return splits;
+    }
+    std::string cur;
+    for (size_t e = first; e <= last; ++e) {
+        const OpRecord& op = b.stage.ops[e];
+        if (op.no_compute || op.backend == cur)
+            continue;
+        SplitRecord r;
+        r.graph = g;
+        r.index = static_cast<int>(splits.size());
+        r.backend = op.backend;
+        r.first_node = splits.empty() ? 0 : op.node;
+        splits.push_back(r);
+        cur = op.backend;
+    }
+    return splits;
+}
+
+// Splits of every graph with their input copies and copy times; returns which records start
+// a split (their gap is the copy, not the scheduler's time between nodes).
+std::vector<bool> add_splits(BuiltStage& b, const TracedRun& capture,
+                             const std::vector<const TracedRun*>& runs) {
+    StageProfile& st = b.stage;
+    const size_t n_ev = capture.calls.size();
+    std::vector<bool> split_start(n_ev, false);
+    for (int g = 0; g < st.n_graphs; ++g) {
+        size_t first = n_ev, last = 0;
+        for (size_t e = 0; e < n_ev; ++e)
+            if (capture.calls[e].graph == g) {
+                first = std::min(first, e);
+                last = e;
+            }
+        if (first == n_ev)
+            continue;
+        const bool dumped = assignment_of(capture, g) != nullptr;
+        const int n_nodes = static_cast<int>(last - first + 1);
+        std::vector<SplitRecord> splits = graph_splits(b, capture, g, first, last);
+        for (size_t k = 0; k < splits.size(); ++k) {
+            SplitRecord& r = splits[k];
+            const int end = k + 1 < splits.size() ? splits[k + 1].first_node : n_nodes;
+            r.n_nodes = std::max(0, end - r.first_node);
+            std::map<std::string, uint64_t> copies;
+            for (int i = std::max(0, r.first_node); i < end && i < n_nodes; ++i)
+                for (const auto& [name, bytes] :
+                     b.nodes[first + static_cast<size_t>(i)].copied_inputs)
+                    copies[name] = bytes;
+            if (!copies.empty() || r.n_inputs == 0) {
+                uint64_t bytes = 0;
+                for (const auto& [nm, nb] : copies)
+                    bytes += nb;
+                r.input_bytes = bytes;
+            }
+            if (!dumped) {
+                r.n_inputs = static_cast<int>(copies.size());
+                for (const auto& [nm, nb] : copies)
+                    r.inputs.push_back(nm);
+            }
+            if (r.first_node >= 0 && r.first_node < n_nodes)
+                split_start[first + static_cast<size_t>(r.first_node)] = true;
+            if (k > 0 && r.first_node >= 0 && r.first_node < n_nodes) {
+                std::vector<int64_t> gaps;
+                for (const auto* run : runs) {
+                    const int64_t gap =
+                        run->calls[first + static_cast<size_t>(r.first_node)].gap_ns;
+                    if (gap >= 0)
+                        gaps.push_back(gap);
+                }
+                if (!gaps.empty())
+                    r.copy_ns = median_of(gaps);
+            }
+        }
+        for (auto& r : splits)
+            st.splits.push_back(std::move(r));
+    }
+    return split_start;
+}
+
+}  // namespace
+
+BuiltStage build_stage(const std::string& name, const TracedRun& capture,
+                       const std::vector<TracedRun>& runs_in,
+                       const std::vector<std::string>& coverage_devices) {
+    BuiltStage b;
+    StageProfile& st = b.stage;
+    st.stage = name;
+    if (capture.calls.empty() || capture.nodes.size() != capture.calls.size()) {
+        st.notes.push_back("the capturing run recorded no graph: no ops");
+        return b;
+    }
+    std::vector<const TracedRun*> runs;
+    for (const auto& r : runs_in)
+        if (same_structure(capture, r))
+            runs.push_back(&r);
+    if (runs.size() < runs_in.size())
+        st.notes.push_back(
+            fmt::format("{} of {} traced repetitions ran a different graph and were left out",
+                        runs_in.size() - runs.size(), runs_in.size()));
+    if (runs.empty()) {
+        st.notes.push_back("no traced repetition ran the captured graph: no call times");
+        return b;
+    }
+    st.traced_reps = static_cast<int>(runs.size());
+    for (const auto* r : runs) {
+        st.rec.traced_ns.push_back(r->wall_ns);
+        st.rec.traced_start_ns.push_back(r->start_ns);
+    }
+    // The timeline kept per op (start/end) is that of the run with the median wall time.
+    std::vector<size_t> by_wall(runs.size());
+    for (size_t i = 0; i < by_wall.size(); ++i)
+        by_wall[i] = i;
+    std::stable_sort(by_wall.begin(), by_wall.end(),
+                     [&](size_t x, size_t y) { return runs[x]->wall_ns < runs[y]->wall_ns; });
+    const size_t timeline = by_wall[by_wall.size() / 2];
+    st.timeline_rep = static_cast<int>(timeline);
+    st.n_graphs = capture.calls.back().graph + 1;
+
+    add_records(b, capture, runs, timeline);
+    const std::vector<bool> split_start = add_splits(b, capture, runs);
+    std::vector<int64_t> gap_sums;
+    for (const auto* run : runs) {
+        int64_t sum = 0;
+        for (size_t e = 0; e < run->calls.size(); ++e)
+            if (!split_start[e] && run->calls[e].gap_ns > 0)
+                sum += run->calls[e].gap_ns;
+        gap_sums.push_back(sum);
+    }
+    st.rec.sched_gap_ns = median_of(gap_sums);
+    if (!coverage_devices.empty()) {
+        std::vector<uint32_t> sup, use;
+        for (const auto& n : b.nodes) {
+            sup.push_back(n.supports);
+            use.push_back(n.usable);
+        }
+        st.coverage_devices = coverage_devices;
+        st.coverage = coverage_rows(st.ops, coverage_devices, sup, use);
+    }
+    return b;
+}
+
+std::vector<TracedRun> split_steps(const TracedRun& run, const std::vector<int64_t>& walls_ns,
+                                   const std::vector<int64_t>& starts_ns) {
+    std::vector<TracedRun> out(std::min(walls_ns.size(), starts_ns.size()));
+    for (size_t i = 0; i < out.size(); ++i) {
+        out[i].wall_ns = walls_ns[i];
+        out[i].start_ns = starts_ns[i];
+    }
+    for (size_t e = 0; e < run.calls.size(); ++e) {
+        const auto g = static_cast<size_t>(run.calls[e].graph);
+        if (run.calls[e].graph < 0 || g >= out.size())
+            continue;
+        NodeCall c = run.calls[e];
+        c.graph = 0;
+        out[g].calls.push_back(c);
+        if (e < run.nodes.size())
+            out[g].nodes.push_back(run.nodes[e]);
+    }
+    for (size_t g = 0; g < out.size() && g < run.graphs.size(); ++g)
+        out[g].graphs.push_back(run.graphs[g]);
+    return out;
+}
+
+}  // namespace sb

@@ -1,0 +1,815 @@
+#include "scenario/explain.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <latch>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <thread>
+
+#include "analysis/explain.hpp"
+#include "core/clock.hpp"
+#include "core/error.hpp"
+#include "core/interrupt.hpp"
+#include "core/json_util.hpp"
+#include "core/stats.hpp"
+#include "core/sysinfo.hpp"
+#include "engine/backends.hpp"
+#include "engine/http_client.hpp"
+#include "engine/http_engine.hpp"
+#include "engine/llama_engine.hpp"
+#include "engine/process.hpp"
+#include "engine/text_generation.hpp"
+#include "model/inspect.hpp"
+#include "profile/tracer.hpp"
+#include "scenario/explain_settings.hpp"
+#include "scenario/llama_server.hpp"
+#include "scenario/mode_experiment.hpp"
+#include "scenario/repetition.hpp"
+#include "scenario/run_context.hpp"
+
+namespace sb {
+
+namespace {
+
+using nlohmann::json;
+
+// A text of English words whose chat prompt is n_tokens long (or the closest below that the
+// words and a padding of " a" reach), with the model's own template and tokenizer.
+struct PromptText {
+    std::string text;    // the user's words
+    std::string prompt;  // with the chat template applied: what levels 4 and 5 send
+    int64_t tokens = 0;
+};
+
+uint64_t mix(uint64_t x) {  // splitmix64: distinct seeds for every (round, client)
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+PromptText sized_text(const ChatPrompter& p, int64_t n, uint64_t seed) {
+    auto count = [&](int64_t words) { return p.count(prompt_words(seed, words)); };
+    if (const int64_t one = count(1); one > n)
+        throw input_error(fmt::format(
+            "-p {} is shorter than a one-word chat prompt of this model ({} tokens with its "
+            "template): give -p {} or more",
+            n, one, one));
+    // A longer text with the same seed starts with the shorter one, so the count grows with
+    // the words: the most words that stay within n, by doubling and then halving.
+    int64_t lo = 0, hi = 1;
+    while (count(hi) <= n) {
+        lo = hi;
+        hi *= 2;
+        if (hi > 64 * n + 64)
+            throw runtime_error(fmt::format("cannot make a prompt of {} tokens from words", n));
+    }
+    while (hi - lo > 1) {
+        const int64_t mid = (lo + hi) / 2;
+        (count(mid) <= n ? lo : hi) = mid;
+    }
+    PromptText t{prompt_words(seed, std::max<int64_t>(lo, 1)), "", 0};
+    t.tokens = p.count(t.text);
+    for (int i = 0; i < 64 && t.tokens < n; ++i) {
+        const std::string longer = t.text + " a";
+        const int64_t c = p.count(longer);
+        if (c > n)
+            break;
+        t.text = longer;
+        t.tokens = c;
+    }
+    t.prompt = p.apply(t.text);
+    return t;
+}
+
+std::string spec_key(const LoadSpec& s) {
+    std::string d;
+    for (const auto& x : s.devices)
+        d += x + "+";
+    return fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", s.model_path, d, s.n_gpu_layers, s.n_ctx,
+                       s.n_batch, s.n_ubatch, s.n_threads, s.flash_attn, s.type_k, s.type_v);
+}
+
+json spec_json(const LoadSpec& s) {
+    std::string d;
+    for (const auto& x : s.devices)
+        d += (d.empty() ? "" : "+") + x;
+    return json{{"devices", d},           {"n_threads", s.n_threads}, {"n_batch", s.n_batch},
+                {"n_ubatch", s.n_ubatch}, {"n_ctx", s.n_ctx},         {"flash_attn", s.flash_attn},
+                {"type_k", s.type_k},     {"type_v", s.type_v}};
+}
+
+json parse_or_null(const std::string& body) {
+    try {
+        return json::parse(body);
+    } catch (const json::exception&) {
+        return nullptr;
+    }
+}
+
+// The request levels 4 and 5 send: the prompt text with the chat template applied (as level 3
+// makes it), which the server tokenizes, to /v1/completions, streamed, with the server's own
+// sampling (no sampling field), the generation bounded and EOS ignored (ignore_eos), usage
+// asked for. Not the chat endpoint: its output parser fails on a synthetic model's random
+// tokens ("does not match the expected ... format"), which is not what is measured here.
+GenerationStream::Spec completion_spec(const std::string& base, const std::string& prompt,
+                                       int n_gen, uint64_t seed, const std::string& model,
+                                       int64_t read_ms, const std::vector<int32_t>& banned) {
+    GenerationStream::Spec s;
+    s.api = HttpApi::openai;
+    s.path = "/v1/completions";
+    s.where = base + s.path;
+    s.body = json{{"prompt", prompt},   {"max_tokens", n_gen},
+                  {"stream", true},     {"stream_options", {{"include_usage", true}}},
+                  {"ignore_eos", true}, {"seed", seed}};
+    if (!model.empty())
+        s.body["model"] = model;
+    if (!banned.empty()) {
+        json bias = json::array();
+        for (int32_t t : banned)
+            bias.push_back(json::array({t, false}));
+        s.body["logit_bias"] = bias;
+    }
+    s.n_gen = n_gen;
+    s.read_ms = read_ms;
+    return s;
+}
+
+Generation stream_once(HttpClient& c, GenerationStream::Spec spec) {
+    GenerationStream s(std::move(spec));
+    const StreamOutcome o = c.post_stream(
+        s.path(), s.body(), [&](std::string_view b, int64_t t) { return s.on_bytes(b, t); });
+    return s.finish(o);
+}
+
+// Everything the real measures need, set up once by run_explain.
+class Levels {
+  public:
+    Levels(const ExplainOptions& o, ExplainSection& s, LoadSpec base, LlamaEngine& engine,
+           const ChatPrompter& prompter, SamplerSettings sampler,
+           std::vector<std::vector<PromptText>> texts, std::string url, std::string model_name)
+        : o_(o),
+          s_(s),
+          base_(std::move(base)),
+          engine_(engine),
+          prompter_(prompter),
+          sampler_(sampler),
+          texts_(std::move(texts)),
+          url_(std::move(url)),
+          model_name_(std::move(model_name)) {
+        loaded_ = spec_key(base_);
+    }
+
+    ExplainRun measure(const ExplainMeasure& m, int round) {
+        if (m.level == "ops")
+            return ops(round);
+        if (m.level == "graph")
+            return graph(m, round);
+        if (m.level == "generation")
+            return generation(round);
+        if (m.level == "server")
+            return server(round);
+        return served(*m.concurrency, round);
+    }
+
+    LoadSpec spec_for(const ExplainMeasure& m) const {
+        LoadSpec spec = base_;
+        if (!m.setting)
+            return spec;
+        for (const auto& set : s_.settings)
+            if (set.measure && (*m.setting == "all" || *m.setting == set.name))
+                apply_setting(spec, set);
+        return spec;
+    }
+
+    // One untimed request, so the server's first request (its allocations, its caches) is not
+    // a round's.
+    void warm_server() {
+        HttpClient& c = client(0);
+        stream_once(
+            c, completion_spec(url_, prompter_.apply(prompt_words(mix(o_.seed ^ 0xabcdef), 16)), 2,
+                               o_.seed, model_name_, timeout_ms(), sampler_.banned));
+    }
+
+  private:
+    int64_t timeout_ms() const { return static_cast<int64_t>(o_.timeout_s * 1000); }
+
+    HttpClient& client(std::size_t i) {
+        while (clients_.size() <= i)
+            clients_.push_back(
+                std::make_unique<HttpClient>(url_, HttpTimeouts{timeout_ms(), timeout_ms()}));
+        return *clients_[i];
+    }
+
+    void load(const LoadSpec& spec) {
+        const std::string key = spec_key(spec);
+        if (loaded_ == key)
+            return;
+        loaded_.clear();
+        engine_.load(spec);
+        loaded_ = key;
+        warm_generation_ = false;
+    }
+
+    ExplainRun ops(int) {
+        // The profiler loads the model itself; a model this engine holds would keep its
+        // accelerator modules loaded under the profiler's contexts (engine/backends.hpp).
+        engine_.unload();
+        loaded_.clear();
+        OpsOptions po;
+        po.model_path = base_.model_path;
+        po.devices = base_.devices;
+        po.n_prompt = o_.n_prompt;
+        po.n_threads = base_.n_threads;
+        po.n_batch = base_.n_batch;
+        po.n_ubatch = base_.n_ubatch;
+        po.flash_attn = base_.flash_attn;
+        po.type_k = base_.type_k;
+        po.type_v = base_.type_v;
+        po.replay_copies = o_.replay_copies;
+        po.traced_reps = 1;
+        po.plain_reps = 1;
+        po.seed = o_.seed;
+        ExplainRun r;
+        r.start_ns = now_ns();
+        const OpsProfile p = profile_ops(po, nullptr);
+        r.end_ns = now_ns();
+        for (const auto& st : p.stages) {
+            if (!st.rec.sum_op_ns || st.n_tokens < 1)
+                continue;
+            if (st.stage == "prefill")
+                r.prefill_ns = *st.rec.sum_op_ns;
+            else if (st.stage == "decode")
+                r.decode_ns = *st.rec.sum_op_ns / st.n_tokens;
+        }
+        r.prompt_tokens = o_.n_prompt;
+        if (!r.prefill_ns && !r.decode_ns)
+            r.error = "the profile has no op time (replay failed?)";
+        return r;
+    }
+
+    ExplainRun graph(const ExplainMeasure& m, int round) {
+        const LoadSpec spec = spec_for(m);
+        load(spec);
+        TestConfig c;
+        c.model_path = spec.model_path;
+        std::string d;
+        for (const auto& x : spec.devices)
+            d += (d.empty() ? "" : "+") + x;
+        c.devices = DeviceSet(d);
+        c.n_prompt = o_.n_prompt;
+        c.n_gen = o_.n_gen - 1;  // the tokens after the first, as levels 3 to 5 time them
+        c.n_threads = spec.n_threads;
+        c.n_batch = spec.n_batch;
+        c.n_ubatch = spec.n_ubatch;
+        c.type_k = spec.type_k;
+        c.type_v = spec.type_v;
+        c.reps = 1;
+        c.max_reps = 1;
+        c.warmup = true;
+        c.seed = mix(o_.seed + static_cast<uint64_t>(round));
+        RepetitionOptions ro;
+        ro.load = false;
+        ro.roofline = false;
+        RepetitionRunner runner(engine_, c, SweepHooks{}, ro);
+        while (runner.has_repeats_remaining())
+            runner.do_one_repetition();
+        const TestResult t = runner.results();
+        ExplainRun r;
+        if (t.status != Status::ok || !t.prefill || t.prefill->duration_ns.empty() || !t.decode ||
+            t.decode->duration_ns.empty()) {
+            loaded_.clear();  // a failed context is not reused
+            r.error = t.error.value_or("no stage was measured");
+            return r;
+        }
+        r.start_ns = t.prefill->start_ns[0];
+        r.end_ns = t.decode->start_ns[0] + t.decode->duration_ns[0];
+        r.prefill_ns = static_cast<double>(t.prefill->duration_ns[0]);
+        r.decode_ns = static_cast<double>(t.decode->duration_ns[0]) / c.n_gen;
+        r.prompt_tokens = o_.n_prompt;
+        r.output_tokens = o_.n_gen;
+        return r;
+    }
+
+    ExplainRun generation(int round) {
+        load(base_);
+        const PromptText& t = texts_[static_cast<size_t>(round)][0];
+        if (!warm_generation_) {
+            generate_text(engine_, prompter_, prompt_words(mix(o_.seed ^ 0x5eed), 8), 2, sampler_,
+                          o_.seed);
+            warm_generation_ = true;
+        }
+        const TextGeneration g = generate_text(engine_, prompter_, t.text, o_.n_gen, sampler_,
+                                               mix(o_.seed + 17 * static_cast<uint64_t>(round)));
+        ExplainRun r;
+        r.start_ns = g.start_ns;
+        r.end_ns = g.end_ns;
+        r.prefill_ns = static_cast<double>(g.first_token_ns - g.start_ns);
+        r.decode_ns = static_cast<double>(g.end_ns - g.first_token_ns) / (o_.n_gen - 1);
+        r.prompt_tokens = g.prompt_tokens;
+        r.output_tokens = g.output_tokens;
+        return r;
+    }
+
+    static std::optional<ExplainServerTimes> server_times(const Generation& g) {
+        if (!g.server)
+            return std::nullopt;
+        ExplainServerTimes t;
+        t.prompt_n = g.server->prompt_n;
+        t.cache_n = g.server->cache_n;
+        t.predicted_n = g.server->predicted_n;
+        if (g.server->prompt_ns)
+            t.prompt_ns = static_cast<double>(*g.server->prompt_ns);
+        if (g.server->predicted_ns)
+            t.predicted_ns = static_cast<double>(*g.server->predicted_ns);
+        return t;
+    }
+
+    ExplainRun server(int round) {
+        const PromptText& t = texts_[static_cast<size_t>(round)][0];
+        const Generation g =
+            stream_once(client(0), completion_spec(url_, t.prompt, o_.n_gen,
+                                                   mix(o_.seed + 31 * static_cast<uint64_t>(round)),
+                                                   model_name_, timeout_ms(), sampler_.banned));
+        const RequestTiming timing = compute_timing(g);
+        ExplainRun r;
+        r.start_ns = g.start_ns;
+        r.end_ns = g.end_ns;
+        r.prefill_ns = static_cast<double>(timing.ttft_ns);
+        if (timing.tpot_ns)
+            r.decode_ns = static_cast<double>(*timing.tpot_ns);
+        r.prompt_tokens = g.prompt_tokens;
+        r.output_tokens = timing.n_out;
+        r.server = server_times(g);
+        r.notes = timing.notes;
+        if (g.prompt_tokens && *g.prompt_tokens != t.tokens)
+            r.notes.push_back(fmt::format(
+                "the server counted {} prompt tokens; the in-process tokenizer and template {}",
+                *g.prompt_tokens, t.tokens));
+        if (timing.n_out != o_.n_gen)
+            r.notes.push_back(fmt::format("{} tokens came back, not {} (the server stopped early)",
+                                          timing.n_out, o_.n_gen));
+        return r;
+    }
+
+    ExplainRun served(int n, int round) {
+        // Each client its own connection, kept between rounds as level 4's is; the texts of this
+        // measure's clients are its own (texts_[round][offset ...]).
+        std::size_t offset = 1;
+        for (int c : s_.concurrency) {
+            if (c == n)
+                break;
+            offset += static_cast<std::size_t>(c);
+        }
+        const std::size_t first_client = 1 + (offset - 1);  // client 0 is level 4's
+        for (int i = 0; i < n; ++i)
+            client(first_client + static_cast<std::size_t>(i));
+        struct Out {
+            std::optional<Generation> g;
+            std::optional<std::string> error;
+        };
+        std::vector<Out> outs(static_cast<size_t>(n));
+        std::latch start(n);
+        std::vector<std::thread> threads;
+        const int64_t t0 = now_ns();
+        for (int i = 0; i < n; ++i)
+            threads.emplace_back([&, i] {
+                const PromptText& t = texts_[static_cast<size_t>(round)][offset + i];
+                auto spec = completion_spec(
+                    url_, t.prompt, o_.n_gen,
+                    mix(o_.seed + 131 * static_cast<uint64_t>(round) + static_cast<uint64_t>(i)),
+                    model_name_, timeout_ms(), sampler_.banned);
+                HttpClient& c = *clients_[first_client + static_cast<size_t>(i)];
+                start.arrive_and_wait();
+                try {
+                    outs[static_cast<size_t>(i)].g = stream_once(c, std::move(spec));
+                } catch (const std::exception& e) {
+                    outs[static_cast<size_t>(i)].error = e.what();
+                }
+            });
+        for (auto& th : threads)
+            th.join();
+        ExplainRun r;
+        r.start_ns = t0;
+        r.end_ns = now_ns();
+        std::vector<double> ttft, tpot;
+        std::string first_error;
+        for (int i = 0; i < n; ++i) {
+            ExplainClient c;
+            c.client = i;
+            Out& out = outs[static_cast<size_t>(i)];
+            if (out.g) {
+                try {
+                    const RequestTiming timing = compute_timing(*out.g);
+                    c.ttft_ns = static_cast<double>(timing.ttft_ns);
+                    if (timing.tpot_ns)
+                        c.tpot_ns = static_cast<double>(*timing.tpot_ns);
+                    c.prompt_tokens = out.g->prompt_tokens;
+                    c.output_tokens = timing.n_out;
+                } catch (const std::exception& e) {
+                    out.error = e.what();
+                }
+            }
+            if (out.error) {
+                c.error = out.error;
+                if (first_error.empty())
+                    first_error = *out.error;
+            }
+            if (c.ttft_ns)
+                ttft.push_back(*c.ttft_ns);
+            if (c.tpot_ns)
+                tpot.push_back(*c.tpot_ns);
+            r.clients.push_back(c);
+        }
+        if (ttft.empty()) {
+            r.error = "every client failed (first: " + first_error + ")";
+            return r;
+        }
+        // The round's value: the median client's.
+        r.prefill_ns = percentile(ttft, 0.5);
+        if (!tpot.empty())
+            r.decode_ns = percentile(tpot, 0.5);
+        if (ttft.size() < static_cast<size_t>(n))
+            r.notes.push_back(fmt::format("{} of {} clients failed (first: {})",
+                                          n - static_cast<int>(ttft.size()), n, first_error));
+        return r;
+    }
+
+    const ExplainOptions& o_;
+    ExplainSection& s_;
+    LoadSpec base_;
+    LlamaEngine& engine_;
+    const ChatPrompter& prompter_;
+    SamplerSettings sampler_;
+    std::vector<std::vector<PromptText>> texts_;
+    std::string url_, model_name_;
+    std::vector<std::unique_ptr<HttpClient>> clients_;
+    std::string loaded_;  // spec_key of what the engine holds ("" nothing known)
+    bool warm_generation_ = false;
+};
+
+std::string run_line(const ExplainMeasure& m, const ExplainRun& r, int rounds) {
+    std::string line = fmt::format("round {}/{}: {}", r.round + 1, rounds, m.id);
+    if (r.prefill_ns)
+        line += fmt::format(" {} {}", m.level == "ops" || m.level == "graph" ? "prefill" : "TTFT",
+                            format_ms(*r.prefill_ns));
+    if (r.decode_ns)
+        line +=
+            fmt::format(", {} {}/token", m.level == "ops" || m.level == "graph" ? "decode" : "TPOT",
+                        format_ms(*r.decode_ns));
+    if (r.error)
+        line += " failed: " + *r.error;
+    return line;
+}
+
+// The device set llama-server uses when told nothing: every device llama.cpp finds here (RPC
+// servers need --rpc, so none of those).
+// The accelerators among them (BLAS), which every context uses whatever -dev says.
+std::pair<std::string, std::string> default_devices() {
+    std::string all = "CPU", accel;
+    for (const auto& d : list_devices()) {
+        if (d.name == "CPU" || d.name.rfind("RPC", 0) == 0)
+            continue;
+        all += "+" + d.name;
+        if (d.type == "accel")
+            accel += (accel.empty() ? "" : "+") + d.name;
+    }
+    return {all, accel};
+}
+
+}  // namespace
+
+int run_explain_rounds(ExplainSection& s, const ExplainMeasurer& measure,
+                       const std::function<void()>& save, std::ostream& err, bool progress) {
+    if (s.rounds < 1)
+        throw usage_error("explain needs at least one round (-r)");
+    std::vector<std::size_t> index;  // s.order -> s.measures
+    for (const auto& id : s.order) {
+        const auto it = std::find_if(s.measures.begin(), s.measures.end(),
+                                     [&](const ExplainMeasure& m) { return m.id == id; });
+        if (it == s.measures.end())
+            throw usage_error("explain: no measure '" + id + "' to run");
+        index.push_back(static_cast<std::size_t>(it - s.measures.begin()));
+    }
+    bool failed = false;
+    int sequence = 0;
+    for (const auto& [round, i] : mode_run_order(static_cast<int>(index.size()), s.rounds)) {
+        if (interrupt_requested()) {
+            s.interrupted = true;
+            break;
+        }
+        ExplainMeasure& m = s.measures[index[static_cast<std::size_t>(i)]];
+        ExplainRun r;
+        try {
+            r = measure(m, round);
+        } catch (const std::exception& e) {
+            r = ExplainRun{};
+            r.error = e.what();
+        }
+        r.round = round;
+        r.sequence = sequence++;
+        if (r.error || (!r.prefill_ns && !r.decode_ns)) {
+            if (!r.error)
+                r.error = "no time was measured";
+            failed = true;
+        }
+        if (progress)
+            err << run_line(m, r, s.rounds) << "\n";
+        m.runs.push_back(std::move(r));
+        summarize_explain(s);
+        if (save)
+            save();
+    }
+    if (interrupt_requested())
+        s.interrupted = true;
+    summarize_explain(s);
+    return failed || s.interrupted ? 1 : 0;
+}
+
+int run_explain(const ExplainOptions& o, ResultDocument& doc, std::ostream& err) {
+    if (o.n_prompt < 1)
+        throw usage_error("-p must be at least 1");
+    if (o.n_gen < 2)
+        throw usage_error("-n must be at least 2: decode is the time per token after the first");
+    if (o.rounds < 1)
+        throw usage_error("-r must be at least 1");
+    for (int c : o.concurrency)
+        if (c < 1 || c > 256)
+            throw usage_error(fmt::format("--concurrency {}: clients must be 1 to 256", c));
+    const std::vector<std::string> server_args = split_server_args(o.server_args);
+
+    // Setup: the model described (bad input throws here), the device names checked.
+    RunSetup setup;
+    setup.models = {o.model_path};
+    setup.device_sets = {o.devices};
+    setup.out_path = o.out_path;
+    setup.progress = o.progress;
+    RunContext ctx(doc, setup, err, nullptr);
+    auto note = [&](const std::string& line) {
+        if (o.progress)
+            ctx.progress().note(line);
+    };
+    const ModelInfo model = inspect_model(o.model_path);
+    const int threads = threads_or_default(o.n_threads);
+    // Listed before the engine loads: listing loads every backend module, and the engine's
+    // first load unloads those its devices do not name.
+    const auto [server_devices, accel_devices] = default_devices();
+
+    // The in-process engine: its tokenizer and template size the texts of levels 3 to 5.
+    LoadSpec base;
+    base.model_path = o.model_path;
+    base.devices = split_device_set(o.devices);
+    base.n_threads = threads;
+    base.n_ctx = o.n_prompt + o.n_gen + 64;
+    LlamaEngine engine;
+    engine.load(base);
+    const ChatPrompter prompter(engine);
+
+    // The server.
+    std::unique_ptr<LlamaServer> managed;
+    std::unique_ptr<HttpEngine> remote;
+    HttpEngine* http = nullptr;
+    if (o.url) {
+        HttpEngineOptions eo;
+        eo.url = *o.url;
+        eo.api = HttpApi::openai;
+        eo.timeouts.connect_ms = static_cast<int64_t>(o.timeout_s * 1000);
+        eo.timeouts.read_ms = eo.timeouts.connect_ms;
+        remote = std::make_unique<HttpEngine>(eo);
+        remote->connect();  // a dead server is bad input (sb::Error(input))
+        http = remote.get();
+    } else {
+        LlamaServerSpec ls;
+        ls.binary = find_peer_program("llama-server");
+        if (ls.binary.empty())
+            throw input_error(
+                "llama-server was not found (build/peers/ or the llama.cpp build); give --url");
+        ls.model = o.model_path;
+        ls.api = HttpApi::openai;
+        ls.timeout_s = o.timeout_s;
+        ls.extra_args = server_args;
+        try {
+            managed = std::make_unique<LlamaServer>(ls, note);
+        } catch (const Error& e) {
+            // What it was told (--server-args) or the model stopped it: the user's input.
+            throw input_error(e.what());
+        }
+        http = &managed->engine();
+    }
+    const std::string url = managed ? managed->url() : http->options().url;
+    HttpClient probe(url, HttpTimeouts{static_cast<int64_t>(o.timeout_s * 1000),
+                                       static_cast<int64_t>(o.timeout_s * 1000)});
+    auto get_json = [&](const std::string& path) {
+        try {
+            HttpResponse r = probe.get(path);
+            return r.status == 200 ? parse_or_null(r.body) : json(nullptr);
+        } catch (const Error&) {
+            return json(nullptr);
+        }
+    };
+    ServerFacts facts;
+    facts.llama_server = http->server_kind() == "llama-server";
+    facts.args = server_args;
+    facts.default_devices = o.url ? "" : server_devices;
+    facts.accel_devices = accel_devices;
+    if (facts.llama_server)
+        facts.props = get_json("/props");
+    if (managed) {
+        std::ifstream f(managed->log_path());
+        std::stringstream ss;
+        ss << f.rdbuf();
+        facts.log = ss.str();
+    }
+    // The model the server serves must be this one: llama-server says its parameters and
+    // vocabulary in /v1/models.
+    std::string model_name;
+    if (o.url) {
+        const json models = get_json("/v1/models");
+        const json& data = json_field(models, "data");
+        const json meta = data.is_array() && !data.empty() ? json_field(data[0], "meta") : json();
+        if (data.is_array() && !data.empty() && json_field(data[0], "id").is_string())
+            model_name = data[0]["id"].get<std::string>();
+        const json& np = json_field(meta, "n_params");
+        const json& nv = json_field(meta, "n_vocab");
+        if (np.is_number_integer() && np.get<uint64_t>() != model.n_params)
+            throw input_error(
+                fmt::format("{} serves another model ('{}', {} parameters), not {} ({} parameters)",
+                            url, model_name, np.get<uint64_t>(), o.model_path, model.n_params));
+        if (nv.is_number_integer() && model.n_vocab && nv.get<int64_t>() != *model.n_vocab)
+            throw input_error(
+                fmt::format("{} serves another model ('{}', a vocabulary of {}), not {} ({})", url,
+                            model_name, nv.get<int64_t>(), o.model_path, *model.n_vocab));
+        if (!np.is_number_integer())
+            note("the server does not say which model it serves: not checked against " +
+                 o.model_path);
+    }
+
+    // The texts: one per round for levels 3 and 4, one per client per round for level 5.
+    int clients = 1;
+    for (int c : o.concurrency)
+        clients += c;
+    std::vector<std::vector<PromptText>> texts(static_cast<size_t>(o.rounds));
+    int64_t max_tokens = 0;
+    for (int r = 0; r < o.rounds; ++r)
+        for (int c = 0; c < clients; ++c) {
+            texts[static_cast<size_t>(r)].push_back(
+                sized_text(prompter, o.n_prompt,
+                           mix(o.seed * 1000003ULL + static_cast<uint64_t>(r) * 1009 +
+                               static_cast<uint64_t>(c))));
+            max_tokens = std::max(max_tokens, texts[static_cast<size_t>(r)].back().tokens);
+        }
+    const std::optional<int64_t> slot_ctx = [&]() -> std::optional<int64_t> {
+        const json& v = json_field(json_field(facts.props, "default_generation_settings"), "n_ctx");
+        return v.is_number_integer() ? std::optional(v.get<int64_t>()) : std::nullopt;
+    }();
+    if (slot_ctx && max_tokens + o.n_gen > *slot_ctx)
+        throw input_error(fmt::format(
+            "the workload ({}-token prompt + {} tokens) does not fit the server's context of {} "
+            "tokens per slot (-c / -np): give a smaller -p or -n, or the server a larger -c",
+            max_tokens, o.n_gen, *slot_ctx));
+    base.n_ctx = static_cast<int>(std::max<int64_t>(o.n_prompt, max_tokens)) + o.n_gen + 8;
+    engine.load(base);
+
+    // The section and its settings.
+    ExplainSection& s = doc.explain.emplace();
+    s.model_path = o.model_path;
+    s.n_prompt = o.n_prompt;
+    s.n_gen = o.n_gen;
+    s.n_threads = threads;
+    s.rounds = o.rounds;
+    s.seed = o.seed;
+    s.concurrency = o.concurrency;
+    s.url = o.url;
+    s.server_args = server_args;
+    s.server_kind = http->server_kind();
+    s.settings_read = facts.llama_server;
+    s.server = http->describe();
+    s.chat_template = prompter.template_used();
+    std::vector<std::string> sampler_notes;
+    SamplerSettings sampler = sampler_from_props(facts.props, sampler_notes);
+    if (model.synthetic) {
+        // Random weights draw byte-fallback tokens that never form UTF-8, and llama-server
+        // ends such a stream with an error: they are banned at levels 3 to 5 alike.
+        sampler.banned = prompter.non_utf8_tokens();
+        if (!sampler.banned.empty())
+            sampler_notes.push_back(fmt::format(
+                "the model is synthetic: the {} tokens whose text is not UTF-8 on its own are "
+                "never drawn at levels 3 to 5 (a logit bias in the in-process sampler and in "
+                "every request), since llama-server refuses a stream that carries one",
+                sampler.banned.size()));
+    }
+    s.sampler = to_json(sampler);
+    for (auto& n : sampler_notes)
+        s.notes.push_back(std::move(n));
+    BenchSettings bench;
+    bench.devices = o.devices;
+    bench.n_threads = threads;
+    bench.n_batch = base.n_batch;
+    bench.n_ubatch = base.n_ubatch;
+    bench.n_ctx = base.n_ctx;
+    bench.flash_attn = base.flash_attn;
+    bench.type_k = base.type_k;
+    bench.type_v = base.type_v;
+    s.settings = compare_settings(bench, facts, sampler);
+    if (!facts.llama_server)
+        s.findings.push_back(
+            {"settings", "",
+             fmt::format("the server at {} is {}, not llama-server: its settings could not be "
+                         "read, so no setting is measured alone; levels 4 and 5 and the "
+                         "remainder are measured, the remainder holding every setting's part",
+                         url, s.server_kind)});
+    if (std::abs(max_tokens - o.n_prompt) > 0)
+        s.notes.push_back(fmt::format(
+            "the text prompts are up to {} tokens (chat template included) against {} for the "
+            "graph level's token prompt: words do not always add up to the exact count",
+            max_tokens, o.n_prompt));
+    s.notes.push_back(
+        "prefill is the prefill stage at levels 1 and 2 and the time to the first "
+        "token at levels 3 to 5; decode is the time per token after the first");
+
+    // The measures, by level, and the order a forward round runs them.
+    auto add = [&](std::string id, std::string level, std::string what) -> ExplainMeasure& {
+        ExplainMeasure m;
+        m.id = std::move(id);
+        m.level = std::move(level);
+        m.what = std::move(what);
+        s.measures.push_back(std::move(m));
+        return s.measures.back();
+    };
+    if (o.ops)
+        add("ops", "ops", "Σ op time of each stage, each op replayed in one graph (the profiler)")
+            .config = spec_json(base);
+    add("graph", "graph", "the stages as llama-bench times them (random tokens, no sampling)")
+        .config = spec_json(base);
+    int measured = 0;
+    for (const auto& set : s.settings)
+        if (set.measure) {
+            ExplainMeasure& m =
+                add(*set.measure, "graph",
+                    fmt::format("the graph level with {} as the server has it", set.label));
+            m.setting = set.name;
+            ++measured;
+        }
+    if (measured >= 2)
+        add("graph+all", "graph", "the graph level with every differing setting as the server's")
+            .setting = "all";
+    add("generation", "generation",
+        "the loop an application runs in-process: chat template, tokenizer, prefill, sampler, "
+        "detokenizer")
+        .config = {{"sampler", s.sampler}, {"chat_template", s.chat_template}};
+    add("server", "server",
+        "one client streaming /v1/completions over loopback (the prompt with the chat template "
+        "applied)");
+    for (int c : o.concurrency) {
+        if (std::any_of(s.measures.begin(), s.measures.end(),
+                        [&](const ExplainMeasure& m) { return m.concurrency == c; }))
+            continue;
+        ExplainMeasure& m =
+            add(fmt::format("served@{}", c), "served",
+                fmt::format("{} clients at once, each its own text; the round's value is the "
+                            "median client's",
+                            c));
+        m.concurrency = c;
+    }
+    for (const auto& m : s.measures)
+        if (m.level == "ops")
+            s.order.push_back(m.id);
+    for (const auto& m : s.measures)
+        if (m.level == "graph" && m.setting)
+            s.order.push_back(m.id);
+    for (const char* id : {"graph", "generation", "server"})
+        s.order.push_back(id);
+    for (const auto& m : s.measures)
+        if (m.level == "served")
+            s.order.push_back(m.id);
+
+    Levels levels(o, s, base, engine, prompter, sampler, std::move(texts), url, model_name);
+    for (auto& m : s.measures)
+        if (m.level == "graph" && m.setting)
+            m.config = spec_json(levels.spec_for(m));
+    doc.engines["llama"] = {{"name", "llama.cpp"}, {"in_process", true}};
+    doc.engines["http"] = s.server;
+    ctx.open(threads);
+    ctx.start();
+    try {
+        levels.warm_server();
+    } catch (const Error& e) {
+        s.notes.push_back(std::string("the server's warm-up request failed: ") + e.what());
+    }
+    const int code = run_explain_rounds(
+        s, [&](const ExplainMeasure& m, int round) { return levels.measure(m, round); },
+        [&] { ctx.save(); }, err, o.progress);
+    if (s.interrupted)
+        doc.warnings.push_back({"interrupted",
+                                "interrupted (Ctrl-C) before every round ran: the levels' times "
+                                "are of the runs that did",
+                                "run it again to the end for every round"});
+    ctx.finish();
+    return code;
+}
+
+}  // namespace sb

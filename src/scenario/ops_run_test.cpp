@@ -1,0 +1,478 @@
+// The op profile's pipeline on a scripted engine (engine/fake_engine.hpp), a scripted tracer
+// and a scripted replayer: no llama.cpp, no wall clock. Every figure of the profile's
+// bookkeeping is asserted exactly: nodes, layers, backends, splits and copies, coverage, op
+// times (in situ and replayed), fallback and its penalty, reconciliation, the interleaving of
+// the traced and uninstrumented repetitions, and the profile's own duration.
+#include "scenario/ops_run.hpp"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "core/error.hpp"
+#include "engine/fake_engine.hpp"
+
+using namespace sb;
+
+namespace {
+
+constexpr int64_t kUs = 1'000;
+
+// One node of the scripted graph: what the capture says of it and its call time per stage.
+struct ScriptNode {
+    std::string op;
+    std::string name;
+    bool no_compute;
+    int64_t prefill_call_ns, decode_call_ns;
+    uint32_t supports;  // bit 0: ACC, bit 1: CPU
+    std::vector<std::pair<std::string, uint64_t>> copied;
+};
+
+// GET_ROWS, RMS_NORM and a view on the CPU (split 0); two mat-muls of one signature on the
+// accelerator ACC (split 1, its input copied in); an ADD back on the CPU (split 2).
+const std::vector<ScriptNode> kGraph{
+    {"GET_ROWS", "inp_embd", false, 30 * kUs, 3 * kUs, 0b10, {}},
+    {"RMS_NORM", "attn_norm-0", false, 5 * kUs, 2 * kUs, 0b10, {}},
+    {"VIEW", "attn_norm-0 (view)", true, 1 * kUs, 1 * kUs, 0b11, {}},
+    {"MUL_MAT", "attn_q-0", false, 400 * kUs, 50 * kUs, 0b11, {{"ACC#attn_norm-0#0", 8192}}},
+    {"MUL_MAT", "ffn_up-1", false, 400 * kUs, 50 * kUs, 0b11, {}},
+    {"ADD", "ffn_out-1", false, 3 * kUs, 1500, 0b11, {{"CPU#ffn_up-1#0", 4096}}},
+};
+constexpr int64_t kGap = 500;           // between nodes of one split
+constexpr int64_t kBoundaryGap = 7000;  // before a split's first node (its copies)
+
+SchedAssignment assignment() {
+    SchedAssignment a;
+    a.splits = {{0, "CPU", 0, 0, {}},
+                {1, "ACC", 3, 1, {"ACC#attn_norm-0#0"}},
+                {2, "CPU", 5, 1, {"CPU#ffn_up-1#0"}}};
+    for (int i = 0; i < static_cast<int>(kGraph.size()); ++i)
+        if (!kGraph[static_cast<size_t>(i)].no_compute)
+            a.nodes[i] = {kGraph[static_cast<size_t>(i)].op, kGraph[static_cast<size_t>(i)].name};
+    return a;
+}
+
+// Traces the fake engine: a graph per prefill call and per decode step made while tracing.
+class ScriptedTracer final : public OpTracer {
+  public:
+    ScriptedTracer(FakeEngine& engine, FakeTimeline& tl) : engine_(engine), tl_(tl) {}
+    void load(const LoadSpec& spec) override {
+        loaded = spec;
+        engine_.load(spec);
+    }
+    std::vector<std::string> coverage_devices() const override { return {"ACC", "CPU"}; }
+    void begin(TraceMode mode) override {
+        active = true;
+        mode_ = mode;
+        from_ = tl_.calls().size();
+        ++begins;
+    }
+    TracedRun end() override {
+        active = false;
+        TracedRun run;
+        int graph = 0;
+        for (size_t c = from_; c < tl_.calls().size(); ++c) {
+            const FakeCall& call = tl_.calls()[c];
+            if (call.op != FakeOp::prefill && call.op != FakeOp::decode_step)
+                continue;
+            const bool pre = call.op == FakeOp::prefill;
+            int64_t t = call.start_ns;
+            for (size_t i = 0; i < kGraph.size(); ++i) {
+                const ScriptNode& s = kGraph[i];
+                const bool boundary = i == 3 || i == 5;
+                const int64_t gap = i == 0 ? -1 : boundary ? kBoundaryGap : kGap;
+                t += std::max<int64_t>(0, gap);
+                const int64_t call_ns = pre ? s.prefill_call_ns : s.decode_call_ns;
+                run.calls.push_back({graph, static_cast<int>(i), t, call_ns, gap});
+                t += call_ns;
+                if (mode_ == TraceMode::capture ||
+                    (mode_ == TraceMode::capture_first && graph == 0)) {
+                    CapturedNode n;
+                    n.id = i + (pre ? 0 : 100);
+                    n.op = s.op;
+                    n.no_compute = s.no_compute;
+                    n.out.name = s.name;
+                    n.out.type = "f32";
+                    n.signature = s.op + (pre ? "/prefill" : "/decode");
+                    n.copied_inputs = s.copied;
+                    n.supports = s.supports;
+                    n.usable = 0b11;
+                    run.nodes.push_back(n);
+                }
+            }
+            if (mode_ == TraceMode::capture || (mode_ == TraceMode::capture_first && graph == 0))
+                run.graphs.push_back(assignment());
+            ++graph;
+        }
+        return run;
+    }
+    void release() override { released = true; }
+
+    bool active = false;
+    bool released = false;
+    int begins = 0;
+    LoadSpec loaded;
+
+  private:
+    FakeEngine& engine_;
+    FakeTimeline& tl_;
+    TraceMode mode_ = TraceMode::time;
+    size_t from_ = 0;
+};
+
+// Op times by op and device; a 1 µs no-work dispatch on both devices.
+class ScriptedReplayer final : public OpReplayer {
+  public:
+    void open(const ReplaySetup& s) override { setup = s; }
+    bool can_replay_on(const std::string& d) const override { return d == "CPU" || d == "ACC"; }
+    bool fixed_dispatch(const std::string& d) const override { return can_replay_on(d); }
+    OpTime replay(const CapturedNode& n, const std::string& device, bool keep) override {
+        replays[device + (keep ? "|own|" : "|fresh|") + n.signature]++;
+        static const std::map<std::string, double> cpu{
+            {"GET_ROWS", 2000}, {"RMS_NORM", 4000}, {"ADD", 2500}};
+        static const std::map<std::string, double> acc{{"ADD", 1500}};
+        const auto& table = device == "ACC" ? acc : cpu;
+        auto it = table.find(n.op);
+        if (it == table.end())
+            return {std::nullopt, std::nullopt, "not supported by " + device};
+        return {it->second, it->second + 1000, "replayed on " + device};
+    }
+    std::vector<std::string> unusable_inputs(const CapturedNode&,
+                                             const std::string&) const override {
+        return {};
+    }
+    std::optional<double> dispatch_ns(const std::string& d) override {
+        return can_replay_on(d) ? std::optional<double>(1000) : std::nullopt;
+    }
+    std::optional<double> conversion_ns(const CapturedNode&, const std::string&, bool*) override {
+        return std::nullopt;
+    }
+
+    ReplaySetup setup;
+    std::map<std::string, int> replays;  // device|keep|signature -> how many times
+};
+
+// The engine takes 100 µs per prompt token and 10 ms per decode step uninstrumented, 110 µs
+// and 10.5 ms traced.
+struct Rig {
+    FakeTimeline tl;
+    FakeEngine engine{tl, "E"};
+    ScriptedTracer tracer{engine, tl};
+    ScriptedReplayer replayer;
+    std::vector<std::string> traced_calls;  // "prefill traced", "decode_step plain", ...
+    Rig() {
+        engine.weights = 64ull << 30;  // larger than any cache: cold weights
+        engine.script().duration_ns = [this](const FakeCall& c) -> int64_t {
+            const bool t = tracer.active;
+            if (c.op == FakeOp::prefill)
+                return c.n_tokens * (t ? 110 * kUs : 100 * kUs);
+            if (c.op == FakeOp::decode_step)
+                return t ? 10'500 * kUs : 10'000 * kUs;
+            return c.op == FakeOp::load ? 5'000 * kUs : 0;
+        };
+        engine.script().before = [this](const FakeCall& c) {
+            if (c.op == FakeOp::prefill || c.op == FakeOp::decode_step)
+                traced_calls.push_back(std::string(fake_op_name(c.op)) +
+                                       (tracer.active ? " traced" : " plain"));
+        };
+    }
+    OpsProfile run(const OpsOptions& o) {
+        OpsHooks h;
+        h.clock = tl.clock();
+        h.interrupted = [] { return false; };
+        return profile_ops({engine, tracer, replayer}, o, h);
+    }
+};
+
+OpsOptions options() {
+    OpsOptions o;
+    o.model_path = "m.gguf";
+    o.devices = {"ACC"};
+    o.n_prompt = 16;
+    o.n_threads = 2;
+    o.traced_reps = 2;
+    o.plain_reps = 2;
+    o.decode_tokens = 3;
+    return o;
+}
+
+const StageProfile& stage_named(const OpsProfile& p, const std::string& name) {
+    for (const auto& s : p.stages)
+        if (s.stage == name)
+            return s;
+    throw std::runtime_error("no stage " + name);
+}
+
+}  // namespace
+
+TEST(OpsPipeline, InterleavesTracedAndUninstrumentedRepetitionsTheFirstTracedOneCapturing) {
+    Rig rig;
+    const OpsProfile p = rig.run(options());
+    // Traced (it captures, and has a fourth decode step: the first one captures), plain,
+    // plain, traced: each a prefill and its decode steps; the tracer is on exactly during the
+    // traced stages.
+    const std::vector<std::string> plain{"prefill plain", "decode_step plain", "decode_step plain",
+                                         "decode_step plain"};
+    const std::vector<std::string> traced{"prefill traced", "decode_step traced",
+                                          "decode_step traced", "decode_step traced",
+                                          "decode_step traced"};
+    std::vector<std::string> want;
+    for (const auto* r : {&traced, &plain, &plain, &traced})
+        want.insert(want.end(), r->begin(), r->end());
+    EXPECT_EQ(rig.traced_calls, want);
+    EXPECT_EQ(rig.tracer.begins, 4);  // a prefill and a decode stage per traced repetition
+    EXPECT_FALSE(rig.tracer.active);
+    EXPECT_TRUE(rig.tracer.released);
+    EXPECT_EQ(rig.tracer.loaded.n_ctx, 256);  // 16 + 3 + 1 + 16, rounded up to 256
+    EXPECT_EQ(rig.tracer.loaded.n_threads, 2);
+    EXPECT_EQ(rig.replayer.setup.devices, std::vector<std::string>{"CPU"});  // the fake's
+    EXPECT_EQ(rig.replayer.setup.threads, 2);
+    EXPECT_EQ(rig.replayer.setup.copies, 16);
+
+    EXPECT_EQ(p.requested, std::vector<std::string>{"ACC"});
+    ASSERT_EQ(p.stages.size(), 2u);
+    const StageProfile& pre = stage_named(p, "prefill");
+    const StageProfile& dec = stage_named(p, "decode");
+    // Uninstrumented and traced stage times, as the repetition loop took them: the capturing
+    // prefill is a traced sample, the capturing decode step is not.
+    EXPECT_EQ(pre.rec.plain_ns, (std::vector<int64_t>{1'600 * kUs, 1'600 * kUs}));
+    EXPECT_EQ(pre.rec.traced_ns, (std::vector<int64_t>{1'760 * kUs, 1'760 * kUs}));
+    EXPECT_EQ(dec.rec.plain_ns, std::vector<int64_t>(6, 10'000 * kUs));
+    EXPECT_EQ(dec.rec.traced_ns, std::vector<int64_t>(7, 10'500 * kUs));
+    EXPECT_EQ(pre.traced_reps, 2);
+    EXPECT_EQ(dec.traced_reps, 7);
+    EXPECT_NEAR(*pre.rec.overhead_ratio, 0.1, 1e-12);
+    EXPECT_NEAR(*dec.rec.overhead_ratio, 0.05, 1e-12);
+    // Where the samples lie on the clock: the first plain prefill right after the first
+    // traced repetition, the decode steps one after the other.
+    const int64_t t_load = 1'000'000'000 + 5'000 * kUs;
+    EXPECT_EQ(pre.rec.traced_start_ns[0], t_load);
+    EXPECT_EQ(pre.rec.plain_start_ns[0], t_load + 1'760 * kUs + 4 * 10'500 * kUs);
+    EXPECT_EQ(dec.rec.plain_start_ns[1] - dec.rec.plain_start_ns[0], 10'000 * kUs);
+    EXPECT_EQ(dec.rec.traced_start_ns[0], t_load + 1'760 * kUs + 10'500 * kUs);
+    EXPECT_EQ(pre.n_tokens, 16);
+    EXPECT_EQ(dec.kv_depth, 16);
+    // The profile's own duration: the fake clock from the load to the end.
+    const int64_t stages_ns = 2 * (1'600 * kUs + 3 * 10'000 * kUs)     // plain
+                              + 2 * (1'760 * kUs + 4 * 10'500 * kUs);  // traced
+    EXPECT_EQ(*p.duration_ns, 5'000 * kUs + stages_ns);
+    EXPECT_EQ(p.phase_ns, (std::map<std::string, int64_t>{
+                              {"load", 5'000 * kUs}, {"stages", stages_ns}, {"profile", 0}}));
+}
+
+TEST(OpsPipeline, RecordsSplitsAndCoverageComeFromTheCapture) {
+    Rig rig;
+    const OpsProfile p = rig.run(options());
+    const StageProfile& pre = stage_named(p, "prefill");
+    ASSERT_EQ(pre.ops.size(), kGraph.size());
+    std::vector<std::string> backends;
+    for (const auto& r : pre.ops)
+        backends.push_back(r.backend);
+    EXPECT_EQ(backends, (std::vector<std::string>{"CPU", "CPU", "CPU", "ACC", "ACC", "CPU"}));
+    EXPECT_EQ(pre.ops[1].layer, 0);
+    EXPECT_EQ(pre.ops[4].layer, 1);
+    EXPECT_FALSE(pre.ops[0].layer.has_value());
+    EXPECT_TRUE(pre.ops[2].no_compute);
+    EXPECT_DOUBLE_EQ(*pre.ops[3].call_ns, 400 * kUs);
+    EXPECT_EQ(pre.n_graphs, 1);
+    ASSERT_EQ(pre.splits.size(), 3u);
+    EXPECT_EQ(pre.splits[1].backend, "ACC");
+    EXPECT_EQ(pre.splits[1].n_nodes, 2);
+    EXPECT_EQ(*pre.splits[1].input_bytes, 8192u);
+    EXPECT_DOUBLE_EQ(*pre.splits[1].copy_ns, kBoundaryGap);
+    EXPECT_FALSE(pre.splits[0].copy_ns.has_value());  // a graph's first split
+    EXPECT_EQ(pre.n_copies, 2);
+    EXPECT_EQ(*pre.copy_bytes, 8192u + 4096u);
+    EXPECT_DOUBLE_EQ(*pre.rec.sum_copy_ns, 2 * kBoundaryGap);
+    EXPECT_DOUBLE_EQ(*pre.rec.sched_gap_ns, 3 * kGap);
+    // The timeline is the traced run of median wall time; its calls start after the gaps.
+    EXPECT_EQ(*pre.ops[1].start_ns - *pre.ops[0].end_ns, kGap);
+    // Coverage: ACC supports the mat-muls and the ADD, not GET_ROWS or RMS_NORM.
+    EXPECT_EQ(pre.coverage_devices, (std::vector<std::string>{"ACC", "CPU"}));
+    ASSERT_EQ(pre.coverage.size(), 4u);
+    EXPECT_EQ(pre.coverage[0].op, "GET_ROWS");
+    EXPECT_EQ(pre.coverage[0].note, "ACC: 1 not supported");
+    EXPECT_EQ(pre.coverage[2].op, "MUL_MAT");
+    EXPECT_EQ(pre.coverage[2].ran, (std::map<std::string, int>{{"ACC", 2}}));
+    EXPECT_EQ(pre.coverage[3].note, "ACC: 1 supported, placed on CPU by the scheduler");
+}
+
+TEST(OpsPipeline, LongCallsAreTimedInSituAndLightOpsReplayedOncePerSignature) {
+    Rig rig;
+    const OpsProfile p = rig.run(options());
+    const StageProfile& pre = stage_named(p, "prefill");
+    const StageProfile& dec = stage_named(p, "decode");
+    // Prefill: GET_ROWS (30 µs) and the mat-muls (400 µs) are at least 20 dispatches: their
+    // calls less the 1 µs dispatch. RMS_NORM (5 µs) and ADD (3 µs) are replayed.
+    EXPECT_DOUBLE_EQ(*pre.ops[0].op_ns, 29 * kUs);
+    EXPECT_DOUBLE_EQ(*pre.ops[3].op_ns, 399 * kUs);
+    EXPECT_DOUBLE_EQ(*pre.ops[4].op_ns, 399 * kUs);
+    EXPECT_EQ(*pre.ops[3].op_method,
+              "traced call less the 1.00 µs dispatch of a node alone on ACC (the calls of this "
+              "op are 400x it)");
+    EXPECT_DOUBLE_EQ(*pre.ops[1].op_ns, 4000);
+    EXPECT_DOUBLE_EQ(*pre.ops[1].isolated_call_ns, 5000);
+    EXPECT_EQ(*pre.ops[1].op_method, "replayed on CPU");
+    EXPECT_DOUBLE_EQ(*pre.ops[2].op_ns, 0);
+    EXPECT_EQ(pre.rec.n_op_in_situ, 3);
+    EXPECT_EQ(pre.rec.n_op_replayed, 2);
+    EXPECT_DOUBLE_EQ(*pre.rec.sum_op_in_situ_ns, (29 + 399 + 399) * kUs);
+    EXPECT_EQ(pre.rec.node_dispatch_ns,
+              (std::map<std::string, double>{{"ACC", 1000}, {"CPU", 1000}}));
+    // Decode: the mat-muls (50 µs) in situ; GET_ROWS (3 µs) is replayed now.
+    EXPECT_DOUBLE_EQ(*dec.ops[3].op_ns, 49 * kUs);
+    EXPECT_DOUBLE_EQ(*dec.ops[0].op_ns, 2000);
+    // Each signature replayed once on its own backend, whatever the number of its nodes.
+    for (const char* sig :
+         {"CPU|own|RMS_NORM/prefill", "CPU|own|ADD/prefill", "CPU|own|GET_ROWS/decode",
+          "CPU|own|RMS_NORM/decode", "CPU|own|ADD/decode"})
+        EXPECT_EQ(rig.replayer.replays[sig], 1) << sig;
+    EXPECT_EQ(rig.replayer.replays.count("ACC|own|MUL_MAT/prefill"), 0u);
+    // Reconciliation: the sum of op times against the median uninstrumented stage.
+    const double sum = (29 + 399 + 399) * kUs + 4000 + 2500;
+    EXPECT_DOUBLE_EQ(*pre.rec.sum_op_ns, sum);
+    EXPECT_DOUBLE_EQ(*pre.rec.op_fraction, sum / (1'600 * kUs));
+    EXPECT_TRUE(pre.rec.op_within_stage);
+    // 52 % of the stage is in no op: the cause is named from the stage's own figures.
+    EXPECT_NE(pre.rec.fit_cause.find("of the stage is in no op"), std::string::npos)
+        << pre.rec.fit_cause;
+    EXPECT_NE(pre.rec.fit_cause.find("copies between backends 0.014 ms (traced)"),
+              std::string::npos)
+        << pre.rec.fit_cause;
+}
+
+TEST(OpsPipeline, FallbackPricesEachOpTypeBySplitsAndReplaysOnTheAskedDevice) {
+    Rig rig;
+    const OpsProfile p = rig.run(options());
+    const StageProfile& pre = stage_named(p, "prefill");
+    ASSERT_EQ(pre.fallback.size(), 3u);
+    // ADD: ACC can run it (replayed there, 1.5 µs): its CPU op time (2.5 µs) and its split's
+    // boundaries (the 7 µs gap into the CPU split) against ACC's op time.
+    const FallbackRow& add = pre.fallback[0];
+    EXPECT_EQ(add.op, "ADD");
+    EXPECT_EQ(add.backend, "CPU");
+    EXPECT_EQ(add.requested, "ACC");
+    EXPECT_EQ(add.count, 1);
+    EXPECT_EQ(add.n_splits, 1);
+    EXPECT_DOUBLE_EQ(*add.split_ns, kBoundaryGap);
+    EXPECT_EQ(*add.split_bytes, 4096u);
+    EXPECT_EQ(add.n_replayed, 1);
+    EXPECT_DOUBLE_EQ(*add.op_ns_requested, 1500);
+    EXPECT_DOUBLE_EQ(*add.penalty, 2500.0 / 1500.0);
+    EXPECT_DOUBLE_EQ(*add.penalty_ns, 2500 + kBoundaryGap - 1500);
+    EXPECT_EQ(add.penalty_basis, "replayed on ACC");
+    EXPECT_EQ(add.note, "");
+    // GET_ROWS and RMS_NORM: ACC cannot run them; they share split 0, whose way back to ACC
+    // (the gap before split 1, its 8192 bytes) is their split's own cost, half each.
+    for (size_t i : {1u, 2u}) {
+        const FallbackRow& f = pre.fallback[i];
+        SCOPED_TRACE(f.op);
+        EXPECT_EQ(f.n_splits, 1);
+        EXPECT_DOUBLE_EQ(*f.split_ns, kBoundaryGap / 2.0);
+        EXPECT_EQ(*f.split_bytes, 4096u);
+        EXPECT_DOUBLE_EQ(*f.penalty_ns, kBoundaryGap / 2.0);
+        EXPECT_EQ(f.penalty_basis,
+                  "split cost only: ACC cannot run it, so there is no graph without the split");
+        EXPECT_EQ(f.note, "1 not supported by ACC");
+        EXPECT_FALSE(f.penalty.has_value());
+    }
+    EXPECT_EQ(pre.fallback[1].op, "GET_ROWS");  // equal penalties: the larger call first
+    EXPECT_EQ(pre.fallback[2].op, "RMS_NORM");
+    EXPECT_EQ(rig.replayer.replays["ACC|fresh|ADD/prefill"], 1);
+    EXPECT_EQ(rig.replayer.replays.count("ACC|fresh|RMS_NORM/prefill"), 0u);
+}
+
+TEST(OpsPipeline, WithoutReplaysOnlyCallTimesAndSplitCosts) {
+    Rig rig;
+    OpsOptions o = options();
+    o.replay_copies = 0;
+    const OpsProfile p = rig.run(o);
+    EXPECT_TRUE(rig.replayer.replays.empty());
+    EXPECT_TRUE(rig.replayer.setup.devices.empty());  // never opened
+    const StageProfile& pre = stage_named(p, "prefill");
+    EXPECT_FALSE(pre.ops[3].op_ns.has_value());
+    EXPECT_EQ(*pre.ops[3].op_method, "op replay skipped (--replay 0)");
+    EXPECT_DOUBLE_EQ(*pre.ops[2].op_ns, 0);
+    const FallbackRow& add = pre.fallback[0];
+    EXPECT_EQ(add.op, "ADD");
+    EXPECT_DOUBLE_EQ(*add.penalty_ns, kBoundaryGap);
+    EXPECT_EQ(add.penalty_basis, "split cost only: its op time on ACC was not measured");
+}
+
+TEST(OpsPipeline, DecodeOnlyFillsTheCacheUntimedAndTracesEachStep) {
+    Rig rig;
+    OpsOptions o = options();
+    o.prefill = false;
+    o.traced_reps = 1;
+    o.plain_reps = 1;
+    const OpsProfile p = rig.run(o);
+    ASSERT_EQ(p.stages.size(), 1u);
+    const StageProfile& dec = p.stages[0];
+    EXPECT_EQ(dec.stage, "decode");
+    EXPECT_EQ(dec.kv_depth, 16);
+    EXPECT_EQ(dec.rec.traced_ns.size(), 3u);
+    EXPECT_EQ(dec.rec.plain_ns.size(), 3u);
+    EXPECT_EQ(rig.traced_calls, (std::vector<std::string>{
+                                    "decode_step traced", "decode_step traced",
+                                    "decode_step traced", "decode_step traced", "decode_step plain",
+                                    "decode_step plain", "decode_step plain"}));
+    // The cache was filled to the prompt's depth before each repetition, never traced.
+    const auto fills = rig.tl.calls_of(FakeOp::fill_to_depth);
+    ASSERT_EQ(fills.size(), 2u);
+    for (const auto& c : fills)
+        EXPECT_EQ(c.n_tokens, 16);
+}
+
+TEST(OpsPipeline, AFailureWhileMeasuringIsThrownWithItsKindAndTheTracerStopped) {
+    Rig rig;
+    auto before = rig.engine.script().before;
+    rig.engine.script().before = [&, before](const FakeCall& c) {
+        before(c);
+        if (c.op == FakeOp::prefill && c.index == 0)  // the capturing (traced) repetition's
+            throw runtime_error("the RPC server went away");
+    };
+    try {
+        rig.run(options());
+        FAIL() << "no error";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::runtime);
+        EXPECT_STREQ(e.what(), "the RPC server went away");
+    }
+    EXPECT_FALSE(rig.tracer.active);
+}
+
+TEST(OpsPipeline, BadOptionsAreUsageErrorsBeforeAnythingLoads) {
+    Rig rig;
+    OpsOptions o = options();
+    o.prefill = o.decode = false;
+    EXPECT_THROW(rig.run(o), Error);
+    o = options();
+    o.decode_tokens = 0;
+    EXPECT_THROW(rig.run(o), Error);
+    o = options();
+    o.n_prompt = 0;
+    EXPECT_THROW(rig.run(o), Error);
+    o = options();
+    o.plain_reps = 0;
+    EXPECT_THROW(rig.run(o), Error);
+    EXPECT_TRUE(rig.tl.calls().empty());
+}
+
+TEST(OpsPipeline, AnInterruptKeepsWhatWasTracedAndMarksItPartial) {
+    Rig rig;
+    int polls = 0;
+    OpsHooks h;
+    h.clock = rig.tl.clock();
+    h.interrupted = [&] { return ++polls > 1; };  // from the first plain repetition on
+    const OpsProfile p = profile_ops({rig.engine, rig.tracer, rig.replayer}, options(), h);
+    ASSERT_EQ(p.stages.size(), 2u);
+    const StageProfile& pre = p.stages[0];
+    ASSERT_EQ(pre.ops.size(), kGraph.size());
+    EXPECT_EQ(pre.rec.traced_ns.size(), 1u);
+    EXPECT_TRUE(pre.rec.plain_ns.empty());
+    EXPECT_FALSE(pre.rec.op_fraction.has_value());
+    EXPECT_DOUBLE_EQ(*pre.ops[3].op_ns, 399 * kUs);  // in situ: no replay needed
+    EXPECT_EQ(*pre.ops[1].op_method, "interrupted before replay");
+    EXPECT_EQ(pre.notes.back(), "interrupted: results are partial");
+    EXPECT_EQ(p.stages[1].rec.traced_ns.size(), 3u);
+}
