@@ -185,8 +185,11 @@ CompareResult compare_explain_documents(const std::vector<CompareInput>& inputs,
                         found = true;
                     }
                 all = all && found;
-                row.sides.push_back(
-                    {d.info.label, share, std::nullopt, static_cast<std::size_t>(p.n_rounds)});
+                CompareSide side;
+                side.label = d.info.label;
+                side.median = share;
+                side.n = static_cast<std::size_t>(p.n_rounds);
+                row.sides.push_back(std::move(side));
             }
             if (!all)
                 continue;

@@ -87,11 +87,7 @@ const TestConfig& cfg(const Row& r) {
     return r.test->config;
 }
 
-// A KV cache type as the document spells it, its ggml name ("f16", "q8_0"), whether the config
-// holds the name or an enum spelled by it (core/enums.hpp).
-std::string kv_name(const std::string& name) {
-    return name;
-}
+// A KV cache type as the document spells it, its ggml name ("f16", "q8_0") (core/enums.hpp).
 template <SpelledEnum E>
 std::string kv_name(E type) {
     return to_string(type);

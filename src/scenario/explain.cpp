@@ -24,10 +24,10 @@
 #include "engine/process.hpp"
 #include "engine/text_generation.hpp"
 #include "model/inspect.hpp"
-#include "profile/tracer.hpp"
 #include "scenario/explain_settings.hpp"
 #include "scenario/llama_server.hpp"
 #include "scenario/mode_experiment.hpp"
+#include "scenario/ops_run.hpp"
 #include "scenario/repetition.hpp"
 #include "scenario/run_context.hpp"
 
@@ -87,20 +87,20 @@ PromptText sized_text(const ChatPrompter& p, int64_t n, uint64_t seed) {
 }
 
 std::string spec_key(const LoadSpec& s) {
-    std::string d;
-    for (const auto& x : s.devices)
-        d += x + "+";
-    return fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", s.model_path, d, s.n_gpu_layers, s.n_ctx,
-                       s.n_batch, s.n_ubatch, s.n_threads, s.flash_attn, s.type_k, s.type_v);
+    return fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", s.model_path, s.devices.str(),
+                       s.n_gpu_layers, s.n_ctx, s.n_batch, s.n_ubatch, s.n_threads,
+                       to_string(s.flash_attn), to_string(s.type_k), to_string(s.type_v));
 }
 
 json spec_json(const LoadSpec& s) {
-    std::string d;
-    for (const auto& x : s.devices)
-        d += (d.empty() ? "" : "+") + x;
-    return json{{"devices", d},           {"n_threads", s.n_threads}, {"n_batch", s.n_batch},
-                {"n_ubatch", s.n_ubatch}, {"n_ctx", s.n_ctx},         {"flash_attn", s.flash_attn},
-                {"type_k", s.type_k},     {"type_v", s.type_v}};
+    return json{{"devices", s.devices.str()},
+                {"n_threads", s.n_threads},
+                {"n_batch", s.n_batch},
+                {"n_ubatch", s.n_ubatch},
+                {"n_ctx", s.n_ctx},
+                {"flash_attn", to_string(s.flash_attn)},
+                {"type_k", to_string(s.type_k)},
+                {"type_v", to_string(s.type_v)}};
 }
 
 json parse_or_null(const std::string& body) {
@@ -222,14 +222,14 @@ class Levels {
         loaded_.clear();
         OpsOptions po;
         po.model_path = base_.model_path;
-        po.devices = base_.devices;
+        po.devices = base_.devices.names();
         po.n_prompt = o_.n_prompt;
         po.n_threads = base_.n_threads;
         po.n_batch = base_.n_batch;
         po.n_ubatch = base_.n_ubatch;
-        po.flash_attn = base_.flash_attn;
-        po.type_k = base_.type_k;
-        po.type_v = base_.type_v;
+        po.flash_attn = to_string(base_.flash_attn);
+        po.type_k = to_string(base_.type_k);
+        po.type_v = to_string(base_.type_v);
         po.replay_copies = o_.replay_copies;
         po.traced_reps = 1;
         po.plain_reps = 1;
@@ -257,10 +257,7 @@ class Levels {
         load(spec);
         TestConfig c;
         c.model_path = spec.model_path;
-        std::string d;
-        for (const auto& x : spec.devices)
-            d += (d.empty() ? "" : "+") + x;
-        c.devices = DeviceSet(d);
+        c.devices = spec.devices;
         c.n_prompt = o_.n_prompt;
         c.n_gen = o_.n_gen - 1;  // the tokens after the first, as levels 3 to 5 time them
         c.n_threads = spec.n_threads;
@@ -562,7 +559,7 @@ int run_explain(const ExplainOptions& o, ResultDocument& doc, std::ostream& err)
     // The in-process engine: its tokenizer and template size the texts of levels 3 to 5.
     LoadSpec base;
     base.model_path = o.model_path;
-    base.devices = split_device_set(o.devices);
+    base.devices = DeviceSet(o.devices);
     base.n_threads = threads;
     base.n_ctx = o.n_prompt + o.n_gen + 64;
     LlamaEngine engine;
@@ -711,9 +708,9 @@ int run_explain(const ExplainOptions& o, ResultDocument& doc, std::ostream& err)
     bench.n_batch = base.n_batch;
     bench.n_ubatch = base.n_ubatch;
     bench.n_ctx = base.n_ctx;
-    bench.flash_attn = base.flash_attn;
-    bench.type_k = base.type_k;
-    bench.type_v = base.type_v;
+    bench.flash_attn = to_string(base.flash_attn);
+    bench.type_k = to_string(base.type_k);
+    bench.type_v = to_string(base.type_v);
     s.settings = compare_settings(bench, facts, sampler);
     if (!facts.llama_server)
         s.findings.push_back(

@@ -337,6 +337,16 @@ std::vector<ExplainSetting> compare_settings(const BenchSettings& b, const Serve
     return out;
 }
 
+// A server's word for a setting as the engine's type; a word the engine has no value for is
+// the server's claim we cannot apply: bad input, named.
+template <typename E>
+E server_word(const std::string& word, const std::string& label) {
+    if (const auto e = parse_enum<E>(word))
+        return *e;
+    throw input_error("the server's " + label + " '" + word + "' is not one of " +
+                      enum_spellings<E>());
+}
+
 void apply_setting(LoadSpec& spec, const ExplainSetting& s) {
     if (!s.server)
         throw input_error("the server's " + s.label + " is unknown");
@@ -348,7 +358,7 @@ void apply_setting(LoadSpec& spec, const ExplainSetting& s) {
         return *n;
     };
     if (s.name == "devices")
-        spec.devices = split_device_set(v);
+        spec.devices = DeviceSet(v);
     else if (s.name == "threads")
         spec.n_threads = number();
     else if (s.name == "n_batch")
@@ -358,11 +368,11 @@ void apply_setting(LoadSpec& spec, const ExplainSetting& s) {
     else if (s.name == "n_ctx")
         spec.n_ctx = number();
     else if (s.name == "flash_attn")
-        spec.flash_attn = flash_attn_word(v);
+        spec.flash_attn = server_word<FlashAttn>(flash_attn_word(v), s.label);
     else if (s.name == "type_k")
-        spec.type_k = lower(v);
+        spec.type_k = server_word<KvType>(lower(v), s.label);
     else if (s.name == "type_v")
-        spec.type_v = lower(v);
+        spec.type_v = server_word<KvType>(lower(v), s.label);
     else
         throw input_error("the setting " + s.name + " cannot be set on the in-process engine");
 }

@@ -194,11 +194,11 @@ TEST(ExplainSettings, ApplyASetting) {
     s.name = "flash_attn";
     s.server = "enabled";
     apply_setting(spec, s);
-    EXPECT_EQ(spec.flash_attn, "on");
+    EXPECT_EQ(spec.flash_attn, FlashAttn::on);
     s.name = "devices";
     s.server = "CPU+BLAS";
     apply_setting(spec, s);
-    EXPECT_EQ(spec.devices, (std::vector<std::string>{"CPU", "BLAS"}));
+    EXPECT_EQ(spec.devices, DeviceSet("CPU+BLAS"));
     s.name = "threads";
     s.server = "many";
     EXPECT_THROW(apply_setting(spec, s), Error);

@@ -8,6 +8,7 @@
 #include <span>
 
 #include "core/error.hpp"
+#include "core/interrupt.hpp"
 #include "core/result.hpp"
 #include "core/sysinfo.hpp"
 #include "engine/workload.hpp"

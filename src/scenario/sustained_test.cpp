@@ -251,14 +251,22 @@ TEST(SustainedRun, EveryRoundIsATestAndAScriptedSlowdownIsFoundAtItsRound) {
         EXPECT_DOUBLE_EQ(*ph.rounds[static_cast<size_t>(i)].decode_tps, i < 3 ? 100 : 50);
         EXPECT_DOUBLE_EQ(*ph.rounds[static_cast<size_t>(i)].ttft_ms, 0.8 + (i < 3 ? 10.0 : 20.0));
     }
-    ASSERT_TRUE(ph.across.throttle_onset_round);
-    EXPECT_EQ(*ph.across.throttle_onset_round, 4);
-    EXPECT_EQ(ph.across.verdict, "throttled at round 4");
+    // The engine is scripted, no sensor: a drop, not throttling (no clock or temperature
+    // evidence at the change point).
+    EXPECT_FALSE(ph.across.throttle_onset_round);
+    ASSERT_TRUE(ph.across.drop_round);
+    EXPECT_EQ(*ph.across.drop_round, 4);
+    EXPECT_EQ(ph.across.verdict.rfind("throughput dropped at round 4 (no clock or temperature "
+                                      "evidence",
+                                      0),
+              0u)
+        << ph.across.verdict;
+    EXPECT_EQ(ph.across.verdict.find("throttled"), std::string::npos) << ph.across.verdict;
     EXPECT_DOUBLE_EQ(*ph.across.peak_to_steady, 2);
     // The rounds are on disk as they were returned.
     const ResultDocument back = load_result_document(*o.out_path);
     ASSERT_TRUE(back.sustained);
-    EXPECT_EQ(back.sustained->phases[0].across.throttle_onset_round, 4);
+    EXPECT_EQ(back.sustained->phases[0].across.drop_round, 4);
     EXPECT_EQ(back.tests.size(), 6u);
 }
 

@@ -78,8 +78,11 @@ std::string printable_rest(std::string_view rest) {
     while (true) {
         const std::size_t amp = params.find('&');
         const std::string_view p = params.substr(0, amp);
-        if (percent_decoded(p.substr(0, p.find('='))) != "password" && !p.empty())
-            kept += (kept.empty() ? "" : "&") + std::string(p);
+        if (percent_decoded(p.substr(0, p.find('='))) != "password" && !p.empty()) {
+            if (!kept.empty())
+                kept += '&';
+            kept += p;
+        }
         if (amp == std::string_view::npos)
             break;
         params = params.substr(amp + 1);
@@ -141,7 +144,10 @@ std::string fallback_document_base(const std::string& store, const std::string& 
 
 std::string write_fallback_document(const std::string& base, const std::string& text) {
     for (int n = 1; n <= 10000; ++n) {
-        const std::string path = base + (n == 1 ? "" : "-" + std::to_string(n)) + ".json";
+        std::string path = base;
+        if (n > 1)
+            path += '-' + std::to_string(n);
+        path += ".json";
         // O_EXCL: the name is ours only if nobody made it first, at any moment.
         const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
         if (fd < 0 && errno == EEXIST)
