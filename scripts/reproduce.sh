@@ -107,8 +107,6 @@ step compare-ops-rpc 'stagebench compare $O/ops-cpu.json $O/ops-rpc.json --label
 step ops-cpu-f16 'stagebench ops -m $O/tiny-f16.gguf -p 64 -t 1 --out $O/ops-cpu-f16.json'
 step ops-blas 'stagebench ops -m $O/tiny-f16.gguf -p 64 -t 1 --device BLAS --out $O/ops-blas.json'
 step compare-ops-blas 'stagebench compare $O/ops-cpu-f16.json $O/ops-blas.json --label CPU --label BLAS --out $O/compare-ops-blas.json'
-# Fallback: on the Q4_0 model nothing is BLAS's (FLASH_ATTN_EXT, as on the NPU, not at all).
-step ops-blas-q4 'stagebench ops -m $O/tiny.gguf -p 64 -t 1 --device BLAS --out $O/ops-blas-q4.json'
 # The NPU's own per-op times: a log of the NPU study's period (PR 17500 format, fixture).
 step import-pr17500 'stagebench import hexagon-profile $F/hexagon/formats/pr17500_profile_op.log --out $O/npu-pr17500.json'
 step import-pr16547 'stagebench import hexagon-profile $F/hexagon/formats/pr16547_first.log --out $O/npu-pr16547.json'
@@ -159,6 +157,6 @@ step sustained-http 'stagebench sustained -m $O/tiny.gguf --engine http --rounds
 step compare-sustained 'stagebench compare $O/sustained.json $O/sustained-http.json --label in-process --label llama-server --match m,p,n'
 
 # ---- The figures: one HTML page of the documents above ---------------------------------------
-step report 'stagebench report $O/run.json $O/ops-rpc.json $O/compare-ops-blas.json $O/ops-blas-q4.json $O/decompose-rpc.json $O/modes-npu.json $O/run-energy.json $O/hybrid.json $O/sustained.json $O/sustained-http.json -o $O/report.html'
+step report 'stagebench report $O/run.json $O/ops-rpc.json $O/compare-ops-blas.json $O/ops-blas.json $O/decompose-rpc.json $O/modes-npu.json $O/run-energy.json $O/hybrid.json $O/sustained.json $O/sustained-http.json -o $O/report.html'
 
 echo "reproduce.sh: $n commands, outputs in $O" >&2
