@@ -8,17 +8,26 @@
 namespace sb {
 namespace {
 
+// v as spec prints it, without the sign of a value that rounds to zero ("-0.0000": a net
+// energy of -1e-19 J is float noise, not a negative figure).
+std::string printed(const char* spec, double v) {
+    std::string s = fmt::format(fmt::runtime(spec), v);
+    if (!s.empty() && s[0] == '-' && s.find_first_not_of("-0.") == std::string::npos)
+        s.erase(0, 1);
+    return s;
+}
+
 std::string f(const std::optional<double>& v, const char* spec = "{:.2f}") {
-    return v ? fmt::format(fmt::runtime(spec), *v) : std::string("-");
+    return v ? printed(spec, *v) : std::string("-");
 }
 
 // "mean ± sd" of a figure over the rounds; the mean alone from one round; "-" from none.
 std::string mean_sd(const RoundSpread& s, const char* spec) {
     if (!s.mean)
         return "-";
-    std::string out = fmt::format(fmt::runtime(spec), *s.mean);
+    std::string out = printed(spec, *s.mean);
     if (s.sd)
-        out += " ± " + fmt::format(fmt::runtime(spec), *s.sd);
+        out += " ± " + printed(spec, *s.sd);
     return out;
 }
 

@@ -142,3 +142,18 @@ TEST(SustainedMarkdown, AVerdictShowsItsEvidenceOrTheLoad) {
               std::string::npos)
         << md;
 }
+
+// A net energy that is float noise (-1e-19 J/token) prints as 0, never as "-0.0000".
+TEST(SustainedMarkdown, ANetEnergyThatRoundsToZeroHasNoSign) {
+    SustainedResult res;
+    SustainedPhase& p = res.phases.emplace_back();
+    p.name = "rounds";
+    p.rounds = {round_of(1, 72, 2.0, 50, 40)};
+    p.across.decode_j_per_token.median = 0.25;
+    p.across.decode_net_j_per_token.median = -1e-19;
+    const std::string md = markdown(res);
+    EXPECT_NE(md.find("decode energy: median 0.2500 J/token gross, 0.0000 J/token net"),
+              std::string::npos)
+        << md;
+    EXPECT_EQ(md.find("-0.0"), std::string::npos) << md;
+}
