@@ -44,6 +44,15 @@ nlohmann::json opt(const std::optional<T>& v) {
     return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
 }
 
+// An array of each element's to_json (found by argument-dependent lookup).
+template <class T>
+nlohmann::json array_of(const std::vector<T>& v) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const auto& x : v)
+        a.push_back(to_json(x));
+    return a;
+}
+
 // An array of optional values: null where absent.
 inline nlohmann::json opt_values(const std::vector<std::optional<double>>& v) {
     nlohmann::json a = nlohmann::json::array();

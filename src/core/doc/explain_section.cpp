@@ -6,18 +6,6 @@ namespace sb {
 
 using nlohmann::json;
 
-namespace {
-
-template <class T>
-json array_of(const std::vector<T>& v) {
-    json a = json::array();
-    for (const auto& x : v)
-        a.push_back(to_json(x));
-    return a;
-}
-
-}  // namespace
-
 json to_json(const ExplainClient& c) {
     return json{{"client", c.client},
                 {"ttft_ns", opt(c.ttft_ns)},

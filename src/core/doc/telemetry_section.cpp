@@ -14,18 +14,6 @@ const StageEnergy* StageWindow::energy_of(const std::string& metric) const {
 
 using nlohmann::json;
 
-namespace {
-
-template <class T>
-json array_of(const std::vector<T>& v) {
-    json a = json::array();
-    for (const auto& x : v)
-        a.push_back(to_json(x));
-    return a;
-}
-
-}  // namespace
-
 json to_json(const TelemetryMetric& m) {
     return json{{"name", m.name},
                 {"sensor", m.sensor},
