@@ -606,8 +606,15 @@ StageWindow Sampler::summarize_locked(const std::string& stage, int occurrence, 
         if (idle_) {
             if (auto it = idle_->power_mw.find(es.metric); it != idle_->power_mw.end()) {
                 es.idle_power_mw = it->second;
-                if (es.energy_j)
-                    es.net_energy_j = *es.energy_j - it->second * 1e-3 * dur_s;
+                if (es.energy_j) {
+                    // Both terms come from the same meter; a difference within float
+                    // rounding of their size (a constant meter) is no energy, not 1e-19 J.
+                    const double idle_j = it->second * 1e-3 * dur_s;
+                    const double net_j = *es.energy_j - idle_j;
+                    es.net_energy_j =
+                        std::abs(net_j) <= 1e-9 * std::max(std::abs(*es.energy_j), idle_j) ? 0.0
+                                                                                           : net_j;
+                }
             }
         }
         if (st.tokens && *st.tokens > 0) {

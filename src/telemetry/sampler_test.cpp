@@ -137,6 +137,35 @@ TEST(Sampler, IdleBaselineGivesNetEnergy) {
     EXPECT_FALSE(rig.sampler->set_idle_stage("never-marked"));
 }
 
+TEST(Sampler, ConstantMeterGivesNoNetEnergy) {
+    // The same 7.3 W idle and busy: the stage's energy minus the idle power over its duration
+    // is float rounding (about 1e-15 J here), which is no energy at all.
+    RaplRig rig(262143328850.0);
+    auto energy = [](double t) { return 7.3e6 * t; };
+    rig.at(0, energy(0));
+    rig.sampler->mark("idle", true);
+    for (double t : {0.1, 0.3, 0.7}) {
+        rig.at(t, energy(t));
+        rig.sampler->sample_now();
+    }
+    rig.at(1.0, energy(1.0));
+    rig.sampler->mark("idle", false);
+    ASSERT_TRUE(rig.sampler->set_idle_stage("idle"));
+    rig.at(1.1, energy(1.1));
+    rig.sampler->mark("decode", true);
+    rig.at(1.7, energy(1.7));
+    rig.sampler->sample_now();
+    rig.at(2.3, energy(2.3));
+    rig.sampler->mark("decode", false, 30);
+    auto s = rig.sampler->stage_summary("decode");
+    ASSERT_TRUE(s);
+    const StageEnergy* e = energy_of(*s, "rapl.package-0.energy_uj");
+    ASSERT_NE(e, nullptr);
+    EXPECT_NEAR(*e->energy_j, 7.3 * 1.2, 1e-6);
+    EXPECT_EQ(*e->net_energy_j, 0.0);
+    EXPECT_EQ(*e->net_j_per_token, 0.0);
+}
+
 TEST(Sampler, TornCounterReadIsIgnored) {
     RaplRig rig(262143328850.0);
     const double rate = 8e6;
