@@ -29,17 +29,8 @@ bool contains(const std::vector<std::string>& v, const std::string& x) {
     return std::find(v.begin(), v.end(), x) != v.end();
 }
 
-// Checks the inputs' labels and the match fields. Throws sb::Error(usage).
-CompareMatcher checked_matcher(const std::vector<CompareInput>& inputs,
-                               const CompareOptions& opts) {
-    if (inputs.size() < 2)
-        throw usage_error(
-            "compare needs at least two result documents (the first is the "
-            "baseline)");
-    std::set<std::string> seen;
-    for (const auto& in : inputs)
-        if (!seen.insert(in.label).second)
-            throw usage_error("label '" + in.label + "' is given to two inputs");
+// Checks the match fields. Throws sb::Error(usage).
+CompareMatcher checked_matcher(const CompareOptions& opts) {
     CompareMatcher m{opts.match.empty() ? kCompareDefaultMatch : opts.match, &opts.model_alias};
     for (const auto& f : m.match) {
         bool known = false;
@@ -261,6 +252,22 @@ std::string compare_value_text(const CompareValue& v) {
     return "null";
 }
 
+CompareResult begin_compare(const std::vector<CompareInput>& inputs, const CompareOptions& opts,
+                            std::vector<std::string> match) {
+    if (inputs.size() < 2)
+        throw usage_error(
+            "compare needs at least two result documents (the first is the baseline)");
+    std::set<std::string> seen;
+    for (const auto& in : inputs)
+        if (!seen.insert(in.label).second)
+            throw usage_error("label '" + in.label + "' is given to two inputs");
+    CompareResult r;
+    r.tool_version = opts.tool_version;
+    r.created_at = utc_timestamp();
+    r.match = std::move(match);
+    return r;
+}
+
 void add_if_differing(std::vector<CompareValue> values, CompareDiffers& into,
                       const std::string& name) {
     for (const auto& v : values)
@@ -334,10 +341,8 @@ CompareResult compare_documents(const std::vector<CompareInput>& given,
     for (const auto& in : given)
         if (is_explain_input(in))
             return compare_explain_documents(given, opts);
-    const CompareMatcher m = checked_matcher(given, opts);
-    CompareResult r;
-    r.tool_version = opts.tool_version;
-    r.created_at = utc_timestamp();
+    CompareResult r = begin_compare(given, opts, {});
+    const CompareMatcher m = checked_matcher(opts);
     r.match = m.match;
     r.model_alias = opts.model_alias;
     const std::vector<CompareDoc> docs = collect_compare_docs(given, r.notes);

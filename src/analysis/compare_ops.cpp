@@ -289,18 +289,7 @@ bool is_ops_document(const ResultDocument& doc) {
 
 CompareResult compare_ops_documents(const std::vector<CompareInput>& inputs,
                                     const CompareOptions& opts) {
-    if (inputs.size() < 2)
-        throw usage_error(
-            "compare needs at least two result documents (the first is the "
-            "baseline)");
-    std::set<std::string> labels_seen;
-    for (const auto& in : inputs)
-        if (!labels_seen.insert(in.label).second)
-            throw usage_error("label '" + in.label + "' is given to two inputs");
-    CompareResult r;
-    r.tool_version = opts.tool_version;
-    r.created_at = utc_timestamp();
-    r.match = {"stage", "op", "signature"};
+    CompareResult r = begin_compare(inputs, opts, {"stage", "op", "signature"});
     std::vector<const OpsProfile*> profiles;
     std::vector<std::string> labels;
     for (const auto& in : inputs) {

@@ -179,4 +179,33 @@ std::vector<std::string> compare_cv_notes(const CompareRow& row, const CompareOp
     return notes;
 }
 
+CompareRow one_value_row(const std::string& stage, const std::string& metric, bool higher_is_better,
+                         const std::vector<std::string>& labels,
+                         const std::vector<std::optional<double>>& values,
+                         const std::vector<std::size_t>& n, const std::string& why) {
+    CompareRow row;
+    row.stage = stage;
+    row.metric = metric;
+    row.higher_is_better = higher_is_better;
+    for (std::size_t s = 0; s < labels.size(); ++s) {
+        CompareSide side;
+        side.label = labels[s];
+        side.median = values[s];
+        side.n = n[s];
+        row.sides.push_back(side);
+    }
+    for (std::size_t s = 1; s < labels.size(); ++s) {
+        CompareRatio q;
+        q.label = labels[s] + "/" + labels[0];
+        if (values[s] && values[0] && *values[0] > 0 && *values[s] > 0) {
+            q.median = *values[s] / *values[0];
+            q.verdict = "no CI: " + why;
+        } else {
+            q.verdict = "no data";
+        }
+        row.ratios.push_back(q);
+    }
+    return row;
+}
+
 }  // namespace sb

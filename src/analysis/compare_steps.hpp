@@ -108,6 +108,11 @@ std::vector<std::vector<CompareEntry>> compare_entries(const std::vector<Compare
 
 // ---- assembling ----
 
+// A compare document begun for inputs: the tool's version, the time, the match fields. Throws
+// sb::Error(usage) with fewer than two inputs or a label given to two of them.
+CompareResult begin_compare(const std::vector<CompareInput>& inputs, const CompareOptions& opts,
+                            std::vector<std::string> match);
+
 // values under name in into, when they are not all equal (CompareRow::differs).
 void add_if_differing(std::vector<CompareValue> values, CompareDiffers& into,
                       const std::string& name);
@@ -140,6 +145,14 @@ CompareValue compare_energy_meter(const CompareTest& test, const std::string& st
 // differs and the sides' robust rates are left to the caller.
 CompareRow compare_row(const CompareStage& st, const std::vector<std::string>& labels,
                        const std::vector<std::vector<double>>& samples, const CompareOptions& opts);
+
+// A row of one value per side (a throughput, a p99, a share): values[i] as labels[i]'s median
+// with n[i], and each other side's ratio to the baseline's with no CI (verdict "no CI: " + why),
+// "no data" unless both values are positive. test, key and differs are left to the caller.
+CompareRow one_value_row(const std::string& stage, const std::string& metric, bool higher_is_better,
+                         const std::vector<std::string>& labels,
+                         const std::vector<std::optional<double>>& values,
+                         const std::vector<std::size_t>& n, const std::string& why);
 
 // Notes (naming row.test) of the sides whose CV is more than opts.cv_note_factor times the
 // baseline's, or the baseline's more than that times theirs.

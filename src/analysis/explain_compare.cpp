@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <set>
 
 #include "analysis/compare_steps.hpp"
 #include "core/error.hpp"
@@ -97,17 +96,7 @@ bool is_explain_input(const CompareInput& in) {
 
 CompareResult compare_explain_documents(const std::vector<CompareInput>& inputs,
                                         const CompareOptions& opts) {
-    if (inputs.size() < 2)
-        throw usage_error(
-            "compare needs at least two result documents (the first is the baseline)");
-    std::set<std::string> seen;
-    for (const auto& in : inputs)
-        if (!seen.insert(in.label).second)
-            throw usage_error("label '" + in.label + "' is given to two inputs");
-    CompareResult r;
-    r.tool_version = opts.tool_version;
-    r.created_at = utc_timestamp();
-    r.match = {"level"};
+    CompareResult r = begin_compare(inputs, opts, {"level"});
     std::vector<ExplainDoc> docs;
     for (const auto& in : inputs)
         docs.push_back(read_explain_doc(in));
@@ -171,41 +160,22 @@ CompareResult compare_explain_documents(const std::vector<CompareInput>& inputs,
         for (const auto& p : base.parts) {
             if (p.stage != stage || p.kind == "gap")
                 continue;
-            CompareRow row;
-            row.stage = stage;
-            row.metric = "share";
-            row.higher_is_better = false;
+            std::vector<std::optional<double>> shares;
+            std::vector<std::size_t> n;
             bool all = true;
             for (const auto& d : docs) {
-                std::optional<double> share;
-                bool found = false;
-                for (const auto& q : d.doc->explain->parts)
-                    if (q.stage == stage && q.kind == p.kind && q.name == p.name) {
-                        share = q.share;
-                        found = true;
-                    }
-                all = all && found;
-                CompareSide side;
-                side.label = d.info.label;
-                side.median = share;
-                side.n = static_cast<std::size_t>(p.n_rounds);
-                row.sides.push_back(std::move(side));
+                const ExplainPart* q = nullptr;
+                for (const auto& x : d.doc->explain->parts)
+                    if (x.stage == stage && x.kind == p.kind && x.name == p.name)
+                        q = &x;
+                all = all && q;
+                shares.push_back(q ? q->share : std::nullopt);
+                n.push_back(q ? static_cast<std::size_t>(q->n_rounds) : 0);
             }
             if (!all)
                 continue;
-            for (std::size_t s = 1; s < docs.size(); ++s) {
-                CompareRatio q;
-                q.label = labels[s] + "/" + labels[0];
-                const auto& a = row.sides[0].median;
-                const auto& b = row.sides[s].median;
-                if (a && b && *a > 0 && *b > 0) {
-                    q.median = *b / *a;
-                    q.verdict = "no CI: one value";
-                } else {
-                    q.verdict = "no data";
-                }
-                row.ratios.push_back(q);
-            }
+            const CompareRow row =
+                one_value_row(stage, "share", false, labels, shares, n, "one value");
             finish(row, "part " + p.name);
         }
     }

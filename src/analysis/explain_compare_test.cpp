@@ -74,6 +74,24 @@ TEST(ExplainCompare, LevelByLevelWithCis) {
     EXPECT_EQ(row(r, "gap", "decode", "median_ms"), nullptr);
 }
 
+TEST(ExplainCompare, AShareIsOneValuePerSideWithItsOwnRounds) {
+    ResultDocument b = doc(20, "-ub 128");
+    for (auto& m : b.explain->measures)
+        if (m.id == "server")
+            m.runs[3].error = "connection closed";
+    summarize_explain(*b.explain);
+    const CompareResult r =
+        compare_documents({{"A", "a.json", doc(40, "-ub 32")}, {"B", "b.json", b}}, {});
+    const CompareRow* share = row(r, "part remainder", "prefill", "share");
+    ASSERT_NE(share, nullptr);
+    ASSERT_EQ(share->sides.size(), 2u);
+    EXPECT_EQ(share->sides[0].n, 4u);
+    EXPECT_EQ(share->sides[1].n, 3u);
+    ASSERT_EQ(share->ratios.size(), 1u);
+    EXPECT_FALSE(share->ratios[0].ci_low.has_value());
+    EXPECT_EQ(share->ratios[0].verdict, "no CI: one value");
+}
+
 TEST(ExplainCompare, BesideAnotherKindIsOneLine) {
     ResultDocument run;
     run.command = "run";

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <cmath>
-#include <set>
 
 #include "analysis/compare_steps.hpp"
 #include "core/error.hpp"
@@ -93,36 +92,6 @@ const LatencyStats& stats_of(const ServePoint& p, const std::string& stage) {
     return stage == "ttft" ? p.ttft : stage == "tpot" ? p.tpot : p.e2e;
 }
 
-// A row of one value per side (throughput, a p99): the ratio without a CI.
-CompareRow value_row(const std::string& stage, const std::string& metric, bool higher_is_better,
-                     const std::vector<std::string>& labels,
-                     const std::vector<std::optional<double>>& values,
-                     const std::vector<std::size_t>& n, const std::string& why) {
-    CompareRow row;
-    row.stage = stage;
-    row.metric = metric;
-    row.higher_is_better = higher_is_better;
-    for (std::size_t s = 0; s < labels.size(); ++s) {
-        CompareSide side;
-        side.label = labels[s];
-        side.median = values[s];
-        side.n = n[s];
-        row.sides.push_back(side);
-    }
-    for (std::size_t s = 1; s < labels.size(); ++s) {
-        CompareRatio q;
-        q.label = labels[s] + "/" + labels[0];
-        if (values[s] && values[0] && *values[0] > 0 && *values[s] > 0) {
-            q.median = *values[s] / *values[0];
-            q.verdict = "no CI: " + why;
-        } else {
-            q.verdict = "no data";
-        }
-        row.ratios.push_back(q);
-    }
-    return row;
-}
-
 const std::vector<CompareStage> kLatencyMedians = {{"ttft", "median_ms", false, "faster", "slower"},
                                                    {"tpot", "median_ms", false, "faster", "slower"},
                                                    {"e2e", "median_ms", false, "faster", "slower"}};
@@ -142,17 +111,7 @@ bool is_serve_input(const CompareInput& in) {
 
 CompareResult compare_serve_documents(const std::vector<CompareInput>& inputs,
                                       const CompareOptions& opts) {
-    if (inputs.size() < 2)
-        throw usage_error(
-            "compare needs at least two result documents (the first is the baseline)");
-    std::set<std::string> seen;
-    for (const auto& in : inputs)
-        if (!seen.insert(in.label).second)
-            throw usage_error("label '" + in.label + "' is given to two inputs");
-    CompareResult r;
-    r.tool_version = opts.tool_version;
-    r.created_at = utc_timestamp();
-    r.match = {"mode", "value"};
+    CompareResult r = begin_compare(inputs, opts, {"mode", "value"});
     std::vector<ServeDoc> docs;
     for (const auto& in : inputs)
         docs.push_back(read_serve_doc(in));
@@ -195,12 +154,12 @@ CompareResult compare_serve_documents(const std::vector<CompareInput>& inputs,
                 v.push_back(get(*p));
             return v;
         };
-        rows.push_back(value_row("throughput", "output_tokens_per_s", true, labels,
-                                 values([](const ServePoint& p) {
-                                     return std::optional<double>(p.output_tokens_per_s);
-                                 }),
-                                 n_ok, "one value"));
-        rows.push_back(value_row(
+        rows.push_back(one_value_row("throughput", "output_tokens_per_s", true, labels,
+                                     values([](const ServePoint& p) {
+                                         return std::optional<double>(p.output_tokens_per_s);
+                                     }),
+                                     n_ok, "one value"));
+        rows.push_back(one_value_row(
             "throughput", "request_per_s", true, labels,
             values([](const ServePoint& p) { return std::optional<double>(p.request_per_s); }),
             n_ok, "one value"));
@@ -208,9 +167,9 @@ CompareResult compare_serve_documents(const std::vector<CompareInput>& inputs,
         for (const auto* p : pts)
             all_goodput = all_goodput && p->goodput_per_s.has_value();
         if (all_goodput)
-            rows.push_back(value_row("throughput", "goodput_per_s", true, labels,
-                                     values([](const ServePoint& p) { return p.goodput_per_s; }),
-                                     n_ok, "one value"));
+            rows.push_back(one_value_row(
+                "throughput", "goodput_per_s", true, labels,
+                values([](const ServePoint& p) { return p.goodput_per_s; }), n_ok, "one value"));
         for (const auto& st : kLatencyMedians) {
             std::vector<std::vector<double>> samples;
             std::vector<std::size_t> n;
@@ -219,7 +178,7 @@ CompareResult compare_serve_documents(const std::vector<CompareInput>& inputs,
                 n.push_back(samples.back().size());
             }
             rows.push_back(compare_row(st, labels, samples, opts));
-            rows.push_back(value_row(
+            rows.push_back(one_value_row(
                 st.name, "p99_ms", false, labels,
                 values([&](const ServePoint& p) { return stats_of(p, st.name).p99; }), n, "tail"));
         }
