@@ -170,8 +170,10 @@ PairedSum paired_sum_of_medians(const std::vector<std::vector<std::optional<doub
     return out;
 }
 
-void summarize_explain(ExplainSection& s, std::size_t resamples, std::uint64_t seed) {
-    // Measure statistics.
+namespace {
+
+// Each measure's failed runs and per-stage median with its CI.
+void summarize_measures(ExplainSection& s) {
     for (auto& m : s.measures) {
         m.n_failed = 0;
         for (const auto& r : m.runs)
@@ -190,7 +192,11 @@ void summarize_explain(ExplainSection& s, std::size_t resamples, std::uint64_t s
             st.ci95_hi_ns = c.ci95_hi;
         }
     }
+}
 
+// Clears what summarize_explain derives (the settings' findings are kept: they come from the
+// run, not from the measures).
+void clear_derived(ExplainSection& s) {
     s.steps.clear();
     s.parts.clear();
     s.verdicts.clear();
@@ -201,13 +207,10 @@ void summarize_explain(ExplainSection& s, std::size_t resamples, std::uint64_t s
     s.findings = kept;
     std::erase_if(s.notes,
                   [](const std::string& n) { return n.rfind("server timings: ", 0) == 0; });
+}
 
-    const ExplainMeasure* ops = find_measure(s, "ops");
-    const ExplainMeasure* graph = find_measure(s, "graph");
-    const ExplainMeasure* gen = find_measure(s, "generation");
-    const ExplainMeasure* server = find_measure(s, "server");
-    const ExplainMeasure* all = find_measure(s, "graph+all");
-
+// A finding per measure with failed runs, naming the first error.
+void add_failure_findings(ExplainSection& s) {
     for (const auto& m : s.measures)
         if (m.n_failed > 0) {
             std::string first;
@@ -222,59 +225,261 @@ void summarize_explain(ExplainSection& s, std::size_t resamples, std::uint64_t s
                              "stand",
                              m.id, level_words(m), m.n_failed, m.runs.size(), first)});
         }
+}
 
+// The levels the gap is explained with; null where not measured.
+struct Levels {
+    const ExplainMeasure* ops;
+    const ExplainMeasure* graph;
+    const ExplainMeasure* gen;
+    const ExplainMeasure* server;
+    const ExplainMeasure* all;  // graph+all: every setting at once
+};
+
+// The steps from level to level, in the levels' order, and from one client to many.
+void add_steps(ExplainSection& s, const std::string& stage, const Levels& l, std::size_t resamples,
+               std::uint64_t seed) {
+    const ExplainMeasure* ops = l.ops;
+    const ExplainMeasure* graph = l.graph;
+    const ExplainMeasure* gen = l.gen;
+    const ExplainMeasure* server = l.server;
+    std::vector<const ExplainMeasure*> chain;
+    for (const ExplainMeasure* m : {ops, graph, gen, server})
+        if (m)
+            chain.push_back(m);
+    for (std::size_t i = 1; i < chain.size(); ++i) {
+        ExplainPart p = make_part(stage, {{chain[i], 1}, {chain[i - 1], -1}}, resamples, seed);
+        p.kind = "step";
+        p.name = chain[i]->id + "-" + chain[i - 1]->id;
+        p.label = fmt::format("{} less {}", level_words(*chain[i]), level_words(*chain[i - 1]));
+        p.from = chain[i - 1]->id;
+        p.to = chain[i]->id;
+        s.steps.push_back(p);
+    }
+    if (server)
+        for (const auto& m : s.measures)
+            if (m.level == "served") {
+                ExplainPart p = make_part(stage, {{&m, 1}, {server, -1}}, resamples, seed);
+                p.kind = "step";
+                p.name = m.id + "-server";
+                p.label = fmt::format("{} less server (1 client)", level_words(m));
+                p.from = server->id;
+                p.to = m.id;
+                s.steps.push_back(p);
+            }
+}
+
+// The order of the levels: each adds work, so a level above the next one beyond the noise
+// says that something is not measured alike.
+void add_order_findings(ExplainSection& s, const std::string& stage, const Levels& l,
+                        std::size_t resamples, std::uint64_t seed) {
+    const ExplainMeasure* ops = l.ops;
+    const ExplainMeasure* graph = l.graph;
+    const ExplainMeasure* gen = l.gen;
+    for (auto [lower, upper] : {std::pair{ops, graph}, std::pair{graph, gen}}) {
+        if (!lower || !upper)
+            continue;
+        const ExplainPart d = make_part(stage, {{lower, 1}, {upper, -1}}, resamples, seed);
+        const ExplainStat& ls = stage == "prefill" ? lower->prefill : lower->decode;
+        const ExplainStat& us = stage == "prefill" ? upper->prefill : upper->decode;
+        if (d.ns && d.ci95_lo_ns && *d.ci95_lo_ns > 0)
+            s.findings.push_back(
+                {"order", stage,
+                 fmt::format(
+                     "{}: {} ({}) is above {} ({}) beyond the noise (by {}, {}): the levels "
+                     "should only add work; {}",
+                     stage, lower->level, format_ms(ls.median_ns.value_or(0)), upper->level,
+                     format_ms(us.median_ns.value_or(0)), format_ms(*d.ns),
+                     ci_text(d.ci95_lo_ns, d.ci95_hi_ns),
+                     lower->level == "ops"
+                         ? "the replayed op times exceed the stage (each op replayed back "
+                           "to back, its data in cache, may run slower or faster than in "
+                           "the graph; on a busy machine stalls land in either)"
+                         : "the in-process loop ran faster than the bare stage (noise the "
+                           "rounds did not cancel, or a different context)")});
+    }
+}
+
+// The gap's parts (the settings, their interaction, the application, the remainder), each
+// with its share of the gap, appended to s.parts; returns them for the verdict.
+std::vector<ExplainPart> add_gap_parts(ExplainSection& s, const std::string& stage, const Levels& l,
+                                       const ExplainPart& gap, std::size_t resamples,
+                                       std::uint64_t seed) {
+    const ExplainMeasure* graph = l.graph;
+    const ExplainMeasure* gen = l.gen;
+    const ExplainMeasure* server = l.server;
+    const ExplainMeasure* all = l.all;
+    std::vector<ExplainPart> parts;
+    std::vector<Term> rest{{server, 1}, {graph, -1}};  // the remainder's terms
+    std::vector<const ExplainMeasure*> singles;
+    for (const auto& set : s.settings) {
+        if (!set.measure)
+            continue;
+        const ExplainMeasure* m = find_measure(s, *set.measure);
+        if (!has_time(m, stage)) {
+            s.notes.push_back(
+                fmt::format("{}: the setting {} has no {} time at level 2: its part falls into the "
+                            "remainder",
+                            stage, set.name, stage));
+            continue;
+        }
+        ExplainPart p = make_part(stage, {{m, 1}, {graph, -1}}, resamples, seed);
+        p.kind = "setting";
+        p.name = set.name;
+        p.label = fmt::format("{}: {} on the server against {}", set.label,
+                              set.server.value_or("?"), set.bench);
+        p.from = graph->id;
+        p.to = m->id;
+        parts.push_back(p);
+        singles.push_back(m);
+    }
+    if (singles.size() >= 2 && has_time(all, stage)) {
+        std::vector<Term> t{{all, 1}, {graph, static_cast<double>(singles.size()) - 1}};
+        for (auto* m : singles)
+            t.push_back({m, -1});
+        ExplainPart p = make_part(stage, t, resamples, seed);
+        p.kind = "interaction";
+        p.name = "interaction";
+        p.label = "the settings together beyond the sum of each alone";
+        p.to = all->id;
+        parts.push_back(p);
+        // remainder = server - graph - (all - graph) - application
+        rest = {{server, 1}, {all, -1}};
+    } else {
+        for (auto* m : singles) {
+            rest.push_back({m, -1});
+            rest.push_back({graph, 1});
+        }
+    }
+    if (has_time(gen, stage)) {
+        ExplainPart p = make_part(stage, {{gen, 1}, {graph, -1}}, resamples, seed);
+        p.kind = "application";
+        p.name = "application";
+        p.label =
+            "the application's work: chat template, tokenizing, sampling, detokenizing "
+            "(generation - graph)";
+        p.from = graph->id;
+        p.to = gen->id;
+        parts.push_back(p);
+        rest.push_back({gen, -1});
+        rest.push_back({graph, 1});
+    } else {
+        s.notes.push_back(fmt::format(
+            "{}: the generation level has no time: the application's work falls into the "
+            "remainder",
+            stage));
+    }
+    // Merge equal measures of the remainder's terms (graph appears with several signs).
+    std::map<const ExplainMeasure*, double> merged;
+    std::vector<const ExplainMeasure*> order;
+    for (const auto& t : rest) {
+        if (!merged.count(t.m))
+            order.push_back(t.m);
+        merged[t.m] += t.coef;
+    }
+    std::vector<Term> terms;
+    for (auto* m : order)
+        if (merged[m] != 0)
+            terms.push_back({m, merged[m]});
+    ExplainPart rem = make_part(stage, terms, resamples, seed);
+    rem.kind = "remainder";
+    rem.name = "remainder";
+    rem.label =
+        "the server's own overhead: HTTP, JSON, SSE, the task queue (and what no measured "
+        "setting explains)";
+    rem.from = graph->id;
+    rem.to = server->id;
+    if (rem.ci95_hi_ns && *rem.ci95_hi_ns < 0)
+        s.findings.push_back(
+            {"overshoot", stage,
+             fmt::format("{}: the measured parts add up to more than the gap (remainder {}, "
+                         "{}): the settings may act differently together on the server, or "
+                         "it runs them faster than the bench",
+                         stage, format_ms(*rem.ns), ci_text(rem.ci95_lo_ns, rem.ci95_hi_ns))});
+    parts.push_back(rem);
+    for (auto& p : parts) {
+        if (p.ns && gap.ns && *gap.ns != 0)
+            p.share = *p.ns / *gap.ns;
+        s.parts.push_back(p);
+    }
+    return parts;
+}
+
+// The verdict: the largest part in the gap's direction.
+void add_verdict(ExplainSection& s, const std::string& stage, const Levels& l,
+                 const ExplainPart& gap, const std::vector<ExplainPart>& parts) {
+    const ExplainMeasure* graph = l.graph;
+    const ExplainMeasure* server = l.server;
+    const double g = gap.ns.value_or(0);
+    const ExplainStat& gs = stage == "prefill" ? graph->prefill : graph->decode;
+    const ExplainStat& ss = stage == "prefill" ? server->prefill : server->decode;
+    if (gap.no_difference || !gap.ns) {
+        s.verdicts.push_back(fmt::format(
+            "{}: the server ({}) is as fast as the bench ({}) within the noise (gap {}, {})", stage,
+            format_ms(ss.median_ns.value_or(0)), format_ms(gs.median_ns.value_or(0)), signed_ms(g),
+            ci_text(gap.ci95_lo_ns, gap.ci95_hi_ns)));
+        return;
+    }
+    std::vector<const ExplainPart*> ranked;
+    for (const auto& p : parts)
+        if (p.ns && (g > 0 ? *p.ns > 0 : *p.ns < 0))
+            ranked.push_back(&p);
+    std::sort(ranked.begin(), ranked.end(), [](const ExplainPart* a, const ExplainPart* b) {
+        return std::fabs(*a->ns) > std::fabs(*b->ns);
+    });
+    std::string v = fmt::format(
+        "{}: the server is {} {} than the bench ({} against {}, {})", stage,
+        format_ms(std::fabs(g)), g > 0 ? "slower" : "faster", format_ms(ss.median_ns.value_or(0)),
+        format_ms(gs.median_ns.value_or(0)), ci_text(gap.ci95_lo_ns, gap.ci95_hi_ns));
+    if (!ranked.empty()) {
+        v += fmt::format("; {} of the gap is {}", percent(*ranked[0]->share), ranked[0]->label);
+        if (ranked.size() > 1)
+            v += fmt::format("; {} {}", percent(*ranked[1]->share), ranked[1]->label);
+    }
+    s.verdicts.push_back(v);
+}
+
+// The server's own timings (a claim): how much of each request it did not spend computing.
+void add_server_timing_notes(ExplainSection& s, const ExplainMeasure* server) {
+    if (!server)
+        return;
+    std::vector<double> pre, dec;
+    for (const auto& r : server->runs) {
+        if (r.error || !r.server)
+            continue;
+        if (r.prefill_ns && r.server->prompt_ns)
+            pre.push_back(*r.prefill_ns - *r.server->prompt_ns);
+        if (r.decode_ns && r.server->predicted_ns && r.server->predicted_n &&
+            *r.server->predicted_n > 1)
+            dec.push_back(*r.decode_ns - *r.server->predicted_ns /
+                                             static_cast<double>(*r.server->predicted_n - 1));
+    }
+    auto note = [&](const char* stage, const std::vector<double>& v, const char* what) {
+        if (v.empty())
+            return;
+        const MedianCi c = median_ci(v);
+        s.notes.push_back(fmt::format(
+            "server timings: {}: the client's time less the server's own ({}): {} ({}), "
+            "what the server's timings leave out: HTTP, JSON, SSE, the queue, tokenizing",
+            stage, what, format_ms(*c.median), ci_text(c.ci95_lo, c.ci95_hi)));
+    };
+    note("prefill", pre, "TTFT less prompt_ms");
+    note("decode", dec, "TPOT less predicted_ms / (predicted_n - 1)");
+}
+
+}  // namespace
+
+void summarize_explain(ExplainSection& s, std::size_t resamples, std::uint64_t seed) {
+    summarize_measures(s);
+    clear_derived(s);
+    const Levels l{find_measure(s, "ops"), find_measure(s, "graph"), find_measure(s, "generation"),
+                   find_measure(s, "server"), find_measure(s, "graph+all")};
+    const ExplainMeasure* graph = l.graph;
+    const ExplainMeasure* server = l.server;
+    add_failure_findings(s);
     for (const std::string stage : kStages) {
-        // Steps from level to level, in the levels' order.
-        std::vector<const ExplainMeasure*> chain;
-        for (const ExplainMeasure* m : {ops, graph, gen, server})
-            if (m)
-                chain.push_back(m);
-        for (std::size_t i = 1; i < chain.size(); ++i) {
-            ExplainPart p = make_part(stage, {{chain[i], 1}, {chain[i - 1], -1}}, resamples, seed);
-            p.kind = "step";
-            p.name = chain[i]->id + "-" + chain[i - 1]->id;
-            p.label = fmt::format("{} less {}", level_words(*chain[i]), level_words(*chain[i - 1]));
-            p.from = chain[i - 1]->id;
-            p.to = chain[i]->id;
-            s.steps.push_back(p);
-        }
-        if (server)
-            for (const auto& m : s.measures)
-                if (m.level == "served") {
-                    ExplainPart p = make_part(stage, {{&m, 1}, {server, -1}}, resamples, seed);
-                    p.kind = "step";
-                    p.name = m.id + "-server";
-                    p.label = fmt::format("{} less server (1 client)", level_words(m));
-                    p.from = server->id;
-                    p.to = m.id;
-                    s.steps.push_back(p);
-                }
-
-        // The order of the levels: each adds work, so a level above the next one beyond the
-        // noise says that something is not measured alike.
-        for (auto [lower, upper] : {std::pair{ops, graph}, std::pair{graph, gen}}) {
-            if (!lower || !upper)
-                continue;
-            const ExplainPart d = make_part(stage, {{lower, 1}, {upper, -1}}, resamples, seed);
-            const ExplainStat& ls = stage == "prefill" ? lower->prefill : lower->decode;
-            const ExplainStat& us = stage == "prefill" ? upper->prefill : upper->decode;
-            if (d.ns && d.ci95_lo_ns && *d.ci95_lo_ns > 0)
-                s.findings.push_back(
-                    {"order", stage,
-                     fmt::format(
-                         "{}: {} ({}) is above {} ({}) beyond the noise (by {}, {}): the levels "
-                         "should only add work; {}",
-                         stage, lower->level, format_ms(ls.median_ns.value_or(0)), upper->level,
-                         format_ms(us.median_ns.value_or(0)), format_ms(*d.ns),
-                         ci_text(d.ci95_lo_ns, d.ci95_hi_ns),
-                         lower->level == "ops"
-                             ? "the replayed op times exceed the stage (each op replayed back "
-                               "to back, its data in cache, may run slower or faster than in "
-                               "the graph; on a busy machine stalls land in either)"
-                             : "the in-process loop ran faster than the bare stage (noise the "
-                               "rounds did not cancel, or a different context)")});
-        }
-
+        add_steps(s, stage, l, resamples, seed);
+        add_order_findings(s, stage, l, resamples, seed);
         // The gap and its parts.
         if (!graph || !server || !has_time(graph, stage) || !has_time(server, stage)) {
             s.verdicts.push_back(fmt::format(
@@ -291,156 +496,10 @@ void summarize_explain(ExplainSection& s, std::size_t resamples, std::uint64_t s
         gap.to = server->id;
         s.parts.push_back(gap);
 
-        std::vector<ExplainPart> parts;
-        std::vector<Term> rest{{server, 1}, {graph, -1}};  // the remainder's terms
-        std::vector<const ExplainMeasure*> singles;
-        for (const auto& set : s.settings) {
-            if (!set.measure)
-                continue;
-            const ExplainMeasure* m = find_measure(s, *set.measure);
-            if (!has_time(m, stage)) {
-                s.notes.push_back(fmt::format(
-                    "{}: the setting {} has no {} time at level 2: its part falls into the "
-                    "remainder",
-                    stage, set.name, stage));
-                continue;
-            }
-            ExplainPart p = make_part(stage, {{m, 1}, {graph, -1}}, resamples, seed);
-            p.kind = "setting";
-            p.name = set.name;
-            p.label = fmt::format("{}: {} on the server against {}", set.label,
-                                  set.server.value_or("?"), set.bench);
-            p.from = graph->id;
-            p.to = m->id;
-            parts.push_back(p);
-            singles.push_back(m);
-        }
-        if (singles.size() >= 2 && has_time(all, stage)) {
-            std::vector<Term> t{{all, 1}, {graph, static_cast<double>(singles.size()) - 1}};
-            for (auto* m : singles)
-                t.push_back({m, -1});
-            ExplainPart p = make_part(stage, t, resamples, seed);
-            p.kind = "interaction";
-            p.name = "interaction";
-            p.label = "the settings together beyond the sum of each alone";
-            p.to = all->id;
-            parts.push_back(p);
-            // remainder = server - graph - (all - graph) - application
-            rest = {{server, 1}, {all, -1}};
-        } else {
-            for (auto* m : singles) {
-                rest.push_back({m, -1});
-                rest.push_back({graph, 1});
-            }
-        }
-        if (has_time(gen, stage)) {
-            ExplainPart p = make_part(stage, {{gen, 1}, {graph, -1}}, resamples, seed);
-            p.kind = "application";
-            p.name = "application";
-            p.label =
-                "the application's work: chat template, tokenizing, sampling, detokenizing "
-                "(generation - graph)";
-            p.from = graph->id;
-            p.to = gen->id;
-            parts.push_back(p);
-            rest.push_back({gen, -1});
-            rest.push_back({graph, 1});
-        } else {
-            s.notes.push_back(fmt::format(
-                "{}: the generation level has no time: the application's work falls into the "
-                "remainder",
-                stage));
-        }
-        // Merge equal measures of the remainder's terms (graph appears with several signs).
-        std::map<const ExplainMeasure*, double> merged;
-        std::vector<const ExplainMeasure*> order;
-        for (const auto& t : rest) {
-            if (!merged.count(t.m))
-                order.push_back(t.m);
-            merged[t.m] += t.coef;
-        }
-        std::vector<Term> terms;
-        for (auto* m : order)
-            if (merged[m] != 0)
-                terms.push_back({m, merged[m]});
-        ExplainPart rem = make_part(stage, terms, resamples, seed);
-        rem.kind = "remainder";
-        rem.name = "remainder";
-        rem.label =
-            "the server's own overhead: HTTP, JSON, SSE, the task queue (and what no measured "
-            "setting explains)";
-        rem.from = graph->id;
-        rem.to = server->id;
-        if (rem.ci95_hi_ns && *rem.ci95_hi_ns < 0)
-            s.findings.push_back(
-                {"overshoot", stage,
-                 fmt::format("{}: the measured parts add up to more than the gap (remainder {}, "
-                             "{}): the settings may act differently together on the server, or "
-                             "it runs them faster than the bench",
-                             stage, format_ms(*rem.ns), ci_text(rem.ci95_lo_ns, rem.ci95_hi_ns))});
-        parts.push_back(rem);
-        for (auto& p : parts) {
-            if (p.ns && gap.ns && *gap.ns != 0)
-                p.share = *p.ns / *gap.ns;
-            s.parts.push_back(p);
-        }
-
-        // The verdict: the largest part in the gap's direction.
-        const double g = gap.ns.value_or(0);
-        const ExplainStat& gs = stage == "prefill" ? graph->prefill : graph->decode;
-        const ExplainStat& ss = stage == "prefill" ? server->prefill : server->decode;
-        if (gap.no_difference || !gap.ns) {
-            s.verdicts.push_back(fmt::format(
-                "{}: the server ({}) is as fast as the bench ({}) within the noise (gap {}, {})",
-                stage, format_ms(ss.median_ns.value_or(0)), format_ms(gs.median_ns.value_or(0)),
-                signed_ms(g), ci_text(gap.ci95_lo_ns, gap.ci95_hi_ns)));
-            continue;
-        }
-        std::vector<const ExplainPart*> ranked;
-        for (const auto& p : parts)
-            if (p.ns && (g > 0 ? *p.ns > 0 : *p.ns < 0))
-                ranked.push_back(&p);
-        std::sort(ranked.begin(), ranked.end(), [](const ExplainPart* a, const ExplainPart* b) {
-            return std::fabs(*a->ns) > std::fabs(*b->ns);
-        });
-        std::string v =
-            fmt::format("{}: the server is {} {} than the bench ({} against {}, {})", stage,
-                        format_ms(std::fabs(g)), g > 0 ? "slower" : "faster",
-                        format_ms(ss.median_ns.value_or(0)), format_ms(gs.median_ns.value_or(0)),
-                        ci_text(gap.ci95_lo_ns, gap.ci95_hi_ns));
-        if (!ranked.empty()) {
-            v += fmt::format("; {} of the gap is {}", percent(*ranked[0]->share), ranked[0]->label);
-            if (ranked.size() > 1)
-                v += fmt::format("; {} {}", percent(*ranked[1]->share), ranked[1]->label);
-        }
-        s.verdicts.push_back(v);
+        const std::vector<ExplainPart> parts = add_gap_parts(s, stage, l, gap, resamples, seed);
+        add_verdict(s, stage, l, gap, parts);
     }
-
-    // The server's own timings (a claim): how much of each request it did not spend computing.
-    if (server) {
-        std::vector<double> pre, dec;
-        for (const auto& r : server->runs) {
-            if (r.error || !r.server)
-                continue;
-            if (r.prefill_ns && r.server->prompt_ns)
-                pre.push_back(*r.prefill_ns - *r.server->prompt_ns);
-            if (r.decode_ns && r.server->predicted_ns && r.server->predicted_n &&
-                *r.server->predicted_n > 1)
-                dec.push_back(*r.decode_ns - *r.server->predicted_ns /
-                                                 static_cast<double>(*r.server->predicted_n - 1));
-        }
-        auto note = [&](const char* stage, const std::vector<double>& v, const char* what) {
-            if (v.empty())
-                return;
-            const MedianCi c = median_ci(v);
-            s.notes.push_back(fmt::format(
-                "server timings: {}: the client's time less the server's own ({}): {} ({}), "
-                "what the server's timings leave out: HTTP, JSON, SSE, the queue, tokenizing",
-                stage, what, format_ms(*c.median), ci_text(c.ci95_lo, c.ci95_hi)));
-        };
-        note("prefill", pre, "TTFT less prompt_ms");
-        note("decode", dec, "TPOT less predicted_ms / (predicted_n - 1)");
-    }
+    add_server_timing_notes(s, server);
 }
 
 }  // namespace sb
