@@ -22,51 +22,17 @@
 #include "store/result_store.hpp"
 #include "store/store_name.hpp"
 #include "store/testing/pg_server.hpp"
+#include "store/testing/store_fixtures.hpp"
 
 namespace sb {
 namespace {
 
 using nlohmann::json;
+using sbtest::error_of;
 using sbtest::PgServer;
 using sbtest::ScopedEnv;
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
-
-json doc_json(const std::string& host, double prefill_median) {
-    return json{{"schema", "stagebench.result"},
-                {"command", "run"},
-                {"tool", {{"name", "stagebench"}, {"version", "0.1.0"}}},
-                {"llama", {{"tag", "b7588"}, {"commit", "0123456789ab"}}},
-                {"system", {{"hostname", host}, {"cpu_model", "Cortex-X4"}}},
-                {"models", {{{"path", "/m/tiny.gguf"}, {"name", nullptr}}}},
-                {"started_at", "2026-11-29T09:30:00Z"},
-                {"tests",
-                 {{{"config",
-                    {{"test", "pp32+tg8"},
-                     {"n_prompt", 32},
-                     {"n_gen", 8},
-                     {"model_path", "/m/tiny.gguf"},
-                     {"devices", "CPU"},
-                     {"n_threads", 2}}},
-                   {"status", "ok"},
-                   {"prefill", {{"throughput", {{"median", prefill_median}}}}},
-                   {"decode", {{"throughput", {{"median", 50.5}}}}}}}}};
-}
-
-ResultDocument doc(const std::string& host, double prefill_median) {
-    return from_json<ResultDocument>(doc_json(host, prefill_median), "doc");
-}
-
-std::string error_of(const std::function<void()>& f, ErrorKind* kind = nullptr) {
-    try {
-        f();
-    } catch (const Error& e) {
-        if (kind)
-            *kind = e.kind();
-        return e.what();
-    }
-    return "";
-}
 
 double seconds_since(Clock::time_point t0) {
     return std::chrono::duration<double>(Clock::now() - t0).count();
@@ -112,7 +78,7 @@ class PgStore : public ::testing::Test {
 
 TEST_F(PgStore, RoundTripKeepsUnicodeLargeNumbersAndOrder) {
     auto store = ResultStore::open(url_);
-    json d = doc_json("h\xC3\xA9te-\xE6\x9D\xB1\xE4\xBA\xAC-\xF0\x9F\x9A\x80", 1.0);
+    json d = sbtest::store_doc_json("h\xC3\xA9te-\xE6\x9D\xB1\xE4\xBA\xAC-\xF0\x9F\x9A\x80", 1.0);
     d["u64_max"] = std::numeric_limits<uint64_t>::max();
     d["i64_min"] = std::numeric_limits<int64_t>::min();
     d["big_double"] = 1.7976931348623157e308;
@@ -143,7 +109,7 @@ TEST_F(PgStore, RoundTripKeepsUnicodeLargeNumbersAndOrder) {
 
 TEST_F(PgStore, ANulCharacterIsStoredAsAReplacementCharacter) {
     auto store = ResultStore::open(url_);
-    ResultDocument d = doc("h", 1);
+    ResultDocument d = sbtest::store_doc("h", 1);
     d.command = std::string("ru\0n", 4);
     const int64_t id = store.append(d);
     EXPECT_EQ(store.get(id).command, "ru\xEF\xBF\xBDn");
@@ -183,7 +149,7 @@ TEST_F(PgStore, APasswordFileWorksAndThePasswordGivenInTheUriNeverShows) {
     ScopedEnv none("PGPASSWORD", "");
     {
         ScopedEnv file("PGPASSFILE", pgpass.string());
-        EXPECT_EQ(ResultStore::open(url_).append(doc("h", 1)), 1);
+        EXPECT_EQ(ResultStore::open(url_).append(sbtest::store_doc("h", 1)), 1);
     }
     fs::remove(pgpass);
     const std::string with_password = "postgresql://" + std::string(PgServer::kUser) + ":" +
@@ -229,7 +195,7 @@ TEST_F(PgStore, ADatabaseOfAnotherProgramIsRefusedAndAnEmptyOneIsNoStoreToRead) 
 // A store made by the v3 schema (as the migrations of this build leave it at v3): opened, it
 // is migrated to v4 and its documents and fleet runs get their hashes and columns.
 TEST_F(PgStore, MigratesAVersion3Store) {
-    const json a = doc_json("old-host", 123.0);
+    const json a = sbtest::store_doc_json("old-host", 123.0);
     std::string quoted;
     for (char c : a.dump())
         quoted += c == '\'' ? std::string("''") : std::string(1, c);
@@ -271,11 +237,11 @@ TEST_F(PgStore, MigratesAVersion3Store) {
                            "SELECT count(*) FROM pg_indexes WHERE indexname = "
                            "'documents_by_command'"),
               "1");
-    EXPECT_EQ(store.append(doc("new-host", 1.0)), 2);
+    EXPECT_EQ(store.append(sbtest::store_doc("new-host", 1.0)), 2);
 }
 
 TEST_F(PgStore, ALoginThatMayOnlyReadIsReadOnly) {
-    ResultStore::open(url_).append(doc("h", 1));
+    ResultStore::open(url_).append(sbtest::store_doc("h", 1));
     server_->sql(db_,
                  "DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'sb_reader') "
                  "THEN CREATE ROLE sb_reader LOGIN PASSWORD 'reader-pw'; END IF; END $$;"
@@ -285,7 +251,7 @@ TEST_F(PgStore, ALoginThatMayOnlyReadIsReadOnly) {
     EXPECT_TRUE(store.read_only());
     EXPECT_EQ(store.list().size(), 1u);
     ErrorKind kind = ErrorKind::input;
-    const std::string msg = error_of([&] { store.append(doc("h", 2)); }, &kind);
+    const std::string msg = error_of([&] { store.append(sbtest::store_doc("h", 2)); }, &kind);
     EXPECT_EQ(kind, ErrorKind::runtime);
     EXPECT_NE(msg.find("cannot be written: permission denied"), std::string::npos) << msg;
     EXPECT_EQ(store.list().size(), 1u);
@@ -303,7 +269,8 @@ TEST_F(PgStore, ConcurrentWritersLoseNothing) {
             try {
                 auto store = ResultStore::open(url_);
                 for (int i = 0; i < kEach; ++i)
-                    ids[w].push_back(store.append(doc(std::to_string(w) + "-writer", i)));
+                    ids[w].push_back(
+                        store.append(sbtest::store_doc(std::to_string(w) + "-writer", i)));
             } catch (const Error&) {
                 ++errors;
             }
@@ -327,8 +294,10 @@ TEST_F(PgStore, ConcurrentFirstOpensOfANewDatabaseAllSucceed) {
     std::vector<std::thread> threads;
     std::vector<std::string> errors(kOpeners);
     for (int i = 0; i < kOpeners; ++i)
-        threads.emplace_back(
-            [&, i] { errors[i] = error_of([&] { ResultStore::open(url_).append(doc("h", i)); }); });
+        threads.emplace_back([&, i] {
+            errors[i] =
+                error_of([&] { ResultStore::open(url_).append(sbtest::store_doc("h", i)); });
+        });
     for (auto& t : threads)
         t.join();
     for (const auto& e : errors)
@@ -350,7 +319,7 @@ TEST_F(PgStore, AnOpenTransactionOfAnotherWriterDoesNotBlockAppends) {
     w.timeout_s = 5;
     auto mine = ResultStore::open(url_, ResultStore::Mode::existing, w);
     const auto t0 = Clock::now();
-    const int64_t id = mine.append(doc("h", 1));
+    const int64_t id = mine.append(sbtest::store_doc("h", 1));
     EXPECT_LT(seconds_since(t0), 2.0);
     other.exec("ROLLBACK");
     EXPECT_EQ(store.list().size(), 1u);
@@ -360,7 +329,7 @@ TEST_F(PgStore, AnOpenTransactionOfAnotherWriterDoesNotBlockAppends) {
 // Two importers of one document at once: it is stored once.
 TEST_F(PgStore, TwoImportersOfOneDocumentStoreItOnce) {
     ResultStore::open(url_);
-    const ResultDocument d = doc("h", 1);
+    const ResultDocument d = sbtest::store_doc("h", 1);
     std::atomic<int> added{0};
     std::vector<std::thread> threads;
     for (int i = 0; i < 4; ++i)
@@ -377,7 +346,7 @@ TEST_F(PgStore, TwoImportersOfOneDocumentStoreItOnce) {
 // A statement that waits on another writer's lock: the wait is bounded, said, and Ctrl-C ends
 // it at once; the store is as it was, and the next append goes through.
 TEST_F(PgStore, AWaitForTheServerHasADeadlineAndCtrlCEndsIt) {
-    const ResultDocument d = doc("h", 1);
+    const ResultDocument d = sbtest::store_doc("h", 1);
     ResultStore::open(url_);
     Session other(*server_, db_);
     // The lock an import of d takes: held by the other session.
@@ -443,10 +412,10 @@ TEST(PgStoreServer, AServerThatDiesIsOneLineAndTheStoreReconnectsWhenItIsBack) {
     ScopedEnv pw("PGPASSWORD", server.password());
     const std::string db = server.create_database();
     auto store = ResultStore::open(server.url(db));
-    EXPECT_EQ(store.append(doc("h", 1)), 1);
+    EXPECT_EQ(store.append(sbtest::store_doc("h", 1)), 1);
     server.kill();
     ErrorKind kind = ErrorKind::input;
-    const std::string msg = error_of([&] { store.append(doc("h", 2)); }, &kind);
+    const std::string msg = error_of([&] { store.append(sbtest::store_doc("h", 2)); }, &kind);
     EXPECT_EQ(kind, ErrorKind::runtime) << msg;
     EXPECT_EQ(msg.rfind("results store '" + server.url(db) + "': the connection was lost", 0), 0u)
         << msg;
@@ -456,7 +425,7 @@ TEST(PgStoreServer, AServerThatDiesIsOneLineAndTheStoreReconnectsWhenItIsBack) {
               0u);
     EXPECT_EQ(kind, ErrorKind::input);
     server.start();
-    const int64_t id = store.append(doc("h", 3));
+    const int64_t id = store.append(sbtest::store_doc("h", 3));
     EXPECT_GT(id, 1);
     const auto entries = store.list();
     ASSERT_EQ(entries.size(), 2u);
@@ -472,12 +441,12 @@ TEST_F(PgStore, CopyingBetweenSqliteAndPostgresBothWaysIsIdempotent) {
     const std::string a = (dir / "a.sqlite").string(), b = (dir / "b.sqlite").string();
     {
         auto s = ResultStore::open(a);
-        s.append(doc("pi5", 1));
-        const int64_t d2 = s.append(doc("s24", 2));
-        s.append(doc("pi5", 1));  // the same document twice: one in a copy
+        s.append(sbtest::store_doc("pi5", 1));
+        const int64_t d2 = s.append(sbtest::store_doc("s24", 2));
+        s.append(sbtest::store_doc("pi5", 1));  // the same document twice: one in a copy
         // A newer stagebench's document (a field of a type this build cannot read): copied as
         // it is.
-        json newer = doc_json("x", 9);
+        json newer = sbtest::store_doc_json("x", 9);
         newer["schema_version"] = 999;
         sqlite3* db = nullptr;
         ASSERT_EQ(sqlite3_open(a.c_str(), &db), SQLITE_OK);
@@ -509,7 +478,7 @@ TEST_F(PgStore, CopyingBetweenSqliteAndPostgresBothWaysIsIdempotent) {
     }
     auto from = ResultStore::open(a, ResultStore::Mode::existing);
     auto pg = ResultStore::open(url_);
-    pg.append(doc("already-there", 7));
+    pg.append(sbtest::store_doc("already-there", 7));
     CopySummary c = copy_store(from, pg);
     EXPECT_EQ(c.documents_added, 3);
     EXPECT_EQ(c.documents_present, 1);

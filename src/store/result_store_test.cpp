@@ -15,11 +15,13 @@
 
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
+#include "store/testing/store_fixtures.hpp"
 
 namespace sb {
 namespace {
 
 using nlohmann::json;
+using sbtest::error_of;
 namespace fs = std::filesystem;
 
 struct TempDir {
@@ -36,30 +38,6 @@ struct TempDir {
     fs::path path;
 };
 
-json sample_json(const std::string& host, double prefill_median) {
-    return json{{"schema", "stagebench.result"},
-                {"command", "run"},
-                {"tool", {{"name", "stagebench"}, {"version", "0.1.0"}}},
-                {"system", {{"hostname", host}, {"cpu_model", "Cortex-X4"}}},
-                {"models", {{{"path", "/m/tiny.gguf"}, {"name", nullptr}}}},
-                {"started_at", "2026-11-29T09:30:00Z"},
-                {"tests",
-                 {{{"config",
-                    {{"test", "pp32+tg8"},
-                     {"n_prompt", 32},
-                     {"n_gen", 8},
-                     {"model_path", "/m/tiny.gguf"},
-                     {"devices", "CPU"},
-                     {"n_threads", 2}}},
-                   {"status", "ok"},
-                   {"prefill", {{"throughput", {{"median", prefill_median}}}}},
-                   {"decode", {{"throughput", {{"median", 50.5}}}}}}}}};
-}
-
-ResultDocument sample_doc(const std::string& host, double prefill_median) {
-    return from_json<ResultDocument>(sample_json(host, prefill_median), "sample");
-}
-
 // Runs raw SQL on a file, as an older stagebench (or another program) would have.
 void raw_sql(const std::string& path, const std::string& sql) {
     sqlite3* db = nullptr;
@@ -72,23 +50,13 @@ void raw_sql(const std::string& path, const std::string& sql) {
     ASSERT_EQ(rc, SQLITE_OK) << m;
 }
 
-std::string error_of(const std::function<void()>& f, ErrorKind* kind = nullptr) {
-    try {
-        f();
-    } catch (const Error& e) {
-        if (kind)
-            *kind = e.kind();
-        return e.what();
-    }
-    return "";
-}
-
 TEST(ResultStore, CreatesAppendsListsAndGets) {
     TempDir t;
     auto store = ResultStore::open(t.file("r.sqlite"));
     EXPECT_EQ(store.schema_version(), kStoreSchemaVersion);
     EXPECT_TRUE(store.list().empty());
-    const ResultDocument a = sample_doc("host-a", 100.0), b = sample_doc("host-b", 200.0);
+    const ResultDocument a = sbtest::store_doc("host-a", 100.0),
+                         b = sbtest::store_doc("host-b", 200.0);
     EXPECT_EQ(store.append(a), 1);
     EXPECT_EQ(store.append(b), 2);
     EXPECT_EQ(to_json(store.get(1)), to_json(a));
@@ -119,7 +87,7 @@ TEST(ResultStore, CreatesAppendsListsAndGets) {
 
 TEST(ResultStore, ReopenedStoreKeepsItsDocuments) {
     TempDir t;
-    const ResultDocument a = sample_doc("h", 1.0);
+    const ResultDocument a = sbtest::store_doc("h", 1.0);
     { ResultStore::open(t.file("r.sqlite")).append(a); }
     auto store = ResultStore::open(t.file("r.sqlite"), ResultStore::Mode::existing);
     EXPECT_EQ(to_json(store.get(1)), to_json(a));
@@ -129,7 +97,7 @@ TEST(ResultStore, ReopenedStoreKeepsItsDocuments) {
 TEST(ResultStore, RoundTripKeepsUnicodeLargeNumbersAndOrder) {
     TempDir t;
     auto store = ResultStore::open(t.file("r.sqlite"));
-    json doc = sample_json("h\xC3\xA9te-\xE6\x9D\xB1\xE4\xBA\xAC-\xF0\x9F\x9A\x80", 1.0);
+    json doc = sbtest::store_doc_json("h\xC3\xA9te-\xE6\x9D\xB1\xE4\xBA\xAC-\xF0\x9F\x9A\x80", 1.0);
     doc["u64_max"] = std::numeric_limits<uint64_t>::max();
     doc["i64_min"] = std::numeric_limits<int64_t>::min();
     doc["big_double"] = 1.7976931348623157e308;
@@ -154,7 +122,8 @@ TEST(ResultStore, MigratesAVersion1StoreAndIndexesItsTests) {
     TempDir t;
     const std::string path = t.file("v1.sqlite");
     // As an earlier build stored it: its own text, not what this build's to_json writes.
-    const json a = sample_json("old-host", 123.0);
+    json a = sbtest::store_doc_json("old-host", 123.0);
+    a.erase("llama");  // a document of then: no llama block, so the migrated row has no commit
     std::string text = a.dump(2);
     std::string quoted;
     for (char c : text)
@@ -187,7 +156,7 @@ TEST(ResultStore, MigratesAVersion1StoreAndIndexesItsTests) {
     EXPECT_EQ(tests[0].test, "pp32+tg8");
     EXPECT_EQ(tests[0].prefill_tps_median, 123.0);
     // New appends land after the migrated document.
-    EXPECT_EQ(store.append(sample_doc("new-host", 1.0)), 2);
+    EXPECT_EQ(store.append(sbtest::store_doc("new-host", 1.0)), 2);
     EXPECT_EQ(store.tests(2).size(), 1u);
 }
 
@@ -195,7 +164,7 @@ TEST(ResultStore, MigratesAVersion1StoreAndIndexesItsTests) {
 TEST(ResultStore, MigratesAVersion3StoreWithFleetRuns) {
     TempDir t;
     const std::string path = t.file("v3.sqlite");
-    const json a = sample_json("pi", 1.0);
+    const json a = sbtest::store_doc_json("pi", 1.0);
     std::string quoted;
     for (char c : a.dump(2))
         quoted += c == '\'' ? std::string("''") : std::string(1, c);
@@ -234,7 +203,7 @@ TEST(ResultStore, MigratesAVersion3StoreWithFleetRuns) {
 TEST(ResultStore, FleetRunsKeepFailuresBesideDocumentsAndFilterByFleet) {
     TempDir t;
     auto store = ResultStore::open(t.file("fleet.sqlite"));
-    const int64_t doc = store.append(sample_doc("pi5", 10.0));
+    const int64_t doc = store.append(sbtest::store_doc("pi5", 10.0));
     FleetRun ok;
     ok.fleet = "lab";
     ok.device = "pi5";
@@ -336,7 +305,7 @@ TEST(ResultStore, RepairsInvalidUtf8AndRefusesAStoredTextItCannotRead) {
     const std::string path = t.file("r.sqlite");
     auto store = ResultStore::open(path);
     // Bytes that are not UTF-8 cost no measurement: they are stored as U+FFFD.
-    ResultDocument doc = sample_doc("h", 1);
+    ResultDocument doc = sbtest::store_doc("h", 1);
     doc.command = std::string("\xFF\xFE");
     const int64_t id = store.append(doc);
     const ResultDocument back = store.get(id);
@@ -368,7 +337,7 @@ TEST(ResultStore, ParsesDbOperands) {
 TEST(ResultStore, ALockedStoreWaitsReportsAndThenGivesUp) {
     TempDir t;
     const std::string path = t.file("busy.sqlite");
-    ResultStore::open(path).append(sample_doc("a", 1));
+    ResultStore::open(path).append(sbtest::store_doc("a", 1));
     sqlite3* other = nullptr;
     ASSERT_EQ(sqlite3_open(path.c_str(), &other), SQLITE_OK);
     ASSERT_EQ(sqlite3_exec(other, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
@@ -383,7 +352,7 @@ TEST(ResultStore, ALockedStoreWaitsReportsAndThenGivesUp) {
     ErrorKind kind = ErrorKind::input;
     bool locked = false;
     try {
-        s.append(sample_doc("b", 2));
+        s.append(sbtest::store_doc("b", 2));
     } catch (const StoreLocked& e) {
         locked = true;
         kind = e.kind();
@@ -398,7 +367,7 @@ TEST(ResultStore, ALockedStoreWaitsReportsAndThenGivesUp) {
     // Released: the same store takes the document.
     sqlite3_exec(other, "ROLLBACK", nullptr, nullptr, nullptr);
     sqlite3_close(other);
-    EXPECT_EQ(s.append(sample_doc("b", 2)), 2);
+    EXPECT_EQ(s.append(sbtest::store_doc("b", 2)), 2);
 }
 
 TEST(ResultStore, ADamagedStoreIsAnInputError) {
@@ -407,7 +376,7 @@ TEST(ResultStore, ADamagedStoreIsAnInputError) {
     {
         ResultStore s = ResultStore::open(path);
         for (int i = 0; i < 5; ++i)
-            s.append(sample_doc(std::string(3000, 'h'), i));
+            s.append(sbtest::store_doc(std::string(3000, 'h'), i));
     }
     {
         std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
@@ -439,7 +408,7 @@ TEST(ResultStore, SqliteSpecialNamesAreRefused) {
               "results store ':memory:' is SQLite's in-memory database, which keeps nothing after "
               "the command: give a file (./:memory: for a file of that name)");
     const std::string file = t.file(":memory:");
-    EXPECT_EQ(ResultStore::open(file).append(sample_doc("a", 1)), 1);
+    EXPECT_EQ(ResultStore::open(file).append(sbtest::store_doc("a", 1)), 1);
     EXPECT_TRUE(fs::is_regular_file(file));
     EXPECT_EQ(ResultStore::open(file, ResultStore::Mode::existing).list().size(), 1u);
 }
@@ -453,7 +422,7 @@ TEST(ResultStore, AStoreFailingTheIntegrityCheckIsRefusedWhenOpened) {
     {
         ResultStore s = ResultStore::open(path);
         for (int i = 0; i < 20; ++i)
-            s.append(sample_doc(std::string(2000, 'h'), i));
+            s.append(sbtest::store_doc(std::string(2000, 'h'), i));
     }
     const auto pages = fs::file_size(path) / 4096;
     ASSERT_GE(pages, 8u);
@@ -479,7 +448,7 @@ TEST(ResultStore, AStoreFailingTheIntegrityCheckIsRefusedWhenOpened) {
 TEST(ResultStore, CtrlCEndsTheWaitForALock) {
     TempDir t;
     const std::string path = t.file("busy.sqlite");
-    ResultStore::open(path).append(sample_doc("a", 1));
+    ResultStore::open(path).append(sbtest::store_doc("a", 1));
     sqlite3* other = nullptr;
     ASSERT_EQ(sqlite3_open(path.c_str(), &other), SQLITE_OK);
     ASSERT_EQ(sqlite3_exec(other, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
@@ -494,7 +463,7 @@ TEST(ResultStore, CtrlCEndsTheWaitForALock) {
     std::string msg;
     bool locked = false;
     try {
-        s.append(sample_doc("b", 2));
+        s.append(sbtest::store_doc("b", 2));
     } catch (const StoreLocked& e) {
         locked = true;
         msg = e.what();
@@ -508,13 +477,13 @@ TEST(ResultStore, CtrlCEndsTheWaitForALock) {
     EXPECT_NE(msg.find("the wait for it was interrupted (Ctrl-C)"), std::string::npos) << msg;
     sqlite3_exec(other, "ROLLBACK", nullptr, nullptr, nullptr);
     sqlite3_close(other);
-    EXPECT_EQ(s.append(sample_doc("b", 2)), 2);  // nothing half-done: the append works after
+    EXPECT_EQ(s.append(sbtest::store_doc("b", 2)), 2);  // nothing half-done: the append works after
 }
 
 TEST(ResultStore, SaysWhenItCannotBeWritten) {
     TempDir t;
     const std::string path = t.file("ro.sqlite");
-    ResultStore::open(path).append(sample_doc("a", 1));
+    ResultStore::open(path).append(sbtest::store_doc("a", 1));
     EXPECT_FALSE(ResultStore::open(path).read_only());
     // Opened read-only by SQLite itself: as for a file this process may not write.
     sqlite3* ro = nullptr;

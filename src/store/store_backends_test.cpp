@@ -10,6 +10,7 @@
 
 #include "core/error.hpp"
 #include "store/result_store.hpp"
+#include "store/testing/store_fixtures.hpp"
 #ifdef SB_WITH_POSTGRES
 #include "store/testing/pg_server.hpp"
 #endif
@@ -20,46 +21,9 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
+using sbtest::error_of;
+
 enum class Kind { sqlite, postgres };
-
-json doc_json(const std::string& host, double prefill_median, const std::string& command = "run",
-              const std::string& started_at = "2026-11-29T09:30:00Z") {
-    return json{{"schema", "stagebench.result"},
-                {"command", command},
-                {"tool", {{"name", "stagebench"}, {"version", "0.1.0"}}},
-                {"llama", {{"tag", "b7588"}, {"commit", "0123456789ab"}}},
-                {"system", {{"hostname", host}, {"cpu_model", "Cortex-X4"}}},
-                {"models", {{{"path", "/m/tiny.gguf"}, {"name", nullptr}}}},
-                {"started_at", started_at},
-                {"tests",
-                 {{{"config",
-                    {{"test", "pp32+tg8"},
-                     {"n_prompt", 32},
-                     {"n_gen", 8},
-                     {"model_path", "/m/tiny.gguf"},
-                     {"devices", "CPU"},
-                     {"n_threads", 2}}},
-                   {"status", "ok"},
-                   {"prefill", {{"throughput", {{"median", prefill_median}}}}},
-                   {"decode", {{"throughput", {{"median", 50.5}}}}}}}}};
-}
-
-ResultDocument doc(const std::string& host, double prefill_median,
-                   const std::string& command = "run",
-                   const std::string& started_at = "2026-11-29T09:30:00Z") {
-    return from_json<ResultDocument>(doc_json(host, prefill_median, command, started_at), "doc");
-}
-
-std::string error_of(const std::function<void()>& f, ErrorKind* kind = nullptr) {
-    try {
-        f();
-    } catch (const Error& e) {
-        if (kind)
-            *kind = e.kind();
-        return e.what();
-    }
-    return "";
-}
 
 class BothStores : public ::testing::TestWithParam<Kind> {
   protected:
@@ -130,7 +94,8 @@ TEST_P(BothStores, AppendsListsGetsAndIndexesTests) {
     EXPECT_FALSE(store.read_only());
     EXPECT_TRUE(store.list().empty());
     EXPECT_EQ(store.last_id(), 0);
-    const ResultDocument a = doc("host-a", 100.0), b = doc("host-b", 200.0);
+    const ResultDocument a = sbtest::store_doc("host-a", 100.0),
+                         b = sbtest::store_doc("host-b", 200.0);
     EXPECT_EQ(store.append(a), 1);
     EXPECT_EQ(store.append(b), 2);
     EXPECT_EQ(store.last_id(), 2);
@@ -179,7 +144,7 @@ TEST_P(BothStores, AppendsListsGetsAndIndexesTests) {
 
 TEST_P(BothStores, AppendOnceFindsTheSameDocumentAndAppendAlwaysAdds) {
     auto store = ResultStore::open(new_store());
-    const ResultDocument a = doc("h", 1.0), b = doc("h", 2.0);
+    const ResultDocument a = sbtest::store_doc("h", 1.0), b = sbtest::store_doc("h", 2.0);
     const Appended first = store.append_once(a);
     EXPECT_EQ(first.id, 1);
     EXPECT_TRUE(first.added);
@@ -197,7 +162,7 @@ TEST_P(BothStores, AppendOnceFindsTheSameDocumentAndAppendAlwaysAdds) {
 TEST_P(BothStores, FleetRunsKeepFailuresAndFilterByFleet) {
     const std::string name = new_store();
     auto store = ResultStore::open(name);
-    const int64_t d = store.append(doc("pi5", 10.0));
+    const int64_t d = store.append(sbtest::store_doc("pi5", 10.0));
     FleetRun ok;
     ok.fleet = "lab";
     ok.device = "pi5";
@@ -238,11 +203,11 @@ TEST_P(BothStores, FleetRunsKeepFailuresAndFilterByFleet) {
 
 TEST_P(BothStores, TheLatestDocumentOfACommandPerDevice) {
     auto store = ResultStore::open(new_store());
-    ResultDocument pi_old = doc("pi5", 1, "sustained", "2026-11-01T10:00:00Z");
-    ResultDocument pi_new = doc("pi5", 2, "sustained", "2026-11-02T10:00:00Z");
-    ResultDocument s24 = doc("ignored-host", 3, "sustained", "2026-10-01T10:00:00Z");
+    ResultDocument pi_old = sbtest::store_doc("pi5", 1, "sustained", "2026-11-01T10:00:00Z");
+    ResultDocument pi_new = sbtest::store_doc("pi5", 2, "sustained", "2026-11-02T10:00:00Z");
+    ResultDocument s24 = sbtest::store_doc("ignored-host", 3, "sustained", "2026-10-01T10:00:00Z");
     s24.fleet = json{{"fleet", "lab"}, {"device", "s24"}};  // a fleet's name wins over the host
-    const ResultDocument pi_run = doc("pi5", 4, "run", "2026-12-01T10:00:00Z");
+    const ResultDocument pi_run = sbtest::store_doc("pi5", 4, "run", "2026-12-01T10:00:00Z");
     const int64_t a = store.append(pi_new);
     store.append(pi_old);  // stored later, ran earlier
     const int64_t c = store.append(s24);
@@ -255,7 +220,7 @@ TEST_P(BothStores, TheLatestDocumentOfACommandPerDevice) {
 
 TEST_P(BothStores, AStoreOfANewerSchemaIsRefusedAndLeftAsItIs) {
     const std::string name = new_store();
-    ResultStore::open(name).append(doc("h", 1));
+    ResultStore::open(name).append(sbtest::store_doc("h", 1));
     raw(name, GetParam() == Kind::sqlite ? "PRAGMA user_version = 9"
                                          : "UPDATE stagebench_schema SET version = 9");
     for (const auto mode : {ResultStore::Mode::create, ResultStore::Mode::existing}) {
@@ -270,7 +235,7 @@ TEST_P(BothStores, AStoreOfANewerSchemaIsRefusedAndLeftAsItIs) {
 
 TEST_P(BothStores, TextThatIsNotUtf8IsStoredAsReplacementCharacters) {
     auto store = ResultStore::open(new_store());
-    ResultDocument d = doc("h\xFF", 1);
+    ResultDocument d = sbtest::store_doc("h\xFF", 1);
     d.command = std::string("\xFF\xFE");
     const int64_t id = store.append(d);
     EXPECT_EQ(store.get(id).command, "\xEF\xBF\xBD\xEF\xBF\xBD");
