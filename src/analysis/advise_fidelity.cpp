@@ -33,7 +33,7 @@ std::string name_against(const FidelityVariant& a, const FidelityVariant& b) {
     if (a.devices != b.devices)
         s += (s.empty() ? "" : " on ") + a.devices;
     if (a.type_k != b.type_k || a.type_v != b.type_v)
-        s += (s.empty() ? "KV " : " with KV ") + a.type_k + "/" + a.type_v;
+        s += (s.empty() ? "KV " : " with KV ") + to_string(a.type_k) + "/" + to_string(a.type_v);
     return s.empty() ? a.devices : s;
 }
 

@@ -25,7 +25,7 @@ FidelityVariant variant(const std::string& devices, double pp_k, double tg_k, do
     v.model = "/m/tiny.gguf";
     v.model_name = "tiny.gguf";
     v.devices = devices;
-    v.type_k = v.type_v = "f16";
+    v.type_k = v.type_v = KvType::f16;
     v.prefill_tps_reps = times(kPrefill, pp_k);
     v.decode_tps_reps = times(kDecode, tg_k);
     v.prefill_tps = 100 * pp_k;
@@ -46,7 +46,7 @@ FidelitySection section() {
     FidelityVariant rpc = variant("RPC0", 1, 1.2, 4.1e-3, 0.98);
     rpc.frontier = true;
     FidelityVariant kv = variant("CPU", 0.5, 0.5, 0.0123, 1);
-    kv.type_k = kv.type_v = "q8_0";
+    kv.type_k = kv.type_v = KvType::q8_0;
     FidelityVariant failed = variant("RPC1", 1, 1, 0, 1);
     failed.error = "no RPC server";
     s.variants = {cpu, blas, rpc, kv, failed};

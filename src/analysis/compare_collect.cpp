@@ -134,9 +134,8 @@ void fidelity_tests(const FidelitySection& f, std::vector<CompareTest>& out) {
         c.n_prompt = f.n_prompt;
         c.n_gen = f.n_gen;
         c.n_threads = 0;
-        // Written from KvType values (scenario/fidelity.cpp); f16, llama.cpp's default, otherwise.
-        c.type_k = parse_enum<KvType>(v.type_k).value_or(KvType::f16);
-        c.type_v = parse_enum<KvType>(v.type_v).value_or(KvType::f16);
+        c.type_k = v.type_k;
+        c.type_v = v.type_v;
         CompareTest t;
         t.name = "fidelity " + c.test_name();
         t.config = config_fields(c);

@@ -19,7 +19,7 @@ FidelityVariant variant(const std::string& devices, double tg_k, double kl, doub
     v.model = "/models/tiny-q4_0.gguf";
     v.model_name = "tiny-q4_0.gguf";
     v.devices = devices;
-    v.type_k = v.type_v = "f16";
+    v.type_k = v.type_v = KvType::f16;
     v.prefill_tps_reps = {1000, 1010, 990};
     v.decode_tps_reps = {100 * tg_k, 101 * tg_k, 99 * tg_k};
     v.prefill_tps = 1000;

@@ -36,8 +36,8 @@ std::vector<FidelitySection> fidelity_of_tests(const ResultDocument& doc) {
         v.model = c.model_path;
         v.model_name = std::filesystem::path(c.model_path).filename().string();
         v.devices = c.devices.str();
-        v.type_k = to_string(c.type_k);
-        v.type_v = to_string(c.type_v);
+        v.type_k = c.type_k;
+        v.type_v = c.type_v;
         v.reference = variant_label(v) == f.reference;
         if (t.prefill) {
             v.prefill_tps_reps = t.prefill->tokens_per_s;

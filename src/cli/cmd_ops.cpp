@@ -17,6 +17,7 @@ struct OpsArgs {
     OpsCommandOptions o;
     std::string stage = "both";
     std::string device = "CPU";
+    std::string flash_attn = "auto", type_k = "f16", type_v = "f16";  // enums once checked
     bool quiet = false;
     TraceArgs trace;
 };
@@ -42,7 +43,7 @@ void add_ops_like_command(CLI::App& app, Context& ctx, bool decompose) {
                   "fallback");
     auto a = std::make_shared<OpsArgs>();
     OpsOptions& o = a->o.ops;
-    cmd->add_option("-m,--model", o.model_path, "GGUF model file")->required();
+    cmd->add_option("-m,--model", o.workload.model_path, "GGUF model file")->required();
     cmd->add_option("-p,--n-prompt", o.n_prompt, "prompt tokens (prefill stage)")
         ->check(tokens_check(1))
         ->capture_default_str();
@@ -59,26 +60,26 @@ void add_ops_like_command(CLI::App& app, Context& ctx, bool decompose) {
     cmd->add_option("--rpc", a->o.rpc_servers, "RPC servers host:port to use (comma list)")
         ->delimiter(',');
     add_stage_timeout_option(cmd);
-    cmd->add_option("-t,--threads", o.n_threads,
+    cmd->add_option("-t,--threads", o.workload.n_threads,
                     "CPU threads (0 = one per physical core that does math)")
         ->check(threads_check())
         ->capture_default_str();
-    cmd->add_option("-b,--batch-size", o.n_batch, "logical batch size")
+    cmd->add_option("-b,--batch-size", o.workload.n_batch, "logical batch size")
         ->check(batch_check())
         ->capture_default_str();
-    cmd->add_option("--ubatch-size", o.n_ubatch, "physical batch size (-ub)")
+    cmd->add_option("--ubatch-size", o.workload.n_ubatch, "physical batch size (-ub)")
         ->check(batch_check())
         ->capture_default_str();
-    cmd->add_option("--n-gpu-layers", o.n_gpu_layers, "layers to offload (-ngl)")
+    cmd->add_option("--n-gpu-layers", o.workload.n_gpu_layers, "layers to offload (-ngl)")
         ->check(gpu_layers_check())
         ->capture_default_str();
-    cmd->add_option("--flash-attn", o.flash_attn, "flash attention auto|on|off (-fa)")
+    cmd->add_option("--flash-attn", a->flash_attn, "flash attention auto|on|off (-fa)")
         ->check(flash_attn_check())
         ->capture_default_str();
-    cmd->add_option("--cache-type-k", o.type_k, "K cache type (-ctk)")
+    cmd->add_option("--cache-type-k", a->type_k, "K cache type (-ctk)")
         ->check(cache_type_check())
         ->capture_default_str();
-    cmd->add_option("--cache-type-v", o.type_v, "V cache type (-ctv)")
+    cmd->add_option("--cache-type-v", a->type_v, "V cache type (-ctv)")
         ->check(cache_type_check())
         ->capture_default_str();
     cmd->add_option("--replay", o.replay_copies,
@@ -115,7 +116,10 @@ void add_ops_like_command(CLI::App& app, Context& ctx, bool decompose) {
         check_context(o.n_prompt, o.n_depth, 1);
         o.prefill = a->stage != "decode";
         o.decode = a->stage != "prefill";
-        o.devices = split_device_set(a->device);
+        o.workload.devices = DeviceSet(a->device);
+        o.workload.flash_attn = enum_from_text<FlashAttn>(a->flash_attn, "--flash-attn");
+        o.workload.type_k = enum_from_text<KvType>(a->type_k, "--cache-type-k");
+        o.workload.type_v = enum_from_text<KvType>(a->type_v, "--cache-type-v");
         a->o.progress = !a->quiet;
         if (modes && !modes->modes.empty()) {
             run_decompose_modes(ctx, *modes, {a->o, a->device, a->stage, a->quiet});

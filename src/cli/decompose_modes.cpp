@@ -64,7 +64,7 @@ ModeLauncher make_mode_launcher(const std::string& self, const ModeChildSettings
         std::vector<std::string> run{self,
                                      "run",
                                      "-m",
-                                     o.model_path,
+                                     o.workload.model_path,
                                      "-p",
                                      std::to_string(o.n_prompt),
                                      "-n",
@@ -76,19 +76,19 @@ ModeLauncher make_mode_launcher(const std::string& self, const ModeChildSettings
                                      "--device",
                                      c.device,
                                      "-t",
-                                     std::to_string(o.n_threads),
+                                     std::to_string(o.workload.n_threads),
                                      "-b",
-                                     std::to_string(o.n_batch),
+                                     std::to_string(o.workload.n_batch),
                                      "--ubatch-size",
-                                     std::to_string(o.n_ubatch),
+                                     std::to_string(o.workload.n_ubatch),
                                      "--n-gpu-layers",
-                                     std::to_string(o.n_gpu_layers),
+                                     std::to_string(o.workload.n_gpu_layers),
                                      "--flash-attn",
-                                     o.flash_attn,
+                                     to_string(o.workload.flash_attn),
                                      "--cache-type-k",
-                                     o.type_k,
+                                     to_string(o.workload.type_k),
                                      "--cache-type-v",
-                                     o.type_v,
+                                     to_string(o.workload.type_v),
                                      "--seed",
                                      std::to_string(o.seed),
                                      "--telemetry",
@@ -173,19 +173,19 @@ void run_decompose_modes(Context& ctx, const DecomposeModeArgs& m, const ModeChi
     check_ops_format(c.o.format);
     const OpsOptions& o = c.o.ops;
     // Bad input is found here, once, not in every child: the model must be usable.
-    ModelInfo info = inspect_model(o.model_path);
+    ModelInfo info = inspect_model(o.workload.model_path);
     (void)info;
     e.rounds = m.rounds;
     if (c.stage != "decode")
         e.stages.push_back("prefill");
     if (c.stage != "prefill")
         e.stages.push_back("decode");
-    e.model_path = o.model_path;
+    e.model_path = o.workload.model_path;
     e.devices = c.device;
     e.n_prompt = o.n_prompt;
     e.n_gen = c.stage == "prefill" ? 0 : m.n_gen;
     e.n_depth = o.n_depth;
-    e.n_threads = o.n_threads;
+    e.n_threads = o.workload.n_threads;
     e.time_basis =
         "the stage's wall time in a fresh `stagebench run` process with the mode's environment "
         "(one repetition after a warm-up); prefill: the prompt, decode: all generated tokens";

@@ -18,6 +18,7 @@
 #include "core/document.hpp"
 #include "core/error.hpp"
 #include "fuzz_seed.hpp"
+#include "report/html_data.hpp"
 
 namespace sb::cli {
 namespace {
@@ -148,7 +149,7 @@ TEST(DocumentFuzz, ReadersEndInExit0OrOneBadInputLine) {
         // The one reading path: a changed JSON type where the format has one is refused.
         bool refused = false;
         try {
-            check_document(doc, "'" + file + "'");
+            load_report_input(file);
         } catch (const Error& e) {
             refused = true;
             EXPECT_EQ(e.kind(), ErrorKind::input);
@@ -262,7 +263,7 @@ TEST(DocumentFuzz, NegativeDurationsRatesAndCountsAreRefusedByEveryReader) {
         // The one reading path names the field; every reader says so on one line.
         std::string why;
         try {
-            check_document(doc, "'" + file + "'");
+            load_report_input(file);
         } catch (const Error& e) {
             why = e.what();
         }
@@ -309,7 +310,7 @@ TEST(DocumentFuzz, DeepNestingAnywhereIsOneLineInEveryReader) {
 TEST(DocumentFuzz, TheFixturesThemselvesAreAccepted) {
     for (const auto& e : fs::directory_iterator(fixtures()))
         if (e.path().extension() == ".json") {
-            EXPECT_NO_THROW(load_document(e.path().string())) << e.path();
+            EXPECT_NO_THROW(load_report_input(e.path().string())) << e.path();
         }
 }
 
@@ -354,7 +355,9 @@ TEST(Documents, EveryFixtureLoadsInReportTraceAndTheStore) {
 TEST(Documents, ParseFailuresAndVersionsAreOneInputError) {
     auto refuse = [](const std::string& text, const std::string& needle) {
         try {
-            check_document(parse_document_text(text, "'d.json'"), "'d.json'");
+            const json doc = parse_document_text(text, "'d.json'");
+            check_document(doc, "'d.json'");
+            ReportInput::of("d.json", doc);  // the typed reading, as load_report_input's
             ADD_FAILURE() << text << " accepted";
         } catch (const Error& e) {
             EXPECT_EQ(e.kind(), ErrorKind::input);

@@ -10,72 +10,6 @@ namespace sb {
 
 using nlohmann::json;
 
-namespace {
-
-// Each element of the array member key, when present.
-template <class F>
-void each(ObjectIn& o, const char* key, F f) {
-    if (!o.has(key))
-        return;
-    const JsonIn a = o.at(key);
-    if (!a.raw().is_array())
-        a.fail_type("an array");
-    for (std::size_t i = 0; i < a.raw().size(); ++i)
-        f(a.element(i));
-}
-
-// A compare document (analysis/compare.hpp to_json(CompareResult)): its fields of the types
-// the compare reporters read.
-void check_compare(const JsonIn& in) {
-    using OptString = std::optional<std::string>;
-    using OptNumber = std::optional<double>;
-    ObjectIn o(in);
-    o.check<std::string>("command")
-        .check<int64_t>("compare_schema_version")
-        .check<std::string>("tool_version")
-        .check<std::string>("created_at")
-        .check<std::vector<std::string>>("notes");
-    each(o, "inputs", [](const JsonIn& e) {
-        ObjectIn{e}
-            .check<std::string>("label")
-            .check<std::string>("source")
-            .check<OptString>("command")
-            .check<OptString>("host")
-            .check<OptString>("cpu")
-            .check<OptString>("started_at");
-    });
-    each(o, "rows", [](const JsonIn& e) {
-        ObjectIn r(e);
-        r.check<std::string>("test")
-            .check<std::string>("key")
-            .check<std::string>("stage")
-            .check<std::string>("metric")
-            .check<bool>("higher_is_better");
-        if (r.has("differs") && !r.at("differs").raw().is_object())
-            r.at("differs").fail_type("an object");
-        each(r, "sides", [](const JsonIn& s) {
-            ObjectIn{s}
-                .check<std::string>("label")
-                .check<OptNumber>("median")
-                .check<OptNumber>("cv")
-                .check<int64_t>("n");
-        });
-        each(r, "ratios", [](const JsonIn& s) {
-            ObjectIn{s}
-                .check<std::string>("label")
-                .check<OptNumber>("median")
-                .check<OptNumber>("ci_low")
-                .check<OptNumber>("ci_high")
-                .check<std::string>("verdict");
-        });
-    });
-    each(o, "unmatched", [](const JsonIn& e) {
-        ObjectIn{e}.check<std::string>("label").check<std::string>("test");
-    });
-}
-
-}  // namespace
-
 int max_readable_version(const std::string& version_field) {
     if (version_field == "schema_version")
         return kResultSchemaVersion;
@@ -152,10 +86,6 @@ void check_document(const json& doc, const std::string& source) {
     const auto schema = doc.find("schema");
     if (schema != doc.end() && !schema->is_string())
         in.member("schema", *schema).fail_type("a string");
-    if (schema != doc.end() && *schema == kResultSchema)
-        from_json<ResultDocument>(doc, source);
-    else if (doc.contains("compare_schema_version"))
-        check_compare(in);
 }
 
 json load_document(const std::string& path) {

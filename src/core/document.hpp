@@ -52,13 +52,16 @@ void check_json_depth(std::string_view text, const std::string& source,
 // kMaxDocumentDepth (check_json_depth).
 nlohmann::json parse_document_text(const std::string& text, const std::string& source);
 
-// Checks a parsed document's shape as described above. Result documents ("schema":
-// "stagebench.result") are read whole with from_json; compare documents ("command": "compare")
-// are checked by version and their rows; any other JSON object is left to the reader (a reader
-// that needs a result document says so). Throws sb::Error(input) naming source and the field.
+// Checks what every document has: a JSON object, its version fields (each one this build
+// reads: check_version_field) and a string "schema". The rest is read, and checked, once, by
+// the typed reader of its kind: from_json<ResultDocument> (load_result_document),
+// read(JsonIn, CompareResult&) (analysis/compare.hpp) for a compare document; `report` keeps
+// any other JSON object as it is. Throws sb::Error(input) naming source and the field.
 void check_document(const nlohmann::json& doc, const std::string& source);
 
-// Reads, parses and checks the document at path (a regular file). Throws sb::Error(input).
+// Reads, parses and checks (check_document) the document at path (a regular file), for a
+// reader that then reads it typed by its kind (report/html_data.hpp load_report_input). Throws
+// sb::Error(input).
 nlohmann::json load_document(const std::string& path);
 
 // Reads and parses the result document at path (a regular file) into its typed form; one that

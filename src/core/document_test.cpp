@@ -16,6 +16,7 @@ std::string error_of(const std::string& text) {
     try {
         const nlohmann::json j = parse_document_text(text, "'d.json'");
         check_document(j, "'d.json'");
+        from_json<ResultDocument>(j, "'d.json'");
     } catch (const Error& e) {
         EXPECT_EQ(e.kind(), ErrorKind::input) << e.what();
         return e.what();

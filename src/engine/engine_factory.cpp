@@ -14,6 +14,9 @@ class DefaultEngineFactory final : public EngineFactory {
         e->connect();
         return e;
     }
+    std::unique_ptr<ServeTarget> serve_target(const HttpEngineOptions& server) override {
+        return http_serve_target(server);
+    }
 };
 
 }  // namespace

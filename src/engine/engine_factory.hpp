@@ -8,6 +8,7 @@
 #include "core/enums.hpp"
 #include "engine/engine.hpp"
 #include "engine/http_engine.hpp"
+#include "engine/serve_target.hpp"
 
 namespace sb {
 
@@ -19,9 +20,13 @@ class EngineFactory {
     // connected (it answered and said what it is). Throws sb::Error: usage for a malformed
     // server URL, input for a server that cannot be reached or cannot serve the API.
     virtual std::unique_ptr<Engine> make(EngineKind kind, const HttpEngineOptions& server = {}) = 0;
+    // The server `serve` puts under load (engine/serve_target.hpp), connected. Throws as make()
+    // does for EngineKind::http.
+    virtual std::unique_ptr<ServeTarget> serve_target(const HttpEngineOptions& server) = 0;
 };
 
-// LlamaEngine (llama.cpp in-process) and HttpEngine. Stateless: one for the process.
+// LlamaEngine (llama.cpp in-process), HttpEngine and http_serve_target. Stateless: one for the
+// process.
 EngineFactory& default_engine_factory();
 
 }  // namespace sb

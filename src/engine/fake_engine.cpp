@@ -286,4 +286,11 @@ std::unique_ptr<Engine> FakeEngineFactory::make(EngineKind kind, const HttpEngin
     return e;
 }
 
+std::unique_ptr<ServeTarget> FakeEngineFactory::serve_target(const HttpEngineOptions& server) {
+    if (refuse && *refuse == EngineKind::http)
+        throw input_error("fake: no server to put under load at " + server.url);
+    servers_.push_back(server);
+    return std::make_unique<FakeServeTarget>(tl_, server, serve);
+}
+
 }  // namespace sb

@@ -21,6 +21,7 @@
 
 #include "engine/engine.hpp"
 #include "engine/engine_factory.hpp"
+#include "engine/fake_serve.hpp"
 
 namespace sb {
 
@@ -72,6 +73,7 @@ class FakeTimeline {
 
   private:
     friend class FakeEngine;
+    friend class FakeServeTarget;
     int64_t now_ns_;
     std::vector<FakeCall> calls_;
 };
@@ -184,7 +186,8 @@ class FakeEngine final : public Engine {
 // Makes fake engines on one timeline, as a runner's engine factory (engine_factory.hpp). The
 // i-th engine made (0-based) is named "<kind><i>" ("llama0", "http1"); kind http gives one that
 // takes whole requests. setup (optional) scripts each before it is handed over. The runner
-// owns the engines; the timeline keeps their calls.
+// owns the engines; the timeline keeps their calls. serve_target() gives a FakeServeTarget
+// (engine/fake_serve.hpp) on the same timeline, scripted by `serve`.
 class FakeEngineFactory final : public EngineFactory {
   public:
     explicit FakeEngineFactory(FakeTimeline& timeline) : tl_(timeline) {}
@@ -192,8 +195,12 @@ class FakeEngineFactory final : public EngineFactory {
     // A kind this factory refuses, as a real one refuses an unreachable server: make() throws
     // sb::Error(input).
     std::optional<EngineKind> refuse;
+    FakeServeScript serve;
 
     std::unique_ptr<Engine> make(EngineKind kind, const HttpEngineOptions& server = {}) override;
+    // Refused (sb::Error(input)) when refuse is EngineKind::http; the server is logged in
+    // servers().
+    std::unique_ptr<ServeTarget> serve_target(const HttpEngineOptions& server) override;
     // How many engines were made, and the server each http one was asked for.
     int made() const { return made_; }
     const std::vector<HttpEngineOptions>& servers() const { return servers_; }

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "core/doc/ops_section.hpp"
+#include "core/workload.hpp"
 #include "engine/engine.hpp"
 #include "profile/sched_log.hpp"
 
@@ -30,21 +31,14 @@ namespace sb {
 
 // What to profile and how much (`stagebench ops`, `decompose`, `sustained --trace-ops-rounds`).
 struct OpsOptions {
-    std::string model_path;
-    // One device set, as `run --device` spells one test: {"CPU"}, {"BLAS"}, {"RPC0"},
-    // {"BLAS", "RPC0"}. The host CPU is always present.
-    std::vector<std::string> devices{"CPU"};
+    // The model, one device set as `run --device` spells one test ("CPU", "BLAS", "RPC0",
+    // "BLAS+RPC0"; the host CPU is always present), and how it runs (n_threads 0:
+    // sb::default_thread_count()).
+    Workload workload;
     int n_prompt = 512;
     int n_depth = 0;
     bool prefill = true;
     bool decode = true;
-    int n_threads = 0;  // 0 = sb::default_thread_count()
-    int n_batch = 2048;
-    int n_ubatch = 512;
-    int n_gpu_layers = 99;
-    std::string flash_attn = "auto";
-    std::string type_k = "f16";
-    std::string type_v = "f16";
     // Copies of an op per replay graph (--replay N); 0: no op times at all (call times only).
     int replay_copies = 16;
     // Repetitions of the workload (prefill, then decode_tokens one-token decode steps): traced

@@ -24,16 +24,17 @@ void write_fidelity_markdown(std::ostream& out, const FidelitySection& r) {
     for (const auto& v : r.variants) {
         if (v.error) {
             out << fmt::format("| {} | {} | {}/{} | failed: {} | | | | | | | | | | |\n",
-                               v.model_name, v.devices, v.type_k, v.type_v, *v.error);
+                               v.model_name, v.devices, to_string(v.type_k), to_string(v.type_v),
+                               *v.error);
             continue;
         }
         out << fmt::format(
             "| {} | {} | {}/{} | {} | {} | {:.3g} | {:.3g} | {:.3g} | {:.3g} | {:.1f} % | {:.1f} % "
             "| "
             "{:.3g} | {:.3g} | {}{} |\n",
-            v.model_name, v.devices, v.type_k, v.type_v, num(v.prefill_tps), num(v.decode_tps),
-            v.prefill.kl_mean, v.decode.kl_mean, v.decode.kl_p99, v.decode.kl_max,
-            100 * v.decode.top1_agreement, 100 * v.decode.topk_overlap,
+            v.model_name, v.devices, to_string(v.type_k), to_string(v.type_v), num(v.prefill_tps),
+            num(v.decode_tps), v.prefill.kl_mean, v.decode.kl_mean, v.decode.kl_p99,
+            v.decode.kl_max, 100 * v.decode.top1_agreement, 100 * v.decode.topk_overlap,
             std::max(v.prefill.max_abs, v.decode.max_abs), v.decode.rms, v.frontier ? "*" : "",
             v.reference ? " reference" : "");
     }
@@ -48,9 +49,10 @@ void write_fidelity_markdown(std::ostream& out, const FidelitySection& r) {
                 out << fmt::format(
                     "| {} | {} | {}/{} | {:.3g} | {:.3g} | {:.3g} | {:.1f} % | {:.1f} % | {:.3g} "
                     "| {:.3g} |\n",
-                    v.model_name, v.devices, v.type_k, v.type_v, v.prompt->kl_mean,
-                    v.prompt->kl_p99, v.prompt->kl_max, 100 * v.prompt->top1_agreement,
-                    100 * v.prompt->topk_overlap, v.prompt->max_abs, v.prompt->rms);
+                    v.model_name, v.devices, to_string(v.type_k), to_string(v.type_v),
+                    v.prompt->kl_mean, v.prompt->kl_p99, v.prompt->kl_max,
+                    100 * v.prompt->top1_agreement, 100 * v.prompt->topk_overlap, v.prompt->max_abs,
+                    v.prompt->rms);
     }
     if (r.text) {
         const FidelityText& t = *r.text;
@@ -67,9 +69,9 @@ void write_fidelity_markdown(std::ostream& out, const FidelitySection& r) {
                 out << fmt::format(
                     "| {} | {} | {}/{} | {:.4f} | {:.5f} | {:.3g} | {:.3g} | {:.3g} | {:.1f} % | "
                     "{:.1f} % |\n",
-                    v.model_name, v.devices, v.type_k, v.type_v, *v.perplexity,
-                    v.perplexity_error.value_or(0), v.text->kl_mean, v.text->kl_p99, v.text->kl_max,
-                    100 * v.text->top1_agreement, 100 * v.text->topk_overlap);
+                    v.model_name, v.devices, to_string(v.type_k), to_string(v.type_v),
+                    *v.perplexity, v.perplexity_error.value_or(0), v.text->kl_mean, v.text->kl_p99,
+                    v.text->kl_max, 100 * v.text->top1_agreement, 100 * v.text->topk_overlap);
     }
 }
 

@@ -740,7 +740,8 @@ json fidelity_view(const ResultDocument& doc) {
     };
     const bool by_model = varies([](const FidelityVariant& v) { return v.model_name; });
     const bool by_devices = varies([](const FidelityVariant& v) { return v.devices; });
-    const bool by_kv = varies([](const FidelityVariant& v) { return v.type_k + "/" + v.type_v; });
+    const bool by_kv = varies(
+        [](const FidelityVariant& v) { return to_string(v.type_k) + "/" + to_string(v.type_v); });
     std::optional<double> smallest;  // the smallest KL above 0 of the charted points
     auto charted = [&](double kl) {
         if (kl > 0 && (!smallest || kl < *smallest))
@@ -758,7 +759,7 @@ json fidelity_view(const ResultDocument& doc) {
         if (by_devices || (!by_model && !by_kv))
             add(v.devices);
         if (by_kv)
-            add("KV " + v.type_k + "/" + v.type_v);
+            add("KV " + to_string(v.type_k) + "/" + to_string(v.type_v));
         const auto model = model_of(doc, v.model);
         const std::optional<std::string> weights =
             model ? (model->file_type ? model->file_type : model->dominant_type) : std::nullopt;
@@ -774,8 +775,8 @@ json fidelity_view(const ResultDocument& doc) {
              {"model", v.model_name},
              {"devices", v.devices},
              {"weights", opt(weights)},
-             {"type_k", v.type_k},
-             {"type_v", v.type_v},
+             {"type_k", to_string(v.type_k)},
+             {"type_v", to_string(v.type_v)},
              {"reference", v.reference},
              {"frontier", v.frontier},
              {"error", opt(v.error)},

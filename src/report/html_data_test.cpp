@@ -597,7 +597,7 @@ FidelityVariant fidelity_variant(const std::string& model, const std::string& de
     v.model = "/m/" + model;
     v.model_name = model;
     v.devices = devices;
-    v.type_k = v.type_v = "f16";
+    v.type_k = v.type_v = KvType::f16;
     v.decode_tps = decode_tps;
     v.decode_tps_reps = std::move(decode_reps);
     v.decode.positions = 16;
@@ -707,7 +707,7 @@ TEST(HtmlData, FidelityShortLabelsSayWhatDiffersAndThePromptStageMovesTheFloor) 
     FidelitySection& s = *doc.fidelity;
     FidelityVariant a = fidelity_variant("q4_0.gguf", "CPU", 10, {10}, 0);
     FidelityVariant b = a;
-    b.type_k = "q8_0";
+    b.type_k = KvType::q8_0;
     b.decode.kl_mean = 0.5;
     b.prompt = StageFidelity{};
     b.prompt->kl_mean = 5e-7;

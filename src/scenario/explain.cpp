@@ -221,15 +221,8 @@ class Levels {
         engine_.unload();
         loaded_.clear();
         OpsOptions po;
-        po.model_path = base_.model_path;
-        po.devices = base_.devices.names();
+        po.workload = base_;
         po.n_prompt = o_.n_prompt;
-        po.n_threads = base_.n_threads;
-        po.n_batch = base_.n_batch;
-        po.n_ubatch = base_.n_ubatch;
-        po.flash_attn = to_string(base_.flash_attn);
-        po.type_k = to_string(base_.type_k);
-        po.type_v = to_string(base_.type_v);
         po.replay_copies = o_.replay_copies;
         po.traced_reps = 1;
         po.plain_reps = 1;

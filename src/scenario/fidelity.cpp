@@ -188,8 +188,8 @@ FidelityVariant measure_variant(RunContext& run, const FidelityOptions& o, const
     v.model = x.model;
     v.model_name = model_name(x.model);
     v.devices = x.devices.str();
-    v.type_k = to_string(x.type_k);
-    v.type_v = to_string(x.type_v);
+    v.type_k = x.type_k;
+    v.type_v = x.type_v;
     v.reference = x.model == ref.variant.model && x.devices == ref.variant.devices &&
                   x.type_k == ref.variant.type_k && x.type_v == ref.variant.type_v &&
                   std::find(o.models.begin(), o.models.end(), x.model) != o.models.end();

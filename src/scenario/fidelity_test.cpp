@@ -69,14 +69,14 @@ TEST(FidelityRun, TheDistancesAreThoseOfTheScriptedLogits) {
     // The reference's own variant is exactly the reference.
     const FidelityVariant& same = f.variants[0];
     EXPECT_TRUE(same.reference);
-    EXPECT_EQ(same.type_k, "f16");
+    EXPECT_EQ(same.type_k, KvType::f16);
     EXPECT_EQ(same.prefill.kl_mean, 0);
     EXPECT_EQ(same.decode.kl_mean, 0);
     EXPECT_EQ(same.decode.top1_agreement, 1);
     // The q8_0 variant: every position off by the same scripted change.
     const FidelityVariant& q8 = f.variants[1];
     EXPECT_FALSE(q8.reference);
-    EXPECT_EQ(q8.type_k, "q8_0");
+    EXPECT_EQ(q8.type_k, KvType::q8_0);
     StageStats prefill(3), decode(3);
     const std::span<const int32_t> prompt(tokens.data(), 6);
     prefill.add(default_fake_logits(prompt, kVocab), q8_logits(prompt));

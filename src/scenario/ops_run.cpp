@@ -12,6 +12,7 @@
 #include "core/membw.hpp"
 #include "core/sysinfo.hpp"
 #include "engine/backends.hpp"
+#include "engine/workload.hpp"
 #include "profile/fallback.hpp"
 #include "profile/op_times.hpp"
 #include "profile/ops_profile.hpp"
@@ -44,13 +45,6 @@ struct Measured {
     StageData prefill, decode;
 };
 
-std::string joined(const std::vector<std::string>& v) {
-    std::string s;
-    for (const auto& d : v)
-        s += (s.empty() ? "" : "+") + d;
-    return s;
-}
-
 void check_options(const OpsOptions& o) {
     if (!o.prefill && !o.decode)
         throw usage_error("nothing to profile: no stage selected");
@@ -70,18 +64,9 @@ void check_options(const OpsOptions& o) {
 // the prompt and the decode steps (rounded up to 256 so that every step's graph has the same
 // shape).
 LoadSpec load_spec_of(const OpsOptions& o, int threads) {
-    LoadSpec ls;
-    ls.model_path = o.model_path;
-    ls.devices = DeviceSet(joined(o.devices));
-    ls.n_gpu_layers = o.n_gpu_layers;
     const int n_ctx = o.n_depth + std::max(0, o.n_prompt) + std::max(1, o.decode_tokens) + 1 + 16;
-    ls.n_ctx = (n_ctx + 255) / 256 * 256;
-    ls.n_batch = o.n_batch;
-    ls.n_ubatch = o.n_ubatch;
+    LoadSpec ls = load_spec(o.workload, (n_ctx + 255) / 256 * 256);
     ls.n_threads = threads;
-    ls.flash_attn = enum_from_text<FlashAttn>(o.flash_attn, "--flash-attn");
-    ls.type_k = enum_from_text<KvType>(o.type_k, "--cache-type-k");
-    ls.type_v = enum_from_text<KvType>(o.type_v, "--cache-type-v");
     return ls;
 }
 
@@ -89,18 +74,11 @@ LoadSpec load_spec_of(const OpsOptions& o, int threads) {
 // n_gen decode steps; a decode-only profile starts its steps at depth + prompt.
 TestConfig workload_of(const OpsOptions& o, int threads, int n_gen, int reps) {
     TestConfig c;
-    c.model_path = o.model_path;
-    c.devices = DeviceSet(joined(o.devices));
+    static_cast<Workload&>(c) = o.workload;
+    c.n_threads = threads;
     c.n_prompt = o.prefill ? o.n_prompt : 0;
     c.n_depth = o.prefill ? o.n_depth : o.n_depth + std::max(0, o.n_prompt);
     c.n_gen = o.decode ? n_gen : 0;
-    c.n_threads = threads;
-    c.n_batch = o.n_batch;
-    c.n_ubatch = o.n_ubatch;
-    c.n_gpu_layers = o.n_gpu_layers;
-    c.flash_attn = enum_from_text<FlashAttn>(o.flash_attn, "--flash-attn");
-    c.type_k = enum_from_text<KvType>(o.type_k, "--cache-type-k");
-    c.type_v = enum_from_text<KvType>(o.type_v, "--cache-type-v");
     c.reps = reps;
     c.max_reps = reps;
     c.warmup = false;  // the capturing repetition warms up
@@ -262,9 +240,9 @@ Measured measure_stages(const OpsRig& rig, const OpsOptions& o, int threads, con
 OpsProfile profile_header(const OpsOptions& o, int threads) {
     OpsProfile p;
     p.source = "trace";
-    p.model_path = o.model_path;
-    p.devices = o.devices.empty() ? "CPU" : joined(o.devices);
-    for (const auto& d : o.devices)
+    p.model_path = o.workload.model_path;
+    p.devices = o.workload.devices.empty() ? "CPU" : o.workload.devices.str();
+    for (const auto& d : o.workload.devices.names())
         if (d != "CPU" && !d.empty())
             p.requested.push_back(d);
     if (p.requested.empty())
@@ -393,11 +371,11 @@ OpsProfile profile_ops(const OpsRig& rig, const OpsOptions& o, const OpsHooks& h
         if (h.progress)
             h.progress(m);
     };
-    const int threads = threads_or_default(o.n_threads);
+    const int threads = threads_or_default(o.workload.n_threads);
     const int64_t t0 = h.clock();
     OpsProfile p = profile_header(o, threads);
 
-    say("loading " + o.model_path);
+    say("loading " + o.workload.model_path);
     rig.tracer.load(load_spec_of(o, threads));
     p.backends = rig.engine.active_backends();
     const int64_t t_loaded = h.clock();
@@ -439,15 +417,15 @@ OpsProfile profile_ops(const OpsOptions& o, const ProgressFn& progress) {
 }
 
 int run_ops(const OpsCommandOptions& o, ResultDocument& doc, std::ostream& err) {
-    const std::string device_set = joined(o.ops.devices);
+    const std::string device_set = o.ops.workload.devices.str();
     RunSetup setup;
-    setup.models = {o.ops.model_path};
+    setup.models = {o.ops.workload.model_path};
     setup.rpc_servers = o.rpc_servers;
     setup.device_sets = {device_set};
     setup.out_path = o.out_path;
     setup.progress = o.progress;
     RunContext run(doc, setup, err, nullptr);
-    run.open(threads_or_default(o.ops.n_threads));
+    run.open(threads_or_default(o.ops.workload.n_threads));
 
     ProgressFn progress = [&run](const std::string& m) { run.progress().note(m); };
     // llama.cpp may stop the process mid-profile (an RPC server that dies): the profile is one

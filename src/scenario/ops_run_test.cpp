@@ -186,10 +186,10 @@ struct Rig {
 
 OpsOptions options() {
     OpsOptions o;
-    o.model_path = "m.gguf";
-    o.devices = {"ACC"};
+    o.workload.model_path = "m.gguf";
+    o.workload.devices = "ACC";
     o.n_prompt = 16;
-    o.n_threads = 2;
+    o.workload.n_threads = 2;
     o.traced_reps = 2;
     o.plain_reps = 2;
     o.decode_tokens = 3;
@@ -225,6 +225,8 @@ TEST(OpsPipeline, InterleavesTracedAndUninstrumentedRepetitionsTheFirstTracedOne
     EXPECT_TRUE(rig.tracer.released);
     EXPECT_EQ(rig.tracer.loaded.n_ctx, 256);  // 16 + 3 + 1 + 16, rounded up to 256
     EXPECT_EQ(rig.tracer.loaded.n_threads, 2);
+    // The engine loads the options' workload, whole (load_spec).
+    EXPECT_EQ(static_cast<const Workload&>(rig.tracer.loaded), options().workload);
     EXPECT_EQ(rig.replayer.setup.devices, std::vector<std::string>{"CPU"});  // the fake's
     EXPECT_EQ(rig.replayer.setup.threads, 2);
     EXPECT_EQ(rig.replayer.setup.copies, 16);

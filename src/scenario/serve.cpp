@@ -12,7 +12,6 @@
 #include <random>
 #include <thread>
 
-#include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
 #include "core/parse.hpp"
@@ -20,6 +19,7 @@
 #include "core/sysinfo.hpp"
 #include "engine/http_engine.hpp"
 #include "engine/process.hpp"
+#include "engine/serve_target.hpp"
 #include "model/inspect.hpp"
 #include "scenario/llama_server.hpp"
 
@@ -209,11 +209,12 @@ ServeRequest request_record(const std::function<Generation()>& get, const HttpPr
     return r;
 }
 
-// A thread's request: HttpEngine::generate on that thread's client.
-ServeRequest one_request(HttpEngine& e, const std::string& model, const HttpPrompt& prompt,
-                         int n_gen, uint64_t seed, int index, int64_t t0) {
-    const int64_t send = now_ns();
-    return request_record([&] { return e.generate(model, prompt, n_gen, seed); }, prompt, index,
+// A thread's request: generate on that thread's client.
+ServeRequest one_request(ServeClient& c, const Clock& clock, const std::string& model,
+                         const HttpPrompt& prompt, int n_gen, uint64_t seed, int index,
+                         int64_t t0) {
+    const int64_t send = clock();
+    return request_record([&] { return c.generate(model, prompt, n_gen, seed); }, prompt, index,
                           send, t0);
 }
 
@@ -269,13 +270,13 @@ ServePlan plan_of(const ServeOptions& o) {
     return p;
 }
 
-// The server under load (given, or a llama-server started here) and the main client, which
-// makes the prompts and says what the server is.
+// The server under load (given, or a llama-server started here), as the run's engine factory
+// connects to it: it makes the prompts, the clients and says what the server is.
 struct ServeServer {
     std::unique_ptr<LlamaServer> managed;
     HttpEngineOptions eo;
     std::string model;  // the name the requests carry ("" the server's default)
-    std::unique_ptr<HttpEngine> main;
+    std::unique_ptr<ServeTarget> target;
 };
 
 ServeServer connect_server(const ServeOptions& o, const ServePlan& plan, RunContext& run) {
@@ -303,25 +304,26 @@ ServeServer connect_server(const ServeOptions& o, const ServePlan& plan, RunCont
     s.eo.api = o.api;
     s.eo.timeouts.connect_ms = static_cast<int64_t>(o.timeout_s * 1000);
     s.eo.timeouts.read_ms = s.eo.timeouts.connect_ms;
-    s.main = std::make_unique<HttpEngine>(s.eo);
-    s.main->connect();
+    s.target = run.engines().serve_target(s.eo);
     return s;
 }
 
 // One point's requests as they are driven: the prompts (made before its clock), the clients
 // (thread per request), the records and which requests were sent.
 struct PointRun {
-    PointRun(const ServeOptions& opts, const ServePlan& pl, ServeServer& s, ServePoint& pt)
-        : o(opts), plan(pl), server(s), p(pt) {}
+    PointRun(const ServeOptions& opts, const ServePlan& pl, ServeServer& s, ServePoint& pt,
+             const Clock& c)
+        : o(opts), plan(pl), server(s), p(pt), clock(c) {}
     const ServeOptions& o;
     const ServePlan& plan;
     ServeServer& server;
     ServePoint& p;
+    const Clock& clock;  // the run's
     std::vector<HttpPrompt> prompts;
     std::vector<double> gaps;  // open loop: the seeded inter-arrival gaps (s)
     int count = 0;             // requests the point may send
     int n_clients = 0;
-    std::vector<std::unique_ptr<HttpEngine>> clients;
+    std::vector<std::unique_ptr<ServeClient>> clients;
     std::vector<char> sent;  // per request: no shared bits
     int64_t t0 = 0, deadline = 0;
     // --max-error-rate: the errors among the requests finished so far, after each one.
@@ -337,34 +339,27 @@ struct PointRun {
             error_stop = true;
     }
     bool before_deadline() const {
-        return !error_stop.load() && (deadline == 0 || now_ns() < deadline);
+        return !error_stop.load() && (deadline == 0 || clock() < deadline);
     }
 };
 
-// One thread (this one) drives every request in flight through libcurl's multi interface; a
-// closed-loop request that ends starts the next from its callback.
+// One thread (this one) drives every request in flight (libcurl's multi interface in a real
+// run); a closed-loop request that ends starts the next from its callback.
 void drive_loop(PointRun& r) {
-    HttpMulti multi(r.server.eo.url, r.server.eo.timeouts);
-    std::vector<std::unique_ptr<GenerationStream>> streams(static_cast<size_t>(r.count));
+    std::unique_ptr<ServeStreams> streams = r.server.target->streams();
     const bool closed = r.p.mode == "concurrency";
     int next = 0;
     std::function<void(int)> start = [&](int i) {
         const auto k = static_cast<size_t>(i);
-        const int64_t send = now_ns();
+        const int64_t send = r.clock();
         r.sent[k] = 1;
         try {
-            streams[k] =
-                r.server.main->start_generation(r.server.model, r.prompts[k], r.plan.lens[k].second,
-                                                r.o.seed + static_cast<uint64_t>(i));
-            GenerationStream* st = streams[k].get();
-            multi.start_stream(
-                st->path(), st->body(),
-                [st](std::string_view b, int64_t t) { return st->on_bytes(b, t); },
-                [&, i, k, send](StreamOutcome out) {
-                    r.p.requests[k] = request_record([&] { return streams[k]->finish(out); },
-                                                     r.prompts[k], i, send, r.t0);
+            streams->start(
+                r.server.model, r.prompts[k], r.plan.lens[k].second,
+                r.o.seed + static_cast<uint64_t>(i),
+                [&, i, k, send](const ServeStreams::Result& result) {
+                    r.p.requests[k] = request_record(result, r.prompts[k], i, send, r.t0);
                     r.note_done(r.p.requests[k]);
-                    streams[k].reset();
                     if (closed && next < r.count && !interrupt_requested() && r.before_deadline())
                         start(next++);
                 });
@@ -382,21 +377,16 @@ void drive_loop(PointRun& r) {
         for (int i = 0; i < r.count && !interrupt_requested() && !r.error_stop; ++i) {
             at_s += r.gaps[static_cast<size_t>(i)];
             const int64_t when = r.t0 + static_cast<int64_t>(at_s * 1e9);
-            for (int64_t now = now_ns(); now < when && !interrupt_requested(); now = now_ns()) {
-                const int64_t left_ms = (when - now) / 1'000'000;
-                if (multi.in_flight() == 0)
-                    std::this_thread::sleep_for(
-                        std::chrono::nanoseconds(std::min<int64_t>(when - now, 10'000'000)));
-                else
-                    multi.poll(static_cast<int>(std::min<int64_t>(left_ms, 10)));
-            }
+            // At most 10 ms at a time: Ctrl-C is seen within that.
+            for (int64_t now = r.clock(); now < when && !interrupt_requested(); now = r.clock())
+                streams->wait(std::min<int64_t>(when - now, 10'000'000));
             if (interrupt_requested())
                 break;
             start(i);
         }
     }
-    while (multi.in_flight() > 0)
-        multi.poll(1000);
+    while (streams->in_flight() > 0)
+        streams->wait(1'000'000'000);
 }
 
 // Closed loop, a thread per client: each sends its next request when its last one ended.
@@ -407,8 +397,8 @@ void drive_closed_threads(PointRun& r) {
         ts.emplace_back([&, c] {
             for (int i; !interrupt_requested() && r.before_deadline() && (i = next++) < r.count;) {
                 const auto k = static_cast<size_t>(i);
-                r.p.requests[k] = one_request(*r.clients[static_cast<size_t>(c)], r.server.model,
-                                              r.prompts[k], r.plan.lens[k].second,
+                r.p.requests[k] = one_request(*r.clients[static_cast<size_t>(c)], r.clock,
+                                              r.server.model, r.prompts[k], r.plan.lens[k].second,
                                               r.o.seed + static_cast<uint64_t>(i), i, r.t0);
                 r.sent[k] = 1;
                 r.note_done(r.p.requests[k]);
@@ -425,17 +415,16 @@ void drive_open_threads(PointRun& r) {
     for (int i = 0; i < r.count && !interrupt_requested() && !r.error_stop; ++i) {
         at_s += r.gaps[static_cast<size_t>(i)];
         const int64_t when = r.t0 + static_cast<int64_t>(at_s * 1e9);
-        while (now_ns() < when && !interrupt_requested())
-            std::this_thread::sleep_for(
-                std::chrono::nanoseconds(std::min<int64_t>(when - now_ns(), 10'000'000)));
+        for (int64_t now = r.clock(); now < when && !interrupt_requested(); now = r.clock())
+            r.server.target->pause(std::min<int64_t>(when - now, 10'000'000));
         if (interrupt_requested())
             break;
         r.sent[static_cast<size_t>(i)] = 1;
         ts.emplace_back([&, i] {
             const auto k = static_cast<size_t>(i);
             r.p.requests[k] =
-                one_request(*r.clients[k], r.server.model, r.prompts[k], r.plan.lens[k].second,
-                            r.o.seed + static_cast<uint64_t>(i), i, r.t0);
+                one_request(*r.clients[k], r.clock, r.server.model, r.prompts[k],
+                            r.plan.lens[k].second, r.o.seed + static_cast<uint64_t>(i), i, r.t0);
             r.note_done(r.p.requests[k]);
         });
     }
@@ -471,7 +460,7 @@ bool prepare_point(PointRun& r, RunContext& run, uint64_t& prompt_seed) {
                              r.plan.shape));
     try {
         for (int i = 0; i < r.count && !interrupt_requested(); ++i)
-            r.prompts.push_back(r.server.main->make_prompt(
+            r.prompts.push_back(r.server.target->make_prompt(
                 r.server.model, r.plan.lens[static_cast<size_t>(i)].first, ++prompt_seed));
     } catch (const Error&) {
         if (!interrupt_requested())
@@ -480,10 +469,8 @@ bool prepare_point(PointRun& r, RunContext& run, uint64_t& prompt_seed) {
     if (interrupt_requested())
         return false;
     r.n_clients = std::min(width, r.count);
-    for (int i = 0; i < r.n_clients && !r.plan.loop; ++i) {
-        r.clients.push_back(std::make_unique<HttpEngine>(r.server.eo));
-        r.clients.back()->connect();
-    }
+    for (int i = 0; i < r.n_clients && !r.plan.loop; ++i)
+        r.clients.push_back(r.server.target->client());
     r.p.requests.resize(static_cast<size_t>(r.count));
     r.sent.assign(static_cast<size_t>(r.count), 0);
     return true;
@@ -547,7 +534,7 @@ std::optional<ServePoint> measure_point(const ServeOptions& o, const ServePlan& 
     ServePoint p;
     p.mode = at.first;
     p.value = at.second;
-    PointRun r(o, plan, server, p);
+    PointRun r(o, plan, server, p, run.clock());
     if (!prepare_point(r, run, prompt_seed))
         return std::nullopt;
     Sampler* tel = run.sampler();
@@ -555,7 +542,7 @@ std::optional<ServePoint> measure_point(const ServeOptions& o, const ServePlan& 
     if (tel)
         tel->mark(stage, true);
     const double cpu0 = cpu_seconds();
-    r.t0 = now_ns();
+    r.t0 = run.clock()();
     p.start_ns = r.t0;
     r.deadline = o.duration_s ? r.t0 + static_cast<int64_t>(*o.duration_s * 1e9) : 0;
     if (plan.loop)
@@ -564,7 +551,7 @@ std::optional<ServePoint> measure_point(const ServeOptions& o, const ServePlan& 
         drive_closed_threads(r);
     else
         drive_open_threads(r);
-    const int64_t t1 = now_ns();
+    const int64_t t1 = run.clock()();
     const double cpu1 = cpu_seconds();
     if (r.error_stop)
         p.stopped_by = "max_error_rate";
@@ -645,7 +632,7 @@ RunResult run_serve(const ServeOptions& o, RunEnv env) {
     nlohmann::json about;
     try {
         server = connect_server(o, plan, run);
-        about = server.main->describe();
+        about = server.target->describe();
     } catch (const Error& e) {
         if (!interrupt_requested())
             throw;
@@ -688,7 +675,7 @@ RunResult run_serve(const ServeOptions& o, RunEnv env) {
     run.update([&](ResultDocument& doc) {
         doc.serve = serve_section(o, about, points, interrupt_requested());
     });
-    server.main.reset();
+    server.target.reset();
     server.managed.reset();
     return run.finish(failed ? Outcome::failed : Outcome::ok);
 }

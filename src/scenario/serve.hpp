@@ -94,9 +94,9 @@ std::map<std::string, double> parse_slo(const std::string& text);
 // llama-server serve starts, else the name the server is asked for), the server as
 // engines["http"], telemetry, warnings. Throws sb::Error(usage) for bad options,
 // sb::Error(input) when the model is unusable or the server cannot be reached or started; a
-// failed request is recorded, never thrown (the outcome: failed). The clients are HTTP clients
-// of their own (HttpEngine's streaming API: make_prompt, generate, start_generation), not
-// engines of env.engines.
+// failed request is recorded, never thrown (the outcome: failed). The server's prompts and
+// clients come from env.engines' serve_target (engine/serve_target.hpp); every time is read
+// on env.clock, and an open loop's wait for its next arrival passes through the target.
 RunResult run_serve(const ServeOptions& o, RunEnv env);
 
 }  // namespace sb

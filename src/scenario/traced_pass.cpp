@@ -11,19 +11,11 @@ namespace sb {
 
 OpsOptions traced_pass_options(const TestConfig& workload, int traced_reps) {
     OpsOptions o;
-    o.model_path = workload.model_path;
-    o.devices = split_device_set(workload.devices.str());
+    o.workload = workload;
     o.n_prompt = workload.n_prompt;
     o.n_depth = 0;
     o.prefill = true;
     o.decode = true;
-    o.n_threads = workload.n_threads;
-    o.n_batch = workload.n_batch;
-    o.n_ubatch = workload.n_ubatch;
-    o.n_gpu_layers = workload.n_gpu_layers;
-    o.flash_attn = to_string(workload.flash_attn);
-    o.type_k = to_string(workload.type_k);
-    o.type_v = to_string(workload.type_v);
     // Replaying every distinct op would take far longer than the pass; the timeline needs call
     // times only.
     o.replay_copies = 0;

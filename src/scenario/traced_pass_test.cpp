@@ -12,16 +12,16 @@ TEST(TracedPass, OptionsTraceTheWorkloadWithoutReplays) {
     spec.n_threads = 2;
     spec.n_batch = 16;
     spec.n_ubatch = 16;
+    spec.type_k = KvType::q8_0;
+    spec.flash_attn = FlashAttn::on;
     spec.seed = 9;
     const OpsOptions o = traced_pass_options(spec);
-    EXPECT_EQ(o.model_path, "m.gguf");
-    EXPECT_EQ(o.devices, (std::vector<std::string>{"BLAS", "RPC0"}));
+    // The test's workload, whole: the same model, devices, batches, threads and KV types.
+    EXPECT_EQ(o.workload, static_cast<const Workload&>(spec));
+    EXPECT_EQ(o.workload.devices.names(), (std::vector<std::string>{"BLAS", "RPC0"}));
     EXPECT_EQ(o.n_prompt, 64);
     EXPECT_EQ(o.n_depth, 0);
     EXPECT_TRUE(o.prefill && o.decode);
-    EXPECT_EQ(o.n_threads, 2);
-    EXPECT_EQ(o.n_batch, 16);
-    EXPECT_EQ(o.n_ubatch, 16);
     EXPECT_EQ(o.replay_copies, 0);
     EXPECT_EQ(o.traced_reps, 3);
     EXPECT_EQ(o.plain_reps, 1);

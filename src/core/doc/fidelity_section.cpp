@@ -9,7 +9,8 @@ namespace sb {
 using nlohmann::json;
 
 std::string variant_label(const FidelityVariant& v) {
-    return v.model_name + " on " + v.devices + " (" + v.type_k + "/" + v.type_v + ")";
+    return v.model_name + " on " + v.devices + " (" + to_string(v.type_k) + "/" +
+           to_string(v.type_v) + ")";
 }
 
 void mark_frontier(std::vector<FidelityVariant>& variants) {
@@ -40,8 +41,8 @@ json to_json(const FidelityVariant& v) {
     json j{{"model", v.model},
            {"model_name", v.model_name},
            {"devices", v.devices},
-           {"type_k", v.type_k},
-           {"type_v", v.type_v},
+           {"type_k", to_string(v.type_k)},
+           {"type_v", to_string(v.type_v)},
            {"reference", v.reference},
            {"prefill_tokens_per_s", opt(v.prefill_tps)},
            {"decode_tokens_per_s", opt(v.decode_tps)},

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/doc/json_in.hpp"
+#include "core/enums.hpp"
 
 namespace sb {
 
@@ -26,7 +27,8 @@ struct StageFidelity {
 };
 
 struct FidelityVariant {
-    std::string model, model_name, devices, type_k, type_v;
+    std::string model, model_name, devices;
+    KvType type_k = KvType::f16, type_v = KvType::f16;  // in JSON their spellings
     bool reference = false;
     std::optional<double> prefill_tps, decode_tps;          // medians of the speed pass
     std::vector<double> prefill_tps_reps, decode_tps_reps;  // its repetitions, in order

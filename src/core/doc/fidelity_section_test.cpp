@@ -29,7 +29,7 @@ ResultDocument fidelity_document() {
     ref.model = "/m/m-f16.gguf";
     ref.model_name = "m-f16.gguf";
     ref.devices = "CPU";
-    ref.type_k = ref.type_v = "f16";
+    ref.type_k = ref.type_v = KvType::f16;
     ref.reference = true;
     ref.frontier = true;
     ref.prefill_tps = 100.5;
@@ -42,13 +42,13 @@ ResultDocument fidelity_document() {
     q4.model = "/m/m-q4_0.gguf";
     q4.model_name = "m-q4_0.gguf";
     q4.devices = "BLAS+CPU";
-    q4.type_k = "q8_0";
+    q4.type_k = KvType::q8_0;
     q4.reference = false;
     q4.decode = {2, 0.01, 0.02, 0.03, 0.5, 0.85, 1.5, 0.25};
     FidelityVariant failed;
     failed.model_name = "m-q4_0.gguf";
     failed.devices = "RPC0";
-    failed.type_k = failed.type_v = "f16";
+    failed.type_k = failed.type_v = KvType::f16;
     failed.error = "no RPC server";
     s.variants = {ref, q4, failed};
     d.fidelity = s;
@@ -145,6 +145,10 @@ TEST(FidelitySection, RefusalsNameTheField) {
               "'f.json': fidelity.tokens[0]: expected an integer, found a number with a fraction");
     EXPECT_EQ(refusal([](json& j) { j["fidelity"]["variants"][0]["frontier"] = 1; }),
               "'f.json': fidelity.variants[0].frontier: expected a boolean, found an integer");
+    // A KV cache type is one of the enum's spellings, refused as a test config's is.
+    EXPECT_EQ(refusal([](json& j) { j["fidelity"]["variants"][1]["type_k"] = "q9"; }),
+              "'f.json': fidelity.variants[1].type_k: expected one of " + enum_spellings<KvType>() +
+                  ", found \"q9\"");
 }
 
 }  // namespace
