@@ -520,7 +520,10 @@ int run_explain_rounds(ExplainSection& s, const ExplainMeasurer& measure,
     return failed || s.interrupted ? 1 : 0;
 }
 
-int run_explain(const ExplainOptions& o, ResultDocument& doc, std::ostream& err) {
+namespace {
+
+// -p, -n, -r and --concurrency in range. Throws sb::Error(usage).
+void check_explain_options(const ExplainOptions& o) {
     if (o.n_prompt < 1)
         throw usage_error("-p must be at least 1");
     if (o.n_gen < 2)
@@ -530,48 +533,30 @@ int run_explain(const ExplainOptions& o, ResultDocument& doc, std::ostream& err)
     for (int c : o.concurrency)
         if (c < 1 || c > 256)
             throw usage_error(fmt::format("--concurrency {}: clients must be 1 to 256", c));
-    const std::vector<std::string> server_args = split_server_args(o.server_args);
+}
 
-    // Setup: the model described (bad input throws here), the device names checked.
-    RunSetup setup;
-    setup.models = {o.model_path};
-    setup.device_sets = {o.devices};
-    setup.out_path = o.out_path;
-    setup.progress = o.progress;
-    RunContext ctx(doc, setup, err, nullptr);
-    auto note = [&](const std::string& line) {
-        if (o.progress)
-            ctx.progress().note(line);
-    };
-    const ModelInfo model = inspect_model(o.model_path);
-    const int threads = threads_or_default(o.n_threads);
-    // Listed before the engine loads: listing loads every backend module, and the engine's
-    // first load unloads those its devices do not name.
-    const auto [server_devices, accel_devices] = default_devices();
-
-    // The in-process engine: its tokenizer and template size the texts of levels 3 to 5.
-    LoadSpec base;
-    base.model_path = o.model_path;
-    base.devices = DeviceSet(o.devices);
-    base.n_threads = threads;
-    base.n_ctx = o.n_prompt + o.n_gen + 64;
-    LlamaEngine engine;
-    engine.load(base);
-    const ChatPrompter prompter(engine);
-
-    // The server.
+// The server explain measures: a llama-server it starts for the model, or the one at --url.
+struct ExplainServer {
     std::unique_ptr<LlamaServer> managed;
     std::unique_ptr<HttpEngine> remote;
-    HttpEngine* http = nullptr;
+    HttpEngine* http = nullptr;  // managed's or remote
+    std::string url() const { return managed ? managed->url() : http->options().url; }
+};
+
+// Starts or connects to the server. Throws sb::Error(input) when it cannot start or be reached.
+ExplainServer open_explain_server(const ExplainOptions& o,
+                                  const std::vector<std::string>& server_args,
+                                  const std::function<void(const std::string&)>& note) {
+    ExplainServer srv;
     if (o.url) {
         HttpEngineOptions eo;
         eo.url = *o.url;
         eo.api = HttpApi::openai;
         eo.timeouts.connect_ms = static_cast<int64_t>(o.timeout_s * 1000);
         eo.timeouts.read_ms = eo.timeouts.connect_ms;
-        remote = std::make_unique<HttpEngine>(eo);
-        remote->connect();  // a dead server is bad input (sb::Error(input))
-        http = remote.get();
+        srv.remote = std::make_unique<HttpEngine>(eo);
+        srv.remote->connect();  // a dead server is bad input (sb::Error(input))
+        srv.http = srv.remote.get();
     } else {
         LlamaServerSpec ls;
         ls.binary = find_peer_program("llama-server");
@@ -583,14 +568,29 @@ int run_explain(const ExplainOptions& o, ResultDocument& doc, std::ostream& err)
         ls.timeout_s = o.timeout_s;
         ls.extra_args = server_args;
         try {
-            managed = std::make_unique<LlamaServer>(ls, note);
+            srv.managed = std::make_unique<LlamaServer>(ls, note);
         } catch (const Error& e) {
             // What it was told (--server-args) or the model stopped it: the user's input.
             throw input_error(e.what());
         }
-        http = &managed->engine();
+        srv.http = &srv.managed->engine();
     }
-    const std::string url = managed ? managed->url() : http->options().url;
+    return srv;
+}
+
+// What the server says of itself (its settings, its log) and the name of the model it serves.
+struct ServerView {
+    ServerFacts facts;
+    std::string model_name;  // "" where the server does not say
+};
+
+// Reads the server's facts; at --url, checks that it serves o.model_path (model). Throws
+// sb::Error(input) when it serves another model.
+ServerView read_explain_server(const ExplainOptions& o, const ExplainServer& srv,
+                               const ModelInfo& model, const std::vector<std::string>& server_args,
+                               const std::string& server_devices, const std::string& accel_devices,
+                               const std::function<void(const std::string&)>& note) {
+    const std::string url = srv.url();
     HttpClient probe(url, HttpTimeouts{static_cast<int64_t>(o.timeout_s * 1000),
                                        static_cast<int64_t>(o.timeout_s * 1000)});
     auto get_json = [&](const std::string& path) {
@@ -601,22 +601,23 @@ int run_explain(const ExplainOptions& o, ResultDocument& doc, std::ostream& err)
             return json(nullptr);
         }
     };
-    ServerFacts facts;
-    facts.llama_server = http->server_kind() == "llama-server";
+    ServerView v;
+    ServerFacts& facts = v.facts;
+    facts.llama_server = srv.http->server_kind() == "llama-server";
     facts.args = server_args;
     facts.default_devices = o.url ? "" : server_devices;
     facts.accel_devices = accel_devices;
     if (facts.llama_server)
         facts.props = get_json("/props");
-    if (managed) {
-        std::ifstream f(managed->log_path());
+    if (srv.managed) {
+        std::ifstream f(srv.managed->log_path());
         std::stringstream ss;
         ss << f.rdbuf();
         facts.log = ss.str();
     }
     // The model the server serves must be this one: llama-server says its parameters and
     // vocabulary in /v1/models.
-    std::string model_name;
+    std::string& model_name = v.model_name;
     if (o.url) {
         const json models = get_json("/v1/models");
         const json& data = json_field(models, "data");
@@ -637,13 +638,24 @@ int run_explain(const ExplainOptions& o, ResultDocument& doc, std::ostream& err)
             note("the server does not say which model it serves: not checked against " +
                  o.model_path);
     }
+    return v;
+}
 
-    // The texts: one per round for levels 3 and 4, one per client per round for level 5.
+// The texts of levels 3 to 5: one per round for levels 3 and 4, one per client per round for
+// level 5; max_tokens the longest, chat template included.
+struct ExplainTexts {
+    std::vector<std::vector<PromptText>> texts;
+    int64_t max_tokens = 0;
+};
+
+ExplainTexts make_explain_texts(const ExplainOptions& o, const ChatPrompter& prompter) {
     int clients = 1;
     for (int c : o.concurrency)
         clients += c;
-    std::vector<std::vector<PromptText>> texts(static_cast<size_t>(o.rounds));
-    int64_t max_tokens = 0;
+    ExplainTexts t;
+    auto& texts = t.texts;
+    int64_t& max_tokens = t.max_tokens;
+    texts.resize(static_cast<size_t>(o.rounds));
     for (int r = 0; r < o.rounds; ++r)
         for (int c = 0; c < clients; ++c) {
             texts[static_cast<size_t>(r)].push_back(
@@ -652,20 +664,16 @@ int run_explain(const ExplainOptions& o, ResultDocument& doc, std::ostream& err)
                                static_cast<uint64_t>(c))));
             max_tokens = std::max(max_tokens, texts[static_cast<size_t>(r)].back().tokens);
         }
-    const std::optional<int64_t> slot_ctx = [&]() -> std::optional<int64_t> {
-        const json& v = json_field(json_field(facts.props, "default_generation_settings"), "n_ctx");
-        return v.is_number_integer() ? std::optional(v.get<int64_t>()) : std::nullopt;
-    }();
-    if (slot_ctx && max_tokens + o.n_gen > *slot_ctx)
-        throw input_error(fmt::format(
-            "the workload ({}-token prompt + {} tokens) does not fit the server's context of {} "
-            "tokens per slot (-c / -np): give a smaller -p or -n, or the server a larger -c",
-            max_tokens, o.n_gen, *slot_ctx));
-    base.n_ctx = static_cast<int>(std::max<int64_t>(o.n_prompt, max_tokens)) + o.n_gen + 8;
-    engine.load(base);
+    return t;
+}
 
-    // The section and its settings.
-    ExplainSection& s = doc.explain.emplace();
+// The section's description of the run: the workload, the server, the sampler both sides
+// use, the settings that differ; returns the sampler.
+SamplerSettings describe_explain(ExplainSection& s, const ExplainOptions& o, int threads,
+                                 const std::vector<std::string>& server_args,
+                                 const ExplainServer& srv, const ServerFacts& facts,
+                                 const ChatPrompter& prompter, const ModelInfo& model,
+                                 const LoadSpec& base, int64_t max_tokens) {
     s.model_path = o.model_path;
     s.n_prompt = o.n_prompt;
     s.n_gen = o.n_gen;
@@ -675,9 +683,9 @@ int run_explain(const ExplainOptions& o, ResultDocument& doc, std::ostream& err)
     s.concurrency = o.concurrency;
     s.url = o.url;
     s.server_args = server_args;
-    s.server_kind = http->server_kind();
+    s.server_kind = srv.http->server_kind();
     s.settings_read = facts.llama_server;
-    s.server = http->describe();
+    s.server = srv.http->describe();
     s.chat_template = prompter.template_used();
     std::vector<std::string> sampler_notes;
     SamplerSettings sampler = sampler_from_props(facts.props, sampler_notes);
@@ -711,7 +719,7 @@ int run_explain(const ExplainOptions& o, ResultDocument& doc, std::ostream& err)
              fmt::format("the server at {} is {}, not llama-server: its settings could not be "
                          "read, so no setting is measured alone; levels 4 and 5 and the "
                          "remainder are measured, the remainder holding every setting's part",
-                         url, s.server_kind)});
+                         srv.url(), s.server_kind)});
     if (std::abs(max_tokens - o.n_prompt) > 0)
         s.notes.push_back(fmt::format(
             "the text prompts are up to {} tokens (chat template included) against {} for the "
@@ -720,8 +728,11 @@ int run_explain(const ExplainOptions& o, ResultDocument& doc, std::ostream& err)
     s.notes.push_back(
         "prefill is the prefill stage at levels 1 and 2 and the time to the first "
         "token at levels 3 to 5; decode is the time per token after the first");
+    return sampler;
+}
 
-    // The measures, by level, and the order a forward round runs them.
+// The measures, by level, and the order a forward round runs them.
+void add_explain_measures(ExplainSection& s, const ExplainOptions& o, const LoadSpec& base) {
     auto add = [&](std::string id, std::string level, std::string what) -> ExplainMeasure& {
         ExplainMeasure m;
         m.id = std::move(id);
@@ -776,8 +787,68 @@ int run_explain(const ExplainOptions& o, ResultDocument& doc, std::ostream& err)
     for (const auto& m : s.measures)
         if (m.level == "served")
             s.order.push_back(m.id);
+}
 
-    Levels levels(o, s, base, engine, prompter, sampler, std::move(texts), url, model_name);
+}  // namespace
+
+int run_explain(const ExplainOptions& o, ResultDocument& doc, std::ostream& err) {
+    check_explain_options(o);
+    const std::vector<std::string> server_args = split_server_args(o.server_args);
+
+    // Setup: the model described (bad input throws here), the device names checked.
+    RunSetup setup;
+    setup.models = {o.model_path};
+    setup.device_sets = {o.devices};
+    setup.out_path = o.out_path;
+    setup.progress = o.progress;
+    RunContext ctx(doc, setup, err, nullptr);
+    auto note = [&](const std::string& line) {
+        if (o.progress)
+            ctx.progress().note(line);
+    };
+    const ModelInfo model = inspect_model(o.model_path);
+    const int threads = threads_or_default(o.n_threads);
+    // Listed before the engine loads: listing loads every backend module, and the engine's
+    // first load unloads those its devices do not name.
+    const auto [server_devices, accel_devices] = default_devices();
+
+    // The in-process engine: its tokenizer and template size the texts of levels 3 to 5.
+    LoadSpec base;
+    base.model_path = o.model_path;
+    base.devices = DeviceSet(o.devices);
+    base.n_threads = threads;
+    base.n_ctx = o.n_prompt + o.n_gen + 64;
+    LlamaEngine engine;
+    engine.load(base);
+    const ChatPrompter prompter(engine);
+
+    // The server.
+    const ExplainServer srv = open_explain_server(o, server_args, note);
+    const std::string url = srv.url();
+    const ServerView view =
+        read_explain_server(o, srv, model, server_args, server_devices, accel_devices, note);
+    const ServerFacts& facts = view.facts;
+
+    ExplainTexts t = make_explain_texts(o, prompter);
+    const int64_t max_tokens = t.max_tokens;
+    const std::optional<int64_t> slot_ctx = [&]() -> std::optional<int64_t> {
+        const json& v = json_field(json_field(facts.props, "default_generation_settings"), "n_ctx");
+        return v.is_number_integer() ? std::optional(v.get<int64_t>()) : std::nullopt;
+    }();
+    if (slot_ctx && max_tokens + o.n_gen > *slot_ctx)
+        throw input_error(fmt::format(
+            "the workload ({}-token prompt + {} tokens) does not fit the server's context of {} "
+            "tokens per slot (-c / -np): give a smaller -p or -n, or the server a larger -c",
+            max_tokens, o.n_gen, *slot_ctx));
+    base.n_ctx = static_cast<int>(std::max<int64_t>(o.n_prompt, max_tokens)) + o.n_gen + 8;
+    engine.load(base);
+
+    ExplainSection& s = doc.explain.emplace();
+    const SamplerSettings sampler =
+        describe_explain(s, o, threads, server_args, srv, facts, prompter, model, base, max_tokens);
+    add_explain_measures(s, o, base);
+
+    Levels levels(o, s, base, engine, prompter, sampler, std::move(t.texts), url, view.model_name);
     for (auto& m : s.measures)
         if (m.level == "graph" && m.setting)
             m.config = spec_json(levels.spec_for(m));
