@@ -1,0 +1,113 @@
+#include "profile/op_replay.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "engine/backends.hpp"
+
+namespace sb {
+namespace {
+
+struct CpuBackend {
+    CpuBackend() {
+        init_backends();
+        be = ggml_backend_init_by_type(GGML_BACKEND_DEVICE_TYPE_CPU, nullptr);
+    }
+    ~CpuBackend() {
+        if (be)
+            ggml_backend_free(be);
+    }
+    ggml_backend_t be = nullptr;
+};
+
+// y = W x: a mat-mul whose weights are model parameters (cycled through copies).
+NodeDesc mat_mul(int64_t k, int64_t n) {
+    NodeDesc nd;
+    nd.op = GGML_OP_MUL_MAT;
+    nd.op_desc = "MUL_MAT";
+    nd.dst = contiguous_desc("y", GGML_TYPE_F32, {n, 1, 1, 1});
+    TensorDesc w = contiguous_desc("w", GGML_TYPE_F32, {k, n, 1, 1});
+    w.weight = true;
+    nd.srcs = {w, contiguous_desc("x", GGML_TYPE_F32, {k, 1, 1, 1})};
+    return nd;
+}
+
+TEST(ReplayPool, ReusesABufferUntilALargerOneIsAsked) {
+    CpuBackend cpu;
+    ASSERT_NE(cpu.be, nullptr);
+    ggml_backend_buffer_type_t buft = ggml_backend_get_default_buffer_type(cpu.be);
+    ReplayPool pool;
+    ggml_backend_buffer_t a = pool.buffer(buft, 0, 1 << 20);
+    ASSERT_NE(a, nullptr);
+    EXPECT_GE(ggml_backend_buffer_get_size(a), size_t{1} << 20);
+    EXPECT_EQ(pool.buffer(buft, 0, 4096), a);     // smaller: the same memory
+    EXPECT_EQ(pool.buffer(buft, 0, 1 << 20), a);  // as large: the same memory
+    ggml_backend_buffer_t other = pool.buffer(buft, 1, 4096);
+    EXPECT_NE(other, a);  // another slot never shares memory
+    ggml_backend_buffer_t b = pool.buffer(buft, 0, 2 << 20);
+    ASSERT_NE(b, nullptr);
+    EXPECT_GE(ggml_backend_buffer_get_size(b), size_t{2} << 20);
+    EXPECT_EQ(pool.buffer(buft, 1, 4096), other);
+}
+
+TEST(ReplayPool, PatternIsWholeRowsMadeOnce) {
+    ReplayPool pool;
+    const std::vector<uint8_t>& p = pool.pattern(GGML_TYPE_Q4_0, 4096);
+    const size_t row = ggml_row_size(GGML_TYPE_Q4_0, 4096);
+    ASSERT_FALSE(p.empty());
+    EXPECT_EQ(p.size() % row, 0u);
+    EXPECT_LE(p.size(), size_t{1} << 20);
+    EXPECT_GT(p.size() + row, size_t{1} << 20);
+    EXPECT_EQ(&pool.pattern(GGML_TYPE_Q4_0, 4096), &p);  // made once
+    EXPECT_NE(&pool.pattern(GGML_TYPE_Q4_0, 2048), &p);  // per row length
+    // A row longer than the pattern's size is one row.
+    EXPECT_EQ(pool.pattern(GGML_TYPE_F32, 1 << 19).size(), size_t{1} << 21);
+}
+
+TEST(ReplayPool, ScratchGrowsAndKeepsItsMemoryWhenSmallerIsAsked) {
+    ReplayPool pool;
+    uint8_t* a = pool.scratch(1000);
+    ASSERT_NE(a, nullptr);
+    EXPECT_EQ(pool.scratch(10), a);
+    uint8_t* b = pool.scratch(1 << 20);
+    ASSERT_NE(b, nullptr);
+    b[(1 << 20) - 1] = 1;  // writable to its end
+    EXPECT_EQ(pool.scratch(1000), b);
+}
+
+// Replays with and without a pool run the same graph: both time the op; with a pool, the
+// weight copies (2 MiB budget, 256 KiB weights: 8 sets) and the output live in its buffers,
+// and a later, larger replay grows them.
+TEST(ReplayOp, RunsFromAPoolAcrossReplaysOfDifferentSizes) {
+    CpuBackend cpu;
+    ASSERT_NE(cpu.be, nullptr);
+    ReplayConfig cfg;
+    cfg.copies = 4;
+    cfg.max_copies = 8;
+    cfg.input_budget_bytes = 2u << 20;
+    ReplayPool pool;
+    ggml_backend_buffer_type_t buft = ggml_backend_get_default_buffer_type(cpu.be);
+    for (const NodeDesc& nd : {mat_mul(256, 256), mat_mul(1024, 256), mat_mul(256, 64)}) {
+        const ReplayResult fresh = replay_op(nd, cpu.be, false, cfg);
+        const ReplayResult pooled = replay_op(nd, cpu.be, false, cfg, &pool);
+        ASSERT_TRUE(fresh.op_ns.has_value()) << fresh.method;
+        ASSERT_TRUE(pooled.op_ns.has_value()) << pooled.method;
+        EXPECT_GT(*pooled.op_ns, 0.0);
+        const size_t w_bytes = nd.srcs[0]->nbytes;
+        const size_t sets = std::clamp<size_t>(cfg.input_budget_bytes / w_bytes, 1, 8);
+        const std::string sets_text = fmt::format("({} input set", sets);
+        EXPECT_NE(pooled.method.find(sets_text), std::string::npos) << pooled.method;
+        EXPECT_EQ(fresh.method, pooled.method);
+        // Set 0 and the output in slot 0, the further weight copies in slot 1 (asking for a
+        // byte returns what the slot holds).
+        EXPECT_GE(ggml_backend_buffer_get_size(pool.buffer(buft, 0, 1)), w_bytes);
+        if (sets > 1) {
+            EXPECT_GE(ggml_backend_buffer_get_size(pool.buffer(buft, 1, 1)), (sets - 1) * w_bytes);
+        }
+    }
+}
+
+}  // namespace
+}  // namespace sb
