@@ -101,15 +101,14 @@ std::vector<uint8_t> make_rows(ggml_type type, int64_t n_per_row, int64_t n_rows
 constexpr size_t kPatternBytes = 1u << 20;
 
 // make_rows for any size, in time proportional to the bytes: beyond 1 MiB, whole rows of a
-// 1 MiB pattern repeated (kernels do not run faster on repeated values; a replay's weights
-// are fresh memory either way, which is what makes them cold).
+// 1 MiB pattern repeated (kernels do not run faster on repeated values; what keeps weights
+// cold is cycling through copies larger than the cache, ReplayConfig::input_budget_bytes).
 std::vector<uint8_t> make_data(ggml_type type, int64_t n_per_row, int64_t n_rows, size_t nbytes,
                                std::mt19937& rng) {
-    constexpr size_t kPattern = kPatternBytes;
     const size_t row = n_per_row > 0 ? ggml_row_size(type, n_per_row) : 0;
-    if (nbytes <= kPattern || row == 0 || row > kPattern)
+    if (nbytes <= kPatternBytes || row == 0 || row > kPatternBytes)
         return make_rows(type, n_per_row, n_rows, nbytes, rng);
-    const int64_t pat_rows = static_cast<int64_t>(kPattern / row);
+    const int64_t pat_rows = static_cast<int64_t>(kPatternBytes / row);
     const std::vector<uint8_t> pat =
         make_rows(type, n_per_row, pat_rows, static_cast<size_t>(pat_rows) * row, rng);
     std::vector<uint8_t> out(nbytes);
@@ -118,9 +117,8 @@ std::vector<uint8_t> make_data(ggml_type type, int64_t n_per_row, int64_t n_rows
     return out;
 }
 
-// ggml_backend_buffer_t's memory is host memory the process can copy with memcpy: buffers of
-// the CPU device, repacked ones included (whose set_tensor repacks, and takes whole tensors
-// only).
+// Whether t's memory is host memory the process can copy with memcpy: buffers of the CPU
+// device, repacked ones included (whose set_tensor repacks, and takes whole tensors only).
 bool in_host_memory(const ggml_tensor* t) {
     if (!t->buffer || !t->data)
         return false;
