@@ -97,9 +97,11 @@ TEST(ReplayOp, RunsFromAPoolAcrossReplaysOfDifferentSizes) {
         EXPECT_GT(*pooled.op_ns, 0.0);
         const size_t w_bytes = nd.srcs[0]->nbytes;
         const size_t sets = std::clamp<size_t>(cfg.input_budget_bytes / w_bytes, 1, 8);
+        // The same input sets either way (how many copies and slope or average depend on
+        // the timings).
         const std::string sets_text = fmt::format("({} input set", sets);
+        EXPECT_NE(fresh.method.find(sets_text), std::string::npos) << fresh.method;
         EXPECT_NE(pooled.method.find(sets_text), std::string::npos) << pooled.method;
-        EXPECT_EQ(fresh.method, pooled.method);
         // Set 0 and the output in slot 0, the further weight copies in slot 1 (asking for a
         // byte returns what the slot holds).
         EXPECT_GE(ggml_backend_buffer_get_size(pool.buffer(buft, 0, 1)), w_bytes);
