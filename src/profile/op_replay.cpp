@@ -261,6 +261,7 @@ class ReplayGraph {
           n_alloc_(n_alloc),
           rng_(12345),
           pool_(pool),
+          rows_(rows_read(n)),
           first_(pool, 0),
           more_(pool, 1) {}
     ~ReplayGraph() {
@@ -399,6 +400,14 @@ class ReplayGraph {
             return;
         }
         const std::vector<uint8_t>& pat = pool_->pattern(h->type, per_row);
+        if (j == 0 && rows_ && h->nb[1] == row && ggml_backend_buffer_is_host(h->buffer)) {
+            // Only the rows the op reads: the rest of the table is never touched.
+            const size_t pat_rows = pat.size() / row;
+            for (int64_t r : *rows_)
+                ggml_backend_tensor_set(h, pat.data() + static_cast<size_t>(r) % pat_rows * row,
+                                        static_cast<size_t>(r) * row, row);
+            return;
+        }
         if (ggml_backend_buffer_is_host(h->buffer)) {
             for (size_t at = 0; at < nb; at += pat.size())
                 ggml_backend_tensor_set(h, pat.data(), at, std::min(pat.size(), nb - at));
@@ -420,6 +429,7 @@ class ReplayGraph {
     int n_alloc_;
     std::mt19937 rng_;
     ReplayPool* pool_;
+    std::optional<std::vector<int64_t>> rows_;  // the only rows of source 0 read (GET_ROWS)
     Arena first_, more_;
     std::vector<std::vector<Replica>> sets_;
     std::vector<std::vector<uint8_t>> host_;
@@ -473,6 +483,29 @@ TensorDesc contiguous_desc(const std::string& name, ggml_type type,
     d.contiguous = true;
     d.nbytes = d.nb[3] * static_cast<size_t>(ne[3]);
     return d;
+}
+
+std::optional<std::vector<int64_t>> rows_read(const NodeDesc& n) {
+    if (n.op != GGML_OP_GET_ROWS || n.srcs.size() < 2 || !n.srcs[0] || !n.srcs[1])
+        return std::nullopt;
+    const TensorDesc& table = *n.srcs[0];
+    const TensorDesc& idx = *n.srcs[1];
+    if (!table.contiguous || table.ne[2] != 1 || table.ne[3] != 1 || idx.type != GGML_TYPE_I32 ||
+        !idx.contiguous || !idx.data)
+        return std::nullopt;
+    const int64_t n_idx = idx.ne[0] * idx.ne[1] * idx.ne[2] * idx.ne[3];
+    if (n_idx < 0 || idx.data->size() < static_cast<size_t>(n_idx) * sizeof(int32_t))
+        return std::nullopt;
+    std::vector<int64_t> rows;
+    for (int64_t i = 0; i < n_idx; ++i) {
+        int32_t r = 0;
+        std::memcpy(&r, idx.data->data() + static_cast<size_t>(i) * sizeof r, sizeof r);
+        if (r >= 0 && r < table.ne[1])
+            rows.push_back(r);
+    }
+    std::sort(rows.begin(), rows.end());
+    rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+    return rows;
 }
 
 std::optional<ggml_type> activation_type_for(ggml_type w) {

@@ -67,6 +67,12 @@ TensorDesc describe_tensor(const ggml_tensor* t, bool with_data = false);
 TensorDesc contiguous_desc(const std::string& name, ggml_type type,
                            const std::array<int64_t, GGML_MAX_DIMS>& ne);
 
+// The rows of its first source that GET_ROWS node n reads (distinct, ascending), from the
+// captured row indices; nullopt when that is not known (another op, indices not captured,
+// a table of more than two dimensions or not contiguous). A replay fills only these rows of
+// the table: a token-embedding lookup reads a row or a prompt's rows of a table of 100k+.
+std::optional<std::vector<int64_t>> rows_read(const NodeDesc& n);
+
 // The type the CPU backend converts mat-mul activations to for weights of type w (its
 // vec_dot_type): Q8_0 for Q4_0, Q8_K for the K-quants, ... nullopt for F32 (no conversion) and
 // types not listed here.

@@ -1,6 +1,8 @@
 #include "profile/op_replay.hpp"
 
 #include <algorithm>
+#include <cstring>
+#include <memory>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -109,6 +111,68 @@ TEST(ReplayOp, RunsFromAPoolAcrossReplaysOfDifferentSizes) {
             EXPECT_GE(ggml_backend_buffer_get_size(pool.buffer(buft, 1, 1)), (sets - 1) * w_bytes);
         }
     }
+}
+
+// A token-embedding lookup: rows `ids` of an n_rows x 2048 F32 table.
+NodeDesc get_rows(int64_t n_rows, const std::vector<int32_t>& ids) {
+    NodeDesc nd;
+    nd.op = GGML_OP_GET_ROWS;
+    nd.op_desc = "GET_ROWS";
+    const auto n = static_cast<int64_t>(ids.size());
+    nd.dst = contiguous_desc("inp_embd", GGML_TYPE_F32, {2048, n, 1, 1});
+    TensorDesc table = contiguous_desc("token_embd.weight", GGML_TYPE_F32, {2048, n_rows, 1, 1});
+    table.weight = true;
+    TensorDesc idx = contiguous_desc("inp_tokens", GGML_TYPE_I32, {n, 1, 1, 1});
+    auto bytes = std::make_shared<std::vector<uint8_t>>(ids.size() * sizeof(int32_t));
+    std::memcpy(bytes->data(), ids.data(), bytes->size());
+    idx.data = bytes;
+    nd.srcs = {table, idx};
+    return nd;
+}
+
+TEST(ReplayOp, AGetRowsReadsTheRowsOfItsCapturedIndices) {
+    // Distinct and ascending; indices outside the table are left out.
+    EXPECT_EQ(rows_read(get_rows(1000, {7, 3, 7, 999, 1000, -1})),
+              (std::vector<int64_t>{3, 7, 999}));
+    // Unknown without the indices' bytes, for another op, or a table of three dimensions.
+    NodeDesc no_data = get_rows(1000, {1});
+    no_data.srcs[1]->data.reset();
+    EXPECT_FALSE(rows_read(no_data).has_value());
+    EXPECT_FALSE(rows_read(mat_mul(64, 64)).has_value());
+    NodeDesc three_d = get_rows(1000, {1});
+    three_d.srcs[0]->ne[2] = 2;
+    EXPECT_FALSE(rows_read(three_d).has_value());
+    // Too few bytes for the indices the shape says: unknown.
+    NodeDesc short_data = get_rows(1000, {1, 2});
+    short_data.srcs[1]->data = std::make_shared<std::vector<uint8_t>>(4);
+    EXPECT_FALSE(rows_read(short_data).has_value());
+}
+
+// A 64 MiB table of which one row is filled (from a pool) replays as the whole one does.
+TEST(ReplayOp, AGetRowsFromAPoolFillsOnlyItsRows) {
+    CpuBackend cpu;
+    ASSERT_NE(cpu.be, nullptr);
+    ReplayPool pool;
+    const NodeDesc nd = get_rows(8192, {4242});
+    const ReplayResult pooled = replay_op(nd, cpu.be, false, ReplayConfig{}, &pool);
+    ASSERT_TRUE(pooled.op_ns.has_value()) << pooled.method;
+    EXPECT_GT(*pooled.op_ns, 0.0);
+    // The table is the first tensor of the pool's fresh (zeroed) buffer for slot 0: row 4242
+    // holds data, the rows around it were never written.
+    ggml_backend_buffer_t b = pool.buffer(ggml_backend_get_default_buffer_type(cpu.be), 0, 1);
+    const auto* base = static_cast<const float*>(ggml_backend_buffer_get_base(b));
+    auto row_is_zero = [&](int64_t r) {
+        for (int64_t i = 0; i < 2048; ++i)
+            if (base[r * 2048 + i] != 0.0f)
+                return false;
+        return true;
+    };
+    EXPECT_FALSE(row_is_zero(4242));
+    EXPECT_TRUE(row_is_zero(0));
+    EXPECT_TRUE(row_is_zero(4241));
+    EXPECT_TRUE(row_is_zero(8191));
+    const ReplayResult fresh = replay_op(nd, cpu.be, false, ReplayConfig{});
+    ASSERT_TRUE(fresh.op_ns.has_value()) << fresh.method;
 }
 
 }  // namespace
