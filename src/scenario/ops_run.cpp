@@ -12,6 +12,7 @@
 #include "core/membw.hpp"
 #include "core/sysinfo.hpp"
 #include "engine/backends.hpp"
+#include "engine/workload.hpp"
 #include "profile/fallback.hpp"
 #include "profile/op_times.hpp"
 #include "profile/ops_profile.hpp"
@@ -219,14 +220,29 @@ void add_plain(Measured& m, const TestResult& p) {
     }
 }
 
-// One decode step before any stage is measured, the tracer idle: each CPU thread has read
-// every weight once and the thread pool has run, which the first run of each graph otherwise
-// pays inside its calls (measured on the 1B preset, -p 512, 2 threads: the capturing prefill's
+// Prompt tokens of the warm-up prefill: enough for an accelerator to take the mat-muls
+// (ggml-blas takes batches of 32 and more).
+constexpr int kWarmUpPrompt = 32;
+
+// Before any stage is measured, the tracer idle: one decode step, so that each CPU thread has
+// read every weight once and the thread pool has run, which the first run of each graph
+// otherwise pays inside its calls (the 1B preset, -p 512, 2 threads: the capturing prefill's
 // mat-mul calls summed 120-380 ms more than the next traced prefill's without it, within
-// noise of it with it). Its KV entry is cleared by the first repetition.
-void warm_up(Engine& engine) {
+// noise of it with it). With a device besides the CPU and a prefill to profile, a short
+// prefill instead, which also runs the device's prefill kernels once (their thread pools and
+// conversion buffers: the BLAS preset's capturing prefill, -p 128, took 820-918 ms against
+// 518-540 ms for the later ones without it). The first repetition clears the KV cache.
+void warm_up(Engine& engine, const OpsOptions& o, const std::vector<std::string>& requested) {
     engine.reset();
-    engine.decode_step(engine.bos_token().value_or(0));
+    const bool accelerator = std::any_of(requested.begin(), requested.end(),
+                                         [](const std::string& d) { return d != "CPU"; });
+    if (o.prefill && accelerator) {
+        const std::vector<int32_t> t = sequence_tokens(
+            std::min(kWarmUpPrompt, o.n_prompt), engine.n_vocab(), o.seed, engine.bos_token());
+        engine.prefill(t);
+    } else {
+        engine.decode_step(engine.bos_token().value_or(0));
+    }
 }
 
 // Steps 1 and 2 of the pipeline (ops_run.hpp): the traced and the uninstrumented repetitions,
@@ -411,8 +427,8 @@ OpsProfile profile_ops(const OpsRig& rig, const OpsOptions& o, const OpsHooks& h
     rig.tracer.load(load_spec_of(o, threads));
     p.backends = rig.engine.active_backends();
     const int64_t t_loaded = h.clock();
-    say("warming up: one decode step");
-    warm_up(rig.engine);
+    say("warming up");
+    warm_up(rig.engine, o, p.requested);
     const Measured m = measure_stages(rig, o, threads, h, say);
     const int64_t t_measured = h.clock();
 

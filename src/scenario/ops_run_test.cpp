@@ -219,8 +219,8 @@ TEST(OpsPipeline, InterleavesTracedAndUninstrumentedRepetitionsTheFirstTracedOne
     const std::vector<std::string> traced{"prefill traced", "decode_step traced",
                                           "decode_step traced", "decode_step traced",
                                           "decode_step traced"};
-    // The warm-up first: one untraced decode step.
-    std::vector<std::string> want{"decode_step plain"};
+    // The warm-up first: on an accelerator, an untraced prefill (of min(16, 32) tokens).
+    std::vector<std::string> want{"prefill plain"};
     for (const auto* r : {&traced, &plain, &plain, &traced})
         want.insert(want.end(), r->begin(), r->end());
     EXPECT_EQ(rig.traced_calls, want);
@@ -255,7 +255,7 @@ TEST(OpsPipeline, InterleavesTracedAndUninstrumentedRepetitionsTheFirstTracedOne
     // Where the samples lie on the clock: the first traced prefill after the load and the
     // warm-up step, the first plain prefill right after the first traced repetition, the
     // decode steps one after the other.
-    const int64_t t_load = 1'000'000'000 + 5'000 * kUs + 10'000 * kUs;
+    const int64_t t_load = 1'000'000'000 + 5'000 * kUs + 1'600 * kUs;
     EXPECT_EQ(pre.rec.traced_start_ns[0], t_load);
     EXPECT_EQ(pre.rec.plain_start_ns[0], t_load + 1'760 * kUs + 4 * 10'500 * kUs);
     EXPECT_EQ(dec.rec.plain_start_ns[1] - dec.rec.plain_start_ns[0], 10'000 * kUs);
@@ -263,12 +263,27 @@ TEST(OpsPipeline, InterleavesTracedAndUninstrumentedRepetitionsTheFirstTracedOne
     EXPECT_EQ(pre.n_tokens, 16);
     EXPECT_EQ(dec.kv_depth, 16);
     // The profile's own duration: the fake clock from the load to the end.
-    const int64_t stages_ns = 10'000 * kUs                             // warm-up
+    const int64_t stages_ns = 1'600 * kUs                              // warm-up
                               + 2 * (1'600 * kUs + 3 * 10'000 * kUs)   // plain
                               + 2 * (1'760 * kUs + 4 * 10'500 * kUs);  // traced
     EXPECT_EQ(*p.duration_ns, 5'000 * kUs + stages_ns);
     EXPECT_EQ(p.phase_ns, (std::map<std::string, int64_t>{
                               {"load", 5'000 * kUs}, {"stages", stages_ns}, {"profile", 0}}));
+}
+
+TEST(OpsPipeline, OnTheCpuAloneOneDecodeStepWarmsUp) {
+    Rig rig;
+    OpsOptions o = options();
+    o.devices = {"CPU"};
+    o.traced_reps = 1;
+    o.plain_reps = 1;
+    rig.run(o);
+    ASSERT_FALSE(rig.traced_calls.empty());
+    EXPECT_EQ(rig.traced_calls[0], "decode_step plain");
+    EXPECT_EQ(rig.traced_calls[1], "prefill traced");
+    // Cleared before the warm-up (each repetition's fill to its depth clears it again).
+    EXPECT_EQ(rig.tl.calls_of(FakeOp::reset).size(), 1u);
+    EXPECT_EQ(rig.tl.calls_of(FakeOp::fill_to_depth).size(), 2u);
 }
 
 TEST(OpsPipeline, RecordsSplitsAndCoverageComeFromTheCapture) {
