@@ -5,7 +5,8 @@
 // The pipeline (profile_ops) lives here, above profile/, because its uninstrumented and traced
 // stages are measured through the one repetition loop (scenario/repetition.hpp): the engine
 // is loaded once by the tracer (one context, the tracer's hook idle when not tracing) and
-// warmed up by one untraced decode step (every weight read once by every thread), then
+// warmed up untraced (one decode step: every weight read once by every thread; a 32-token
+// prefill when a device besides the CPU is profiled: its prefill kernels run once), then
 //  1. the traced and the uninstrumented repetitions, interleaved (A B B A ..., traced first),
 //     each a prefill and OpsOptions::decode_tokens one-token decode steps (the traced ones one
 //     more), each step a sample of the decode stage. The tracer is on during each stage of a
