@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 
 #include "core/error.hpp"
 #include "ggml-backend.h"
@@ -22,7 +23,7 @@ using set_tp_t = void (*)(ggml_backend_t, ggml_threadpool*);
 // taken from minima too: on a loaded machine the median call of a two-thread pool waits for
 // a preempted thread (48 ms measured here under a load of 14 on 2 cores), which no dispatch
 // inside the real graph pays as such.
-std::optional<double> measure_dispatch(ggml_backend_t be, ReplayConfig cfg) {
+std::optional<double> measure_dispatch(ggml_backend_t be, ReplayConfig cfg, ReplayPool* pool) {
     NodeDesc add;
     add.op = GGML_OP_ADD;
     add.op_desc = "ADD";
@@ -37,7 +38,7 @@ std::optional<double> measure_dispatch(ggml_backend_t be, ReplayConfig cfg) {
                contiguous_desc("b", GGML_TYPE_F32, {32, 32, 1, 1})};
     cfg.dispatch_ns.reset();  // what is being measured
     for (const NodeDesc* nd : {&add, &mm}) {
-        ReplayResult r = replay_op(*nd, be, false, cfg);
+        ReplayResult r = replay_op(*nd, be, false, cfg, pool);
         if (r.isolated_min_ns && r.op_ns)
             return std::max(0.0, *r.isolated_min_ns - *r.op_ns);
     }
@@ -48,7 +49,7 @@ std::optional<double> measure_dispatch(ggml_backend_t be, ReplayConfig cfg) {
 // kernel) against the same op with activations already in the kernel's type. Both replayed
 // with fresh buffers, so repacked CPU weights are timed on the plain kernel.
 std::optional<double> measure_conversion(const NodeDesc& nd, ggml_backend_t be,
-                                         const ReplayConfig& cfg) {
+                                         const ReplayConfig& cfg, ReplayPool* pool) {
     if (nd.op != GGML_OP_MUL_MAT && nd.op != GGML_OP_MUL_MAT_ID)
         return std::nullopt;
     if (nd.srcs.size() < 2 || !nd.srcs[0] || !nd.srcs[1])
@@ -62,8 +63,8 @@ std::optional<double> measure_conversion(const NodeDesc& nd, ggml_backend_t be,
         return std::nullopt;
     NodeDesc pre = nd;
     pre.srcs[1] = contiguous_desc(x.name, *vt, x.ne);
-    ReplayResult a = replay_op(nd, be, false, cfg);
-    ReplayResult b = replay_op(pre, be, false, cfg);
+    ReplayResult a = replay_op(nd, be, false, cfg, pool);
+    ReplayResult b = replay_op(pre, be, false, cfg, pool);
     if (!a.op_ns || !b.op_ns)
         return std::nullopt;
     return std::max(0.0, *a.op_ns - *b.op_ns);
@@ -73,6 +74,7 @@ class GgmlOpReplayer final : public OpReplayer {
   public:
     explicit GgmlOpReplayer(std::shared_ptr<NodeStore> store) : store_(std::move(store)) {}
     ~GgmlOpReplayer() override {
+        pool_.reset();  // its buffers before the backends they came from
         for (auto& [name, b] : backends_)
             ggml_backend_free(b);
         if (tp_ && tp_free_)
@@ -106,6 +108,7 @@ class GgmlOpReplayer final : public OpReplayer {
 
     std::shared_ptr<NodeStore> store_;
     ReplayConfig cfg_;
+    std::unique_ptr<ReplayPool> pool_ = std::make_unique<ReplayPool>();
     ggml_threadpool* tp_ = nullptr;
     tp_free_t tp_free_ = nullptr;
     std::map<std::string, ggml_backend_t> backends_;  // device name -> backend
@@ -163,7 +166,7 @@ OpTime GgmlOpReplayer::replay(const CapturedNode& n, const std::string& device, 
         return it->second;
     ReplayConfig cfg = cfg_;
     cfg.dispatch_ns = dispatch_ns(device);
-    const ReplayResult r = replay_op(*nd, be->second, keep_buffers, cfg);
+    const ReplayResult r = replay_op(*nd, be->second, keep_buffers, cfg, pool_.get());
     return cache_.emplace(key, OpTime{r.op_ns, r.isolated_ns, r.method}).first->second;
 }
 
@@ -193,7 +196,7 @@ std::optional<double> GgmlOpReplayer::dispatch_ns(const std::string& device) {
     auto be = backends_.find(device);
     if (be == backends_.end())
         return std::nullopt;
-    return dispatch_[device] = measure_dispatch(be->second, cfg_);
+    return dispatch_[device] = measure_dispatch(be->second, cfg_, pool_.get());
 }
 
 std::optional<double> GgmlOpReplayer::conversion_ns(const CapturedNode& n,
@@ -209,7 +212,7 @@ std::optional<double> GgmlOpReplayer::conversion_ns(const CapturedNode& n,
     const std::string key = device + "|" + n.signature;
     if (auto it = conversion_.find(key); it != conversion_.end())
         return it->second;
-    return conversion_[key] = measure_conversion(*nd, be->second, cfg_);
+    return conversion_[key] = measure_conversion(*nd, be->second, cfg_, pool_.get());
 }
 
 }  // namespace

@@ -149,6 +149,23 @@ TEST(OpsProfile, ReconciliationFlagsOpTimeAboveTheStage) {
     EXPECT_EQ(j["stages"][0]["reconciliation"]["op_within_stage"], false);
 }
 
+TEST(OpsProfile, TheTracedStageIsTakenLessTheTracersOwnWork) {
+    StageProfile s;
+    s.stage = "prefill";
+    s.ops = {rec("MUL_MAT", "a-0", 600, 900)};
+    s.rec.plain_ns = {1000};
+    s.rec.traced_ns = {1400, 1100, 1120};
+    s.rec.tracer_ns = {350, 0, 0};  // the capturing run described its nodes
+    finalize_stage(s);
+    EXPECT_DOUBLE_EQ(*s.rec.traced_median_ns, 1100);  // median of 1050, 1100, 1120
+    EXPECT_NEAR(*s.rec.overhead_ratio, 0.1, 1e-12);
+    EXPECT_DOUBLE_EQ(*s.rec.host_ns, 1100 - 900);
+    // Documents from before the tracer's work was measured: the walls alone.
+    s.rec.tracer_ns.clear();
+    finalize_stage(s);
+    EXPECT_DOUBLE_EQ(*s.rec.traced_median_ns, 1120);
+}
+
 }  // namespace
 }  // namespace sb
 

@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include "ggml-alloc.h"
+
 #include "core/clock.hpp"
 
 namespace sb {
@@ -95,16 +97,18 @@ std::vector<uint8_t> make_rows(ggml_type type, int64_t n_per_row, int64_t n_rows
     return out;
 }
 
+// Inputs larger than this repeat a pattern of whole rows about this large (make_data).
+constexpr size_t kPatternBytes = 1u << 20;
+
 // make_rows for any size, in time proportional to the bytes: beyond 1 MiB, whole rows of a
-// 1 MiB pattern repeated (kernels do not run faster on repeated values; a replay's weights
-// are fresh memory either way, which is what makes them cold).
+// 1 MiB pattern repeated (kernels do not run faster on repeated values; what keeps weights
+// cold is cycling through copies larger than the cache, ReplayConfig::input_budget_bytes).
 std::vector<uint8_t> make_data(ggml_type type, int64_t n_per_row, int64_t n_rows, size_t nbytes,
                                std::mt19937& rng) {
-    constexpr size_t kPattern = 1u << 20;
     const size_t row = n_per_row > 0 ? ggml_row_size(type, n_per_row) : 0;
-    if (nbytes <= kPattern || row == 0 || row > kPattern)
+    if (nbytes <= kPatternBytes || row == 0 || row > kPatternBytes)
         return make_rows(type, n_per_row, n_rows, nbytes, rng);
-    const int64_t pat_rows = static_cast<int64_t>(kPattern / row);
+    const int64_t pat_rows = static_cast<int64_t>(kPatternBytes / row);
     const std::vector<uint8_t> pat =
         make_rows(type, n_per_row, pat_rows, static_cast<size_t>(pat_rows) * row, rng);
     std::vector<uint8_t> out(nbytes);
@@ -113,8 +117,22 @@ std::vector<uint8_t> make_data(ggml_type type, int64_t n_per_row, int64_t n_rows
     return out;
 }
 
+// Whether t's memory is host memory the process can copy with memcpy: buffers of the CPU
+// device, repacked ones included (whose set_tensor repacks, and takes whole tensors only).
+bool in_host_memory(const ggml_tensor* t) {
+    if (!t->buffer || !t->data)
+        return false;
+    if (ggml_backend_buffer_is_host(t->buffer))
+        return true;
+    ggml_backend_dev_t dev = ggml_backend_buft_get_device(ggml_backend_buffer_get_type(t->buffer));
+    return dev && ggml_backend_dev_type(dev) == GGML_BACKEND_DEVICE_TYPE_CPU;
+}
+
+// The tensors of one or more no-alloc contexts (one per buffer type), allocated together: in
+// buffers of their own, or at the start of a pool's buffer for (buffer type, slot).
 class Arena {
   public:
+    Arena(ReplayPool* pool, int slot) : pool_(pool), slot_(slot) {}
     ~Arena() {
         for (auto* b : buffers_)
             ggml_backend_buffer_free(b);
@@ -134,6 +152,11 @@ class Arena {
         for (auto& [buft, ctx] : ctxs_) {
             if (!ggml_get_first_tensor(ctx))
                 continue;
+            if (ggml_backend_buffer_t b = pooled(buft, ctx)) {
+                if (!place(b, ctx))
+                    return false;
+                continue;
+            }
             ggml_backend_buffer_t b = ggml_backend_alloc_ctx_tensors_from_buft(ctx, buft);
             if (!b)
                 return false;
@@ -143,6 +166,32 @@ class Arena {
     }
 
   private:
+    // The pool's buffer for the context's tensors; null when there is no pool or it cannot
+    // hold them (larger than the buffer type allows, or out of memory).
+    ggml_backend_buffer_t pooled(ggml_backend_buffer_type_t buft, ggml_context* ctx) {
+        if (!pool_)
+            return nullptr;
+        const size_t need = ggml_backend_alloc_ctx_tensors_from_buft_size(ctx, buft) +
+                            ggml_backend_buft_get_alignment(buft);
+        if (need > ggml_backend_buft_get_max_size(buft))
+            return nullptr;
+        return pool_->buffer(buft, slot_, need);
+    }
+    // The context's tensors from the start of b, as ggml_backend_alloc_ctx_tensors_from_buft
+    // places them in a buffer of its own.
+    static bool place(ggml_backend_buffer_t b, ggml_context* ctx) {
+        ggml_tallocr ta = ggml_tallocr_new(b);
+        for (ggml_tensor* t = ggml_get_first_tensor(ctx); t; t = ggml_get_next_tensor(ctx, t))
+            if (!t->data && !t->view_src && ggml_tallocr_alloc(&ta, t) != GGML_STATUS_SUCCESS)
+                return false;
+        for (ggml_tensor* t = ggml_get_first_tensor(ctx); t; t = ggml_get_next_tensor(ctx, t))
+            if (!t->data && t->view_src && ggml_backend_view_init(t) != GGML_STATUS_SUCCESS)
+                return false;
+        return true;
+    }
+
+    ReplayPool* pool_;
+    int slot_;
     std::vector<std::pair<ggml_backend_buffer_type_t, ggml_context*>> ctxs_;
     std::vector<ggml_backend_buffer_t> buffers_;
 };
@@ -204,8 +253,17 @@ double median(std::vector<int64_t> v) {
 // with copies, after its one-node time said it must be.
 class ReplayGraph {
   public:
-    ReplayGraph(const NodeDesc& n, ggml_backend_buffer_type_t def, bool keep_bufts, int n_alloc)
-        : n_(n), def_(def), keep_(keep_bufts), n_alloc_(n_alloc), rng_(12345) {}
+    ReplayGraph(const NodeDesc& n, ggml_backend_buffer_type_t def, bool keep_bufts, int n_alloc,
+                ReplayPool* pool)
+        : n_(n),
+          def_(def),
+          keep_(keep_bufts),
+          n_alloc_(n_alloc),
+          rng_(12345),
+          pool_(pool),
+          rows_(rows_read(n)),
+          first_(pool, 0),
+          more_(pool, 1) {}
     ~ReplayGraph() {
         if (gctx_)
             ggml_free(gctx_);
@@ -274,8 +332,9 @@ class ReplayGraph {
         return true;
     }
 
-    // Input data of sets [from, to): generated once per source (kept for later sets), the real
-    // bytes where captured; sets past 0 get only the weights (the rest is shared).
+    // Input data of sets [from, to): the real bytes where captured, else generated once per
+    // source; sets past 0 get only the weights (the rest is shared), copied from set 0 where
+    // both lie in host memory (a repacked weight is then repacked once, not once per set).
     void fill_inputs(int from, int to) {
         host_.resize(n_.srcs.size());
         for (size_t j = 0; j < n_.srcs.size(); ++j) {
@@ -283,18 +342,12 @@ class ReplayGraph {
                 continue;
             ggml_tensor* h0 = sets_[0][j].holder;
             const size_t nb = ggml_nbytes(h0);
-            const auto& real = n_.srcs[j]->data;
-            const bool use_real = real && real->size() <= nb;
-            if (!use_real && host_[j].empty()) {
-                const int64_t per_row = h0->ne[0];
-                const int64_t rows = ggml_nelements(h0) / std::max<int64_t>(1, per_row);
-                host_[j] = make_data(h0->type, per_row, rows, nb, rng_);
-            }
             for (int s = from; s < to && s < static_cast<int>(sets_.size()); ++s) {
-                if (use_real)
-                    ggml_backend_tensor_set(sets_[s][j].holder, real->data(), 0, real->size());
+                ggml_tensor* h = sets_[s][j].holder;
+                if (s > 0 && in_host_memory(h) && in_host_memory(h0))
+                    std::memcpy(h->data, h0->data, nb);
                 else
-                    ggml_backend_tensor_set(sets_[s][j].holder, host_[j].data(), 0, nb);
+                    set_data(j, h, nb);
             }
         }
     }
@@ -326,6 +379,46 @@ class ReplayGraph {
     }
 
   private:
+    // Source j's data into h (nb bytes): the captured bytes, else generated (make_data). Large
+    // inputs repeat the pool's pattern for their type and row length, written straight into
+    // host buffers; a buffer that takes whole tensors only (repacked) gets them from the pool's
+    // scratch.
+    void set_data(size_t j, ggml_tensor* h, size_t nb) {
+        const auto& real = n_.srcs[j]->data;
+        if (real && real->size() <= nb) {
+            ggml_backend_tensor_set(h, real->data(), 0, real->size());
+            return;
+        }
+        const int64_t per_row = h->ne[0];
+        const size_t row = per_row > 0 ? ggml_row_size(h->type, per_row) : 0;
+        if (!pool_ || !host_[j].empty() || nb <= kPatternBytes || row == 0 || row > kPatternBytes) {
+            if (host_[j].empty()) {
+                const int64_t rows = ggml_nelements(h) / std::max<int64_t>(1, per_row);
+                host_[j] = make_data(h->type, per_row, rows, nb, rng_);
+            }
+            ggml_backend_tensor_set(h, host_[j].data(), 0, nb);
+            return;
+        }
+        const std::vector<uint8_t>& pat = pool_->pattern(h->type, per_row);
+        if (j == 0 && rows_ && h->nb[1] == row && ggml_backend_buffer_is_host(h->buffer)) {
+            // Only the rows the op reads: the rest of the table is never touched.
+            const size_t pat_rows = pat.size() / row;
+            for (int64_t r : *rows_)
+                ggml_backend_tensor_set(h, pat.data() + static_cast<size_t>(r) % pat_rows * row,
+                                        static_cast<size_t>(r) * row, row);
+            return;
+        }
+        if (ggml_backend_buffer_is_host(h->buffer)) {
+            for (size_t at = 0; at < nb; at += pat.size())
+                ggml_backend_tensor_set(h, pat.data(), at, std::min(pat.size(), nb - at));
+            return;
+        }
+        uint8_t* buf = pool_->scratch(nb);
+        for (size_t at = 0; at < nb; at += pat.size())
+            std::memcpy(buf + at, pat.data(), std::min(pat.size(), nb - at));
+        ggml_backend_tensor_set(h, buf, 0, nb);
+    }
+
     ggml_backend_buffer_type_t buft_for(const TensorDesc& d) const {
         return keep_ && d.buft && d.contiguous ? d.buft : def_;
     }
@@ -335,6 +428,8 @@ class ReplayGraph {
     bool keep_;
     int n_alloc_;
     std::mt19937 rng_;
+    ReplayPool* pool_;
+    std::optional<std::vector<int64_t>> rows_;  // the only rows of source 0 read (GET_ROWS)
     Arena first_, more_;
     std::vector<std::vector<Replica>> sets_;
     std::vector<std::vector<uint8_t>> host_;
@@ -388,6 +483,29 @@ TensorDesc contiguous_desc(const std::string& name, ggml_type type,
     d.contiguous = true;
     d.nbytes = d.nb[3] * static_cast<size_t>(ne[3]);
     return d;
+}
+
+std::optional<std::vector<int64_t>> rows_read(const NodeDesc& n) {
+    if (n.op != GGML_OP_GET_ROWS || n.srcs.size() < 2 || !n.srcs[0] || !n.srcs[1])
+        return std::nullopt;
+    const TensorDesc& table = *n.srcs[0];
+    const TensorDesc& idx = *n.srcs[1];
+    if (!table.contiguous || table.ne[2] != 1 || table.ne[3] != 1 || idx.type != GGML_TYPE_I32 ||
+        !idx.contiguous || !idx.data)
+        return std::nullopt;
+    const int64_t n_idx = idx.ne[0] * idx.ne[1] * idx.ne[2] * idx.ne[3];
+    if (n_idx < 0 || idx.data->size() < static_cast<size_t>(n_idx) * sizeof(int32_t))
+        return std::nullopt;
+    std::vector<int64_t> rows;
+    for (int64_t i = 0; i < n_idx; ++i) {
+        int32_t r = 0;
+        std::memcpy(&r, idx.data->data() + static_cast<size_t>(i) * sizeof r, sizeof r);
+        if (r >= 0 && r < table.ne[1])
+            rows.push_back(r);
+    }
+    std::sort(rows.begin(), rows.end());
+    rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+    return rows;
 }
 
 std::optional<ggml_type> activation_type_for(ggml_type w) {
@@ -450,8 +568,43 @@ std::string NodeDesc::signature() const {
     return s;
 }
 
+ReplayPool::~ReplayPool() {
+    for (auto& [key, b] : buffers_)
+        ggml_backend_buffer_free(b);
+}
+
+ggml_backend_buffer_t ReplayPool::buffer(ggml_backend_buffer_type_t buft, int slot, size_t size) {
+    ggml_backend_buffer_t& b = buffers_[{buft, slot}];
+    if (b && ggml_backend_buffer_get_size(b) >= size)
+        return b;
+    if (b)
+        ggml_backend_buffer_free(b);
+    b = ggml_backend_buft_alloc_buffer(buft, size);
+    return b;
+}
+
+uint8_t* ReplayPool::scratch(size_t size) {
+    if (size > scratch_size_) {
+        scratch_.reset();  // the old one goes first: peak memory is the larger one alone
+        scratch_.reset(new uint8_t[size]);
+        scratch_size_ = size;
+    }
+    return scratch_.get();
+}
+
+const std::vector<uint8_t>& ReplayPool::pattern(ggml_type type, int64_t n_per_row) {
+    auto [it, fresh] = patterns_.try_emplace({static_cast<int>(type), n_per_row});
+    if (fresh) {
+        std::mt19937 rng(12345);
+        const size_t row = ggml_row_size(type, n_per_row);
+        const int64_t rows = static_cast<int64_t>(std::max<size_t>(1, kPatternBytes / row));
+        it->second = make_rows(type, n_per_row, rows, static_cast<size_t>(rows) * row, rng);
+    }
+    return it->second;
+}
+
 ReplayResult replay_op(const NodeDesc& n, ggml_backend_t backend, bool keep_bufts,
-                       const ReplayConfig& cfg) {
+                       const ReplayConfig& cfg, ReplayPool* pool) {
     ReplayResult res;
     const std::string where = ggml_backend_name(backend);
     if (is_empty_op(n.op)) {
@@ -466,7 +619,7 @@ ReplayResult replay_op(const NodeDesc& n, ggml_backend_t backend, bool keep_buft
     const int copies = std::max(1, cfg.copies);
     const int n_alloc = std::max(copies, cfg.max_copies);
     ggml_backend_buffer_type_t def = ggml_backend_get_default_buffer_type(backend);
-    ReplayGraph rg(n, def, keep_bufts, n_alloc);
+    ReplayGraph rg(n, def, keep_bufts, n_alloc, pool);
     if (!rg.build_first()) {
         res.method = "cannot allocate replay buffers on " + where;
         return res;

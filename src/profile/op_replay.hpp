@@ -13,6 +13,7 @@
 // Outputs of all copies share one buffer.
 #include <array>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -66,6 +67,12 @@ TensorDesc describe_tensor(const ggml_tensor* t, bool with_data = false);
 TensorDesc contiguous_desc(const std::string& name, ggml_type type,
                            const std::array<int64_t, GGML_MAX_DIMS>& ne);
 
+// The rows of its first source that GET_ROWS node n reads (distinct, ascending), from the
+// captured row indices; nullopt when that is not known (another op, indices not captured,
+// a table of more than two dimensions or not contiguous). A replay fills only these rows of
+// the table: a token-embedding lookup reads a row or a prompt's rows of a table of 100k+.
+std::optional<std::vector<int64_t>> rows_read(const NodeDesc& n);
+
 // The type the CPU backend converts mat-mul activations to for weights of type w (its
 // vec_dot_type): Q8_0 for Q4_0, Q8_K for the K-quants, ... nullopt for F32 (no conversion) and
 // types not listed here.
@@ -100,6 +107,36 @@ struct ReplayConfig {
     double alone_factor = 50;
 };
 
+// Memory one replay leaves to the next: a backend buffer per buffer type and slot (the replay
+// graph's tensors are placed in it afresh each time; slots never share memory) and the host
+// patterns generated inputs are cut from. A profile replays tens of ops, each with up to
+// ReplayConfig::input_budget_bytes of weight copies: allocating, first touching and generating
+// that memory for every replay took most of the profile phase (README, bench/ops_speed.sh).
+// Contents are unspecified between replays (each replay writes its inputs). Owned by the
+// caller; one replay at a time; frees its buffers when destroyed (after the replays).
+class ReplayPool {
+  public:
+    ReplayPool() = default;
+    ~ReplayPool();
+    ReplayPool(const ReplayPool&) = delete;
+    ReplayPool& operator=(const ReplayPool&) = delete;
+
+    // A buffer of buft with at least size bytes for slot, grown (reallocated) when smaller;
+    // null when it cannot be allocated. Valid until the next call for the same buft and slot.
+    ggml_backend_buffer_t buffer(ggml_backend_buffer_type_t buft, int slot, size_t size);
+    // Host memory of at least size bytes, contents unspecified; valid until the next call.
+    uint8_t* scratch(size_t size);
+    // The generated rows (about 1 MiB of whole rows of n_per_row elements of type) that large
+    // inputs of that type and row length repeat; made once.
+    const std::vector<uint8_t>& pattern(ggml_type type, int64_t n_per_row);
+
+  private:
+    std::map<std::pair<ggml_backend_buffer_type_t, int>, ggml_backend_buffer_t> buffers_;
+    std::unique_ptr<uint8_t[]> scratch_;
+    size_t scratch_size_ = 0;
+    std::map<std::pair<int, int64_t>, std::vector<uint8_t>> patterns_;
+};
+
 struct ReplayResult {
     std::optional<double> op_ns;        // per op, dispatch removed (see ReplayConfig)
     std::optional<double> isolated_ns;  // the op alone in a one-node graph: median wall time
@@ -112,9 +149,10 @@ struct ReplayResult {
 
 // Replays n on backend. keep_bufts: inputs go to the buffer types the original used (the
 // backend that ran it: keeps repacked CPU weights repacked); else to the backend's default
-// buffer type (replaying on another backend). Never throws for an op it cannot run: the
-// result says why and has no time.
+// buffer type (replaying on another backend). pool: memory reused across replays (null: the
+// replay allocates its own). Never throws for an op it cannot run: the result says why and
+// has no time.
 ReplayResult replay_op(const NodeDesc& n, ggml_backend_t backend, bool keep_bufts,
-                       const ReplayConfig& cfg);
+                       const ReplayConfig& cfg, ReplayPool* pool = nullptr);
 
 }  // namespace sb

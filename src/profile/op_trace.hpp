@@ -82,6 +82,10 @@ struct NodeCall {
     int64_t start_ns = 0;  // when it was asked for (the scheduler's "ask" callback)
     int64_t call_ns = 0;   // asked -> computed alone and synchronised ("done" callback)
     int64_t gap_ns = -1;   // since the previous node's done; -1 at a graph's start
+    // The tracer's own work around this call, outside it and outside the gaps (describing the
+    // node and first touching its output in a capturing run; the timestamps): time the stage
+    // took only because it was traced.
+    int64_t work_ns = 0;
 };
 
 // One traced stage: every node call in order; a capturing run also has the node descriptions

@@ -80,7 +80,11 @@ std::string fit_cause_of(const Reconciliation& r) {
 void finalize_stage(StageProfile& s, size_t top_n) {
     Reconciliation& r = s.rec;
     r.plain_median_ns = median_of(r.plain_ns);
-    r.traced_median_ns = median_of(r.traced_ns);
+    std::vector<int64_t> traced = r.traced_ns;
+    if (r.tracer_ns.size() == traced.size())
+        for (size_t i = 0; i < traced.size(); ++i)
+            traced[i] -= r.tracer_ns[i];
+    r.traced_median_ns = median_of(traced);
     r.sum_op_ns = sum_op_ns(s.ops);
     r.sum_call_ns = sum_call_ns(s.ops, false);
     r.sum_call_compute_ns = sum_call_ns(s.ops, true);

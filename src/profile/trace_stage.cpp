@@ -205,6 +205,10 @@ BuiltStage build_stage(const std::string& name, const TracedRun& capture,
     for (const auto* r : runs) {
         st.rec.traced_ns.push_back(r->wall_ns);
         st.rec.traced_start_ns.push_back(r->start_ns);
+        int64_t work = 0;
+        for (const auto& c : r->calls)
+            work += c.work_ns;
+        st.rec.tracer_ns.push_back(work);
     }
     // The timeline kept per op (start/end) is that of the run with the median wall time.
     std::vector<size_t> by_wall(runs.size());

@@ -54,6 +54,7 @@ TEST(TraceStage, WithoutADumpBackendsAndSplitsComeFromTheBuffers) {
     EXPECT_EQ(st.traced_reps, 3);
     EXPECT_EQ(st.timeline_rep, 1);
     EXPECT_EQ(st.rec.traced_ns, (std::vector<int64_t>{50'000, 49'000, 48'000}));
+    EXPECT_EQ(st.rec.tracer_ns, (std::vector<int64_t>{0, 0, 0}));
     ASSERT_EQ(st.ops.size(), 6u);
     ASSERT_EQ(b.nodes.size(), 6u);
     EXPECT_EQ(st.ops[0].backend, "CPU");
@@ -125,6 +126,20 @@ TEST(TraceStage, RunsOfAnotherGraphAreLeftOut) {
 
     const BuiltStage empty = build_stage("decode", TracedRun{}, runs, {});
     EXPECT_EQ(empty.stage.notes.back(), "the capturing run recorded no graph: no ops");
+}
+
+TEST(TraceStage, TheTracersWorkIsSummedPerRun) {
+    const TracedRun capture = run_of(0, true);
+    std::vector<TracedRun> runs{run_of(0, false), run_of(0, false)};
+    for (size_t i = 0; i < runs[0].calls.size(); ++i)
+        runs[0].calls[i].work_ns = 10 * static_cast<int64_t>(i + 1);  // 10 + 20 + ... + 60
+    runs[1].calls[4].work_ns = 7;
+    EXPECT_EQ(build_stage("prefill", capture, runs, {}).stage.rec.tracer_ns,
+              (std::vector<int64_t>{210, 7}));
+    // Cut into steps, each step keeps the work of its own calls.
+    const std::vector<TracedRun> steps = split_steps(runs[0], {7000, 8000}, {10, 20});
+    ASSERT_EQ(steps.size(), 2u);
+    EXPECT_EQ(steps[1].calls[0].work_ns, 40);
 }
 
 TEST(TraceStage, DecodeRunsAreCutIntoSteps) {

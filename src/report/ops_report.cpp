@@ -119,8 +119,9 @@ void stage_section(const OpsProfile& p, const StageProfile& s, std::ostream& out
         out << "\n| reconciliation | time | of stage |\n| --- | ---: | ---: |\n";
         out << "| uninstrumented stage (median of " << r.plain_ns.size() << ") | "
             << ms(r.plain_median_ns) << " | 100 % |\n";
-        out << "| traced stage, node by node (median of " << r.traced_ns.size() << ") | "
-            << ms(r.traced_median_ns) << " | "
+        out << "| traced stage, node by node"
+            << (r.tracer_ns.empty() ? "" : ", less the tracer's own work") << " (median of "
+            << r.traced_ns.size() << ") | " << ms(r.traced_median_ns) << " | "
             << (r.overhead_ratio
                     ? fmt::format("tracing overhead {:+.0f} %", *r.overhead_ratio * 100.0)
                     : std::string("-"))

@@ -81,7 +81,7 @@ TestConfig workload_of(const OpsOptions& o, int threads, int n_gen, int reps) {
     c.n_gen = o.decode ? n_gen : 0;
     c.reps = reps;
     c.max_reps = reps;
-    c.warmup = false;  // the capturing repetition warms up
+    c.warmup = false;  // warm_up() and the capturing repetition warm up
     c.seed = o.seed;
     return c;
 }
@@ -197,6 +197,31 @@ void add_plain(Measured& m, const TestResult& p) {
     }
 }
 
+// Prompt tokens of the warm-up prefill: enough for an accelerator to take the mat-muls
+// (ggml-blas takes batches of 32 and more).
+constexpr int kWarmUpPrompt = 32;
+
+// Before any stage is measured, the tracer idle: one decode step, so that each CPU thread has
+// read every weight once and the thread pool has run, which the first run of each graph
+// otherwise pays inside its calls (the 1B preset, -p 512, 2 threads: the capturing prefill's
+// mat-mul calls summed 120-380 ms more than the next traced prefill's without it, within
+// noise of it with it). With a device besides the CPU and a prefill to profile, a short
+// prefill instead, which also runs the device's prefill kernels once (their thread pools and
+// conversion buffers: the BLAS preset's capturing prefill, -p 128, took 820-918 ms against
+// 518-540 ms for the later ones without it). The first repetition clears the KV cache.
+void warm_up(Engine& engine, const OpsOptions& o, const std::vector<std::string>& requested) {
+    engine.reset();
+    const bool accelerator = std::any_of(requested.begin(), requested.end(),
+                                         [](const std::string& d) { return d != "CPU"; });
+    if (o.prefill && accelerator) {
+        const std::vector<int32_t> t = sequence_tokens(
+            std::min(kWarmUpPrompt, o.n_prompt), engine.n_vocab(), o.seed, engine.bos_token());
+        engine.prefill(t);
+    } else {
+        engine.decode_step(engine.bos_token().value_or(0));
+    }
+}
+
 // Steps 1 and 2 of the pipeline (ops_run.hpp): the traced and the uninstrumented repetitions,
 // interleaved, through the repetition loop; the first traced one captures the graphs.
 Measured measure_stages(const OpsRig& rig, const OpsOptions& o, int threads, const OpsHooks& h,
@@ -218,7 +243,7 @@ Measured measure_stages(const OpsRig& rig, const OpsOptions& o, int threads, con
                            none.hooks(), ro);
     for (int round = 0; plain.has_repeats_remaining() || traced.has_repeats_remaining(); ++round) {
         // A B B A: neither kind always runs first, so drift in the machine's load falls on
-        // both; the capturing (traced) repetition comes first and warms up.
+        // both; the capturing (traced) repetition comes first and warms up the rest.
         RepetitionRunner* order[2] = {&traced, &plain};
         if (round % 2 == 1)
             std::swap(order[0], order[1]);
@@ -379,6 +404,8 @@ OpsProfile profile_ops(const OpsRig& rig, const OpsOptions& o, const OpsHooks& h
     rig.tracer.load(load_spec_of(o, threads));
     p.backends = rig.engine.active_backends();
     const int64_t t_loaded = h.clock();
+    say("warming up");
+    warm_up(rig.engine, o, p.requested);
     const Measured m = measure_stages(rig, o, threads, h, say);
     const int64_t t_measured = h.clock();
 

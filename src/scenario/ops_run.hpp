@@ -4,15 +4,18 @@
 //
 // The pipeline (profile_ops) lives here, above profile/, because its uninstrumented and traced
 // stages are measured through the one repetition loop (scenario/repetition.hpp): the engine
-// is loaded once by the tracer (one context, the tracer's hook idle when not tracing), then
+// is loaded once by the tracer (one context, the tracer's hook idle when not tracing) and
+// warmed up untraced (one decode step: every weight read once by every thread; a 32-token
+// prefill when a device besides the CPU is profiled: its prefill kernels run once), then
 //  1. the traced and the uninstrumented repetitions, interleaved (A B B A ..., traced first),
 //     each a prefill and OpsOptions::decode_tokens one-token decode steps (the traced ones one
 //     more), each step a sample of the decode stage. The tracer is on during each stage of a
 //     traced repetition (the loop's stage markers, outside its timed regions), so a traced
 //     stage is timed exactly as an uninstrumented one. The first traced repetition also
 //     captures the graphs (node descriptions are made between the calls' timestamps, and
-//     described after the stage): its prefill is a traced sample too, its first decode step
-//     is not. No other warm-up runs: the capturing repetition is it.
+//     described after the stage; each node's output memory is first touched before its call):
+//     its prefill is a traced sample too, less the tracer's own work between the calls
+//     (Reconciliation::tracer_ns); its first decode step is not a sample.
 //  2. the engine's context freed, the stages built (profile/trace_stage.hpp), op times taken
 //     in situ or by replay (profile/op_times.hpp), fallback and its penalty
 //     (profile/fallback.hpp), reconciliation (profile/ops_profile.hpp finalize_stage) and,

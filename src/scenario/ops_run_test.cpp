@@ -38,8 +38,9 @@ const std::vector<ScriptNode> kGraph{
     {"MUL_MAT", "ffn_up-1", false, 400 * kUs, 50 * kUs, 0b11, {}},
     {"ADD", "ffn_out-1", false, 3 * kUs, 1500, 0b11, {{"CPU#ffn_up-1#0", 4096}}},
 };
-constexpr int64_t kGap = 500;           // between nodes of one split
-constexpr int64_t kBoundaryGap = 7000;  // before a split's first node (its copies)
+constexpr int64_t kGap = 500;               // between nodes of one split
+constexpr int64_t kBoundaryGap = 7000;      // before a split's first node (its copies)
+constexpr int64_t kCaptureWork = 10 * kUs;  // the tracer's own work per node it captures
 
 SchedAssignment assignment() {
     SchedAssignment a;
@@ -83,10 +84,12 @@ class ScriptedTracer final : public OpTracer {
                 const int64_t gap = i == 0 ? -1 : boundary ? kBoundaryGap : kGap;
                 t += std::max<int64_t>(0, gap);
                 const int64_t call_ns = pre ? s.prefill_call_ns : s.decode_call_ns;
-                run.calls.push_back({graph, static_cast<int>(i), t, call_ns, gap});
+                const bool capturing = mode_ == TraceMode::capture ||
+                                       (mode_ == TraceMode::capture_first && graph == 0);
+                run.calls.push_back(
+                    {graph, static_cast<int>(i), t, call_ns, gap, capturing ? kCaptureWork : 0});
                 t += call_ns;
-                if (mode_ == TraceMode::capture ||
-                    (mode_ == TraceMode::capture_first && graph == 0)) {
+                if (capturing) {
                     CapturedNode n;
                     n.id = i + (pre ? 0 : 100);
                     n.op = s.op;
@@ -216,7 +219,8 @@ TEST(OpsPipeline, InterleavesTracedAndUninstrumentedRepetitionsTheFirstTracedOne
     const std::vector<std::string> traced{"prefill traced", "decode_step traced",
                                           "decode_step traced", "decode_step traced",
                                           "decode_step traced"};
-    std::vector<std::string> want;
+    // The warm-up first: on an accelerator, an untraced prefill (of min(16, 32) tokens).
+    std::vector<std::string> want{"prefill plain"};
     for (const auto* r : {&traced, &plain, &plain, &traced})
         want.insert(want.end(), r->begin(), r->end());
     EXPECT_EQ(rig.traced_calls, want);
@@ -241,13 +245,19 @@ TEST(OpsPipeline, InterleavesTracedAndUninstrumentedRepetitionsTheFirstTracedOne
     EXPECT_EQ(pre.rec.traced_ns, (std::vector<int64_t>{1'760 * kUs, 1'760 * kUs}));
     EXPECT_EQ(dec.rec.plain_ns, std::vector<int64_t>(6, 10'000 * kUs));
     EXPECT_EQ(dec.rec.traced_ns, std::vector<int64_t>(7, 10'500 * kUs));
+    // The tracer's own work: the capturing prefill's six nodes; none in the decode samples.
+    EXPECT_EQ(pre.rec.tracer_ns, (std::vector<int64_t>{6 * kCaptureWork, 0}));
+    EXPECT_EQ(dec.rec.tracer_ns, std::vector<int64_t>(7, 0));
     EXPECT_EQ(pre.traced_reps, 2);
     EXPECT_EQ(dec.traced_reps, 7);
-    EXPECT_NEAR(*pre.rec.overhead_ratio, 0.1, 1e-12);
+    // The traced prefill less the tracer's work: median of 1700 and 1760 µs.
+    EXPECT_DOUBLE_EQ(*pre.rec.traced_median_ns, 1'730.0 * kUs);
+    EXPECT_NEAR(*pre.rec.overhead_ratio, 1'730.0 / 1'600.0 - 1.0, 1e-12);
     EXPECT_NEAR(*dec.rec.overhead_ratio, 0.05, 1e-12);
-    // Where the samples lie on the clock: the first plain prefill right after the first
-    // traced repetition, the decode steps one after the other.
-    const int64_t t_load = 1'000'000'000 + 5'000 * kUs;
+    // Where the samples lie on the clock: the first traced prefill after the load and the
+    // warm-up step, the first plain prefill right after the first traced repetition, the
+    // decode steps one after the other.
+    const int64_t t_load = 1'000'000'000 + 5'000 * kUs + 1'600 * kUs;
     EXPECT_EQ(pre.rec.traced_start_ns[0], t_load);
     EXPECT_EQ(pre.rec.plain_start_ns[0], t_load + 1'760 * kUs + 4 * 10'500 * kUs);
     EXPECT_EQ(dec.rec.plain_start_ns[1] - dec.rec.plain_start_ns[0], 10'000 * kUs);
@@ -255,11 +265,27 @@ TEST(OpsPipeline, InterleavesTracedAndUninstrumentedRepetitionsTheFirstTracedOne
     EXPECT_EQ(pre.n_tokens, 16);
     EXPECT_EQ(dec.kv_depth, 16);
     // The profile's own duration: the fake clock from the load to the end.
-    const int64_t stages_ns = 2 * (1'600 * kUs + 3 * 10'000 * kUs)     // plain
+    const int64_t stages_ns = 1'600 * kUs                              // warm-up
+                              + 2 * (1'600 * kUs + 3 * 10'000 * kUs)   // plain
                               + 2 * (1'760 * kUs + 4 * 10'500 * kUs);  // traced
     EXPECT_EQ(*p.duration_ns, 5'000 * kUs + stages_ns);
     EXPECT_EQ(p.phase_ns, (std::map<std::string, int64_t>{
                               {"load", 5'000 * kUs}, {"stages", stages_ns}, {"profile", 0}}));
+}
+
+TEST(OpsPipeline, OnTheCpuAloneOneDecodeStepWarmsUp) {
+    Rig rig;
+    OpsOptions o = options();
+    o.devices = {"CPU"};
+    o.traced_reps = 1;
+    o.plain_reps = 1;
+    rig.run(o);
+    ASSERT_FALSE(rig.traced_calls.empty());
+    EXPECT_EQ(rig.traced_calls[0], "decode_step plain");
+    EXPECT_EQ(rig.traced_calls[1], "prefill traced");
+    // Cleared before the warm-up (each repetition's fill to its depth clears it again).
+    EXPECT_EQ(rig.tl.calls_of(FakeOp::reset).size(), 1u);
+    EXPECT_EQ(rig.tl.calls_of(FakeOp::fill_to_depth).size(), 2u);
 }
 
 TEST(OpsPipeline, RecordsSplitsAndCoverageComeFromTheCapture) {
@@ -415,6 +441,7 @@ TEST(OpsPipeline, DecodeOnlyFillsTheCacheUntimedAndTracesEachStep) {
     EXPECT_EQ(dec.rec.traced_ns.size(), 3u);
     EXPECT_EQ(dec.rec.plain_ns.size(), 3u);
     EXPECT_EQ(rig.traced_calls, (std::vector<std::string>{
+                                    "decode_step plain",  // the warm-up
                                     "decode_step traced", "decode_step traced",
                                     "decode_step traced", "decode_step traced", "decode_step plain",
                                     "decode_step plain", "decode_step plain"}));

@@ -110,6 +110,7 @@ json to_json(const Reconciliation& r) {
                 {"traced_start_ns", r.traced_start_ns},
                 {"plain_median_ns", opt(r.plain_median_ns)},
                 {"traced_ns", r.traced_ns},
+                {"tracer_ns", r.tracer_ns},
                 {"traced_median_ns", opt(r.traced_median_ns)},
                 {"sum_op_ns", opt(r.sum_op_ns)},
                 {"sum_call_ns", opt(r.sum_call_ns)},
@@ -278,18 +279,18 @@ void read(const JsonIn& in, CoverageRow& c) {
 void read(const JsonIn& in, Reconciliation& r) {
     ObjectIn{in}("plain_ns", r.plain_ns)("plain_start_ns", r.plain_start_ns)(
         "traced_start_ns", r.traced_start_ns)("plain_median_ns", r.plain_median_ns)(
-        "traced_ns", r.traced_ns)("traced_median_ns", r.traced_median_ns)("sum_op_ns", r.sum_op_ns)(
-        "sum_call_ns", r.sum_call_ns)("sum_call_compute_ns", r.sum_call_compute_ns)(
-        "sum_copy_ns", r.sum_copy_ns)("sched_gap_ns", r.sched_gap_ns)("host_ns", r.host_ns)(
-        "overhead_ns", r.overhead_ns)("overhead_ratio", r.overhead_ratio)(
-        "op_fraction", r.op_fraction)("op_within_stage", r.op_within_stage)(
-        "fit_cause", r.fit_cause)("node_dispatch_ns", r.node_dispatch_ns)(
-        "n_op_in_situ", r.n_op_in_situ)("n_op_replayed", r.n_op_replayed)("sum_op_in_situ_ns",
-                                                                          r.sum_op_in_situ_ns)
+        "traced_ns", r.traced_ns)("tracer_ns", r.tracer_ns)("traced_median_ns", r.traced_median_ns)(
+        "sum_op_ns", r.sum_op_ns)("sum_call_ns", r.sum_call_ns)(
+        "sum_call_compute_ns", r.sum_call_compute_ns)("sum_copy_ns", r.sum_copy_ns)(
+        "sched_gap_ns", r.sched_gap_ns)("host_ns", r.host_ns)("overhead_ns", r.overhead_ns)(
+        "overhead_ratio", r.overhead_ratio)("op_fraction", r.op_fraction)(
+        "op_within_stage", r.op_within_stage)("fit_cause", r.fit_cause)(
+        "node_dispatch_ns", r.node_dispatch_ns)("n_op_in_situ", r.n_op_in_situ)(
+        "n_op_replayed", r.n_op_replayed)("sum_op_in_situ_ns", r.sum_op_in_situ_ns)
         // overhead_ns and overhead_ratio are signed: a traced stage can run faster under load.
-        .non_negative({"plain_ns", "traced_ns", "plain_median_ns", "traced_median_ns", "sum_op_ns",
-                       "sum_call_ns", "sum_call_compute_ns", "sum_copy_ns", "node_dispatch_ns",
-                       "n_op_in_situ", "n_op_replayed", "sum_op_in_situ_ns"});
+        .non_negative({"plain_ns", "traced_ns", "tracer_ns", "plain_median_ns", "traced_median_ns",
+                       "sum_op_ns", "sum_call_ns", "sum_call_compute_ns", "sum_copy_ns",
+                       "node_dispatch_ns", "n_op_in_situ", "n_op_replayed", "sum_op_in_situ_ns"});
 }
 
 void read(const JsonIn& in, DecompositionPart& p) {

@@ -135,6 +135,12 @@ struct Reconciliation {
     std::optional<double> plain_median_ns;
     std::vector<int64_t> traced_ns;        // instrumented (node by node) stage wall times
     std::vector<int64_t> traced_start_ns;  // when each began (sb::now_ns), parallel to traced_ns
+    // The tracer's own work inside each traced stage, between the calls (describing the nodes
+    // and first touching their outputs in the capturing run; its timestamps), parallel to
+    // traced_ns; empty in documents from before it was measured.
+    std::vector<int64_t> tracer_ns;
+    // Median of traced_ns less tracer_ns (of traced_ns alone when tracer_ns is empty): the
+    // traced stage as the node-by-node dispatch leaves it.
     std::optional<double> traced_median_ns;
     std::optional<double> sum_op_ns;
     std::optional<double> sum_call_ns;          // every node, views included
