@@ -276,7 +276,7 @@ TEST(OpsPipeline, InterleavesTracedAndUninstrumentedRepetitionsTheFirstTracedOne
 TEST(OpsPipeline, OnTheCpuAloneOneDecodeStepWarmsUp) {
     Rig rig;
     OpsOptions o = options();
-    o.devices = {"CPU"};
+    o.workload.devices = "CPU";
     o.traced_reps = 1;
     o.plain_reps = 1;
     rig.run(o);
