@@ -77,11 +77,10 @@ void add_explain_command(CLI::App& app, Context& ctx) {
         if (o.out_path)
             check_output_path(*o.out_path, "result document");
         check_trace_path(a->trace);
-        ResultDocument doc = new_document("explain", ctx.argv);
-        ctx.exit_code = run_explain(o, doc, ctx.err);
-        print_document(a->format, doc, ctx.out);
-        store_document(ctx, doc);
-        write_trace_if_asked(a->trace, doc, ctx.err);
+        const RunResult r = run_explain(o, RunEnv(new_document("explain", ctx.argv), ctx.err));
+        print_document(a->format, r.doc, ctx.out);
+        finish_run(ctx, r);  // --db
+        write_trace_if_asked(a->trace, r.doc, ctx.err);
     });
 }
 

@@ -128,13 +128,13 @@ void add_ops_like_command(CLI::App& app, Context& ctx, bool decompose) {
         o.decompose = decompose;
         a->o.brief = decompose;
         check_trace_path(a->trace);
-        ResultDocument doc = new_document(decompose ? "decompose" : "ops", ctx.argv);
         // No keep_measured(): the profile is one measurement, and a stop inside llama.cpp
         // leaves nothing of it to print or store (run_ops's last word says so).
-        ctx.exit_code = run_ops(a->o, doc, ctx.err);
-        print_ops_document(doc, a->o.format, ctx.out, a->o.ops.top_n, a->o.brief);
-        finish_document(ctx, doc);
-        write_trace_if_asked(a->trace, doc, ctx.err);
+        const RunResult r =
+            run_ops(a->o, RunEnv(new_document(decompose ? "decompose" : "ops", ctx.argv), ctx.err));
+        print_ops_document(r.doc, a->o.format, ctx.out, a->o.ops.top_n, a->o.brief);
+        finish_run(ctx, r);  // --db
+        write_trace_if_asked(a->trace, r.doc, ctx.err);
     });
 }
 

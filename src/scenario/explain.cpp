@@ -791,17 +791,19 @@ void add_explain_measures(ExplainSection& s, const ExplainOptions& o, const Load
 
 }  // namespace
 
-int run_explain(const ExplainOptions& o, ResultDocument& doc, std::ostream& err) {
+RunResult run_explain(const ExplainOptions& o, RunEnv env) {
     check_explain_options(o);
     const std::vector<std::string> server_args = split_server_args(o.server_args);
 
     // Setup: the model described (bad input throws here), the device names checked.
     RunSetup setup;
+    setup.take(env);
     setup.models = {o.model_path};
     setup.device_sets = {o.devices};
     setup.out_path = o.out_path;
     setup.progress = o.progress;
-    RunContext ctx(doc, setup, err, nullptr);
+    RunContext ctx(env.doc, setup, env.err, env.listener);
+    ResultDocument& doc = env.doc;  // the context's, until finish() hands it back
     auto note = [&](const std::string& line) {
         if (o.progress)
             ctx.progress().note(line);
@@ -863,20 +865,14 @@ int run_explain(const ExplainOptions& o, ResultDocument& doc, std::ostream& err)
     }
     const int code = run_explain_rounds(
         s, [&](const ExplainMeasure& m, int round) { return levels.measure(m, round); },
-        [&] { ctx.save(); }, err, o.progress);
+        [&] { ctx.save(); }, env.err, o.progress);
     if (s.interrupted)
         doc.warnings.push_back({"interrupted",
                                 "interrupted (Ctrl-C) before every round ran: the levels' times "
                                 "are of the runs that did",
                                 "run it again to the end for every round"});
-    // finish() hands the document back (it moves the one the context held): doc is it again.
-    RunResult finished = ctx.finish();
-    doc = std::move(finished.doc);
-    if (finished.error) {
-        err << "stagebench: error: " << finished.error->what() << "\n";
-        return std::max(code, 1);
-    }
-    return code;
+    // A failed or interrupted round makes the run's outcome failed (exit 1), as before.
+    return ctx.finish(code != 0 ? Outcome::failed : Outcome::ok);
 }
 
 }  // namespace sb

@@ -31,6 +31,7 @@
 
 #include "core/doc/explain_section.hpp"
 #include "core/result.hpp"
+#include "scenario/run_context.hpp"
 
 namespace sb {
 
@@ -66,9 +67,10 @@ int run_explain_rounds(ExplainSection& s, const ExplainMeasurer& measure,
 
 // The whole command: setup and bad-input checks, the server, the settings, the rounds, the
 // document (doc.explain, doc.engines["http"], models, warnings) written to --out after every
-// run. doc: from new_document("explain", argv). Returns the exit code (0, or 1 when a run
-// failed or Ctrl-C stopped the rounds); throws sb::Error for bad input found before anything
-// was measured.
-int run_explain(const ExplainOptions& o, ResultDocument& doc, std::ostream& err);
+// run. env.doc: from new_document("explain", argv). Returns the document with its outcome
+// (failed when a run failed or Ctrl-C stopped the rounds) and the error that stopped it after
+// it began (an --out that could not be written); throws sb::Error for bad input found before
+// anything was measured.
+RunResult run_explain(const ExplainOptions& o, RunEnv env);
 
 }  // namespace sb

@@ -118,13 +118,12 @@ TEST(ExplainRounds, BadOrdersAreUsageErrors) {
 }
 
 TEST(ExplainCommand, BadOptionsAreUsageErrorsBeforeAnything) {
-    ResultDocument doc;
     std::ostringstream err;
     ExplainOptions o;
     o.model_path = "/nonexistent.gguf";
     o.n_gen = 1;
     try {
-        run_explain(o, doc, err);
+        run_explain(o, RunEnv(ResultDocument{}, err));
         FAIL();
     } catch (const Error& e) {
         EXPECT_EQ(e.kind(), ErrorKind::usage);
@@ -132,11 +131,10 @@ TEST(ExplainCommand, BadOptionsAreUsageErrorsBeforeAnything) {
     }
     o.n_gen = 4;
     o.concurrency = {0};
-    EXPECT_THROW(run_explain(o, doc, err), Error);
+    EXPECT_THROW(run_explain(o, RunEnv(ResultDocument{}, err)), Error);
     o.concurrency = {};
     o.server_args = "-ub '32";
-    EXPECT_THROW(run_explain(o, doc, err), Error);
-    EXPECT_FALSE(doc.explain);
+    EXPECT_THROW(run_explain(o, RunEnv(ResultDocument{}, err)), Error);
 }
 
 }  // namespace

@@ -443,15 +443,17 @@ OpsProfile profile_ops(const OpsOptions& o, const ProgressFn& progress) {
     return profile_ops({*rig.engine, *rig.tracer, *rig.replayer}, o, h);
 }
 
-int run_ops(const OpsCommandOptions& o, ResultDocument& doc, std::ostream& err) {
+RunResult run_ops(const OpsCommandOptions& o, RunEnv env) {
     const std::string device_set = o.ops.workload.devices.str();
     RunSetup setup;
+    setup.take(env);
     setup.models = {o.ops.workload.model_path};
     setup.rpc_servers = o.rpc_servers;
     setup.device_sets = {device_set};
     setup.out_path = o.out_path;
     setup.progress = o.progress;
-    RunContext run(doc, setup, err, nullptr);
+    RunContext run(env.doc, setup, env.err, env.listener);
+    ResultDocument& doc = env.doc;  // the context's, until finish() hands it back
     run.open(threads_or_default(o.ops.workload.n_threads));
 
     ProgressFn progress = [&run](const std::string& m) { run.progress().note(m); };
@@ -475,14 +477,8 @@ int run_ops(const OpsCommandOptions& o, ResultDocument& doc, std::ostream& err) 
              "partial (fewer repetitions, ops not replayed)",
              "run it again to the end for a complete profile"});
     doc.ops = std::move(p);
-    doc.finished_at = utc_timestamp();
-    run.save(DocumentSave::final);
-    if (interrupted) {
-        err << "stagebench: interrupted; the partial profile is kept"
-            << (o.out_path ? " in " + *o.out_path : std::string()) << "\n";
-        return 1;
-    }
-    return 0;
+    // Interrupted: the outcome says so (exit 1) and the line says where the partial profile is.
+    return run.finish();
 }
 
 }  // namespace sb

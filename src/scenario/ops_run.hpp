@@ -32,6 +32,7 @@
 #include "core/result.hpp"
 #include "profile/op_trace.hpp"
 #include "profile/tracer.hpp"
+#include "scenario/run_context.hpp"
 
 namespace sb {
 
@@ -74,10 +75,12 @@ struct OpsCommandOptions {
 // llama.cpp and the profile in the document (doc.ops). Prints nothing but progress on err:
 // the caller shows the document (report/ops_report.hpp print_ops_document, which checks
 // the format).
-// Returns the exit code (0; 1 when interrupted, the partial profile kept); throws sb::Error
-// for bad input found before anything was measured (an unknown model, device or server
-// among them). A stop inside llama.cpp mid-profile records nothing (the profile is one
-// measurement) and says which device set went away.
-int run_ops(const OpsCommandOptions& o, ResultDocument& doc, std::ostream& err);
+// env.doc: from new_document("ops" or "decompose", argv). Returns the document and its
+// outcome (interrupted when Ctrl-C cut the profile short: the partial profile is kept) and the
+// error that stopped it after it began (an --out that could not be written); throws sb::Error
+// for bad input found before anything was measured (an unknown model, device or server among
+// them). A stop inside llama.cpp mid-profile records nothing (the profile is one measurement)
+// and says which device set went away.
+RunResult run_ops(const OpsCommandOptions& o, RunEnv env);
 
 }  // namespace sb

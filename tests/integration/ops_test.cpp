@@ -354,7 +354,7 @@ TEST(Ops, CtrlCKeepsThePartialProfileAndExits1) {
     EXPECT_TRUE(warned) << doc["warnings"].dump();
     EXPECT_FALSE(doc["ops"].is_null());
     EXPECT_NE(read_file(log + ".err")
-                  .find("stagebench: interrupted; the partial profile is kept in " + out),
+                  .find("stagebench: interrupted; what was measured is kept in " + out),
               std::string::npos)
         << read_file(log + ".err");
 }
