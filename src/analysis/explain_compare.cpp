@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-
 #include "analysis/compare_steps.hpp"
 #include "core/error.hpp"
 #include "core/json_util.hpp"
