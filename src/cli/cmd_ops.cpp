@@ -91,12 +91,19 @@ void add_ops_like_command(CLI::App& app, Context& ctx, bool decompose) {
         ->check(reps_check())
         ->capture_default_str();
     cmd->add_option("--plain-reps", o.plain_reps,
-                    "uninstrumented repetitions, interleaved with the traced ones")
+                    "uninstrumented prefills, interleaved with the traced repetitions (decode's "
+                    "uninstrumented samples are the untraced steps between the traced ones)")
         ->check(reps_check())
         ->capture_default_str();
     cmd->add_option("--decode-tokens", o.decode_tokens,
-                    "one-token decode steps per repetition, each a sample of the decode stage")
+                    "traced one-token decode steps per traced repetition, each followed by an "
+                    "untraced one (the uninstrumented samples of the decode stage)")
         ->check(int_range(1, 4096, "1..4096"))
+        ->capture_default_str();
+    cmd->add_option("--isolate-every", o.isolation_stride,
+                    "traced decode steps dispatch every Nth node alone, in turn (1: every node in "
+                    "every step; 0: min(4, traced steps / 2))")
+        ->check(int_range(0, 64, "0..64"))
         ->capture_default_str();
     cmd->add_option("--top", o.top_n, "rows in the top-ops table")
         ->check(int_range(1, 100000, "1..100000"))

@@ -6,7 +6,8 @@
 // GgmlOpReplayer).
 //
 //  * OpTracer hooks an engine's graphs node by node: between begin() and end() every node the
-//    engine computes is dispatched alone and timed (its call), and in TraceMode::capture also
+//    engine computes is dispatched alone and timed (its call; or every k-th node in turn:
+//    Isolation), and in TraceMode::capture also
 //    described (op, tensors, the scheduler's backend, the devices that support it). When idle,
 //    the same context runs as it would without the hook, so uninstrumented stages are measured
 //    on it too, interleaved with the traced ones.
@@ -41,12 +42,19 @@ struct OpsOptions {
     bool decode = true;
     // Copies of an op per replay graph (--replay N); 0: no op times at all (call times only).
     int replay_copies = 16;
-    // Repetitions of the workload (prefill, then decode_tokens one-token decode steps): traced
-    // node by node (call times are medians over them) and uninstrumented (the stage times the
-    // ops reconcile with), interleaved, after one capturing repetition that also warms up.
+    // Repetitions of the workload: traced (a prefill, then decode steps alternating traced
+    // and untraced, decode_tokens of each; call times are medians over the traced ones, the
+    // untraced ones are decode's uninstrumented samples) and uninstrumented (a prefill: the
+    // stage time prefill's ops reconcile with), interleaved; the first traced one captures.
     int traced_reps = 1;
     int plain_reps = 1;
-    int decode_tokens = 8;  // decode steps per repetition: each one a sample of the stage
+    int decode_tokens = 8;  // traced decode steps per traced repetition (as many untraced)
+    // Every how many nodes a traced decode step (not the capturing one) dispatches one alone,
+    // in turn over the steps (Isolation; --isolate-every): dispatching a node alone costs
+    // one dispatch of the backend, which is most of a decode step's short ops. 0: at most
+    // every 4th, each node alone in at least two steps (min(4, traced steps / 2)); 1: every
+    // node in every step.
+    int isolation_stride = 0;
     size_t top_n = 10;
     // `stagebench decompose`: also measure each backend's no-work dispatch and the activation
     // conversion of the accelerator's mat-muls, and fill StageProfile::decomposition.
@@ -75,17 +83,19 @@ struct CapturedNode {
     uint32_t usable = 0;
 };
 
-// One node's call in a traced run.
+// One call in a traced run: a node dispatched alone, or (n_nodes > 1, in a graph that
+// dispatches only some nodes alone: Isolation) the nodes before one, computed together.
 struct NodeCall {
     int graph = 0;         // graph of the run: a micro-batch of prefill, a decoded token
-    int node = 0;          // index of the node in its graph, views included
+    int node = 0;          // index of the (last) node in its graph, views included
     int64_t start_ns = 0;  // when it was asked for (the scheduler's "ask" callback)
-    int64_t call_ns = 0;   // asked -> computed alone and synchronised ("done" callback)
-    int64_t gap_ns = -1;   // since the previous node's done; -1 at a graph's start
+    int64_t call_ns = 0;   // asked -> computed and synchronised ("done" callback)
+    int64_t gap_ns = -1;   // since the previous call's done; -1 at a graph's start
     // The tracer's own work around this call, outside it and outside the gaps (describing the
     // node and first touching its output in a capturing run; the timestamps): time the stage
     // took only because it was traced.
     int64_t work_ns = 0;
+    int n_nodes = 1;  // nodes computed in the call: node - n_nodes + 1 .. node
 };
 
 // One traced stage: every node call in order; a capturing run also has the node descriptions
@@ -106,6 +116,20 @@ enum class TraceMode {
     time            // timestamps only
 };
 
+// Which nodes of a graph that is timed, not captured, are dispatched alone: those whose index
+// i has (i + phase) % stride == 0; the nodes between them are computed in chunks. Each traced
+// graph after the first takes the next phase (phase + 1, ...), so `stride` graphs in turn
+// dispatch every node alone once, at 2 / stride of the dispatches of a graph that dispatches
+// all (the chunk before a node alone must end just before it). A graph that does not have the
+// nodes and splits of the last captured one dispatches every node alone.
+// interleave: the graphs not captured alternate, traced then untraced (computed whole, as with
+// no tracer: no calls), so a run holds uninstrumented samples step by step between the traced.
+struct Isolation {
+    int stride = 1;
+    int phase = 0;
+    bool interleave = false;
+};
+
 // Hooks an engine's graphs node by node. Owns nothing of the engine; one tracer per engine.
 class OpTracer {
   public:
@@ -115,8 +139,9 @@ class OpTracer {
     virtual void load(const LoadSpec& spec) = 0;
     // The devices whose answers CapturedNode::supports/usable hold, in bit order (after load).
     virtual std::vector<std::string> coverage_devices() const = 0;
-    // From now until end(), every graph the engine computes is traced.
-    virtual void begin(TraceMode mode) = 0;
+    // From now until end(), every graph the engine computes is traced: each node dispatched
+    // alone in the graphs it captures, the nodes `iso` picks in the others.
+    virtual void begin(TraceMode mode, Isolation iso) = 0;
     // The run traced since begin() (start_ns and wall_ns are the caller's to fill).
     virtual TracedRun end() = 0;
     // The traced context is no longer needed: free it, so that replays run alone.

@@ -101,7 +101,9 @@ void finalize_stage(StageProfile& s, size_t top_n) {
             s.copy_ns = s.copy_ns.value_or(0) + *sp.copy_ns;
     }
     r.sum_copy_ns = s.copy_ns;
-    if (r.traced_median_ns && r.sum_call_ns)
+    // A stage whose runs dispatched only some nodes alone has its host time from each run
+    // (profile/trace_stage.hpp); the calls of the others sum to a run's.
+    if (!r.host_ns && r.traced_median_ns && r.sum_call_ns)
         r.host_ns = *r.traced_median_ns - *r.sum_call_ns - r.sum_copy_ns.value_or(0) -
                     r.sched_gap_ns.value_or(0);
     if (r.traced_median_ns && r.plain_median_ns && *r.plain_median_ns > 0) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -18,13 +19,53 @@ double median_of(std::vector<int64_t> v) {
                  : 0.5 * static_cast<double>(v[n / 2 - 1] + v[n / 2]);
 }
 
+// Capture call index by (graph, node).
+using NodeIndex = std::map<std::pair<int, int>, size_t>;
+
+NodeIndex index_of(const TracedRun& capture) {
+    NodeIndex at;
+    for (size_t e = 0; e < capture.calls.size(); ++e)
+        at[{capture.calls[e].graph, capture.calls[e].node}] = e;
+    return at;
+}
+
+int first_node_of(const NodeCall& c) {
+    return c.node - c.n_nodes + 1;
+}
+
+// A run's calls cover the capture's graphs: per graph, consecutive ranges of nodes from the
+// first to the capture's last (a run that dispatched every node alone has the capture's).
 bool same_structure(const TracedRun& a, const TracedRun& b) {
-    if (a.calls.size() != b.calls.size())
-        return false;
-    for (size_t i = 0; i < a.calls.size(); ++i)
-        if (a.calls[i].graph != b.calls[i].graph || a.calls[i].node != b.calls[i].node)
+    std::map<int, int> nodes, next;
+    for (const auto& c : a.calls)
+        nodes[c.graph] = std::max(nodes[c.graph], c.node + 1);
+    for (const auto& c : b.calls) {
+        if (c.n_nodes < 1 || !nodes.count(c.graph) || first_node_of(c) != next[c.graph])
+            return false;
+        next[c.graph] = c.node + 1;
+    }
+    for (const auto& [g, n] : nodes)
+        if (next[g] != n)
             return false;
     return true;
+}
+
+// Per run, the call that dispatched capture call e's node alone (-1: none did).
+std::vector<std::vector<int>> alone_calls(const TracedRun& capture, const NodeIndex& at,
+                                          const std::vector<const TracedRun*>& runs) {
+    std::vector<std::vector<int>> out;
+    for (const auto* run : runs) {
+        std::vector<int> ix(capture.calls.size(), -1);
+        for (size_t k = 0; k < run->calls.size(); ++k) {
+            const NodeCall& c = run->calls[k];
+            if (c.n_nodes != 1)
+                continue;
+            if (auto it = at.find({c.graph, c.node}); it != at.end())
+                ix[it->second] = static_cast<int>(k);
+        }
+        out.push_back(std::move(ix));
+    }
+    return out;
 }
 
 const SchedAssignment* assignment_of(const TracedRun& capture, int graph) {
@@ -35,10 +76,12 @@ const SchedAssignment* assignment_of(const TracedRun& capture, int graph) {
 }
 
 // The per-node records, with their backends; counts nodes whose dump line does not match.
+// A run that dispatched every node alone gives the per-op timeline (timeline: its index in
+// runs); without one (Isolation), the capturing run does.
 void add_records(BuiltStage& b, const TracedRun& capture, const std::vector<const TracedRun*>& runs,
-                 size_t timeline) {
+                 const std::vector<std::vector<int>>& alone, std::optional<size_t> timeline) {
     StageProfile& st = b.stage;
-    int mismatches = 0;
+    int mismatches = 0, capture_only = 0;
     for (size_t e = 0; e < capture.calls.size(); ++e) {
         const NodeCall& ev = capture.calls[e];
         const CapturedNode& nd = capture.nodes[e];
@@ -51,11 +94,17 @@ void add_records(BuiltStage& b, const TracedRun& capture, const std::vector<cons
         r.layer = parse_layer(nd.out.name);
         r.no_compute = nd.no_compute;
         std::vector<int64_t> calls;
-        for (const auto* run : runs)
-            calls.push_back(run->calls[e].call_ns);
+        for (size_t k = 0; k < runs.size(); ++k)
+            if (alone[k][e] >= 0)
+                calls.push_back(runs[k]->calls[static_cast<size_t>(alone[k][e])].call_ns);
+        if (calls.empty()) {
+            calls.push_back(ev.call_ns);
+            ++capture_only;
+        }
         r.call_ns = median_of(calls);
-        r.start_ns = runs[timeline]->calls[e].start_ns;
-        r.end_ns = *r.start_ns + runs[timeline]->calls[e].call_ns;
+        const NodeCall& at = timeline ? runs[*timeline]->calls[e] : ev;
+        r.start_ns = at.start_ns;
+        r.end_ns = at.start_ns + at.call_ns;
         if (const SchedAssignment* a = assignment_of(capture, ev.graph)) {
             r.backend = a->split_of(ev.node)->backend;
             auto it = a->nodes.find(ev.node);
@@ -73,6 +122,11 @@ void add_records(BuiltStage& b, const TracedRun& capture, const std::vector<cons
         no_dump += a.empty() ? 1 : 0;
     if (capture.graphs.size() < static_cast<size_t>(st.n_graphs))
         no_dump += st.n_graphs - static_cast<int>(capture.graphs.size());
+    if (capture_only > 0)
+        st.notes.push_back(fmt::format(
+            "{} node(s) were dispatched alone only by the capturing run: their call time is "
+            "that run's",
+            capture_only));
     if (mismatches > 0)
         st.notes.push_back(fmt::format(
             "{} node(s) did not match the scheduler's dump by name; their backend is the "
@@ -161,12 +215,10 @@ std::vector<bool> add_splits(BuiltStage& b, const TracedRun& capture,
                 split_start[first + static_cast<size_t>(r.first_node)] = true;
             if (k > 0 && r.first_node >= 0 && r.first_node < n_nodes) {
                 std::vector<int64_t> gaps;
-                for (const auto* run : runs) {
-                    const int64_t gap =
-                        run->calls[first + static_cast<size_t>(r.first_node)].gap_ns;
-                    if (gap >= 0)
-                        gaps.push_back(gap);
-                }
+                for (const auto* run : runs)
+                    for (const auto& c : run->calls)
+                        if (c.graph == g && first_node_of(c) == r.first_node && c.gap_ns >= 0)
+                            gaps.push_back(c.gap_ns);
                 if (!gaps.empty())
                     r.copy_ns = median_of(gaps);
             }
@@ -210,27 +262,52 @@ BuiltStage build_stage(const std::string& name, const TracedRun& capture,
             work += c.work_ns;
         st.rec.tracer_ns.push_back(work);
     }
-    // The timeline kept per op (start/end) is that of the run with the median wall time.
-    std::vector<size_t> by_wall(runs.size());
-    for (size_t i = 0; i < by_wall.size(); ++i)
-        by_wall[i] = i;
+    // The timeline kept per op (start/end) is that of the run with the median wall time of
+    // those that dispatched every node alone; the capturing run's when none did.
+    std::vector<size_t> by_wall;
+    for (size_t i = 0; i < runs.size(); ++i) {
+        bool all_alone = true;
+        for (const auto& c : runs[i]->calls)
+            all_alone = all_alone && c.n_nodes == 1;
+        if (all_alone)
+            by_wall.push_back(i);
+        else
+            b.strided = true;
+    }
     std::stable_sort(by_wall.begin(), by_wall.end(),
                      [&](size_t x, size_t y) { return runs[x]->wall_ns < runs[y]->wall_ns; });
-    const size_t timeline = by_wall[by_wall.size() / 2];
-    st.timeline_rep = static_cast<int>(timeline);
+    std::optional<size_t> timeline;
+    if (!by_wall.empty())
+        timeline = by_wall[by_wall.size() / 2];
+    st.timeline_rep = timeline ? std::optional<int>(static_cast<int>(*timeline)) : std::nullopt;
+    if (!timeline)
+        st.notes.push_back(
+            "the ops' timeline is the capturing run's: the timed runs dispatched only some "
+            "nodes alone each");
     st.n_graphs = capture.calls.back().graph + 1;
 
-    add_records(b, capture, runs, timeline);
+    const NodeIndex at = index_of(capture);
+    add_records(b, capture, runs, alone_calls(capture, at, runs), timeline);
     const std::vector<bool> split_start = add_splits(b, capture, runs);
-    std::vector<int64_t> gap_sums;
-    for (const auto* run : runs) {
-        int64_t sum = 0;
-        for (size_t e = 0; e < run->calls.size(); ++e)
-            if (!split_start[e] && run->calls[e].gap_ns > 0)
-                sum += run->calls[e].gap_ns;
+    // The scheduler's time between the calls of one split, per run; with calls that computed
+    // several nodes, also what is left of the run: the host's work around the graph.
+    std::vector<int64_t> gap_sums, host;
+    for (size_t i = 0; i < runs.size(); ++i) {
+        const TracedRun& run = *runs[i];
+        int64_t sum = 0, rest = run.wall_ns - st.rec.tracer_ns[i];
+        for (const auto& c : run.calls) {
+            const auto e = at.find({c.graph, first_node_of(c)});
+            const bool copies = e != at.end() && split_start[e->second];
+            if (!copies && c.gap_ns > 0)
+                sum += c.gap_ns;
+            rest -= c.call_ns + std::max<int64_t>(0, c.gap_ns);
+        }
         gap_sums.push_back(sum);
+        host.push_back(rest);
     }
     st.rec.sched_gap_ns = median_of(gap_sums);
+    if (b.strided)
+        st.rec.host_ns = median_of(host);
     if (!coverage_devices.empty()) {
         std::vector<uint32_t> sup, use;
         for (const auto& n : b.nodes) {

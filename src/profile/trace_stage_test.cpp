@@ -163,5 +163,87 @@ TEST(TraceStage, DecodeRunsAreCutIntoSteps) {
     EXPECT_EQ(split_steps(r, {7000}, {10}).size(), 1u);
 }
 
+// One graph of five nodes on one backend; node i's call alone takes (i+1) µs + extra. A run with
+// Isolation{stride, phase} ends a call, as LlamaOpTracer does, at each node i with
+// (i + phase) % stride == 0 (dispatched alone), at the node before it, and at the last node;
+// a chunk's call is its nodes' back to back, 200 ns between calls, 50 ns of tracer work each.
+TracedRun strided_run(int stride, int phase, int64_t extra) {
+    TracedRun r;
+    const int n = 5;
+    int64_t t = 0;
+    int first = -1;
+    int64_t chunk = 0, gap = -1;
+    auto alone = [&](int j) { return (j + phase) % stride == 0; };
+    for (int i = 0; i < n; ++i) {
+        if (first < 0) {
+            first = i;
+            gap = i == 0 ? -1 : 200;
+            t += std::max<int64_t>(gap, 0);
+        }
+        chunk += (i + 1) * 1000 + extra;
+        if (!(alone(i) || alone(i + 1) || i + 1 == n))
+            continue;
+        r.calls.push_back({0, i, t, chunk, gap, 50, i - first + 1});
+        t += chunk;
+        first = -1;
+        chunk = 0;
+    }
+    r.wall_ns = t + 700;  // 700 ns of host work around the graph
+    return r;
+}
+
+TEST(TraceStage, StridedRunsGiveEachNodeTheMedianOfTheRunsThatDispatchedItAlone) {
+    TracedRun capture = strided_run(1, 0, 0);
+    for (int i = 0; i < 5; ++i)
+        capture.nodes.push_back(node("ADD", "n-" + std::to_string(i), "CPU"));
+    // Stride 3 in turn: node 1 is alone in the phase-2 runs, node 0 in phase 0, ...
+    std::vector<TracedRun> runs{strided_run(3, 0, 0),   strided_run(3, 1, 0),
+                                strided_run(3, 2, 0),   strided_run(3, 0, 600),
+                                strided_run(3, 1, 600), strided_run(3, 2, 900)};
+    // Phase 0: nodes 0 and 3 alone, [1 2] a chunk before 3, then [4] (the graph's last).
+    // Phase 1: [0 1], 2 alone, [3 4]. Phase 2: 0 (before 1), 1 alone, [2 3], 4 alone.
+    ASSERT_EQ(runs[0].calls.size(), 4u);
+    EXPECT_EQ(runs[0].calls[1].n_nodes, 2);
+    ASSERT_EQ(runs[1].calls.size(), 3u);
+    const BuiltStage b = build_stage("decode", capture, runs, {});
+    const StageProfile& st = b.stage;
+    EXPECT_TRUE(b.strided);
+    EXPECT_EQ(st.traced_reps, 6);
+    ASSERT_EQ(st.ops.size(), 5u);
+    // Each node: the median of the runs that dispatched it alone. Node 0: phases 0 and 2
+    // (extra 0, 600, 0, 900): 300 above its 1 µs; node 1: phase 2 (0, 900); node 2: phase 1
+    // (0, 600); node 3: phase 0 (0, 600); node 4: phases 0 and 2.
+    EXPECT_DOUBLE_EQ(*st.ops[0].call_ns, 1000 + 300);
+    EXPECT_DOUBLE_EQ(*st.ops[1].call_ns, 2000 + 450);
+    EXPECT_DOUBLE_EQ(*st.ops[2].call_ns, 3000 + 300);
+    EXPECT_DOUBLE_EQ(*st.ops[3].call_ns, 4000 + 300);
+    EXPECT_DOUBLE_EQ(*st.ops[4].call_ns, 5000 + 300);
+    // No run dispatched every node alone: the timeline is the capture's.
+    EXPECT_FALSE(st.timeline_rep.has_value());
+    EXPECT_EQ(*st.ops[2].start_ns, capture.calls[2].start_ns);
+    EXPECT_EQ(*st.ops[2].end_ns, capture.calls[2].start_ns + capture.calls[2].call_ns);
+    // Per run: the tracer's work (50 ns a call), the gaps between calls (200 ns each) and
+    // the host work, the wall time less the rest: 700 - 4 * 50 (phases 0 and 2), 700 - 3 * 50.
+    EXPECT_EQ(st.rec.tracer_ns, (std::vector<int64_t>{200, 150, 200, 200, 150, 200}));
+    EXPECT_DOUBLE_EQ(*st.rec.sched_gap_ns, 3 * 200);
+    EXPECT_DOUBLE_EQ(*st.rec.host_ns, 500);
+}
+
+TEST(TraceStage, AStridedRunThatMissesANodeIsLeftOut) {
+    TracedRun capture = strided_run(1, 0, 0);
+    for (int i = 0; i < 5; ++i)
+        capture.nodes.push_back(node("ADD", "n-" + std::to_string(i), "CPU"));
+    TracedRun missing = strided_run(3, 0, 0);
+    missing.calls.pop_back();  // the graph's last node computed outside every call
+    const BuiltStage b = build_stage("decode", capture, {strided_run(3, 1, 0), missing}, {});
+    EXPECT_EQ(b.stage.traced_reps, 1);
+    // Node 0 was alone only in the run left out: its call is the capture's, said so.
+    EXPECT_DOUBLE_EQ(*b.stage.ops[0].call_ns, 1000);
+    bool said = false;
+    for (const auto& n : b.stage.notes)
+        said = said || n.find("only by the capturing run") != std::string::npos;
+    EXPECT_TRUE(said);
+}
+
 }  // namespace
 }  // namespace sb

@@ -68,8 +68,13 @@ class LlamaOpTracer final : public OpTracer {
 
     void load(const LoadSpec& spec_in) override;
     std::vector<std::string> coverage_devices() const override { return cover_names_; }
-    void begin(TraceMode mode) override {
+    void begin(TraceMode mode, Isolation iso) override {
         run_ = TracedRun{};
+        iso_ = iso;
+        iso_.stride = std::max(1, iso_.stride);
+        timed_graphs_ = 0;
+        traced_graphs_ = 0;
+        idle_graph_ = false;
         // Room for every call up front: no reallocation inside the traced stage.
         run_.calls.reserve(std::max<size_t>(8192, 2 * last_calls_));
         capture_ = mode != TraceMode::time;
@@ -82,6 +87,8 @@ class LlamaOpTracer final : public OpTracer {
         expect_start_ = true;
         graph_ = -1;
         node_ = 0;
+        chunk_first_ = -1;
+        need_.clear();
         active_ = true;
     }
     TracedRun end() override {
@@ -105,6 +112,7 @@ class LlamaOpTracer final : public OpTracer {
     bool on_ask(ggml_tensor* t);
     void on_done(ggml_tensor* t);
     void capture_node(const ggml_tensor* t);
+    void plan_graph();
     SchedAssignment by_device(SchedAssignment a) const;
 
     LlamaEngine& engine_;
@@ -129,7 +137,17 @@ class LlamaOpTracer final : public OpTracer {
     bool expect_start_ = true;
     const ggml_tensor* first_node_ = nullptr;
     int graph_ = -1;
-    int node_ = 0;
+    int node_ = 0;  // nodes of the graph asked for so far
+    // Isolation: the nodes to dispatch alone in the graphs not captured, from the nodes and
+    // splits of the last graph captured (plan_nodes_ 0: none yet, every node alone).
+    Isolation iso_;
+    int timed_graphs_ = 0;          // graphs of this run not captured, so far
+    int traced_graphs_ = 0;         // of those, the ones traced (Isolation::interleave)
+    bool idle_graph_ = false;       // the current graph runs untraced (Isolation::interleave)
+    std::vector<uint8_t> need_;     // per node of the current graph: end a call there
+    int plan_nodes_ = 0;            // nodes of the last captured graph
+    std::vector<int> plan_splits_;  // its splits' first nodes
+    int chunk_first_ = -1;          // first node of the call being asked for; -1: none yet
     int64_t ask_ns_ = 0, gap_ns_ = -1, last_done_ns_ = 0;
     int64_t work_ns_ = 0;  // the tracer's work in the last ask, before its timestamp
     size_t last_calls_ = 0;
@@ -213,19 +231,58 @@ bool LlamaOpTracer::on_ask(ggml_tensor* t) {
         first_node_ = t;
         graph_++;
         node_ = 0;
+        chunk_first_ = -1;
         if (capture_first_ && graph_ > 0)
             capture_ = false;
-        if (capture_)
+        if (capture_) {
             run_.graphs.push_back(assignment_);
-        gap_ns_ = -1;
-    } else {
-        gap_ns_ = enter - last_done_ns_;
+            plan_nodes_ = 0;
+            plan_splits_.clear();
+            for (const auto& sp : assignment_.splits)
+                plan_splits_.push_back(sp.first_node);
+        }
+        plan_graph();
     }
+    if (idle_graph_)
+        return false;  // computed whole, as without the tracer: an uninstrumented sample
+    const int i = node_++;
+    if (capture_)
+        plan_nodes_ = node_;
+    if (chunk_first_ < 0) {
+        chunk_first_ = i;
+        gap_ns_ = i == 0 ? -1 : enter - last_done_ns_;
+    }
+    if (!need_.empty() && static_cast<size_t>(i) < need_.size() && !need_[static_cast<size_t>(i)])
+        return false;  // computed with the nodes after it, up to the next one asked for
     if (capture_)
         touch_output(t);
     ask_ns_ = now_ns();
     work_ns_ = ask_ns_ - enter;
     return true;
+}
+
+// The nodes of a new graph that end a call: none in a graph that Isolation::interleave leaves
+// untraced, every one in a captured graph, in a timed one those
+// that Isolation dispatches alone and the ones just before them, and the last node of each
+// split (a split that ends without a call would be computed outside every call).
+void LlamaOpTracer::plan_graph() {
+    need_.clear();
+    idle_graph_ = false;
+    if (capture_)
+        return;
+    idle_graph_ = iso_.interleave && timed_graphs_++ % 2 == 1;
+    if (idle_graph_ || iso_.stride <= 1 || plan_nodes_ <= 0)
+        return;
+    const auto k = static_cast<size_t>(iso_.stride);
+    const auto phase = static_cast<size_t>(std::max(0, iso_.phase) + traced_graphs_++) % k;
+    const auto n = static_cast<size_t>(plan_nodes_);
+    auto alone = [&](size_t j) { return (j + phase) % k == 0; };
+    need_.assign(n, 0);
+    for (size_t j = 0; j < n; ++j)
+        need_[j] = alone(j) || j + 1 == n || alone(j + 1) ? 1 : 0;
+    for (int f : plan_splits_)
+        if (f > 0 && static_cast<size_t>(f) <= n)
+            need_[static_cast<size_t>(f) - 1] = 1;
 }
 
 void LlamaOpTracer::on_done(ggml_tensor* t) {
@@ -241,10 +298,11 @@ void LlamaOpTracer::on_done(ggml_tensor* t) {
     const int64_t done = now_ns();
     if (capture_)
         capture_node(t);  // between the done timestamp and the next ask: outside every call
-    node_++;
     last_done_ns_ = now_ns();
-    run_.calls.push_back(
-        {graph_, node_ - 1, ask_ns_, done - ask_ns_, gap_ns_, work_ns_ + (last_done_ns_ - done)});
+    const int first = chunk_first_ < 0 ? node_ - 1 : chunk_first_;
+    run_.calls.push_back({graph_, node_ - 1, ask_ns_, done - ask_ns_, gap_ns_,
+                          work_ns_ + (last_done_ns_ - done), node_ - first});
+    chunk_first_ = -1;
 }
 
 // Describes the node and asks each device of the context, while the node is alive, whether it

@@ -119,7 +119,10 @@ void stage_section(const OpsProfile& p, const StageProfile& s, std::ostream& out
         out << "\n| reconciliation | time | of stage |\n| --- | ---: | ---: |\n";
         out << "| uninstrumented stage (median of " << r.plain_ns.size() << ") | "
             << ms(r.plain_median_ns) << " | 100 % |\n";
-        out << "| traced stage, node by node"
+        const bool strided = s.isolation_stride && *s.isolation_stride > 1;
+        out << "| traced stage, "
+            << (strided ? fmt::format("every {}th node alone in turn", *s.isolation_stride)
+                        : std::string("node by node"))
             << (r.tracer_ns.empty() ? "" : ", less the tracer's own work") << " (median of "
             << r.traced_ns.size() << ") | " << ms(r.traced_median_ns) << " | "
             << (r.overhead_ratio
@@ -144,8 +147,14 @@ void stage_section(const OpsProfile& p, const StageProfile& s, std::ostream& out
             << " | - |\n";
         out << "| copies between backends (" << s.n_splits << " splits, " << s.n_copies
             << " tensors, " << bytes(s.copy_bytes) << ") | " << ms(r.sum_copy_ns) << " | - |\n";
-        out << "| scheduler between nodes | " << ms(r.sched_gap_ns) << " | - |\n";
+        out << "| scheduler between " << (strided ? "calls" : "nodes") << " | "
+            << ms(r.sched_gap_ns) << " | - |\n";
         out << "| host: graph build, inputs, outputs | " << ms(r.host_ns) << " | - |\n";
+        if (strided)
+            out << "\nEach traced step dispatched every " << *s.isolation_stride
+                << "th node alone, in turn, and computed the others together between them: a "
+                   "node's call time is the median of the steps that dispatched it alone, so Σ "
+                   "call time is that of no one step.\n";
         if (!r.fit_cause.empty())
             out << "\nΣ op time is not within 5 % of the stage: " << r.fit_cause << ".\n";
     } else {

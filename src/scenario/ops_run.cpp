@@ -58,13 +58,16 @@ void check_options(const OpsOptions& o) {
         throw usage_error("repetitions must be >= 1");
     if (o.decode && o.decode_tokens < 1)
         throw usage_error("--decode-tokens must be at least 1");
+    if (o.isolation_stride < 0)
+        throw usage_error("--isolate-every must be 0 (automatic) or more");
 }
 
 // The engine's load: the options' placement and context settings, a context for the depth,
 // the prompt and the decode steps (rounded up to 256 so that every step's graph has the same
 // shape).
 LoadSpec load_spec_of(const OpsOptions& o, int threads) {
-    const int n_ctx = o.n_depth + std::max(0, o.n_prompt) + std::max(1, o.decode_tokens) + 1 + 16;
+    const int n_ctx =
+        o.n_depth + std::max(0, o.n_prompt) + 2 * std::max(1, o.decode_tokens) + 1 + 16;
     LoadSpec ls = load_spec(o.workload, (n_ctx + 255) / 256 * 256);
     ls.n_threads = threads;
     return ls;
@@ -94,11 +97,15 @@ void throw_if_failed(const RepetitionRunner& r) {
 }
 
 // Stage markers that trace each stage of a runner's repetitions (traced: each stage's first
-// repetition captures too: all graphs of prefill, the first step of decode), or none.
+// repetition captures too: all graphs of prefill, the first step of decode), or none. The
+// decode steps that do not capture alternate traced and untraced (the uninstrumented samples
+// of decode), the traced ones dispatching every decode_stride-th node alone, in turn across
+// the repetitions (profile/op_trace.hpp Isolation).
 // A stage that throws leaves the tracer on: close() ends it and drops the run.
 class StageTracing {
   public:
-    StageTracing(OpTracer& tracer, bool traced) : tracer_(tracer), traced_(traced) {}
+    StageTracing(OpTracer& tracer, bool traced, int decode_stride = 1)
+        : tracer_(tracer), traced_(traced), decode_stride_(decode_stride) {}
     SweepHooks hooks() {
         SweepHooks h;
         h.stage_marker = [this](const std::string& stage, bool begin, std::optional<int64_t>) {
@@ -106,14 +113,25 @@ class StageTracing {
                 return;
             const bool pre = stage == "prefill";
             if (begin) {
-                const bool first = (pre ? prefill : decode).empty();
-                tracer_.begin(!first ? TraceMode::time
-                              : pre  ? TraceMode::capture
-                                     : TraceMode::capture_first);
+                capturing_ = (pre ? prefill : decode).empty();
+                Isolation iso;
+                if (!pre)
+                    iso = {decode_stride_, decode_timed_, true};
+                tracer_.begin(!capturing_ ? TraceMode::time
+                              : pre       ? TraceMode::capture
+                                          : TraceMode::capture_first,
+                              iso);
                 open_ = true;
             } else if (open_) {
                 open_ = false;
-                (pre ? prefill : decode).push_back(tracer_.end());
+                TracedRun run = tracer_.end();
+                if (!pre) {
+                    std::set<int> traced;  // graphs with calls: the untraced ones have none
+                    for (const auto& c : run.calls)
+                        traced.insert(c.graph);
+                    decode_timed_ += static_cast<int>(traced.size()) - (capturing_ ? 1 : 0);
+                }
+                (pre ? prefill : decode).push_back(std::move(run));
             }
         };
         return h;
@@ -128,6 +146,9 @@ class StageTracing {
   private:
     OpTracer& tracer_;
     bool traced_;
+    int decode_stride_;
+    int decode_timed_ = 0;  // decode steps traced so far, the capturing one not counted
+    bool capturing_ = false;
     bool open_ = false;
 };
 
@@ -148,7 +169,8 @@ std::vector<int64_t> step_starts(const DecodeResult& d) {
 
 // The traced repetitions' runs with their times: a prefill run per repetition (the first one
 // is the capture as well); a decode run per repetition cut into one run per step (the first
-// repetition's first step is the capture, not a sample).
+// repetition's first step is the capture, not a sample), the untraced steps between the traced
+// ones being the uninstrumented samples of decode.
 void add_traced(Measured& m, const TestResult& t, const StageTracing& tr) {
     if (t.prefill)
         for (size_t i = 0; i < tr.prefill.size() && i < t.prefill->duration_ns.size(); ++i) {
@@ -177,6 +199,9 @@ void add_traced(Measured& m, const TestResult& t, const StageTracing& tr) {
                 if (rep == 0 && k == 0) {
                     m.decode.captured = !steps[k].nodes.empty();
                     m.decode.capture = std::move(steps[k]);
+                } else if (steps[k].calls.empty()) {
+                    m.decode.plain_ns.push_back(steps[k].wall_ns);
+                    m.decode.plain_start_ns.push_back(steps[k].start_ns);
                 } else {
                     m.decode.traced.push_back(std::move(steps[k]));
                 }
@@ -186,14 +211,12 @@ void add_traced(Measured& m, const TestResult& t, const StageTracing& tr) {
     }
 }
 
+// The uninstrumented repetitions' prefills (decode's uninstrumented samples are the untraced
+// steps of the traced repetitions).
 void add_plain(Measured& m, const TestResult& p) {
     if (p.prefill) {
         m.prefill.plain_ns = p.prefill->duration_ns;
         m.prefill.plain_start_ns = p.prefill->start_ns;
-    }
-    if (p.decode) {
-        m.decode.plain_ns = p.decode->token_latency_ns;
-        m.decode.plain_start_ns = step_starts(*p.decode);
     }
 }
 
@@ -222,6 +245,14 @@ void warm_up(Engine& engine, const OpsOptions& o, const std::vector<std::string>
     }
 }
 
+// Every how many nodes a traced decode step dispatches one alone (OpsOptions::isolation_stride;
+// 0: at most every 4th, each node alone in at least two steps).
+int decode_isolation_stride(const OpsOptions& o) {
+    if (o.isolation_stride > 0)
+        return o.isolation_stride;
+    return std::clamp(o.traced_reps * o.decode_tokens / 2, 1, 4);
+}
+
 // Steps 1 and 2 of the pipeline (ops_run.hpp): the traced and the uninstrumented repetitions,
 // interleaved, through the repetition loop; the first traced one captures the graphs.
 Measured measure_stages(const OpsRig& rig, const OpsOptions& o, int threads, const OpsHooks& h,
@@ -231,32 +262,41 @@ Measured measure_stages(const OpsRig& rig, const OpsOptions& o, int threads, con
     ro.roofline = false;
     ro.clock = h.clock;
     ro.interrupted = h.interrupted;
-    say(
-        fmt::format("tracing node by node: {} traced and {} uninstrumented repetition(s), "
-                    "interleaved; the first traced one captures the graphs",
-                    o.traced_reps, o.plain_reps));
-    StageTracing none(rig.tracer, false), timed(rig.tracer, true);
-    // The traced repetitions have one step more: the first repetition's first step captures.
-    RepetitionRunner traced(rig.engine, workload_of(o, threads, o.decode_tokens + 1, o.traced_reps),
+    say(fmt::format(
+        "tracing node by node: {} traced repetition(s), their decode steps "
+        "alternating traced and untraced{}; the first one captures the graphs",
+        o.traced_reps,
+        o.prefill ? fmt::format(", interleaved with {} uninstrumented prefill(s)", o.plain_reps)
+                  : std::string()));
+    StageTracing none(rig.tracer, false), timed(rig.tracer, true, decode_isolation_stride(o));
+    // A traced repetition's decode steps: the capturing one (the first repetition's), then
+    // traced and untraced in turn, decode_tokens of each.
+    RepetitionRunner traced(rig.engine,
+                            workload_of(o, threads, 2 * o.decode_tokens + 1, o.traced_reps),
                             timed.hooks(), ro);
-    RepetitionRunner plain(rig.engine, workload_of(o, threads, o.decode_tokens, o.plain_reps),
-                           none.hooks(), ro);
-    for (int round = 0; plain.has_repeats_remaining() || traced.has_repeats_remaining(); ++round) {
+    // Prefill's uninstrumented samples: repetitions of their own, without decode steps.
+    std::optional<RepetitionRunner> plain;
+    if (o.prefill)
+        plain.emplace(rig.engine, workload_of(o, threads, 0, o.plain_reps), none.hooks(), ro);
+    auto remaining = [](const RepetitionRunner* r) { return r && r->has_repeats_remaining(); };
+    for (int round = 0; remaining(plain ? &*plain : nullptr) || remaining(&traced); ++round) {
         // A B B A: neither kind always runs first, so drift in the machine's load falls on
         // both; the capturing (traced) repetition comes first and warms up the rest.
-        RepetitionRunner* order[2] = {&traced, &plain};
+        RepetitionRunner* order[2] = {&traced, plain ? &*plain : nullptr};
         if (round % 2 == 1)
             std::swap(order[0], order[1]);
         for (RepetitionRunner* r : order)
-            if (r->has_repeats_remaining()) {
+            if (remaining(r)) {
                 r->do_one_repetition();
                 timed.close();
             }
     }
     throw_if_failed(traced);
-    throw_if_failed(plain);
     Measured m;
-    add_plain(m, plain.results());
+    if (plain) {
+        throw_if_failed(*plain);
+        add_plain(m, plain->results());
+    }
     add_traced(m, traced.results(), timed);
     return m;
 }
@@ -281,7 +321,13 @@ OpsProfile profile_header(const OpsOptions& o, int threads) {
         "for (dispatch + transport + sync + compute), median of " +
         std::to_string(o.traced_reps) + " traced repetition(s) (of each decode step in them), " +
         "interleaved with " + std::to_string(o.plain_reps) +
-        " uninstrumented one(s) on the same context. " +
+        " uninstrumented one(s) on the same context" +
+        (decode_isolation_stride(o) > 1 && o.decode
+             ? "; a traced decode step dispatches every " +
+                   std::to_string(decode_isolation_stride(o)) +
+                   "th node alone, in turn, the others together between them (--isolate-every)"
+             : std::string()) +
+        ". " +
         (o.replay_copies > 0
              ? "Op time: on backends in host memory, an op whose calls are at least 20 no-work "
                "dispatches is its traced call less that dispatch (in situ); any other op is "
@@ -342,6 +388,7 @@ StageProfile profile_stage(const std::string& name, const StageData& d, int n_to
                            size_t& replays) {
     BuiltStage b = build_stage(name, d.capture, d.traced, rig.tracer.coverage_devices());
     StageProfile& st = b.stage;
+    st.isolation_stride = b.strided && name == "decode" ? decode_isolation_stride(o) : 1;
     st.n_tokens = n_tokens;
     st.kv_depth = kv_depth;
     st.rec.plain_ns = d.plain_ns;

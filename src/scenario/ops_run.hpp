@@ -7,9 +7,13 @@
 // is loaded once by the tracer (one context, the tracer's hook idle when not tracing) and
 // warmed up untraced (one decode step: every weight read once by every thread; a 32-token
 // prefill when a device besides the CPU is profiled: its prefill kernels run once), then
-//  1. the traced and the uninstrumented repetitions, interleaved (A B B A ..., traced first),
-//     each a prefill and OpsOptions::decode_tokens one-token decode steps (the traced ones one
-//     more), each step a sample of the decode stage. The tracer is on during each stage of a
+//  1. the traced and the uninstrumented repetitions, interleaved (A B B A ..., traced first):
+//     a traced one is a prefill and one-token decode steps alternating traced and untraced,
+//     OpsOptions::decode_tokens of each (the first repetition one more, its capturing step),
+//     each step a sample of the decode stage (the untraced ones its uninstrumented samples,
+//     step by step between the traced ones); an uninstrumented one is a prefill. A traced
+//     decode step dispatches every k-th node alone, in turn (OpsOptions::isolation_stride,
+//     profile/op_trace.hpp Isolation). The tracer is on during each stage of a
 //     traced repetition (the loop's stage markers, outside its timed regions), so a traced
 //     stage is timed exactly as an uninstrumented one. The first traced repetition also
 //     captures the graphs (node descriptions are made between the calls' timestamps, and

@@ -62,33 +62,68 @@ class ScriptedTracer final : public OpTracer {
         engine_.load(spec);
     }
     std::vector<std::string> coverage_devices() const override { return {"ACC", "CPU"}; }
-    void begin(TraceMode mode) override {
+    void begin(TraceMode mode, Isolation iso) override {
         active = true;
         mode_ = mode;
+        iso_ = iso;
+        isolations.push_back(iso);
         from_ = tl_.calls().size();
+        decode_from_ = static_cast<int>(tl_.calls_of(FakeOp::decode_step).size());
         ++begins;
+    }
+    // Whether the tracer traces this call of the engine (as LlamaOpTracer: with
+    // Isolation::interleave, the decode steps after a capturing one alternate traced, untraced).
+    bool traces(const FakeCall& c) const {
+        if (!active || (c.op != FakeOp::prefill && c.op != FakeOp::decode_step))
+            return false;
+        if (c.op == FakeOp::prefill || !iso_.interleave)
+            return true;
+        const int i = c.index - decode_from_ - (mode_ == TraceMode::capture_first ? 1 : 0);
+        return i < 0 || i % 2 == 0;
     }
     TracedRun end() override {
         active = false;
         TracedRun run;
-        int graph = 0;
+        int graph = 0, traced = 0, timed = 0;
         for (size_t c = from_; c < tl_.calls().size(); ++c) {
             const FakeCall& call = tl_.calls()[c];
             if (call.op != FakeOp::prefill && call.op != FakeOp::decode_step)
                 continue;
             const bool pre = call.op == FakeOp::prefill;
-            int64_t t = call.start_ns;
+            const bool capturing =
+                mode_ == TraceMode::capture || (mode_ == TraceMode::capture_first && graph == 0);
+            if (!capturing && iso_.interleave && timed++ % 2 == 1) {
+                ++graph;  // computed whole: no calls
+                continue;
+            }
+            // As LlamaOpTracer: a call ends at each node dispatched alone, the node before it,
+            // and a split's last node; a chunk's call is its nodes' calls back to back.
+            const size_t k = capturing ? 1 : static_cast<size_t>(std::max(1, iso_.stride));
+            const size_t phase = capturing ? 0 : static_cast<size_t>(iso_.phase + traced++) % k;
+            auto alone = [&](size_t j) { return (j + phase) % k == 0; };
+            int64_t t = call.start_ns, chunk_start = 0, chunk_ns = 0, chunk_gap = -1;
+            int chunk_first = -1;
             for (size_t i = 0; i < kGraph.size(); ++i) {
                 const ScriptNode& s = kGraph[i];
                 const bool boundary = i == 3 || i == 5;
                 const int64_t gap = i == 0 ? -1 : boundary ? kBoundaryGap : kGap;
-                t += std::max<int64_t>(0, gap);
                 const int64_t call_ns = pre ? s.prefill_call_ns : s.decode_call_ns;
-                const bool capturing = mode_ == TraceMode::capture ||
-                                       (mode_ == TraceMode::capture_first && graph == 0);
-                run.calls.push_back(
-                    {graph, static_cast<int>(i), t, call_ns, gap, capturing ? kCaptureWork : 0});
+                if (chunk_first < 0) {
+                    chunk_first = static_cast<int>(i);
+                    chunk_gap = gap;
+                    t += std::max<int64_t>(0, gap);
+                    chunk_start = t;
+                }
+                chunk_ns += call_ns;
                 t += call_ns;
+                const bool last = i + 1 == kGraph.size() || i + 1 == 3 || i + 1 == 5;
+                if (!(alone(i) || alone(i + 1) || last))
+                    continue;
+                run.calls.push_back({graph, static_cast<int>(i), chunk_start, chunk_ns, chunk_gap,
+                                     capturing ? kCaptureWork : 0,
+                                     static_cast<int>(i) - chunk_first + 1});
+                chunk_first = -1;
+                chunk_ns = 0;
                 if (capturing) {
                     CapturedNode n;
                     n.id = i + (pre ? 0 : 100);
@@ -114,12 +149,15 @@ class ScriptedTracer final : public OpTracer {
     bool active = false;
     bool released = false;
     int begins = 0;
+    std::vector<Isolation> isolations;  // one per begin()
     LoadSpec loaded;
 
   private:
     FakeEngine& engine_;
     FakeTimeline& tl_;
     TraceMode mode_ = TraceMode::time;
+    Isolation iso_;
+    int decode_from_ = 0;  // decode steps of the engine before begin()
     size_t from_ = 0;
 };
 
@@ -166,7 +204,7 @@ struct Rig {
     Rig() {
         engine.weights = 64ull << 30;  // larger than any cache: cold weights
         engine.script().duration_ns = [this](const FakeCall& c) -> int64_t {
-            const bool t = tracer.active;
+            const bool t = tracer.traces(c);
             if (c.op == FakeOp::prefill)
                 return c.n_tokens * (t ? 110 * kUs : 100 * kUs);
             if (c.op == FakeOp::decode_step)
@@ -176,7 +214,7 @@ struct Rig {
         engine.script().before = [this](const FakeCall& c) {
             if (c.op == FakeOp::prefill || c.op == FakeOp::decode_step)
                 traced_calls.push_back(std::string(fake_op_name(c.op)) +
-                                       (tracer.active ? " traced" : " plain"));
+                                       (tracer.traces(c) ? " traced" : " plain"));
         };
     }
     OpsProfile run(const OpsOptions& o) {
@@ -196,6 +234,7 @@ OpsOptions options() {
     o.traced_reps = 2;
     o.plain_reps = 2;
     o.decode_tokens = 3;
+    o.isolation_stride = 1;  // every node alone in every step (Isolation: the tests below)
     return o;
 }
 
@@ -211,23 +250,29 @@ const StageProfile& stage_named(const OpsProfile& p, const std::string& name) {
 TEST(OpsPipeline, InterleavesTracedAndUninstrumentedRepetitionsTheFirstTracedOneCapturing) {
     Rig rig;
     const OpsProfile p = rig.run(options());
-    // Traced (it captures, and has a fourth decode step: the first one captures), plain,
-    // plain, traced: each a prefill and its decode steps; the tracer is on exactly during the
-    // traced stages.
-    const std::vector<std::string> plain{"prefill plain", "decode_step plain", "decode_step plain",
-                                         "decode_step plain"};
-    const std::vector<std::string> traced{"prefill traced", "decode_step traced",
-                                          "decode_step traced", "decode_step traced",
-                                          "decode_step traced"};
+    // Traced (its first decode step captures), plain, plain, traced: a traced repetition is a
+    // prefill and its decode steps alternating traced and untraced after the first (three
+    // of each: the untraced ones are decode's uninstrumented samples), a plain one a prefill.
+    // The tracer is on exactly during the traced prefills and decode steps.
+    const std::vector<std::string> plain{"prefill plain"};
+    std::vector<std::string> traced{"prefill traced", "decode_step traced"};
+    for (int i = 0; i < 3; ++i)
+        traced.insert(traced.end(), {"decode_step traced", "decode_step plain"});
+    // The second traced repetition has no capturing step: traced, untraced, ..., traced.
+    std::vector<std::string> traced2{"prefill traced"};
+    for (int i = 0; i < 3; ++i)
+        traced2.insert(traced2.end(), {"decode_step traced", "decode_step plain"});
+    traced2.push_back("decode_step traced");
     // The warm-up first: on an accelerator, an untraced prefill (of min(16, 32) tokens).
     std::vector<std::string> want{"prefill plain"};
-    for (const auto* r : {&traced, &plain, &plain, &traced})
+    for (const auto* r :
+         std::initializer_list<const std::vector<std::string>*>{&traced, &plain, &plain, &traced2})
         want.insert(want.end(), r->begin(), r->end());
     EXPECT_EQ(rig.traced_calls, want);
     EXPECT_EQ(rig.tracer.begins, 4);  // a prefill and a decode stage per traced repetition
     EXPECT_FALSE(rig.tracer.active);
     EXPECT_TRUE(rig.tracer.released);
-    EXPECT_EQ(rig.tracer.loaded.n_ctx, 256);  // 16 + 3 + 1 + 16, rounded up to 256
+    EXPECT_EQ(rig.tracer.loaded.n_ctx, 256);  // 16 + 2 x 3 + 1 + 16, rounded up to 256
     EXPECT_EQ(rig.tracer.loaded.n_threads, 2);
     // The engine loads the options' workload, whole (load_spec).
     EXPECT_EQ(static_cast<const Workload&>(rig.tracer.loaded), options().workload);
@@ -256,18 +301,21 @@ TEST(OpsPipeline, InterleavesTracedAndUninstrumentedRepetitionsTheFirstTracedOne
     EXPECT_NEAR(*dec.rec.overhead_ratio, 0.05, 1e-12);
     // Where the samples lie on the clock: the first traced prefill after the load and the
     // warm-up step, the first plain prefill right after the first traced repetition, the
-    // decode steps one after the other.
+    // decode steps one after the other, untraced and traced in turn.
     const int64_t t_load = 1'000'000'000 + 5'000 * kUs + 1'600 * kUs;
     EXPECT_EQ(pre.rec.traced_start_ns[0], t_load);
-    EXPECT_EQ(pre.rec.plain_start_ns[0], t_load + 1'760 * kUs + 4 * 10'500 * kUs);
-    EXPECT_EQ(dec.rec.plain_start_ns[1] - dec.rec.plain_start_ns[0], 10'000 * kUs);
+    EXPECT_EQ(pre.rec.plain_start_ns[0],
+              t_load + 1'760 * kUs + 4 * 10'500 * kUs + 3 * 10'000 * kUs);
     EXPECT_EQ(dec.rec.traced_start_ns[0], t_load + 1'760 * kUs + 10'500 * kUs);
+    EXPECT_EQ(dec.rec.plain_start_ns[0], dec.rec.traced_start_ns[0] + 10'500 * kUs);
+    EXPECT_EQ(dec.rec.traced_start_ns[1], dec.rec.plain_start_ns[0] + 10'000 * kUs);
+    EXPECT_EQ(dec.rec.plain_start_ns[1] - dec.rec.plain_start_ns[0], 20'500 * kUs);
     EXPECT_EQ(pre.n_tokens, 16);
     EXPECT_EQ(dec.kv_depth, 16);
     // The profile's own duration: the fake clock from the load to the end.
-    const int64_t stages_ns = 1'600 * kUs                              // warm-up
-                              + 2 * (1'600 * kUs + 3 * 10'000 * kUs)   // plain
-                              + 2 * (1'760 * kUs + 4 * 10'500 * kUs);  // traced
+    const int64_t stages_ns = 1'600 * kUs        // warm-up
+                              + 2 * 1'600 * kUs  // plain
+                              + 2 * (1'760 * kUs + 4 * 10'500 * kUs + 3 * 10'000 * kUs);
     EXPECT_EQ(*p.duration_ns, 5'000 * kUs + stages_ns);
     EXPECT_EQ(p.phase_ns, (std::map<std::string, int64_t>{
                               {"load", 5'000 * kUs}, {"stages", stages_ns}, {"profile", 0}}));
@@ -440,16 +488,57 @@ TEST(OpsPipeline, DecodeOnlyFillsTheCacheUntimedAndTracesEachStep) {
     EXPECT_EQ(dec.kv_depth, 16);
     EXPECT_EQ(dec.rec.traced_ns.size(), 3u);
     EXPECT_EQ(dec.rec.plain_ns.size(), 3u);
-    EXPECT_EQ(rig.traced_calls, (std::vector<std::string>{
-                                    "decode_step plain",  // the warm-up
-                                    "decode_step traced", "decode_step traced",
-                                    "decode_step traced", "decode_step traced", "decode_step plain",
-                                    "decode_step plain", "decode_step plain"}));
-    // The cache was filled to the prompt's depth before each repetition, never traced.
+    // One repetition: its capturing step, then traced and untraced steps in turn (no
+    // uninstrumented repetition: decode's plain samples are the untraced steps).
+    EXPECT_EQ(
+        rig.traced_calls,
+        (std::vector<std::string>{"decode_step plain",  // the warm-up
+                                  "decode_step traced", "decode_step traced", "decode_step plain",
+                                  "decode_step traced", "decode_step plain", "decode_step traced",
+                                  "decode_step plain"}));
+    // The cache was filled to the prompt's depth before the repetition, never traced.
     const auto fills = rig.tl.calls_of(FakeOp::fill_to_depth);
-    ASSERT_EQ(fills.size(), 2u);
+    ASSERT_EQ(fills.size(), 1u);
     for (const auto& c : fills)
         EXPECT_EQ(c.n_tokens, 16);
+}
+
+TEST(OpsPipeline, DecodeStepsDispatchEveryKthNodeAloneInTurnAcrossTheRepetitions) {
+    Rig rig;
+    OpsOptions o = options();
+    o.isolation_stride = 0;  // automatic: 2 x 3 traced steps -> every 3rd node, each twice
+    const OpsProfile p = rig.run(o);
+    // Prefill dispatches every node alone; decode every 3rd, the phase going on from the
+    // first repetition's three timed steps (its first step captures: every node alone).
+    ASSERT_EQ(rig.tracer.isolations.size(), 4u);
+    const std::vector<std::pair<int, int>> want{{1, 0}, {3, 0}, {1, 0}, {3, 3}};
+    for (size_t i = 0; i < want.size(); ++i) {
+        EXPECT_EQ(rig.tracer.isolations[i].stride, want[i].first) << i;
+        EXPECT_EQ(rig.tracer.isolations[i].phase, want[i].second) << i;
+    }
+    const StageProfile& pre = stage_named(p, "prefill");
+    const StageProfile& dec = stage_named(p, "decode");
+    EXPECT_EQ(pre.isolation_stride, 1);
+    EXPECT_EQ(dec.isolation_stride, 3);
+    EXPECT_EQ(dec.traced_reps, 7);
+    // Every node was dispatched alone in some step: its scripted call time, not a chunk's.
+    ASSERT_EQ(dec.ops.size(), kGraph.size());
+    for (size_t i = 0; i < kGraph.size(); ++i)
+        EXPECT_DOUBLE_EQ(*dec.ops[i].call_ns, kGraph[i].decode_call_ns) << i;
+    // The split copies come from the steps whose call starts at the split: as before.
+    ASSERT_EQ(dec.splits.size(), 3u);
+    EXPECT_DOUBLE_EQ(*dec.splits[1].copy_ns, kBoundaryGap);
+    // Phase 2 (nodes 1 and 4 alone) ends a call at every node: the timeline is such a step's.
+    EXPECT_TRUE(dec.timeline_rep.has_value());
+    EXPECT_NEAR(*dec.rec.overhead_ratio, 0.05, 1e-12);
+    // What a step spends outside its calls and the gaps between them, median over the steps:
+    // 10.5 ms less every node's call (a chunk's is its nodes') and the gaps before the calls:
+    // phase 0 ([0] [1 2] [3] [4] [5]) 500 + 7000 + 500 + 7000 ns, three of the seven steps;
+    // phase 1 ([0 1] [2] [3 4] [5]) 14.5 µs and phase 2 (all alone) 15.5 µs, two each.
+    int64_t calls = 0;
+    for (const auto& n : kGraph)
+        calls += n.decode_call_ns;
+    EXPECT_DOUBLE_EQ(*dec.rec.host_ns, static_cast<double>(10'500 * kUs - calls - 15'000));
 }
 
 TEST(OpsPipeline, AFailureWhileMeasuringIsThrownWithItsKindAndTheTracerStopped) {
@@ -483,6 +572,9 @@ TEST(OpsPipeline, BadOptionsAreUsageErrorsBeforeAnythingLoads) {
     EXPECT_THROW(rig.run(o), Error);
     o = options();
     o.plain_reps = 0;
+    EXPECT_THROW(rig.run(o), Error);
+    o = options();
+    o.isolation_stride = -1;
     EXPECT_THROW(rig.run(o), Error);
     EXPECT_TRUE(rig.tl.calls().empty());
 }

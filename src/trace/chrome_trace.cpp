@@ -321,6 +321,19 @@ void add_op_stages(Builder& b, const std::vector<StageProfile>& stages, const st
                                    {"ops_shown",
                                     st.timeline_rep && *st.timeline_rep == static_cast<int>(i)}},
                               pass));
+        // No traced run dispatched every node alone (StageProfile::isolation_stride): the ops'
+        // timeline is the capturing run's, drawn as its own slice around them.
+        if (!st.timeline_rep) {
+            std::optional<int64_t> lo, hi;
+            for (const auto& r : st.ops)
+                if (r.start_ns && r.end_ns) {
+                    lo = std::min(lo.value_or(*r.start_ns), *r.start_ns);
+                    hi = std::max(hi.value_or(*r.end_ns), *r.end_ns);
+                }
+            if (lo && hi && *hi > *lo)
+                b.slice(kStagesTid, stage + " (capturing, every node alone)", "stage", *lo, *hi,
+                        with_pass(json{{"stage", stage}, {"ops_shown", true}}, pass));
+        }
         if (!b.opts.ops)
             continue;
         std::map<std::pair<int, int>, size_t> index;  // (graph, node) -> record

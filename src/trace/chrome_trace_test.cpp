@@ -372,6 +372,19 @@ TEST(ChromeTrace, OpsDocumentPutsOpsOnBackendTracksWithCopies) {
     o.ops = false;
     const auto c2 = sb::check_chrome_trace(trace(doc, o));
     EXPECT_EQ(c2.slices.count("ops on CPU"), 0u);
+
+    // No traced run dispatched every node alone (isolation_stride > 1): the ops are the
+    // capturing run's, and a stage slice of their own spans them.
+    doc["ops"]["stages"][0]["timeline_rep"] = nullptr;
+    doc["ops"]["stages"][0]["isolation_stride"] = 4;
+    const json tr3 = trace(doc);
+    const auto c3 = sb::check_chrome_trace(tr3);
+    EXPECT_TRUE(c3.errors.empty()) << c3.errors.front();
+    EXPECT_EQ(c3.slices.at("stages"), 3u);
+    const auto cap = events_named(tr3, "decode (capturing, every node alone)");
+    ASSERT_EQ(cap.size(), 1u);
+    EXPECT_EQ(ns(cap[0]["dur"]), 3 * 10'000 + 5000);  // first op's start to last op's end
+    EXPECT_EQ(cap[0]["args"]["ops_shown"], true);
 }
 
 TEST(ChromeTrace, RejectsWhatIsNotAResultDocument) {

@@ -171,6 +171,7 @@ json to_json(const StageProfile& s) {
            {"kv_depth", s.kv_depth},
            {"n_graphs", s.n_graphs},
            {"traced_reps", s.traced_reps},
+           {"isolation_stride", opt(s.isolation_stride)},
            {"timeline_rep", opt(s.timeline_rep)},
            {"reconciliation", to_json(s.rec)},
            {"by_op", by_op},
@@ -323,13 +324,17 @@ void read_aggregates(ObjectIn& o, const char* key, std::vector<OpAggregate>& out
 void read(const JsonIn& in, StageProfile& s) {
     ObjectIn o(in);
     o("stage", s.stage)("n_tokens", s.n_tokens)("kv_depth", s.kv_depth)("n_graphs", s.n_graphs)(
-        "traced_reps", s.traced_reps)("timeline_rep", s.timeline_rep)("reconciliation", s.rec)(
-        "top", s.top)("n_splits", s.n_splits)("n_copies", s.n_copies)("copy_bytes", s.copy_bytes)(
+        "traced_reps", s.traced_reps)("isolation_stride", s.isolation_stride)(
+        "timeline_rep", s.timeline_rep)("reconciliation", s.rec)("top", s.top)(
+        "n_splits", s.n_splits)("n_copies", s.n_copies)("copy_bytes", s.copy_bytes)(
         "copy_ns", s.copy_ns)("splits", s.splits)("fallback", s.fallback)(
         "coverage_devices", s.coverage_devices)("coverage", s.coverage)(
         "decomposition", s.decomposition)("notes", s.notes)("ops", s.ops)
         .non_negative({"n_tokens", "kv_depth", "n_graphs", "traced_reps", "n_splits", "n_copies",
                        "copy_bytes", "copy_ns"});
+    if (s.isolation_stride && *s.isolation_stride < 1)
+        o.at("isolation_stride")
+            .fail("expected at least 1, found " + std::to_string(*s.isolation_stride));
     read_aggregates(o, "by_op", s.by_op, GroupBy::op);
     read_aggregates(o, "by_layer", s.by_layer, GroupBy::layer);
     read_aggregates(o, "by_backend", s.by_backend, GroupBy::backend);

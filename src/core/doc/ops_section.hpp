@@ -147,8 +147,9 @@ struct Reconciliation {
     std::optional<double> sum_call_compute_ns;  // nodes that compute
     std::optional<double> sum_copy_ns;          // split input copies
     std::optional<double> sched_gap_ns;         // scheduler time between nodes of one split
-    std::optional<double> host_ns;         // traced - calls - copies - gaps: graph build, inputs,
-                                           // outputs
+    // traced - calls - copies - gaps: graph build, inputs, outputs (per run, median, when the
+    // traced runs dispatched only some nodes alone: StageProfile::isolation_stride)
+    std::optional<double> host_ns;
     std::optional<double> overhead_ns;     // traced - plain
     std::optional<double> overhead_ratio;  // traced / plain - 1
     std::optional<double> op_fraction;     // sum_op / plain
@@ -193,7 +194,13 @@ struct StageProfile {
     int kv_depth = 0;
     int n_graphs = 0;     // graphs per stage repetition (micro-batches)
     int traced_reps = 0;  // repetitions the call times are medians of
-    // Index into rec.traced_ns of the run whose op start/end times the records keep.
+    // Each traced run dispatched every isolation_stride-th node alone, in turn (the others in
+    // chunks between them), so a node's call time is the median of traced_reps /
+    // isolation_stride runs; 1: every node alone in every run. Absent in imports and in
+    // documents from before it existed (every node alone).
+    std::optional<int> isolation_stride;
+    // Index into rec.traced_ns of the run whose op start/end times the records keep; absent
+    // when no traced run dispatched every node alone: the capturing run's are kept.
     std::optional<int> timeline_rep;
     std::vector<OpRecord> ops;
     std::vector<OpAggregate> by_op, by_layer, by_backend;
