@@ -18,6 +18,9 @@
 #  * tracing overhead (traced / uninstrumented stage - 1) at most 5 % per stage of `full`;
 #  * sum of op times / uninstrumented stage within [0.95, 1.05] per stage of `full` (CPU) and
 #    `blas` (its fit_cause is printed when it is not).
+# Beside them, not gated: the peer's floor, llama.cpp's own llama-bench loading the same model
+# the same way (no mmap) and decoding one token (`-p 0 -n 1 -r 1 -mmp 0`), each round, and
+# what `decode` takes beyond it.
 # Prints every round and the medians; exits 1 when a target is missed (2 when it cannot run).
 #
 #   ROUNDS=3 THREADS=2 P=512 PD=64 BLAS_P=128 BLAS_LAYERS=4 bash bench/ops_speed.sh
@@ -25,8 +28,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-3}; THREADS=${THREADS:-2}; P=${P:-512}; PD=${PD:-64}
 BLAS_P=${BLAS_P:-128}; BLAS_LAYERS=${BLAS_LAYERS:-4}
-SB=build/bin/stagebench
-[ -x "$SB" ] || { echo "build first: make build" >&2; exit 2; }
+SB=build/bin/stagebench; LB=${LB:-build/peers/llama-bench}
+[ -x "$SB" ] && [ -x "$LB" ] || { echo "build first: make build" >&2; exit 2; }
 [ -x /usr/bin/time ] || { echo "needs /usr/bin/time (apt-get install time)" >&2; exit 2; }
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 model="$work/m.gguf"; blas_model="$work/m-f16.gguf"
@@ -44,6 +47,8 @@ for r in $(seq 1 "$ROUNDS"); do
   echo "round $r/$ROUNDS" >&2
   profile full "$r" "$model" -p "$P"
   profile decode "$r" "$model" -p "$PD" --stage decode
+  /usr/bin/time -f '%e %M' -o "$work/peer.$r.time" \
+    "$LB" -m "$model" -t "$THREADS" -p 0 -n 1 -r 1 -mmp 0 -dev none -o csv > /dev/null 2>&1
   profile blas "$r" "$blas_model" -p "$BLAS_P" --device BLAS
 done
 
@@ -77,6 +82,12 @@ for name, rs in runs.items():
                   f"{run['rss'] / file_bytes[name]:.2f} | {s['stage']} | {plain / 1e6:.3f} | "
                   f"{traced / 1e6:.3f} | {rec['overhead_ratio'] * 100:+.1f} % | {ratio:.3f} | "
                   f"{rec['n_op_in_situ']} / {rec['n_op_replayed']} |")
+
+peer = [float(open(f"{work}/peer.{r}.time").read().split()[0]) for r in range(1, rounds + 1)]
+decode_wall = st.median(r["wall"] for r in runs["decode"])
+print(f"\npeer: llama-bench -p 0 -n 1 -r 1 -mmp 0 (loads the model, decodes one token): "
+      f"{', '.join(f'{w:.2f}' for w in peer)} s, median {st.median(peer):.2f} s; `decode` takes "
+      f"{decode_wall - st.median(peer):.2f} s beyond it (not gated)")
 
 ok = True
 def check(label, value, good, target):
