@@ -24,14 +24,15 @@ struct TracedPass {
     OpsProfile profile;  // stages as `stagebench ops` records them (op times not replayed)
 };
 
-// Decode steps of each repetition of a traced pass.
+// Traced decode steps of each repetition of a traced pass (as many untraced between them).
 constexpr int kTracedPassDecodeSteps = 4;
 
 // The profiler options of a traced pass: the workload's model, devices ('+'-joined), prompt,
 // context settings and seed (its n_gen and repetitions are not read); op replays off (op_ns
-// stays null; call times are the node-by-node measurement), traced_reps node-by-node
-// repetitions after the capturing one, each a prefill and kTracedPassDecodeSteps decode
-// steps, one uninstrumented repetition for the reconciliation. Pure.
+// stays null; call times are the node-by-node measurement), traced_reps traced repetitions,
+// each a prefill and kTracedPassDecodeSteps traced decode steps with an untraced one after
+// each (decode's uninstrumented samples; OpsOptions), one uninstrumented prefill for the
+// reconciliation. Pure.
 OpsOptions traced_pass_options(const TestConfig& workload, int traced_reps = 3);
 
 // Runs the pass. Never throws for a failure of the pass itself (bad device, llama.cpp error):
