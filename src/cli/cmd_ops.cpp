@@ -87,13 +87,15 @@ void add_ops_like_command(CLI::App& app, Context& ctx, bool decompose) {
         ->check(int_range(0, 1000, "0..1000"))
         ->capture_default_str();
     cmd->add_option("--reps", o.traced_reps,
-                    "node-by-node traced repetitions (a prefill and the decode steps each)")
-        ->check(reps_check())
+                    "node-by-node traced repetitions (a prefill and the decode steps each); 0: "
+                    "1, or up to 3 while the prefills add up to under 1.5 s")
+        ->check(int_range(0, 100000, "0..100000"))
         ->capture_default_str();
     cmd->add_option("--plain-reps", o.plain_reps,
                     "uninstrumented prefills, interleaved with the traced repetitions (decode's "
-                    "uninstrumented samples are the untraced steps between the traced ones)")
-        ->check(reps_check())
+                    "uninstrumented samples are the untraced steps between the traced ones); 0: as "
+                    "--reps 0")
+        ->check(int_range(0, 100000, "0..100000"))
         ->capture_default_str();
     cmd->add_option("--decode-tokens", o.decode_tokens,
                     "traced one-token decode steps per traced repetition, each followed by an "

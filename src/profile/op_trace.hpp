@@ -46,8 +46,10 @@ struct OpsOptions {
     // and untraced, decode_tokens of each; call times are medians over the traced ones, the
     // untraced ones are decode's uninstrumented samples) and uninstrumented (a prefill: the
     // stage time prefill's ops reconcile with), interleaved; the first traced one captures.
-    int traced_reps = 1;
-    int plain_reps = 1;
+    // 0 (automatic): one of each, or, when the first prefills are short, as many as add up to
+    // 1.5 s of prefill per kind, at most 3 (scenario/ops_run.cpp).
+    int traced_reps = 0;
+    int plain_reps = 0;
     int decode_tokens = 8;  // traced decode steps per traced repetition (as many untraced)
     // Every how many nodes a traced decode step (not the capturing one) dispatches one alone,
     // in turn over the steps (Isolation; --isolate-every): dispatching a node alone costs

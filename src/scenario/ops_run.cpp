@@ -43,6 +43,7 @@ struct StageData {
 
 struct Measured {
     StageData prefill, decode;
+    int traced_reps = 0, plain_reps = 0;  // repetitions run (OpsOptions: 0 is automatic)
 };
 
 void check_options(const OpsOptions& o) {
@@ -54,8 +55,8 @@ void check_options(const OpsOptions& o) {
         throw usage_error("-d must not be negative");
     if (o.replay_copies < 0)
         throw usage_error("--replay must be 0 (no op times) or more");
-    if (o.traced_reps < 1 || o.plain_reps < 1)
-        throw usage_error("repetitions must be >= 1");
+    if (o.traced_reps < 0 || o.plain_reps < 0)
+        throw usage_error("repetitions must be 0 (automatic) or more");
     if (o.decode && o.decode_tokens < 1)
         throw usage_error("--decode-tokens must be at least 1");
     if (o.isolation_stride < 0)
@@ -250,7 +251,21 @@ void warm_up(Engine& engine, const OpsOptions& o, const std::vector<std::string>
 int decode_isolation_stride(const OpsOptions& o) {
     if (o.isolation_stride > 0)
         return o.isolation_stride;
-    return std::clamp(o.traced_reps * o.decode_tokens / 2, 1, 4);
+    return std::clamp(std::max(1, o.traced_reps) * o.decode_tokens / 2, 1, 4);
+}
+
+// Automatic repetition counts (OpsOptions::traced_reps / plain_reps 0): one of each, or, when
+// the first round's prefills are short, as many as add up to kAutoPrefillNs per kind, at most
+// kAutoMaxReps: the op times and the stage they reconcile with are then medians, not one
+// sample each.
+constexpr int64_t kAutoPrefillNs = 1'500'000'000;
+constexpr int kAutoMaxReps = 3;
+
+int auto_reps(int64_t longest_prefill_ns) {
+    if (longest_prefill_ns <= 0)
+        return 1;
+    const int64_t n = (kAutoPrefillNs + longest_prefill_ns - 1) / longest_prefill_ns;
+    return static_cast<int>(std::clamp<int64_t>(n, 1, kAutoMaxReps));
 }
 
 // Steps 1 and 2 of the pipeline (ops_run.hpp): the traced and the uninstrumented repetitions,
@@ -262,23 +277,36 @@ Measured measure_stages(const OpsRig& rig, const OpsOptions& o, int threads, con
     ro.roofline = false;
     ro.clock = h.clock;
     ro.interrupted = h.interrupted;
+    const bool auto_t = o.traced_reps == 0, auto_p = o.plain_reps == 0;
+    int want_t = auto_t ? 1 : o.traced_reps, want_p = auto_p ? 1 : o.plain_reps;
+    auto count = [](bool automatic, int n) {
+        return automatic ? std::string("1 to ") + std::to_string(kAutoMaxReps) : std::to_string(n);
+    };
     say(fmt::format(
         "tracing node by node: {} traced repetition(s), their decode steps "
         "alternating traced and untraced{}; the first one captures the graphs",
-        o.traced_reps,
-        o.prefill ? fmt::format(", interleaved with {} uninstrumented prefill(s)", o.plain_reps)
-                  : std::string()));
+        count(auto_t, want_t),
+        o.prefill
+            ? fmt::format(", interleaved with {} uninstrumented prefill(s)", count(auto_p, want_p))
+            : std::string()));
     StageTracing none(rig.tracer, false), timed(rig.tracer, true, decode_isolation_stride(o));
     // A traced repetition's decode steps: the capturing one (the first repetition's), then
     // traced and untraced in turn, decode_tokens of each.
-    RepetitionRunner traced(rig.engine,
-                            workload_of(o, threads, 2 * o.decode_tokens + 1, o.traced_reps),
-                            timed.hooks(), ro);
+    RepetitionRunner traced(
+        rig.engine,
+        workload_of(o, threads, 2 * o.decode_tokens + 1, auto_t ? kAutoMaxReps : want_t),
+        timed.hooks(), ro);
     // Prefill's uninstrumented samples: repetitions of their own, without decode steps.
     std::optional<RepetitionRunner> plain;
     if (o.prefill)
-        plain.emplace(rig.engine, workload_of(o, threads, 0, o.plain_reps), none.hooks(), ro);
-    auto remaining = [](const RepetitionRunner* r) { return r && r->has_repeats_remaining(); };
+        plain.emplace(rig.engine, workload_of(o, threads, 0, auto_p ? kAutoMaxReps : want_p),
+                      none.hooks(), ro);
+    Measured m;
+    auto remaining = [&](const RepetitionRunner* r) {
+        if (!r || !r->has_repeats_remaining())
+            return false;
+        return r == &traced ? m.traced_reps < want_t : m.plain_reps < want_p;
+    };
     for (int round = 0; remaining(plain ? &*plain : nullptr) || remaining(&traced); ++round) {
         // A B B A: neither kind always runs first, so drift in the machine's load falls on
         // both; the capturing (traced) repetition comes first and warms up the rest.
@@ -289,10 +317,19 @@ Measured measure_stages(const OpsRig& rig, const OpsOptions& o, int threads, con
             if (remaining(r)) {
                 r->do_one_repetition();
                 timed.close();
+                ++(r == &traced ? m.traced_reps : m.plain_reps);
             }
+        if (round == 0 && o.prefill && (auto_t || auto_p)) {
+            int64_t longest = 0;
+            for (const RepetitionRunner* r : order)
+                if (r && r->result().prefill && !r->result().prefill->duration_ns.empty())
+                    longest = std::max(longest, r->result().prefill->duration_ns.front());
+            const int n = auto_reps(longest);
+            want_t = auto_t ? n : want_t;
+            want_p = auto_p ? n : want_p;
+        }
     }
     throw_if_failed(traced);
-    Measured m;
     if (plain) {
         throw_if_failed(*plain);
         add_plain(m, plain->results());
@@ -301,7 +338,33 @@ Measured measure_stages(const OpsRig& rig, const OpsOptions& o, int threads, con
     return m;
 }
 
-// The profile's header fields and the method text.
+// How the call and op times were taken, with the repetitions that ran.
+std::string method_of(const OpsOptions& o, int traced_reps, int plain_reps) {
+    return "Call time: each node dispatched alone by the ggml scheduler (eval callback) and waited "
+           "for (dispatch + transport + sync + compute), median of " +
+           std::to_string(traced_reps) + " traced repetition(s) (of each decode step in them), " +
+           "interleaved with " + std::to_string(plain_reps) +
+           " uninstrumented one(s) on the same context" +
+           (decode_isolation_stride(o) > 1 && o.decode
+                ? "; a traced decode step dispatches every " +
+                      std::to_string(decode_isolation_stride(o)) +
+                      "th node alone, in turn, the others together between them (--isolate-every)"
+                : std::string()) +
+           ". " +
+           (o.replay_copies > 0
+                ? "Op time: on backends in host memory, an op whose calls are at least 20 no-work "
+                  "dispatches is its traced call less that dispatch (in situ); any other op is "
+                  "replayed once per signature (shapes, types, parameters, backend), alone and up "
+                  "to " +
+                      std::to_string(o.replay_copies) +
+                      "+ times back to back in one graph, the slope between the two removing the "
+                      "dispatch. "
+                : std::string("Op time: not measured (--replay 0). ")) +
+           "Backend per node: the scheduler's assignment (GGML_SCHED_DEBUG dump). "
+           "Views/reshapes/permutes do not compute: op time 0.";
+}
+
+// The profile's header fields (the method comes after the measurement: method_of).
 OpsProfile profile_header(const OpsOptions& o, int threads) {
     OpsProfile p;
     p.source = "trace";
@@ -316,29 +379,6 @@ OpsProfile profile_header(const OpsOptions& o, int threads) {
     p.n_prompt = o.n_prompt;
     p.n_depth = o.n_depth;
     p.replay_copies = o.replay_copies;
-    p.method =
-        "Call time: each node dispatched alone by the ggml scheduler (eval callback) and waited "
-        "for (dispatch + transport + sync + compute), median of " +
-        std::to_string(o.traced_reps) + " traced repetition(s) (of each decode step in them), " +
-        "interleaved with " + std::to_string(o.plain_reps) +
-        " uninstrumented one(s) on the same context" +
-        (decode_isolation_stride(o) > 1 && o.decode
-             ? "; a traced decode step dispatches every " +
-                   std::to_string(decode_isolation_stride(o)) +
-                   "th node alone, in turn, the others together between them (--isolate-every)"
-             : std::string()) +
-        ". " +
-        (o.replay_copies > 0
-             ? "Op time: on backends in host memory, an op whose calls are at least 20 no-work "
-               "dispatches is its traced call less that dispatch (in situ); any other op is "
-               "replayed once per signature (shapes, types, parameters, backend), alone and up "
-               "to " +
-                   std::to_string(o.replay_copies) +
-                   "+ times back to back in one graph, the slope between the two removing the "
-                   "dispatch. "
-             : std::string("Op time: not measured (--replay 0). ")) +
-        "Backend per node: the scheduler's assignment (GGML_SCHED_DEBUG dump). "
-        "Views/reshapes/permutes do not compute: op time 0.";
     return p;
 }
 
@@ -454,6 +494,7 @@ OpsProfile profile_ops(const OpsRig& rig, const OpsOptions& o, const OpsHooks& h
     say("warming up");
     warm_up(rig.engine, o, p.requested);
     const Measured m = measure_stages(rig, o, threads, h, say);
+    p.method = method_of(o, m.traced_reps, m.plain_reps);
     const int64_t t_measured = h.clock();
 
     // The traced context is done: replays run alone.

@@ -559,6 +559,42 @@ TEST(OpsPipeline, AFailureWhileMeasuringIsThrownWithItsKindAndTheTracerStopped) 
     EXPECT_FALSE(rig.tracer.active);
 }
 
+TEST(OpsPipeline, AutomaticRepetitionsRepeatShortPrefillsUpToThreeOfEachKind) {
+    // The scripted prefills take 1.76 ms traced and 1.6 ms plain: three of each (as many as
+    // would add up to 1.5 s, at most three), in the A B B A order.
+    Rig rig;
+    OpsOptions o = options();
+    o.traced_reps = o.plain_reps = 0;
+    const OpsProfile p = rig.run(o);
+    std::vector<std::string> prefills;
+    for (const auto& c : rig.traced_calls)
+        if (c.rfind("prefill", 0) == 0)
+            prefills.push_back(c);
+    EXPECT_EQ(prefills,
+              (std::vector<std::string>{"prefill plain",  // the warm-up
+                                        "prefill traced", "prefill plain", "prefill plain",
+                                        "prefill traced", "prefill traced", "prefill plain"}));
+    const StageProfile& pre = stage_named(p, "prefill");
+    EXPECT_EQ(pre.traced_reps, 3);
+    EXPECT_EQ(pre.rec.plain_ns.size(), 3u);
+    EXPECT_NE(p.method.find("median of 3 traced repetition(s)"), std::string::npos);
+    EXPECT_NE(p.method.find("interleaved with 3 uninstrumented"), std::string::npos);
+    // Decode's samples come with the traced repetitions: 3 traced steps after the capturing
+    // one in the first, 4 in each other (traced, untraced, ..., traced).
+    EXPECT_EQ(stage_named(p, "decode").traced_reps, 3 + 4 + 4);
+
+    // Prefills of 1.6 s and more: one of each.
+    Rig slow;
+    slow.engine.script().duration_ns = [&slow](const FakeCall& c) -> int64_t {
+        if (c.op == FakeOp::prefill)
+            return c.n_tokens * (slow.tracer.traces(c) ? 110'000 * kUs : 100'000 * kUs);
+        return c.op == FakeOp::decode_step ? 10'000 * kUs : 0;
+    };
+    const OpsProfile q = slow.run(o);
+    EXPECT_EQ(stage_named(q, "prefill").traced_reps, 1);
+    EXPECT_EQ(stage_named(q, "prefill").rec.plain_ns.size(), 1u);
+}
+
 TEST(OpsPipeline, BadOptionsAreUsageErrorsBeforeAnythingLoads) {
     Rig rig;
     OpsOptions o = options();
@@ -571,7 +607,7 @@ TEST(OpsPipeline, BadOptionsAreUsageErrorsBeforeAnythingLoads) {
     o.n_prompt = 0;
     EXPECT_THROW(rig.run(o), Error);
     o = options();
-    o.plain_reps = 0;
+    o.plain_reps = -1;  // 0 is automatic
     EXPECT_THROW(rig.run(o), Error);
     o = options();
     o.isolation_stride = -1;
