@@ -214,8 +214,14 @@ void touch_output(const ggml_tensor* t) {
 }
 
 bool LlamaOpTracer::on_ask(ggml_tensor* t) {
+    const bool dirty = log_dirty_.load(std::memory_order_relaxed) &&
+                       log_dirty_.exchange(false, std::memory_order_acq_rel);
+    const bool new_graph = dirty || expect_start_ || t == first_node_;
+    // A graph left untraced (Isolation::interleave) is an uninstrumented sample: its nodes cost
+    // what the idle hook costs (a load and two comparisons), no clock read.
+    if (idle_graph_ && !new_graph)
+        return false;
     const int64_t enter = now_ns();
-    const bool dirty = log_dirty_.exchange(false, std::memory_order_acq_rel);
     // Only the capturing run needs the assignment; timed runs skip the parsing.
     if (dirty && capture_) {
         std::string text;
@@ -225,7 +231,7 @@ bool LlamaOpTracer::on_ask(ggml_tensor* t) {
         }
         assignment_ = by_device(parse_sched_assignments(text));
     }
-    if (dirty || expect_start_ || t == first_node_) {
+    if (new_graph) {
         // A new graph: a fresh dump, the first node after begin(), or a reused graph.
         expect_start_ = false;
         first_node_ = t;
@@ -262,9 +268,9 @@ bool LlamaOpTracer::on_ask(ggml_tensor* t) {
 }
 
 // The nodes of a new graph that end a call: none in a graph that Isolation::interleave leaves
-// untraced, every one in a captured graph, in a timed one those
-// that Isolation dispatches alone and the ones just before them, and the last node of each
-// split (a split that ends without a call would be computed outside every call).
+// untraced, every one in a captured graph, in a timed one those that Isolation dispatches
+// alone, the ones just before them and the last node of each split (a split that ends
+// without a call would be computed outside every call).
 void LlamaOpTracer::plan_graph() {
     need_.clear();
     idle_graph_ = false;

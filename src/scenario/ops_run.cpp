@@ -342,9 +342,13 @@ Measured measure_stages(const OpsRig& rig, const OpsOptions& o, int threads, con
 std::string method_of(const OpsOptions& o, int traced_reps, int plain_reps) {
     return "Call time: each node dispatched alone by the ggml scheduler (eval callback) and waited "
            "for (dispatch + transport + sync + compute), median of " +
-           std::to_string(traced_reps) + " traced repetition(s) (of each decode step in them), " +
-           "interleaved with " + std::to_string(plain_reps) +
-           " uninstrumented one(s) on the same context" +
+           std::to_string(traced_reps) + " traced repetition(s) (of each decode step in them)" +
+           (o.prefill ? ", interleaved with " + std::to_string(plain_reps) +
+                            " uninstrumented prefill(s) on the same context"
+                      : std::string()) +
+           (o.decode ? "; decode's uninstrumented samples are the untraced steps alternating "
+                       "with the traced ones"
+                     : std::string()) +
            (decode_isolation_stride(o) > 1 && o.decode
                 ? "; a traced decode step dispatches every " +
                       std::to_string(decode_isolation_stride(o)) +
@@ -428,7 +432,7 @@ StageProfile profile_stage(const std::string& name, const StageData& d, int n_to
                            size_t& replays) {
     BuiltStage b = build_stage(name, d.capture, d.traced, rig.tracer.coverage_devices());
     StageProfile& st = b.stage;
-    st.isolation_stride = b.strided && name == "decode" ? decode_isolation_stride(o) : 1;
+    st.isolation_stride = b.strided ? decode_isolation_stride(o) : 1;  // only decode strides
     st.n_tokens = n_tokens;
     st.kv_depth = kv_depth;
     st.rec.plain_ns = d.plain_ns;
