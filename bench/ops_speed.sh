@@ -20,7 +20,9 @@
 #    `blas` (its fit_cause is printed when it is not).
 # Beside them, not gated: the peer's floor, llama.cpp's own llama-bench loading the same model
 # the same way (no mmap) and decoding one token (`-p 0 -n 1 -r 1 -mmp 0`), each round, and
-# what `decode` takes beyond it.
+# what `decode` takes beyond it; `ops` advises its weights onto transparent huge pages as they
+# load (--huge-pages on, the default), so the peer runs both as it comes and with glibc's
+# glibc.malloc.hugetlb=1 tunable (its buffers advised the same way).
 # Prints every round and the medians; exits 1 when a target is missed (2 when it cannot run).
 #
 #   ROUNDS=3 THREADS=2 P=512 PD=64 BLAS_P=128 BLAS_LAYERS=4 bash bench/ops_speed.sh
@@ -48,6 +50,8 @@ for r in $(seq 1 "$ROUNDS"); do
   profile full "$r" "$model" -p "$P"
   profile decode "$r" "$model" -p "$PD" --stage decode
   /usr/bin/time -f '%e %M' -o "$work/peer.$r.time" \
+    "$LB" -m "$model" -t "$THREADS" -p 0 -n 1 -r 1 -mmp 0 -dev none -o csv > /dev/null 2>&1
+  /usr/bin/time -f '%e %M' -o "$work/peer_hp.$r.time" env GLIBC_TUNABLES=glibc.malloc.hugetlb=1 \
     "$LB" -m "$model" -t "$THREADS" -p 0 -n 1 -r 1 -mmp 0 -dev none -o csv > /dev/null 2>&1
   profile blas "$r" "$blas_model" -p "$BLAS_P" --device BLAS
 done
@@ -83,11 +87,17 @@ for name, rs in runs.items():
                   f"{traced / 1e6:.3f} | {rec['overhead_ratio'] * 100:+.1f} % | {ratio:.3f} | "
                   f"{rec['n_op_in_situ']} / {rec['n_op_replayed']} |")
 
-peer = [float(open(f"{work}/peer.{r}.time").read().split()[0]) for r in range(1, rounds + 1)]
 decode_wall = st.median(r["wall"] for r in runs["decode"])
-print(f"\npeer: llama-bench -p 0 -n 1 -r 1 -mmp 0 (loads the model, decodes one token): "
-      f"{', '.join(f'{w:.2f}' for w in peer)} s, median {st.median(peer):.2f} s; `decode` takes "
-      f"{decode_wall - st.median(peer):.2f} s beyond it (not gated)")
+print()
+for kind, label in (("peer", ""), ("peer_hp", ", GLIBC_TUNABLES=glibc.malloc.hugetlb=1")):
+    peer = [float(open(f"{work}/{kind}.{r}.time").read().split()[0]) for r in range(1, rounds + 1)]
+    print(f"peer: llama-bench -p 0 -n 1 -r 1 -mmp 0{label} (loads the model, decodes one token): "
+          f"{', '.join(f'{w:.2f}' for w in peer)} s, median {st.median(peer):.2f} s; `decode` takes "
+          f"{decode_wall - st.median(peer):+.2f} s beyond it (not gated)")
+hp = runs["decode"][0]["ops"].get("huge_pages")
+print("weights' pages in `ops` (first `decode` round): " +
+      (f"{hp['advised_bytes'] / 2**20:.0f} MiB advised onto huge pages, policy {hp['policy']}"
+       f"{', ' + hp['error'] if hp['error'] else ''}" if hp else "not advised (--huge-pages off)"))
 
 ok = True
 def check(label, value, good, target):

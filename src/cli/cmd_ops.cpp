@@ -18,6 +18,7 @@ struct OpsArgs {
     std::string stage = "both";
     std::string device = "CPU";
     std::string flash_attn = "auto", type_k = "f16", type_v = "f16";  // enums once checked
+    std::string huge_pages = "on";
     bool quiet = false;
     TraceArgs trace;
 };
@@ -107,6 +108,11 @@ void add_ops_like_command(CLI::App& app, Context& ctx, bool decompose) {
                     "every step; 0: min(4, traced steps / 2))")
         ->check(int_range(0, 64, "0..64"))
         ->capture_default_str();
+    cmd->add_option("--huge-pages", a->huge_pages,
+                    "advise the weights onto transparent huge pages as they load: a shorter "
+                    "load (on|off; recorded in the profile)")
+        ->check(CLI::IsMember({"on", "off"}))
+        ->capture_default_str();
     cmd->add_option("--top", o.top_n, "rows in the top-ops table")
         ->check(int_range(1, 100000, "1..100000"))
         ->capture_default_str();
@@ -129,6 +135,7 @@ void add_ops_like_command(CLI::App& app, Context& ctx, bool decompose) {
         o.workload.flash_attn = enum_from_text<FlashAttn>(a->flash_attn, "--flash-attn");
         o.workload.type_k = enum_from_text<KvType>(a->type_k, "--cache-type-k");
         o.workload.type_v = enum_from_text<KvType>(a->type_v, "--cache-type-v");
+        o.huge_pages = a->huge_pages == "on";
         a->o.progress = !a->quiet;
         if (modes && !modes->modes.empty()) {
             run_decompose_modes(ctx, *modes, {a->o, a->device, a->stage, a->quiet});

@@ -193,6 +193,7 @@ std::vector<CommandSpec> commands() {
                   {"-ub", "--ubatch-size", int_in(1, T)},
                   {"--reps", "--reps", int_in(1, 100000)},
                   {"--replay", "--replay", int_in(0, 1000)},
+                  {"--huge-pages", "--huge-pages", one_of({"on", "off"}), false, {"on", "off"}},
                   {"-fa", "--flash-attn", one_of(fa), false, fa},
                   {"-ctv", "--cache-type-v", one_of(kv), false, kv}}});
     c.push_back(

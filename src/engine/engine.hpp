@@ -22,6 +22,7 @@
 
 #include "core/error.hpp"
 #include "core/result.hpp"
+#include "engine/huge_pages.hpp"
 
 struct ggml_tensor;  // ggml's graph node, opaque here (only engines and the profiler see ggml)
 
@@ -142,6 +143,9 @@ class Engine {
     virtual std::vector<std::string> active_backends() const = 0;
     // Notes about the current load that a reader of the results should know.
     virtual std::vector<std::string> notes() const { return {}; }
+    // What the load did to the pages the weights sit on, when it was asked to advise them
+    // onto transparent huge pages (engine/huge_pages.hpp); null: not asked.
+    virtual std::optional<HugePageAdvice> huge_pages() const { return std::nullopt; }
 
     // Roofline inputs, when the engine knows them: bytes of weights, parameter count, the
     // shape that attention and the embedding lookup take, and bytes of KV cache that one

@@ -120,8 +120,9 @@ class FakeEngine final : public Engine {
     std::optional<int32_t> bos = 1;
     std::vector<std::string> backends{"CPU"};
     std::vector<std::string> load_notes;
-    std::optional<uint64_t> weights;  // weight_bytes()
-    std::optional<uint64_t> params;   // n_params()
+    std::optional<HugePageAdvice> page_advice;  // huge_pages()
+    std::optional<uint64_t> weights;            // weight_bytes()
+    std::optional<uint64_t> params;             // n_params()
     std::optional<ModelShape> model_shape;
     std::optional<double> kv_bytes_per_token;  // kv_bytes_read(depth) = depth x this
     int64_t state_bytes_per_token = 1024;      // save_state() writes this per cached token
@@ -146,6 +147,7 @@ class FakeEngine final : public Engine {
     std::optional<int32_t> bos_token() const override { return bos; }
     std::vector<std::string> active_backends() const override { return backends; }
     std::vector<std::string> notes() const override { return load_notes; }
+    std::optional<HugePageAdvice> huge_pages() const override { return page_advice; }
     std::optional<uint64_t> weight_bytes() const override { return weights; }
     std::optional<uint64_t> n_params() const override { return params; }
     std::optional<ModelShape> shape() const override { return model_shape; }

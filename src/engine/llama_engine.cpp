@@ -42,6 +42,7 @@ struct LlamaEngine::Impl {
     ggml_threadpool* threadpool = nullptr;
     DeviceSelection selection;
     std::vector<std::string> notes;
+    std::optional<HugePageAdvice> huge_pages;  // the model's load, options.huge_pages
     // The KV state at a given depth, so that decode at depth d starts without re-prefilling.
     int cached_depth = -1;
     std::vector<uint8_t> cached_state;
@@ -72,6 +73,7 @@ struct LlamaEngine::Impl {
         if (model)
             llama_model_free(model);
         model = nullptr;
+        huge_pages.reset();
         if (holding)
             release_devices(selection);
         holding = false;
@@ -130,8 +132,21 @@ void LlamaEngine::load(const LoadSpec& spec) {
         mp.n_gpu_layers = m.selection.offload.empty() ? 0 : spec.n_gpu_layers;
         if (!m.options.use_mmap)
             mp.load_mode = LLAMA_LOAD_MODE_NONE;  // read into memory (llama.cpp's --no-mmap)
+        // llama.cpp calls its progress callback before reading each tensor, the first time
+        // once its buffers are allocated and before any weight touches them.
+        HugePageAdvisor advisor;
+        if (m.options.huge_pages) {
+            advisor.snapshot();
+            mp.progress_callback = [](float, void* advisor) {
+                static_cast<HugePageAdvisor*>(advisor)->advise_new();
+                return true;
+            };
+            mp.progress_callback_user_data = &advisor;
+        }
         take_llama_error();
         m.model = llama_model_load_from_file(spec.model_path.c_str(), mp);
+        if (m.options.huge_pages)
+            m.huge_pages = advisor.advice();
         if (!m.model) {
             const std::string why = take_llama_error();
             throw input_error(
@@ -435,6 +450,10 @@ void LlamaEngine::restore_state(std::span<const uint8_t> state) {
 
 std::vector<std::string> LlamaEngine::notes() const {
     return impl_->notes;
+}
+
+std::optional<HugePageAdvice> LlamaEngine::huge_pages() const {
+    return impl_->huge_pages;
 }
 
 void check_llama_accepts(const std::string& model_path) {

@@ -18,6 +18,11 @@ struct LlamaEngineOptions {
     // that llama.cpp repacks for the CPU are copied out of the mapping, whose pages then stay
     // resident beside the copy, so a mapped repacked model costs about twice its size.
     bool use_mmap = true;
+    // Advise the buffers llama.cpp allocates for the weights onto transparent huge pages
+    // (engine/huge_pages.hpp): a load that reads the weights into memory then faults them in
+    // 2 MiB at a time. Not llama.cpp's default (off), so not the stage sweeps'; `ops` turns
+    // it on (--huge-pages).
+    bool huge_pages = false;
 };
 
 class LlamaEngine final : public Engine {
@@ -38,6 +43,7 @@ class LlamaEngine final : public Engine {
     std::vector<std::string> active_backends() const override;
 
     std::vector<std::string> notes() const override;
+    std::optional<HugePageAdvice> huge_pages() const override;
     std::optional<uint64_t> weight_bytes() const override;
     std::optional<uint64_t> n_params() const override;
     std::optional<ModelShape> shape() const override;

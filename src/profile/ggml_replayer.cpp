@@ -120,6 +120,7 @@ void GgmlOpReplayer::open(const ReplaySetup& setup) {
     cfg_.copies = std::max(1, setup.copies);
     cfg_.input_budget_bytes = static_cast<size_t>(setup.cold_weight_bytes);
     cfg_.min_spent_ns = setup.min_spent_ns;
+    pool_->set_huge_pages(setup.huge_pages);
     // One CPU thread pool for the replays, made once llama.cpp's is gone.
     if (ggml_backend_reg_t cpu_reg = ggml_backend_reg_by_name("CPU"); cpu_reg && !tp_) {
         auto tp_new = reinterpret_cast<tp_new_t>(

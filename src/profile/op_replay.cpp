@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "engine/huge_pages.hpp"
 #include "ggml-alloc.h"
 
 #include "core/clock.hpp"
@@ -580,6 +581,10 @@ ggml_backend_buffer_t ReplayPool::buffer(ggml_backend_buffer_type_t buft, int sl
     if (b)
         ggml_backend_buffer_free(b);
     b = ggml_backend_buft_alloc_buffer(buft, size);
+    // The CPU's buffer types (its repacking one too, which is not "host") hold process memory.
+    ggml_backend_dev_t dev = b ? ggml_backend_buft_get_device(buft) : nullptr;
+    if (b && huge_pages_ && dev && ggml_backend_dev_type(dev) == GGML_BACKEND_DEVICE_TYPE_CPU)
+        advise_huge_pages(ggml_backend_buffer_get_base(b), ggml_backend_buffer_get_size(b));
     return b;
 }
 

@@ -123,7 +123,11 @@ class ReplayPool {
 
     // A buffer of buft with at least size bytes for slot, grown (reallocated) when smaller;
     // null when it cannot be allocated. Valid until the next call for the same buft and slot.
+    // The CPU's buffers are advised onto transparent huge pages when huge_pages is set
+    // (engine/huge_pages.hpp), as the profiled model's weights were: a cold weight copy sits on
+    // the pages the weight it stands for sat on.
     ggml_backend_buffer_t buffer(ggml_backend_buffer_type_t buft, int slot, size_t size);
+    void set_huge_pages(bool on) { huge_pages_ = on; }
     // Host memory of at least size bytes, contents unspecified; valid until the next call.
     uint8_t* scratch(size_t size);
     // The generated rows (about 1 MiB of whole rows of n_per_row elements of type) that large
@@ -135,6 +139,7 @@ class ReplayPool {
     std::unique_ptr<uint8_t[]> scratch_;
     size_t scratch_size_ = 0;
     std::map<std::pair<int, int64_t>, std::vector<uint8_t>> patterns_;
+    bool huge_pages_ = false;
 };
 
 struct ReplayResult {

@@ -58,6 +58,9 @@ struct OpsOptions {
     // node in every step.
     int isolation_stride = 0;
     size_t top_n = 10;
+    // Advise the weights onto transparent huge pages as they load (--huge-pages on|off;
+    // LlamaEngineOptions::huge_pages): a shorter load; the profile records what was advised.
+    bool huge_pages = true;
     // `stagebench decompose`: also measure each backend's no-work dispatch and the activation
     // conversion of the accelerator's mat-muls, and fill StageProfile::decomposition.
     bool decompose = false;
@@ -167,6 +170,8 @@ struct ReplaySetup {
     // Each replay graph timed for at least this long (0: until its minimum settles, which is
     // enough for an op time; `decompose` subtracts replays from each other and asks for more).
     int64_t min_spent_ns = 0;
+    // Host replay buffers on transparent huge pages, as the weights were (OpsOptions).
+    bool huge_pages = false;
 };
 
 // Times captured nodes on the devices of the profiled context (after OpTracer::release()).

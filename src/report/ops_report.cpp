@@ -13,6 +13,26 @@ namespace sb {
 
 namespace {
 
+// What the load did to the weights' pages (ops --huge-pages), in one sentence.
+std::string huge_pages_line(const HugePagesRecord& h) {
+    if (!h.error.empty())
+        return "Weights not advised onto transparent huge pages: " + h.error + ".";
+    if (h.policy == "never")
+        return "Weights on the kernel's base pages: its transparent huge pages are off "
+               "(policy never).";
+    if (h.policy == "unknown")
+        return "Weights on the kernel's base pages: it has no transparent huge page policy to "
+               "read.";
+    if (h.advised_bytes == 0)
+        return "Weights on the kernel's base pages: no buffer of 32 MiB or more to advise onto "
+               "huge pages (policy " +
+               h.policy + ").";
+    return fmt::format(
+        "Weights advised onto transparent huge pages as they loaded (policy {}): {:.0f} MiB in "
+        "{} range(s); --huge-pages off loads them as llama.cpp does.",
+        h.policy, static_cast<double>(h.advised_bytes) / (1 << 20), h.ranges);
+}
+
 std::string us(const std::optional<double>& ns) {
     if (!ns)
         return "-";
@@ -255,6 +275,8 @@ void write_ops_markdown(const OpsProfile& p, std::ostream& out, size_t top_n, bo
                           fmt::format("{:.2f}", static_cast<double>(ns) / 1e9) + " s";
             out << (phases.empty() ? "" : " (" + phases + ")") << ".\n";
         }
+        if (p.huge_pages)
+            out << "\n" << huge_pages_line(*p.huge_pages) << "\n";
     } else {
         out << "# Imported profile (" << p.source << ")\n\n" << p.method << "\n";
     }

@@ -70,6 +70,30 @@ TEST(OpsReport, MarkdownHasAStageSectionAndTheByOpTable) {
     EXPECT_NE(s.find("| MUL_MAT | 1 | 1.23 | 2.00 | 1.6x |"), std::string::npos) << s;
 }
 
+// The weights' pages in one sentence, whatever the load found; nothing when not asked.
+TEST(OpsReport, MarkdownSaysWhatTheLoadDidToTheWeightsPages) {
+    auto md = [](std::optional<HugePagesRecord> h) {
+        OpsProfile p = profile();
+        p.huge_pages = std::move(h);
+        std::ostringstream out;
+        write_ops_markdown(p, out);
+        return out.str();
+    };
+    EXPECT_EQ(md(std::nullopt).find("huge pages"), std::string::npos);
+    EXPECT_NE(md(HugePagesRecord{"madvise", 763105280, 1, ""})
+                  .find("\nWeights advised onto transparent huge pages as they loaded (policy "
+                        "madvise): 728 MiB in 1 range(s); --huge-pages off loads them as "
+                        "llama.cpp does.\n"),
+              std::string::npos);
+    EXPECT_NE(md(HugePagesRecord{"never", 0, 0, ""}).find("huge pages are off (policy never)"),
+              std::string::npos);
+    EXPECT_NE(md(HugePagesRecord{"madvise", 0, 0, ""}).find("no buffer of 32 MiB or more"),
+              std::string::npos);
+    EXPECT_NE(md(HugePagesRecord{"madvise", 0, 0, "madvise(MADV_HUGEPAGE): Invalid argument"})
+                  .find("Weights not advised onto transparent huge pages: madvise("),
+              std::string::npos);
+}
+
 TEST(OpsReport, AnImportedProfilesOpTotalIsTheBackendsOwnNotReplayed) {
     OpsProfile traced = profile();
     std::ostringstream t;

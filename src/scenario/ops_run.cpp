@@ -494,6 +494,9 @@ OpsProfile profile_ops(const OpsRig& rig, const OpsOptions& o, const OpsHooks& h
     say("loading " + o.workload.model_path);
     rig.tracer.load(load_spec_of(o, threads));
     p.backends = rig.engine.active_backends();
+    if (const auto a = rig.engine.huge_pages())
+        p.huge_pages = HugePagesRecord{a->policy, a->advised_bytes,
+                                       static_cast<int>(a->ranges.size()), a->error};
     const int64_t t_loaded = h.clock();
     say("warming up");
     warm_up(rig.engine, o, p.requested);
@@ -508,7 +511,7 @@ OpsProfile profile_ops(const OpsRig& rig, const OpsOptions& o, const OpsHooks& h
     p.cold_weight_bytes = cold_weight_budget(weights, p.llc_bytes);
     if (o.replay_copies > 0)
         rig.replayer.open({p.backends, threads, o.replay_copies, *p.cold_weight_bytes,
-                           o.decompose ? kDecomposeReplayNs : 0});
+                           o.decompose ? kDecomposeReplayNs : 0, o.huge_pages});
 
     size_t replays = 0;
     if (o.prefill && m.prefill.captured)
@@ -529,7 +532,7 @@ OpsProfile profile_ops(const OpsRig& rig, const OpsOptions& o, const OpsHooks& h
 }
 
 OpsProfile profile_ops(const OpsOptions& o, const ProgressFn& progress) {
-    LlamaOpRig rig = make_llama_op_rig();
+    LlamaOpRig rig = make_llama_op_rig(o.huge_pages);
     OpsHooks h;
     h.progress = progress;
     return profile_ops({*rig.engine, *rig.tracer, *rig.replayer}, o, h);

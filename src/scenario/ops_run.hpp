@@ -62,7 +62,7 @@ struct OpsHooks {
 // early: the stages hold what was traced, with a note, and ops not yet timed say so.
 OpsProfile profile_ops(const OpsRig& rig, const OpsOptions& o, const OpsHooks& hooks = {});
 
-// profile_ops on llama.cpp in-process (make_llama_op_rig()).
+// profile_ops on llama.cpp in-process (make_llama_op_rig(o.huge_pages)).
 OpsProfile profile_ops(const OpsOptions& o, const ProgressFn& progress);
 
 struct OpsCommandOptions {

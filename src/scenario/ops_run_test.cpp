@@ -321,6 +321,26 @@ TEST(OpsPipeline, InterleavesTracedAndUninstrumentedRepetitionsTheFirstTracedOne
                               {"load", 5'000 * kUs}, {"stages", stages_ns}, {"profile", 0}}));
 }
 
+// What the load did to the weights' pages is the engine's to say, and the profile records it
+// as said; an engine that was not asked says nothing, and the profile records null.
+TEST(OpsPipeline, RecordsTheHugePageAdviceTheEngineGave) {
+    Rig rig;
+    EXPECT_FALSE(rig.run(options()).huge_pages);
+    HugePageAdvice a;
+    a.policy = "madvise";
+    a.advised_bytes = 700ull << 20;
+    a.ranges = {{0x7f0000000000, 0x7f0020000000}, {0x7f1000000000, 0x7f100bc00000}};
+    rig.engine.page_advice = a;
+    const OpsProfile p = rig.run(options());
+    EXPECT_EQ(p.huge_pages, (HugePagesRecord{"madvise", 700ull << 20, 2, ""}));
+    // The replay's weight copies go on the pages the weights went on.
+    EXPECT_TRUE(rig.replayer.setup.huge_pages);
+    OpsOptions off = options();
+    off.huge_pages = false;
+    rig.run(off);
+    EXPECT_FALSE(rig.replayer.setup.huge_pages);
+}
+
 TEST(OpsPipeline, OnTheCpuAloneOneDecodeStepWarmsUp) {
     Rig rig;
     OpsOptions o = options();

@@ -6,6 +6,13 @@ namespace sb {
 
 using nlohmann::json;
 
+json to_json(const HugePagesRecord& h) {
+    return json{{"policy", h.policy},
+                {"advised_bytes", h.advised_bytes},
+                {"ranges", h.ranges},
+                {"error", h.error}};
+}
+
 json to_json(const TensorInfo& t) {
     return json{{"name", t.name}, {"type", t.type}, {"ne", t.ne}, {"contiguous", t.contiguous}};
 }
@@ -215,10 +222,17 @@ json to_json(const OpsProfile& p) {
         j["phase_ns"] = p.phase_ns;
         j["llc_bytes"] = opt(p.llc_bytes);
         j["cold_weight_bytes"] = opt(p.cold_weight_bytes);
+        j["huge_pages"] = p.huge_pages ? to_json(*p.huge_pages) : json(nullptr);
     }
     if (!p.import_info.is_null())
         j["import"] = p.import_info;
     return j;
+}
+
+void read(const JsonIn& in, HugePagesRecord& h) {
+    ObjectIn o(in);
+    o("policy", h.policy)("advised_bytes", h.advised_bytes)("ranges", h.ranges)("error", h.error);
+    o.non_negative({"ranges"});
 }
 
 void read(const JsonIn& in, TensorInfo& t) {
@@ -346,7 +360,8 @@ void read(const JsonIn& in, OpsProfile& p) {
         "requested", p.requested)("backends", p.backends)("n_threads", p.n_threads)(
         "n_prompt", p.n_prompt)("n_depth", p.n_depth)("replay_copies", p.replay_copies)(
         "method", p.method)("stages", p.stages)("duration_ns", p.duration_ns)(
-        "phase_ns", p.phase_ns)("llc_bytes", p.llc_bytes)("cold_weight_bytes", p.cold_weight_bytes);
+        "phase_ns", p.phase_ns)("llc_bytes", p.llc_bytes)("cold_weight_bytes", p.cold_weight_bytes)(
+        "huge_pages", p.huge_pages);
     o.non_negative({"n_threads", "n_prompt", "n_depth", "replay_copies", "duration_ns", "phase_ns",
                     "llc_bytes", "cold_weight_bytes"});
     read_object_or_null(o.at("import"), p.import_info);

@@ -218,6 +218,18 @@ struct StageProfile {
     std::vector<std::string> notes;
 };
 
+// What the op profile's load did to the pages its weights sit on (`ops --huge-pages on`,
+// engine/huge_pages.hpp): the kernel's transparent-huge-page policy ("madvise", "always",
+// "never", "unknown"), the bytes and stretches advised with MADV_HUGEPAGE, and what stood in
+// the way ("" when nothing did).
+struct HugePagesRecord {
+    std::string policy;
+    uint64_t advised_bytes = 0;
+    int ranges = 0;
+    std::string error;
+    bool operator==(const HugePagesRecord&) const = default;
+};
+
 struct OpsProfile {
     std::string source;  // "trace" (llama.cpp graph) | "hexagon-profile" (imported log)
     std::string model_path;
@@ -237,6 +249,8 @@ struct OpsProfile {
     std::map<std::string, int64_t> phase_ns;
     std::optional<uint64_t> llc_bytes;
     std::optional<uint64_t> cold_weight_bytes;
+    // `ops`: the weights' pages (null: not advised, --huge-pages off).
+    std::optional<HugePagesRecord> huge_pages;
     std::vector<StageProfile> stages;
     nlohmann::json import_info;  // imports: lines, unparsed, formats
 };
@@ -244,6 +258,7 @@ struct OpsProfile {
 // The result document's name for it.
 using OpsSection = OpsProfile;
 
+nlohmann::json to_json(const HugePagesRecord& h);
 nlohmann::json to_json(const TensorInfo& t);
 nlohmann::json to_json(const OpRecord& r);
 // The key goes under "op", "layer" (the layer index, null for "none") or "backend".
@@ -257,6 +272,7 @@ nlohmann::json to_json(const StageProfile& s);
 // "import" only for imports (import_info not null).
 nlohmann::json to_json(const OpsProfile& p);
 
+void read(const JsonIn&, HugePagesRecord&);
 void read(const JsonIn&, TensorInfo&);
 void read(const JsonIn&, OpRecord&);
 void read(const JsonIn&, OpAggregate&, GroupBy by);

@@ -256,6 +256,7 @@ ResultDocument full_document() {
     st.decomposition = dc;
     ops.stages = {st};
     ops.import_info = {{"lines", 3}};
+    ops.huge_pages = HugePagesRecord{"madvise", 734003200, 2, ""};
     d.ops = ops;
     d.engines = {{"llama", {{"in_process", true}}}};
     d.extra = {{"future_section", {{"x", 1}}}};
@@ -288,6 +289,7 @@ TEST(ResultJson, FromJsonIsTheInverseOfToJson) {
     EXPECT_EQ(back.sustained->phases[0].rounds[1].status, Status::failed);
     EXPECT_EQ(back.ops->stages[0].by_layer[1].key, "none");
     EXPECT_EQ(back.ops->stages[0].by_op[0].key, "MUL_MAT");
+    EXPECT_EQ(back.ops->huge_pages, (HugePagesRecord{"madvise", 734003200, 2, ""}));
     EXPECT_EQ(back.extra["future_section"]["x"], 1);
     EXPECT_TRUE(back.unknown.empty());
 }
@@ -410,6 +412,8 @@ TEST(ResultJson, RefusalsNameTheSourceAndThePath) {
            "'d.json': hybrid.points[0].tests.hybrid: test 3 is not in tests (2 tests)");
     refuse([](json& j) { j["ops"]["stages"][0]["by_layer"][0]["layer"] = "3"; },
            "'d.json': ops.stages[0].by_layer[0].layer: expected an integer, found a string");
+    refuse([](json& j) { j["ops"]["huge_pages"]["ranges"] = -1; },
+           "'d.json': ops.huge_pages.ranges: expected at least 0, found -1");
     refuse([](json& j) { j["models"][0]["file_bytes"] = "1 KiB"; },
            "'d.json': models[0].file_bytes: expected an integer, found a string");
     refuse([](json& j) { j["llama"] = 1; },
