@@ -105,7 +105,7 @@ void add_ops_like_command(CLI::App& app, Context& ctx, bool decompose) {
         ->capture_default_str();
     cmd->add_option("--isolate-every", o.isolation_stride,
                     "traced decode steps dispatch every Nth node alone, in turn (1: every node in "
-                    "every step; 0: min(4, traced steps / 2))")
+                    "every step; 0: min(8, traced steps / 2))")
         ->check(int_range(0, 64, "0..64"))
         ->capture_default_str();
     cmd->add_option("--huge-pages", a->huge_pages,

@@ -50,11 +50,11 @@ struct OpsOptions {
     // 1.5 s of prefill per kind, at most 3 (scenario/ops_run.cpp).
     int traced_reps = 0;
     int plain_reps = 0;
-    int decode_tokens = 8;  // traced decode steps per traced repetition (as many untraced)
+    int decode_tokens = 16;  // traced decode steps per traced repetition (as many untraced)
     // Every how many nodes a traced decode step (not the capturing one) dispatches one alone,
     // in turn over the steps (Isolation; --isolate-every): dispatching a node alone costs
     // one dispatch of the backend, which is most of a decode step's short ops. 0: at most
-    // every 4th, each node alone in at least two steps (min(4, traced steps / 2)); 1: every
+    // every 8th, each node alone in at least two steps (min(8, traced steps / 2)); 1: every
     // node in every step.
     int isolation_stride = 0;
     size_t top_n = 10;

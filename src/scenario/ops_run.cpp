@@ -247,11 +247,11 @@ void warm_up(Engine& engine, const OpsOptions& o, const std::vector<std::string>
 }
 
 // Every how many nodes a traced decode step dispatches one alone (OpsOptions::isolation_stride;
-// 0: at most every 4th, each node alone in at least two steps).
+// 0: at most every 8th, each node alone in at least two steps).
 int decode_isolation_stride(const OpsOptions& o) {
     if (o.isolation_stride > 0)
         return o.isolation_stride;
-    return std::clamp(std::max(1, o.traced_reps) * o.decode_tokens / 2, 1, 4);
+    return std::clamp(std::max(1, o.traced_reps) * o.decode_tokens / 2, 1, 8);
 }
 
 // Automatic repetition counts (OpsOptions::traced_reps / plain_reps 0): one of each, or, when

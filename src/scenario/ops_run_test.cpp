@@ -523,6 +523,24 @@ TEST(OpsPipeline, DecodeOnlyFillsTheCacheUntimedAndTracesEachStep) {
         EXPECT_EQ(c.n_tokens, 16);
 }
 
+// The automatic stride puts each node alone in two steps, every 8th node at most: 16 traced
+// steps (the default) -> 8, and no more with more steps.
+TEST(OpsPipeline, TheAutomaticStrideIsHalfTheTracedStepsAtMostEight) {
+    for (const auto& [reps, tokens, want] :
+         std::vector<std::tuple<int, int, int>>{{1, 16, 8}, {1, 40, 8}, {2, 4, 4}, {1, 1, 1}}) {
+        Rig rig;
+        OpsOptions o = options();
+        o.isolation_stride = 0;
+        o.traced_reps = reps;
+        o.plain_reps = 1;
+        o.decode_tokens = tokens;
+        rig.run(o);
+        ASSERT_FALSE(rig.tracer.isolations.empty());
+        EXPECT_EQ(rig.tracer.isolations.back().stride, want) << reps << " x " << tokens;
+    }
+    EXPECT_EQ(OpsOptions{}.decode_tokens, 16);
+}
+
 TEST(OpsPipeline, DecodeStepsDispatchEveryKthNodeAloneInTurnAcrossTheRepetitions) {
     Rig rig;
     OpsOptions o = options();
