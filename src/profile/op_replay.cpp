@@ -581,9 +581,12 @@ ggml_backend_buffer_t ReplayPool::buffer(ggml_backend_buffer_type_t buft, int sl
     if (b)
         ggml_backend_buffer_free(b);
     b = ggml_backend_buft_alloc_buffer(buft, size);
-    // The CPU's buffer types (its repacking one too, which is not "host") hold process memory.
+    // The CPU's buffer types (its repacking one too, which is not "host") hold process memory;
+    // one smaller than two huge pages may lie in the malloc heap and holds no whole one anyway.
+    constexpr size_t kMinAdvised = size_t{4} << 20;
     ggml_backend_dev_t dev = b ? ggml_backend_buft_get_device(buft) : nullptr;
-    if (b && huge_pages_ && dev && ggml_backend_dev_type(dev) == GGML_BACKEND_DEVICE_TYPE_CPU)
+    if (b && huge_pages_ && dev && ggml_backend_dev_type(dev) == GGML_BACKEND_DEVICE_TYPE_CPU &&
+        ggml_backend_buffer_get_size(b) >= kMinAdvised)
         advise_huge_pages(ggml_backend_buffer_get_base(b), ggml_backend_buffer_get_size(b));
     return b;
 }
