@@ -16,6 +16,12 @@
 namespace sb {
 namespace {
 
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+constexpr bool kHaveMadvise = true;
+#else
+constexpr bool kHaveMadvise = false;
+#endif
+
 std::optional<std::string> read_all(const std::string& path) {
     std::ifstream in(path);
     if (!in)
@@ -156,24 +162,17 @@ const HugePageAdvice& HugePageAdvisor::advise_new() {
         advice_.error = "cannot read " + maps_path_;
         return advice_;
     }
-    // madvise takes page-aligned ranges; the kernel backs the 2 MiB-aligned stretches inside
-    // them with huge pages.
-    constexpr uintptr_t page = 4096;
+    // /proc/<pid>/maps ranges are page-aligned: every byte of one is advised, or none.
     for (const MapRange& r : new_ranges(before_, anonymous_rw_ranges(*maps), min_bytes_)) {
-        const uintptr_t b = (r.begin + page - 1) & ~(page - 1), e = r.end & ~(page - 1);
-        if (e <= b)
-            continue;
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-        if (madvise(reinterpret_cast<void*>(b), e - b, MADV_HUGEPAGE) == 0) {
-            advice_.advised_bytes += e - b;
-            advice_.ranges.push_back({b, e});
+        const uint64_t n = advise_huge_pages(reinterpret_cast<void*>(r.begin), r.end - r.begin);
+        if (n > 0) {
+            advice_.advised_bytes += n;
+            advice_.ranges.push_back(r);
         } else if (advice_.error.empty()) {
-            advice_.error = std::string("madvise(MADV_HUGEPAGE): ") + std::strerror(errno);
+            advice_.error = kHaveMadvise
+                                ? std::string("madvise(MADV_HUGEPAGE): ") + std::strerror(errno)
+                                : std::string("no madvise(MADV_HUGEPAGE) on this system");
         }
-#else
-        advice_.error = "no madvise(MADV_HUGEPAGE) on this system";
-        break;
-#endif
     }
     return advice_;
 }
