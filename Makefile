@@ -4,7 +4,15 @@
 # npm packages of the HTML report (scripts/report-assets.sh, into ~/.cache/stagebench/npm).
 #
 #   LLAMA_CPP_DIR=/path/to/llama.cpp   build against your own llama.cpp checkout instead
-#   LLAMA_CMAKE_ARGS="-DGGML_VULKAN=ON" extra CMake options for that llama.cpp build
+#   LLAMA_CMAKE_ARGS="..."              extra CMake options for that llama.cpp build
+#
+# GPU backends are ggml modules beside CPU, BLAS and RPC, each built once per machine into the
+# cache by scripts/gpu-module.sh and installed into the llama.cpp build (docs/gpu.md):
+#   VULKAN=auto|on|off   the Vulkan module: built where the machine can build it (auto, the
+#                        default; scripts/setup-deps.sh installs what it takes), or not at all
+#   make cuda            the CUDA module (nvcc from PATH or /usr/local/cuda), for the GPUs of
+#                        STAGEBENCH_CUDA_ARCHS; no test needs it; `make cuda CUDA=off` takes
+#                        it out again
 #
 # `make dist` packs this build, with a llama.cpp of every CPU variant of this architecture, into
 # dist/stagebench-<version>-linux-<arch>.tar.gz (scripts/dist.sh; `make test-dist` checks it);
@@ -24,17 +32,29 @@ CMAKE_BUILD_TYPE ?= Release
 # `deps`), so `make demo` and `make test` configure alike and compile each object once.
 
 .PHONY: all deps configure build build-demo test demo bench format format-check clean dist cross-build \
-	test-dist test-dist-arm64 agents test-agents
+	test-dist test-dist-arm64 agents test-agents cuda
 
 all: build
 
 deps:
 	@bash scripts/setup-deps.sh
 
+VULKAN ?= auto
+CUDA ?= on
+# `make demo` needs llama.cpp's libraries and modules only; the peers the tests and benches run
+# (llama-bench, llama-server, ggml-rpc-server, llama-perplexity) are built by the targets that
+# build the tests.
+LLAMA_PEERS ?= 1
+build-demo: LLAMA_PEERS = 0
+
 $(BUILD)/.llama-dir: deps FORCE
 	@mkdir -p $(BUILD)
-	@dir=$$(bash scripts/llama.sh) && \
+	@dir=$$(STAGEBENCH_LLAMA_PEERS=$(LLAMA_PEERS) bash scripts/llama.sh) && \
+	  bash scripts/gpu-module.sh vulkan $(VULKAN) "$$dir" >/dev/null && \
 	  if [ "$$(cat $@ 2>/dev/null)" != "$$dir" ]; then echo "$$dir" > $@; fi
+
+cuda: $(BUILD)/.llama-dir
+	@bash scripts/gpu-module.sh cuda $(CUDA) "$$(cat $(BUILD)/.llama-dir)"
 
 $(BUILD)/.report-assets-dir: deps FORCE
 	@mkdir -p $(BUILD)
@@ -84,8 +104,14 @@ ifeq ($(ARCH),)
 # This machine's stagebench with a llama.cpp of every CPU variant of its architecture (its own
 # cache key; the libraries' interface is the same as the build's), the best chosen at run time.
 VARIANTS_LLAMA = STAGEBENCH_CPU_VARIANTS=all LLAMA_JOBS=$(JOBS) bash scripts/llama.sh
+# The GPU modules of this machine's build go into the tarball's llama.cpp too.
 dist: build
 	@set -e; llama=$$($(VARIANTS_LLAMA)); \
+	  for m in vulkan cuda; do \
+	    if [ -f "$$(cat $(BUILD)/.llama-dir)/bin/libggml-$$m.so" ]; then \
+	      bash scripts/gpu-module.sh $$m on $$llama >/dev/null; \
+	    else bash scripts/gpu-module.sh $$m off $$llama; fi; \
+	  done; \
 	  bash scripts/dist.sh --arch $$(dpkg --print-architecture) --build $(BUILD) \
 	  --llama $$llama --out $(DIST)
 

@@ -5,9 +5,11 @@
 #     bin/stagebench            rpath $ORIGIN/../lib
 #     peers/llama-bench, llama-server, ggml-rpc-server (the same llama.cpp; rpath $ORIGIN/../lib)
 #     lib/                      the llama.cpp libraries, the ggml backend modules (every CPU
-#                               variant where llama.cpp was built with GGML_CPU_ALL_VARIANTS)
-#                               and every other shared library they need except the C library's
-#                               own (libc, libm, ld-linux...), which the target machine has
+#                               variant where llama.cpp was built with GGML_CPU_ALL_VARIANTS;
+#                               the GPU modules, Vulkan and CUDA, where they were built) and
+#                               every other shared library they need except the C library's
+#                               own (libc, libm, ld-linux...) and a GPU's runtime (the Vulkan
+#                               loader, CUDA's libraries), which the target machine has
 #     share/stagebench/presets/ synth's presets (the repository's share/stagebench/presets)
 #     share/stagebench/vocab/   the vocabularies of synth's presets (llama-bpe, qwen2,
 #                               llama-spm), from the pinned llama.cpp tree's models/
@@ -84,6 +86,17 @@ is_libc() {
   esac
   return 1
 }
+# A GPU's runtime belongs to the machine that has the GPU, with its driver: the Vulkan loader
+# (which finds the installed drivers), the CUDA driver, runtime and cuBLAS (hundreds of MB, and
+# tied to the driver's version). A module whose runtime a machine lacks is not loaded there, and
+# `stagebench devices` says why (docs/gpu.md).
+is_gpu_runtime() {
+  case "$1" in
+    libvulkan.so.* | libcuda.so.* | libcudart.so.* | libcublas.so.* | libcublasLt.so.* | \
+    libnccl.so.* | libnvidia-*.so.*) return 0 ;;
+  esac
+  return 1
+}
 needed() { readelf -d "$1" | sed -n 's/.*(NEEDED).*Shared library: \[\(.*\)\]/\1/p'; }
 find_lib() {
   local d
@@ -99,6 +112,7 @@ while [ "$changed" = 1 ]; do
   for f in "$stage"/bin/* "$stage"/peers/* "$stage"/lib/*; do
     for so in $(needed "$f"); do
       is_libc "$so" && continue
+      is_gpu_runtime "$so" && continue
       [ -e "$stage/lib/$so" ] && continue
       src=$(find_lib "$so") || die "$(basename "$f") needs $so, found neither in $LLAMA_BIN nor in ${LIBDIRS[*]}"
       cp -L "$src" "$stage/lib/$so"

@@ -8,6 +8,8 @@
 #   LLAMA_CPP_DIR      use this llama.cpp checkout instead of the pinned release
 #   LLAMA_CMAKE_ARGS   extra CMake arguments for llama.cpp, e.g. "-DGGML_VULKAN=ON"
 #   LLAMA_JOBS         parallel build jobs (default: nproc)
+#   STAGEBENCH_LLAMA_PEERS  0: build llama.cpp's libraries and backend modules only, not the
+#                      peer programs (llama-bench, llama-server, ...); default 1
 #   STAGEBENCH_ARCH    arm64: cross-build for 64-bit ARM Linux with Debian's aarch64 cross
 #                      compiler and the sysroot of scripts/sysroot.sh (default: this machine)
 #   CMAKE_TOOLCHAIN_FILE  build with this toolchain instead (a user's NDK, Jetson, ...)
@@ -163,6 +165,9 @@ TARGETS=(llama ggml llama-bench llama-server ggml-rpc-server)
 # llama-perplexity: the peer that `fidelity --text` is checked against; this machine's build only
 # (a cross build's programs would not run here).
 [ -n "$TOOLCHAIN" ] || TARGETS+=(llama-perplexity)
+# STAGEBENCH_LLAMA_PEERS=0 (`make demo`): the libraries and modules only; the peers are added to
+# the same build directory when a later call asks for them (below).
+[ "${STAGEBENCH_LLAMA_PEERS:-1}" != 0 ] || TARGETS=(llama ggml)
 # The agent: everything in its one static executable, nothing for a C library it does not have
 # (OpenMP's libgomp is glibc's; ggml's own thread pool instead), no programs.
 if [ -n "$AGENT_MARCH" ]; then

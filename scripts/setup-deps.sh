@@ -17,6 +17,11 @@ pkgs=(
   # tests start in a temporary folder on loopback (src/store/testing/pg_server.hpp). Neither
   # make demo nor make test needs a server running beforehand.
   libpq-dev postgresql
+  # The Vulkan module of llama.cpp (scripts/gpu-module.sh): the loader to link, the shader
+  # compiler and SPIR-V headers; Mesa's drivers, whose lavapipe is a real Vulkan device on the
+  # CPU that the tests run the module on. (Its Vulkan-Hpp headers come from the next Debian
+  # release's libvulkan-dev, fetched into the cache by gpu-module.sh.)
+  libvulkan-dev glslc spirv-headers glslang-tools mesa-vulkan-drivers
 )
 missing=()
 for p in "${pkgs[@]}"; do

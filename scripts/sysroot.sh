@@ -10,7 +10,8 @@
 #
 # Environment:
 #   STAGEBENCH_CACHE   cache root (default: ${XDG_CACHE_HOME:-$HOME/.cache}/stagebench)
-#   SYSROOT_MIRROR     Debian mirror (default: mmdebstrap's, deb.debian.org)
+#   SYSROOT_MIRROR     Debian mirror (default: the archive this machine's apt uses,
+#                      scripts/debian-mirror.sh)
 set -euo pipefail
 
 SUITE=bookworm
@@ -43,8 +44,8 @@ if [ ! -f "$STAMP" ]; then
   command -v mmdebstrap >/dev/null || die "mmdebstrap not found (run scripts/setup-deps.sh)"
   log "making the $ARCH $SUITE sysroot in $ROOT (once per machine)"
   rm -rf "$ROOT.partial"
-  mirror=()
-  [ -z "${SYSROOT_MIRROR:-}" ] || mirror=("$SYSROOT_MIRROR")
+  mirror=("${SYSROOT_MIRROR:-$(bash "$(dirname "${BASH_SOURCE[0]}")/debian-mirror.sh")}") \
+    || die "no Debian mirror: set SYSROOT_MIRROR"
   inc=$(IFS=,; echo "${PKGS[*]}")
   mmdebstrap --quiet --arch="$ARCH" --variant=extract --include="$inc" \
     --format=directory "$SUITE" "$ROOT.partial" "${mirror[@]}" >"$CACHE/sysroot-$KEY.log" 2>&1 \
