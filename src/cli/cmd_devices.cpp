@@ -2,8 +2,24 @@
 
 #include "cli/commands.hpp"
 #include "engine/backends.hpp"
+#include "telemetry/discover.hpp"
 
 namespace sb::cli {
+namespace {
+
+std::string mib(uint64_t bytes) {
+    return fmt::format("{:.0f} MiB", bytes / 1048576.0);
+}
+
+// "| a | b |" with '|' in a cell escaped, as every Markdown table of stagebench writes it.
+std::string cell(std::string text) {
+    std::string out;
+    for (char c : text)
+        out += c == '|' ? std::string("\\|") : std::string(1, c);
+    return out;
+}
+
+}  // namespace
 
 void add_devices_command(CLI::App& app, Context& ctx) {
     auto* cmd = app.add_subcommand("devices", "List the backends and devices stagebench can use");
@@ -12,14 +28,59 @@ void add_devices_command(CLI::App& app, Context& ctx) {
     cmd->callback([&ctx, rpc] {
         for (const auto& ep : *rpc)
             add_rpc_server(ep);
-        ctx.out << "| device | type | backend | description | memory |\n"
-                << "| --- | --- | --- | --- | ---: |\n";
-        for (const auto& d : list_devices()) {
+        auto devices = list_devices();
+        // ggml-cuda names no driver: NVIDIA's is NVML's (the GPUs in NVML's order, which is
+        // CUDA's unless CUDA_VISIBLE_DEVICES reorders them: the driver is the same for all).
+        bool cuda = false;
+        for (const auto& d : devices)
+            cuda |= d.name.rfind("CUDA", 0) == 0;
+        if (cuda) {
+            Discovery nvml;
+            discover_nvml(DiscoverOptions{}.nvml_library, nvml);
+            std::optional<std::string> driver;
+            for (const auto& src : nvml.sources)
+                if (auto p = src->properties(); p.count("driver"))
+                    driver = "NVIDIA " + p["driver"];
+            for (auto& d : devices)
+                if (d.name.rfind("CUDA", 0) == 0 && !d.driver)
+                    d.driver = driver;
+        }
+        ctx.out << "| device | type | backend | description | driver | memory free / total |\n"
+                << "| --- | --- | --- | --- | --- | ---: |\n";
+        bool any_details = false;
+        for (const auto& d : devices) {
             std::string mem = "-";
             if (d.memory_total_bytes)
-                mem = fmt::format("{:.0f} MiB", *d.memory_total_bytes / 1048576.0);
-            ctx.out << "| " << d.name << " | " << d.type << " | " << d.backend << " | "
-                    << d.description << " | " << mem << " |\n";
+                mem = mib(d.memory_free_bytes.value_or(0)) + " / " + mib(*d.memory_total_bytes);
+            ctx.out << "| " << d.name << " | " << d.type << " | " << cell(d.backend) << " | "
+                    << cell(d.description) << " | " << cell(d.driver.value_or("-")) << " | " << mem
+                    << " |\n";
+            any_details |= d.details || d.device_id;
+        }
+        // What a GPU backend said of its devices as it started (features, compute capability).
+        if (any_details) {
+            ctx.out << "\n";
+            for (const auto& d : devices) {
+                if (!d.details && !d.device_id)
+                    continue;
+                ctx.out << d.name << ":";
+                if (d.device_id)
+                    ctx.out << " PCI " << *d.device_id << (d.details ? ";" : "");
+                if (d.details)
+                    ctx.out << " " << *d.details;
+                ctx.out << "\n";
+            }
+        }
+        // The backend modules beside libllama.so, and why one shows no device.
+        const auto modules = list_modules();
+        if (!modules.empty()) {
+            ctx.out << "\nmodules in " << llama_library_dir() << ":";
+            for (const auto& m : modules)
+                ctx.out << " " << m.name;
+            ctx.out << "\n";
+            for (const auto& m : modules)
+                if (m.note)
+                    ctx.out << "  " << m.name << ": " << *m.note << "\n";
         }
         // Which kernels the CPU device runs: the variant ggml chose for the features it saw.
         BuildInfo b = build_info();

@@ -57,9 +57,15 @@ int run_demo(const DemoOptions& o, std::ostream& out, std::ostream& err) {
     ro.out_path = (fs::path(o.dir) / "result.json").string();
     ro.progress = o.progress;
     ro.matrix.devices = {"CPU"};
+    // Every backend of the machine: accelerators beside the CPU (BLAS) and GPUs (Vulkan0,
+    // CUDA0), the GPUs with every layer offloaded (the -ngl default).
     for (const auto& d : list_devices())
-        if (d.type == "accel")
+        if (d.type == "accel" || d.type == "gpu" || d.type == "igpu")
             ro.matrix.devices.push_back(DeviceSet(d.name));
+    // A GPU module that found no GPU says why (lavapipe hidden unless named), once.
+    for (const auto& m : list_modules())
+        if (m.devices.empty() && m.note && (m.name == "vulkan" || m.name == "cuda") && o.progress)
+            err << "stagebench: note: the " << m.name << " module: " << *m.note << "\n";
 
     ChildProcess rpc;
     std::string rpc_device;

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -64,10 +65,36 @@ void fatal_one_line(const char* message) {
     g_fatal_handler(line.c_str());
 }
 
+// Device name ("Vulkan0") -> what its backend said of it as it started (gpu_device_line).
+std::mutex g_gpu_lines_mu;
+std::map<std::string, GpuDeviceLine> g_gpu_lines;
+// Module name -> why it could not be loaded (the loader's error); the loader's last error.
+std::map<std::string, std::string> g_module_errors;
+std::string g_load_error;
+bool g_echo_log = false;  // STAGEBENCH_LLAMA_LOG=1: llama.cpp's log on stderr too
+
 void quiet_log(enum ggml_log_level level, const char* text, void*) {
     // llama.cpp logs to stderr by default; stagebench keeps stderr for its own progress, and
-    // keeps the first error, the reason behind a failed call, for the message it gives.
-    record_llama_log(level, text);
+    // keeps the first error, the reason behind a failed call, for the message it gives, and
+    // what GPU backends say of their devices as they start (the driver `devices` shows).
+    if (text && std::string_view(text).substr(0, 14) == "load_backend: ") {
+        // ggml's module loader: why a module could not be loaded is that module's note
+        // (list_modules), not the reason behind the next failed call.
+        if (level == GGML_LOG_LEVEL_ERROR ||
+            std::string_view(text).find("not supported") != std::string_view::npos) {
+            std::lock_guard<std::mutex> lock(g_gpu_lines_mu);
+            g_load_error = llama_reason(text);
+        }
+    } else {
+        record_llama_log(level, text);
+    }
+    if (text)
+        if (auto line = gpu_device_line(text)) {
+            std::lock_guard<std::mutex> lock(g_gpu_lines_mu);
+            g_gpu_lines[line->device] = std::move(*line);
+        }
+    if (g_echo_log && text)
+        std::fputs(text, stderr);
 }
 
 }  // namespace
@@ -119,6 +146,55 @@ std::string llama_reason(std::string e) {
         e.erase(0, colon + 2);
     }
     return valid_utf8(e);
+}
+
+std::optional<GpuDeviceLine> gpu_device_line(std::string_view t) {
+    auto trim = [](std::string_view v) {
+        while (!v.empty() && std::isspace(static_cast<unsigned char>(v.front())))
+            v.remove_prefix(1);
+        while (!v.empty() && std::isspace(static_cast<unsigned char>(v.back())))
+            v.remove_suffix(1);
+        return v;
+    };
+    // The digits at the front of v, taken off; nullopt when there are none.
+    auto index = [](std::string_view& v) -> std::optional<std::string> {
+        size_t n = 0;
+        while (n < v.size() && n < 4 && std::isdigit(static_cast<unsigned char>(v[n])))
+            ++n;
+        if (n == 0)
+            return std::nullopt;
+        std::string i(v.substr(0, n));
+        v.remove_prefix(n);
+        return i;
+    };
+    t = trim(t);
+    constexpr std::string_view vk = "ggml_vulkan: ", cuda = "Device ";
+    if (t.substr(0, vk.size()) == vk) {
+        // "<i> = <name> (<driver>) | uma: ..."; the name may hold parentheses of its own.
+        t.remove_prefix(vk.size());
+        auto i = index(t);
+        const size_t bar = t.find(" | ");
+        if (!i || t.substr(0, 3) != " = " || bar == std::string_view::npos)
+            return std::nullopt;
+        const std::string_view head = t.substr(3, bar - 3);
+        const size_t open = head.rfind(" (");
+        if (head.empty() || head.back() != ')' || open == std::string_view::npos)
+            return std::nullopt;
+        return GpuDeviceLine{"Vulkan" + *i,
+                             valid_utf8(std::string(head.substr(open + 2, head.size() - open - 3))),
+                             valid_utf8(std::string(trim(t.substr(bar + 3))))};
+    }
+    if (t.substr(0, cuda.size()) == cuda) {
+        // "<i>: <name>, <the rest>"
+        t.remove_prefix(cuda.size());
+        auto i = index(t);
+        const size_t comma = t.find(", ");
+        if (!i || t.substr(0, 2) != ": " || comma == std::string_view::npos)
+            return std::nullopt;
+        return GpuDeviceLine{"CUDA" + *i, std::nullopt,
+                             valid_utf8(std::string(trim(t.substr(comma + 2))))};
+    }
+    return std::nullopt;
 }
 
 std::string llama_library_dir() {
@@ -258,9 +334,17 @@ ggml_backend_reg_t load_module(const std::string& module) {
     auto it = files.find(module);
     if (it == files.end())
         return nullptr;
+    {
+        std::lock_guard<std::mutex> lock(g_gpu_lines_mu);
+        g_load_error.clear();
+    }
     ggml_backend_reg_t reg = ggml_backend_load(it->second.c_str());
-    if (!reg)
+    if (!reg) {
+        std::lock_guard<std::mutex> lock(g_gpu_lines_mu);
+        g_module_errors[module] = g_load_error.empty() ? "ggml could not load it" : g_load_error;
         return nullptr;
+    }
+    g_module_errors.erase(module);
     auto& names = g_module_device_names[module];
     names.clear();
     bool all_accel = ggml_backend_reg_dev_count(reg) > 0;
@@ -280,11 +364,18 @@ DeviceInfo describe(ggml_backend_dev_t dev) {
     d.description = ggml_backend_dev_description(dev);
     d.type = type_name(ggml_backend_dev_type(dev));
     d.backend = ggml_backend_reg_name(ggml_backend_dev_backend_reg(dev));
-    size_t free = 0, total = 0;
-    ggml_backend_dev_memory(dev, &free, &total);
-    if (total > 0) {
-        d.memory_total_bytes = total;
-        d.memory_free_bytes = free;
+    ggml_backend_dev_props props{};
+    ggml_backend_dev_get_props(dev, &props);
+    if (props.memory_total > 0) {
+        d.memory_total_bytes = props.memory_total;
+        d.memory_free_bytes = props.memory_free;
+    }
+    if (props.device_id && *props.device_id)
+        d.device_id = valid_utf8(props.device_id);
+    std::lock_guard<std::mutex> lock(g_gpu_lines_mu);
+    if (auto it = g_gpu_lines.find(d.name); it != g_gpu_lines.end()) {
+        d.driver = it->second.driver;
+        d.details = it->second.details;
     }
     return d;
 }
@@ -521,8 +612,8 @@ void init_backends() {
         return;
     g_initialised = true;
     const char* env = std::getenv("STAGEBENCH_LLAMA_LOG");
-    if (!(env && std::string(env) == "1"))
-        llama_log_set(quiet_log, nullptr);
+    g_echo_log = env && std::string(env) == "1";
+    llama_log_set(quiet_log, nullptr);
     llama_backend_init();
     g_dynamic = ggml_backend_reg_count() == 0 || !module_files().empty();
     if (g_dynamic && !find_reg("cpu")) {
@@ -561,6 +652,41 @@ std::vector<DeviceInfo> list_devices() {
     std::vector<DeviceInfo> out;
     for (size_t i = 0; i < ggml_backend_dev_count(); ++i)
         out.push_back(describe(ggml_backend_dev_get(i)));
+    return out;
+}
+
+std::vector<ModuleInfo> list_modules() {
+    init_backends();
+    std::vector<ModuleInfo> out;
+    if (!g_dynamic)
+        return out;
+    for (const auto& [name, path] : module_files()) {
+        ModuleInfo m;
+        m.name = name;
+        m.path = path.string();
+        m.loaded = load_module(name) != nullptr;
+        if (!m.loaded) {
+            m.note = g_module_errors.count(name) ? g_module_errors[name] : "not loaded";
+        } else {
+            m.devices = g_module_device_names[name];
+            if (m.devices.empty() && name == "vulkan")
+                m.note =
+                    "no Vulkan GPU found; ggml-vulkan leaves out devices of the CPU type "
+                    "(Mesa's lavapipe) unless GGML_VK_VISIBLE_DEVICES names them, e.g. "
+                    "GGML_VK_VISIBLE_DEVICES=0";
+            else if (m.devices.empty() && name == "cuda")
+                m.note = "no CUDA GPU found (is the NVIDIA driver loaded? nvidia-smi tells)";
+        }
+        out.push_back(std::move(m));
+    }
+    return out;
+}
+
+std::string modules_without_devices() {
+    std::string out;
+    for (const auto& m : list_modules())
+        if (m.devices.empty() && m.note && m.name != "cpu")
+            out += "; the " + m.name + " module: " + *m.note;
     return out;
 }
 
@@ -679,7 +805,8 @@ DeviceSelection select_devices(const std::vector<std::string>& devices) {
             std::string avail;
             for (const auto& info : list_devices())
                 avail += (avail.empty() ? "" : ", ") + info.name;
-            throw input_error("unknown device '" + d + "' (available: " + avail + ")");
+            throw input_error("unknown device '" + d + "' (available: " + avail +
+                              modules_without_devices() + ")");
         }
     }
     if (g_dynamic) {
@@ -769,7 +896,8 @@ void check_device_names(const std::vector<std::string>& names) {
                                          ? "; this command takes one device set: join its "
                                            "devices with +"
                                          : "";
-            throw input_error("unknown device '" + n + "' (available: " + avail + hint + ")");
+            throw input_error("unknown device '" + n + "' (available: " + avail + hint +
+                              modules_without_devices() + ")");
         }
     }
 }

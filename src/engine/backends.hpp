@@ -20,7 +20,38 @@ struct DeviceInfo {
     std::string type;         // cpu | gpu | igpu | accel | meta
     std::string backend;      // registry name: "CPU", "BLAS", "RPC[127.0.0.1:50052]"
     std::optional<uint64_t> memory_total_bytes, memory_free_bytes;
+    std::optional<std::string> device_id;  // PCI bus id ("0000:c1:00.0") where ggml knows it
+    // What the backend said of the device when it started (gpu_device_line): the Vulkan
+    // driver's name ("llvmpipe", "NVIDIA", "radv"); the rest of its line as details ("uma: 1 |
+    // fp16: 1 | ..." for Vulkan, "compute capability 9.0, VMM: yes" for CUDA).
+    std::optional<std::string> driver, details;
 };
+
+// A line a GPU backend logs of each device as it starts, read: ggml-vulkan's "ggml_vulkan: 0 =
+// llvmpipe (LLVM 15.0.6, 256 bits) (llvmpipe) | uma: 1 | fp16: 1 | ..." (device index, driver
+// name, the rest) and ggml-cuda's "  Device 0: NVIDIA H100 80GB HBM3, compute capability 9.0,
+// VMM: yes, VRAM: 81079 MiB" (no driver; the rest after the name). nullopt for any other line.
+struct GpuDeviceLine {
+    std::string device;  // the ggml device name it describes: "Vulkan0", "CUDA0"
+    std::optional<std::string> driver;
+    std::string details;
+};
+std::optional<GpuDeviceLine> gpu_device_line(std::string_view text);
+
+// A backend module file found beside libllama.so ("vulkan" -> libggml-vulkan.so) and what
+// loading it gave: its devices, or why it could not be loaded or shows none.
+struct ModuleInfo {
+    std::string name, path;
+    bool loaded = false;
+    std::vector<std::string> devices;
+    std::optional<std::string> note;  // e.g. the loader's error, or why a GPU module has none
+};
+// Loads every module (as list_devices does) and describes each; empty for a llama.cpp build
+// with statically linked backends.
+std::vector<ModuleInfo> list_modules();
+// "; the vulkan module: no Vulkan GPU found; ..." for each module that offers no device, what
+// an "unknown device" error adds (empty when every module offers some).
+std::string modules_without_devices();
 
 struct BuildInfo {
     std::string llama_tag, llama_commit, llama_lib_dir;

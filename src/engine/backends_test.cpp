@@ -2,6 +2,8 @@
 
 #include "core/error.hpp"
 
+#include <cstdio>
+
 #include <gtest/gtest.h>
 
 namespace sb {
@@ -66,6 +68,46 @@ TEST(LlamaText, TheLogRecordIsOneLine) {
     record_llama_log(4, "first line\nsecond line\n\n");
     EXPECT_EQ(take_llama_error(), "first line second line");
     EXPECT_EQ(take_llama_error(), "");
+}
+
+}  // namespace
+}  // namespace sb
+
+namespace sb {
+namespace {
+
+// The lines GPU backends log of their devices as they start, printed through the pinned
+// ggml-vulkan's and ggml-cuda's own format strings (ggml_vk_print_gpu_info, ggml_cuda_init).
+TEST(GpuDeviceLine, VulkanAndCudaLinesAreRead) {
+    char vk[512];
+    std::snprintf(vk, sizeof vk,
+                  "ggml_vulkan: %zu = %s (%s) | uma: %d | fp16: %s | bf16: %d | fp4: %d | warp "
+                  "size: %zu | shared memory: %d | int dot: %d | matrix cores: %s\n",
+                  size_t{1}, "llvmpipe (LLVM 15.0.6, 256 bits)", "llvmpipe", 1, "1", 0, 0,
+                  size_t{8}, 32768, 0, "none");
+    auto v = gpu_device_line(vk);
+    ASSERT_TRUE(v);
+    EXPECT_EQ(v->device, "Vulkan1");
+    EXPECT_EQ(v->driver, "llvmpipe");
+    EXPECT_EQ(v->details,
+              "uma: 1 | fp16: 1 | bf16: 0 | fp4: 0 | warp size: 8 | shared memory: "
+              "32768 | int dot: 0 | matrix cores: none");
+
+    char cuda[512];
+    std::snprintf(cuda, sizeof cuda,
+                  "  Device %d: %s, compute capability %d.%d, VMM: %s, VRAM: %zu MiB\n", 0,
+                  "NVIDIA H100 80GB HBM3", 9, 0, "yes", size_t{81079});
+    auto c = gpu_device_line(cuda);
+    ASSERT_TRUE(c);
+    EXPECT_EQ(c->device, "CUDA0");
+    EXPECT_FALSE(c->driver);
+    EXPECT_EQ(c->details, "compute capability 9.0, VMM: yes, VRAM: 81079 MiB");
+
+    for (const char* other :
+         {"ggml_vulkan: Found 1 Vulkan devices:", "ggml_vulkan: 0 = no driver | uma: 1",
+          "ggml_vulkan: x = llvmpipe (llvmpipe) | uma: 1", "Device: CPU", "Device 0 NVIDIA",
+          "ggml_cuda_init: found 1 CUDA devices (Total VRAM: 81079 MiB):", ""})
+        EXPECT_FALSE(gpu_device_line(other)) << other;
 }
 
 }  // namespace
