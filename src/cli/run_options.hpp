@@ -46,6 +46,7 @@ void finish_run_args(RunArgs& a);
 class ReporterListener : public RunListener {
   public:
     ReporterListener(OutputFormat format, std::ostream& out);
+    void plan(const std::vector<TestConfig>& tests) override { reporter_->plan(tests); }
     void begin(const ResultDocument& doc) override { reporter_->begin(doc); }
     void test_done(const ResultDocument& doc, const TestResult& t) override {
         reporter_->test_done(doc, t);

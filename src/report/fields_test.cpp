@@ -133,16 +133,17 @@ TEST(StageFields, ATestsStagesInEveryFormat) {
     ASSERT_EQ(rows.size(), 1u);
     std::ostringstream csv;
     write_csv_row(csv, stage_fields(), rows[0]);
-    EXPECT_EQ(csv.str(),
-              "\"/m/tiny.gguf\",\"CPU\",2,2048,512,0,auto,f16,f16,\"pp8+tg4\",prefill,8,2,ok,200,"
-              "141.4213562373095,0.7071067811865476,100,300,"
-              "53333333.5,,,,,,,0,0,,,\"\",0.5,0.75,1,1,1,0.25\n");
+    EXPECT_EQ(
+        csv.str(),
+        "\"/m/tiny.gguf\",\"CPU\",2,99,2048,512,0,auto,f16,f16,\"pp8+tg4\",prefill,8,2,ok,200,"
+        "141.4213562373095,0.7071067811865476,100,300,"
+        "53333333.5,,,,,,,0,0,,,\"\",0.5,0.75,1,1,1,0.25\n");
     std::ostringstream md;
     write_markdown_row(md, stage_fields(), rows[0]);
-    EXPECT_EQ(
-        md.str(),
-        "| tiny | 3.00 MiB | 1.50 M | CPU | 2 | pp8 | 200.00 | 141.42 | 70.71 | - | 0/2 reps | "
-        "53.33 | - | - |\n");
+    EXPECT_EQ(md.str(),
+              "| tiny | 3.00 MiB | 1.50 M | CPU | 2 | 99 | pp8 | 200.00 | 141.42 | 70.71 | - | 0/2 "
+              "reps | "
+              "53.33 | - | - |\n");
     const json j = stage_fields_json(doc);
     ASSERT_EQ(j["rows"].size(), 1u);
     const auto& columns = j["columns"];
@@ -179,9 +180,10 @@ TEST(StageFields, ATestWithoutStagesIsOneRow) {
     EXPECT_STREQ(rows[0].stage, "none");
     std::ostringstream csv;
     write_csv_row(csv, stage_fields(), rows[0]);
-    EXPECT_EQ(csv.str(),
-              "\"\",\"CPU\",0,2048,512,0,auto,f16,f16,\"pp512+tg128\",none,0,0,failed,,,,,,,,,,,,"
-              ",,,,,\"model, \"\"x\"\"\",,,,,,\n");
+    EXPECT_EQ(
+        csv.str(),
+        "\"\",\"CPU\",0,99,2048,512,0,auto,f16,f16,\"pp512+tg128\",none,0,0,failed,,,,,,,,,,,,"
+        ",,,,,\"model, \"\"x\"\"\",,,,,,\n");
 }
 
 }  // namespace

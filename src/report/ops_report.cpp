@@ -6,6 +6,7 @@
 
 #include "core/error.hpp"
 #include "core/json_util.hpp"
+#include "core/strings.hpp"
 #include "profile/op_record.hpp"
 #include "report/fields.hpp"
 
@@ -141,7 +142,7 @@ void stage_section(const OpsProfile& p, const StageProfile& s, std::ostream& out
             << ms(r.plain_median_ns) << " | 100 % |\n";
         const bool strided = s.isolation_stride && *s.isolation_stride > 1;
         out << "| traced stage, "
-            << (strided ? fmt::format("every {}th node alone in turn", *s.isolation_stride)
+            << (strided ? "every " + ordinal(*s.isolation_stride) + " node alone in turn"
                         : std::string("node by node"))
             << (r.tracer_ns.empty() ? "" : ", less the tracer's own work") << " (median of "
             << r.traced_ns.size() << ") | " << ms(r.traced_median_ns) << " | "
@@ -169,10 +170,16 @@ void stage_section(const OpsProfile& p, const StageProfile& s, std::ostream& out
             << " tensors, " << bytes(s.copy_bytes) << ") | " << ms(r.sum_copy_ns) << " | - |\n";
         out << "| scheduler between " << (strided ? "calls" : "nodes") << " | "
             << ms(r.sched_gap_ns) << " | - |\n";
-        out << "| host: graph build, inputs, outputs | " << ms(r.host_ns) << " | - |\n";
+        // The host's part is what is left of the traced stage after its calls, copies and gaps:
+        // below zero it is lost in the calls' noise, not a negative time.
+        if (r.host_ns && *r.host_ns < 0)
+            out << "| host: graph build, inputs, outputs | ≈ 0 (the rest of the traced stage is "
+                << ms(r.host_ns) << ": within the calls' noise) | - |\n";
+        else
+            out << "| host: graph build, inputs, outputs | " << ms(r.host_ns) << " | - |\n";
         if (strided)
-            out << "\nEach traced step dispatched every " << *s.isolation_stride
-                << "th node alone, in turn, and computed the others together between them: a "
+            out << "\nEach traced step dispatched every " << ordinal(*s.isolation_stride)
+                << " node alone, in turn, and computed the others together between them: a "
                    "node's call time is the median of the steps that dispatched it alone, so Σ "
                    "call time is that of no one step.\n";
         if (!r.fit_cause.empty())

@@ -23,8 +23,16 @@ std::string num(const std::optional<double>& v, const char* f = "{:.2f}") {
 class MarkdownReporter : public Reporter {
   public:
     explicit MarkdownReporter(std::ostream& out) : out_(out) {}
-    void begin(const ResultDocument&) override {
-        write_markdown_header(out_, stage_fields());
+    void plan(const std::vector<TestConfig>& tests) override { planned_ = tests; }
+    void begin(const ResultDocument& doc) override {
+        std::vector<TestConfig> tests = planned_;
+        for (const auto& t : doc.tests)
+            tests.push_back(t.config);
+        fields_ = markdown_stage_fields(tests);
+        ngl_varies_ = false;
+        for (const auto& f : fields_)
+            ngl_varies_ |= f.name == "n_gpu_layers" && f.markdown.has_value();
+        write_markdown_header(out_, fields_);
         out_.flush();
     }
     void test_done(const ResultDocument& doc, const TestResult& t) override {
@@ -35,7 +43,7 @@ class MarkdownReporter : public Reporter {
         }
         for (const auto& row : stage_rows(doc, t))
             if (row.result)
-                write_markdown_row(out_, stage_fields(), row);
+                write_markdown_row(out_, fields_, row);
         if (t.status != Status::ok)
             message_row(doc, t, to_string(t.status) + ": " + t.error.value_or(""));
         out_.flush();
@@ -49,7 +57,7 @@ class MarkdownReporter : public Reporter {
                     "GFLOP/s |\n"
                  << "| --- | --- | ---: | ---: | ---: | ---: |\n";
             for (const auto& t : doc.tests) {
-                out_ << "| " << t.config.test_name() << " | " << t.config.devices.str() << " | "
+                out_ << "| " << t.config.test_name() << " | " << devices(t) << " | "
                      << (t.ttft.median ? fmt::format("{:.2f}", *t.ttft.median * 1e-6) : "-")
                      << " | " << num(t.roofline.decode_bandwidth_gbps) << " | "
                      << (t.roofline.decode_bandwidth_fraction
@@ -73,8 +81,8 @@ class MarkdownReporter : public Reporter {
                 if (!t.telemetry)
                     continue;
                 for (const auto& [stage, s] : t.telemetry->summary) {
-                    out_ << "| " << t.config.test_name() << " | " << t.config.devices.str() << " | "
-                         << stage << " | " << med(s.j_per_token, 1, "{:.4f}") << " | "
+                    out_ << "| " << t.config.test_name() << " | " << devices(t) << " | " << stage
+                         << " | " << med(s.j_per_token, 1, "{:.4f}") << " | "
                          << med(s.net_j_per_token, 1, "{:.4f}") << " | "
                          << med(s.mean_power_mw, 1e-3, "{:.2f}") << " | "
                          << s.total_metric.value_or("-") << " |\n";
@@ -94,7 +102,7 @@ class MarkdownReporter : public Reporter {
                     continue;
                 const TestFidelity& f = *t.fidelity;
                 const std::string lead = fmt::format(
-                    "| {} | {} | {}/{} | {} ", t.config.test_name(), t.config.devices.str(),
+                    "| {} | {} | {}/{} | {} ", t.config.test_name(), devices(t),
                     to_string(t.config.type_k), to_string(t.config.type_v), f.reference);
                 if (f.error) {
                     out_ << lead << "| FAILED: " << *f.error << " | | | | | | |\n";
@@ -132,6 +140,13 @@ class MarkdownReporter : public Reporter {
     }
 
   private:
+    // A test's devices in the tables after the run table, with the layers offloaded where the
+    // run's tests differ in them ("Vulkan0 (ngl 99)").
+    std::string devices(const TestResult& t) const {
+        return t.config.devices.str() +
+               (ngl_varies_ ? " (ngl " + std::to_string(t.config.n_gpu_layers) + ")" : "");
+    }
+
     // The test's leading columns (model to test name), the message, and empty cells for the
     // rest of the stage columns.
     void message_row(const ResultDocument& doc, const TestResult& t, const std::string& message) {
@@ -139,7 +154,7 @@ class MarkdownReporter : public Reporter {
         std::vector<std::string> cells;
         std::size_t after = 0;
         bool past = false;
-        for (const auto& f : stage_fields()) {
+        for (const auto& f : fields_) {
             if (!f.markdown)
                 continue;
             if (past) {
@@ -159,6 +174,9 @@ class MarkdownReporter : public Reporter {
     }
 
     std::ostream& out_;
+    std::vector<TestConfig> planned_;
+    FieldTable<StageRow> fields_ = stage_fields();
+    bool ngl_varies_ = false;
 };
 
 // One row per measured stage (report/test_fields.hpp); numbers unformatted (full precision, '.'

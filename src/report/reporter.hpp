@@ -9,6 +9,7 @@
 #include <memory>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "core/enums.hpp"
 #include "core/result.hpp"
@@ -18,6 +19,9 @@ namespace sb {
 class Reporter {
   public:
     virtual ~Reporter() = default;
+    // The tests the run will measure, before begin (optional): columns shown only where tests
+    // differ (ngl) are decided from them and the document's tests.
+    virtual void plan(const std::vector<TestConfig>& tests) {}
     virtual void begin(const ResultDocument& doc) {}
     virtual void test_done(const ResultDocument& doc, const TestResult& test) {}
     virtual void end(const ResultDocument& doc) {}

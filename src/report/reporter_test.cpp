@@ -55,6 +55,39 @@ TEST(Reporter, EachFormatHasItsReporter) {
     EXPECT_NE(md.find("| pp32 |"), std::string::npos) << md;
 }
 
+// -ngl shows in the run table and the tables after it only where the tests differ in it: an
+// offload sweep's rows are told apart, a run of one -ngl keeps the table as it was. The CSV
+// always has it.
+TEST(Reporter, TheNglColumnShowsWhereTheTestsDifferInIt) {
+    ResultDocument d = two_tests();
+    for (auto& t : d.tests)
+        t.ttft.median = 1e6;  // the TTFT table after the run table
+    std::string md = printed(OutputFormat::md, d);
+    EXPECT_EQ(md.find("ngl"), std::string::npos) << md;
+    EXPECT_NE(printed(OutputFormat::csv, d).find(",n_threads,n_gpu_layers,n_batch,"),
+              std::string::npos);
+
+    for (auto& t : d.tests)
+        t.config.n_threads = 2;
+    d.tests[0].config.n_gpu_layers = 0;
+    d.tests[0].config.devices = DeviceSet("CPU");
+    d.tests[1].config.devices = DeviceSet("Vulkan0");
+    md = printed(OutputFormat::md, d);
+    EXPECT_NE(md.find("| threads | ngl | test |"), std::string::npos) << md;
+    EXPECT_NE(md.find("| CPU | 2 | 0 | pp16 |"), std::string::npos) << md;
+    EXPECT_NE(md.find("| Vulkan0 | 2 | 99 | pp32 |"), std::string::npos) << md;
+    EXPECT_NE(md.find("| pp32+tg4 | Vulkan0 (ngl 99) |"), std::string::npos) << md;
+
+    // Streamed: the planned tests decide the header before any test is done.
+    std::ostringstream out;
+    auto r = make_reporter(OutputFormat::md, out);
+    std::vector<TestConfig> plan{d.tests[0].config, d.tests[1].config};
+    r->plan(plan);
+    ResultDocument empty;
+    r->begin(empty);
+    EXPECT_NE(out.str().find("| ngl |"), std::string::npos) << out.str();
+}
+
 TEST(Reporter, MarkdownOfAHybridOrSustainedDocumentIsItsSection) {
     ResultDocument h = two_tests();
     h.hybrid.emplace().prefill_device = "CPU";

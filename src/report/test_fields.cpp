@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <set>
 
 namespace sb {
 namespace {
@@ -127,6 +128,11 @@ FieldTable<Row> make_table() {
              return cfg(r).n_threads > 0 ? std::to_string(cfg(r).n_threads)
                                          : std::string("server's");
          })});
+    // A Markdown column only where the run's tests differ in it (markdown_stage_fields). As
+    // asked: llama.cpp offloads no layer to a device set without a GPU-like device.
+    add({"n_gpu_layers", [](const Row& r) { return integer(cfg(r).n_gpu_layers); }, "{}",
+         CsvQuote::as_needed, true,
+         md("ngl", true, [](const Row& r) { return std::to_string(cfg(r).n_gpu_layers); })});
     add({"n_batch", [](const Row& r) { return integer(cfg(r).n_batch); }});
     add({"n_ubatch", [](const Row& r) { return integer(cfg(r).n_ubatch); }});
     add({"n_depth", [](const Row& r) { return integer(cfg(r).n_depth); }});
@@ -237,6 +243,18 @@ std::vector<StageRow> stage_rows(const ResultDocument& doc, const TestResult& t)
 const FieldTable<StageRow>& stage_fields() {
     static const FieldTable<StageRow> table = make_table();
     return table;
+}
+
+FieldTable<StageRow> markdown_stage_fields(const std::vector<TestConfig>& tests) {
+    FieldTable<StageRow> t = stage_fields();
+    std::set<int> ngl;
+    for (const auto& c : tests)
+        ngl.insert(c.n_gpu_layers);
+    if (ngl.size() < 2)
+        for (auto& f : t)
+            if (f.name == "n_gpu_layers")
+                f.markdown.reset();
+    return t;
 }
 
 nlohmann::json stage_fields_json(const ResultDocument& doc) {

@@ -112,6 +112,8 @@ RunResult run_benchmark(const RunOptions& opts, RunEnv env) {
     setup.out_path = opts.out_path;
     setup.progress = opts.progress;
     setup.terminal = opts.progress && Progress::stderr_is_terminal();
+    if (env.listener)
+        env.listener->plan(tests);
     RunContext run(env.doc, setup, env.err, env.listener);
     // The fidelity references before any test (of the models that can be used): one that
     // cannot run is bad input, found before a measurement.

@@ -44,6 +44,8 @@ namespace sb {
 class RunListener {
   public:
     virtual ~RunListener() = default;
+    // The tests a sweep will measure, before begin (a runner that knows them says so).
+    virtual void plan(const std::vector<TestConfig>& tests) {}
     virtual void begin(const ResultDocument& doc) {}
     virtual void test_done(const ResultDocument& doc, const TestResult& test) {}
     virtual void end(const ResultDocument& doc) {}
