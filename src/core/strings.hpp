@@ -23,4 +23,15 @@ inline std::string trimmed(std::string_view s) {
     return std::string(trim(s));
 }
 
+// n as an English ordinal: "1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st".
+inline std::string ordinal(long long n) {
+    const long long t = (n < 0 ? -n : n) % 100, u = t % 10;
+    const char* s = t >= 11 && t <= 13 ? "th"
+                    : u == 1           ? "st"
+                    : u == 2           ? "nd"
+                    : u == 3           ? "rd"
+                                       : "th";
+    return std::to_string(n) + s;
+}
+
 }  // namespace sb

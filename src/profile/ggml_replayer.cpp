@@ -1,6 +1,7 @@
 #include "profile/ggml_replayer.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <memory>
 
@@ -39,7 +40,10 @@ std::optional<double> measure_dispatch(ggml_backend_t be, ReplayConfig cfg, Repl
     cfg.dispatch_ns.reset();  // what is being measured
     for (const NodeDesc* nd : {&add, &mm}) {
         ReplayResult r = replay_op(*nd, be, false, cfg, pool);
-        if (r.isolated_min_ns && r.op_ns)
+        // Alone only (a GPU): the no-work op's whole round trip is the dispatch.
+        if (cfg.alone_only && nd == &add && r.isolated_min_ns)
+            return *r.isolated_min_ns;
+        if (!cfg.alone_only && r.isolated_min_ns && r.op_ns)
             return std::max(0.0, *r.isolated_min_ns - *r.op_ns);
     }
     return std::nullopt;
@@ -114,6 +118,24 @@ class GgmlOpReplayer final : public OpReplayer {
     std::map<std::string, ggml_backend_t> backends_;  // device name -> backend
     std::map<std::string, OpTime> cache_;             // device|keep|signature -> time
     std::map<std::string, std::optional<double>> dispatch_, conversion_;
+
+    // A GPU of this machine (Vulkan0, CUDA0): GPU-like, and not a server behind ggml-rpc
+    // (whose devices say GPU too).
+    static bool local_gpu(const std::string& device) {
+        ggml_backend_dev_t dev = ggml_backend_dev_by_name(device.c_str());
+        if (!dev)
+            return false;
+        const auto type = ggml_backend_dev_type(dev);
+        ggml_backend_reg_t reg = ggml_backend_dev_backend_reg(dev);
+        return (type == GGML_BACKEND_DEVICE_TYPE_GPU || type == GGML_BACKEND_DEVICE_TYPE_IGPU) &&
+               !(reg && std::strncmp(ggml_backend_reg_name(reg), "RPC", 3) == 0);
+    }
+    // The replay settings for device: a GPU's ops are timed alone (ReplayConfig::alone_only).
+    ReplayConfig cfg_for(const std::string& device) const {
+        ReplayConfig cfg = cfg_;
+        cfg.alone_only = local_gpu(device);
+        return cfg;
+    }
 };
 
 void GgmlOpReplayer::open(const ReplaySetup& setup) {
@@ -165,7 +187,7 @@ OpTime GgmlOpReplayer::replay(const CapturedNode& n, const std::string& device, 
     const std::string key = device + (keep_buffers ? "|own|" : "|fresh|") + n.signature;
     if (auto it = cache_.find(key); it != cache_.end())
         return it->second;
-    ReplayConfig cfg = cfg_;
+    ReplayConfig cfg = cfg_for(device);
     cfg.dispatch_ns = dispatch_ns(device);
     const ReplayResult r = replay_op(*nd, be->second, keep_buffers, cfg, pool_.get());
     return cache_.emplace(key, OpTime{r.op_ns, r.isolated_ns, r.method}).first->second;
@@ -197,7 +219,7 @@ std::optional<double> GgmlOpReplayer::dispatch_ns(const std::string& device) {
     auto be = backends_.find(device);
     if (be == backends_.end())
         return std::nullopt;
-    return dispatch_[device] = measure_dispatch(be->second, cfg_, pool_.get());
+    return dispatch_[device] = measure_dispatch(be->second, cfg_for(device), pool_.get());
 }
 
 std::optional<double> GgmlOpReplayer::conversion_ns(const CapturedNode& n,
@@ -210,10 +232,17 @@ std::optional<double> GgmlOpReplayer::conversion_ns(const CapturedNode& n,
     if (plain_buffers)
         *plain_buffers = !nd->srcs.empty() && nd->srcs[0] && nd->srcs[0]->buft &&
                          nd->srcs[0]->buft != ggml_backend_get_default_buffer_type(be->second);
+    // The conversion timed here is the CPU's (activations to its vec_dot type,
+    // activation_type_for); a GPU's kernels convert in their own ways and may refuse such inputs
+    // (ggml-vulkan asserts).
+    if (local_gpu(device))
+        return std::nullopt;
     const std::string key = device + "|" + n.signature;
     if (auto it = conversion_.find(key); it != conversion_.end())
         return it->second;
-    return conversion_[key] = measure_conversion(*nd, be->second, cfg_, pool_.get());
+    ReplayConfig cfg = cfg_for(device);
+    cfg.dispatch_ns = dispatch_ns(device);
+    return conversion_[key] = measure_conversion(*nd, be->second, cfg, pool_.get());
 }
 
 }  // namespace

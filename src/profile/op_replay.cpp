@@ -645,6 +645,17 @@ ReplayResult replay_op(const NodeDesc& n, ggml_backend_t backend, bool keep_buft
     }
     res.isolated_ns = t1_median;
     res.isolated_min_ns = t1;
+    if (cfg.alone_only) {
+        res.copies = 1;
+        res.op_ns = std::max(0.0, t1 - cfg.dispatch_ns.value_or(0.0));
+        res.method = cfg.dispatch_ns
+                         ? fmt::format(
+                               "replayed alone on {}, less its {:.1f} µs "
+                               "round trip (a no-work op's)",
+                               where, *cfg.dispatch_ns / 1e3)
+                         : fmt::format("replayed alone on {} (round trip included)", where);
+        return res;
+    }
     if (cfg.dispatch_ns && *cfg.dispatch_ns > 0 && t1 >= cfg.alone_factor * *cfg.dispatch_ns) {
         // The one dispatch is a small fraction of the op: copies would add time, not accuracy.
         res.copies = 1;

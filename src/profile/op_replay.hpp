@@ -105,6 +105,12 @@ struct ReplayConfig {
     int max_reps = 50;
     std::optional<double> dispatch_ns;  // the backend's no-work dispatch, when known
     double alone_factor = 50;
+    // Every op timed alone (T(1) less dispatch_ns, or T(1) itself while the dispatch is being
+    // measured), never in copies: a GPU's replays (GgmlOpReplayer), where one op is one
+    // submission and its wait. Graphs of copies crashed Mesa's lavapipe through ggml-vulkan
+    // (heap corruption in the driver's threads), and a GPU's dispatch is the round trip that
+    // T(1) less the no-work op's removes.
+    bool alone_only = false;
 };
 
 // Memory one replay leaves to the next: a backend buffer per buffer type and slot (the replay

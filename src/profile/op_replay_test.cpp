@@ -113,6 +113,30 @@ TEST(ReplayOp, RunsFromAPoolAcrossReplaysOfDifferentSizes) {
     }
 }
 
+// A GPU's replay (ReplayConfig::alone_only): one node per graph, never copies; the op time is
+// the graph's round trip less the device's no-work one, or the whole round trip while that
+// is being measured. Run here on the CPU backend, where the arithmetic is the same.
+TEST(ReplayOp, AloneOnlyTimesOneNodeLessTheRoundTrip) {
+    CpuBackend cpu;
+    ASSERT_NE(cpu.be, nullptr);
+    ReplayConfig cfg;
+    cfg.copies = 16;
+    cfg.alone_only = true;
+    const ReplayResult probe = replay_op(mat_mul(256, 256), cpu.be, false, cfg);
+    ASSERT_TRUE(probe.op_ns && probe.isolated_min_ns) << probe.method;
+    EXPECT_EQ(probe.copies, 1);
+    EXPECT_EQ(*probe.op_ns, *probe.isolated_min_ns);
+    EXPECT_NE(probe.method.find("replayed alone on CPU (round trip included)"), std::string::npos)
+        << probe.method;
+    cfg.dispatch_ns = 1000.0;
+    const ReplayResult r = replay_op(mat_mul(256, 256), cpu.be, false, cfg);
+    ASSERT_TRUE(r.op_ns && r.isolated_min_ns) << r.method;
+    EXPECT_EQ(r.copies, 1);
+    EXPECT_DOUBLE_EQ(*r.op_ns, std::max(0.0, *r.isolated_min_ns - 1000.0));
+    EXPECT_NE(r.method.find("replayed alone on CPU, less its 1.0 µs round trip"), std::string::npos)
+        << r.method;
+}
+
 // A token-embedding lookup: rows `ids` of an n_rows x 2048 F32 table.
 NodeDesc get_rows(int64_t n_rows, const std::vector<int32_t>& ids) {
     NodeDesc nd;

@@ -119,7 +119,7 @@ void finalize_stage(StageProfile& s, size_t top_n) {
             r.fit_cause = fit_cause_of(r);
         if (!r.op_within_stage)
             s.notes.push_back("summed op time is " + pct(*r.op_fraction) +
-                              " of the uninstrumented stage time: " + r.fit_cause +
+                              " of the uninstrumented stage time: " + fit_cause_of(r) +
                               "; treat op times of this stage as upper bounds");
     }
     const std::optional<double> denom = r.plain_median_ns ? r.plain_median_ns : r.sum_op_ns;

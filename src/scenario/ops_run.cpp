@@ -10,6 +10,7 @@
 #include "core/interrupt.hpp"
 #include "core/last_word.hpp"
 #include "core/membw.hpp"
+#include "core/strings.hpp"
 #include "core/sysinfo.hpp"
 #include "engine/backends.hpp"
 #include "engine/workload.hpp"
@@ -350,9 +351,8 @@ std::string method_of(const OpsOptions& o, int traced_reps, int plain_reps) {
                        "with the traced ones"
                      : std::string()) +
            (decode_isolation_stride(o) > 1 && o.decode
-                ? "; a traced decode step dispatches every " +
-                      std::to_string(decode_isolation_stride(o)) +
-                      "th node alone, in turn, the others together between them (--isolate-every)"
+                ? "; a traced decode step dispatches every " + ordinal(decode_isolation_stride(o)) +
+                      " node alone, in turn, the others together between them (--isolate-every)"
                 : std::string()) +
            ". " +
            (o.replay_copies > 0
@@ -362,7 +362,8 @@ std::string method_of(const OpsOptions& o, int traced_reps, int plain_reps) {
                   "to " +
                       std::to_string(o.replay_copies) +
                       "+ times back to back in one graph, the slope between the two removing the "
-                      "dispatch. "
+                      "dispatch; on a GPU alone, its one graph's round trip less a no-work op's "
+                      "(each op's method is in the document's op_method). "
                 : std::string("Op time: not measured (--replay 0). ")) +
            "Backend per node: the scheduler's assignment (GGML_SCHED_DEBUG dump). "
            "Views/reshapes/permutes do not compute: op time 0.";
