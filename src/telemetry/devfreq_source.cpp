@@ -3,6 +3,11 @@
 // /sys/class/misc/mali0/device/devfreq/*/cur_freq (Hz); generic devfreq:
 // /sys/class/devfreq/*/{cur_freq,min_freq,max_freq} (Hz). Devices already covered by kgsl or
 // Mali are not listed twice.
+// Desktop and laptop GPUs through their DRM driver (discover_gpu_drm), per card
+// /sys/class/drm/cardN: amdgpu's device/gpu_busy_percent and mem_busy_percent (%); i915's
+// gt_act_freq_mhz (the hardware's), gt_cur_freq_mhz (requested), gt_min/max_freq_mhz (MHz);
+// xe's device/tile0/gt0/freq0/{act,cur,min,max}_freq (MHz). Power, energy and temperature of
+// these cards come through hwmon (amdgpu's power1_average, i915's energy1_input), by name.
 #include "telemetry/discover.hpp"
 #include "telemetry/sysfs_util.hpp"
 
@@ -18,10 +23,10 @@ struct Item {
 
 class FileSource : public Source {
   public:
-    FileSource(std::string name, std::vector<Item> items)
-        : name_(std::move(name)), items_(std::move(items)) {}
+    FileSource(std::string name, std::vector<Item> items, std::string cls = "gpu_devfreq")
+        : name_(std::move(name)), items_(std::move(items)), class_(std::move(cls)) {}
     std::string name() const override { return name_; }
-    std::string source_class() const override { return "gpu_devfreq"; }
+    std::string source_class() const override { return class_; }
     std::vector<Metric> describe() const override {
         std::vector<Metric> out;
         for (const auto& it : items_)
@@ -53,6 +58,7 @@ class FileSource : public Source {
   private:
     std::string name_;
     std::vector<Item> items_;
+    std::string class_;
 };
 
 constexpr double kMaxKhz = 1e8;
@@ -134,6 +140,40 @@ void discover_gpu_devfreq(const std::string& root, Discovery& d) {
     }
     if (st.found == 0)
         st.note = "no kgsl-3d0, mali0 or " + g + "/*";
+    d.classes.push_back(st);
+}
+
+void discover_gpu_drm(const std::string& root, Discovery& d) {
+    SourceClassStatus st{"gpu_drm", 0, ""};
+    const std::string drm = root + "/class/drm";
+    for (const auto& card : sysfs::list_dir(drm)) {
+        // cardN only: "card0-DP-1" and the like are its connectors, "renderD128" its render node.
+        if (card.rfind("card", 0) != 0 || card.size() == 4 ||
+            card.find_first_not_of("0123456789", 4) != std::string::npos)
+            continue;
+        const std::string c = drm + "/" + card, s = "gpu.drm-" + card;
+        std::vector<Item> items;
+        add(items, c + "/device/gpu_busy_percent", s, "busy_pct", Quantity::percent, 1, 0, 100);
+        add(items, c + "/device/mem_busy_percent", s, "mem_busy_pct", Quantity::percent, 1, 0, 100);
+        // i915 (the hardware's frequency first: the requested one may differ under a limit)
+        add(items, c + "/gt_act_freq_mhz", s, "cur_freq_khz", Quantity::frequency, 1e3, 0, kMaxKhz);
+        if (!sysfs::exists(c + "/gt_act_freq_mhz"))
+            add(items, c + "/gt_cur_freq_mhz", s, "cur_freq_khz", Quantity::frequency, 1e3, 0,
+                kMaxKhz);
+        add(items, c + "/gt_min_freq_mhz", s, "min_freq_khz", Quantity::frequency, 1e3, 0, kMaxKhz);
+        add(items, c + "/gt_max_freq_mhz", s, "max_freq_khz", Quantity::frequency, 1e3, 0, kMaxKhz);
+        // xe
+        const std::string xe = c + "/device/tile0/gt0/freq0";
+        add(items, xe + "/act_freq", s, "cur_freq_khz", Quantity::frequency, 1e3, 0, kMaxKhz);
+        add(items, xe + "/min_freq", s, "min_freq_khz", Quantity::frequency, 1e3, 0, kMaxKhz);
+        add(items, xe + "/max_freq", s, "max_freq_khz", Quantity::frequency, 1e3, 0, kMaxKhz);
+        if (items.empty())
+            continue;
+        d.sources.push_back(std::make_unique<FileSource>(s, std::move(items), "gpu_drm"));
+        ++st.found;
+    }
+    if (st.found == 0)
+        st.note = "no GPU busy or frequency files under " + drm + "/card*";
     d.classes.push_back(st);
 }
 

@@ -32,6 +32,7 @@ Discovery discover_sources(const DiscoverOptions& o) {
     discover_hwmon(o.sysfs_root, d);
     discover_cpufreq(o.sysfs_root, d);
     discover_gpu_devfreq(o.sysfs_root, d);
+    discover_gpu_drm(o.sysfs_root, d);
     discover_battery(o.sysfs_root, o.battery, d);
     discover_rapl(o.sysfs_root, d);
     discover_odpm(o.sysfs_root, d);

@@ -63,6 +63,7 @@ void discover_thermal(const std::string& sysfs_root, Discovery& d);
 void discover_hwmon(const std::string& sysfs_root, Discovery& d);
 void discover_cpufreq(const std::string& sysfs_root, Discovery& d);
 void discover_gpu_devfreq(const std::string& sysfs_root, Discovery& d);
+void discover_gpu_drm(const std::string& sysfs_root, Discovery& d);
 void discover_battery(const std::string& sysfs_root, const BatteryCalibration& cal, Discovery& d);
 void discover_rapl(const std::string& sysfs_root, Discovery& d);
 void discover_odpm(const std::string& sysfs_root, Discovery& d);

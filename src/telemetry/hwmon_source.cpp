@@ -1,5 +1,6 @@
 // hwmon chips: /sys/class/hwmon/hwmon*/ with temp*_input (m°C), power*_input|_average (µW),
-// energy*_input (µJ, cumulative), in*_input (mV), curr*_input (mA). Chips are named by their
+// energy*_input (µJ, cumulative), in*_input (mV), curr*_input (mA), freq*_input (Hz: a GPU's
+// clocks, amdgpu's sclk and mclk). Chips are named by their
 // `name` file (hwmon numbering changes across boots), channels by their *_label when present.
 // Jetson INA3221 rails (name "ina3221") get a power metric derived from bus voltage × current
 // of the same channel; VDD_IN / POM_5V_IN is the whole module's input.
@@ -59,14 +60,14 @@ class HwmonSource : public Source {
 };
 
 struct Channel {
-    std::string type;  // temp, power, energy, in, curr
+    std::string type;  // temp, power, energy, in, curr, freq
     int index = 0;
     std::string file;  // e.g. temp1_input
 };
 
 // Parses "<type><n>_input" / "power<n>_average".
 std::optional<Channel> parse_channel(const std::string& f) {
-    static const char* kTypes[] = {"temp", "power", "energy", "in", "curr"};
+    static const char* kTypes[] = {"temp", "power", "energy", "in", "curr", "freq"};
     for (const char* t : kTypes) {
         std::string_view s(f), type(t);
         if (s.substr(0, type.size()) != type)
@@ -133,6 +134,11 @@ std::vector<Item> chip_items(const std::string& dir, const std::string& chip) {
             it.metric.kind = MetricKind::counter;
             it.metric.max_plausible_mw = 5e6;
             it.hi = 1.8e19;
+        } else if (c.type == "freq") {
+            // A GPU's clocks (amdgpu: freq1 "sclk", freq2 "mclk"), in Hz.
+            it.metric.quantity = Quantity::frequency;
+            it.scale = 1e-3;  // Hz -> kHz
+            it.hi = 1e8;
         } else if (c.type == "in") {
             it.metric.quantity = Quantity::voltage;
             it.hi = 1e6;
@@ -141,11 +147,10 @@ std::vector<Item> chip_items(const std::string& dir, const std::string& chip) {
             it.lo = -1e6;
             it.hi = 1e6;
         }
-        static const std::map<Quantity, std::string> kField = {{Quantity::temperature, "temp_mc"},
-                                                               {Quantity::power, "power_mw"},
-                                                               {Quantity::energy, "energy_uj"},
-                                                               {Quantity::voltage, "voltage_mv"},
-                                                               {Quantity::current, "current_ma"}};
+        static const std::map<Quantity, std::string> kField = {
+            {Quantity::temperature, "temp_mc"}, {Quantity::power, "power_mw"},
+            {Quantity::energy, "energy_uj"},    {Quantity::voltage, "voltage_mv"},
+            {Quantity::current, "current_ma"},  {Quantity::frequency, "freq_khz"}};
         it.metric.name = it.metric.sensor + "." + kField.at(it.metric.quantity);
         if (ina3221 && c.index <= 3 && (c.type == "in" || c.type == "curr")) {
             auto& r = rails.try_emplace(label, -1, -1).first->second;

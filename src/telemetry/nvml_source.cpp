@@ -2,8 +2,11 @@
 // An absent library, a failed nvmlInit or zero devices mean the family is absent. Per GPU:
 // total energy (mJ counter since driver load, Volta+, refreshed every 20-100 ms), power usage
 // (mW; a 1 s average on Ampere+), SM and memory clocks, temperature, utilisation and the
-// clocks-event (throttle) reason bits. Metrics a GPU does not support are left out.
+// clocks-event (throttle) reason bits; as properties, read once: the enforced power limit (mW)
+// and the driver's version. Metrics a GPU does not support are left out.
 #include <dlfcn.h>
+
+#include <cstring>
 
 #include <fmt/format.h>
 
@@ -34,6 +37,8 @@ struct NvmlLib {
     nvmlReturn_t (*temperature)(nvmlDevice_t, int, unsigned int*) = nullptr;
     nvmlReturn_t (*reasons)(nvmlDevice_t, unsigned long long*) = nullptr;
     nvmlReturn_t (*utilization)(nvmlDevice_t, nvmlUtilization_t*) = nullptr;
+    nvmlReturn_t (*power_limit)(nvmlDevice_t, unsigned int*) = nullptr;
+    nvmlReturn_t (*driver_version)(char*, unsigned int) = nullptr;
     bool initialized = false;
 
     ~NvmlLib() {
@@ -63,10 +68,18 @@ class NvmlSource : public Source {
     std::string source_class() const override { return "nvml"; }
     std::vector<Metric> describe() const override { return metrics_; }
     std::map<std::string, std::string> properties() const override {
-        return {{"model", model_},
-                {"power_note",
-                 "power_mw is NVML's power usage (a 1 s average "
-                 "on Ampere and newer)"}};
+        std::map<std::string, std::string> p = {
+            {"model", model_},
+            {"power_note", "power_mw is NVML's power usage (a 1 s average on Ampere and newer)"}};
+        // Read once, as the run starts: the enforced power limit (mW) and the driver.
+        unsigned int limit = 0;
+        if (lib_->power_limit && lib_->power_limit(dev_, &limit) == kNvmlSuccess)
+            p["power_limit_mw"] = std::to_string(limit);
+        char driver[96] = {};
+        if (lib_->driver_version && lib_->driver_version(driver, sizeof driver) == kNvmlSuccess &&
+            driver[0])
+            p["driver"] = std::string(driver, strnlen(driver, sizeof driver));
+        return p;
     }
     void read(int64_t, std::vector<std::optional<double>>& out) override {
         for (std::size_t i = 0; i < fields_.size(); ++i)
@@ -192,6 +205,8 @@ void discover_nvml(const std::string& library, Discovery& d) {
     if (!lib->reasons)
         resolve(h, lib->reasons, "nvmlDeviceGetCurrentClocksThrottleReasons");
     resolve(h, lib->utilization, "nvmlDeviceGetUtilizationRates");
+    resolve(h, lib->power_limit, "nvmlDeviceGetEnforcedPowerLimit");
+    resolve(h, lib->driver_version, "nvmlSystemGetDriverVersion");
     unsigned int n = 0;
     if (!lib->init || !lib->count || !lib->by_index) {
         st.note = library + " lacks nvmlInit_v2/nvmlDeviceGetCount_v2";

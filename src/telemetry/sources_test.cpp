@@ -321,6 +321,32 @@ TEST(Discover, X86LaptopRaplNesting) {
     EXPECT_EQ(v["hwmon.coretemp.Package_id_0.temp_mc"], 52000.0);
 }
 
+// Desktop GPUs through their DRM drivers (amdgpu, i915, xe) and amdgpu's hwmon: busy, clocks,
+// power and temperature; connectors and render nodes are not cards.
+TEST(Discover, DesktopGpusThroughDrmAndHwmon) {
+    FixtureCopy fx("x86-desktop-gpus");
+    Discovery d = discover_sources(fixture_options(fx));
+    EXPECT_EQ(found(d, "gpu_drm"), 3);
+    auto v = read_all(d);
+    EXPECT_EQ(v["gpu.drm-card0.busy_pct"], 37.0);
+    EXPECT_EQ(v["gpu.drm-card0.mem_busy_pct"], 12.0);
+    // i915: the hardware's frequency, not the requested one.
+    EXPECT_EQ(v["gpu.drm-card1.cur_freq_khz"], 1150000.0);
+    EXPECT_EQ(v["gpu.drm-card1.min_freq_khz"], 300000.0);
+    EXPECT_EQ(v["gpu.drm-card1.max_freq_khz"], 1450000.0);
+    EXPECT_EQ(v["gpu.drm-card2.cur_freq_khz"], 2050000.0);
+    EXPECT_EQ(v["gpu.drm-card2.max_freq_khz"], 2450000.0);
+    EXPECT_FALSE(find_source(d, "gpu.drm-card0-DP-1"));
+    EXPECT_FALSE(find_source(d, "gpu.drm-renderD128"));
+    EXPECT_EQ(v["hwmon.amdgpu.PPT.power_mw"], 153000.0);
+    EXPECT_EQ(v["hwmon.amdgpu.edge.temp_mc"], 61000.0);
+    EXPECT_EQ(v["hwmon.amdgpu.sclk.freq_khz"], 2154000.0);
+    EXPECT_EQ(v["hwmon.amdgpu.mclk.freq_khz"], 1000000.0);
+    auto freq = find_metric(d, "gpu.drm-card1.cur_freq_khz");
+    ASSERT_TRUE(freq);
+    EXPECT_EQ(freq->quantity, Quantity::frequency);
+}
+
 TEST(Discover, MalformedValuesAreMissingNeverThrow) {
     FixtureCopy fx("x86-laptop-rapl");
     Discovery d = discover_sources(fixture_options(fx));
@@ -386,7 +412,7 @@ TEST(Discover, EmptyRootHasNothingAndSaysWhy) {
     std::filesystem::create_directories(fx.root());
     Discovery d = discover_sources(fixture_options(fx));
     EXPECT_TRUE(d.sources.empty());
-    EXPECT_EQ(d.classes.size(), 9u);
+    EXPECT_EQ(d.classes.size(), 10u);  // gpu_drm among them
     for (const auto& c : d.classes) {
         EXPECT_EQ(c.found, 0) << c.source_class;
         EXPECT_FALSE(c.note.empty()) << c.source_class;
@@ -411,7 +437,7 @@ TEST(Discover, HostRootKeepsHostSources) {
 
 TEST(Discover, MetricNamesUniqueAndUnitSuffixed) {
     for (const char* dev : {"android-snapdragon", "samsung-ma-battery", "pixel-odpm", "rpi5",
-                            "jetson-ina3221", "x86-laptop-rapl"}) {
+                            "jetson-ina3221", "x86-laptop-rapl", "x86-desktop-gpus"}) {
         FixtureCopy fx(dev);
         Discovery d = discover_sources(fixture_options(fx));
         std::set<std::string> names;
