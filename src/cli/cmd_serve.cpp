@@ -14,6 +14,7 @@
 #include "core/parse.hpp"
 #include "engine/llama_engine.hpp"
 #include "report/reporter.hpp"
+#include "scenario/explain_settings.hpp"
 #include "scenario/run_command.hpp"
 #include "scenario/serve.hpp"
 
@@ -33,6 +34,7 @@ void add_serve_command(CLI::App& app, Context& ctx) {
         std::string n_prompt = "128", n_gen = "64";
         std::optional<std::string> lengths_file, duration;
         std::string api = "openai", client = "thread", telemetry = "auto";
+        std::string server_args;
     };
     auto a = std::make_shared<Args>();
     cmd->add_option("--url", a->o.url,
@@ -46,6 +48,8 @@ void add_serve_command(CLI::App& app, Context& ctx) {
         ->capture_default_str();
     cmd->add_option("-t,--threads", a->o.threads, "threads of the llama-server it starts")
         ->check(threads_check());
+    cmd->add_option("--server-args", a->server_args,
+                    "more flags for the llama-server it starts, e.g. \"-ngl 99 -dev Vulkan0\"");
     cmd->add_option("--concurrency", a->o.concurrency, "closed-loop points: clients, comma list")
         ->delimiter(',');
     cmd->add_option("--rate", a->rates,
@@ -148,7 +152,12 @@ void add_serve_command(CLI::App& app, Context& ctx) {
                     "starts");
             require_regular_file(a->model, "model");
             a->o.model_file = a->model;
+            a->o.server_args = split_server_args(a->server_args);
         } else {
+            if (!a->server_args.empty())
+                throw usage_error(
+                    "--server-args is for the llama-server serve starts (-m FILE), "
+                    "not a --url server");
             a->o.model = a->model;
         }
         if (a->out_path)

@@ -604,7 +604,7 @@ ServerView read_explain_server(const ExplainOptions& o, const ExplainServer& srv
     ServerView v;
     ServerFacts& facts = v.facts;
     facts.llama_server = srv.http->server_kind() == "llama-server";
-    facts.args = server_args;
+    facts.args = redact_server_args(server_args);
     facts.default_devices = o.url ? "" : server_devices;
     facts.accel_devices = accel_devices;
     if (facts.llama_server)
@@ -682,7 +682,7 @@ SamplerSettings describe_explain(ExplainSection& s, const ExplainOptions& o, int
     s.seed = o.seed;
     s.concurrency = o.concurrency;
     s.url = o.url;
-    s.server_args = server_args;
+    s.server_args = redact_server_args(server_args);
     s.server_kind = srv.http->server_kind();
     s.settings_read = facts.llama_server;
     s.server = srv.http->describe();

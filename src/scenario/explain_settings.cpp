@@ -86,6 +86,16 @@ std::optional<std::string> props_int(const nlohmann::json& props, const char* a,
 
 }  // namespace
 
+std::vector<std::string> redact_server_args(std::vector<std::string> args) {
+    for (size_t i = 0; i < args.size(); ++i) {
+        if (args[i] == "--api-key" && i + 1 < args.size())
+            args[++i] = "***";
+        else if (args[i].rfind("--api-key=", 0) == 0)
+            args[i] = "--api-key=***";
+    }
+    return args;
+}
+
 std::vector<std::string> split_server_args(const std::string& text) {
     std::vector<std::string> out;
     std::string cur;

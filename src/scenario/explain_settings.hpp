@@ -24,6 +24,11 @@ namespace sb {
 // sb::Error(usage), one line, for an unterminated quote or a trailing backslash.
 std::vector<std::string> split_server_args(const std::string& text);
 
+// args as a document or a message may show them: the value of llama-server's --api-key (as the
+// next word or after '=') replaced by "***", so that a key never reaches a document, a store
+// or a log line. --api-key-file names a file, which stays.
+std::vector<std::string> redact_server_args(std::vector<std::string> args);
+
 // The value of the last of these flags in args ("-ub 32" or "--ubatch-size=32"; llama.cpp's
 // parser lets a later flag override an earlier one), or nullopt.
 std::optional<std::string> arg_value(const std::vector<std::string>& args,

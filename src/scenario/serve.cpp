@@ -21,6 +21,7 @@
 #include "engine/process.hpp"
 #include "engine/serve_target.hpp"
 #include "model/inspect.hpp"
+#include "scenario/explain_settings.hpp"
 #include "scenario/llama_server.hpp"
 
 namespace sb {
@@ -296,6 +297,7 @@ ServeServer connect_server(const ServeOptions& o, const ServePlan& plan, RunCont
         spec.n_ctx = static_cast<int>(o.slots * (plan.longest + 64));
         spec.api = o.api;
         spec.timeout_s = o.timeout_s;
+        spec.extra_args = o.server_args;
         s.managed =
             std::make_unique<LlamaServer>(spec, [&run](const std::string& m) { run.note(m); });
         s.eo.url = s.managed->url();
@@ -572,8 +574,10 @@ ServeSection serve_section(const ServeOptions& o, const nlohmann::json& server,
     ServeSection s;
     s.api = http_api_name(o.api);
     s.url = o.url;
-    if (!o.url)
+    if (!o.url) {
         s.slots = o.slots;
+        s.server_args = redact_server_args(o.server_args);
+    }
     s.model = o.model;
     s.n_prompt = o.n_prompt;
     s.n_gen = o.n_gen;

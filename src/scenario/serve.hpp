@@ -35,10 +35,14 @@ struct ServeOptions {
     std::optional<std::string> model_file;  // -m FILE: a llama-server started on 127.0.0.1
     int slots = 4;                          // that llama-server's parallel slots (-np)
     int threads = 0;                        // its threads (0: its default)
-    std::vector<int> concurrency;           // closed-loop points
-    std::vector<double> rates;              // open-loop points (requests/s; inf: all at once)
-    double burstiness = 1.0;                // gamma shape of the arrivals (1: Poisson)
-    int requests = 16;                      // per point
+    // More of that llama-server's own flags, after the ones serve gives it (-ngl 99 -dev
+    // Vulkan0: the devices it offloads to; without, llama-server's default: every layer on every
+    // GPU it finds). The document keeps them with --api-key's value redacted.
+    std::vector<std::string> server_args;
+    std::vector<int> concurrency;  // closed-loop points
+    std::vector<double> rates;     // open-loop points (requests/s; inf: all at once)
+    double burstiness = 1.0;       // gamma shape of the arrivals (1: Poisson)
+    int requests = 16;             // per point
     int n_prompt = 128, n_gen = 64;
     uint64_t seed = 1;
     std::map<std::string, double> slo_ms;  // ttft, tpot, e2e: upper bounds in ms

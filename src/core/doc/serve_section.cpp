@@ -218,27 +218,30 @@ json to_json(const ServeSection& s) {
     json points = json::array();
     for (const auto& p : s.points)
         points.push_back(to_json(p));
-    return json{{"api", s.api},
-                {"url", opt(s.url)},
-                {"slots", opt(s.slots)},
-                {"model", s.model},
-                {"n_prompt", s.n_prompt},
-                {"n_gen", s.n_gen},
-                {"requests_per_point", s.requests_per_point},
-                {"burstiness", s.burstiness},
-                {"seed", s.seed},
-                {"slo_ms", s.slo_ms},
-                {"server", s.server},
-                {"points", points},
-                {"n_prompt_max", s.n_prompt_max},
-                {"n_gen_max", s.n_gen_max},
-                {"lengths", s.lengths},
-                {"duration_s", opt(s.duration_s)},
-                {"saturation", to_json(s.saturation)},
-                {"client", opt(s.client)},
-                {"interrupted", s.interrupted},
-                {"max_error_rate", opt(s.max_error_rate)},
-                {"ttft_definition", s.ttft_definition}};
+    json j{{"api", s.api},
+           {"url", opt(s.url)},
+           {"slots", opt(s.slots)},
+           {"model", s.model},
+           {"n_prompt", s.n_prompt},
+           {"n_gen", s.n_gen},
+           {"requests_per_point", s.requests_per_point},
+           {"burstiness", s.burstiness},
+           {"seed", s.seed},
+           {"slo_ms", s.slo_ms},
+           {"server", s.server},
+           {"points", points},
+           {"n_prompt_max", s.n_prompt_max},
+           {"n_gen_max", s.n_gen_max},
+           {"lengths", s.lengths},
+           {"duration_s", opt(s.duration_s)},
+           {"saturation", to_json(s.saturation)},
+           {"client", opt(s.client)},
+           {"interrupted", s.interrupted},
+           {"max_error_rate", opt(s.max_error_rate)},
+           {"ttft_definition", s.ttft_definition}};
+    if (!s.server_args.empty())
+        j["server_args"] = s.server_args;
+    return j;
 }
 
 void read(const JsonIn& in, ServeRequest& r) {
@@ -298,7 +301,8 @@ void read(const JsonIn& in, ServeSection& s) {
         "seed", s.seed)("slo_ms", s.slo_ms)("points", s.points)("n_prompt_max", s.n_prompt_max)(
         "n_gen_max", s.n_gen_max)("lengths", s.lengths)("duration_s", s.duration_s)(
         "saturation", s.saturation)("interrupted", s.interrupted)("client", s.client)(
-        "max_error_rate", s.max_error_rate)("ttft_definition", s.ttft_definition)
+        "max_error_rate", s.max_error_rate)("ttft_definition", s.ttft_definition)("server_args",
+                                                                                  s.server_args)
         .non_negative({"slots", "n_prompt", "n_gen", "requests_per_point", "slo_ms", "n_prompt_max",
                        "n_gen_max", "duration_s", "max_error_rate"});
     if (o.has("server"))

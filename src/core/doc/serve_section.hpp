@@ -127,7 +127,10 @@ struct ServeSection {
     std::string api = "openai";
     std::optional<std::string> url;  // the --url server; null: a llama-server it started
     std::optional<int> slots;        // that llama-server's parallel slots
-    std::string model;               // the name sent to the server ("" its default)
+    // That llama-server's flags beyond serve's own (serve --server-args, --api-key's value
+    // redacted); empty for a --url server and in documents of earlier builds.
+    std::vector<std::string> server_args;
+    std::string model;  // the name sent to the server ("" its default)
     int n_prompt = 0, n_gen = 0;
     int requests_per_point = 0;
     double burstiness = 1.0;  // gamma shape of the open-loop arrivals (1: Poisson)

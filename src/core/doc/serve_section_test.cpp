@@ -20,6 +20,7 @@ ResultDocument serve_document() {
     ServeSection s;
     s.api = "openai";
     s.slots = 4;
+    s.server_args = {"-ngl", "99", "-dev", "Vulkan0"};
     s.n_prompt = 16;
     s.n_gen = 8;
     s.requests_per_point = 2;
@@ -90,10 +91,15 @@ TEST(ServeSection, ComesBackExactly) {
     EXPECT_EQ(back.serve->points[0].requests[0].itl_ns,
               (std::vector<int64_t>{20'000'000, 19'000'000}));
     EXPECT_EQ(back.serve->slots, 4);
+    EXPECT_EQ(back.serve->server_args, (std::vector<std::string>{"-ngl", "99", "-dev", "Vulkan0"}));
     EXPECT_EQ(back.serve->points[0].start_ns, 5'000'000'000);
     EXPECT_EQ(back.serve->slo_ms.at("tpot"), 50.0);
     EXPECT_EQ(back.serve->server["server"], "llama-server");
     EXPECT_TRUE(back.unknown.empty());
+    // A --url server's section (no flags of stagebench's) has none.
+    ResultDocument url = serve_document();
+    url.serve->server_args.clear();
+    EXPECT_FALSE(to_json(url)["serve"].contains("server_args"));
     // Without a serve section there is none in the JSON, and none read back.
     EXPECT_FALSE(to_json(ResultDocument{}).contains("serve"));
     EXPECT_FALSE(from_json<ResultDocument>(to_json(ResultDocument{})).serve);
