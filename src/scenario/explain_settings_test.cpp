@@ -42,6 +42,16 @@ TEST(ExplainSettings, SplitServerArgsAsAShell) {
     EXPECT_THROW(split_server_args("-ub 32\\"), Error);
 }
 
+// A server's API key never reaches a document or a store: its value is replaced, as the next
+// word or after '='; the file flag and everything else stay.
+TEST(ExplainSettings, TheApiKeyIsRedacted) {
+    EXPECT_EQ(redact_server_args({"-ngl", "99", "--api-key", "K1", "-c", "512"}),
+              (std::vector<std::string>{"-ngl", "99", "--api-key", "***", "-c", "512"}));
+    EXPECT_EQ(redact_server_args({"--api-key=K2", "--api-key-file", "keys.txt"}),
+              (std::vector<std::string>{"--api-key=***", "--api-key-file", "keys.txt"}));
+    EXPECT_EQ(redact_server_args({"--api-key"}), (std::vector<std::string>{"--api-key"}));
+}
+
 TEST(ExplainSettings, TheLastFlagWins) {
     const std::vector<std::string> a{"-ub", "64", "--ubatch-size=32", "-fa", "on", "--no-mmap"};
     EXPECT_EQ(arg_value(a, {"-ub", "--ubatch-size"}), "32");

@@ -1,0 +1,232 @@
+// Every level of stagebench on a GPU backend: the real llama.cpp with its Vulkan module, on
+// Mesa's lavapipe (a conformant Vulkan driver that runs on the CPU: its own buffers, command
+// submission, host-device copies and fallbacks are the Vulkan backend's, only the silicon is
+// not a GPU's). ggml-vulkan shows a CPU-type device only when GGML_VK_VISIBLE_DEVICES names it,
+// as docs/gpu.md tells a user to; a machine with a GPU needs nothing. Built only where the
+// llama.cpp build has the Vulkan module (scripts/gpu-module.sh; tests/CMakeLists.txt).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "cli_harness.hpp"
+
+namespace {
+
+using nlohmann::json;
+using sbtest::Proc;
+using sbtest::read_file;
+using sbtest::run_sb;
+using sbtest::TempDir;
+using sbtest::tiny_model;
+
+// Sets (or, with nullopt, unsets) an environment variable for the scope; the children the
+// harness starts inherit it.
+class ScopedEnv {
+  public:
+    ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
+        if (const char* old = std::getenv(name))
+            old_ = old;
+        if (value)
+            ::setenv(name, value->c_str(), 1);
+        else
+            ::unsetenv(name);
+    }
+    ~ScopedEnv() {
+        if (old_)
+            ::setenv(name_, old_->c_str(), 1);
+        else
+            ::unsetenv(name_);
+    }
+
+  private:
+    const char* name_;
+    std::optional<std::string> old_;
+};
+
+// lavapipe as Vulkan0, the way docs/gpu.md shows it.
+struct Lavapipe : ScopedEnv {
+    Lavapipe() : ScopedEnv("GGML_VK_VISIBLE_DEVICES", std::string("0")) {}
+};
+
+const json& stage_of(const json& test, const char* stage) {
+    return test.at(stage);
+}
+
+// `devices` names lavapipe Vulkan0 with its driver and memory; without the variable, the
+// Vulkan module says why it shows no device, and asking for Vulkan0 is one line of bad input
+// that says the same.
+TEST(Gpu, DevicesShowTheVulkanDeviceOrSayWhyNot) {
+    {
+        Lavapipe vk;
+        Proc p = run_sb({"devices"}, 120);
+        ASSERT_EQ(p.exit_code, 0) << p.err;
+        EXPECT_NE(p.out.find("| Vulkan0 | gpu | Vulkan | llvmpipe"), std::string::npos) << p.out;
+        // The driver column is ggml-vulkan's own line about the device; memory free / total.
+        EXPECT_NE(p.out.find("| llvmpipe | "), std::string::npos) << p.out;
+        EXPECT_NE(p.out.find(" MiB / "), std::string::npos) << p.out;
+        EXPECT_NE(p.out.find("Vulkan0: uma: "), std::string::npos) << p.out;
+        EXPECT_NE(p.out.find("modules in "), std::string::npos) << p.out;
+        EXPECT_NE(p.out.find(" vulkan"), std::string::npos) << p.out;
+    }
+    ScopedEnv hidden("GGML_VK_VISIBLE_DEVICES", std::nullopt);
+    Proc p = run_sb({"devices"}, 120);
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    EXPECT_EQ(p.out.find("| Vulkan0 |"), std::string::npos) << p.out;
+    EXPECT_NE(p.out.find("vulkan: no Vulkan GPU found"), std::string::npos) << p.out;
+    EXPECT_NE(p.out.find("GGML_VK_VISIBLE_DEVICES=0"), std::string::npos) << p.out;
+
+    Proc bad =
+        run_sb({"run", "-m", tiny_model(), "--device", "Vulkan0", "-p", "8", "-n", "2"}, 120);
+    EXPECT_EQ(bad.exit_code, 2) << bad.err;
+    EXPECT_NE(bad.err.find("unknown device 'Vulkan0'"), std::string::npos) << bad.err;
+    EXPECT_NE(bad.err.find("the vulkan module: no Vulkan GPU found"), std::string::npos) << bad.err;
+}
+
+// CPU and Vulkan0 side by side and an -ngl sweep: every test measured, and the Markdown table
+// has an ngl column (it varies; report/golden_test.cpp has the CSV's n_gpu_layers).
+TEST(Gpu, RunPutsTheCpuAndTheGpuSideBySideWithAnOffloadSweep) {
+    Lavapipe vk;
+    TempDir t;
+    const std::string out = t.file("r.json");
+    Proc p = run_sb({"run", "-m", tiny_model(), "--device", "CPU,Vulkan0", "-ngl", "0,99", "-p",
+                     "32", "-n", "8", "-r", "2", "--membw", "off", "--out", out},
+                    600);
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    EXPECT_NE(p.out.find("| threads | ngl | test |"), std::string::npos) << p.out;
+    EXPECT_NE(p.out.find("| Vulkan0 | 2 | 99 | pp32 |"), std::string::npos) << p.out;
+    EXPECT_NE(p.out.find("| Vulkan0 | 2 | 0 | tg8 @ d32 |"), std::string::npos) << p.out;
+    const json doc = json::parse(read_file(out));
+    ASSERT_EQ(doc["tests"].size(), 4u);
+    std::set<std::pair<std::string, int>> seen;
+    for (const auto& test : doc["tests"]) {
+        EXPECT_EQ(test["status"], "ok") << test.dump();
+        seen.insert({test["config"]["devices"].get<std::string>(),
+                     test["config"]["n_gpu_layers"].get<int>()});
+        for (const char* stage : {"prefill", "decode"})
+            EXPECT_GT(stage_of(test, stage)["robust"]["tokens_per_s"].get<double>(), 0);
+    }
+    EXPECT_EQ(seen.size(), 4u);
+}
+
+// The op profiler on the GPU: every computing node of the prefill ran on Vulkan0 but the token
+// embedding (its table stays in host memory), each with its call time as the host saw it and
+// an op time from a replay on Vulkan0 whose method the document names; the embedding lookup is
+// a fallback row priced against Vulkan0; the decomposition has the device's no-work round trip
+// and the copies between host and device.
+TEST(Gpu, OpsOnVulkanSeparateOpFromCallAndPriceTheFallback) {
+    Lavapipe vk;
+    TempDir t;
+    const std::string out = t.file("ops.json");
+    Proc p = run_sb({"decompose", "-m", tiny_model(), "--device", "Vulkan0", "-p", "16",
+                     "--decode-tokens", "4", "--out", out},
+                    600);
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    const json doc = json::parse(read_file(out));
+    const json& stages = doc["ops"]["stages"];
+    ASSERT_EQ(stages.size(), 2u);
+    for (const auto& st : stages) {
+        int on_gpu = 0, replayed_alone = 0;
+        for (const auto& op : st["ops"]) {
+            if (op["no_compute"].get<bool>())
+                continue;
+            if (op["backend"] == "Vulkan0") {
+                ++on_gpu;
+                EXPECT_GT(op["call_ns"].get<double>(), 0) << op.dump();
+                ASSERT_TRUE(op["op_ns"].is_number()) << op.dump();
+                EXPECT_GE(op["op_ns"].get<double>(), 0) << op.dump();
+                replayed_alone += op["op_method"].get<std::string>().find(
+                                      "replayed alone on Vulkan0") != std::string::npos;
+            }
+        }
+        EXPECT_GT(on_gpu, 50) << st["stage"];
+        EXPECT_EQ(replayed_alone, on_gpu) << st["stage"];
+        bool embedding_fallback = false;
+        for (const auto& f : st["fallback"])
+            embedding_fallback |= f["op"] == "GET_ROWS" && f["backend"] == "CPU" &&
+                                  f["requested"] == "Vulkan0" && f["op_ns_requested"].is_number();
+        EXPECT_TRUE(embedding_fallback) << st["fallback"].dump();
+        EXPECT_GT(st["n_copies"].get<int>(), 0);
+        const json& parts = st["decomposition"];
+        EXPECT_FALSE(parts.is_null());
+    }
+    EXPECT_NE(p.out.find("one dispatch with no work on Vulkan0"), std::string::npos) << p.out;
+}
+
+// Prefill on the CPU, decode on the GPU, and the reverse: the KV cache moves between them, and
+// each hybrid stands beside both devices alone.
+TEST(Gpu, HybridMovesTheCacheBetweenTheCpuAndTheGpuBothWays) {
+    Lavapipe vk;
+    for (const auto& [pre, dec] : {std::pair{"CPU", "Vulkan0"}, std::pair{"Vulkan0", "CPU"}}) {
+        TempDir t;
+        const std::string out = t.file("h.json");
+        Proc p = run_sb({"hybrid", "-m", tiny_model(), "--prefill-device", pre, "--decode-device",
+                         dec, "-p", "32", "-n", "8", "-r", "2", "--out", out},
+                        600);
+        ASSERT_EQ(p.exit_code, 0) << p.err;
+        EXPECT_NE(p.out.find(std::string("hybrid ") + pre + " → " + dec), std::string::npos)
+            << p.out;
+        const json doc = json::parse(read_file(out));
+        int hybrid = 0;
+        for (const auto& test : doc["tests"]) {
+            EXPECT_EQ(test["status"], "ok");
+            hybrid += test["config"]["devices"] == std::string(pre) + ">" + dec;
+        }
+        EXPECT_EQ(hybrid, 1) << doc["tests"].dump();
+    }
+}
+
+// The GPU's logits against the CPU's: close (float and f16 kernels of the same model), not
+// identical (another device's arithmetic).
+TEST(Gpu, FidelityOfTheGpuAgainstTheCpu) {
+    Lavapipe vk;
+    TempDir t;
+    const std::string out = t.file("f.json");
+    Proc p = run_sb({"fidelity", "-m", tiny_model(), "--device", "CPU,Vulkan0", "--reference",
+                     "CPU", "-p", "32", "-n", "8", "-r", "1", "--out", out},
+                    600);
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    const json doc = json::parse(read_file(out));
+    bool found = false;
+    for (const auto& v : doc["fidelity"]["variants"]) {
+        if (v["devices"] != "Vulkan0")
+            continue;
+        found = true;
+        const double kl = v["decode"]["kl_mean"].get<double>();
+        EXPECT_GE(kl, 0);
+        EXPECT_LT(kl, 1e-2) << v.dump();
+        EXPECT_GE(v["decode"]["top1_agreement"].get<double>(), 0.75) << v.dump();
+    }
+    EXPECT_TRUE(found) << doc["fidelity"].dump();
+}
+
+// Sustained rounds on the GPU, and a server stagebench starts that offloads to it.
+TEST(Gpu, SustainedRoundsAndAServerThatOffloadsToTheGpu) {
+    Lavapipe vk;
+    TempDir t;
+    const std::string s_out = t.file("s.json");
+    Proc s =
+        run_sb({"sustained", "-m", tiny_model(), "--device", "Vulkan0", "--rounds", "3",
+                "--cooldown", "0", "--prompt-tokens", "16", "--max-tokens", "8", "--out", s_out},
+               600);
+    ASSERT_EQ(s.exit_code, 0) << s.err;
+    const json sdoc = json::parse(read_file(s_out));
+    ASSERT_EQ(sdoc["sustained"]["phases"].size(), 1u);
+    EXPECT_EQ(sdoc["sustained"]["phases"][0]["rounds"].size(), 3u);
+    for (const auto& r : sdoc["sustained"]["phases"][0]["rounds"])
+        EXPECT_EQ(r["status"], "ok") << r.dump();
+
+    const std::string v_out = t.file("serve.json");
+    Proc v = run_sb({"serve", "-m", tiny_model(), "--server-args", "-ngl 99 -dev Vulkan0",
+                     "--concurrency", "1", "-p", "16", "-n", "4", "--out", v_out},
+                    600);
+    const json vdoc = json::parse(read_file(v_out));
+    EXPECT_EQ(vdoc["serve"]["server_args"], json({"-ngl", "99", "-dev", "Vulkan0"}));
+    ASSERT_EQ(vdoc["serve"]["points"].size(), 1u) << v.err;
+    EXPECT_GT(vdoc["serve"]["points"][0]["ok"].get<int>(), 0) << v.err;
+}
+
+}  // namespace
