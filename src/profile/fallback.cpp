@@ -96,6 +96,11 @@ void replay_there(const StageProfile& st, const std::vector<CapturedNode>& nodes
             continue;
         for (auto& w : replayer->unusable_inputs(nodes[i], target))
             a.why.insert(std::move(w));
+        if (replayer->in_situ_only(target)) {
+            // A GPU of this machine times no op on its own: the split's cost is the price.
+            a.why.insert("ops are not replayed on " + target + " (a GPU): priced by the splits");
+            continue;
+        }
         const OpTime t = replayer->replay(nodes[i], target, false);
         if (t.op_ns && r.op_ns) {
             a.row.n_replayed++;
@@ -175,7 +180,8 @@ std::vector<FallbackRow> fallback_rows(const StageProfile& st,
     replay_there(st, nodes, req, replayer, asked, replay_on, rows);
     std::vector<FallbackRow> out;
     for (auto& [key, a] : rows) {
-        conclude(a, replay_on, replayer && !replay_on.empty());
+        conclude(a, replay_on,
+                 replayer && !replay_on.empty() && !replayer->in_situ_only(replay_on));
         out.push_back(std::move(a.row));
     }
     std::stable_sort(out.begin(), out.end(), [](const FallbackRow& x, const FallbackRow& y) {

@@ -98,6 +98,7 @@ class GgmlOpReplayer final : public OpReplayer {
         const auto type = ggml_backend_dev_type(dev);
         return type == GGML_BACKEND_DEVICE_TYPE_CPU || type == GGML_BACKEND_DEVICE_TYPE_ACCEL;
     }
+    bool in_situ_only(const std::string& device) const override { return local_gpu(device); }
     OpTime replay(const CapturedNode& n, const std::string& device, bool keep_buffers) override;
     std::vector<std::string> unusable_inputs(const CapturedNode& n,
                                              const std::string& device) const override;
@@ -178,6 +179,13 @@ void GgmlOpReplayer::open(const ReplaySetup& setup) {
 }
 
 OpTime GgmlOpReplayer::replay(const CapturedNode& n, const std::string& device, bool keep_buffers) {
+    // Replays of real nodes on ggml-vulkan corrupted the heap on Mesa's lavapipe (flash
+    // attention on views of the KV cache among them; not isolated), and a GPU's op time in situ
+    // needs none: a GPU's nodes are not replayed (in_situ_only).
+    if (local_gpu(device))
+        return {std::nullopt, std::nullopt,
+                "not replayed on a GPU (" + device +
+                    "): its op times are traced calls less a no-work round trip"};
     auto be = backends_.find(device);
     if (be == backends_.end())
         return {std::nullopt, std::nullopt, "no backend to replay on for " + device};

@@ -281,7 +281,9 @@ class ReplayGraph {
         for (const auto& src : n_.srcs)
             sets_[0].push_back(src ? make_replica(first_.ctx_for(buft_for(*src), max_tensors), *src)
                                    : Replica{});
-        ggml_context* dctx = first_.ctx_for(keep_ && n_.dst.buft ? n_.dst.buft : def_, max_tensors);
+        ggml_context* dctx =
+            first_.ctx_for(keep_ && n_.dst.buft && usable(n_.dst.buft) ? n_.dst.buft : def_,
+                           max_tensors);
         const size_t out_need = std::max(span_bytes(n_.dst), dense_bytes(n_.dst));
         const size_t ts = ggml_type_size(n_.dst.type);
         const int64_t out_el =
@@ -420,8 +422,15 @@ class ReplayGraph {
         ggml_backend_tensor_set(h, buf, 0, nb);
     }
 
+    // Where a replica of d goes: its own buffer type when the replay keeps them and the device
+    // can use it, else the device's default. A device cannot compute on memory it cannot use:
+    // in the real graph the scheduler copied such an input to it first.
     ggml_backend_buffer_type_t buft_for(const TensorDesc& d) const {
-        return keep_ && d.buft && d.contiguous ? d.buft : def_;
+        return keep_ && d.buft && d.contiguous && usable(d.buft) ? d.buft : def_;
+    }
+    bool usable(ggml_backend_buffer_type_t buft) const {
+        ggml_backend_dev_t dev = ggml_backend_buft_get_device(def_);
+        return !dev || buft == def_ || ggml_backend_dev_supports_buft(dev, buft);
     }
 
     const NodeDesc& n_;

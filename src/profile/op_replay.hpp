@@ -106,10 +106,8 @@ struct ReplayConfig {
     std::optional<double> dispatch_ns;  // the backend's no-work dispatch, when known
     double alone_factor = 50;
     // Every op timed alone (T(1) less dispatch_ns, or T(1) itself while the dispatch is being
-    // measured), never in copies: a GPU's replays (GgmlOpReplayer), where one op is one
-    // submission and its wait. Graphs of copies crashed Mesa's lavapipe through ggml-vulkan
-    // (heap corruption in the driver's threads), and a GPU's dispatch is the round trip that
-    // T(1) less the no-work op's removes.
+    // measured), never in copies: on a GPU, where one op is one submission and its wait, the
+    // no-work op's round trip (GgmlOpReplayer::dispatch_ns) is its T(1).
     bool alone_only = false;
 };
 

@@ -40,7 +40,7 @@ void assign_op_times(BuiltStage& b, OpReplayer& replayer, const OpTimeOptions& o
         auto it = dispatch.find(backend);
         if (it == dispatch.end()) {
             std::optional<double> d;
-            if (replayer.fixed_dispatch(backend))
+            if (replayer.fixed_dispatch(backend) || replayer.in_situ_only(backend))
                 d = replayer.dispatch_ns(backend);
             it = dispatch.emplace(backend, d).first;
             if (d)
@@ -58,6 +58,24 @@ void assign_op_times(BuiltStage& b, OpReplayer& replayer, const OpTimeOptions& o
                 calls.push_back(*st.ops[i].call_ns);
         const std::optional<double> d = dispatch_of(backend);
         const double call = calls.empty() ? 0.0 : median(calls);
+        if (replayer.in_situ_only(backend)) {
+            // A GPU's: every op in situ, however light (a light op's is then 0 or near it: its
+            // work is below what one round trip resolves).
+            const std::string method =
+                d ? fmt::format("traced call less the {:.2f} µs round trip of a no-work op on {} "
+                                "(a GPU's ops are not replayed)",
+                                *d / 1e3, backend)
+                  : "no op time: the no-work round trip on " + backend + " could not be measured";
+            for (size_t i : idx) {
+                st.ops[i].op_method = method;
+                if (!d || !st.ops[i].call_ns)
+                    continue;
+                st.ops[i].op_ns = std::max(0.0, *st.ops[i].call_ns - *d);
+                st.rec.sum_op_in_situ_ns = st.rec.sum_op_in_situ_ns.value_or(0) + *st.ops[i].op_ns;
+                st.rec.n_op_in_situ++;
+            }
+            continue;
+        }
         if (d && *d > 0 && calls.size() == idx.size() && call >= opts.in_situ_factor * *d) {
             const std::string method = fmt::format(
                 "traced call less the {:.2f} µs dispatch of a node alone on {} (the "

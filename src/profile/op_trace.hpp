@@ -185,6 +185,10 @@ class OpReplayer {
     // Whether a node dispatched alone on device costs its compute plus one fixed dispatch
     // (backends in host memory), so that a long call less that dispatch is its op time.
     virtual bool fixed_dispatch(const std::string& device) const = 0;
+    // (optional, default false) A device whose ops are never replayed, a GPU of this machine:
+    // each op's time is its traced call less the device's no-work round trip (dispatch_ns), and
+    // replay() says why it does not time one there.
+    virtual bool in_situ_only(const std::string& device) const { return false; }
     // Op time of n on device. keep_buffers: its inputs in the buffer types it ran with (the
     // device that ran it); else the device's default buffers (another device). Never throws
     // for an op it cannot run: the method says why.

@@ -362,8 +362,9 @@ std::string method_of(const OpsOptions& o, int traced_reps, int plain_reps) {
                   "to " +
                       std::to_string(o.replay_copies) +
                       "+ times back to back in one graph, the slope between the two removing the "
-                      "dispatch; on a GPU alone, its one graph's round trip less a no-work op's "
-                      "(each op's method is in the document's op_method). "
+                      "dispatch; on a GPU of this machine every op is its traced call less the "
+                      "device's no-work round trip, never replayed (each op's method is in the "
+                      "document's op_method). "
                 : std::string("Op time: not measured (--replay 0). ")) +
            "Backend per node: the scheduler's assignment (GGML_SCHED_DEBUG dump). "
            "Views/reshapes/permutes do not compute: op time 0.";

@@ -166,7 +166,10 @@ class ScriptedReplayer final : public OpReplayer {
   public:
     void open(const ReplaySetup& s) override { setup = s; }
     bool can_replay_on(const std::string& d) const override { return d == "CPU" || d == "ACC"; }
-    bool fixed_dispatch(const std::string& d) const override { return can_replay_on(d); }
+    bool fixed_dispatch(const std::string& d) const override {
+        return can_replay_on(d) && !in_situ_only(d);
+    }
+    bool in_situ_only(const std::string& d) const override { return gpu && d == "ACC"; }
     OpTime replay(const CapturedNode& n, const std::string& device, bool keep) override {
         replays[device + (keep ? "|own|" : "|fresh|") + n.signature]++;
         static const std::map<std::string, double> cpu{
@@ -191,6 +194,7 @@ class ScriptedReplayer final : public OpReplayer {
 
     ReplaySetup setup;
     std::map<std::string, int> replays;  // device|keep|signature -> how many times
+    bool gpu = false;                    // ACC is a GPU of this machine: never replayed
 };
 
 // The engine takes 100 µs per prompt token and 10 ms per decode step uninstrumented, 110 µs
@@ -435,6 +439,31 @@ TEST(OpsPipeline, LongCallsAreTimedInSituAndLightOpsReplayedOncePerSignature) {
     EXPECT_NE(pre.rec.fit_cause.find("copies between backends 0.014 ms (traced)"),
               std::string::npos)
         << pre.rec.fit_cause;
+}
+
+// On a GPU of this machine (OpReplayer::in_situ_only) every op, the light ones too, is its
+// traced call less the device's no-work round trip, and nothing is replayed there.
+TEST(OpsPipeline, AGpusOpsAreAllInSituNeverReplayed) {
+    Rig rig;
+    rig.replayer.gpu = true;
+    const OpsProfile p = rig.run(options());
+    int on_gpu = 0;
+    for (const auto& st : p.stages)
+        for (const auto& op : st.ops) {
+            if (op.backend != "ACC" || op.no_compute)
+                continue;
+            ++on_gpu;
+            ASSERT_TRUE(op.op_ns && op.call_ns);
+            EXPECT_DOUBLE_EQ(*op.op_ns, std::max(0.0, *op.call_ns - 1000));
+            EXPECT_EQ(*op.op_method,
+                      "traced call less the 1.00 µs round trip of a no-work op on ACC (a GPU's "
+                      "ops are not replayed)");
+        }
+    EXPECT_GT(on_gpu, 0);
+    for (const auto& [key, n] : rig.replayer.replays)
+        EXPECT_NE(key.rfind("ACC|", 0), 0u) << key;
+    // The CPU's ops are timed as before (in situ or replayed).
+    EXPECT_GT(rig.replayer.replays["CPU|own|RMS_NORM/prefill"], 0);
 }
 
 TEST(OpsPipeline, FallbackPricesEachOpTypeBySplitsAndReplaysOnTheAskedDevice) {
