@@ -7,10 +7,12 @@
 # 1e9 / median inter-token latency, prefill tokens / median repetition); llama-bench reports
 # no token latencies, so its figure is tokens / its median repetition (samples_ns). Stalls:
 # the same rule (modified z-score > 3.5, one-sided) on stagebench's prefill repetitions and
-# decode tokens, and on llama-bench's repetitions. Targets: robust ratio within ±3 %,
+# decode tokens, and on llama-bench's repetitions. Targets: robust ratio within ±TOLERANCE (3 %),
 # stagebench's CV no larger than llama-bench's; exit 1 when a stage is off target.
 #
 #   ROUNDS=5 THREADS=2 PRESET=llama-3.2-1b LAYERS=4 P=512 N=128 REPS=5 bash bench/parity.sh
+# On a GPU both sides name it and offload every layer (bench/vulkan_parity.sh, gpu_check.sh):
+#   SB_DEVICE=Vulkan0 LB_DEVICE=Vulkan0 NGL=99 TOLERANCE=0.05 bash bench/parity.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-5}; THREADS=${THREADS:-2}; PRESET=${PRESET:-llama-3.2-1b}; LAYERS=${LAYERS:-4}
@@ -20,10 +22,12 @@ SB=${SB:-build/bin/stagebench}; LB=${LB:-build/peers/llama-bench}
 # scheduler; stagebench's device for the same setup is BLAS (CPU + BLAS). CPU alone would be
 # another configuration, not the peer's.
 SB_DEVICE=${SB_DEVICE:-BLAS}
+LB_DEVICE=${LB_DEVICE:-none}; NGL=${NGL:-99}; TOLERANCE=${TOLERANCE:-0.03}
 [ -x "$SB" ] && [ -x "$LB" ] || { echo "build first: make build" >&2; exit 2; }
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
-model="$work/model.gguf"
-"$SB" synth --preset "$PRESET" --layers "$LAYERS" --quant "$QUANT" -o "$model" >&2
+# MODEL: a GGUF to use instead of synthesizing one (LAYERS empty: the preset's full depth).
+model=${MODEL:-"$work/model.gguf"}
+[ -n "${MODEL:-}" ] || "$SB" synth --preset "$PRESET" ${LAYERS:+--layers "$LAYERS"} --quant "$QUANT" -o "$model" >&2
 
 for r in $(seq 1 "$ROUNDS"); do
   echo "round $r/$ROUNDS" >&2
@@ -32,19 +36,20 @@ for r in $(seq 1 "$ROUNDS"); do
   for who in $order; do
     if [ "$who" = sb ]; then
       "$SB" run -m "$model" -p "$P" -n "$N" -t "$THREADS" -r "$REPS" --device "$SB_DEVICE" \
-        --membw off -o json -q > "$work/sb.$r.json"
+        -ngl "$NGL" --membw off -o json -q > "$work/sb.$r.json"
     else
-      "$LB" -m "$model" -p "$P" -n 0 -t "$THREADS" -r "$REPS" -dev none -o json \
-        > "$work/lb_pp.$r.json" 2>/dev/null
-      "$LB" -m "$model" -p 0 -n "$N" -d "$P" -t "$THREADS" -r "$REPS" -dev none -o json \
-        > "$work/lb_tg.$r.json" 2>/dev/null
+      "$LB" -m "$model" -p "$P" -n 0 -t "$THREADS" -r "$REPS" -dev "$LB_DEVICE" -ngl "$NGL" \
+        -o json > "$work/lb_pp.$r.json" 2>/dev/null
+      "$LB" -m "$model" -p 0 -n "$N" -d "$P" -t "$THREADS" -r "$REPS" -dev "$LB_DEVICE" \
+        -ngl "$NGL" -o json > "$work/lb_tg.$r.json" 2>/dev/null
     fi
   done
 done
 
-python3 - "$work" "$ROUNDS" "$P" "$N" <<'PY'
+python3 - "$work" "$ROUNDS" "$P" "$N" "$TOLERANCE" <<'PY'
 import json, statistics as st, sys
 work, rounds, p, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+tol = float(sys.argv[5])
 
 def stalls(xs, k=3.5):
     """Count of samples whose one-sided modified z-score exceeds k (stagebench's rule)."""
@@ -80,7 +85,7 @@ for stage, d in rows.items():
     best = max(d["sb"]) / max(d["lb"])
     ca, cb = st.median(d["sb_cv"]), st.median(d["lb_cv"])
     ratio, rratio = a / b, ra / rb
-    good = abs(rratio - 1) <= 0.03 and ca <= cb * 1.10 + 1e-3
+    good = abs(rratio - 1) <= tol and ca <= cb * 1.10 + 1e-3
     ok &= good
     name = f"pp{p}" if stage == "prefill" else f"tg{n} @ d{p}"
     unit = "tokens" if stage == "decode" else "reps"
