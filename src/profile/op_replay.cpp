@@ -281,9 +281,8 @@ class ReplayGraph {
         for (const auto& src : n_.srcs)
             sets_[0].push_back(src ? make_replica(first_.ctx_for(buft_for(*src), max_tensors), *src)
                                    : Replica{});
-        ggml_context* dctx =
-            first_.ctx_for(keep_ && n_.dst.buft && usable(n_.dst.buft) ? n_.dst.buft : def_,
-                           max_tensors);
+        ggml_context* dctx = first_.ctx_for(
+            keep_ && n_.dst.buft && usable(n_.dst.buft) ? n_.dst.buft : def_, max_tensors);
         const size_t out_need = std::max(span_bytes(n_.dst), dense_bytes(n_.dst));
         const size_t ts = ggml_type_size(n_.dst.type);
         const int64_t out_el =

@@ -62,9 +62,10 @@ void assign_op_times(BuiltStage& b, OpReplayer& replayer, const OpTimeOptions& o
             // A GPU's: every op in situ, however light (a light op's is then 0 or near it: its
             // work is below what one round trip resolves).
             const std::string method =
-                d ? fmt::format("traced call less the {:.2f} µs round trip of a no-work op on {} "
-                                "(a GPU's ops are not replayed)",
-                                *d / 1e3, backend)
+                d ? fmt::format(
+                        "traced call less the {:.2f} µs round trip of a no-work op on {} "
+                        "(a GPU's ops are not replayed)",
+                        *d / 1e3, backend)
                   : "no op time: the no-work round trip on " + backend + " could not be measured";
             for (size_t i : idx) {
                 st.ops[i].op_method = method;
