@@ -68,9 +68,10 @@ void fatal_one_line(const char* message) {
 // Device name ("Vulkan0") -> what its backend said of it as it started (gpu_device_line).
 std::mutex g_gpu_lines_mu;
 std::map<std::string, GpuDeviceLine> g_gpu_lines;
-// Module name -> why it could not be loaded (the loader's error); the loader's last error.
-std::map<std::string, std::string> g_module_errors;
+// The module loader's last error (from the log callback, under g_gpu_lines_mu), and by module
+// name why it could not be loaded (kept by load_module, on the loading thread).
 std::string g_load_error;
+std::map<std::string, std::string> g_module_errors;
 bool g_echo_log = false;  // STAGEBENCH_LLAMA_LOG=1: llama.cpp's log on stderr too
 
 void quiet_log(enum ggml_log_level level, const char* text, void*) {
@@ -340,8 +341,12 @@ ggml_backend_reg_t load_module(const std::string& module) {
     }
     ggml_backend_reg_t reg = ggml_backend_load(it->second.c_str());
     if (!reg) {
-        std::lock_guard<std::mutex> lock(g_gpu_lines_mu);
-        g_module_errors[module] = g_load_error.empty() ? "ggml could not load it" : g_load_error;
+        std::string why;
+        {
+            std::lock_guard<std::mutex> lock(g_gpu_lines_mu);
+            why.swap(g_load_error);
+        }
+        g_module_errors[module] = why.empty() ? "ggml could not load it" : why;
         return nullptr;
     }
     g_module_errors.erase(module);

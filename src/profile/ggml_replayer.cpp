@@ -131,12 +131,6 @@ class GgmlOpReplayer final : public OpReplayer {
         return (type == GGML_BACKEND_DEVICE_TYPE_GPU || type == GGML_BACKEND_DEVICE_TYPE_IGPU) &&
                !(reg && std::strncmp(ggml_backend_reg_name(reg), "RPC", 3) == 0);
     }
-    // The replay settings for device: a GPU's ops are timed alone (ReplayConfig::alone_only).
-    ReplayConfig cfg_for(const std::string& device) const {
-        ReplayConfig cfg = cfg_;
-        cfg.alone_only = local_gpu(device);
-        return cfg;
-    }
 };
 
 void GgmlOpReplayer::open(const ReplaySetup& setup) {
@@ -195,7 +189,7 @@ OpTime GgmlOpReplayer::replay(const CapturedNode& n, const std::string& device, 
     const std::string key = device + (keep_buffers ? "|own|" : "|fresh|") + n.signature;
     if (auto it = cache_.find(key); it != cache_.end())
         return it->second;
-    ReplayConfig cfg = cfg_for(device);
+    ReplayConfig cfg = cfg_;
     cfg.dispatch_ns = dispatch_ns(device);
     const ReplayResult r = replay_op(*nd, be->second, keep_buffers, cfg, pool_.get());
     return cache_.emplace(key, OpTime{r.op_ns, r.isolated_ns, r.method}).first->second;
@@ -227,7 +221,10 @@ std::optional<double> GgmlOpReplayer::dispatch_ns(const std::string& device) {
     auto be = backends_.find(device);
     if (be == backends_.end())
         return std::nullopt;
-    return dispatch_[device] = measure_dispatch(be->second, cfg_for(device), pool_.get());
+    // On a GPU the no-work op's round trip, timed alone (ReplayConfig::alone_only).
+    ReplayConfig cfg = cfg_;
+    cfg.alone_only = local_gpu(device);
+    return dispatch_[device] = measure_dispatch(be->second, cfg, pool_.get());
 }
 
 std::optional<double> GgmlOpReplayer::conversion_ns(const CapturedNode& n,
@@ -248,9 +245,7 @@ std::optional<double> GgmlOpReplayer::conversion_ns(const CapturedNode& n,
     const std::string key = device + "|" + n.signature;
     if (auto it = conversion_.find(key); it != conversion_.end())
         return it->second;
-    ReplayConfig cfg = cfg_for(device);
-    cfg.dispatch_ns = dispatch_ns(device);
-    return conversion_[key] = measure_conversion(*nd, be->second, cfg, pool_.get());
+    return conversion_[key] = measure_conversion(*nd, be->second, cfg_, pool_.get());
 }
 
 }  // namespace
