@@ -31,7 +31,7 @@ CMAKE_BUILD_TYPE ?= Release
 # fresh clone rebuilds in seconds; CMakeLists.txt looks for it when it configures (after
 # `deps`), so `make demo` and `make test` configure alike and compile each object once.
 
-.PHONY: all deps configure build build-demo test demo bench format format-check clean dist cross-build \
+.PHONY: all deps configure build build-demo test demo bench format format-check docs-check clean dist cross-build \
 	test-dist test-dist-arm64 agents test-agents cuda
 
 all: build
@@ -74,7 +74,7 @@ build: configure
 build-demo: configure
 	@cmake --build $(BUILD) -j $(JOBS) --target stagebench
 
-test: build format-check
+test: build format-check docs-check
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900
 
 demo: build-demo
@@ -88,6 +88,10 @@ format:
 
 format-check:
 	@git ls-files '*.cpp' '*.hpp' | xargs clang-format --dry-run --Werror
+
+# Every relative link and anchor of the Markdown resolves.
+docs-check:
+	@python3 scripts/check-docs.py
 
 clean:
 	@rm -rf $(BUILD)

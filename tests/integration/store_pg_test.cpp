@@ -1,8 +1,8 @@
 // `--db postgresql://...` end to end: the real binary against a real PostgreSQL server
 // (src/store/testing/pg_server.hpp: initdb and postgres in a temporary folder on loopback,
 // password logins). Several fleet runs writing into one database at once, the queries of the
-// README, copies to SQLite and back, and the faults: a server that stops during a run, one
-// that cannot be reached, wrong credentials, a store of a newer schema.
+// manual (docs/results.md), copies to SQLite and back, and the faults: a server that stops during a
+// run, one that cannot be reached, wrong credentials, a store of a newer schema.
 #if defined(SB_WITH_POSTGRES) && defined(SB_WITH_FLEET)
 #include <gtest/gtest.h>
 #include <sqlite3.h>
@@ -41,13 +41,18 @@ std::set<std::string> hashes(const json& list) {
     return out;
 }
 
-// The code blocks fenced ```lang in README's section "A store for a whole lab".
-std::vector<std::string> readme_blocks(const std::string& lang) {
-    const std::string readme = read_file(std::string(SB_SOURCE_DIR) + "/README.md");
-    const auto start = readme.find("### A store for a whole lab: PostgreSQL");
-    const auto end = readme.find("\n### ", start + 1);
-    const std::string section = readme.substr(start, end - start);
+// The code blocks fenced ```lang in the manual's section "A store for a whole lab"
+// (docs/results.md).
+std::vector<std::string> manual_blocks(const std::string& lang) {
+    const std::string page = read_file(std::string(SB_SOURCE_DIR) + "/docs/results.md");
+    const auto start = page.find("\n## A store for a whole lab: PostgreSQL");
     std::vector<std::string> out;
+    if (start == std::string::npos) {
+        ADD_FAILURE() << "docs/results.md has no section \"A store for a whole lab: PostgreSQL\"";
+        return out;
+    }
+    const auto end = page.find("\n## ", start + 1);
+    const std::string section = page.substr(start, end - start);
     const std::string open = "```" + lang + "\n";
     for (auto at = section.find(open); at != std::string::npos; at = section.find(open, at + 1)) {
         const auto body = at + open.size();
@@ -230,8 +235,8 @@ TEST_F(PgCli, TwoParallelFleetRunsIntoOneDatabaseThenCompareReportAndCopyBothWay
     const Proc sr = run_sb({"report", "--db", sqlite, "--latest", "run", "-o", t.file("s.html")});
     EXPECT_EQ(sr.exit_code, 0) << sr.err;
 
-    // The README's queries, as written there, on the stores the fleets wrote.
-    const auto pg_queries = readme_blocks("sql");
+    // The manual's queries, as written there, on the stores the fleets wrote.
+    const auto pg_queries = manual_blocks("sql");
     ASSERT_EQ(pg_queries.size(), 2u);
     // Tokens/s by device and commit: one row per device (one commit, one test here), 1 run each.
     EXPECT_EQ(server_->sql(fs::path(url).filename().string(),
@@ -243,7 +248,7 @@ TEST_F(PgCli, TwoParallelFleetRunsIntoOneDatabaseThenCompareReportAndCopyBothWay
                            "SELECT count(*) FROM (" +
                                pg_queries[1].substr(0, pg_queries[1].rfind(';')) + ") AS q"),
               "0");
-    const auto sqlite_queries = readme_blocks("sqlite");
+    const auto sqlite_queries = manual_blocks("sqlite");
     ASSERT_EQ(sqlite_queries.size(), 1u);
     const auto rows = sqlite_rows(sqlite, sqlite_queries[0]);
     ASSERT_EQ(rows.size(), 4u);
