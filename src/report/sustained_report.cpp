@@ -21,6 +21,18 @@ std::string f(const std::optional<double>& v, const char* spec = "{:.2f}") {
     return v ? printed(spec, *v) : std::string("-");
 }
 
+// A clock in the unit that keeps its digits: a memory bus's 547 kHz floor is not "1 MHz".
+std::string clock_text(double khz) {
+    if (khz < 1000)
+        return fmt::format("{:.0f} kHz", khz);
+    const double mhz = khz / 1000;
+    if (mhz < 10)
+        return fmt::format("{:.2f} MHz", mhz);
+    if (mhz < 100)
+        return fmt::format("{:.1f} MHz", mhz);
+    return fmt::format("{:.0f} MHz", mhz);
+}
+
 // "mean ± sd" of a figure over the rounds; the mean alone from one round; "-" from none.
 std::string mean_sd(const RoundSpread& s, const char* spec) {
     if (!s.mean)
@@ -187,9 +199,9 @@ void write_sustained_markdown(const SustainedResult& r, const Warnings& warnings
         if (a.load && a.verdict.find(*a.load) == std::string::npos)
             out << "load: " << *a.load << "\n";
         for (const auto& fl : a.time_at_floor)
-            out << "time at frequency floor: " << fl.metric << " at "
-                << fmt::format("{:.0f}", fl.floor_khz / 1000) << " MHz for "
-                << fmt::format("{:.1f} s ({:.0f} %)", fl.seconds, fl.fraction * 100) << "\n";
+            out << "time at frequency floor: " << fl.metric << " at " << clock_text(fl.floor_khz)
+                << " for " << fmt::format("{:.1f} s ({:.0f} %)", fl.seconds, fl.fraction * 100)
+                << "\n";
         // --trace-ops-rounds: where the per-op records are, and what each pass holds.
         for (const auto& x : p.rounds) {
             if (!x.ops)
