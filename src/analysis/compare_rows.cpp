@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "analysis/compare_steps.hpp"
@@ -165,7 +167,7 @@ std::vector<std::string> compare_cv_notes(const CompareRow& row, const CompareOp
             continue;
         const bool a_hi = *ca > opts.cv_note_factor * *cb;
         const bool b_hi = *cb > opts.cv_note_factor * *ca;
-        if (!a_hi && !b_hi)
+        if ((!a_hi && !b_hi) || std::max(*ca, *cb) < opts.cv_note_floor)
             continue;
         const auto& hi = a_hi ? row.sides[s] : row.sides[0];
         const auto& lo = a_hi ? row.sides[0] : row.sides[s];

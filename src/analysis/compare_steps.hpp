@@ -155,7 +155,8 @@ CompareRow one_value_row(const std::string& stage, const std::string& metric, bo
                          const std::vector<std::size_t>& n, const std::string& why);
 
 // Notes (naming row.test) of the sides whose CV is more than opts.cv_note_factor times the
-// baseline's, or the baseline's more than that times theirs.
+// baseline's, or the baseline's more than that times theirs, where the higher of the two is at
+// least opts.cv_note_floor.
 std::vector<std::string> compare_cv_notes(const CompareRow& row, const CompareOptions& opts);
 
 }  // namespace sb

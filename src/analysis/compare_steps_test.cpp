@@ -234,5 +234,24 @@ TEST(CompareRows, ACvMoreThanTheFactorTimesTheOtherIsNoted) {
                                         "pp8 decode: A's CV (20.0%) is more than 2x C's (1.5%)"}));
 }
 
+TEST(CompareRows, NoCvNoteWhenBothCvsAreBelowTheFloor) {
+    CompareRow row;
+    row.test = "pp8";
+    row.stage = "decode";
+    row.metric = "tokens_per_s";
+    CompareSide a, b;
+    a.label = "A";
+    b.label = "B";
+    a.median = b.median = 1.0;
+    a.n = b.n = 3;
+    a.cv = 0.0001;  // both print as 0.0 %: no finding, however large their ratio
+    b.cv = 0.0004;
+    row.sides = {a, b};
+    EXPECT_TRUE(compare_cv_notes(row, {}).empty());
+    row.sides[1].cv = 0.02;  // 2.0 % against 0.0 %: a finding
+    EXPECT_EQ(compare_cv_notes(row, {}),
+              std::vector<std::string>{"pp8 decode: B's CV (2.0%) is more than 2x A's (0.0%)"});
+}
+
 }  // namespace
 }  // namespace sb
