@@ -11,6 +11,7 @@
 #include "analysis/compare_steps.hpp"
 #include "core/error.hpp"
 #include "core/result.hpp"
+#include "core/stats.hpp"
 #include "core/stats_bootstrap.hpp"
 
 namespace sb {
@@ -161,12 +162,31 @@ std::optional<double> value_of(const OpRecord& r, const std::string& metric) {
     return std::nullopt;
 }
 
+// Whether g's op times are replayed (op_times.cpp): one measurement of its shape copied to every
+// node, so its records do not vary and give no interval of their own.
+bool replayed(const SignatureGroup* g) {
+    bool any = false;
+    if (g)
+        for (const OpRecord* r : g->records) {
+            if (!r->op_ns)
+                continue;
+            if (!r->isolated_call_ns)
+                return false;
+            any = true;
+        }
+    return any;
+}
+
 std::vector<double> samples_of(const SignatureGroup* g, const std::string& metric) {
     std::vector<double> v;
     if (g)
         for (const OpRecord* r : g->records)
             if (auto x = value_of(*r, metric))
                 v.push_back(*x);
+    // Copies of one replayed op time are one sample, not n that agree perfectly: a bootstrap
+    // over them gives an interval of zero width, and a 0.3 % difference would be "slower".
+    if (metric == "op_us" && !v.empty() && replayed(g))
+        return {*percentile(v, 0.5)};
     return v;
 }
 
@@ -194,6 +214,18 @@ Strata strata_of(const std::vector<const SignatureGroup*>& groups, const std::st
             s.den.push_back(std::move(den));
     }
     return s;
+}
+
+// Whether any stratum holds two different values: without, the stratified bootstrap resamples
+// one fixed total and its "interval" is a point (a single record per signature, or replayed
+// copies), which would call a 0.3 % difference slower.
+bool varies(const Strata& s) {
+    for (const auto* side : {&s.num, &s.den})
+        for (const auto& v : *side)
+            if (v.size() > 1 &&
+                std::any_of(v.begin(), v.end(), [&](double x) { return x != v[0]; }))
+                return true;
+    return false;
 }
 
 std::size_t count_of(const Strata& s) {
@@ -240,6 +272,9 @@ CompareRow total_row(const std::string& stage, const OpsMetric& m,
         const auto tb = count_of(b) ? strata_total(b) : std::nullopt;
         if (!ta || !tb || *ta <= 0 || *tb <= 0) {
             q.verdict = "no data";
+        } else if (!varies(a) && !varies(b)) {
+            q.median = *ta / *tb;
+            q.verdict = "no CI: no records that vary";
         } else {
             const RatioCi ci = ratio_of_totals(a, b, opts.resamples, opts.seed);
             q.median = ci.ratio;
@@ -391,6 +426,21 @@ CompareResult compare_ops_documents(const std::vector<CompareInput>& inputs,
                         continue;
                     const CompareStage st{stage.c_str(), m.metric, false, m.better, m.worse};
                     CompareRow row = compare_row(st, labels, samples, opts);
+                    for (std::size_t i = 1; i < p.size(); ++i) {
+                        CompareRatio& q = row.ratios[i - 1];
+                        if (!q.median)
+                            continue;
+                        const bool one_record = q.verdict == "too few samples";
+                        if (m.metric == "op_us" && (replayed(p[0]) || replayed(p[i])))
+                            q.verdict = "no CI: a replayed op time is one measurement";
+                        else if (!one_record && !varies(Strata{{samples[0]}, {}}) &&
+                                 !varies(Strata{{samples[i]}, {}}))
+                            q.verdict = "no CI: no records that vary";
+                        else
+                            continue;
+                        q.ci_low.reset();
+                        q.ci_high.reset();
+                    }
                     row.test = text;
                     row.key = stage + "/" + text;
                     row.signature = base.sig;
@@ -413,7 +463,9 @@ CompareResult compare_ops_documents(const std::vector<CompareInput>& inputs,
         "signature (op, the tensor's role where its or its weight's name gives it, input and "
         "output types and shapes). Per signature, each side's samples are its records: op_us "
         "the op time, call_us the call time (µs), call_per_op their ratio per record (the "
-        "dispatch tax); the ratio is of medians with a bootstrap 95% CI over the records. Per "
+        "dispatch tax); the ratio is of medians with a bootstrap 95% CI over the records (a "
+        "replayed op time is one measurement copied to each node of its shape: one sample, no "
+        "CI). Per "
         "op type, over the matched signatures: op_total_us and call_total_us the summed times "
         "per stage, call_per_op_total summed call over summed op time; the ratio is of totals "
         "with a bootstrap 95% CI resampling records within each signature");

@@ -151,9 +151,11 @@ TEST(CompareOps, OneRowPerShapeThenTheOpTypeRolledUp) {
     ASSERT_EQ(q->ratios.size(), 1u);
     EXPECT_EQ(q->ratios[0].label, "B/A");
     EXPECT_DOUBLE_EQ(*q->ratios[0].median, 1.55);
-    EXPECT_DOUBLE_EQ(*q->ratios[0].ci_low, 1.55);  // every sample equal: a point interval
-    EXPECT_DOUBLE_EQ(*q->ratios[0].ci_high, 1.55);
-    EXPECT_EQ(q->ratios[0].verdict, "slower");
+    // Every record equal on both sides: nothing varies, so there is no interval, and no
+    // verdict beyond the ratio (a bootstrap would give a point and call any difference).
+    EXPECT_FALSE(q->ratios[0].ci_low);
+    EXPECT_FALSE(q->ratios[0].ci_high);
+    EXPECT_EQ(q->ratios[0].verdict, "no CI: no records that vary");
     EXPECT_EQ(q->differs.at("devices"), (std::vector<CompareValue>{"CPU", "RPC0"}));
     const CompareRow* down = row(r, "decode", kDown, "op_us");
     ASSERT_TRUE(down);
@@ -171,8 +173,8 @@ TEST(CompareOps, OneRowPerShapeThenTheOpTypeRolledUp) {
     EXPECT_FALSE(mm->sides[0].median);
     EXPECT_EQ(mm->sides[0].n, 8u);
     EXPECT_DOUBLE_EQ(*mm->ratios[0].median, 1940.0 / 1600.0);
-    EXPECT_DOUBLE_EQ(*mm->ratios[0].ci_low, 1940.0 / 1600.0);
-    EXPECT_EQ(mm->ratios[0].verdict, "slower");
+    EXPECT_FALSE(mm->ratios[0].ci_low);
+    EXPECT_EQ(mm->ratios[0].verdict, "no CI: no records that vary");
     const CompareRow* mm_tax = row(r, "decode", "MUL_MAT", "call_per_op_total");
     ASSERT_TRUE(mm_tax);
     EXPECT_DOUBLE_EQ(*mm_tax->sides[0].total, (4 * 110.0 + 4 * 320) / 1600.0);
@@ -185,10 +187,10 @@ TEST(CompareOps, OneRowPerShapeThenTheOpTypeRolledUp) {
     EXPECT_DOUBLE_EQ(*tax->sides[0].median, 2.0);
     EXPECT_DOUBLE_EQ(*tax->sides[1].median, 15.0);
     EXPECT_DOUBLE_EQ(*tax->ratios[0].median, 7.5);
-    EXPECT_EQ(tax->ratios[0].verdict, "higher");
+    EXPECT_EQ(tax->ratios[0].verdict, "no CI: no records that vary");
     const CompareRow* same = row(r, "decode", norm, "op_us");
     ASSERT_TRUE(same);
-    EXPECT_EQ(same->ratios[0].verdict, "no difference");
+    EXPECT_DOUBLE_EQ(*same->ratios[0].median, 1.0);
 
     const CompareRow* pf =
         row(r, "prefill", "MUL_MAT attn_q: q4_0 64×64, f32 64×32 → f32 64×32", "op_us");
@@ -216,7 +218,7 @@ TEST(CompareOps, ShapesOnlyOneSideHasAreListedNotDropped) {
     EXPECT_DOUBLE_EQ(*mm->sides[0].total, 200.0);
     EXPECT_DOUBLE_EQ(*mm->sides[1].total, 100.0);
     EXPECT_DOUBLE_EQ(*mm->ratios[0].median, 0.5);
-    EXPECT_EQ(mm->ratios[0].verdict, "faster");
+    EXPECT_EQ(mm->ratios[0].verdict, "no CI: no records that vary");
     ASSERT_EQ(r.unmatched.size(), 2u);
     EXPECT_EQ(r.unmatched[0].label, "A");
     EXPECT_EQ(r.unmatched[0].test,
@@ -284,6 +286,37 @@ TEST(CompareOps, SpreadSamplesGiveTheBootstrapInterval) {
     EXPECT_DOUBLE_EQ(*tot->ratios[0].median, 245.0 / 420.0);
     EXPECT_DOUBLE_EQ(*tot->ratios[0].ci_low, t.lo);
     EXPECT_DOUBLE_EQ(*tot->ratios[0].ci_high, t.hi);
+}
+
+TEST(CompareOps, ReplayedOpTimesAreOneMeasurementNotASpread) {
+    // Every node of a shape carries its one replay's op time (isolated_call_ns set): four
+    // records that agree are one sample, so a 0.3 % difference is no finding.
+    ResultDocument a =
+        ops_doc("CPU", {{"decode", {{"MUL_MAT", "attn_q", 64, 4, {100}, {200, 210, 190, 205}}}}});
+    ResultDocument b = ops_doc(
+        "BLAS", {{"decode", {{"MUL_MAT", "attn_q", 64, 4, {100.3}, {201, 211, 191, 206}}}}});
+    for (ResultDocument* d : {&a, &b})
+        for (OpRecord& r : d->ops->stages[0].ops)
+            if (!r.no_compute)
+                r.isolated_call_ns = *r.op_ns + 5e3;
+    const CompareResult r = compare_documents({{"A", "a", a}, {"B", "b", b}}, CompareOptions{});
+    const CompareRow* mm = row(r, "decode", kQ, "op_us");
+    ASSERT_TRUE(mm);
+    EXPECT_EQ(mm->sides[0].n, 1u);
+    EXPECT_DOUBLE_EQ(*mm->ratios[0].median, 1.003);
+    EXPECT_FALSE(mm->ratios[0].ci_low);
+    EXPECT_EQ(mm->ratios[0].verdict, "no CI: a replayed op time is one measurement");
+    // The roll-up over copies of one replayed time has nothing that varies either.
+    const CompareRow* tot = row(r, "decode", "MUL_MAT", "op_total_us");
+    ASSERT_TRUE(tot);
+    EXPECT_DOUBLE_EQ(*tot->ratios[0].median, 1.003);
+    EXPECT_FALSE(tot->ratios[0].ci_low);
+    EXPECT_EQ(tot->ratios[0].verdict, "no CI: no records that vary");
+    // The call times were traced per node: they still vary, and still give an interval.
+    const CompareRow* call = row(r, "decode", kQ, "call_us");
+    ASSERT_TRUE(call);
+    EXPECT_EQ(call->sides[0].n, 4u);
+    EXPECT_TRUE(call->ratios[0].ci_low);
 }
 
 TEST(CompareOps, JsonRoundTripKeepsSignaturesAndTotals) {
