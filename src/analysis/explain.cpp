@@ -398,7 +398,9 @@ std::vector<ExplainPart> add_gap_parts(ExplainSection& s, const std::string& sta
                          stage, format_ms(*rem.ns), ci_text(rem.ci95_lo_ns, rem.ci95_hi_ns))});
     parts.push_back(rem);
     for (auto& p : parts) {
-        if (p.ns && gap.ns && *gap.ns != 0)
+        // No share of a gap whose interval holds zero: -92 % and +147 % of a gap that may be
+        // nothing are no split of it.
+        if (p.ns && gap.ns && *gap.ns != 0 && !gap.no_difference)
             p.share = *p.ns / *gap.ns;
         s.parts.push_back(p);
     }

@@ -222,6 +222,32 @@ TEST(SummarizeExplain, AGapInsideTheNoiseSaysSo) {
     EXPECT_NE(s.verdicts[0].find("as fast as the bench"), std::string::npos) << s.verdicts[0];
 }
 
+TEST(SummarizeExplain, NoShareOfAGapInsideTheNoise) {
+    // The full rig's levels, with the server as fast as the bench within the noise: the parts
+    // keep their times and intervals, and none is given a share of a gap that may be zero.
+    ExplainSection s = section();
+    s.measures[6] = measure("server", "server", {9, 12, 10, 13, 11}, {1.2, 1.8, 1.6, 2.6, 2.7});
+    summarize_explain(s);
+    int parts = 0;
+    for (const auto& p : s.parts) {
+        if (p.kind == "gap") {
+            EXPECT_TRUE(p.no_difference) << p.stage;
+            continue;
+        }
+        ++parts;
+        EXPECT_TRUE(p.ns) << p.stage << " " << p.name;
+        EXPECT_FALSE(p.share) << p.stage << " " << p.name << " " << *p.share;
+    }
+    EXPECT_GT(parts, 0);
+    // Where the gap is real, the parts have their shares.
+    ExplainSection real = section();
+    summarize_explain(real);
+    bool shared = false;
+    for (const auto& p : real.parts)
+        shared = shared || (p.kind != "gap" && p.share);
+    EXPECT_TRUE(shared);
+}
+
 TEST(SummarizeExplain, PartsThatOvershootTheGapAreAFinding) {
     ExplainSection s = section();
     // The server only 5 ms above the bench while -ub 32 alone costs 30 ms in-process.
