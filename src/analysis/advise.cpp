@@ -9,13 +9,17 @@
 namespace sb {
 namespace {
 
-AdviceStage stage_of(const StageChoice& st) {
+AdviceStage stage_of(const StageChoice& st, const std::vector<AdviseSource>& sources) {
     AdviceStage a;
     a.stage = st.stage;
     a.workload = st.workload;
-    for (const auto& c : st.candidates)
+    for (const auto& c : st.candidates) {
+        std::vector<std::string> docs;
+        for (std::size_t d : c.docs)
+            docs.push_back(sources.at(d).source);
         a.candidates.push_back({c.devices, c.summary.median, c.median_ci.ci95_lo,
-                                c.median_ci.ci95_hi, c.summary.n, c.j_per_token});
+                                c.median_ci.ci95_hi, c.summary.n, c.j_per_token, docs});
+    }
     a.fastest = st.candidates[0].devices;
     if (const auto& r = st.ratio_to_runner_up)
         a.ratio_to_runner_up =
@@ -184,7 +188,7 @@ Advice advise(const std::vector<AdviseInput>& inputs, const AdviseOptions& opts)
     if (auto w = mixed_conditions_warning(out.conditions))
         out.warnings.push_back(*w);
     for (const auto& st : fit.stages)
-        out.stages.push_back(stage_of(st));
+        out.stages.push_back(stage_of(st, facts.sources));
     out.model = model_of(fit);
     add_predictions(pred, out);
     add_ops(facts, fit, out);

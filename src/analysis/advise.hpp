@@ -63,10 +63,13 @@ struct AdviceSource {
 // with the median's seeded bootstrap 95% CI (core/stats.hpp median_ci; within the repetitions'
 // range, never below 0; null with fewer than two repetitions).
 struct AdviceCandidate {
+    // The device set, with what else differs among the inputs' tests of it in parentheses
+    // (model, -ngl, threads, KV types): "BLAS (-ngl 2)".
     std::string devices;
     std::optional<double> median_tokens_per_s, ci95_lo, ci95_hi;
     std::size_t n = 0;  // repetitions
     std::optional<double> j_per_token;
+    std::vector<std::string> documents;  // the inputs its tests came from
     bool operator==(const AdviceCandidate&) const = default;
 };
 

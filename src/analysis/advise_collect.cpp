@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <set>
 
 #include "analysis/advise_steps.hpp"
@@ -28,6 +29,10 @@ void collect_tests(const ResultDocument& doc, std::size_t index, std::vector<Adv
         s.devices = c.devices.str();
         if (is_hybrid_devices(s.devices) || c.engine != EngineKind::llama)
             continue;
+        s.model = std::filesystem::path(c.model_path).filename().string();
+        s.n_gpu_layers = c.n_gpu_layers;
+        s.n_threads = c.n_threads;
+        s.kv = to_string(c.type_k) + "/" + to_string(c.type_v);
         s.n_prompt = c.n_prompt;
         s.n_gen = c.n_gen;
         s.kv_depth = c.n_depth + s.n_prompt;
@@ -288,6 +293,7 @@ AdviseFacts collect_facts(const std::vector<AdviseInput>& inputs) {
         throw input_error(
             "nothing to advise on: give result documents of run, hybrid, ops, sustained or "
             "fidelity");
+    label_samples(f.samples);
     return f;
 }
 

@@ -1,5 +1,7 @@
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "analysis/advise_steps.hpp"
@@ -23,17 +25,26 @@ std::string workload_of(const AdviseSample& s, bool prefill) {
                    : "tg" + std::to_string(s.n_gen) + "@d" + std::to_string(s.kv_depth);
 }
 
-StageCandidate candidate_of(const std::string& devices,
+// Workloads in increasing order: pp64 before pp512; tg by generated tokens, then KV depth.
+std::pair<int, int> workload_order(const AdviseSample& s, bool prefill) {
+    return prefill ? std::pair{s.n_prompt, 0} : std::pair{s.n_gen, s.kv_depth};
+}
+
+StageCandidate candidate_of(const std::string& label,
                             const std::vector<const AdviseSample*>& samples, bool prefill) {
     StageCandidate c;
-    c.devices = devices;
+    c.devices = label;
+    c.device_set = samples.front()->devices;
+    std::set<std::size_t> docs;
     std::vector<double> j;
     for (const AdviseSample* s : samples) {
+        docs.insert(s->doc);
         const auto& v = prefill ? s->prefill_tps : s->decode_tps;
         c.tokens_per_s.insert(c.tokens_per_s.end(), v.begin(), v.end());
         if (auto x = prefill ? s->prefill_j_per_token : s->decode_j_per_token)
             j.push_back(*x);
     }
+    c.docs.assign(docs.begin(), docs.end());
     if (!j.empty())
         c.j_per_token = percentile(j, 0.5);
     c.median_tokens_per_s = *percentile(c.tokens_per_s, 0.5);
@@ -52,7 +63,7 @@ std::optional<SustainedCheck> check_phase(const SustainedFacts& s, const Sustain
         if (st.stage != "decode")
             continue;
         for (const auto& cand : st.candidates)
-            if (cand.devices != s.devices && cand.summary.median) {
+            if (cand.device_set != s.devices && cand.summary.median) {
                 const double v = *cand.summary.median;
                 if (!c.best_other || v > c.best_other->second)
                     c.best_other = {{cand.devices, v}};
@@ -63,38 +74,64 @@ std::optional<SustainedCheck> check_phase(const SustainedFacts& s, const Sustain
 
 }  // namespace
 
-std::optional<StageChoice> rank_stage(const std::vector<AdviseSample>& samples,
-                                      const std::string& stage) {
+void label_samples(std::vector<AdviseSample>& samples) {
+    // Per device set, the qualifiers that take more than one value among its samples.
+    std::map<std::string, std::array<std::set<std::string>, 4>> seen;
+    auto parts = [](const AdviseSample& s) {
+        return std::array<std::string, 4>{
+            "model " + s.model, "-ngl " + std::to_string(s.n_gpu_layers),
+            "-t " + (s.n_threads > 0 ? std::to_string(s.n_threads) : std::string("default")),
+            "KV " + s.kv};
+    };
+    for (const auto& s : samples) {
+        const auto p = parts(s);
+        for (std::size_t i = 0; i < p.size(); ++i)
+            seen[s.devices][i].insert(p[i]);
+    }
+    for (auto& s : samples) {
+        const auto p = parts(s);
+        std::string q;
+        for (std::size_t i = 0; i < p.size(); ++i)
+            if (seen[s.devices][i].size() > 1)
+                q += (q.empty() ? "" : ", ") + p[i];
+        s.label = q.empty() ? s.devices : s.devices + " (" + q + ")";
+    }
+}
+
+std::vector<StageChoice> rank_stage(const std::vector<AdviseSample>& samples,
+                                    const std::string& stage) {
     const bool pf = stage == "prefill";
-    std::map<std::string, std::map<std::string, std::vector<const AdviseSample*>>> by_workload;
+    std::map<std::pair<int, int>,
+             std::pair<std::string, std::map<std::string, std::vector<const AdviseSample*>>>>
+        by_workload;
     for (const auto& s : samples) {
         if ((pf ? s.prefill_tps : s.decode_tps).empty())
             continue;
-        by_workload[workload_of(s, pf)][s.devices].push_back(&s);
+        auto& w = by_workload[workload_order(s, pf)];
+        w.first = workload_of(s, pf);
+        w.second[s.label.empty() ? s.devices : s.label].push_back(&s);
     }
-    if (by_workload.empty())
-        return std::nullopt;
-    // The workload measured on the most device sets (the first of equals).
-    auto best_w = std::max_element(
-        by_workload.begin(), by_workload.end(),
-        [](const auto& x, const auto& y) { return x.second.size() < y.second.size(); });
-    StageChoice st;
-    st.stage = stage;
-    st.workload = best_w->first;
-    for (const auto& [dev, ss] : best_w->second)
-        st.candidates.push_back(candidate_of(dev, ss, pf));
-    std::sort(st.candidates.begin(), st.candidates.end(),
-              [](const StageCandidate& x, const StageCandidate& y) {
-                  return x.median_tokens_per_s > y.median_tokens_per_s;
-              });
-    const auto& cs = st.candidates;
-    if (cs.size() > 1)
-        st.ratio_to_runner_up = ratio_of_medians(cs[0].tokens_per_s, cs[1].tokens_per_s);
-    for (std::size_t i = 0; i < cs.size(); ++i)
-        if (cs[i].j_per_token &&
-            (!st.most_efficient || *cs[i].j_per_token < *cs[*st.most_efficient].j_per_token))
-            st.most_efficient = i;
-    return st;
+    std::vector<StageChoice> out;
+    for (const auto& [order, w] : by_workload) {
+        StageChoice st;
+        st.stage = stage;
+        st.workload = w.first;
+        for (const auto& [label, ss] : w.second)
+            st.candidates.push_back(candidate_of(label, ss, pf));
+        std::sort(st.candidates.begin(), st.candidates.end(),
+                  [](const StageCandidate& x, const StageCandidate& y) {
+                      return x.median_tokens_per_s > y.median_tokens_per_s;
+                  });
+        const auto& cs = st.candidates;
+        if (cs.size() > 1)
+            st.ratio_to_runner_up = ratio_of_medians(cs[0].tokens_per_s, cs[1].tokens_per_s);
+        for (std::size_t i = 0; i < cs.size(); ++i)
+            if (cs[i].j_per_token &&
+                (!st.most_efficient || *cs[i].j_per_token < *cs[*st.most_efficient].j_per_token))
+                st.most_efficient = i;
+        out.push_back(std::move(st));
+    }
+    return out;
 }
 
 DeviceModels fit_models(const std::vector<AdviseSample>& samples, std::optional<std::size_t> doc) {
@@ -223,8 +260,8 @@ DispatchFit fit_dispatch(const OpsStageFacts& stage, double budget_ns) {
 AdviseFit fit_advice(const AdviseFacts& facts, const AdviseOptions& opts) {
     AdviseFit fit;
     for (const std::string stage : {"prefill", "decode"})
-        if (auto st = rank_stage(facts.samples, stage))
-            fit.stages.push_back(std::move(*st));
+        for (auto& st : rank_stage(facts.samples, stage))
+            fit.stages.push_back(std::move(st));
     fit.models = fit_models(facts.samples);
     fit.transfers = fit_transfers(facts.hybrid_points);
     for (const auto& ops : facts.ops) {

@@ -20,7 +20,8 @@ json candidate_json(const AdviceCandidate& c) {
             {"ci95_lo", opt(c.ci95_lo)},
             {"ci95_hi", opt(c.ci95_hi)},
             {"n", c.n},
-            {"j_per_token", opt(c.j_per_token)}};
+            {"j_per_token", opt(c.j_per_token)},
+            {"documents", c.documents}};
 }
 
 json stage_json(const AdviceStage& st) {
@@ -201,7 +202,8 @@ void read(const JsonIn& in, AdviceSource& s) {
 
 void read(const JsonIn& in, AdviceCandidate& c) {
     ObjectIn{in}("devices", c.devices)("median_tokens_per_s", c.median_tokens_per_s)(
-        "ci95_lo", c.ci95_lo)("ci95_hi", c.ci95_hi)("n", c.n)("j_per_token", c.j_per_token);
+        "ci95_lo", c.ci95_lo)("ci95_hi", c.ci95_hi)("n", c.n)("j_per_token", c.j_per_token)(
+        "documents", c.documents);  // absent in documents from before it was written
 }
 
 void read(const JsonIn& in, AdviceRunnerUp& r) {

@@ -35,6 +35,13 @@ struct AdviseSource {
 struct AdviseSample {
     std::size_t doc = 0;  // index into AdviseFacts::sources
     std::string devices;  // as the test's config spells them
+    // What else sets a device set's speed: the model file's name, -ngl, threads, the KV cache
+    // types ("f16/f16"). Samples of one device set that differ in any of them are ranked apart.
+    std::string model, kv;
+    int n_gpu_layers = 0, n_threads = 0;
+    // devices, and what differs among the inputs' samples of those devices ("BLAS (-ngl 2)",
+    // "CPU (model f16.gguf, -t 4)"); empty: devices alone (label_samples).
+    std::string label;
     int n_prompt = 0, n_gen = 0;
     int kv_depth = 0;                                               // n_depth + n_prompt
     std::vector<double> prefill_tps, decode_tps;                    // raw, per repetition
@@ -153,7 +160,9 @@ std::optional<Warning> mixed_conditions_warning(const std::vector<AdviceConditio
 // ---- fit ----
 
 struct StageCandidate {
-    std::string devices;
+    std::string devices;               // the samples' label: the device set and what else differs
+    std::string device_set;            // the device set alone
+    std::vector<std::size_t> docs;     // the inputs its samples came from (AdviseFacts::sources)
     std::vector<double> tokens_per_s;  // every repetition of every matching test
     double median_tokens_per_s = 0;    // percentile 0.5 of tokens_per_s
     Summary summary;                   // of tokens_per_s
@@ -163,7 +172,7 @@ struct StageCandidate {
     std::optional<double> j_per_token;  // median over the tests that measured energy
 };
 
-// One stage ranked at the workload measured on the most device sets.
+// One stage ranked at one measured workload.
 struct StageChoice {
     std::string stage;                          // prefill | decode
     std::string workload;                       // "pp512" or "tg128@d512"
@@ -232,8 +241,13 @@ struct AdviseFit {
 AdviseFit fit_advice(const AdviseFacts& facts, const AdviseOptions& opts);
 
 // The pieces of fit_advice, for tests.
-std::optional<StageChoice> rank_stage(const std::vector<AdviseSample>& samples,
-                                      const std::string& stage);
+// Every measured workload of the stage, ranked apart: prompt lengths (decode: generated tokens,
+// then KV depth) in increasing order; empty when no sample has the stage.
+std::vector<StageChoice> rank_stage(const std::vector<AdviseSample>& samples,
+                                    const std::string& stage);
+// Sets each sample's label: its devices, with what differs among the samples of those devices
+// (model, -ngl, threads, KV types) in parentheses.
+void label_samples(std::vector<AdviseSample>& samples);
 // The models of the samples of one document (doc), or of all (nullopt).
 DeviceModels fit_models(const std::vector<AdviseSample>& samples,
                         std::optional<std::size_t> doc = std::nullopt);

@@ -148,26 +148,66 @@ TEST(AdviseCollect, NothingUsableThrows) {
 
 // ---- fit ----
 
-TEST(AdviseFit, RanksAStageAtTheWorkloadOnTheMostDeviceSets) {
+TEST(AdviseFit, RanksEveryMeasuredWorkloadApartInIncreasingOrder) {
     std::vector<AdviseSample> samples = {
+        sample("GPU", 512, 16, {1000}, {}, {}, {}, 1),  // pp512: one device set only
         sample("CPU", 64, 16, {10, 30, 20}, {}, {}, {}),
-        sample("GPU", 64, 16, {40, 50}, {}, {}, {}),
-        sample("GPU", 128, 16, {1000}, {}, {}, {}),  // pp128: one device set only
+        sample("GPU", 64, 16, {40, 50}, {}, {}, {}, 1),
+        sample("CPU", 128, 16, {25}, {}, {}, {}),
     };
-    samples[0].prefill_j_per_token = 0.5;
-    samples[1].prefill_j_per_token = 0.75;
+    samples[1].prefill_j_per_token = 0.5;
+    samples[2].prefill_j_per_token = 0.75;
     const auto st = rank_stage(samples, "prefill");
-    ASSERT_TRUE(st);
-    EXPECT_EQ(st->workload, "pp64");
-    ASSERT_EQ(st->candidates.size(), 2u);
-    EXPECT_EQ(st->candidates[0].devices, "GPU");
-    EXPECT_EQ(st->candidates[0].median_tokens_per_s, 45);
-    EXPECT_EQ(st->candidates[1].median_tokens_per_s, 20);
-    EXPECT_EQ(st->candidates[1].summary.n, 3u);
-    ASSERT_TRUE(st->ratio_to_runner_up);
-    EXPECT_DOUBLE_EQ(st->ratio_to_runner_up->ratio, 45.0 / 20.0);
-    EXPECT_EQ(st->most_efficient, 1u);  // CPU at 0.5 J/token
-    EXPECT_FALSE(rank_stage(samples, "decode"));
+    ASSERT_EQ(st.size(), 3u);  // pp64, pp128, pp512: by length, not by the text "pp128" < "pp64"
+    EXPECT_EQ(st[0].workload, "pp64");
+    EXPECT_EQ(st[1].workload, "pp128");
+    EXPECT_EQ(st[2].workload, "pp512");
+    ASSERT_EQ(st[0].candidates.size(), 2u);
+    EXPECT_EQ(st[0].candidates[0].devices, "GPU");
+    EXPECT_EQ(st[0].candidates[0].docs, std::vector<std::size_t>{1});
+    EXPECT_EQ(st[0].candidates[0].median_tokens_per_s, 45);
+    EXPECT_EQ(st[0].candidates[1].median_tokens_per_s, 20);
+    EXPECT_EQ(st[0].candidates[1].summary.n, 3u);
+    EXPECT_EQ(st[0].candidates[1].docs, std::vector<std::size_t>{0});
+    ASSERT_TRUE(st[0].ratio_to_runner_up);
+    EXPECT_DOUBLE_EQ(st[0].ratio_to_runner_up->ratio, 45.0 / 20.0);
+    EXPECT_EQ(st[0].most_efficient, 1u);  // CPU at 0.5 J/token
+    EXPECT_EQ(st[1].candidates.size(), 1u);
+    EXPECT_FALSE(st[1].ratio_to_runner_up);
+    EXPECT_TRUE(rank_stage(samples, "decode").empty());
+}
+
+TEST(AdviseFit, WhatElseSetsTheSpeedKeepsDeviceSetsApart) {
+    // Two models on the CPU, and BLAS at two offload levels: four candidates, each labelled by
+    // what differs among the samples of its device set, never pooled into one row.
+    auto with = [](AdviseSample s, const char* model, int ngl) {
+        s.model = model;
+        s.n_gpu_layers = ngl;
+        s.n_threads = 4;
+        s.kv = "f16/f16";
+        return s;
+    };
+    std::vector<AdviseSample> samples = {
+        with(sample("CPU", 64, 16, {10, 11}, {}, {}, {}), "q4_0.gguf", 99),
+        with(sample("CPU", 64, 16, {5, 6}, {}, {}, {}), "f16.gguf", 99),
+        with(sample("BLAS", 64, 16, {30, 31}, {}, {}, {}), "q4_0.gguf", 99),
+        with(sample("BLAS", 64, 16, {20, 21}, {}, {}, {}), "q4_0.gguf", 2),
+    };
+    label_samples(samples);
+    EXPECT_EQ(samples[0].label, "CPU (model q4_0.gguf)");
+    EXPECT_EQ(samples[1].label, "CPU (model f16.gguf)");
+    EXPECT_EQ(samples[2].label, "BLAS (-ngl 99)");
+    EXPECT_EQ(samples[3].label, "BLAS (-ngl 2)");
+    const auto st = rank_stage(samples, "prefill");
+    ASSERT_EQ(st.size(), 1u);
+    ASSERT_EQ(st[0].candidates.size(), 4u);
+    EXPECT_EQ(st[0].candidates[0].devices, "BLAS (-ngl 99)");
+    EXPECT_EQ(st[0].candidates[0].device_set, "BLAS");
+    EXPECT_EQ(st[0].candidates[3].devices, "CPU (model f16.gguf)");
+    // One device set measured one way: its devices alone.
+    std::vector<AdviseSample> one = {with(sample("CPU", 64, 16, {10}, {}, {}, {}), "a.gguf", 99)};
+    label_samples(one);
+    EXPECT_EQ(one[0].label, "CPU");
 }
 
 // The candidate's interval is its median's (a seeded bootstrap over the repetitions), not the
@@ -175,8 +215,8 @@ TEST(AdviseFit, RanksAStageAtTheWorkloadOnTheMostDeviceSets) {
 TEST(AdviseFit, ACandidatesIntervalIsItsMediansAndNeverBelowZero) {
     const std::vector<double> tps = {40, 60, 2500, 3500};
     const auto st = rank_stage({sample("BLAS", 8, 4, {}, tps, {}, {})}, "decode");
-    ASSERT_TRUE(st);
-    const StageCandidate& c = st->candidates[0];
+    ASSERT_EQ(st.size(), 1u);
+    const StageCandidate& c = st[0].candidates[0];
     ASSERT_TRUE(c.summary.ci95_lo && c.summary.stddev && c.summary.mean);
     // The mean's Student-t interval would go below 0 (the Summary's mean interval is a
     // bootstrap now, within the repetitions' range, but it is still the mean's).

@@ -30,12 +30,16 @@ void write_advice_markdown(const Advice& a, std::ostream& out) {
     out << "\n";
     for (const auto& st : a.stages) {
         out << "### " << st.stage << " at " << st.workload << "\n\n"
-            << "| devices | median tokens/s | 95% CI | n | J/token |\n"
-            << "| --- | ---: | --- | ---: | ---: |\n";
-        for (const auto& c : st.candidates)
+            << "| devices | median tokens/s | 95% CI | n | J/token | from |\n"
+            << "| --- | ---: | --- | ---: | ---: | --- |\n";
+        for (const auto& c : st.candidates) {
+            std::string from;
+            for (const auto& d : c.documents)
+                from += (from.empty() ? "" : ", ") + d;
             out << "| " << c.devices << " | " << n(c.median_tokens_per_s) << " | " << n(c.ci95_lo)
                 << "–" << n(c.ci95_hi) << " | " << count(c.n) << " | " << n(c.j_per_token, "{:.4f}")
-                << " |\n";
+                << " | " << (from.empty() ? "-" : from) << " |\n";
+        }
         out << "\n";
     }
     for (const auto& p : a.predictions) {
