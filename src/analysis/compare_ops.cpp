@@ -431,7 +431,8 @@ CompareResult compare_ops_documents(const std::vector<CompareInput>& inputs,
                         if (!q.median)
                             continue;
                         const bool one_record = q.verdict == "too few samples";
-                        if (m.metric == "op_us" && (replayed(p[0]) || replayed(p[i])))
+                        if (std::string_view(m.metric) == "op_us" &&
+                            (replayed(p[0]) || replayed(p[i])))
                             q.verdict = "no CI: a replayed op time is one measurement";
                         else if (!one_record && !varies(Strata{{samples[0]}, {}}) &&
                                  !varies(Strata{{samples[i]}, {}}))

@@ -321,9 +321,11 @@ std::string parse_first_tensors(const std::vector<std::string>& tok, size_t from
 struct Parser {
     const HexagonParseOptions& opts;
     HexagonImport imp;
-    std::string mark;              // the stage of the last marker line seen
-    bool boundary = false;         // a batch or marker line since the last record
-    bool marker_boundary = false;  // a marker line since the last record
+    std::string mark;                       // the stage of the last marker line seen
+    bool boundary = false;                  // a batch or marker line since the last record
+    bool marker_boundary = false;           // a marker line since the last record
+    bool graph_boundary = false;            // a graph-compute line since the last record
+    std::map<std::string, int> last_batch;  // per session: its last batch line's index
 
     void unparsed(const std::string& text, const std::string& why) {
         imp.n_unparsed++;
@@ -365,7 +367,8 @@ struct Parser {
         imp.stage_mark.push_back(mark);
         imp.boundary_before.push_back(boundary);
         imp.marker_before.push_back(marker_boundary);
-        boundary = marker_boundary = false;
+        imp.graph_before.push_back(graph_boundary);
+        boundary = marker_boundary = graph_boundary = false;
         imp.formats[format]++;
     }
 
@@ -378,6 +381,49 @@ struct Parser {
                 imp.n_marks++;
                 break;
             }
+    }
+
+    void add_batch(HexagonBatch b) {
+        b.records_before = imp.records.size();
+        last_batch[b.device] = static_cast<int>(imp.batches.size());
+        imp.batches.push_back(std::move(b));
+        boundary = true;
+    }
+
+    // "ggml-hex: <sess> trace-evt <EVENT>: thread T info I start|stop CYCLES" (PR 26049).
+    void trace_evt(const std::string& line, size_t idx) {
+        imp.n_trace++;
+        HexagonTraceEvent e;
+        if (auto before = split_ws(line.substr(0, idx)); !before.empty())
+            e.device = before.back();
+        auto tok = split_ws(line.substr(idx + std::string("trace-evt").size()));
+        std::optional<int64_t> thread, info, cycles;
+        if (tok.size() != 7 || tok[0].size() < 2 || tok[0].back() != ':' || tok[1] != "thread" ||
+            !(thread = to_int(tok[2])) || tok[3] != "info" || !(info = to_int(tok[4])) ||
+            (tok[5] != "start" && tok[5] != "stop") || !(cycles = to_int(tok[6]))) {
+            imp.n_trace--;
+            unparsed(line,
+                     "cannot read trace-evt (expected 'EVENT: thread T info I start|stop C')");
+            return;
+        }
+        // The backend prints an unsigned 32-bit counter, a thread below 32 and a 15-bit info.
+        if (*cycles < 0 || *cycles > 0xffffffffLL || *thread < 0 || *thread > 64 || *info < 0 ||
+            *info > 0x7fff) {
+            imp.n_trace--;
+            refused(line, fmt::format("implausible trace-evt (thread {}, info {}, cycles {})",
+                                      *thread, *info, *cycles));
+            return;
+        }
+        e.event = tok[0].substr(0, tok[0].size() - 1);
+        e.thread = static_cast<int>(*thread);
+        e.info = static_cast<int>(*info);
+        e.stop = tok[5] == "stop";
+        e.cycles = static_cast<uint32_t>(*cycles);
+        e.line = imp.n_lines;
+        if (auto it = last_batch.find(e.device); it != last_batch.end())
+            e.batch = it->second;
+        e.records_before = imp.records.size();
+        imp.events.push_back(std::move(e));
     }
 
     // "ggml-hex: <sess> profile-batch n-ops N batch-dur-usec N htp-ops-usec N[ evt [..]]"
@@ -442,8 +488,7 @@ struct Parser {
         b.usec = static_cast<double>(*dur);
         b.n_ops = n_ops;
         b.htp_ops_usec = htp;
-        imp.batches.push_back(std::move(b));
-        boundary = true;
+        add_batch(std::move(b));
     }
 
     // The first format (PR 16547): "ggml-hex: <sess> <OP> <tensors> : op-usec ... call-usec N".
@@ -529,8 +574,8 @@ struct Parser {
             }
             if (fields.size() >= 3 && fields[2].rfind("evt-cnt ", 0) == 0)
                 b.evt_cnt = counter_list("[" + fields[2].substr(8) + "]");
-            imp.batches.push_back(std::move(b));
-            boundary = true;
+            b.start = t.start;
+            add_batch(std::move(b));
             return;
         }
         if (fields.size() < 4) {
@@ -592,9 +637,17 @@ struct Parser {
             return other_line(text);
         if (const size_t idx = text.find(" profile-batch", hex); idx != std::string::npos)
             return profile_batch(text, idx + 1);
-        if (text.find(" trace-op ", hex) != std::string::npos ||
-            text.find(" trace-evt ", hex) != std::string::npos) {
+        if (const size_t idx = text.find(" trace-evt ", hex); idx != std::string::npos)
+            return trace_evt(text, idx + 1);
+        if (text.find(" trace-op ", hex) != std::string::npos) {
             imp.n_trace++;
+            return;
+        }
+        // Verbose logging: the host hands the backend a new graph.
+        if (text.find(" graph-compute n_nodes ", hex) != std::string::npos) {
+            imp.n_ignored++;
+            imp.n_graph_lines++;
+            graph_boundary = boundary = true;
             return;
         }
         if (text.find(" op-usec ", hex) != std::string::npos)
@@ -632,7 +685,7 @@ HexagonImport parse_hexagon_profile(std::istream& in) {
 }
 
 HexagonImport parse_hexagon_profile(std::istream& in, const HexagonParseOptions& opts) {
-    Parser p{opts, {}, {}, false, false};
+    Parser p{opts, {}, {}, false, false, false, {}};
     std::string text;
     while (std::getline(in, text))
         p.feed(text);
@@ -646,6 +699,17 @@ std::optional<int64_t> matmul_tokens(const OpRecord& r) {
     // writes two dims when ne[2] and ne[3] are 1.
     const size_t dim = r.op.rfind("MUL_MAT_ID", 0) == 0 ? 2 : 1;
     return dim < r.out.ne.size() ? r.out.ne[dim] : 1;
+}
+
+// The output projection (result_output: the logits), a graph's last node: a mat-mul of
+// output.weight, or of token_embd.weight where the embeddings are tied.
+bool is_output_projection(const OpRecord& r) {
+    if (r.op.rfind("MUL_MAT", 0) != 0)
+        return false;
+    if (r.out.name == "result_output")
+        return true;
+    return !r.srcs.empty() &&
+           (r.srcs[0].name == "output.weight" || r.srcs[0].name == "token_embd.weight");
 }
 
 StageSplit split_stages(const HexagonImport& imp) {
@@ -664,11 +728,13 @@ StageSplit split_stages(const HexagonImport& imp) {
     std::vector<bool> seg_new_graph;
     std::optional<int> last_layer;
     bool seg_unlayered = false;  // the current segment has no record with a layer yet
+    bool after_output = false;   // the record before was the output projection
     for (size_t i = 0; i < n; ++i) {
         const auto& r = recs[i];
         const bool reset = r.layer && last_layer && *r.layer < *last_layer;
-        if (i == 0 || flag(imp.boundary_before, i)) {
-            seg_new_graph.push_back(i == 0 || flag(imp.marker_before, i) || reset);
+        if (i == 0 || flag(imp.boundary_before, i) || after_output) {
+            seg_new_graph.push_back(i == 0 || flag(imp.marker_before, i) ||
+                                    flag(imp.graph_before, i) || after_output || reset);
             seg_unlayered = true;
         } else if (reset) {
             // The next graph began at the last cut when only unlayered ops (its inputs) came
@@ -683,6 +749,9 @@ StageSplit split_stages(const HexagonImport& imp) {
             last_layer = r.layer;
             seg_unlayered = false;
         }
+        after_output = is_output_projection(r);
+        if (after_output)
+            last_layer.reset();  // the next graph's layers count from its own start
     }
 
     // A segment's stage by the tokens of its mat-muls (unmarked records only).
@@ -765,6 +834,8 @@ json to_json(const HexagonImport& imp) {
                 {"n_records", imp.records.size()},
                 {"n_ignored", imp.n_ignored},
                 {"n_trace", imp.n_trace},
+                {"n_trace_events", imp.events.size()},
+                {"n_graph_lines", imp.n_graph_lines},
                 {"n_unparsed", imp.n_unparsed},
                 {"unparsed", lines(imp.unparsed)},
                 {"n_refused", imp.n_refused},

@@ -72,6 +72,24 @@ struct HexagonBatch {
     std::optional<double> mhz;
     std::optional<int64_t> htp_ops_usec;
     std::optional<std::vector<int64_t>> evt_cnt;  // trace events per thread (PROFILE=3)
+    std::optional<int64_t> start;  // OPBATCH: the NPU's cycle counter at the batch's start
+    // Records before the line: an OPBATCH's ops follow it, a profile-batch's precede it.
+    std::size_t records_before = 0;
+};
+
+// One trace event of the NPU (GGML_HEXAGON_PROFILE=3, PR 26049):
+//   ggml-hex: HTP0 trace-evt HVX_A_QUANT: thread 2 info 5 start 123456789
+// printed after the ops of its batch, per thread; cycles are the counter's lower 32 bits.
+struct HexagonTraceEvent {
+    std::string device;
+    std::string event;  // DMA, HVX_COMP, HVX_A_QUANT, HMX_COMP, ... (as printed)
+    int thread = 0;
+    int info = 0;  // the tile or chunk index
+    bool stop = false;
+    uint32_t cycles = 0;
+    int line = 0;
+    int batch = -1;  // index into HexagonImport::batches of its session's last batch line
+    std::size_t records_before = 0;
 };
 
 struct UnparsedLine {
@@ -84,12 +102,13 @@ struct HexagonImport {
     std::vector<OpRecord> records;  // node = 0-based order in the log; op_ns from usec
     std::vector<HexagonBatch> batches;
     int n_lines = 0;
-    int n_ignored = 0;                   // other log output (marker lines included)
-    int n_trace = 0;                     // trace-op / trace-evt lines (PROFILE=3): counted only
-    int n_unparsed = 0;                  // profile lines that did not parse
-    std::vector<UnparsedLine> unparsed;  // the first 20 of them
-    int n_refused = 0;                   // profile lines whose values cannot be true
-    std::vector<UnparsedLine> refused;   // the first 20 of them, with the value and the bound
+    int n_ignored = 0;                      // other log output (marker lines included)
+    int n_trace = 0;                        // trace-op / trace-evt lines (PROFILE=3)
+    std::vector<HexagonTraceEvent> events;  // the trace-evt lines, in order
+    int n_unparsed = 0;                     // profile lines that did not parse
+    std::vector<UnparsedLine> unparsed;     // the first 20 of them
+    int n_refused = 0;                      // profile lines whose values cannot be true
+    std::vector<UnparsedLine> refused;      // the first 20 of them, with the value and the bound
     // Records per line format: "first (PR 16547)", "op-usec (PR 17500)", "usec (PR 22269)",
     // "usec start mhz (PR 24592)", "pipe (PR 24954)".
     std::map<std::string, int> formats;
@@ -98,7 +117,11 @@ struct HexagonImport {
     // marker line did.
     std::vector<std::string> stage_mark;
     std::vector<bool> boundary_before, marker_before;
-    int n_marks = 0;  // marker lines seen
+    // Parallel to records: a "graph-compute n_nodes N" line (verbose logging) came between it
+    // and the record before: the host started a new graph.
+    std::vector<bool> graph_before;
+    int n_marks = 0;        // marker lines seen
+    int n_graph_lines = 0;  // graph-compute lines seen
 };
 
 struct HexagonParseOptions {
@@ -119,8 +142,10 @@ std::string strip_log_escapes(const std::string& line);
 
 // The split of an import into stages. Per record its stage and its graph within that stage.
 // How: records after a --stage-of marker take the marker's stage. The others go by graph: the
-// log is cut into segments at batch and marker lines and where the layer index falls back
-// (the next graph's layer 0 after the last layer); a segment is "prefill" when one of its
+// log is cut into segments at batch, marker and graph-compute lines, where the layer index
+// falls back (the next graph's layer 0 after the last layer), after the output projection
+// (result_output: the last node of a graph, which also cuts the graphs of a one-layer model),
+// and where the mat-muls' token count changes; a segment is "prefill" when one of its
 // mat-muls (op MUL_MAT, MUL_MAT_ID or a fusion starting with them) has more than one token
 // (output ne[1], ne[2] for MUL_MAT_ID), "decode" when all of them have one; a segment without
 // mat-muls takes the stage of the segment before it (the first, of the one after). A log

@@ -10,6 +10,7 @@
 #include "core/file_io.hpp"
 #include "core/json_util.hpp"
 #include "profile/hexagon_import.hpp"
+#include "profile/hexagon_pipeline.hpp"
 #include "profile/ops_profile.hpp"
 
 namespace sb {
@@ -94,9 +95,10 @@ int run_import_hexagon(const ImportOptions& o, ResultDocument& doc, std::ostream
                         imp.batches.front().kind, total,
                         host ? "the host's batch durations" : "the NPU's batch times"));
     }
-    if (imp.n_trace > 0)
-        common_notes.push_back(fmt::format(
-            "{} trace line(s) (GGML_HEXAGON_PROFILE=3) counted, not read", imp.n_trace));
+    if (imp.n_trace > static_cast<int>(imp.events.size()))
+        common_notes.push_back(
+            fmt::format("{} trace-op line(s) (GGML_HEXAGON_PROFILE=3, PR 24592) counted, not read",
+                        imp.n_trace - static_cast<int>(imp.events.size())));
     for (const auto& [fmt_name, count] : imp.formats)
         common_notes.push_back(fmt::format("{} record(s) in the {} format", count, fmt_name));
     if (!o.stage_of.empty() && imp.n_marks == 0)
@@ -135,6 +137,7 @@ int run_import_hexagon(const ImportOptions& o, ResultDocument& doc, std::ostream
                 : sp.method == "markers" ? "--stage-of markers"
                                          : "--stage-of markers, else the mat-muls' token dimension",
                 s.n_graphs, s.ops.size()));
+        s.npu_pipeline = npu_pipelines(imp, sp, name);
         finalize_stage(s, o.top_n);
         p.stages.push_back(std::move(s));
     }

@@ -123,6 +123,41 @@ void decomposition_table(const Decomposition& d, std::ostream& out) {
         << " of dispatch (traced node by node, call - op summed: " << ms(d.traced_tax_ns) << ")\n";
 }
 
+// An imported NPU profile's pipeline split, one table per session (never added up).
+void npu_pipeline_table(const NpuPipeline& p, std::ostream& out) {
+    out << "\n### The NPU's pipeline, from its own profile (" << p.device << ")\n\n";
+    std::string line;
+    auto add = [&](const std::string& x) { line += (line.empty() ? "" : " · ") + x; };
+    if (p.host_batch_ns)
+        add("host batch " + ms(p.host_batch_ns) + " ms");
+    if (p.npu_batch_ns)
+        add("NPU batch " + ms(p.npu_batch_ns) + " ms");
+    if (p.ops_ns)
+        add("ops " + ms(p.ops_ns) + " ms");
+    add(std::to_string(p.n_batches) + " batch(es)");
+    if (p.n_events > 0)
+        add(std::to_string(p.n_events) + " trace events" +
+            (p.n_unpaired > 0 ? " (" + std::to_string(p.n_unpaired) + " unpaired, not timed)"
+                              : std::string()) +
+            (p.n_no_clock > 0 ? " (" + std::to_string(p.n_no_clock) + " without a clock)"
+                              : std::string()));
+    if (p.traced_busy_ns)
+        add("any event on any thread " + ms(p.traced_busy_ns) + " ms");
+    out << line << "\n\n";
+    if (p.parts.empty())
+        return;
+    out << "| part | ms | share of " << (p.envelope.empty() ? "-" : p.envelope)
+        << " | from |\n| --- | ---: | ---: | --- |\n";
+    for (const auto& part : p.parts) {
+        std::string name = part.name;
+        std::replace(name.begin(), name.end(), '_', ' ');
+        out << "| " << name << " | " << ms(part.ns) << " | " << pct(part.share) << " | "
+            << md_cell(part.events) << " |\n";
+    }
+    out << "\nEach event kind is wall time over the NPU's threads; kinds run at once on different "
+           "threads, so they may add up to more than the batch.\n";
+}
+
 void stage_section(const OpsProfile& p, const StageProfile& s, std::ostream& out, size_t top_n,
                    bool brief) {
     const Reconciliation& r = s.rec;
@@ -191,6 +226,8 @@ void stage_section(const OpsProfile& p, const StageProfile& s, std::ostream& out
     }
     if (s.decomposition)
         decomposition_table(*s.decomposition, out);
+    for (const auto& pipe : s.npu_pipeline)
+        npu_pipeline_table(pipe, out);
     aggregate_table(out, "By op type", "op", s.by_op, have_stage);
     if (brief) {
         if (!s.notes.empty()) {

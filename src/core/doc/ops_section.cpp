@@ -152,6 +152,25 @@ json to_json(const Decomposition& d) {
                 {"n_conversion_missing", d.n_conversion_missing}};
 }
 
+json to_json(const NpuPipeline& p) {
+    json parts = json::array();
+    for (const auto& x : p.parts)
+        parts.push_back(
+            {{"name", x.name}, {"ns", x.ns}, {"share", opt(x.share)}, {"events", x.events}});
+    return json{{"device", p.device},
+                {"n_batches", p.n_batches},
+                {"host_batch_ns", opt(p.host_batch_ns)},
+                {"npu_batch_ns", opt(p.npu_batch_ns)},
+                {"ops_ns", opt(p.ops_ns)},
+                {"envelope", p.envelope},
+                {"envelope_ns", opt(p.envelope_ns)},
+                {"parts", parts},
+                {"n_events", p.n_events},
+                {"n_unpaired", p.n_unpaired},
+                {"n_no_clock", p.n_no_clock},
+                {"traced_busy_ns", opt(p.traced_busy_ns)}};
+}
+
 json to_json(const StageProfile& s) {
     json ops = json::array(), by_op = json::array(), by_layer = json::array(),
          by_backend = json::array(), top = json::array(), splits = json::array(),
@@ -194,6 +213,13 @@ json to_json(const StageProfile& s) {
            {"decomposition", s.decomposition ? to_json(*s.decomposition) : json(nullptr)},
            {"notes", s.notes},
            {"ops", ops}};
+    // Only imports with NPU batches or trace events have a pipeline.
+    if (!s.npu_pipeline.empty()) {
+        json pipes = json::array();
+        for (const auto& p : s.npu_pipeline)
+            pipes.push_back(to_json(p));
+        j["npu_pipeline"] = pipes;
+    }
     // Only `ops` traces have coverage; other documents keep their exact form.
     if (!s.coverage.empty() || !s.coverage_devices.empty()) {
         j["coverage_devices"] = s.coverage_devices;
@@ -312,6 +338,20 @@ void read(const JsonIn& in, DecompositionPart& p) {
     ObjectIn{in}("name", p.name)("ns", p.ns)("share", p.share)("note", p.note);
 }
 
+void read(const JsonIn& in, NpuPipelinePart& p) {
+    ObjectIn{in}("name", p.name)("ns", p.ns)("share", p.share)("events", p.events)
+        .non_negative({"ns", "share"});
+}
+
+void read(const JsonIn& in, NpuPipeline& p) {
+    ObjectIn{in}("device", p.device)("n_batches", p.n_batches)("host_batch_ns", p.host_batch_ns)(
+        "npu_batch_ns", p.npu_batch_ns)("ops_ns", p.ops_ns)("envelope", p.envelope)(
+        "envelope_ns", p.envelope_ns)("parts", p.parts)("n_events", p.n_events)(
+        "n_unpaired", p.n_unpaired)("n_no_clock", p.n_no_clock)("traced_busy_ns", p.traced_busy_ns)
+        .non_negative({"n_batches", "host_batch_ns", "npu_batch_ns", "ops_ns", "envelope_ns",
+                       "n_events", "n_unpaired", "n_no_clock", "traced_busy_ns"});
+}
+
 void read(const JsonIn& in, Decomposition& d) {
     ObjectIn{in}("parts", d.parts)("accelerators", d.accelerators)("dispatch_ns", d.dispatch_ns)(
         "n_dispatches", d.n_dispatches)("n_accel_ops", d.n_accel_ops)(
@@ -343,7 +383,8 @@ void read(const JsonIn& in, StageProfile& s) {
         "n_splits", s.n_splits)("n_copies", s.n_copies)("copy_bytes", s.copy_bytes)(
         "copy_ns", s.copy_ns)("splits", s.splits)("fallback", s.fallback)(
         "coverage_devices", s.coverage_devices)("coverage", s.coverage)(
-        "decomposition", s.decomposition)("notes", s.notes)("ops", s.ops)
+        "decomposition", s.decomposition)("npu_pipeline", s.npu_pipeline)("notes", s.notes)("ops",
+                                                                                            s.ops)
         .non_negative({"n_tokens", "kv_depth", "n_graphs", "traced_reps", "n_splits", "n_copies",
                        "copy_bytes", "copy_ns"});
     if (s.isolation_stride && *s.isolation_stride < 1)

@@ -188,6 +188,36 @@ struct Decomposition {
     int n_conversion_missing = 0;               // mat-muls where it could not be separated
 };
 
+// An imported NPU profile's pipeline split for one session (HTP0, HTP1, ...) in one stage
+// (`import hexagon-profile`, profile/hexagon_pipeline.hpp): the host's batch time against the
+// NPU's, and the NPU's trace events (GGML_HEXAGON_PROFILE=3) by kind, each kind as wall time:
+// the union of its intervals over the NPU's threads, never their sum. Sessions are never added.
+struct NpuPipelinePart {
+    // communication_and_queueing (host batch - NPU ops) | batch_overhead (NPU batch - its ops)
+    // | activation_quantization | weight_preparation | attention_preparation | dma | compute |
+    // output_processing | other
+    std::string name;
+    double ns = 0;
+    std::optional<double> share;  // of envelope_ns
+    std::string events;           // the trace events or the times it is made of
+};
+
+struct NpuPipeline {
+    std::string device;  // the session: "HTP0"
+    int n_batches = 0;
+    std::optional<double> host_batch_ns;  // profile-batch batch-dur-usec (PR 22269 to 24954)
+    std::optional<double> npu_batch_ns;   // OPBATCH usec (PR 26049)
+    std::optional<double> ops_ns;         // the session's op records (usec) in the stage
+    // What the shares are of: "host batch", "NPU batch" or "ops" (the first the log has).
+    std::string envelope;
+    std::optional<double> envelope_ns;
+    std::vector<NpuPipelinePart> parts;
+    int n_events = 0;    // trace-evt lines of the session in the stage
+    int n_unpaired = 0;  // a start without its stop or a stop without its start: not timed
+    int n_no_clock = 0;  // events of a batch without a clock (no mhz): not timed
+    std::optional<double> traced_busy_ns;  // the union of every timed event on every thread
+};
+
 struct StageProfile {
     std::string stage;  // prefill | decode | log (imports)
     int n_tokens = 0;
@@ -215,6 +245,7 @@ struct StageProfile {
     std::vector<CoverageRow> coverage;          // by op type; empty for imports
     Reconciliation rec;
     std::optional<Decomposition> decomposition;
+    std::vector<NpuPipeline> npu_pipeline;  // imports only: per NPU session
     std::vector<std::string> notes;
 };
 

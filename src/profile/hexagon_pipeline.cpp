@@ -1,0 +1,258 @@
+#include "profile/hexagon_pipeline.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+#include <tuple>
+
+#include "core/stats.hpp"
+
+namespace sb {
+namespace {
+
+// The kinds in the order the table lists them, each with the events it is made of.
+struct Kind {
+    const char* name;
+    std::vector<const char*> events;
+};
+const std::vector<Kind>& kinds() {
+    static const std::vector<Kind> k = {
+        {"activation_quantization", {"HVX_A_QUANT", "HVX_A_PREP"}},
+        {"weight_preparation", {"HVX_W_DEQUANT", "HVX_W_PREP"}},
+        {"attention_preparation", {"HVX_Q_PREP", "HVX_K_PREP", "HVX_V_PREP"}},
+        {"dma", {"DMA"}},
+        {"compute", {"HVX_COMP", "HMX_COMP", "HVX_QK_FA", "HVX_SFM_FA"}},
+        {"output_processing", {"HVX_O_PROC"}},
+        {"other", {"L2FLUSH", "INIT", "BUFF", "FENCE"}},
+    };
+    return k;
+}
+
+using Interval = std::pair<double, double>;  // [start, stop] in µs from the batch's reference
+
+// Total length of the union of intervals.
+double union_length(std::vector<Interval> v) {
+    std::sort(v.begin(), v.end());
+    double total = 0, lo = 0, hi = 0;
+    bool open = false;
+    for (const auto& [a, b] : v) {
+        if (!open || a > hi) {
+            if (open)
+                total += hi - lo;
+            lo = a;
+            hi = b;
+            open = true;
+        } else {
+            hi = std::max(hi, b);
+        }
+    }
+    if (open)
+        total += hi - lo;
+    return total;
+}
+
+// The stage of the first record of `device` at or after index `from`, or of the last one
+// before it (after = false); "" when none.
+std::string stage_near(const HexagonImport& imp, const StageSplit& sp, const std::string& device,
+                       std::size_t from, bool after) {
+    const auto& r = imp.records;
+    if (after) {
+        for (std::size_t i = from; i < r.size(); ++i)
+            if (r[i].backend == device)
+                return sp.stage[i];
+    } else {
+        for (std::size_t i = std::min(from, r.size()); i-- > 0;)
+            if (r[i].backend == device)
+                return sp.stage[i];
+    }
+    return "";
+}
+
+struct SessionAcc {
+    NpuPipeline p;
+    std::map<std::string, double> kind_us;
+    double busy_us = 0;
+    bool any_timed = false;
+    double host_us = 0, npu_us = 0, htp_ops_us = 0;
+    bool host = false, npu = false, htp_ops = false;
+};
+
+}  // namespace
+
+std::string npu_event_kind(const std::string& event) {
+    for (const auto& k : kinds())
+        for (const char* e : k.events)
+            if (event == e)
+                return k.name;
+    return "other";
+}
+
+std::vector<NpuPipeline> npu_pipelines(const HexagonImport& imp, const StageSplit& sp,
+                                       const std::string& stage) {
+    std::vector<std::string> order;
+    std::map<std::string, SessionAcc> acc;
+    auto session = [&](const std::string& device) -> SessionAcc& {
+        if (!acc.count(device)) {
+            order.push_back(device);
+            acc[device].p.device = device;
+        }
+        return acc[device];
+    };
+
+    // The batches of the stage: an OPBATCH's ops follow it, a profile-batch's precede it.
+    std::vector<std::string> batch_stage(imp.batches.size());
+    for (std::size_t k = 0; k < imp.batches.size(); ++k) {
+        const HexagonBatch& b = imp.batches[k];
+        batch_stage[k] = stage_near(imp, sp, b.device, b.records_before, b.kind == "OPBATCH");
+        if (batch_stage[k] != stage)
+            continue;
+        SessionAcc& s = session(b.device);
+        s.p.n_batches++;
+        if (b.kind == "OPBATCH") {
+            s.npu = true;
+            s.npu_us += b.usec;
+        } else {
+            s.host = true;
+            s.host_us += b.usec;
+            if (b.htp_ops_usec) {
+                s.htp_ops = true;
+                s.htp_ops_us += static_cast<double>(*b.htp_ops_usec);
+            }
+        }
+    }
+
+    // The trace events of the stage, grouped by batch (or by session where the log has no
+    // batch lines), then paired per thread, event and info.
+    std::map<std::pair<std::string, int>, std::vector<const HexagonTraceEvent*>> groups;
+    for (const auto& e : imp.events) {
+        const std::string st = e.batch >= 0
+                                   ? batch_stage[static_cast<std::size_t>(e.batch)]
+                                   : stage_near(imp, sp, e.device, e.records_before, false);
+        if (st != stage)
+            continue;
+        session(e.device).p.n_events++;
+        groups[{e.device, e.batch}].push_back(&e);
+    }
+    for (const auto& [key, events] : groups) {
+        SessionAcc& s = acc[key.first];
+        // The clock: the batch's, else the median of the session's ops in the stage.
+        std::optional<double> mhz;
+        std::optional<uint32_t> ref;
+        if (key.second >= 0) {
+            const HexagonBatch& b = imp.batches[static_cast<std::size_t>(key.second)];
+            if (b.mhz && *b.mhz > 0)
+                mhz = b.mhz;
+            if (b.start)
+                ref = static_cast<uint32_t>(*b.start);
+        }
+        if (!mhz) {
+            std::vector<double> m;
+            for (std::size_t i = 0; i < imp.records.size(); ++i)
+                if (sp.stage[i] == stage && imp.records[i].backend == key.first &&
+                    imp.records[i].mhz && *imp.records[i].mhz > 0)
+                    m.push_back(*imp.records[i].mhz);
+            mhz = percentile(m, 0.5);
+        }
+        if (!mhz) {
+            s.p.n_no_clock += static_cast<int>(events.size());
+            continue;
+        }
+        if (!ref)
+            ref = events.front()->cycles;
+        // Cycles since the reference, within ±2^31 (the counter's lower 32 bits wrap).
+        auto at_us = [&](uint32_t c) {
+            return static_cast<double>(static_cast<int32_t>(c - *ref)) / *mhz;
+        };
+        std::map<std::tuple<int, std::string, int>, std::vector<double>> open;
+        std::map<std::string, std::vector<Interval>> by_kind;
+        std::vector<Interval> all;
+        for (const HexagonTraceEvent* e : events) {
+            auto& starts = open[{e->thread, e->event, e->info}];
+            if (!e->stop) {
+                starts.push_back(at_us(e->cycles));
+                continue;
+            }
+            if (starts.empty()) {
+                s.p.n_unpaired++;
+                continue;
+            }
+            const double a = starts.back(), b = at_us(e->cycles);
+            starts.pop_back();
+            if (b < a) {
+                s.p.n_unpaired += 2;
+                continue;
+            }
+            by_kind[npu_event_kind(e->event)].push_back({a, b});
+            all.push_back({a, b});
+        }
+        for (const auto& [k, starts] : open)
+            s.p.n_unpaired += static_cast<int>(starts.size());
+        for (auto& [kind, v] : by_kind)
+            s.kind_us[kind] += union_length(v);
+        if (!all.empty()) {
+            s.busy_us += union_length(all);
+            s.any_timed = true;
+        }
+    }
+
+    std::vector<NpuPipeline> out;
+    for (const auto& device : order) {
+        SessionAcc& s = acc[device];
+        NpuPipeline p = s.p;
+        double ops_ns = 0;
+        bool any_op = false;
+        for (std::size_t i = 0; i < imp.records.size(); ++i)
+            if (sp.stage[i] == stage && imp.records[i].backend == device && imp.records[i].op_ns) {
+                ops_ns += *imp.records[i].op_ns;
+                any_op = true;
+            }
+        if (any_op)
+            p.ops_ns = ops_ns;
+        if (s.host)
+            p.host_batch_ns = s.host_us * 1e3;
+        if (s.npu)
+            p.npu_batch_ns = s.npu_us * 1e3;
+        if (p.host_batch_ns) {
+            p.envelope = "host batch";
+            p.envelope_ns = p.host_batch_ns;
+        } else if (p.npu_batch_ns) {
+            p.envelope = "NPU batch";
+            p.envelope_ns = p.npu_batch_ns;
+        } else if (p.ops_ns) {
+            p.envelope = "ops";
+            p.envelope_ns = p.ops_ns;
+        }
+        auto add = [&](const std::string& name, double ns, const std::string& what) {
+            NpuPipelinePart part{name, std::max(0.0, ns), std::nullopt, what};
+            if (p.envelope_ns && *p.envelope_ns > 0)
+                part.share = part.ns / *p.envelope_ns;
+            p.parts.push_back(std::move(part));
+        };
+        // The host's batch less the NPU's ops: what the host waited for besides computing.
+        if (s.host) {
+            const double npu_ops_us = s.htp_ops ? s.htp_ops_us : ops_ns / 1e3;
+            if (s.htp_ops || any_op)
+                add("communication_and_queueing", (s.host_us - npu_ops_us) * 1e3,
+                    s.htp_ops ? "profile-batch batch-dur-usec - htp-ops-usec"
+                              : "profile-batch batch-dur-usec - the ops' usec");
+        }
+        if (s.npu && any_op)
+            add("batch_overhead", s.npu_us * 1e3 - ops_ns, "OPBATCH usec - the ops' usec");
+        for (const auto& k : kinds())
+            if (auto it = s.kind_us.find(k.name); it != s.kind_us.end()) {
+                std::string what;
+                for (const char* e : k.events)
+                    what += (what.empty() ? "" : "+") + std::string(e);
+                add(k.name, it->second * 1e3, what + " (wall time over threads)");
+            }
+        if (s.any_timed)
+            p.traced_busy_ns = s.busy_us * 1e3;
+        out.push_back(std::move(p));
+    }
+    return out;
+}
+
+}  // namespace sb

@@ -1,0 +1,34 @@
+#pragma once
+// The NPU's pipeline split from one imported Hexagon profile (import hexagon-profile), no mode
+// runs needed: per stage and per NPU session,
+// - the host's batch time against the NPU's op time (profile-batch batch-dur-usec against the
+//   ops' usec, PR 22269 to PR 24954): communication and queueing;
+// - the NPU's batch time against its ops (OPBATCH usec, PR 26049): the batch's own overhead;
+// - the NPU's trace events (GGML_HEXAGON_PROFILE=3, PR 26049) by kind: activation quantization
+//   and preparation (HVX_A_QUANT, HVX_A_PREP: the study's dynamic quantization), weight
+//   dequantization and preparation, attention's Q/K/V preparation, DMA, compute (HVX_COMP,
+//   HMX_COMP, the flash-attention kernels), output processing, and the rest.
+// How the events become time: per batch, each start is paired with the next stop of the same
+// thread, event and info; the 32-bit cycle counter is unwrapped against the batch's start (or
+// its first event) and turned into microseconds at the batch's clock (mhz); a kind's time is the
+// union of its intervals over every thread (wall time), never their sum. Kinds overlap each
+// other across threads, so the parts may add up to more than the batch. Sessions (HTP0, HTP1)
+// are kept apart, each against the host.
+#include <string>
+#include <vector>
+
+#include "core/doc/ops_section.hpp"
+#include "profile/hexagon_import.hpp"
+
+namespace sb {
+
+// The kind of a trace event ("activation_quantization" for HVX_A_QUANT); "other" for events
+// not named here.
+std::string npu_event_kind(const std::string& event);
+
+// The pipeline of each session with batches or trace events in `stage` (sp: split_stages of
+// imp), in order of first appearance. Empty when the log has neither.
+std::vector<NpuPipeline> npu_pipelines(const HexagonImport& imp, const StageSplit& sp,
+                                       const std::string& stage);
+
+}  // namespace sb

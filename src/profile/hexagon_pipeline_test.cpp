@@ -1,0 +1,158 @@
+// The NPU's pipeline split from one imported profile (profile/hexagon_pipeline.hpp), and the
+// stage split's graph cuts it relies on, on logs written here line by line in the pinned tree's
+// formats (ggml-hexagon.cpp: ggml_hexagon_dump_batch_prof, _op_prof, _trace_events).
+#include "profile/hexagon_pipeline.hpp"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+namespace sb {
+namespace {
+
+HexagonImport parse(const std::string& log) {
+    std::istringstream in(log);
+    return parse_hexagon_profile(in);
+}
+
+const NpuPipelinePart* part(const NpuPipeline& p, const std::string& name) {
+    for (const auto& x : p.parts)
+        if (x.name == name)
+            return &x;
+    return nullptr;
+}
+
+// A mat-mul of layer 0's attn_q over `tokens` tokens, and the output projection (one row).
+std::string matmul(const std::string& sess, int tokens, int usec, uint64_t start) {
+    const std::string t = std::to_string(tokens);
+    return "ggml-hex: " + sess +
+           " profile-op MUL_MAT|blk.0.attn_q.weight x attn_norm-0 -> Qcur-0|256:256 x 256:" + t +
+           " -> 256:" + t + "|q4_0 x f32 -> f32|4:1024 x 4:1024 -> 4:1024|hvx-tiled vtcm 0|usec " +
+           std::to_string(usec) + " cycles " + std::to_string(usec * 1000) + " start " +
+           std::to_string(start) + " mhz 1000.0\n";
+}
+std::string output(const std::string& sess, int usec, uint64_t start) {
+    return "ggml-hex: " + sess +
+           " profile-op MUL_MAT|output.weight x result_norm -> result_output|256:1000 x 256:1 -> "
+           "1000:1|q4_0 x f32 -> f32|4:1024 x 4:1024 -> 4:4000|hvx-tiled vtcm 0|usec " +
+           std::to_string(usec) + " cycles " + std::to_string(usec * 1000) + " start " +
+           std::to_string(start) + " mhz 1000.0\n";
+}
+std::string opbatch(const std::string& sess, int n_ops, int usec, uint64_t start) {
+    return "ggml-hex: " + sess + " profile-op OPBATCH|----|n-ops " + std::to_string(n_ops) +
+           "|evt-cnt 0,0,0,0,0,0,0,0,0,0,0|----|----|usec " + std::to_string(usec) + " cycles " +
+           std::to_string(usec * 1000) + " start " + std::to_string(start) + " mhz 1000.0\n";
+}
+std::string evt(const std::string& sess, const std::string& e, int thread, bool stop,
+                uint64_t cycles) {
+    return "ggml-hex: " + sess + " trace-evt " + e + ": thread " + std::to_string(thread) +
+           " info 0 " + (stop ? "stop " : "start ") + std::to_string(cycles % (1ull << 32)) + "\n";
+}
+
+TEST(NpuPipeline, TraceEventsAreWallTimeOverThreadsPerKind) {
+    // One batch at 1000 MHz whose start sits 296 cycles below 2^32: the events' 32-bit
+    // counters wrap inside it.
+    const uint64_t r = 4294967000ull;
+    std::string log =
+        opbatch("HTP0", 2, 100, r) + matmul("HTP0", 7, 60, r) + output("HTP0", 30, r + 60000);
+    // Activation quantization on two threads, overlapping by 5 µs: 15 µs of wall time, not 20.
+    log += evt("HTP0", "HVX_A_QUANT", 0, false, r) + evt("HTP0", "HVX_A_QUANT", 0, true, r + 10000);
+    log += evt("HTP0", "HVX_A_QUANT", 1, false, r + 5000) +
+           evt("HTP0", "HVX_A_QUANT", 1, true, r + 15000);
+    // Compute: HVX on thread 0 for 60 µs, HMX inside it on thread 1.
+    log +=
+        evt("HTP0", "HVX_COMP", 0, false, r + 10000) + evt("HTP0", "HVX_COMP", 0, true, r + 70000);
+    log +=
+        evt("HTP0", "HMX_COMP", 1, false, r + 20000) + evt("HTP0", "HMX_COMP", 1, true, r + 50000);
+    log += evt("HTP0", "DMA", 2, false, r) + evt("HTP0", "DMA", 2, true, r + 5000);
+    log += evt("HTP0", "HVX_W_PREP", 3, false, r + 1000);  // its stop never came
+    const HexagonImport imp = parse(log);
+    ASSERT_EQ(imp.events.size(), 11u);
+    EXPECT_EQ(imp.n_unparsed, 0);
+    const StageSplit sp = split_stages(imp);
+    const auto pipes = npu_pipelines(imp, sp, "prefill");
+    ASSERT_EQ(pipes.size(), 1u);
+    const NpuPipeline& p = pipes[0];
+    EXPECT_EQ(p.device, "HTP0");
+    EXPECT_EQ(p.n_batches, 1);
+    EXPECT_EQ(p.n_events, 11);
+    EXPECT_EQ(p.n_unpaired, 1);
+    EXPECT_DOUBLE_EQ(*p.npu_batch_ns, 100e3);
+    EXPECT_DOUBLE_EQ(*p.ops_ns, 90e3);
+    EXPECT_FALSE(p.host_batch_ns);
+    EXPECT_EQ(p.envelope, "NPU batch");
+    EXPECT_DOUBLE_EQ(*p.traced_busy_ns, 70e3);  // [0, 70] µs: every event's union
+    ASSERT_TRUE(part(p, "batch_overhead"));
+    EXPECT_DOUBLE_EQ(part(p, "batch_overhead")->ns, 10e3);
+    EXPECT_DOUBLE_EQ(part(p, "activation_quantization")->ns, 15e3);
+    EXPECT_DOUBLE_EQ(*part(p, "activation_quantization")->share, 0.15);
+    EXPECT_DOUBLE_EQ(part(p, "compute")->ns, 60e3);
+    EXPECT_DOUBLE_EQ(part(p, "dma")->ns, 5e3);
+    EXPECT_FALSE(part(p, "weight_preparation"));  // only an unpaired start
+    EXPECT_TRUE(npu_pipelines(imp, sp, "decode").empty());
+}
+
+TEST(NpuPipeline, SessionsAreKeptApartAndTheHostBatchIsTheEnvelope) {
+    // PR 22269's asynchronous profiler: the ops, then the host's batch duration.
+    std::string log =
+        "ggml-hex: HTP0 profile-op MUL_MAT: blk.0.attn_q.weight x attn_norm-0 -> Qcur-0 : "
+        "256:256 x 256:4 -> 256:4 : q4_0 x f32 -> f32 : 4:1024 x 4:1024 -> 4:1024 : usec 40 "
+        "cycles 40000\n"
+        "ggml-hex: HTP0 profile-batch n-ops 1 batch-dur-usec 100 htp-ops-usec 40\n"
+        "ggml-hex: HTP1 profile-op MUL_MAT: blk.0.attn_q.weight x attn_norm-0 -> Qcur-0 : "
+        "256:256 x 256:4 -> 256:4 : q4_0 x f32 -> f32 : 4:1024 x 4:1024 -> 4:1024 : usec 30 "
+        "cycles 30000\n"
+        "ggml-hex: HTP1 profile-batch n-ops 1 batch-dur-usec 50 htp-ops-usec 30\n";
+    const HexagonImport imp = parse(log);
+    const StageSplit sp = split_stages(imp);
+    const auto pipes = npu_pipelines(imp, sp, "prefill");
+    ASSERT_EQ(pipes.size(), 2u);
+    EXPECT_EQ(pipes[0].device, "HTP0");
+    EXPECT_EQ(pipes[0].envelope, "host batch");
+    EXPECT_DOUBLE_EQ(*pipes[0].host_batch_ns, 100e3);
+    EXPECT_DOUBLE_EQ(part(pipes[0], "communication_and_queueing")->ns, 60e3);
+    EXPECT_DOUBLE_EQ(*part(pipes[0], "communication_and_queueing")->share, 0.6);
+    EXPECT_EQ(pipes[1].device, "HTP1");
+    EXPECT_DOUBLE_EQ(*pipes[1].host_batch_ns, 50e3);  // its own, not 150 µs
+    EXPECT_DOUBLE_EQ(part(pipes[1], "communication_and_queueing")->ns, 20e3);
+}
+
+TEST(NpuPipeline, AnEventLineThatCannotBeTrueIsRefusedNotTimed) {
+    const HexagonImport imp = parse(
+        "ggml-hex: HTP0 trace-evt DMA: thread 0 info 0 start 99999999999\n"
+        "ggml-hex: HTP0 trace-evt DMA: thread zero info 0 start 1\n");
+    EXPECT_TRUE(imp.events.empty());
+    EXPECT_EQ(imp.n_refused, 1);
+    EXPECT_EQ(imp.n_unparsed, 1);
+    EXPECT_EQ(imp.n_trace, 0);
+    EXPECT_EQ(imp.n_lines, imp.n_ignored + imp.n_trace + imp.n_unparsed + imp.n_refused);
+}
+
+// A one-layer model with no batch lines: every graph starts at the layer the last one ended on,
+// so only the output projection (or verbose logging's graph-compute line) tells graphs apart.
+TEST(HexagonStageSplit, AOneLayerModelsGraphsAreCutAfterTheOutputProjection) {
+    std::string log = matmul("HTP0", 7, 60, 0) + output("HTP0", 30, 0);  // the prompt
+    for (int i = 0; i < 2; ++i)                                          // two decode steps
+        log += matmul("HTP0", 1, 10, 0) + output("HTP0", 5, 0);
+    const StageSplit sp = split_stages(parse(log));
+    EXPECT_EQ(sp.order, (std::vector<std::string>{"prefill", "decode"}));
+    EXPECT_EQ(sp.n_graphs.at("prefill"), 1);
+    EXPECT_EQ(sp.n_graphs.at("decode"), 2);
+    EXPECT_EQ(sp.stage, (std::vector<std::string>{"prefill", "prefill", "decode", "decode",
+                                                  "decode", "decode"}));
+    EXPECT_EQ(sp.graph, (std::vector<int>{0, 0, 0, 0, 1, 1}));
+}
+
+TEST(HexagonStageSplit, AGraphComputeLineStartsAGraph) {
+    // No output projection in the log (a graph cut short), but verbose logging's line.
+    std::string log;
+    for (int i = 0; i < 3; ++i)
+        log += "llama: ggml-hex: HTP0 graph-compute n_nodes 12\n" + matmul("HTP0", 1, 10, 0);
+    const HexagonImport imp = parse(log);
+    EXPECT_EQ(imp.n_graph_lines, 3);
+    const StageSplit sp = split_stages(imp);
+    EXPECT_EQ(sp.n_graphs.at("decode"), 3);
+}
+
+}  // namespace
+}  // namespace sb
