@@ -19,8 +19,20 @@ ResultStore& ResultStore::operator=(ResultStore&&) noexcept = default;
 ResultStore::~ResultStore() = default;
 
 ResultStore ResultStore::open(const std::string& name, Mode mode, StoreWait wait) {
-    auto backend = is_postgres_url(name) ? open_pg_backend(name, mode, std::move(wait))
-                                         : open_sqlite_backend(name, mode, std::move(wait));
+    // Meant for PostgreSQL but not a URI: SQLite would make a file of that name.
+    if (const std::string why = unusable_store_name(name); !why.empty())
+        throw input_error(why);
+    std::unique_ptr<StoreBackend> backend;
+    try {
+        backend = is_postgres_url(name) ? open_pg_backend(name, mode, std::move(wait))
+                                        : open_sqlite_backend(name, mode, std::move(wait));
+    } catch (const StoreLocked& e) {
+        throw StoreLocked(scrub_store_secrets(e.what(), name));
+    } catch (const Error& e) {
+        // The backends name the store without its password, and pass on what libpq says
+        // scrubbed; once more here, whatever quoted the name.
+        throw Error(e.kind(), scrub_store_secrets(e.what(), name));
+    }
     return ResultStore(printable_store_name(name), std::move(backend));
 }
 

@@ -116,6 +116,8 @@ class ResultStore {
     // when absent; Mode::existing requires them. Every statement waits as wait says, and no
     // longer once Ctrl-C came (interrupt_requested()). Messages name the store by
     // printable_store_name(name), never with a password. Throws, one line:
+    // - sb::Error(input) when name starts with a PostgreSQL scheme but is no URI
+    //   ("postgresql:", "postgresql:/") or is a libpq key=value string (unusable_store_name());
     // - sb::Error(input) when a SQLite path is not a file SQLite would keep ("", ":memory:", a
     //   "file:" URI), the file is missing (existing), cannot be opened, is not a SQLite
     //   database, fails SQLite's integrity check (a damaged page anywhere in the file), or is a

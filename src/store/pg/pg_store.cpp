@@ -319,14 +319,20 @@ class Connection {
         return t;
     }
 
+    // libpq's message, one line, without a secret of the URI: libpq quotes what it cannot
+    // parse of it (a password with a bad percent-escape, the whole URI of an unclosed '[').
+    std::string libpq_says(std::string_view m) const {
+        return scrub_store_secrets(one_line(m), url_);
+    }
+
     [[noreturn]] void fail_connect() {
-        const std::string msg = one_line(c_ ? PQerrorMessage(c_) : "out of memory");
+        const std::string msg = libpq_says(c_ ? PQerrorMessage(c_) : "out of memory");
         close();
         throw input_error("cannot connect to results store '" + name_ + "': " + msg);
     }
 
     [[noreturn]] void fail_connection() {
-        const std::string msg = one_line(c_ ? PQerrorMessage(c_) : "");
+        const std::string msg = libpq_says(c_ ? PQerrorMessage(c_) : "");
         close();
         throw runtime_error("results store '" + name_ + "': the connection was lost: " + msg);
     }
@@ -335,7 +341,7 @@ class Connection {
         const char* state_c = PQresultErrorField(r, PG_DIAG_SQLSTATE);
         const char* primary = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
         const std::string state = state_c ? state_c : "";
-        const std::string msg = one_line(primary ? primary : PQresultErrorMessage(r));
+        const std::string msg = libpq_says(primary ? primary : PQresultErrorMessage(r));
         const std::string cls = state.substr(0, 2);
         if (!connected() || cls == "08" || cls == "57") {
             close();
