@@ -119,9 +119,10 @@ class ResultStore {
     // - sb::Error(input) when name starts with a PostgreSQL scheme but is no URI
     //   ("postgresql:", "postgresql:/") or is a libpq key=value string (unusable_store_name());
     // - sb::Error(input) when a SQLite path is not a file SQLite would keep ("", ":memory:", a
-    //   "file:" URI), the file is missing (existing), cannot be opened, is not a SQLite
-    //   database, fails SQLite's integrity check (a damaged page anywhere in the file), or is a
-    //   SQLite database that is not a stagebench store;
+    //   "file:" URI), the file is missing, empty or an empty database (existing: a reading
+    //   open never makes a store, nor changes a file that is none), cannot be opened, is not a
+    //   SQLite database, fails SQLite's integrity check (a damaged page anywhere in the file),
+    //   or is a SQLite database that is not a stagebench store;
     // - sb::Error(input) when a PostgreSQL server cannot be reached or refuses the login (the
     //   connection's deadline included), is older than PostgreSQL 10, or the database holds
     //   other tables but no stagebench store (or, existing, no store at all);
@@ -130,6 +131,8 @@ class ResultStore {
     //   the static agent, which keeps none);
     // - StoreLocked (runtime) when it stayed locked (did not answer) longer than wait.timeout_s
     //   or the wait was interrupted; sb::Error(runtime) when a migration cannot be written.
+    // Two processes creating (or migrating) one store at once: one does it, the other waits
+    // for it (as for any writer) and finds it done.
     static ResultStore open(const std::string& name, Mode mode = Mode::create, StoreWait wait = {});
 
     // True when appending cannot work: SQLite, the file or its folder is not writable (SQLite
