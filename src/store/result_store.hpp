@@ -132,7 +132,10 @@ class ResultStore {
     // - StoreLocked (runtime) when it stayed locked (did not answer) longer than wait.timeout_s
     //   or the wait was interrupted; sb::Error(runtime) when a migration cannot be written.
     // Two processes creating (or migrating) one store at once: one does it, the other waits
-    // for it (as for any writer) and finds it done.
+    // for it (as for any writer) and finds it done. Every member below throws
+    // sb::Error(input) when the store's tables are not as stagebench made them (altered or
+    // dropped by another program, a schema that is not there) or, PostgreSQL, the login may
+    // not read them: "results store 'NAME' is not usable ..." / "cannot be read by this login".
     static ResultStore open(const std::string& name, Mode mode = Mode::create, StoreWait wait = {});
 
     // True when appending cannot work: SQLite, the file or its folder is not writable (SQLite

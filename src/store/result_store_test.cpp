@@ -582,5 +582,34 @@ TEST(ResultStore, AReadingOpenOfAnEmptyFileRefusesItAndLeavesItEmpty) {
     EXPECT_EQ(ResultStore::open(empty, ResultStore::Mode::existing).list().size(), 1u);
 }
 
+// Tables altered by another program: reading them is bad input (exit 2), one line, as appending
+// to them is, not a failure of the run.
+TEST(ResultStore, TablesAlteredByAnotherProgramAreBadInput) {
+    for (const std::string sql :
+         {"ALTER TABLE documents RENAME COLUMN command TO cmd", "DROP TABLE document_tests",
+          "ALTER TABLE documents RENAME TO docs", "DROP TABLE fleet_runs"}) {
+        SCOPED_TRACE(sql);
+        TempDir t;
+        const std::string path = t.file("r.sqlite");
+        ResultStore::open(path).append(sbtest::store_doc("a", 1));
+        raw_sql(path, sql);
+        ResultStore s = ResultStore::open(path, ResultStore::Mode::existing);
+        int refused = 0;
+        for (const auto& op : std::vector<std::function<void()>>{
+                 [&] { s.list(); }, [&] { s.get(1); }, [&] { s.get_text(1); }, [&] { s.tests(1); },
+                 [&] { s.fleet_runs(); }, [&] { s.append(sbtest::store_doc("b", 2)); }}) {
+            ErrorKind kind = ErrorKind::input;
+            const std::string msg = error_of(op, &kind);
+            if (msg.empty())
+                continue;
+            ++refused;
+            EXPECT_EQ(kind, ErrorKind::input) << msg;
+            EXPECT_NE(msg.find("is not usable"), std::string::npos) << msg;
+            EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+        }
+        EXPECT_GT(refused, 0);
+    }
+}
+
 }  // namespace
 }  // namespace sb

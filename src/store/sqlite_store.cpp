@@ -53,6 +53,14 @@ std::string store_name(sqlite3* db) {
         case SQLITE_CORRUPT:
         case SQLITE_NOTADB:
             throw input_error(name + " is damaged: " + msg);
+        case SQLITE_ERROR:
+            // Every statement is this file's own, written for the schema it makes: one SQLite
+            // cannot run ("no such table", "no such column") finds tables altered by another
+            // program, a store the user gave that is not usable.
+            throw input_error(name +
+                              " is not usable (its tables are not as stagebench made "
+                              "them): " +
+                              msg);
         case SQLITE_BUSY:
         case SQLITE_LOCKED:
             // on_busy gives up at once on Ctrl-C: the wait was cut short, not run out.

@@ -270,7 +270,7 @@ class Connection {
             await(POLLIN, start);
         }
         if (error)
-            fail_statement(error.get());
+            fail_statement(error.get(), sql);
         return last;
     }
 
@@ -337,7 +337,7 @@ class Connection {
         throw runtime_error("results store '" + name_ + "': the connection was lost: " + msg);
     }
 
-    [[noreturn]] void fail_statement(const PGresult* r) {
+    [[noreturn]] void fail_statement(const PGresult* r, const std::string& sql) {
         const char* state_c = PQresultErrorField(r, PG_DIAG_SQLSTATE);
         const char* primary = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
         const std::string state = state_c ? state_c : "";
@@ -347,8 +347,17 @@ class Connection {
             close();
             throw runtime_error("results store '" + name_ + "': the connection was lost: " + msg);
         }
+        const bool read = sql.rfind("SELECT", 0) == 0;
+        // A login the store's tables refuse to be read by, tables altered or dropped, a schema
+        // that is not there: a store the user gave that is not usable, as a damaged file is.
+        if (state == "42501" && read)
+            throw input_error("results store '" + name_ + "' cannot be read by this login: " + msg);
         if (state == "42501" || state == "25006")
             throw runtime_error("results store '" + name_ + "' cannot be written: " + msg);
+        if (cls == "42" || cls == "3F")
+            throw input_error("results store '" + name_ +
+                              "' is not usable (its tables are not as stagebench made them): " +
+                              msg + " (SQLSTATE " + state + ")");
         if (cls == "53")
             throw runtime_error("results store '" + name_ + "' cannot take more: " + msg);
         throw runtime_error("results store '" + name_ + "': " + msg +
