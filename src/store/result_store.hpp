@@ -103,6 +103,9 @@ struct Appended {
 struct CopySummary {
     int64_t documents_added = 0, documents_present = 0;
     int64_t fleet_runs_added = 0, fleet_runs_present = 0;
+    // The documents of from not copied, as get() refuses them (null, [], a document of the
+    // wrong shape, text that is not JSON): each "document #ID in results store 'NAME': why".
+    std::vector<std::string> skipped;
 };
 
 class StoreBackend;  // store_backend.hpp
@@ -212,8 +215,11 @@ class ResultStore {
 // keeps its stored_at; a fleet run points at its document's id in to. Each document is one
 // transaction of to: other writers go on meanwhile, and an interrupted copy keeps what it
 // copied (run it again to finish). A document this build cannot read (a newer stagebench's)
-// is copied as it is, with the columns that could be read. progress is called after every
-// document and fleet run. Throws as get_text() and append() do.
+// is copied as it is, with the columns that could be read; one that get() refuses for any
+// other reason (null, [], a document of the wrong shape, not JSON) is not copied but named in
+// CopySummary::skipped, and the copy goes on (a fleet run of it is copied without its
+// document). progress is called after every document and fleet run. Throws as get_text() and
+// append() do.
 CopySummary copy_store(const ResultStore& from, ResultStore& to,
                        const std::function<void(const CopySummary&)>& progress = {});
 

@@ -611,5 +611,39 @@ TEST(ResultStore, TablesAlteredByAnotherProgramAreBadInput) {
     }
 }
 
+// db copy copies what db show reads, and a newer stagebench's document as it is; null, [] and
+// other documents get() refuses are named and not copied, and the rest is.
+TEST(ResultStore, CopySkipsWhatGetRefusesAndNamesIt) {
+    TempDir t;
+    const std::string from = t.file("from.sqlite"), to = t.file("to.sqlite");
+    {
+        ResultStore s = ResultStore::open(from);
+        for (int i = 0; i < 5; ++i)
+            s.append(sbtest::store_doc("h" + std::to_string(i), i + 1));
+    }
+    raw_sql(from,
+            "UPDATE documents SET json = 'null' WHERE id = 2;"
+            "UPDATE documents SET json = '[]' WHERE id = 3;"
+            "UPDATE documents SET json = '{\"schema\": \"stagebench.result\", \"schema_version\": "
+            "99, \"tests\": 5}' WHERE id = 4;");
+    const ResultStore src = ResultStore::open(from, ResultStore::Mode::existing);
+    EXPECT_NE(error_of([&] { src.get(2); }), "");
+    EXPECT_NE(error_of([&] { src.get(3); }), "");
+    ResultStore dst = ResultStore::open(to);
+    const CopySummary c = copy_store(src, dst);
+    EXPECT_EQ(c.documents_added, 3);  // 1, 4 (newer: kept as it is) and 5
+    ASSERT_EQ(c.skipped.size(), 2u);
+    EXPECT_EQ(c.skipped[0].rfind("document #2 in results store '" + from + "'", 0), 0u)
+        << c.skipped[0];
+    EXPECT_NE(c.skipped[0].find("null"), std::string::npos) << c.skipped[0];
+    EXPECT_EQ(c.skipped[1].rfind("document #3 ", 0), 0u) << c.skipped[1];
+    const auto copied = dst.list();
+    ASSERT_EQ(copied.size(), 3u);
+    for (const auto& e : copied)
+        EXPECT_NE(dst.get_text(e.id), "null");
+    EXPECT_EQ(dst.get(1).tests.size(), 1u);
+    EXPECT_EQ(dst.get(3).tests.size(), 1u);
+}
+
 }  // namespace
 }  // namespace sb
