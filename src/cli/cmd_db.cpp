@@ -138,14 +138,26 @@ void add_db_command(CLI::App& app, Context& ctx) {
             last = copy_store(from, to, [&](const CopySummary& s) { last = s; });
         } catch (const Error& e) {
             // What was copied stays: each document is one transaction of the target.
-            ctx.err << "stagebench: copied " << last.documents_added << " document(s) and "
-                    << last.fleet_runs_added << " fleet run(s) before this\n";
+            if (last.documents_added + last.fleet_runs_added > 0)
+                ctx.err << "stagebench: copied " << last.documents_added << " document(s) and "
+                        << last.fleet_runs_added << " fleet run(s) before this\n";
             throw;
         }
         ctx.err << "stagebench: copied " << from.path() << " to " << to.path() << ": "
                 << last.documents_added << " document(s) added, " << last.documents_present
-                << " already there; " << last.fleet_runs_added << " fleet run(s) added, "
+                << " already there";
+        if (!last.skipped.empty())
+            ctx.err << ", " << last.skipped.size() << " not copied";
+        ctx.err << "; " << last.fleet_runs_added << " fleet run(s) added, "
                 << last.fleet_runs_present << " already there\n";
+        // The rest is copied; what `db show` refuses (null, [], a document of the wrong shape)
+        // is not, and the copy ends as bad input.
+        if (!last.skipped.empty())
+            throw input_error((last.skipped.size() == 1 ? std::string()
+                                                        : std::to_string(last.skipped.size()) +
+                                                              " documents were not copied, the "
+                                                              "first: ") +
+                              last.skipped.front() + " (not copied)");
     });
 }
 

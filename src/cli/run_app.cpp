@@ -7,6 +7,7 @@
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
 #include "core/watchdog.hpp"
+#include "store/store_name.hpp"
 
 namespace sb::cli {
 namespace {
@@ -28,6 +29,19 @@ std::vector<std::string> normalise(int argc, const char* const* argv) {
         out.push_back(a);
     }
     return out;
+}
+
+// msg without the password of any store name among the arguments: CLI11 quotes arguments it
+// did not expect ("The following arguments were not expected: postgresql://u:pw@h/db").
+std::string without_secrets(std::string msg, int argc, const char* const* argv) {
+    for (int i = 1; i < argc; ++i) {
+        std::string_view a = argv[i];
+        if (a.rfind("--", 0) == 0 && a.find('=') != std::string_view::npos)
+            a.remove_prefix(a.find('=') + 1);
+        if (is_postgres_url(a) || !unusable_store_name(a).empty())
+            msg = scrub_store_secrets(msg, a);
+    }
+    return msg;
 }
 
 }  // namespace
@@ -59,13 +73,14 @@ int run_app(int argc, const char* const* argv, Context& ctx, const std::string& 
         return 0;
     } catch (const CLI::ParseError& e) {
         // One line, then where to look.
-        ctx.err << "stagebench: error: " << e.what() << " (see " << name << " --help)\n";
+        ctx.err << "stagebench: error: " << without_secrets(e.what(), argc, argv) << " (see "
+                << name << " --help)\n";
         return 2;
     } catch (const Error& e) {
-        ctx.err << "stagebench: error: " << e.what() << "\n";
+        ctx.err << "stagebench: error: " << without_secrets(e.what(), argc, argv) << "\n";
         return e.kind() == ErrorKind::runtime ? 1 : 2;
     } catch (const std::exception& e) {
-        ctx.err << "stagebench: error: " << e.what() << "\n";
+        ctx.err << "stagebench: error: " << without_secrets(e.what(), argc, argv) << "\n";
         return 1;
     }
 }

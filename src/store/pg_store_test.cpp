@@ -257,6 +257,44 @@ TEST_F(PgStore, ALoginThatMayOnlyReadIsReadOnly) {
     EXPECT_EQ(store.list().size(), 1u);
 }
 
+// A store its login may not read, tables altered by another program, a schema that is not
+// there: bad input (exit 2), one line, as a damaged SQLite file is.
+TEST_F(PgStore, AStoreTheLoginCannotReadOrWithAlteredTablesIsBadInput) {
+    ResultStore::open(url_).append(sbtest::store_doc("h", 1));
+    server_->sql(db_,
+                 "DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'sb_blind') "
+                 "THEN CREATE ROLE sb_blind LOGIN PASSWORD 'blind-pw'; END IF; END $$;"
+                 "GRANT SELECT ON ALL TABLES IN SCHEMA public TO sb_blind;"
+                 "REVOKE SELECT ON documents FROM sb_blind;");
+    {
+        ScopedEnv pw("PGPASSWORD", "blind-pw");
+        auto store = ResultStore::open(server_->url(db_, "sb_blind"), ResultStore::Mode::existing);
+        ErrorKind kind = ErrorKind::runtime;
+        const std::string msg = error_of([&] { store.list(); }, &kind);
+        EXPECT_EQ(kind, ErrorKind::input) << msg;
+        EXPECT_NE(msg.find("cannot be read by this login: permission denied"), std::string::npos)
+            << msg;
+        kind = ErrorKind::runtime;
+        EXPECT_NE(error_of([&] { store.get_text(1); }, &kind), "");
+        EXPECT_EQ(kind, ErrorKind::input);
+    }
+    server_->sql(db_, "ALTER TABLE documents RENAME COLUMN command TO cmd");
+    auto store = ResultStore::open(url_, ResultStore::Mode::existing);
+    ErrorKind kind = ErrorKind::runtime;
+    std::string msg = error_of([&] { store.list(); }, &kind);
+    EXPECT_EQ(kind, ErrorKind::input) << msg;
+    EXPECT_NE(msg.find("is not usable"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("SQLSTATE 42703"), std::string::npos) << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+    // A search_path of a schema that does not exist: nowhere to make the tables.
+    const std::string db = server_->create_database();
+    kind = ErrorKind::runtime;
+    msg = error_of([&] { ResultStore::open(server_->url(db) + "?options=-csearch_path%3Dnope"); },
+                   &kind);
+    EXPECT_EQ(kind, ErrorKind::input) << msg;
+    EXPECT_NE(msg.find("SQLSTATE 3F000"), std::string::npos) << msg;
+}
+
 // Many writers, each with its own connection: nothing is lost, no id is given twice.
 TEST_F(PgStore, ConcurrentWritersLoseNothing) {
     ResultStore::open(url_);

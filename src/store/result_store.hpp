@@ -103,6 +103,9 @@ struct Appended {
 struct CopySummary {
     int64_t documents_added = 0, documents_present = 0;
     int64_t fleet_runs_added = 0, fleet_runs_present = 0;
+    // The documents of from not copied, as get() refuses them (null, [], a document of the
+    // wrong shape, text that is not JSON): each "document #ID in results store 'NAME': why".
+    std::vector<std::string> skipped;
 };
 
 class StoreBackend;  // store_backend.hpp
@@ -116,10 +119,13 @@ class ResultStore {
     // when absent; Mode::existing requires them. Every statement waits as wait says, and no
     // longer once Ctrl-C came (interrupt_requested()). Messages name the store by
     // printable_store_name(name), never with a password. Throws, one line:
+    // - sb::Error(input) when name starts with a PostgreSQL scheme but is no URI
+    //   ("postgresql:", "postgresql:/") or is a libpq key=value string (unusable_store_name());
     // - sb::Error(input) when a SQLite path is not a file SQLite would keep ("", ":memory:", a
-    //   "file:" URI), the file is missing (existing), cannot be opened, is not a SQLite
-    //   database, fails SQLite's integrity check (a damaged page anywhere in the file), or is a
-    //   SQLite database that is not a stagebench store;
+    //   "file:" URI), the file is missing, empty or an empty database (existing: a reading
+    //   open never makes a store, nor changes a file that is none), cannot be opened, is not a
+    //   SQLite database, fails SQLite's integrity check (a damaged page anywhere in the file),
+    //   or is a SQLite database that is not a stagebench store;
     // - sb::Error(input) when a PostgreSQL server cannot be reached or refuses the login (the
     //   connection's deadline included), is older than PostgreSQL 10, or the database holds
     //   other tables but no stagebench store (or, existing, no store at all);
@@ -128,6 +134,11 @@ class ResultStore {
     //   the static agent, which keeps none);
     // - StoreLocked (runtime) when it stayed locked (did not answer) longer than wait.timeout_s
     //   or the wait was interrupted; sb::Error(runtime) when a migration cannot be written.
+    // Two processes creating (or migrating) one store at once: one does it, the other waits
+    // for it (as for any writer) and finds it done. Every member below throws
+    // sb::Error(input) when the store's tables are not as stagebench made them (altered or
+    // dropped by another program, a schema that is not there) or, PostgreSQL, the login may
+    // not read them: "results store 'NAME' is not usable ..." / "cannot be read by this login".
     static ResultStore open(const std::string& name, Mode mode = Mode::create, StoreWait wait = {});
 
     // True when appending cannot work: SQLite, the file or its folder is not writable (SQLite
@@ -204,8 +215,11 @@ class ResultStore {
 // keeps its stored_at; a fleet run points at its document's id in to. Each document is one
 // transaction of to: other writers go on meanwhile, and an interrupted copy keeps what it
 // copied (run it again to finish). A document this build cannot read (a newer stagebench's)
-// is copied as it is, with the columns that could be read. progress is called after every
-// document and fleet run. Throws as get_text() and append() do.
+// is copied as it is, with the columns that could be read; one that get() refuses for any
+// other reason (null, [], a document of the wrong shape, not JSON) is not copied but named in
+// CopySummary::skipped, and the copy goes on (a fleet run of it is copied without its
+// document). progress is called after every document and fleet run. Throws as get_text() and
+// append() do.
 CopySummary copy_store(const ResultStore& from, ResultStore& to,
                        const std::function<void(const CopySummary&)>& progress = {});
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -495,6 +496,153 @@ TEST(ResultStore, SaysWhenItCannotBeWritten) {
         EXPECT_TRUE(ResultStore::open(path, ResultStore::Mode::existing).read_only());
     }
     fs::permissions(t.path, fs::perms::owner_all);
+}
+
+// Several processes creating one new store at once, many times over: each store is created
+// once, by one of them, and every process's document is in it (a second migration of the
+// same tables failed: "duplicate column name: device", "table fleet_runs already exists").
+TEST(ResultStore, ProcessesRacingToCreateOneNewStoreAllStoreTheirDocument) {
+    TempDir t;
+    constexpr int kTrials = 40, kWriters = 4;
+    for (int trial = 0; trial < kTrials; ++trial) {
+        const std::string path = t.file("race" + std::to_string(trial) + ".sqlite");
+        int go[2];
+        ASSERT_EQ(::pipe(go), 0);
+        std::vector<pid_t> pids;
+        std::vector<int> errs;
+        for (int w = 0; w < kWriters; ++w) {
+            int err[2];
+            ASSERT_EQ(::pipe(err), 0);
+            const pid_t pid = ::fork();
+            ASSERT_GE(pid, 0);
+            if (pid == 0) {
+                ::close(go[1]);
+                ::close(err[0]);
+                char c;
+                // All start at once: when the parent closes the pipe.
+                while (::read(go[0], &c, 1) > 0) {
+                }
+                std::string msg;
+                try {
+                    ResultStore s = ResultStore::open(path);
+                    s.append(sbtest::store_doc("w" + std::to_string(w), 1));
+                } catch (const std::exception& e) {
+                    msg = e.what();
+                }
+                if (!msg.empty() && ::write(err[1], msg.data(), msg.size()) < 0)
+                    ::_exit(3);
+                ::_exit(msg.empty() ? 0 : 1);
+            }
+            ::close(err[1]);
+            pids.push_back(pid);
+            errs.push_back(err[0]);
+        }
+        ::close(go[0]);
+        ::close(go[1]);
+        for (int w = 0; w < kWriters; ++w) {
+            std::string msg;
+            char buf[512];
+            for (ssize_t n; (n = ::read(errs[w], buf, sizeof buf)) > 0;)
+                msg.append(buf, static_cast<std::size_t>(n));
+            ::close(errs[w]);
+            int status = 0;
+            ASSERT_EQ(::waitpid(pids[w], &status, 0), pids[w]);
+            EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+                << "trial " << trial << ", writer " << w << ": " << msg;
+        }
+        const auto entries = ResultStore::open(path, ResultStore::Mode::existing).list();
+        EXPECT_EQ(entries.size(), static_cast<std::size_t>(kWriters)) << "trial " << trial;
+    }
+}
+
+// A reading open (db list/show/export, copy --from) never makes a store: an empty file, an
+// empty SQLite database or another file is refused and left as it was.
+TEST(ResultStore, AReadingOpenOfAnEmptyFileRefusesItAndLeavesItEmpty) {
+    TempDir t;
+    const std::string empty = t.file("empty.txt");
+    std::ofstream(empty).close();
+    ErrorKind kind = ErrorKind::runtime;
+    std::string msg =
+        error_of([&] { ResultStore::open(empty, ResultStore::Mode::existing); }, &kind);
+    EXPECT_EQ(kind, ErrorKind::input);
+    EXPECT_EQ(msg, "no results store at '" + empty + "': the file is empty");
+    EXPECT_EQ(fs::file_size(empty), 0u);
+    EXPECT_EQ(std::distance(fs::directory_iterator(t.path), fs::directory_iterator()), 1);
+
+    const std::string bare = t.file("bare.sqlite");
+    raw_sql(bare, "PRAGMA user_version = 0; VACUUM;");
+    const auto size = fs::file_size(bare);
+    msg = error_of([&] { ResultStore::open(bare, ResultStore::Mode::existing); }, &kind);
+    EXPECT_EQ(kind, ErrorKind::input);
+    EXPECT_NE(msg.find("no results store at"), std::string::npos) << msg;
+    EXPECT_EQ(fs::file_size(bare), size);
+
+    // A writing open makes the store in it, as it makes a missing file one.
+    ResultStore::open(empty).append(sbtest::store_doc("a", 1));
+    EXPECT_EQ(ResultStore::open(empty, ResultStore::Mode::existing).list().size(), 1u);
+}
+
+// Tables altered by another program: reading them is bad input (exit 2), one line, as appending
+// to them is, not a failure of the run.
+TEST(ResultStore, TablesAlteredByAnotherProgramAreBadInput) {
+    for (const std::string sql :
+         {"ALTER TABLE documents RENAME COLUMN command TO cmd", "DROP TABLE document_tests",
+          "ALTER TABLE documents RENAME TO docs", "DROP TABLE fleet_runs"}) {
+        SCOPED_TRACE(sql);
+        TempDir t;
+        const std::string path = t.file("r.sqlite");
+        ResultStore::open(path).append(sbtest::store_doc("a", 1));
+        raw_sql(path, sql);
+        ResultStore s = ResultStore::open(path, ResultStore::Mode::existing);
+        int refused = 0;
+        for (const auto& op : std::vector<std::function<void()>>{
+                 [&] { s.list(); }, [&] { s.get(1); }, [&] { s.get_text(1); }, [&] { s.tests(1); },
+                 [&] { s.fleet_runs(); }, [&] { s.append(sbtest::store_doc("b", 2)); }}) {
+            ErrorKind kind = ErrorKind::input;
+            const std::string msg = error_of(op, &kind);
+            if (msg.empty())
+                continue;
+            ++refused;
+            EXPECT_EQ(kind, ErrorKind::input) << msg;
+            EXPECT_NE(msg.find("is not usable"), std::string::npos) << msg;
+            EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+        }
+        EXPECT_GT(refused, 0);
+    }
+}
+
+// db copy copies what db show reads, and a newer stagebench's document as it is; null, [] and
+// other documents get() refuses are named and not copied, and the rest is.
+TEST(ResultStore, CopySkipsWhatGetRefusesAndNamesIt) {
+    TempDir t;
+    const std::string from = t.file("from.sqlite"), to = t.file("to.sqlite");
+    {
+        ResultStore s = ResultStore::open(from);
+        for (int i = 0; i < 5; ++i)
+            s.append(sbtest::store_doc("h" + std::to_string(i), i + 1));
+    }
+    raw_sql(from,
+            "UPDATE documents SET json = 'null' WHERE id = 2;"
+            "UPDATE documents SET json = '[]' WHERE id = 3;"
+            "UPDATE documents SET json = '{\"schema\": \"stagebench.result\", \"schema_version\": "
+            "99, \"tests\": 5}' WHERE id = 4;");
+    const ResultStore src = ResultStore::open(from, ResultStore::Mode::existing);
+    EXPECT_NE(error_of([&] { src.get(2); }), "");
+    EXPECT_NE(error_of([&] { src.get(3); }), "");
+    ResultStore dst = ResultStore::open(to);
+    const CopySummary c = copy_store(src, dst);
+    EXPECT_EQ(c.documents_added, 3);  // 1, 4 (newer: kept as it is) and 5
+    ASSERT_EQ(c.skipped.size(), 2u);
+    EXPECT_EQ(c.skipped[0].rfind("document #2 in results store '" + from + "'", 0), 0u)
+        << c.skipped[0];
+    EXPECT_NE(c.skipped[0].find("null"), std::string::npos) << c.skipped[0];
+    EXPECT_EQ(c.skipped[1].rfind("document #3 ", 0), 0u) << c.skipped[1];
+    const auto copied = dst.list();
+    ASSERT_EQ(copied.size(), 3u);
+    for (const auto& e : copied)
+        EXPECT_NE(dst.get_text(e.id), "null");
+    EXPECT_EQ(dst.get(1).tests.size(), 1u);
+    EXPECT_EQ(dst.get(3).tests.size(), 1u);
 }
 
 }  // namespace

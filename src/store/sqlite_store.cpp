@@ -53,6 +53,14 @@ std::string store_name(sqlite3* db) {
         case SQLITE_CORRUPT:
         case SQLITE_NOTADB:
             throw input_error(name + " is damaged: " + msg);
+        case SQLITE_ERROR:
+            // Every statement is this file's own, written for the schema it makes: one SQLite
+            // cannot run ("no such table", "no such column") finds tables altered by another
+            // program, a store the user gave that is not usable.
+            throw input_error(name +
+                              " is not usable (its tables are not as stagebench made "
+                              "them): " +
+                              msg);
         case SQLITE_BUSY:
         case SQLITE_LOCKED:
             // on_busy gives up at once on Ctrl-C: the wait was cut short, not run out.
@@ -218,6 +226,11 @@ int user_version(sqlite3* db) {
     return s.step() ? static_cast<int>(s.int64(0)) : 0;
 }
 
+int64_t table_count(sqlite3* db) {
+    Stmt s(db, "SELECT count(*) FROM sqlite_master");
+    return s.step() ? s.int64(0) : 0;
+}
+
 void set_user_version(sqlite3* db, int v) {
     exec(db, "PRAGMA user_version = " + std::to_string(v));
 }
@@ -356,6 +369,19 @@ void check_integrity(sqlite3* db, const std::string& path) {
             c = ' ';
     throw input_error("results store '" + path +
                       "' is damaged (integrity check: " + result.substr(0, 200) + ")");
+}
+
+// Refuses a store of a newer schema, and a SQLite database of another program (tables but no
+// version).
+void check_version(const std::string& path, int version, int64_t n_tables) {
+    if (version > kStoreSchemaVersion)
+        throw input_error("results store '" + path + "' has schema version " +
+                          std::to_string(version) + ", newer than this stagebench reads (" +
+                          std::to_string(kStoreSchemaVersion) + "); use a newer stagebench");
+    if (version < 0)
+        throw input_error("results store '" + path + "' has an invalid schema version");
+    if (version == 0 && n_tables > 0)
+        throw input_error("'" + path + "' is a SQLite database but not a stagebench results store");
 }
 
 using Migration = void (*)(sqlite3*, const std::string&);
@@ -586,34 +612,44 @@ std::unique_ptr<StoreBackend> open_sqlite_backend(const std::string& path, Resul
     sqlite3_extended_result_codes(db->handle, 0);
 
     // SQLite reads the header lazily: the first statement tells whether this is a database.
+    // The version and the tables are read in one read transaction: another process creating
+    // the store may commit its tables between two statements.
     int version = 0;
+    int64_t n_tables = 0;
     try {
+        exec(db->handle, "BEGIN");
         version = user_version(db->handle);
+        n_tables = table_count(db->handle);
+        exec(db->handle, "COMMIT");
     } catch (const Error&) {
         const int code = sqlite3_errcode(db->handle);
+        const std::string msg = errmsg(db->handle);
+        sqlite3_exec(db->handle, "ROLLBACK", nullptr, nullptr, nullptr);
         if (code == SQLITE_NOTADB)
             throw input_error("'" + path + "' is not a SQLite database");
         if (code == SQLITE_BUSY || code == SQLITE_LOCKED)
             throw;
-        throw input_error("cannot read results store '" + path + "': " + errmsg(db->handle));
+        throw input_error("cannot read results store '" + path + "': " + msg);
     }
-    if (version > kStoreSchemaVersion)
-        throw input_error("results store '" + path + "' has schema version " +
-                          std::to_string(version) + ", newer than this stagebench reads (" +
-                          std::to_string(kStoreSchemaVersion) + "); use a newer stagebench");
-    if (version < 0)
-        throw input_error("results store '" + path + "' has an invalid schema version");
-    if (version == 0) {
-        Stmt s(db->handle, "SELECT count(*) FROM sqlite_master");
-        if (s.step() && s.int64(0) > 0)
-            throw input_error("'" + path +
-                              "' is a SQLite database but not a stagebench results store");
+    check_version(path, version, n_tables);
+    if (version == 0 && n_tables == 0 && mode == ResultStore::Mode::existing) {
+        // A reading command never makes a store: an empty file stays as it was.
+        const bool empty = fs::file_size(path, ec) == 0 && !ec;
+        throw input_error("no results store at '" + path +
+                          "': " + (empty ? "the file is empty" : "an empty SQLite database"));
     }
     check_integrity(db->handle, path);
-    for (int v = version; v < kStoreSchemaVersion; ++v) {
+    if (version < kStoreSchemaVersion) {
+        // One process migrates (or creates) at a time, all steps in one transaction; what the
+        // file holds is looked at again under the write lock: another may have migrated it
+        // meanwhile (two runs creating one new store at once).
         Transaction tx(db->handle);
-        kMigrations[v](db->handle, path);
-        set_user_version(db->handle, v + 1);
+        version = user_version(db->handle);
+        check_version(path, version, table_count(db->handle));
+        for (int v = version; v < kStoreSchemaVersion; ++v) {
+            kMigrations[v](db->handle, path);
+            set_user_version(db->handle, v + 1);
+        }
         tx.commit();
     }
     return std::make_unique<SqliteBackend>(path, std::move(db));

@@ -31,9 +31,11 @@ DocumentRecord record_of(const ResultDocument& doc);
 // The record of a stored JSON text (a migration or a copy), with its hash and stored_at when
 // known: read with from_json when this build can; otherwise (a document of a newer stagebench)
 // with the columns a plain look at the JSON gives and no tests. hash: when empty, computed.
-// Throws sb::Error(input) naming source when text is not JSON.
+// Throws sb::Error(input) naming source when text is not JSON. readable_or_newer: also when
+// from_json cannot read it for any reason but a newer schema_version (what `db show` refuses:
+// null, [], a document of the wrong shape), with from_json's message.
 DocumentRecord record_of_text(const std::string& text, std::string hash, std::string stored_at,
-                              const std::string& source);
+                              const std::string& source, bool readable_or_newer = false);
 
 // The hash that identifies a fleet run: SHA-256 over its fields but its id, with its document
 // named by that document's content hash (doc_hash; empty when it has none), so that the same

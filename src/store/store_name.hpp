@@ -15,12 +15,30 @@ namespace sb {
 bool is_postgres_url(std::string_view name);
 
 // name without its password: for a URI, "user:secret@" becomes "user@" and a "password"
-// parameter is dropped ("?password=x&sslmode=require" -> "?sslmode=require"); a path is
-// returned as it is. Never throws (but std::bad_alloc).
+// parameter is dropped ("?password=x&sslmode=require" -> "?sslmode=require"; so is any
+// parameter whose name holds "pass" or is not valid percent-encoding); a name that starts with a
+// PostgreSQL scheme but is no URI ("postgresql:u:pw@h") is read as one; in a libpq key=value
+// string each password keyword is dropped with its value; a path is returned as it is. Never
+// throws (but std::bad_alloc).
 std::string printable_store_name(std::string_view name);
 
 // True when name is a URI that carries a password (printable_store_name would change it).
 bool store_name_has_password(std::string_view name);
+
+// Why name cannot be a store although it was meant for PostgreSQL, as one line ("" when it
+// can be: a URI, or a path that does not look like a connection string): a name that starts
+// with a PostgreSQL scheme but is no URI libpq reads ("postgresql:", "postgresql:/db",
+// "POSTGRES://h/d"), or a libpq key=value connection string ("host=db dbname=bench"), which
+// SQLite would otherwise take for file names. The line shows the name as
+// printable_store_name() does, a key=value string not at all (the words around its password
+// may be the password's own).
+std::string unusable_store_name(std::string_view name);
+
+// message with every secret that name carries replaced: name itself by
+// printable_store_name(name), then each password it holds (URI user information, a password
+// parameter, a password= keyword; as written and percent-decoded, and the pieces libpq may
+// quote of one it cannot parse) by "***". For text that may quote the name: libpq's messages.
+std::string scrub_store_secrets(std::string_view message, std::string_view name);
 
 // The command line with every PostgreSQL URI in it (a whole argument, or the value of
 // --db=URI) printable: what a result document may keep of it.

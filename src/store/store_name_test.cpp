@@ -37,6 +37,56 @@ TEST(StoreName, ThePasswordNeverShows) {
     EXPECT_FALSE(store_name_has_password("x:y@z.sqlite"));
 }
 
+TEST(StoreName, APasswordWithAnUnencodedSlashOrQuestionMarkNeverShows) {
+    EXPECT_EQ(printable_store_name("postgresql://lab:pa/ss@db/bench"), "postgresql://lab@db/bench");
+    EXPECT_EQ(printable_store_name("postgresql://lab:pa?ss@db/bench"), "postgresql://lab@db/bench");
+    EXPECT_EQ(printable_store_name("postgresql://db/bench?sslpassword=k&pass%zzword=p&port=5"),
+              "postgresql://db/bench?port=5");
+}
+
+// Names meant for PostgreSQL that are no URI are refused (SQLite would make a file of them),
+// and shown without their password.
+TEST(StoreName, SchemeLikeNamesAndKeyValueStringsAreNoStore) {
+    for (const char* name : {"postgresql:", "postgresql:/", "postgres:", "postgresql:/db",
+                             "POSTGRESQL://db/bench", "Postgres://db", "postgresql:u:pw@db/bench",
+                             "host=db dbname=bench", "  dbname = bench", "password=x host=db"}) {
+        SCOPED_TRACE(name);
+        EXPECT_NE(unusable_store_name(name), "");
+    }
+    for (const char* name :
+         {"postgresql://", "postgresql://db/bench", "postgres://u:p@db/b", "results.sqlite",
+          "./postgresql:", "run=3.sqlite", "postgresql", "hosts=1.sqlite", "/data/host=db"}) {
+        SCOPED_TRACE(name);
+        EXPECT_EQ(unusable_store_name(name), "");
+    }
+    EXPECT_EQ(printable_store_name("postgresql:u:pw@db/bench"), "postgresql:u@db/bench");
+    EXPECT_EQ(printable_store_name("host=db password='s3 \\'cret' dbname=bench"),
+              "host=db  dbname=bench");
+    EXPECT_EQ(printable_store_name("host=db password = s3cret"), "host=db ");
+    EXPECT_EQ(printable_store_name("run=3.sqlite"), "run=3.sqlite");
+    EXPECT_EQ(printable_store_name("host=db passpass=s3cret sslpassword=k2 password=x"),
+              "host=db   ");
+}
+
+TEST(StoreName, SecretsAreScrubbedFromWhatQuotesThem) {
+    // libpq's own messages quote the password it cannot decode, or the whole URI.
+    EXPECT_EQ(scrub_store_secrets("invalid percent-encoded token: \"s3cr%zzet\"",
+                                  "postgresql://u:s3cr%zzet@127.0.0.1/db"),
+              "invalid percent-encoded token: \"***\"");
+    EXPECT_EQ(scrub_store_secrets("matching \"]\" in URI: \"postgresql://u:s3cret@[::1/db\"",
+                                  "postgresql://u:s3cret@[::1/db"),
+              "matching \"]\" in URI: \"postgresql://u@[::1/db\"");
+    // Decoded, and the piece before a '/' that libpq took for a port.
+    EXPECT_EQ(scrub_store_secrets("a s3cr@t b", "postgresql://u:s3cr%40t@h/db"), "a *** b");
+    EXPECT_EQ(scrub_store_secrets("invalid integer value \"pa55\" for \"port\"",
+                                  "postgresql://u:pa55/word@h/db"),
+              "invalid integer value \"***\" for \"port\"");
+    EXPECT_EQ(scrub_store_secrets("x=s3cret", "postgresql://h/db?password=s3cret"), "x=***");
+    EXPECT_EQ(scrub_store_secrets("'s3 cret' \"s3 cret\"", "host=h password='s3 cret'"),
+              "*** \"***\"");
+    EXPECT_EQ(scrub_store_secrets("no secret here", "results.sqlite"), "no secret here");
+}
+
 TEST(StoreName, TheCommandLineKeptInADocumentHasNoPassword) {
     const std::vector<std::string> argv = {"stagebench",
                                            "run",

@@ -93,6 +93,18 @@ void fill_columns(DocumentRecord& r, const json& j) {
     r.n_tests = tests.is_array() ? static_cast<int64_t>(tests.size()) : 0;
 }
 
+// Whether j is a result document of a newer stagebench: what from_json refuses to half read.
+bool of_newer_schema(const json& j) {
+    if (!j.is_object())
+        return false;
+    const auto v = j.find("schema_version");
+    if (v == j.end() || !v->is_number_integer())
+        return false;
+    const int max = max_readable_version("schema_version");
+    return v->is_number_unsigned() ? v->get<uint64_t>() > static_cast<uint64_t>(max)
+                                   : v->get<int64_t>() > max;
+}
+
 }  // namespace
 
 std::string content_hash(const ResultDocument& doc) {
@@ -110,7 +122,7 @@ DocumentRecord record_of(const ResultDocument& doc) {
 }
 
 DocumentRecord record_of_text(const std::string& text, std::string hash, std::string stored_at,
-                              const std::string& source) {
+                              const std::string& source, bool readable_or_newer) {
     DocumentRecord r;
     const json j = parse_document_text(text, source);
     std::optional<ResultDocument> doc;
@@ -118,7 +130,7 @@ DocumentRecord record_of_text(const std::string& text, std::string hash, std::st
         doc = from_json<ResultDocument>(j, source);
     } catch (const Error& e) {
         // A document this build cannot read is kept as it is, without an index of its tests.
-        if (e.kind() != ErrorKind::input)
+        if (e.kind() != ErrorKind::input || (readable_or_newer && !of_newer_schema(j)))
             throw;
     }
     if (doc)

@@ -270,7 +270,7 @@ class Connection {
             await(POLLIN, start);
         }
         if (error)
-            fail_statement(error.get());
+            fail_statement(error.get(), sql);
         return last;
     }
 
@@ -319,30 +319,45 @@ class Connection {
         return t;
     }
 
+    // libpq's message, one line, without a secret of the URI: libpq quotes what it cannot
+    // parse of it (a password with a bad percent-escape, the whole URI of an unclosed '[').
+    std::string libpq_says(std::string_view m) const {
+        return scrub_store_secrets(one_line(m), url_);
+    }
+
     [[noreturn]] void fail_connect() {
-        const std::string msg = one_line(c_ ? PQerrorMessage(c_) : "out of memory");
+        const std::string msg = libpq_says(c_ ? PQerrorMessage(c_) : "out of memory");
         close();
         throw input_error("cannot connect to results store '" + name_ + "': " + msg);
     }
 
     [[noreturn]] void fail_connection() {
-        const std::string msg = one_line(c_ ? PQerrorMessage(c_) : "");
+        const std::string msg = libpq_says(c_ ? PQerrorMessage(c_) : "");
         close();
         throw runtime_error("results store '" + name_ + "': the connection was lost: " + msg);
     }
 
-    [[noreturn]] void fail_statement(const PGresult* r) {
+    [[noreturn]] void fail_statement(const PGresult* r, const std::string& sql) {
         const char* state_c = PQresultErrorField(r, PG_DIAG_SQLSTATE);
         const char* primary = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
         const std::string state = state_c ? state_c : "";
-        const std::string msg = one_line(primary ? primary : PQresultErrorMessage(r));
+        const std::string msg = libpq_says(primary ? primary : PQresultErrorMessage(r));
         const std::string cls = state.substr(0, 2);
         if (!connected() || cls == "08" || cls == "57") {
             close();
             throw runtime_error("results store '" + name_ + "': the connection was lost: " + msg);
         }
+        const bool read = sql.rfind("SELECT", 0) == 0;
+        // A login the store's tables refuse to be read by, tables altered or dropped, a schema
+        // that is not there: a store the user gave that is not usable, as a damaged file is.
+        if (state == "42501" && read)
+            throw input_error("results store '" + name_ + "' cannot be read by this login: " + msg);
         if (state == "42501" || state == "25006")
             throw runtime_error("results store '" + name_ + "' cannot be written: " + msg);
+        if (cls == "42" || cls == "3F")
+            throw input_error("results store '" + name_ +
+                              "' is not usable (its tables are not as stagebench made them): " +
+                              msg + " (SQLSTATE " + state + ")");
         if (cls == "53")
             throw runtime_error("results store '" + name_ + "' cannot take more: " + msg);
         throw runtime_error("results store '" + name_ + "': " + msg +
