@@ -1,18 +1,85 @@
 #include "model/hf_config.hpp"
 
 #include <cmath>
-#include <fstream>
-#include <iterator>
 #include <optional>
-#include <sstream>
+#include <vector>
 
+#include "core/document.hpp"
 #include "core/error.hpp"
+#include "core/file_io.hpp"
 
 namespace sb {
 
 namespace {
 
 using nlohmann::json;
+
+// At most 40 characters of text, for messages.
+std::string shown_text(const std::string& s) {
+    return s.size() > 40 ? s.substr(0, 40) + "..." : s;
+}
+
+// The key path of the value a SAX parse stopped at ("rope_scaling.factor", "layer_types[3]")
+// and its text, for the one parse error that names no place a user would look for.
+class KeyPath final : public json::json_sax_t {
+  public:
+    std::string path, token;
+
+    bool null() override { return value(); }
+    bool boolean(bool) override { return value(); }
+    bool number_integer(number_integer_t) override { return value(); }
+    bool number_unsigned(number_unsigned_t) override { return value(); }
+    bool number_float(number_float_t, const string_t&) override { return value(); }
+    bool string(string_t&) override { return value(); }
+    bool binary(binary_t&) override { return value(); }
+    bool start_object(std::size_t) override {
+        frames_.push_back({false, "", 0});
+        return true;
+    }
+    bool key(string_t& k) override {
+        frames_.back().key = k;
+        return true;
+    }
+    bool end_object() override { return end(); }
+    bool start_array(std::size_t) override {
+        frames_.push_back({true, "", 0});
+        return true;
+    }
+    bool end_array() override { return end(); }
+    bool parse_error(std::size_t, const std::string& last_token,
+                     const nlohmann::detail::exception&) override {
+        token = last_token;
+        for (const auto& f : frames_) {
+            if (f.array) {
+                path += '[';
+                path += std::to_string(f.index);
+                path += ']';
+            } else {
+                if (!path.empty())
+                    path += '.';
+                path += f.key;
+            }
+        }
+        return false;
+    }
+
+  private:
+    struct Frame {
+        bool array;
+        std::string key;
+        std::size_t index;
+    };
+    bool value() {
+        if (!frames_.empty() && frames_.back().array)
+            ++frames_.back().index;
+        return true;
+    }
+    bool end() {
+        frames_.pop_back();
+        return value();  // the finished array or object was a value of its parent
+    }
+    std::vector<Frame> frames_;
+};
 
 // The fields of one config object, read with one-line errors that name the field.
 class Fields {
@@ -26,10 +93,7 @@ class Fields {
         throw input_error(origin_ + ": " + what);
     }
 
-    std::string shown(const char* key) const {
-        std::string s = j_.at(key).dump();
-        return s.size() > 40 ? s.substr(0, 40) + "..." : s;
-    }
+    std::string shown(const char* key) const { return shown_text(j_.at(key).dump()); }
 
     // A positive integer (counts and widths).
     int64_t count(const char* key) const {
@@ -42,7 +106,7 @@ class Fields {
     }
     int64_t count_value(const std::string& key, const json& v) const {
         if (!v.is_number_integer() || v.get<int64_t>() <= 0)
-            fail(key + " is " + v.dump() + ", expected a positive integer");
+            fail(key + " is " + shown_text(v.dump()) + ", expected a positive integer");
         const auto n = v.get<int64_t>();
         if (n > int64_t{1} << 31)
             fail(key + " is " + v.dump() + ", more than any model has");
@@ -57,7 +121,7 @@ class Fields {
     }
     double number_value(const std::string& key, const json& v) const {
         if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() <= 0)
-            fail(key + " is " + v.dump() + ", expected a positive number");
+            fail(key + " is " + shown_text(v.dump()) + ", expected a positive number");
         return v.get<double>();
     }
 
@@ -481,25 +545,31 @@ ModelSpec spec_from_hf_config(const json& in, const std::string& origin) {
     return s;
 }
 
-ModelSpec read_hf_config(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-        throw input_error(path + ": cannot open the config.json");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    if (in.bad())
-        throw input_error(path + ": cannot read the config.json");
-    json j;
+json parse_config_text(const std::string& text, const std::string& origin) {
+    // Before parsing: the parser is iterative, but copying and destroying a value recurse once
+    // per level (100,000 levels overflow the stack).
+    check_json_depth(text, origin, kMaxDocumentDepth, "a model's config");
     try {
-        j = json::parse(ss.str());
+        return json::parse(text);
     } catch (const json::parse_error& e) {
         // nlohmann's message ends with the offending byte's position: one line already.
         std::string what = e.what();
         if (const auto p = what.find("] "); p != std::string::npos)
             what = what.substr(p + 2);
-        throw input_error(path + ": not JSON (" + what + ")");
+        throw input_error(origin + ": not JSON (" + what + ")");
+    } catch (const json::exception&) {
+        // 1e999 and the like: JSON's grammar, but no double holds them. Read again to find
+        // where, which the parser's message does not say.
+        KeyPath where;
+        json::sax_parse(text, &where);
+        throw input_error(origin + ": " + (where.path.empty() ? "a value" : where.path) + " is " +
+                          shown_text(where.token) + ", a number beyond any double");
     }
-    return spec_from_hf_config(j, path);
+}
+
+ModelSpec read_hf_config(const std::string& path) {
+    // A regular file only: a FIFO would block and /dev/zero never end (core/file_io.hpp).
+    return spec_from_hf_config(parse_config_text(read_input_file(path, "config.json"), path), path);
 }
 
 }  // namespace sb

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <utility>
+#include <vector>
 
 #include "core/error.hpp"
 #include "model/presets.hpp"
@@ -251,8 +253,64 @@ TEST(HfConfig, FilesThatAreNotJsonAreOneLine) {
         FAIL() << "no error";
     } catch (const Error& e) {
         EXPECT_EQ(e.kind(), ErrorKind::input);
-        EXPECT_NE(std::string(e.what()).find("cannot open"), std::string::npos);
+        EXPECT_NE(std::string(e.what()).find("cannot read config.json"), std::string::npos)
+            << e.what();
     }
+}
+
+// The message of read_hf_config(path), which must fail with one input error line.
+std::string file_error(const std::string& path) {
+    try {
+        read_hf_config(path);
+    } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::input);
+        const std::string msg = e.what();
+        EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+        EXPECT_NE(msg.find(path), std::string::npos) << msg;
+        return msg;
+    }
+    ADD_FAILURE() << "no error for " << path;
+    return "";
+}
+
+// Copying, comparing and destroying a parsed value recurse once per level: 100,000 levels
+// overflowed the stack. The bound is the documents' (core/document.hpp).
+TEST(HfConfig, NestingDeeperThan64IsRefusedBeforeParsing) {
+    const fs::path dir = fs::path(testing::TempDir()) / "sb_hf_config_deep";
+    fs::create_directories(dir);
+    const fs::path deep = dir / "config.json";
+    std::ofstream(deep) << R"({"model_type": "llama", "x": )" << std::string(100000, '[')
+                        << std::string(100000, ']') << "}";
+    EXPECT_NE(file_error(deep.string()).find("nests arrays and objects more than 64 deep"),
+              std::string::npos);
+    // 64 levels are read (and the config refused for what it lacks).
+    std::ofstream(deep) << R"({"model_type": "llama", "x": )" << std::string(63, '[')
+                        << std::string(63, ']') << "}";
+    EXPECT_NE(file_error(deep.string()).find("no hidden_size"), std::string::npos);
+}
+
+// A number JSON's grammar allows but no double holds: the file and the key, not nlohmann's text.
+TEST(HfConfig, ANumberBeyondADoubleNamesTheFileAndTheKey) {
+    const fs::path dir = fs::path(testing::TempDir()) / "sb_hf_config_overflow";
+    fs::create_directories(dir);
+    const fs::path f = dir / "config.json";
+    for (const auto& [text, key] : std::vector<std::pair<std::string, std::string>>{
+             {R"({"model_type": "qwen3", "rope_theta": 1e999})", "rope_theta"},
+             {R"({"rope_scaling": {"type": "linear", "factor": -1e999}})", "rope_scaling.factor"},
+             {R"({"layer_types": ["conv", 2e400]})", "layer_types[1]"},
+             {R"([1, {"a": [0, 0, 9e9999]}])", "[1].a[2]"}}) {
+        std::ofstream(f) << text;
+        const std::string msg = file_error(f.string());
+        EXPECT_NE(msg.find(key + " is "), std::string::npos) << msg;
+        EXPECT_NE(msg.find("beyond any double"), std::string::npos) << msg;
+        EXPECT_EQ(msg.find("json.exception"), std::string::npos) << msg;
+    }
+}
+
+TEST(HfConfig, ADirectoryIsNotAConfig) {
+    const fs::path dir = fs::path(testing::TempDir()) / "sb_hf_config_dir";
+    fs::create_directories(dir);
+    EXPECT_NE(file_error(dir.string()).find("it is a directory"), std::string::npos);
 }
 
 }  // namespace
