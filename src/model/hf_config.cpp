@@ -1,5 +1,6 @@
 #include "model/hf_config.hpp"
 
+#include <cfloat>
 #include <cmath>
 #include <optional>
 #include <vector>
@@ -125,6 +126,20 @@ class Fields {
         return v.get<double>();
     }
 
+    // A positive number that a float32 holds, for what the GGUF keeps as float32 (epsilons,
+    // RoPE bases and factors): beyond FLT_MAX it became inf there, below FLT_MIN 0 or a
+    // denormal.
+    float number32(const char* key, double fallback) const {
+        return has(key) ? number32_value(key, j_.at(key)) : static_cast<float>(fallback);
+    }
+    float number32_value(const std::string& key, const json& v) const {
+        const double d = number_value(key, v);
+        if (d < FLT_MIN || d > FLT_MAX)
+            fail(key + " is " + shown_text(v.dump()) +
+                 ", beyond a float32 (the GGUF keeps it as one: 1.2e-38 to 3.4e+38)");
+        return static_cast<float>(d);
+    }
+
     bool flag(const char* key, bool fallback) const {
         if (!has(key))
             return fallback;
@@ -198,10 +213,10 @@ Rope rope_of(const Fields& f, const json& cfg) {
     return r;
 }
 
-double rope_theta(const Fields& f, const Rope& r, double fallback) {
+float rope_theta(const Fields& f, const Rope& r, double fallback) {
     if (r.params.contains("rope_theta"))
-        return f.number_value("rope_parameters.rope_theta", r.params.at("rope_theta"));
-    return f.number("rope_theta", fallback);
+        return f.number32_value("rope_parameters.rope_theta", r.params.at("rope_theta"));
+    return f.number32("rope_theta", fallback);
 }
 
 std::vector<float> factor_list(const Fields& f, const Rope& r, const char* key, int64_t want) {
@@ -214,7 +229,7 @@ std::vector<float> factor_list(const Fields& f, const Rope& r, const char* key, 
                std::to_string(want) + " (the rotary dimensions / 2)");
     std::vector<float> v;
     for (const auto& x : a)
-        v.push_back(static_cast<float>(f.number_value(name, x)));
+        v.push_back(f.number32_value(name, x));
     return v;
 }
 
@@ -225,7 +240,7 @@ void apply_rope_scaling(ModelSpec& s, const Fields& f, const Rope& r) {
     auto factor = [&] {
         if (!r.params.contains("factor"))
             f.fail("no rope_scaling.factor (" + r.type + " scaling needs it)");
-        return static_cast<float>(f.number_value("rope_scaling.factor", r.params.at("factor")));
+        return f.number32_value("rope_scaling.factor", r.params.at("factor"));
     };
     if (r.type == "linear") {
         s.rope_scaling = RopeScalingKeys{"linear", factor(), std::nullopt};
@@ -240,10 +255,14 @@ void apply_rope_scaling(ModelSpec& s, const Fields& f, const Rope& r) {
             f.fail("rope_scaling.rope_type llama3 is read only by the llama architecture");
         Llama3RopeScaling l;
         l.factor = factor();
-        l.low_freq_factor = static_cast<float>(
-            f.number_value("rope_scaling.low_freq_factor", r.params.value("low_freq_factor", 1.0)));
-        l.high_freq_factor = static_cast<float>(f.number_value(
-            "rope_scaling.high_freq_factor", r.params.value("high_freq_factor", 4.0)));
+        l.low_freq_factor = f.number32_value("rope_scaling.low_freq_factor",
+                                             r.params.value("low_freq_factor", json(1.0)));
+        l.high_freq_factor = f.number32_value("rope_scaling.high_freq_factor",
+                                              r.params.value("high_freq_factor", json(4.0)));
+        // The factors between the two wavelengths divide by their difference.
+        if (!(l.high_freq_factor > l.low_freq_factor))
+            f.fail("rope_scaling.high_freq_factor " + std::to_string(l.high_freq_factor) +
+                   " is not above low_freq_factor " + std::to_string(l.low_freq_factor));
         l.original_context =
             f.count_value("rope_scaling.original_max_position_embeddings",
                           r.params.value("original_max_position_embeddings", json(8192)));
@@ -368,8 +387,7 @@ ModelSpec spec_from_hf_config(const json& in, const std::string& origin) {
     s.n_vocab = gemma ? f.count("vocab_size", 262208) : f.count("vocab_size");
     s.n_ctx_train =
         gemma ? f.count("max_position_embeddings", 131072) : f.count("max_position_embeddings");
-    s.rms_eps = static_cast<float>(
-        f.number(s.arch == "lfm2" ? "norm_eps" : "rms_norm_eps", info->eps_default));
+    s.rms_eps = f.number32(s.arch == "lfm2" ? "norm_eps" : "rms_norm_eps", info->eps_default);
     s.tied_embeddings = f.flag("tie_word_embeddings", f.flag("tie_embedding", info->tie_default));
     s.bos_token_id = f.token("bos_token_id");
     s.eos_token_id = f.token("eos_token_id");
@@ -377,7 +395,7 @@ ModelSpec spec_from_hf_config(const json& in, const std::string& origin) {
     check_heads(s, f, head_dim_given);
 
     const Rope rope = rope_of(f, cfg);
-    s.rope_theta = static_cast<float>(rope_theta(f, rope, info->theta_default));
+    s.rope_theta = rope_theta(f, rope, info->theta_default);
     if (f.flag("attention_bias", false) && s.arch != "qwen2")
         f.fail("attention_bias true is not supported for " + model_type);
     if (f.flag("mlp_bias", false))
@@ -438,14 +456,14 @@ ModelSpec spec_from_hf_config(const json& in, const std::string& origin) {
         s.qk_norm = QkNorm::per_head;
         s.post_norms = true;
         // The local layers' base: rope_local_base_freq, or the per-type rope_parameters.
-        double swa_theta = f.number("rope_local_base_freq", 10000.0);
+        float swa_theta = f.number32("rope_local_base_freq", 10000.0);
         if (f.has("rope_parameters") && cfg.at("rope_parameters").contains("sliding_attention")) {
             const json& sl = cfg.at("rope_parameters").at("sliding_attention");
             if (sl.is_object() && sl.contains("rope_theta"))
-                swa_theta = f.number_value("rope_parameters.sliding_attention.rope_theta",
-                                           sl.at("rope_theta"));
+                swa_theta = f.number32_value("rope_parameters.sliding_attention.rope_theta",
+                                             sl.at("rope_theta"));
         }
-        s.rope_theta_swa = static_cast<float>(swa_theta);
+        s.rope_theta_swa = swa_theta;
         // Every n-th layer global: sliding_window_pattern, or the period of layer_types.
         int64_t pattern = f.count("sliding_window_pattern", 6);
         if (f.has("layer_types")) {
@@ -499,6 +517,8 @@ ModelSpec spec_from_hf_config(const json& in, const std::string& origin) {
             if (orig.is_null())
                 f.fail("no original_max_position_embeddings (longrope needs it)");
             lr.original_context = f.count_value("original_max_position_embeddings", orig);
+            if (lr.original_context < 2)  // its logarithm divides the attention factor below
+                f.fail("original_max_position_embeddings is 1; longrope needs at least 2");
             lr.long_factors = factor_list(f, rope, "long_factor", s.n_rot / 2);
             lr.short_factors = factor_list(f, rope, "short_factor", s.n_rot / 2);
             const double scale =

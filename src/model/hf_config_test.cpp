@@ -234,6 +234,49 @@ TEST(HfConfig, ArchitectureSpecifics) {
     EXPECT_EQ(y.rope_scaling->original_context, 32768);
 }
 
+// The GGUF keeps epsilons, RoPE bases and factors as float32: 1e308 became inf there, 1e-300
+// became 0 (a division by zero in every rotation).
+TEST(HfConfig, NumbersAFloat32CannotHoldAreRefused) {
+    const json q = json::parse(kQwen3Config);
+    for (const auto& [key, value] :
+         std::vector<std::pair<std::string, double>>{{"rope_theta", 1e308},
+                                                     {"rope_theta", 3.5e38},
+                                                     {"rms_norm_eps", 1e308},
+                                                     {"rms_norm_eps", 1e-300}}) {
+        json j = q;
+        j[key] = value;
+        const std::string msg = error_of(j);
+        EXPECT_NE(msg.find(key + " is "), std::string::npos) << msg;
+        EXPECT_NE(msg.find("float32"), std::string::npos) << msg;
+    }
+    json j = q;
+    j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 1e308}};
+    EXPECT_NE(error_of(j).find("rope_scaling.factor is 1e+308"), std::string::npos);
+    j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 1e-45}};
+    EXPECT_NE(error_of(j).find("rope_scaling.factor"), std::string::npos);
+    json ll = find_preset("llama-3.2-1b").config;
+    ll["rope_scaling"]["high_freq_factor"] = 1e39;
+    EXPECT_NE(error_of(ll).find("rope_scaling.high_freq_factor"), std::string::npos);
+    // Equal ones divide by zero in the factors (transformers refuses them too).
+    ll["rope_scaling"]["high_freq_factor"] = ll["rope_scaling"]["low_freq_factor"];
+    EXPECT_NE(error_of(ll).find("high_freq_factor"), std::string::npos);
+    json g = find_preset("gemma-3-1b").config;
+    g["rope_local_base_freq"] = 1e300;
+    EXPECT_NE(error_of(g).find("rope_local_base_freq"), std::string::npos);
+    json phi = find_preset("phi-4-mini").config;
+    phi["rope_scaling"]["long_factor"][3] = 1e200;
+    EXPECT_NE(error_of(phi).find("rope_scaling.long_factor"), std::string::npos);
+    phi = find_preset("phi-4-mini").config;
+    phi["original_max_position_embeddings"] = 1;  // log(1) divided the attention factor: inf
+    phi["rope_scaling"].erase("original_max_position_embeddings");
+    EXPECT_NE(error_of(phi).find("original_max_position_embeddings is 1"), std::string::npos);
+    // The largest and smallest a float32 holds are read.
+    j = q;
+    j["rope_theta"] = 3e38;
+    j["rms_norm_eps"] = 1.2e-38;
+    EXPECT_EQ(spec_from_hf_config(j, "config.json").rope_theta, 3e38f);
+}
+
 TEST(HfConfig, FilesThatAreNotJsonAreOneLine) {
     const fs::path dir = fs::path(testing::TempDir()) / "sb_hf_config_files";
     fs::create_directories(dir);
