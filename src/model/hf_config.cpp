@@ -2,6 +2,7 @@
 
 #include <cfloat>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -14,6 +15,30 @@ namespace sb {
 namespace {
 
 using nlohmann::json;
+
+// The largest value read for a width or count: a few times the largest published model's
+// (Llama 3.1 405B: hidden 16384, feed-forward 53248, 128 heads; Gemma 3: 262,208 tokens), so
+// that a slip (2^31) is one line instead of gigabytes of memory or a full disk. Other counts
+// (context lengths, windows) at most what the GGUF's 32-bit keys and llama.cpp hold. Layers and
+// experts have llama.cpp's own limits (512, 1024), checked with their own words below.
+int64_t max_count(const std::string& key) {
+    static const std::pair<const char*, int64_t> kMax[] = {
+        {"hidden_size", 65536},
+        {"intermediate_size", 1 << 20},
+        {"block_ff_dim", 1 << 20},
+        {"moe_intermediate_size", 1 << 20},
+        {"block_multiple_of", 1 << 20},
+        {"vocab_size", 1 << 21},
+        {"num_attention_heads", 1024},
+        {"num_key_value_heads", 1024},
+        {"head_dim", 4096},
+        {"conv_L_cache", 1024},
+    };
+    for (const auto& [k, max] : kMax)
+        if (key == k)
+            return max;
+    return std::numeric_limits<int32_t>::max();
+}
 
 // At most 40 characters of text, for messages.
 std::string shown_text(const std::string& s) {
@@ -106,12 +131,16 @@ class Fields {
         return has(key) ? count_value(key, j_.at(key)) : fallback;
     }
     int64_t count_value(const std::string& key, const json& v) const {
-        if (!v.is_number_integer() || v.get<int64_t>() <= 0)
+        if (!v.is_number_integer() || (!v.is_number_unsigned() && v.get<int64_t>() <= 0))
             fail(key + " is " + shown_text(v.dump()) + ", expected a positive integer");
-        const auto n = v.get<int64_t>();
-        if (n > int64_t{1} << 31)
-            fail(key + " is " + v.dump() + ", more than any model has");
-        return n;
+        const int64_t max = max_count(key);
+        if (v.is_number_unsigned() ? v.get<uint64_t>() > static_cast<uint64_t>(max)
+                                   : v.get<int64_t>() > max)
+            fail(key + " is " + v.dump() + ", " + more_than(max));
+        return v.get<int64_t>();
+    }
+    static std::string more_than(int64_t max) {
+        return "more than synth writes (at most " + std::to_string(max) + ")";
     }
 
     // A positive finite number (epsilons, RoPE bases, factors).
@@ -407,11 +436,24 @@ ModelSpec spec_from_hf_config(const json& in, const std::string& origin) {
         int64_t ff = f.has("block_ff_dim") ? f.count("block_ff_dim") : f.count("intermediate_size");
         if (f.flag("block_auto_adjust_ff_dim", true)) {
             ff = 2 * ff / 3;
-            if (f.has("block_ffn_dim_multiplier"))
-                ff = static_cast<int64_t>(f.number("block_ffn_dim_multiplier", 1.0) *
-                                          static_cast<double>(ff));
+            if (f.has("block_ffn_dim_multiplier")) {
+                const double scaled =
+                    f.number("block_ffn_dim_multiplier", 1.0) * static_cast<double>(ff);
+                if (scaled > static_cast<double>(max_count("intermediate_size")))
+                    f.fail("block_ffn_dim_multiplier " + f.shown("block_ffn_dim_multiplier") +
+                           " makes the feed-forward width " + std::to_string(scaled) + ", " +
+                           Fields::more_than(max_count("intermediate_size")));
+                ff = static_cast<int64_t>(scaled);
+            }
             const int64_t multiple = f.count("block_multiple_of", 256);
             ff = multiple * ((ff + multiple - 1) / multiple);
+            if (ff < 1)
+                f.fail(
+                    "the feed-forward width comes to 0 (2/3 of block_ff_dim, times "
+                    "block_ffn_dim_multiplier)");
+            if (ff > max_count("intermediate_size"))
+                f.fail("block_ff_dim rounded up to block_multiple_of is " + std::to_string(ff) +
+                       ", " + Fields::more_than(max_count("intermediate_size")));
         }
         s.n_ff = ff;
         s.conv_l_cache = f.count("conv_L_cache");

@@ -277,6 +277,55 @@ TEST(HfConfig, NumbersAFloat32CannotHoldAreRefused) {
     EXPECT_EQ(spec_from_hf_config(j, "config.json").rope_theta, 3e38f);
 }
 
+// Each width and count has a ceiling a few times the largest published model's: hidden_size
+// 2^31 grew past 2 GB of memory in a second, vocab_size 2^31 ended in std::bad_alloc.
+TEST(HfConfig, EveryDimensionIsBounded) {
+    const json q = json::parse(kQwen3Config);
+    for (const auto& [key, limit] :
+         std::vector<std::pair<std::string, int64_t>>{{"hidden_size", 65536},
+                                                      {"intermediate_size", 1 << 20},
+                                                      {"vocab_size", 1 << 21},
+                                                      {"num_attention_heads", 1024},
+                                                      {"num_key_value_heads", 1024},
+                                                      {"head_dim", 4096},
+                                                      {"max_position_embeddings", 2147483647}}) {
+        json j = q;
+        j[key] = limit + 1;
+        std::string msg = error_of(j);
+        EXPECT_NE(msg.find(key + " is " + std::to_string(limit + 1) +
+                           ", more than synth writes (at most " + std::to_string(limit) + ")"),
+                  std::string::npos)
+            << msg;
+        j[key] = int64_t{1} << 31;
+        msg = error_of(j);
+        EXPECT_NE(msg.find("at most " + std::to_string(limit)), std::string::npos) << msg;
+        j[key] = uint64_t{1} << 63;  // beyond int64: not read as a negative number
+        msg = error_of(j);
+        EXPECT_NE(msg.find("at most " + std::to_string(limit)), std::string::npos) << msg;
+    }
+    json moe = find_preset("qwen3-30b-a3b").config;
+    moe["moe_intermediate_size"] = (1 << 20) + 1;
+    EXPECT_NE(error_of(moe).find("moe_intermediate_size"), std::string::npos);
+    json lfm = find_preset("lfm2-1.2b").config;
+    lfm["conv_L_cache"] = 1025;
+    EXPECT_NE(error_of(lfm).find("conv_L_cache is 1025"), std::string::npos);
+    // A width computed from the config is bounded too (it was cast from a double of 1e300).
+    lfm = find_preset("lfm2-1.2b").config;
+    lfm["block_ffn_dim_multiplier"] = 1e300;
+    EXPECT_NE(error_of(lfm).find("more than synth writes"), std::string::npos);
+    lfm["block_ffn_dim_multiplier"] = 1e-300;
+    EXPECT_NE(error_of(lfm).find("feed-forward width comes to 0"), std::string::npos);
+    lfm.erase("block_ffn_dim_multiplier");
+    lfm["block_ff_dim"] = 1;
+    lfm.erase("intermediate_size");
+    EXPECT_NE(error_of(lfm).find("feed-forward width comes to 0"), std::string::npos);
+    // The largest accepted ones are read.
+    json j = q;
+    j["vocab_size"] = 1 << 21;
+    j["intermediate_size"] = 1 << 20;
+    EXPECT_EQ(spec_from_hf_config(j, "config.json").n_vocab, 1 << 21);
+}
+
 TEST(HfConfig, FilesThatAreNotJsonAreOneLine) {
     const fs::path dir = fs::path(testing::TempDir()) / "sb_hf_config_files";
     fs::create_directories(dir);

@@ -1,5 +1,7 @@
 #include "model/synth.hpp"
 
+#include <sys/statvfs.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -177,6 +179,33 @@ class OutputSink : public GgufSink {
     OutputFile& file_;
     std::string buf_;
 };
+
+std::string gib(uint64_t bytes) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f", static_cast<double>(bytes) / (1u << 30));
+    return buf;
+}
+
+// Throws sb::Error(input) when the filesystem that out_path is written to (the directory of
+// the file it names, or of the file its link points to) has less than bytes free. A FIFO or a
+// device is written in place, and not checked.
+void check_free_space(const std::string& out_path, uint64_t bytes) {
+    if (!output_is_replaced(out_path))
+        return;
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    fs::path target = fs::canonical(out_path, ec);
+    if (ec)
+        target = fs::absolute(out_path, ec);
+    const std::string dir = target.parent_path().string();
+    struct statvfs st {};
+    if (dir.empty() || ::statvfs(dir.c_str(), &st) != 0)
+        return;  // check_output_path() has refused a directory that is not there
+    const uint64_t free = static_cast<uint64_t>(st.f_bavail) * st.f_frsize;
+    if (free < bytes)
+        throw input_error("the model needs " + gib(bytes) + " GiB at '" + dir + "', but only " +
+                          gib(free) + " GiB are free there");
+}
 
 }  // namespace
 
@@ -605,6 +634,14 @@ SynthResult write_synthetic_model(const SynthOptions& o, const Quantizer& quanti
                 break;
         }
     }
+
+    // Bounded before a byte is written: every dimension is (model/hf_config.cpp), their
+    // product is here, and the disk must hold it (a full disk is found after minutes).
+    const uint64_t file_bytes = w.file_bytes();
+    if (file_bytes > kMaxSynthFileBytes)
+        throw input_error(label + ": the model would be " + gib(file_bytes) +
+                          " GiB, more than synth writes (at most 1 TiB)");
+    check_free_space(o.out_path, file_bytes);
 
     // A temporary beside the target renamed over it when done (an interrupted write leaves no
     // half model), or in place for a FIFO or a device (core/file_io.hpp).

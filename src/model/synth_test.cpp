@@ -1,6 +1,7 @@
 #include "model/synth.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -241,6 +242,46 @@ TEST(Synth, OptionsAreChecked) {
     bad.config_path = temp_file("no-such-config.json");
     EXPECT_EQ(kind_of(bad), ErrorKind::input);
     EXPECT_FALSE(fs::exists(o.out_path));
+}
+
+// Every dimension within its bound can still add up to terabytes: the file is bounded (1 TiB)
+// and must fit the free space of -o's directory, both checked before a byte is written.
+TEST(Synth, TheModelsSizeIsBoundedAndMustFitTheFreeSpace) {
+    const fs::path dir = test_dir();
+    nlohmann::json cfg = {{"model_type", "llama"},           {"hidden_size", 65536},
+                          {"intermediate_size", 262144},     {"num_attention_heads", 512},
+                          {"num_key_value_heads", 512},      {"num_hidden_layers", 40},
+                          {"max_position_embeddings", 4096}, {"vocab_size", 32000}};
+    SynthOptions o;
+    o.config_path = (dir / "huge.json").string();
+    o.out_path = (dir / "huge.gguf").string();
+    auto error_of = [&] {
+        std::ofstream(o.config_path) << cfg.dump();
+        try {
+            write_synthetic_model(o, GgmlQuantizer());
+        } catch (const Error& e) {
+            EXPECT_EQ(e.kind(), ErrorKind::input);
+            return std::string(e.what());
+        }
+        ADD_FAILURE() << "no error";
+        return std::string();
+    };
+    // About 1.4 TiB at q4_0.
+    std::string msg = error_of();
+    EXPECT_NE(msg.find("more than synth writes (at most 1 TiB)"), std::string::npos) << msg;
+    // About 900 GiB: more than this disk has free, unless it has 1 TiB.
+    struct statvfs st {};
+    ASSERT_EQ(::statvfs(dir.c_str(), &st), 0);
+    const double free_gib = static_cast<double>(st.f_bavail) * st.f_frsize / (1u << 30);
+    cfg["num_hidden_layers"] = 25;
+    if (free_gib < 1024) {
+        msg = error_of();
+        EXPECT_NE(msg.find("GiB are free"), std::string::npos) << msg;
+        EXPECT_NE(msg.find(dir.string()), std::string::npos) << msg;
+    }
+    // Nothing was written, not even a temporary.
+    for (const auto& e : fs::directory_iterator(dir))
+        EXPECT_EQ(e.path().filename(), "huge.json");
 }
 
 TEST(Synth, LayerOverrideAndProgress) {
