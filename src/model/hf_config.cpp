@@ -1,5 +1,6 @@
 #include "model/hf_config.hpp"
 
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <limits>
@@ -355,6 +356,19 @@ void lfm2_layers(ModelSpec& s, const Fields& f, const json& cfg) {
     } else {
         f.fail("no layer_types (nor full_attn_idxs): an lfm2 model needs its layer pattern");
     }
+    // Without one kind llama.cpp's cache for it is empty, which it asserts on as it loads.
+    const bool listed = f.has("layer_types");
+    const std::string needs =
+        ": llama.cpp's lfm2 needs at least one attention and one convolution layer";
+    if (std::find(s.layer_kinds.begin(), s.layer_kinds.end(), LayerKind::attention) ==
+        s.layer_kinds.end())
+        f.fail((listed ? "layer_types names no full_attention layer"
+                       : "full_attn_idxs names no layer") +
+               needs);
+    if (std::find(s.layer_kinds.begin(), s.layer_kinds.end(), LayerKind::shortconv) ==
+        s.layer_kinds.end())
+        f.fail((listed ? "layer_types names no conv layer" : "full_attn_idxs names every layer") +
+               needs);
 }
 
 }  // namespace

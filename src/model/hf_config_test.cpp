@@ -326,6 +326,22 @@ TEST(HfConfig, EveryDimensionIsBounded) {
     EXPECT_EQ(spec_from_hf_config(j, "config.json").n_vocab, 1 << 21);
 }
 
+// An LFM2 without attention layers, or without convolution layers, is what llama.cpp cannot
+// load (GGML_ASSERT(buffer) on its empty cache).
+TEST(HfConfig, AnLfm2NeedsBothKindsOfLayer) {
+    json lfm = find_preset("lfm2-1.2b").config;
+    lfm["layer_types"] = json::array();
+    for (int i = 0; i < 16; ++i)
+        lfm["layer_types"].push_back("conv");
+    EXPECT_NE(error_of(lfm).find("layer_types names no full_attention layer"), std::string::npos);
+    for (auto& t : lfm["layer_types"])
+        t = "full_attention";
+    EXPECT_NE(error_of(lfm).find("layer_types names no conv layer"), std::string::npos);
+    lfm.erase("layer_types");
+    lfm["full_attn_idxs"] = json::array();
+    EXPECT_NE(error_of(lfm).find("full_attn_idxs names no layer"), std::string::npos);
+}
+
 TEST(HfConfig, FilesThatAreNotJsonAreOneLine) {
     const fs::path dir = fs::path(testing::TempDir()) / "sb_hf_config_files";
     fs::create_directories(dir);

@@ -207,6 +207,30 @@ void check_free_space(const std::string& out_path, uint64_t bytes) {
                           gib(free) + " GiB are free there");
 }
 
+// A hybrid scaled down to n_layers (layer_kinds_for) must keep a layer of each kind its
+// pattern has: llama.cpp asserts on the empty cache of a missing kind as it loads. Throws
+// sb::Error(usage) naming the smallest --layers that keeps both.
+void check_scaled_layers(const ModelSpec& spec, const std::string& label, int n_layers) {
+    auto lacks = [&](int64_t n) -> const char* {
+        const auto kinds = layer_kinds_for(spec, n);
+        for (const auto kind : {LayerKind::attention, LayerKind::shortconv})
+            if (std::find(spec.layer_kinds.begin(), spec.layer_kinds.end(), kind) !=
+                    spec.layer_kinds.end() &&
+                std::find(kinds.begin(), kinds.end(), kind) == kinds.end())
+                return kind == LayerKind::attention ? "attention" : "convolution";
+        return nullptr;
+    };
+    const char* missing = lacks(n_layers);
+    if (!missing)
+        return;
+    int64_t enough = n_layers + 1;
+    while (enough < spec.n_layer && lacks(enough))
+        ++enough;
+    throw usage_error("--layers " + std::to_string(n_layers) + " leaves " + label + " no " +
+                      missing + " layer, which llama.cpp cannot load a " + spec.arch +
+                      " without: use --layers " + std::to_string(enough) + " or more");
+}
+
 }  // namespace
 
 uint32_t llama_file_type_for(const std::string& quant) {
@@ -469,6 +493,8 @@ SynthResult write_synthetic_model(const SynthOptions& o, const Quantizer& quanti
 
     std::optional<RoutingPlan> plan;
     const int n_layers = o.layers > 0 ? o.layers : static_cast<int>(spec.n_layer);
+    if (o.layers > 0)
+        check_scaled_layers(spec, label, o.layers);
     if (spec.is_moe())
         plan = plan_routing(parse_routing(o.routing.empty() ? "skewed" : o.routing), spec, n_layers,
                             o.seed);

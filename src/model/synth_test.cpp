@@ -284,6 +284,26 @@ TEST(Synth, TheModelsSizeIsBoundedAndMustFitTheFreeSpace) {
         EXPECT_EQ(e.path().filename(), "huge.json");
 }
 
+// llama.cpp cannot load an LFM2 without an attention layer or without a convolution layer
+// (GGML_ASSERT(buffer) on the empty cache): --layers 1 gave it no attention layer.
+TEST(Synth, AScaledDownHybridKeepsBothKindsOfLayer) {
+    SynthOptions o;
+    o.preset = "lfm2-1.2b";
+    o.layers = 1;
+    o.out_path = temp_file("lfm2-1l.gguf");
+    try {
+        write_synthetic_model(o, GgmlQuantizer());
+        ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::usage);
+        const std::string msg = e.what();
+        EXPECT_NE(msg.find("--layers 1 leaves lfm2-1.2b no attention layer"), std::string::npos)
+            << msg;
+        EXPECT_NE(msg.find("use --layers 2 or more"), std::string::npos) << msg;
+    }
+    EXPECT_FALSE(fs::exists(o.out_path));
+}
+
 TEST(Synth, LayerOverrideAndProgress) {
     SynthOptions o;
     o.preset = "tiny";
