@@ -227,8 +227,8 @@ void check_scaled_layers(const ModelSpec& spec, const std::string& label, int n_
     while (enough < spec.n_layer && lacks(enough))
         ++enough;
     throw usage_error("--layers " + std::to_string(n_layers) + " leaves " + label + " no " +
-                      missing + " layer, which llama.cpp cannot load a " + spec.arch +
-                      " without: use --layers " + std::to_string(enough) + " or more");
+                      missing + " layer, and llama.cpp cannot load it without one: use --layers " +
+                      std::to_string(enough) + " or more");
 }
 
 }  // namespace
