@@ -21,6 +21,7 @@
 #include "model/arch.hpp"
 #include "model/gguf.hpp"
 #include "model/hf_config.hpp"
+#include "model/inspect.hpp"
 #include "model/presets.hpp"
 #include "model/quant_mix.hpp"
 #include "model/random.hpp"
@@ -489,6 +490,14 @@ SynthResult write_synthetic_model(const SynthOptions& o, const Quantizer& quanti
             }
             apply_overlay(vocab_keys, overlay, preset ? preset->name : o.config_path);
         }
+        // What run would refuse (model/inspect.hpp) is not copied into a model.
+        GgufFile keys;
+        keys.path = vocab_source;
+        keys.kv = std::move(vocab_keys);
+        if (const auto why = vocabulary_fault(keys))
+            throw input_error(vocab_source + ": " + *why +
+                              "; llama.cpp cannot load a model with this vocabulary");
+        vocab_keys = std::move(keys.kv);
     }
 
     std::optional<RoutingPlan> plan;

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <set>
@@ -470,6 +471,65 @@ TEST(SynthVocab, CopiesTheTokenizerOfAVocabularyFile) {
               read_gguf(resolve_vocab("qwen2")).get_array_size("tokenizer.ggml.merges"));
     EXPECT_GT(q.get_array_size("tokenizer.ggml.merges").value_or(0), 0u);
     EXPECT_EQ(bpe.n_vocab, static_cast<int64_t>(*q.get_array_size("tokenizer.ggml.tokens")));
+}
+
+// A vocabulary GGUF of the synthetic vocabulary's tokens, changed by edit.
+std::string vocab_file(const std::string& name, const std::function<void(SyntheticVocab&)>& edit) {
+    SyntheticVocab v = make_synthetic_vocab(300);
+    edit(v);
+    GgufWriter w;
+    w.set_string("general.architecture", "llama");
+    w.set_string("tokenizer.ggml.model", "llama");
+    w.set_array("tokenizer.ggml.tokens", v.tokens);
+    w.set_array("tokenizer.ggml.scores", v.scores);
+    w.set_array("tokenizer.ggml.token_type", v.token_types);
+    const std::string path = temp_file(name);
+    w.write(path);
+    return path;
+}
+
+std::string vocab_error(const std::string& vocab) {
+    try {
+        write_tiny_vocab("from-bad-vocab.gguf", vocab);
+    } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::input);
+        const std::string msg = e.what();
+        EXPECT_EQ(msg.rfind(vocab + ": ", 0), 0u) << msg;
+        EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+        return msg;
+    }
+    ADD_FAILURE() << "no error for " << vocab;
+    return "";
+}
+
+// What llama.cpp cannot load is not copied into a model: a token twice (run refused the
+// model), a byte token of 1 or 2 bytes (llama.cpp's loader threw "basic_string::substr").
+TEST(SynthVocab, AVocabularyLlamaCppCannotLoadIsRefused) {
+    EXPECT_NE(vocab_error(vocab_file("twice.gguf",
+                                     [](SyntheticVocab& v) { v.tokens[280] = v.tokens[270]; }))
+                  .find("holds '" + make_synthetic_vocab(300).tokens[270] + "' twice"),
+              std::string::npos);
+    EXPECT_NE(vocab_error(vocab_file("bytes.gguf",
+                                     [](SyntheticVocab& v) {
+                                         for (std::size_t i = 259; i < v.tokens.size(); ++i)
+                                             v.token_types[i] = 6;  // "a", "b", ... typed as bytes
+                                     }))
+                  .find("token 260 ('!') is a byte token"),
+              std::string::npos);
+    // The model that run reads is checked the same way.
+    GgufFile g;
+    g.path = "m.gguf";
+    g.kv.push_back({"general.architecture", std::string("llama")});
+    g.kv.push_back({"tokenizer.ggml.model", std::string("llama")});
+    g.kv.push_back({"tokenizer.ggml.tokens", GgufArray(std::vector<std::string>{"<0x00>", "a"})});
+    g.kv.push_back({"tokenizer.ggml.token_type", GgufArray(std::vector<int32_t>{6, 6})});
+    try {
+        check_llama_limits(g);
+        ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("token 1 ('a') is a byte token"), std::string::npos)
+            << e.what();
+    }
 }
 
 // The tree's own tokenizer tests: each vocabulary's .inp texts tokenize to its .out ids
