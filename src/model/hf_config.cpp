@@ -132,7 +132,9 @@ class Fields {
         return has(key) ? count_value(key, j_.at(key)) : fallback;
     }
     int64_t count_value(const std::string& key, const json& v) const {
-        if (!v.is_number_integer() || (!v.is_number_unsigned() && v.get<int64_t>() <= 0))
+        // A JSON parser reads 0 and every other non-negative integer as unsigned.
+        if (!v.is_number_integer() ||
+            (v.is_number_unsigned() ? v.get<uint64_t>() == 0 : v.get<int64_t>() <= 0))
             fail(key + " is " + shown_text(v.dump()) + ", expected a positive integer");
         const int64_t max = max_count(key);
         if (v.is_number_unsigned() ? v.get<uint64_t>() > static_cast<uint64_t>(max)

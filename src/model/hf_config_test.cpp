@@ -277,6 +277,14 @@ TEST(HfConfig, NumbersAFloat32CannotHoldAreRefused) {
     EXPECT_EQ(spec_from_hf_config(j, "config.json").rope_theta, 3e38f);
 }
 
+// j with key's value replaced by raw JSON text, as a file would hold it.
+std::string config_with(json j, const std::string& key, const std::string& raw) {
+    j[key] = "@@";
+    std::string text = j.dump();
+    text.replace(text.find("\"@@\""), 4, raw);
+    return text;
+}
+
 // Each width and count has a ceiling a few times the largest published model's: hidden_size
 // 2^31 grew past 2 GB of memory in a second, vocab_size 2^31 ended in std::bad_alloc.
 TEST(HfConfig, EveryDimensionIsBounded) {
@@ -302,6 +310,9 @@ TEST(HfConfig, EveryDimensionIsBounded) {
         j[key] = uint64_t{1} << 63;  // beyond int64: not read as a negative number
         msg = error_of(j);
         EXPECT_NE(msg.find("at most " + std::to_string(limit)), std::string::npos) << msg;
+        // 0 as the parser reads it (unsigned): head_dim 0 divided by zero (SIGFPE).
+        msg = error_of(json::parse(config_with(j, key, "0")));
+        EXPECT_NE(msg.find(key + " is 0, expected a positive integer"), std::string::npos) << msg;
     }
     json moe = find_preset("qwen3-30b-a3b").config;
     moe["moe_intermediate_size"] = (1 << 20) + 1;
