@@ -18,6 +18,7 @@
 
 #include "core/error.hpp"
 #include "core/file_io.hpp"
+#include "core/interrupt.hpp"
 #include "model/arch.hpp"
 #include "model/gguf.hpp"
 #include "model/hf_config.hpp"
@@ -581,10 +582,19 @@ SynthResult write_synthetic_model(const SynthOptions& o, const Quantizer& quanti
     // Progress counts tensor data bytes as they are handed to the file.
     uint64_t done = 0;
     uint64_t total = 0;
+    // Ctrl-C or SIGTERM (core/interrupt.hpp) ends the write between batches: the temporary is
+    // removed as the exception unwinds (OutputFile), and nothing reaches out_path.
+    auto stop_if_interrupted = [&] {
+        if (interrupt_requested())
+            throw runtime_error("synth interrupted (Ctrl-C or SIGTERM) after " +
+                                std::to_string(done >> 20) + " of " + std::to_string(total >> 20) +
+                                " MiB: no model written to '" + o.out_path + "'");
+    };
     const std::function<void(uint64_t)> on_bytes = [&](uint64_t n) {
         done += n;
         if (o.on_progress)
             o.on_progress(done, total);
+        stop_if_interrupted();
     };
     auto add = [&](const TensorSpec& t, uint32_t type, GgufTensorFill fill) {
         ++result.tensor_types[std::string(ggml_type_info(type)->name)];
@@ -680,6 +690,7 @@ SynthResult write_synthetic_model(const SynthOptions& o, const Quantizer& quanti
 
     // A temporary beside the target renamed over it when done (an interrupted write leaves no
     // half model), or in place for a FIFO or a device (core/file_io.hpp).
+    stop_if_interrupted();
     OutputFile file(o.out_path, "the model (-o)");
     OutputSink sink(file);
     result.file_bytes = w.write(sink, o.out_path);

@@ -89,7 +89,9 @@ inline constexpr uint64_t kMaxSynthFileBytes = uint64_t{1} << 40;
 // empty out_path; ErrorKind::input for a config.json that hf_config.hpp refuses, a vocabulary
 // that is not one, a model file larger than kMaxSynthFileBytes or than the free space of
 // out_path's filesystem (both checked before anything is written), or when out_path's
-// directory is missing or not writable; ErrorKind::runtime when writing fails.
+// directory is missing or not writable; ErrorKind::runtime when writing fails or is
+// interrupted (interrupt_requested(), core/interrupt.hpp: Ctrl-C or SIGTERM), which removes
+// the temporary.
 SynthResult write_synthetic_model(const SynthOptions& options, const Quantizer& quantizer);
 
 // The vocabulary every synthetic model carries: <unk>, <s>, </s>, the 256 byte tokens <0x00>..
