@@ -37,7 +37,8 @@ void check_version_field(const JsonIn& doc, const char* field) {
         v.fail("expected a version of at least 1, found " + it->dump());
 }
 
-void check_json_depth(std::string_view text, const std::string& source, int max_depth) {
+void check_json_depth(std::string_view text, const std::string& source, int max_depth,
+                      std::string_view what) {
     int depth = 0;
     bool in_string = false;
     for (std::size_t i = 0; i < text.size(); ++i) {
@@ -53,7 +54,7 @@ void check_json_depth(std::string_view text, const std::string& source, int max_
             if (++depth > max_depth)
                 throw input_error(source + " nests arrays and objects more than " +
                                   std::to_string(max_depth) + " deep (at byte " +
-                                  std::to_string(i) + "): not a stagebench document");
+                                  std::to_string(i) + "): not " + std::string(what));
         } else if ((c == ']' || c == '}') && depth > 0) {
             --depth;
         }

@@ -41,11 +41,12 @@ void check_version_field(const JsonIn& doc, const char* field);
 // A result document nests 8 deep; members of newer builds and free-form sections leave room.
 inline constexpr int kMaxDocumentDepth = 64;
 
-// Throws sb::Error(input) "SOURCE nests arrays and objects more than 64 deep (at byte N): not a
-// stagebench document" when text (JSON, or anything: brackets inside strings do not count)
-// opens more than max_depth arrays or objects at once. One pass, no allocation.
+// Throws sb::Error(input) "SOURCE nests arrays and objects more than 64 deep (at byte N): not
+// WHAT" (WHAT: what the text should be) when text (JSON, or anything: brackets inside strings
+// do not count) opens more than max_depth arrays or objects at once. One pass, no allocation.
 void check_json_depth(std::string_view text, const std::string& source,
-                      int max_depth = kMaxDocumentDepth);
+                      int max_depth = kMaxDocumentDepth,
+                      std::string_view what = "a stagebench document");
 
 // Parses text as JSON; source names it in the message ("'results.json'", "document #3 of
 // store 'x.sqlite'"). Throws sb::Error(input) for any parse failure and for nesting deeper than

@@ -5,11 +5,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <iterator>
 #include <random>
 #include <thread>
 
@@ -121,7 +123,42 @@ std::string temp_name(const std::string& target) {
     return target + suffix;
 }
 
+// The temporaries being written, for unlink_pending_outputs() in a signal handler: a slot is
+// free (0), being filled (1) or holds a path (2); lock-free atomics and static storage only.
+struct PendingSlot {
+    std::atomic<int> state{0};
+    char path[4096];
+};
+PendingSlot g_pending[32];
+static_assert(std::atomic<int>::is_always_lock_free);
+
+int add_pending(const std::string& path) {
+    if (path.size() >= sizeof(PendingSlot::path))
+        return -1;
+    for (int i = 0; i < static_cast<int>(std::size(g_pending)); ++i) {
+        int expected = 0;
+        if (g_pending[i].state.compare_exchange_strong(expected, 1)) {
+            std::memcpy(g_pending[i].path, path.c_str(), path.size() + 1);
+            g_pending[i].state.store(2);
+            return i;
+        }
+    }
+    return -1;
+}
+
+void drop_pending(int& slot) {
+    if (slot >= 0)
+        g_pending[slot].state.store(0);
+    slot = -1;
+}
+
 }  // namespace
+
+void unlink_pending_outputs() {
+    for (auto& slot : g_pending)
+        if (slot.state.load() == 2)
+            ::unlink(slot.path);
+}
 
 void require_regular_file(const std::string& path, const std::string& what) {
     struct stat st {};
@@ -222,6 +259,7 @@ OutputFile::OutputFile(const std::string& path, const std::string& what)
         tmp_.clear();
         throw input_error(cannot_write(what, path, std::strerror(e)));
     }
+    pending_ = add_pending(tmp_);
     // A file that is replaced keeps its permissions.
     struct stat st {};
     if (c.target != Target::absent && ::stat(target_.c_str(), &st) == 0)
@@ -233,6 +271,7 @@ OutputFile::~OutputFile() {
         ::close(fd_);
     if (!tmp_.empty())
         ::unlink(tmp_.c_str());
+    drop_pending(pending_);
 }
 
 void OutputFile::fail(const std::string& why) {
@@ -242,6 +281,7 @@ void OutputFile::fail(const std::string& why) {
     if (!tmp_.empty())
         ::unlink(tmp_.c_str());
     tmp_.clear();
+    drop_pending(pending_);
     throw runtime_error(cannot_write(what_, path_, why));
 }
 
@@ -279,6 +319,7 @@ void OutputFile::commit() {
         const int e = errno;
         ::unlink(tmp_.c_str());
         tmp_.clear();
+        drop_pending(pending_);
         throw runtime_error(cannot_write(what_, path_, std::strerror(e)));
     }
     if (in_place_)
@@ -287,10 +328,12 @@ void OutputFile::commit() {
         const int e = errno;
         ::unlink(tmp_.c_str());
         tmp_.clear();
+        drop_pending(pending_);
         throw runtime_error(cannot_write(
             what_, path_, std::string("cannot move it into place: ") + std::strerror(e)));
     }
     tmp_.clear();
+    drop_pending(pending_);
 }
 
 void write_output_file(const std::string& path, std::string_view text, const std::string& what) {

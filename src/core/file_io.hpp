@@ -42,7 +42,7 @@ void check_output_path(const std::string& path, const std::string& what);
 // One output being written. Opening does check_output_path's checks and throws the same
 // errors; write() and commit() throw sb::Error(runtime) when the bytes cannot be written. An
 // output that is destroyed without commit() leaves a regular target untouched (the temporary
-// is removed).
+// is removed, also by a second Ctrl-C: unlink_pending_outputs()).
 class OutputFile {
   public:
     OutputFile(const std::string& path, const std::string& what);
@@ -61,8 +61,15 @@ class OutputFile {
     std::string target_;  // the file renamed over (a link's target), or the path written
     std::string tmp_;     // the temporary beside target_ ("" when writing in place)
     int fd_ = -1;
+    int pending_ = -1;  // tmp_'s slot for unlink_pending_outputs(); -1 when none
     bool in_place_ = false;
 };
+
+// Removes the temporaries of every OutputFile not yet committed or destroyed. Async-signal-safe
+// (unlink(2) on paths kept in static storage): core/interrupt.cpp calls it before a second
+// SIGINT or SIGTERM ends the process, which runs no destructor. Up to 32 temporaries at once
+// are known to it, each path shorter than 4096 bytes.
+void unlink_pending_outputs();
 
 // OutputFile(path, what), write(text), commit().
 void write_output_file(const std::string& path, std::string_view text, const std::string& what);

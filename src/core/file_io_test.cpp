@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -13,6 +15,7 @@
 #include <thread>
 
 #include "core/error.hpp"
+#include "core/interrupt.hpp"
 
 namespace sb {
 namespace {
@@ -85,6 +88,51 @@ TEST(FileIo, AnUncommittedOutputLeavesTheOldFile) {
     }
     EXPECT_EQ(slurp(p), "kept\n");
     expect_no_temporaries(t);
+}
+
+// In a death test's child: two outputs half written, then the signal twice.
+[[noreturn]] void signal_twice_while_writing(int sig, const std::string& a_path,
+                                             const std::string& b_path) {
+    install_interrupt_handlers();
+    OutputFile a(a_path, "x");
+    OutputFile b(b_path, "y");
+    a.write("half a model");
+    b.write("half a document");
+    std::raise(sig);  // the first: a request to stop soon
+    std::raise(sig);  // the second: the end
+    std::_Exit(0);
+}
+
+// A second Ctrl-C ends the process at once, without destructors: the temporaries of unfinished
+// outputs are removed on the signal's path (a second Ctrl-C left synth's 109 MB temporary).
+TEST(FileIoDeathTest, ASecondSignalLeavesNoTemporary) {
+    for (const int sig : {SIGINT, SIGTERM}) {
+        TempDir t;
+        const std::string p = t.file("model.gguf");
+        write_output_file(p, "kept\n", "x");
+        EXPECT_EXIT(signal_twice_while_writing(sig, p, t.file("other.json")),
+                    testing::KilledBySignal(sig), "");
+        EXPECT_EQ(slurp(p), "kept\n");
+        EXPECT_FALSE(fs::exists(t.file("other.json")));
+        expect_no_temporaries(t);
+    }
+}
+
+// What unlink_pending_outputs() removes is an unfinished output's temporary, never a target.
+TEST(FileIo, UnlinkPendingOutputsRemovesOnlyUnfinishedTemporaries) {
+    TempDir t;
+    const std::string done = t.file("done.json"), open = t.file("open.json");
+    write_output_file(done, "done\n", "x");
+    {
+        OutputFile f(open, "x");
+        f.write("half");
+        unlink_pending_outputs();
+        expect_no_temporaries(t);
+        EXPECT_THROW(f.commit(), Error);  // its temporary is gone: cannot be moved into place
+    }
+    unlink_pending_outputs();
+    EXPECT_EQ(slurp(done), "done\n");
+    EXPECT_FALSE(fs::exists(open));
 }
 
 TEST(FileIo, ALinkToARegularFileStaysALink) {

@@ -3,6 +3,8 @@
 #include <atomic>
 #include <csignal>
 
+#include "core/file_io.hpp"
+
 namespace sb {
 namespace {
 std::atomic<bool> g_interrupt{false};
@@ -13,6 +15,8 @@ extern "C" void on_signal(int sig) {
     g_interrupt.store(true);
     // The second signal ends the process the usual way, unless a stage watchdog takes it.
     if (g_count.fetch_add(1) + 1 >= 2 && !g_deferred.load()) {
+        // No destructor runs after this: the temporaries of unfinished outputs go now.
+        unlink_pending_outputs();
         std::signal(sig, SIG_DFL);
         std::raise(sig);
     }

@@ -9,10 +9,10 @@ void request_interrupt();  // async-signal-safe
 void clear_interrupt();
 // How many SIGINT/SIGTERM signals have come (request_interrupt() counts as one).
 int interrupt_count();
-// Installs SIGINT and SIGTERM handlers that call request_interrupt(). A second signal ends the
-// process the default way, unless the second signal is deferred at that moment: then it is
-// only counted, for the stage watchdog (core/watchdog.hpp) to end the run keeping what was
-// measured.
+// Installs SIGINT and SIGTERM handlers that call request_interrupt(). A second signal removes
+// the temporaries of unfinished outputs (core/file_io.hpp) and ends the process the default way,
+// unless the second signal is deferred at that moment: then it is only counted, for the stage
+// watchdog (core/watchdog.hpp) to end the run keeping what was measured.
 void install_interrupt_handlers();
 void defer_second_interrupt(bool deferred);
 

@@ -1,18 +1,112 @@
 #include "model/hf_config.hpp"
 
+#include <algorithm>
+#include <cfloat>
 #include <cmath>
-#include <fstream>
-#include <iterator>
+#include <limits>
 #include <optional>
-#include <sstream>
+#include <vector>
 
+#include "core/document.hpp"
 #include "core/error.hpp"
+#include "core/file_io.hpp"
 
 namespace sb {
 
 namespace {
 
 using nlohmann::json;
+
+// The largest value read for a width or count: a few times the largest published model's
+// (Llama 3.1 405B: hidden 16384, feed-forward 53248, 128 heads; Gemma 3: 262,208 tokens), so
+// that a slip (2^31) is one line instead of gigabytes of memory or a full disk. Other counts
+// (context lengths, windows) at most what the GGUF's 32-bit keys and llama.cpp hold. Layers and
+// experts have llama.cpp's own limits (512, 1024), checked with their own words below.
+int64_t max_count(const std::string& key) {
+    static const std::pair<const char*, int64_t> kMax[] = {
+        {"hidden_size", 65536},
+        {"intermediate_size", 1 << 20},
+        {"block_ff_dim", 1 << 20},
+        {"moe_intermediate_size", 1 << 20},
+        {"block_multiple_of", 1 << 20},
+        {"vocab_size", 1 << 21},
+        {"num_attention_heads", 1024},
+        {"num_key_value_heads", 1024},
+        {"head_dim", 4096},
+        {"conv_L_cache", 1024},
+    };
+    for (const auto& [k, max] : kMax)
+        if (key == k)
+            return max;
+    return std::numeric_limits<int32_t>::max();
+}
+
+// At most 40 characters of text, for messages.
+std::string shown_text(const std::string& s) {
+    return s.size() > 40 ? s.substr(0, 40) + "..." : s;
+}
+
+// The key path of the value a SAX parse stopped at ("rope_scaling.factor", "layer_types[3]")
+// and its text, for the one parse error that names no place a user would look for.
+class KeyPath final : public json::json_sax_t {
+  public:
+    std::string path, token;
+
+    bool null() override { return value(); }
+    bool boolean(bool) override { return value(); }
+    bool number_integer(number_integer_t) override { return value(); }
+    bool number_unsigned(number_unsigned_t) override { return value(); }
+    bool number_float(number_float_t, const string_t&) override { return value(); }
+    bool string(string_t&) override { return value(); }
+    bool binary(binary_t&) override { return value(); }
+    bool start_object(std::size_t) override {
+        frames_.push_back({false, "", 0});
+        return true;
+    }
+    bool key(string_t& k) override {
+        frames_.back().key = k;
+        return true;
+    }
+    bool end_object() override { return end(); }
+    bool start_array(std::size_t) override {
+        frames_.push_back({true, "", 0});
+        return true;
+    }
+    bool end_array() override { return end(); }
+    bool parse_error(std::size_t, const std::string& last_token,
+                     const nlohmann::detail::exception&) override {
+        token = last_token;
+        for (const auto& f : frames_) {
+            if (f.array) {
+                path += '[';
+                path += std::to_string(f.index);
+                path += ']';
+            } else {
+                if (!path.empty())
+                    path += '.';
+                path += f.key;
+            }
+        }
+        return false;
+    }
+
+  private:
+    struct Frame {
+        bool array;
+        std::string key;
+        std::size_t index;
+    };
+    bool value() {
+        if (!frames_.empty() && frames_.back().array)
+            ++frames_.back().index;
+        return true;
+    }
+    bool end() {
+        frames_.pop_back();
+        return value();  // the finished array or object was a value of its parent
+    }
+    std::vector<Frame> frames_;
+};
 
 // The fields of one config object, read with one-line errors that name the field.
 class Fields {
@@ -26,10 +120,7 @@ class Fields {
         throw input_error(origin_ + ": " + what);
     }
 
-    std::string shown(const char* key) const {
-        std::string s = j_.at(key).dump();
-        return s.size() > 40 ? s.substr(0, 40) + "..." : s;
-    }
+    std::string shown(const char* key) const { return shown_text(j_.at(key).dump()); }
 
     // A positive integer (counts and widths).
     int64_t count(const char* key) const {
@@ -41,12 +132,18 @@ class Fields {
         return has(key) ? count_value(key, j_.at(key)) : fallback;
     }
     int64_t count_value(const std::string& key, const json& v) const {
-        if (!v.is_number_integer() || v.get<int64_t>() <= 0)
-            fail(key + " is " + v.dump() + ", expected a positive integer");
-        const auto n = v.get<int64_t>();
-        if (n > int64_t{1} << 31)
-            fail(key + " is " + v.dump() + ", more than any model has");
-        return n;
+        // A JSON parser reads 0 and every other non-negative integer as unsigned.
+        if (!v.is_number_integer() ||
+            (v.is_number_unsigned() ? v.get<uint64_t>() == 0 : v.get<int64_t>() <= 0))
+            fail(key + " is " + shown_text(v.dump()) + ", expected a positive integer");
+        const int64_t max = max_count(key);
+        if (v.is_number_unsigned() ? v.get<uint64_t>() > static_cast<uint64_t>(max)
+                                   : v.get<int64_t>() > max)
+            fail(key + " is " + v.dump() + ", " + more_than(max));
+        return v.get<int64_t>();
+    }
+    static std::string more_than(int64_t max) {
+        return "more than synth writes (at most " + std::to_string(max) + ")";
     }
 
     // A positive finite number (epsilons, RoPE bases, factors).
@@ -57,8 +154,22 @@ class Fields {
     }
     double number_value(const std::string& key, const json& v) const {
         if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() <= 0)
-            fail(key + " is " + v.dump() + ", expected a positive number");
+            fail(key + " is " + shown_text(v.dump()) + ", expected a positive number");
         return v.get<double>();
+    }
+
+    // A positive number that a float32 holds, for what the GGUF keeps as float32 (epsilons,
+    // RoPE bases and factors): beyond FLT_MAX it became inf there, below FLT_MIN 0 or a
+    // denormal.
+    float number32(const char* key, double fallback) const {
+        return has(key) ? number32_value(key, j_.at(key)) : static_cast<float>(fallback);
+    }
+    float number32_value(const std::string& key, const json& v) const {
+        const double d = number_value(key, v);
+        if (d < FLT_MIN || d > FLT_MAX)
+            fail(key + " is " + shown_text(v.dump()) +
+                 ", beyond a float32 (the GGUF keeps it as one: 1.2e-38 to 3.4e+38)");
+        return static_cast<float>(d);
     }
 
     bool flag(const char* key, bool fallback) const {
@@ -134,10 +245,10 @@ Rope rope_of(const Fields& f, const json& cfg) {
     return r;
 }
 
-double rope_theta(const Fields& f, const Rope& r, double fallback) {
+float rope_theta(const Fields& f, const Rope& r, double fallback) {
     if (r.params.contains("rope_theta"))
-        return f.number_value("rope_parameters.rope_theta", r.params.at("rope_theta"));
-    return f.number("rope_theta", fallback);
+        return f.number32_value("rope_parameters.rope_theta", r.params.at("rope_theta"));
+    return f.number32("rope_theta", fallback);
 }
 
 std::vector<float> factor_list(const Fields& f, const Rope& r, const char* key, int64_t want) {
@@ -150,7 +261,7 @@ std::vector<float> factor_list(const Fields& f, const Rope& r, const char* key, 
                std::to_string(want) + " (the rotary dimensions / 2)");
     std::vector<float> v;
     for (const auto& x : a)
-        v.push_back(static_cast<float>(f.number_value(name, x)));
+        v.push_back(f.number32_value(name, x));
     return v;
 }
 
@@ -161,7 +272,7 @@ void apply_rope_scaling(ModelSpec& s, const Fields& f, const Rope& r) {
     auto factor = [&] {
         if (!r.params.contains("factor"))
             f.fail("no rope_scaling.factor (" + r.type + " scaling needs it)");
-        return static_cast<float>(f.number_value("rope_scaling.factor", r.params.at("factor")));
+        return f.number32_value("rope_scaling.factor", r.params.at("factor"));
     };
     if (r.type == "linear") {
         s.rope_scaling = RopeScalingKeys{"linear", factor(), std::nullopt};
@@ -176,10 +287,14 @@ void apply_rope_scaling(ModelSpec& s, const Fields& f, const Rope& r) {
             f.fail("rope_scaling.rope_type llama3 is read only by the llama architecture");
         Llama3RopeScaling l;
         l.factor = factor();
-        l.low_freq_factor = static_cast<float>(
-            f.number_value("rope_scaling.low_freq_factor", r.params.value("low_freq_factor", 1.0)));
-        l.high_freq_factor = static_cast<float>(f.number_value(
-            "rope_scaling.high_freq_factor", r.params.value("high_freq_factor", 4.0)));
+        l.low_freq_factor = f.number32_value("rope_scaling.low_freq_factor",
+                                             r.params.value("low_freq_factor", json(1.0)));
+        l.high_freq_factor = f.number32_value("rope_scaling.high_freq_factor",
+                                              r.params.value("high_freq_factor", json(4.0)));
+        // The factors between the two wavelengths divide by their difference.
+        if (!(l.high_freq_factor > l.low_freq_factor))
+            f.fail("rope_scaling.high_freq_factor " + std::to_string(l.high_freq_factor) +
+                   " is not above low_freq_factor " + std::to_string(l.low_freq_factor));
         l.original_context =
             f.count_value("rope_scaling.original_max_position_embeddings",
                           r.params.value("original_max_position_embeddings", json(8192)));
@@ -243,6 +358,19 @@ void lfm2_layers(ModelSpec& s, const Fields& f, const json& cfg) {
     } else {
         f.fail("no layer_types (nor full_attn_idxs): an lfm2 model needs its layer pattern");
     }
+    // Without one kind llama.cpp's cache for it is empty, which it asserts on as it loads.
+    const bool listed = f.has("layer_types");
+    const std::string needs =
+        ": llama.cpp's lfm2 needs at least one attention and one convolution layer";
+    if (std::find(s.layer_kinds.begin(), s.layer_kinds.end(), LayerKind::attention) ==
+        s.layer_kinds.end())
+        f.fail((listed ? "layer_types names no full_attention layer"
+                       : "full_attn_idxs names no layer") +
+               needs);
+    if (std::find(s.layer_kinds.begin(), s.layer_kinds.end(), LayerKind::shortconv) ==
+        s.layer_kinds.end())
+        f.fail((listed ? "layer_types names no conv layer" : "full_attn_idxs names every layer") +
+               needs);
 }
 
 }  // namespace
@@ -304,8 +432,7 @@ ModelSpec spec_from_hf_config(const json& in, const std::string& origin) {
     s.n_vocab = gemma ? f.count("vocab_size", 262208) : f.count("vocab_size");
     s.n_ctx_train =
         gemma ? f.count("max_position_embeddings", 131072) : f.count("max_position_embeddings");
-    s.rms_eps = static_cast<float>(
-        f.number(s.arch == "lfm2" ? "norm_eps" : "rms_norm_eps", info->eps_default));
+    s.rms_eps = f.number32(s.arch == "lfm2" ? "norm_eps" : "rms_norm_eps", info->eps_default);
     s.tied_embeddings = f.flag("tie_word_embeddings", f.flag("tie_embedding", info->tie_default));
     s.bos_token_id = f.token("bos_token_id");
     s.eos_token_id = f.token("eos_token_id");
@@ -313,7 +440,7 @@ ModelSpec spec_from_hf_config(const json& in, const std::string& origin) {
     check_heads(s, f, head_dim_given);
 
     const Rope rope = rope_of(f, cfg);
-    s.rope_theta = static_cast<float>(rope_theta(f, rope, info->theta_default));
+    s.rope_theta = rope_theta(f, rope, info->theta_default);
     if (f.flag("attention_bias", false) && s.arch != "qwen2")
         f.fail("attention_bias true is not supported for " + model_type);
     if (f.flag("mlp_bias", false))
@@ -325,11 +452,24 @@ ModelSpec spec_from_hf_config(const json& in, const std::string& origin) {
         int64_t ff = f.has("block_ff_dim") ? f.count("block_ff_dim") : f.count("intermediate_size");
         if (f.flag("block_auto_adjust_ff_dim", true)) {
             ff = 2 * ff / 3;
-            if (f.has("block_ffn_dim_multiplier"))
-                ff = static_cast<int64_t>(f.number("block_ffn_dim_multiplier", 1.0) *
-                                          static_cast<double>(ff));
+            if (f.has("block_ffn_dim_multiplier")) {
+                const double scaled =
+                    f.number("block_ffn_dim_multiplier", 1.0) * static_cast<double>(ff);
+                if (scaled > static_cast<double>(max_count("intermediate_size")))
+                    f.fail("block_ffn_dim_multiplier " + f.shown("block_ffn_dim_multiplier") +
+                           " makes the feed-forward width " + std::to_string(scaled) + ", " +
+                           Fields::more_than(max_count("intermediate_size")));
+                ff = static_cast<int64_t>(scaled);
+            }
             const int64_t multiple = f.count("block_multiple_of", 256);
             ff = multiple * ((ff + multiple - 1) / multiple);
+            if (ff < 1)
+                f.fail(
+                    "the feed-forward width comes to 0 (2/3 of block_ff_dim, times "
+                    "block_ffn_dim_multiplier)");
+            if (ff > max_count("intermediate_size"))
+                f.fail("block_ff_dim rounded up to block_multiple_of is " + std::to_string(ff) +
+                       ", " + Fields::more_than(max_count("intermediate_size")));
         }
         s.n_ff = ff;
         s.conv_l_cache = f.count("conv_L_cache");
@@ -374,14 +514,14 @@ ModelSpec spec_from_hf_config(const json& in, const std::string& origin) {
         s.qk_norm = QkNorm::per_head;
         s.post_norms = true;
         // The local layers' base: rope_local_base_freq, or the per-type rope_parameters.
-        double swa_theta = f.number("rope_local_base_freq", 10000.0);
+        float swa_theta = f.number32("rope_local_base_freq", 10000.0);
         if (f.has("rope_parameters") && cfg.at("rope_parameters").contains("sliding_attention")) {
             const json& sl = cfg.at("rope_parameters").at("sliding_attention");
             if (sl.is_object() && sl.contains("rope_theta"))
-                swa_theta = f.number_value("rope_parameters.sliding_attention.rope_theta",
-                                           sl.at("rope_theta"));
+                swa_theta = f.number32_value("rope_parameters.sliding_attention.rope_theta",
+                                             sl.at("rope_theta"));
         }
-        s.rope_theta_swa = static_cast<float>(swa_theta);
+        s.rope_theta_swa = swa_theta;
         // Every n-th layer global: sliding_window_pattern, or the period of layer_types.
         int64_t pattern = f.count("sliding_window_pattern", 6);
         if (f.has("layer_types")) {
@@ -435,6 +575,8 @@ ModelSpec spec_from_hf_config(const json& in, const std::string& origin) {
             if (orig.is_null())
                 f.fail("no original_max_position_embeddings (longrope needs it)");
             lr.original_context = f.count_value("original_max_position_embeddings", orig);
+            if (lr.original_context < 2)  // its logarithm divides the attention factor below
+                f.fail("original_max_position_embeddings is 1; longrope needs at least 2");
             lr.long_factors = factor_list(f, rope, "long_factor", s.n_rot / 2);
             lr.short_factors = factor_list(f, rope, "short_factor", s.n_rot / 2);
             const double scale =
@@ -481,25 +623,31 @@ ModelSpec spec_from_hf_config(const json& in, const std::string& origin) {
     return s;
 }
 
-ModelSpec read_hf_config(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-        throw input_error(path + ": cannot open the config.json");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    if (in.bad())
-        throw input_error(path + ": cannot read the config.json");
-    json j;
+json parse_config_text(const std::string& text, const std::string& origin) {
+    // Before parsing: the parser is iterative, but copying and destroying a value recurse once
+    // per level (100,000 levels overflow the stack).
+    check_json_depth(text, origin, kMaxDocumentDepth, "a model's config");
     try {
-        j = json::parse(ss.str());
+        return json::parse(text);
     } catch (const json::parse_error& e) {
         // nlohmann's message ends with the offending byte's position: one line already.
         std::string what = e.what();
         if (const auto p = what.find("] "); p != std::string::npos)
             what = what.substr(p + 2);
-        throw input_error(path + ": not JSON (" + what + ")");
+        throw input_error(origin + ": not JSON (" + what + ")");
+    } catch (const json::exception&) {
+        // 1e999 and the like: JSON's grammar, but no double holds them. Read again to find
+        // where, which the parser's message does not say.
+        KeyPath where;
+        json::sax_parse(text, &where);
+        throw input_error(origin + ": " + (where.path.empty() ? "a value" : where.path) + " is " +
+                          shown_text(where.token) + ", a number beyond any double");
     }
-    return spec_from_hf_config(j, path);
+}
+
+ModelSpec read_hf_config(const std::string& path) {
+    // A regular file only: a FIFO would block and /dev/zero never end (core/file_io.hpp).
+    return spec_from_hf_config(parse_config_text(read_input_file(path, "config.json"), path), path);
 }
 
 }  // namespace sb

@@ -24,8 +24,15 @@ std::vector<std::string> supported_model_types();
 // width, KV heads not dividing the heads, per-layer lists of the wrong length, ...).
 ModelSpec spec_from_hf_config(const nlohmann::json& config, const std::string& origin);
 
-// Reads and parses the file at path, then spec_from_hf_config(). Throws sb::Error(input) for a
-// missing or unreadable file and for text that is not JSON ("<path>: not JSON: ...").
+// Parses the text of a config.json or a preset file; origin names it in messages. Throws
+// sb::Error(input), one line: text that is not JSON ("<origin>: not JSON (...)"), arrays and
+// objects nested more than kMaxDocumentDepth (64) deep (core/document.hpp), a number no double
+// holds ("<origin>: rope_theta is 1e999, a number beyond any double").
+nlohmann::json parse_config_text(const std::string& text, const std::string& origin);
+
+// Reads the file at path (a regular file: read_input_file, core/file_io.hpp, refuses a FIFO, a
+// device or a directory), parse_config_text(), then spec_from_hf_config(). Throws
+// sb::Error(input), one line naming the file.
 ModelSpec read_hf_config(const std::string& path);
 
 }  // namespace sb

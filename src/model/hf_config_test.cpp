@@ -5,6 +5,8 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <utility>
+#include <vector>
 
 #include "core/error.hpp"
 #include "model/presets.hpp"
@@ -232,6 +234,125 @@ TEST(HfConfig, ArchitectureSpecifics) {
     EXPECT_EQ(y.rope_scaling->original_context, 32768);
 }
 
+// The GGUF keeps epsilons, RoPE bases and factors as float32: 1e308 became inf there, 1e-300
+// became 0 (a division by zero in every rotation).
+TEST(HfConfig, NumbersAFloat32CannotHoldAreRefused) {
+    const json q = json::parse(kQwen3Config);
+    for (const auto& [key, value] :
+         std::vector<std::pair<std::string, double>>{{"rope_theta", 1e308},
+                                                     {"rope_theta", 3.5e38},
+                                                     {"rms_norm_eps", 1e308},
+                                                     {"rms_norm_eps", 1e-300}}) {
+        json j = q;
+        j[key] = value;
+        const std::string msg = error_of(j);
+        EXPECT_NE(msg.find(key + " is "), std::string::npos) << msg;
+        EXPECT_NE(msg.find("float32"), std::string::npos) << msg;
+    }
+    json j = q;
+    j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 1e308}};
+    EXPECT_NE(error_of(j).find("rope_scaling.factor is 1e+308"), std::string::npos);
+    j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 1e-45}};
+    EXPECT_NE(error_of(j).find("rope_scaling.factor"), std::string::npos);
+    json ll = find_preset("llama-3.2-1b").config;
+    ll["rope_scaling"]["high_freq_factor"] = 1e39;
+    EXPECT_NE(error_of(ll).find("rope_scaling.high_freq_factor"), std::string::npos);
+    // Equal ones divide by zero in the factors (transformers refuses them too).
+    ll["rope_scaling"]["high_freq_factor"] = ll["rope_scaling"]["low_freq_factor"];
+    EXPECT_NE(error_of(ll).find("high_freq_factor"), std::string::npos);
+    json g = find_preset("gemma-3-1b").config;
+    g["rope_local_base_freq"] = 1e300;
+    EXPECT_NE(error_of(g).find("rope_local_base_freq"), std::string::npos);
+    json phi = find_preset("phi-4-mini").config;
+    phi["rope_scaling"]["long_factor"][3] = 1e200;
+    EXPECT_NE(error_of(phi).find("rope_scaling.long_factor"), std::string::npos);
+    phi = find_preset("phi-4-mini").config;
+    phi["original_max_position_embeddings"] = 1;  // log(1) divided the attention factor: inf
+    phi["rope_scaling"].erase("original_max_position_embeddings");
+    EXPECT_NE(error_of(phi).find("original_max_position_embeddings is 1"), std::string::npos);
+    // The largest and smallest a float32 holds are read.
+    j = q;
+    j["rope_theta"] = 3e38;
+    j["rms_norm_eps"] = 1.2e-38;
+    EXPECT_EQ(spec_from_hf_config(j, "config.json").rope_theta, 3e38f);
+}
+
+// j with key's value replaced by raw JSON text, as a file would hold it.
+std::string config_with(json j, const std::string& key, const std::string& raw) {
+    j[key] = "@@";
+    std::string text = j.dump();
+    text.replace(text.find("\"@@\""), 4, raw);
+    return text;
+}
+
+// Each width and count has a ceiling a few times the largest published model's: hidden_size
+// 2^31 grew past 2 GB of memory in a second, vocab_size 2^31 ended in std::bad_alloc.
+TEST(HfConfig, EveryDimensionIsBounded) {
+    const json q = json::parse(kQwen3Config);
+    for (const auto& [key, limit] :
+         std::vector<std::pair<std::string, int64_t>>{{"hidden_size", 65536},
+                                                      {"intermediate_size", 1 << 20},
+                                                      {"vocab_size", 1 << 21},
+                                                      {"num_attention_heads", 1024},
+                                                      {"num_key_value_heads", 1024},
+                                                      {"head_dim", 4096},
+                                                      {"max_position_embeddings", 2147483647}}) {
+        json j = q;
+        j[key] = limit + 1;
+        std::string msg = error_of(j);
+        EXPECT_NE(msg.find(key + " is " + std::to_string(limit + 1) +
+                           ", more than synth writes (at most " + std::to_string(limit) + ")"),
+                  std::string::npos)
+            << msg;
+        j[key] = int64_t{1} << 31;
+        msg = error_of(j);
+        EXPECT_NE(msg.find("at most " + std::to_string(limit)), std::string::npos) << msg;
+        j[key] = uint64_t{1} << 63;  // beyond int64: not read as a negative number
+        msg = error_of(j);
+        EXPECT_NE(msg.find("at most " + std::to_string(limit)), std::string::npos) << msg;
+        // 0 as the parser reads it (unsigned): head_dim 0 divided by zero (SIGFPE).
+        msg = error_of(json::parse(config_with(j, key, "0")));
+        EXPECT_NE(msg.find(key + " is 0, expected a positive integer"), std::string::npos) << msg;
+    }
+    json moe = find_preset("qwen3-30b-a3b").config;
+    moe["moe_intermediate_size"] = (1 << 20) + 1;
+    EXPECT_NE(error_of(moe).find("moe_intermediate_size"), std::string::npos);
+    json lfm = find_preset("lfm2-1.2b").config;
+    lfm["conv_L_cache"] = 1025;
+    EXPECT_NE(error_of(lfm).find("conv_L_cache is 1025"), std::string::npos);
+    // A width computed from the config is bounded too (it was cast from a double of 1e300).
+    lfm = find_preset("lfm2-1.2b").config;
+    lfm["block_ffn_dim_multiplier"] = 1e300;
+    EXPECT_NE(error_of(lfm).find("more than synth writes"), std::string::npos);
+    lfm["block_ffn_dim_multiplier"] = 1e-300;
+    EXPECT_NE(error_of(lfm).find("feed-forward width comes to 0"), std::string::npos);
+    lfm.erase("block_ffn_dim_multiplier");
+    lfm["block_ff_dim"] = 1;
+    lfm.erase("intermediate_size");
+    EXPECT_NE(error_of(lfm).find("feed-forward width comes to 0"), std::string::npos);
+    // The largest accepted ones are read.
+    json j = q;
+    j["vocab_size"] = 1 << 21;
+    j["intermediate_size"] = 1 << 20;
+    EXPECT_EQ(spec_from_hf_config(j, "config.json").n_vocab, 1 << 21);
+}
+
+// An LFM2 without attention layers, or without convolution layers, is what llama.cpp cannot
+// load (GGML_ASSERT(buffer) on its empty cache).
+TEST(HfConfig, AnLfm2NeedsBothKindsOfLayer) {
+    json lfm = find_preset("lfm2-1.2b").config;
+    lfm["layer_types"] = json::array();
+    for (int i = 0; i < 16; ++i)
+        lfm["layer_types"].push_back("conv");
+    EXPECT_NE(error_of(lfm).find("layer_types names no full_attention layer"), std::string::npos);
+    for (auto& t : lfm["layer_types"])
+        t = "full_attention";
+    EXPECT_NE(error_of(lfm).find("layer_types names no conv layer"), std::string::npos);
+    lfm.erase("layer_types");
+    lfm["full_attn_idxs"] = json::array();
+    EXPECT_NE(error_of(lfm).find("full_attn_idxs names no layer"), std::string::npos);
+}
+
 TEST(HfConfig, FilesThatAreNotJsonAreOneLine) {
     const fs::path dir = fs::path(testing::TempDir()) / "sb_hf_config_files";
     fs::create_directories(dir);
@@ -251,8 +372,64 @@ TEST(HfConfig, FilesThatAreNotJsonAreOneLine) {
         FAIL() << "no error";
     } catch (const Error& e) {
         EXPECT_EQ(e.kind(), ErrorKind::input);
-        EXPECT_NE(std::string(e.what()).find("cannot open"), std::string::npos);
+        EXPECT_NE(std::string(e.what()).find("cannot read config.json"), std::string::npos)
+            << e.what();
     }
+}
+
+// The message of read_hf_config(path), which must fail with one input error line.
+std::string file_error(const std::string& path) {
+    try {
+        read_hf_config(path);
+    } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::input);
+        const std::string msg = e.what();
+        EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+        EXPECT_NE(msg.find(path), std::string::npos) << msg;
+        return msg;
+    }
+    ADD_FAILURE() << "no error for " << path;
+    return "";
+}
+
+// Copying, comparing and destroying a parsed value recurse once per level: 100,000 levels
+// overflowed the stack. The bound is the documents' (core/document.hpp).
+TEST(HfConfig, NestingDeeperThan64IsRefusedBeforeParsing) {
+    const fs::path dir = fs::path(testing::TempDir()) / "sb_hf_config_deep";
+    fs::create_directories(dir);
+    const fs::path deep = dir / "config.json";
+    std::ofstream(deep) << R"({"model_type": "llama", "x": )" << std::string(100000, '[')
+                        << std::string(100000, ']') << "}";
+    EXPECT_NE(file_error(deep.string()).find("nests arrays and objects more than 64 deep"),
+              std::string::npos);
+    // 64 levels are read (and the config refused for what it lacks).
+    std::ofstream(deep) << R"({"model_type": "llama", "x": )" << std::string(63, '[')
+                        << std::string(63, ']') << "}";
+    EXPECT_NE(file_error(deep.string()).find("no hidden_size"), std::string::npos);
+}
+
+// A number JSON's grammar allows but no double holds: the file and the key, not nlohmann's text.
+TEST(HfConfig, ANumberBeyondADoubleNamesTheFileAndTheKey) {
+    const fs::path dir = fs::path(testing::TempDir()) / "sb_hf_config_overflow";
+    fs::create_directories(dir);
+    const fs::path f = dir / "config.json";
+    for (const auto& [text, key] : std::vector<std::pair<std::string, std::string>>{
+             {R"({"model_type": "qwen3", "rope_theta": 1e999})", "rope_theta"},
+             {R"({"rope_scaling": {"type": "linear", "factor": -1e999}})", "rope_scaling.factor"},
+             {R"({"layer_types": ["conv", 2e400]})", "layer_types[1]"},
+             {R"([1, {"a": [0, 0, 9e9999]}])", "[1].a[2]"}}) {
+        std::ofstream(f) << text;
+        const std::string msg = file_error(f.string());
+        EXPECT_NE(msg.find(key + " is "), std::string::npos) << msg;
+        EXPECT_NE(msg.find("beyond any double"), std::string::npos) << msg;
+        EXPECT_EQ(msg.find("json.exception"), std::string::npos) << msg;
+    }
+}
+
+TEST(HfConfig, ADirectoryIsNotAConfig) {
+    const fs::path dir = fs::path(testing::TempDir()) / "sb_hf_config_dir";
+    fs::create_directories(dir);
+    EXPECT_NE(file_error(dir.string()).find("it is a directory"), std::string::npos);
 }
 
 }  // namespace

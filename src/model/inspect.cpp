@@ -1,6 +1,7 @@
 #include "model/inspect.hpp"
 
 #include <array>
+#include <cctype>
 #include <cmath>
 #include <string_view>
 #include <type_traits>
@@ -152,40 +153,63 @@ void check_llama_limits(const GgufFile& g) {
             throw bad(a + "rope.scaling.type is '" + shown(t.value_or("(not a string)")) +
                       "', expected none, linear, yarn or longrope");
     }
-    // A WordPiece vocabulary (BERT's) has no byte tokens: llama.cpp aborts rendering one.
-    if (g.get_string("tokenizer.ggml.model") == "bert")
-        if (const GgufArray* types = g.get_array("tokenizer.ggml.token_type"))
-            if (const auto* t = std::get_if<std::vector<int32_t>>(types))
-                for (std::size_t i = 0; i < t->size(); ++i)
-                    if ((*t)[i] == 6)
-                        throw bad("token " + std::to_string(i) +
-                                  " is a byte token (tokenizer.ggml.token_type 6), which a "
-                                  "BERT (WordPiece) vocabulary cannot have");
-    // Vocabulary: every token once (llama.cpp names empty ones [EMPTY_<id>]).
-    if (const GgufArray* arr = g.get_array("tokenizer.ggml.tokens")) {
-        if (const auto* tokens = std::get_if<std::vector<std::string>>(arr)) {
-            std::unordered_map<std::string_view, std::size_t> seen;
-            std::vector<std::string> renamed;
-            seen.reserve(tokens->size());
-            for (std::size_t i = 0; i < tokens->size(); ++i) {
-                // llama.cpp reads each token as a C string: a NUL byte ends it there, so
-                // "a\0f" is its "a" (and may meet another "a"), "\0x" its empty token.
-                std::string_view t = (*tokens)[i];
-                t = t.substr(0, t.find('\0'));
-                if (t.empty()) {
-                    renamed.push_back("[EMPTY_" + std::to_string(i) + "]");
-                    continue;
-                }
-                const auto [it, fresh] = seen.emplace(t, i);
-                if (!fresh)
-                    throw bad("tokenizer.ggml.tokens holds '" + shown(t) + "' twice (tokens " +
-                              std::to_string(it->second) + " and " + std::to_string(i) + ")");
-            }
-            for (const auto& r : renamed)
-                if (seen.count(r))
-                    throw bad("tokenizer.ggml.tokens holds '" + r + "' beside an empty token");
+    if (auto why = vocabulary_fault(g))
+        throw bad(*why);
+}
+
+std::optional<std::string> vocabulary_fault(const GgufFile& g) {
+    const GgufArray* arr = g.get_array("tokenizer.ggml.tokens");
+    const auto* tokens = arr ? std::get_if<std::vector<std::string>>(arr) : nullptr;
+    const GgufArray* types_arr = g.get_array("tokenizer.ggml.token_type");
+    const auto* types = types_arr ? std::get_if<std::vector<int32_t>>(types_arr) : nullptr;
+    // llama.cpp reads each token as a C string: a NUL byte ends it there, so "a\0f" is its
+    // "a" (and may meet another "a"), "\0x" its empty token.
+    auto text = [&](std::size_t i) {
+        std::string_view t = (*tokens)[i];
+        return t.substr(0, t.find('\0'));
+    };
+    if (types) {
+        const bool bert = g.get_string("tokenizer.ggml.model") == "bert";
+        for (std::size_t i = 0; i < types->size(); ++i) {
+            if ((*types)[i] != 6)
+                continue;
+            // A WordPiece vocabulary (BERT's) has no byte tokens: llama.cpp aborts rendering one.
+            if (bert)
+                return "token " + std::to_string(i) +
+                       " is a byte token (tokenizer.ggml.token_type 6), which a BERT (WordPiece) "
+                       "vocabulary cannot have";
+            // The others read a byte token's byte from its text <0xXX> with substr(3, 2):
+            // a text of 1 or 2 bytes throws std::out_of_range out of the loader. (An empty one
+            // is renamed [EMPTY_<id>] first.)
+            if (!tokens || i >= tokens->size())
+                continue;
+            const std::string_view t = text(i);
+            if (!t.empty() && t.size() < 3)
+                return "token " + std::to_string(i) + " ('" + shown(t) +
+                       "') is a byte token (tokenizer.ggml.token_type 6) but not <0xXX>";
         }
     }
+    // Every token once (llama.cpp names empty ones [EMPTY_<id>]).
+    if (tokens) {
+        std::unordered_map<std::string_view, std::size_t> seen;
+        std::vector<std::string> renamed;
+        seen.reserve(tokens->size());
+        for (std::size_t i = 0; i < tokens->size(); ++i) {
+            const std::string_view t = text(i);
+            if (t.empty()) {
+                renamed.push_back("[EMPTY_" + std::to_string(i) + "]");
+                continue;
+            }
+            const auto [it, fresh] = seen.emplace(t, i);
+            if (!fresh)
+                return "tokenizer.ggml.tokens holds '" + shown(t) + "' twice (tokens " +
+                       std::to_string(it->second) + " and " + std::to_string(i) + ")";
+        }
+        for (const auto& r : renamed)
+            if (seen.count(r))
+                return "tokenizer.ggml.tokens holds '" + r + "' beside an empty token";
+    }
+    return std::nullopt;
 }
 
 std::optional<std::string> llama_file_type_name(uint32_t file_type) {

@@ -57,12 +57,18 @@ inline constexpr uint64_t kGgmlTensorAlignment = 32;
 // <arch>.block_count outside 1..512 or below a layer the tensors use, nextn layers beyond the
 // layers, expert counts that do not fit together, a normalisation epsilon that is negative,
 // infinite or nan, an unknown <arch>.rope.scaling.type, a vocabulary that holds a token twice,
-// byte tokens in a BERT (WordPiece) vocabulary. Also the values llama.cpp loads without a word
-// but computes nothing meaningful with, so that nothing is measured on them: a RoPE value that
-// is not finite (rope.*), a rope.freq_base (or freq_base_swa) of 0 or less (every angle is then
-// infinite or nan), a negative rope.scaling.factor or rope.scale_linear.
+// byte tokens in a BERT (WordPiece) vocabulary or of 1 or 2 bytes (not <0xXX>). Also the values
+// llama.cpp loads without a word but computes nothing meaningful with, so that nothing is measured
+// on them: a RoPE value that is not finite (rope.*), a rope.freq_base (or freq_base_swa) of 0 or
+// less (every angle is then infinite or nan), a negative rope.scaling.factor or rope.scale_linear.
 // Throws sb::Error(ErrorKind::input, "<path>: <reason>; llama.cpp cannot load this model").
 void check_llama_limits(const GgufFile& g);
+
+// The vocabulary part of check_llama_limits: why llama.cpp cannot load the tokenizer.ggml.*
+// keys of g (a token twice, a byte token in a BERT vocabulary, a byte token of 1 or 2 bytes,
+// where its loader reads the byte from the text <0xXX>), or nullopt. For `synth --vocab`, before
+// the keys are copied into a model.
+std::optional<std::string> vocabulary_fault(const GgufFile& g);
 
 // Values that are absurd but that llama.cpp works around, so that its timings still hold and
 // only the text the model reads and writes may not: warnings, not refusals (README "Bad input

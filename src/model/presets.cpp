@@ -4,11 +4,10 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
 
 #include "core/error.hpp"
+#include "core/file_io.hpp"
 #include "model/hf_config.hpp"
 
 namespace sb {
@@ -62,7 +61,8 @@ TokenizerOverlay parse_tokenizer(const json& t, const std::string& origin, int64
             AddedToken tok;
             if (!e.is_object() || !e.contains("id") || !e.at("id").is_number_integer() ||
                 !e.contains("content") || !e.at("content").is_string() ||
-                e.at("content").get<std::string>().empty())
+                e.at("content").get<std::string>().empty() ||
+                (e.contains("special") && !e.at("special").is_boolean()))
                 throw input_error(origin + ": tokenizer.added_tokens holds " + e.dump() +
                                   ", expected {\"id\": N, \"content\": \"...\", \"special\": "
                                   "true|false}");
@@ -78,26 +78,8 @@ TokenizerOverlay parse_tokenizer(const json& t, const std::string& origin, int64
     return o;
 }
 
-std::string read_text(const std::filesystem::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    if (!in)
-        throw input_error(p.string() + ": cannot read the preset file");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
 Preset parse_text(const std::string& text, const std::string& origin, const std::string& name) {
-    json j;
-    try {
-        j = json::parse(text);
-    } catch (const json::parse_error& e) {
-        std::string what = e.what();
-        if (const auto p = what.find("] "); p != std::string::npos)
-            what = what.substr(p + 2);
-        throw input_error(origin + ": not JSON (" + what + ")");
-    }
-    return parse_preset(j, origin, name);
+    return parse_preset(parse_config_text(text, origin), origin, name);
 }
 
 // The counts a published figure stands for, as [low, high): one value for an exact number,
@@ -186,7 +168,9 @@ std::vector<Preset> load_presets(const std::string& dir) {
         std::sort(files.begin(), files.end());
         for (const auto& path : files) {
             const std::string name = path.stem().string();
-            Preset p = parse_text(read_text(path), path.string(), name);
+            // A regular file only (core/file_io.hpp): a FIFO there must not block every command.
+            Preset p =
+                parse_text(read_input_file(path.string(), "preset file"), path.string(), name);
             p.file = path.string();
             by_name[name] = std::move(p);
         }

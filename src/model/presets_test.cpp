@@ -1,12 +1,17 @@
 #include "model/presets.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "core/error.hpp"
 
@@ -369,6 +374,41 @@ TEST(PresetFiles, ABrokenFileIsOneLineNamingItAndTheField) {
         {"name", "bad"}, {"description", "d"}, {"source", "s"}, {"config", P("qwen3-0.6b").config}};
     q["tokenizer"] = {{"added_tokens", {{{"id", 200000}, {"content", "<x>"}}}}};
     expect(q.dump(), "200000");
+    q["tokenizer"] = {{"added_tokens", {{{"id", 2}, {"content", "<x>"}, {"special", "yes"}}}}};
+    expect(q.dump(), "special");
+    // Read as config.json is (model/hf_config.hpp): nesting bounded, numbers a double holds.
+    expect(R"({"name": "bad", "x": )" + std::string(100000, '[') + std::string(100000, ']') + "}",
+           "more than 64 deep");
+    expect(R"({"name": "bad", "config": {"rope_theta": 1e999}})", "config.rope_theta is 1e999");
+}
+
+// A FIFO in the preset directory is refused at once, never waited on.
+TEST(PresetFiles, AFifoIsRefusedNotRead) {
+    const fs::path dir = test_dir();
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const fs::path fifo = dir / "fifo.json";
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    // Before the fix the reader opened it and waited for a writer: this one opens it (if a
+    // reader has) and closes it at once, so that the test ends either way.
+    std::thread writer([&] {
+        for (int i = 0; i < 100; ++i) {
+            const int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+            if (fd >= 0) {
+                ::close(fd);
+                return;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+    });
+    try {
+        load_presets(dir.string());
+        ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::input);
+        EXPECT_NE(std::string(e.what()).find("it is a FIFO"), std::string::npos) << e.what();
+    }
+    writer.join();
 }
 
 }  // namespace

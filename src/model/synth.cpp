@@ -1,5 +1,7 @@
 #include "model/synth.hpp"
 
+#include <sys/statvfs.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -16,9 +18,11 @@
 
 #include "core/error.hpp"
 #include "core/file_io.hpp"
+#include "core/interrupt.hpp"
 #include "model/arch.hpp"
 #include "model/gguf.hpp"
 #include "model/hf_config.hpp"
+#include "model/inspect.hpp"
 #include "model/presets.hpp"
 #include "model/quant_mix.hpp"
 #include "model/random.hpp"
@@ -177,6 +181,57 @@ class OutputSink : public GgufSink {
     OutputFile& file_;
     std::string buf_;
 };
+
+std::string gib(uint64_t bytes) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f", static_cast<double>(bytes) / (1u << 30));
+    return buf;
+}
+
+// Throws sb::Error(input) when the filesystem that out_path is written to (the directory of
+// the file it names, or of the file its link points to) has less than bytes free. A FIFO or a
+// device is written in place, and not checked.
+void check_free_space(const std::string& out_path, uint64_t bytes) {
+    if (!output_is_replaced(out_path))
+        return;
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    fs::path target = fs::canonical(out_path, ec);
+    if (ec)
+        target = fs::absolute(out_path, ec);
+    const std::string dir = target.parent_path().string();
+    struct statvfs st {};
+    if (dir.empty() || ::statvfs(dir.c_str(), &st) != 0)
+        return;  // check_output_path() has refused a directory that is not there
+    const uint64_t free = static_cast<uint64_t>(st.f_bavail) * st.f_frsize;
+    if (free < bytes)
+        throw input_error("the model needs " + gib(bytes) + " GiB at '" + dir + "', but only " +
+                          gib(free) + " GiB are free there");
+}
+
+// A hybrid scaled down to n_layers (layer_kinds_for) must keep a layer of each kind its
+// pattern has: llama.cpp asserts on the empty cache of a missing kind as it loads. Throws
+// sb::Error(usage) naming the smallest --layers that keeps both.
+void check_scaled_layers(const ModelSpec& spec, const std::string& label, int n_layers) {
+    auto lacks = [&](int64_t n) -> const char* {
+        const auto kinds = layer_kinds_for(spec, n);
+        for (const auto kind : {LayerKind::attention, LayerKind::shortconv})
+            if (std::find(spec.layer_kinds.begin(), spec.layer_kinds.end(), kind) !=
+                    spec.layer_kinds.end() &&
+                std::find(kinds.begin(), kinds.end(), kind) == kinds.end())
+                return kind == LayerKind::attention ? "attention" : "convolution";
+        return nullptr;
+    };
+    const char* missing = lacks(n_layers);
+    if (!missing)
+        return;
+    int64_t enough = n_layers + 1;
+    while (enough < spec.n_layer && lacks(enough))
+        ++enough;
+    throw usage_error("--layers " + std::to_string(n_layers) + " leaves " + label + " no " +
+                      missing + " layer, and llama.cpp cannot load it without one: use --layers " +
+                      std::to_string(enough) + " or more");
+}
 
 }  // namespace
 
@@ -436,10 +491,20 @@ SynthResult write_synthetic_model(const SynthOptions& o, const Quantizer& quanti
             }
             apply_overlay(vocab_keys, overlay, preset ? preset->name : o.config_path);
         }
+        // What run would refuse (model/inspect.hpp) is not copied into a model.
+        GgufFile keys;
+        keys.path = vocab_source;
+        keys.kv = std::move(vocab_keys);
+        if (const auto why = vocabulary_fault(keys))
+            throw input_error(vocab_source + ": " + *why +
+                              "; llama.cpp cannot load a model with this vocabulary");
+        vocab_keys = std::move(keys.kv);
     }
 
     std::optional<RoutingPlan> plan;
     const int n_layers = o.layers > 0 ? o.layers : static_cast<int>(spec.n_layer);
+    if (o.layers > 0)
+        check_scaled_layers(spec, label, o.layers);
     if (spec.is_moe())
         plan = plan_routing(parse_routing(o.routing.empty() ? "skewed" : o.routing), spec, n_layers,
                             o.seed);
@@ -517,10 +582,19 @@ SynthResult write_synthetic_model(const SynthOptions& o, const Quantizer& quanti
     // Progress counts tensor data bytes as they are handed to the file.
     uint64_t done = 0;
     uint64_t total = 0;
+    // Ctrl-C or SIGTERM (core/interrupt.hpp) ends the write between batches: the temporary is
+    // removed as the exception unwinds (OutputFile), and nothing reaches out_path.
+    auto stop_if_interrupted = [&] {
+        if (interrupt_requested())
+            throw runtime_error("synth interrupted (Ctrl-C or SIGTERM) after " +
+                                std::to_string(done >> 20) + " of " + std::to_string(total >> 20) +
+                                " MiB: no model written to '" + o.out_path + "'");
+    };
     const std::function<void(uint64_t)> on_bytes = [&](uint64_t n) {
         done += n;
         if (o.on_progress)
             o.on_progress(done, total);
+        stop_if_interrupted();
     };
     auto add = [&](const TensorSpec& t, uint32_t type, GgufTensorFill fill) {
         ++result.tensor_types[std::string(ggml_type_info(type)->name)];
@@ -606,8 +680,17 @@ SynthResult write_synthetic_model(const SynthOptions& o, const Quantizer& quanti
         }
     }
 
+    // Bounded before a byte is written: every dimension is (model/hf_config.cpp), their
+    // product is here, and the disk must hold it (a full disk is found after minutes).
+    const uint64_t file_bytes = w.file_bytes();
+    if (file_bytes > kMaxSynthFileBytes)
+        throw input_error(label + ": the model would be " + gib(file_bytes) +
+                          " GiB, more than synth writes (at most 1 TiB)");
+    check_free_space(o.out_path, file_bytes);
+
     // A temporary beside the target renamed over it when done (an interrupted write leaves no
     // half model), or in place for a FIFO or a device (core/file_io.hpp).
+    stop_if_interrupted();
     OutputFile file(o.out_path, "the model (-o)");
     OutputSink sink(file);
     result.file_bytes = w.write(sink, o.out_path);

@@ -78,13 +78,20 @@ std::vector<std::string> bundled_vocab_names();
 // The directory of those files.
 std::string bundled_vocab_dir();
 
+// The largest model file synth writes: 1 TiB. Each width and count of a config.json has its
+// own ceiling too (model/hf_config.cpp), a few times the largest published model's.
+inline constexpr uint64_t kMaxSynthFileBytes = uint64_t{1} << 40;
+
 // Writes the model to a temporary file beside out_path and renames it into place at the end,
 // so a failure never leaves a partial file at out_path (an existing file there is replaced
 // only on success). Throws sb::Error(ErrorKind::usage) for an unknown preset or quant, both or
 // neither of preset and config_path, a negative layer count, --routing for a dense model or an
 // empty out_path; ErrorKind::input for a config.json that hf_config.hpp refuses, a vocabulary
-// that is not one, or when out_path's directory is missing or not writable;
-// ErrorKind::runtime when writing fails.
+// that is not one, a model file larger than kMaxSynthFileBytes or than the free space of
+// out_path's filesystem (both checked before anything is written), or when out_path's
+// directory is missing or not writable; ErrorKind::runtime when writing fails or is
+// interrupted (interrupt_requested(), core/interrupt.hpp: Ctrl-C or SIGTERM), which removes
+// the temporary.
 SynthResult write_synthetic_model(const SynthOptions& options, const Quantizer& quantizer);
 
 // The vocabulary every synthetic model carries: <unk>, <s>, </s>, the 256 byte tokens <0x00>..

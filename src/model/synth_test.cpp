@@ -1,6 +1,7 @@
 #include "model/synth.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <set>
@@ -243,6 +245,66 @@ TEST(Synth, OptionsAreChecked) {
     EXPECT_FALSE(fs::exists(o.out_path));
 }
 
+// Every dimension within its bound can still add up to terabytes: the file is bounded (1 TiB)
+// and must fit the free space of -o's directory, both checked before a byte is written.
+TEST(Synth, TheModelsSizeIsBoundedAndMustFitTheFreeSpace) {
+    const fs::path dir = test_dir();
+    nlohmann::json cfg = {{"model_type", "llama"},           {"hidden_size", 65536},
+                          {"intermediate_size", 262144},     {"num_attention_heads", 512},
+                          {"num_key_value_heads", 512},      {"num_hidden_layers", 40},
+                          {"max_position_embeddings", 4096}, {"vocab_size", 32000}};
+    SynthOptions o;
+    o.config_path = (dir / "huge.json").string();
+    o.out_path = (dir / "huge.gguf").string();
+    auto error_of = [&] {
+        std::ofstream(o.config_path) << cfg.dump();
+        try {
+            write_synthetic_model(o, GgmlQuantizer());
+        } catch (const Error& e) {
+            EXPECT_EQ(e.kind(), ErrorKind::input);
+            return std::string(e.what());
+        }
+        ADD_FAILURE() << "no error";
+        return std::string();
+    };
+    // About 1.4 TiB at q4_0.
+    std::string msg = error_of();
+    EXPECT_NE(msg.find("more than synth writes (at most 1 TiB)"), std::string::npos) << msg;
+    // About 900 GiB: more than this disk has free, unless it has 1 TiB.
+    struct statvfs st {};
+    ASSERT_EQ(::statvfs(dir.c_str(), &st), 0);
+    const double free_gib = static_cast<double>(st.f_bavail) * st.f_frsize / (1u << 30);
+    cfg["num_hidden_layers"] = 25;
+    if (free_gib < 1024) {
+        msg = error_of();
+        EXPECT_NE(msg.find("GiB are free"), std::string::npos) << msg;
+        EXPECT_NE(msg.find(dir.string()), std::string::npos) << msg;
+    }
+    // Nothing was written, not even a temporary.
+    for (const auto& e : fs::directory_iterator(dir))
+        EXPECT_EQ(e.path().filename(), "huge.json");
+}
+
+// llama.cpp cannot load an LFM2 without an attention layer or without a convolution layer
+// (GGML_ASSERT(buffer) on the empty cache): --layers 1 gave it no attention layer.
+TEST(Synth, AScaledDownHybridKeepsBothKindsOfLayer) {
+    SynthOptions o;
+    o.preset = "lfm2-1.2b";
+    o.layers = 1;
+    o.out_path = temp_file("lfm2-1l.gguf");
+    try {
+        write_synthetic_model(o, GgmlQuantizer());
+        ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::usage);
+        const std::string msg = e.what();
+        EXPECT_NE(msg.find("--layers 1 leaves lfm2-1.2b no attention layer"), std::string::npos)
+            << msg;
+        EXPECT_NE(msg.find("use --layers 2 or more"), std::string::npos) << msg;
+    }
+    EXPECT_FALSE(fs::exists(o.out_path));
+}
+
 TEST(Synth, LayerOverrideAndProgress) {
     SynthOptions o;
     o.preset = "tiny";
@@ -409,6 +471,65 @@ TEST(SynthVocab, CopiesTheTokenizerOfAVocabularyFile) {
               read_gguf(resolve_vocab("qwen2")).get_array_size("tokenizer.ggml.merges"));
     EXPECT_GT(q.get_array_size("tokenizer.ggml.merges").value_or(0), 0u);
     EXPECT_EQ(bpe.n_vocab, static_cast<int64_t>(*q.get_array_size("tokenizer.ggml.tokens")));
+}
+
+// A vocabulary GGUF of the synthetic vocabulary's tokens, changed by edit.
+std::string vocab_file(const std::string& name, const std::function<void(SyntheticVocab&)>& edit) {
+    SyntheticVocab v = make_synthetic_vocab(300);
+    edit(v);
+    GgufWriter w;
+    w.set_string("general.architecture", "llama");
+    w.set_string("tokenizer.ggml.model", "llama");
+    w.set_array("tokenizer.ggml.tokens", v.tokens);
+    w.set_array("tokenizer.ggml.scores", v.scores);
+    w.set_array("tokenizer.ggml.token_type", v.token_types);
+    const std::string path = temp_file(name);
+    w.write(path);
+    return path;
+}
+
+std::string vocab_error(const std::string& vocab) {
+    try {
+        write_tiny_vocab("from-bad-vocab.gguf", vocab);
+    } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::input);
+        const std::string msg = e.what();
+        EXPECT_EQ(msg.rfind(vocab + ": ", 0), 0u) << msg;
+        EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+        return msg;
+    }
+    ADD_FAILURE() << "no error for " << vocab;
+    return "";
+}
+
+// What llama.cpp cannot load is not copied into a model: a token twice (run refused the
+// model), a byte token of 1 or 2 bytes (llama.cpp's loader threw "basic_string::substr").
+TEST(SynthVocab, AVocabularyLlamaCppCannotLoadIsRefused) {
+    EXPECT_NE(vocab_error(vocab_file("twice.gguf",
+                                     [](SyntheticVocab& v) { v.tokens[280] = v.tokens[270]; }))
+                  .find("holds '" + make_synthetic_vocab(300).tokens[270] + "' twice"),
+              std::string::npos);
+    EXPECT_NE(vocab_error(vocab_file("bytes.gguf",
+                                     [](SyntheticVocab& v) {
+                                         for (std::size_t i = 259; i < v.tokens.size(); ++i)
+                                             v.token_types[i] = 6;  // "a", "b", ... typed as bytes
+                                     }))
+                  .find("token 260 ('!') is a byte token"),
+              std::string::npos);
+    // The model that run reads is checked the same way.
+    GgufFile g;
+    g.path = "m.gguf";
+    g.kv.push_back({"general.architecture", std::string("llama")});
+    g.kv.push_back({"tokenizer.ggml.model", std::string("llama")});
+    g.kv.push_back({"tokenizer.ggml.tokens", GgufArray(std::vector<std::string>{"<0x00>", "a"})});
+    g.kv.push_back({"tokenizer.ggml.token_type", GgufArray(std::vector<int32_t>{6, 6})});
+    try {
+        check_llama_limits(g);
+        ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("token 1 ('a') is a byte token"), std::string::npos)
+            << e.what();
+    }
 }
 
 // The tree's own tokenizer tests: each vocabulary's .inp texts tokenize to its .out ids

@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include "core/error.hpp"
+#include "core/interrupt.hpp"
 #include "core/json_util.hpp"
 #include "core/utf8.hpp"
 
@@ -687,8 +689,14 @@ HexagonImport parse_hexagon_profile(std::istream& in) {
 HexagonImport parse_hexagon_profile(std::istream& in, const HexagonParseOptions& opts) {
     Parser p{opts, {}, {}, false, false, false, {}};
     std::string text;
-    while (std::getline(in, text))
+    for (uint64_t n = 1; std::getline(in, text); ++n) {
+        // A log of millions of lines takes seconds: Ctrl-C or SIGTERM ends it (nothing is
+        // measured here, the log stays as it is).
+        if (n % 4096 == 0 && interrupt_requested())
+            throw runtime_error("import interrupted (Ctrl-C or SIGTERM) at line " +
+                                std::to_string(n) + " of the log");
         p.feed(text);
+    }
     return std::move(p.imp);
 }
 

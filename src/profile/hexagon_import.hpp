@@ -131,7 +131,8 @@ struct HexagonParseOptions {
 };
 
 // Never throws for the log's content (any bytes); n_lines == n_ignored + n_trace + n_unparsed +
-// n_refused + records + batches.
+// n_refused + records + batches. Throws sb::Error(runtime) when interrupt_requested()
+// (core/interrupt.hpp: Ctrl-C or SIGTERM) while it reads.
 HexagonImport parse_hexagon_profile(std::istream& in);
 HexagonImport parse_hexagon_profile(std::istream& in, const HexagonParseOptions& opts);
 

@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <sqlite3.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,10 +20,12 @@
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <regex>
 #include <thread>
 
 #include "cli_harness.hpp"
+#include "fuzz_seed.hpp"
 #include "model/gguf.hpp"
 #include "model/gguf_mutations.hpp"
 
@@ -483,5 +486,258 @@ TEST(FaultsInputs, AbsurdGgufValuesAreRefusedOrWarnedAbout) {
             found |= w["code"] == code;
         EXPECT_TRUE(found) << doc["warnings"].dump();
         EXPECT_EQ(doc["models"][0]["warnings"][0]["code"], code);
+    }
+}
+
+// ---- synth and import: input files, fuzzed configs, signals ----------------------------------
+
+namespace {
+
+// The names of the files in dir.
+std::vector<std::string> files_in(const std::string& dir) {
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(dir))
+        names.push_back(e.path().filename().string());
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+// A small config.json (the tiny preset's) with the value of key given as raw JSON text, which
+// may be what no JSON library writes (1e999).
+std::string config_text(const std::string& key = "", const std::string& raw = "") {
+    const std::vector<std::pair<std::string, std::string>> base = {
+        {"model_type", "\"llama\""},
+        {"head_dim", "32"},
+        {"hidden_size", "256"},
+        {"intermediate_size", "768"},
+        {"max_position_embeddings", "2048"},
+        {"num_attention_heads", "8"},
+        {"num_hidden_layers", "4"},
+        {"num_key_value_heads", "4"},
+        {"rms_norm_eps", "1e-05"},
+        {"rope_theta", "10000.0"},
+        {"tie_word_embeddings", "true"},
+        {"vocab_size", "4096"},
+        {"rope_scaling", "{\"rope_type\": \"linear\", \"factor\": 2.0}"}};
+    std::string text = "{";
+    bool replaced = false;
+    for (const auto& [k, v] : base) {
+        const bool here = k == key;
+        replaced |= here;
+        text += (text.size() > 1 ? ", \"" : "\"") + k + "\": " + (here ? raw : v);
+    }
+    if (!key.empty() && !replaced)
+        text += ", \"" + key + "\": " + raw;
+    return text + "}";
+}
+
+// Ends in exit 0 or in bad input: exit 2 and one "stagebench: error:" line, never a raw library
+// text.
+void expect_model_or_one_line(const Proc& p, const std::string& what) {
+    EXPECT_TRUE(p.exit_code == 0 || p.exit_code == 2) << what << ": exit " << p.exit_code << "\n"
+                                                      << p.err;
+    if (p.exit_code != 2)
+        return;
+    EXPECT_EQ(count_lines(p.err), 1u) << what << "\n" << p.err;
+    EXPECT_EQ(p.err.rfind("stagebench: error: ", 0), 0u) << what << "\n" << p.err;
+    for (const char* raw : {"json.exception", "basic_string", "std::", "bad_alloc"})
+        EXPECT_EQ(p.err.find(raw), std::string::npos) << what << "\n" << p.err;
+}
+
+}  // namespace
+
+// Special files and deep nesting as synth's inputs: a FIFO blocked forever and ignored Ctrl-C,
+// /dev/zero was read until memory ran out, 100,000 nested arrays overflowed the stack.
+TEST(FaultsInputs, SynthInputsThatAreNotConfigsAreOneLine) {
+    TempDir t;
+    const std::string out = t.file("m.gguf"), fifo = t.file("fifo.json");
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    std::ofstream(t.file("deep.json"))
+        << config_text("x", std::string(100000, '[') + std::string(100000, ']'));
+    std::ofstream(t.file("inf.json")) << config_text("rope_theta", "1e999");
+    const auto start = std::chrono::steady_clock::now();
+    for (const auto& [config, needle] : std::vector<std::pair<std::string, std::string>>{
+             {t.file("deep.json"), "more than 64 deep"},
+             {fifo, "it is a FIFO"},
+             {"/dev/zero", "it is a character device"},
+             {t.path.string(), "it is a directory"},
+             {t.file("inf.json"), "rope_theta is 1e999, a number beyond any double"}})
+        expect_bad_input(run_sb({"synth", "--config", config, "-o", out}, 20), needle, config);
+    for (const auto& [vocab, needle] :
+         std::vector<std::pair<std::string, std::string>>{{fifo, "not a regular file"},
+                                                          {"/dev/zero", "not a regular file"},
+                                                          {t.path.string() + "/", "directory"}})
+        expect_bad_input(run_sb({"synth", "--preset", "tiny", "--vocab", vocab, "-o", out}, 20),
+                         needle, vocab);
+    EXPECT_LT(seconds_since(start), 60);
+    EXPECT_FALSE(fs::exists(out));
+}
+
+// Seeded values in a config.json: numbers no double or float32 holds, -0, NaN-like strings,
+// sizes at and beyond every bound, negative ones, wrong types, nesting. Each run writes a
+// model or is one line of bad input, in bounded time, and never leaves a temporary.
+TEST(FaultsInputs, SynthConfigFuzzWritesAModelOrOneLine) {
+    TempDir t;
+    const std::vector<std::string> keys = {"hidden_size",
+                                           "intermediate_size",
+                                           "vocab_size",
+                                           "num_hidden_layers",
+                                           "num_attention_heads",
+                                           "num_key_value_heads",
+                                           "head_dim",
+                                           "rms_norm_eps",
+                                           "rope_theta",
+                                           "max_position_embeddings",
+                                           "rope_scaling",
+                                           "tie_word_embeddings",
+                                           "model_type",
+                                           "bos_token_id",
+                                           "x"};
+    const std::vector<std::string> values = {"1e308",
+                                             "1e999",
+                                             "-1e999",
+                                             "-0",
+                                             "-0.0",
+                                             "0",
+                                             "-1",
+                                             "1.5",
+                                             "1e-300",
+                                             "3.5e38",
+                                             "2147483647",
+                                             "2147483648",
+                                             "4294967296",
+                                             "9223372036854775807",
+                                             "9223372036854775808",
+                                             "18446744073709551615",
+                                             "65537",
+                                             "2097153",
+                                             "\"NaN\"",
+                                             "\"inf\"",
+                                             "\"-Infinity\"",
+                                             "null",
+                                             "true",
+                                             "[]",
+                                             "{}",
+                                             "\"\"",
+                                             "[1, 2]",
+                                             "{\"factor\": 1e999}",
+                                             "{\"rope_type\": \"linear\", \"factor\": 1e308}",
+                                             "{\"rope_type\": \"yarn\", \"factor\": -0}",
+                                             std::string(64, '[') + std::string(64, ']'),
+                                             std::string(70, '[') + std::string(70, ']')};
+    sbtest::FuzzRun fuzz(40);
+    std::mt19937_64 rng(fuzz.seed());
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+    const std::string out = t.file("m.gguf"), config = t.file("config.json");
+    int written = 0, refused = 0;
+    while (fuzz.cases() < 60 && std::chrono::steady_clock::now() < deadline) {
+        const std::string& key = keys[rng() % keys.size()];
+        const std::string& raw = values[rng() % values.size()];
+        std::ofstream(config) << config_text(key, raw);
+        fuzz.next_case();
+        const Proc p = run_sb({"synth", "--config", config, "-t", "1", "-o", out}, 60);
+        expect_model_or_one_line(p, key + " = " + raw.substr(0, 40));
+        (p.exit_code == 0 ? written : refused) += 1;
+        if (p.exit_code == 2) {
+            EXPECT_FALSE(fs::exists(out)) << key << " = " << raw;
+        }
+        fs::remove(out);
+        EXPECT_EQ(files_in(t.path.string()), std::vector<std::string>{"config.json"})
+            << key << " = " << raw;
+    }
+    EXPECT_GE(fuzz.cases(), 30);
+    EXPECT_GT(refused, 10);
+    EXPECT_GT(written, 0);
+}
+
+// Ctrl-C or SIGTERM stops synth within seconds wherever its write is: exit 1, one line, and
+// nothing beside -o; a second signal, which ends the process at once, leaves no temporary
+// either (synth ignored both signals, ran to its end and exited 0; a second Ctrl-C left a
+// 109 MB temporary).
+TEST(FaultsInputs, SynthStopsOnSignalsAndLeavesNoTemporary) {
+    TempDir t;
+    struct Case {
+        int sig;
+        bool twice;
+        uintmax_t after_bytes;  // signalled once the temporary holds this much
+    };
+    int i = 0;
+    for (const Case c : {Case{SIGINT, false, 0}, Case{SIGTERM, false, 40u << 20},
+                         Case{SIGINT, true, 0}, Case{SIGTERM, true, 40u << 20}}) {
+        const std::string what = std::string(c.sig == SIGINT ? "SIGINT" : "SIGTERM") +
+                                 (c.twice ? " twice" : "") + " after " +
+                                 std::to_string(c.after_bytes) + " bytes";
+        const std::string dir = t.file("case" + std::to_string(i)),
+                          log = t.file("log" + std::to_string(i));
+        ++i;
+        fs::create_directories(dir);
+        const pid_t pid = spawn_bg({stagebench_bin(), "synth", "--preset", "qwen3-0.6b", "--quant",
+                                    "f16", "-t", "1", "-o", dir + "/m.gguf"},
+                                   log);
+        bool ready = false;
+        for (int k = 0; k < 3000 && !ready; ++k) {
+            for (const auto& e : fs::directory_iterator(dir)) {
+                std::error_code ec;
+                ready |= e.path().filename().string().rfind("m.gguf.tmp-", 0) == 0 &&
+                         fs::file_size(e.path(), ec) >= std::max<uintmax_t>(c.after_bytes, 1);
+            }
+            if (!ready)
+                std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+        if (!ready) {
+            ::kill(pid, SIGKILL);
+            wait_exit(pid, 10);
+            FAIL() << what << ": no temporary appeared\n" << read_file(log + ".err");
+        }
+        const auto start = std::chrono::steady_clock::now();
+        ::kill(pid, c.sig);
+        if (c.twice) {
+            // Apart: two signals sent at once are delivered as one.
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+            ::kill(pid, c.sig);
+        }
+        const int rc = wait_exit(pid, 20);
+        EXPECT_LT(seconds_since(start), 5) << what;
+        const std::string err = read_file(log + ".err");
+        if (c.twice) {
+            EXPECT_TRUE(rc == 1 || rc == 128 + c.sig) << what << ": exit " << rc << "\n" << err;
+        } else {
+            EXPECT_EQ(rc, 1) << what << "\n" << err;
+            EXPECT_EQ(count_lines(err), 1u) << what << "\n" << err;
+            EXPECT_NE(err.find("stagebench: error: synth interrupted"), std::string::npos)
+                << what << "\n"
+                << err;
+            EXPECT_TRUE(read_file(log).empty()) << what;
+        }
+        EXPECT_TRUE(files_in(dir).empty()) << what << ": " << files_in(dir).front();
+    }
+}
+
+// Ctrl-C or SIGTERM stops a long import: exit 1, one line, no document (it ran to its end and
+// exited 0).
+TEST(FaultsInputs, ImportStopsOnSignals) {
+    TempDir t;
+    const std::string log = t.file("big.log");
+    {
+        std::ofstream f(log);
+        for (int i = 0; i < 400000; ++i)
+            f << "ggml-hex: HTP0 profile-op MUL_MAT: w x a -> Qcur-" << i % 50
+              << " : 64:64 x 64:1 -> 64:1 : q4_0 x f32 -> f32 : 1:1 : HTP0 : op-usec " << 10 + i % 7
+              << " op-cycles 1000 op-pkts 10 (1.0) call-usec " << 15 + i % 5 << "\n";
+    }
+    for (const int sig : {SIGINT, SIGTERM}) {
+        const std::string out = t.file("import.out"), doc = t.file("doc.json");
+        const pid_t pid =
+            spawn_bg({stagebench_bin(), "import", "hexagon-profile", log, "--out", doc}, out);
+        std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+        const auto start = std::chrono::steady_clock::now();
+        const int rc = signal_and_wait(pid, sig, 30);
+        EXPECT_LT(seconds_since(start), 5);
+        const std::string err = read_file(out + ".err");
+        EXPECT_EQ(rc, 1) << err;
+        EXPECT_EQ(count_lines(err), 1u) << err;
+        EXPECT_NE(err.find("interrupted"), std::string::npos) << err;
+        EXPECT_EQ(files_in(t.path.string()),
+                  (std::vector<std::string>{"big.log", "import.out", "import.out.err"}));
     }
 }
