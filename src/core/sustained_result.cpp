@@ -50,6 +50,7 @@ json to_json(const SustainedRound& r) {
            {"ttft_ms", opt(r.ttft_ms)},
            {"prefill_tps", opt(r.prefill_tps)},
            {"decode_tps", opt(r.decode_tps)},
+           {"decode_s", opt(r.decode_s)},
            {"itl_p50_ms", opt(r.itl_p50_ms)},
            {"itl_p99_ms", opt(r.itl_p99_ms)},
            {"prefill_energy_j", opt(r.prefill_energy_j)},
@@ -168,11 +169,11 @@ void read(const JsonIn& in, FreqStat& f) {
 void read(const JsonIn& in, SustainedRound& r) {
     ObjectIn{in}("round", r.round)("status", r.status)("error", r.error)("start_ns", r.start_ns)(
         "end_ns", r.end_ns)("cooldown_s", r.cooldown_s)("ttft_ms", r.ttft_ms)(
-        "prefill_tps", r.prefill_tps)("decode_tps", r.decode_tps)("itl_p50_ms", r.itl_p50_ms)(
-        "itl_p99_ms", r.itl_p99_ms)("prefill_energy_j", r.prefill_energy_j)(
-        "decode_energy_j", r.decode_energy_j)("decode_j_per_token", r.decode_j_per_token)(
-        "prefill_net_energy_j", r.prefill_net_energy_j)("decode_net_energy_j",
-                                                        r.decode_net_energy_j)(
+        "prefill_tps", r.prefill_tps)("decode_tps", r.decode_tps)("decode_s", r.decode_s)(
+        "itl_p50_ms", r.itl_p50_ms)("itl_p99_ms", r.itl_p99_ms)(
+        "prefill_energy_j", r.prefill_energy_j)("decode_energy_j", r.decode_energy_j)(
+        "decode_j_per_token", r.decode_j_per_token)("prefill_net_energy_j", r.prefill_net_energy_j)(
+        "decode_net_energy_j", r.decode_net_energy_j)(
         "decode_net_j_per_token", r.decode_net_j_per_token)("temp_start_c", r.temp_start_c)(
         "temp_end_c", r.temp_end_c)("temp_max_c", r.temp_max_c)("freq", r.freq)(
         "cpu_freq_mean_khz", r.cpu_freq_mean_khz)("ops", r.ops)("e2e_s", r.e2e_s)(
@@ -189,6 +190,7 @@ void read(const JsonIn& in, SustainedRound& r) {
                        "ttft_ms",
                        "prefill_tps",
                        "decode_tps",
+                       "decode_s",
                        "itl_p50_ms",
                        "itl_p99_ms",
                        "prefill_energy_j",

@@ -65,6 +65,7 @@ struct SustainedRound {
     std::optional<std::string> error;
     int64_t start_ns = 0, end_ns = 0;
     std::optional<double> ttft_ms, prefill_tps, decode_tps, itl_p50_ms, itl_p99_ms;
+    std::optional<double> decode_s;  // the decode stage's own time (in-process engine)
     // Gross energy of the whole-system meter over each stage, and net of the idle baseline
     // (null without one: --idle 0, or no idle reading of that meter), as `run` reports them.
     std::optional<double> prefill_energy_j, decode_energy_j, decode_j_per_token;

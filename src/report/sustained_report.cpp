@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "analysis/sustained_summary.hpp"
+
 namespace sb {
 namespace {
 
@@ -19,6 +21,18 @@ std::string printed(const char* spec, double v) {
 
 std::string f(const std::optional<double>& v, const char* spec = "{:.2f}") {
     return v ? printed(spec, *v) : std::string("-");
+}
+
+// The mean of a round's GPU clocks (the metrics component_of calls GPU), in kHz.
+std::optional<double> gpu_freq_mean_khz(const SustainedRound& x) {
+    double sum = 0;
+    int n = 0;
+    for (const auto& [metric, f] : x.freq)
+        if (f.mean_khz && component_of(metric) == Component::gpu) {
+            sum += *f.mean_khz;
+            ++n;
+        }
+    return n > 0 ? std::optional<double>(sum / n) : std::nullopt;
 }
 
 // A clock in the unit that keeps its digits: a memory bus's 547 kHz floor is not "1 MHz".
@@ -146,24 +160,37 @@ void write_sustained_markdown(const SustainedResult& r, const Warnings& warnings
         out << "## " << p.name << (p.background.empty() ? "" : " (background " + p.background + ")")
             << "\n\n";
         write_request_table(p, out);
-        out << "| round | TTFT ms | prefill t/s | decode t/s | ITL p50 ms | ITL p99 ms | "
-               "decode J/token | net J/token | temp start/end/max C | CPU MHz mean | cool-down s "
-               "|\n"
-            << "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |\n";
+        // A GPU clock column where a round sampled one (devfreq, DRM, NVML: component_of).
+        bool gpu_clock = false;
+        for (const auto& x : p.rounds)
+            gpu_clock |= gpu_freq_mean_khz(x).has_value();
+        out << "| round | TTFT ms | prefill t/s | decode t/s | decode s | ITL p50 ms | ITL p99 ms "
+               "| "
+               "decode J/token | net J/token | temp start/end/max C | CPU MHz mean |"
+            << (gpu_clock ? " GPU MHz mean |" : "") << " cool-down s |\n"
+            << "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: |"
+            << (gpu_clock ? " ---: |" : "") << " ---: |\n";
         for (const auto& x : p.rounds) {
             if (x.status != Status::ok && !x.decode_tps) {
                 out << "| " << x.round << " | " << to_string(x.status) << ": "
-                    << x.error.value_or("") << " | | | | | | | | | |\n";
+                    << x.error.value_or("") << " | | | | | | | | | | |" << (gpu_clock ? " |" : "")
+                    << "\n";
                 continue;
             }
             out << "| " << x.round << " | " << f(x.ttft_ms) << " | " << f(x.prefill_tps) << " | "
-                << f(x.decode_tps) << " | " << f(x.itl_p50_ms, "{:.3f}") << " | "
-                << f(x.itl_p99_ms, "{:.3f}") << " | " << f(x.decode_j_per_token, "{:.4f}") << " | "
+                << f(x.decode_tps) << " | " << f(x.decode_s, "{:.3f}") << " | "
+                << f(x.itl_p50_ms, "{:.3f}") << " | " << f(x.itl_p99_ms, "{:.3f}") << " | "
+                << f(x.decode_j_per_token, "{:.4f}") << " | "
                 << f(x.decode_net_j_per_token, "{:.4f}") << " | " << f(x.temp_start_c, "{:.1f}")
                 << " / " << f(x.temp_end_c, "{:.1f}") << " / " << f(x.temp_max_c, "{:.1f}") << " | "
                 << (x.cpu_freq_mean_khz ? fmt::format("{:.0f}", *x.cpu_freq_mean_khz / 1000)
                                         : std::string("-"))
-                << " | " << fmt::format("{:.1f}", x.cooldown_s) << " |\n";
+                << " | ";
+            if (gpu_clock) {
+                const auto g = gpu_freq_mean_khz(x);
+                out << (g ? fmt::format("{:.0f}", *g / 1000) : std::string("-")) << " | ";
+            }
+            out << fmt::format("{:.1f}", x.cooldown_s) << " |\n";
         }
         const AcrossRounds& a = p.across;
         auto pct = [](const std::optional<double>& v) {

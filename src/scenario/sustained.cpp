@@ -153,6 +153,8 @@ SustainedRound round_record(const TestResult& r, int round) {
         sr.prefill_tps = r.prefill->tokens_per_s[0];
     if (r.decode && !r.decode->tokens_per_s.empty()) {
         sr.decode_tps = r.decode->tokens_per_s[0];
+        if (!r.decode->duration_ns.empty())
+            sr.decode_s = static_cast<double>(r.decode->duration_ns[0]) * 1e-9;
         if (r.decode->itl.median)
             sr.itl_p50_ms = *r.decode->itl.median * 1e-6;
         if (r.decode->itl.p99)

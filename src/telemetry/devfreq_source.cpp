@@ -98,6 +98,13 @@ void discover_gpu_devfreq(const std::string& root, Discovery& d) {
                 kMaxKhz);
         }
         add(items, k + "/max_gpuclk", s, "max_freq_khz", Quantity::frequency, 1e-3, 0, kMaxKhz);
+        // The floor the governor may go down to: devfreq's (Hz), else kgsl's own (MHz).
+        if (sysfs::exists(k + "/devfreq/min_freq"))
+            add(items, k + "/devfreq/min_freq", s, "min_freq_khz", Quantity::frequency, 1e-3, 0,
+                kMaxKhz);
+        else
+            add(items, k + "/min_clock_mhz", s, "min_freq_khz", Quantity::frequency, 1e3, 0,
+                kMaxKhz);
         add(items, k + "/gpu_busy_percentage", s, "busy_pct", Quantity::percent, 1, 0, 100, true);
         add(items, k + "/temp", s, "temp_mc", Quantity::temperature, 1, -60'000, 250'000);
         if (!items.empty()) {
@@ -115,6 +122,7 @@ void discover_gpu_devfreq(const std::string& root, Discovery& d) {
             const std::string p = m + "/" + mali_devfreq, s = "gpu.mali0";
             add(items, p + "/cur_freq", s, "cur_freq_khz", Quantity::frequency, 1e-3, 0, kMaxKhz);
             add(items, p + "/max_freq", s, "max_freq_khz", Quantity::frequency, 1e-3, 0, kMaxKhz);
+            add(items, p + "/min_freq", s, "min_freq_khz", Quantity::frequency, 1e-3, 0, kMaxKhz);
             if (!items.empty()) {
                 d.sources.push_back(std::make_unique<FileSource>("gpu.mali0", std::move(items)));
                 ++st.found;

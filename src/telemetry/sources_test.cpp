@@ -79,6 +79,7 @@ TEST(Discover, SnapdragonPhone) {
     EXPECT_EQ(v["thermal.cpu-0-0-usr.temp_mc"], 41200.0);
     EXPECT_EQ(v["gpu.kgsl-3d0.cur_freq_khz"], 680000.0);
     EXPECT_EQ(v["gpu.kgsl-3d0.busy_pct"], 37.0);
+    EXPECT_EQ(v["gpu.kgsl-3d0.min_freq_khz"], 257000.0);  // the floor, for time at it
     EXPECT_EQ(v["cpufreq.policy7.cur_freq_khz"], 3187200.0);
     // µA, negative while discharging -> 450 mA discharge, 450 mA * 3.87 V.
     EXPECT_EQ(v["battery.battery.current_ma"], 450.0);
@@ -122,6 +123,7 @@ TEST(Battery, SamsungMilliampsPositiveWhileDischarging) {
     EXPECT_NE(props["current_sign"].find("positive"), std::string::npos);
     // Mali through misc/mali0, not twice.
     EXPECT_EQ(v["gpu.mali0.cur_freq_khz"], 546000.0);
+    EXPECT_EQ(v["gpu.mali0.min_freq_khz"], 151000.0);
     EXPECT_EQ(find_source(d, "devfreq.13000000_mali"), nullptr);
 }
 
