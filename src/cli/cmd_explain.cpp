@@ -9,6 +9,7 @@
 #include "model/inspect.hpp"
 #include "report/reporter.hpp"
 #include "scenario/explain.hpp"
+#include "scenario/explain_settings.hpp"
 #include "scenario/run_command.hpp"
 
 namespace sb::cli {
@@ -74,6 +75,8 @@ void add_explain_command(CLI::App& app, Context& ctx) {
         ExplainOptions& o = a->o;
         o.progress = !a->quiet;
         require_regular_file(o.model_path, "model");
+        // What the graph level would be measured with: refused before anything is measured.
+        check_server_args(split_server_args(o.server_args), max_threads(), kMaxTokens);
         if (o.out_path)
             check_output_path(*o.out_path, "result document");
         check_trace_path(a->trace);

@@ -12,7 +12,6 @@
 #include "core/file_io.hpp"
 #include "core/interrupt.hpp"
 #include "core/parse.hpp"
-#include "engine/llama_engine.hpp"
 #include "report/reporter.hpp"
 #include "scenario/explain_settings.hpp"
 #include "scenario/run_command.hpp"
@@ -153,6 +152,7 @@ void add_serve_command(CLI::App& app, Context& ctx) {
             require_regular_file(a->model, "model");
             a->o.model_file = a->model;
             a->o.server_args = split_server_args(a->server_args);
+            check_server_args(a->o.server_args, max_threads(), kMaxTokens);
         } else {
             if (!a->server_args.empty())
                 throw usage_error(
@@ -164,9 +164,6 @@ void add_serve_command(CLI::App& app, Context& ctx) {
             check_output_path(*a->out_path, "result document");
         a->o.out_path = a->out_path;
         check_trace_path(*trace);
-        if (a->o.model_file)
-            // What llama-server would refuse at startup, said as run says it, before it starts.
-            check_llama_accepts(*a->o.model_file);
         const RunResult r = run_serve(a->o, RunEnv(new_document("serve", ctx.argv), ctx.err));
         print_document(a->format, r.doc, ctx.out);
         finish_run(ctx, r);

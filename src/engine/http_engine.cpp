@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <random>
 
 #include "core/clock.hpp"
@@ -693,6 +694,12 @@ void HttpEngine::connect() {
             const std::string at = where + "/v1/models: data[" + std::to_string(i) + "]";
             if (auto id = server_string(m, "id", at))
                 models_.push_back(*id);
+            // llama-server's meta.n_vocab: a claim that bounds /tokenize's ids (the first
+            // model's, a whole number of tokens within int32).
+            const json& nv = json_field(json_field(m, "meta"), "n_vocab");
+            if (i == 0 && nv.is_number_integer() && nv.get<int64_t>() > 0 &&
+                nv.get<int64_t>() <= std::numeric_limits<int32_t>::max())
+                n_vocab_ = nv.get<int64_t>();
             const std::string owner = server_string(m, "owned_by", at).value_or("");
             if (kind_ == "openai-compatible") {
                 if (owner == "llamacpp")
@@ -764,12 +771,17 @@ std::optional<std::vector<int32_t>> HttpEngine::tokenize(const std::string& mode
     }
     if (tokenizer_ == Tokenizer::unknown)
         tokenizer_ = Tokenizer::vllm;
+    // Every id is a claim that is sent back as a prompt: a bad one fails the prompt, whole.
     std::vector<int32_t> out;
     for (const auto& t : j["tokens"]) {
-        if (t.is_number_integer())
-            out.push_back(t.get<int32_t>());
-        else if (t.is_object() && json_field(t, "id").is_number_integer())
-            out.push_back(t["id"].get<int32_t>());
+        const auto id = claimed_token_id(t, n_vocab_);
+        if (!id)
+            throw runtime_error(
+                "/tokenize of " + client_->url().base() + " returned " + claim_text(t) +
+                ", not a token id (a whole number from 0" +
+                (n_vocab_ ? " to " + std::to_string(*n_vocab_ - 1) + ", its vocabulary" : "") +
+                ")");
+        out.push_back(*id);
     }
     return out;
 }
@@ -889,6 +901,30 @@ HttpPrompt HttpEngine::make_prompt(const std::string& model, int64_t n, uint64_t
     return p;
 }
 
+std::optional<int32_t> claimed_token_id(const json& v, std::optional<int64_t> n_vocab) {
+    const json& id = v.is_object() ? json_field(v, "id") : v;
+    int64_t limit = std::numeric_limits<int32_t>::max();
+    if (n_vocab && *n_vocab > 0)
+        limit = std::min(limit, *n_vocab - 1);
+    if (id.is_number_unsigned()) {
+        const auto u = id.get<uint64_t>();
+        if (u <= static_cast<uint64_t>(limit))
+            return static_cast<int32_t>(u);
+    } else if (id.is_number_integer()) {
+        const auto i = id.get<int64_t>();
+        if (i >= 0 && i <= limit)
+            return static_cast<int32_t>(i);
+    }
+    return std::nullopt;
+}
+
+json banned_logit_bias(const std::vector<int32_t>& tokens) {
+    json bias = json::array();
+    for (int32_t t : tokens)
+        bias.push_back(json::array({t, false}));
+    return bias;
+}
+
 std::unique_ptr<GenerationStream> HttpEngine::start_generation(
     const std::string& model_in, const HttpPrompt& prompt, int64_t n_gen, uint64_t seed,
     const std::function<void()>& on_first_output) const {
@@ -946,6 +982,8 @@ std::unique_ptr<GenerationStream> HttpEngine::start_generation(
     }
     if (!model.empty())
         body["model"] = model;
+    if (llama && !opts_.banned_tokens.empty())
+        body["logit_bias"] = banned_logit_bias(opts_.banned_tokens);
 
     GenerationStream::Spec spec;
     spec.api = opts_.api;

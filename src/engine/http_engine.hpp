@@ -174,7 +174,20 @@ struct HttpEngineOptions {
     std::string url;  // http://host:port (a trailing /v1 is accepted)
     HttpApi api = HttpApi::openai;
     HttpTimeouts timeouts;
+    // Tokens no request may draw: a logit bias of -infinity (llama-server's logit_bias with
+    // false) in every generation sent to a llama-server (synthetic_token_ban,
+    // engine/text_generation.hpp); other servers are sent none.
+    std::vector<int32_t> banned_tokens;
 };
+
+// One token id of a server's /tokenize answer (a number, or vLLM's {"id": number}): a claim,
+// believed only when it is a whole number from 0 to below n_vocab (when the server said its
+// vocabulary's size) and fits int32; else nullopt (an id above 2^31 is never truncated into
+// another token, a negative one never sent on).
+std::optional<int32_t> claimed_token_id(const nlohmann::json& v, std::optional<int64_t> n_vocab);
+
+// llama-server's logit_bias that bans tokens: [[id, false], ...].
+nlohmann::json banned_logit_bias(const std::vector<int32_t>& tokens);
 
 class HttpEngine final : public Engine {
   public:
@@ -243,6 +256,7 @@ class HttpEngine final : public Engine {
     std::vector<std::string> models_;
     nlohmann::json about_ = nlohmann::json::object();
     enum class Tokenizer { unknown, llama, vllm, none } tokenizer_ = Tokenizer::unknown;
+    std::optional<int64_t> n_vocab_;  // the vocabulary's size, as /v1/models' meta claims it
     std::map<std::string, int64_t> template_overhead_;                  // per model (chat)
     std::map<std::string, std::pair<double, double>> words_to_tokens_;  // per model: a + b*words
 };

@@ -445,3 +445,24 @@ TEST(PromptWords, DeterministicAndPrefixStable) {
     EXPECT_EQ(b.rfind(a, 0), 0u);
     EXPECT_EQ(std::count(b.begin(), b.end(), ' '), 8);
 }
+
+// /tokenize's ids are sent back as the prompt: each is a claim, believed only as a token id of
+// the vocabulary (when the server said its size) that fits int32; never truncated, never
+// negative.
+TEST(ServerClaims, TokenizeIdsAreBoundedByTheVocabularyAndInt32) {
+    using nlohmann::json;
+    EXPECT_EQ(claimed_token_id(json(0), std::nullopt), 0);
+    EXPECT_EQ(claimed_token_id(json(4095), 4096), 4095);
+    EXPECT_EQ(claimed_token_id(json{{"id", 7}, {"piece", "a"}}, 4096), 7);  // vLLM's form
+    EXPECT_EQ(claimed_token_id(json(2147483647), std::nullopt), 2147483647);
+    EXPECT_EQ(claimed_token_id(json(4096), 4096), std::nullopt);  // beyond the vocabulary
+    EXPECT_EQ(claimed_token_id(json(-1), std::nullopt), std::nullopt);
+    EXPECT_EQ(claimed_token_id(json(-5), 4096), std::nullopt);
+    // 2^40 + 3 is not token 3 (what a cast to int32 makes of it).
+    EXPECT_EQ(claimed_token_id(json((int64_t{1} << 40) + 3), std::nullopt), std::nullopt);
+    EXPECT_EQ(claimed_token_id(json(2147483648LL), std::nullopt), std::nullopt);
+    EXPECT_EQ(claimed_token_id(json(18446744073709551615ULL), std::nullopt), std::nullopt);
+    for (const json& odd : {json(2.5), json("7"), json(nullptr), json(true), json::array(),
+                            json::object(), json{{"id", -1}}, json{{"id", "7"}}})
+        EXPECT_EQ(claimed_token_id(odd, std::nullopt), std::nullopt) << odd;
+}

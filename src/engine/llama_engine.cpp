@@ -456,18 +456,25 @@ std::optional<HugePageAdvice> LlamaEngine::huge_pages() const {
     return impl_->huge_pages;
 }
 
-void check_llama_accepts(const std::string& model_path) {
+void with_llama_vocab(const std::string& model_path,
+                      const std::function<void(const llama_model*)>& use) {
     init_backends();
     llama_model_params mp = llama_model_default_params();
     mp.vocab_only = true;
     take_llama_error();
-    llama_model* m = llama_model_load_from_file(model_path.c_str(), mp);
+    std::unique_ptr<llama_model, void (*)(llama_model*)> m(
+        llama_model_load_from_file(model_path.c_str(), mp), llama_model_free);
     if (!m) {
         const std::string why = take_llama_error();
         throw input_error("llama.cpp could not load model '" + model_path + "'" +
                           (why.empty() ? " (set STAGEBENCH_LLAMA_LOG=1 to see why)" : ": " + why));
     }
-    llama_model_free(m);
+    if (use)
+        use(m.get());
+}
+
+void check_llama_accepts(const std::string& model_path) {
+    with_llama_vocab(model_path, {});
 }
 
 }  // namespace sb

@@ -3,6 +3,7 @@
 // llama-bench does (batch submission, one synchronisation per stage for prefill and per token
 // for decode, a persistent CPU thread pool), so numbers are comparable with it; nothing else
 // runs inside a timed region.
+#include <functional>
 #include <memory>
 
 #include "engine/backends.hpp"
@@ -77,5 +78,9 @@ class LlamaEngine final : public Engine {
 // found here first and said as run says it. Throws sb::Error(input) "llama.cpp could not load
 // model 'PATH': REASON" when it refuses. Cheap: tensors are neither read nor allocated.
 void check_llama_accepts(const std::string& model_path);
+// check_llama_accepts, then use(model) on that vocabulary-only load (no weights; not kept past
+// the call; use may be empty). Throws as check_llama_accepts, and what use throws.
+void with_llama_vocab(const std::string& model_path,
+                      const std::function<void(const llama_model*)>& use);
 
 }  // namespace sb

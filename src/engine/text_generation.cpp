@@ -20,6 +20,30 @@ const llama_vocab* vocab_of(const LlamaEngine& e) {
     return llama_model_get_vocab(m);
 }
 
+// The text of one token (special tokens not rendered).
+std::string piece_of(const llama_vocab* v, int32_t token) {
+    char buf[128];
+    int32_t n = llama_token_to_piece(v, token, buf, sizeof buf, 0, false);
+    if (n >= 0)
+        return std::string(buf, static_cast<size_t>(n));
+    std::string big(static_cast<size_t>(-n), '\0');
+    n = llama_token_to_piece(v, token, big.data(), static_cast<int32_t>(big.size()), 0, false);
+    if (n < 0)
+        throw runtime_error("llama.cpp could not detokenize token " + std::to_string(token));
+    big.resize(static_cast<size_t>(n));
+    return big;
+}
+
+std::vector<int32_t> non_utf8_of(const llama_vocab* v) {
+    std::vector<int32_t> out;
+    for (int32_t t = 0; t < llama_vocab_n_tokens(v); ++t) {
+        const std::string p = piece_of(v, t);
+        if (!p.empty() && !is_valid_utf8(p))
+            out.push_back(t);
+    }
+    return out;
+}
+
 struct SamplerFree {
     void operator()(llama_sampler* s) const { llama_sampler_free(s); }
 };
@@ -96,28 +120,30 @@ std::vector<int32_t> ChatPrompter::tokenize(const std::string& text) const {
 }
 
 std::string ChatPrompter::piece(int32_t token) const {
-    const llama_vocab* v = vocab_of(engine_);
-    char buf[128];
-    int32_t n = llama_token_to_piece(v, token, buf, sizeof buf, 0, false);
-    if (n >= 0)
-        return std::string(buf, static_cast<size_t>(n));
-    std::string big(static_cast<size_t>(-n), '\0');
-    n = llama_token_to_piece(v, token, big.data(), static_cast<int32_t>(big.size()), 0, false);
-    if (n < 0)
-        throw runtime_error("llama.cpp could not detokenize token " + std::to_string(token));
-    big.resize(static_cast<size_t>(n));
-    return big;
+    return piece_of(vocab_of(engine_), token);
 }
 
 std::vector<int32_t> ChatPrompter::non_utf8_tokens() const {
-    const llama_vocab* v = vocab_of(engine_);
+    return non_utf8_of(vocab_of(engine_));
+}
+
+std::vector<int32_t> non_utf8_tokens(const std::string& model_path) {
     std::vector<int32_t> out;
-    for (int32_t t = 0; t < llama_vocab_n_tokens(v); ++t) {
-        const std::string p = piece(t);
-        if (!p.empty() && !is_valid_utf8(p))
-            out.push_back(t);
-    }
+    with_llama_vocab(model_path,
+                     [&](const llama_model* m) { out = non_utf8_of(llama_model_get_vocab(m)); });
     return out;
+}
+
+TokenBan synthetic_token_ban(bool synthetic, const std::vector<int32_t>& non_utf8,
+                             const std::string& where) {
+    TokenBan b;
+    if (!synthetic || non_utf8.empty())
+        return b;
+    b.tokens = non_utf8;
+    b.note = "the model is synthetic: the " + std::to_string(non_utf8.size()) +
+             " tokens whose text is not UTF-8 on its own are never drawn " + where +
+             ", since llama-server refuses a stream that carries one";
+    return b;
 }
 
 TextGeneration generate_text(LlamaEngine& engine, const ChatPrompter& prompter,

@@ -83,4 +83,24 @@ TextGeneration generate_text(LlamaEngine& engine, const ChatPrompter& prompter,
                              const std::string& user_text, int n_gen, const SamplerSettings& s,
                              uint64_t seed);
 
+// The tokens of the GGUF at model_path whose text is bytes that are not UTF-8 on their own
+// (ChatPrompter::non_utf8_tokens), read through llama.cpp's vocabulary alone (no weights):
+// what a llama-server serving that model should never draw when the model is synthetic
+// (synthetic_token_ban). Throws sb::Error(input) as check_llama_accepts does when llama.cpp
+// refuses the file; check_llama_limits (model/inspect.hpp) must have passed first.
+std::vector<int32_t> non_utf8_tokens(const std::string& model_path);
+
+// The tokens a server (and an in-process sampler beside it) should never draw for a model:
+// random weights draw byte-fallback tokens that never form UTF-8, and llama-server ends such a
+// stream with an error or streams none of its text, so for a synthetic model the tokens whose
+// text is not UTF-8 on its own are banned; a real model's are left alone (its byte tokens
+// form characters). note: one sentence for the document naming how many were banned and
+// where (e.g. "in every request"), empty when none.
+struct TokenBan {
+    std::vector<int32_t> tokens;
+    std::string note;
+};
+TokenBan synthetic_token_ban(bool synthetic, const std::vector<int32_t>& non_utf8,
+                             const std::string& where);
+
 }  // namespace sb

@@ -98,6 +98,8 @@ void write_serve_markdown(const ServeSection& s, const Warnings& warnings, std::
                 p.label(), *p.stopped_by, p.errors, p.requests.size(),
                 s.max_error_rate.value_or(0));
     write_serve_measures_markdown(s, out);
+    for (const auto& n : s.notes)
+        out << "\nnote: " << n << "\n";
     for (const auto& w : warnings)
         out << "\nwarning: " << w.message << (w.hint.empty() ? "" : " (" + w.hint + ")") << "\n";
 }

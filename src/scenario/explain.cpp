@@ -117,8 +117,9 @@ json parse_or_null(const std::string& body) {
 // asked for. Not the chat endpoint: its output parser fails on a synthetic model's random
 // tokens ("does not match the expected ... format"), which is not what is measured here.
 GenerationStream::Spec completion_spec(const std::string& base, const std::string& prompt,
-                                       int n_gen, uint64_t seed, const std::string& model,
-                                       int64_t read_ms, const std::vector<int32_t>& banned) {
+                                       int n_gen, uint64_t seed, int64_t prompt_tokens,
+                                       const std::string& model, int64_t read_ms,
+                                       const std::vector<int32_t>& banned) {
     GenerationStream::Spec s;
     s.api = HttpApi::openai;
     s.path = "/v1/completions";
@@ -128,13 +129,10 @@ GenerationStream::Spec completion_spec(const std::string& base, const std::strin
                   {"ignore_eos", true}, {"seed", seed}};
     if (!model.empty())
         s.body["model"] = model;
-    if (!banned.empty()) {
-        json bias = json::array();
-        for (int32_t t : banned)
-            bias.push_back(json::array({t, false}));
-        s.body["logit_bias"] = bias;
-    }
+    if (!banned.empty())
+        s.body["logit_bias"] = banned_logit_bias(banned);
     s.n_gen = n_gen;
+    s.n_prompt = prompt_tokens;  // bounds the server's prompt count (request_measure)
     s.read_ms = read_ms;
     return s;
 }
@@ -192,7 +190,7 @@ class Levels {
         HttpClient& c = client(0);
         stream_once(
             c, completion_spec(url_, prompter_.apply(prompt_words(mix(o_.seed ^ 0xabcdef), 16)), 2,
-                               o_.seed, model_name_, timeout_ms(), sampler_.banned));
+                               o_.seed, 0, model_name_, timeout_ms(), sampler_.banned));
     }
 
   private:
@@ -305,41 +303,44 @@ class Levels {
         return r;
     }
 
-    static std::optional<ExplainServerTimes> server_times(const Generation& g) {
-        if (!g.server)
+    // The server's timings as request_measure believes them (serve's and run's bounds).
+    static std::optional<ExplainServerTimes> server_times(const RequestMeasure& m) {
+        if (!m.server)
             return std::nullopt;
         ExplainServerTimes t;
-        t.prompt_n = g.server->prompt_n;
-        t.cache_n = g.server->cache_n;
-        t.predicted_n = g.server->predicted_n;
-        if (g.server->prompt_ns)
-            t.prompt_ns = static_cast<double>(*g.server->prompt_ns);
-        if (g.server->predicted_ns)
-            t.predicted_ns = static_cast<double>(*g.server->predicted_ns);
+        t.prompt_n = m.server->prompt_n;
+        t.cache_n = m.server->cache_n;
+        t.predicted_n = m.server->predicted_n;
+        if (m.server->prompt_ns)
+            t.prompt_ns = static_cast<double>(*m.server->prompt_ns);
+        if (m.server->predicted_ns)
+            t.predicted_ns = static_cast<double>(*m.server->predicted_ns);
         return t;
     }
 
     ExplainRun server(int round) {
         const PromptText& t = texts_[static_cast<size_t>(round)][0];
-        const Generation g =
-            stream_once(client(0), completion_spec(url_, t.prompt, o_.n_gen,
-                                                   mix(o_.seed + 31 * static_cast<uint64_t>(round)),
-                                                   model_name_, timeout_ms(), sampler_.banned));
-        const RequestTiming timing = compute_timing(g);
+        const Generation g = stream_once(
+            client(0), completion_spec(url_, t.prompt, o_.n_gen,
+                                       mix(o_.seed + 31 * static_cast<uint64_t>(round)), t.tokens,
+                                       model_name_, timeout_ms(), sampler_.banned));
+        // The server's counts and times are claims, bounded as serve and run bound them.
+        const RequestMeasure m = request_measure(g);
+        const RequestTiming& timing = m.timing;
         ExplainRun r;
         r.start_ns = g.start_ns;
         r.end_ns = g.end_ns;
         r.prefill_ns = static_cast<double>(timing.ttft_ns);
         if (timing.tpot_ns)
             r.decode_ns = static_cast<double>(*timing.tpot_ns);
-        r.prompt_tokens = g.prompt_tokens;
+        r.prompt_tokens = m.prompt_tokens;
         r.output_tokens = timing.n_out;
-        r.server = server_times(g);
+        r.server = server_times(m);
         r.notes = timing.notes;
-        if (g.prompt_tokens && *g.prompt_tokens != t.tokens)
+        if (m.prompt_tokens && *m.prompt_tokens != t.tokens)
             r.notes.push_back(fmt::format(
                 "the server counted {} prompt tokens; the in-process tokenizer and template {}",
-                *g.prompt_tokens, t.tokens));
+                *m.prompt_tokens, t.tokens));
         if (timing.n_out != o_.n_gen)
             r.notes.push_back(fmt::format("{} tokens came back, not {} (the server stopped early)",
                                           timing.n_out, o_.n_gen));
@@ -372,7 +373,7 @@ class Levels {
                 auto spec = completion_spec(
                     url_, t.prompt, o_.n_gen,
                     mix(o_.seed + 131 * static_cast<uint64_t>(round) + static_cast<uint64_t>(i)),
-                    model_name_, timeout_ms(), sampler_.banned);
+                    t.tokens, model_name_, timeout_ms(), sampler_.banned);
                 HttpClient& c = *clients_[first_client + static_cast<size_t>(i)];
                 start.arrive_and_wait();
                 try {
@@ -394,11 +395,12 @@ class Levels {
             Out& out = outs[static_cast<size_t>(i)];
             if (out.g) {
                 try {
-                    const RequestTiming timing = compute_timing(*out.g);
+                    const RequestMeasure m = request_measure(*out.g);
+                    const RequestTiming& timing = m.timing;
                     c.ttft_ns = static_cast<double>(timing.ttft_ns);
                     if (timing.tpot_ns)
                         c.tpot_ns = static_cast<double>(*timing.tpot_ns);
-                    c.prompt_tokens = out.g->prompt_tokens;
+                    c.prompt_tokens = m.prompt_tokens;
                     c.output_tokens = timing.n_out;
                 } catch (const std::exception& e) {
                     out.error = e.what();
@@ -690,15 +692,13 @@ SamplerSettings describe_explain(ExplainSection& s, const ExplainOptions& o, int
     std::vector<std::string> sampler_notes;
     SamplerSettings sampler = sampler_from_props(facts.props, sampler_notes);
     if (model.synthetic) {
-        // Random weights draw byte-fallback tokens that never form UTF-8, and llama-server
-        // ends such a stream with an error: they are banned at levels 3 to 5 alike.
-        sampler.banned = prompter.non_utf8_tokens();
-        if (!sampler.banned.empty())
-            sampler_notes.push_back(fmt::format(
-                "the model is synthetic: the {} tokens whose text is not UTF-8 on its own are "
-                "never drawn at levels 3 to 5 (a logit bias in the in-process sampler and in "
-                "every request), since llama-server refuses a stream that carries one",
-                sampler.banned.size()));
+        // Banned at levels 3 to 5 alike, as serve and run --engine http ban them.
+        TokenBan ban = synthetic_token_ban(
+            true, prompter.non_utf8_tokens(),
+            "at levels 3 to 5 (a logit bias in the in-process sampler and in every request)");
+        sampler.banned = std::move(ban.tokens);
+        if (!ban.note.empty())
+            sampler_notes.push_back(std::move(ban.note));
     }
     s.sampler = to_json(sampler);
     for (auto& n : sampler_notes)

@@ -11,6 +11,8 @@
 
 #include "core/error.hpp"
 #include "core/json_util.hpp"
+#include "core/parse.hpp"
+#include "core/utf8.hpp"
 #include "engine/backends.hpp"
 
 namespace sb {
@@ -94,6 +96,86 @@ std::vector<std::string> redact_server_args(std::vector<std::string> args) {
             args[i] = "--api-key=***";
     }
     return args;
+}
+
+std::string redact_api_keys(std::string text, const std::vector<std::string>& args) {
+    std::vector<std::string> keys;
+    for (size_t i = 0; i < args.size(); ++i) {
+        if (args[i] == "--api-key" && i + 1 < args.size())
+            keys.push_back(args[i + 1]);
+        else if (args[i].rfind("--api-key=", 0) == 0)
+            keys.push_back(args[i].substr(10));
+    }
+    for (const auto& k : keys)
+        for (size_t at; !k.empty() && (at = text.find(k)) != std::string::npos;)
+            text.replace(at, k.size(), "***");
+    return text;
+}
+
+std::vector<std::string> redact_command_line(std::vector<std::string> argv) {
+    argv = redact_server_args(std::move(argv));
+    static const std::string kFlag = "--api-key";
+    auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+    for (auto& a : argv) {
+        for (size_t at = a.find(kFlag); at != std::string::npos; at = a.find(kFlag, at + 1)) {
+            const size_t end = at + kFlag.size();
+            // A flag of its own (not --api-key-file), at the start of a word.
+            if (at > 0 && !blank(a[at - 1]) && a[at - 1] != '=' && a[at - 1] != '"' &&
+                a[at - 1] != '\'')
+                continue;
+            if (end >= a.size() || (!blank(a[end]) && a[end] != '='))
+                continue;
+            size_t v = end;
+            while (v < a.size() && (blank(a[v]) || (v == end && a[v] == '=')))
+                ++v;
+            if (v >= a.size())
+                continue;
+            size_t stop = v;
+            if (a[v] == '"' || a[v] == '\'') {
+                const size_t close = a.find(a[v], v + 1);
+                stop = close == std::string::npos ? a.size() : close + 1;
+            } else {
+                while (stop < a.size() && !blank(a[stop]))
+                    ++stop;
+            }
+            if (a.compare(v, stop - v, "***") != 0)
+                a.replace(v, stop - v, "***");
+        }
+    }
+    return argv;
+}
+
+void check_server_args(const std::vector<std::string>& args, int max_threads, int64_t max_tokens) {
+    struct Bound {
+        std::vector<std::string> names;
+        int64_t lo, hi;
+        std::string what;
+        bool auto_minus_one = false;
+    };
+    const std::vector<Bound> bounds = {
+        {{"-t", "--threads"}, 1, max_threads, "threads"},
+        {{"-tb", "--threads-batch"}, 1, max_threads, "threads"},
+        {{"-b", "--batch-size"}, 1, max_tokens, "tokens"},
+        {{"-ub", "--ubatch-size"}, 1, max_tokens, "tokens"},
+        {{"-c", "--ctx-size"}, 0, max_tokens, "tokens (0: the model's)"},
+        {{"-np", "--parallel"}, 1, 256, "slots", true},
+    };
+    for (const auto& b : bounds) {
+        const auto v = arg_value(args, b.names);
+        if (!v)
+            continue;
+        const auto n = parse_decimal_int(*v);
+        if (n && ((*n >= b.lo && *n <= b.hi) || (b.auto_minus_one && *n == -1)))
+            continue;
+        std::string flag = b.names.front();
+        for (const auto& a : args)
+            for (const auto& name : b.names)
+                if (a == name || a.rfind(name + "=", 0) == 0)
+                    flag = name;
+        throw usage_error("--server-args: " + flag + " " + utf8_prefix(valid_utf8(*v), 40) +
+                          ": expected " + std::to_string(b.lo) + ".." + std::to_string(b.hi) + " " +
+                          b.what + (b.auto_minus_one ? " or -1 (auto)" : ""));
+    }
 }
 
 std::vector<std::string> split_server_args(const std::string& text) {

@@ -29,6 +29,24 @@ std::vector<std::string> split_server_args(const std::string& text);
 // or a log line. --api-key-file names a file, which stays.
 std::vector<std::string> redact_server_args(std::vector<std::string> args);
 
+// A command line as a document may keep it (ResultDocument::argv): redact_server_args over its
+// words, and inside any word that holds server flags (serve --server-args "-ngl 99 --api-key K",
+// or "--server-args=--api-key K") the value after --api-key (a blank or '=' before it, quoted
+// or up to the next blank) replaced by "***".
+std::vector<std::string> redact_command_line(std::vector<std::string> argv);
+
+// The values of the server flags stagebench reads (explain measures the graph level with them;
+// serve and explain pass them on), checked before anything is measured: threads (-t, -tb)
+// 1..max_threads, batch and micro-batch (-b, -ub) 1..max_tokens, context (-c) 0..max_tokens,
+// slots (-np) -1 (llama-server's auto) or 1..256. The last of a flag counts, as in
+// llama-server's parser. Throws sb::Error(usage) "--server-args: -t 999999: ..." for the first
+// that is not.
+void check_server_args(const std::vector<std::string>& args, int max_threads, int64_t max_tokens);
+
+// text (a line of llama-server's log, an error quoting it) with every --api-key value of args
+// replaced by "***": llama-server quotes a flag it refuses ("invalid argument: --api-key=K").
+std::string redact_api_keys(std::string text, const std::vector<std::string>& args);
+
 // The value of the last of these flags in args ("-ub 32" or "--ubatch-size=32"; llama.cpp's
 // parser lets a later flag override an earlier one), or nullopt.
 std::optional<std::string> arg_value(const std::vector<std::string>& args,

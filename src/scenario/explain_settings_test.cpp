@@ -52,6 +52,35 @@ TEST(ExplainSettings, TheApiKeyIsRedacted) {
     EXPECT_EQ(redact_server_args({"--api-key"}), (std::vector<std::string>{"--api-key"}));
 }
 
+// llama-server's refusal quotes the flag; the key is not repeated.
+TEST(ExplainSettings, AnApiKeyQuotedByTheServerIsRedacted) {
+    EXPECT_EQ(redact_api_keys("invalid argument: --api-key=K7", {"-c", "8", "--api-key=K7"}),
+              "invalid argument: --api-key=***");
+    EXPECT_EQ(redact_api_keys("key K8 and K8 again", {"--api-key", "K8"}), "key *** and *** again");
+    EXPECT_EQ(redact_api_keys("nothing", {"--api-key"}), "nothing");
+}
+
+// The command line a document keeps: a key inside --server-args' value is redacted too, in
+// every way the flag can be written there; other words stay as they were.
+TEST(ExplainSettings, TheCommandLineKeepsNoApiKey) {
+    using V = std::vector<std::string>;
+    EXPECT_EQ(
+        redact_command_line({"stagebench", "serve", "--server-args", "-ngl 99 --api-key K1 -c 8"}),
+        (V{"stagebench", "serve", "--server-args", "-ngl 99 --api-key *** -c 8"}));
+    EXPECT_EQ(redact_command_line({"serve", "--server-args=--api-key K2"}),
+              (V{"serve", "--server-args=--api-key ***"}));
+    EXPECT_EQ(redact_command_line({"serve", "--server-args", "--api-key=K3"}),
+              (V{"serve", "--server-args", "--api-key=***"}));
+    EXPECT_EQ(redact_command_line({"serve", "--server-args", "--api-key 'K 4' -t 2"}),
+              (V{"serve", "--server-args", "--api-key *** -t 2"}));
+    EXPECT_EQ(redact_command_line({"serve", "--server-args", "--api-key   K5"}),
+              (V{"serve", "--server-args", "--api-key   ***"}));
+    EXPECT_EQ(redact_command_line({"x", "--api-key", "K6"}), (V{"x", "--api-key", "***"}));
+    // Left alone: a key file, a flag that only starts like it, a model path that mentions it.
+    const V keep{"serve", "--server-args", "--api-key-file keys.txt", "-m", "my--api-key.gguf"};
+    EXPECT_EQ(redact_command_line(keep), keep);
+}
+
 TEST(ExplainSettings, TheLastFlagWins) {
     const std::vector<std::string> a{"-ub", "64", "--ubatch-size=32", "-fa", "on", "--no-mmap"};
     EXPECT_EQ(arg_value(a, {"-ub", "--ubatch-size"}), "32");
@@ -241,5 +270,31 @@ TEST(ExplainSettings, SamplerFromProps) {
     EXPECT_TRUE(notes.empty());
 }
 
+// The server flags stagebench reads are checked before anything is measured: a thread count
+// the graph level cannot run with (-t 999999) is one usage line, up front.
+TEST(ExplainSettings, ServerArgsOutOfRangeAreUsageErrors) {
+    auto error = [](const std::vector<std::string>& args) {
+        try {
+            check_server_args(args, 8, 1 << 24);
+        } catch (const Error& e) {
+            EXPECT_EQ(e.kind(), ErrorKind::usage);
+            return std::string(e.what());
+        }
+        return std::string("no error");
+    };
+    EXPECT_EQ(error({"-t", "999999"}), "--server-args: -t 999999: expected 1..8 threads");
+    EXPECT_EQ(error({"--threads=0"}), "--server-args: --threads 0: expected 1..8 threads");
+    EXPECT_EQ(error({"-tb", "x"}), "--server-args: -tb x: expected 1..8 threads");
+    EXPECT_EQ(error({"-ub", "0"}), "--server-args: -ub 0: expected 1..16777216 tokens");
+    EXPECT_EQ(error({"-c", "-5"}),
+              "--server-args: -c -5: expected 0..16777216 tokens (0: the model's)");
+    EXPECT_EQ(error({"-np", "1000"}),
+              "--server-args: -np 1000: expected 1..256 slots or -1 (auto)");
+    // The last of a flag counts, as in llama-server's parser.
+    EXPECT_EQ(error({"-t", "999999", "-t", "4"}), "no error");
+    EXPECT_EQ(error({"-t", "8", "-tb", "2", "-b", "512", "-ub", "64", "-c", "0", "-np", "-1",
+                     "-ngl", "99", "--api-key", "K"}),
+              "no error");
+}
 }  // namespace
 }  // namespace sb

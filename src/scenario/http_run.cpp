@@ -15,6 +15,8 @@
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
 #include "engine/process.hpp"
+#include "engine/text_generation.hpp"
+#include "model/inspect.hpp"
 #include "scenario/run_context.hpp"
 
 namespace sb {
@@ -51,6 +53,7 @@ struct HttpRun::Managed {
     std::string model;
     int threads = 0;
     std::unique_ptr<LlamaServer> server;
+    std::string ban_note;  // synthetic_token_ban's, when tokens are banned
 };
 
 HttpRun::HttpRun(const HttpRunOptions& o, const MatrixSpec& m,
@@ -224,6 +227,14 @@ TestResult HttpRun::run(const TestConfig& c, const SweepHooks& hooks, const Cloc
             spec.n_ctx = n_ctx_;
             spec.api = opts_.api;
             spec.timeout_s = opts_.timeout_s;
+            // RunContext has checked the file: llama.cpp reads its vocabulary without aborting.
+            if (inspect_model(c.model_path).synthetic) {
+                TokenBan ban = synthetic_token_ban(true, non_utf8_tokens(c.model_path),
+                                                   "in its HTTP tests (a logit bias in every "
+                                                   "request)");
+                spec.banned_tokens = std::move(ban.tokens);
+                m->ban_note = std::move(ban.note);
+            }
             m->server = std::make_unique<LlamaServer>(spec, hooks.progress);
             managed_ = std::move(m);
         } catch (const std::exception& e) {
@@ -240,6 +251,8 @@ TestResult HttpRun::run(const TestConfig& c, const SweepHooks& hooks, const Cloc
              "HTTP tests ran on a llama-server that stagebench started on 127.0.0.1 for the same "
              "GGUF (-np 1, prompt cache off); it uses the backends llama.cpp picks by default "
              "(accelerators such as BLAS included)");
+    if (!managed_->ban_note.empty())
+        add_note(r, managed_->ban_note);
     return r;
 }
 

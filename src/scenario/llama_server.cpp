@@ -14,6 +14,7 @@
 #include "core/utf8.hpp"
 #include "engine/backends.hpp"
 #include "engine/http_client.hpp"
+#include "scenario/explain_settings.hpp"
 
 namespace sb {
 
@@ -94,7 +95,8 @@ LlamaServer::LlamaServer(const LlamaServerSpec& s,
         if (interrupt_requested())
             throw runtime_error("interrupted while llama-server was starting (log " + log_ + ")");
         const bool died = !proc_.running();
-        const std::string why = startup_failure(log_);
+        // The log may quote the flags (an --api-key it refused): its value never leaves here.
+        const std::string why = redact_api_keys(startup_failure(log_), s.extra_args);
         // It ended before serving: what it was given (the model, the options) is what it
         // refused, as run refuses a model llama.cpp cannot load.
         if (died)
@@ -108,6 +110,7 @@ LlamaServer::LlamaServer(const LlamaServerSpec& s,
     eo.api = s.api;
     eo.timeouts.connect_ms = static_cast<int64_t>(s.timeout_s * 1000);
     eo.timeouts.read_ms = eo.timeouts.connect_ms;
+    eo.banned_tokens = s.banned_tokens;
     engine_ = std::make_unique<HttpEngine>(eo);
     engine_->connect();
 }

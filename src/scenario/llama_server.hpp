@@ -23,6 +23,8 @@ struct LlamaServerSpec {
     // More of llama-server's own flags, after the ones above (a later flag wins in its
     // parser): `explain --server-args`.
     std::vector<std::string> extra_args;
+    // Tokens no request to it may draw (HttpEngineOptions::banned_tokens).
+    std::vector<int32_t> banned_tokens;
 };
 
 // Why a llama-server that did not start failed, from its log: the first line that names an

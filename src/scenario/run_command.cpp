@@ -12,6 +12,7 @@
 #include "core/utf8.hpp"
 #include "core/version.hpp"
 #include "engine/backends.hpp"
+#include "scenario/explain_settings.hpp"
 #include "scenario/run_context.hpp"
 
 namespace sb {
@@ -20,8 +21,8 @@ ResultDocument new_document(const std::string& command, const std::vector<std::s
     ResultDocument doc;
     doc.command = command;
     // The command line is bytes: a path or a value given in another encoding must not make
-    // the document unwritable.
-    for (const auto& a : argv)
+    // the document unwritable. An API key in it (--server-args) is never kept.
+    for (const auto& a : redact_command_line(argv))
         doc.argv.push_back(valid_utf8(a));
     doc.tool_version = tool_version();
 #ifdef NDEBUG

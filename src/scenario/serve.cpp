@@ -18,8 +18,10 @@
 #include "core/stats.hpp"
 #include "core/sysinfo.hpp"
 #include "engine/http_engine.hpp"
+#include "engine/llama_engine.hpp"
 #include "engine/process.hpp"
 #include "engine/serve_target.hpp"
+#include "engine/text_generation.hpp"
 #include "model/inspect.hpp"
 #include "scenario/explain_settings.hpp"
 #include "scenario/llama_server.hpp"
@@ -280,7 +282,8 @@ struct ServeServer {
     std::unique_ptr<ServeTarget> target;
 };
 
-ServeServer connect_server(const ServeOptions& o, const ServePlan& plan, RunContext& run) {
+ServeServer connect_server(const ServeOptions& o, const ServePlan& plan, const TokenBan& ban,
+                           RunContext& run) {
     ServeServer s;
     s.model = o.model;
     if (o.url) {
@@ -298,6 +301,7 @@ ServeServer connect_server(const ServeOptions& o, const ServePlan& plan, RunCont
         spec.api = o.api;
         spec.timeout_s = o.timeout_s;
         spec.extra_args = o.server_args;
+        spec.banned_tokens = ban.tokens;
         s.managed =
             std::make_unique<LlamaServer>(spec, [&run](const std::string& m) { run.note(m); });
         s.eo.url = s.managed->url();
@@ -306,6 +310,7 @@ ServeServer connect_server(const ServeOptions& o, const ServePlan& plan, RunCont
     s.eo.api = o.api;
     s.eo.timeouts.connect_ms = static_cast<int64_t>(o.timeout_s * 1000);
     s.eo.timeouts.read_ms = s.eo.timeouts.connect_ms;
+    s.eo.banned_tokens = ban.tokens;
     s.target = run.engines().serve_target(s.eo);
     return s;
 }
@@ -570,8 +575,10 @@ std::optional<ServePoint> measure_point(const ServeOptions& o, const ServePlan& 
 
 // The serve section of the document as measured so far.
 ServeSection serve_section(const ServeOptions& o, const nlohmann::json& server,
-                           std::vector<ServePoint> points, bool interrupted) {
+                           const std::vector<std::string>& notes, std::vector<ServePoint> points,
+                           bool interrupted) {
     ServeSection s;
+    s.notes = notes;
     s.api = http_api_name(o.api);
     s.url = o.url;
     if (!o.url) {
@@ -629,19 +636,36 @@ RunResult run_serve(const ServeOptions& o, RunEnv env) {
     setup.out_path = o.out_path;
     setup.progress = o.progress;
     RunContext run(env.doc, setup, env.err, env.listener);
+    // The llama-server it starts: what llama.cpp would refuse at startup is said as run says it
+    // (after RunContext's checks of the file: llama.cpp aborts on some of what they refuse),
+    // and a synthetic model's tokens that llama-server cannot stream are banned.
+    TokenBan ban;
+    if (o.model_file) {
+        const bool synthetic =
+            !run.doc().models.empty() && run.doc().models.front().value("synthetic", false);
+        if (synthetic)
+            ban = synthetic_token_ban(true, non_utf8_tokens(*o.model_file),
+                                      "(a logit bias in every request)");
+        else
+            check_llama_accepts(*o.model_file);
+    }
+    std::vector<std::string> notes;
+    if (!ban.note.empty())
+        notes.push_back(ban.note);
     // Ctrl-C before the first point (while llama-server starts or the server is asked what it
     // is) cuts a request or a wait, which throws: the run was interrupted, not given bad input,
     // so the document is kept with no points, marked interrupted.
     ServeServer server;
     nlohmann::json about;
     try {
-        server = connect_server(o, plan, run);
+        server = connect_server(o, plan, ban, run);
         about = server.target->describe();
     } catch (const Error& e) {
         if (!interrupt_requested())
             throw;
         run.note(std::string("interrupted before the first point was measured (") + e.what() + ")");
-        run.update([&](ResultDocument& doc) { doc.serve = serve_section(o, about, {}, true); });
+        run.update(
+            [&](ResultDocument& doc) { doc.serve = serve_section(o, about, notes, {}, true); });
         return run.finish(Outcome::ok);
     }
     describe_server(run, o, about);
@@ -671,13 +695,13 @@ RunResult run_serve(const ServeOptions& o, RunEnv env) {
         run.progress().advance();
         Sampler* tel = run.sampler();
         run.update([&](ResultDocument& doc) {
-            doc.serve = serve_section(o, about, points, interrupt_requested());
+            doc.serve = serve_section(o, about, notes, points, interrupt_requested());
             if (tel)
                 doc.telemetry = tel->record();
         });
     }
     run.update([&](ResultDocument& doc) {
-        doc.serve = serve_section(o, about, points, interrupt_requested());
+        doc.serve = serve_section(o, about, notes, points, interrupt_requested());
     });
     server.target.reset();
     server.managed.reset();

@@ -320,6 +320,16 @@ TEST(ServeMeasure, LengthsCsv) {
     ASSERT_EQ(pairs.size(), 2u);
     EXPECT_EQ(pairs[0], (std::pair<int64_t, int64_t>{64, 32}));
     EXPECT_EQ(pairs[1], (std::pair<int64_t, int64_t>{128, 16}));
+    // A file saved with a UTF-8 byte order mark (Windows editors, Excel's "CSV UTF-8"): the mark
+    // is no part of the first line, which is a pair (not a header to drop), or still a header.
+    const auto bom = parse_lengths_csv(
+        "\xEF\xBB\xBF"
+        "64,32\n128,16\n",
+        "l.csv", 1000);
+    ASSERT_EQ(bom.size(), 2u);
+    EXPECT_EQ(bom[0], (std::pair<int64_t, int64_t>{64, 32}));
+    EXPECT_EQ(parse_lengths_csv("\xEF\xBB\xBFprompt,output\n8,4\n", "l.csv", 1000),
+              (std::vector<std::pair<int64_t, int64_t>>{{8, 4}}));
     auto error = [](const std::string& text) {
         try {
             parse_lengths_csv(text, "l.csv", 1000);

@@ -66,7 +66,9 @@ std::vector<std::pair<int64_t, int64_t>> parse_lengths_csv(const std::string& te
                                                            const std::string& file,
                                                            int64_t max_tokens) {
     std::vector<std::pair<int64_t, int64_t>> out;
-    std::istringstream in(text);
+    // A UTF-8 byte order mark (what some editors and spreadsheets save first) is no part of the
+    // first line: left in, it made a first pair look like a header, dropped.
+    std::istringstream in(text.rfind("\xEF\xBB\xBF", 0) == 0 ? text.substr(3) : text);
     std::string line;
     int no = 0;
     bool first = true;

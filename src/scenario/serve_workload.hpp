@@ -20,7 +20,8 @@ LengthRange parse_length_range(const std::string& text, const std::string& flag,
                                int64_t max_tokens);
 
 // (prompt, output) token pairs from CSV text, one pair a line: "prompt,output". Blank lines
-// and lines starting with '#' are skipped; a first line that is not two numbers is a header.
+// and lines starting with '#' are skipped, as is a leading UTF-8 byte order mark; a first line
+// that is not two numbers is a header.
 // Throws sb::Error(usage) "FILE:LINE: ..." for anything else, a count outside 1..max_tokens,
 // or a file without pairs.
 std::vector<std::pair<int64_t, int64_t>> parse_lengths_csv(const std::string& text,

@@ -121,6 +121,15 @@ TEST(BadModel, EveryClassIsOneLineAndExit2InEveryCommand) {
                                  "BLAS", "-p", "4", "-n", "2", "-r", "1", "--idle", "0", "-q"},
                                 120),
                          why);
+        // The llama-server serve and explain start gets no model that run refuses: refused
+        // before it starts, as run refuses it.
+        expect_bad_input(run_sb({"serve", "-m", path, "--concurrency", "1", "--requests", "1", "-p",
+                                 "4", "-n", "2", "--idle", "0"},
+                                120),
+                         why);
+        expect_bad_input(
+            run_sb({"explain", "-m", path, "-p", "8", "-n", "2", "-r", "1", "--no-ops", "-q"}, 120),
+            why);
     }
 }
 

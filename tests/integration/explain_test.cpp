@@ -287,6 +287,60 @@ TEST(Explain, ANotLlamaServerIsMeasuredWithoutItsSettings) {
     EXPECT_NE(md.out.find("its settings could not be read"), std::string::npos) << md.out;
 }
 
+// A server that claims 10^12 prompt tokens (usage and its timings) for a 64-token prompt is not
+// believed, as serve and run --engine http do not believe it: the counts are left out with a
+// note, and the levels are measured.
+TEST(Explain, AServersClaimOfTenToTheTwelveTokensIsNotBelieved) {
+    FaultServer server([&](const HttpRequest& req, FaultConn& c) {
+        if (answer_discovery(req, c))
+            return;
+        const int n = req.json().value("max_tokens", 1);
+        c.begin_chunked(200, "text/event-stream");
+        for (int i = 0; i < n; ++i) {
+            c.sleep_ms(1);
+            c.chunk(sse_text(" t"));
+        }
+        const json usage{
+            {"object", "text_completion"},
+            {"choices", json::array()},
+            {"usage",
+             {{"prompt_tokens", 1000000000000LL}, {"completion_tokens", n}, {"total_tokens", n}}},
+            {"timings",
+             {{"prompt_n", 1000000000000LL},
+              {"prompt_ms", 1.0},
+              {"predicted_n", 1000000000000LL},
+              {"predicted_ms", 1.0}}}};
+        c.chunk("data: " + usage.dump() + "\n\ndata: [DONE]\n\n");
+        c.end_chunked();
+    });
+    Proc p = run_sb({"explain", "-m", tiny_model(), "--url", server.url(), "-p", "64", "-n", "4",
+                     "-r", "1", "-t", "1", "--no-ops", "--concurrency", "2", "-o", "json", "-q"},
+                    600);
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    const json doc = json::parse(p.out);
+    for (const char* id : {"server", "served@2"}) {
+        const json* m = measure(doc, id);
+        ASSERT_NE(m, nullptr) << id;
+        EXPECT_EQ((*m)["n_failed"], 0) << (*m)["runs"];
+        for (const auto& r : (*m)["runs"]) {
+            EXPECT_TRUE(r["prompt_tokens"].is_null()) << r;
+            if (r["server"].is_object()) {
+                EXPECT_TRUE(r["server"]["prompt_n"].is_null()) << r;
+                EXPECT_TRUE(r["server"]["predicted_n"].is_null()) << r;
+            }
+            for (const auto& c : r["clients"])
+                EXPECT_TRUE(c["prompt_tokens"].is_null()) << c;
+        }
+    }
+    bool noted = false;
+    for (const auto& r : (*measure(doc, "server"))["runs"])
+        for (const auto& n : r["notes"])
+            noted = noted || n.get<std::string>().find(
+                                 "the server claims 1000000000000 prompt "
+                                 "tokens (usage)") != std::string::npos;
+    EXPECT_TRUE(noted) << (*measure(doc, "server"))["runs"];
+}
+
 // Bad input is one line and exit 2, before anything is measured (no document written).
 TEST(Explain, BadInputIsOneLineAndExitTwoBeforeAnythingIsMeasured) {
     TempDir t;
@@ -305,6 +359,10 @@ TEST(Explain, BadInputIsOneLineAndExitTwoBeforeAnythingIsMeasured) {
     // A dead server.
     const int port = sb::free_loopback_port();
     expect_bad({"--url", "http://127.0.0.1:" + std::to_string(port)}, "127.0.0.1");
+    // Server flags the graph level would be measured with, out of range: before the server is
+    // asked anything, not after the levels before it were measured.
+    expect_bad({"--url", "http://127.0.0.1:" + std::to_string(port), "--server-args", "-t 999999"},
+               "--server-args: -t 999999: expected 1..");
     // A workload larger than the server's context (llama.cpp pads -c to 256 cells).
     expect_bad({"--server-args", "-c 256"}, "does not fit the server's context of 256 tokens",
                "512");

@@ -17,6 +17,7 @@
 #include "engine/http_client.hpp"
 #include "engine/llama_engine.hpp"
 #include "engine/process.hpp"
+#include "engine/text_generation.hpp"
 #include "fault_server.hpp"
 #include "scenario/llama_server.hpp"
 
@@ -408,28 +409,45 @@ TEST(Serve, ARequestWhoseTextNeverReachesTheStreamSaysWhy) {
     EXPECT_EQ(json::parse(d.body)["content"], "\xEF\xBF\xBD");  // a lone byte: U+FFFD
 }
 
-// The bench's sweep on a llama-server that serve starts: the same requests fail in the same
-// way at every slot count (so not the slots, not the client), and no request fails otherwise.
-TEST(Serve, TheBenchSweepsNoTokenRequestsAreTheModelsBytesNotTheSlots) {
+// The bench's sweep on a llama-server that serve starts, on the model whose bytes failed
+// requests 14 of concurrency 1 and 8 of concurrency 16 at every slot count (above): serve bans
+// the synthetic model's tokens whose text is not UTF-8 on its own (a logit bias in every
+// request, as explain does), so every request completes, and the document says so.
+TEST(Serve, TheBenchSweepCompletesEveryRequestOnTheSyntheticModel) {
     for (const char* slots : {"2", "16"}) {
         SCOPED_TRACE(slots);
         Proc p = run_sb({"serve", "-m", tiny_seed1(), "--slots", slots, "--concurrency", "1,4,16",
                          "--requests", "32", "-p", "32", "-n", "16", "-o", "json"},
                         600);
-        ASSERT_EQ(p.exit_code, 1) << p.err;
+        ASSERT_EQ(p.exit_code, 0) << p.err;
         const json doc = json::parse(p.out);
-        std::vector<std::pair<double, int>> failed;
-        for (const auto& pt : doc["serve"]["points"])
+        for (const auto& pt : doc["serve"]["points"]) {
+            EXPECT_EQ(pt["ok"], 32) << pt["value"];
             for (const auto& r : pt["requests"])
-                if (!r["error"].is_null()) {
-                    failed.push_back({pt["value"].get<double>(), r["index"].get<int>()});
-                    EXPECT_NE(r["error"].get<std::string>().find(kNoTextReached), std::string::npos)
-                        << r["error"];
-                }
-        // The same requests at every slot count (measured on this tiny model: request 14 of
-        // concurrency 1 and request 8 of concurrency 16).
-        EXPECT_EQ(failed, (std::vector<std::pair<double, int>>{{1, 14}, {16, 8}}));
+                EXPECT_TRUE(r["error"].is_null()) << r;
+        }
+        ASSERT_EQ(doc["serve"]["notes"].size(), 1u) << doc["serve"];
+        EXPECT_NE(doc["serve"]["notes"][0].get<std::string>().find(
+                      "the model is synthetic: the 128 tokens whose text is not UTF-8 on its own "
+                      "are never drawn (a logit bias in every request)"),
+                  std::string::npos)
+            << doc["serve"]["notes"];
     }
+}
+
+// The README's serve line (serve -m model.gguf --slots 4 --concurrency 1,4 --slo ttft=500ms)
+// on the tiny preset: every request completes (it failed 2 of 16 with the model's bytes), and
+// the Markdown says which tokens were banned.
+TEST(Serve, TheReadmesServeLineRunsCleanOnTheTinyPreset) {
+    Proc p = run_sb({"serve", "-m", tiny_seed1(), "--slots", "4", "--concurrency", "1,4", "--slo",
+                     "ttft=500ms"},
+                    600);
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    EXPECT_EQ(p.err.find("failed:"), std::string::npos) << p.err;
+    EXPECT_NE(p.out.find("| concurrency 1 | 16 | 0 |"), std::string::npos) << p.out;
+    EXPECT_NE(p.out.find("| concurrency 4 | 16 | 0 |"), std::string::npos) << p.out;
+    EXPECT_NE(p.out.find("\nnote: the model is synthetic: the 128 tokens"), std::string::npos)
+        << p.out;
 }
 
 // The issue's own case, `serve -m tiny.gguf --slots 2 --concurrency 1,2 --requests 8` on the
@@ -478,4 +496,56 @@ TEST(Serve, TheIssuesTwoPointSweepFailsOnTheModelsBytesAlone) {
     const auto bad = text.find("\xEF\xBF\xBD");
     ASSERT_NE(bad, std::string::npos) << text;
     EXPECT_LT(bad + 3, text.size()) << "the bytes are inside the text, not only at its end";
+    // The same request to a llama-server whose requests ban the model's tokens that are not
+    // UTF-8 on their own (what serve -m and run --engine http send for a synthetic model):
+    // all 64 tokens stream.
+    spec.banned_tokens = sb::non_utf8_tokens(tiny_seed1());
+    EXPECT_FALSE(spec.banned_tokens.empty());
+    for (int id : ids)
+        if (std::find(spec.banned_tokens.begin(), spec.banned_tokens.end(), id) !=
+            spec.banned_tokens.end()) {
+            sb::LlamaServer banned(spec, {});
+            const sb::Generation g = banned.engine().generate("", prompt, 64, 1);
+            EXPECT_EQ(sb::compute_timing(g).n_out, 64);
+            return;
+        }
+    ADD_FAILURE() << "none of the tokens generated is one of those banned";
+}
+
+// An API key given to the llama-server serve or explain starts (--server-args "--api-key K")
+// reaches no message, no document (its argv included) and no store: K is found nowhere.
+TEST(Serve, AnApiKeyInServerArgsIsNeverWrittenAnywhere) {
+    const std::string key = "K3y-0f-th1s-t3st";
+    const std::vector<std::vector<std::string>> commands = {
+        {"serve", "-m", tiny_model(), "--server-args", "-c 512 --api-key " + key, "--concurrency",
+         "1", "--requests", "2", "-p", "8", "-n", "2", "--idle", "0"},
+        {"serve", "-m", tiny_model(), "--server-args=--api-key=" + key, "--concurrency", "1",
+         "--requests", "2", "-p", "8", "-n", "2", "--idle", "0"},
+        {"explain", "-m", tiny_model(), "--server-args", "--api-key '" + key + "'", "-p", "64",
+         "-n", "2", "-r", "1", "--no-ops"}};
+    int documents = 0;
+    for (const auto& c : commands) {
+        SCOPED_TRACE(c[0] + " " + c[4]);
+        TempDir t;
+        std::vector<std::string> args = c;
+        const std::string out = t.file("doc.json"), db = t.file("store.sqlite");
+        args.insert(args.end(), {"--out", out, "--db", db, "-o", "json"});
+        const Proc p = run_sb(args, 300);
+        EXPECT_TRUE(p.exit_code == 0 || p.exit_code == 1 || p.exit_code == 2) << p.err;
+        EXPECT_EQ(p.out.find(key), std::string::npos) << p.out.substr(0, 2000);
+        EXPECT_EQ(p.err.find(key), std::string::npos) << p.err;
+        // llama-server refuses --api-key=K (its error line quotes it): nothing is measured.
+        if (!fs::exists(out))
+            continue;
+        ++documents;
+        EXPECT_EQ(read_file(out).find(key), std::string::npos);
+        if (fs::exists(db)) {
+            EXPECT_EQ(read_file(db).find(key), std::string::npos);
+            const Proc exported = run_sb({"db", "export", "1", "--db", db});
+            EXPECT_EQ(exported.out.find(key), std::string::npos);
+        }
+        // The redacted words are kept, so the reader sees a key was given.
+        EXPECT_NE(read_file(out).find("--api-key"), std::string::npos);
+    }
+    EXPECT_EQ(documents, 2);
 }

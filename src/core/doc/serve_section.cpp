@@ -241,6 +241,8 @@ json to_json(const ServeSection& s) {
            {"ttft_definition", s.ttft_definition}};
     if (!s.server_args.empty())
         j["server_args"] = s.server_args;
+    if (!s.notes.empty())
+        j["notes"] = s.notes;
     return j;
 }
 
@@ -301,8 +303,8 @@ void read(const JsonIn& in, ServeSection& s) {
         "seed", s.seed)("slo_ms", s.slo_ms)("points", s.points)("n_prompt_max", s.n_prompt_max)(
         "n_gen_max", s.n_gen_max)("lengths", s.lengths)("duration_s", s.duration_s)(
         "saturation", s.saturation)("interrupted", s.interrupted)("client", s.client)(
-        "max_error_rate", s.max_error_rate)("ttft_definition", s.ttft_definition)("server_args",
-                                                                                  s.server_args)
+        "max_error_rate", s.max_error_rate)("ttft_definition", s.ttft_definition)(
+        "server_args", s.server_args)("notes", s.notes)
         .non_negative({"slots", "n_prompt", "n_gen", "requests_per_point", "slo_ms", "n_prompt_max",
                        "n_gen_max", "duration_s", "max_error_rate"});
     if (o.has("server"))

@@ -154,6 +154,10 @@ struct ServeSection {
     // What ttft_ns (and the TTFT statistics) measure; each request also keeps the first byte's
     // and the first content token's. Documents of earlier builds lack it (the same definition).
     std::string ttft_definition = kServeTtftDefinition;
+    // What the reader should know of how the requests were made (a synthetic model's tokens
+    // that were banned, engine/text_generation.hpp synthetic_token_ban); absent from the JSON
+    // when none.
+    std::vector<std::string> notes;
 };
 
 // {"api", "url", "slots", "model", "n_prompt", "n_gen", "requests_per_point", "burstiness",
