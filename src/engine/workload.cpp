@@ -39,14 +39,17 @@ uint64_t gen_seed(uint64_t seed, int rep) {
 }
 
 DecodeTiming time_decode(Engine& engine, std::span<const int32_t> tokens, const Clock& clock,
-                         std::vector<int64_t>& latency_ns) {
+                         std::vector<int64_t>& latency_ns, const std::function<bool()>& stop) {
     DecodeTiming d;
     d.start_ns = clock();
     int64_t prev = d.start_ns;
     for (int32_t tok : tokens) {
+        if (d.n_tokens > 0 && stop && stop())
+            break;
         const int64_t t = engine.decode_step(tok);
         latency_ns.push_back(t - prev);
         prev = t;
+        ++d.n_tokens;
     }
     d.end_ns = prev;
     return d;
