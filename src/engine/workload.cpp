@@ -46,7 +46,16 @@ DecodeTiming time_decode(Engine& engine, std::span<const int32_t> tokens, const 
     for (int32_t tok : tokens) {
         if (d.n_tokens > 0 && stop && stop())
             break;
-        const int64_t t = engine.decode_step(tok);
+        int64_t t = 0;
+        try {
+            t = engine.decode_step(tok);
+        } catch (...) {
+            // A step the engine gave up for the stop (llama.cpp's abort callback): the tokens
+            // before it are the stage.
+            if (d.n_tokens > 0 && stop && stop())
+                break;
+            throw;
+        }
         latency_ns.push_back(t - prev);
         prev = t;
         ++d.n_tokens;

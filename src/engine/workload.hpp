@@ -42,9 +42,11 @@ struct DecodeTiming {
 // completion, as decode_step returns it, minus the previous completion or the start) appended
 // to latency_ns, one per token decoded. Between the steps only stop (when given) runs: polled
 // before every token but the first, true ends the loop there (Ctrl-C inside a decode of
-// thousands of tokens), so at least one token is decoded when there is one. latency_ns should
-// have the capacity reserved (a reallocation would land inside the timed loop). Throws what
-// decode_step throws; the latencies of the tokens before stay appended.
+// thousands of tokens), so at least one token is decoded when there is one; a step that throws
+// while stop() is true (the engine gave it up for the stop) ends the loop the same way, after
+// at least one token. latency_ns should have the capacity reserved (a reallocation would land
+// inside the timed loop). Throws what decode_step throws otherwise; the latencies of the tokens
+// before stay appended.
 DecodeTiming time_decode(Engine& engine, std::span<const int32_t> tokens, const Clock& clock,
                          std::vector<int64_t>& latency_ns, const std::function<bool()>& stop = {});
 

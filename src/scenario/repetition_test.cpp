@@ -293,6 +293,28 @@ TEST(RepetitionRunner, AnInterruptInsideALongDecodeStopsAtTheNextTokenKeepingThe
     EXPECT_FALSE(r.error);
 }
 
+TEST(RepetitionRunner, ADecodeStepAbortedByTheInterruptEndsTheDecodeKeepingTheStepsBefore) {
+    Rig rig;
+    bool stop = false;
+    rig.engine.script().before = [&](const FakeCall& call) {
+        // Repetition 2's tenth step (0: the warm-up's, 1-100: repetition 1's).
+        if (call.op == FakeOp::decode_step && call.index == 110) {
+            stop = true;  // llama.cpp's abort callback saw the flag inside the step
+            throw runtime_error("interrupted (Ctrl-C) during decode");
+        }
+    };
+    RepetitionOptions o;
+    o.interrupted = [&] { return stop; };
+    const TestResult r = rig.run(small_test(4, 100, 3), o);
+    EXPECT_EQ(r.status, Status::interrupted);
+    EXPECT_EQ(r.reps_done, 2);
+    EXPECT_EQ(r.decode->token_latency_counts, (std::vector<int64_t>{100, 9}));
+    EXPECT_EQ(r.decode->duration_ns.size(), 2u);
+    EXPECT_EQ(
+        r.notes,
+        (std::vector<std::string>{"interrupted in repetition 2: its decode ran 9 of 100 tokens"}));
+}
+
 TEST(RepetitionRunner, AStageAbortedByTheInterruptIsAnInterruptionNotAFailure) {
     Rig rig;
     bool stop = false;
