@@ -6,6 +6,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/flag_checks.hpp"
+#include "core/interrupt.hpp"
 #include "core/parse.hpp"
 #include "store/result_store.hpp"
 #include "store/store_name.hpp"
@@ -119,7 +120,8 @@ void add_fleet_command(CLI::App& app, Context& ctx) {
         const FleetRunSummary s = run_fleet(inv, a->o, ctx.err);
         ctx.err << fmt::format("fleet {}: {} ok, {} failed, {} skipped (fleet status --db {})\n",
                                inv.name, s.ok, s.failed, s.skipped, store);
-        ctx.exit_code = s.failed > 0 ? 1 : 0;
+        // Ctrl-C is never "everything asked for was done": exit 1, also before the first device.
+        ctx.exit_code = s.failed > 0 || interrupt_requested() ? 1 : 0;
     });
 
     auto* rpc = fleet->add_subcommand(

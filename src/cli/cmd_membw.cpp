@@ -5,6 +5,7 @@
 #include "cli/commands.hpp"
 #include "cli/flag_checks.hpp"
 #include "core/error.hpp"
+#include "core/interrupt.hpp"
 #include "core/json_util.hpp"
 #include "core/membw.hpp"
 #include "core/stats_json.hpp"
@@ -44,7 +45,8 @@ void add_membw_command(CLI::App& app, Context& ctx) {
                 "--array-mib {:.0f}: three arrays need {:.0f} MiB, more than the {:.0f} MiB "
                 "of memory available",
                 o->array_mib, 3.0 * bytes / 1048576.0, *avail / 1048576.0));
-        MembwResult r = measure_membw(bytes, threads, o->reps + 1);
+        MembwResult r =
+            measure_membw(bytes, threads, o->reps + 1, [] { return interrupt_requested(); });
         if (o->format == OutputFormat::json) {
             ctx.out << dump_json(
                            nlohmann::json{{"threads", r.threads},

@@ -44,6 +44,7 @@ void defer_second_interrupt(bool deferred) {
 void install_interrupt_handlers() {
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
+    std::signal(SIGHUP, on_signal);
 }
 
 }  // namespace sb

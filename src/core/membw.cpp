@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <latch>
 #include <limits>
 #include <map>
@@ -151,7 +152,8 @@ std::optional<std::size_t> parse_size(std::string_view s) {
 
 }  // namespace
 
-MembwResult measure_membw(std::size_t array_bytes_each, int threads, int reps) {
+MembwResult measure_membw(std::size_t array_bytes_each, int threads, int reps,
+                          const std::function<bool()>& stop) {
     if (threads < 1) {
         throw usage_error("membw: threads must be >= 1, got " + std::to_string(threads));
     }
@@ -177,9 +179,19 @@ MembwResult measure_membw(std::size_t array_bytes_each, int threads, int reps) {
     const std::size_t phases = static_cast<std::size_t>(reps) * kKernels;
     std::vector<int64_t> stamps(phases + 1, 0);
     std::size_t next_stamp = 0;
+    // Ctrl-C: the completion step asks once per phase (after the first, the initialisation),
+    // and every worker sees the answer when released, so all leave the barrier together.
+    bool stopped = false;
     auto on_phase = [&]() noexcept {
         if (next_stamp < stamps.size()) {
             stamps[next_stamp++] = now_ns();
+        }
+        if (stop && next_stamp > 1 && !stopped) {
+            try {
+                stopped = stop();
+            } catch (...) {
+                stopped = true;
+            }
         }
     };
     std::barrier sync(static_cast<std::ptrdiff_t>(nthreads), on_phase);
@@ -203,6 +215,9 @@ MembwResult measure_membw(std::size_t array_bytes_each, int threads, int reps) {
             for (int k = 0; k < kKernels; ++k) {
                 run_kernel(static_cast<Kernel>(k), pa, pb, pc, lo, hi);
                 sync.arrive_and_wait();
+                if (stopped) {
+                    return;
+                }
             }
         }
     };
@@ -226,6 +241,9 @@ MembwResult measure_membw(std::size_t array_bytes_each, int threads, int reps) {
     start.count_down();
     for (auto& th : pool) {
         th.join();
+    }
+    if (stopped) {
+        throw runtime_error("membw: interrupted (Ctrl-C)");
     }
     check_results(a.get(), b.get(), c.get(), n, reps);
 

@@ -4,6 +4,7 @@
 // Bytes are counted as STREAM counts them (copy and scale: 2 arrays; add and triad: 3) and
 // GB/s are 1e9 bytes per second.
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -24,9 +25,11 @@ struct MembwResult {
 // their chunk (first touch). With reps > 1 the first repetition is a warm-up and not counted.
 // Blocks for the duration; allocates 3 * array_bytes_each bytes.
 // Throws sb::Error: usage when threads < 1, reps < 1 or an array holds fewer doubles than
-// there are threads; runtime when the memory or the threads cannot be had, or the kernels'
-// results fail the STREAM-style check.
-MembwResult measure_membw(std::size_t array_bytes_each, int threads, int reps);
+// there are threads; runtime when the memory or the threads cannot be had, the kernels'
+// results fail the STREAM-style check, or stop (when given; polled once after each kernel's
+// phase, outside the timed kernels) returned true: "membw: interrupted (Ctrl-C)".
+MembwResult measure_membw(std::size_t array_bytes_each, int threads, int reps,
+                          const std::function<bool()>& stop = {});
 
 // Total size of the last-level caches (each distinct instance counted once), from
 // <root>/sys/devices/system/cpu/cpu*/cache/index*/; nullopt when sysfs does not say.

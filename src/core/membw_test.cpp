@@ -56,6 +56,20 @@ TEST(Membw, OneRepIsCounted) {
     EXPECT_EQ(r.triad_samples_gbps.n, 1u);
 }
 
+TEST(Membw, AStopEndsTheKernelsAtTheNextPhase) {
+    // 1000 repetitions of four kernels: Ctrl-C must not wait for them (run measures the
+    // bandwidth before its first test).
+    int polls = 0;
+    try {
+        measure_membw(1 * kMiB, 2, 1000, [&] { return ++polls >= 3; });
+        FAIL() << "not stopped";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::runtime);
+        EXPECT_STREQ(e.what(), "membw: interrupted (Ctrl-C)");
+    }
+    EXPECT_EQ(polls, 3);  // polled once per kernel phase, the workers gone at the third
+}
+
 TEST(Membw, InvalidArgumentsAreUsageErrors) {
     const auto kind_of = [](auto&& f) {
         try {

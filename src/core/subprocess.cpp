@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -72,6 +73,14 @@ std::string shell_join(const std::vector<std::string>& argv) {
     return out;
 }
 
+void die_with_parent(pid_t parent) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    // The parent may have ended between fork and prctl: the child then has another parent
+    // already and would never get the signal.
+    if (::getppid() != parent)
+        ::_exit(127);
+}
+
 ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOptions& o) {
     ProcessResult r;
     int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1};
@@ -102,9 +111,11 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
     for (const auto& a : argv)
         args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
+    const pid_t parent = ::getpid();
     const pid_t pid = ::fork();
     if (pid == 0) {
         // Only async-signal-safe calls between fork and exec: the parent has other threads.
+        die_with_parent(parent);
         ::setpgid(0, 0);
         ::dup2(in_fd, 0);
         ::dup2(file_fd >= 0 ? file_fd : out_pipe[1], 1);

@@ -6,6 +6,8 @@
 // always gets its result in bounded time. Its output is captured (or written to a file) up
 // to a cap, and Ctrl-C ends it too. Never throws for the program's own failure: the caller
 // reads exit_code, timed_out and the output.
+#include <sys/types.h>
+
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -39,11 +41,19 @@ struct ProcessOptions {
 };
 
 // Runs argv (argv[0] looked up on PATH) in its own process group, with SIGPIPE at its
-// default. Returns when the program has exited and its output pipes are closed, or at the
-// deadline or on Ctrl-C: the whole group then gets SIGTERM, SIGKILL after kill_grace_s, and
-// the result comes at most 3 s after that even if something outside the group holds the
-// pipes or the program cannot be reaped.
+// default, killed with stagebench (die_with_parent). Returns when the program has exited and its
+// output pipes are closed, or at the deadline or on Ctrl-C: the whole group then gets SIGTERM,
+// SIGKILL after kill_grace_s, and the result comes at most 3 s after that even if something outside
+// the group holds the pipes or the program cannot be reaped.
 ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOptions& o = {});
+
+// For a child between fork and exec (async-signal-safe): the kernel SIGKILLs it when the
+// thread that forked it ends, so no child outlives stagebench however stagebench ends (a second
+// Ctrl-C, SIGHUP, SIGKILL, llama.cpp's abort), and it ends at once (exit 127) when parent, the
+// forking process's pid, is already gone. The request survives exec (not into a set-user-ID
+// program). A child that must outlive its forking thread cannot use it: fork from a thread
+// that lives as long as the child.
+void die_with_parent(pid_t parent);
 
 // s quoted for a POSIX shell: 'it'\''s'.
 std::string shell_quote(const std::string& s);

@@ -5,6 +5,7 @@
 
 #include "core/clock.hpp"
 #include "core/error.hpp"
+#include "core/interrupt.hpp"
 #include "core/sysinfo.hpp"
 #include "core/watchdog.hpp"
 #include "engine/backends.hpp"
@@ -22,6 +23,20 @@ bool same_placement(const LoadSpec& a, const LoadSpec& b) {
     return a.model_path == b.model_path &&
            split_device_set(a.devices.str()) == split_device_set(b.devices.str()) &&
            a.n_gpu_layers == b.n_gpu_layers;
+}
+
+// llama.cpp's abort callback: Ctrl-C ends a long graph (a prefill of 100k tokens, a KV fill)
+// at its next node, llama_decode returning 2, instead of after the whole stage.
+bool abort_on_interrupt(void*) {
+    return interrupt_requested();
+}
+
+// llama_decode's failure rc during what, as an error: an abort for Ctrl-C says so.
+Error decode_failure(int rc, const std::string& what) {
+    if (rc == 2 && interrupt_requested())
+        return runtime_error("interrupted (Ctrl-C) during " + what);
+    return runtime_error("llama_decode failed during " + what + " (code " + std::to_string(rc) +
+                         ")");
 }
 
 bool same_context(const LoadSpec& a, const LoadSpec& b) {
@@ -198,6 +213,7 @@ void LlamaEngine::load(const LoadSpec& spec) {
         llama_attach_threadpool(m.ctx, m.threadpool, nullptr);
     }
     llama_set_n_threads(m.ctx, threads, threads);
+    llama_set_abort_callback(m.ctx, abort_on_interrupt, nullptr);
     m.spec = spec;
     m.have_spec = true;
 }
@@ -239,6 +255,8 @@ StageTimes LlamaEngine::prefill(std::span<const int32_t> tokens) {
     for (int done = 0; done < n;) {
         const int k = std::min(n - done, n_batch);
         const int rc = llama_decode(m.ctx, llama_batch_get_one(m.scratch.data() + done, k));
+        if (rc == 2 && interrupt_requested())
+            throw decode_failure(rc, "prefill");
         if (rc != 0)
             throw runtime_error("llama_decode failed during prefill (code " + std::to_string(rc) +
                                 ") at token " + std::to_string(done));
@@ -256,7 +274,7 @@ int64_t LlamaEngine::decode_step(int32_t token) {
     StageGuard guard("decode", m.deadline_factor);
     const int rc = llama_decode(m.ctx, llama_batch_get_one(&tok, 1));
     if (rc != 0)
-        throw runtime_error("llama_decode failed during decode (code " + std::to_string(rc) + ")");
+        throw decode_failure(rc, "decode");
     llama_synchronize(m.ctx);
     const int64_t t = now_ns();
     m.have_logits = true;
@@ -334,6 +352,8 @@ void LlamaEngine::evaluate(std::span<const int32_t> tokens, int first_output,
             n_out += batch.logits[i];
         }
         const int rc = llama_decode(m.ctx, batch);
+        if (rc == 2 && interrupt_requested())
+            throw decode_failure(rc, "the logits' evaluation");
         if (rc != 0)
             throw runtime_error("llama_decode failed while evaluating logits (code " +
                                 std::to_string(rc) + ") at token " + std::to_string(done));

@@ -6,7 +6,6 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,6 +17,7 @@
 
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
+#include "core/subprocess.hpp"
 
 extern char** environ;
 
@@ -27,20 +27,56 @@ ChildProcess ChildProcess::spawn(const std::vector<std::string>& argv,
                                  const std::string& log_path) {
     if (argv.empty())
         throw input_error("no program to start");
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     std::vector<char*> args;
     for (const auto& a : argv)
         args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
-    pid_t pid = -1;
-    int rc = posix_spawn(&pid, argv[0].c_str(), &fa, nullptr, args.data(), environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0)
-        throw input_error("cannot start " + argv[0] + ": " + std::strerror(rc));
+    // llama.cpp's abort handler attaches gdb to the aborting process for a backtrace: the log's
+    // last line would be gdb's "[Inferior 1 (process N) detached]" instead of the reason, and a
+    // debugger would hold the dying peer. Its message is enough.
+    std::vector<char*> env;
+    for (char** e = environ; *e; ++e)
+        if (std::strncmp(*e, "GGML_NO_BACKTRACE=", 18) != 0)
+            env.push_back(*e);
+    static char no_backtrace[] = "GGML_NO_BACKTRACE=1";
+    env.push_back(no_backtrace);
+    env.push_back(nullptr);
+    // Whether exec failed, and why: its errno through a pipe that exec closes.
+    int report[2] = {-1, -1};
+    if (pipe2(report, O_CLOEXEC) != 0)
+        throw runtime_error(std::string("cannot start ") + argv[0] + ": " + std::strerror(errno));
+    const pid_t parent = getpid();
+    const pid_t pid = fork();
+    if (pid == 0) {
+        // Only async-signal-safe calls between fork and exec: the parent has other threads.
+        die_with_parent(parent);
+        int err = 0;
+        const int log = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+        const int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (log < 0 || in < 0 || dup2(in, 0) < 0 || dup2(log, 1) < 0 || dup2(log, 2) < 0)
+            err = errno;
+        if (err == 0) {
+            execve(args[0], args.data(), env.data());
+            err = errno;
+        }
+        (void)!write(report[1], &err, sizeof err);
+        _exit(127);
+    }
+    close(report[1]);
+    if (pid < 0) {
+        const int err = errno;
+        close(report[0]);
+        throw runtime_error(std::string("cannot start ") + argv[0] + ": " + std::strerror(err));
+    }
+    int err = 0;
+    ssize_t got;
+    while ((got = read(report[0], &err, sizeof err)) < 0 && errno == EINTR) {
+    }
+    close(report[0]);
+    if (got == static_cast<ssize_t>(sizeof err)) {
+        waitpid(pid, nullptr, 0);  // it exits at once (127)
+        throw input_error("cannot start " + argv[0] + ": " + std::strerror(err));
+    }
     ChildProcess p;
     p.pid_ = pid;
     return p;

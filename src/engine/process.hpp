@@ -3,8 +3,10 @@
 // runs): a child process that is always stopped when its owner goes out of scope. Its
 // deadlines are its owner's: the wait until it serves (wait_for_port and the owner's readiness
 // check) and the end of the run, when stop() ends it. It stays in stagebench's process group,
-// so a Ctrl-C at the terminal reaches it too, also when stagebench ends without unwinding
-// (a second Ctrl-C). Programs run to completion use core/subprocess.hpp instead.
+// so a Ctrl-C at the terminal reaches it too, and the kernel kills it when stagebench ends
+// without unwinding (a second Ctrl-C, SIGKILL, llama.cpp's abort: core/subprocess.hpp
+// die_with_parent), so it must be spawned from a thread that outlives it. Programs run to
+// completion use core/subprocess.hpp instead.
 #include <sys/types.h>
 #include <string>
 #include <vector>
@@ -14,8 +16,10 @@ namespace sb {
 class ChildProcess {
   public:
     ChildProcess() = default;
-    // Starts argv[0] (a path) with argv; stdout and stderr go to log_path (appended). Throws
-    // sb::Error(input) when the program cannot be started.
+    // Starts argv[0] (a path) with argv and stagebench's environment plus GGML_NO_BACKTRACE=1
+    // (an abort in a llama.cpp peer logs its reason last, no debugger attached); stdout and
+    // stderr go to log_path (appended). Throws sb::Error(input) when the program cannot be
+    // started.
     static ChildProcess spawn(const std::vector<std::string>& argv, const std::string& log_path);
     ChildProcess(ChildProcess&& o) noexcept;
     ChildProcess& operator=(ChildProcess&& o) noexcept;

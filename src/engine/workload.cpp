@@ -39,14 +39,26 @@ uint64_t gen_seed(uint64_t seed, int rep) {
 }
 
 DecodeTiming time_decode(Engine& engine, std::span<const int32_t> tokens, const Clock& clock,
-                         std::vector<int64_t>& latency_ns) {
+                         std::vector<int64_t>& latency_ns, const std::function<bool()>& stop) {
     DecodeTiming d;
     d.start_ns = clock();
     int64_t prev = d.start_ns;
     for (int32_t tok : tokens) {
-        const int64_t t = engine.decode_step(tok);
+        if (d.n_tokens > 0 && stop && stop())
+            break;
+        int64_t t = 0;
+        try {
+            t = engine.decode_step(tok);
+        } catch (...) {
+            // A step the engine gave up for the stop (llama.cpp's abort callback): the tokens
+            // before it are the stage.
+            if (d.n_tokens > 0 && stop && stop())
+                break;
+            throw;
+        }
         latency_ns.push_back(t - prev);
         prev = t;
+        ++d.n_tokens;
     }
     d.end_ns = prev;
     return d;

@@ -4,6 +4,7 @@
 // gets (made before its clock starts), the seeds of repetition rep's inputs, and the one
 // function that times decode.
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <vector>
@@ -33,15 +34,20 @@ uint64_t gen_seed(uint64_t seed, int rep);
 // One decode stage: the tokens fed one at a time with decode_step().
 struct DecodeTiming {
     int64_t start_ns = 0;  // clock() just before the first decode_step
-    int64_t end_ns = 0;    // completion of the last token (start_ns when tokens is empty)
+    int64_t end_ns = 0;    // completion of the last token decoded (start_ns when none was)
+    int64_t n_tokens = 0;  // tokens decoded: all of them unless stop() ended the loop early
 };
 
 // Times decode of tokens on engine: start from clock(), then each token's latency (its
 // completion, as decode_step returns it, minus the previous completion or the start) appended
-// to latency_ns, tokens.size() of them. Nothing else runs between the steps: latency_ns should
-// have the capacity reserved (a reallocation would land inside the timed loop). Throws what
-// decode_step throws; the latencies of the tokens before stay appended.
+// to latency_ns, one per token decoded. Between the steps only stop (when given) runs: polled
+// before every token but the first, true ends the loop there (Ctrl-C inside a decode of
+// thousands of tokens), so at least one token is decoded when there is one; a step that throws
+// while stop() is true (the engine gave it up for the stop) ends the loop the same way, after
+// at least one token. latency_ns should have the capacity reserved (a reallocation would land
+// inside the timed loop). Throws what decode_step throws otherwise; the latencies of the tokens
+// before stay appended.
 DecodeTiming time_decode(Engine& engine, std::span<const int32_t> tokens, const Clock& clock,
-                         std::vector<int64_t>& latency_ns);
+                         std::vector<int64_t>& latency_ns, const std::function<bool()>& stop = {});
 
 }  // namespace sb

@@ -182,8 +182,10 @@ void measure_speed(Engine& e, const TestConfig& c, const Clock& clock, FidelityV
     }
 }
 
+// bad_input: set when the variant failed on bad input (a model llama.cpp refuses).
 FidelityVariant measure_variant(RunContext& run, const FidelityOptions& o, const Reference& ref,
-                                const std::vector<int32_t>& tokens, const Variant& x) {
+                                const std::vector<int32_t>& tokens, const Variant& x,
+                                bool& bad_input) {
     FidelityVariant v;
     v.model = x.model;
     v.model_name = model_name(x.model);
@@ -233,6 +235,7 @@ FidelityVariant measure_variant(RunContext& run, const FidelityOptions& o, const
         if (other_vocab)
             throw;  // nothing of this run compares with it: bad input
         v.error = err.what();
+        bad_input = err.kind() != ErrorKind::runtime;
     }
     if (v.error)
         run.note("fidelity: " + v.model_name + " on " + v.devices + " failed: " + *v.error);
@@ -283,22 +286,38 @@ RunResult run_fidelity(const FidelityOptions& o, RunEnv env) {
     }
     run.update([&](ResultDocument& doc) { doc.fidelity = f; });
     bool failed = false;
+    std::optional<std::string> bad;  // the first variant's error that was bad input
+    int n_bad = 0, n_run = 0;
     for (const auto& model : o.models)
         for (const auto& dev : o.device_sets)
             for (KvType ctk : o.type_k)
                 for (KvType ctv : o.type_v) {
                     if (run.should_stop())
                         break;
-                    FidelityVariant v =
-                        measure_variant(run, o, *ref, f.tokens, Variant{model, dev, ctk, ctv});
+                    bool bad_input = false;
+                    FidelityVariant v = measure_variant(run, o, *ref, f.tokens,
+                                                        Variant{model, dev, ctk, ctv}, bad_input);
                     failed = failed || v.error.has_value();
+                    ++n_run;
+                    if (bad_input) {
+                        ++n_bad;
+                        if (!bad)
+                            bad = v.error;
+                    }
                     run.update([&](ResultDocument& doc) {
                         doc.fidelity->variants.push_back(std::move(v));
                         mark_frontier(doc.fidelity->variants);
                     });
                 }
     run.update([&](ResultDocument& doc) { doc.fidelity->interrupted = interrupt_requested(); });
-    return run.finish(failed ? Outcome::failed : Outcome::ok);
+    // A variant that failed on bad input (a model llama.cpp refuses) makes the run bad input,
+    // as run's tests do: exit 2 with one line, the other variants measured and kept.
+    RunResult r = run.finish(bad ? Outcome::bad_input : failed ? Outcome::failed : Outcome::ok);
+    if (bad && !r.error)
+        r.error = input_error(*bad + " (" + std::to_string(n_bad) + " of " + std::to_string(n_run) +
+                              " variants failed on it" +
+                              (n_bad < n_run ? "; the others ran and are kept" : "") + ")");
+    return r;
 }
 
 }  // namespace sb

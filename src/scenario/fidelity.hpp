@@ -58,7 +58,8 @@ struct FidelityOptions {
 // --device, no model, a text shorter than two windows), sb::Error(input) when the reference
 // fails, a model's vocabulary differs from the reference's (size, or the text's tokens) or
 // cannot tokenize the text; a variant that fails otherwise is recorded with its error (the
-// outcome: failed).
+// outcome: failed; bad_input with RunResult::error naming the first such error and how many
+// variants it cost when it failed on bad input, e.g. a model llama.cpp refuses to load).
 RunResult run_fidelity(const FidelityOptions& o, RunEnv env);
 
 }  // namespace sb

@@ -6,11 +6,13 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <string_view>
 #include <thread>
 
 #include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
+#include "core/last_word.hpp"
 #include "core/utf8.hpp"
 #include "engine/backends.hpp"
 #include "engine/http_client.hpp"
@@ -18,25 +20,54 @@
 
 namespace sb {
 
+namespace {
+
+std::string lower(std::string s) {
+    for (char& c : s)
+        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+}
+
+// What a debugger prints after llama.cpp's abort message when the abort handler attaches one for
+// a backtrace (gdb's thread and frame lines, "[Inferior 1 (process N) detached]"): never the
+// reason.
+bool debugger_noise(const std::string& line) {
+    const size_t b = line.find_first_not_of(" \t");
+    if (b == std::string::npos)
+        return true;
+    const std::string_view l(line.data() + b, line.size() - b);
+    for (std::string_view p : {"[Inferior ", "[New LWP", "[New Thread", "[Thread debugging",
+                               "Using host libthread_db", "0x", "warning: ", "(lldb)"})
+        if (l.substr(0, p.size()) == p)
+            return true;
+    return l.size() >= 2 && l[0] == '#' && std::isdigit(static_cast<unsigned char>(l[1]));
+}
+
+}  // namespace
+
 std::string startup_failure(const std::string& log_path) {
     // The first line that names an error says why (llama.cpp logs the reason first, then the
-    // callers that gave up: "failed to load model", "exiting due to model loading error");
-    // else the last line.
-    std::string first_error, last, line;
+    // callers that gave up: "failed to load model", "exiting due to model loading error"); else
+    // the first failed assertion or abort (GGML_ASSERT(...) failed); else the last line that is
+    // not a debugger's (llama.cpp's abort handler attaches gdb for a backtrace).
+    std::string first_error, first_failed, last, line;
     std::ifstream f(log_path);
     for (int n = 0; n < 100000 && std::getline(f, line); ++n) {
-        if (line.find_first_not_of(" \t\r") == std::string::npos)
+        if (line.find_first_not_of(" \t\r") == std::string::npos || debugger_noise(line))
             continue;
         last = line;
-        if (first_error.empty()) {
-            std::string lower = line;
-            for (char& c : lower)
-                c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-            if (lower.find("error") != std::string::npos)
-                first_error = line;
-        }
+        const std::string l = lower(line);
+        if (first_error.empty() && l.find("error") != std::string::npos)
+            first_error = line;
+        if (first_failed.empty() &&
+            (line.find("GGML_ASSERT") != std::string::npos ||
+             l.find("failed") != std::string::npos || l.find("abort") != std::string::npos))
+            first_failed = line;
     }
-    std::string why = llama_reason(first_error.empty() ? last : first_error);
+    std::string why = !first_error.empty() ? llama_reason(first_error)
+                      : !first_failed.empty()
+                          ? llama_reason(strip_source_location(llama_text_line(first_failed)))
+                          : llama_reason(last);
     if (why.size() > 300)
         why = utf8_prefix(why, 297) + "...";
     return why.empty() ? "it printed nothing" : why;

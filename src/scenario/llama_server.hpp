@@ -28,8 +28,9 @@ struct LlamaServerSpec {
 };
 
 // Why a llama-server that did not start failed, from its log: the first line that names an
-// error, as llama_reason() words it ("unknown model architecture: 'x'"), else the last line;
-// one line of at most 300 bytes.
+// error, as llama_reason() words it ("unknown model architecture: 'x'"), else the first failed
+// assertion or abort without its source location, else the last line; a debugger's lines
+// (llama.cpp's abort handler attaching gdb) are skipped. One line of at most 300 bytes.
 std::string startup_failure(const std::string& log_path);
 
 class LlamaServer {

@@ -684,10 +684,11 @@ TEST(OpsPipeline, BadOptionsAreUsageErrorsBeforeAnythingLoads) {
 
 TEST(OpsPipeline, AnInterruptKeepsWhatWasTracedAndMarksItPartial) {
     Rig rig;
-    int polls = 0;
     OpsHooks h;
     h.clock = rig.tl.clock();
-    h.interrupted = [&] { return ++polls > 1; };  // from the first plain repetition on
+    // From the first plain repetition on: after the traced repetition's 2 x 3 + 1 decode steps
+    // (the warm-up on ACC is a prefill; the decode steps poll it too, between the steps).
+    h.interrupted = [&] { return rig.tl.calls_of(FakeOp::decode_step).size() >= 7; };
     const OpsProfile p = profile_ops({rig.engine, rig.tracer, rig.replayer}, options(), h);
     ASSERT_EQ(p.stages.size(), 2u);
     const StageProfile& pre = p.stages[0];
@@ -699,4 +700,24 @@ TEST(OpsPipeline, AnInterruptKeepsWhatWasTracedAndMarksItPartial) {
     EXPECT_EQ(*pre.ops[1].op_method, "interrupted before replay");
     EXPECT_EQ(pre.notes.back(), "interrupted: results are partial");
     EXPECT_EQ(p.stages[1].rec.traced_ns.size(), 3u);
+}
+
+TEST(OpsPipeline, AnInterruptInsideTheDecodeStepsKeepsTheStepsTracedBeforeIt) {
+    Rig rig;
+    OpsHooks h;
+    h.clock = rig.tl.clock();
+    OpsOptions o = options();
+    o.decode_tokens = 1000;  // 2001 steps in the traced repetition
+    o.prefill = false;
+    // After the warm-up's step, the capturing one and 4 more: traced, untraced, traced, untraced.
+    h.interrupted = [&] { return rig.tl.calls_of(FakeOp::decode_step).size() >= 6; };
+    const OpsProfile p = profile_ops({rig.engine, rig.tracer, rig.replayer}, o, h);
+    EXPECT_EQ(rig.tl.calls_of(FakeOp::decode_step).size(), 6u);  // not 2002
+    ASSERT_EQ(p.stages.size(), 1u);
+    const StageProfile& dec = p.stages[0];
+    EXPECT_EQ(dec.stage, "decode");
+    EXPECT_EQ(dec.ops.size(), kGraph.size());
+    EXPECT_EQ(dec.rec.traced_ns.size(), 2u);
+    EXPECT_EQ(dec.rec.plain_ns.size(), 2u);
+    EXPECT_EQ(dec.notes.back(), "interrupted: results are partial");
 }

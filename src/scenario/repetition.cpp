@@ -301,12 +301,14 @@ std::vector<int32_t> RepetitionRunner::prompt_for(int rep) const {
 
 void RepetitionRunner::record_error(const std::exception& e) {
     stopped_ = true;
-    // A request cut off by the interrupt (Ctrl-C ends a wait on a server) is an interruption.
-    if (whole_request_ && (opts_.interrupted ? opts_.interrupted() : interrupt_requested())) {
+    // A request cut off by the interrupt (Ctrl-C ends a wait on a server) is an interruption,
+    // and so is a stage llama.cpp gave up in the middle because of it (its abort callback
+    // polls the flag: a prefill of 100k tokens answers Ctrl-C within one graph node).
+    const auto* se = dynamic_cast<const Error*>(&e);
+    if (interrupted_now() && (whole_request_ || !se || se->kind() == ErrorKind::runtime)) {
         record_interrupted(r_, e.what());
         return;
     }
-    const auto* se = dynamic_cast<const Error*>(&e);
     error_kind_ = se ? se->kind() : ErrorKind::runtime;
     // A server's failure (an HTTP status, a cut stream) does not tell whether the user's input
     // or the measurement failed: its kind stays unknown.
@@ -383,6 +385,10 @@ void RepetitionRunner::fail(const std::string& error, std::optional<ErrorKind> k
     stopped_ = true;
 }
 
+bool RepetitionRunner::interrupted_now() const {
+    return opts_.interrupted ? opts_.interrupted() : interrupt_requested();
+}
+
 void RepetitionRunner::interrupt() {
     record_interrupted(r_);
     stopped_ = true;
@@ -392,7 +398,7 @@ void RepetitionRunner::do_one_repetition() {
     prepare();
     if (!has_repeats_remaining())
         return;
-    if (opts_.interrupted ? opts_.interrupted() : interrupt_requested()) {
+    if (interrupted_now()) {
         interrupt();
         return;
     }
@@ -404,7 +410,12 @@ void RepetitionRunner::do_one_repetition() {
             measure_request(rep);
         else
             measure(rep);
-        if (repetition_done(r_, c_, rep))
+        // A decode cut short by the interrupt: the repetition counts, shorter (its samples are
+        // kept), and the test stops as interrupted.
+        if (partial_decode_) {
+            r_.reps_done = rep + 1;
+            interrupt();
+        } else if (repetition_done(r_, c_, rep))
             stopped_ = true;
     } catch (const std::exception& e) {
         record_error(e);
@@ -476,18 +487,28 @@ void RepetitionRunner::measure(int rep) {
         doing("decode");
         mark("decode", true);
         const size_t first = r_.decode->token_latency_ns.size();
-        const DecodeTiming d = time_decode(dec_, gen, opts_.clock, r_.decode->token_latency_ns);
-        mark("decode", false, c_.n_gen);
+        // Ctrl-C inside a long decode (thousands of tokens) ends it at the next token: the
+        // tokens decoded are kept as this repetition's, shorter, and the test stops.
+        const DecodeTiming d = time_decode(dec_, gen, opts_.clock, r_.decode->token_latency_ns,
+                                           [this] { return interrupted_now(); });
+        mark("decode", false, d.n_tokens);
+        if (d.n_tokens < c_.n_gen)
+            partial_decode_ = d.n_tokens;
         decode_ns = d.end_ns - d.start_ns;
         r_.decode->duration_ns.push_back(decode_ns);
-        r_.decode->token_latency_counts.push_back(c_.n_gen);
+        r_.decode->token_latency_counts.push_back(d.n_tokens);
         r_.decode->start_ns.push_back(d.start_ns);
-        r_.decode->tokens_per_s.push_back(c_.n_gen * 1e9 / decode_ns);
+        r_.decode->tokens_per_s.push_back(static_cast<double>(d.n_tokens) * 1e9 / decode_ns);
         // TTFT: the prompt, the state moved, and the first token generated.
         if (c_.n_prompt > 0)
             r_.ttft_ns.push_back(prefill_ns + transfer_ns + r_.decode->token_latency_ns[first]);
     }
     e2e_ns_.push_back(prefill_ns + transfer_ns + decode_ns);
+    if (partial_decode_) {
+        r_.notes.push_back("interrupted in repetition " + std::to_string(rep + 1) +
+                           ": its decode ran " + std::to_string(*partial_decode_) + " of " +
+                           std::to_string(c_.n_gen) + " tokens");
+    }
 }
 
 void RepetitionRunner::fill_roofline() {

@@ -60,8 +60,10 @@ struct RepetitionOptions {
     bool roofline = true;
     std::optional<double> membw_gbps;  // the machine's bandwidth, for the roofline fraction
     Clock clock = now_ns;
-    // Polled before each repetition; true stops the test as interrupted. Null:
-    // interrupt_requested() (core/interrupt.hpp).
+    // Polled before each repetition and between decode steps; true stops the test as
+    // interrupted (a decode cut short keeps its tokens as a shorter last repetition, with a
+    // note). An engine's runtime error while it is true is the interruption too (llama.cpp
+    // gave up a stage for it). Null: interrupt_requested() (core/interrupt.hpp).
     std::function<bool()> interrupted;
 };
 
@@ -158,6 +160,7 @@ class RepetitionRunner {
     void measure(int rep);
     void measure_request(int rep);
     void record_error(const std::exception& e);
+    bool interrupted_now() const;
     std::string label() const;
     std::vector<int32_t> prompt_for(int rep) const;
     void mark(const char* stage, bool begin, std::optional<int64_t> tokens = {}) const;
@@ -174,6 +177,7 @@ class RepetitionRunner {
     bool prepared_ = false;
     bool stopped_ = false;  // failed, interrupted or done
     std::optional<ErrorKind> error_kind_;
+    std::optional<int64_t> partial_decode_;  // tokens of a decode the interrupt cut short
     int32_t n_vocab_ = 0;
     std::optional<int32_t> bos_;
     std::vector<uint8_t> state_buf_;

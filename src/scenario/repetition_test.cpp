@@ -271,6 +271,69 @@ TEST(RepetitionRunner, AnInterruptStopsBeforeTheNextRepetitionAndKeepsWhatWasMea
     EXPECT_FALSE(r.error);
 }
 
+TEST(RepetitionRunner, AnInterruptInsideALongDecodeStopsAtTheNextTokenKeepingTheTokensBefore) {
+    Rig rig;
+    RepetitionOptions o;
+    // Repetition 2's tenth token (decode steps: the warm-up's, 100 of repetition 1, then 10).
+    o.interrupted = [&] { return rig.tl.calls_of(FakeOp::decode_step).size() >= 111; };
+    const TestResult r = rig.run(small_test(4, 100, 3), o);
+    EXPECT_EQ(r.status, Status::interrupted);
+    EXPECT_EQ(r.stopped_by, StopReason::interrupt);
+    EXPECT_EQ(rig.tl.calls_of(FakeOp::decode_step).size(), 111u);  // not 201
+    EXPECT_EQ(r.reps_done, 2);                                     // the second one shorter
+    EXPECT_EQ(r.prefill->duration_ns.size(), 2u);
+    EXPECT_EQ(r.decode->token_latency_ns.size(), 110u);
+    EXPECT_EQ(r.decode->token_latency_counts, (std::vector<int64_t>{100, 10}));
+    ASSERT_EQ(r.decode->tokens_per_s.size(), 2u);
+    EXPECT_DOUBLE_EQ(r.decode->tokens_per_s[1], 100.0);  // 10 tokens of 10 ms
+    EXPECT_EQ(r.decode->duration_ns[1], 100 * kMs);
+    EXPECT_EQ(
+        r.notes,
+        (std::vector<std::string>{"interrupted in repetition 2: its decode ran 10 of 100 tokens"}));
+    EXPECT_FALSE(r.error);
+}
+
+TEST(RepetitionRunner, ADecodeStepAbortedByTheInterruptEndsTheDecodeKeepingTheStepsBefore) {
+    Rig rig;
+    bool stop = false;
+    rig.engine.script().before = [&](const FakeCall& call) {
+        // Repetition 2's tenth step (0: the warm-up's, 1-100: repetition 1's).
+        if (call.op == FakeOp::decode_step && call.index == 110) {
+            stop = true;  // llama.cpp's abort callback saw the flag inside the step
+            throw runtime_error("interrupted (Ctrl-C) during decode");
+        }
+    };
+    RepetitionOptions o;
+    o.interrupted = [&] { return stop; };
+    const TestResult r = rig.run(small_test(4, 100, 3), o);
+    EXPECT_EQ(r.status, Status::interrupted);
+    EXPECT_EQ(r.reps_done, 2);
+    EXPECT_EQ(r.decode->token_latency_counts, (std::vector<int64_t>{100, 9}));
+    EXPECT_EQ(r.decode->duration_ns.size(), 2u);
+    EXPECT_EQ(
+        r.notes,
+        (std::vector<std::string>{"interrupted in repetition 2: its decode ran 9 of 100 tokens"}));
+}
+
+TEST(RepetitionRunner, AStageAbortedByTheInterruptIsAnInterruptionNotAFailure) {
+    Rig rig;
+    bool stop = false;
+    rig.engine.script().before = [&](const FakeCall& call) {
+        if (call.op == FakeOp::prefill && call.index == 2) {  // repetition 2's
+            stop = true;  // llama.cpp's abort callback saw the flag and gave up the prefill
+            throw runtime_error("interrupted (Ctrl-C) during prefill");
+        }
+    };
+    RepetitionOptions o;
+    o.interrupted = [&] { return stop; };
+    const TestResult r = rig.run(small_test(4, 2, 4), o);
+    EXPECT_EQ(r.status, Status::interrupted);
+    EXPECT_EQ(r.stopped_by, StopReason::interrupt);
+    EXPECT_FALSE(r.error_kind);
+    EXPECT_EQ(r.reps_done, 1);
+    EXPECT_EQ(r.prefill->duration_ns.size(), 1u);
+}
+
 TEST(RepetitionRunner, TheProcessInterruptFlagIsPolledByDefault) {
     Rig rig;
     rig.engine.script().before = [](const FakeCall& call) {

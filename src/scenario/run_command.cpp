@@ -79,7 +79,16 @@ std::optional<double> resolve_membw(const RunOptions& opts, ResultDocument& doc,
     if (threads <= 0)
         threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     progress.note("measuring memory bandwidth (" + std::to_string(threads) + " threads)");
-    MembwResult m = measure_membw(default_membw_array_bytes(), threads, 5);
+    MembwResult m;
+    try {
+        m = measure_membw(default_membw_array_bytes(), threads, 5,
+                          [] { return interrupt_requested(); });
+    } catch (const Error&) {
+        // Ctrl-C during the probe: no bandwidth, and the sweep stops before its first test.
+        if (interrupt_requested())
+            return std::nullopt;
+        throw;
+    }
     doc.membw = {{"source", "measured"},         {"threads", m.threads},
                  {"array_bytes", m.array_bytes}, {"copy_gbps", m.copy_gbps},
                  {"scale_gbps", m.scale_gbps},   {"add_gbps", m.add_gbps},
