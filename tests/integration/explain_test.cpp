@@ -238,6 +238,15 @@ TEST(Explain, NamesTheMicroBatchAsTheLargestPartOfThePrefillGap) {
     EXPECT_TRUE(drawn);
 }
 
+// Starts a streamed answer of n one-token chunks, 1 ms apart; the caller sends the last message.
+void stream_tokens(FaultConn& c, int n) {
+    c.begin_chunked(200, "text/event-stream");
+    for (int i = 0; i < n; ++i) {
+        c.sleep_ms(1);
+        c.chunk(sse_text(" t"));
+    }
+}
+
 // A server that is not llama-server (the fault server, speaking OpenAI's streamed completions)
 // gets levels 4 and 5 and the remainder, with a line saying its settings could not be read.
 TEST(Explain, ANotLlamaServerIsMeasuredWithoutItsSettings) {
@@ -245,11 +254,7 @@ TEST(Explain, ANotLlamaServerIsMeasuredWithoutItsSettings) {
         if (answer_discovery(req, c))
             return;
         const int n = req.json().value("max_tokens", 1);
-        c.begin_chunked(200, "text/event-stream");
-        for (int i = 0; i < n; ++i) {
-            c.sleep_ms(1);
-            c.chunk(sse_text(" t"));
-        }
+        stream_tokens(c, n);
         c.chunk(sse_final(64, n));
         c.end_chunked();
     });
@@ -295,11 +300,7 @@ TEST(Explain, AServersClaimOfTenToTheTwelveTokensIsNotBelieved) {
         if (answer_discovery(req, c))
             return;
         const int n = req.json().value("max_tokens", 1);
-        c.begin_chunked(200, "text/event-stream");
-        for (int i = 0; i < n; ++i) {
-            c.sleep_ms(1);
-            c.chunk(sse_text(" t"));
-        }
+        stream_tokens(c, n);
         const json usage{
             {"object", "text_completion"},
             {"choices", json::array()},
