@@ -192,7 +192,9 @@ std::vector<double> samples_of(const SignatureGroup* g, const std::string& metri
 
 // A side's strata of a total metric over its matched groups: op or call time (µs) per record,
 // or call over op time (records with both and an op time above 0).
-Strata strata_of(const std::vector<const SignatureGroup*>& groups, const std::string& metric) {
+// scale multiplies every time (1 / the side's decode graphs: per decode step).
+Strata strata_of(const std::vector<const SignatureGroup*>& groups, const std::string& metric,
+                 double scale = 1) {
     Strata s;
     const bool ratio = metric == "call_per_op_total";
     for (const SignatureGroup* g : groups) {
@@ -200,11 +202,11 @@ Strata strata_of(const std::vector<const SignatureGroup*>& groups, const std::st
         for (const OpRecord* r : g->records) {
             if (ratio) {
                 if (r->call_ns && r->op_ns && *r->op_ns > 0) {
-                    num.push_back(*r->call_ns / 1e3);
-                    den.push_back(*r->op_ns / 1e3);
+                    num.push_back(*r->call_ns / 1e3 * scale);
+                    den.push_back(*r->op_ns / 1e3 * scale);
                 }
             } else if (auto x = value_of(*r, metric == "op_total_us" ? "op_us" : "call_us")) {
-                num.push_back(*x);
+                num.push_back(*x * scale);
             }
         }
         if (num.empty())
@@ -242,7 +244,7 @@ std::size_t count_of(const Strata& s) {
 CompareRow total_row(const std::string& stage, const OpsMetric& m,
                      const std::vector<std::string>& labels,
                      const std::vector<std::vector<const SignatureGroup*>>& partner,
-                     const CompareOptions& opts) {
+                     const std::vector<double>& scale, const CompareOptions& opts) {
     CompareRow row;
     row.stage = stage;
     row.metric = m.metric;
@@ -255,7 +257,7 @@ CompareRow total_row(const std::string& stage, const OpsMetric& m,
         return v;
     };
     for (std::size_t s = 0; s < labels.size(); ++s) {
-        const Strata st = strata_of(groups(s, std::nullopt), m.metric);
+        const Strata st = strata_of(groups(s, std::nullopt), m.metric, scale[s]);
         CompareSide side;
         side.label = labels[s];
         side.n = count_of(st);
@@ -266,8 +268,8 @@ CompareRow total_row(const std::string& stage, const OpsMetric& m,
     for (std::size_t s = 1; s < labels.size(); ++s) {
         CompareRatio q;
         q.label = labels[s] + "/" + labels[0];
-        const Strata a = strata_of(groups(s, 0), m.metric);
-        const Strata b = strata_of(groups(0, s), m.metric);
+        const Strata a = strata_of(groups(s, 0), m.metric, scale[s]);
+        const Strata b = strata_of(groups(0, s), m.metric, scale[0]);
         const auto ta = count_of(a) ? strata_total(a) : std::nullopt;
         const auto tb = count_of(b) ? strata_total(b) : std::nullopt;
         if (!ta || !tb || *ta <= 0 || *tb <= 0) {
@@ -356,6 +358,18 @@ CompareResult compare_ops_documents(const std::vector<CompareInput>& inputs,
         for (std::size_t i = 1; i < n_sides; ++i)
             if (!stages[i])
                 r.notes.push_back(labels[i] + " has no stage " + stage);
+        // Decode totals per decode step: an imported log holds every decode graph it saw (one
+        // per token), an ops document one step; each side's totals over its own graphs.
+        std::vector<double> per_step(n_sides, 1.0);
+        if (stage == "decode")
+            for (std::size_t i = 0; i < n_sides; ++i)
+                if (stages[i] && stages[i]->n_graphs > 1) {
+                    per_step[i] = 1.0 / stages[i]->n_graphs;
+                    r.notes.push_back(fmt::format(
+                        "{}'s decode holds {} graphs: its Σ rows are per decode step (its totals "
+                        "divided by {})",
+                        labels[i], stages[i]->n_graphs, stages[i]->n_graphs));
+                }
         std::vector<std::vector<SignatureGroup>> groups;
         for (const auto* s : stages)
             groups.push_back(groups_of(s));
@@ -409,7 +423,7 @@ CompareResult compare_ops_documents(const std::vector<CompareInput>& inputs,
             for (const auto& m : kTotalMetrics) {
                 if (count_of(strata_of(base_groups, m.metric)) == 0)
                     continue;  // the baseline has no such time (no call times in a log)
-                CompareRow row = total_row(stage, m, labels, partner, opts);
+                CompareRow row = total_row(stage, m, labels, partner, per_step, opts);
                 row.test = op;
                 row.key = stage + "/" + op;
                 finish(row, op);

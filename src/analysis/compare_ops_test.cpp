@@ -319,6 +319,27 @@ TEST(CompareOps, ReplayedOpTimesAreOneMeasurementNotASpread) {
     EXPECT_TRUE(call->ratios[0].ci_low);
 }
 
+TEST(CompareOps, DecodeTotalsArePerDecodeStep) {
+    // The baseline traced one decode step; the other side is an imported log of 8 decode
+    // graphs (8 records per layer's shape). Per node the times are equal, and so is the step.
+    const ResultDocument a =
+        ops_doc("CPU", {{"decode", {{"MUL_MAT", "attn_q", 64, 4, {100, 110, 90, 105}, {200}}}}});
+    ResultDocument b =
+        ops_doc("HTP0", {{"decode", {{"MUL_MAT", "attn_q", 64, 32, {100, 110, 90, 105}, {200}}}}},
+                "hexagon-profile");
+    b.ops->stages[0].n_graphs = 8;
+    const CompareResult r = compare_documents({{"A", "a", a}, {"B", "b", b}}, CompareOptions{});
+    const CompareRow* tot = row(r, "decode", "MUL_MAT", "op_total_us");
+    ASSERT_TRUE(tot);
+    EXPECT_DOUBLE_EQ(*tot->sides[0].total, 405.0);
+    EXPECT_DOUBLE_EQ(*tot->sides[1].total, 405.0);  // 8 x 405 over 8 steps, not 8x the CPU's
+    EXPECT_DOUBLE_EQ(*tot->ratios[0].median, 1.0);
+    bool said = false;
+    for (const auto& n : r.notes)
+        said = said || n.find("B's decode holds 8 graphs") != std::string::npos;
+    EXPECT_TRUE(said);
+}
+
 TEST(CompareOps, JsonRoundTripKeepsSignaturesAndTotals) {
     const ResultDocument a =
         ops_doc("CPU", {{"decode", {{"MUL_MAT", "attn_q", 64, 3, {100, 90}, {110}}}}});
