@@ -499,6 +499,11 @@ std::string verdict_text(const AcrossRounds& a) {
                " (no clock or temperature evidence" + (load.empty() ? "" : "; " + load) + ")";
     if (a.first_last_change && *a.first_last_change < -0.10)
         return "degraded" + (load.empty() ? std::string() : " (" + load + ")");
+    // A last round over 10 % faster than the first is no steady state either (a slow start:
+    // caches, a governor ramping up, or load that went away).
+    if (a.first_last_change && *a.first_last_change > 0.10)
+        return fmt::format("rose (decode {:+.0f} % from the first round to the last{})",
+                           *a.first_last_change * 100, load.empty() ? "" : "; " + load);
     return a.decode_tps.n > 0 ? "stable" : "no data";
 }
 

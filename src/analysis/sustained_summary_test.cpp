@@ -35,6 +35,15 @@ TEST(SummarizeRounds, FlatDataIsStable) {
     EXPECT_NEAR(*a.first_last_change, 39.9 / 40 - 1, 1e-12);
 }
 
+TEST(SummarizeRounds, AThroughputThatRoseIsNotStable) {
+    // A slow first round (here 2.3 t/s under load, 13.6 at the end): no steady state to call
+    // stable, whatever the rounds between.
+    auto a = summarize_rounds(rounds_with({2.31, 4.10, 3.46, 2.77, 13.56}), {});
+    EXPECT_EQ(a.verdict, "rose (decode +487 % from the first round to the last)");
+    // Within 10 % it is still stable.
+    EXPECT_EQ(summarize_rounds(rounds_with({40, 41, 40.5, 42, 43.9}), {}).verdict, "stable");
+}
+
 TEST(SummarizeRounds, ThroughputDropGivesTheDropRoundAndSteadyState) {
     auto a = summarize_rounds(rounds_with({40, 40.5, 39.5, 40, 30, 23, 23.2, 22.8, 23, 23.1}), {});
     ASSERT_TRUE(a.drop_round);
