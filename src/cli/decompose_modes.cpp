@@ -171,6 +171,25 @@ void run_decompose_modes(Context& ctx, const DecomposeModeArgs& m, const ModeChi
     }
     check_mode_names(names);
     check_ops_format(c.o.format);
+    // A variable no backend of this build reads leaves its mode the same build as the others.
+    Warnings unread;
+    for (const auto& v : unread_mode_variables(e.modes, llama_env_variables())) {
+        const auto family = v.substr(0, v.find('_', 5) + 1);  // "GGML_HEXAGON_"
+        std::string read;
+        for (const auto& r : llama_env_variables())
+            if (r.rfind(family, 0) == 0 && r.size() > family.size())
+                read += (read.empty() ? "" : ", ") + r.substr(family.size());
+        unread.push_back(
+            {"mode_variable_not_read",
+             fmt::format(
+                 "{} is read by no backend of this build's llama.cpp (of {}, it reads {}): a "
+                 "mode that sets only it runs the same build as the others, and their "
+                 "differences are noise",
+                 v, family + "*", read.empty() ? "none of them" : read),
+             "set a variable this build reads, or build against a llama.cpp whose backend reads "
+             "it (LLAMA_CPP_DIR, docs/install.md)"});
+        ctx.err << "stagebench: warning: " << unread.back().message << "\n";
+    }
     const OpsOptions& o = c.o.ops;
     // Bad input is found here, once, not in every child: the model must be usable.
     ModelInfo info = inspect_model(o.workload.model_path);
@@ -204,6 +223,7 @@ void run_decompose_modes(Context& ctx, const DecomposeModeArgs& m, const ModeChi
                             ec.message());
     ResultDocument doc = new_document("decompose", ctx.argv);
     doc.models.push_back(to_json(info));
+    doc.warnings.insert(doc.warnings.end(), unread.begin(), unread.end());
     try {
         ctx.exit_code = run_mode_experiment(
             e, make_mode_launcher(self, c, m.n_gen, record, dir.string()), doc, ctx.err);

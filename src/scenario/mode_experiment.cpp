@@ -47,6 +47,20 @@ std::pair<std::string, std::string> split_name(const std::string& text, const ch
 
 }  // namespace
 
+std::vector<std::string> unread_mode_variables(const std::vector<ModeSpec>& modes,
+                                               const std::vector<std::string>& read) {
+    std::vector<std::string> out;
+    if (read.empty())
+        return out;
+    for (const auto& m : modes)
+        for (const auto& v : m.env)
+            if (v.name.rfind("GGML_", 0) == 0 &&
+                !std::binary_search(read.begin(), read.end(), v.name) &&
+                std::find(out.begin(), out.end(), v.name) == out.end())
+                out.push_back(v.name);
+    return out;
+}
+
 ModeSpec parse_mode_spec(const std::string& text) {
     static const char* form = "NAME=ENV=VAL[,ENV=VAL...] (or NAME= for the inherited environment)";
     auto [name, rest] = split_name(text, form);

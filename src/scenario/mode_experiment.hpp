@@ -36,6 +36,16 @@ ModeSpec parse_mode_spec(const std::string& text);
 // sb::Error(usage).
 std::pair<std::string, std::string> parse_mode_log(const std::string& text);
 
+// The GGML_* environment variables the linked llama.cpp's sources read (getenv), sorted; empty
+// when the build did not know the source tree.
+const std::vector<std::string>& llama_env_variables();
+
+// The GGML_* variables the modes set that `read` (llama_env_variables()) does not hold, each
+// once, in the order first set; none when read is empty (unknown). A mode setting only such
+// variables measures the same build as the baseline: its "differences" are noise.
+std::vector<std::string> unread_mode_variables(const std::vector<ModeSpec>& modes,
+                                               const std::vector<std::string>& read);
+
 // Throws sb::Error(usage) unless there are at least two names and no name twice.
 void check_mode_names(const std::vector<std::string>& names);
 

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -48,6 +49,22 @@ TEST(ModeSpec, ParsesNamesAndEnvironments) {
     EXPECT_THROW(check_mode_names({"a"}), Error);
     EXPECT_THROW(check_mode_names({"a", "b", "a"}), Error);
     EXPECT_NO_THROW(check_mode_names({"a", "b"}));
+}
+
+TEST(ModeSpec, VariablesNoBackendReadsAreNamedOnce) {
+    const std::vector<ModeSpec> modes = {
+        parse_mode_spec("base="),
+        parse_mode_spec("queue=GGML_HEXAGON_OPSTAGE=1,GGML_HEXAGON_PROFILE=1"),
+        parse_mode_spec("comp=GGML_HEXAGON_OPSTAGE=2,OMP_NUM_THREADS=2")};
+    const std::vector<std::string> read = {"GGML_HEXAGON_OPBATCH", "GGML_HEXAGON_PROFILE"};
+    EXPECT_EQ(unread_mode_variables(modes, read), std::vector<std::string>{"GGML_HEXAGON_OPSTAGE"});
+    EXPECT_TRUE(unread_mode_variables(modes, {}).empty());  // unknown: nothing is said
+    // What this build reads, from its llama.cpp's sources: sorted, once each, with the variable
+    // every ggml since 2024 reads.
+    const auto& built = llama_env_variables();
+    EXPECT_TRUE(std::is_sorted(built.begin(), built.end()));
+    EXPECT_EQ(std::adjacent_find(built.begin(), built.end()), built.end());
+    EXPECT_TRUE(std::binary_search(built.begin(), built.end(), "GGML_NO_BACKTRACE"));
 }
 
 TEST(ModeExperiment, RoundsAlternateTheOrder) {

@@ -123,6 +123,29 @@ TEST(DecomposeModes, AModeThatBreaksItsChildIsKeptAsAnErrorBesideTheOthers) {
     EXPECT_NE(p.out.find("mode 'broken': 1 of 1 run(s) failed"), std::string::npos) << p.out;
 }
 
+// The pinned tree reads neither GGML_HEXAGON_OPMASK nor GGML_HEXAGON_OPSTAGE: a mode that sets
+// one runs the same build as the baseline, and the run says so (a warning line and the
+// document's warning) instead of printing its noise as a queue share. A variable it reads
+// (GGML_CPU_DISABLE_FUSION) draws no warning.
+TEST(DecomposeModes, AVariableNoBackendReadsIsAWarning) {
+    TempDir t;
+    const std::string out = t.file("modes.json");
+    Proc p = run_sb({"decompose", "-m", tiny_model(), "-p", "16", "-n", "2", "-t", "1", "-r", "1",
+                     "--mode", "base=GGML_CPU_DISABLE_FUSION=0", "--mode",
+                     "queue=GGML_HEXAGON_OPSTAGE=1", "--out", out, "-q"});
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    EXPECT_NE(p.err.find("stagebench: warning: GGML_HEXAGON_OPSTAGE is read by no backend of "
+                         "this build's llama.cpp"),
+              std::string::npos)
+        << p.err;
+    EXPECT_EQ(p.err.find("GGML_CPU_DISABLE_FUSION is read by no"), std::string::npos) << p.err;
+    int warned = 0;
+    const json doc = json::parse(read_file(out));
+    for (const auto& w : doc["warnings"])
+        warned += w["code"] == "mode_variable_not_read";
+    EXPECT_EQ(warned, 1);
+}
+
 TEST(DecomposeModes, BadModeSyntaxIsOneLineAndExit2) {
     for (const std::vector<std::string>& modes :
          {std::vector<std::string>{"--mode", "a=NOVALUE", "--mode", "b="},
