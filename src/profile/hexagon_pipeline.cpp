@@ -124,17 +124,43 @@ std::vector<NpuPipeline> npu_pipelines(const HexagonImport& imp, const StageSpli
         }
     }
 
+    // An event without a batch line takes the stage of its session's record before it; events
+    // come in runs after the same record, so each position is looked up once.
+    std::map<std::pair<std::string, std::size_t>, std::string> before_cache;
+    auto stage_before = [&](const std::string& device, std::size_t at) -> const std::string& {
+        auto [it, fresh] = before_cache.try_emplace({device, at});
+        if (fresh)
+            it->second = stage_near(imp, sp, device, at, false);
+        return it->second;
+    };
+    // The session's clock in the stage (the median of its ops' mhz), for batches without one.
+    std::map<std::string, std::optional<double>> op_clock;
+    auto clock_of = [&](const std::string& device) {
+        auto [it, fresh] = op_clock.try_emplace(device);
+        if (fresh) {
+            std::vector<double> m;
+            for (std::size_t i = 0; i < imp.records.size(); ++i)
+                if (sp.stage[i] == stage && imp.records[i].backend == device &&
+                    imp.records[i].mhz && *imp.records[i].mhz > 0)
+                    m.push_back(*imp.records[i].mhz);
+            it->second = percentile(m, 0.5);
+        }
+        return it->second;
+    };
+
     // The trace events of the stage, grouped by batch (or by session where the log has no
     // batch lines), then paired per thread, event and info.
-    std::map<std::pair<std::string, int>, std::vector<const HexagonTraceEvent*>> groups;
+    std::map<std::pair<std::string, long>, std::vector<const HexagonTraceEvent*>> groups;
     for (const auto& e : imp.events) {
-        const std::string st = e.batch >= 0
-                                   ? batch_stage[static_cast<std::size_t>(e.batch)]
-                                   : stage_near(imp, sp, e.device, e.records_before, false);
+        const std::string st = e.batch >= 0 ? batch_stage[static_cast<std::size_t>(e.batch)]
+                                            : stage_before(e.device, e.records_before);
         if (st != stage)
             continue;
         session(e.device).p.n_events++;
-        groups[{e.device, e.batch}].push_back(&e);
+        // Without a batch line, the events after one record are a group of their own: the
+        // counter is unwrapped within a group, and a whole log spans more than 2^31 cycles.
+        const long key = e.batch >= 0 ? e.batch : -1 - static_cast<long>(e.records_before);
+        groups[{e.device, key}].push_back(&e);
     }
     for (const auto& [key, events] : groups) {
         SessionAcc& s = acc[key.first];
@@ -148,14 +174,8 @@ std::vector<NpuPipeline> npu_pipelines(const HexagonImport& imp, const StageSpli
             if (b.start)
                 ref = static_cast<uint32_t>(*b.start);
         }
-        if (!mhz) {
-            std::vector<double> m;
-            for (std::size_t i = 0; i < imp.records.size(); ++i)
-                if (sp.stage[i] == stage && imp.records[i].backend == key.first &&
-                    imp.records[i].mhz && *imp.records[i].mhz > 0)
-                    m.push_back(*imp.records[i].mhz);
-            mhz = percentile(m, 0.5);
-        }
+        if (!mhz)
+            mhz = clock_of(key.first);
         if (!mhz) {
             s.p.n_no_clock += static_cast<int>(events.size());
             continue;

@@ -129,11 +129,11 @@ void npu_pipeline_table(const NpuPipeline& p, std::ostream& out) {
     std::string line;
     auto add = [&](const std::string& x) { line += (line.empty() ? "" : " · ") + x; };
     if (p.host_batch_ns)
-        add("host batch " + ms(p.host_batch_ns) + " ms");
+        add("host batch " + ms(p.host_batch_ns));
     if (p.npu_batch_ns)
-        add("NPU batch " + ms(p.npu_batch_ns) + " ms");
+        add("NPU batch " + ms(p.npu_batch_ns));
     if (p.ops_ns)
-        add("ops " + ms(p.ops_ns) + " ms");
+        add("ops " + ms(p.ops_ns));
     add(std::to_string(p.n_batches) + " batch(es)");
     if (p.n_events > 0)
         add(std::to_string(p.n_events) + " trace events" +
@@ -142,11 +142,11 @@ void npu_pipeline_table(const NpuPipeline& p, std::ostream& out) {
             (p.n_no_clock > 0 ? " (" + std::to_string(p.n_no_clock) + " without a clock)"
                               : std::string()));
     if (p.traced_busy_ns)
-        add("any event on any thread " + ms(p.traced_busy_ns) + " ms");
+        add("any event on any thread " + ms(p.traced_busy_ns));
     out << line << "\n\n";
     if (p.parts.empty())
         return;
-    out << "| part | ms | share of " << (p.envelope.empty() ? "-" : p.envelope)
+    out << "| part | time | share of " << (p.envelope.empty() ? "-" : p.envelope)
         << " | from |\n| --- | ---: | ---: | --- |\n";
     for (const auto& part : p.parts) {
         std::string name = part.name;

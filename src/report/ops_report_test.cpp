@@ -70,6 +70,32 @@ TEST(OpsReport, MarkdownHasAStageSectionAndTheByOpTable) {
     EXPECT_NE(s.find("| MUL_MAT | 1 | 1.23 | 2.00 | 1.6x |"), std::string::npos) << s;
 }
 
+// An imported NPU profile's pipeline: one table per session, each time once with its unit.
+TEST(OpsReport, MarkdownHasTheNpuPipelineOfEachSession) {
+    OpsProfile p = profile();
+    NpuPipeline pipe;
+    pipe.device = "HTP0";
+    pipe.n_batches = 2;
+    pipe.npu_batch_ns = 100e3;
+    pipe.ops_ns = 90e3;
+    pipe.envelope = "NPU batch";
+    pipe.envelope_ns = 100e3;
+    pipe.n_events = 10;
+    pipe.parts = {{"activation_quantization", 15e3, 0.15, "HVX_A_QUANT+HVX_A_PREP"}};
+    p.stages[0].npu_pipeline = {pipe};
+    std::ostringstream out;
+    write_ops_markdown(p, out);
+    const std::string s = out.str();
+    EXPECT_NE(s.find("### The NPU's pipeline, from its own profile (HTP0)\n\nNPU batch 0.100 ms · "
+                     "ops 0.090 ms · 2 batch(es) · 10 trace events\n"),
+              std::string::npos)
+        << s;
+    EXPECT_NE(s.find("| part | time | share of NPU batch | from |"), std::string::npos) << s;
+    EXPECT_NE(s.find("| activation quantization | 0.015 ms | 15.0 % | HVX_A_QUANT+HVX_A_PREP |"),
+              std::string::npos)
+        << s;
+}
+
 // The weights' pages in one sentence, whatever the load found; nothing when not asked.
 TEST(OpsReport, MarkdownSaysWhatTheLoadDidToTheWeightsPages) {
     auto md = [](std::optional<HugePagesRecord> h) {
