@@ -169,9 +169,9 @@ class Fleet {
                                     : std::string("already in the store: skipped"));
                 ++summary_.skipped;
             }
-        each([this](Job& j) { prepare(j); });
+        each("preparing the device", [this](Job& j) { prepare(j); });
         check_versions();
-        each([this](Job& j) { measure(j); });
+        each("measuring", [this](Job& j) { measure(j); });
         return summary_;
     }
 
@@ -199,8 +199,10 @@ class Fleet {
         log_ << "[" << j.spec.name << "] " << msg << "\n" << std::flush;
     }
 
-    // f on every job not skipped or failed, o_.parallel at once.
-    void each(const std::function<void(Job&)>& f) {
+    // f on every job not skipped or failed, o_.parallel at once. A job that fails after Ctrl-C
+    // is recorded as interrupted during what (a version probe killed by the signal is not a
+    // device whose stagebench "does not run").
+    void each(const std::string& what, const std::function<void(Job&)>& f) {
         std::atomic<std::size_t> next{0};
         auto worker = [&] {
             for (std::size_t k; (k = next++) < jobs_.size();) {
@@ -210,9 +212,13 @@ class Fleet {
                 try {
                     f(j);
                 } catch (const Error& e) {
-                    fail(j, e.what(), error_kind_name(e.kind()));
+                    if (interrupt_requested())
+                        fail(j, "interrupted (Ctrl-C) while " + what, "interrupted");
+                    else
+                        fail(j, e.what(), error_kind_name(e.kind()));
                 } catch (const std::exception& e) {
-                    fail(j, e.what(), "runtime");
+                    fail(j, interrupt_requested() ? "interrupted (Ctrl-C) while " + what : e.what(),
+                         interrupt_requested() ? "interrupted" : "runtime");
                 }
             }
         };
@@ -560,7 +566,7 @@ class Fleet {
   public:
     std::vector<FleetRpcEndpoint> rpc_up(int base_port) {
         select();
-        each([this](Job& j) { prepare(j); });
+        each("preparing the device", [this](Job& j) { prepare(j); });
         check_versions();
         std::vector<FleetRpcEndpoint> out;
         for (std::size_t k = 0; k < jobs_.size(); ++k) {
@@ -579,7 +585,7 @@ class Fleet {
     int rpc_down() {
         select();
         int stopped = 0;
-        each([&](Job& j) {
+        each("stopping its rpc-server", [&](Job& j) {
             const std::string pidfile = j.workdir + "/rpc-server.pid";
             auto r = sh(j, "test -f " + shell_quote(pidfile) + " && kill $(cat " +
                                shell_quote(pidfile) + ") && rm -f " + shell_quote(pidfile));
@@ -656,7 +662,11 @@ class Fleet {
                 }
                 break;
             }
-            if (waited >= timeout || interrupt_requested()) {
+            // Ctrl-C while cooling: the command is not started ("ran anyway" would measure
+            // after the user asked to stop).
+            if (interrupt_requested())
+                throw runtime_error(j.spec.name + ": interrupted while cooling");
+            if (waited >= timeout) {
                 timed_out = true;
                 const std::string w =
                     fmt::format("still {:.1f} C after {:.0f} s, above --cool-to {:g}C: ran anyway",
@@ -668,7 +678,8 @@ class Fleet {
             if (k % 6 == 0)
                 say(j, fmt::format("cooling: {:.1f} C, waiting for {:g} C", *s.hottest_c,
                                    *g.cool_to_c));
-            std::this_thread::sleep_for(std::chrono::seconds(5));
+            for (int w = 0; w < 50 && !interrupt_requested(); ++w)  // 5 s, Ctrl-C answered
+                std::this_thread::sleep_for(std::chrono::milliseconds(100));
         }
         const double waited =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -447,5 +447,48 @@ TEST(Fleet, BadInputIsOneLineAndExitTwo) {
     }
 }
 
+// Ctrl-C while the fleet prepares its devices, before the first one measures: nothing is
+// measured, and the exit is 1 (not everything asked for was done), never 0. The device's
+// stagebench is a wrapper whose `version` probe (the preparation) holds it a few seconds and
+// leaves a mark; a `run` leaves another.
+TEST(Fleet, CtrlCBeforeTheFirstDeviceMeasuresIsExitOneAndRunsNothing) {
+    TempDir t;
+    const std::string wrapper = t.file("sb-slow");
+    write(wrapper,
+          "#!/bin/sh\n"
+          "if [ \"$1\" = version ]; then touch '" +
+              t.file("probed") +
+              "'; sleep 4; fi\n"
+              "if [ \"$1\" = run ]; then touch '" +
+              t.file("ran") + "'; fi\nexec '" + stagebench_bin() + "' \"$@\"\n");
+    fs::permissions(wrapper, fs::perms::owner_all);
+    write(t.file("here.toml"),
+          "[[device]]\nname = \"here\"\ntransport = \"local\"\n"
+          "stagebench = \"" +
+              wrapper + "\"\n");
+    std::vector<std::string> argv = {
+        stagebench_bin(), "fleet",           "run", "--hosts", t.file("here.toml"),
+        "--db",           t.file("f.sqlite")};
+    for (const auto& w : kCommand)
+        argv.push_back(w.empty() ? tiny_model() : w);
+    const pid_t pid = spawn_bg(argv, t.file("log"));
+    const bool probed = [&] {
+        for (int i = 0; i < 600 && !fs::exists(t.file("probed")); ++i)
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        return fs::exists(t.file("probed"));
+    }();
+    const int rc = signal_and_wait(pid, SIGINT, 60);
+    ASSERT_TRUE(probed) << read_file(t.file("log.err"));
+    EXPECT_EQ(rc, 1) << read_file(t.file("log.err"));
+    EXPECT_FALSE(fs::exists(t.file("ran"))) << "nothing is measured after Ctrl-C";
+    EXPECT_NE(read_file(t.file("log.err")).find("fleet: interrupted"), std::string::npos)
+        << read_file(t.file("log.err"));
+    // The store says what happened: an interruption, not a device whose stagebench does not run.
+    const json rows = store_rows(t.file("f.sqlite"), "here");
+    ASSERT_EQ(rows.size(), 1u) << rows.dump();
+    EXPECT_EQ(rows[0]["status"], "failed");
+    EXPECT_EQ(rows[0]["what"], "interrupted (Ctrl-C) while preparing the device") << rows.dump();
+}
+
 }  // namespace
 #endif
