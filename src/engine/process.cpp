@@ -82,7 +82,8 @@ ChildProcess ChildProcess::spawn(const std::vector<std::string>& argv,
     return p;
 }
 
-ChildProcess::ChildProcess(ChildProcess&& o) noexcept : pid_(o.pid_) {
+ChildProcess::ChildProcess(ChildProcess&& o) noexcept
+    : pid_(o.pid_), ended_how_(std::move(o.ended_how_)) {
     o.pid_ = -1;
 }
 
@@ -90,6 +91,7 @@ ChildProcess& ChildProcess::operator=(ChildProcess&& o) noexcept {
     if (this != &o) {
         stop();
         pid_ = o.pid_;
+        ended_how_ = std::move(o.ended_how_);
         o.pid_ = -1;
     }
     return *this;
@@ -105,6 +107,22 @@ bool ChildProcess::running() {
     int status = 0;
     if (waitpid(pid_, &status, WNOHANG) == pid_) {
         pid_ = -1;
+        if (WIFEXITED(status))
+            ended_how_ = "exited with status " + std::to_string(WEXITSTATUS(status));
+        else if (WIFSIGNALED(status)) {
+            const int sig = WTERMSIG(status);
+            const char* name = sig == SIGABRT   ? "ABRT"
+                               : sig == SIGSEGV ? "SEGV"
+                               : sig == SIGBUS  ? "BUS"
+                               : sig == SIGILL  ? "ILL"
+                               : sig == SIGFPE  ? "FPE"
+                               : sig == SIGKILL ? "KILL"
+                               : sig == SIGTERM ? "TERM"
+                               : sig == SIGINT  ? "INT"
+                                                : nullptr;
+            ended_how_ = "killed by signal " + std::to_string(WTERMSIG(status)) +
+                         (name ? std::string(" (SIG") + name + ")" : std::string());
+        }
         return false;
     }
     return true;

@@ -29,11 +29,15 @@ class ChildProcess {
 
     pid_t pid() const { return pid_; }
     bool running();
+    // How it ended, once running() saw it end: "exited with status 1", "killed by signal 6
+    // (SIGABRT)"; "" while it runs or when stop() ended it.
+    const std::string& ended_how() const { return ended_how_; }
     // SIGTERM, SIGKILL after 2 s; returns within about 5 s.
     void stop();
 
   private:
     pid_t pid_ = -1;
+    std::string ended_how_;
 };
 
 // A TCP port on 127.0.0.1 that was free a moment ago.

@@ -863,9 +863,35 @@ RunResult run_explain(const ExplainOptions& o, RunEnv env) {
     } catch (const Error& e) {
         s.notes.push_back(std::string("the server's warm-up request failed: ") + e.what());
     }
+    // The server levels against a server stagebench started that has since stopped (an abort,
+    // a crash): the run's error says so, and why, where a request would only say "cannot
+    // connect"; no request is sent to it again.
+    auto measure = [&](const ExplainMeasure& m, int round) {
+        const bool at_server = m.level != "ops" && m.level != "graph" && m.level != "generation";
+        if (!at_server || !srv.managed)
+            return levels.measure(m, round);
+        if (auto why = srv.managed->ended()) {
+            ExplainRun r;
+            r.error = *why;
+            return r;
+        }
+        ExplainRun r;
+        try {
+            r = levels.measure(m, round);
+        } catch (const std::exception&) {
+            if (auto why = srv.managed->ended()) {
+                r.error = *why;
+                return r;
+            }
+            throw;
+        }
+        if (r.error)
+            if (auto why = srv.managed->ended())
+                r.error = *why;
+        return r;
+    };
     const int code = run_explain_rounds(
-        s, [&](const ExplainMeasure& m, int round) { return levels.measure(m, round); },
-        [&] { ctx.save(); }, env.err, o.progress);
+        s, measure, [&] { ctx.save(); }, env.err, o.progress);
     if (s.interrupted)
         doc.warnings.push_back({"interrupted",
                                 "interrupted (Ctrl-C) before every round ran: the levels' times "

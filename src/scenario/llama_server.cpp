@@ -45,7 +45,11 @@ bool debugger_noise(const std::string& line) {
 
 }  // namespace
 
-std::string startup_failure(const std::string& log_path) {
+namespace {
+
+// startup_failure's reading; nullopt when no line names an error, failure or abort (and
+// with_last is false).
+std::optional<std::string> failure_in_log(const std::string& log_path, bool with_last) {
     // The first line that names an error says why (llama.cpp logs the reason first, then the
     // callers that gave up: "failed to load model", "exiting due to model loading error"); else
     // the first failed assertion or abort (GGML_ASSERT(...) failed); else the last line that is
@@ -64,6 +68,8 @@ std::string startup_failure(const std::string& log_path) {
              l.find("failed") != std::string::npos || l.find("abort") != std::string::npos))
             first_failed = line;
     }
+    if (!with_last && first_error.empty() && first_failed.empty())
+        return std::nullopt;
     std::string why = !first_error.empty() ? llama_reason(first_error)
                       : !first_failed.empty()
                           ? llama_reason(strip_source_location(llama_text_line(first_failed)))
@@ -71,6 +77,12 @@ std::string startup_failure(const std::string& log_path) {
     if (why.size() > 300)
         why = utf8_prefix(why, 297) + "...";
     return why.empty() ? "it printed nothing" : why;
+}
+
+}  // namespace
+
+std::string startup_failure(const std::string& log_path) {
+    return *failure_in_log(log_path, true);
 }
 
 LlamaServer::LlamaServer(const LlamaServerSpec& s,
@@ -99,6 +111,7 @@ LlamaServer::LlamaServer(const LlamaServerSpec& s,
     if (progress)
         progress("starting llama-server on 127.0.0.1:" + std::to_string(port) + " (log " + log_ +
                  ")");
+    extra_args_ = s.extra_args;
     proc_ = ChildProcess::spawn(argv, log_);
     url_ = "http://127.0.0.1:" + std::to_string(port);
     const int64_t wait_ms = std::max<int64_t>(120000, static_cast<int64_t>(s.timeout_s * 1000));
@@ -144,6 +157,19 @@ LlamaServer::LlamaServer(const LlamaServerSpec& s,
     eo.banned_tokens = s.banned_tokens;
     engine_ = std::make_unique<HttpEngine>(eo);
     engine_->connect();
+}
+
+std::optional<std::string> LlamaServer::ended() {
+    if (proc_.running())
+        return std::nullopt;
+    keep_log_ = true;
+    const std::string how = proc_.ended_how().empty() ? "ended" : proc_.ended_how();
+    // Its last line is whatever it was doing (a slot's progress): a reason only where a line
+    // names one.
+    const auto why = failure_in_log(log_, false);
+    return "the llama-server stagebench started has stopped (" + how + ")" +
+           (why ? ": " + redact_api_keys(*why, extra_args_) : "; its log names no reason") +
+           " (log " + log_ + ")";
 }
 
 LlamaServer::~LlamaServer() {

@@ -4,6 +4,7 @@
 // temporary folder (kept, and named in the error, when it fails), stopped when this goes out of
 // scope.
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,11 +48,17 @@ class LlamaServer {
     LlamaServer& operator=(const LlamaServer&) = delete;
     const std::string& url() const { return url_; }
     HttpEngine& engine() { return *engine_; }
-    // Its log (stdout and stderr), removed with this object unless it failed to start.
+    // Its log (stdout and stderr), removed with this object unless it failed to start or
+    // ended by itself.
     const std::string& log_path() const { return log_; }
+    // Once it has ended by itself (crashed, aborted, killed): one line saying so, how, the
+    // reason from its log (startup_failure) and the log's path, which is then kept; nullopt
+    // while it runs. Requests to a dead server fail with "cannot connect": this says why.
+    std::optional<std::string> ended();
 
   private:
     std::string url_, log_;
+    std::vector<std::string> extra_args_;  // to redact what its log quotes of them
     bool keep_log_ = false;
     ChildProcess proc_;
     std::unique_ptr<HttpEngine> engine_;

@@ -504,10 +504,23 @@ void finish_point(PointRun& r, RunContext& run, const std::string& stage, int64_
         p.client_cpu_pct = 100 * cpu_s / wall;
     if (!p.requests.empty())
         p.client_cpu_ms_per_request = cpu_s * 1e3 / static_cast<double>(p.requests.size());
-    for (const auto& q : p.requests)
-        if (q.error && !q.interrupted)
-            run.note(fmt::format("serve {} {:g}: request {} failed: {}", p.mode, p.value, q.index,
-                                 *q.error));
+    // A server stagebench started that has stopped (an abort, a crash) failed the requests:
+    // they say so and why, not "cannot connect", in one line.
+    const std::optional<std::string> ended =
+        r.server.managed ? r.server.managed->ended() : std::nullopt;
+    int n_failed = 0;
+    for (auto& q : p.requests)
+        if (q.error && !q.interrupted) {
+            ++n_failed;
+            if (ended)
+                q.error = *ended;
+            else
+                run.note(fmt::format("serve {} {:g}: request {} failed: {}", p.mode, p.value,
+                                     q.index, *q.error));
+        }
+    if (ended && n_failed > 0)
+        run.note(fmt::format("serve {} {:g}: {} request(s) failed: {}", p.mode, p.value, n_failed,
+                             *ended));
     summarize_point(p, r.o.slo_ms, r.o.bootstrap_resamples, r.o.seed);
     if (Sampler* tel = run.sampler()) {
         const auto st = tel->stage_summaries(stage);
@@ -683,6 +696,9 @@ RunResult run_serve(const ServeOptions& o, RunEnv env) {
         if (!p)
             break;
         failed = failed || p->errors > 0;
+        // The server stagebench started has stopped: no further point is sent to it.
+        const bool server_ended = server.managed && server.managed->ended();
+        failed = failed || server_ended;
         if (p->client_cpu_pct && *p->client_cpu_pct > 50)
             run.doc().warnings.push_back(
                 {"serve_client_cpu",
@@ -699,6 +715,8 @@ RunResult run_serve(const ServeOptions& o, RunEnv env) {
             if (tel)
                 doc.telemetry = tel->record();
         });
+        if (server_ended)
+            break;
     }
     run.update([&](ResultDocument& doc) {
         doc.serve = serve_section(o, about, notes, points, interrupt_requested());

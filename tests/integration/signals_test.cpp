@@ -194,6 +194,94 @@ TEST(Signals, SigkillOfStagebenchLeavesNoLlamaServerBehind) {
     s.expect_no_orphan();
 }
 
+// The llama-server explain started aborts mid-run (SIGABRT, as llama.cpp's GGML_ABORT ends
+// it): the server levels' runs after it say that it stopped, how, and where its log is, not
+// "cannot connect"; no request is sent to it again, the other levels go on, the document
+// keeps it all, exit 1, and nothing is left running.
+TEST(Signals, AnAbortedExplainServerIsNamedInItsLevelsErrors) {
+    TempDir t;
+    const std::string model = marked_model(t);
+    const std::string out = t.file("explain.json");
+    pid_t pid = spawn_bg({stagebench_bin(), "explain", "-m", model, "-p", "48", "-n", "4", "-r",
+                          "3", "--no-ops", "-t", "1", "--out", out},
+                         t.file("log"));
+    const bool serving = wait_for([&] { return stderr_has(t, "round 1/3:"); }, 120);
+    const std::vector<pid_t> servers = processes_with(model, pid);
+    if (!serving || servers.empty()) {
+        kill(pid, SIGKILL);
+        wait_exit(pid, 10);
+        kill_all(processes_with(model));
+        FAIL() << read_file(t.file("log.err"));
+    }
+    for (pid_t s : servers)
+        kill(s, SIGABRT);
+    const int rc = wait_exit(pid, 300);
+    EXPECT_EQ(rc, 1) << read_file(t.file("log.err"));
+    const json doc = json::parse(read_file(out));
+    int stopped = 0, unexplained = 0;
+    for (const auto& m : doc["explain"]["measures"])
+        for (const auto& r : m["runs"]) {
+            if (!r["error"].is_string())
+                continue;
+            const std::string e = r["error"];
+            if (e.find("the llama-server stagebench started has stopped (killed by signal 6 "
+                       "(SIGABRT))") != std::string::npos &&
+                e.find("(log /") != std::string::npos)
+                ++stopped;
+            else
+                ++unexplained;
+            EXPECT_EQ(m["level"], "server") << e;
+        }
+    EXPECT_GE(stopped, 2) << "at least the server's runs of rounds 2 and 3";
+    EXPECT_EQ(unexplained, 0) << read_file(t.file("log.err"));
+    EXPECT_TRUE(processes_with(model).empty());
+    kill_all(processes_with(model));
+}
+
+// The same for `serve -m`: the point's failed requests are one line that names the stopped
+// server (not a "cannot connect" line per request), their errors in the document say it, and
+// no further point is sent.
+TEST(Signals, AnAbortedServeServerIsOneLineAndEndsTheSweep) {
+    TempDir t;
+    const std::string model = marked_model(t);
+    const std::string out = t.file("serve.json");
+    pid_t pid = spawn_bg({stagebench_bin(), "serve", "-m", model, "--concurrency", "1,2",
+                          "--requests", "200", "-p", "32", "-n", "16", "--out", out},
+                         t.file("log"));
+    const bool serving =
+        wait_for([&] { return stderr_has(t, "serve concurrency 1: 200 requests"); }, 120);
+    const std::vector<pid_t> servers = processes_with(model, pid);
+    if (!serving || servers.empty()) {
+        kill(pid, SIGKILL);
+        wait_exit(pid, 10);
+        kill_all(processes_with(model));
+        FAIL() << read_file(t.file("log.err"));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    for (pid_t s : servers)
+        kill(s, SIGABRT);
+    EXPECT_EQ(wait_exit(pid, 300), 1) << read_file(t.file("log.err"));
+    const std::string err = read_file(t.file("log.err"));
+    EXPECT_EQ(err.find("cannot connect"), std::string::npos) << err;
+    EXPECT_NE(err.find("request(s) failed: the llama-server stagebench started has stopped "
+                       "(killed by signal 6 (SIGABRT))"),
+              std::string::npos)
+        << err;
+    EXPECT_EQ(err.find("serve concurrency 2"), std::string::npos) << err;
+    const json doc = json::parse(read_file(out));
+    ASSERT_EQ(doc["serve"]["points"].size(), 1u) << doc["serve"].dump().substr(0, 500);
+    int stopped = 0;
+    for (const auto& q : doc["serve"]["points"][0]["requests"])
+        if (q["error"].is_string()) {
+            EXPECT_NE(q["error"].get<std::string>().find("has stopped"), std::string::npos)
+                << q["error"];
+            ++stopped;
+        }
+    EXPECT_GT(stopped, 0);
+    EXPECT_TRUE(processes_with(model).empty());
+    kill_all(processes_with(model));
+}
+
 // decompose --mode's runs are children run to completion (core/subprocess.hpp): in a process
 // group of their own, which a Ctrl-C at the terminal does not reach, yet killed with stagebench.
 TEST(Signals, SigkillOfStagebenchLeavesNoDecomposeModeRunBehind) {
