@@ -2,11 +2,14 @@
 // models, and the XML read back by a real JUnit consumer, Debian's python3-junitparser
 // (tests/integration/junit_read.py under /usr/bin/python3; scripts/setup-deps.sh installs it).
 #include <gtest/gtest.h>
+#include <signal.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "cli_harness.hpp"
 
@@ -157,6 +160,68 @@ TEST(Junit, AFailedTestKeepsItsErrorAndTheOthersTheirFigures) {
     EXPECT_NE(failed["results"][0]["message"].get<std::string>().find(bad), std::string::npos)
         << failed;
     EXPECT_EQ(failed["properties"].count("prefill_tokens_per_s_mean"), 0u);
+}
+
+// llama.cpp stops the process in the middle of a sweep (its RPC server killed): the last word
+// writes the JUnit file with the test that ended and the one that was running, in error.
+TEST(Junit, WrittenByTheLastWordWhenLlamaCppStopsTheProcess) {
+    TempDir t;
+    RpcServer server(t);
+    ASSERT_TRUE(server.ready);
+    const std::string out = t.file("r.json"), xml = t.file("junit.xml");
+    const pid_t run = spawn_bg({stagebench_bin(),
+                                "run",
+                                "-m",
+                                tiny_model(),
+                                "-p",
+                                "16,32",
+                                "-n",
+                                "256",
+                                "-r",
+                                "3",
+                                "--rpc",
+                                server.endpoint(),
+                                "--device",
+                                "RPC0",
+                                "--membw",
+                                "off",
+                                "--idle",
+                                "0",
+                                "--out",
+                                out,
+                                "--junit",
+                                xml,
+                                "-q"},
+                               t.file("run.log"));
+    bool first_done = false;
+    for (int i = 0; i < 15000 && !first_done; ++i) {
+        try {
+            first_done = json::parse(read_file(out))["tests"].size() == 1;
+        } catch (...) {
+        }
+        if (!first_done)
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (!first_done)
+        kill(run, SIGKILL);
+    ASSERT_TRUE(first_done) << "the first test did not end within 5 minutes";
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    server.stop(SIGKILL);
+    const int rc = wait_exit(run, 120);
+    const std::string err = read_file(t.file("run.log.err"));
+    EXPECT_EQ(rc, 1) << err;
+    const json j = junit(xml);
+    ASSERT_EQ(j["suites"].size(), 1u) << err;
+    const json& s = j["suites"][0];
+    ASSERT_EQ(s["tests"], 2) << s;
+    EXPECT_EQ(s["errors"], 1) << s;
+    EXPECT_TRUE(s["cases"][0]["results"].empty()) << s["cases"][0];
+    EXPECT_GT(number(s["cases"][0], "prefill_tokens_per_s_mean"), 0);
+    ASSERT_EQ(s["cases"][1]["results"].size(), 1u) << s["cases"][1];
+    EXPECT_EQ(s["cases"][1]["results"][0]["kind"], "error");
+    EXPECT_NE(s["cases"][1]["results"][0]["message"].get<std::string>().find("llama.cpp"),
+              std::string::npos)
+        << s["cases"][1];
 }
 
 TEST(Junit, SustainedRoundsAndTheVerdict) {
