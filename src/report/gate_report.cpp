@@ -39,7 +39,8 @@ std::string gate_check_text(const GateCheck& c, double threshold) {
     if (c.verdict == "inconclusive")
         return fmt::format("inconclusive: the 95% CI {} straddles {:.3f}", ci, limit);
     if (c.verdict == "passed")
-        return fmt::format("passed: the 95% CI {} is within {:.3f}", ci, limit);
+        return fmt::format("passed: the 95% CI {} lies at or {} {:.3f}", ci,
+                           c.higher_is_better ? "above" : "below", limit);
     return "no interval: not decided";
 }
 

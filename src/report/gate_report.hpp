@@ -18,8 +18,9 @@ double gate_limit(const GateCheck& c, double threshold);
 // inconclusive)".
 std::string gate_summary(const CompareGate& g);
 
-// "failed: B/A's 95% CI [0.598, 0.640] lies wholly below 0.952", "passed", "inconclusive: the
-// 95% CI [0.940, 1.010] straddles 0.952", "no interval: not decided".
+// "failed: B/A's 95% CI [0.598, 0.640] lies wholly below 0.952", "passed: the 95% CI [0.990,
+// 1.020] lies at or above 0.952", "inconclusive: the 95% CI [0.940, 1.010] straddles 0.952",
+// "no interval: not decided".
 std::string gate_check_text(const GateCheck& c, double threshold);
 
 // Nothing when gates is empty.
