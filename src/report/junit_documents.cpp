@@ -20,7 +20,8 @@ const std::set<std::string> kConfigFields = {"model_path", "devices",  "n_thread
                                              "n_batch",    "n_ubatch", "n_depth",   "flash_attn",
                                              "type_k",     "type_v"};
 // Fields that are the row's identity or outcome, said elsewhere in the case.
-const std::set<std::string> kIdentityFields = {"test", "stage_test", "stage", "status", "error"};
+const std::set<std::string> kIdentityFields = {"test",   "stage_test", "stage",
+                                               "status", "error",      "reps"};
 
 std::optional<std::string> value_text(const FieldValue& v) {
     if (const auto* s = std::get_if<std::string>(&v))
@@ -433,7 +434,9 @@ JunitReport junit_of_fleet(const std::string& fleet, const std::vector<FleetJuni
             add_document(one, *d.doc, name);
             for (auto& s : one.suites)
                 for (auto& c : s.cases)
-                    c.classname = "stagebench.fleet." + d.run.device + "." + c.classname;
+                    // "stagebench.run" -> "stagebench.fleet.DEVICE.run"
+                    c.classname = "stagebench.fleet." + d.run.device + "." +
+                                  c.classname.substr(std::string("stagebench.").size());
         } else {
             one.suites.push_back(JunitSuite{name, d.run.started_at, "", {}, {}, ""});
         }
