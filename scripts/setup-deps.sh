@@ -22,6 +22,9 @@ pkgs=(
   # CPU that the tests run the module on. (Its Vulkan-Hpp headers come from the next Debian
   # release's libvulkan-dev, fetched into the cache by gpu-module.sh.)
   libvulkan-dev glslc spirv-headers glslang-tools mesa-vulkan-drivers
+  # --junit's tests read the XML back with a real JUnit consumer (tests/integration/junit_read.py,
+  # run by /usr/bin/python3, where Debian's module loads).
+  python3-junitparser
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -443,15 +443,21 @@ json to_json(const CompareResult& r) {
     json alias = json::object();
     for (const auto& [k, v] : r.model_alias)
         alias[k] = v;
-    return json{{"command", "compare"},
-                {"compare_schema_version", kCompareSchemaVersion},
-                {"tool_version", r.tool_version},
-                {"created_at", r.created_at},
-                {"match", {{"fields", r.match}, {"model_alias", alias}}},
-                {"inputs", inputs},
-                {"rows", rows},
-                {"unmatched", unmatched},
-                {"notes", r.notes}};
+    json j{{"command", "compare"},
+           {"compare_schema_version", kCompareSchemaVersion},
+           {"tool_version", r.tool_version},
+           {"created_at", r.created_at},
+           {"match", {{"fields", r.match}, {"model_alias", alias}}},
+           {"inputs", inputs},
+           {"rows", rows},
+           {"unmatched", unmatched},
+           {"notes", r.notes}};
+    if (!r.gates.empty()) {
+        json& gates = j["gates"] = json::array();
+        for (const auto& g : r.gates)
+            gates.push_back(to_json(g));
+    }
+    return j;
 }
 
 void read(const JsonIn& in, CompareValue& v) {
@@ -518,7 +524,8 @@ void read(const JsonIn& in, CompareResult& r) {
         ObjectIn m(o.at("match"));
         m("fields", r.match)("model_alias", r.model_alias);
     }
-    o("inputs", r.inputs)("rows", r.rows)("unmatched", r.unmatched)("notes", r.notes);
+    o("inputs", r.inputs)("rows", r.rows)("unmatched", r.unmatched)("notes", r.notes)("gates",
+                                                                                      r.gates);
 }
 
 }  // namespace sb

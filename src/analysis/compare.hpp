@@ -20,6 +20,7 @@
 #include <variant>
 #include <vector>
 
+#include "analysis/compare_gate.hpp"
 #include "core/doc/json_in.hpp"
 #include "core/result.hpp"
 
@@ -168,6 +169,9 @@ struct CompareResult {
     std::vector<CompareUnmatched> unmatched;  // tests with no counterpart in the baseline (or,
                                               // for the baseline, in any other input)
     std::vector<std::string> notes;
+    // --fail-if-slower, --fail-if-energy: the gates over the rows (analysis/compare_gate.hpp);
+    // empty when none was asked.
+    std::vector<CompareGate> gates;
     bool operator==(const CompareResult&) const = default;
 };
 
@@ -227,8 +231,9 @@ std::string compare_signature_text(const CompareOpSignature& s);
 // "differs": {name: [value per side]}, "sides": [{"label", "median", "median_ci_low",
 // "median_ci_high", "cv", "n", "total", "robust": {"tokens_per_s", "ci_low", "ci_high",
 // "stalls", "of", "unit"}}], "ratios": [{"label", "median", "ci_low", "ci_high", "verdict"}],
-// "op", "signature": {"op", "role", "shape"}}], "unmatched": [{"label", "test"}], "notes"};
-// absent values are null.
+// "op", "signature": {"op", "role", "shape"}}], "unmatched": [{"label", "test"}], "notes"},
+// and "gates" (analysis/compare_gate.hpp to_json) only when gates were asked; absent values are
+// null.
 nlohmann::json to_json(const CompareResult& r);
 
 // The inverse (core/doc/json_in.hpp rules): read(to_json(r)) == r. "command" must be "compare"

@@ -1,11 +1,13 @@
 #include "analysis/compare_inputs.hpp"
 #include "cli/commands.hpp"
 #include "cli/flag_checks.hpp"
+#include "cli/junit_option.hpp"
 #include "core/error.hpp"
 #include "core/json_file.hpp"
 #include "core/json_util.hpp"
 #include "core/version.hpp"
 #include "report/compare_report.hpp"
+#include "report/gate_report.hpp"
 #include "report/html_report.hpp"
 #include "store/result_store.hpp"
 #include "store/store_name.hpp"
@@ -56,6 +58,7 @@ void add_compare_command(CLI::App& app, Context& ctx) {
         std::vector<std::string> operands, labels, aliases;
         std::optional<std::string> match;
         std::optional<std::string> db_path, out_path, html_path, fleet;
+        std::optional<std::string> fail_if_slower, fail_if_energy;
         OutputFormat format = OutputFormat::md;
         CompareOptions opts;
     };
@@ -89,8 +92,24 @@ void add_compare_command(CLI::App& app, Context& ctx) {
                     "server, e.g. an Ollama tag) as ALIAS (repeatable)")
         ->take_all()
         ->allow_extra_args(false);
-    cmd->callback([&ctx, a] {
+    cmd->add_option("--fail-if-slower", a->fail_if_slower,
+                    "PCT: exit 1 when a later input is slower than the baseline by more than "
+                    "PCT (e.g. 5%) with the whole 95% CI of a ratio beyond it (rates, times)");
+    cmd->add_option("--fail-if-energy", a->fail_if_energy,
+                    "PCT: exit 1 when a later input takes more energy per token (J/token) than "
+                    "the baseline by more than PCT with the whole 95% CI beyond it");
+    auto junit = std::make_shared<JunitOutput>("compare");
+    junit->add_option(cmd);
+    cmd->callback(junit->wrap([&ctx, a, junit] {
         with_documents(a->operands, [&] {
+            std::vector<GateSpec> gates;
+            if (a->fail_if_slower)
+                gates.push_back(
+                    {"fail-if-slower", parse_gate_threshold("fail-if-slower", *a->fail_if_slower)});
+            if (a->fail_if_energy)
+                gates.push_back(
+                    {"fail-if-energy", parse_gate_threshold("fail-if-energy", *a->fail_if_energy)});
+            junit->check();
             a->opts.tool_version = tool_version();
             if (a->match)
                 a->opts.match = parse_compare_match(*a->match);
@@ -106,7 +125,8 @@ void add_compare_command(CLI::App& app, Context& ctx) {
                     "compare needs two inputs or more (documents, db:ID, or "
                     "--fleet NAME with two devices or more)");
             auto inputs = load_compare_inputs(a->operands, a->db_path, a->labels);
-            const CompareResult r = compare_documents(inputs, a->opts);
+            CompareResult r = compare_documents(inputs, a->opts);
+            r.gates = evaluate_gates(r, gates);
             if (a->out_path)
                 write_text_file(*a->out_path, dump_json(to_json(r), 2) + "\n",
                                 "the compare document (--out)");
@@ -122,8 +142,13 @@ void add_compare_command(CLI::App& app, Context& ctx) {
                 write_text_file(*a->html_path, page.str(), "the report (--html)");
             }
             write_compare(ctx.out, r, a->format);
+            for (const auto& g : r.gates)
+                ctx.err << "stagebench: gate " << gate_summary(g) << "\n";
+            if (any_gate_failed(r.gates))
+                ctx.exit_code = 1;
+            junit->write(junit_of_compare(r));
         });
-    });
+    }));
 }
 
 }  // namespace sb::cli

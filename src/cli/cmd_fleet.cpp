@@ -6,6 +6,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/flag_checks.hpp"
+#include "cli/junit_option.hpp"
 #include "core/interrupt.hpp"
 #include "core/parse.hpp"
 #include "store/result_store.hpp"
@@ -18,6 +19,35 @@
 namespace sb::cli {
 
 namespace fs = std::filesystem;
+
+#ifdef SB_WITH_FLEET
+namespace {
+
+// Each device's outcome with the document it stored, read back from the store (a document the
+// store cannot give back is left out: its row still says what happened).
+std::vector<FleetJunitDevice> fleet_junit_devices(const FleetRunSummary& s,
+                                                  const std::string& db_path) {
+    std::vector<FleetJunitDevice> out;
+    std::optional<ResultStore> store;
+    try {
+        store.emplace(ResultStore::open(db_path, ResultStore::Mode::existing));
+    } catch (const Error&) {
+    }
+    for (const auto& run : s.runs) {
+        FleetJunitDevice d{run, std::nullopt};
+        if (store && run.document_id) {
+            try {
+                d.doc = store->get(*run.document_id);
+            } catch (const Error&) {
+            }
+        }
+        out.push_back(std::move(d));
+    }
+    return out;
+}
+
+}  // namespace
+#endif
 
 #ifdef SB_WITH_FLEET
 
@@ -95,7 +125,10 @@ void add_fleet_command(CLI::App& app, Context& ctx) {
     run->add_option("--only", a->only, "these devices of the inventory (a comma list)");
     run->add_option("COMMAND", a->o.command, "the measuring command and its arguments, after --")
         ->required();
-    run->callback([&ctx, a] {
+    auto junit = std::make_shared<JunitOutput>("fleet run");
+    junit->add_option(run);
+    run->callback(junit->wrap([&ctx, a, junit] {
+        junit->check();
         Inventory inv = load_inventory(a->hosts);
         a->o.db_path = a->db.empty() ? default_db(a->hosts) : a->db;
         if (!a->cool_to.empty()) {
@@ -122,7 +155,9 @@ void add_fleet_command(CLI::App& app, Context& ctx) {
                                inv.name, s.ok, s.failed, s.skipped, store);
         // Ctrl-C is never "everything asked for was done": exit 1, also before the first device.
         ctx.exit_code = s.failed > 0 || interrupt_requested() ? 1 : 0;
-    });
+        if (junit->asked())
+            junit->write(junit_of_fleet(inv.name, fleet_junit_devices(s, a->o.db_path)));
+    }));
 
     auto* rpc = fleet->add_subcommand(
         "rpc", "rpc-server on the devices, for a model split over several hosts (--rpc)");

@@ -1,4 +1,5 @@
 #include "cli/commands.hpp"
+#include "cli/junit_option.hpp"
 #include "cli/run_options.hpp"
 #include "cli/store_hook.hpp"
 #include "cli/trace_option.hpp"
@@ -21,19 +22,23 @@ void add_run_command(CLI::App& app, Context& ctx) {
     add_db_option(cmd, ctx);
     auto trace = std::make_shared<TraceArgs>();
     add_trace_option(cmd, *trace);
-    cmd->callback([&ctx, a, trace] {
+    auto junit = std::make_shared<JunitOutput>("run");
+    junit->add_option(cmd);
+    cmd->callback(junit->wrap([&ctx, a, trace, junit] {
         finish_run_args(*a);
         check_trace_path(*trace);
+        junit->check();
         ReporterListener rows(a->run.format, ctx.out);
         RunEnv env(new_document("run", ctx.argv), ctx.err);
         env.listener = &rows;
-        env.on_last_word = keep_on_stop(ctx, a->run.format == OutputFormat::json);
+        env.on_last_word =
+            junit->on_last_word(keep_on_stop(ctx, a->run.format == OutputFormat::json));
         const RunResult r = run_benchmark(a->run, std::move(env));
         // What was measured before a failure (e.g. an --out that cannot take the final
-        // document) still reaches the store; then the failure is reported.
-        finish_run(ctx, r);
+        // document) still reaches the store and the JUnit file; then the failure is reported.
+        finish_run_with_junit(ctx, r, *junit);
         write_trace_if_asked(*trace, r.doc, ctx.err);
-    });
+    }));
 }
 
 }  // namespace sb::cli

@@ -7,6 +7,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/flag_checks.hpp"
+#include "cli/junit_option.hpp"
 #include "cli/store_hook.hpp"
 #include "cli/trace_option.hpp"
 #include "core/file_io.hpp"
@@ -107,8 +108,10 @@ void add_serve_command(CLI::App& app, Context& ctx) {
     add_db_option(cmd, ctx);
     auto trace = std::make_shared<TraceArgs>();
     add_trace_option(cmd, *trace);
+    auto junit = std::make_shared<JunitOutput>("serve");
+    junit->add_option(cmd);
 
-    cmd->callback([&ctx, a, requests, trace] {
+    cmd->callback(junit->wrap([&ctx, a, requests, trace, junit] {
         a->o.api = parse_http_api(a->api);
         const auto client = parse_enum<ClientKind>(a->client);
         if (!client)
@@ -164,11 +167,12 @@ void add_serve_command(CLI::App& app, Context& ctx) {
             check_output_path(*a->out_path, "result document");
         a->o.out_path = a->out_path;
         check_trace_path(*trace);
+        junit->check();
         const RunResult r = run_serve(a->o, RunEnv(new_document("serve", ctx.argv), ctx.err));
         print_document(a->format, r.doc, ctx.out);
-        finish_run(ctx, r);
+        finish_run_with_junit(ctx, r, *junit);
         write_trace_if_asked(*trace, r.doc, ctx.err);
-    });
+    }));
 }
 
 }  // namespace sb::cli

@@ -1,5 +1,6 @@
 #include "cli/commands.hpp"
 #include "cli/flag_checks.hpp"
+#include "cli/junit_option.hpp"
 #include "cli/store_hook.hpp"
 #include "cli/trace_option.hpp"
 #include "report/reporter.hpp"
@@ -77,7 +78,9 @@ void add_sustained_command(CLI::App& app, Context& ctx) {
     cmd->add_flag("-q,--quiet", *quiet, "no progress lines");
     auto trace = std::make_shared<TraceArgs>();
     add_trace_option(cmd, *trace);
-    cmd->callback([&ctx, o, quiet, trace, t] {
+    auto junit = std::make_shared<JunitOutput>("sustained");
+    junit->add_option(cmd);
+    cmd->callback(junit->wrap([&ctx, o, quiet, trace, t, junit] {
         o->progress = !*quiet;
         o->workload.devices = DeviceSet(t->devices);
         o->telemetry.mode = enum_from_text<TelemetryMode>(t->telemetry, "--telemetry");
@@ -85,13 +88,14 @@ void add_sustained_command(CLI::App& app, Context& ctx) {
         o->http.api = parse_http_api(t->api);
         check_context(o->prompt_tokens, 0, o->max_tokens);
         check_trace_path(*trace);
+        junit->check();
         RunEnv env(new_document("sustained", ctx.argv), ctx.err);
-        env.on_last_word = keep_on_stop(ctx, o->format == OutputFormat::json);
+        env.on_last_word = junit->on_last_word(keep_on_stop(ctx, o->format == OutputFormat::json));
         const RunResult r = run_sustained(*o, std::move(env));
         print_document(o->format, r.doc, ctx.out);
-        finish_run(ctx, r);
+        finish_run_with_junit(ctx, r, *junit);
         write_trace_if_asked(*trace, r.doc, ctx.err);
-    });
+    }));
 }
 
 }  // namespace sb::cli

@@ -168,6 +168,10 @@ class Fleet {
                                                   *j->done_doc)
                                     : std::string("already in the store: skipped"));
                 ++summary_.skipped;
+                FleetRun r = row(*j);
+                r.status = "skipped";
+                r.document_id = j->done_doc;
+                summary_.runs.push_back(std::move(r));
             }
         each("preparing the device", [this](Job& j) { prepare(j); });
         check_versions();
@@ -248,6 +252,7 @@ class Fleet {
     // the wait) is said on the log, never thrown: the device's outcome is already decided.
     void record(const Job& j, const FleetRun& r) {
         std::lock_guard lk(store_mu_);
+        summary_.runs.push_back(r);
         if (!store_)
             return;
         try {

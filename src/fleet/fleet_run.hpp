@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "fleet/inventory.hpp"
+#include "store/result_store.hpp"
 
 namespace sb {
 
@@ -37,6 +38,10 @@ struct FleetRunOptions {
 
 struct FleetRunSummary {
     int ok = 0, failed = 0, skipped = 0;
+    // Every device's outcome in the order decided: the rows appended to fleet_runs (also when
+    // the store refused one), and for a device --resume skipped a row of status "skipped" with
+    // the document already stored (never appended). `fleet run --junit` reports from these.
+    std::vector<FleetRun> runs;
 };
 
 // `fleet rpc up`: on every device (after the same reach, deploy and version steps), a

@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "core/json_util.hpp"
+#include "report/gate_report.hpp"
 
 namespace sb {
 
@@ -326,6 +327,7 @@ void write_compare_markdown(std::ostream& out, const CompareResult& r) {
         for (const auto& n : r.notes)
             out << "- " << n << "\n";
     }
+    write_gates_markdown(out, r.gates);
 }
 
 void write_compare_csv(std::ostream& out, const CompareResult& r) {
