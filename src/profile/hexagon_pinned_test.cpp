@@ -337,7 +337,8 @@ TEST(HexagonPinned, ImportCommandSplitsTheKeptFixture) {
         EXPECT_EQ(static_cast<int>(s.ops.size()), want.count[s.stage]);
         EXPECT_DOUBLE_EQ(*s.rec.sum_op_ns, want.op_usec[s.stage] * 1000.0);
         EXPECT_EQ(s.n_graphs, s.stage == "prefill" ? 1 : 2);
-        EXPECT_EQ(s.n_tokens, s.stage == "prefill" ? 7 : 1);
+        // The graphs' tokens: one prompt of 7, two decode steps of one each.
+        EXPECT_EQ(s.n_tokens, s.stage == "prefill" ? 7 : 2);
     }
     EXPECT_EQ(doc.ops->stages[1].ops.back().graph, 1);  // the second decode graph
 
