@@ -151,6 +151,10 @@ struct CompareRow {
     // signature (rows of one shape only); null for other documents.
     std::optional<std::string> op;
     std::optional<CompareOpSignature> signature;
+    // Ops documents, rows of an op some side ran fused (one node, the Hexagon backend's
+    // "MUL_MAT+ADD"): which sides' values are the ops it fuses summed ("A: MUL_MAT + ADD
+    // summed"), or "one node on every side"; null for other rows.
+    std::optional<std::string> fused;
     bool operator==(const CompareRow&) const = default;
 };
 
@@ -207,8 +211,16 @@ bool is_ops_document(const ResultDocument& doc);
 // differs names the sides' devices, sources and stage n_tokens when they differ. Signatures,
 // op types and stages only one side has are listed in unmatched, with their node count and op
 // time ("decode GET_ROWS token_embd: q4_0 64×32000, i32 1 → f32 64 (1 node, 5.0 µs op)",
-// "prefill (stage)"), never dropped. r.match is {"stage", "op", "signature"}. Throws
-// sb::Error(input) naming the input when one is not an ops document, sb::Error(usage) as
+// "prefill (stage)"), never dropped. Fused ops: where one side ran ops as one node whose name
+// joins them with '+' ("MUL_MAT+ADD", "RMS_NORM+MUL"), each other side's nodes of those ops that
+// feed each other in that order (the consumer among the next 4 computing nodes of the graph,
+// taking the producer's output by name, else by shape and type) are summed into one record of
+// the fused op (the first part's inputs, then each later part's other inputs; the last part's
+// output; times summed, null where a part has none) where its signature is one the fused side
+// ran; rows of a fused op carry `fused`. Decode totals are per decode step (each side's totals
+// over its n_graphs); other stages' totals, where the sides' n_tokens differ, per token (each
+// side's totals over its n_tokens); notes say which. r.match is {"stage", "op", "signature"}.
+// Throws sb::Error(input) naming the input when one is not an ops document, sb::Error(usage) as
 // compare_documents().
 CompareResult compare_ops_documents(const std::vector<CompareInput>& inputs,
                                     const CompareOptions& opts = {});
@@ -227,7 +239,8 @@ std::string compare_signature_text(const CompareOpSignature& s);
 // "differs": {name: [value per side]}, "sides": [{"label", "median", "median_ci_low",
 // "median_ci_high", "cv", "n", "total", "robust": {"tokens_per_s", "ci_low", "ci_high",
 // "stalls", "of", "unit"}}], "ratios": [{"label", "median", "ci_low", "ci_high", "verdict"}],
-// "op", "signature": {"op", "role", "shape"}}], "unmatched": [{"label", "test"}], "notes"};
+// "op", "signature": {"op", "role", "shape"}, "fused"}], "unmatched": [{"label", "test"}],
+// "notes"};
 // absent values are null.
 nlohmann::json to_json(const CompareResult& r);
 
