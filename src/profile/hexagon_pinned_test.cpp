@@ -339,6 +339,14 @@ TEST(HexagonPinned, ImportCommandSplitsTheKeptFixture) {
         EXPECT_EQ(s.n_graphs, s.stage == "prefill" ? 1 : 2);
         // The graphs' tokens: one prompt of 7, two decode steps of one each.
         EXPECT_EQ(s.n_tokens, s.stage == "prefill" ? 7 : 2);
+        // The stage's own batches (each printed 5 µs above its ops), not the log's.
+        const double batch_usec = want.op_usec[s.stage] + 5.0 * s.n_graphs;
+        const std::string note = fmt::format(
+            "batches in this stage, per NPU session: HTP0 {} batch(es), NPU busy {:.3f} ms "
+            "(OPBATCH usec). The log holds no host time for these batches (OPBATCH lines carry "
+            "only the NPU's), so the host's wall time around them is unknown",
+            s.n_graphs, batch_usec / 1e3);
+        EXPECT_NE(std::find(s.notes.begin(), s.notes.end(), note), s.notes.end()) << note;
     }
     EXPECT_EQ(doc.ops->stages[1].ops.back().graph, 1);  // the second decode graph
 

@@ -87,16 +87,6 @@ int run_import_hexagon(const ImportOptions& o, ResultDocument& doc, std::ostream
             note += fmt::format("; line {}: {}", imp.refused[i].line, imp.refused[i].reason);
         common_notes.push_back(note);
     }
-    if (!imp.batches.empty()) {
-        double total = 0;
-        for (const auto& b : imp.batches)
-            total += b.usec;
-        const bool host = imp.batches.front().kind == "profile-batch";
-        common_notes.push_back(
-            fmt::format("{} {} line(s): {:.0f} µs in batches ({})", imp.batches.size(),
-                        imp.batches.front().kind, total,
-                        host ? "the host's batch durations" : "the NPU's batch times"));
-    }
     if (imp.n_trace > static_cast<int>(imp.events.size()))
         common_notes.push_back(
             fmt::format("{} trace-op line(s) (GGML_HEXAGON_PROFILE=3, PR 24592) counted, not read",
@@ -151,6 +141,8 @@ int run_import_hexagon(const ImportOptions& o, ResultDocument& doc, std::ostream
                                          : "--stage-of markers, else the mat-muls' token dimension",
                 s.n_graphs, s.ops.size()));
         s.npu_pipeline = npu_pipelines(imp, sp, name);
+        if (std::string note = npu_batch_note(s.npu_pipeline); !note.empty())
+            s.notes.push_back(std::move(note));
         finalize_stage(s, o.top_n);
         p.stages.push_back(std::move(s));
     }
