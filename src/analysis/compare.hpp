@@ -219,7 +219,15 @@ bool is_ops_document(const ResultDocument& doc);
 // output; times summed, null where a part has none) where its signature is one the fused side
 // ran; rows of a fused op carry `fused`. Decode totals are per decode step (each side's totals
 // over its n_graphs); other stages' totals, where the sides' n_tokens differ, per token (each
-// side's totals over its n_tokens); notes say which. r.match is {"stage", "op", "signature"}.
+// side's totals over its n_tokens); notes say which. A side's fallback rows (ops that ran off
+// its requested device, StageProfile::fallback) are priced against a side whose `requested`
+// is only the device they fell back to (the CPU-only run): one row per fallback row, metric
+// "fallback_us", test "RMS_NORM on CPU (asked BLAS)": the fallback side's total is its nodes'
+// time there (op time, else call time) plus their share of the splits (split_ns), the other's
+// the op time of the same node shapes in its run (else the op type's mean per node times the
+// node count; a note says which), scaled as the Σ rows; ratio of the totals, no CI. Where no
+// side ran there alone, a note says the row stays priced by its splits only. r.match is
+// {"stage", "op", "signature"}.
 // Throws sb::Error(input) naming the input when one is not an ops document, sb::Error(usage) as
 // compare_documents().
 CompareResult compare_ops_documents(const std::vector<CompareInput>& inputs,

@@ -452,6 +452,131 @@ std::string unmatched_text(const std::string& stage, const SignatureGroup& g) {
                        us_text(g.op_ns));
 }
 
+// A stage's fallback rows (ops that ran off the requested device) priced against a side that
+// ran on the device they fell back to alone (its `requested` that device only: the CPU-only
+// run), one row "fallback_us" per row: the fallback side's total is what its nodes took there
+// (op time, else call time) plus their share of the splits' copies and synchronisations; the
+// other's, the same op type's op time in its run, per node times the fallback's node count;
+// both scaled as the stage's Σ rows (scale). Where no side ran there alone, a note says the
+// row is priced by its splits only.
+template <class Finish>
+void add_fallback_rows(const std::string& stage, const std::vector<std::string>& labels,
+                       const std::vector<const OpsProfile*>& profiles,
+                       const std::vector<const StageProfile*>& stages,
+                       const std::vector<double>& scale, CompareResult& r, Finish&& finish) {
+    const std::size_t n_sides = labels.size();
+    for (std::size_t i = 0; i < n_sides; ++i) {
+        if (!stages[i])
+            continue;
+        for (const FallbackRow& f : stages[i]->fallback) {
+            const std::string what =
+                fmt::format("{}'s {} {} on {} (asked {})", labels[i], stage, f.op, f.backend,
+                            f.requested.empty() ? std::string("-") : f.requested);
+            std::optional<std::size_t> alone;
+            for (std::size_t j = 0; j < n_sides && !alone; ++j)
+                if (j != i && stages[j] && profiles[j]->requested.size() == 1 &&
+                    profiles[j]->requested[0] == f.backend)
+                    alone = j;
+            if (!alone) {
+                r.notes.push_back(fmt::format(
+                    "{}: priced by its splits only; no input ran on {} alone (give one: `ops` "
+                    "with --device {}) to price it against",
+                    what, f.backend, f.backend));
+                continue;
+            }
+            // The run alone's op time of the fallback's nodes: per node, the mean of its
+            // records of the node's signature (else of its op and shape); where a node's shape
+            // is not in that run, the op type's mean per node for every node.
+            double alone_ns = 0;
+            int n = 0;
+            std::map<std::string, std::pair<double, int>> by_key, by_shape;
+            for (const auto& rec : stages[*alone]->ops)
+                if (!rec.no_compute && rec.op == f.op && rec.op_ns) {
+                    alone_ns += *rec.op_ns;
+                    ++n;
+                    const CompareOpSignature sig = compare_op_signature(rec);
+                    for (auto* m : {&by_key, &by_shape}) {
+                        auto& [t, c] =
+                            (*m)[m == &by_key ? key_of(sig) : sig.op + "\x1f" + sig.shape];
+                        t += *rec.op_ns;
+                        ++c;
+                    }
+                }
+            double by_node = 0;
+            int n_nodes = 0, n_met = 0;
+            for (const auto& rec : stages[i]->ops) {
+                if (rec.no_compute || rec.op != f.op || rec.backend != f.backend)
+                    continue;
+                ++n_nodes;
+                const CompareOpSignature sig = compare_op_signature(rec);
+                const std::pair<double, int>* m = nullptr;
+                if (auto it = by_key.find(key_of(sig)); it != by_key.end())
+                    m = &it->second;
+                else if (auto it2 = by_shape.find(sig.op + "\x1f" + sig.shape);
+                         it2 != by_shape.end())
+                    m = &it2->second;
+                if (m) {
+                    by_node += m->first / m->second;
+                    ++n_met;
+                }
+            }
+            const bool same_shapes = n_nodes > 0 && n_met == n_nodes;
+            const std::optional<double> there = f.op_ns ? f.op_ns : f.call_ns;
+            if (!there || n == 0 || f.count <= 0) {
+                r.notes.push_back(fmt::format("{}: not priced against {}: {}", what, labels[*alone],
+                                              !there ? "its nodes have no time there"
+                                                     : "that run has no such op with an "
+                                                       "op time"));
+                continue;
+            }
+            CompareRow row;
+            row.stage = stage;
+            row.metric = "fallback_us";
+            row.higher_is_better = false;
+            row.test = fmt::format("{} on {} (asked {})", f.op, f.backend,
+                                   f.requested.empty() ? std::string("-") : f.requested);
+            row.key = stage + "/fallback/" + f.op + "/" + f.backend;
+            for (std::size_t s = 0; s < n_sides; ++s) {
+                CompareSide side;
+                side.label = labels[s];
+                if (s == i) {
+                    side.n = static_cast<std::size_t>(f.count);
+                    side.total = (*there + f.split_ns.value_or(0)) / 1e3 * scale[s];
+                } else if (s == *alone) {
+                    side.n = static_cast<std::size_t>(same_shapes ? n_nodes : n);
+                    side.total = (same_shapes ? by_node : alone_ns / n * f.count) / 1e3 * scale[s];
+                }
+                row.sides.push_back(side);
+            }
+            for (std::size_t s = 1; s < n_sides; ++s) {
+                CompareRatio q;
+                q.label = labels[s] + "/" + labels[0];
+                const auto& a = row.sides[s].total;
+                const auto& b = row.sides[0].total;
+                if (a && b && *b > 0) {
+                    q.median = *a / *b;
+                    q.verdict = "no CI: totals of one stage";
+                } else {
+                    q.verdict = "no data";
+                }
+                row.ratios.push_back(q);
+            }
+            r.notes.push_back(fmt::format(
+                "{}: fallback_us is {}'s {} nodes there ({} {:.1f} µs) plus their share of the "
+                "splits' copies ({:.1f} µs), against {}'s {} in its run on {} alone ({}): the "
+                "fallback's cost against running there alone",
+                what, labels[i], f.count, f.op_ns ? "op time" : "call time", *there / 1e3,
+                f.split_ns.value_or(0) / 1e3, labels[*alone], f.op, f.backend,
+                same_shapes
+                    ? fmt::format("the same {} node shape(s): {:.1f} µs", n_nodes, by_node / 1e3)
+                    : fmt::format("{} node(s), {:.1f} µs, per node times {}: {} of the "
+                                  "fallback's node shapes not in that run",
+                                  n, alone_ns / 1e3, f.count, n_nodes - n_met)));
+            finish(row, f.op);
+        }
+    }
+}
+
 }  // namespace
 
 CompareOpSignature compare_op_signature(const OpRecord& r) {
@@ -685,6 +810,7 @@ CompareResult compare_ops_documents(const std::vector<CompareInput>& inputs,
                 }
             }
         }
+        add_fallback_rows(stage, labels, profiles, stages, per_step, r, finish);
         // Signatures a side ran that no baseline signature met, op types included.
         for (std::size_t i = 1; i < n_sides; ++i)
             for (std::size_t g = 0; g < groups[i].size(); ++g)

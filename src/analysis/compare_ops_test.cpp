@@ -502,6 +502,79 @@ TEST(CompareOps, FusedPartsMeetByShapeWhereTheLogHasNoNames) {
     EXPECT_DOUBLE_EQ(*tot->sides[1].total, 160.0);
 }
 
+TEST(CompareOps, AFallbackIsPricedAgainstTheRunOnItsDeviceAlone) {
+    // A asked BLAS, which cannot run RMS_NORM: its 2 nodes fell back to the CPU, 15 µs each
+    // there, with 10 µs of copies at the splits they forced. B ran on the CPU alone: the same
+    // 2 nodes took 10 µs each.
+    ResultDocument a = ops_doc("BLAS", {{"decode", {{"MUL_MAT", "attn_q", 64, 2, {50}, {60}}}}});
+    a.ops->requested = {"BLAS"};
+    FallbackRow f;
+    f.op = "RMS_NORM";
+    f.backend = "CPU";
+    f.requested = "BLAS";
+    f.count = 2;
+    f.op_ns = 30e3;
+    f.call_ns = 40e3;
+    f.split_ns = 10e3;
+    f.penalty_ns = 10e3;
+    f.penalty_basis = "split cost only: BLAS cannot run it, so there is no graph without the split";
+    a.ops->stages[0].fallback = {f};
+    for (int l = 0; l < 2; ++l)
+        a.ops->stages[0].ops.push_back(rec("RMS_NORM", "norm", 0, l, 15, 20, "CPU"));
+    ResultDocument b = ops_doc(
+        "CPU",
+        {{"decode",
+          {{"MUL_MAT", "attn_q", 64, 2, {80}, {90}}, {"RMS_NORM", "norm", 0, 2, {10}, {12}}}}});
+    b.ops->requested = {"CPU"};
+    const CompareResult r = compare_documents({{"A", "a", a}, {"B", "b", b}}, CompareOptions{});
+    const CompareRow* fb = row(r, "decode", "RMS_NORM on CPU (asked BLAS)", "fallback_us");
+    ASSERT_TRUE(fb);
+    EXPECT_EQ(fb->key, "decode/fallback/RMS_NORM/CPU");
+    EXPECT_EQ(fb->op, "RMS_NORM");
+    EXPECT_DOUBLE_EQ(*fb->sides[0].total, 40.0);  // 30 there + 10 of splits
+    EXPECT_EQ(fb->sides[0].n, 2u);
+    EXPECT_DOUBLE_EQ(*fb->sides[1].total, 20.0);  // 2 x 10 on the CPU alone
+    EXPECT_DOUBLE_EQ(*fb->ratios[0].median, 0.5);
+    EXPECT_EQ(fb->ratios[0].verdict, "no CI: totals of one stage");
+    EXPECT_NE(std::find(r.notes.begin(), r.notes.end(),
+                        "A's decode RMS_NORM on CPU (asked BLAS): fallback_us is A's 2 nodes "
+                        "there (op time 30.0 µs) plus their share of the splits' copies (10.0 µs), "
+                        "against B's RMS_NORM in its run on CPU alone (the same 2 node "
+                        "shape(s): 20.0 µs): the fallback's cost against running there alone"),
+              r.notes.end());
+    // A fallback node whose shape the run alone lacks: the op type's mean per node.
+    ResultDocument odd = a;
+    odd.ops->stages[0].ops.back().out.ne = {32};
+    odd.ops->stages[0].ops.back().srcs[0].ne = {32};
+    const CompareResult r2 = compare_documents({{"A", "a", odd}, {"B", "b", b}}, CompareOptions{});
+    const CompareRow* fb3 = row(r2, "decode", "RMS_NORM on CPU (asked BLAS)", "fallback_us");
+    ASSERT_TRUE(fb3);
+    EXPECT_DOUBLE_EQ(*fb3->sides[1].total, 20.0);
+    EXPECT_NE(std::find(r2.notes.begin(), r2.notes.end(),
+                        "A's decode RMS_NORM on CPU (asked BLAS): fallback_us is A's 2 nodes "
+                        "there (op time 30.0 µs) plus their share of the splits' copies (10.0 µs), "
+                        "against B's RMS_NORM in its run on CPU alone (2 node(s), 20.0 µs, per "
+                        "node times 2: 1 of the fallback's node shapes not in that run): the "
+                        "fallback's cost against running there alone"),
+              r2.notes.end());
+    // The CPU-only run as the baseline: the fallback costs twice its time there.
+    const CompareResult back = compare_documents({{"A", "b", b}, {"B", "a", a}}, CompareOptions{});
+    const CompareRow* fb2 = row(back, "decode", "RMS_NORM on CPU (asked BLAS)", "fallback_us");
+    ASSERT_TRUE(fb2);
+    EXPECT_DOUBLE_EQ(*fb2->ratios[0].median, 2.0);
+
+    // Without a run on the CPU alone: no row, a note saying how it stays priced.
+    ResultDocument c = b;
+    c.ops->requested = {"RPC0"};
+    const CompareResult none = compare_documents({{"A", "a", a}, {"B", "c", c}}, CompareOptions{});
+    EXPECT_FALSE(row(none, "decode", "RMS_NORM on CPU (asked BLAS)", "fallback_us"));
+    EXPECT_NE(std::find(none.notes.begin(), none.notes.end(),
+                        "A's decode RMS_NORM on CPU (asked BLAS): priced by its splits only; no "
+                        "input ran on CPU alone (give one: `ops` with --device CPU) to price it "
+                        "against"),
+              none.notes.end());
+}
+
 TEST(CompareOps, JsonRoundTripKeepsSignaturesAndTotals) {
     const ResultDocument a =
         ops_doc("CPU", {{"decode", {{"MUL_MAT", "attn_q", 64, 3, {100, 90}, {110}}}}});

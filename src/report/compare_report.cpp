@@ -50,6 +50,8 @@ std::string stage_label(const CompareRow& r) {
         return r.stage + " Σ call / Σ op";
     if (r.metric == "op_us")
         return r.stage + " op µs";
+    if (r.metric == "fallback_us")
+        return r.stage + " fallback µs";
     if (r.metric == "call_us")
         return r.stage + " call µs";
     if (r.metric == "call_per_op")

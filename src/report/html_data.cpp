@@ -907,7 +907,8 @@ std::string compare_unit(const std::string& metric) {
                                                              {"call_per_op", "×"},
                                                              {"op_total_us", "µs per stage"},
                                                              {"call_total_us", "µs per stage"},
-                                                             {"call_per_op_total", "×"}};
+                                                             {"call_per_op_total", "×"},
+                                                             {"fallback_us", "µs per stage"}};
     const auto it = units.find(metric);
     return it == units.end() ? "" : it->second;
 }
