@@ -86,7 +86,57 @@ struct Expected {
     std::map<std::string, double> op_usec;  // per stage
     std::map<std::string, int> count;
     std::map<std::string, std::map<std::string, double>> by_op;  // stage -> op -> usec
+    // GGML_HEXAGON_PROFILE=3: per stage, each pipeline part's wall time (µs).
+    std::map<std::string, std::map<std::string, double>> part_usec;
 };
+
+// One trace event as the backend keeps it (htp_trace_desc): thread, event, info, start|stop,
+// the thread's 32-bit cycle counter.
+struct TraceEvt {
+    long long thread;
+    std::string event;
+    long long info;
+    bool stop;
+    long long cycles;
+};
+
+// The trace events of one op that starts at cycle c0 and takes `cyc` cycles (fractions of it
+// in whole cycles, usec x 1100 x k/20), as the kernels record them: a quantized mat-mul
+// quantizes its activations (HVX thread 0) and DMAs its weights (thread 1) while the HMX
+// (thread 10) computes after the quantization; flash attention prepares Q and K on two
+// threads, runs QK and softmax on both, prepares V, then finishes on HVX; other ops compute on
+// two HVX threads at once. Adds each kind's wall time (µs at 1100 MHz) to parts.
+void op_events(const Op& o, long long c0, long long info, std::vector<TraceEvt>& out,
+               std::map<std::string, double>& parts) {
+    const long long u = o.usec;
+    auto at = [&](long long twentieths) { return c0 + u * 55 * twentieths; };  // cyc x k/20
+    auto add = [&](long long t, const std::string& e, long long a, long long b) {
+        out.push_back({t, e, info, false, at(a)});
+        out.push_back({t, e, info, true, at(b)});
+    };
+    const double us = static_cast<double>(u) / 20;  // one twentieth of the op, in µs
+    if (o.op == "MUL_MAT") {
+        add(0, "HVX_A_QUANT", 0, 3);
+        add(1, "DMA", 0, 6);
+        add(10, "HMX_COMP", 3, 20);
+        parts["activation_quantization"] += 3 * us;
+        parts["dma"] += 6 * us;
+        parts["compute"] += 17 * us;
+    } else if (o.op == "FLASH_ATTN_EXT") {
+        add(0, "HVX_Q_PREP", 0, 2);
+        add(1, "HVX_K_PREP", 0, 2);
+        add(0, "HVX_QK_FA", 2, 14);
+        add(1, "HVX_SFM_FA", 2, 14);
+        add(0, "HVX_V_PREP", 14, 16);
+        add(0, "HVX_COMP", 16, 20);
+        parts["attention_preparation"] += 4 * us;
+        parts["compute"] += 16 * us;
+    } else {
+        add(0, "HVX_COMP", 0, 20);
+        add(1, "HVX_COMP", 0, 20);
+        parts["compute"] += 20 * us;
+    }
+}
 
 // The log of one prefill graph (7 tokens) and two decode graphs through the pinned formats, at
 // GGML_HEXAGON_PROFILE=`profile`, with what its stages must sum to.
@@ -102,12 +152,29 @@ std::string pinned_log(int profile, Expected* want) {
         long long batch_usec = 0;
         for (const auto& o : ops)
             batch_usec += o.usec;
+        // PROFILE=3: the batch's trace events, printed thread by thread after its ops, and
+        // counted per thread (HVX threads 0-9, the HMX 10) on its batch line.
+        std::vector<TraceEvt> events;
         std::string evt = "----";
         if (profile == 3) {
+            long long c = clock;
+            std::map<std::string, double> parts;
+            for (std::size_t i = 0; i < ops.size(); ++i) {
+                op_events(ops[i], c, static_cast<long long>(i), events, parts);
+                c += ops[i].usec * 1100;
+            }
+            std::stable_sort(
+                events.begin(), events.end(),
+                [](const TraceEvt& a, const TraceEvt& b) { return a.thread < b.thread; });
             std::map<std::string, Value> ev;
             for (int i = 0; i < 11; ++i)
-                ev[fmt::format("rsp.n_traces[{}]", i)] = Value(static_cast<long long>(i % 3));
+                ev[fmt::format("rsp.n_traces[{}]", i)] = Value(static_cast<long long>(
+                    std::count_if(events.begin(), events.end(),
+                                  [&](const TraceEvt& e) { return e.thread == i; })));
             evt = print(pf.evt, ev);
+            if (want)
+                for (const auto& [k, v] : parts)
+                    want->part_usec[stage][k] += v;
         }
         const long long bcycles = (batch_usec + 5) * 1100;
         log += print(pf.batch, {{"sess_name.c_str()", std::string("HTP0")},
@@ -150,13 +217,15 @@ std::string pinned_log(int profile, Expected* want) {
                 want->by_op[stage][o.op] += o.usec;
             }
         }
-        if (profile == 3)
-            log += print(pf.trace, {{"sess_name.c_str()", std::string("HTP0")},
-                                    {"htp_event_name(e.id)", std::string("HVX_COMP")},
-                                    {"t", 0LL},
-                                    {"info", 3LL},
-                                    {"is_stop ? \"stop\" : \"start\"", std::string("stop")},
-                                    {"e.cycles", clock}});
+        for (const TraceEvt& e : events)
+            log +=
+                print(pf.trace,
+                      {{"sess_name.c_str()", std::string("HTP0")},
+                       {"htp_event_name(e.id)", e.event},
+                       {"t", e.thread},
+                       {"info", e.info},
+                       {"is_stop ? \"stop\" : \"start\"", std::string(e.stop ? "stop" : "start")},
+                       {"e.cycles", e.cycles}});
     }
     return log;
 }
@@ -273,7 +342,12 @@ TEST_P(HexagonPinnedLog, EveryLineParsesIntoPrefillAndDecode) {
     if (GetParam() == 3) {
         ASSERT_TRUE(imp.batches[0].evt_cnt.has_value());
         EXPECT_EQ(imp.batches[0].evt_cnt->size(), 11u);
-        EXPECT_EQ((*imp.batches[0].evt_cnt)[2], 2);
+        // The prefill graph's 13 mat-muls, 2 flash attentions and 11 other ops: thread 0 has a
+        // start and a stop per op and 3 more per flash attention, the HMX one per mat-mul.
+        EXPECT_EQ((*imp.batches[0].evt_cnt)[0], 2 * (13 + 2 * 4 + 11));
+        EXPECT_EQ((*imp.batches[0].evt_cnt)[10], 2 * 13);
+        EXPECT_EQ((*imp.batches[0].evt_cnt)[2], 0);
+        EXPECT_EQ(static_cast<int>(imp.events.size()), imp.n_trace);
     }
 
     const StageSplit sp = split_stages(imp);
@@ -367,6 +441,45 @@ TEST(HexagonPinned, ImportCommandSplitsTheKeptFixture) {
     } catch (const Error& e) {
         EXPECT_EQ(e.kind(), ErrorKind::input);
         EXPECT_NE(std::string(e.what()).find("expected TEXT=STAGE"), std::string::npos);
+    }
+}
+
+TEST(HexagonPinned, ImportCommandDecomposesTheProfile3Fixture) {
+    // What `stagebench import hexagon-profile tests/fixtures/hexagon/pinned_profile3.log`
+    // does with the trace events: per stage, each kind as wall time over the threads, never
+    // their sum (a mat-mul's DMA overlaps its quantization; flash attention's QK and softmax
+    // run on two threads at once), against the NPU's batch time.
+    Expected want;
+    pinned_log(3, &want);
+    ImportOptions o;
+    o.log_path = std::string(SB_SOURCE_DIR) + "/tests/fixtures/hexagon/pinned_profile3.log";
+    ResultDocument doc;
+    std::ostringstream err;
+    EXPECT_EQ(run_import_hexagon(o, doc, err), 0);
+    EXPECT_EQ(err.str(), "");
+    ASSERT_EQ(doc.ops->stages.size(), 2u);
+    for (const auto& s : doc.ops->stages) {
+        SCOPED_TRACE(s.stage);
+        ASSERT_EQ(s.npu_pipeline.size(), 1u);
+        const NpuPipeline& p = s.npu_pipeline[0];
+        EXPECT_EQ(p.device, "HTP0");
+        EXPECT_EQ(p.n_unpaired, 0);
+        EXPECT_EQ(p.n_no_clock, 0);
+        EXPECT_EQ(p.envelope, "NPU batch");
+        const double batch_us = want.op_usec[s.stage] + 5.0 * s.n_graphs;
+        EXPECT_DOUBLE_EQ(*p.npu_batch_ns, batch_us * 1e3);
+        // Every op is covered by some event from its start to its end: busy is the ops' time.
+        EXPECT_NEAR(*p.traced_busy_ns, want.op_usec[s.stage] * 1e3, 1e-3);
+        std::map<std::string, double> got;
+        for (const auto& part : p.parts)
+            got[part.name] = part.ns / 1e3;
+        EXPECT_NEAR(got.at("batch_overhead"), 5.0 * s.n_graphs, 1e-9);
+        got.erase("batch_overhead");
+        ASSERT_EQ(got.size(), want.part_usec[s.stage].size());
+        for (const auto& [kind, us] : want.part_usec[s.stage])
+            EXPECT_NEAR(got.at(kind), us, 1e-6) << kind;
+        for (const auto& part : p.parts)
+            EXPECT_NEAR(*part.share, part.ns / (batch_us * 1e3), 1e-12) << part.name;
     }
 }
 
