@@ -138,9 +138,34 @@ void op_events(const Op& o, long long c0, long long info, std::vector<TraceEvt>&
     }
 }
 
+// The ops with each attention output's mat-mul and the ADD of its output to the residual as one
+// node, as the pinned backend fuses them (GGML_HEXAGON_OPFUSION, try_fuse_mul_mat_add):
+// "MUL_MAT+ADD", the mat-mul's inputs then the ADD's other input, the ADD's output, the
+// mat-mul's kernel; 1 µs less than the two apart.
+std::vector<Op> fuse_mul_mat_add(const std::vector<Op>& ops) {
+    std::vector<Op> out;
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+        const Op& mm = ops[i];
+        if (mm.op == "MUL_MAT" && i + 1 < ops.size() && ops[i + 1].op == "ADD" &&
+            ops[i + 1].names[0] == mm.names.back()) {
+            const Op& add = ops[++i];
+            out.push_back({"MUL_MAT+ADD",
+                           {mm.names[0], mm.names[1], add.names[1], add.names[2]},
+                           {mm.ne[0], mm.ne[1], add.ne[1], add.ne[2]},
+                           {mm.types[0], mm.types[1], add.types[1], add.types[2]},
+                           mm.kparams,
+                           mm.usec + add.usec - 1});
+            continue;
+        }
+        out.push_back(mm);
+    }
+    return out;
+}
+
 // The log of one prefill graph (7 tokens) and two decode graphs through the pinned formats, at
-// GGML_HEXAGON_PROFILE=`profile`, with what its stages must sum to.
-std::string pinned_log(int profile, Expected* want) {
+// GGML_HEXAGON_PROFILE=`profile` (fused: the attention outputs' MUL_MAT+ADD as one node), with
+// what its stages must sum to.
+std::string pinned_log(int profile, Expected* want, bool fused = false) {
     const PinnedFormats pf = pinned_formats();
     std::string log = "llama_context: n_ctx = 512\n";  // other output, ignored
     long long clock = 4000000;
@@ -148,7 +173,8 @@ std::string pinned_log(int profile, Expected* want) {
     for (auto [stage, tokens, kv] :
          {std::tuple{"prefill", 7LL, 7LL}, std::tuple{"decode", 1LL, 8LL},
           std::tuple{"decode", 1LL, 9LL}}) {
-        const auto ops = graph_ops(tokens, kv, graph_no++);
+        const auto ops = fused ? fuse_mul_mat_add(graph_ops(tokens, kv, graph_no++))
+                               : graph_ops(tokens, kv, graph_no++);
         long long batch_usec = 0;
         for (const auto& o : ops)
             batch_usec += o.usec;
@@ -329,6 +355,33 @@ TEST_P(HexagonPinnedLog, MatchesTheKeptFixture) {
     EXPECT_EQ(kept.str(), text) << path
                                 << " differs from what the pinned source prints now; rerun "
                                    "with SB_WRITE_FIXTURES=1 and check the importer";
+}
+
+TEST(HexagonPinned, TheFusedLogMatchesTheKeptFixture) {
+    // tests/fixtures/hexagon/pinned_fused.log: pinned_profile1.log's graphs as the backend
+    // prints them with MUL_MAT+ADD fused (tests/integration compares the two).
+    Expected want;
+    const std::string text = pinned_log(1, &want, true);
+    const std::string path =
+        std::string(SB_SOURCE_DIR) + "/tests/fixtures/hexagon/pinned_fused.log";
+    if (const char* w = std::getenv("SB_WRITE_FIXTURES"); w && std::string(w) == "1")
+        std::ofstream(path) << text;
+    std::ifstream f(path);
+    std::stringstream kept;
+    kept << f.rdbuf();
+    EXPECT_EQ(kept.str(), text) << path;
+    std::istringstream in(text);
+    const HexagonImport imp = parse_hexagon_profile(in);
+    EXPECT_EQ(imp.n_unparsed, 0);
+    // Two attention outputs per graph, three graphs.
+    EXPECT_EQ(std::count_if(imp.records.begin(), imp.records.end(),
+                            [](const OpRecord& r) { return r.op == "MUL_MAT+ADD"; }),
+              6);
+    // Decode graph g's attention output: mat-mul 20 + g µs, add 2 + g, fused 1 µs less; two
+    // layers in each of graphs 1 and 2.
+    EXPECT_EQ(want.by_op["decode"]["MUL_MAT+ADD"], 2 * (21 + 2 * 1) + 2 * (21 + 2 * 2));
+    const StageSplit sp = split_stages(imp);
+    EXPECT_EQ(sp.n_graphs.at("decode"), 2);
 }
 
 TEST_P(HexagonPinnedLog, EveryLineParsesIntoPrefillAndDecode) {
