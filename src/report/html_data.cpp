@@ -965,7 +965,8 @@ json compare_view(const CompareResult& doc) {
                         {"sides", sides},
                         {"ratios", ratios},
                         {"op", opt(r.op)},
-                        {"signature", signature}});
+                        {"signature", signature},
+                        {"fused", opt(r.fused)}});
     }
     json inputs = json::array();
     for (const auto& i : doc.inputs)

@@ -623,8 +623,20 @@ TEST(Compare, CpuAndRpcOpsDocumentsOpByOp) {
         }
     }
     EXPECT_TRUE(mm_decode);
-    EXPECT_EQ(metrics, (std::set<std::string>{"op_us", "call_us", "call_per_op", "op_total_us",
-                                              "call_total_us", "call_per_op_total"}));
+    EXPECT_EQ(metrics,
+              (std::set<std::string>{"op_us", "call_us", "call_per_op", "op_total_us",
+                                     "call_total_us", "call_per_op_total", "fallback_us"}));
+    // The input embedding RPC0's run kept on the CPU (weights in host memory), priced against
+    // the CPU-only run: its time there and its splits' share against the same node there.
+    bool fallback = false;
+    for (const auto& row : r["rows"])
+        if (row["metric"] == "fallback_us" && row["test"] == "GET_ROWS on CPU (asked RPC0)") {
+            fallback = true;
+            EXPECT_TRUE(row["sides"][0]["total"].is_number()) << row.dump();
+            EXPECT_TRUE(row["sides"][1]["total"].is_number()) << row.dump();
+            EXPECT_EQ(row["ratios"][0]["verdict"], "no CI: totals of one stage");
+        }
+    EXPECT_TRUE(fallback);
     Proc md = sbtest::run_sb({"compare", cpu, rpc});
     ASSERT_EQ(md.exit_code, 0) << md.err;
     EXPECT_NE(md.out.find("| MUL_MAT | decode Σ call / Σ op |"), std::string::npos) << md.out;
