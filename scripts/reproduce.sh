@@ -115,6 +115,8 @@ step decompose-rpc 'stagebench decompose -m $O/tiny.gguf -p 32 -t 1 --rpc 127.0.
 step decompose-modes 'stagebench decompose -m $O/tiny.gguf -p 32 -n 8 -t 1 -r 3 --mode plain= --mode unfused=GGML_CPU_DISABLE_FUSION=1,LLAMA_GRAPH_REUSE_DISABLE=1 --out $O/modes-cpu.json'
 step import-modes 'stagebench import hexagon-profile --mode queue=$F/hexagon/modes_pr16547/queue.log --mode quant=$F/hexagon/modes_pr16547/quant.log --mode full=$F/hexagon/modes_pr16547/full.log --out $O/modes-npu.json'
 step import-modes-markers "stagebench import hexagon-profile --mode queue=\$F/hexagon/modes_markers/queue.log --mode quant=\$F/hexagon/modes_markers/quant.log --mode full=\$F/hexagon/modes_markers/full.log --stage-of '=== prefill=prefill' --stage-of '=== decode=decode'"
+# Table V on today's backend: the NPU's split from one GGML_HEXAGON_PROFILE=3 log (fixture).
+step import-profile3 'stagebench import hexagon-profile $F/hexagon/pinned_profile3.log --out $O/npu-profile3.json'
 # Energy per stage with a phone's sensors (fixture tree: a battery at a constant 1.74 W).
 step run-energy 'stagebench run -m $O/tiny.gguf -p 128 -n 32 -t 1 -r 3 --device CPU,RPC0 --rpc 127.0.0.1:$PORT --membw off --sysfs-root $O/sys-snapdragon --telemetry on --idle 0.5 --out $O/run-energy.json'
 # Stage-aware advice: prefill on one device, decode on another, and what to choose.

@@ -435,7 +435,8 @@ json to_json(const CompareResult& r) {
                         {"sides", sides},
                         {"ratios", ratios},
                         {"op", opt(row.op)},
-                        {"signature", signature}});
+                        {"signature", signature},
+                        {"fused", opt(row.fused)}});
     }
     json unmatched = json::array();
     for (const auto& u : r.unmatched)
@@ -503,7 +504,7 @@ void read(const JsonIn& in, CompareRatio& q) {
 void read(const JsonIn& in, CompareRow& row) {
     ObjectIn{in}("test", row.test)("key", row.key)("stage", row.stage)("metric", row.metric)(
         "higher_is_better", row.higher_is_better)("differs", row.differs)("sides", row.sides)(
-        "ratios", row.ratios)("op", row.op)("signature", row.signature);
+        "ratios", row.ratios)("op", row.op)("signature", row.signature)("fused", row.fused);
 }
 
 void read(const JsonIn& in, CompareUnmatched& u) {

@@ -152,6 +152,10 @@ struct CompareRow {
     // signature (rows of one shape only); null for other documents.
     std::optional<std::string> op;
     std::optional<CompareOpSignature> signature;
+    // Ops documents, rows of an op some side ran fused (one node, the Hexagon backend's
+    // "MUL_MAT+ADD"): which sides' values are the ops it fuses summed ("A: MUL_MAT + ADD
+    // summed"), or "one node on every side"; null for other rows.
+    std::optional<std::string> fused;
     bool operator==(const CompareRow&) const = default;
 };
 
@@ -211,8 +215,24 @@ bool is_ops_document(const ResultDocument& doc);
 // differs names the sides' devices, sources and stage n_tokens when they differ. Signatures,
 // op types and stages only one side has are listed in unmatched, with their node count and op
 // time ("decode GET_ROWS token_embd: q4_0 64×32000, i32 1 → f32 64 (1 node, 5.0 µs op)",
-// "prefill (stage)"), never dropped. r.match is {"stage", "op", "signature"}. Throws
-// sb::Error(input) naming the input when one is not an ops document, sb::Error(usage) as
+// "prefill (stage)"), never dropped. Fused ops: where one side ran ops as one node whose name
+// joins them with '+' ("MUL_MAT+ADD", "RMS_NORM+MUL"), each other side's nodes of those ops that
+// feed each other in that order (the consumer among the next 4 computing nodes of the graph,
+// taking the producer's output by name, else by shape and type) are summed into one record of
+// the fused op (the first part's inputs, then each later part's other inputs; the last part's
+// output; times summed, null where a part has none) where its signature is one the fused side
+// ran; rows of a fused op carry `fused`. Decode totals are per decode step (each side's totals
+// over its n_graphs); other stages' totals, where the sides' n_tokens differ, per token (each
+// side's totals over its n_tokens); notes say which. A side's fallback rows (ops that ran off
+// its requested device, StageProfile::fallback) are priced against a side whose `requested`
+// is only the device they fell back to (the CPU-only run): one row per fallback row, metric
+// "fallback_us", test "RMS_NORM on CPU (asked BLAS)": the fallback side's total is its nodes'
+// time there (op time, else call time) plus their share of the splits (split_ns), the other's
+// the op time of the same node shapes in its run (else the op type's mean per node times the
+// node count; a note says which), scaled as the Σ rows; ratio of the totals, no CI. Where no
+// side ran there alone, a note says the row stays priced by its splits only. r.match is
+// {"stage", "op", "signature"}.
+// Throws sb::Error(input) naming the input when one is not an ops document, sb::Error(usage) as
 // compare_documents().
 CompareResult compare_ops_documents(const std::vector<CompareInput>& inputs,
                                     const CompareOptions& opts = {});
@@ -231,9 +251,9 @@ std::string compare_signature_text(const CompareOpSignature& s);
 // "differs": {name: [value per side]}, "sides": [{"label", "median", "median_ci_low",
 // "median_ci_high", "cv", "n", "total", "robust": {"tokens_per_s", "ci_low", "ci_high",
 // "stalls", "of", "unit"}}], "ratios": [{"label", "median", "ci_low", "ci_high", "verdict"}],
-// "op", "signature": {"op", "role", "shape"}}], "unmatched": [{"label", "test"}], "notes"},
-// and "gates" (analysis/compare_gate.hpp to_json) only when gates were asked; absent values are
-// null.
+// "op", "signature": {"op", "role", "shape"}, "fused"}], "unmatched": [{"label", "test"}],
+// "notes"}, and "gates" (analysis/compare_gate.hpp to_json) only when gates were asked; absent
+// values are null.
 nlohmann::json to_json(const CompareResult& r);
 
 // The inverse (core/doc/json_in.hpp rules): read(to_json(r)) == r. "command" must be "compare"

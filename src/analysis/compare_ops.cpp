@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <memory>
 #include <set>
 
 #include "analysis/compare.hpp"
@@ -85,30 +86,176 @@ std::string tensor_text(const TensorInfo& t) {
 struct SignatureGroup {
     CompareOpSignature sig;
     std::vector<const OpRecord*> records;
-    double op_ns = 0;  // summed, for the order of rows
+    double op_ns = 0;     // summed, for the order of rows
+    bool summed = false;  // the records are a fused op's parts summed (FusedSide)
 };
 
 std::string key_of(const CompareOpSignature& s) {
     return s.op + "\x1f" + s.role + "\x1f" + s.shape;
 }
 
-std::vector<SignatureGroup> groups_of(const StageProfile* s) {
-    std::vector<SignatureGroup> out;
+// "MUL_MAT+ADD" -> {"MUL_MAT", "ADD"}: the ops a backend fused into one node (the Hexagon
+// backend's htp_opnode names, "RMS_NORM+MUL" too); empty for an op of its own.
+std::vector<std::string> fused_parts(const std::string& op) {
+    if (op.find('+') == std::string::npos)
+        return {};
+    std::vector<std::string> parts;
+    std::size_t from = 0;
+    for (std::size_t at; (at = op.find('+', from)) != std::string::npos; from = at + 1)
+        parts.push_back(op.substr(from, at - from));
+    parts.push_back(op.substr(from));
+    for (const auto& x : parts)
+        if (x.empty())
+            return {};
+    return parts;
+}
+
+// The fused signatures some side ran as one node: by their whole key, and by op and shape
+// for those without a role (a log without names).
+struct FusedWanted {
+    std::set<std::string> keys, op_shapes;
+    std::set<std::string> ops;  // their op names
+    bool wants(const CompareOpSignature& s) const {
+        return keys.count(key_of(s)) || op_shapes.count(s.op + "\x1f" + s.shape);
+    }
+};
+
+// One side's computing records of a stage, with the ops another side ran fused replaced by
+// their parts summed: for "MUL_MAT+ADD", a MUL_MAT and the ADD that consumes its output (by the
+// output's name, else its shape, among the next few computing nodes of its graph) become one
+// record of that op, whose inputs are the first part's and then each later part's other
+// inputs, its output the last part's, its times their sums (null where a part has none), as
+// the backend prints the fused node. Only where the sum's signature is one another side ran
+// fused; other parts stay as they were.
+struct FusedSide {
+    std::vector<std::unique_ptr<OpRecord>> fused;  // the summed records (stable addresses)
+    std::vector<const OpRecord*> records;
+    std::set<const OpRecord*> summed;
+};
+
+std::optional<double> sum_of(const std::vector<const OpRecord*>& parts,
+                             std::optional<double> OpRecord::*field) {
+    double t = 0;
+    for (const OpRecord* r : parts) {
+        if (!(r->*field))
+            return std::nullopt;
+        t += *(r->*field);
+    }
+    return t;
+}
+
+// Index in v of the input that is `of`'s output: by name, else (no names) by shape and type.
+std::optional<std::size_t> input_from(const std::vector<TensorInfo>& v, const TensorInfo& of) {
+    for (std::size_t i = 0; i < v.size(); ++i)
+        if (!of.name.empty() && v[i].name == of.name)
+            return i;
+    if (!of.name.empty())
+        return std::nullopt;
+    for (std::size_t i = 0; i < v.size(); ++i)
+        if (v[i].ne == of.ne && v[i].type == of.type)
+            return i;
+    return std::nullopt;
+}
+
+FusedSide side_records(const StageProfile* s, const FusedWanted& want) {
+    FusedSide out;
     if (!s)
         return out;
-    std::map<std::string, std::size_t> index;
-    for (const auto& r : s->ops) {
-        if (r.no_compute)
-            continue;
-        const CompareOpSignature sig = compare_op_signature(r);
-        auto [it, fresh] = index.try_emplace(key_of(sig), out.size());
-        if (fresh)
-            out.push_back({sig, {}, 0});
-        SignatureGroup& g = out[it->second];
-        g.records.push_back(&r);
-        g.op_ns += r.op_ns.value_or(0);
+    const auto& ops = s->ops;
+    std::vector<std::size_t> computing;
+    for (std::size_t i = 0; i < ops.size(); ++i)
+        if (!ops[i].no_compute)
+            computing.push_back(i);
+    std::vector<bool> used(ops.size(), false);
+    std::map<std::size_t, const OpRecord*> head;  // a chain's first part -> its sum
+    constexpr std::size_t kWindow = 4;            // computing nodes searched for a consumer
+    for (const std::string& name : want.ops) {
+        const auto parts = fused_parts(name);
+        for (std::size_t k = 0; k < computing.size(); ++k) {
+            const std::size_t a = computing[k];
+            if (used[a] || ops[a].op != parts[0])
+                continue;
+            std::vector<const OpRecord*> chain{&ops[a]};
+            std::vector<std::size_t> at{a};
+            OpRecord sum = ops[a];
+            std::size_t pos = k;
+            for (std::size_t p = 1; p < parts.size(); ++p) {
+                std::optional<std::size_t> found;
+                for (std::size_t m = pos + 1; m < computing.size() && m <= pos + kWindow; ++m) {
+                    const OpRecord& c = ops[computing[m]];
+                    if (used[computing[m]] || c.graph != ops[a].graph || c.op != parts[p])
+                        continue;
+                    if (input_from(c.srcs, chain.back()->out)) {
+                        found = m;
+                        break;
+                    }
+                }
+                if (!found)
+                    break;
+                const OpRecord& c = ops[computing[*found]];
+                std::vector<TensorInfo> rest = c.srcs;
+                rest.erase(rest.begin() +
+                           static_cast<std::ptrdiff_t>(*input_from(c.srcs, chain.back()->out)));
+                sum.srcs.insert(sum.srcs.end(), rest.begin(), rest.end());
+                sum.out = c.out;
+                chain.push_back(&c);
+                at.push_back(computing[*found]);
+                pos = *found;
+            }
+            if (chain.size() != parts.size())
+                continue;
+            sum.op = name;
+            sum.op_ns = sum_of(chain, &OpRecord::op_ns);
+            sum.call_ns = sum_of(chain, &OpRecord::call_ns);
+            sum.isolated_call_ns = sum_of(chain, &OpRecord::isolated_call_ns);
+            if (!want.wants(compare_op_signature(sum)))
+                continue;
+            for (std::size_t i : at)
+                used[i] = true;
+            out.fused.push_back(std::make_unique<OpRecord>(std::move(sum)));
+            head[a] = out.fused.back().get();
+        }
+    }
+    for (std::size_t i : computing) {
+        if (auto h = head.find(i); h != head.end()) {
+            out.records.push_back(h->second);
+            out.summed.insert(h->second);
+        } else if (!used[i]) {
+            out.records.push_back(&ops[i]);
+        }
     }
     return out;
+}
+
+std::vector<SignatureGroup> groups_of(const FusedSide& side) {
+    std::vector<SignatureGroup> out;
+    std::map<std::string, std::size_t> index;
+    for (const OpRecord* r : side.records) {
+        const CompareOpSignature sig = compare_op_signature(*r);
+        auto [it, fresh] = index.try_emplace(key_of(sig), out.size());
+        if (fresh)
+            out.push_back({sig, {}, 0, side.summed.count(r) > 0});
+        SignatureGroup& g = out[it->second];
+        g.records.push_back(r);
+        g.op_ns += r->op_ns.value_or(0);
+    }
+    return out;
+}
+
+// What a fused op's row compares: "B: MUL_MAT + ADD summed" for the sides whose values are the
+// parts summed; "one node on every side" when every side ran it fused.
+std::string fused_text(const std::string& op, const std::vector<std::string>& labels,
+                       const std::vector<bool>& summed) {
+    std::string who;
+    for (std::size_t i = 0; i < labels.size(); ++i)
+        if (summed[i])
+            who += (who.empty() ? "" : ", ") + labels[i];
+    if (who.empty())
+        return "one node on every side";
+    std::string parts;
+    for (const auto& x : fused_parts(op))
+        parts += (parts.empty() ? "" : " + ") + x;
+    return who + ": " + parts + " summed";
 }
 
 const StageProfile* stage_of(const OpsProfile& p, const std::string& name) {
@@ -118,8 +265,9 @@ const StageProfile* stage_of(const OpsProfile& p, const std::string& name) {
     return nullptr;
 }
 
-// The op types of a stage, those of the largest time first (by_op's order), else by name.
-std::vector<std::string> op_types(const StageProfile& s) {
+// The op types of a stage, those of the largest time first (by_op's order), else by name;
+// then the fused ops the baseline's parts were summed into.
+std::vector<std::string> op_types(const StageProfile& s, const std::vector<SignatureGroup>& g) {
     std::vector<std::string> out;
     std::set<std::string> seen;
     for (const auto& a : s.by_op)
@@ -128,6 +276,9 @@ std::vector<std::string> op_types(const StageProfile& s) {
     for (const auto& r : s.ops)
         if (!r.no_compute && seen.insert(r.op).second)
             out.push_back(r.op);
+    for (const auto& x : g)
+        if (seen.insert(x.sig.op).second)
+            out.push_back(x.sig.op);
     return out;
 }
 
@@ -296,8 +447,134 @@ std::string us_text(double ns) {
 // "decode MUL_MAT attn_q: ... (3 nodes, 12.0 µs op)": an unmatched signature.
 std::string unmatched_text(const std::string& stage, const SignatureGroup& g) {
     const std::size_t n = g.records.size();
-    return fmt::format("{} {} ({} node{}, {} op)", stage, compare_signature_text(g.sig), n,
-                       n == 1 ? "" : "s", us_text(g.op_ns));
+    return fmt::format("{} {} ({} node{}{}, {} op)", stage, compare_signature_text(g.sig), n,
+                       n == 1 ? "" : "s", g.summed ? " as their parts summed" : "",
+                       us_text(g.op_ns));
+}
+
+// A stage's fallback rows (ops that ran off the requested device) priced against a side that
+// ran on the device they fell back to alone (its `requested` that device only: the CPU-only
+// run), one row "fallback_us" per row: the fallback side's total is what its nodes took there
+// (op time, else call time) plus their share of the splits' copies and synchronisations; the
+// other's, the same op type's op time in its run, per node times the fallback's node count;
+// both scaled as the stage's Σ rows (scale). Where no side ran there alone, a note says the
+// row is priced by its splits only.
+template <class Finish>
+void add_fallback_rows(const std::string& stage, const std::vector<std::string>& labels,
+                       const std::vector<const OpsProfile*>& profiles,
+                       const std::vector<const StageProfile*>& stages,
+                       const std::vector<double>& scale, CompareResult& r, Finish&& finish) {
+    const std::size_t n_sides = labels.size();
+    for (std::size_t i = 0; i < n_sides; ++i) {
+        if (!stages[i])
+            continue;
+        for (const FallbackRow& f : stages[i]->fallback) {
+            const std::string what =
+                fmt::format("{}'s {} {} on {} (asked {})", labels[i], stage, f.op, f.backend,
+                            f.requested.empty() ? std::string("-") : f.requested);
+            std::optional<std::size_t> alone;
+            for (std::size_t j = 0; j < n_sides && !alone; ++j)
+                if (j != i && stages[j] && profiles[j]->requested.size() == 1 &&
+                    profiles[j]->requested[0] == f.backend)
+                    alone = j;
+            if (!alone) {
+                r.notes.push_back(fmt::format(
+                    "{}: priced by its splits only; no input ran on {} alone (give one: `ops` "
+                    "with --device {}) to price it against",
+                    what, f.backend, f.backend));
+                continue;
+            }
+            // The run alone's op time of the fallback's nodes: per node, the mean of its
+            // records of the node's signature (else of its op and shape); where a node's shape
+            // is not in that run, the op type's mean per node for every node.
+            double alone_ns = 0;
+            int n = 0;
+            std::map<std::string, std::pair<double, int>> by_key, by_shape;
+            for (const auto& rec : stages[*alone]->ops)
+                if (!rec.no_compute && rec.op == f.op && rec.op_ns) {
+                    alone_ns += *rec.op_ns;
+                    ++n;
+                    const CompareOpSignature sig = compare_op_signature(rec);
+                    for (auto* m : {&by_key, &by_shape}) {
+                        auto& [t, c] =
+                            (*m)[m == &by_key ? key_of(sig) : sig.op + "\x1f" + sig.shape];
+                        t += *rec.op_ns;
+                        ++c;
+                    }
+                }
+            double by_node = 0;
+            int n_nodes = 0, n_met = 0;
+            for (const auto& rec : stages[i]->ops) {
+                if (rec.no_compute || rec.op != f.op || rec.backend != f.backend)
+                    continue;
+                ++n_nodes;
+                const CompareOpSignature sig = compare_op_signature(rec);
+                const std::pair<double, int>* m = nullptr;
+                if (auto it = by_key.find(key_of(sig)); it != by_key.end())
+                    m = &it->second;
+                else if (auto it2 = by_shape.find(sig.op + "\x1f" + sig.shape);
+                         it2 != by_shape.end())
+                    m = &it2->second;
+                if (m) {
+                    by_node += m->first / m->second;
+                    ++n_met;
+                }
+            }
+            const bool same_shapes = n_nodes > 0 && n_met == n_nodes;
+            const std::optional<double> there = f.op_ns ? f.op_ns : f.call_ns;
+            if (!there || n == 0 || f.count <= 0) {
+                r.notes.push_back(fmt::format("{}: not priced against {}: {}", what, labels[*alone],
+                                              !there ? "its nodes have no time there"
+                                                     : "that run has no such op with an "
+                                                       "op time"));
+                continue;
+            }
+            CompareRow row;
+            row.stage = stage;
+            row.metric = "fallback_us";
+            row.higher_is_better = false;
+            row.test = fmt::format("{} on {} (asked {})", f.op, f.backend,
+                                   f.requested.empty() ? std::string("-") : f.requested);
+            row.key = stage + "/fallback/" + f.op + "/" + f.backend;
+            for (std::size_t s = 0; s < n_sides; ++s) {
+                CompareSide side;
+                side.label = labels[s];
+                if (s == i) {
+                    side.n = static_cast<std::size_t>(f.count);
+                    side.total = (*there + f.split_ns.value_or(0)) / 1e3 * scale[s];
+                } else if (s == *alone) {
+                    side.n = static_cast<std::size_t>(same_shapes ? n_nodes : n);
+                    side.total = (same_shapes ? by_node : alone_ns / n * f.count) / 1e3 * scale[s];
+                }
+                row.sides.push_back(side);
+            }
+            for (std::size_t s = 1; s < n_sides; ++s) {
+                CompareRatio q;
+                q.label = labels[s] + "/" + labels[0];
+                const auto& a = row.sides[s].total;
+                const auto& b = row.sides[0].total;
+                if (a && b && *b > 0) {
+                    q.median = *a / *b;
+                    q.verdict = "no CI: totals of one stage";
+                } else {
+                    q.verdict = "no data";
+                }
+                row.ratios.push_back(q);
+            }
+            r.notes.push_back(fmt::format(
+                "{}: fallback_us is {}'s {} nodes there ({} {:.1f} µs) plus their share of the "
+                "splits' copies ({:.1f} µs), against {}'s {} in its run on {} alone ({}): the "
+                "fallback's cost against running there alone",
+                what, labels[i], f.count, f.op_ns ? "op time" : "call time", *there / 1e3,
+                f.split_ns.value_or(0) / 1e3, labels[*alone], f.op, f.backend,
+                same_shapes
+                    ? fmt::format("the same {} node shape(s): {:.1f} µs", n_nodes, by_node / 1e3)
+                    : fmt::format("{} node(s), {:.1f} µs, per node times {}: {} of the "
+                                  "fallback's node shapes not in that run",
+                                  n, alone_ns / 1e3, f.count, n_nodes - n_met)));
+            finish(row, f.op);
+        }
+    }
 }
 
 }  // namespace
@@ -352,9 +629,14 @@ CompareResult compare_ops_documents(const std::vector<CompareInput>& inputs,
         std::vector<const StageProfile*> stages;
         for (const auto* p : profiles)
             stages.push_back(stage_of(*p, stage));
+        // Decode's tokens per step (an imported log's 8 decode graphs are 8 tokens, one a
+        // step, as an ops document's one step is one); other stages' tokens as they are.
         std::vector<CompareValue> tokens;
         for (const auto* s : stages)
-            tokens.push_back(s ? CompareValue(int64_t{s->n_tokens}) : CompareValue());
+            tokens.push_back(!s ? CompareValue()
+                             : stage == "decode" && s->n_graphs > 1
+                                 ? CompareValue(int64_t{s->n_tokens / s->n_graphs})
+                                 : CompareValue(int64_t{s->n_tokens}));
         for (std::size_t i = 1; i < n_sides; ++i)
             if (!stages[i])
                 r.notes.push_back(labels[i] + " has no stage " + stage);
@@ -370,9 +652,61 @@ CompareResult compare_ops_documents(const std::vector<CompareInput>& inputs,
                         "divided by {})",
                         labels[i], stages[i]->n_graphs, stages[i]->n_graphs));
                 }
+        // Other stages (prefill) whose token counts differ: every side's totals per token (an
+        // imported log's two prompts against one traced prompt; 4 micro-batches against 2).
+        if (stage != "decode" && stage != "log") {
+            bool differ = false;
+            std::string counts;
+            for (std::size_t i = 0; i < n_sides; ++i) {
+                if (!stages[i])
+                    continue;
+                counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", labels[i],
+                                      stages[i]->n_tokens);
+                differ = differ || stages[i]->n_tokens != stages[0]->n_tokens;
+            }
+            const bool all_positive = std::all_of(stages.begin(), stages.end(),
+                                                  [](auto* s) { return !s || s->n_tokens > 0; });
+            if (differ && all_positive) {
+                for (std::size_t i = 0; i < n_sides; ++i)
+                    if (stages[i])
+                        per_step[i] = 1.0 / stages[i]->n_tokens;
+                r.notes.push_back(fmt::format(
+                    "{} holds different token counts on the sides ({}): its Σ rows are per "
+                    "token (each side's totals divided by its tokens)",
+                    stage, counts));
+            } else if (differ) {
+                r.notes.push_back(fmt::format(
+                    "{} holds different token counts on the sides ({}), one of them unknown: "
+                    "its Σ rows are per stage, not comparable",
+                    stage, counts));
+            }
+        }
+        // Ops a side ran fused (one node, "MUL_MAT+ADD") meet the other sides' parts summed.
+        std::vector<FusedWanted> wanted(n_sides);
+        for (std::size_t i = 0; i < n_sides; ++i) {
+            if (!stages[i])
+                continue;
+            for (const auto& rec : stages[i]->ops) {
+                if (rec.no_compute || fused_parts(rec.op).empty())
+                    continue;
+                const CompareOpSignature sig = compare_op_signature(rec);
+                for (std::size_t j = 0; j < n_sides; ++j) {
+                    if (j == i)
+                        continue;
+                    wanted[j].ops.insert(sig.op);
+                    if (sig.role.empty())
+                        wanted[j].op_shapes.insert(sig.op + "\x1f" + sig.shape);
+                    else
+                        wanted[j].keys.insert(key_of(sig));
+                }
+            }
+        }
+        std::vector<FusedSide> sides;
         std::vector<std::vector<SignatureGroup>> groups;
-        for (const auto* s : stages)
-            groups.push_back(groups_of(s));
+        for (std::size_t i = 0; i < n_sides; ++i)
+            sides.push_back(side_records(stages[i], wanted[i]));
+        for (const auto& sd : sides)
+            groups.push_back(groups_of(sd));
         // The other sides' groups some baseline group met, per side.
         std::vector<std::set<std::size_t>> met(n_sides);
         auto finish = [&](CompareRow& row, const std::string& op) {
@@ -384,7 +718,7 @@ CompareResult compare_ops_documents(const std::vector<CompareInput>& inputs,
                 r.notes.push_back(std::move(n));
             r.rows.push_back(std::move(row));
         };
-        for (const auto& op : op_types(base_stage)) {
+        for (const auto& op : op_types(base_stage, groups[0])) {
             // The baseline's groups of this op, largest op time first, and their counterparts.
             std::vector<std::size_t> order;
             for (std::size_t g = 0; g < groups[0].size(); ++g)
@@ -426,6 +760,13 @@ CompareResult compare_ops_documents(const std::vector<CompareInput>& inputs,
                 CompareRow row = total_row(stage, m, labels, partner, per_step, opts);
                 row.test = op;
                 row.key = stage + "/" + op;
+                if (!fused_parts(op).empty()) {
+                    std::vector<bool> summed(n_sides, false);
+                    for (const auto& p : partner)
+                        for (std::size_t i = 0; i < n_sides; ++i)
+                            summed[i] = summed[i] || (p[i] && p[i]->summed);
+                    row.fused = fused_text(op, labels, summed);
+                }
                 finish(row, op);
             }
             // Then each signature.
@@ -459,10 +800,17 @@ CompareResult compare_ops_documents(const std::vector<CompareInput>& inputs,
                     row.test = text;
                     row.key = stage + "/" + text;
                     row.signature = base.sig;
+                    if (!fused_parts(op).empty()) {
+                        std::vector<bool> summed;
+                        for (const auto* g : p)
+                            summed.push_back(g && g->summed);
+                        row.fused = fused_text(op, labels, summed);
+                    }
                     finish(row, op);
                 }
             }
         }
+        add_fallback_rows(stage, labels, profiles, stages, per_step, r, finish);
         // Signatures a side ran that no baseline signature met, op types included.
         for (std::size_t i = 1; i < n_sides; ++i)
             for (std::size_t g = 0; g < groups[i].size(); ++g)
@@ -483,7 +831,10 @@ CompareResult compare_ops_documents(const std::vector<CompareInput>& inputs,
         "CI). Per "
         "op type, over the matched signatures: op_total_us and call_total_us the summed times "
         "per stage, call_per_op_total summed call over summed op time; the ratio is of totals "
-        "with a bootstrap 95% CI resampling records within each signature");
+        "with a bootstrap 95% CI resampling records within each signature. An op a side ran fused "
+        "(one node, \"MUL_MAT+ADD\") meets the other sides' parts summed (a MUL_MAT and the ADD "
+        "of its output, as one record with the inputs and output the fused node prints); such "
+        "rows say which sides' values are sums (fused)");
     return r;
 }
 

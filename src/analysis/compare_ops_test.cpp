@@ -340,6 +340,241 @@ TEST(CompareOps, DecodeTotalsArePerDecodeStep) {
     EXPECT_TRUE(said);
 }
 
+TEST(CompareOps, PrefillTotalsArePerTokenWhereTheTokenCountsDiffer) {
+    // A traced one prompt of 32 tokens; B is a log of two prompts of 32 (two graphs, 64 tokens):
+    // per token the mat-muls cost the same.
+    const ResultDocument a =
+        ops_doc("CPU", {{"prefill", {{"MUL_MAT", "attn_q", 64, 4, {100}, {std::nullopt}}}}});
+    ResultDocument b =
+        ops_doc("HTP0", {{"prefill", {{"MUL_MAT", "attn_q", 64, 8, {100}, {std::nullopt}}}}},
+                "hexagon-profile");
+    b.ops->stages[0].n_tokens = 64;
+    b.ops->stages[0].n_graphs = 2;
+    const CompareResult r = compare_documents({{"A", "a", a}, {"B", "b", b}}, CompareOptions{});
+    const CompareRow* tot = row(r, "prefill", "MUL_MAT", "op_total_us");
+    ASSERT_TRUE(tot);
+    EXPECT_DOUBLE_EQ(*tot->sides[0].total, 400.0 / 32);
+    EXPECT_DOUBLE_EQ(*tot->sides[1].total, 800.0 / 64);
+    EXPECT_DOUBLE_EQ(*tot->ratios[0].median, 1.0);
+    EXPECT_EQ(tot->differs.at("n_tokens"), (std::vector<CompareValue>{int64_t{32}, int64_t{64}}));
+    EXPECT_NE(std::find(r.notes.begin(), r.notes.end(),
+                        "prefill holds different token counts on the sides (A 32, B 64): its Σ "
+                        "rows are per token (each side's totals divided by its tokens)"),
+              r.notes.end());
+    // Per shape, the records themselves: 100 µs each on both sides.
+    const CompareRow* q =
+        row(r, "prefill", "MUL_MAT attn_q: q4_0 64×64, f32 64×32 → f32 64×32", "op_us");
+    ASSERT_TRUE(q);
+    EXPECT_DOUBLE_EQ(*q->ratios[0].median, 1.0);
+
+    // Decode: a log's 8 graphs of one token are 8 tokens, one a step: n_tokens does not differ.
+    const ResultDocument c =
+        ops_doc("CPU", {{"decode", {{"MUL_MAT", "attn_q", 64, 2, {10}, {std::nullopt}}}}});
+    ResultDocument d =
+        ops_doc("HTP0", {{"decode", {{"MUL_MAT", "attn_q", 64, 16, {10}, {std::nullopt}}}}},
+                "hexagon-profile");
+    d.ops->stages[0].n_tokens = 8;
+    d.ops->stages[0].n_graphs = 8;
+    const CompareResult rd = compare_documents({{"A", "c", c}, {"B", "d", d}}, CompareOptions{});
+    const CompareRow* dt = row(rd, "decode", "MUL_MAT", "op_total_us");
+    ASSERT_TRUE(dt);
+    EXPECT_DOUBLE_EQ(*dt->sides[1].total, 20.0);
+    EXPECT_EQ(dt->differs.count("n_tokens"), 0u);
+}
+
+// A fused NPU node against the CPU's two nodes: per layer, a MUL_MAT of attn_output's weight
+// and the ADD of its output to the residual.
+ResultDocument fused_docs(bool fused, int graphs, double mm_us, double add_us) {
+    ResultDocument d;
+    d.command = fused ? "import" : "ops";
+    OpsProfile p;
+    p.source = fused ? "hexagon-profile" : "trace";
+    p.devices = fused ? "HTP0" : "CPU";
+    StageProfile s;
+    s.stage = "decode";
+    s.n_tokens = graphs;
+    s.n_graphs = graphs;
+    for (int g = 0; g < graphs; ++g)
+        for (int l = 0; l < 2; ++l) {
+            const std::string L = std::to_string(l);
+            OpRecord q = rec("MUL_MAT", "attn_q", 64, l, 40, std::nullopt, p.devices);
+            q.graph = g;
+            s.ops.push_back(q);
+            OpRecord mm = rec("MUL_MAT", "attn_output", 64, l, mm_us, std::nullopt, p.devices);
+            mm.graph = g;
+            mm.srcs[1].name = "kqv_out-" + L;
+            const TensorInfo residual = tensor("l_in-" + L, "f32", {64});
+            const TensorInfo sum = tensor("ffn_inp-" + L, "f32", {64});
+            if (fused) {
+                mm.op = "MUL_MAT+ADD";
+                mm.srcs.push_back(residual);
+                mm.out = sum;
+                s.ops.push_back(mm);
+                continue;
+            }
+            s.ops.push_back(mm);
+            OpRecord view = rec("VIEW", "view", 64, l, 0, std::nullopt, p.devices);
+            view.no_compute = true;
+            s.ops.push_back(view);
+            OpRecord add = rec("ADD", "ffn_inp", 64, l, add_us, std::nullopt, p.devices);
+            add.graph = g;
+            add.srcs = {mm.out, residual};
+            add.out = sum;
+            s.ops.push_back(add);
+            // An ADD of no mat-mul's output stays an ADD.
+            OpRecord other = rec("ADD", "l_out", 64, l, 5, std::nullopt, p.devices);
+            other.graph = g;
+            other.srcs = {tensor("ffn_out-" + L, "f32", {64}), sum};
+            s.ops.push_back(other);
+        }
+    p.stages.push_back(s);
+    d.ops = p;
+    return d;
+}
+
+TEST(CompareOps, AFusedNodeMeetsThePartsItFusesSummed) {
+    const ResultDocument cpu = fused_docs(false, 1, 100, 10);
+    const ResultDocument npu = fused_docs(true, 8, 80, 0);
+    const std::string sig = "MUL_MAT+ADD attn_output: q4_0 64×64, f32 64, f32 64 → f32 64";
+    const CompareResult r = compare_documents({{"A", "a", cpu}, {"B", "b", npu}}, CompareOptions{});
+    // The op type: A's two MUL_MAT + ADD pairs (110 µs each) against B's 16 fused nodes over
+    // its 8 decode steps.
+    const CompareRow* tot = row(r, "decode", "MUL_MAT+ADD", "op_total_us");
+    ASSERT_TRUE(tot);
+    EXPECT_DOUBLE_EQ(*tot->sides[0].total, 220.0);
+    EXPECT_EQ(tot->sides[0].n, 2u);
+    EXPECT_DOUBLE_EQ(*tot->sides[1].total, 160.0);
+    EXPECT_DOUBLE_EQ(*tot->ratios[0].median, 160.0 / 220.0);
+    EXPECT_EQ(tot->fused, "A: MUL_MAT + ADD summed");
+    const CompareRow* one = row(r, "decode", sig, "op_us");
+    ASSERT_TRUE(one);
+    EXPECT_DOUBLE_EQ(*one->sides[0].median, 110.0);
+    EXPECT_DOUBLE_EQ(*one->sides[1].median, 80.0);
+    EXPECT_EQ(one->fused, "A: MUL_MAT + ADD summed");
+    EXPECT_EQ(one->signature->role, "attn_output");
+    // The parts left their own op types: MUL_MAT is attn_q's alone, and the ADD of no mat-mul's
+    // output is A's only unmatched signature.
+    const CompareRow* mm = row(r, "decode", "MUL_MAT", "op_total_us");
+    ASSERT_TRUE(mm);
+    EXPECT_DOUBLE_EQ(*mm->sides[0].total, 80.0);
+    EXPECT_DOUBLE_EQ(*mm->sides[1].total, 80.0);
+    EXPECT_FALSE(mm->fused);
+    ASSERT_EQ(r.unmatched.size(), 1u);
+    EXPECT_EQ(r.unmatched[0].label, "A");
+    EXPECT_EQ(r.unmatched[0].test,
+              "decode ADD l_out: f32 64, f32 64 → f32 64 (2 nodes, 10.0 µs op)");
+
+    // The NPU as the baseline: its own op types, the summed side named B.
+    const CompareResult back =
+        compare_documents({{"A", "b", npu}, {"B", "a", cpu}}, CompareOptions{});
+    const CompareRow* t2 = row(back, "decode", "MUL_MAT+ADD", "op_total_us");
+    ASSERT_TRUE(t2);
+    EXPECT_DOUBLE_EQ(*t2->ratios[0].median, 220.0 / 160.0);
+    EXPECT_EQ(t2->fused, "B: MUL_MAT + ADD summed");
+    ASSERT_EQ(back.unmatched.size(), 1u);
+    EXPECT_EQ(back.unmatched[0].label, "B");
+
+    // Every side fused: one node on each, nothing summed.
+    const CompareResult both =
+        compare_documents({{"A", "b", npu}, {"B", "b2", npu}}, CompareOptions{});
+    const CompareRow* t3 = row(both, "decode", "MUL_MAT+ADD", "op_total_us");
+    ASSERT_TRUE(t3);
+    EXPECT_EQ(t3->fused, "one node on every side");
+
+    // The JSON keeps the label.
+    EXPECT_EQ(to_json(r)["rows"][0]["fused"].is_null(), tot != &r.rows[0]);
+    EXPECT_EQ(from_json<CompareResult>(to_json(r), "'cmp.json'"), r);
+}
+
+TEST(CompareOps, FusedPartsMeetByShapeWhereTheLogHasNoNames) {
+    // A log without tensor names: the fused node meets the parts of its op and shape.
+    ResultDocument npu = fused_docs(true, 1, 80, 0);
+    for (auto& op : npu.ops->stages[0].ops) {
+        for (auto& src : op.srcs)
+            src.name.clear();
+        op.out.name.clear();
+    }
+    const ResultDocument cpu = fused_docs(false, 1, 100, 10);
+    const CompareResult r = compare_documents({{"A", "a", cpu}, {"B", "b", npu}}, CompareOptions{});
+    const CompareRow* tot = row(r, "decode", "MUL_MAT+ADD", "op_total_us");
+    ASSERT_TRUE(tot);
+    EXPECT_DOUBLE_EQ(*tot->sides[0].total, 220.0);
+    EXPECT_DOUBLE_EQ(*tot->sides[1].total, 160.0);
+}
+
+TEST(CompareOps, AFallbackIsPricedAgainstTheRunOnItsDeviceAlone) {
+    // A asked BLAS, which cannot run RMS_NORM: its 2 nodes fell back to the CPU, 15 µs each
+    // there, with 10 µs of copies at the splits they forced. B ran on the CPU alone: the same
+    // 2 nodes took 10 µs each.
+    ResultDocument a = ops_doc("BLAS", {{"decode", {{"MUL_MAT", "attn_q", 64, 2, {50}, {60}}}}});
+    a.ops->requested = {"BLAS"};
+    FallbackRow f;
+    f.op = "RMS_NORM";
+    f.backend = "CPU";
+    f.requested = "BLAS";
+    f.count = 2;
+    f.op_ns = 30e3;
+    f.call_ns = 40e3;
+    f.split_ns = 10e3;
+    f.penalty_ns = 10e3;
+    f.penalty_basis = "split cost only: BLAS cannot run it, so there is no graph without the split";
+    a.ops->stages[0].fallback = {f};
+    for (int l = 0; l < 2; ++l)
+        a.ops->stages[0].ops.push_back(rec("RMS_NORM", "norm", 0, l, 15, 20, "CPU"));
+    ResultDocument b = ops_doc(
+        "CPU",
+        {{"decode",
+          {{"MUL_MAT", "attn_q", 64, 2, {80}, {90}}, {"RMS_NORM", "norm", 0, 2, {10}, {12}}}}});
+    b.ops->requested = {"CPU"};
+    const CompareResult r = compare_documents({{"A", "a", a}, {"B", "b", b}}, CompareOptions{});
+    const CompareRow* fb = row(r, "decode", "RMS_NORM on CPU (asked BLAS)", "fallback_us");
+    ASSERT_TRUE(fb);
+    EXPECT_EQ(fb->key, "decode/fallback/RMS_NORM/CPU");
+    EXPECT_EQ(fb->op, "RMS_NORM");
+    EXPECT_DOUBLE_EQ(*fb->sides[0].total, 40.0);  // 30 there + 10 of splits
+    EXPECT_EQ(fb->sides[0].n, 2u);
+    EXPECT_DOUBLE_EQ(*fb->sides[1].total, 20.0);  // 2 x 10 on the CPU alone
+    EXPECT_DOUBLE_EQ(*fb->ratios[0].median, 0.5);
+    EXPECT_EQ(fb->ratios[0].verdict, "no CI: totals of one stage");
+    EXPECT_NE(std::find(r.notes.begin(), r.notes.end(),
+                        "A's decode RMS_NORM on CPU (asked BLAS): fallback_us is A's 2 nodes "
+                        "there (op time 30.0 µs) plus their share of the splits' copies (10.0 µs), "
+                        "against B's RMS_NORM in its run on CPU alone (the same 2 node "
+                        "shape(s): 20.0 µs): the fallback's cost against running there alone"),
+              r.notes.end());
+    // A fallback node whose shape the run alone lacks: the op type's mean per node.
+    ResultDocument odd = a;
+    odd.ops->stages[0].ops.back().out.ne = {32};
+    odd.ops->stages[0].ops.back().srcs[0].ne = {32};
+    const CompareResult r2 = compare_documents({{"A", "a", odd}, {"B", "b", b}}, CompareOptions{});
+    const CompareRow* fb3 = row(r2, "decode", "RMS_NORM on CPU (asked BLAS)", "fallback_us");
+    ASSERT_TRUE(fb3);
+    EXPECT_DOUBLE_EQ(*fb3->sides[1].total, 20.0);
+    EXPECT_NE(std::find(r2.notes.begin(), r2.notes.end(),
+                        "A's decode RMS_NORM on CPU (asked BLAS): fallback_us is A's 2 nodes "
+                        "there (op time 30.0 µs) plus their share of the splits' copies (10.0 µs), "
+                        "against B's RMS_NORM in its run on CPU alone (2 node(s), 20.0 µs, per "
+                        "node times 2: 1 of the fallback's node shapes not in that run): the "
+                        "fallback's cost against running there alone"),
+              r2.notes.end());
+    // The CPU-only run as the baseline: the fallback costs twice its time there.
+    const CompareResult back = compare_documents({{"A", "b", b}, {"B", "a", a}}, CompareOptions{});
+    const CompareRow* fb2 = row(back, "decode", "RMS_NORM on CPU (asked BLAS)", "fallback_us");
+    ASSERT_TRUE(fb2);
+    EXPECT_DOUBLE_EQ(*fb2->ratios[0].median, 2.0);
+
+    // Without a run on the CPU alone: no row, a note saying how it stays priced.
+    ResultDocument c = b;
+    c.ops->requested = {"RPC0"};
+    const CompareResult none = compare_documents({{"A", "a", a}, {"B", "c", c}}, CompareOptions{});
+    EXPECT_FALSE(row(none, "decode", "RMS_NORM on CPU (asked BLAS)", "fallback_us"));
+    EXPECT_NE(std::find(none.notes.begin(), none.notes.end(),
+                        "A's decode RMS_NORM on CPU (asked BLAS): priced by its splits only; no "
+                        "input ran on CPU alone (give one: `ops` with --device CPU) to price it "
+                        "against"),
+              none.notes.end());
+}
+
 TEST(CompareOps, JsonRoundTripKeepsSignaturesAndTotals) {
     const ResultDocument a =
         ops_doc("CPU", {{"decode", {{"MUL_MAT", "attn_q", 64, 3, {100, 90}, {110}}}}});

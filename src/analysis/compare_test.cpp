@@ -694,8 +694,9 @@ TEST(Compare, DocumentHasTheAgreedShape) {
               (std::set<std::string>{"label", "source", "command", "host", "cpu", "started_at"}));
     EXPECT_EQ(j["inputs"][1]["source"], "doc1.json");
     const json& r = j["rows"][0];
-    EXPECT_EQ(keys(r), (std::set<std::string>{"test", "key", "stage", "metric", "higher_is_better",
-                                              "differs", "sides", "ratios", "op", "signature"}));
+    EXPECT_EQ(keys(r),
+              (std::set<std::string>{"test", "key", "stage", "metric", "higher_is_better",
+                                     "differs", "sides", "ratios", "op", "signature", "fused"}));
     EXPECT_TRUE(r["op"].is_null());
     EXPECT_TRUE(r["signature"].is_null());
     EXPECT_EQ(r["differs"]["n_threads"], json({2, 1}));

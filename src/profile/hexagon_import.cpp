@@ -832,10 +832,12 @@ json to_json(const HexagonImport& imp) {
             a.push_back({{"line", u.line}, {"text", u.text}, {"reason", u.reason}});
         return a;
     };
-    double batch_usec = 0;
+    // Per session, never added across sessions (they run at once); per stage in
+    // stages[].npu_pipeline.
+    std::map<std::string, double> batch_usec;
     std::map<std::string, int> batch_kinds;
     for (const auto& b : imp.batches) {
-        batch_usec += b.usec;
+        batch_usec[b.device] += b.usec;
         batch_kinds[b.kind]++;
     }
     return json{{"n_lines", imp.n_lines},
@@ -851,7 +853,7 @@ json to_json(const HexagonImport& imp) {
                 {"formats", imp.formats},
                 {"n_batches", imp.batches.size()},
                 {"batch_kinds", batch_kinds},
-                {"batch_usec_total", imp.batches.empty() ? json(nullptr) : json(batch_usec)}};
+                {"batch_usec_by_session", batch_usec}};
 }
 
 }  // namespace sb

@@ -86,11 +86,86 @@ struct Expected {
     std::map<std::string, double> op_usec;  // per stage
     std::map<std::string, int> count;
     std::map<std::string, std::map<std::string, double>> by_op;  // stage -> op -> usec
+    // GGML_HEXAGON_PROFILE=3: per stage, each pipeline part's wall time (µs).
+    std::map<std::string, std::map<std::string, double>> part_usec;
 };
 
+// One trace event as the backend keeps it (htp_trace_desc): thread, event, info, start|stop,
+// the thread's 32-bit cycle counter.
+struct TraceEvt {
+    long long thread;
+    std::string event;
+    long long info;
+    bool stop;
+    long long cycles;
+};
+
+// The trace events of one op that starts at cycle c0 and takes `cyc` cycles (fractions of it
+// in whole cycles, usec x 1100 x k/20), as the kernels record them: a quantized mat-mul
+// quantizes its activations (HVX thread 0) and DMAs its weights (thread 1) while the HMX
+// (thread 10) computes after the quantization; flash attention prepares Q and K on two
+// threads, runs QK and softmax on both, prepares V, then finishes on HVX; other ops compute on
+// two HVX threads at once. Adds each kind's wall time (µs at 1100 MHz) to parts.
+void op_events(const Op& o, long long c0, long long info, std::vector<TraceEvt>& out,
+               std::map<std::string, double>& parts) {
+    const long long u = o.usec;
+    auto at = [&](long long twentieths) { return c0 + u * 55 * twentieths; };  // cyc x k/20
+    auto add = [&](long long t, const std::string& e, long long a, long long b) {
+        out.push_back({t, e, info, false, at(a)});
+        out.push_back({t, e, info, true, at(b)});
+    };
+    const double us = static_cast<double>(u) / 20;  // one twentieth of the op, in µs
+    if (o.op == "MUL_MAT") {
+        add(0, "HVX_A_QUANT", 0, 3);
+        add(1, "DMA", 0, 6);
+        add(10, "HMX_COMP", 3, 20);
+        parts["activation_quantization"] += 3 * us;
+        parts["dma"] += 6 * us;
+        parts["compute"] += 17 * us;
+    } else if (o.op == "FLASH_ATTN_EXT") {
+        add(0, "HVX_Q_PREP", 0, 2);
+        add(1, "HVX_K_PREP", 0, 2);
+        add(0, "HVX_QK_FA", 2, 14);
+        add(1, "HVX_SFM_FA", 2, 14);
+        add(0, "HVX_V_PREP", 14, 16);
+        add(0, "HVX_COMP", 16, 20);
+        parts["attention_preparation"] += 4 * us;
+        parts["compute"] += 16 * us;
+    } else {
+        add(0, "HVX_COMP", 0, 20);
+        add(1, "HVX_COMP", 0, 20);
+        parts["compute"] += 20 * us;
+    }
+}
+
+// The ops with each attention output's mat-mul and the ADD of its output to the residual as one
+// node, as the pinned backend fuses them (GGML_HEXAGON_OPFUSION, try_fuse_mul_mat_add):
+// "MUL_MAT+ADD", the mat-mul's inputs then the ADD's other input, the ADD's output, the
+// mat-mul's kernel; 1 µs less than the two apart.
+std::vector<Op> fuse_mul_mat_add(const std::vector<Op>& ops) {
+    std::vector<Op> out;
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+        const Op& mm = ops[i];
+        if (mm.op == "MUL_MAT" && i + 1 < ops.size() && ops[i + 1].op == "ADD" &&
+            ops[i + 1].names[0] == mm.names.back()) {
+            const Op& add = ops[++i];
+            out.push_back({"MUL_MAT+ADD",
+                           {mm.names[0], mm.names[1], add.names[1], add.names[2]},
+                           {mm.ne[0], mm.ne[1], add.ne[1], add.ne[2]},
+                           {mm.types[0], mm.types[1], add.types[1], add.types[2]},
+                           mm.kparams,
+                           mm.usec + add.usec - 1});
+            continue;
+        }
+        out.push_back(mm);
+    }
+    return out;
+}
+
 // The log of one prefill graph (7 tokens) and two decode graphs through the pinned formats, at
-// GGML_HEXAGON_PROFILE=`profile`, with what its stages must sum to.
-std::string pinned_log(int profile, Expected* want) {
+// GGML_HEXAGON_PROFILE=`profile` (fused: the attention outputs' MUL_MAT+ADD as one node), with
+// what its stages must sum to.
+std::string pinned_log(int profile, Expected* want, bool fused = false) {
     const PinnedFormats pf = pinned_formats();
     std::string log = "llama_context: n_ctx = 512\n";  // other output, ignored
     long long clock = 4000000;
@@ -98,16 +173,34 @@ std::string pinned_log(int profile, Expected* want) {
     for (auto [stage, tokens, kv] :
          {std::tuple{"prefill", 7LL, 7LL}, std::tuple{"decode", 1LL, 8LL},
           std::tuple{"decode", 1LL, 9LL}}) {
-        const auto ops = graph_ops(tokens, kv, graph_no++);
+        const auto ops = fused ? fuse_mul_mat_add(graph_ops(tokens, kv, graph_no++))
+                               : graph_ops(tokens, kv, graph_no++);
         long long batch_usec = 0;
         for (const auto& o : ops)
             batch_usec += o.usec;
+        // PROFILE=3: the batch's trace events, printed thread by thread after its ops, and
+        // counted per thread (HVX threads 0-9, the HMX 10) on its batch line.
+        std::vector<TraceEvt> events;
         std::string evt = "----";
         if (profile == 3) {
+            long long c = clock;
+            std::map<std::string, double> parts;
+            for (std::size_t i = 0; i < ops.size(); ++i) {
+                op_events(ops[i], c, static_cast<long long>(i), events, parts);
+                c += ops[i].usec * 1100;
+            }
+            std::stable_sort(
+                events.begin(), events.end(),
+                [](const TraceEvt& a, const TraceEvt& b) { return a.thread < b.thread; });
             std::map<std::string, Value> ev;
             for (int i = 0; i < 11; ++i)
-                ev[fmt::format("rsp.n_traces[{}]", i)] = Value(static_cast<long long>(i % 3));
+                ev[fmt::format("rsp.n_traces[{}]", i)] = Value(static_cast<long long>(
+                    std::count_if(events.begin(), events.end(),
+                                  [&](const TraceEvt& e) { return e.thread == i; })));
             evt = print(pf.evt, ev);
+            if (want)
+                for (const auto& [k, v] : parts)
+                    want->part_usec[stage][k] += v;
         }
         const long long bcycles = (batch_usec + 5) * 1100;
         log += print(pf.batch, {{"sess_name.c_str()", std::string("HTP0")},
@@ -150,13 +243,15 @@ std::string pinned_log(int profile, Expected* want) {
                 want->by_op[stage][o.op] += o.usec;
             }
         }
-        if (profile == 3)
-            log += print(pf.trace, {{"sess_name.c_str()", std::string("HTP0")},
-                                    {"htp_event_name(e.id)", std::string("HVX_COMP")},
-                                    {"t", 0LL},
-                                    {"info", 3LL},
-                                    {"is_stop ? \"stop\" : \"start\"", std::string("stop")},
-                                    {"e.cycles", clock}});
+        for (const TraceEvt& e : events)
+            log +=
+                print(pf.trace,
+                      {{"sess_name.c_str()", std::string("HTP0")},
+                       {"htp_event_name(e.id)", e.event},
+                       {"t", e.thread},
+                       {"info", e.info},
+                       {"is_stop ? \"stop\" : \"start\"", std::string(e.stop ? "stop" : "start")},
+                       {"e.cycles", e.cycles}});
     }
     return log;
 }
@@ -262,6 +357,33 @@ TEST_P(HexagonPinnedLog, MatchesTheKeptFixture) {
                                    "with SB_WRITE_FIXTURES=1 and check the importer";
 }
 
+TEST(HexagonPinned, TheFusedLogMatchesTheKeptFixture) {
+    // tests/fixtures/hexagon/pinned_fused.log: pinned_profile1.log's graphs as the backend
+    // prints them with MUL_MAT+ADD fused (tests/integration compares the two).
+    Expected want;
+    const std::string text = pinned_log(1, &want, true);
+    const std::string path =
+        std::string(SB_SOURCE_DIR) + "/tests/fixtures/hexagon/pinned_fused.log";
+    if (const char* w = std::getenv("SB_WRITE_FIXTURES"); w && std::string(w) == "1")
+        std::ofstream(path) << text;
+    std::ifstream f(path);
+    std::stringstream kept;
+    kept << f.rdbuf();
+    EXPECT_EQ(kept.str(), text) << path;
+    std::istringstream in(text);
+    const HexagonImport imp = parse_hexagon_profile(in);
+    EXPECT_EQ(imp.n_unparsed, 0);
+    // Two attention outputs per graph, three graphs.
+    EXPECT_EQ(std::count_if(imp.records.begin(), imp.records.end(),
+                            [](const OpRecord& r) { return r.op == "MUL_MAT+ADD"; }),
+              6);
+    // Decode graph g's attention output: mat-mul 20 + g µs, add 2 + g, fused 1 µs less; two
+    // layers in each of graphs 1 and 2.
+    EXPECT_EQ(want.by_op["decode"]["MUL_MAT+ADD"], 2 * (21 + 2 * 1) + 2 * (21 + 2 * 2));
+    const StageSplit sp = split_stages(imp);
+    EXPECT_EQ(sp.n_graphs.at("decode"), 2);
+}
+
 TEST_P(HexagonPinnedLog, EveryLineParsesIntoPrefillAndDecode) {
     Expected want;
     std::istringstream in(pinned_log(GetParam(), &want));
@@ -273,7 +395,12 @@ TEST_P(HexagonPinnedLog, EveryLineParsesIntoPrefillAndDecode) {
     if (GetParam() == 3) {
         ASSERT_TRUE(imp.batches[0].evt_cnt.has_value());
         EXPECT_EQ(imp.batches[0].evt_cnt->size(), 11u);
-        EXPECT_EQ((*imp.batches[0].evt_cnt)[2], 2);
+        // The prefill graph's 13 mat-muls, 2 flash attentions and 11 other ops: thread 0 has a
+        // start and a stop per op and 3 more per flash attention, the HMX one per mat-mul.
+        EXPECT_EQ((*imp.batches[0].evt_cnt)[0], 2 * (13 + 2 * 4 + 11));
+        EXPECT_EQ((*imp.batches[0].evt_cnt)[10], 2 * 13);
+        EXPECT_EQ((*imp.batches[0].evt_cnt)[2], 0);
+        EXPECT_EQ(static_cast<int>(imp.events.size()), imp.n_trace);
     }
 
     const StageSplit sp = split_stages(imp);
@@ -337,7 +464,16 @@ TEST(HexagonPinned, ImportCommandSplitsTheKeptFixture) {
         EXPECT_EQ(static_cast<int>(s.ops.size()), want.count[s.stage]);
         EXPECT_DOUBLE_EQ(*s.rec.sum_op_ns, want.op_usec[s.stage] * 1000.0);
         EXPECT_EQ(s.n_graphs, s.stage == "prefill" ? 1 : 2);
-        EXPECT_EQ(s.n_tokens, s.stage == "prefill" ? 7 : 1);
+        // The graphs' tokens: one prompt of 7, two decode steps of one each.
+        EXPECT_EQ(s.n_tokens, s.stage == "prefill" ? 7 : 2);
+        // The stage's own batches (each printed 5 µs above its ops), not the log's.
+        const double batch_usec = want.op_usec[s.stage] + 5.0 * s.n_graphs;
+        const std::string note = fmt::format(
+            "batches in this stage, per NPU session: HTP0 {} batch(es), NPU busy {:.3f} ms "
+            "(OPBATCH usec). The log holds no host time for these batches (OPBATCH lines carry "
+            "only the NPU's), so the host's wall time around them is unknown",
+            s.n_graphs, batch_usec / 1e3);
+        EXPECT_NE(std::find(s.notes.begin(), s.notes.end(), note), s.notes.end()) << note;
     }
     EXPECT_EQ(doc.ops->stages[1].ops.back().graph, 1);  // the second decode graph
 
@@ -358,6 +494,45 @@ TEST(HexagonPinned, ImportCommandSplitsTheKeptFixture) {
     } catch (const Error& e) {
         EXPECT_EQ(e.kind(), ErrorKind::input);
         EXPECT_NE(std::string(e.what()).find("expected TEXT=STAGE"), std::string::npos);
+    }
+}
+
+TEST(HexagonPinned, ImportCommandDecomposesTheProfile3Fixture) {
+    // What `stagebench import hexagon-profile tests/fixtures/hexagon/pinned_profile3.log`
+    // does with the trace events: per stage, each kind as wall time over the threads, never
+    // their sum (a mat-mul's DMA overlaps its quantization; flash attention's QK and softmax
+    // run on two threads at once), against the NPU's batch time.
+    Expected want;
+    pinned_log(3, &want);
+    ImportOptions o;
+    o.log_path = std::string(SB_SOURCE_DIR) + "/tests/fixtures/hexagon/pinned_profile3.log";
+    ResultDocument doc;
+    std::ostringstream err;
+    EXPECT_EQ(run_import_hexagon(o, doc, err), 0);
+    EXPECT_EQ(err.str(), "");
+    ASSERT_EQ(doc.ops->stages.size(), 2u);
+    for (const auto& s : doc.ops->stages) {
+        SCOPED_TRACE(s.stage);
+        ASSERT_EQ(s.npu_pipeline.size(), 1u);
+        const NpuPipeline& p = s.npu_pipeline[0];
+        EXPECT_EQ(p.device, "HTP0");
+        EXPECT_EQ(p.n_unpaired, 0);
+        EXPECT_EQ(p.n_no_clock, 0);
+        EXPECT_EQ(p.envelope, "NPU batch");
+        const double batch_us = want.op_usec[s.stage] + 5.0 * s.n_graphs;
+        EXPECT_DOUBLE_EQ(*p.npu_batch_ns, batch_us * 1e3);
+        // Every op is covered by some event from its start to its end: busy is the ops' time.
+        EXPECT_NEAR(*p.traced_busy_ns, want.op_usec[s.stage] * 1e3, 1e-3);
+        std::map<std::string, double> got;
+        for (const auto& part : p.parts)
+            got[part.name] = part.ns / 1e3;
+        EXPECT_NEAR(got.at("batch_overhead"), 5.0 * s.n_graphs, 1e-9);
+        got.erase("batch_overhead");
+        ASSERT_EQ(got.size(), want.part_usec[s.stage].size());
+        for (const auto& [kind, us] : want.part_usec[s.stage])
+            EXPECT_NEAR(got.at(kind), us, 1e-6) << kind;
+        for (const auto& part : p.parts)
+            EXPECT_NEAR(*part.share, part.ns / (batch_us * 1e3), 1e-12) << part.name;
     }
 }
 

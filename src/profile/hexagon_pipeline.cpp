@@ -275,4 +275,39 @@ std::vector<NpuPipeline> npu_pipelines(const HexagonImport& imp, const StageSpli
     return out;
 }
 
+std::string npu_batch_note(const std::vector<NpuPipeline>& pipes) {
+    std::string per;
+    int sessions = 0;
+    bool host = false;
+    for (const NpuPipeline& p : pipes) {
+        if (p.n_batches == 0)
+            continue;
+        ++sessions;
+        std::string x = fmt::format("{} {} batch(es)", p.device, p.n_batches);
+        // The NPU's busy time: its own batch time (OPBATCH), else its ops' (profile-batch's
+        // formats print the host's batch time and the ops' sum).
+        const std::optional<double> busy = p.npu_batch_ns ? p.npu_batch_ns : p.ops_ns;
+        if (busy)
+            x += fmt::format(", NPU busy {:.3f} ms ({})", *busy / 1e6,
+                             p.npu_batch_ns ? "OPBATCH usec" : "its ops' usec");
+        if (p.host_batch_ns) {
+            host = true;
+            x += fmt::format(" of host batch {:.3f} ms", *p.host_batch_ns / 1e6);
+            if (busy && *p.host_batch_ns > 0)
+                x += fmt::format(" ({:.1f} %)", 100.0 * *busy / *p.host_batch_ns);
+        }
+        per += (per.empty() ? "" : "; ") + x;
+    }
+    if (sessions == 0)
+        return "";
+    std::string note = "batches in this stage, per NPU session: " + per;
+    if (sessions > 1)
+        note += ". Sessions are never added: they run at once, each against the same host time";
+    if (!host)
+        note += std::string(sessions > 1 ? "; the" : ". The") +
+                " log holds no host time for these batches (OPBATCH lines carry only the "
+                "NPU's), so the host's wall time around them is unknown";
+    return note;
+}
+
 }  // namespace sb

@@ -31,4 +31,11 @@ std::string npu_event_kind(const std::string& event);
 std::vector<NpuPipeline> npu_pipelines(const HexagonImport& imp, const StageSplit& sp,
                                        const std::string& stage);
 
+// A stage's batch lines in one note, per session, never added up (sessions run at once; a sum
+// would count parallel time twice): "batches in this stage, per NPU session: HTP0 3 batch(es),
+// NPU busy 0.456 ms (OPBATCH usec); HTP1 ...", each session's busy time against the host's
+// batch time where the log has it ("of host batch 0.100 ms (40.0 %)"), else a clause saying
+// the log holds no host time. Empty when no session has a batch line in the stage.
+std::string npu_batch_note(const std::vector<NpuPipeline>& pipes);
+
 }  // namespace sb

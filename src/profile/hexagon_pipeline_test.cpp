@@ -117,6 +117,43 @@ TEST(NpuPipeline, SessionsAreKeptApartAndTheHostBatchIsTheEnvelope) {
     EXPECT_DOUBLE_EQ(part(pipes[1], "communication_and_queueing")->ns, 20e3);
 }
 
+TEST(NpuPipeline, TheBatchNoteIsPerSessionAgainstTheHostNeverASum) {
+    // PR 22269's format: each session's ops against the host's batch time.
+    std::string log =
+        "ggml-hex: HTP0 profile-op MUL_MAT: blk.0.attn_q.weight x attn_norm-0 -> Qcur-0 : "
+        "256:256 x 256:4 -> 256:4 : q4_0 x f32 -> f32 : 4:1024 x 4:1024 -> 4:1024 : usec 40 "
+        "cycles 40000\n"
+        "ggml-hex: HTP0 profile-batch n-ops 1 batch-dur-usec 100 htp-ops-usec 40\n"
+        "ggml-hex: HTP1 profile-op MUL_MAT: blk.0.attn_q.weight x attn_norm-0 -> Qcur-0 : "
+        "256:256 x 256:4 -> 256:4 : q4_0 x f32 -> f32 : 4:1024 x 4:1024 -> 4:1024 : usec 30 "
+        "cycles 30000\n"
+        "ggml-hex: HTP1 profile-batch n-ops 1 batch-dur-usec 50 htp-ops-usec 30\n";
+    HexagonImport imp = parse(log);
+    EXPECT_EQ(npu_batch_note(npu_pipelines(imp, split_stages(imp), "prefill")),
+              "batches in this stage, per NPU session: HTP0 1 batch(es), NPU busy 0.040 ms (its "
+              "ops' usec) of host batch 0.100 ms (40.0 %); HTP1 1 batch(es), NPU busy 0.030 ms "
+              "(its ops' usec) of host batch 0.050 ms (60.0 %). Sessions are never added: they "
+              "run at once, each against the same host time");
+
+    // The pinned tree's OPBATCH: the NPU's batch time, no host time; two decode steps on two
+    // sessions, each session its own batches.
+    log = opbatch("HTP0", 1, 100, 0) + matmul("HTP0", 1, 60, 0) + opbatch("HTP1", 1, 80, 0) +
+          matmul("HTP1", 1, 50, 0) + opbatch("HTP0", 1, 110, 0) + matmul("HTP0", 1, 70, 0);
+    imp = parse(log);
+    const StageSplit sp = split_stages(imp);
+    ASSERT_EQ(sp.order, (std::vector<std::string>{"decode"}));
+    EXPECT_EQ(npu_batch_note(npu_pipelines(imp, sp, "decode")),
+              "batches in this stage, per NPU session: HTP0 2 batch(es), NPU busy 0.210 ms "
+              "(OPBATCH usec); HTP1 1 batch(es), NPU busy 0.080 ms (OPBATCH usec). Sessions are "
+              "never added: they run at once, each against the same host time; the log holds no "
+              "host time for these batches (OPBATCH lines carry only the NPU's), so the host's "
+              "wall time around them is unknown");
+    EXPECT_EQ(npu_batch_note(npu_pipelines(imp, sp, "prefill")), "");
+    // The import's summary keeps them per session too.
+    EXPECT_EQ(to_json(imp)["batch_usec_by_session"],
+              (nlohmann::json{{"HTP0", 210.0}, {"HTP1", 80.0}}));
+}
+
 TEST(NpuPipeline, AnEventLineThatCannotBeTrueIsRefusedNotTimed) {
     const HexagonImport imp = parse(
         "ggml-hex: HTP0 trace-evt DMA: thread 0 info 0 start 99999999999\n"

@@ -1,6 +1,8 @@
 #include "profile/ops_command.hpp"
 
 #include <algorithm>
+#include <limits>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -85,16 +87,6 @@ int run_import_hexagon(const ImportOptions& o, ResultDocument& doc, std::ostream
             note += fmt::format("; line {}: {}", imp.refused[i].line, imp.refused[i].reason);
         common_notes.push_back(note);
     }
-    if (!imp.batches.empty()) {
-        double total = 0;
-        for (const auto& b : imp.batches)
-            total += b.usec;
-        const bool host = imp.batches.front().kind == "profile-batch";
-        common_notes.push_back(
-            fmt::format("{} {} line(s): {:.0f} µs in batches ({})", imp.batches.size(),
-                        imp.batches.front().kind, total,
-                        host ? "the host's batch durations" : "the NPU's batch times"));
-    }
     if (imp.n_trace > static_cast<int>(imp.events.size()))
         common_notes.push_back(
             fmt::format("{} trace-op line(s) (GGML_HEXAGON_PROFILE=3, PR 24592) counted, not read",
@@ -119,25 +111,38 @@ int run_import_hexagon(const ImportOptions& o, ResultDocument& doc, std::ostream
         StageProfile s;
         s.stage = name;
         s.n_graphs = sp.n_graphs[name];
+        // The tokens of the stage: per graph its largest mat-mul token count (a prefill's output
+        // projection computes only the last token), summed over the graphs, so that 8 decode
+        // graphs are 8 tokens, as `ops` counts a prompt's micro-batches.
+        std::map<int, int64_t> graph_tokens;
         for (size_t i = 0; i < imp.records.size(); ++i) {
             if (sp.stage[i] != name)
                 continue;
             OpRecord r = imp.records[i];
             r.graph = sp.graph[i];
+            int64_t& g = graph_tokens[r.graph];
             if (auto t = matmul_tokens(r))
-                s.n_tokens = std::max<int>(s.n_tokens, static_cast<int>(*t));
+                g = std::max(g, *t);
             s.ops.push_back(std::move(r));
         }
+        // A log's dims are claims: the sum is bounded, never overflows.
+        constexpr int64_t kMax = std::numeric_limits<int>::max();
+        int64_t tokens = 0;
+        for (const auto& [g, t] : graph_tokens)
+            tokens = std::min(kMax, tokens + std::min(kMax, t));
+        s.n_tokens = static_cast<int>(tokens);
         s.notes = common_notes;
         if (sp.method != "none")
             s.notes.push_back(fmt::format(
-                "stage from {} ({} graph(s), {} op(s); n_tokens is the largest mat-mul token "
-                "count)",
+                "stage from {} ({} graph(s), {} op(s); n_tokens is the graphs' tokens: each "
+                "graph's largest mat-mul token count, summed)",
                 sp.method == "tokens"    ? "the mat-muls' token dimension"
                 : sp.method == "markers" ? "--stage-of markers"
                                          : "--stage-of markers, else the mat-muls' token dimension",
                 s.n_graphs, s.ops.size()));
         s.npu_pipeline = npu_pipelines(imp, sp, name);
+        if (std::string note = npu_batch_note(s.npu_pipeline); !note.empty())
+            s.notes.push_back(std::move(note));
         finalize_stage(s, o.top_n);
         p.stages.push_back(std::move(s));
     }

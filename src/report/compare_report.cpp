@@ -51,6 +51,8 @@ std::string stage_label(const CompareRow& r) {
         return r.stage + " Σ call / Σ op";
     if (r.metric == "op_us")
         return r.stage + " op µs";
+    if (r.metric == "fallback_us")
+        return r.stage + " fallback µs";
     if (r.metric == "call_us")
         return r.stage + " call µs";
     if (r.metric == "call_per_op")
@@ -236,9 +238,11 @@ const FieldTable<CompareSideRow>& compare_fields() {
          [](const R& r) {
              return r.row->signature ? FieldValue(r.row->signature->role) : FieldValue();
          }},
-        {"shape", [](const R& r) {
+        {"shape",
+         [](const R& r) {
              return r.row->signature ? FieldValue(r.row->signature->shape) : FieldValue();
-         }}};
+         }},
+        {"fused", [](const R& r) { return text_of(r.row->fused); }}};
     return table;
 }
 
@@ -289,7 +293,8 @@ void write_compare_markdown(std::ostream& out, const CompareResult& r) {
         }
         out << " | differs |\n" << align << " | --- |\n";
         for (const auto& row : r.rows) {
-            out << "| " << row.test << " | " << stage_label(row);
+            out << "| " << row.test << (row.fused ? " (fused; " + *row.fused + ")" : "") << " | "
+                << stage_label(row);
             std::string n;
             for (const auto& i : r.inputs) {
                 const CompareSide* s = side_of(row, i.label);

@@ -188,10 +188,25 @@ TEST(CompareReport, OpsRowsNameTheirShapeAndTotals) {
         << md.str();
     std::ostringstream csv;
     write_compare(csv, r, OutputFormat::csv);
-    EXPECT_NE(csv.str().find(",,,1600,,,1940,,,,,,,,,,,,MUL_MAT,,\n"), std::string::npos)
+    EXPECT_NE(csv.str().find(",,,1600,,,1940,,,,,,,,,,,,MUL_MAT,,,\n"), std::string::npos)
         << csv.str();
-    EXPECT_NE(csv.str().find(",MUL_MAT,attn_q,\"q4_0 64×64, f32 64 → f32 64\""), std::string::npos)
+    EXPECT_NE(csv.str().find(",MUL_MAT,attn_q,\"q4_0 64×64, f32 64 → f32 64\","), std::string::npos)
         << csv.str();
+
+    // A fused op's row says which side's value is its parts summed.
+    CompareRow fused = shape;
+    fused.test = "MUL_MAT+ADD attn_output: q4_0 64×64, f32 64, f32 64 → f32 64";
+    fused.op = "MUL_MAT+ADD";
+    fused.fused = "A: MUL_MAT + ADD summed";
+    r.rows = {fused};
+    std::ostringstream fmd, fcsv;
+    write_compare(fmd, r, OutputFormat::md);
+    EXPECT_NE(fmd.str().find("| MUL_MAT+ADD attn_output: q4_0 64×64, f32 64, f32 64 → f32 64 "
+                             "(fused; A: MUL_MAT + ADD summed) | decode op µs |"),
+              std::string::npos)
+        << fmd.str();
+    write_compare(fcsv, r, OutputFormat::csv);
+    EXPECT_NE(fcsv.str().find(",A: MUL_MAT + ADD summed\n"), std::string::npos) << fcsv.str();
 }
 
 TEST(CompareReport, JsonIsTheCompareDocument) {

@@ -907,7 +907,8 @@ std::string compare_unit(const std::string& metric) {
                                                              {"call_per_op", "×"},
                                                              {"op_total_us", "µs per stage"},
                                                              {"call_total_us", "µs per stage"},
-                                                             {"call_per_op_total", "×"}};
+                                                             {"call_per_op_total", "×"},
+                                                             {"fallback_us", "µs per stage"}};
     const auto it = units.find(metric);
     return it == units.end() ? "" : it->second;
 }
@@ -964,7 +965,8 @@ json compare_view(const CompareResult& doc) {
                         {"sides", sides},
                         {"ratios", ratios},
                         {"op", opt(r.op)},
-                        {"signature", signature}});
+                        {"signature", signature},
+                        {"fused", opt(r.fused)}});
     }
     json inputs = json::array();
     for (const auto& i : doc.inputs)

@@ -164,6 +164,10 @@ void stage_section(const OpsProfile& p, const StageProfile& s, std::ostream& out
     if (s.stage == "log") {
         out << "\n## " << (p.source == "hexagon-profile" ? "Hexagon profile" : "log") << " — "
             << s.ops.size() << " ops\n";
+    } else if (p.source == "hexagon-profile") {
+        // A log says neither the KV depth nor the threads; its tokens are its graphs'.
+        out << "\n## " << s.stage << " — " << s.n_tokens << " token(s) in " << s.n_graphs
+            << " graph(s) · " << p.devices << "\n";
     } else {
         out << "\n## " << s.stage << " — " << s.n_tokens << " token(s) at KV depth " << s.kv_depth
             << " · " << p.devices << " · "

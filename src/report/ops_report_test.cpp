@@ -133,6 +133,21 @@ TEST(OpsReport, AnImportedProfilesOpTotalIsTheBackendsOwnNotReplayed) {
     EXPECT_NE(i.str().find("| Σ op time (the backend's own) |"), std::string::npos) << i.str();
 }
 
+// An imported stage's header: its graphs' tokens and its graphs, nothing the log does not say
+// (no KV depth, no threads).
+TEST(OpsReport, AnImportedStagesHeaderCountsItsGraphsTokens) {
+    OpsProfile p = profile();
+    p.source = "hexagon-profile";
+    p.devices = "HTP0";
+    p.stages[0].n_tokens = 8;
+    p.stages[0].n_graphs = 8;
+    std::ostringstream out;
+    write_ops_markdown(p, out);
+    EXPECT_NE(out.str().find("\n## decode — 8 token(s) in 8 graph(s) · HTP0\n"), std::string::npos)
+        << out.str();
+    EXPECT_EQ(out.str().find("KV depth"), std::string::npos) << out.str();
+}
+
 TEST(OpsReport, PrintsMdCsvOrJsonAndRefusesTheRest) {
     ResultDocument d;
     d.command = "ops";

@@ -410,7 +410,7 @@ TEST(Import, PinnedSourceLogSplitsIntoPrefillAndDecode) {
     EXPECT_EQ(pre["n_graphs"], 1);
     EXPECT_EQ(dec["n_graphs"], 2);
     EXPECT_EQ(pre["n_tokens"], 7);
-    EXPECT_EQ(dec["n_tokens"], 1);
+    EXPECT_EQ(dec["n_tokens"], 2);  // two decode graphs of one token
     // The stages' op totals are the log's usec, summed per stage from the lines themselves.
     std::istringstream in(read_file(log));
     double usec[2] = {0, 0};
@@ -623,12 +623,80 @@ TEST(Compare, CpuAndRpcOpsDocumentsOpByOp) {
         }
     }
     EXPECT_TRUE(mm_decode);
-    EXPECT_EQ(metrics, (std::set<std::string>{"op_us", "call_us", "call_per_op", "op_total_us",
-                                              "call_total_us", "call_per_op_total"}));
+    EXPECT_EQ(metrics,
+              (std::set<std::string>{"op_us", "call_us", "call_per_op", "op_total_us",
+                                     "call_total_us", "call_per_op_total", "fallback_us"}));
+    // The input embedding RPC0's run kept on the CPU (weights in host memory), priced against
+    // the CPU-only run: its time there and its splits' share against the same node there.
+    bool fallback = false;
+    for (const auto& row : r["rows"])
+        if (row["metric"] == "fallback_us" && row["test"] == "GET_ROWS on CPU (asked RPC0)") {
+            fallback = true;
+            EXPECT_TRUE(row["sides"][0]["total"].is_number()) << row.dump();
+            EXPECT_TRUE(row["sides"][1]["total"].is_number()) << row.dump();
+            EXPECT_EQ(row["ratios"][0]["verdict"], "no CI: totals of one stage");
+        }
+    EXPECT_TRUE(fallback);
     Proc md = sbtest::run_sb({"compare", cpu, rpc});
     ASSERT_EQ(md.exit_code, 0) << md.err;
     EXPECT_NE(md.out.find("| MUL_MAT | decode Σ call / Σ op |"), std::string::npos) << md.out;
     EXPECT_NE(md.out.find("Matched by: stage, op, signature"), std::string::npos) << md.out;
+}
+
+TEST(Import, AFusedLogComparesWithTheUnfusedOnesPartsSummed) {
+    // The same graphs printed by the pinned backend without fusion (pinned_profile1.log, as with
+    // GGML_HEXAGON_OPFUSION=0) and with the attention outputs' MUL_MAT+ADD fused
+    // (pinned_fused.log, 1 µs less each; src/profile/hexagon_pinned_test.cpp keeps both equal to
+    // what the source prints). Decode graph g's mat-mul takes 20 + g µs and its ADD 2 + g, two
+    // layers, graphs 1 and 2; prefill's 120 and 12.
+    TempDir t;
+    const std::string dir = std::string(SB_SOURCE_DIR) + "/tests/fixtures/hexagon/";
+    const std::string a = t.file("unfused.json"), b = t.file("fused.json");
+    for (auto [log, out] :
+         {std::pair{dir + "pinned_profile1.log", a}, std::pair{dir + "pinned_fused.log", b}}) {
+        Proc p = sbtest::run_sb({"import", "hexagon-profile", log, "--out", out, "-o", "json"});
+        ASSERT_EQ(p.exit_code, 0) << p.err;
+    }
+    Proc js = sbtest::run_sb({"compare", a, b, "-o", "json"});
+    ASSERT_EQ(js.exit_code, 0) << js.err;
+    const json r = json::parse(js.out);
+    // Every node meets its counterpart: the fused ones the unfused pairs, summed.
+    EXPECT_EQ(r["unmatched"], json::array()) << r["unmatched"].dump();
+    auto find = [&](const std::string& stage, const std::string& test, const std::string& m) {
+        for (const auto& row : r["rows"])
+            if (row["stage"] == stage && row["test"] == test && row["metric"] == m)
+                return row;
+        return json();
+    };
+    const json tot = find("decode", "MUL_MAT+ADD", "op_total_us");
+    ASSERT_TRUE(tot.is_object()) << js.out;
+    EXPECT_DOUBLE_EQ(tot["sides"][0]["total"].get<double>(), (2 * 24 + 2 * 26) / 2.0);
+    EXPECT_DOUBLE_EQ(tot["sides"][1]["total"].get<double>(), (2 * 23 + 2 * 25) / 2.0);
+    EXPECT_DOUBLE_EQ(tot["ratios"][0]["median"].get<double>(), 48.0 / 50.0);
+    EXPECT_EQ(tot["fused"], "A: MUL_MAT + ADD summed");
+    const json shape = find(
+        "decode", "MUL_MAT+ADD attn_output: q4_0 256×256, f32 256, f32 256 → f32 256", "op_us");
+    ASSERT_TRUE(shape.is_object()) << js.out;
+    EXPECT_DOUBLE_EQ(shape["sides"][0]["median"].get<double>(), 25.0);
+    EXPECT_DOUBLE_EQ(shape["sides"][1]["median"].get<double>(), 24.0);
+    EXPECT_EQ(shape["fused"], "A: MUL_MAT + ADD summed");
+    const json pre = find("prefill", "MUL_MAT+ADD", "op_total_us");
+    ASSERT_TRUE(pre.is_object()) << js.out;
+    EXPECT_DOUBLE_EQ(pre["sides"][0]["total"].get<double>(), 2 * 132.0);
+    EXPECT_DOUBLE_EQ(pre["sides"][1]["total"].get<double>(), 2 * 131.0);
+    // The other mat-muls stay MUL_MAT, the same on both sides.
+    const json mm = find("decode", "MUL_MAT", "op_total_us");
+    ASSERT_TRUE(mm.is_object());
+    EXPECT_DOUBLE_EQ(mm["ratios"][0]["median"].get<double>(), 1.0);
+    EXPECT_TRUE(mm["fused"].is_null());
+
+    Proc md = sbtest::run_sb({"compare", a, b});
+    ASSERT_EQ(md.exit_code, 0) << md.err;
+    EXPECT_NE(md.out.find("| MUL_MAT+ADD (fused; A: MUL_MAT + ADD summed) | decode Σ op µs | Σ "
+                          "50.00 | - | Σ 48.00 | - |"),
+              std::string::npos)
+        << md.out;
+    EXPECT_EQ(md.out.find("Unmatched"), std::string::npos) << md.out;
 }
 
 TEST(Decompose, RpcStagesSplitIntoComputeConversionCommunicationCopiesHost) {

@@ -789,7 +789,11 @@
       .concat(['verdict']);
     const rows = c.rows.map((r) => {
       const sig = r.signature || { role: '', shape: '' };
-      const cells = [r.stage, r.op || r.test, sig.role || (r.signature ? '–' : 'all shapes'), sig.shape || '–',
+      // A fallback priced against the device alone names where it ran; a fused op which side
+      // summed its parts.
+      const fallback = r.metric === 'fallback_us';
+      const cells = [r.stage, (fallback ? r.test : r.op || r.test) + (r.fused ? ' (fused; ' + r.fused + ')' : ''),
+                     fallback ? '–' : sig.role || (r.signature ? '–' : 'all shapes'), sig.shape || '–',
                      r.metric + (r.unit ? ' (' + r.unit + ')' : '')];
       labels.forEach((l) => {
         const s = r.sides.find((x) => x.label === l);
