@@ -22,6 +22,10 @@ pkgs=(
   # CPU that the tests run the module on. (Its Vulkan-Hpp headers come from the next Debian
   # release's libvulkan-dev, fetched into the cache by gpu-module.sh.)
   libvulkan-dev glslc spirv-headers glslang-tools mesa-vulkan-drivers
+  # docs/lab.md: the tests of `stagebench bundle --lava-job` validate the LAVA job with
+  # lava-common's schema (/usr/bin/python3), and run share/stagebench/ansible/run.yml with
+  # ansible-core against the loopback sshd.
+  lava-common ansible-core
 )
 missing=()
 for p in "${pkgs[@]}"; do
