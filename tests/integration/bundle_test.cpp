@@ -361,5 +361,40 @@ TEST(Ansible, ThePlaybookRunsTheJobOnEveryHostAndFetchesTheirResults) {
     EXPECT_NE(i.err.find("ingested 2 folder(s)"), std::string::npos) << i.err;
 }
 
+// fleet run reads the same kind of inventory (INI) as the playbook: two hosts behind the
+// loopback sshd, each measured into one store.
+TEST(Ansible, FleetRunTakesTheInventoryToo) {
+    TempDir t;
+    LoopbackSshd sshd;
+    std::string inv = "[boards]\n";
+    for (const char* h : {"pi-a", "pi-b"})
+        inv += std::string(h) +
+               " ansible_host=127.0.0.1 ansible_port=" + std::to_string(sshd.port()) +
+               " stagebench_workdir=" + t.file(std::string("dev-") + h) + "\n";
+    inv += "[boards:vars]\nansible_user=" + sshd.user() +
+           "\nansible_ssh_private_key_file=" + sshd.identity() +
+           "\nansible_ssh_common_args='-F none -o UserKnownHostsFile=" + sshd.known_hosts() +
+           " -o GlobalKnownHostsFile=/dev/null -o StrictHostKeyChecking=yes'\n";
+    std::ofstream(t.file("hosts.ini")) << inv;
+    Proc p = run_sb({"fleet",   "run",
+                     "--hosts", t.file("hosts.ini"),
+                     "--db",    t.file("lab.sqlite"),
+                     "--dist",  dist_dir(),
+                     "--",      "run",
+                     "-m",      tiny_model(),
+                     "-p",      "8",
+                     "-n",      "2",
+                     "-r",      "1",
+                     "--membw", "off"},
+                    600);
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    EXPECT_NE(p.err.find("fleet hosts: 2 ok, 0 failed, 0 skipped"), std::string::npos) << p.err;
+    EXPECT_NE(p.err.find("[pi-b] reaching ssh://" + sshd.user() +
+                         "@127.0.0.1:" + std::to_string(sshd.port())),
+              std::string::npos)
+        << p.err;
+    EXPECT_TRUE(fs::exists(t.file("dev-pi-b/results")));
+}
+
 }  // namespace
 #endif
