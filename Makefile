@@ -22,7 +22,9 @@
 # `make agents` builds the static phone agents dist/stagebench-agent-<isa>, one per ARM level
 # (build-agent-<isa>/, a static llama.cpp per level in the cache); `make dist ARCH=arm64` builds
 # them too, beside the tarball; `make test-agents` runs them under qemu-aarch64 without a
-# sysroot (tests/dist/agent_qemu.sh). Neither is part of `make test` (cold: three cross builds).
+# sysroot (tests/dist/agent_qemu.sh); `make test-dist-arm64` also runs the arm64 and agent jobs
+# of `stagebench bundle` there (tests/dist/bundle_qemu.sh). Neither is part of `make test`
+# (cold: three cross builds).
 #   CMAKE_TOOLCHAIN_FILE=...   cross-build with your own toolchain (ARCH names the target)
 BUILD ?= build
 JOBS ?= $(shell nproc)
@@ -32,7 +34,7 @@ CMAKE_BUILD_TYPE ?= Release
 # `deps`), so `make demo` and `make test` configure alike and compile each object once.
 
 .PHONY: all deps configure build build-demo test demo bench format format-check docs-check clean dist cross-build \
-	test-dist test-dist-arm64 agents test-agents cuda
+	test-dist test-dist-arm64 agents test-agents cuda test-bundle-root
 
 all: build
 
@@ -119,6 +121,11 @@ dist: build
 	  bash scripts/dist.sh --arch $$(dpkg --print-architecture) --build $(BUILD) \
 	  --llama $$llama --out $(DIST)
 
+# The host job of `stagebench bundle` run by chroot in a Debian root of Essential packages only
+# (tests/dist/bundle_clean_root.sh: as root; the root is fetched once into the cache).
+test-bundle-root: build
+	@bash tests/dist/bundle_clean_root.sh $(BUILD) $$(cat $(BUILD)/.llama-dir)
+
 # The tarball of `make dist` untarred elsewhere, run with the build tree and the caches out of
 # reach (tests/dist/host_dist.sh, which `make test` runs on the build's own llama.cpp).
 test-dist: build
@@ -176,5 +183,6 @@ test-agents: agents
 test-dist-arm64:
 	@$(MAKE) --no-print-directory dist ARCH=arm64
 	@bash tests/dist/arm64_qemu.sh $(DIST)/stagebench-*-linux-arm64.tar.gz
+	@bash tests/dist/bundle_qemu.sh $(DIST)
 
 FORCE:

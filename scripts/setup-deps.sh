@@ -25,6 +25,10 @@ pkgs=(
   # --junit's tests read the XML back with a real JUnit consumer (tests/integration/junit_read.py,
   # run by /usr/bin/python3, where Debian's module loads).
   python3-junitparser
+  # docs/lab.md: the tests of `stagebench bundle --lava-job` validate the LAVA job with
+  # lava-common's schema (/usr/bin/python3), and run share/stagebench/ansible/run.yml with
+  # ansible-core against the loopback sshd.
+  lava-common ansible-core
 )
 missing=()
 for p in "${pkgs[@]}"; do

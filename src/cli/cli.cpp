@@ -28,6 +28,8 @@ void build_app(CLI::App& app, Context& ctx) {
     add_logits_command(app, ctx);
     add_agent_for_command(app, ctx);
     add_fleet_command(app, ctx);
+    add_bundle_command(app, ctx);
+    add_ingest_command(app, ctx);
     add_fidelity_command(app, ctx);
     add_serve_command(app, ctx);
     add_explain_command(app, ctx);

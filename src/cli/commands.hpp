@@ -44,6 +44,8 @@ void add_rpc_server_command(CLI::App& app, Context& ctx);
 void add_logits_command(CLI::App& app, Context& ctx);
 void add_agent_for_command(CLI::App& app, Context& ctx);
 void add_fleet_command(CLI::App& app, Context& ctx);
+void add_bundle_command(CLI::App& app, Context& ctx);
+void add_ingest_command(CLI::App& app, Context& ctx);
 void add_fidelity_command(CLI::App& app, Context& ctx);
 void add_serve_command(CLI::App& app, Context& ctx);
 void add_explain_command(CLI::App& app, Context& ctx);

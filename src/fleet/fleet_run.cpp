@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 #include <netdb.h>
-#include <openssl/evp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -25,6 +24,7 @@
 #include "core/json_util.hpp"
 #include "core/result.hpp"
 #include "fleet/device_probe.hpp"
+#include "fleet/dist_files.hpp"
 #include "fleet/transport.hpp"
 #include "store/result_store.hpp"
 #include "store/store_name.hpp"
@@ -45,24 +45,7 @@ const std::set<std::string> kWithOut = {"run", "ops", "sustained", "hybrid"};
 
 // The first 16 hex digits of the file's SHA-256.
 std::string content_hash(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-        throw input_error("cannot read '" + path + "'");
-    EVP_MD_CTX* ctx = EVP_MD_CTX_new();
-    EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
-    std::vector<char> buf(1 << 20);
-    while (in) {
-        in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-        EVP_DigestUpdate(ctx, buf.data(), static_cast<std::size_t>(in.gcount()));
-    }
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int n = 0;
-    EVP_DigestFinal_ex(ctx, md, &n);
-    EVP_MD_CTX_free(ctx);
-    std::string hex;
-    for (unsigned int i = 0; i < 8 && i < n; ++i)
-        hex += fmt::format("{:02x}", md[i]);
-    return hex;
+    return sha256_file(path).substr(0, 16);
 }
 
 struct Version {
@@ -370,32 +353,10 @@ class Fleet {
 
     std::vector<fs::path> agents_high_to_low() const {
         std::vector<fs::path> out;
-        for (auto it = std::rbegin(kArmLevels); it != std::rend(kArmLevels); ++it) {
-            fs::path p = fs::path(o_.dist_dir) / agent_file_name(*it);
-            if (fs::is_regular_file(p))
-                out.push_back(p);
-        }
+        for (auto it = std::rbegin(kArmLevels); it != std::rend(kArmLevels); ++it)
+            if (auto p = dist_agent(o_.dist_dir, *it))
+                out.push_back(*p);
         return out;
-    }
-
-    std::optional<fs::path> tarball_for(const std::string& arch) const {
-        std::error_code ec;
-        std::optional<fs::path> best;
-        fs::file_time_type best_t{};
-        for (const auto& e : fs::directory_iterator(o_.dist_dir, ec)) {
-            const std::string n = e.path().filename().string();
-            const std::string tail = "-linux-" + arch + ".tar.gz";
-            if (n.rfind("stagebench-", 0) == 0 && n.size() > tail.size() &&
-                n.compare(n.size() - tail.size(), tail.size(), tail) == 0 &&
-                n.rfind("stagebench-agent", 0) != 0) {
-                auto t = fs::last_write_time(e.path(), ec);
-                if (!best || t > best_t) {
-                    best = e.path();
-                    best_t = t;
-                }
-            }
-        }
-        return best;
     }
 
     void deploy(Job& j) {
@@ -447,12 +408,10 @@ class Fleet {
             throw input_error(d.name + ": no stagebench for its architecture '" + j.id.arch + "'");
         std::optional<fs::path> tarball;
         if (!j.id.android)
-            tarball = tarball_for(arch);
+            tarball = dist_tarball_for(o_.dist_dir, arch);
         if (tarball) {
             const std::string dir = push_once(j, tarball->string(), true);
-            std::string stem = tarball->filename().string();
-            stem.resize(stem.size() - std::string(".tar.gz").size());
-            j.sb = dir + "/" + stem + "/bin/stagebench";
+            j.sb = dir + "/" + dist_tarball_stem(*tarball) + "/bin/stagebench";
             j.artifact = tarball->filename().string();
         } else if (arch == "arm64") {
             // A phone (or an ARM board without the tarball): the static agent of its ARM level.
@@ -463,11 +422,9 @@ class Fleet {
             }
             const ArmLevel best = best_arm_level(features);
             std::optional<fs::path> agent;
-            for (ArmLevel l : kArmLevels) {
-                fs::path p = fs::path(o_.dist_dir) / agent_file_name(l);
-                if (l <= best && fs::is_regular_file(p))
+            for (ArmLevel l : kArmLevels)
+                if (auto p = dist_agent(o_.dist_dir, l); p && l <= best)
                     agent = p;
-            }
             if (!agent)
                 throw input_error(fmt::format("{}: no agent in {} for {} (make agents builds {})",
                                               d.name, o_.dist_dir, arm_level_name(best),
@@ -900,17 +857,29 @@ bool fleet_measuring_command(const std::string& name) {
     return kMeasuring.count(name) > 0;
 }
 
-void check_fleet_options(const FleetRunOptions& o) {
-    if (o.command.empty())
-        throw usage_error("fleet run needs a command after --, e.g. -- run -m model.gguf");
-    if (!fleet_measuring_command(o.command[0]))
-        throw usage_error("fleet run: '" + o.command[0] +
+void check_measuring_command(const std::vector<std::string>& command, const std::string& who,
+                             const std::vector<std::string>& also_reserved) {
+    if (command.empty())
+        throw usage_error(who + " needs a command after --, e.g. -- run -m model.gguf");
+    if (!fleet_measuring_command(command[0]))
+        throw usage_error(who + ": '" + command[0] +
                           "' is not a measuring command (run, ops, decompose, sustained, hybrid)");
-    for (const auto& a : o.command)
-        if (a == "-o" || a == "--output" || a == "--out" || a.rfind("--out=", 0) == 0 ||
-            a.rfind("--output=", 0) == 0 || a == "--db")
-            throw usage_error("fleet run sets " + a +
-                              " itself: each document goes to the fleet's store");
+    auto is = [](const std::string& a, const std::string& flag) {
+        return a == flag || (flag.rfind("--", 0) == 0 && a.rfind(flag + "=", 0) == 0);
+    };
+    for (const auto& a : command) {
+        for (const char* f : {"-o", "--output", "--out", "--db"})
+            if (is(a, f))
+                throw usage_error(who + " sets " + a + " itself: each document goes to the " +
+                                  (who == "fleet run" ? "fleet's store" : "job's results/"));
+        for (const auto& f : also_reserved)
+            if (is(a, f))
+                throw usage_error(who + " sets " + a + " itself");
+    }
+}
+
+void check_fleet_options(const FleetRunOptions& o) {
+    check_measuring_command(o.command, "fleet run", {});
     if (o.parallel < 1)
         throw usage_error("--parallel must be 1 or more");
 }

@@ -63,6 +63,12 @@ bool wait_for_tcp(const std::string& host, int port, double timeout_s);
 // The commands whose JSON output is a result document.
 bool fleet_measuring_command(const std::string& name);
 
+// Throws sb::Error(usage), naming who ("fleet run", "bundle"), when command is empty or not a
+// measuring command, or sets what who sets itself: -o, --output, --out, --db and also_reserved
+// (as "--flag" or "--flag=value").
+void check_measuring_command(const std::vector<std::string>& command, const std::string& who,
+                             const std::vector<std::string>& also_reserved);
+
 // Throws sb::Error(usage) when the command is not a measuring command, sets what the fleet
 // sets (-o, --out, --db), or an option is out of range.
 void check_fleet_options(const FleetRunOptions& o);

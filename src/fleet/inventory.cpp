@@ -7,7 +7,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <set>
+#include <sstream>
 #include <string_view>
 
 #include "core/error.hpp"
@@ -359,7 +361,185 @@ Inventory parse_inventory(const std::string& text, const std::string& source) {
     return inv;
 }
 
+namespace {
+
+// An Ansible INI line's words: split at white space, a '...' or "..." quoted run kept whole
+// (without its quotes).
+std::vector<std::string> ini_words(const std::string& line) {
+    std::vector<std::string> out;
+    std::string cur;
+    bool any = false;
+    char quote = 0;
+    for (char c : line) {
+        if (quote) {
+            if (c == quote)
+                quote = 0;
+            else
+                cur += c;
+        } else if (c == '\'' || c == '"') {
+            quote = c;
+            any = true;
+        } else if (c == ' ' || c == '\t') {
+            if (any || !cur.empty())
+                out.push_back(cur);
+            cur.clear();
+            any = false;
+        } else {
+            cur += c;
+        }
+    }
+    if (any || !cur.empty())
+        out.push_back(cur);
+    return out;
+}
+
+}  // namespace
+
+Inventory parse_ansible_inventory(const std::string& text, const std::string& source) {
+    Reader r{source};
+    // Hosts in the order first seen, their own variables, and the groups each is in.
+    std::vector<std::string> order;
+    std::map<std::string, std::map<std::string, std::string>> host_vars, group_vars;
+    std::map<std::string, std::set<std::string>> group_hosts, group_children;
+    std::string group = "ungrouped", section = "hosts";
+    int line_no = 0;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) {
+        ++line_no;
+        if (!line.empty() && line.back() == '\r')
+            line.pop_back();
+        const auto first = line.find_first_not_of(" \t");
+        if (first == std::string::npos || line[first] == '#' || line[first] == ';')
+            continue;
+        const std::string where = fmt::format("line {}", line_no);
+        if (line[first] == '[') {
+            const auto close = line.find(']', first);
+            if (close == std::string::npos)
+                r.fail(where, "a group header without its ']'");
+            const std::string head = line.substr(first + 1, close - first - 1);
+            const auto colon = head.find(':');
+            group = head.substr(0, colon);
+            section = colon == std::string::npos ? "hosts" : head.substr(colon + 1);
+            if (section != "hosts" && section != "vars" && section != "children")
+                r.fail(where, "[" + head + "]: expected [group], [group:vars] or [group:children]");
+            continue;
+        }
+        const auto words = ini_words(line.substr(first));
+        if (section == "children") {
+            group_children[group].insert(words.at(0));
+            continue;
+        }
+        if (section == "vars") {
+            const auto eq = line.find('=');
+            if (eq == std::string::npos)
+                r.fail(where, "expected key=value in [" + group + ":vars]");
+            auto trim = [](std::string t) {
+                t.erase(0, t.find_first_not_of(" \t"));
+                t.erase(t.find_last_not_of(" \t") + 1);
+                if (t.size() >= 2 && (t[0] == '\'' || t[0] == '"') && t.back() == t[0])
+                    t = t.substr(1, t.size() - 2);
+                return t;
+            };
+            group_vars[group][trim(line.substr(first, eq - first))] = trim(line.substr(eq + 1));
+            continue;
+        }
+        const std::string& host = words.at(0);
+        if (host.find_first_of("[]:") != std::string::npos)
+            r.fail(where, "'" + host +
+                              "': host ranges and ports in the name are not read "
+                              "(use ansible_host and ansible_port)");
+        if (!host_vars.count(host))
+            order.push_back(host);
+        auto& vars = host_vars[host];
+        for (std::size_t i = 1; i < words.size(); ++i) {
+            const auto eq = words[i].find('=');
+            if (eq == std::string::npos || eq == 0)
+                r.fail(where, "'" + words[i] + "': expected key=value after the host");
+            vars[words[i].substr(0, eq)] = words[i].substr(eq + 1);
+        }
+        group_hosts[group].insert(host);
+    }
+    if (order.empty())
+        r.fail("", "no host in it");
+    // The groups of each host, children's hosts included (all: every host).
+    auto member = [&](const std::string& g, const std::string& h) {
+        std::set<std::string> seen;
+        std::vector<std::string> todo = {g};
+        while (!todo.empty()) {
+            const std::string cur = todo.back();
+            todo.pop_back();
+            if (!seen.insert(cur).second)
+                continue;
+            if (cur == "all" || group_hosts[cur].count(h))
+                return true;
+            for (const auto& c : group_children[cur])
+                todo.push_back(c);
+        }
+        return false;
+    };
+    Inventory inv;
+    inv.path = source;
+    inv.name = std::filesystem::path(source).stem().string();
+    for (const auto& h : order) {
+        // Group variables (all first), then the host's own.
+        std::map<std::string, std::string> vars;
+        if (group_vars.count("all"))
+            vars = group_vars["all"];
+        for (const auto& [g, gv] : group_vars)
+            if (g != "all" && member(g, h))
+                for (const auto& [k, v] : gv)
+                    vars[k] = v;
+        for (const auto& [k, v] : host_vars[h])
+            vars[k] = v;
+        auto get = [&](const std::string& k) -> std::optional<std::string> {
+            auto it = vars.find(k);
+            return it == vars.end() ? std::nullopt : std::optional<std::string>(it->second);
+        };
+        const std::string where = "host '" + h + "'";
+        DeviceSpec d;
+        d.name = h;
+        if (d.name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                     "0123456789_-.") != std::string::npos)
+            r.fail(where, "use letters, digits, '_', '-' and '.' in a host's name");
+        const std::string connection = get("ansible_connection").value_or("ssh");
+        if (connection == "local") {
+            d.transport = "local";
+        } else if (connection == "ssh") {
+            std::string user = get("ansible_user").value_or("");
+            if (user.empty()) {
+                const char* u = std::getenv("USER");
+                user = u ? u : "";
+            }
+            if (user.empty())
+                r.fail(where, "no ansible_user (and no USER to default to)");
+            const std::string host = get("ansible_host").value_or(h);
+            d.transport = "ssh://" + user + "@" +
+                          (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
+                          get("ansible_port").value_or("22");
+            if (auto k = get("ansible_ssh_private_key_file"))
+                d.identity = expand_home(*k);
+            if (auto a = get("ansible_ssh_common_args"))
+                d.ssh_options = ini_words(*a);
+        } else {
+            r.fail(where, "ansible_connection '" + connection +
+                              "': fleet run reaches ssh and "
+                              "local hosts");
+        }
+        if (auto w = get("stagebench_workdir")) {
+            d.workdir = expand_home(*w);
+            if (d.workdir.empty() || d.workdir.find('\'') != std::string::npos)
+                r.fail(where + ".stagebench_workdir", "expected a path without quotes");
+        }
+        parse_transport(r, where, d);
+        inv.devices.push_back(std::move(d));
+    }
+    return inv;
+}
+
 Inventory load_inventory(const std::string& path) {
+    // An Ansible inventory beside the TOML one: INI, by its name (not .toml).
+    if (std::filesystem::path(path).extension() != ".toml")
+        return parse_ansible_inventory(read_input_file(path, "inventory"), path);
     return parse_inventory(read_input_file(path, "inventory"), path);
 }
 

@@ -72,8 +72,20 @@ struct Inventory {
 // key, an ssh host that is not host, host:port or [IPv6]:port, a gate out of its range). Text
 // of the file quoted in the line has its control characters escaped ("\n"), so the line stays
 // one.
+// A path whose name does not end in .toml is read as an Ansible INI inventory
+// (parse_ansible_inventory).
 Inventory load_inventory(const std::string& path);
 Inventory parse_inventory(const std::string& text, const std::string& source);
+
+// An Ansible inventory in INI form ([group], [group:vars], [group:children], host lines with
+// key=value), the one a lab keeps for its playbooks: each host a device named as the host,
+// reached over ssh at ansible_host (default: the name), ansible_port (22), ansible_user
+// (default: $USER) with ansible_ssh_private_key_file and ansible_ssh_common_args, or locally
+// (ansible_connection=local); stagebench_workdir is its workdir. Group variables apply to the
+// group's hosts and its children's, all's to every host, the host's own last. Throws as
+// parse_inventory for a host without a usable address, a connection other than ssh or local,
+// host ranges ("pi[1:4]"), or no host.
+Inventory parse_ansible_inventory(const std::string& text, const std::string& source);
 
 // "45C", "45", 45 -> 45 (degrees Celsius); nullopt when not a temperature in (-50, 200).
 std::optional<double> parse_celsius(const std::string& text);

@@ -181,3 +181,70 @@ TEST(Inventory, Celsius) {
 
 }  // namespace
 }  // namespace sb
+
+namespace sb {
+namespace {
+
+TEST(AnsibleInventory, HostsGroupsAndVariablesBecomeDevices) {
+    const Inventory inv = parse_ansible_inventory(R"(# the lab's playbook inventory
+[all:vars]
+ansible_user=pi
+[boards]
+pi-a ansible_host=10.0.0.21 stagebench_workdir=/home/pi/sb
+pi-b ansible_host=10.0.0.22 ansible_port=2222 ansible_user=root
+[boards:vars]
+ansible_ssh_private_key_file=/keys/lab
+ansible_ssh_common_args='-o ProxyJump=gw -o "StrictHostKeyChecking=yes"'
+[desk]
+here ansible_connection=local
+[lab:children]
+boards
+[lab:vars]
+ansible_port=2200
+)",
+                                                  "hosts.ini");
+    EXPECT_EQ(inv.name, "hosts");
+    ASSERT_EQ(inv.devices.size(), 3u);
+    const DeviceSpec &a = inv.devices[0], &b = inv.devices[1], &h = inv.devices[2];
+    EXPECT_EQ(a.name, "pi-a");
+    EXPECT_EQ(a.kind, TransportKind::ssh);
+    // lab's port reaches its child group's hosts; a host's own variables come last.
+    EXPECT_EQ(a.transport, "ssh://pi@10.0.0.21:2200");
+    EXPECT_EQ(a.workdir, "/home/pi/sb");
+    EXPECT_EQ(a.identity, "/keys/lab");
+    EXPECT_EQ(a.ssh_options,
+              (std::vector<std::string>{"-o", "ProxyJump=gw", "-o", "StrictHostKeyChecking=yes"}));
+    EXPECT_EQ(b.transport, "ssh://root@10.0.0.22:2222");
+    EXPECT_EQ(b.port, 2222);
+    EXPECT_EQ(b.workdir, "");
+    EXPECT_EQ(h.kind, TransportKind::local);
+}
+
+TEST(AnsibleInventory, WhatFleetCannotReachIsOneLine) {
+    auto error = [](const std::string& text) {
+        try {
+            parse_ansible_inventory(text, "hosts.ini");
+        } catch (const Error& e) {
+            EXPECT_EQ(e.kind(), ErrorKind::input);
+            return std::string(e.what());
+        }
+        return std::string("(no error)");
+    };
+    EXPECT_EQ(error("# nothing\n"), "inventory 'hosts.ini': no host in it");
+    EXPECT_EQ(error("[boards]\npi[1:4] ansible_user=pi\n"),
+              "inventory 'hosts.ini': line 2: 'pi[1:4]': host ranges and ports in the name are "
+              "not read (use ansible_host and ansible_port)");
+    EXPECT_EQ(error("[b]\nx ansible_connection=winrm ansible_user=u\n"),
+              "inventory 'hosts.ini': host 'x': ansible_connection 'winrm': fleet run reaches ssh "
+              "and local hosts");
+    EXPECT_EQ(error("[b:weird]\n"),
+              "inventory 'hosts.ini': line 1: [b:weird]: expected [group], [group:vars] or "
+              "[group:children]");
+    EXPECT_EQ(error("[b]\nx ansible_user=u foo\n"),
+              "inventory 'hosts.ini': line 2: 'foo': expected key=value after the host");
+    EXPECT_NE(error("[b]\nx ansible_user=u ansible_port=http\n").find("host 'x'"),
+              std::string::npos);
+}
+
+}  // namespace
+}  // namespace sb

@@ -1,4 +1,5 @@
 #include "cli_harness.hpp"
+#include "dist_dir.hpp"
 
 #include "engine/process.hpp"
 
@@ -112,6 +113,20 @@ const std::string& tiny_model() {
         return p;
     }();
     return path;
+}
+
+const std::string& dist_dir() {
+    static const std::string dir = [] {
+        static TempDir t;
+        Proc p =
+            run({"/bin/bash", std::string(SB_SOURCE_DIR) + "/scripts/dist.sh", "--arch", "amd64",
+                 "--build", SB_BINARY_DIR, "--llama", SB_LLAMA_BUILD_DIR, "--out", t.path.string()},
+                300);
+        if (p.exit_code != 0)
+            throw std::runtime_error("scripts/dist.sh failed: " + p.err);
+        return t.path.string();
+    }();
+    return dir;
 }
 
 RpcServer::RpcServer(const TempDir& dir, const std::vector<std::string>& extra_args,

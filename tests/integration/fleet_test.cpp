@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "cli_harness.hpp"
+#include "dist_dir.hpp"
 #include "loopback_sshd.hpp"
 
 namespace {
@@ -28,21 +29,6 @@ namespace {
 using namespace sbtest;
 using nlohmann::json;
 namespace fs = std::filesystem;
-
-// This build as a dist tarball, made once per test binary into a folder that outlives the tests.
-const std::string& dist_dir() {
-    static const std::string dir = [] {
-        static TempDir t;
-        Proc p =
-            run({"/bin/bash", std::string(SB_SOURCE_DIR) + "/scripts/dist.sh", "--arch", "amd64",
-                 "--build", SB_BINARY_DIR, "--llama", SB_LLAMA_BUILD_DIR, "--out", t.path.string()},
-                300);
-        if (p.exit_code != 0)
-            throw std::runtime_error("scripts/dist.sh failed: " + p.err);
-        return t.path.string();
-    }();
-    return dir;
-}
 
 std::string ssh_device(const std::string& name, const LoopbackSshd& s, const std::string& workdir,
                        const std::string& known_hosts) {
