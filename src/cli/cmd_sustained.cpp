@@ -1,6 +1,7 @@
 #include "cli/commands.hpp"
 #include "cli/flag_checks.hpp"
 #include "cli/store_hook.hpp"
+#include "cli/telemetry_log_option.hpp"
 #include "cli/trace_option.hpp"
 #include "report/reporter.hpp"
 #include "scenario/run_command.hpp"
@@ -55,6 +56,8 @@ void add_sustained_command(CLI::App& app, Context& ctx) {
     cmd->add_option("--idle", o->telemetry.idle_s, "seconds of idle baseline")
         ->check(seconds_check(true))
         ->capture_default_str();
+    auto tlog = std::make_shared<TelemetryLogArgs>();
+    add_telemetry_log_options(cmd, *tlog);
     cmd->add_option("--out", o->out_path, "result document (JSON), rewritten after every round");
     add_format_option(cmd, o->format, {OutputFormat::md, OutputFormat::json});
     cmd->add_option("--engine", t->engine,
@@ -77,10 +80,11 @@ void add_sustained_command(CLI::App& app, Context& ctx) {
     cmd->add_flag("-q,--quiet", *quiet, "no progress lines");
     auto trace = std::make_shared<TraceArgs>();
     add_trace_option(cmd, *trace);
-    cmd->callback([&ctx, o, quiet, trace, t] {
+    cmd->callback([&ctx, o, quiet, trace, t, tlog] {
         o->progress = !*quiet;
         o->workload.devices = DeviceSet(t->devices);
         o->telemetry.mode = enum_from_text<TelemetryMode>(t->telemetry, "--telemetry");
+        apply_telemetry_log(*tlog, o->telemetry);
         o->http.engines = {enum_from_text<EngineKind>(t->engine, "--engine")};
         o->http.api = parse_http_api(t->api);
         check_context(o->prompt_tokens, 0, o->max_tokens);

@@ -210,6 +210,18 @@ void Sampler::sample_now() {
     }
 }
 
+bool Sampler::clear_replayed(const std::string& source) {
+    std::lock_guard lk(mu_);
+    for (std::size_t s = 0; s < sources_.size(); ++s) {
+        if (source_names_[s] != source || !sources_[s]->replayed())
+            continue;
+        for (std::size_t m = first_metric_[s]; m < first_metric_[s + 1]; ++m)
+            series_[m] = {};
+        return true;
+    }
+    return false;
+}
+
 bool Sampler::ingest(const std::string& source, int64_t t_ns,
                      const std::vector<std::optional<double>>& values) {
     std::lock_guard lk(mu_);

@@ -74,6 +74,9 @@ class Sampler {
     // samples ingested after a stage ended count in it.
     bool ingest(const std::string& source, int64_t t_ns,
                 const std::vector<std::optional<double>>& values);
+    // Drops every sample of a replayed source (before the log is given again, whole, with
+    // its times refined). False when no replayed source has that name.
+    bool clear_replayed(const std::string& source);
 
     // Records a stage boundary at clock() and reads every energy-capable source at that
     // instant. tokens (optional, on the end mark) is the stage's token count for J/token.

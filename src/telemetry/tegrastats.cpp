@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/error.hpp"
+#include "core/file_io.hpp"
 #include "core/parse.hpp"
 #include "core/utf8.hpp"
 
@@ -542,6 +543,63 @@ TelemetrySection tegrastats_record(const TegrastatsLog& log, const TegrastatsTim
         t.hz = 1e9 / static_cast<double>(times.interval_ns);
     t.warnings = log.warnings;
     return t;
+}
+
+std::optional<int64_t> parse_start_time(std::string_view text) {
+    bool utc = false;
+    if (ends_with(text, "Z")) {
+        utc = true;
+        text.remove_suffix(1);
+    }
+    if (text.size() < 19 || (text[10] != 'T' && text[10] != ' ') || text[4] != '-' ||
+        text[7] != '-' || text[13] != ':' || text[16] != ':')
+        return std::nullopt;
+    auto num = [&](std::size_t at, std::size_t len) {
+        return parse_decimal_uint(text.substr(at, len));
+    };
+    auto y = num(0, 4), mo = num(5, 2), d = num(8, 2), h = num(11, 2), mi = num(14, 2);
+    auto sec = parse_decimal(text.substr(17));
+    if (!y || !mo || !d || !h || !mi || !sec || *y < 1970 || *mo < 1 || *mo > 12 || *d < 1 ||
+        *d > 31 || *h > 23 || *mi > 59 || *sec < 0 || *sec >= 61 || text[17] == '+' ||
+        text[17] == '-')
+        return std::nullopt;
+    std::tm tm{};
+    tm.tm_year = static_cast<int>(*y) - 1900;
+    tm.tm_mon = static_cast<int>(*mo) - 1;
+    tm.tm_mday = static_cast<int>(*d);
+    tm.tm_hour = static_cast<int>(*h);
+    tm.tm_min = static_cast<int>(*mi);
+    tm.tm_sec = 0;
+    tm.tm_isdst = -1;
+    const std::time_t t = utc ? timegm(&tm) : std::mktime(&tm);
+    if (t == static_cast<std::time_t>(-1))
+        return std::nullopt;
+    return static_cast<int64_t>(t) * 1'000'000'000 + std::llround(*sec * 1e9);
+}
+
+void import_tegrastats(const TegrastatsImportOptions& o, ResultDocument& doc, std::ostream& err) {
+    TegrastatsLog log = parse_tegrastats(read_input_file(o.path, "tegrastats log"));
+    if (log.rows.empty())
+        throw input_error(fmt::format(
+            "{}: no tegrastats line ({} line(s); a line begins with RAM, after the date where "
+            "tegrastats prints one)",
+            o.path, log.lines));
+    if (log.timestamped() && o.timing.start_ns)
+        throw usage_error(o.path + ": the log has date stamps; --start is for logs without");
+    const TegrastatsTimes times = assign_times(log, o.timing);
+    TelemetrySection t = tegrastats_record(log, times, o.path);
+    err << fmt::format(
+        "stagebench: {}: {} row(s) of {} metric(s); times: {}; interval {:g} ms from {}{}\n",
+        o.path, log.rows.size(), log.metrics.size(), times.method,
+        static_cast<double>(times.interval_ns) / 1e6, times.interval_from,
+        times.uncertainty_ms > 0
+            ? fmt::format(" (each time within ±{:.0f} ms)", times.uncertainty_ms)
+            : std::string());
+    for (const auto& w : log.warnings)
+        err << "stagebench: warning: " << w.message << "\n";
+    for (const auto& w : t.warnings)
+        doc.warnings.push_back(w);
+    doc.telemetry = std::move(t);
 }
 
 TegrastatsLogSource::TegrastatsLogSource(const TegrastatsLog& first_read, std::string path,

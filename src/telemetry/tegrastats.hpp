@@ -24,11 +24,13 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "core/doc/telemetry_section.hpp"
+#include "core/result.hpp"
 #include "core/warning.hpp"
 #include "telemetry/source.hpp"
 
@@ -87,6 +89,19 @@ TegrastatsTimes assign_times(TegrastatsLog& log, const TegrastatsTiming& timing)
 // warnings); avg_power metrics included only when with_averages.
 TelemetrySection tegrastats_record(const TegrastatsLog& log, const TegrastatsTimes& times,
                                    const std::string& path, bool with_averages = true);
+
+// A --start value: "YYYY-MM-DDTHH:MM:SS" (or a space for the T), local time, or UTC with a
+// trailing "Z"; seconds may have a fraction. nullopt for anything else. Returns Unix ns.
+std::optional<int64_t> parse_start_time(std::string_view text);
+
+// `stagebench import tegrastats`: the log at path read (sb::Error(input) when it cannot be
+// read or holds no tegrastats line), timed, and kept as doc.telemetry with its warnings in
+// doc.warnings; notes (rows, times, skipped lines) on err.
+struct TegrastatsImportOptions {
+    std::string path;
+    TegrastatsTiming timing;
+};
+void import_tegrastats(const TegrastatsImportOptions& o, ResultDocument& doc, std::ostream& err);
 
 // A log read beside a run: a Source whose samples are ingested by the run
 // (Sampler::ingest) at the log's times mapped onto the run's clock, never read by the sampler.
