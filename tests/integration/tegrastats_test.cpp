@@ -116,26 +116,27 @@ TEST(Tegrastats, RunStagesGetTheLogsEnergyWhereTheyHappened) {
     const std::string log = t.file("tegrastats.log");
     LogWriter writer(log);
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    Proc p = run_sb({"run",
-                     "-m",
-                     tiny_model(),
-                     "-p",
-                     "256",
-                     "-n",
-                     "128",
-                     "-r",
-                     "3",
-                     "--membw",
-                     "off",
-                     "--telemetry",
-                     "off",
-                     "--idle",
-                     "0.5",
-                     "--telemetry-log",
-                     "tegrastats:" + log,
-                     "-o",
-                     "json",
-                     "-q"});
+    const std::vector<std::string> args = {"run",
+                                           "-m",
+                                           tiny_model(),
+                                           "-p",
+                                           "64",
+                                           "-n",
+                                           "16",
+                                           "-r",
+                                           "3",
+                                           "--membw",
+                                           "off",
+                                           "--telemetry",
+                                           "off",
+                                           "--idle",
+                                           "0.5",
+                                           "--telemetry-log",
+                                           "tegrastats:" + log,
+                                           "-o",
+                                           "json",
+                                           "-q"};
+    Proc p = run_sb(args);
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     writer.stop();
     ASSERT_EQ(p.exit_code, 0) << p.err;
