@@ -88,7 +88,7 @@ struct RunSetup {
     bool keep_unusable_models = false;
     std::vector<std::string> rpc_servers;  // host:port, added as RPC0, RPC1...
     std::vector<DeviceSet> device_sets;    // sets whose names must exist
-    TelemetryChoice telemetry{TelemetryMode::off, "/sys", 10, 0};
+    TelemetryChoice telemetry{TelemetryMode::off, "/sys", 10, 0, {}};
     std::optional<std::string> out_path;  // --out
     bool progress = true;                 // progress on the error stream (false: -q)
     bool terminal = false;                // the error stream is a terminal (lines in place)

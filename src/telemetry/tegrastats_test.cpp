@@ -216,6 +216,17 @@ TEST_F(Tegrastats, UntimestampedStartAndInterval) {
     EXPECT_THROW(assign_times(log, {int64_t{0}, std::nullopt}), Error);
 }
 
+TEST_F(Tegrastats, StartTimes) {
+    EXPECT_EQ(parse_start_time("2026-12-06T17:56:41Z"), int64_t{1796579801'000'000'000});
+    EXPECT_EQ(parse_start_time("2026-12-06 17:56:41.25Z"), int64_t{1796579801'250'000'000});
+    setenv("TZ", "UTC+2", 1);  // POSIX sign: two hours behind UTC
+    tzset();
+    EXPECT_EQ(parse_start_time("2026-12-06T15:56:41"), int64_t{1796579801'000'000'000});
+    for (const char* bad : {"", "2026-12-06", "2026-13-06T17:56:41", "2026-12-06T17:56:4x",
+                            "2026-12-06T17:56:-1", "06-12-2026 17:56:41", "1796579801"})
+        EXPECT_EQ(parse_start_time(bad), std::nullopt) << bad;
+}
+
 TEST_F(Tegrastats, MalformedLinesAreNamedAndBounded) {
     std::string good = "RAM 1/2MB CPU [1%@100] VDD_IN 5mW/5mW\n";
     std::string text = good + "garbage here\n" + good + "RAM 1/2MB CPU [1%@100\n" +
