@@ -91,8 +91,9 @@ TEST_F(Tegrastats, NanoOlderRailForm) {
     for (const auto& m : src.describe()) {
         EXPECT_EQ(m.name.find("avg_power"), std::string::npos) << m.name;
         totals += m.system_total;
-        if (m.system_total)
+        if (m.system_total) {
             EXPECT_EQ(m.name, "tegrastats.POM_5V_IN.power_mw");
+        }
     }
     EXPECT_EQ(totals, 1);
 }
