@@ -10,8 +10,10 @@
 namespace sb::cli {
 
 void add_import_command(CLI::App& app, Context& ctx) {
-    auto* cmd = app.add_subcommand("import", "Import a backend's own profile as per-op records");
+    auto* cmd = app.add_subcommand(
+        "import", "Import others' measurements: a backend's own profile, a tegrastats log");
     cmd->require_subcommand(1);
+    add_import_tegrastats(cmd, ctx);
     auto* hex = cmd->add_subcommand(
         "hexagon-profile",
         "Parse Hexagon profile logs (every llama.cpp format since the backend appeared, "

@@ -2,6 +2,7 @@
 #include "cli/flag_checks.hpp"
 #include "cli/junit_option.hpp"
 #include "cli/store_hook.hpp"
+#include "cli/telemetry_log_option.hpp"
 #include "cli/trace_option.hpp"
 #include "report/reporter.hpp"
 #include "scenario/run_command.hpp"
@@ -56,6 +57,8 @@ void add_sustained_command(CLI::App& app, Context& ctx) {
     cmd->add_option("--idle", o->telemetry.idle_s, "seconds of idle baseline")
         ->check(seconds_check(true))
         ->capture_default_str();
+    auto tlog = std::make_shared<TelemetryLogArgs>();
+    add_telemetry_log_options(cmd, *tlog);
     cmd->add_option("--out", o->out_path, "result document (JSON), rewritten after every round");
     add_format_option(cmd, o->format, {OutputFormat::md, OutputFormat::json});
     cmd->add_option("--engine", t->engine,
@@ -80,10 +83,11 @@ void add_sustained_command(CLI::App& app, Context& ctx) {
     add_trace_option(cmd, *trace);
     auto junit = std::make_shared<JunitOutput>("sustained");
     junit->add_option(cmd);
-    cmd->callback(junit->wrap([&ctx, o, quiet, trace, t, junit] {
+    cmd->callback(junit->wrap([&ctx, o, quiet, trace, t, junit, tlog] {
         o->progress = !*quiet;
         o->workload.devices = DeviceSet(t->devices);
         o->telemetry.mode = enum_from_text<TelemetryMode>(t->telemetry, "--telemetry");
+        apply_telemetry_log(*tlog, o->telemetry);
         o->http.engines = {enum_from_text<EngineKind>(t->engine, "--engine")};
         o->http.api = parse_http_api(t->api);
         check_context(o->prompt_tokens, 0, o->max_tokens);

@@ -34,6 +34,8 @@ void add_sustained_command(CLI::App& app, Context& ctx);
 void add_ops_command(CLI::App& app, Context& ctx);
 void add_decompose_command(CLI::App& app, Context& ctx);
 void add_import_command(CLI::App& app, Context& ctx);
+// `import tegrastats` (cmd_import_telemetry.cpp), under the import command.
+void add_import_tegrastats(CLI::App* import, Context& ctx);
 void add_hybrid_command(CLI::App& app, Context& ctx);
 void add_advise_command(CLI::App& app, Context& ctx);
 void add_report_command(CLI::App& app, Context& ctx);

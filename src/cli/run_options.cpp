@@ -105,6 +105,7 @@ void add_output_options(CLI::App* cmd, RunArgs& a) {
                     "seconds of idle baseline before the first test")
         ->check(seconds_check(true))
         ->capture_default_str();
+    add_telemetry_log_options(cmd, a.telemetry_log);
 }
 
 void add_engine_options(CLI::App* cmd, RunArgs& a) {
@@ -160,6 +161,7 @@ void finish_run_args(RunArgs& a) {
     a.run.http.engines = enums_of<EngineKind>(a.engines, "--engine");
     a.run.http.api = parse_http_api(a.api);
     a.run.telemetry.mode = enum_from_text<TelemetryMode>(a.telemetry, "--telemetry");
+    apply_telemetry_log(a.telemetry_log, a.run.telemetry);
     m.warmup = !a.no_warmup;
     a.run.progress = !a.quiet;
     if (!a.target_ci.empty())

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <memory>
 
+#include "cli/telemetry_log_option.hpp"
 #include "report/reporter.hpp"
 #include "scenario/run_command.hpp"
 
@@ -18,6 +19,7 @@ struct RunArgs {
     std::vector<std::string> engines{"llama"};
     std::string api = "openai";
     std::string telemetry = "auto";
+    TelemetryLogArgs telemetry_log;
 };
 
 // Each text as an E (enum_from_text: sb::Error(usage) naming flag for another).

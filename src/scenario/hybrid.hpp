@@ -43,7 +43,7 @@ struct HybridOptions {
     OutputFormat format = OutputFormat::md;  // md | json (stdout)
     std::optional<std::string> out_path;     // the result document, rewritten after every point
     bool progress = true;
-    TelemetryChoice telemetry{TelemetryMode::automatic, "/sys", 10, 0};
+    TelemetryChoice telemetry{TelemetryMode::automatic, "/sys", 10, 0, {}};
     // --fidelity: each mode's logits against a reference after its point (the hybrid's decode
     // after the state transfer), scenario/run_fidelity.hpp.
     RunFidelityOptions fidelity;

@@ -27,7 +27,7 @@ struct RunOptions {
     bool progress = true;                    // progress lines on the error stream
     // Telemetry: auto (on where sources exist), on, off; sensors under its sysfs root, an idle
     // baseline before the first test.
-    TelemetryChoice telemetry{TelemetryMode::automatic, "/sys", 10, 2};
+    TelemetryChoice telemetry{TelemetryMode::automatic, "/sys", 10, 2, {}};
     // Engines: in-process llama.cpp and/or a server over HTTP (see scenario/http_run.hpp).
     HttpRunOptions http;
     // --fidelity: each in-process test's logits against a reference (scenario/run_fidelity.hpp).

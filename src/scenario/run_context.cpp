@@ -95,7 +95,9 @@ bool RunContext::should_stop() const {
 
 void RunContext::open(int max_threads) {
     // Progress lines of the telemetry setup go through the progress reporter.
-    tel_ = open_telemetry(setup_.telemetry, progress_);
+    if (setup_.telemetry.log)
+        log_feed_ = std::make_unique<TelemetryLogFeed>(*setup_.telemetry.log);
+    tel_ = open_telemetry(setup_.telemetry, progress_, log_feed_.get());
     sampling_ = tel_ && has_sources(*tel_);
     for (auto& w : system_warnings(read_system_info(), max_threads))
         doc_.warnings.push_back(w);
@@ -228,8 +230,10 @@ const TestResult& RunContext::end_test(TestResult r) {
     }
     if (!own_report)
         progress_.done(device_label(r.config));
-    if (sampling_ && !prefix.empty())
+    if (sampling_ && !prefix.empty()) {
+        sync_telemetry_log();
         r.telemetry = test_telemetry(*tel_, prefix);
+    }
     if (auto w = own_report ? std::nullopt : stall_warning(r))
         doc_.warnings.push_back(*w);
     if (r.status == Status::failed && !own_report)
@@ -247,13 +251,32 @@ const TestResult& RunContext::end_test(TestResult r) {
     return doc_.tests.back();
 }
 
+void RunContext::sync_telemetry_log() {
+    if (log_feed_ && tel_)
+        log_feed_->sync(*tel_, now_ns());
+}
+
 RunResult RunContext::finish(Outcome at_least) {
     {
         std::lock_guard<std::timed_mutex> lock(doc_mu_);
         running_.clear();
     }
     last_word_.reset();
+    if (log_feed_ && tel_) {
+        sync_telemetry_log();
+        // The log read to the end: every test's windows again, with its rows in place.
+        std::lock_guard<std::timed_mutex> lock(doc_mu_);
+        for (auto& t : doc_.tests)
+            if (t.telemetry)
+                t.telemetry = retimed_test_telemetry(*tel_, *t.telemetry);
+    }
     finish_telemetry(tel_.get(), doc_);
+    if (log_feed_ && doc_.telemetry) {
+        for (auto& w : log_feed_->warnings(doc_.telemetry->stages)) {
+            doc_.telemetry->warnings.push_back(w);
+            doc_.warnings.push_back(w);
+        }
+    }
     doc_.finished_at = utc_timestamp();
     if (listener_)
         listener_->end(doc_);

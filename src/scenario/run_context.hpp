@@ -88,7 +88,7 @@ struct RunSetup {
     bool keep_unusable_models = false;
     std::vector<std::string> rpc_servers;  // host:port, added as RPC0, RPC1...
     std::vector<DeviceSet> device_sets;    // sets whose names must exist
-    TelemetryChoice telemetry{TelemetryMode::off, "/sys", 10, 0};
+    TelemetryChoice telemetry{TelemetryMode::off, "/sys", 10, 0, {}};
     std::optional<std::string> out_path;  // --out
     bool progress = true;                 // progress on the error stream (false: -q)
     bool terminal = false;                // the error stream is a terminal (lines in place)
@@ -148,6 +148,10 @@ class RunContext {
     void open(int max_threads);
     // The sampler, or null when nothing is sampled.
     Sampler* sampler() { return sampling_ ? tel_.get() : nullptr; }
+    // Reads the telemetry log (--telemetry-log) again, waiting until it has a line past now,
+    // so that the stages that ended are covered by it. No-op without a log. end_test and
+    // finish call it; a runner that reads stage windows before end_test calls it first.
+    void sync_telemetry_log();
     // The idle baseline (telemetry.idle_s, before any model is loaded: net energy is what
     // inference adds) and the start of sampling.
     void start();
@@ -205,6 +209,7 @@ class RunContext {
     EngineFactory* engines_;
     Progress progress_;
     std::map<std::string, Error> unusable_;
+    std::unique_ptr<TelemetryLogFeed> log_feed_;  // before tel_: the sampler owns its source
     std::unique_ptr<Sampler> tel_;
     bool sampling_ = false;
     bool opened_ = false;

@@ -436,6 +436,7 @@ TestResult SustainedRun::measure(int round, const TestConfig& c) {
 }
 
 void SustainedRun::round_done(int round, TestResult& r, SustainedRound& sr) {
+    run_.sync_telemetry_log();  // a log beside the run covers the round before it is read
     if (Sampler* t = tel()) {
         if (auto st = t->stage_summary(prefix_ + "round"))
             round_telemetry(*st, sr);

@@ -12,12 +12,23 @@ bool has_sources(const Sampler& s) {
 }
 
 // The sampler when telemetry is wanted, with the families found and absent. Null when off.
-std::unique_ptr<Sampler> open_telemetry(const TelemetryChoice& opts, Progress& progress) {
-    if (opts.mode == TelemetryMode::off)
+std::unique_ptr<Sampler> open_telemetry(const TelemetryChoice& opts, Progress& progress,
+                                        TelemetryLogFeed* feed) {
+    if (opts.mode == TelemetryMode::off && !feed)
         return nullptr;
     if (opts.idle_s < 0)
         throw usage_error("--idle must be >= 0 seconds");
-    Discovery d = discover_sources(discover_options_for_root(opts.sysfs_root));
+    Discovery d = opts.mode == TelemetryMode::off
+                      ? Discovery{}
+                      : discover_sources(discover_options_for_root(opts.sysfs_root));
+    if (feed) {
+        d.sources.push_back(feed->take_source());
+        d.classes.push_back({"tegrastats", 1, ""});
+        progress.note(
+            "telemetry log: " + opts.log->path + " (whole-device rail: " +
+            (feed->rail().empty() ? "none; name one with --telemetry-log-rail" : feed->rail()) +
+            ")");
+    }
     if (d.sources.empty() && opts.mode == TelemetryMode::on)
         throw input_error("--telemetry on: no telemetry sources under " + opts.sysfs_root +
                           " (stagebench sensors lists what is absent and why)");
@@ -67,6 +78,23 @@ TestTelemetry test_telemetry_of(std::vector<StageWindow> prefill, std::vector<St
 TestTelemetry test_telemetry(const Sampler& tel, const std::string& prefix) {
     return test_telemetry_of(tel.stage_summaries(prefix + "prefill"),
                              tel.stage_summaries(prefix + "decode"));
+}
+
+TestTelemetry retimed_test_telemetry(const Sampler& tel, const TestTelemetry& before) {
+    auto prefix_of = [](const std::string& stage, const std::string& name) {
+        return stage.size() >= name.size() &&
+                       stage.compare(stage.size() - name.size(), name.size(), name) == 0
+                   ? std::optional<std::string>(stage.substr(0, stage.size() - name.size()))
+                   : std::nullopt;
+    };
+    std::optional<std::string> prefix;
+    if (!before.prefill.empty())
+        prefix = prefix_of(before.prefill.front().stage, "prefill");
+    else if (!before.decode.empty())
+        prefix = prefix_of(before.decode.front().stage, "decode");
+    if (!prefix)
+        return before;
+    return test_telemetry(tel, *prefix);
 }
 
 void finish_telemetry(Sampler* tel, ResultDocument& doc) {

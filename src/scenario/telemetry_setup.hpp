@@ -8,6 +8,7 @@
 
 #include "core/result.hpp"
 #include "scenario/progress.hpp"
+#include "scenario/telemetry_log.hpp"
 #include "telemetry/sampler.hpp"
 
 namespace sb {
@@ -17,12 +18,16 @@ struct TelemetryChoice {
     std::string sysfs_root = "/sys";
     double hz = 10;
     double idle_s = 2;  // idle baseline before the first measurement (0: none)
+    // A sensor log recorded beside the run (--telemetry-log), read with --telemetry off too.
+    std::optional<TelemetryLogChoice> log;
 };
 
 // The sampler (not started) with every source found, or null when mode is off. Throws
 // sb::Error(usage) for a bad rate or idle time, and sb::Error(input) for mode on when no
-// source exists. Notes a line naming the sources and absent families on progress.
-std::unique_ptr<Sampler> open_telemetry(const TelemetryChoice& choice, Progress& progress);
+// source exists. Notes a line naming the sources and absent families on progress. With a
+// feed (choice.log), its source joins the sampler's, also when mode is off (then alone).
+std::unique_ptr<Sampler> open_telemetry(const TelemetryChoice& choice, Progress& progress,
+                                        TelemetryLogFeed* feed = nullptr);
 
 // Stops the sampler (when there is one) and keeps its record in doc: the series, marks and
 // stage records as doc.telemetry, its warnings appended to doc.warnings.
@@ -38,5 +43,9 @@ TestTelemetry test_telemetry_of(std::vector<StageWindow> prefill, std::vector<St
 
 // test_telemetry_of the sampler's windows of the stages prefix + "prefill" / "decode".
 TestTelemetry test_telemetry(const Sampler& tel, const std::string& prefix);
+
+// The same test's telemetry again from the sampler (after a log's rows were given again): its
+// windows' stage names give the prefix. Unchanged when it has no windows.
+TestTelemetry retimed_test_telemetry(const Sampler& tel, const TestTelemetry& before);
 
 }  // namespace sb

@@ -140,7 +140,7 @@ Sampler::Sampler(Discovery discovery, SamplerOptions options)
             at_marks = at_marks || read_at_marks(m);
             metrics_.push_back(std::move(m));
         }
-        boundary_source_.push_back(at_marks);
+        boundary_source_.push_back(at_marks && !src->replayed());
         source_names_.push_back(src->name());
     }
     first_metric_.push_back(metrics_.size());
@@ -186,7 +186,7 @@ void Sampler::loop() {
     auto next = steady_clock::now();
     for (;;) {
         for (std::size_t s = 0; s < sources_.size(); ++s) {
-            if (sources_[s]->boundary_only())
+            if (sources_[s]->boundary_only() || sources_[s]->replayed())
                 continue;
             // One source per lock hold, so that a mark never waits for a whole sample.
             std::lock_guard lk(mu_);
@@ -205,9 +205,40 @@ void Sampler::loop() {
 void Sampler::sample_now() {
     std::lock_guard lk(mu_);
     for (std::size_t s = 0; s < sources_.size(); ++s) {
-        if (!sources_[s]->boundary_only())
+        if (!sources_[s]->boundary_only() && !sources_[s]->replayed())
             read_source_locked(s, clock(), false, nullptr);
     }
+}
+
+bool Sampler::clear_replayed(const std::string& source) {
+    std::lock_guard lk(mu_);
+    for (std::size_t s = 0; s < sources_.size(); ++s) {
+        if (source_names_[s] != source || !sources_[s]->replayed())
+            continue;
+        for (std::size_t m = first_metric_[s]; m < first_metric_[s + 1]; ++m)
+            series_[m] = {};
+        return true;
+    }
+    return false;
+}
+
+bool Sampler::ingest(const std::string& source, int64_t t_ns,
+                     const std::vector<std::optional<double>>& values) {
+    std::lock_guard lk(mu_);
+    for (std::size_t s = 0; s < sources_.size(); ++s) {
+        if (source_names_[s] != source || !sources_[s]->replayed())
+            continue;
+        const std::size_t first = first_metric_[s], n = first_metric_[s + 1] - first;
+        if (n > 0 && !series_[first].t_ns.empty() && t_ns <= series_[first].t_ns.back())
+            return true;  // already have it (a log read again from its start)
+        for (std::size_t k = 0; k < n; ++k) {
+            auto& se = series_[first + k];
+            se.t_ns.push_back(t_ns);
+            se.raw.push_back(k < values.size() ? values[k] : std::nullopt);
+        }
+        return true;
+    }
+    return false;
 }
 
 void Sampler::read_source_locked(std::size_t s, int64_t t, bool boundary, MarkData* mark) {

@@ -67,6 +67,17 @@ class Sampler {
     // One synchronous read of every periodic source at clock() (tests with a fake clock).
     void sample_now();
 
+    // Adds one sample of a replayed source (Source::replayed(), a log read beside the run) at
+    // t_ns on this sampler's clock: values in the source's describe() order. Samples of a
+    // source must come in time order; one at or before the source's last is dropped. Returns
+    // false when no replayed source has that name. Summaries are computed when asked for, so
+    // samples ingested after a stage ended count in it.
+    bool ingest(const std::string& source, int64_t t_ns,
+                const std::vector<std::optional<double>>& values);
+    // Drops every sample of a replayed source (before the log is given again, whole, with
+    // its times refined). False when no replayed source has that name.
+    bool clear_replayed(const std::string& source);
+
     // Records a stage boundary at clock() and reads every energy-capable source at that
     // instant. tokens (optional, on the end mark) is the stage's token count for J/token.
     // Returns the boundary's timestamp. Stage names may repeat (one occurrence per pair).

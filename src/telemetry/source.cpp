@@ -32,6 +32,8 @@ const char* unit_of(Quantity q) {
             return "ms";
         case Quantity::flags:
             return "bits";
+        case Quantity::memory:
+            return "MB";
     }
     return "";
 }
@@ -58,6 +60,8 @@ const char* quantity_name(Quantity q) {
             return "residency";
         case Quantity::flags:
             return "flags";
+        case Quantity::memory:
+            return "memory";
     }
     return "";
 }

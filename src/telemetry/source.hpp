@@ -33,9 +33,11 @@ enum class Quantity {
     percent,      // % (0..100)
     residency,    // ms spent at a frequency (cumulative counters, cpufreq time_in_state)
     flags,        // bit set (throttle reasons, throttle flags, on-battery 0/1)
+    memory,       // MB (tegrastats' RAM and SWAP)
 };
 
-// Canonical unit of a quantity: "mC", "mW", "uJ", "kHz", "mV", "mA", "uAh", "%", "ms", "bits".
+// Canonical unit of a quantity: "mC", "mW", "uJ", "kHz", "mV", "mA", "uAh", "%", "ms", "bits",
+// "MB".
 const char* unit_of(Quantity q);
 // Name of a quantity for JSON and reports: "temperature", "power", ...
 const char* quantity_name(Quantity q);
@@ -88,6 +90,9 @@ class Source {
     // True for sources read only at stage boundaries, not by the periodic sampler (cpufreq
     // time_in_state: counters that need no periodic reads to stay correct).
     virtual bool boundary_only() const { return false; }
+    // True for sources whose samples were recorded elsewhere (a log read beside the run): the
+    // sampler never reads them, the run gives their samples with Sampler::ingest.
+    virtual bool replayed() const { return false; }
     // How the source interpreted the device (battery unit and sign calibration, GPU model...).
     virtual std::map<std::string, std::string> properties() const { return {}; }
 

@@ -1,0 +1,647 @@
+#include "telemetry/tegrastats.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+#include <set>
+
+#include "core/error.hpp"
+#include "core/file_io.hpp"
+#include "core/parse.hpp"
+#include "core/utf8.hpp"
+
+namespace sb {
+namespace {
+
+constexpr std::size_t kNamedBadLines = 5;  // malformed lines named in the warning
+constexpr std::size_t kMaxLineBytes = 8192;
+
+// Bounds of what a Jetson can report; a value outside is a claim refused.
+constexpr double kMaxMemoryMb = 1e7;     // 10 TB
+constexpr double kMaxFreqMhz = 100'000;  // 100 GHz
+constexpr double kMaxPowerMw = 1e6;      // 1 kW
+constexpr double kMinTempC = -40;        // Orin prints -256C for an absent sensor
+constexpr double kMaxTempC = 200;
+
+std::vector<std::string_view> tokens_of(std::string_view line) {
+    std::vector<std::string_view> out;
+    std::size_t i = 0;
+    while (i < line.size()) {
+        while (i < line.size() && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r'))
+            ++i;
+        std::size_t j = i;
+        while (j < line.size() && line[j] != ' ' && line[j] != '\t' && line[j] != '\r')
+            ++j;
+        if (j > i)
+            out.push_back(line.substr(i, j - i));
+        i = j;
+    }
+    return out;
+}
+
+bool starts_with(std::string_view s, std::string_view p) {
+    return s.size() >= p.size() && s.substr(0, p.size()) == p;
+}
+bool ends_with(std::string_view s, std::string_view p) {
+    return s.size() >= p.size() && s.substr(s.size() - p.size()) == p;
+}
+std::string_view strip_suffix(std::string_view s, std::string_view p) {
+    return ends_with(s, p) ? s.substr(0, s.size() - p.size()) : s;
+}
+
+std::optional<double> number(std::string_view s, double lo, double hi) {
+    auto v = parse_decimal(s);
+    if (!v || *v < lo || *v > hi)
+        return std::nullopt;
+    return v;
+}
+
+// "MM-DD-YYYY" "HH:MM:SS" as local time.
+std::optional<int64_t> parse_stamp(std::string_view date, std::string_view time) {
+    if (date.size() != 10 || time.size() != 8 || date[2] != '-' || date[5] != '-' ||
+        time[2] != ':' || time[5] != ':')
+        return std::nullopt;
+    auto num = [](std::string_view s) { return parse_decimal_uint(s); };
+    auto mon = num(date.substr(0, 2)), day = num(date.substr(3, 2)), year = num(date.substr(6, 4));
+    auto h = num(time.substr(0, 2)), mi = num(time.substr(3, 2)), se = num(time.substr(6, 2));
+    if (!mon || !day || !year || !h || !mi || !se || *mon < 1 || *mon > 12 || *day < 1 ||
+        *day > 31 || *h > 23 || *mi > 59 || *se > 60 || *year < 1970 || *year > 9999)
+        return std::nullopt;
+    std::tm tm{};
+    tm.tm_year = static_cast<int>(*year) - 1900;
+    tm.tm_mon = static_cast<int>(*mon) - 1;
+    tm.tm_mday = static_cast<int>(*day);
+    tm.tm_hour = static_cast<int>(*h);
+    tm.tm_min = static_cast<int>(*mi);
+    tm.tm_sec = static_cast<int>(*se);
+    tm.tm_isdst = -1;
+    const std::time_t t = std::mktime(&tm);
+    if (t == static_cast<std::time_t>(-1))
+        return std::nullopt;
+    return static_cast<int64_t>(t);
+}
+
+// One line being read into a row: metrics are added to the log as they first appear.
+class LineReader {
+  public:
+    LineReader(TegrastatsLog& log, TegrastatsRow& row, std::set<std::string>& not_read,
+               std::map<std::string, std::size_t>& index)
+        : log_(log), row_(row), not_read_(not_read), index_(index) {}
+
+    void set(const std::string& sensor, const std::string& field, Quantity q,
+             std::optional<double> v, bool system_total = false) {
+        const std::string name = sensor + "." + field;
+        std::size_t m;
+        if (auto f = index_.find(name); f != index_.end()) {
+            m = f->second;
+        } else {
+            Metric mt;
+            mt.name = name;
+            mt.sensor = sensor;
+            mt.quantity = q;
+            mt.system_total = system_total;
+            m = log_.metrics.size();
+            log_.metrics.push_back(std::move(mt));
+            index_[name] = m;
+        }
+        if (row_.values.size() <= m)
+            row_.values.resize(m + 1);
+        row_.values[m] = v;
+    }
+    void reject() { ++log_.rejected_values; }
+    void not_read(std::string_view field) { not_read_.insert(std::string(field)); }
+
+  private:
+    TegrastatsLog& log_;
+    TegrastatsRow& row_;
+    std::set<std::string>& not_read_;
+    std::map<std::string, std::size_t>& index_;
+};
+
+// "X/YMB" -> used, total (MB); kB for IRAM is not read.
+bool read_memory(LineReader& r, const std::string& sensor, std::string_view tok) {
+    if (!ends_with(tok, "MB"))
+        return false;
+    tok = strip_suffix(tok, "MB");
+    auto slash = tok.find('/');
+    if (slash == std::string_view::npos)
+        return false;
+    auto used = number(tok.substr(0, slash), 0, kMaxMemoryMb);
+    auto total = number(tok.substr(slash + 1), 0, kMaxMemoryMb);
+    if (!used || !total || *used > *total) {
+        r.reject();
+        used = total = std::nullopt;
+    }
+    r.set(sensor, "used_mb", Quantity::memory, used);
+    r.set(sensor, "total_mb", Quantity::memory, total);
+    return true;
+}
+
+// "X%" or "X%@F" (F in MHz); "X%@[F0,F1]" per GPC.
+bool read_engine(LineReader& r, const std::string& sensor, std::string_view tok,
+                 const std::string& freq_field) {
+    const auto at = tok.find('@');
+    std::string_view load = tok.substr(0, at);
+    if (!ends_with(load, "%"))
+        return false;
+    auto pct = number(strip_suffix(load, "%"), 0, 100);
+    if (!pct)
+        r.reject();
+    r.set(sensor, "load_pct", Quantity::percent, pct);
+    if (at == std::string_view::npos)
+        return true;
+    std::string_view f = tok.substr(at + 1);
+    if (starts_with(f, "[") && ends_with(f, "]")) {
+        auto items = split_list(f.substr(1, f.size() - 2));
+        for (std::size_t i = 0; i < items.size(); ++i) {
+            auto mhz = number(items[i], 0, kMaxFreqMhz);
+            if (!mhz)
+                r.reject();
+            r.set(sensor + ".gpc" + std::to_string(i), freq_field, Quantity::frequency,
+                  mhz ? std::optional<double>(*mhz * 1000) : std::nullopt);
+        }
+        return true;
+    }
+    auto mhz = number(f, 0, kMaxFreqMhz);
+    if (!mhz)
+        r.reject();
+    r.set(sensor, freq_field, Quantity::frequency,
+          mhz ? std::optional<double>(*mhz * 1000) : std::nullopt);
+    return true;
+}
+
+// "[12%@1190,off,...]" or "[12%,off,...]@1190".
+bool read_cpus(LineReader& r, std::string_view tok) {
+    if (!starts_with(tok, "["))
+        return false;
+    const auto close = tok.find(']');
+    if (close == std::string_view::npos)
+        return false;
+    std::optional<double> shared_mhz;
+    bool has_shared = false;
+    std::string_view after = tok.substr(close + 1);
+    if (!after.empty()) {
+        if (!starts_with(after, "@"))
+            return false;
+        has_shared = true;
+        shared_mhz = number(after.substr(1), 0, kMaxFreqMhz);
+        if (!shared_mhz)
+            r.reject();
+    }
+    auto items = split_list(tok.substr(1, close - 1));
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        const std::string sensor = "tegrastats.cpu" + std::to_string(i);
+        std::string_view it = items[i];
+        std::optional<double> pct, mhz;
+        if (it != "off") {
+            const auto at = it.find('@');
+            std::string_view load = it.substr(0, at);
+            if (!ends_with(load, "%"))
+                return false;
+            pct = number(strip_suffix(load, "%"), 0, 100);
+            if (!pct)
+                r.reject();
+            if (at != std::string_view::npos) {
+                mhz = number(it.substr(at + 1), 0, kMaxFreqMhz);
+                if (!mhz)
+                    r.reject();
+            } else if (has_shared) {
+                mhz = shared_mhz;
+            }
+        }
+        r.set(sensor, "load_pct", Quantity::percent, pct);
+        if (has_shared || it == "off" || it.find('@') != std::string_view::npos)
+            r.set(sensor, "cur_freq_khz", Quantity::frequency,
+                  mhz ? std::optional<double>(*mhz * 1000) : std::nullopt);
+    }
+    return true;
+}
+
+// "NAME@T.TC" -> temperature.
+bool read_temp(LineReader& r, std::string_view tok) {
+    const auto at = tok.find('@');
+    if (at == std::string_view::npos || at == 0 || !ends_with(tok, "C"))
+        return false;
+    auto v = parse_decimal(tok.substr(at + 1, tok.size() - at - 2));
+    if (!v)
+        return false;
+    std::optional<double> mc;
+    if (*v > kMinTempC && *v <= kMaxTempC)
+        mc = *v * 1000;
+    else if (*v > kMaxTempC)
+        r.reject();  // at or below -40 C: no sensor (Orin's -256C), not a bad value
+    r.set("tegrastats." + std::string(tok.substr(0, at)), "temp_mc", Quantity::temperature, mc);
+    return true;
+}
+
+// "XmW/YmW" or "X/Y" after a rail's name.
+bool read_rail(LineReader& r, std::string_view name, std::string_view tok) {
+    const auto slash = tok.find('/');
+    if (slash == std::string_view::npos)
+        return false;
+    std::string_view a = tok.substr(0, slash), b = tok.substr(slash + 1);
+    const bool mw = ends_with(a, "mW") && ends_with(b, "mW");
+    if (mw) {
+        a = strip_suffix(a, "mW");
+        b = strip_suffix(b, "mW");
+    }
+    if (a.empty() || b.empty() || !std::isdigit(static_cast<unsigned char>(a[0])) ||
+        !std::isdigit(static_cast<unsigned char>(b[0])))
+        return false;
+    auto inst = number(a, 0, kMaxPowerMw), avg = number(b, 0, kMaxPowerMw);
+    if (!inst || !avg)
+        r.reject();
+    const std::string sensor = "tegrastats." + std::string(name);
+    r.set(sensor, "power_mw", Quantity::power, inst);
+    r.set(sensor, "avg_power_mw", Quantity::power, avg);
+    return true;
+}
+
+bool is_field_name(std::string_view s) {
+    if (s.empty())
+        return false;
+    for (char c : s)
+        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-'))
+            return false;
+    return true;
+}
+
+// One line into row; false when it is not a tegrastats line.
+bool read_line(std::string_view line, TegrastatsLog& log, TegrastatsRow& row,
+               std::set<std::string>& not_read, std::map<std::string, std::size_t>& index) {
+    auto t = tokens_of(line);
+    std::size_t i = 0;
+    if (t.size() >= 2 && t[0].size() == 10 && t[0][2] == '-') {
+        row.stamp_s = parse_stamp(t[0], t[1]);
+        if (!row.stamp_s)
+            return false;
+        i = 2;
+    }
+    if (i >= t.size() || t[i] != "RAM")
+        return false;
+    LineReader r(log, row, not_read, index);
+    bool have_ram = false;
+    while (i < t.size()) {
+        std::string_view k = t[i];
+        std::string_view next = i + 1 < t.size() ? t[i + 1] : std::string_view();
+        if (k == "RAM" || k == "SWAP") {
+            if (!read_memory(r, k == "RAM" ? "tegrastats.ram" : "tegrastats.swap", next))
+                return false;
+            have_ram = have_ram || k == "RAM";
+            i += 2;
+            if (i < t.size() && t[i] == "(lfb" && i + 1 < t.size()) {
+                i += 2;  // the allocator's largest free block: not a measurement of the run
+            } else if (i < t.size() && t[i] == "(cached" && i + 1 < t.size()) {
+                std::string_view c = strip_suffix(t[i + 1], ")");
+                if (ends_with(c, "MB")) {
+                    auto v = number(strip_suffix(c, "MB"), 0, kMaxMemoryMb);
+                    if (!v)
+                        r.reject();
+                    r.set("tegrastats.swap", "cached_mb", Quantity::memory, v);
+                }
+                i += 2;
+            }
+            continue;
+        }
+        if ((k == "CPU" || k == "cpu") && !next.empty() && next[0] == '[') {
+            if (!read_cpus(r, next))
+                return false;
+            i += 2;
+            continue;
+        }
+        if ((k == "EMC_FREQ" || k == "EMC") && read_engine(r, "tegrastats.emc", next, "freq_khz")) {
+            i += 2;
+            continue;
+        }
+        if ((k == "GR3D_FREQ" || k == "GR3D") &&
+            read_engine(r, "tegrastats.gr3d", next, "cur_freq_khz")) {
+            i += 2;
+            continue;
+        }
+        if (read_temp(r, k)) {
+            ++i;
+            continue;
+        }
+        if (is_field_name(k) && !next.empty() && read_rail(r, k, next)) {
+            i += 2;
+            continue;
+        }
+        // A field stagebench does not read (APE 150, VIC_FREQ 0%@115, IRAM 0/252kB(lfb 252kB)).
+        if (is_field_name(k) && std::isupper(static_cast<unsigned char>(k[0])))
+            r.not_read(k);
+        ++i;
+    }
+    return have_ram;
+}
+
+}  // namespace
+
+std::optional<std::size_t> TegrastatsLog::find(const std::string& name) const {
+    for (std::size_t m = 0; m < metrics.size(); ++m)
+        if (metrics[m].name == name)
+            return m;
+    return std::nullopt;
+}
+
+TegrastatsLog parse_tegrastats(std::string_view text) {
+    TegrastatsLog log;
+    std::set<std::string> not_read;
+    std::map<std::string, std::size_t> index;
+    std::vector<std::string> bad;
+    std::size_t line_no = 0, pos = 0;
+    while (pos < text.size()) {
+        std::size_t nl = text.find('\n', pos);
+        const bool complete = nl != std::string_view::npos;
+        if (!complete)
+            nl = text.size();
+        std::string_view line = text.substr(pos, nl - pos);
+        pos = nl + 1;
+        ++line_no;
+        auto toks = tokens_of(line);
+        if (toks.empty() || toks.front()[0] == '#')
+            continue;  // blank, or a note someone added (tegrastats writes neither)
+        ++log.lines;
+        TegrastatsRow row;
+        row.line = line_no;
+        // A line cut short (the last one, without its newline, as a log being written or a
+        // copy cut off ends) is skipped like a bad one: its rails may be missing.
+        bool ok =
+            complete && line.size() <= kMaxLineBytes && read_line(line, log, row, not_read, index);
+        if (ok && !log.rows.empty() && row.stamp_s.has_value() != log.timestamped())
+            ok = false;  // a log mixing forms cannot be timed
+        if (!ok) {
+            ++log.malformed;
+            if (bad.size() < kNamedBadLines) {
+                std::string shown(line.substr(0, 80));
+                bad.push_back(fmt::format("line {} \"{}{}\"", line_no, valid_utf8(shown),
+                                          line.size() > 80 ? "..." : ""));
+            }
+            continue;
+        }
+        log.rows.push_back(std::move(row));
+    }
+    for (auto& r : log.rows)
+        r.values.resize(log.metrics.size());
+    log.fields_not_read.assign(not_read.begin(), not_read.end());
+    if (log.malformed > 0) {
+        std::string named;
+        for (const auto& b : bad)
+            named += (named.empty() ? "" : ", ") + b;
+        log.warnings.push_back(
+            {"tegrastats_malformed_lines",
+             fmt::format("{} of {} line(s) are not tegrastats lines and were skipped: {}{}",
+                         log.malformed, log.lines, named,
+                         log.malformed > bad.size() ? ", ..." : ""),
+             "Give the log as tegrastats wrote it (tegrastats --logfile FILE); lines cut off "
+             "when it was stopped are expected at the end."});
+    }
+    if (log.rejected_values > 0) {
+        log.warnings.push_back(
+            {"tegrastats_implausible_values",
+             fmt::format("{} value(s) outside what a Jetson can report were left missing",
+                         log.rejected_values),
+             "Check those lines of the log by hand."});
+    }
+    return log;
+}
+
+TegrastatsTimes assign_times(TegrastatsLog& log, const TegrastatsTiming& timing) {
+    TegrastatsTimes out;
+    if (timing.interval_ns && (*timing.interval_ns < 1'000'000 || *timing.interval_ns > 3600e9))
+        throw usage_error("--interval must lie within 1 ms .. 1 h");
+    const std::size_t n = log.rows.size();
+    if (log.timestamped()) {
+        out.absolute = true;
+        if (timing.interval_ns) {
+            out.interval_ns = *timing.interval_ns;
+            out.interval_from = "--interval";
+        } else {
+            // The first and the last row that begin a second: their stamps lie
+            // (rows between) intervals apart, to within one interval.
+            std::optional<std::size_t> first, last;
+            for (std::size_t k = 1; k < n; ++k) {
+                if (*log.rows[k].stamp_s != *log.rows[k - 1].stamp_s) {
+                    if (!first)
+                        first = k;
+                    last = k;
+                }
+            }
+            if (first && last && *last > *first) {
+                const double s =
+                    static_cast<double>(*log.rows[*last].stamp_s - *log.rows[*first].stamp_s);
+                out.interval_ns = static_cast<int64_t>(
+                    std::llround(s * 1e9 / static_cast<double>(*last - *first)));
+                out.interval_from = "the date stamps";
+            } else {
+                out.interval_ns = 1'000'000'000;
+                out.interval_from = "tegrastats' default";
+            }
+            out.interval_ns = std::max<int64_t>(out.interval_ns, 1'000'000);
+        }
+        // Segments of rows one phase fits: row k of a segment is at t0 + k * interval, and its
+        // stamp says t0 + k * interval lies in [stamp, stamp + 1 s).
+        // Integers throughout: Unix times in ns are beyond a double's 53 bits.
+        const int64_t iv = out.interval_ns;
+        constexpr int64_t kSecond = 1'000'000'000;
+        std::size_t seg_begin = 0;
+        int64_t lo = 0, hi = 0;
+        auto close_segment = [&](std::size_t end) {
+            const int64_t mid = lo + (hi - lo) / 2;
+            for (std::size_t k = seg_begin; k < end; ++k)
+                log.rows[k].t_ns = mid + static_cast<int64_t>(k - seg_begin) * iv;
+            out.uncertainty_ms =
+                std::max(out.uncertainty_ms, static_cast<double>(hi - lo) / 2 / 1e6);
+            ++out.segments;
+        };
+        for (std::size_t k = 0; k < n; ++k) {
+            const int64_t s = *log.rows[k].stamp_s * kSecond;
+            const int64_t off = static_cast<int64_t>(k - seg_begin) * iv;
+            const int64_t a = s - off, b = s + kSecond - off;
+            if (k == seg_begin) {
+                lo = a;
+                hi = b;
+                continue;
+            }
+            if (std::max(lo, a) < std::min(hi, b)) {
+                lo = std::max(lo, a);
+                hi = std::min(hi, b);
+                continue;
+            }
+            close_segment(k);
+            seg_begin = k;
+            lo = s;
+            hi = s + kSecond;
+        }
+        if (n > 0)
+            close_segment(n);
+        out.method = fmt::format(
+            "one-second date stamps; rows placed {} ms apart at the phase every stamp allows "
+            "({} segment(s))",
+            static_cast<double>(out.interval_ns) / 1e6, out.segments);
+        return out;
+    }
+    out.interval_ns = timing.interval_ns.value_or(1'000'000'000);
+    out.interval_from = timing.interval_ns ? "--interval" : "tegrastats' default";
+    out.absolute = timing.start_ns.has_value();
+    const int64_t start = timing.start_ns.value_or(0);
+    for (std::size_t k = 0; k < n; ++k)
+        log.rows[k].t_ns = start + static_cast<int64_t>(k) * out.interval_ns;
+    out.method = out.absolute ? "no date stamps: --start plus the line's index times the interval"
+                              : "no date stamps and no --start: times from the first line";
+    out.segments = n > 0 ? 1 : 0;
+    return out;
+}
+
+TelemetrySection tegrastats_record(const TegrastatsLog& log, const TegrastatsTimes& times,
+                                   const std::string& path, bool with_averages) {
+    TelemetrySection t;
+    TelemetrySource src;
+    src.name = "tegrastats";
+    src.source_class = "tegrastats";
+    src.properties["file"] = path;
+    src.properties["interval_ms"] =
+        fmt::format("{:g}", static_cast<double>(times.interval_ns) / 1e6);
+    src.properties["interval_from"] = times.interval_from;
+    src.properties["times"] = times.absolute ? "unix" : "relative";
+    src.properties["time_method"] = times.method;
+    src.properties["time_uncertainty_ms"] = fmt::format("{:.1f}", times.uncertainty_ms);
+    src.properties["lines"] = std::to_string(log.lines);
+    src.properties["rows"] = std::to_string(log.rows.size());
+    if (!log.fields_not_read.empty()) {
+        std::string s;
+        for (const auto& f : log.fields_not_read)
+            s += (s.empty() ? "" : ", ") + f;
+        src.properties["fields_not_read"] = s;
+    }
+    auto& series = t.series.emplace();
+    for (std::size_t m = 0; m < log.metrics.size(); ++m) {
+        const Metric& mt = log.metrics[m];
+        if (!with_averages && ends_with(mt.name, ".avg_power_mw"))
+            continue;
+        src.metrics.push_back(mt.name);
+        TelemetryMetric tm;
+        tm.name = mt.name;
+        tm.sensor = mt.sensor;
+        tm.quantity = quantity_name(mt.quantity);
+        tm.unit = unit_of(mt.quantity);
+        tm.system_total = mt.system_total;
+        t.metrics.push_back(tm);
+        TelemetrySeries se;
+        se.metric = mt.name;
+        se.unit = unit_of(mt.quantity);
+        for (const auto& r : log.rows) {
+            se.t_ns.push_back(r.t_ns);
+            se.values.push_back(r.values[m]);
+        }
+        series.push_back(std::move(se));
+    }
+    t.sources.push_back(std::move(src));
+    t.classes.push_back({"tegrastats", 1, ""});
+    if (times.interval_ns > 0)
+        t.hz = 1e9 / static_cast<double>(times.interval_ns);
+    t.warnings = log.warnings;
+    return t;
+}
+
+std::optional<int64_t> parse_start_time(std::string_view text) {
+    bool utc = false;
+    if (ends_with(text, "Z")) {
+        utc = true;
+        text.remove_suffix(1);
+    }
+    if (text.size() < 19 || (text[10] != 'T' && text[10] != ' ') || text[4] != '-' ||
+        text[7] != '-' || text[13] != ':' || text[16] != ':')
+        return std::nullopt;
+    auto num = [&](std::size_t at, std::size_t len) {
+        return parse_decimal_uint(text.substr(at, len));
+    };
+    auto y = num(0, 4), mo = num(5, 2), d = num(8, 2), h = num(11, 2), mi = num(14, 2);
+    auto sec = parse_decimal(text.substr(17));
+    if (!y || !mo || !d || !h || !mi || !sec || *y < 1970 || *mo < 1 || *mo > 12 || *d < 1 ||
+        *d > 31 || *h > 23 || *mi > 59 || *sec < 0 || *sec >= 61 || text[17] == '+' ||
+        text[17] == '-')
+        return std::nullopt;
+    std::tm tm{};
+    tm.tm_year = static_cast<int>(*y) - 1900;
+    tm.tm_mon = static_cast<int>(*mo) - 1;
+    tm.tm_mday = static_cast<int>(*d);
+    tm.tm_hour = static_cast<int>(*h);
+    tm.tm_min = static_cast<int>(*mi);
+    tm.tm_sec = 0;
+    tm.tm_isdst = -1;
+    const std::time_t t = utc ? timegm(&tm) : std::mktime(&tm);
+    if (t == static_cast<std::time_t>(-1))
+        return std::nullopt;
+    return static_cast<int64_t>(t) * 1'000'000'000 + std::llround(*sec * 1e9);
+}
+
+void import_tegrastats(const TegrastatsImportOptions& o, ResultDocument& doc, std::ostream& err) {
+    TegrastatsLog log = parse_tegrastats(read_input_file(o.path, "tegrastats log"));
+    if (log.rows.empty())
+        throw input_error(fmt::format(
+            "{}: no tegrastats line ({} line(s); a line begins with RAM, after the date where "
+            "tegrastats prints one)",
+            o.path, log.lines));
+    if (log.timestamped() && o.timing.start_ns)
+        throw usage_error(o.path + ": the log has date stamps; --start is for logs without");
+    const TegrastatsTimes times = assign_times(log, o.timing);
+    TelemetrySection t = tegrastats_record(log, times, o.path);
+    err << fmt::format(
+        "stagebench: {}: {} row(s) of {} metric(s); times: {}; interval {:g} ms from {}{}\n",
+        o.path, log.rows.size(), log.metrics.size(), times.method,
+        static_cast<double>(times.interval_ns) / 1e6, times.interval_from,
+        times.uncertainty_ms > 0
+            ? fmt::format(" (each time within ±{:.0f} ms)", times.uncertainty_ms)
+            : std::string());
+    for (const auto& w : log.warnings)
+        err << "stagebench: warning: " << w.message << "\n";
+    for (const auto& w : t.warnings)
+        doc.warnings.push_back(w);
+    doc.telemetry = std::move(t);
+}
+
+TegrastatsLogSource::TegrastatsLogSource(const TegrastatsLog& first_read, std::string path,
+                                         std::optional<std::string> rail) {
+    std::vector<std::string> rails;
+    for (const auto& m : first_read.metrics)
+        if (ends_with(m.name, ".power_mw") && !ends_with(m.name, ".avg_power_mw"))
+            rails.push_back(m.sensor.substr(std::string("tegrastats.").size()));
+    if (rail) {
+        if (std::find(rails.begin(), rails.end(), *rail) == rails.end()) {
+            std::string have;
+            for (const auto& r : rails)
+                have += (have.empty() ? "" : ", ") + r;
+            throw input_error(fmt::format("{}: no rail {} in the tegrastats log (it has: {})", path,
+                                          *rail, have.empty() ? "none" : have));
+        }
+        rail_ = *rail;
+    } else {
+        // The module's input rail where the board has one (Orin NX/Nano, Xavier NX on newer
+        // releases, TX2: VDD_IN; Nano: POM_5V_IN). AGX Xavier and AGX Orin have none: the
+        // user names the rail.
+        for (const char* pref : {"VDD_IN", "POM_5V_IN"})
+            if (rail_.empty() && std::find(rails.begin(), rails.end(), pref) != rails.end())
+                rail_ = pref;
+    }
+    for (auto m : first_read.metrics) {
+        if (ends_with(m.name, ".avg_power_mw"))
+            continue;
+        m.system_total = !rail_.empty() && m.name == "tegrastats." + rail_ + ".power_mw";
+        metrics_.push_back(std::move(m));
+    }
+    props_["file"] = std::move(path);
+    props_["rail"] = rail_.empty() ? "none" : rail_;
+}
+
+std::vector<std::optional<double>> TegrastatsLogSource::values_of(const TegrastatsLog& log,
+                                                                  const TegrastatsRow& row) const {
+    std::vector<std::optional<double>> out(metrics_.size());
+    for (std::size_t m = 0; m < metrics_.size(); ++m)
+        if (auto k = log.find(metrics_[m].name); k && *k < row.values.size())
+            out[m] = row.values[*k];
+    return out;
+}
+
+}  // namespace sb
