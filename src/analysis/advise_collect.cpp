@@ -157,6 +157,9 @@ AdviceConditions conditions_of(const ResultDocument& doc, const std::string& sou
     AdviceConditions c;
     c.source = source;
     c.host = text_of(doc.system, "hostname");
+    // Another tool's results, measured on a machine the file does not name.
+    if (doc.imported && c.host.empty())
+        c.host = "imported from " + doc.imported->tool;
     std::set<std::string> governors;
     const auto& g = json_field(doc.system, "governors");
     if (g.is_array())
