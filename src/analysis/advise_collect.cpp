@@ -35,7 +35,8 @@ void collect_tests(const ResultDocument& doc, std::size_t index, std::vector<Adv
         s.kv = to_string(c.type_k) + "/" + to_string(c.type_v);
         s.n_prompt = c.n_prompt;
         s.n_gen = c.n_gen;
-        s.kv_depth = c.n_depth + s.n_prompt;
+        // An imported llama-bench tg test decoded from the depth it names, not after the prompt.
+        s.kv_depth = t.imported && t.decode ? t.decode->kv_depth_start : c.n_depth + s.n_prompt;
         if (t.prefill) {
             s.prefill_tps = t.prefill->tokens_per_s;
             s.prefill_ns = t.prefill->duration.median;
