@@ -259,7 +259,8 @@ int run_import_llama_bench(const LlamaBenchImportOptions& o, ResultDocument& doc
     ImportSection section;
     section.tool = kTool;
     std::vector<Row> rows;
-    std::vector<std::string> skipped;  // "FILE line N: why"
+    std::vector<std::string> skipped;   // "FILE line N: why"
+    std::vector<std::string> warnings;  // their lines on err
     for (const auto& path : o.files) {
         const std::string text = read_checked(path);
         LlamaBenchParse p = parse_llama_bench(text);
@@ -282,9 +283,9 @@ int run_import_llama_bench(const LlamaBenchImportOptions& o, ResultDocument& doc
         std::sort(p.skipped.begin(), p.skipped.end(),
                   [](const auto& a, const auto& b) { return a.line < b.line; });
         for (const auto& s : p.skipped) {
-            err << "stagebench: warning: " << path << " line " << s.line
-                << ": row skipped: " << s.reason << "\n";
             skipped.push_back(fmt::format("{} line {}: {}", path, s.line, s.reason));
+            warnings.push_back(fmt::format("stagebench: warning: {} line {}: row skipped: {}\n",
+                                           path, s.line, s.reason));
         }
         f.rows = static_cast<int>(rows.size() - before);
         f.skipped = static_cast<int>(p.skipped.size());
@@ -297,6 +298,10 @@ int run_import_llama_bench(const LlamaBenchImportOptions& o, ResultDocument& doc
                     : fmt::format("; line {}: {}", p.skipped[0].line, p.skipped[0].reason)));
         section.files.push_back(f);
     }
+
+    // Only once every file was read: a file that fails is one error line, no warnings before it.
+    for (const auto& w : warnings)
+        err << w;
 
     // Tests: pp and tg rows of one configuration paired, in the order of the files.
     std::vector<std::string> order;

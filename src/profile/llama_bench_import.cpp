@@ -283,7 +283,13 @@ void parse_md(const std::vector<std::string_view>& lines, LlamaBenchParse& out) 
                                    "column)"});
             continue;
         }
-        if (cells.size() != header.size()) {
+        if (cells.size() < header.size()) {
+            out.skipped.push_back({line, fmt::format("the row is cut off ({} of the header's {} "
+                                                     "columns)",
+                                                     cells.size(), header.size())});
+            continue;
+        }
+        if (cells.size() > header.size()) {
             out.skipped.push_back({line, fmt::format("{} columns where the table's header has {}",
                                                      cells.size(), header.size())});
             continue;
