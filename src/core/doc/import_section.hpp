@@ -40,12 +40,12 @@ struct ImportSection {
 // One row of an imported file, as the file said it.
 struct ImportedRow {
     std::string file;
-    int64_t line = 0;    // where the row begins (1-based)
-    std::string test;    // the tool's name: "pp512", "tg128", "pp512+tg128 @ d512"
-    std::string stage;   // "pp" | "tg" | "pp+tg"
-    std::optional<double> avg_ts, stddev_ts;     // tokens/s over every repetition
-    std::optional<int64_t> avg_ns, stddev_ns;    // a repetition's time
-    std::vector<int64_t> samples_ns;             // one per repetition, where the file had them
+    int64_t line = 0;   // where the row begins (1-based)
+    std::string test;   // the tool's name: "pp512", "tg128", "pp512+tg128 @ d512"
+    std::string stage;  // "pp" | "tg" | "pp+tg"
+    std::optional<double> avg_ts, stddev_ts;   // tokens/s over every repetition
+    std::optional<int64_t> avg_ns, stddev_ns;  // a repetition's time
+    std::vector<int64_t> samples_ns;           // one per repetition, where the file had them
     std::vector<double> samples_ts;
     nlohmann::json fields = nlohmann::json::object();  // every other column, as text
 };
