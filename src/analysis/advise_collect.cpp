@@ -35,7 +35,8 @@ void collect_tests(const ResultDocument& doc, std::size_t index, std::vector<Adv
         s.kv = to_string(c.type_k) + "/" + to_string(c.type_v);
         s.n_prompt = c.n_prompt;
         s.n_gen = c.n_gen;
-        s.kv_depth = c.n_depth + s.n_prompt;
+        // An imported llama-bench tg test decoded from the depth it names, not after the prompt.
+        s.kv_depth = t.imported && t.decode ? t.decode->kv_depth_start : c.n_depth + s.n_prompt;
         if (t.prefill) {
             s.prefill_tps = t.prefill->tokens_per_s;
             s.prefill_ns = t.prefill->duration.median;
@@ -157,6 +158,9 @@ AdviceConditions conditions_of(const ResultDocument& doc, const std::string& sou
     AdviceConditions c;
     c.source = source;
     c.host = text_of(doc.system, "hostname");
+    // Another tool's results, measured on a machine the file does not name.
+    if (doc.imported && c.host.empty())
+        c.host = "imported from " + doc.imported->tool;
     std::set<std::string> governors;
     const auto& g = json_field(doc.system, "governors");
     if (g.is_array())

@@ -176,6 +176,12 @@ CompareDoc doc_of(const CompareInput& in, std::vector<std::string>& notes) {
                           "sustained, fidelity and serve documents (and ops documents against "
                           "each other, the baseline being one)");
     c.info = compare_input_info(in);
+    if (d.imported)
+        notes.push_back(
+            who + " is imported from " + d.imported->tool + "'s output: measured elsewhere, by " +
+            d.imported->tool +
+            "'s method (its tg test decodes from the depth it names, not after the prompt); "
+            "where the file held no samples, the mean it printed is the one value (n 1)");
     // The engines are a free-form section of the document (ResultDocument::engines): the http
     // engine's server is read by name here, and only here.
     const auto& server = json_field(json_field(d.engines, "http"), "server");
@@ -192,8 +198,12 @@ CompareInputInfo compare_input_info(const CompareInput& in) {
     auto nonempty = [](const std::string& s) {
         return s.empty() ? std::nullopt : std::optional<std::string>(s);
     };
-    return {in.label,   in.source,   nonempty(d.command),
-            m.hostname, m.cpu_model, nonempty(d.started_at)};
+    // An imported document says what it came from ("import llama-bench"): another tool
+    // measured it, elsewhere.
+    std::optional<std::string> command = nonempty(d.command);
+    if (d.imported && command)
+        *command += " " + d.imported->tool;
+    return {in.label, in.source, command, m.hostname, m.cpu_model, nonempty(d.started_at)};
 }
 
 std::vector<CompareDoc> collect_compare_docs(const std::vector<CompareInput>& inputs,

@@ -1,9 +1,11 @@
 #include "cli/commands.hpp"
 #include "cli/flag_checks.hpp"
 #include "cli/store_hook.hpp"
+#include "profile/llama_bench_command.hpp"
 #include "profile/ops_command.hpp"
 #include "report/modes_report.hpp"
 #include "report/ops_report.hpp"
+#include "report/reporter.hpp"
 #include "scenario/mode_experiment.hpp"
 #include "scenario/run_command.hpp"
 
@@ -11,7 +13,9 @@ namespace sb::cli {
 
 void add_import_command(CLI::App& app, Context& ctx) {
     auto* cmd = app.add_subcommand(
-        "import", "Import others' measurements: a backend's own profile, a tegrastats log");
+        "import",
+        "Import others' measurements: a backend's own profile, llama-bench's output, a "
+        "tegrastats log");
     cmd->require_subcommand(1);
     add_import_tegrastats(cmd, ctx);
     auto* hex = cmd->add_subcommand(
@@ -59,6 +63,25 @@ void add_import_command(CLI::App& app, Context& ctx) {
             throw usage_error("import hexagon-profile: give a LOG (or --mode NAME=LOG ...)");
         ctx.exit_code = run_import_hexagon(*o, doc, ctx.err);
         print_ops_document(doc, o->format, ctx.out, o->top_n);
+        store_document(ctx, doc);
+    });
+
+    auto* lb = cmd->add_subcommand(
+        "llama-bench",
+        "Read llama-bench's results (markdown, csv, json, jsonl, sql; every version's printer, "
+        "pasted with prompts and notes around them) into a result document that compare, "
+        "report, advise and db take like a run's");
+    auto lo = std::make_shared<LlamaBenchImportOptions>();
+    auto lformat = std::make_shared<OutputFormat>(OutputFormat::md);
+    lb->add_option("FILE", lo->files, "llama-bench output files (one document from all)")
+        ->required();
+    add_format_option(lb, *lformat, {OutputFormat::md, OutputFormat::csv, OutputFormat::json});
+    lb->add_option("--out", lo->out_path, "write the result document (JSON) here");
+    add_db_option(lb, ctx);
+    lb->callback([&ctx, lo, lformat] {
+        ResultDocument doc = new_document("import", ctx.argv);
+        ctx.exit_code = run_import_llama_bench(*lo, doc, ctx.err);
+        print_document(*lformat, doc, ctx.out);
         store_document(ctx, doc);
     });
 }

@@ -172,6 +172,8 @@ json to_json(const TestResult& t) {
            {"server", t.server ? to_json(*t.server) : json(nullptr)}};
     if (t.fidelity)
         j["fidelity"] = to_json(*t.fidelity);
+    if (t.imported)
+        j["import"] = to_json(*t.imported);
     return j;
 }
 
@@ -214,6 +216,8 @@ json to_json(const ResultDocument& d) {
         j["fidelity"] = to_json(*d.fidelity);
     if (d.explain)
         j["explain"] = to_json(*d.explain);
+    if (d.imported)
+        j["import"] = to_json(*d.imported);
     for (const auto& [k, v] : d.extra.items())
         j[k] = v;
     // Members this build did not know or could not read, each where it was (when its parent is
@@ -408,7 +412,7 @@ void read(const JsonIn& in, TestResult& t) {
         "backends", t.backends)("notes", t.notes)("reps_done", t.reps_done)("prefill", t.prefill)(
         "decode", t.decode)("ttft_ns", t.ttft_ns)("ttft", t.ttft)("roofline", t.roofline)(
         "started_ns", t.started_ns)("finished_ns", t.finished_ns)("client", t.client)(
-        "server", t.server)("fidelity", t.fidelity)
+        "server", t.server)("fidelity", t.fidelity)("import", t.imported)
         .lenient("telemetry", t.telemetry)
         .non_negative({"reps_done", "ttft_ns", "ttft"}, {"ci95_lo"});
     // "" while the test runs (and in documents saved meanwhile).
@@ -507,7 +511,8 @@ void read(const JsonIn& given, ResultDocument& d) {
         read_object_or_null(o.at("membw"), d.membw);
         o("started_at", d.started_at)("finished_at", d.finished_at)("tests", d.tests)(
             "warnings", d.warnings)("sustained", d.sustained)("hybrid", d.hybrid)("ops", d.ops)(
-            "modes", d.modes)("serve", d.serve)("fidelity", d.fidelity)("explain", d.explain)
+            "modes", d.modes)("serve", d.serve)("fidelity", d.fidelity)("explain", d.explain)(
+            "import", d.imported)
             .lenient("telemetry", d.telemetry);
         if (o.has("engines")) {
             const JsonIn engines = o.at("engines");

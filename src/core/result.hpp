@@ -21,6 +21,7 @@
 #include "core/doc/explain_section.hpp"
 #include "core/doc/fidelity_section.hpp"
 #include "core/doc/hybrid_section.hpp"
+#include "core/doc/import_section.hpp"
 #include "core/doc/json_in.hpp"
 #include "core/doc/modes_section.hpp"
 #include "core/doc/ops_section.hpp"
@@ -168,6 +169,9 @@ struct TestResult {
     std::optional<ServerSide> server;  // when the server reported its own timings
     // `run --fidelity`: the test's distance from the reference; absent from the JSON without.
     std::optional<TestFidelity> fidelity;
+    // An imported test (`import llama-bench`): the rows of the file it was made of, as the file
+    // said them (core/doc/import_section.hpp); absent from the JSON otherwise.
+    std::optional<TestImport> imported;
 };
 
 struct ResultDocument {
@@ -197,6 +201,9 @@ struct ResultDocument {
     std::optional<ServeSection> serve;        // `stagebench serve`
     std::optional<FidelitySection> fidelity;  // `stagebench fidelity` (no tests)
     std::optional<ExplainSection> explain;    // `stagebench explain` (no tests)
+    // An imported document (`import llama-bench`): the tool and the files it came from; absent
+    // from the JSON otherwise (core/doc/import_section.hpp).
+    std::optional<ImportSection> imported;
     // The engines of the run by name ("llama", "http"): what they are and how they ran.
     nlohmann::json engines = nlohmann::json::object();
     // Top-level members this build does not know (written back as they came).

@@ -51,7 +51,10 @@ std::string stage_test(const Row& r) {
     if (!r.result)
         return c.test_name();
     std::string s = decode ? "tg" + std::to_string(c.n_gen) : "pp" + std::to_string(c.n_prompt);
-    const int depth = decode ? c.n_depth + c.n_prompt : c.n_depth;
+    int depth = decode ? c.n_depth + c.n_prompt : c.n_depth;
+    // An imported llama-bench tg test decoded from the depth it names, not after the prompt.
+    if (decode && r.test->imported && r.test->decode)
+        depth = r.test->decode->kv_depth_start;
     if (depth > 0)
         s += " @ d" + std::to_string(depth);
     return s;
@@ -124,8 +127,10 @@ FieldTable<Row> make_table() {
          md("devices", false, [](const Row& r) { return cfg(r).devices.str(); })});
     add({"n_threads", [](const Row& r) { return integer(cfg(r).n_threads); }, "{}",
          CsvQuote::as_needed, true, md("threads", true, [](const Row& r) {
-             // 0 only for a server stagebench did not start: its threads are its own.
+             // 0 only for a server stagebench did not start: its threads are its own; or
+             // for an imported test whose file did not say.
              return cfg(r).n_threads > 0 ? std::to_string(cfg(r).n_threads)
+                    : r.test->imported   ? std::string("-")
                                          : std::string("server's");
          })});
     // A Markdown column only where the run's tests differ in it (markdown_stage_fields). As
