@@ -897,6 +897,11 @@ std::string compare_unit(const std::string& metric) {
                                                              {"j_per_token", "J/token"},
                                                              {"net_j_per_token", "J/token net"},
                                                              {"mean_power_mw", "mW"},
+                                                             {"energy_j", "J"},
+                                                             {"drain_pct", "% of a charge"},
+                                                             {"drain_pct_per_h", "%/h"},
+                                                             {"e2e_s", "s"},
+                                                             {"combined_tps", "tok/s"},
                                                              {"median_ms", "ms"},
                                                              {"p99_ms", "ms"},
                                                              {"output_tokens_per_s", "tok/s"},
@@ -976,7 +981,7 @@ json compare_view(const CompareResult& doc) {
                           {"started_at", i.started_at.value_or("")}});
     json unmatched = json::array();
     for (const auto& u : doc.unmatched)
-        unmatched.push_back({{"label", u.label}, {"test", u.test}});
+        unmatched.push_back({{"label", u.label}, {"test", u.test}, {"why", u.why}});
     return json{{"inputs", inputs}, {"rows", rows}, {"unmatched", unmatched}, {"notes", doc.notes}};
 }
 

@@ -845,7 +845,7 @@
     }
     if (c.unmatched.length) {
       sec.appendChild(el('p', null, 'Without a counterpart (listed, not dropped): ' +
-                                    c.unmatched.map((u) => u.label + ' ' + u.test).join('; ')));
+                                    c.unmatched.map((u) => u.label + ' ' + u.test + (u.why ? ' (' + u.why + ')' : '')).join('; ')));
     }
     c.notes.forEach((n) => sec.appendChild(note(n)));
   }
