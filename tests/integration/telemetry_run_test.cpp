@@ -342,7 +342,8 @@ TEST(TelemetryRun, BatteryDrainFromTheChargeCounterThroughRunSustainedAndCompare
     Proc pss = run_sb({"compare", s, s, "-o", "json"});
     ASSERT_EQ(pss.exit_code, 0) << pss.err;
     std::set<std::string> metrics;
-    for (const json& row : json::parse(pss.out)["rows"]) {
+    const json cs = json::parse(pss.out);
+    for (const json& row : cs["rows"]) {
         metrics.insert(row["metric"].get<std::string>());
         if (!row["ratios"][0]["median"].is_null())
             EXPECT_DOUBLE_EQ(row["ratios"][0]["median"].get<double>(), 1.0) << row.dump();
