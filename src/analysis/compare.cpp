@@ -73,8 +73,8 @@ class Assembler {
   public:
     Assembler(const std::vector<CompareDoc>& docs,
               const std::vector<std::vector<CompareEntry>>& entries, const CompareMatcher& m,
-              const CompareOptions& opts, CompareResult& r)
-        : docs_(docs), entries_(entries), opts_(opts), r_(r) {
+              const std::vector<std::string>& split, const CompareOptions& opts, CompareResult& r)
+        : docs_(docs), entries_(entries), m_(m), split_(split), opts_(opts), r_(r) {
         for (const auto& f : kDiffOrder)
             if (!contains(m.match, f))
                 diff_fields_.push_back(f);
@@ -95,12 +95,19 @@ class Assembler {
                 t.idx.push_back(i);
                 t.es.push_back(e);
             } else if (docs_.size() > 2) {
-                r_.notes.push_back(docs_[i].info.label + " has no test matching " +
-                                   docs_[0].info.label + "'s " + base.name);
+                r_.notes.push_back(
+                    docs_[i].info.label + " has no test matching " + docs_[0].info.label + "'s " +
+                    base.name + ": " +
+                    compare_unmatched_reason(docs_, entries_, 0, base, {i}, m_, split_));
             }
         }
         if (t.idx.size() < 2) {
-            r_.unmatched.push_back({docs_[0].info.label, base.name});
+            std::vector<std::size_t> others;
+            for (std::size_t i = 1; i < docs_.size(); ++i)
+                others.push_back(i);
+            r_.unmatched.push_back(
+                {docs_[0].info.label, base.name,
+                 compare_unmatched_reason(docs_, entries_, 0, base, others, m_, split_)});
             return;
         }
         note_statuses(t);
@@ -116,6 +123,7 @@ class Assembler {
                 add_row(t, st, samples, differs);
         }
         add_energy_rows(t, differs);
+        add_battery_rows(t, differs);
         add_fidelity_rows(t, differs);
     }
 
@@ -233,8 +241,40 @@ class Assembler {
                                    "compared");
     }
 
+    // The battery's drain where the baseline and another side both have it; a note names a
+    // side without one when another has one (no battery anywhere: no row, no note).
+    void add_battery_rows(const MatchedTest& t, const CompareDiffers& differs) {
+        std::set<std::size_t> none;
+        for (const auto& st : kCompareBatteryStages) {
+            std::vector<std::vector<double>> samples;
+            std::size_t with = 0;
+            for (std::size_t s = 0; s < t.es.size(); ++s) {
+                samples.push_back(compare_samples(*t.es[s]->test, st));
+                with += samples.back().empty() ? 0 : 1;
+                if (samples.back().empty())
+                    none.insert(s);
+            }
+            if (with == 0)
+                return;
+            if (samples[0].empty() || with < 2)
+                continue;
+            CompareDiffers row_differs = differs;
+            std::vector<CompareValue> from;
+            for (const auto* e : t.es)
+                from.push_back(compare_energy_meter(*e->test, st.name));
+            add_if_differing(std::move(from), row_differs, "drain_from");
+            add_row(t, st, samples, row_differs);
+        }
+        for (std::size_t s : none)
+            r_.notes.push_back(docs_[t.idx[s]].info.label + "'s " + t.es[s]->name +
+                               " has no battery drain (no battery, or telemetry off): its "
+                               "drain is not compared");
+    }
+
     const std::vector<CompareDoc>& docs_;
     const std::vector<std::vector<CompareEntry>>& entries_;
+    const CompareMatcher& m_;
+    const std::vector<std::string>& split_;
     const CompareOptions& opts_;
     CompareResult& r_;
     std::vector<std::string> diff_fields_;
@@ -351,13 +391,15 @@ CompareResult compare_documents(const std::vector<CompareInput>& given,
 
     const std::vector<std::string> split = compare_split_fields(m, docs);
     const auto entries = compare_entries(docs, m, split);
-    Assembler a(docs, entries, m, opts, r);
+    Assembler a(docs, entries, m, split, opts, r);
     for (const auto& base : entries[0])
         a.add_test(base);
     for (std::size_t i = 1; i < docs.size(); ++i)
         for (const auto& e : entries[i])
             if (!a.find(0, e.key))
-                r.unmatched.push_back({docs[i].info.label, e.name});
+                r.unmatched.push_back(
+                    {docs[i].info.label, e.name,
+                     compare_unmatched_reason(docs, entries, i, e, {0}, m, split)});
     if (!split.empty()) {
         std::string f;
         for (const auto& s : split)
@@ -440,7 +482,7 @@ json to_json(const CompareResult& r) {
     }
     json unmatched = json::array();
     for (const auto& u : r.unmatched)
-        unmatched.push_back({{"label", u.label}, {"test", u.test}});
+        unmatched.push_back({{"label", u.label}, {"test", u.test}, {"why", u.why}});
     json alias = json::object();
     for (const auto& [k, v] : r.model_alias)
         alias[k] = v;
@@ -508,7 +550,7 @@ void read(const JsonIn& in, CompareRow& row) {
 }
 
 void read(const JsonIn& in, CompareUnmatched& u) {
-    ObjectIn{in}("label", u.label)("test", u.test);
+    ObjectIn{in}("label", u.label)("test", u.test)("why", u.why);
 }
 
 void read(const JsonIn& in, CompareResult& r) {

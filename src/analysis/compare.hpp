@@ -5,8 +5,10 @@
 // flash_attn, engine); when one document holds several tests of one key, the other
 // configuration fields that vary among them (devices, n_threads, n_gpu_layers, model_path, and
 // any workload field left out of the match) join the key of every document. For each matched
-// test and stage (prefill tokens/s, decode tokens/s, TTFT ms; and where every side measured
-// energy, prefill and decode J/token gross and net of the idle baseline and mean power) each
+// test and stage (prefill tokens/s, decode tokens/s, TTFT ms; a sustained document's request
+// E2E s and combined tokens/s; where the baseline and another side measured energy, prefill and
+// decode J, J/token gross and net of the idle baseline and mean power; where they read a
+// battery, its drain in % and %/h per repetition or round) each
 // side's median, CV and n are given, and each other side's ratio of medians to the baseline
 // with a seeded bootstrap 95% CI (sb::ratio_of_medians: each side's raw per-repetition samples
 // resampled independently). Computation only; formatting lives in report/compare_report.hpp.
@@ -134,17 +136,21 @@ struct CompareRow {
     std::string test;   // the baseline test's name, e.g. "pp32+tg8"
     std::string key;    // the matching key
     std::string stage;  // prefill | decode | ttft
-    // tokens_per_s | ttft_ms | j_per_token | net_j_per_token (of the idle baseline) |
-    // mean_power_mw (over the stage). The energy metrics use the whole-system meter each side
-    // recorded per repetition; their rows exist only where the baseline and another side both
-    // have readings (missing is not zero), and their verdicts are "less energy" / "more energy"
-    // and "lower power" / "higher power".
+    // tokens_per_s | ttft_ms | e2e_s, combined_tps (stage "request": a sustained document's
+    // rounds) | energy_j | j_per_token | net_j_per_token (of the idle baseline) | mean_power_mw
+    // (over the stage) | drain_pct, drain_pct_per_h (stage "battery": the battery's drain over
+    // each repetition or round, telemetry/battery_drain.hpp). The energy metrics use the
+    // whole-system meter each side recorded per repetition; energy and drain rows exist only
+    // where the baseline and another side both have readings (missing is not zero), and their
+    // verdicts are "less energy" / "more energy", "lower power" / "higher power" and
+    // "less drain" / "more drain".
     std::string metric;
     bool higher_is_better = true;
     // Configuration or machine fields that differ between the sides: name -> one value per
     // side, in the order of `sides` (empty when nothing differs). Besides the configuration
     // fields left out of the match: "server" (the server behind an http engine), "host", "cpu",
-    // and on energy rows "energy_meter" (the metric the energy was read from).
+    // on energy rows "energy_meter" (the metric the energy was read from) and on drain rows
+    // "drain_from" (charge_counter, energy_now, capacity...).
     CompareDiffers differs;
     std::vector<CompareSide> sides;    // the baseline first, then each input having the test
     std::vector<CompareRatio> ratios;  // one per side after the first
@@ -159,8 +165,10 @@ struct CompareRow {
     bool operator==(const CompareRow&) const = default;
 };
 
+// A test of one input that no other input matched, and why ("-ngl 99 only in B (A: -ngl 0)";
+// compare_steps.hpp compare_unmatched_reason); why is "" in documents from before it.
 struct CompareUnmatched {
-    std::string label, test;
+    std::string label, test, why;
     bool operator==(const CompareUnmatched&) const = default;
 };
 
@@ -251,9 +259,9 @@ std::string compare_signature_text(const CompareOpSignature& s);
 // "differs": {name: [value per side]}, "sides": [{"label", "median", "median_ci_low",
 // "median_ci_high", "cv", "n", "total", "robust": {"tokens_per_s", "ci_low", "ci_high",
 // "stalls", "of", "unit"}}], "ratios": [{"label", "median", "ci_low", "ci_high", "verdict"}],
-// "op", "signature": {"op", "role", "shape"}, "fused"}], "unmatched": [{"label", "test"}],
-// "notes"}, and "gates" (analysis/compare_gate.hpp to_json) only when gates were asked; absent
-// values are null.
+// "op", "signature": {"op", "role", "shape"}, "fused"}], "unmatched": [{"label", "test",
+// "why"}], "notes"}, and "gates" (analysis/compare_gate.hpp to_json) only when gates were asked;
+// absent values are null.
 nlohmann::json to_json(const CompareResult& r);
 
 // The inverse (core/doc/json_in.hpp rules): read(to_json(r)) == r. "command" must be "compare"

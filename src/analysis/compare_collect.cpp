@@ -1,7 +1,10 @@
+#include <algorithm>
+
 #include "analysis/compare_steps.hpp"
 #include "core/error.hpp"
 #include "core/json_util.hpp"
 #include "core/result.hpp"
+#include "telemetry/battery_drain.hpp"
 
 namespace sb {
 
@@ -40,6 +43,28 @@ std::vector<CompareWindow> windows(const std::vector<StageWindow>& ws) {
     return v;
 }
 
+// The battery's drain per repetition (repetition k: its prefill and decode windows), each from
+// the source the test's own drain used, so that the samples are alike.
+void add_drains(const TestTelemetry& t, CompareTest& c) {
+    if (!t.battery)
+        return;
+    c.drain_from = t.battery->from;
+    for (std::size_t k = 0; k < std::max(t.prefill.size(), t.decode.size()); ++k) {
+        std::vector<const StageWindow*> ws;
+        if (k < t.prefill.size())
+            ws.push_back(&t.prefill[k]);
+        if (k < t.decode.size())
+            ws.push_back(&t.decode[k]);
+        if (ws.size() == 2 && ws[1]->begin_ns < ws[0]->begin_ns)
+            std::swap(ws[0], ws[1]);
+        const auto d = battery_drain(ws);
+        if (!d || d->from != t.battery->from || !d->drain_pct_per_h)
+            continue;
+        c.drain_pct.push_back(*d->drain_pct);
+        c.drain_pct_per_h.push_back(*d->drain_pct_per_h);
+    }
+}
+
 CompareRobust robust_of(const StageResult& s, const Stalls& stalls, const char* unit) {
     return {s.robust.tokens_per_s, s.robust.ci95_lo, s.robust.ci95_hi,
             stalls.count(),        stalls.n,         unit};
@@ -63,6 +88,7 @@ CompareTest test_of(const TestResult& t) {
     if (t.telemetry) {
         c.prefill_windows = windows(t.telemetry->prefill);
         c.decode_windows = windows(t.telemetry->decode);
+        add_drains(*t.telemetry, c);
     }
     return c;
 }
@@ -106,6 +132,17 @@ CompareTest pooled_rounds(const ResultDocument& d, const std::string& who,
             out.decode_tps.push_back(*r.decode_tps);
         if (r.ttft_ms)
             out.ttft_ns.push_back(*r.ttft_ms * 1e6);
+        if (r.e2e_s)
+            out.e2e_s.push_back(*r.e2e_s);
+        if (r.combined_tps)
+            out.combined_tps.push_back(*r.combined_tps);
+        // The drain of each round's request, from the first round's source.
+        if (r.battery && r.battery->drain_pct_per_h &&
+            out.drain_from.value_or(r.battery->from) == r.battery->from) {
+            out.drain_from = r.battery->from;
+            out.drain_pct.push_back(*r.battery->drain_pct);
+            out.drain_pct_per_h.push_back(*r.battery->drain_pct_per_h);
+        }
         if (tests_per_round && d.tests[index].telemetry) {
             for (auto& w : windows(d.tests[index].telemetry->prefill))
                 out.prefill_windows.push_back(w);

@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include "analysis/compare_steps.hpp"
@@ -12,7 +13,85 @@ bool contains(const std::vector<std::string>& v, const std::string& x) {
     return std::find(v.begin(), v.end(), x) != v.end();
 }
 
+// A field's value as run's command line gives it ("-ngl 99", "--device CPU", "-m x.gguf"), or
+// "field=value" for a field with no flag of its own.
+std::string flag_text(const std::string& field, const CompareValue& v) {
+    static const std::map<std::string, std::string> kFlags = {
+        {"model", "-m"},         {"n_prompt", "-p"},  {"n_gen", "-n"},
+        {"n_depth", "-d"},       {"n_batch", "-b"},   {"n_ubatch", "-ub"},
+        {"type_k", "-ctk"},      {"type_v", "-ctv"},  {"flash_attn", "-fa"},
+        {"devices", "--device"}, {"n_threads", "-t"}, {"n_gpu_layers", "-ngl"}};
+    std::string text = compare_value_text(v);
+    if (field == "model_path")
+        text = text.substr(text.find_last_of('/') + 1);
+    const auto it = kFlags.find(field);
+    return it == kFlags.end() ? field + "=" + text : it->second + " " + text;
+}
+
+std::string labels_of(const std::vector<CompareDoc>& docs, const std::vector<std::size_t>& idx) {
+    std::string out;
+    for (std::size_t i : idx)
+        out += (out.empty() ? "" : ", ") + docs[i].info.label;
+    return out;
+}
+
 }  // namespace
+
+std::string compare_unmatched_reason(const std::vector<CompareDoc>& docs,
+                                     const std::vector<std::vector<CompareEntry>>& entries,
+                                     std::size_t i, const CompareEntry& e,
+                                     const std::vector<std::size_t>& others,
+                                     const CompareMatcher& m,
+                                     const std::vector<std::string>& split) {
+    // "only in B" when no other input has it; "not in A" when only some were asked.
+    const bool all_others = others.size() + 1 == docs.size();
+    const std::string where =
+        all_others ? "only in " + docs[i].info.label : "not in " + labels_of(docs, others);
+    std::vector<std::string> fields = m.match;
+    fields.insert(fields.end(), split.begin(), split.end());
+    for (const auto& f : fields) {
+        const std::string mine = compare_value_text(m.value(*e.test, f));
+        std::vector<std::string> theirs;
+        for (std::size_t o : others)
+            for (const auto& t : docs[o].tests) {
+                const std::string v = compare_value_text(m.value(t, f));
+                if (!contains(theirs, v))
+                    theirs.push_back(v);
+            }
+        if (contains(theirs, mine))
+            continue;
+        std::string have;
+        for (std::size_t k = 0; k < theirs.size() && k < 4; ++k)
+            have += (k ? ", " : "") + (k ? theirs[k] : flag_text(f, theirs[k]));
+        if (theirs.size() > 4)
+            have += ", ...";
+        return flag_text(f, m.value(*e.test, f)) + " " + where + " (" + labels_of(docs, others) +
+               ": " + have + ")";
+    }
+    // Every value is somewhere: the k-th of identical configurations, or the combination.
+    if (const auto hash = e.key.rfind(",#"); hash != std::string::npos) {
+        const std::string base = e.key.substr(0, hash);
+        std::size_t most = 0;
+        for (std::size_t o : others) {
+            std::size_t n = 0;
+            for (const auto& x : entries[o])
+                n += x.key == base || x.key.rfind(base + ",#", 0) == 0 ? 1 : 0;
+            most = std::max(most, n);
+        }
+        return "#" + e.key.substr(hash + 2) +
+               " of an identical configuration: " + labels_of(docs, others) + " " +
+               (others.size() > 1 ? "have" : "has") + " " + std::to_string(most);
+    }
+    // The workload is there: the swept fields' values are not together; else the workload's.
+    bool workload_there = false;
+    for (std::size_t o : others)
+        for (const auto& t : docs[o].tests)
+            workload_there = workload_there || m.base_key(t) == m.base_key(*e.test);
+    std::string values;
+    for (const auto& f : workload_there && !split.empty() ? split : m.match)
+        values += (values.empty() ? "" : ", ") + flag_text(f, m.value(*e.test, f));
+    return "this combination (" + values + ") " + where;
+}
 
 CompareValue CompareMatcher::model(const CompareTest& t) const {
     const auto it = t.config.find("model_path");

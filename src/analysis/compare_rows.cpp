@@ -22,6 +22,9 @@ std::vector<double> energy_samples(const std::vector<CompareWindow>& windows,
         if (metric == "mean_power_mw") {
             if (w.energy_j && w.duration_ns && *w.duration_ns > 0)
                 v.push_back(*w.energy_j / (*w.duration_ns * 1e-9) * 1e3);
+        } else if (metric == "energy_j") {
+            if (w.energy_j)
+                v.push_back(*w.energy_j);
         } else if (const auto& x = metric == "j_per_token" ? w.j_per_token : w.net_j_per_token) {
             v.push_back(*x);
         }
@@ -84,14 +87,21 @@ CompareRatio ratio_to_baseline(const CompareStage& st, const CompareRow& row, st
 const std::vector<CompareStage> kCompareStages = {
     {"prefill", "tokens_per_s", true, "faster", "slower"},
     {"decode", "tokens_per_s", true, "faster", "slower"},
-    {"ttft", "ttft_ms", false, "faster", "slower"}};
+    {"ttft", "ttft_ms", false, "faster", "slower"},
+    {"request", "e2e_s", false, "faster", "slower"},
+    {"request", "combined_tps", true, "faster", "slower"}};
 const std::vector<CompareStage> kCompareEnergyStages = {
+    {"prefill", "energy_j", false, "less energy", "more energy"},
     {"prefill", "j_per_token", false, "less energy", "more energy"},
     {"prefill", "net_j_per_token", false, "less energy", "more energy"},
     {"prefill", "mean_power_mw", false, "lower power", "higher power"},
+    {"decode", "energy_j", false, "less energy", "more energy"},
     {"decode", "j_per_token", false, "less energy", "more energy"},
     {"decode", "net_j_per_token", false, "less energy", "more energy"},
     {"decode", "mean_power_mw", false, "lower power", "higher power"}};
+const std::vector<CompareStage> kCompareBatteryStages = {
+    {"battery", "drain_pct", false, "less drain", "more drain"},
+    {"battery", "drain_pct_per_h", false, "less drain", "more drain"}};
 
 const std::vector<CompareStage> kCompareFidelityStages = {
     {"prefill", "kl_mean", false, "closer", "farther"},
@@ -111,6 +121,14 @@ std::vector<double> compare_samples(const CompareTest& test, const CompareStage&
                 : metric == "kl_p99" ? f->kl_p99
                                      : f->top1_agreement};
     }
+    if (metric == "drain_pct")
+        return test.drain_pct;
+    if (metric == "drain_pct_per_h")
+        return test.drain_pct_per_h;
+    if (metric == "e2e_s")
+        return test.e2e_s;
+    if (metric == "combined_tps")
+        return test.combined_tps;
     if (metric != "tokens_per_s" && metric != "ttft_ms")
         return energy_samples(prefill ? test.prefill_windows : test.decode_windows, metric);
     if (stage != "ttft")
@@ -122,6 +140,8 @@ std::vector<double> compare_samples(const CompareTest& test, const CompareStage&
 }
 
 CompareValue compare_energy_meter(const CompareTest& test, const std::string& stage) {
+    if (stage == "battery")
+        return test.drain_from ? CompareValue(*test.drain_from) : CompareValue();
     for (const auto& w : stage == "prefill" ? test.prefill_windows : test.decode_windows)
         if (w.metric)
             return *w.metric;
@@ -159,6 +179,9 @@ CompareRow compare_row(const CompareStage& st, const std::vector<std::string>& l
 
 std::vector<std::string> compare_cv_notes(const CompareRow& row, const CompareOptions& opts) {
     std::vector<std::string> notes;
+    // A drain's CV (a mean near 0, signs that may differ) says nothing about the noise.
+    if (row.stage == "battery")
+        return notes;
     // CV compared across devices, not only within one.
     for (std::size_t s = 1; s < row.sides.size(); ++s) {
         const auto& ca = row.sides[s].cv;

@@ -45,6 +45,14 @@ struct CompareTest {
     std::vector<double> prefill_tps, decode_tps;                 // per repetition
     std::vector<double> ttft_ns;                                 // per repetition
     std::vector<CompareWindow> prefill_windows, decode_windows;  // per repetition
+    // The battery's drain per repetition (a sustained document: per round's request), in % of a
+    // full charge and %/h, all from one source (drain_from: the test's, "charge_counter",
+    // "capacity"...; telemetry/battery_drain.hpp); empty without a battery.
+    std::vector<double> drain_pct, drain_pct_per_h;
+    std::optional<std::string> drain_from;
+    // A sustained document's rounds: each ok round's request end to end (s) and combined
+    // tokens/s ((prompt + generated) / E2E); empty for other documents.
+    std::vector<double> e2e_s, combined_tps;
     // The stages' stall-robust rates and stalls as the test recorded them; null for a sustained
     // document's pooled rounds and a fidelity variant.
     std::optional<CompareRobust> prefill_robust, decode_robust;
@@ -121,14 +129,18 @@ void add_if_differing(std::vector<CompareValue> values, CompareDiffers& into,
 
 // One row kind: a stage, its metric and the words of its verdicts.
 struct CompareStage {
-    const char* name;    // prefill | decode | ttft
+    const char* name;    // prefill | decode | ttft | request | battery
     const char* metric;  // see CompareRow::metric
     bool higher_is_better;
     const char* better;  // the verdicts' words
     const char* worse;
 };
-extern const std::vector<CompareStage> kCompareStages;        // tokens/s and TTFT
-extern const std::vector<CompareStage> kCompareEnergyStages;  // J/token, net, mean power
+// tokens/s, TTFT, and a sustained document's request: E2E s and combined tokens/s
+extern const std::vector<CompareStage> kCompareStages;
+// J, J/token, net J/token, mean power
+extern const std::vector<CompareStage> kCompareEnergyStages;
+// The battery's drain: % and %/h (stage "battery")
+extern const std::vector<CompareStage> kCompareBatteryStages;
 // A fidelity variant's KL (mean, p99) and top-1 agreement per stage. Each is one deterministic
 // value, not a sample: its ratio has no CI and its verdict compares the values exactly ("the
 // same" when equal).
@@ -138,7 +150,22 @@ extern const std::vector<CompareStage> kCompareFidelityStages;
 std::vector<double> compare_samples(const CompareTest& test, const CompareStage& st);
 
 // The meter a test's stage energy was read from (its first repetition's), null without one.
+// Stage "battery": where its drain came from (CompareTest::drain_from).
 CompareValue compare_energy_meter(const CompareTest& test, const std::string& stage);
+
+// Why an entry of input i found no counterpart in the inputs `others` (the baseline for the
+// other inputs; every other input for the baseline): the first match or split field whose value
+// no test of those inputs has, with what they have ("-ngl 99 only in B (A: -ngl 0)"); else its
+// place among identical configurations ("#3 of an identical configuration: A has 2"); else the
+// combination of its values that none has: of the swept fields where the others have its
+// workload ("this combination (-t 2, -ngl 0) only in A"), else of the match fields. Flags are
+// run's where the field has one.
+std::string compare_unmatched_reason(const std::vector<CompareDoc>& docs,
+                                     const std::vector<std::vector<CompareEntry>>& entries,
+                                     std::size_t i, const CompareEntry& e,
+                                     const std::vector<std::size_t>& others,
+                                     const CompareMatcher& m,
+                                     const std::vector<std::string>& split);
 
 // A row of one stage: each side's summary (labels[i] with samples[i], the baseline first: the
 // median with its median_ci, the CV, n) and each other side's ratio to the baseline. test, key,

@@ -287,6 +287,58 @@ TEST(Compare, OtherWorkloadsAreUnmatched) {
     ASSERT_EQ(r.unmatched.size(), 1u);
     EXPECT_EQ(r.unmatched[0].label, "B");
     EXPECT_EQ(r.unmatched[0].test, "pp64+tg8");
+    EXPECT_EQ(r.unmatched[0].why, "-p 64 only in B (A: -p 32)");
+}
+
+json with_ngl(json cfg, int ngl) {
+    cfg["n_gpu_layers"] = ngl;
+    return cfg;
+}
+
+TEST(Compare, AnOffloadLevelOnlyOneSideHasIsNamedWithWhy) {
+    // A swept -ngl 0 and 99; B only -ngl 0 and 33: -ngl joins the key, each side keeps one
+    // level the other lacks, and each is named with what the other has.
+    const json a =
+        doc("h", json::array({test(with_ngl(config(), 0)), test(with_ngl(config(), 99))}));
+    const json b =
+        doc("h", json::array({test(with_ngl(config(), 0)), test(with_ngl(config(), 33))}));
+    CompareResult r = compare_documents(inputs({a, b}));
+    EXPECT_EQ(r.rows.size(), 3u);  // -ngl 0 met -ngl 0
+    EXPECT_EQ(r.rows[0].test, "pp32+tg8 [n_gpu_layers=0]");
+    ASSERT_EQ(r.unmatched.size(), 2u);
+    EXPECT_EQ(r.unmatched[0], (CompareUnmatched{"A", "pp32+tg8 [n_gpu_layers=99]",
+                                                "-ngl 99 only in A (B: -ngl 0, 33)"}));
+    EXPECT_EQ(r.unmatched[1], (CompareUnmatched{"B", "pp32+tg8 [n_gpu_layers=33]",
+                                                "-ngl 33 only in B (A: -ngl 0, 99)"}));
+
+    // Three inputs: a baseline test another input lacks is a note with the reason; a test of a
+    // non-baseline input is "not in" the baseline (C may have it).
+    const json c =
+        doc("h", json::array({test(with_ngl(config(), 0)), test(with_ngl(config(), 99))}));
+    r = compare_documents(inputs({a, b, c}));
+    bool noted = false;
+    for (const auto& n : r.notes)
+        noted = noted || n == "B has no test matching A's pp32+tg8 [n_gpu_layers=99]: -ngl 99 "
+                              "not in B (B: -ngl 0, 33)";
+    EXPECT_TRUE(noted);
+    ASSERT_EQ(r.unmatched.size(), 1u);
+    EXPECT_EQ(r.unmatched[0].why, "-ngl 33 not in A (A: -ngl 0, 99)");
+
+    // Every value is on the other side, but not together: the combination is named.
+    const json d =
+        doc("h", json::array({test(with_ngl(config(2), 0)), test(with_ngl(config(4), 99))}));
+    const json e =
+        doc("h", json::array({test(with_ngl(config(2), 99)), test(with_ngl(config(4), 0))}));
+    r = compare_documents(inputs({d, e}));
+    ASSERT_EQ(r.unmatched.size(), 4u);
+    EXPECT_EQ(r.unmatched[0].why, "this combination (-t 2, -ngl 0) only in A");
+
+    // One configuration twice in B, once in A: the second is the one left.
+    const json twice = doc("h", json::array({test(config()), test(config())}));
+    r = compare_documents(inputs({doc("h", json::array({test(config())})), twice}));
+    ASSERT_EQ(r.unmatched.size(), 1u);
+    EXPECT_EQ(r.unmatched[0],
+              (CompareUnmatched{"B", "pp32+tg8 #2", "#2 of an identical configuration: A has 1"}));
 }
 
 TEST(Compare, ThreeInputsGiveTwoRatiosAgainstTheBaseline) {
@@ -456,6 +508,55 @@ TEST(Compare, SustainedRoundsPoolTheirEnergyAndLeaveTheLoadedPhaseOut) {
     EXPECT_TRUE(find_row(r, "decode", "net_j_per_token"));
 }
 
+TEST(Compare, SustainedRoundsCompareE2ECombinedTokensAndDrain) {
+    // Each round's request as the study tables it, and its battery drain (% and %/h).
+    auto with_requests = [](json d, double e2e_k, double drain_k) {
+        const std::vector<double> e2e = {1.00, 1.02, 0.98, 1.01, 0.99};
+        for (std::size_t i = 0; i < e2e.size(); ++i) {
+            json& r = d["sustained"]["phases"][0]["rounds"][i];
+            r["e2e_s"] = e2e[i] * e2e_k;
+            r["combined_tps"] = 40 / (e2e[i] * e2e_k);
+            r["battery"] = {{"battery", "battery.battery"},
+                            {"span_s", e2e[i] * e2e_k},
+                            {"from", "charge_counter"},
+                            {"drain_pct", 0.01 * drain_k * (1 + 0.01 * i)},
+                            {"drain_pct_per_h", 36 * drain_k * (1 + 0.01 * i)}};
+        }
+        return d;
+    };
+    const json phone = with_requests(sustained_doc("phone", {50, 48, 45, 44, 44}), 1, 1);
+    const json board = with_requests(sustained_doc("board", {40, 40, 40, 40, 40}), 2, 0.5);
+    CompareOptions o;
+    o.resamples = 2000;
+    o.seed = 3;
+    const CompareResult r = compare_documents(inputs({phone, board}), o);
+    const CompareRow* e2e = find_row(r, "request", "e2e_s");
+    const CompareRow* comb = find_row(r, "request", "combined_tps");
+    const CompareRow* drain = find_row(r, "battery", "drain_pct_per_h");
+    ASSERT_TRUE(e2e && comb && drain);
+    EXPECT_EQ(e2e->sides[0].n, 5u);
+    EXPECT_DOUBLE_EQ(*e2e->sides[0].median, 1.00);
+    EXPECT_NEAR(*e2e->ratios[0].median, 2.0, 1e-12);
+    EXPECT_EQ(e2e->ratios[0].verdict, "slower");  // a longer E2E
+    EXPECT_NEAR(*comb->ratios[0].median, 0.5, 1e-12);
+    EXPECT_EQ(comb->ratios[0].verdict, "slower");
+    std::vector<double> pa, pb;
+    for (int i = 0; i < 5; ++i) {
+        pa.push_back(36 * (1 + 0.01 * i));
+        pb.push_back(18 * (1 + 0.01 * i));
+    }
+    const RatioCi ci = ratio_of_medians(pb, pa, 2000, 3);
+    EXPECT_NEAR(*drain->ratios[0].median, 0.5, 1e-12);
+    EXPECT_EQ(*drain->ratios[0].ci_low, ci.lo);
+    EXPECT_EQ(*drain->ratios[0].ci_high, ci.hi);
+    EXPECT_EQ(drain->ratios[0].verdict, "less drain");
+    ASSERT_TRUE(find_row(r, "battery", "drain_pct"));
+    // A run document has no request rows: nothing is compared as zero.
+    const CompareResult runs = compare_documents(
+        inputs({doc("h", json::array({test(config())})), doc("h", json::array({test(config())}))}));
+    EXPECT_FALSE(find_row(runs, "request", "e2e_s"));
+}
+
 TEST(Compare, BadInputsAreErrors) {
     const json a = doc("h", json::array({test(config())}));
     EXPECT_EQ(kind_of([&] { compare_documents(inputs({a})); }), ErrorKind::usage);
@@ -489,8 +590,8 @@ TEST(Compare, EnergyPerTokenNetAndGrossAndPowerHaveTheSameIntervals) {
     o.resamples = 3000;
     o.seed = 7;
     const CompareResult r = compare_documents(inputs({a, b}), o);
-    // prefill, decode, TTFT; then per stage J/token, net J/token and mean power.
-    ASSERT_EQ(r.rows.size(), 9u);
+    // prefill, decode, TTFT; then per stage J, J/token, net J/token and mean power.
+    ASSERT_EQ(r.rows.size(), 11u);
     const CompareRow* dec = find_row(r, "decode", "j_per_token");
     ASSERT_TRUE(dec);
     EXPECT_FALSE(dec->higher_is_better);
@@ -522,6 +623,21 @@ TEST(Compare, EnergyPerTokenNetAndGrossAndPowerHaveTheSameIntervals) {
     EXPECT_EQ(pw->ratios[0].verdict, "lower power");
     ASSERT_TRUE(find_row(r, "prefill", "j_per_token"));
     EXPECT_NEAR(*find_row(r, "prefill", "j_per_token")->ratios[0].median, 0.8, 1e-12);
+
+    // The stage's energy in J (8 tokens x J/token): its own samples and interval.
+    const CompareRow* joules = find_row(r, "decode", "energy_j");
+    ASSERT_TRUE(joules);
+    EXPECT_NEAR(*joules->sides[0].median, 0.4, 1e-12);
+    EXPECT_NEAR(*joules->sides[1].median, 0.32, 1e-12);
+    std::vector<double> ja, jb;
+    for (double x : kDecodeJpt) {
+        ja.push_back(x * 8);
+        jb.push_back(x * 0.8 * 8);
+    }
+    const RatioCi want_j = ratio_of_medians(jb, ja, 3000, 7);
+    EXPECT_EQ(*joules->ratios[0].ci_low, want_j.lo);
+    EXPECT_EQ(*joules->ratios[0].ci_high, want_j.hi);
+    EXPECT_EQ(joules->ratios[0].verdict, "less energy");
 
     // More energy is worded so.
     const CompareResult back = compare_documents(inputs({b, a}), o);
@@ -574,6 +690,101 @@ TEST(Compare, EnergyMissingOnASideIsNotCompared) {
     r = compare_documents(inputs({a, idle_eats_all}));
     ASSERT_TRUE(find_row(r, "decode", "net_j_per_token"));
     EXPECT_EQ(find_row(r, "decode", "net_j_per_token")->ratios[0].verdict, "no data");
+}
+
+const std::vector<double> kDrainUah = {480, 490, 470, 485, 475, 482, 478};  // per repetition
+
+// A test whose battery (charge_full 4800000 µAh) loses kDrainUah[i] × k µAh of its charge
+// counter over repetition i: its prefill window [i s, i s + 0.1 s], its decode window the next
+// 0.1 s, half the charge in each. from: the drain's source the test names.
+json with_battery(json t, double k, const std::string& from = "charge_counter") {
+    if (!t.contains("telemetry"))
+        t["telemetry"] = {{"summary", json::object()}};
+    json& tel = t["telemetry"];
+    double charge = 3'000'000;
+    for (std::size_t i = 0; i < kDrainUah.size(); ++i) {
+        const int64_t begin = static_cast<int64_t>(i) * 1'000'000'000;
+        const double half = kDrainUah[i] * k / 2;
+        for (const char* stage : {"prefill", "decode"}) {
+            const bool pre = std::string(stage) == "prefill";
+            json& w = tel[stage][i];
+            w["begin_ns"] = begin + (pre ? 0 : 100'000'000);
+            w["end_ns"] = begin + (pre ? 100'000'000 : 200'000'000);
+            w["duration_ns"] = 100'000'000;
+            json gauges = json::array();
+            if (from == "capacity") {
+                gauges.push_back({{"metric", "battery.battery.capacity_pct"},
+                                  {"unit", "%"},
+                                  {"start", 80 - static_cast<double>(i)},
+                                  {"end", 80 - static_cast<double>(i) - (pre ? 0 : 1)}});
+            } else {
+                gauges.push_back({{"metric", "battery.battery.charge_counter_uah"},
+                                  {"unit", "uAh"},
+                                  {"start", charge},
+                                  {"end", charge - half}});
+                gauges.push_back({{"metric", "battery.battery.charge_full_uah"},
+                                  {"unit", "uAh"},
+                                  {"start", 4'800'000},
+                                  {"end", 4'800'000}});
+            }
+            w["gauges"] = gauges;
+            charge -= half;
+        }
+    }
+    tel["battery"] = {{"battery", "battery.battery"}, {"from", from}};
+    return t;
+}
+
+TEST(Compare, BatteryDrainPerRepetitionWithRatioAndInterval) {
+    const json a = doc("h", json::array({with_battery(test(config()), 1.0)}));
+    const json b = doc("h", json::array({with_battery(test(config()), 1.5)}));
+    CompareOptions o;
+    o.resamples = 3000;
+    o.seed = 7;
+    const CompareResult r = compare_documents(inputs({a, b}), o);
+    const CompareRow* pct = find_row(r, "battery", "drain_pct");
+    const CompareRow* per_h = find_row(r, "battery", "drain_pct_per_h");
+    ASSERT_TRUE(pct && per_h);
+    // Repetition i drains kDrainUah[i] of 4800000 µAh in 0.2 s; the median is 480 µAh.
+    EXPECT_NEAR(*pct->sides[0].median, 0.01, 1e-12);
+    EXPECT_NEAR(*per_h->sides[0].median, 0.01 / 0.2 * 3600, 1e-9);
+    EXPECT_NEAR(*per_h->sides[1].median, 1.5 * 180, 1e-9);
+    EXPECT_EQ(per_h->sides[0].n, 7u);
+    std::vector<double> va, vb;
+    for (double x : kDrainUah) {
+        va.push_back(x / 4.8e6 * 100 / 0.2 * 3600);
+        vb.push_back(x * 1.5 / 4.8e6 * 100 / 0.2 * 3600);
+    }
+    const RatioCi want = ratio_of_medians(vb, va, 3000, 7);
+    EXPECT_NEAR(*per_h->ratios[0].median, 1.5, 1e-12);
+    EXPECT_NEAR(*per_h->ratios[0].ci_low, want.lo, 1e-12);
+    EXPECT_NEAR(*per_h->ratios[0].ci_high, want.hi, 1e-12);
+    EXPECT_EQ(per_h->ratios[0].verdict, "more drain");
+    EXPECT_FALSE(per_h->higher_is_better);
+    EXPECT_TRUE(per_h->differs.empty()) << differs(*per_h);
+    for (const auto& n : r.notes)  // no CV note on a drain
+        EXPECT_EQ(n.find("drain"), std::string::npos) << n;
+
+    // The two sides' sources differ: named on the row.
+    const json cap = doc("h", json::array({with_battery(test(config()), 1.0, "capacity")}));
+    const CompareResult rc = compare_documents(inputs({a, cap}), o);
+    const CompareRow* c = find_row(rc, "battery", "drain_pct");
+    ASSERT_TRUE(c);
+    EXPECT_EQ(differs(*c)["drain_from"], json({"charge_counter", "capacity"}));
+    EXPECT_EQ(*c->sides[1].median, 1.0);  // one whole percent per repetition
+
+    // A side without a battery: no row, a note; no battery anywhere: neither.
+    const json none = doc("h", json::array({test(config())}));
+    const CompareResult rn = compare_documents(inputs({a, none}), o);
+    EXPECT_FALSE(find_row(rn, "battery", "drain_pct"));
+    bool noted = false;
+    for (const auto& n : rn.notes)
+        noted = noted || n == "B's pp32+tg8 has no battery drain (no battery, or telemetry off): "
+                              "its drain is not compared";
+    EXPECT_TRUE(noted);
+    const CompareResult r0 = compare_documents(inputs({none, none}), o);
+    EXPECT_EQ(r0.rows.size(), 3u);
+    EXPECT_TRUE(r0.notes.empty());
 }
 
 // A test of an engine behind HTTP (as `run --engine http` writes it) of the model `model`.
@@ -706,7 +917,9 @@ TEST(Compare, DocumentHasTheAgreedShape) {
     EXPECT_TRUE(r["sides"][0]["total"].is_null());
     EXPECT_EQ(keys(r["ratios"][0]),
               (std::set<std::string>{"label", "median", "ci_low", "ci_high", "verdict"}));
-    EXPECT_EQ(j["unmatched"], json::parse(R"([{"label": "B", "test": "pp64+tg8"}])"));
+    const json unmatched = json::array(
+        {{{"label", "B"}, {"test", "pp64+tg8"}, {"why", "-p 64 only in B (A: -p 32)"}}});
+    EXPECT_EQ(j["unmatched"], unmatched);
     EXPECT_TRUE(j["notes"].is_array());
 }
 

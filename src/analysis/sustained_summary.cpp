@@ -11,6 +11,7 @@
 #include "analysis/change_point.hpp"
 #include "core/json_util.hpp"
 #include "core/stats.hpp"
+#include "telemetry/battery_drain.hpp"
 
 namespace sb {
 namespace {
@@ -380,6 +381,7 @@ void add_request_telemetry(const TestTelemetry& t, SustainedRound& r) {
         windows.push_back(&t.decode[0]);
     if (!windows.empty())
         add_telemetry_figures(windows, r);
+    r.battery = battery_drain(windows);
 }
 
 AcrossRounds summarize_rounds(const std::vector<SustainedRound>& rounds,
@@ -427,6 +429,20 @@ AcrossRounds summarize_rounds(const std::vector<SustainedRound>& rounds,
             a.battery_drain_capacity_pct = *first - *last;
         if (every && ok > 0)
             a.battery_drain_energy_pct = energy_pct;
+        const SustainedRound* first_b = nullptr;
+        const SustainedRound* last_b = nullptr;
+        for (const auto& r : rounds)
+            if (r.status == Status::ok && r.battery) {
+                first_b = first_b ? first_b : &r;
+                last_b = &r;
+            }
+        if (first_b)
+            a.battery = battery_drain_across(*first_b->battery, *last_b->battery);
+        std::vector<double> per_h;
+        for (const auto& r : rounds)
+            if (r.status == Status::ok && r.battery && r.battery->drain_pct_per_h)
+                per_h.push_back(*r.battery->drain_pct_per_h);
+        a.battery_drain_pct_per_h = spread(per_h, false);
     }
 
     // The rounds that carry each series, so that an onset index maps back to a round number.

@@ -37,9 +37,10 @@ std::optional<Component> component_of(const std::string& metric);
 // first measured repetition); null where a stage did not run.
 void add_request_figures(const TestResult& test, SustainedRound& r);
 
-// Fills r's energy_j, power_w, j_per_token (with r.generated_tokens), power_*_w, temp_*_c and
-// battery_* from the round's telemetry: the first prefill and decode windows (those of the
-// repetition add_request_figures read). A figure stays null where its meter or sensor is absent.
+// Fills r's energy_j, power_w, j_per_token (with r.generated_tokens), power_*_w, temp_*_c,
+// battery_* and battery (its drain, telemetry/battery_drain.hpp) from the round's telemetry: the
+// first prefill and decode windows (those of the repetition add_request_figures read). A figure
+// stays null where its meter or sensor is absent.
 void add_request_telemetry(const TestTelemetry& telemetry, SustainedRound& r);
 
 // Across-round statistics of a phase's rounds (only rounds with status ok count). freq_series
@@ -51,6 +52,7 @@ void add_request_telemetry(const TestTelemetry& telemetry, SustainedRound& r);
 // mean before it (or the CPU clock's own change point), or the hottest sensor risen by at least
 // kHeatingEvidenceC from the first round's start to the change point. Without, a drop of decode
 // throughput is drop_round and the verdict says so. load is left unset (name_machine_load).
+// battery: the drain from the first ok round with one to the last (battery_drain_across).
 AcrossRounds summarize_rounds(const std::vector<SustainedRound>& rounds,
                               const std::vector<TelemetrySeries>& freq_series);
 

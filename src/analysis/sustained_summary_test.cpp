@@ -457,6 +457,71 @@ TEST(SummarizeRounds, MeanAndSdOfTheRequestFiguresAndTheBatteryDrain) {
     EXPECT_FALSE(summarize_rounds(rounds, {}).battery_drain_energy_pct);
 }
 
+namespace {
+
+// Round k (1-based) of a phone whose charge counter falls 960 µAh per round's request (0.02 %
+// of 4800000 µAh) over [10 k s, 10 k + 2 s], and 480 µAh in each 8 s cool-down between.
+TestTelemetry round_battery(int k) {
+    const double at_start = 3'000'000 - (k - 1) * (960 + 480);
+    StageWindow pre = window(500'000'000, 2.0), dec = window(1'500'000'000, 3.0);
+    pre.begin_ns = k * 10'000'000'000LL;
+    pre.end_ns = pre.begin_ns + 500'000'000;
+    dec.begin_ns = pre.end_ns;
+    dec.end_ns = dec.begin_ns + 1'500'000'000;
+    add_gauge(pre, "battery.battery.charge_counter_uah", "uAh", at_start, at_start - 240, 0);
+    add_gauge(dec, "battery.battery.charge_counter_uah", "uAh", at_start - 240, at_start - 960, 0);
+    add_gauge(pre, "battery.battery.capacity_pct", "%", 63, 63, 63);
+    add_gauge(dec, "battery.battery.capacity_pct", "%", 63, 63 - (k == 3 ? 1 : 0), 63);
+    for (StageWindow* w : {&pre, &dec})
+        add_gauge(*w, "battery.battery.charge_full_uah", "uAh", 4800000, 4800000, 4800000);
+    TestTelemetry tel;
+    tel.prefill = {pre};
+    tel.decode = {dec};
+    return tel;
+}
+
+}  // namespace
+
+TEST(RequestFigures, TheBatteryDrainOfEachRequestAndOverThePhase) {
+    std::vector<SustainedRound> rounds;
+    for (int k = 1; k <= 3; ++k) {
+        SustainedRound r;
+        r.round = k;
+        r.decode_tps = 40;
+        add_request_figures(in_process_round(), r);
+        add_request_telemetry(round_battery(k), r);
+        rounds.push_back(r);
+    }
+    const BatteryDrain& b = *rounds[0].battery;
+    EXPECT_EQ(b.battery, "battery.battery");
+    EXPECT_DOUBLE_EQ(b.span_s, 2.0);
+    EXPECT_EQ(b.counter, "charge_counter");
+    EXPECT_EQ(b.from, "charge_counter");
+    EXPECT_NEAR(*b.drain_pct, 0.02, 1e-12);
+    EXPECT_NEAR(*b.drain_pct_per_h, 36.0, 1e-9);  // 0.02 % in 2 s
+    EXPECT_EQ(b.capacity_drain_pct, 0.0);
+    EXPECT_EQ(rounds[2].battery->capacity_drain_pct, 1.0);
+
+    const AcrossRounds a = summarize_rounds(rounds, {});
+    ASSERT_TRUE(a.battery);
+    // Round 1's start (10 s) to round 3's end (32 s): 3 × 960 + 2 × 480 µAh = 0.08 %.
+    EXPECT_DOUBLE_EQ(a.battery->span_s, 22.0);
+    EXPECT_NEAR(*a.battery->drain_pct, 0.08, 1e-12);
+    EXPECT_NEAR(*a.battery->drain_pct_per_h, 0.08 / 22 * 3600, 1e-9);
+    EXPECT_EQ(a.battery->capacity_drain_pct, 1.0);
+    EXPECT_EQ(a.battery_drain_pct_per_h.n, 3u);
+    EXPECT_NEAR(*a.battery_drain_pct_per_h.mean, 36.0, 1e-9);
+    EXPECT_FALSE(a.battery_drain_pct_per_h.cv);  // a drain may be negative: no CV
+
+    // No battery: nothing.
+    SustainedRound none;
+    add_request_telemetry(TestTelemetry{}, none);
+    EXPECT_FALSE(none.battery);
+    std::vector<SustainedRound> plain = rounds_with({40, 40});
+    EXPECT_FALSE(summarize_rounds(plain, {}).battery);
+    EXPECT_EQ(summarize_rounds(plain, {}).battery_drain_pct_per_h.n, 0u);
+}
+
 TEST(SummarizeRounds, TimeAtTheKernelReportedFloor) {
     TelemetrySeries cur, mn;
     cur.metric = "cpufreq.policy0.cur_freq_khz";

@@ -84,6 +84,8 @@ json to_json(const SustainedRound& r) {
     // Written where measured: documents from before it keep their exact form.
     if (r.decode_s)
         j["decode_s"] = *r.decode_s;
+    if (r.battery)
+        j["battery"] = to_json(*r.battery);
     return j;
 }
 
@@ -94,35 +96,40 @@ json to_json(const AcrossRounds& a) {
                           {"floor_khz", f.floor_khz},
                           {"seconds", f.seconds},
                           {"fraction", f.fraction}});
-    return json{{"prefill_tps", to_json(a.prefill_tps)},
-                {"decode_tps", to_json(a.decode_tps)},
-                {"ttft_ms", to_json(a.ttft_ms)},
-                {"decode_j_per_token", to_json(a.decode_j_per_token)},
-                {"decode_net_j_per_token", to_json(a.decode_net_j_per_token)},
-                {"e2e_s", to_json(a.e2e_s)},
-                {"combined_tps", to_json(a.combined_tps)},
-                {"energy_j", to_json(a.energy_j)},
-                {"power_w", to_json(a.power_w)},
-                {"j_per_token", to_json(a.j_per_token)},
-                {"power_cpu_w", to_json(a.power_cpu_w)},
-                {"power_gpu_w", to_json(a.power_gpu_w)},
-                {"power_npu_w", to_json(a.power_npu_w)},
-                {"temp_cpu_c", to_json(a.temp_cpu_c)},
-                {"temp_gpu_c", to_json(a.temp_gpu_c)},
-                {"temp_npu_c", to_json(a.temp_npu_c)},
-                {"battery_drain_capacity_pct", opt(a.battery_drain_capacity_pct)},
-                {"battery_drain_energy_pct", opt(a.battery_drain_energy_pct)},
-                {"first_last_change", opt(a.first_last_change)},
-                {"throttle_onset_round", opt(a.throttle_onset_round)},
-                {"drop_round", opt(a.drop_round)},
-                {"onset_basis", a.onset_basis},
-                {"throttle_evidence", a.throttle_evidence},
-                {"load", opt(a.load)},
-                {"steady_decode_tps", opt(a.steady_decode_tps)},
-                {"peak_to_steady", opt(a.peak_to_steady)},
-                {"freq_onset_round", opt(a.freq_onset_round)},
-                {"time_at_floor", floors},
-                {"verdict", a.verdict}};
+    json j{{"prefill_tps", to_json(a.prefill_tps)},
+           {"decode_tps", to_json(a.decode_tps)},
+           {"ttft_ms", to_json(a.ttft_ms)},
+           {"decode_j_per_token", to_json(a.decode_j_per_token)},
+           {"decode_net_j_per_token", to_json(a.decode_net_j_per_token)},
+           {"e2e_s", to_json(a.e2e_s)},
+           {"combined_tps", to_json(a.combined_tps)},
+           {"energy_j", to_json(a.energy_j)},
+           {"power_w", to_json(a.power_w)},
+           {"j_per_token", to_json(a.j_per_token)},
+           {"power_cpu_w", to_json(a.power_cpu_w)},
+           {"power_gpu_w", to_json(a.power_gpu_w)},
+           {"power_npu_w", to_json(a.power_npu_w)},
+           {"temp_cpu_c", to_json(a.temp_cpu_c)},
+           {"temp_gpu_c", to_json(a.temp_gpu_c)},
+           {"temp_npu_c", to_json(a.temp_npu_c)},
+           {"battery_drain_capacity_pct", opt(a.battery_drain_capacity_pct)},
+           {"battery_drain_energy_pct", opt(a.battery_drain_energy_pct)},
+           {"first_last_change", opt(a.first_last_change)},
+           {"throttle_onset_round", opt(a.throttle_onset_round)},
+           {"drop_round", opt(a.drop_round)},
+           {"onset_basis", a.onset_basis},
+           {"throttle_evidence", a.throttle_evidence},
+           {"load", opt(a.load)},
+           {"steady_decode_tps", opt(a.steady_decode_tps)},
+           {"peak_to_steady", opt(a.peak_to_steady)},
+           {"freq_onset_round", opt(a.freq_onset_round)},
+           {"time_at_floor", floors},
+           {"verdict", a.verdict}};
+    if (a.battery)  // written where measured: documents from before keep their form
+        j["battery"] = to_json(*a.battery);
+    if (a.battery_drain_pct_per_h.n > 0)
+        j["battery_drain_pct_per_h"] = to_json(a.battery_drain_pct_per_h);
+    return j;
 }
 
 json to_json(const SustainedResult& r) {
@@ -184,8 +191,8 @@ void read(const JsonIn& in, SustainedRound& r) {
         "j_per_token", r.j_per_token)("power_cpu_w", r.power_cpu_w)("power_gpu_w", r.power_gpu_w)(
         "power_npu_w", r.power_npu_w)("temp_cpu_c", r.temp_cpu_c)("temp_gpu_c", r.temp_gpu_c)(
         "temp_npu_c", r.temp_npu_c)("battery_capacity_start_pct", r.battery_capacity_start_pct)(
-        "battery_capacity_end_pct", r.battery_capacity_end_pct)("battery_drain_pct",
-                                                                r.battery_drain_pct)
+        "battery_capacity_end_pct", r.battery_capacity_end_pct)(
+        "battery_drain_pct", r.battery_drain_pct)("battery", r.battery)
         // A battery that charged over a round drains a negative amount; temperatures may be
         // below 0.
         .non_negative({"cooldown_s",

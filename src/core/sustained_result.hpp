@@ -13,6 +13,7 @@
 
 #include "core/doc/json_in.hpp"
 #include "core/doc/ops_section.hpp"
+#include "core/doc/telemetry_section.hpp"
 #include "core/enums.hpp"
 #include "core/stats.hpp"
 
@@ -95,6 +96,10 @@ struct SustainedRound {
     // over the request as a percentage of a full charge (charge_full × mean voltage).
     std::optional<double> battery_capacity_start_pct, battery_capacity_end_pct;
     std::optional<double> battery_drain_pct;
+    // The battery's drain over the request (its prefill and decode windows) in % and %/h, from
+    // the capacity and from a charge or energy counter (telemetry/battery_drain.hpp); null
+    // without a battery.
+    std::optional<BatteryDrain> battery;
     // --trace-ops-rounds: the traced pass run after this round. Absent for rounds not chosen.
     std::optional<RoundTracedPass> ops;
 };
@@ -116,6 +121,11 @@ struct AcrossRounds {
     // the sum of the rounds' battery_drain_pct (the requests only; null unless every ok round
     // has it).
     std::optional<double> battery_drain_capacity_pct, battery_drain_energy_pct;
+    // The battery's drain from the first ok round's request start to the last ok round's end
+    // (the cool-downs included), in % and %/h, by capacity and by counter; null without one.
+    std::optional<BatteryDrain> battery;
+    // Mean ± sd of the ok rounds' battery->drain_pct_per_h (n = 0 without a battery).
+    RoundSpread battery_drain_pct_per_h;
     std::optional<double> first_last_change;  // decode tok/s last / first - 1
     // The first round of a lower level (a change point), by what found it first: throughput or
     // the CPU clock. throttle_onset_round is set only with evidence of throttling at that round

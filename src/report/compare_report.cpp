@@ -43,6 +43,16 @@ std::string stage_label(const CompareRow& r) {
         return r.stage + " net J/token";
     if (r.metric == "mean_power_mw")
         return r.stage + " mean W";
+    if (r.metric == "energy_j")
+        return r.stage + " J";
+    if (r.metric == "drain_pct")
+        return "battery drain %";
+    if (r.metric == "drain_pct_per_h")
+        return "battery drain %/h";
+    if (r.metric == "e2e_s")
+        return "E2E s";
+    if (r.metric == "combined_tps")
+        return "combined t/s";
     if (r.metric == "op_total_us")
         return r.stage + " Σ op µs";
     if (r.metric == "call_total_us")
@@ -71,7 +81,9 @@ std::string stage_label(const CompareRow& r) {
 std::string median_text(const CompareRow& r, const std::optional<double>& v) {
     if (!v)
         return "-";
-    if (r.metric == "j_per_token" || r.metric == "net_j_per_token")
+    if (r.metric == "j_per_token" || r.metric == "net_j_per_token" || r.metric == "energy_j")
+        return fmt::format("{:.4g}", *v);
+    if (r.metric == "drain_pct" || r.metric == "drain_pct_per_h" || r.metric == "e2e_s")
         return fmt::format("{:.4g}", *v);
     if (r.metric == "mean_power_mw")
         return fmt::format("{:.2f}", *v / 1e3);
@@ -324,7 +336,8 @@ void write_compare_markdown(std::ostream& out, const CompareResult& r) {
     if (!r.unmatched.empty()) {
         out << "\nUnmatched:";
         for (const auto& u : r.unmatched)
-            out << " " << u.label << " " << u.test << (&u == &r.unmatched.back() ? "" : ";");
+            out << " " << u.label << " " << u.test << (u.why.empty() ? "" : " (" + u.why + ")")
+                << (&u == &r.unmatched.back() ? "" : ";");
         out << "\n";
     }
     if (!r.notes.empty()) {

@@ -48,7 +48,7 @@ CompareResult sample() {
     ttft.sides[1].n = 0;
     ttft.ratios = {{"B/A", std::nullopt, std::nullopt, std::nullopt, "no data"}};
     r.rows.push_back(ttft);
-    r.unmatched = {{"B", "pp64+tg8"}};
+    r.unmatched = {{"B", "pp64+tg8", "-p 64 only in B (A: -p 32)"}};
     r.notes = {"pp32+tg8 decode: B's CV (4.0%) is more than 2x A's (1.0%)"};
     return r;
 }
@@ -75,7 +75,8 @@ TEST(CompareReport, MarkdownShowsSidesRatiosAndNotes) {
                      "1240.00 [1230.00, 1245.50] | 1/5 reps | - | - | - | - | no data"),
               std::string::npos)
         << s;
-    EXPECT_NE(s.find("Unmatched: B pp64+tg8"), std::string::npos) << s;
+    EXPECT_NE(s.find("Unmatched: B pp64+tg8 (-p 64 only in B (A: -p 32))\n"), std::string::npos)
+        << s;
     EXPECT_NE(s.find("- pp32+tg8 decode: B's CV"), std::string::npos) << s;
 }
 

@@ -831,33 +831,40 @@ json sustained_view(const ResultDocument& doc) {
                  {"temp_gpu_c", opt(r.temp_gpu_c)},
                  {"temp_npu_c", opt(r.temp_npu_c)},
                  {"battery_capacity_start_pct", opt(r.battery_capacity_start_pct)},
-                 {"battery_capacity_end_pct", opt(r.battery_capacity_end_pct)}});
+                 {"battery_capacity_end_pct", opt(r.battery_capacity_end_pct)},
+                 {"battery_drain_pct_per_h",
+                  opt(r.battery ? r.battery->drain_pct_per_h : std::nullopt)}});
         if (rounds.empty())
             continue;
         const AcrossRounds& across = p.across;
-        phases.push_back({{"name", p.name},
-                          {"background", p.background},
-                          {"rounds", rounds},
-                          {"onset_round", opt(across.throttle_onset_round)},
-                          {"drop_round", opt(across.drop_round)},
-                          {"onset_basis", across.onset_basis},
-                          {"evidence", across.throttle_evidence},
-                          {"load", opt(across.load)},
-                          {"across",
-                           {{"e2e_s", to_json(across.e2e_s)},
-                            {"combined_tps", to_json(across.combined_tps)},
-                            {"power_w", to_json(across.power_w)},
-                            {"energy_j", to_json(across.energy_j)},
-                            {"j_per_token", to_json(across.j_per_token)},
-                            {"temp_cpu_c", to_json(across.temp_cpu_c)},
-                            {"temp_gpu_c", to_json(across.temp_gpu_c)},
-                            {"temp_npu_c", to_json(across.temp_npu_c)}}},
-                          {"battery_drain_capacity_pct", opt(across.battery_drain_capacity_pct)},
-                          {"battery_drain_energy_pct", opt(across.battery_drain_energy_pct)},
-                          {"freq_onset_round", opt(across.freq_onset_round)},
-                          {"steady_decode_tps", opt(across.steady_decode_tps)},
-                          {"first_last_change", opt(across.first_last_change)},
-                          {"verdict", across.verdict}});
+        phases.push_back(
+            {{"name", p.name},
+             {"background", p.background},
+             {"rounds", rounds},
+             {"onset_round", opt(across.throttle_onset_round)},
+             {"drop_round", opt(across.drop_round)},
+             {"onset_basis", across.onset_basis},
+             {"evidence", across.throttle_evidence},
+             {"load", opt(across.load)},
+             {"across",
+              {{"e2e_s", to_json(across.e2e_s)},
+               {"combined_tps", to_json(across.combined_tps)},
+               {"power_w", to_json(across.power_w)},
+               {"energy_j", to_json(across.energy_j)},
+               {"j_per_token", to_json(across.j_per_token)},
+               {"temp_cpu_c", to_json(across.temp_cpu_c)},
+               {"temp_gpu_c", to_json(across.temp_gpu_c)},
+               {"temp_npu_c", to_json(across.temp_npu_c)}}},
+             {"battery_drain_capacity_pct", opt(across.battery_drain_capacity_pct)},
+             {"battery_drain_energy_pct", opt(across.battery_drain_energy_pct)},
+             {"battery_drain_pct", opt(across.battery ? across.battery->drain_pct : std::nullopt)},
+             {"battery_drain_pct_per_h",
+              opt(across.battery ? across.battery->drain_pct_per_h : std::nullopt)},
+             {"battery_drain_from", across.battery ? json(across.battery->from) : json(nullptr)},
+             {"freq_onset_round", opt(across.freq_onset_round)},
+             {"steady_decode_tps", opt(across.steady_decode_tps)},
+             {"first_last_change", opt(across.first_last_change)},
+             {"verdict", across.verdict}});
     }
     if (phases.empty())
         return nullptr;
@@ -897,6 +904,11 @@ std::string compare_unit(const std::string& metric) {
                                                              {"j_per_token", "J/token"},
                                                              {"net_j_per_token", "J/token net"},
                                                              {"mean_power_mw", "mW"},
+                                                             {"energy_j", "J"},
+                                                             {"drain_pct", "% of a charge"},
+                                                             {"drain_pct_per_h", "%/h"},
+                                                             {"e2e_s", "s"},
+                                                             {"combined_tps", "tok/s"},
                                                              {"median_ms", "ms"},
                                                              {"p99_ms", "ms"},
                                                              {"output_tokens_per_s", "tok/s"},
@@ -978,7 +990,7 @@ json compare_view(const CompareResult& doc) {
                           {"started_at", i.started_at.value_or("")}});
     json unmatched = json::array();
     for (const auto& u : doc.unmatched)
-        unmatched.push_back({{"label", u.label}, {"test", u.test}});
+        unmatched.push_back({{"label", u.label}, {"test", u.test}, {"why", u.why}});
     return json{{"inputs", inputs}, {"rows", rows}, {"unmatched", unmatched}, {"notes", doc.notes}};
 }
 

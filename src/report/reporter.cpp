@@ -35,6 +35,36 @@ class MarkdownReporter : public Reporter {
         write_markdown_header(out_, fields_);
         out_.flush();
     }
+    // The battery's drain over each test, where a battery was read (nothing without one).
+    void write_battery_table(const ResultDocument& doc) {
+        bool any = false;
+        for (const auto& t : doc.tests)
+            any |= t.telemetry && t.telemetry->battery;
+        if (!any)
+            return;
+        out_ << "\n| test | devices | battery drain % | drain %/h | from | capacity % | "
+                "capacity %/h | s |\n"
+             << "| --- | --- | ---: | ---: | --- | ---: | ---: | ---: |\n";
+        for (const auto& t : doc.tests) {
+            if (!t.telemetry || !t.telemetry->battery)
+                continue;
+            const BatteryDrain& b = *t.telemetry->battery;
+            out_ << "| " << t.config.test_name() << " | " << devices(t) << " | "
+                 << num(b.drain_pct, "{:.3f}") << " | " << num(b.drain_pct_per_h) << " | " << b.from
+                 << " | "
+                 << (b.capacity_start_pct && b.capacity_end_pct
+                         ? fmt::format("{:.0f} → {:.0f}", *b.capacity_start_pct,
+                                       *b.capacity_end_pct)
+                         : std::string("-"))
+                 << " | " << num(b.capacity_drain_pct_per_h) << " | "
+                 << fmt::format("{:.2f}", b.span_s) << " |\n";
+        }
+        out_ << "\nbattery drain: over each test, from its first measured stage's start to its "
+                "last one's end, in % of a full charge; from a charge or energy counter against "
+                "its full value where the battery has one (finer), else from the capacity "
+                "(whole percent)\n";
+    }
+
     void test_done(const ResultDocument& doc, const TestResult& t) override {
         if (t.status == Status::failed && !t.prefill && !t.decode) {
             message_row(doc, t, "FAILED: " + t.error.value_or(""));
@@ -89,6 +119,7 @@ class MarkdownReporter : public Reporter {
                 }
             }
         }
+        write_battery_table(doc);
         int top_k = 0;
         for (const auto& t : doc.tests)
             if (t.fidelity && !top_k)

@@ -57,6 +57,35 @@ std::string mean_sd(const RoundSpread& s, const char* spec) {
     return out;
 }
 
+// Where the rounds' drain came from: "charge_counter against its full value", "capacity
+// (whole percent)", or both names when rounds differ.
+std::string drain_source(const std::vector<SustainedRound>& rounds) {
+    std::vector<std::string> from;
+    for (const auto& x : rounds)
+        if (x.battery && std::find(from.begin(), from.end(), x.battery->from) == from.end())
+            from.push_back(x.battery->from);
+    std::string out;
+    for (const auto& f : from)
+        out += (out.empty() ? "" : " or ") +
+               (f == "capacity" ? f + " (whole percent)" : f + " against its full value");
+    return out;
+}
+
+// "0.030 % (36.00 %/h) by charge_counter against its full value; 1 % (1200.00 %/h) by the
+// capacity (whole percent)": the finer first, then the capacity where the counter was used.
+std::string drain_text(const BatteryDrain& b) {
+    auto both = [](const std::optional<double>& pct, const std::optional<double>& per_h) {
+        return f(pct, "{:.3f}") + " % (" + f(per_h, "{:.2f}") + " %/h)";
+    };
+    std::string out = both(b.drain_pct, b.drain_pct_per_h) + " by " +
+                      (b.from == "capacity" ? std::string("the capacity (whole percent)")
+                                            : b.from + " against its full value");
+    if (b.from != "capacity" && b.capacity_drain_pct)
+        out += "; " + both(b.capacity_drain_pct, b.capacity_drain_pct_per_h) +
+               " by the capacity (whole percent)";
+    return out;
+}
+
 // The round-by-round table of the sustained-load study: one request end to end per round, its
 // power, energy and temperatures, and the mean ± sd of each over the rounds. Columns that no
 // round has (NPU temperature, per-component rails, a battery) are left out; the rest show "-".
@@ -65,22 +94,24 @@ void write_request_table(const SustainedPhase& p, std::ostream& out) {
     if (std::none_of(p.rounds.begin(), p.rounds.end(),
                      [](const SustainedRound& x) { return x.e2e_s.has_value(); }))
         return;
-    bool npu_temp = false, rail[3] = {false, false, false}, battery = false;
+    bool npu_temp = false, rail[3] = {false, false, false}, battery = false, drain = false;
     for (const auto& x : p.rounds) {
         npu_temp |= x.temp_npu_c.has_value();
         rail[0] |= x.power_cpu_w.has_value();
         rail[1] |= x.power_gpu_w.has_value();
         rail[2] |= x.power_npu_w.has_value();
         battery |= x.battery_capacity_start_pct || x.battery_capacity_end_pct;
+        drain |= x.battery.has_value();
     }
     out << "| round | E2E s | tokens (prompt + generated) | combined t/s | decode t/s | power W "
            "| energy J | J/token | CPU °C | GPU °C |"
         << (npu_temp ? " NPU °C |" : "") << (rail[0] ? " CPU W |" : "")
         << (rail[1] ? " GPU W |" : "") << (rail[2] ? " NPU W |" : "")
-        << (battery ? " battery % |" : "") << "\n| ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+        << (battery ? " battery % |" : "") << (drain ? " drain %/h |" : "")
+        << "\n| ---: | ---: | ---: | ---: | ---: | ---: | ---: "
         << "| ---: | ---: | ---: |" << (npu_temp ? " ---: |" : "") << (rail[0] ? " ---: |" : "")
         << (rail[1] ? " ---: |" : "") << (rail[2] ? " ---: |" : "") << (battery ? " --- |" : "")
-        << "\n";
+        << (drain ? " ---: |" : "") << "\n";
     for (const auto& x : p.rounds) {
         const std::string tokens =
             x.prompt_tokens || x.generated_tokens
@@ -103,6 +134,9 @@ void write_request_table(const SustainedPhase& p, std::ostream& out) {
         if (battery)
             out << " " << f(x.battery_capacity_start_pct, "{:.0f}") << " → "
                 << f(x.battery_capacity_end_pct, "{:.0f}") << " |";
+        if (drain)
+            out << " " << f(x.battery ? x.battery->drain_pct_per_h : std::nullopt, "{:.2f}")
+                << " |";
         out << "\n";
     }
     const AcrossRounds& a = p.across;
@@ -130,6 +164,8 @@ void write_request_table(const SustainedPhase& p, std::ostream& out) {
                     ? fmt::format("{:.0f} drained", *a.battery_drain_capacity_pct)
                     : std::string("-"))
             << " |";
+    if (drain)
+        out << " " << mean_sd(a.battery_drain_pct_per_h, "{:.2f}") << " |";
     out << "\n\n";
     out << "E2E: the round's request from its first prompt token to its last generated token; "
            "combined t/s: (prompt + generated tokens) / E2E; power and energy: the whole-system "
@@ -149,6 +185,12 @@ void write_request_table(const SustainedPhase& p, std::ostream& out) {
                    "voltage)";
         out << "\n";
     }
+    if (drain)
+        out << "drain %/h: the battery's drain over the round's request per hour, by "
+            << drain_source(p.rounds) << "\n";
+    if (const auto& b = a.battery)
+        out << "battery drain over the phase (first round's start to last round's end, "
+            << fmt::format("{:.1f}", b->span_s) << " s): " << drain_text(*b) << "\n";
     out << "\n";
 }
 

@@ -34,6 +34,53 @@ std::string markdown(const SustainedResult& r) {
 
 }  // namespace
 
+TEST(SustainedMarkdown, TheDrainPerRoundAndOverThePhaseWhereABatteryWasRead) {
+    SustainedResult res;
+    SustainedPhase& p = res.phases.emplace_back();
+    p.name = "rounds";
+    p.rounds = {round_of(1, 72, 1.9, 60, 58), round_of(2, 74, 2.1, 62, 58)};
+    for (auto& r : p.rounds) {
+        r.battery_capacity_start_pct = 80;
+        r.battery_capacity_end_pct = 80;
+        BatteryDrain& b = r.battery.emplace();
+        b.battery = "battery.battery";
+        b.span_s = r.e2e_s.value_or(0);
+        b.from = "charge_counter";
+        b.drain_pct = 0.02 * r.round;
+        b.drain_pct_per_h = 0.02 * r.round / b.span_s * 3600;
+    }
+    p.across.battery_drain_pct_per_h = {2, 1.4865, 0.4907, std::nullopt, 1.0, 1.9459};
+    BatteryDrain& all = p.across.battery.emplace();
+    all.span_s = 160;
+    all.from = "charge_counter";
+    all.drain_pct = 0.0626;
+    all.drain_pct_per_h = 1.40625;
+    all.capacity_drain_pct = 0;
+    all.capacity_drain_pct_per_h = 0;
+    p.across.verdict = "stable";
+    const std::string md = markdown(res);
+    EXPECT_NE(md.find("| CPU °C | GPU °C | battery % | drain %/h |\n"), std::string::npos) << md;
+    EXPECT_NE(md.find("| 60.0 | 58.0 | 80 → 80 | 1.00 |\n"), std::string::npos) << md;
+    EXPECT_NE(md.find("| 62.0 | 58.0 | 80 → 80 | 1.95 |\n"), std::string::npos) << md;
+    EXPECT_NE(md.find(" | 1.49 ± 0.49 |\n"), std::string::npos) << md;
+    EXPECT_NE(md.find("drain %/h: the battery's drain over the round's request per hour, by "
+                      "charge_counter against its full value\n"),
+              std::string::npos)
+        << md;
+    EXPECT_NE(md.find("battery drain over the phase (first round's start to last round's end, "
+                      "160.0 s): 0.063 % (1.41 %/h) by charge_counter against its full value; "
+                      "0.000 % (0.00 %/h) by the capacity (whole percent)\n"),
+              std::string::npos)
+        << md;
+    // Without a battery: no column, no line.
+    for (auto& r : p.rounds)
+        r.battery.reset();
+    p.across.battery.reset();
+    const std::string none = markdown(res);
+    EXPECT_EQ(none.find("drain %/h"), std::string::npos) << none;
+    EXPECT_EQ(none.find("over the phase"), std::string::npos) << none;
+}
+
 TEST(SustainedMarkdown, TheStudysTablePerRoundWithMeanAndSd) {
     SustainedResult res;
     SustainedPhase& p = res.phases.emplace_back();

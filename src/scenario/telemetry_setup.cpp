@@ -1,8 +1,11 @@
 #include "scenario/telemetry_setup.hpp"
 
+#include <algorithm>
+
 #include "core/error.hpp"
 #include "core/stats.hpp"
 #include "core/stats_json.hpp"
+#include "telemetry/battery_drain.hpp"
 #include "telemetry/discover.hpp"
 
 namespace sb {
@@ -69,6 +72,15 @@ TestTelemetry test_telemetry_of(std::vector<StageWindow> prefill, std::vector<St
         s.mean_power_mw = summarize(power);
         s.total_metric = windows->front().total.metric;
     }
+    // The battery over the whole test: its first window's start to its last window's end.
+    std::vector<const StageWindow*> all;
+    for (const auto* windows : {&prefill, &decode})
+        for (const auto& w : *windows)
+            all.push_back(&w);
+    std::stable_sort(all.begin(), all.end(), [](const StageWindow* a, const StageWindow* b) {
+        return a->begin_ns < b->begin_ns;
+    });
+    t.battery = battery_drain(all);
     t.prefill = std::move(prefill);
     t.decode = std::move(decode);
     return t;

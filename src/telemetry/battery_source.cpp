@@ -17,6 +17,10 @@
 // - temp is in tenths of °C.
 // - charge_full (µAh, the full charge as the fuel gauge learned it) is read every sample like
 //   the rest: it turns an energy into a share of the battery (analysis/sustained_summary.hpp).
+// - the charge and energy left, for the drain (telemetry/battery_drain.hpp): charge_counter
+//   (µAh, Android), charge_now (µAh) and energy_now with energy_full (µWh, ACPI laptops; kept in
+//   µJ, × 3600, the unit of energy here). They are gauges, not counters: they fall as the battery
+//   drains and rise when it charges.
 #include <cmath>
 
 #include "telemetry/discover.hpp"
@@ -39,6 +43,9 @@ class BatterySource : public Source {
         has_temp_ = sysfs::exists(dir_ + "/temp");
         has_capacity_ = sysfs::exists(dir_ + "/capacity");
         has_charge_full_ = sysfs::exists(dir_ + "/charge_full");
+        has_charge_now_ = sysfs::exists(dir_ + "/charge_now");
+        has_energy_now_ = sysfs::exists(dir_ + "/energy_now");
+        has_energy_full_ = sysfs::exists(dir_ + "/energy_full");
         sensor_ = "battery." + supply_;
         auto add = [&](bool present, const std::string& field, Quantity q) {
             if (!present)
@@ -62,6 +69,9 @@ class BatterySource : public Source {
         i_capacity_ = add(has_capacity_, "capacity_pct", Quantity::percent);
         i_charge_full_ = add(has_charge_full_, "charge_full_uah", Quantity::charge);
         i_discharging_ = add(has_status_, "discharging_flag", Quantity::flags);
+        i_charge_now_ = add(has_charge_now_, "charge_now_uah", Quantity::charge);
+        i_energy_now_ = add(has_energy_now_, "energy_now_uj", Quantity::energy);
+        i_energy_full_ = add(has_energy_full_, "energy_full_uj", Quantity::energy);
     }
 
     bool usable() const { return !metrics_.empty(); }
@@ -174,6 +184,19 @@ class BatterySource : public Source {
             out[i_charge_full_] =
                 read_number_file(dir_ + "/charge_full", sensor_ + ".charge_full_uah", 1, 1, 1e9);
         }
+        if (i_charge_now_ >= 0) {
+            out[i_charge_now_] =
+                read_number_file(dir_ + "/charge_now", sensor_ + ".charge_now_uah", 1, 0, 1e9);
+        }
+        // µWh -> µJ; 1e9 µWh (1 MWh) is beyond any battery, as 1e9 µAh is for the charges.
+        if (i_energy_now_ >= 0) {
+            out[i_energy_now_] = read_number_file(dir_ + "/energy_now", sensor_ + ".energy_now_uj",
+                                                  3600, 0, 3600 * 1e9);
+        }
+        if (i_energy_full_ >= 0) {
+            out[i_energy_full_] = read_number_file(
+                dir_ + "/energy_full", sensor_ + ".energy_full_uj", 3600, 3600, 3600 * 1e9);
+        }
     }
 
   private:
@@ -225,9 +248,11 @@ class BatterySource : public Source {
     std::string dir_, supply_, sensor_;
     BatteryCalibration cal_;
     bool has_current_ = false, has_voltage_ = false, has_power_ = false, has_status_ = false,
-         has_charge_ = false, has_temp_ = false, has_capacity_ = false, has_charge_full_ = false;
+         has_charge_ = false, has_temp_ = false, has_capacity_ = false, has_charge_full_ = false,
+         has_charge_now_ = false, has_energy_now_ = false, has_energy_full_ = false;
     int i_power_ = -1, i_voltage_ = -1, i_current_ = -1, i_charge_ = -1, i_temp_ = -1,
-        i_capacity_ = -1, i_discharging_ = -1, i_charge_full_ = -1;
+        i_capacity_ = -1, i_discharging_ = -1, i_charge_full_ = -1, i_charge_now_ = -1,
+        i_energy_now_ = -1, i_energy_full_ = -1;
     std::vector<Metric> metrics_;
     std::optional<CurrentUnit> unit_;
     bool unit_final_ = false;

@@ -192,7 +192,10 @@ TEST(StoreCompare, SustainedRunsCompareTheirVariationAcrossRounds) {
     Proc c = run_sb({"compare", t.file("s1.json"), t.file("s2.json"), "-o", "json"});
     ASSERT_EQ(c.exit_code, 0) << c.err;
     const json cmp = json::parse(c.out);
-    ASSERT_EQ(cmp["rows"].size(), 3u) << c.out;
+    // prefill, decode, TTFT, and the request's E2E and combined tokens/s per round.
+    ASSERT_EQ(cmp["rows"].size(), 5u) << c.out;
+    EXPECT_EQ(cmp["rows"][3]["metric"], "e2e_s");
+    EXPECT_EQ(cmp["rows"][4]["metric"], "combined_tps");
     for (const auto& row : cmp["rows"]) {
         EXPECT_EQ(row["test"], "pp32+tg8 rounds");
         EXPECT_EQ(row["sides"][0]["n"], 3);  // one sample per round

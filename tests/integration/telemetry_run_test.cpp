@@ -11,6 +11,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
 #include "cli_harness.hpp"
@@ -201,4 +202,152 @@ TEST(Sensors, RunsOnTheRealSysfs) {
     Proc bad = sbtest::run_sb({"sensors", "--sysfs-root", "/nonexistent-root", "--duration", "0"});
     EXPECT_EQ(bad.exit_code, 2);
     EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
+}
+
+// A phone's battery (the android-snapdragon fixture: charge_full 4800000 µAh) whose charge
+// counter a writer thread lowers by 4800 µAh/s (0.1 % of a full charge per second, 360 %/h)
+// while `run`, `sustained` and `compare` go through the CLI: each test's and round's drain is
+// its counter's fall over its span against charge_full, the writer's rate within what the
+// sampling can lag, and compare gives drain rows with ratios and names the offload level only
+// one side ran.
+TEST(TelemetryRun, BatteryDrainFromTheChargeCounterThroughRunSustainedAndCompare) {
+    TempDir t;
+    const fs::path root = t.path / "sys";
+    fs::copy(fs::path(SB_SOURCE_DIR) / "tests/fixtures/telemetry/android-snapdragon/sys", root,
+             fs::copy_options::recursive);
+    const fs::path counter = root / "class/power_supply/battery/charge_counter";
+    constexpr double kUahPerS = 4800;
+    std::atomic<bool> stop{false};
+    std::atomic<int64_t> max_gap_ns{0};
+    const int64_t t0 = sb::now_ns();
+    std::thread writer([&] {
+        int64_t last = sb::now_ns();
+        while (!stop) {
+            const int64_t now = sb::now_ns();
+            max_gap_ns = std::max<int64_t>(max_gap_ns, now - last);
+            last = now;
+            write_atomic(
+                counter,
+                std::to_string(static_cast<int64_t>(4'000'000 - kUahPerS * (now - t0) * 1e-9)));
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+    });
+    const std::vector<std::string> tel = {"--sysfs-root",   root.string(), "--telemetry", "on",
+                                          "--telemetry-hz", "100",         "--idle",      "0"};
+    auto with_tel = [&](std::vector<std::string> args) {
+        args.insert(args.end(), tel.begin(), tel.end());
+        return args;
+    };
+    const std::string a = t.file("a.json"), b = t.file("b.json"), s = t.file("s.json");
+    Proc pa = run_sb(with_tel({"run", "-m", tiny_model(), "-p", "64", "-n", "16", "-r", "3", "-t",
+                               "1", "-ngl", "0,99", "--membw", "off", "--out", a}));
+    Proc pb = run_sb(with_tel({"run", "-m", tiny_model(), "-p", "64", "-n", "16", "-r", "3", "-t",
+                               "1", "-ngl", "0", "--membw", "off", "--out", b, "-q"}));
+    Proc ps =
+        run_sb(with_tel({"sustained", "-m", tiny_model(), "--rounds", "3", "--prompt-tokens", "64",
+                         "--max-tokens", "16", "-t", "1", "--cooldown", "0", "--out", s, "-q"}));
+    stop = true;
+    writer.join();
+    ASSERT_EQ(pa.exit_code, 0) << pa.err;
+    ASSERT_EQ(pb.exit_code, 0) << pb.err;
+    ASSERT_EQ(ps.exit_code, 0) << ps.err;
+    // A reading lags the file by at most a sampling period (10 ms) and a writer's gap, at each
+    // end.
+    const double slack_uah = kUahPerS * 2 * (0.01 + max_gap_ns.load() * 1e-9) + 2;
+    auto check = [&](const json& d, int64_t begin_ns, int64_t end_ns) {
+        SCOPED_TRACE(d.dump());
+        EXPECT_EQ(d["battery"], "battery.battery");
+        EXPECT_EQ(d["from"], "charge_counter");
+        EXPECT_EQ(d["counter"], "charge_counter");
+        EXPECT_EQ(d["begin_ns"], begin_ns);
+        EXPECT_EQ(d["end_ns"], end_ns);
+        const double span_s = (end_ns - begin_ns) * 1e-9;
+        EXPECT_DOUBLE_EQ(d["span_s"].get<double>(), span_s);
+        EXPECT_EQ(d["counter_full"], 4800000.0);
+        const double fell = d["counter_start"].get<double>() - d["counter_end"].get<double>();
+        EXPECT_NEAR(fell, kUahPerS * span_s, slack_uah);
+        const double pct = fell / 4800000 * 100;
+        EXPECT_NEAR(d["drain_pct"].get<double>(), pct, 1e-12);
+        EXPECT_NEAR(d["drain_pct_per_h"].get<double>(), pct / span_s * 3600, 1e-9);
+        EXPECT_EQ(d["capacity_drain_pct"], 0.0);  // 76 throughout
+    };
+    const json da = json::parse(read_file(a));
+    ASSERT_EQ(da["tests"].size(), 2u);
+    for (const json& test : da["tests"]) {
+        const json& tl = test["telemetry"];
+        ASSERT_EQ(tl["prefill"].size(), 3u);
+        ASSERT_EQ(tl["decode"].size(), 3u);
+        check(tl["battery"], tl["prefill"][0]["begin_ns"].get<int64_t>(),
+              tl["decode"][2]["end_ns"].get<int64_t>());
+    }
+    EXPECT_NE(pa.out.find("| test | devices | battery drain % | drain %/h | from | capacity % | "
+                          "capacity %/h | s |"),
+              std::string::npos)
+        << pa.out;
+    EXPECT_NE(pa.out.find(" | charge_counter | 76 → 76 | 0.00 | "), std::string::npos) << pa.out;
+
+    const json ds = json::parse(read_file(s));
+    const json& ph = ds["sustained"]["phases"][0];
+    ASSERT_EQ(ph["rounds"].size(), 3u);
+    for (std::size_t i = 0; i < 3; ++i) {
+        const json& tl = ds["tests"][i]["telemetry"];
+        check(ph["rounds"][i]["battery"], tl["prefill"][0]["begin_ns"].get<int64_t>(),
+              tl["decode"][0]["end_ns"].get<int64_t>());
+    }
+    check(ph["across"]["battery"], ph["rounds"][0]["battery"]["begin_ns"].get<int64_t>(),
+          ph["rounds"][2]["battery"]["end_ns"].get<int64_t>());
+    EXPECT_EQ(ph["across"]["battery_drain_pct_per_h"]["n"], 3);
+    EXPECT_NE(ps.out.find(" battery % | drain %/h |"), std::string::npos) << ps.out;
+    EXPECT_NE(ps.out.find("battery drain over the phase (first round's start to last round's end"),
+              std::string::npos)
+        << ps.out;
+
+    // compare: -ngl 0 meets -ngl 0; A's -ngl 99 is named, with why; the drain has its rows.
+    Proc pc = run_sb({"compare", a, b, "-o", "json"});
+    ASSERT_EQ(pc.exit_code, 0) << pc.err;
+    const json c = json::parse(pc.out);
+    ASSERT_EQ(c["unmatched"].size(), 1u) << c["unmatched"].dump();
+    EXPECT_EQ(c["unmatched"][0]["label"], "A");
+    EXPECT_EQ(c["unmatched"][0]["test"], "pp64+tg16 [n_gpu_layers=99]");
+    EXPECT_EQ(c["unmatched"][0]["why"], "-ngl 99 only in A (B: -ngl 0)");
+    int drain_rows = 0;
+    for (const json& row : c["rows"]) {
+        if (row["stage"] != "battery")
+            continue;
+        ++drain_rows;
+        EXPECT_EQ(row["test"], "pp64+tg16 [n_gpu_layers=0]");
+        ASSERT_EQ(row["sides"].size(), 2u);
+        EXPECT_EQ(row["sides"][0]["n"], 3);
+        EXPECT_EQ(row["sides"][1]["n"], 3);
+        const json& q = row["ratios"][0];
+        if (row["sides"][0]["median"].get<double>() > 0 &&
+            row["sides"][1]["median"].get<double>() > 0) {
+            EXPECT_NEAR(
+                q["median"].get<double>(),
+                row["sides"][1]["median"].get<double>() / row["sides"][0]["median"].get<double>(),
+                1e-12);
+            EXPECT_LE(q["ci_low"].get<double>(), q["ci_high"].get<double>());
+        }
+    }
+    EXPECT_EQ(drain_rows, 2);
+    Proc pm = run_sb({"compare", a, b});
+    ASSERT_EQ(pm.exit_code, 0) << pm.err;
+    EXPECT_NE(pm.out.find("| battery drain %/h |"), std::string::npos) << pm.out;
+    EXPECT_NE(
+        pm.out.find("Unmatched: A pp64+tg16 [n_gpu_layers=99] (-ngl 99 only in A (B: -ngl 0))"),
+        std::string::npos)
+        << pm.out;
+
+    // Sustained against itself: E2E, combined tokens/s and the drain per round, ratio 1.
+    Proc pss = run_sb({"compare", s, s, "-o", "json"});
+    ASSERT_EQ(pss.exit_code, 0) << pss.err;
+    std::set<std::string> metrics;
+    const json cs = json::parse(pss.out);
+    for (const json& row : cs["rows"]) {
+        metrics.insert(row["metric"].get<std::string>());
+        if (!row["ratios"][0]["median"].is_null())
+            EXPECT_DOUBLE_EQ(row["ratios"][0]["median"].get<double>(), 1.0) << row.dump();
+    }
+    for (const char* m : {"e2e_s", "combined_tps", "drain_pct", "drain_pct_per_h", "energy_j"})
+        EXPECT_TRUE(metrics.count(m)) << m;
 }

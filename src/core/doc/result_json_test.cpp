@@ -120,6 +120,24 @@ ResultDocument full_document() {
     tel.prefill = {w};
     tel.summary["prefill"].j_per_token = summarize(std::vector<double>{0.03});
     tel.summary["prefill"].total_metric = "rapl.psys.energy_uj";
+    BatteryDrain drain;
+    drain.battery = "battery.battery";
+    drain.begin_ns = 5;
+    drain.end_ns = 1005;
+    drain.span_s = 1e-6;
+    drain.capacity_start_pct = 76;
+    drain.capacity_end_pct = 76;
+    drain.capacity_drain_pct = 0;
+    drain.counter = "charge_counter";
+    drain.counter_start = 3000000;
+    drain.counter_end = 3000480;  // it charged
+    drain.counter_full = 4800000;
+    drain.counter_drain_pct = -0.01;
+    drain.counter_drain_pct_per_h = -36000;
+    drain.from = "charge_counter";
+    drain.drain_pct = -0.01;
+    drain.drain_pct_per_h = -36000;
+    tel.battery = drain;
     t.telemetry = tel;
     t.started_ns = 1;
     t.finished_ns = 9000;
@@ -185,8 +203,12 @@ ResultDocument full_document() {
     r2.round = 2;
     r2.status = Status::failed;
     r2.error = "gone";
+    r1.battery = drain;
     ph.rounds = {r1, r2};
     ph.across.verdict = "stable";
+    ph.across.battery = drain;
+    ph.across.battery_drain_pct_per_h = {1,        -36000.0, std::nullopt, std::nullopt,
+                                         -36000.0, -36000.0};
     ph.across.time_at_floor = {{"cpufreq.policy0.cur_freq_khz", 4e5, 1.5, 0.25}};
     sr.phases = {ph};
     sr.slowdown = {{"decode", 1.2, 1.1, 1.3, false}};
@@ -278,6 +300,12 @@ TEST(ResultJson, FromJsonIsTheInverseOfToJson) {
     EXPECT_EQ(back.tests[1].stopped_by, std::nullopt);
     EXPECT_EQ(back.tests[0].decode->token_stalls.indices, (std::vector<std::size_t>{7}));
     EXPECT_EQ(back.tests[0].telemetry->summary.at("prefill").total_metric, "rapl.psys.energy_uj");
+    const ResultDocument want = full_document();
+    ASSERT_TRUE(back.tests[0].telemetry->battery);
+    EXPECT_EQ(back.tests[0].telemetry->battery, want.tests[0].telemetry->battery);
+    EXPECT_EQ(back.sustained->phases[0].rounds[0].battery,
+              want.sustained->phases[0].rounds[0].battery);
+    EXPECT_EQ(back.sustained->phases[0].across.battery, want.sustained->phases[0].across.battery);
     EXPECT_EQ(back.tests[0].client->first_content_ns[0], std::nullopt);
     EXPECT_EQ(back.tests[0].fidelity->decode->top1_agreement, 0.75);
     EXPECT_FALSE(back.tests[1].fidelity);

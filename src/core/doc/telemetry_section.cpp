@@ -123,6 +123,26 @@ json to_json(const StageEnergySummary& s) {
                 {"total_metric", opt(s.total_metric)}};
 }
 
+json to_json(const BatteryDrain& b) {
+    return json{{"battery", b.battery},
+                {"begin_ns", b.begin_ns},
+                {"end_ns", b.end_ns},
+                {"span_s", b.span_s},
+                {"capacity_start_pct", opt(b.capacity_start_pct)},
+                {"capacity_end_pct", opt(b.capacity_end_pct)},
+                {"capacity_drain_pct", opt(b.capacity_drain_pct)},
+                {"capacity_drain_pct_per_h", opt(b.capacity_drain_pct_per_h)},
+                {"counter", opt(b.counter)},
+                {"counter_start", opt(b.counter_start)},
+                {"counter_end", opt(b.counter_end)},
+                {"counter_full", opt(b.counter_full)},
+                {"counter_drain_pct", opt(b.counter_drain_pct)},
+                {"counter_drain_pct_per_h", opt(b.counter_drain_pct_per_h)},
+                {"from", b.from},
+                {"drain_pct", opt(b.drain_pct)},
+                {"drain_pct_per_h", opt(b.drain_pct_per_h)}};
+}
+
 json to_json(const TestTelemetry& t) {
     json j = json::object();
     if (!t.prefill.empty())
@@ -133,6 +153,8 @@ json to_json(const TestTelemetry& t) {
     for (const auto& [stage, s] : t.summary)
         summary[stage] = to_json(s);
     j["summary"] = summary;
+    if (t.battery)  // documents without a battery keep their form
+        j["battery"] = to_json(*t.battery);
     return j;
 }
 
@@ -208,8 +230,22 @@ void read(const JsonIn& in, StageEnergySummary& s) {
         "energy_j", s.energy_j)("mean_power_mw", s.mean_power_mw)("total_metric", s.total_metric);
 }
 
+void read(const JsonIn& in, BatteryDrain& b) {
+    ObjectIn o(in);
+    o.non_negative({"span_s", "counter_full"});
+    o("battery", b.battery)("begin_ns", b.begin_ns)("end_ns", b.end_ns)("span_s", b.span_s)(
+        "capacity_start_pct", b.capacity_start_pct)("capacity_end_pct", b.capacity_end_pct)(
+        "capacity_drain_pct", b.capacity_drain_pct)(
+        "capacity_drain_pct_per_h", b.capacity_drain_pct_per_h)("counter", b.counter)(
+        "counter_start", b.counter_start)("counter_end", b.counter_end)(
+        "counter_full", b.counter_full)("counter_drain_pct", b.counter_drain_pct)(
+        "counter_drain_pct_per_h", b.counter_drain_pct_per_h)("from", b.from)(
+        "drain_pct", b.drain_pct)("drain_pct_per_h", b.drain_pct_per_h);
+}
+
 void read(const JsonIn& in, TestTelemetry& t) {
-    ObjectIn{in}("prefill", t.prefill)("decode", t.decode)("summary", t.summary);
+    ObjectIn{in}("prefill", t.prefill)("decode", t.decode)("summary", t.summary)("battery",
+                                                                                 t.battery);
 }
 
 }  // namespace sb

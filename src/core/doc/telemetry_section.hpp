@@ -143,12 +143,41 @@ struct StageEnergySummary {
     std::optional<std::string> total_metric;
 };
 
-// One test's telemetry: the stage windows of every repetition and their summary per stage.
-// JSON: {"prefill": [StageWindow...], "decode": [...], "summary": {stage: ...}}; a stage without
-// windows is absent.
+// A battery's drain over a span of stage windows (telemetry/battery_drain.hpp computes it): from
+// the battery's gauges in force at the first window's start and at the last window's end, in
+// percent of a full charge and per hour of that span (span_s). Two ways, each null where the
+// battery lacks what it needs:
+//  - capacity: the `capacity` file's percent (whole-percent steps: coarse);
+//  - counter: a charge or energy counter against its full value: charge_counter (µAh, Android)
+//    or charge_now (µAh) against charge_full, or energy_now (µWh) against energy_full.
+// drain_pct and drain_pct_per_h are the finer of the two, the counter where there is one; `from`
+// names it ("charge_counter", "charge_now", "energy_now" or "capacity"). A battery that charged
+// drains a negative amount.
+struct BatteryDrain {
+    std::string battery;               // the sensor, "battery.BAT0"
+    int64_t begin_ns = 0, end_ns = 0;  // the span, on the sampler's clock
+    double span_s = 0;                 // (end_ns - begin_ns) / 1e9
+    std::optional<double> capacity_start_pct, capacity_end_pct;
+    std::optional<double> capacity_drain_pct, capacity_drain_pct_per_h;
+    std::optional<std::string> counter;  // charge_counter | charge_now | energy_now
+    // The counter at the span's ends and its full value, in its metric's unit (µAh; energy_now
+    // and energy_full in µJ).
+    std::optional<double> counter_start, counter_end, counter_full;
+    std::optional<double> counter_drain_pct, counter_drain_pct_per_h;
+    std::string from;
+    std::optional<double> drain_pct, drain_pct_per_h;
+    bool operator==(const BatteryDrain&) const = default;
+};
+
+// One test's telemetry: the stage windows of every repetition, their summary per stage, and the
+// battery's drain over the test (its first window's start to its last window's end; null without
+// a battery). JSON: {"prefill": [StageWindow...], "decode": [...], "summary": {stage: ...},
+// "battery": BatteryDrain}; a stage without windows and a test without a battery drain are
+// absent.
 struct TestTelemetry {
     std::vector<StageWindow> prefill, decode;
     std::map<std::string, StageEnergySummary> summary;  // "prefill", "decode"
+    std::optional<BatteryDrain> battery;
 };
 
 nlohmann::json to_json(const TelemetryMetric&);
@@ -158,6 +187,7 @@ nlohmann::json to_json(const StageGauge&);
 nlohmann::json to_json(const StageWindow&);
 nlohmann::json to_json(const TelemetrySection&);
 nlohmann::json to_json(const StageEnergySummary&);
+nlohmann::json to_json(const BatteryDrain&);
 nlohmann::json to_json(const TestTelemetry&);
 
 void read(const JsonIn&, TelemetryMetric&);
@@ -174,6 +204,7 @@ void read(const JsonIn&, StageWindow&);
 void read(const JsonIn&, IdlePower&);
 void read(const JsonIn&, TelemetrySection&);
 void read(const JsonIn&, StageEnergySummary&);
+void read(const JsonIn&, BatteryDrain&);
 void read(const JsonIn&, TestTelemetry&);
 
 }  // namespace sb

@@ -689,18 +689,22 @@
       const given = (v) => v !== null && v !== undefined;
       const hasNpu = rounds.some((r) => given(r.temp_npu_c));
       const hasBattery = rounds.some((r) => given(r.battery_capacity_start_pct) || given(r.battery_capacity_end_pct));
+      const hasDrain = rounds.some((r) => given(r.battery_drain_pct_per_h));
       const headers = ['round', 'status', 'E2E s', 'combined tok/s', 'prefill tok/s', 'decode tok/s', 'TTFT ms',
                        'power W', 'energy J', 'J/token', 'CPU °C', 'GPU °C']
-        .concat(hasNpu ? ['NPU °C'] : []).concat(hasBattery ? ['battery %'] : []).concat(['max °C', 'CPU MHz']);
+        .concat(hasNpu ? ['NPU °C'] : []).concat(hasBattery ? ['battery %'] : []).concat(hasDrain ? ['drain %/h'] : [])
+        .concat(['max °C', 'CPU MHz']);
       const rows = rounds.map((r) => [String(r.round), r.status, num(r.e2e_s), num(r.combined_tps), num(r.prefill_tps),
                                       num(r.decode_tps), num(r.ttft_ms), num(r.power_w), num(r.energy_j),
                                       num(r.j_per_token), num(r.temp_cpu_c), num(r.temp_gpu_c)]
         .concat(hasNpu ? [num(r.temp_npu_c)] : [])
         .concat(hasBattery ? [num(r.battery_capacity_start_pct) + ' → ' + num(r.battery_capacity_end_pct)] : [])
+        .concat(hasDrain ? [num(r.battery_drain_pct_per_h)] : [])
         .concat([num(r.temp_max_c), num(r.cpu_freq_mhz)]));
       rows.push(['mean ± sd', '', meanSd(a.e2e_s), meanSd(a.combined_tps), '', '', '', meanSd(a.power_w),
                  meanSd(a.energy_j), meanSd(a.j_per_token), meanSd(a.temp_cpu_c), meanSd(a.temp_gpu_c)]
-        .concat(hasNpu ? [meanSd(a.temp_npu_c)] : []).concat(hasBattery ? [''] : []).concat(['', '']));
+        .concat(hasNpu ? [meanSd(a.temp_npu_c)] : []).concat(hasBattery ? [''] : []).concat(hasDrain ? [''] : [])
+        .concat(['', '']));
       sec.appendChild(table(headers, rows));
       const drains = [];
       if (p.battery_drain_capacity_pct !== undefined && p.battery_drain_capacity_pct !== null) {
@@ -708,6 +712,10 @@
       }
       if (p.battery_drain_energy_pct !== undefined && p.battery_drain_energy_pct !== null) {
         drains.push(num(p.battery_drain_energy_pct, 3) + ' % of a full charge by energy over the requests');
+      }
+      if (given(p.battery_drain_pct)) {
+        drains.push(num(p.battery_drain_pct, 3) + ' % (' + num(p.battery_drain_pct_per_h) + ' %/h) by ' +
+                    p.battery_drain_from + ', first round\'s start to last round\'s end');
       }
       if (drains.length) sec.appendChild(el('p', { class: 'caption' }, 'Battery drain: ' + drains.join('; ') + '.'));
     });
@@ -849,7 +857,7 @@
     }
     if (c.unmatched.length) {
       sec.appendChild(el('p', null, 'Without a counterpart (listed, not dropped): ' +
-                                    c.unmatched.map((u) => u.label + ' ' + u.test).join('; ')));
+                                    c.unmatched.map((u) => u.label + ' ' + u.test + (u.why ? ' (' + u.why + ')' : '')).join('; ')));
     }
     c.notes.forEach((n) => sec.appendChild(note(n)));
   }
