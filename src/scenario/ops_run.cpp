@@ -437,10 +437,11 @@ struct DeviceTimes {
 
 // The one device among the profile's backends whose ops ggml-vulkan's logger times; nullopt,
 // with why, when there is none or more than one (their blocks cannot be told apart).
-std::optional<std::string> device_timer_device(const OpsProfile& p, std::string& why) {
+std::optional<std::string> device_timer_device(const OpsProfile& p, const OpsHooks& h,
+                                               std::string& why) {
     std::vector<std::string> vk;
     for (const auto& b : p.backends)
-        if (is_vk_perf_device(b))
+        if (h.timed_device ? h.timed_device(b) : is_vk_perf_device(b))
             vk.push_back(b);
     if (vk.size() > 1)
         why = fmt::format(
@@ -457,7 +458,7 @@ DeviceTimes run_device_timer(OpsProfile& p, const OpsOptions& o, int threads, co
                              const OpsHooks& h, const ProgressFn& say, int64_t measured_ns) {
     DeviceTimes out;
     std::string why;
-    const auto device = device_timer_device(p, why);
+    const auto device = device_timer_device(p, h, why);
     if (!h.device_timer || (!device && why.empty()))
         return out;
     DeviceTimerRecord rec;

@@ -73,6 +73,9 @@ struct OpsHooks {
     // Runs the device-timer pass when a profiled backend has its own op timer (a Vulkan
     // device); null: none is run, and a GPU's op times are traced calls less a round trip.
     DeviceTimerLauncher device_timer;
+    // Which devices the pass times (null: ggml-vulkan's, profile/vk_perf_log.hpp
+    // is_vk_perf_device); the pass runs when exactly one device that ran ops is one.
+    std::function<bool(const std::string&)> timed_device;
 };
 
 // The profile of o on the rig. Throws sb::Error(usage) for options that select nothing
