@@ -1,9 +1,16 @@
+#include <filesystem>
+#include <iostream>
+
+#include <fmt/format.h>
+
 #include "cli/commands.hpp"
 #include "cli/decompose_modes.hpp"
 #include "cli/flag_checks.hpp"
 #include "cli/store_hook.hpp"
 #include "cli/trace_option.hpp"
+#include "core/clock.hpp"
 #include "core/error.hpp"
+#include "core/subprocess.hpp"
 #include "engine/backends.hpp"
 #include "report/ops_report.hpp"
 #include "scenario/ops_run.hpp"
@@ -21,7 +28,95 @@ struct OpsArgs {
     std::string huge_pages = "on";
     bool quiet = false;
     TraceArgs trace;
+    int device_timer_pass = 0;  // the hidden child mode: prefills to time (0: not the child)
 };
+
+// The device-timer pass as a child process: this binary's `ops --device-timer-pass N` with the
+// profile's options and ggml-vulkan's logger on from the backend's start (fusion off, one
+// name per op; not CONCURRENT, which times groups), stdout discarded, stderr kept; killed at
+// the request's deadline, on Ctrl-C, and with this process.
+DeviceTimerLauncher device_timer_launcher(std::vector<std::string> rpc_servers) {
+    return [rpc = std::move(rpc_servers)](const DeviceTimerRequest& q) {
+        DeviceTimerRun r;
+        std::error_code ec;
+        const std::string self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+        if (ec) {
+            r.error = "this program's own path could not be read: " + ec.message();
+            return r;
+        }
+        const OpsOptions& o = q.ops;
+        std::vector<std::string> argv{"env",
+                                      "-u",
+                                      "GGML_VK_PERF_LOGGER_CONCURRENT",
+                                      "-u",
+                                      "GGML_VK_PERF_LOGGER_FREQUENCY",
+                                      "GGML_VK_PERF_LOGGER=1",
+                                      "GGML_VK_DISABLE_FUSION=1",
+                                      self,
+                                      "ops",
+                                      "-m",
+                                      o.workload.model_path,
+                                      "-p",
+                                      std::to_string(o.n_prompt),
+                                      "-d",
+                                      std::to_string(o.n_depth),
+                                      "--stage",
+                                      o.prefill && o.decode ? "both"
+                                      : o.prefill           ? "prefill"
+                                                            : "decode",
+                                      "--device",
+                                      o.workload.devices.empty() ? "CPU" : o.workload.devices.str(),
+                                      "-t",
+                                      std::to_string(q.threads),
+                                      "-b",
+                                      std::to_string(o.workload.n_batch),
+                                      "--ubatch-size",
+                                      std::to_string(o.workload.n_ubatch),
+                                      "--n-gpu-layers",
+                                      std::to_string(o.workload.n_gpu_layers),
+                                      "--flash-attn",
+                                      to_string(o.workload.flash_attn),
+                                      "--cache-type-k",
+                                      to_string(o.workload.type_k),
+                                      "--cache-type-v",
+                                      to_string(o.workload.type_v),
+                                      "--huge-pages",
+                                      o.huge_pages ? "on" : "off",
+                                      "--decode-tokens",
+                                      std::to_string(o.decode_tokens),
+                                      "--seed",
+                                      std::to_string(o.seed),
+                                      "--device-timer-pass",
+                                      std::to_string(q.prefill_reps),
+                                      "-q"};
+        if (!rpc.empty()) {
+            std::string list;
+            for (const auto& s : rpc)
+                list += (list.empty() ? "" : ",") + s;
+            argv.push_back("--rpc");
+            argv.push_back(list);
+        }
+        ProcessOptions po;
+        po.timeout_s = q.timeout_s;
+        po.stdout_path = "/dev/null";
+        const int64_t t0 = now_ns();
+        const ProcessResult p = run_process(argv, po);
+        r.duration_ns = now_ns() - t0;
+        r.output = p.err;
+        if (!p.started)
+            r.error = "the pass could not be started";
+        else if (p.timed_out)
+            r.error =
+                fmt::format("the pass did not end within its deadline of {:.0f} s", q.timeout_s);
+        else if (p.interrupted)
+            r.error = "interrupted (Ctrl-C)";
+        else if (!p.ok())
+            r.error = p.signal
+                          ? fmt::format("the pass was killed by signal {}", p.signal)
+                          : fmt::format("the pass exited with {}: {}", p.exit_code, p.last_line());
+        return r;
+    };
+}
 
 }  // namespace
 
@@ -122,6 +217,10 @@ void add_ops_like_command(CLI::App& app, Context& ctx, bool decompose) {
     add_db_option(cmd, ctx);
     cmd->add_flag("-q,--quiet", a->quiet, "no progress lines on stderr");
     add_trace_option(cmd, a->trace);
+    // The device-timer pass this command starts as its own child (hidden: not for users).
+    cmd->add_option("--device-timer-pass", a->device_timer_pass)
+        ->check(int_range(0, 100, "0..100"))
+        ->group("");
     // decompose --mode: the backend's own modes in fresh processes (cli/decompose_modes.hpp).
     std::shared_ptr<DecomposeModeArgs> modes;
     if (decompose)
@@ -137,12 +236,20 @@ void add_ops_like_command(CLI::App& app, Context& ctx, bool decompose) {
         o.workload.type_v = enum_from_text<KvType>(a->type_v, "--cache-type-v");
         o.huge_pages = a->huge_pages == "on";
         a->o.progress = !a->quiet;
+        if (a->device_timer_pass > 0) {
+            for (const auto& ep : a->o.rpc_servers)
+                add_rpc_server(ep);
+            // The markers go to std::cerr itself: the stream ggml-vulkan's logger writes to.
+            device_timer_pass(o, a->device_timer_pass, std::cerr);
+            return;
+        }
         if (modes && !modes->modes.empty()) {
             run_decompose_modes(ctx, *modes, {a->o, a->device, a->stage, a->quiet});
             return;
         }
         o.decompose = decompose;
         a->o.brief = decompose;
+        a->o.device_timer = device_timer_launcher(a->o.rpc_servers);
         check_trace_path(a->trace);
         // No keep_measured(): the profile is one measurement, and a stop inside llama.cpp
         // leaves nothing of it to print or store (run_ops's last word says so).

@@ -68,7 +68,16 @@ void assign_op_times(BuiltStage& b, OpReplayer& replayer, const OpTimeOptions& o
                         *d / 1e3, backend)
                   : "no op time: the no-work round trip on " + backend + " could not be measured";
             for (size_t i : idx) {
-                st.ops[i].op_method = method;
+                const std::optional<OpTime>* dev =
+                    opts.device_times && i < opts.device_times->size() ? &(*opts.device_times)[i]
+                                                                       : nullptr;
+                if (dev && *dev && (*dev)->op_ns) {
+                    st.ops[i].op_ns = (*dev)->op_ns;
+                    st.ops[i].op_method = (*dev)->method;
+                    st.rec.n_op_device_timer++;
+                    continue;
+                }
+                st.ops[i].op_method = dev && *dev ? method + "; " + (*dev)->method : method;
                 if (!d || !st.ops[i].call_ns)
                     continue;
                 st.ops[i].op_ns = std::max(0.0, *st.ops[i].call_ns - *d);

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include <fmt/format.h>
+
 #include "core/error.hpp"
 #include "core/stats.hpp"
 
@@ -302,6 +304,21 @@ Decomposition decompose_stage(const StageProfile& s, const std::vector<std::stri
 
 Warnings profile_warnings(const OpsProfile& p) {
     Warnings w;
+    if (const auto& d = p.device_timer) {
+        if (!d->error.empty())
+            w.push_back({"device_timer_failed",
+                         d->device + ": no op times from the device's own timer: " + d->error,
+                         "its ops keep the traced call less the no-work round trip (op_method "
+                         "says so)"});
+        if (d->n_rejected > 0)
+            w.push_back({"device_timer_unreadable_lines",
+                         fmt::format("{}: {} line(s) or block(s) of the device timer's output "
+                                     "could not be read or cannot be true, and were not used; "
+                                     "the first: {}",
+                                     d->device, d->n_rejected,
+                                     d->rejected.empty() ? std::string() : d->rejected.front()),
+                         "see ops.device_timer.rejected in the document"});
+    }
     for (const auto& s : p.stages) {
         if (!s.rec.op_within_stage && s.rec.op_fraction) {
             w.push_back({"op_time_exceeds_stage",

@@ -193,8 +193,10 @@ void stage_section(const OpsProfile& p, const StageProfile& s, std::ostream& out
         // replayed (documents from before in-situ op times count neither: all were replayed).
         const std::string how =
             p.source == "hexagon-profile" ? std::string("the backend's own")
-            : r.n_op_in_situ + r.n_op_replayed == 0
-                ? std::string("replayed")
+            : r.n_op_in_situ + r.n_op_replayed + r.n_op_device_timer == 0 ? std::string("replayed")
+            : r.n_op_device_timer > 0
+                ? fmt::format("{} device timer, {} in situ, {} replayed", r.n_op_device_timer,
+                              r.n_op_in_situ, r.n_op_replayed)
                 : fmt::format("{} in situ, {} replayed", r.n_op_in_situ, r.n_op_replayed);
         out << "| Σ op time (" << how << ") | " << ms(r.sum_op_ns) << " | " << pct(r.op_fraction)
             << (r.op_within_stage ? "" : " **exceeds the stage**") << " |\n";

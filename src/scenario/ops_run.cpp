@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <ostream>
 #include <set>
 
 #include <fmt/format.h>
@@ -18,6 +19,7 @@
 #include "profile/op_times.hpp"
 #include "profile/ops_profile.hpp"
 #include "profile/trace_stage.hpp"
+#include "profile/vk_perf_log.hpp"
 #include "scenario/repetition.hpp"
 #include "scenario/run_context.hpp"
 
@@ -426,12 +428,80 @@ void add_decomposition(StageProfile& st, const std::vector<CapturedNode>& nodes,
             "them repacked, whose kernels convert activations their own way");
 }
 
+// The device-timer pass's result for the stages (vk_perf_log.hpp), when one ran.
+struct DeviceTimes {
+    bool ran = false;    // a pass ran to the end and its output was read
+    std::string device;  // the device it timed ("Vulkan0")
+    VkPerfLog log;
+};
+
+// The one device among the profile's backends whose ops ggml-vulkan's logger times; nullopt,
+// with why, when there is none or more than one (their blocks cannot be told apart).
+std::optional<std::string> device_timer_device(const OpsProfile& p, const OpsHooks& h,
+                                               std::string& why) {
+    std::vector<std::string> vk;
+    for (const auto& b : p.backends)
+        if (h.timed_device ? h.timed_device(b) : is_vk_perf_device(b))
+            vk.push_back(b);
+    if (vk.size() > 1)
+        why = fmt::format(
+            "{} Vulkan devices ran ops; the logger's blocks do not say which device "
+            "printed them",
+            vk.size());
+    return vk.size() == 1 ? std::optional<std::string>(vk.front()) : std::nullopt;
+}
+
+// The device-timer pass (after the timed repetitions, the traced context freed), recorded in
+// p.device_timer. Its deadline: two minutes beyond three times what loading and measuring
+// took here (the pass loads, warms up and runs fewer stages, untraced).
+DeviceTimes run_device_timer(OpsProfile& p, const OpsOptions& o, int threads, const Measured& m,
+                             const OpsHooks& h, const ProgressFn& say, int64_t measured_ns) {
+    DeviceTimes out;
+    std::string why;
+    const auto device = device_timer_device(p, h, why);
+    if (!h.device_timer || (!device && why.empty()))
+        return out;
+    DeviceTimerRecord rec;
+    rec.device = device.value_or("Vulkan");
+    rec.source = "Vulkan timestamp queries (ggml-vulkan's GGML_VK_PERF_LOGGER, fusion off)";
+    if (!device) {
+        rec.error = why;
+        p.device_timer = rec;
+        return out;
+    }
+    say("timing each op on " + *device + " with its own timer (a pass of its own)");
+    DeviceTimerRequest req{o, threads, std::max(1, m.traced_reps),
+                           120.0 + 3.0 * static_cast<double>(measured_ns) / 1e9};
+    const DeviceTimerRun r = h.device_timer(req);
+    rec.duration_ns = r.duration_ns;
+    if (!r.error.empty()) {
+        rec.error = r.error;
+        p.device_timer = rec;
+        return out;
+    }
+    out.log = parse_vk_perf_log(r.output);
+    rec.n_blocks = out.log.n_blocks;
+    rec.n_sections = static_cast<int>(out.log.sections.size());
+    rec.n_rejected = static_cast<int>(out.log.rejected.size());
+    for (size_t i = 0; i < out.log.rejected.size() && i < kMaxDeviceTimerRejected; ++i)
+        rec.rejected.push_back(out.log.rejected[i]);
+    if (out.log.sections.empty())
+        rec.error = out.log.n_blocks == 0
+                        ? "the pass printed no timings: is this llama.cpp's Vulkan backend the one "
+                          "that reads GGML_VK_PERF_LOGGER?"
+                        : "the pass printed timings outside every stage it marked";
+    out.ran = rec.error.empty();
+    out.device = *device;
+    p.device_timer = rec;
+    return out;
+}
+
 // Step 3 for one stage: its records and splits, op times, fallback, reconciliation and, for
 // decompose, the decomposition.
 StageProfile profile_stage(const std::string& name, const StageData& d, int n_tokens, int kv_depth,
                            const OpsRig& rig, const OpsOptions& o, const OpsProfile& p,
-                           const std::function<bool()>& interrupted, const ProgressFn& say,
-                           size_t& replays) {
+                           const DeviceTimes& device, const std::function<bool()>& interrupted,
+                           const ProgressFn& say, size_t& replays) {
     BuiltStage b = build_stage(name, d.capture, d.traced, rig.tracer.coverage_devices());
     StageProfile& st = b.stage;
     st.isolation_stride = b.strided ? decode_isolation_stride(o) : 1;  // only decode strides
@@ -443,6 +513,21 @@ StageProfile profile_stage(const std::string& name, const StageData& d, int n_to
     if (replays_on) {
         OpTimeOptions to;
         to.interrupted = interrupted;
+        DeviceTimeMatch dm;
+        if (device.ran) {
+            std::vector<VkPerfSection> samples;
+            for (const auto& s : device.log.sections)
+                if (s.stage == name)
+                    samples.push_back(s);
+            dm = match_vk_perf(st, device.device, samples);
+            to.device_times = &dm.ops;
+            st.notes.insert(st.notes.end(), dm.notes.begin(), dm.notes.end());
+            if (dm.n_unmatched > 0)
+                st.notes.push_back(fmt::format(
+                    "{} op(s) on {} have no time from the device's own timer (op_method says "
+                    "why): their op time is the traced call less the no-work round trip",
+                    dm.n_unmatched, device.device));
+        }
         to.on_replay = [&](size_t) {
             if (++replays % 10 == 1)
                 say(fmt::format("replaying distinct ops ({} so far)", replays));
@@ -515,13 +600,24 @@ OpsProfile profile_ops(const OpsRig& rig, const OpsOptions& o, const OpsHooks& h
         rig.replayer.open({p.backends, threads, o.replay_copies, *p.cold_weight_bytes,
                            o.decompose ? kDecomposeReplayNs : 0, o.huge_pages});
 
+    DeviceTimes device;
+    if (o.replay_copies > 0 && !h.interrupted())
+        device = run_device_timer(p, o, threads, m, h, say, t_measured - t0);
+    if (device.ran)
+        p.method += " On " + device.device +
+                    " an op's time is the device's own: the timestamp queries ggml-vulkan writes "
+                    "around each op with GGML_VK_PERF_LOGGER, in a pass of its own (a child "
+                    "process, after the timed repetitions, fusion off), matched to the profile's "
+                    "ops by the logger's name (op, type, shape) per stage; where no name and "
+                    "count match, the traced call less the no-work round trip.";
+
     size_t replays = 0;
     if (o.prefill && m.prefill.captured)
         p.stages.push_back(profile_stage("prefill", m.prefill, std::max(0, o.n_prompt), o.n_depth,
-                                         rig, o, p, h.interrupted, say, replays));
+                                         rig, o, p, device, h.interrupted, say, replays));
     if (o.decode && m.decode.captured)
         p.stages.push_back(profile_stage("decode", m.decode, 1, o.n_depth + std::max(0, o.n_prompt),
-                                         rig, o, p, h.interrupted, say, replays));
+                                         rig, o, p, device, h.interrupted, say, replays));
     if (h.interrupted())
         for (auto& st : p.stages)
             st.notes.push_back("interrupted: results are partial");
@@ -533,11 +629,56 @@ OpsProfile profile_ops(const OpsRig& rig, const OpsOptions& o, const OpsHooks& h
     return p;
 }
 
-OpsProfile profile_ops(const OpsOptions& o, const ProgressFn& progress) {
+OpsProfile profile_ops(const OpsOptions& o, const ProgressFn& progress,
+                       const DeviceTimerLauncher& device_timer) {
     LlamaOpRig rig = make_llama_op_rig(o.huge_pages);
     OpsHooks h;
     h.progress = progress;
+    h.device_timer = device_timer;
     return profile_ops({*rig.engine, *rig.tracer, *rig.replayer}, o, h);
+}
+
+void device_timer_pass(const OpsOptions& o, int prefill_reps, std::ostream& markers) {
+    check_options(o);
+    LlamaOpRig rig = make_llama_op_rig(o.huge_pages);
+    Engine& e = *rig.engine;
+    const int threads = threads_or_default(o.workload.n_threads);
+    // The tracer loads the engine as profile_ops does (one context, its hook idle: each split
+    // is one graph, as in the uninstrumented stages), so the graphs are the profile's.
+    rig.tracer->load(load_spec_of(o, threads));
+    std::vector<std::string> requested;
+    for (const auto& d : o.workload.devices.names())
+        requested.push_back(d);
+    warm_up(e, o, requested);
+    // Nothing is timed here (the device's timer is): the stages run without the repetition
+    // loop, each bracketed so that the logger's blocks can be told apart.
+    auto mark = [&](const char* stage, int i, bool begin) {
+        markers << vk_perf_marker(stage, i, begin) << std::endl;
+    };
+    const std::optional<int32_t> bos = e.bos_token();
+    for (int r = 0; o.prefill && r < prefill_reps && !interrupt_requested(); ++r) {
+        e.reset();
+        if (o.n_depth > 0)
+            e.fill_to_depth(o.n_depth, o.seed + static_cast<uint64_t>(r));
+        const std::vector<int32_t> t =
+            sequence_tokens(o.n_prompt, e.n_vocab(), o.seed + static_cast<uint64_t>(r), bos);
+        mark("prefill", r, true);
+        e.prefill(t);
+        mark("prefill", r, false);
+    }
+    if (!o.decode)
+        return;
+    if (!o.prefill) {  // decode-only profiles decode at depth + prompt
+        e.reset();
+        if (o.n_depth + o.n_prompt > 0)
+            e.fill_to_depth(o.n_depth + std::max(0, o.n_prompt), o.seed);
+    }
+    const int32_t token = bos.value_or(0);
+    for (int k = 0; k < o.decode_tokens && !interrupt_requested(); ++k) {
+        mark("decode", k, true);
+        e.decode_step(token);
+        mark("decode", k, false);
+    }
 }
 
 RunResult run_ops(const OpsCommandOptions& o, RunEnv env) {
@@ -561,7 +702,7 @@ RunResult run_ops(const OpsCommandOptions& o, RunEnv env) {
                " failed: " + describe_llama_stop(message, device_set, "") +
                "; nothing of it was recorded";
     });
-    OpsProfile p = profile_ops(o.ops, progress);
+    OpsProfile p = profile_ops(o.ops, progress, o.device_timer);
     for (auto& w : profile_warnings(p))
         doc.warnings.push_back(w);
     // Ctrl-C stops the profile at the next repetition or op: what was traced is kept, marked

@@ -48,11 +48,34 @@ struct OpsRig {
     OpReplayer& replayer;
 };
 
+// The device-timer pass: the profile's workload once more, in a process of its own whose
+// Vulkan backend logs each op's device time (GGML_VK_PERF_LOGGER is read once, when the backend
+// initialises, and adds a submit and a wait per graph: never in the timed process). Its
+// stderr is read by profile/vk_perf_log.hpp.
+struct DeviceTimerRequest {
+    OpsOptions ops;        // the profile's options (model, device set, context, prompt, seed)
+    int threads = 1;       // the profile's CPU threads
+    int prefill_reps = 1;  // prefills to time (each a sample); decode: ops.decode_tokens steps
+    double timeout_s = 0;  // its deadline
+};
+struct DeviceTimerRun {
+    std::string output;       // the pass's stderr
+    std::string error;        // why it gave nothing usable ("" when it exited 0)
+    int64_t duration_ns = 0;  // its wall time
+};
+using DeviceTimerLauncher = std::function<DeviceTimerRun(const DeviceTimerRequest&)>;
+
 struct OpsHooks {
     ProgressFn progress;                // lines for humans (stderr); null: none
     Clock clock;                        // the engine's clock; null: sb::now_ns
     std::function<bool()> interrupted;  // polled between repetitions and replays; null:
                                         // interrupt_requested() (core/interrupt.hpp)
+    // Runs the device-timer pass when a profiled backend has its own op timer (a Vulkan
+    // device); null: none is run, and a GPU's op times are traced calls less a round trip.
+    DeviceTimerLauncher device_timer;
+    // Which devices the pass times (null: ggml-vulkan's, profile/vk_perf_log.hpp
+    // is_vk_perf_device); the pass runs when exactly one device that ran ops is one.
+    std::function<bool(const std::string&)> timed_device;
 };
 
 // The profile of o on the rig. Throws sb::Error(usage) for options that select nothing
@@ -63,7 +86,15 @@ struct OpsHooks {
 OpsProfile profile_ops(const OpsRig& rig, const OpsOptions& o, const OpsHooks& hooks = {});
 
 // profile_ops on llama.cpp in-process (make_llama_op_rig(o.huge_pages)).
-OpsProfile profile_ops(const OpsOptions& o, const ProgressFn& progress);
+OpsProfile profile_ops(const OpsOptions& o, const ProgressFn& progress,
+                       const DeviceTimerLauncher& device_timer = {});
+
+// The body of the device-timer pass (`stagebench ops --device-timer-pass N`, started by the
+// launcher): loads o's workload as profile_ops does, warms up as it does, then times nothing
+// itself: N prefills at the depth, then o.decode_tokens decode steps, each bracketed by
+// profile/vk_perf_log.hpp markers written to markers, which must be the stream the backend's
+// logger writes to (std::cerr), flushed at each. Throws what the engine throws.
+void device_timer_pass(const OpsOptions& o, int prefill_reps, std::ostream& markers);
 
 struct OpsCommandOptions {
     OpsOptions ops;
@@ -71,7 +102,8 @@ struct OpsCommandOptions {
     OutputFormat format = OutputFormat::md;  // md | csv | json (stdout)
     std::optional<std::string> out_path;     // the result document (JSON)
     bool progress = true;                    // progress lines on the error stream
-    bool brief = false;  // md: only reconciliation, decomposition and by-op tables
+    bool brief = false;                // md: only reconciliation, decomposition and by-op tables
+    DeviceTimerLauncher device_timer;  // OpsHooks::device_timer (the CLI's child process)
 };
 
 // `stagebench ops` / `decompose` as a run: the run context's setup (the model described, RPC

@@ -9,8 +9,12 @@
 
 #include <map>
 
+#include <fmt/format.h>
+
 #include "core/error.hpp"
 #include "engine/fake_engine.hpp"
+#include "profile/ops_profile.hpp"
+#include "profile/vk_perf_log.hpp"
 
 using namespace sb;
 
@@ -464,6 +468,89 @@ TEST(OpsPipeline, AGpusOpsAreAllInSituNeverReplayed) {
         EXPECT_NE(key.rfind("ACC|", 0), 0u) << key;
     // The CPU's ops are timed as before (in situ or replayed).
     EXPECT_GT(rig.replayer.replays["CPU|own|RMS_NORM/prefill"], 0);
+}
+
+// With a device-timer pass (the launcher scripted: the text ggml-vulkan's logger prints, read
+// by profile/vk_perf_log.hpp), the GPU's ops take the device's time where name and count
+// match; the request carries the profile's workload; a damaged line is recorded and warned
+// about; a pass that fails leaves the round-trip method and a warning.
+TEST(OpsPipeline, AGpusOpsTakeTheDeviceTimerWhereItMatches) {
+    Rig rig;
+    rig.replayer.gpu = true;
+    rig.engine.backends = {"ACC", "CPU"};  // the devices that ran ops
+    std::vector<DeviceTimerRequest> asked;
+    auto block = [](const std::string& stage, int i, double mm_us) {
+        return vk_perf_marker(stage, i, true) + "\n----------------\nVulkan Timings:\n" +
+               fmt::format("MUL_MAT: 2 x {} us = {} us\nTotal time: {} us.\n", mm_us, 2 * mm_us,
+                           2 * mm_us) +
+               vk_perf_marker(stage, i, false) + "\n";
+    };
+    OpsHooks h;
+    h.clock = rig.tl.clock();
+    h.interrupted = [] { return false; };
+    h.timed_device = [](const std::string& d) { return d == "ACC"; };
+    h.device_timer = [&](const DeviceTimerRequest& q) {
+        asked.push_back(q);
+        DeviceTimerRun r;
+        r.output = block("prefill", 0, 300) + block("prefill", 1, 320) + "Vulkan Timings:\n" +
+                   "MUL_MAT: two x 1 us = 2 us\nTotal time: 2 us.\n";
+        for (int k = 0; k < q.ops.decode_tokens; ++k)
+            r.output += block("decode", k, 40 + k);
+        r.duration_ns = 5'000'000;
+        return r;
+    };
+    const OpsProfile p = profile_ops({rig.engine, rig.tracer, rig.replayer}, options(), h);
+    ASSERT_EQ(asked.size(), 1u);
+    EXPECT_EQ(asked[0].prefill_reps, 2);  // the traced repetitions
+    EXPECT_EQ(asked[0].ops.n_prompt, 16);
+    EXPECT_EQ(asked[0].threads, 2);
+    ASSERT_TRUE(p.device_timer);
+    EXPECT_EQ(p.device_timer->device, "ACC");
+    EXPECT_EQ(p.device_timer->error, "");
+    EXPECT_EQ(p.device_timer->n_sections, 5);
+    EXPECT_EQ(p.device_timer->n_rejected, 2);  // the line and its block
+    EXPECT_EQ(p.device_timer->rejected[0],
+              "line 14: a count or time that is not a number: MUL_MAT: two x 1 us = 2 us");
+    // Prefill: median of 300 and 320 µs; decode: of 40, 41 and 42 µs.
+    for (const auto& [stage, want] : {std::pair{"prefill", 310'000.0}, {"decode", 41'000.0}}) {
+        const StageProfile& st = stage_named(p, stage);
+        int timed = 0;
+        for (const auto& op : st.ops)
+            if (op.backend == "ACC" && !op.no_compute) {
+                ++timed;
+                EXPECT_DOUBLE_EQ(*op.op_ns, want) << stage;
+                EXPECT_NE(op.op_method->find("mean of the 2 MUL_MAT on ACC"), std::string::npos)
+                    << *op.op_method;
+            }
+        EXPECT_EQ(timed, 2);
+        EXPECT_EQ(st.rec.n_op_device_timer, 2);
+    }
+    bool warned = false;
+    for (const auto& w : profile_warnings(p))
+        warned |= w.code == "device_timer_unreadable_lines";
+    EXPECT_TRUE(warned);
+
+    // A pass that fails: no device times, the round trip for every GPU op, a warning.
+    h.device_timer = [](const DeviceTimerRequest&) {
+        DeviceTimerRun r;
+        r.error = "the pass exited with 2: stagebench: error: no such device";
+        return r;
+    };
+    Rig again;
+    again.replayer.gpu = true;
+    again.engine.backends = {"ACC", "CPU"};
+    h.clock = again.tl.clock();
+    const OpsProfile q = profile_ops({again.engine, again.tracer, again.replayer}, options(), h);
+    ASSERT_TRUE(q.device_timer);
+    EXPECT_EQ(q.device_timer->error, "the pass exited with 2: stagebench: error: no such device");
+    for (const auto& st : q.stages)
+        for (const auto& op : st.ops)
+            if (op.backend == "ACC" && !op.no_compute)
+                EXPECT_EQ(op.op_method->rfind("traced call less the", 0), 0u) << *op.op_method;
+    warned = false;
+    for (const auto& w : profile_warnings(q))
+        warned |= w.code == "device_timer_failed";
+    EXPECT_TRUE(warned);
 }
 
 TEST(OpsPipeline, FallbackPricesEachOpTypeBySplitsAndReplaysOnTheAskedDevice) {

@@ -13,6 +13,13 @@ json to_json(const HugePagesRecord& h) {
                 {"error", h.error}};
 }
 
+json to_json(const DeviceTimerRecord& d) {
+    return json{{"device", d.device},         {"source", d.source},
+                {"error", d.error},           {"n_blocks", d.n_blocks},
+                {"n_sections", d.n_sections}, {"rejected", d.rejected},
+                {"n_rejected", d.n_rejected}, {"duration_ns", opt(d.duration_ns)}};
+}
+
 json to_json(const TensorInfo& t) {
     return json{{"name", t.name}, {"type", t.type}, {"ne", t.ne}, {"contiguous", t.contiguous}};
 }
@@ -133,6 +140,7 @@ json to_json(const Reconciliation& r) {
                 {"node_dispatch_ns", r.node_dispatch_ns},
                 {"n_op_in_situ", r.n_op_in_situ},
                 {"n_op_replayed", r.n_op_replayed},
+                {"n_op_device_timer", r.n_op_device_timer},
                 {"sum_op_in_situ_ns", opt(r.sum_op_in_situ_ns)}};
 }
 
@@ -249,6 +257,7 @@ json to_json(const OpsProfile& p) {
         j["llc_bytes"] = opt(p.llc_bytes);
         j["cold_weight_bytes"] = opt(p.cold_weight_bytes);
         j["huge_pages"] = p.huge_pages ? to_json(*p.huge_pages) : json(nullptr);
+        j["device_timer"] = p.device_timer ? to_json(*p.device_timer) : json(nullptr);
     }
     if (!p.import_info.is_null())
         j["import"] = p.import_info;
@@ -259,6 +268,14 @@ void read(const JsonIn& in, HugePagesRecord& h) {
     ObjectIn o(in);
     o("policy", h.policy)("advised_bytes", h.advised_bytes)("ranges", h.ranges)("error", h.error);
     o.non_negative({"ranges"});
+}
+
+void read(const JsonIn& in, DeviceTimerRecord& d) {
+    ObjectIn o(in);
+    o("device", d.device)("source", d.source)("error", d.error)("n_blocks", d.n_blocks)(
+        "n_sections", d.n_sections)("rejected", d.rejected)("n_rejected", d.n_rejected)(
+        "duration_ns", d.duration_ns);
+    o.non_negative({"n_blocks", "n_sections", "n_rejected", "duration_ns"});
 }
 
 void read(const JsonIn& in, TensorInfo& t) {
@@ -327,11 +344,13 @@ void read(const JsonIn& in, Reconciliation& r) {
         "overhead_ratio", r.overhead_ratio)("op_fraction", r.op_fraction)(
         "op_within_stage", r.op_within_stage)("fit_cause", r.fit_cause)(
         "node_dispatch_ns", r.node_dispatch_ns)("n_op_in_situ", r.n_op_in_situ)(
-        "n_op_replayed", r.n_op_replayed)("sum_op_in_situ_ns", r.sum_op_in_situ_ns)
+        "n_op_replayed", r.n_op_replayed)("n_op_device_timer", r.n_op_device_timer)(
+        "sum_op_in_situ_ns", r.sum_op_in_situ_ns)
         // overhead_ns and overhead_ratio are signed: a traced stage can run faster under load.
         .non_negative({"plain_ns", "traced_ns", "tracer_ns", "plain_median_ns", "traced_median_ns",
                        "sum_op_ns", "sum_call_ns", "sum_call_compute_ns", "sum_copy_ns",
-                       "node_dispatch_ns", "n_op_in_situ", "n_op_replayed", "sum_op_in_situ_ns"});
+                       "node_dispatch_ns", "n_op_in_situ", "n_op_replayed", "n_op_device_timer",
+                       "sum_op_in_situ_ns"});
 }
 
 void read(const JsonIn& in, DecompositionPart& p) {
@@ -402,7 +421,7 @@ void read(const JsonIn& in, OpsProfile& p) {
         "n_prompt", p.n_prompt)("n_depth", p.n_depth)("replay_copies", p.replay_copies)(
         "method", p.method)("stages", p.stages)("duration_ns", p.duration_ns)(
         "phase_ns", p.phase_ns)("llc_bytes", p.llc_bytes)("cold_weight_bytes", p.cold_weight_bytes)(
-        "huge_pages", p.huge_pages);
+        "huge_pages", p.huge_pages)("device_timer", p.device_timer);
     o.non_negative({"n_threads", "n_prompt", "n_depth", "replay_copies", "duration_ns", "phase_ns",
                     "llc_bytes", "cold_weight_bytes"});
     read_object_or_null(o.at("import"), p.import_info);

@@ -163,6 +163,9 @@ struct Reconciliation {
     std::map<std::string, double> node_dispatch_ns;
     int n_op_in_situ = 0;
     int n_op_replayed = 0;
+    // Computing records whose op time is the device's own timer (a GPU's timestamp queries,
+    // profile/vk_perf_log.hpp).
+    int n_op_device_timer = 0;
     std::optional<double> sum_op_in_situ_ns;  // the part of sum_op_ns timed in situ
 };
 
@@ -261,6 +264,24 @@ struct HugePagesRecord {
     bool operator==(const HugePagesRecord&) const = default;
 };
 
+// The device's own op timer (`ops` on a Vulkan device, profile/vk_perf_log.hpp): a pass of
+// its own, in a child process with ggml-vulkan's timestamp-query logger on, whose output is a
+// claim read strictly. Op times it gives are marked in each op's op_method.
+struct DeviceTimerRecord {
+    std::string device;  // "Vulkan0"
+    std::string source;  // what timed the ops: "Vulkan timestamp queries (GGML_VK_PERF_LOGGER)"
+    std::string error;   // why the pass gave no times ("" when it ran to the end)
+    int n_blocks = 0;    // the logger's blocks read (one per graph split on the device)
+    int n_sections = 0;  // marked stages read (prefills and decode steps)
+    // Lines of its output that could not be read or cannot be true, and blocks dropped
+    // ("line N: why: text"), the first kMaxDeviceTimerRejected; n_rejected counts them all.
+    std::vector<std::string> rejected;
+    int n_rejected = 0;
+    std::optional<int64_t> duration_ns;  // the pass's wall time, the child's start to its end
+    bool operator==(const DeviceTimerRecord&) const = default;
+};
+inline constexpr size_t kMaxDeviceTimerRejected = 20;
+
 struct OpsProfile {
     std::string source;  // "trace" (llama.cpp graph) | "hexagon-profile" (imported log)
     std::string model_path;
@@ -282,6 +303,8 @@ struct OpsProfile {
     std::optional<uint64_t> cold_weight_bytes;
     // `ops`: the weights' pages (null: not advised, --huge-pages off).
     std::optional<HugePagesRecord> huge_pages;
+    // `ops` on a device with its own op timer: the pass that read it (null: none ran).
+    std::optional<DeviceTimerRecord> device_timer;
     std::vector<StageProfile> stages;
     nlohmann::json import_info;  // imports: lines, unparsed, formats
 };
@@ -290,6 +313,7 @@ struct OpsProfile {
 using OpsSection = OpsProfile;
 
 nlohmann::json to_json(const HugePagesRecord& h);
+nlohmann::json to_json(const DeviceTimerRecord& d);
 nlohmann::json to_json(const TensorInfo& t);
 nlohmann::json to_json(const OpRecord& r);
 // The key goes under "op", "layer" (the layer index, null for "none") or "backend".
@@ -304,6 +328,7 @@ nlohmann::json to_json(const StageProfile& s);
 nlohmann::json to_json(const OpsProfile& p);
 
 void read(const JsonIn&, HugePagesRecord&);
+void read(const JsonIn&, DeviceTimerRecord&);
 void read(const JsonIn&, TensorInfo&);
 void read(const JsonIn&, OpRecord&);
 void read(const JsonIn&, OpAggregate&, GroupBy by);
