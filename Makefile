@@ -17,7 +17,8 @@
 # `make dist` packs this build, with a llama.cpp of every CPU variant of this architecture, into
 # dist/stagebench-<version>-linux-<arch>.tar.gz (scripts/dist.sh; `make test-dist` checks it);
 # `make dist ARCH=arm64` cross-builds for 64-bit ARM Linux first (build-arm64/, llama.cpp with
-# every ARM CPU variant, an arm64 Debian sysroot from scripts/sysroot.sh) and packs that;
+# every ARM CPU variant and, as VULKAN says, its Vulkan module, an arm64 Debian sysroot from
+# scripts/sysroot.sh) and packs that;
 # `make test-dist-arm64` runs the arm64 tarball under qemu-aarch64 (tests/dist/arm64_qemu.sh).
 # `make agents` builds the static phone agents dist/stagebench-agent-<isa>, one per ARM level
 # (build-agent-<isa>/, a static llama.cpp per level in the cache); `make dist ARCH=arm64` builds
@@ -136,6 +137,7 @@ cross-build: deps
 	@mkdir -p $(CROSS_BUILD)
 	@set -e; \
 	  llama=$$(CMAKE_TOOLCHAIN_FILE=$(CMAKE_TOOLCHAIN_FILE) STAGEBENCH_ARCH=$(ARCH) LLAMA_JOBS=$(JOBS_CROSS) bash scripts/llama.sh); \
+	  LLAMA_JOBS=$(JOBS_CROSS) bash scripts/gpu-module.sh vulkan $(VULKAN) "$$llama" >/dev/null; \
 	  assets=$$(bash scripts/report-assets.sh); \
 	  sysroot=$$(if [ -z "$(CMAKE_TOOLCHAIN_FILE)" ]; then bash scripts/sysroot.sh; fi); \
 	  echo "$$llama" > $(CROSS_BUILD)/.llama-dir; echo "$$sysroot" > $(CROSS_BUILD)/.sysroot; \
@@ -182,7 +184,7 @@ test-agents: agents
 
 test-dist-arm64:
 	@$(MAKE) --no-print-directory dist ARCH=arm64
-	@bash tests/dist/arm64_qemu.sh $(DIST)/stagebench-*-linux-arm64.tar.gz
+	@VULKAN=$(VULKAN) bash tests/dist/arm64_qemu.sh $(DIST)/stagebench-*-linux-arm64.tar.gz
 	@bash tests/dist/bundle_qemu.sh $(DIST)
 
 FORCE:

@@ -42,8 +42,8 @@ LLAMA_BIN="$LLAMA/bin"
 [ -f "$LLAMA_BIN/libggml-base.so" ] || die "no libggml-base.so in $LLAMA_BIN"
 
 case "$ARCH" in
-  arm64) triplet=aarch64-linux-gnu ;;
-  amd64) triplet=x86_64-linux-gnu ;;
+  arm64) triplet=aarch64-linux-gnu machine=AArch64 ;;
+  amd64) triplet=x86_64-linux-gnu machine=X86-64 ;;
   *) die "unknown --arch $ARCH (arm64, amd64)" ;;
 esac
 # Where a needed library is looked up outside the llama.cpp build: the target's multiarch
@@ -120,6 +120,17 @@ while [ "$changed" = 1 ]; do
     done
   done
 done
+
+# Every file is the target's: a module of another machine's build (an x86 GPU module copied into
+# an arm64 llama.cpp build by hand) would only fail on the target, as "not loaded".
+for f in "$stage"/bin/* "$stage"/peers/* "$stage"/lib/*; do
+  m=$(readelf -h "$f" | sed -n 's/^ *Machine: *//p')
+  case "$m" in *"$machine"*) ;; *) die "$(basename "$f") is for '$m', not $ARCH ($machine)" ;; esac
+done
+gpu=""
+for m in vulkan cuda; do [ -f "$stage/lib/libggml-$m.so" ] && gpu+="libggml-$m.so "; done
+gpu=${gpu% }
+log "GPU modules: ${gpu:-none} (without their runtimes: the target's Vulkan loader, CUDA's libraries)"
 
 # The unversioned name, as in the llama.cpp build (ggml looks modules up by their file names).
 [ -e "$stage/lib/libggml-base.so.0" ] && ln -s libggml-base.so.0 "$stage/lib/libggml-base.so"

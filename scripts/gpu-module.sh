@@ -18,6 +18,15 @@
 # 1.3.261 and later): Debian 12's are 1.3.239, so the headers of the next Debian release's
 # libvulkan-dev are fetched once from this machine's own Debian archive into the cache
 # (headers only; the loader stays Debian 12's).
+# For a cross llama.cpp build (make dist ARCH=arm64: the toolchain file and the sysroot of
+# scripts/sysroot.sh, named in that build's options) the Vulkan module is cross-built with the
+# same toolchain: the target's loader and SPIRV-Headers come from the sysroot (scripts/sysroot.sh
+# puts libvulkan-dev and spirv-headers in it), the Vulkan-Hpp headers are the same cached ones
+# (they do not depend on the architecture), glslc runs on this machine, and ggml-vulkan builds
+# its shader generator (vulkan-shaders-gen, which runs during the build) for this machine with
+# a host toolchain file of its own (GGML_VULKAN_SHADERS_GEN_TOOLCHAIN), this machine's gcc/g++.
+# With a user's toolchain file (CMAKE_TOOLCHAIN_FILE) the sysroot is not known: auto leaves the
+# module out, on tries (the toolchain's sysroot must have libvulkan.so and SPIRV-Headers).
 # CUDA needs nvcc (PATH, else /usr/local/cuda/bin). It is built for the GPUs people run at the
 # edge and beside it: STAGEBENCH_CUDA_ARCHS, CMake's CUDA_ARCHITECTURES list, default
 # "87-real;89-real;90" (Jetson Orin, RTX 40 laptops, H100 and PTX for newer GPUs). The module
@@ -60,11 +69,12 @@ missing() {
 
 SRC=$(sed -n 's/^source=//p' "$STAMP_MAIN")
 read -r -a MAIN_ARGS <<<"$(sed -n 's/^cmake_args=//p' "$STAMP_MAIN")"
-CROSS=0 OWN=0
+CROSS=0 OWN=0 SYSROOT=""
 upper=$(echo "$MODULE" | tr a-z A-Z)
 for a in "${MAIN_ARGS[@]}"; do
   case "$a" in
     -DCMAKE_TOOLCHAIN_FILE=*) CROSS=1 ;;
+    -DSTAGEBENCH_SYSROOT=*) SYSROOT=${a#-DSTAGEBENCH_SYSROOT=} ;;
     "-DGGML_$upper=ON") OWN=1 ;;
     "-DGGML_$upper=OFF") OWN=0 ;;
   esac
@@ -116,14 +126,43 @@ vulkan_headers() {
 MODULE_ARGS=()
 case "$MODULE" in
   vulkan)
-    [ "$CROSS" = 0 ] || missing "a cross build's Vulkan module is not made here (the target's loader is not in the sysroot)"
     command -v glslc >/dev/null || missing "no glslc (Debian: glslc)"
     any() { local f; for f in "$@"; do [ -e "$f" ] && return 0; done; return 1; }
-    any /usr/share/cmake/SPIRV-Headers/SPIRV-HeadersConfig.cmake /usr/lib/*/cmake/SPIRV-Headers/SPIRV-HeadersConfig.cmake \
-      || missing "no SPIRV-Headers CMake package (Debian: spirv-headers)"
-    any /usr/lib/*/libvulkan.so /usr/lib/libvulkan.so || missing "no Vulkan loader to link (Debian: libvulkan-dev)"
+    # Where the loader and SPIRV-Headers' CMake package are looked for: this machine, or the
+    # target's sysroot (a cross build finds libraries and packages there only).
+    root="" target="this machine" pkg="Debian"
+    if [ "$CROSS" = 1 ]; then
+      if [ -z "$SYSROOT" ]; then
+        [ "$MODE" = on ] || missing "a cross build with your own toolchain file: its sysroot is not known here (VULKAN=on tries; the sysroot needs libvulkan.so and SPIRV-Headers' CMake package)"
+      else
+        [ -f "$SYSROOT/.stagebench-sysroot" ] || missing "the cross build's sysroot $SYSROOT is gone (scripts/sysroot.sh makes it)"
+        root=$SYSROOT target="the sysroot $SYSROOT" pkg="scripts/sysroot.sh's packages"
+      fi
+      command -v gcc >/dev/null && command -v g++ >/dev/null \
+        || missing "no gcc/g++ for this machine, which builds ggml-vulkan's shader generator (Debian: build-essential)"
+    fi
+    if [ "$CROSS" = 0 ] || [ -n "$root" ]; then
+      any "$root"/usr/share/cmake/SPIRV-Headers/SPIRV-HeadersConfig.cmake "$root"/usr/lib/*/cmake/SPIRV-Headers/SPIRV-HeadersConfig.cmake \
+        || missing "no SPIRV-Headers CMake package in $target ($pkg: spirv-headers)"
+      any "$root"/usr/lib/*/libvulkan.so "$root"/usr/lib/libvulkan.so \
+        || missing "no Vulkan loader to link in $target ($pkg: libvulkan-dev)"
+    fi
     inc=$(vulkan_headers) || missing "no Vulkan-Hpp headers with vk::LayerSettingEXT (1.3.261 or later)"
     MODULE_ARGS=(-DGGML_VULKAN=ON "-DVulkan_INCLUDE_DIR=$inc")
+    if [ "$CROSS" = 1 ]; then
+      # vulkan-shaders-gen runs during the build: built for this machine. ggml-vulkan would
+      # write such a toolchain file itself; naming one keeps the module build's key and its
+      # shader generator independent of which compilers ggml finds first.
+      host_tc="$CACHE/toolchains/host-$(printf '%s\n' "$(command -v gcc)" "$(command -v g++)" | sha256sum | cut -c1-12).cmake"
+      if [ ! -f "$host_tc" ]; then
+        mkdir -p "$CACHE/toolchains"
+        printf '%s\n' "# This machine's compilers, for ggml-vulkan's shader generator in a cross build." \
+          "set(CMAKE_C_COMPILER \"$(command -v gcc)\")" "set(CMAKE_CXX_COMPILER \"$(command -v g++)\")" \
+          "set(CMAKE_BUILD_TYPE Release)" > "$host_tc.partial"
+        mv "$host_tc.partial" "$host_tc"
+      fi
+      MODULE_ARGS+=("-DGGML_VULKAN_SHADERS_GEN_TOOLCHAIN=$host_tc")
+    fi
     # A newer shader compiler (the LunarG SDK's) enables the shaders Debian 12's glslc cannot
     # build: cooperative matrices (tensor cores), integer dot products, bfloat16.
     [ -z "${GLSLC:-}" ] || MODULE_ARGS+=("-DVulkan_GLSLC_EXECUTABLE=$GLSLC")

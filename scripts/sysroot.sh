@@ -8,6 +8,12 @@
 # installs for the host) and their dependencies, extracted, not installed (no maintainer
 # scripts run): `mmdebstrap --variant=extract`, which needs no emulation.
 #
+# Usage: sysroot.sh [--lavapipe]
+#   --lavapipe  a root for tests only, never built against: the same packages and Mesa's arm64
+#               Vulkan drivers (mesa-vulkan-drivers: lavapipe, a Vulkan device on the CPU, and
+#               LLVM it compiles with; about 43 MB more to download), so that
+#               tests/dist/arm64_qemu.sh can run the Vulkan module under qemu-aarch64 on a device
+#
 # Environment:
 #   STAGEBENCH_CACHE   cache root (default: ${XDG_CACHE_HOME:-$HOME/.cache}/stagebench)
 #   SYSROOT_MIRROR     Debian mirror (default: the archive this machine's apt uses,
@@ -18,18 +24,30 @@ SUITE=bookworm
 ARCH=arm64
 # What stagebench and llama.cpp link on the target, and the C/C++ runtime they run on.
 # libgomp1: ggml's CPU backend uses OpenMP. The header-only libraries come along so that the
-# cross build finds their CMake packages in the sysroot.
+# cross build finds their CMake packages in the sysroot. libvulkan-dev: the target's Vulkan
+# loader (libvulkan.so), which the arm64 Vulkan module links (scripts/gpu-module.sh; its
+# Vulkan-Hpp headers are too old for ggml-vulkan, the newer cached ones are used instead);
+# spirv-headers: the SPIRV-Headers CMake package ggml-vulkan asks for, found in the sysroot
+# like every package of a cross build.
 PKGS=(
   libc6-dev libstdc++-12-dev libgcc-12-dev libgomp1
   libcurl4-openssl-dev libsqlite3-dev libfmt-dev nlohmann-json3-dev libcli11-dev
+  libvulkan-dev spirv-headers
 )
+
+NAME="$ARCH-$SUITE"
+case "${1:-}" in
+  "") ;;
+  --lavapipe) PKGS+=(mesa-vulkan-drivers); NAME+="-lavapipe" ;;
+  *) echo "sysroot.sh: error: unknown argument $1 (--lavapipe)" >&2; exit 1 ;;
+esac
 
 CACHE="${STAGEBENCH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/stagebench}"
 log() { echo "sysroot.sh: $*" >&2; }
 die() { echo "sysroot.sh: error: $*" >&2; exit 1; }
 
 KEY="$(printf '%s\n' "$SUITE" "$ARCH" "${PKGS[@]}" | sha256sum | cut -c1-12)"
-ROOT="$CACHE/sysroot/$ARCH-$SUITE-$KEY"
+ROOT="$CACHE/sysroot/$NAME-$KEY"
 STAMP="$ROOT/.stagebench-sysroot"
 if [ -f "$STAMP" ]; then echo "$ROOT"; exit 0; fi
 

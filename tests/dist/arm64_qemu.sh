@@ -5,10 +5,21 @@
 # `stagebench --version`, `devices`, and a tiny synthetic model's `run` that must end with
 # status ok. Only correctness is checked here: timings under emulation mean nothing.
 #
-# The sysroot only provides what the target's C library would (libc, libm, the loader): every
-# other library must come from the tarball's lib/, which is checked before anything runs.
+# The sysroot only provides what the target's C library would (libc, libm, the loader) and the
+# target's Vulkan loader (libvulkan.so.1, Debian's libvulkan1): every other library must come
+# from the tarball's lib/, which is checked before anything runs.
+#
+# The Vulkan module (lib/libggml-vulkan.so, built by `make dist ARCH=arm64` as VULKAN says):
+# an aarch64 module that links the target's loader and is shipped without it; under qemu with
+# the loader and no Vulkan driver, `devices` ends (exit 0, within its deadline) listing no
+# Vulkan device and saying why; in a test-only root with Mesa's arm64 drivers
+# (scripts/sysroot.sh --lavapipe), `devices` lists lavapipe as Vulkan0 and a tiny
+# `run -ngl 99 --device Vulkan0` ends with status ok.
 #
 # Usage: tests/dist/arm64_qemu.sh [dist/stagebench-*-linux-arm64.tar.gz]
+#   VULKAN=on|auto|off (as for make): on, the tarball must have the Vulkan module; off, it must
+#   not; auto (default), its checks are skipped, with a line saying so, when it has none.
+#   QEMU_VULKAN_TIMEOUT: seconds for each command on Vulkan0 under qemu (default 600).
 # Exit 0 when every check passed; prints "N passed, N failed" last.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -41,12 +52,35 @@ self_contained() {
     for so in $(readelf -d "$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
       case "$so" in libc.so.* | libm.so.* | libpthread.so.* | libdl.so.* | librt.so.* | \
                     libresolv.so.* | ld-linux*) continue ;; esac
+      # The Vulkan loader is the target's (its drivers are found through it).
+      if [ "$so" = libvulkan.so.1 ] && [ "$(basename "$f")" = libggml-vulkan.so ]; then continue; fi
       [ -e "$ROOT/lib/$so" ] || { echo "  $(basename "$f") needs $so, not in lib/"; missing=1; }
     done
   done
   return $missing
 }
 check "every library needed beyond the C library is in lib/" self_contained
+
+# --- the Vulkan module ---
+VULKAN=${VULKAN:-auto}
+VK="$ROOT/lib/libggml-vulkan.so"
+VK_TIMEOUT=${QEMU_VULKAN_TIMEOUT:-600}
+if [ -f "$VK" ]; then
+  check "lib/libggml-vulkan.so is an aarch64 module" bash -c "file -b '$VK' | grep -q 'ARM aarch64'"
+  check "lib/libggml-vulkan.so links the target's Vulkan loader (libvulkan.so.1)" \
+    bash -c "readelf -d '$VK' | grep -q 'NEEDED.*\[libvulkan.so.1\]'"
+  check "lib/ ships no Vulkan loader (the target has its own)" \
+    bash -c "! ls '$ROOT'/lib/libvulkan.so* >/dev/null 2>&1"
+  check "the sysroot has the target's loader (Debian's libvulkan1) for qemu" \
+    test -e "$SYSROOT/usr/lib/aarch64-linux-gnu/libvulkan.so.1"
+elif [ "$VULKAN" = on ]; then
+  bad "VULKAN=on: the tarball has no lib/libggml-vulkan.so"
+elif [ "$VULKAN" = auto ]; then
+  echo "skip the Vulkan module's checks: the tarball has none (make dist ARCH=arm64 left it out)"
+fi
+if [ "$VULKAN" = off ]; then
+  check "VULKAN=off: the tarball has no Vulkan module" test ! -e "$VK"
+fi
 
 # --- under emulation ---
 qemu_sb() {  # qemu_sb CPU ARGS...
@@ -104,5 +138,59 @@ EOF
   # The same model computed the same on this machine's x86 build and on the arm64 variant.
   check_logits "[$cpu]" "$MODEL" "$TMP/ref.json" "$out" qemu_sb "$cpu"
 done
+
+# --- the Vulkan module under qemu ---
+if [ -f "$VK" ]; then
+  out="$TMP/vulkan"; mkdir -p "$out"
+  # The target's loader and no driver (the sysroot has none; VK_DRIVER_FILES names no manifest,
+  # so none of this machine's x86 drivers is tried either): the module loads, finds no device
+  # and says so; nothing crashes or hangs.
+  no_driver() {
+    timeout 120 env VK_DRIVER_FILES=/nonexistent/icd.json VK_ICD_FILENAMES=/nonexistent/icd.json \
+      GGML_VK_VISIBLE_DEVICES=0 "$QEMU" -L "$SYSROOT" -cpu cortex-a76 "$SB" devices \
+      >"$out/no-driver.txt" 2>&1 || { echo "  exit $?"; sed 's/^/  /' "$out/no-driver.txt"; return 1; }
+    grep -q '^| CPU | cpu |' "$out/no-driver.txt" && ! grep -q '^| Vulkan' "$out/no-driver.txt" \
+      && grep -q '^  vulkan: ' "$out/no-driver.txt" || { sed 's/^/  /' "$out/no-driver.txt"; return 1; }
+    echo "  $(grep '^  vulkan: ' "$out/no-driver.txt" | sed "s|$ROOT|<dist>|g")"
+  }
+  check "[cortex-a76] with the loader and no Vulkan driver, devices lists no Vulkan device and says why" no_driver
+  # Mesa's arm64 lavapipe in a test-only root: a Vulkan device on the (emulated) CPU.
+  if LVP=$(bash scripts/sysroot.sh --lavapipe); then
+    lvp() {  # lvp OUTFILE ARGS...: stagebench under qemu with Mesa's drivers, lavapipe visible
+      local f=$1; shift
+      timeout "$VK_TIMEOUT" env GGML_VK_VISIBLE_DEVICES=0 \
+        VK_DRIVER_FILES=/usr/share/vulkan/icd.d/lvp_icd.aarch64.json \
+        VK_ICD_FILENAMES=/usr/share/vulkan/icd.d/lvp_icd.aarch64.json \
+        "$QEMU" -L "$LVP" -cpu cortex-a76 "$SB" "$@" >"$f" 2>&1
+    }
+    lvp_devices() {
+      lvp "$out/lvp-devices.txt" devices || { echo "  exit $?"; sed 's/^/  /' "$out/lvp-devices.txt"; return 1; }
+      grep -q '^| Vulkan0 | gpu | Vulkan | llvmpipe' "$out/lvp-devices.txt" \
+        || { sed 's/^/  /' "$out/lvp-devices.txt"; return 1; }
+      echo "  $(grep '^| Vulkan0' "$out/lvp-devices.txt")"
+    }
+    check "[cortex-a76] with Mesa's arm64 lavapipe, devices lists Vulkan0 (llvmpipe)" lvp_devices
+    lvp_run() {
+      local started=$SECONDS rc
+      lvp "$out/lvp-run.txt" run -m "$MODEL" -p 16 -n 4 -r 1 -t 2 -ngl 99 --device Vulkan0 \
+        --membw off --out "$out/lvp-run.json" \
+        || { echo "  exit $?"; tail -20 "$out/lvp-run.txt" | sed 's/^/  /'; return 1; }
+      python3 - "$out/lvp-run.json" <<'EOF'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+tests = doc.get("tests", [])
+print("  statuses:", [t.get("status") for t in tests],
+      "devices:", sorted({(t.get("config") or {}).get("devices") for t in tests}))
+sys.exit(0 if tests and all(t.get("status") == "ok" for t in tests) else 1)
+EOF
+      rc=$?
+      echo "  $((SECONDS - started)) s under qemu"
+      return $rc
+    }
+    check "[cortex-a76] run -ngl 99 --device Vulkan0 on lavapipe ends with status ok" lvp_run
+  else
+    bad "scripts/sysroot.sh --lavapipe could not make the test root with Mesa's arm64 drivers"
+  fi
+fi
 
 finish
