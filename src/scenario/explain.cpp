@@ -15,6 +15,7 @@
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
 #include "core/json_util.hpp"
+#include "core/last_word.hpp"
 #include "core/stats.hpp"
 #include "core/sysinfo.hpp"
 #include "engine/backends.hpp"
@@ -496,6 +497,22 @@ int run_explain_rounds(ExplainSection& s, const ExplainMeasurer& measure,
         }
         ExplainMeasure& m = s.measures[index[static_cast<std::size_t>(i)]];
         ExplainRun r;
+        // llama.cpp may end the process inside a level (an abort on a vocabulary it cannot
+        // tokenize, a device that fails): the last word records that run's error at its level,
+        // summarised and saved beside the runs before, as a failed run would be.
+        const LastWordScope last_word(
+            [&](const std::string& message) -> std::optional<std::string> {
+                ExplainRun stopped;
+                stopped.round = round;
+                stopped.sequence = sequence;
+                stopped.error = "llama.cpp stopped the process: " + strip_source_location(message);
+                m.runs.push_back(stopped);
+                summarize_explain(s);
+                if (save)
+                    save();
+                return fmt::format("explain: round {}/{} of {} failed: {}", round + 1, s.rounds,
+                                   m.id, *stopped.error);
+            });
         try {
             r = measure(m, round);
         } catch (const std::exception& e) {

@@ -6,6 +6,7 @@
 
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
+#include "core/last_word.hpp"
 
 namespace sb {
 namespace {
@@ -79,6 +80,38 @@ TEST(ExplainRounds, AFailedRunKeepsTheOthers) {
     for (const auto& f : s.findings)
         finding = finding || f.kind == "failed";
     EXPECT_TRUE(finding);
+}
+
+// llama.cpp ending the process inside a level (its abort calls the last words): the run is
+// recorded at its level with llama.cpp's words, summarised and saved, and the line the process
+// ends with names it.
+TEST(ExplainRounds, ALlamaAbortInsideALevelIsRecordedThereAndSaved) {
+    ExplainSection s = section(1);
+    std::ostringstream err;
+    int saves = 0;
+    std::optional<std::string> said;
+    run_explain_rounds(
+        s,
+        [&](const ExplainMeasure& m, int) -> ExplainRun {
+            if (m.id == "generation") {
+                said = say_last_words("llama-vocab.cpp:123: GGML_ABORT(\"unknown token\") failed");
+                throw runtime_error("stopped");  // the process would have ended here
+            }
+            ExplainRun r;
+            r.prefill_ns = 1e6;
+            r.decode_ns = 1e5;
+            return r;
+        },
+        [&] { ++saves; }, err, false);
+    ASSERT_TRUE(said.has_value());
+    EXPECT_EQ(*said,
+              "explain: round 1/1 of generation failed: llama.cpp stopped the process: "
+              "GGML_ABORT(\"unknown token\") failed");
+    ASSERT_GE(s.measures[1].runs.size(), 1u);
+    EXPECT_EQ(s.measures[1].runs[0].error,
+              "llama.cpp stopped the process: GGML_ABORT(\"unknown token\") failed");
+    EXPECT_EQ(s.measures[1].n_failed, static_cast<int>(s.measures[1].runs.size()));
+    EXPECT_GE(saves, 2) << "saved by the last word, after the graph level's run";
 }
 
 TEST(ExplainRounds, CtrlCStopsBeforeTheNextRunAndKeepsWhatRan) {
