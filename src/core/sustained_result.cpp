@@ -237,7 +237,8 @@ void read(const JsonIn& in, AcrossRounds& a) {
         "j_per_token", a.j_per_token)("power_cpu_w", a.power_cpu_w)("power_gpu_w", a.power_gpu_w)(
         "power_npu_w", a.power_npu_w)("temp_cpu_c", a.temp_cpu_c)("temp_gpu_c", a.temp_gpu_c)(
         "temp_npu_c", a.temp_npu_c)("battery_drain_capacity_pct", a.battery_drain_capacity_pct)(
-        "battery_drain_energy_pct", a.battery_drain_energy_pct)("drop_round", a.drop_round)(
+        "battery_drain_energy_pct", a.battery_drain_energy_pct)("battery", a.battery)(
+        "battery_drain_pct_per_h", a.battery_drain_pct_per_h)("drop_round", a.drop_round)(
         "throttle_evidence", a.throttle_evidence)("load", a.load)
         .non_negative(
             {"prefill_tps", "decode_tps", "ttft_ms", "steady_decode_tps", "e2e_s", "combined_tps",
