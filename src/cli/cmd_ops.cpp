@@ -68,18 +68,6 @@ DeviceTimerLauncher device_timer_launcher(std::vector<std::string> rpc_servers) 
                                       o.workload.devices.empty() ? "CPU" : o.workload.devices.str(),
                                       "-t",
                                       std::to_string(q.threads),
-                                      "-b",
-                                      std::to_string(o.workload.n_batch),
-                                      "--ubatch-size",
-                                      std::to_string(o.workload.n_ubatch),
-                                      "--n-gpu-layers",
-                                      std::to_string(o.workload.n_gpu_layers),
-                                      "--flash-attn",
-                                      to_string(o.workload.flash_attn),
-                                      "--cache-type-k",
-                                      to_string(o.workload.type_k),
-                                      "--cache-type-v",
-                                      to_string(o.workload.type_v),
                                       "--huge-pages",
                                       o.huge_pages ? "on" : "off",
                                       "--decode-tokens",
@@ -89,6 +77,8 @@ DeviceTimerLauncher device_timer_launcher(std::vector<std::string> rpc_servers) 
                                       "--device-timer-pass",
                                       std::to_string(q.prefill_reps),
                                       "-q"};
+        const auto engine_flags = workload_child_flags(o.workload);
+        argv.insert(argv.end(), engine_flags.begin(), engine_flags.end());
         if (!rpc.empty()) {
             std::string list;
             for (const auto& s : rpc)

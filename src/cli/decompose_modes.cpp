@@ -25,6 +25,21 @@ namespace sb::cli {
 
 namespace fs = std::filesystem;
 
+std::vector<std::string> workload_child_flags(const Workload& w) {
+    return {"-b",
+            std::to_string(w.n_batch),
+            "--ubatch-size",
+            std::to_string(w.n_ubatch),
+            "--n-gpu-layers",
+            std::to_string(w.n_gpu_layers),
+            "--flash-attn",
+            to_string(w.flash_attn),
+            "--cache-type-k",
+            to_string(w.type_k),
+            "--cache-type-v",
+            to_string(w.type_v)};
+}
+
 std::shared_ptr<DecomposeModeArgs> add_decompose_mode_options(CLI::App* cmd) {
     auto m = std::make_shared<DecomposeModeArgs>();
     cmd->add_option("--mode", m->modes,
@@ -77,18 +92,6 @@ ModeLauncher make_mode_launcher(const std::string& self, const ModeChildSettings
                                      c.device,
                                      "-t",
                                      std::to_string(o.workload.n_threads),
-                                     "-b",
-                                     std::to_string(o.workload.n_batch),
-                                     "--ubatch-size",
-                                     std::to_string(o.workload.n_ubatch),
-                                     "--n-gpu-layers",
-                                     std::to_string(o.workload.n_gpu_layers),
-                                     "--flash-attn",
-                                     to_string(o.workload.flash_attn),
-                                     "--cache-type-k",
-                                     to_string(o.workload.type_k),
-                                     "--cache-type-v",
-                                     to_string(o.workload.type_v),
                                      "--seed",
                                      std::to_string(o.seed),
                                      "--telemetry",
@@ -102,6 +105,8 @@ ModeLauncher make_mode_launcher(const std::string& self, const ModeChildSettings
                                      "json",
                                      "--out",
                                      out};
+        const auto engine_flags = workload_child_flags(o.workload);
+        run.insert(run.end(), engine_flags.begin(), engine_flags.end());
         if (!c.o.rpc_servers.empty()) {
             std::string rpc;
             for (const auto& s : c.o.rpc_servers)

@@ -29,6 +29,11 @@ struct ModeChildSettings {
     bool quiet = false;
 };
 
+// A child stagebench's flags for the workload's engine settings, as the parent was given
+// them: -b, --ubatch-size, --n-gpu-layers, --flash-attn, --cache-type-k and --cache-type-v (the
+// runs of decompose --mode and ops' device-timer pass).
+std::vector<std::string> workload_child_flags(const Workload& w);
+
 // Runs decompose --mode (m.modes not empty) and prints the document: every run a fresh
 // `stagebench run` of this binary with the mode's environment. Sets ctx.exit_code.
 void run_decompose_modes(Context& ctx, const DecomposeModeArgs& m, const ModeChildSettings& c);
