@@ -362,6 +362,16 @@ std::string shape_text(const json& r) {
     return s + " → " + one(r);
 }
 
+// How many samples compare takes from a shape's records: one when every timed record's op
+// time was replayed (isolated_call_ns set), else one per record.
+std::size_t replayed_samples(const std::vector<json>& recs) {
+    bool replayed = !recs.empty();
+    for (const auto& r : recs)
+        if (!r.contains("isolated_call_ns") || r["isolated_call_ns"].is_null())
+            replayed = false;
+    return replayed ? 1 : recs.size();
+}
+
 double median_of(std::vector<double> v) {
     std::sort(v.begin(), v.end());
     return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
@@ -413,7 +423,7 @@ TEST(StoreCompare, OpsDocumentsOfCpuAndBlasCompareOneRowPerMulMatShape) {
             ASSERT_EQ(row["ratios"].size(), 1u);
             const json& q = row["ratios"][0];
             const std::size_t n_cpu = row["sides"][0]["n"], n_blas = row["sides"][1]["n"];
-            nodes += n_cpu;
+
             // The side's median is the median of exactly its role's records of its shape (the
             // last layer of a prefill computes only the token whose logits are asked for), and
             // the ratio is of those medians.
@@ -425,14 +435,23 @@ TEST(StoreCompare, OpsDocumentsOfCpuAndBlasCompareOneRowPerMulMatShape) {
                        shape_text(r) == shape;
             };
             std::vector<double> va, vb;
+            std::vector<json> ra, rb;
             for (const auto& r : mm)
-                if (of_row(r))
+                if (of_row(r)) {
                     va.push_back(r["op_ns"].get<double>() / 1e3);
+                    ra.push_back(r);
+                }
             for (const auto& r : mat_muls(b, stage))
-                if (of_row(r))
+                if (of_row(r)) {
                     vb.push_back(r["op_ns"].get<double>() / 1e3);
-            ASSERT_EQ(va.size(), n_cpu) << role;
-            ASSERT_EQ(vb.size(), n_blas) << role;
+                    rb.push_back(r);
+                }
+            // A side's samples: its records, or one where the shape's op time was replayed (one
+            // measurement copied to every node; which method a shape gets depends on how its
+            // traced calls compare with the dispatch, so it differs from run to run).
+            ASSERT_EQ(replayed_samples(ra), n_cpu) << role;
+            ASSERT_EQ(replayed_samples(rb), n_blas) << role;
+            nodes += ra.size();
             EXPECT_NEAR(row["sides"][0]["median"].get<double>(), median_of(va), 1e-9) << role;
             EXPECT_NEAR(q["median"].get<double>(), median_of(vb) / median_of(va), 1e-9) << role;
             if (n_cpu >= 2 && n_blas >= 2) {
@@ -442,7 +461,12 @@ TEST(StoreCompare, OpsDocumentsOfCpuAndBlasCompareOneRowPerMulMatShape) {
                 EXPECT_LE(row["sides"][0]["median_ci_low"].get<double>(),
                           row["sides"][0]["median"].get<double>());
             } else {
-                EXPECT_EQ(q["verdict"], "too few samples") << role;  // the one output node
+                // The one output node, or a shape whose op time was replayed on a side.
+                const bool copies = (replayed_samples(ra) == 1 && ra.size() > 1) ||
+                                    (replayed_samples(rb) == 1 && rb.size() > 1);
+                EXPECT_EQ(q["verdict"], copies ? "no CI: a replayed op time is one measurement"
+                                               : "too few samples")
+                    << role;
             }
         }
         EXPECT_EQ(row_roles, roles);
