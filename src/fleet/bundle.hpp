@@ -12,10 +12,10 @@
 //   baseline.json       with a gate (baseline): the document the measurement is compared with
 //
 // run.sh needs nothing but sh and the base tools every Linux and Android has (mkdir, cat, date,
-// grep, cut, wc, tr, uname and sha256sum or shasum or openssl for the hashes); no network, no
-// environment (it runs under `env -i`). It checks the models' hashes, runs the command with
-// the arguments given to it appended, and writes into $STAGEBENCH_RESULTS, else results/
-// beside it (bundle_results_files()):
+// grep, cut, wc, tr, uname and sha256sum or shasum or openssl for the hashes; with a gate also
+// head and sed); no network, no environment (it runs under `env -i`). It checks the models' hashes,
+// runs the command with the arguments given to it appended, and writes into $STAGEBENCH_RESULTS,
+// else results/ beside it (bundle_results_files()):
 //   result.json   the result document (also a partial one after a failure)
 //   trace.json    its Chrome trace (the commands with --trace)
 //   junit.xml     when the stagebench has --junit (checked by asking its --help); with a gate,
