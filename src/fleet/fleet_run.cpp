@@ -449,14 +449,40 @@ class Fleet {
         MadeJob m;
         m.spec = plan_bundle(bo);
         m.key = bundle_key(m.spec);
-        m.path = (fs::path(jobs_cache_dir()) / (m.key.substr(0, 16) + ".tar.gz")).string();
+        const fs::path dir = jobs_cache_dir();
+        m.path = (dir / (m.key.substr(0, 16) + ".tar.gz")).string();
+        std::error_code ec;
         if (!fs::is_regular_file(m.path)) {
             bo.out = m.path;
             std::ostringstream quiet;  // bundle's own progress: the devices' lines say it
             write_bundle(bo, m.spec, quiet);
+            prune_jobs(dir, m.path);
+        } else {
+            // Used now: the last to be pruned.
+            fs::last_write_time(m.path, fs::file_time_type::clock::now(), ec);
         }
         made_[which] = m;
         return m;
+    }
+
+    // The jobs folder keeps the kKeptJobs last used; older ones (another dist, other models)
+    // are removed, never the one just made. A job being copied elsewhere stays readable.
+    static void prune_jobs(const fs::path& dir, const std::string& keep) {
+        constexpr std::size_t kKeptJobs = 8;
+        std::vector<std::pair<fs::file_time_type, fs::path>> jobs;
+        std::error_code ec;
+        for (const auto& e : fs::directory_iterator(dir, ec)) {
+            const std::string n = e.path().filename().string();
+            if (n.size() == 16 + 7 && n.substr(16) == ".tar.gz" && e.is_regular_file(ec))
+                jobs.emplace_back(e.last_write_time(ec), e.path());
+        }
+        if (jobs.size() <= kKeptJobs)
+            return;
+        std::sort(jobs.begin(), jobs.end(),
+                  [](const auto& a, const auto& b) { return a.first > b.first; });
+        for (std::size_t i = kKeptJobs; i < jobs.size(); ++i)
+            if (jobs[i].second != fs::path(keep))
+                fs::remove(jobs[i].second, ec);
     }
 
     // The job of the device's target (as deploy() picks a stagebench: the dist tarball of its

@@ -317,6 +317,17 @@ TEST(Fleet, TimeoutInterruptsTheCommandThereAndKeepsWhatItMeasured) {
 TEST(Fleet, TimeoutInterruptsAJobThereAndItsResultsFolderComesBack) {
     TempDir t;
     LoopbackSshd sshd;
+    // Nine old jobs in the dist's jobs folder: making this test's job (a model of its own name,
+    // so a job of its own) keeps the eight last used.
+    const std::string jobs = dist_dir() + "/jobs";
+    fs::create_directories(jobs);
+    for (int i = 0; i < 9; ++i) {
+        const std::string f = jobs + "/00000000000000" + std::to_string(10 + i) + ".tar.gz";
+        write(f, "old");
+        fs::last_write_time(f, fs::file_time_type::clock::now() - std::chrono::hours(24 + i));
+    }
+    const std::string model = t.file("own-tiny.gguf");
+    fs::copy_file(tiny_model(), model);
     write(t.file("slow.toml"),
           "name = \"slow\"\n" + ssh_device("far", sshd, t.file("far"), sshd.known_hosts()));
     const std::string db = t.file("slow.sqlite");
@@ -333,7 +344,7 @@ TEST(Fleet, TimeoutInterruptsAJobThereAndItsResultsFolderComesBack) {
                      "--",
                      "sustained",
                      "-m",
-                     tiny_model(),
+                     model,
                      "--prompt-tokens",
                      "64",
                      "--max-tokens",
@@ -344,6 +355,11 @@ TEST(Fleet, TimeoutInterruptsAJobThereAndItsResultsFolderComesBack) {
                      "0"},
                     600);
     EXPECT_EQ(p.exit_code, 1) << p.err;
+    int kept = 0;
+    for (const auto& e : fs::directory_iterator(jobs))
+        kept += e.path().filename().string().size() == 23;
+    EXPECT_EQ(kept, 8);
+    EXPECT_FALSE(fs::exists(jobs + "/0000000000000018.tar.gz"));  // the oldest
     const auto rows = store_rows(db, "slow");
     ASSERT_EQ(rows.size(), 1u);
     EXPECT_EQ(rows[0]["status"], "failed");
@@ -355,6 +371,7 @@ TEST(Fleet, TimeoutInterruptsAJobThereAndItsResultsFolderComesBack) {
     const auto n = doc["sustained"]["phases"][0]["rounds"].size();
     EXPECT_GT(n, 0u);
     EXPECT_LT(n, 100000u);
+    EXPECT_TRUE(fs::exists(jobs + "/" + doc["fleet"]["job"]["key"].get<std::string>() + ".tar.gz"));
     const std::string res = doc["fleet"]["job"]["results"];
     const json m = json::parse(read_file(res + "/manifest.json"));
     EXPECT_EQ(m["outcome"], "failed");  // measured, then interrupted
