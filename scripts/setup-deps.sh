@@ -11,8 +11,9 @@ pkgs=(
   # make dist ARCH=arm64 and its test: the arm64 sysroot (scripts/sysroot.sh), the cross
   # compiler, the user-mode emulator, and patchelf/file for the tarball.
   mmdebstrap g++-aarch64-linux-gnu qemu-user patchelf file
-  # stagebench fleet: the inventory (toml++) and the loopback sshd its tests reach devices by.
-  libtomlplusplus-dev openssh-server openssh-client
+  # stagebench fleet: the inventory (toml++; libyaml for Ansible's YAML inventories) and the
+  # loopback sshd its tests reach devices by.
+  libtomlplusplus-dev libyaml-dev openssh-server openssh-client
   # --db postgresql://...: libpq to build with; the server (initdb, postgres) that the store's
   # tests start in a temporary folder on loopback (src/store/testing/pg_server.hpp). Neither
   # make demo nor make test needs a server running beforehand.

@@ -34,6 +34,16 @@ void add_bundle_command(CLI::App& app, Context& ctx) {
     cmd->add_option("-m,--model", o->models, "a model the command needs (repeat for several)")
         ->required()
         ->allow_extra_args(false);
+    cmd->add_option(
+        "--installed", o->installed_stagebench,
+        "PATH: pack no stagebench; run.sh runs the one installed at PATH on the device");
+    cmd->add_option("--baseline", o->baseline,
+                    "a result document to gate against: run.sh compares the measurement with it "
+                    "and exits 1 when a gate fails (with --fail-if-slower/--fail-if-energy)");
+    cmd->add_option("--fail-if-slower", o->fail_if_slower,
+                    "PCT: the gate of compare --fail-if-slower against --baseline (e.g. 5%)");
+    cmd->add_option("--fail-if-energy", o->fail_if_energy,
+                    "PCT: the gate of compare --fail-if-energy against --baseline (e.g. 5%)");
     cmd->add_option("--lava-job", o->lava_job, "also write a LAVA job definition (YAML) here");
     cmd->add_option("--lava-bundle-url", o->lava_bundle_url,
                     "where the LAVA device fetches the job (with --lava-job)");
@@ -44,9 +54,13 @@ void add_bundle_command(CLI::App& app, Context& ctx) {
         ->required();
     cmd->callback([&ctx, o] {
         const BundleSummary s = write_bundle(*o, ctx.err);
-        ctx.err << fmt::format("bundle: {} ({:.1f} MB, sha256 {}): {} for {}\n", s.out,
+        ctx.err << fmt::format("bundle: {} ({:.1f} MB, sha256 {}): {} for {}{}\n", s.out,
                                static_cast<double>(s.bytes) / 1e6, s.sha256,
-                               fmt::join(s.spec.command, " "), s.spec.target);
+                               fmt::join(s.spec.command, " "), s.spec.target,
+                               s.spec.gate.empty()
+                                   ? ""
+                                   : fmt::format(", gated by {} against {}",
+                                                 fmt::join(s.spec.gate, " "), *o->baseline));
         if (o->lava_job)
             ctx.err << "bundle: LAVA job " << *o->lava_job << " (fetches " << *o->lava_bundle_url
                     << ")\n";

@@ -93,7 +93,9 @@ void add_fleet_command(CLI::App& app, Context& ctx) {
         "run",
         "Run COMMAND (run, ops, decompose, sustained, hybrid) on every device: "
         "fleet run --hosts fleet.toml -- run -m model.gguf -p 512 -n 128");
-    run->add_option("--hosts", a->hosts, "the inventory (TOML)")->required();
+    run->add_option("--hosts", a->hosts,
+                    "the inventory (TOML, or an Ansible inventory: .yml/.yaml, INI)")
+        ->required();
     run->add_option("--db", a->db,
                     "the results store: a SQLite file (default: the inventory's name .sqlite) or "
                     "postgresql://user@host:port/dbname");
@@ -165,7 +167,9 @@ void add_fleet_command(CLI::App& app, Context& ctx) {
     auto* up = rpc->add_subcommand(
         "up", "Deploy and start `stagebench rpc-server` on every device; print the --rpc list");
     auto port = std::make_shared<int>(50052);
-    up->add_option("--hosts", a->hosts, "the inventory (TOML)")->required();
+    up->add_option("--hosts", a->hosts,
+                   "the inventory (TOML, or an Ansible inventory: .yml/.yaml, INI)")
+        ->required();
     up->add_option("--dist", a->o.dist_dir, "where the tarballs and agents are")
         ->capture_default_str();
     up->add_option("--port", *port, "the first device's port; the next device gets the next one")
@@ -198,7 +202,9 @@ void add_fleet_command(CLI::App& app, Context& ctx) {
                             : 1;
     });
     auto* down = rpc->add_subcommand("down", "Stop the rpc-servers `fleet rpc up` started");
-    down->add_option("--hosts", a->hosts, "the inventory (TOML)")->required();
+    down->add_option("--hosts", a->hosts,
+                     "the inventory (TOML, or an Ansible inventory: .yml/.yaml, INI)")
+        ->required();
     down->add_option("--only", a->only, "these devices of the inventory (a comma list)");
     down->callback([&ctx, a] {
         Inventory inv = load_inventory(a->hosts);

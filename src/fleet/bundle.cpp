@@ -10,7 +10,9 @@
 #include <set>
 #include <sstream>
 
+#include "analysis/compare_gate.hpp"
 #include "core/arm_level.hpp"
+#include "core/document.hpp"
 #include "core/error.hpp"
 #include "core/file_io.hpp"
 #include "core/json_util.hpp"
@@ -89,10 +91,36 @@ std::vector<std::string> bundle_command(const std::vector<std::string>& command,
 }
 
 void check_bundle_options(const BundleOptions& o) {
-    if (std::find(kBundleTargets.begin(), kBundleTargets.end(), o.target) == kBundleTargets.end())
-        throw usage_error("--target '" + o.target +
-                          "': expected host, arm64, agent-armv8.0, agent-armv8.2 or agent-armv8.6");
+    if (o.installed_stagebench) {
+        if (o.installed_stagebench->empty() || (*o.installed_stagebench)[0] != '/')
+            throw usage_error("bundle: the installed stagebench '" + *o.installed_stagebench +
+                              "' is not an absolute path");
+    } else if (std::find(kBundleTargets.begin(), kBundleTargets.end(), o.target) ==
+               kBundleTargets.end()) {
+        throw usage_error(
+            "--target '" + o.target +
+            "': expected host, amd64, arm64, agent-armv8.0, agent-armv8.2 or agent-armv8.6");
+    }
     check_measuring_command(o.command, "bundle", {"--trace", "--junit"});
+    if (o.fail_if_slower)
+        parse_gate_threshold("fail-if-slower", *o.fail_if_slower);
+    if (o.fail_if_energy)
+        parse_gate_threshold("fail-if-energy", *o.fail_if_energy);
+    const bool threshold = o.fail_if_slower || o.fail_if_energy;
+    if (threshold && !o.baseline)
+        throw usage_error(
+            "bundle: --fail-if-slower and --fail-if-energy need --baseline DOC: the document "
+            "the job's measurement is compared with");
+    if (o.baseline && !threshold)
+        throw usage_error(
+            "bundle: --baseline needs a gate: --fail-if-slower PCT and/or --fail-if-energy PCT");
+    if (o.baseline && !o.installed_stagebench && o.target.rfind("agent-", 0) == 0)
+        throw usage_error("bundle: the phone agent has no compare, so a job of --target " +
+                          o.target +
+                          " cannot gate: compare its results/result.json on the host instead "
+                          "(stagebench compare BASE result.json --fail-if-slower PCT)");
+    if (o.baseline)
+        load_result_document(*o.baseline);  // a result document, or a one-line input error
     std::map<std::string, std::string> names;
     for (const auto& m : o.models) {
         require_regular_file(m, "model");
@@ -121,18 +149,26 @@ std::string bundle_spec_json(const BundleSpec& s) {
         {"document", "result.json"}, {"trace", s.with_trace ? json("trace.json") : json(nullptr)},
         {"junit", "junit.xml"},      {"stdout", "stdout.log"},
         {"stderr", "stderr.log"},    {"manifest", "manifest.json"}};
+    if (!s.gate.empty()) {
+        results["compare"] = "compare.md";
+        results["compare_document"] = "compare.json";
+    }
+    auto or_null = [](const std::string& v) { return v.empty() ? json(nullptr) : json(v); };
     json j = {{"stagebench_bundle", 1},
               {"target", s.target},
               {"arch", s.arch},
               {"created_at", s.created_at},
               {"created_by", s.created_by},
               {"stagebench",
-               {{"artifact", s.artifact},
-                {"sha256", s.artifact_sha256},
-                {"path", "stagebench/bin/stagebench"}}},
+               {{"artifact", or_null(s.artifact)},
+                {"sha256", or_null(s.artifact_sha256)},
+                {"path", s.stagebench}}},
               {"models", models},
               {"command", s.command},
               {"results", results}};
+    if (!s.gate.empty())
+        j["gate"] = {
+            {"baseline", "baseline.json"}, {"sha256", s.baseline_sha256}, {"compare", s.gate}};
     return dump_json(j, 2) + "\n";
 }
 
@@ -140,8 +176,12 @@ std::string bundle_run_script(const BundleSpec& s) {
     std::string models;
     for (const auto& m : s.models)
         models += "check_model " + shell_quote(m.path) + " " + m.sha256 + "\n";
+    if (!s.gate.empty())
+        models += "check_model baseline.json " + s.baseline_sha256 + "\n";
     const std::string cmd = shell_join(s.command);
     const std::string name = shell_quote(s.command.at(0));
+    const std::string sb = s.stagebench.rfind('/', 0) == 0 ? shell_quote(s.stagebench)
+                                                           : "$here/" + shell_quote(s.stagebench);
     std::string out;
     out += R"SH(#!/bin/sh
 # A stagebench job, written by `stagebench bundle` (docs/lab.md). POSIX sh: it needs nothing but
@@ -150,25 +190,38 @@ std::string bundle_run_script(const BundleSpec& s) {
 #   sh run.sh [ARGS...]     ARGS: the measuring command's own, after those of job.json
 #
 # Writes into $STAGEBENCH_RESULTS, else results/ beside this script: result.json, trace.json,
-# junit.xml (when this stagebench has --junit), stdout.log, stderr.log and manifest.json (every
-# file with its bytes and sha256; `stagebench ingest` checks them). Exits 0 (measured, every
-# test ok), 1 (measured, but a test or gate failed) or 2 (could not measure).
+# junit.xml (when this stagebench has --junit), compare.md and compare.json (a job with a gate),
+# stdout.log, stderr.log and manifest.json (every file with its bytes and sha256; `stagebench
+# ingest` checks them). Exits 0 (measured, every test ok, the gate passed), 1 (measured, but a
+# test or the gate failed) or 2 (could not measure, or the gate could not be evaluated).
 # $STAGEBENCH_PREFIX, when set, is put before the stagebench (split at spaces): an emulator
 # (qemu-aarch64 -cpu cortex-a76), taskset -c 4-7, nice -n -5.
 fail() {
   echo "stagebench: error: $*" >&2
   exit 2
 }
+# Ctrl-C or SIGTERM to the process group (a CI runner cancelling, timeout -s INT) reaches the
+# stagebench too, which stops keeping what it measured; this script then still writes the
+# manifest. Before the stagebench starts, it stops here.
+interrupted=
+trap 'interrupted=1' INT TERM
 here=$(cd "$(dirname "$0")" && pwd -P) || fail "cannot enter the job's folder"
-cd "$here" || fail "cannot enter $here"
 results=${STAGEBENCH_RESULTS:-$here/results}
+# A relative $STAGEBENCH_RESULTS is the caller's, not the job's.
+case $results in
+  /*) ;;
+  *) results=$(pwd)/$results ;;
+esac
+cd "$here" || fail "cannot enter $here"
 mkdir -p "$results" || fail "cannot make the results folder $results"
 results=$(cd "$results" && pwd -P) || fail "cannot enter the results folder"
-for f in result.json trace.json junit.xml stdout.log stderr.log manifest.json; do
+for f in result.json trace.json junit.xml compare.md compare.json gates.xml stdout.log stderr.log \
+  manifest.json; do
   rm -f "$results/$f" || fail "cannot replace $results/$f"
 done
-sb=$here/stagebench/bin/stagebench
-[ -f "$sb" ] || fail "no stagebench in the job ($sb)"
+)SH";
+    out += "sb=" + sb + "\n";
+    out += R"SH([ -f "$sb" ] || fail "no stagebench in the job ($sb)"
 # Some device clouds unpack without the mode bits.
 [ -x "$sb" ] || chmod 755 "$sb" || fail "cannot make $sb executable"
 
@@ -189,7 +242,8 @@ check_model() {
 }
 )SH";
     out += models;
-    out += "\nstarted=$(date -u +%Y-%m-%dT%H:%M:%SZ)\n";
+    out += "\n[ -z \"$interrupted\" ] || fail \"interrupted before the command started\"\n";
+    out += "started=$(date -u +%Y-%m-%dT%H:%M:%SZ)\n";
     out += "set -- " + cmd + " \"$@\"\n";
     if (s.with_out)
         out += "set -- \"$@\" --out \"$results/result.json\"\n";
@@ -217,11 +271,47 @@ fi
             "$STAGEBENCH_PREFIX \"$sb\" \"$@\" >\"$results/result.json\" "
             "2>\"$results/stderr.log\"\n";
     out += R"SH(rc=$?
-finished=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 cat "$results/stderr.log" >&2
 [ -s "$results/result.json" ] || rm -f "$results/result.json"
-# 0: measured; 1: measured, a test or gate failed (the document says which); else not measured
-# (bad input, a stagebench that cannot run here, killed).
+gate=none gate_exit=null
+)SH";
+    if (!s.gate.empty()) {
+        out += "# The gate: the document against the job's baseline, by compare.\n";
+        out += R"SH(if [ -f "$results/result.json" ] && [ "$rc" -le 1 ]; then
+)SH";
+        out += "  set -- compare \"$here/baseline.json\" \"$results/result.json\" " +
+               shell_join(s.gate) + " --out \"$results/compare.json\"\n";
+        out += R"SH(  [ "$junit" != written ] || set -- "$@" --junit "$results/gates.xml"
+  $STAGEBENCH_PREFIX "$sb" "$@" >"$results/compare.md" 2>"$results/gate.log"
+  gate_exit=$?
+  cat "$results/gate.log" >&2
+  cat "$results/gate.log" >>"$results/stderr.log"
+  rm -f "$results/gate.log"
+  case $gate_exit in
+    0) gate=passed ;;
+    1) gate=failed ;;
+    *) gate=error ;;
+  esac
+  # One junit.xml: the command's suites, then compare's (the gate's case and its failure).
+  # Both files are stagebench's: the declaration, <testsuites ...>, suites, </testsuites>.
+  if [ -s "$results/gates.xml" ] && [ -s "$results/junit.xml" ]; then
+    {
+      head -n 1 "$results/junit.xml"
+      echo '<testsuites name="stagebench job">'
+      sed '1,2d;$d' "$results/junit.xml"
+      sed '1,2d;$d' "$results/gates.xml"
+      echo '</testsuites>'
+    } >"$results/junit.xml.part" && mv -f "$results/junit.xml.part" "$results/junit.xml"
+  elif [ -s "$results/gates.xml" ]; then
+    mv -f "$results/gates.xml" "$results/junit.xml"
+  fi
+  rm -f "$results/gates.xml" "$results/junit.xml.part"
+fi
+)SH";
+    }
+    out += R"SH(finished=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+# 0: measured; 1: measured, a test or the gate failed (the documents say which); else not
+# measured (bad input, a stagebench that cannot run here, killed) or the gate not evaluated.
 if [ "$rc" -eq 0 ] && [ -f "$results/result.json" ]; then
   code=0 outcome=measured
 elif [ "$rc" -eq 1 ] && [ -f "$results/result.json" ]; then
@@ -229,6 +319,10 @@ elif [ "$rc" -eq 1 ] && [ -f "$results/result.json" ]; then
 else
   code=2 outcome=not_measured
 fi
+case $gate in
+  failed) [ "$code" -eq 2 ] || code=1 outcome=failed ;;
+  error) code=2 ;;
+esac
 
 sep=
 entry() {
@@ -247,22 +341,29 @@ machine=$(uname -m 2>/dev/null | tr -d '"\\')
   printf '  "host": "%s",\n  "machine": "%s",\n' "$host" "$machine"
   printf '  "started_at": "%s",\n  "finished_at": "%s",\n' "$started" "$finished"
   printf '  "exit_code": %s,\n  "run_sh_exit": %s,\n  "outcome": "%s",\n' "$rc" "$code" "$outcome"
+  printf '  "gate": "%s",\n  "gate_exit": %s,\n' "$gate" "$gate_exit"
   printf '  "junit": "%s",\n  "job": ' "$junit"
   cat "$here/job.json"
   printf '  ,"files": ['
   entry result.json document
   entry trace.json trace
   entry junit.xml junit
+  entry compare.md gate
+  entry compare.json gate
   entry stdout.log log
   entry stderr.log log
   printf '\n  ]\n}\n'
 } >"$results/manifest.json.part" && mv -f "$results/manifest.json.part" "$results/manifest.json" \
   || fail "cannot write $results/manifest.json"
-case $outcome in
-  measured) echo "stagebench: measured; results in $results" >&2 ;;
-  failed) echo "stagebench: measured, but a test or gate failed; results in $results" >&2 ;;
-  *) echo "stagebench: error: not measured (stagebench exited $rc); its log is $results/stderr.log" >&2 ;;
-esac
+if [ "$gate" = error ]; then
+  echo "stagebench: error: measured, but the gate could not be evaluated (compare exited $gate_exit); results in $results" >&2
+else
+  case $outcome in
+    measured) echo "stagebench: measured; results in $results" >&2 ;;
+    failed) echo "stagebench: measured, but a test or the gate failed; results in $results" >&2 ;;
+    *) echo "stagebench: error: not measured (stagebench exited $rc); its log is $results/stderr.log" >&2 ;;
+  esac
+fi
 exit "$code"
 )SH";
     return out;
@@ -309,42 +410,87 @@ std::string lava_job_yaml(const BundleSpec& s, const std::string& job_name,
     return y;
 }
 
-BundleSummary write_bundle(const BundleOptions& o, std::ostream& log) {
+BundleSpec plan_bundle(const BundleOptions& o) {
     check_bundle_options(o);
-    check_output_path(o.out, "the job (bundle -o)");
-    if (o.lava_job)
-        check_output_path(*o.lava_job, "the LAVA job (--lava-job)");
-
     BundleSpec spec;
-    spec.target = o.target;
+    spec.target = o.installed_stagebench ? "installed" : o.target;
     spec.created_at = utc_timestamp();
     spec.created_by = std::string("stagebench ") + tool_version();
     spec.command = bundle_command(o.command, o.models);
     spec.with_out = kWithOut.count(spec.command[0]) > 0;
     spec.with_trace = kWithTrace.count(spec.command[0]) > 0;
+    if (o.fail_if_slower)
+        spec.gate.insert(spec.gate.end(), {"--fail-if-slower", *o.fail_if_slower});
+    if (o.fail_if_energy)
+        spec.gate.insert(spec.gate.end(), {"--fail-if-energy", *o.fail_if_energy});
+    if (o.baseline)
+        spec.baseline_sha256 = sha256_file(*o.baseline);
+    for (const auto& m : o.models) {
+        const std::string path = "models/" + fs::path(m).filename().string();
+        if (std::none_of(spec.models.begin(), spec.models.end(),
+                         [&](const BundleModel& b) { return b.path == path; }))
+            spec.models.push_back({path, sha256_file(m), fs::file_size(m)});
+    }
+    if (o.installed_stagebench) {
+        spec.stagebench = *o.installed_stagebench;
+        return spec;
+    }
 
     // The stagebench of the target, as fleet run deploys it.
-    std::optional<fs::path> tarball, agent;
+    std::optional<fs::path> artifact;
     if (o.target.rfind("agent-", 0) == 0) {
         spec.arch = "arm64";
         const auto level = parse_arm_level(o.target.substr(6));
-        agent = dist_agent(o.dist_dir, *level);
-        if (!agent)
+        artifact = dist_agent(o.dist_dir, *level);
+        if (!artifact)
             throw input_error("bundle: no " + agent_file_name(*level) + " in " + o.dist_dir +
                               " (make agents builds it)");
     } else {
         spec.arch = o.target == "host" ? this_arch() : o.target;
         if (spec.arch.empty())
             throw input_error("bundle: this machine's architecture has no dist");
-        tarball = dist_tarball_for(o.dist_dir, spec.arch);
-        if (!tarball)
+        artifact = dist_tarball_for(o.dist_dir, spec.arch);
+        if (!artifact)
             throw input_error("bundle: no stagebench-*-linux-" + spec.arch + ".tar.gz in " +
                               o.dist_dir +
                               (spec.arch == "arm64" ? " (make dist ARCH=arm64)" : " (make dist)"));
     }
-    const fs::path artifact = tarball ? *tarball : *agent;
-    spec.artifact = artifact.filename().string();
-    spec.artifact_sha256 = sha256_file(artifact.string());
+    spec.artifact_path = artifact->string();
+    spec.artifact = artifact->filename().string();
+    spec.artifact_sha256 = sha256_file(artifact->string());
+    return spec;
+}
+
+std::string bundle_key(const BundleSpec& s) {
+    json models = json::array();
+    for (const auto& m : s.models)
+        models.push_back({m.path, m.sha256, m.bytes});
+    const json j = {{"created_by", s.created_by},
+                    {"target", s.target},
+                    {"arch", s.arch},
+                    {"artifact", s.artifact},
+                    {"artifact_sha256", s.artifact_sha256},
+                    {"stagebench", s.stagebench},
+                    {"models", models},
+                    {"command", s.command},
+                    {"with_out", s.with_out},
+                    {"with_trace", s.with_trace},
+                    {"gate", s.gate},
+                    {"baseline_sha256", s.baseline_sha256}};
+    return sha256_text(j.dump());
+}
+
+BundleSummary write_bundle(const BundleOptions& o, std::ostream& log) {
+    return write_bundle(o, plan_bundle(o), log);
+}
+
+BundleSummary write_bundle(const BundleOptions& o, const BundleSpec& spec, std::ostream& log) {
+    check_output_path(o.out, "the job (bundle -o)");
+    if (o.lava_job)
+        check_output_path(*o.lava_job, "the LAVA job (--lava-job)");
+    const bool installed = spec.artifact_path.empty();
+    const bool tarball = !installed && spec.target.rfind("agent-", 0) != 0;
+    const fs::path artifact = spec.artifact_path;
 
     // The job's tree, beside the output so that models are linked rather than copied.
     const fs::path out = fs::absolute(o.out);
@@ -360,43 +506,61 @@ BundleSummary write_bundle(const BundleOptions& o, std::ostream& log) {
         }
     } cleanup{stage};
     fs::create_directories(stage / "models");
-    log << "bundle: packing " << spec.artifact << "\n" << std::flush;
+    std::vector<std::string> parts = {"run.sh", "job.json", "models"};
+    if (installed) {
+        log << "bundle: the job runs the stagebench installed at " << spec.stagebench << "\n"
+            << std::flush;
+    } else {
+        log << "bundle: packing " << spec.artifact << "\n" << std::flush;
+        parts.push_back("stagebench");
+    }
     if (tarball) {
         ProcessOptions po;
         po.timeout_s = 1800;
-        auto r = run_process({"tar", "-xzf", tarball->string(), "-C", stage.string()}, po);
+        auto r = run_process({"tar", "-xzf", artifact.string(), "-C", stage.string()}, po);
         if (!r.ok())
-            throw runtime_error("bundle: unpacking " + tarball->string() + ": " + r.last_line());
-        fs::rename(stage / dist_tarball_stem(*tarball), stage / "stagebench");
-    } else {
+            throw runtime_error("bundle: unpacking " + artifact.string() + ": " + r.last_line());
+        fs::rename(stage / dist_tarball_stem(artifact), stage / "stagebench");
+    } else if (!installed) {
         fs::create_directories(stage / "stagebench" / "bin");
-        fs::copy_file(*agent, stage / "stagebench" / "bin" / "stagebench");
+        fs::copy_file(artifact, stage / "stagebench" / "bin" / "stagebench");
         fs::permissions(stage / "stagebench" / "bin" / "stagebench", fs::perms(0755));
     }
+    // Linked where they can be (the same file system), else copied.
+    auto add = [&](const std::string& from, const fs::path& dst) {
+        if (fs::exists(dst))
+            return;
+        fs::create_hard_link(fs::canonical(from), dst, ec);
+        if (ec)
+            fs::copy_file(from, dst);
+    };
     for (const auto& m : o.models) {
         const std::string name = fs::path(m).filename().string();
-        if (std::any_of(spec.models.begin(), spec.models.end(),
-                        [&](const BundleModel& b) { return b.path == "models/" + name; }))
-            continue;
-        log << "bundle: adding model " << name << "\n" << std::flush;
-        BundleModel bm{"models/" + name, sha256_file(m), fs::file_size(m)};
-        const fs::path dst = stage / "models" / name;
-        fs::create_hard_link(fs::canonical(m), dst, ec);
-        if (ec)
-            fs::copy_file(m, dst);
-        spec.models.push_back(bm);
+        if (!fs::exists(stage / "models" / name))
+            log << "bundle: adding model " << name << "\n" << std::flush;
+        add(m, stage / "models" / name);
+    }
+    if (!spec.gate.empty()) {
+        log << "bundle: adding the baseline " << *o.baseline << " (gate: " << shell_join(spec.gate)
+            << ")\n"
+            << std::flush;
+        add(*o.baseline, stage / "baseline.json");
+        parts.push_back("baseline.json");
     }
     write_output_file((stage / "job.json").string(), bundle_spec_json(spec), "job.json");
     write_output_file((stage / "run.sh").string(), bundle_run_script(spec), "run.sh");
     fs::permissions(stage / "run.sh", fs::perms(0755));
 
-    const fs::path part = out.parent_path() / ("." + out.filename().string() + ".part");
+    const fs::path part =
+        out.parent_path() / fmt::format(".{}.part-{}", out.filename().string(), ::getpid());
     ProcessOptions tar_options;
     tar_options.timeout_s = 3600;
     // Owner and times of this machine mean nothing on the device.
-    auto r = run_process({"tar", "-czf", part.string(), "--owner=0", "--group=0", "--numeric-owner",
-                          "-C", stage.string(), "run.sh", "job.json", "stagebench", "models"},
-                         tar_options);
+    std::vector<std::string> tar = {"tar",       "-czf",        part.string(),
+                                    "--owner=0", "--group=0",   "--numeric-owner",
+                                    "-C",        stage.string()};
+    tar.insert(tar.end(), parts.begin(), parts.end());
+    auto r = run_process(tar, tar_options);
     if (!r.ok()) {
         fs::remove(part, ec);
         throw runtime_error("bundle: tar: " + r.last_line());

@@ -35,6 +35,16 @@ std::string sha256_file(const std::string& path) {
     return hex;
 }
 
+std::string sha256_text(const std::string& text) {
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+    EVP_Digest(text.data(), text.size(), md, &n, EVP_sha256(), nullptr);
+    std::string hex;
+    for (unsigned int i = 0; i < n; ++i)
+        hex += fmt::format("{:02x}", md[i]);
+    return hex;
+}
+
 std::optional<fs::path> dist_tarball_for(const std::string& dist_dir, const std::string& arch) {
     std::error_code ec;
     std::optional<fs::path> best;

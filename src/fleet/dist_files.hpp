@@ -15,6 +15,8 @@ namespace sb {
 // The SHA-256 of the file's bytes as 64 lowercase hex digits, read in 1 MiB blocks (a model
 // of many GB is never held in memory). Throws sb::Error(input) when it cannot be read.
 std::string sha256_file(const std::string& path);
+// The SHA-256 of text's bytes, as sha256_file.
+std::string sha256_text(const std::string& text);
 
 // The newest stagebench-*-linux-<arch>.tar.gz in dist_dir (no agent); nullopt when none (or
 // the folder cannot be read).

@@ -20,11 +20,14 @@
 #include "core/arm_level.hpp"
 #include "core/document.hpp"
 #include "core/error.hpp"
+#include "core/file_io.hpp"
 #include "core/interrupt.hpp"
 #include "core/json_util.hpp"
 #include "core/result.hpp"
+#include "fleet/bundle.hpp"
 #include "fleet/device_probe.hpp"
 #include "fleet/dist_files.hpp"
+#include "fleet/results_folder.hpp"
 #include "fleet/transport.hpp"
 #include "store/result_store.hpp"
 #include "store/store_name.hpp"
@@ -89,6 +92,45 @@ std::optional<Version> parse_version(const std::string& text) {
     return v;
 }
 
+bool is_model_flag(const std::string& a) {
+    return a == "-m" || a == "--model";
+}
+
+std::vector<std::string> comma_list(const std::string& s) {
+    std::vector<std::string> out;
+    std::stringstream list(s);
+    for (std::string m; std::getline(list, m, ',');)
+        out.push_back(m);
+    return out;
+}
+
+// The last line of a log that is stagebench's own error ("stagebench: error: ..."), without
+// run.sh's closing summary; else its last non-empty line; "" when empty.
+std::string last_error_line(const std::string& text) {
+    std::istringstream in(text);
+    std::string line, error, last;
+    while (std::getline(in, line)) {
+        while (!line.empty() && (line.back() == '\r' || line.back() == ' '))
+            line.pop_back();
+        if (line.empty())
+            continue;
+        last = line;
+        if (line.rfind("stagebench: error: ", 0) == 0 &&
+            line.find("not measured (stagebench exited") == std::string::npos)
+            error = line.substr(19);
+    }
+    return error.empty() ? last : error;
+}
+
+std::string utc_stamp() {
+    const std::time_t t = std::time(nullptr);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char stamp[32];
+    std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+    return stamp;
+}
+
 std::string self_exe() {
     std::error_code ec;
     return fs::read_symlink("/proc/self/exe", ec).string();
@@ -106,6 +148,11 @@ struct Job {
     std::optional<std::string> error, error_kind;  // a failure before the command ran
     bool skip = false;
     std::optional<int64_t> done_doc;  // --resume: the document already stored
+    // ssh and adb devices run a job (fleet/bundle.hpp): unpacked there in job_dir, named by
+    // job_key (the first 16 hex digits of bundle_key), run with run_args.
+    bool bundled = false;
+    std::string job_dir, job_key;
+    std::vector<std::string> run_args;
 };
 
 class Fleet {
@@ -115,6 +162,7 @@ class Fleet {
         if (!o.db_path.empty())
             store_ = ResultStore::open(o.db_path);
         command_json_ = dump_json(json(o.command));
+        split_for_jobs();
     }
 
     // The devices to work on (--only), each with its transport and work directory.
@@ -128,10 +176,16 @@ class Fleet {
             j->spec.gates = inv_.gates.overridden_by(d.gates).overridden_by(o_.gates);
             j->t = make_transport(j->spec);
             j->workdir = workdir_of(j->spec);
+            j->bundled = d.kind == TransportKind::ssh || d.kind == TransportKind::adb;
             jobs_.push_back(std::move(j));
         }
         if (jobs_.empty())
             throw usage_error("--only names no device of inventory '" + inv_.path + "'");
+        // A job's run.sh writes the trace and the JUnit into its results folder itself.
+        const bool any_job =
+            std::any_of(jobs_.begin(), jobs_.end(), [](const auto& j) { return j->bundled; });
+        if (any_job && !o_.command.empty())
+            check_measuring_command(o_.command, "fleet run", {"--trace", "--junit"});
     }
 
     FleetRunSummary run() {
@@ -311,11 +365,221 @@ class Fleet {
         say(j, "reaching " + j.spec.transport);
         j.id = parse_identity(must(j, identity_script(), "reading its identity"));
         must(j, "mkdir -p " + shell_quote(j.workdir), "making " + j.workdir);
-        deploy(j);
+        if (j.bundled)
+            deploy_job(j);
+        else
+            deploy(j);
         say(j, fmt::format("{} {}, stagebench {} (llama.cpp {}){}", j.id.arch,
                            j.id.model.value_or(j.id.cpu.value_or("")), j.version->tool,
                            j.version->llama_commit, j.artifact.empty() ? "" : ", " + j.artifact));
-        push_models(j);
+        if (j.bundled)
+            resolve_run_args(j);
+        else
+            push_models(j);
+    }
+
+    // --- ssh and adb devices: the measuring command as a job (fleet/bundle.hpp) ---
+
+    // The command split once for the jobs: its name and each -m whose models are all files of
+    // this machine go into the job (the files packed, the flag rewritten to models/NAME), the
+    // rest become run.sh's arguments, so that one job serves every run of the same stagebench,
+    // models and command whatever the other arguments. `fleet rpc` (no command) packs the
+    // stagebench alone.
+    void split_for_jobs() {
+        const auto& c = o_.command;
+        job_command_ = {c.empty() ? std::string("run") : c[0]};
+        for (std::size_t i = 1; i < c.size(); ++i) {
+            if (!is_model_flag(c[i]) || i + 1 == c.size()) {
+                rest_args_.push_back(c[i]);
+                continue;
+            }
+            const auto models = comma_list(c[i + 1]);
+            const auto here = std::count_if(models.begin(), models.end(),
+                                            [](const auto& m) { return fs::is_regular_file(m); });
+            if (here > 0 && here == static_cast<long>(models.size())) {
+                job_command_.insert(job_command_.end(), {c[i], c[i + 1]});
+                for (const auto& m : models)
+                    if (std::find(job_models_.begin(), job_models_.end(), m) == job_models_.end())
+                        job_models_.push_back(m);
+            } else if (here > 0) {
+                throw usage_error("fleet run: " + c[i] + " '" + c[i + 1] +
+                                  "' mixes files of this machine with presets or paths of the "
+                                  "devices; give each kind its own " +
+                                  c[i]);
+            } else {
+                rest_args_.insert(rest_args_.end(), {c[i], c[i + 1]});
+            }
+            ++i;
+        }
+    }
+
+    // Where fleet run keeps the jobs it makes: beside the dist they are made of (dist/jobs/),
+    // else in the user's cache when the dist folder cannot be written.
+    std::string jobs_cache_dir() const {
+        std::error_code ec;
+        const fs::path beside = fs::path(o_.dist_dir) / "jobs";
+        fs::create_directories(beside, ec);
+        if (!ec && ::access(beside.c_str(), W_OK) == 0)
+            return beside.string();
+        const char* xdg = std::getenv("XDG_CACHE_HOME");
+        const char* home = std::getenv("HOME");
+        const fs::path cache =
+            xdg && *xdg ? fs::path(xdg) : fs::path(home ? home : "/tmp") / ".cache";
+        const fs::path dir = cache / "stagebench" / "jobs";
+        fs::create_directories(dir, ec);
+        if (ec)
+            throw input_error("fleet run: cannot make a folder for its jobs, neither " +
+                              beside.string() + " nor " + dir.string() + ": " + ec.message());
+        return dir.string();
+    }
+
+    struct MadeJob {
+        BundleSpec spec;
+        std::string path, key;
+    };
+
+    // The job for bo, made once per content (bundle_key) and kept in the jobs folder; a job
+    // already there is used as it is. One at a time: parallel devices of one target share it.
+    MadeJob job_for(BundleOptions bo) {
+        std::lock_guard lk(bundle_mu_);
+        const std::string which = bo.installed_stagebench.value_or("target:" + bo.target);
+        auto it = made_.find(which);
+        if (it != made_.end())
+            return it->second;
+        MadeJob m;
+        m.spec = plan_bundle(bo);
+        m.key = bundle_key(m.spec);
+        const fs::path dir = jobs_cache_dir();
+        m.path = (dir / (m.key.substr(0, 16) + ".tar.gz")).string();
+        std::error_code ec;
+        if (!fs::is_regular_file(m.path)) {
+            bo.out = m.path;
+            std::ostringstream quiet;  // bundle's own progress: the devices' lines say it
+            write_bundle(bo, m.spec, quiet);
+            prune_jobs(dir, m.path);
+        } else {
+            // Used now: the last to be pruned.
+            fs::last_write_time(m.path, fs::file_time_type::clock::now(), ec);
+        }
+        made_[which] = m;
+        return m;
+    }
+
+    // The jobs folder keeps the kKeptJobs last used; older ones (another dist, other models)
+    // are removed, never the one just made. A job being copied elsewhere stays readable.
+    static void prune_jobs(const fs::path& dir, const std::string& keep) {
+        constexpr std::size_t kKeptJobs = 8;
+        std::vector<std::pair<fs::file_time_type, fs::path>> jobs;
+        std::error_code ec;
+        for (const auto& e : fs::directory_iterator(dir, ec)) {
+            const std::string n = e.path().filename().string();
+            if (n.size() == 16 + 7 && n.substr(16) == ".tar.gz" && e.is_regular_file(ec))
+                jobs.emplace_back(e.last_write_time(ec), e.path());
+        }
+        if (jobs.size() <= kKeptJobs)
+            return;
+        std::sort(jobs.begin(), jobs.end(),
+                  [](const auto& a, const auto& b) { return a.first > b.first; });
+        for (std::size_t i = kKeptJobs; i < jobs.size(); ++i)
+            if (jobs[i].second != fs::path(keep))
+                fs::remove(jobs[i].second, ec);
+    }
+
+    // The job of the device's target (as deploy() picks a stagebench: the dist tarball of its
+    // architecture, a phone's agent of its ARM level, or the one the inventory names), copied
+    // there once per content into WORKDIR/jobs/KEY/ and unpacked.
+    void deploy_job(Job& j) {
+        const DeviceSpec& d = j.spec;
+        BundleOptions bo;
+        bo.dist_dir = o_.dist_dir;
+        bo.models = job_models_;
+        bo.command = job_command_;
+        if (d.stagebench) {
+            std::string path = *d.stagebench;
+            if (path.rfind('/', 0) != 0) {
+                // A name on the device's PATH: the job names it by its path there.
+                auto r = sh(j, "command -v " + shell_quote(path));
+                std::string found = r.out.substr(0, r.out.find('\n'));
+                if (!r.ok() || found.rfind('/', 0) != 0)
+                    throw input_error(d.name + ": its stagebench '" + path + "' is not there");
+                path = found;
+            }
+            bo.installed_stagebench = path;
+        } else {
+            const std::string arch = dist_arch(j.id.arch);
+            if (arch.empty())
+                throw input_error(d.name + ": no stagebench for its architecture '" + j.id.arch +
+                                  "'");
+            if (!j.id.android && dist_tarball_for(o_.dist_dir, arch)) {
+                bo.target = arch;
+            } else if (arch == "arm64") {
+                // A phone (or an ARM board without the tarball): the static agent of its level.
+                std::set<std::string> features;
+                try {
+                    features = cpuinfo_common_features(j.id.cpuinfo);
+                } catch (const Error&) {
+                }
+                const ArmLevel best = best_arm_level(features);
+                std::optional<ArmLevel> level;
+                for (ArmLevel l : kArmLevels)
+                    if (dist_agent(o_.dist_dir, l) && l <= best)
+                        level = l;
+                if (!level)
+                    throw input_error(
+                        fmt::format("{}: no agent in {} for {} (make agents builds {})", d.name,
+                                    o_.dist_dir, arm_level_name(best), agent_file_name(best)));
+                bo.target = "agent-" + arm_level_name(*level);
+            } else {
+                throw input_error(d.name + ": no stagebench-*-linux-" + arch + ".tar.gz in " +
+                                  o_.dist_dir + " (make dist)");
+            }
+        }
+        const MadeJob m = job_for(bo);
+        j.job_key = m.key.substr(0, 16);
+        const std::string jobs = j.workdir + "/jobs";
+        j.job_dir = jobs + "/" + j.job_key;
+        if (!sh(j, "test -f " + shell_quote(j.job_dir + "/.ok")).ok()) {
+            std::error_code ec;
+            const auto bytes = fs::file_size(m.path, ec);
+            say(j, fmt::format("deploying {}{} model(s) as job {} ({:.1f} MB)",
+                               m.spec.artifact.empty() ? "" : m.spec.artifact + " and ",
+                               m.spec.models.size(), j.job_key,
+                               ec ? 0.0 : static_cast<double>(bytes) / 1e6));
+            must(j, "mkdir -p " + shell_quote(jobs), "making " + jobs);
+            const std::string tarball = j.job_dir + ".tar.gz";
+            j.t->push(m.path, tarball, kCopyTimeoutS);
+            // Unpacked beside, then marked: a job half unpacked (a full disk) is never used.
+            const std::string q = shell_quote(j.job_dir), qt = shell_quote(tarball);
+            must(j,
+                 "rm -rf " + q + " && mkdir " + q + " && { err=$(tar -xzf " + qt + " -C " + q +
+                     " 2>&1) || { rm -rf " + q + " " + qt +
+                     "; printf '%s\\n' \"$err\" | head -n 1 >&2; " + "exit 1; }; } && rm -f " + qt +
+                     " && touch " + shell_quote(j.job_dir + "/.ok"),
+                 "unpacking the job", kCopyTimeoutS);
+        }
+        j.sb = m.spec.stagebench.rfind('/', 0) == 0 ? m.spec.stagebench
+                                                    : j.job_dir + "/" + m.spec.stagebench;
+        j.artifact = m.spec.artifact;
+        j.version = version_of(j, with_prefix(j, j.sb));
+        if (!j.version)
+            throw runtime_error(d.name + ": the job's stagebench does not run there (" + j.sb +
+                                ")");
+    }
+
+    // run.sh's arguments on this device: each -m preset:NAME synthesised there (once), other
+    // models passed as they are (paths the device has).
+    void resolve_run_args(Job& j) {
+        j.run_args = rest_args_;
+        for (std::size_t i = 0; i + 1 < j.run_args.size(); ++i) {
+            if (!is_model_flag(j.run_args[i]))
+                continue;
+            std::string joined;
+            for (const auto& m : comma_list(j.run_args[i + 1]))
+                joined += (joined.empty() ? "" : ",") +
+                          (m.rfind("preset:", 0) == 0 ? synth_there(j, m.substr(7)) : m);
+            j.run_args[i + 1] = joined;
+            ++i;
+        }
     }
 
     std::optional<Version> version_of(Job& j, const std::vector<std::string>& argv) {
@@ -359,6 +623,8 @@ class Fleet {
         return out;
     }
 
+    // A local or exec device's stagebench: one the inventory names, an agent (or this
+    // stagebench) behind an exec prefix, or this stagebench.
     void deploy(Job& j) {
         const DeviceSpec& d = j.spec;
         if (d.stagebench) {
@@ -396,51 +662,15 @@ class Fleet {
                                   " runs behind its prefix (make agents, make dist)");
             return;
         }
-        if (d.kind == TransportKind::local) {
-            j.sb = self_exe();
-            j.version = version_of(j, {j.sb});
-            if (!j.version)
-                throw runtime_error(d.name + ": this stagebench does not run: " + j.sb);
-            return;
-        }
-        const std::string arch = dist_arch(j.id.arch);
-        if (arch.empty())
-            throw input_error(d.name + ": no stagebench for its architecture '" + j.id.arch + "'");
-        std::optional<fs::path> tarball;
-        if (!j.id.android)
-            tarball = dist_tarball_for(o_.dist_dir, arch);
-        if (tarball) {
-            const std::string dir = push_once(j, tarball->string(), true);
-            j.sb = dir + "/" + dist_tarball_stem(*tarball) + "/bin/stagebench";
-            j.artifact = tarball->filename().string();
-        } else if (arch == "arm64") {
-            // A phone (or an ARM board without the tarball): the static agent of its ARM level.
-            std::set<std::string> features;
-            try {
-                features = cpuinfo_common_features(j.id.cpuinfo);
-            } catch (const Error&) {
-            }
-            const ArmLevel best = best_arm_level(features);
-            std::optional<fs::path> agent;
-            for (ArmLevel l : kArmLevels)
-                if (auto p = dist_agent(o_.dist_dir, l); p && l <= best)
-                    agent = p;
-            if (!agent)
-                throw input_error(fmt::format("{}: no agent in {} for {} (make agents builds {})",
-                                              d.name, o_.dist_dir, arm_level_name(best),
-                                              agent_file_name(best)));
-            const std::string dir = push_once(j, agent->string(), false);
-            j.sb = dir + "/" + agent->filename().string();
-            j.artifact = agent->filename().string();
-        } else {
-            throw input_error(d.name + ": no stagebench-*-linux-" + arch + ".tar.gz in " +
-                              o_.dist_dir + " (make dist)");
-        }
-        j.version = version_of(j, with_prefix(j, j.sb));
+        // A local device: this machine's own stagebench. (ssh and adb devices get a job:
+        // deploy_job.)
+        j.sb = self_exe();
+        j.version = version_of(j, {j.sb});
         if (!j.version)
-            throw runtime_error(d.name + ": the deployed stagebench does not run (" + j.sb + ")");
+            throw runtime_error(d.name + ": this stagebench does not run: " + j.sb);
     }
 
+    // A local or exec device's models: the files here, presets synthesised (once).
     void push_models(Job& j) {
         std::map<std::string, std::string> remote;
         for (std::size_t i = 0; i + 1 < o_.command.size(); ++i) {
@@ -454,20 +684,10 @@ class Fleet {
                     remote[m] = synth_there(j, m.substr(7));
                     continue;
                 }
-                if (!fs::is_regular_file(m))
-                    continue;  // a path the device has, or a model behind a server
-                if (j.t->is_this_machine()) {
+                // This machine's files (local and exec devices) as they are; anything else a
+                // model behind a server.
+                if (fs::is_regular_file(m))
                     remote[m] = fs::absolute(m).string();
-                    continue;
-                }
-                const std::string path = j.workdir + "/models/" + content_hash(m) + "-" +
-                                         fs::path(m).filename().string();
-                if (!sh(j, "test -f " + shell_quote(path)).ok()) {
-                    say(j, "copying model " + fs::path(m).filename().string());
-                    must(j, "mkdir -p " + shell_quote(j.workdir + "/models"), "making models/");
-                    j.t->push(m, path, kCopyTimeoutS);
-                }
-                remote[m] = path;
             }
         }
         std::lock_guard lk(jobs_mu_);
@@ -656,9 +876,55 @@ class Fleet {
         return out;
     }
 
-    void measure(Job& j) {
-        Warnings gate_warnings;
-        json gate_json = gates(j, gate_warnings);
+    // What one command left: the transport's result, the document (also a partial one), and
+    // for a job the local results folder and what went wrong with it.
+    struct Ran {
+        ProcessResult r;
+        double took_s = 0;
+        std::optional<ResultDocument> doc;
+        std::string doc_error;
+        std::string results_dir;           // a job's results folder here ("" : none)
+        std::optional<std::string> error;  // a job's failure, one line (without the device)
+        std::string error_kind = "runtime";
+    };
+
+    std::string device_line(const Job& j) const {
+        std::string line;
+        if (!j.spec.env.empty()) {
+            line += "env";
+            for (const auto& [k, v] : j.spec.env)
+                line += " " + k + "=" + shell_quote(v);
+            line += " ";
+        }
+        return line;
+    }
+
+    // --timeout is enforced on the device, with an interrupt: the command keeps what it
+    // measured (its --out document) and stops as after Ctrl-C; killed 30 s later if it does
+    // not. Killing the local ssh or adb client alone would leave it running there.
+    std::vector<std::string> timeout_words() const {
+        if (o_.timeout_s <= 0)
+            return {};
+        return {"timeout", "-s", "INT", "-k", "30", fmt::format("{:.0f}", std::ceil(o_.timeout_s))};
+    }
+
+    // The local deadline only backs up the device's (a device that stops answering).
+    double local_deadline() const { return o_.timeout_s > 0 ? o_.timeout_s + 90 : 0; }
+
+    static void try_load(Ran& out, const std::string& path) {
+        if (out.doc)
+            return;
+        try {
+            if (fs::is_regular_file(path) && fs::file_size(path) > 0)
+                out.doc = load_result_document(path);
+        } catch (const Error& e) {
+            out.doc_error = e.what();
+        }
+    }
+
+    // A local or exec device: this machine's stagebench (or one behind a prefix) on the
+    // command's own arguments, the document read from its --out file or stdout.
+    Ran run_direct(Job& j) {
         std::vector<std::string> args = o_.command;
         std::map<std::string, std::string> remote_models;
         {
@@ -666,11 +932,10 @@ class Fleet {
             remote_models = j_models_[&j];
         }
         for (std::size_t i = 0; i + 1 < args.size(); ++i) {
-            if (args[i] != "-m" && args[i] != "--model")
+            if (!is_model_flag(args[i]))
                 continue;
             std::string joined;
-            std::stringstream list(args[i + 1]);
-            for (std::string m; std::getline(list, m, ',');) {
+            for (const auto& m : comma_list(args[i + 1])) {
                 auto it = remote_models.find(m);
                 joined +=
                     (joined.empty() ? "" : ",") + (it == remote_models.end() ? m : it->second);
@@ -685,58 +950,129 @@ class Fleet {
         const bool with_out = kWithOut.count(args[0]) > 0;
         if (with_out)
             args.insert(args.end(), {"--out", remote_out});
-        std::string line = "cd " + shell_quote(j.workdir) + " && mkdir -p results && ";
-        if (!j.spec.env.empty()) {
-            line += "env";
-            for (const auto& [k, v] : j.spec.env)
-                line += " " + k + "=" + shell_quote(v);
-            line += " ";
-        }
+        std::string line =
+            "cd " + shell_quote(j.workdir) + " && mkdir -p results && " + device_line(j);
         auto argv = with_prefix(j, j.sb);
         argv.insert(argv.end(), args.begin(), args.end());
-        // --timeout is enforced on the device, with an interrupt: the command keeps what it
-        // measured (its --out document) and stops as after Ctrl-C; killed 30 s later if it
-        // does not. Killing the local ssh or adb client alone would leave it running there.
-        if (o_.timeout_s > 0) {
-            const std::vector<std::string> t = {
-                "timeout", "-s", "INT", "-k", "30", fmt::format("{:.0f}", std::ceil(o_.timeout_s))};
-            argv.insert(argv.begin(), t.begin(), t.end());
-        }
+        const auto t = timeout_words();
+        argv.insert(argv.begin(), t.begin(), t.end());
         line += shell_join(argv);
         say(j, "running " + shell_join(o_.command));
         const fs::path tmp = fs::temp_directory_path() /
                              fmt::format("sb-fleet-{}-{}-{}", ::getpid(), j.spec.name, stamp);
         fs::create_directories(tmp);
         const std::string stdout_file = (tmp / "stdout.json").string();
+        Ran out;
         const auto t0 = std::chrono::steady_clock::now();
-        // The local deadline only backs up the device's (a device that stops answering).
-        ProcessResult r = j.t->shell(line, o_.timeout_s > 0 ? o_.timeout_s + 90 : 0, stdout_file);
-        const double took =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        out.r = j.t->shell(line, local_deadline(), stdout_file);
+        out.took_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         // The document: the one written as it went (also after a failure), else stdout.
-        std::optional<ResultDocument> doc;
-        std::string doc_error;
-        auto try_load = [&](const std::string& path) {
-            if (doc)
-                return;
-            try {
-                if (fs::is_regular_file(path) && fs::file_size(path) > 0)
-                    doc = load_result_document(path);
-            } catch (const Error& e) {
-                doc_error = e.what();
-            }
-        };
         if (with_out) {
             const std::string local_out = (tmp / "out.json").string();
             try {
                 j.t->pull(remote_out, local_out, kCopyTimeoutS);
-                try_load(local_out);
+                try_load(out, local_out);
             } catch (const Error&) {
             }
         }
-        try_load(stdout_file);
+        try_load(out, stdout_file);
         std::error_code ec;
         fs::remove_all(tmp, ec);
+        return out;
+    }
+
+    // Where the results folders of the jobs come back to: beside a SQLite store (a database
+    // has no "beside": the current folder), FLEET-results/DEVICE/STAMP/.
+    fs::path results_root() const {
+        const fs::path base = is_postgres_url(o_.db_path) || o_.db_path.empty()
+                                  ? fs::current_path()
+                                  : fs::absolute(o_.db_path).parent_path();
+        return base / (inv_.name + "-results");
+    }
+
+    // An ssh or adb device: its job's run.sh with the command's other arguments, writing into
+    // WORKDIR/results/STAMP/, which comes back here whole and is checked against its manifest.
+    Ran run_job(Job& j) {
+        const std::string stamp = utc_stamp() + "-" + std::to_string(::getpid());
+        const std::string remote = j.workdir + "/results/" + stamp;
+        std::vector<std::string> argv = timeout_words();
+        argv.insert(argv.end(), {"sh", j.job_dir + "/run.sh"});
+        argv.insert(argv.end(), j.run_args.begin(), j.run_args.end());
+        // From the login's folder, where a relative work directory is (run.sh takes a relative
+        // STAGEBENCH_RESULTS as the caller's).
+        const std::string line = "mkdir -p " + shell_quote(remote) + " && " + device_line(j) +
+                                 "STAGEBENCH_RESULTS=" + shell_quote(remote) + " " +
+                                 shell_join(argv);
+        say(j, "running " + shell_join(o_.command) + " (job " + j.job_key + ")");
+        Ran out;
+        const auto t0 = std::chrono::steady_clock::now();
+        out.r = j.t->shell(line, local_deadline());
+        out.took_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+        // The results folder, back here: the manifest first, then every file it lists.
+        const fs::path local = results_root() / j.spec.name / stamp;
+        std::error_code ec;
+        fs::create_directories(local, ec);
+        if (ec) {
+            out.error = "cannot make the results folder " + local.string() + ": " + ec.message();
+            return out;
+        }
+        out.results_dir = local.string();
+        auto pull = [&](const std::string& name) {
+            j.t->pull(remote + "/" + name, (local / name).string(), kCopyTimeoutS);
+        };
+        try {
+            pull("manifest.json");
+            const ResultsManifest m = read_results_manifest(local.string());
+            for (const auto& f : m.files)
+                pull(f.name);
+            verify_results_folder(m);
+            for (const auto& f : m.files)
+                if (f.kind == "document")
+                    try_load(out, (local / f.name).string());
+            if (out.r.exit_code != 0 && out.r.exit_code <= 2 && !out.doc_error.empty())
+                out.error = out.doc_error;
+        } catch (const Error& e) {
+            // No manifest (run.sh did not finish: a lost connection, a kill) or one that does
+            // not check: what the command wrote is still fetched and kept here.
+            for (const char* f : {"result.json", "stderr.log"}) {
+                try {
+                    if (!fs::exists(local / f))
+                        pull(f);
+                } catch (const Error&) {
+                }
+            }
+            try_load(out, (local / "result.json").string());
+            if (out.r.exit_code >= 0 && out.r.exit_code <= 2)
+                out.error = std::string("its results folder does not check: ") + e.what();
+        }
+        if (o_.timeout_s > 0 && out.r.exit_code == 124)  // timeout(1)'s status when it struck
+            out.error = fmt::format("stopped at --timeout ({:.0f} s): what it measured is kept",
+                                    std::ceil(o_.timeout_s));
+        if (!out.error && (out.r.exit_code == 1 || out.r.exit_code == 2)) {
+            std::string log;
+            try {
+                log = read_input_file((local / "stderr.log").string(), "stderr.log");
+            } catch (const Error&) {
+            }
+            const std::string why = last_error_line(log + "\n" + out.r.err);
+            if (out.r.exit_code == 2) {
+                out.error = why.empty() ? "not measured" : why;
+                out.error_kind = "input";
+            } else {
+                out.error = "measured, but a test or the gate failed" +
+                            (why.empty() ? std::string() : ": " + why);
+            }
+        }
+        return out;
+    }
+
+    void measure(Job& j) {
+        Warnings gate_warnings;
+        json gate_json = gates(j, gate_warnings);
+        Ran ran = j.bundled ? run_job(j) : run_direct(j);
+        const ProcessResult& r = ran.r;
+        std::optional<ResultDocument>& doc = ran.doc;
 
         std::optional<int64_t> doc_id;
         std::string store_error;  // the store refused the document (written to a file)
@@ -755,41 +1091,48 @@ class Fleet {
             identity["ggml_cpu_variant"] =
                 j.version->cpu_variant ? json(*j.version->cpu_variant) : json(nullptr);
             identity["gates"] = gate_json;
+            if (j.bundled)
+                identity["job"] = {{"key", j.job_key}, {"results", ran.results_dir}};
             doc->fleet = identity;
             for (auto& w : gate_warnings)
                 doc->warnings.push_back(w);
             doc_id = store_document(j, *doc, store_error);
         }
-        const bool ok = r.ok() && doc && doc_id;
+        const bool ok = r.ok() && !ran.error && doc && doc_id;
         FleetRun row_ = row(j);
         row_.document_id = doc_id;
         row_.status = ok ? "ok" : "failed";
         if (!ok) {
             std::string err;
-            if (!store_error.empty() && r.ok())
-                err = j.spec.name + ": " + store_error;
-            else if (r.ok())
-                err = j.spec.name + ": the command gave no result document" +
-                      (doc_error.empty() ? "" : ": " + doc_error);
-            else if (r.exit_code == 255 && j.spec.kind == TransportKind::ssh)
+            if (r.exit_code == 255 && j.spec.kind == TransportKind::ssh)
                 err = transport_error(j.spec, "connection lost", r);
             else if (r.timed_out || r.interrupted || r.signal || !r.started)
                 err = transport_error(j.spec, "the command", r);
+            else if (ran.error)
+                err = j.spec.name + ": " + *ran.error;
+            else if (!store_error.empty() && r.ok())
+                err = j.spec.name + ": " + store_error;
+            else if (r.ok())
+                err = j.spec.name + ": the command gave no result document" +
+                      (ran.doc_error.empty() ? "" : ": " + ran.doc_error);
             else if (r.exit_code > 128 && r.exit_code < 160)
                 err = fmt::format("{}: the command was killed by signal {} on the device",
                                   j.spec.name, r.exit_code - 128);
             else
                 err = j.spec.name + ": " + r.last_line();
             row_.error = err;
-            row_.error_kind = r.exit_code == 2 ? "input" : "runtime";
+            row_.error_kind = j.bundled ? ran.error_kind : r.exit_code == 2 ? "input" : "runtime";
             say(j, "failed: " + err +
                        (doc_id ? fmt::format(" (what it measured is document #{})", *doc_id) : ""));
             if (!store_error.empty() && !r.ok())
                 say(j, "failed to store what it measured: " + store_error);
+            if (!ran.results_dir.empty())
+                say(j, "its results folder: " + ran.results_dir);
             std::lock_guard lk(store_mu_);
             ++summary_.failed;
         } else {
-            say(j, fmt::format("ok: document #{} in {:.1f} s", *doc_id, took));
+            say(j, fmt::format("ok: document #{} in {:.1f} s{}", *doc_id, ran.took_s,
+                               ran.results_dir.empty() ? "" : ", results in " + ran.results_dir));
             std::lock_guard lk(store_mu_);
             ++summary_.ok;
         }
@@ -803,7 +1146,11 @@ class Fleet {
     std::string command_json_;
     std::vector<std::unique_ptr<Job>> jobs_;
     std::map<const Job*, std::map<std::string, std::string>> j_models_;
-    std::mutex log_mu_, store_mu_, jobs_mu_;
+    // The jobs: the command's part packed (name, -m files) and run.sh's arguments; the jobs
+    // made in this run, by target (or installed stagebench).
+    std::vector<std::string> job_command_, job_models_, rest_args_;
+    std::map<std::string, MadeJob> made_;
+    std::mutex log_mu_, store_mu_, jobs_mu_, bundle_mu_;
     FleetRunSummary summary_;
 };
 

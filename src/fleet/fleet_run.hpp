@@ -1,16 +1,25 @@
 #pragma once
 // `stagebench fleet run`: one measuring command on every device of an inventory, into one
-// results store (README "Fleet"). Per device, in order:
+// results store (docs/fleet.md). Per device, in order:
 //   1. reach it and read its identity (fleet/device_probe.hpp);
-//   2. deploy the stagebench for its architecture from the dist folder (a tarball of `make
-//      dist`, or a static agent of `make agents` on Android and emulated ARM), skipped when the
-//      same file (by content hash) is already there; or use the device's own stagebench;
+//   2. an ssh or adb device gets a job (fleet/bundle.hpp, the lab's job format): the
+//      stagebench for its architecture from the dist folder (a tarball of `make dist`, or a
+//      static agent of `make agents` on Android), or none when the inventory names the
+//      device's own, with the command's name and its models (each -m whose files are this
+//      machine's). The job is made once per content (bundle_key) into DIST/jobs/ (else
+//      ~/.cache/stagebench/jobs/; the 8 last used kept) and copied to WORKDIR/jobs/KEY/ once,
+//      unpacked there. A local
+//      device runs this stagebench on this machine's files; an exec device an agent (or this
+//      stagebench) behind its prefix, pushed once by content hash;
 //   3. read that stagebench's version: every device must run the same stagebench and llama.cpp
 //      commit, unless allow_mixed;
-//   4. push the models the command names (once per device and content hash);
+//   4. -m preset:NAME synthesised there, once;
 //   5. check the gates: wait to cool below cool_to, refuse on a gate's refusal;
-//   6. run the command, copy its document back (also a partial one after a failure), add the
-//      device's identity (document "fleet") and append it to the store;
+//   6. run the command: on an ssh or adb device the job's run.sh with the command's other
+//      arguments, its results folder (WORKDIR/results/STAMP/) copied back whole beside the
+//      store (FLEET-results/DEVICE/STAMP/) and checked against its manifest's sha256 hashes;
+//      on a local or exec device the stagebench itself. Its document (also a partial one
+//      after a failure), with the device's identity (document "fleet"), goes to the store;
 // and record the outcome in the store's fleet_runs, failures with their one-line error. A
 // device that fails never stops the others.
 #include <functional>
@@ -73,8 +82,10 @@ void check_measuring_command(const std::vector<std::string>& command, const std:
 // sets (-o, --out, --db), or an option is out of range.
 void check_fleet_options(const FleetRunOptions& o);
 
-// Throws sb::Error(usage) for a bad command or option (check_fleet_options), sb::Error(input) for a
-// bad inventory or store; a device's failure is recorded, never thrown.
+// Throws sb::Error(usage) for a bad command or option (check_fleet_options; with an ssh or adb
+// device also --trace and --junit in the command, which the job's run.sh sets, and a -m that
+// mixes this machine's files with presets or the devices' paths), sb::Error(input) for a bad
+// inventory or store; a device's failure is recorded, never thrown.
 FleetRunSummary run_fleet(const Inventory& inv, const FleetRunOptions& o, std::ostream& log);
 
 }  // namespace sb

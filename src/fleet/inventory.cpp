@@ -3,10 +3,13 @@
 #include <fmt/format.h>
 
 #include <toml++/toml.h>
+#include <yaml.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -395,12 +398,112 @@ std::vector<std::string> ini_words(const std::string& line) {
 
 }  // namespace
 
-Inventory parse_ansible_inventory(const std::string& text, const std::string& source) {
-    Reader r{source};
-    // Hosts in the order first seen, their own variables, and the groups each is in.
+namespace {
+
+// One variable of an Ansible inventory: its text (a scalar as written, without quotes), or a
+// list or mapping, which fleet run never reads (a playbook's own variables).
+struct AnsibleVar {
+    std::string text;
+    bool scalar = true;
+};
+using AnsibleVars = std::map<std::string, AnsibleVar>;
+
+// An Ansible inventory as read, INI or YAML: hosts in the order first seen, their own
+// variables, each group's variables, hosts and child groups.
+struct AnsibleModel {
     std::vector<std::string> order;
-    std::map<std::string, std::map<std::string, std::string>> host_vars, group_vars;
+    std::map<std::string, AnsibleVars> host_vars, group_vars;
     std::map<std::string, std::set<std::string>> group_hosts, group_children;
+    std::set<std::string> groups;
+
+    void add_host(const std::string& group, const std::string& host) {
+        if (!host_vars.count(host))
+            order.push_back(host);
+        host_vars[host];
+        group_hosts[group].insert(host);
+        groups.insert(group);
+    }
+};
+
+// Each host's variables merged as Ansible merges them: the groups the host is in (with every
+// group above them), shallowest first (all, then its children, then theirs: a group's depth
+// is one more than its deepest parent's), groups of one depth by name, then the host's own.
+std::vector<AnsibleHost> merged_hosts(const AnsibleModel& m, const Reader& r) {
+    std::map<std::string, std::set<std::string>> parents;
+    for (const auto& [g, children] : m.group_children)
+        for (const auto& c : children)
+            parents[c].insert(g);
+    std::set<std::string> all_groups = m.groups;
+    for (const auto& [g, c] : m.group_children) {
+        all_groups.insert(g);
+        all_groups.insert(c.begin(), c.end());
+    }
+    for (const auto& [g, v] : m.group_vars)
+        all_groups.insert(g);
+    // Every group without a parent is a child of all.
+    std::map<std::string, int> depth;
+    std::function<int(const std::string&, int)> depth_of = [&](const std::string& g, int hops) {
+        if (g == "all")
+            return 0;
+        if (hops > static_cast<int>(all_groups.size()) + 1)
+            r.fail("group '" + g + "'", "its children lead back to it");
+        if (auto it = depth.find(g); it != depth.end())
+            return it->second;
+        int d = 1;
+        for (const auto& p : parents[g])
+            d = std::max(d, depth_of(p, hops + 1) + 1);
+        depth[g] = d;
+        return d;
+    };
+    for (const auto& g : all_groups)
+        depth_of(g, 0);
+    // The groups a host is in, directly or through children.
+    auto groups_of = [&](const std::string& h) {
+        std::set<std::string> out = {"all"};
+        std::vector<std::string> todo;
+        for (const auto& [g, hosts] : m.group_hosts)
+            if (hosts.count(h))
+                todo.push_back(g);
+        while (!todo.empty()) {
+            const std::string g = todo.back();
+            todo.pop_back();
+            if (!out.insert(g).second && g != "all")
+                continue;
+            for (const auto& p : parents[g])
+                todo.push_back(p);
+        }
+        return out;
+    };
+    std::vector<AnsibleHost> out;
+    for (const auto& h : m.order) {
+        std::vector<std::string> gs;
+        for (const auto& g : groups_of(h))
+            gs.push_back(g);
+        std::stable_sort(gs.begin(), gs.end(), [&](const std::string& a, const std::string& b) {
+            const int da = a == "all" ? 0 : depth[a], db = b == "all" ? 0 : depth[b];
+            return da != db ? da < db : a < b;
+        });
+        AnsibleVars vars;
+        for (const auto& g : gs)
+            if (auto it = m.group_vars.find(g); it != m.group_vars.end())
+                for (const auto& [k, v] : it->second)
+                    vars[k] = v;
+        for (const auto& [k, v] : m.host_vars.at(h))
+            vars[k] = v;
+        AnsibleHost host{h, {}, {}};
+        for (const auto& [k, v] : vars) {
+            if (v.scalar)
+                host.vars[k] = v.text;
+            else
+                host.structured.insert(k);
+        }
+        out.push_back(std::move(host));
+    }
+    return out;
+}
+
+AnsibleModel read_ini(const std::string& text, const Reader& r) {
+    AnsibleModel m;
     std::string group = "ungrouped", section = "hosts";
     int line_no = 0;
     std::istringstream in(text);
@@ -422,11 +525,12 @@ Inventory parse_ansible_inventory(const std::string& text, const std::string& so
             section = colon == std::string::npos ? "hosts" : head.substr(colon + 1);
             if (section != "hosts" && section != "vars" && section != "children")
                 r.fail(where, "[" + head + "]: expected [group], [group:vars] or [group:children]");
+            m.groups.insert(group);
             continue;
         }
         const auto words = ini_words(line.substr(first));
         if (section == "children") {
-            group_children[group].insert(words.at(0));
+            m.group_children[group].insert(words.at(0));
             continue;
         }
         if (section == "vars") {
@@ -440,7 +544,8 @@ Inventory parse_ansible_inventory(const std::string& text, const std::string& so
                     t = t.substr(1, t.size() - 2);
                 return t;
             };
-            group_vars[group][trim(line.substr(first, eq - first))] = trim(line.substr(eq + 1));
+            m.group_vars[group][trim(line.substr(first, eq - first))] = {trim(line.substr(eq + 1)),
+                                                                         true};
             continue;
         }
         const std::string& host = words.at(0);
@@ -448,54 +553,206 @@ Inventory parse_ansible_inventory(const std::string& text, const std::string& so
             r.fail(where, "'" + host +
                               "': host ranges and ports in the name are not read "
                               "(use ansible_host and ansible_port)");
-        if (!host_vars.count(host))
-            order.push_back(host);
-        auto& vars = host_vars[host];
+        m.add_host(group, host);
+        auto& vars = m.host_vars[host];
         for (std::size_t i = 1; i < words.size(); ++i) {
             const auto eq = words[i].find('=');
             if (eq == std::string::npos || eq == 0)
                 r.fail(where, "'" + words[i] + "': expected key=value after the host");
-            vars[words[i].substr(0, eq)] = words[i].substr(eq + 1);
+            vars[words[i].substr(0, eq)] = {words[i].substr(eq + 1), true};
         }
-        group_hosts[group].insert(host);
     }
-    if (order.empty())
-        r.fail("", "no host in it");
-    // The groups of each host, children's hosts included (all: every host).
-    auto member = [&](const std::string& g, const std::string& h) {
-        std::set<std::string> seen;
-        std::vector<std::string> todo = {g};
-        while (!todo.empty()) {
-            const std::string cur = todo.back();
-            todo.pop_back();
-            if (!seen.insert(cur).second)
-                continue;
-            if (cur == "all" || group_hosts[cur].count(h))
-                return true;
-            for (const auto& c : group_children[cur])
-                todo.push_back(c);
+    return m;
+}
+
+// A YAML inventory (Ansible's yaml inventory plugin): a mapping of groups (usually all:), each
+// a mapping of at most hosts: (host -> its variables or nothing), vars: and children: (group
+// -> a group like this one, or nothing). Read with libyaml; anything else is refused with
+// its line.
+class YamlReader {
+  public:
+    YamlReader(const std::string& text, const Reader& r) : r_(r) {
+        yaml_parser_initialize(&parser_);
+        yaml_parser_set_input_string(&parser_, reinterpret_cast<const unsigned char*>(text.data()),
+                                     text.size());
+        if (!yaml_parser_load(&parser_, &doc_)) {
+            const std::string what = parser_.problem ? parser_.problem : "not YAML";
+            const auto line = parser_.problem_mark.line + 1;
+            yaml_parser_delete(&parser_);
+            r_.fail(fmt::format("line {}", line), "not YAML: " + what);
         }
-        return false;
-    };
+        loaded_ = true;
+        // One document: a second is refused (Ansible reads one inventory per file).
+        yaml_document_t next;
+        if (yaml_parser_load(&parser_, &next)) {
+            const bool more = yaml_document_get_root_node(&next) != nullptr;
+            const auto line = next.start_mark.line + 1;
+            yaml_document_delete(&next);
+            if (more)
+                fail_at(line, "a second YAML document: an inventory is one");
+        } else {
+            const auto line = parser_.problem_mark.line + 1;
+            fail_at(line, std::string("not YAML: ") +
+                              (parser_.problem ? parser_.problem : "a damaged document"));
+        }
+    }
+    ~YamlReader() {
+        if (loaded_)
+            yaml_document_delete(&doc_);
+        yaml_parser_delete(&parser_);
+    }
+    YamlReader(const YamlReader&) = delete;
+    YamlReader& operator=(const YamlReader&) = delete;
+
+    AnsibleModel read() {
+        AnsibleModel m;
+        yaml_node_t* root = yaml_document_get_root_node(&doc_);
+        if (!root || is_null(root))
+            return m;
+        for (const auto& [key, value] : mapping(root, "the inventory (groups such as all:)"))
+            group(m, key, value, 0);
+        return m;
+    }
+
+  private:
+    [[noreturn]] void fail_at(std::size_t line, const std::string& what) const {
+        r_.fail(fmt::format("line {}", line), what);
+    }
+    [[noreturn]] void fail_at(yaml_node_t* n, const std::string& what) const {
+        fail_at(n->start_mark.line + 1, what);
+    }
+    yaml_node_t* node(int id) { return yaml_document_get_node(&doc_, id); }
+    static std::string scalar_text(yaml_node_t* n) {
+        return std::string(reinterpret_cast<const char*>(n->data.scalar.value),
+                           n->data.scalar.length);
+    }
+    // A plain (unquoted) null: nothing, ~, null.
+    static bool is_null(yaml_node_t* n) {
+        if (n->type != YAML_SCALAR_NODE || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+            return false;
+        const std::string t = scalar_text(n);
+        return t.empty() || t == "~" || t == "null" || t == "Null" || t == "NULL";
+    }
+    // A scalar with no tag of its own (a !vault value is not readable here).
+    bool plain_scalar(yaml_node_t* n) const {
+        if (n->type != YAML_SCALAR_NODE)
+            return false;
+        const std::string tag = n->tag ? reinterpret_cast<const char*>(n->tag) : "";
+        return tag.empty() || tag.rfind("tag:yaml.org,2002:", 0) == 0;
+    }
+    std::string key_text(yaml_node_t* k, const std::string& what) {
+        if (!plain_scalar(k) || is_null(k))
+            fail_at(k, "expected a name as the key of " + what);
+        const std::string t = scalar_text(k);
+        if (t == "<<")
+            fail_at(k, "merge keys (<<) are not read; write the keys out");
+        return t;
+    }
+    // The pairs of a mapping in order; a key twice is refused.
+    std::vector<std::pair<std::string, yaml_node_t*>> mapping(yaml_node_t* n,
+                                                              const std::string& what) {
+        if (n->type != YAML_MAPPING_NODE)
+            fail_at(n, "expected a mapping for " + what);
+        std::vector<std::pair<std::string, yaml_node_t*>> out;
+        std::set<std::string> seen;
+        for (auto* p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; ++p) {
+            yaml_node_t* k = node(p->key);
+            const std::string key = key_text(k, what);
+            if (!seen.insert(key).second)
+                fail_at(k, "'" + key + "' twice in " + what);
+            out.emplace_back(key, node(p->value));
+        }
+        return out;
+    }
+    AnsibleVars vars(yaml_node_t* n, const std::string& what) {
+        AnsibleVars out;
+        if (is_null(n))
+            return out;
+        for (const auto& [k, v] : mapping(n, what)) {
+            if (v->type != YAML_SCALAR_NODE)
+                out[k] = {"", false};
+            else if (!plain_scalar(v))
+                out[k] = {"", false};  // a tagged value (!vault): not read, as a list is not
+            else
+                out[k] = {is_null(v) ? "" : scalar_text(v), true};
+        }
+        return out;
+    }
+    void group(AnsibleModel& m, const std::string& name, yaml_node_t* n, int level) {
+        if (level > 64)
+            fail_at(n, "groups nested deeper than 64");
+        const std::string what = "group '" + name + "'";
+        m.groups.insert(name);
+        if (is_null(n))
+            return;
+        for (const auto& [key, value] : mapping(n, what)) {
+            if (key == "hosts") {
+                if (is_null(value))
+                    continue;
+                for (const auto& [host, hv] : mapping(value, what + "'s hosts")) {
+                    if (host.find_first_of("[]") != std::string::npos ||
+                        host.find(':') != std::string::npos)
+                        fail_at(value, "'" + host +
+                                           "': host ranges and ports in the name are not read "
+                                           "(use ansible_host and ansible_port)");
+                    m.add_host(name, host);
+                    for (const auto& [k, v] : vars(hv, "host '" + host + "'"))
+                        m.host_vars[host][k] = v;
+                }
+            } else if (key == "vars") {
+                for (const auto& [k, v] : vars(value, what + "'s vars"))
+                    m.group_vars[name][k] = v;
+            } else if (key == "children") {
+                if (is_null(value))
+                    continue;
+                for (const auto& [child, cv] : mapping(value, what + "'s children")) {
+                    m.group_children[name].insert(child);
+                    group(m, child, cv, level + 1);
+                }
+            } else {
+                const std::string k = key;  // a structured binding is not captured
+                yaml_node_t* at = value;
+                fail_at(at, "'" + k + "' in " + what + ": expected hosts, vars or children");
+            }
+        }
+    }
+
+    const Reader& r_;
+    yaml_parser_t parser_{};
+    yaml_document_t doc_{};
+    bool loaded_ = false;
+};
+
+bool yaml_name(const std::string& source) {
+    const auto ext = std::filesystem::path(source).extension().string();
+    return ext == ".yml" || ext == ".yaml";
+}
+
+}  // namespace
+
+std::vector<AnsibleHost> ansible_inventory_hosts(const std::string& text,
+                                                 const std::string& source) {
+    Reader r{source};
+    AnsibleModel m = yaml_name(source) ? YamlReader(text, r).read() : read_ini(text, r);
+    if (m.order.empty())
+        r.fail("", "no host in it");
+    return merged_hosts(m, r);
+}
+
+Inventory parse_ansible_inventory(const std::string& text, const std::string& source) {
+    Reader r{source};
     Inventory inv;
     inv.path = source;
     inv.name = std::filesystem::path(source).stem().string();
-    for (const auto& h : order) {
-        // Group variables (all first), then the host's own.
-        std::map<std::string, std::string> vars;
-        if (group_vars.count("all"))
-            vars = group_vars["all"];
-        for (const auto& [g, gv] : group_vars)
-            if (g != "all" && member(g, h))
-                for (const auto& [k, v] : gv)
-                    vars[k] = v;
-        for (const auto& [k, v] : host_vars[h])
-            vars[k] = v;
-        auto get = [&](const std::string& k) -> std::optional<std::string> {
-            auto it = vars.find(k);
-            return it == vars.end() ? std::nullopt : std::optional<std::string>(it->second);
-        };
+    for (const auto& host : ansible_inventory_hosts(text, source)) {
+        const std::string& h = host.name;
         const std::string where = "host '" + h + "'";
+        auto get = [&](const std::string& k) -> std::optional<std::string> {
+            if (host.structured.count(k))
+                r.fail(where, k + " is a list, a mapping or a tagged value: expected a scalar");
+            auto it = host.vars.find(k);
+            return it == host.vars.end() ? std::nullopt : std::optional<std::string>(it->second);
+        };
         DeviceSpec d;
         d.name = h;
         if (d.name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -512,10 +769,11 @@ Inventory parse_ansible_inventory(const std::string& text, const std::string& so
             }
             if (user.empty())
                 r.fail(where, "no ansible_user (and no USER to default to)");
-            const std::string host = get("ansible_host").value_or(h);
-            d.transport = "ssh://" + user + "@" +
-                          (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
-                          get("ansible_port").value_or("22");
+            const std::string host_name = get("ansible_host").value_or(h);
+            d.transport =
+                "ssh://" + user + "@" +
+                (host_name.find(':') != std::string::npos ? "[" + host_name + "]" : host_name) +
+                ":" + get("ansible_port").value_or("22");
             if (auto k = get("ansible_ssh_private_key_file"))
                 d.identity = expand_home(*k);
             if (auto a = get("ansible_ssh_common_args"))
@@ -537,7 +795,7 @@ Inventory parse_ansible_inventory(const std::string& text, const std::string& so
 }
 
 Inventory load_inventory(const std::string& path) {
-    // An Ansible inventory beside the TOML one: INI, by its name (not .toml).
+    // An Ansible inventory beside the TOML one: YAML (.yml, .yaml) or INI (any other name).
     if (std::filesystem::path(path).extension() != ".toml")
         return parse_ansible_inventory(read_input_file(path, "inventory"), path);
     return parse_inventory(read_input_file(path, "inventory"), path);

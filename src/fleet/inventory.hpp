@@ -19,6 +19,7 @@
 // stagebench already on the device (nothing is deployed).
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -72,20 +73,39 @@ struct Inventory {
 // key, an ssh host that is not host, host:port or [IPv6]:port, a gate out of its range). Text
 // of the file quoted in the line has its control characters escaped ("\n"), so the line stays
 // one.
-// A path whose name does not end in .toml is read as an Ansible INI inventory
-// (parse_ansible_inventory).
+// A path whose name does not end in .toml is read as an Ansible inventory, YAML (.yml, .yaml)
+// or INI (parse_ansible_inventory).
 Inventory load_inventory(const std::string& path);
 Inventory parse_inventory(const std::string& text, const std::string& source);
 
-// An Ansible inventory in INI form ([group], [group:vars], [group:children], host lines with
-// key=value), the one a lab keeps for its playbooks: each host a device named as the host,
-// reached over ssh at ansible_host (default: the name), ansible_port (22), ansible_user
-// (default: $USER) with ansible_ssh_private_key_file and ansible_ssh_common_args, or locally
-// (ansible_connection=local); stagebench_workdir is its workdir. Group variables apply to the
-// group's hosts and its children's, all's to every host, the host's own last. Throws as
-// parse_inventory for a host without a usable address, a connection other than ssh or local,
-// host ranges ("pi[1:4]"), or no host.
+// An Ansible inventory, the one a lab keeps for its playbooks, in INI form ([group],
+// [group:vars], [group:children], host lines with key=value) or, when source ends in .yml or
+// .yaml, in YAML form (groups such as all: with hosts:, vars: and children:, read with
+// libyaml): each host a device named as the host, reached over ssh at ansible_host (default:
+// the name), ansible_port (22), ansible_user (default: $USER) with
+// ansible_ssh_private_key_file and ansible_ssh_common_args, or locally
+// (ansible_connection=local); stagebench_workdir is its workdir. Variables merge as Ansible
+// merges them (ansible_inventory_hosts). Throws as parse_inventory for a host without a usable
+// address, a connection other than ssh or local, host ranges ("pi[1:4]"), no host, and for
+// what the reader does not take, with its line: a YAML key other than hosts, vars and
+// children in a group, merge keys (<<), a key twice in a mapping, a second YAML document, a
+// variable fleet run reads that is a list, a mapping or a tagged value (!vault).
 Inventory parse_ansible_inventory(const std::string& text, const std::string& source);
+
+// A host of an Ansible inventory with its variables merged as Ansible merges them (what
+// `ansible-inventory -i FILE --list` shows in _meta.hostvars): all's, then each group the host
+// is in (directly or through children) from the shallowest (a group's depth is one more than
+// its deepest parent's; all is 0, a group without a parent 1) and by name within a depth,
+// then the host's own. Scalars as written (without quotes); a list, mapping or tagged value is
+// named in structured, never read.
+struct AnsibleHost {
+    std::string name;
+    std::map<std::string, std::string> vars;
+    std::set<std::string> structured;
+};
+// The hosts in the order first seen. Throws as parse_ansible_inventory.
+std::vector<AnsibleHost> ansible_inventory_hosts(const std::string& text,
+                                                 const std::string& source);
 
 // "45C", "45", 45 -> 45 (degrees Celsius); nullopt when not a temperature in (-50, 200).
 std::optional<double> parse_celsius(const std::string& text);

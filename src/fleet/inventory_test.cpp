@@ -1,8 +1,14 @@
 #include "fleet/inventory.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "core/subprocess.hpp"
 
 namespace sb {
 namespace {
@@ -244,6 +250,213 @@ TEST(AnsibleInventory, WhatFleetCannotReachIsOneLine) {
               "inventory 'hosts.ini': line 2: 'foo': expected key=value after the host");
     EXPECT_NE(error("[b]\nx ansible_user=u ansible_port=http\n").find("host 'x'"),
               std::string::npos);
+}
+
+// The YAML form of the same lab: the devices of the INI test above.
+const char* kLabYaml = R"(# the lab's playbook inventory, YAML
+all:
+  vars:
+    ansible_user: pi
+  children:
+    boards:
+      hosts:
+        pi-a:
+          ansible_host: 10.0.0.21
+          stagebench_workdir: /home/pi/sb
+        pi-b: {ansible_host: 10.0.0.22, ansible_port: 2222, ansible_user: root}
+      vars:
+        ansible_ssh_private_key_file: /keys/lab
+        ansible_ssh_common_args: '-o ProxyJump=gw -o "StrictHostKeyChecking=yes"'
+    desk:
+      hosts:
+        here:
+          ansible_connection: local
+    lab:
+      children:
+        boards:
+      vars:
+        ansible_port: 2200
+)";
+
+TEST(AnsibleInventory, YamlHostsGroupsAndVariablesBecomeDevices) {
+    const Inventory inv = parse_ansible_inventory(kLabYaml, "hosts.yml");
+    EXPECT_EQ(inv.name, "hosts");
+    ASSERT_EQ(inv.devices.size(), 3u);
+    const DeviceSpec &a = inv.devices[0], &b = inv.devices[1], &h = inv.devices[2];
+    EXPECT_EQ(a.name, "pi-a");
+    // boards is lab's child (depth 2) and all's (depth 1): lab's port reaches it.
+    EXPECT_EQ(a.transport, "ssh://pi@10.0.0.21:2200");
+    EXPECT_EQ(a.workdir, "/home/pi/sb");
+    EXPECT_EQ(a.identity, "/keys/lab");
+    EXPECT_EQ(a.ssh_options,
+              (std::vector<std::string>{"-o", "ProxyJump=gw", "-o", "StrictHostKeyChecking=yes"}));
+    EXPECT_EQ(b.transport, "ssh://root@10.0.0.22:2222");
+    EXPECT_EQ(h.kind, TransportKind::local);
+}
+
+TEST(AnsibleInventory, YamlItDoesNotReadIsOneLineWithItsLine) {
+    auto error = [](const std::string& text) {
+        try {
+            parse_ansible_inventory(text, "hosts.yaml");
+        } catch (const Error& e) {
+            EXPECT_EQ(e.kind(), ErrorKind::input);
+            return std::string(e.what());
+        }
+        return std::string("(no error)");
+    };
+    EXPECT_EQ(error("# nothing\n"), "inventory 'hosts.yaml': no host in it");
+    EXPECT_EQ(error("all:\n  hosts:\n    x:\n  groups:\n    y:\n"),
+              "inventory 'hosts.yaml': line 5: 'groups' in group 'all': expected hosts, vars or "
+              "children");
+    EXPECT_EQ(error("all:\n  hosts:\n    x: {a: 1\n"),
+              "inventory 'hosts.yaml': line 4: not YAML: did not find expected ',' or '}'");
+    EXPECT_EQ(error("all:\n  hosts:\n    pi[1:4]:\n"),
+              "inventory 'hosts.yaml': line 3: 'pi[1:4]': host ranges and ports in the name are "
+              "not read (use ansible_host and ansible_port)");
+    EXPECT_EQ(error("all:\n  hosts:\n    x:\n    x:\n"),
+              "inventory 'hosts.yaml': line 4: 'x' twice in group 'all''s hosts");
+    EXPECT_EQ(error("all:\n  vars: &b\n    ansible_user: u\n  hosts:\n    x:\n      <<: *b\n"),
+              "inventory 'hosts.yaml': line 6: merge keys (<<) are not read; write the keys out");
+    EXPECT_EQ(error("all:\n  hosts: [x, y]\n"),
+              "inventory 'hosts.yaml': line 2: expected a mapping for group 'all''s hosts");
+    EXPECT_EQ(error("all:\n  hosts:\n    x:\n---\nall:\n"),
+              "inventory 'hosts.yaml': line 4: a second YAML document: an inventory is one");
+    EXPECT_EQ(error("all:\n  hosts:\n    x:\n      ansible_user: u\n      ansible_port: [22]\n"),
+              "inventory 'hosts.yaml': host 'x': ansible_port is a list, a mapping or a tagged "
+              "value: expected a scalar");
+    EXPECT_EQ(error("all:\n  hosts:\n    x:\n      ansible_user: !vault |\n        $ANSIBLE\n"),
+              "inventory 'hosts.yaml': host 'x': ansible_user is a list, a mapping or a tagged "
+              "value: expected a scalar");
+    EXPECT_EQ(error("all:\n  children:\n    a:\n      children:\n        b:\n"
+                    "          children:\n            a:\n          hosts:\n            x:\n"),
+              "inventory 'hosts.yaml': group 'b': its children lead back to it");
+    // A list among a playbook's own variables is kept out of the way, not refused.
+    EXPECT_EQ(error("all:\n  hosts:\n    x:\n      ansible_user: u\n      pkgs: [a, b]\n"),
+              "(no error)");
+}
+
+// Debian's ansible-inventory (ansible-core) and stagebench read the same hosts and the same
+// merged variables from the same files, INI and YAML: all's variables, parents before
+// children whatever their names (zoo is alpha's parent), a host in two groups of different
+// depths, the host's own last, quoted values, numbers, a list.
+TEST(AnsibleInventory, ReadsTheSameHostsAndVariablesAsAnsibleInventory) {
+    const std::string tool = "/usr/bin/ansible-inventory";
+    if (::access(tool.c_str(), X_OK) != 0)
+        GTEST_SKIP() << "no ansible-inventory (scripts/setup-deps.sh installs ansible-core)";
+    char tmpl[] = "/tmp/sb-ansible-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    const std::filesystem::path dir = tmpl;
+    const std::string ini = R"([all:vars]
+ansible_user=pi
+shared=from-all
+[zoo]
+z1 ansible_host=10.0.0.9
+[zoo:vars]
+shared=from-zoo
+rank=zoo
+[zoo:children]
+alpha
+[alpha]
+a1 ansible_port=2201 note="two words"
+both
+[alpha:vars]
+rank=alpha
+[beta]
+both ansible_connection=local
+[beta:vars]
+rank=beta
+list_var=['x', 'y']
+)";
+    const std::string yaml = R"(all:
+  vars:
+    ansible_user: pi
+    shared: from-all
+  children:
+    zoo:
+      hosts:
+        z1:
+          ansible_host: 10.0.0.9
+      vars:
+        shared: from-zoo
+        rank: zoo
+      children:
+        alpha:
+          hosts:
+            a1: {ansible_port: 2201, note: "two words"}
+            both:
+          vars:
+            rank: alpha
+    beta:
+      hosts:
+        both:
+          ansible_connection: local
+      vars:
+        rank: beta
+        list_var: [x, y]
+    lab:
+      children:
+        zoo:
+        beta:
+      hosts:
+        solo:
+          ansible_host: "::1"
+          stagebench_workdir: ~/sb
+)";
+    for (const auto& [name, text] : std::vector<std::pair<std::string, std::string>>{
+             {"hosts.ini", ini}, {"hosts.yml", yaml}}) {
+        const std::string file = (dir / name).string();
+        std::ofstream(file) << text;
+        ProcessOptions po;
+        po.timeout_s = 120;
+        auto r = run_process(
+            {"/usr/bin/env", "HOME=" + dir.string(), "ANSIBLE_LOCAL_TEMP=" + (dir / "tmp").string(),
+             tool, "-i", file, "--list"},
+            po);
+        ASSERT_EQ(r.exit_code, 0) << r.err;
+        const auto j = nlohmann::json::parse(r.out);
+        std::set<std::string> theirs;
+        for (const auto& [group, body] : j.items())
+            if (body.is_object() && body.contains("hosts"))
+                for (const auto& h : body["hosts"])
+                    theirs.insert(h.get<std::string>());
+        const auto ours = ansible_inventory_hosts(text, file);
+        std::set<std::string> our_names;
+        for (const auto& h : ours)
+            our_names.insert(h.name);
+        EXPECT_EQ(our_names, theirs) << name << ": " << r.out;
+        for (const auto& h : ours) {
+            const nlohmann::json vars =
+                j["_meta"]["hostvars"].value(h.name, nlohmann::json::object());
+            std::set<std::string> keys;
+            for (const auto& [k, v] : vars.items()) {
+                keys.insert(k);
+                const std::string what = name + " " + h.name + " " + k;
+                if (v.is_string()) {
+                    EXPECT_EQ(h.vars.at(k), v.get<std::string>()) << what;
+                } else if (v.is_number_integer()) {
+                    EXPECT_EQ(h.vars.at(k), std::to_string(v.get<int64_t>())) << what;
+                } else if (v.is_array() || v.is_object()) {
+                    EXPECT_TRUE(h.structured.count(k) || h.vars.count(k)) << what;
+                }
+            }
+            std::set<std::string> mine = h.structured;
+            for (const auto& [k, v] : h.vars)
+                mine.insert(k);
+            EXPECT_EQ(mine, keys) << name << " " << h.name;
+        }
+        // The precedence the files were written to show, read from stagebench's side.
+        for (const auto& h : ours) {
+            if (h.name == "a1") {
+                EXPECT_EQ(h.vars.at("rank"), "alpha") << name;  // a child over its parent
+                EXPECT_EQ(h.vars.at("shared"), "from-zoo") << name;
+            }
+            if (h.name == "both") {
+                EXPECT_EQ(h.vars.at("rank"), "alpha") << name;  // the deeper group wins
+            }
+        }
+    }
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
 }
 
 }  // namespace

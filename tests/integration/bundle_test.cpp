@@ -9,6 +9,7 @@
 
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "cli_harness.hpp"
 #include "dist_dir.hpp"
@@ -166,6 +167,130 @@ TEST(Bundle, RunShSaysItCouldNotMeasureWithExit2) {
         << d.err;
 }
 
+// A result document as if measured far faster (fast) or far slower: its raw samples scaled,
+// the rates by rate and the times by 1 / time (compare and its gates read those samples). The
+// factors are wide enough that stalls of a loaded machine (samples thousands of times apart,
+// so CIs as wide) leave the verdict of the rates the same.
+json scaled(json doc, double rate, double time) {
+    auto times = [&](json& a) {
+        for (auto& v : a)
+            v = std::max<int64_t>(
+                1, static_cast<int64_t>(static_cast<double>(v.get<int64_t>()) / time));
+    };
+    for (auto& t : doc["tests"]) {
+        for (const char* stage : {"prefill", "decode"}) {
+            if (!t.contains(stage) || !t[stage].is_object())
+                continue;
+            json& st = t[stage];
+            for (auto& v : st["tokens_per_s"])
+                v = v.get<double>() * rate;
+            for (const char* k : {"duration_ns", "token_latency_ns"})
+                if (st.contains(k))
+                    times(st[k]);
+        }
+        if (t.contains("ttft_ns"))
+            times(t["ttft_ns"]);
+    }
+    return doc;
+}
+
+// run.sh's gate: a job with a baseline and --fail-if-slower compares what it measured with the
+// baseline it carries. A baseline far faster than this machine: exit 1, the compare in
+// results/, the gate's failure in junit.xml (read by junitparser); far slower: exit 0;
+// nothing measured: exit 2, no gate.
+TEST(Bundle, RunShExitsOneWhenTheGateOfItsBaselineFails) {
+    TempDir t;
+    // The jobs' command leaves the repetitions to run.sh's arguments (-r 3: an interval).
+    auto job_of = [&](const std::string& name, std::vector<std::string> gate) {
+        const std::string out = t.file(name + ".tar.gz");
+        std::vector<std::string> a = {"bundle",   "-o", out,         "--dist",
+                                      dist_dir(), "-m", tiny_model()};
+        a.insert(a.end(), gate.begin(), gate.end());
+        a.insert(a.end(),
+                 {"--", "run", "-m", tiny_model(), "-p", "8", "-n", "2", "--membw", "off"});
+        Proc b = run_sb(a, 600);
+        EXPECT_EQ(b.exit_code, 0) << b.err;
+        if (!gate.empty()) {
+            EXPECT_NE(b.err.find("gated by --fail-if-slower 5% against " + gate[1]),
+                      std::string::npos)
+                << b.err;
+        }
+        fs::create_directories(t.file(name));
+        Proc u = run({"/bin/tar", "-xzf", out, "-C", t.file(name)}, 120);
+        EXPECT_EQ(u.exit_code, 0) << u.err;
+        return t.file(name);
+    };
+    const std::string plain = job_of("plain", {});
+    Proc first = run_job(plain, {"-r", "3"});
+    ASSERT_EQ(first.exit_code, 0) << first.err;
+    const json measured = json::parse(read_file(plain + "/results/result.json"));
+    std::ofstream(t.file("fast.json")) << scaled(measured, 1e9, 1e3).dump(2);
+    std::ofstream(t.file("slow.json")) << scaled(measured, 1e-9, 1e-3).dump(2);
+    auto gated = [&](const std::string& name, const std::string& baseline) {
+        return job_of(name, {"--baseline", baseline, "--fail-if-slower", "5%"});
+    };
+
+    const std::string failing = gated("failing", t.file("fast.json"));
+    const json spec = json::parse(read_file(failing + "/job.json"));
+    EXPECT_EQ(spec["gate"]["compare"], json({"--fail-if-slower", "5%"}));
+    Proc p = run_job(failing, {"-r", "3"});
+    EXPECT_EQ(p.exit_code, 1) << p.err;
+    EXPECT_NE(p.err.find("stagebench: measured, but a test or the gate failed; results in " +
+                         failing + "/results"),
+              std::string::npos)
+        << p.err;
+    const json m = json::parse(read_file(failing + "/results/manifest.json"));
+    EXPECT_EQ(m["exit_code"], 0);  // the measurement itself was ok
+    EXPECT_EQ(m["run_sh_exit"], 1);
+    EXPECT_EQ(m["outcome"], "failed");
+    EXPECT_EQ(m["gate"], "failed");
+    EXPECT_EQ(m["gate_exit"], 1);
+    std::set<std::string> listed;
+    for (const auto& f : m["files"])
+        listed.insert(f["name"]);
+    for (const char* f : {"result.json", "compare.md", "compare.json"})
+        EXPECT_TRUE(listed.count(f)) << f << " not in the manifest";
+    EXPECT_NE(read_file(failing + "/results/compare.md").find("failed"), std::string::npos);
+    // ingest checks and stores the folder's document (the compare is not a result document).
+    Proc i = run_sb({"ingest", failing + "/results", "--db", t.file("g.sqlite")});
+    EXPECT_EQ(i.exit_code, 0) << i.err;
+    if (has_junit_flag()) {
+        EXPECT_TRUE(listed.count("junit.xml"));
+        Proc r = run(
+            {"/usr/bin/python3", std::string(SB_SOURCE_DIR) + "/tests/integration/junit_read.py",
+             failing + "/results/junit.xml"},
+            60);
+        ASSERT_EQ(r.exit_code, 0) << r.err << read_file(failing + "/results/junit.xml");
+        const json x = json::parse(r.out);
+        std::set<std::string> suites;
+        int failures = 0;
+        for (const auto& s : x["suites"]) {
+            suites.insert(s["name"]);
+            for (const auto& c : s["cases"])
+                for (const auto& res : c["results"])
+                    failures += res["kind"] == "failure";
+        }
+        EXPECT_TRUE(suites.count("stagebench compare")) << r.out;
+        EXPECT_GE(suites.size(), 2u) << r.out;  // the command's suite and the gate's
+        EXPECT_GE(failures, 1) << r.out;
+    }
+
+    const std::string passing = gated("passing", t.file("slow.json"));
+    Proc ok = run_job(passing, {"-r", "3"});
+    EXPECT_EQ(ok.exit_code, 0) << ok.err;
+    const json mo = json::parse(read_file(passing + "/results/manifest.json"));
+    EXPECT_EQ(mo["gate"], "passed");
+    EXPECT_EQ(mo["outcome"], "measured");
+
+    // Nothing measured: exit 2, the gate never asked.
+    Proc bad = run_job(passing, {"-p", "0"});
+    EXPECT_EQ(bad.exit_code, 2) << bad.err;
+    const json mb = json::parse(read_file(passing + "/results/manifest.json"));
+    EXPECT_EQ(mb["outcome"], "not_measured");
+    EXPECT_EQ(mb["gate"], "none");
+    EXPECT_FALSE(fs::exists(passing + "/results/compare.md"));
+}
+
 TEST(Bundle, BadJobsAreUsageErrors) {
     TempDir t;
     const std::string out = t.file("j.tar.gz");
@@ -192,6 +317,13 @@ TEST(Bundle, BadJobsAreUsageErrors) {
                  "no stagebench-agent-armv8.2 in " + dist_dir() + " (make agents builds it)");
     expect_error(bundle_args(out, {"--lava-job", t.file("lava.yaml")}),
                  "--lava-job needs --lava-bundle-url URL");
+    expect_error(bundle_args(out, {"--fail-if-slower", "5%"}),
+                 "--fail-if-slower and --fail-if-energy need --baseline DOC");
+    expect_error(bundle_args(out, {"--baseline", tiny_model(), "--fail-if-slower", "5%"}),
+                 "stagebench: error: ");
+    expect_error(bundle_args(out, {"--baseline", tiny_model()}), "--baseline needs a gate");
+    expect_error(bundle_args(out, {"--baseline", tiny_model(), "--fail-if-slower", "five"}),
+                 "expected a percentage");
 }
 
 TEST(Bundle, TheLavaJobIsValidForLavaCommon) {
@@ -344,8 +476,9 @@ TEST(Ansible, ThePlaybookRunsTheJobOnEveryHostAndFetchesTheirResults) {
         const json doc = json::parse(read_file(dir + "/result.json"));
         EXPECT_EQ(doc["tests"][0]["status"], "ok") << h;
         EXPECT_TRUE(fs::exists(dir + "/trace.json")) << h;
-        if (std::string(h) == "pi-b")
+        if (std::string(h) == "pi-b") {
             EXPECT_EQ(doc["tests"][0]["config"]["n_threads"], 1);
+        }
     }
     // The job was unpacked once per host; a second play copies and unpacks nothing again.
     p = play();
@@ -361,7 +494,7 @@ TEST(Ansible, ThePlaybookRunsTheJobOnEveryHostAndFetchesTheirResults) {
     EXPECT_NE(i.err.find("ingested 2 folder(s)"), std::string::npos) << i.err;
 }
 
-// fleet run reads the same kind of inventory (INI) as the playbook: two hosts behind the
+// fleet run reads the same kinds of inventory (INI, YAML) as the playbook: two hosts behind the
 // loopback sshd, each measured into one store.
 TEST(Ansible, FleetRunTakesTheInventoryToo) {
     TempDir t;
@@ -394,6 +527,33 @@ TEST(Ansible, FleetRunTakesTheInventoryToo) {
               std::string::npos)
         << p.err;
     EXPECT_TRUE(fs::exists(t.file("dev-pi-b/results")));
+
+    // The same lab as a YAML inventory: the same two hosts, their job already there.
+    std::string yml = "all:\n  children:\n    boards:\n      hosts:\n";
+    for (const char* h : {"pi-a", "pi-b"})
+        yml += std::string("        ") + h + ":\n          ansible_host: 127.0.0.1\n" +
+               "          ansible_port: " + std::to_string(sshd.port()) +
+               "\n          stagebench_workdir: " + t.file(std::string("dev-") + h) + "\n";
+    yml +=
+        "      vars:\n        ansible_user: " + sshd.user() +
+        "\n        ansible_ssh_private_key_file: " + sshd.identity() +
+        "\n        ansible_ssh_common_args: '-F none -o UserKnownHostsFile=" + sshd.known_hosts() +
+        " -o GlobalKnownHostsFile=/dev/null -o StrictHostKeyChecking=yes'\n";
+    std::ofstream(t.file("lab.yml")) << yml;
+    Proc y = run_sb({"fleet",   "run",
+                     "--hosts", t.file("lab.yml"),
+                     "--db",    t.file("lab.sqlite"),
+                     "--dist",  dist_dir(),
+                     "--",      "run",
+                     "-m",      tiny_model(),
+                     "-p",      "8",
+                     "-n",      "2",
+                     "-r",      "1",
+                     "--membw", "off"},
+                    600);
+    ASSERT_EQ(y.exit_code, 0) << y.err;
+    EXPECT_NE(y.err.find("fleet lab: 2 ok, 0 failed, 0 skipped"), std::string::npos) << y.err;
+    EXPECT_EQ(y.err.find("deploying"), std::string::npos) << y.err;
 }
 
 }  // namespace

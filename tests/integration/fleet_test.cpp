@@ -113,18 +113,35 @@ TEST(Fleet, TwoSshDevicesFillOneStoreWithTheirIdentitiesAndCompare) {
         EXPECT_EQ(f["arch"], "x86_64");
         EXPECT_FALSE(f["kernel"].get<std::string>().empty());
         EXPECT_FALSE(f["cpu_features"].empty());
-        // The deployed tarball ran, from the device's work directory, not this build.
+        // The job's stagebench ran (the deployed tarball), from the device's work directory,
+        // not this build.
         const std::string path = f["stagebench"]["path"];
-        EXPECT_EQ(path.rfind((r["device"] == "a" ? a : b) + "/sb/", 0), 0u) << path;
+        const std::string key = f["job"]["key"];
+        EXPECT_EQ(path,
+                  (r["device"] == "a" ? a : b) + "/jobs/" + key + "/stagebench/bin/stagebench");
         EXPECT_EQ(f["stagebench"]["artifact"], "stagebench-0.1.0-linux-amd64.tar.gz");
         EXPECT_EQ(doc["tests"][0]["status"], "ok");
         EXPECT_TRUE(f["gates"]["at_start"].is_object());
+        // Its results folder came back whole, beside the store: the trace, the logs, the
+        // manifest whose hashes were checked.
+        const std::string res = f["job"]["results"];
+        EXPECT_EQ(res.rfind(t.file("lab-results/") + r["device"].get<std::string>() + "/", 0), 0u)
+            << res;
+        for (const char* file : {"manifest.json", "result.json", "trace.json", "stderr.log"})
+            EXPECT_TRUE(fs::is_regular_file(res + "/" + file)) << res << "/" << file;
+        EXPECT_EQ(json::parse(read_file(res + "/manifest.json"))["outcome"], "measured");
     }
-    // The model went over once per device, named by its content hash.
-    int models = 0;
-    for (const auto& e : fs::directory_iterator(a + "/models"))
-        models += e.path().filename().string().find("-tiny") != std::string::npos;
-    EXPECT_EQ(models, 1);
+    // One job went over per device (the same for both), with the model in it.
+    std::vector<fs::path> jobs;
+    for (const auto& e : fs::directory_iterator(a + "/jobs"))
+        jobs.push_back(e.path());
+    ASSERT_EQ(jobs.size(), 1u);
+    EXPECT_TRUE(fs::is_regular_file(jobs[0] / "models" / "tiny.gguf"));
+    EXPECT_TRUE(fs::is_directory(b + "/jobs/" + jobs[0].filename().string()));
+    // The results folders are the lab's: ingest reads them as it reads any job's.
+    Proc ing = run_sb({"ingest", t.file("lab-results"), "--db", t.file("again.sqlite")});
+    EXPECT_EQ(ing.exit_code, 0) << ing.err;
+    EXPECT_NE(ing.err.find("2 document(s) stored"), std::string::npos) << ing.err;
 
     // Across the devices, from the store: one column per device.
     Proc c = run_sb({"compare", "--db", db, "--fleet", "lab"});
@@ -238,7 +255,8 @@ TEST(Fleet, KillingOneDevicesSshdMidRunLeavesItsErrorAndTheOthersComplete) {
     bool running = false;
     for (int i = 0; i < 600 && !running; ++i) {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        running = run({"/usr/bin/pgrep", "-f", t.file("s") + "/sb/.*sustained"}).exit_code == 0;
+        running = run({"/usr/bin/pgrep", "-f", t.file("s") + "/jobs/.*/stagebench sustained"})
+                      .exit_code == 0;
     }
     ASSERT_TRUE(running) << read_file(t.file("fleet.log.err"));
     slow.kill_all();  // the listener, its sessions and the command they ran
@@ -294,6 +312,72 @@ TEST(Fleet, TimeoutInterruptsTheCommandThereAndKeepsWhatItMeasured) {
     EXPECT_EQ(doc["fleet"]["device"], "here");
 }
 
+// The same over ssh, where the command is the job's run.sh: the interrupt reaches the
+// stagebench, run.sh still writes the manifest, and the results folder comes back checked.
+TEST(Fleet, TimeoutInterruptsAJobThereAndItsResultsFolderComesBack) {
+    TempDir t;
+    LoopbackSshd sshd;
+    // Nine old jobs in the dist's jobs folder: making this test's job (a model of its own name,
+    // so a job of its own) keeps the eight last used.
+    const std::string jobs = dist_dir() + "/jobs";
+    fs::create_directories(jobs);
+    for (int i = 0; i < 9; ++i) {
+        const std::string f = jobs + "/00000000000000" + std::to_string(10 + i) + ".tar.gz";
+        write(f, "old");
+        fs::last_write_time(f, fs::file_time_type::clock::now() - std::chrono::hours(24 + i));
+    }
+    const std::string model = t.file("own-tiny.gguf");
+    fs::copy_file(tiny_model(), model);
+    write(t.file("slow.toml"),
+          "name = \"slow\"\n" + ssh_device("far", sshd, t.file("far"), sshd.known_hosts()));
+    const std::string db = t.file("slow.sqlite");
+    Proc p = run_sb({"fleet",
+                     "run",
+                     "--hosts",
+                     t.file("slow.toml"),
+                     "--db",
+                     db,
+                     "--dist",
+                     dist_dir(),
+                     "--timeout",
+                     "20s",
+                     "--",
+                     "sustained",
+                     "-m",
+                     model,
+                     "--prompt-tokens",
+                     "64",
+                     "--max-tokens",
+                     "64",
+                     "--rounds",
+                     "100000",
+                     "--idle",
+                     "0"},
+                    600);
+    EXPECT_EQ(p.exit_code, 1) << p.err;
+    int kept = 0;
+    for (const auto& e : fs::directory_iterator(jobs))
+        kept += e.path().filename().string().size() == 23;
+    EXPECT_EQ(kept, 8);
+    EXPECT_FALSE(fs::exists(jobs + "/0000000000000018.tar.gz"));  // the oldest
+    const auto rows = store_rows(db, "slow");
+    ASSERT_EQ(rows.size(), 1u);
+    EXPECT_EQ(rows[0]["status"], "failed");
+    EXPECT_NE(rows[0]["what"].get<std::string>().find("far: stopped at --timeout (20 s)"),
+              std::string::npos)
+        << rows[0];
+    ASSERT_NE(rows[0]["document"], "-") << rows[0] << p.err;
+    json doc = stored_doc(db, rows[0]["document"]);
+    const auto n = doc["sustained"]["phases"][0]["rounds"].size();
+    EXPECT_GT(n, 0u);
+    EXPECT_LT(n, 100000u);
+    EXPECT_TRUE(fs::exists(jobs + "/" + doc["fleet"]["job"]["key"].get<std::string>() + ".tar.gz"));
+    const std::string res = doc["fleet"]["job"]["results"];
+    const json m = json::parse(read_file(res + "/manifest.json"));
+    EXPECT_EQ(m["outcome"], "failed");  // measured, then interrupted
+    EXPECT_EQ(m["run_sh_exit"], 1);
+}
+
 // adb, through the stand-in (no phone or emulator here): identity from getprop, the model
 // pushed, the device's own stagebench, and a serial that is not there.
 TEST(Fleet, AdbDevicesThroughTheStandIn) {
@@ -323,10 +407,14 @@ TEST(Fleet, AdbDevicesThroughTheStandIn) {
     EXPECT_EQ(doc["fleet"]["android"], "14");
     EXPECT_EQ(doc["fleet"]["soc"], "Tensor G3");
     EXPECT_EQ(doc["fleet"]["transport"], "adb://FAKE1");
+    // A job without a stagebench (the phone's own runs it), with the model.
     bool pushed = false;
-    for (const auto& e : fs::directory_iterator(t.file("phone") + "/models"))
-        pushed = pushed || e.path().filename().string().find("-tiny") != std::string::npos;
+    for (const auto& e : fs::directory_iterator(t.file("phone") + "/jobs"))
+        pushed = pushed || fs::is_regular_file(e.path() / "models" / "tiny.gguf");
     EXPECT_TRUE(pushed);
+    EXPECT_EQ(doc["fleet"]["stagebench"]["path"], stagebench_bin());
+    EXPECT_TRUE(
+        fs::is_regular_file(doc["fleet"]["job"]["results"].get<std::string>() + "/manifest.json"));
     EXPECT_EQ(by["gone"]["status"], "failed");
     EXPECT_NE(by["gone"]["what"].get<std::string>().find("not found"), std::string::npos)
         << by["gone"];
