@@ -107,7 +107,7 @@ const LoadSpec& FakeEngine::loaded_spec() const {
 }
 
 EngineCaps FakeEngine::caps() const {
-    EngineCaps c{"fake", /*in_process=*/!whole_requests, /*kv_depth_cache=*/false,
+    EngineCaps c{kind, /*in_process=*/!whole_requests, /*kv_depth_cache=*/false,
                  /*thread_control=*/false, /*state_transfer=*/can_transfer};
     c.measures_whole_request = whole_requests;
     c.logits = has_logits && !whole_requests;
@@ -116,7 +116,7 @@ EngineCaps FakeEngine::caps() const {
 
 void FakeEngine::load(const LoadSpec& spec) {
     call(FakeOp::load, 0, -1);
-    if (spec.model_path.empty())
+    if (spec.model_path.empty() && !whole_requests)
         throw input_error(name_ + ": no model");
     spec_ = spec;
     tokens_.clear();
@@ -291,6 +291,129 @@ std::unique_ptr<ServeTarget> FakeEngineFactory::serve_target(const HttpEngineOpt
         throw input_error("fake: no server to put under load at " + server.url);
     servers_.push_back(server);
     return std::make_unique<FakeServeTarget>(tl_, server, serve);
+}
+
+std::unique_ptr<ManagedServer> FakeEngineFactory::start_server(
+    const LlamaServerSpec& spec, const std::function<void(const std::string&)>& progress) {
+    if (before_start)
+        before_start(spec);
+    auto state = std::make_shared<FakeServerState>();
+    state->spec = spec;
+    state->url = "http://fake-server-" + std::to_string(started_.size());
+    if (progress)
+        progress("starting " + state->url);
+    HttpEngineOptions eo;
+    eo.url = state->url;
+    eo.api = spec.api;
+    eo.timeouts.connect_ms = static_cast<int64_t>(spec.timeout_s * 1000);
+    eo.timeouts.read_ms = eo.timeouts.connect_ms;
+    eo.banned_tokens = spec.banned_tokens;
+    auto engine = make(EngineKind::http, eo);
+    started_.push_back(state);
+    return std::make_unique<FakeManagedServer>(std::move(state), std::move(engine));
+}
+
+std::string FakeTextGenerator::apply(const std::string& user_text) const {
+    return "<user>" + user_text + "</user><assistant>";
+}
+
+int64_t FakeTextGenerator::count(const std::string& user_text) const {
+    return static_cast<int64_t>(engine_->tokenize(apply(user_text), true).size());
+}
+
+TextGeneration FakeTextGenerator::generate(const std::string& user_text, int n_gen,
+                                           const SamplerSettings& s, uint64_t) {
+    if (n_gen < 1)
+        throw usage_error("a generation needs at least one token");
+    FakeEngine& e = *engine_;
+    auto draw = [&]() {
+        const std::span<const float> logits = e.last_logits();
+        int32_t best = -1;
+        for (int32_t t = 0; t < static_cast<int32_t>(logits.size()); ++t) {
+            if (std::find(s.banned.begin(), s.banned.end(), t) != s.banned.end())
+                continue;
+            if (best < 0 || logits[static_cast<size_t>(t)] > logits[static_cast<size_t>(best)])
+                best = t;
+        }
+        if (best < 0)
+            throw runtime_error("fake: every token is banned");
+        return best;
+    };
+    e.reset();
+    TextGeneration g;
+    g.start_ns = tl_.now_ns();
+    const std::vector<int32_t> prompt = e.tokenize(apply(user_text), true);
+    g.prompt_tokens = static_cast<int64_t>(prompt.size());
+    e.prefill(prompt);
+    int32_t tok = draw();
+    g.first_token_ns = tl_.now_ns();
+    g.text += std::to_string(tok);
+    for (int i = 1; i < n_gen; ++i) {
+        e.decode_step(tok);
+        tok = draw();
+        g.text += " " + std::to_string(tok);
+    }
+    g.end_ns = tl_.now_ns();
+    g.output_tokens = n_gen;
+    return g;
+}
+
+std::unique_ptr<TextGenerator> FakeEngineFactory::text_generation() {
+    auto engine = make(EngineKind::llama);
+    auto view = std::make_unique<FakeTextGenerator>(
+        tl_, std::unique_ptr<FakeEngine>(static_cast<FakeEngine*>(engine.release())));
+    view->non_utf8 = non_utf8_tokens;
+    return view;
+}
+
+class FakeServerRequests final : public ServerRequests {
+  public:
+    FakeServerRequests(FakeEngineFactory& f, std::string url) : f_(f), url_(std::move(url)) {}
+    nlohmann::json get_json(const std::string& path) override {
+        const auto it = f_.documents.find(path);
+        return it == f_.documents.end() ? nlohmann::json(nullptr) : it->second;
+    }
+    void prepare(std::size_t) override {}
+    Generation stream(std::size_t connection, GenerationStream::Spec spec) override {
+        if (f_.before_stream)
+            f_.before_stream(connection, spec);
+        FakeTimeline& tl = f_.tl_;
+        Generation g;
+        g.start_ns = tl.now_ns();
+        g.n_asked = spec.n_gen;
+        g.prompt_asked = spec.n_prompt;
+        const int64_t ttft = 10'000'000 + 100'000 * spec.n_prompt;
+        int64_t t = g.start_ns + ttft;
+        for (int64_t i = 0; i < spec.n_gen; ++i, t += 10'000'000)
+            g.chunks.push_back({t, true, std::nullopt, std::nullopt});
+        g.end_ns = g.start_ns + ttft + std::max<int64_t>(spec.n_gen - 1, 0) * 10'000'000;
+        g.first_byte_ns = g.start_ns + ttft;
+        g.prompt_tokens = spec.n_prompt;
+        g.completion_tokens = spec.n_gen;
+        g.finish_reason = "length";
+        g.request_id = "fake-" + std::to_string(f_.streamed_.size());
+        f_.streamed_.push_back({url_, connection, std::move(spec), g.start_ns});
+        tl.advance(g.end_ns - g.start_ns);
+        return g;
+    }
+
+  private:
+    FakeEngineFactory& f_;
+    std::string url_;
+};
+
+std::unique_ptr<ServerRequests> FakeEngineFactory::server_requests(const std::string& url,
+                                                                   const HttpTimeouts&) {
+    return std::make_unique<FakeServerRequests>(*this, url);
+}
+
+OpRig FakeEngineFactory::op_rig(bool huge_pages) {
+    rig_huge_pages_.push_back(huge_pages);
+    if (!op_rigs)
+        throw input_error("fake: no op-profiling rig is scripted");
+    auto engine = make(EngineKind::llama);  // refused as make() refuses
+    return op_rigs(std::unique_ptr<FakeEngine>(static_cast<FakeEngine*>(engine.release())),
+                   huge_pages);
 }
 
 }  // namespace sb

@@ -11,8 +11,10 @@
 // It also has scripted logits (the logits interface of engine.hpp): the engine keeps the tokens
 // of its KV cache, and the logits after them are the script's function of those tokens, so a
 // fidelity test knows every distance exactly.
+#include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -22,6 +24,8 @@
 #include "engine/engine.hpp"
 #include "engine/engine_factory.hpp"
 #include "engine/fake_serve.hpp"
+#include "engine/server_requests.hpp"
+#include "engine/text_generation.hpp"
 
 namespace sb {
 
@@ -116,6 +120,7 @@ class FakeEngine final : public Engine {
     int64_t n_cached() const { return static_cast<int64_t>(tokens_.size()); }
     const std::vector<int32_t>& cached_tokens() const { return tokens_; }
 
+    std::string kind = "fake";  // caps().name (a server's kind: "llama-server")
     int32_t vocab = 1000;
     std::optional<int32_t> bos = 1;
     std::vector<std::string> backends{"CPU"};
@@ -135,7 +140,8 @@ class FakeEngine final : public Engine {
     int64_t request_itl_ns = 10'000'000;
 
     EngineCaps caps() const override;
-    // Throws sb::Error(input) for an empty model_path (as an unusable model would).
+    // Throws sb::Error(input) for an empty model_path (as an unusable model would), unless it
+    // takes whole requests: a server then serves its default model.
     void load(const LoadSpec& spec) override;
     void reset() override;
     void fill_to_depth(int n_depth, uint64_t seed) override;
@@ -185,6 +191,74 @@ class FakeEngine final : public Engine {
     int counts_[kFakeOps] = {};
 };
 
+// Explain's text-generation view (engine/text_generation.hpp) on a FakeEngine: the chat
+// template makes "<user>" + text + "</user><assistant>", tokens are the engine's tokenize (BOS
+// added), and a generation (on the engine's timeline) resets the engine, prefills the prompt,
+// then draws each token as the highest scripted logit that is not banned (greedy: the seed and
+// the other sampler settings are not read), decoding each one but the last. unload() is
+// counted (unloads).
+class FakeTextGenerator final : public TextGenerator {
+  public:
+    FakeTextGenerator(FakeTimeline& timeline, std::unique_ptr<FakeEngine> engine)
+        : tl_(timeline), engine_(std::move(engine)) {}
+    Engine& engine() override { return *engine_; }
+    FakeEngine& fake() { return *engine_; }
+    void load(const LoadSpec& spec) override { engine_->load(spec); }
+    void unload() override { ++unloads; }
+    const std::string& template_used() const override { return template_; }
+    std::string apply(const std::string& user_text) const override;
+    int64_t count(const std::string& user_text) const override;
+    std::vector<int32_t> non_utf8_tokens() const override { return non_utf8; }
+    // sb::Error(usage) for n_gen < 1, sb::Error(runtime) when every token is banned.
+    TextGeneration generate(const std::string& user_text, int n_gen, const SamplerSettings& s,
+                            uint64_t seed) override;
+
+    std::vector<int32_t> non_utf8;  // non_utf8_tokens()
+    int unloads = 0;
+
+  private:
+    FakeTimeline& tl_;
+    std::unique_ptr<FakeEngine> engine_;
+    std::string template_ = "fake chat template";
+};
+
+// One streamed request a FakeEngineFactory's server_requests() answered.
+struct FakeStream {
+    std::string url;  // the server's
+    std::size_t connection = 0;
+    GenerationStream::Spec spec;
+    int64_t start_ns = 0;
+};
+
+// A server a FakeEngineFactory started (start_server): what it was asked, and what a test makes
+// of it while it runs. Shared by the factory (started()) and the server it handed over.
+struct FakeServerState {
+    LlamaServerSpec spec;
+    std::string url;  // "http://fake-server-<i>" (0-based, in the order they were started)
+    // Set by a test (from a script, while the server is held): the server has ended by itself;
+    // ended() answers this.
+    std::optional<std::string> ended;
+    std::string log;       // log() answers this
+    bool stopped = false;  // the runner dropped it
+};
+
+// The ManagedServer of a FakeEngineFactory: its engine is a fake one taking whole requests, made
+// as make(http) makes one (named, set up, its options logged in servers()).
+class FakeManagedServer final : public ManagedServer {
+  public:
+    FakeManagedServer(std::shared_ptr<FakeServerState> state, std::unique_ptr<Engine> engine)
+        : state_(std::move(state)), engine_(std::move(engine)) {}
+    ~FakeManagedServer() override { state_->stopped = true; }
+    const std::string& url() const override { return state_->url; }
+    Engine& engine() override { return *engine_; }
+    std::string log() const override { return state_->log; }
+    std::optional<std::string> ended() override { return state_->ended; }
+
+  private:
+    std::shared_ptr<FakeServerState> state_;
+    std::unique_ptr<Engine> engine_;
+};
+
 // Makes fake engines on one timeline, as a runner's engine factory (engine_factory.hpp). The
 // i-th engine made (0-based) is named "<kind><i>" ("llama0", "http1"); kind http gives one that
 // takes whole requests. setup (optional) scripts each before it is handed over. The runner
@@ -203,14 +277,53 @@ class FakeEngineFactory final : public EngineFactory {
     // Refused (sb::Error(input)) when refuse is EngineKind::http; the server is logged in
     // servers().
     std::unique_ptr<ServeTarget> serve_target(const HttpEngineOptions& server) override;
+    // text_generation(): a FakeTextGenerator around an engine made as make(llama) makes one,
+    // these its non-UTF-8 tokens.
+    std::vector<int32_t> non_utf8_tokens;
+    std::unique_ptr<TextGenerator> text_generation() override;
+    // server_requests(): a GET answers documents[path] (null when absent); a streamed request
+    // runs before_stream (a test throws from it, or ends a server), is logged (streamed()) and
+    // answered on the timeline: its first token 10 ms + 100 µs per prompt token (spec.n_prompt)
+    // after its start, then one every 10 ms, spec.n_gen of them, the prompt and the output
+    // counted as asked. One thread at a time (the timeline is not thread-safe).
+    std::map<std::string, nlohmann::json> documents;
+    std::function<void(std::size_t connection, const GenerationStream::Spec&)> before_stream;
+    std::unique_ptr<ServerRequests> server_requests(const std::string& url,
+                                                    const HttpTimeouts& timeouts) override;
+    const std::vector<FakeStream>& streamed() const { return streamed_; }
+    // server_program(): "" as where llama-server is not found.
+    std::string program = "fake-llama-server";
+    // Runs when a server is asked for, before it starts: a test throws from it (a server that
+    // does not start).
+    std::function<void(const LlamaServerSpec&)> before_start;
+    std::string server_program() override { return program; }
+    // A FakeManagedServer at the next "http://fake-server-<i>", its client made as make(http)
+    // makes one (refused as make() refuses), progress told "starting <url>". Logged in
+    // started().
+    std::unique_ptr<ManagedServer> start_server(
+        const LlamaServerSpec& spec,
+        const std::function<void(const std::string&)>& progress) override;
+    const std::vector<std::shared_ptr<FakeServerState>>& started() const { return started_; }
+    // An op profile's parts (OpRig) around a fake engine made as make(llama) makes one (named,
+    // set up): the script adds the tracer and replayer (their types are in profile/, above this
+    // folder; scenario/ops_test_rig.hpp has scripted ones). huge_pages is what the runner
+    // asked for (also logged in rig_huge_pages()). Without a script, or when refuse is
+    // EngineKind::llama, throws sb::Error(input).
+    std::function<OpRig(std::unique_ptr<FakeEngine> engine, bool huge_pages)> op_rigs;
+    OpRig op_rig(bool huge_pages) override;
     // How many engines were made, and the server each http one was asked for.
     int made() const { return made_; }
     const std::vector<HttpEngineOptions>& servers() const { return servers_; }
+    const std::vector<bool>& rig_huge_pages() const { return rig_huge_pages_; }
 
   private:
     FakeTimeline& tl_;
     int made_ = 0;
     std::vector<HttpEngineOptions> servers_;
+    std::vector<bool> rig_huge_pages_;
+    std::vector<std::shared_ptr<FakeServerState>> started_;
+    std::vector<FakeStream> streamed_;
+    friend class FakeServerRequests;
 };
 
 }  // namespace sb

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <optional>
 
 #include "core/clock.hpp"
 #include "core/error.hpp"
@@ -207,6 +208,46 @@ TextGeneration generate_text(LlamaEngine& engine, const ChatPrompter& prompter,
     g.end_ns = now_ns();
     g.output_tokens = n_gen;
     return g;
+}
+
+namespace {
+
+class LlamaTextGenerator final : public TextGenerator {
+  public:
+    Engine& engine() override { return engine_; }
+    void load(const LoadSpec& spec) override {
+        engine_.load(spec);
+        if (!prompter_)
+            prompter_.emplace(engine_);
+    }
+    void unload() override { engine_.unload(); }
+    const std::string& template_used() const override { return prompter().template_used(); }
+    std::string apply(const std::string& user_text) const override {
+        return prompter().apply(user_text);
+    }
+    int64_t count(const std::string& user_text) const override {
+        return prompter().count(user_text);
+    }
+    std::vector<int32_t> non_utf8_tokens() const override { return prompter().non_utf8_tokens(); }
+    TextGeneration generate(const std::string& user_text, int n_gen, const SamplerSettings& s,
+                            uint64_t seed) override {
+        return generate_text(engine_, prompter(), user_text, n_gen, s, seed);
+    }
+
+  private:
+    const ChatPrompter& prompter() const {
+        if (!prompter_)
+            throw runtime_error("the text generation's engine was never loaded");
+        return *prompter_;
+    }
+    LlamaEngine engine_;
+    std::optional<ChatPrompter> prompter_;  // after the first load (it reads the vocabulary)
+};
+
+}  // namespace
+
+std::unique_ptr<TextGenerator> llama_text_generation() {
+    return std::make_unique<LlamaTextGenerator>();
 }
 
 }  // namespace sb

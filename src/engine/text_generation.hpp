@@ -12,6 +12,7 @@
 // fallback), one user message and the assistant's turn opened; then tokenized with the
 // vocabulary's special tokens (BOS) added and special-token text parsed.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -82,6 +83,35 @@ struct TextGeneration {
 TextGeneration generate_text(LlamaEngine& engine, const ChatPrompter& prompter,
                              const std::string& user_text, int n_gen, const SamplerSettings& s,
                              uint64_t seed);
+
+// Explain's text-generation view of an in-process engine (level 3, and the texts of levels 3 to
+// 5): the engine, its model's chat template and tokenizer (ChatPrompter's answers), and a
+// generation as generate_text makes one. The run's engine factory makes it
+// (EngineFactory::text_generation): LlamaEngine's for users (llama_text_generation), a scripted
+// one in tests (engine/fake_engine.hpp), so a runner never holds a LlamaEngine itself.
+class TextGenerator {
+  public:
+    virtual ~TextGenerator() = default;
+    // The engine: the graph level's repetitions run on it (loaded by load()).
+    virtual Engine& engine() = 0;
+    // Loads the engine for spec (Engine::load's errors) and reads its model's template and
+    // tokenizer (sb::Error(input) when the model has no vocabulary). The model must stay the
+    // same between loads.
+    virtual void load(const LoadSpec& spec) = 0;
+    // Frees the model and its context (the profiler loads its own); load() again before use.
+    virtual void unload() = 0;
+    // ChatPrompter's answers for the loaded model.
+    virtual const std::string& template_used() const = 0;
+    virtual std::string apply(const std::string& user_text) const = 0;
+    virtual int64_t count(const std::string& user_text) const = 0;
+    virtual std::vector<int32_t> non_utf8_tokens() const = 0;
+    // generate_text on the engine (its times on the engine's clock).
+    virtual TextGeneration generate(const std::string& user_text, int n_gen,
+                                    const SamplerSettings& s, uint64_t seed) = 0;
+};
+
+// The view on a new LlamaEngine (in-process llama.cpp).
+std::unique_ptr<TextGenerator> llama_text_generation();
 
 // The tokens of the GGUF at model_path whose text is bytes that are not UTF-8 on their own
 // (ChatPrompter::non_utf8_tokens), read through llama.cpp's vocabulary alone (no weights):

@@ -18,6 +18,7 @@
 // Times are nanoseconds on the sb::now_ns clock (the engine's clock for a scripted engine).
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -26,6 +27,7 @@
 #include "core/doc/ops_section.hpp"
 #include "core/workload.hpp"
 #include "engine/engine.hpp"
+#include "engine/engine_factory.hpp"
 #include "profile/sched_log.hpp"
 
 namespace sb {
@@ -206,5 +208,23 @@ class OpReplayer {
     virtual std::optional<double> conversion_ns(const CapturedNode& n, const std::string& device,
                                                 bool* plain_buffers) = 0;
 };
+
+// An OpRig (engine/engine_factory.hpp) of these parts: the engine factory's op_rig puts its
+// parts together with it (profile/tracer.hpp make_llama_op_rig; scripted ones in tests). The
+// rig is destroyed replayer, tracer, engine.
+inline OpRig make_op_rig(std::unique_ptr<Engine> engine, std::unique_ptr<OpTracer> tracer,
+                         std::unique_ptr<OpReplayer> replayer) {
+    struct Parts {
+        std::unique_ptr<OpTracer> tracer;
+        std::unique_ptr<OpReplayer> replayer;  // destroyed before the tracer
+    };
+    auto parts = std::make_shared<Parts>(Parts{std::move(tracer), std::move(replayer)});
+    OpRig rig;
+    rig.engine = std::move(engine);
+    rig.tracer = parts->tracer.get();
+    rig.replayer = parts->replayer.get();
+    rig.parts = std::move(parts);
+    return rig;
+}
 
 }  // namespace sb

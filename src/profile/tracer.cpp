@@ -387,14 +387,12 @@ void LlamaOpTracer::load(const LoadSpec& spec_in) {
 
 }  // namespace
 
-LlamaOpRig make_llama_op_rig(bool huge_pages) {
-    LlamaOpRig rig;
-    rig.engine = std::make_unique<LlamaEngine>(
+OpRig make_llama_op_rig(bool huge_pages) {
+    auto engine = std::make_unique<LlamaEngine>(
         LlamaEngineOptions{.use_mmap = false, .huge_pages = huge_pages});
     auto store = std::make_shared<NodeStore>();
-    rig.tracer = std::make_unique<LlamaOpTracer>(*rig.engine, store);
-    rig.replayer = make_ggml_replayer(store);
-    return rig;
+    auto tracer = std::make_unique<LlamaOpTracer>(*engine, store);
+    return make_op_rig(std::move(engine), std::move(tracer), make_ggml_replayer(store));
 }
 
 }  // namespace sb

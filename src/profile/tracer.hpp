@@ -35,19 +35,13 @@ namespace sb {
 
 struct NodeStore;  // the captured nodes' ggml descriptions, shared by a tracer and its replayer
 
-// The llama.cpp parts of one op profile: the engine (loaded without mmap: a mapped model file
-// whose weights llama.cpp repacks for the CPU stays resident beside the repacked copy; its
-// weight buffers advised onto transparent huge pages with huge_pages), the
-// tracer on its context and the replayer of the nodes the tracer captures. Members are
-// destroyed in reverse order (replayer, tracer, engine).
-struct LlamaOpRig {
-    std::unique_ptr<LlamaEngine> engine;
-    std::unique_ptr<OpTracer> tracer;
-    std::unique_ptr<OpReplayer> replayer;
-};
-
+// The llama.cpp parts of one op profile (OpRig, engine/engine_factory.hpp): a LlamaEngine (loaded
+// without mmap: a mapped model file whose weights llama.cpp repacks for the CPU stays resident
+// beside the repacked copy; its weight buffers advised onto transparent huge pages with
+// huge_pages), the tracer on its context and the replayer of the nodes the tracer captures.
 // Sets llama.cpp's log callback for the rig's lifetime (the scheduler's dumps are read from it;
-// other messages go where they went, or to stderr with STAGEBENCH_LLAMA_LOG=1).
-LlamaOpRig make_llama_op_rig(bool huge_pages = true);
+// other messages go where they went, or to stderr with STAGEBENCH_LLAMA_LOG=1). The run's
+// engine factory calls it (scenario/default_engines.hpp); runners ask the factory.
+OpRig make_llama_op_rig(bool huge_pages = true);
 
 }  // namespace sb

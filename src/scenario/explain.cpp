@@ -3,11 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <fstream>
 #include <latch>
 #include <map>
 #include <memory>
-#include <sstream>
 #include <thread>
 
 #include "analysis/explain.hpp"
@@ -19,14 +17,12 @@
 #include "core/stats.hpp"
 #include "core/sysinfo.hpp"
 #include "engine/backends.hpp"
-#include "engine/http_client.hpp"
 #include "engine/http_engine.hpp"
-#include "engine/llama_engine.hpp"
-#include "engine/process.hpp"
+#include "engine/managed_server.hpp"
+#include "engine/server_requests.hpp"
 #include "engine/text_generation.hpp"
 #include "model/inspect.hpp"
 #include "scenario/explain_settings.hpp"
-#include "scenario/llama_server.hpp"
 #include "scenario/mode_experiment.hpp"
 #include "scenario/ops_run.hpp"
 #include "scenario/repetition.hpp"
@@ -53,7 +49,7 @@ uint64_t mix(uint64_t x) {  // splitmix64: distinct seeds for every (round, clie
     return x ^ (x >> 31);
 }
 
-PromptText sized_text(const ChatPrompter& p, int64_t n, uint64_t seed) {
+PromptText sized_text(const TextGenerator& p, int64_t n, uint64_t seed) {
     auto count = [&](int64_t words) { return p.count(prompt_words(seed, words)); };
     if (const int64_t one = count(1); one > n)
         throw input_error(fmt::format(
@@ -104,14 +100,6 @@ json spec_json(const LoadSpec& s) {
                 {"type_v", to_string(s.type_v)}};
 }
 
-json parse_or_null(const std::string& body) {
-    try {
-        return json::parse(body);
-    } catch (const json::exception&) {
-        return nullptr;
-    }
-}
-
 // The request levels 4 and 5 send: the prompt text with the chat template applied (as level 3
 // makes it), which the server tokenizes, to /v1/completions, streamed, with the server's own
 // sampling (no sampling field), the generation bounded and EOS ignored (ignore_eos), usage
@@ -138,24 +126,19 @@ GenerationStream::Spec completion_spec(const std::string& base, const std::strin
     return s;
 }
 
-Generation stream_once(HttpClient& c, GenerationStream::Spec spec) {
-    GenerationStream s(std::move(spec));
-    const StreamOutcome o = c.post_stream(
-        s.path(), s.body(), [&](std::string_view b, int64_t t) { return s.on_bytes(b, t); });
-    return s.finish(o);
-}
-
 // Everything the real measures need, set up once by run_explain.
 class Levels {
   public:
-    Levels(const ExplainOptions& o, ExplainSection& s, LoadSpec base, LlamaEngine& engine,
-           const ChatPrompter& prompter, SamplerSettings sampler,
+    Levels(const ExplainOptions& o, ExplainSection& s, EngineFactory& engines, const Clock& clock,
+           LoadSpec base, TextGenerator& text, ServerRequests& server, SamplerSettings sampler,
            std::vector<std::vector<PromptText>> texts, std::string url, std::string model_name)
         : o_(o),
           s_(s),
+          engines_(engines),
+          clock_(clock),
           base_(std::move(base)),
-          engine_(engine),
-          prompter_(prompter),
+          text_(text),
+          server_(server),
           sampler_(sampler),
           texts_(std::move(texts)),
           url_(std::move(url)),
@@ -188,28 +171,20 @@ class Levels {
     // One untimed request, so the server's first request (its allocations, its caches) is not
     // a round's.
     void warm_server() {
-        HttpClient& c = client(0);
-        stream_once(
-            c, completion_spec(url_, prompter_.apply(prompt_words(mix(o_.seed ^ 0xabcdef), 16)), 2,
+        server_.stream(
+            0, completion_spec(url_, text_.apply(prompt_words(mix(o_.seed ^ 0xabcdef), 16)), 2,
                                o_.seed, 0, model_name_, timeout_ms(), sampler_.banned));
     }
 
   private:
     int64_t timeout_ms() const { return static_cast<int64_t>(o_.timeout_s * 1000); }
 
-    HttpClient& client(std::size_t i) {
-        while (clients_.size() <= i)
-            clients_.push_back(
-                std::make_unique<HttpClient>(url_, HttpTimeouts{timeout_ms(), timeout_ms()}));
-        return *clients_[i];
-    }
-
     void load(const LoadSpec& spec) {
         const std::string key = spec_key(spec);
         if (loaded_ == key)
             return;
         loaded_.clear();
-        engine_.load(spec);
+        text_.load(spec);
         loaded_ = key;
         warm_generation_ = false;
     }
@@ -217,7 +192,7 @@ class Levels {
     ExplainRun ops(int) {
         // The profiler loads the model itself; a model this engine holds would keep its
         // accelerator modules loaded under the profiler's contexts (engine/backends.hpp).
-        engine_.unload();
+        text_.unload();
         loaded_.clear();
         OpsOptions po;
         po.workload = base_;
@@ -227,9 +202,11 @@ class Levels {
         po.plain_reps = 1;
         po.seed = o_.seed;
         ExplainRun r;
-        r.start_ns = now_ns();
-        const OpsProfile p = profile_ops(po, nullptr);
-        r.end_ns = now_ns();
+        r.start_ns = clock_();
+        OpsHooks hooks;
+        hooks.clock = clock_;
+        const OpsProfile p = profile_ops(engines_, po, hooks);
+        r.end_ns = clock_();
         for (const auto& st : p.stages) {
             if (!st.rec.sum_op_ns || st.n_tokens < 1)
                 continue;
@@ -264,7 +241,8 @@ class Levels {
         RepetitionOptions ro;
         ro.load = false;
         ro.roofline = false;
-        RepetitionRunner runner(engine_, c, SweepHooks{}, ro);
+        ro.clock = clock_;
+        RepetitionRunner runner(text_.engine(), c, SweepHooks{}, ro);
         while (runner.has_repeats_remaining())
             runner.do_one_repetition();
         const TestResult t = runner.results();
@@ -288,12 +266,11 @@ class Levels {
         load(base_);
         const PromptText& t = texts_[static_cast<size_t>(round)][0];
         if (!warm_generation_) {
-            generate_text(engine_, prompter_, prompt_words(mix(o_.seed ^ 0x5eed), 8), 2, sampler_,
-                          o_.seed);
+            text_.generate(prompt_words(mix(o_.seed ^ 0x5eed), 8), 2, sampler_, o_.seed);
             warm_generation_ = true;
         }
-        const TextGeneration g = generate_text(engine_, prompter_, t.text, o_.n_gen, sampler_,
-                                               mix(o_.seed + 17 * static_cast<uint64_t>(round)));
+        const TextGeneration g = text_.generate(t.text, o_.n_gen, sampler_,
+                                                mix(o_.seed + 17 * static_cast<uint64_t>(round)));
         ExplainRun r;
         r.start_ns = g.start_ns;
         r.end_ns = g.end_ns;
@@ -321,10 +298,10 @@ class Levels {
 
     ExplainRun server(int round) {
         const PromptText& t = texts_[static_cast<size_t>(round)][0];
-        const Generation g = stream_once(
-            client(0), completion_spec(url_, t.prompt, o_.n_gen,
-                                       mix(o_.seed + 31 * static_cast<uint64_t>(round)), t.tokens,
-                                       model_name_, timeout_ms(), sampler_.banned));
+        const Generation g = server_.stream(
+            0, completion_spec(url_, t.prompt, o_.n_gen,
+                               mix(o_.seed + 31 * static_cast<uint64_t>(round)), t.tokens,
+                               model_name_, timeout_ms(), sampler_.banned));
         // The server's counts and times are claims, bounded as serve and run bound them.
         const RequestMeasure m = request_measure(g);
         const RequestTiming& timing = m.timing;
@@ -358,8 +335,7 @@ class Levels {
             offset += static_cast<std::size_t>(c);
         }
         const std::size_t first_client = 1 + (offset - 1);  // client 0 is level 4's
-        for (int i = 0; i < n; ++i)
-            client(first_client + static_cast<std::size_t>(i));
+        server_.prepare(first_client + static_cast<std::size_t>(n));
         struct Out {
             std::optional<Generation> g;
             std::optional<std::string> error;
@@ -367,7 +343,7 @@ class Levels {
         std::vector<Out> outs(static_cast<size_t>(n));
         std::latch start(n);
         std::vector<std::thread> threads;
-        const int64_t t0 = now_ns();
+        const int64_t t0 = clock_();
         for (int i = 0; i < n; ++i)
             threads.emplace_back([&, i] {
                 const PromptText& t = texts_[static_cast<size_t>(round)][offset + i];
@@ -375,10 +351,10 @@ class Levels {
                     url_, t.prompt, o_.n_gen,
                     mix(o_.seed + 131 * static_cast<uint64_t>(round) + static_cast<uint64_t>(i)),
                     t.tokens, model_name_, timeout_ms(), sampler_.banned);
-                HttpClient& c = *clients_[first_client + static_cast<size_t>(i)];
                 start.arrive_and_wait();
                 try {
-                    outs[static_cast<size_t>(i)].g = stream_once(c, std::move(spec));
+                    outs[static_cast<size_t>(i)].g =
+                        server_.stream(first_client + static_cast<size_t>(i), std::move(spec));
                 } catch (const std::exception& e) {
                     outs[static_cast<size_t>(i)].error = e.what();
                 }
@@ -387,7 +363,7 @@ class Levels {
             th.join();
         ExplainRun r;
         r.start_ns = t0;
-        r.end_ns = now_ns();
+        r.end_ns = clock_();
         std::vector<double> ttft, tpot;
         std::string first_error;
         for (int i = 0; i < n; ++i) {
@@ -434,13 +410,14 @@ class Levels {
 
     const ExplainOptions& o_;
     ExplainSection& s_;
+    EngineFactory& engines_;
+    Clock clock_;  // the run's
     LoadSpec base_;
-    LlamaEngine& engine_;
-    const ChatPrompter& prompter_;
+    TextGenerator& text_;
+    ServerRequests& server_;
     SamplerSettings sampler_;
     std::vector<std::vector<PromptText>> texts_;
     std::string url_, model_name_;
-    std::vector<std::unique_ptr<HttpClient>> clients_;
     std::string loaded_;  // spec_key of what the engine holds ("" nothing known)
     bool warm_generation_ = false;
 };
@@ -554,17 +531,20 @@ void check_explain_options(const ExplainOptions& o) {
             throw usage_error(fmt::format("--concurrency {}: clients must be 1 to 256", c));
 }
 
-// The server explain measures: a llama-server it starts for the model, or the one at --url.
+// The server explain measures: a llama-server it starts for the model, or the one at --url,
+// both from the run's engine factory.
 struct ExplainServer {
-    std::unique_ptr<LlamaServer> managed;
-    std::unique_ptr<HttpEngine> remote;
-    HttpEngine* http = nullptr;  // managed's or remote
-    std::string url() const { return managed ? managed->url() : http->options().url; }
+    std::unique_ptr<ManagedServer> managed;
+    std::unique_ptr<Engine> remote;
+    Engine* http = nullptr;  // managed's or remote: a client of it
+    std::string url;
+    std::unique_ptr<ServerRequests> requests;  // explain's own requests to it
 };
 
 // Starts or connects to the server. Throws sb::Error(input) when it cannot start or be reached.
 ExplainServer open_explain_server(const ExplainOptions& o,
                                   const std::vector<std::string>& server_args,
+                                  EngineFactory& engines,
                                   const std::function<void(const std::string&)>& note) {
     ExplainServer srv;
     if (o.url) {
@@ -573,12 +553,13 @@ ExplainServer open_explain_server(const ExplainOptions& o,
         eo.api = HttpApi::openai;
         eo.timeouts.connect_ms = static_cast<int64_t>(o.timeout_s * 1000);
         eo.timeouts.read_ms = eo.timeouts.connect_ms;
-        srv.remote = std::make_unique<HttpEngine>(eo);
-        srv.remote->connect();  // a dead server is bad input (sb::Error(input))
+        // Connected: a dead server is bad input (sb::Error(input)).
+        srv.remote = engines.make(EngineKind::http, eo);
         srv.http = srv.remote.get();
+        srv.url = eo.url;
     } else {
         LlamaServerSpec ls;
-        ls.binary = find_peer_program("llama-server");
+        ls.binary = engines.server_program();
         if (ls.binary.empty())
             throw input_error(
                 "llama-server was not found (build/peers/ or the llama.cpp build); give --url");
@@ -587,13 +568,16 @@ ExplainServer open_explain_server(const ExplainOptions& o,
         ls.timeout_s = o.timeout_s;
         ls.extra_args = server_args;
         try {
-            srv.managed = std::make_unique<LlamaServer>(ls, note);
+            srv.managed = engines.start_server(ls, note);
         } catch (const Error& e) {
             // What it was told (--server-args) or the model stopped it: the user's input.
             throw input_error(e.what());
         }
         srv.http = &srv.managed->engine();
+        srv.url = srv.managed->url();
     }
+    const int64_t timeout_ms = static_cast<int64_t>(o.timeout_s * 1000);
+    srv.requests = engines.server_requests(srv.url, HttpTimeouts{timeout_ms, timeout_ms});
     return srv;
 }
 
@@ -609,31 +593,18 @@ ServerView read_explain_server(const ExplainOptions& o, const ExplainServer& srv
                                const ModelInfo& model, const std::vector<std::string>& server_args,
                                const std::string& server_devices, const std::string& accel_devices,
                                const std::function<void(const std::string&)>& note) {
-    const std::string url = srv.url();
-    HttpClient probe(url, HttpTimeouts{static_cast<int64_t>(o.timeout_s * 1000),
-                                       static_cast<int64_t>(o.timeout_s * 1000)});
-    auto get_json = [&](const std::string& path) {
-        try {
-            HttpResponse r = probe.get(path);
-            return r.status == 200 ? parse_or_null(r.body) : json(nullptr);
-        } catch (const Error&) {
-            return json(nullptr);
-        }
-    };
+    const std::string& url = srv.url;
+    auto get_json = [&](const std::string& path) { return srv.requests->get_json(path); };
     ServerView v;
     ServerFacts& facts = v.facts;
-    facts.llama_server = srv.http->server_kind() == "llama-server";
+    facts.llama_server = srv.http->caps().name == "llama-server";
     facts.args = redact_server_args(server_args);
     facts.default_devices = o.url ? "" : server_devices;
     facts.accel_devices = accel_devices;
     if (facts.llama_server)
         facts.props = get_json("/props");
-    if (srv.managed) {
-        std::ifstream f(srv.managed->log_path());
-        std::stringstream ss;
-        ss << f.rdbuf();
-        facts.log = ss.str();
-    }
+    if (srv.managed)
+        facts.log = srv.managed->log();
     // The model the server serves must be this one: llama-server says its parameters and
     // vocabulary in /v1/models.
     std::string& model_name = v.model_name;
@@ -667,7 +638,7 @@ struct ExplainTexts {
     int64_t max_tokens = 0;
 };
 
-ExplainTexts make_explain_texts(const ExplainOptions& o, const ChatPrompter& prompter) {
+ExplainTexts make_explain_texts(const ExplainOptions& o, const TextGenerator& prompter) {
     int clients = 1;
     for (int c : o.concurrency)
         clients += c;
@@ -691,7 +662,7 @@ ExplainTexts make_explain_texts(const ExplainOptions& o, const ChatPrompter& pro
 SamplerSettings describe_explain(ExplainSection& s, const ExplainOptions& o, int threads,
                                  const std::vector<std::string>& server_args,
                                  const ExplainServer& srv, const ServerFacts& facts,
-                                 const ChatPrompter& prompter, const ModelInfo& model,
+                                 const TextGenerator& prompter, const ModelInfo& model,
                                  const LoadSpec& base, int64_t max_tokens) {
     s.model_path = o.model_path;
     s.n_prompt = o.n_prompt;
@@ -702,7 +673,7 @@ SamplerSettings describe_explain(ExplainSection& s, const ExplainOptions& o, int
     s.concurrency = o.concurrency;
     s.url = o.url;
     s.server_args = redact_server_args(server_args);
-    s.server_kind = srv.http->server_kind();
+    s.server_kind = srv.http->caps().name;
     s.settings_read = facts.llama_server;
     s.server = srv.http->describe();
     s.chat_template = prompter.template_used();
@@ -736,7 +707,7 @@ SamplerSettings describe_explain(ExplainSection& s, const ExplainOptions& o, int
              fmt::format("the server at {} is {}, not llama-server: its settings could not be "
                          "read, so no setting is measured alone; levels 4 and 5 and the "
                          "remainder are measured, the remainder holding every setting's part",
-                         srv.url(), s.server_kind)});
+                         srv.url, s.server_kind)});
     if (std::abs(max_tokens - o.n_prompt) > 0)
         s.notes.push_back(fmt::format(
             "the text prompts are up to {} tokens (chat template included) against {} for the "
@@ -837,13 +808,13 @@ RunResult run_explain(const ExplainOptions& o, RunEnv env) {
     base.devices = DeviceSet(o.devices);
     base.n_threads = threads;
     base.n_ctx = o.n_prompt + o.n_gen + 64;
-    LlamaEngine engine;
-    engine.load(base);
-    const ChatPrompter prompter(engine);
+    const std::unique_ptr<TextGenerator> text = ctx.engines().text_generation();
+    text->load(base);
+    const TextGenerator& prompter = *text;
 
     // The server.
-    const ExplainServer srv = open_explain_server(o, server_args, note);
-    const std::string url = srv.url();
+    const ExplainServer srv = open_explain_server(o, server_args, ctx.engines(), note);
+    const std::string url = srv.url;
     const ServerView view =
         read_explain_server(o, srv, model, server_args, server_devices, accel_devices, note);
     const ServerFacts& facts = view.facts;
@@ -860,14 +831,15 @@ RunResult run_explain(const ExplainOptions& o, RunEnv env) {
             "tokens per slot (-c / -np): give a smaller -p or -n, or the server a larger -c",
             max_tokens, o.n_gen, *slot_ctx));
     base.n_ctx = static_cast<int>(std::max<int64_t>(o.n_prompt, max_tokens)) + o.n_gen + 8;
-    engine.load(base);
+    text->load(base);
 
     ExplainSection& s = doc.explain.emplace();
     const SamplerSettings sampler =
         describe_explain(s, o, threads, server_args, srv, facts, prompter, model, base, max_tokens);
     add_explain_measures(s, o, base);
 
-    Levels levels(o, s, base, engine, prompter, sampler, std::move(t.texts), url, view.model_name);
+    Levels levels(o, s, ctx.engines(), ctx.clock(), base, *text, *srv.requests, sampler,
+                  std::move(t.texts), url, view.model_name);
     for (auto& m : s.measures)
         if (m.level == "graph" && m.setting)
             m.config = spec_json(levels.spec_for(m));

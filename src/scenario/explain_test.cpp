@@ -7,6 +7,8 @@
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
 #include "core/last_word.hpp"
+#include "scenario/ops_test_rig.hpp"
+#include "scenario/test_util.hpp"
 
 namespace sb {
 namespace {
@@ -168,6 +170,141 @@ TEST(ExplainCommand, BadOptionsAreUsageErrorsBeforeAnything) {
     o.concurrency = {};
     o.server_args = "-ub '32";
     EXPECT_THROW(run_explain(o, RunEnv(ResultDocument{}, err)), Error);
+}
+
+// run_explain end to end on the parts of the run's engine factory (no llama.cpp engine, no
+// server, no wall clock): the model's text generation, the server stagebench starts, explain's
+// requests to it and the op profiler's rig, each a scripted one.
+struct ExplainRig {
+    test::RunRig rr;
+    test::ScriptedOpRigs rigs;
+    ExplainOptions o;
+    ExplainRig() {
+        rigs.install(rr.engines, rr.tl);
+        // A token per word (after the BOS), so that texts of words fit the context as a real
+        // tokenizer's do.
+        rr.engines.setup = [](FakeEngine& e, EngineKind k) {
+            if (k == EngineKind::http)
+                e.kind = "llama-server";
+            e.script().tokenize = [](const std::string& text, bool add_special) {
+                std::vector<int32_t> out;
+                if (add_special)
+                    out.push_back(1);
+                std::istringstream words(text);
+                for (std::string w; words >> w;)
+                    out.push_back(static_cast<int32_t>(2 + w.size()));
+                return out;
+            };
+        };
+        rr.engines.non_utf8_tokens = {7, 9};
+        o.model_path = test::tiny_gguf();
+        o.n_prompt = 40;
+        o.n_gen = 4;
+        o.rounds = 2;
+        o.n_threads = 2;
+        o.progress = false;
+    }
+    RunResult run() { return run_explain(o, rr.env("explain")); }
+};
+
+const ExplainMeasure& measure_named(const ExplainSection& s, const std::string& id) {
+    for (const auto& m : s.measures)
+        if (m.id == id)
+            return m;
+    throw std::runtime_error("no measure " + id);
+}
+
+// Every level on its part, in the rounds' order, with the times the scripted parts take: the
+// graph level's stages on the fake engine (100 µs per prompt token, 10 ms per decode step), the
+// text generation's prefill of its templated prompt, the server's first token 10 ms + 100 µs
+// per prompt token after the request and a token every 10 ms, the op profile on the fake rig.
+TEST(ExplainCommand, EveryLevelRunsOnThePartsOfTheRunsEngineFactory) {
+    ExplainRig x;
+    const RunResult r = x.run();
+    EXPECT_EQ(r.outcome, Outcome::ok);
+    ASSERT_TRUE(r.doc.explain.has_value());
+    const ExplainSection& s = *r.doc.explain;
+    EXPECT_EQ(s.server_kind, "llama-server");
+    EXPECT_EQ(s.chat_template, "fake chat template");
+    // The server stagebench started, once, for the model; stopped at the end.
+    ASSERT_EQ(x.rr.engines.started().size(), 1u);
+    EXPECT_EQ(x.rr.engines.started()[0]->spec.model, test::tiny_gguf());
+    EXPECT_EQ(x.rr.engines.started()[0]->spec.binary, "fake-llama-server");
+    EXPECT_TRUE(x.rr.engines.started()[0]->stopped);
+
+    const ExplainMeasure& ops = measure_named(s, "ops");
+    const ExplainMeasure& graph = measure_named(s, "graph");
+    const ExplainMeasure& gen = measure_named(s, "generation");
+    const ExplainMeasure& server = measure_named(s, "server");
+    for (const ExplainMeasure* m : {&ops, &graph, &gen, &server}) {
+        ASSERT_EQ(m->runs.size(), 2u) << m->id;
+        for (const auto& run : m->runs)
+            EXPECT_FALSE(run.error.has_value()) << m->id << ": " << *run.error;
+    }
+    // Forward in round 0, backward in round 1: ops first and last.
+    const int n = static_cast<int>(s.order.size());
+    EXPECT_EQ(ops.runs[0].sequence, 0);
+    EXPECT_EQ(ops.runs[1].sequence, 2 * n - 1);
+    EXPECT_EQ(server.runs[0].sequence, n - 1);
+    EXPECT_EQ(server.runs[1].sequence, n);
+    // Two op profiles, each on a rig of its own (huge pages as `ops` asks by default).
+    EXPECT_EQ(x.rigs.made.size(), 2u);
+    EXPECT_EQ(x.rr.engines.rig_huge_pages(), (std::vector<bool>{true, true}));
+    for (const auto& run : graph.runs) {
+        EXPECT_EQ(run.prefill_ns, 40 * 100'000.0);
+        EXPECT_EQ(run.decode_ns, 10'000'000.0);
+    }
+    for (const auto& run : gen.runs) {
+        ASSERT_TRUE(run.prompt_tokens.has_value());
+        EXPECT_LE(*run.prompt_tokens, 40);
+        EXPECT_EQ(run.prefill_ns, *run.prompt_tokens * 100'000.0);
+        EXPECT_EQ(run.decode_ns, 10'000'000.0);
+        EXPECT_EQ(run.output_tokens, 4);
+        EXPECT_EQ(*run.end_ns - *run.start_ns, *run.prompt_tokens * 100'000 + 3 * 10'000'000);
+    }
+    for (const auto& run : server.runs) {
+        ASSERT_TRUE(run.prompt_tokens.has_value());
+        EXPECT_EQ(run.prefill_ns, 10'000'000 + *run.prompt_tokens * 100'000.0);
+        EXPECT_EQ(run.decode_ns, 10'000'000.0);
+        EXPECT_EQ(run.output_tokens, 4);
+        for (const auto& note : run.notes)  // the server counted the prompt as level 3 did
+            EXPECT_EQ(note.find("the server counted"), std::string::npos) << note;
+    }
+    // The warm-up and one request per server run, on level 4's connection, with explain's own
+    // body: /v1/completions, the synthetic model's non-UTF-8 tokens banned.
+    const auto& streamed = x.rr.engines.streamed();
+    ASSERT_EQ(streamed.size(), 3u);
+    for (const auto& q : streamed) {
+        EXPECT_EQ(q.url, "http://fake-server-0");
+        EXPECT_EQ(q.connection, 0u);
+        EXPECT_EQ(q.spec.path, "/v1/completions");
+        EXPECT_TRUE(q.spec.body["ignore_eos"].get<bool>());
+        EXPECT_EQ(q.spec.body["logit_bias"].size(), 2u);
+    }
+    EXPECT_EQ(streamed[1].spec.body["max_tokens"], 4);
+    EXPECT_EQ(streamed[1].spec.n_prompt, *server.runs[0].prompt_tokens);
+}
+
+// The server stagebench started stops during the first server run: that run's error says so
+// (not "cannot connect"), and no request is sent to it again; the run fails.
+TEST(ExplainCommand, AServerThatStoppedFailsTheServerLevelWithWhy) {
+    ExplainRig x;
+    const std::string why = "the llama-server stagebench started has stopped (killed by signal 9)";
+    x.rr.engines.before_stream = [&](std::size_t, const GenerationStream::Spec&) {
+        if (x.rr.engines.streamed().size() == 1) {  // after the warm-up
+            x.rr.engines.started()[0]->ended = why;
+            throw runtime_error("cannot connect to http://fake-server-0");
+        }
+    };
+    const RunResult r = x.run();
+    EXPECT_EQ(r.outcome, Outcome::failed);
+    const ExplainMeasure& server = measure_named(*r.doc.explain, "server");
+    ASSERT_EQ(server.runs.size(), 2u);
+    for (const auto& run : server.runs)
+        EXPECT_EQ(run.error, why);
+    EXPECT_EQ(x.rr.engines.streamed().size(), 1u);  // the warm-up alone got through
+    for (const auto& run : measure_named(*r.doc.explain, "graph").runs)
+        EXPECT_FALSE(run.error.has_value());
 }
 
 }  // namespace

@@ -1,5 +1,4 @@
 #include "scenario/http_run.hpp"
-#include "scenario/llama_server.hpp"
 
 #include <unistd.h>
 
@@ -14,6 +13,7 @@
 #include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
+#include "engine/managed_server.hpp"
 #include "engine/process.hpp"
 #include "engine/text_generation.hpp"
 #include "model/inspect.hpp"
@@ -52,7 +52,7 @@ TestResult run_http_test(Engine& engine, const std::string& model, const TestCon
 struct HttpRun::Managed {
     std::string model;
     int threads = 0;
-    std::unique_ptr<LlamaServer> server;
+    std::unique_ptr<ManagedServer> server;
     std::string ban_note;  // synthetic_token_ban's, when tokens are banned
 };
 
@@ -90,11 +90,6 @@ HttpRun::HttpRun(const HttpRunOptions& o, const MatrixSpec& m,
                 "stagebench starts on 127.0.0.1");
         if (opts_.api == HttpApi::ollama)
             throw usage_error("--api ollama needs --url of an Ollama server");
-        server_bin_ = find_peer_program("llama-server");
-        if (server_bin_.empty())
-            throw input_error(
-                "llama-server not found (build/peers/llama-server); build it with llama.cpp or "
-                "give --url of a running server");
     }
 }
 
@@ -150,10 +145,18 @@ std::vector<TestConfig> HttpRun::plan(const MatrixSpec& matrix) {
 
 void HttpRun::connect(RunContext& run, std::vector<TestConfig>& tests) {
     ResultDocument& doc = run.doc();
+    engines_ = &run.engines();
     if (llama_)
         doc.engines["llama"] = {{"name", "llama.cpp"}, {"in_process", true}};
     if (!http_)
         return;
+    if (!opts_.url) {
+        server_bin_ = engines_->server_program();
+        if (server_bin_.empty())
+            throw input_error(
+                "llama-server not found (build/peers/llama-server); build it with llama.cpp or "
+                "give --url of a running server");
+    }
     nlohmann::json e{{"name", "http"},
                      {"in_process", false},
                      {"api", http_api_name(opts_.api)},
@@ -235,7 +238,7 @@ TestResult HttpRun::run(const TestConfig& c, const SweepHooks& hooks, const Cloc
                 spec.banned_tokens = std::move(ban.tokens);
                 m->ban_note = std::move(ban.note);
             }
-            m->server = std::make_unique<LlamaServer>(spec, hooks.progress);
+            m->server = engines_->start_server(spec, hooks.progress);
             managed_ = std::move(m);
         } catch (const std::exception& e) {
             TestResult r;
@@ -256,7 +259,26 @@ TestResult HttpRun::run(const TestConfig& c, const SweepHooks& hooks, const Cloc
     return r;
 }
 
+TestResult HttpRun::measure(const TestConfig& c, const SweepHooks& hooks, const Clock& clock,
+                            std::optional<double> membw,
+                            const std::function<void(Engine&, TestResult&)>& after) {
+    if (c.engine == EngineKind::http) {
+        TestResult r = run(c, hooks, clock);
+        Engine* e = opts_.url ? engine_.get() : managed_ ? &managed_->server->engine() : nullptr;
+        if (after && e)
+            after(*e, r);
+        return r;
+    }
+    if (!local_)
+        local_ = engines_->make(EngineKind::llama);
+    TestResult r = run_test(*local_, c, hooks, membw, clock);
+    if (after)
+        after(*local_, r);  // after the timed repetitions, untimed
+    return r;
+}
+
 void HttpRun::stop() {
+    local_.reset();
     managed_.reset();
 }
 

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string_view>
 #include <thread>
 
@@ -157,6 +158,13 @@ LlamaServer::LlamaServer(const LlamaServerSpec& s,
     eo.banned_tokens = s.banned_tokens;
     engine_ = std::make_unique<HttpEngine>(eo);
     engine_->connect();
+}
+
+std::string LlamaServer::log() const {
+    std::ifstream f(log_);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
 }
 
 std::optional<std::string> LlamaServer::ended() {

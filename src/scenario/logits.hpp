@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/workload.hpp"
-#include "engine/engine_factory.hpp"
+#include "scenario/default_engines.hpp"
 
 namespace sb {
 

@@ -629,18 +629,16 @@ OpsProfile profile_ops(const OpsRig& rig, const OpsOptions& o, const OpsHooks& h
     return p;
 }
 
-OpsProfile profile_ops(const OpsOptions& o, const ProgressFn& progress,
-                       const DeviceTimerLauncher& device_timer) {
-    LlamaOpRig rig = make_llama_op_rig(o.huge_pages);
-    OpsHooks h;
-    h.progress = progress;
-    h.device_timer = device_timer;
-    return profile_ops({*rig.engine, *rig.tracer, *rig.replayer}, o, h);
+OpsProfile profile_ops(EngineFactory& engines, const OpsOptions& o, const OpsHooks& hooks) {
+    check_options(o);  // before the rig: bad options load nothing
+    const OpRig rig = engines.op_rig(o.huge_pages);
+    return profile_ops({*rig.engine, *rig.tracer, *rig.replayer}, o, hooks);
 }
 
-void device_timer_pass(const OpsOptions& o, int prefill_reps, std::ostream& markers) {
+void device_timer_pass(const OpsOptions& o, int prefill_reps, std::ostream& markers,
+                       EngineFactory& engines) {
     check_options(o);
-    LlamaOpRig rig = make_llama_op_rig(o.huge_pages);
+    const OpRig rig = engines.op_rig(o.huge_pages);
     Engine& e = *rig.engine;
     const int threads = threads_or_default(o.workload.n_threads);
     // The tracer loads the engine as profile_ops does (one context, its hook idle: each split
@@ -702,7 +700,11 @@ RunResult run_ops(const OpsCommandOptions& o, RunEnv env) {
                " failed: " + describe_llama_stop(message, device_set, "") +
                "; nothing of it was recorded";
     });
-    OpsProfile p = profile_ops(o.ops, progress, o.device_timer);
+    OpsHooks hooks;
+    hooks.progress = progress;
+    hooks.clock = run.clock();
+    hooks.device_timer = o.device_timer;
+    OpsProfile p = profile_ops(run.engines(), o.ops, hooks);
     for (auto& w : profile_warnings(p))
         doc.warnings.push_back(w);
     // Ctrl-C stops the profile at the next repetition or op: what was traced is kept, marked

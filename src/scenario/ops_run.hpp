@@ -36,6 +36,7 @@
 #include "core/result.hpp"
 #include "profile/op_trace.hpp"
 #include "profile/tracer.hpp"
+#include "scenario/default_engines.hpp"
 #include "scenario/run_context.hpp"
 
 namespace sb {
@@ -85,16 +86,18 @@ struct OpsHooks {
 // early: the stages hold what was traced, with a note, and ops not yet timed say so.
 OpsProfile profile_ops(const OpsRig& rig, const OpsOptions& o, const OpsHooks& hooks = {});
 
-// profile_ops on llama.cpp in-process (make_llama_op_rig(o.huge_pages)).
-OpsProfile profile_ops(const OpsOptions& o, const ProgressFn& progress,
-                       const DeviceTimerLauncher& device_timer = {});
+// profile_ops on the rig the engine factory makes (EngineFactory::op_rig(o.huge_pages):
+// llama.cpp in-process for users), held for the call. Throws what the factory throws too.
+OpsProfile profile_ops(EngineFactory& engines, const OpsOptions& o, const OpsHooks& hooks = {});
 
 // The body of the device-timer pass (`stagebench ops --device-timer-pass N`, started by the
 // launcher): loads o's workload as profile_ops does, warms up as it does, then times nothing
 // itself: N prefills at the depth, then o.decode_tokens decode steps, each bracketed by
 // profile/vk_perf_log.hpp markers written to markers, which must be the stream the backend's
 // logger writes to (std::cerr), flushed at each. Throws what the engine throws.
-void device_timer_pass(const OpsOptions& o, int prefill_reps, std::ostream& markers);
+// The rig comes from engines.
+void device_timer_pass(const OpsOptions& o, int prefill_reps, std::ostream& markers,
+                       EngineFactory& engines = default_engine_factory());
 
 struct OpsCommandOptions {
     OpsOptions ops;
@@ -107,8 +110,9 @@ struct OpsCommandOptions {
 };
 
 // `stagebench ops` / `decompose` as a run: the run context's setup (the model described, RPC
-// servers added, device names checked, warnings, the document saved), then profile_ops on
-// llama.cpp and the profile in the document (doc.ops). Prints nothing but progress on err:
+// servers added, device names checked, warnings, the document saved), then profile_ops on the
+// rig of the run's engine factory (env.engines: llama.cpp for users), on the run's clock, and
+// the profile in the document (doc.ops). Prints nothing but progress on err:
 // the caller shows the document (report/ops_report.hpp print_ops_document, which checks
 // the format).
 // env.doc: from new_document("ops" or "decompose", argv). Returns the document and its

@@ -144,27 +144,24 @@ RunResult run_benchmark(const RunOptions& opts, RunEnv env) {
     run.open(max_threads);
     run.start();
     run.plan(tests.size());
-    std::unique_ptr<Engine> engine =
-        http.uses_llama() ? run.engines().make(EngineKind::llama) : nullptr;
     for (const auto& config : tests) {
         if (run.should_stop())
             break;
         SweepHooks hooks = run.begin_test(config);
         TestResult r;
         if (const Error* bad = run.unusable_model(config.model_path);
-            bad && (config.engine != EngineKind::http || !opts.http.url)) {
+            bad && http.reads_gguf(config)) {
             r.config = config;
             r.started_ns = r.finished_ns = run.clock()();
             record_failure(r, *bad);
-        } else if (config.engine == EngineKind::http) {
-            r = http.run(config, hooks, run.clock());
         } else {
-            r = run_test(*engine, config, hooks, membw, run.clock());
-            fidelity.check(*engine, r);  // after the timed repetitions, untimed
+            // On the engine the config names; fidelity's check (in-process tests only) after
+            // the timed repetitions, untimed.
+            r = http.measure(config, hooks, run.clock(), membw,
+                             [&](Engine& e, TestResult& t) { fidelity.check(e, t); });
         }
         run.end_test(std::move(r));
     }
-    engine.reset();
     http.stop();
     return run.finish();
 }

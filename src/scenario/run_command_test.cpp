@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "core/document.hpp"
@@ -262,6 +263,73 @@ TEST_F(RunBenchmark, AServerBehindHttpComesFromTheFactoryAndIsMeasuredByWholeReq
     ASSERT_EQ(r.doc.models.size(), 1u);
     EXPECT_EQ(r.doc.models[0]["path"], "served-model");
     EXPECT_EQ(r.outcome, Outcome::ok);
+}
+
+// --engine http without --url: the llama-server stagebench starts comes from the run's engine
+// factory, once per model and thread count, with the run's context and the model's ban; its
+// tests are whole requests on its client, and it is stopped at the end.
+TEST_F(RunBenchmark, TheServerStagebenchStartsComesFromTheFactoryOncePerModelAndThreads) {
+    RunRig rig;
+    RunOptions o = sweep({8, 16}, {3}, 2);
+    o.http.engines = {EngineKind::http};
+    const RunResult r = run_benchmark(o, rig.env());
+    EXPECT_EQ(r.outcome, Outcome::ok);
+    ASSERT_EQ(rig.engines.started().size(), 1u);
+    const FakeServerState& srv = *rig.engines.started()[0];
+    EXPECT_EQ(srv.spec.binary, "fake-llama-server");
+    EXPECT_EQ(srv.spec.model, tiny_gguf());
+    EXPECT_EQ(srv.spec.threads, 2);
+    EXPECT_EQ(srv.spec.n_ctx, 16 + 3 + 64);
+    EXPECT_TRUE(srv.stopped);
+    // Its client: one engine, at its URL.
+    ASSERT_EQ(rig.engines.servers().size(), 1u);
+    EXPECT_EQ(rig.engines.servers()[0].url, "http://fake-server-0");
+    EXPECT_EQ(rig.engines.servers()[0].banned_tokens, srv.spec.banned_tokens);
+    EXPECT_EQ(r.doc.engines["http"]["started_by_stagebench"], true);
+    EXPECT_EQ(r.doc.engines["http"]["binary"], "fake-llama-server");
+    ASSERT_EQ(r.doc.tests.size(), 2u);
+    for (const TestResult& t : r.doc.tests) {
+        EXPECT_EQ(t.status, Status::ok) << t.error.value_or("");
+        EXPECT_EQ(t.ttft_ns, std::vector<int64_t>(2, 10 * kMs + t.config.n_prompt * 100 * kUs));
+        EXPECT_TRUE(std::any_of(t.notes.begin(), t.notes.end(), [](const std::string& n) {
+            return n.rfind("HTTP tests ran on a llama-server that stagebench started", 0) == 0;
+        }));
+    }
+    // Each test's warm-up request and its two repetitions, on the one server.
+    EXPECT_EQ(rig.tl.calls_of(FakeOp::request).size(), 6u);
+}
+
+// A server that does not start fails its tests, recorded with why; the sweep goes on.
+TEST_F(RunBenchmark, AServerThatDoesNotStartFailsItsTests) {
+    RunRig rig;
+    RunOptions o = sweep({8}, {3}, 1);
+    o.http.engines = {EngineKind::http};
+    rig.engines.before_start = [](const LlamaServerSpec&) {
+        throw input_error("llama-server could not start on 'x': unknown model architecture");
+    };
+    const RunResult r = run_benchmark(o, rig.env());
+    EXPECT_EQ(r.outcome, Outcome::failed);
+    ASSERT_EQ(r.doc.tests.size(), 1u);
+    EXPECT_EQ(r.doc.tests[0].status, Status::failed);
+    EXPECT_EQ(r.doc.tests[0].error,
+              "llama-server could not start on 'x': unknown model architecture");
+    EXPECT_TRUE(rig.engines.started().empty());
+}
+
+// Without a server program, a run that needs one is bad input before anything is measured.
+TEST_F(RunBenchmark, NoServerProgramIsBadInputBeforeAnything) {
+    RunRig rig;
+    RunOptions o = sweep({8}, {3}, 1);
+    o.http.engines = {EngineKind::llama, EngineKind::http};
+    rig.engines.program = "";
+    try {
+        run_benchmark(o, rig.env());
+        FAIL() << "no error";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::input);
+        EXPECT_EQ(std::string(e.what()).rfind("llama-server not found", 0), 0u) << e.what();
+    }
+    EXPECT_TRUE(rig.tl.calls().empty());
 }
 
 TEST_F(RunBenchmark, TheLastWordRecordsTheRunningTestSavesAndHandsTheDocumentToTheCommand) {

@@ -8,6 +8,7 @@
 #include "core/sysinfo.hpp"
 #include "engine/backends.hpp"
 #include "model/inspect.hpp"
+#include "scenario/default_engines.hpp"
 #include "scenario/repetition.hpp"
 
 namespace sb {

@@ -276,7 +276,7 @@ ServePlan plan_of(const ServeOptions& o) {
 // The server under load (given, or a llama-server started here), as the run's engine factory
 // connects to it: it makes the prompts, the clients and says what the server is.
 struct ServeServer {
-    std::unique_ptr<LlamaServer> managed;
+    std::unique_ptr<ManagedServer> managed;
     HttpEngineOptions eo;
     std::string model;  // the name the requests carry ("" the server's default)
     std::unique_ptr<ServeTarget> target;
@@ -290,7 +290,7 @@ ServeServer connect_server(const ServeOptions& o, const ServePlan& plan, const T
         s.eo.url = *o.url;
     } else {
         LlamaServerSpec spec;
-        spec.binary = find_peer_program("llama-server");
+        spec.binary = run.engines().server_program();
         if (spec.binary.empty())
             throw input_error("llama-server not found (build/peers/llama-server)");
         spec.model = *o.model_file;
@@ -302,8 +302,7 @@ ServeServer connect_server(const ServeOptions& o, const ServePlan& plan, const T
         spec.timeout_s = o.timeout_s;
         spec.extra_args = o.server_args;
         spec.banned_tokens = ban.tokens;
-        s.managed =
-            std::make_unique<LlamaServer>(spec, [&run](const std::string& m) { run.note(m); });
+        s.managed = run.engines().start_server(spec, [&run](const std::string& m) { run.note(m); });
         s.eo.url = s.managed->url();
         s.model.clear();
     }

@@ -226,6 +226,64 @@ TEST(ServeRunLoop, OpenLoopSendsAtTheSeededArrivals) {
 }
 
 // A server that cannot be reached is bad input before anything is measured.
+// serve -m FILE: the llama-server stagebench starts comes from the run's engine factory, with
+// serve's slots, threads and context, and the load goes to it; it is stopped at the end.
+TEST(ServeRunLoop, TheServerStagebenchStartsComesFromTheFactory) {
+    clear_interrupt();
+    test::RunRig rig;
+    ServeOptions o = small(ClientKind::loop);
+    o.url.reset();
+    o.model_file = test::tiny_gguf();
+    o.slots = 2;
+    o.threads = 3;
+    const RunResult r = run_serve(o, rig.env("serve"));
+    EXPECT_EQ(r.outcome, Outcome::ok);
+    ASSERT_EQ(rig.engines.started().size(), 1u);
+    const FakeServerState& srv = *rig.engines.started()[0];
+    EXPECT_EQ(srv.spec.model, test::tiny_gguf());
+    EXPECT_EQ(srv.spec.slots, 2);
+    EXPECT_EQ(srv.spec.threads, 3);
+    EXPECT_EQ(srv.spec.n_ctx, 2 * (8 + 3 + 64));
+    EXPECT_TRUE(srv.stopped);
+    // Its client, and the target put under load: both at its URL.
+    ASSERT_EQ(rig.engines.servers().size(), 2u);
+    EXPECT_EQ(rig.engines.servers()[0].url, "http://fake-server-0");
+    EXPECT_EQ(rig.engines.servers()[1].url, "http://fake-server-0");
+    ASSERT_TRUE(r.doc.serve);
+    EXPECT_EQ(r.doc.serve->points[0].ok, 4);
+}
+
+// The server stagebench started has stopped by the end of a point: the point's failed requests
+// say why, and no further point is sent to it.
+TEST(ServeRunLoop, AServerThatStoppedEndsTheRunWithWhy) {
+    clear_interrupt();
+    test::RunRig rig;
+    ServeOptions o = small(ClientKind::loop);
+    o.url.reset();
+    o.model_file = test::tiny_gguf();
+    o.concurrency = {1, 2};
+    const std::string why = "the llama-server stagebench started has stopped (killed by signal 9)";
+    rig.engines.serve.reply = [&](const FakeCall& c, int64_t) {
+        FakeServeReply reply;
+        reply.ttft_ns = kTtft;
+        reply.itl_ns = 10 * kMs;
+        if (c.index >= 2) {
+            rig.engines.started()[0]->ended = why;
+            reply.error = "cannot connect to http://fake-server-0";
+        }
+        return reply;
+    };
+    const RunResult r = run_serve(o, rig.env("serve"));
+    EXPECT_EQ(r.outcome, Outcome::failed);
+    ASSERT_EQ(r.doc.serve->points.size(), 1u);  // the second point was never sent
+    const ServePoint& p = r.doc.serve->points[0];
+    ASSERT_EQ(p.requests.size(), 4u);
+    EXPECT_FALSE(p.requests[1].error.has_value());
+    EXPECT_EQ(p.requests[2].error, why);
+    EXPECT_EQ(p.requests[3].error, why);
+    EXPECT_TRUE(rig.engines.started()[0]->stopped);
+}
+
 TEST(ServeRunLoop, AnUnreachableServerIsBadInput) {
     clear_interrupt();
     test::RunRig rig;

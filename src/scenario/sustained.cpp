@@ -493,8 +493,10 @@ void SustainedRun::traced_pass(int round) {
     step_.stage = label;
     run_.progress().step(device_, step_);
     auto progress = [&](const std::string& m) { run_.note(phase + " " + label + ": " + m); };
-    RoundTracedPass pass = o_.traced_pass ? o_.traced_pass(c_, label, progress)
-                                          : traced_pass_of(run_traced_pass(c_, label, progress));
+    RoundTracedPass pass =
+        o_.traced_pass
+            ? o_.traced_pass(c_, label, progress)
+            : traced_pass_of(run_traced_pass(run_.engines(), c_, label, progress, run_.clock()));
     pass_windows_.push_back({pass.start_ns, pass.end_ns});
     if (pass.status != PassStatus::ok) {
         ++failed_;

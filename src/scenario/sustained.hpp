@@ -54,7 +54,8 @@ struct SustainedOptions {
     // few decode steps on the same devices (scenario/traced_pass.hpp); its per-op records go to
     // the round's "ops". "" = none. In-process engine only.
     std::string trace_ops_rounds;
-    // Runs a traced pass (profile/traced_pass.hpp's run_traced_pass); null: that one.
+    // Runs a traced pass; null: scenario/traced_pass.hpp's run_traced_pass on the run's engine
+    // factory's op rig.
     std::function<RoundTracedPass(const TestConfig& workload, const std::string& label,
                                   const std::function<void(const std::string&)>& progress)>
         traced_pass;

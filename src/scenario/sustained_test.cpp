@@ -7,6 +7,7 @@
 #include "core/interrupt.hpp"
 #include "core/last_word.hpp"
 #include "engine/fake_engine.hpp"
+#include "scenario/ops_test_rig.hpp"
 #include "scenario/stage_sweep.hpp"
 #include "scenario/test_util.hpp"
 
@@ -300,6 +301,48 @@ TEST(SustainedRun, AFailedTracedPassFailsTheRunAndIsKeptWithItsRound) {
     EXPECT_NE(rig.err.str().find("stagebench: rounds traced pass after round 2 failed: no such op"),
               std::string::npos)
         << rig.err.str();
+}
+
+// Without a scripted pass, --trace-ops-rounds traces on the op rig of the run's engine factory,
+// on the run's clock, after the chosen round and outside its measured time.
+TEST(SustainedRun, ATracedRoundRunsOnTheFactorysRigOnTheRunsClock) {
+    clear_interrupt();
+    test::RunRig rig;
+    test::ScriptedOpRigs rigs;
+    rigs.install(rig.engines, rig.tl);
+    SustainedOptions o = sustained_options(3);
+    o.trace_ops_rounds = "2";
+    const RunResult r = run_sustained(o, rig.env("sustained"));
+    EXPECT_EQ(r.outcome, Outcome::ok);
+    ASSERT_EQ(rigs.made.size(), 1u);
+    EXPECT_EQ(rigs.made[0].tracer->loaded.model_path, test::tiny_gguf());
+    EXPECT_EQ(rigs.made[0].tracer->loaded.n_threads, 2);
+    const SustainedPhase& ph = r.doc.sustained->phases[0];
+    ASSERT_EQ(ph.rounds.size(), 3u);
+    EXPECT_FALSE(ph.rounds[0].ops);
+    EXPECT_FALSE(ph.rounds[2].ops);
+    ASSERT_TRUE(ph.rounds[1].ops);
+    const RoundTracedPass& pass = *ph.rounds[1].ops;
+    EXPECT_EQ(pass.status, PassStatus::ok) << pass.error.value_or("");
+    EXPECT_EQ(pass.label, "traced pass after round 2");
+    ASSERT_EQ(pass.stages.size(), 2u);
+    // The pass's window is its rig's calls on the fake timeline: after round 2's test ended,
+    // before round 3's began.
+    int64_t first = -1, last = -1;
+    for (const FakeCall& c : rig.tl.calls())
+        if (c.engine == rigs.made[0].engine) {
+            if (first < 0)
+                first = c.start_ns;
+            last = c.end_ns;
+        }
+    EXPECT_EQ(pass.start_ns, first);
+    EXPECT_EQ(pass.end_ns, last);
+    EXPECT_GE(pass.start_ns, r.doc.tests[1].finished_ns);
+    EXPECT_LE(pass.end_ns, r.doc.tests[2].started_ns);
+    int rig_loads = 0;  // the rig's engine loads once (by its tracer)
+    for (const FakeCall& c : rig.tl.calls_of(FakeOp::load))
+        rig_loads += c.engine == rigs.made[0].engine;
+    EXPECT_EQ(rig_loads, 1);
 }
 
 TEST(SustainedRun, CtrlCEndsThePhaseAfterTheRoundItCameIn) {

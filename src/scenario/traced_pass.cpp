@@ -1,7 +1,5 @@
 #include "scenario/traced_pass.hpp"
 
-#include "engine/backends.hpp"
-
 #include <exception>
 
 #include "core/clock.hpp"
@@ -26,18 +24,22 @@ OpsOptions traced_pass_options(const TestConfig& workload, int traced_reps) {
     return o;
 }
 
-TracedPass run_traced_pass(const TestConfig& workload, const std::string& label,
-                           const ProgressFn& progress) {
+TracedPass run_traced_pass(EngineFactory& engines, const TestConfig& workload,
+                           const std::string& label, const ProgressFn& progress,
+                           const Clock& clock) {
     TracedPass p;
     p.label = label;
-    p.start_ns = now_ns();
+    p.start_ns = clock();
     try {
-        p.profile = profile_ops(traced_pass_options(workload), progress);
+        OpsHooks hooks;
+        hooks.progress = progress;
+        hooks.clock = clock;
+        p.profile = profile_ops(engines, traced_pass_options(workload), hooks);
     } catch (const std::exception& e) {
         p.status = "error";
         p.error = e.what();
     }
-    p.end_ns = now_ns();
+    p.end_ns = clock();
     return p;
 }
 

@@ -1,7 +1,7 @@
 #pragma once
 // One node-by-node traced pass of a workload (prefill of the prompt, then a few one-token
 // decode steps) on a device set, made with the `stagebench ops` pipeline (scenario/ops_run.hpp)
-// without op times: every op's backend, call time and start/end on the sb::now_ns clock.
+// without op times: every op's backend, call time and start/end on the run's clock.
 // `sustained --trace-ops-rounds` runs one after each chosen round, outside the round's measured
 // time.
 #include <cstdint>
@@ -18,7 +18,7 @@ namespace sb {
 
 struct TracedPass {
     std::string label;                 // e.g. "traced pass after round 3"
-    int64_t start_ns = 0, end_ns = 0;  // sb::now_ns: the whole pass (model load included)
+    int64_t start_ns = 0, end_ns = 0;  // the run's clock: the whole pass (model load included)
     std::string status = "ok";         // ok | error
     std::optional<std::string> error;
     OpsProfile profile;  // stages as `stagebench ops` records them (op times not replayed)
@@ -35,10 +35,13 @@ constexpr int kTracedPassDecodeSteps = 4;
 // reconciliation. Pure.
 OpsOptions traced_pass_options(const TestConfig& workload, int traced_reps = 3);
 
-// Runs the pass. Never throws for a failure of the pass itself (bad device, llama.cpp error):
-// it is recorded as status "error" with its message, so the caller's run continues.
-TracedPass run_traced_pass(const TestConfig& workload, const std::string& label,
-                           const ProgressFn& progress);
+// Runs the pass on the op-profiling rig of engines (EngineFactory::op_rig: llama.cpp for users),
+// its start, end and stage times on clock (the run's). Never throws for a failure of the pass
+// itself (bad device, llama.cpp error, a rig that cannot be made): it is recorded as status
+// "error" with its message, so the caller's run continues.
+TracedPass run_traced_pass(EngineFactory& engines, const TestConfig& workload,
+                           const std::string& label, const ProgressFn& progress,
+                           const Clock& clock = now_ns);
 
 // {"label", "start_ns", "end_ns", "status", "error", "devices", "method", "stages": [the
 // per-stage shape of the ops document's ops.stages[]]}.
