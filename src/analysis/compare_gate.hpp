@@ -31,13 +31,13 @@ struct CompareResult;
 // A gate asked on the command line: its flag's name without dashes and its threshold.
 struct GateSpec {
     std::string gate;      // "fail-if-slower" | "fail-if-energy"
-    double threshold = 0;  // a fraction: 5% = 0.05; in (0, 1]
+    double threshold = 0;  // a fraction: 5% = 0.05; above 0
     bool operator==(const GateSpec&) const = default;
 };
 
-// "5%" or "2.5%" -> 0.05, 0.025: a decimal percentage above 0 and at most 100 with its '%'.
-// Throws sb::Error(usage) "--FLAG: expected a percentage above 0% and at most 100% (e.g. 5%),
-// found 'TEXT'" for anything else ("-3%", "abc", "5", "500%").
+// "5%", "2.5%" or "200%" -> 0.05, 0.025, 2: a decimal percentage above 0 (digits and at most
+// one '.') with its '%'. Throws sb::Error(usage) "--FLAG: expected a percentage above 0% (e.g.
+// 5%), found 'TEXT'" for anything else ("-3%", "abc", "5", "1e3%").
 double parse_gate_threshold(const std::string& flag, const std::string& text);
 
 // One check: one other side's ratio on one row.
