@@ -328,6 +328,25 @@ ggml_backend_reg_t find_reg(const std::string& module) {
     return nullptr;
 }
 
+// Why a module file could not be loaded, for `devices` and a device that is not there. A module
+// whose backend does not start (its init returns no registry: ggml's loader says only
+// "ggml_backend_init returned NULL") is named for what a user can fix.
+std::string module_load_note(const std::string& module, const std::string& why) {
+    if (why.empty())
+        return "ggml could not load it";
+    if (why.find("ggml_backend_init returned NULL") == std::string::npos)
+        return why;
+    if (module == "vulkan")
+        return "the Vulkan loader found no driver it could start (no ICD installed, or none "
+               "creates an instance): install the GPU's Vulkan driver (Mesa's "
+               "mesa-vulkan-drivers, or the vendor's); `vulkaninfo --summary` shows what the "
+               "loader finds";
+    if (module == "cuda")
+        return "the CUDA runtime did not start (no NVIDIA driver, or one older than the "
+               "toolkit the module was built with; nvidia-smi tells)";
+    return "its backend did not start on this machine (ggml_backend_init returned NULL)";
+}
+
 ggml_backend_reg_t load_module(const std::string& module) {
     if (auto* reg = find_reg(module))
         return reg;
@@ -346,7 +365,7 @@ ggml_backend_reg_t load_module(const std::string& module) {
             std::lock_guard<std::mutex> lock(g_gpu_lines_mu);
             why.swap(g_load_error);
         }
-        g_module_errors[module] = why.empty() ? "ggml could not load it" : why;
+        g_module_errors[module] = module_load_note(module, why);
         return nullptr;
     }
     g_module_errors.erase(module);

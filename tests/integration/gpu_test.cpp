@@ -85,6 +85,17 @@ TEST(Gpu, DevicesShowTheVulkanDeviceOrSayWhyNot) {
     EXPECT_EQ(bad.exit_code, 2) << bad.err;
     EXPECT_NE(bad.err.find("unknown device 'Vulkan0'"), std::string::npos) << bad.err;
     EXPECT_NE(bad.err.find("the vulkan module: no Vulkan GPU found"), std::string::npos) << bad.err;
+
+    // No driver at all (the loader pointed at an ICD file that is not there): the module does
+    // not start, and `devices` says what to install rather than ggml's "returned NULL".
+    ScopedEnv no_icd("VK_ICD_FILENAMES", std::string("/nonexistent/stagebench_icd.json"));
+    ScopedEnv no_icd_new("VK_DRIVER_FILES", std::string("/nonexistent/stagebench_icd.json"));
+    Proc none = run_sb({"devices"}, 120);
+    ASSERT_EQ(none.exit_code, 0) << none.err;
+    EXPECT_NE(none.out.find("vulkan: the Vulkan loader found no driver it could start"),
+              std::string::npos)
+        << none.out;
+    EXPECT_EQ(none.out.find("returned NULL"), std::string::npos) << none.out;
 }
 
 // CPU and Vulkan0 side by side and an -ngl sweep: every test measured, and the Markdown table
