@@ -600,6 +600,10 @@ void import_tegrastats(const TegrastatsImportOptions& o, ResultDocument& doc, st
     for (const auto& w : t.warnings)
         doc.warnings.push_back(w);
     doc.telemetry = std::move(t);
+    // The machine that reads the log is not the Jetson that wrote it: no system or llama.cpp
+    // section of this one (as import hexagon-profile).
+    doc.system = nullptr;
+    doc.llama = nullptr;
 }
 
 TegrastatsLogSource::TegrastatsLogSource(const TegrastatsLog& first_read, std::string path,
