@@ -1,6 +1,7 @@
 #include "analysis/compare.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -204,11 +205,14 @@ class Assembler {
         }
     }
 
-    // Energy where the baseline and another side both have readings: a side without any is
-    // not compared as zero, and a note says whose readings are missing.
-    void add_energy_rows(const MatchedTest& t, const CompareDiffers& differs) {
-        std::set<std::size_t> no_energy, no_idle;
-        for (const auto& st : kCompareEnergyStages) {
+    // A row per stage of `stages` where the baseline and another side both have samples, with
+    // each side's meter (compare_energy_meter) a condition that may differ (`meter_field`):
+    // a side without samples is never compared as zero; missing(side, stage) hears of each
+    // side without samples of a stage another side has.
+    void add_metered_rows(const MatchedTest& t, const CompareDiffers& differs,
+                          const std::vector<CompareStage>& stages, const char* meter_field,
+                          const std::function<void(std::size_t, const CompareStage&)>& missing) {
+        for (const auto& st : stages) {
             std::vector<std::vector<double>> samples;
             std::size_t with = 0;
             for (const auto* e : t.es) {
@@ -217,19 +221,28 @@ class Assembler {
             }
             if (with == 0)
                 continue;
-            const std::string metric = st.metric;
             for (std::size_t s = 0; s < t.es.size(); ++s)
                 if (samples[s].empty())
-                    (metric == "net_j_per_token" ? no_idle : no_energy).insert(s);
+                    missing(s, st);
             if (samples[0].empty() || with < 2)
                 continue;
             CompareDiffers row_differs = differs;
             std::vector<CompareValue> meters;
             for (const auto* e : t.es)
                 meters.push_back(compare_energy_meter(*e->test, st.name));
-            add_if_differing(std::move(meters), row_differs, "energy_meter");
+            add_if_differing(std::move(meters), row_differs, meter_field);
             add_row(t, st, samples, row_differs);
         }
+    }
+
+    // Energy; a note says whose readings (or idle baseline, for net energy) are missing.
+    void add_energy_rows(const MatchedTest& t, const CompareDiffers& differs) {
+        std::set<std::size_t> no_energy, no_idle;
+        add_metered_rows(
+            t, differs, kCompareEnergyStages, "energy_meter",
+            [&](std::size_t s, const CompareStage& st) {
+                (std::string(st.metric) == "net_j_per_token" ? no_idle : no_energy).insert(s);
+            });
         for (std::size_t s : no_energy)
             r_.notes.push_back(docs_[t.idx[s]].info.label + "'s " + t.es[s]->name +
                                " has no energy readings (no whole-system meter, or telemetry "
@@ -241,30 +254,12 @@ class Assembler {
                                    "compared");
     }
 
-    // The battery's drain where the baseline and another side both have it; a note names a
-    // side without one when another has one (no battery anywhere: no row, no note).
+    // The battery's drain; a note names a side without one when another has one (no battery
+    // anywhere: no row, no note).
     void add_battery_rows(const MatchedTest& t, const CompareDiffers& differs) {
         std::set<std::size_t> none;
-        for (const auto& st : kCompareBatteryStages) {
-            std::vector<std::vector<double>> samples;
-            std::size_t with = 0;
-            for (std::size_t s = 0; s < t.es.size(); ++s) {
-                samples.push_back(compare_samples(*t.es[s]->test, st));
-                with += samples.back().empty() ? 0 : 1;
-                if (samples.back().empty())
-                    none.insert(s);
-            }
-            if (with == 0)
-                return;
-            if (samples[0].empty() || with < 2)
-                continue;
-            CompareDiffers row_differs = differs;
-            std::vector<CompareValue> from;
-            for (const auto* e : t.es)
-                from.push_back(compare_energy_meter(*e->test, st.name));
-            add_if_differing(std::move(from), row_differs, "drain_from");
-            add_row(t, st, samples, row_differs);
-        }
+        add_metered_rows(t, differs, kCompareBatteryStages, "drain_from",
+                         [&](std::size_t s, const CompareStage&) { none.insert(s); });
         for (std::size_t s : none)
             r_.notes.push_back(docs_[t.idx[s]].info.label + "'s " + t.es[s]->name +
                                " has no battery drain (no battery, or telemetry off): its "
