@@ -230,6 +230,9 @@ FidelityVariant measure_variant(RunContext& run, const FidelityOptions& o, const
             v.perplexity = sum.ppl();
             v.perplexity_error = sum.ppl_error();
         }
+        // The distances are measured; the timed pass may be long (-r): say which part runs.
+        run.note(fmt::format("fidelity: {}: distances measured; timing {} repetition(s)",
+                             label_of(x), o.reps));
         measure_speed(*e, config_of(o, x), run.clock(), v);
     } catch (const Error& err) {
         if (other_vocab)

@@ -661,13 +661,18 @@ TEST(Faults, CtrlCDuringFidelityKeepsWhatWasMeasuredMarkedInterrupted) {
     pid_t pid = spawn_bg({stagebench_bin(), "fidelity", "-m", tiny_model(), "-p", "64", "-n", "16",
                           "-r", "100000", "-o", "json", "--out", out},
                          t.file("log"));
-    for (int i = 0; i < 1500; ++i) {  // the variant is being timed
-        const std::string err = read_file(t.file("log.err"));
-        if (std::count(err.begin(), err.end(), '\n') >= 2)  // reference, then the variant
-            break;
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    // The variant's distances measured and its timed pass begun (its progress line says so).
+    bool timing = false;
+    for (int i = 0; i < 6000 && !timing; ++i) {
+        timing =
+            read_file(t.file("log.err")).find("distances measured; timing") != std::string::npos;
+        if (!timing)
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    std::this_thread::sleep_for(std::chrono::seconds(5));  // its logits captured, then timed
+    if (!timing)
+        signal_and_wait(pid, SIGKILL, 60);
+    ASSERT_TRUE(timing) << read_file(t.file("log.err"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));  // a few repetitions timed
     const auto start = std::chrono::steady_clock::now();
     EXPECT_EQ(signal_and_wait(pid, SIGINT, 60), 1) << read_file(t.file("log.err"));
     EXPECT_LT(seconds_since(start), 30);
