@@ -68,7 +68,9 @@ void find_below(const fs::path& dir, int depth, std::vector<std::string>& out) {
 
 ResultsManifest read_results_manifest(const std::string& dir) {
     const fs::path path = fs::path(dir) / "manifest.json";
-    const std::string where = "'" + path.string() + "'";
+    std::string where = "'";
+    where += path.string();
+    where += '\'';
     std::error_code ec;
     if (!fs::is_regular_file(path, ec))
         throw input_error("no manifest.json (not a results folder of a stagebench job)");

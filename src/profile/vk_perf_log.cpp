@@ -126,8 +126,11 @@ std::optional<Marker> read_marker(std::string_view rest) {
 
 std::string dims(const std::vector<int64_t>& ne) {
     std::string s;
-    for (size_t i = 0; i < 4; ++i)
-        s += (i ? "," : "") + std::to_string(i < ne.size() ? ne[i] : 1);
+    for (size_t i = 0; i < 4; ++i) {
+        if (i)
+            s += ',';
+        s += std::to_string(i < ne.size() ? ne[i] : 1);
+    }
     return s;
 }
 

@@ -39,19 +39,30 @@ TEST(JunitEscape, InvalidUtf8BecomesReplacementCharacters) {
     EXPECT_EQ(xml_text("µs → ×"), "µs → ×");
 }
 
+// A passed case with its name, class, time and properties (the rest as a default case).
+JunitCase a_case(std::string name, std::string classname, std::optional<double> time_s,
+                 std::vector<JunitProperty> properties = {}) {
+    JunitCase c;
+    c.name = std::move(name);
+    c.classname = std::move(classname);
+    c.time_s = time_s;
+    c.properties = std::move(properties);
+    return c;
+}
+
 TEST(JunitWriter, CountsAndElements) {
-    JunitCase ok{
-        "tiny.gguf CPU pp32", "stagebench.run", 1.25, {{"prefill_tokens_per_s_mean", "100"}}};
-    JunitCase failed{"tiny.gguf RPC0 pp32", "stagebench.run", std::nullopt, {}};
+    JunitCase ok = a_case("tiny.gguf CPU pp32", "stagebench.run", 1.25,
+                          {{"prefill_tokens_per_s_mean", "100"}});
+    JunitCase failed = a_case("tiny.gguf RPC0 pp32", "stagebench.run", std::nullopt);
     failed.outcome = JunitOutcome::error;
     failed.message = "RPC0: connection <refused>";
     failed.type = "runtime";
     failed.text = failed.message;
-    JunitCase gate{"g", "stagebench.gate", 0.5, {}};
+    JunitCase gate = a_case("g", "stagebench.gate", 0.5);
     gate.outcome = JunitOutcome::failure;
     gate.message = "slower";
     gate.type = "gate";
-    JunitCase skipped{"s", "c", std::nullopt, {}};
+    JunitCase skipped = a_case("s", "c", std::nullopt);
     skipped.outcome = JunitOutcome::skipped;
     skipped.message = "not checked";
     skipped.system_out = "why\n";
@@ -203,12 +214,20 @@ TEST(JunitOfError, OneCaseInError) {
 
 TEST(JunitOfCompare, RatiosAsPropertiesGatesAsFailures) {
     CompareResult r;
-    r.inputs = {{"A", "base.json"}, {"B", "new.json"}};
+    r.inputs.resize(2);
+    r.inputs[0].label = "A";
+    r.inputs[0].source = "base.json";
+    r.inputs[1].label = "B";
+    r.inputs[1].source = "new.json";
     CompareRow row;
     row.test = "pp32";
     row.stage = "prefill";
     row.metric = "tokens_per_s";
-    row.sides = {CompareSide{"A", 100.0}, CompareSide{"B", 62.0}};
+    row.sides.resize(2);
+    row.sides[0].label = "A";
+    row.sides[0].median = 100.0;
+    row.sides[1].label = "B";
+    row.sides[1].median = 62.0;
     row.ratios = {CompareRatio{"B/A", 0.62, 0.60, 0.64, "slower"}};
     r.rows = {row};
     r.gates = evaluate_gates(r, {{"fail-if-slower", 0.05}, {"fail-if-energy", 0.05}});

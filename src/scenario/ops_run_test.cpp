@@ -361,8 +361,9 @@ TEST(OpsPipeline, AGpusOpsTakeTheDeviceTimerWhereItMatches) {
     EXPECT_EQ(q.device_timer->error, "the pass exited with 2: stagebench: error: no such device");
     for (const auto& st : q.stages)
         for (const auto& op : st.ops)
-            if (op.backend == "ACC" && !op.no_compute)
+            if (op.backend == "ACC" && !op.no_compute) {
                 EXPECT_EQ(op.op_method->rfind("traced call less the", 0), 0u) << *op.op_method;
+            }
     warned = false;
     for (const auto& w : profile_warnings(q))
         warned |= w.code == "device_timer_failed";

@@ -56,11 +56,12 @@ struct Rig {
     }
     std::vector<std::string> ops() const {
         std::vector<std::string> v;
-        for (const auto& c : tl.calls())
-            v.push_back(std::string(fake_op_name(c.op)) +
-                        (c.op == FakeOp::prefill || c.op == FakeOp::fill_to_depth
-                             ? " " + std::to_string(c.n_tokens)
-                             : std::string()));
+        for (const auto& c : tl.calls()) {
+            std::string name = fake_op_name(c.op);
+            if (c.op == FakeOp::prefill || c.op == FakeOp::fill_to_depth)
+                name += ' ' + std::to_string(c.n_tokens);
+            v.push_back(std::move(name));
+        }
         return v;
     }
 };

@@ -53,8 +53,9 @@ TEST(LlamaBenchImport, EveryFormatOfTheLiveLlamaBench) {
         EXPECT_GT(test["prefill"]["throughput"]["mean"].get<double>(), 0);
         EXPECT_GT(test["decode"]["throughput"]["mean"].get<double>(), 0);
         // Markdown prints no CPU; every other format names it.
-        if (format != "md")
+        if (format != "md") {
             EXPECT_TRUE(doc["system"]["cpu_model"].is_string()) << doc["system"].dump();
+        }
         EXPECT_EQ(doc["llama"]["build_number"].is_number_integer(), true);
         EXPECT_EQ(doc["llama"]["source"], "llama-bench");
         if (format == "json" || format == "jsonl") {

@@ -345,8 +345,9 @@ TEST(TelemetryRun, BatteryDrainFromTheChargeCounterThroughRunSustainedAndCompare
     const json cs = json::parse(pss.out);
     for (const json& row : cs["rows"]) {
         metrics.insert(row["metric"].get<std::string>());
-        if (!row["ratios"][0]["median"].is_null())
+        if (!row["ratios"][0]["median"].is_null()) {
             EXPECT_DOUBLE_EQ(row["ratios"][0]["median"].get<double>(), 1.0) << row.dump();
+        }
     }
     for (const char* m : {"e2e_s", "combined_tps", "drain_pct", "drain_pct_per_h", "energy_j"})
         EXPECT_TRUE(metrics.count(m)) << m;
