@@ -80,6 +80,7 @@ TestResult make_test(const std::vector<const Request*>& reqs, const std::string&
     t.config.n_prompt = static_cast<int>(first.r.prompt_n);
     t.config.n_gen = static_cast<int>(first.n_gen());
     t.config.n_threads = 0;
+    t.config.devices = "auto";  // the log does not say which devices: llama.cpp's choice
     t.config.reps = t.config.max_reps = static_cast<int>(reqs.size());
     t.reps_done = static_cast<int>(reqs.size());
     t.imported = TestImport{kTool, {}};

@@ -343,6 +343,7 @@ TEST(ServerLogImport, RequestsBecomeTestsOfTheServersClaims) {
     const TestResult& t = doc.tests[0];
     EXPECT_EQ(t.config.engine, EngineKind::http);
     EXPECT_EQ(t.config.model_path, "/m/tiny.gguf");
+    EXPECT_EQ(t.config.devices.str(), "auto");
     EXPECT_EQ(t.config.n_prompt, 16);
     EXPECT_EQ(t.config.n_gen, 8);
     EXPECT_EQ(t.reps_done, 2);
