@@ -3,6 +3,7 @@
 #include "cli/store_hook.hpp"
 #include "profile/llama_bench_command.hpp"
 #include "profile/ops_command.hpp"
+#include "profile/server_log_command.hpp"
 #include "report/modes_report.hpp"
 #include "report/ops_report.hpp"
 #include "report/reporter.hpp"
@@ -15,7 +16,7 @@ void add_import_command(CLI::App& app, Context& ctx) {
     auto* cmd = app.add_subcommand(
         "import",
         "Import others' measurements: a backend's own profile, llama-bench's output, a "
-        "tegrastats log");
+        "llama-server log's timings, a tegrastats log");
     cmd->require_subcommand(1);
     add_import_tegrastats(cmd, ctx);
     auto* hex = cmd->add_subcommand(
@@ -82,6 +83,27 @@ void add_import_command(CLI::App& app, Context& ctx) {
         ResultDocument doc = new_document("import", ctx.argv);
         ctx.exit_code = run_import_llama_bench(*lo, doc, ctx.err);
         print_document(*lformat, doc, ctx.out);
+        store_document(ctx, doc);
+    });
+
+    auto* sl = cmd->add_subcommand(
+        "llama-server-log",
+        "Read the per-request timings a llama-server log printed (print_timing: prompt eval, "
+        "eval and total time with their tokens; also llama_perf_context_print of llama-cli "
+        "style logs) into a result document that compare, report and db take like a run's; "
+        "its times are the server's claims");
+    auto so = std::make_shared<ServerLogImportOptions>();
+    auto sformat = std::make_shared<OutputFormat>(OutputFormat::md);
+    sl->add_option("FILE", so->files,
+                   "llama-server logs (its stderr; one document from all, requests in order)")
+        ->required();
+    add_format_option(sl, *sformat, {OutputFormat::md, OutputFormat::csv, OutputFormat::json});
+    sl->add_option("--out", so->out_path, "write the result document (JSON) here");
+    add_db_option(sl, ctx);
+    sl->callback([&ctx, so, sformat] {
+        ResultDocument doc = new_document("import", ctx.argv);
+        ctx.exit_code = run_import_server_log(*so, doc, ctx.err);
+        print_document(*sformat, doc, ctx.out);
         store_document(ctx, doc);
     });
 }

@@ -102,17 +102,6 @@ json to_json(const DecodeResult& d) {
     return j;
 }
 
-json to_json(const ServerTimings& s) {
-    return json{{"source", s.source},
-                {"prompt_n", opt(s.prompt_n)},
-                {"cache_n", opt(s.cache_n)},
-                {"predicted_n", opt(s.predicted_n)},
-                {"prompt_ns", opt(s.prompt_ns)},
-                {"predicted_ns", opt(s.predicted_ns)},
-                {"queue_ns", opt(s.queue_ns)},
-                {"load_ns", opt(s.load_ns)}};
-}
-
 json to_json(const ClientTimings& c) {
     json fc = json::array();
     for (const auto& v : c.first_content_ns)
@@ -363,14 +352,6 @@ void read(const JsonIn& in, DecodeResult& d) {
                    {"ci95_lo"});
     if (o.has("stalls"))
         ObjectIn{o.at("stalls")}("repetitions", d.stalls)("tokens", d.token_stalls);
-}
-
-void read(const JsonIn& in, ServerTimings& s) {
-    ObjectIn{in}("source", s.source)("prompt_n", s.prompt_n)("cache_n", s.cache_n)(
-        "predicted_n", s.predicted_n)("prompt_ns", s.prompt_ns)("predicted_ns", s.predicted_ns)(
-        "queue_ns", s.queue_ns)("load_ns", s.load_ns)
-        .non_negative({"prompt_n", "cache_n", "predicted_n", "prompt_ns", "predicted_ns",
-                       "queue_ns", "load_ns"});
 }
 
 void read(const JsonIn& in, ClientTimings& c) {

@@ -26,6 +26,7 @@
 #include "core/doc/modes_section.hpp"
 #include "core/doc/ops_section.hpp"
 #include "core/doc/serve_section.hpp"
+#include "core/doc/server_claim.hpp"
 #include "core/doc/telemetry_section.hpp"
 #include "core/enums.hpp"
 #include "core/error.hpp"
@@ -98,16 +99,6 @@ struct Roofline {
     std::optional<double> decode_bandwidth_gbps;      // bytes per token x median tokens/s
     std::optional<double> decode_bandwidth_fraction;  // of the measured machine bandwidth
     std::optional<double> prefill_gflops;             // approximate, see prefill_flops()
-};
-
-// One request's stage timings as an engine behind HTTP reported them; absent fields were not
-// reported. source: "llama-server" (timings{}), "ollama" (*_duration), "mlc" (usage.extra),
-// "vllm" (metrics{}).
-struct ServerTimings {
-    std::string source;
-    std::optional<int64_t> prompt_n, cache_n, predicted_n;  // tokens
-    std::optional<int64_t> prompt_ns, predicted_ns;         // prompt processing, generation
-    std::optional<int64_t> queue_ns, load_ns;               // waiting, model load (Ollama)
 };
 
 // What the client measured per repetition of a test on an engine behind HTTP (one sb::now_ns
@@ -282,7 +273,6 @@ nlohmann::json to_json(const Stalls&);
 nlohmann::json to_json(const TestConfig&);
 nlohmann::json to_json(const StageResult&);
 nlohmann::json to_json(const DecodeResult&);
-nlohmann::json to_json(const ServerTimings&);
 nlohmann::json to_json(const ClientTimings&);
 nlohmann::json to_json(const ServerSide&);
 nlohmann::json to_json(const TestResult&);
@@ -295,7 +285,6 @@ void read(const JsonIn&, Roofline&);
 void read(const JsonIn&, TestConfig&);
 void read(const JsonIn&, StageResult&);
 void read(const JsonIn&, DecodeResult&);
-void read(const JsonIn&, ServerTimings&);
 void read(const JsonIn&, ClientTimings&);
 void read(const JsonIn&, ServerSide&);
 void read(const JsonIn&, TestResult&);

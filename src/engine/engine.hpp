@@ -108,6 +108,9 @@ struct RequestMeasure {
     RequestTiming timing;
     std::optional<int64_t> prompt_tokens;  // the prompt as the server counted it, if it said
     std::optional<ServerTimings> server;   // the server's own stage timings, if it sent them
+    // The same timings as the server said them, with every way the client's measurement
+    // contradicts them (the fields of `server` above that were contradicted are absent there).
+    std::optional<ServerClaim> claim;
 };
 
 // The clock a scenario reads between an engine's own timestamps, in nanoseconds on the

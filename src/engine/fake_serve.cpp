@@ -166,6 +166,7 @@ Generation FakeServeTarget::generation(const FakeServeReply& reply, const HttpPr
     g.completion_tokens = n;
     g.finish_reason = "length";
     g.request_id = "fake-" + std::to_string(index);
+    g.server = reply.server;
     return g;
 }
 

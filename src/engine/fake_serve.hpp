@@ -29,8 +29,9 @@ struct FakeCall;
 struct FakeServeReply {
     int64_t ttft_ns = 0;
     int64_t itl_ns = 0;
-    std::optional<int64_t> n_out;      // tokens streamed (default: as many as asked)
-    std::optional<std::string> error;  // fails ttft_ns after its send (sb::Error(runtime))
+    std::optional<int64_t> n_out;         // tokens streamed (default: as many as asked)
+    std::optional<std::string> error;     // fails ttft_ns after its send (sb::Error(runtime))
+    std::optional<ServerTimings> server;  // the server's own timings of it, as it says them
 };
 
 struct FakeServeScript {

@@ -6,6 +6,8 @@
 #include <limits>
 #include <random>
 
+#include <fmt/format.h>
+
 #include "core/clock.hpp"
 #include "core/document.hpp"
 #include "core/error.hpp"
@@ -572,6 +574,93 @@ RequestMeasure HttpEngine::run_request(const RequestSpec& spec) {
     return request_measure(generate(model_, prompt, spec.n_gen, spec.seed, spec.on_first_output));
 }
 
+namespace {
+
+// Checks the server's timings of g against what the client saw and the bounds of a request
+// (request_measure's contract): m.claim keeps them as said with every reason they fail,
+// m.server the ones believed; each reason is also one of timing.notes.
+void check_server_claim(const Generation& g, RequestMeasure& m) {
+    ServerClaim claim{*g.server, {}};
+    ServerTimings s = *g.server;
+    const RequestTiming& t = m.timing;
+    const std::string src = s.source.empty() ? "server" : s.source;
+    auto refuse = [&](std::string why) {
+        m.timing.notes.push_back(why);
+        claim.disagreements.push_back(std::move(why));
+    };
+    const int64_t prompt_bound = g.prompt_asked > 0
+                                     ? std::min(kMaxClaimedTokens, 4 * g.prompt_asked + 4096)
+                                     : kMaxClaimedTokens;
+    auto count = [&](std::optional<int64_t>& v, int64_t hi, const char* what) {
+        if (v && *v > hi) {
+            refuse("the " + src + " timings claim " + std::to_string(*v) + " " + what +
+                   " tokens, more than " + std::to_string(hi) + ": not believed");
+            v.reset();
+        }
+    };
+    count(s.prompt_n, prompt_bound, "prompt");
+    count(s.cache_n, prompt_bound, "cached prompt");
+    count(s.predicted_n, g.n_asked > 0 ? g.n_asked : kMaxClaimedTokens, "generated");
+    // Token counts the client counted otherwise: the output (usage when believed, else the
+    // stream) and the prompt (usage, when believed). A server that reads a prompt partly from
+    // its cache processes only the rest (prompt_n + cache_n = the prompt).
+    if (s.predicted_n && *s.predicted_n != t.n_out) {
+        refuse(fmt::format("the {} timings count {} generated tokens, the client {}: not believed",
+                           src, *s.predicted_n, t.n_out));
+        s.predicted_n.reset();
+    }
+    const std::optional<int64_t> prompt_seen = m.prompt_tokens;
+    if (s.prompt_n && prompt_seen && *s.prompt_n + s.cache_n.value_or(0) != *prompt_seen) {
+        refuse(fmt::format("the {} timings count {} prompt tokens{}, the client {}: not believed",
+                           src, *s.prompt_n,
+                           s.cache_n ? fmt::format(" and {} cached", *s.cache_n) : std::string(),
+                           *prompt_seen));
+        s.prompt_n.reset();
+        s.cache_n.reset();
+    }
+    // Server time is spent within the request: no longer than the client saw it last (to the
+    // end of the response, or at least to its last token; compute_timing has refused a stream
+    // of none); the prompt is processed before the first token is sent (so within the client's
+    // TTFT), prompt and generation before the last (within its E2E). The slack covers the
+    // server's rounding and two clocks' rates (kServerClaimSlackNs).
+    const int64_t last_ns =
+        g.chunks.empty() ? g.end_ns : std::max(g.end_ns, g.chunks.back().arrival_ns);
+    const int64_t seen_ns = std::max<int64_t>(0, last_ns - g.start_ns);
+    auto time = [&](std::optional<int64_t>& v, const char* what) {
+        if (v && *v > seen_ns) {
+            refuse(
+                fmt::format("the {} timings claim {:.3f} ms of {}, longer than the request's "
+                            "{:.3f} ms: not believed",
+                            src, *v / 1e6, what, seen_ns / 1e6));
+            v.reset();
+        }
+    };
+    time(s.prompt_ns, "prompt processing");
+    time(s.predicted_ns, "generation");
+    time(s.queue_ns, "queueing");
+    time(s.load_ns, "model loading");
+    if (s.prompt_ns && *s.prompt_ns > t.ttft_ns + server_claim_slack_ns(t.ttft_ns)) {
+        refuse(
+            fmt::format("the {} timings claim {:.3f} ms of prompt processing, longer than the "
+                        "client's TTFT of {:.3f} ms: not believed",
+                        src, *s.prompt_ns / 1e6, t.ttft_ns / 1e6));
+        s.prompt_ns.reset();
+    }
+    if (s.prompt_ns && s.predicted_ns &&
+        *s.prompt_ns + *s.predicted_ns > t.e2e_ns + server_claim_slack_ns(t.e2e_ns)) {
+        refuse(
+            fmt::format("the {} timings claim {:.3f} ms of prompt processing and generation "
+                        "together, longer than the client's E2E of {:.3f} ms: not believed",
+                        src, (*s.prompt_ns + *s.predicted_ns) / 1e6, t.e2e_ns / 1e6));
+        s.prompt_ns.reset();
+        s.predicted_ns.reset();
+    }
+    m.server = s;
+    m.claim = std::move(claim);
+}
+
+}  // namespace
+
 RequestMeasure request_measure(const Generation& g) {
     RequestMeasure m;
     m.start_ns = g.start_ns;
@@ -591,49 +680,8 @@ RequestMeasure request_measure(const Generation& g) {
         return v;
     };
     m.prompt_tokens = prompt_count(g.prompt_tokens, "usage");
-    if (g.server) {
-        ServerTimings s = *g.server;
-        const std::string src = s.source.empty() ? "server" : s.source;
-        auto count = [&](std::optional<int64_t>& v, int64_t hi, const char* what) {
-            if (v && *v > hi) {
-                notes.push_back("the " + src + " timings claim " + std::to_string(*v) + " " + what +
-                                " tokens, more than " + std::to_string(hi) + ": not believed");
-                v.reset();
-            }
-        };
-        count(s.prompt_n, prompt_bound, "prompt");
-        count(s.cache_n, prompt_bound, "cached prompt");
-        count(s.predicted_n, g.n_asked > 0 ? g.n_asked : kMaxClaimedTokens, "generated");
-        // Server time is spent within the request: no longer than the client saw it last (to
-        // the end of the response, or at least to its last token; compute_timing above has
-        // refused a stream of none).
-        const int64_t last_ns =
-            g.chunks.empty() ? g.end_ns : std::max(g.end_ns, g.chunks.back().arrival_ns);
-        const int64_t seen_ns = std::max<int64_t>(0, last_ns - g.start_ns);
-        auto time = [&](std::optional<int64_t>& v, const char* what) {
-            if (v && *v > seen_ns) {
-                char buf[160];
-                std::snprintf(buf, sizeof buf,
-                              "the %s timings claim %.3f ms of %s, longer than the request's "
-                              "%.3f ms: not believed",
-                              src.c_str(), *v / 1e6, what, seen_ns / 1e6);
-                notes.push_back(buf);
-                v.reset();
-            }
-        };
-        time(s.prompt_ns, "prompt processing");
-        time(s.predicted_ns, "generation");
-        time(s.queue_ns, "queueing");
-        time(s.load_ns, "model loading");
-        if (s.prompt_ns && s.predicted_ns && *s.prompt_ns + *s.predicted_ns > seen_ns) {
-            notes.push_back("the " + src +
-                            " timings claim prompt and generation times longer together than "
-                            "the request: not believed");
-            s.prompt_ns.reset();
-            s.predicted_ns.reset();
-        }
-        m.server = s;
-    }
+    if (g.server)
+        check_server_claim(g, m);
     return m;
 }
 

@@ -115,9 +115,13 @@ RequestTiming compute_timing(const Generation& g);
 // A generation's measure: its start, compute_timing(g), the server's prompt count and timings,
 // each checked: the prompt count when between 1 and 4 x the prompt sent + 4096 (a chat
 // template's tokens), and at most kMaxClaimedTokens; server token counts within the prompt's
-// and the output's bounds; server times no longer than the request as the client saw it (start
-// to end, or to the last token when later). A claim that fails is left out (absent), with a
-// note in timing.notes naming it.
+// and the output's bounds and equal to the client's (predicted_n = the output count n_out;
+// prompt_n + cache_n = usage's prompt count, when believed); server times no longer than the
+// request as the client saw it (start to end, or to the last token when later), the prompt's
+// time within the client's TTFT and prompt and generation together within its E2E (each plus
+// server_claim_slack_ns of that span, core/doc/server_claim.hpp). A claim that fails is left
+// out of m.server (absent), with a note in timing.notes naming it; m.claim keeps the timings
+// as the server said them, with the same reasons as its disagreements.
 RequestMeasure request_measure(const Generation& g);
 
 // One streamed generation from its request to its end: the request (path and body), the

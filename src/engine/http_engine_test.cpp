@@ -412,6 +412,75 @@ TEST(ServerClaims, PromptCountsAndServerTimesAreBoundedByTheRequest) {
     EXPECT_TRUE(ok.timing.notes.empty());
 }
 
+// The server's timings are also kept as it said them (m.claim), with one sentence for each way
+// the client's measurement contradicts them: counts that differ, a prompt time longer than the
+// TTFT, prompt and generation longer than the E2E, beyond 1 ms + 1 % of that span. What
+// disagrees is left out of m.server; what agrees stays.
+TEST(ServerClaims, TheClaimIsKeptAsSaidWithItsDisagreements) {
+    Generation g;
+    g.start_ns = 0;
+    g.end_ns = 60'000'000;
+    g.n_asked = 3;
+    g.prompt_asked = 16;
+    g.chunks = {chunk(20'000'000), chunk(40'000'000), chunk(60'000'000)};  // TTFT 20, E2E 60 ms
+    g.completion_tokens = 3;
+    g.prompt_tokens = 16;
+    ServerTimings s;
+    s.source = "llama-server";
+    s.prompt_n = 12;
+    s.cache_n = 4;
+    s.predicted_n = 3;
+    s.prompt_ns = 21'200'000;     // within 20 ms + 1.2 ms
+    s.predicted_ns = 39'000'000;  // 60.2 ms together: within 60 ms + 1.6 ms
+    g.server = s;
+    const RequestMeasure agree = request_measure(g);
+    ASSERT_TRUE(agree.claim);
+    EXPECT_TRUE(agree.claim->disagreements.empty());
+    EXPECT_EQ(agree.claim->said.prompt_ns, 21'200'000);
+    EXPECT_EQ(agree.server->prompt_ns, 21'200'000);
+    EXPECT_EQ(agree.server->predicted_n, 3);
+    EXPECT_TRUE(agree.timing.notes.empty());
+
+    s.prompt_n = 10;           // 10 + 4 cached: not the 16 usage counts
+    s.predicted_n = 2;         // the client counted 3
+    s.prompt_ns = 21'300'000;  // beyond 20 ms + 1.2 ms
+    s.predicted_ns = 41'000'000;
+    g.server = s;
+    const RequestMeasure m = request_measure(g);
+    ASSERT_TRUE(m.claim);
+    EXPECT_EQ(m.claim->said.prompt_n, 10);  // as said
+    EXPECT_EQ(m.claim->said.predicted_n, 2);
+    EXPECT_EQ(m.claim->said.prompt_ns, 21'300'000);
+    EXPECT_EQ(m.claim->disagreements,
+              (std::vector<std::string>{
+                  "the llama-server timings count 2 generated tokens, the client 3: not believed",
+                  "the llama-server timings count 10 prompt tokens and 4 cached, the client 16: "
+                  "not believed",
+                  "the llama-server timings claim 21.300 ms of prompt processing, longer than "
+                  "the client's TTFT of 20.000 ms: not believed"}));
+    EXPECT_EQ(m.timing.notes, m.claim->disagreements);
+    EXPECT_FALSE(m.server->prompt_n);
+    EXPECT_FALSE(m.server->cache_n);
+    EXPECT_FALSE(m.server->predicted_n);
+    EXPECT_FALSE(m.server->prompt_ns);
+    EXPECT_EQ(m.server->predicted_ns, 41'000'000);  // alone it contradicts nothing
+
+    // Prompt and generation together longer than the E2E: both left out.
+    s = agree.claim->said;
+    s.predicted_ns = 41'000'000;  // 21.2 + 41 = 62.2 ms > 60 + 1.6
+    g.server = s;
+    const RequestMeasure sum = request_measure(g);
+    EXPECT_EQ(sum.claim->disagreements,
+              (std::vector<std::string>{
+                  "the llama-server timings claim 62.200 ms of prompt processing and generation "
+                  "together, longer than the client's E2E of 60.000 ms: not believed"}));
+    EXPECT_FALSE(sum.server->prompt_ns);
+    EXPECT_FALSE(sum.server->predicted_ns);
+    // No timings, no claim.
+    g.server.reset();
+    EXPECT_FALSE(request_measure(g).claim);
+}
+
 // A stream through GenerationStream as generate() reads it: what was rejected reaches the notes.
 TEST(ServerClaims, RejectedClaimsOfAStreamBecomeNotes) {
     GenerationStream::Spec spec;

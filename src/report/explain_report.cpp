@@ -277,6 +277,42 @@ std::string waterfall_bar(double start_ns, double end_ns, double max_ns, int wid
     return out;
 }
 
+namespace {
+
+// One line on the server's own timings of levels 4 and 5's requests: how many agree with the
+// client's measurement, and the first that does not.
+void write_explain_server_claims(const ExplainSection& s, std::ostream& out) {
+    int with = 0, disagree = 0;
+    std::string first;
+    auto count = [&](const std::optional<ServerClaim>& c, const std::string& where) {
+        if (!c)
+            return;
+        ++with;
+        if (c->disagreements.empty())
+            return;
+        if (disagree++ == 0)
+            first = where + ": " + c->disagreements.front();
+    };
+    for (const auto& m : s.measures)
+        for (const auto& r : m.runs) {
+            count(r.server_claim, fmt::format("{} round {}", m.id, r.round + 1));
+            for (const auto& c : r.clients)
+                count(c.server_claim,
+                      fmt::format("{} round {} client {}", m.id, r.round + 1, c.client + 1));
+        }
+    if (with == 0)
+        return;
+    out << fmt::format(
+        "- the server's own timings (kept per request as server_claim): {} of {} request(s) "
+        "agree with the client's measurement (the same token counts, the prompt time within the "
+        "client's TTFT, prompt and generation within its E2E, by at most {}){}\n",
+        with - disagree, with, kServerClaimSlackText,
+        disagree == 0 ? std::string()
+                      : fmt::format("; {} disagree (not used), e.g. {}", disagree, first));
+}
+
+}  // namespace
+
 void write_explain_markdown(const ExplainSection& s, const Warnings& warnings, std::ostream& out) {
     out << "# explain: " << s.model_path << "\n\n";
     out << fmt::format(
@@ -334,6 +370,7 @@ void write_explain_markdown(const ExplainSection& s, const Warnings& warnings, s
     for (const auto& m : s.measures)
         out << "- " << m.id << ": " << m.what << "\n";
     out << "- chat template: " << s.chat_template << "\n";
+    write_explain_server_claims(s, out);
     if (!s.notes.empty()) {
         out << "\n## Notes\n\n";
         for (const auto& n : s.notes)

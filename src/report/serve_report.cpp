@@ -66,6 +66,33 @@ void write_serve_measures_markdown(const ServeSection& r, std::ostream& out) {
         out << "\nSaturation: " << r.saturation.verdict << ".\n";
 }
 
+void write_server_claims_markdown(const ServeSection& s, std::ostream& out) {
+    int with = 0, disagree = 0;
+    std::string source, first;
+    for (const auto& p : s.points)
+        for (const auto& q : p.requests) {
+            if (!q.server_claim)
+                continue;
+            ++with;
+            if (source.empty())
+                source = q.server_claim->said.source;
+            if (q.server_claim->disagreements.empty())
+                continue;
+            ++disagree;
+            if (first.empty())
+                first = fmt::format("{} request {}: {}", p.label(), q.index,
+                                    q.server_claim->disagreements.front());
+        }
+    if (with == 0)
+        return;
+    out << fmt::format(
+        "\nServer timings ({}'s own claims, kept per request as server_claim beside the client's "
+        "measurement): {} of {} request(s) agree with it (the same token counts, the prompt time "
+        "within the client's TTFT, prompt and generation within its E2E, by at most {}){}.\n",
+        source.empty() ? "the server" : source, with - disagree, with, kServerClaimSlackText,
+        disagree == 0 ? std::string() : fmt::format("; {} disagree, e.g. {}", disagree, first));
+}
+
 void write_serve_markdown(const ServeSection& s, const Warnings& warnings, std::ostream& out) {
     const bool slo = !s.slo_ms.empty();
     out << "| point | ok | failed | req/s | output tok/s | TTFT median ms | TTFT p99 ms | TPOT "
@@ -90,6 +117,7 @@ void write_serve_markdown(const ServeSection& s, const Warnings& warnings, std::
         << "; each request also keeps the first byte of the stream and the first content token "
            "(ttft_first_byte_ns, ttft_first_content_ns) and the server's request id where the "
            "API returns one.\n";
+    write_server_claims_markdown(s, out);
     for (const auto& p : s.points)
         if (p.stopped_by)
             out << fmt::format(

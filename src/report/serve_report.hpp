@@ -12,5 +12,9 @@ void write_serve_markdown(const ServeSection& s, const Warnings& warnings, std::
 // Under the table (write_serve_markdown calls it): the latency CIs, energy per request and per
 // output token when measured, Ctrl-C's interrupted requests, and the saturation verdict.
 void write_serve_measures_markdown(const ServeSection& s, std::ostream& out);
+// Under the TTFT line (write_serve_markdown calls it): one line on the server's own timings of
+// the requests (ServeRequest::server_claim), how many agree with the client's measurement and
+// the first disagreement; nothing when the server reported none.
+void write_server_claims_markdown(const ServeSection& s, std::ostream& out);
 
 }  // namespace sb

@@ -58,6 +58,43 @@ TEST(ServeReport, MarkdownRowPerPoint) {
               "\nwarning: too busy (fewer clients)\n");
 }
 
+// The server's own timings: one line, how many requests agree with the client and the first
+// that does not; none without them.
+TEST(ServeReport, TheServersClaimsInOneLine) {
+    ServeSection s = section();
+    s.points[0].requests.resize(3);
+    for (int i = 0; i < 3; ++i) {
+        ServeRequest& q = s.points[0].requests[static_cast<size_t>(i)];
+        q.index = i;
+        if (i == 2)
+            continue;  // a request whose server said nothing
+        q.server_claim = ServerClaim{{"llama-server", 16, 0, 8, 1, 2, {}, {}}, {}};
+    }
+    std::ostringstream agree;
+    write_server_claims_markdown(s, agree);
+    EXPECT_EQ(agree.str(),
+              "\nServer timings (llama-server's own claims, kept per request as server_claim "
+              "beside the client's measurement): 2 of 2 request(s) agree with it (the same token "
+              "counts, the prompt time within the client's TTFT, prompt and generation within its "
+              "E2E, by at most 1 ms + 1 % of the client's span).\n");
+    s.points[0].requests[1].server_claim->disagreements = {
+        "the llama-server timings count 9 "
+        "generated tokens, the client 8: not "
+        "believed"};
+    std::ostringstream one;
+    write_serve_markdown(s, {}, one);
+    EXPECT_NE(one.str().find("): 1 of 2 request(s) agree with it (the same token counts, the "
+                             "prompt time within the client's TTFT, prompt and generation within "
+                             "its E2E, by at most 1 ms + 1 % of the client's span); 1 disagree, "
+                             "e.g. concurrency 4 request 1: the llama-server timings count 9 "
+                             "generated tokens, the client 8: not believed.\n"),
+              std::string::npos)
+        << one.str();
+    std::ostringstream none;
+    write_server_claims_markdown(section(), none);
+    EXPECT_EQ(none.str(), "");
+}
+
 TEST(ServeReport, APointStoppedByTheErrorRateSaysSo) {
     ServeSection s = section();
     s.max_error_rate = 0.25;

@@ -314,6 +314,7 @@ class Levels {
         r.prompt_tokens = m.prompt_tokens;
         r.output_tokens = timing.n_out;
         r.server = server_times(m);
+        r.server_claim = m.claim;
         r.notes = timing.notes;
         if (m.prompt_tokens && *m.prompt_tokens != t.tokens)
             r.notes.push_back(fmt::format(
@@ -379,6 +380,7 @@ class Levels {
                         c.tpot_ns = static_cast<double>(*timing.tpot_ns);
                     c.prompt_tokens = m.prompt_tokens;
                     c.output_tokens = timing.n_out;
+                    c.server_claim = m.claim;
                 } catch (const std::exception& e) {
                     out.error = e.what();
                 }

@@ -204,6 +204,7 @@ ServeRequest request_record(const std::function<Generation()>& get, const HttpPr
             r.ttft_first_byte_ns = *g.first_byte_ns - m.start_ns;
         r.ttft_first_content_ns = m.timing.first_content_ns;
         r.request_id = g.request_id;
+        r.server_claim = m.claim;
     } catch (const Error& err) {
         r.error = err.what();
         // Cut by Ctrl-C: kept as interrupted, not counted as the server's failure.

@@ -83,6 +83,78 @@ TEST_P(ServeRun, EveryRequestIsRecordedWithTheScriptsTimes) {
     EXPECT_EQ(r.doc.engines.at("http").value("server", ""), "fake-server");
 }
 
+// The server's own timings are kept per request as it said them, beside the client's TTFT and
+// E2E, with a reason for each way the two disagree beyond the slack (1 ms + 1 % of the span):
+// TTFT 10.8 ms and E2E 30.8 ms allow a prompt time up to 11.908 ms and prompt + generation up
+// to 32.108 ms.
+TEST_P(ServeRun, TheServersTimingsAreKeptAsClaimsWithTheirDisagreements) {
+    rig.engines.serve.reply = [](const FakeCall& c, int64_t) {
+        FakeServeReply rep;
+        rep.ttft_ns = kTtft;
+        rep.itl_ns = 10 * kMs;
+        ServerTimings s;
+        s.source = "llama-server";
+        s.prompt_n = 8;
+        s.cache_n = 0;
+        s.predicted_n = 3;
+        s.prompt_ns = 9 * kMs;
+        s.predicted_ns = 20 * kMs;
+        if (c.index == 1)
+            s.prompt_ns = 12 * kMs;  // longer than the client waited for its first token
+        if (c.index == 2)
+            s.predicted_n = 2;  // the client counted 3
+        if (c.index == 3)
+            s.prompt_ns = 11'900'000;  // within the slack
+        if (c.index == 4)
+            s.predicted_ns = 24 * kMs;  // with the prompt's 9 ms, longer than the E2E
+        rep.server = s;
+        return rep;
+    };
+    ServeOptions o = small(GetParam());
+    o.requests = 5;
+    const RunResult r = run_serve(o, rig.env("serve"));
+    EXPECT_EQ(r.outcome, Outcome::ok);
+    const ServePoint& p = r.doc.serve->points.at(0);
+    ASSERT_EQ(p.requests.size(), 5u);
+    for (const ServeRequest& q : p.requests) {
+        SCOPED_TRACE(q.index);
+        ASSERT_TRUE(q.server_claim);
+        EXPECT_EQ(q.server_claim->said.source, "llama-server");
+        EXPECT_EQ(q.server_claim->said.prompt_n, 8);
+        EXPECT_EQ(q.ttft_ns, kTtft);  // the client's own measurement beside it
+        EXPECT_EQ(q.output_tokens, 3);
+    }
+    EXPECT_TRUE(p.requests[0].server_claim->disagreements.empty());
+    EXPECT_EQ(p.requests[0].server_claim->said.prompt_ns, 9 * kMs);
+    EXPECT_EQ(p.requests[0].server_claim->said.predicted_ns, 20 * kMs);
+    EXPECT_EQ(p.requests[1].server_claim->said.prompt_ns, 12 * kMs);  // kept as said
+    EXPECT_EQ(p.requests[1].server_claim->disagreements,
+              (std::vector<std::string>{
+                  "the llama-server timings claim 12.000 ms of prompt processing, longer than the "
+                  "client's TTFT of 10.800 ms: not believed"}));
+    EXPECT_EQ(p.requests[2].server_claim->said.predicted_n, 2);
+    EXPECT_EQ(p.requests[2].server_claim->disagreements,
+              (std::vector<std::string>{
+                  "the llama-server timings count 2 generated tokens, the client 3: not "
+                  "believed"}));
+    EXPECT_TRUE(p.requests[3].server_claim->disagreements.empty());
+    EXPECT_EQ(p.requests[4].server_claim->disagreements,
+              (std::vector<std::string>{
+                  "the llama-server timings claim 33.000 ms of prompt processing and "
+                  "generation together, longer than the client's E2E of 30.800 ms: not "
+                  "believed"}));
+    // Each reason is one of the request's notes too.
+    EXPECT_EQ(p.requests[1].notes, p.requests[1].server_claim->disagreements);
+    // The claims come back from the document as they went in.
+    const ResultDocument back = from_json<ResultDocument>(to_json(r.doc), "serve.json");
+    ASSERT_TRUE(back.serve);
+    for (size_t i = 0; i < 5; ++i) {
+        const auto& a = *p.requests[i].server_claim;
+        const auto& b = *back.serve->points.at(0).requests.at(i).server_claim;
+        EXPECT_EQ(to_json(a), to_json(b));
+    }
+}
+
 // A request the server fails is a failure of its point (and of the run), not an exception;
 // the others are measured as before.
 TEST_P(ServeRun, AFailedRequestIsCountedAndTheRunFails) {

@@ -7,12 +7,15 @@ namespace sb {
 using nlohmann::json;
 
 json to_json(const ExplainClient& c) {
-    return json{{"client", c.client},
-                {"ttft_ns", opt(c.ttft_ns)},
-                {"tpot_ns", opt(c.tpot_ns)},
-                {"prompt_tokens", opt(c.prompt_tokens)},
-                {"output_tokens", opt(c.output_tokens)},
-                {"error", opt(c.error)}};
+    json j{{"client", c.client},
+           {"ttft_ns", opt(c.ttft_ns)},
+           {"tpot_ns", opt(c.tpot_ns)},
+           {"prompt_tokens", opt(c.prompt_tokens)},
+           {"output_tokens", opt(c.output_tokens)},
+           {"error", opt(c.error)}};
+    if (c.server_claim)
+        j["server_claim"] = to_json(*c.server_claim);
+    return j;
 }
 
 json to_json(const ExplainServerTimes& t) {
@@ -24,18 +27,21 @@ json to_json(const ExplainServerTimes& t) {
 }
 
 json to_json(const ExplainRun& r) {
-    return json{{"round", r.round},
-                {"sequence", r.sequence},
-                {"start_ns", opt(r.start_ns)},
-                {"end_ns", opt(r.end_ns)},
-                {"prefill_ns", opt(r.prefill_ns)},
-                {"decode_ns", opt(r.decode_ns)},
-                {"prompt_tokens", opt(r.prompt_tokens)},
-                {"output_tokens", opt(r.output_tokens)},
-                {"server", r.server ? to_json(*r.server) : json(nullptr)},
-                {"clients", array_of(r.clients)},
-                {"error", opt(r.error)},
-                {"notes", r.notes}};
+    json j{{"round", r.round},
+           {"sequence", r.sequence},
+           {"start_ns", opt(r.start_ns)},
+           {"end_ns", opt(r.end_ns)},
+           {"prefill_ns", opt(r.prefill_ns)},
+           {"decode_ns", opt(r.decode_ns)},
+           {"prompt_tokens", opt(r.prompt_tokens)},
+           {"output_tokens", opt(r.output_tokens)},
+           {"server", r.server ? to_json(*r.server) : json(nullptr)},
+           {"clients", array_of(r.clients)},
+           {"error", opt(r.error)},
+           {"notes", r.notes}};
+    if (r.server_claim)
+        j["server_claim"] = to_json(*r.server_claim);
+    return j;
 }
 
 json to_json(const ExplainStat& s) {
@@ -117,7 +123,8 @@ json to_json(const ExplainSection& s) {
 
 void read(const JsonIn& in, ExplainClient& c) {
     ObjectIn{in}("client", c.client)("ttft_ns", c.ttft_ns)("tpot_ns", c.tpot_ns)(
-        "prompt_tokens", c.prompt_tokens)("output_tokens", c.output_tokens)("error", c.error)
+        "prompt_tokens", c.prompt_tokens)("output_tokens", c.output_tokens)("error", c.error)(
+        "server_claim", c.server_claim)
         .non_negative({"client", "ttft_ns", "tpot_ns", "prompt_tokens", "output_tokens"});
 }
 
@@ -131,7 +138,7 @@ void read(const JsonIn& in, ExplainRun& r) {
     ObjectIn{in}("round", r.round)("sequence", r.sequence)("start_ns", r.start_ns)(
         "end_ns", r.end_ns)("prefill_ns", r.prefill_ns)("decode_ns", r.decode_ns)(
         "prompt_tokens", r.prompt_tokens)("output_tokens", r.output_tokens)("server", r.server)(
-        "clients", r.clients)("error", r.error)("notes", r.notes)
+        "clients", r.clients)("error", r.error)("notes", r.notes)("server_claim", r.server_claim)
         .non_negative({"round", "sequence", "start_ns", "end_ns", "prefill_ns", "decode_ns",
                        "prompt_tokens", "output_tokens"});
 }

@@ -32,6 +32,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/doc/json_in.hpp"
+#include "core/doc/server_claim.hpp"
 
 namespace sb {
 
@@ -41,6 +42,9 @@ struct ExplainClient {
     std::optional<double> ttft_ns, tpot_ns;
     std::optional<int64_t> prompt_tokens, output_tokens;
     std::optional<std::string> error;
+    // The server's timings of this request as it said them, with every way they disagree
+    // with the client's measurement (core/doc/server_claim.hpp); absent when it said none.
+    std::optional<ServerClaim> server_claim;
 };
 
 // What llama-server said about one request (its `timings`): a claim, kept as sent. Prompt
@@ -59,9 +63,12 @@ struct ExplainRun {
     std::optional<double> decode_ns;          // per token after the first
     std::optional<int64_t> prompt_tokens;     // the prompt as processed (counted)
     std::optional<int64_t> output_tokens;
-    std::optional<ExplainServerTimes> server;  // level 4: the server's own timings
-    std::vector<ExplainClient> clients;        // level 5: every client's request
-    std::optional<std::string> error;          // why this run has no times
+    std::optional<ExplainServerTimes> server;  // level 4: the server's own timings, believed
+    // Level 4: the same as the server said them, with every way they disagree with the
+    // client's measurement (a field that disagrees is absent from `server`); absent when none.
+    std::optional<ServerClaim> server_claim;
+    std::vector<ExplainClient> clients;  // level 5: every client's request
+    std::optional<std::string> error;    // why this run has no times
     std::vector<std::string> notes;
 };
 

@@ -39,6 +39,8 @@ ExplainSection sample() {
     r.prompt_tokens = 512;
     r.output_tokens = 16;
     r.server = ExplainServerTimes{512, 3, 16, 1.2e6, 3e6};
+    r.server_claim = ServerClaim{
+        {"llama-server", 509, 3, 16, 1'200'000, 3'000'000, std::nullopt, std::nullopt}, {}};
     r.notes = {"n"};
     ExplainRun failed;
     failed.round = 2;
@@ -50,8 +52,13 @@ ExplainSection sample() {
     served.level = "served";
     served.concurrency = 4;
     ExplainRun sr;
-    sr.clients = {{0, 1e6, 2e5, 512, 16, std::nullopt},
-                  {1, std::nullopt, std::nullopt, std::nullopt, std::nullopt, "boom"}};
+    sr.clients = {
+        {0, 1e6, 2e5, 512, 16, std::nullopt, std::nullopt},
+        {1, std::nullopt, std::nullopt, std::nullopt, std::nullopt, "boom", std::nullopt}};
+    sr.clients[0].server_claim =
+        ServerClaim{{"llama-server", 512, 0, 17, 1'500'000, 3'000'000, std::nullopt, std::nullopt},
+                    {"the llama-server timings count 17 generated tokens, the client 16: not "
+                     "believed"}};
     served.runs = {sr};
     s.measures = {m, served};
     ExplainSetting set;
@@ -96,6 +103,16 @@ TEST(ExplainSection, JsonRoundTripsEveryField) {
     EXPECT_TRUE(j["measures"][0]["runs"][1]["prefill_ns"].is_null());
     EXPECT_TRUE(j["settings"][1]["server"].is_null()) << "missing is not zero";
     EXPECT_EQ(j["url"], nullptr);
+    // The server's claims: level 4's run and level 5's clients, absent where none was said.
+    EXPECT_EQ(j["measures"][0]["runs"][0]["server_claim"]["prompt_n"], 509);
+    EXPECT_TRUE(j["measures"][0]["runs"][0]["server_claim"]["disagreements"].empty());
+    EXPECT_FALSE(j["measures"][0]["runs"][1].contains("server_claim"));
+    const json& c0 = j["measures"][1]["runs"][0]["clients"][0]["server_claim"];
+    EXPECT_EQ(c0["predicted_n"], 17);
+    EXPECT_EQ(c0["disagreements"].size(), 1u);
+    EXPECT_FALSE(j["measures"][1]["runs"][0]["clients"][1].contains("server_claim"));
+    ASSERT_TRUE(back.measures[1].runs[0].clients[0].server_claim);
+    EXPECT_EQ(back.measures[1].runs[0].clients[0].server_claim->said.prompt_ns, 1'500'000);
 }
 
 TEST(ExplainSection, ThroughTheResultDocument) {

@@ -165,6 +165,8 @@ json to_json(const ServeRequest& r) {
            {"ttft_first_byte_ns", opt(r.ttft_first_byte_ns)},
            {"ttft_first_content_ns", opt(r.ttft_first_content_ns)},
            {"request_id", opt(r.request_id)}};
+    if (r.server_claim)
+        j["server_claim"] = to_json(*r.server_claim);
     if (!r.notes.empty())
         j["notes"] = r.notes;
     return j;
@@ -253,7 +255,8 @@ void read(const JsonIn& in, ServeRequest& r) {
         "streamed_tokens", r.streamed_tokens)("claimed_output_tokens", r.claimed_output_tokens)(
         "notes", r.notes)("error", r.error)("interrupted", r.interrupted)("ttft_first_byte_ns",
                                                                           r.ttft_first_byte_ns)(
-        "ttft_first_content_ns", r.ttft_first_content_ns)("request_id", r.request_id)
+        "ttft_first_content_ns", r.ttft_first_content_ns)("request_id", r.request_id)(
+        "server_claim", r.server_claim)
         .non_negative({"send_ns", "ttft_ns", "tpot_ns", "e2e_ns", "itl_ns", "prompt_tokens",
                        "output_tokens", "streamed_tokens", "claimed_output_tokens",
                        "ttft_first_byte_ns", "ttft_first_content_ns"});

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/doc/json_in.hpp"
+#include "core/doc/server_claim.hpp"
 #include "core/stats_bootstrap.hpp"
 
 namespace sb {
@@ -41,6 +42,11 @@ struct ServeRequest {
     // The server's id of the request, when its API returns one (OpenAI "id"): joins this
     // record with the server's logs. A claim, at most 128 bytes.
     std::optional<std::string> request_id;
+    // The server's own timings of the request (llama-server's `timings`, Ollama's durations,
+    // ...), a claim kept as it said it beside the client's measurement above (TTFT, E2E, the
+    // token counts), with every way the two disagree (engine/http_engine.hpp request_measure);
+    // null when the server said nothing. Used for no statistic.
+    std::optional<ServerClaim> server_claim;
 };
 
 // The definition of a serve request's TTFT (ServeRequest::ttft_ns).

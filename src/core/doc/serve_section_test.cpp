@@ -42,6 +42,13 @@ ResultDocument serve_document() {
     ok.itl_ns = {20'000'000, 19'000'000};
     ok.prompt_tokens = 16;
     ok.output_tokens = 8;
+    ServerClaim claim;
+    claim.said = {"llama-server", 16, 0, 9, 120'000'000, 130'000'000, std::nullopt, std::nullopt};
+    claim.disagreements = {
+        "the llama-server timings claim 120.000 ms of prompt processing, longer than the "
+        "client's TTFT of 100.000 ms: not believed",
+        "the llama-server timings count 9 generated tokens, the client 8: not believed"};
+    ok.server_claim = claim;
     ServeRequest failed;
     failed.index = 1;
     failed.send_ns = 20;
@@ -95,6 +102,17 @@ TEST(ServeSection, ComesBackExactly) {
     EXPECT_EQ(back.serve->points[0].start_ns, 5'000'000'000);
     EXPECT_EQ(back.serve->slo_ms.at("tpot"), 50.0);
     EXPECT_EQ(back.serve->server["server"], "llama-server");
+    // The server's claim of a request, with its disagreements; none for a request without.
+    const json& claim = j["serve"]["points"][0]["requests"][0]["server_claim"];
+    EXPECT_EQ(claim["prompt_ns"], 120'000'000);
+    EXPECT_EQ(claim["disagreements"].size(), 2u);
+    EXPECT_TRUE(claim["queue_ns"].is_null()) << "missing is not zero";
+    EXPECT_FALSE(j["serve"]["points"][0]["requests"][1].contains("server_claim"));
+    ASSERT_TRUE(back.serve->points[0].requests[0].server_claim);
+    EXPECT_EQ(back.serve->points[0].requests[0].server_claim->said.predicted_n, 9);
+    EXPECT_EQ(back.serve->points[0].requests[0].server_claim->disagreements[1],
+              "the llama-server timings count 9 generated tokens, the client 8: not believed");
+    EXPECT_FALSE(back.serve->points[0].requests[1].server_claim);
     EXPECT_TRUE(back.unknown.empty());
     // A --url server's section (no flags of stagebench's) has none.
     ResultDocument url = serve_document();
@@ -191,6 +209,16 @@ TEST(ServeSection, RefusalsNameTheField) {
            "'s.json': serve.points[1].value: expected a number or \"inf\", found a string");
     refuse([](json& j) { j["serve"]["points"][0]["requests"][0]["ttft_ns"] = "fast"; },
            "'s.json': serve.points[0].requests[0].ttft_ns: expected an integer, found a string");
+    refuse(
+        [](json& j) { j["serve"]["points"][0]["requests"][0]["server_claim"]["prompt_ns"] = -1; },
+        "'s.json': serve.points[0].requests[0].server_claim.prompt_ns: expected at least 0, "
+        "found -1");
+    refuse(
+        [](json& j) {
+            j["serve"]["points"][0]["requests"][0]["server_claim"]["disagreements"] = "none";
+        },
+        "'s.json': serve.points[0].requests[0].server_claim.disagreements: expected an array, "
+        "found a string");
     refuse([](json& j) { j["serve"]["points"][0]["ttft"]["p99_ms"] = true; },
            "'s.json': serve.points[0].ttft.p99_ms: expected a number, found a boolean");
     refuse(
