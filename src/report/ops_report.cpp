@@ -205,8 +205,10 @@ void npu_pipeline_table(const NpuPipeline& p, std::ostream& out) {
     if (p.traced_busy_ns)
         add("any event on any thread " + ms(p.traced_busy_ns));
     out << line << "\n\n";
-    if (p.parts.empty())
+    if (p.parts.empty()) {
+        npu_op_table(p, out);
         return;
+    }
     out << "| part | time | share of " << (p.envelope.empty() ? "-" : p.envelope)
         << " | from |\n| --- | ---: | ---: | --- |\n";
     for (const auto& part : p.parts) {
