@@ -110,6 +110,22 @@ std::vector<std::string> fused_parts(const std::string& op) {
     return parts;
 }
 
+// "MUL_MAT_NX" -> "MUL_MAT", "MUL_MAT_ID_NX" -> "MUL_MAT_ID": the mat-muls a backend ran as one
+// node because they share their activations (the Hexagon backend's try_fuse_mul_mat_nx,
+// GGML_HEXAGON_FUSE_MUL_MAT_NX); "" for any other op.
+std::string nx_base(const std::string& op) {
+    if (op == "MUL_MAT_NX")
+        return "MUL_MAT";
+    if (op == "MUL_MAT_ID_NX")
+        return "MUL_MAT_ID";
+    return "";
+}
+
+// A node that is several ggml ops: "MUL_MAT+ADD" or "MUL_MAT_NX".
+bool is_fused(const std::string& op) {
+    return !fused_parts(op).empty() || !nx_base(op).empty();
+}
+
 // The fused signatures some side ran as one node: by their whole key, and by op and shape
 // for those without a role (a log without names).
 struct FusedWanted {
@@ -157,6 +173,64 @@ std::optional<std::size_t> input_from(const std::vector<TensorInfo>& v, const Te
     return std::nullopt;
 }
 
+// Whether two tensors are the same one: by name where both have one, else by shape and type.
+bool same_tensor(const TensorInfo& a, const TensorInfo& b) {
+    if (!a.name.empty() && !b.name.empty())
+        return a.name == b.name;
+    return a.ne == b.ne && a.type == b.type;
+}
+
+// For "MUL_MAT_NX" (or "MUL_MAT_ID_NX"): a mat-mul and the later ones of its graph that share
+// its activations (every input after the weight: src1, and MUL_MAT_ID's ids), among the next
+// 16 nodes as the backend stacks them (ggml_hexagon_graph_optimize_reorder's N_FORWARD), become
+// one record as the backend prints the node: the weights in order, then the shared inputs; the
+// last mat-mul's output; the times summed. The longest such run whose signature another side
+// ran as one node is taken, down to two mat-muls.
+void sum_nx(const std::vector<OpRecord>& ops, const std::string& name, const FusedWanted& want,
+            std::vector<bool>& used, std::map<std::size_t, const OpRecord*>& head, FusedSide& out) {
+    const std::string base = nx_base(name);
+    constexpr std::size_t kForward = 16;
+    for (std::size_t a = 0; a < ops.size(); ++a) {
+        const OpRecord& first = ops[a];
+        if (used[a] || first.no_compute || first.op != base || first.srcs.size() < 2)
+            continue;
+        std::vector<std::size_t> run{a};
+        for (std::size_t m = a + 1; m < ops.size() && m < a + kForward; ++m) {
+            const OpRecord& c = ops[m];
+            if (used[m] || c.no_compute || c.op != base || c.graph != first.graph ||
+                c.srcs.size() != first.srcs.size())
+                continue;
+            bool shares = true;
+            for (std::size_t k = 1; k < c.srcs.size() && shares; ++k)
+                shares = same_tensor(c.srcs[k], first.srcs[k]);
+            if (shares)
+                run.push_back(m);
+        }
+        for (std::size_t n = run.size(); n >= 2; --n) {
+            OpRecord sum = first;
+            sum.op = name;
+            sum.srcs.clear();
+            std::vector<const OpRecord*> parts;
+            for (std::size_t k = 0; k < n; ++k) {
+                parts.push_back(&ops[run[k]]);
+                sum.srcs.push_back(ops[run[k]].srcs[0]);
+            }
+            sum.srcs.insert(sum.srcs.end(), first.srcs.begin() + 1, first.srcs.end());
+            sum.out = parts.back()->out;
+            sum.op_ns = sum_of(parts, &OpRecord::op_ns);
+            sum.call_ns = sum_of(parts, &OpRecord::call_ns);
+            sum.isolated_call_ns = sum_of(parts, &OpRecord::isolated_call_ns);
+            if (!want.wants(compare_op_signature(sum)))
+                continue;
+            for (std::size_t k = 0; k < n; ++k)
+                used[run[k]] = true;
+            out.fused.push_back(std::make_unique<OpRecord>(std::move(sum)));
+            head[a] = out.fused.back().get();
+            break;
+        }
+    }
+}
+
 FusedSide side_records(const StageProfile* s, const FusedWanted& want) {
     FusedSide out;
     if (!s)
@@ -170,6 +244,10 @@ FusedSide side_records(const StageProfile* s, const FusedWanted& want) {
     std::map<std::size_t, const OpRecord*> head;  // a chain's first part -> its sum
     constexpr std::size_t kWindow = 4;            // computing nodes searched for a consumer
     for (const std::string& name : want.ops) {
+        if (!nx_base(name).empty()) {
+            sum_nx(ops, name, want, used, head, out);
+            continue;
+        }
         const auto parts = fused_parts(name);
         for (std::size_t k = 0; k < computing.size(); ++k) {
             const std::size_t a = computing[k];
@@ -252,6 +330,8 @@ std::string fused_text(const std::string& op, const std::vector<std::string>& la
             who += (who.empty() ? "" : ", ") + labels[i];
     if (who.empty())
         return "one node on every side";
+    if (const std::string base = nx_base(op); !base.empty())
+        return who + ": the " + base + "s sharing its input summed";
     std::string parts;
     for (const auto& x : fused_parts(op))
         parts += (parts.empty() ? "" : " + ") + x;
@@ -687,7 +767,7 @@ CompareResult compare_ops_documents(const std::vector<CompareInput>& inputs,
             if (!stages[i])
                 continue;
             for (const auto& rec : stages[i]->ops) {
-                if (rec.no_compute || fused_parts(rec.op).empty())
+                if (rec.no_compute || !is_fused(rec.op))
                     continue;
                 const CompareOpSignature sig = compare_op_signature(rec);
                 for (std::size_t j = 0; j < n_sides; ++j) {
@@ -760,7 +840,7 @@ CompareResult compare_ops_documents(const std::vector<CompareInput>& inputs,
                 CompareRow row = total_row(stage, m, labels, partner, per_step, opts);
                 row.test = op;
                 row.key = stage + "/" + op;
-                if (!fused_parts(op).empty()) {
+                if (is_fused(op)) {
                     std::vector<bool> summed(n_sides, false);
                     for (const auto& p : partner)
                         for (std::size_t i = 0; i < n_sides; ++i)
@@ -800,7 +880,7 @@ CompareResult compare_ops_documents(const std::vector<CompareInput>& inputs,
                     row.test = text;
                     row.key = stage + "/" + text;
                     row.signature = base.sig;
-                    if (!fused_parts(op).empty()) {
+                    if (is_fused(op)) {
                         std::vector<bool> summed;
                         for (const auto* g : p)
                             summed.push_back(g && g->summed);
@@ -833,8 +913,10 @@ CompareResult compare_ops_documents(const std::vector<CompareInput>& inputs,
         "per stage, call_per_op_total summed call over summed op time; the ratio is of totals "
         "with a bootstrap 95% CI resampling records within each signature. An op a side ran fused "
         "(one node, \"MUL_MAT+ADD\") meets the other sides' parts summed (a MUL_MAT and the ADD "
-        "of its output, as one record with the inputs and output the fused node prints); such "
-        "rows say which sides' values are sums (fused)");
+        "of its output, as one record with the inputs and output the fused node prints), and a "
+        "MUL_MAT_NX node the other sides' mat-muls sharing its input summed (its weights, then "
+        "the shared input, the last mat-mul's output); such rows say which sides' values are "
+        "sums (fused)");
     return r;
 }
 

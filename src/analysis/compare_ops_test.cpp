@@ -502,6 +502,122 @@ TEST(CompareOps, FusedPartsMeetByShapeWhereTheLogHasNoNames) {
     EXPECT_DOUBLE_EQ(*tot->sides[1].total, 160.0);
 }
 
+// The NPU's MUL_MAT_NX against the CPU's mat-muls: per layer, attention's q, k and v and the
+// FFN's gate and up each share their activations (attn_norm, ffn_norm); the CPU computes q's
+// rope between q and k, as llama.cpp's graph orders them; the NPU stacks and fuses them
+// (ggml-hexagon.cpp: ggml_hexagon_graph_optimize_reorder, try_fuse_mul_mat_nx) and prints one
+// node: the weights, then the shared input, and the last mat-mul's output.
+ResultDocument nx_docs(bool fused, int graphs, bool names = true) {
+    ResultDocument d;
+    d.command = fused ? "import" : "ops";
+    OpsProfile p;
+    p.source = fused ? "hexagon-profile" : "trace";
+    p.devices = fused ? "HTP0" : "CPU";
+    StageProfile s;
+    s.stage = "decode";
+    s.n_tokens = graphs;
+    s.n_graphs = graphs;
+    for (int g = 0; g < graphs; ++g)
+        for (int l = 0; l < 2; ++l) {
+            const std::string L = std::to_string(l);
+            auto mm = [&](const std::string& role, int64_t rows, const std::string& input,
+                          double us) {
+                OpRecord r = rec("MUL_MAT", role, rows, l, us, std::nullopt, p.devices);
+                r.graph = g;
+                r.srcs[1].name = input + "-" + L;
+                return r;
+            };
+            std::vector<OpRecord> attn = {mm("attn_q", 64, "attn_norm", 30),
+                                          mm("attn_k", 32, "attn_norm", 20),
+                                          mm("attn_v", 32, "attn_norm", 21)};
+            std::vector<OpRecord> ffn = {mm("ffn_gate", 128, "ffn_norm", 50),
+                                         mm("ffn_up", 128, "ffn_norm", 51)};
+            OpRecord view = rec("RESHAPE", "Qcur", 64, l, 0, std::nullopt, p.devices);
+            view.no_compute = true;
+            OpRecord rope = rec("ROPE", "Qcur", 64, l, 4, std::nullopt, p.devices);
+            rope.graph = g;
+            // attn_output's mat-mul has an input of its own: it stays a MUL_MAT.
+            OpRecord out = mm("attn_output", 64, "kqv_out", 40);
+            auto nx = [&](const std::vector<OpRecord>& parts, double us) {
+                OpRecord r = parts[0];
+                r.op = "MUL_MAT_NX";
+                r.srcs.clear();
+                for (const auto& x : parts)
+                    r.srcs.push_back(x.srcs[0]);
+                r.srcs.push_back(parts[0].srcs[1]);
+                r.out = parts.back().out;
+                r.op_ns = us * 1e3;
+                return r;
+            };
+            if (fused) {
+                s.ops.push_back(nx(attn, 60));
+                s.ops.push_back(rope);
+                s.ops.push_back(out);
+                s.ops.push_back(nx(ffn, 90));
+            } else {
+                s.ops.insert(s.ops.end(), {attn[0], view, rope, attn[1], attn[2], out});
+                s.ops.insert(s.ops.end(), ffn.begin(), ffn.end());
+            }
+        }
+    if (!names)
+        for (auto& op : s.ops) {
+            for (auto& src : op.srcs)
+                src.name.clear();
+            op.out.name.clear();
+        }
+    p.stages.push_back(s);
+    d.ops = p;
+    return d;
+}
+
+TEST(CompareOps, AMulMatNxNodeMeetsTheMatMulsSharingItsInputSummed) {
+    const ResultDocument cpu = nx_docs(false, 1);
+    const ResultDocument npu = nx_docs(true, 4);
+    const CompareResult r = compare_documents({{"A", "a", cpu}, {"B", "b", npu}}, CompareOptions{});
+    // Every node meets one on the other side: q, k and v (71 µs) and gate and up (101 µs) per
+    // layer, against the NPU's 60 and 90 µs nodes over its 4 decode steps.
+    EXPECT_TRUE(r.unmatched.empty()) << r.unmatched[0].test;
+    const CompareRow* tot = row(r, "decode", "MUL_MAT_NX", "op_total_us");
+    ASSERT_TRUE(tot);
+    EXPECT_DOUBLE_EQ(*tot->sides[0].total, 2 * (71.0 + 101.0));
+    EXPECT_EQ(tot->sides[0].n, 4u);
+    EXPECT_DOUBLE_EQ(*tot->sides[1].total, 2 * (60.0 + 90.0));
+    EXPECT_EQ(tot->fused, "A: the MUL_MATs sharing its input summed");
+    const CompareRow* qkv =
+        row(r, "decode", "MUL_MAT_NX attn_q: q4_0 64×64, q4_0 64×32, q4_0 64×32, f32 64 → f32 32",
+            "op_us");
+    ASSERT_TRUE(qkv);
+    EXPECT_DOUBLE_EQ(*qkv->sides[0].median, 71.0);
+    EXPECT_DOUBLE_EQ(*qkv->sides[1].median, 60.0);
+    EXPECT_EQ(qkv->signature->role, "attn_q");
+    const CompareRow* ffn = row(
+        r, "decode", "MUL_MAT_NX ffn_gate: q4_0 64×128, q4_0 64×128, f32 64 → f32 128", "op_us");
+    ASSERT_TRUE(ffn);
+    EXPECT_DOUBLE_EQ(*ffn->sides[0].median, 101.0);
+    // The mat-mul of an input of its own stays one, on both sides.
+    const CompareRow* mm = row(r, "decode", "MUL_MAT", "op_total_us");
+    ASSERT_TRUE(mm);
+    EXPECT_DOUBLE_EQ(*mm->sides[0].total, 80.0);
+    EXPECT_DOUBLE_EQ(*mm->sides[1].total, 80.0);
+    EXPECT_FALSE(mm->fused);
+
+    // Without names (a log that prints none), by shapes and types.
+    const CompareResult anon = compare_documents(
+        {{"A", "a", nx_docs(false, 1, false)}, {"B", "b", nx_docs(true, 4, false)}},
+        CompareOptions{});
+    const CompareRow* at = row(anon, "decode", "MUL_MAT_NX", "op_total_us");
+    ASSERT_TRUE(at);
+    EXPECT_DOUBLE_EQ(*at->sides[0].total, 2 * (71.0 + 101.0));
+
+    // The CPU as the other side: the summed side is B.
+    const CompareResult back =
+        compare_documents({{"A", "b", npu}, {"B", "a", cpu}}, CompareOptions{});
+    const CompareRow* t2 = row(back, "decode", "MUL_MAT_NX", "op_total_us");
+    ASSERT_TRUE(t2);
+    EXPECT_EQ(t2->fused, "B: the MUL_MATs sharing its input summed");
+    EXPECT_TRUE(back.unmatched.empty());
+}
+
 TEST(CompareOps, AFallbackIsPricedAgainstTheRunOnItsDeviceAlone) {
     // A asked BLAS, which cannot run RMS_NORM: its 2 nodes fell back to the CPU, 15 µs each
     // there, with 10 µs of copies at the splits they forced. B ran on the CPU alone: the same

@@ -86,8 +86,10 @@ struct Expected {
     std::map<std::string, double> op_usec;  // per stage
     std::map<std::string, int> count;
     std::map<std::string, std::map<std::string, double>> by_op;  // stage -> op -> usec
-    // GGML_HEXAGON_PROFILE=3: per stage, each pipeline part's wall time (µs).
+    // GGML_HEXAGON_PROFILE=3: per stage, each pipeline part's wall time (µs), and per stage and
+    // op type each part's wall time within its nodes.
     std::map<std::string, std::map<std::string, double>> part_usec;
+    std::map<std::string, std::map<std::string, std::map<std::string, double>>> op_part_usec;
 };
 
 // One trace event as the backend keeps it (htp_trace_desc): thread, event, info, start|stop,
@@ -105,9 +107,15 @@ struct TraceEvt {
 // quantizes its activations (HVX thread 0) and DMAs its weights (thread 1) while the HMX
 // (thread 10) computes after the quantization; flash attention prepares Q and K on two
 // threads, runs QK and softmax on both, prepares V, then finishes on HVX; other ops compute on
-// two HVX threads at once. Adds each kind's wall time (µs at 1100 MHz) to parts.
+// two HVX threads at once. Adds each kind's wall time (µs at 1100 MHz) to the stage's parts
+// and to its op type's.
 void op_events(const Op& o, long long c0, long long info, std::vector<TraceEvt>& out,
-               std::map<std::string, double>& parts) {
+               std::map<std::string, double>& stage_parts,
+               std::map<std::string, double>& op_parts) {
+    auto put = [&](const std::string& kind, double us) {
+        stage_parts[kind] += us;
+        op_parts[kind] += us;
+    };
     const long long u = o.usec;
     auto at = [&](long long twentieths) { return c0 + u * 55 * twentieths; };  // cyc x k/20
     auto add = [&](long long t, const std::string& e, long long a, long long b) {
@@ -119,9 +127,9 @@ void op_events(const Op& o, long long c0, long long info, std::vector<TraceEvt>&
         add(0, "HVX_A_QUANT", 0, 3);
         add(1, "DMA", 0, 6);
         add(10, "HMX_COMP", 3, 20);
-        parts["activation_quantization"] += 3 * us;
-        parts["dma"] += 6 * us;
-        parts["compute"] += 17 * us;
+        put("activation_quantization", 3 * us);
+        put("dma", 6 * us);
+        put("compute", 17 * us);
     } else if (o.op == "FLASH_ATTN_EXT") {
         add(0, "HVX_Q_PREP", 0, 2);
         add(1, "HVX_K_PREP", 0, 2);
@@ -129,12 +137,12 @@ void op_events(const Op& o, long long c0, long long info, std::vector<TraceEvt>&
         add(1, "HVX_SFM_FA", 2, 14);
         add(0, "HVX_V_PREP", 14, 16);
         add(0, "HVX_COMP", 16, 20);
-        parts["attention_preparation"] += 4 * us;
-        parts["compute"] += 16 * us;
+        put("attention_preparation", 4 * us);
+        put("compute", 16 * us);
     } else {
         add(0, "HVX_COMP", 0, 20);
         add(1, "HVX_COMP", 0, 20);
-        parts["compute"] += 20 * us;
+        put("compute", 20 * us);
     }
 }
 
@@ -185,10 +193,15 @@ std::string pinned_log(int profile, Expected* want, bool fused = false) {
         if (profile == 3) {
             long long c = clock;
             std::map<std::string, double> parts;
+            std::map<std::string, std::map<std::string, double>> op_parts;
             for (std::size_t i = 0; i < ops.size(); ++i) {
-                op_events(ops[i], c, static_cast<long long>(i), events, parts);
+                op_events(ops[i], c, static_cast<long long>(i), events, parts, op_parts[ops[i].op]);
                 c += ops[i].usec * 1100;
             }
+            if (want)
+                for (const auto& [op, m] : op_parts)
+                    for (const auto& [k, v] : m)
+                        want->op_part_usec[stage][op][k] += v;
             std::stable_sort(
                 events.begin(), events.end(),
                 [](const TraceEvt& a, const TraceEvt& b) { return a.thread < b.thread; });
@@ -338,6 +351,84 @@ TEST(HexagonPinned, FusedOpsKeepTheirNameAndCountAsMatMuls) {
     EXPECT_EQ(matmul_tokens(imp.records[0]), 5);
     const StageSplit sp = split_stages(imp);
     EXPECT_EQ(sp.stage, (std::vector<std::string>{"prefill", "decode"}));
+}
+
+// The text between `from` and the next line starting a function at column 0 after it, white
+// space collapsed.
+std::string function_text(const std::string& src, const std::string& from) {
+    const size_t at = src.find(from);
+    if (at == std::string::npos)
+        return "";
+    const size_t end = src.find("\n    bool ", at + from.size());
+    return hexlog::collapse(
+        src.substr(at, end == std::string::npos ? std::string::npos : end - at));
+}
+
+// What a MUL_MAT_NX node (GGML_HEXAGON_FUSE_MUL_MAT_NX) prints: try_fuse_mul_mat_nx in
+// ggml-hexagon.cpp renames two mat-muls that share src1 "MUL_MAT_NX" and makes its inputs the
+// weights, then the shared input (w0, w1, x; a third weight goes before x), its outputs both
+// mat-muls' outputs; htp_opformat (htp-opnode.h) prints the inputs and node.dst(), the last
+// output. The line below is printed through the pinned op format with that layout.
+TEST(HexagonPinned, AMulMatNxNodeIsReadAsItsWeightsThenTheSharedInput) {
+    const std::string src = pinned_source();
+    const std::string fuse = function_text(src, "bool try_fuse_mul_mat_nx(");
+    ASSERT_FALSE(fuse.empty()) << "try_fuse_mul_mat_nx not found in " << kSourceFile;
+    size_t pos = 0;
+    for (const std::string step :
+         {"last_node.inputs[curr_n] = w_in; last_node.inputs.push_back(x); "
+          "last_node.outputs.push_back(d_in);",
+          "last_node.name = \"MUL_MAT_NX\"; last_node.inputs.clear(); "
+          "last_node.inputs.push_back(w0); last_node.inputs.push_back(w1); "
+          "last_node.inputs.push_back(x); last_node.outputs.clear(); "
+          "last_node.outputs.push_back(dst_0); last_node.outputs.push_back(dst_1);"}) {
+        const size_t at = fuse.find(step, pos);
+        EXPECT_NE(at, std::string::npos)
+            << "the pinned try_fuse_mul_mat_nx no longer does: " << step;
+        pos = at == std::string::npos ? pos : at;
+    }
+    const std::string node = hexlog::collapse(hexlog::read_text(
+        std::string(SB_LLAMA_SOURCE_DIR) + "/ggml/src/ggml-hexagon/htp-opnode.h"));
+    EXPECT_NE(node.find("const ggml_tensor * dst() const { return outputs.empty() ? node : "
+                        "outputs.back(); }"),
+              std::string::npos);
+
+    const PinnedFormats pf = pinned_formats();
+    std::string log;
+    for (auto [tokens, l] : {std::pair{5LL, 1}, std::pair{1LL, 0}})
+        log += print(pf.op, {{"sess_name.c_str()", std::string("HTP0")},
+                             {"node.op_name().c_str()", std::string("MUL_MAT_NX")},
+                             {"fmt.names", fmt::format("blk.{0}.attn_q.weight x blk.{0}.attn_k."
+                                                       "weight x blk.{0}.attn_v.weight x "
+                                                       "attn_norm-{0} -> Vcur-{0}",
+                                                       l)},
+                             {"fmt.dims", fmt::format("256:256 x 256:64 x 256:64 x 256:{0} -> "
+                                                      "64:{0}",
+                                                      tokens)},
+                             {"fmt.types", std::string("q4_0 x q4_0 x q4_0 x f32 -> f32")},
+                             {"fmt.strides", std::string("18:144 x 18:144 x 18:144 x 4:1024 -> "
+                                                         "4:256")},
+                             {"fmt.kparams", std::string("hmx-tiled vtcm 524288")},
+                             {"op_usec", 10 * tokens},
+                             {"op_cycles", 11000 * tokens},
+                             {"pd.cycles_start", 7LL},
+                             {"mhz", 1100.0},
+                             {"pmu_str", std::string()}});
+    std::istringstream in(log);
+    const HexagonImport imp = parse_hexagon_profile(in);
+    ASSERT_EQ(imp.records.size(), 2u) << (imp.unparsed.empty() ? "" : imp.unparsed[0].reason);
+    // A prefill graph's last layer, then a decode graph's first.
+    const OpRecord& r = imp.records[1];
+    EXPECT_EQ(r.op, "MUL_MAT_NX");
+    ASSERT_EQ(r.srcs.size(), 4u);
+    EXPECT_EQ(r.srcs[1].name, "blk.0.attn_k.weight");
+    EXPECT_EQ(r.srcs[1].ne, (std::vector<int64_t>{256, 64}));
+    EXPECT_EQ(r.srcs[3].name, "attn_norm-0");
+    EXPECT_EQ(r.out.name, "Vcur-0");
+    EXPECT_EQ(r.kernel, "hmx-tiled vtcm 524288");
+    // Its tokens tell prefill from decode, as a mat-mul's.
+    EXPECT_EQ(matmul_tokens(imp.records[0]), 5);
+    EXPECT_EQ(matmul_tokens(r), 1);
+    EXPECT_EQ(split_stages(imp).stage, (std::vector<std::string>{"prefill", "decode"}));
 }
 
 class HexagonPinnedLog : public ::testing::TestWithParam<int> {};
@@ -533,7 +624,28 @@ TEST(HexagonPinned, ImportCommandDecomposesTheProfile3Fixture) {
             EXPECT_NEAR(got.at(kind), us, 1e-6) << kind;
         for (const auto& part : p.parts)
             EXPECT_NEAR(*part.share, part.ns / (batch_us * 1e3), 1e-12) << part.name;
+        // Per op type: every event lies in its op's window, each op fully covered.
+        EXPECT_EQ(p.n_unattributed, 0);
+        EXPECT_DOUBLE_EQ(*p.unattributed_ns, 0);
+        ASSERT_EQ(p.by_op.size(), want.by_op[s.stage].size());
+        for (const NpuOpSplit& o : p.by_op) {
+            SCOPED_TRACE(o.op);
+            EXPECT_DOUBLE_EQ(o.wall_ns, want.by_op[s.stage][o.op] * 1e3);
+            const auto& kinds = want.op_part_usec[s.stage][o.op];
+            ASSERT_EQ(o.parts.size(), kinds.size() + 1);  // and untraced
+            for (const auto& part : o.parts) {
+                const double us = part.name == "untraced" ? 0.0 : kinds.at(part.name);
+                EXPECT_NEAR(part.ns, us * 1e3, 1e-3) << part.name;
+                EXPECT_NEAR(*part.share, us * 1e3 / o.wall_ns, 1e-9) << part.name;
+            }
+        }
+        EXPECT_GE(p.by_op[0].wall_ns, p.by_op.back().wall_ns);
     }
+    // The document keeps the split per op through its JSON.
+    const ResultDocument back = from_json<ResultDocument>(to_json(doc), "'import.json'");
+    EXPECT_EQ(back.ops->stages[0].npu_pipeline[0].by_op.size(),
+              doc.ops->stages[0].npu_pipeline[0].by_op.size());
+    EXPECT_EQ(to_json(back), to_json(doc));
 }
 
 INSTANTIATE_TEST_SUITE_P(Profiles, HexagonPinnedLog, ::testing::Values(1, 2, 3),

@@ -31,6 +31,14 @@ const std::vector<Kind>& kinds() {
     return k;
 }
 
+// "HVX_A_QUANT+HVX_A_PREP".
+std::string events_of(const Kind& k) {
+    std::string what;
+    for (const char* e : k.events)
+        what += (what.empty() ? "" : "+") + std::string(e);
+    return what;
+}
+
 using Interval = std::pair<double, double>;  // [start, stop] in µs from the batch's reference
 
 // Total length of the union of intervals.
@@ -71,6 +79,15 @@ std::string stage_near(const HexagonImport& imp, const StageSplit& sp, const std
     return "";
 }
 
+// One op type's trace events in a session's batches of the stage.
+struct OpAcc {
+    int count = 0;
+    double wall_us = 0;
+    int n_events = 0;
+    std::map<std::string, double> kind_us;
+    double untraced_us = 0;
+};
+
 struct SessionAcc {
     NpuPipeline p;
     std::map<std::string, double> kind_us;
@@ -78,7 +95,90 @@ struct SessionAcc {
     bool any_timed = false;
     double host_us = 0, npu_us = 0, htp_ops_us = 0;
     bool host = false, npu = false, htp_ops = false;
+    std::map<std::string, OpAcc> ops;  // per op type
+    std::vector<std::string> op_order;
+    int n_unattributed = 0;
+    double unattributed_us = 0;
+    bool any_attribution = false;  // a batch with timed events was looked at
 };
+
+// A paired trace event: [a, b] in cycles from its group's reference, and its kind.
+struct Timed {
+    double a = 0, b = 0;
+    std::string kind;
+};
+
+// The trace events of one group (a batch, else the events after one record) given to the ops
+// whose windows hold them. A batch's ops are the session's op lines between its OPBATCH line
+// and its trace-evt lines (the backend prints the batch, its ops, then the events); each op's
+// window is [start, start + cycles] on the same counter as the events, so an event belongs to
+// the op whose window holds it from its start to its stop. An event no window holds (the
+// batch's cache flush and buffer set-up around its ops, an event across two ops) and the
+// events of a group without a batch line (nothing says which ops they ran under) stay
+// unattributed: counted, with their wall time over threads.
+template <class At>
+void attribute_to_ops(const HexagonImport& imp, const std::string& device, bool in_batch,
+                      const std::vector<const HexagonTraceEvent*>& events,
+                      const std::vector<Timed>& timed, At at, double group_mhz, SessionAcc& s) {
+    if (timed.empty())
+        return;
+    s.any_attribution = true;
+    struct Window {
+        std::size_t rec;
+        double lo, hi;
+        std::vector<const Timed*> events;
+    };
+    std::vector<Window> windows;
+    if (in_batch) {
+        const HexagonBatch& b = imp.batches[static_cast<std::size_t>(events.front()->batch)];
+        std::size_t hi = events.front()->records_before;
+        for (const HexagonTraceEvent* e : events)
+            hi = std::min(hi, e->records_before);
+        for (std::size_t i = b.records_before; i < hi && i < imp.records.size(); ++i) {
+            const OpRecord& r = imp.records[i];
+            if (r.backend != device || !r.start_cycles || !r.cycles || !r.op_ns)
+                continue;
+            const double lo = at(static_cast<uint32_t>(*r.start_cycles));
+            windows.push_back({i, lo, lo + static_cast<double>(*r.cycles), {}});
+        }
+        std::sort(windows.begin(), windows.end(),
+                  [](const Window& x, const Window& y) { return x.lo < y.lo; });
+    }
+    std::vector<Interval> loose;
+    for (const Timed& t : timed) {
+        // The last window starting at or before the event; it holds the event or none does.
+        auto it = std::upper_bound(windows.begin(), windows.end(), t.a,
+                                   [](double a, const Window& w) { return a < w.lo; });
+        if (it != windows.begin() && t.b <= std::prev(it)->hi) {
+            std::prev(it)->events.push_back(&t);
+            continue;
+        }
+        s.n_unattributed += 2;  // its start and its stop line
+        loose.push_back({t.a / group_mhz, t.b / group_mhz});
+    }
+    s.unattributed_us += union_length(loose);
+    for (const Window& w : windows) {
+        const OpRecord& r = imp.records[w.rec];
+        const double mhz = r.mhz && *r.mhz > 0 ? *r.mhz : group_mhz;  // the op line's clock
+        auto [it, fresh] = s.ops.try_emplace(r.op);
+        if (fresh)
+            s.op_order.push_back(r.op);
+        OpAcc& o = it->second;
+        o.count++;
+        const double wall_us = *r.op_ns / 1e3;
+        o.wall_us += wall_us;
+        o.n_events += 2 * static_cast<int>(w.events.size());
+        std::map<std::string, std::vector<Interval>> by_kind;
+        std::vector<Interval> all;
+        for (const Timed* t : w.events) {
+            by_kind[t->kind].push_back({t->a / mhz, t->b / mhz});
+            all.push_back({t->a / mhz, t->b / mhz});
+        }
+        for (auto& [kind, v] : by_kind)
+            o.kind_us[kind] += union_length(v);
+        o.untraced_us += std::max(0.0, wall_us - union_length(all));
+    }
+}
 
 }  // namespace
 
@@ -167,7 +267,8 @@ std::vector<NpuPipeline> npu_pipelines(const HexagonImport& imp, const StageSpli
         // The clock: the batch's, else the median of the session's ops in the stage.
         std::optional<double> mhz;
         std::optional<uint32_t> ref;
-        if (key.second >= 0) {
+        const bool in_batch = key.second >= 0;
+        if (in_batch) {
             const HexagonBatch& b = imp.batches[static_cast<std::size_t>(key.second)];
             if (b.mhz && *b.mhz > 0)
                 mhz = b.mhz;
@@ -183,39 +284,42 @@ std::vector<NpuPipeline> npu_pipelines(const HexagonImport& imp, const StageSpli
         if (!ref)
             ref = events.front()->cycles;
         // Cycles since the reference, within ±2^31 (the counter's lower 32 bits wrap).
-        auto at_us = [&](uint32_t c) {
-            return static_cast<double>(static_cast<int32_t>(c - *ref)) / *mhz;
-        };
+        auto at = [&](uint32_t c) { return static_cast<double>(static_cast<int32_t>(c - *ref)); };
         std::map<std::tuple<int, std::string, int>, std::vector<double>> open;
-        std::map<std::string, std::vector<Interval>> by_kind;
-        std::vector<Interval> all;
+        std::vector<Timed> timed;
         for (const HexagonTraceEvent* e : events) {
             auto& starts = open[{e->thread, e->event, e->info}];
             if (!e->stop) {
-                starts.push_back(at_us(e->cycles));
+                starts.push_back(at(e->cycles));
                 continue;
             }
             if (starts.empty()) {
                 s.p.n_unpaired++;
                 continue;
             }
-            const double a = starts.back(), b = at_us(e->cycles);
+            const double a = starts.back(), b = at(e->cycles);
             starts.pop_back();
             if (b < a) {
                 s.p.n_unpaired += 2;
                 continue;
             }
-            by_kind[npu_event_kind(e->event)].push_back({a, b});
-            all.push_back({a, b});
+            timed.push_back({a, b, npu_event_kind(e->event)});
         }
         for (const auto& [k, starts] : open)
             s.p.n_unpaired += static_cast<int>(starts.size());
+        std::map<std::string, std::vector<Interval>> by_kind;
+        std::vector<Interval> all;
+        for (const Timed& t : timed) {
+            by_kind[t.kind].push_back({t.a / *mhz, t.b / *mhz});
+            all.push_back({t.a / *mhz, t.b / *mhz});
+        }
         for (auto& [kind, v] : by_kind)
             s.kind_us[kind] += union_length(v);
         if (!all.empty()) {
             s.busy_us += union_length(all);
             s.any_timed = true;
         }
+        attribute_to_ops(imp, key.first, in_batch, events, timed, at, *mhz, s);
     }
 
     std::vector<NpuPipeline> out;
@@ -262,14 +366,32 @@ std::vector<NpuPipeline> npu_pipelines(const HexagonImport& imp, const StageSpli
         if (s.npu && any_op)
             add("batch_overhead", s.npu_us * 1e3 - ops_ns, "OPBATCH usec - the ops' usec");
         for (const auto& k : kinds())
-            if (auto it = s.kind_us.find(k.name); it != s.kind_us.end()) {
-                std::string what;
-                for (const char* e : k.events)
-                    what += (what.empty() ? "" : "+") + std::string(e);
-                add(k.name, it->second * 1e3, what + " (wall time over threads)");
-            }
+            if (auto it = s.kind_us.find(k.name); it != s.kind_us.end())
+                add(k.name, it->second * 1e3, events_of(k) + " (wall time over threads)");
         if (s.any_timed)
             p.traced_busy_ns = s.busy_us * 1e3;
+        if (s.any_attribution) {
+            p.n_unattributed = s.n_unattributed;
+            p.unattributed_ns = s.unattributed_us * 1e3;
+            for (const auto& op : s.op_order) {
+                const OpAcc& o = s.ops.at(op);
+                NpuOpSplit x{op, o.count, o.wall_us * 1e3, o.n_events, {}};
+                auto add_op = [&](const std::string& name, double us, const std::string& what) {
+                    NpuPipelinePart part{name, us * 1e3, std::nullopt, what};
+                    if (x.wall_ns > 0)
+                        part.share = part.ns / x.wall_ns;
+                    x.parts.push_back(std::move(part));
+                };
+                for (const auto& k : kinds())
+                    if (auto it = o.kind_us.find(k.name); it != o.kind_us.end())
+                        add_op(k.name, it->second, events_of(k) + " within its nodes");
+                add_op("untraced", o.untraced_us, "its usec with no event on any thread");
+                p.by_op.push_back(std::move(x));
+            }
+            std::stable_sort(
+                p.by_op.begin(), p.by_op.end(),
+                [](const NpuOpSplit& a, const NpuOpSplit& b) { return a.wall_ns > b.wall_ns; });
+        }
         out.push_back(std::move(p));
     }
     return out;

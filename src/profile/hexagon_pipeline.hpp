@@ -14,6 +14,14 @@
 // union of its intervals over every thread (wall time), never their sum. Kinds overlap each
 // other across threads, so the parts may add up to more than the batch. Sessions (HTP0, HTP1)
 // are kept apart, each against the host.
+// Per op type (NpuPipeline::by_op, the study's Table V): the events of a batch are given to its
+// ops by time, as the log has no op index on them (info is a tile or chunk index): an event
+// belongs to the op whose window (the op line's start and cycles, on the events' counter)
+// holds it from start to stop; per node each kind is the union over threads at the op line's
+// mhz, "untraced" the node's usec with no event, summed over the op type's nodes. Events no
+// window holds (the batch's cache flushes and buffer set-up, an event across two ops, events
+// without a batch line) are counted as unattributed, never guessed. The host's time is per
+// batch in every format with trace events, so communication and queueing is not split per op.
 #include <string>
 #include <vector>
 

@@ -92,6 +92,110 @@ TEST(NpuPipeline, TraceEventsAreWallTimeOverThreadsPerKind) {
     EXPECT_TRUE(npu_pipelines(imp, sp, "decode").empty());
 }
 
+const NpuOpSplit* op_split(const NpuPipeline& p, const std::string& op) {
+    for (const auto& x : p.by_op)
+        if (x.op == op)
+            return &x;
+    return nullptr;
+}
+
+const NpuPipelinePart* op_part(const NpuOpSplit& o, const std::string& name) {
+    for (const auto& x : o.parts)
+        if (x.name == name)
+            return &x;
+    return nullptr;
+}
+
+// A flash attention of layer 0 over 7 queries, as the pinned op line prints it.
+std::string flash_attn(const std::string& sess, int usec, uint64_t start) {
+    return "ggml-hex: " + sess +
+           " profile-op FLASH_ATTN_EXT|q-0 x k-0 x v-0 -> kqv-0|64:4:7:1 x 64:4:16:1 x "
+           "64:4:16:1 -> 64:4:7:1|f32 x f16 x f16 -> f32|4:256:1024:7168 x 2:128:512:8192 x "
+           "2:128:512:8192 -> 4:256:1024:7168|hvx vtcm 0|usec " +
+           std::to_string(usec) + " cycles " + std::to_string(usec * 1000) + " start " +
+           std::to_string(start % (1ull << 32)) + " mhz 1000.0\n";
+}
+
+TEST(NpuPipeline, TraceEventsAreGivenToTheOpWhoseWindowHoldsThem) {
+    // One batch at 1000 MHz (1000 cycles a µs) whose counter wraps inside it: the batch's cache
+    // flush and buffer set-up (0-8 µs), a mat-mul (10-50), a flash attention (50-80), the
+    // output projection (80-90), the final flush (92-95).
+    const uint64_t r = 4294967000ull;
+    auto us = [&](int t) { return r + static_cast<uint64_t>(t) * 1000; };
+    std::string log = opbatch("HTP0", 3, 100, r) + matmul("HTP0", 7, 40, us(10) % (1ull << 32)) +
+                      flash_attn("HTP0", 30, us(50)) + output("HTP0", 10, us(80) % (1ull << 32));
+    auto pair = [&](const std::string& e, int thread, int a, int b) {
+        return evt("HTP0", e, thread, false, us(a)) + evt("HTP0", e, thread, true, us(b));
+    };
+    log += pair("L2FLUSH", 0, 0, 5) + pair("BUFF", 0, 5, 8);
+    // The mat-mul: activations quantized on two threads (8 µs of wall time), its weights'
+    // DMA, the HMX after the quantization; 2 µs of it with no event.
+    log += pair("HVX_A_QUANT", 0, 10, 16) + pair("HVX_A_QUANT", 1, 12, 18) +
+           pair("DMA", 2, 10, 30) + pair("HMX_COMP", 10, 16, 48);
+    // Flash attention: Q prepared, QK and softmax on two threads, then HVX: all of its 30 µs.
+    log += pair("HVX_Q_PREP", 0, 50, 54) + pair("HVX_QK_FA", 0, 54, 70) +
+           pair("HVX_SFM_FA", 1, 56, 72) + pair("HVX_COMP", 0, 72, 80);
+    // The output projection: a quantization inside it, and an HMX run past its end (82-95):
+    // no op's window holds that one.
+    log += pair("HVX_A_QUANT", 0, 80, 82) + pair("HMX_COMP", 10, 82, 95);
+    log += pair("L2FLUSH", 0, 92, 95);
+    const HexagonImport imp = parse(log);
+    ASSERT_EQ(imp.n_unparsed, 0) << imp.unparsed[0].reason;
+    ASSERT_EQ(imp.n_refused, 0) << imp.refused[0].reason;
+    const auto pipes = npu_pipelines(imp, split_stages(imp), "prefill");
+    ASSERT_EQ(pipes.size(), 1u);
+    const NpuPipeline& p = pipes[0];
+    EXPECT_EQ(p.n_events, 26);
+    ASSERT_EQ(p.by_op.size(), 2u);
+    // The largest op type first: the two mat-muls, 50 µs.
+    EXPECT_EQ(p.by_op[0].op, "MUL_MAT");
+    const NpuOpSplit& mm = p.by_op[0];
+    EXPECT_EQ(mm.count, 2);
+    EXPECT_DOUBLE_EQ(mm.wall_ns, 50e3);
+    EXPECT_EQ(mm.n_events, 10);
+    EXPECT_DOUBLE_EQ(op_part(mm, "activation_quantization")->ns, 10e3);  // 8 + 2
+    EXPECT_DOUBLE_EQ(*op_part(mm, "activation_quantization")->share, 0.2);
+    EXPECT_DOUBLE_EQ(op_part(mm, "dma")->ns, 20e3);
+    EXPECT_DOUBLE_EQ(*op_part(mm, "dma")->share, 0.4);
+    EXPECT_DOUBLE_EQ(op_part(mm, "compute")->ns, 32e3);
+    EXPECT_DOUBLE_EQ(op_part(mm, "untraced")->ns, 10e3);  // 2 + 8
+    EXPECT_FALSE(op_part(mm, "other"));
+    const NpuOpSplit* fa = op_split(p, "FLASH_ATTN_EXT");
+    ASSERT_TRUE(fa);
+    EXPECT_EQ(fa->count, 1);
+    EXPECT_EQ(fa->n_events, 8);
+    EXPECT_DOUBLE_EQ(op_part(*fa, "attention_preparation")->ns, 4e3);
+    EXPECT_DOUBLE_EQ(op_part(*fa, "compute")->ns, 26e3);  // [54, 80] over two threads
+    EXPECT_DOUBLE_EQ(*op_part(*fa, "compute")->share, 26.0 / 30.0);
+    EXPECT_DOUBLE_EQ(op_part(*fa, "untraced")->ns, 0);
+    // The flushes, the buffer set-up and the HMX across the op's end: 8 events, wall time
+    // [0, 8] and [82, 95].
+    EXPECT_EQ(p.n_unattributed, 8);
+    EXPECT_DOUBLE_EQ(*p.unattributed_ns, 21e3);
+    // The stage's kinds are unchanged by it: every event counts there.
+    EXPECT_DOUBLE_EQ(part(p, "other")->ns, 11e3);  // [0, 8] and [92, 95]
+}
+
+TEST(NpuPipeline, EventsWithoutABatchLineAreNotGivenToAnyOp) {
+    // The op lines and the events, but no OPBATCH line (cut from the log): nothing says which
+    // ops the events ran under, so none is given one.
+    std::string log = matmul("HTP0", 7, 40, 1000);
+    log += evt("HTP0", "HMX_COMP", 10, false, 2000) + evt("HTP0", "HMX_COMP", 10, true, 12000);
+    const HexagonImport imp = parse(log);
+    const auto pipes = npu_pipelines(imp, split_stages(imp), "prefill");
+    ASSERT_EQ(pipes.size(), 1u);
+    EXPECT_TRUE(pipes[0].by_op.empty());
+    EXPECT_EQ(pipes[0].n_unattributed, 2);
+    EXPECT_DOUBLE_EQ(*pipes[0].unattributed_ns, 10e3);
+    EXPECT_DOUBLE_EQ(part(pipes[0], "compute")->ns, 10e3);
+    // A log without trace events has no split per op at all.
+    const HexagonImport plain = parse(opbatch("HTP0", 1, 50, 0) + matmul("HTP0", 7, 40, 0));
+    const auto none = npu_pipelines(plain, split_stages(plain), "prefill");
+    ASSERT_EQ(none.size(), 1u);
+    EXPECT_TRUE(none[0].by_op.empty());
+    EXPECT_FALSE(none[0].unattributed_ns);
+}
+
 TEST(NpuPipeline, SessionsAreKeptApartAndTheHostBatchIsTheEnvelope) {
     // PR 22269's asynchronous profiler: the ops, then the host's batch duration.
     std::string log =

@@ -123,6 +123,67 @@ void decomposition_table(const Decomposition& d, std::ostream& out) {
         << " of dispatch (traced node by node, call - op summed: " << ms(d.traced_tax_ns) << ")\n";
 }
 
+// The trace events per op type (the study's Table V): each part's time and its share of the
+// op's wall time, the kinds in the pipeline table's order, then the events no op holds.
+void npu_op_table(const NpuPipeline& p, std::ostream& out) {
+    if (p.by_op.empty() && !p.unattributed_ns)
+        return;
+    static const std::vector<std::string> known = {"activation_quantization",
+                                                   "weight_preparation",
+                                                   "attention_preparation",
+                                                   "dma",
+                                                   "compute",
+                                                   "output_processing",
+                                                   "other",
+                                                   "untraced"};
+    std::vector<std::string> cols;
+    for (const auto& k : known)
+        for (const auto& o : p.by_op)
+            if (std::any_of(o.parts.begin(), o.parts.end(),
+                            [&](const NpuPipelinePart& x) { return x.name == k; })) {
+                cols.push_back(k);
+                break;
+            }
+    for (const auto& o : p.by_op)
+        for (const auto& x : o.parts)
+            if (std::find(cols.begin(), cols.end(), x.name) == cols.end())
+                cols.push_back(x.name);
+    if (!p.by_op.empty()) {
+        out << "\n#### Per op type (" << p.device
+            << "): share of each op's wall time\n\n| op | nodes | wall time";
+        std::string align = "| --- | ---: | ---:";
+        for (const auto& c : cols) {
+            std::string name = c;
+            std::replace(name.begin(), name.end(), '_', ' ');
+            out << " | " << name;
+            align += " | ---:";
+        }
+        out << " |\n" << align << " |\n";
+        for (const auto& o : p.by_op) {
+            out << "| " << md_cell(o.op) << " | " << o.count << " | " << ms(o.wall_ns);
+            for (const auto& c : cols) {
+                auto it = std::find_if(o.parts.begin(), o.parts.end(),
+                                       [&](const NpuPipelinePart& x) { return x.name == c; });
+                out << " | "
+                    << (it == o.parts.end() ? std::string("-")
+                                            : ms(it->ns) + " (" + pct(it->share) + ")");
+            }
+            out << " |\n";
+        }
+        out << "\nAn event belongs to the op whose window (its line's start and cycles) holds it "
+               "from start to stop; within a node each kind is wall time over the threads, so "
+               "kinds overlap and may add up to more than 100 %; untraced is the op's time with "
+               "no event on any thread. The host's time is per batch, never per op: "
+               "communication and queueing is in the table above.\n";
+    }
+    if (p.unattributed_ns)
+        out << "\n"
+            << p.n_unattributed << " trace event(s) (" << ms(p.unattributed_ns)
+            << " over threads) lie in no op's window: the batch's cache flushes and buffer "
+               "set-up around its ops, an event across two ops, or events without a batch "
+               "line; not attributed to any op.\n";
+}
+
 // An imported NPU profile's pipeline split, one table per session (never added up).
 void npu_pipeline_table(const NpuPipeline& p, std::ostream& out) {
     out << "\n### The NPU's pipeline, from its own profile (" << p.device << ")\n\n";
@@ -144,8 +205,10 @@ void npu_pipeline_table(const NpuPipeline& p, std::ostream& out) {
     if (p.traced_busy_ns)
         add("any event on any thread " + ms(p.traced_busy_ns));
     out << line << "\n\n";
-    if (p.parts.empty())
+    if (p.parts.empty()) {
+        npu_op_table(p, out);
         return;
+    }
     out << "| part | time | share of " << (p.envelope.empty() ? "-" : p.envelope)
         << " | from |\n| --- | ---: | ---: | --- |\n";
     for (const auto& part : p.parts) {
@@ -156,6 +219,27 @@ void npu_pipeline_table(const NpuPipeline& p, std::ostream& out) {
     }
     out << "\nEach event kind is wall time over the NPU's threads; kinds run at once on different "
            "threads, so they may add up to more than the batch.\n";
+    npu_op_table(p, out);
+}
+
+// An imported stage's reconciliation: only the rows its log defines (the backend's op times,
+// the host's call times where the log has them), and in one line what it cannot reconcile.
+void imported_reconciliation(const StageProfile& s, std::ostream& out) {
+    const Reconciliation& r = s.rec;
+    out << "\n| reconciliation | time |\n| --- | ---: |\n";
+    out << "| Σ op time (the backend's own) | " << ms(r.sum_op_ns) << " |\n";
+    if (r.sum_call_compute_ns)
+        out << "| Σ call time, ops that compute (call-usec) | " << ms(r.sum_call_compute_ns)
+            << " |\n";
+    if (r.sum_call_ns && r.sum_call_ns != r.sum_call_compute_ns)
+        out << "| Σ call time, all nodes (call-usec) | " << ms(r.sum_call_ns) << " |\n";
+    const bool batches = std::any_of(s.npu_pipeline.begin(), s.npu_pipeline.end(),
+                                     [](const NpuPipeline& x) { return x.n_batches > 0; });
+    out << "\nAn imported stage is not reconciled against its wall time: the log holds no run of "
+           "the stage itself (uninstrumented or traced), and the backend profiles only its own "
+           "ops, not the copies between backends, the scheduler or the host's work"
+        << (batches ? "; its batches' time against their ops is in the NPU pipeline below.\n"
+                    : ".\n");
 }
 
 void stage_section(const OpsProfile& p, const StageProfile& s, std::ostream& out, size_t top_n,
@@ -175,7 +259,9 @@ void stage_section(const OpsProfile& p, const StageProfile& s, std::ostream& out
             << " threads · " << s.n_graphs << " graph(s)\n";
     }
     const bool have_stage = r.plain_median_ns.has_value();
-    if (s.stage != "log") {
+    if (s.stage != "log" && p.source == "hexagon-profile") {
+        imported_reconciliation(s, out);
+    } else if (s.stage != "log") {
         out << "\n| reconciliation | time | of stage |\n| --- | ---: | ---: |\n";
         out << "| uninstrumented stage (median of " << r.plain_ns.size() << ") | "
             << ms(r.plain_median_ns) << " | 100 % |\n";
@@ -228,7 +314,9 @@ void stage_section(const OpsProfile& p, const StageProfile& s, std::ostream& out
     } else {
         out << "\n| total | time |\n| --- | ---: |\n";
         out << "| Σ op time (backend-reported) | " << ms(r.sum_op_ns) << " |\n";
-        out << "| Σ call time | " << ms(r.sum_call_ns) << " |\n";
+        // A log without call-usec (the asynchronous profiler's) has no call time to sum.
+        if (r.sum_call_ns)
+            out << "| Σ call time | " << ms(r.sum_call_ns) << " |\n";
     }
     if (s.decomposition)
         decomposition_table(*s.decomposition, out);

@@ -96,6 +96,87 @@ TEST(OpsReport, MarkdownHasTheNpuPipelineOfEachSession) {
         << s;
 }
 
+// The trace events per op type (Table V): each part's time and share of the op's wall time, a
+// dash where an op has no such part; the events no op holds in one line.
+TEST(OpsReport, MarkdownHasTheNpuSplitPerOpType) {
+    OpsProfile p = profile();
+    NpuPipeline pipe;
+    pipe.device = "HTP0";
+    pipe.n_batches = 1;
+    pipe.n_events = 26;
+    pipe.by_op = {{"MUL_MAT",
+                   2,
+                   50e3,
+                   10,
+                   {{"activation_quantization", 10e3, 0.2, ""},
+                    {"dma", 20e3, 0.4, ""},
+                    {"untraced", 10e3, 0.2, ""}}},
+                  {"FLASH_ATTN_EXT",
+                   1,
+                   30e3,
+                   8,
+                   {{"attention_preparation", 4e3, 4.0 / 30, ""}, {"untraced", 0, 0.0, ""}}}};
+    pipe.n_unattributed = 8;
+    pipe.unattributed_ns = 21e3;
+    p.stages[0].npu_pipeline = {pipe};
+    std::ostringstream out;
+    write_ops_markdown(p, out);
+    const std::string s = out.str();
+    EXPECT_NE(s.find("#### Per op type (HTP0): share of each op's wall time\n\n"
+                     "| op | nodes | wall time | activation quantization | attention preparation "
+                     "| dma | untraced |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n"
+                     "| MUL_MAT | 2 | 0.050 ms | 0.010 ms (20.0 %) | - | 0.020 ms (40.0 %) | "
+                     "0.010 ms (20.0 %) |\n"
+                     "| FLASH_ATTN_EXT | 1 | 0.030 ms | - | 0.004 ms (13.3 %) | - | 0.000 ms "
+                     "(0.0 %) |\n"),
+              std::string::npos)
+        << s;
+    EXPECT_NE(s.find("\n8 trace event(s) (0.021 ms over threads) lie in no op's window"),
+              std::string::npos)
+        << s;
+}
+
+// An imported stage: only the rows its log defines, and one line on what it cannot reconcile.
+TEST(OpsReport, AnImportedStagePrintsOnlyTheRowsItsLogDefines) {
+    OpsProfile p = profile();
+    p.source = "hexagon-profile";
+    StageProfile& st = p.stages[0];
+    st.rec.sum_op_ns = 1234.56;
+    std::ostringstream out;
+    write_ops_markdown(p, out);
+    std::string s = out.str();
+    EXPECT_NE(s.find("## decode — 1 token(s) in 1 graph(s) · CPU\n\n| reconciliation | time "
+                     "|\n| --- | ---: |\n| Σ op time (the backend's own) | 0.001 ms |\n\nAn "
+                     "imported stage is not reconciled against its wall time: the log holds no "
+                     "run of the stage itself (uninstrumented or traced), and the backend profiles "
+                     "only its own ops, not the copies between backends, the scheduler or the "
+                     "host's work.\n"),
+              std::string::npos)
+        << s;
+    for (const char* absent : {"uninstrumented stage (median", "traced stage", "scheduler between",
+                               "copies between backends (", "host: graph build", "Σ call time"})
+        EXPECT_EQ(s.find(absent), std::string::npos) << absent;
+    // A log with call-usec (the formats before PR 22269) has the call rows, and batches point
+    // to the pipeline.
+    st.rec.sum_call_ns = 3000;
+    st.rec.sum_call_compute_ns = 2000;
+    NpuPipeline pipe;
+    pipe.device = "HTP0";
+    pipe.n_batches = 1;
+    st.npu_pipeline = {pipe};
+    std::ostringstream out2;
+    write_ops_markdown(p, out2);
+    s = out2.str();
+    EXPECT_NE(s.find("| Σ call time, ops that compute (call-usec) | 0.002 ms |\n| Σ call time, all "
+                     "nodes (call-usec) | 0.003 ms |\n"),
+              std::string::npos)
+        << s;
+    EXPECT_NE(s.find("host's work; its batches' time against their ops is in the NPU pipeline "
+                     "below.\n"),
+              std::string::npos)
+        << s;
+}
+
 // The weights' pages in one sentence, whatever the load found; nothing when not asked.
 TEST(OpsReport, MarkdownSaysWhatTheLoadDidToTheWeightsPages) {
     auto md = [](std::optional<HugePagesRecord> h) {

@@ -17,6 +17,7 @@
 
 #include "cli_harness.hpp"
 #include "engine/process.hpp"
+#include "profile/hexagon_import_printf.hpp"
 
 using nlohmann::json;
 using namespace sbtest;
@@ -697,6 +698,162 @@ TEST(Import, AFusedLogComparesWithTheUnfusedOnesPartsSummed) {
               std::string::npos)
         << md.out;
     EXPECT_EQ(md.out.find("Unmatched"), std::string::npos) << md.out;
+}
+
+// The Hexagon log of a CPU ops document's graphs as the pinned backend prints them with its
+// mat-muls that share an input fused (GGML_HEXAGON_FUSE_MUL_MAT_NX): one OPBATCH line per stage
+// and an op line per computing node, through the pinned source's own formats (ggml-hexagon.cpp:
+// ggml_hexagon_dump_batch_prof, ggml_hexagon_dump_op_prof). A mat-mul and the later mat-muls of
+// the next 16 nodes with the same src1 are stacked (ggml_hexagon_graph_optimize_reorder's
+// N_FORWARD) and fused into one MUL_MAT_NX node (try_fuse_mul_mat_nx): its inputs the weights
+// then the shared input, its output the last mat-mul's. Each node takes 10 µs, a fused one 25.
+// fused_us gets, per stage, the CPU's op time (µs) of the mat-muls each NX node stands for, and
+// n_nx the NX nodes.
+std::string nx_log_of(const json& cpu, std::map<std::string, double>& fused_us,
+                      std::map<std::string, int>& n_nx) {
+    const std::string file = "ggml/src/ggml-hexagon/ggml-hexagon.cpp";
+    const std::string src = sb::hexlog::read_text(std::string(SB_LLAMA_SOURCE_DIR) + "/" + file);
+    const auto op_fmt = sb::hexlog::find_call(src, file, "GGML_LOG_DEBUG", "profile-op %s|", 0);
+    const auto batch_fmt =
+        sb::hexlog::find_call(src, file, "GGML_LOG_DEBUG", "profile-op OPBATCH|", 0);
+    std::string log;
+    long long clock = 1000000;
+    for (const auto& st : cpu["stages"]) {
+        const std::string stage = st["stage"];
+        const json& ops = st["ops"];
+        struct Node {
+            std::string op;
+            std::vector<json> ins;
+            json out;
+            long long usec;
+        };
+        std::vector<Node> nodes;
+        std::vector<bool> used(ops.size(), false);
+        for (std::size_t a = 0; a < ops.size(); ++a) {
+            const json& r = ops[a];
+            if (used[a] || r["no_compute"].get<bool>())
+                continue;
+            std::vector<std::size_t> stack{a};
+            if (r["op"] == "MUL_MAT")
+                for (std::size_t m = a + 1; m < ops.size() && m < a + 16; ++m)
+                    if (!used[m] && ops[m]["op"] == "MUL_MAT" &&
+                        ops[m]["srcs"][1]["name"] == r["srcs"][1]["name"])
+                        stack.push_back(m);
+            if (stack.size() < 2) {
+                nodes.push_back({r["op"], {r["srcs"].begin(), r["srcs"].end()}, r, 10});
+                continue;
+            }
+            Node nx{"MUL_MAT_NX", {}, ops[stack.back()], 25};
+            for (std::size_t k : stack) {
+                used[k] = true;
+                nx.ins.push_back(ops[k]["srcs"][0]);
+                fused_us[stage] += ops[k]["op_ns"].get<double>() / 1e3;
+            }
+            nx.ins.push_back(r["srcs"][1]);
+            nodes.push_back(nx);
+            n_nx[stage]++;
+        }
+        long long batch_usec = 0;
+        for (const auto& n : nodes)
+            batch_usec += n.usec;
+        log +=
+            sb::hexlog::print(batch_fmt, {{"sess_name.c_str()", std::string("HTP0")},
+                                          {"rsp.n_ops", static_cast<long long>(nodes.size())},
+                                          {"evt_str", std::string("----")},
+                                          {"rsp.usecs", batch_usec},
+                                          {"(unsigned long long) batch_cycles", batch_usec * 1100},
+                                          {"(unsigned long long) rsp.cycles_start", clock},
+                                          {"batch_mhz", 1100.0}});
+        for (const auto& n : nodes) {
+            std::vector<std::string> names, dims, types, strides;
+            for (const json* t : [&] {
+                     std::vector<const json*> v;
+                     for (const auto& x : n.ins)
+                         v.push_back(&x);
+                     v.push_back(&n.out);
+                     return v;
+                 }()) {
+                const auto ne = (*t)["ne"].get<std::vector<long long>>();
+                names.push_back((*t)["name"].get<std::string>());
+                dims.push_back(sb::hexlog::dims_text(ne));
+                types.push_back((*t)["type"].get<std::string>());
+                strides.push_back(sb::hexlog::strides_text(ne, types.back()));
+            }
+            log += sb::hexlog::print(op_fmt, {{"sess_name.c_str()", std::string("HTP0")},
+                                              {"node.op_name().c_str()", n.op},
+                                              {"fmt.names", sb::hexlog::joined(names)},
+                                              {"fmt.dims", sb::hexlog::joined(dims)},
+                                              {"fmt.types", sb::hexlog::joined(types)},
+                                              {"fmt.strides", sb::hexlog::joined(strides)},
+                                              {"fmt.kparams", std::string("----")},
+                                              {"op_usec", n.usec},
+                                              {"op_cycles", n.usec * 1100},
+                                              {"pd.cycles_start", clock},
+                                              {"mhz", 1100.0},
+                                              {"pmu_str", std::string()}});
+            clock += n.usec * 1100;
+        }
+    }
+    return log;
+}
+
+TEST(Import, AMulMatNxLogComparesWithARealCpuOpsDocument) {
+    // The tiny model's real CPU ops document, and its graphs as the NPU would print them with
+    // q/k/v and gate/up fused: compare meets each MUL_MAT_NX node with the CPU's mat-muls
+    // sharing its input, summed.
+    TempDir t;
+    const std::string cpu = t.file("cpu.json"), log = t.file("nx.log"), npu = t.file("npu.json");
+    Proc a = sbtest::run_sb({"ops", "-m", tiny_model(), "-p", "32", "-t", "1", "--replay", "8",
+                             "--reps", "2", "--plain-reps", "2", "--out", cpu, "-q"});
+    ASSERT_EQ(a.exit_code, 0) << a.err;
+    const json doc = json::parse(read_file(cpu));
+    std::map<std::string, double> fused_us;
+    std::map<std::string, int> n_nx;
+    {
+        std::ofstream f(log);
+        f << nx_log_of(doc["ops"], fused_us, n_nx);
+    }
+    // The tiny model's layers each have q/k/v and gate/up: two nodes per layer.
+    ASSERT_GT(n_nx["decode"], 0);
+    EXPECT_EQ(n_nx["decode"] % 2, 0);
+    Proc imp = sbtest::run_sb({"import", "hexagon-profile", log, "--out", npu, "-o", "json"});
+    ASSERT_EQ(imp.exit_code, 0) << imp.err;
+    EXPECT_EQ(imp.err, "");
+    Proc js = sbtest::run_sb({"compare", cpu, npu, "-o", "json"});
+    ASSERT_EQ(js.exit_code, 0) << js.err;
+    const json r = json::parse(js.out);
+    EXPECT_EQ(r["unmatched"], json::array()) << r["unmatched"].dump();
+    auto find = [&](const std::string& stage, const std::string& test, const std::string& m) {
+        for (const auto& row : r["rows"])
+            if (row["stage"] == stage && row["test"] == test && row["metric"] == m)
+                return row;
+        return json();
+    };
+    for (const std::string stage : {"prefill", "decode"}) {
+        SCOPED_TRACE(stage);
+        const json tot = find(stage, "MUL_MAT_NX", "op_total_us");
+        ASSERT_TRUE(tot.is_object()) << js.out;
+        EXPECT_NEAR(tot["sides"][0]["total"].get<double>(), fused_us[stage], 1e-6);
+        EXPECT_DOUBLE_EQ(tot["sides"][1]["total"].get<double>(), 25.0 * n_nx[stage]);
+        EXPECT_EQ(tot["fused"], "A: the MUL_MATs sharing its input summed");
+    }
+    // The attention's q, k and v of layer 0 as one signature.
+    bool qkv = false;
+    for (const auto& row : r["rows"])
+        qkv = qkv || (row["stage"] == "decode" && row["metric"] == "op_us" &&
+                      row["test"].get<std::string>().rfind("MUL_MAT_NX attn_q: ", 0) == 0);
+    EXPECT_TRUE(qkv) << js.out;
+    // The mat-muls of an input of their own (attention output, FFN down, the output
+    // projection) stay MUL_MAT on both sides.
+    const json mm = find("decode", "MUL_MAT", "op_total_us");
+    ASSERT_TRUE(mm.is_object());
+    EXPECT_TRUE(mm["fused"].is_null());
+
+    Proc md = sbtest::run_sb({"compare", cpu, npu});
+    ASSERT_EQ(md.exit_code, 0) << md.err;
+    EXPECT_NE(md.out.find("| MUL_MAT_NX (fused; A: the MUL_MATs sharing its input summed) |"),
+              std::string::npos)
+        << md.out;
 }
 
 TEST(Decompose, RpcStagesSplitIntoComputeConversionCommunicationCopiesHost) {

@@ -160,23 +160,47 @@ json to_json(const Decomposition& d) {
                 {"n_conversion_missing", d.n_conversion_missing}};
 }
 
+json to_json(const NpuPipelinePart& x) {
+    return json{{"name", x.name}, {"ns", x.ns}, {"share", opt(x.share)}, {"events", x.events}};
+}
+
+json to_json(const NpuOpSplit& o) {
+    json parts = json::array();
+    for (const auto& x : o.parts)
+        parts.push_back(to_json(x));
+    return json{{"op", o.op},
+                {"count", o.count},
+                {"wall_ns", o.wall_ns},
+                {"n_events", o.n_events},
+                {"parts", parts}};
+}
+
 json to_json(const NpuPipeline& p) {
     json parts = json::array();
     for (const auto& x : p.parts)
-        parts.push_back(
-            {{"name", x.name}, {"ns", x.ns}, {"share", opt(x.share)}, {"events", x.events}});
-    return json{{"device", p.device},
-                {"n_batches", p.n_batches},
-                {"host_batch_ns", opt(p.host_batch_ns)},
-                {"npu_batch_ns", opt(p.npu_batch_ns)},
-                {"ops_ns", opt(p.ops_ns)},
-                {"envelope", p.envelope},
-                {"envelope_ns", opt(p.envelope_ns)},
-                {"parts", parts},
-                {"n_events", p.n_events},
-                {"n_unpaired", p.n_unpaired},
-                {"n_no_clock", p.n_no_clock},
-                {"traced_busy_ns", opt(p.traced_busy_ns)}};
+        parts.push_back(to_json(x));
+    json j{{"device", p.device},
+           {"n_batches", p.n_batches},
+           {"host_batch_ns", opt(p.host_batch_ns)},
+           {"npu_batch_ns", opt(p.npu_batch_ns)},
+           {"ops_ns", opt(p.ops_ns)},
+           {"envelope", p.envelope},
+           {"envelope_ns", opt(p.envelope_ns)},
+           {"parts", parts},
+           {"n_events", p.n_events},
+           {"n_unpaired", p.n_unpaired},
+           {"n_no_clock", p.n_no_clock},
+           {"traced_busy_ns", opt(p.traced_busy_ns)}};
+    // Only logs with timed trace events in a batch split them per op.
+    if (!p.by_op.empty() || p.unattributed_ns) {
+        json by_op = json::array();
+        for (const auto& o : p.by_op)
+            by_op.push_back(to_json(o));
+        j["by_op"] = by_op;
+        j["n_unattributed"] = p.n_unattributed;
+        j["unattributed_ns"] = opt(p.unattributed_ns);
+    }
+    return j;
 }
 
 json to_json(const StageProfile& s) {
@@ -362,13 +386,21 @@ void read(const JsonIn& in, NpuPipelinePart& p) {
         .non_negative({"ns", "share"});
 }
 
+void read(const JsonIn& in, NpuOpSplit& o) {
+    ObjectIn{in}("op", o.op)("count", o.count)("wall_ns", o.wall_ns)("n_events", o.n_events)(
+        "parts", o.parts)
+        .non_negative({"count", "wall_ns", "n_events"});
+}
+
 void read(const JsonIn& in, NpuPipeline& p) {
     ObjectIn{in}("device", p.device)("n_batches", p.n_batches)("host_batch_ns", p.host_batch_ns)(
         "npu_batch_ns", p.npu_batch_ns)("ops_ns", p.ops_ns)("envelope", p.envelope)(
         "envelope_ns", p.envelope_ns)("parts", p.parts)("n_events", p.n_events)(
-        "n_unpaired", p.n_unpaired)("n_no_clock", p.n_no_clock)("traced_busy_ns", p.traced_busy_ns)
+        "n_unpaired", p.n_unpaired)("n_no_clock", p.n_no_clock)("traced_busy_ns", p.traced_busy_ns)(
+        "by_op", p.by_op)("n_unattributed", p.n_unattributed)("unattributed_ns", p.unattributed_ns)
         .non_negative({"n_batches", "host_batch_ns", "npu_batch_ns", "ops_ns", "envelope_ns",
-                       "n_events", "n_unpaired", "n_no_clock", "traced_busy_ns"});
+                       "n_events", "n_unpaired", "n_no_clock", "traced_busy_ns", "n_unattributed",
+                       "unattributed_ns"});
 }
 
 void read(const JsonIn& in, Decomposition& d) {

@@ -205,6 +205,19 @@ struct NpuPipelinePart {
     std::string events;           // the trace events or the times it is made of
 };
 
+// One op type's share of the trace events (GGML_HEXAGON_PROFILE=3) in a session's batches of a
+// stage, the study's Table V: an event belongs to the op whose window (the op line's start and
+// cycles, on the same 32-bit counter) holds it from its start to its stop; each kind is the
+// union over the threads within each node, summed over the nodes, at the op line's clock.
+// "untraced" is the op's time with no event on any thread. Shares are of wall_ns.
+struct NpuOpSplit {
+    std::string op;      // as the log names it: "MUL_MAT", "MUL_MAT+ADD", "MUL_MAT_NX"
+    int count = 0;       // its nodes in the traced batches
+    double wall_ns = 0;  // their op time (the op lines' usec), summed
+    int n_events = 0;    // trace-evt lines attributed to them
+    std::vector<NpuPipelinePart> parts;
+};
+
 struct NpuPipeline {
     std::string device;  // the session: "HTP0"
     int n_batches = 0;
@@ -219,6 +232,13 @@ struct NpuPipeline {
     int n_unpaired = 0;  // a start without its stop or a stop without its start: not timed
     int n_no_clock = 0;  // events of a batch without a clock (no mhz): not timed
     std::optional<double> traced_busy_ns;  // the union of every timed event on every thread
+    // Per op type, largest wall time first (empty without timed trace events in a batch).
+    std::vector<NpuOpSplit> by_op;
+    // Timed trace-evt lines no op's window holds (the batch's own cache flushes and buffer
+    // set-up, an event across two ops, events without a batch line), and their wall time over
+    // threads; absent without timed events.
+    int n_unattributed = 0;
+    std::optional<double> unattributed_ns;
 };
 
 struct StageProfile {
