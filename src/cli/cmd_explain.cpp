@@ -2,6 +2,7 @@
 // (scenario/explain.hpp).
 #include "cli/commands.hpp"
 #include "cli/flag_checks.hpp"
+#include "cli/shared_flags.hpp"
 #include "cli/store_hook.hpp"
 #include "cli/trace_option.hpp"
 #include "core/error.hpp"
@@ -37,10 +38,7 @@ void add_explain_command(CLI::App& app, Context& ctx) {
     cmd->add_option("-n,--n-gen", o.n_gen, "generated tokens (at least 2)")
         ->check(tokens_check(2))
         ->capture_default_str();
-    cmd->add_option("-t,--threads", o.n_threads,
-                    "the bench's CPU threads (0 = one per physical core that does math)")
-        ->check(threads_check())
-        ->capture_default_str();
+    add_threads_flag(cmd, o.n_threads, "of the bench (the in-process engine)");
     cmd->add_option("--device", o.devices, "the bench's device set (-dev): CPU, CPU+BLAS, ...")
         ->check(device_set_check())
         ->capture_default_str();

@@ -7,6 +7,7 @@
 #include "cli/commands.hpp"
 #include "cli/flag_checks.hpp"
 #include "cli/run_options.hpp"
+#include "cli/shared_flags.hpp"
 #include "cli/store_hook.hpp"
 #include "core/error.hpp"
 #include "core/file_io.hpp"
@@ -65,8 +66,7 @@ void add_fidelity_command(CLI::App& app, Context& ctx) {
     cmd->add_option("-r,--repetitions", a->o.reps, "timed repetitions of the speed pass")
         ->check(reps_check())
         ->capture_default_str();
-    cmd->add_option("-t,--threads", a->o.base.n_threads, "threads (0: the physical cores)")
-        ->check(threads_check());
+    add_threads_flag(cmd, a->o.base.n_threads);
     cmd->add_option("--seed", a->o.seed, "seed of the token sequence")->capture_default_str();
     cmd->add_flag("--prompt-logits", a->o.prompt_logits,
                   "also compare the logits of every prompt position (the prompt stage)");

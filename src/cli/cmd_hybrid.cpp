@@ -4,6 +4,7 @@
 #include "cli/commands.hpp"
 #include "cli/flag_checks.hpp"
 #include "cli/run_options.hpp"
+#include "cli/shared_flags.hpp"
 #include "cli/store_hook.hpp"
 #include "cli/trace_option.hpp"
 #include "report/reporter.hpp"
@@ -46,10 +47,7 @@ void add_hybrid_command(CLI::App& app, Context& ctx) {
     cmd->add_option("-r,--repetitions", o->reps, "repetitions of every mode")
         ->check(reps_check())
         ->capture_default_str();
-    cmd->add_option("-t,--threads", o->workload.n_threads,
-                    "CPU threads (0 = one per physical core that does math)")
-        ->check(threads_check())
-        ->capture_default_str();
+    add_threads_flag(cmd, o->workload.n_threads);
     cmd->add_option("-b,--batch-size", o->workload.n_batch, "logical batch size")
         ->check(batch_check())
         ->capture_default_str();

@@ -2,6 +2,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/flag_checks.hpp"
+#include "cli/shared_flags.hpp"
 #include "core/file_io.hpp"
 #include "core/json_file.hpp"
 #include "core/json_util.hpp"
@@ -42,8 +43,7 @@ void add_logits_command(CLI::App& app, Context& ctx) {
     cmd->add_option("--device", a->devices, "one device set, e.g. CPU or BLAS")
         ->check(device_set_check())
         ->capture_default_str();
-    cmd->add_option("-t,--threads", a->o.workload.n_threads, "threads (0: the physical cores)")
-        ->check(threads_check());
+    add_threads_flag(cmd, a->o.workload.n_threads);
     cmd->add_option("--out", a->out_path, "write the logits document (JSON) here");
     cmd->add_option("--against", a->against,
                     "a logits document (--out) of the same model and prompt to compare with");

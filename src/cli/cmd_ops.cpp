@@ -6,6 +6,7 @@
 #include "cli/commands.hpp"
 #include "cli/decompose_modes.hpp"
 #include "cli/flag_checks.hpp"
+#include "cli/shared_flags.hpp"
 #include "cli/store_hook.hpp"
 #include "cli/trace_option.hpp"
 #include "core/clock.hpp"
@@ -146,10 +147,7 @@ void add_ops_like_command(CLI::App& app, Context& ctx, bool decompose) {
     cmd->add_option("--rpc", a->o.rpc_servers, "RPC servers host:port to use (comma list)")
         ->delimiter(',');
     add_stage_timeout_option(cmd);
-    cmd->add_option("-t,--threads", o.workload.n_threads,
-                    "CPU threads (0 = one per physical core that does math)")
-        ->check(threads_check())
-        ->capture_default_str();
+    add_threads_flag(cmd, o.workload.n_threads);
     cmd->add_option("-b,--batch-size", o.workload.n_batch, "logical batch size")
         ->check(batch_check())
         ->capture_default_str();

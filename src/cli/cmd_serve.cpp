@@ -8,6 +8,7 @@
 #include "cli/commands.hpp"
 #include "cli/flag_checks.hpp"
 #include "cli/junit_option.hpp"
+#include "cli/shared_flags.hpp"
 #include "cli/store_hook.hpp"
 #include "cli/trace_option.hpp"
 #include "core/file_io.hpp"
@@ -46,8 +47,7 @@ void add_serve_command(CLI::App& app, Context& ctx) {
     cmd->add_option("--slots", a->o.slots, "parallel slots of the llama-server it starts (-np)")
         ->check(int_range(1, 256, "1..256"))
         ->capture_default_str();
-    cmd->add_option("-t,--threads", a->o.threads, "threads of the llama-server it starts")
-        ->check(threads_check());
+    add_threads_flag(cmd, a->o.threads, "of the llama-server it starts");
     cmd->add_option("--server-args", a->server_args,
                     "more flags for the llama-server it starts, e.g. \"-ngl 99 -dev Vulkan0\"");
     cmd->add_option("--concurrency", a->o.concurrency, "closed-loop points: clients, comma list")

@@ -1,6 +1,7 @@
 #include "cli/commands.hpp"
 #include "cli/flag_checks.hpp"
 #include "cli/junit_option.hpp"
+#include "cli/shared_flags.hpp"
 #include "cli/store_hook.hpp"
 #include "cli/telemetry_log_option.hpp"
 #include "cli/trace_option.hpp"
@@ -42,9 +43,7 @@ void add_sustained_command(CLI::App& app, Context& ctx) {
         ->capture_default_str();
     cmd->add_option("--rpc", o->rpc_servers, "RPC servers host:port")->delimiter(',');
     add_stage_timeout_option(cmd);
-    cmd->add_option("-t,--threads", o->workload.n_threads,
-                    "CPU threads (0 = one per physical core that does math)")
-        ->check(threads_check());
+    add_threads_flag(cmd, o->workload.n_threads);
     cmd->add_option("--seed", o->seed, "seed of the fixed prompt")->capture_default_str();
     cmd->add_option("--telemetry", t->telemetry, "auto, on, off")
         ->check(CLI::IsMember({"auto", "on", "off"}))

@@ -4,6 +4,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/flag_checks.hpp"
+#include "cli/shared_flags.hpp"
 #include "core/error.hpp"
 
 namespace sb::cli {
@@ -29,11 +30,7 @@ void add_matrix_options(CLI::App* cmd, RunArgs& a) {
         ->check(tokens_check(0))
         ->delimiter(',')
         ->capture_default_str();
-    cmd->add_option("-t,--threads", m.n_threads,
-                    "CPU threads, comma list (0 = one per physical core that does math)")
-        ->check(threads_check())
-        ->delimiter(',')
-        ->capture_default_str();
+    add_threads_flag(cmd, m.n_threads);
     cmd->add_option("-b,--batch-size", m.n_batch, "logical batch size, comma list")
         ->check(batch_check())
         ->delimiter(',')

@@ -1,0 +1,24 @@
+#pragma once
+// The flags many commands share, each declared once here: its names, its help text, its check
+// (flag_checks.hpp) and how its default shows in --help (the target's value when the flag is
+// added: a command's option struct holds the default). A command adds the ones it takes, into
+// its own option struct; the single-valued workload flags go straight into a Workload
+// (core/workload.hpp). The comma-list forms (run's test matrix, fidelity's variants) differ
+// only by ", comma list" in the help and the ',' delimiter.
+#include <CLI/CLI.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/workload.hpp"
+
+namespace sb::cli {
+
+// -t, --threads: the CPU threads of a workload. 0, every command's default: one per physical
+// core that does math (sysinfo.hpp default_thread_count(): llama-bench's count, less the
+// efficiency cores); otherwise 1..max_threads(). `whose` names whose threads they are when that is
+// not the command's own engine's (e.g. "of the llama-server it starts").
+CLI::Option* add_threads_flag(CLI::App* cmd, int& threads, const std::string& whose = "");
+CLI::Option* add_threads_flag(CLI::App* cmd, std::vector<int>& threads);
+
+}  // namespace sb::cli

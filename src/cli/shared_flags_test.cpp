@@ -1,0 +1,74 @@
+// The flags many commands share are the declarations of shared_flags.cpp wherever they appear:
+// the whole CLI (build_app) is walked, and every command that takes the flag shows the same
+// help and default and refuses the same bad value naming the flag.
+#include "cli/shared_flags.hpp"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <sstream>
+
+#include "cli/commands.hpp"
+#include "cli/run_cli_test_util.hpp"
+
+namespace sb::cli {
+namespace {
+
+// Every subcommand of the full CLI (at any depth) that has the option `name`, by its path
+// ("import hexagon-profile").
+std::vector<std::pair<std::string, const CLI::Option*>> options_named(const std::string& name) {
+    static std::ostringstream out, err;
+    static Context ctx{out, err, 0, {}, {}};
+    static CLI::App app;
+    static const bool built = [] {
+        build_app(app, ctx);
+        return true;
+    }();
+    (void)built;
+    std::vector<std::pair<std::string, const CLI::Option*>> found;
+    std::vector<std::pair<std::string, const CLI::App*>> todo;
+    for (const CLI::App* sub : app.get_subcommands({}))
+        todo.emplace_back(sub->get_name(), sub);
+    while (!todo.empty()) {
+        const auto [path, cmd] = todo.back();
+        todo.pop_back();
+        if (const CLI::Option* o = cmd->get_option_no_throw(name))
+            found.emplace_back(path, o);
+        for (const CLI::App* sub : cmd->get_subcommands({}))
+            todo.emplace_back(path + " " + sub->get_name(), sub);
+    }
+    return found;
+}
+
+bool ends_with(const std::string& s, const std::string& end) {
+    return s.size() >= end.size() && s.compare(s.size() - end.size(), end.size(), end) == 0;
+}
+
+TEST(SharedFlags, EveryWorkloadThreadsFlagIsTheOneDeclaration) {
+    // Where -t means something else: membw's threads (0: every hardware thread) and synth's
+    // writer threads.
+    const std::set<std::string> other{"membw", "synth"};
+    std::set<std::string> shared;
+    for (const auto& [cmd, opt] : options_named("--threads")) {
+        if (other.count(cmd))
+            continue;
+        shared.insert(cmd);
+        const std::string help = opt->get_description();
+        EXPECT_EQ(help.rfind("CPU threads", 0), 0u) << cmd << ": " << help;
+        EXPECT_TRUE(ends_with(help, " (0 = one per physical core that does math)"))
+            << cmd << ": " << help;
+        EXPECT_EQ(opt->get_default_str(), "0") << cmd;
+        EXPECT_TRUE(opt->check_sname("t")) << cmd;
+        // The one check: above ggml's 512 threads is refused, naming the flag, as a usage error.
+        const Outcome o = run_captured({cmd, "-t", "513"});
+        EXPECT_EQ(o.code, 2) << cmd << ": " << o.err;
+        EXPECT_NE(o.err.find("--threads"), std::string::npos) << cmd << ": " << o.err;
+    }
+    const std::set<std::string> expected{"demo",   "explain", "fidelity",  "hybrid",
+                                         "logits", "ops",     "decompose", "rpc-server",
+                                         "run",    "serve",   "sustained"};
+    EXPECT_EQ(shared, expected);
+}
+
+}  // namespace
+}  // namespace sb::cli
