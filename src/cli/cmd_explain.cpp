@@ -30,7 +30,8 @@ void add_explain_command(CLI::App& app, Context& ctx) {
     };
     auto a = std::make_shared<Args>();
     ExplainOptions& o = a->o;
-    cmd->add_option("-m,--model", o.model_path, "GGUF model file (in-process and the server's)")
+    cmd->add_option("-m,--model", o.workload.model_path,
+                    "GGUF model file (in-process and the server's)")
         ->required();
     cmd->add_option("-p,--n-prompt", o.n_prompt, "prompt tokens")
         ->check(tokens_check(1))
@@ -38,10 +39,8 @@ void add_explain_command(CLI::App& app, Context& ctx) {
     cmd->add_option("-n,--n-gen", o.n_gen, "generated tokens (at least 2)")
         ->check(tokens_check(2))
         ->capture_default_str();
-    add_threads_flag(cmd, o.n_threads, "of the bench (the in-process engine)");
-    cmd->add_option("--device", o.devices, "the bench's device set (-dev): CPU, CPU+BLAS, ...")
-        ->check(device_set_check())
-        ->capture_default_str();
+    add_threads_flag(cmd, o.workload.n_threads, "of the bench (the in-process engine)");
+    add_device_flag(cmd, o.workload.devices, "of the bench (the in-process engine)");
     cmd->add_option("--server-args", o.server_args,
                     "more flags for the llama-server it starts (e.g. \"-ub 64 -t 2\"); with --url: "
                     "the flags that server was started with, for the settings' comparison");
@@ -72,7 +71,7 @@ void add_explain_command(CLI::App& app, Context& ctx) {
     cmd->callback([&ctx, a] {
         ExplainOptions& o = a->o;
         o.progress = !a->quiet;
-        require_regular_file(o.model_path, "model");
+        require_regular_file(o.workload.model_path, "model");
         // What the graph level would be measured with: refused before anything is measured.
         check_server_args(split_server_args(o.server_args), max_threads(), kMaxTokens);
         if (o.out_path)

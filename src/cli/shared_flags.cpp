@@ -11,6 +11,11 @@ std::string threads_help(const std::string& whose, bool list) {
            (list ? ", comma list" : "") + " (0 = one per physical core that does math)";
 }
 
+std::string device_help(const std::string& whose) {
+    return std::string("device set") + (whose.empty() ? "" : " " + whose) +
+           " (-dev): CPU, BLAS, RPC0, ...; join with + to combine";
+}
+
 }  // namespace
 
 CLI::Option* add_threads_flag(CLI::App* cmd, int& threads, const std::string& whose) {
@@ -24,6 +29,15 @@ CLI::Option* add_threads_flag(CLI::App* cmd, std::vector<int>& threads) {
         ->check(threads_check())
         ->delimiter(',')
         ->capture_default_str();
+}
+
+CLI::Option* add_device_flag(CLI::App* cmd, DeviceSet& devices, const std::string& whose) {
+    return cmd
+        ->add_option_function<std::string>(
+            "--device", [&devices](const std::string& s) { devices = DeviceSet(s); },
+            device_help(whose))
+        ->check(device_set_check())
+        ->default_str(devices.str());
 }
 
 }  // namespace sb::cli

@@ -21,4 +21,9 @@ namespace sb::cli {
 CLI::Option* add_threads_flag(CLI::App* cmd, int& threads, const std::string& whose = "");
 CLI::Option* add_threads_flag(CLI::App* cmd, std::vector<int>& threads);
 
+// --device: one device set (llama.cpp's -dev): names joined with '+', e.g. CPU, BLAS, RPC0,
+// BLAS+RPC0; checked by device_set_check(), parsed into devices, whose value when added is the
+// default. `whose` as for -t.
+CLI::Option* add_device_flag(CLI::App* cmd, DeviceSet& devices, const std::string& whose = "");
+
 }  // namespace sb::cli
