@@ -37,11 +37,7 @@ void add_fidelity_command(CLI::App& app, Context& ctx) {
     cmd->add_option("-m,--model", a->o.models, "GGUF model files, comma list (e.g. f16,q8_0,q4_0)")
         ->required()
         ->delimiter(',');
-    cmd->add_option("--device", a->devices,
-                    "device sets, comma list; join with + to combine (e.g. CPU,BLAS,RPC0)")
-        ->check(device_set_check())
-        ->delimiter(',')
-        ->capture_default_str();
+    add_device_flag(cmd, a->devices);
     cmd->add_option("--reference", a->reference,
                     "the reference device set, one of --device (default: the first)");
     cmd->add_option("--reference-model", a->o.reference_model,

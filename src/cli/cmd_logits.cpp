@@ -14,7 +14,6 @@ namespace {
 
 struct LogitsArgs {
     LogitsOptions o;
-    std::string devices = "CPU";
     std::optional<std::string> out_path, against;
     double tolerance = 0.05;
     double max_kl = 1e-4;
@@ -40,9 +39,7 @@ void add_logits_command(CLI::App& app, Context& ctx) {
         ->capture_default_str();
     cmd->add_option("--seed", a->o.seed, "seed of the prompt's random tokens")
         ->capture_default_str();
-    cmd->add_option("--device", a->devices, "one device set, e.g. CPU or BLAS")
-        ->check(device_set_check())
-        ->capture_default_str();
+    add_device_flag(cmd, a->o.workload.devices);
     add_threads_flag(cmd, a->o.workload.n_threads);
     cmd->add_option("--out", a->out_path, "write the logits document (JSON) here");
     cmd->add_option("--against", a->against,
@@ -58,7 +55,6 @@ void add_logits_command(CLI::App& app, Context& ctx) {
         ->capture_default_str();
     add_format_option(cmd, a->format, {OutputFormat::md, OutputFormat::json});
     cmd->callback([&ctx, a] {
-        a->o.workload.devices = DeviceSet(a->devices);
         if (a->out_path)
             check_output_path(*a->out_path, "logits document");
         std::optional<LogitsCapture> ref;

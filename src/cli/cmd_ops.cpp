@@ -24,7 +24,6 @@ namespace {
 struct OpsArgs {
     OpsCommandOptions o;
     std::string stage = "both";
-    std::string device = "CPU";
     std::string flash_attn = "auto", type_k = "f16", type_v = "f16";  // enums once checked
     std::string huge_pages = "on";
     bool quiet = false;
@@ -140,10 +139,7 @@ void add_ops_like_command(CLI::App& app, Context& ctx, bool decompose) {
     cmd->add_option("--stage", a->stage, "stages to profile: prefill, decode or both")
         ->check(CLI::IsMember({"prefill", "decode", "both"}))
         ->capture_default_str();
-    cmd->add_option("--device", a->device,
-                    "one device set (-dev): CPU, BLAS, RPC0, ...; join with + to combine")
-        ->check(device_set_check())
-        ->capture_default_str();
+    add_device_flag(cmd, o.workload.devices);
     cmd->add_option("--rpc", a->o.rpc_servers, "RPC servers host:port to use (comma list)")
         ->delimiter(',');
     add_stage_timeout_option(cmd);
@@ -218,7 +214,6 @@ void add_ops_like_command(CLI::App& app, Context& ctx, bool decompose) {
         check_context(o.n_prompt, o.n_depth, 1);
         o.prefill = a->stage != "decode";
         o.decode = a->stage != "prefill";
-        o.workload.devices = DeviceSet(a->device);
         o.workload.flash_attn = enum_from_text<FlashAttn>(a->flash_attn, "--flash-attn");
         o.workload.type_k = enum_from_text<KvType>(a->type_k, "--cache-type-k");
         o.workload.type_v = enum_from_text<KvType>(a->type_v, "--cache-type-v");
@@ -232,7 +227,7 @@ void add_ops_like_command(CLI::App& app, Context& ctx, bool decompose) {
             return;
         }
         if (modes && !modes->modes.empty()) {
-            run_decompose_modes(ctx, *modes, {a->o, a->device, a->stage, a->quiet});
+            run_decompose_modes(ctx, *modes, {a->o, a->stage, a->quiet});
             return;
         }
         o.decompose = decompose;

@@ -16,7 +16,7 @@ void add_sustained_command(CLI::App& app, Context& ctx) {
         "sustained", "Repeat one fixed workload for many rounds: throttling, DVFS, variation");
     auto o = std::make_shared<SustainedOptions>();
     struct Typed {
-        std::string devices = "CPU", telemetry = "auto", engine = "llama", api = "openai";
+        std::string telemetry = "auto", engine = "llama", api = "openai";
     };
     auto t = std::make_shared<Typed>();
     cmd->add_option("-m,--model", o->workload.model_path, "GGUF model file")->required();
@@ -38,9 +38,7 @@ void add_sustained_command(CLI::App& app, Context& ctx) {
     cmd->add_option("--background", o->background,
                     "background load, e.g. cpu:2@50%,mem:1: adds a loaded phase compared with "
                     "the unloaded one");
-    cmd->add_option("--device", t->devices, "device (e.g. CPU, BLAS, RPC0; join with +)")
-        ->check(device_set_check())
-        ->capture_default_str();
+    add_device_flag(cmd, o->workload.devices);
     cmd->add_option("--rpc", o->rpc_servers, "RPC servers host:port")->delimiter(',');
     add_stage_timeout_option(cmd);
     add_threads_flag(cmd, o->workload.n_threads);
@@ -84,7 +82,6 @@ void add_sustained_command(CLI::App& app, Context& ctx) {
     junit->add_option(cmd);
     cmd->callback(junit->wrap([&ctx, o, quiet, trace, t, junit, tlog] {
         o->progress = !*quiet;
-        o->workload.devices = DeviceSet(t->devices);
         o->telemetry.mode = enum_from_text<TelemetryMode>(t->telemetry, "--telemetry");
         apply_telemetry_log(*tlog, o->telemetry);
         o->http.engines = {enum_from_text<EngineKind>(t->engine, "--engine")};

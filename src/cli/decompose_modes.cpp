@@ -89,7 +89,7 @@ ModeLauncher make_mode_launcher(const std::string& self, const ModeChildSettings
                                      "-r",
                                      "1",
                                      "--device",
-                                     c.device,
+                                     o.workload.devices.str(),
                                      "-t",
                                      std::to_string(o.workload.n_threads),
                                      "--seed",
@@ -205,7 +205,7 @@ void run_decompose_modes(Context& ctx, const DecomposeModeArgs& m, const ModeChi
     if (c.stage != "prefill")
         e.stages.push_back("decode");
     e.model_path = o.workload.model_path;
-    e.devices = c.device;
+    e.devices = o.workload.devices.str();
     e.n_prompt = o.n_prompt;
     e.n_gen = c.stage == "prefill" ? 0 : m.n_gen;
     e.n_depth = o.n_depth;

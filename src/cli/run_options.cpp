@@ -43,12 +43,7 @@ void add_matrix_options(CLI::App* cmd, RunArgs& a) {
         ->check(gpu_layers_check())
         ->delimiter(',')
         ->capture_default_str();
-    cmd->add_option("--device", a.devices,
-                    "devices per test (-dev), comma list; join with + to combine, e.g. "
-                    "CPU,BLAS,RPC0 or BLAS+RPC0")
-        ->check(device_set_check())
-        ->delimiter(',')
-        ->capture_default_str();
+    add_device_flag(cmd, a.devices);
     cmd->add_option("--flash-attn", a.flash_attn, "flash attention auto|on|off (-fa), comma list")
         ->check(flash_attn_check())
         ->delimiter(',')

@@ -40,4 +40,14 @@ CLI::Option* add_device_flag(CLI::App* cmd, DeviceSet& devices, const std::strin
         ->default_str(devices.str());
 }
 
+CLI::Option* add_device_flag(CLI::App* cmd, std::vector<std::string>& device_sets) {
+    return cmd
+        ->add_option("--device", device_sets,
+                     "device sets (-dev), comma list; join with + to combine, e.g. CPU,BLAS,RPC0 "
+                     "or BLAS+RPC0")
+        ->check(device_set_check())
+        ->delimiter(',')
+        ->capture_default_str();
+}
+
 }  // namespace sb::cli

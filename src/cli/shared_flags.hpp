@@ -25,5 +25,8 @@ CLI::Option* add_threads_flag(CLI::App* cmd, std::vector<int>& threads);
 // BLAS+RPC0; checked by device_set_check(), parsed into devices, whose value when added is the
 // default. `whose` as for -t.
 CLI::Option* add_device_flag(CLI::App* cmd, DeviceSet& devices, const std::string& whose = "");
+// --device as a comma list of device sets, one test (run) or variant (fidelity) each; the
+// sets stay text until the command turns them into DeviceSets (device_sets_of).
+CLI::Option* add_device_flag(CLI::App* cmd, std::vector<std::string>& device_sets);
 
 }  // namespace sb::cli

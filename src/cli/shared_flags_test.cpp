@@ -70,5 +70,27 @@ TEST(SharedFlags, EveryWorkloadThreadsFlagIsTheOneDeclaration) {
     EXPECT_EQ(shared, expected);
 }
 
+TEST(SharedFlags, EveryDeviceSetFlagIsTheOneDeclaration) {
+    // rpc-server's -d/--device is the list of devices it offers (ggml names), not a device set.
+    const std::set<std::string> other{"rpc-server"};
+    std::set<std::string> shared;
+    for (const auto& [cmd, opt] : options_named("--device")) {
+        if (other.count(cmd))
+            continue;
+        shared.insert(cmd);
+        const std::string help = opt->get_description();
+        EXPECT_EQ(help.rfind("device set", 0), 0u) << cmd << ": " << help;
+        EXPECT_NE(help.find(" (-dev)"), std::string::npos) << cmd << ": " << help;
+        EXPECT_NE(help.find("join with + to combine"), std::string::npos) << cmd << ": " << help;
+        EXPECT_EQ(opt->get_default_str(), "CPU") << cmd;
+        const Outcome o = run_captured({cmd, "--device", "CPU BLAS"});
+        EXPECT_EQ(o.code, 2) << cmd << ": " << o.err;
+        EXPECT_NE(o.err.find("--device"), std::string::npos) << cmd << ": " << o.err;
+    }
+    const std::set<std::string> expected{"decompose", "explain", "fidelity", "logits",
+                                         "ops",       "run",     "sustained"};
+    EXPECT_EQ(shared, expected);
+}
+
 }  // namespace
 }  // namespace sb::cli
