@@ -19,12 +19,8 @@ void add_demo_command(CLI::App& app, Context& ctx) {
     cmd->add_option("--layers", o->layers, "layers of the scaled-down model")
         ->check(layers_check())
         ->capture_default_str();
-    cmd->add_option("-p,--n-prompt", o->n_prompt, "prompt tokens")
-        ->check(tokens_check(1))
-        ->capture_default_str();
-    cmd->add_option("-n,--n-gen", o->n_gen, "generated tokens")
-        ->check(tokens_check(0))
-        ->capture_default_str();
+    add_prompt_flag(cmd, o->n_prompt);
+    add_gen_flag(cmd, o->n_gen, 0);
     cmd->add_option("-r,--repetitions", o->reps, "repetitions")
         ->check(reps_check())
         ->capture_default_str();

@@ -33,12 +33,8 @@ void add_explain_command(CLI::App& app, Context& ctx) {
     cmd->add_option("-m,--model", o.workload.model_path,
                     "GGUF model file (in-process and the server's)")
         ->required();
-    cmd->add_option("-p,--n-prompt", o.n_prompt, "prompt tokens")
-        ->check(tokens_check(1))
-        ->capture_default_str();
-    cmd->add_option("-n,--n-gen", o.n_gen, "generated tokens (at least 2)")
-        ->check(tokens_check(2))
-        ->capture_default_str();
+    add_prompt_flag(cmd, o.n_prompt);
+    add_gen_flag(cmd, o.n_gen, 2);
     add_threads_flag(cmd, o.workload.n_threads, "of the bench (the in-process engine)");
     add_device_flag(cmd, o.workload.devices, "of the bench (the in-process engine)");
     cmd->add_option("--server-args", o.server_args,

@@ -50,12 +50,8 @@ void add_fidelity_command(CLI::App& app, Context& ctx) {
         ->check(cache_type_check())
         ->delimiter(',')
         ->capture_default_str();
-    cmd->add_option("-p,--n-prompt", a->o.n_prompt, "prompt tokens")
-        ->check(tokens_check(1))
-        ->capture_default_str();
-    cmd->add_option("-n,--n-gen", a->o.n_gen, "decode positions compared (teacher-forced)")
-        ->check(tokens_check(0))
-        ->capture_default_str();
+    add_prompt_flag(cmd, a->o.n_prompt);
+    add_gen_flag(cmd, a->o.n_gen, 0, "the decode positions compared (teacher-forced)");
     cmd->add_option("--top-k", a->o.top_k, "k of the top-k overlap")
         ->check(int_range(1, 1000, "1..1000"))
         ->capture_default_str();

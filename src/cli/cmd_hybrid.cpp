@@ -36,14 +36,8 @@ void add_hybrid_command(CLI::App& app, Context& ctx) {
                     "device set that decodes after the state moved, e.g. RPC0")
         ->check(device_set_check())
         ->required();
-    cmd->add_option("-p,--n-prompt", o->n_prompt, "prompt tokens, comma list (a sweep)")
-        ->check(tokens_check(1))
-        ->delimiter(',')
-        ->capture_default_str();
-    cmd->add_option("-n,--n-gen", o->n_gen, "generated tokens, comma list (a sweep)")
-        ->check(tokens_check(1))
-        ->delimiter(',')
-        ->capture_default_str();
+    add_prompt_flag(cmd, o->n_prompt);
+    add_gen_flag(cmd, o->n_gen, 1);
     cmd->add_option("-r,--repetitions", o->reps, "repetitions of every mode")
         ->check(reps_check())
         ->capture_default_str();

@@ -34,9 +34,7 @@ void add_logits_command(CLI::App& app, Context& ctx) {
         "(another build, device or machine): does it compute the same model?");
     auto a = std::make_shared<LogitsArgs>();
     cmd->add_option("-m,--model", a->o.workload.model_path, "GGUF model file")->required();
-    cmd->add_option("-p,--n-prompt", a->o.n_prompt, "prompt tokens")
-        ->check(tokens_check(1))
-        ->capture_default_str();
+    add_prompt_flag(cmd, a->o.n_prompt);
     cmd->add_option("--seed", a->o.seed, "seed of the prompt's random tokens")
         ->capture_default_str();
     add_device_flag(cmd, a->o.workload.devices);

@@ -130,9 +130,7 @@ void add_ops_like_command(CLI::App& app, Context& ctx, bool decompose) {
     auto a = std::make_shared<OpsArgs>();
     OpsOptions& o = a->o.ops;
     cmd->add_option("-m,--model", o.workload.model_path, "GGUF model file")->required();
-    cmd->add_option("-p,--n-prompt", o.n_prompt, "prompt tokens (prefill stage)")
-        ->check(tokens_check(1))
-        ->capture_default_str();
+    add_prompt_flag(cmd, o.n_prompt);
     cmd->add_option("-d,--n-depth", o.n_depth, "KV cache depth before the prompt")
         ->check(tokens_check(0))
         ->capture_default_str();

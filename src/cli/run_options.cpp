@@ -18,14 +18,8 @@ std::vector<DeviceSet> device_sets_of(const std::vector<std::string>& texts) {
 
 void add_matrix_options(CLI::App* cmd, RunArgs& a) {
     MatrixSpec& m = a.run.matrix;
-    cmd->add_option("-p,--n-prompt", m.n_prompt, "prompt tokens (prefill stage), comma list")
-        ->check(tokens_check(1))
-        ->delimiter(',')
-        ->capture_default_str();
-    cmd->add_option("-n,--n-gen", m.n_gen, "generated tokens (decode stage), comma list")
-        ->check(tokens_check(0))
-        ->delimiter(',')
-        ->capture_default_str();
+    add_prompt_flag(cmd, m.n_prompt);
+    add_gen_flag(cmd, m.n_gen, 0);
     cmd->add_option("-d,--n-depth", m.n_depth, "KV cache depth before the prompt, comma list")
         ->check(tokens_check(0))
         ->delimiter(',')

@@ -29,4 +29,13 @@ CLI::Option* add_device_flag(CLI::App* cmd, DeviceSet& devices, const std::strin
 // sets stay text until the command turns them into DeviceSets (device_sets_of).
 CLI::Option* add_device_flag(CLI::App* cmd, std::vector<std::string>& device_sets);
 
+// -p, --n-prompt: prompt tokens (the prefill stage), 1..kMaxTokens; the command's default.
+CLI::Option* add_prompt_flag(CLI::App* cmd, int& n_prompt);
+CLI::Option* add_prompt_flag(CLI::App* cmd, std::vector<int>& n_prompt);  // comma list
+// -n, --n-gen: generated tokens (the decode stage), min..kMaxTokens: 0 where a command can
+// measure prefill alone, 2 for explain (decode is the time per token after the first). `note`
+// says what more they are in this command (fidelity: the decode positions compared).
+CLI::Option* add_gen_flag(CLI::App* cmd, int& n_gen, int min, const std::string& note = "");
+CLI::Option* add_gen_flag(CLI::App* cmd, std::vector<int>& n_gen, int min);  // comma list
+
 }  // namespace sb::cli

@@ -92,5 +92,40 @@ TEST(SharedFlags, EveryDeviceSetFlagIsTheOneDeclaration) {
     EXPECT_EQ(shared, expected);
 }
 
+TEST(SharedFlags, EveryPromptAndGenFlagIsTheOneDeclaration) {
+    // serve's -p and -n take a count or a uniform range LO-HI per request: another grammar.
+    std::set<std::string> prompt, gen;
+    for (const auto& [cmd, opt] : options_named("--n-prompt")) {
+        if (cmd == "serve")
+            continue;
+        prompt.insert(cmd);
+        EXPECT_EQ(opt->get_description().rfind("prompt tokens (prefill stage)", 0), 0u)
+            << cmd << ": " << opt->get_description();
+        EXPECT_TRUE(opt->check_sname("p")) << cmd;
+        const Outcome o = run_captured({cmd, "-p", "0"});
+        EXPECT_EQ(o.code, 2) << cmd << ": " << o.err;
+        EXPECT_NE(o.err.find("--n-prompt"), std::string::npos) << cmd << ": " << o.err;
+    }
+    for (const auto& [cmd, opt] : options_named("--n-gen")) {
+        if (cmd == "serve")
+            continue;
+        gen.insert(cmd);
+        EXPECT_EQ(opt->get_description().rfind("generated tokens (decode stage)", 0), 0u)
+            << cmd << ": " << opt->get_description();
+        EXPECT_TRUE(opt->check_sname("n")) << cmd;
+        const Outcome o = run_captured({cmd, "-n", "-1"});
+        EXPECT_EQ(o.code, 2) << cmd << ": " << o.err;
+        EXPECT_NE(o.err.find("--n-gen"), std::string::npos) << cmd << ": " << o.err;
+    }
+    EXPECT_EQ(prompt, (std::set<std::string>{"decompose", "demo", "explain", "fidelity", "hybrid",
+                                             "logits", "ops", "run"}));
+    EXPECT_EQ(gen,
+              (std::set<std::string>{"decompose", "demo", "explain", "fidelity", "hybrid", "run"}));
+    // explain's lower bound is its own: decode is the time per token after the first.
+    const Outcome one = run_captured({"explain", "-m", "/nonexistent.gguf", "-n", "1"});
+    EXPECT_EQ(one.code, 2) << one.err;
+    EXPECT_NE(one.err.find("--n-gen"), std::string::npos) << one.err;
+}
+
 }  // namespace
 }  // namespace sb::cli
