@@ -42,14 +42,7 @@ void add_fidelity_command(CLI::App& app, Context& ctx) {
                     "the reference device set, one of --device (default: the first)");
     cmd->add_option("--reference-model", a->o.reference_model,
                     "the reference model file (same shape and vocabulary; default: the first -m)");
-    cmd->add_option("--cache-type-k", a->type_k, "K cache types (-ctk), comma list")
-        ->check(cache_type_check())
-        ->delimiter(',')
-        ->capture_default_str();
-    cmd->add_option("--cache-type-v", a->type_v, "V cache types (-ctv), comma list")
-        ->check(cache_type_check())
-        ->delimiter(',')
-        ->capture_default_str();
+    add_cache_type_flags(cmd, a->type_k, a->type_v);
     add_prompt_flag(cmd, a->o.n_prompt);
     add_gen_flag(cmd, a->o.n_gen, 0, "the decode positions compared (teacher-forced)");
     cmd->add_option("--top-k", a->o.top_k, "k of the top-k overlap")

@@ -23,7 +23,7 @@ void add_hybrid_command(CLI::App& app, Context& ctx) {
     auto no_warmup = std::make_shared<bool>(false);
     auto no_baselines = std::make_shared<bool>(false);
     struct Typed {
-        std::string prefill = "CPU", decode, flash_attn = "auto", type_k = "f16", type_v = "f16";
+        std::string prefill = "CPU", decode;
         std::string telemetry = "auto";
     };
     auto t = std::make_shared<Typed>();
@@ -42,24 +42,7 @@ void add_hybrid_command(CLI::App& app, Context& ctx) {
         ->check(reps_check())
         ->capture_default_str();
     add_threads_flag(cmd, o->workload.n_threads);
-    cmd->add_option("-b,--batch-size", o->workload.n_batch, "logical batch size")
-        ->check(batch_check())
-        ->capture_default_str();
-    cmd->add_option("--ubatch-size", o->workload.n_ubatch, "physical batch size (-ub)")
-        ->check(batch_check())
-        ->capture_default_str();
-    cmd->add_option("--n-gpu-layers", o->workload.n_gpu_layers, "layers to offload (-ngl)")
-        ->check(gpu_layers_check())
-        ->capture_default_str();
-    cmd->add_option("--flash-attn", t->flash_attn, "flash attention auto|on|off (-fa)")
-        ->check(flash_attn_check())
-        ->capture_default_str();
-    cmd->add_option("--cache-type-k", t->type_k, "K cache type (-ctk)")
-        ->check(cache_type_check())
-        ->capture_default_str();
-    cmd->add_option("--cache-type-v", t->type_v, "V cache type (-ctv)")
-        ->check(cache_type_check())
-        ->capture_default_str();
+    add_engine_flags(cmd, o->workload);
     cmd->add_option("--seed", o->seed, "seed for the random tokens")->capture_default_str();
     cmd->add_flag("--no-warmup", *no_warmup, "skip the warmup of every mode");
     cmd->add_flag("--no-baselines", *no_baselines,
@@ -88,9 +71,6 @@ void add_hybrid_command(CLI::App& app, Context& ctx) {
         ->capture_default_str();
     cmd->callback([&ctx, o, quiet, no_warmup, no_baselines, trace, t] {
         o->placement = Placement{DeviceSet(t->prefill), DeviceSet(t->decode)};
-        o->workload.flash_attn = enum_from_text<FlashAttn>(t->flash_attn, "--flash-attn");
-        o->workload.type_k = enum_from_text<KvType>(t->type_k, "--cache-type-k");
-        o->workload.type_v = enum_from_text<KvType>(t->type_v, "--cache-type-v");
         o->telemetry.mode = enum_from_text<TelemetryMode>(t->telemetry, "--telemetry");
         check_not_empty(o->n_prompt, "-p");
         check_not_empty(o->n_gen, "-n");

@@ -24,7 +24,6 @@ namespace {
 struct OpsArgs {
     OpsCommandOptions o;
     std::string stage = "both";
-    std::string flash_attn = "auto", type_k = "f16", type_v = "f16";  // enums once checked
     std::string huge_pages = "on";
     bool quiet = false;
     TraceArgs trace;
@@ -142,24 +141,7 @@ void add_ops_like_command(CLI::App& app, Context& ctx, bool decompose) {
         ->delimiter(',');
     add_stage_timeout_option(cmd);
     add_threads_flag(cmd, o.workload.n_threads);
-    cmd->add_option("-b,--batch-size", o.workload.n_batch, "logical batch size")
-        ->check(batch_check())
-        ->capture_default_str();
-    cmd->add_option("--ubatch-size", o.workload.n_ubatch, "physical batch size (-ub)")
-        ->check(batch_check())
-        ->capture_default_str();
-    cmd->add_option("--n-gpu-layers", o.workload.n_gpu_layers, "layers to offload (-ngl)")
-        ->check(gpu_layers_check())
-        ->capture_default_str();
-    cmd->add_option("--flash-attn", a->flash_attn, "flash attention auto|on|off (-fa)")
-        ->check(flash_attn_check())
-        ->capture_default_str();
-    cmd->add_option("--cache-type-k", a->type_k, "K cache type (-ctk)")
-        ->check(cache_type_check())
-        ->capture_default_str();
-    cmd->add_option("--cache-type-v", a->type_v, "V cache type (-ctv)")
-        ->check(cache_type_check())
-        ->capture_default_str();
+    add_engine_flags(cmd, o.workload);
     cmd->add_option("--replay", o.replay_copies,
                     "copies of each op replayed back to back for its op time (0: no op times)")
         ->check(int_range(0, 1000, "0..1000"))
@@ -212,9 +194,6 @@ void add_ops_like_command(CLI::App& app, Context& ctx, bool decompose) {
         check_context(o.n_prompt, o.n_depth, 1);
         o.prefill = a->stage != "decode";
         o.decode = a->stage != "prefill";
-        o.workload.flash_attn = enum_from_text<FlashAttn>(a->flash_attn, "--flash-attn");
-        o.workload.type_k = enum_from_text<KvType>(a->type_k, "--cache-type-k");
-        o.workload.type_v = enum_from_text<KvType>(a->type_v, "--cache-type-v");
         o.huge_pages = a->huge_pages == "on";
         a->o.progress = !a->quiet;
         if (a->device_timer_pass > 0) {

@@ -25,31 +25,12 @@ void add_matrix_options(CLI::App* cmd, RunArgs& a) {
         ->delimiter(',')
         ->capture_default_str();
     add_threads_flag(cmd, m.n_threads);
-    cmd->add_option("-b,--batch-size", m.n_batch, "logical batch size, comma list")
-        ->check(batch_check())
-        ->delimiter(',')
-        ->capture_default_str();
-    cmd->add_option("--ubatch-size", m.n_ubatch, "physical batch size (-ub), comma list")
-        ->check(batch_check())
-        ->delimiter(',')
-        ->capture_default_str();
-    cmd->add_option("--n-gpu-layers", m.n_gpu_layers, "layers to offload (-ngl), comma list")
-        ->check(gpu_layers_check())
-        ->delimiter(',')
-        ->capture_default_str();
+    add_batch_flag(cmd, m.n_batch);
+    add_ubatch_flag(cmd, m.n_ubatch);
+    add_gpu_layers_flag(cmd, m.n_gpu_layers);
     add_device_flag(cmd, a.devices);
-    cmd->add_option("--flash-attn", a.flash_attn, "flash attention auto|on|off (-fa), comma list")
-        ->check(flash_attn_check())
-        ->delimiter(',')
-        ->capture_default_str();
-    cmd->add_option("--cache-type-k", a.type_k, "K cache type (-ctk), comma list")
-        ->check(cache_type_check())
-        ->delimiter(',')
-        ->capture_default_str();
-    cmd->add_option("--cache-type-v", a.type_v, "V cache type (-ctv), comma list")
-        ->check(cache_type_check())
-        ->delimiter(',')
-        ->capture_default_str();
+    add_flash_attn_flag(cmd, a.flash_attn);
+    add_cache_type_flags(cmd, a.type_k, a.type_v);
     cmd->add_option("-r,--repetitions", m.reps, "repetitions (minimum with --target-ci)")
         ->check(reps_check())
         ->capture_default_str();

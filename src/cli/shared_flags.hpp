@@ -38,4 +38,26 @@ CLI::Option* add_prompt_flag(CLI::App* cmd, std::vector<int>& n_prompt);  // com
 CLI::Option* add_gen_flag(CLI::App* cmd, int& n_gen, int min, const std::string& note = "");
 CLI::Option* add_gen_flag(CLI::App* cmd, std::vector<int>& n_gen, int min);  // comma list
 
+// The engine's load flags, each in a one-value form (into a Workload's field) and a comma-list
+// form (run's matrix, fidelity's variants): -b/--batch-size (the logical batch: prefill is
+// submitted in chunks of this many tokens) and --ubatch-size (-ub, the physical batch), both
+// batch_check(); --n-gpu-layers (-ngl) gpu_layers_check(); --flash-attn (-fa) auto|on|off (1,
+// 0); --cache-type-k (-ctk) and --cache-type-v (-ctv) the KV cache types. The one-value enum
+// flags are parsed into their enum while the command line is parsed; the list forms keep the
+// text, turned into enums by the command (enums_of).
+CLI::Option* add_batch_flag(CLI::App* cmd, int& n_batch);
+CLI::Option* add_batch_flag(CLI::App* cmd, std::vector<int>& n_batch);
+CLI::Option* add_ubatch_flag(CLI::App* cmd, int& n_ubatch);
+CLI::Option* add_ubatch_flag(CLI::App* cmd, std::vector<int>& n_ubatch);
+CLI::Option* add_gpu_layers_flag(CLI::App* cmd, int& n_gpu_layers);
+CLI::Option* add_gpu_layers_flag(CLI::App* cmd, std::vector<int>& n_gpu_layers);
+CLI::Option* add_flash_attn_flag(CLI::App* cmd, FlashAttn& flash_attn);
+CLI::Option* add_flash_attn_flag(CLI::App* cmd, std::vector<std::string>& flash_attn);
+void add_cache_type_flags(CLI::App* cmd, KvType& type_k, KvType& type_v);
+void add_cache_type_flags(CLI::App* cmd, std::vector<std::string>& type_k,
+                          std::vector<std::string>& type_v);
+
+// All six one-value engine flags above, into w.
+void add_engine_flags(CLI::App* cmd, Workload& w);
+
 }  // namespace sb::cli

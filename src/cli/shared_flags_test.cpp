@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 #include <sstream>
 
@@ -125,6 +126,64 @@ TEST(SharedFlags, EveryPromptAndGenFlagIsTheOneDeclaration) {
     const Outcome one = run_captured({"explain", "-m", "/nonexistent.gguf", "-n", "1"});
     EXPECT_EQ(one.code, 2) << one.err;
     EXPECT_NE(one.err.find("--n-gen"), std::string::npos) << one.err;
+}
+
+TEST(SharedFlags, EveryEngineLoadFlagIsTheOneDeclaration) {
+    struct Flag {
+        std::string name, help, bad;
+        std::set<std::string> commands;
+    };
+    const std::vector<Flag> flags = {
+        {"--batch-size", "logical batch size", "0", {"decompose", "hybrid", "ops", "run"}},
+        {"--ubatch-size", "physical batch size (-ub)", "0", {"decompose", "hybrid", "ops", "run"}},
+        {"--n-gpu-layers", "layers to offload (-ngl)", "-2", {"decompose", "hybrid", "ops", "run"}},
+        {"--flash-attn",
+         "flash attention auto|on|off (-fa)",
+         "yes",
+         {"decompose", "hybrid", "ops", "run"}},
+        {"--cache-type-k",
+         "K cache type (-ctk)",
+         "q9",
+         {"decompose", "fidelity", "hybrid", "ops", "run"}},
+        {"--cache-type-v",
+         "V cache type (-ctv)",
+         "q9",
+         {"decompose", "fidelity", "hybrid", "ops", "run"}},
+    };
+    for (const Flag& f : flags) {
+        std::set<std::string> seen;
+        for (const auto& [cmd, opt] : options_named(f.name)) {
+            seen.insert(cmd);
+            EXPECT_EQ(opt->get_description().rfind(f.help, 0), 0u)
+                << cmd << " " << f.name << ": " << opt->get_description();
+            EXPECT_FALSE(opt->get_default_str().empty()) << cmd << " " << f.name;
+            const Outcome o = run_captured({cmd, f.name, f.bad});
+            EXPECT_EQ(o.code, 2) << cmd << " " << f.name << ": " << o.err;
+            EXPECT_NE(o.err.find(f.name), std::string::npos) << cmd << ": " << o.err;
+        }
+        EXPECT_EQ(seen, f.commands) << f.name;
+    }
+}
+
+TEST(SharedFlags, OneValueEngineFlagsAreParsedIntoTheWorkload) {
+    CLI::App app;
+    Workload w;
+    add_engine_flags(&app, w);
+    EXPECT_EQ(app.get_option("--flash-attn")->get_default_str(), "auto");
+    EXPECT_EQ(app.get_option("--cache-type-k")->get_default_str(), "f16");
+    std::vector<std::string> args{
+        "-b",           "256", "--ubatch-size",  "64",   "--n-gpu-layers", "0",
+        "--flash-attn", "1",   "--cache-type-k", "q8_0", "--cache-type-v", "q4_0"};
+    std::reverse(args.begin(), args.end());
+    app.parse(args);
+    Workload want;
+    want.n_batch = 256;
+    want.n_ubatch = 64;
+    want.n_gpu_layers = 0;
+    want.flash_attn = FlashAttn::on;  // llama-bench's "1"
+    want.type_k = KvType::q8_0;
+    want.type_v = KvType::q4_0;
+    EXPECT_EQ(w, want);
 }
 
 }  // namespace
