@@ -6,6 +6,7 @@
 #include "analysis/compare_inputs.hpp"
 #include "cli/commands.hpp"
 #include "cli/flag_checks.hpp"
+#include "cli/shared_flags.hpp"
 #include "core/error.hpp"
 #include "core/file_io.hpp"
 #include "core/json_util.hpp"
@@ -36,7 +37,7 @@ void add_advise_command(CLI::App& app, Context& ctx) {
         ->required();
     cmd->add_option("--db", a->db_path, "the results store db:ID operands are read from");
     add_format_option(cmd, a->format, {OutputFormat::md, OutputFormat::json});
-    cmd->add_option("--out", a->out_path, "also write the advice (JSON) here");
+    add_out_flag(cmd, a->out_path, "advice");
     cmd->add_option("--dispatch-budget-us", a->budget_us,
                     "flag operators whose call overhead per call exceeds this")
         ->check(CLI::PositiveNumber)

@@ -58,7 +58,7 @@ void add_explain_command(CLI::App& app, Context& ctx) {
     cmd->add_option("--timeout", o.timeout_s, "seconds a connection or a silent stream may take")
         ->check(seconds_check(false))
         ->capture_default_str();
-    cmd->add_option("--out", o.out_path, "write the result document (JSON) here, after every run");
+    add_out_flag(cmd, o.out_path, "result document", "after every run");
     add_format_option(cmd, a->format, {OutputFormat::md, OutputFormat::json});
     add_db_option(cmd, ctx);
     add_trace_option(cmd, a->trace);

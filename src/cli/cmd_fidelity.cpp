@@ -66,8 +66,7 @@ void add_fidelity_command(CLI::App& app, Context& ctx) {
         ->check(int_range(1, 1 << 30, "1..1073741824"));
     cmd->add_option("--rpc", a->o.rpc_servers, "RPC servers host:port (comma list)")
         ->delimiter(',');
-    cmd->add_option("--out", a->o.out_path,
-                    "also write the result document (JSON) here, after every variant");
+    add_out_flag(cmd, a->o.out_path, "result document", "after every variant");
     add_format_option(cmd, a->format, {OutputFormat::md, OutputFormat::json});
     add_db_option(cmd, ctx);
     cmd->callback([&ctx, a] {

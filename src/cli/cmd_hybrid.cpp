@@ -51,8 +51,7 @@ void add_hybrid_command(CLI::App& app, Context& ctx) {
         ->delimiter(',');
     add_stage_timeout_option(cmd);
     add_format_option(cmd, o->format, {OutputFormat::md, OutputFormat::json});
-    cmd->add_option("--out", o->out_path,
-                    "write the result document (JSON) here, updated after every point");
+    add_out_flag(cmd, o->out_path, "result document", "after every point");
     add_fidelity_options(cmd, o->fidelity);
     cmd->add_flag("-q,--quiet", *quiet, "no progress lines on stderr");
     add_db_option(cmd, ctx);

@@ -39,7 +39,7 @@ void add_logits_command(CLI::App& app, Context& ctx) {
         ->capture_default_str();
     add_device_flag(cmd, a->o.workload.devices);
     add_threads_flag(cmd, a->o.workload.n_threads);
-    cmd->add_option("--out", a->out_path, "write the logits document (JSON) here");
+    add_out_flag(cmd, a->out_path, "logits document");
     cmd->add_option("--against", a->against,
                     "a logits document (--out) of the same model and prompt to compare with");
     cmd->add_option("--tolerance", a->tolerance,

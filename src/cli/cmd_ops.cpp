@@ -177,7 +177,7 @@ void add_ops_like_command(CLI::App& app, Context& ctx, bool decompose) {
         ->capture_default_str();
     cmd->add_option("--seed", o.seed, "seed for the random tokens")->capture_default_str();
     add_format_option(cmd, a->o.format, {OutputFormat::md, OutputFormat::csv, OutputFormat::json});
-    cmd->add_option("--out", a->o.out_path, "write the result document (JSON) here");
+    add_out_flag(cmd, a->o.out_path);
     add_db_option(cmd, ctx);
     cmd->add_flag("-q,--quiet", a->quiet, "no progress lines on stderr");
     add_trace_option(cmd, a->trace);

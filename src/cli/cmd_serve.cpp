@@ -102,8 +102,7 @@ void add_serve_command(CLI::App& app, Context& ctx) {
     cmd->add_option("--timeout", a->o.timeout_s, "seconds a connection or a silent stream may take")
         ->check(seconds_check(false))
         ->capture_default_str();
-    cmd->add_option("--out", a->out_path,
-                    "write the result document (JSON) here, after every point");
+    add_out_flag(cmd, a->out_path, "result document", "after every point");
     add_format_option(cmd, a->format, {OutputFormat::md, OutputFormat::json});
     add_db_option(cmd, ctx);
     auto trace = std::make_shared<TraceArgs>();

@@ -56,7 +56,7 @@ void add_sustained_command(CLI::App& app, Context& ctx) {
         ->capture_default_str();
     auto tlog = std::make_shared<TelemetryLogArgs>();
     add_telemetry_log_options(cmd, *tlog);
-    cmd->add_option("--out", o->out_path, "result document (JSON), rewritten after every round");
+    add_out_flag(cmd, o->out_path, "result document", "after every round");
     add_format_option(cmd, o->format, {OutputFormat::md, OutputFormat::json});
     cmd->add_option("--engine", t->engine,
                     "llama (in-process) or http (a server: --url, or a llama-server started on "

@@ -47,8 +47,7 @@ void add_output_options(CLI::App* cmd, RunArgs& a) {
     add_format_option(
         cmd, a.run.format,
         {OutputFormat::md, OutputFormat::csv, OutputFormat::json, OutputFormat::jsonl});
-    cmd->add_option("--out", a.run.out_path,
-                    "write the result document (JSON) here, updated after every test");
+    add_out_flag(cmd, a.run.out_path, "result document", "after every test");
     cmd->add_option("--membw", a.run.membw,
                     "machine memory bandwidth for the roofline: auto (measure), off, or GB/s")
         ->check(CLI::IsMember({"auto", "off"}) |

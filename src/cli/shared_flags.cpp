@@ -158,6 +158,13 @@ void add_cache_type_flags(CLI::App* cmd, std::vector<std::string>& type_k,
     add_counted(cmd, "--cache-type-v", type_v, kTypeVHelp, cache_type_check(), true);
 }
 
+CLI::Option* add_out_flag(CLI::App* cmd, std::optional<std::string>& path, const std::string& what,
+                          const std::string& when) {
+    return cmd->add_option(
+        "--out", path,
+        "write the " + what + " (JSON) here" + (when.empty() ? "" : ", updated " + when));
+}
+
 void add_engine_flags(CLI::App* cmd, Workload& w) {
     add_batch_flag(cmd, w.n_batch);
     add_ubatch_flag(cmd, w.n_ubatch);

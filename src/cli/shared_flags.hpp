@@ -38,6 +38,14 @@ CLI::Option* add_prompt_flag(CLI::App* cmd, std::vector<int>& n_prompt);  // com
 CLI::Option* add_gen_flag(CLI::App* cmd, int& n_gen, int min, const std::string& note = "");
 CLI::Option* add_gen_flag(CLI::App* cmd, std::vector<int>& n_gen, int min);  // comma list
 
+// --out FILE: "write the <what> (JSON) here[, updated <when>]": the command's document, also
+// written to FILE (stdout shows the chosen format); `when` says when it is rewritten, e.g.
+// "after every test" (empty: once, at the end). The path is checked by the command
+// (check_output_path) before anything is measured.
+CLI::Option* add_out_flag(CLI::App* cmd, std::optional<std::string>& path,
+                          const std::string& what = "result document",
+                          const std::string& when = "");
+
 // The engine's load flags, each in a one-value form (into a Workload's field) and a comma-list
 // form (run's matrix, fidelity's variants): -b/--batch-size (the logical batch: prefill is
 // submitted in chunks of this many tokens) and --ubatch-size (-ub, the physical batch), both

@@ -186,5 +186,21 @@ TEST(SharedFlags, OneValueEngineFlagsAreParsedIntoTheWorkload) {
     EXPECT_EQ(w, want);
 }
 
+TEST(SharedFlags, EveryDocumentOutFlagIsTheOneDeclaration) {
+    // db export's --out is where the export goes instead of stdout, not a document beside it.
+    std::set<std::string> shared;
+    for (const auto& [cmd, opt] : options_named("--out")) {
+        if (cmd == "db export")
+            continue;
+        shared.insert(cmd);
+        const std::string help = opt->get_description();
+        EXPECT_EQ(help.rfind("write the ", 0), 0u) << cmd << ": " << help;
+        EXPECT_NE(help.find(" (JSON) here"), std::string::npos) << cmd << ": " << help;
+    }
+    for (const char* cmd : {"run", "explain", "fidelity", "hybrid", "ops", "serve", "sustained",
+                            "logits", "advise", "compare", "import hexagon-profile"})
+        EXPECT_TRUE(shared.count(cmd)) << cmd;
+}
+
 }  // namespace
 }  // namespace sb::cli
