@@ -35,7 +35,7 @@ void add_advise_command(CLI::App& app, Context& ctx) {
                     "result documents (JSON files, or db:ID from --db) of run, hybrid, ops, "
                     "decompose, sustained")
         ->required();
-    cmd->add_option("--db", a->db_path, "the results store db:ID operands are read from");
+    add_store_flag(cmd, a->db_path, "db:ID operands are read from");
     add_format_option(cmd, a->format, {OutputFormat::md, OutputFormat::json});
     add_out_flag(cmd, a->out_path, "advice");
     cmd->add_option("--dispatch-budget-us", a->budget_us,

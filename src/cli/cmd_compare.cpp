@@ -66,9 +66,7 @@ void add_compare_command(CLI::App& app, Context& ctx) {
     auto a = std::make_shared<Args>();
     cmd->add_option("INPUTS", a->operands, "result documents (JSON files) or db:ID")
         ->expected(0, -1);
-    cmd->add_option("--db", a->db_path,
-                    "the results store db:ID operands are read from (a SQLite file or "
-                    "postgresql://user@host:port/dbname)");
+    add_store_flag(cmd, a->db_path, "db:ID operands are read from");
     cmd->add_option("--fleet", a->fleet,
                     "compare the devices of this fleet (the store's latest ok document of each "
                     "device, labelled by its name; after any INPUTS)");

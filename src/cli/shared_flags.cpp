@@ -46,6 +46,11 @@ CLI::Option* add_enum_flag(CLI::App* cmd, const std::string& name, E& target,
         ->default_str(to_string(target));
 }
 
+std::string store_help(const std::string& use) {
+    return "the results store" + (use.empty() ? "" : " " + use) +
+           " (a SQLite file or postgresql://user@host:port/dbname)";
+}
+
 const char* const kBatchHelp = "logical batch size";
 const char* const kUbatchHelp = "physical batch size (-ub)";
 const char* const kGpuLayersHelp = "layers to offload (-ngl)";
@@ -163,6 +168,15 @@ CLI::Option* add_out_flag(CLI::App* cmd, std::optional<std::string>& path, const
     return cmd->add_option(
         "--out", path,
         "write the " + what + " (JSON) here" + (when.empty() ? "" : ", updated " + when));
+}
+
+CLI::Option* add_store_flag(CLI::App* cmd, std::optional<std::string>& path,
+                            const std::string& use) {
+    return cmd->add_option("--db", path, store_help(use));
+}
+
+CLI::Option* add_store_flag(CLI::App* cmd, std::string& path, const std::string& use) {
+    return cmd->add_option("--db", path, store_help(use));
 }
 
 void add_engine_flags(CLI::App* cmd, Workload& w) {

@@ -46,6 +46,14 @@ CLI::Option* add_out_flag(CLI::App* cmd, std::optional<std::string>& path,
                           const std::string& what = "result document",
                           const std::string& when = "");
 
+// --db STORE on the commands that read documents from a results store (db:ID operands,
+// --latest, db's subcommands): "the results store[ <use>] (a SQLite file or
+// postgresql://user@host:port/dbname)". The measuring commands append their document to one
+// with add_db_option (store_hook.hpp), a flag of their own: it is checked for writing.
+CLI::Option* add_store_flag(CLI::App* cmd, std::optional<std::string>& path,
+                            const std::string& use = "");
+CLI::Option* add_store_flag(CLI::App* cmd, std::string& path, const std::string& use = "");
+
 // The engine's load flags, each in a one-value form (into a Workload's field) and a comma-list
 // form (run's matrix, fidelity's variants): -b/--batch-size (the logical batch: prefill is
 // submitted in chunks of this many tokens) and --ubatch-size (-ub, the physical batch), both

@@ -202,5 +202,27 @@ TEST(SharedFlags, EveryDocumentOutFlagIsTheOneDeclaration) {
         EXPECT_TRUE(shared.count(cmd)) << cmd;
 }
 
+TEST(SharedFlags, EveryStoreFlagIsOneOfTheTwoDeclarations) {
+    // The measuring commands append to the store (store_hook.hpp add_db_option); the others read
+    // from it (add_store_flag).
+    const std::string read_end = " (a SQLite file or postgresql://user@host:port/dbname)";
+    std::set<std::string> read;
+    int append = 0;
+    for (const auto& [cmd, opt] : options_named("--db")) {
+        const std::string help = opt->get_description();
+        if (help.rfind("append the result document to this results store", 0) == 0) {
+            ++append;
+            continue;
+        }
+        EXPECT_EQ(help.rfind("the results store", 0), 0u) << cmd << ": " << help;
+        EXPECT_TRUE(ends_with(help, read_end) || cmd.rfind("fleet", 0) == 0 || cmd == "bundle")
+            << cmd << ": " << help;
+        read.insert(cmd);
+    }
+    EXPECT_GE(append, 10);
+    for (const char* cmd : {"advise", "compare", "report", "db list", "db show", "db export"})
+        EXPECT_TRUE(read.count(cmd)) << cmd;
+}
+
 }  // namespace
 }  // namespace sb::cli
