@@ -30,9 +30,7 @@ void add_explain_command(CLI::App& app, Context& ctx) {
     };
     auto a = std::make_shared<Args>();
     ExplainOptions& o = a->o;
-    cmd->add_option("-m,--model", o.workload.model_path,
-                    "GGUF model file (in-process and the server's)")
-        ->required();
+    add_model_flag(cmd, o.workload.model_path, "in-process and the server's");
     add_prompt_flag(cmd, o.n_prompt);
     add_gen_flag(cmd, o.n_gen, 2);
     add_threads_flag(cmd, o.workload.n_threads, "of the bench (the in-process engine)");

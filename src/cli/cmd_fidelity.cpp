@@ -34,9 +34,7 @@ void add_fidelity_command(CLI::App& app, Context& ctx) {
         std::optional<std::string> reference;
     };
     auto a = std::make_shared<Args>();
-    cmd->add_option("-m,--model", a->o.models, "GGUF model files, comma list (e.g. f16,q8_0,q4_0)")
-        ->required()
-        ->delimiter(',');
+    add_model_flag(cmd, a->o.models, "e.g. f16,q8_0,q4_0 of one model")->required();
     add_device_flag(cmd, a->devices);
     cmd->add_option("--reference", a->reference,
                     "the reference device set, one of --device (default: the first)");

@@ -27,7 +27,7 @@ void add_hybrid_command(CLI::App& app, Context& ctx) {
         std::string telemetry = "auto";
     };
     auto t = std::make_shared<Typed>();
-    cmd->add_option("-m,--model", o->workload.model_path, "GGUF model file")->required();
+    add_model_flag(cmd, o->workload.model_path);
     cmd->add_option("--prefill-device", t->prefill,
                     "device set that prefills (join with +), e.g. CPU or BLAS")
         ->check(device_set_check())

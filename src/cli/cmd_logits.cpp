@@ -33,7 +33,7 @@ void add_logits_command(CLI::App& app, Context& ctx) {
         "The next-token logits of one seeded prompt, and how far they are from a reference "
         "(another build, device or machine): does it compute the same model?");
     auto a = std::make_shared<LogitsArgs>();
-    cmd->add_option("-m,--model", a->o.workload.model_path, "GGUF model file")->required();
+    add_model_flag(cmd, a->o.workload.model_path);
     add_prompt_flag(cmd, a->o.n_prompt);
     cmd->add_option("--seed", a->o.seed, "seed of the prompt's random tokens")
         ->capture_default_str();

@@ -128,7 +128,7 @@ void add_ops_like_command(CLI::App& app, Context& ctx, bool decompose) {
                   "fallback");
     auto a = std::make_shared<OpsArgs>();
     OpsOptions& o = a->o.ops;
-    cmd->add_option("-m,--model", o.workload.model_path, "GGUF model file")->required();
+    add_model_flag(cmd, o.workload.model_path);
     add_prompt_flag(cmd, o.n_prompt);
     cmd->add_option("-d,--n-depth", o.n_depth, "KV cache depth before the prompt")
         ->check(tokens_check(0))

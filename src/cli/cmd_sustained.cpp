@@ -19,7 +19,7 @@ void add_sustained_command(CLI::App& app, Context& ctx) {
         std::string telemetry = "auto", engine = "llama", api = "openai";
     };
     auto t = std::make_shared<Typed>();
-    cmd->add_option("-m,--model", o->workload.model_path, "GGUF model file")->required();
+    add_model_flag(cmd, o->workload.model_path);
     cmd->add_option("--rounds", o->rounds, "rounds")->check(reps_check())->capture_default_str();
     cmd->add_option("--prompt-tokens", o->prompt_tokens, "prompt tokens per round")
         ->check(tokens_check(1))

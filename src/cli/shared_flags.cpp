@@ -60,6 +60,22 @@ const char* const kTypeVHelp = "V cache type (-ctv)";
 
 }  // namespace
 
+CLI::Option* add_model_flag(CLI::App* cmd, std::string& model_path, const std::string& note) {
+    return cmd
+        ->add_option("-m,--model", model_path,
+                     std::string("GGUF model file") + (note.empty() ? "" : " (" + note + ")"))
+        ->required();
+}
+
+CLI::Option* add_model_flag(CLI::App* cmd, std::vector<std::string>& model_paths,
+                            const std::string& note) {
+    return cmd
+        ->add_option(
+            "-m,--model", model_paths,
+            std::string("GGUF model files, comma list") + (note.empty() ? "" : "; " + note))
+        ->delimiter(',');
+}
+
 CLI::Option* add_threads_flag(CLI::App* cmd, int& threads, const std::string& whose) {
     return cmd->add_option("-t,--threads", threads, threads_help(whose, false))
         ->check(threads_check())

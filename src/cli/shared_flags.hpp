@@ -14,6 +14,14 @@
 
 namespace sb::cli {
 
+// -m, --model: the GGUF model file of the workload, required; `note` says what more it is
+// in this command (explain: also the server's).
+CLI::Option* add_model_flag(CLI::App* cmd, std::string& model_path, const std::string& note = "");
+// -m, --model as a comma list of GGUF files, one test or variant each ("GGUF model files,
+// comma list[; note]"); required or not as the command says.
+CLI::Option* add_model_flag(CLI::App* cmd, std::vector<std::string>& model_paths,
+                            const std::string& note);
+
 // -t, --threads: the CPU threads of a workload. 0, every command's default: one per physical
 // core that does math (sysinfo.hpp default_thread_count(): llama-bench's count, less the
 // efficiency cores); otherwise 1..max_threads(). `whose` names whose threads they are when that is

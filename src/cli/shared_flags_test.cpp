@@ -224,5 +224,28 @@ TEST(SharedFlags, EveryStoreFlagIsOneOfTheTwoDeclarations) {
         EXPECT_TRUE(read.count(cmd)) << cmd;
 }
 
+TEST(SharedFlags, EveryModelFileFlagIsTheOneDeclaration) {
+    // serve's -m is the model's name on a server or a file, bundle's the models a command needs.
+    const std::set<std::string> other{"serve", "bundle"};
+    std::set<std::string> shared;
+    for (const auto& [cmd, opt] : options_named("--model")) {
+        if (other.count(cmd))
+            continue;
+        shared.insert(cmd);
+        EXPECT_EQ(opt->get_description().rfind("GGUF model file", 0), 0u)
+            << cmd << ": " << opt->get_description();
+        EXPECT_TRUE(opt->check_sname("m")) << cmd;
+    }
+    EXPECT_EQ(shared, (std::set<std::string>{"decompose", "explain", "fidelity", "hybrid", "logits",
+                                             "ops", "run", "sustained"}));
+    // Required where the command measures one model file.
+    for (const char* cmd : {"explain", "hybrid", "logits", "ops", "sustained"}) {
+        const Outcome o = run_captured({cmd});
+        EXPECT_EQ(o.code, 2) << cmd << ": " << o.err;
+        EXPECT_NE(o.err.find("--model"), std::string::npos) << cmd << ": " << o.err;
+        EXPECT_NE(o.err.find("required"), std::string::npos) << cmd << ": " << o.err;
+    }
+}
+
 }  // namespace
 }  // namespace sb::cli
