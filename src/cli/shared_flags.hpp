@@ -24,8 +24,8 @@ CLI::Option* add_model_flag(CLI::App* cmd, std::vector<std::string>& model_paths
 
 // -t, --threads: the CPU threads of a workload. 0, every command's default: one per physical
 // core that does math (sysinfo.hpp default_thread_count(): llama-bench's count, less the
-// efficiency cores); otherwise 1..max_threads(). `whose` names whose threads they are when that is
-// not the command's own engine's (e.g. "of the llama-server it starts").
+// efficiency cores); otherwise 1..max_threads(). `whose` names whose threads they are when
+// that is not the command's own engine's (e.g. "of the llama-server it starts").
 CLI::Option* add_threads_flag(CLI::App* cmd, int& threads, const std::string& whose = "");
 CLI::Option* add_threads_flag(CLI::App* cmd, std::vector<int>& threads);
 
