@@ -5,7 +5,7 @@
 #include <set>
 
 #include "analysis/advise_steps.hpp"
-#include "analysis/test_fidelity.hpp"
+#include "analysis/fidelity_of_tests.hpp"
 #include "core/error.hpp"
 #include "core/json_util.hpp"
 #include "core/result.hpp"

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.hpp"
+#include "core/stats.hpp"
 
 namespace sb {
 namespace {
@@ -12,16 +13,12 @@ using nlohmann::json;
 // A test as `run` writes it: raw tokens/s per repetition and the duration medians.
 json test_of(const std::string& devices, int p, int n, std::vector<double> pp_tps,
              std::vector<double> tg_tps, std::optional<double> decode_jpt = {}) {
-    auto median = [](std::vector<double> v) {
-        std::sort(v.begin(), v.end());
-        return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-    };
     json t = {{"status", "ok"},
               {"config", {{"devices", devices}, {"n_prompt", p}, {"n_gen", n}, {"n_depth", 0}}},
               {"prefill",
-               {{"tokens_per_s", pp_tps}, {"duration", {{"median", p * 1e9 / median(pp_tps)}}}}},
+               {{"tokens_per_s", pp_tps}, {"duration", {{"median", p * 1e9 / *median(pp_tps)}}}}},
               {"decode",
-               {{"tokens_per_s", tg_tps}, {"duration", {{"median", n * 1e9 / median(tg_tps)}}}}}};
+               {{"tokens_per_s", tg_tps}, {"duration", {{"median", n * 1e9 / *median(tg_tps)}}}}}};
     if (decode_jpt)
         t["telemetry"] = {{"summary", {{"decode", {{"j_per_token", {{"median", *decode_jpt}}}}}}}};
     return t;

@@ -35,10 +35,6 @@ std::vector<std::optional<double>> by_round(const ExplainMeasure& m, const std::
     return v;
 }
 
-double median_of(std::vector<double> v) {
-    return *percentile(v, 0.5);
-}
-
 std::string signed_ms(double ns) {
     return (ns >= 0 ? "+" : "") + format_ms(ns);
 }
@@ -140,7 +136,7 @@ PairedSum paired_sum_of_medians(const std::vector<std::vector<std::optional<doub
         }
     double value = 0;
     for (std::size_t i = 0; i < x.size(); ++i)
-        value += coef[i] * median_of(vals[i]);
+        value += coef[i] * *median(vals[i]);
     out.value = value;
     if (rounds.size() < 2)
         return out;
@@ -160,7 +156,7 @@ PairedSum paired_sum_of_medians(const std::vector<std::vector<std::optional<doub
         for (std::size_t i = 0; i < x.size(); ++i) {
             for (std::size_t k = 0; k < n; ++k)
                 tmp[k] = vals[i][idx[k]];
-            s += coef[i] * median_of(tmp);
+            s += coef[i] * *median(tmp);
         }
         stats.push_back(s);
     }

@@ -6,6 +6,7 @@
 #include "analysis/compare_inputs.hpp"
 #include "cli/commands.hpp"
 #include "cli/flag_checks.hpp"
+#include "cli/shared_flags.hpp"
 #include "core/error.hpp"
 #include "core/file_io.hpp"
 #include "core/json_util.hpp"
@@ -34,9 +35,9 @@ void add_advise_command(CLI::App& app, Context& ctx) {
                     "result documents (JSON files, or db:ID from --db) of run, hybrid, ops, "
                     "decompose, sustained")
         ->required();
-    cmd->add_option("--db", a->db_path, "the results store db:ID operands are read from");
+    add_store_flag(cmd, a->db_path, "db:ID operands are read from");
     add_format_option(cmd, a->format, {OutputFormat::md, OutputFormat::json});
-    cmd->add_option("--out", a->out_path, "also write the advice (JSON) here");
+    add_out_flag(cmd, a->out_path, "advice");
     cmd->add_option("--dispatch-budget-us", a->budget_us,
                     "flag operators whose call overhead per call exceeds this")
         ->check(CLI::PositiveNumber)

@@ -2,6 +2,7 @@
 #include "cli/commands.hpp"
 #include "cli/flag_checks.hpp"
 #include "cli/junit_option.hpp"
+#include "cli/shared_flags.hpp"
 #include "core/error.hpp"
 #include "core/json_file.hpp"
 #include "core/json_util.hpp"
@@ -65,9 +66,7 @@ void add_compare_command(CLI::App& app, Context& ctx) {
     auto a = std::make_shared<Args>();
     cmd->add_option("INPUTS", a->operands, "result documents (JSON files) or db:ID")
         ->expected(0, -1);
-    cmd->add_option("--db", a->db_path,
-                    "the results store db:ID operands are read from (a SQLite file or "
-                    "postgresql://user@host:port/dbname)");
+    add_store_flag(cmd, a->db_path, "db:ID operands are read from");
     cmd->add_option("--fleet", a->fleet,
                     "compare the devices of this fleet (the store's latest ok document of each "
                     "device, labelled by its name; after any INPUTS)");
@@ -75,7 +74,7 @@ void add_compare_command(CLI::App& app, Context& ctx) {
         ->take_all()
         ->allow_extra_args(false);
     add_format_option(cmd, a->format, {OutputFormat::md, OutputFormat::csv, OutputFormat::json});
-    cmd->add_option("--out", a->out_path, "write the compare document (JSON) here");
+    add_out_flag(cmd, a->out_path, "compare document");
     cmd->add_option("--html", a->html_path,
                     "also write an HTML page: the comparison, then every input's sections");
     cmd->add_option("--resamples", a->opts.resamples, "bootstrap resamples per ratio")

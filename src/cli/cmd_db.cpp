@@ -1,5 +1,6 @@
 #include "cli/commands.hpp"
 #include "cli/flag_checks.hpp"
+#include "cli/shared_flags.hpp"
 #include "core/document.hpp"
 #include "core/json_file.hpp"
 #include "core/json_util.hpp"
@@ -24,9 +25,7 @@ void add_db_command(CLI::App& app, Context& ctx) {
     };
     auto a = std::make_shared<Args>();
     auto add_db = [&](CLI::App* cmd) {
-        cmd->add_option("--db", a->path,
-                        "the results store: a SQLite file or postgresql://user@host:port/dbname")
-            ->required();
+        add_store_flag(cmd, a->path)->required();
         cmd->add_option("--db-wait", a->wait_s,
                         "seconds to wait while another writer holds the store")
             ->check(seconds_check(true))

@@ -3,6 +3,7 @@
 #include "cli/commands.hpp"
 #include "cli/demo.hpp"
 #include "cli/flag_checks.hpp"
+#include "cli/shared_flags.hpp"
 #include "cli/store_hook.hpp"
 #include "core/document.hpp"
 #include "core/result.hpp"
@@ -18,18 +19,12 @@ void add_demo_command(CLI::App& app, Context& ctx) {
     cmd->add_option("--layers", o->layers, "layers of the scaled-down model")
         ->check(layers_check())
         ->capture_default_str();
-    cmd->add_option("-p,--n-prompt", o->n_prompt, "prompt tokens")
-        ->check(tokens_check(1))
-        ->capture_default_str();
-    cmd->add_option("-n,--n-gen", o->n_gen, "generated tokens")
-        ->check(tokens_check(0))
-        ->capture_default_str();
+    add_prompt_flag(cmd, o->n_prompt);
+    add_gen_flag(cmd, o->n_gen, 0);
     cmd->add_option("-r,--repetitions", o->reps, "repetitions")
         ->check(reps_check())
         ->capture_default_str();
-    cmd->add_option("-t,--threads", o->threads,
-                    "CPU threads (0 = one per physical core that does math)")
-        ->check(threads_check());
+    add_threads_flag(cmd, o->threads);
     cmd->add_flag("!--no-rpc", o->rpc, "do not start a loopback RPC server");
     add_db_option(cmd, ctx);
     bool quiet = false;

@@ -2,6 +2,7 @@
 // (scenario/explain.hpp).
 #include "cli/commands.hpp"
 #include "cli/flag_checks.hpp"
+#include "cli/shared_flags.hpp"
 #include "cli/store_hook.hpp"
 #include "cli/trace_option.hpp"
 #include "core/error.hpp"
@@ -29,21 +30,11 @@ void add_explain_command(CLI::App& app, Context& ctx) {
     };
     auto a = std::make_shared<Args>();
     ExplainOptions& o = a->o;
-    cmd->add_option("-m,--model", o.model_path, "GGUF model file (in-process and the server's)")
-        ->required();
-    cmd->add_option("-p,--n-prompt", o.n_prompt, "prompt tokens")
-        ->check(tokens_check(1))
-        ->capture_default_str();
-    cmd->add_option("-n,--n-gen", o.n_gen, "generated tokens (at least 2)")
-        ->check(tokens_check(2))
-        ->capture_default_str();
-    cmd->add_option("-t,--threads", o.n_threads,
-                    "the bench's CPU threads (0 = one per physical core that does math)")
-        ->check(threads_check())
-        ->capture_default_str();
-    cmd->add_option("--device", o.devices, "the bench's device set (-dev): CPU, CPU+BLAS, ...")
-        ->check(device_set_check())
-        ->capture_default_str();
+    add_model_flag(cmd, o.workload.model_path, "in-process and the server's");
+    add_prompt_flag(cmd, o.n_prompt);
+    add_gen_flag(cmd, o.n_gen, 2);
+    add_threads_flag(cmd, o.workload.n_threads, "of the bench (the in-process engine)");
+    add_device_flag(cmd, o.workload.devices, "of the bench (the in-process engine)");
     cmd->add_option("--server-args", o.server_args,
                     "more flags for the llama-server it starts (e.g. \"-ub 64 -t 2\"); with --url: "
                     "the flags that server was started with, for the settings' comparison");
@@ -65,7 +56,7 @@ void add_explain_command(CLI::App& app, Context& ctx) {
     cmd->add_option("--timeout", o.timeout_s, "seconds a connection or a silent stream may take")
         ->check(seconds_check(false))
         ->capture_default_str();
-    cmd->add_option("--out", o.out_path, "write the result document (JSON) here, after every run");
+    add_out_flag(cmd, o.out_path, "result document", "after every run");
     add_format_option(cmd, a->format, {OutputFormat::md, OutputFormat::json});
     add_db_option(cmd, ctx);
     add_trace_option(cmd, a->trace);
@@ -74,7 +65,7 @@ void add_explain_command(CLI::App& app, Context& ctx) {
     cmd->callback([&ctx, a] {
         ExplainOptions& o = a->o;
         o.progress = !a->quiet;
-        require_regular_file(o.model_path, "model");
+        require_regular_file(o.workload.model_path, "model");
         // What the graph level would be measured with: refused before anything is measured.
         check_server_args(split_server_args(o.server_args), max_threads(), kMaxTokens);
         if (o.out_path)

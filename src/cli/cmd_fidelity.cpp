@@ -7,6 +7,7 @@
 #include "cli/commands.hpp"
 #include "cli/flag_checks.hpp"
 #include "cli/run_options.hpp"
+#include "cli/shared_flags.hpp"
 #include "cli/store_hook.hpp"
 #include "core/error.hpp"
 #include "core/file_io.hpp"
@@ -33,40 +34,22 @@ void add_fidelity_command(CLI::App& app, Context& ctx) {
         std::optional<std::string> reference;
     };
     auto a = std::make_shared<Args>();
-    cmd->add_option("-m,--model", a->o.models, "GGUF model files, comma list (e.g. f16,q8_0,q4_0)")
-        ->required()
-        ->delimiter(',');
-    cmd->add_option("--device", a->devices,
-                    "device sets, comma list; join with + to combine (e.g. CPU,BLAS,RPC0)")
-        ->check(device_set_check())
-        ->delimiter(',')
-        ->capture_default_str();
+    add_model_flag(cmd, a->o.models, "e.g. f16,q8_0,q4_0 of one model")->required();
+    add_device_flag(cmd, a->devices);
     cmd->add_option("--reference", a->reference,
                     "the reference device set, one of --device (default: the first)");
     cmd->add_option("--reference-model", a->o.reference_model,
                     "the reference model file (same shape and vocabulary; default: the first -m)");
-    cmd->add_option("--cache-type-k", a->type_k, "K cache types (-ctk), comma list")
-        ->check(cache_type_check())
-        ->delimiter(',')
-        ->capture_default_str();
-    cmd->add_option("--cache-type-v", a->type_v, "V cache types (-ctv), comma list")
-        ->check(cache_type_check())
-        ->delimiter(',')
-        ->capture_default_str();
-    cmd->add_option("-p,--n-prompt", a->o.n_prompt, "prompt tokens")
-        ->check(tokens_check(1))
-        ->capture_default_str();
-    cmd->add_option("-n,--n-gen", a->o.n_gen, "decode positions compared (teacher-forced)")
-        ->check(tokens_check(0))
-        ->capture_default_str();
+    add_cache_type_flags(cmd, a->type_k, a->type_v);
+    add_prompt_flag(cmd, a->o.n_prompt);
+    add_gen_flag(cmd, a->o.n_gen, 0, "the decode positions compared (teacher-forced)");
     cmd->add_option("--top-k", a->o.top_k, "k of the top-k overlap")
         ->check(int_range(1, 1000, "1..1000"))
         ->capture_default_str();
     cmd->add_option("-r,--repetitions", a->o.reps, "timed repetitions of the speed pass")
         ->check(reps_check())
         ->capture_default_str();
-    cmd->add_option("-t,--threads", a->o.base.n_threads, "threads (0: the physical cores)")
-        ->check(threads_check());
+    add_threads_flag(cmd, a->o.base.n_threads);
     cmd->add_option("--seed", a->o.seed, "seed of the token sequence")->capture_default_str();
     cmd->add_flag("--prompt-logits", a->o.prompt_logits,
                   "also compare the logits of every prompt position (the prompt stage)");
@@ -81,8 +64,7 @@ void add_fidelity_command(CLI::App& app, Context& ctx) {
         ->check(int_range(1, 1 << 30, "1..1073741824"));
     cmd->add_option("--rpc", a->o.rpc_servers, "RPC servers host:port (comma list)")
         ->delimiter(',');
-    cmd->add_option("--out", a->o.out_path,
-                    "also write the result document (JSON) here, after every variant");
+    add_out_flag(cmd, a->o.out_path, "result document", "after every variant");
     add_format_option(cmd, a->format, {OutputFormat::md, OutputFormat::json});
     add_db_option(cmd, ctx);
     cmd->callback([&ctx, a] {

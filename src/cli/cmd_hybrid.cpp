@@ -4,6 +4,7 @@
 #include "cli/commands.hpp"
 #include "cli/flag_checks.hpp"
 #include "cli/run_options.hpp"
+#include "cli/shared_flags.hpp"
 #include "cli/store_hook.hpp"
 #include "cli/trace_option.hpp"
 #include "report/reporter.hpp"
@@ -22,11 +23,11 @@ void add_hybrid_command(CLI::App& app, Context& ctx) {
     auto no_warmup = std::make_shared<bool>(false);
     auto no_baselines = std::make_shared<bool>(false);
     struct Typed {
-        std::string prefill = "CPU", decode, flash_attn = "auto", type_k = "f16", type_v = "f16";
+        std::string prefill = "CPU", decode;
         std::string telemetry = "auto";
     };
     auto t = std::make_shared<Typed>();
-    cmd->add_option("-m,--model", o->workload.model_path, "GGUF model file")->required();
+    add_model_flag(cmd, o->workload.model_path);
     cmd->add_option("--prefill-device", t->prefill,
                     "device set that prefills (join with +), e.g. CPU or BLAS")
         ->check(device_set_check())
@@ -35,39 +36,13 @@ void add_hybrid_command(CLI::App& app, Context& ctx) {
                     "device set that decodes after the state moved, e.g. RPC0")
         ->check(device_set_check())
         ->required();
-    cmd->add_option("-p,--n-prompt", o->n_prompt, "prompt tokens, comma list (a sweep)")
-        ->check(tokens_check(1))
-        ->delimiter(',')
-        ->capture_default_str();
-    cmd->add_option("-n,--n-gen", o->n_gen, "generated tokens, comma list (a sweep)")
-        ->check(tokens_check(1))
-        ->delimiter(',')
-        ->capture_default_str();
+    add_prompt_flag(cmd, o->n_prompt);
+    add_gen_flag(cmd, o->n_gen, 1);
     cmd->add_option("-r,--repetitions", o->reps, "repetitions of every mode")
         ->check(reps_check())
         ->capture_default_str();
-    cmd->add_option("-t,--threads", o->workload.n_threads,
-                    "CPU threads (0 = one per physical core that does math)")
-        ->check(threads_check())
-        ->capture_default_str();
-    cmd->add_option("-b,--batch-size", o->workload.n_batch, "logical batch size")
-        ->check(batch_check())
-        ->capture_default_str();
-    cmd->add_option("--ubatch-size", o->workload.n_ubatch, "physical batch size (-ub)")
-        ->check(batch_check())
-        ->capture_default_str();
-    cmd->add_option("--n-gpu-layers", o->workload.n_gpu_layers, "layers to offload (-ngl)")
-        ->check(gpu_layers_check())
-        ->capture_default_str();
-    cmd->add_option("--flash-attn", t->flash_attn, "flash attention auto|on|off (-fa)")
-        ->check(flash_attn_check())
-        ->capture_default_str();
-    cmd->add_option("--cache-type-k", t->type_k, "K cache type (-ctk)")
-        ->check(cache_type_check())
-        ->capture_default_str();
-    cmd->add_option("--cache-type-v", t->type_v, "V cache type (-ctv)")
-        ->check(cache_type_check())
-        ->capture_default_str();
+    add_threads_flag(cmd, o->workload.n_threads);
+    add_engine_flags(cmd, o->workload);
     cmd->add_option("--seed", o->seed, "seed for the random tokens")->capture_default_str();
     cmd->add_flag("--no-warmup", *no_warmup, "skip the warmup of every mode");
     cmd->add_flag("--no-baselines", *no_baselines,
@@ -76,8 +51,7 @@ void add_hybrid_command(CLI::App& app, Context& ctx) {
         ->delimiter(',');
     add_stage_timeout_option(cmd);
     add_format_option(cmd, o->format, {OutputFormat::md, OutputFormat::json});
-    cmd->add_option("--out", o->out_path,
-                    "write the result document (JSON) here, updated after every point");
+    add_out_flag(cmd, o->out_path, "result document", "after every point");
     add_fidelity_options(cmd, o->fidelity);
     cmd->add_flag("-q,--quiet", *quiet, "no progress lines on stderr");
     add_db_option(cmd, ctx);
@@ -96,9 +70,6 @@ void add_hybrid_command(CLI::App& app, Context& ctx) {
         ->capture_default_str();
     cmd->callback([&ctx, o, quiet, no_warmup, no_baselines, trace, t] {
         o->placement = Placement{DeviceSet(t->prefill), DeviceSet(t->decode)};
-        o->workload.flash_attn = enum_from_text<FlashAttn>(t->flash_attn, "--flash-attn");
-        o->workload.type_k = enum_from_text<KvType>(t->type_k, "--cache-type-k");
-        o->workload.type_v = enum_from_text<KvType>(t->type_v, "--cache-type-v");
         o->telemetry.mode = enum_from_text<TelemetryMode>(t->telemetry, "--telemetry");
         check_not_empty(o->n_prompt, "-p");
         check_not_empty(o->n_gen, "-n");

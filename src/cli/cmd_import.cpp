@@ -1,5 +1,6 @@
 #include "cli/commands.hpp"
 #include "cli/flag_checks.hpp"
+#include "cli/shared_flags.hpp"
 #include "cli/store_hook.hpp"
 #include "profile/llama_bench_command.hpp"
 #include "profile/ops_command.hpp"
@@ -33,7 +34,7 @@ void add_import_command(CLI::App& app, Context& ctx) {
         ->take_all()
         ->allow_extra_args(false);
     add_format_option(hex, o->format, {OutputFormat::md, OutputFormat::csv, OutputFormat::json});
-    hex->add_option("--out", o->out_path, "write the result document (JSON) here");
+    add_out_flag(hex, o->out_path);
     add_db_option(hex, ctx);
     hex->add_option("--top", o->top_n, "rows in the top-ops table")
         ->check(int_range(1, 100000, "1..100000"))
@@ -77,7 +78,7 @@ void add_import_command(CLI::App& app, Context& ctx) {
     lb->add_option("FILE", lo->files, "llama-bench output files (one document from all)")
         ->required();
     add_format_option(lb, *lformat, {OutputFormat::md, OutputFormat::csv, OutputFormat::json});
-    lb->add_option("--out", lo->out_path, "write the result document (JSON) here");
+    add_out_flag(lb, lo->out_path);
     add_db_option(lb, ctx);
     lb->callback([&ctx, lo, lformat] {
         ResultDocument doc = new_document("import", ctx.argv);

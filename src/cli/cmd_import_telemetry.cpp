@@ -1,5 +1,6 @@
 #include "cli/commands.hpp"
 #include "cli/flag_checks.hpp"
+#include "cli/shared_flags.hpp"
 #include "cli/store_hook.hpp"
 #include "core/error.hpp"
 #include "report/telemetry_report.hpp"
@@ -29,7 +30,7 @@ void add_import_tegrastats(CLI::App* import, Context& ctx) {
     cmd->add_option("--start", f->start,
                     "TIME of the first line of a log without date stamps: YYYY-MM-DDTHH:MM:SS "
                     "local time, or UTC with a trailing Z (without: times from the first line)");
-    cmd->add_option("--out", f->out, "write the result document (JSON) here");
+    add_out_flag(cmd, f->out);
     add_format_option(cmd, f->format, {OutputFormat::md, OutputFormat::json});
     add_db_option(cmd, ctx);
     cmd->callback([&ctx, f] {

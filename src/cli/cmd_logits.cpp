@@ -2,6 +2,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/flag_checks.hpp"
+#include "cli/shared_flags.hpp"
 #include "core/file_io.hpp"
 #include "core/json_file.hpp"
 #include "core/json_util.hpp"
@@ -13,7 +14,6 @@ namespace {
 
 struct LogitsArgs {
     LogitsOptions o;
-    std::string devices = "CPU";
     std::optional<std::string> out_path, against;
     double tolerance = 0.05;
     double max_kl = 1e-4;
@@ -33,18 +33,13 @@ void add_logits_command(CLI::App& app, Context& ctx) {
         "The next-token logits of one seeded prompt, and how far they are from a reference "
         "(another build, device or machine): does it compute the same model?");
     auto a = std::make_shared<LogitsArgs>();
-    cmd->add_option("-m,--model", a->o.workload.model_path, "GGUF model file")->required();
-    cmd->add_option("-p,--n-prompt", a->o.n_prompt, "prompt tokens")
-        ->check(tokens_check(1))
-        ->capture_default_str();
+    add_model_flag(cmd, a->o.workload.model_path);
+    add_prompt_flag(cmd, a->o.n_prompt);
     cmd->add_option("--seed", a->o.seed, "seed of the prompt's random tokens")
         ->capture_default_str();
-    cmd->add_option("--device", a->devices, "one device set, e.g. CPU or BLAS")
-        ->check(device_set_check())
-        ->capture_default_str();
-    cmd->add_option("-t,--threads", a->o.workload.n_threads, "threads (0: the physical cores)")
-        ->check(threads_check());
-    cmd->add_option("--out", a->out_path, "write the logits document (JSON) here");
+    add_device_flag(cmd, a->o.workload.devices);
+    add_threads_flag(cmd, a->o.workload.n_threads);
+    add_out_flag(cmd, a->out_path, "logits document");
     cmd->add_option("--against", a->against,
                     "a logits document (--out) of the same model and prompt to compare with");
     cmd->add_option("--tolerance", a->tolerance,
@@ -58,7 +53,6 @@ void add_logits_command(CLI::App& app, Context& ctx) {
         ->capture_default_str();
     add_format_option(cmd, a->format, {OutputFormat::md, OutputFormat::json});
     cmd->callback([&ctx, a] {
-        a->o.workload.devices = DeviceSet(a->devices);
         if (a->out_path)
             check_output_path(*a->out_path, "logits document");
         std::optional<LogitsCapture> ref;

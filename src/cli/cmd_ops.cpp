@@ -6,6 +6,7 @@
 #include "cli/commands.hpp"
 #include "cli/decompose_modes.hpp"
 #include "cli/flag_checks.hpp"
+#include "cli/shared_flags.hpp"
 #include "cli/store_hook.hpp"
 #include "cli/trace_option.hpp"
 #include "core/clock.hpp"
@@ -23,8 +24,6 @@ namespace {
 struct OpsArgs {
     OpsCommandOptions o;
     std::string stage = "both";
-    std::string device = "CPU";
-    std::string flash_attn = "auto", type_k = "f16", type_v = "f16";  // enums once checked
     std::string huge_pages = "on";
     bool quiet = false;
     TraceArgs trace;
@@ -129,45 +128,20 @@ void add_ops_like_command(CLI::App& app, Context& ctx, bool decompose) {
                   "fallback");
     auto a = std::make_shared<OpsArgs>();
     OpsOptions& o = a->o.ops;
-    cmd->add_option("-m,--model", o.workload.model_path, "GGUF model file")->required();
-    cmd->add_option("-p,--n-prompt", o.n_prompt, "prompt tokens (prefill stage)")
-        ->check(tokens_check(1))
-        ->capture_default_str();
+    add_model_flag(cmd, o.workload.model_path);
+    add_prompt_flag(cmd, o.n_prompt);
     cmd->add_option("-d,--n-depth", o.n_depth, "KV cache depth before the prompt")
         ->check(tokens_check(0))
         ->capture_default_str();
     cmd->add_option("--stage", a->stage, "stages to profile: prefill, decode or both")
         ->check(CLI::IsMember({"prefill", "decode", "both"}))
         ->capture_default_str();
-    cmd->add_option("--device", a->device,
-                    "one device set (-dev): CPU, BLAS, RPC0, ...; join with + to combine")
-        ->check(device_set_check())
-        ->capture_default_str();
+    add_device_flag(cmd, o.workload.devices);
     cmd->add_option("--rpc", a->o.rpc_servers, "RPC servers host:port to use (comma list)")
         ->delimiter(',');
     add_stage_timeout_option(cmd);
-    cmd->add_option("-t,--threads", o.workload.n_threads,
-                    "CPU threads (0 = one per physical core that does math)")
-        ->check(threads_check())
-        ->capture_default_str();
-    cmd->add_option("-b,--batch-size", o.workload.n_batch, "logical batch size")
-        ->check(batch_check())
-        ->capture_default_str();
-    cmd->add_option("--ubatch-size", o.workload.n_ubatch, "physical batch size (-ub)")
-        ->check(batch_check())
-        ->capture_default_str();
-    cmd->add_option("--n-gpu-layers", o.workload.n_gpu_layers, "layers to offload (-ngl)")
-        ->check(gpu_layers_check())
-        ->capture_default_str();
-    cmd->add_option("--flash-attn", a->flash_attn, "flash attention auto|on|off (-fa)")
-        ->check(flash_attn_check())
-        ->capture_default_str();
-    cmd->add_option("--cache-type-k", a->type_k, "K cache type (-ctk)")
-        ->check(cache_type_check())
-        ->capture_default_str();
-    cmd->add_option("--cache-type-v", a->type_v, "V cache type (-ctv)")
-        ->check(cache_type_check())
-        ->capture_default_str();
+    add_threads_flag(cmd, o.workload.n_threads);
+    add_engine_flags(cmd, o.workload);
     cmd->add_option("--replay", o.replay_copies,
                     "copies of each op replayed back to back for its op time (0: no op times)")
         ->check(int_range(0, 1000, "0..1000"))
@@ -203,7 +177,7 @@ void add_ops_like_command(CLI::App& app, Context& ctx, bool decompose) {
         ->capture_default_str();
     cmd->add_option("--seed", o.seed, "seed for the random tokens")->capture_default_str();
     add_format_option(cmd, a->o.format, {OutputFormat::md, OutputFormat::csv, OutputFormat::json});
-    cmd->add_option("--out", a->o.out_path, "write the result document (JSON) here");
+    add_out_flag(cmd, a->o.out_path);
     add_db_option(cmd, ctx);
     cmd->add_flag("-q,--quiet", a->quiet, "no progress lines on stderr");
     add_trace_option(cmd, a->trace);
@@ -220,10 +194,6 @@ void add_ops_like_command(CLI::App& app, Context& ctx, bool decompose) {
         check_context(o.n_prompt, o.n_depth, 1);
         o.prefill = a->stage != "decode";
         o.decode = a->stage != "prefill";
-        o.workload.devices = DeviceSet(a->device);
-        o.workload.flash_attn = enum_from_text<FlashAttn>(a->flash_attn, "--flash-attn");
-        o.workload.type_k = enum_from_text<KvType>(a->type_k, "--cache-type-k");
-        o.workload.type_v = enum_from_text<KvType>(a->type_v, "--cache-type-v");
         o.huge_pages = a->huge_pages == "on";
         a->o.progress = !a->quiet;
         if (a->device_timer_pass > 0) {
@@ -234,7 +204,7 @@ void add_ops_like_command(CLI::App& app, Context& ctx, bool decompose) {
             return;
         }
         if (modes && !modes->modes.empty()) {
-            run_decompose_modes(ctx, *modes, {a->o, a->device, a->stage, a->quiet});
+            run_decompose_modes(ctx, *modes, {a->o, a->stage, a->quiet});
             return;
         }
         o.decompose = decompose;

@@ -2,6 +2,7 @@
 #include <sstream>
 
 #include "cli/commands.hpp"
+#include "cli/shared_flags.hpp"
 #include "core/error.hpp"
 #include "core/file_io.hpp"
 #include "core/version.hpp"
@@ -26,9 +27,7 @@ void add_report_command(CLI::App& app, Context& ctx) {
                     "result or compare documents (JSON), or db:ID of the --db store");
     cmd->add_option("-o,--out", a->out_path, "the HTML file to write")->required();
     cmd->add_option("--title", a->title, "page title")->capture_default_str();
-    cmd->add_option("--db", a->db_path,
-                    "the results store db:ID and --latest read from (a SQLite file or "
-                    "postgresql://user@host:port/dbname)");
+    add_store_flag(cmd, a->db_path, "db:ID and --latest read from");
     cmd->add_option("--latest", a->latest,
                     "with --db: the latest document of this command (run, sustained, serve, "
                     "...) of every device in the store, after the documents given");

@@ -1,5 +1,6 @@
 #include "cli/commands.hpp"
 #include "cli/flag_checks.hpp"
+#include "cli/shared_flags.hpp"
 #include "engine/rpc_server.hpp"
 
 namespace sb::cli {
@@ -18,8 +19,7 @@ void add_rpc_server_command(CLI::App& app, Context& ctx) {
                     "devices to offer, comma list of ggml names (see stagebench devices)")
         ->delimiter(',')
         ->capture_default_str();
-    cmd->add_option("-t,--threads", o->threads, "CPU threads (default: the physical cores)")
-        ->check(threads_check());
+    add_threads_flag(cmd, o->threads);
     cmd->callback([&ctx, o] { serve_rpc(*o, ctx.err); });
 }
 

@@ -1,6 +1,7 @@
 #include "cli/commands.hpp"
 #include "cli/junit_option.hpp"
 #include "cli/run_options.hpp"
+#include "cli/shared_flags.hpp"
 #include "cli/store_hook.hpp"
 #include "cli/trace_option.hpp"
 #include "core/error.hpp"
@@ -12,9 +13,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
     auto* cmd = app.add_subcommand(
         "run", "Measure prefill and decode separately over a test matrix (like llama-bench)");
     auto a = std::make_shared<RunArgs>();
-    cmd->add_option("-m,--model", a->run.matrix.models,
-                    "GGUF model file(s), comma list; with --url the server's model name(s)")
-        ->delimiter(',');
+    add_model_flag(cmd, a->run.matrix.models, "with --url the server's model names");
     add_matrix_options(cmd, *a);
     add_output_options(cmd, *a);
     add_engine_options(cmd, *a);

@@ -8,6 +8,7 @@
 #include "cli/commands.hpp"
 #include "cli/flag_checks.hpp"
 #include "cli/junit_option.hpp"
+#include "cli/shared_flags.hpp"
 #include "cli/store_hook.hpp"
 #include "cli/trace_option.hpp"
 #include "core/file_io.hpp"
@@ -46,8 +47,7 @@ void add_serve_command(CLI::App& app, Context& ctx) {
     cmd->add_option("--slots", a->o.slots, "parallel slots of the llama-server it starts (-np)")
         ->check(int_range(1, 256, "1..256"))
         ->capture_default_str();
-    cmd->add_option("-t,--threads", a->o.threads, "threads of the llama-server it starts")
-        ->check(threads_check());
+    add_threads_flag(cmd, a->o.threads, "of the llama-server it starts");
     cmd->add_option("--server-args", a->server_args,
                     "more flags for the llama-server it starts, e.g. \"-ngl 99 -dev Vulkan0\"");
     cmd->add_option("--concurrency", a->o.concurrency, "closed-loop points: clients, comma list")
@@ -102,8 +102,7 @@ void add_serve_command(CLI::App& app, Context& ctx) {
     cmd->add_option("--timeout", a->o.timeout_s, "seconds a connection or a silent stream may take")
         ->check(seconds_check(false))
         ->capture_default_str();
-    cmd->add_option("--out", a->out_path,
-                    "write the result document (JSON) here, after every point");
+    add_out_flag(cmd, a->out_path, "result document", "after every point");
     add_format_option(cmd, a->format, {OutputFormat::md, OutputFormat::json});
     add_db_option(cmd, ctx);
     auto trace = std::make_shared<TraceArgs>();

@@ -1,6 +1,7 @@
 #include "cli/commands.hpp"
 #include "cli/flag_checks.hpp"
 #include "cli/junit_option.hpp"
+#include "cli/shared_flags.hpp"
 #include "cli/store_hook.hpp"
 #include "cli/telemetry_log_option.hpp"
 #include "cli/trace_option.hpp"
@@ -15,10 +16,10 @@ void add_sustained_command(CLI::App& app, Context& ctx) {
         "sustained", "Repeat one fixed workload for many rounds: throttling, DVFS, variation");
     auto o = std::make_shared<SustainedOptions>();
     struct Typed {
-        std::string devices = "CPU", telemetry = "auto", engine = "llama", api = "openai";
+        std::string telemetry = "auto", engine = "llama", api = "openai";
     };
     auto t = std::make_shared<Typed>();
-    cmd->add_option("-m,--model", o->workload.model_path, "GGUF model file")->required();
+    add_model_flag(cmd, o->workload.model_path);
     cmd->add_option("--rounds", o->rounds, "rounds")->check(reps_check())->capture_default_str();
     cmd->add_option("--prompt-tokens", o->prompt_tokens, "prompt tokens per round")
         ->check(tokens_check(1))
@@ -37,14 +38,10 @@ void add_sustained_command(CLI::App& app, Context& ctx) {
     cmd->add_option("--background", o->background,
                     "background load, e.g. cpu:2@50%,mem:1: adds a loaded phase compared with "
                     "the unloaded one");
-    cmd->add_option("--device", t->devices, "device (e.g. CPU, BLAS, RPC0; join with +)")
-        ->check(device_set_check())
-        ->capture_default_str();
+    add_device_flag(cmd, o->workload.devices);
     cmd->add_option("--rpc", o->rpc_servers, "RPC servers host:port")->delimiter(',');
     add_stage_timeout_option(cmd);
-    cmd->add_option("-t,--threads", o->workload.n_threads,
-                    "CPU threads (0 = one per physical core that does math)")
-        ->check(threads_check());
+    add_threads_flag(cmd, o->workload.n_threads);
     cmd->add_option("--seed", o->seed, "seed of the fixed prompt")->capture_default_str();
     cmd->add_option("--telemetry", t->telemetry, "auto, on, off")
         ->check(CLI::IsMember({"auto", "on", "off"}))
@@ -59,7 +56,7 @@ void add_sustained_command(CLI::App& app, Context& ctx) {
         ->capture_default_str();
     auto tlog = std::make_shared<TelemetryLogArgs>();
     add_telemetry_log_options(cmd, *tlog);
-    cmd->add_option("--out", o->out_path, "result document (JSON), rewritten after every round");
+    add_out_flag(cmd, o->out_path, "result document", "after every round");
     add_format_option(cmd, o->format, {OutputFormat::md, OutputFormat::json});
     cmd->add_option("--engine", t->engine,
                     "llama (in-process) or http (a server: --url, or a llama-server started on "
@@ -85,7 +82,6 @@ void add_sustained_command(CLI::App& app, Context& ctx) {
     junit->add_option(cmd);
     cmd->callback(junit->wrap([&ctx, o, quiet, trace, t, junit, tlog] {
         o->progress = !*quiet;
-        o->workload.devices = DeviceSet(t->devices);
         o->telemetry.mode = enum_from_text<TelemetryMode>(t->telemetry, "--telemetry");
         apply_telemetry_log(*tlog, o->telemetry);
         o->http.engines = {enum_from_text<EngineKind>(t->engine, "--engine")};

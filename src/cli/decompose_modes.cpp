@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "cli/flag_checks.hpp"
+#include "cli/shared_flags.hpp"
 #include "cli/store_hook.hpp"
 #include "core/backend_env.hpp"
 #include "core/clock.hpp"
@@ -53,9 +54,7 @@ std::shared_ptr<DecomposeModeArgs> add_decompose_mode_options(CLI::App* cmd) {
                     "with --mode: rounds; each round runs every mode once (interleaved)")
         ->check(int_range(1, 10000, "1..10000"))
         ->capture_default_str();
-    cmd->add_option("-n,--n-gen", m->n_gen, "with --mode: decode tokens per run")
-        ->check(tokens_check(1))
-        ->capture_default_str();
+    add_gen_flag(cmd, m->n_gen, 1, "with --mode: per run");
     return m;
 }
 
@@ -89,7 +88,7 @@ ModeLauncher make_mode_launcher(const std::string& self, const ModeChildSettings
                                      "-r",
                                      "1",
                                      "--device",
-                                     c.device,
+                                     o.workload.devices.str(),
                                      "-t",
                                      std::to_string(o.workload.n_threads),
                                      "--seed",
@@ -205,7 +204,7 @@ void run_decompose_modes(Context& ctx, const DecomposeModeArgs& m, const ModeChi
     if (c.stage != "prefill")
         e.stages.push_back("decode");
     e.model_path = o.workload.model_path;
-    e.devices = c.device;
+    e.devices = o.workload.devices.str();
     e.n_prompt = o.n_prompt;
     e.n_gen = c.stage == "prefill" ? 0 : m.n_gen;
     e.n_depth = o.n_depth;

@@ -23,8 +23,7 @@ std::shared_ptr<DecomposeModeArgs> add_decompose_mode_options(CLI::App* cmd);
 
 // The ops options decompose --mode passes on to every child.
 struct ModeChildSettings {
-    OpsCommandOptions o;  // model, prompt, depth, threads, batches, cache types, seed, rpc
-    std::string device;   // one device set, '+'-joined
+    OpsCommandOptions o;  // model, devices, prompt, depth, threads, batches, cache types, seed, rpc
     std::string stage;    // prefill | decode | both
     bool quiet = false;
 };

@@ -4,6 +4,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/flag_checks.hpp"
+#include "cli/shared_flags.hpp"
 #include "core/error.hpp"
 
 namespace sb::cli {
@@ -17,53 +18,19 @@ std::vector<DeviceSet> device_sets_of(const std::vector<std::string>& texts) {
 
 void add_matrix_options(CLI::App* cmd, RunArgs& a) {
     MatrixSpec& m = a.run.matrix;
-    cmd->add_option("-p,--n-prompt", m.n_prompt, "prompt tokens (prefill stage), comma list")
-        ->check(tokens_check(1))
-        ->delimiter(',')
-        ->capture_default_str();
-    cmd->add_option("-n,--n-gen", m.n_gen, "generated tokens (decode stage), comma list")
-        ->check(tokens_check(0))
-        ->delimiter(',')
-        ->capture_default_str();
+    add_prompt_flag(cmd, m.n_prompt);
+    add_gen_flag(cmd, m.n_gen, 0);
     cmd->add_option("-d,--n-depth", m.n_depth, "KV cache depth before the prompt, comma list")
         ->check(tokens_check(0))
         ->delimiter(',')
         ->capture_default_str();
-    cmd->add_option("-t,--threads", m.n_threads,
-                    "CPU threads, comma list (0 = one per physical core that does math)")
-        ->check(threads_check())
-        ->delimiter(',')
-        ->capture_default_str();
-    cmd->add_option("-b,--batch-size", m.n_batch, "logical batch size, comma list")
-        ->check(batch_check())
-        ->delimiter(',')
-        ->capture_default_str();
-    cmd->add_option("--ubatch-size", m.n_ubatch, "physical batch size (-ub), comma list")
-        ->check(batch_check())
-        ->delimiter(',')
-        ->capture_default_str();
-    cmd->add_option("--n-gpu-layers", m.n_gpu_layers, "layers to offload (-ngl), comma list")
-        ->check(gpu_layers_check())
-        ->delimiter(',')
-        ->capture_default_str();
-    cmd->add_option("--device", a.devices,
-                    "devices per test (-dev), comma list; join with + to combine, e.g. "
-                    "CPU,BLAS,RPC0 or BLAS+RPC0")
-        ->check(device_set_check())
-        ->delimiter(',')
-        ->capture_default_str();
-    cmd->add_option("--flash-attn", a.flash_attn, "flash attention auto|on|off (-fa), comma list")
-        ->check(flash_attn_check())
-        ->delimiter(',')
-        ->capture_default_str();
-    cmd->add_option("--cache-type-k", a.type_k, "K cache type (-ctk), comma list")
-        ->check(cache_type_check())
-        ->delimiter(',')
-        ->capture_default_str();
-    cmd->add_option("--cache-type-v", a.type_v, "V cache type (-ctv), comma list")
-        ->check(cache_type_check())
-        ->delimiter(',')
-        ->capture_default_str();
+    add_threads_flag(cmd, m.n_threads);
+    add_batch_flag(cmd, m.n_batch);
+    add_ubatch_flag(cmd, m.n_ubatch);
+    add_gpu_layers_flag(cmd, m.n_gpu_layers);
+    add_device_flag(cmd, a.devices);
+    add_flash_attn_flag(cmd, a.flash_attn);
+    add_cache_type_flags(cmd, a.type_k, a.type_v);
     cmd->add_option("-r,--repetitions", m.reps, "repetitions (minimum with --target-ci)")
         ->check(reps_check())
         ->capture_default_str();
@@ -80,8 +47,7 @@ void add_output_options(CLI::App* cmd, RunArgs& a) {
     add_format_option(
         cmd, a.run.format,
         {OutputFormat::md, OutputFormat::csv, OutputFormat::json, OutputFormat::jsonl});
-    cmd->add_option("--out", a.run.out_path,
-                    "write the result document (JSON) here, updated after every test");
+    add_out_flag(cmd, a.run.out_path, "result document", "after every test");
     cmd->add_option("--membw", a.run.membw,
                     "machine memory bandwidth for the roofline: auto (measure), off, or GB/s")
         ->check(CLI::IsMember({"auto", "off"}) |

@@ -121,6 +121,23 @@ std::optional<double> percentile(std::span<const double> samples, double q) {
     return percentile_sorted(sorted, q);
 }
 
+std::optional<double> median(std::span<const double> samples) {
+    if (samples.empty()) {
+        return std::nullopt;
+    }
+    check_finite(samples, "median");
+    std::vector<double> scratch(samples.begin(), samples.end());
+    return median_inplace(scratch);
+}
+
+std::optional<double> median_ns(std::span<const int64_t> samples) {
+    if (samples.empty()) {
+        return std::nullopt;
+    }
+    std::vector<double> scratch(samples.begin(), samples.end());
+    return median_inplace(scratch);
+}
+
 double t_quantile_975(std::size_t df) {
     if (df == 0) {
         throw usage_error("t_quantile_975: df must be >= 1");

@@ -38,6 +38,16 @@ Summary summarize_ns(std::span<const int64_t> samples);
 // Linear-interpolated percentile (q in [0,1]) of samples; nullopt when empty.
 std::optional<double> percentile(std::span<const double> samples, double q);
 
+// The median of samples, the one every part of stagebench uses: the middle sample of an odd
+// count, the midpoint of the two middle ones (lower + (upper - lower) / 2) of an even count,
+// the same value as percentile(samples, 0.5), found by selection. nullopt when empty. Throws
+// sb::Error(runtime) for a non-finite sample.
+std::optional<double> median(std::span<const double> samples);
+
+// The median of integer samples (e.g. durations in ns), converted to double first: exact, and
+// equal to (a + b) / 2 of the two middle ones, for magnitudes below 2^52.
+std::optional<double> median_ns(std::span<const int64_t> samples);
+
 // Two-sided 97.5% quantile of Student's t with df degrees of freedom (df >= 1).
 double t_quantile_975(std::size_t df);
 

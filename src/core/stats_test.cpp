@@ -154,6 +154,38 @@ TEST(Stats, KnownPercentiles) {
     EXPECT_DOUBLE_EQ(*summarize(w).median, 25.0);
 }
 
+TEST(Stats, MedianIsTheMiddleOrTheMidpointOfTheTwoMiddleOnes) {
+    EXPECT_FALSE(median(std::vector<double>{}));
+    EXPECT_FALSE(median_ns(std::vector<int64_t>{}));
+    EXPECT_EQ(*median(std::vector<double>{7}), 7.0);
+    EXPECT_EQ(*median(std::vector<double>{5, 1, 3}), 3.0);
+    EXPECT_EQ(*median(std::vector<double>{40, 10, 30, 20}), 25.0);
+    EXPECT_EQ(*median(std::vector<double>{2, 1}), 1.5);
+    EXPECT_EQ(*median(std::vector<double>{-3, 1}), -1.0);
+    // Integers: the half of an odd sum is kept, and 20-second durations in ns stay exact.
+    EXPECT_EQ(*median_ns(std::vector<int64_t>{2, 1}), 1.5);
+    EXPECT_EQ(*median_ns(std::vector<int64_t>{20'000'000'001, 3, 20'000'000'000, 19'999'999'999}),
+              19'999'999'999.5);
+    EXPECT_EQ(*median_ns(std::vector<int64_t>{20'000'000'003, 20'000'000'000}), 20'000'000'001.5);
+    const std::vector<double> bad{1, std::nan(""), 3};
+    EXPECT_THROW(median(bad), Error);
+    const std::vector<double> inf{1, INFINITY};
+    EXPECT_THROW(median(inf), Error);
+}
+
+TEST(Stats, MedianEqualsThePercentileAtOneHalfBitForBit) {
+    std::mt19937_64 rng(7);
+    std::uniform_real_distribution<double> u(-1e6, 1e9);
+    for (std::size_t n = 1; n <= 40; ++n) {
+        std::vector<double> v(n);
+        for (auto& x : v)
+            x = u(rng);
+        const std::vector<double> before = v;
+        EXPECT_EQ(*median(v), *percentile(v, 0.5)) << n;
+        EXPECT_EQ(v, before) << "the samples are not reordered";
+    }
+}
+
 TEST(Stats, PercentileRejectsBadQuantileAndNonFinite) {
     const std::vector<double> v{1, 2, 3};
     EXPECT_THROW(percentile(v, 1.5), Error);

@@ -14,6 +14,7 @@
 #include "ggml-alloc.h"
 
 #include "core/clock.hpp"
+#include "core/stats.hpp"
 
 namespace sb {
 
@@ -242,13 +243,6 @@ int64_t time_compute(ggml_backend_t backend, ggml_cgraph* g, bool& ok) {
     return now_ns() - t0;
 }
 
-double median(std::vector<int64_t> v) {
-    std::sort(v.begin(), v.end());
-    const size_t n = v.size();
-    return n % 2 ? static_cast<double>(v[n / 2])
-                 : 0.5 * static_cast<double>(v[n / 2 - 1] + v[n / 2]);
-}
-
 // The graphs of one replay: the first input set, the output and every node (views of one
 // output) allocated at once; the further input sets (weights only) only when the op is timed
 // with copies, after its one-node time said it must be.
@@ -371,13 +365,13 @@ class ReplayGraph {
             if (static_cast<int>(totals.size()) < min_reps || spent < cfg.min_spent_ns)
                 continue;
             const double lo = static_cast<double>(*std::min_element(totals.begin(), totals.end()));
-            if (spent >= cfg.max_spent_ns || median(totals) <= lo * (1.0 + cfg.settle))
+            if (spent >= cfg.max_spent_ns || *median_ns(totals) <= lo * (1.0 + cfg.settle))
                 break;
         }
         if (totals.empty())
             return {0.0, 0.0};
         return {static_cast<double>(*std::min_element(totals.begin(), totals.end())),
-                median(totals)};
+                *median_ns(totals)};
     }
 
   private:

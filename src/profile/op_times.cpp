@@ -5,17 +5,9 @@
 
 #include <fmt/format.h>
 
+#include "core/stats.hpp"
+
 namespace sb {
-
-namespace {
-
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    const size_t n = v.size();
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-}  // namespace
 
 void assign_op_times(BuiltStage& b, OpReplayer& replayer, const OpTimeOptions& opts) {
     StageProfile& st = b.stage;
@@ -57,7 +49,7 @@ void assign_op_times(BuiltStage& b, OpReplayer& replayer, const OpTimeOptions& o
             if (st.ops[i].call_ns)
                 calls.push_back(*st.ops[i].call_ns);
         const std::optional<double> d = dispatch_of(backend);
-        const double call = calls.empty() ? 0.0 : median(calls);
+        const double call = median(calls).value_or(0.0);
         if (replayer.in_situ_only(backend)) {
             // A GPU's: every op in situ, however light (a light op's is then 0 or near it: its
             // work is below what one round trip resolves).

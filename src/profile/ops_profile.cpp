@@ -15,13 +15,6 @@ namespace {
 
 constexpr double kFitTolerance = 0.05;  // |sum of ops / stage - 1| beyond this names a cause
 
-std::optional<double> median_of(const std::vector<int64_t>& v) {
-    if (v.empty())
-        return std::nullopt;
-    std::vector<double> d(v.begin(), v.end());
-    return percentile(d, 0.5);
-}
-
 std::string pct(double f) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.0f%%", f * 100.0);
@@ -81,12 +74,12 @@ std::string fit_cause_of(const Reconciliation& r) {
 
 void finalize_stage(StageProfile& s, size_t top_n) {
     Reconciliation& r = s.rec;
-    r.plain_median_ns = median_of(r.plain_ns);
+    r.plain_median_ns = median_ns(r.plain_ns);
     std::vector<int64_t> traced = r.traced_ns;
     if (r.tracer_ns.size() == traced.size())
         for (size_t i = 0; i < traced.size(); ++i)
             traced[i] -= r.tracer_ns[i];
-    r.traced_median_ns = median_of(traced);
+    r.traced_median_ns = median_ns(traced);
     r.sum_op_ns = sum_op_ns(s.ops);
     r.sum_call_ns = sum_call_ns(s.ops, false);
     r.sum_call_compute_ns = sum_call_ns(s.ops, true);

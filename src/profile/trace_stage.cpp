@@ -6,18 +6,12 @@
 
 #include <fmt/format.h>
 
+#include "core/stats.hpp"
 #include "profile/ops_profile.hpp"
 
 namespace sb {
 
 namespace {
-
-double median_of(std::vector<int64_t> v) {
-    std::sort(v.begin(), v.end());
-    const size_t n = v.size();
-    return n % 2 ? static_cast<double>(v[n / 2])
-                 : 0.5 * static_cast<double>(v[n / 2 - 1] + v[n / 2]);
-}
 
 // Capture call index by (graph, node).
 using NodeIndex = std::map<std::pair<int, int>, size_t>;
@@ -101,7 +95,7 @@ void add_records(BuiltStage& b, const TracedRun& capture, const std::vector<cons
             calls.push_back(ev.call_ns);
             ++capture_only;
         }
-        r.call_ns = median_of(calls);
+        r.call_ns = *median_ns(calls);
         const NodeCall& at = timeline ? runs[*timeline]->calls[e] : ev;
         r.start_ns = at.start_ns;
         r.end_ns = at.start_ns + at.call_ns;
@@ -220,7 +214,7 @@ std::vector<bool> add_splits(BuiltStage& b, const TracedRun& capture,
                         if (c.graph == g && first_node_of(c) == r.first_node && c.gap_ns >= 0)
                             gaps.push_back(c.gap_ns);
                 if (!gaps.empty())
-                    r.copy_ns = median_of(gaps);
+                    r.copy_ns = *median_ns(gaps);
             }
         }
         for (auto& r : splits)
@@ -305,9 +299,9 @@ BuiltStage build_stage(const std::string& name, const TracedRun& capture,
         gap_sums.push_back(sum);
         host.push_back(rest);
     }
-    st.rec.sched_gap_ns = median_of(gap_sums);
+    st.rec.sched_gap_ns = *median_ns(gap_sums);
     if (b.strided)
-        st.rec.host_ns = median_of(host);
+        st.rec.host_ns = *median_ns(host);
     if (!coverage_devices.empty()) {
         std::vector<uint32_t> sup, use;
         for (const auto& n : b.nodes) {

@@ -10,7 +10,7 @@
 #include "report/compare_report.hpp"
 #include "report/modes_report.hpp"
 #include "report/ops_report.hpp"
-#include "report/test_fields.hpp"
+#include "report/stage_fields.hpp"
 
 namespace sb {
 namespace {

@@ -9,7 +9,7 @@
 #include <set>
 #include <sstream>
 
-#include "analysis/test_fidelity.hpp"
+#include "analysis/fidelity_of_tests.hpp"
 #include "core/doc/modes_section.hpp"
 #include "core/document.hpp"
 #include "core/error.hpp"
@@ -17,7 +17,7 @@
 #include "core/json_util.hpp"
 #include "core/stats_json.hpp"
 #include "report/explain_report.hpp"
-#include "report/test_fields.hpp"
+#include "report/stage_fields.hpp"
 
 namespace sb {
 

@@ -44,7 +44,7 @@ ReportInput load_report_input(const std::string& path);
 //     "notes", "summary", "throughput", "ops", "telemetry", "sustained", "hybrid", "serve",
 //     "fidelity", "warnings", "stages", "compare"}]}
 // "stages" is every field of every measured stage of the tests, as `--format csv` writes them
-// (report/test_fields.hpp stage_fields_json: {"columns", "rows"}).
+// (report/stage_fields.hpp stage_fields_json: {"columns", "rows"}).
 // A section is present only when the document has its data.
 nlohmann::json report_view(const std::vector<ReportInput>& inputs);
 

@@ -15,7 +15,7 @@
 // double; times in seconds with millisecond digits.
 //
 // The writer formats; the builders (junit_documents.cpp) only pick figures the document
-// already holds (report/test_fields.hpp's field table for a test's stages), never compute.
+// already holds (report/stage_fields.hpp's field table for a test's stages), never compute.
 #include <optional>
 #include <ostream>
 #include <string>
@@ -78,7 +78,7 @@ JunitProperty junit_number(std::string name, double v);
 // (its name: the model file, devices and test, e.g. "tiny.gguf CPU pp32+tg8"), the config and
 // each measured stage's figures as properties ("prefill_tokens_per_s_mean",
 // "prefill_tokens_per_s_ci95_lo", "decode_itl_ns_p50", "prefill_robust_tokens_per_s", ...: the
-// CSV columns of report/test_fields.hpp prefixed by the stage; where energy was measured the
+// CSV columns of report/stage_fields.hpp prefixed by the stage; where energy was measured the
 // medians "prefill_j_per_token_median", "prefill_net_j_per_token_median",
 // "prefill_energy_j_median", "prefill_mean_power_mw_median"), an <error> for a failed test
 // (its error text; type its error kind) or an interrupted one (type "interrupted"). A

@@ -9,7 +9,7 @@
 #include "core/stats_bootstrap.hpp"
 #include "report/gate_report.hpp"
 #include "report/junit.hpp"
-#include "report/test_fields.hpp"
+#include "report/stage_fields.hpp"
 
 namespace sb {
 

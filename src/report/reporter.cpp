@@ -8,8 +8,8 @@
 #include "report/fidelity_report.hpp"
 #include "report/hybrid_report.hpp"
 #include "report/serve_report.hpp"
+#include "report/stage_fields.hpp"
 #include "report/sustained_report.hpp"
-#include "report/test_fields.hpp"
 
 namespace sb {
 namespace {
@@ -210,7 +210,7 @@ class MarkdownReporter : public Reporter {
     bool ngl_varies_ = false;
 };
 
-// One row per measured stage (report/test_fields.hpp); numbers unformatted (full precision, '.'
+// One row per measured stage (report/stage_fields.hpp); numbers unformatted (full precision, '.'
 // decimal point).
 class CsvReporter : public Reporter {
   public:

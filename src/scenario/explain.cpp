@@ -21,6 +21,7 @@
 #include "engine/managed_server.hpp"
 #include "engine/server_requests.hpp"
 #include "engine/text_generation.hpp"
+#include "engine/workload.hpp"
 #include "model/inspect.hpp"
 #include "scenario/explain_settings.hpp"
 #include "scenario/mode_experiment.hpp"
@@ -565,7 +566,7 @@ ExplainServer open_explain_server(const ExplainOptions& o,
         if (ls.binary.empty())
             throw input_error(
                 "llama-server was not found (build/peers/ or the llama.cpp build); give --url");
-        ls.model = o.model_path;
+        ls.model = o.workload.model_path;
         ls.api = HttpApi::openai;
         ls.timeout_s = o.timeout_s;
         ls.extra_args = server_args;
@@ -589,7 +590,7 @@ struct ServerView {
     std::string model_name;  // "" where the server does not say
 };
 
-// Reads the server's facts; at --url, checks that it serves o.model_path (model). Throws
+// Reads the server's facts; at --url, checks that it serves o.workload.model_path (model). Throws
 // sb::Error(input) when it serves another model.
 ServerView read_explain_server(const ExplainOptions& o, const ExplainServer& srv,
                                const ModelInfo& model, const std::vector<std::string>& server_args,
@@ -619,16 +620,16 @@ ServerView read_explain_server(const ExplainOptions& o, const ExplainServer& srv
         const json& np = json_field(meta, "n_params");
         const json& nv = json_field(meta, "n_vocab");
         if (np.is_number_integer() && np.get<uint64_t>() != model.n_params)
-            throw input_error(
-                fmt::format("{} serves another model ('{}', {} parameters), not {} ({} parameters)",
-                            url, model_name, np.get<uint64_t>(), o.model_path, model.n_params));
+            throw input_error(fmt::format(
+                "{} serves another model ('{}', {} parameters), not {} ({} parameters)", url,
+                model_name, np.get<uint64_t>(), o.workload.model_path, model.n_params));
         if (nv.is_number_integer() && model.n_vocab && nv.get<int64_t>() != *model.n_vocab)
             throw input_error(
                 fmt::format("{} serves another model ('{}', a vocabulary of {}), not {} ({})", url,
-                            model_name, nv.get<int64_t>(), o.model_path, *model.n_vocab));
+                            model_name, nv.get<int64_t>(), o.workload.model_path, *model.n_vocab));
         if (!np.is_number_integer())
             note("the server does not say which model it serves: not checked against " +
-                 o.model_path);
+                 o.workload.model_path);
     }
     return v;
 }
@@ -666,7 +667,7 @@ SamplerSettings describe_explain(ExplainSection& s, const ExplainOptions& o, int
                                  const ExplainServer& srv, const ServerFacts& facts,
                                  const TextGenerator& prompter, const ModelInfo& model,
                                  const LoadSpec& base, int64_t max_tokens) {
-    s.model_path = o.model_path;
+    s.model_path = o.workload.model_path;
     s.n_prompt = o.n_prompt;
     s.n_gen = o.n_gen;
     s.n_threads = threads;
@@ -694,7 +695,7 @@ SamplerSettings describe_explain(ExplainSection& s, const ExplainOptions& o, int
     for (auto& n : sampler_notes)
         s.notes.push_back(std::move(n));
     BenchSettings bench;
-    bench.devices = o.devices;
+    bench.devices = o.workload.devices.str();
     bench.n_threads = threads;
     bench.n_batch = base.n_batch;
     bench.n_ubatch = base.n_ubatch;
@@ -788,8 +789,8 @@ RunResult run_explain(const ExplainOptions& o, RunEnv env) {
     // Setup: the model described (bad input throws here), the device names checked.
     RunSetup setup;
     setup.take(env);
-    setup.models = {o.model_path};
-    setup.device_sets = {o.devices};
+    setup.models = {o.workload.model_path};
+    setup.device_sets = {o.workload.devices};
     setup.out_path = o.out_path;
     setup.progress = o.progress;
     RunContext ctx(env.doc, setup, env.err, env.listener);
@@ -798,18 +799,15 @@ RunResult run_explain(const ExplainOptions& o, RunEnv env) {
         if (o.progress)
             ctx.progress().note(line);
     };
-    const ModelInfo model = inspect_model(o.model_path);
-    const int threads = threads_or_default(o.n_threads);
+    const ModelInfo model = inspect_model(o.workload.model_path);
+    const int threads = threads_or_default(o.workload.n_threads);
     // Listed before the engine loads: listing loads every backend module, and the engine's
     // first load unloads those its devices do not name.
     const auto [server_devices, accel_devices] = default_devices();
 
     // The in-process engine: its tokenizer and template size the texts of levels 3 to 5.
-    LoadSpec base;
-    base.model_path = o.model_path;
-    base.devices = DeviceSet(o.devices);
+    LoadSpec base = load_spec(o.workload, o.n_prompt + o.n_gen + 64);
     base.n_threads = threads;
-    base.n_ctx = o.n_prompt + o.n_gen + 64;
     const std::unique_ptr<TextGenerator> text = ctx.engines().text_generation();
     text->load(base);
     const TextGenerator& prompter = *text;

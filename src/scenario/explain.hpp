@@ -31,16 +31,18 @@
 
 #include "core/doc/explain_section.hpp"
 #include "core/result.hpp"
+#include "core/workload.hpp"
 #include "scenario/run_context.hpp"
 
 namespace sb {
 
 struct ExplainOptions {
-    std::string model_path;
+    // The bench's workload (the in-process engine of levels 1 to 3): the model (also the
+    // server's), its device set (as `run --device`), its threads (0: default_thread_count())
+    // and the rest at Workload's defaults.
+    Workload workload;
     int n_prompt = 512;
     int n_gen = 128;                 // >= 2: decode is the time per token after the first
-    int n_threads = 0;               // the bench's; 0: default_thread_count()
-    std::string devices = "CPU";     // the bench's device set, as `run --device`
     int rounds = 5;                  // >= 1
     std::vector<int> concurrency;    // level 5: clients per measure (each >= 1)
     std::optional<std::string> url;  // a running server; none: llama-server is started

@@ -155,7 +155,7 @@ TEST(ExplainRounds, BadOrdersAreUsageErrors) {
 TEST(ExplainCommand, BadOptionsAreUsageErrorsBeforeAnything) {
     std::ostringstream err;
     ExplainOptions o;
-    o.model_path = "/nonexistent.gguf";
+    o.workload.model_path = "/nonexistent.gguf";
     o.n_gen = 1;
     try {
         run_explain(o, RunEnv(ResultDocument{}, err));

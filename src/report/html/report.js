@@ -872,7 +872,7 @@
     }
   }
 
-  // Every field of every measured stage, as --format csv writes them (src/report/test_fields.cpp):
+  // Every field of every measured stage, as --format csv writes them (src/report/stage_fields.cpp):
   // a field added there shows here without a change to this script.
   function renderStages(sec, s) {
     const text = (v) => (v === null || v === undefined ? '–' : String(v));

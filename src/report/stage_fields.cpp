@@ -1,4 +1,4 @@
-#include "report/test_fields.hpp"
+#include "report/stage_fields.hpp"
 
 #include <fmt/format.h>
 

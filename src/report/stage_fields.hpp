@@ -2,7 +2,7 @@
 // The fields of a test's measured stage (report/fields.hpp): one row per stage of a test (its
 // prefill, its decode; "none" for a test that measured neither), as `--format csv` writes them,
 // the run table of `--format md` shows them and the HTML report lists them. A field added to
-// TestResult (core/result.hpp) reaches JSON through to_json; a line in test_fields.cpp makes
+// TestResult (core/result.hpp) reaches JSON through to_json; a line in stage_fields.cpp makes
 // it a CSV column, a Markdown column (when it has one) and a column of the HTML table.
 #include <vector>
 

@@ -1,4 +1,4 @@
-#include "analysis/test_fidelity.hpp"
+#include "analysis/fidelity_of_tests.hpp"
 
 #include <algorithm>
 #include <filesystem>

@@ -1,4 +1,4 @@
-#include "analysis/test_fidelity.hpp"
+#include "analysis/fidelity_of_tests.hpp"
 
 #include <gtest/gtest.h>
 
@@ -28,7 +28,7 @@ TestResult test_of(const std::string& model, const std::string& devices, int p, 
 
 }  // namespace
 
-TEST(TestFidelity, OneSectionPerWorkloadWithTheReferenceAndTheFrontier) {
+TEST(FidelityOfTests, OneSectionPerWorkloadWithTheReferenceAndTheFrontier) {
     ResultDocument d;
     d.tests.push_back(test_of("f16.gguf", "CPU", 32, 8, {100, 120, 110}, {10, 12, 11}, 0, 1));
     d.tests.push_back(test_of("q4_0.gguf", "CPU", 32, 8, {200, 220, 210}, {20, 22, 21}, 2e-3, 0.5));
