@@ -197,11 +197,11 @@ struct ExplainRig {
             };
         };
         rr.engines.non_utf8_tokens = {7, 9};
-        o.model_path = test::tiny_gguf();
+        o.workload.model_path = test::tiny_gguf();
         o.n_prompt = 40;
         o.n_gen = 4;
         o.rounds = 2;
-        o.n_threads = 2;
+        o.workload.n_threads = 2;
         o.progress = false;
     }
     RunResult run() { return run_explain(o, rr.env("explain")); }
