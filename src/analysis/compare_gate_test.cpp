@@ -16,7 +16,9 @@ CompareRow row(const std::string& stage, const std::string& metric, bool higher_
     r.stage = stage;
     r.metric = metric;
     r.higher_is_better = higher_is_better;
-    r.sides = {CompareSide{"A"}, CompareSide{"B"}};
+    r.sides.resize(2);
+    r.sides[0].label = "A";
+    r.sides[1].label = "B";
     r.ratios = {CompareRatio{"B/A", ratio, lo, hi, "scripted"}};
     return r;
 }

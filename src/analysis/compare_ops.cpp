@@ -826,7 +826,7 @@ CompareResult compare_ops_documents(const std::vector<CompareInput>& inputs,
                 if (any)
                     partner.push_back(std::move(p));
                 else
-                    r.unmatched.push_back({labels[0], unmatched_text(stage, base)});
+                    r.unmatched.push_back({labels[0], unmatched_text(stage, base), {}});
             }
             if (partner.empty())
                 continue;
@@ -895,12 +895,12 @@ CompareResult compare_ops_documents(const std::vector<CompareInput>& inputs,
         for (std::size_t i = 1; i < n_sides; ++i)
             for (std::size_t g = 0; g < groups[i].size(); ++g)
                 if (!met[i].count(g))
-                    r.unmatched.push_back({labels[i], unmatched_text(stage, groups[i][g])});
+                    r.unmatched.push_back({labels[i], unmatched_text(stage, groups[i][g]), {}});
     }
     for (std::size_t i = 1; i < n_sides; ++i)
         for (const auto& s : profiles[i]->stages)
             if (!stage_of(*profiles[0], s.stage))
-                r.unmatched.push_back({labels[i], s.stage + " (stage)"});
+                r.unmatched.push_back({labels[i], s.stage + " (stage)", {}});
     r.notes.push_back(
         "ops documents: per stage, op records (one per node; views excluded) are matched by "
         "signature (op, the tensor's role where its or its weight's name gives it, input and "

@@ -136,7 +136,7 @@ CompareResult compare_explain_documents(const std::vector<CompareInput>& inputs,
             }
             if (!all) {
                 if (stage == "prefill")
-                    r.unmatched.push_back({docs[0].info.label, id});
+                    r.unmatched.push_back({docs[0].info.label, id, {}});
                 continue;
             }
             finish(compare_row(st, labels, samples, opts), id);
@@ -181,7 +181,7 @@ CompareResult compare_explain_documents(const std::vector<CompareInput>& inputs,
     for (std::size_t i = 1; i < docs.size(); ++i)
         for (const auto& id : level_ids(*docs[i].doc->explain))
             if (!find_measure(base, id))
-                r.unmatched.push_back({docs[i].info.label, id});
+                r.unmatched.push_back({docs[i].info.label, id, {}});
     if (r.rows.empty())
         throw input_error("no level is in two explain documents");
     return r;

@@ -131,7 +131,7 @@ CompareResult compare_serve_documents(const std::vector<CompareInput>& inputs,
             }
         }
         if (idx.size() < 2) {
-            r.unmatched.push_back({docs[0].info.label, base.label()});
+            r.unmatched.push_back({docs[0].info.label, base.label(), {}});
             continue;
         }
         std::vector<std::string> labels;
@@ -194,7 +194,7 @@ CompareResult compare_serve_documents(const std::vector<CompareInput>& inputs,
     for (std::size_t i = 1; i < docs.size(); ++i)
         for (const auto& p : docs[i].doc->serve->points)
             if (!find_point(docs[0], point_key(p)))
-                r.unmatched.push_back({docs[i].info.label, p.label()});
+                r.unmatched.push_back({docs[i].info.label, p.label(), {}});
     if (r.rows.empty()) {
         std::string sweeps;
         for (const auto& d : docs)
