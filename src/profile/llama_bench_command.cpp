@@ -13,6 +13,7 @@
 #include "core/parse.hpp"
 #include "core/stats.hpp"
 #include "core/strings.hpp"
+#include "profile/import_finish.hpp"
 #include "profile/llama_bench_import.hpp"
 
 namespace sb {
@@ -410,22 +411,12 @@ int run_import_llama_bench(const LlamaBenchImportOptions& o, ResultDocument& doc
             "the files name {} CPU(s), {} GPU(s) and {} build(s): the system and llama sections "
             "hold the first row's; each test's import rows hold its own",
             cpus.size(), gpus.size(), commits.size()));
-    if (!skipped.empty()) {
-        std::string first_few;
-        for (std::size_t i = 0; i < skipped.size() && i < 3; ++i)
-            first_few += (first_few.empty() ? "" : "; ") + skipped[i];
-        doc.warnings.push_back(
-            {"import_rows_skipped",
-             fmt::format("{} row(s) of the llama-bench output skipped ({})", skipped.size(),
-                         first_few),
-             "a row cut off or damaged (a truncated paste or file) or with values that cannot "
-             "be true; the other rows are imported"});
-        section.notes.insert(section.notes.end(), skipped.begin(), skipped.end());
-    }
-    doc.imported = section;
-    doc.finished_at = utc_timestamp();
-    if (o.out_path)
-        write_document(doc, *o.out_path);
+    finish_import(
+        doc, std::move(section), skipped,
+        {"import_rows_skipped", "row(s) of the llama-bench output",
+         "a row cut off or damaged (a truncated paste or file) or with values that cannot "
+         "be true; the other rows are imported"},
+        o.out_path);
     return 0;
 }
 

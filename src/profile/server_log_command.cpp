@@ -11,6 +11,7 @@
 #include "core/error.hpp"
 #include "core/file_io.hpp"
 #include "core/stats.hpp"
+#include "profile/import_finish.hpp"
 #include "profile/server_log_import.hpp"
 
 namespace sb {
@@ -254,23 +255,12 @@ int run_import_server_log(const ServerLogImportOptions& o, ResultDocument& doc, 
         "/ eval time (llama-server: the tokens after the first; llama_perf: its runs).";
     section.notes.push_back(
         "the system section describes no machine: a log does not say which one ran it");
-    if (!skipped.empty()) {
-        std::string first_few;
-        for (std::size_t i = 0; i < skipped.size() && i < 3; ++i)
-            first_few += (first_few.empty() ? "" : "; ") + skipped[i];
-        doc.warnings.push_back(
-            {"import_lines_skipped",
-             fmt::format("{} line(s) or request(s) of the log skipped ({})", skipped.size(),
-                         first_few),
-             "a timing line cut off or damaged (a log truncated or written over), a request "
-             "whose lines are incomplete, or figures that cannot be true; the other requests "
-             "are imported"});
-        section.notes.insert(section.notes.end(), skipped.begin(), skipped.end());
-    }
-    doc.imported = section;
-    doc.finished_at = utc_timestamp();
-    if (o.out_path)
-        write_document(doc, *o.out_path);
+    finish_import(doc, std::move(section), skipped,
+                  {"import_lines_skipped", "line(s) or request(s) of the log",
+                   "a timing line cut off or damaged (a log truncated or written over), a request "
+                   "whose lines are incomplete, or figures that cannot be true; the other requests "
+                   "are imported"},
+                  o.out_path);
     return 0;
 }
 
