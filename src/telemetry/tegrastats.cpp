@@ -336,6 +336,111 @@ bool read_line(std::string_view line, TegrastatsLog& log, TegrastatsRow& row,
     return have_ram;
 }
 
+// The one-second date stamps as constraints on a segment's (interval, phase): each row's
+// stamp bounds phase + k * interval, a strip in that plane, so what every stamp allows is a
+// convex polygon. Fitting the two together is what makes the stated uncertainty hold: an
+// interval fixed first from the stamps is off by up to an interval over the rows between,
+// and that error grows along the segment unseen.
+constexpr double kStampNs = 1e9;
+
+struct PlanePoint {
+    double interval = 0;  // ns
+    double phase = 0;     // ns after the segment's first stamp
+};
+using ConvexPolygon = std::vector<PlanePoint>;
+
+// What a segment's first row allows: the phase within its second, the interval the one
+// given (a degenerate polygon: a segment) or anything from 1 ms to 1 h.
+ConvexPolygon stamp_region(std::optional<int64_t> interval_ns) {
+    const double lo = interval_ns ? static_cast<double>(*interval_ns) : 1e6;
+    const double hi = interval_ns ? lo : 3600e9;
+    if (interval_ns)
+        return {{lo, 0}, {lo, kStampNs}};
+    return {{lo, 0}, {hi, 0}, {hi, kStampNs}, {lo, kStampNs}};
+}
+
+// The part of a convex polygon where a * interval + b * phase <= c (Sutherland-Hodgman
+// against one half-plane; boundaries kept, so a polygon reduced to an edge or a point stays).
+ConvexPolygon clip(const ConvexPolygon& p, double a, double b, double c) {
+    ConvexPolygon out;
+    auto add = [&out](PlanePoint q) {
+        if (out.empty() || out.back().interval != q.interval || out.back().phase != q.phase)
+            out.push_back(q);
+    };
+    for (std::size_t i = 0; i < p.size(); ++i) {
+        const PlanePoint& from = p[i];
+        const PlanePoint& to = p[(i + 1) % p.size()];
+        const double f0 = a * from.interval + b * from.phase - c;
+        const double f1 = a * to.interval + b * to.phase - c;
+        if (f0 <= 0)
+            add(from);
+        if ((f0 < 0 && f1 > 0) || (f0 > 0 && f1 < 0)) {
+            const double t = f0 / (f0 - f1);
+            add({from.interval + t * (to.interval - from.interval),
+                 from.phase + t * (to.phase - from.phase)});
+        }
+    }
+    if (out.size() > 1 && out.front().interval == out.back().interval &&
+        out.front().phase == out.back().phase)
+        out.pop_back();
+    return out;
+}
+
+struct StampFit {
+    std::size_t begin = 0, end = 0;  // rows [begin, end)
+    double interval_ns = 0, phase_ns = 0;
+    double uncertainty_ns = 0;  // the farthest any row's time can be from where it is placed
+    bool from_default = false;  // the interval is tegrastats' default, which the stamps allow
+};
+
+// A segment's interval: the middle of what its stamps allow, or tegrastats' default 1000 ms
+// when the stamps leave the interval open by more than a tenth and allow the default; its
+// phase the middle of what the stamps allow at that interval. The uncertainty is the largest
+// distance from a row's placed time to a time the stamps allow for it; placed times are
+// linear in the row and the allowed ones a convex set, so the first and the last row bound it.
+StampFit fit_segment(const ConvexPolygon& region, std::size_t begin, std::size_t end,
+                     bool interval_given) {
+    StampFit f;
+    f.begin = begin;
+    f.end = end;
+    double lo = region.front().interval, hi = lo;
+    for (const PlanePoint& q : region) {
+        lo = std::min(lo, q.interval);
+        hi = std::max(hi, q.interval);
+    }
+    f.interval_ns = lo + (hi - lo) / 2;
+    if (!interval_given && hi - lo > 0.1 * f.interval_ns && lo <= kStampNs && kStampNs <= hi) {
+        f.interval_ns = kStampNs;
+        f.from_default = true;
+    }
+    // The phases the polygon holds at that interval: its vertices there, and its edges
+    // crossing it.
+    double phase_lo = 0, phase_hi = 0;
+    bool any = false;
+    auto hold = [&](double phase) {
+        phase_lo = any ? std::min(phase_lo, phase) : phase;
+        phase_hi = any ? std::max(phase_hi, phase) : phase;
+        any = true;
+    };
+    for (std::size_t i = 0; i < region.size(); ++i) {
+        const PlanePoint& from = region[i];
+        const PlanePoint& to = region[(i + 1) % region.size()];
+        if (from.interval == f.interval_ns)
+            hold(from.phase);
+        if ((from.interval - f.interval_ns) * (to.interval - f.interval_ns) < 0)
+            hold(from.phase + (f.interval_ns - from.interval) / (to.interval - from.interval) *
+                                  (to.phase - from.phase));
+    }
+    f.phase_ns = phase_lo + (phase_hi - phase_lo) / 2;
+    for (const double k : {0.0, static_cast<double>(end - begin - 1)}) {
+        const double placed = f.phase_ns + k * f.interval_ns;
+        for (const PlanePoint& q : region)
+            f.uncertainty_ns =
+                std::max(f.uncertainty_ns, std::abs(q.phase + k * q.interval - placed));
+    }
+    return f;
+}
+
 }  // namespace
 
 std::optional<std::size_t> TegrastatsLog::find(const std::string& name) const {
@@ -414,71 +519,50 @@ TegrastatsTimes assign_times(TegrastatsLog& log, const TegrastatsTiming& timing)
     const std::size_t n = log.rows.size();
     if (log.timestamped()) {
         out.absolute = true;
-        if (timing.interval_ns) {
-            out.interval_ns = *timing.interval_ns;
-            out.interval_from = "--interval";
-        } else {
-            // The first and the last row that begin a second: their stamps lie
-            // (rows between) intervals apart, to within one interval.
-            std::optional<std::size_t> first, last;
-            for (std::size_t k = 1; k < n; ++k) {
-                if (*log.rows[k].stamp_s != *log.rows[k - 1].stamp_s) {
-                    if (!first)
-                        first = k;
-                    last = k;
+        std::vector<StampFit> fits;
+        std::size_t begin = 0;
+        ConvexPolygon region = stamp_region(timing.interval_ns);
+        for (std::size_t j = 1; j <= n; ++j) {
+            if (j < n) {
+                // Row k of the segment, at phase + k * interval, lies in its stamp's second:
+                // d <= phase + k * interval <= d + 1 s, d the stamp from the segment's first.
+                const double k = static_cast<double>(j - begin);
+                const double d =
+                    static_cast<double>(*log.rows[j].stamp_s - *log.rows[begin].stamp_s) * kStampNs;
+                ConvexPolygon next = clip(region, -k, -1, -d);
+                next = clip(next, k, 1, d + kStampNs);
+                if (!next.empty()) {
+                    region = std::move(next);
+                    continue;
                 }
             }
-            if (first && last && *last > *first) {
-                const double s =
-                    static_cast<double>(*log.rows[*last].stamp_s - *log.rows[*first].stamp_s);
-                out.interval_ns = static_cast<int64_t>(
-                    std::llround(s * 1e9 / static_cast<double>(*last - *first)));
-                out.interval_from = "the date stamps";
-            } else {
-                out.interval_ns = 1'000'000'000;
-                out.interval_from = "tegrastats' default";
+            // No interval and phase fit every stamp so far (tegrastats drifting, the clock
+            // set): the rows before this one are a segment.
+            fits.push_back(fit_segment(region, begin, j, timing.interval_ns.has_value()));
+            if (j < n) {
+                begin = j;
+                region = stamp_region(timing.interval_ns);
             }
-            out.interval_ns = std::max<int64_t>(out.interval_ns, 1'000'000);
         }
-        // Segments of rows one phase fits: row k of a segment is at t0 + k * interval, and its
-        // stamp says t0 + k * interval lies in [stamp, stamp + 1 s).
-        // Integers throughout: Unix times in ns are beyond a double's 53 bits.
-        const int64_t iv = out.interval_ns;
-        constexpr int64_t kSecond = 1'000'000'000;
-        std::size_t seg_begin = 0;
-        int64_t lo = 0, hi = 0;
-        auto close_segment = [&](std::size_t end) {
-            const int64_t mid = lo + (hi - lo) / 2;
-            for (std::size_t k = seg_begin; k < end; ++k)
-                log.rows[k].t_ns = mid + static_cast<int64_t>(k - seg_begin) * iv;
-            out.uncertainty_ms =
-                std::max(out.uncertainty_ms, static_cast<double>(hi - lo) / 2 / 1e6);
-            ++out.segments;
-        };
-        for (std::size_t k = 0; k < n; ++k) {
-            const int64_t s = *log.rows[k].stamp_s * kSecond;
-            const int64_t off = static_cast<int64_t>(k - seg_begin) * iv;
-            const int64_t a = s - off, b = s + kSecond - off;
-            if (k == seg_begin) {
-                lo = a;
-                hi = b;
-                continue;
-            }
-            if (std::max(lo, a) < std::min(hi, b)) {
-                lo = std::max(lo, a);
-                hi = std::min(hi, b);
-                continue;
-            }
-            close_segment(k);
-            seg_begin = k;
-            lo = s;
-            hi = s + kSecond;
+        const StampFit* main = nullptr;
+        for (const StampFit& f : fits) {
+            for (std::size_t k = f.begin; k < f.end; ++k)
+                log.rows[k].t_ns =
+                    *log.rows[f.begin].stamp_s * 1'000'000'000 +
+                    std::llround(f.phase_ns + static_cast<double>(k - f.begin) * f.interval_ns);
+            out.uncertainty_ms = std::max(out.uncertainty_ms, f.uncertainty_ns / 1e6);
+            if (!main || f.end - f.begin > main->end - main->begin)
+                main = &f;
         }
-        if (n > 0)
-            close_segment(n);
+        out.segments = static_cast<int>(fits.size());
+        out.interval_ns = timing.interval_ns.value_or(
+            main ? std::max<int64_t>(1'000'000, std::llround(main->interval_ns)) : 1'000'000'000);
+        out.interval_from = timing.interval_ns           ? "--interval"
+                            : main && main->from_default ? "tegrastats' default"
+                                                         : "the date stamps";
         out.method = fmt::format(
-            "one-second date stamps; rows placed {} ms apart at the phase every stamp allows "
-            "({} segment(s))",
+            "one-second date stamps; rows placed {} ms apart at the phase every stamp allows, "
+            "interval and phase fitted together ({} segment(s))",
             static_cast<double>(out.interval_ns) / 1e6, out.segments);
         return out;
     }

@@ -77,12 +77,14 @@ struct TegrastatsTimes {
 };
 
 // Gives every row its t_ns (ns since the Unix epoch when absolute, else since the first row).
-// Timestamped logs: the stamps have one-second resolution, so rows are placed at
-// phase + k * interval, the phase the middle of what every stamp of a segment allows; a stamp
-// that no phase fits (tegrastats drifting, a clock step) begins a new segment. The interval is
-// the one given, else estimated from the stamps (first and last change of second), else
-// tegrastats' default of 1000 ms. Untimestamped logs: start + k * interval (start 0 when not
-// given: relative times). Throws sb::Error(usage) for an interval outside 1 ms .. 1 h.
+// Timestamped logs: the stamps have one-second resolution, so rows of a segment are placed at
+// phase + k * interval, the interval and the phase fitted together to what every stamp of the
+// segment allows (the interval the one given when given; else the middle of what the stamps
+// allow, or tegrastats' default 1000 ms when they leave it open and allow it); a stamp that no
+// interval and phase fit (tegrastats drifting, a clock step) begins a new segment.
+// uncertainty_ms bounds how far any row's time can be from where it was placed.
+// Untimestamped logs: start + k * interval (start 0 when not given: relative times).
+// Throws sb::Error(usage) for an interval outside 1 ms .. 1 h.
 TegrastatsTimes assign_times(TegrastatsLog& log, const TegrastatsTiming& timing);
 
 // The log as a telemetry record (source class "tegrastats", its properties, metrics, series,

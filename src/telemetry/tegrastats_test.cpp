@@ -5,10 +5,14 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <cmath>
 #include <fstream>
+#include <iterator>
+#include <random>
 #include <sstream>
 
 #include "core/error.hpp"
+#include "fuzz_seed.hpp"
 #include "telemetry/sampler.hpp"
 
 #ifndef SB_SOURCE_DIR
@@ -147,10 +151,11 @@ TEST_F(Tegrastats, OrinTimestampedOncePerSecond) {
     EXPECT_EQ(at(log, 0, "tegrastats.tj.temp_mc"), 46500);
     EXPECT_EQ(log.rejected_values, 0u);
     auto times = assign_times(log, {});
-    // Three stamps a second apart, one line each: the interval is the stamps' (2 s / 2 lines),
-    // the phase anywhere in the first second: its middle.
+    // Three stamps a second apart, one line each: they allow any interval from 0.5 s to 1.5 s,
+    // so tegrastats' default, which they allow; the phase anywhere in the first second: its
+    // middle. The last line may be anywhere in its second too.
     EXPECT_EQ(times.interval_ns, 1'000'000'000);
-    EXPECT_EQ(times.interval_from, "the date stamps");
+    EXPECT_EQ(times.interval_from, "tegrastats' default");
     EXPECT_TRUE(times.absolute);
     EXPECT_EQ(log.rows[0].t_ns, 1796579801'500'000'000);
     EXPECT_EQ(log.rows[2].t_ns, 1796579803'500'000'000);
@@ -203,6 +208,74 @@ TEST_F(Tegrastats, PhaseFromManyStampsAndANewSegmentWhenTheyDrift) {
     EXPECT_NEAR(static_cast<double>(log.rows[24].t_ns - base * 1'000'000'000) / 1e9, 2.75, 1e-9);
     // Three lines in one second, 100 ms apart: the first in [0, 0.8 s) of it.
     EXPECT_EQ(log.rows[25].t_ns, (base - 5) * 1'000'000'000 + 400'000'000);
+}
+
+// Logs of lines at t0 + k * interval with one-second stamps, the interval not given: for every
+// phase and interval drawn, every line's true time lies within the stated uncertainty of where
+// it was placed. An interval estimated first and the phase fitted after broke this for a third
+// of 130 ms logs of 4 s (an error of up to 500 ms against a stated 16 ms): the interval's error
+// grew along the segment unseen.
+TEST_F(Tegrastats, EveryLinesTimeLiesWithinTheStatedUncertainty) {
+    sbtest::FuzzRun fuzz(20261206);
+    std::mt19937_64 rng(fuzz.seed());
+    const int64_t base = 1796579801;
+    auto stamp = [](int64_t s) {
+        std::time_t t = s;
+        std::tm tm{};
+        gmtime_r(&t, &tm);
+        char buf[32];
+        std::strftime(buf, sizeof buf, "%m-%d-%Y %H:%M:%S", &tm);
+        return std::string(buf);
+    };
+    const int64_t intervals_ms[] = {53, 100, 130, 137, 250, 500, 997, 1000, 1003, 1500};
+    double worst_ratio = 0;
+    for (int c = 0; c < 400; ++c) {
+        fuzz.next_case();
+        const int64_t iv = intervals_ms[rng() % std::size(intervals_ms)] * 1'000'000;
+        const int64_t t0 = base * 1'000'000'000 + static_cast<int64_t>(rng() % 1'000'000'000);
+        const int lines = 2 + static_cast<int>(rng() % 60);
+        std::string text;
+        for (int k = 0; k < lines; ++k)
+            text += stamp((t0 + k * iv) / 1'000'000'000) + " RAM 1/2MB CPU [1%@100] VDD_IN " +
+                    std::to_string(1000 + k) + "mW/1mW\n";
+        auto log = parse_tegrastats(text);
+        ASSERT_EQ(log.rows.size(), static_cast<std::size_t>(lines));
+        const auto times = assign_times(log, {});
+        EXPECT_EQ(times.segments, 1) << "interval " << iv << " lines " << lines;
+        for (int k = 0; k < lines; ++k) {
+            const double err_ms =
+                std::abs(static_cast<double>(log.rows[k].t_ns - (t0 + k * iv))) / 1e6;
+            ASSERT_LE(err_ms, times.uncertainty_ms + 1e-3)
+                << "line " << k << " of " << lines << ", interval " << iv / 1'000'000
+                << " ms, phase " << t0 % 1'000'000'000;
+            worst_ratio = std::max(worst_ratio, err_ms / std::max(times.uncertainty_ms, 1e-9));
+        }
+        // A placed time lies in its stamp's second, so it is never more than a second off.
+        EXPECT_LE(times.uncertainty_ms, 1000.0 + 1e-6);
+    }
+    // The bound is tight somewhere: a stated uncertainty far above every error would pass too.
+    EXPECT_GT(worst_ratio, 0.5);
+}
+
+// 130 ms lines over 6 s pin the interval and the phase to well within an interval, and the
+// interval found lies within what the stamps allow around the true one.
+TEST_F(Tegrastats, SixSecondsOf130MsLinesPinTheirTimes) {
+    const int64_t base = 1796579801, iv = 130'000'000, t0 = base * 1'000'000'000 + 412'000'000;
+    std::string text;
+    char buf[32];
+    for (int k = 0; k < 46; ++k) {
+        std::time_t t = (t0 + k * iv) / 1'000'000'000;
+        std::tm tm{};
+        gmtime_r(&t, &tm);
+        std::strftime(buf, sizeof buf, "%m-%d-%Y %H:%M:%S", &tm);
+        text += std::string(buf) + " RAM 1/2MB CPU [1%@100] VDD_IN 1000mW/1mW\n";
+    }
+    auto log = parse_tegrastats(text);
+    const auto times = assign_times(log, {});
+    EXPECT_EQ(times.interval_from, "the date stamps");
+    EXPECT_EQ(times.segments, 1);
+    EXPECT_LT(times.uncertainty_ms, 130.0);
+    EXPECT_NEAR(static_cast<double>(times.interval_ns) / 1e6, 130.0, times.uncertainty_ms * 2 / 45);
 }
 
 TEST_F(Tegrastats, UntimestampedStartAndInterval) {
