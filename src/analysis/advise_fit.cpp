@@ -16,7 +16,7 @@ std::vector<std::pair<double, double>> merge_points(std::vector<std::pair<double
         by[x].push_back(y);
     std::vector<std::pair<double, double>> out;
     for (auto& [x, ys] : by)
-        out.emplace_back(x, *percentile(ys, 0.5));
+        out.emplace_back(x, *median(ys));
     return out;
 }
 
@@ -46,8 +46,8 @@ StageCandidate candidate_of(const std::string& label,
     }
     c.docs.assign(docs.begin(), docs.end());
     if (!j.empty())
-        c.j_per_token = percentile(j, 0.5);
-    c.median_tokens_per_s = *percentile(c.tokens_per_s, 0.5);
+        c.j_per_token = median(j);
+    c.median_tokens_per_s = *median(c.tokens_per_s);
     c.summary = summarize(c.tokens_per_s);
     c.median_ci = median_ci(c.tokens_per_s);
     return c;
@@ -242,7 +242,7 @@ DispatchFit fit_dispatch(const OpsStageFacts& stage, double budget_ns) {
     DispatchFit d;
     d.n_measured = over.size();
     for (auto& [k, v] : over) {
-        const double med = *percentile(v, 0.5);
+        const double med = *median(v);
         if (med <= budget_ns)
             continue;
         double total = 0;

@@ -417,7 +417,7 @@ std::vector<double> samples_of(const SignatureGroup* g, const std::string& metri
     // Copies of one replayed op time are one sample, not n that agree perfectly: a bootstrap
     // over them gives an interval of zero width, and a 0.3 % difference would be "slower".
     if (metric == "op_us" && !v.empty() && replayed(g))
-        return {*percentile(v, 0.5)};
+        return {*median(v)};
     return v;
 }
 

@@ -243,7 +243,7 @@ std::vector<NpuPipeline> npu_pipelines(const HexagonImport& imp, const StageSpli
                 if (sp.stage[i] == stage && imp.records[i].backend == device &&
                     imp.records[i].mhz && *imp.records[i].mhz > 0)
                     m.push_back(*imp.records[i].mhz);
-            it->second = percentile(m, 0.5);
+            it->second = median(m);
         }
         return it->second;
     };

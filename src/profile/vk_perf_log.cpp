@@ -339,7 +339,7 @@ DeviceTimeMatch match_vk_perf(const StageProfile& st, const std::string& backend
         }
         OpTime t;
         if (!means.empty()) {
-            t.op_ns = percentile(means, 0.5);
+            t.op_ns = median(means);
             t.method = fmt::format(
                 "device timer: Vulkan timestamp queries (GGML_VK_PERF_LOGGER, fusion off) in a "
                 "pass of its own; {} {} on {} per {}, median of {} {}(s)",

@@ -67,7 +67,7 @@ Saturation find_saturation(std::vector<SaturationInput> points, const std::strin
         if (!a.window_tokens_per_s.empty() && !b.window_tokens_per_s.empty() && mean_a > 0)
             st.throughput =
                 ratio_of_means(b.window_tokens_per_s, a.window_tokens_per_s, resamples, seed);
-        if (!a.latency_ms.empty() && !b.latency_ms.empty() && *percentile(a.latency_ms, 0.5) > 0)
+        if (!a.latency_ms.empty() && !b.latency_ms.empty() && *median(a.latency_ms) > 0)
             st.latency = ratio_of_medians(b.latency_ms, a.latency_ms, resamples, seed);
         st.throughput_grew = st.throughput && st.throughput->lo > 1.0;
         st.latency_grew = st.latency && st.latency->lo > 1.0;
