@@ -206,7 +206,6 @@ struct SustainedPlan {
     CooldownPolicy cooldown;
     std::optional<BackgroundSpec> background;
     std::set<int> traced_rounds;
-    bool over_http = false;
     int threads = 0;
 };
 
@@ -229,8 +228,7 @@ SustainedPlan plan_of(const SustainedOptions& o) {
         p.background = parse_background(*o.background);
     if (o.http.engines.size() != 1)
         throw usage_error("sustained runs one engine: --engine llama or --engine http");
-    p.over_http = o.http.engines[0] == EngineKind::http;
-    if (p.over_http && !p.traced_rounds.empty())
+    if (o.http.engines[0] == EngineKind::http && !p.traced_rounds.empty())
         throw usage_error(
             "--trace-ops-rounds needs the in-process engine (--engine llama): a server's ops "
             "cannot be traced");
@@ -238,18 +236,34 @@ SustainedPlan plan_of(const SustainedOptions& o) {
     return p;
 }
 
-// The workload of every round: the prompt and generation bounded, one repetition.
-TestConfig round_config(const SustainedOptions& o, int threads) {
-    TestConfig c;
-    static_cast<Workload&>(c) = o.workload;
-    c.n_prompt = o.prompt_tokens;
-    c.n_gen = o.max_tokens;
-    c.n_threads = threads;
-    c.n_batch = o.chunk ? *o.chunk : 2048;
-    c.n_ubatch = std::min(c.n_batch, 512);
-    c.reps = c.max_reps = 1;
-    c.seed = o.seed;
-    return c;
+// The workload of every round as a one-point matrix: the prompt and generation bounded, one
+// repetition, the batch chunk's. HttpRun plans its test on the engine --engine names.
+MatrixSpec round_matrix(const SustainedOptions& o, int threads) {
+    const Workload& w = o.workload;
+    MatrixSpec m;
+    m.models = {w.model_path};
+    m.devices = {w.devices};
+    m.n_gpu_layers = {w.n_gpu_layers};
+    m.n_prompt = {o.prompt_tokens};
+    m.n_gen = {o.max_tokens};
+    m.n_threads = {threads};
+    m.n_batch = {o.chunk ? *o.chunk : 2048};
+    m.n_ubatch = {512};
+    m.flash_attn = {w.flash_attn};
+    m.type_k = {w.type_k};
+    m.type_v = {w.type_v};
+    m.reps = 1;
+    m.seed = o.seed;
+    return m;
+}
+
+// A round's test: the planned one with one repetition and the round's batch (a server's test
+// is planned with the default batch; --chunk is the round's).
+TestConfig round_config(TestConfig planned, const SustainedOptions& o) {
+    planned.reps = planned.max_reps = 1;
+    planned.n_batch = o.chunk ? *o.chunk : 2048;
+    planned.n_ubatch = std::min(planned.n_batch, 512);
+    return planned;
 }
 
 SustainedConfig section_config(const SustainedOptions& o, const SustainedPlan& p) {
@@ -288,18 +302,13 @@ RoundTracedPass traced_pass_of(const TracedPass& pass) {
 // context, the round records in the document's sustained section.
 class SustainedRun {
   public:
-    SustainedRun(RunContext& run, const SustainedOptions& o, const SustainedPlan& plan)
-        : run_(run), o_(o), plan_(plan), c_(round_config(o, plan.threads)) {
+    // The rounds measure test (planned by http, connected) on the engine it names, as `run`'s
+    // tests do (HttpRun::measure).
+    SustainedRun(RunContext& run, const SustainedOptions& o, const SustainedPlan& plan,
+                 HttpRun& http, const TestConfig& test)
+        : run_(run), o_(o), plan_(plan), http_(http), c_(round_config(test, o)) {
         res_.config = section_config(o, plan);
         device_ = run.device_label(c_);
-        if (!plan.over_http)
-            engine_ = run.engines().make(EngineKind::llama);
-    }
-    // The HTTP side (an engine behind a server): its run and its one planned test.
-    void use_http(HttpRun* http, TestConfig test) {
-        http_ = http;
-        http_test_ = std::move(test);
-        device_ = run_.device_label(http_test_);
     }
     void publish() {
         run_.update([this](ResultDocument& doc) { doc.sustained = res_; });
@@ -310,7 +319,7 @@ class SustainedRun {
         if (res_.phases.size() == 2)
             res_.slowdown = phase_slowdown(res_.phases[0], res_.phases[1]);
         run_.progress().done(device_);
-        engine_.reset();
+        http_.stop();
         run_.update([this](ResultDocument& doc) {
             MachineLoad load;
             if (const auto& a = json_field(doc.system, "loadavg_1m"); a.is_number())
@@ -335,11 +344,9 @@ class SustainedRun {
     RunContext& run_;
     const SustainedOptions& o_;
     const SustainedPlan& plan_;
-    TestConfig c_;
+    HttpRun& http_;
+    TestConfig c_;  // every round's test (its warm-up the round's)
     SustainedResult res_;
-    std::unique_ptr<Engine> engine_;
-    HttpRun* http_ = nullptr;
-    TestConfig http_test_;
     std::string device_;
     ProgressStep step_;
     std::string prefix_;  // the running round's telemetry stages' prefix
@@ -400,18 +407,9 @@ RoundHooks SustainedRun::hooks() {
     return rh;
 }
 
-TestResult SustainedRun::measure(int round, const TestConfig& c) {
+TestResult SustainedRun::measure(int round, const TestConfig& tc) {
     const std::string phase = res_.phases.back().name;
     const std::string note = "sustained " + phase + " round " + std::to_string(round);
-    // Over HTTP the round is the planned HTTP test with the round's warm-up and batch.
-    TestConfig tc = c;
-    if (http_) {
-        tc = http_test_;
-        tc.warmup = c.warmup;
-        tc.reps = tc.max_reps = 1;
-        tc.n_batch = c.n_batch;
-        tc.n_ubatch = c.n_ubatch;
-    }
     step_ = {"sustained " + phase, round, o_.rounds, "", "round"};
     // The round is a test of the run context; should llama.cpp stop the process inside it, the
     // last word records it failed, as a test and as the phase's next round.
@@ -431,8 +429,7 @@ TestResult SustainedRun::measure(int round, const TestConfig& c) {
     };
     run_.name_running(phase + " round " + std::to_string(round));
     const SweepHooks hooks = run_.begin_test(tc, std::move(running));
-    return http_ ? http_->run(tc, hooks, run_.clock())
-                 : run_test(*engine_, tc, hooks, std::nullopt, run_.clock());
+    return http_.measure(tc, hooks, run_.clock());
 }
 
 void SustainedRun::round_done(int round, TestResult& r, SustainedRound& sr) {
@@ -511,36 +508,25 @@ void SustainedRun::traced_pass(int round) {
 
 RunResult run_sustained(const SustainedOptions& o, RunEnv env) {
     const SustainedPlan plan = plan_of(o);
-    MatrixSpec matrix;
-    matrix.models = {o.workload.model_path};
-    matrix.devices = {o.workload.devices};
-    matrix.n_prompt = {o.prompt_tokens};
-    matrix.n_gen = {o.max_tokens};
-    matrix.n_threads = {plan.threads};
-    matrix.reps = 1;
-    matrix.seed = o.seed;
-    std::unique_ptr<HttpRun> http;
-    std::vector<TestConfig> http_tests;
-    if (plan.over_http) {
-        http = std::make_unique<HttpRun>(o.http, matrix, o.rpc_servers);
-        http_tests = http->plan(matrix);
-    }
+    const MatrixSpec matrix = round_matrix(o, plan.threads);
+    // The engine --engine names, from the run's factory, as `run` has it.
+    HttpRun http(o.http, matrix, o.rpc_servers);
+    std::vector<TestConfig> tests = http.plan(matrix);
     // The run context: the model described, RPC servers added, device names checked,
     // telemetry, warnings, the idle baseline and the document saved as it grows.
     RunSetup setup;
     setup.take(env);
-    if (!http || http->needs_gguf())
+    if (http.needs_gguf())
         setup.models = {o.workload.model_path};
     setup.rpc_servers = o.rpc_servers;
-    if (!plan.over_http)
+    if (http.uses_llama())
         setup.device_sets = {o.workload.devices};
     setup.telemetry = o.telemetry;
     setup.out_path = o.out_path;
     setup.progress = o.progress;
     setup.terminal = o.progress && Progress::stderr_is_terminal();
     RunContext run(env.doc, setup, env.err, env.listener);
-    if (http)
-        http->connect(run, http_tests);
+    http.connect(run, tests);
     run.open(plan.threads);
     if (plan.cooldown.kind == CooldownPolicy::Kind::until_temp) {
         Sampler* tel = run.sampler();
@@ -550,9 +536,7 @@ RunResult run_sustained(const SustainedOptions& o, RunEnv env) {
             throw input_error("--cooldown " + o.cooldown +
                               " needs a temperature sensor, and none was found");
     }
-    SustainedRun rounds(run, o, plan);
-    if (http)
-        rounds.use_http(http.get(), http_tests.at(0));
+    SustainedRun rounds(run, o, plan, http, tests.at(0));
     rounds.publish();
     run.start();
     run.plan(static_cast<size_t>(o.rounds) * (plan.background ? 2 : 1));
@@ -560,8 +544,6 @@ RunResult run_sustained(const SustainedOptions& o, RunEnv env) {
     if (plan.background && !run.should_stop() && !rounds.bad_input())
         rounds.phase("loaded", plan.background);
     rounds.finish_phases();
-    if (http)
-        http->stop();
     return run.finish(rounds.failed() > 0 ? Outcome::failed : Outcome::ok);
 }
 

@@ -75,7 +75,7 @@ struct RoundHooks {
     // Before round k > 1: the cool-down; returns the seconds waited.
     std::function<double(int round)> cooldown;
     // Measures round k's workload once: the test it is given (warm-up on the first round of
-    // the phase only), on the phase's engine (run_test, or the HTTP run). Never throws.
+    // the phase only), on the engine the test names (HttpRun::measure). Never throws.
     std::function<TestResult(const TestConfig&)> measure;
     // Just before and just after measure (telemetry marks, the last word's state).
     std::function<void(int round, bool begin)> round_marker;
