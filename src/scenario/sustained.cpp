@@ -2,9 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cmath>
-#include <thread>
 
 #include <fmt/format.h>
 
@@ -68,19 +66,21 @@ std::optional<double> hottest_now(const Sampler& tel) {
     return hottest;
 }
 
-double wait_cooldown(const CooldownPolicy& p, Sampler* tel, Progress& progress) {
-    const int64_t t0 = now_ns();
-    auto elapsed = [&] { return (now_ns() - t0) * 1e-9; };
+// Waits on the run's clock, in slices so that Ctrl-C ends the wait early.
+double wait_cooldown(const CooldownPolicy& p, Sampler* tel, Progress& progress, const Clock& clock,
+                     const Pause& pause) {
+    const int64_t t0 = clock();
+    auto elapsed = [&] { return static_cast<double>(clock() - t0) * 1e-9; };
     if (p.kind == CooldownPolicy::Kind::fixed) {
-        while (elapsed() < p.seconds && !interrupt_requested())
-            std::this_thread::sleep_for(std::chrono::milliseconds(
-                std::min<int64_t>(100, static_cast<int64_t>((p.seconds - elapsed()) * 1000) + 1)));
+        const auto want_ns = static_cast<int64_t>(std::llround(p.seconds * 1e9));
+        for (int64_t waited = 0; waited < want_ns && !interrupt_requested(); waited = clock() - t0)
+            pause(std::min<int64_t>(100'000'000, want_ns - waited));
     } else if (p.kind == CooldownPolicy::Kind::until_temp && tel) {
         while (!interrupt_requested() && elapsed() < p.timeout_s) {
             auto t = hottest_now(*tel);
             if (t && *t <= p.target_c)
                 break;
-            std::this_thread::sleep_for(std::chrono::milliseconds(200));
+            pause(200'000'000);
         }
         if (elapsed() >= p.timeout_s)
             progress.note("cool-down to " + fmt::format("{:.1f}", p.target_c) +
@@ -172,6 +172,7 @@ PhaseOutcome run_phase_rounds(TestConfig c, int rounds, SustainedPhase& phase,
     auto interrupted = [&] {
         return hooks.interrupted ? hooks.interrupted() : interrupt_requested();
     };
+    const int64_t start_ns = hooks.clock();
     for (int round = 1; round <= rounds && !interrupted() && !out.bad_input; ++round) {
         const double cooldown_s = round > 1 && hooks.cooldown ? hooks.cooldown(round) : 0;
         if (interrupted())
@@ -191,8 +192,9 @@ PhaseOutcome run_phase_rounds(TestConfig c, int rounds, SustainedPhase& phase,
         if (hooks.round_done)
             hooks.round_done(round, r, sr);
         phase.rounds.push_back(sr);
-        phase.across = summarize_rounds(
-            phase.rounds, hooks.freq_series ? hooks.freq_series() : std::vector<TelemetrySeries>{});
+        phase.across =
+            summarize_rounds(phase.rounds, hooks.freq_series ? hooks.freq_series(start_ns)
+                                                             : std::vector<TelemetrySeries>{});
         if (hooks.after_round)
             hooks.after_round(round);
     }
@@ -337,7 +339,7 @@ class SustainedRun {
     RoundHooks hooks();
     TestResult measure(int round, const TestConfig& c);
     void round_done(int round, TestResult& r, SustainedRound& sr);
-    std::vector<TelemetrySeries> freq_series() const;
+    std::vector<TelemetrySeries> freq_series(int64_t since_ns) const;
     void traced_pass(int round);
     Sampler* tel() { return run_.sampler(); }
 
@@ -351,7 +353,6 @@ class SustainedRun {
     ProgressStep step_;
     std::string prefix_;  // the running round's telemetry stages' prefix
     size_t phase_index_ = 0;
-    int64_t phase_start_ns_ = 0;
     // When the traced passes ran: their samples are left out of the phases' frequency series.
     std::vector<std::pair<int64_t, int64_t>> pass_windows_;
     int failed_ = 0;
@@ -369,7 +370,6 @@ void SustainedRun::phase(const std::string& name, const std::optional<Background
         load = std::make_unique<BackgroundLoad>(*bg);
         load->start();
     }
-    phase_start_ns_ = now_ns();
     const PhaseOutcome po = run_phase_rounds(c_, o_.rounds, res_.phases.back(), hooks());
     failed_ += po.failed;
     bad_input_ |= po.bad_input;
@@ -381,7 +381,8 @@ RoundHooks SustainedRun::hooks() {
         step_.stage = "cool-down";
         step_.rep = round;
         run_.progress().step(device_, step_);
-        return wait_cooldown(plan_.cooldown, tel(), run_.progress());
+        return wait_cooldown(plan_.cooldown, tel(), run_.progress(), run_.clock(),
+                             [this](int64_t ns) { run_.pause(ns); });
     };
     rh.measure = [this](const TestConfig& c) {
         return measure(static_cast<int>(res_.phases.back().rounds.size()) + 1, c);
@@ -395,7 +396,8 @@ RoundHooks SustainedRun::hooks() {
     rh.round_done = [this](int round, TestResult& r, SustainedRound& sr) {
         round_done(round, r, sr);
     };
-    rh.freq_series = [this] { return freq_series(); };
+    rh.clock = run_.clock();
+    rh.freq_series = [this](int64_t since_ns) { return freq_series(since_ns); };
     rh.after_round = [this](int round) {
         publish();
         // After the round's record is final, so that tracing overhead reaches none of its
@@ -459,7 +461,7 @@ void SustainedRun::round_done(int round, TestResult& r, SustainedRound& sr) {
               " tok/s" + (sr.error ? " (" + *sr.error + ")" : ""));
 }
 
-std::vector<TelemetrySeries> SustainedRun::freq_series() const {
+std::vector<TelemetrySeries> SustainedRun::freq_series(int64_t since_ns) const {
     std::vector<TelemetrySeries> freq;
     Sampler* t = const_cast<RunContext&>(run_).sampler();
     if (!t)
@@ -475,7 +477,7 @@ std::vector<TelemetrySeries> SustainedRun::freq_series() const {
         cut.t_ns.clear();
         cut.values.clear();
         for (size_t i = 0; i < s.t_ns.size(); ++i)
-            if (s.t_ns[i] >= phase_start_ns_ && !in_pass(s.t_ns[i])) {
+            if (s.t_ns[i] >= since_ns && !in_pass(s.t_ns[i])) {
                 cut.t_ns.push_back(s.t_ns[i]);
                 cut.values.push_back(s.values[i]);
             }

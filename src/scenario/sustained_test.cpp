@@ -504,3 +504,73 @@ TEST(SustainedRun, InProcessEveryRoundIsTheOptionsWorkloadOnTheFactorysEngine) {
         EXPECT_EQ(to_json(got), to_json(want)) << "round " << i + 1;
     }
 }
+
+// The phase's start is read on the hooks' clock before its first round; every round's
+// frequency series is asked for from there.
+TEST(SustainedRounds, ThePhaseStartsOnTheHooksClock) {
+    FakeTimeline tl;
+    FakeEngine e(tl, "E");
+    tl.advance(123);
+    RoundHooks h;
+    h.clock = tl.clock();
+    h.measure = [&](const TestConfig& c) { return run_test(e, c, {}, std::nullopt, tl.clock()); };
+    h.interrupted = [] { return false; };
+    std::vector<int64_t> since;
+    h.freq_series = [&](int64_t since_ns) {
+        since.push_back(since_ns);
+        return std::vector<TelemetrySeries>{};
+    };
+    SustainedPhase phase;
+    run_phase_rounds(workload(), 3, phase, h);
+    EXPECT_EQ(since, std::vector<int64_t>(3, 1'000'000'123));
+    ASSERT_EQ(phase.rounds.size(), 3u);
+    EXPECT_EQ(phase.rounds[0].start_ns, 1'000'000'123);
+}
+
+// --cooldown 10s waits on the run's clock: on the fake timeline exactly 10 s pass between one
+// round's end and the next one's start, and each later round records exactly 10 s.
+TEST(SustainedRun, TheCoolDownWaitsOnTheRunsClock) {
+    clear_interrupt();
+    test::RunRig rig;
+    SustainedOptions o = sustained_options(3);
+    o.cooldown = "10s";
+    int64_t paused = 0;
+    RunEnv env = rig.env("sustained");
+    env.pause = [&](int64_t ns) {
+        paused += ns;
+        rig.tl.advance(ns);
+    };
+    const RunResult r = run_sustained(o, std::move(env));
+    EXPECT_EQ(r.outcome, Outcome::ok);
+    EXPECT_EQ(paused, 20'000 * kMs);
+    const SustainedPhase& ph = r.doc.sustained->phases[0];
+    ASSERT_EQ(ph.rounds.size(), 3u);
+    for (size_t i = 0; i < 3; ++i)
+        EXPECT_DOUBLE_EQ(ph.rounds[i].cooldown_s, i == 0 ? 0 : 10) << "round " << i + 1;
+    ASSERT_EQ(r.doc.tests.size(), 3u);
+    for (size_t i = 1; i < 3; ++i)
+        EXPECT_EQ(r.doc.tests[i].started_ns - r.doc.tests[i - 1].finished_ns, 10'000 * kMs);
+}
+
+// The cool-down waits in slices of at most 100 ms: Ctrl-C one second into it ends the wait
+// there, and no further round runs.
+TEST(SustainedRun, CtrlCDuringTheCoolDownEndsItWithinASlice) {
+    clear_interrupt();
+    test::RunRig rig;
+    SustainedOptions o = sustained_options(3);
+    o.cooldown = "10s";
+    std::vector<int64_t> slices;
+    RunEnv env = rig.env("sustained");
+    env.pause = [&](int64_t ns) {
+        slices.push_back(ns);
+        rig.tl.advance(ns);
+        if (slices.size() == 10)
+            request_interrupt();
+    };
+    const RunResult r = run_sustained(o, std::move(env));
+    clear_interrupt();
+    EXPECT_EQ(slices, std::vector<int64_t>(10, 100 * kMs));
+    EXPECT_EQ(r.outcome, Outcome::interrupted);
+    EXPECT_EQ(r.doc.tests.size(), 1u);
+    EXPECT_EQ(r.doc.sustained->phases[0].rounds.size(), 1u);
+}
