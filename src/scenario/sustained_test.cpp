@@ -574,3 +574,21 @@ TEST(SustainedRun, CtrlCDuringTheCoolDownEndsItWithinASlice) {
     EXPECT_EQ(r.doc.tests.size(), 1u);
     EXPECT_EQ(r.doc.sustained->phases[0].rounds.size(), 1u);
 }
+
+// --url is for a server: with the in-process engine it is bad input, before anything runs, as
+// `run` has it (HttpRun checks both).
+TEST(SustainedRun, AUrlWithTheInProcessEngineIsBadInput) {
+    clear_interrupt();
+    test::RunRig rig;
+    SustainedOptions o = sustained_options(2);
+    o.http.url = "http://127.0.0.1:9";
+    try {
+        run_sustained(o, rig.env("sustained"));
+        FAIL();
+    } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::usage);
+        EXPECT_STREQ(e.what(), "--url needs --engine http");
+    }
+    EXPECT_EQ(rig.engines.made(), 0);
+    EXPECT_TRUE(rig.tl.calls().empty());
+}
