@@ -11,6 +11,7 @@
 // It also has scripted logits (the logits interface of engine.hpp): the engine keeps the tokens
 // of its KV cache, and the logits after them are the script's function of those tokens, so a
 // fidelity test knows every distance exactly.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -70,6 +71,11 @@ class FakeTimeline {
     // A Clock reading this timeline; valid while the timeline lives.
     Clock clock() {
         return [this] { return now_ns_; };
+    }
+    // A wait of a run (scenario/run_context.hpp Pause) that moves this timeline on by the time
+    // waited; valid while the timeline lives.
+    std::function<void(int64_t ns)> pause() {
+        return [this](int64_t ns) { now_ns_ += std::max<int64_t>(0, ns); };
     }
     const std::vector<FakeCall>& calls() const { return calls_; }
     // The calls of one op (of every engine), in order.

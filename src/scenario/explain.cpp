@@ -24,7 +24,6 @@
 #include "engine/workload.hpp"
 #include "model/inspect.hpp"
 #include "scenario/explain_settings.hpp"
-#include "scenario/mode_experiment.hpp"
 #include "scenario/ops_run.hpp"
 #include "scenario/repetition.hpp"
 #include "scenario/run_context.hpp"
@@ -469,12 +468,9 @@ int run_explain_rounds(ExplainSection& s, const ExplainMeasurer& measure,
         index.push_back(static_cast<std::size_t>(it - s.measures.begin()));
     }
     bool failed = false;
-    int sequence = 0;
-    for (const auto& [round, i] : mode_run_order(static_cast<int>(index.size()), s.rounds)) {
-        if (interrupt_requested()) {
-            s.interrupted = true;
-            break;
-        }
+    InterleavedRounds rounds(static_cast<int>(index.size()), s.rounds);
+    while (rounds.has_runs_remaining()) {
+        const auto [round, i, sequence] = rounds.next();
         ExplainMeasure& m = s.measures[index[static_cast<std::size_t>(i)]];
         ExplainRun r;
         // llama.cpp may end the process inside a level (an abort on a vocabulary it cannot
@@ -500,7 +496,7 @@ int run_explain_rounds(ExplainSection& s, const ExplainMeasurer& measure,
             r.error = e.what();
         }
         r.round = round;
-        r.sequence = sequence++;
+        r.sequence = sequence;
         if (r.error || (!r.prefill_ns && !r.decode_ns)) {
             if (!r.error)
                 r.error = "no time was measured";
@@ -513,7 +509,8 @@ int run_explain_rounds(ExplainSection& s, const ExplainMeasurer& measure,
         if (save)
             save();
     }
-    if (interrupt_requested())
+    // Ctrl-C during the last run stopped no run, but cut that one short.
+    if (rounds.interrupted() || interrupt_requested())
         s.interrupted = true;
     summarize_explain(s);
     return failed || s.interrupted ? 1 : 0;

@@ -5,8 +5,9 @@
 // level, once more per setting the bench and the server disagree on (scenario/
 // explain_settings.hpp) with that setting as the server has it, and once with all of them.
 // Every measure runs once per round; rounds run the measures forward and backward in turn
-// (A B C, C B A, ...: mode_run_order, as `decompose --mode`), so a slow drift of the machine
-// adds to every measure alike and differences pair by round (analysis/explain.hpp).
+// (A B C, C B A, ...: InterleavedRounds, scenario/repetition.hpp, the rounds loop of
+// `decompose --mode` too), so a slow drift of the machine adds to every measure alike and
+// differences pair by round (analysis/explain.hpp).
 //
 // The server is a llama-server started on 127.0.0.1 as `run --engine http` starts one
 // (scenario/llama_server.hpp: one slot, its other settings llama-server's defaults) with

@@ -111,14 +111,6 @@ void check_mode_names(const std::vector<std::string>& names) {
             throw usage_error(fmt::format("--mode: the mode name '{}' is given twice", n));
 }
 
-std::vector<std::pair<int, int>> mode_run_order(int n_modes, int rounds) {
-    std::vector<std::pair<int, int>> order;
-    for (int r = 0; r < rounds; ++r)
-        for (int i = 0; i < n_modes; ++i)
-            order.emplace_back(r, r % 2 == 0 ? i : n_modes - 1 - i);
-    return order;
-}
-
 int run_mode_experiment(const ModeExperimentOptions& o, const ModeLauncher& launch,
                         ResultDocument& doc, std::ostream& err) {
     std::vector<std::string> names;
@@ -158,19 +150,15 @@ int run_mode_experiment(const ModeExperimentOptions& o, const ModeLauncher& laun
     };
     save(DocumentSave::progress);
 
-    bool failed = false, interrupted = false;
-    int sequence = 0;
-    const auto order = mode_run_order(static_cast<int>(o.modes.size()), o.rounds);
-    for (const auto& [round, index] : order) {
-        if (interrupt_requested()) {
-            interrupted = true;
-            break;
-        }
+    bool failed = false;
+    InterleavedRounds rounds(static_cast<int>(o.modes.size()), o.rounds);
+    while (rounds.has_runs_remaining()) {
+        const auto [round, index, sequence] = rounds.next();
         const ModeSpec& spec = o.modes[static_cast<size_t>(index)];
         ModeChildResult c = launch(spec, round);
         ModeRun run;
         run.round = round;
-        run.sequence = sequence++;
+        run.sequence = sequence;
         run.stage_ns = std::move(c.stage_ns);
         run.exit_code = c.exit_code;
         run.wall_ns = c.wall_ns;
@@ -191,8 +179,8 @@ int run_mode_experiment(const ModeExperimentOptions& o, const ModeLauncher& laun
         s.modes[static_cast<size_t>(index)].runs.push_back(std::move(run));
         save(DocumentSave::progress);
     }
-    if (interrupt_requested())
-        interrupted = true;
+    // Ctrl-C during the last run stopped no run, but cut that one short.
+    const bool interrupted = rounds.interrupted() || interrupt_requested();
     if (interrupted)
         doc.warnings.push_back({"interrupted",
                                 "interrupted (Ctrl-C) before every round ran: the modes' times "

@@ -18,6 +18,7 @@
 #include "core/doc/modes_section.hpp"
 #include "core/result.hpp"
 #include "profile/ops_command.hpp"
+#include "scenario/repetition.hpp"
 
 namespace sb {
 
@@ -76,11 +77,6 @@ struct ModeExperimentOptions {
     std::optional<std::string> out_path;  // doc saved after every run
     bool progress = true;                 // one line per run on err
 };
-
-// The order of the runs: round r runs every mode, forward in even rounds and backward in odd
-// ones (A B C, C B A, A B C, ...), so a slow drift of the machine adds to every mode alike.
-// Pairs of (round, mode index).
-std::vector<std::pair<int, int>> mode_run_order(int n_modes, int rounds);
 
 // Runs the experiment into doc.modes (the section, its runs, medians and parts), saving --out
 // after every run. A run that fails keeps its error and the experiment goes on with the others.

@@ -556,4 +556,31 @@ TestResult run_repetitions(Engine& engine, const TestConfig& config, const Sweep
     return runner.results();
 }
 
+std::vector<std::pair<int, int>> mode_run_order(int n_modes, int rounds) {
+    std::vector<std::pair<int, int>> order;
+    for (int r = 0; r < rounds; ++r)
+        for (int i = 0; i < n_modes; ++i)
+            order.emplace_back(r, r % 2 == 0 ? i : n_modes - 1 - i);
+    return order;
+}
+
+InterleavedRounds::InterleavedRounds(int n_measures, int rounds, std::function<bool()> interrupted)
+    : order_(mode_run_order(n_measures, rounds)), poll_(std::move(interrupted)) {}
+
+bool InterleavedRounds::has_runs_remaining() {
+    if (interrupted_ || next_ >= order_.size())
+        return false;
+    interrupted_ = poll_ ? poll_() : interrupt_requested();
+    return !interrupted_;
+}
+
+InterleavedRounds::Run InterleavedRounds::next() {
+    const auto [round, index] = order_.at(next_);
+    Run r;
+    r.round = round;
+    r.index = index;
+    r.sequence = static_cast<int>(next_++);
+    return r;
+}
+
 }  // namespace sb

@@ -6,7 +6,9 @@
 // do_one_repetition(), says whether more are needed (has_repeats_remaining(): the fixed count,
 // the --target-ci goal, max_reps, an interrupt or a failure) and hands over the finished
 // TestResult (results()). A driver that interleaves several tests (hybrid) keeps one runner
-// per test and calls each in turn.
+// per test and calls each in turn. Measures that are not repetitions of one engine's test
+// (explain's levels, decompose --mode's child processes) run their rounds through this file's
+// InterleavedRounds, the one rounds loop.
 //
 // What one repetition is: the KV cache brought to n_depth; the prompt prefilled as one stage;
 // optionally the sequence state moved to a second engine (a "transfer" stage); n_gen tokens
@@ -21,6 +23,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/clock.hpp"
@@ -190,5 +193,39 @@ class RepetitionRunner {
 // the test itself.
 TestResult run_repetitions(Engine& engine, const TestConfig& config, const SweepHooks& hooks,
                            RepetitionOptions opts = {});
+
+// The order of interleaved rounds: round r runs every measure, forward in even rounds and
+// backward in odd ones (A B C, C B A, A B C, ...), so a slow drift of the machine adds to every
+// measure alike. Pairs of (round, measure index), both 0-based.
+std::vector<std::pair<int, int>> mode_run_order(int n_modes, int rounds);
+
+// The one rounds loop of several measures run in turn (explain's levels, decompose --mode's
+// modes), in mode_run_order, shaped like RepetitionRunner: has_runs_remaining() says whether
+// another run is due (polling the interrupt), next() hands it out. What a run measures and
+// records is the driver's.
+class InterleavedRounds {
+  public:
+    struct Run {
+        int round = 0;     // 0-based
+        int index = 0;     // the measure's
+        int sequence = 0;  // its place among all the runs so far (0-based)
+    };
+    // interrupted: polled by has_runs_remaining(); null: interrupt_requested()
+    // (core/interrupt.hpp).
+    InterleavedRounds(int n_measures, int rounds, std::function<bool()> interrupted = {});
+    // Whether a run is due: not every run was handed out and no interrupt came (once one
+    // came, interrupted() stays true and no run is due).
+    bool has_runs_remaining();
+    // The next run; only after has_runs_remaining() said true.
+    Run next();
+    // Whether an interrupt stopped the rounds before their last run.
+    bool interrupted() const { return interrupted_; }
+
+  private:
+    std::vector<std::pair<int, int>> order_;
+    std::function<bool()> poll_;
+    std::size_t next_ = 0;
+    bool interrupted_ = false;
+};
 
 }  // namespace sb

@@ -698,3 +698,47 @@ TEST(TargetCi, HoldsTheRobustFigureNotTheMean) {
     EXPECT_TRUE(repetition_done(r, c, 19));
     EXPECT_EQ(r.stopped_by, StopReason::target_ci);
 }
+
+// The one rounds loop: every measure once per round, forward then backward, each run numbered
+// in sequence; the interrupt is polled before every run.
+TEST(InterleavedRounds, HandsOutEveryRunInTheAlternatingOrder) {
+    int polls = 0;
+    InterleavedRounds rounds(3, 2, [&] {
+        ++polls;
+        return false;
+    });
+    std::vector<std::string> runs;
+    while (rounds.has_runs_remaining()) {
+        const InterleavedRounds::Run r = rounds.next();
+        runs.push_back(std::to_string(r.round) + ":" + std::to_string(r.index) + "#" +
+                       std::to_string(r.sequence));
+    }
+    EXPECT_EQ(runs,
+              (std::vector<std::string>{"0:0#0", "0:1#1", "0:2#2", "1:2#3", "1:1#4", "1:0#5"}));
+    EXPECT_EQ(polls, 6);
+    EXPECT_FALSE(rounds.interrupted());
+    EXPECT_FALSE(rounds.has_runs_remaining());
+}
+
+TEST(InterleavedRounds, AnInterruptStopsBeforeTheNextRunForGood) {
+    int ran = 0;
+    InterleavedRounds rounds(2, 5, [&] { return ran == 3; });
+    while (rounds.has_runs_remaining()) {
+        rounds.next();
+        ++ran;
+    }
+    EXPECT_EQ(ran, 3);
+    EXPECT_TRUE(rounds.interrupted());
+    ran = 0;  // the poll would let it go on: an interrupt seen stays
+    EXPECT_FALSE(rounds.has_runs_remaining());
+    // Without a poll of its own it asks core/interrupt.hpp.
+    clear_interrupt();
+    InterleavedRounds plain(1, 1);
+    request_interrupt();
+    EXPECT_FALSE(plain.has_runs_remaining());
+    EXPECT_TRUE(plain.interrupted());
+    clear_interrupt();
+    InterleavedRounds none(2, 0);
+    EXPECT_FALSE(none.has_runs_remaining());
+    EXPECT_FALSE(none.interrupted());
+}

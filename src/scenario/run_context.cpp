@@ -23,6 +23,8 @@ RunContext::RunContext(ResultDocument& doc, RunSetup setup, std::ostream& err,
       progress_(err, setup_.progress, setup_.terminal, setup_.clock ? setup_.clock : now_ns) {
     if (!setup_.clock)
         setup_.clock = now_ns;
+    if (!setup_.pause)
+        setup_.pause = sleep_ns;
     std::optional<Error> first;
     for (const auto& path : setup_.models) {
         try {
@@ -62,14 +64,14 @@ void RunContext::save(DocumentSave how) {
         write_document(doc_, *setup_.out_path, how);
         return;
     }
-    const int64_t t = now_ns();
+    const int64_t t = setup_.clock();
     if (last_save_ns_ > 0 && t - last_save_ns_ < 10 * last_save_cost_ns_)
         return;
     // In the middle of a run a failed save stops it; what was measured stays in the document,
     // which the command then keeps elsewhere (the store) before it reports the error.
     try {
         write_document(doc_, *setup_.out_path, how);
-        last_save_ns_ = now_ns();
+        last_save_ns_ = setup_.clock();
         last_save_cost_ns_ = last_save_ns_ - t;
     } catch (const Error& e) {
         save_error_ = e;

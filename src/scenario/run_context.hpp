@@ -39,6 +39,10 @@
 
 namespace sb {
 
+// How a run lets time pass on its clock while it waits (a cool-down, a poll): at least ns
+// nanoseconds. sb::sleep_ns for a real run; a fake engine's timeline moves on by ns in tests.
+using Pause = std::function<void(int64_t ns)>;
+
 // Who hears about a run as it goes: the CLI's reporter streams rows from here. Every call is
 // made between tests, never inside a measurement.
 class RunListener {
@@ -64,6 +68,8 @@ struct RunEnv {
     // The clock of the run's own readings (test start and end, progress, the repetition loop
     // between the engine's timestamps): sb::now_ns, or a fake engine's timeline in tests.
     Clock clock = now_ns;
+    // How the run waits on that clock (a cool-down): sb::sleep_ns, or the fake timeline's.
+    Pause pause = sleep_ns;
     // After the last word recorded the running work as failed and saved the document: keep it
     // where the command keeps documents (-o json on stdout, --db). Optional; it must not throw
     // nor call into llama.cpp.
@@ -94,12 +100,14 @@ struct RunSetup {
     bool terminal = false;                // the error stream is a terminal (lines in place)
     EngineFactory* engines = nullptr;     // null: default_engine_factory()
     Clock clock = now_ns;
+    Pause pause = sleep_ns;
     std::function<void(const ResultDocument&)> on_last_word;  // RunEnv::on_last_word
 
-    // The parts of env that reach the context (engines, clock, last word).
+    // The parts of env that reach the context (engines, clock, pause, last word).
     void take(const RunEnv& env) {
         engines = env.engines;
         clock = env.clock;
+        pause = env.pause;
         on_last_word = env.on_last_word;
     }
 };
@@ -136,6 +144,8 @@ class RunContext {
     Progress& progress() { return progress_; }
     EngineFactory& engines() { return *engines_; }
     const Clock& clock() const { return setup_.clock; }
+    // Lets ns pass on that clock (RunSetup::pause): a runner's waits between measurements.
+    void pause(int64_t ns) const { setup_.pause(ns); }
     // A line for people above the progress lines ("stagebench: " + line).
     void note(const std::string& line) { progress_.note(line); }
     // The error that makes model path unusable (keep_unusable_models), if any.
@@ -223,7 +233,7 @@ class RunContext {
         int64_t since_ns = 0;
     };
     // A progress save is skipped until ten times the last save's cost has passed since it
-    // ended (real time: the save's cost is real I/O).
+    // ended (on the run's clock).
     int64_t last_save_ns_ = 0, last_save_cost_ns_ = 0;
     std::timed_mutex doc_mu_;
     std::deque<Running> running_;

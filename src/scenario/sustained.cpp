@@ -2,9 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cmath>
-#include <thread>
 
 #include <fmt/format.h>
 
@@ -68,19 +66,21 @@ std::optional<double> hottest_now(const Sampler& tel) {
     return hottest;
 }
 
-double wait_cooldown(const CooldownPolicy& p, Sampler* tel, Progress& progress) {
-    const int64_t t0 = now_ns();
-    auto elapsed = [&] { return (now_ns() - t0) * 1e-9; };
+// Waits on the run's clock, in slices so that Ctrl-C ends the wait early.
+double wait_cooldown(const CooldownPolicy& p, Sampler* tel, Progress& progress, const Clock& clock,
+                     const Pause& pause) {
+    const int64_t t0 = clock();
+    auto elapsed = [&] { return static_cast<double>(clock() - t0) * 1e-9; };
     if (p.kind == CooldownPolicy::Kind::fixed) {
-        while (elapsed() < p.seconds && !interrupt_requested())
-            std::this_thread::sleep_for(std::chrono::milliseconds(
-                std::min<int64_t>(100, static_cast<int64_t>((p.seconds - elapsed()) * 1000) + 1)));
+        const auto want_ns = static_cast<int64_t>(std::llround(p.seconds * 1e9));
+        for (int64_t waited = 0; waited < want_ns && !interrupt_requested(); waited = clock() - t0)
+            pause(std::min<int64_t>(100'000'000, want_ns - waited));
     } else if (p.kind == CooldownPolicy::Kind::until_temp && tel) {
         while (!interrupt_requested() && elapsed() < p.timeout_s) {
             auto t = hottest_now(*tel);
             if (t && *t <= p.target_c)
                 break;
-            std::this_thread::sleep_for(std::chrono::milliseconds(200));
+            pause(200'000'000);
         }
         if (elapsed() >= p.timeout_s)
             progress.note("cool-down to " + fmt::format("{:.1f}", p.target_c) +
@@ -172,6 +172,7 @@ PhaseOutcome run_phase_rounds(TestConfig c, int rounds, SustainedPhase& phase,
     auto interrupted = [&] {
         return hooks.interrupted ? hooks.interrupted() : interrupt_requested();
     };
+    const int64_t start_ns = hooks.clock();
     for (int round = 1; round <= rounds && !interrupted() && !out.bad_input; ++round) {
         const double cooldown_s = round > 1 && hooks.cooldown ? hooks.cooldown(round) : 0;
         if (interrupted())
@@ -191,8 +192,9 @@ PhaseOutcome run_phase_rounds(TestConfig c, int rounds, SustainedPhase& phase,
         if (hooks.round_done)
             hooks.round_done(round, r, sr);
         phase.rounds.push_back(sr);
-        phase.across = summarize_rounds(
-            phase.rounds, hooks.freq_series ? hooks.freq_series() : std::vector<TelemetrySeries>{});
+        phase.across =
+            summarize_rounds(phase.rounds, hooks.freq_series ? hooks.freq_series(start_ns)
+                                                             : std::vector<TelemetrySeries>{});
         if (hooks.after_round)
             hooks.after_round(round);
     }
@@ -206,7 +208,6 @@ struct SustainedPlan {
     CooldownPolicy cooldown;
     std::optional<BackgroundSpec> background;
     std::set<int> traced_rounds;
-    bool over_http = false;
     int threads = 0;
 };
 
@@ -229,8 +230,7 @@ SustainedPlan plan_of(const SustainedOptions& o) {
         p.background = parse_background(*o.background);
     if (o.http.engines.size() != 1)
         throw usage_error("sustained runs one engine: --engine llama or --engine http");
-    p.over_http = o.http.engines[0] == EngineKind::http;
-    if (p.over_http && !p.traced_rounds.empty())
+    if (o.http.engines[0] == EngineKind::http && !p.traced_rounds.empty())
         throw usage_error(
             "--trace-ops-rounds needs the in-process engine (--engine llama): a server's ops "
             "cannot be traced");
@@ -238,18 +238,34 @@ SustainedPlan plan_of(const SustainedOptions& o) {
     return p;
 }
 
-// The workload of every round: the prompt and generation bounded, one repetition.
-TestConfig round_config(const SustainedOptions& o, int threads) {
-    TestConfig c;
-    static_cast<Workload&>(c) = o.workload;
-    c.n_prompt = o.prompt_tokens;
-    c.n_gen = o.max_tokens;
-    c.n_threads = threads;
-    c.n_batch = o.chunk ? *o.chunk : 2048;
-    c.n_ubatch = std::min(c.n_batch, 512);
-    c.reps = c.max_reps = 1;
-    c.seed = o.seed;
-    return c;
+// The workload of every round as a one-point matrix: the prompt and generation bounded, one
+// repetition, the batch chunk's. HttpRun plans its test on the engine --engine names.
+MatrixSpec round_matrix(const SustainedOptions& o, int threads) {
+    const Workload& w = o.workload;
+    MatrixSpec m;
+    m.models = {w.model_path};
+    m.devices = {w.devices};
+    m.n_gpu_layers = {w.n_gpu_layers};
+    m.n_prompt = {o.prompt_tokens};
+    m.n_gen = {o.max_tokens};
+    m.n_threads = {threads};
+    m.n_batch = {o.chunk ? *o.chunk : 2048};
+    m.n_ubatch = {512};
+    m.flash_attn = {w.flash_attn};
+    m.type_k = {w.type_k};
+    m.type_v = {w.type_v};
+    m.reps = 1;
+    m.seed = o.seed;
+    return m;
+}
+
+// A round's test: the planned one with one repetition and the round's batch (a server's test
+// is planned with the default batch; --chunk is the round's).
+TestConfig round_config(TestConfig planned, const SustainedOptions& o) {
+    planned.reps = planned.max_reps = 1;
+    planned.n_batch = o.chunk ? *o.chunk : 2048;
+    planned.n_ubatch = std::min(planned.n_batch, 512);
+    return planned;
 }
 
 SustainedConfig section_config(const SustainedOptions& o, const SustainedPlan& p) {
@@ -288,18 +304,13 @@ RoundTracedPass traced_pass_of(const TracedPass& pass) {
 // context, the round records in the document's sustained section.
 class SustainedRun {
   public:
-    SustainedRun(RunContext& run, const SustainedOptions& o, const SustainedPlan& plan)
-        : run_(run), o_(o), plan_(plan), c_(round_config(o, plan.threads)) {
+    // The rounds measure test (planned by http, connected) on the engine it names, as `run`'s
+    // tests do (HttpRun::measure).
+    SustainedRun(RunContext& run, const SustainedOptions& o, const SustainedPlan& plan,
+                 HttpRun& http, const TestConfig& test)
+        : run_(run), o_(o), plan_(plan), http_(http), c_(round_config(test, o)) {
         res_.config = section_config(o, plan);
         device_ = run.device_label(c_);
-        if (!plan.over_http)
-            engine_ = run.engines().make(EngineKind::llama);
-    }
-    // The HTTP side (an engine behind a server): its run and its one planned test.
-    void use_http(HttpRun* http, TestConfig test) {
-        http_ = http;
-        http_test_ = std::move(test);
-        device_ = run_.device_label(http_test_);
     }
     void publish() {
         run_.update([this](ResultDocument& doc) { doc.sustained = res_; });
@@ -310,7 +321,7 @@ class SustainedRun {
         if (res_.phases.size() == 2)
             res_.slowdown = phase_slowdown(res_.phases[0], res_.phases[1]);
         run_.progress().done(device_);
-        engine_.reset();
+        http_.stop();
         run_.update([this](ResultDocument& doc) {
             MachineLoad load;
             if (const auto& a = json_field(doc.system, "loadavg_1m"); a.is_number())
@@ -328,23 +339,20 @@ class SustainedRun {
     RoundHooks hooks();
     TestResult measure(int round, const TestConfig& c);
     void round_done(int round, TestResult& r, SustainedRound& sr);
-    std::vector<TelemetrySeries> freq_series() const;
+    std::vector<TelemetrySeries> freq_series(int64_t since_ns) const;
     void traced_pass(int round);
     Sampler* tel() { return run_.sampler(); }
 
     RunContext& run_;
     const SustainedOptions& o_;
     const SustainedPlan& plan_;
-    TestConfig c_;
+    HttpRun& http_;
+    TestConfig c_;  // every round's test (its warm-up the round's)
     SustainedResult res_;
-    std::unique_ptr<Engine> engine_;
-    HttpRun* http_ = nullptr;
-    TestConfig http_test_;
     std::string device_;
     ProgressStep step_;
     std::string prefix_;  // the running round's telemetry stages' prefix
     size_t phase_index_ = 0;
-    int64_t phase_start_ns_ = 0;
     // When the traced passes ran: their samples are left out of the phases' frequency series.
     std::vector<std::pair<int64_t, int64_t>> pass_windows_;
     int failed_ = 0;
@@ -362,7 +370,6 @@ void SustainedRun::phase(const std::string& name, const std::optional<Background
         load = std::make_unique<BackgroundLoad>(*bg);
         load->start();
     }
-    phase_start_ns_ = now_ns();
     const PhaseOutcome po = run_phase_rounds(c_, o_.rounds, res_.phases.back(), hooks());
     failed_ += po.failed;
     bad_input_ |= po.bad_input;
@@ -374,7 +381,8 @@ RoundHooks SustainedRun::hooks() {
         step_.stage = "cool-down";
         step_.rep = round;
         run_.progress().step(device_, step_);
-        return wait_cooldown(plan_.cooldown, tel(), run_.progress());
+        return wait_cooldown(plan_.cooldown, tel(), run_.progress(), run_.clock(),
+                             [this](int64_t ns) { run_.pause(ns); });
     };
     rh.measure = [this](const TestConfig& c) {
         return measure(static_cast<int>(res_.phases.back().rounds.size()) + 1, c);
@@ -388,7 +396,8 @@ RoundHooks SustainedRun::hooks() {
     rh.round_done = [this](int round, TestResult& r, SustainedRound& sr) {
         round_done(round, r, sr);
     };
-    rh.freq_series = [this] { return freq_series(); };
+    rh.clock = run_.clock();
+    rh.freq_series = [this](int64_t since_ns) { return freq_series(since_ns); };
     rh.after_round = [this](int round) {
         publish();
         // After the round's record is final, so that tracing overhead reaches none of its
@@ -400,18 +409,9 @@ RoundHooks SustainedRun::hooks() {
     return rh;
 }
 
-TestResult SustainedRun::measure(int round, const TestConfig& c) {
+TestResult SustainedRun::measure(int round, const TestConfig& tc) {
     const std::string phase = res_.phases.back().name;
     const std::string note = "sustained " + phase + " round " + std::to_string(round);
-    // Over HTTP the round is the planned HTTP test with the round's warm-up and batch.
-    TestConfig tc = c;
-    if (http_) {
-        tc = http_test_;
-        tc.warmup = c.warmup;
-        tc.reps = tc.max_reps = 1;
-        tc.n_batch = c.n_batch;
-        tc.n_ubatch = c.n_ubatch;
-    }
     step_ = {"sustained " + phase, round, o_.rounds, "", "round"};
     // The round is a test of the run context; should llama.cpp stop the process inside it, the
     // last word records it failed, as a test and as the phase's next round.
@@ -431,8 +431,7 @@ TestResult SustainedRun::measure(int round, const TestConfig& c) {
     };
     run_.name_running(phase + " round " + std::to_string(round));
     const SweepHooks hooks = run_.begin_test(tc, std::move(running));
-    return http_ ? http_->run(tc, hooks, run_.clock())
-                 : run_test(*engine_, tc, hooks, std::nullopt, run_.clock());
+    return http_.measure(tc, hooks, run_.clock());
 }
 
 void SustainedRun::round_done(int round, TestResult& r, SustainedRound& sr) {
@@ -462,7 +461,7 @@ void SustainedRun::round_done(int round, TestResult& r, SustainedRound& sr) {
               " tok/s" + (sr.error ? " (" + *sr.error + ")" : ""));
 }
 
-std::vector<TelemetrySeries> SustainedRun::freq_series() const {
+std::vector<TelemetrySeries> SustainedRun::freq_series(int64_t since_ns) const {
     std::vector<TelemetrySeries> freq;
     Sampler* t = const_cast<RunContext&>(run_).sampler();
     if (!t)
@@ -478,7 +477,7 @@ std::vector<TelemetrySeries> SustainedRun::freq_series() const {
         cut.t_ns.clear();
         cut.values.clear();
         for (size_t i = 0; i < s.t_ns.size(); ++i)
-            if (s.t_ns[i] >= phase_start_ns_ && !in_pass(s.t_ns[i])) {
+            if (s.t_ns[i] >= since_ns && !in_pass(s.t_ns[i])) {
                 cut.t_ns.push_back(s.t_ns[i]);
                 cut.values.push_back(s.values[i]);
             }
@@ -511,36 +510,25 @@ void SustainedRun::traced_pass(int round) {
 
 RunResult run_sustained(const SustainedOptions& o, RunEnv env) {
     const SustainedPlan plan = plan_of(o);
-    MatrixSpec matrix;
-    matrix.models = {o.workload.model_path};
-    matrix.devices = {o.workload.devices};
-    matrix.n_prompt = {o.prompt_tokens};
-    matrix.n_gen = {o.max_tokens};
-    matrix.n_threads = {plan.threads};
-    matrix.reps = 1;
-    matrix.seed = o.seed;
-    std::unique_ptr<HttpRun> http;
-    std::vector<TestConfig> http_tests;
-    if (plan.over_http) {
-        http = std::make_unique<HttpRun>(o.http, matrix, o.rpc_servers);
-        http_tests = http->plan(matrix);
-    }
+    const MatrixSpec matrix = round_matrix(o, plan.threads);
+    // The engine --engine names, from the run's factory, as `run` has it.
+    HttpRun http(o.http, matrix, o.rpc_servers);
+    std::vector<TestConfig> tests = http.plan(matrix);
     // The run context: the model described, RPC servers added, device names checked,
     // telemetry, warnings, the idle baseline and the document saved as it grows.
     RunSetup setup;
     setup.take(env);
-    if (!http || http->needs_gguf())
+    if (http.needs_gguf())
         setup.models = {o.workload.model_path};
     setup.rpc_servers = o.rpc_servers;
-    if (!plan.over_http)
+    if (http.uses_llama())
         setup.device_sets = {o.workload.devices};
     setup.telemetry = o.telemetry;
     setup.out_path = o.out_path;
     setup.progress = o.progress;
     setup.terminal = o.progress && Progress::stderr_is_terminal();
     RunContext run(env.doc, setup, env.err, env.listener);
-    if (http)
-        http->connect(run, http_tests);
+    http.connect(run, tests);
     run.open(plan.threads);
     if (plan.cooldown.kind == CooldownPolicy::Kind::until_temp) {
         Sampler* tel = run.sampler();
@@ -550,9 +538,7 @@ RunResult run_sustained(const SustainedOptions& o, RunEnv env) {
             throw input_error("--cooldown " + o.cooldown +
                               " needs a temperature sensor, and none was found");
     }
-    SustainedRun rounds(run, o, plan);
-    if (http)
-        rounds.use_http(http.get(), http_tests.at(0));
+    SustainedRun rounds(run, o, plan, http, tests.at(0));
     rounds.publish();
     run.start();
     run.plan(static_cast<size_t>(o.rounds) * (plan.background ? 2 : 1));
@@ -560,8 +546,6 @@ RunResult run_sustained(const SustainedOptions& o, RunEnv env) {
     if (plan.background && !run.should_stop() && !rounds.bad_input())
         rounds.phase("loaded", plan.background);
     rounds.finish_phases();
-    if (http)
-        http->stop();
     return run.finish(rounds.failed() > 0 ? Outcome::failed : Outcome::ok);
 }
 

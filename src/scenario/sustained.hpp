@@ -75,19 +75,23 @@ struct RoundHooks {
     // Before round k > 1: the cool-down; returns the seconds waited.
     std::function<double(int round)> cooldown;
     // Measures round k's workload once: the test it is given (warm-up on the first round of
-    // the phase only), on the phase's engine (run_test, or the HTTP run). Never throws.
+    // the phase only), on the engine the test names (HttpRun::measure). Never throws.
     std::function<TestResult(const TestConfig&)> measure;
     // Just before and just after measure (telemetry marks, the last word's state).
     std::function<void(int round, bool begin)> round_marker;
     // The round's test and record, before the record joins the phase: telemetry figures,
     // the document, progress.
     std::function<void(int round, TestResult&, SustainedRound&)> round_done;
-    // The sampled frequency series of the phase so far, for time-at-floor (summarize_rounds).
-    std::function<std::vector<TelemetrySeries>()> freq_series;
+    // The sampled frequency series of the phase so far (its samples at or after since_ns, the
+    // phase's start on clock below), for time-at-floor (summarize_rounds).
+    std::function<std::vector<TelemetrySeries>(int64_t since_ns)> freq_series;
     // After the phase's summary was updated with the round (save, a traced pass).
     std::function<void(int round)> after_round;
     // Polled before each round and after its cool-down. Null: interrupt_requested().
     std::function<bool()> interrupted;
+    // The clock the phase's start is read on, before its first round: the run's (sb::now_ns,
+    // the sampler's axis, for a real run).
+    Clock clock = now_ns;
 };
 
 struct PhaseOutcome {

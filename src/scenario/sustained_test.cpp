@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "core/document.hpp"
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
@@ -387,4 +389,206 @@ TEST(SustainedRun, TheLastWordRecordsTheRoundAsATestAndAsThePhasesNextRound) {
     ASSERT_EQ(ph.rounds.size(), 3u);
     EXPECT_EQ(ph.rounds[2].round, 3);
     EXPECT_EQ(ph.rounds[2].status, Status::failed);
+}
+
+// --engine http --url: the rounds ask the run's HTTP side as `run` does (HttpRun::measure), on
+// the server the factory connects; every round one whole request (the first after a warm-up),
+// no in-process engine made.
+TEST(SustainedRun, OverHttpEveryRoundIsAWholeRequestToTheFactorysServer) {
+    clear_interrupt();
+    test::RunRig rig;
+    SustainedOptions o = sustained_options(3);
+    o.workload.model_path = "served-model";  // a name on the server: nothing to inspect
+    o.http.engines = {EngineKind::http};
+    o.http.url = "http://127.0.0.1:9";
+    const RunResult r = run_sustained(o, rig.env("sustained"));
+    EXPECT_EQ(r.outcome, Outcome::ok);
+    EXPECT_EQ(rig.engines.made(), 1);
+    ASSERT_EQ(rig.engines.servers().size(), 1u);
+    EXPECT_EQ(rig.engines.servers()[0].url, "http://127.0.0.1:9");
+    EXPECT_EQ(r.doc.engines["http"]["started_by_stagebench"], false);
+    // The warm-up request before round 1 and one request per round.
+    EXPECT_EQ(rig.tl.calls_of(FakeOp::request).size(), 4u);
+    ASSERT_EQ(r.doc.tests.size(), 3u);
+    for (int i = 0; i < 3; ++i) {
+        const TestResult& t = r.doc.tests[static_cast<size_t>(i)];
+        EXPECT_EQ(t.status, Status::ok) << t.error.value_or("");
+        EXPECT_EQ(t.config.engine, EngineKind::http);
+        EXPECT_EQ(t.config.devices.str(), "HTTP");
+        EXPECT_EQ(t.config.model_path, "served-model");
+        EXPECT_EQ(t.config.n_threads, 0);  // the server's threads are its own
+        EXPECT_EQ(t.config.warmup, i == 0);
+        EXPECT_EQ(t.config.reps, 1);
+        // The fake server: TTFT 10 ms + 100 us per prompt token, then 10 ms per token.
+        EXPECT_EQ(t.ttft_ns, std::vector<int64_t>{10800 * kUs});
+        EXPECT_EQ(t.client->e2e_ns, std::vector<int64_t>{10800 * kUs + 30 * kMs});
+        EXPECT_EQ(t.notes.back(), "sustained rounds round " + std::to_string(i + 1));
+    }
+    const SustainedPhase& ph = r.doc.sustained->phases[0];
+    ASSERT_EQ(ph.rounds.size(), 3u);
+    for (const SustainedRound& sr : ph.rounds) {
+        EXPECT_EQ(sr.status, Status::ok);
+        EXPECT_DOUBLE_EQ(*sr.ttft_ms, 10.8);
+        EXPECT_DOUBLE_EQ(*sr.decode_tps, 100);  // 3 tokens after the first in 30 ms
+    }
+}
+
+// --engine http -m FILE: the llama-server stagebench starts comes from the factory once, for
+// the rounds' model and threads, with --chunk as every round's batch; it is stopped at the end.
+TEST(SustainedRun, OverHttpWithoutUrlTheRoundsRunOnTheServerTheFactoryStarts) {
+    clear_interrupt();
+    test::RunRig rig;
+    SustainedOptions o = sustained_options(2);
+    o.http.engines = {EngineKind::http};
+    o.chunk = 4;
+    const RunResult r = run_sustained(o, rig.env("sustained"));
+    EXPECT_EQ(r.outcome, Outcome::ok);
+    ASSERT_EQ(rig.engines.started().size(), 1u);
+    const FakeServerState& srv = *rig.engines.started()[0];
+    EXPECT_EQ(srv.spec.model, test::tiny_gguf());
+    EXPECT_EQ(srv.spec.threads, 2);
+    EXPECT_EQ(srv.spec.n_ctx, 8 + 4 + 64);
+    EXPECT_TRUE(srv.stopped);
+    EXPECT_EQ(r.doc.engines["http"]["started_by_stagebench"], true);
+    EXPECT_EQ(rig.tl.calls_of(FakeOp::request).size(), 3u);
+    ASSERT_EQ(r.doc.tests.size(), 2u);
+    for (const TestResult& t : r.doc.tests) {
+        EXPECT_EQ(t.status, Status::ok) << t.error.value_or("");
+        EXPECT_EQ(t.config.engine, EngineKind::http);
+        EXPECT_EQ(t.config.n_threads, 2);
+        EXPECT_EQ(t.config.n_batch, 4);
+        EXPECT_EQ(t.config.n_ubatch, 4);
+        EXPECT_EQ(t.ttft_ns, std::vector<int64_t>{10800 * kUs});
+        EXPECT_TRUE(std::any_of(t.notes.begin(), t.notes.end(), [](const std::string& n) {
+            return n.rfind("HTTP tests ran on a llama-server that stagebench started", 0) == 0;
+        }));
+    }
+    EXPECT_EQ(r.doc.sustained->phases[0].rounds.size(), 2u);
+}
+
+// In-process, a round's test is the workload the options name, whole (planned by the HTTP
+// run's matrix as `run` plans its tests), with --chunk as its batch and one repetition.
+TEST(SustainedRun, InProcessEveryRoundIsTheOptionsWorkloadOnTheFactorysEngine) {
+    clear_interrupt();
+    test::RunRig rig;
+    SustainedOptions o = sustained_options(2);
+    o.workload.n_gpu_layers = 7;
+    o.workload.flash_attn = FlashAttn::on;
+    o.workload.type_k = KvType::q8_0;
+    o.workload.type_v = KvType::q4_0;
+    o.chunk = 1024;
+    o.seed = 9;
+    const RunResult r = run_sustained(o, rig.env("sustained"));
+    EXPECT_EQ(r.outcome, Outcome::ok);
+    EXPECT_EQ(rig.engines.made(), 1);
+    EXPECT_TRUE(rig.engines.servers().empty());
+    EXPECT_EQ(r.doc.engines["llama"]["in_process"], true);
+    ASSERT_EQ(r.doc.tests.size(), 2u);
+    for (int i = 0; i < 2; ++i) {
+        TestConfig want;
+        want.model_path = test::tiny_gguf();
+        want.devices = "CPU";
+        want.n_gpu_layers = 7;
+        want.flash_attn = FlashAttn::on;
+        want.type_k = KvType::q8_0;
+        want.type_v = KvType::q4_0;
+        want.n_threads = 2;
+        want.n_batch = 1024;
+        want.n_ubatch = 512;
+        want.n_prompt = 8;
+        want.n_gen = 4;
+        want.reps = want.max_reps = 1;
+        want.warmup = i == 0;
+        want.seed = 9;
+        const TestConfig& got = r.doc.tests[static_cast<size_t>(i)].config;
+        EXPECT_EQ(to_json(got), to_json(want)) << "round " << i + 1;
+    }
+}
+
+// The phase's start is read on the hooks' clock before its first round; every round's
+// frequency series is asked for from there.
+TEST(SustainedRounds, ThePhaseStartsOnTheHooksClock) {
+    FakeTimeline tl;
+    FakeEngine e(tl, "E");
+    tl.advance(123);
+    RoundHooks h;
+    h.clock = tl.clock();
+    h.measure = [&](const TestConfig& c) { return run_test(e, c, {}, std::nullopt, tl.clock()); };
+    h.interrupted = [] { return false; };
+    std::vector<int64_t> since;
+    h.freq_series = [&](int64_t since_ns) {
+        since.push_back(since_ns);
+        return std::vector<TelemetrySeries>{};
+    };
+    SustainedPhase phase;
+    run_phase_rounds(workload(), 3, phase, h);
+    EXPECT_EQ(since, std::vector<int64_t>(3, 1'000'000'123));
+    ASSERT_EQ(phase.rounds.size(), 3u);
+    EXPECT_EQ(phase.rounds[0].start_ns, 1'000'000'123);
+}
+
+// --cooldown 10s waits on the run's clock: on the fake timeline exactly 10 s pass between one
+// round's end and the next one's start, and each later round records exactly 10 s.
+TEST(SustainedRun, TheCoolDownWaitsOnTheRunsClock) {
+    clear_interrupt();
+    test::RunRig rig;
+    SustainedOptions o = sustained_options(3);
+    o.cooldown = "10s";
+    int64_t paused = 0;
+    RunEnv env = rig.env("sustained");
+    env.pause = [&](int64_t ns) {
+        paused += ns;
+        rig.tl.advance(ns);
+    };
+    const RunResult r = run_sustained(o, std::move(env));
+    EXPECT_EQ(r.outcome, Outcome::ok);
+    EXPECT_EQ(paused, 20'000 * kMs);
+    const SustainedPhase& ph = r.doc.sustained->phases[0];
+    ASSERT_EQ(ph.rounds.size(), 3u);
+    for (size_t i = 0; i < 3; ++i)
+        EXPECT_DOUBLE_EQ(ph.rounds[i].cooldown_s, i == 0 ? 0 : 10) << "round " << i + 1;
+    ASSERT_EQ(r.doc.tests.size(), 3u);
+    for (size_t i = 1; i < 3; ++i)
+        EXPECT_EQ(r.doc.tests[i].started_ns - r.doc.tests[i - 1].finished_ns, 10'000 * kMs);
+}
+
+// The cool-down waits in slices of at most 100 ms: Ctrl-C one second into it ends the wait
+// there, and no further round runs.
+TEST(SustainedRun, CtrlCDuringTheCoolDownEndsItWithinASlice) {
+    clear_interrupt();
+    test::RunRig rig;
+    SustainedOptions o = sustained_options(3);
+    o.cooldown = "10s";
+    std::vector<int64_t> slices;
+    RunEnv env = rig.env("sustained");
+    env.pause = [&](int64_t ns) {
+        slices.push_back(ns);
+        rig.tl.advance(ns);
+        if (slices.size() == 10)
+            request_interrupt();
+    };
+    const RunResult r = run_sustained(o, std::move(env));
+    clear_interrupt();
+    EXPECT_EQ(slices, std::vector<int64_t>(10, 100 * kMs));
+    EXPECT_EQ(r.outcome, Outcome::interrupted);
+    EXPECT_EQ(r.doc.tests.size(), 1u);
+    EXPECT_EQ(r.doc.sustained->phases[0].rounds.size(), 1u);
+}
+
+// --url is for a server: with the in-process engine it is bad input, before anything runs, as
+// `run` has it (HttpRun checks both).
+TEST(SustainedRun, AUrlWithTheInProcessEngineIsBadInput) {
+    clear_interrupt();
+    test::RunRig rig;
+    SustainedOptions o = sustained_options(2);
+    o.http.url = "http://127.0.0.1:9";
+    try {
+        run_sustained(o, rig.env("sustained"));
+        FAIL();
+    } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::usage);
+        EXPECT_STREQ(e.what(), "--url needs --engine http");
+    }
+    EXPECT_EQ(rig.engines.made(), 0);
+    EXPECT_TRUE(rig.tl.calls().empty());
 }

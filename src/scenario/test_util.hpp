@@ -56,7 +56,7 @@ inline const std::string& tiny_gguf() {
 }
 
 // A runner's environment of scripted engines: every engine it asks for is a FakeEngine on one
-// timeline, whose clock is the run's; progress goes to err.
+// timeline, whose clock is the run's (and a wait of the run moves it on); progress goes to err.
 struct RunRig {
     FakeTimeline tl;
     FakeEngineFactory engines{tl};
@@ -67,6 +67,7 @@ struct RunRig {
         RunEnv e(std::move(doc), err);
         e.engines = &engines;
         e.clock = tl.clock();
+        e.pause = tl.pause();
         return e;
     }
 };
