@@ -181,7 +181,7 @@ class Engine {
     }
     // (optional, caps().logits) The text as the model's vocabulary tokenizes it: with
     // add_special, the BOS first when the vocabulary adds one. Throws sb::Error(input) when the
-    // model has no vocabulary or the engine lacks the capability.
+    // vocabulary cannot tokenize text (engine/tokenizer_check.hpp) or the engine lacks it.
     virtual std::vector<int32_t> tokenize(const std::string& text, bool add_special) const {
         throw input_error(caps().name + " does not tokenize text");
     }

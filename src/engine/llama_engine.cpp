@@ -10,6 +10,7 @@
 #include "core/watchdog.hpp"
 #include "engine/backends.hpp"
 #include "engine/llama_params.hpp"
+#include "engine/tokenizer_check.hpp"
 #include "engine/workload.hpp"
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
@@ -296,11 +297,9 @@ std::vector<int32_t> LlamaEngine::tokenize(const std::string& text, bool add_spe
     if (!impl_->model)
         throw runtime_error("engine has no model (load() first)");
     const llama_vocab* v = llama_model_get_vocab(impl_->model);
-    // llama.cpp asserts (aborts) when a vocabulary of type none is asked to tokenize.
-    if (llama_vocab_type(v) == LLAMA_VOCAB_TYPE_NONE)
-        throw input_error("'" + impl_->spec.model_path +
-                          "' has no vocabulary (tokenizer.ggml.model is none): it cannot "
-                          "tokenize text (give it one: stagebench synth --vocab FILE.gguf)");
+    // What llama.cpp's tokenizer asserts on (it would end the process) is bad input.
+    if (auto why = tokenizer_fault(impl_->model))
+        throw input_error("'" + impl_->spec.model_path + "': " + *why);
     if (add_special && llama_vocab_get_add_eos(v))
         throw input_error("'" + impl_->spec.model_path +
                           "': its vocabulary appends an EOS to every text, which perplexity "
@@ -375,7 +374,9 @@ int32_t LlamaEngine::n_vocab() const {
 
 std::optional<int32_t> LlamaEngine::bos_token() const {
     const llama_vocab* v = llama_model_get_vocab(impl_->model);
-    if (!llama_vocab_get_add_bos(v))
+    // A vocabulary that adds a BOS it does not have (a T5 one without its id) has none to put
+    // first: llama_decode refuses the id -1.
+    if (!llama_vocab_get_add_bos(v) || llama_vocab_bos(v) == LLAMA_TOKEN_NULL)
         return std::nullopt;
     return llama_vocab_bos(v);
 }

@@ -8,6 +8,7 @@
 #include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/utf8.hpp"
+#include "engine/tokenizer_check.hpp"
 #include "llama.h"
 
 namespace sb {
@@ -61,11 +62,10 @@ nlohmann::json to_json(const SamplerSettings& s) {
 }
 
 ChatPrompter::ChatPrompter(const LlamaEngine& engine) : engine_(engine) {
-    const llama_vocab* v = vocab_of(engine);
-    if (llama_vocab_type(v) == LLAMA_VOCAB_TYPE_NONE)
-        throw input_error(
-            "the model has no vocabulary (tokenizer.ggml.model is none): it cannot tokenize a "
-            "text prompt (give it one: stagebench synth --vocab FILE.gguf)");
+    vocab_of(engine);  // a model is loaded
+    // llama.cpp's tokenizer would end the process on such a vocabulary (an assertion).
+    if (auto why = tokenizer_fault(engine.model_handle()))
+        throw input_error("the model cannot be prompted with text: " + *why);
     const char* own = llama_model_chat_template(engine.model_handle(), nullptr);
     template_used_ = "the model's";
     if (own && *own) {

@@ -43,7 +43,7 @@ nlohmann::json to_json(const SamplerSettings& s);
 class ChatPrompter {
   public:
     // engine must stay loaded with the same model while this is used. Throws sb::Error(input)
-    // when the model has no vocabulary (it cannot tokenize text).
+    // when its vocabulary cannot tokenize text (tokenizer_fault, engine/tokenizer_check.hpp).
     explicit ChatPrompter(const LlamaEngine& engine);
     // "the model's", or "chatml (...)" when the model has none or llama.cpp's C API does not
     // know its template.
@@ -95,8 +95,8 @@ class TextGenerator {
     // The engine: the graph level's repetitions run on it (loaded by load()).
     virtual Engine& engine() = 0;
     // Loads the engine for spec (Engine::load's errors) and reads its model's template and
-    // tokenizer (sb::Error(input) when the model has no vocabulary). The model must stay the
-    // same between loads.
+    // tokenizer (sb::Error(input) when it cannot tokenize text: tokenizer_fault). The model must
+    // stay the same between loads.
     virtual void load(const LoadSpec& spec) = 0;
     // Frees the model and its context (the profiler loads its own); load() again before use.
     virtual void unload() = 0;

@@ -242,14 +242,21 @@ class Fleet {
 
     // f on every job not skipped or failed, o_.parallel at once. A job that fails after Ctrl-C
     // is recorded as interrupted during what (a version probe killed by the signal is not a
-    // device whose stagebench "does not run").
+    // device whose stagebench "does not run"); one that Ctrl-C reaches before f as interrupted
+    // before what: a device left unmeasured is never silently dropped from the summary.
     void each(const std::string& what, const std::function<void(Job&)>& f) {
+        if (o_.before_step)
+            o_.before_step(what);
         std::atomic<std::size_t> next{0};
         auto worker = [&] {
             for (std::size_t k; (k = next++) < jobs_.size();) {
                 Job& j = *jobs_[k];
-                if (j.skip || j.error || interrupt_requested())
+                if (j.skip || j.error)
                     continue;
+                if (interrupt_requested()) {
+                    fail(j, "interrupted (Ctrl-C) before " + what, "interrupted");
+                    continue;
+                }
                 try {
                     f(j);
                 } catch (const Error& e) {

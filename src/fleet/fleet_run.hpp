@@ -43,9 +43,14 @@ struct FleetRunOptions {
     Gates gates;                       // command-line gates (override the inventory's)
     double timeout_s = 0;              // the measuring command's deadline (0: a day)
     std::vector<std::string> only;     // device names to run (empty: all)
+    // Called before each step over the devices ("preparing the device", "measuring") on the
+    // calling thread; empty: nothing. Tests put an interruption between two steps with it.
+    std::function<void(const std::string& step)> before_step;
 };
 
 struct FleetRunSummary {
+    // failed counts the devices a Ctrl-C left unmeasured too (error_kind "interrupted"), so an
+    // interrupted fleet run never sums to "nothing failed".
     int ok = 0, failed = 0, skipped = 0;
     // Every device's outcome in the order decided: the rows appended to fleet_runs (also when
     // the store refused one), and for a device --resume skipped a row of status "skipped" with

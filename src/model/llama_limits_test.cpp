@@ -10,6 +10,7 @@
 
 #include "core/error.hpp"
 #include "engine/ggml_quantizer.hpp"
+#include "engine/tokenizer_check.hpp"
 #include "fuzz_seed.hpp"
 #include "model/gguf.hpp"
 #include "model/gguf_mutations.hpp"
@@ -187,6 +188,49 @@ TEST(LlamaLimits, ValuesLlamaCppWorksAroundAreWarnings) {
     const Warnings all = model_warnings({entry});
     ASSERT_EQ(all.size(), 2u);  // synthetic, then the vocabulary
     EXPECT_EQ(all[1].code, "model_empty_vocabulary");
+}
+
+// Vocabularies llama.cpp loads but whose tokenizer asserts on every text (the process ends):
+// check_llama_tokenizes names them (what explain and serve ask before tokenizing); a vocabulary
+// of another type that tokenizes is accepted.
+TEST(LlamaLimits, AVocabularyLlamaCppCannotTokenizeIsNamedBeforeItsTokenizerAborts) {
+    const auto dir = test_dir();
+    const std::string src = tiny(dir);
+    EXPECT_NO_THROW(check_llama_tokenizes(src));
+    const std::string dst = (dir / "m.gguf").string();
+    auto fault = [&](const Mutation& m) -> std::string {
+        testing_gguf::write_mutated(src, dst, m);
+        EXPECT_EQ(refusal(src, dir, m), "") << m.what << ": the file itself is fine";
+        try {
+            check_llama_tokenizes(dst);
+            return "";
+        } catch (const Error& e) {
+            EXPECT_EQ(e.kind(), ErrorKind::input) << e.what();
+            return e.what();
+        }
+    };
+    // T5's Unigram vocabulary has no default BOS: one that adds a BOS and names none.
+    auto t5 = [](std::optional<bool> add_bos) {
+        return Mutation{"t5",
+                        [add_bos](auto& kv) {
+                            set_kv(kv, "tokenizer.ggml.model", std::string("t5"));
+                            std::erase_if(kv, [](const GgufKv& e) {
+                                return e.key == "tokenizer.ggml.bos_token_id";
+                            });
+                            if (add_bos)
+                                set_kv(kv, "tokenizer.ggml.add_bos_token", *add_bos);
+                        },
+                        std::nullopt};
+    };
+    const std::string no_bos = fault(t5(true));
+    EXPECT_EQ(no_bos, "'" + dst +
+                          "': its vocabulary adds a BOS token to every text "
+                          "(tokenizer.ggml.add_bos_token) but has none "
+                          "(tokenizer.ggml.bos_token_id): llama.cpp aborts tokenizing a text");
+    EXPECT_EQ(fault(t5(false)), "") << "the same vocabulary without the BOS it lacks tokenizes";
+    EXPECT_NE(fault(set("tokenizer.ggml.model", std::string("none"), "none"))
+                  .find("it has no vocabulary (tokenizer.ggml.model is none)"),
+              std::string::npos);
 }
 
 TEST(LlamaLimits, SeededMutationsAreAcceptedOrOneInputError) {

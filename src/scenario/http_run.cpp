@@ -16,6 +16,7 @@
 #include "engine/managed_server.hpp"
 #include "engine/process.hpp"
 #include "engine/text_generation.hpp"
+#include "engine/tokenizer_check.hpp"
 #include "model/inspect.hpp"
 #include "scenario/run_context.hpp"
 
@@ -231,6 +232,9 @@ TestResult HttpRun::run(const TestConfig& c, const SweepHooks& hooks, const Cloc
             spec.api = opts_.api;
             spec.timeout_s = opts_.timeout_s;
             // RunContext has checked the file: llama.cpp reads its vocabulary without aborting.
+            // The server tokenizes the requests: a vocabulary its tokenizer aborts on fails the
+            // test here, with its reason, instead of the server.
+            check_llama_tokenizes(c.model_path);
             if (inspect_model(c.model_path).synthetic) {
                 TokenBan ban = synthetic_token_ban(true, non_utf8_tokens(c.model_path),
                                                    "in its HTTP tests (a logit bias in every "

@@ -22,6 +22,7 @@
 #include "engine/process.hpp"
 #include "engine/serve_target.hpp"
 #include "engine/text_generation.hpp"
+#include "engine/tokenizer_check.hpp"
 #include "model/inspect.hpp"
 #include "scenario/explain_settings.hpp"
 #include "scenario/llama_server.hpp"
@@ -652,15 +653,15 @@ RunResult run_serve(const ServeOptions& o, RunEnv env) {
     // The llama-server it starts: what llama.cpp would refuse at startup is said as run says it
     // (after RunContext's checks of the file: llama.cpp aborts on some of what they refuse),
     // and a synthetic model's tokens that llama-server cannot stream are banned.
+    // llama-server tokenizes every request: a vocabulary its tokenizer aborts on is refused here.
     TokenBan ban;
     if (o.model_file) {
+        check_llama_tokenizes(*o.model_file);
         const bool synthetic =
             !run.doc().models.empty() && run.doc().models.front().value("synthetic", false);
         if (synthetic)
             ban = synthetic_token_ban(true, non_utf8_tokens(*o.model_file),
                                       "(a logit bias in every request)");
-        else
-            check_llama_accepts(*o.model_file);
     }
     std::vector<std::string> notes;
     if (!ban.note.empty())

@@ -52,7 +52,7 @@ void expect_bad_input(const Proc& p, const std::string& needle) {
 // F16 weights: a model every CPU backend runs without repacking them for its instruction set.
 struct Models {
     TempDir dir;
-    std::string good, aligned8, blocks1000, no_arch, neg_eps, dup_tokens;
+    std::string good, aligned8, blocks1000, no_arch, neg_eps, dup_tokens, no_bos;
 };
 
 const Models& models() {
@@ -85,6 +85,21 @@ const Models& models() {
                                                t[300] = t[301];
                                            },
                                            {}});
+        // A T5 (Unigram) vocabulary that adds a BOS token to every text (the tiny preset's
+        // add_bos_token) but names none: Unigram has no default BOS, so llama.cpp loads it
+        // and asserts in its tokenizer, ending the process, on the first text it tokenizes.
+        x.no_bos =
+            mutate("no_bos.gguf",
+                   {"t5 vocabulary without its BOS",
+                    [](auto& kv) {
+                        tg::set_kv(kv, "tokenizer.ggml.model", std::string("t5"));
+                        kv.erase(std::remove_if(kv.begin(), kv.end(),
+                                                [](const sb::GgufKv& e) {
+                                                    return e.key == "tokenizer.ggml.bos_token_id";
+                                                }),
+                                 kv.end());
+                    },
+                    {}});
         return x;
     }();
     return m;
@@ -131,6 +146,40 @@ TEST(BadModel, EveryClassIsOneLineAndExit2InEveryCommand) {
             run_sb({"explain", "-m", path, "-p", "8", "-n", "2", "-r", "1", "--no-ops", "-q"}, 120),
             why);
     }
+}
+
+// Whether a live process (zombies excluded) has text in its command line.
+bool process_with(const std::string& text) {
+    for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+        const std::string name = e.path().filename().string();
+        if (name.find_first_not_of("0123456789") != std::string::npos ||
+            std::stol(name) == static_cast<long>(getpid()))
+            continue;
+        if (read_file(e.path().string() + "/cmdline").find(text) != std::string::npos)
+            return true;
+    }
+    return false;
+}
+
+// A vocabulary llama.cpp loads but cannot tokenize a text with (its tokenizer asserts: the
+// process ends): explain used to start its llama-server and then end inside llama.cpp on its
+// first prompt ("llama.cpp stopped: GGML_ASSERT(special_bos_id != LLAMA_TOKEN_NULL)", exit 1,
+// nothing recorded). The commands that tokenize text (explain in-process, serve's llama-server)
+// refuse it up front as bad input, before any server starts; run measures on token ids and
+// never tokenizes, so it measures the model.
+TEST(BadModel, AVocabularyLlamaCppCannotTokenizeIsRefusedWhereTextIsTokenized) {
+    const Models& m = models();
+    const std::string why = "adds a BOS token to every text (tokenizer.ggml.add_bos_token)";
+    expect_bad_input(
+        run_sb({"explain", "-m", m.no_bos, "-p", "8", "-n", "2", "-r", "1", "--no-ops"}, 120), why);
+    EXPECT_FALSE(process_with(m.no_bos)) << "a server was left behind";
+    expect_bad_input(run_sb({"serve", "-m", m.no_bos, "--concurrency", "1", "--requests", "1", "-p",
+                             "4", "-n", "2", "--idle", "0"},
+                            120),
+                     why);
+    EXPECT_FALSE(process_with(m.no_bos)) << "a server was left behind";
+    const Proc run = run_sb(quick_run(m.no_bos), 120);
+    EXPECT_EQ(run.exit_code, 0) << run.err;
 }
 
 TEST(BadModel, ASweepRecordsTheBadModelAndGoesOn) {
