@@ -41,6 +41,11 @@ namespace {
 
 constexpr double kProbeTimeoutS = 60;
 constexpr double kCopyTimeoutS = 1800;
+// The jobs a jobs folder keeps, here (DIST/jobs/) and on a device (WORKDIR/jobs/): the last
+// used; older ones are removed when a job is made or deployed.
+constexpr std::size_t kKeptJobs = 8;
+// A job's key in its file and folder names: bundle_key's first 16 hex digits.
+constexpr std::size_t kJobKeyDigits = 16;
 
 const std::set<std::string> kMeasuring = {"run", "ops", "decompose", "sustained", "hybrid"};
 // Those that write their document as they go with --out (kept after a failure).
@@ -120,6 +125,22 @@ std::string last_error_line(const std::string& text) {
             error = line.substr(19);
     }
     return error.empty() ? last : error;
+}
+
+// The device's side of prune_jobs, in POSIX sh (toybox's and busybox's ls, tail and rm too):
+// in the jobs folder, the jobs (KEY/ folders with their .ok) beyond the kKeptJobs last used
+// (by their .ok's time, touched on every use) are removed, never keep (the job just deployed).
+// A folder without .ok is a job being unpacked and anything else is not a job: both are left.
+// A job another fleet run is running there was marked used when that run began, so it goes
+// only after kKeptJobs other jobs were used since.
+std::string prune_device_jobs_script(const std::string& jobs, const std::string& keep) {
+    std::string key_glob;
+    for (std::size_t i = 0; i < kJobKeyDigits; ++i)
+        key_glob += "[0-9a-f]";
+    return fmt::format(
+        "cd {} && ls -t -d {}/.ok 2>/dev/null | tail -n +{} | while read -r f; do "
+        "d=${{f%/.ok}}; [ \"$d\" = {} ] || rm -rf \"$d\"; done",
+        shell_quote(jobs), key_glob, kKeptJobs + 1, shell_quote(keep));
 }
 
 std::string utc_stamp() {
@@ -475,12 +496,12 @@ class Fleet {
     // The jobs folder keeps the kKeptJobs last used; older ones (another dist, other models)
     // are removed, never the one just made. A job being copied elsewhere stays readable.
     static void prune_jobs(const fs::path& dir, const std::string& keep) {
-        constexpr std::size_t kKeptJobs = 8;
         std::vector<std::pair<fs::file_time_type, fs::path>> jobs;
         std::error_code ec;
         for (const auto& e : fs::directory_iterator(dir, ec)) {
             const std::string n = e.path().filename().string();
-            if (n.size() == 16 + 7 && n.substr(16) == ".tar.gz" && e.is_regular_file(ec))
+            if (n.size() == kJobKeyDigits + 7 && n.substr(kJobKeyDigits) == ".tar.gz" &&
+                e.is_regular_file(ec))
                 jobs.emplace_back(e.last_write_time(ec), e.path());
         }
         if (jobs.size() <= kKeptJobs)
@@ -542,10 +563,13 @@ class Fleet {
             }
         }
         const MadeJob m = job_for(bo);
-        j.job_key = m.key.substr(0, 16);
+        j.job_key = m.key.substr(0, kJobKeyDigits);
         const std::string jobs = j.workdir + "/jobs";
         j.job_dir = jobs + "/" + j.job_key;
-        if (!sh(j, "test -f " + shell_quote(j.job_dir + "/.ok")).ok()) {
+        // A job already there is used as it is, and marked used now (its .ok's time), so that
+        // pruning the device's jobs folder keeps it among the last used.
+        const std::string ok = shell_quote(j.job_dir + "/.ok");
+        if (!sh(j, "test -f " + ok + " && { touch " + ok + " 2>/dev/null || true; }").ok()) {
             std::error_code ec;
             const auto bytes = fs::file_size(m.path, ec);
             say(j, fmt::format("deploying {}{} model(s) as job {} ({:.1f} MB)",
@@ -561,8 +585,11 @@ class Fleet {
                  "rm -rf " + q + " && mkdir " + q + " && { err=$(tar -xzf " + qt + " -C " + q +
                      " 2>&1) || { rm -rf " + q + " " + qt +
                      "; printf '%s\\n' \"$err\" | head -n 1 >&2; " + "exit 1; }; } && rm -f " + qt +
-                     " && touch " + shell_quote(j.job_dir + "/.ok"),
+                     " && touch " + ok,
                  "unpacking the job", kCopyTimeoutS);
+            // Housekeeping: a prune that fails (a file the login cannot remove) leaves more
+            // jobs there, never a failed device.
+            sh(j, prune_device_jobs_script(jobs, j.job_key));
         }
         j.sb = m.spec.stagebench.rfind('/', 0) == 0 ? m.spec.stagebench
                                                     : j.job_dir + "/" + m.spec.stagebench;

@@ -8,7 +8,7 @@
 //      device's own, with the command's name and its models (each -m whose files are this
 //      machine's). The job is made once per content (bundle_key) into DIST/jobs/ (else
 //      ~/.cache/stagebench/jobs/; the 8 last used kept) and copied to WORKDIR/jobs/KEY/ once,
-//      unpacked there. A local
+//      unpacked there (WORKDIR/jobs/ pruned alike: the 8 last used kept). A local
 //      device runs this stagebench on this machine's files; an exec device an agent (or this
 //      stagebench) behind its prefix, pushed once by content hash;
 //   3. read that stagebench's version: every device must run the same stagebench and llama.cpp

@@ -16,8 +16,9 @@
 # Exit 0 when every check passed; prints "N passed, N failed" last.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-BUILD=$(cd "${1:?usage: bundle_clean_root.sh BUILD_DIR LLAMA_BUILD_DIR}" && pwd)
-LLAMA=$(cd "${2:?usage: bundle_clean_root.sh BUILD_DIR LLAMA_BUILD_DIR}" && pwd)
+# A missing argument or folder stops here: a failure inside $(...) alone would not.
+BUILD=$(cd "${1:?usage: bundle_clean_root.sh BUILD_DIR LLAMA_BUILD_DIR}" && pwd) || exit 2
+LLAMA=$(cd "${2:?usage: bundle_clean_root.sh BUILD_DIR LLAMA_BUILD_DIR}" && pwd) || exit 2
 [ "$(id -u)" = 0 ] || { echo "bundle_clean_root.sh: needs root (chroot, unshare -n)" >&2; exit 1; }
 CACHE="${STAGEBENCH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/stagebench}"
 SB="$BUILD/bin/stagebench"
@@ -52,5 +53,9 @@ check "run.sh measures in the clean root (env -i, no network, exit 0)" \
   unshare -n -m --propagation private sh -c "mount -t proc proc '$ROOTFS/proc' &&
     exec chroot '$ROOTFS' /usr/bin/env -i PATH=/usr/bin:/bin sh /job-$$/run.sh -t 2"
 check "its document's test is ok" grep -q '"status": "ok"' "$JOB/results/result.json"
+check "junit.xml written (the packed stagebench has --junit)" \
+  bash -c "[ -s '$JOB/results/junit.xml' ] && grep -q '\"junit\": \"written\"' '$JOB/results/manifest.json'"
+check "every file of the manifest hashed there (sha256sum of the root's coreutils)" \
+  bash -c "grep -q '\"sha256\": \"' '$JOB/results/manifest.json' && ! grep -q '\"sha256\": null' '$JOB/results/manifest.json'"
 check "ingest checks its manifest and stores it" "$SB" ingest "$JOB/results" --db "$TMP/lab.sqlite"
 finish

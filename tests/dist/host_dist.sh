@@ -16,8 +16,9 @@
 # Exit 0 when every check passed; prints "N passed, N failed" last.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-BUILD=$(cd "${1:?usage: host_dist.sh BUILD_DIR LLAMA_BUILD_DIR}" && pwd)
-LLAMA=$(cd "${2:?usage: host_dist.sh BUILD_DIR LLAMA_BUILD_DIR}" && pwd)
+# A missing argument or folder stops here: a failure inside $(...) alone would not.
+BUILD=$(cd "${1:?usage: host_dist.sh BUILD_DIR LLAMA_BUILD_DIR}" && pwd) || exit 2
+LLAMA=$(cd "${2:?usage: host_dist.sh BUILD_DIR LLAMA_BUILD_DIR}" && pwd) || exit 2
 CACHE=$(dirname "$(dirname "$LLAMA")")   # .../stagebench (build/<key> below it)
 SRC=$(pwd)
 

@@ -378,6 +378,92 @@ TEST(Fleet, TimeoutInterruptsAJobThereAndItsResultsFolderComesBack) {
     EXPECT_EQ(m["run_sh_exit"], 1);
 }
 
+// The device's jobs folder is pruned as the dist's is: the 8 last used jobs kept (a job used
+// again is marked used, by its .ok's time), older ones removed when a job is deployed, never the
+// one just deployed; a folder being unpacked (no .ok) and what is not a job stay.
+TEST(Fleet, DeviceJobsFolderKeepsTheEightLastUsed) {
+    TempDir t;
+    LoopbackSshd sshd;
+    const std::string dev = t.file("dev"), jobs = dev + "/jobs";
+    auto age = [](const std::string& f, int hours) {
+        fs::last_write_time(f, fs::file_time_type::clock::now() - std::chrono::hours(hours));
+    };
+    // Nine old jobs of other dists or models there, 24 h (...10) to 32 h (...18) old.
+    for (int i = 0; i < 9; ++i) {
+        const std::string d = jobs + "/00000000000000" + std::to_string(10 + i);
+        fs::create_directories(d + "/models");
+        write(d + "/run.sh", "exit 2\n");
+        write(d + "/.ok", "");
+        age(d + "/.ok", 24 + i);
+    }
+    fs::create_directories(jobs + "/00000000000000aa");  // being unpacked: no .ok
+    age(jobs + "/00000000000000aa", 100);
+    write(jobs + "/notes.txt", "mine");
+    age(jobs + "/notes.txt", 100);
+    write(t.file("lab.toml"), "name = \"lab\"\n" + ssh_device("a", sshd, dev, sshd.known_hosts()));
+    const std::string model_b = t.file("other-tiny.gguf");
+    fs::copy_file(tiny_model(), model_b);
+    auto fleet = [&](const std::string& model) {
+        return run_sb({"fleet",   "run",
+                       "--hosts", t.file("lab.toml"),
+                       "--db",    t.file("lab.sqlite"),
+                       "--dist",  dist_dir(),
+                       "--",      "run",
+                       "-m",      model,
+                       "-p",      "8",
+                       "-n",      "2",
+                       "-r",      "1",
+                       "--membw", "off"},
+                      600);
+    };
+    auto listing = [&] {
+        std::set<std::string> names;
+        for (const auto& e : fs::directory_iterator(jobs))
+            names.insert(e.path().filename().string());
+        return names;
+    };
+    auto old_jobs = [](std::initializer_list<int> which) {
+        std::set<std::string> names;
+        for (int i : which)
+            names.insert("00000000000000" + std::to_string(i));
+        return names;
+    };
+    auto with = [](std::set<std::string> a, const std::set<std::string>& b) {
+        a.insert(b.begin(), b.end());
+        return a;
+    };
+    const std::set<std::string> others = {"00000000000000aa", "notes.txt"};
+
+    // A new job: it and the seven last used of the old ones stay.
+    Proc first = fleet(tiny_model());
+    ASSERT_EQ(first.exit_code, 0) << first.err;
+    std::string key_a;
+    for (const auto& n : listing())
+        if (n.size() == 16 && n.rfind("00000000000000", 0) != 0)
+            key_a = n;
+    ASSERT_FALSE(key_a.empty());
+    EXPECT_EQ(listing(), with(with(old_jobs({10, 11, 12, 13, 14, 15, 16}), others), {key_a}));
+
+    // Used again (nothing deployed, nothing pruned), it is the last used, though its .ok was
+    // made older than every other job's.
+    age(jobs + "/" + key_a + "/.ok", 48);
+    Proc again = fleet(tiny_model());
+    ASSERT_EQ(again.exit_code, 0) << again.err;
+    EXPECT_EQ(again.err.find("deploying"), std::string::npos) << again.err;
+    EXPECT_EQ(listing(), with(with(old_jobs({10, 11, 12, 13, 14, 15, 16}), others), {key_a}));
+
+    // Another model: another job; the oldest of the old ones goes, not the one used again.
+    Proc other = fleet(model_b);
+    ASSERT_EQ(other.exit_code, 0) << other.err;
+    EXPECT_NE(other.err.find("deploying"), std::string::npos) << other.err;
+    std::set<std::string> now = listing();
+    EXPECT_EQ(now.size(), 8u + 2u) << testing::PrintToString(now);
+    EXPECT_EQ(now.count(key_a), 1u);
+    EXPECT_EQ(now.count("0000000000000016"), 0u);
+    for (const auto& n : with(old_jobs({10, 11, 12, 13, 14, 15}), others))
+        EXPECT_EQ(now.count(n), 1u) << n;
+}
+
 // adb, through the stand-in (no phone or emulator here): identity from getprop, the model
 // pushed, the device's own stagebench, and a serial that is not there.
 TEST(Fleet, AdbDevicesThroughTheStandIn) {
