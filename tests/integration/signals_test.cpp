@@ -185,6 +185,17 @@ bool signal_pending(pid_t pid, int sig) {
     return false;
 }
 
+// Whether process pid has a handler for sig (SigCgt in /proc/PID/status): before it installs
+// one, at start-up, a signal ends it by the default action, as it does any program.
+bool signal_caught(pid_t pid, int sig) {
+    std::ifstream f("/proc/" + std::to_string(pid) + "/status");
+    const unsigned long long bit = 1ULL << (sig - 1);
+    for (std::string line; std::getline(f, line);)
+        if (line.rfind("SigCgt:", 0) == 0)
+            return (std::stoull(line.substr(7), nullptr, 16) & bit) != 0;
+    return false;
+}
+
 // Whether process pid runs (exists and is no zombie).
 bool running(pid_t pid) {
     std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
@@ -406,8 +417,14 @@ TEST(Signals, SignalsAtRandomPointsOfEveryLongCommand) {
         argv.insert(argv.end(), cmd.begin(), cmd.end());
         argv.insert(argv.end(), {"--out", t.file("out.json")});
         const pid_t pid = spawn_bg(argv, t.file("log"));
+        // The delay counts from when the command handles signals: on a loaded machine the
+        // start-up (loading libllama and its modules) can outlast 200 ms, and a signal before
+        // the handlers are in ends any program by the default action (exit 130 on CI once).
+        const int want = sig ? sig : SIGINT;
+        ASSERT_TRUE(wait_for([&] { return signal_caught(pid, want); }, 30))
+            << read_file(t.file("log.err"));
         std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
-        kill(pid, sig ? sig : SIGINT);
+        kill(pid, want);
         if (!sig)
             kill(pid, SIGINT);
         const auto start = std::chrono::steady_clock::now();
