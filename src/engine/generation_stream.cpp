@@ -5,6 +5,7 @@
 
 #include "core/clock.hpp"
 #include "core/error.hpp"
+#include "engine/server_kind.hpp"
 
 namespace sb {
 
@@ -66,7 +67,7 @@ bool GenerationStream::on_bytes(std::string_view bytes, int64_t t) {
     if (!g_.first_byte_ns && !bytes.empty())
         g_.first_byte_ns = t;
     msgs_.clear();
-    if (s_.api == HttpApi::ollama)
+    if (wire_api(s_.api).framing() == Framing::ndjson)
         nd_.feed(bytes, t, msgs_);
     else
         sse_.feed(bytes, t, msgs_);
@@ -96,7 +97,7 @@ Generation GenerationStream::finish(const StreamOutcome& o) {
     g.prompt_asked = s_.n_prompt;
     if (!stream_error_ && o.complete) {
         msgs_.clear();
-        if (s_.api == HttpApi::ollama)
+        if (wire_api(s_.api).framing() == Framing::ndjson)
             nd_.finish(g.end_ns, msgs_);
         else
             sse_.finish(g.end_ns, msgs_);
@@ -132,13 +133,10 @@ Generation GenerationStream::finish(const StreamOutcome& o) {
                 where + ")");
         throw runtime_error("the server streamed no tokens (" + where + ")");
     }
-    // vLLM's metrics time the tokens after the first; usage fills in what it leaves out.
-    if (g.server && g.server->source == "vllm") {
-        if (!g.server->prompt_n)
-            g.server->prompt_n = g.prompt_tokens;
-        if (!g.server->predicted_n && g.completion_tokens && *g.completion_tokens >= 1)
-            g.server->predicted_n = *g.completion_tokens - 1;
-    }
+    // The server's timings completed with what its usage said (vLLM's).
+    if (g.server)
+        if (const ServerKind* k = kind_of_timings(g.server->source))
+            k->complete_timings(*g.server, g.prompt_tokens, g.completion_tokens);
     return std::move(g_);
 }
 

@@ -15,6 +15,7 @@
 #include "core/json_util.hpp"
 #include "core/utf8.hpp"
 #include "engine/claim_fields.hpp"
+#include "engine/server_kind.hpp"
 
 namespace sb {
 
@@ -60,43 +61,10 @@ std::string normalise_url(std::string url) {
     return url;
 }
 
-std::string json_type(const json& v) {
-    if (v.is_null())
-        return "null";
-    if (v.is_boolean())
-        return "a boolean";
-    if (v.is_number())
-        return "a number";
-    if (v.is_string())
-        return "a string";
-    return v.is_array() ? "an array" : "an object";
-}
-
-// A string field of a server's answer before the run (/v1/models, /api/tags, /api/version):
-// absent is nullopt; any other type means the server is not what the API promises, which is
-// bad input like a wrong --url: sb::Error(input), one line.
-std::optional<std::string> server_string(const json& obj, const char* key,
-                                         const std::string& where) {
-    if (!obj.is_object())
-        throw input_error(where + ": expected a JSON object, found " + json_type(obj));
-    auto it = obj.find(key);
-    if (it == obj.end())
-        return std::nullopt;
-    if (!it->is_string())
-        throw input_error(where + ": \"" + key + "\" is " + json_type(*it) + ", not a string");
-    return it->get<std::string>();
-}
-
-// A body that is not JSON, or nests too deep to handle (parse_server_json), is null: what the
-// callers say of a body that is no answer.
-json parse_or_null(const std::string& body) {
-    std::optional<json> j = parse_server_json(body);
-    return j ? std::move(*j) : json(nullptr);
-}
-
 }  // namespace
 
-HttpEngine::HttpEngine(HttpEngineOptions o) : opts_(std::move(o)) {
+HttpEngine::HttpEngine(HttpEngineOptions o)
+    : opts_(std::move(o)), wire_(&wire_api(opts_.api)), kind_(&openai_compatible_kind()) {
     opts_.url = normalise_url(opts_.url);
     client_ = std::make_unique<HttpClient>(opts_.url, opts_.timeouts);
 }
@@ -105,7 +73,7 @@ HttpEngine::~HttpEngine() = default;
 
 EngineCaps HttpEngine::caps() const {
     EngineCaps c;
-    c.name = kind_;
+    c.name = kind_->name();
     c.in_process = false;
     c.measures_whole_request = true;
     return c;
@@ -121,11 +89,13 @@ void HttpEngine::fill_to_depth(int n_depth, uint64_t) {
 }
 
 StageTimes HttpEngine::prefill(std::span<const int32_t>) {
-    throw input_error(kind_ + " takes whole requests: no prefill stage of its own");
+    throw input_error(std::string(kind_->name()) +
+                      " takes whole requests: no prefill stage of its own");
 }
 
 int64_t HttpEngine::decode_step(int32_t) {
-    throw input_error(kind_ + " takes whole requests: no decode step of its own");
+    throw input_error(std::string(kind_->name()) +
+                      " takes whole requests: no decode step of its own");
 }
 
 RequestMeasure HttpEngine::run_request(const RequestSpec& spec) {
@@ -137,7 +107,7 @@ RequestMeasure HttpEngine::run_request(const RequestSpec& spec) {
 }
 void HttpEngine::connect() {
     const std::string where = client_->url().base();
-    auto get = [&](const std::string& path) {
+    const ServerGet get = [&](const std::string& path) {
         try {
             return client_->get(path);
         } catch (const Error& e) {
@@ -147,40 +117,37 @@ void HttpEngine::connect() {
             throw input_error(std::string(e.what()));
         }
     };
-    if (opts_.api == HttpApi::ollama) {
-        HttpResponse v = get("/api/version");
-        json vj = parse_or_null(v.body);
-        if (v.status != 200 || !vj.is_object())
-            throw input_error(where + " does not answer Ollama's /api/version (HTTP " +
-                              std::to_string(v.status) + "); is it an Ollama server?");
-        kind_ = "ollama";
-        about_["version"] = server_string(vj, "version", where + "/api/version").value_or("");
-        HttpResponse tags = get("/api/tags");
-        json tj = parse_or_null(tags.body);
-        if (tags.status == 200 && tj.is_object() && tj.contains("models")) {
-            if (!tj["models"].is_array())
-                throw input_error(where + "/api/tags: \"models\" is " + json_type(tj["models"]) +
-                                  ", not an array");
-            for (size_t i = 0; i < tj["models"].size(); ++i) {
-                const std::string at = where + "/api/tags: models[" + std::to_string(i) + "]";
-                if (auto name = server_string(tj["models"][i], "name", at))
-                    models_.push_back(*name);
-            }
-        }
-        return;
+    DiscoveredServer facts;
+    const ServerKind* own = wire_->own_server();
+    if (own && own->discover(get, where, facts)) {
+        kind_ = own;
+    } else {
+        kind_ = &discover_common(get, where, facts);
+        if (own && kind_ != own)
+            throw input_error(std::string("--api ") + wire_->name() + " needs " + own->name() +
+                              "'s native API; " + where + " does not look like " + own->name() +
+                              " (" + own->recognised_by() + ")");
     }
+    models_ = std::move(facts.models);
+    about_ = std::move(facts.about);
+    n_vocab_ = facts.n_vocab;
+    if (kind_->llama_tokenize())
+        tokenizer_ = Tokenizer::llama;
+}
+
+// /props recognises some servers (llama-server), /v1/models lists the models and their owner
+// recognises others (the first model's owner that one does).
+const ServerKind& HttpEngine::discover_common(const ServerGet& get, const std::string& where,
+                                              DiscoveredServer& facts) {
+    const ServerKind* kind = &openai_compatible_kind();
     HttpResponse props = get("/props");
     json pj = parse_or_null(props.body);
-    if (props.status == 200 && pj.is_object() &&
-        (pj.contains("default_generation_settings") || pj.contains("build_info"))) {
-        kind_ = "llama-server";
-        for (const char* k : {"build_info", "model_path", "total_slots"})
-            if (pj.contains(k))
-                about_[k] = pj[k];
-        if (pj.contains("default_generation_settings") &&
-            pj["default_generation_settings"].contains("n_ctx"))
-            about_["n_ctx"] = pj["default_generation_settings"]["n_ctx"];
-    }
+    if (props.status == 200 && pj.is_object())
+        for (const ServerKind* k : server_kinds())
+            if (k->recognises_props(pj, facts.about)) {
+                kind = k;
+                break;
+            }
     HttpResponse mr = get("/v1/models");
     json mj = parse_or_null(mr.body);
     if (mr.status == 200 && mj.is_object() && mj.contains("data") && !mj["data"].is_array())
@@ -191,37 +158,31 @@ void HttpEngine::connect() {
             const json& m = mj["data"][i];
             const std::string at = where + "/v1/models: data[" + std::to_string(i) + "]";
             if (auto id = server_string(m, "id", at))
-                models_.push_back(*id);
+                facts.models.push_back(*id);
             // llama-server's meta.n_vocab: a claim that bounds /tokenize's ids (the first
             // model's, a whole number of tokens within int32).
             const json& nv = json_field(json_field(m, "meta"), "n_vocab");
             if (i == 0 && nv.is_number_integer() && nv.get<int64_t>() > 0 &&
                 nv.get<int64_t>() <= std::numeric_limits<int32_t>::max())
-                n_vocab_ = nv.get<int64_t>();
+                facts.n_vocab = nv.get<int64_t>();
             const std::string owner = server_string(m, "owned_by", at).value_or("");
-            if (kind_ == "openai-compatible") {
-                if (owner == "llamacpp")
-                    kind_ = "llama-server";
-                else if (owner == "vllm")
-                    kind_ = "vllm";
-                else if (owner.find("MLC") != std::string::npos)
-                    kind_ = "mlc-llm";
-            }
+            if (kind == &openai_compatible_kind())
+                for (const ServerKind* k : server_kinds())
+                    if (k->owns_models(owner)) {
+                        kind = k;
+                        break;
+                    }
         }
     } else if (mr.status == 0 || props.status == 0) {
         throw input_error(where + " answered nothing on /v1/models");
     }
-    if (opts_.api == HttpApi::llama && kind_ != "llama-server")
-        throw input_error("--api llama needs llama-server's native API; " + where +
-                          " does not look like llama-server (no /props)");
-    if (kind_ == "llama-server")
-        tokenizer_ = Tokenizer::llama;
+    return *kind;
 }
 
 json HttpEngine::describe() const {
     json j{{"url", opts_.url},
            {"api", http_api_name(opts_.api)},
-           {"server", kind_},
+           {"server", kind_->name()},
            {"models", models_},
            {"connect_timeout_s", opts_.timeouts.connect_ms / 1000.0},
            {"read_timeout_s", opts_.timeouts.read_ms / 1000.0}};
@@ -238,7 +199,7 @@ json HttpEngine::describe() const {
 }
 
 std::string HttpEngine::resolve_model(const std::string& model) const {
-    if (!model.empty() || models_.empty() || kind_ == "llama-server")
+    if (!model.empty() || models_.empty() || kind_->serves_unnamed_model())
         return model;
     return models_.front();
 }
@@ -306,13 +267,12 @@ HttpPrompt HttpEngine::make_prompt(const std::string& model, int64_t n, uint64_t
         throw usage_error("a prompt needs at least one token");
     HttpPrompt p;
     p.n_tokens = n;
-    if (tokenizer_ == Tokenizer::unknown && opts_.api != HttpApi::ollama &&
-        opts_.api != HttpApi::openai_chat)
+    if (tokenizer_ == Tokenizer::unknown && wire_->takes_token_ids())
         tokenize(model, "probe", true);  // learns whether a /tokenize exists
     const bool has_tokenizer = tokenizer_ == Tokenizer::llama || tokenizer_ == Tokenizer::vllm;
 
     // Token ids: exact, and accepted by /completion and by OpenAI's /v1/completions.
-    if (has_tokenizer && (opts_.api == HttpApi::openai || opts_.api == HttpApi::llama)) {
+    if (has_tokenizer && wire_->takes_token_ids()) {
         for (int64_t words = n; words <= 64 * n + 64; words *= 2) {
             auto t = tokenize(model, prompt_words(seed, words), true);
             if (!t)
@@ -416,78 +376,21 @@ std::optional<int32_t> claimed_token_id(const json& v, std::optional<int64_t> n_
     return std::nullopt;
 }
 
-json banned_logit_bias(const std::vector<int32_t>& tokens) {
-    json bias = json::array();
-    for (int32_t t : tokens)
-        bias.push_back(json::array({t, false}));
-    return bias;
-}
-
 std::unique_ptr<GenerationStream> HttpEngine::start_generation(
     const std::string& model_in, const HttpPrompt& prompt, int64_t n_gen, uint64_t seed,
     const std::function<void()>& on_first_output) const {
     const std::string model = resolve_model(model_in);
     n_gen = std::max<int64_t>(1, n_gen);
-    const bool llama = kind_ == "llama-server";
-    json body;
-    std::string path;
-    json prompt_value = prompt.tokens.empty() ? json(prompt.text) : json(prompt.tokens);
-    switch (opts_.api) {
-        case HttpApi::openai:
-        case HttpApi::openai_chat:
-            if (opts_.api == HttpApi::openai) {
-                path = "/v1/completions";
-                body["prompt"] = prompt_value;
-            } else {
-                path = "/v1/chat/completions";
-                body["messages"] = json::array({{{"role", "user"}, {"content", prompt.text}}});
-            }
-            body["max_tokens"] = n_gen;
-            body["stream"] = true;
-            body["stream_options"] = {{"include_usage", true}};
-            body["temperature"] = 0.0;
-            body["top_p"] = 1.0;
-            body["seed"] = seed;
-            body["ignore_eos"] = true;
-            if (kind_ == "vllm")
-                body["min_tokens"] = n_gen;
-            if (llama) {
-                body["cache_prompt"] = false;      // a cold prefill every time
-                body["timings_per_token"] = true;  // exact tokens per chunk
-            }
-            break;
-        case HttpApi::llama:
-            path = "/completion";
-            body = {{"prompt", prompt_value},
-                    {"n_predict", n_gen},
-                    {"stream", true},
-                    {"cache_prompt", false},
-                    {"ignore_eos", true},
-                    {"temperature", 0.0},
-                    {"top_k", 1},
-                    {"seed", seed}};
-            break;
-        case HttpApi::ollama: {
-            path = "/api/generate";
-            json options = {
-                {"num_predict", n_gen}, {"temperature", 0.0}, {"top_k", 1}, {"seed", seed}};
-            const int64_t ctx = prompt.n_tokens + n_gen + 64;
-            if (ctx > 2048)
-                options["num_ctx"] = ctx;
-            body = {{"prompt", prompt.text}, {"raw", true}, {"stream", true}, {"options", options}};
-            break;
-        }
-    }
+    WireRequest r = wire_->request(WireAsk{prompt, n_gen, seed, *kind_});
     if (!model.empty())
-        body["model"] = model;
-    if (llama && !opts_.banned_tokens.empty())
-        body["logit_bias"] = banned_logit_bias(opts_.banned_tokens);
+        r.body["model"] = model;
+    kind_->ban_tokens(r.body, opts_.banned_tokens);
 
     GenerationStream::Spec spec;
     spec.api = opts_.api;
-    spec.where = client_->url().base() + path;
-    spec.path = std::move(path);
-    spec.body = std::move(body);
+    spec.where = client_->url().base() + r.path;
+    spec.path = std::move(r.path);
+    spec.body = std::move(r.body);
     spec.n_gen = n_gen;
     spec.n_prompt = prompt.n_tokens;
     spec.read_ms = opts_.timeouts.read_ms;

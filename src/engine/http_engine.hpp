@@ -16,6 +16,12 @@
 // streamed generation) and has no prefill/decode steps. Errors are sb::Error: input when the
 // server cannot be used at all (connect()) or a stage entry is called, runtime for a failed
 // request, always one line.
+//
+// The engine orchestrates (discovery, tokenizer, prompts, measuring a request) over three
+// seams: the wire API it speaks (WireApi, engine/wire_api.hpp: requests and messages), the kind
+// of server it found (ServerKind, engine/server_kind.hpp: recognition, quirks, timings) and the
+// transport (HttpClient, engine/http_client.hpp). The stream and its measure are
+// engine/generation_stream.hpp and engine/generation.hpp.
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -30,17 +36,10 @@
 #include "engine/generation.hpp"
 #include "engine/generation_stream.hpp"
 #include "engine/http_client.hpp"
+#include "engine/server_kind.hpp"
 #include "engine/wire_api.hpp"
 
 namespace sb {
-
-// A prompt made before the clock starts.
-struct HttpPrompt {
-    std::vector<int32_t> tokens;  // sent as token ids when non-empty: exactly n_tokens long
-    std::string text;             // sent as text otherwise
-    int64_t n_tokens = 0;         // the length the server should count
-    bool exact = false;           // verified with the server's tokenizer
-};
 
 struct HttpEngineOptions {
     std::string url;  // http://host:port (a trailing /v1 is accepted)
@@ -57,9 +56,6 @@ struct HttpEngineOptions {
 // vocabulary's size) and fits int32; else nullopt (an id above 2^31 is never truncated into
 // another token, a negative one never sent on).
 std::optional<int32_t> claimed_token_id(const nlohmann::json& v, std::optional<int64_t> n_vocab);
-
-// llama-server's logit_bias that bans tokens: [[id, false], ...].
-nlohmann::json banned_logit_bias(const std::vector<int32_t>& tokens);
 
 class HttpEngine final : public Engine {
   public:
@@ -90,8 +86,10 @@ class HttpEngine final : public Engine {
     void connect();
 
     const HttpEngineOptions& options() const { return opts_; }
-    // "llama-server", "ollama", "vllm", "mlc-llm" or "openai-compatible".
-    const std::string& server_kind() const { return kind_; }
+    // What connect() found: "llama-server", "ollama", "vllm", "mlc-llm" or "openai-compatible"
+    // (engine/server_kind.hpp).
+    const ServerKind& kind() const { return *kind_; }
+    std::string server_kind() const { return kind_->name(); }
     const std::vector<std::string>& models() const { return models_; }
     // {"url", "api", "server", "models", "tokenizer", and what the server said about itself}
     nlohmann::json describe() const override;
@@ -120,11 +118,14 @@ class HttpEngine final : public Engine {
                                                  bool add_special);
     int64_t probe_prompt_tokens(const std::string& model, const std::string& text);
     std::string resolve_model(const std::string& model) const;
+    static const ServerKind& discover_common(const ServerGet& get, const std::string& where,
+                                             DiscoveredServer& facts);
 
     HttpEngineOptions opts_;
     std::string model_;  // from load()
     std::unique_ptr<HttpClient> client_;
-    std::string kind_ = "openai-compatible";
+    const WireApi* wire_;     // opts_.api's
+    const ServerKind* kind_;  // openai-compatible until connect() finds it
     std::vector<std::string> models_;
     nlohmann::json about_ = nlohmann::json::object();
     enum class Tokenizer { unknown, llama, vllm, none } tokenizer_ = Tokenizer::unknown;
