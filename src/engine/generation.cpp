@@ -62,13 +62,16 @@ RequestTiming compute_timing(const Generation& g) {
         streamed += x;
 
     // usage: believed when it lies between 1 and what was asked.
-    std::optional<int64_t> usage = g.completion_tokens;
-    if (usage && (*usage < 1 || *usage > bound)) {
-        t.notes.push_back("the server claims " + std::to_string(*usage) +
-                          " output tokens (usage) for a stream of " + std::to_string(streamed) +
-                          " token(s) in " + std::to_string(g.chunks.size()) + " chunk(s), " +
-                          asked + ": not believed, the stream's count is used");
-        usage.reset();
+    std::optional<int64_t> usage;
+    if (g.completion_tokens) {
+        const int64_t claimed = *g.completion_tokens;
+        if (claimed < 1 || claimed > bound)
+            t.notes.push_back("the server claims " + std::to_string(claimed) +
+                              " output tokens (usage) for a stream of " + std::to_string(streamed) +
+                              " token(s) in " + std::to_string(g.chunks.size()) + " chunk(s), " +
+                              asked + ": not believed, the stream's count is used");
+        else
+            usage = claimed;
     }
     if (!any_known && usage && *usage > streamed) {
         // Chunks that carry several tokens and say nothing about it (vLLM's stream interval,
