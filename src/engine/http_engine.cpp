@@ -105,6 +105,7 @@ RequestMeasure HttpEngine::run_request(const RequestSpec& spec) {
         spec.on_send();
     return request_measure(generate(model_, prompt, spec.n_gen, spec.seed, spec.on_first_output));
 }
+
 void HttpEngine::connect() {
     const std::string where = client_->url().base();
     const ServerGet get = [&](const std::string& path) {
