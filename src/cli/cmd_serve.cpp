@@ -14,6 +14,7 @@
 #include "core/file_io.hpp"
 #include "core/interrupt.hpp"
 #include "core/parse.hpp"
+#include "engine/wire_api.hpp"
 #include "report/reporter.hpp"
 #include "scenario/explain_settings.hpp"
 #include "scenario/run_command.hpp"
@@ -41,7 +42,7 @@ void add_serve_command(CLI::App& app, Context& ctx) {
     cmd->add_option("--url", a->o.url,
                     "the server (http://host:port); none: -m FILE starts "
                     "llama-server on 127.0.0.1");
-    cmd->add_option("--api", a->api, "openai, openai-chat, llama or ollama")->capture_default_str();
+    cmd->add_option("--api", a->api, "HTTP API: " + http_api_help())->capture_default_str();
     cmd->add_option("-m,--model", a->model,
                     "the model name on the server, or a GGUF file for the llama-server it starts");
     cmd->add_option("--slots", a->o.slots, "parallel slots of the llama-server it starts (-np)")

@@ -5,6 +5,7 @@
 #include "cli/store_hook.hpp"
 #include "cli/telemetry_log_option.hpp"
 #include "cli/trace_option.hpp"
+#include "engine/wire_api.hpp"
 #include "report/reporter.hpp"
 #include "scenario/run_command.hpp"
 #include "scenario/sustained.hpp"
@@ -63,8 +64,8 @@ void add_sustained_command(CLI::App& app, Context& ctx) {
                     "127.0.0.1 for -m FILE)")
         ->capture_default_str();
     cmd->add_option("--url", o->http.url, "server for --engine http; -m then names its model");
-    cmd->add_option("--api", t->api, "HTTP API: openai, openai-chat, llama, ollama")
-        ->check(CLI::IsMember({"openai", "openai-chat", "llama", "ollama"}))
+    cmd->add_option("--api", t->api, "HTTP API: " + http_api_help())
+        ->check(CLI::IsMember(http_api_names()))
         ->capture_default_str();
     cmd->add_option("--timeout", o->http.timeout_s, "seconds to wait for the server")
         ->check(seconds_check(false))

@@ -6,6 +6,7 @@
 #include "cli/flag_checks.hpp"
 #include "cli/shared_flags.hpp"
 #include "core/error.hpp"
+#include "engine/wire_api.hpp"
 
 namespace sb::cli {
 
@@ -84,10 +85,8 @@ void add_engine_options(CLI::App* cmd, RunArgs& a) {
     cmd->add_option("--url", h.url,
                     "server for --engine http, e.g. http://127.0.0.1:8080; -m then names the "
                     "server's model (optional)");
-    cmd->add_option("--api", a.api,
-                    "HTTP API: openai (/v1/completions), openai-chat (/v1/chat/completions), "
-                    "llama (llama-server /completion), ollama (/api/generate)")
-        ->check(CLI::IsMember({"openai", "openai-chat", "llama", "ollama"}))
+    cmd->add_option("--api", a.api, "HTTP API: " + http_api_help())
+        ->check(CLI::IsMember(http_api_names()))
         ->capture_default_str();
     cmd->add_option("--timeout", h.timeout_s,
                     "seconds to wait for a connection and for each silence of the server")
