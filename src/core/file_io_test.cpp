@@ -16,24 +16,14 @@
 
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
+#include "temp_dir.hpp"
 
 namespace sb {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct TempDir {
-    TempDir() {
-        char tmpl[] = "/tmp/sb_file_io_XXXXXX";
-        path = ::mkdtemp(tmpl);
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-    std::string file(const std::string& name) const { return (path / name).string(); }
-    fs::path path;
-};
+using sbtest::TempDir;
 
 std::string slurp(const std::string& p) {
     std::ifstream f(p, std::ios::binary);

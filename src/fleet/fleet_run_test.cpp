@@ -8,25 +8,14 @@
 #include <sstream>
 
 #include "core/interrupt.hpp"
+#include "temp_dir.hpp"
 
 namespace sb {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct TempDir {
-    TempDir() {
-        std::random_device rd;
-        path = fs::temp_directory_path() / ("sb_fleet_run_test_" + std::to_string(rd()));
-        fs::create_directories(path);
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-    std::string file(const std::string& n) const { return (path / n).string(); }
-    fs::path path;
-};
+using sbtest::TempDir;
 
 // Clears the process-wide interrupt however the test ends.
 struct InterruptCleared {

@@ -17,6 +17,7 @@
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
 #include "store/testing/store_fixtures.hpp"
+#include "temp_dir.hpp"
 
 namespace sb {
 namespace {
@@ -25,19 +26,7 @@ using nlohmann::json;
 using sbtest::error_of;
 namespace fs = std::filesystem;
 
-struct TempDir {
-    TempDir() {
-        std::random_device rd;
-        path = fs::temp_directory_path() / ("sb_store_test_" + std::to_string(rd()));
-        fs::create_directories(path);
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-    std::string file(const std::string& n) const { return (path / n).string(); }
-    fs::path path;
-};
+using sbtest::TempDir;
 
 // Runs raw SQL on a file, as an older stagebench (or another program) would have.
 void raw_sql(const std::string& path, const std::string& sql) {
