@@ -125,6 +125,11 @@ void add_fleet_command(CLI::App& app, Context& ctx) {
     run->add_option("--timeout", a->timeout,
                     "the measuring command's deadline per device (e.g. 30m)");
     run->add_option("--only", a->only, "these devices of the inventory (a comma list)");
+    run->add_option("--keep", a->o.keep,
+                    "how many jobs, results folders and stagebench copies each device keeps, "
+                    "the last used (and jobs here, in DIST/jobs/)")
+        ->check(int_range(1, 1000000, "1 or more"))
+        ->capture_default_str();
     run->add_option("COMMAND", a->o.command, "the measuring command and its arguments, after --")
         ->required();
     auto junit = std::make_shared<JunitOutput>("fleet run");
@@ -178,6 +183,10 @@ void add_fleet_command(CLI::App& app, Context& ctx) {
     up->add_option("--only", a->only, "these devices of the inventory (a comma list)");
     up->add_flag("--allow-mixed", a->o.allow_mixed,
                  "devices whose stagebench or llama.cpp commit differs from the others'");
+    up->add_option("--keep", a->o.keep,
+                   "how many jobs and stagebench copies each device keeps, the last used")
+        ->check(int_range(1, 1000000, "1 or more"))
+        ->capture_default_str();
     up->callback([&ctx, a, port] {
         Inventory inv = load_inventory(a->hosts);
         if (!a->only.empty())

@@ -1,6 +1,7 @@
 #include "fleet/fleet_run.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <netdb.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -41,10 +42,8 @@ namespace {
 
 constexpr double kProbeTimeoutS = 60;
 constexpr double kCopyTimeoutS = 1800;
-// The jobs a jobs folder keeps, here (DIST/jobs/) and on a device (WORKDIR/jobs/): the last
-// used; older ones are removed when a job is made or deployed.
-constexpr std::size_t kKeptJobs = 8;
-// A job's key in its file and folder names: bundle_key's first 16 hex digits.
+// A job's key in its file and folder names: bundle_key's first 16 hex digits; an exec
+// device's stagebench copy (WORKDIR/sb/HASH/) is named alike by its content_hash.
 constexpr std::size_t kJobKeyDigits = 16;
 
 const std::set<std::string> kMeasuring = {"run", "ops", "decompose", "sustained", "hybrid"};
@@ -127,20 +126,42 @@ std::string last_error_line(const std::string& text) {
     return error.empty() ? last : error;
 }
 
-// The device's side of prune_jobs, in POSIX sh (toybox's and busybox's ls, tail and rm too):
-// in the jobs folder, the jobs (KEY/ folders with their .ok) beyond the kKeptJobs last used
-// (by their .ok's time, touched on every use) are removed, never keep (the job just deployed).
-// A folder without .ok is a job being unpacked and anything else is not a job: both are left.
-// A job another fleet run is running there was marked used when that run began, so it goes
-// only after kKeptJobs other jobs were used since.
-std::string prune_device_jobs_script(const std::string& jobs, const std::string& keep) {
-    std::string key_glob;
-    for (std::size_t i = 0; i < kJobKeyDigits; ++i)
-        key_glob += "[0-9a-f]";
+// A shell glob of n hex digits.
+std::string hex_glob(std::size_t n) {
+    std::string g;
+    for (std::size_t i = 0; i < n; ++i)
+        g += "[0-9a-f]";
+    return g;
+}
+
+// The glob of a results folder's name on a device: run_job's STAMP (utc_stamp()-PID).
+std::string stamp_glob() {
+    return "[0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9]T[0-9][0-9][0-9][0-9][0-9][0-9]Z-*";
+}
+
+// Housekeeping of one of the device's folders, in POSIX sh (toybox's and busybox's ls, tail and
+// rm too): in dir, the entries named by glob that hold marker (a job's or a stagebench copy's
+// .ok, touched on every use; a results folder's .fetched, made once it came back whole) beyond
+// the `keep` last used (by the marker's time) are removed, never those named in spare (what
+// this run uses). An entry without its marker (a job or copy being unpacked, a results folder
+// being written or that never came back) and anything else are left alone. What another run
+// uses there was marked used when that run began, so it goes only after `keep` others were
+// used since.
+std::string prune_device_script(const std::string& dir, const std::string& glob,
+                                const std::string& marker, std::size_t keep,
+                                const std::vector<std::string>& spare) {
+    std::string remove = fmt::format("rm -rf \"${{f%/{}}}\"", marker);
+    if (!spare.empty()) {
+        std::vector<std::string> names;
+        for (const auto& s : spare)
+            names.push_back(shell_quote(s + "/" + marker));
+        remove = fmt::format("case \"$f\" in {}) ;; *) {} ;; esac", fmt::join(names, "|"), remove);
+    }
+    // A subshell: several folders are pruned in one call.
     return fmt::format(
-        "cd {} && ls -t -d {}/.ok 2>/dev/null | tail -n +{} | while read -r f; do "
-        "d=${{f%/.ok}}; [ \"$d\" = {} ] || rm -rf \"$d\"; done",
-        shell_quote(jobs), key_glob, kKeptJobs + 1, shell_quote(keep));
+        "(cd {} 2>/dev/null && ls -t -d {}/{} 2>/dev/null | tail -n +{} | "
+        "while read -r f; do {}; done)",
+        shell_quote(dir), glob, marker, keep + 1, remove);
 }
 
 std::string utc_stamp() {
@@ -174,6 +195,8 @@ struct Job {
     bool bundled = false;
     std::string job_dir, job_key;
     std::vector<std::string> run_args;
+    // An exec device: the stagebench copies (WORKDIR/sb/HASH/) this run pushed or used.
+    std::vector<std::string> sb_used;
 };
 
 class Fleet {
@@ -238,6 +261,8 @@ class Fleet {
     }
 
   private:
+    std::size_t keep() const { return static_cast<std::size_t>(o_.keep); }
+
     std::string workdir_of(const DeviceSpec& d) const {
         if (!d.workdir.empty())
             return d.workdir;
@@ -484,7 +509,7 @@ class Fleet {
             bo.out = m.path;
             std::ostringstream quiet;  // bundle's own progress: the devices' lines say it
             write_bundle(bo, m.spec, quiet);
-            prune_jobs(dir, m.path);
+            prune_jobs(dir, m.path, static_cast<std::size_t>(o_.keep));
         } else {
             // Used now: the last to be pruned.
             fs::last_write_time(m.path, fs::file_time_type::clock::now(), ec);
@@ -493,9 +518,9 @@ class Fleet {
         return m;
     }
 
-    // The jobs folder keeps the kKeptJobs last used; older ones (another dist, other models)
-    // are removed, never the one just made. A job being copied elsewhere stays readable.
-    static void prune_jobs(const fs::path& dir, const std::string& keep) {
+    // The jobs folder keeps the `kept` last used; older ones (another dist, other models) are
+    // removed, never the one just made. A job being copied elsewhere stays readable.
+    static void prune_jobs(const fs::path& dir, const std::string& keep, std::size_t kept) {
         std::vector<std::pair<fs::file_time_type, fs::path>> jobs;
         std::error_code ec;
         for (const auto& e : fs::directory_iterator(dir, ec)) {
@@ -504,11 +529,11 @@ class Fleet {
                 e.is_regular_file(ec))
                 jobs.emplace_back(e.last_write_time(ec), e.path());
         }
-        if (jobs.size() <= kKeptJobs)
+        if (jobs.size() <= kept)
             return;
         std::sort(jobs.begin(), jobs.end(),
                   [](const auto& a, const auto& b) { return a.first > b.first; });
-        for (std::size_t i = kKeptJobs; i < jobs.size(); ++i)
+        for (std::size_t i = kept; i < jobs.size(); ++i)
             if (jobs[i].second != fs::path(keep))
                 fs::remove(jobs[i].second, ec);
     }
@@ -588,8 +613,12 @@ class Fleet {
                      " && touch " + ok,
                  "unpacking the job", kCopyTimeoutS);
             // Housekeeping: a prune that fails (a file the login cannot remove) leaves more
-            // jobs there, never a failed device.
-            sh(j, prune_device_jobs_script(jobs, j.job_key));
+            // jobs there, never a failed device. The stagebench copies of older releases
+            // (WORKDIR/sb/, before devices ran jobs) go the same way.
+            sh(j, prune_device_script(jobs, hex_glob(kJobKeyDigits), ".ok", keep(), {j.job_key}) +
+                      "; " +
+                      prune_device_script(j.workdir + "/sb", hex_glob(kJobKeyDigits), ".ok", keep(),
+                                          {}));
         }
         j.sb = m.spec.stagebench.rfind('/', 0) == 0 ? m.spec.stagebench
                                                     : j.job_dir + "/" + m.spec.stagebench;
@@ -629,12 +658,14 @@ class Fleet {
         return argv;
     }
 
-    // Pushes file into workdir/sb/HASH/ once; returns that folder.
+    // Pushes file into workdir/sb/HASH/ once; returns that folder. One already there is marked
+    // used now (its .ok's time), as a job is, so that pruning sb/ keeps it among the last used.
     std::string push_once(Job& j, const std::string& file, bool tarball) {
         const std::string h = content_hash(file);
         const std::string dir = j.workdir + "/sb/" + h;
-        auto there = sh(j, "test -f " + shell_quote(dir + "/.ok"));
-        if (there.ok())
+        j.sb_used.push_back(h);
+        const std::string ok = shell_quote(dir + "/.ok");
+        if (sh(j, "test -f " + ok + " && { touch " + ok + " 2>/dev/null || true; }").ok())
             return dir;
         say(j, "deploying " + fs::path(file).filename().string());
         must(j, "mkdir -p " + shell_quote(dir), "making " + dir);
@@ -669,31 +700,10 @@ class Fleet {
             return;
         }
         if (d.kind == TransportKind::exec) {
-            // What runs behind the prefix is found by trying: the agents from the highest ARM
-            // level down (an agent refuses a CPU without its features), then this stagebench.
-            for (const auto& a : d.arch.value_or("arm64") == "arm64" ? agents_high_to_low()
-                                                                     : std::vector<fs::path>{}) {
-                const std::string dir = push_once(j, a.string(), false);
-                const std::string sb = dir + "/" + a.filename().string();
-                if (auto v = version_of(j, with_prefix(j, sb))) {
-                    j.sb = sb;
-                    j.version = v;
-                    j.artifact = a.filename().string();
-                    // The device is the emulated CPU, not this machine.
-                    j.id.arch = "aarch64";
-                    j.id.cpu_features = v->cpu_features;
-                    j.id.cpu.reset();
-                    j.id.model = shell_join(d.prefix);
-                    j.id.soc.reset();
-                    j.id.cpuinfo.clear();
-                    return;
-                }
-            }
-            j.sb = self_exe();
-            j.version = version_of(j, with_prefix(j, j.sb));
-            if (!j.version)
-                throw input_error(d.name + ": nothing of " + o_.dist_dir +
-                                  " runs behind its prefix (make agents, make dist)");
+            deploy_exec(j);
+            // Housekeeping, as for the jobs: a prune that fails is never a failed device.
+            sh(j, prune_device_script(j.workdir + "/sb", hex_glob(kJobKeyDigits), ".ok", keep(),
+                                      j.sb_used));
             return;
         }
         // A local device: this machine's own stagebench. (ssh and adb devices get a job:
@@ -702,6 +712,36 @@ class Fleet {
         j.version = version_of(j, {j.sb});
         if (!j.version)
             throw runtime_error(d.name + ": this stagebench does not run: " + j.sb);
+    }
+
+    // An exec device's stagebench: what runs behind the prefix is found by trying: the agents
+    // from the highest ARM level down (an agent refuses a CPU without its features), then this
+    // stagebench.
+    void deploy_exec(Job& j) {
+        const DeviceSpec& d = j.spec;
+        for (const auto& a :
+             d.arch.value_or("arm64") == "arm64" ? agents_high_to_low() : std::vector<fs::path>{}) {
+            const std::string dir = push_once(j, a.string(), false);
+            const std::string sb = dir + "/" + a.filename().string();
+            if (auto v = version_of(j, with_prefix(j, sb))) {
+                j.sb = sb;
+                j.version = v;
+                j.artifact = a.filename().string();
+                // The device is the emulated CPU, not this machine.
+                j.id.arch = "aarch64";
+                j.id.cpu_features = v->cpu_features;
+                j.id.cpu.reset();
+                j.id.model = shell_join(d.prefix);
+                j.id.soc.reset();
+                j.id.cpuinfo.clear();
+                return;
+            }
+        }
+        j.sb = self_exe();
+        j.version = version_of(j, with_prefix(j, j.sb));
+        if (!j.version)
+            throw input_error(d.name + ": nothing of " + o_.dist_dir +
+                              " runs behind its prefix (make agents, make dist)");
     }
 
     // A local or exec device's models: the files here, presets synthesised (once).
@@ -1052,6 +1092,7 @@ class Fleet {
             return out;
         }
         out.results_dir = local.string();
+        bool fetched = false;  // the whole folder is here, checked
         auto pull = [&](const std::string& name) {
             j.t->pull(remote + "/" + name, (local / name).string(), kCopyTimeoutS);
         };
@@ -1061,6 +1102,7 @@ class Fleet {
             for (const auto& f : m.files)
                 pull(f.name);
             verify_results_folder(m);
+            fetched = true;
             for (const auto& f : m.files)
                 if (f.kind == "document")
                     try_load(out, (local / f.name).string());
@@ -1080,6 +1122,14 @@ class Fleet {
             if (out.r.exit_code >= 0 && out.r.exit_code <= 2)
                 out.error = std::string("its results folder does not check: ") + e.what();
         }
+        // There, a folder that came back whole is marked fetched: WORKDIR/results/ keeps the
+        // `keep` last fetched (this one among them). One that did not come back (a lost
+        // connection, a folder that does not check) holds the only copy and is never removed.
+        // Housekeeping: a prune that fails is never a failed device.
+        if (fetched)
+            sh(j, "touch " + shell_quote(remote + "/.fetched") + " && " +
+                      prune_device_script(j.workdir + "/results", stamp_glob(), ".fetched", keep(),
+                                          {stamp}));
         if (o_.timeout_s > 0 && out.r.exit_code == 124)  // timeout(1)'s status when it struck
             out.error = fmt::format("stopped at --timeout ({:.0f} s): what it measured is kept",
                                     std::ceil(o_.timeout_s));
@@ -1263,6 +1313,8 @@ void check_fleet_options(const FleetRunOptions& o) {
     check_measuring_command(o.command, "fleet run", {});
     if (o.parallel < 1)
         throw usage_error("--parallel must be 1 or more");
+    if (o.keep < 1)
+        throw usage_error("--keep must be 1 or more");
 }
 
 FleetRunSummary run_fleet(const Inventory& inv, const FleetRunOptions& o, std::ostream& log) {

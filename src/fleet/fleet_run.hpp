@@ -7,17 +7,19 @@
 //      static agent of `make agents` on Android), or none when the inventory names the
 //      device's own, with the command's name and its models (each -m whose files are this
 //      machine's). The job is made once per content (bundle_key) into DIST/jobs/ (else
-//      ~/.cache/stagebench/jobs/; the 8 last used kept) and copied to WORKDIR/jobs/KEY/ once,
-//      unpacked there (WORKDIR/jobs/ pruned alike: the 8 last used kept). A local
-//      device runs this stagebench on this machine's files; an exec device an agent (or this
-//      stagebench) behind its prefix, pushed once by content hash;
+//      ~/.cache/stagebench/jobs/; the `keep` last used kept) and copied to WORKDIR/jobs/KEY/
+//      once, unpacked there (WORKDIR/jobs/ pruned alike). A local device runs this stagebench
+//      on this machine's files; an exec device an agent (or this stagebench) behind its
+//      prefix, pushed once by content hash into WORKDIR/sb/HASH/ (pruned alike);
 //   3. read that stagebench's version: every device must run the same stagebench and llama.cpp
 //      commit, unless allow_mixed;
 //   4. -m preset:NAME synthesised there, once;
 //   5. check the gates: wait to cool below cool_to, refuse on a gate's refusal;
 //   6. run the command: on an ssh or adb device the job's run.sh with the command's other
 //      arguments, its results folder (WORKDIR/results/STAMP/) copied back whole beside the
-//      store (FLEET-results/DEVICE/STAMP/) and checked against its manifest's sha256 hashes;
+//      store (FLEET-results/DEVICE/STAMP/) and checked against its manifest's sha256 hashes
+//      (then marked fetched there: WORKDIR/results/ keeps the `keep` last fetched, never one
+//      that did not come back whole);
 //      on a local or exec device the stagebench itself. Its document (also a partial one
 //      after a failure), with the device's identity (document "fleet"), goes to the store;
 // and record the outcome in the store's fleet_runs, failures with their one-line error. A
@@ -43,6 +45,11 @@ struct FleetRunOptions {
     Gates gates;                       // command-line gates (override the inventory's)
     double timeout_s = 0;              // the measuring command's deadline (0: a day)
     std::vector<std::string> only;     // device names to run (empty: all)
+    // How many of each the fleet keeps, the last used: the jobs here (DIST/jobs/) and, on
+    // every device, the jobs (WORKDIR/jobs/), the results folders that came back
+    // (WORKDIR/results/STAMP/) and an exec device's stagebench copies (WORKDIR/sb/HASH/);
+    // never fewer than what this run uses. 1 or more.
+    int keep = 8;
     // Called before each step over the devices ("preparing the device", "measuring") on the
     // calling thread; empty: nothing. Tests put an interruption between two steps with it.
     std::function<void(const std::string& step)> before_step;

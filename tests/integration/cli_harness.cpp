@@ -6,13 +6,18 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -115,15 +120,112 @@ const std::string& tiny_model() {
     return path;
 }
 
+namespace {
+
+// What the file is, as far as a cache key needs: its path, size and modification time.
+std::string file_stamp(const std::filesystem::path& p) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(p, ec))
+        return "";
+    return p.string() + " " + std::to_string(std::filesystem::file_size(p, ec)) + " " +
+           std::to_string(std::filesystem::last_write_time(p, ec).time_since_epoch().count()) +
+           "\n";
+}
+
+std::string hex_hash(const std::string& text) {
+    char buf[20];
+    std::snprintf(buf, sizeof buf, "%016zx", std::hash<std::string>{}(text));
+    return buf;
+}
+
+// Holds an exclusive flock on path while alive.
+struct FileLock {
+    explicit FileLock(const std::string& path)
+        : fd(open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644)) {
+        if (fd < 0)
+            throw std::runtime_error("cannot open the lock " + path);
+        while (flock(fd, LOCK_EX) != 0 && errno == EINTR) {
+        }
+    }
+    ~FileLock() { close(fd); }
+    int fd;
+};
+
+}  // namespace
+
+std::string cached_output(const std::string& name, const std::string& key,
+                          const std::function<void(const std::string& dir)>& make) {
+    namespace fs = std::filesystem;
+    const fs::path cache = fs::path(SB_BINARY_DIR) / "test-cache";
+    fs::create_directories(cache);
+    FileLock lock((cache / ".lock").string());
+    const fs::path dir = cache / (name + "-" + key);
+    if (fs::is_directory(dir))
+        return dir.string();
+    // Made aside, then renamed: a folder of that name is always whole.
+    const fs::path part = cache / (name + "-" + key + ".part");
+    std::error_code ec;
+    fs::remove_all(part, ec);
+    fs::create_directories(part);
+    make(part.string());
+    fs::rename(part, dir);
+    // Those of an older build are never asked for again.
+    for (const auto& e : fs::directory_iterator(cache, ec)) {
+        const std::string n = e.path().filename().string();
+        if (n.rfind(name + "-", 0) == 0 && e.path() != dir)
+            fs::remove_all(e.path(), ec);
+    }
+    return dir.string();
+}
+
+// Everything scripts/dist.sh packs, by path, size and time.
+const std::string& dist_key() {
+    static const std::string key = [] {
+        namespace fs = std::filesystem;
+        std::string text = file_stamp(fs::path(SB_BINARY_DIR) / "bin" / "stagebench") +
+                           file_stamp(fs::path(SB_SOURCE_DIR) / "scripts" / "dist.sh") +
+                           file_stamp(fs::path(SB_SOURCE_DIR) / "CMakeLists.txt");
+        std::vector<std::string> files;
+        for (const fs::path d : {fs::path(SB_BINARY_DIR) / "share" / "stagebench" / "vocab",
+                                 fs::path(SB_SOURCE_DIR) / "share" / "stagebench" / "presets",
+                                 fs::path(SB_LLAMA_BUILD_DIR) / "bin"}) {
+            std::error_code ec;
+            for (const auto& e : fs::directory_iterator(d, ec))
+                files.push_back(file_stamp(e.path()));
+        }
+        std::sort(files.begin(), files.end());
+        for (const auto& f : files)
+            text += f;
+        return hex_hash(text);
+    }();
+    return key;
+}
+
 const std::string& dist_dir() {
     static const std::string dir = [] {
-        static TempDir t;
-        Proc p =
-            run({"/bin/bash", std::string(SB_SOURCE_DIR) + "/scripts/dist.sh", "--arch", "amd64",
-                 "--build", SB_BINARY_DIR, "--llama", SB_LLAMA_BUILD_DIR, "--out", t.path.string()},
+        namespace fs = std::filesystem;
+        const std::string made = cached_output("dist", dist_key(), [](const std::string& out) {
+            Proc p = run(
+                {"/bin/bash", std::string(SB_SOURCE_DIR) + "/scripts/dist.sh", "--arch", "amd64",
+                 "--build", SB_BINARY_DIR, "--llama", SB_LLAMA_BUILD_DIR, "--out", out},
                 300);
-        if (p.exit_code != 0)
-            throw std::runtime_error("scripts/dist.sh failed: " + p.err);
+            if (p.exit_code != 0)
+                throw std::runtime_error("scripts/dist.sh failed: " + p.err);
+            std::error_code ec;
+            for (const auto& e : fs::directory_iterator(out))
+                if (e.is_directory())
+                    fs::remove_all(e.path(), ec);  // the stage, once packed
+        });
+        // This process's own dist folder (fleet run keeps its jobs in DIST/jobs/), with the
+        // tarball linked: the tests read it, never write it.
+        static TempDir t;
+        for (const auto& e : fs::directory_iterator(made)) {
+            const fs::path to = t.path / e.path().filename();
+            std::error_code ec;
+            fs::create_hard_link(e.path(), to, ec);
+            if (ec)
+                fs::copy_file(e.path(), to);
+        }
         return t.path.string();
     }();
     return dir;

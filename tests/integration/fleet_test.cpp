@@ -30,13 +30,17 @@ using namespace sbtest;
 using nlohmann::json;
 namespace fs = std::filesystem;
 
+// An ssh device behind s. installed: the device's own stagebench (`stagebench = "PATH"`, here
+// this build's): its jobs pack the models only, where what a test proves is not the dist's
+// deployment (TwoSshDevices... and the Ansible tests deploy it), sparing a gzip of the dist.
 std::string ssh_device(const std::string& name, const LoopbackSshd& s, const std::string& workdir,
-                       const std::string& known_hosts) {
+                       const std::string& known_hosts, bool installed = false) {
     return "[[device]]\nname = \"" + name + "\"\ntransport = \"" + s.transport() +
            "\"\nidentity = \"" + s.identity() + "\"\nworkdir = \"" + workdir +
            "\"\nssh_options = [\"-F\", \"none\", \"-o\", \"UserKnownHostsFile=" + known_hosts +
            "\", \"-o\", \"GlobalKnownHostsFile=/dev/null\", \"-o\", "
-           "\"StrictHostKeyChecking=yes\"]\n";
+           "\"StrictHostKeyChecking=yes\"]\n" +
+           (installed ? "stagebench = \"" + stagebench_bin() + "\"\n" : "");
 }
 
 void write(const std::string& path, const std::string& text) {
@@ -167,15 +171,16 @@ TEST(Fleet, FaultsAreRecordedPerDeviceAndResumeCompletesTheRest) {
     const std::string wrong = t.file("wrong_known_hosts");
     fs::copy_file(good.wrong_known_hosts(), wrong);
     std::string inv = "name = \"faults\"\n" +
-                      ssh_device("ok", good, t.file("ok"), good.known_hosts()) +
-                      ssh_device("mismatch", good, t.file("mm"), wrong) +
-                      ssh_device("down", down, t.file("down"), down.known_hosts());
-    // A full disk: the device's work directory on a 1 MiB tmpfs (where this user may mount).
+                      ssh_device("ok", good, t.file("ok"), good.known_hosts(), true) +
+                      ssh_device("mismatch", good, t.file("mm"), wrong, true) +
+                      ssh_device("down", down, t.file("down"), down.known_hosts(), true);
+    // A full disk: the device's work directory on a 1 MiB tmpfs (where this user may mount),
+    // smaller than the job (the model alone is 2.7 MB).
     const std::string full = t.file("full");
     fs::create_directories(full);
     const bool have_full = ::mount("tmpfs", full.c_str(), "tmpfs", 0, "size=1m") == 0;
     if (have_full)
-        inv += ssh_device("full", good, full, good.known_hosts());
+        inv += ssh_device("full", good, full, good.known_hosts(), true);
     write(t.file("fleet.toml"), inv);
     const std::string db = t.file("f.sqlite");
     Proc p = run_sb(fleet_run(t.file("fleet.toml"), db, {"--parallel", "2"}), 600);
@@ -222,11 +227,12 @@ TEST(Fleet, FaultsAreRecordedPerDeviceAndResumeCompletesTheRest) {
 TEST(Fleet, KillingOneDevicesSshdMidRunLeavesItsErrorAndTheOthersComplete) {
     TempDir t;
     LoopbackSshd quick, slow;
-    write(t.file("fleet.toml"), "name = \"mid\"\n" +
-                                    ssh_device("quick", quick, t.file("q"), quick.known_hosts()) +
-                                    ssh_device("slow", slow, t.file("s"), slow.known_hosts()));
+    write(t.file("fleet.toml"),
+          "name = \"mid\"\n" + ssh_device("quick", quick, t.file("q"), quick.known_hosts(), true) +
+              ssh_device("slow", slow, t.file("s"), slow.known_hosts(), true));
     const std::string db = t.file("m.sqlite");
-    // Both devices run some seconds of rounds side by side; slow's sshd dies once its
+    // Both devices run some seconds of rounds side by side (20: a second or more where a round
+    // takes 70 ms, while slow's is seen running within 0.1 s); slow's sshd dies once its
     // stagebench runs.
     const std::vector<std::string> argv = {stagebench_bin(),
                                            "fleet",
@@ -248,15 +254,17 @@ TEST(Fleet, KillingOneDevicesSshdMidRunLeavesItsErrorAndTheOthersComplete) {
                                            "--max-tokens",
                                            "64",
                                            "--rounds",
-                                           "60",
+                                           "20",
                                            "--idle",
                                            "0"};
     const pid_t pid = spawn_bg(argv, t.file("fleet.log"));
     bool running = false;
     for (int i = 0; i < 600 && !running; ++i) {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        running = run({"/usr/bin/pgrep", "-f", t.file("s") + "/jobs/.*/stagebench sustained"})
-                      .exit_code == 0;
+        // slow's: the one whose results go into its work directory.
+        running =
+            run({"/usr/bin/pgrep", "-f", "stagebench sustained .*" + t.file("s") + "/results/"})
+                .exit_code == 0;
     }
     ASSERT_TRUE(running) << read_file(t.file("fleet.log.err"));
     slow.kill_all();  // the listener, its sessions and the command they ran
@@ -329,7 +337,7 @@ TEST(Fleet, TimeoutInterruptsAJobThereAndItsResultsFolderComesBack) {
     const std::string model = t.file("own-tiny.gguf");
     fs::copy_file(tiny_model(), model);
     write(t.file("slow.toml"),
-          "name = \"slow\"\n" + ssh_device("far", sshd, t.file("far"), sshd.known_hosts()));
+          "name = \"slow\"\n" + ssh_device("far", sshd, t.file("far"), sshd.known_hosts(), true));
     const std::string db = t.file("slow.sqlite");
     Proc p = run_sb({"fleet",
                      "run",
@@ -378,29 +386,40 @@ TEST(Fleet, TimeoutInterruptsAJobThereAndItsResultsFolderComesBack) {
     EXPECT_EQ(m["run_sh_exit"], 1);
 }
 
-// The device's jobs folder is pruned as the dist's is: the 8 last used jobs kept (a job used
-// again is marked used, by its .ok's time), older ones removed when a job is deployed, never the
-// one just deployed; a folder being unpacked (no .ok) and what is not a job stay.
-TEST(Fleet, DeviceJobsFolderKeepsTheEightLastUsed) {
+// A device's folders keep the --keep last used (2 here; 8 by default, as the dist's jobs
+// folder in TimeoutInterruptsAJob...): its jobs (a job used again is marked used, by its
+// .ok's time; pruned when a job is deployed, never the one just deployed), its results folders
+// (each marked by a .fetched once it came back whole; pruned after every run, never this
+// run's), and the stagebench copies older releases left in sb/ (pruned with the jobs). What is
+// being unpacked (no .ok), a results folder that never came back (no .fetched) and what is not
+// the fleet's stay.
+TEST(Fleet, DeviceFoldersKeepTheLastUsedJobsResultsAndCopies) {
     TempDir t;
     LoopbackSshd sshd;
-    const std::string dev = t.file("dev"), jobs = dev + "/jobs";
+    const std::string dev = t.file("dev"), jobs = dev + "/jobs", results = dev + "/results",
+                      copies = dev + "/sb";
     auto age = [](const std::string& f, int hours) {
         fs::last_write_time(f, fs::file_time_type::clock::now() - std::chrono::hours(hours));
     };
-    // Nine old jobs of other dists or models there, 24 h (...10) to 32 h (...18) old.
-    for (int i = 0; i < 9; ++i) {
-        const std::string d = jobs + "/00000000000000" + std::to_string(10 + i);
-        fs::create_directories(d + "/models");
-        write(d + "/run.sh", "exit 2\n");
-        write(d + "/.ok", "");
-        age(d + "/.ok", 24 + i);
+    auto marked = [&](const std::string& d, const std::string& mark, int hours) {
+        fs::create_directories(d);
+        write(d + "/" + mark, "");
+        age(d + "/" + mark, hours);
+    };
+    // Three old ones of each, 24 h (...10) to 26 h (...12) old, and what must stay.
+    for (int i = 0; i < 3; ++i) {
+        marked(jobs + "/00000000000000" + std::to_string(10 + i), ".ok", 24 + i);
+        marked(copies + "/00000000000000" + std::to_string(10 + i), ".ok", 24 + i);
+        marked(results + "/1999010" + std::to_string(3 - i) + "T000000Z-1", ".fetched", 24 + i);
     }
     fs::create_directories(jobs + "/00000000000000aa");  // being unpacked: no .ok
-    age(jobs + "/00000000000000aa", 100);
-    write(jobs + "/notes.txt", "mine");
-    age(jobs + "/notes.txt", 100);
-    write(t.file("lab.toml"), "name = \"lab\"\n" + ssh_device("a", sshd, dev, sshd.known_hosts()));
+    fs::create_directories(copies + "/00000000000000aa");
+    fs::create_directories(results + "/19990101T000000Z-2");  // never came back: no .fetched
+    write(results + "/19990101T000000Z-2/stderr.log", "lost\n");
+    for (const auto& d : {jobs, copies, results})
+        write(d + "/notes.txt", "mine");
+    write(t.file("lab.toml"),
+          "name = \"lab\"\n" + ssh_device("a", sshd, dev, sshd.known_hosts(), true));
     const std::string model_b = t.file("other-tiny.gguf");
     fs::copy_file(tiny_model(), model_b);
     auto fleet = [&](const std::string& model) {
@@ -408,6 +427,7 @@ TEST(Fleet, DeviceJobsFolderKeepsTheEightLastUsed) {
                        "--hosts", t.file("lab.toml"),
                        "--db",    t.file("lab.sqlite"),
                        "--dist",  dist_dir(),
+                       "--keep",  "2",
                        "--",      "run",
                        "-m",      model,
                        "-p",      "8",
@@ -416,52 +436,155 @@ TEST(Fleet, DeviceJobsFolderKeepsTheEightLastUsed) {
                        "--membw", "off"},
                       600);
     };
-    auto listing = [&] {
+    auto listing = [](const std::string& dir) {
         std::set<std::string> names;
-        for (const auto& e : fs::directory_iterator(jobs))
+        for (const auto& e : fs::directory_iterator(dir))
             names.insert(e.path().filename().string());
         return names;
     };
-    auto old_jobs = [](std::initializer_list<int> which) {
+    // The folder's names less the old ones and what stays: this run's.
+    auto news = [&](const std::string& dir) {
+        std::set<std::string> names;
+        for (const auto& n : listing(dir))
+            if (n.rfind("00000000000000", 0) != 0 && n.rfind("1999010", 0) != 0 && n != "notes.txt")
+                names.insert(n);
+        return names;
+    };
+    auto old = [](const std::string& prefix, std::initializer_list<int> which) {
         std::set<std::string> names;
         for (int i : which)
-            names.insert("00000000000000" + std::to_string(i));
+            names.insert(prefix == "results" ? "1999010" + std::to_string(13 - i) + "T000000Z-1"
+                                             : "00000000000000" + std::to_string(i));
         return names;
     };
     auto with = [](std::set<std::string> a, const std::set<std::string>& b) {
         a.insert(b.begin(), b.end());
         return a;
     };
-    const std::set<std::string> others = {"00000000000000aa", "notes.txt"};
+    const std::set<std::string> stay = {"00000000000000aa", "notes.txt"};
+    const std::set<std::string> stay_results = {"19990101T000000Z-2", "notes.txt"};
 
-    // A new job: it and the seven last used of the old ones stay.
+    // A new job: it and the last used of the old jobs stay, and so of the copies (no new one:
+    // the device's stagebench is its own), and this run's results folder and the last fetched.
     Proc first = fleet(tiny_model());
     ASSERT_EQ(first.exit_code, 0) << first.err;
-    std::string key_a;
-    for (const auto& n : listing())
-        if (n.size() == 16 && n.rfind("00000000000000", 0) != 0)
-            key_a = n;
-    ASSERT_FALSE(key_a.empty());
-    EXPECT_EQ(listing(), with(with(old_jobs({10, 11, 12, 13, 14, 15, 16}), others), {key_a}));
+    ASSERT_EQ(news(jobs).size(), 1u) << testing::PrintToString(listing(jobs));
+    const std::string key_a = *news(jobs).begin();
+    EXPECT_EQ(listing(jobs), with(with(old("jobs", {10}), stay), {key_a}));
+    EXPECT_EQ(listing(copies), with(old("sb", {10, 11}), stay));
+    ASSERT_EQ(news(results).size(), 1u) << testing::PrintToString(listing(results));
+    const std::string res_1 = *news(results).begin();
+    EXPECT_TRUE(fs::exists(results + "/" + res_1 + "/.fetched"));
+    EXPECT_EQ(listing(results), with(with(old("results", {10}), stay_results), {res_1}));
 
-    // Used again (nothing deployed, nothing pruned), it is the last used, though its .ok was
-    // made older than every other job's.
+    // Used again (nothing deployed, no job pruned), it is the last used, though its .ok was
+    // made older than every other job's. Its results folder and the last one stay.
     age(jobs + "/" + key_a + "/.ok", 48);
     Proc again = fleet(tiny_model());
     ASSERT_EQ(again.exit_code, 0) << again.err;
     EXPECT_EQ(again.err.find("deploying"), std::string::npos) << again.err;
-    EXPECT_EQ(listing(), with(with(old_jobs({10, 11, 12, 13, 14, 15, 16}), others), {key_a}));
+    EXPECT_EQ(listing(jobs), with(with(old("jobs", {10}), stay), {key_a}));
+    const std::set<std::string> two = news(results);
+    ASSERT_EQ(two.size(), 2u) << testing::PrintToString(listing(results));
+    EXPECT_EQ(two.count(res_1), 1u);
+    EXPECT_EQ(listing(results), with(stay_results, two));
 
-    // Another model: another job; the oldest of the old ones goes, not the one used again.
+    // Another model: another job; the old job goes, not the one used again; the copies down to
+    // the last used; the first results folder goes.
     Proc other = fleet(model_b);
     ASSERT_EQ(other.exit_code, 0) << other.err;
     EXPECT_NE(other.err.find("deploying"), std::string::npos) << other.err;
-    std::set<std::string> now = listing();
-    EXPECT_EQ(now.size(), 8u + 2u) << testing::PrintToString(now);
+    const std::set<std::string> now = news(jobs);
+    ASSERT_EQ(now.size(), 2u) << testing::PrintToString(listing(jobs));
     EXPECT_EQ(now.count(key_a), 1u);
-    EXPECT_EQ(now.count("0000000000000016"), 0u);
-    for (const auto& n : with(old_jobs({10, 11, 12, 13, 14, 15}), others))
-        EXPECT_EQ(now.count(n), 1u) << n;
+    EXPECT_EQ(listing(jobs), with(stay, now));
+    EXPECT_EQ(listing(copies), with(old("sb", {10, 11}), stay));
+    const std::set<std::string> last = news(results);
+    ASSERT_EQ(last.size(), 2u) << testing::PrintToString(listing(results));
+    EXPECT_EQ(last.count(res_1), 0u);
+    EXPECT_EQ(listing(results), with(stay_results, last));
+
+    // --keep below 1 is bad input.
+    Proc bad = run_sb(
+        {"fleet", "run", "--hosts", t.file("lab.toml"), "--keep", "0", "--", "run", "-m", model_b});
+    EXPECT_EQ(bad.exit_code, 2) << bad.err;
+    EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
+}
+
+// An exec device's stagebench copies (WORKDIR/sb/HASH/, the agents tried behind its prefix)
+// keep the --keep last used too: every agent this run tried stays, however small --keep, and
+// a copy used again is marked used, so it outlives older ones.
+TEST(Fleet, ExecDeviceCopiesKeepTheLastUsed) {
+    TempDir t;
+    // Two agents in the dist: the armv8.6 one refuses this CPU, the armv8.2 one is this build
+    // behind a wrapper; the prefix is env.
+    const std::string dist = t.file("dist");
+    fs::create_directories(dist);
+    write(dist + "/stagebench-agent-armv8.6", "#!/bin/sh\nexit 1\n");
+    write(dist + "/stagebench-agent-armv8.2",
+          "#!/bin/sh\nexec '" + stagebench_bin() + "' \"$@\"\n");
+    const std::string copies = t.file("w/sb");
+    for (int i = 0; i < 3; ++i) {
+        const std::string d = copies + "/00000000000000" + std::to_string(10 + i);
+        fs::create_directories(d);
+        write(d + "/.ok", "");
+        fs::last_write_time(d + "/.ok",
+                            fs::file_time_type::clock::now() - std::chrono::hours(24 + i));
+    }
+    fs::create_directories(copies + "/00000000000000aa");  // being copied: no .ok
+    write(t.file("exec.toml"),
+          "[[device]]\nname = \"emu\"\ntransport = \"exec\"\nprefix = "
+          "[\"env\"]\nworkdir = \"" +
+              t.file("w") + "\"\n");
+    auto fleet = [&](const std::string& keep) {
+        return run_sb({"fleet",   "run",
+                       "--hosts", t.file("exec.toml"),
+                       "--db",    t.file("e.sqlite"),
+                       "--dist",  dist,
+                       "--keep",  keep,
+                       "--",      "run",
+                       "-m",      tiny_model(),
+                       "-p",      "8",
+                       "-n",      "2",
+                       "-r",      "1",
+                       "--membw", "off"},
+                      300);
+    };
+    auto listing = [&] {
+        std::set<std::string> names;
+        for (const auto& e : fs::directory_iterator(copies))
+            names.insert(e.path().filename().string());
+        return names;
+    };
+    Proc first = fleet("1");
+    ASSERT_EQ(first.exit_code, 0) << first.err;
+    EXPECT_NE(first.err.find("deploying stagebench-agent-armv8.2"), std::string::npos) << first.err;
+    std::set<std::string> agents;
+    for (const auto& n : listing())
+        if (n.rfind("00000000000000", 0) != 0)
+            agents.insert(n);
+    ASSERT_EQ(agents.size(), 2u) << testing::PrintToString(listing());
+    std::set<std::string> expect = agents;
+    expect.insert("00000000000000aa");
+    EXPECT_EQ(listing(), expect);
+
+    // The agents made older than two other copies, then used again with --keep 3: nothing
+    // copied again; they are the last used, with the newer of the two.
+    for (const auto& a : agents)
+        fs::last_write_time(copies + "/" + a + "/.ok",
+                            fs::file_time_type::clock::now() - std::chrono::hours(48));
+    for (int i = 0; i < 2; ++i) {
+        const std::string d = copies + "/00000000000000" + std::to_string(20 + i);
+        fs::create_directories(d);
+        write(d + "/.ok", "");
+        fs::last_write_time(d + "/.ok",
+                            fs::file_time_type::clock::now() - std::chrono::hours(20 + 2 * i));
+    }
+    Proc again = fleet("3");
+    ASSERT_EQ(again.exit_code, 0) << again.err;
+    EXPECT_EQ(again.err.find("deploying"), std::string::npos) << again.err;
+    expect.insert("0000000000000020");
+    EXPECT_EQ(listing(), expect);
 }
 
 // adb, through the stand-in (no phone or emulator here): identity from getprop, the model
@@ -505,13 +628,20 @@ TEST(Fleet, AdbDevicesThroughTheStandIn) {
     EXPECT_NE(by["gone"]["what"].get<std::string>().find("not found"), std::string::npos)
         << by["gone"];
 
-    // A preset is synthesised on the device, once.
+    // A preset is synthesised on the device, once. (--keep 1: the phone keeps the last results
+    // folder only.)
     ::setenv("STAGEBENCH_ADB", (std::string(SB_SOURCE_DIR) + "/tests/fleet/fake-adb").c_str(), 1);
-    const std::vector<std::string> preset = {"fleet", "run", "--hosts", t.file("phones.toml"),
-                                             "--db",  db,    "--only",  "pixel",
-                                             "--",    "run", "-m",      "preset:tiny:2",
-                                             "-p",    "8",   "-n",      "2",
-                                             "-r",    "1",   "--membw", "off"};
+    const std::vector<std::string> preset = {"fleet",   "run",
+                                             "--hosts", t.file("phones.toml"),
+                                             "--db",    db,
+                                             "--only",  "pixel",
+                                             "--keep",  "1",
+                                             "--",      "run",
+                                             "-m",      "preset:tiny:2",
+                                             "-p",      "8",
+                                             "-n",      "2",
+                                             "-r",      "1",
+                                             "--membw", "off"};
     Proc s1 = run_sb(preset), s2 = run_sb(preset);
     ::unsetenv("STAGEBENCH_ADB");
     EXPECT_EQ(s1.exit_code, 0) << s1.err;
@@ -521,6 +651,13 @@ TEST(Fleet, AdbDevicesThroughTheStandIn) {
     const auto rows = store_rows(db, "phones");
     json last = stored_doc(db, rows.back()["document"]);
     EXPECT_EQ(last["models"][0]["synthetic_preset"], "tiny") << last["models"][0];
+    std::set<std::string> there;
+    for (const auto& e : fs::directory_iterator(t.file("phone") + "/results"))
+        there.insert(e.path().filename().string());
+    EXPECT_EQ(
+        there,
+        std::set<std::string>{
+            fs::path(last["fleet"]["job"]["results"].get<std::string>()).filename().string()});
 }
 
 // Two ports in a row that were free a moment ago.
@@ -551,7 +688,7 @@ TEST(Fleet, RpcUpSplitsAModelOverTwoServersAndOpsReportsItsTransfers) {
     LoopbackSshd sshd;
     write(t.file("split.toml"), "[[device]]\nname = \"a\"\ntransport = \"local\"\nworkdir = \"" +
                                     t.file("a") + "\"\n" +
-                                    ssh_device("b", sshd, t.file("b"), sshd.known_hosts()));
+                                    ssh_device("b", sshd, t.file("b"), sshd.known_hosts(), true));
     const int port = two_free_ports();
     ASSERT_GT(port, 0);
     Proc up = run_sb({"fleet", "rpc", "up", "--hosts", t.file("split.toml"), "--port",
