@@ -28,6 +28,8 @@ struct ggml_tensor;  // ggml's graph node, opaque here (only engines and the pro
 
 namespace sb {
 
+class ServerKind;  // engine/server_kind.hpp
+
 // llama.cpp's eval callback (llama_context_params::cb_eval, ggml_backend_sched's eval callback):
 // for every node of a graph the scheduler asks (ask = true: "do you want this node?") and, when
 // the answer is yes, computes the node alone and calls back (ask = false) once it is done.
@@ -46,6 +48,10 @@ struct EngineCaps {
     // Gives its logits (last_logits, evaluate) and tokenizes text (tokenize): what fidelity,
     // perplexity and `logits` read. Without it those entries throw sb::Error(input).
     bool logits = false;
+    // (optional) The kind of server behind it (engine/server_kind.hpp), for an engine that takes
+    // whole requests: what a runner asks of the server (its settings, its timings) instead of
+    // comparing names. Null: none (in-process), or not known.
+    const ServerKind* server = nullptr;
 };
 
 // How an engine loads a test: its workload (core/workload.hpp) with the context's size and, for

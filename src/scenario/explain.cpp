@@ -597,11 +597,12 @@ ServerView read_explain_server(const ExplainOptions& o, const ExplainServer& srv
     auto get_json = [&](const std::string& path) { return srv.requests->get_json(path); };
     ServerView v;
     ServerFacts& facts = v.facts;
-    facts.llama_server = srv.http->caps().name == "llama-server";
+    const ServerKind* kind = srv.http->caps().server;
+    facts.settings_readable = kind && kind->reports_settings();
     facts.args = redact_server_args(server_args);
     facts.default_devices = o.url ? "" : server_devices;
     facts.accel_devices = accel_devices;
-    if (facts.llama_server)
+    if (facts.settings_readable)
         facts.props = get_json("/props");
     if (srv.managed)
         facts.log = srv.managed->log();
@@ -674,7 +675,7 @@ SamplerSettings describe_explain(ExplainSection& s, const ExplainOptions& o, int
     s.url = o.url;
     s.server_args = redact_server_args(server_args);
     s.server_kind = srv.http->caps().name;
-    s.settings_read = facts.llama_server;
+    s.settings_read = facts.settings_readable;
     s.server = srv.http->describe();
     s.chat_template = prompter.template_used();
     std::vector<std::string> sampler_notes;
@@ -701,7 +702,7 @@ SamplerSettings describe_explain(ExplainSection& s, const ExplainOptions& o, int
     bench.type_k = to_string(base.type_k);
     bench.type_v = to_string(base.type_v);
     s.settings = compare_settings(bench, facts, sampler);
-    if (!facts.llama_server)
+    if (!facts.settings_readable)
         s.findings.push_back(
             {"settings", "",
              fmt::format("the server at {} is {}, not llama-server: its settings could not be "

@@ -2,11 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <sstream>
 
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
 #include "core/last_word.hpp"
+#include "engine/server_kind.hpp"
 #include "scenario/ops_test_rig.hpp"
 #include "scenario/test_util.hpp"
 
@@ -185,7 +187,7 @@ struct ExplainRig {
         // tokenizer's do.
         rr.engines.setup = [](FakeEngine& e, EngineKind k) {
             if (k == EngineKind::http)
-                e.kind = "llama-server";
+                e.server_kind = &llama_server_kind();
             e.script().tokenize = [](const std::string& text, bool add_special) {
                 std::vector<int32_t> out;
                 if (add_special)
@@ -305,6 +307,30 @@ TEST(ExplainCommand, AServerThatStoppedFailsTheServerLevelWithWhy) {
     EXPECT_EQ(x.rr.engines.streamed().size(), 1u);  // the warm-up alone got through
     for (const auto& run : measure_named(*r.doc.explain, "graph").runs)
         EXPECT_FALSE(run.error.has_value());
+}
+
+// A server whose kind reports no settings (vLLM): none is read or measured alone, the finding
+// names its kind, and the server levels are measured.
+TEST(ExplainCommand, AServerWhoseKindReportsNoSettingsIsMeasuredWithoutThem) {
+    ExplainRig x;
+    const auto tokenize = x.rr.engines.setup;
+    x.rr.engines.setup = [&](FakeEngine& e, EngineKind k) {
+        tokenize(e, k);
+        if (k == EngineKind::http)
+            e.server_kind = &vllm_kind();
+    };
+    const RunResult r = x.run();
+    EXPECT_EQ(r.outcome, Outcome::ok);
+    const ExplainSection& s = *r.doc.explain;
+    EXPECT_EQ(s.server_kind, "vllm");
+    EXPECT_FALSE(s.settings_read);
+    for (const auto& set : s.settings)
+        EXPECT_FALSE(set.measure.has_value()) << set.name;
+    bool finding = false;
+    for (const auto& f : s.findings)
+        finding = finding || f.message.find("is vllm, not llama-server") != std::string::npos;
+    EXPECT_TRUE(finding);
+    EXPECT_EQ(measure_named(s, "server").runs.size(), 2u);
 }
 
 }  // namespace
