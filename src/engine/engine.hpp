@@ -88,6 +88,7 @@ struct RequestSpec {
     int64_t n_gen = 1;         // tokens to generate (>= 1)
     uint64_t prompt_seed = 0;  // varies the prompt's words, so no prefix cache helps
     uint64_t seed = 0;         // the sampling seed sent with the request
+    int rep = 0;               // the repetition it measures (0-based); -1: the warm-up
     // Just before the request is sent, the prompt made (telemetry marks; outside the timing).
     std::function<void()> on_send;
     // Once, right after the first output was timestamped.
