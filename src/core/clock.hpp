@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <ctime>
+#include <functional>
 
 namespace sb {
 
@@ -13,6 +14,11 @@ inline int64_t now_ns() {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
+
+// A clock a measurement reads, in nanoseconds on one time axis: now_ns for real engines and
+// runs, a simulated one in tests (engine/fake_engine.hpp's FakeTimeline), so a loop that reads
+// only its injected clock is exact in tests.
+using Clock = std::function<int64_t()>;
 
 // Lets at least ns pass on that clock (a sleep; none for ns <= 0).
 inline void sleep_ns(int64_t ns) {

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/result.hpp"
 #include "engine/huge_pages.hpp"
@@ -27,6 +28,8 @@
 struct ggml_tensor;  // ggml's graph node, opaque here (only engines and the profiler see ggml)
 
 namespace sb {
+
+class ServerKind;  // engine/server_kind.hpp
 
 // llama.cpp's eval callback (llama_context_params::cb_eval, ggml_backend_sched's eval callback):
 // for every node of a graph the scheduler asks (ask = true: "do you want this node?") and, when
@@ -46,6 +49,10 @@ struct EngineCaps {
     // Gives its logits (last_logits, evaluate) and tokenizes text (tokenize): what fidelity,
     // perplexity and `logits` read. Without it those entries throw sb::Error(input).
     bool logits = false;
+    // (optional) The kind of server behind it (engine/server_kind.hpp), for an engine that takes
+    // whole requests: what a runner asks of the server (its settings, its timings) instead of
+    // comparing names. Null: none (in-process), or not known.
+    const ServerKind* server = nullptr;
 };
 
 // How an engine loads a test: its workload (core/workload.hpp) with the context's size and, for
@@ -81,6 +88,7 @@ struct RequestSpec {
     int64_t n_gen = 1;         // tokens to generate (>= 1)
     uint64_t prompt_seed = 0;  // varies the prompt's words, so no prefix cache helps
     uint64_t seed = 0;         // the sampling seed sent with the request
+    int rep = 0;               // the repetition it measures (0-based); -1: the warm-up
     // Just before the request is sent, the prompt made (telemetry marks; outside the timing).
     std::function<void()> on_send;
     // Once, right after the first output was timestamped.
@@ -113,9 +121,8 @@ struct RequestMeasure {
     std::optional<ServerClaim> claim;
 };
 
-// The clock a scenario reads between an engine's own timestamps, in nanoseconds on the
-// engine's time axis: sb::now_ns for real engines, a simulated clock for a fake engine in tests.
-using Clock = std::function<int64_t()>;
+// The clock a scenario reads between an engine's own timestamps is core/clock.hpp's Clock, on
+// the engine's time axis: sb::now_ns for real engines, a simulated clock for a fake engine.
 
 class Engine {
   public:

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/error.hpp"
+#include "engine/server_kind.hpp"
 #include "engine/workload.hpp"
 
 namespace sb {
@@ -107,9 +108,11 @@ const LoadSpec& FakeEngine::loaded_spec() const {
 }
 
 EngineCaps FakeEngine::caps() const {
-    EngineCaps c{kind, /*in_process=*/!whole_requests, /*kv_depth_cache=*/false,
+    EngineCaps c{server_kind ? server_kind->name() : kind, /*in_process=*/!whole_requests,
+                 /*kv_depth_cache=*/false,
                  /*thread_control=*/false, /*state_transfer=*/can_transfer};
     c.measures_whole_request = whole_requests;
+    c.server = server_kind;
     c.logits = has_logits && !whole_requests;
     return c;
 }

@@ -126,7 +126,9 @@ class FakeEngine final : public Engine {
     int64_t n_cached() const { return static_cast<int64_t>(tokens_.size()); }
     const std::vector<int32_t>& cached_tokens() const { return tokens_; }
 
-    std::string kind = "fake";  // caps().name (a server's kind: "llama-server")
+    std::string kind = "fake";  // caps().name, unless server_kind says it
+    // The kind of server it stands for (caps().server, and its name caps().name); null: none.
+    const ServerKind* server_kind = nullptr;
     int32_t vocab = 1000;
     std::optional<int32_t> bos = 1;
     std::vector<std::string> backends{"CPU"};

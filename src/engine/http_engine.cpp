@@ -76,6 +76,7 @@ EngineCaps HttpEngine::caps() const {
     c.name = kind_->name();
     c.in_process = false;
     c.measures_whole_request = true;
+    c.server = kind_;
     return c;
 }
 

@@ -21,6 +21,18 @@ bool ServerKind::owns_models(const std::string&) const {
 bool ServerKind::discover(const ServerGet&, const std::string&, DiscoveredServer&) const {
     return false;
 }
+const char* ServerKind::described_as() const {
+    return "an OpenAI-compatible server";
+}
+
+bool ServerKind::started_by_stagebench() const {
+    return false;
+}
+
+bool ServerKind::reports_settings() const {
+    return false;
+}
+
 const char* ServerKind::recognised_by() const {
     return "";
 }
@@ -86,6 +98,7 @@ namespace {
 class LlamaServer final : public ServerKind {
   public:
     const char* name() const override { return "llama-server"; }
+    const char* described_as() const override { return "a llama-server"; }
     // /props answers with its settings or its build.
     bool recognises_props(const json& p, json& about) const override {
         if (!p.contains("default_generation_settings") && !p.contains("build_info"))
@@ -109,6 +122,8 @@ class LlamaServer final : public ServerKind {
             body["logit_bias"] = banned_logit_bias(tokens);
     }
     bool serves_unnamed_model() const override { return true; }
+    bool started_by_stagebench() const override { return true; }
+    bool reports_settings() const override { return true; }
     bool llama_tokenize() const override { return true; }
     const char* timings_source() const override { return "llama-server"; }
     // timings{prompt_n, prompt_ms, predicted_n, predicted_ms, cache_n}.
@@ -129,6 +144,7 @@ class LlamaServer final : public ServerKind {
 class Vllm final : public ServerKind {
   public:
     const char* name() const override { return "vllm"; }
+    const char* described_as() const override { return "a vLLM server"; }
     bool owns_models(const std::string& owned_by) const override { return owned_by == "vllm"; }
     // ignore_eos alone does not keep vLLM from stopping early.
     void openai_extras(json& body, int64_t n_gen) const override { body["min_tokens"] = n_gen; }
@@ -167,6 +183,7 @@ class Vllm final : public ServerKind {
 class MlcLlm final : public ServerKind {
   public:
     const char* name() const override { return "mlc-llm"; }
+    const char* described_as() const override { return "an MLC LLM server"; }
     bool owns_models(const std::string& owned_by) const override {
         return owned_by.find("MLC") != std::string::npos;
     }
@@ -201,6 +218,7 @@ class MlcLlm final : public ServerKind {
 class Ollama final : public ServerKind {
   public:
     const char* name() const override { return "ollama"; }
+    const char* described_as() const override { return "an Ollama server"; }
     // /api/version, and the models of /api/tags.
     bool discover(const ServerGet& get, const std::string& where,
                   DiscoveredServer& facts) const override {

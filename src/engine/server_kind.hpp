@@ -37,6 +37,9 @@ class ServerKind {
     // "llama-server", "vllm", "mlc-llm", "ollama", "openai-compatible": the engine's
     // caps().name and describe()'s "server".
     virtual const char* name() const = 0;
+    // (optional) One of it in words, with its article, for messages: "an Ollama server".
+    // Default: "an OpenAI-compatible server".
+    virtual const char* described_as() const;
 
     // ---- discovery (HttpEngine::connect) ----
     // (optional) Recognises it from its /props answer (a JSON object) and keeps what that
@@ -64,6 +67,13 @@ class ServerKind {
     // Serves a request that names no model (llama-server: its one model). Default: false, the
     // first model it lists is named.
     virtual bool serves_unnamed_model() const;
+    // (optional) The server stagebench starts for -m (scenario/llama_server.hpp): an API of its
+    // own is spoken to it without --url. Default: false.
+    virtual bool started_by_stagebench() const;
+    // (optional) Its settings can be read (`explain` compares them with the bench's): /props
+    // with default_generation_settings and a startup log as llama-server writes them
+    // (scenario/explain_settings.hpp). Default: false.
+    virtual bool reports_settings() const;
     // Its /tokenize is llama-server's ({"content", "add_special"}). Default: false, /tokenize
     // is probed in vLLM's form.
     virtual bool llama_tokenize() const;

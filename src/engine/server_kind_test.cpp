@@ -142,6 +142,18 @@ TEST(ServerKinds, RequestQuirks) {
     }
 }
 
+// What runners ask of a kind instead of its name: the server stagebench starts, whose settings
+// explain reads, and how a message names one.
+TEST(ServerKinds, WhatRunnersAskIsData) {
+    for (const ServerKind* k : server_kinds()) {
+        EXPECT_EQ(k->started_by_stagebench(), k == &llama_server_kind()) << k->name();
+        EXPECT_EQ(k->reports_settings(), k == &llama_server_kind()) << k->name();
+    }
+    EXPECT_STREQ(ollama_kind().described_as(), "an Ollama server");
+    EXPECT_STREQ(vllm_kind().described_as(), "a vLLM server");
+    EXPECT_STREQ(openai_compatible_kind().described_as(), "an OpenAI-compatible server");
+}
+
 // vLLM's metrics time the tokens after the first: the stream's usage completes them.
 TEST(ServerKinds, VllmTimingsAreCompletedByUsage) {
     ChunkInfo ci;

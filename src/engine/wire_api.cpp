@@ -17,6 +17,9 @@ Framing WireApi::framing() const {
 bool WireApi::takes_token_ids() const {
     return false;
 }
+bool WireApi::needs_model_name() const {
+    return false;
+}
 const ServerKind* WireApi::own_server() const {
     return nullptr;
 }

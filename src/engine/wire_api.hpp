@@ -97,6 +97,10 @@ class WireApi {
     // connect() finds it in its way (ServerKind::discover) and refuses any other server with
     // sb::Error(input). Default: nullptr, any server.
     virtual const ServerKind* own_server() const;
+    // (optional) Every request names its model (Ollama's /api/generate, whose models are
+    // tags): a server that lists none needs the name given (-m NAME). Default: false, a request
+    // without one goes to the server's default model.
+    virtual bool needs_model_name() const;
     // The request of one streamed generation as ask says, EOS ignored where the API allows,
     // without the model (the engine names it) or banned tokens (ServerKind::ban_tokens).
     virtual WireRequest request(const WireAsk& ask) const = 0;

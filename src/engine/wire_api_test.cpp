@@ -121,6 +121,17 @@ TEST(WireApis, TheRegistryNamesEachApiOnceAndTheEnumeratorsInOrder) {
     EXPECT_STREQ(wire_api(HttpApi::ollama).name(), "ollama");
 }
 
+// What a runner asks of an API: its own server, whether its requests must name a model (Ollama's
+// tags).
+TEST(WireApis, OwnServersAndModelNamesAreTheApis) {
+    EXPECT_EQ(wire_api(HttpApi::openai).own_server(), nullptr);
+    EXPECT_EQ(wire_api(HttpApi::openai_chat).own_server(), nullptr);
+    EXPECT_EQ(wire_api(HttpApi::llama).own_server(), &llama_server_kind());
+    EXPECT_EQ(wire_api(HttpApi::ollama).own_server(), &ollama_kind());
+    for (const WireApi* w : wire_apis())
+        EXPECT_EQ(w->needs_model_name(), w == &wire_api(HttpApi::ollama)) << w->name();
+}
+
 // --api's choices, its help and its error are the registry's.
 TEST(WireApis, HelpAndErrorsReadTheRegistry) {
     EXPECT_EQ(http_api_names(),

@@ -16,6 +16,7 @@ class OllamaGenerate final : public WireApi {
     const char* help() const override { return "/api/generate"; }
     Framing framing() const override { return Framing::ndjson; }
     const ServerKind* own_server() const override { return &ollama_kind(); }
+    bool needs_model_name() const override { return true; }
     WireRequest request(const WireAsk& ask) const override {
         json options = {
             {"num_predict", ask.n_gen}, {"temperature", 0.0}, {"top_k", 1}, {"seed", ask.seed}};

@@ -13,7 +13,7 @@
 #include "engine/huge_pages.hpp"
 #include "ggml-alloc.h"
 
-#include "core/clock.hpp"
+#include "core/repetitions.hpp"
 #include "core/stats.hpp"
 
 namespace sb {
@@ -228,19 +228,19 @@ Replica make_replica(ggml_context* ctx, const TensorDesc& d) {
     return r;
 }
 
-// Computes g and waits for it. Reading back a few bytes of the last node makes the wait real
-// on backends whose synchronize returns before the work is done (ggml-rpc sends the graph and
-// returns; only a request with a reply waits for the server).
-int64_t time_compute(ggml_backend_t backend, ggml_cgraph* g, bool& ok) {
+// Computes g and waits for it; false when the backend fails. Reading back a few bytes of the
+// last node makes the wait real on backends whose synchronize returns before the work is done
+// (ggml-rpc sends the graph and returns; only a request with a reply waits for the server).
+bool compute(ggml_backend_t backend, ggml_cgraph* g) {
     ggml_tensor* last = ggml_graph_node(g, -1);
     uint8_t sink[64];
     const size_t probe =
         std::min<size_t>({sizeof sink, ggml_type_size(last->type), ggml_nbytes(last)});
-    const int64_t t0 = now_ns();
-    ok = ggml_backend_graph_compute(backend, g) == GGML_STATUS_SUCCESS;
-    if (ok && probe > 0)
+    if (ggml_backend_graph_compute(backend, g) != GGML_STATUS_SUCCESS)
+        return false;
+    if (probe > 0)
         ggml_backend_tensor_get(last, sink, 0, probe);
-    return now_ns() - t0;
+    return true;
 }
 
 // The graphs of one replay: the first input set, the output and every node (views of one
@@ -350,28 +350,21 @@ class ReplayGraph {
 
     // Wall time of computing the first `count` copies in one graph: {minimum, median}. The
     // minimum is the op's cost with the least interference (other load preempts, never speeds
-    // up); slopes are taken between minima. Repetitions: ReplayConfig.
+    // up); slopes are taken between minima. One untimed computation warms up, then the
+    // repetitions run through the one loop's core (core/repetitions.hpp) on cfg.clock, under
+    // replay_rule.
     std::pair<double, double> measure(ggml_backend_t backend, int count, int min_reps,
                                       const ReplayConfig& cfg, bool& ok) {
         ggml_cgraph* g = ggml_new_graph_custom(gctx_, static_cast<size_t>(count), false);
         for (int i = 0; i < count; ++i)
             ggml_graph_add_node(g, nodes[static_cast<size_t>(i)]);
-        time_compute(backend, g, ok);  // warm: work buffers, caches, the remote graph
-        std::vector<int64_t> totals;
-        int64_t spent = 0;
-        while (ok && static_cast<int>(totals.size()) < cfg.max_reps) {
-            totals.push_back(time_compute(backend, g, ok));
-            spent += totals.back();
-            if (static_cast<int>(totals.size()) < min_reps || spent < cfg.min_spent_ns)
-                continue;
-            const double lo = static_cast<double>(*std::min_element(totals.begin(), totals.end()));
-            if (spent >= cfg.max_spent_ns || *median_ns(totals) <= lo * (1.0 + cfg.settle))
-                break;
-        }
-        if (totals.empty())
+        ok = compute(backend, g);  // warm: work buffers, caches, the remote graph
+        Repetitions reps(replay_rule(cfg, min_reps), cfg.clock);
+        while (ok && reps.has_repeats_remaining())
+            ok = reps.time([&] { return compute(backend, g); });
+        if (reps.samples_ns().empty())
             return {0.0, 0.0};
-        return {static_cast<double>(*std::min_element(totals.begin(), totals.end())),
-                *median_ns(totals)};
+        return {static_cast<double>(*reps.min_ns()), *median_ns(reps.samples_ns())};
     }
 
   private:
@@ -611,6 +604,20 @@ const std::vector<uint8_t>& ReplayPool::pattern(ggml_type type, int64_t n_per_ro
         it->second = make_rows(type, n_per_row, rows, static_cast<size_t>(rows) * row, rng);
     }
     return it->second;
+}
+
+RepeatRule replay_rule(const ReplayConfig& cfg, int min_reps) {
+    RepeatRule rule;
+    rule.min_reps = min_reps;
+    rule.max_reps = cfg.max_reps;
+    rule.min_spent_ns = cfg.min_spent_ns;
+    rule.max_spent_ns = cfg.max_spent_ns;
+    const double settle = cfg.settle;
+    rule.enough = [settle](const std::vector<int64_t>& samples) {
+        const double lo = static_cast<double>(*std::min_element(samples.begin(), samples.end()));
+        return *median_ns(samples) <= lo * (1.0 + settle);
+    };
+    return rule;
 }
 
 ReplayResult replay_op(const NodeDesc& n, ggml_backend_t backend, bool keep_bufts,

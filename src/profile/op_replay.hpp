@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "core/repetitions.hpp"
 #include "ggml-backend.h"
 #include "ggml.h"
 
@@ -85,9 +86,9 @@ std::optional<ggml_type> activation_type_for(ggml_type w);
 // outweighs the n ops (an RPC round trip against a tiny op), n grows up to max_copies. When
 // the backend's dispatch is known and T(1) is at least alone_factor times it, the op is timed
 // alone: T(1) less the dispatch (the copies would only add time, not accuracy).
-// Repetitions: at least min_reps and min_spent_ns, then until the minimum is within settle of
-// the median (a steady op: more samples would not lower it) or max_spent_ns was spent on the
-// graph.
+// Repetitions (replay_rule, through the one loop's core, core/repetitions.hpp, on clock): at
+// least min_reps and min_spent_ns, then until the minimum is within settle of the median (a
+// steady op: more samples would not lower it) or max_spent_ns was spent on the graph.
 struct ReplayConfig {
     int copies = 16;       // nodes per replay graph
     int max_copies = 256;  // when dispatch dominates
@@ -109,7 +110,14 @@ struct ReplayConfig {
     // measured), never in copies: on a GPU, where one op is one submission and its wait, the
     // no-work op's round trip (GgmlOpReplayer::dispatch_ns) is its T(1).
     bool alone_only = false;
+    // What the repetitions are timed on; null: sb::now_ns. A simulated clock in tests.
+    Clock clock;
 };
+
+// The rule of one replay graph's repetitions: at least min_reps (ReplayConfig::min_reps, or
+// more for the one-node graph) and cfg.min_spent_ns, at most cfg.max_reps; in between, until
+// the least sample is within cfg.settle of the median or cfg.max_spent_ns was spent.
+RepeatRule replay_rule(const ReplayConfig& cfg, int min_reps);
 
 // Memory one replay leaves to the next: a backend buffer per buffer type and slot (the replay
 // graph's tensors are placed in it afresh each time; slots never share memory) and the host

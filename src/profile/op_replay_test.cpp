@@ -137,6 +137,41 @@ TEST(ReplayOp, AloneOnlyTimesOneNodeLessTheRoundTrip) {
         << r.method;
 }
 
+// The replay's repetitions are the one loop's core on the injected clock: a clock on which each
+// timed computation takes the next scripted duration gives exact times. Warmed up untimed, then
+// at least 5 repetitions of the one-node graph, until the least is within settle of the median.
+TEST(ReplayOp, RepetitionsRunOnTheInjectedClockUnderTheReplayRule) {
+    CpuBackend cpu;
+    ASSERT_NE(cpu.be, nullptr);
+    struct Script {
+        std::vector<int64_t> durations;
+        std::size_t reads = 0;
+        int64_t now = 1'000'000'000;
+    } s{{900, 800, 500, 600, 700, 400, 400, 400}};
+    ReplayConfig cfg;
+    cfg.alone_only = true;
+    cfg.dispatch_ns = 100.0;
+    cfg.settle = 0.5;
+    cfg.clock = [&s] {  // a read before each computation, one after it
+        if (s.reads++ % 2 == 1)
+            s.now += s.durations.at(s.reads / 2 - 1);
+        return s.now;
+    };
+    const ReplayResult r = replay_op(mat_mul(64, 64), cpu.be, false, cfg);
+    ASSERT_TRUE(r.op_ns) << r.method;
+    EXPECT_EQ(s.reads, 10u) << "5 repetitions: the median 700 is within 50 % of the least, 500";
+    EXPECT_EQ(*r.isolated_min_ns, 500.0);
+    EXPECT_EQ(*r.isolated_ns, 700.0);
+    EXPECT_EQ(*r.op_ns, 400.0);  // the least less the 100 ns round trip
+
+    const RepeatRule rule = replay_rule(cfg, 5);
+    EXPECT_EQ(rule.min_reps, 5);
+    EXPECT_EQ(rule.max_reps, cfg.max_reps);
+    EXPECT_EQ(rule.max_spent_ns, cfg.max_spent_ns);
+    EXPECT_TRUE(rule.enough({500, 700, 740}));
+    EXPECT_FALSE(rule.enough({500, 800, 900}));
+}
+
 // A token-embedding lookup: rows `ids` of an n_rows x 2048 F32 table.
 NodeDesc get_rows(int64_t n_rows, const std::vector<int32_t>& ids) {
     NodeDesc nd;

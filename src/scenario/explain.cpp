@@ -144,6 +144,8 @@ class Levels {
           url_(std::move(url)),
           model_name_(std::move(model_name)) {
         loaded_ = spec_key(base_);
+        warm_text_ = prompt_words(mix(o_.seed ^ 0x5eed), 8);
+        warm_prompt_ = text_.apply(prompt_words(mix(o_.seed ^ 0xabcdef), 16));
     }
 
     ExplainRun measure(const ExplainMeasure& m, int round) {
@@ -166,14 +168,6 @@ class Levels {
             if (set.measure && (*m.setting == "all" || *m.setting == set.name))
                 apply_setting(spec, set);
         return spec;
-    }
-
-    // One untimed request, so the server's first request (its allocations, its caches) is not
-    // a round's.
-    void warm_server() {
-        server_.stream(
-            0, completion_spec(url_, text_.apply(prompt_words(mix(o_.seed ^ 0xabcdef), 16)), 2,
-                               o_.seed, 0, model_name_, timeout_ms(), sampler_.banned));
     }
 
   private:
@@ -262,23 +256,82 @@ class Levels {
         return r;
     }
 
+    // A level's turn in a round, through the one repetition loop: one repetition of round
+    // (warmed up first when warm), named name, of a prompt of n_prompt tokens, on the run's clock.
+    TestResult run_level(RequestRound round, const std::string& name, int64_t n_prompt,
+                         bool warm) const {
+        TestConfig c;
+        c.model_path = o_.workload.model_path;
+        c.n_prompt = static_cast<int>(n_prompt);
+        c.n_gen = o_.n_gen;
+        c.reps = 1;
+        c.max_reps = 1;
+        c.warmup = warm;
+        c.seed = o_.seed;
+        RepetitionOptions ro;
+        ro.roofline = false;
+        ro.clock = clock_;
+        return run_repetitions(std::move(round), name, c, SweepHooks{}, ro);
+    }
+
+    // The times of a level's run from its runner's test: TTFT (the prefill stage of a whole
+    // request), the time per token after the first (the decode stage over those tokens), the
+    // request's start and end; the test's error when it failed or measured nothing.
+    static ExplainRun level_run(const TestResult& t) {
+        ExplainRun r;
+        if (t.status != Status::ok || !t.prefill || t.prefill->duration_ns.empty() || !t.client ||
+            t.client->e2e_ns.empty()) {
+            r.error = t.error.value_or("no request was measured");
+            return r;
+        }
+        r.start_ns = t.prefill->start_ns[0];
+        r.end_ns = *r.start_ns + t.client->e2e_ns[0];
+        r.prefill_ns = static_cast<double>(t.prefill->duration_ns[0]);
+        r.output_tokens = t.client->output_tokens[0];
+        if (t.decode && !t.decode->duration_ns.empty() && *r.output_tokens >= 2)
+            r.decode_ns = static_cast<double>(t.decode->duration_ns[0]) /
+                          static_cast<double>(*r.output_tokens - 1);
+        return r;
+    }
+
+    // Level 3: an in-process generation of the round's text, as a request whose first token
+    // is the first sampled one. Warmed up (by the runner) on the first run after a load.
     ExplainRun generation(int round) {
         load(base_);
         const PromptText& t = texts_[static_cast<size_t>(round)][0];
-        if (!warm_generation_) {
-            text_.generate(prompt_words(mix(o_.seed ^ 0x5eed), 8), 2, sampler_, o_.seed);
+        RequestRound generate = [&](const RequestSpec& q) {
+            const bool warm = q.rep < 0;
+            const TextGeneration g =
+                warm ? text_.generate(warm_text_, static_cast<int>(q.n_gen), sampler_, o_.seed)
+                     : text_.generate(t.text, static_cast<int>(q.n_gen), sampler_,
+                                      mix(o_.seed + 17 * static_cast<uint64_t>(round)));
+            return generation_measure(g);
+        };
+        const TestResult test = run_level(generate, "generation", t.tokens, !warm_generation_);
+        if (test.status == Status::ok)
             warm_generation_ = true;
-        }
-        const TextGeneration g = text_.generate(t.text, o_.n_gen, sampler_,
-                                                mix(o_.seed + 17 * static_cast<uint64_t>(round)));
-        ExplainRun r;
-        r.start_ns = g.start_ns;
-        r.end_ns = g.end_ns;
-        r.prefill_ns = static_cast<double>(g.first_token_ns - g.start_ns);
-        r.decode_ns = static_cast<double>(g.end_ns - g.first_token_ns) / (o_.n_gen - 1);
-        r.prompt_tokens = g.prompt_tokens;
-        r.output_tokens = g.output_tokens;
+        ExplainRun r = level_run(test);
+        if (!r.error)
+            r.prompt_tokens = test.client->prompt_tokens[0];
         return r;
+    }
+
+    // A generation as a request: TTFT to the first token sampled and detokenized, every token
+    // counted as generated.
+    static RequestMeasure generation_measure(const TextGeneration& g) {
+        RequestMeasure m;
+        m.start_ns = g.start_ns;
+        RequestTiming& t = m.timing;
+        t.ttft_ns = g.first_token_ns - g.start_ns;
+        t.first_content_ns = t.ttft_ns;
+        t.e2e_ns = g.end_ns - g.start_ns;
+        t.n_out = g.output_tokens;
+        t.n_streamed = g.output_tokens;
+        t.n_chunks = g.output_tokens;
+        if (t.n_out >= 2 && t.e2e_ns > t.ttft_ns)
+            t.tpot_ns = (t.e2e_ns - t.ttft_ns) / (t.n_out - 1);
+        m.prompt_tokens = g.prompt_tokens;
+        return m;
     }
 
     // The server's timings as request_measure believes them (serve's and run's bounds).
@@ -296,40 +349,57 @@ class Levels {
         return t;
     }
 
+    // Level 4: the round's templated text streamed on connection 0 (kept between rounds), the
+    // server's counts and times bounded as serve and run bound them. The runner's warm-up (a
+    // short text, on the level's first run until one succeeds) keeps the server's first
+    // request (its allocations, its caches) out of the rounds.
     ExplainRun server(int round) {
         const PromptText& t = texts_[static_cast<size_t>(round)][0];
-        const Generation g = server_.stream(
-            0, completion_spec(url_, t.prompt, o_.n_gen,
-                               mix(o_.seed + 31 * static_cast<uint64_t>(round)), t.tokens,
-                               model_name_, timeout_ms(), sampler_.banned));
-        // The server's counts and times are claims, bounded as serve and run bound them.
-        const RequestMeasure m = request_measure(g);
-        const RequestTiming& timing = m.timing;
-        ExplainRun r;
-        r.start_ns = g.start_ns;
-        r.end_ns = g.end_ns;
-        r.prefill_ns = static_cast<double>(timing.ttft_ns);
-        if (timing.tpot_ns)
-            r.decode_ns = static_cast<double>(*timing.tpot_ns);
+        std::optional<RequestMeasure> measured;
+        int64_t end_ns = 0;  // the response's end (its last message, after the last token)
+        RequestRound request = [&](const RequestSpec& q) {
+            const bool warm = q.rep < 0;
+            GenerationStream::Spec spec =
+                warm ? completion_spec(url_, warm_prompt_, static_cast<int>(q.n_gen), o_.seed, 0,
+                                       model_name_, timeout_ms(), sampler_.banned)
+                     : completion_spec(url_, t.prompt, static_cast<int>(q.n_gen),
+                                       mix(o_.seed + 31 * static_cast<uint64_t>(round)), t.tokens,
+                                       model_name_, timeout_ms(), sampler_.banned);
+            const Generation g = server_.stream(0, std::move(spec));
+            RequestMeasure m = request_measure(g);
+            if (!warm) {
+                measured = m;
+                end_ns = g.end_ns;
+            }
+            return m;
+        };
+        const TestResult test = run_level(request, s_.server_kind, t.tokens, !warm_server_);
+        if (test.status == Status::ok)
+            warm_server_ = true;
+        ExplainRun r = level_run(test);
+        if (r.error || !measured)
+            return r;
+        const RequestMeasure& m = *measured;
+        r.end_ns = end_ns;
         r.prompt_tokens = m.prompt_tokens;
-        r.output_tokens = timing.n_out;
         r.server = server_times(m);
         r.server_claim = m.claim;
-        r.notes = timing.notes;
+        r.notes = m.timing.notes;
         if (m.prompt_tokens && *m.prompt_tokens != t.tokens)
             r.notes.push_back(fmt::format(
                 "the server counted {} prompt tokens; the in-process tokenizer and template {}",
                 *m.prompt_tokens, t.tokens));
-        if (timing.n_out != o_.n_gen)
+        if (*r.output_tokens != o_.n_gen)
             r.notes.push_back(fmt::format("{} tokens came back, not {} (the server stopped early)",
-                                          timing.n_out, o_.n_gen));
+                                          *r.output_tokens, o_.n_gen));
         return r;
     }
 
+    // Level 5: n clients at once, each its own text and connection (kept between rounds as
+    // level 4's is) and its own runner, started together; the round's value is the median
+    // client's, its span the run's clock around them all.
     ExplainRun served(int n, int round) {
-        // Each client its own connection, kept between rounds as level 4's is; the texts of this
-        // measure's clients are its own (texts_[round][offset ...]).
-        std::size_t offset = 1;
+        std::size_t offset = 1;  // this measure's texts: texts_[round][offset ...]
         for (int c : s_.concurrency) {
             if (c == n)
                 break;
@@ -338,8 +408,8 @@ class Levels {
         const std::size_t first_client = 1 + (offset - 1);  // client 0 is level 4's
         server_.prepare(first_client + static_cast<std::size_t>(n));
         struct Out {
-            std::optional<Generation> g;
-            std::optional<std::string> error;
+            TestResult test;
+            std::optional<RequestMeasure> measured;
         };
         std::vector<Out> outs(static_cast<size_t>(n));
         std::latch start(n);
@@ -348,17 +418,23 @@ class Levels {
         for (int i = 0; i < n; ++i)
             threads.emplace_back([&, i] {
                 const PromptText& t = texts_[static_cast<size_t>(round)][offset + i];
-                auto spec = completion_spec(
-                    url_, t.prompt, o_.n_gen,
-                    mix(o_.seed + 131 * static_cast<uint64_t>(round) + static_cast<uint64_t>(i)),
-                    t.tokens, model_name_, timeout_ms(), sampler_.banned);
-                start.arrive_and_wait();
-                try {
-                    outs[static_cast<size_t>(i)].g =
-                        server_.stream(first_client + static_cast<size_t>(i), std::move(spec));
-                } catch (const std::exception& e) {
-                    outs[static_cast<size_t>(i)].error = e.what();
-                }
+                Out& out = outs[static_cast<size_t>(i)];
+                bool arrived = false;
+                RequestRound request = [&](const RequestSpec& q) {
+                    auto spec =
+                        completion_spec(url_, t.prompt, static_cast<int>(q.n_gen),
+                                        mix(o_.seed + 131 * static_cast<uint64_t>(round) +
+                                            static_cast<uint64_t>(i)),
+                                        t.tokens, model_name_, timeout_ms(), sampler_.banned);
+                    arrived = true;
+                    start.arrive_and_wait();
+                    out.measured = request_measure(
+                        server_.stream(first_client + static_cast<size_t>(i), std::move(spec)));
+                    return *out.measured;
+                };
+                out.test = run_level(request, s_.server_kind, t.tokens, false);
+                if (!arrived)  // the runner stopped before its request (Ctrl-C)
+                    start.count_down();
             });
         for (auto& th : threads)
             th.join();
@@ -368,27 +444,22 @@ class Levels {
         std::vector<double> ttft, tpot;
         std::string first_error;
         for (int i = 0; i < n; ++i) {
+            const Out& out = outs[static_cast<size_t>(i)];
+            const ExplainRun one = level_run(out.test);
             ExplainClient c;
             c.client = i;
-            Out& out = outs[static_cast<size_t>(i)];
-            if (out.g) {
-                try {
-                    const RequestMeasure m = request_measure(*out.g);
-                    const RequestTiming& timing = m.timing;
-                    c.ttft_ns = static_cast<double>(timing.ttft_ns);
-                    if (timing.tpot_ns)
-                        c.tpot_ns = static_cast<double>(*timing.tpot_ns);
-                    c.prompt_tokens = m.prompt_tokens;
-                    c.output_tokens = timing.n_out;
-                    c.server_claim = m.claim;
-                } catch (const std::exception& e) {
-                    out.error = e.what();
-                }
-            }
-            if (out.error) {
-                c.error = out.error;
+            if (one.error) {
+                c.error = one.error;
                 if (first_error.empty())
-                    first_error = *out.error;
+                    first_error = *one.error;
+            } else {
+                c.ttft_ns = one.prefill_ns;
+                c.tpot_ns = one.decode_ns;
+                c.output_tokens = one.output_tokens;
+                if (out.measured) {
+                    c.prompt_tokens = out.measured->prompt_tokens;
+                    c.server_claim = out.measured->claim;
+                }
             }
             if (c.ttft_ns)
                 ttft.push_back(*c.ttft_ns);
@@ -421,7 +492,10 @@ class Levels {
     std::vector<std::vector<PromptText>> texts_;
     std::string url_, model_name_;
     std::string loaded_;  // spec_key of what the engine holds ("" nothing known)
-    bool warm_generation_ = false;
+    // The warm-ups' inputs (made while the engine is loaded: the ops level unloads it).
+    std::string warm_text_, warm_prompt_;
+    bool warm_generation_ = false;  // level 3 ran warm since the engine's last load
+    bool warm_server_ = false;      // level 4's warm-up went through
 };
 
 std::string run_line(const ExplainMeasure& m, const ExplainRun& r, int rounds) {
@@ -597,11 +671,12 @@ ServerView read_explain_server(const ExplainOptions& o, const ExplainServer& srv
     auto get_json = [&](const std::string& path) { return srv.requests->get_json(path); };
     ServerView v;
     ServerFacts& facts = v.facts;
-    facts.llama_server = srv.http->caps().name == "llama-server";
+    const ServerKind* kind = srv.http->caps().server;
+    facts.settings_readable = kind && kind->reports_settings();
     facts.args = redact_server_args(server_args);
     facts.default_devices = o.url ? "" : server_devices;
     facts.accel_devices = accel_devices;
-    if (facts.llama_server)
+    if (facts.settings_readable)
         facts.props = get_json("/props");
     if (srv.managed)
         facts.log = srv.managed->log();
@@ -674,7 +749,7 @@ SamplerSettings describe_explain(ExplainSection& s, const ExplainOptions& o, int
     s.url = o.url;
     s.server_args = redact_server_args(server_args);
     s.server_kind = srv.http->caps().name;
-    s.settings_read = facts.llama_server;
+    s.settings_read = facts.settings_readable;
     s.server = srv.http->describe();
     s.chat_template = prompter.template_used();
     std::vector<std::string> sampler_notes;
@@ -701,7 +776,7 @@ SamplerSettings describe_explain(ExplainSection& s, const ExplainOptions& o, int
     bench.type_k = to_string(base.type_k);
     bench.type_v = to_string(base.type_v);
     s.settings = compare_settings(bench, facts, sampler);
-    if (!facts.llama_server)
+    if (!facts.settings_readable)
         s.findings.push_back(
             {"settings", "",
              fmt::format("the server at {} is {}, not llama-server: its settings could not be "
@@ -844,11 +919,6 @@ RunResult run_explain(const ExplainOptions& o, RunEnv env) {
     doc.engines["http"] = s.server;
     ctx.open(threads);
     ctx.start();
-    try {
-        levels.warm_server();
-    } catch (const Error& e) {
-        s.notes.push_back(std::string("the server's warm-up request failed: ") + e.what());
-    }
     // The server levels against a server stagebench started that has since stopped (an abort,
     // a crash): the run's error says so, and why, where a request would only say "cannot
     // connect"; no request is sent to it again.

@@ -7,7 +7,11 @@
 // Every measure runs once per round; rounds run the measures forward and backward in turn
 // (A B C, C B A, ...: InterleavedRounds, scenario/repetition.hpp, the rounds loop of
 // `decompose --mode` too), so a slow drift of the machine adds to every measure alike and
-// differences pair by round (analysis/explain.hpp).
+// differences pair by round (analysis/explain.hpp). Each run of a level is one test of the
+// one repetition loop (RepetitionRunner, scenario/repetition.hpp) on the run's clock: the graph
+// level's stages on the in-process engine; levels 3 to 5 as whole requests (RequestRound: a
+// generation from a text, a streamed request, each client of level 5 its own), warmed up by the
+// runner on a level's first run (levels 3 and 4; level 3 again after the engine reloads).
 //
 // The server is a llama-server started on 127.0.0.1 as `run --engine http` starts one
 // (scenario/llama_server.hpp: one slot, its other settings llama-server's defaults) with

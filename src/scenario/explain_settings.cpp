@@ -302,12 +302,12 @@ std::vector<ExplainSetting> compare_settings(const BenchSettings& b, const Serve
         s.name = name;
         s.label = label;
         s.bench = std::move(bench);
-        if (f.llama_server) {
+        if (f.settings_readable) {
             s.server = server.value;
             s.source = server.value ? server.source : "";
         }
         s.note = std::move(note);
-        if (!f.llama_server) {
+        if (!f.settings_readable) {
             s.note = "could not be read: the server is not llama-server";
         } else if (!s.server) {
             s.note = "the server does not say; not compared";

@@ -72,7 +72,9 @@ struct BenchSettings {
 
 // What is known of the server.
 struct ServerFacts {
-    bool llama_server = false;      // the server is llama-server (its settings can be read)
+    // Its settings can be read: its kind reports them (ServerKind::reports_settings, as
+    // llama-server does).
+    bool settings_readable = false;
     std::vector<std::string> args;  // what it was started with (ours, or --server-args)
     std::string log;                // its startup log ("" when none)
     nlohmann::json props;           // its /props (null when none)

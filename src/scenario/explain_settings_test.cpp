@@ -138,7 +138,7 @@ BenchSettings bench() {
 
 TEST(ExplainSettings, EachSettingFromTheMostTrustedSource) {
     ServerFacts f;
-    f.llama_server = true;
+    f.settings_readable = true;
     f.args = {"-ub", "64", "-t", "1", "-ctk", "q8_0", "--no-warmup"};
     f.log = kQuietLog;  // threads 3: the log is what llama.cpp really used
     f.props = {{"default_generation_settings", {{"n_ctx", 1024}, {"params", {{"top_k", 20}}}}},
@@ -187,7 +187,7 @@ TEST(ExplainSettings, EachSettingFromTheMostTrustedSource) {
 
 TEST(ExplainSettings, SpellingsAndOrderDoNotMakeADifference) {
     ServerFacts f;
-    f.llama_server = true;
+    f.settings_readable = true;
     f.args = {"-fa", "auto", "-dev", "none"};
     BenchSettings b = bench();
     b.devices = "CPU";
@@ -211,7 +211,7 @@ TEST(ExplainSettings, SpellingsAndOrderDoNotMakeADifference) {
 
 TEST(ExplainSettings, ANotLlamaServerHasNoSettings) {
     ServerFacts f;
-    f.llama_server = false;
+    f.settings_readable = false;
     f.args = {"-ub", "32"};
     const auto v = compare_settings(bench(), f, {});
     for (const auto& s : v) {

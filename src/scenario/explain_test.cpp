@@ -2,11 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <sstream>
 
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
 #include "core/last_word.hpp"
+#include "engine/server_kind.hpp"
 #include "scenario/ops_test_rig.hpp"
 #include "scenario/test_util.hpp"
 
@@ -185,7 +187,7 @@ struct ExplainRig {
         // tokenizer's do.
         rr.engines.setup = [](FakeEngine& e, EngineKind k) {
             if (k == EngineKind::http)
-                e.kind = "llama-server";
+                e.server_kind = &llama_server_kind();
             e.script().tokenize = [](const std::string& text, bool add_special) {
                 std::vector<int32_t> out;
                 if (add_special)
@@ -285,6 +287,57 @@ TEST(ExplainCommand, EveryLevelRunsOnThePartsOfTheRunsEngineFactory) {
     EXPECT_EQ(streamed[1].spec.n_prompt, *server.runs[0].prompt_tokens);
 }
 
+// Levels 3 and 4 are tests of the one repetition loop: the runner's warm-up on a level's first
+// run (min(n_gen, 8) = 4 tokens: the 8-word warm text generated in-process, 3 decode steps; a
+// request of 4 tokens to the server), then one repetition whose times are the runner's stages,
+// exact on the fake clock.
+TEST(ExplainCommand, TheTextLevelsAreTestsOfTheRepetitionRunner) {
+    ExplainRig x;
+    const RunResult r = x.run();
+    ASSERT_EQ(r.outcome, Outcome::ok);
+    const ExplainSection& s = *r.doc.explain;
+    const ExplainMeasure& gen = measure_named(s, "generation");
+    ASSERT_EQ(gen.runs.size(), 2u);
+
+    // The text generator's engine (made first): its warm-up generation, once, then each run's.
+    std::vector<FakeCall> calls;
+    for (const FakeCall& c : x.rr.tl.calls())
+        if (c.engine == "llama0")
+            calls.push_back(c);
+    const auto warm = std::find_if(calls.begin(), calls.end(), [](const FakeCall& c) {
+        return c.op == FakeOp::prefill && c.n_tokens == 9;  // "<user>" + 8 words + "</user>..."
+    });
+    ASSERT_NE(warm, calls.end());
+    EXPECT_EQ(
+        std::count_if(calls.begin(), calls.end(),
+                      [](const FakeCall& c) { return c.op == FakeOp::prefill && c.n_tokens == 9; }),
+        1);
+    ASSERT_GE(calls.end() - warm, 6);
+    EXPECT_EQ(warm[1].op, FakeOp::decode_step);
+    EXPECT_EQ(warm[2].op, FakeOp::decode_step);
+    EXPECT_EQ(warm[3].op, FakeOp::decode_step);
+    EXPECT_EQ(warm[4].op, FakeOp::reset);
+    // The first run's generation follows at once: its prefill starts the request, the runner's
+    // stages give TTFT (the prefill) and the time per token after the first.
+    const FakeCall& prefill = warm[5];
+    ASSERT_EQ(prefill.op, FakeOp::prefill);
+    const ExplainRun& run = gen.runs[0];
+    EXPECT_EQ(*run.start_ns, prefill.start_ns);
+    EXPECT_EQ(*run.prompt_tokens, prefill.n_tokens);
+    EXPECT_EQ(*run.prefill_ns, prefill.n_tokens * 100'000.0);
+    EXPECT_EQ(*run.end_ns, prefill.end_ns + 3 * 10'000'000);
+    EXPECT_EQ(*run.decode_ns, 10'000'000.0);
+
+    // Level 4's warm-up is the runner's: the first request, 4 tokens of the warm prompt.
+    const auto& streamed = x.rr.engines.streamed();
+    ASSERT_EQ(streamed.size(), 3u);
+    EXPECT_EQ(streamed[0].spec.body["max_tokens"], 4);
+    EXPECT_EQ(streamed[0].spec.n_prompt, 0);
+    const ExplainMeasure& server = measure_named(s, "server");
+    EXPECT_EQ(*server.runs[0].start_ns, streamed[1].start_ns);
+    EXPECT_EQ(*server.runs[1].start_ns, streamed[2].start_ns);
+}
+
 // The server stagebench started stops during the first server run: that run's error says so
 // (not "cannot connect"), and no request is sent to it again; the run fails.
 TEST(ExplainCommand, AServerThatStoppedFailsTheServerLevelWithWhy) {
@@ -305,6 +358,30 @@ TEST(ExplainCommand, AServerThatStoppedFailsTheServerLevelWithWhy) {
     EXPECT_EQ(x.rr.engines.streamed().size(), 1u);  // the warm-up alone got through
     for (const auto& run : measure_named(*r.doc.explain, "graph").runs)
         EXPECT_FALSE(run.error.has_value());
+}
+
+// A server whose kind reports no settings (vLLM): none is read or measured alone, the finding
+// names its kind, and the server levels are measured.
+TEST(ExplainCommand, AServerWhoseKindReportsNoSettingsIsMeasuredWithoutThem) {
+    ExplainRig x;
+    const auto tokenize = x.rr.engines.setup;
+    x.rr.engines.setup = [&](FakeEngine& e, EngineKind k) {
+        tokenize(e, k);
+        if (k == EngineKind::http)
+            e.server_kind = &vllm_kind();
+    };
+    const RunResult r = x.run();
+    EXPECT_EQ(r.outcome, Outcome::ok);
+    const ExplainSection& s = *r.doc.explain;
+    EXPECT_EQ(s.server_kind, "vllm");
+    EXPECT_FALSE(s.settings_read);
+    for (const auto& set : s.settings)
+        EXPECT_FALSE(set.measure.has_value()) << set.name;
+    bool finding = false;
+    for (const auto& f : s.findings)
+        finding = finding || f.message.find("is vllm, not llama-server") != std::string::npos;
+    EXPECT_TRUE(finding);
+    EXPECT_EQ(measure_named(s, "server").runs.size(), 2u);
 }
 
 }  // namespace

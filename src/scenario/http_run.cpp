@@ -15,8 +15,10 @@
 #include "core/interrupt.hpp"
 #include "engine/managed_server.hpp"
 #include "engine/process.hpp"
+#include "engine/server_kind.hpp"
 #include "engine/text_generation.hpp"
 #include "engine/tokenizer_check.hpp"
+#include "engine/wire_api.hpp"
 #include "model/inspect.hpp"
 #include "scenario/run_context.hpp"
 
@@ -89,8 +91,11 @@ HttpRun::HttpRun(const HttpRunOptions& o, const MatrixSpec& m,
             throw usage_error(
                 "--engine http needs --url URL, or -m FILE.gguf for a llama-server that "
                 "stagebench starts on 127.0.0.1");
-        if (opts_.api == HttpApi::ollama)
-            throw usage_error("--api ollama needs --url of an Ollama server");
+        // The server stagebench starts speaks every API but another server's own.
+        if (const ServerKind* own = wire_api(opts_.api).own_server();
+            own && !own->started_by_stagebench())
+            throw usage_error(std::string("--api ") + http_api_name(opts_.api) +
+                              " needs --url of " + own->described_as());
     }
 }
 
@@ -163,7 +168,7 @@ void HttpRun::connect(RunContext& run, std::vector<TestConfig>& tests) {
                      {"api", http_api_name(opts_.api)},
                      {"timeout_s", opts_.timeout_s}};
     if (!opts_.url) {
-        e["server"] = "llama-server";
+        e["server"] = llama_server_kind().name();
         e["started_by_stagebench"] = true;
         e["binary"] = server_bin_;
         e["host"] = "127.0.0.1";
@@ -196,8 +201,9 @@ void HttpRun::connect(RunContext& run, std::vector<TestConfig>& tests) {
             t.model_path = fallback;
         names.insert(t.model_path);
     }
-    if (opts_.api == HttpApi::ollama && names.count(""))
-        throw usage_error("--api ollama needs a model name (-m NAME): the server lists none");
+    if (wire_api(opts_.api).needs_model_name() && names.count(""))
+        throw usage_error(std::string("--api ") + http_api_name(opts_.api) +
+                          " needs a model name (-m NAME): the server lists none");
     for (const auto& n : names)
         doc.models.push_back({{"path", n},
                               {"name", n.empty() ? kind : n},

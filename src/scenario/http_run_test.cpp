@@ -146,6 +146,25 @@ TEST(HttpRun, RejectsBadCombinations) {
     usage(o, m);  // --url without --engine http
 }
 
+// An API of another server's own (Ollama's) is not spoken to the llama-server stagebench starts:
+// the wire API and its server say so, the message names both.
+TEST(HttpRun, AnotherServersOwnApiNeedsItsUrl) {
+    MatrixSpec m;
+    m.models = {"a.gguf"};
+    HttpRunOptions o;
+    o.engines = {EngineKind::http};
+    o.api = HttpApi::ollama;
+    try {
+        HttpRun h(o, m, {});
+        ADD_FAILURE() << "accepted";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::usage);
+        EXPECT_STREQ(e.what(), "--api ollama needs --url of an Ollama server");
+    }
+    o.api = HttpApi::llama;  // llama-server's own: the server stagebench starts
+    EXPECT_NO_THROW(HttpRun(o, m, {}));
+}
+
 TEST(HttpRun, PlanPutsTheHttpTestAfterItsInProcessTwin) {
     MatrixSpec m;
     m.models = {"a.gguf"};

@@ -111,20 +111,24 @@ bool target_ci_reached(const TestResult& r, double target) {
     return true;
 }
 
-bool repetition_done(TestResult& r, const TestConfig& c, int rep) {
-    r.reps_done = rep + 1;
-    if (r.reps_done >= c.reps && c.target_ci && target_ci_reached(r, *c.target_ci)) {
+RepeatRule test_repeat_rule(const TestResult& r, const TestConfig& c) {
+    RepeatRule rule;
+    rule.min_reps = c.reps;
+    rule.max_reps = c.max_reps;
+    if (c.target_ci)
+        rule.enough = [&r, &c](const std::vector<int64_t>&) {
+            return target_ci_reached(r, *c.target_ci);
+        };
+    return rule;
+}
+
+void record_stop_reason(TestResult& r, const TestConfig& c) {
+    if (c.target_ci && r.reps_done >= c.reps && target_ci_reached(r, *c.target_ci))
         record_stopped_at_target_ci(r);
-        return true;
-    }
-    if (r.reps_done >= c.max_reps) {
-        if (c.target_ci)
-            record_stopped_at_max_reps(r);
-        else
-            record_stopped_at_reps(r);
-        return true;
-    }
-    return !c.target_ci && r.reps_done >= c.reps;
+    else if (r.reps_done >= c.max_reps && c.target_ci)
+        record_stopped_at_max_reps(r);
+    else
+        record_stopped_at_reps(r);
 }
 
 namespace {
@@ -265,19 +269,81 @@ void finish_request_result(TestResult& r, const std::string& server_kind) {
 
 // ---- the runner ------------------------------------------------------------------------------
 
+namespace {
+
+// A RequestRound as the engine of whole requests the runner drives: run_request is the round;
+// there is nothing to load, and no stage entries.
+class RoundEngine final : public Engine {
+  public:
+    RoundEngine(RequestRound round, std::string name)
+        : round_(std::move(round)), name_(std::move(name)) {}
+    EngineCaps caps() const override {
+        EngineCaps c;
+        c.name = name_;
+        c.measures_whole_request = true;
+        return c;
+    }
+    void load(const LoadSpec&) override {}
+    void reset() override {}
+    void fill_to_depth(int n_depth, uint64_t) override {
+        if (n_depth > 0)
+            throw input_error(name_ + " has no KV cache to fill");
+    }
+    StageTimes prefill(std::span<const int32_t>) override {
+        throw input_error(name_ + " takes whole requests, not a prefill");
+    }
+    int64_t decode_step(int32_t) override {
+        throw input_error(name_ + " takes whole requests, not a decode step");
+    }
+    int32_t n_vocab() const override { return 0; }
+    std::optional<int32_t> bos_token() const override { return std::nullopt; }
+    std::vector<std::string> active_backends() const override { return {}; }
+    RequestMeasure run_request(const RequestSpec& spec) override { return round_(spec); }
+
+  private:
+    RequestRound round_;
+    std::string name_;
+};
+
+}  // namespace
+
 RepetitionRunner::RepetitionRunner(Engine& engine, const TestConfig& config, SweepHooks hooks,
                                    RepetitionOptions opts)
     : pre_(engine),
       dec_(opts.decode_engine ? *opts.decode_engine : engine),
       c_(config),
       hooks_(std::move(hooks)),
-      opts_(std::move(opts)) {
+      opts_(std::move(opts)),
+      loop_(test_repeat_rule(r_, c_), opts_.clock) {
     if (!opts_.clock)
         opts_.clock = now_ns;
     whole_request_ = pre_.caps().measures_whole_request;
     r_.config = c_;
     r_.started_ns = opts_.clock();
 }
+
+RepetitionRunner::RepetitionRunner(std::unique_ptr<Engine> own, const TestConfig& config,
+                                   SweepHooks hooks, RepetitionOptions opts)
+    : own_(std::move(own)),
+      pre_(*own_),
+      dec_(*own_),
+      c_(config),
+      hooks_(std::move(hooks)),
+      opts_(std::move(opts)),
+      loop_(test_repeat_rule(r_, c_), opts_.clock) {
+    opts_.decode_engine = nullptr;
+    opts_.load = false;
+    if (!opts_.clock)
+        opts_.clock = now_ns;
+    whole_request_ = true;
+    r_.config = c_;
+    r_.started_ns = opts_.clock();
+}
+
+RepetitionRunner::RepetitionRunner(RequestRound round, std::string name, const TestConfig& config,
+                                   SweepHooks hooks, RepetitionOptions opts)
+    : RepetitionRunner(std::make_unique<RoundEngine>(std::move(round), std::move(name)), config,
+                       std::move(hooks), std::move(opts)) {}
 
 void RepetitionRunner::mark(const char* stage, bool begin, std::optional<int64_t> tokens) const {
     if (hooks_.stage_marker)
@@ -342,6 +408,7 @@ void RepetitionRunner::prepare() {
                 q.n_gen = std::min(std::max(1, c_.n_gen), 8);
                 q.prompt_seed = prompt_seed(c_.seed, -1);
                 q.seed = gen_seed(c_.seed, -1);
+                q.rep = -1;
                 pre_.run_request(q);
             }
             record_stopped_at_reps(r_);
@@ -415,8 +482,13 @@ void RepetitionRunner::do_one_repetition() {
         if (partial_decode_) {
             r_.reps_done = rep + 1;
             interrupt();
-        } else if (repetition_done(r_, c_, rep))
-            stopped_ = true;
+        } else {
+            r_.reps_done = rep + 1;
+            if (!loop_.has_repeats_remaining()) {
+                record_stop_reason(r_, c_);
+                stopped_ = true;
+            }
+        }
     } catch (const std::exception& e) {
         record_error(e);
     }
@@ -429,6 +501,7 @@ void RepetitionRunner::measure_request(int rep) {
     q.n_gen = std::max(1, c_.n_gen);
     q.prompt_seed = prompt_seed(c_.seed, rep);
     q.seed = gen_seed(c_.seed, rep);
+    q.rep = rep;
     q.on_send = [&] { mark("prefill", true); };
     q.on_first_output = [&] {
         mark("prefill", false, c_.n_prompt);
@@ -441,7 +514,7 @@ void RepetitionRunner::measure_request(int rep) {
     for (const auto& n : m.timing.notes)
         add_note_once(r_, label() + ": " + n);
     add_request_repetition(r_, m, c_.n_prompt);
-    e2e_ns_.push_back(m.timing.e2e_ns);
+    loop_.add(m.timing.e2e_ns);
 }
 
 void RepetitionRunner::measure(int rep) {
@@ -503,7 +576,7 @@ void RepetitionRunner::measure(int rep) {
         if (c_.n_prompt > 0)
             r_.ttft_ns.push_back(prefill_ns + transfer_ns + r_.decode->token_latency_ns[first]);
     }
-    e2e_ns_.push_back(prefill_ns + transfer_ns + decode_ns);
+    loop_.add(prefill_ns + transfer_ns + decode_ns);
     if (partial_decode_) {
         r_.notes.push_back("interrupted in repetition " + std::to_string(rep + 1) +
                            ": its decode ran " + std::to_string(*partial_decode_) + " of " +
@@ -550,6 +623,15 @@ TestResult RepetitionRunner::results() {
 TestResult run_repetitions(Engine& engine, const TestConfig& config, const SweepHooks& hooks,
                            RepetitionOptions opts) {
     RepetitionRunner runner(engine, config, hooks, std::move(opts));
+    runner.prepare();
+    while (runner.has_repeats_remaining())
+        runner.do_one_repetition();
+    return runner.results();
+}
+
+TestResult run_repetitions(RequestRound round, std::string name, const TestConfig& config,
+                           const SweepHooks& hooks, RepetitionOptions opts) {
+    RepetitionRunner runner(std::move(round), std::move(name), config, hooks, std::move(opts));
     runner.prepare();
     while (runner.has_repeats_remaining())
         runner.do_one_repetition();

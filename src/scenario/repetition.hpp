@@ -6,9 +6,12 @@
 // do_one_repetition(), says whether more are needed (has_repeats_remaining(): the fixed count,
 // the --target-ci goal, max_reps, an interrupt or a failure) and hands over the finished
 // TestResult (results()). A driver that interleaves several tests (hybrid) keeps one runner
-// per test and calls each in turn. Measures that are not repetitions of one engine's test
-// (explain's levels, decompose --mode's child processes) run their rounds through this file's
-// InterleavedRounds, the one rounds loop.
+// per test and calls each in turn. What is not an Engine but measures whole requests (explain's
+// levels 3 to 5: a generation in-process from a text, explain's own streamed request, one
+// client of several at once) is driven by the same runner as a RequestRound. Measures run in
+// interleaved rounds rather than as one test's repetitions (explain's levels, decompose
+// --mode's child processes) take their turns from this file's InterleavedRounds, the one
+// rounds loop; each turn of an explain level is then one runner's test.
 //
 // What one repetition is: the KV cache brought to n_depth; the prompt prefilled as one stage;
 // optionally the sequence state moved to a second engine (a "transfer" stage); n_gen tokens
@@ -21,12 +24,14 @@
 // A failure of the test itself (the engine throws while loading, warming up or measuring) is
 // recorded in the result (status failed, its error and kind), never thrown.
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "core/clock.hpp"
+#include "core/repetitions.hpp"
 #include "core/result.hpp"
 #include "engine/engine.hpp"
 #include "engine/workload.hpp"
@@ -98,10 +103,13 @@ RobustRate decode_robust_rate(const DecodeResult& d);
 // (relative to the rate): the median-based figure, which stalls do not move.
 bool target_ci_reached(const TestResult& r, double target);
 
-// Records that repetition rep (0-based) finished and says whether the test is done: the
-// minimum repetitions reached without --target-ci, the CI target met, or max_reps reached
-// (r.stopped_by says which).
-bool repetition_done(TestResult& r, const TestConfig& c, int rep);
+// The rule of a test's repetitions (core/repetitions.hpp): at least c.reps, at most c.max_reps,
+// and with --target-ci until target_ci_reached(r, *c.target_ci). r and c are read when the rule
+// is asked (the test so far), so both must outlive it.
+RepeatRule test_repeat_rule(const TestResult& r, const TestConfig& c);
+// Why a test that its rule stopped after r.reps_done repetitions stopped (r.stopped_by): the
+// CI target met, max_reps reached (with or without a target), else the fixed count.
+void record_stop_reason(TestResult& r, const TestConfig& c);
 
 // Adds one measured whole request to r (an engine with caps().measures_whole_request), with the
 // stage definitions of engine/http_engine.hpp: prefill = n_prompt (as the server counted it) /
@@ -122,12 +130,28 @@ struct TransferSamples {
     std::vector<int64_t> start_ns, save_ns, restore_ns, transfer_ns, bytes;
 };
 
+// One whole request of something that is not an Engine, as the runner drives an engine that
+// measures whole requests (Engine::run_request): spec says the repetition (spec.rep, -1 for the
+// warm-up), the tokens to generate and the seeds; the round makes its prompt before its clock
+// starts, calls spec.on_send / on_first_output where it can, and returns what it measured (its
+// timestamps on the run's clock). Throws sb::Error(runtime) for a failed request, which the
+// runner records.
+using RequestRound = std::function<RequestMeasure(const RequestSpec& spec)>;
+
 class RepetitionRunner {
   public:
     // The engine (and opts.decode_engine) must outlive the runner; hooks are copied.
     // started_ns is taken now.
     RepetitionRunner(Engine& engine, const TestConfig& config, SweepHooks hooks,
                      RepetitionOptions opts = {});
+    // A runner of rounds: each repetition (and the warm-up, config.warmup) is one call of
+    // round, measured as an engine of whole requests named `name` (the server's kind in the
+    // notes of its timings) is; nothing is loaded, opts.decode_engine is ignored.
+    RepetitionRunner(RequestRound round, std::string name, const TestConfig& config,
+                     SweepHooks hooks, RepetitionOptions opts = {});
+    // Its rule reads the runner's own result: it stays where it was made.
+    RepetitionRunner(const RepetitionRunner&) = delete;
+    RepetitionRunner& operator=(const RepetitionRunner&) = delete;
 
     // Loads the engine (opts.load) and warms up once: the KV cache to n_depth, a prefill of
     // the warm-up prompt, the transfer (two engines) and one decode step, none of it recorded.
@@ -153,13 +177,15 @@ class RepetitionRunner {
     std::optional<ErrorKind> error_kind() const { return error_kind_; }
     const TransferSamples& transfer() const { return transfer_; }
     // prefill + transfer + decode of every measured repetition, ns.
-    const std::vector<int64_t>& e2e_ns() const { return e2e_ns_; }
+    const std::vector<int64_t>& e2e_ns() const { return loop_.samples_ns(); }
 
     // The finished test: stage summaries, TTFT summary, roofline (opts.roofline), finished_ns.
     // Call once, after the last repetition.
     TestResult results();
 
   private:
+    RepetitionRunner(std::unique_ptr<Engine> own, const TestConfig& config, SweepHooks hooks,
+                     RepetitionOptions opts);
     void measure(int rep);
     void measure_request(int rep);
     void record_error(const std::exception& e);
@@ -170,6 +196,7 @@ class RepetitionRunner {
     void doing(const char* what) const;
     void fill_roofline();
 
+    std::unique_ptr<Engine> own_;  // a RequestRound's engine
     Engine& pre_;
     Engine& dec_;
     TestConfig c_;
@@ -185,7 +212,9 @@ class RepetitionRunner {
     std::optional<int32_t> bos_;
     std::vector<uint8_t> state_buf_;
     TransferSamples transfer_;
-    std::vector<int64_t> e2e_ns_;
+    // The loop's core: the repetitions' rule (test_repeat_rule, reading r_) and their times
+    // (each one's e2e).
+    Repetitions loop_;
 };
 
 // Drives a runner for (engine, config, hooks, opts) until no repetition remains and returns
@@ -193,6 +222,9 @@ class RepetitionRunner {
 // the test itself.
 TestResult run_repetitions(Engine& engine, const TestConfig& config, const SweepHooks& hooks,
                            RepetitionOptions opts = {});
+// The same for a RequestRound (RepetitionRunner's second constructor).
+TestResult run_repetitions(RequestRound round, std::string name, const TestConfig& config,
+                           const SweepHooks& hooks, RepetitionOptions opts = {});
 
 // The order of interleaved rounds: round r runs every measure, forward in even rounds and
 // backward in odd ones (A B C, C B A, A B C, ...), so a slow drift of the machine adds to every

@@ -618,6 +618,78 @@ TEST(RepetitionRunner, AFailedRequestHasNoKindAndOneCutOffByTheInterruptIsInterr
     EXPECT_FALSE(r.prefill);  // nothing measured: no stage
 }
 
+// A round of something that is not an Engine (explain's levels 3 to 5) is measured as a request:
+// the warm-up (rep -1, min(n_gen, 8) tokens) and each repetition are one call of the round, its
+// stages, stalls and the test's start and end the runner's, on the run's clock.
+TEST(RepetitionRunner, ARequestRoundIsMeasuredAsAnEngineOfWholeRequests) {
+    FakeTimeline tl;
+    std::vector<std::string> asked;
+    RequestRound round = [&](const RequestSpec& q) {
+        asked.push_back(std::to_string(q.rep) + ":" + std::to_string(q.n_gen));
+        // TTFT 20 ms (60 ms in repetition 4), then a token every 2 ms.
+        RequestMeasure m;
+        m.start_ns = tl.now_ns();
+        m.timing.ttft_ns = (q.rep == 4 ? 60 : 20) * kMs;
+        m.timing.n_out = m.timing.n_streamed = q.n_gen;
+        m.timing.itl_ns.assign(static_cast<size_t>(q.n_gen - 1), 2 * kMs);
+        m.timing.e2e_ns = m.timing.ttft_ns + (q.n_gen - 1) * 2 * kMs;
+        m.timing.tpot_ns = 2 * kMs;
+        m.prompt_tokens = 30;
+        tl.advance(m.timing.e2e_ns);
+        return m;
+    };
+    TestConfig c = small_test(30, 10, 6);
+    c.warmup = true;
+    RepetitionOptions o;
+    o.clock = tl.clock();
+    RepetitionRunner runner(round, "generation", c, {}, o);
+    while (runner.has_repeats_remaining())
+        runner.do_one_repetition();
+    tl.advance(kMs);
+    const TestResult r = runner.results();
+
+    EXPECT_EQ(asked,
+              (std::vector<std::string>{"-1:8", "0:10", "1:10", "2:10", "3:10", "4:10", "5:10"}));
+    EXPECT_EQ(r.status, Status::ok);
+    EXPECT_EQ(r.reps_done, 6);
+    EXPECT_EQ(r.started_ns, kT0);
+    // The warm-up took 20 + 7 x 2 ms; each repetition 20 + 9 x 2 ms, the fifth 60 + 18.
+    const int64_t warm = 34 * kMs, rep = 38 * kMs;
+    ASSERT_TRUE(r.prefill && r.decode && r.client);
+    EXPECT_EQ(r.prefill->start_ns,
+              (std::vector<int64_t>{kT0 + warm, kT0 + warm + rep, kT0 + warm + 2 * rep,
+                                    kT0 + warm + 3 * rep, kT0 + warm + 4 * rep,
+                                    kT0 + warm + 5 * rep + 40 * kMs}));
+    EXPECT_EQ(r.prefill->duration_ns,
+              (std::vector<int64_t>{20 * kMs, 20 * kMs, 20 * kMs, 20 * kMs, 60 * kMs, 20 * kMs}));
+    EXPECT_EQ(r.decode->duration_ns, (std::vector<int64_t>(6, 18 * kMs)));
+    EXPECT_EQ(r.decode->n_tokens, 9);
+    EXPECT_EQ(r.prefill->stalls.indices, (std::vector<size_t>{4}));
+    EXPECT_DOUBLE_EQ(r.prefill->stalls.excess, 40e6);
+    EXPECT_NEAR(*r.prefill->robust.tokens_per_s, 1500, 1e-9);  // 30 tokens in 20 ms
+    EXPECT_EQ(r.finished_ns, kT0 + warm + 6 * rep + 40 * kMs + kMs);
+    EXPECT_TRUE(r.backends.empty());
+}
+
+// A round that fails is the test's failure, recorded with its error (no kind: a request's).
+TEST(RepetitionRunner, AFailingRequestRoundFailsTheTest) {
+    FakeTimeline tl;
+    RequestRound round = [&](const RequestSpec& q) -> RequestMeasure {
+        if (q.rep == -1)
+            throw runtime_error("the warm-up request failed");
+        return {};
+    };
+    TestConfig c = small_test(30, 10, 1);
+    c.warmup = true;
+    RepetitionOptions o;
+    o.clock = tl.clock();
+    const TestResult r = run_repetitions(round, "server", c, {}, o);
+    EXPECT_EQ(r.status, Status::failed);
+    EXPECT_EQ(r.error, "the warm-up request failed");
+    EXPECT_FALSE(r.error_kind);
+    EXPECT_EQ(r.reps_done, 0);
+}
+
 TEST(RunTest, IsTheRunnerDrivenToTheEnd) {
     FakeTimeline tl;
     FakeEngine e(tl, "E");
@@ -695,8 +767,15 @@ TEST(TargetCi, HoldsTheRobustFigureNotTheMean) {
     c.reps = 3;
     c.max_reps = 50;
     c.target_ci = 0.02;
-    EXPECT_TRUE(repetition_done(r, c, 19));
+    Repetitions reps(test_repeat_rule(r, c));
+    for (int64_t d : dur)
+        reps.add(d);
+    EXPECT_FALSE(reps.has_repeats_remaining()) << "the rule asks the robust figure's CI";
+    r.reps_done = 20;
+    record_stop_reason(r, c);
     EXPECT_EQ(r.stopped_by, StopReason::target_ci);
+    c.target_ci = 0.0001;
+    EXPECT_TRUE(reps.has_repeats_remaining());
 }
 
 // The one rounds loop: every measure once per round, forward then backward, each run numbered
