@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/result.hpp"
 #include "engine/huge_pages.hpp"
@@ -113,9 +114,9 @@ struct RequestMeasure {
     std::optional<ServerClaim> claim;
 };
 
-// The clock a scenario reads between an engine's own timestamps, in nanoseconds on the
-// engine's time axis: sb::now_ns for real engines, a simulated clock for a fake engine in tests.
-using Clock = std::function<int64_t()>;
+// The clock a scenario reads between an engine's own timestamps (core/clock.hpp Clock) is on
+// the engine's time axis: sb::now_ns for real engines, a simulated clock for a fake engine in
+// tests.
 
 class Engine {
   public:

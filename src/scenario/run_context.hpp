@@ -39,10 +39,6 @@
 
 namespace sb {
 
-// How a run lets time pass on its clock while it waits (a cool-down, a poll): at least ns
-// nanoseconds. sb::sleep_ns for a real run; a fake engine's timeline moves on by ns in tests.
-using Pause = std::function<void(int64_t ns)>;
-
 // Who hears about a run as it goes: the CLI's reporter streams rows from here. Every call is
 // made between tests, never inside a measurement.
 class RunListener {
