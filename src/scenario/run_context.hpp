@@ -66,6 +66,10 @@ struct RunEnv {
     Clock clock = now_ns;
     // How the run waits on that clock (a cool-down): sb::sleep_ns, or the fake timeline's.
     Pause pause = sleep_ns;
+    // The wall clock beside it, read only to place what others stamped with the wall clock (a
+    // --telemetry-log's lines) on the run's clock: sb::wall_ns, or the fake timeline plus an
+    // offset in tests.
+    Clock wall_clock = wall_ns;
     // After the last word recorded the running work as failed and saved the document: keep it
     // where the command keeps documents (-o json on stdout, --db). Optional; it must not throw
     // nor call into llama.cpp.
@@ -95,15 +99,19 @@ struct RunSetup {
     bool progress = true;                 // progress on the error stream (false: -q)
     bool terminal = false;                // the error stream is a terminal (lines in place)
     EngineFactory* engines = nullptr;     // null: default_engine_factory()
+    // The run's clock, how it waits on it and the wall clock beside it (RunEnv's); the
+    // sampler, the telemetry log and the runners read and wait on these.
     Clock clock = now_ns;
     Pause pause = sleep_ns;
+    Clock wall_clock = wall_ns;
     std::function<void(const ResultDocument&)> on_last_word;  // RunEnv::on_last_word
 
-    // The parts of env that reach the context (engines, clock, pause, last word).
+    // The parts of env that reach the context (engines, clocks, pause, last word).
     void take(const RunEnv& env) {
         engines = env.engines;
         clock = env.clock;
         pause = env.pause;
+        wall_clock = env.wall_clock;
         on_last_word = env.on_last_word;
     }
 };
