@@ -19,7 +19,6 @@ RunContext::RunContext(ResultDocument& doc, RunSetup setup, std::ostream& err,
       setup_(std::move(setup)),
       err_(err),
       listener_(listener),
-      engines_(setup_.engines ? setup_.engines : &default_engine_factory()),
       progress_(err, setup_.progress, setup_.terminal, setup_.clock ? setup_.clock : now_ns) {
     if (!setup_.clock)
         setup_.clock = now_ns;
@@ -27,6 +26,11 @@ RunContext::RunContext(ResultDocument& doc, RunSetup setup, std::ostream& err,
         setup_.pause = sleep_ns;
     if (!setup_.wall_clock)
         setup_.wall_clock = wall_ns;
+    // Without a factory of the command's, the real engines, whose waits (the start of a server
+    // stagebench starts) are on the run's clock.
+    if (!setup_.engines)
+        own_engines_ = make_default_engine_factory(setup_.clock, setup_.pause);
+    engines_ = setup_.engines ? setup_.engines : own_engines_.get();
     std::optional<Error> first;
     for (const auto& path : setup_.models) {
         try {

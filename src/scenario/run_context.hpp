@@ -60,7 +60,8 @@ struct RunEnv {
     ResultDocument doc;  // as new_document(command, argv) made it
     std::ostream& err;   // progress and notes (never results)
     RunListener* listener = nullptr;
-    EngineFactory* engines = nullptr;  // null: default_engine_factory()
+    // null: the real engines (scenario/default_engines.hpp), waiting on the run's clock.
+    EngineFactory* engines = nullptr;
     // The clock of the run's own readings (test start and end, progress, the repetition loop
     // between the engine's timestamps): sb::now_ns, or a fake engine's timeline in tests.
     Clock clock = now_ns;
@@ -98,9 +99,10 @@ struct RunSetup {
     std::optional<std::string> out_path;  // --out
     bool progress = true;                 // progress on the error stream (false: -q)
     bool terminal = false;                // the error stream is a terminal (lines in place)
-    EngineFactory* engines = nullptr;     // null: default_engine_factory()
+    EngineFactory* engines = nullptr;     // null: the real engines, on clock and pause
     // The run's clock, how it waits on it and the wall clock beside it (RunEnv's); the
-    // sampler, the telemetry log and the runners read and wait on these.
+    // sampler, the telemetry log, the default engines' servers and the runners read and wait
+    // on these.
     Clock clock = now_ns;
     Pause pause = sleep_ns;
     Clock wall_clock = wall_ns;
@@ -220,7 +222,8 @@ class RunContext {
     RunSetup setup_;
     std::ostream& err_;
     RunListener* listener_;
-    EngineFactory* engines_;
+    std::unique_ptr<EngineFactory> own_engines_;  // the default engines, when setup has none
+    EngineFactory* engines_ = nullptr;
     Progress progress_;
     std::map<std::string, Error> unusable_;
     std::unique_ptr<TelemetryLogFeed> log_feed_;  // before tel_: the sampler owns its source
