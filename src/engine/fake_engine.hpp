@@ -12,6 +12,7 @@
 // of its KV cache, and the logits after them are the script's function of those tokens, so a
 // fidelity test knows every distance exactly.
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -70,7 +71,7 @@ class FakeTimeline {
     void advance(int64_t ns) { now_ns_ += ns; }
     // A Clock reading this timeline; valid while the timeline lives.
     Clock clock() {
-        return [this] { return now_ns_; };
+        return [this] { return now_ns_.load(); };
     }
     // A wait of a run (scenario/run_context.hpp Pause) that moves this timeline on by the time
     // waited; valid while the timeline lives.
@@ -84,7 +85,9 @@ class FakeTimeline {
   private:
     friend class FakeEngine;
     friend class FakeServeTarget;
-    int64_t now_ns_;
+    // Atomic: a run's sampler thread reads the run's clock too (telemetry on, on a machine with
+    // sensors), beside the thread that moves it.
+    std::atomic<int64_t> now_ns_;
     std::vector<FakeCall> calls_;
 };
 

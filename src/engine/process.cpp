@@ -168,6 +168,19 @@ int free_loopback_port() {
     return ntohs(a.sin_port);
 }
 
+bool accepts_connection(const std::string& host, int port) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return false;
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    inet_pton(AF_INET, host.c_str(), &a.sin_addr);
+    const bool ok = connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    close(fd);
+    return ok;
+}
+
 bool wait_for_port(const std::string& host, int port, int timeout_ms, ChildProcess* proc) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
     while (std::chrono::steady_clock::now() < deadline) {
@@ -175,14 +188,7 @@ bool wait_for_port(const std::string& host, int port, int timeout_ms, ChildProce
             return false;
         if (interrupt_requested())  // Ctrl-C ends the wait
             return false;
-        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_port = htons(static_cast<uint16_t>(port));
-        inet_pton(AF_INET, host.c_str(), &a.sin_addr);
-        const bool ok = connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-        close(fd);
-        if (ok)
+        if (accepts_connection(host, port))
             return true;
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }

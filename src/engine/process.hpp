@@ -43,6 +43,9 @@ class ChildProcess {
 // A TCP port on 127.0.0.1 that was free a moment ago.
 int free_loopback_port();
 
+// Whether host:port accepts a TCP connection now (one try; a refused or unreachable port: false).
+bool accepts_connection(const std::string& host, int port);
+
 // Waits until host:port accepts a connection (true) or timeout_ms passes, the process exits
 // or an interrupt (Ctrl-C) is requested (false).
 bool wait_for_port(const std::string& host, int port, int timeout_ms, ChildProcess* proc = nullptr);

@@ -1,6 +1,5 @@
 #include "scenario/background_load.hpp"
 
-#include <chrono>
 #include <cstring>
 
 #include "core/error.hpp"
@@ -50,7 +49,8 @@ BackgroundSpec parse_background(const std::string& text) {
     return spec;
 }
 
-BackgroundLoad::BackgroundLoad(BackgroundSpec spec) : spec_(std::move(spec)) {}
+BackgroundLoad::BackgroundLoad(BackgroundSpec spec, Clock clock, Pause pause)
+    : spec_(std::move(spec)), clock_(std::move(clock)), pause_(std::move(pause)) {}
 
 BackgroundLoad::~BackgroundLoad() {
     stop();
@@ -60,19 +60,23 @@ void BackgroundLoad::start() {
     if (!threads_.empty())
         return;
     stop_ = false;
-    using clock = std::chrono::steady_clock;
-    const auto period = std::chrono::microseconds(10'000);
-    const auto busy = std::chrono::microseconds(static_cast<int64_t>(10'000 * spec_.cpu_duty));
+    constexpr int64_t period_ns = 10'000'000;
+    const auto busy_ns = static_cast<int64_t>(static_cast<double>(period_ns) * spec_.cpu_duty);
     for (int i = 0; i < spec_.cpu_threads; ++i)
-        threads_.emplace_back([this, period, busy] {
+        threads_.emplace_back([this, busy_ns] {
             volatile uint64_t sink = 0;
             while (!stop_.load(std::memory_order_relaxed)) {
-                const auto t0 = clock::now();
-                while (clock::now() - t0 < busy)
+                const int64_t t0 = clock_();
+                while (clock_() - t0 < busy_ns) {
+                    // stop() is honoured within the busy part too (a clock that stands still);
+                    // a period it cuts short is not counted.
+                    if (stop_.load(std::memory_order_relaxed))
+                        return;
                     sink = sink * 6364136223846793005ULL + 1;
+                }
                 ++cpu_periods_;
-                if (busy < period)
-                    std::this_thread::sleep_until(t0 + period);
+                if (busy_ns < period_ns)
+                    pause_(t0 + period_ns - clock_());
             }
         });
     for (int i = 0; i < spec_.mem_threads; ++i)

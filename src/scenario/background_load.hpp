@@ -1,13 +1,16 @@
 #pragma once
 // A built-in load generator that runs alongside a benchmark, to measure interference: CPU
 // spinners at a duty cycle and memory-bandwidth hogs. Spec: comma list of
-//   cpu:N[@P%]   N threads busy P % of every 10 ms period (default 100 %)
+//   cpu:N[@P%]   N threads busy P % of every 10 ms period (default 100 %), on the run's clock
 //   mem:N        N threads copying between two 64 MiB buffers without pause
 // e.g. "cpu:2@50%,mem:1". The load runs from start() until stop() or destruction.
 #include <atomic>
+#include <cstdint>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "core/clock.hpp"
 
 namespace sb {
 
@@ -23,7 +26,11 @@ BackgroundSpec parse_background(const std::string& spec);
 
 class BackgroundLoad {
   public:
-    explicit BackgroundLoad(BackgroundSpec spec);
+    // The duty cycle is kept on clock (the run's): a spinner is busy from a period's start on
+    // clock until P % of it passed, then waits with pause until the period's end. Both are
+    // called from the load's threads at once, so they must be thread-safe (sb::now_ns and
+    // sb::sleep_ns in a real run).
+    BackgroundLoad(BackgroundSpec spec, Clock clock, Pause pause);
     ~BackgroundLoad();
     BackgroundLoad(const BackgroundLoad&) = delete;
     BackgroundLoad& operator=(const BackgroundLoad&) = delete;
@@ -35,6 +42,8 @@ class BackgroundLoad {
 
   private:
     BackgroundSpec spec_;
+    Clock clock_;
+    Pause pause_;
     std::atomic<bool> stop_{false};
     std::atomic<uint64_t> cpu_periods_{0}, mem_bytes_{0};
     std::vector<std::thread> threads_;

@@ -10,6 +10,8 @@ namespace {
 
 class DefaultEngineFactory final : public EngineFactory {
   public:
+    DefaultEngineFactory(Clock clock, Pause pause)
+        : clock_(std::move(clock)), pause_(std::move(pause)) {}
     std::unique_ptr<Engine> make(EngineKind kind, const HttpEngineOptions& server) override {
         if (kind == EngineKind::llama)
             return std::make_unique<LlamaEngine>();
@@ -29,15 +31,23 @@ class DefaultEngineFactory final : public EngineFactory {
     std::unique_ptr<ManagedServer> start_server(
         const LlamaServerSpec& spec,
         const std::function<void(const std::string&)>& progress) override {
-        return std::make_unique<LlamaServer>(spec, progress);
+        return std::make_unique<LlamaServer>(spec, progress, clock_, pause_);
     }
     OpRig op_rig(bool huge_pages) override { return make_llama_op_rig(huge_pages); }
+
+  private:
+    Clock clock_;
+    Pause pause_;
 };
 
 }  // namespace
 
+std::unique_ptr<EngineFactory> make_default_engine_factory(Clock clock, Pause pause) {
+    return std::make_unique<DefaultEngineFactory>(std::move(clock), std::move(pause));
+}
+
 EngineFactory& default_engine_factory() {
-    static DefaultEngineFactory f;
+    static DefaultEngineFactory f(now_ns, sleep_ns);
     return f;
 }
 

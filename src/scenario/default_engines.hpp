@@ -6,11 +6,19 @@
 // a LlamaEngine (llama_text_generation), the llama-server stagebench starts (scenario/
 // llama_server.hpp, found by find_peer_program) and the op profiler's rig on llama.cpp
 // (profile/tracer.hpp make_llama_op_rig).
+#include <memory>
+
+#include "core/clock.hpp"
 #include "engine/engine_factory.hpp"
 
 namespace sb {
 
-// Stateless: one for the process.
+// The real engines, waiting on clock and pause where they wait (the start of the llama-server
+// they start, LlamaServer): the run's (RunContext makes its own of these when the command gives
+// no factory).
+std::unique_ptr<EngineFactory> make_default_engine_factory(Clock clock, Pause pause);
+
+// The real engines on the real clock (sb::now_ns, sb::sleep_ns): one for the process.
 EngineFactory& default_engine_factory();
 
 }  // namespace sb

@@ -2,13 +2,12 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string_view>
-#include <thread>
 
 #include "core/clock.hpp"
 #include "core/error.hpp"
@@ -17,6 +16,7 @@
 #include "core/utf8.hpp"
 #include "engine/backends.hpp"
 #include "engine/http_client.hpp"
+#include "engine/process.hpp"
 #include "scenario/explain_settings.hpp"
 
 namespace sb {
@@ -87,7 +87,8 @@ std::string startup_failure(const std::string& log_path) {
 }
 
 LlamaServer::LlamaServer(const LlamaServerSpec& s,
-                         const std::function<void(const std::string&)>& progress) {
+                         const std::function<void(const std::string&)>& progress,
+                         const Clock& clock, const Pause& pause) {
     const int port = free_loopback_port();
     log_ = (std::filesystem::temp_directory_path() /
             ("stagebench-llama-server-" + std::to_string(getpid()) + "-" + std::to_string(port) +
@@ -116,24 +117,27 @@ LlamaServer::LlamaServer(const LlamaServerSpec& s,
     proc_ = ChildProcess::spawn(argv, log_);
     url_ = "http://127.0.0.1:" + std::to_string(port);
     const int64_t wait_ms = std::max<int64_t>(120000, static_cast<int64_t>(s.timeout_s * 1000));
-    const int64_t deadline = now_ns() + wait_ms * 1'000'000;
-    bool ready = wait_for_port("127.0.0.1", port, static_cast<int>(wait_ms), &proc_);
+    // The wait is on the run's clock: until its port accepts a connection and /health says 200,
+    // trying every 50 ms; it ends when the process does, on Ctrl-C or at the deadline.
+    const int64_t deadline = clock() + wait_ms * 1'000'000;
     HttpClient probe(url_, HttpTimeouts{2000, 10000});
-    while (ready) {
-        if (!proc_.running() || interrupt_requested()) {
-            ready = false;
+    bool ready = false;
+    for (;;) {
+        if (!proc_.running() || interrupt_requested())
             break;
+        if (accepts_connection("127.0.0.1", port)) {
+            try {
+                if (probe.get("/health").status == 200) {
+                    ready = true;
+                    break;
+                }
+            } catch (const Error&) {
+            }
         }
-        try {
-            if (probe.get("/health").status == 200)
-                break;
-        } catch (const Error&) {
-        }
-        if (now_ns() > deadline) {
-            ready = false;
+        const int64_t now = clock();
+        if (now >= deadline)
             break;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        pause(std::min<int64_t>(50'000'000, deadline - now));
     }
     if (!ready) {
         keep_log_ = true;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/clock.hpp"
 #include "engine/http_engine.hpp"
 #include "engine/managed_server.hpp"
 #include "engine/process.hpp"
@@ -24,12 +25,14 @@ std::string startup_failure(const std::string& log_path);
 class LlamaServer final : public ManagedServer {
   public:
     // Starts it and waits until /health answers 200 and a client connected (at most
-    // max(120 s, timeout_s)). Throws, one line with the reason from its log
+    // max(120 s, timeout_s) on clock, polling every 50 ms: pause lets the time pass; the run's,
+    // through the engine factory that makes it). Throws, one line with the reason from its log
     // (startup_failure) and the log's path: sb::Error(input) when it exits before serving
     // (a model or an option it refuses), sb::Error(runtime) when it does not become ready in
     // time or Ctrl-C came first ("interrupted ...").
     LlamaServer(const LlamaServerSpec& spec,
-                const std::function<void(const std::string&)>& progress);
+                const std::function<void(const std::string&)>& progress, const Clock& clock,
+                const Pause& pause);
     ~LlamaServer();
     LlamaServer(const LlamaServer&) = delete;
     LlamaServer& operator=(const LlamaServer&) = delete;

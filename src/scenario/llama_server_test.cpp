@@ -4,9 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <fstream>
 
+#include "core/error.hpp"
+#include "core/interrupt.hpp"
 #include "engine/process.hpp"
+#include "temp_dir.hpp"
 
 using namespace sb;
 
@@ -54,4 +59,97 @@ TEST(ChildProcess, APeerStartsWithoutLlamaCppsDebuggerBacktrace) {
     std::ifstream f(log);
     const std::string env((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
     EXPECT_NE(env.find("GGML_NO_BACKTRACE=1"), std::string::npos) << env;
+}
+
+namespace {
+
+// A llama-server that never serves: a real child process that never opens its port.
+std::string silent_server(const sbtest::TempDir& dir) {
+    const std::string path = dir.file("llama-server");
+    std::ofstream(path) << "#!/bin/sh\nexec sleep 600\n";
+    chmod(path.c_str(), 0755);
+    return path;
+}
+
+// Removes the log an error names ("... (log PATH)"): a failed start keeps it.
+void remove_named_log(const std::string& what) {
+    const auto at = what.rfind("(log ");
+    if (at != std::string::npos && what.back() == ')')
+        std::remove(what.substr(at + 5, what.size() - at - 6).c_str());
+}
+
+// Starts a server that never serves on a simulated clock (its pause moves it on) and returns
+// the one-line error and the time the start took on that clock.
+std::pair<std::string, int64_t> start_never_ready(double timeout_s, int* pauses) {
+    sbtest::TempDir dir;
+    LlamaServerSpec spec;
+    spec.binary = silent_server(dir);
+    spec.model = "m.gguf";
+    spec.timeout_s = timeout_s;
+    int64_t now = 1'000'000'000;
+    const int64_t start = now;
+    try {
+        LlamaServer s(
+            spec, nullptr, [&] { return now; },
+            [&](int64_t ns) {
+                ++*pauses;
+                now += ns;
+            });
+    } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::runtime);
+        const std::string what = e.what();
+        remove_named_log(what);
+        return {what, now - start};
+    }
+    ADD_FAILURE() << "a server that never serves was taken as ready";
+    return {"", now - start};
+}
+
+}  // namespace
+
+// The start's deadline is on the clock the factory gives (the run's): a server that never
+// serves ends the wait, with one line, after exactly max(120 s, its timeout) on that clock.
+TEST(LlamaServerStart, AServerThatNeverServesFailsAtTheDeadlineOnTheGivenClock) {
+    int pauses = 0;
+    auto [what, took_ns] = start_never_ready(30, &pauses);
+    EXPECT_EQ(took_ns, 120'000'000'000);
+    EXPECT_EQ(pauses, 2400);  // its port tried every 50 ms
+    EXPECT_EQ(
+        what.rfind("llama-server did not become ready within 120 s: it printed nothing (log ", 0),
+        0u)
+        << what;
+    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+
+    pauses = 0;
+    std::tie(what, took_ns) = start_never_ready(300, &pauses);
+    EXPECT_EQ(took_ns, 300'000'000'000);
+    EXPECT_EQ(what.rfind("llama-server did not become ready within 300 s: ", 0), 0u) << what;
+}
+
+// Ctrl-C ends the wait at once, whatever the clock says.
+TEST(LlamaServerStart, CtrlCEndsTheWait) {
+    sbtest::TempDir dir;
+    LlamaServerSpec spec;
+    spec.binary = silent_server(dir);
+    spec.model = "m.gguf";
+    int64_t now = 1'000'000'000;
+    int pauses = 0;
+    try {
+        LlamaServer s(
+            spec, nullptr, [&] { return now; },
+            [&](int64_t ns) {
+                now += ns;
+                if (++pauses == 3)
+                    request_interrupt();
+            });
+        ADD_FAILURE() << "the start went on after Ctrl-C";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::runtime);
+        const std::string what = e.what();
+        EXPECT_EQ(what.rfind("interrupted while llama-server was starting (log ", 0), 0u) << what;
+        remove_named_log(what);
+    }
+    clear_interrupt();
+    EXPECT_EQ(pauses, 3);
+    EXPECT_EQ(now, 1'150'000'000);
 }

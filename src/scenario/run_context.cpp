@@ -19,12 +19,18 @@ RunContext::RunContext(ResultDocument& doc, RunSetup setup, std::ostream& err,
       setup_(std::move(setup)),
       err_(err),
       listener_(listener),
-      engines_(setup_.engines ? setup_.engines : &default_engine_factory()),
       progress_(err, setup_.progress, setup_.terminal, setup_.clock ? setup_.clock : now_ns) {
     if (!setup_.clock)
         setup_.clock = now_ns;
     if (!setup_.pause)
         setup_.pause = sleep_ns;
+    if (!setup_.wall_clock)
+        setup_.wall_clock = wall_ns;
+    // Without a factory of the command's, the real engines, whose waits (the start of a server
+    // stagebench starts) are on the run's clock.
+    if (!setup_.engines)
+        own_engines_ = make_default_engine_factory(setup_.clock, setup_.pause);
+    engines_ = setup_.engines ? setup_.engines : own_engines_.get();
     std::optional<Error> first;
     for (const auto& path : setup_.models) {
         try {
@@ -99,8 +105,11 @@ bool RunContext::should_stop() const {
 void RunContext::open(int max_threads) {
     // Progress lines of the telemetry setup go through the progress reporter.
     if (setup_.telemetry.log)
-        log_feed_ = std::make_unique<TelemetryLogFeed>(*setup_.telemetry.log);
-    tel_ = open_telemetry(setup_.telemetry, progress_, log_feed_.get());
+        log_feed_ = std::make_unique<TelemetryLogFeed>(
+            *setup_.telemetry.log, LogClocks{setup_.clock, setup_.pause, setup_.wall_clock});
+    // The sampler stamps its samples and stage marks on the run's clock, the axis of the
+    // tests' own times (a sustained phase's start, a traced pass's window).
+    tel_ = open_telemetry(setup_.telemetry, progress_, setup_.clock, setup_.pause, log_feed_.get());
     sampling_ = tel_ && has_sources(*tel_);
     for (auto& w : system_warnings(read_system_info(), max_threads))
         doc_.warnings.push_back(w);
@@ -256,7 +265,7 @@ const TestResult& RunContext::end_test(TestResult r) {
 
 void RunContext::sync_telemetry_log() {
     if (log_feed_ && tel_)
-        log_feed_->sync(*tel_, now_ns());
+        log_feed_->sync(*tel_, setup_.clock());
 }
 
 RunResult RunContext::finish(Outcome at_least) {

@@ -39,10 +39,6 @@
 
 namespace sb {
 
-// How a run lets time pass on its clock while it waits (a cool-down, a poll): at least ns
-// nanoseconds. sb::sleep_ns for a real run; a fake engine's timeline moves on by ns in tests.
-using Pause = std::function<void(int64_t ns)>;
-
 // Who hears about a run as it goes: the CLI's reporter streams rows from here. Every call is
 // made between tests, never inside a measurement.
 class RunListener {
@@ -64,12 +60,17 @@ struct RunEnv {
     ResultDocument doc;  // as new_document(command, argv) made it
     std::ostream& err;   // progress and notes (never results)
     RunListener* listener = nullptr;
-    EngineFactory* engines = nullptr;  // null: default_engine_factory()
+    // null: the real engines (scenario/default_engines.hpp), waiting on the run's clock.
+    EngineFactory* engines = nullptr;
     // The clock of the run's own readings (test start and end, progress, the repetition loop
     // between the engine's timestamps): sb::now_ns, or a fake engine's timeline in tests.
     Clock clock = now_ns;
     // How the run waits on that clock (a cool-down): sb::sleep_ns, or the fake timeline's.
     Pause pause = sleep_ns;
+    // The wall clock beside it, read only to place what others stamped with the wall clock (a
+    // --telemetry-log's lines) on the run's clock: sb::wall_ns, or the fake timeline plus an
+    // offset in tests.
+    Clock wall_clock = wall_ns;
     // After the last word recorded the running work as failed and saved the document: keep it
     // where the command keeps documents (-o json on stdout, --db). Optional; it must not throw
     // nor call into llama.cpp.
@@ -98,16 +99,21 @@ struct RunSetup {
     std::optional<std::string> out_path;  // --out
     bool progress = true;                 // progress on the error stream (false: -q)
     bool terminal = false;                // the error stream is a terminal (lines in place)
-    EngineFactory* engines = nullptr;     // null: default_engine_factory()
+    EngineFactory* engines = nullptr;     // null: the real engines, on clock and pause
+    // The run's clock, how it waits on it and the wall clock beside it (RunEnv's); the
+    // sampler, the telemetry log, the default engines' servers and the runners read and wait
+    // on these.
     Clock clock = now_ns;
     Pause pause = sleep_ns;
+    Clock wall_clock = wall_ns;
     std::function<void(const ResultDocument&)> on_last_word;  // RunEnv::on_last_word
 
-    // The parts of env that reach the context (engines, clock, pause, last word).
+    // The parts of env that reach the context (engines, clocks, pause, last word).
     void take(const RunEnv& env) {
         engines = env.engines;
         clock = env.clock;
         pause = env.pause;
+        wall_clock = env.wall_clock;
         on_last_word = env.on_last_word;
     }
 };
@@ -216,7 +222,8 @@ class RunContext {
     RunSetup setup_;
     std::ostream& err_;
     RunListener* listener_;
-    EngineFactory* engines_;
+    std::unique_ptr<EngineFactory> own_engines_;  // the default engines, when setup has none
+    EngineFactory* engines_ = nullptr;
     Progress progress_;
     std::map<std::string, Error> unusable_;
     std::unique_ptr<TelemetryLogFeed> log_feed_;  // before tel_: the sampler owns its source

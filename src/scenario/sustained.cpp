@@ -367,7 +367,10 @@ void SustainedRun::phase(const std::string& name, const std::optional<Background
     res_.phases.push_back(phase);
     std::unique_ptr<BackgroundLoad> load;
     if (bg) {
-        load = std::make_unique<BackgroundLoad>(*bg);
+        // Its duty cycle on the run's clock, waited with the run's pause from its own threads
+        // (sb::now_ns and sb::sleep_ns in a real run).
+        load = std::make_unique<BackgroundLoad>(*bg, run_.clock(),
+                                                [this](int64_t ns) { run_.pause(ns); });
         load->start();
     }
     const PhaseOutcome po = run_phase_rounds(c_, o_.rounds, res_.phases.back(), hooks());

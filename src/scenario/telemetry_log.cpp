@@ -2,11 +2,11 @@
 
 #include <fmt/format.h>
 
-#include <chrono>
+#include <algorithm>
+#include <climits>
 #include <ctime>
 #include <fstream>
 #include <sstream>
-#include <thread>
 
 #include "core/clock.hpp"
 #include "core/error.hpp"
@@ -14,18 +14,12 @@
 namespace sb {
 namespace {
 
-int64_t wall_ns() {
-    timespec ts{};
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
-
-// The offset between the wall clock and the monotonic one, from the closest of a few
-// back-to-back readings.
-int64_t wall_minus_monotonic() {
+// The offset between the wall clock and the run's, from the closest of a few back-to-back
+// readings.
+int64_t wall_minus_clock(const LogClocks& c) {
     int64_t best = 0, best_gap = INT64_MAX;
     for (int i = 0; i < 5; ++i) {
-        const int64_t a = now_ns(), w = wall_ns(), b = now_ns();
+        const int64_t a = c.clock(), w = c.wall(), b = c.clock();
         if (b - a < best_gap) {
             best_gap = b - a;
             best = w - (a + (b - a) / 2);
@@ -70,21 +64,23 @@ TelemetryLogChoice parse_telemetry_log(const std::string& spec) {
     return c;
 }
 
-TelemetryLogFeed::TelemetryLogFeed(TelemetryLogChoice choice, int64_t wait_first_ns)
-    : choice_(std::move(choice)) {
+TelemetryLogFeed::TelemetryLogFeed(TelemetryLogChoice choice, LogClocks clocks,
+                                   int64_t wait_first_ns)
+    : choice_(std::move(choice)), clocks_(std::move(clocks)) {
     if (choice_.interval_ns &&
         (*choice_.interval_ns < 1'000'000 || *choice_.interval_ns > 3'600'000'000'000))
         throw usage_error("--telemetry-log-interval must lie within 1 .. 3600000 ms");
-    offset_ns_ = wall_minus_monotonic();
-    const int64_t deadline = now_ns() + wait_first_ns;
+    offset_ns_ = wall_minus_clock(clocks_);
+    const int64_t deadline = clocks_.clock() + wait_first_ns;
     for (;;) {
         auto text = complete_lines(choice_.path);
         if (!text)
             throw input_error("--telemetry-log: cannot read " + choice_.path);
         log_ = parse_tegrastats(*text);
-        if (!log_.rows.empty() || now_ns() >= deadline)
+        const int64_t now = clocks_.clock();
+        if (!log_.rows.empty() || now >= deadline)
             break;
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        clocks_.pause(std::min<int64_t>(100'000'000, deadline - now));
     }
     if (log_.rows.empty())
         throw input_error(fmt::format(
@@ -126,10 +122,12 @@ void TelemetryLogFeed::read_log() {
 void TelemetryLogFeed::sync(Sampler& tel, std::optional<int64_t> wait_past_ns) {
     read_log();
     if (wait_past_ns) {
-        const int64_t deadline = now_ns() + 2 * times_.interval_ns + 1'000'000'000;
-        while (!log_.rows.empty() && log_.rows.back().t_ns - offset_ns_ < *wait_past_ns &&
-               now_ns() < deadline) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        const int64_t deadline = clocks_.clock() + 2 * times_.interval_ns + 1'000'000'000;
+        for (int64_t now = clocks_.clock();
+             !log_.rows.empty() && log_.rows.back().t_ns - offset_ns_ < *wait_past_ns &&
+             now < deadline;
+             now = clocks_.clock()) {
+            clocks_.pause(std::min<int64_t>(50'000'000, deadline - now));
             read_log();
         }
     }

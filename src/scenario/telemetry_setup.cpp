@@ -16,6 +16,7 @@ bool has_sources(const Sampler& s) {
 
 // The sampler when telemetry is wanted, with the families found and absent. Null when off.
 std::unique_ptr<Sampler> open_telemetry(const TelemetryChoice& opts, Progress& progress,
+                                        const Clock& clock, const Pause& pause,
                                         TelemetryLogFeed* feed) {
     if (opts.mode == TelemetryMode::off && !feed)
         return nullptr;
@@ -37,6 +38,8 @@ std::unique_ptr<Sampler> open_telemetry(const TelemetryChoice& opts, Progress& p
                           " (stagebench sensors lists what is absent and why)");
     SamplerOptions so;
     so.hz = opts.hz;
+    so.clock = clock;
+    so.pause = pause;
     auto sampler = std::make_unique<Sampler>(std::move(d), so);
     const auto rec = sampler->record();
     std::string absent;

@@ -6,6 +6,7 @@
 #include <ostream>
 #include <string>
 
+#include "core/clock.hpp"
 #include "core/result.hpp"
 #include "scenario/progress.hpp"
 #include "scenario/telemetry_log.hpp"
@@ -22,11 +23,13 @@ struct TelemetryChoice {
     std::optional<TelemetryLogChoice> log;
 };
 
-// The sampler (not started) with every source found, or null when mode is off. Throws
+// The sampler (not started) with every source found, or null when mode is off: its samples
+// and marks on clock (the run's), its idle baseline waited with pause. Throws
 // sb::Error(usage) for a bad rate or idle time, and sb::Error(input) for mode on when no
 // source exists. Notes a line naming the sources and absent families on progress. With a
 // feed (choice.log), its source joins the sampler's, also when mode is off (then alone).
 std::unique_ptr<Sampler> open_telemetry(const TelemetryChoice& choice, Progress& progress,
+                                        const Clock& clock, const Pause& pause,
                                         TelemetryLogFeed* feed = nullptr);
 
 // Stops the sampler (when there is one) and keeps its record in doc: the series, marks and

@@ -370,7 +370,10 @@ void Sampler::measure_idle(int64_t duration_ns) {
     if (!was_running)
         start();
     mark("idle", true);
-    std::this_thread::sleep_for(std::chrono::nanoseconds(std::max<int64_t>(duration_ns, 0)));
+    if (options_.pause)
+        options_.pause(std::max<int64_t>(duration_ns, 0));
+    else
+        sleep_ns(duration_ns);
     mark("idle", false);
     if (!was_running)
         stop();

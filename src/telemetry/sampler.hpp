@@ -1,6 +1,6 @@
 #pragma once
 // The telemetry sampler: a background thread reads every source at a fixed rate on one
-// monotonic clock (sb::now_ns, the clock of the engines' stage markers) and keeps the raw time
+// monotonic clock (SamplerOptions::clock: sb::now_ns, or the run's) and keeps the raw time
 // series. Stage boundaries are marked by the caller; at each mark the energy counters (and
 // power gauges) are read synchronously, so stage energy comes from the counters at the exact
 // boundaries, not from interpolated samples. Power-only sources are integrated (trapezoid)
@@ -43,8 +43,13 @@
 namespace sb {
 
 struct SamplerOptions {
-    double hz = 10;                  // periodic sampling rate, (0, 1000]
-    std::function<int64_t()> clock;  // empty: sb::now_ns (tests inject a fake clock)
+    double hz = 10;  // periodic sampling rate, (0, 1000]
+    // The clock of every sample and mark: empty: sb::now_ns; a run's sampler is on the run's
+    // clock (scenario/run_context.hpp), tests inject a fake one. The sampler's thread reads it
+    // too, while it runs (start() to stop()): it must be thread-safe then.
+    std::function<int64_t()> clock;
+    // How measure_idle lets its duration pass on that clock: empty: sb::sleep_ns.
+    std::function<void(int64_t ns)> pause = {};
 };
 
 // The document's record of a source's metric (its quantity and unit spelled out).
@@ -83,8 +88,9 @@ class Sampler {
     // Returns the boundary's timestamp. Stage names may repeat (one occurrence per pair).
     int64_t mark(const std::string& stage, bool begin, std::optional<int64_t> tokens = {});
 
-    // Measures the idle baseline: marks "idle", waits duration_ns (sampling meanwhile; starts
-    // and afterwards stops the thread if it was not running) and uses that stage as baseline.
+    // Measures the idle baseline: marks "idle", waits duration_ns (SamplerOptions::pause;
+    // sampling meanwhile: starts and afterwards stops the thread if it was not running) and uses
+    // that stage as baseline.
     void measure_idle(int64_t duration_ns);
     // Uses the last completed occurrence of an already marked stage as the idle baseline.
     // Returns false when there is no such stage. Summaries are computed when asked for, so the

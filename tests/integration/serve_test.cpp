@@ -371,7 +371,7 @@ TEST(Serve, ARequestWhoseTextNeverReachesTheStreamSaysWhy) {
     spec.model = tiny_seed1();
     spec.threads = 1;
     spec.n_ctx = 256;
-    sb::LlamaServer server(spec, {});
+    sb::LlamaServer server(spec, {}, sb::now_ns, sb::sleep_ns);
     sb::HttpPrompt prompt;
     // A prompt whose greedy continuation is byte tokens only, on this tiny model (found by
     // sending seeded random prompts to llama-server until one came back without text).
@@ -462,7 +462,7 @@ TEST(Serve, TheIssuesTwoPointSweepFailsOnTheModelsBytesAlone) {
     ASSERT_FALSE(spec.binary.empty());
     spec.model = tiny_seed1();
     spec.n_ctx = 256;  // as serve -m sizes it for one slot: 128 + 64 + 64
-    sb::LlamaServer server(spec, {});
+    sb::LlamaServer server(spec, {}, sb::now_ns, sb::sleep_ns);
     const sb::HttpPrompt prompt = server.engine().make_prompt("", 128, 1000003 + 9);
     ASSERT_TRUE(prompt.exact);
     ASSERT_EQ(prompt.tokens.size(), 128u);
@@ -504,7 +504,7 @@ TEST(Serve, TheIssuesTwoPointSweepFailsOnTheModelsBytesAlone) {
     for (int id : ids)
         if (std::find(spec.banned_tokens.begin(), spec.banned_tokens.end(), id) !=
             spec.banned_tokens.end()) {
-            sb::LlamaServer banned(spec, {});
+            sb::LlamaServer banned(spec, {}, sb::now_ns, sb::sleep_ns);
             const sb::Generation g = banned.engine().generate("", prompt, 64, 1);
             EXPECT_EQ(sb::compute_timing(g).n_out, 64);
             return;
