@@ -481,7 +481,7 @@ TEST_F(PgStore, CopyingBetweenSqliteAndPostgresBothWaysIsIdempotent) {
         auto s = ResultStore::open(a);
         s.append(sbtest::store_doc("pi5", 1));
         const int64_t d2 = s.append(sbtest::store_doc("s24", 2));
-        s.append(sbtest::store_doc("pi5", 1));  // the same document twice: one in a copy
+        const int64_t again = s.append(sbtest::store_doc("pi5", 1));  // twice: one in a copy
         // A newer stagebench's document (a field of a type this build cannot read): copied as
         // it is.
         json newer = sbtest::store_doc_json("x", 9);
@@ -496,6 +496,14 @@ TEST_F(PgStore, CopyingBetweenSqliteAndPostgresBothWaysIsIdempotent) {
                            -1, &st, nullptr);
         const std::string text = newer.dump(2);
         sqlite3_bind_text(st, 1, text.c_str(), -1, SQLITE_TRANSIENT);
+        ASSERT_EQ(sqlite3_step(st), SQLITE_DONE);
+        sqlite3_finalize(st);
+        // The second copy stored later (within the same second only by chance): a copy keeps the
+        // first's stored_at.
+        sqlite3_prepare_v2(db,
+                           "UPDATE documents SET stored_at = '2099-01-01T00:00:00Z' WHERE id = ?",
+                           -1, &st, nullptr);
+        sqlite3_bind_int64(st, 1, again);
         ASSERT_EQ(sqlite3_step(st), SQLITE_DONE);
         sqlite3_finalize(st);
         sqlite3_close(db);
@@ -535,11 +543,12 @@ TEST_F(PgStore, CopyingBetweenSqliteAndPostgresBothWaysIsIdempotent) {
     EXPECT_EQ(c.documents_added, 0);
     EXPECT_EQ(c.fleet_runs_added, 0);
 
-    // The same documents: by hash, with their stored_at and their JSON value.
+    // The same documents: by hash, with their stored_at and their JSON value (a document
+    // stored twice: its first row, the one a copy takes).
     auto by_hash = [](const ResultStore& s) {
         std::map<std::string, std::pair<std::string, json>> m;
         for (const auto& e : s.list())
-            m[e.content_hash] = {e.stored_at, json::parse(s.get_text(e.id))};
+            m.emplace(e.content_hash, std::pair{e.stored_at, json::parse(s.get_text(e.id))});
         return m;
     };
     auto in_a = by_hash(from), in_pg = by_hash(pg), in_b = by_hash(back);
