@@ -7,6 +7,7 @@
 #   bash bench/gpu_check.sh [DIST.tar.gz] [OUTDIR]
 #
 # DIST: the tarball of `make dist` (default: the newest dist/stagebench-*-linux-$(arch).tar.gz;
+# or .tar.xz, repacked to fit a GPU session's 64 MiB carry: docs/gpu.md;
 # without one, this tree's build/). OUTDIR (default $OUT, else gpu-check/) receives everything:
 #   devices.md          stagebench devices (GPU name, driver, memory)
 #   run-1b.json/.md     run, CPU against the GPU, pp512 and tg128, a 1B-class synthetic model
@@ -41,10 +42,10 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 if [ -z "$dist" ]; then
-  dist=$(ls -t "$here"/dist/stagebench-*-linux-"$(dpkg --print-architecture 2>/dev/null || echo amd64)".tar.gz 2>/dev/null | head -n 1)
+  dist=$(ls -t "$here"/dist/stagebench-*-linux-"$(dpkg --print-architecture 2>/dev/null || echo amd64)".tar.[gx]z 2>/dev/null | head -n 1)
 fi
 if [ -n "$dist" ]; then
-  tar -xzf "$dist" -C "$work" || { echo "gpu_check: cannot unpack $dist" >&2; exit 2; }
+  tar -xf "$dist" -C "$work" || { echo "gpu_check: cannot unpack $dist" >&2; exit 2; }
   root=$(ls -d "$work"/stagebench-*/)
   SB="$root/bin/stagebench"
   LB="$root/peers/llama-bench"
