@@ -336,11 +336,14 @@ TEST(Run, RobustFiguresAndStallCountsReachEveryFormat) {
 TEST(Run, AStalledProcessIsCountedWarnedAndLeavesTheRobustRateAlone) {
     // A real stall: the process is stopped (SIGSTOP) for 1 s in the middle of a repetition's
     // decode, as a shared VM's host or a phone's power manager stops it. One thread, so that a
-    // busy test machine delays the run but does not stall it much by itself.
+    // busy test machine delays the run but does not stall it much by itself. 500 tokens a
+    // repetition: long enough (over a second at one thread) for the stop to land in the third
+    // one's decode, and short enough that the stall slows that repetition well past the 10 %
+    // the rate check below needs (it would not if a repetition took 9 s).
     TempDir t;
     const std::string out = t.file("r.json");
     const std::string log = t.file("log");
-    pid_t pid = spawn_bg({stagebench_bin(), "run", "-m", tiny_model(), "-p", "16", "-n", "1500",
+    pid_t pid = spawn_bg({stagebench_bin(), "run", "-m", tiny_model(), "-p", "16", "-n", "500",
                           "-r", "5", "-t", "1", "--membw", "off", "--out", out, "-o", "json"},
                          log);
     bool seen = false;
@@ -366,7 +369,7 @@ TEST(Run, AStalledProcessIsCountedWarnedAndLeavesTheRobustRateAlone) {
     // The stall sits in the third repetition's tokens.
     bool in_third = false;
     for (const auto& i : tokens["indices"])
-        in_third |= i.get<int>() / 1500 == 2;
+        in_third |= i.get<int>() / 500 == 2;
     EXPECT_TRUE(in_third) << tokens.dump();
     // The stalled repetition's rate and the mean include the stall; the median-based figure
     // does not.
