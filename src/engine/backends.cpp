@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -714,8 +715,33 @@ std::string modules_without_devices() {
     return out;
 }
 
+double rpc_setup_budget_s(const char* env) {
+    if (!env || !*env)
+        return kRpcSetupBudgetS;
+    // Decimal digits and one point only (no sign, exponent, hex, inf or nan), read the same in
+    // every locale.
+    const std::string_view text(env);
+    const bool digits = std::all_of(text.begin(), text.end(), [](char c) {
+        return std::isdigit(static_cast<unsigned char>(c)) || c == '.';
+    });
+    double s = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), s);
+    if (!digits || ec != std::errc() || end != text.data() + text.size() || !(s > 0) || s > 86400) {
+        // Echoed in printable ASCII only, so that the error stays one line.
+        std::string shown(text.substr(0, 40));
+        for (char& c : shown)
+            if (c < 0x20 || c > 0x7e)
+                c = '?';
+        throw input_error("STAGEBENCH_RPC_SETUP_S='" + shown +
+                          "' is not a number of seconds more than 0 to 86400");
+    }
+    return s;
+}
+
 std::vector<DeviceInfo> add_rpc_server(const std::string& endpoint, int timeout_ms) {
     init_backends();
+    // Read first: a bad value is bad input before any connection.
+    const double budget_s = rpc_setup_budget_s(std::getenv("STAGEBENCH_RPC_SETUP_S"));
     const uint32_t probed = probe_rpc(endpoint, timeout_ms);
     if (probed == 0)
         throw input_error("RPC server " + endpoint + " reports no devices");
@@ -734,7 +760,7 @@ std::vector<DeviceInfo> add_rpc_server(const std::string& endpoint, int timeout_
     static std::deque<std::string> stage_names;
     stage_names.push_back("RPC server " + endpoint +
                           " answered the hello, but registering its devices");
-    StageGuard guard(stage_names.back().c_str(), SetupBudget{kRpcSetupBudgetS});
+    StageGuard guard(stage_names.back().c_str(), SetupBudget{budget_s});
     ggml_backend_reg_t reg = add(endpoint.c_str());
     if (!reg)
         throw input_error("RPC server " + endpoint + " reports no devices");

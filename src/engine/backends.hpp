@@ -114,11 +114,16 @@ std::vector<DeviceInfo> list_devices();
 // unreachable, answers
 // nothing in time, closes the connection, sends something that is not the protocol, speaks
 // another protocol version, or offers no device. llama.cpp's own registration that follows (a
-// few round trips) must end within kRpcSetupBudgetS, else the stage watchdog ends the process
-// as bad input (core/watchdog.hpp, SetupBudget): a server that passed the probe and then
-// stopped answering.
+// few round trips) must end within rpc_setup_budget_s() (kRpcSetupBudgetS unless
+// STAGEBENCH_RPC_SETUP_S says otherwise), else the stage watchdog ends the process as bad input
+// (core/watchdog.hpp, SetupBudget): a server that passed the probe and then stopped answering.
 inline constexpr double kRpcSetupBudgetS = 15;
 std::vector<DeviceInfo> add_rpc_server(const std::string& endpoint, int timeout_ms = 3000);
+
+// The budget of an RPC server's registration, in seconds: env, the value of the environment
+// variable STAGEBENCH_RPC_SETUP_S (null or empty: kRpcSetupBudgetS), a decimal number of
+// seconds more than 0 and at most 86400. Throws sb::Error(input), one line, for anything else.
+double rpc_setup_budget_s(const char* env);
 
 // The RPC servers ("host:port") behind a device set ("CPU+RPC0"), in order, each once; empty
 // when it names no device of a server added with add_rpc_server.

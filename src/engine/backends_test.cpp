@@ -34,6 +34,29 @@ TEST(RpcEndpoint, IPv6AndMalformedEndpointsAreOneLineOfBadInput) {
     }
 }
 
+// How long an RPC server's registration may take: 15 s, unless STAGEBENCH_RPC_SETUP_S says
+// otherwise (a decimal number of seconds, more than 0 to 86400); anything else is one line of
+// bad input that names the variable.
+TEST(RpcSetupBudget, FifteenSecondsUnlessTheEnvironmentSaysAnotherNumber) {
+    EXPECT_EQ(rpc_setup_budget_s(nullptr), 15);
+    EXPECT_EQ(rpc_setup_budget_s(""), 15);
+    EXPECT_EQ(rpc_setup_budget_s("2"), 2);
+    EXPECT_EQ(rpc_setup_budget_s("0.5"), 0.5);
+    EXPECT_EQ(rpc_setup_budget_s("86400"), 86400);
+    for (const char* bad : {"0", "0.0", "-1", "+2", "1e3", "86400.5", "inf", "nan", "0x10", " 2",
+                            "2 ", "2s", "1,5", ".", "2\nx"}) {
+        try {
+            rpc_setup_budget_s(bad);
+            ADD_FAILURE() << bad << " accepted";
+        } catch (const Error& e) {
+            EXPECT_EQ(e.kind(), ErrorKind::input) << bad;
+            const std::string w = e.what();
+            EXPECT_EQ(w.rfind("STAGEBENCH_RPC_SETUP_S='", 0), 0u) << w;
+            EXPECT_EQ(w.find('\n'), std::string::npos) << w;
+        }
+    }
+}
+
 // llama.cpp's text enters error lines in one place: a message that ends in a newline (ggml's
 // GGML_ABORT("...\n"), a log line) or holds several lines no longer splits the one-line error.
 TEST(LlamaText, EveryMessageBecomesOneLine) {

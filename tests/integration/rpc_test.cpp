@@ -6,7 +6,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -413,16 +416,49 @@ std::function<void(FaultConn&)> passes_the_probe_then(std::string then) {
     };
 }
 
+// An environment variable for the commands this test process runs, restored at destruction.
+struct ScopedEnv {
+    ScopedEnv(const char* name, const char* value) : name_(name) {
+        if (const char* old = std::getenv(name))
+            old_ = old;
+        ::setenv(name, value, 1);
+    }
+    ~ScopedEnv() {
+        if (old_)
+            ::setenv(name_, old_->c_str(), 1);
+        else
+            ::unsetenv(name_);
+    }
+    const char* name_;
+    std::optional<std::string> old_;
+};
+
+// The registration's budget is 15 s (engine/backends_test.cpp: RpcSetupBudget);
+// STAGEBENCH_RPC_SETUP_S=2 shortens it here, so that both commands reach the watchdog's end in
+// seconds. Had either command kept 15 s, the two would take 30 s and say so.
 TEST(Rpc, AServerThatAnswersTheHelloAndThenStopsIsBadInput) {
     RawFaultServer half(passes_the_probe_then(""));
+    ScopedEnv budget("STAGEBENCH_RPC_SETUP_S", "2");
     const auto start = std::chrono::steady_clock::now();
     expect_bad_rpc_server(run_sb({"devices", "--rpc", half.endpoint()}, 60), half.endpoint(),
                           "answered the hello, but registering its devices did not finish "
-                          "within 15 s: the device stopped answering");
+                          "within 2 s: the device stopped answering");
     expect_bad_rpc_server(run_sb(run_args(half.endpoint()), 60), half.endpoint(),
-                          "did not finish within 15 s");
+                          "did not finish within 2 s");
     EXPECT_EQ(half.connections(), 4);
-    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(50));
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(25));
+}
+
+// A budget that is not a number of seconds is one line of bad input before any connection.
+TEST(Rpc, ABadRegistrationBudgetIsBadInputBeforeAnyConnection) {
+    RawFaultServer half(passes_the_probe_then(""));
+    ScopedEnv budget("STAGEBENCH_RPC_SETUP_S", "0");
+    const Proc p = run_sb({"devices", "--rpc", half.endpoint()}, 60);
+    EXPECT_EQ(p.exit_code, 2) << p.err;
+    EXPECT_EQ(p.err,
+              "stagebench: error: STAGEBENCH_RPC_SETUP_S='0' is not a number of seconds more than "
+              "0 to 86400\n");
+    EXPECT_EQ(half.connections(), 0);
 }
 
 TEST(Rpc, AServerThatAnswersTheHelloAndThenSendsGarbageIsBadInput) {
