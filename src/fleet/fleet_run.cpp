@@ -218,7 +218,11 @@ class Fleet {
             auto j = std::make_unique<Job>();
             j->spec = d;
             j->spec.gates = inv_.gates.overridden_by(d.gates).overridden_by(o_.gates);
-            j->t = make_transport(j->spec);
+            if (d.kind == TransportKind::ssh && !sharing_)
+                sharing_ = std::make_unique<SshSharing>();
+            j->t = make_transport(j->spec, d.kind == TransportKind::ssh
+                                               ? sharing_->control_path(jobs_.size())
+                                               : std::string());
             j->workdir = workdir_of(j->spec);
             j->bundled = d.kind == TransportKind::ssh || d.kind == TransportKind::adb;
             jobs_.push_back(std::move(j));
@@ -1228,6 +1232,9 @@ class Fleet {
     std::ostream& log_;
     std::optional<ResultStore> store_;  // none for `fleet rpc`
     std::string command_json_;
+    // The ssh devices' shared connections (fleet/transport.hpp): declared before the jobs, so
+    // that their transports close them before its folder goes.
+    std::unique_ptr<SshSharing> sharing_;
     std::vector<std::unique_ptr<Job>> jobs_;
     std::map<const Job*, std::map<std::string, std::string>> j_models_;
     // The jobs: the command's part packed (name, -m files) and run.sh's arguments; the jobs

@@ -1,9 +1,22 @@
 #include "fleet/transport.hpp"
 
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <thread>
 
 #include "core/error.hpp"
+
+extern char** environ;
 
 namespace sb {
 
@@ -47,14 +60,115 @@ std::string transport_error(const DeviceSpec& d, const std::string& what, const 
     return d.name + " (" + d.transport + "): " + what + ": " + why;
 }
 
+bool ssh_options_share(const std::vector<std::string>& ssh_options) {
+    for (std::size_t i = 0; i < ssh_options.size(); ++i) {
+        const std::string& w = ssh_options[i];
+        std::string option;
+        if (w == "-o" && i + 1 < ssh_options.size())
+            option = ssh_options[++i];
+        else if (w.rfind("-o", 0) == 0)
+            option = w.substr(2);
+        else if (w == "-M" || w.rfind("-S", 0) == 0)
+            return true;
+        option.erase(0, option.find_first_not_of(" \t"));
+        std::transform(option.begin(), option.end(), option.begin(),
+                       [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+        if (option.rfind("control", 0) == 0)
+            return true;
+    }
+    return false;
+}
+
 namespace {
+
+// The longest control path: a socket's path holds 107 bytes, and ssh binds the master first to
+// the path with a random suffix of 17 characters.
+constexpr std::size_t kMaxControlPath = 88;
+
+}  // namespace
+
+SshSharing::SshSharing() {
+    std::error_code ec;
+    std::vector<std::string> bases;
+    const fs::path tmp = fs::temp_directory_path(ec);
+    if (!ec)
+        bases.push_back(tmp.string());
+    bases.push_back("/tmp");
+    for (const auto& base : bases) {
+        std::string tmpl = (fs::path(base) / "sb-ssh-XXXXXX").string();
+        // Room for "/NNNN" after it.
+        if (tmpl.size() + 5 > kMaxControlPath)
+            continue;
+        if (::mkdtemp(tmpl.data())) {  // mode 0700
+            dir_ = tmpl;
+            return;
+        }
+    }
+}
+
+SshSharing::~SshSharing() {
+    if (dir_.empty())
+        return;
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+}
+
+std::string SshSharing::control_path(std::size_t index) const {
+    if (dir_.empty() || index > 9999)
+        return "";
+    return dir_ + "/" + std::to_string(index);
+}
+
+namespace {
+
+// Runs argv with stdin, stdout and stderr on /dev/null and waits at most timeout_s (then
+// SIGKILL). Unlike run_process it runs after Ctrl-C too: it is how the fleet closes what it
+// opened.
+void run_quietly(const std::vector<std::string>& argv, double timeout_s) {
+    std::vector<char*> a;
+    for (const auto& w : argv)
+        a.push_back(const_cast<char*>(w.c_str()));
+    a.push_back(nullptr);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    for (int fd = 0; fd < 3; ++fd)
+        posix_spawn_file_actions_addopen(&fa, fd, "/dev/null", fd == 0 ? O_RDONLY : O_WRONLY, 0);
+    pid_t pid = -1;
+    const int rc = posix_spawnp(&pid, a[0], &fa, nullptr, a.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0)
+        return;
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+    for (;;) {
+        int status = 0;
+        const pid_t r = ::waitpid(pid, &status, WNOHANG);
+        if (r == pid || (r < 0 && errno != EINTR))
+            return;
+        if (std::chrono::steady_clock::now() >= deadline) {
+            ::kill(pid, SIGKILL);
+            ::waitpid(pid, &status, 0);
+            return;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+}
 
 class SshTransport : public Transport {
   public:
-    explicit SshTransport(DeviceSpec d) : d_(std::move(d)) {}
+    SshTransport(DeviceSpec d, std::string control_path)
+        : d_(std::move(d)), control_path_(std::move(control_path)) {}
+    ~SshTransport() override {
+        // The connection this device's calls shared, closed now rather than when idle.
+        std::error_code ec;
+        if (!control_path_.empty() && fs::exists(control_path_, ec))
+            run_quietly({"ssh", "-F", "/dev/null", "-o", "ControlPath=" + control_path_, "-O",
+                         "exit", d_.host},
+                        10);
+    }
     ProcessResult shell(const std::string& cmd, double timeout_s,
                         const std::string& stdout_path) override {
-        auto argv = ssh_argv(d_);
+        auto argv = argv_();
         argv.push_back(cmd);
         ProcessOptions o;
         o.timeout_s = timeout_s;
@@ -62,7 +176,7 @@ class SshTransport : public Transport {
         return run_process(argv, o);
     }
     void push(const std::string& local, const std::string& remote, double timeout_s) override {
-        auto argv = ssh_argv(d_);
+        auto argv = argv_();
         const std::string part = remote + ".part";
         argv.push_back("cat > " + shell_quote(part) + " && mv -f " + shell_quote(part) + " " +
                        shell_quote(remote));
@@ -74,7 +188,7 @@ class SshTransport : public Transport {
             throw runtime_error(transport_error(d_, "copying " + local + " there", r));
     }
     void pull(const std::string& remote, const std::string& local, double timeout_s) override {
-        auto argv = ssh_argv(d_);
+        auto argv = argv_();
         argv.push_back("cat " + shell_quote(remote));
         ProcessOptions o;
         o.timeout_s = timeout_s;
@@ -85,7 +199,19 @@ class SshTransport : public Transport {
     }
 
   private:
+    // ssh_argv, with the shared connection's options before the user's (ssh takes an option's
+    // first value): a connection opened by the first call and left open, reused by the others.
+    std::vector<std::string> argv_() const {
+        auto argv = ssh_argv(d_);
+        if (!control_path_.empty()) {
+            const auto user = argv.end() - static_cast<long>(d_.ssh_options.size()) - 2;
+            argv.insert(user, {"-o", "ControlMaster=auto", "-o", "ControlPath=" + control_path_,
+                               "-o", "ControlPersist=60"});
+        }
+        return argv;
+    }
     DeviceSpec d_;
+    std::string control_path_;
 };
 
 std::string adb_program() {
@@ -153,10 +279,11 @@ class LocalTransport : public Transport {
 
 }  // namespace
 
-std::unique_ptr<Transport> make_transport(const DeviceSpec& d) {
+std::unique_ptr<Transport> make_transport(const DeviceSpec& d, const std::string& control_path) {
     switch (d.kind) {
         case TransportKind::ssh:
-            return std::make_unique<SshTransport>(d);
+            return std::make_unique<SshTransport>(
+                d, ssh_options_share(d.ssh_options) ? "" : control_path);
         case TransportKind::adb:
             return std::make_unique<AdbTransport>(d);
         case TransportKind::local:

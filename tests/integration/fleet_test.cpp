@@ -33,13 +33,16 @@ namespace fs = std::filesystem;
 // An ssh device behind s. installed: the device's own stagebench (`stagebench = "PATH"`, here
 // this build's): its jobs pack the models only, where what a test proves is not the dist's
 // deployment (TwoSshDevices... and the Ansible tests deploy it), sparing a gzip of the dist.
+// more: further ssh_options, as TOML strings ("\"-o\", \"ControlMaster=no\"").
 std::string ssh_device(const std::string& name, const LoopbackSshd& s, const std::string& workdir,
-                       const std::string& known_hosts, bool installed = false) {
+                       const std::string& known_hosts, bool installed = false,
+                       const std::string& more = "") {
     return "[[device]]\nname = \"" + name + "\"\ntransport = \"" + s.transport() +
            "\"\nidentity = \"" + s.identity() + "\"\nworkdir = \"" + workdir +
            "\"\nssh_options = [\"-F\", \"none\", \"-o\", \"UserKnownHostsFile=" + known_hosts +
            "\", \"-o\", \"GlobalKnownHostsFile=/dev/null\", \"-o\", "
-           "\"StrictHostKeyChecking=yes\"]\n" +
+           "\"StrictHostKeyChecking=yes\"" +
+           (more.empty() ? "" : ", " + more) + "]\n" +
            (installed ? "stagebench = \"" + stagebench_bin() + "\"\n" : "");
 }
 
@@ -162,6 +165,53 @@ TEST(Fleet, TwoSshDevicesFillOneStoreWithTheirIdentitiesAndCompare) {
     EXPECT_EQ(again.exit_code, 0) << again.err;
     EXPECT_EQ(again.err.find("deploying"), std::string::npos) << again.err;
     EXPECT_EQ(store_rows(db, "lab").size(), 3u);
+}
+
+// Over ssh, a fleet run makes one connection (one handshake) per device: the first ssh to a
+// device opens it (OpenSSH's ControlMaster, its socket in a private folder of the run), every
+// later ssh and copy is a session over it, and the run closes it when it ends and removes the
+// folder. Counted from the sshd's log (a handshake is a line there), not timed. A device whose
+// ssh_options take connection sharing in hand (ControlMaster=no here, the documented switch)
+// gets ssh as they say: a connection per call.
+TEST(Fleet, OneSshConnectionPerDeviceClosedWhenTheRunEnds) {
+    TempDir t;
+    LoopbackSshd sshd;
+    write(t.file("lab.toml"), "name = \"lab\"\n" +
+                                  ssh_device("a", sshd, t.file("a"), sshd.known_hosts(), true) +
+                                  ssh_device("b", sshd, t.file("b"), sshd.known_hosts(), true));
+    write(t.file("off.toml"),
+          "name = \"lab\"\n" + ssh_device("a", sshd, t.file("a"), sshd.known_hosts(), true,
+                                          "\"-o\", \"ControlMaster=no\""));
+    // The run's temporary folders go here: none is left behind.
+    const std::string tmp = t.file("tmp");
+    fs::create_directories(tmp);
+    auto fleet = [&](const std::string& hosts) {
+        std::vector<std::string> argv = {"/usr/bin/env", "TMPDIR=" + tmp, stagebench_bin()};
+        for (const auto& w : fleet_run(hosts, t.file("lab.sqlite"), {"--parallel", "2"}))
+            argv.push_back(w);
+        return run(argv, 600);
+    };
+    auto closed = [&](int n) {
+        // sshd writes a connection's end as its client goes, a moment after the run exits.
+        for (int i = 0; i < 200 && sshd.disconnected() < n; ++i)
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        return sshd.disconnected();
+    };
+    Proc p = fleet(t.file("lab.toml"));
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    EXPECT_NE(p.err.find("fleet lab: 2 ok, 0 failed, 0 skipped"), std::string::npos) << p.err;
+    EXPECT_EQ(sshd.accepted(), 2) << sshd.log();
+    EXPECT_EQ(closed(2), 2) << sshd.log();
+    std::vector<std::string> left;
+    for (const auto& e : fs::directory_iterator(tmp))
+        left.push_back(e.path().string());
+    EXPECT_TRUE(left.empty()) << testing::PrintToString(left);
+
+    Proc off = fleet(t.file("off.toml"));
+    ASSERT_EQ(off.exit_code, 0) << off.err;
+    const int per_call = sshd.accepted() - 2;
+    EXPECT_GT(per_call, 4) << sshd.log();
+    EXPECT_EQ(closed(2 + per_call), 2 + per_call) << sshd.log();
 }
 
 TEST(Fleet, FaultsAreRecordedPerDeviceAndResumeCompletesTheRest) {
