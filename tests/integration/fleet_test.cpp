@@ -447,7 +447,7 @@ TEST(Fleet, DeviceFoldersKeepTheLastUsedJobsResultsAndCopies) {
     TempDir t;
     LoopbackSshd sshd;
     const std::string dev = t.file("dev"), jobs = dev + "/jobs", results = dev + "/results",
-                      copies = dev + "/sb";
+                      copies = dev + "/sb", models = dev + "/models";
     auto age = [](const std::string& f, int hours) {
         fs::last_write_time(f, fs::file_time_type::clock::now() - std::chrono::hours(hours));
     };
@@ -466,7 +466,18 @@ TEST(Fleet, DeviceFoldersKeepTheLastUsedJobsResultsAndCopies) {
     fs::create_directories(copies + "/00000000000000aa");
     fs::create_directories(results + "/19990101T000000Z-2");  // never came back: no .fetched
     write(results + "/19990101T000000Z-2/stderr.log", "lost\n");
-    for (const auto& d : {jobs, copies, results})
+    // models/: three models synthesised there and three copies of releases before jobs, 24 h
+    // to 26 h old; one being synthesised (.part).
+    fs::create_directories(models);
+    for (int i = 0; i < 3; ++i)
+        for (const std::string& f :
+             {models + "/synth-old" + std::to_string(i) + "-0.1.0.gguf",
+              models + "/00000000000000" + std::to_string(10 + i) + "-tiny.gguf"}) {
+            write(f, "old");
+            age(f, 24 + i);
+        }
+    write(models + "/synth-new-0.1.0.gguf.part", "");
+    for (const auto& d : {jobs, copies, results, models})
         write(d + "/notes.txt", "mine");
     write(t.file("lab.toml"),
           "name = \"lab\"\n" + ssh_device("a", sshd, dev, sshd.known_hosts(), true));
@@ -526,6 +537,11 @@ TEST(Fleet, DeviceFoldersKeepTheLastUsedJobsResultsAndCopies) {
     const std::string res_1 = *news(results).begin();
     EXPECT_TRUE(fs::exists(results + "/" + res_1 + "/.fetched"));
     EXPECT_EQ(listing(results), with(with(old("results", {10}), stay_results), {res_1}));
+    // models/ down to the two last used of each kind (none used by this run).
+    EXPECT_EQ(listing(models),
+              (std::set<std::string>{"synth-old0-0.1.0.gguf", "synth-old1-0.1.0.gguf",
+                                     "0000000000000010-tiny.gguf", "0000000000000011-tiny.gguf",
+                                     "synth-new-0.1.0.gguf.part", "notes.txt"}));
 
     // Used again (nothing deployed, no job pruned), it is the last used, though its .ok was
     // made older than every other job's. Its results folder and the last one stay.
@@ -559,6 +575,88 @@ TEST(Fleet, DeviceFoldersKeepTheLastUsedJobsResultsAndCopies) {
         {"fleet", "run", "--hosts", t.file("lab.toml"), "--keep", "0", "--", "run", "-m", model_b});
     EXPECT_EQ(bad.exit_code, 2) << bad.err;
     EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
+}
+
+// A local device's folders: the documents its runs leave in WORKDIR/results/ keep the --keep
+// last written (1 here), never this run's, and the models synthesised in WORKDIR/models/ the
+// last used, never one this run uses however small --keep (two presets here, both there
+// already: this build's tiny model under their names, made older than the old ones). Another
+// device's documents, a model being synthesised and what is not the fleet's stay.
+TEST(Fleet, LocalDeviceDocumentsAndSynthesisedModelsKeepTheLastUsed) {
+    TempDir t;
+    const std::string w = t.file("w"), results = w + "/results", models = w + "/models";
+    fs::create_directories(results);
+    fs::create_directories(models);
+    auto age = [](const std::string& f, int hours) {
+        fs::last_write_time(f, fs::file_time_type::clock::now() - std::chrono::hours(hours));
+    };
+    for (int i = 0; i < 3; ++i) {
+        const std::string doc = results + "/lab-here-100000000" + std::to_string(i) + "-1.json";
+        const std::string model = models + "/synth-old" + std::to_string(i) + "-0.1.0.gguf";
+        for (const auto& f : {doc, model}) {
+            write(f, "{}");
+            age(f, 24 + i);
+        }
+    }
+    for (const auto& f : {results + "/lab-there-1000000000-1.json", results + "/notes.json",
+                          models + "/synth-new-0.1.0.gguf.part", models + "/notes.txt"})
+        write(f, "");
+    for (const auto& [name, hours] : {std::pair<std::string, int>{"synth-tiny-2-0.1.0.gguf", 48},
+                                      {"synth-tiny-1-0.1.0.gguf", 47}}) {
+        fs::copy_file(tiny_model(), models + "/" + name);
+        age(models + "/" + name, hours);
+    }
+    write(t.file("lab.toml"),
+          "name = \"lab\"\n[[device]]\nname = \"here\"\ntransport = "
+          "\"local\"\nworkdir = \"" +
+              w + "\"\n");
+    auto fleet = [&] {
+        return run_sb({"fleet",   "run",
+                       "--hosts", t.file("lab.toml"),
+                       "--db",    t.file("lab.sqlite"),
+                       "--keep",  "1",
+                       "--",      "run",
+                       "-m",      "preset:tiny:2,preset:tiny:1",
+                       "-p",      "8",
+                       "-n",      "2",
+                       "-r",      "1",
+                       "--membw", "off"},
+                      300);
+    };
+    auto listing = [](const std::string& dir) {
+        std::set<std::string> names;
+        for (const auto& e : fs::directory_iterator(dir))
+            names.insert(e.path().filename().string());
+        return names;
+    };
+    auto ours = [&] {
+        std::set<std::string> names;
+        for (const auto& n : listing(results))
+            if (n.rfind("lab-here-", 0) == 0)
+                names.insert(n);
+        return names;
+    };
+    const std::set<std::string> stay = {"lab-there-1000000000-1.json", "notes.json"};
+    const std::set<std::string> models_left = {"synth-tiny-2-0.1.0.gguf", "synth-tiny-1-0.1.0.gguf",
+                                               "synth-new-0.1.0.gguf.part", "notes.txt"};
+    Proc first = fleet();
+    ASSERT_EQ(first.exit_code, 0) << first.err;
+    EXPECT_EQ(first.err.find("synthesising"), std::string::npos) << first.err;
+    const std::set<std::string> one = ours();
+    ASSERT_EQ(one.size(), 1u) << testing::PrintToString(listing(results));
+    EXPECT_EQ(one.begin()->find("lab-here-100000000"), std::string::npos);  // not an old one
+    std::set<std::string> expect = stay;
+    expect.insert(*one.begin());
+    EXPECT_EQ(listing(results), expect);
+    EXPECT_EQ(listing(models), models_left);
+
+    // Again: this run's document, not the last one's.
+    Proc again = fleet();
+    ASSERT_EQ(again.exit_code, 0) << again.err;
+    const std::set<std::string> two = ours();
+    ASSERT_EQ(two.size(), 1u) << testing::PrintToString(listing(results));
+    EXPECT_NE(*two.begin(), *one.begin());
+    EXPECT_EQ(listing(models), models_left);
 }
 
 // An exec device's stagebench copies (WORKDIR/sb/HASH/, the agents tried behind its prefix)
