@@ -1139,8 +1139,11 @@ class Fleet {
         try {
             pull("manifest.json");
             const ResultsManifest m = read_results_manifest(local.string());
+            // The files it lists in one call where the transport can (ssh: one tar stream).
+            std::vector<std::string> names;
             for (const auto& f : m.files)
-                pull(f.name);
+                names.push_back(f.name);
+            j.t->pull_files(remote, names, local.string(), kCopyTimeoutS);
             verify_results_folder(m);
             fetched = true;
             for (const auto& f : m.files)

@@ -10,8 +10,13 @@
 #include <cctype>
 #include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <optional>
+#include <set>
 #include <thread>
 
 #include "core/error.hpp"
@@ -58,6 +63,80 @@ std::string transport_error(const DeviceSpec& d, const std::string& what, const 
     else
         why = r.last_line().empty() ? "exit code " + std::to_string(r.exit_code) : r.last_line();
     return d.name + " (" + d.transport + "): " + what + ": " + why;
+}
+
+void Transport::pull_files(const std::string& remote_dir, const std::vector<std::string>& names,
+                           const std::string& local_dir, double timeout_s) {
+    for (const auto& n : names)
+        pull(remote_dir + "/" + n, (fs::path(local_dir) / n).string(), timeout_s);
+}
+
+namespace {
+
+// The octal number of a tar header's field ("0000644 ", NUL or space ended).
+std::optional<std::uint64_t> tar_octal(const char* field, std::size_t size) {
+    std::uint64_t v = 0;
+    std::size_t i = 0;
+    while (i < size && field[i] == ' ')
+        ++i;
+    bool any = false;
+    for (; i < size && field[i] >= '0' && field[i] <= '7'; ++i, any = true) {
+        if (v > (std::uint64_t{1} << 60))
+            return std::nullopt;
+        v = v * 8 + static_cast<std::uint64_t>(field[i] - '0');
+    }
+    if (!any || (i < size && field[i] != ' ' && field[i] != '\0'))
+        return std::nullopt;
+    return v;
+}
+
+}  // namespace
+
+std::string untar_files(const std::string& tar_path, const std::vector<std::string>& names,
+                        const std::string& dir) {
+    std::ifstream in(tar_path, std::ios::binary);
+    if (!in)
+        return "cannot read " + tar_path;
+    std::set<std::string> wanted(names.begin(), names.end()), seen;
+    char h[512];
+    while (in.read(h, sizeof h)) {
+        if (std::all_of(h, h + sizeof h, [](char c) { return c == 0; }))
+            break;  // the end
+        const auto size = tar_octal(h + 124, 12);
+        if (!size)
+            return "a damaged tar header";
+        std::string name(h, strnlen(h, 100));
+        const std::string prefix(h + 345, strnlen(h + 345, 155));
+        if (!prefix.empty())
+            name = prefix + "/" + name;
+        if (name.rfind("./", 0) == 0)
+            name.erase(0, 2);
+        const char type = h[156];
+        const std::uint64_t padded = (*size + 511) / 512 * 512;
+        if (type == 'x' || type == 'g') {  // pax attributes: the names are plain ones
+            in.seekg(static_cast<std::streamoff>(padded), std::ios::cur);
+            continue;
+        }
+        if ((type != '0' && type != '\0') || !wanted.count(name))
+            return "'" + name + "' in it is not one of the files asked for";
+        std::ofstream out(fs::path(dir) / name, std::ios::binary | std::ios::trunc);
+        std::vector<char> buf(64 << 10);
+        for (std::uint64_t left = *size; left > 0;) {
+            const auto n = static_cast<std::streamsize>(std::min<std::uint64_t>(left, buf.size()));
+            if (!in.read(buf.data(), n))
+                return "it ends inside " + name;
+            out.write(buf.data(), n);
+            left -= static_cast<std::uint64_t>(n);
+        }
+        if (!out)
+            return "cannot write " + (fs::path(dir) / name).string();
+        in.seekg(static_cast<std::streamoff>(padded - *size), std::ios::cur);
+        seen.insert(name);
+    }
+    for (const auto& n : wanted)
+        if (!seen.count(n))
+            return n + " is not in it";
+    return "";
 }
 
 bool ssh_options_share(const std::vector<std::string>& ssh_options) {
@@ -196,6 +275,33 @@ class SshTransport : public Transport {
         auto r = run_process(argv, o);
         if (!r.ok())
             throw runtime_error(transport_error(d_, "copying " + remote + " back", r));
+    }
+
+    void pull_files(const std::string& remote_dir, const std::vector<std::string>& names,
+                    const std::string& local_dir, double timeout_s) override {
+        if (names.empty())
+            return;
+        for (const auto& n : names)
+            if (n.empty() || n.find('/') != std::string::npos || n[0] == '-')
+                return Transport::pull_files(remote_dir, names, local_dir, timeout_s);
+        auto argv = argv_();
+        std::string cmd = "cd " + shell_quote(remote_dir) + " && tar -cf -";
+        for (const auto& n : names)
+            cmd += " " + shell_quote(n);
+        argv.push_back(cmd);
+        const std::string tar = (fs::path(local_dir) / ".files.tar").string();
+        ProcessOptions o;
+        o.timeout_s = timeout_s;
+        o.stdout_path = tar;
+        auto r = run_process(argv, o);
+        const std::string what = "copying " + remote_dir + " back";
+        std::string why = r.ok() ? untar_files(tar, names, local_dir) : "";
+        std::error_code ec;
+        fs::remove(tar, ec);
+        if (!r.ok())
+            throw runtime_error(transport_error(d_, what, r));
+        if (!why.empty())
+            throw runtime_error(d_.name + " (" + d_.transport + "): " + what + ": " + why);
     }
 
   private:

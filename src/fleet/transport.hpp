@@ -25,6 +25,11 @@ class Transport {
                                 const std::string& stdout_path = "") = 0;
     virtual void push(const std::string& local, const std::string& remote, double timeout_s) = 0;
     virtual void pull(const std::string& remote, const std::string& local, double timeout_s) = 0;
+    // Copies the files names (plain names, no '/') of the device's folder remote_dir into the
+    // folder local_dir here, within timeout_s; throws as pull. Default: one pull per file; ssh:
+    // one `tar -cf -` stream over one call, read here (regular files of those names only).
+    virtual void pull_files(const std::string& remote_dir, const std::vector<std::string>& names,
+                            const std::string& local_dir, double timeout_s);
     // The words before a deployed stagebench (an exec device's prefix), else none.
     virtual std::vector<std::string> run_prefix() const { return {}; }
     // Whether the device's files are this machine's (local, exec).
@@ -65,6 +70,14 @@ std::unique_ptr<Transport> make_transport(const DeviceSpec& d,
 // The ssh command line for d (without the remote command): used by the ssh transport and
 // shown by `fleet hosts`.
 std::vector<std::string> ssh_argv(const DeviceSpec& d);
+
+// Unpacks the tar (ustar or GNU, as GNU, busybox and toybox `tar -c` write it) at tar_path
+// into dir: its regular files named in names (plain names, written with or without "./"); pax
+// headers are skipped; anything else (a link, a folder, another name, a GNU long name) is
+// refused, so that what a device sends back writes nowhere else. Returns "" or, in a few
+// words, why it stopped (what it wrote so far stays).
+std::string untar_files(const std::string& tar_path, const std::vector<std::string>& names,
+                        const std::string& dir);
 
 // One line for a failed transport call: the program's own last line, or what killed it.
 std::string transport_error(const DeviceSpec& d, const std::string& what, const ProcessResult& r);

@@ -214,6 +214,36 @@ TEST(Fleet, OneSshConnectionPerDeviceClosedWhenTheRunEnds) {
     EXPECT_EQ(closed(2 + per_call), 2 + per_call) << sshd.log();
 }
 
+// Ctrl-C mid-run closes the shared connection too: the device's stagebench (a wrapper whose
+// `version` holds it a few seconds) is being probed over the connection when the signal comes.
+TEST(Fleet, CtrlCClosesTheSharedSshConnection) {
+    TempDir t;
+    LoopbackSshd sshd;
+    const std::string wrapper = t.file("sb-slow");
+    write(wrapper, "#!/bin/sh\nif [ \"$1\" = version ]; then touch '" + t.file("probed") +
+                       "'; sleep 4; fi\nexec '" + stagebench_bin() + "' \"$@\"\n");
+    fs::permissions(wrapper, fs::perms::owner_all);
+    write(t.file("lab.toml"), "name = \"lab\"\n" +
+                                  ssh_device("a", sshd, t.file("a"), sshd.known_hosts()) +
+                                  "stagebench = \"" + wrapper + "\"\n");
+    const std::string tmp = t.file("tmp");
+    fs::create_directories(tmp);
+    std::vector<std::string> argv = {"/usr/bin/env", "TMPDIR=" + tmp, stagebench_bin()};
+    for (const auto& w : fleet_run(t.file("lab.toml"), t.file("lab.sqlite")))
+        argv.push_back(w);
+    const pid_t pid = spawn_bg(argv, t.file("log"));
+    for (int i = 0; i < 1200 && !fs::exists(t.file("probed")); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    const int rc = signal_and_wait(pid, SIGINT, 60);
+    ASSERT_TRUE(fs::exists(t.file("probed"))) << read_file(t.file("log.err"));
+    EXPECT_EQ(rc, 1) << read_file(t.file("log.err"));
+    EXPECT_EQ(sshd.accepted(), 1) << sshd.log();
+    for (int i = 0; i < 200 && sshd.disconnected() < 1; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_EQ(sshd.disconnected(), 1) << sshd.log();
+    EXPECT_TRUE(fs::is_empty(tmp));
+}
+
 TEST(Fleet, FaultsAreRecordedPerDeviceAndResumeCompletesTheRest) {
     TempDir t;
     LoopbackSshd good, down;
