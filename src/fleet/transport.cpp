@@ -106,7 +106,9 @@ std::string untar_files(const std::string& tar_path, const std::vector<std::stri
         if (!size)
             return "a damaged tar header";
         std::string name(h, strnlen(h, 100));
-        const std::string prefix(h + 345, strnlen(h + 345, 155));
+        // POSIX ustar's name prefix; in GNU's own format those bytes are other fields.
+        const bool posix = std::memcmp(h + 257, "ustar\0", 6) == 0;
+        const std::string prefix = posix ? std::string(h + 345, strnlen(h + 345, 155)) : "";
         if (!prefix.empty())
             name = prefix + "/" + name;
         if (name.rfind("./", 0) == 0)

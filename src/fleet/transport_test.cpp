@@ -29,8 +29,9 @@ struct Dirs {
     std::string to() const { return (base / "to").string(); }
     std::string tar() const { return (base / "files.tar").string(); }
     // The system's tar, as a device's `cd DIR && tar -cf - NAMES` writes it.
-    void pack(const std::vector<std::string>& names) const {
-        std::vector<std::string> argv = {"tar", "-cf", tar(), "-C", from()};
+    // format: GNU tar's --format (gnu, its default; ustar, as busybox and toybox write; pax).
+    void pack(const std::vector<std::string>& names, const std::string& format = "gnu") const {
+        std::vector<std::string> argv = {"tar", "--format=" + format, "-cf", tar(), "-C", from()};
         argv.insert(argv.end(), names.begin(), names.end());
         ASSERT_TRUE(run_process(argv).ok());
     }
@@ -57,6 +58,13 @@ TEST(UntarFiles, WritesTheNamedFilesWithTheirBytes) {
     // Written as ./NAME too.
     d.pack({"./result.json"});
     EXPECT_EQ(untar_files(d.tar(), {"result.json"}, d.to()), "");
+    // POSIX ustar and pax (its attribute headers skipped).
+    for (const char* format : {"ustar", "pax"}) {
+        fs::remove(fs::path(d.to()) / "stderr.log");
+        d.pack({"stderr.log", "result.json"}, format);
+        EXPECT_EQ(untar_files(d.tar(), {"result.json", "stderr.log"}, d.to()), "") << format;
+        EXPECT_EQ(d.read("stderr.log"), big) << format;
+    }
 }
 
 TEST(UntarFiles, RefusesWhatWasNotAskedForLinksAndMissingFiles) {
