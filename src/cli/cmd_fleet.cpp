@@ -126,8 +126,9 @@ void add_fleet_command(CLI::App& app, Context& ctx) {
                     "the measuring command's deadline per device (e.g. 30m)");
     run->add_option("--only", a->only, "these devices of the inventory (a comma list)");
     run->add_option("--keep", a->o.keep,
-                    "how many jobs, results folders and stagebench copies each device keeps, "
-                    "the last used (and jobs here, in DIST/jobs/)")
+                    "how many jobs, results folders or documents, stagebench copies and "
+                    "synthesised models each device keeps, the last used (and jobs here, in "
+                    "DIST/jobs/)")
         ->check(int_range(1, 1000000, "1 or more"))
         ->capture_default_str();
     run->add_option("COMMAND", a->o.command, "the measuring command and its arguments, after --")

@@ -164,6 +164,20 @@ std::string prune_device_script(const std::string& dir, const std::string& glob,
         shell_quote(dir), glob, marker, keep + 1, remove);
 }
 
+// The same for files: in dir, the files named by glob beyond the `keep` last used (by their own
+// time: a model touched on every use, a document written by its run) are removed, never those
+// named in spare nor one still being written (NAME.part).
+std::string prune_device_files(const std::string& dir, const std::string& glob, std::size_t keep,
+                               const std::vector<std::string>& spare) {
+    std::vector<std::string> names = {"*.part"};
+    for (const auto& s : spare)
+        names.push_back(shell_quote(s));
+    return fmt::format(
+        "(cd {} 2>/dev/null && ls -t -d {} 2>/dev/null | tail -n +{} | "
+        "while read -r f; do case \"$f\" in {}) ;; *) rm -f \"$f\" ;; esac; done)",
+        shell_quote(dir), glob, keep + 1, fmt::join(names, "|"));
+}
+
 std::string utc_stamp() {
     const std::time_t t = std::time(nullptr);
     std::tm tm{};
@@ -197,6 +211,8 @@ struct Job {
     std::vector<std::string> run_args;
     // An exec device: the stagebench copies (WORKDIR/sb/HASH/) this run pushed or used.
     std::vector<std::string> sb_used;
+    // The models synthesised there (WORKDIR/models/NAME) this run uses.
+    std::vector<std::string> models_used;
 };
 
 class Fleet {
@@ -218,7 +234,11 @@ class Fleet {
             auto j = std::make_unique<Job>();
             j->spec = d;
             j->spec.gates = inv_.gates.overridden_by(d.gates).overridden_by(o_.gates);
-            j->t = make_transport(j->spec);
+            if (d.kind == TransportKind::ssh && !sharing_)
+                sharing_ = std::make_unique<SshSharing>();
+            j->t = make_transport(j->spec, d.kind == TransportKind::ssh
+                                               ? sharing_->control_path(jobs_.size())
+                                               : std::string());
             j->workdir = workdir_of(j->spec);
             j->bundled = d.kind == TransportKind::ssh || d.kind == TransportKind::adb;
             jobs_.push_back(std::move(j));
@@ -782,7 +802,10 @@ class Fleet {
         const std::string path = j.workdir + "/models/synth-" + preset +
                                  (layers.empty() ? "" : "-" + layers) + "-" +
                                  release_of(j.version->tool) + ".gguf";
-        if (!sh(j, "test -f " + shell_quote(path)).ok()) {
+        j.models_used.push_back(fs::path(path).filename().string());
+        // One already there is marked used now (its time), so that pruning models/ keeps it.
+        const std::string q = shell_quote(path);
+        if (!sh(j, "test -f " + q + " && { touch " + q + " 2>/dev/null || true; }").ok()) {
             say(j, "synthesising " + preset + " there");
             auto argv = with_prefix(j, j.sb);
             argv.insert(argv.end(), {"synth", "--preset", preset, "-o", path + ".part"});
@@ -1052,7 +1075,24 @@ class Fleet {
         try_load(out, stdout_file);
         std::error_code ec;
         fs::remove_all(tmp, ec);
+        // Housekeeping, as after a job: the documents the runs left in WORKDIR/results/ (each
+        // read back by its run: a file of this machine, or of an exec device's) keep the
+        // `keep` last written, never this run's; then models/.
+        sh(j, prune_device_files(j.workdir + "/results",
+                                 shell_quote(inv_.name + "-" + j.spec.name) + "-[0-9]*-[0-9]*.json",
+                                 keep(), {fs::path(remote_out).filename().string()}) +
+                  "; " + prune_models(j));
         return out;
+    }
+
+    // Housekeeping of the device's WORKDIR/models/: the models synthesised there
+    // (synth-*.gguf, touched on every use) keep the `keep` last used, never one this run uses;
+    // the model copies of releases before jobs (HASH-NAME) the `keep` last copied. A prune that
+    // fails is never a failed device.
+    std::string prune_models(const Job& j) const {
+        const std::string dir = j.workdir + "/models";
+        return prune_device_files(dir, "synth-*.gguf", keep(), j.models_used) + "; " +
+               prune_device_files(dir, hex_glob(kJobKeyDigits) + "-*", keep(), {});
     }
 
     // Where the results folders of the jobs come back to: beside a SQLite store (a database
@@ -1099,8 +1139,11 @@ class Fleet {
         try {
             pull("manifest.json");
             const ResultsManifest m = read_results_manifest(local.string());
+            // The files it lists in one call where the transport can (ssh: one tar stream).
+            std::vector<std::string> names;
             for (const auto& f : m.files)
-                pull(f.name);
+                names.push_back(f.name);
+            j.t->pull_files(remote, names, local.string(), kCopyTimeoutS);
             verify_results_folder(m);
             fetched = true;
             for (const auto& f : m.files)
@@ -1126,10 +1169,13 @@ class Fleet {
         // `keep` last fetched (this one among them). One that did not come back (a lost
         // connection, a folder that does not check) holds the only copy and is never removed.
         // Housekeeping: a prune that fails is never a failed device.
+        std::string tidy = prune_models(j);
         if (fetched)
-            sh(j, "touch " + shell_quote(remote + "/.fetched") + " && " +
-                      prune_device_script(j.workdir + "/results", stamp_glob(), ".fetched", keep(),
-                                          {stamp}));
+            tidy = "touch " + shell_quote(remote + "/.fetched") + " && " +
+                   prune_device_script(j.workdir + "/results", stamp_glob(), ".fetched", keep(),
+                                       {stamp}) +
+                   "; " + tidy;
+        sh(j, tidy);
         if (o_.timeout_s > 0 && out.r.exit_code == 124)  // timeout(1)'s status when it struck
             out.error = fmt::format("stopped at --timeout ({:.0f} s): what it measured is kept",
                                     std::ceil(o_.timeout_s));
@@ -1228,6 +1274,9 @@ class Fleet {
     std::ostream& log_;
     std::optional<ResultStore> store_;  // none for `fleet rpc`
     std::string command_json_;
+    // The ssh devices' shared connections (fleet/transport.hpp): declared before the jobs, so
+    // that their transports close them before its folder goes.
+    std::unique_ptr<SshSharing> sharing_;
     std::vector<std::unique_ptr<Job>> jobs_;
     std::map<const Job*, std::map<std::string, std::string>> j_models_;
     // The jobs: the command's part packed (name, -m files) and run.sh's arguments; the jobs

@@ -13,14 +13,15 @@
 //      prefix, pushed once by content hash into WORKDIR/sb/HASH/ (pruned alike);
 //   3. read that stagebench's version: every device must run the same stagebench and llama.cpp
 //      commit, unless allow_mixed;
-//   4. -m preset:NAME synthesised there, once;
+//   4. -m preset:NAME synthesised there, once (WORKDIR/models/, the `keep` last used kept);
 //   5. check the gates: wait to cool below cool_to, refuse on a gate's refusal;
 //   6. run the command: on an ssh or adb device the job's run.sh with the command's other
 //      arguments, its results folder (WORKDIR/results/STAMP/) copied back whole beside the
 //      store (FLEET-results/DEVICE/STAMP/) and checked against its manifest's sha256 hashes
 //      (then marked fetched there: WORKDIR/results/ keeps the `keep` last fetched, never one
 //      that did not come back whole);
-//      on a local or exec device the stagebench itself. Its document (also a partial one
+//      on a local or exec device the stagebench itself (its --out document in
+//      WORKDIR/results/, the `keep` last written kept). Its document (also a partial one
 //      after a failure), with the device's identity (document "fleet"), goes to the store;
 // and record the outcome in the store's fleet_runs, failures with their one-line error. A
 // device that fails never stops the others.
@@ -47,8 +48,9 @@ struct FleetRunOptions {
     std::vector<std::string> only;     // device names to run (empty: all)
     // How many of each the fleet keeps, the last used: the jobs here (DIST/jobs/) and, on
     // every device, the jobs (WORKDIR/jobs/), the results folders that came back
-    // (WORKDIR/results/STAMP/) and an exec device's stagebench copies (WORKDIR/sb/HASH/);
-    // never fewer than what this run uses. 1 or more.
+    // (WORKDIR/results/STAMP/), a local or exec device's documents (WORKDIR/results/*.json),
+    // an exec device's stagebench copies (WORKDIR/sb/HASH/) and the models synthesised there
+    // (WORKDIR/models/); never what this run uses. 1 or more.
     int keep = 8;
     // Called before each step over the devices ("preparing the device", "measuring") on the
     // calling thread; empty: nothing. Tests put an interruption between two steps with it.

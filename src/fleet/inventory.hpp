@@ -9,6 +9,7 @@
 //   name = "pi5"
 //   transport = "ssh://pi@192.168.1.20:22"   # or adb://SERIAL, local, exec
 //   identity = "~/.ssh/id_ed25519"           # ssh only; ssh_options = ["-o", "..."] too
+//                                            # (a Control* option: no shared connection)
 //   workdir = "/home/pi/stagebench"          # where stagebench, models and results go
 //   env = { OMP_NUM_THREADS = "4" }          # set for the measuring command
 //   [device.gates]                           # this device's own gates

@@ -1,9 +1,27 @@
 #include "fleet/transport.hpp"
 
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <optional>
+#include <set>
+#include <thread>
 
 #include "core/error.hpp"
+
+extern char** environ;
 
 namespace sb {
 
@@ -47,14 +65,191 @@ std::string transport_error(const DeviceSpec& d, const std::string& what, const 
     return d.name + " (" + d.transport + "): " + what + ": " + why;
 }
 
+void Transport::pull_files(const std::string& remote_dir, const std::vector<std::string>& names,
+                           const std::string& local_dir, double timeout_s) {
+    for (const auto& n : names)
+        pull(remote_dir + "/" + n, (fs::path(local_dir) / n).string(), timeout_s);
+}
+
 namespace {
+
+// The octal number of a tar header's field ("0000644 ", NUL or space ended).
+std::optional<std::uint64_t> tar_octal(const char* field, std::size_t size) {
+    std::uint64_t v = 0;
+    std::size_t i = 0;
+    while (i < size && field[i] == ' ')
+        ++i;
+    bool any = false;
+    for (; i < size && field[i] >= '0' && field[i] <= '7'; ++i, any = true) {
+        if (v > (std::uint64_t{1} << 60))
+            return std::nullopt;
+        v = v * 8 + static_cast<std::uint64_t>(field[i] - '0');
+    }
+    if (!any || (i < size && field[i] != ' ' && field[i] != '\0'))
+        return std::nullopt;
+    return v;
+}
+
+}  // namespace
+
+std::string untar_files(const std::string& tar_path, const std::vector<std::string>& names,
+                        const std::string& dir) {
+    std::ifstream in(tar_path, std::ios::binary);
+    if (!in)
+        return "cannot read " + tar_path;
+    std::set<std::string> wanted(names.begin(), names.end()), seen;
+    char h[512];
+    while (in.read(h, sizeof h)) {
+        if (std::all_of(h, h + sizeof h, [](char c) { return c == 0; }))
+            break;  // the end
+        const auto size = tar_octal(h + 124, 12);
+        if (!size)
+            return "a damaged tar header";
+        std::string name(h, strnlen(h, 100));
+        // POSIX ustar's name prefix; in GNU's own format those bytes are other fields.
+        const bool posix = std::memcmp(h + 257, "ustar\0", 6) == 0;
+        const std::string prefix = posix ? std::string(h + 345, strnlen(h + 345, 155)) : "";
+        if (!prefix.empty())
+            name = prefix + "/" + name;
+        if (name.rfind("./", 0) == 0)
+            name.erase(0, 2);
+        const char type = h[156];
+        const std::uint64_t padded = (*size + 511) / 512 * 512;
+        if (type == 'x' || type == 'g') {  // pax attributes: the names are plain ones
+            in.seekg(static_cast<std::streamoff>(padded), std::ios::cur);
+            continue;
+        }
+        if ((type != '0' && type != '\0') || !wanted.count(name))
+            return "'" + name + "' in it is not one of the files asked for";
+        std::ofstream out(fs::path(dir) / name, std::ios::binary | std::ios::trunc);
+        std::vector<char> buf(64 << 10);
+        for (std::uint64_t left = *size; left > 0;) {
+            const auto n = static_cast<std::streamsize>(std::min<std::uint64_t>(left, buf.size()));
+            if (!in.read(buf.data(), n))
+                return "it ends inside " + name;
+            out.write(buf.data(), n);
+            left -= static_cast<std::uint64_t>(n);
+        }
+        if (!out)
+            return "cannot write " + (fs::path(dir) / name).string();
+        in.seekg(static_cast<std::streamoff>(padded - *size), std::ios::cur);
+        seen.insert(name);
+    }
+    for (const auto& n : wanted)
+        if (!seen.count(n))
+            return n + " is not in it";
+    return "";
+}
+
+bool ssh_options_share(const std::vector<std::string>& ssh_options) {
+    for (std::size_t i = 0; i < ssh_options.size(); ++i) {
+        const std::string& w = ssh_options[i];
+        std::string option;
+        if (w == "-o" && i + 1 < ssh_options.size())
+            option = ssh_options[++i];
+        else if (w.rfind("-o", 0) == 0)
+            option = w.substr(2);
+        else if (w == "-M" || w.rfind("-S", 0) == 0)
+            return true;
+        option.erase(0, option.find_first_not_of(" \t"));
+        std::transform(option.begin(), option.end(), option.begin(),
+                       [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+        if (option.rfind("control", 0) == 0)
+            return true;
+    }
+    return false;
+}
+
+namespace {
+
+// The longest control path: a socket's path holds 107 bytes, and ssh binds the master first to
+// the path with a random suffix of 17 characters.
+constexpr std::size_t kMaxControlPath = 88;
+
+}  // namespace
+
+SshSharing::SshSharing() {
+    std::error_code ec;
+    std::vector<std::string> bases;
+    const fs::path tmp = fs::temp_directory_path(ec);
+    if (!ec)
+        bases.push_back(tmp.string());
+    bases.push_back("/tmp");
+    for (const auto& base : bases) {
+        std::string tmpl = (fs::path(base) / "sb-ssh-XXXXXX").string();
+        // Room for "/NNNN" after it.
+        if (tmpl.size() + 5 > kMaxControlPath)
+            continue;
+        if (::mkdtemp(tmpl.data())) {  // mode 0700
+            dir_ = tmpl;
+            return;
+        }
+    }
+}
+
+SshSharing::~SshSharing() {
+    if (dir_.empty())
+        return;
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+}
+
+std::string SshSharing::control_path(std::size_t index) const {
+    if (dir_.empty() || index > 9999)
+        return "";
+    return dir_ + "/" + std::to_string(index);
+}
+
+namespace {
+
+// Runs argv with stdin, stdout and stderr on /dev/null and waits at most timeout_s (then
+// SIGKILL). Unlike run_process it runs after Ctrl-C too: it is how the fleet closes what it
+// opened.
+void run_quietly(const std::vector<std::string>& argv, double timeout_s) {
+    std::vector<char*> a;
+    for (const auto& w : argv)
+        a.push_back(const_cast<char*>(w.c_str()));
+    a.push_back(nullptr);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    for (int fd = 0; fd < 3; ++fd)
+        posix_spawn_file_actions_addopen(&fa, fd, "/dev/null", fd == 0 ? O_RDONLY : O_WRONLY, 0);
+    pid_t pid = -1;
+    const int rc = posix_spawnp(&pid, a[0], &fa, nullptr, a.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0)
+        return;
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+    for (;;) {
+        int status = 0;
+        const pid_t r = ::waitpid(pid, &status, WNOHANG);
+        if (r == pid || (r < 0 && errno != EINTR))
+            return;
+        if (std::chrono::steady_clock::now() >= deadline) {
+            ::kill(pid, SIGKILL);
+            ::waitpid(pid, &status, 0);
+            return;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+}
 
 class SshTransport : public Transport {
   public:
-    explicit SshTransport(DeviceSpec d) : d_(std::move(d)) {}
+    SshTransport(DeviceSpec d, std::string control_path)
+        : d_(std::move(d)), control_path_(std::move(control_path)) {}
+    ~SshTransport() override {
+        // The connection this device's calls shared, closed now rather than when idle.
+        std::error_code ec;
+        if (!control_path_.empty() && fs::exists(control_path_, ec))
+            run_quietly({"ssh", "-F", "/dev/null", "-o", "ControlPath=" + control_path_, "-O",
+                         "exit", d_.host},
+                        10);
+    }
     ProcessResult shell(const std::string& cmd, double timeout_s,
                         const std::string& stdout_path) override {
-        auto argv = ssh_argv(d_);
+        auto argv = argv_();
         argv.push_back(cmd);
         ProcessOptions o;
         o.timeout_s = timeout_s;
@@ -62,7 +257,7 @@ class SshTransport : public Transport {
         return run_process(argv, o);
     }
     void push(const std::string& local, const std::string& remote, double timeout_s) override {
-        auto argv = ssh_argv(d_);
+        auto argv = argv_();
         const std::string part = remote + ".part";
         argv.push_back("cat > " + shell_quote(part) + " && mv -f " + shell_quote(part) + " " +
                        shell_quote(remote));
@@ -74,7 +269,7 @@ class SshTransport : public Transport {
             throw runtime_error(transport_error(d_, "copying " + local + " there", r));
     }
     void pull(const std::string& remote, const std::string& local, double timeout_s) override {
-        auto argv = ssh_argv(d_);
+        auto argv = argv_();
         argv.push_back("cat " + shell_quote(remote));
         ProcessOptions o;
         o.timeout_s = timeout_s;
@@ -84,8 +279,47 @@ class SshTransport : public Transport {
             throw runtime_error(transport_error(d_, "copying " + remote + " back", r));
     }
 
+    void pull_files(const std::string& remote_dir, const std::vector<std::string>& names,
+                    const std::string& local_dir, double timeout_s) override {
+        if (names.empty())
+            return;
+        for (const auto& n : names)
+            if (n.empty() || n.find('/') != std::string::npos || n[0] == '-')
+                return Transport::pull_files(remote_dir, names, local_dir, timeout_s);
+        auto argv = argv_();
+        std::string cmd = "cd " + shell_quote(remote_dir) + " && tar -cf -";
+        for (const auto& n : names)
+            cmd += " " + shell_quote(n);
+        argv.push_back(cmd);
+        const std::string tar = (fs::path(local_dir) / ".files.tar").string();
+        ProcessOptions o;
+        o.timeout_s = timeout_s;
+        o.stdout_path = tar;
+        auto r = run_process(argv, o);
+        const std::string what = "copying " + remote_dir + " back";
+        std::string why = r.ok() ? untar_files(tar, names, local_dir) : "";
+        std::error_code ec;
+        fs::remove(tar, ec);
+        if (!r.ok())
+            throw runtime_error(transport_error(d_, what, r));
+        if (!why.empty())
+            throw runtime_error(d_.name + " (" + d_.transport + "): " + what + ": " + why);
+    }
+
   private:
+    // ssh_argv, with the shared connection's options before the user's (ssh takes an option's
+    // first value): a connection opened by the first call and left open, reused by the others.
+    std::vector<std::string> argv_() const {
+        auto argv = ssh_argv(d_);
+        if (!control_path_.empty()) {
+            const auto user = argv.end() - static_cast<long>(d_.ssh_options.size()) - 2;
+            argv.insert(user, {"-o", "ControlMaster=auto", "-o", "ControlPath=" + control_path_,
+                               "-o", "ControlPersist=60"});
+        }
+        return argv;
+    }
     DeviceSpec d_;
+    std::string control_path_;
 };
 
 std::string adb_program() {
@@ -153,10 +387,11 @@ class LocalTransport : public Transport {
 
 }  // namespace
 
-std::unique_ptr<Transport> make_transport(const DeviceSpec& d) {
+std::unique_ptr<Transport> make_transport(const DeviceSpec& d, const std::string& control_path) {
     switch (d.kind) {
         case TransportKind::ssh:
-            return std::make_unique<SshTransport>(d);
+            return std::make_unique<SshTransport>(
+                d, ssh_options_share(d.ssh_options) ? "" : control_path);
         case TransportKind::adb:
             return std::make_unique<AdbTransport>(d);
         case TransportKind::local:

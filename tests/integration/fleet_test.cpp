@@ -33,13 +33,16 @@ namespace fs = std::filesystem;
 // An ssh device behind s. installed: the device's own stagebench (`stagebench = "PATH"`, here
 // this build's): its jobs pack the models only, where what a test proves is not the dist's
 // deployment (TwoSshDevices... and the Ansible tests deploy it), sparing a gzip of the dist.
+// more: further ssh_options, as TOML strings ("\"-o\", \"ControlMaster=no\"").
 std::string ssh_device(const std::string& name, const LoopbackSshd& s, const std::string& workdir,
-                       const std::string& known_hosts, bool installed = false) {
+                       const std::string& known_hosts, bool installed = false,
+                       const std::string& more = "") {
     return "[[device]]\nname = \"" + name + "\"\ntransport = \"" + s.transport() +
            "\"\nidentity = \"" + s.identity() + "\"\nworkdir = \"" + workdir +
            "\"\nssh_options = [\"-F\", \"none\", \"-o\", \"UserKnownHostsFile=" + known_hosts +
            "\", \"-o\", \"GlobalKnownHostsFile=/dev/null\", \"-o\", "
-           "\"StrictHostKeyChecking=yes\"]\n" +
+           "\"StrictHostKeyChecking=yes\"" +
+           (more.empty() ? "" : ", " + more) + "]\n" +
            (installed ? "stagebench = \"" + stagebench_bin() + "\"\n" : "");
 }
 
@@ -162,6 +165,83 @@ TEST(Fleet, TwoSshDevicesFillOneStoreWithTheirIdentitiesAndCompare) {
     EXPECT_EQ(again.exit_code, 0) << again.err;
     EXPECT_EQ(again.err.find("deploying"), std::string::npos) << again.err;
     EXPECT_EQ(store_rows(db, "lab").size(), 3u);
+}
+
+// Over ssh, a fleet run makes one connection (one handshake) per device: the first ssh to a
+// device opens it (OpenSSH's ControlMaster, its socket in a private folder of the run), every
+// later ssh and copy is a session over it, and the run closes it when it ends and removes the
+// folder. Counted from the sshd's log (a handshake is a line there), not timed. A device whose
+// ssh_options take connection sharing in hand (ControlMaster=no here, the documented switch)
+// gets ssh as they say: a connection per call.
+TEST(Fleet, OneSshConnectionPerDeviceClosedWhenTheRunEnds) {
+    TempDir t;
+    LoopbackSshd sshd;
+    write(t.file("lab.toml"), "name = \"lab\"\n" +
+                                  ssh_device("a", sshd, t.file("a"), sshd.known_hosts(), true) +
+                                  ssh_device("b", sshd, t.file("b"), sshd.known_hosts(), true));
+    write(t.file("off.toml"),
+          "name = \"lab\"\n" + ssh_device("a", sshd, t.file("a"), sshd.known_hosts(), true,
+                                          "\"-o\", \"ControlMaster=no\""));
+    // The run's temporary folders go here: none is left behind.
+    const std::string tmp = t.file("tmp");
+    fs::create_directories(tmp);
+    auto fleet = [&](const std::string& hosts) {
+        std::vector<std::string> argv = {"/usr/bin/env", "TMPDIR=" + tmp, stagebench_bin()};
+        for (const auto& w : fleet_run(hosts, t.file("lab.sqlite"), {"--parallel", "2"}))
+            argv.push_back(w);
+        return run(argv, 600);
+    };
+    auto closed = [&](int n) {
+        // sshd writes a connection's end as its client goes, a moment after the run exits.
+        for (int i = 0; i < 200 && sshd.disconnected() < n; ++i)
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        return sshd.disconnected();
+    };
+    Proc p = fleet(t.file("lab.toml"));
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    EXPECT_NE(p.err.find("fleet lab: 2 ok, 0 failed, 0 skipped"), std::string::npos) << p.err;
+    EXPECT_EQ(sshd.accepted(), 2) << sshd.log();
+    EXPECT_EQ(closed(2), 2) << sshd.log();
+    std::vector<std::string> left;
+    for (const auto& e : fs::directory_iterator(tmp))
+        left.push_back(e.path().string());
+    EXPECT_TRUE(left.empty()) << testing::PrintToString(left);
+
+    Proc off = fleet(t.file("off.toml"));
+    ASSERT_EQ(off.exit_code, 0) << off.err;
+    const int per_call = sshd.accepted() - 2;
+    EXPECT_GT(per_call, 4) << sshd.log();
+    EXPECT_EQ(closed(2 + per_call), 2 + per_call) << sshd.log();
+}
+
+// Ctrl-C mid-run closes the shared connection too: the device's stagebench (a wrapper whose
+// `version` holds it a few seconds) is being probed over the connection when the signal comes.
+TEST(Fleet, CtrlCClosesTheSharedSshConnection) {
+    TempDir t;
+    LoopbackSshd sshd;
+    const std::string wrapper = t.file("sb-slow");
+    write(wrapper, "#!/bin/sh\nif [ \"$1\" = version ]; then touch '" + t.file("probed") +
+                       "'; sleep 4; fi\nexec '" + stagebench_bin() + "' \"$@\"\n");
+    fs::permissions(wrapper, fs::perms::owner_all);
+    write(t.file("lab.toml"), "name = \"lab\"\n" +
+                                  ssh_device("a", sshd, t.file("a"), sshd.known_hosts()) +
+                                  "stagebench = \"" + wrapper + "\"\n");
+    const std::string tmp = t.file("tmp");
+    fs::create_directories(tmp);
+    std::vector<std::string> argv = {"/usr/bin/env", "TMPDIR=" + tmp, stagebench_bin()};
+    for (const auto& w : fleet_run(t.file("lab.toml"), t.file("lab.sqlite")))
+        argv.push_back(w);
+    const pid_t pid = spawn_bg(argv, t.file("log"));
+    for (int i = 0; i < 1200 && !fs::exists(t.file("probed")); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    const int rc = signal_and_wait(pid, SIGINT, 60);
+    ASSERT_TRUE(fs::exists(t.file("probed"))) << read_file(t.file("log.err"));
+    EXPECT_EQ(rc, 1) << read_file(t.file("log.err"));
+    EXPECT_EQ(sshd.accepted(), 1) << sshd.log();
+    for (int i = 0; i < 200 && sshd.disconnected() < 1; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_EQ(sshd.disconnected(), 1) << sshd.log();
+    EXPECT_TRUE(fs::is_empty(tmp));
 }
 
 TEST(Fleet, FaultsAreRecordedPerDeviceAndResumeCompletesTheRest) {
@@ -397,7 +477,7 @@ TEST(Fleet, DeviceFoldersKeepTheLastUsedJobsResultsAndCopies) {
     TempDir t;
     LoopbackSshd sshd;
     const std::string dev = t.file("dev"), jobs = dev + "/jobs", results = dev + "/results",
-                      copies = dev + "/sb";
+                      copies = dev + "/sb", models = dev + "/models";
     auto age = [](const std::string& f, int hours) {
         fs::last_write_time(f, fs::file_time_type::clock::now() - std::chrono::hours(hours));
     };
@@ -416,7 +496,18 @@ TEST(Fleet, DeviceFoldersKeepTheLastUsedJobsResultsAndCopies) {
     fs::create_directories(copies + "/00000000000000aa");
     fs::create_directories(results + "/19990101T000000Z-2");  // never came back: no .fetched
     write(results + "/19990101T000000Z-2/stderr.log", "lost\n");
-    for (const auto& d : {jobs, copies, results})
+    // models/: three models synthesised there and three copies of releases before jobs, 24 h
+    // to 26 h old; one being synthesised (.part).
+    fs::create_directories(models);
+    for (int i = 0; i < 3; ++i)
+        for (const std::string& f :
+             {models + "/synth-old" + std::to_string(i) + "-0.1.0.gguf",
+              models + "/00000000000000" + std::to_string(10 + i) + "-tiny.gguf"}) {
+            write(f, "old");
+            age(f, 24 + i);
+        }
+    write(models + "/synth-new-0.1.0.gguf.part", "");
+    for (const auto& d : {jobs, copies, results, models})
         write(d + "/notes.txt", "mine");
     write(t.file("lab.toml"),
           "name = \"lab\"\n" + ssh_device("a", sshd, dev, sshd.known_hosts(), true));
@@ -476,6 +567,11 @@ TEST(Fleet, DeviceFoldersKeepTheLastUsedJobsResultsAndCopies) {
     const std::string res_1 = *news(results).begin();
     EXPECT_TRUE(fs::exists(results + "/" + res_1 + "/.fetched"));
     EXPECT_EQ(listing(results), with(with(old("results", {10}), stay_results), {res_1}));
+    // models/ down to the two last used of each kind (none used by this run).
+    EXPECT_EQ(listing(models),
+              (std::set<std::string>{"synth-old0-0.1.0.gguf", "synth-old1-0.1.0.gguf",
+                                     "0000000000000010-tiny.gguf", "0000000000000011-tiny.gguf",
+                                     "synth-new-0.1.0.gguf.part", "notes.txt"}));
 
     // Used again (nothing deployed, no job pruned), it is the last used, though its .ok was
     // made older than every other job's. Its results folder and the last one stay.
@@ -509,6 +605,88 @@ TEST(Fleet, DeviceFoldersKeepTheLastUsedJobsResultsAndCopies) {
         {"fleet", "run", "--hosts", t.file("lab.toml"), "--keep", "0", "--", "run", "-m", model_b});
     EXPECT_EQ(bad.exit_code, 2) << bad.err;
     EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
+}
+
+// A local device's folders: the documents its runs leave in WORKDIR/results/ keep the --keep
+// last written (1 here), never this run's, and the models synthesised in WORKDIR/models/ the
+// last used, never one this run uses however small --keep (two presets here, both there
+// already: this build's tiny model under their names, made older than the old ones). Another
+// device's documents, a model being synthesised and what is not the fleet's stay.
+TEST(Fleet, LocalDeviceDocumentsAndSynthesisedModelsKeepTheLastUsed) {
+    TempDir t;
+    const std::string w = t.file("w"), results = w + "/results", models = w + "/models";
+    fs::create_directories(results);
+    fs::create_directories(models);
+    auto age = [](const std::string& f, int hours) {
+        fs::last_write_time(f, fs::file_time_type::clock::now() - std::chrono::hours(hours));
+    };
+    for (int i = 0; i < 3; ++i) {
+        const std::string doc = results + "/lab-here-100000000" + std::to_string(i) + "-1.json";
+        const std::string model = models + "/synth-old" + std::to_string(i) + "-0.1.0.gguf";
+        for (const auto& f : {doc, model}) {
+            write(f, "{}");
+            age(f, 24 + i);
+        }
+    }
+    for (const auto& f : {results + "/lab-there-1000000000-1.json", results + "/notes.json",
+                          models + "/synth-new-0.1.0.gguf.part", models + "/notes.txt"})
+        write(f, "");
+    for (const auto& [name, hours] : {std::pair<std::string, int>{"synth-tiny-2-0.1.0.gguf", 48},
+                                      {"synth-tiny-1-0.1.0.gguf", 47}}) {
+        fs::copy_file(tiny_model(), models + "/" + name);
+        age(models + "/" + name, hours);
+    }
+    write(t.file("lab.toml"),
+          "name = \"lab\"\n[[device]]\nname = \"here\"\ntransport = "
+          "\"local\"\nworkdir = \"" +
+              w + "\"\n");
+    auto fleet = [&] {
+        return run_sb({"fleet",   "run",
+                       "--hosts", t.file("lab.toml"),
+                       "--db",    t.file("lab.sqlite"),
+                       "--keep",  "1",
+                       "--",      "run",
+                       "-m",      "preset:tiny:2,preset:tiny:1",
+                       "-p",      "8",
+                       "-n",      "2",
+                       "-r",      "1",
+                       "--membw", "off"},
+                      300);
+    };
+    auto listing = [](const std::string& dir) {
+        std::set<std::string> names;
+        for (const auto& e : fs::directory_iterator(dir))
+            names.insert(e.path().filename().string());
+        return names;
+    };
+    auto ours = [&] {
+        std::set<std::string> names;
+        for (const auto& n : listing(results))
+            if (n.rfind("lab-here-", 0) == 0)
+                names.insert(n);
+        return names;
+    };
+    const std::set<std::string> stay = {"lab-there-1000000000-1.json", "notes.json"};
+    const std::set<std::string> models_left = {"synth-tiny-2-0.1.0.gguf", "synth-tiny-1-0.1.0.gguf",
+                                               "synth-new-0.1.0.gguf.part", "notes.txt"};
+    Proc first = fleet();
+    ASSERT_EQ(first.exit_code, 0) << first.err;
+    EXPECT_EQ(first.err.find("synthesising"), std::string::npos) << first.err;
+    const std::set<std::string> one = ours();
+    ASSERT_EQ(one.size(), 1u) << testing::PrintToString(listing(results));
+    EXPECT_EQ(one.begin()->find("lab-here-100000000"), std::string::npos);  // not an old one
+    std::set<std::string> expect = stay;
+    expect.insert(*one.begin());
+    EXPECT_EQ(listing(results), expect);
+    EXPECT_EQ(listing(models), models_left);
+
+    // Again: this run's document, not the last one's.
+    Proc again = fleet();
+    ASSERT_EQ(again.exit_code, 0) << again.err;
+    const std::set<std::string> two = ours();
+    ASSERT_EQ(two.size(), 1u) << testing::PrintToString(listing(results));
+    EXPECT_NE(*two.begin(), *one.begin());
+    EXPECT_EQ(listing(models), models_left);
 }
 
 // An exec device's stagebench copies (WORKDIR/sb/HASH/, the agents tried behind its prefix)

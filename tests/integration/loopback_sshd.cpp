@@ -183,7 +183,7 @@ LoopbackSshd::LoopbackSshd() {
             << "PermitRootLogin prohibit-password\n"
             << "PubkeyAuthentication yes\n"
             << "AllowUsers " << user_ << "\n"
-            << "LogLevel ERROR\n"
+            << "LogLevel INFO\n"  // "Accepted publickey ...": accepted() counts them
             << "Subsystem sftp internal-sftp\n";
         write_file(path("sshd_config"), cfg.str(), 0600);
 
@@ -220,6 +220,26 @@ std::string LoopbackSshd::transport() const {
 
 std::string LoopbackSshd::log() const {
     return slurp(path("sshd.log"));
+}
+
+namespace {
+
+int count_lines_starting(const std::string& text, const std::string& prefix) {
+    int n = 0;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);)
+        n += line.rfind(prefix, 0) == 0;
+    return n;
+}
+
+}  // namespace
+
+int LoopbackSshd::accepted() const {
+    return count_lines_starting(log(), "Accepted publickey for ");
+}
+
+int LoopbackSshd::disconnected() const {
+    return count_lines_starting(log(), "Disconnected from user ");
 }
 
 void LoopbackSshd::start() {

@@ -34,6 +34,11 @@ class LoopbackSshd {
     std::string dir() const { return dir_; }
     std::string transport() const;  // "ssh://USER@127.0.0.1:PORT"
     std::string log() const;        // what sshd has written to <dir>/sshd.log so far
+    // From the log (sshd runs at LogLevel INFO): the connections it accepted (one per
+    // handshake a client made: "Accepted publickey for ..."), and those that have ended since
+    // (the client went: "Disconnected from user ...").
+    int accepted() const;
+    int disconnected() const;
     bool running() const { return pid_ > 0; }
 
     // Starts sshd (again) on the same port and waits, at most 10 s, until the port accepts a
