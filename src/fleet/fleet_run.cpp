@@ -1077,10 +1077,19 @@ class Fleet {
         fs::remove_all(tmp, ec);
         // Housekeeping, as after a job: the documents the runs left in WORKDIR/results/ (each
         // read back by its run: a file of this machine, or of an exec device's) keep the
-        // `keep` last written, never this run's; then models/.
-        sh(j, prune_device_files(j.workdir + "/results",
-                                 shell_quote(inv_.name + "-" + j.spec.name) + "-[0-9]*-[0-9]*.json",
-                                 keep(), {fs::path(remote_out).filename().string()}) +
+        // `keep` last written, never this run's; then models/. The stamp's seconds are spelled
+        // out as ten digits, so that device `a`'s pattern does not take device `a-1`'s files
+        // when two devices share a folder.
+        const std::string digits10 = [] {
+            std::string d;
+            for (int i = 0; i < 10; ++i)
+                d += "[0-9]";
+            return d;
+        }();
+        sh(j, prune_device_files(
+                  j.workdir + "/results",
+                  shell_quote(inv_.name + "-" + j.spec.name) + "-" + digits10 + "-[0-9]*.json",
+                  keep(), {fs::path(remote_out).filename().string()}) +
                   "; " + prune_models(j));
         return out;
     }

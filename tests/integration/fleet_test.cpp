@@ -628,7 +628,9 @@ TEST(Fleet, LocalDeviceDocumentsAndSynthesisedModelsKeepTheLastUsed) {
             age(f, 24 + i);
         }
     }
+    // Device "here-2"'s document, in the same folder: not device "here"'s to prune.
     for (const auto& f : {results + "/lab-there-1000000000-1.json", results + "/notes.json",
+                          results + "/lab-here-2-1000000000-1.json",
                           models + "/synth-new-0.1.0.gguf.part", models + "/notes.txt"})
         write(f, "");
     for (const auto& [name, hours] : {std::pair<std::string, int>{"synth-tiny-2-0.1.0.gguf", 48},
@@ -662,11 +664,12 @@ TEST(Fleet, LocalDeviceDocumentsAndSynthesisedModelsKeepTheLastUsed) {
     auto ours = [&] {
         std::set<std::string> names;
         for (const auto& n : listing(results))
-            if (n.rfind("lab-here-", 0) == 0)
+            if (n.rfind("lab-here-", 0) == 0 && n.rfind("lab-here-2-", 0) != 0)
                 names.insert(n);
         return names;
     };
-    const std::set<std::string> stay = {"lab-there-1000000000-1.json", "notes.json"};
+    const std::set<std::string> stay = {"lab-there-1000000000-1.json", "notes.json",
+                                        "lab-here-2-1000000000-1.json"};
     const std::set<std::string> models_left = {"synth-tiny-2-0.1.0.gguf", "synth-tiny-1-0.1.0.gguf",
                                                "synth-new-0.1.0.gguf.part", "notes.txt"};
     Proc first = fleet();
