@@ -140,5 +140,19 @@ print(f"\n{rounds} interleaved rounds of {reps} repetitions a side; load average
       "summed over rounds. Not compared: stagebench's own robust figure (decode: 1e9 / median "
       "inter-token latency) and its stalled decode tokens. Best-round ratio = best stagebench "
       "run / best llama-bench run (means).")
+
+# How often the CV target is met by chance alone: two sides with the same spread (llama-bench's
+# measured CV, normal repetitions), REPS repetitions and ROUNDS rounds each, 2000 seeded trials.
+# A CV from a handful of repetitions is itself noisy, so a miss on spread alone at these sizes
+# says little; more repetitions and rounds make the comparison sharper.
+import random
+rng = random.Random(39)
+for stage, d in rows.items():
+    c = st.median(d["lb_cv"])
+    def med_cv():
+        return st.median(cv([rng.gauss(1, c) for _ in range(reps)]) for _ in range(rounds))
+    met = sum(med_cv() <= med_cv() * 1.10 + 1e-3 for _ in range(2000)) / 2000
+    print(f"{stage}: two sides of equal spread (CV {c*100:.2f} %) meet the CV target in "
+          f"{met*100:.0f} % of simulated runs of this size.")
 sys.exit(0 if ok else 1)
 PY
