@@ -1,17 +1,29 @@
 #!/usr/bin/env bash
 # Parity with the peer: stagebench `run` against llama.cpp's own llama-bench (built from the
 # same tree), same synthetic model, threads and sizes, interleaved round by round so that
-# machine noise hits both alike. Prints per side the median over rounds of each run's mean
-# tokens/s and of its stall-robust figure, the stalls counted, the ratios, the ratio of the
-# best rounds, and each side's median CV. Robust figure, the same statistic on both sides:
-# tokens / the median repetition (stagebench's duration_ns, llama-bench's samples_ns).
-# stagebench's own decode figure (`robust`: 1e9 / the median inter-token latency) is printed
-# beside it, not compared: where token latencies are skewed (lavapipe: the driver's threads
-# and ggml's share the cores) the median token is faster than the median repetition's mean
-# token, and the two statistics part (see bench/README.md). Stalls:
-# the same rule (modified z-score > 3.5, one-sided) on stagebench's prefill repetitions and
-# decode tokens, and on llama-bench's repetitions. Targets: robust ratio within ±TOLERANCE (3 %),
-# stagebench's CV no larger than llama-bench's; exit 1 when a stage is off target.
+# machine noise hits both alike. Every figure below is computed here, by one function per
+# statistic, from each side's raw repetitions (stagebench's duration_ns, llama-bench's
+# samples_ns; prefill = pp P, decode = tg N at depth P on both sides, every repetition of one
+# run timed the same way: the stage alone, synchronised after the last token), so that the two
+# columns of a pair are always the same statistic over the same unit:
+#   - t/s: the median over rounds of each run's mean of its repetitions' tokens/s;
+#   - robust t/s: the median over rounds of tokens / the run's median repetition;
+#   - CV: the median over rounds of each run's sample standard deviation (n - 1) of its
+#     repetitions' tokens/s over their mean, REPS repetitions per run on each side (what
+#     llama-bench prints as stddev_ts / avg_ts and stagebench as throughput.cv; the script
+#     checks that it agrees with both). Not stall-robust on either side: a stalled repetition
+#     widens it alike;
+#   - stalled repetitions: the same rule (modified z-score > 3.5, one-sided, stagebench's) on
+#     each run's repetitions, summed over rounds.
+# Printed beside them, not compared (llama-bench has no per-token times): stagebench's own
+# decode figure (`robust`: 1e9 / the median inter-token latency; where token latencies are
+# skewed, as on lavapipe where the driver's threads and ggml's share the cores, the median
+# token is faster than the median repetition's mean token and the two statistics part, see
+# bench/README.md) and its stalled decode tokens (the same rule over every token).
+# Targets: robust ratio within ±TOLERANCE (3 %) and stagebench's CV no larger than
+# llama-bench's (a tenth and 0.1 point of slack for rounding); exit 1 when a stage is off
+# target. The load average is printed before and after (the figures mean little on a busy
+# machine). KEEP=DIR keeps both sides' raw JSON documents there.
 #
 #   ROUNDS=5 THREADS=2 PRESET=llama-3.2-1b LAYERS=4 P=512 N=128 REPS=5 bash bench/parity.sh
 # On a GPU both sides name it and offload every layer (bench/vulkan_parity.sh, gpu_check.sh):
@@ -28,12 +40,13 @@ SB_DEVICE=${SB_DEVICE:-BLAS}
 LB_DEVICE=${LB_DEVICE:-none}; NGL=${NGL:-99}; TOLERANCE=${TOLERANCE:-0.03}
 [ -x "$SB" ] && [ -x "$LB" ] || { echo "build first: make build" >&2; exit 2; }
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
 # MODEL: a GGUF to use instead of synthesizing one (LAYERS empty: the preset's full depth).
 model=${MODEL:-"$work/model.gguf"}
 [ -n "${MODEL:-}" ] || "$SB" synth --preset "$PRESET" ${LAYERS:+--layers "$LAYERS"} --quant "$QUANT" -o "$model" >&2
 
 for r in $(seq 1 "$ROUNDS"); do
-  echo "round $r/$ROUNDS" >&2
+  echo "round $r/$ROUNDS, load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
   # Alternate who goes first so that neither always runs on a warmer machine.
   if [ $((r % 2)) -eq 1 ]; then order="sb lb"; else order="lb sb"; fi
   for who in $order; do
@@ -49,10 +62,13 @@ for r in $(seq 1 "$ROUNDS"); do
   done
 done
 
-python3 - "$work" "$ROUNDS" "$P" "$N" "$TOLERANCE" <<'PY'
+[ -z "${KEEP:-}" ] || { mkdir -p "$KEEP" && cp "$work"/*.json "$KEEP"/; }
+load1=$(cut -d' ' -f1-3 /proc/loadavg)
+
+python3 - "$work" "$ROUNDS" "$P" "$N" "$TOLERANCE" "$REPS" "$load0" "$load1" <<'PY'
 import json, statistics as st, sys
 work, rounds, p, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-tol = float(sys.argv[5])
+tol, reps, load0, load1 = float(sys.argv[5]), int(sys.argv[6]), sys.argv[7], sys.argv[8]
 
 def stalls(xs, k=3.5):
     """Count of samples whose one-sided modified z-score exceeds k (stagebench's rule)."""
@@ -63,26 +79,45 @@ def stalls(xs, k=3.5):
     scale = mad / 0.6745 if mad > 0 else 1.253314 * sum(abs(x - med) for x in xs) / len(xs)
     return 0 if scale <= 0 else sum(1 for x in xs if (x - med) / scale > k)
 
-keys = ("sb", "lb", "sb_rob", "lb_rob", "sb_itl", "sb_cv", "lb_cv", "sb_stalls", "lb_stalls")
+def cv(ts):
+    """Sample standard deviation (n - 1) of per-repetition tokens/s over their mean."""
+    return st.stdev(ts) / st.mean(ts) if len(ts) > 1 else float("nan")
+
+def agrees(mine, theirs, who):
+    # The tools' own figures, as they print them (llama-bench's to 6 decimals): a difference
+    # would mean the two CVs are not the statistic this script says they are.
+    if abs(mine - theirs) > 1e-4 * abs(mine) + 1e-6:
+        sys.exit(f"parity.sh: {who}'s own CV {theirs:.6f} is not the script's {mine:.6f}")
+
+keys = ("sb", "lb", "sb_rob", "lb_rob", "sb_itl", "sb_cv", "lb_cv", "sb_n", "lb_n",
+        "sb_stalls", "lb_stalls", "sb_tok_stalls")
 rows = {stage: {k: [] for k in keys} for stage in ("prefill", "decode")}
 for r in range(1, rounds + 1):
     t = json.load(open(f"{work}/sb.{r}.json"))["tests"][0]
     for stage in ("prefill", "decode"):
-        s, d = t[stage], rows[stage]
-        d["sb"].append(s["throughput"]["mean"]); d["sb_cv"].append(s["throughput"]["cv"])
-        d["sb_rob"].append((p if stage == "prefill" else n) * 1e9 / st.median(s["duration_ns"]))
+        s, d, tokens = t[stage], rows[stage], (p if stage == "prefill" else n)
+        ts = [tokens * 1e9 / x for x in s["duration_ns"]]
+        d["sb"].append(st.mean(ts)); d["sb_cv"].append(cv(ts)); d["sb_n"].append(len(ts))
+        agrees(d["sb_cv"][-1], s["throughput"]["cv"], "stagebench")
+        d["sb_rob"].append(tokens * 1e9 / st.median(s["duration_ns"]))
         d["sb_itl"].append(s["robust"]["tokens_per_s"])
-        d["sb_stalls"].append(s["stalls"]["tokens" if stage == "decode" else "repetitions"]["count"])
+        d["sb_stalls"].append(stalls(s["duration_ns"]))
+        if stage == "decode":
+            d["sb_tok_stalls"].append(s["stalls"]["tokens"]["count"])
     for stage, f, tokens in (("prefill", "lb_pp", p), ("decode", "lb_tg", n)):
         b, d = json.load(open(f"{work}/{f}.{r}.json"))[0], rows[stage]
-        d["lb"].append(b["avg_ts"]); d["lb_cv"].append(b["stddev_ts"] / b["avg_ts"])
+        ts = [tokens * 1e9 / x for x in b["samples_ns"]]
+        d["lb"].append(st.mean(ts)); d["lb_cv"].append(cv(ts)); d["lb_n"].append(len(ts))
+        agrees(d["lb_cv"][-1], b["stddev_ts"] / b["avg_ts"], "llama-bench")
         d["lb_rob"].append(tokens * 1e9 / st.median(b["samples_ns"]))
         d["lb_stalls"].append(stalls(b["samples_ns"]))
 ok = True
 print("| stage | stagebench t/s | llama-bench t/s | ratio | stagebench robust t/s | "
       "llama-bench robust t/s | robust ratio | best-round ratio | stagebench's own robust t/s | "
-      "stagebench stalls | llama-bench stalls | stagebench CV | llama-bench CV | verdict |")
-print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+      "reps per run | stagebench stalled reps | llama-bench stalled reps | "
+      "stagebench stalled tokens | stagebench CV | llama-bench CV | verdict |")
+print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+      "| ---: | ---: | --- |")
 for stage, d in rows.items():
     a, b = st.median(d["sb"]), st.median(d["lb"])
     ra, rb = st.median(d["sb_rob"]), st.median(d["lb_rob"])
@@ -92,14 +127,32 @@ for stage, d in rows.items():
     good = abs(rratio - 1) <= tol and ca <= cb * 1.10 + 1e-3
     ok &= good
     name = f"pp{p}" if stage == "prefill" else f"tg{n} @ d{p}"
-    unit = "tokens" if stage == "decode" else "reps"
+    nn = sorted(set(d["sb_n"]) | set(d["lb_n"]))
+    tok = f"{sum(d['sb_tok_stalls'])}" if stage == "decode" else "-"
     print(f"| {stage} ({name}) | {a:.2f} | {b:.2f} | {ratio:.3f} | {ra:.2f} | {rb:.2f} | "
-          f"{rratio:.3f} | {best:.3f} | {st.median(d['sb_itl']):.2f} | {sum(d['sb_stalls'])} {unit} | {sum(d['lb_stalls'])} reps | "
-          f"{ca*100:.2f} % | {cb*100:.2f} % | {'ok' if good else 'OUT OF TARGET'} |")
-print(f"\n{rounds} interleaved rounds; medians over rounds of each run's mean and robust figure "
-      "(tokens / median repetition, both sides); stagebench's own robust figure: decode from the "
-      "median token (1e9 / median ITL), prefill as the robust column; "
-      "best-round ratio = best stagebench run / best llama-bench run (means); CV within a run; "
-      "stalls summed over rounds.")
+          f"{rratio:.3f} | {best:.3f} | {st.median(d['sb_itl']):.2f} | "
+          f"{'/'.join(map(str, nn))} | {sum(d['sb_stalls'])} | {sum(d['lb_stalls'])} | {tok} | "
+          f"{ca*100:.2f} % | {cb*100:.2f} % | {'met' if good else 'MISSED'} |")
+print(f"\n{rounds} interleaved rounds of {reps} repetitions a side; load average "
+      f"{load0} before, {load1} after. Medians over rounds of each run's mean tokens/s, robust "
+      "figure (tokens / median repetition) and CV (sample SD / mean of its repetitions' "
+      "tokens/s), the same on both sides; stalled repetitions by the same rule on both sides, "
+      "summed over rounds. Not compared: stagebench's own robust figure (decode: 1e9 / median "
+      "inter-token latency) and its stalled decode tokens. Best-round ratio = best stagebench "
+      "run / best llama-bench run (means).")
+
+# How often the CV target is met by chance alone: two sides with the same spread (llama-bench's
+# measured CV, normal repetitions), REPS repetitions and ROUNDS rounds each, 2000 seeded trials.
+# A CV from a handful of repetitions is itself noisy, so a miss on spread alone at these sizes
+# says little; more repetitions and rounds make the comparison sharper.
+import random
+rng = random.Random(39)
+for stage, d in rows.items():
+    c = st.median(d["lb_cv"])
+    def med_cv():
+        return st.median(cv([rng.gauss(1, c) for _ in range(reps)]) for _ in range(rounds))
+    met = sum(med_cv() <= med_cv() * 1.10 + 1e-3 for _ in range(2000)) / 2000
+    print(f"{stage}: two sides of equal spread (CV {c*100:.2f} %) meet the CV target in "
+          f"{met*100:.0f} % of simulated runs of this size.")
 sys.exit(0 if ok else 1)
 PY

@@ -492,8 +492,7 @@ CompareRow total_row(const std::string& stage, const OpsMetric& m,
         CompareSide side;
         side.label = labels[s];
         side.n = count_of(st);
-        if (side.n > 0)
-            side.total = strata_total(st);
+        side.total = strata_total(st);
         row.sides.push_back(side);
     }
     for (std::size_t s = 1; s < labels.size(); ++s) {
@@ -501,8 +500,7 @@ CompareRow total_row(const std::string& stage, const OpsMetric& m,
         q.label = labels[s] + "/" + labels[0];
         const Strata a = strata_of(groups(s, 0), m.metric, scale[s]);
         const Strata b = strata_of(groups(0, s), m.metric, scale[0]);
-        const auto ta = count_of(a) ? strata_total(a) : std::nullopt;
-        const auto tb = count_of(b) ? strata_total(b) : std::nullopt;
+        const std::optional<double> ta = strata_total(a), tb = strata_total(b);
         if (!ta || !tb || *ta <= 0 || *tb <= 0) {
             q.verdict = "no data";
         } else if (!varies(a) && !varies(b)) {

@@ -499,7 +499,9 @@ RatioCi ratio_of_means(std::span<const double> a, std::span<const double> b, std
 
 namespace {
 
-void check_strata(const Strata& s, const char* who) {
+// Checks that den pairs with num and that every sample is finite; returns how many samples s
+// holds.
+std::size_t check_pairing(const Strata& s, const char* who) {
     if (!s.den.empty() && s.den.size() != s.num.size())
         throw usage_error(std::string(who) + ": den has " + std::to_string(s.den.size()) +
                           " strata, num " + std::to_string(s.num.size()));
@@ -514,7 +516,11 @@ void check_strata(const Strata& s, const char* who) {
             check_finite(s.den[k], who);
         n += s.num[k].size();
     }
-    if (n == 0)
+    return n;
+}
+
+void check_strata(const Strata& s, const char* who) {
+    if (check_pairing(s, who) == 0)
         throw usage_error(std::string(who) + ": both sides must have samples");
 }
 
@@ -550,7 +556,8 @@ void draw(std::mt19937_64& rng, const Strata& s, std::vector<std::vector<std::si
 }  // namespace
 
 std::optional<double> strata_total(const Strata& s) {
-    check_strata(s, "strata_total");
+    if (check_pairing(s, "strata_total") == 0)
+        return std::nullopt;
     return total_of(s, nullptr);
 }
 

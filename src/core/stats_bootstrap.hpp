@@ -46,7 +46,8 @@ struct Strata {
 
 // A side's total over its strata: the sum of every num, or with den the sum of every num over
 // the sum of every den (a ratio of totals, such as summed call time over summed op time). Null
-// when the sum of den is 0.
+// when it is undefined: no sample at all, or the sum of den is 0. Throws sb::Error(usage) when
+// den does not pair with num, sb::Error(runtime) for a non-finite sample.
 std::optional<double> strata_total(const Strata& s);
 
 // The ratio of totals, strata_total(a) / strata_total(b), with a seeded stratified percentile

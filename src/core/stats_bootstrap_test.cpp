@@ -167,6 +167,11 @@ TEST(StatsBootstrap, RatioOfTotalRatios) {
     EXPECT_DOUBLE_EQ(r.lo, r.ratio);  // equal records within each stratum
     Strata zero{{{1}}, {{0}}};
     EXPECT_FALSE(strata_total(zero));
+    // No sample at all: the total is undefined (null), not 0, and not an error.
+    EXPECT_FALSE(strata_total(Strata{}));
+    EXPECT_FALSE(strata_total(Strata{{{}, {}}, {}}));
+    EXPECT_FALSE(strata_total(Strata{{{}}, {{}}}));
+    EXPECT_THROW(strata_total(Strata{{{1, 2}}, {{1}}}), Error);  // unpaired
     EXPECT_THROW(ratio_of_totals(a, zero, 10, 1), Error);
     EXPECT_THROW(ratio_of_totals(Strata{{{1, 2}}, {{1}}}, b, 10, 1), Error);  // unpaired
     EXPECT_THROW(ratio_of_totals(Strata{}, b, 10, 1), Error);                 // no sample
