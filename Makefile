@@ -180,7 +180,7 @@ dist: agents
 endif
 
 test-agents: agents
-	@bash tests/dist/agent_qemu.sh $(DIST)
+	@AGENT_ISAS="$(AGENT_ISAS)" bash tests/dist/agent_qemu.sh $(DIST)
 
 test-dist-arm64:
 	@$(MAKE) --no-print-directory dist ARCH=arm64
