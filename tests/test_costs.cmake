@@ -9,9 +9,9 @@
 # start first. tests/order/CMakeLists.txt hooks it into ctest, after every folder declared its
 # tests, and only while the build has no cost data: from the first run on, ctest's own
 # measurements order the tests (an explicit COST would override them for good). A name no
-# longer declared (a test renamed, the fleet or GPU tests left out) is ignored. RUN_SERIAL tests
-# (the integration tests) still run alone, and ctest starts one only when nothing else runs; the
-# cost decides when.
+# longer declared (a test renamed, the fleet or GPU tests left out) is ignored. The RUN_SERIAL
+# tests (tests/serial_tests.cmake: the integration tests that need an idle machine) still run
+# alone, and ctest starts one only when nothing else runs; the cost decides when.
 set(_sb_test_costs
   Ansible.ThePlaybookRunsTheJobOnEveryHostAndFetchesTheirResults                     81
   SynthModels.EveryOtherPresetLoadsAndRuns                                           77
