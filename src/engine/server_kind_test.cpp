@@ -40,8 +40,9 @@ TEST(ServerKinds, NamesAndTimingSourcesAreUnique) {
     std::set<std::string> names;
     for (const ServerKind* k : server_kinds()) {
         EXPECT_TRUE(names.insert(k->name()).second) << k->name();
-        if (*k->timings_source())
+        if (*k->timings_source()) {
             EXPECT_EQ(kind_of_timings(k->timings_source()), k) << k->name();
+        }
     }
     EXPECT_EQ(names, (std::set<std::string>{"llama-server", "vllm", "mlc-llm", "ollama",
                                             "openai-compatible"}));
@@ -103,8 +104,9 @@ TEST(ServerKinds, OllamaIsDiscoveredThroughItsOwnApi) {
     }
     // The others are found the common way.
     for (const ServerKind* k : server_kinds())
-        if (k != &ollama_kind())
+        if (k != &ollama_kind()) {
             EXPECT_FALSE(k->discover(get, "http://o", found)) << k->name();
+        }
 }
 
 // The OpenAI request of each kind: vLLM's min_tokens, llama-server's cold prefill and tokens

@@ -126,7 +126,7 @@ struct TimingLine {
 // early or holds something else (cut off, damaged).
 std::optional<TimingLine> read_numbers(Kind kind, std::string_view rest) {
     Cursor c{rest};
-    TimingLine t{kind};
+    TimingLine t{kind, 0, std::nullopt, false};
     const auto ms = c.number();
     if (!ms || !c.lit("ms"))
         return std::nullopt;

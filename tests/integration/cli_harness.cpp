@@ -186,9 +186,9 @@ const std::string& dist_key() {
                            file_stamp(fs::path(SB_SOURCE_DIR) / "scripts" / "dist.sh") +
                            file_stamp(fs::path(SB_SOURCE_DIR) / "CMakeLists.txt");
         std::vector<std::string> files;
-        for (const fs::path d : {fs::path(SB_BINARY_DIR) / "share" / "stagebench" / "vocab",
-                                 fs::path(SB_SOURCE_DIR) / "share" / "stagebench" / "presets",
-                                 fs::path(SB_LLAMA_BUILD_DIR) / "bin"}) {
+        for (const fs::path& d : {fs::path(SB_BINARY_DIR) / "share" / "stagebench" / "vocab",
+                                  fs::path(SB_SOURCE_DIR) / "share" / "stagebench" / "presets",
+                                  fs::path(SB_LLAMA_BUILD_DIR) / "bin"}) {
             std::error_code ec;
             for (const auto& e : fs::directory_iterator(d, ec))
                 files.push_back(file_stamp(e.path()));
