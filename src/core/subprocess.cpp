@@ -184,7 +184,7 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
         }
         const auto now = Clock::now();
         const bool late = now > deadline;
-        if (!term_sent && (late || interrupt_requested())) {
+        if (!term_sent && (late || (!o.after_interrupt && interrupt_requested()))) {
             r.timed_out = late;
             r.interrupted = !late;
             const bool at_once = !(o.kill_grace_s > 0);

@@ -38,6 +38,9 @@ struct ProcessOptions {
     std::string stdout_path;             // "" : captured into out; else written to this file
     std::size_t max_capture = 16 << 20;  // bytes kept of out and of err each (the rest read
                                          // and dropped, so the program is not blocked by us)
+    // Runs to its end or its deadline even after Ctrl-C: for the clean-up that must still
+    // happen then (closing what a run opened), never for a measurement.
+    bool after_interrupt = false;
 };
 
 // Runs argv (argv[0] looked up on PATH) in its own process group, with SIGPIPE at its

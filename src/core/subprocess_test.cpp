@@ -1,5 +1,7 @@
 #include "core/subprocess.hpp"
 
+#include "core/interrupt.hpp"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -115,6 +117,22 @@ TEST(Process, ShellQuoting) {
     ProcessResult r =
         run_process({"sh", "-c", "printf '%s|' " + shell_join({"a b", "it's", "$HOME", "*", ""})});
     EXPECT_EQ(r.out, "a b|it's|$HOME|*||");
+}
+
+TEST(Process, CtrlCStopsAProgramUnlessItIsAClosingStep) {
+    request_interrupt();
+    ProcessOptions o;
+    o.timeout_s = 20;
+    o.kill_grace_s = 0;
+    const ProcessResult stopped = run_process({"sh", "-c", "sleep 0.3; echo done"}, o);
+    EXPECT_TRUE(stopped.interrupted);
+    EXPECT_EQ(stopped.out, "");
+    o.after_interrupt = true;
+    const ProcessResult ran = run_process({"sh", "-c", "sleep 0.3; echo done"}, o);
+    clear_interrupt();
+    EXPECT_FALSE(ran.interrupted);
+    EXPECT_EQ(ran.exit_code, 0);
+    EXPECT_EQ(ran.out, "done\n");
 }
 
 }  // namespace

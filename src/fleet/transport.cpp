@@ -1,15 +1,9 @@
 #include "fleet/transport.hpp"
 
-#include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
-#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -17,11 +11,8 @@
 #include <fstream>
 #include <optional>
 #include <set>
-#include <thread>
 
 #include "core/error.hpp"
-
-extern char** environ;
 
 namespace sb {
 
@@ -202,39 +193,6 @@ std::string SshSharing::control_path(std::size_t index) const {
 
 namespace {
 
-// Runs argv with stdin, stdout and stderr on /dev/null and waits at most timeout_s (then
-// SIGKILL). Unlike run_process it runs after Ctrl-C too: it is how the fleet closes what it
-// opened.
-void run_quietly(const std::vector<std::string>& argv, double timeout_s) {
-    std::vector<char*> a;
-    for (const auto& w : argv)
-        a.push_back(const_cast<char*>(w.c_str()));
-    a.push_back(nullptr);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    for (int fd = 0; fd < 3; ++fd)
-        posix_spawn_file_actions_addopen(&fa, fd, "/dev/null", fd == 0 ? O_RDONLY : O_WRONLY, 0);
-    pid_t pid = -1;
-    const int rc = posix_spawnp(&pid, a[0], &fa, nullptr, a.data(), environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0)
-        return;
-    const auto deadline =
-        std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-    for (;;) {
-        int status = 0;
-        const pid_t r = ::waitpid(pid, &status, WNOHANG);
-        if (r == pid || (r < 0 && errno != EINTR))
-            return;
-        if (std::chrono::steady_clock::now() >= deadline) {
-            ::kill(pid, SIGKILL);
-            ::waitpid(pid, &status, 0);
-            return;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-}
-
 class SshTransport : public Transport {
   public:
     SshTransport(DeviceSpec d, std::string control_path)
@@ -242,10 +200,19 @@ class SshTransport : public Transport {
     ~SshTransport() override {
         // The connection this device's calls shared, closed now rather than when idle.
         std::error_code ec;
-        if (!control_path_.empty() && fs::exists(control_path_, ec))
-            run_quietly({"ssh", "-F", "/dev/null", "-o", "ControlPath=" + control_path_, "-O",
-                         "exit", d_.host},
-                        10);
+        if (!control_path_.empty() && fs::exists(control_path_, ec)) {
+            // After Ctrl-C too: it closes what this run opened. Output and failure are of no
+            // use here (ControlPersist ends a master nobody closed).
+            ProcessOptions o;
+            o.timeout_s = 10;
+            o.after_interrupt = true;
+            try {
+                run_process({"ssh", "-F", "/dev/null", "-o", "ControlPath=" + control_path_, "-O",
+                             "exit", d_.host},
+                            o);
+            } catch (...) {
+            }
+        }
     }
     ProcessResult shell(const std::string& cmd, double timeout_s,
                         const std::string& stdout_path) override {
