@@ -14,19 +14,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-3}; THREADS=${THREADS:-1}
-SB=build/bin/stagebench
-[ -x "$SB" ] || { echo "build first: make build" >&2; exit 2; }
-work=$(mktemp -d)
-model="$work/model.gguf"
-"$SB" synth --preset tiny -o "$model" >&2
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-"$SB" rpc-server -p "$port" -t "$THREADS" > "$work/rpc.log" 2>&1 &
-rpc_pid=$!
-trap 'kill $rpc_pid 2>/dev/null; rm -rf "$work"' EXIT
-for _ in $(seq 50); do
-  (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
-  sleep 0.1
-done
+. bench/lib/tiny_rpc_server.sh
+start_tiny_rpc_server "$THREADS"
 
 missed=0
 echo "| round | stage | accelerator compute ms | communication ms | copies ms | dispatch µs | target |"

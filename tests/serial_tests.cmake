@@ -22,7 +22,6 @@
 # test would otherwise lose its RUN_SERIAL without a word).
 set(_sb_serial_tests
   # Measured times and rates compared, stalls and drops counted, timing tolerances.
-  "^Ops\\.RpcDecodeShowsTheSchedulingTaxOfLightOps$"           # call/op ratios of light ops
   "^Decompose\\.RpcStagesSplitIntoComputeConversionCommunicationCopiesHost$"  # client and server timings
   "^Run\\.AStalledProcessIsCountedWarnedAndLeavesTheRobustRateAlone$"  # one stall counted, no other
   "^Run\\.AdaptiveRepetitionsStopAtTheTargetOrTheCap$"         # a CI target met within 20 repetitions

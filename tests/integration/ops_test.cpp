@@ -284,9 +284,12 @@ TEST(Ops, RepackedWeightsKeepMatMulsOffBlasAndSayWhy) {
     }
 }
 
-TEST(Ops, RpcDecodeShowsTheSchedulingTaxOfLightOps) {
+// Decode on RPC0 over a loopback server: the graph splits, its copies are timed, and every
+// op type has a call time and an op time. Which ops pay the round trip more (the study's
+// pattern: light ops do, mat-muls amortise it) is a comparison of timings, measured by
+// bench/rpc_op_tax.sh, not asserted here.
+TEST(Ops, RpcDecodeSplitsCopiesAndTimesEveryOpOnRpc0) {
     TempDir t;
-    // One core for the server, one for the client (-t 1): timings are compared.
     RpcServer server(t, {"-t", "1"});
     ASSERT_TRUE(server.ready);
     const std::string ep = server.endpoint();
@@ -308,23 +311,21 @@ TEST(Ops, RpcDecodeShowsTheSchedulingTaxOfLightOps) {
     for (const auto& sp : dec["splits"])
         timed_copy |= sp["copy_ns"].is_number();
     EXPECT_TRUE(timed_copy) << dec["splits"].dump();
-    // The study's pattern: light ops pay the round trip, heavy ops amortise it.
-    const json* mm = op_row(dec, "MUL_MAT");
-    ASSERT_NE(mm, nullptr);
-    const double mm_ratio = (*mm)["call_op_ratio"].get<double>();
-    double light_call = 0, light_op = 0;
-    int light = 0;
-    for (const char* op : {"RMS_NORM", "ADD", "MUL", "ROPE"}) {
+    // The rows bench/rpc_op_tax.sh compares: MUL_MAT and at least three light ops, each with
+    // a call time, an op time and their ratio.
+    int timed = 0;
+    for (const char* op : {"MUL_MAT", "RMS_NORM", "ADD", "MUL", "ROPE"}) {
         const json* r = op_row(dec, op);
         if (!r || !(*r)["call_op_ratio"].is_number())
             continue;
-        ++light;
-        light_call += (*r)["call_ns"].get<double>();
-        light_op += (*r)["op_ns"].get<double>();
-        EXPECT_GT((*r)["call_op_ratio"].get<double>(), mm_ratio) << op;
+        ++timed;
+        EXPECT_GT((*r)["call_ns"].get<double>(), 0) << op;
+        EXPECT_GT((*r)["op_ns"].get<double>(), 0) << op;
+        EXPECT_GT((*r)["call_op_ratio"].get<double>(), 0) << op;
     }
-    ASSERT_GE(light, 3);
-    EXPECT_GT(light_call / light_op, 2 * mm_ratio) << "MUL_MAT " << mm_ratio;
+    ASSERT_NE(op_row(dec, "MUL_MAT"), nullptr);
+    EXPECT_TRUE((*op_row(dec, "MUL_MAT"))["call_op_ratio"].is_number());
+    EXPECT_GE(timed, 4);
     // Ops kept on the CPU (the input embedding) are fallback from RPC0, priced there.
     ASSERT_FALSE(dec["fallback"].empty());
     EXPECT_EQ(dec["fallback"][0]["requested"], "RPC0");
