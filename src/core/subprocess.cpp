@@ -24,6 +24,20 @@ void append_capped(std::string& s, const char* p, std::size_t n, std::size_t cap
         s.append(p, std::min(n, cap - s.size()));
 }
 
+// Writes all n bytes of p to fd (retrying short writes and EINTR); false on an error.
+bool write_all(int fd, const char* p, std::size_t n) {
+    while (n > 0) {
+        const ssize_t w = ::write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return false;
+        p += w;
+        n -= static_cast<std::size_t>(w);
+    }
+    return true;
+}
+
 std::string trim(const std::string& s) {
     const auto b = s.find_first_not_of(" \t\r\n");
     if (b == std::string::npos)
@@ -107,6 +121,9 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
                 ::close(fd);
         return r;
     }
+    // A limit on the file: the output comes through the pipe and is written here, counted.
+    const bool capped = file_fd >= 0 && o.max_stdout_file > 0;
+    std::uint64_t written = 0;
     std::vector<char*> args;
     for (const auto& a : argv)
         args.push_back(const_cast<char*>(a.c_str()));
@@ -118,7 +135,7 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
         die_with_parent(parent);
         ::setpgid(0, 0);
         ::dup2(in_fd, 0);
-        ::dup2(file_fd >= 0 ? file_fd : out_pipe[1], 1);
+        ::dup2(file_fd >= 0 && !capped ? file_fd : out_pipe[1], 1);
         ::dup2(err_pipe[1], 2);
         ::signal(SIGPIPE, SIG_DFL);
         ::execvp(args[0], args.data());
@@ -134,9 +151,11 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
     ::close(in_fd);
     ::close(out_pipe[1]);
     ::close(err_pipe[1]);
-    if (file_fd >= 0)
+    if (file_fd >= 0 && !capped)
         ::close(file_fd);
     if (pid < 0) {
+        if (capped)
+            ::close(file_fd);
         ::close(out_pipe[0]);
         ::close(err_pipe[0]);
         r.started = false;
@@ -154,7 +173,7 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
     pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
     int open_fds = 2;
     int status = 0;
-    bool exited = false, lost = false;
+    bool exited = false, lost = false, over = false;
     char buf[65536];
     // Until the program has exited and its pipes are closed: a program that closes its
     // output and keeps running, or exits leaving a grandchild that holds the pipes, is waited
@@ -167,7 +186,19 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
                 if (fds[k].fd < 0 || !(fds[k].revents & (POLLIN | POLLHUP | POLLERR)))
                     continue;
                 const ssize_t got = ::read(fds[k].fd, buf, sizeof buf);
-                if (got > 0) {
+                if (got > 0 && k == 0 && capped) {
+                    const auto room = o.max_stdout_file - written;
+                    const auto n = std::min<std::uint64_t>(room, static_cast<std::uint64_t>(got));
+                    if (n > 0 && !write_all(file_fd, buf, static_cast<std::size_t>(n))) {
+                        r.err = "cannot write " + o.stdout_path + ": " + std::strerror(errno);
+                        over = true;  // stopped as if over: nothing more can be kept
+                    }
+                    written += n;
+                    if (n < static_cast<std::uint64_t>(got)) {
+                        r.over_limit = true;
+                        over = true;
+                    }
+                } else if (got > 0) {
                     append_capped(k == 0 ? r.out : r.err, buf, static_cast<std::size_t>(got),
                                   o.max_capture);
                 } else if (got == 0 || (errno != EINTR && errno != EAGAIN)) {
@@ -184,9 +215,9 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
         }
         const auto now = Clock::now();
         const bool late = now > deadline;
-        if (!term_sent && (late || (!o.after_interrupt && interrupt_requested()))) {
-            r.timed_out = late;
-            r.interrupted = !late;
+        if (!term_sent && (late || over || (!o.after_interrupt && interrupt_requested()))) {
+            r.timed_out = late && !over;
+            r.interrupted = !late && !over;
             const bool at_once = !(o.kill_grace_s > 0);
             ::kill(-pid, at_once ? SIGKILL : SIGTERM);
             term_sent = true;
@@ -205,6 +236,8 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
     for (auto& f : fds)
         if (f.fd >= 0)
             ::close(f.fd);
+    if (capped)
+        ::close(file_fd);
     if (!exited) {
         r.reaped = false;
         return r;

@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -19,11 +20,12 @@ struct ProcessResult {
     int signal = 0;            // the signal that ended it (0: none)
     bool timed_out = false;    // stopped at the deadline
     bool interrupted = false;  // stopped because of Ctrl-C (interrupt_requested())
+    bool over_limit = false;   // stopped: its stdout passed ProcessOptions::max_stdout_file
     bool started = true;       // false when argv[0] could not be started
     bool reaped = true;        // false: it had not exited even after SIGKILL (stuck in the
                                // kernel); left behind, the result says what was seen
     std::string out, err;      // stdout (unless written to a file) and stderr
-    bool ok() const { return exit_code == 0; }
+    bool ok() const { return exit_code == 0 && !over_limit; }
     // The last non-empty line of stderr (else stdout), trimmed: a program's own one-line error.
     std::string last_line() const;
 };
@@ -38,6 +40,10 @@ struct ProcessOptions {
     std::string stdout_path;             // "" : captured into out; else written to this file
     std::size_t max_capture = 16 << 20;  // bytes kept of out and of err each (the rest read
                                          // and dropped, so the program is not blocked by us)
+    // With stdout_path: the most bytes written there (0: no limit). The output then passes
+    // through stagebench; a program that sends more is stopped as at the deadline, the file
+    // keeps the first max_stdout_file bytes, and the result says over_limit.
+    std::uint64_t max_stdout_file = 0;
     // Runs to its end or its deadline even after Ctrl-C: for the clean-up that must still
     // happen then (closing what a run opened), never for a measurement.
     bool after_interrupt = false;

@@ -3,6 +3,7 @@
 #include "core/interrupt.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <csignal>
@@ -105,6 +106,44 @@ TEST(Process, StdinAndStdoutFiles) {
     std::string line;
     std::getline(f, line);
     EXPECT_EQ(line, "hello");
+    std::filesystem::remove_all(dir);
+}
+
+// A limit on the stdout file: a program that keeps writing is stopped at it, the file holds
+// exactly the first bytes, and the result says so; one that stays within writes all it has.
+TEST(Process, StdoutToAFileStopsAtItsLimit) {
+    const auto dir =
+        std::filesystem::temp_directory_path() / ("sb_process_limit_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    ProcessOptions o;
+    o.stdout_path = (dir / "out").string();
+    o.max_stdout_file = 100000;
+    o.timeout_s = 30;
+    const auto t0 = std::chrono::steady_clock::now();
+    ProcessResult r =
+        run_process({"sh", "-c", "trap '' TERM; while :; do echo 0123456789; done"}, o);
+    const double took =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_TRUE(r.over_limit);
+    EXPECT_FALSE(r.timed_out);
+    EXPECT_FALSE(r.interrupted);
+    EXPECT_FALSE(r.ok());
+    EXPECT_LT(took, 20);  // stopped at the limit (SIGKILL after the grace), not at the deadline
+    EXPECT_EQ(std::filesystem::file_size(dir / "out"), 100000u);
+    std::ifstream f(dir / "out");
+    std::string line;
+    std::getline(f, line);
+    EXPECT_EQ(line, "0123456789");
+
+    o.max_stdout_file = 11;
+    r = run_process({"sh", "-c", "echo 0123456789"}, o);
+    EXPECT_TRUE(r.ok());
+    EXPECT_FALSE(r.over_limit);
+    EXPECT_EQ(std::filesystem::file_size(dir / "out"), 11u);
+    o.max_stdout_file = 10;
+    r = run_process({"sh", "-c", "echo 0123456789"}, o);
+    EXPECT_TRUE(r.over_limit);
+    EXPECT_EQ(std::filesystem::file_size(dir / "out"), 10u);
     std::filesystem::remove_all(dir);
 }
 

@@ -1067,7 +1067,7 @@ class Fleet {
         if (with_out) {
             const std::string local_out = (tmp / "out.json").string();
             try {
-                j.t->pull(remote_out, local_out, kCopyTimeoutS);
+                j.t->pull(remote_out, local_out, kCopyTimeoutS, kMaxUnlistedFileBytes);
                 try_load(out, local_out);
             } catch (const Error&) {
             }
@@ -1142,17 +1142,21 @@ class Fleet {
         }
         out.results_dir = local.string();
         bool fetched = false;  // the whole folder is here, checked
-        auto pull = [&](const std::string& name) {
-            j.t->pull(remote + "/" + name, (local / name).string(), kCopyTimeoutS);
+        auto pull = [&](const std::string& name, std::uint64_t max_bytes) {
+            j.t->pull(remote + "/" + name, (local / name).string(), kCopyTimeoutS, max_bytes);
         };
         try {
-            pull("manifest.json");
+            pull("manifest.json", kMaxManifestBytes);
             const ResultsManifest m = read_results_manifest(local.string());
-            // The files it lists in one call where the transport can (ssh: one tar stream).
+            // The files it lists in one call where the transport can (ssh: one tar stream),
+            // no more bytes than it says they have.
             std::vector<std::string> names;
-            for (const auto& f : m.files)
+            std::uint64_t bytes = 0;
+            for (const auto& f : m.files) {
                 names.push_back(f.name);
-            j.t->pull_files(remote, names, local.string(), kCopyTimeoutS);
+                bytes = f.bytes > UINT64_MAX - bytes ? UINT64_MAX : bytes + f.bytes;
+            }
+            j.t->pull_files(remote, names, local.string(), kCopyTimeoutS, bytes);
             verify_results_folder(m);
             fetched = true;
             for (const auto& f : m.files)
@@ -1166,7 +1170,7 @@ class Fleet {
             for (const char* f : {"result.json", "stderr.log"}) {
                 try {
                     if (!fs::exists(local / f))
-                        pull(f);
+                        pull(f, kMaxUnlistedFileBytes);
                 } catch (const Error&) {
                 }
             }
@@ -1245,8 +1249,8 @@ class Fleet {
             std::string err;
             if (r.exit_code == 255 && j.spec.kind == TransportKind::ssh)
                 err = transport_error(j.spec, "connection lost", r);
-            else if (r.timed_out || r.interrupted || r.signal || !r.started)
-                err = transport_error(j.spec, "the command", r);
+            else if (r.timed_out || r.interrupted || r.signal || !r.started || r.over_limit)
+                err = transport_error(j.spec, "the command", r, kMaxUnlistedFileBytes);
             else if (ran.error)
                 err = j.spec.name + ": " + *ran.error;
             else if (!store_error.empty() && r.ok())

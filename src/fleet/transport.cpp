@@ -41,9 +41,13 @@ std::vector<std::string> ssh_argv(const DeviceSpec& d) {
     return a;
 }
 
-std::string transport_error(const DeviceSpec& d, const std::string& what, const ProcessResult& r) {
+std::string transport_error(const DeviceSpec& d, const std::string& what, const ProcessResult& r,
+                            std::uint64_t max_bytes) {
     std::string why;
-    if (!r.started)
+    if (r.over_limit)
+        why = "it sent more than the " + std::to_string(max_bytes) +
+              " bytes expected (stopped there)";
+    else if (!r.started)
         why = r.err.empty() ? "could not start" : r.last_line();
     else if (r.timed_out)
         why = "no answer before the deadline";
@@ -57,9 +61,10 @@ std::string transport_error(const DeviceSpec& d, const std::string& what, const 
 }
 
 void Transport::pull_files(const std::string& remote_dir, const std::vector<std::string>& names,
-                           const std::string& local_dir, double timeout_s) {
+                           const std::string& local_dir, double timeout_s,
+                           std::uint64_t max_bytes) {
     for (const auto& n : names)
-        pull(remote_dir + "/" + n, (fs::path(local_dir) / n).string(), timeout_s);
+        pull(remote_dir + "/" + n, (fs::path(local_dir) / n).string(), timeout_s, max_bytes);
 }
 
 namespace {
@@ -221,6 +226,7 @@ class SshTransport : public Transport {
         ProcessOptions o;
         o.timeout_s = timeout_s;
         o.stdout_path = stdout_path;
+        o.max_stdout_file = stdout_path.empty() ? 0 : kMaxUnlistedFileBytes;
         return run_process(argv, o);
     }
     void push(const std::string& local, const std::string& remote, double timeout_s) override {
@@ -235,24 +241,27 @@ class SshTransport : public Transport {
         if (!r.ok())
             throw runtime_error(transport_error(d_, "copying " + local + " there", r));
     }
-    void pull(const std::string& remote, const std::string& local, double timeout_s) override {
+    void pull(const std::string& remote, const std::string& local, double timeout_s,
+              std::uint64_t max_bytes) override {
         auto argv = argv_();
         argv.push_back("cat " + shell_quote(remote));
         ProcessOptions o;
         o.timeout_s = timeout_s;
         o.stdout_path = local;
+        o.max_stdout_file = max_bytes;
         auto r = run_process(argv, o);
         if (!r.ok())
-            throw runtime_error(transport_error(d_, "copying " + remote + " back", r));
+            throw runtime_error(transport_error(d_, "copying " + remote + " back", r, max_bytes));
     }
 
     void pull_files(const std::string& remote_dir, const std::vector<std::string>& names,
-                    const std::string& local_dir, double timeout_s) override {
+                    const std::string& local_dir, double timeout_s,
+                    std::uint64_t max_bytes) override {
         if (names.empty())
             return;
         for (const auto& n : names)
             if (n.empty() || n.find('/') != std::string::npos || n[0] == '-')
-                return Transport::pull_files(remote_dir, names, local_dir, timeout_s);
+                return Transport::pull_files(remote_dir, names, local_dir, timeout_s, max_bytes);
         auto argv = argv_();
         std::string cmd = "cd " + shell_quote(remote_dir) + " && tar -cf -";
         for (const auto& n : names)
@@ -262,13 +271,17 @@ class SshTransport : public Transport {
         ProcessOptions o;
         o.timeout_s = timeout_s;
         o.stdout_path = tar;
+        // The files' bytes, and the tar's own: a header and padding per file, a pax header
+        // each where the device's tar writes one, the end blocks and a 10 KiB record's padding.
+        const std::uint64_t framing = names.size() * 2048 + 20480;
+        o.max_stdout_file = max_bytes > UINT64_MAX - framing ? UINT64_MAX : max_bytes + framing;
         auto r = run_process(argv, o);
         const std::string what = "copying " + remote_dir + " back";
         std::string why = r.ok() ? untar_files(tar, names, local_dir) : "";
         std::error_code ec;
         fs::remove(tar, ec);
         if (!r.ok())
-            throw runtime_error(transport_error(d_, what, r));
+            throw runtime_error(transport_error(d_, what, r, o.max_stdout_file));
         if (!why.empty())
             throw runtime_error(d_.name + " (" + d_.transport + "): " + what + ": " + why);
     }
@@ -302,6 +315,7 @@ class AdbTransport : public Transport {
         ProcessOptions o;
         o.timeout_s = timeout_s;
         o.stdout_path = stdout_path;
+        o.max_stdout_file = stdout_path.empty() ? 0 : kMaxUnlistedFileBytes;
         return run_process({adb_program(), "-s", d_.serial, "shell", cmd}, o);
     }
     void push(const std::string& local, const std::string& remote, double timeout_s) override {
@@ -311,12 +325,21 @@ class AdbTransport : public Transport {
         if (!r.ok())
             throw runtime_error(transport_error(d_, "pushing " + local, r));
     }
-    void pull(const std::string& remote, const std::string& local, double timeout_s) override {
+    void pull(const std::string& remote, const std::string& local, double timeout_s,
+              std::uint64_t max_bytes) override {
         ProcessOptions o;
         o.timeout_s = timeout_s;
         auto r = run_process({adb_program(), "-s", d_.serial, "pull", remote, local}, o);
         if (!r.ok())
             throw runtime_error(transport_error(d_, "pulling " + remote, r));
+        std::error_code ec;
+        const auto size = fs::file_size(local, ec);
+        if (!ec && size > max_bytes) {
+            fs::remove(local, ec);
+            throw runtime_error(d_.name + " (" + d_.transport + "): pulling " + remote +
+                                ": it sent " + std::to_string(size) + " bytes, more than the " +
+                                std::to_string(max_bytes) + " expected");
+        }
     }
 
   private:
@@ -331,12 +354,20 @@ class LocalTransport : public Transport {
         ProcessOptions o;
         o.timeout_s = timeout_s;
         o.stdout_path = stdout_path;
+        o.max_stdout_file = stdout_path.empty() ? 0 : kMaxUnlistedFileBytes;
         return run_process({"sh", "-c", cmd}, o);
     }
     void push(const std::string& local, const std::string& remote, double) override {
         copy(local, remote, "copying " + local);
     }
-    void pull(const std::string& remote, const std::string& local, double) override {
+    void pull(const std::string& remote, const std::string& local, double,
+              std::uint64_t max_bytes) override {
+        std::error_code ec;
+        const auto size = fs::file_size(remote, ec);
+        if (!ec && size > max_bytes)
+            throw runtime_error(d_.name + " (" + d_.transport + "): copying " + remote +
+                                " back: it has " + std::to_string(size) + " bytes, more than the " +
+                                std::to_string(max_bytes) + " expected");
         copy(remote, local, "copying " + remote + " back");
     }
     std::vector<std::string> run_prefix() const override { return d_.prefix; }

@@ -8,6 +8,7 @@
 //    such as qemu-aarch64).
 // Every call has a deadline; a failure to reach the device is a ProcessResult the caller
 // reads (shell) or an sb::Error(runtime), one line naming the device (push, pull).
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,19 +18,33 @@
 
 namespace sb {
 
+// The most bytes a device may send back into a file here that no manifest sizes: a command's
+// stdout (shell with a stdout_path), a document written with --out, a results folder's
+// result.json or stderr.log when its manifest is missing.
+inline constexpr std::uint64_t kMaxUnlistedFileBytes = std::uint64_t{1} << 30;
+
 class Transport {
   public:
     virtual ~Transport() = default;
-    // Runs cmd with the device's sh. stdout_path: where its stdout goes ("": captured).
+    // Runs cmd with the device's sh. stdout_path: where its stdout goes ("": captured), at
+    // most kMaxUnlistedFileBytes (then stopped, the result's over_limit set).
     virtual ProcessResult shell(const std::string& cmd, double timeout_s,
                                 const std::string& stdout_path = "") = 0;
     virtual void push(const std::string& local, const std::string& remote, double timeout_s) = 0;
-    virtual void pull(const std::string& remote, const std::string& local, double timeout_s) = 0;
+    // What a device sends is a claim: max_bytes bounds what a copy back writes here. Over
+    // ssh the copy is stopped there (ProcessOptions::max_stdout_file); a local file larger is
+    // not copied; adb's pull writes the file itself, which is then refused if larger (bounded
+    // on disk only by the deadline).
+    virtual void pull(const std::string& remote, const std::string& local, double timeout_s,
+                      std::uint64_t max_bytes) = 0;
     // Copies the files names (plain names, no '/') of the device's folder remote_dir into the
-    // folder local_dir here, within timeout_s; throws as pull. Default: one pull per file; ssh:
-    // one `tar -cf -` stream over one call, read here (regular files of those names only).
+    // folder local_dir here, within timeout_s, max_bytes of them together (a results
+    // manifest's sizes; the tar's headers are allowed on top); throws as pull. Default: one
+    // pull per file; ssh: one `tar -cf -` stream over one call, read here (regular files of
+    // those names only).
     virtual void pull_files(const std::string& remote_dir, const std::vector<std::string>& names,
-                            const std::string& local_dir, double timeout_s);
+                            const std::string& local_dir, double timeout_s,
+                            std::uint64_t max_bytes);
     // The words before a deployed stagebench (an exec device's prefix), else none.
     virtual std::vector<std::string> run_prefix() const { return {}; }
     // Whether the device's files are this machine's (local, exec).
@@ -79,7 +94,9 @@ std::vector<std::string> ssh_argv(const DeviceSpec& d);
 std::string untar_files(const std::string& tar_path, const std::vector<std::string>& names,
                         const std::string& dir);
 
-// One line for a failed transport call: the program's own last line, or what killed it.
-std::string transport_error(const DeviceSpec& d, const std::string& what, const ProcessResult& r);
+// One line for a failed transport call: the program's own last line, or what killed it
+// (max_bytes: the call's limit, named when the device sent more).
+std::string transport_error(const DeviceSpec& d, const std::string& what, const ProcessResult& r,
+                            std::uint64_t max_bytes = 0);
 
 }  // namespace sb

@@ -15,13 +15,17 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <set>
 #include <thread>
 
 #include "cli_harness.hpp"
+#include "core/error.hpp"
 #include "dist_dir.hpp"
+#include "fleet/inventory.hpp"
+#include "fleet/transport.hpp"
 #include "loopback_sshd.hpp"
 
 namespace {
@@ -212,6 +216,54 @@ TEST(Fleet, OneSshConnectionPerDeviceClosedWhenTheRunEnds) {
     const int per_call = sshd.accepted() - 2;
     EXPECT_GT(per_call, 4) << sshd.log();
     EXPECT_EQ(closed(2 + per_call), 2 + per_call) << sshd.log();
+}
+
+// What a device sends back is a claim bounded by what its manifest accounts for: over a real
+// ssh connection, a folder whose file holds more than the bytes asked for is stopped at the
+// limit (the tar stream and a single file's copy alike), nothing of it is unpacked, and the
+// error names the limit; within it, the same files come back whole.
+TEST(Fleet, ACopyBackStopsAtTheBytesItWasToldToExpect) {
+    TempDir t;
+    LoopbackSshd sshd;
+    const sb::Inventory inv = sb::parse_inventory(
+        "name = \"lab\"\n" + ssh_device("a", sshd, t.file("a"), sshd.known_hosts()), "lab.toml");
+    auto tr = sb::make_transport(inv.devices.at(0));
+    const std::string remote = t.file("remote"), local = t.file("local");
+    fs::create_directories(remote);
+    fs::create_directories(local);
+    write(remote + "/small.json", "{}\n");
+    write(remote + "/big.log", std::string(4 << 20, 'x'));  // 4 MiB
+    auto error_of = [](const std::function<void()>& f) -> std::string {
+        try {
+            f();
+        } catch (const sb::Error& e) {
+            return e.what();
+        }
+        return "";
+    };
+    // The tar stream: the manifest says 3 + 1000 bytes; the device has 3 + 4 MiB.
+    std::string e = error_of([&] {
+        tr->pull_files(remote, {"small.json", "big.log"}, local, 60, 1003);
+    });
+    EXPECT_NE(e.find("a (ssh://"), std::string::npos) << e;
+    EXPECT_NE(e.find("it sent more than the "), std::string::npos) << e;
+    EXPECT_NE(e.find(" bytes expected (stopped there)"), std::string::npos) << e;
+    EXPECT_FALSE(fs::exists(local + "/big.log"));
+    EXPECT_FALSE(fs::exists(local + "/.files.tar"));
+    // One file's copy (a manifest, a document): stopped at the limit too.
+    e = error_of([&] { tr->pull(remote + "/big.log", local + "/big.log", 60, 1 << 20); });
+    EXPECT_NE(e.find("it sent more than the 1048576 bytes expected"), std::string::npos) << e;
+    EXPECT_LE(fs::file_size(local + "/big.log"), 1u << 20);
+    // Within the limits: every byte.
+    fs::remove(local + "/big.log");
+    EXPECT_EQ(error_of([&] {
+                  tr->pull_files(remote, {"small.json", "big.log"}, local, 60, 3 + (4 << 20));
+              }),
+              "");
+    EXPECT_EQ(fs::file_size(local + "/big.log"), 4u << 20);
+    EXPECT_EQ(fs::file_size(local + "/small.json"), 3u);
+    EXPECT_EQ(error_of([&] { tr->pull(remote + "/small.json", local + "/one.json", 60, 3); }), "");
+    EXPECT_EQ(fs::file_size(local + "/one.json"), 3u);
 }
 
 // Ctrl-C mid-run closes the shared connection too: the device's stagebench (a wrapper whose
