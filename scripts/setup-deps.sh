@@ -14,6 +14,8 @@ pkgs=(
   # stagebench fleet: the inventory (toml++; libyaml for Ansible's YAML inventories) and the
   # loopback sshd its tests reach devices by.
   libtomlplusplus-dev libyaml-dev openssh-server openssh-client
+  # A board's minimal userland: a job's run.sh and its results' tar run under busybox alone.
+  busybox
   # --db postgresql://...: libpq to build with; the server (initdb, postgres) that the store's
   # tests start in a temporary folder on loopback (src/store/testing/pg_server.hpp). Neither
   # make demo nor make test needs a server running beforehand.

@@ -10,9 +10,11 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 
 #include "cli_harness.hpp"
 #include "dist_dir.hpp"
+#include "fleet/transport.hpp"
 #include "loopback_sshd.hpp"
 
 namespace {
@@ -150,6 +152,54 @@ TEST(Bundle, RunShMeasuresInAnEmptyEnvironmentWithTheArgumentsGivenIt) {
     EXPECT_EQ(listed.count("junit.xml") > 0, has_junit_flag());
     EXPECT_EQ(m["junit"],
               has_junit_flag() ? "written" : "not written: this stagebench has no --junit");
+}
+
+// A board's or phone's minimal userland: busybox's applets alone on PATH, its sh running
+// run.sh (no dash, no coreutils). The job measures, the manifest's sizes and hashes (busybox's
+// sha256sum) are right, and the results folder as the device's `tar -cf -` sends it (busybox's
+// tar) is what the fleet's reader takes back, byte for byte.
+TEST(Bundle, RunShMeasuresWithBusyboxAsTheWholeUserland) {
+    TempDir t;
+    unpack(t.file("job"));
+    const std::string bb = t.file("bb");
+    fs::create_directories(bb);
+    Proc list = run({"/usr/bin/busybox", "--list"}, 30);
+    ASSERT_EQ(list.exit_code, 0) << list.err;
+    std::istringstream applets(list.out);
+    for (std::string a; std::getline(applets, a);)
+        if (!a.empty())
+            fs::create_symlink("/usr/bin/busybox", bb + "/" + a);
+    std::vector<std::string> argv = {"/usr/bin/env", "-i", "PATH=" + bb};
+    if (run({"/usr/bin/unshare", "-n", "true"}, 10).exit_code == 0)
+        argv.insert(argv.end(), {"/usr/bin/unshare", "-n"});
+    argv.insert(argv.end(), {"/usr/bin/busybox", "sh", t.file("job/run.sh"), "-t", "1"});
+    Proc p = run(argv, 300);
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    const std::string res = t.file("job/results");
+    const json doc = json::parse(read_file(res + "/result.json"));
+    ASSERT_EQ(doc["tests"].size(), 1u);
+    EXPECT_EQ(doc["tests"][0]["status"], "ok");
+    const json m = json::parse(read_file(res + "/manifest.json"));
+    EXPECT_EQ(m["outcome"], "measured");
+    std::vector<std::string> names;
+    for (const auto& f : m["files"]) {
+        const std::string path = res + "/" + f["name"].get<std::string>();
+        names.push_back(f["name"]);
+        EXPECT_EQ(f["bytes"], fs::file_size(path)) << f;
+        Proc h = run({"/usr/bin/sha256sum", path}, 60);
+        EXPECT_EQ(f["sha256"], h.out.substr(0, 64)) << f;
+    }
+    ASSERT_FALSE(names.empty());
+    // What `cd RESULTS && tar -cf - NAMES` writes on that device, read by the fleet.
+    std::string line = "cd '" + res + "' && tar -cf '" + t.file("back.tar") + "'";
+    for (const auto& n : names)
+        line += " '" + n + "'";
+    Proc tar = run({"/usr/bin/env", "-i", "PATH=" + bb, "/usr/bin/busybox", "sh", "-c", line}, 60);
+    ASSERT_EQ(tar.exit_code, 0) << tar.err;
+    fs::create_directories(t.file("back"));
+    EXPECT_EQ(sb::untar_files(t.file("back.tar"), names, t.file("back")), "");
+    for (const auto& n : names)
+        EXPECT_EQ(read_file(t.file("back/" + n)), read_file(res + "/" + n)) << n;
 }
 
 TEST(Bundle, RunShSaysItCouldNotMeasureWithExit2) {
