@@ -734,12 +734,14 @@ StageSplit split_stages(const HexagonImport& imp) {
     // Segments: cut at OPBATCH and marker lines and where the layer index falls back.
     std::vector<size_t> seg(n, 0);
     std::vector<bool> seg_new_graph;
-    std::optional<int> last_layer;
+    // The last record's layer, -1 before any (a plain int: GCC 12 took the std::optional for
+    // maybe-uninitialised here).
+    int last_layer = -1;
     bool seg_unlayered = false;  // the current segment has no record with a layer yet
     bool after_output = false;   // the record before was the output projection
     for (size_t i = 0; i < n; ++i) {
         const auto& r = recs[i];
-        const bool reset = r.layer && last_layer && *r.layer < *last_layer;
+        const bool reset = r.layer && last_layer >= 0 && *r.layer < last_layer;
         if (i == 0 || flag(imp.boundary_before, i) || after_output) {
             seg_new_graph.push_back(i == 0 || flag(imp.marker_before, i) ||
                                     flag(imp.graph_before, i) || after_output || reset);
@@ -754,12 +756,12 @@ StageSplit split_stages(const HexagonImport& imp) {
         }
         seg[i] = seg_new_graph.size() - 1;
         if (r.layer) {
-            last_layer = r.layer;
+            last_layer = *r.layer;
             seg_unlayered = false;
         }
         after_output = is_output_projection(r);
         if (after_output)
-            last_layer.reset();  // the next graph's layers count from its own start
+            last_layer = -1;  // the next graph's layers count from its own start
     }
 
     // A segment's stage by the tokens of its mat-muls (unmarked records only).
