@@ -300,4 +300,42 @@ TEST(Gpu, SustainedRoundsAndAServerThatOffloadsToTheGpu) {
     EXPECT_GT(vdoc["serve"]["points"][0]["ok"].get<int>(), 0) << v.err;
 }
 
+// explain against a llama-server that offloads to the GPU (-ngl 99 -dev Vulkan0), the bench
+// on Vulkan0 too: every level measured; the server's devices are what llama.cpp gives it
+// (the CPU, Vulkan0, and the accelerators every context takes whatever -dev says), the
+// bench's what --device names, and where they differ that difference is measured alone.
+TEST(Gpu, ExplainAgainstAServerThatOffloadsToTheGpu) {
+    Lavapipe vk;
+    TempDir t;
+    const std::string out = t.file("e.json");
+    Proc p = run_sb({"explain", "-m", tiny_model(), "-p", "48", "-n", "4", "-r", "1", "--device",
+                     "Vulkan0", "--server-args", "-ngl 99 -dev Vulkan0", "--no-ops",
+                     "--concurrency", "1", "--out", out, "-q"},
+                    600);
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    const json doc = json::parse(read_file(out));
+    const json& e = doc["explain"];
+    EXPECT_EQ(e["server_args"], json({"-ngl", "99", "-dev", "Vulkan0"}));
+    EXPECT_TRUE(e["settings_read"].get<bool>());
+    std::set<std::string> ids;
+    for (const auto& m : e["measures"]) {
+        ids.insert(m["id"].get<std::string>());
+        EXPECT_EQ(m["n_failed"], 0) << m.dump();
+    }
+    for (const char* id : {"graph", "generation", "server", "served@1"})
+        EXPECT_TRUE(ids.count(id)) << id;
+    const json* dev = nullptr;
+    for (const auto& s : e["settings"])
+        if (s["name"] == "devices")
+            dev = &s;
+    ASSERT_NE(dev, nullptr);
+    EXPECT_EQ((*dev)["bench"], "Vulkan0");
+    EXPECT_EQ((*dev)["source"], "--server-args");
+    const std::string server = (*dev)["server"].get<std::string>();
+    EXPECT_EQ(server.rfind("CPU+Vulkan0", 0), 0u) << server;
+    // BLAS beside it on the server (this build has the module): a difference, measured alone.
+    EXPECT_EQ((*dev)["differs"].get<bool>(), server != "CPU+Vulkan0");
+    EXPECT_EQ(ids.count("graph+devices") > 0, (*dev)["differs"].get<bool>());
+}
+
 }  // namespace
