@@ -153,9 +153,9 @@ print("| stage | stagebench t/s | llama-bench t/s | ratio | stagebench robust t/
       "llama-bench robust t/s | robust ratio | best-round ratio | stagebench's own robust t/s | "
       "reps per run | stagebench stalled reps | llama-bench stalled reps | "
       "stagebench stalled tokens | stagebench CV | llama-bench CV | stagebench pooled CV | "
-      "llama-bench pooled CV | spread p | verdict |")
+      "llama-bench pooled CV | spread p | per-round robust ratios | verdict |")
 print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
-      "| ---: | ---: | ---: | ---: | ---: | --- |")
+      "| ---: | ---: | ---: | ---: | ---: | --- | --- |")
 for stage, d in rows.items():
     a, b = st.median(d["sb"]), st.median(d["lb"])
     ra, rb = st.median(d["sb_rob"]), st.median(d["lb_rob"])
@@ -172,6 +172,7 @@ for stage, d in rows.items():
           f"{rratio:.3f} | {best:.3f} | {st.median(d['sb_itl']):.2f} | "
           f"{'/'.join(map(str, nn))} | {sum(d['sb_stalls'])} | {sum(d['lb_stalls'])} | {tok} | "
           f"{ca*100:.2f} % | {cb*100:.2f} % | {pa*100:.2f} % | {pb*100:.2f} % | {pval:.3f} | "
+          f"{' '.join(f'{x / y:.3f}' for x, y in zip(d['sb_rob'], d['lb_rob']))} | "
           f"{'met' if good else 'MISSED'} |")
 print(f"\n{rounds} interleaved rounds of {reps} repetitions a side; load average "
       f"{load0} before, {load1} after. Medians over rounds of each run's mean tokens/s, robust "
@@ -181,7 +182,9 @@ print(f"\n{rounds} interleaved rounds of {reps} repetitions a side; load average
       "inter-token latency) and its stalled decode tokens. Best-round ratio = best stagebench "
       "run / best llama-bench run (means). Spread p: one-sided permutation test that "
       "stagebench's repetitions spread more about their run's mean than llama-bench's (pooled "
-      "CVs beside it); the target is p >= 0.05.")
+      "CVs beside it); the target is p >= 0.05. Per-round robust ratios: each round's "
+      "stagebench run over the llama-bench run beside it, in order (not compared: they show "
+      "whether the two sides moved together or the machine drifted between rounds).")
 
 sys.exit(0 if ok else 1)
 PY
