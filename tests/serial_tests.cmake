@@ -31,6 +31,7 @@ set(_sb_serial_tests
   "^Gpu\\."                                                    # device against call times; lavapipe
   "^Tegrastats\\.RunStagesGetTheLogsEnergyWhereTheyHappened$"  # 20 ms for reading the clocks
   "^TelemetryRun\\.StageEnergyMatchesTheCounterWriter$"        # a writer thread against the sampler
+  "^TelemetryRun\\.NvmlGpuEnergyPerStageAndPerTokenAndInEverySustainedRound$"  # a clocked counter
   "^TelemetryRun\\.BatteryDrainFromTheChargeCounterThroughRunSustainedAndCompare$"  # likewise
   "^ServeMeasure\\.DurationPerPoint$"                          # requests sent in a 0.5 s window
   # Wall-time bounds and deadlines under 60 s on work that takes a share of them.

@@ -125,11 +125,37 @@ class NvmlSource : public Source {
         return std::nullopt;
     }
 
+    // What NVML says is a claim, bounded as the sysfs readers bound theirs (hwmon's ranges):
+    // a temperature within -60..250 °C, a power up to 10 kW, clocks up to 100 GHz, a busy share
+    // up to 100 %, an energy counter up to 1.8e19 µJ; the reason bits as they are.
+    static bool plausible(Field f, double v) {
+        switch (f) {
+            case Field::energy:
+                return v >= 0 && v <= 1.8e19;
+            case Field::power:
+                return v >= 0 && v <= 1e7;
+            case Field::temp:
+                return v >= -60'000 && v <= 250'000;
+            case Field::sm_clock:
+            case Field::mem_clock:
+                return v >= 0 && v <= 1e8;
+            case Field::busy:
+                return v >= 0 && v <= 100;
+            case Field::reasons:
+                return true;
+        }
+        return false;
+    }
+
     std::optional<double> get(std::size_t i) {
         nvmlReturn_t rc = 0;
         auto v = query(fields_[i], rc);
         if (rc != kNvmlSuccess) {
             note_malformed(metrics_[i].name, fmt::format("NVML error {}", rc));
+            return std::nullopt;
+        }
+        if (!v || !plausible(fields_[i], *v)) {
+            note_malformed(metrics_[i].name, v ? fmt::format("{}", *v) : "no value");
             return std::nullopt;
         }
         return v;

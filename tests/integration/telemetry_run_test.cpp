@@ -352,3 +352,68 @@ TEST(TelemetryRun, BatteryDrainFromTheChargeCounterThroughRunSustainedAndCompare
     for (const char* m : {"e2e_s", "combined_tps", "drain_pct", "drain_pct_per_h", "energy_j"})
         EXPECT_TRUE(metrics.count(m)) << m;
 }
+
+// An NVIDIA GPU's meters through NVML, as the real binary finds libnvidia-ml.so.1 (on the
+// loader's path): here tests/fixtures/nvml/nvml_standin.c, whose energy counter grows at 50 W on
+// the monotonic clock stagebench stamps with (no NVIDIA GPU or driver on this machine). `run`
+// puts the GPU's energy in every stage window and per token, with the power limit and driver
+// read once; `sustained` puts the GPU's watts and temperature in every round.
+TEST(TelemetryRun, NvmlGpuEnergyPerStageAndPerTokenAndInEverySustainedRound) {
+    TempDir t;
+    const std::string conf = t.file("nvml.conf");
+    std::ofstream(conf) << "name=NVIDIA H100 80GB HBM3\ndriver=580.65.06\npower_limit_mw=700000\n"
+                           "power_mw=50000\nenergy_base_mj=1000000\ntemp_c=67\nsm_mhz=1980\n"
+                           "mem_mhz=2619\nutil_gpu=93\nreasons=4\n";
+    auto sb = [&](std::vector<std::string> args) {
+        std::vector<std::string> argv = {
+            "/usr/bin/env", std::string("LD_LIBRARY_PATH=") + SB_BINARY_DIR + "/nvml-standin",
+            "SB_NVML_STANDIN=" + conf, stagebench_bin()};
+        argv.insert(argv.end(), args.begin(), args.end());
+        return run(argv, 600);
+    };
+    Proc p = sb({"run", "-m", tiny_model(), "-p", "256", "-n", "64", "-r", "2", "--membw", "off",
+                 "--telemetry", "on", "--idle", "0.3", "-o", "json", "-q"});
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    const json doc = json::parse(p.out);
+    const json* gpu = nullptr;
+    for (const auto& s : doc["telemetry"]["sources"])
+        if (s["name"] == "nvml.gpu0")
+            gpu = &s;
+    ASSERT_NE(gpu, nullptr) << doc["telemetry"].dump();
+    EXPECT_EQ((*gpu)["properties"]["model"], "NVIDIA H100 80GB HBM3");
+    EXPECT_EQ((*gpu)["properties"]["power_limit_mw"], "700000");
+    EXPECT_EQ((*gpu)["properties"]["driver"], "580.65.06");
+    const json& tel = doc["tests"][0]["telemetry"];
+    for (const char* stage : {"prefill", "decode"}) {
+        ASSERT_EQ(tel[stage].size(), 2u) << stage;
+        for (const json& occ : tel[stage]) {
+            const double dur_s = occ["duration_ns"].get<double>() * 1e-9;
+            const json* e = nullptr;
+            for (const auto& x : occ["energy"])
+                if (x["metric"] == "nvml.gpu0.energy_uj")
+                    e = &x;
+            ASSERT_NE(e, nullptr) << occ.dump();
+            // The counter is read at the stage's edges, µs from its marks on an idle machine:
+            // 50 W over the stage, within 2 % and 20 ms of reads (a descheduled reader).
+            EXPECT_NEAR((*e)["energy_j"].get<double>(), 50.0 * dur_s, 0.02 * 50 * dur_s + 1.0)
+                << stage;
+            const double tokens = std::string(stage) == "prefill" ? 256 : 64;
+            EXPECT_NEAR((*e)["j_per_token"].get<double>(), (*e)["energy_j"].get<double>() / tokens,
+                        1e-9)
+                << stage;
+        }
+    }
+
+    const std::string out = t.file("s.json");
+    Proc s = sb({"sustained", "-m", tiny_model(), "--rounds", "2", "--cooldown", "0",
+                 "--prompt-tokens", "64", "--max-tokens", "16", "--out", out, "-q"});
+    ASSERT_EQ(s.exit_code, 0) << s.err;
+    const json sdoc = json::parse(read_file(out));
+    const json& rounds = sdoc["sustained"]["phases"][0]["rounds"];
+    ASSERT_EQ(rounds.size(), 2u);
+    for (const auto& r : rounds) {
+        ASSERT_TRUE(r["power_gpu_w"].is_number()) << r.dump();
+        EXPECT_NEAR(r["power_gpu_w"].get<double>(), 50.0, 0.5) << r.dump();
+        EXPECT_EQ(r["temp_gpu_c"], 67.0) << r.dump();
+    }
+}
