@@ -155,12 +155,13 @@ if [ -f "$VK" ]; then
   }
   check "[cortex-a76] with the loader and no Vulkan driver, devices lists no Vulkan device and says why" no_driver
   # Mesa's arm64 lavapipe in a test-only root: a Vulkan device on the (emulated) CPU.
-  if LVP=$(bash scripts/sysroot.sh --lavapipe); then
+  # lavapipe's manifest: lvp_icd.aarch64.json up to Mesa 22, lvp_icd.json in the backports' 25.
+  if LVP=$(bash scripts/sysroot.sh --lavapipe) \
+     && ICD=$(cd "$LVP" && ls usr/share/vulkan/icd.d/lvp_icd*.json | head -1) && [ -n "$ICD" ]; then
     lvp() {  # lvp OUTFILE ARGS...: stagebench under qemu with Mesa's drivers, lavapipe visible
       local f=$1; shift
       timeout "$VK_TIMEOUT" env GGML_VK_VISIBLE_DEVICES=0 \
-        VK_DRIVER_FILES=/usr/share/vulkan/icd.d/lvp_icd.aarch64.json \
-        VK_ICD_FILENAMES=/usr/share/vulkan/icd.d/lvp_icd.aarch64.json \
+        VK_DRIVER_FILES="/$ICD" VK_ICD_FILENAMES="/$ICD" \
         "$QEMU" -L "$LVP" -cpu cortex-a76 "$SB" "$@" >"$f" 2>&1
     }
     lvp_devices() {
