@@ -19,7 +19,10 @@
 # Usage: tests/dist/arm64_qemu.sh [dist/stagebench-*-linux-arm64.tar.gz]
 #   VULKAN=on|auto|off (as for make): on, the tarball must have the Vulkan module; off, it must
 #   not; auto (default), its checks are skipped, with a line saying so, when it has none.
-#   QEMU_VULKAN_TIMEOUT: seconds for each command on Vulkan0 under qemu (default 600).
+#   QEMU_VULKAN_TIMEOUT: seconds for each command on Vulkan0 under qemu (default 600). The first
+#   run on a machine has lavapipe compile ggml-vulkan's pipelines under emulation (about 6.5 CPU
+#   minutes, 2026-12-07); Mesa keeps them in ~/.cache/mesa_shader_cache_db, and later runs take
+#   about 2.5 minutes. On a loaded machine give the first run more (e.g. 1500).
 # Exit 0 when every check passed; prints "N passed, N failed" last.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
