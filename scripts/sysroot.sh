@@ -11,8 +11,11 @@
 # Usage: sysroot.sh [--lavapipe]
 #   --lavapipe  a root for tests only, never built against: the same packages and Mesa's arm64
 #               Vulkan drivers (mesa-vulkan-drivers: lavapipe, a Vulkan device on the CPU, and
-#               LLVM it compiles with; about 43 MB more to download), so that
-#               tests/dist/arm64_qemu.sh can run the Vulkan module under qemu-aarch64 on a device
+#               LLVM it compiles with), so that tests/dist/arm64_qemu.sh can run the Vulkan
+#               module under qemu-aarch64 on a device. Mesa comes from bookworm-backports
+#               (25.0): bookworm's own (22.3.6, LLVM 15) aborts compiling one of ggml-vulkan's
+#               pipelines for arm64 ("LLVM ERROR: Cannot select: ... fp_extend"); the backport
+#               is built for bookworm, so its C++ runtime is no newer than the tarball's.
 #
 # Environment:
 #   STAGEBENCH_CACHE   cache root (default: ${XDG_CACHE_HOME:-$HOME/.cache}/stagebench)
@@ -36,9 +39,10 @@ PKGS=(
 )
 
 NAME="$ARCH-$SUITE"
+BACKPORTS=""
 case "${1:-}" in
   "") ;;
-  --lavapipe) PKGS+=(mesa-vulkan-drivers); NAME+="-lavapipe" ;;
+  --lavapipe) PKGS+=(mesa-vulkan-drivers); NAME+="-lavapipe"; BACKPORTS="$SUITE-backports" ;;
   *) echo "sysroot.sh: error: unknown argument $1 (--lavapipe)" >&2; exit 1 ;;
 esac
 
@@ -46,7 +50,8 @@ CACHE="${STAGEBENCH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/stagebench}"
 log() { echo "sysroot.sh: $*" >&2; }
 die() { echo "sysroot.sh: error: $*" >&2; exit 1; }
 
-KEY="$(printf '%s\n' "$SUITE" "$ARCH" "${PKGS[@]}" | sha256sum | cut -c1-12)"
+# The key of the build sysroot is what it was before backports were known (no empty line).
+KEY="$(printf '%s\n' "$SUITE" "$ARCH" "${PKGS[@]}" ${BACKPORTS:+"$BACKPORTS"} | sha256sum | cut -c1-12)"
 ROOT="$CACHE/sysroot/$NAME-$KEY"
 STAMP="$ROOT/.stagebench-sysroot"
 if [ -f "$STAMP" ]; then echo "$ROOT"; exit 0; fi
@@ -62,10 +67,16 @@ if [ ! -f "$STAMP" ]; then
   command -v mmdebstrap >/dev/null || die "mmdebstrap not found (run scripts/setup-deps.sh)"
   log "making the $ARCH $SUITE sysroot in $ROOT (once per machine)"
   rm -rf "$ROOT.partial"
-  mirror=("${SYSROOT_MIRROR:-$(bash "$(dirname "${BASH_SOURCE[0]}")/debian-mirror.sh")}") \
+  url=${SYSROOT_MIRROR:-$(bash "$(dirname "${BASH_SOURCE[0]}")/debian-mirror.sh")} \
     || die "no Debian mirror: set SYSROOT_MIRROR"
+  mirror=("$url") opts=()
+  if [ -n "$BACKPORTS" ]; then
+    # Every package the backports have is taken from them (Mesa and what it needs newer).
+    mirror=("deb $url $SUITE main" "deb $url $BACKPORTS main")
+    opts=(--aptopt="APT::Default-Release \"$BACKPORTS\"")
+  fi
   inc=$(IFS=,; echo "${PKGS[*]}")
-  mmdebstrap --quiet --arch="$ARCH" --variant=extract --include="$inc" \
+  mmdebstrap --quiet --arch="$ARCH" --variant=extract --include="$inc" "${opts[@]}" \
     --format=directory "$SUITE" "$ROOT.partial" "${mirror[@]}" >"$CACHE/sysroot-$KEY.log" 2>&1 \
     || die "mmdebstrap failed, see $CACHE/sysroot-$KEY.log"
   # Absolute symlinks (libfoo.so -> /lib/...) would point into the host when the sysroot is
