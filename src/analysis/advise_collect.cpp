@@ -140,7 +140,7 @@ SustainedFacts collect_sustained(const SustainedResult& sus, const std::string& 
     return s;
 }
 
-std::string text_of(const nlohmann::json& j, const char* key) {
+std::string text_field(const nlohmann::json& j, const char* key) {
     const auto& v = json_field(j, key);
     return v.is_string() ? v.get<std::string>() : std::string();
 }
@@ -157,7 +157,7 @@ std::string joined(const std::set<std::string>& v) {
 AdviceConditions conditions_of(const ResultDocument& doc, const std::string& source) {
     AdviceConditions c;
     c.source = source;
-    c.host = text_of(doc.system, "hostname");
+    c.host = text_field(doc.system, "hostname");
     // Another tool's results, measured on a machine the file does not name.
     if (doc.imported && c.host.empty())
         c.host = "imported from " + doc.imported->tool;
@@ -191,9 +191,9 @@ AdviceConditions conditions_of(const ResultDocument& doc, const std::string& sou
     for (int t : threads)
         th += (th.empty() ? "" : ",") + std::to_string(t);
     c.threads = th;
-    c.llama = text_of(doc.llama, "tag");
+    c.llama = text_field(doc.llama, "tag");
     if (c.llama.empty())
-        c.llama = text_of(doc.llama, "commit");
+        c.llama = text_field(doc.llama, "commit");
     return c;
 }
 

@@ -17,7 +17,7 @@ std::vector<double> times(const std::vector<double>& v, double k) {
     return out;
 }
 
-const std::vector<double> kPrefill = {100, 101, 99}, kDecode = {20, 20.2, 19.8};
+const std::vector<double> kPrefillTps = {100, 101, 99}, kDecodeTps = {20, 20.2, 19.8};
 
 FidelityVariant variant(const std::string& devices, double pp_k, double tg_k, double kl,
                         double top1, int positions = 50) {
@@ -26,8 +26,8 @@ FidelityVariant variant(const std::string& devices, double pp_k, double tg_k, do
     v.model_name = "tiny.gguf";
     v.devices = devices;
     v.type_k = v.type_v = KvType::f16;
-    v.prefill_tps_reps = times(kPrefill, pp_k);
-    v.decode_tps_reps = times(kDecode, tg_k);
+    v.prefill_tps_reps = times(kPrefillTps, pp_k);
+    v.decode_tps_reps = times(kDecodeTps, tg_k);
     v.prefill_tps = 100 * pp_k;
     v.decode_tps = 20 * tg_k;
     v.prefill = {1, kl, kl, kl, top1 < 1 ? 0.0 : 1.0, 1, kl > 0 ? 1e-3 : 0, 0};
@@ -35,7 +35,7 @@ FidelityVariant variant(const std::string& devices, double pp_k, double tg_k, do
     return v;
 }
 
-FidelitySection section() {
+FidelitySection fidelity_section() {
     FidelitySection s;
     s.reference = "tiny.gguf on CPU (f16/f16)";
     s.n_prompt = 32;
@@ -54,7 +54,7 @@ FidelitySection section() {
 }
 
 TEST(AdviseFidelity, EachVariantAgainstTheReferenceThenTheFrontier) {
-    EXPECT_EQ(fidelity_sentences(section()),
+    EXPECT_EQ(fidelity_sentences(fidelity_section()),
               (std::vector<std::string>{
                   "BLAS is 1.6\u00d7 faster in prefill and its KL to CPU is 3e-7.",
                   "RPC0 is 1.2\u00d7 faster in decode but flips 2 % of top-1 tokens against CPU "
@@ -66,7 +66,7 @@ TEST(AdviseFidelity, EachVariantAgainstTheReferenceThenTheFrontier) {
 }
 
 TEST(AdviseFidelity, TheSameLogitsAndTheSameSpeedAreSaidSo) {
-    FidelitySection s = section();
+    FidelitySection s = fidelity_section();
     s.variants = {s.variants[0], variant("CPU", 1, 1, 0, 1)};
     s.variants[1].frontier = true;
     EXPECT_EQ(fidelity_sentences(s)[0],
@@ -93,7 +93,7 @@ TEST(AdviseFidelity, WithoutAReferenceVariantOnlyTheDistanceIsSaid) {
 TEST(AdviseFidelity, AFidelityDocumentIsSomethingToAdviseOn) {
     ResultDocument d;
     d.command = "fidelity";
-    d.fidelity = section();
+    d.fidelity = fidelity_section();
     const Advice a = advise({{"f.json", d}}, AdviseOptions{});
     ASSERT_EQ(a.sentences.size(), 4u) << to_json(a).dump(1);
     EXPECT_EQ(a.sentences[0], "BLAS is 1.6\u00d7 faster in prefill and its KL to CPU is 3e-7.");

@@ -27,8 +27,8 @@ AdviseSample sample(const std::string& devices, int p, int n, std::vector<double
 
 // ---- collect ----
 
-// An input as advise gets it: the document read typed.
-AdviseInput input(const std::string& source, const json& doc) {
+// An advise_input as advise gets it: the document read typed.
+AdviseInput advise_input(const std::string& source, const json& doc) {
     return {source, from_json<ResultDocument>(doc, source)};
 }
 
@@ -76,9 +76,9 @@ TEST(AdviseCollect, ReadsTestsHybridOpsAndSustainedIntoFacts) {
                      {"background", "cpu:1"},
                      {"across", {{"steady_decode_tps", 3.0}}}}}}}}};
     json other = {{"schema", "stagebench.result"}, {"command", "sensors"}};
-    const AdviseFacts f =
-        collect_facts({input("r.json", run), input("h.json", hybrid), input("o.json", ops),
-                       input("s.json", sus), input("x.json", other)});
+    const AdviseFacts f = collect_facts(
+        {advise_input("r.json", run), advise_input("h.json", hybrid), advise_input("o.json", ops),
+         advise_input("s.json", sus), advise_input("x.json", other)});
 
     ASSERT_EQ(f.sources.size(), 5u);
     EXPECT_EQ(f.sources[1].source, "h.json");
@@ -140,7 +140,7 @@ TEST(AdviseCollect, ReadsTestsHybridOpsAndSustainedIntoFacts) {
 }
 
 TEST(AdviseCollect, NothingUsableThrows) {
-    EXPECT_THROW(collect_facts({input(
+    EXPECT_THROW(collect_facts({advise_input(
                      "x.json", json{{"schema", "stagebench.result"}, {"command", "sensors"}})}),
                  Error);
     EXPECT_THROW(collect_facts({}), Error);

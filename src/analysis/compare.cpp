@@ -26,7 +26,7 @@ const std::vector<std::string> kDiffOrder = {"engine",       "server",     "devi
                                              "n_depth",      "n_batch",    "n_ubatch", "type_k",
                                              "type_v",       "flash_attn", "host",     "cpu"};
 
-bool contains(const std::vector<std::string>& v, const std::string& x) {
+bool is_listed(const std::vector<std::string>& v, const std::string& x) {
     return std::find(v.begin(), v.end(), x) != v.end();
 }
 
@@ -41,10 +41,6 @@ CompareMatcher checked_matcher(const CompareOptions& opts) {
             throw usage_error("cannot match tests by '" + f + "': not a configuration field");
     }
     return m;
-}
-
-CompareValue text_or_null(const std::optional<std::string>& s) {
-    return s ? CompareValue(*s) : CompareValue();
 }
 
 // The value of field f of test e of document d, for "differs".
@@ -77,7 +73,7 @@ class Assembler {
               const std::vector<std::string>& split, const CompareOptions& opts, CompareResult& r)
         : docs_(docs), entries_(entries), m_(m), split_(split), opts_(opts), r_(r) {
         for (const auto& f : kDiffOrder)
-            if (!contains(m.match, f))
+            if (!is_listed(m.match, f))
                 diff_fields_.push_back(f);
     }
 
@@ -347,7 +343,7 @@ std::vector<std::string> parse_compare_match(const std::string& text) {
         if (!f)
             throw usage_error("--match '" + text + "': '" + item +
                               "' is not a configuration field (one of " + valid() + ")");
-        if (contains(out, f->name))
+        if (is_listed(out, f->name))
             throw usage_error("--match '" + text + "': " + f->name + " is given twice");
         out.push_back(f->name);
         pos = comma + 1;

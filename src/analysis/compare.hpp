@@ -78,6 +78,11 @@ struct CompareInputInfo {
 // A configuration or machine value as compare lists it: absent (null), text or an integer.
 using CompareValue = std::variant<std::monostate, std::string, int64_t>;
 
+// A text the document may lack: the text, or null when absent.
+inline CompareValue text_or_null(const std::optional<std::string>& s) {
+    return s ? CompareValue(*s) : CompareValue();
+}
+
 // Text for keys and tables: a string bare, an integer in decimal, absent "null".
 std::string compare_value_text(const CompareValue& v);
 

@@ -15,7 +15,7 @@ using json = nlohmann::json;
 
 namespace {
 
-bool ends_with(const std::string& s, const std::string& suffix) {
+bool has_suffix(const std::string& s, const std::string& suffix) {
     return s.size() >= suffix.size() &&
            s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
@@ -68,7 +68,7 @@ bool gate_applies(const std::string& gate, const std::string& metric) {
     if (gate != "fail-if-slower")
         return false;
     // Rates and times; call_per_op (a share of times) is neither.
-    return ends_with(metric, "_per_s") || ends_with(metric, "_ms") || ends_with(metric, "_us");
+    return has_suffix(metric, "_per_s") || has_suffix(metric, "_ms") || has_suffix(metric, "_us");
 }
 
 std::vector<CompareGate> evaluate_gates(const CompareResult& r,

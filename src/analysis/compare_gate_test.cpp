@@ -8,9 +8,10 @@
 namespace sb {
 namespace {
 
-// A row of one other side "B/A" with a scripted ratio and CI.
-CompareRow row(const std::string& stage, const std::string& metric, bool higher_is_better,
-               std::optional<double> ratio, std::optional<double> lo, std::optional<double> hi) {
+// A gate_row of one other side "B/A" with a scripted ratio and CI.
+CompareRow gate_row(const std::string& stage, const std::string& metric, bool higher_is_better,
+                    std::optional<double> ratio, std::optional<double> lo,
+                    std::optional<double> hi) {
     CompareRow r;
     r.test = "pp32+tg8";
     r.stage = stage;
@@ -90,12 +91,12 @@ TEST(GateApplies, SlowerOnRatesAndTimesEnergyOnJoulesPerToken) {
 
 CompareResult scripted() {
     CompareResult r;
-    r.rows = {row("prefill", "tokens_per_s", true, 0.62, 0.60, 0.64),  // slower: fails
-              row("decode", "tokens_per_s", true, 0.97, 0.93, 1.01),   // straddles
-              row("ttft", "ttft_ms", false, 1.01, 0.99, 1.03),         // within
-              row("decode", "j_per_token", false, 1.02, 0.98, 1.07),   // straddles
-              row("decode", "mean_power_mw", false, 2.0, 1.9, 2.1),    // no gate's
-              row("prefill", "j_per_token", false, 1.5, std::nullopt, std::nullopt)};  // no CI
+    r.rows = {gate_row("prefill", "tokens_per_s", true, 0.62, 0.60, 0.64),  // slower: fails
+              gate_row("decode", "tokens_per_s", true, 0.97, 0.93, 1.01),   // straddles
+              gate_row("ttft", "ttft_ms", false, 1.01, 0.99, 1.03),         // within
+              gate_row("decode", "j_per_token", false, 1.02, 0.98, 1.07),   // straddles
+              gate_row("decode", "mean_power_mw", false, 2.0, 1.9, 2.1),    // no gate's
+              gate_row("prefill", "j_per_token", false, 1.5, std::nullopt, std::nullopt)};  // no CI
     return r;
 }
 
@@ -133,7 +134,7 @@ TEST(EvaluateGates, AWiderThresholdPassesWhatANarrowOneFails) {
 
 TEST(EvaluateGates, AGateWithoutRowsIsNotChecked) {
     CompareResult r;
-    r.rows = {row("prefill", "tokens_per_s", true, 0.5, 0.4, 0.6)};
+    r.rows = {gate_row("prefill", "tokens_per_s", true, 0.5, 0.4, 0.6)};
     const auto gates = evaluate_gates(r, {{"fail-if-energy", 0.05}});
     ASSERT_EQ(gates.size(), 1u);
     EXPECT_EQ(gates[0].verdict, "not checked");

@@ -9,7 +9,7 @@ namespace sb {
 
 namespace {
 
-bool contains(const std::vector<std::string>& v, const std::string& x) {
+bool listed_in(const std::vector<std::string>& v, const std::string& x) {
     return std::find(v.begin(), v.end(), x) != v.end();
 }
 
@@ -55,10 +55,10 @@ std::string compare_unmatched_reason(const std::vector<CompareDoc>& docs,
         for (std::size_t o : others)
             for (const auto& t : docs[o].tests) {
                 const std::string v = compare_value_text(m.value(t, f));
-                if (!contains(theirs, v))
+                if (!listed_in(theirs, v))
                     theirs.push_back(v);
             }
-        if (contains(theirs, mine))
+        if (listed_in(theirs, mine))
             continue;
         std::string have;
         for (std::size_t k = 0; k < theirs.size() && k < 4; ++k)
@@ -125,7 +125,7 @@ std::vector<std::string> compare_split_fields(const CompareMatcher& m,
     for (const auto& kf : kCompareKeyFields) {
         const std::string f = kf.name;
         // The model's file name stands for its path when both vary.
-        if (contains(m.match, f) || (f == "model_path" && contains(split, "model")))
+        if (listed_in(m.match, f) || (f == "model_path" && listed_in(split, "model")))
             continue;
         bool varies = false;
         for (const auto& d : docs) {

@@ -79,8 +79,8 @@ ResultDocument ops_doc(const std::string& devices,
     return d;
 }
 
-const CompareRow* row(const CompareResult& r, const std::string& stage, const std::string& test,
-                      const std::string& metric) {
+const CompareRow* ops_row(const CompareResult& r, const std::string& stage, const std::string& test,
+                          const std::string& metric) {
     for (const auto& x : r.rows)
         if (x.stage == stage && x.test == test && x.metric == metric)
             return &x;
@@ -137,7 +137,7 @@ TEST(CompareOps, OneRowPerShapeThenTheOpTypeRolledUp) {
     EXPECT_EQ(r.rows.size(), 3u + 6 + 3 + 3 + 3 + 3);
 
     // Each shape its own ratio: attn_q 1.55x, ffn_down 1.1x.
-    const CompareRow* q = row(r, "decode", kQ, "op_us");
+    const CompareRow* q = ops_row(r, "decode", kQ, "op_us");
     ASSERT_TRUE(q);
     EXPECT_EQ(q->key, "decode/" + kQ);
     EXPECT_EQ(q->op, "MUL_MAT");
@@ -157,13 +157,13 @@ TEST(CompareOps, OneRowPerShapeThenTheOpTypeRolledUp) {
     EXPECT_FALSE(q->ratios[0].ci_high);
     EXPECT_EQ(q->ratios[0].verdict, "no CI: no records that vary");
     EXPECT_EQ(q->differs.at("devices"), (std::vector<CompareValue>{"CPU", "RPC0"}));
-    const CompareRow* down = row(r, "decode", kDown, "op_us");
+    const CompareRow* down = ops_row(r, "decode", kDown, "op_us");
     ASSERT_TRUE(down);
     EXPECT_NEAR(*down->ratios[0].median, 1.1, 1e-12);
 
     // The op type rolled up: summed op time over both shapes, (4x155 + 4x330) / (4x100 +
-    // 4x300), the first MUL_MAT row of the stage.
-    const CompareRow* mm = row(r, "decode", "MUL_MAT", "op_total_us");
+    // 4x300), the first MUL_MAT ops_row of the stage.
+    const CompareRow* mm = ops_row(r, "decode", "MUL_MAT", "op_total_us");
     ASSERT_TRUE(mm);
     EXPECT_EQ(mm, &r.rows[0]);
     EXPECT_FALSE(mm->signature);
@@ -175,25 +175,25 @@ TEST(CompareOps, OneRowPerShapeThenTheOpTypeRolledUp) {
     EXPECT_DOUBLE_EQ(*mm->ratios[0].median, 1940.0 / 1600.0);
     EXPECT_FALSE(mm->ratios[0].ci_low);
     EXPECT_EQ(mm->ratios[0].verdict, "no CI: no records that vary");
-    const CompareRow* mm_tax = row(r, "decode", "MUL_MAT", "call_per_op_total");
+    const CompareRow* mm_tax = ops_row(r, "decode", "MUL_MAT", "call_per_op_total");
     ASSERT_TRUE(mm_tax);
     EXPECT_DOUBLE_EQ(*mm_tax->sides[0].total, (4 * 110.0 + 4 * 320) / 1600.0);
     EXPECT_DOUBLE_EQ(*mm_tax->sides[1].total, (4 * 300.0 + 4 * 400) / 1940.0);
 
     // The dispatch tax: RMS_NORM's call is 15x its op on B, 2x on A.
     const std::string norm = "RMS_NORM norm: f32 64 → f32 64";
-    const CompareRow* tax = row(r, "decode", norm, "call_per_op");
+    const CompareRow* tax = ops_row(r, "decode", norm, "call_per_op");
     ASSERT_TRUE(tax);
     EXPECT_DOUBLE_EQ(*tax->sides[0].median, 2.0);
     EXPECT_DOUBLE_EQ(*tax->sides[1].median, 15.0);
     EXPECT_DOUBLE_EQ(*tax->ratios[0].median, 7.5);
     EXPECT_EQ(tax->ratios[0].verdict, "no CI: no records that vary");
-    const CompareRow* same = row(r, "decode", norm, "op_us");
+    const CompareRow* same = ops_row(r, "decode", norm, "op_us");
     ASSERT_TRUE(same);
     EXPECT_DOUBLE_EQ(*same->ratios[0].median, 1.0);
 
     const CompareRow* pf =
-        row(r, "prefill", "MUL_MAT attn_q: q4_0 64×64, f32 64×32 → f32 64×32", "op_us");
+        ops_row(r, "prefill", "MUL_MAT attn_q: q4_0 64×64, f32 64×32 → f32 64×32", "op_us");
     ASSERT_TRUE(pf);
     EXPECT_DOUBLE_EQ(*pf->ratios[0].median, 1.67);
 
@@ -213,7 +213,7 @@ TEST(CompareOps, ShapesOnlyOneSideHasAreListedNotDropped) {
         {{"decode",
           {{"MUL_MAT", "attn_q", 64, 2, {50}, {60}}, {"MUL_MAT", "ffn_gate", 96, 1, {70}, {80}}}}});
     const CompareResult r = compare_documents({{"A", "a", a}, {"B", "b", b}});
-    const CompareRow* mm = row(r, "decode", "MUL_MAT", "op_total_us");
+    const CompareRow* mm = ops_row(r, "decode", "MUL_MAT", "op_total_us");
     ASSERT_TRUE(mm);
     EXPECT_DOUBLE_EQ(*mm->sides[0].total, 200.0);
     EXPECT_DOUBLE_EQ(*mm->sides[1].total, 100.0);
@@ -242,7 +242,7 @@ TEST(CompareOps, ASideWithoutNamesMeetsByOpAndShape) {
                                               {{"MUL_MAT", "attn_q", 64, 3, {150}, {160}},
                                                {"MUL_MAT", "ffn_down", 128, 3, {300}, {310}}}}});
     const CompareResult r = compare_documents({{"NPU", "n", a}, {"CPU", "c", b}});
-    const CompareRow* q = row(r, "decode", "MUL_MAT: q4_0 64×64, f32 64 → f32 64", "op_us");
+    const CompareRow* q = ops_row(r, "decode", "MUL_MAT: q4_0 64×64, f32 64 → f32 64", "op_us");
     ASSERT_TRUE(q);
     EXPECT_DOUBLE_EQ(*q->ratios[0].median, 1.5);
     // No call times in the log: op rows only.
@@ -266,7 +266,7 @@ TEST(CompareOps, SpreadSamplesGiveTheBootstrapInterval) {
     o.resamples = 3000;
     o.seed = 7;
     const CompareResult r = compare_documents({{"A", "a", a}, {"B", "b", b}}, o);
-    const CompareRow* mm = row(r, "decode", kQ, "op_us");
+    const CompareRow* mm = ops_row(r, "decode", kQ, "op_us");
     ASSERT_TRUE(mm);
     const std::vector<double> va{100, 120, 90, 110}, vb{60, 70, 50, 65};
     const RatioCi want = ratio_of_medians(vb, va, 3000, 7);
@@ -280,7 +280,7 @@ TEST(CompareOps, SpreadSamplesGiveTheBootstrapInterval) {
     EXPECT_EQ(mm->sides[0].median_ci_high, ma.ci95_hi);
     EXPECT_GE(*mm->sides[0].median_ci_low, 90.0);
     // The roll-up's interval: the stratified bootstrap of the totals.
-    const CompareRow* tot = row(r, "decode", "MUL_MAT", "op_total_us");
+    const CompareRow* tot = ops_row(r, "decode", "MUL_MAT", "op_total_us");
     ASSERT_TRUE(tot);
     const RatioCi t = ratio_of_totals(Strata{{vb}, {}}, Strata{{va}, {}}, 3000, 7);
     EXPECT_DOUBLE_EQ(*tot->ratios[0].median, 245.0 / 420.0);
@@ -300,20 +300,20 @@ TEST(CompareOps, ReplayedOpTimesAreOneMeasurementNotASpread) {
             if (!r.no_compute)
                 r.isolated_call_ns = *r.op_ns + 5e3;
     const CompareResult r = compare_documents({{"A", "a", a}, {"B", "b", b}}, CompareOptions{});
-    const CompareRow* mm = row(r, "decode", kQ, "op_us");
+    const CompareRow* mm = ops_row(r, "decode", kQ, "op_us");
     ASSERT_TRUE(mm);
     EXPECT_EQ(mm->sides[0].n, 1u);
     EXPECT_DOUBLE_EQ(*mm->ratios[0].median, 1.003);
     EXPECT_FALSE(mm->ratios[0].ci_low);
     EXPECT_EQ(mm->ratios[0].verdict, "no CI: a replayed op time is one measurement");
     // The roll-up over copies of one replayed time has nothing that varies either.
-    const CompareRow* tot = row(r, "decode", "MUL_MAT", "op_total_us");
+    const CompareRow* tot = ops_row(r, "decode", "MUL_MAT", "op_total_us");
     ASSERT_TRUE(tot);
     EXPECT_DOUBLE_EQ(*tot->ratios[0].median, 1.003);
     EXPECT_FALSE(tot->ratios[0].ci_low);
     EXPECT_EQ(tot->ratios[0].verdict, "no CI: no records that vary");
     // The call times were traced per node: they still vary, and still give an interval.
-    const CompareRow* call = row(r, "decode", kQ, "call_us");
+    const CompareRow* call = ops_row(r, "decode", kQ, "call_us");
     ASSERT_TRUE(call);
     EXPECT_EQ(call->sides[0].n, 4u);
     EXPECT_TRUE(call->ratios[0].ci_low);
@@ -329,7 +329,7 @@ TEST(CompareOps, DecodeTotalsArePerDecodeStep) {
                 "hexagon-profile");
     b.ops->stages[0].n_graphs = 8;
     const CompareResult r = compare_documents({{"A", "a", a}, {"B", "b", b}}, CompareOptions{});
-    const CompareRow* tot = row(r, "decode", "MUL_MAT", "op_total_us");
+    const CompareRow* tot = ops_row(r, "decode", "MUL_MAT", "op_total_us");
     ASSERT_TRUE(tot);
     EXPECT_DOUBLE_EQ(*tot->sides[0].total, 405.0);
     EXPECT_DOUBLE_EQ(*tot->sides[1].total, 405.0);  // 8 x 405 over 8 steps, not 8x the CPU's
@@ -351,7 +351,7 @@ TEST(CompareOps, PrefillTotalsArePerTokenWhereTheTokenCountsDiffer) {
     b.ops->stages[0].n_tokens = 64;
     b.ops->stages[0].n_graphs = 2;
     const CompareResult r = compare_documents({{"A", "a", a}, {"B", "b", b}}, CompareOptions{});
-    const CompareRow* tot = row(r, "prefill", "MUL_MAT", "op_total_us");
+    const CompareRow* tot = ops_row(r, "prefill", "MUL_MAT", "op_total_us");
     ASSERT_TRUE(tot);
     EXPECT_DOUBLE_EQ(*tot->sides[0].total, 400.0 / 32);
     EXPECT_DOUBLE_EQ(*tot->sides[1].total, 800.0 / 64);
@@ -363,7 +363,7 @@ TEST(CompareOps, PrefillTotalsArePerTokenWhereTheTokenCountsDiffer) {
               r.notes.end());
     // Per shape, the records themselves: 100 µs each on both sides.
     const CompareRow* q =
-        row(r, "prefill", "MUL_MAT attn_q: q4_0 64×64, f32 64×32 → f32 64×32", "op_us");
+        ops_row(r, "prefill", "MUL_MAT attn_q: q4_0 64×64, f32 64×32 → f32 64×32", "op_us");
     ASSERT_TRUE(q);
     EXPECT_DOUBLE_EQ(*q->ratios[0].median, 1.0);
 
@@ -376,7 +376,7 @@ TEST(CompareOps, PrefillTotalsArePerTokenWhereTheTokenCountsDiffer) {
     d.ops->stages[0].n_tokens = 8;
     d.ops->stages[0].n_graphs = 8;
     const CompareResult rd = compare_documents({{"A", "c", c}, {"B", "d", d}}, CompareOptions{});
-    const CompareRow* dt = row(rd, "decode", "MUL_MAT", "op_total_us");
+    const CompareRow* dt = ops_row(rd, "decode", "MUL_MAT", "op_total_us");
     ASSERT_TRUE(dt);
     EXPECT_DOUBLE_EQ(*dt->sides[1].total, 20.0);
     EXPECT_EQ(dt->differs.count("n_tokens"), 0u);
@@ -439,14 +439,14 @@ TEST(CompareOps, AFusedNodeMeetsThePartsItFusesSummed) {
     const CompareResult r = compare_documents({{"A", "a", cpu}, {"B", "b", npu}}, CompareOptions{});
     // The op type: A's two MUL_MAT + ADD pairs (110 µs each) against B's 16 fused nodes over
     // its 8 decode steps.
-    const CompareRow* tot = row(r, "decode", "MUL_MAT+ADD", "op_total_us");
+    const CompareRow* tot = ops_row(r, "decode", "MUL_MAT+ADD", "op_total_us");
     ASSERT_TRUE(tot);
     EXPECT_DOUBLE_EQ(*tot->sides[0].total, 220.0);
     EXPECT_EQ(tot->sides[0].n, 2u);
     EXPECT_DOUBLE_EQ(*tot->sides[1].total, 160.0);
     EXPECT_DOUBLE_EQ(*tot->ratios[0].median, 160.0 / 220.0);
     EXPECT_EQ(tot->fused, "A: MUL_MAT + ADD summed");
-    const CompareRow* one = row(r, "decode", sig, "op_us");
+    const CompareRow* one = ops_row(r, "decode", sig, "op_us");
     ASSERT_TRUE(one);
     EXPECT_DOUBLE_EQ(*one->sides[0].median, 110.0);
     EXPECT_DOUBLE_EQ(*one->sides[1].median, 80.0);
@@ -454,7 +454,7 @@ TEST(CompareOps, AFusedNodeMeetsThePartsItFusesSummed) {
     EXPECT_EQ(one->signature->role, "attn_output");
     // The parts left their own op types: MUL_MAT is attn_q's alone, and the ADD of no mat-mul's
     // output is A's only unmatched signature.
-    const CompareRow* mm = row(r, "decode", "MUL_MAT", "op_total_us");
+    const CompareRow* mm = ops_row(r, "decode", "MUL_MAT", "op_total_us");
     ASSERT_TRUE(mm);
     EXPECT_DOUBLE_EQ(*mm->sides[0].total, 80.0);
     EXPECT_DOUBLE_EQ(*mm->sides[1].total, 80.0);
@@ -467,7 +467,7 @@ TEST(CompareOps, AFusedNodeMeetsThePartsItFusesSummed) {
     // The NPU as the baseline: its own op types, the summed side named B.
     const CompareResult back =
         compare_documents({{"A", "b", npu}, {"B", "a", cpu}}, CompareOptions{});
-    const CompareRow* t2 = row(back, "decode", "MUL_MAT+ADD", "op_total_us");
+    const CompareRow* t2 = ops_row(back, "decode", "MUL_MAT+ADD", "op_total_us");
     ASSERT_TRUE(t2);
     EXPECT_DOUBLE_EQ(*t2->ratios[0].median, 220.0 / 160.0);
     EXPECT_EQ(t2->fused, "B: MUL_MAT + ADD summed");
@@ -477,7 +477,7 @@ TEST(CompareOps, AFusedNodeMeetsThePartsItFusesSummed) {
     // Every side fused: one node on each, nothing summed.
     const CompareResult both =
         compare_documents({{"A", "b", npu}, {"B", "b2", npu}}, CompareOptions{});
-    const CompareRow* t3 = row(both, "decode", "MUL_MAT+ADD", "op_total_us");
+    const CompareRow* t3 = ops_row(both, "decode", "MUL_MAT+ADD", "op_total_us");
     ASSERT_TRUE(t3);
     EXPECT_EQ(t3->fused, "one node on every side");
 
@@ -496,7 +496,7 @@ TEST(CompareOps, FusedPartsMeetByShapeWhereTheLogHasNoNames) {
     }
     const ResultDocument cpu = fused_docs(false, 1, 100, 10);
     const CompareResult r = compare_documents({{"A", "a", cpu}, {"B", "b", npu}}, CompareOptions{});
-    const CompareRow* tot = row(r, "decode", "MUL_MAT+ADD", "op_total_us");
+    const CompareRow* tot = ops_row(r, "decode", "MUL_MAT+ADD", "op_total_us");
     ASSERT_TRUE(tot);
     EXPECT_DOUBLE_EQ(*tot->sides[0].total, 220.0);
     EXPECT_DOUBLE_EQ(*tot->sides[1].total, 160.0);
@@ -577,25 +577,25 @@ TEST(CompareOps, AMulMatNxNodeMeetsTheMatMulsSharingItsInputSummed) {
     // Every node meets one on the other side: q, k and v (71 µs) and gate and up (101 µs) per
     // layer, against the NPU's 60 and 90 µs nodes over its 4 decode steps.
     EXPECT_TRUE(r.unmatched.empty()) << r.unmatched[0].test;
-    const CompareRow* tot = row(r, "decode", "MUL_MAT_NX", "op_total_us");
+    const CompareRow* tot = ops_row(r, "decode", "MUL_MAT_NX", "op_total_us");
     ASSERT_TRUE(tot);
     EXPECT_DOUBLE_EQ(*tot->sides[0].total, 2 * (71.0 + 101.0));
     EXPECT_EQ(tot->sides[0].n, 4u);
     EXPECT_DOUBLE_EQ(*tot->sides[1].total, 2 * (60.0 + 90.0));
     EXPECT_EQ(tot->fused, "A: the MUL_MATs sharing its input summed");
     const CompareRow* qkv =
-        row(r, "decode", "MUL_MAT_NX attn_q: q4_0 64×64, q4_0 64×32, q4_0 64×32, f32 64 → f32 32",
-            "op_us");
+        ops_row(r, "decode",
+                "MUL_MAT_NX attn_q: q4_0 64×64, q4_0 64×32, q4_0 64×32, f32 64 → f32 32", "op_us");
     ASSERT_TRUE(qkv);
     EXPECT_DOUBLE_EQ(*qkv->sides[0].median, 71.0);
     EXPECT_DOUBLE_EQ(*qkv->sides[1].median, 60.0);
     EXPECT_EQ(qkv->signature->role, "attn_q");
-    const CompareRow* ffn = row(
+    const CompareRow* ffn = ops_row(
         r, "decode", "MUL_MAT_NX ffn_gate: q4_0 64×128, q4_0 64×128, f32 64 → f32 128", "op_us");
     ASSERT_TRUE(ffn);
     EXPECT_DOUBLE_EQ(*ffn->sides[0].median, 101.0);
     // The mat-mul of an input of its own stays one, on both sides.
-    const CompareRow* mm = row(r, "decode", "MUL_MAT", "op_total_us");
+    const CompareRow* mm = ops_row(r, "decode", "MUL_MAT", "op_total_us");
     ASSERT_TRUE(mm);
     EXPECT_DOUBLE_EQ(*mm->sides[0].total, 80.0);
     EXPECT_DOUBLE_EQ(*mm->sides[1].total, 80.0);
@@ -605,14 +605,14 @@ TEST(CompareOps, AMulMatNxNodeMeetsTheMatMulsSharingItsInputSummed) {
     const CompareResult anon = compare_documents(
         {{"A", "a", nx_docs(false, 1, false)}, {"B", "b", nx_docs(true, 4, false)}},
         CompareOptions{});
-    const CompareRow* at = row(anon, "decode", "MUL_MAT_NX", "op_total_us");
+    const CompareRow* at = ops_row(anon, "decode", "MUL_MAT_NX", "op_total_us");
     ASSERT_TRUE(at);
     EXPECT_DOUBLE_EQ(*at->sides[0].total, 2 * (71.0 + 101.0));
 
     // The CPU as the other side: the summed side is B.
     const CompareResult back =
         compare_documents({{"A", "b", npu}, {"B", "a", cpu}}, CompareOptions{});
-    const CompareRow* t2 = row(back, "decode", "MUL_MAT_NX", "op_total_us");
+    const CompareRow* t2 = ops_row(back, "decode", "MUL_MAT_NX", "op_total_us");
     ASSERT_TRUE(t2);
     EXPECT_EQ(t2->fused, "B: the MUL_MATs sharing its input summed");
     EXPECT_TRUE(back.unmatched.empty());
@@ -643,7 +643,7 @@ TEST(CompareOps, AFallbackIsPricedAgainstTheRunOnItsDeviceAlone) {
           {{"MUL_MAT", "attn_q", 64, 2, {80}, {90}}, {"RMS_NORM", "norm", 0, 2, {10}, {12}}}}});
     b.ops->requested = {"CPU"};
     const CompareResult r = compare_documents({{"A", "a", a}, {"B", "b", b}}, CompareOptions{});
-    const CompareRow* fb = row(r, "decode", "RMS_NORM on CPU (asked BLAS)", "fallback_us");
+    const CompareRow* fb = ops_row(r, "decode", "RMS_NORM on CPU (asked BLAS)", "fallback_us");
     ASSERT_TRUE(fb);
     EXPECT_EQ(fb->key, "decode/fallback/RMS_NORM/CPU");
     EXPECT_EQ(fb->op, "RMS_NORM");
@@ -663,7 +663,7 @@ TEST(CompareOps, AFallbackIsPricedAgainstTheRunOnItsDeviceAlone) {
     odd.ops->stages[0].ops.back().out.ne = {32};
     odd.ops->stages[0].ops.back().srcs[0].ne = {32};
     const CompareResult r2 = compare_documents({{"A", "a", odd}, {"B", "b", b}}, CompareOptions{});
-    const CompareRow* fb3 = row(r2, "decode", "RMS_NORM on CPU (asked BLAS)", "fallback_us");
+    const CompareRow* fb3 = ops_row(r2, "decode", "RMS_NORM on CPU (asked BLAS)", "fallback_us");
     ASSERT_TRUE(fb3);
     EXPECT_DOUBLE_EQ(*fb3->sides[1].total, 20.0);
     EXPECT_NE(std::find(r2.notes.begin(), r2.notes.end(),
@@ -675,15 +675,15 @@ TEST(CompareOps, AFallbackIsPricedAgainstTheRunOnItsDeviceAlone) {
               r2.notes.end());
     // The CPU-only run as the baseline: the fallback costs twice its time there.
     const CompareResult back = compare_documents({{"A", "b", b}, {"B", "a", a}}, CompareOptions{});
-    const CompareRow* fb2 = row(back, "decode", "RMS_NORM on CPU (asked BLAS)", "fallback_us");
+    const CompareRow* fb2 = ops_row(back, "decode", "RMS_NORM on CPU (asked BLAS)", "fallback_us");
     ASSERT_TRUE(fb2);
     EXPECT_DOUBLE_EQ(*fb2->ratios[0].median, 2.0);
 
-    // Without a run on the CPU alone: no row, a note saying how it stays priced.
+    // Without a run on the CPU alone: no ops_row, a note saying how it stays priced.
     ResultDocument c = b;
     c.ops->requested = {"RPC0"};
     const CompareResult none = compare_documents({{"A", "a", a}, {"B", "c", c}}, CompareOptions{});
-    EXPECT_FALSE(row(none, "decode", "RMS_NORM on CPU (asked BLAS)", "fallback_us"));
+    EXPECT_FALSE(ops_row(none, "decode", "RMS_NORM on CPU (asked BLAS)", "fallback_us"));
     EXPECT_NE(std::find(none.notes.begin(), none.notes.end(),
                         "A's decode RMS_NORM on CPU (asked BLAS): priced by its splits only; no "
                         "input ran on CPU alone (give one: `ops` with --device CPU) to price it "

@@ -15,7 +15,7 @@ const CompareStage& stage(const std::vector<CompareStage>& v, const std::string&
     throw std::runtime_error("no stage " + name + " " + metric);
 }
 
-CompareInput input(const std::string& label, const json& doc) {
+CompareInput step_input(const std::string& label, const json& doc) {
     return {label, label + ".json", from_json<ResultDocument>(doc, label + ".json")};
 }
 
@@ -46,7 +46,7 @@ TEST(CompareCollect, TestsAreTypedAndASustainedDocumentIsItsPooledRounds) {
               {{{"duration_ns", 2000000000},
                 {"total", {{"energy_j", 3.0}, {"j_per_token", 0.5}, {"metric", "rapl"}}}}}}}}}}}};
     std::vector<std::string> notes;
-    const auto docs = collect_compare_docs({input("A", run)}, notes);
+    const auto docs = collect_compare_docs({step_input("A", run)}, notes);
     ASSERT_EQ(docs.size(), 1u);
     const CompareDoc& d = docs[0];
     EXPECT_EQ(d.info.command, "run");
@@ -88,7 +88,7 @@ TEST(CompareCollect, TestsAreTypedAndASustainedDocumentIsItsPooledRounds) {
                             {{{"decode_tps", 5.0}, {"ttft_ms", 2.0}},
                              {{"status", "failed"}, {"decode_tps", 99.0}},
                              {{"decode_tps", 7.0}}}}}}}}}};
-    const auto s = collect_compare_docs({input("S", sus)}, notes);
+    const auto s = collect_compare_docs({step_input("S", sus)}, notes);
     ASSERT_EQ(s[0].tests.size(), 1u);
     const CompareTest& p = s[0].tests[0];
     EXPECT_EQ(p.name, "pp8+tg4 rounds");

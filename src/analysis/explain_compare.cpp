@@ -18,10 +18,6 @@ struct ExplainDoc {
     std::vector<std::pair<std::string, CompareValue>> differs;
 };
 
-CompareValue text_or_null(const std::optional<std::string>& s) {
-    return s ? CompareValue(*s) : CompareValue();
-}
-
 ExplainDoc read_explain_doc(const CompareInput& in) {
     const std::string who = in.label + " (" + in.source + ")";
     ExplainDoc d;

@@ -10,7 +10,7 @@ namespace sb {
 namespace {
 
 // An explain document whose server is `factor` times slower than its bench in prefill.
-ResultDocument doc(double server_ms, const std::string& args) {
+ResultDocument explain_doc(double server_ms, const std::string& args) {
     ResultDocument d;
     d.command = "explain";
     ExplainSection s;
@@ -40,8 +40,8 @@ ResultDocument doc(double server_ms, const std::string& args) {
     return d;
 }
 
-const CompareRow* row(const CompareResult& r, const std::string& test, const std::string& stage,
-                      const std::string& metric) {
+const CompareRow* explain_row(const CompareResult& r, const std::string& test,
+                              const std::string& stage, const std::string& metric) {
     for (const auto& x : r.rows)
         if (x.test == test && x.stage == stage && x.metric == metric)
             return &x;
@@ -49,40 +49,40 @@ const CompareRow* row(const CompareResult& r, const std::string& test, const std
 }
 
 TEST(ExplainCompare, LevelByLevelWithCis) {
-    const std::vector<CompareInput> in{{"A", "a.json", doc(40, "-ub 32")},
-                                       {"B", "b.json", doc(20, "-ub 128")}};
+    const std::vector<CompareInput> in{{"A", "a.json", explain_doc(40, "-ub 32")},
+                                       {"B", "b.json", explain_doc(20, "-ub 128")}};
     ASSERT_TRUE(is_explain_input(in[0]));
     const CompareResult r = compare_documents(in, {});
-    const CompareRow* server = row(r, "server", "prefill", "median_ms");
+    const CompareRow* server = explain_row(r, "server", "prefill", "median_ms");
     ASSERT_NE(server, nullptr);
     EXPECT_FALSE(server->higher_is_better);
     ASSERT_EQ(server->ratios.size(), 1u);
     EXPECT_NEAR(*server->ratios[0].median, 20.05 / 40.05, 1e-9);
     EXPECT_EQ(server->ratios[0].verdict, "faster");
-    const CompareRow* graph = row(r, "graph", "prefill", "median_ms");
+    const CompareRow* graph = explain_row(r, "graph", "prefill", "median_ms");
     ASSERT_NE(graph, nullptr);
     EXPECT_EQ(graph->ratios[0].verdict, "no difference");
-    const CompareRow* gap = row(r, "gap", "prefill", "median_ms");
+    const CompareRow* gap = explain_row(r, "gap", "prefill", "median_ms");
     ASSERT_NE(gap, nullptr);
     EXPECT_NEAR(*gap->ratios[0].median, 10.0 / 30.0, 1e-9);
-    EXPECT_NE(row(r, "part remainder", "prefill", "share"), nullptr);
+    EXPECT_NE(explain_row(r, "part remainder", "prefill", "share"), nullptr);
     const CompareDiffers& differs = r.rows[0].differs;
     ASSERT_EQ(differs.count("server_args"), 1u);
     EXPECT_EQ(differs.at("server_args"),
               (std::vector<CompareValue>{std::string("-ub 32"), std::string("-ub 128")}));
     // decode: server and graph equal in every round: no gap to compare.
-    EXPECT_EQ(row(r, "gap", "decode", "median_ms"), nullptr);
+    EXPECT_EQ(explain_row(r, "gap", "decode", "median_ms"), nullptr);
 }
 
 TEST(ExplainCompare, AShareIsOneValuePerSideWithItsOwnRounds) {
-    ResultDocument b = doc(20, "-ub 128");
+    ResultDocument b = explain_doc(20, "-ub 128");
     for (auto& m : b.explain->measures)
         if (m.id == "server")
             m.runs[3].error = "connection closed";
     summarize_explain(*b.explain);
     const CompareResult r =
-        compare_documents({{"A", "a.json", doc(40, "-ub 32")}, {"B", "b.json", b}}, {});
-    const CompareRow* share = row(r, "part remainder", "prefill", "share");
+        compare_documents({{"A", "a.json", explain_doc(40, "-ub 32")}, {"B", "b.json", b}}, {});
+    const CompareRow* share = explain_row(r, "part remainder", "prefill", "share");
     ASSERT_NE(share, nullptr);
     ASSERT_EQ(share->sides.size(), 2u);
     EXPECT_EQ(share->sides[0].n, 4u);
@@ -95,7 +95,8 @@ TEST(ExplainCompare, AShareIsOneValuePerSideWithItsOwnRounds) {
 TEST(ExplainCompare, BesideAnotherKindIsOneLine) {
     ResultDocument run;
     run.command = "run";
-    const std::vector<CompareInput> in{{"A", "a.json", doc(40, "")}, {"B", "run.json", run}};
+    const std::vector<CompareInput> in{{"A", "a.json", explain_doc(40, "")},
+                                       {"B", "run.json", run}};
     try {
         compare_documents(in, {});
         FAIL();

@@ -53,7 +53,7 @@ const ExplainPart& step(const ExplainSection& s, const std::string& stage,
 
 // Five rounds; a constant drift per round that every measure shares (the paired rounds cancel
 // it in differences).
-ExplainSection section() {
+ExplainSection explain_section() {
     ExplainSection s;
     s.n_prompt = 512;
     s.n_gen = 16;
@@ -133,7 +133,7 @@ TEST(PairedSum, FewRoundsAndBadArguments) {
 }
 
 TEST(SummarizeExplain, LevelsStepsAndTheGapAddUp) {
-    ExplainSection s = section();
+    ExplainSection s = explain_section();
     summarize_explain(s);
     const ExplainMeasure& graph = s.measures[1];
     EXPECT_EQ(graph.prefill.n, 5);
@@ -177,7 +177,7 @@ TEST(SummarizeExplain, LevelsStepsAndTheGapAddUp) {
 }
 
 TEST(SummarizeExplain, OrderViolationsAndFailuresAreFindings) {
-    ExplainSection s = section();
+    ExplainSection s = explain_section();
     // ops above graph in every round: a finding, never hidden.
     s.measures[0] = measure("ops", "ops", {20, 21, 20.5, 22, 21.5}, {0.5, 1.5, 1, 2.5, 2});
     // One failed server run: the other levels and rounds stand.
@@ -204,7 +204,7 @@ TEST(SummarizeExplain, OrderViolationsAndFailuresAreFindings) {
 }
 
 TEST(SummarizeExplain, WithoutASettingMeasuredTheGapIsApplicationAndRemainder) {
-    ExplainSection s = section();
+    ExplainSection s = explain_section();
     s.settings.clear();
     s.measures.erase(s.measures.begin() + 2, s.measures.begin() + 5);
     summarize_explain(s);
@@ -225,7 +225,7 @@ TEST(SummarizeExplain, AGapInsideTheNoiseSaysSo) {
 TEST(SummarizeExplain, NoShareOfAGapInsideTheNoise) {
     // The full rig's levels, with the server as fast as the bench within the noise: the parts
     // keep their times and intervals, and none is given a share of a gap that may be zero.
-    ExplainSection s = section();
+    ExplainSection s = explain_section();
     s.measures[6] = measure("server", "server", {9, 12, 10, 13, 11}, {1.2, 1.8, 1.6, 2.6, 2.7});
     summarize_explain(s);
     int parts = 0;
@@ -240,7 +240,7 @@ TEST(SummarizeExplain, NoShareOfAGapInsideTheNoise) {
     }
     EXPECT_GT(parts, 0);
     // Where the gap is real, the parts have their shares.
-    ExplainSection real = section();
+    ExplainSection real = explain_section();
     summarize_explain(real);
     bool shared = false;
     for (const auto& p : real.parts)
@@ -249,7 +249,7 @@ TEST(SummarizeExplain, NoShareOfAGapInsideTheNoise) {
 }
 
 TEST(SummarizeExplain, PartsThatOvershootTheGapAreAFinding) {
-    ExplainSection s = section();
+    ExplainSection s = explain_section();
     // The server only 5 ms above the bench while -ub 32 alone costs 30 ms in-process.
     s.measures[6] = measure("server", "server", {15, 16, 15.5, 17, 16.5}, {4, 5, 4.5, 6, 5.5});
     summarize_explain(s);
@@ -260,7 +260,7 @@ TEST(SummarizeExplain, PartsThatOvershootTheGapAreAFinding) {
 }
 
 TEST(SummarizeExplain, TheServersOwnTimingsAreANote) {
-    ExplainSection s = section();
+    ExplainSection s = explain_section();
     for (auto& r : s.measures[6].runs) {
         ExplainServerTimes t;
         t.prompt_ns = *r.prefill_ns - 3e6;  // 3 ms outside the prompt's compute

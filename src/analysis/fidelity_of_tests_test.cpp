@@ -8,8 +8,9 @@ using namespace sb;
 
 namespace {
 
-TestResult test_of(const std::string& model, const std::string& devices, int p, int n,
-                   std::vector<double> pp, std::vector<double> tg, double kl, double top1) {
+TestResult fidelity_test_of(const std::string& model, const std::string& devices, int p, int n,
+                            std::vector<double> pp, std::vector<double> tg, double kl,
+                            double top1) {
     TestResult t;
     t.config.model_path = "/m/" + model;
     t.config.devices = DeviceSet(devices);
@@ -30,15 +31,18 @@ TestResult test_of(const std::string& model, const std::string& devices, int p, 
 
 TEST(FidelityOfTests, OneSectionPerWorkloadWithTheReferenceAndTheFrontier) {
     ResultDocument d;
-    d.tests.push_back(test_of("f16.gguf", "CPU", 32, 8, {100, 120, 110}, {10, 12, 11}, 0, 1));
-    d.tests.push_back(test_of("q4_0.gguf", "CPU", 32, 8, {200, 220, 210}, {20, 22, 21}, 2e-3, 0.5));
-    d.tests.push_back(test_of("f16.gguf", "BLAS", 32, 8, {90, 95, 80}, {9, 9, 9}, 3e-8, 1));
-    d.tests.push_back(test_of("f16.gguf", "CPU", 64, 8, {100}, {10}, 0, 1));
+    d.tests.push_back(
+        fidelity_test_of("f16.gguf", "CPU", 32, 8, {100, 120, 110}, {10, 12, 11}, 0, 1));
+    d.tests.push_back(
+        fidelity_test_of("q4_0.gguf", "CPU", 32, 8, {200, 220, 210}, {20, 22, 21}, 2e-3, 0.5));
+    d.tests.push_back(
+        fidelity_test_of("f16.gguf", "BLAS", 32, 8, {90, 95, 80}, {9, 9, 9}, 3e-8, 1));
+    d.tests.push_back(fidelity_test_of("f16.gguf", "CPU", 64, 8, {100}, {10}, 0, 1));
     // Neither a failed capture nor a test without fidelity is a variant.
-    TestResult failed = test_of("q8_0.gguf", "CPU", 32, 8, {1}, {1}, 0, 1);
+    TestResult failed = fidelity_test_of("q8_0.gguf", "CPU", 32, 8, {1}, {1}, 0, 1);
     failed.fidelity->error = "the logit capture failed: x";
     d.tests.push_back(failed);
-    TestResult plain = test_of("q8_0.gguf", "CPU", 32, 8, {1}, {1}, 0, 1);
+    TestResult plain = fidelity_test_of("q8_0.gguf", "CPU", 32, 8, {1}, {1}, 0, 1);
     plain.fidelity.reset();
     d.tests.push_back(plain);
 

@@ -32,7 +32,7 @@ TEST(HybridCompare, SpeedupAndVerdicts) {
     EXPECT_TRUE(compare_modes({}, a, b).empty());
 }
 
-HybridPoint point(int p, int n, bool wins) {
+HybridPoint hybrid_point(int p, int n, bool wins) {
     const std::string v = wins ? "hybrid faster" : "hybrid slower";
     HybridPoint pt;
     pt.n_prompt = p;
@@ -43,11 +43,12 @@ HybridPoint point(int p, int n, bool wins) {
 }
 
 TEST(HybridCrossover, FromWhichLengthOnTheHybridKeepsWinning) {
-    HybridPoint alone_only = point(4096, 16, true);  // no comparison with decode alone
+    HybridPoint alone_only = hybrid_point(4096, 16, true);  // no comparison with decode alone
     alone_only.comparison.erase(kDecodeAloneMode);
-    const HybridCrossover c = crossovers(
-        {point(64, 16, false), point(256, 16, true), point(1024, 16, true), point(64, 64, false),
-         point(256, 64, true), point(1024, 64, false), alone_only});
+    const HybridCrossover c =
+        crossovers({hybrid_point(64, 16, false), hybrid_point(256, 16, true),
+                    hybrid_point(1024, 16, true), hybrid_point(64, 64, false),
+                    hybrid_point(256, 64, true), hybrid_point(1024, 64, false), alone_only});
     ASSERT_EQ(c.by_n_gen.size(), 2u);
     EXPECT_EQ(c.by_n_gen[0].n_gen, 16);
     EXPECT_EQ(c.by_n_gen[0].hybrid_wins_from_n_prompt, 256);

@@ -34,13 +34,9 @@ const ServePoint* find_point(const ServeDoc& d, const std::string& key) {
 
 // A string member of a free-form object (the serve section's server, the engines); null
 // otherwise.
-CompareValue text_of(const nlohmann::json& object, const char* key) {
+CompareValue text_value_of(const nlohmann::json& object, const char* key) {
     const nlohmann::json& v = json_field(object, key);
     return v.is_string() ? CompareValue(v.get<std::string>()) : CompareValue();
-}
-
-CompareValue text_or_null(const std::optional<std::string>& s) {
-    return s ? CompareValue(*s) : CompareValue();
 }
 
 ServeDoc read_serve_doc(const CompareInput& in) {
@@ -53,9 +49,9 @@ ServeDoc read_serve_doc(const CompareInput& in) {
                           "serve documents");
     s.info = compare_input_info(in);
     const ServeSection& sv = *in.doc.serve;
-    CompareValue server = text_of(sv.server, "server");
+    CompareValue server = text_value_of(sv.server, "server");
     if (std::holds_alternative<std::monostate>(server))
-        server = text_of(json_field(in.doc.engines, "http"), "server");
+        server = text_value_of(json_field(in.doc.engines, "http"), "server");
     CompareValue model;
     if (!in.doc.models.empty()) {
         const ModelView m = model_view(in.doc.models.front());

@@ -16,7 +16,7 @@
 namespace sb {
 namespace {
 
-bool ends_with(const std::string& s, const std::string& suffix) {
+bool has_suffix_summary(const std::string& s, const std::string& suffix) {
     return s.size() >= suffix.size() &&
            s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
@@ -267,12 +267,12 @@ std::vector<FloorTime> time_at_floor(const std::vector<TelemetrySeries>& freq_se
     // the lowest frequency seen in the phase.
     std::map<std::string, double> floors;
     for (const auto& s : freq_series)
-        if (ends_with(s.metric, ".min_freq_khz"))
+        if (has_suffix_summary(s.metric, ".min_freq_khz"))
             for (const auto& v : s.values)
                 if (v)
                     floors[s.metric.substr(0, s.metric.size() - 13)] = *v;
     for (const auto& s : freq_series) {
-        if (!ends_with(s.metric, ".cur_freq_khz") || s.t_ns.size() < 2)
+        if (!has_suffix_summary(s.metric, ".cur_freq_khz") || s.t_ns.size() < 2)
             continue;
         const std::string base = s.metric.substr(0, s.metric.size() - 13);
         std::optional<double> floor, lowest, highest;

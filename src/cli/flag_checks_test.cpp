@@ -31,7 +31,7 @@
 namespace sb::cli {
 namespace {
 
-Outcome run(const std::vector<std::string>& args) {
+Outcome run_flags(const std::vector<std::string>& args) {
     return run_captured(args);
 }
 
@@ -67,7 +67,7 @@ TEST(FlagChecks, OutputFormatIsParsedOnceIntoTheEnum) {
     EXPECT_THROW(parse({"-o", "jsonl"}), CLI::ValidationError);  // not offered here
     EXPECT_THROW(parse({"-o", "JSON"}), CLI::ValidationError);
     // Through a command: one usage line naming the flag, nothing run.
-    const Outcome o = run({"compare", "a.json", "b.json", "-o", "xml"});
+    const Outcome o = run_flags({"compare", "a.json", "b.json", "-o", "xml"});
     EXPECT_EQ(o.code, 2);
     EXPECT_NE(o.err.find("--output"), std::string::npos) << o.err;
     EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << o.err;
@@ -328,7 +328,7 @@ TEST(FlagFuzz, EveryBadValueIsOneUsageLineAndEveryGoodOneReachesTheModel) {
         auto args = c.base;
         args.push_back(f.flag);
         args.push_back(value);
-        const Outcome o = run(args);
+        const Outcome o = run_flags(args);
         ++cases;
         fuzz.next_case();
         const std::string what = "stagebench " + c.base[0] + " " + f.flag + " '" + value + "'";
@@ -356,7 +356,7 @@ TEST(FlagFuzz, EveryBadValueIsOneUsageLineAndEveryGoodOneReachesTheModel) {
 TEST(FlagFuzz, CombinationsAreCheckedBeforeAnything) {
     const std::string model = "/nonexistent/stagebench-fuzz.gguf";
     auto expect_usage = [&](std::vector<std::string> args, const std::string& needle) {
-        const Outcome o = run(args);
+        const Outcome o = run_flags(args);
         EXPECT_EQ(o.code, 2) << o.err;
         EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << o.err;
         EXPECT_NE(o.err.find(needle), std::string::npos) << o.err;
@@ -470,7 +470,7 @@ TEST(FlagFuzz, EveryNumberOptionOfEveryCommandTakesDecimalNumbersOnly) {
                 args.push_back(opt.name);
             args.push_back(value);
             fuzz.next_case();
-            const Outcome o = run(args);
+            const Outcome o = run_flags(args);
             std::string what = "stagebench";
             for (const auto& a : args)
                 what += " '" + a + "'";
@@ -541,7 +541,7 @@ TEST(FlagChecks, ListsWithAnEmptyItemAreRefusedBeforeParsing) {
     // Not a list option, or another command's arguments.
     EXPECT_EQ(refused({"compare", "a,,b.json"}), "");
     EXPECT_EQ(refused({"fleet", "run", "--hosts", "f.toml", "--", "run", "-p", "1,,2"}), "");
-    const Outcome o = run({"run", "-m", "/nonexistent/m.gguf", "--device", "CPU,,BLAS"});
+    const Outcome o = run_flags({"run", "-m", "/nonexistent/m.gguf", "--device", "CPU,,BLAS"});
     EXPECT_EQ(o.code, 2);
     EXPECT_EQ(o.err,
               "stagebench: error: --device 'CPU,,BLAS' has an empty item (a comma list takes no "
@@ -550,7 +550,7 @@ TEST(FlagChecks, ListsWithAnEmptyItemAreRefusedBeforeParsing) {
 
 TEST(FlagChecks, TargetCiIsCheckedAsAFlag) {
     for (const char* bad : {"", "nan", "0x1%", "150%"}) {
-        const Outcome o = run({"run", "-m", "/nonexistent/m.gguf", "--target-ci", bad});
+        const Outcome o = run_flags({"run", "-m", "/nonexistent/m.gguf", "--target-ci", bad});
         EXPECT_EQ(o.code, 2) << bad;
         EXPECT_NE(o.err.find("--target-ci"), std::string::npos) << o.err;
         EXPECT_EQ(o.err.find("/nonexistent/m.gguf"), std::string::npos) << o.err;

@@ -19,7 +19,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path temp_dir() {
+fs::path hook_temp_dir() {
     const fs::path d = fs::path(testing::TempDir()) /
                        ("sb_store_hook." + std::to_string(::getpid())) /
                        testing::UnitTest::GetInstance()->current_test_info()->name();
@@ -28,7 +28,7 @@ fs::path temp_dir() {
     return d;
 }
 
-std::string read(const std::string& p) {
+std::string read_text(const std::string& p) {
     std::ifstream f(p);
     std::stringstream s;
     s << f.rdbuf();
@@ -36,19 +36,19 @@ std::string read(const std::string& p) {
 }
 
 TEST(StoreHook, FallbackFilesAreNewEveryTime) {
-    const fs::path dir = temp_dir();
+    const fs::path dir = hook_temp_dir();
     const std::string base = fallback_document_base((dir / "r.sqlite").string());
     EXPECT_TRUE(std::regex_match(base, std::regex(".*/r\\.sqlite\\.[0-9]{8}T[0-9]{6}Z"))) << base;
     std::ofstream(base + ".json") << "earlier";
     EXPECT_EQ(write_fallback_document(base, "one"), base + "-2.json");
     EXPECT_EQ(write_fallback_document(base, "two"), base + "-3.json");
-    EXPECT_EQ(read(base + ".json"), "earlier");
-    EXPECT_EQ(read(base + "-2.json"), "one");
-    EXPECT_EQ(read(base + "-3.json"), "two");
+    EXPECT_EQ(read_text(base + ".json"), "earlier");
+    EXPECT_EQ(read_text(base + "-2.json"), "one");
+    EXPECT_EQ(read_text(base + "-3.json"), "two");
 }
 
 TEST(StoreHook, FallbacksAtTheSameMomentKeepEveryDocument) {
-    const fs::path dir = temp_dir();
+    const fs::path dir = hook_temp_dir();
     const std::string base = (dir / "r.sqlite.20260101T000000Z").string();
     std::vector<std::string> paths(8);
     std::vector<std::thread> threads;
@@ -59,7 +59,7 @@ TEST(StoreHook, FallbacksAtTheSameMomentKeepEveryDocument) {
         t.join();
     EXPECT_EQ(std::set<std::string>(paths.begin(), paths.end()).size(), 8u);
     for (int i = 0; i < 8; ++i)
-        EXPECT_EQ(read(paths[i]), "doc " + std::to_string(i));
+        EXPECT_EQ(read_text(paths[i]), "doc " + std::to_string(i));
 }
 
 TEST(StoreHook, AFolderThatCannotTakeTheFileIsAnError) {
@@ -76,7 +76,7 @@ TEST(StoreHook, AFolderThatCannotTakeTheFileIsAnError) {
 // A store that refuses the document (SQLite's in-memory name, refused when opened): the
 // document is written beside it and the exit code says so.
 TEST(StoreHook, ARefusingStoreGetsNothingAndTheDocumentIsKept) {
-    const fs::path dir = temp_dir();
+    const fs::path dir = hook_temp_dir();
     const fs::path before = fs::current_path();
     fs::current_path(dir);
     std::ostringstream out, err;
@@ -89,7 +89,7 @@ TEST(StoreHook, ARefusingStoreGetsNothingAndTheDocumentIsKept) {
     std::smatch m;
     const std::string e = err.str();
     ASSERT_TRUE(std::regex_search(e, m, std::regex("written to (\\S+) instead"))) << e;
-    EXPECT_NE(read((dir / std::string(m[1])).string()).find("\"command\": \"run\""),
+    EXPECT_NE(read_text((dir / std::string(m[1])).string()).find("\"command\": \"run\""),
               std::string::npos);
     EXPECT_EQ(e.find("stored as"), std::string::npos) << e;
 }

@@ -30,7 +30,7 @@ const std::vector<std::string>& added_features(ArmLevel level) {
     return v8_0;
 }
 
-std::string_view trim(std::string_view s) {
+std::string_view trim_blanks(std::string_view s) {
     const auto ws = [](char c) { return c == ' ' || c == '\t' || c == '\r'; };
     while (!s.empty() && ws(s.front()))
         s.remove_prefix(1);
@@ -126,9 +126,9 @@ std::set<std::string> cpuinfo_common_features(std::string_view cpuinfo) {
         const std::string_view line = cpuinfo.substr(pos, end - pos);
         pos = end + 1;
         const size_t colon = line.find(':');
-        if (colon == std::string_view::npos || trim(line.substr(0, colon)) != "Features")
+        if (colon == std::string_view::npos || trim_blanks(line.substr(0, colon)) != "Features")
             continue;
-        std::set<std::string> these = words(trim(line.substr(colon + 1)));
+        std::set<std::string> these = words(trim_blanks(line.substr(colon + 1)));
         if (!common) {
             common = std::move(these);
         } else {

@@ -119,7 +119,7 @@ void check_results(const double* a, const double* b, const double* c, std::size_
     check(n - 1);
 }
 
-std::optional<std::string> read_value(const fs::path& p) {
+std::optional<std::string> read_cache_attr(const fs::path& p) {
     std::ifstream in(p);
     std::string v;
     if (!in || !std::getline(in, v)) {
@@ -294,11 +294,11 @@ std::optional<std::size_t> last_level_cache_bytes(const std::string& root) {
                 continue;
             }
             const fs::path d = idx->path();
-            if (read_value(d / "type").value_or("") == "Instruction") {
+            if (read_cache_attr(d / "type").value_or("") == "Instruction") {
                 continue;
             }
-            const auto level = read_value(d / "level");
-            const auto size = parse_size(read_value(d / "size").value_or(""));
+            const auto level = read_cache_attr(d / "level");
+            const auto size = parse_size(read_cache_attr(d / "size").value_or(""));
             int lvl = 0;
             if (!level || !size ||
                 std::from_chars(level->data(), level->data() + level->size(), lvl).ec !=
@@ -306,7 +306,7 @@ std::optional<std::size_t> last_level_cache_bytes(const std::string& root) {
                 continue;
             }
             const std::string key =
-                read_value(d / "shared_cpu_list").value_or(name + "/" + d.filename().string());
+                read_cache_attr(d / "shared_cpu_list").value_or(name + "/" + d.filename().string());
             caches[lvl][key] = *size;
         }
     }

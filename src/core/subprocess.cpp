@@ -17,7 +17,7 @@ namespace sb {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 
 void append_capped(std::string& s, const char* p, std::size_t n, std::size_t cap) {
     if (s.size() < cap)
@@ -38,7 +38,7 @@ bool write_all(int fd, const char* p, std::size_t n) {
     return true;
 }
 
-std::string trim(const std::string& s) {
+std::string trim_line(const std::string& s) {
     const auto b = s.find_first_not_of(" \t\r\n");
     if (b == std::string::npos)
         return "";
@@ -50,7 +50,7 @@ std::string last_nonempty_line(const std::string& text) {
     while (end > 0) {
         const std::size_t nl = text.rfind('\n', end - 1);
         const std::size_t begin = nl == std::string::npos ? 0 : nl + 1;
-        std::string line = trim(text.substr(begin, end - begin));
+        std::string line = trim_line(text.substr(begin, end - begin));
         if (!line.empty())
             return line;
         if (nl == std::string::npos)
@@ -165,10 +165,10 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
     // Both sides set the group, so the deadline's kill reaches it whoever runs first.
     ::setpgid(pid, pid);
     const double timeout_s = o.timeout_s > 0 ? o.timeout_s : 86400;
-    const auto start = Clock::now();
-    const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
+    const auto start = SteadyClock::now();
+    const auto deadline = start + std::chrono::duration_cast<SteadyClock::duration>(
                                       std::chrono::duration<double>(timeout_s));
-    Clock::time_point kill_at{}, give_up_at{};
+    SteadyClock::time_point kill_at{}, give_up_at{};
     bool term_sent = false, kill_sent = false;
     pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
     int open_fds = 2;
@@ -213,7 +213,7 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
             lost = w < 0 && errno == ECHILD;  // reaped elsewhere: its status is unknown
             exited = w == pid || lost;
         }
-        const auto now = Clock::now();
+        const auto now = SteadyClock::now();
         const bool late = now > deadline;
         if (!term_sent && (late || over || (!o.after_interrupt && interrupt_requested()))) {
             r.timed_out = late && !over;
@@ -222,7 +222,7 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
             ::kill(-pid, at_once ? SIGKILL : SIGTERM);
             term_sent = true;
             kill_sent = at_once;
-            kill_at = now + std::chrono::duration_cast<Clock::duration>(
+            kill_at = now + std::chrono::duration_cast<SteadyClock::duration>(
                                 std::chrono::duration<double>(o.kill_grace_s));
             give_up_at = now + std::chrono::seconds(3);
         } else if (term_sent && !kill_sent && now > kill_at) {

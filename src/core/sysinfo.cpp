@@ -61,7 +61,7 @@ std::optional<std::string> read_text(const fs::path& p) {
 }
 
 // First line of a one-value sysfs/procfs file, trimmed; nullopt when missing or empty.
-std::optional<std::string> read_value(const fs::path& p) {
+std::optional<std::string> read_sysfs_value(const fs::path& p) {
     auto text = read_text(p);
     if (!text) {
         return std::nullopt;
@@ -275,19 +275,19 @@ std::optional<bool> read_on_battery(const fs::path& root) {
     fs::directory_iterator it(root / "sys/class/power_supply", ec), end;
     for (; !ec && it != end; it.increment(ec)) {
         const fs::path dir = it->path();
-        const std::string type = read_value(dir / "type").value_or("");
+        const std::string type = read_sysfs_value(dir / "type").value_or("");
         if (type == "Mains" || type.rfind("USB", 0) == 0) {
-            if (const auto online = read_value(dir / "online")) {
+            if (const auto online = read_sysfs_value(dir / "online")) {
                 external_seen = true;
                 external_online = external_online || *online == "1";
             }
         } else if (type == "Battery") {
             // A peripheral's battery (mouse, headset) says nothing about the machine.
-            if (read_value(dir / "scope").value_or("") == "Device") {
+            if (read_sysfs_value(dir / "scope").value_or("") == "Device") {
                 continue;
             }
             battery_seen = true;
-            const std::string status = read_value(dir / "status").value_or("");
+            const std::string status = read_sysfs_value(dir / "status").value_or("");
             discharging = discharging || status == "Discharging";
             charging_or_full = charging_or_full || status == "Charging" || status == "Full" ||
                                status == "Not charging";
@@ -323,9 +323,9 @@ std::optional<int> count_physical_cores(
                 continue;
             }
         }
-        auto siblings = read_value(dir / "topology/core_cpus_list");
+        auto siblings = read_sysfs_value(dir / "topology/core_cpus_list");
         if (!siblings) {
-            siblings = read_value(dir / "topology/thread_siblings_list");
+            siblings = read_sysfs_value(dir / "topology/thread_siblings_list");
         }
         if (siblings) {
             cores.insert(*siblings);
@@ -395,9 +395,9 @@ SystemInfo read_system_info(const std::string& root_str) {
             s.arch = valid_utf8(u.machine);
         }
     } else {
-        s.hostname = read_value(root / "proc/sys/kernel/hostname").value_or("");
-        s.kernel = read_value(root / "proc/sys/kernel/osrelease").value_or("");
-        s.arch = read_value(root / "proc/sys/kernel/arch").value_or("");
+        s.hostname = read_sysfs_value(root / "proc/sys/kernel/hostname").value_or("");
+        s.kernel = read_sysfs_value(root / "proc/sys/kernel/osrelease").value_or("");
+        s.arch = read_sysfs_value(root / "proc/sys/kernel/arch").value_or("");
     }
     s.os = read_os(root);
 
@@ -409,7 +409,7 @@ SystemInfo read_system_info(const std::string& root_str) {
 
     const fs::path cpu_dir = root / "sys/devices/system/cpu";
     std::optional<std::set<long>> online;
-    if (auto text = read_value(cpu_dir / "online")) {
+    if (auto text = read_sysfs_value(cpu_dir / "online")) {
         online = parse_cpu_list(*text);
         if (online && online->empty()) {
             online.reset();
@@ -433,12 +433,12 @@ SystemInfo read_system_info(const std::string& root_str) {
     }
 
     for (const auto& policy : numbered_entries(cpu_dir / "cpufreq", "policy")) {
-        if (auto g = read_value(policy / "scaling_governor")) {
+        if (auto g = read_sysfs_value(policy / "scaling_governor")) {
             s.governors.push_back(*g);
         }
     }
 
-    if (auto text = read_value(root / "proc/loadavg")) {
+    if (auto text = read_sysfs_value(root / "proc/loadavg")) {
         s.loadavg_1m = parse_number<double>(text->substr(0, text->find(' ')));
     }
 
@@ -453,7 +453,7 @@ int default_thread_count(const std::string& root_str, std::span<const int> allow
 
     // The CPUs that may run threads: online, and allowed.
     std::set<long> cpus;
-    if (auto text = read_value(cpu_dir / "online"))
+    if (auto text = read_sysfs_value(cpu_dir / "online"))
         if (auto online = parse_cpu_list(*text))
             cpus = *online;
     if (cpus.empty())
@@ -479,12 +479,12 @@ int default_thread_count(const std::string& root_str, std::span<const int> allow
         if (!rest.empty())
             cpus = std::move(rest);
     };
-    if (auto atom = read_value(root / "sys/devices/cpu_atom/cpus"))
+    if (auto atom = read_sysfs_value(root / "sys/devices/cpu_atom/cpus"))
         if (auto slow = parse_cpu_list(*atom))
             drop(*slow);
     std::map<long, long> capacity;
     for (long c : cpus)
-        if (auto v = read_value(cpu_dir / ("cpu" + std::to_string(c)) / "cpu_capacity"))
+        if (auto v = read_sysfs_value(cpu_dir / ("cpu" + std::to_string(c)) / "cpu_capacity"))
             if (auto n = parse_number<long>(*v); n && *n > 0)
                 capacity[c] = *n;
     if (!capacity.empty() && capacity.size() == cpus.size()) {
@@ -503,9 +503,9 @@ int default_thread_count(const std::string& root_str, std::span<const int> allow
     bool every_cpu_known = !cpus.empty();
     for (long c : cpus) {
         const fs::path topo = cpu_dir / ("cpu" + std::to_string(c)) / "topology";
-        auto siblings = read_value(topo / "core_cpus_list");
+        auto siblings = read_sysfs_value(topo / "core_cpus_list");
         if (!siblings)
-            siblings = read_value(topo / "thread_siblings_list");
+            siblings = read_sysfs_value(topo / "thread_siblings_list");
         if (siblings)
             cores.insert(*siblings);
         else

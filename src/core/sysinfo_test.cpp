@@ -10,7 +10,7 @@
 namespace sb {
 namespace {
 
-std::string fixture(const std::string& name) {
+std::string sysinfo_fixture(const std::string& name) {
 #ifdef SB_SOURCE_DIR
     const std::filesystem::path src = SB_SOURCE_DIR;
 #else
@@ -24,7 +24,7 @@ bool has_code(const Warnings& w, const std::string& code) {
 }
 
 TEST(SysInfo, X86Laptop) {
-    const SystemInfo s = read_system_info(fixture("x86_laptop"));
+    const SystemInfo s = read_system_info(sysinfo_fixture("x86_laptop"));
     EXPECT_EQ(s.hostname, "lab-laptop");
     EXPECT_EQ(s.os, "Ubuntu 24.04.1 LTS");
     EXPECT_EQ(s.kernel, "6.8.0-45-generic");
@@ -43,7 +43,7 @@ TEST(SysInfo, X86Laptop) {
 }
 
 TEST(SysInfo, AndroidPhone) {
-    const SystemInfo s = read_system_info(fixture("android_phone"));
+    const SystemInfo s = read_system_info(sysinfo_fixture("android_phone"));
     EXPECT_EQ(s.os, "Android 14");
     EXPECT_EQ(s.kernel, "5.10.198-android12-9-g1234");
     EXPECT_EQ(s.arch, "");
@@ -57,7 +57,7 @@ TEST(SysInfo, AndroidPhone) {
 }
 
 TEST(SysInfo, EmptyRootIsAllMissing) {
-    const SystemInfo s = read_system_info(fixture("empty"));
+    const SystemInfo s = read_system_info(sysinfo_fixture("empty"));
     EXPECT_EQ(s.hostname, "");
     EXPECT_EQ(s.os, "");
     EXPECT_EQ(s.kernel, "");
@@ -70,7 +70,7 @@ TEST(SysInfo, EmptyRootIsAllMissing) {
     EXPECT_FALSE(s.loadavg_1m);
     EXPECT_FALSE(s.on_battery_known);
     EXPECT_FALSE(s.on_battery);
-    EXPECT_NO_THROW(read_system_info(fixture("does_not_exist")));
+    EXPECT_NO_THROW(read_system_info(sysinfo_fixture("does_not_exist")));
 
     const nlohmann::json j = to_json(s);
     EXPECT_TRUE(j["hostname"].is_null());
@@ -89,7 +89,7 @@ TEST(SysInfo, LiveSystemReads) {
 }
 
 TEST(SysInfo, Json) {
-    const nlohmann::json j = to_json(read_system_info(fixture("x86_laptop")));
+    const nlohmann::json j = to_json(read_system_info(sysinfo_fixture("x86_laptop")));
     EXPECT_EQ(j["hostname"], "lab-laptop");
     EXPECT_EQ(j["cores_logical"], 8);
     EXPECT_EQ(j["cores_physical"], 4);
@@ -101,7 +101,7 @@ TEST(SysInfo, Json) {
 }
 
 TEST(SysInfo, Warnings) {
-    const SystemInfo laptop = read_system_info(fixture("x86_laptop"));
+    const SystemInfo laptop = read_system_info(sysinfo_fixture("x86_laptop"));
     const Warnings w = system_warnings(laptop, 4);
     EXPECT_TRUE(has_code(w, "governor_not_performance"));
     EXPECT_TRUE(has_code(w, "other_load"));  // 3.5 > 0.25 * 8
@@ -114,7 +114,7 @@ TEST(SysInfo, Warnings) {
     EXPECT_TRUE(has_code(system_warnings(laptop, 9), "oversubscribed"));
     EXPECT_FALSE(has_code(system_warnings(laptop, 8), "oversubscribed"));
 
-    const SystemInfo phone = read_system_info(fixture("android_phone"));
+    const SystemInfo phone = read_system_info(sysinfo_fixture("android_phone"));
     const Warnings pw = system_warnings(phone, 8);
     EXPECT_TRUE(has_code(pw, "on_battery"));
     EXPECT_TRUE(has_code(pw, "governor_not_performance"));
@@ -130,7 +130,7 @@ TEST(SysInfo, Warnings) {
 
 TEST(SysInfo, EmulationIsAnotherArchitecturesCpuinfo) {
     // qemu-aarch64 on an x86 machine: uname names aarch64, /proc/cpuinfo is the host's.
-    const SystemInfo q = read_system_info(fixture("qemu_aarch64_on_x86"));
+    const SystemInfo q = read_system_info(sysinfo_fixture("qemu_aarch64_on_x86"));
     EXPECT_EQ(q.arch, "aarch64");
     EXPECT_EQ(q.emulated, true);
     EXPECT_EQ(to_json(q)["emulated"], true);
@@ -144,49 +144,55 @@ TEST(SysInfo, EmulationIsAnotherArchitecturesCpuinfo) {
             EXPECT_FALSE(x.hint.empty());
         }
 
-    const SystemInfo laptop = read_system_info(fixture("x86_laptop"));  // x86_64, x86 cpuinfo
+    const SystemInfo laptop =
+        read_system_info(sysinfo_fixture("x86_laptop"));  // x86_64, x86 cpuinfo
     EXPECT_EQ(laptop.emulated, false);
     EXPECT_FALSE(has_code(system_warnings(laptop, 4), "emulated"));
     // Arm cpuinfo but no arch file: unknown, not emulated.
-    const SystemInfo phone = read_system_info(fixture("android_phone"));
+    const SystemInfo phone = read_system_info(sysinfo_fixture("android_phone"));
     EXPECT_FALSE(phone.emulated.has_value());
     EXPECT_TRUE(to_json(phone)["emulated"].is_null());
-    EXPECT_FALSE(read_system_info(fixture("empty")).emulated.has_value());
+    EXPECT_FALSE(read_system_info(sysinfo_fixture("empty")).emulated.has_value());
 }
 
 TEST(SysInfo, DefaultThreadCountIsPhysicalCoresThatDoMath) {
     const std::vector<int> all;
     // One thread per core, not per online CPU: SMT siblings once; offline CPUs not at all.
-    EXPECT_EQ(default_thread_count(fixture("x86_smt"), all), 4);
+    EXPECT_EQ(default_thread_count(sysinfo_fixture("x86_smt"), all), 4);
     // Intel hybrid: 6 P-cores with SMT, the 8 E-cores (cpu_atom) left out, as llama.cpp does.
-    EXPECT_EQ(default_thread_count(fixture("x86_hybrid"), all), 6);
+    EXPECT_EQ(default_thread_count(sysinfo_fixture("x86_hybrid"), all), 6);
     // big.LITTLE: the cores below half the top capacity (2 little) out, prime and mid in.
-    EXPECT_EQ(default_thread_count(fixture("phone_3cluster"), all), 6);
+    EXPECT_EQ(default_thread_count(sysinfo_fixture("phone_3cluster"), all), 6);
     // Two clusters of similar strength: nothing is an efficiency core.
-    EXPECT_EQ(default_thread_count(fixture("phone_no_little"), all), 8);
+    EXPECT_EQ(default_thread_count(sysinfo_fixture("phone_no_little"), all), 8);
     // Topology without capacities: every core.
-    EXPECT_EQ(default_thread_count(fixture("android_phone"), all), 8);
+    EXPECT_EQ(default_thread_count(sysinfo_fixture("android_phone"), all), 8);
     // No topology files: /proc/cpuinfo's (physical id, core id) pairs.
-    EXPECT_EQ(default_thread_count(fixture("x86_laptop"), all), 4);
+    EXPECT_EQ(default_thread_count(sysinfo_fixture("x86_laptop"), all), 4);
     // Nothing known: llama.cpp's context default.
-    EXPECT_EQ(default_thread_count(fixture("empty"), all), 4);
-    EXPECT_EQ(default_thread_count(fixture("does_not_exist"), all), 4);
+    EXPECT_EQ(default_thread_count(sysinfo_fixture("empty"), all), 4);
+    EXPECT_EQ(default_thread_count(sysinfo_fixture("does_not_exist"), all), 4);
 }
 
 TEST(SysInfo, DefaultThreadCountHonoursTheAffinityMask) {
     // Both SMT threads of one core: one thread.
-    EXPECT_EQ(default_thread_count(fixture("x86_smt"), std::vector<int>{0, 4}), 1);
-    EXPECT_EQ(default_thread_count(fixture("x86_smt"), std::vector<int>{0, 1, 6, 7}), 2);
+    EXPECT_EQ(default_thread_count(sysinfo_fixture("x86_smt"), std::vector<int>{0, 4}), 1);
+    EXPECT_EQ(default_thread_count(sysinfo_fixture("x86_smt"), std::vector<int>{0, 1, 6, 7}), 2);
     // P-core threads 0-3 and two E-cores: the two P-cores.
-    EXPECT_EQ(default_thread_count(fixture("x86_hybrid"), std::vector<int>{0, 1, 2, 3, 12, 13}), 2);
+    EXPECT_EQ(
+        default_thread_count(sysinfo_fixture("x86_hybrid"), std::vector<int>{0, 1, 2, 3, 12, 13}),
+        2);
     // Only E-cores allowed: they are what there is.
-    EXPECT_EQ(default_thread_count(fixture("x86_hybrid"), std::vector<int>{12, 13, 14}), 3);
+    EXPECT_EQ(default_thread_count(sysinfo_fixture("x86_hybrid"), std::vector<int>{12, 13, 14}), 3);
     // Little cores and the prime core: the prime core; little cores alone: both of them.
-    EXPECT_EQ(default_thread_count(fixture("phone_3cluster"), std::vector<int>{0, 1, 7}), 1);
-    EXPECT_EQ(default_thread_count(fixture("phone_3cluster"), std::vector<int>{0, 1}), 2);
+    EXPECT_EQ(default_thread_count(sysinfo_fixture("phone_3cluster"), std::vector<int>{0, 1, 7}),
+              1);
+    EXPECT_EQ(default_thread_count(sysinfo_fixture("phone_3cluster"), std::vector<int>{0, 1}), 2);
     // No sysfs: the mask's CPUs, with llama.cpp's guess for SMT above 4.
-    EXPECT_EQ(default_thread_count(fixture("empty"), std::vector<int>{0, 1, 2}), 3);
-    EXPECT_EQ(default_thread_count(fixture("empty"), std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}), 4);
+    EXPECT_EQ(default_thread_count(sysinfo_fixture("empty"), std::vector<int>{0, 1, 2}), 3);
+    EXPECT_EQ(
+        default_thread_count(sysinfo_fixture("empty"), std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}),
+        4);
 }
 
 TEST(SysInfo, DefaultThreadCountLive) {

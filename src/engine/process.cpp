@@ -70,7 +70,7 @@ ChildProcess ChildProcess::spawn(const std::vector<std::string>& argv,
     }
     int err = 0;
     ssize_t got;
-    while ((got = read(report[0], &err, sizeof err)) < 0 && errno == EINTR) {
+    while ((got = ::read(report[0], &err, sizeof err)) < 0 && errno == EINTR) {
     }
     close(report[0]);
     if (got == static_cast<ssize_t>(sizeof err)) {

@@ -11,7 +11,7 @@ namespace sb {
 
 namespace {
 
-std::string trim(const std::string& s) {
+std::string trim_line(const std::string& s) {
     const auto b = s.find_first_not_of(" \t\r\n");
     if (b == std::string::npos)
         return "";
@@ -19,7 +19,7 @@ std::string trim(const std::string& s) {
 }
 
 std::optional<double> number(const std::string& s) {
-    const std::string t = trim(s);
+    const std::string t = trim_line(s);
     if (t.empty())
         return std::nullopt;
     char* end = nullptr;
@@ -30,7 +30,7 @@ std::optional<double> number(const std::string& s) {
 }
 
 std::optional<std::string> nonempty(const std::string& s) {
-    std::string t = trim(s);
+    std::string t = trim_line(s);
     // Device-tree strings end with NUL; getprop prints nothing for an unset property.
     t.erase(std::remove(t.begin(), t.end(), '\0'), t.end());
     if (t.empty())
@@ -110,7 +110,8 @@ DeviceIdentity parse_identity(const std::string& text) {
         const auto colon = line.find(':');
         if (colon == std::string::npos)
             continue;
-        const std::string key = trim(line.substr(0, colon)), value = trim(line.substr(colon + 1));
+        const std::string key = trim_line(line.substr(0, colon)),
+                          value = trim_line(line.substr(colon + 1));
         if ((key == "model name" || key == "Processor") && !id.cpu && !value.empty())
             id.cpu = value;
         else if (key == "Hardware" && !id.soc && !value.empty())
@@ -152,14 +153,14 @@ GateState parse_gate_state(const std::string& text) {
         const auto eq = line.find('=');
         if (eq == std::string::npos)
             continue;
-        const std::string key = line.substr(0, eq), value = trim(line.substr(eq + 1));
+        const std::string key = line.substr(0, eq), value = trim_line(line.substr(eq + 1));
         if (key == "zone") {
             const auto sp = value.rfind(' ');
             auto mc = number(sp == std::string::npos ? value : value.substr(sp + 1));
             // Millidegrees; a zone reading nonsense (negative, above 200 C) is left out.
             if (mc && *mc > -40000 && *mc < 200000 && (!s.hottest_c || *mc / 1000 > *s.hottest_c)) {
                 s.hottest_c = *mc / 1000;
-                s.hottest_zone = sp == std::string::npos ? "" : trim(value.substr(0, sp));
+                s.hottest_zone = sp == std::string::npos ? "" : trim_line(value.substr(0, sp));
             }
         } else if (key == "governor" && !value.empty()) {
             govs.insert(value);

@@ -48,7 +48,7 @@ constexpr std::size_t kJobKeyDigits = 16;
 
 const std::set<std::string> kMeasuring = {"run", "ops", "decompose", "sustained", "hybrid"};
 // Those that write their document as they go with --out (kept after a failure).
-const std::set<std::string> kWithOut = {"run", "ops", "sustained", "hybrid"};
+const std::set<std::string> kRunWithOut = {"run", "ops", "sustained", "hybrid"};
 
 // The first 16 hex digits of the file's SHA-256.
 std::string content_hash(const std::string& path) {
@@ -96,7 +96,7 @@ std::optional<Version> parse_version(const std::string& text) {
     return v;
 }
 
-bool is_model_flag(const std::string& a) {
+bool is_run_model_flag(const std::string& a) {
     return a == "-m" || a == "--model";
 }
 
@@ -462,7 +462,7 @@ class Fleet {
         const auto& c = o_.command;
         job_command_ = {c.empty() ? std::string("run") : c[0]};
         for (std::size_t i = 1; i < c.size(); ++i) {
-            if (!is_model_flag(c[i]) || i + 1 == c.size()) {
+            if (!is_run_model_flag(c[i]) || i + 1 == c.size()) {
                 rest_args_.push_back(c[i]);
                 continue;
             }
@@ -654,7 +654,7 @@ class Fleet {
     void resolve_run_args(Job& j) {
         j.run_args = rest_args_;
         for (std::size_t i = 0; i + 1 < j.run_args.size(); ++i) {
-            if (!is_model_flag(j.run_args[i]))
+            if (!is_run_model_flag(j.run_args[i]))
                 continue;
             std::string joined;
             for (const auto& m : comma_list(j.run_args[i + 1]))
@@ -1029,7 +1029,7 @@ class Fleet {
             remote_models = j_models_[&j];
         }
         for (std::size_t i = 0; i + 1 < args.size(); ++i) {
-            if (!is_model_flag(args[i]))
+            if (!is_run_model_flag(args[i]))
                 continue;
             std::string joined;
             for (const auto& m : comma_list(args[i + 1])) {
@@ -1044,7 +1044,7 @@ class Fleet {
         const std::string remote_out =
             j.workdir + "/results/" + inv_.name + "-" + j.spec.name + "-" + stamp + ".json";
         args.insert(args.end(), {"-o", "json"});
-        const bool with_out = kWithOut.count(args[0]) > 0;
+        const bool with_out = kRunWithOut.count(args[0]) > 0;
         if (with_out)
             args.insert(args.end(), {"--out", remote_out});
         std::string line =

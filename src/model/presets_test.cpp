@@ -28,7 +28,7 @@ const TensorSpec* find(const std::vector<TensorSpec>& ts, const std::string& nam
     return nullptr;
 }
 
-fs::path test_dir() {
+fs::path presets_dir() {
     const fs::path dir = fs::path(testing::TempDir()) / "sb_presets_test" /
                          testing::UnitTest::GetInstance()->current_test_info()->name();
     fs::remove_all(dir);
@@ -36,7 +36,7 @@ fs::path test_dir() {
     return dir;
 }
 
-std::string slurp(const fs::path& p) {
+std::string slurp_path(const fs::path& p) {
     std::ifstream in(p, std::ios::binary);
     std::stringstream ss;
     ss << in.rdbuf();
@@ -68,7 +68,7 @@ TEST(Presets, TheCopiesInTheBinaryAreTheRepositorysFiles) {
         n += e.path().extension() == ".json" ? 1 : 0;
     ASSERT_EQ(builtin_preset_files().size(), n);
     for (const auto& [file, text] : builtin_preset_files())
-        EXPECT_EQ(std::string(text), slurp(dir / std::string(file))) << file;
+        EXPECT_EQ(std::string(text), slurp_path(dir / std::string(file))) << file;
     // Without a directory the binary still has every preset.
     const auto alone = load_presets("");
     EXPECT_EQ(alone.size(), n);
@@ -312,7 +312,7 @@ TEST(Presets, Llama3RopeFactors) {
 
 // A preset file dropped in the directory is a preset; one of a built-in's name replaces it.
 TEST(PresetFiles, AreReadAtRunTimeFromTheDirectory) {
-    const fs::path dir = test_dir();
+    const fs::path dir = presets_dir();
     nlohmann::json j = P("qwen3-0.6b").config;
     j["num_hidden_layers"] = 3;
     const nlohmann::json mine = {{"name", "my-qwen"},
@@ -322,7 +322,7 @@ TEST(PresetFiles, AreReadAtRunTimeFromTheDirectory) {
                                  {"config", j}};
     std::ofstream(dir / "my-qwen.json") << mine.dump(2);
     nlohmann::json tiny = nlohmann::json::parse(
-        slurp(fs::path(SB_SOURCE_DIR) / "share/stagebench/presets/tiny.json"));
+        slurp_path(fs::path(SB_SOURCE_DIR) / "share/stagebench/presets/tiny.json"));
     tiny["config"]["num_hidden_layers"] = 2;
     std::ofstream(dir / "tiny.json") << tiny.dump(2);
     const auto all = load_presets(dir.string());
@@ -344,7 +344,7 @@ TEST(PresetFiles, AreReadAtRunTimeFromTheDirectory) {
 }
 
 TEST(PresetFiles, ABrokenFileIsOneLineNamingItAndTheField) {
-    const fs::path dir = test_dir();
+    const fs::path dir = presets_dir();
     auto expect = [&](const std::string& text, const std::string& needle) {
         fs::remove_all(dir);
         fs::create_directories(dir);
@@ -384,7 +384,7 @@ TEST(PresetFiles, ABrokenFileIsOneLineNamingItAndTheField) {
 
 // A FIFO in the preset directory is refused at once, never waited on.
 TEST(PresetFiles, AFifoIsRefusedNotRead) {
-    const fs::path dir = test_dir();
+    const fs::path dir = presets_dir();
     fs::remove_all(dir);
     fs::create_directories(dir);
     const fs::path fifo = dir / "fifo.json";

@@ -30,7 +30,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // One directory per test: CTest may run the tests of this file in parallel processes.
-fs::path test_dir() {
+fs::path synth_dir() {
     const fs::path dir = fs::path(testing::TempDir()) /
                          ("sb_synth_test." + std::to_string(::getpid())) /
                          testing::UnitTest::GetInstance()->current_test_info()->name();
@@ -38,16 +38,16 @@ fs::path test_dir() {
     return dir;
 }
 
-std::string temp_file(const std::string& name) {
-    return (test_dir() / name).string();
+std::string synth_temp_file(const std::string& name) {
+    return (synth_dir() / name).string();
 }
 
-std::vector<uint8_t> slurp(const std::string& path) {
+std::vector<uint8_t> synth_slurp(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-void spit(const std::string& path, const std::vector<uint8_t>& bytes) {
+void synth_spit(const std::string& path, const std::vector<uint8_t>& bytes) {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
     out.write(reinterpret_cast<const char*>(bytes.data()),
               static_cast<std::streamsize>(bytes.size()));
@@ -61,7 +61,7 @@ SynthResult write_tiny(const std::string& name, const std::string& quant, uint64
     o.pure = pure;
     o.seed = seed;
     o.threads = threads;
-    o.out_path = temp_file(name);
+    o.out_path = synth_temp_file(name);
     o.generator = "stagebench test";
     return write_synthetic_model(o, q);
 }
@@ -138,7 +138,7 @@ TEST(Synth, TinyQ4_0MatchesThePreset) {
     EXPECT_FALSE(g.find("stagebench.routing"));
 
     // No temporary file is left beside the result.
-    for (const auto& e : fs::directory_iterator(test_dir())) {
+    for (const auto& e : fs::directory_iterator(synth_dir())) {
         EXPECT_EQ(e.path().string().find(".tmp-"), std::string::npos) << e.path();
     }
 }
@@ -147,7 +147,7 @@ TEST(Synth, F32WeightsHaveTheIntendedDistribution) {
     const SynthResult r = write_tiny("tiny-f32.gguf", "f32");
     const GgufFile g = read_gguf(r.path);
     EXPECT_EQ(g.get_u32("general.file_type"), 0u);
-    const auto bytes = slurp(r.path);
+    const auto bytes = synth_slurp(r.path);
     for (const auto& t : g.tensors)
         EXPECT_EQ(t.type, ggml_type::kF32) << t.name;
 
@@ -173,9 +173,9 @@ TEST(Synth, F32WeightsHaveTheIntendedDistribution) {
 }
 
 TEST(Synth, SameSeedSameBytesOtherSeedOtherBytes) {
-    const auto a = slurp(write_tiny("seed1a.gguf", "q4_0", 1).path);
-    const auto b = slurp(write_tiny("seed1b.gguf", "q4_0", 1, GgmlQuantizer(), 1).path);
-    const auto c = slurp(write_tiny("seed2.gguf", "q4_0", 2).path);
+    const auto a = synth_slurp(write_tiny("seed1a.gguf", "q4_0", 1).path);
+    const auto b = synth_slurp(write_tiny("seed1b.gguf", "q4_0", 1, GgmlQuantizer(), 1).path);
+    const auto c = synth_slurp(write_tiny("seed2.gguf", "q4_0", 2).path);
     EXPECT_EQ(a, b);  // thread count does not matter either
     ASSERT_EQ(a.size(), c.size());
     EXPECT_NE(a, c);
@@ -191,8 +191,8 @@ TEST(Synth, BuiltinQuantizerMatchesGgmlByteForByte) {
         EXPECT_EQ(gb.get_string("stagebench.quantizer"), "builtin");
         EXPECT_EQ(gb.get_bool("stagebench.pure"), true);
         // The tensor data sections are identical; only the quantizer's name differs.
-        const auto a = slurp(rg.path);
-        const auto b = slurp(rb.path);
+        const auto a = synth_slurp(rg.path);
+        const auto b = synth_slurp(rb.path);
         const std::vector<uint8_t> da(a.begin() + static_cast<long>(gg.data_offset), a.end());
         const std::vector<uint8_t> db(b.begin() + static_cast<long>(gb.data_offset), b.end());
         EXPECT_EQ(da, db) << q;
@@ -202,7 +202,7 @@ TEST(Synth, BuiltinQuantizerMatchesGgmlByteForByte) {
 TEST(Synth, OptionsAreChecked) {
     SynthOptions o;
     o.preset = "tiny";
-    o.out_path = temp_file("bad.gguf");
+    o.out_path = synth_temp_file("bad.gguf");
     auto kind_of = [&](const SynthOptions& opt) {
         try {
             write_synthetic_model(opt, GgmlQuantizer());
@@ -224,13 +224,13 @@ TEST(Synth, OptionsAreChecked) {
     bad.out_path = "";
     EXPECT_EQ(kind_of(bad), ErrorKind::usage);
     bad = o;
-    bad.out_path = temp_file("missing-dir/x.gguf");
+    bad.out_path = synth_temp_file("missing-dir/x.gguf");
     EXPECT_EQ(kind_of(bad), ErrorKind::input);
     bad = o;
-    bad.out_path = test_dir().string();
+    bad.out_path = synth_dir().string();
     EXPECT_EQ(kind_of(bad), ErrorKind::input);
     bad = o;
-    bad.config_path = temp_file("config.json");  // both a preset and a config
+    bad.config_path = synth_temp_file("config.json");  // both a preset and a config
     EXPECT_EQ(kind_of(bad), ErrorKind::usage);
     bad = o;
     bad.preset = "";  // neither
@@ -240,7 +240,7 @@ TEST(Synth, OptionsAreChecked) {
     EXPECT_EQ(kind_of(bad), ErrorKind::usage);
     bad = o;
     bad.preset = "";
-    bad.config_path = temp_file("no-such-config.json");
+    bad.config_path = synth_temp_file("no-such-config.json");
     EXPECT_EQ(kind_of(bad), ErrorKind::input);
     EXPECT_FALSE(fs::exists(o.out_path));
 }
@@ -248,7 +248,7 @@ TEST(Synth, OptionsAreChecked) {
 // Every dimension within its bound can still add up to terabytes: the file is bounded (1 TiB)
 // and must fit the free space of -o's directory, both checked before a byte is written.
 TEST(Synth, TheModelsSizeIsBoundedAndMustFitTheFreeSpace) {
-    const fs::path dir = test_dir();
+    const fs::path dir = synth_dir();
     nlohmann::json cfg = {{"model_type", "llama"},           {"hidden_size", 65536},
                           {"intermediate_size", 262144},     {"num_attention_heads", 512},
                           {"num_key_value_heads", 512},      {"num_hidden_layers", 40},
@@ -291,7 +291,7 @@ TEST(Synth, AScaledDownHybridKeepsBothKindsOfLayer) {
     SynthOptions o;
     o.preset = "lfm2-1.2b";
     o.layers = 1;
-    o.out_path = temp_file("lfm2-1l.gguf");
+    o.out_path = synth_temp_file("lfm2-1l.gguf");
     try {
         write_synthetic_model(o, GgmlQuantizer());
         ADD_FAILURE() << "no error";
@@ -310,7 +310,7 @@ TEST(Synth, LayerOverrideAndProgress) {
     o.preset = "tiny";
     o.layers = 2;
     o.quant = "Q8_0";
-    o.out_path = temp_file("tiny-2l.gguf");
+    o.out_path = synth_temp_file("tiny-2l.gguf");
     uint64_t last_done = 0, last_total = 0;
     int calls = 0;
     o.on_progress = [&](uint64_t done, uint64_t total) {
@@ -390,7 +390,7 @@ TEST(Inspect, MissingValuesAreNull) {
     GgufWriter w;
     w.set_string("general.architecture", "llama");
     w.add_tensor("token_embd.weight", {4, 3}, ggml_type::kF32, std::vector<uint8_t>(48));
-    const std::string path = temp_file("bare.gguf");
+    const std::string path = synth_temp_file("bare.gguf");
     w.write(path);
     const ModelInfo m = inspect_model(path);
     EXPECT_FALSE(m.synthetic);
@@ -405,32 +405,32 @@ TEST(Inspect, MissingValuesAreNull) {
 
 TEST(Inspect, UnusableFilesAreOneLineInputErrors) {
     const SynthResult r = write_tiny("whole.gguf", "q4_0");
-    const auto bytes = slurp(r.path);
-    const std::string cut = temp_file("truncated.gguf");
+    const auto bytes = synth_slurp(r.path);
+    const std::string cut = synth_temp_file("truncated.gguf");
     for (std::size_t n : {std::size_t{0}, std::size_t{10}, std::size_t{1000}, bytes.size() / 2,
                           bytes.size() - 100}) {
-        spit(cut, std::vector<uint8_t>(bytes.begin(), bytes.begin() + static_cast<long>(n)));
+        synth_spit(cut, std::vector<uint8_t>(bytes.begin(), bytes.begin() + static_cast<long>(n)));
         expect_inspect_input_error(cut);
     }
     std::vector<uint8_t> garbage(4096);
     for (std::size_t i = 0; i < garbage.size(); ++i)
         garbage[i] = static_cast<uint8_t>(i * 7 + 3);
-    const std::string junk = temp_file("garbage.gguf");
-    spit(junk, garbage);
+    const std::string junk = synth_temp_file("garbage.gguf");
+    synth_spit(junk, garbage);
     expect_inspect_input_error(junk);
     // The right magic followed by garbage.
     garbage[0] = 'G', garbage[1] = 'G', garbage[2] = 'U', garbage[3] = 'F';
     garbage[4] = 3, garbage[5] = garbage[6] = garbage[7] = 0;
-    spit(junk, garbage);
+    synth_spit(junk, garbage);
     expect_inspect_input_error(junk);
 
-    expect_inspect_input_error(test_dir().string());
-    expect_inspect_input_error(temp_file("no-such-model.gguf"));
+    expect_inspect_input_error(synth_dir().string());
+    expect_inspect_input_error(synth_temp_file("no-such-model.gguf"));
 
     GgufWriter no_arch;
     no_arch.add_tensor("x", {4}, ggml_type::kF32, std::vector<uint8_t>(16));
-    no_arch.write(temp_file("noarch.gguf"));
-    expect_inspect_input_error(temp_file("noarch.gguf"));
+    no_arch.write(synth_temp_file("noarch.gguf"));
+    expect_inspect_input_error(synth_temp_file("noarch.gguf"));
 }
 
 // --vocab: the tokenizer.* keys of a vocabulary GGUF, copied as they are; n_vocab its size.
@@ -438,7 +438,7 @@ SynthResult write_tiny_vocab(const std::string& name, const std::string& vocab) 
     SynthOptions o;
     o.preset = "tiny";
     o.quant = "q4_0";
-    o.out_path = temp_file(name);
+    o.out_path = synth_temp_file(name);
     o.vocab = vocab;
     return write_synthetic_model(o, GgmlQuantizer());
 }
@@ -483,7 +483,7 @@ std::string vocab_file(const std::string& name, const std::function<void(Synthet
     w.set_array("tokenizer.ggml.tokens", v.tokens);
     w.set_array("tokenizer.ggml.scores", v.scores);
     w.set_array("tokenizer.ggml.token_type", v.token_types);
-    const std::string path = temp_file(name);
+    const std::string path = synth_temp_file(name);
     w.write(path);
     return path;
 }
@@ -668,13 +668,13 @@ TEST(SynthArch, EveryArchitectureLoadsAndRunsInLlamaCpp) {
     std::set<std::string> archs;
     for (const auto& [arch, config] : small_configs()) {
         SCOPED_TRACE(arch);
-        const std::string cfg = temp_file(arch + ".json");
+        const std::string cfg = synth_temp_file(arch + ".json");
         std::ofstream(cfg) << config.dump(2);
         SynthOptions o;
         o.config_path = cfg;
         o.quant = "q4_0";
         o.vocab = "synthetic";
-        o.out_path = temp_file(arch + ".gguf");
+        o.out_path = synth_temp_file(arch + ".gguf");
         const SynthResult r = write_synthetic_model(o, GgmlQuantizer());
         EXPECT_EQ(r.arch, arch);
         EXPECT_EQ(r.n_vocab, 512);
@@ -705,14 +705,14 @@ TEST(SynthArch, ARoutedMixtureOfExpertsIsBuiltForItsRouting) {
     const auto configs = small_configs();
     const nlohmann::json moe = configs[7].second;
     ASSERT_EQ(moe.at("model_type"), "qwen3_moe");
-    const std::string cfg = temp_file("moe.json");
+    const std::string cfg = synth_temp_file("moe.json");
     std::ofstream(cfg) << moe.dump();
     SynthOptions o;
     o.config_path = cfg;
     o.quant = "f32";
     o.vocab = "synthetic";
     o.routing = "skewed";
-    o.out_path = temp_file("moe.gguf");
+    o.out_path = synth_temp_file("moe.gguf");
     const SynthResult r = write_synthetic_model(o, GgmlQuantizer());
     EXPECT_EQ(r.routing, "skewed");
     const GgufFile g = read_gguf(r.path);
@@ -720,7 +720,7 @@ TEST(SynthArch, ARoutedMixtureOfExpertsIsBuiltForItsRouting) {
     EXPECT_EQ(g.get_f32("stagebench.routing.zipf_exponent"), 1.0f);
     EXPECT_EQ(inspect_model(r.path).synthetic_routing, "skewed");
     EXPECT_EQ(to_json(inspect_model(r.path))["synthetic_routing"], "skewed");
-    const auto bytes = slurp(r.path);
+    const auto bytes = synth_slurp(r.path);
     auto floats = [&](const char* name) {
         const auto* t = g.find_tensor(name);
         EXPECT_NE(t, nullptr) << name;

@@ -10,7 +10,7 @@
 namespace sb {
 namespace {
 
-OpRecord rec(int node, const std::string& op, const std::string& backend, double op_ns) {
+OpRecord fallback_rec(int node, const std::string& op, const std::string& backend, double op_ns) {
     OpRecord r;
     r.node = node;
     r.op = op;
@@ -54,9 +54,9 @@ class Replayer final : public OpReplayer {
 // CPU, one of which fails to replay, and one SOFT_MAX after the GPU split.
 StageProfile stage(bool timed) {
     StageProfile st;
-    st.ops = {rec(0, "MUL_MAT", "CPU", 4000), rec(1, "MUL_MAT", "CPU", 4000),
-              rec(2, "MUL_MAT", "CPU", 4000), rec(3, "MUL_MAT", "GPU0", 3000),
-              rec(4, "SOFT_MAX", "CPU", 2000)};
+    st.ops = {fallback_rec(0, "MUL_MAT", "CPU", 4000), fallback_rec(1, "MUL_MAT", "CPU", 4000),
+              fallback_rec(2, "MUL_MAT", "CPU", 4000), fallback_rec(3, "MUL_MAT", "GPU0", 3000),
+              fallback_rec(4, "SOFT_MAX", "CPU", 2000)};
     st.splits = {
         {0, 0, "CPU", 0, 3, 0, uint64_t{0}, {}, std::nullopt},
         {0, 1, "GPU0", 3, 1, 1, uint64_t{100}, {"a"}, timed ? std::optional(900.0) : std::nullopt},
@@ -117,7 +117,7 @@ TEST(Fallback, WithoutTimedBoundariesThereIsNoSplitCostAndTheNoteSaysWhy) {
 TEST(Fallback, AGraphThatNeverReachesTheDeviceCostsNoSplit) {
     // Decode on BLAS: every node on the CPU, one split, no boundary to cross.
     StageProfile st;
-    st.ops = {rec(0, "MUL_MAT", "CPU", 4000), rec(1, "ADD", "CPU", 100)};
+    st.ops = {fallback_rec(0, "MUL_MAT", "CPU", 4000), fallback_rec(1, "ADD", "CPU", 100)};
     st.splits = {{0, 0, "CPU", 0, 2, 0, uint64_t{0}, {}, std::nullopt}};
     st.coverage_devices = {"BLAS", "CPU"};
     const std::vector<CapturedNode> nodes{cap("mm", 0b10), cap("add", 0b10)};

@@ -439,13 +439,13 @@ const std::vector<Period>& periods() {
     return p;
 }
 
-std::string fixture_path(const std::string& name) {
+std::string hexagon_fixture_path(const std::string& name) {
     return std::string(SB_SOURCE_DIR) + "/tests/fixtures/hexagon/" + name + ".log";
 }
 
 // The kept fixture equals `text` (rewritten with SB_WRITE_FIXTURES=1).
 void expect_fixture(const std::string& name, const std::string& text) {
-    const std::string path = fixture_path(name);
+    const std::string path = hexagon_fixture_path(name);
     if (const char* w = std::getenv("SB_WRITE_FIXTURES"); w && std::string(w) == "1")
         std::ofstream(path, std::ios::binary) << text;
     std::ifstream f(path, std::ios::binary);

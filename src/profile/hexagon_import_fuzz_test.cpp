@@ -114,7 +114,7 @@ GenLine make_line(std::mt19937_64& rng) {
 }
 
 // Damages a line the ways real logs get damaged: cut anywhere, random bytes, lost spaces.
-std::string damage(std::string s, std::mt19937_64& rng) {
+std::string damage_log(std::string s, std::mt19937_64& rng) {
     switch (rng() % 4) {
         case 0:
             return s.substr(0, rng() % (s.size() + 1));
@@ -239,7 +239,7 @@ TEST(HexagonImportFuzz, DamagedLogsNeverThrowAndAlwaysSerialise) {
         for (int i = 0; i < n; ++i) {
             std::string line = make_line(rng).text;
             if (rng() % 2)
-                line = damage(line, rng);
+                line = damage_log(line, rng);
             log += line + (rng() % 8 == 0 ? "\r\n" : "\n");
         }
         std::istringstream in(log);

@@ -82,7 +82,7 @@ PinnedFormats pinned_formats(const std::string& src = pinned_source()) {
     return p;
 }
 
-struct Expected {
+struct PinnedExpected {
     std::map<std::string, double> op_usec;  // per stage
     std::map<std::string, int> count;
     std::map<std::string, std::map<std::string, double>> by_op;  // stage -> op -> usec
@@ -173,7 +173,7 @@ std::vector<Op> fuse_mul_mat_add(const std::vector<Op>& ops) {
 // The log of one prefill graph (7 tokens) and two decode graphs through the pinned formats, at
 // GGML_HEXAGON_PROFILE=`profile` (fused: the attention outputs' MUL_MAT+ADD as one node), with
 // what its stages must sum to.
-std::string pinned_log(int profile, Expected* want, bool fused = false) {
+std::string pinned_log(int profile, PinnedExpected* want, bool fused = false) {
     const PinnedFormats pf = pinned_formats();
     std::string log = "llama_context: n_ctx = 512\n";  // other output, ignored
     long long clock = 4000000;
@@ -269,7 +269,7 @@ std::string pinned_log(int profile, Expected* want, bool fused = false) {
     return log;
 }
 
-const OpAggregate* find(const std::vector<OpAggregate>& v, const std::string& key) {
+const OpAggregate* find_pinned(const std::vector<OpAggregate>& v, const std::string& key) {
     for (const auto& a : v)
         if (a.key == key)
             return &a;
@@ -451,7 +451,7 @@ TEST_P(HexagonPinnedLog, MatchesTheKeptFixture) {
 TEST(HexagonPinned, TheFusedLogMatchesTheKeptFixture) {
     // tests/fixtures/hexagon/pinned_fused.log: pinned_profile1.log's graphs as the backend
     // prints them with MUL_MAT+ADD fused (tests/integration compares the two).
-    Expected want;
+    PinnedExpected want;
     const std::string text = pinned_log(1, &want, true);
     const std::string path =
         std::string(SB_SOURCE_DIR) + "/tests/fixtures/hexagon/pinned_fused.log";
@@ -476,7 +476,7 @@ TEST(HexagonPinned, TheFusedLogMatchesTheKeptFixture) {
 }
 
 TEST_P(HexagonPinnedLog, EveryLineParsesIntoPrefillAndDecode) {
-    Expected want;
+    PinnedExpected want;
     std::istringstream in(pinned_log(GetParam(), &want));
     HexagonImport imp = parse_hexagon_profile(in);
     EXPECT_EQ(imp.n_unparsed, 0) << (imp.unparsed.empty() ? "" : imp.unparsed[0].reason);
@@ -530,7 +530,7 @@ TEST_P(HexagonPinnedLog, EveryLineParsesIntoPrefillAndDecode) {
         EXPECT_EQ(static_cast<int>(s.ops.size()), want.count[stage]) << stage;
         EXPECT_DOUBLE_EQ(*s.rec.sum_op_ns, want.op_usec[stage] * 1000.0) << stage;
         for (const auto& [op, usec] : want.by_op[stage]) {
-            const OpAggregate* a = find(s.by_op, op);
+            const OpAggregate* a = find_pinned(s.by_op, op);
             ASSERT_TRUE(a) << stage << " " << op;
             EXPECT_DOUBLE_EQ(*a->op_ns, usec * 1000.0) << stage << " " << op;
         }
@@ -539,7 +539,7 @@ TEST_P(HexagonPinnedLog, EveryLineParsesIntoPrefillAndDecode) {
 
 TEST(HexagonPinned, ImportCommandSplitsTheKeptFixture) {
     // What `stagebench import hexagon-profile tests/fixtures/hexagon/pinned_profile2.log` does.
-    Expected want;
+    PinnedExpected want;
     pinned_log(2, &want);
     ImportOptions o;
     o.log_path = std::string(SB_SOURCE_DIR) + "/tests/fixtures/hexagon/pinned_profile2.log";
@@ -593,7 +593,7 @@ TEST(HexagonPinned, ImportCommandDecomposesTheProfile3Fixture) {
     // does with the trace events: per stage, each kind as wall time over the threads, never
     // their sum (a mat-mul's DMA overlaps its quantization; flash attention's QK and softmax
     // run on two threads at once), against the NPU's batch time.
-    Expected want;
+    PinnedExpected want;
     pinned_log(3, &want);
     ImportOptions o;
     o.log_path = std::string(SB_SOURCE_DIR) + "/tests/fixtures/hexagon/pinned_profile3.log";

@@ -14,12 +14,12 @@ namespace sb {
 namespace {
 
 // The kinds in the order the table lists them, each with the events it is made of.
-struct Kind {
+struct PipelineKind {
     const char* name;
     std::vector<const char*> events;
 };
-const std::vector<Kind>& kinds() {
-    static const std::vector<Kind> k = {
+const std::vector<PipelineKind>& kinds() {
+    static const std::vector<PipelineKind> k = {
         {"activation_quantization", {"HVX_A_QUANT", "HVX_A_PREP"}},
         {"weight_preparation", {"HVX_W_DEQUANT", "HVX_W_PREP"}},
         {"attention_preparation", {"HVX_Q_PREP", "HVX_K_PREP", "HVX_V_PREP"}},
@@ -32,7 +32,7 @@ const std::vector<Kind>& kinds() {
 }
 
 // "HVX_A_QUANT+HVX_A_PREP".
-std::string events_of(const Kind& k) {
+std::string events_of(const PipelineKind& k) {
     std::string what;
     for (const char* e : k.events)
         what += (what.empty() ? "" : "+") + std::string(e);

@@ -230,7 +230,7 @@ std::string group_key(const Row& x) {
     return k;
 }
 
-std::string read_checked(const std::string& path) {
+std::string read_bench_checked(const std::string& path) {
     require_regular_file(path, "llama-bench output");
     std::error_code ec;
     const auto size = std::filesystem::file_size(path, ec);
@@ -263,7 +263,7 @@ int run_import_llama_bench(const LlamaBenchImportOptions& o, ResultDocument& doc
     std::vector<std::string> skipped;   // "FILE line N: why"
     std::vector<std::string> warnings;  // their lines on err
     for (const auto& path : o.files) {
-        const std::string text = read_checked(path);
+        const std::string text = read_bench_checked(path);
         LlamaBenchParse p = parse_llama_bench(text);
         if (p.format.empty())
             throw input_error(fmt::format(

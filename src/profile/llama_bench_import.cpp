@@ -651,24 +651,24 @@ void parse_json(const std::vector<std::string_view>& lines, LlamaBenchParse& out
     out.format = jsonl && !array ? "jsonl" : "json";
 }
 
-enum class Kind { none, md, csv, json, sql };
+enum class TableKind { none, md, csv, json, sql };
 
-Kind detect(const std::vector<std::string_view>& lines) {
+TableKind detect(const std::vector<std::string_view>& lines) {
     for (std::size_t i = 0; i < lines.size(); ++i) {
         const std::string_view t = trim(lines[i]);
         if (starts_with(t, "CREATE TABLE") || starts_with(t, "INSERT INTO "))
-            return Kind::sql;
+            return TableKind::sql;
         if (t == "[" || starts_with(t, "{\"") || starts_with(t, "[{") ||
             (t == "{" && i + 1 < lines.size() && starts_with(trim(lines[i + 1]), "\"")))
-            return Kind::json;
+            return TableKind::json;
         const std::string_view q = unquote(lines[i]);
         if (!q.empty() && q.front() == '|' && md_header(md_cells(q)))
-            return Kind::md;
+            return TableKind::md;
         if (t.find("avg_ts") != std::string_view::npos && t.find('|') == std::string_view::npos)
             if (const auto cells = csv_cells(t); cells && csv_header(*cells))
-                return Kind::csv;
+                return TableKind::csv;
     }
-    return Kind::none;
+    return TableKind::none;
 }
 
 }  // namespace
@@ -727,24 +727,24 @@ LlamaBenchParse parse_llama_bench(std::string_view text) {
         if (l.size() > kMaxLineBytes)
             l = {};
     switch (detect(lines)) {
-        case Kind::none:
+        case TableKind::none:
             return out;
-        case Kind::md:
+        case TableKind::md:
             out.format = "md";
             parse_md(lines, out);
             out.variant = fmt::format("markdown, {} table(s)", out.n_tables);
             break;
-        case Kind::csv:
+        case TableKind::csv:
             out.format = "csv";
             parse_csv(lines, out);
             out.variant = fmt::format("csv, {} header(s)", out.n_tables);
             break;
-        case Kind::json:
+        case TableKind::json:
             parse_json(lines, out);
             out.variant =
                 out.format == "jsonl" ? "jsonl, one object per line" : "json, an array of objects";
             break;
-        case Kind::sql:
+        case TableKind::sql:
             out.format = "sql";
             parse_sql(lines, out);
             break;

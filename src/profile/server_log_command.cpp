@@ -20,7 +20,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kTool = "llama-server-log";
+constexpr const char* kServerLogTool = "llama-server-log";
 
 struct Request {
     ServerLogRequest r;
@@ -84,7 +84,7 @@ TestResult make_test(const std::vector<const Request*>& reqs, const std::string&
     t.config.devices = "auto";  // the log does not say which devices: llama.cpp's choice
     t.config.reps = t.config.max_reps = static_cast<int>(reqs.size());
     t.reps_done = static_cast<int>(reqs.size());
-    t.imported = TestImport{kTool, {}};
+    t.imported = TestImport{kServerLogTool, {}};
     StageResult pre;
     pre.n_tokens = t.config.n_prompt;
     DecodeResult dec;
@@ -155,7 +155,7 @@ TestResult make_test(const std::vector<const Request*>& reqs, const std::string&
     return t;
 }
 
-std::string read_checked(const std::string& path) {
+std::string read_log_checked(const std::string& path) {
     require_regular_file(path, "llama-server log");
     std::error_code ec;
     const auto size = std::filesystem::file_size(path, ec);
@@ -180,14 +180,14 @@ int run_import_server_log(const ServerLogImportOptions& o, ResultDocument& doc, 
     if (o.files.empty())
         throw usage_error("import llama-server-log: give one FILE or more");
     ImportSection section;
-    section.tool = kTool;
+    section.tool = kServerLogTool;
     std::vector<Request> reqs;
     std::vector<std::string> skipped, warnings;
     std::optional<std::string> model;
     std::optional<int64_t> build_number;
     std::optional<std::string> build_commit;
     for (const auto& path : o.files) {
-        const std::string text = read_checked(path);
+        const std::string text = read_log_checked(path);
         ServerLogParse p = parse_server_log(text);
         if (p.requests.empty())
             throw input_error(fmt::format(
@@ -236,8 +236,8 @@ int run_import_server_log(const ServerLogImportOptions& o, ResultDocument& doc, 
         doc.tests.push_back(make_test(groups[k], model_path));
 
     doc.models = {json{{"path", model_path}}};
-    doc.system = json{{"source", kTool}};
-    json llama{{"tag", nullptr}, {"source", kTool}};
+    doc.system = json{{"source", kServerLogTool}};
+    json llama{{"tag", nullptr}, {"source", kServerLogTool}};
     if (build_commit)
         llama["commit"] = *build_commit;
     if (build_number)

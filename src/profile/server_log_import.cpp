@@ -19,17 +19,17 @@ constexpr double kMaxMs = 86'400'000.0;           // a day
 // Three figures printed with two decimals each: a sum may differ from its parts by rounding.
 constexpr double kRoundingMs = 0.015;
 
-enum class Kind { load, prompt, eval, total };
+enum class TimingKind { load, prompt, eval, total };
 
-struct Marker {
+struct TimingMarker {
     const char* text;
-    Kind kind;
+    TimingKind kind;
 };
 // "prompt eval time" before "eval time": the second is inside the first.
-constexpr Marker kMarkers[] = {{"prompt eval time =", Kind::prompt},
-                               {"eval time =", Kind::eval},
-                               {"total time =", Kind::total},
-                               {"load time =", Kind::load}};
+constexpr TimingMarker kMarkers[] = {{"prompt eval time =", TimingKind::prompt},
+                                     {"eval time =", TimingKind::eval},
+                                     {"total time =", TimingKind::total},
+                                     {"load time =", TimingKind::load}};
 
 // The printers whose lines are read, by the name before the numbers. llama-server's slot
 // prefix cuts "print_timings" to its first 12 characters ("%12.*s").
@@ -116,7 +116,7 @@ struct Cursor {
 };
 
 struct TimingLine {
-    Kind kind;
+    TimingKind kind;
     double ms = 0;
     std::optional<int64_t> n;
     bool runs = false;
@@ -124,16 +124,16 @@ struct TimingLine {
 
 // The numbers after a marker, exactly as the printers write them; nullopt when the line stops
 // early or holds something else (cut off, damaged).
-std::optional<TimingLine> read_numbers(Kind kind, std::string_view rest) {
+std::optional<TimingLine> read_numbers(TimingKind kind, std::string_view rest) {
     Cursor c{rest};
     TimingLine t{kind, 0, std::nullopt, false};
     const auto ms = c.number();
     if (!ms || !c.lit("ms"))
         return std::nullopt;
     t.ms = *ms;
-    if (kind == Kind::load)
+    if (kind == TimingKind::load)
         return c.at_end() ? std::optional<TimingLine>(t) : std::nullopt;
-    if (kind == Kind::total && c.at_end())
+    if (kind == TimingKind::total && c.at_end())
         return t;  // llama_print_timings' total: no count
     if (!c.lit("/"))
         return std::nullopt;
@@ -146,7 +146,7 @@ std::optional<TimingLine> read_numbers(Kind kind, std::string_view rest) {
         t.runs = true;
     else
         return std::nullopt;
-    if (kind == Kind::total)
+    if (kind == TimingKind::total)
         return c.at_end() && !t.runs ? std::optional<TimingLine>(t) : std::nullopt;
     // "(%8.2f ms per token, %8.2f tokens per second)": the derived figures, not read.
     if (!c.lit("(") || !c.number() || !c.lit("ms per token,") || !c.number() ||
@@ -176,22 +176,22 @@ void slot_and_task(std::string_view prefix, std::optional<int>& slot,
     task = neg ? -*t : *t;
 }
 
-std::string quoted(std::string_view line) {
+std::string quoted_line(std::string_view line) {
     std::string v = valid_utf8(std::string(line));
     if (v.size() > 100)
         v = utf8_prefix(v, 100) + "...";
     return "\"" + v + "\"";
 }
 
-const char* kind_name(Kind k) {
+const char* kind_name(TimingKind k) {
     switch (k) {
-        case Kind::load:
+        case TimingKind::load:
             return "load time";
-        case Kind::prompt:
+        case TimingKind::prompt:
             return "prompt eval time";
-        case Kind::eval:
+        case TimingKind::eval:
             return "eval time";
-        case Kind::total:
+        case TimingKind::total:
             return "total time";
     }
     return "";
@@ -206,17 +206,17 @@ class Assembler {
         const bool same =
             open_ && open_->printer == printer && open_->slot == slot && open_->task == task;
         if (lost_ && lost_->printer == printer && lost_->slot == slot && lost_->task == task) {
-            if (t.kind == Kind::eval || t.kind == Kind::total)
+            if (t.kind == TimingKind::eval || t.kind == TimingKind::total)
                 return;  // the rest of a request whose line was cut off
             lost_.reset();
         }
         switch (t.kind) {
-            case Kind::load:
+            case TimingKind::load:
                 finish();
                 start(line, printer, slot, task);
                 open_->load_ms = t.ms;
                 return;
-            case Kind::prompt:
+            case TimingKind::prompt:
                 if (!(same && !has_prompt_)) {
                     finish();
                     start(line, printer, slot, task);
@@ -225,7 +225,7 @@ class Assembler {
                 open_->prompt_n = *t.n;
                 has_prompt_ = true;
                 return;
-            case Kind::eval:
+            case TimingKind::eval:
                 if (!same || !has_prompt_ || has_eval_) {
                     skip(line,
                          "an eval time line without its request's prompt eval time line "
@@ -237,7 +237,7 @@ class Assembler {
                 open_->eval_runs = t.runs;
                 has_eval_ = true;
                 return;
-            case Kind::total:
+            case TimingKind::total:
                 if (!same || !has_eval_) {
                     skip(line, "a total time line without its request's eval time line before it");
                     return;
@@ -399,9 +399,9 @@ ServerLogParse parse_server_log(std::string_view text) {
             continue;
         const std::string line = clean(raw);
         read_facts(line, out);
-        const Marker* m = nullptr;
+        const TimingMarker* m = nullptr;
         std::size_t at = std::string::npos;
-        for (const Marker& k : kMarkers)
+        for (const TimingMarker& k : kMarkers)
             if ((at = line.find(k.text)) != std::string::npos) {
                 m = &k;
                 break;
@@ -425,7 +425,7 @@ ServerLogParse parse_server_log(std::string_view text) {
             slot_and_task(prefix, slot, task);
         if (!t) {
             a.skip(line_no, fmt::format("{} line cut off or damaged ({}): skipped",
-                                        kind_name(m->kind), quoted(line)));
+                                        kind_name(m->kind), quoted_line(line)));
             a.damaged(printer->name, slot, task);
             continue;
         }

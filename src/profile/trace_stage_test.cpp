@@ -8,8 +8,8 @@
 namespace sb {
 namespace {
 
-CapturedNode node(const std::string& op, const std::string& name, const std::string& device,
-                  std::vector<std::pair<std::string, uint64_t>> copied = {}) {
+CapturedNode traced_node(const std::string& op, const std::string& name, const std::string& device,
+                         std::vector<std::pair<std::string, uint64_t>> copied = {}) {
     CapturedNode n;
     n.op = op;
     n.no_compute = op == "VIEW";
@@ -24,9 +24,10 @@ CapturedNode node(const std::string& op, const std::string& name, const std::str
 // `extra`, with 100 ns between nodes and 900 ns before a node whose backend differs.
 TracedRun run_of(int64_t extra, bool with_nodes) {
     TracedRun r;
-    const std::vector<CapturedNode> g{node("RMS_NORM", "norm-0", "CPU"),
-                                      node("MUL_MAT", "attn_q-0", "GPU0", {{"GPU0#norm-0#0", 64}}),
-                                      node("VIEW", "attn_q-0 (view)", "GPU0")};
+    const std::vector<CapturedNode> g{
+        traced_node("RMS_NORM", "norm-0", "CPU"),
+        traced_node("MUL_MAT", "attn_q-0", "GPU0", {{"GPU0#norm-0#0", 64}}),
+        traced_node("VIEW", "attn_q-0 (view)", "GPU0")};
     int64_t t = 1000;
     for (int graph = 0; graph < 2; ++graph)
         for (int i = 0; i < 3; ++i) {
@@ -146,7 +147,7 @@ TEST(TraceStage, DecodeRunsAreCutIntoSteps) {
     TracedRun r = run_of(0, false);
     // A capturing run describes its first graph only.
     for (int i = 0; i < 3; ++i)
-        r.nodes.push_back(node("ADD", "x", "CPU"));
+        r.nodes.push_back(traced_node("ADD", "x", "CPU"));
     r.graphs = {SchedAssignment{}};
     const std::vector<TracedRun> steps = split_steps(r, {7000, 8000}, {10, 20});
     ASSERT_EQ(steps.size(), 2u);
@@ -195,7 +196,7 @@ TracedRun strided_run(int stride, int phase, int64_t extra) {
 TEST(TraceStage, StridedRunsGiveEachNodeTheMedianOfTheRunsThatDispatchedItAlone) {
     TracedRun capture = strided_run(1, 0, 0);
     for (int i = 0; i < 5; ++i)
-        capture.nodes.push_back(node("ADD", "n-" + std::to_string(i), "CPU"));
+        capture.nodes.push_back(traced_node("ADD", "n-" + std::to_string(i), "CPU"));
     // Stride 3 in turn: node 1 is alone in the phase-2 runs, node 0 in phase 0, ...
     std::vector<TracedRun> runs{strided_run(3, 0, 0),   strided_run(3, 1, 0),
                                 strided_run(3, 2, 0),   strided_run(3, 0, 600),
@@ -232,7 +233,7 @@ TEST(TraceStage, StridedRunsGiveEachNodeTheMedianOfTheRunsThatDispatchedItAlone)
 TEST(TraceStage, AStridedRunThatMissesANodeIsLeftOut) {
     TracedRun capture = strided_run(1, 0, 0);
     for (int i = 0; i < 5; ++i)
-        capture.nodes.push_back(node("ADD", "n-" + std::to_string(i), "CPU"));
+        capture.nodes.push_back(traced_node("ADD", "n-" + std::to_string(i), "CPU"));
     TracedRun missing = strided_run(3, 0, 0);
     missing.calls.pop_back();  // the graph's last node computed outside every call
     const BuiltStage b = build_stage("decode", capture, {strided_run(3, 1, 0), missing}, {});

@@ -15,7 +15,7 @@ namespace {
 
 constexpr std::string_view kMarker = "stagebench-device-timer: ";
 
-std::string_view trim(std::string_view s) {
+std::string_view trim_blanks(std::string_view s) {
     while (!s.empty() && (s.back() == '\r' || s.back() == ' ' || s.back() == '\t'))
         s.remove_suffix(1);
     while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
@@ -101,13 +101,13 @@ std::optional<Entry> read_entry(std::string_view line, std::string& why) {
 }
 
 // "begin prefill 0" -> (true, "prefill", 0).
-struct Marker {
+struct PerfMarker {
     bool begin = false;
     std::string stage;
     int index = 0;
 };
-std::optional<Marker> read_marker(std::string_view rest) {
-    Marker m;
+std::optional<PerfMarker> read_marker(std::string_view rest) {
+    PerfMarker m;
     const size_t a = rest.find(' ');
     const size_t b = a == std::string_view::npos ? a : rest.find(' ', a + 1);
     if (b == std::string_view::npos)
@@ -176,7 +176,7 @@ VkPerfLog parse_vk_perf_log(std::string_view text) {
         const std::string_view raw = text.substr(at, end - at);
         at = end + 1;
         ++n;
-        const std::string_view line = trim(raw);
+        const std::string_view line = trim_blanks(raw);
         if (line.empty() && at > text.size())
             break;
         if (line.rfind(kMarker, 0) == 0) {

@@ -14,7 +14,7 @@ using namespace sb;
 
 namespace {
 
-std::string fixture(const std::string& name) {
+std::string vk_fixture(const std::string& name) {
     const std::string path = std::string(SB_SOURCE_DIR) + "/tests/fixtures/vulkan/" + name;
     std::ifstream f(path, std::ios::binary);
     EXPECT_TRUE(f.good()) << path;
@@ -53,8 +53,8 @@ TensorInfo t(const std::string& type, std::vector<int64_t> ne) {
     return TensorInfo{"", type, std::move(ne), true};
 }
 
-OpRecord rec(const std::string& op, TensorInfo out, std::vector<TensorInfo> srcs,
-             const std::string& backend = "Vulkan0") {
+OpRecord vk_rec(const std::string& op, TensorInfo out, std::vector<TensorInfo> srcs,
+                const std::string& backend = "Vulkan0") {
     OpRecord r;
     r.op = op;
     r.out = std::move(out);
@@ -68,7 +68,7 @@ OpRecord rec(const std::string& op, TensorInfo out, std::vector<TensorInfo> srcs
 // stagebench's own pass (fusion off): one prefill of 32 tokens and decode steps, each between
 // its markers; the blocks of the load and the warm-up are outside every section.
 TEST(VkPerfLog, ReadsThePassAsThePinnedTreePrintsIt) {
-    const VkPerfLog log = parse_vk_perf_log(fixture("ops_pass.log"));
+    const VkPerfLog log = parse_vk_perf_log(vk_fixture("ops_pass.log"));
     EXPECT_TRUE(log.rejected.empty()) << log.rejected.front();
     ASSERT_EQ(log.sections.size(), 3u);
     const VkPerfSection* pre = section(log, "prefill", 0);
@@ -91,7 +91,7 @@ TEST(VkPerfLog, ReadsThePassAsThePinnedTreePrintsIt) {
 // llama-bench with fusion on: fused names ("RMS_NORM_MUL RMS_NORM(256,1,1,1)") read as names;
 // blocks outside markers are counted and not used.
 TEST(VkPerfLog, ReadsFusedNamesAndIgnoresUnmarkedBlocks) {
-    const std::string text = fixture("llama_bench_fused.log");
+    const std::string text = vk_fixture("llama_bench_fused.log");
     const VkPerfLog bare = parse_vk_perf_log(text);
     EXPECT_TRUE(bare.rejected.empty());
     EXPECT_EQ(bare.n_blocks, 5);
@@ -109,7 +109,7 @@ TEST(VkPerfLog, ReadsFusedNamesAndIgnoresUnmarkedBlocks) {
 
 // A damaged line is named (its number and text) and its block is not used; the other blocks are.
 TEST(VkPerfLog, DamagedLinesAreNamedAndTheirBlockDropped) {
-    const std::string text = fixture("ops_pass.log");
+    const std::string text = vk_fixture("ops_pass.log");
     const int add = line_of(text, "ADD: ", 2);  // the prefill's (the first is the warm-up's)
     struct Case {
         std::string line, why;
@@ -139,7 +139,7 @@ TEST(VkPerfLog, DamagedLinesAreNamedAndTheirBlockDropped) {
 }
 
 TEST(VkPerfLog, BlocksWithoutTheirTotalAndBadMarkersAreRejected) {
-    const std::string text = fixture("ops_pass.log");
+    const std::string text = vk_fixture("ops_pass.log");
     const int total = line_of(text, "Total time: ", 2);
     // A total that is not the sum of the block's lines.
     VkPerfLog log = parse_vk_perf_log(replace_line(text, total, "Total time: 1 us."));
@@ -172,26 +172,26 @@ TEST(VkPerfLog, BlocksWithoutTheirTotalAndBadMarkersAreRejected) {
 }
 
 TEST(VkPerfLog, NamesOpsAsTheLoggerDoes) {
-    EXPECT_EQ(*vk_perf_name(rec("MUL_MAT", t("f32", {128, 32, 1, 1}),
-                                {t("q4_0", {256, 128, 1, 1}), t("f32", {256, 32, 1, 1})})),
+    EXPECT_EQ(*vk_perf_name(vk_rec("MUL_MAT", t("f32", {128, 32, 1, 1}),
+                                   {t("q4_0", {256, 128, 1, 1}), t("f32", {256, 32, 1, 1})})),
               "MUL_MAT q4_0 m=128 n=32 k=256");
-    EXPECT_EQ(*vk_perf_name(rec("MUL_MAT", t("f32", {4096, 1, 1, 1}),
-                                {t("q6_K", {256, 4096, 1, 1}), t("f32", {256, 1, 1, 1})})),
+    EXPECT_EQ(*vk_perf_name(vk_rec("MUL_MAT", t("f32", {4096, 1, 1, 1}),
+                                   {t("q6_K", {256, 4096, 1, 1}), t("f32", {256, 1, 1, 1})})),
               "MUL_MAT_VEC q6_K m=4096 n=1 k=256");
-    EXPECT_EQ(*vk_perf_name(rec("MUL_MAT", t("f32", {256, 8, 4, 2}),
-                                {t("f16", {64, 256, 4, 2}), t("f32", {64, 8, 4, 2})})),
+    EXPECT_EQ(*vk_perf_name(vk_rec("MUL_MAT", t("f32", {256, 8, 4, 2}),
+                                   {t("f16", {64, 256, 4, 2}), t("f32", {64, 8, 4, 2})})),
               "MUL_MAT_VEC f16 m=256 n=8 k=64 batch=8");
-    EXPECT_EQ(*vk_perf_name(rec("RMS_NORM", t("f32", {256, 32, 1, 1}), {t("f32", {256, 32})})),
+    EXPECT_EQ(*vk_perf_name(vk_rec("RMS_NORM", t("f32", {256, 32, 1, 1}), {t("f32", {256, 32})})),
               "RMS_NORM(256,32,1,1)");
-    EXPECT_EQ(*vk_perf_name(rec("SWIGLU", t("f32", {768, 1}), {t("f32", {768, 1})})), "GLU");
-    EXPECT_EQ(*vk_perf_name(rec("SILU", t("f32", {768, 1}), {t("f32", {768, 1})})), "SILU");
-    EXPECT_EQ(*vk_perf_name(rec("FLASH_ATTN_EXT", t("f32", {32, 8, 1, 1}),
-                                {t("f32", {32, 1, 8, 1}), t("f16", {32, 256, 4, 1}),
-                                 t("f16", {32, 256, 4, 1}), t("f16", {256, 1, 1, 1})})),
+    EXPECT_EQ(*vk_perf_name(vk_rec("SWIGLU", t("f32", {768, 1}), {t("f32", {768, 1})})), "GLU");
+    EXPECT_EQ(*vk_perf_name(vk_rec("SILU", t("f32", {768, 1}), {t("f32", {768, 1})})), "SILU");
+    EXPECT_EQ(*vk_perf_name(vk_rec("FLASH_ATTN_EXT", t("f32", {32, 8, 1, 1}),
+                                   {t("f32", {32, 1, 8, 1}), t("f16", {32, 256, 4, 1}),
+                                    t("f16", {32, 256, 4, 1}), t("f16", {256, 1, 1, 1})})),
               "FLASH_ATTN_EXT dst(32,8,1,1),  q(32,1,8,1),  k(32,256,4,1),  v(32,256,4,1),  "
               "m(256,1,1,1)");
-    EXPECT_EQ(*vk_perf_name(rec("ROPE", t("f32", {32, 8, 32}), {})), "ROPE");
-    OpRecord view = rec("VIEW", t("f32", {32}), {});
+    EXPECT_EQ(*vk_perf_name(vk_rec("ROPE", t("f32", {32, 8, 32}), {})), "ROPE");
+    OpRecord view = vk_rec("VIEW", t("f32", {32}), {});
     view.no_compute = true;
     EXPECT_FALSE(vk_perf_name(view));
     EXPECT_TRUE(is_vk_perf_device("Vulkan0"));
@@ -205,9 +205,9 @@ TEST(VkPerfLog, MatchesByNameAndCountPerStage) {
     StageProfile st;
     st.stage = "decode";
     const TensorInfo v = t("f32", {256, 1, 1, 1});
-    st.ops = {rec("ADD", v, {v, v}), rec("ADD", v, {v, v}), rec("ADD", v, {v, v}, "CPU"),
-              rec("MUL_MAT", v, {t("q4_0", {256, 256}), v}), rec("RMS_NORM", v, {v})};
-    st.ops.push_back(rec("VIEW", v, {v}));
+    st.ops = {vk_rec("ADD", v, {v, v}), vk_rec("ADD", v, {v, v}), vk_rec("ADD", v, {v, v}, "CPU"),
+              vk_rec("MUL_MAT", v, {t("q4_0", {256, 256}), v}), vk_rec("RMS_NORM", v, {v})};
+    st.ops.push_back(vk_rec("VIEW", v, {v}));
     st.ops.back().no_compute = true;
     auto sample = [](double add_us, int64_t add_n, double norm_us) {
         VkPerfSection s;
@@ -273,7 +273,7 @@ class GpuReplayer final : public OpReplayer {
 TEST(VkPerfLog, OpTimesPreferTheDeviceTimer) {
     BuiltStage b;
     const TensorInfo v = t("f32", {256, 1, 1, 1});
-    b.stage.ops = {rec("ADD", v, {v, v}), rec("MUL_MAT", v, {t("q4_0", {256, 256}), v})};
+    b.stage.ops = {vk_rec("ADD", v, {v, v}), vk_rec("MUL_MAT", v, {t("q4_0", {256, 256}), v})};
     b.stage.ops[0].call_ns = 150'000;
     b.stage.ops[1].call_ns = 900'000;
     b.nodes.resize(2);

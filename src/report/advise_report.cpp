@@ -10,11 +10,11 @@ std::string n(const std::optional<double>& v, const char* spec = "{:.2f}", doubl
     return v ? fmt::format(fmt::runtime(spec), *v * scale) : std::string("-");
 }
 
-std::string count(std::size_t v) {
+std::string count_text(std::size_t v) {
     return fmt::format("{}", v);
 }
 
-std::string ms(double ns) {
+std::string ms_text(double ns) {
     return fmt::format("{:.3f}", ns * 1e-6);
 }
 
@@ -37,8 +37,8 @@ void write_advice_markdown(const Advice& a, std::ostream& out) {
             for (const auto& d : c.documents)
                 from += (from.empty() ? "" : ", ") + d;
             out << "| " << c.devices << " | " << n(c.median_tokens_per_s) << " | " << n(c.ci95_lo)
-                << "–" << n(c.ci95_hi) << " | " << count(c.n) << " | " << n(c.j_per_token, "{:.4f}")
-                << " | " << (from.empty() ? "-" : from) << " |\n";
+                << "–" << n(c.ci95_hi) << " | " << count_text(c.n) << " | "
+                << n(c.j_per_token, "{:.4f}") << " | " << (from.empty() ? "-" : from) << " |\n";
         }
         out << "\n";
     }
@@ -51,9 +51,9 @@ void write_advice_markdown(const Advice& a, std::ostream& out) {
             std::string ex;
             for (const auto& e : x.extrapolated)
                 ex += (ex.empty() ? "" : "; ") + e;
-            out << "| " << x.prefill << " | " << x.decode << " | " << ms(x.prefill_ns) << " | "
-                << ms(x.transfer_ns) << " | " << ms(x.decode_ns) << " | " << ms(x.e2e_ns) << " | "
-                << (ex.empty() ? "no" : ex) << " |\n";
+            out << "| " << x.prefill << " | " << x.decode << " | " << ms_text(x.prefill_ns) << " | "
+                << ms_text(x.transfer_ns) << " | " << ms_text(x.decode_ns) << " | "
+                << ms_text(x.e2e_ns) << " | " << (ex.empty() ? "no" : ex) << " |\n";
         }
         out << "\n";
     }
@@ -63,8 +63,8 @@ void write_advice_markdown(const Advice& a, std::ostream& out) {
             << "| --- | --- | --- | ---: | ---: | ---: |\n";
         for (const auto& x : a.validation)
             out << "| " << x.prefill << " | " << x.decode << " | pp" << x.n_prompt << "+tg"
-                << x.n_gen << " | " << ms(x.predicted_ns) << " | " << ms(x.measured_ns) << " | "
-                << fmt::format("{:+.1f} %", x.error * 100) << " |\n";
+                << x.n_gen << " | " << ms_text(x.predicted_ns) << " | " << ms_text(x.measured_ns)
+                << " | " << fmt::format("{:+.1f} %", x.error * 100) << " |\n";
         out << "\n";
     }
     if (!a.dispatch.empty()) {
@@ -72,9 +72,10 @@ void write_advice_markdown(const Advice& a, std::ostream& out) {
             << "| stage | op | backend | calls | median µs | total ms |\n"
             << "| --- | --- | --- | ---: | ---: | ---: |\n";
         for (const auto& x : a.dispatch)
-            out << "| " << x.stage << " | " << x.op << " | " << x.backend << " | " << count(x.count)
-                << " | " << fmt::format("{:.1f}", x.median_overhead_ns * 1e-3) << " | "
-                << ms(x.total_overhead_ns) << " |\n";
+            out << "| " << x.stage << " | " << x.op << " | " << x.backend << " | "
+                << count_text(x.count) << " | "
+                << fmt::format("{:.1f}", x.median_overhead_ns * 1e-3) << " | "
+                << ms_text(x.total_overhead_ns) << " |\n";
         out << "\n";
     }
     if (!a.conditions.empty()) {

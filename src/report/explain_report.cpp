@@ -27,7 +27,7 @@ std::string ci(const std::optional<double>& lo, const std::optional<double>& hi)
     return fmt::format("[{}, {}]", format_ms(*lo), format_ms(*hi));
 }
 
-std::string pct(double share) {
+std::string explain_pct(double share) {
     const double p = std::round(share * 100);
     return fmt::format("{:.0f} %", p == 0 ? 0.0 : p);  // never "-0 %"
 }
@@ -114,7 +114,7 @@ void write_stage(const ExplainSection& s, const std::string& stage, std::ostream
         run += p.ns.value_or(0);
         out << "| " << cell(p.label) << " | " << signed_ms(p.ns) << " | "
             << ci(p.ci95_lo_ns, p.ci95_hi_ns) << " | "
-            << (p.share ? pct(*p.share) : std::string("-")) << " | `"
+            << (p.share ? explain_pct(*p.share) : std::string("-")) << " | `"
             << waterfall_bar(from, run, max_ns) << "` |\n";
     }
     out << "| = the server (1 client) | " << ms(top) << " | "
@@ -238,7 +238,7 @@ nlohmann::json explain_html_view(const ResultDocument& doc) {
                 const double d = *p.ns / 1e6;
                 std::string value = signed_ms(p.ns);
                 if (p.share)
-                    value += " (" + pct(*p.share) + ")";
+                    value += " (" + explain_pct(*p.share) + ")";
                 wf.push_back({{"label", p.label},
                               {"short", short_label(p, s)},
                               {"kind", p.kind},

@@ -75,7 +75,7 @@ json robust_of(const TestResult& t, bool prefill) {
     return t.decode ? robust_stat(*t.decode, t.decode->token_stalls, "tokens") : json(nullptr);
 }
 
-std::optional<double> ms(const std::optional<double>& ns) {
+std::optional<double> html_ms(const std::optional<double>& ns) {
     return ns ? std::optional<double>(*ns * kNsToMs) : std::nullopt;
 }
 
@@ -118,8 +118,8 @@ std::string test_label(const TestConfig& cfg, bool with_model) {
 // Op time and call overhead (call - op) of an aggregate row, in ms. A call time below the op
 // time (possible: they are measured separately) shows as no overhead and is listed.
 json op_bar(const std::string& label, const OpAggregate& a, json& clamped) {
-    const auto op = ms(a.op_ns);
-    const auto call = ms(a.call_ns);
+    const auto op = html_ms(a.op_ns);
+    const auto call = html_ms(a.call_ns);
     if (!op.value_or(0) && !call.value_or(0))
         return nullptr;
     std::optional<double> overhead;
@@ -144,8 +144,8 @@ json stage_ops_view(const StageProfile& st) {
                             {"backend", f.backend},
                             {"requested", f.requested},
                             {"count", static_cast<double>(f.count)},
-                            {"op_ms", opt(ms(f.op_ns))},
-                            {"call_ms", opt(ms(f.call_ns))},
+                            {"op_ms", opt(html_ms(f.op_ns))},
+                            {"call_ms", opt(html_ms(f.call_ns))},
                             {"penalty", opt(f.penalty)},
                             {"note", f.note}});
     }
@@ -237,7 +237,7 @@ json stage_ops_view(const StageProfile& st) {
         json parts = json::array();
         for (const auto& p : st.decomposition->parts)
             parts.push_back({{"name", p.name},
-                             {"ms", opt(ms(p.ns))},
+                             {"ms", opt(html_ms(p.ns))},
                              {"share", opt(p.share)},
                              {"note", p.note}});
         decomposition = {{"parts", parts}, {"accelerators", st.decomposition->accelerators}};
@@ -263,10 +263,10 @@ json stage_ops_view(const StageProfile& st) {
                 {"fallback", fallback},
                 {"clamped", clamped},
                 {"reconciliation",
-                 {{"plain_ms", opt(ms(rec.plain_median_ns))},
-                  {"traced_ms", opt(ms(rec.traced_median_ns))},
-                  {"sum_op_ms", opt(ms(rec.sum_op_ns))},
-                  {"sum_call_ms", opt(ms(rec.sum_call_ns))},
+                 {{"plain_ms", opt(html_ms(rec.plain_median_ns))},
+                  {"traced_ms", opt(html_ms(rec.traced_median_ns))},
+                  {"sum_op_ms", opt(html_ms(rec.sum_op_ns))},
+                  {"sum_call_ms", opt(html_ms(rec.sum_call_ns))},
                   {"op_fraction", opt(rec.op_fraction)}}},
                 {"decomposition", decomposition},
                 {"notes", st.notes}};
@@ -348,8 +348,8 @@ json summary_view(const ResultDocument& doc) {
                         {"decode", robust_of(t, false)},
                         {"ttft_ms", median_stat(doubles(t.ttft_ns), kNsToMs)},
                         {"itl_ms",
-                         {{"median", opt(ms(itl ? itl->median : std::nullopt))},
-                          {"p99", opt(ms(itl ? itl->p99 : std::nullopt))}}}});
+                         {{"median", opt(html_ms(itl ? itl->median : std::nullopt))},
+                          {"p99", opt(html_ms(itl ? itl->p99 : std::nullopt))}}}});
     }
     return rows;
 }
@@ -407,9 +407,9 @@ json modes_view(const ResultDocument& doc) {
             env += (env.empty() ? "" : ", ") + e.name + "=" + e.value;
         json times = json::object();
         for (const auto& t : m.times)
-            times[t.stage] = {{"ms", opt(ms(t.median_ns))},
-                              {"lo_ms", opt(ms(t.ci95_lo_ns))},
-                              {"hi_ms", opt(ms(t.ci95_hi_ns))},
+            times[t.stage] = {{"ms", opt(html_ms(t.median_ns))},
+                              {"lo_ms", opt(html_ms(t.ci95_lo_ns))},
+                              {"hi_ms", opt(html_ms(t.ci95_hi_ns))},
                               {"n", t.n}};
         modes.push_back(
             {{"name", m.name}, {"env", env}, {"times", times}, {"n_failed", m.n_failed}});
@@ -417,9 +417,9 @@ json modes_view(const ResultDocument& doc) {
     for (const auto& p : s->parts)
         parts.push_back({{"stage", p.stage},
                          {"name", p.from ? p.name + " − " + *p.from : p.name},
-                         {"ms", opt(ms(p.ns))},
-                         {"lo_ms", opt(ms(p.ci95_lo_ns))},
-                         {"hi_ms", opt(ms(p.ci95_hi_ns))},
+                         {"ms", opt(html_ms(p.ns))},
+                         {"lo_ms", opt(html_ms(p.ci95_lo_ns))},
+                         {"hi_ms", opt(html_ms(p.ci95_hi_ns))},
                          {"share", opt(p.share)}});
     return json{{"source", s->source},
                 {"time_basis", s->time_basis},
@@ -641,12 +641,13 @@ json hybrid_view(const ResultDocument& doc) {
                 {{"mode", mode},
                  {"label", label(mode)},
                  {"status", to_string(t.status)},
-                 {"prefill_ms", opt(ms(t.prefill ? t.prefill->duration.median : std::nullopt))},
-                 {"transfer_ms", hybrid ? opt(ms(pt.transfer.duration.median)) : json(0.0)},
+                 {"prefill_ms",
+                  opt(html_ms(t.prefill ? t.prefill->duration.median : std::nullopt))},
+                 {"transfer_ms", hybrid ? opt(html_ms(pt.transfer.duration.median)) : json(0.0)},
                  {"transfer_bytes", hybrid && !pt.transfer.bytes.empty()
                                         ? json(pt.transfer.bytes.back())
                                         : json(nullptr)},
-                 {"decode_ms", opt(ms(t.decode ? t.decode->duration.median : std::nullopt))},
+                 {"decode_ms", opt(html_ms(t.decode ? t.decode->duration.median : std::nullopt))},
                  {"ttft", median_stat(doubles(t.ttft_ns), kNsToMs)},
                  {"e2e", e2e != pt.e2e.end() ? median_stat(doubles(e2e->second.samples_ns), kNsToMs)
                                              : json()}});

@@ -11,21 +11,21 @@ namespace sb {
 
 namespace {
 
-std::string ms(const std::optional<double>& ns) {
+std::string modes_ms(const std::optional<double>& ns) {
     return ns ? fmt::format("{:.3f} ms", *ns / 1e6) : std::string("-");
 }
 
-std::string ci(const std::optional<double>& lo, const std::optional<double>& hi) {
+std::string modes_ci(const std::optional<double>& lo, const std::optional<double>& hi) {
     if (!lo || !hi)
         return "-";
     return fmt::format("{:.3f} … {:.3f} ms", *lo / 1e6, *hi / 1e6);
 }
 
-std::string pct(const std::optional<double>& f) {
+std::string modes_pct(const std::optional<double>& f) {
     return f ? fmt::format("{:.1f} %", *f * 100.0) : std::string("-");
 }
 
-std::string cell(const std::string& s) {
+std::string modes_cell(const std::string& s) {
     std::string o;
     for (char c : s) {
         if (c == '|')
@@ -67,7 +67,7 @@ void write_modes_markdown(const ModesSection& s, std::ostream& out) {
         out << "\n## " << stage << "\n\n";
         out << "| mode | environment | runs | stage time | 95 % CI | part | part time | 95 % CI "
                "| share of "
-            << cell(last) << " |\n";
+            << modes_cell(last) << " |\n";
         out << "| --- | --- | ---: | ---: | --- | --- | ---: | --- | ---: |\n";
         for (size_t i = 0; i < s.modes.size(); ++i) {
             const Mode& m = s.modes[i];
@@ -79,20 +79,20 @@ void write_modes_markdown(const ModesSection& s, std::ostream& out) {
             std::string part_name = m.name;
             if (p && p->from)
                 part_name += " − " + *p->from;
-            out << "| " << cell(m.name) << " | " << cell(env_text(m)) << " | "
+            out << "| " << modes_cell(m.name) << " | " << modes_cell(env_text(m)) << " | "
                 << (t ? std::to_string(t->n) : "0")
                 << (m.n_failed ? fmt::format(" ({} failed)", m.n_failed) : std::string()) << " | "
-                << ms(t ? t->median_ns : std::nullopt) << " | "
-                << (t ? ci(t->ci95_lo_ns, t->ci95_hi_ns) : "-") << " | " << cell(part_name) << " | "
-                << ms(p ? p->ns : std::nullopt) << " | "
-                << (p ? ci(p->ci95_lo_ns, p->ci95_hi_ns) +
+                << modes_ms(t ? t->median_ns : std::nullopt) << " | "
+                << (t ? modes_ci(t->ci95_lo_ns, t->ci95_hi_ns) : "-") << " | "
+                << modes_cell(part_name) << " | " << modes_ms(p ? p->ns : std::nullopt) << " | "
+                << (p ? modes_ci(p->ci95_lo_ns, p->ci95_hi_ns) +
                             (p->no_difference ? " (no difference)" : "")
                       : std::string("-"))
-                << " | " << pct(p ? p->share : std::nullopt) << " |\n";
+                << " | " << modes_pct(p ? p->share : std::nullopt) << " |\n";
         }
         for (const auto& p : s.parts)
             if (p.stage == stage && !p.note.empty() && (!p.ns || *p.ns < 0))
-                out << "\n- " << cell(p.name) << ": " << p.note;
+                out << "\n- " << modes_cell(p.name) << ": " << p.note;
         out << "\n";
     }
     out << "\n## Runs, in the order they ran\n\n| # | round | mode |";
@@ -109,12 +109,12 @@ void write_modes_markdown(const ModesSection& s, std::ostream& out) {
     std::sort(runs.begin(), runs.end(),
               [](const auto& a, const auto& b) { return a.second->sequence < b.second->sequence; });
     for (const auto& [m, r] : runs) {
-        out << "| " << r->sequence << " | " << r->round << " | " << cell(m->name) << " |";
+        out << "| " << r->sequence << " | " << r->round << " | " << modes_cell(m->name) << " |";
         for (const auto& st : s.stages) {
             auto it = r->stage_ns.find(st);
             out << " "
                 << (it == r->stage_ns.end() ? std::string("-")
-                                            : ms(std::optional<double>(it->second)))
+                                            : modes_ms(std::optional<double>(it->second)))
                 << " |";
         }
         std::string seen;
@@ -123,7 +123,8 @@ void write_modes_markdown(const ModesSection& s, std::ostream& out) {
                 seen += (seen.empty() ? "" : ", ") + k + "=" +
                         (v.is_string() ? v.get<std::string>() : v.dump());
         out << " " << (r->n_threads ? std::to_string(*r->n_threads) : "-") << " | "
-            << cell(seen.empty() ? "-" : seen) << " | " << cell(r->error.value_or("")) << " |\n";
+            << modes_cell(seen.empty() ? "-" : seen) << " | " << modes_cell(r->error.value_or(""))
+            << " |\n";
     }
     if (!s.notes.empty()) {
         out << "\n";

@@ -45,11 +45,11 @@ std::string us(const std::optional<double>& ns) {
     return fmt::format("{:.2f}", v);
 }
 
-std::string ms(const std::optional<double>& ns) {
+std::string ops_ms(const std::optional<double>& ns) {
     return ns ? fmt::format("{:.3f} ms", *ns / 1e6) : std::string("-");
 }
 
-std::string pct(const std::optional<double>& f) {
+std::string ops_pct(const std::optional<double>& f) {
     return f ? fmt::format("{:.1f} %", *f * 100.0) : std::string("-");
 }
 
@@ -96,8 +96,8 @@ void aggregate_table(std::ostream& out, const std::string& title, const std::str
         if (a.n_no_compute == a.count && a.count > 0)
             key += " (no compute)";
         out << "| " << md_cell(key) << " | " << a.count << " | " << us(a.op_ns) << " | "
-            << us(a.call_ns) << " | " << ratio(a.call_op_ratio) << " | " << pct(a.share) << " | "
-            << pct(a.call_share) << " |\n";
+            << us(a.call_ns) << " | " << ratio(a.call_op_ratio) << " | " << ops_pct(a.share)
+            << " | " << ops_pct(a.call_share) << " |\n";
     }
 }
 
@@ -112,15 +112,16 @@ void decomposition_table(const Decomposition& d, std::ostream& out) {
     for (const auto& part : d.parts) {
         std::string name = part.name;
         std::replace(name.begin(), name.end(), '_', ' ');
-        out << "| " << name << " | " << ms(part.ns) << " | " << pct(part.share) << " | "
+        out << "| " << name << " | " << ops_ms(part.ns) << " | " << ops_pct(part.share) << " | "
             << md_cell(part.note) << " |\n";
     }
     out << "\n";
     for (const auto& [b, ns] : d.dispatch_ns)
         out << "- one dispatch with no work on " << b << ": " << us(ns) << " µs\n";
     out << "- if each of the " << d.n_accel_ops
-        << " accelerator ops were dispatched alone: " << ms(d.per_op_dispatch_ns)
-        << " of dispatch (traced node by node, call - op summed: " << ms(d.traced_tax_ns) << ")\n";
+        << " accelerator ops were dispatched alone: " << ops_ms(d.per_op_dispatch_ns)
+        << " of dispatch (traced node by node, call - op summed: " << ops_ms(d.traced_tax_ns)
+        << ")\n";
 }
 
 // The trace events per op type (the study's Table V): each part's time and its share of the
@@ -160,13 +161,13 @@ void npu_op_table(const NpuPipeline& p, std::ostream& out) {
         }
         out << " |\n" << align << " |\n";
         for (const auto& o : p.by_op) {
-            out << "| " << md_cell(o.op) << " | " << o.count << " | " << ms(o.wall_ns);
+            out << "| " << md_cell(o.op) << " | " << o.count << " | " << ops_ms(o.wall_ns);
             for (const auto& c : cols) {
                 auto it = std::find_if(o.parts.begin(), o.parts.end(),
                                        [&](const NpuPipelinePart& x) { return x.name == c; });
                 out << " | "
                     << (it == o.parts.end() ? std::string("-")
-                                            : ms(it->ns) + " (" + pct(it->share) + ")");
+                                            : ops_ms(it->ns) + " (" + ops_pct(it->share) + ")");
             }
             out << " |\n";
         }
@@ -178,7 +179,7 @@ void npu_op_table(const NpuPipeline& p, std::ostream& out) {
     }
     if (p.unattributed_ns)
         out << "\n"
-            << p.n_unattributed << " trace event(s) (" << ms(p.unattributed_ns)
+            << p.n_unattributed << " trace event(s) (" << ops_ms(p.unattributed_ns)
             << " over threads) lie in no op's window: the batch's cache flushes and buffer "
                "set-up around its ops, an event across two ops, or events without a batch "
                "line; not attributed to any op.\n";
@@ -190,11 +191,11 @@ void npu_pipeline_table(const NpuPipeline& p, std::ostream& out) {
     std::string line;
     auto add = [&](const std::string& x) { line += (line.empty() ? "" : " · ") + x; };
     if (p.host_batch_ns)
-        add("host batch " + ms(p.host_batch_ns));
+        add("host batch " + ops_ms(p.host_batch_ns));
     if (p.npu_batch_ns)
-        add("NPU batch " + ms(p.npu_batch_ns));
+        add("NPU batch " + ops_ms(p.npu_batch_ns));
     if (p.ops_ns)
-        add("ops " + ms(p.ops_ns));
+        add("ops " + ops_ms(p.ops_ns));
     add(std::to_string(p.n_batches) + " batch(es)");
     if (p.n_events > 0)
         add(std::to_string(p.n_events) + " trace events" +
@@ -203,7 +204,7 @@ void npu_pipeline_table(const NpuPipeline& p, std::ostream& out) {
             (p.n_no_clock > 0 ? " (" + std::to_string(p.n_no_clock) + " without a clock)"
                               : std::string()));
     if (p.traced_busy_ns)
-        add("any event on any thread " + ms(p.traced_busy_ns));
+        add("any event on any thread " + ops_ms(p.traced_busy_ns));
     out << line << "\n\n";
     if (p.parts.empty()) {
         npu_op_table(p, out);
@@ -214,7 +215,7 @@ void npu_pipeline_table(const NpuPipeline& p, std::ostream& out) {
     for (const auto& part : p.parts) {
         std::string name = part.name;
         std::replace(name.begin(), name.end(), '_', ' ');
-        out << "| " << name << " | " << ms(part.ns) << " | " << pct(part.share) << " | "
+        out << "| " << name << " | " << ops_ms(part.ns) << " | " << ops_pct(part.share) << " | "
             << md_cell(part.events) << " |\n";
     }
     out << "\nEach event kind is wall time over the NPU's threads; kinds run at once on different "
@@ -227,12 +228,12 @@ void npu_pipeline_table(const NpuPipeline& p, std::ostream& out) {
 void imported_reconciliation(const StageProfile& s, std::ostream& out) {
     const Reconciliation& r = s.rec;
     out << "\n| reconciliation | time |\n| --- | ---: |\n";
-    out << "| Σ op time (the backend's own) | " << ms(r.sum_op_ns) << " |\n";
+    out << "| Σ op time (the backend's own) | " << ops_ms(r.sum_op_ns) << " |\n";
     if (r.sum_call_compute_ns)
-        out << "| Σ call time, ops that compute (call-usec) | " << ms(r.sum_call_compute_ns)
+        out << "| Σ call time, ops that compute (call-usec) | " << ops_ms(r.sum_call_compute_ns)
             << " |\n";
     if (r.sum_call_ns && r.sum_call_ns != r.sum_call_compute_ns)
-        out << "| Σ call time, all nodes (call-usec) | " << ms(r.sum_call_ns) << " |\n";
+        out << "| Σ call time, all nodes (call-usec) | " << ops_ms(r.sum_call_ns) << " |\n";
     const bool batches = std::any_of(s.npu_pipeline.begin(), s.npu_pipeline.end(),
                                      [](const NpuPipeline& x) { return x.n_batches > 0; });
     out << "\nAn imported stage is not reconciled against its wall time: the log holds no run of "
@@ -264,13 +265,13 @@ void stage_section(const OpsProfile& p, const StageProfile& s, std::ostream& out
     } else if (s.stage != "log") {
         out << "\n| reconciliation | time | of stage |\n| --- | ---: | ---: |\n";
         out << "| uninstrumented stage (median of " << r.plain_ns.size() << ") | "
-            << ms(r.plain_median_ns) << " | 100 % |\n";
+            << ops_ms(r.plain_median_ns) << " | 100 % |\n";
         const bool strided = s.isolation_stride && *s.isolation_stride > 1;
         out << "| traced stage, "
             << (strided ? "every " + ordinal(*s.isolation_stride) + " node alone in turn"
                         : std::string("node by node"))
             << (r.tracer_ns.empty() ? "" : ", less the tracer's own work") << " (median of "
-            << r.traced_ns.size() << ") | " << ms(r.traced_median_ns) << " | "
+            << r.traced_ns.size() << ") | " << ops_ms(r.traced_median_ns) << " | "
             << (r.overhead_ratio
                     ? fmt::format("tracing overhead {:+.0f} %", *r.overhead_ratio * 100.0)
                     : std::string("-"))
@@ -284,26 +285,27 @@ void stage_section(const OpsProfile& p, const StageProfile& s, std::ostream& out
                 ? fmt::format("{} device timer, {} in situ, {} replayed", r.n_op_device_timer,
                               r.n_op_in_situ, r.n_op_replayed)
                 : fmt::format("{} in situ, {} replayed", r.n_op_in_situ, r.n_op_replayed);
-        out << "| Σ op time (" << how << ") | " << ms(r.sum_op_ns) << " | " << pct(r.op_fraction)
-            << (r.op_within_stage ? "" : " **exceeds the stage**") << " |\n";
+        out << "| Σ op time (" << how << ") | " << ops_ms(r.sum_op_ns) << " | "
+            << ops_pct(r.op_fraction) << (r.op_within_stage ? "" : " **exceeds the stage**")
+            << " |\n";
         std::optional<double> call_frac;
         if (r.sum_call_compute_ns && r.plain_median_ns && *r.plain_median_ns > 0)
             call_frac = *r.sum_call_compute_ns / *r.plain_median_ns;
-        out << "| Σ call time, ops that compute | " << ms(r.sum_call_compute_ns) << " | "
-            << pct(call_frac) << " |\n";
-        out << "| Σ call time, all nodes (views dispatched too) | " << ms(r.sum_call_ns)
+        out << "| Σ call time, ops that compute | " << ops_ms(r.sum_call_compute_ns) << " | "
+            << ops_pct(call_frac) << " |\n";
+        out << "| Σ call time, all nodes (views dispatched too) | " << ops_ms(r.sum_call_ns)
             << " | - |\n";
         out << "| copies between backends (" << s.n_splits << " splits, " << s.n_copies
-            << " tensors, " << bytes(s.copy_bytes) << ") | " << ms(r.sum_copy_ns) << " | - |\n";
+            << " tensors, " << bytes(s.copy_bytes) << ") | " << ops_ms(r.sum_copy_ns) << " | - |\n";
         out << "| scheduler between " << (strided ? "calls" : "nodes") << " | "
-            << ms(r.sched_gap_ns) << " | - |\n";
+            << ops_ms(r.sched_gap_ns) << " | - |\n";
         // The host's part is what is left of the traced stage after its calls, copies and gaps:
         // below zero it is lost in the calls' noise, not a negative time.
         if (r.host_ns && *r.host_ns < 0)
             out << "| host: graph build, inputs, outputs | ≈ 0 (the rest of the traced stage is "
-                << ms(r.host_ns) << ": within the calls' noise) | - |\n";
+                << ops_ms(r.host_ns) << ": within the calls' noise) | - |\n";
         else
-            out << "| host: graph build, inputs, outputs | " << ms(r.host_ns) << " | - |\n";
+            out << "| host: graph build, inputs, outputs | " << ops_ms(r.host_ns) << " | - |\n";
         if (strided)
             out << "\nEach traced step dispatched every " << ordinal(*s.isolation_stride)
                 << " node alone, in turn, and computed the others together between them: a "
@@ -313,10 +315,10 @@ void stage_section(const OpsProfile& p, const StageProfile& s, std::ostream& out
             out << "\nΣ op time is not within 5 % of the stage: " << r.fit_cause << ".\n";
     } else {
         out << "\n| total | time |\n| --- | ---: |\n";
-        out << "| Σ op time (backend-reported) | " << ms(r.sum_op_ns) << " |\n";
+        out << "| Σ op time (backend-reported) | " << ops_ms(r.sum_op_ns) << " |\n";
         // A log without call-usec (the asynchronous profiler's) has no call time to sum.
         if (r.sum_call_ns)
-            out << "| Σ call time | " << ms(r.sum_call_ns) << " |\n";
+            out << "| Σ call time | " << ops_ms(r.sum_call_ns) << " |\n";
     }
     if (s.decomposition)
         decomposition_table(*s.decomposition, out);

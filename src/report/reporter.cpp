@@ -16,7 +16,7 @@ namespace {
 
 using nlohmann::json;
 
-std::string num(const std::optional<double>& v, const char* f = "{:.2f}") {
+std::string reporter_num(const std::optional<double>& v, const char* f = "{:.2f}") {
     return v ? fmt::format(fmt::runtime(f), *v) : std::string("-");
 }
 
@@ -50,13 +50,13 @@ class MarkdownReporter : public Reporter {
                 continue;
             const BatteryDrain& b = *t.telemetry->battery;
             out_ << "| " << t.config.test_name() << " | " << devices(t) << " | "
-                 << num(b.drain_pct, "{:.3f}") << " | " << num(b.drain_pct_per_h) << " | " << b.from
-                 << " | "
+                 << reporter_num(b.drain_pct, "{:.3f}") << " | " << reporter_num(b.drain_pct_per_h)
+                 << " | " << b.from << " | "
                  << (b.capacity_start_pct && b.capacity_end_pct
                          ? fmt::format("{:.0f} → {:.0f}", *b.capacity_start_pct,
                                        *b.capacity_end_pct)
                          : std::string("-"))
-                 << " | " << num(b.capacity_drain_pct_per_h) << " | "
+                 << " | " << reporter_num(b.capacity_drain_pct_per_h) << " | "
                  << fmt::format("{:.2f}", b.span_s) << " |\n";
         }
         out_ << "\nbattery drain: over each test, from its first measured stage's start to its "
@@ -89,11 +89,11 @@ class MarkdownReporter : public Reporter {
             for (const auto& t : doc.tests) {
                 out_ << "| " << t.config.test_name() << " | " << devices(t) << " | "
                      << (t.ttft.median ? fmt::format("{:.2f}", *t.ttft.median * 1e-6) : "-")
-                     << " | " << num(t.roofline.decode_bandwidth_gbps) << " | "
+                     << " | " << reporter_num(t.roofline.decode_bandwidth_gbps) << " | "
                      << (t.roofline.decode_bandwidth_fraction
                              ? fmt::format("{:.0f} %", *t.roofline.decode_bandwidth_fraction * 100)
                              : "-")
-                     << " | " << num(t.roofline.prefill_gflops, "{:.1f}") << " |\n";
+                     << " | " << reporter_num(t.roofline.prefill_gflops, "{:.1f}") << " |\n";
             }
         }
         bool any_energy = false;

@@ -31,7 +31,7 @@ ResultDocument two_tests() {
     return d;
 }
 
-std::string printed(OutputFormat f, const ResultDocument& d) {
+std::string printed_doc(OutputFormat f, const ResultDocument& d) {
     std::ostringstream out;
     print_document(f, d, out);
     return out.str();
@@ -39,18 +39,18 @@ std::string printed(OutputFormat f, const ResultDocument& d) {
 
 TEST(Reporter, EachFormatHasItsReporter) {
     const ResultDocument d = two_tests();
-    EXPECT_EQ(json::parse(printed(OutputFormat::json, d)), to_json(d));
-    const std::string jsonl = printed(OutputFormat::jsonl, d);
+    EXPECT_EQ(json::parse(printed_doc(OutputFormat::json, d)), to_json(d));
+    const std::string jsonl = printed_doc(OutputFormat::jsonl, d);
     std::istringstream lines(jsonl);
     std::string line;
     int n = 0;
     while (std::getline(lines, line))
         EXPECT_EQ(json::parse(line), to_json(d.tests[n++]));
     EXPECT_EQ(n, 2);
-    const std::string csv = printed(OutputFormat::csv, d);
+    const std::string csv = printed_doc(OutputFormat::csv, d);
     EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 3);  // the header and a prefill row each
     EXPECT_NE(csv.find("\"pp32+tg4\",prefill,32,2,ok,105"), std::string::npos) << csv;
-    const std::string md = printed(OutputFormat::md, d);
+    const std::string md = printed_doc(OutputFormat::md, d);
     EXPECT_NE(md.find("| pp16 |"), std::string::npos) << md;
     EXPECT_NE(md.find("| pp32 |"), std::string::npos) << md;
 }
@@ -62,9 +62,9 @@ TEST(Reporter, TheNglColumnShowsWhereTheTestsDifferInIt) {
     ResultDocument d = two_tests();
     for (auto& t : d.tests)
         t.ttft.median = 1e6;  // the TTFT table after the run table
-    std::string md = printed(OutputFormat::md, d);
+    std::string md = printed_doc(OutputFormat::md, d);
     EXPECT_EQ(md.find("ngl"), std::string::npos) << md;
-    EXPECT_NE(printed(OutputFormat::csv, d).find(",n_threads,n_gpu_layers,n_batch,"),
+    EXPECT_NE(printed_doc(OutputFormat::csv, d).find(",n_threads,n_gpu_layers,n_batch,"),
               std::string::npos);
 
     for (auto& t : d.tests)
@@ -72,7 +72,7 @@ TEST(Reporter, TheNglColumnShowsWhereTheTestsDifferInIt) {
     d.tests[0].config.n_gpu_layers = 0;
     d.tests[0].config.devices = DeviceSet("CPU");
     d.tests[1].config.devices = DeviceSet("Vulkan0");
-    md = printed(OutputFormat::md, d);
+    md = printed_doc(OutputFormat::md, d);
     EXPECT_NE(md.find("| threads | ngl | test |"), std::string::npos) << md;
     EXPECT_NE(md.find("| CPU | 2 | 0 | pp16 |"), std::string::npos) << md;
     EXPECT_NE(md.find("| Vulkan0 | 2 | 99 | pp32 |"), std::string::npos) << md;
@@ -92,13 +92,13 @@ TEST(Reporter, MarkdownOfAHybridOrSustainedDocumentIsItsSection) {
     ResultDocument h = two_tests();
     h.hybrid.emplace().prefill_device = "CPU";
     h.hybrid->decode_device = "BLAS";
-    EXPECT_EQ(printed(OutputFormat::md, h).rfind("## Hybrid: prefill on CPU, decode on BLAS", 0),
-              0u);
+    EXPECT_EQ(
+        printed_doc(OutputFormat::md, h).rfind("## Hybrid: prefill on CPU, decode on BLAS", 0), 0u);
     ResultDocument s = two_tests();
     s.sustained.emplace().phases.emplace_back().name = "rounds";
-    EXPECT_EQ(printed(OutputFormat::md, s).rfind("## rounds", 0), 0u);
+    EXPECT_EQ(printed_doc(OutputFormat::md, s).rfind("## rounds", 0), 0u);
     // The other formats are the document's whatever its command.
-    EXPECT_EQ(json::parse(printed(OutputFormat::json, h)), to_json(h));
+    EXPECT_EQ(json::parse(printed_doc(OutputFormat::json, h)), to_json(h));
 }
 
 // A test that measured nothing is one row: its leading columns, the error, empty stage cells.
@@ -109,7 +109,7 @@ TEST(Reporter, AFailedOrInterruptedTestIsOneRowWithItsError) {
     d.tests[0].prefill.reset();
     d.tests[1].status = Status::interrupted;
     d.tests[1].config.n_threads = 4;
-    const std::string md = printed(OutputFormat::md, d);
+    const std::string md = printed_doc(OutputFormat::md, d);
     EXPECT_NE(md.find("\n|  | - | - | CPU | server's | pp16+tg4 | FAILED: model refused \\| badly "
                       "| | | | | | | |\n"),
               std::string::npos)

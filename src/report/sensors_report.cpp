@@ -7,7 +7,7 @@ namespace sb {
 namespace {
 
 // Markdown table cells must not contain '|'.
-std::string cell(std::string s) {
+std::string sensors_cell(std::string s) {
     std::string out;
     for (char c : s) {
         if (c == '|')
@@ -17,7 +17,7 @@ std::string cell(std::string s) {
     return out;
 }
 
-std::string num(const std::optional<double>& v, double scale, int decimals) {
+std::string sensors_num(const std::optional<double>& v, double scale, int decimals) {
     if (!v)
         return "-";
     return fmt::format("{:.{}f}", *v * scale, decimals);
@@ -35,8 +35,9 @@ void write_sensors_markdown(std::ostream& out, const SensorsReport& r) {
             std::string props;
             for (const auto& [k, v] : s.properties)
                 props += (props.empty() ? "" : "; ") + k + ": " + v;
-            out << "| " << cell(s.name) << " | " << s.source_class << " | " << s.metrics.size()
-                << " | " << (props.empty() ? "-" : cell(props)) << " |\n";
+            out << "| " << sensors_cell(s.name) << " | " << s.source_class << " | "
+                << s.metrics.size() << " | " << (props.empty() ? "-" : sensors_cell(props))
+                << " |\n";
         }
         out << "\n";
     }
@@ -54,8 +55,8 @@ void write_sensors_markdown(std::ostream& out, const SensorsReport& r) {
     if (!r.current.empty()) {
         out << "## Current values\n\n| metric | value | unit |\n| --- | ---: | --- |\n";
         for (const auto& c : r.current) {
-            out << "| " << c.metric << " | " << num(c.value, 1, c.unit == "bits" ? 0 : 1) << " | "
-                << c.unit << " |\n";
+            out << "| " << c.metric << " | " << sensors_num(c.value, 1, c.unit == "bits" ? 0 : 1)
+                << " | " << c.unit << " |\n";
         }
         out << "\n";
     }
@@ -66,11 +67,13 @@ void write_sensors_markdown(std::ostream& out, const SensorsReport& r) {
                "temp max (°C) | freq min (MHz) | freq max (MHz) | freq mean (MHz) |\n"
             << "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
         for (const auto& w : r.window) {
-            out << "| " << w.sensor << " | " << num(w.energy_j, 1, 4) << " | "
-                << num(w.mean_power_mw, 1, 1) << " | " << num(w.max_power_mw, 1, 1) << " | "
-                << num(w.temp_min_mc, 1e-3, 1) << " | " << num(w.temp_max_mc, 1e-3, 1) << " | "
-                << num(w.freq_min_khz, 1e-3, 0) << " | " << num(w.freq_max_khz, 1e-3, 0) << " | "
-                << num(w.freq_mean_khz, 1e-3, 0) << " |\n";
+            out << "| " << w.sensor << " | " << sensors_num(w.energy_j, 1, 4) << " | "
+                << sensors_num(w.mean_power_mw, 1, 1) << " | " << sensors_num(w.max_power_mw, 1, 1)
+                << " | " << sensors_num(w.temp_min_mc, 1e-3, 1) << " | "
+                << sensors_num(w.temp_max_mc, 1e-3, 1) << " | "
+                << sensors_num(w.freq_min_khz, 1e-3, 0) << " | "
+                << sensors_num(w.freq_max_khz, 1e-3, 0) << " | "
+                << sensors_num(w.freq_mean_khz, 1e-3, 0) << " |\n";
         }
         out << "\nEnergy from counters read at the window's ends where a sensor has one, else "
                "integrated power. Nested RAPL domains overlap: do not add them.\n\n";

@@ -1,4 +1,5 @@
-// The serve section in the Markdown table and in the HTML report's data, on a scripted section.
+// The serve serve_section in the Markdown table and in the HTML report's data, on a scripted
+// serve_section.
 #include <gtest/gtest.h>
 
 #include <limits>
@@ -11,7 +12,7 @@
 namespace sb {
 namespace {
 
-ServeSection section() {
+ServeSection serve_section() {
     ServeSection s;
     s.slots = 4;
     s.n_prompt = 16;
@@ -41,7 +42,7 @@ ServeSection section() {
 
 TEST(ServeReport, MarkdownRowPerPoint) {
     std::ostringstream out;
-    write_serve_markdown(section(), {{"serve_client_cpu", "too busy", "fewer clients"}}, out);
+    write_serve_markdown(serve_section(), {{"serve_client_cpu", "too busy", "fewer clients"}}, out);
     EXPECT_EQ(out.str(),
               "| point | ok | failed | req/s | output tok/s | TTFT median ms | TTFT p99 ms | TPOT "
               "median ms | ITL p99 ms | E2E p90 ms | goodput req/s | client CPU |\n"
@@ -61,7 +62,7 @@ TEST(ServeReport, MarkdownRowPerPoint) {
 // The server's own timings: one line, how many requests agree with the client and the first
 // that does not; none without them.
 TEST(ServeReport, TheServersClaimsInOneLine) {
-    ServeSection s = section();
+    ServeSection s = serve_section();
     s.points[0].requests.resize(3);
     for (int i = 0; i < 3; ++i) {
         ServeRequest& q = s.points[0].requests[static_cast<size_t>(i)];
@@ -91,12 +92,12 @@ TEST(ServeReport, TheServersClaimsInOneLine) {
               std::string::npos)
         << one.str();
     std::ostringstream none;
-    write_server_claims_markdown(section(), none);
+    write_server_claims_markdown(serve_section(), none);
     EXPECT_EQ(none.str(), "");
 }
 
 TEST(ServeReport, APointStoppedByTheErrorRateSaysSo) {
-    ServeSection s = section();
+    ServeSection s = serve_section();
     s.max_error_rate = 0.25;
     s.points[0].stopped_by = "max_error_rate";
     s.points[0].requests.resize(4);
@@ -114,7 +115,7 @@ TEST(ServeReport, HtmlDataHasTheCurveAndThePercentiles) {
     ResultDocument d;
     d.command = "serve";
     EXPECT_TRUE(serve_view(d).is_null());
-    d.serve = section();
+    d.serve = serve_section();
     const nlohmann::json v = serve_view(d);
     EXPECT_EQ(v["server"], "llama-server");
     EXPECT_EQ(v["slots"], 4);
@@ -128,7 +129,7 @@ TEST(ServeReport, HtmlDataHasTheCurveAndThePercentiles) {
     EXPECT_EQ(v["points"][0]["tpot"]["p90"], 25.0);
     EXPECT_EQ(v["points"][0]["e2e"]["mean"], 300.0);
     EXPECT_EQ(v["points"][0]["goodput_per_s"], 1.0);
-    // The whole page's data holds the section for a serve document.
+    // The whole page's data holds the serve_section for a serve document.
     const nlohmann::json page = report_view({ReportInput::of("s.json", d)});
     EXPECT_EQ(page["documents"][0]["serve"], v);
     EXPECT_TRUE(page["documents"][0]["notes"].empty()) << page["documents"][0]["notes"];

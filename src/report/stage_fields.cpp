@@ -10,7 +10,7 @@ namespace {
 
 using Row = StageRow;
 
-FieldValue real(const std::optional<double>& v) {
+FieldValue field_real(const std::optional<double>& v) {
     return v ? FieldValue(*v) : FieldValue();
 }
 
@@ -18,7 +18,7 @@ FieldValue integer(int64_t v) {
     return v;
 }
 
-std::string num(const std::optional<double>& v, const char* f = "{:.2f}") {
+std::string field_num(const std::optional<double>& v, const char* f = "{:.2f}") {
     return v ? fmt::format(fmt::runtime(f), *v) : std::string("-");
 }
 
@@ -61,7 +61,7 @@ std::string stage_test(const Row& r) {
 }
 
 // The stage's stall count: slow repetitions of prefill, stalled tokens of decode.
-std::string stalls_text(const Row& r) {
+std::string field_stalls_text(const Row& r) {
     const bool decode = r.token_stalls != nullptr;
     const Stalls& st = decode ? *r.token_stalls : r.result->stalls;
     return fmt::format("{}/{} {}", st.count(), st.n, decode ? "tokens" : "reps");
@@ -75,7 +75,7 @@ std::function<FieldValue(const Row&)> of_stage(F f) {
 
 template <class F>
 std::function<FieldValue(const Row&)> of_itl(F f) {
-    return [f](const Row& r) { return r.itl ? real(f(*r.itl)) : FieldValue(); };
+    return [f](const Row& r) { return r.itl ? field_real(f(*r.itl)) : FieldValue(); };
 }
 
 template <class F>
@@ -154,35 +154,36 @@ FieldTable<Row> make_table() {
     add({"reps", [](const Row& r) { return integer(r.test->reps_done); }});
     add({"status", [](const Row& r) { return FieldValue(to_string(r.test->status)); }});
     add({"tokens_per_s_mean",
-         of_stage([](const StageResult& s) { return real(s.throughput.mean); }), "{}",
+         of_stage([](const StageResult& s) { return field_real(s.throughput.mean); }), "{}",
          CsvQuote::as_needed, true,
-         md("t/s", true, [](const Row& r) { return num(r.result->throughput.mean); })});
+         md("t/s", true, [](const Row& r) { return field_num(r.result->throughput.mean); })});
     add({"tokens_per_s_stddev",
-         of_stage([](const StageResult& s) { return real(s.throughput.stddev); }), "{}",
+         of_stage([](const StageResult& s) { return field_real(s.throughput.stddev); }), "{}",
          CsvQuote::as_needed, true,
-         md("± sd", true, [](const Row& r) { return num(r.result->throughput.stddev); })});
-    add({"tokens_per_s_cv", of_stage([](const StageResult& s) { return real(s.throughput.cv); }),
-         "{}", CsvQuote::as_needed, true, md("CV %", true, [](const Row& r) {
+         md("± sd", true, [](const Row& r) { return field_num(r.result->throughput.stddev); })});
+    add({"tokens_per_s_cv",
+         of_stage([](const StageResult& s) { return field_real(s.throughput.cv); }), "{}",
+         CsvQuote::as_needed, true, md("CV %", true, [](const Row& r) {
              const auto& cv = r.result->throughput.cv;
              return cv ? fmt::format("{:.2f}", *cv * 100) : std::string("-");
          })});
     add({"tokens_per_s_ci95_lo",
-         of_stage([](const StageResult& s) { return real(s.throughput.ci95_lo); })});
+         of_stage([](const StageResult& s) { return field_real(s.throughput.ci95_lo); })});
     add({"tokens_per_s_ci95_hi",
-         of_stage([](const StageResult& s) { return real(s.throughput.ci95_hi); })});
+         of_stage([](const StageResult& s) { return field_real(s.throughput.ci95_hi); })});
     // Markdown only: the stall-robust rate with its CI half-width, and the stall count.
     add({"robust", [](const Row&) { return FieldValue(); }, "{}", CsvQuote::as_needed, false,
          md("robust t/s", true, [](const Row& r) {
              const RobustRate& rr = r.result->robust;
-             std::string s = num(rr.tokens_per_s);
+             std::string s = field_num(rr.tokens_per_s);
              if (rr.ci95_half_rel)
                  s += fmt::format(" ± {:.1f} %", *rr.ci95_half_rel * 100);
              return s;
          })});
     add({"stalls", [](const Row&) { return FieldValue(); }, "{}", CsvQuote::as_needed, false,
-         md("stalls", true, stalls_text)});
+         md("stalls", true, field_stalls_text)});
     add({"duration_ns_median",
-         of_stage([](const StageResult& s) { return real(s.duration.median); }), "{}",
+         of_stage([](const StageResult& s) { return field_real(s.duration.median); }), "{}",
          CsvQuote::as_needed, true, md("median ms", true, [](const Row& r) {
              const auto& m = r.result->duration.median;
              return m ? fmt::format("{:.2f}", *m * 1e-6) : std::string("-");
@@ -200,9 +201,11 @@ FieldTable<Row> make_table() {
              return itl_ms(r.itl ? r.itl->p99 : std::nullopt);
          })});
     add({"robust_tokens_per_s",
-         of_stage([](const StageResult& s) { return real(s.robust.tokens_per_s); })});
-    add({"robust_ci95_lo", of_stage([](const StageResult& s) { return real(s.robust.ci95_lo); })});
-    add({"robust_ci95_hi", of_stage([](const StageResult& s) { return real(s.robust.ci95_hi); })});
+         of_stage([](const StageResult& s) { return field_real(s.robust.tokens_per_s); })});
+    add({"robust_ci95_lo",
+         of_stage([](const StageResult& s) { return field_real(s.robust.ci95_lo); })});
+    add({"robust_ci95_hi",
+         of_stage([](const StageResult& s) { return field_real(s.robust.ci95_hi); })});
     add({"stalled_reps", of_stage([](const StageResult& s) {
              return FieldValue(static_cast<int64_t>(s.stalls.count()));
          })});

@@ -19,7 +19,7 @@ std::pair<std::string, double> display_unit(const std::string& unit) {
     return {unit, 1};
 }
 
-std::string num(const std::optional<double>& v, double scale) {
+std::string telemetry_num(const std::optional<double>& v, double scale) {
     if (!v)
         return "-";
     return fmt::format("{:.1f}", *v * scale);
@@ -59,9 +59,9 @@ void write_telemetry_markdown(const TelemetrySection& t, const Warnings& warning
             const std::optional<double> mean =
                 n > 0 ? std::optional<double>(sum / static_cast<double>(n)) : std::nullopt;
             out << "| " << se.metric << " | " << unit << " | " << se.values.size() << " | "
-                << missing << " | " << num(lo, scale) << " | " << num(mean, scale) << " | "
-                << num(hi, scale) << " | " << num(first, scale) << " | " << num(last, scale)
-                << " |\n";
+                << missing << " | " << telemetry_num(lo, scale) << " | "
+                << telemetry_num(mean, scale) << " | " << telemetry_num(hi, scale) << " | "
+                << telemetry_num(first, scale) << " | " << telemetry_num(last, scale) << " |\n";
         }
         out << "\n";
     }

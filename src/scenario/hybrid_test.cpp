@@ -15,8 +15,8 @@ namespace {
 
 using nlohmann::json;
 
-constexpr int64_t kMs = 1'000'000;
-constexpr int64_t kUs = 1'000;
+using sb::test::kMs;
+using sb::test::kUs;
 
 // Two fake engines on one timeline: A prefills fast (100 us per token) and decodes slowly
 // (20 ms), B the other way round (1 ms per token, 5 ms); A saves a state in 1 ms, B restores it

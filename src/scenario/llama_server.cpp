@@ -23,7 +23,7 @@ namespace sb {
 
 namespace {
 
-std::string lower(std::string s) {
+std::string lowercase(std::string s) {
     for (char& c : s)
         c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     return s;
@@ -61,7 +61,7 @@ std::optional<std::string> failure_in_log(const std::string& log_path, bool with
         if (line.find_first_not_of(" \t\r") == std::string::npos || debugger_noise(line))
             continue;
         last = line;
-        const std::string l = lower(line);
+        const std::string l = lowercase(line);
         if (first_error.empty() && l.find("error") != std::string::npos)
             first_error = line;
         if (first_failed.empty() &&

@@ -26,13 +26,13 @@ using namespace sb::test;
 namespace {
 
 // The engine's times: script_traced_times (scenario/ops_test_rig.hpp).
-struct Rig {
+struct ScriptedOpsRig {
     FakeTimeline tl;
     FakeEngine engine{tl, "E"};
     ScriptedTracer tracer{engine, tl};
     ScriptedReplayer replayer;
     std::vector<std::string> traced_calls;  // "prefill traced", "decode_step plain", ...
-    Rig() {
+    ScriptedOpsRig() {
         engine.weights = 64ull << 30;  // larger than any cache: cold weights
         script_traced_times(engine, tracer);
         engine.script().before = [this](const FakeCall& c) {
@@ -72,7 +72,7 @@ const StageProfile& stage_named(const OpsProfile& p, const std::string& name) {
 }  // namespace
 
 TEST(OpsPipeline, InterleavesTracedAndUninstrumentedRepetitionsTheFirstTracedOneCapturing) {
-    Rig rig;
+    ScriptedOpsRig rig;
     const OpsProfile p = rig.run(options());
     // Traced (its first decode step captures), plain, plain, traced: a traced repetition is a
     // prefill and its decode steps alternating traced and untraced after the first (three
@@ -148,7 +148,7 @@ TEST(OpsPipeline, InterleavesTracedAndUninstrumentedRepetitionsTheFirstTracedOne
 // What the load did to the weights' pages is the engine's to say, and the profile records it
 // as said; an engine that was not asked says nothing, and the profile records null.
 TEST(OpsPipeline, RecordsTheHugePageAdviceTheEngineGave) {
-    Rig rig;
+    ScriptedOpsRig rig;
     EXPECT_FALSE(rig.run(options()).huge_pages);
     HugePageAdvice a;
     a.policy = "madvise";
@@ -166,7 +166,7 @@ TEST(OpsPipeline, RecordsTheHugePageAdviceTheEngineGave) {
 }
 
 TEST(OpsPipeline, OnTheCpuAloneOneDecodeStepWarmsUp) {
-    Rig rig;
+    ScriptedOpsRig rig;
     OpsOptions o = options();
     o.workload.devices = "CPU";
     o.traced_reps = 1;
@@ -181,7 +181,7 @@ TEST(OpsPipeline, OnTheCpuAloneOneDecodeStepWarmsUp) {
 }
 
 TEST(OpsPipeline, RecordsSplitsAndCoverageComeFromTheCapture) {
-    Rig rig;
+    ScriptedOpsRig rig;
     const OpsProfile p = rig.run(options());
     const StageProfile& pre = stage_named(p, "prefill");
     ASSERT_EQ(pre.ops.size(), kGraph.size());
@@ -218,7 +218,7 @@ TEST(OpsPipeline, RecordsSplitsAndCoverageComeFromTheCapture) {
 }
 
 TEST(OpsPipeline, LongCallsAreTimedInSituAndLightOpsReplayedOncePerSignature) {
-    Rig rig;
+    ScriptedOpsRig rig;
     const OpsProfile p = rig.run(options());
     const StageProfile& pre = stage_named(p, "prefill");
     const StageProfile& dec = stage_named(p, "decode");
@@ -264,7 +264,7 @@ TEST(OpsPipeline, LongCallsAreTimedInSituAndLightOpsReplayedOncePerSignature) {
 // On a GPU of this machine (OpReplayer::in_situ_only) every op, the light ones too, is its
 // traced call less the device's no-work round trip, and nothing is replayed there.
 TEST(OpsPipeline, AGpusOpsAreAllInSituNeverReplayed) {
-    Rig rig;
+    ScriptedOpsRig rig;
     rig.replayer.gpu = true;
     const OpsProfile p = rig.run(options());
     int on_gpu = 0;
@@ -291,7 +291,7 @@ TEST(OpsPipeline, AGpusOpsAreAllInSituNeverReplayed) {
 // match; the request carries the profile's workload; a damaged line is recorded and warned
 // about; a pass that fails leaves the round-trip method and a warning.
 TEST(OpsPipeline, AGpusOpsTakeTheDeviceTimerWhereItMatches) {
-    Rig rig;
+    ScriptedOpsRig rig;
     rig.replayer.gpu = true;
     rig.engine.backends = {"ACC", "CPU"};  // the devices that ran ops
     std::vector<DeviceTimerRequest> asked;
@@ -352,7 +352,7 @@ TEST(OpsPipeline, AGpusOpsTakeTheDeviceTimerWhereItMatches) {
         r.error = "the pass exited with 2: stagebench: error: no such device";
         return r;
     };
-    Rig again;
+    ScriptedOpsRig again;
     again.replayer.gpu = true;
     again.engine.backends = {"ACC", "CPU"};
     h.clock = again.tl.clock();
@@ -371,7 +371,7 @@ TEST(OpsPipeline, AGpusOpsTakeTheDeviceTimerWhereItMatches) {
 }
 
 TEST(OpsPipeline, FallbackPricesEachOpTypeBySplitsAndReplaysOnTheAskedDevice) {
-    Rig rig;
+    ScriptedOpsRig rig;
     const OpsProfile p = rig.run(options());
     const StageProfile& pre = stage_named(p, "prefill");
     ASSERT_EQ(pre.fallback.size(), 3u);
@@ -412,7 +412,7 @@ TEST(OpsPipeline, FallbackPricesEachOpTypeBySplitsAndReplaysOnTheAskedDevice) {
 }
 
 TEST(OpsPipeline, WithoutReplaysOnlyCallTimesAndSplitCosts) {
-    Rig rig;
+    ScriptedOpsRig rig;
     OpsOptions o = options();
     o.replay_copies = 0;
     const OpsProfile p = rig.run(o);
@@ -429,7 +429,7 @@ TEST(OpsPipeline, WithoutReplaysOnlyCallTimesAndSplitCosts) {
 }
 
 TEST(OpsPipeline, DecodeOnlyFillsTheCacheUntimedAndTracesEachStep) {
-    Rig rig;
+    ScriptedOpsRig rig;
     OpsOptions o = options();
     o.prefill = false;
     o.traced_reps = 1;
@@ -461,7 +461,7 @@ TEST(OpsPipeline, DecodeOnlyFillsTheCacheUntimedAndTracesEachStep) {
 TEST(OpsPipeline, TheAutomaticStrideIsHalfTheTracedStepsAtMostEight) {
     for (const auto& [reps, tokens, want] :
          std::vector<std::tuple<int, int, int>>{{1, 16, 8}, {1, 40, 8}, {2, 4, 4}, {1, 1, 1}}) {
-        Rig rig;
+        ScriptedOpsRig rig;
         OpsOptions o = options();
         o.isolation_stride = 0;
         o.traced_reps = reps;
@@ -475,7 +475,7 @@ TEST(OpsPipeline, TheAutomaticStrideIsHalfTheTracedStepsAtMostEight) {
 }
 
 TEST(OpsPipeline, DecodeStepsDispatchEveryKthNodeAloneInTurnAcrossTheRepetitions) {
-    Rig rig;
+    ScriptedOpsRig rig;
     OpsOptions o = options();
     o.isolation_stride = 0;  // automatic: 2 x 3 traced steps -> every 3rd node, each twice
     const OpsProfile p = rig.run(o);
@@ -513,7 +513,7 @@ TEST(OpsPipeline, DecodeStepsDispatchEveryKthNodeAloneInTurnAcrossTheRepetitions
 }
 
 TEST(OpsPipeline, AFailureWhileMeasuringIsThrownWithItsKindAndTheTracerStopped) {
-    Rig rig;
+    ScriptedOpsRig rig;
     auto before = rig.engine.script().before;
     rig.engine.script().before = [&, before](const FakeCall& c) {
         before(c);
@@ -533,7 +533,7 @@ TEST(OpsPipeline, AFailureWhileMeasuringIsThrownWithItsKindAndTheTracerStopped) 
 TEST(OpsPipeline, AutomaticRepetitionsRepeatShortPrefillsUpToThreeOfEachKind) {
     // The scripted prefills take 1.76 ms traced and 1.6 ms plain: three of each (as many as
     // would add up to 1.5 s, at most three), in the A B B A order.
-    Rig rig;
+    ScriptedOpsRig rig;
     OpsOptions o = options();
     o.traced_reps = o.plain_reps = 0;
     const OpsProfile p = rig.run(o);
@@ -555,7 +555,7 @@ TEST(OpsPipeline, AutomaticRepetitionsRepeatShortPrefillsUpToThreeOfEachKind) {
     EXPECT_EQ(stage_named(p, "decode").traced_reps, 3 + 4 + 4);
 
     // Prefills of 1.6 s and more: one of each.
-    Rig slow;
+    ScriptedOpsRig slow;
     slow.engine.script().duration_ns = [&slow](const FakeCall& c) -> int64_t {
         if (c.op == FakeOp::prefill)
             return c.n_tokens * (slow.tracer.traces(c) ? 110'000 * kUs : 100'000 * kUs);
@@ -567,7 +567,7 @@ TEST(OpsPipeline, AutomaticRepetitionsRepeatShortPrefillsUpToThreeOfEachKind) {
 }
 
 TEST(OpsPipeline, BadOptionsAreUsageErrorsBeforeAnythingLoads) {
-    Rig rig;
+    ScriptedOpsRig rig;
     OpsOptions o = options();
     o.prefill = o.decode = false;
     EXPECT_THROW(rig.run(o), Error);
@@ -587,7 +587,7 @@ TEST(OpsPipeline, BadOptionsAreUsageErrorsBeforeAnythingLoads) {
 }
 
 TEST(OpsPipeline, AnInterruptKeepsWhatWasTracedAndMarksItPartial) {
-    Rig rig;
+    ScriptedOpsRig rig;
     OpsHooks h;
     h.clock = rig.tl.clock();
     // From the first plain repetition on: after the traced repetition's 2 x 3 + 1 decode steps
@@ -607,7 +607,7 @@ TEST(OpsPipeline, AnInterruptKeepsWhatWasTracedAndMarksItPartial) {
 }
 
 TEST(OpsPipeline, AnInterruptInsideTheDecodeStepsKeepsTheStepsTracedBeforeIt) {
-    Rig rig;
+    ScriptedOpsRig rig;
     OpsHooks h;
     h.clock = rig.tl.clock();
     OpsOptions o = options();

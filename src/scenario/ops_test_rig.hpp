@@ -16,10 +16,9 @@
 
 #include "engine/fake_engine.hpp"
 #include "profile/op_trace.hpp"
+#include "scenario/test_util.hpp"
 
 namespace sb::test {
-
-constexpr int64_t kUs = 1'000;
 
 // One node of the scripted graph: what the capture says of it and its call time per stage.
 struct ScriptNode {

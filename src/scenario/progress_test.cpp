@@ -1,4 +1,5 @@
 #include "scenario/progress.hpp"
+#include "scenario/test_util.hpp"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +8,7 @@
 namespace sb {
 namespace {
 
-constexpr int64_t kS = 1'000'000'000;
+using sb::test::kS;
 
 struct FakeClock {
     int64_t now = 0;

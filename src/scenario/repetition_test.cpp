@@ -17,8 +17,8 @@ using namespace sb::test;
 
 namespace {
 
-constexpr int64_t kMs = 1'000'000;
-constexpr int64_t kUs = 1'000;
+using sb::test::kMs;
+using sb::test::kUs;
 constexpr int64_t kT0 = 1'000'000'000;  // FakeTimeline's start
 
 TestConfig small_test(int p, int n, int reps) {

@@ -20,8 +20,8 @@ using test::RunRig;
 using test::TempDir;
 using test::tiny_gguf;
 
-constexpr int64_t kMs = 1'000'000;
-constexpr int64_t kUs = 1'000;
+using sb::test::kMs;
+using sb::test::kUs;
 
 // The sweep's options: the tiny model on the CPU, nothing measured but the engines.
 RunOptions sweep(std::vector<int> n_prompt, std::vector<int> n_gen, int reps) {

@@ -13,7 +13,7 @@
 namespace sb {
 namespace {
 
-constexpr int64_t kMs = 1'000'000;
+using sb::test::kMs;
 
 // A progress save waits until ten times the last one's cost has passed since it ended, both
 // read on the run's clock: here every reading moves it on by 1 ms, so a save costs 1 ms.

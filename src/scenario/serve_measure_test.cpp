@@ -15,7 +15,7 @@
 namespace sb {
 namespace {
 
-ServeRequest req(int i, double ttft_ms, double tpot_ms, double e2e_ms, int out) {
+ServeRequest measured_req(int i, double ttft_ms, double tpot_ms, double e2e_ms, int out) {
     ServeRequest r;
     r.index = i;
     r.send_ns = i * 1'000'000;
@@ -33,7 +33,7 @@ ServeRequest req(int i, double ttft_ms, double tpot_ms, double e2e_ms, int out) 
 TEST(ServeMeasure, LatencyCisFromTwoRequestsSpanThem) {
     ServePoint p;
     p.duration_ns = 1'000'000'000;
-    p.requests = {req(0, 100, 20, 400, 4), req(1, 300, 20, 600, 4)};
+    p.requests = {measured_req(0, 100, 20, 400, 4), measured_req(1, 300, 20, 600, 4)};
     summarize_point(p, {});
     for (const auto* ci : {&p.ttft.mean_ci, &p.ttft.median_ci, &p.ttft.p90_ci, &p.ttft.p99_ci}) {
         ASSERT_TRUE(*ci);
@@ -46,7 +46,7 @@ TEST(ServeMeasure, LatencyCisFromTwoRequestsSpanThem) {
     // One request has no interval; resamples 0 asks for none.
     ServePoint one;
     one.duration_ns = 1'000'000'000;
-    one.requests = {req(0, 100, 20, 400, 4)};
+    one.requests = {measured_req(0, 100, 20, 400, 4)};
     summarize_point(one, {});
     EXPECT_TRUE(one.ttft.median);
     EXPECT_FALSE(one.ttft.median_ci);
@@ -59,7 +59,7 @@ TEST(ServeMeasure, LatencyCisFromTwoRequestsSpanThem) {
 TEST(ServeMeasure, ItlGapsAreResampledWithTheirRequest) {
     ServePoint p;
     p.duration_ns = 1'000'000'000;
-    ServeRequest a = req(0, 100, 10, 400, 5), b = req(1, 100, 50, 400, 5);
+    ServeRequest a = measured_req(0, 100, 10, 400, 5), b = measured_req(1, 100, 50, 400, 5);
     a.itl_ns = {10'000'000, 10'000'000, 10'000'000, 10'000'000};
     b.itl_ns = {50'000'000, 50'000'000, 50'000'000, 50'000'000};
     p.requests = {a, b};
@@ -79,7 +79,8 @@ TEST(ServeMeasure, ItlGapsAreResampledWithTheirRequest) {
 TEST(ServeMeasure, InterruptedRequestsAndSloAttainment) {
     ServePoint p;
     p.duration_ns = 2'000'000'000;
-    p.requests = {req(0, 100, 20, 400, 16), req(1, 700, 20, 900, 16), req(2, 100, 20, 400, 16)};
+    p.requests = {measured_req(0, 100, 20, 400, 16), measured_req(1, 700, 20, 900, 16),
+                  measured_req(2, 100, 20, 400, 16)};
     ServeRequest failed;
     failed.index = 3;
     failed.error = "HTTP 500";
@@ -119,7 +120,7 @@ TEST(ServeMeasure, TokenWindowRates) {
     // summarize_point cuts the point's span from its first send into kServeWindows.
     ServePoint p;
     p.duration_ns = 1'000'000'000;
-    p.requests = {req(0, 100, 20, 400, 4)};
+    p.requests = {measured_req(0, 100, 20, 400, 4)};
     summarize_point(p, {});
     EXPECT_EQ(p.window_tokens_per_s.size(), static_cast<size_t>(kServeWindows));
     double tokens = 0;
@@ -209,8 +210,8 @@ TEST(ServeMeasure, SaturationOfServePoints) {
     pts[1].value = 4;
     pts[0].window_tokens_per_s = {100, 100};
     pts[1].window_tokens_per_s = {100, 100};
-    pts[0].requests = {req(0, 1, 1, 10, 1), req(1, 1, 1, 10, 1)};
-    pts[1].requests = {req(0, 1, 1, 40, 1), req(1, 1, 1, 40, 1)};
+    pts[0].requests = {measured_req(0, 1, 1, 10, 1), measured_req(1, 1, 1, 10, 1)};
+    pts[1].requests = {measured_req(0, 1, 1, 40, 1), measured_req(1, 1, 1, 40, 1)};
     ServeRequest bad;
     bad.error = "HTTP 500";
     bad.e2e_ns = 1;  // a failed request's E2E is not a latency

@@ -14,7 +14,7 @@
 namespace sb {
 namespace {
 
-constexpr int64_t kMs = 1'000'000;
+using sb::test::kMs;
 
 // Points of 4 requests, 8 prompt tokens, 3 output tokens: with the default script a request's
 // TTFT is 10 ms + 8 x 100 us = 10.8 ms, then a token every 10 ms: E2E 30.8 ms.

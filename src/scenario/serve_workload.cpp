@@ -13,7 +13,7 @@ namespace sb {
 
 namespace {
 
-std::string_view trim(std::string_view s) {
+std::string_view trim_space(std::string_view s) {
     while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front())))
         s.remove_prefix(1);
     while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back())))
@@ -23,7 +23,7 @@ std::string_view trim(std::string_view s) {
 
 // A whole decimal count, nothing else.
 std::optional<int64_t> count_of(std::string_view s) {
-    s = trim(s);
+    s = trim_space(s);
     int64_t v = 0;
     const auto r = std::from_chars(s.data(), s.data() + s.size(), v);
     if (s.empty() || r.ec != std::errc() || r.ptr != s.data() + s.size())
@@ -74,7 +74,7 @@ std::vector<std::pair<int64_t, int64_t>> parse_lengths_csv(const std::string& te
     bool first = true;
     while (std::getline(in, line)) {
         ++no;
-        const std::string_view l = trim(line);
+        const std::string_view l = trim_space(line);
         if (l.empty() || l.front() == '#')
             continue;
         const auto comma = l.find(',');

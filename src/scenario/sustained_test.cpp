@@ -63,8 +63,8 @@ TEST(TraceOpsRounds, ARoundCarriesItsTracedPassOnlyWhenChosen) {
 
 namespace {
 
-constexpr int64_t kMs = 1'000'000;
-constexpr int64_t kUs = 1'000;
+using sb::test::kMs;
+using sb::test::kUs;
 
 TestConfig workload() {
     TestConfig c;

@@ -2,6 +2,7 @@
 // the clocks it is given: a simulated run clock and a wall clock at a fixed offset from it, so
 // that every wait ends at its deadline, or when the log grows, exactly, without real waiting.
 #include "scenario/telemetry_log.hpp"
+#include "scenario/test_util.hpp"
 
 #include <gtest/gtest.h>
 
@@ -15,7 +16,7 @@ using namespace sb;
 
 namespace {
 
-constexpr int64_t kS = 1'000'000'000;
+using sb::test::kS;
 // The wall clock at the run clock's 0: 2026-01-15 12:00:00 UTC, far from a change of daylight
 // saving time in any zone.
 constexpr int64_t kWallAtZero = 1'768'478'400 * kS;

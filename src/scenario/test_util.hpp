@@ -19,6 +19,11 @@
 
 namespace sb::test {
 
+// Nanoseconds in a microsecond, a millisecond, a second: the units of the scripted clocks.
+inline constexpr int64_t kUs = 1'000;
+inline constexpr int64_t kMs = 1'000'000;
+inline constexpr int64_t kS = 1'000'000'000;
+
 // A fresh directory under the temporary folder, removed with everything in it at the end.
 class TempDir {
   public:

@@ -66,7 +66,7 @@ std::string integrity(const std::string& path) {
     return verdict;
 }
 
-void raw_sql(const std::string& path, const std::string& sql) {
+void fuzz_raw_sql(const std::string& path, const std::string& sql) {
     sqlite3* db = nullptr;
     if (sqlite3_open(path.c_str(), &db) == SQLITE_OK)
         sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr);
@@ -120,7 +120,7 @@ void damage(std::mt19937_64& rng, const std::string& path, std::string& what) {
                 "[-4]}}]}",
                 "{\"schema\": \"stagebench.result\", \"schema_version\": 99}"};
             const std::string t = texts[rng() % texts.size()];
-            raw_sql(path, "UPDATE documents SET json = '" + t + "' WHERE id = 1");
+            fuzz_raw_sql(path, "UPDATE documents SET json = '" + t + "' WHERE id = 1");
             what = "document #1 rewritten (" + std::to_string(t.size()) + " bytes)";
             break;
         }
@@ -133,7 +133,7 @@ void damage(std::mt19937_64& rng, const std::string& path, std::string& what) {
                 "UPDATE documents SET json = NULL WHERE id = 2",
                 "UPDATE documents SET models = '[[[[' WHERE id = 1"};
             what = sql[rng() % sql.size()];
-            raw_sql(path, what);
+            fuzz_raw_sql(path, what);
         }
     }
 }

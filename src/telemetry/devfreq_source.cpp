@@ -14,7 +14,7 @@
 namespace sb {
 namespace {
 
-struct Item {
+struct DevfreqItem {
     std::string path;
     Metric metric;
     double scale = 1, lo = 0, hi = 0;
@@ -23,7 +23,7 @@ struct Item {
 
 class FileSource : public Source {
   public:
-    FileSource(std::string name, std::vector<Item> items, std::string cls = "gpu_devfreq")
+    FileSource(std::string name, std::vector<DevfreqItem> items, std::string cls = "gpu_devfreq")
         : name_(std::move(name)), items_(std::move(items)), class_(std::move(cls)) {}
     std::string name() const override { return name_; }
     std::string source_class() const override { return class_; }
@@ -57,19 +57,19 @@ class FileSource : public Source {
 
   private:
     std::string name_;
-    std::vector<Item> items_;
+    std::vector<DevfreqItem> items_;
     std::string class_;
 };
 
 constexpr double kMaxKhz = 1e8;
 
 // Adds a metric for path when the file exists.
-void add(std::vector<Item>& items, const std::string& path, const std::string& sensor,
+void add(std::vector<DevfreqItem>& items, const std::string& path, const std::string& sensor,
          const std::string& field, Quantity q, double scale, double lo, double hi,
          bool leading = false) {
     if (!sysfs::exists(path))
         return;
-    Item it;
+    DevfreqItem it;
     it.path = path;
     it.metric.sensor = sensor;
     it.metric.name = sensor + "." + field;
@@ -89,7 +89,7 @@ void discover_gpu_devfreq(const std::string& root, Discovery& d) {
     std::string mali_devfreq;
     {
         const std::string k = root + "/class/kgsl/kgsl-3d0";
-        std::vector<Item> items;
+        std::vector<DevfreqItem> items;
         const std::string s = "gpu.kgsl-3d0";
         if (sysfs::exists(k + "/gpuclk")) {
             add(items, k + "/gpuclk", s, "cur_freq_khz", Quantity::frequency, 1e-3, 0, kMaxKhz);
@@ -117,7 +117,7 @@ void discover_gpu_devfreq(const std::string& root, Discovery& d) {
         const std::string m = root + "/class/misc/mali0/device/devfreq";
         auto devs = sysfs::list_dir(m);
         if (!devs.empty()) {
-            std::vector<Item> items;
+            std::vector<DevfreqItem> items;
             mali_devfreq = devs.front();
             const std::string p = m + "/" + mali_devfreq, s = "gpu.mali0";
             add(items, p + "/cur_freq", s, "cur_freq_khz", Quantity::frequency, 1e-3, 0, kMaxKhz);
@@ -136,7 +136,7 @@ void discover_gpu_devfreq(const std::string& root, Discovery& d) {
             continue;
         if (mali && (dev == mali_devfreq || dev.find("mali") != std::string::npos))
             continue;
-        std::vector<Item> items;
+        std::vector<DevfreqItem> items;
         const std::string p = g + "/" + dev, s = "devfreq." + sysfs::sanitize(dev);
         add(items, p + "/cur_freq", s, "cur_freq_khz", Quantity::frequency, 1e-3, 0, kMaxKhz);
         add(items, p + "/min_freq", s, "min_freq_khz", Quantity::frequency, 1e-3, 0, kMaxKhz);
@@ -160,7 +160,7 @@ void discover_gpu_drm(const std::string& root, Discovery& d) {
             card.find_first_not_of("0123456789", 4) != std::string::npos)
             continue;
         const std::string c = drm + "/" + card, s = "gpu.drm-" + card;
-        std::vector<Item> items;
+        std::vector<DevfreqItem> items;
         add(items, c + "/device/gpu_busy_percent", s, "busy_pct", Quantity::percent, 1, 0, 100);
         add(items, c + "/device/mem_busy_percent", s, "mem_busy_pct", Quantity::percent, 1, 0, 100);
         // i915 (the hardware's frequency first: the requested one may differ under a limit)

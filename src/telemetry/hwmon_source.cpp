@@ -18,7 +18,7 @@
 namespace sb {
 namespace {
 
-struct Item {
+struct HwmonItem {
     std::string path;  // empty for derived metrics
     Metric metric;
     double scale = 1, lo = 0, hi = 0;
@@ -27,7 +27,7 @@ struct Item {
 
 class HwmonSource : public Source {
   public:
-    HwmonSource(std::string chip, std::vector<Item> items)
+    HwmonSource(std::string chip, std::vector<HwmonItem> items)
         : chip_(std::move(chip)), items_(std::move(items)) {}
     std::string name() const override { return "hwmon." + chip_; }
     std::string source_class() const override { return "hwmon"; }
@@ -56,7 +56,7 @@ class HwmonSource : public Source {
 
   private:
     std::string chip_;
-    std::vector<Item> items_;
+    std::vector<HwmonItem> items_;
 };
 
 struct Channel {
@@ -86,7 +86,7 @@ std::optional<Channel> parse_channel(const std::string& f) {
     return std::nullopt;
 }
 
-std::vector<Item> chip_items(const std::string& dir, const std::string& chip) {
+std::vector<HwmonItem> chip_items(const std::string& dir, const std::string& chip) {
     std::vector<Channel> chans;
     std::set<std::string> files;
     for (const auto& f : sysfs::list_dir(dir))
@@ -114,10 +114,10 @@ std::vector<Item> chip_items(const std::string& dir, const std::string& chip) {
             return "ch" + std::to_string(idx);
         return type + std::to_string(idx);
     };
-    std::vector<Item> items;
+    std::vector<HwmonItem> items;
     std::map<std::string, std::pair<int, int>> rails;  // ina3221 label -> (volt, curr) items
     for (const auto& c : chans) {
-        Item it;
+        HwmonItem it;
         it.path = dir + "/" + c.file;
         std::string label = label_of(c.type, c.index);
         it.metric.sensor = "hwmon." + chip + "." + label;
@@ -161,7 +161,7 @@ std::vector<Item> chip_items(const std::string& dir, const std::string& chip) {
     for (const auto& [label, vc] : rails) {
         if (vc.first < 0 || vc.second < 0)
             continue;
-        Item it;
+        HwmonItem it;
         it.metric.sensor = "hwmon." + chip + "." + label;
         it.metric.name = it.metric.sensor + ".power_mw";
         it.metric.quantity = Quantity::power;

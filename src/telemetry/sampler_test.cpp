@@ -21,7 +21,7 @@ using sb::testing::FakeClock;
 using sb::testing::FixtureCopy;
 using sb::testing::write_atomic;
 
-std::string num(double v) {
+std::string sampled_num(double v) {
     return fmt::format("{:.0f}\n", v);
 }
 
@@ -51,8 +51,10 @@ struct RaplRig {
     std::unique_ptr<Sampler> sampler;
 
     explicit RaplRig(double range_uj, bool with_fake_clock = true) : range(range_uj) {
-        write_atomic(fx.path("class/powercap/intel-rapl:0/max_energy_range_uj"), num(range_uj));
-        write_atomic(fx.path("class/powercap/intel-rapl:1/max_energy_range_uj"), num(range_uj));
+        write_atomic(fx.path("class/powercap/intel-rapl:0/max_energy_range_uj"),
+                     sampled_num(range_uj));
+        write_atomic(fx.path("class/powercap/intel-rapl:1/max_energy_range_uj"),
+                     sampled_num(range_uj));
         Discovery d;
         discover_rapl(fx.root(), d);
         SamplerOptions o;
@@ -64,8 +66,8 @@ struct RaplRig {
     // Sets the time and both counters to energy_uj (wrapped).
     void at(double t_s, double energy_uj) {
         clock.set_s(t_s);
-        write_atomic(pkg, num(std::fmod(energy_uj, range)));
-        write_atomic(psys, num(std::fmod(energy_uj, range)));
+        write_atomic(pkg, sampled_num(std::fmod(energy_uj, range)));
+        write_atomic(psys, sampled_num(std::fmod(energy_uj, range)));
     }
 };
 
@@ -226,7 +228,7 @@ struct BatteryRig {
             o.clock = clock.fn();
         sampler = std::make_unique<Sampler>(std::move(d), o);
     }
-    void power(double mw) { write_atomic(dir + "current_now", num(-mw * 250)); }
+    void power(double mw) { write_atomic(dir + "current_now", sampled_num(-mw * 250)); }
     void at(double t, double mw) {
         clock.set_s(t);
         power(mw);
@@ -302,7 +304,7 @@ TEST(Sampler, TemperatureStartMaxAndTimeWeightedMean) {
     const double temps[] = {40000, 45000, 50000, 42000, 41000};
     for (int k = 0; k < 5; ++k) {
         clock.set_s(k * 0.1);
-        write_atomic(f, num(temps[k]));
+        write_atomic(f, sampled_num(temps[k]));
         s.sample_now();
         if (k == 1) {
             clock.set_s(0.15);

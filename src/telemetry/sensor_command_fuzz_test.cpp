@@ -48,7 +48,7 @@ const std::vector<Behaviour>& behaviours() {
     return b;
 }
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
+double seconds_since_t0(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
@@ -76,7 +76,7 @@ TEST(SensorCommandFuzz, AMisbehavingCommandCostsItsDeadlineAtMostAndIsAbsentWith
         Discovery d;
         auto t0 = std::chrono::steady_clock::now();
         discover_vcgencmd(script, d);
-        EXPECT_LT(seconds_since(t0), at_discovery.overruns ? 7.0 : 5.0);
+        EXPECT_LT(seconds_since_t0(t0), at_discovery.overruns ? 7.0 : 5.0);
         ASSERT_EQ(d.classes.size(), 1u);
         EXPECT_EQ(d.classes[0].found, at_discovery.answers ? 1 : 0);
         if (!at_discovery.answers) {
@@ -88,7 +88,7 @@ TEST(SensorCommandFuzz, AMisbehavingCommandCostsItsDeadlineAtMostAndIsAbsentWith
         std::vector<std::optional<double>> v(1);
         t0 = std::chrono::steady_clock::now();
         d.sources[0]->read(0, v);
-        EXPECT_LT(seconds_since(t0), later.overruns ? 7.0 : 5.0);
+        EXPECT_LT(seconds_since_t0(t0), later.overruns ? 7.0 : 5.0);
         if (later.answers) {
             EXPECT_EQ(v[0], static_cast<double>(0x50005));
             EXPECT_TRUE(d.sources[0]->warnings().empty());
@@ -100,7 +100,7 @@ TEST(SensorCommandFuzz, AMisbehavingCommandCostsItsDeadlineAtMostAndIsAbsentWith
         t0 = std::chrono::steady_clock::now();
         d.sources[0]->read(int64_t{2'000'000'000}, v);
         if (later.overruns) {
-            EXPECT_LT(seconds_since(t0), 0.5);
+            EXPECT_LT(seconds_since_t0(t0), 0.5);
         }
     }
 }

@@ -44,11 +44,11 @@ std::vector<std::string_view> tokens_of(std::string_view line) {
 bool starts_with(std::string_view s, std::string_view p) {
     return s.size() >= p.size() && s.substr(0, p.size()) == p;
 }
-bool ends_with(std::string_view s, std::string_view p) {
+bool ends_with_sv(std::string_view s, std::string_view p) {
     return s.size() >= p.size() && s.substr(s.size() - p.size()) == p;
 }
 std::string_view strip_suffix(std::string_view s, std::string_view p) {
-    return ends_with(s, p) ? s.substr(0, s.size() - p.size()) : s;
+    return ends_with_sv(s, p) ? s.substr(0, s.size() - p.size()) : s;
 }
 
 std::optional<double> number(std::string_view s, double lo, double hi) {
@@ -122,7 +122,7 @@ class LineReader {
 
 // "X/YMB" -> used, total (MB); kB for IRAM is not read.
 bool read_memory(LineReader& r, const std::string& sensor, std::string_view tok) {
-    if (!ends_with(tok, "MB"))
+    if (!ends_with_sv(tok, "MB"))
         return false;
     tok = strip_suffix(tok, "MB");
     auto slash = tok.find('/');
@@ -144,7 +144,7 @@ bool read_engine(LineReader& r, const std::string& sensor, std::string_view tok,
                  const std::string& freq_field) {
     const auto at = tok.find('@');
     std::string_view load = tok.substr(0, at);
-    if (!ends_with(load, "%"))
+    if (!ends_with_sv(load, "%"))
         return false;
     auto pct = number(strip_suffix(load, "%"), 0, 100);
     if (!pct)
@@ -153,7 +153,7 @@ bool read_engine(LineReader& r, const std::string& sensor, std::string_view tok,
     if (at == std::string_view::npos)
         return true;
     std::string_view f = tok.substr(at + 1);
-    if (starts_with(f, "[") && ends_with(f, "]")) {
+    if (starts_with(f, "[") && ends_with_sv(f, "]")) {
         auto items = split_list(f.substr(1, f.size() - 2));
         for (std::size_t i = 0; i < items.size(); ++i) {
             auto mhz = number(items[i], 0, kMaxFreqMhz);
@@ -198,7 +198,7 @@ bool read_cpus(LineReader& r, std::string_view tok) {
         if (it != "off") {
             const auto at = it.find('@');
             std::string_view load = it.substr(0, at);
-            if (!ends_with(load, "%"))
+            if (!ends_with_sv(load, "%"))
                 return false;
             pct = number(strip_suffix(load, "%"), 0, 100);
             if (!pct)
@@ -222,7 +222,7 @@ bool read_cpus(LineReader& r, std::string_view tok) {
 // "NAME@T.TC" -> temperature.
 bool read_temp(LineReader& r, std::string_view tok) {
     const auto at = tok.find('@');
-    if (at == std::string_view::npos || at == 0 || !ends_with(tok, "C"))
+    if (at == std::string_view::npos || at == 0 || !ends_with_sv(tok, "C"))
         return false;
     auto v = parse_decimal(tok.substr(at + 1, tok.size() - at - 2));
     if (!v)
@@ -242,7 +242,7 @@ bool read_rail(LineReader& r, std::string_view name, std::string_view tok) {
     if (slash == std::string_view::npos)
         return false;
     std::string_view a = tok.substr(0, slash), b = tok.substr(slash + 1);
-    const bool mw = ends_with(a, "mW") && ends_with(b, "mW");
+    const bool mw = ends_with_sv(a, "mW") && ends_with_sv(b, "mW");
     if (mw) {
         a = strip_suffix(a, "mW");
         b = strip_suffix(b, "mW");
@@ -295,7 +295,7 @@ bool read_line(std::string_view line, TegrastatsLog& log, TegrastatsRow& row,
                 i += 2;  // the allocator's largest free block: not a measurement of the run
             } else if (i < t.size() && t[i] == "(cached" && i + 1 < t.size()) {
                 std::string_view c = strip_suffix(t[i + 1], ")");
-                if (ends_with(c, "MB")) {
+                if (ends_with_sv(c, "MB")) {
                     auto v = number(strip_suffix(c, "MB"), 0, kMaxMemoryMb);
                     if (!v)
                         r.reject();
@@ -602,7 +602,7 @@ TelemetrySection tegrastats_record(const TegrastatsLog& log, const TegrastatsTim
     auto& series = t.series.emplace();
     for (std::size_t m = 0; m < log.metrics.size(); ++m) {
         const Metric& mt = log.metrics[m];
-        if (!with_averages && ends_with(mt.name, ".avg_power_mw"))
+        if (!with_averages && ends_with_sv(mt.name, ".avg_power_mw"))
             continue;
         src.metrics.push_back(mt.name);
         TelemetryMetric tm;
@@ -631,7 +631,7 @@ TelemetrySection tegrastats_record(const TegrastatsLog& log, const TegrastatsTim
 
 std::optional<int64_t> parse_start_time(std::string_view text) {
     bool utc = false;
-    if (ends_with(text, "Z")) {
+    if (ends_with_sv(text, "Z")) {
         utc = true;
         text.remove_suffix(1);
     }
@@ -694,7 +694,7 @@ TegrastatsLogSource::TegrastatsLogSource(const TegrastatsLog& first_read, std::s
                                          std::optional<std::string> rail) {
     std::vector<std::string> rails;
     for (const auto& m : first_read.metrics)
-        if (ends_with(m.name, ".power_mw") && !ends_with(m.name, ".avg_power_mw"))
+        if (ends_with_sv(m.name, ".power_mw") && !ends_with_sv(m.name, ".avg_power_mw"))
             rails.push_back(m.sensor.substr(std::string("tegrastats.").size()));
     if (rail) {
         if (std::find(rails.begin(), rails.end(), *rail) == rails.end()) {
@@ -714,7 +714,7 @@ TegrastatsLogSource::TegrastatsLogSource(const TegrastatsLog& first_read, std::s
                 rail_ = pref;
     }
     for (auto m : first_read.metrics) {
-        if (ends_with(m.name, ".avg_power_mw"))
+        if (ends_with_sv(m.name, ".avg_power_mw"))
             continue;
         m.system_total = !rail_.empty() && m.name == "tegrastats." + rail_ + ".power_mw";
         metrics_.push_back(std::move(m));

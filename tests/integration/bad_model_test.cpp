@@ -29,18 +29,7 @@ namespace tg = sb::testing_gguf;
 
 namespace {
 
-std::size_t lines(const std::string& s) {
-    return static_cast<std::size_t>(std::count(s.begin(), s.end(), '\n'));
-}
-
-std::size_t error_lines(const std::string& s) {
-    std::size_t n = 0;
-    for (size_t at = 0; (at = s.find("stagebench: error: ", at)) != std::string::npos; ++at)
-        ++n;
-    return n;
-}
-
-void expect_bad_input(const Proc& p, const std::string& needle) {
+void expect_bad_model(const Proc& p, const std::string& needle) {
     EXPECT_EQ(p.exit_code, 2) << p.err;
     EXPECT_EQ(error_lines(p.err), 1u) << p.err;
     EXPECT_NE(p.err.find(needle), std::string::npos) << p.err;
@@ -105,7 +94,7 @@ const Models& models() {
     return m;
 }
 
-std::vector<std::string> quick_run(const std::string& model) {
+std::vector<std::string> quick_model_run(const std::string& model) {
     return {"run", "-m", model,     "-p",  "8",      "-n", "2",
             "-r",  "1",  "--membw", "off", "--idle", "0",  "-q"};
 }
@@ -123,26 +112,26 @@ TEST(BadModel, EveryClassIsOneLineAndExit2InEveryCommand) {
     };
     for (const auto& [path, why] : bad) {
         SCOPED_TRACE(path);
-        expect_bad_input(run_sb(quick_run(path), 120), why);
-        expect_bad_input(run_sb({"ops", "-m", path, "-p", "4", "--reps", "1", "--plain-reps", "1",
+        expect_bad_model(run_sb(quick_model_run(path), 120), why);
+        expect_bad_model(run_sb({"ops", "-m", path, "-p", "4", "--reps", "1", "--plain-reps", "1",
                                  "--replay", "0", "-q"},
                                 120),
                          why);
-        expect_bad_input(run_sb({"sustained", "-m", path, "--rounds", "2", "--prompt-tokens", "4",
+        expect_bad_model(run_sb({"sustained", "-m", path, "--rounds", "2", "--prompt-tokens", "4",
                                  "--max-tokens", "2", "--idle", "0", "-q"},
                                 120),
                          why);
-        expect_bad_input(run_sb({"hybrid", "-m", path, "--prefill-device", "CPU", "--decode-device",
+        expect_bad_model(run_sb({"hybrid", "-m", path, "--prefill-device", "CPU", "--decode-device",
                                  "BLAS", "-p", "4", "-n", "2", "-r", "1", "--idle", "0", "-q"},
                                 120),
                          why);
         // The llama-server serve and explain start gets no model that run refuses: refused
         // before it starts, as run refuses it.
-        expect_bad_input(run_sb({"serve", "-m", path, "--concurrency", "1", "--requests", "1", "-p",
+        expect_bad_model(run_sb({"serve", "-m", path, "--concurrency", "1", "--requests", "1", "-p",
                                  "4", "-n", "2", "--idle", "0"},
                                 120),
                          why);
-        expect_bad_input(
+        expect_bad_model(
             run_sb({"explain", "-m", path, "-p", "8", "-n", "2", "-r", "1", "--no-ops", "-q"}, 120),
             why);
     }
@@ -170,15 +159,15 @@ bool process_with(const std::string& text) {
 TEST(BadModel, AVocabularyLlamaCppCannotTokenizeIsRefusedWhereTextIsTokenized) {
     const Models& m = models();
     const std::string why = "adds a BOS token to every text (tokenizer.ggml.add_bos_token)";
-    expect_bad_input(
+    expect_bad_model(
         run_sb({"explain", "-m", m.no_bos, "-p", "8", "-n", "2", "-r", "1", "--no-ops"}, 120), why);
     EXPECT_FALSE(process_with(m.no_bos)) << "a server was left behind";
-    expect_bad_input(run_sb({"serve", "-m", m.no_bos, "--concurrency", "1", "--requests", "1", "-p",
+    expect_bad_model(run_sb({"serve", "-m", m.no_bos, "--concurrency", "1", "--requests", "1", "-p",
                              "4", "-n", "2", "--idle", "0"},
                             120),
                      why);
     EXPECT_FALSE(process_with(m.no_bos)) << "a server was left behind";
-    const Proc run = run_sb(quick_run(m.no_bos), 120);
+    const Proc run = run_sb(quick_model_run(m.no_bos), 120);
     EXPECT_EQ(run.exit_code, 0) << run.err;
 }
 
@@ -188,7 +177,7 @@ TEST(BadModel, ASweepRecordsTheBadModelAndGoesOn) {
     for (const std::string& bad : {m.aligned8, m.no_arch}) {
         SCOPED_TRACE(bad);
         const std::string out = t.file("sweep.json"), db = t.file("sweep.sqlite");
-        auto args = quick_run(m.good + "," + bad + "," + m.good);
+        auto args = quick_model_run(m.good + "," + bad + "," + m.good);
         args.insert(args.end(), {"-o", "json", "--out", out, "--db", db});
         const Proc p = run_sb(args, 300);
         EXPECT_EQ(p.exit_code, 2) << p.err;
@@ -225,7 +214,7 @@ TEST(BadModel, SeededMutationsNeverAbort) {
         SCOPED_TRACE(mu.what);
         const std::string path = t.file("mut" + std::to_string(i) + ".gguf");
         tg::write_mutated(m.good, path, mu);
-        const Proc p = run_sb(quick_run(path), 120);
+        const Proc p = run_sb(quick_model_run(path), 120);
         EXPECT_TRUE(p.exit_code == 0 || p.exit_code == 2) << p.exit_code << "\n" << p.err;
         EXPECT_EQ(p.err.find("llama.cpp stopped"), std::string::npos) << p.err;
         if (p.exit_code == 2) {
@@ -324,7 +313,7 @@ TEST(BadServer, WrongTypesInModelListsAreBadInput) {
         const Proc p = run_sb({"run", "--engine", "http", "--url", server.url(), "-p", "4", "-n",
                                "2", "-r", "1", "--idle", "0", "-q"},
                               60);
-        expect_bad_input(p, "/v1/models");
+        expect_bad_model(p, "/v1/models");
     }
     for (const std::string version : {R"({"version":3})", R"(["0.5"])"}) {
         SCOPED_TRACE(version);
@@ -348,12 +337,12 @@ TEST(BadServer, WrongTypesInModelListsAreBadInput) {
 
 // Holds the store's exclusive lock, as another program writing to it would: not even readers
 // get in while it lasts.
-struct Locker {
-    explicit Locker(const std::string& path) {
+struct ExclusiveLock {
+    explicit ExclusiveLock(const std::string& path) {
         EXPECT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
         EXPECT_EQ(sqlite3_exec(db, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr), SQLITE_OK);
     }
-    ~Locker() {
+    ~ExclusiveLock() {
         sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
         sqlite3_close(db);
     }
@@ -364,13 +353,13 @@ TEST(BadStore, ALockedStoreWaitsThenWritesTheDocumentBesideIt) {
     const Models& m = models();
     TempDir t;
     const std::string db = t.file("busy.sqlite"), out = t.file("busy.json");
-    auto args = quick_run(m.good);
+    auto args = quick_model_run(m.good);
     args.insert(args.end(), {"--db", db, "--db-wait", "6", "--out", out, "-o", "json"});
     const Proc first = run_sb(args, 120);  // makes the store, stores #1
     ASSERT_EQ(first.exit_code, 0) << first.err;
     Proc p;
     {
-        Locker lock(db);
+        ExclusiveLock lock(db);
         p = run_sb(args, 120);
     }
     EXPECT_EQ(p.exit_code, 1) << p.err;
@@ -410,7 +399,7 @@ TEST(BadStore, AStoreThatCannotBeWrittenIsBadInputBeforeMeasuring) {
     const Models& m = models();
     TempDir t;
     const std::string db = t.file("ro.sqlite"), doc = t.file("doc.json");
-    auto args = quick_run(m.good);
+    auto args = quick_model_run(m.good);
     args.insert(args.end(), {"--out", doc});
     ASSERT_EQ(run_sb(args, 120).exit_code, 0);
     ASSERT_EQ(run_sb({"db", "import", "--db", db, doc}).exit_code, 0);
@@ -418,12 +407,12 @@ TEST(BadStore, AStoreThatCannotBeWrittenIsBadInputBeforeMeasuring) {
     const bool immutable = ::geteuid() == 0 && make_immutable(db, true);
     if (::geteuid() == 0 && !immutable)
         GTEST_SKIP() << "root writes read-only files and this file system has no immutable flag";
-    auto with_db = quick_run(m.good);
+    auto with_db = quick_model_run(m.good);
     with_db.insert(with_db.end(), {"--db", db});
     const Proc p = run_sb(with_db, 120);
     if (immutable)
         make_immutable(db, false);
-    expect_bad_input(p, "cannot be written");
+    expect_bad_model(p, "cannot be written");
     EXPECT_EQ(p.err.find("pp8"), std::string::npos) << "measured before refusing: " << p.err;
 }
 
@@ -431,7 +420,7 @@ TEST(BadStore, ADamagedStoreIsOneLineAndExit2) {
     const Models& m = models();
     TempDir t;
     const std::string db = t.file("damaged.sqlite"), doc = t.file("doc.json");
-    auto args = quick_run(m.good);
+    auto args = quick_model_run(m.good);
     args.insert(args.end(), {"--out", doc});
     ASSERT_EQ(run_sb(args, 120).exit_code, 0);
     for (int i = 0; i < 3; ++i)
@@ -443,7 +432,7 @@ TEST(BadStore, ADamagedStoreIsOneLineAndExit2) {
         const std::string junk(std::filesystem::file_size(db) - 4096, '\x5a');
         f.write(junk.data(), static_cast<std::streamsize>(junk.size()));
     }
-    auto run_args = quick_run(m.good);
+    auto run_args = quick_model_run(m.good);
     run_args.insert(run_args.end(), {"--db", db});
     for (const auto& cmd :
          std::vector<std::vector<std::string>>{{"db", "list", "--db", db},
@@ -454,7 +443,7 @@ TEST(BadStore, ADamagedStoreIsOneLineAndExit2) {
         SCOPED_TRACE(cmd[0] + " " + cmd[1]);
         const Proc p = run_sb(cmd, 60);
         EXPECT_EQ(p.exit_code, 2) << p.err;
-        EXPECT_EQ(lines(p.err), 1u) << p.err;
+        EXPECT_EQ(line_count(p.err), 1u) << p.err;
         EXPECT_NE(p.err.find("damaged.sqlite"), std::string::npos) << p.err;
     }
 }
@@ -465,7 +454,7 @@ TEST(BadDocument, EveryReaderRefusesWithOneLineNamingTheFile) {
     const Models& m = models();
     TempDir t;
     const std::string good = t.file("good.json");
-    auto args = quick_run(m.good);
+    auto args = quick_model_run(m.good);
     args.insert(args.end(), {"--out", good});
     ASSERT_EQ(run_sb(args, 120).exit_code, 0);
     const json base = json::parse(read_file(good));
@@ -513,7 +502,7 @@ TEST(BadDocument, EveryReaderRefusesWithOneLineNamingTheFile) {
             SCOPED_TRACE(cmd[0]);
             const Proc p = run_sb(cmd, 60);
             EXPECT_EQ(p.exit_code, 2) << p.err;
-            EXPECT_EQ(lines(p.err), 1u) << p.err;
+            EXPECT_EQ(line_count(p.err), 1u) << p.err;
             EXPECT_NE(p.err.find(b.name), std::string::npos) << p.err;
             EXPECT_NE(p.err.find(b.needle), std::string::npos) << p.err;
         }

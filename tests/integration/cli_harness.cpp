@@ -40,6 +40,30 @@ std::string read_file(const std::string& path) {
     return ss.str();
 }
 
+void write_file(const std::string& path, const std::string& text) {
+    std::ofstream(path, std::ios::binary) << text;
+}
+
+std::size_t line_count(const std::string& s) {
+    return static_cast<std::size_t>(std::count(s.begin(), s.end(), '\n'));
+}
+
+std::size_t error_lines(const std::string& s) {
+    std::size_t n = 0;
+    for (std::size_t at = 0; (at = s.find("stagebench: error: ", at)) != std::string::npos; ++at)
+        ++n;
+    return n;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+std::vector<std::string> with(std::vector<std::string> a, const std::vector<std::string>& more) {
+    a.insert(a.end(), more.begin(), more.end());
+    return a;
+}
+
 pid_t spawn_bg(const std::vector<std::string>& argv, const std::string& log) {
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);

@@ -4,6 +4,8 @@
 // blocking CI.
 #include <sys/types.h>
 
+#include <chrono>
+#include <cstddef>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -41,6 +43,16 @@ int signal_and_wait(pid_t pid, int sig, int timeout_s = 60);
 int wait_exit(pid_t pid, int timeout_s);
 
 std::string read_file(const std::string& path);
+// Writes text to path (replacing it).
+void write_file(const std::string& path, const std::string& text);
+// The number of newlines in s.
+std::size_t line_count(const std::string& s);
+// The number of "stagebench: error: " lines in s.
+std::size_t error_lines(const std::string& s);
+// Seconds of the steady clock since t.
+double seconds_since(std::chrono::steady_clock::time_point t);
+// a followed by more.
+std::vector<std::string> with(std::vector<std::string> a, const std::vector<std::string>& more);
 // The first executable called name on PATH; "" when none.
 std::string on_path(const std::string& name);
 // $SB_CHROMIUM, else the first of chromium, chromium-browser, google-chrome on PATH; "" if none.

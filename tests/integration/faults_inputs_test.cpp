@@ -58,11 +58,6 @@ std::vector<std::string> quick_run(const std::string& model) {
             "-r",  "1",  "--membw", "off", "--telemetry", "off", "-q"};
 }
 
-std::vector<std::string> with(std::vector<std::string> a, const std::vector<std::string>& more) {
-    a.insert(a.end(), more.begin(), more.end());
-    return a;
-}
-
 // The readers of documents, each given file.
 std::vector<std::vector<std::string>> readers(const std::string& file, const TempDir& t) {
     return {{"report", file, "-o", t.file("r.html")},
@@ -76,14 +71,6 @@ std::vector<std::vector<std::string>> readers(const std::string& file, const Tem
 int stored(const std::string& db) {
     const Proc p = run_sb({"db", "list", "--db", db, "-o", "json"});
     return p.exit_code == 0 ? static_cast<int>(json::parse(p.out).size()) : -1;
-}
-
-// The "stagebench: error:" lines of s.
-std::size_t error_lines(const std::string& s) {
-    std::size_t n = 0;
-    for (std::size_t at = 0; (at = s.find("stagebench: error: ", at)) != std::string::npos; ++at)
-        ++n;
-    return n;
 }
 
 // Holds the store's lock, as another program writing to it would: EXCLUSIVE keeps readers out
@@ -118,10 +105,6 @@ std::string utc_stamp(std::time_t t) {
     char s[32];
     std::strftime(s, sizeof s, "%Y%m%dT%H%M%SZ", &tm);
     return s;
-}
-
-double seconds_since(std::chrono::steady_clock::time_point t) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
 }  // namespace

@@ -34,16 +34,11 @@ namespace {
 
 const std::string kFffd = "\xEF\xBF\xBD";
 
-std::vector<std::string> run_args(const std::string& model) {
+std::vector<std::string> fault_run_args(const std::string& model) {
     return {"run", "-m", model, "-p", "8", "-n", "2", "-r", "1", "--membw", "off", "-q"};
 }
 
-std::vector<std::string> with(std::vector<std::string> a, const std::vector<std::string>& more) {
-    a.insert(a.end(), more.begin(), more.end());
-    return a;
-}
-
-void expect_one_line_error(const Proc& p, int code, const std::string& needle) {
+void expect_fault_error(const Proc& p, int code, const std::string& needle) {
     EXPECT_EQ(p.exit_code, code) << p.err;
     EXPECT_EQ(std::count(p.err.begin(), p.err.end(), '\n'), 1) << p.err;
     EXPECT_EQ(p.err.rfind("stagebench: error: ", 0), 0u) << p.err;
@@ -93,10 +88,6 @@ struct FifoReader {
     std::thread thread_;
 };
 
-double seconds_since(std::chrono::steady_clock::time_point t) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
-
 }  // namespace
 
 // A sensor name and values that are not UTF-8 (one cut after 63 bytes, in the middle of a
@@ -110,9 +101,10 @@ TEST(Faults, SensorBytesThatAreNotUtf8KeepTheDocument) {
     std::ofstream(root / "class/thermal/thermal_zone2/temp") << "\xff\xfe\n";
     std::ofstream(root / "class/hwmon/hwmon3/temp1_input") << std::string(63, '7') << "\xC3\xA9\n";
     const std::string out = t.file("r.json");
-    Proc p = run_sb(with(run_args(tiny_model()), {"--sysfs-root", root.string(), "--telemetry",
-                                                  "on", "--idle", "0", "-o", "json", "--out", out}),
-                    300);
+    Proc p = run_sb(
+        with(fault_run_args(tiny_model()), {"--sysfs-root", root.string(), "--telemetry", "on",
+                                            "--idle", "0", "-o", "json", "--out", out}),
+        300);
     ASSERT_EQ(p.exit_code, 0) << p.err;
     const json doc = json::parse(p.out);  // throws on bytes that are not UTF-8
     const json saved = json::parse(read_file(out));
@@ -140,7 +132,7 @@ TEST(Faults, ModelWithoutAGeneralNameStillGetsItsTable) {
     ASSERT_EQ(p.exit_code, 0) << p.err;
     EXPECT_NE(p.out.find("| noname.gguf"), std::string::npos) << p.out;
     EXPECT_NE(p.out.find("tg2"), std::string::npos) << p.out;
-    Proc j = run_sb(with(run_args(model), {"-o", "json"}), 300);
+    Proc j = run_sb(with(fault_run_args(model), {"-o", "json"}), 300);
     ASSERT_EQ(j.exit_code, 0) << j.err;
     EXPECT_TRUE(json::parse(j.out)["models"][0]["name"].is_null());
 }
@@ -148,7 +140,7 @@ TEST(Faults, ModelWithoutAGeneralNameStillGetsItsTable) {
 // Outputs that are not regular files are written in place and stay what they are.
 TEST(Faults, DevicesAndFifosAsOutputsAreWrittenInPlace) {
     TempDir t;
-    Proc p = run_sb(with(run_args(tiny_model()),
+    Proc p = run_sb(with(fault_run_args(tiny_model()),
                          {"--out", "/dev/null", "--trace", "/dev/null", "--telemetry", "off"}),
                     300);
     EXPECT_EQ(p.exit_code, 0) << p.err;
@@ -159,7 +151,7 @@ TEST(Faults, DevicesAndFifosAsOutputsAreWrittenInPlace) {
     const std::string fifo = t.file("out.fifo"), result = t.file("r.json");
     ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
     FifoReader reader(fifo);
-    p = run_sb(with(run_args(tiny_model()), {"--out", fifo, "--telemetry", "off"}), 300);
+    p = run_sb(with(fault_run_args(tiny_model()), {"--out", fifo, "--telemetry", "off"}), 300);
     const std::string got = reader.join();
     EXPECT_EQ(p.exit_code, 0) << p.err;
     EXPECT_TRUE(is_fifo(fifo));
@@ -205,11 +197,11 @@ TEST(Faults, ADirectoryAsAnOutputIsBadInput) {
     const std::string dir = t.file("d");
     fs::create_directory(dir);
     const auto start = std::chrono::steady_clock::now();
-    expect_one_line_error(run_sb(with(run_args(tiny_model()), {"--out", dir}), 120), 2,
-                          "is a directory");
-    expect_one_line_error(run_sb(with(run_args(tiny_model()), {"--trace", dir}), 120), 2,
-                          "is a directory");
-    expect_one_line_error(run_sb({"synth", "--preset", "tiny", "-o", dir}), 2, "is a directory");
+    expect_fault_error(run_sb(with(fault_run_args(tiny_model()), {"--out", dir}), 120), 2,
+                       "is a directory");
+    expect_fault_error(run_sb(with(fault_run_args(tiny_model()), {"--trace", dir}), 120), 2,
+                       "is a directory");
+    expect_fault_error(run_sb({"synth", "--preset", "tiny", "-o", dir}), 2, "is a directory");
     EXPECT_LT(seconds_since(start), 60);
     EXPECT_TRUE(fs::is_directory(dir));
 }
@@ -221,7 +213,7 @@ TEST(Faults, AFifoWithoutAReaderCostsNoMeasurement) {
     const std::string fifo = t.file("out.fifo"), db = t.file("r.sqlite");
     ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
     const auto start = std::chrono::steady_clock::now();
-    Proc p = run_sb(with(run_args(tiny_model()),
+    Proc p = run_sb(with(fault_run_args(tiny_model()),
                          {"--out", fifo, "--db", db, "-o", "json", "--telemetry", "off"}),
                     120);
     EXPECT_LT(seconds_since(start), 60);
@@ -245,12 +237,12 @@ TEST(Faults, FifosAsInputsAreRefusedAtOnce) {
     const std::string fifo = t.file("in.fifo");
     ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
     const auto start = std::chrono::steady_clock::now();
-    expect_one_line_error(run_sb(run_args(fifo), 30), 2, fifo);
-    expect_one_line_error(run_sb({"import", "hexagon-profile", fifo}, 30), 2, "FIFO");
-    expect_one_line_error(run_sb({"report", fifo, "-o", t.file("r.html")}, 30), 2, "FIFO");
-    expect_one_line_error(run_sb({"trace", fifo}, 30), 2, "FIFO");
-    expect_one_line_error(run_sb({"compare", fifo, fifo}, 30), 2, "FIFO");
-    Proc db = run_sb(with(run_args(tiny_model()), {"--db", fifo}), 30);
+    expect_fault_error(run_sb(fault_run_args(fifo), 30), 2, fifo);
+    expect_fault_error(run_sb({"import", "hexagon-profile", fifo}, 30), 2, "FIFO");
+    expect_fault_error(run_sb({"report", fifo, "-o", t.file("r.html")}, 30), 2, "FIFO");
+    expect_fault_error(run_sb({"trace", fifo}, 30), 2, "FIFO");
+    expect_fault_error(run_sb({"compare", fifo, fifo}, 30), 2, "FIFO");
+    Proc db = run_sb(with(fault_run_args(tiny_model()), {"--db", fifo}), 30);
     EXPECT_EQ(db.exit_code, 2) << db.err;
     EXPECT_NE(db.err.find("not a regular file"), std::string::npos) << db.err;
     EXPECT_LT(seconds_since(start), 60);
@@ -497,9 +489,9 @@ TEST(Faults, AnRpcServerClaimingBillionsOfDevicesIsBadInput) {
               "--rounds", "1", "--prompt-tokens", "8", "--max-tokens", "2", "-q"},
              {"devices", "--rpc", liar.endpoint()}}) {
         SCOPED_TRACE(args[0]);
-        expect_one_line_error(run_sb(args, 60), 2,
-                              "RPC server " + liar.endpoint() +
-                                  " reports 4294967295 devices (at most 16 can be used");
+        expect_fault_error(run_sb(args, 60), 2,
+                           "RPC server " + liar.endpoint() +
+                               " reports 4294967295 devices (at most 16 can be used");
     }
 }
 
@@ -507,22 +499,22 @@ TEST(Faults, AnRpcServerClaimingBillionsOfDevicesIsBadInput) {
 // the first graph) and a device that cannot run whole graphs are refused at once.
 TEST(Faults, RpcServerRefusesWhatItCannotServe) {
     for (const char* t : {"100000", "513", "-1"})
-        expect_one_line_error(run_sb({"rpc-server", "-p", "1", "-t", t}, 30), 2, "out of range");
+        expect_fault_error(run_sb({"rpc-server", "-p", "1", "-t", t}, 30), 2, "out of range");
     // llama.cpp's server binds IPv4 addresses only: a name or an IPv6 address made it print a
     // line and return (exit 1).
     for (const char* h : {"localhost", "::1", "[::1]"})
-        expect_one_line_error(run_sb({"rpc-server", "-H", h, "-p", "50052"}, 30), 2,
-                              "llama.cpp's RPC server listens on an IPv4 address only");
+        expect_fault_error(run_sb({"rpc-server", "-H", h, "-p", "50052"}, 30), 2,
+                           "llama.cpp's RPC server listens on an IPv4 address only");
     // An IPv6 endpoint stopped llama.cpp's client (SIGABRT) once something answered there.
     for (const char* e : {"::1:50052", "[::1]:50052"})
-        expect_one_line_error(run_sb({"devices", "--rpc", e}, 30), 2,
-                              "llama.cpp's RPC client connects over IPv4 only");
+        expect_fault_error(run_sb({"devices", "--rpc", e}, 30), 2,
+                           "llama.cpp's RPC client connects over IPv4 only");
     // BLAS (when this llama.cpp has it) runs some ops beside the CPU, never a whole graph.
     Proc devices = run_sb({"devices"}, 60);
     if (devices.out.find("BLAS") != std::string::npos)
-        expect_one_line_error(run_sb({"rpc-server", "-p", "1", "-d", "BLAS"}, 30), 2,
-                              "-d BLAS: an accelerator that runs only some ops beside the CPU "
-                              "cannot serve whole graphs");
+        expect_fault_error(run_sb({"rpc-server", "-p", "1", "-d", "BLAS"}, 30), 2,
+                           "-d BLAS: an accelerator that runs only some ops beside the CPU "
+                           "cannot serve whole graphs");
 }
 
 namespace {
@@ -561,9 +553,10 @@ TEST(Faults, ASensorCommandThatHangsOrFloodsCostsItsDeadlineOnly) {
         EXPECT_NE(s.out.find("within 2 s"), std::string::npos) << s.out;
 
         start = std::chrono::steady_clock::now();
-        Proc r = run_sb(with(run_args(tiny_model()), {"--sysfs-root", pi.root(), "--telemetry",
-                                                      "on", "--idle", "0", "-o", "json"}),
-                        300);
+        Proc r = run_sb(
+            with(fault_run_args(tiny_model()),
+                 {"--sysfs-root", pi.root(), "--telemetry", "on", "--idle", "0", "-o", "json"}),
+            300);
         EXPECT_LT(seconds_since(start), 120);
         ASSERT_EQ(r.exit_code, 0) << r.err;
         const json doc = json::parse(r.out);
@@ -647,7 +640,7 @@ TEST(Faults, RpcRepliesFuzz) {
         EXPECT_LT(seconds_since(start), 45);
         EXPECT_TRUE(p.exit_code == 0 || p.exit_code == 2) << p.exit_code << "\n" << p.err;
         if (p.exit_code == 2)
-            expect_one_line_error(p, 2, "RPC server " + server.endpoint());
+            expect_fault_error(p, 2, "RPC server " + server.endpoint());
     }
 }
 
@@ -700,6 +693,6 @@ TEST(Faults, ServeOnAModelLlamaCppRefusesIsOneLineAndExit2) {
                                      {}});
     Proc p = run_sb(
         {"serve", "-m", bogus, "--concurrency", "1", "--requests", "1", "-p", "8", "-n", "2"}, 120);
-    expect_one_line_error(
-        p, 2, "could not load model '" + bogus + "': unknown model architecture: 'bogus'");
+    expect_fault_error(p, 2,
+                       "could not load model '" + bogus + "': unknown model architecture: 'bogus'");
 }

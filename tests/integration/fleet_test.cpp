@@ -50,10 +50,6 @@ std::string ssh_device(const std::string& name, const LoopbackSshd& s, const std
            (installed ? "stagebench = \"" + stagebench_bin() + "\"\n" : "");
 }
 
-void write(const std::string& path, const std::string& text) {
-    std::ofstream(path) << text;
-}
-
 json store_rows(const std::string& db, const std::string& fleet) {
     // fleet status is the reader a user has; its markdown rows, split.
     Proc p = run_sb({"fleet", "status", "--db", db, "--fleet", fleet});
@@ -87,15 +83,15 @@ json stored_doc(const std::string& db, const std::string& ref) {
     return json::parse(read_file(t.file("d.json")));
 }
 
-const std::vector<std::string> kCommand = {"--", "run", "-m", "",  "-p",      "16",
-                                           "-n", "4",   "-r", "2", "--membw", "off"};
+const std::vector<std::string> kFleetCommand = {"--", "run", "-m", "",  "-p",      "16",
+                                                "-n", "4",   "-r", "2", "--membw", "off"};
 
 std::vector<std::string> fleet_run(const std::string& hosts, const std::string& db,
                                    std::vector<std::string> extra = {}) {
     std::vector<std::string> a = {"fleet", "run", "--hosts", hosts,
                                   "--db",  db,    "--dist",  dist_dir()};
     a.insert(a.end(), extra.begin(), extra.end());
-    for (const auto& w : kCommand)
+    for (const auto& w : kFleetCommand)
         a.push_back(w.empty() ? tiny_model() : w);
     return a;
 }
@@ -104,8 +100,9 @@ TEST(Fleet, TwoSshDevicesFillOneStoreWithTheirIdentitiesAndCompare) {
     TempDir t;
     LoopbackSshd sshd;
     const std::string a = t.file("dev-a"), b = t.file("dev-b");
-    write(t.file("fleet.toml"), "name = \"lab\"\n" + ssh_device("a", sshd, a, sshd.known_hosts()) +
-                                    ssh_device("b", sshd, b, sshd.known_hosts()));
+    write_file(t.file("fleet.toml"), "name = \"lab\"\n" +
+                                         ssh_device("a", sshd, a, sshd.known_hosts()) +
+                                         ssh_device("b", sshd, b, sshd.known_hosts()));
     const std::string db = t.file("lab.sqlite");
     Proc p = run_sb(fleet_run(t.file("fleet.toml"), db), 600);
     ASSERT_EQ(p.exit_code, 0) << p.err;
@@ -180,12 +177,12 @@ TEST(Fleet, TwoSshDevicesFillOneStoreWithTheirIdentitiesAndCompare) {
 TEST(Fleet, OneSshConnectionPerDeviceClosedWhenTheRunEnds) {
     TempDir t;
     LoopbackSshd sshd;
-    write(t.file("lab.toml"), "name = \"lab\"\n" +
-                                  ssh_device("a", sshd, t.file("a"), sshd.known_hosts(), true) +
-                                  ssh_device("b", sshd, t.file("b"), sshd.known_hosts(), true));
-    write(t.file("off.toml"),
-          "name = \"lab\"\n" + ssh_device("a", sshd, t.file("a"), sshd.known_hosts(), true,
-                                          "\"-o\", \"ControlMaster=no\""));
+    write_file(t.file("lab.toml"),
+               "name = \"lab\"\n" + ssh_device("a", sshd, t.file("a"), sshd.known_hosts(), true) +
+                   ssh_device("b", sshd, t.file("b"), sshd.known_hosts(), true));
+    write_file(t.file("off.toml"),
+               "name = \"lab\"\n" + ssh_device("a", sshd, t.file("a"), sshd.known_hosts(), true,
+                                               "\"-o\", \"ControlMaster=no\""));
     // The run's temporary folders go here: none is left behind.
     const std::string tmp = t.file("tmp");
     fs::create_directories(tmp);
@@ -272,12 +269,12 @@ TEST(Fleet, CtrlCClosesTheSharedSshConnection) {
     TempDir t;
     LoopbackSshd sshd;
     const std::string wrapper = t.file("sb-slow");
-    write(wrapper, "#!/bin/sh\nif [ \"$1\" = version ]; then touch '" + t.file("probed") +
-                       "'; sleep 4; fi\nexec '" + stagebench_bin() + "' \"$@\"\n");
+    write_file(wrapper, "#!/bin/sh\nif [ \"$1\" = version ]; then touch '" + t.file("probed") +
+                            "'; sleep 4; fi\nexec '" + stagebench_bin() + "' \"$@\"\n");
     fs::permissions(wrapper, fs::perms::owner_all);
-    write(t.file("lab.toml"), "name = \"lab\"\n" +
-                                  ssh_device("a", sshd, t.file("a"), sshd.known_hosts()) +
-                                  "stagebench = \"" + wrapper + "\"\n");
+    write_file(t.file("lab.toml"), "name = \"lab\"\n" +
+                                       ssh_device("a", sshd, t.file("a"), sshd.known_hosts()) +
+                                       "stagebench = \"" + wrapper + "\"\n");
     const std::string tmp = t.file("tmp");
     fs::create_directories(tmp);
     std::vector<std::string> argv = {"/usr/bin/env", "TMPDIR=" + tmp, stagebench_bin()};
@@ -313,7 +310,7 @@ TEST(Fleet, FaultsAreRecordedPerDeviceAndResumeCompletesTheRest) {
     const bool have_full = ::mount("tmpfs", full.c_str(), "tmpfs", 0, "size=1m") == 0;
     if (have_full)
         inv += ssh_device("full", good, full, good.known_hosts(), true);
-    write(t.file("fleet.toml"), inv);
+    write_file(t.file("fleet.toml"), inv);
     const std::string db = t.file("f.sqlite");
     Proc p = run_sb(fleet_run(t.file("fleet.toml"), db, {"--parallel", "2"}), 600);
     EXPECT_EQ(p.exit_code, 1) << p.err;
@@ -359,9 +356,10 @@ TEST(Fleet, FaultsAreRecordedPerDeviceAndResumeCompletesTheRest) {
 TEST(Fleet, KillingOneDevicesSshdMidRunLeavesItsErrorAndTheOthersComplete) {
     TempDir t;
     LoopbackSshd quick, slow;
-    write(t.file("fleet.toml"),
-          "name = \"mid\"\n" + ssh_device("quick", quick, t.file("q"), quick.known_hosts(), true) +
-              ssh_device("slow", slow, t.file("s"), slow.known_hosts(), true));
+    write_file(t.file("fleet.toml"),
+               "name = \"mid\"\n" +
+                   ssh_device("quick", quick, t.file("q"), quick.known_hosts(), true) +
+                   ssh_device("slow", slow, t.file("s"), slow.known_hosts(), true));
     const std::string db = t.file("m.sqlite");
     // Both devices run some seconds of rounds side by side (20: a second or more where a round
     // takes 70 ms, while slow's is seen running within 0.1 s); slow's sshd dies once its
@@ -416,8 +414,9 @@ TEST(Fleet, KillingOneDevicesSshdMidRunLeavesItsErrorAndTheOthersComplete) {
 // failure.
 TEST(Fleet, TimeoutInterruptsTheCommandThereAndKeepsWhatItMeasured) {
     TempDir t;
-    write(t.file("slow.toml"), "[[device]]\nname = \"here\"\ntransport = \"local\"\nworkdir = \"" +
-                                   t.file("w") + "\"\n");
+    write_file(
+        t.file("slow.toml"),
+        "[[device]]\nname = \"here\"\ntransport = \"local\"\nworkdir = \"" + t.file("w") + "\"\n");
     const std::string db = t.file("slow.sqlite");
     Proc p = run_sb({"fleet",
                      "run",
@@ -463,13 +462,13 @@ TEST(Fleet, TimeoutInterruptsAJobThereAndItsResultsFolderComesBack) {
     fs::create_directories(jobs);
     for (int i = 0; i < 9; ++i) {
         const std::string f = jobs + "/00000000000000" + std::to_string(10 + i) + ".tar.gz";
-        write(f, "old");
+        write_file(f, "old");
         fs::last_write_time(f, fs::file_time_type::clock::now() - std::chrono::hours(24 + i));
     }
     const std::string model = t.file("own-tiny.gguf");
     fs::copy_file(tiny_model(), model);
-    write(t.file("slow.toml"),
-          "name = \"slow\"\n" + ssh_device("far", sshd, t.file("far"), sshd.known_hosts(), true));
+    write_file(t.file("slow.toml"), "name = \"slow\"\n" + ssh_device("far", sshd, t.file("far"),
+                                                                     sshd.known_hosts(), true));
     const std::string db = t.file("slow.sqlite");
     Proc p = run_sb({"fleet",
                      "run",
@@ -535,7 +534,7 @@ TEST(Fleet, DeviceFoldersKeepTheLastUsedJobsResultsAndCopies) {
     };
     auto marked = [&](const std::string& d, const std::string& mark, int hours) {
         fs::create_directories(d);
-        write(d + "/" + mark, "");
+        write_file(d + "/" + mark, "");
         age(d + "/" + mark, hours);
     };
     // Three old ones of each, 24 h (...10) to 26 h (...12) old, and what must stay.
@@ -547,7 +546,7 @@ TEST(Fleet, DeviceFoldersKeepTheLastUsedJobsResultsAndCopies) {
     fs::create_directories(jobs + "/00000000000000aa");  // being unpacked: no .ok
     fs::create_directories(copies + "/00000000000000aa");
     fs::create_directories(results + "/19990101T000000Z-2");  // never came back: no .fetched
-    write(results + "/19990101T000000Z-2/stderr.log", "lost\n");
+    write_file(results + "/19990101T000000Z-2/stderr.log", "lost\n");
     // models/: three models synthesised there and three copies of releases before jobs, 24 h
     // to 26 h old; one being synthesised (.part).
     fs::create_directories(models);
@@ -555,14 +554,14 @@ TEST(Fleet, DeviceFoldersKeepTheLastUsedJobsResultsAndCopies) {
         for (const std::string& f :
              {models + "/synth-old" + std::to_string(i) + "-0.1.0.gguf",
               models + "/00000000000000" + std::to_string(10 + i) + "-tiny.gguf"}) {
-            write(f, "old");
+            write_file(f, "old");
             age(f, 24 + i);
         }
-    write(models + "/synth-new-0.1.0.gguf.part", "");
+    write_file(models + "/synth-new-0.1.0.gguf.part", "");
     for (const auto& d : {jobs, copies, results, models})
-        write(d + "/notes.txt", "mine");
-    write(t.file("lab.toml"),
-          "name = \"lab\"\n" + ssh_device("a", sshd, dev, sshd.known_hosts(), true));
+        write_file(d + "/notes.txt", "mine");
+    write_file(t.file("lab.toml"),
+               "name = \"lab\"\n" + ssh_device("a", sshd, dev, sshd.known_hosts(), true));
     const std::string model_b = t.file("other-tiny.gguf");
     fs::copy_file(tiny_model(), model_b);
     auto fleet = [&](const std::string& model) {
@@ -676,7 +675,7 @@ TEST(Fleet, LocalDeviceDocumentsAndSynthesisedModelsKeepTheLastUsed) {
         const std::string doc = results + "/lab-here-100000000" + std::to_string(i) + "-1.json";
         const std::string model = models + "/synth-old" + std::to_string(i) + "-0.1.0.gguf";
         for (const auto& f : {doc, model}) {
-            write(f, "{}");
+            write_file(f, "{}");
             age(f, 24 + i);
         }
     }
@@ -684,16 +683,16 @@ TEST(Fleet, LocalDeviceDocumentsAndSynthesisedModelsKeepTheLastUsed) {
     for (const auto& f : {results + "/lab-there-1000000000-1.json", results + "/notes.json",
                           results + "/lab-here-2-1000000000-1.json",
                           models + "/synth-new-0.1.0.gguf.part", models + "/notes.txt"})
-        write(f, "");
+        write_file(f, "");
     for (const auto& [name, hours] : {std::pair<std::string, int>{"synth-tiny-2-0.1.0.gguf", 48},
                                       {"synth-tiny-1-0.1.0.gguf", 47}}) {
         fs::copy_file(tiny_model(), models + "/" + name);
         age(models + "/" + name, hours);
     }
-    write(t.file("lab.toml"),
-          "name = \"lab\"\n[[device]]\nname = \"here\"\ntransport = "
-          "\"local\"\nworkdir = \"" +
-              w + "\"\n");
+    write_file(t.file("lab.toml"),
+               "name = \"lab\"\n[[device]]\nname = \"here\"\ntransport = "
+               "\"local\"\nworkdir = \"" +
+                   w + "\"\n");
     auto fleet = [&] {
         return run_sb({"fleet",   "run",
                        "--hosts", t.file("lab.toml"),
@@ -753,22 +752,22 @@ TEST(Fleet, ExecDeviceCopiesKeepTheLastUsed) {
     // behind a wrapper; the prefix is env.
     const std::string dist = t.file("dist");
     fs::create_directories(dist);
-    write(dist + "/stagebench-agent-armv8.6", "#!/bin/sh\nexit 1\n");
-    write(dist + "/stagebench-agent-armv8.2",
-          "#!/bin/sh\nexec '" + stagebench_bin() + "' \"$@\"\n");
+    write_file(dist + "/stagebench-agent-armv8.6", "#!/bin/sh\nexit 1\n");
+    write_file(dist + "/stagebench-agent-armv8.2",
+               "#!/bin/sh\nexec '" + stagebench_bin() + "' \"$@\"\n");
     const std::string copies = t.file("w/sb");
     for (int i = 0; i < 3; ++i) {
         const std::string d = copies + "/00000000000000" + std::to_string(10 + i);
         fs::create_directories(d);
-        write(d + "/.ok", "");
+        write_file(d + "/.ok", "");
         fs::last_write_time(d + "/.ok",
                             fs::file_time_type::clock::now() - std::chrono::hours(24 + i));
     }
     fs::create_directories(copies + "/00000000000000aa");  // being copied: no .ok
-    write(t.file("exec.toml"),
-          "[[device]]\nname = \"emu\"\ntransport = \"exec\"\nprefix = "
-          "[\"env\"]\nworkdir = \"" +
-              t.file("w") + "\"\n");
+    write_file(t.file("exec.toml"),
+               "[[device]]\nname = \"emu\"\ntransport = \"exec\"\nprefix = "
+               "[\"env\"]\nworkdir = \"" +
+                   t.file("w") + "\"\n");
     auto fleet = [&](const std::string& keep) {
         return run_sb({"fleet",   "run",
                        "--hosts", t.file("exec.toml"),
@@ -809,7 +808,7 @@ TEST(Fleet, ExecDeviceCopiesKeepTheLastUsed) {
     for (int i = 0; i < 2; ++i) {
         const std::string d = copies + "/00000000000000" + std::to_string(20 + i);
         fs::create_directories(d);
-        write(d + "/.ok", "");
+        write_file(d + "/.ok", "");
         fs::last_write_time(d + "/.ok",
                             fs::file_time_type::clock::now() - std::chrono::hours(20 + 2 * i));
     }
@@ -826,16 +825,16 @@ TEST(Fleet, AdbDevicesThroughTheStandIn) {
     TempDir t;
     const std::string root = t.file("adb");
     fs::create_directories(root + "/FAKE1");
-    write(root + "/FAKE1/props",
-          "ro.product.model=Pixel 8\nro.build.version.release=14\nro.soc.model=Tensor G3\n");
+    write_file(root + "/FAKE1/props",
+               "ro.product.model=Pixel 8\nro.build.version.release=14\nro.soc.model=Tensor G3\n");
     ::setenv("FAKE_ADB_ROOT", root.c_str(), 1);
     ::setenv("STAGEBENCH_ADB", (std::string(SB_SOURCE_DIR) + "/tests/fleet/fake-adb").c_str(), 1);
-    write(t.file("phones.toml"),
-          "[[device]]\nname = \"pixel\"\ntransport = \"adb://FAKE1\"\n"
-          "workdir = \"" +
-              t.file("phone") + "\"\nstagebench = \"" + stagebench_bin() +
-              "\"\n[[device]]\nname = \"gone\"\n"
-              "transport = \"adb://NOPE\"\n");
+    write_file(t.file("phones.toml"),
+               "[[device]]\nname = \"pixel\"\ntransport = \"adb://FAKE1\"\n"
+               "workdir = \"" +
+                   t.file("phone") + "\"\nstagebench = \"" + stagebench_bin() +
+                   "\"\n[[device]]\nname = \"gone\"\n"
+                   "transport = \"adb://NOPE\"\n");
     const std::string db = t.file("p.sqlite");
     Proc p = run_sb(fleet_run(t.file("phones.toml"), db));
     ::unsetenv("STAGEBENCH_ADB");
@@ -919,9 +918,9 @@ int two_free_ports() {
 TEST(Fleet, RpcUpSplitsAModelOverTwoServersAndOpsReportsItsTransfers) {
     TempDir t;
     LoopbackSshd sshd;
-    write(t.file("split.toml"), "[[device]]\nname = \"a\"\ntransport = \"local\"\nworkdir = \"" +
-                                    t.file("a") + "\"\n" +
-                                    ssh_device("b", sshd, t.file("b"), sshd.known_hosts(), true));
+    write_file(t.file("split.toml"),
+               "[[device]]\nname = \"a\"\ntransport = \"local\"\nworkdir = \"" + t.file("a") +
+                   "\"\n" + ssh_device("b", sshd, t.file("b"), sshd.known_hosts(), true));
     const int port = two_free_ports();
     ASSERT_GT(port, 0);
     Proc up = run_sb({"fleet", "rpc", "up", "--hosts", t.file("split.toml"), "--port",
@@ -958,8 +957,8 @@ TEST(Fleet, RpcUpSplitsAModelOverTwoServersAndOpsReportsItsTransfers) {
 
 TEST(Fleet, BadInputIsOneLineAndExitTwo) {
     TempDir t;
-    write(t.file("bad.toml"), "[[device]]\nname = \"x\"\ntransport = \"telnet://x\"\n");
-    write(t.file("ok.toml"), "[[device]]\nname = \"x\"\ntransport = \"local\"\n");
+    write_file(t.file("bad.toml"), "[[device]]\nname = \"x\"\ntransport = \"telnet://x\"\n");
+    write_file(t.file("ok.toml"), "[[device]]\nname = \"x\"\ntransport = \"local\"\n");
     const std::vector<std::vector<std::string>> cases = {
         {"fleet", "run", "--hosts", t.file("bad.toml"), "--", "run", "-m", "m.gguf"},
         {"fleet", "run", "--hosts", t.file("missing.toml"), "--", "run"},
@@ -984,22 +983,22 @@ TEST(Fleet, BadInputIsOneLineAndExitTwo) {
 TEST(Fleet, CtrlCBeforeTheFirstDeviceMeasuresIsExitOneAndRunsNothing) {
     TempDir t;
     const std::string wrapper = t.file("sb-slow");
-    write(wrapper,
-          "#!/bin/sh\n"
-          "if [ \"$1\" = version ]; then touch '" +
-              t.file("probed") +
-              "'; sleep 4; fi\n"
-              "if [ \"$1\" = run ]; then touch '" +
-              t.file("ran") + "'; fi\nexec '" + stagebench_bin() + "' \"$@\"\n");
+    write_file(wrapper,
+               "#!/bin/sh\n"
+               "if [ \"$1\" = version ]; then touch '" +
+                   t.file("probed") +
+                   "'; sleep 4; fi\n"
+                   "if [ \"$1\" = run ]; then touch '" +
+                   t.file("ran") + "'; fi\nexec '" + stagebench_bin() + "' \"$@\"\n");
     fs::permissions(wrapper, fs::perms::owner_all);
-    write(t.file("here.toml"),
-          "[[device]]\nname = \"here\"\ntransport = \"local\"\n"
-          "stagebench = \"" +
-              wrapper + "\"\n");
+    write_file(t.file("here.toml"),
+               "[[device]]\nname = \"here\"\ntransport = \"local\"\n"
+               "stagebench = \"" +
+                   wrapper + "\"\n");
     std::vector<std::string> argv = {
         stagebench_bin(), "fleet",           "run", "--hosts", t.file("here.toml"),
         "--db",           t.file("f.sqlite")};
-    for (const auto& w : kCommand)
+    for (const auto& w : kFleetCommand)
         argv.push_back(w.empty() ? tiny_model() : w);
     const pid_t pid = spawn_bg(argv, t.file("log"));
     const bool probed = [&] {

@@ -14,6 +14,7 @@
 
 #include "cli_harness.hpp"
 #include "core/result.hpp"
+#include "doc_stats.hpp"
 #include "engine/backends.hpp"
 #include "engine/llama_engine.hpp"
 #include "scenario/stage_sweep.hpp"
@@ -22,16 +23,11 @@
 namespace {
 
 using nlohmann::json;
+using sbtest::median_of;
 using sbtest::Proc;
 using sbtest::RpcServer;
 using sbtest::TempDir;
 using sbtest::tiny_model;
-
-double median_of(const json& v) {
-    std::vector<double> x = v.get<std::vector<double>>();
-    std::sort(x.begin(), x.end());
-    return x.size() % 2 ? x[x.size() / 2] : (x[x.size() / 2 - 1] + x[x.size() / 2]) / 2;
-}
 
 // ---- The state transfer continues the same sequence ------------------------------------------
 // What `hybrid` does between its stages (LlamaEngine::save_state on the prefill engine,

@@ -19,10 +19,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-void write(const std::string& path, const std::string& text) {
-    std::ofstream(path, std::ios::binary) << text;
-}
-
 // What junitparser read from the file (junit_read.py's JSON); fails the test when it could not.
 json junit(const std::string& path) {
     const Proc p = run(
@@ -43,13 +39,6 @@ const json& case_named(const json& suite, const std::string& name) {
 
 double number(const json& c, const std::string& property) {
     return std::stod(c["properties"].at(property).get<std::string>());
-}
-
-std::size_t error_lines(const std::string& s) {
-    std::size_t n = 0;
-    for (size_t at = 0; (at = s.find("stagebench: error: ", at)) != std::string::npos; ++at)
-        ++n;
-    return n;
 }
 
 // The one error line's text after "stagebench: error: ".
@@ -140,7 +129,7 @@ TEST(Junit, AJunitFileThatCannotBeWrittenIsRefusedBeforeMeasuring) {
 TEST(Junit, AFailedTestKeepsItsErrorAndTheOthersTheirFigures) {
     TempDir t;
     const std::string bad = t.file("bad\"<model>.gguf");
-    write(bad, "not a GGUF file at all");
+    write_file(bad, "not a GGUF file at all");
     const std::string xml = t.file("junit.xml");
     const Proc p = run_sb({"run", "-m", tiny_model() + "," + bad, "-p", "8", "-n", "2", "-r", "1",
                            "--membw", "off", "--idle", "0", "-q", "--junit", xml});
@@ -271,20 +260,20 @@ TEST(Junit, ServePointsAgainstARealLlamaServer) {
 
 // ---- compare gates on crafted documents: exact verdicts, no noise --------------------------
 
-std::string fixture(const std::string& name) {
+std::string junit_fixture(const std::string& name) {
     return std::string(SB_SOURCE_DIR) + "/tests/fixtures/documents/" + name;
 }
 
 // run2.json (4 repetitions of pp8+tg4) with its rates replaced by these samples.
 std::string crafted_run(const TempDir& t, const std::string& name, std::vector<double> prefill,
                         std::vector<double> decode) {
-    json d = json::parse(read_file(fixture("run2.json")));
+    json d = json::parse(read_file(junit_fixture("run2.json")));
     for (auto& test : d["tests"]) {
         test["prefill"]["tokens_per_s"] = prefill;
         test["decode"]["tokens_per_s"] = decode;
     }
     const std::string path = t.file(name);
-    write(path, d.dump(1));
+    write_file(path, d.dump(1));
     return path;
 }
 
@@ -356,7 +345,7 @@ TEST(CompareGates, NoiseStraddlingTheThresholdIsInconclusiveAndPasses) {
 
 TEST(CompareGates, EnergyPerTokenGate) {
     TempDir t;
-    json d = json::parse(read_file(fixture("run-telemetry.json")));
+    json d = json::parse(read_file(junit_fixture("run-telemetry.json")));
     auto set_j = [](json& doc, double f) {
         double x = 0.01;
         for (auto& test : doc["tests"])
@@ -367,9 +356,9 @@ TEST(CompareGates, EnergyPerTokenGate) {
                 }
     };
     set_j(d, 1.0);
-    write(t.file("base.json"), d.dump());
+    write_file(t.file("base.json"), d.dump());
     set_j(d, 1.3);
-    write(t.file("hungry.json"), d.dump());
+    write_file(t.file("hungry.json"), d.dump());
     const Proc same = run_sb({"compare", t.file("base.json"), t.file("base.json"),
                               "--fail-if-energy", "5%", "-o", "json"});
     EXPECT_EQ(same.exit_code, 0) << same.err;
@@ -387,8 +376,8 @@ TEST(CompareGates, EnergyPerTokenGate) {
         EXPECT_EQ(c["verdict"], "failed") << c;
     }
     // Runs without a meter: the gate has nothing to check, says so, and does not fail.
-    const Proc none =
-        run_sb({"compare", fixture("run2.json"), fixture("run2.json"), "--fail-if-energy", "5%"});
+    const Proc none = run_sb({"compare", junit_fixture("run2.json"), junit_fixture("run2.json"),
+                              "--fail-if-energy", "5%"});
     EXPECT_EQ(none.exit_code, 0) << none.err;
     EXPECT_NE(none.out.find("- fail-if-energy 5%: not checked (no ratio of its metrics in the "
                             "comparison)"),
@@ -400,8 +389,8 @@ TEST(CompareGates, BadThresholdsAreOneUsageLine) {
     for (const std::string bad : {"-3%", "abc", "1e3%", "5", "0%"}) {
         SCOPED_TRACE(bad);
         for (const std::string flag : {"--fail-if-slower", "--fail-if-energy"}) {
-            const Proc p =
-                run_sb({"compare", fixture("run.json"), fixture("run2.json"), flag + "=" + bad});
+            const Proc p = run_sb({"compare", junit_fixture("run.json"), junit_fixture("run2.json"),
+                                   flag + "=" + bad});
             EXPECT_EQ(p.exit_code, 2) << p.err;
             EXPECT_EQ(error_lines(p.err), 1u) << p.err;
             EXPECT_NE(p.err.find(flag + ": expected a percentage above 0% (e.g. 5%)"),
@@ -411,8 +400,8 @@ TEST(CompareGates, BadThresholdsAreOneUsageLine) {
         }
     }
     // As two arguments too.
-    const Proc p =
-        run_sb({"compare", fixture("run.json"), fixture("run2.json"), "--fail-if-slower", "-3%"});
+    const Proc p = run_sb({"compare", junit_fixture("run.json"), junit_fixture("run2.json"),
+                           "--fail-if-slower", "-3%"});
     EXPECT_EQ(p.exit_code, 2) << p.err;
     EXPECT_EQ(error_lines(p.err), 1u) << p.err;
 }
@@ -454,13 +443,13 @@ TEST(CompareGates, RealRunsOfAModelAndOneEightTimesDeeper) {
 TEST(Junit, FleetRunASuitePerDeviceWithItsOutcome) {
     TempDir t;
     // "here" runs; "broken" runs through a prefix that does not exist.
-    write(t.file("lab.toml"),
-          "name = \"lab\"\n[[device]]\nname = \"here\"\ntransport = "
-          "\"local\"\nworkdir = \"" +
-              t.file("w") +
-              "\"\n[[device]]\nname = \"broken\"\ntransport = \"exec\"\n"
-              "prefix = [\"" +
-              t.file("no-such-emulator") + "\"]\nworkdir = \"" + t.file("w2") + "\"\n");
+    write_file(t.file("lab.toml"),
+               "name = \"lab\"\n[[device]]\nname = \"here\"\ntransport = "
+               "\"local\"\nworkdir = \"" +
+                   t.file("w") +
+                   "\"\n[[device]]\nname = \"broken\"\ntransport = \"exec\"\n"
+                   "prefix = [\"" +
+                   t.file("no-such-emulator") + "\"]\nworkdir = \"" + t.file("w2") + "\"\n");
     const std::string xml = t.file("junit.xml");
     const Proc p = run_sb({"fleet",   "run",
                            "--hosts", t.file("lab.toml"),

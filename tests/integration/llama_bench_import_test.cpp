@@ -21,10 +21,6 @@ Proc llama_bench(const std::string& format) {
                600);
 }
 
-void write(const std::string& path, const std::string& text) {
-    std::ofstream(path, std::ios::binary) << text;
-}
-
 TEST(LlamaBenchImport, EveryFormatOfTheLiveLlamaBench) {
     TempDir t;
     for (const std::string format : {"md", "csv", "json", "jsonl", "sql"}) {
@@ -34,7 +30,7 @@ TEST(LlamaBenchImport, EveryFormatOfTheLiveLlamaBench) {
         // As users keep it: the json with llama-bench's and the backends' stderr before it
         // (2>&1), the others as printed.
         const std::string file = t.file("lb." + format);
-        write(file, format == "json" ? b.err + b.out : b.out);
+        write_file(file, format == "json" ? b.err + b.out : b.out);
         const std::string out = t.file("lb-" + format + ".json");
         const Proc p = run_sb({"import", "llama-bench", file, "--out", out, "-o", "json"});
         ASSERT_EQ(p.exit_code, 0) << p.err;
@@ -90,7 +86,7 @@ TEST(LlamaBenchImport, CompareReportAdviseAndDbTakeIt) {
     TempDir t;
     const Proc b = llama_bench("json");
     ASSERT_EQ(b.exit_code, 0) << b.err;
-    write(t.file("lb.json"), b.out);
+    write_file(t.file("lb.json"), b.out);
     Proc p = run_sb(
         {"import", "llama-bench", t.file("lb.json"), "--out", t.file("imp.json"), "-o", "json"});
     ASSERT_EQ(p.exit_code, 0) << p.err;
@@ -137,14 +133,14 @@ TEST(LlamaBenchImport, CompareReportAdviseAndDbTakeIt) {
 
 TEST(LlamaBenchImport, BadFilesAreOneErrorLine) {
     TempDir t;
-    write(t.file("bin"), std::string("\x7f"
-                                     "ELF\x02\x01\x01\0\0\0",
-                                     10));
-    write(t.file("notes.txt"), "llama-bench said it was fast\n");
+    write_file(t.file("bin"), std::string("\x7f"
+                                          "ELF\x02\x01\x01\0\0\0",
+                                          10));
+    write_file(t.file("notes.txt"), "llama-bench said it was fast\n");
     const Proc md = llama_bench("md");
     ASSERT_EQ(md.exit_code, 0) << md.err;
     // The whole table cut off inside its first row: nothing complete.
-    write(t.file("cut.md"), md.out.substr(0, md.out.find("pp8") + 3));
+    write_file(t.file("cut.md"), md.out.substr(0, md.out.find("pp8") + 3));
     for (const std::string f : {"bin", "notes.txt", "cut.md", "missing"}) {
         SCOPED_TRACE(f);
         const Proc p =
@@ -156,7 +152,7 @@ TEST(LlamaBenchImport, BadFilesAreOneErrorLine) {
         EXPECT_FALSE(std::filesystem::exists(t.file(f + ".out.json")));
     }
     // Its second row cut off: the first imported, the second named in a warning.
-    write(t.file("half.md"), md.out.substr(0, md.out.find("tg2") + 8));
+    write_file(t.file("half.md"), md.out.substr(0, md.out.find("tg2") + 8));
     const Proc p = run_sb({"import", "llama-bench", t.file("half.md"), "-o", "json"});
     EXPECT_EQ(p.exit_code, 0) << p.err;
     EXPECT_NE(

@@ -13,10 +13,6 @@ using namespace sbtest;
 
 namespace {
 
-size_t lines(const std::string& s) {
-    return static_cast<size_t>(std::count(s.begin(), s.end(), '\n'));
-}
-
 TEST(Logits, TheSameBuildGivesTheSameLogitsAndAnEditIsCaught) {
     TempDir t;
     const std::string ref = t.file("ref.json");
@@ -42,7 +38,7 @@ TEST(Logits, TheSameBuildGivesTheSameLogitsAndAnEditIsCaught) {
     std::ofstream(bad) << edited.dump();
     p = run_sb({"logits", "-m", tiny_model(), "-p", "24", "--against", bad});
     EXPECT_EQ(p.exit_code, 1) << p.err;
-    EXPECT_EQ(lines(p.err), 1u) << p.err;
+    EXPECT_EQ(line_count(p.err), 1u) << p.err;
     EXPECT_EQ(p.err.rfind("stagebench: error: the logits differ from '" + bad, 0), 0u) << p.err;
     EXPECT_NE(p.out.find("| NO |"), std::string::npos) << p.out;
 }
@@ -53,11 +49,11 @@ TEST(Logits, AnotherPromptOrNotALogitsDocumentIsBadInput) {
     ASSERT_EQ(run_sb({"logits", "-m", tiny_model(), "-p", "8", "--out", ref}).exit_code, 0);
     Proc p = run_sb({"logits", "-m", tiny_model(), "-p", "8", "--seed", "2", "--against", ref});
     EXPECT_EQ(p.exit_code, 2) << p.err;
-    EXPECT_EQ(lines(p.err), 1u) << p.err;
+    EXPECT_EQ(line_count(p.err), 1u) << p.err;
     EXPECT_NE(p.err.find("different prompts"), std::string::npos) << p.err;
     p = run_sb({"logits", "-m", tiny_model(), "--against", tiny_model()});
     EXPECT_EQ(p.exit_code, 2) << p.err;
-    EXPECT_EQ(lines(p.err), 1u) << p.err;
+    EXPECT_EQ(line_count(p.err), 1u) << p.err;
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "cli_harness.hpp"
+#include "doc_stats.hpp"
 
 using nlohmann::json;
 using namespace sbtest;
@@ -38,12 +39,6 @@ json make_document(const std::vector<std::string>& args, const std::string& out)
     Proc p = run_sb(a);
     EXPECT_EQ(p.exit_code, 0) << p.err;
     return json::parse(read_file(out));
-}
-
-double median_of(const json& v) {
-    std::vector<double> x = v.get<std::vector<double>>();
-    std::sort(x.begin(), x.end());
-    return x.size() % 2 ? x[x.size() / 2] : (x[x.size() / 2 - 1] + x[x.size() / 2]) / 2;
 }
 
 // The one chart of kind in document doc_id (as report_check.mjs dumped them).

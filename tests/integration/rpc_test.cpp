@@ -22,10 +22,6 @@ using namespace sbtest;
 
 namespace {
 
-size_t lines(const std::string& s) {
-    return static_cast<size_t>(std::count(s.begin(), s.end(), '\n'));
-}
-
 // Waits until the document at path holds at least n entries under the JSON pointer ptr.
 void wait_for_entries(const std::string& path, const std::string& ptr, size_t n) {
     for (int i = 0; i < 6000; ++i) {
@@ -41,7 +37,7 @@ void wait_for_entries(const std::string& path, const std::string& ptr, size_t n)
 // One line on stderr, exit 2, nothing measured: what bad input gets.
 void expect_bad_rpc_server(const Proc& p, const std::string& endpoint, const std::string& why) {
     EXPECT_EQ(p.exit_code, 2) << p.err;
-    EXPECT_EQ(lines(p.err), 1u) << p.err;
+    EXPECT_EQ(line_count(p.err), 1u) << p.err;
     EXPECT_EQ(p.err.rfind("stagebench: error: RPC server " + endpoint, 0), 0u) << p.err;
     EXPECT_NE(p.err.find(why), std::string::npos) << p.err;
     EXPECT_TRUE(p.out.empty()) << p.out;
@@ -97,7 +93,7 @@ void expect_second_test_failed(const std::string& out, const std::string& db, co
     check(json::parse(stored.out));
 }
 
-std::vector<std::string> run_args(const std::string& endpoint) {
+std::vector<std::string> rpc_run_args(const std::string& endpoint) {
     return {"run", "-m",    tiny_model(), "-p",       "8",    "-n",      "2",   "-r",
             "1",   "--rpc", endpoint,     "--device", "RPC0", "--membw", "off", "-q"};
 }
@@ -164,7 +160,7 @@ TEST(Rpc, RpcServerBadInputIsOneLine) {
     const std::string port = std::to_string(::sb::free_loopback_port());
     Proc p = run_sb({"rpc-server", "-p", port, "-d", "NOPE0"}, 60);
     EXPECT_EQ(p.exit_code, 2) << p.err;
-    EXPECT_EQ(lines(p.err), 1u) << p.err;
+    EXPECT_EQ(line_count(p.err), 1u) << p.err;
     EXPECT_NE(p.err.find("unknown device 'NOPE0' (available: CPU"), std::string::npos) << p.err;
 
     TempDir t;
@@ -172,7 +168,7 @@ TEST(Rpc, RpcServerBadInputIsOneLine) {
     ASSERT_TRUE(server.ready);
     p = run_sb({"rpc-server", "-p", std::to_string(server.port)}, 60);
     EXPECT_EQ(p.exit_code, 2) << p.err;
-    EXPECT_EQ(lines(p.err), 1u) << p.err;
+    EXPECT_EQ(line_count(p.err), 1u) << p.err;
     EXPECT_NE(p.err.find("cannot listen on 127.0.0.1:" + std::to_string(server.port)),
               std::string::npos)
         << p.err;
@@ -193,7 +189,7 @@ TEST(Rpc, AServerThatDiesMidRunLeavesTheFailedTestInOutAndDb) {
     server.stop(SIGKILL);
     EXPECT_EQ(wait_exit(run, 120), 1);
     const std::string err = read_file(t.file("run.log.err"));
-    EXPECT_EQ(lines(err), 1u) << err;
+    EXPECT_EQ(line_count(err), 1u) << err;
     EXPECT_EQ(err.rfind("stagebench: error: test pp32+tg32 on RPC0 failed: RPC server " + ep, 0),
               0u)
         << err;
@@ -221,7 +217,7 @@ TEST(Rpc, AServerThatStopsAnsweringMidRunEndsAtTheStageTimeout) {
     kill(server.pid, SIGCONT);
     EXPECT_EQ(code, 1);
     const std::string err = read_file(t.file("run.log.err"));
-    EXPECT_EQ(lines(err), 1u) << err;
+    EXPECT_EQ(line_count(err), 1u) << err;
     EXPECT_EQ(err.rfind("stagebench: error: test pp32+tg32 on RPC0 failed: RPC server " + ep, 0),
               0u)
         << err;
@@ -256,7 +252,7 @@ TEST(Rpc, CtrlCEndsARunWaitingOnAServerThatStoppedAnswering) {
     EXPECT_EQ(code, 1);
     EXPECT_LT(took, 30) << "the run waited for the stuck stage";
     const std::string err = read_file(t.file("run.log.err"));
-    EXPECT_EQ(lines(err), 1u) << err;
+    EXPECT_EQ(line_count(err), 1u) << err;
     EXPECT_NE(err.find("interrupted (Ctrl-C) while "), std::string::npos) << err;
     const json doc = json::parse(read_file(out));
     ASSERT_EQ(doc["tests"].size(), 2u);
@@ -284,7 +280,7 @@ TEST(Rpc, ABrokenConnectionToALiveServerIsRecordedAsSuch) {
     }
     EXPECT_EQ(wait_exit(run, 120), 1);
     const std::string err = read_file(t.file("run.log.err"));
-    EXPECT_EQ(lines(err), 1u) << err;
+    EXPECT_EQ(line_count(err), 1u) << err;
     const json doc = json::parse(read_file(out));
     ASSERT_EQ(doc["tests"].size(), 2u);
     EXPECT_EQ(doc["tests"][1]["status"], "failed");
@@ -332,7 +328,7 @@ TEST(Rpc, AServerThatDiesDuringASustainedRunLeavesTheFailedRound) {
     server.stop(SIGKILL);
     EXPECT_EQ(wait_exit(run, 120), 1);
     const std::string err = read_file(t.file("s.log.err"));
-    EXPECT_EQ(lines(err), 1u) << err;
+    EXPECT_EQ(line_count(err), 1u) << err;
     EXPECT_NE(err.find("failed: RPC server " + ep), std::string::npos) << err;
     const json doc = json::parse(read_file(out));
     const json& rounds = doc["sustained"]["phases"][0]["rounds"];
@@ -379,7 +375,7 @@ TEST(Rpc, AServerThatDiesDuringOpsIsOneLineNamingIt) {
 TEST(Rpc, AServerThatAcceptsAndNeverAnswersIsBadInput) {
     RawFaultServer silent([](FaultConn& c) { c.wait_until_stopped(); });
     const auto start = std::chrono::steady_clock::now();
-    expect_bad_rpc_server(run_sb(run_args(silent.endpoint()), 60), silent.endpoint(),
+    expect_bad_rpc_server(run_sb(rpc_run_args(silent.endpoint()), 60), silent.endpoint(),
                           "did not answer the RPC hello within 3000 ms");
     expect_bad_rpc_server(run_sb({"devices", "--rpc", silent.endpoint()}, 60), silent.endpoint(),
                           "did not answer");
@@ -443,7 +439,7 @@ TEST(Rpc, AServerThatAnswersTheHelloAndThenStopsIsBadInput) {
     expect_bad_rpc_server(run_sb({"devices", "--rpc", half.endpoint()}, 60), half.endpoint(),
                           "answered the hello, but registering its devices did not finish "
                           "within 2 s: the device stopped answering");
-    expect_bad_rpc_server(run_sb(run_args(half.endpoint()), 60), half.endpoint(),
+    expect_bad_rpc_server(run_sb(rpc_run_args(half.endpoint()), 60), half.endpoint(),
                           "did not finish within 2 s");
     EXPECT_EQ(half.connections(), 4);
     EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(25));
@@ -465,7 +461,7 @@ TEST(Rpc, AServerThatAnswersTheHelloAndThenSendsGarbageIsBadInput) {
     RawFaultServer half(passes_the_probe_then(std::string(64, '\xab')));
     expect_bad_rpc_server(run_sb({"devices", "--rpc", half.endpoint()}, 60), half.endpoint(),
                           "answered the hello, but registering its devices failed: ");
-    expect_bad_rpc_server(run_sb(run_args(half.endpoint()), 60), half.endpoint(),
+    expect_bad_rpc_server(run_sb(rpc_run_args(half.endpoint()), 60), half.endpoint(),
                           "registering its devices failed: ");
 }
 
@@ -474,7 +470,7 @@ TEST(Rpc, AServerThatSendsGarbageIsBadInput) {
         c.send(std::string(64, '\xab'));
         c.wait_until_stopped();
     });
-    expect_bad_rpc_server(run_sb(run_args(garbage.endpoint()), 60), garbage.endpoint(),
+    expect_bad_rpc_server(run_sb(rpc_run_args(garbage.endpoint()), 60), garbage.endpoint(),
                           "does not speak the ggml RPC protocol");
     expect_bad_rpc_server(run_sb({"hybrid", "-m", tiny_model(), "--decode-device", "RPC0", "--rpc",
                                   garbage.endpoint(), "-p", "8", "-n", "2", "-q"},
@@ -484,7 +480,7 @@ TEST(Rpc, AServerThatSendsGarbageIsBadInput) {
 
 TEST(Rpc, AServerThatClosesAtOnceIsBadInput) {
     RawFaultServer closing([](FaultConn&) {});
-    expect_bad_rpc_server(run_sb(run_args(closing.endpoint()), 60), closing.endpoint(),
+    expect_bad_rpc_server(run_sb(rpc_run_args(closing.endpoint()), 60), closing.endpoint(),
                           "closed the connection during RPC hello");
     expect_bad_rpc_server(
         run_sb({"ops", "-m", tiny_model(), "--rpc", closing.endpoint(), "--device", "RPC0", "-q"},

@@ -15,6 +15,7 @@
 #include "cli_harness.hpp"
 #include "core/result.hpp"
 #include "core/sysinfo.hpp"
+#include "doc_stats.hpp"
 #include "engine/llama_engine.hpp"
 #include "scenario/stage_sweep.hpp"
 
@@ -100,12 +101,6 @@ TEST(Run, MatrixStreamsCsvAndJsonlRows) {
         ++n;
     }
     EXPECT_EQ(n, 2);
-}
-
-static double median_of(const json& v) {
-    std::vector<double> x = v.get<std::vector<double>>();
-    std::sort(x.begin(), x.end());
-    return x.size() % 2 ? x[x.size() / 2] : (x[x.size() / 2 - 1] + x[x.size() / 2]) / 2;
 }
 
 // Bytes of K and V (f16 each) that one token adds to the cache of the document's model.

@@ -25,10 +25,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-double seconds_since(std::chrono::steady_clock::time_point t) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
-
 // Pids of the live processes (zombies excluded: their cmdline is empty) whose command line
 // carries marker, other than not_pid.
 std::vector<pid_t> processes_with(const std::string& marker, pid_t not_pid = -1) {

@@ -16,14 +16,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::size_t error_lines(const std::string& err) {
-    std::size_t n = 0;
-    for (std::size_t at = err.find("stagebench: error: "); at != std::string::npos;
-         at = err.find("stagebench: error: ", at + 1))
-        ++n;
-    return n;
-}
-
 std::string joined(const std::vector<std::string>& args) {
     std::string s;
     for (const auto& a : args)

@@ -59,10 +59,6 @@ json compare_json(const std::vector<std::string>& extra) {
     return json::parse(p.out);
 }
 
-std::size_t lines(const std::string& s) {
-    return static_cast<std::size_t>(std::count(s.begin(), s.end(), '\n'));
-}
-
 void expect_sane_ratio(const json& q) {
     ASSERT_TRUE(q["median"].is_number()) << q;
     ASSERT_TRUE(q["ci_low"].is_number()) << q;
@@ -139,7 +135,7 @@ TEST(StoreCompare, TwoThreadsAgainstOneShowTheRatioAndWhatDiffers) {
     EXPECT_NE(md.out.find("n_threads: 2 / 1"), std::string::npos) << md.out;
     Proc csv = run_sb({"compare", runs().t2, runs().t1a, "-o", "csv"});
     ASSERT_EQ(csv.exit_code, 0) << csv.err;
-    EXPECT_EQ(lines(csv.out), 4u) << csv.out;  // header + 3 stages
+    EXPECT_EQ(line_count(csv.out), 4u) << csv.out;  // header + 3 stages
 }
 
 TEST(StoreCompare, RunIntoTheStoreThenExportEqualsTheOutDocument) {
@@ -304,7 +300,7 @@ TEST(StoreCompare, BadInputsAreOneLineAndExit2) {
         for (const auto& a : args)
             cmd += a + " ";
         EXPECT_EQ(p.exit_code, 2) << cmd << p.err;
-        EXPECT_EQ(lines(p.err), 1u) << cmd << p.err;
+        EXPECT_EQ(line_count(p.err), 1u) << cmd << p.err;
         EXPECT_EQ(p.err.rfind("stagebench: error: ", 0), 0u) << cmd << p.err;
         EXPECT_TRUE(p.out.empty()) << cmd << p.out;
     }

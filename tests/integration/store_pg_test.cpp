@@ -24,10 +24,6 @@ using namespace sbtest;
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-void write(const std::string& path, const std::string& text) {
-    std::ofstream(path) << text;
-}
-
 json listed(const std::string& store) {
     const Proc p = run_sb({"db", "list", "--db", store, "-o", "json"});
     EXPECT_EQ(p.exit_code, 0) << p.err;
@@ -117,8 +113,8 @@ class PgCli : public ::testing::Test {
 TEST_F(PgCli, TwoParallelFleetRunsIntoOneDatabaseThenCompareReportAndCopyBothWays) {
     TempDir t;
     const std::string url = server_->url(server_->create_database());
-    write(t.file("a.toml"), fleet_toml("lab-a", t.path.string(), {"a1", "a2"}));
-    write(t.file("b.toml"), fleet_toml("lab-b", t.path.string(), {"b1", "b2"}));
+    write_file(t.file("a.toml"), fleet_toml("lab-a", t.path.string(), {"a1", "a2"}));
+    write_file(t.file("b.toml"), fleet_toml("lab-b", t.path.string(), {"b1", "b2"}));
     auto fleet = [&](const std::string& hosts) {
         return std::vector<std::string>{stagebench_bin(),
                                         "fleet",

@@ -73,7 +73,7 @@ ResultDocument serve_document() {
     return d;
 }
 
-std::string error_of(const json& j) {
+std::string read_error_of(const json& j) {
     try {
         from_json<ResultDocument>(j, "'s.json'");
     } catch (const Error& e) {
@@ -182,7 +182,7 @@ TEST(ServeSection, MeasurementsComeBackExactly) {
     EXPECT_TRUE(back.serve->saturation.steps[0].throughput->no_difference);
     json bad = j;
     bad["serve"]["points"][0]["ttft"]["median_ci95_ms"] = json::array({1.0});
-    EXPECT_EQ(error_of(bad),
+    EXPECT_EQ(read_error_of(bad),
               "'s.json': serve.points[0].ttft.median_ci95_ms: expected an array [lo, hi], found "
               "an array");
 }
@@ -201,7 +201,7 @@ TEST(ServeSection, RefusalsNameTheField) {
     auto refuse = [&](const std::function<void(json&)>& mutate, const std::string& expected) {
         json j = base;
         mutate(j);
-        EXPECT_EQ(error_of(j), expected);
+        EXPECT_EQ(read_error_of(j), expected);
     };
     refuse([](json& j) { j["serve"]["points"][0]["mode"] = "burst"; },
            "'s.json': serve.points[0].mode: expected concurrency or rate, found \"burst\"");
