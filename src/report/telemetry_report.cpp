@@ -56,8 +56,9 @@ void write_telemetry_markdown(const TelemetrySection& t, const Warnings& warning
                 sum += *v;
                 ++n;
             }
-            const std::optional<double> mean =
-                n > 0 ? std::optional<double>(sum / static_cast<double>(n)) : std::nullopt;
+            std::optional<double> mean;  // assigned, not a conditional: GCC 12 took the
+            if (n > 0)                   // latter's optional for maybe-uninitialised
+                mean = sum / static_cast<double>(n);
             out << "| " << se.metric << " | " << unit << " | " << se.values.size() << " | "
                 << missing << " | " << telemetry_num(lo, scale) << " | "
                 << telemetry_num(mean, scale) << " | " << telemetry_num(hi, scale) << " | "

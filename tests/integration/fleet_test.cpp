@@ -228,8 +228,8 @@ TEST(Fleet, ACopyBackStopsAtTheBytesItWasToldToExpect) {
     const std::string remote = t.file("remote"), local = t.file("local");
     fs::create_directories(remote);
     fs::create_directories(local);
-    write(remote + "/small.json", "{}\n");
-    write(remote + "/big.log", std::string(4 << 20, 'x'));  // 4 MiB
+    write_file(remote + "/small.json", "{}\n");
+    write_file(remote + "/big.log", std::string(4 << 20, 'x'));  // 4 MiB
     auto error_of = [](const std::function<void()>& f) -> std::string {
         try {
             f();
