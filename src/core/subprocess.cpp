@@ -189,9 +189,12 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
                 if (got > 0 && k == 0 && capped) {
                     const auto room = o.max_stdout_file - written;
                     const auto n = std::min<std::uint64_t>(room, static_cast<std::uint64_t>(got));
-                    if (n > 0 && !write_all(file_fd, buf, static_cast<std::size_t>(n))) {
-                        r.err = "cannot write " + o.stdout_path + ": " + std::strerror(errno);
-                        over = true;  // stopped as if over: nothing more can be kept
+                    if (n > 0 && r.output_error.empty() &&
+                        !write_all(file_fd, buf, static_cast<std::size_t>(n))) {
+                        // Nothing more can be kept: the program is stopped as if over.
+                        r.output_error =
+                            "cannot write " + o.stdout_path + ": " + std::strerror(errno);
+                        over = true;
                     }
                     written += n;
                     if (n < static_cast<std::uint64_t>(got)) {

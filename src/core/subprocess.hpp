@@ -21,11 +21,13 @@ struct ProcessResult {
     bool timed_out = false;    // stopped at the deadline
     bool interrupted = false;  // stopped because of Ctrl-C (interrupt_requested())
     bool over_limit = false;   // stopped: its stdout passed ProcessOptions::max_stdout_file
+    std::string output_error;  // with max_stdout_file: why stdout_path could not be written
+                               // (a full disk); the program was stopped there
     bool started = true;       // false when argv[0] could not be started
     bool reaped = true;        // false: it had not exited even after SIGKILL (stuck in the
                                // kernel); left behind, the result says what was seen
     std::string out, err;      // stdout (unless written to a file) and stderr
-    bool ok() const { return exit_code == 0 && !over_limit; }
+    bool ok() const { return exit_code == 0 && !over_limit && output_error.empty(); }
     // The last non-empty line of stderr (else stdout), trimmed: a program's own one-line error.
     std::string last_line() const;
 };

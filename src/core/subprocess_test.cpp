@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <csignal>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -145,6 +146,23 @@ TEST(Process, StdoutToAFileStopsAtItsLimit) {
     EXPECT_TRUE(r.over_limit);
     EXPECT_EQ(std::filesystem::file_size(dir / "out"), 10u);
     std::filesystem::remove_all(dir);
+}
+
+// A file that cannot take the output (a full disk: /dev/full) is a failed run even when the
+// program itself exits 0, with the reason; without a limit the program sees the error itself.
+TEST(Process, StdoutToAFullDiskIsAFailureWithItsReason) {
+    ProcessOptions o;
+    o.stdout_path = "/dev/full";
+    o.max_stdout_file = 1 << 20;
+    o.timeout_s = 30;
+    ProcessResult r = run_process({"sh", "-c", "echo 0123456789"}, o);
+    EXPECT_FALSE(r.ok());
+    EXPECT_FALSE(r.over_limit);
+    EXPECT_EQ(r.output_error, "cannot write /dev/full: " + std::string(std::strerror(ENOSPC)));
+    o.max_stdout_file = 0;
+    r = run_process({"sh", "-c", "echo 0123456789"}, o);
+    EXPECT_FALSE(r.ok());
+    EXPECT_TRUE(r.output_error.empty());
 }
 
 TEST(Process, ShellQuoting) {

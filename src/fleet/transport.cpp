@@ -47,6 +47,8 @@ std::string transport_error(const DeviceSpec& d, const std::string& what, const 
     if (r.over_limit)
         why = "it sent more than the " + std::to_string(max_bytes) +
               " bytes expected (stopped there)";
+    else if (!r.output_error.empty())
+        why = r.output_error;
     else if (!r.started)
         why = r.err.empty() ? "could not start" : r.last_line();
     else if (r.timed_out)
