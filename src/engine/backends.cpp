@@ -694,12 +694,23 @@ std::vector<ModuleInfo> list_modules() {
             m.note = g_module_errors.count(name) ? g_module_errors[name] : "not loaded";
         } else {
             m.devices = g_module_device_names[name];
-            if (m.devices.empty() && name == "vulkan")
-                m.note =
-                    "no Vulkan GPU found; ggml-vulkan leaves out devices of the CPU type "
-                    "(Mesa's lavapipe) unless GGML_VK_VISIBLE_DEVICES names them, e.g. "
-                    "GGML_VK_VISIBLE_DEVICES=0";
-            else if (m.devices.empty() && name == "cuda")
+            if (m.devices.empty() && name == "vulkan") {
+                // Named devices are shown whatever their type: then the index is wrong, or
+                // the loader dropped the driver, which it does without a word.
+                const char* visible = std::getenv("GGML_VK_VISIBLE_DEVICES");
+                if (visible && *visible)
+                    m.note = std::string(
+                                 "no Vulkan device found among those "
+                                 "GGML_VK_VISIBLE_DEVICES=") +
+                             visible +
+                             " names; a driver the Vulkan loader could not load is left out "
+                             "silently (VK_LOADER_DEBUG=driver says why)";
+                else
+                    m.note =
+                        "no Vulkan GPU found; ggml-vulkan leaves out devices of the CPU type "
+                        "(Mesa's lavapipe) unless GGML_VK_VISIBLE_DEVICES names them, e.g. "
+                        "GGML_VK_VISIBLE_DEVICES=0";
+            } else if (m.devices.empty() && name == "cuda")
                 m.note = "no CUDA GPU found (is the NVIDIA driver loaded? nvidia-smi tells)";
         }
         out.push_back(std::move(m));

@@ -73,6 +73,19 @@ TEST(Gpu, DevicesShowTheVulkanDeviceOrSayWhyNot) {
         EXPECT_NE(p.out.find("modules in "), std::string::npos) << p.out;
         EXPECT_NE(p.out.find(" vulkan"), std::string::npos) << p.out;
     }
+    {
+        // Named but not there (an index past the devices, or a driver the loader dropped,
+        // e.g. one that needs a newer C++ runtime): the note says so, not "name it".
+        ScopedEnv wrong("GGML_VK_VISIBLE_DEVICES", std::string("7"));
+        Proc w = run_sb({"devices"}, 120);
+        ASSERT_EQ(w.exit_code, 0) << w.err;
+        EXPECT_EQ(w.out.find("| Vulkan0 |"), std::string::npos) << w.out;
+        EXPECT_NE(w.out.find("vulkan: no Vulkan device found among those "
+                             "GGML_VK_VISIBLE_DEVICES=7 names"),
+                  std::string::npos)
+            << w.out;
+        EXPECT_NE(w.out.find("VK_LOADER_DEBUG=driver"), std::string::npos) << w.out;
+    }
     ScopedEnv hidden("GGML_VK_VISIBLE_DEVICES", std::nullopt);
     Proc p = run_sb({"devices"}, 120);
     ASSERT_EQ(p.exit_code, 0) << p.err;
