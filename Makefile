@@ -35,7 +35,7 @@ CMAKE_BUILD_TYPE ?= Release
 # `deps`), so `make demo` and `make test` configure alike and compile each object once.
 
 .PHONY: all deps configure build build-demo test demo bench format format-check docs-check clean dist cross-build \
-	test-dist test-dist-arm64 agents test-agents cuda test-bundle-root
+	test-dist test-dist-arm64 agents test-agents cuda test-bundle-root test-dist-newer
 
 all: build
 
@@ -126,6 +126,12 @@ dist: build
 # (tests/dist/bundle_clean_root.sh: as root; the root is fetched once into the cache).
 test-bundle-root: build
 	@bash tests/dist/bundle_clean_root.sh $(BUILD) $$(cat $(BUILD)/.llama-dir)
+
+# The tarball on a newer distribution (Debian 13 with Mesa's lavapipe, by chroot): the system's
+# C++ runtime serves it and the Vulkan driver that needs that runtime loads
+# (tests/dist/newer_distro.sh: as root; the root is fetched once into the cache).
+test-dist-newer: build
+	@bash tests/dist/newer_distro.sh $(BUILD) $$(cat $(BUILD)/.llama-dir)
 
 # The tarball of `make dist` untarred elsewhere, run with the build tree and the caches out of
 # reach (tests/dist/host_dist.sh, which `make test` runs on the build's own llama.cpp).

@@ -10,6 +10,8 @@
 #                               every other shared library they need except the C library's
 #                               own (libc, libm, ld-linux...) and a GPU's runtime (the Vulkan
 #                               loader, CUDA's libraries), which the target machine has
+#     lib/compat/               the C++ runtime (libstdc++, libgcc_s), off the RUNPATH: the
+#                               system's is used; README says which versions the tarball needs
 #     share/stagebench/presets/ synth's presets (the repository's share/stagebench/presets)
 #     share/stagebench/vocab/   the vocabularies of synth's presets (llama-bpe, qwen2,
 #                               llama-spm), from the pinned llama.cpp tree's models/
@@ -121,9 +123,59 @@ while [ "$changed" = 1 ]; do
   done
 done
 
+# The C++ compiler's runtime (libstdc++, libgcc_s) goes to lib/compat/, off the RUNPATH. Every
+# Linux has one, and a newer one (a newer distribution's) serves the tarball as well; a copy
+# found first through the RUNPATH would instead be the one every library of the process gets, a
+# GPU driver's included, and a driver built against a newer runtime could not load (Debian 13's
+# lavapipe: GLIBCXX_3.4.31 not found). A system whose runtime is older than the build machine's
+# runs the tarball with LD_LIBRARY_PATH=<tarball>/lib/compat (lib/compat/README says which
+# versions the tarball needs).
+mkdir -p "$stage/lib/compat"
+for so in libstdc++.so.6 libgcc_s.so.1; do
+  if [ -e "$stage/lib/$so" ]; then mv "$stage/lib/$so" "$stage/lib/compat/"; fi
+done
+# Every ELF file of the tarball (links and lib/compat/README left out).
+objects() {
+  local f
+  for f in "$stage"/bin/* "$stage"/peers/* "$stage"/lib/* "$stage"/lib/compat/*; do
+    if [ -f "$f" ] && [ ! -L "$f" ] && [ "$(basename "$f")" != README ]; then echo "$f"; fi
+  done
+}
+mapfile -t OBJECTS < <(objects)
+# The newest symbol version of a family (GLIBCXX, CXXABI, GCC, GLIBC) that the given files need,
+# from their "Version needs" sections (a library's own definitions are not needs).
+newest_needed() {
+  local family=$1 f
+  shift
+  for f in "$@"; do
+    readelf -V "$f" | awk '/^Version needs section/ {n = 1; next} /^Version/ {n = 0} n'
+  done | sed -n "s/.*Name: \(${family}_[0-9.]*\) .*/\1/p" | sort -uV | tail -n 1
+}
+mapfile -t OWN < <(printf '%s\n' "${OBJECTS[@]}" | grep -v "^$stage/lib/compat/")
+mapfile -t COMPAT < <(printf '%s\n' "${OBJECTS[@]}" | grep "^$stage/lib/compat/")
+need_cxx=$(newest_needed GLIBCXX "${OWN[@]}") need_abi=$(newest_needed CXXABI "${OWN[@]}")
+need_gcc=$(newest_needed GCC "${OWN[@]}") need_libc=$(newest_needed GLIBC "${OWN[@]}")
+compat_libc=$(newest_needed GLIBC "${COMPAT[@]}")
+if [ -e "$stage/lib/compat/libstdc++.so.6" ] && [ -n "$need_cxx" ]; then
+  readelf -V "$stage/lib/compat/libstdc++.so.6" | grep "Name: $need_cxx\$" >/dev/null \
+    || die "lib/compat/libstdc++.so.6 does not define $need_cxx, which the tarball needs"
+fi
+cat >"$stage/lib/compat/README" <<EOF
+The C++ runtime of the machine that built this tarball (libstdc++.so.6, libgcc_s.so.1), kept
+off the binaries' RUNPATH: the system's own is used, so that a newer one, which a GPU driver
+may need, is not shadowed by this older copy.
+
+The tarball needs ${need_libc:-no GLIBC version} or newer of the C library, and ${need_cxx:-no GLIBCXX version},
+${need_abi:-no CXXABI version} and ${need_gcc:-no GCC version} of the C++ runtime. On a system whose C++ runtime is
+older (stagebench stops with "version \`${need_cxx:-GLIBCXX_...}' not found"), put these copies
+first; they need ${compat_libc:-no GLIBC version} or newer of the C library themselves:
+
+  LD_LIBRARY_PATH=<the tarball's folder>/lib/compat <the tarball's folder>/bin/stagebench ...
+EOF
+
 # Every file is the target's: a module of another machine's build (an x86 GPU module copied into
 # an arm64 llama.cpp build by hand) would only fail on the target, as "not loaded".
-for f in "$stage"/bin/* "$stage"/peers/* "$stage"/lib/*; do
+for f in "${OBJECTS[@]}"; do
   m=$(readelf -h "$f" | sed -n 's/^ *Machine: *//p')
   case "$m" in *"$machine"*) ;; *) die "$(basename "$f") is for '$m', not $ARCH ($machine)" ;; esac
 done
@@ -137,8 +189,10 @@ log "GPU modules: ${gpu:-none} (without their runtimes: the target's Vulkan load
 
 # Paths relative to the files themselves: the tree runs from wherever it is untarred.
 for f in "$stage"/bin/* "$stage"/peers/*; do patchelf --set-rpath '$ORIGIN/../lib' "$f"; done
-for f in "$stage"/lib/*; do [ -L "$f" ] || patchelf --set-rpath '$ORIGIN' "$f"; done
+for f in "${OBJECTS[@]}"; do
+  case "$f" in "$stage"/lib/*) patchelf --set-rpath '$ORIGIN' "$f" ;; esac
+done
 
 tar -C "$OUT" -czf "$OUT/$name.tar.gz" "$name"
-log "$(du -sh "$stage" | cut -f1) in $OUT/$name.tar.gz ($(ls "$stage/lib" | wc -l) libraries)"
+log "$(du -sh "$stage" | cut -f1) in $OUT/$name.tar.gz ($(printf '%s\n' "${OBJECTS[@]}" | grep -c "^$stage/lib/") libraries; it needs ${need_libc:-any C library} and ${need_cxx:-no C++ runtime})"
 echo "$OUT/$name.tar.gz"

@@ -15,6 +15,7 @@
 set(_sb_test_costs
   Ansible.ThePlaybookRunsTheJobOnEveryHostAndFetchesTheirResults                     81
   SynthModels.EveryOtherPresetLoadsAndRuns                                           77
+  Dist.NewerDistributionLoadsItsVulkanDriverBesideTheTarball                         60
   Ansible.FleetRunTakesTheInventoryToo                                               54
   Fleet.TwoSshDevicesFillOneStoreWithTheirIdentitiesAndCompare                       46
   Fleet.FaultsAreRecordedPerDeviceAndResumeCompletesTheRest                          43

@@ -5,9 +5,11 @@
 # `stagebench --version`, `devices`, and a tiny synthetic model's `run` that must end with
 # status ok. Only correctness is checked here: timings under emulation mean nothing.
 #
-# The sysroot only provides what the target's C library would (libc, libm, the loader) and the
-# target's Vulkan loader (libvulkan.so.1, Debian's libvulkan1): every other library must come
-# from the tarball's lib/, which is checked before anything runs.
+# The sysroot only provides what the target's C library would (libc, libm, the loader), its C++
+# runtime (libstdc++, libgcc_s: every Linux has one, and the tarball takes the system's, with a
+# copy in lib/compat/ off the RUNPATH) and the target's Vulkan loader (libvulkan.so.1, Debian's
+# libvulkan1): every other library must come from the tarball's lib/, which is checked before
+# anything runs.
 #
 # The Vulkan module (lib/libggml-vulkan.so, built by `make dist ARCH=arm64` as VULKAN says):
 # an aarch64 module that links the target's loader and is shipped without it; under qemu with
@@ -51,18 +53,25 @@ check "lib/ holds more than one ARM CPU variant" \
   bash -c "[ \$(ls '$ROOT'/lib/libggml-cpu-armv*.so | wc -l) -ge 2 ]"
 self_contained() {
   local f so missing=0
-  for f in "$ROOT"/bin/* "$ROOT"/peers/* "$ROOT"/lib/*; do
+  for f in "$ROOT"/bin/* "$ROOT"/peers/* "$ROOT"/lib/* "$ROOT"/lib/compat/*; do
+    [ -f "$f" ] && [ "$(basename "$f")" != README ] || continue
     for so in $(readelf -d "$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
       case "$so" in libc.so.* | libm.so.* | libpthread.so.* | libdl.so.* | librt.so.* | \
                     libresolv.so.* | ld-linux*) continue ;; esac
       # The Vulkan loader is the target's (its drivers are found through it).
       if [ "$so" = libvulkan.so.1 ] && [ "$(basename "$f")" = libggml-vulkan.so ]; then continue; fi
-      [ -e "$ROOT/lib/$so" ] || { echo "  $(basename "$f") needs $so, not in lib/"; missing=1; }
+      [ -e "$ROOT/lib/$so" ] || [ -e "$ROOT/lib/compat/$so" ] \
+        || { echo "  $(basename "$f") needs $so, not in lib/"; missing=1; }
     done
   done
   return $missing
 }
-check "every library needed beyond the C library is in lib/" self_contained
+check "every library needed beyond the C library is in lib/ (the C++ runtime in lib/compat/)" \
+  self_contained
+check "lib/ has no C++ runtime on the RUNPATH; lib/compat/ has libstdc++ and libgcc_s for older systems" \
+  bash -c "[ ! -e '$ROOT/lib/libstdc++.so.6' ] && [ ! -e '$ROOT/lib/libgcc_s.so.1' ] &&
+    [ -f '$ROOT/lib/compat/libstdc++.so.6' ] && [ -f '$ROOT/lib/compat/libgcc_s.so.1' ] &&
+    file -b '$ROOT/lib/compat/libstdc++.so.6' | grep -q 'ARM aarch64'"
 
 # --- the Vulkan module ---
 VULKAN=${VULKAN:-auto}

@@ -65,10 +65,13 @@ run_ok() {
   env "$@" "$SB" run -m tiny.gguf -p 8 -n 2 -r 1 --membw off -o json >run.json 2>run.err \
     && grep -q '"status": "ok"' run.json
 }
-check "a tiny run ends with status ok" run_ok LD_DEBUG=files LD_DEBUG_OUTPUT="$TMP/ld"
-opened() {  # every object the loader opened (file=<path> [0]; ...), dlopen'ed modules included
-  [ -n "$(ls "$TMP"/ld.* 2>/dev/null)" ] || { echo "  no LD_DEBUG output"; return 1; }
-  sed -n 's/.*file=\([^ ]*\) .*/\1/p' "$TMP"/ld.* | sort -u
+check "a tiny run ends with status ok" run_ok LD_DEBUG=files,libs LD_DEBUG_OUTPUT="$TMP/ld"
+# Every object the loader opened: the dlopen'ed modules by their paths (file=<path> [0]; ...)
+# and every library where the loader found it (calling init: <path>).
+opened() {
+  local prefix=${1:-$TMP/ld}
+  [ -n "$(ls "$prefix".* 2>/dev/null)" ] || { echo "  no LD_DEBUG output"; return 1; }
+  sed -n -e 's/.*file=\([^ ]*\) .*/\1/p' -e 's/.*calling init: \([^ ]*\).*/\1/p' "$prefix".* | sort -u
 }
 nothing_opened_outside() {
   local all; all=$(opened) || return 1
@@ -80,6 +83,30 @@ modules_from_dist() {
   opened | grep 'libggml-cpu' | grep -qF "$ROOT/lib/"
 }
 check "the CPU backend module was loaded from the tarball" modules_from_dist
+# The C++ runtime is the system's (lib/compat/ is off the RUNPATH: a newer system's runtime,
+# which its GPU drivers may need, is not shadowed), and lib/compat/ serves an older system.
+runtime_from() {  # runtime_from LD_DEBUG_PREFIX: where the run's libstdc++ was loaded from
+  local lib; lib=$(opened "$1" | grep '/libstdc++\.so') || { echo "  no libstdc++ loaded"; return 1; }
+  echo "  libstdc++ from $lib" >&2
+  echo "$lib"
+}
+system_runtime() {
+  local lib; lib=$(runtime_from "$TMP/ld") || return 1
+  case "$lib" in "$ROOT"/*) return 1 ;; esac
+}
+compat_runtime() {
+  local lib; lib=$(runtime_from "$TMP/ldc") || return 1
+  [ "$lib" = "$ROOT/lib/compat/libstdc++.so.6" ]
+}
+check "the C++ runtime is the system's: lib/ has none, lib/compat/ has libstdc++ and libgcc_s" \
+  bash -c "[ ! -e '$ROOT/lib/libstdc++.so.6' ] && [ ! -e '$ROOT/lib/libgcc_s.so.1' ] &&
+    [ -f '$ROOT/lib/compat/libstdc++.so.6' ] && [ -f '$ROOT/lib/compat/libgcc_s.so.1' ]"
+check "the run loaded the system's libstdc++" system_runtime
+check "lib/compat/README names the versions the tarball needs" \
+  grep -q 'needs GLIBC_[0-9.]* or newer of the C library, and GLIBCXX_[0-9.]*' "$ROOT/lib/compat/README"
+check "with LD_LIBRARY_PATH=lib/compat (an older system's way) a tiny run ends with status ok" \
+  run_ok LD_LIBRARY_PATH="$ROOT/lib/compat" LD_DEBUG=libs LD_DEBUG_OUTPUT="$TMP/ldc"
+check "... and loaded lib/compat's libstdc++" compat_runtime
 
 if [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
   hidden_run() {
