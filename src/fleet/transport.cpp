@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -13,6 +14,7 @@
 #include <set>
 
 #include "core/error.hpp"
+#include "core/strings.hpp"
 
 namespace sb {
 
@@ -329,6 +331,21 @@ class AdbTransport : public Transport {
     }
     void pull(const std::string& remote, const std::string& local, double timeout_s,
               std::uint64_t max_bytes) override {
+        // adb's pull writes the file itself, so what the device says the file holds is asked
+        // first, and a larger file is not copied at all. A device that says less and sends
+        // more is refused after the copy, bounded on disk by the deadline only. A device
+        // that cannot say (no stat) is copied and checked after.
+        const auto said = shell("stat -c %s " + shell_quote(remote), std::min(timeout_s, 30.0), "");
+        if (said.ok()) {
+            std::uint64_t size = 0;
+            const std::string text = sb::trimmed(said.out);
+            const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), size);
+            if (!text.empty() && ec == std::errc() && end == text.data() + text.size() &&
+                size > max_bytes)
+                throw runtime_error(d_.name + " (" + d_.transport + "): pulling " + remote +
+                                    ": it has " + std::to_string(size) + " bytes, more than the " +
+                                    std::to_string(max_bytes) + " expected (not copied)");
+        }
         ProcessOptions o;
         o.timeout_s = timeout_s;
         auto r = run_process({adb_program(), "-s", d_.serial, "pull", remote, local}, o);

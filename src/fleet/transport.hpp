@@ -33,8 +33,9 @@ class Transport {
     virtual void push(const std::string& local, const std::string& remote, double timeout_s) = 0;
     // What a device sends is a claim: max_bytes bounds what a copy back writes here. Over
     // ssh the copy is stopped there (ProcessOptions::max_stdout_file); a local file larger is
-    // not copied; adb's pull writes the file itself, which is then refused if larger (bounded
-    // on disk only by the deadline).
+    // not copied; adb's pull writes the file itself: a file the device says is larger (stat)
+    // is not copied, and one that turns out larger is refused after the copy (bounded on disk
+    // only by the deadline then).
     virtual void pull(const std::string& remote, const std::string& local, double timeout_s,
                       std::uint64_t max_bytes) = 0;
     // Copies the files names (plain names, no '/') of the device's folder remote_dir into the

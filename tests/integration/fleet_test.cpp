@@ -263,6 +263,54 @@ TEST(Fleet, ACopyBackStopsAtTheBytesItWasToldToExpect) {
     EXPECT_EQ(fs::file_size(local + "/one.json"), 3u);
 }
 
+// adb's pull writes the file itself: a file the device says (stat) is larger than expected is
+// not copied at all; one that a device says is small and then sends larger is refused after the
+// copy and removed; within the limit every byte comes back.
+TEST(Fleet, AnAdbCopyBackLargerThanExpectedIsRefusedBeforeOrAfterTheCopy) {
+    TempDir t;
+    const std::string root = t.file("adb");
+    fs::create_directories(root + "/FAKE1");
+    ::setenv("FAKE_ADB_ROOT", root.c_str(), 1);
+    ::setenv("STAGEBENCH_ADB", (std::string(SB_SOURCE_DIR) + "/tests/fleet/fake-adb").c_str(), 1);
+    const sb::Inventory inv = sb::parse_inventory(
+        "name = \"phones\"\n[[device]]\nname = \"pixel\"\ntransport = \"adb://FAKE1\"\n",
+        "phones.toml");
+    auto tr = sb::make_transport(inv.devices.at(0));
+    const std::string remote = t.file("remote"), local = t.file("local");
+    fs::create_directories(remote);
+    fs::create_directories(local);
+    write_file(remote + "/big.log", std::string(4 << 20, 'x'));  // 4 MiB
+    auto error_of = [](const std::function<void()>& f) -> std::string {
+        try {
+            f();
+        } catch (const sb::Error& e) {
+            return e.what();
+        }
+        return "";
+    };
+    std::string e =
+        error_of([&] { tr->pull(remote + "/big.log", local + "/big.log", 60, 1 << 20); });
+    EXPECT_NE(e.find("pixel (adb://FAKE1): pulling "), std::string::npos) << e;
+    EXPECT_NE(e.find("it has 4194304 bytes, more than the 1048576 expected (not copied)"),
+              std::string::npos)
+        << e;
+    EXPECT_FALSE(fs::exists(local + "/big.log"));
+    // A device whose stat says 10 bytes: copied, then refused and removed.
+    fs::create_directories(root + "/FAKE1/bin");
+    write_file(root + "/FAKE1/bin/stat", "#!/bin/sh\necho 10\n");
+    fs::permissions(root + "/FAKE1/bin/stat", fs::perms::owner_all);
+    e = error_of([&] { tr->pull(remote + "/big.log", local + "/big.log", 60, 1 << 20); });
+    EXPECT_NE(e.find("it sent 4194304 bytes, more than the 1048576 expected"), std::string::npos)
+        << e;
+    EXPECT_FALSE(fs::exists(local + "/big.log"));
+    fs::remove(root + "/FAKE1/bin/stat");
+    // Within the limit: every byte.
+    EXPECT_EQ(error_of([&] { tr->pull(remote + "/big.log", local + "/big.log", 60, 4 << 20); }),
+              "");
+    EXPECT_EQ(fs::file_size(local + "/big.log"), 4u << 20);
+    ::unsetenv("STAGEBENCH_ADB");
+}
+
 // Ctrl-C mid-run closes the shared connection too: the device's stagebench (a wrapper whose
 // `version` holds it a few seconds) is being probed over the connection when the signal comes.
 TEST(Fleet, CtrlCClosesTheSharedSshConnection) {
