@@ -12,7 +12,7 @@
 #     runtime is kept off the RUNPATH.
 #
 # Usage: tests/dist/newer_distro.sh BUILD_DIR LLAMA_BUILD_DIR   (as root: chroot, unshare;
-#   exit 77, a skip, for another user or without mmdebstrap)
+#   exit 77, a skip, for another user, without mmdebstrap or without namespaces)
 #   LLAMA_BUILD_DIR must have the Vulkan module (make build with VULKAN=auto or on).
 #   STAGEBENCH_CACHE   cache root (default: ${XDG_CACHE_HOME:-$HOME/.cache}/stagebench)
 # The root is fetched from the archive this machine's apt uses (scripts/debian-mirror.sh), once.
@@ -21,10 +21,12 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 BUILD=$(cd "${1:?usage: newer_distro.sh BUILD_DIR LLAMA_BUILD_DIR}" && pwd) || exit 2
 LLAMA=$(cd "${2:?usage: newer_distro.sh BUILD_DIR LLAMA_BUILD_DIR}" && pwd) || exit 2
-# Exit 77 (a skip, for ctest) where this cannot run: not root, or no mmdebstrap.
+# Exit 77 (a skip, for ctest) where this cannot run: not root, no mmdebstrap, no namespaces.
 [ "$(id -u)" = 0 ] || { echo "newer_distro.sh: skipped: needs root (chroot, unshare -n)" >&2; exit 77; }
 command -v mmdebstrap >/dev/null \
   || { echo "newer_distro.sh: skipped: no mmdebstrap (scripts/setup-deps.sh)" >&2; exit 77; }
+unshare -n -m true 2>/dev/null \
+  || { echo "newer_distro.sh: skipped: no network or mount namespace here (unshare -n -m)" >&2; exit 77; }
 [ -f "$LLAMA/bin/libggml-vulkan.so" ] \
   || { echo "newer_distro.sh: $LLAMA has no Vulkan module (make build VULKAN=on)" >&2; exit 1; }
 CACHE="${STAGEBENCH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/stagebench}"
