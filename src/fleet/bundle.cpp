@@ -224,6 +224,17 @@ done
     out += R"SH([ -f "$sb" ] || fail "no stagebench in the job ($sb)"
 # Some device clouds unpack without the mode bits.
 [ -x "$sb" ] || chmod 755 "$sb" || fail "cannot make $sb executable"
+# A system whose C++ runtime is older than the one a tarball's stagebench was built with cannot
+# start it ("version `GLIBCXX_...' not found"): the tarball's own copy in lib/compat/ (off its
+# rpath, so that a newer system's runtime wins) then goes first.
+compat=$(dirname "$sb")/../lib/compat
+if [ -d "$compat" ] && ! $STAGEBENCH_PREFIX "$sb" --version >/dev/null 2>"$results/stderr.log" &&
+  grep -q -E "version .(GLIBCXX|CXXABI|GCC)_[0-9.]+. not found" "$results/stderr.log"; then
+  LD_LIBRARY_PATH=$compat${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  export LD_LIBRARY_PATH
+  echo "stagebench: this system's C++ runtime is older than the stagebench's: using $compat" >&2
+fi
+rm -f "$results/stderr.log"
 
 hash_of() {
   if command -v sha256sum >/dev/null 2>&1; then

@@ -202,6 +202,35 @@ TEST(Bundle, RunShMeasuresWithBusyboxAsTheWholeUserland) {
         EXPECT_EQ(read_file(t.file("back/" + n)), read_file(res + "/" + n)) << n;
 }
 
+// A device whose C++ runtime is older than the build machine's: the tarball's stagebench cannot
+// start there (the loader's "version `GLIBCXX_...' not found", exit 127), so run.sh puts the
+// tarball's lib/compat/ first and measures. The stand-in fails as the loader would unless
+// lib/compat is on LD_LIBRARY_PATH, and then runs the packed stagebench.
+TEST(Bundle, RunShPutsTheTarballsCppRuntimeFirstWhereTheSystemsIsOlder) {
+    TempDir t;
+    unpack(t.file("job"));
+    const std::string bin = t.file("job/stagebench/bin");
+    ASSERT_TRUE(fs::is_directory(t.file("job/stagebench/lib/compat")));
+    fs::rename(bin + "/stagebench", bin + "/stagebench.real");
+    write_file(bin + "/stagebench",
+               "#!/bin/sh\n"
+               "case \"$LD_LIBRARY_PATH\" in\n"
+               "  */lib/compat*) exec \"$(dirname \"$0\")/stagebench.real\" \"$@\" ;;\n"
+               "esac\n"
+               "echo \"$0: /lib/x86_64-linux-gnu/libstdc++.so.6: version \\`GLIBCXX_3.4.30' not "
+               "found (required by $0)\" >&2\n"
+               "exit 127\n");
+    fs::permissions(bin + "/stagebench", fs::perms::owner_all);
+    Proc p = run_job(t.file("job"));
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    EXPECT_NE(p.err.find("this system's C++ runtime is older than the stagebench's: using "),
+              std::string::npos)
+        << p.err;
+    const json doc = json::parse(read_file(t.file("job/results/result.json")));
+    EXPECT_EQ(doc["tests"][0]["status"], "ok");
+    EXPECT_EQ(json::parse(read_file(t.file("job/results/manifest.json")))["outcome"], "measured");
+}
+
 TEST(Bundle, RunShSaysItCouldNotMeasureWithExit2) {
     TempDir t;
     unpack(t.file("job"));
