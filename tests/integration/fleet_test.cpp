@@ -215,6 +215,16 @@ TEST(Fleet, OneSshConnectionPerDeviceClosedWhenTheRunEnds) {
     EXPECT_EQ(closed(2 + per_call), 2 + per_call) << sshd.log();
 }
 
+// What f throws as stagebench's error, "" when it does not.
+std::string error_of(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const sb::Error& e) {
+        return e.what();
+    }
+    return "";
+}
+
 // What a device sends back is a claim bounded by what its manifest accounts for: over a real
 // ssh connection, a folder whose file holds more than the bytes asked for is stopped at the
 // limit (the tar stream and a single file's copy alike), nothing of it is unpacked, and the
@@ -230,14 +240,6 @@ TEST(Fleet, ACopyBackStopsAtTheBytesItWasToldToExpect) {
     fs::create_directories(local);
     write_file(remote + "/small.json", "{}\n");
     write_file(remote + "/big.log", std::string(4 << 20, 'x'));  // 4 MiB
-    auto error_of = [](const std::function<void()>& f) -> std::string {
-        try {
-            f();
-        } catch (const sb::Error& e) {
-            return e.what();
-        }
-        return "";
-    };
     // The tar stream: the manifest says 3 + 1000 bytes; the device has 3 + 4 MiB.
     std::string e = error_of([&] {
         tr->pull_files(remote, {"small.json", "big.log"}, local, 60, 1003);
@@ -280,14 +282,6 @@ TEST(Fleet, AnAdbCopyBackLargerThanExpectedIsRefusedBeforeOrAfterTheCopy) {
     fs::create_directories(remote);
     fs::create_directories(local);
     write_file(remote + "/big.log", std::string(4 << 20, 'x'));  // 4 MiB
-    auto error_of = [](const std::function<void()>& f) -> std::string {
-        try {
-            f();
-        } catch (const sb::Error& e) {
-            return e.what();
-        }
-        return "";
-    };
     std::string e =
         error_of([&] { tr->pull(remote + "/big.log", local + "/big.log", 60, 1 << 20); });
     EXPECT_NE(e.find("pixel (adb://FAKE1): pulling "), std::string::npos) << e;
