@@ -160,6 +160,8 @@ if [ -e "$stage/lib/compat/libstdc++.so.6" ] && [ -n "$need_cxx" ]; then
   readelf -V "$stage/lib/compat/libstdc++.so.6" | grep "Name: $need_cxx\$" >/dev/null \
     || die "lib/compat/libstdc++.so.6 does not define $need_cxx, which the tarball needs"
 fi
+# A llama.cpp that needs no shared C++ runtime (a static one, a user's toolchain): no compat.
+if [ ${#COMPAT[@]} -eq 0 ]; then rmdir "$stage/lib/compat"; else
 cat >"$stage/lib/compat/README" <<EOF
 The C++ runtime of the machine that built this tarball (libstdc++.so.6, libgcc_s.so.1), kept
 off the binaries' RUNPATH: the system's own is used, so that a newer one, which a GPU driver
@@ -172,6 +174,7 @@ first; they need ${compat_libc:-no GLIBC version} or newer of the C library them
 
   LD_LIBRARY_PATH=<the tarball's folder>/lib/compat <the tarball's folder>/bin/stagebench ...
 EOF
+fi
 
 # Every file is the target's: a module of another machine's build (an x86 GPU module copied into
 # an arm64 llama.cpp build by hand) would only fail on the target, as "not loaded".
