@@ -56,7 +56,7 @@ fi
 [ -x "$SB" ] || { echo "gpu_check: no stagebench at $SB (make dist, or make build)" >&2; exit 2; }
 # A system whose C++ runtime is older than the build machine's cannot start the tarball's
 # binaries: its lib/compat/ copy then goes first (lib/compat/README), for every step.
-if [ -n "${root:-}" ] && ! "$SB" --version >/dev/null 2>"$work/start.err" \
+if [ -n "${root:-}" ] && ! timeout --kill-after=5 60 "$SB" --version >/dev/null 2>"$work/start.err" \
   && grep -q -E "version .(GLIBCXX|CXXABI|GCC)_[0-9.]+. not found" "$work/start.err"; then
   export LD_LIBRARY_PATH="${root}lib/compat${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   echo "gpu_check: this system's C++ runtime is older than the tarball's; using its lib/compat/" >&2

@@ -51,11 +51,12 @@ tarball=$(bash scripts/dist.sh --arch "$ARCH" --build "$BUILD" --llama "$LLAMA" 
 mkdir -p "$DIR" && tar -xzf "$tarball" -C "$DIR" --strip-components=1
 "$BUILD/bin/stagebench" synth --preset tiny -o "$DIR/tiny.gguf" >/dev/null 2>&1 \
   || { echo "synth failed" >&2; exit 1; }
-# in_root COMMAND...: run in the root by chroot (empty environment, no network, its own /proc),
+# in_root COMMAND...: run in the root by chroot (empty environment, no network, its own /proc,
+# 600 s at most),
 # from the tarball's folder; lavapipe is a Vulkan device of the CPU type, which ggml-vulkan
 # shows only when named.
-in_root() {
-  unshare -n -m --propagation private sh -c 'mount -t proc proc "$0/proc" && exec chroot "$0" "$@"' \
+in_root() {  # each command with a deadline (a hung loader or driver fails the check)
+  timeout --kill-after=10 600 unshare -n -m --propagation private sh -c 'mount -t proc proc "$0/proc" && exec chroot "$0" "$@"' \
     "$ROOTFS" /usr/bin/env -i PATH=/usr/bin:/bin HOME=/sb-$$ GGML_VK_VISIBLE_DEVICES=0 \
     sh -c 'cd /sb-'$$' && exec "$@"' sh "$@"
 }
