@@ -25,6 +25,7 @@ set(_sb_test_costs
   SynthModels.Qwen3MoeHasItsExpertsAndRoutesThem                                     26
   Bundle.RunShExitsOneWhenTheGateOfItsBaselineFails                                  25
   Fleet.RpcUpSplitsAModelOverTwoServersAndOpsReportsItsTransfers                     24
+  Bench.ParityJudgesKeptRunsMetMissedOrUnresolved                                    20
   Rpc.AServerThatStopsAnsweringMidRunEndsAtTheStageTimeout                           19
   SynthQuant.TheMixIsTheOneLlamaQuantizeChooses                                      19
   Report.DrawsEveryChartInHeadlessChromiumWithoutAnyRequest                          17
