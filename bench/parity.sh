@@ -75,13 +75,6 @@ else
   model=${MODEL:-"$work/model.gguf"}
   [ -n "${MODEL:-}" ] || "$SB" synth --preset "$PRESET" ${LAYERS:+--layers "$LAYERS"} --quant "$QUANT" -o "$model" >&2
   run() { timeout --kill-after=10 "$RUN_TIMEOUT" "$@"; }
-  # The same batch sizes as the peer's prompt test: llama-bench sizes that test's context to
-  # exactly P cells, and llama.cpp clamps the batch to the context (2048 -> P) and the
-  # micro-batch to the batch (512 -> P); stagebench's one context per test holds depth, prompt
-  # and generated tokens (plus 8), so below 512 prompt tokens its micro-batch would be larger,
-  # which costs a small prompt up to a tenth on the CPU (bench/README.md, docs/run.md). Given
-  # the peer's sizes, the two compare the measurement, not the configuration.
-  sb_batch=$((P < 2048 ? P : 2048)); sb_ubatch=$((P < 512 ? P : 512))
 
   for r in $(seq 1 "$ROUNDS"); do
     echo "round $r/$ROUNDS, load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
@@ -90,8 +83,7 @@ else
     for who in $order; do
       if [ "$who" = sb ]; then
         run "$SB" run -m "$model" -p "$P" -n "$N" -t "$THREADS" -r "$REPS" --device "$SB_DEVICE" \
-          -ngl "$NGL" -b "$sb_batch" --ubatch-size "$sb_ubatch" --membw off -o json -q \
-          > "$work/sb.$r.json"
+          -ngl "$NGL" --membw off -o json -q > "$work/sb.$r.json"
       else
         run "$LB" -m "$model" -p "$P" -n 0 -t "$THREADS" -r "$REPS" -dev "$LB_DEVICE" -ngl "$NGL" \
           -o json > "$work/lb_pp.$r.json" 2>/dev/null

@@ -9,8 +9,16 @@
 
 namespace sb {
 
+// The context holds the whole test: depth, prompt and generated tokens, 8 to spare. Its batch
+// is at most the cells before decoding (depth + prompt) and its micro-batch at most the batch:
+// the sizes llama-bench's prompt test runs with, whose context holds exactly those cells (llama.cpp
+// clamps both to it). A micro-batch larger than the prompt made a small prompt up to a tenth
+// slower (docs/run.md).
 LoadSpec load_spec_for(const TestConfig& c) {
-    return load_spec(c, c.n_depth + c.n_prompt + c.n_gen + 8);
+    LoadSpec ls = load_spec(c, c.n_depth + c.n_prompt + c.n_gen + 8);
+    ls.n_batch = std::min(ls.n_batch, std::max(1, c.n_depth + c.n_prompt));
+    ls.n_ubatch = std::min(ls.n_ubatch, ls.n_batch);
+    return ls;
 }
 
 double prefill_flops(uint64_t n_params, const ModelShape& s, int n_depth, int n_prompt) {

@@ -80,6 +80,8 @@ TEST(RepetitionRunner, MeasuresEachStageFromTheEnginesTimestampsExactly) {
                              "fill_to_depth 0", "prefill 4", "decode_step", "decode_step",
                              "decode_step"}));  // repetition 2
     EXPECT_EQ(rig.engine.loaded_spec().n_ctx, 4 + 3 + 8);
+    EXPECT_EQ(rig.engine.loaded_spec().n_batch, 4);  // the prompt's cells (load_spec_for)
+    EXPECT_EQ(rig.engine.loaded_spec().n_ubatch, 4);
     EXPECT_EQ(r.status, Status::ok);
     EXPECT_EQ(r.stopped_by, StopReason::reps);
     EXPECT_EQ(r.reps_done, 2);
@@ -157,8 +159,36 @@ TEST(RepetitionRunner, AtDepthTheCacheIsFilledEveryRepetitionAndNoBosIsForced) {
               random_tokens(4, 1000, prompt_seed(7, 0))[0]);
     EXPECT_EQ(r.decode->kv_depth_start, 36);
     EXPECT_EQ(rig.engine.loaded_spec().n_ctx, 32 + 4 + 1 + 8);
+    EXPECT_EQ(rig.engine.loaded_spec().n_batch, 32 + 4);
+    EXPECT_EQ(rig.engine.loaded_spec().n_ubatch, 32 + 4);
     EXPECT_EQ(rig.events.front(), "doing loading the model");
     EXPECT_EQ(rig.events[1], "doing filling the KV cache");
+}
+
+TEST(LoadSpecFor, TheBatchesAreTheCellsBeforeDecodingAsInLlamaBenchsPromptTest) {
+    // llama-bench's prompt test gets a context of depth + prompt cells, and llama.cpp clamps
+    // the batch (-b) and the micro-batch (-ub) to it; the test's context holds the generated
+    // tokens too, so its sizes are clamped here to the same cells.
+    TestConfig c = small_test(512, 128, 1);
+    LoadSpec s = load_spec_for(c);
+    EXPECT_EQ(s.n_ctx, 512 + 128 + 8);
+    EXPECT_EQ(s.n_batch, 512);  // not 648: the generated tokens are never a batch
+    EXPECT_EQ(s.n_ubatch, 512);
+    c.n_prompt = 64;
+    s = load_spec_for(c);
+    EXPECT_EQ(s.n_batch, 64);
+    EXPECT_EQ(s.n_ubatch, 64);  // not 200: the prompt's own size
+    c.n_depth = 4096;
+    s = load_spec_for(c);
+    EXPECT_EQ(s.n_batch, 2048);  // -b: the depth is filled in chunks of it
+    EXPECT_EQ(s.n_ubatch, 512);
+    c.n_depth = 0;
+    c.n_prompt = 512;
+    c.n_batch = 128;
+    c.n_ubatch = 256;  // larger than the batch: llama.cpp would clamp it too
+    s = load_spec_for(c);
+    EXPECT_EQ(s.n_batch, 128);
+    EXPECT_EQ(s.n_ubatch, 128);
 }
 
 TEST(RepetitionRunner, InterTokenLatenciesAndTtftAreTheScriptedTimes) {
