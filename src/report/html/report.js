@@ -476,10 +476,12 @@
       borderColor: color(c), backgroundColor: color(c) }));
     // The x axis hugs the points (they may all sit at 33-36 tok/s: an axis from 0 would crowd them
     // against its end), padded by a tenth of their span, or a fiftieth of their value when they
-    // coincide.
+    // coincide; never by more than their span, so that points of nearly one throughput (a
+    // saturated server: 2.67 and 2.69 tok/s) still fill a third of the axis, not its middle.
     const xs = datasets.flatMap((d) => d.data.map((p) => p.x));
-    const xLo = Math.min(...xs), xHi = Math.max(...xs);
-    const xPad = xs.length ? Math.max((xHi - xLo) * 0.1, Math.abs(xHi) * 0.02, 1e-9) : 0;
+    const xLo = Math.min(...xs), xHi = Math.max(...xs), xSpan = xHi - xLo;
+    const xPad = !xs.length ? 0 : xSpan > 0 ? Math.min(Math.max(xSpan * 0.1, Math.abs(xHi) * 0.02), xSpan)
+                                            : Math.max(Math.abs(xHi) * 0.02, 1e-9);
     // The SLOs as dotted lines, each named by a label placed clear of the points (sbLabels).
     const annotations = {}, sloLabels = [];
     ['ttft', 'tpot', 'e2e'].forEach((k, i) => {
