@@ -73,8 +73,8 @@ else
   load0=$(cut -d' ' -f1-3 /proc/loadavg)
   # MODEL: a GGUF to use instead of synthesizing one (LAYERS empty: the preset's full depth).
   model=${MODEL:-"$work/model.gguf"}
-  [ -n "${MODEL:-}" ] || "$SB" synth --preset "$PRESET" ${LAYERS:+--layers "$LAYERS"} --quant "$QUANT" -o "$model" >&2
   run() { timeout --kill-after=10 "$RUN_TIMEOUT" "$@"; }
+  [ -n "${MODEL:-}" ] || run "$SB" synth --preset "$PRESET" ${LAYERS:+--layers "$LAYERS"} --quant "$QUANT" -o "$model" >&2
 
   for r in $(seq 1 "$ROUNDS"); do
     echo "round $r/$ROUNDS, load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
