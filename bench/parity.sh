@@ -187,7 +187,7 @@ def rounds_needed(sd, gm, tol):
     """Rounds for the 95 % interval, at this spread, to fit between the estimate and the nearer
     bound (Student's t at those rounds); None where the estimate is outside the band."""
     room = min(math.log(1 + tol) - math.log(gm), math.log(gm) - math.log(1 - tol))
-    if not room > 0 or not sd == sd:
+    if not room > 0:
         return None
     k = max(2, math.ceil((1.96 * sd / room) ** 2))  # t > 1.96: never fewer than this
     while k < 10000 and t_quantile(0.975, k - 1) * sd / math.sqrt(k) > room:
@@ -237,7 +237,9 @@ for stage, d in rows.items():
     v = verdict(lo, hi, pval, tol)
     verdicts.append(v)
     name = f"pp{p}" if stage == "prefill" else f"tg{n} @ d{p}"
-    if v == "UNRESOLVED":
+    if v == "UNRESOLVED" and hi == float("inf"):
+        notes.append(f"{stage}: one round gives no interval; run 2 or more (ROUNDS=)")
+    elif v == "UNRESOLVED":
         need = rounds_needed(sd, gm, tol)
         notes.append(f"{stage}: the interval {lo:.3f}-{hi:.3f} straddles a bound of "
                      f"{1 - tol:.3f}-{1 + tol:.3f}; "

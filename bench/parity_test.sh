@@ -103,13 +103,19 @@ check "two rounds: Student's interval 0.943-1.071" grep -q "^| prefill (pp64) | 
 check "two rounds: 3 rounds would resolve it" grep -q "^prefill: .* about 3 rounds would resolve it (ROUNDS=3)" "$work/two.md"
 check "two rounds: unresolved, exit 3" [ "$(rc_of two)" = 3 ]
 
+# One round: no interval, unresolved, and the note says so (not that the estimate is outside).
+make_case "$work/one" "$(rounds_json "100:100")"
+judge one "$work/one"
+check "one round: unresolved, exit 3" [ "$(rc_of one)" = 3 ]
+check "one round: no interval said" grep -q "^prefill: one round gives no interval" "$work/one.md"
+
 # A folder without meta.json: a one-line error and exit 2.
 mkdir -p "$work/bare"
 judge bare "$work/bare"
 check "no meta.json: exit 2" [ "$(rc_of bare)" = 2 ]
 check "no meta.json: said" grep -q "has no meta.json" "$work/bare.err"
 
-for c in met slow noisy spread two; do
+for c in met slow noisy spread two one; do
   [ "$failed" = 0 ] || { echo "--- $c"; cat "$work/$c.md" "$work/$c.err"; }
 done
 finish
