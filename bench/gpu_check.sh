@@ -94,7 +94,7 @@ for m in "${models[@]}"; do
   s=$(short "$m")
   step "run-$s" "$SB" run -m "$m" -p 512 -n 128 -r 3 --device "CPU,$GPU" --out "$out/run-$s.json"
 done
-step parity env SB="$SB" LB="$LB" MODEL="$small" SB_DEVICE="$GPU" LB_DEVICE="$GPU" NGL=99 \
+step parity env SB="$SB" LB="$LB" MODEL="$small" LB_DEVICE="$GPU" NGL=99 \
   TOLERANCE=0.05 ROUNDS=6 REPS=3 P=512 N=128 bash "$here/bench/parity.sh"
 step ops "$SB" ops -m "$small" -p 512 --device "$GPU" --out "$out/ops.json"
 step hybrid "$SB" hybrid -m "$small" --prefill-device CPU --decode-device "$GPU" -p 512 -n 128 \

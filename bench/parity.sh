@@ -48,18 +48,32 @@
 #
 #   ROUNDS=5 THREADS=2 PRESET=llama-3.2-1b LAYERS=4 P=512 N=128 REPS=5 bash bench/parity.sh
 # On a GPU both sides name it and offload every layer (bench/vulkan_parity.sh, gpu_check.sh):
-#   SB_DEVICE=Vulkan0 LB_DEVICE=Vulkan0 NGL=99 TOLERANCE=0.05 bash bench/parity.sh
+#   LB_DEVICE=Vulkan0 NGL=99 TOLERANCE=0.05 bash bench/parity.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-5}; THREADS=${THREADS:-2}; PRESET=${PRESET:-llama-3.2-1b}; LAYERS=${LAYERS:-4}
 P=${P:-512}; N=${N:-128}; REPS=${REPS:-5}; QUANT=${QUANT:-q4_0}
+# The spread test compares repetitions about their run's mean: two a run at least.
+for v in ROUNDS:1 REPS:2 P:1 N:1; do
+  name=${v%:*}; least=${v#*:}; val=${!name}
+  [[ "$val" =~ ^[0-9]+$ ]] && [ "$val" -ge "$least" ] ||
+    { echo "parity.sh: $name=$val: a whole number of at least $least" >&2; exit 2; }
+done
 SB=${SB:-build/bin/stagebench}; LB=${LB:-build/peers/llama-bench}
-# llama-bench (with -dev none) always adds the accelerator modules it finds, here BLAS, to its
-# scheduler; stagebench's device for the same setup is BLAS (CPU + BLAS). CPU alone would be
-# another configuration, not the peer's.
-SB_DEVICE=${SB_DEVICE:-BLAS}
 tol_given=${TOLERANCE:-}
 LB_DEVICE=${LB_DEVICE:-none}; NGL=${NGL:-99}; TOLERANCE=${TOLERANCE:-0.03}
+# llama-bench loads every module it finds, and llama.cpp gives every context the CPU and every
+# accelerator-type device (BLAS) beside the devices named by -dev, so the peer's scheduler runs
+# CPU + LB_DEVICE + BLAS. stagebench loads only what --device names: its device for the same
+# setup is LB_DEVICE plus each accelerator `stagebench devices` lists (-dev none: the
+# accelerators alone, CPU + BLAS; none found: CPU). Without them the two sides would run two
+# configurations (on lavapipe, Vulkan0 against Vulkan0+BLAS until 2026-12-08).
+if [ -z "${SB_DEVICE:-}" ] && [ -z "${JUDGE:-}" ]; then
+  accels=$(timeout 120 "$SB" devices 2>/dev/null | awk -F'|' '$3 ~ /^ *accel *$/ {
+    gsub(/ /, "", $2); printf "+%s", $2 }') || accels=
+  if [ "$LB_DEVICE" = none ]; then SB_DEVICE=${accels#+}; else SB_DEVICE=$LB_DEVICE$accels; fi
+  SB_DEVICE=${SB_DEVICE:-CPU}
+fi
 # A deadline for every run (seconds): a device or driver that stops answering ends the bench.
 RUN_TIMEOUT=${RUN_TIMEOUT:-1800}
 if [ -n "${JUDGE:-}" ]; then
@@ -94,8 +108,9 @@ else
   done
 
   load1=$(cut -d' ' -f1-3 /proc/loadavg)
-  printf '{"rounds": %d, "p": %d, "n": %d, "reps": %d, "tolerance": %s, "load_before": "%s", "load_after": "%s"}\n' \
-    "$ROUNDS" "$P" "$N" "$REPS" "$TOLERANCE" "$load0" "$load1" > "$work/meta.json"
+  printf '{"rounds": %d, "p": %d, "n": %d, "reps": %d, "tolerance": %s, "load_before": "%s", "load_after": "%s", "sb_device": "%s", "lb_device": "%s", "ngl": %d}\n' \
+    "$ROUNDS" "$P" "$N" "$REPS" "$TOLERANCE" "$load0" "$load1" "$SB_DEVICE" "$LB_DEVICE" "$NGL" \
+    > "$work/meta.json"
   [ -z "${KEEP:-}" ] || { mkdir -p "$KEEP" && cp "$work"/*.json "$KEEP"/; }
 fi
 
@@ -106,6 +121,9 @@ meta = json.load(open(f"{work}/meta.json"))
 rounds, p, n, reps = meta["rounds"], meta["p"], meta["n"], meta["reps"]
 tol = float(sys.argv[2]) if sys.argv[2] else float(meta["tolerance"])
 load0, load1 = meta["load_before"], meta["load_after"]
+# Kept before 2026-12-08, a folder has no devices: said as unknown.
+devices = (f"stagebench --device {meta['sb_device']} against llama-bench -dev {meta['lb_device']}"
+           f" -ngl {meta['ngl']}" if "sb_device" in meta else "devices not recorded")
 
 def stalls(xs, k=3.5):
     """Count of samples whose one-sided modified z-score exceeds k (stagebench's rule)."""
@@ -253,7 +271,7 @@ for stage, d in rows.items():
           f"{'/'.join(map(str, nn))} | {sum(d['sb_stalls'])} | {sum(d['lb_stalls'])} | {tok} | "
           f"{ca*100:.2f} % | {cb*100:.2f} % | {pa*100:.2f} % | {pb*100:.2f} % | {pval:.3f} | "
           f"{' '.join(f'{x / y:.3f}' for x, y in zip(d['sb_rob'], d['lb_rob']))} | {v} |")
-print(f"\n{rounds} interleaved rounds of {reps} repetitions a side; load average "
+print(f"\n{devices}; {rounds} interleaved rounds of {reps} repetitions a side; load average "
       f"{load0} before, {load1} after. Medians over rounds of each run's mean tokens/s, robust "
       "figure (tokens / median repetition) and CV (sample SD / mean of its repetitions' "
       "tokens/s), the same on both sides; stalled repetitions by the same rule on both sides, "

@@ -115,7 +115,43 @@ judge bare "$work/bare"
 check "no meta.json: exit 2" [ "$(rc_of bare)" = 2 ]
 check "no meta.json: said" grep -q "has no meta.json" "$work/bare.err"
 
-for c in met slow noisy spread two one; do
+# Bad sizes: a one-line error and exit 2 before anything runs (REPS=1 has no spread to test).
+for bad in REPS=1 ROUNDS=0 P=x; do
+  env "$bad" bash "$here/parity.sh" > /dev/null 2> "$work/bad.err"
+  check "$bad: exit 2" [ $? = 2 ]
+  check "$bad: said" grep -q "^parity.sh: $bad: a whole number of at least" "$work/bad.err"
+done
+
+# Measured once with the real tools (the build folder and llama.cpp's, as ctest passes them):
+# the stagebench side runs the devices llama.cpp gives the peer's scheduler, i.e. the named
+# device plus BLAS where the build has that module (llama-bench -dev none: BLAS alone, which is
+# CPU + BLAS), and the table names both sides' devices.
+build=${1:-}; llama=${2:-}
+if [ -n "$build" ] && [ -x "$build/bin/stagebench" ]; then
+  blas=; [ -f "$llama/bin/libggml-blas.so" ] && blas=+BLAS
+  measure() {  # measure NAME LB_DEVICE [env...]: one round of two repetitions, tiny sizes
+    local name=$1 lb=$2; shift 2
+    env "$@" SB="$build/bin/stagebench" LB="$build/peers/llama-bench" LB_DEVICE="$lb" \
+      PRESET=tiny LAYERS= ROUNDS=1 REPS=2 P=8 N=2 KEEP="$work/$name" \
+      bash "$here/parity.sh" > "$work/$name.md" 2> "$work/$name.err"
+    echo $? > "$work/$name.rc"
+  }
+  device_of() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['sb_device'])" "$work/$1/meta.json"; }
+  measure cpu none
+  want=${blas#+}; want=${want:-CPU}
+  check "-dev none: measured, one round unresolved (exit 3)" [ "$(rc_of cpu)" = 3 ]
+  check "-dev none: stagebench runs $want" [ "$(device_of cpu)" = "$want" ]
+  check "-dev none: the devices said" grep -q "^stagebench --device $want against llama-bench -dev none -ngl 99;" "$work/cpu.md"
+  if [ -f "$llama/bin/libggml-vulkan.so" ] && [ -n "$(ls /usr/share/vulkan/icd.d/lvp_icd*.json 2>/dev/null)" ]; then
+    # lavapipe, which ggml-vulkan shows only when named.
+    measure vk Vulkan0 GGML_VK_VISIBLE_DEVICES=0
+    check "-dev Vulkan0: measured (exit 3)" [ "$(rc_of vk)" = 3 ]
+    check "-dev Vulkan0: stagebench runs Vulkan0$blas" [ "$(device_of vk)" = "Vulkan0$blas" ]
+  fi
+fi
+
+for c in met slow noisy spread two one cpu vk; do
+  [ -f "$work/$c.md" ] || continue
   [ "$failed" = 0 ] || { echo "--- $c"; cat "$work/$c.md" "$work/$c.err"; }
 done
 finish

@@ -13,7 +13,8 @@
 # when GGML_VK_VISIBLE_DEVICES names it): GGML_VK_VISIBLE_DEVICES=0 bash bench/vulkan_parity.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export SB_DEVICE=${SB_DEVICE:-Vulkan0} LB_DEVICE=${LB_DEVICE:-Vulkan0} NGL=${NGL:-99}
+# stagebench's side gets Vulkan0 plus the accelerators llama.cpp gives the peer (parity.sh).
+export LB_DEVICE=${LB_DEVICE:-Vulkan0} NGL=${NGL:-99}
 export TOLERANCE=${TOLERANCE:-0.05}
 # lavapipe is slow: a smaller default workload than the CPU parity's, the same shape; 6 rounds
 # at least, for an interval (Student's t at 5 degrees of freedom: 2.57).

@@ -22,10 +22,10 @@ set(_sb_test_costs
   Fleet.TimeoutInterruptsAJobThereAndItsResultsFolderComesBack                       41
   Fleet.DeviceFoldersKeepTheLastUsedJobsResultsAndCopies                             39
   Fleet.KillingOneDevicesSshdMidRunLeavesItsErrorAndTheOthersComplete                38
+  Bench.ParityJudgesKeptRunsMetMissedOrUnresolved                                    30
   SynthModels.Qwen3MoeHasItsExpertsAndRoutesThem                                     26
   Bundle.RunShExitsOneWhenTheGateOfItsBaselineFails                                  25
   Fleet.RpcUpSplitsAModelOverTwoServersAndOpsReportsItsTransfers                     24
-  Bench.ParityJudgesKeptRunsMetMissedOrUnresolved                                    20
   Rpc.AServerThatStopsAnsweringMidRunEndsAtTheStageTimeout                           19
   SynthQuant.TheMixIsTheOneLlamaQuantizeChooses                                      19
   Report.DrawsEveryChartInHeadlessChromiumWithoutAnyRequest                          17
