@@ -11,17 +11,18 @@
 #   RUNS=3 ROUNDS=4 CPUS=2 PRESET=tiny QUANT=f16 bash bench/background_load.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib/deadline.sh
 RUNS=${RUNS:-3}; ROUNDS=${ROUNDS:-4}; CPUS=${CPUS:-2}; PRESET=${PRESET:-tiny}; QUANT=${QUANT:-f16}
 SB=build/bin/stagebench
 [ -x "$SB" ] || { echo "build first: make build" >&2; exit 2; }
 [ "$(nproc)" -ge "$CPUS" ] || { echo "needs $CPUS CPUs" >&2; exit 2; }
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 model="$work/model.gguf"
-"$SB" synth --preset "$PRESET" --quant "$QUANT" -o "$model" >&2
+dl "$SB" synth --preset "$PRESET" --quant "$QUANT" -o "$model" >&2
 cpus=$(seq -s, 0 $((CPUS - 1)))
 for r in $(seq 1 "$RUNS"); do
   echo "run $r/$RUNS" >&2
-  taskset -c "$cpus" "$SB" sustained -m "$model" --rounds "$ROUNDS" --prompt-tokens 64 \
+  dl taskset -c "$cpus" "$SB" sustained -m "$model" --rounds "$ROUNDS" --prompt-tokens 64 \
     --max-tokens 32 -t "$CPUS" --background "cpu:$CPUS" --telemetry off -o json -q \
     > "$work/s.$r.json"
 done

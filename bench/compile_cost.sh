@@ -17,6 +17,9 @@
 # TESTS_BUDGET_S set other budgets.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
+# A deadline for each build step: a cold build of the tests takes about 10 minutes here.
+BENCH_TIMEOUT=${BENCH_TIMEOUT:-3600}
+. "$here/bench/lib/deadline.sh"
 build=$(realpath -m "${1:-$here/build-compile-cost}")
 shift || true
 jobs=${JOBS:-2}
@@ -40,13 +43,13 @@ exit $rc
 LAUNCHER
 chmod +x "$launcher"
 export SB_COMPILE_LOG=$log
-cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTAGEBENCH_CCACHE=OFF \
+dl cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTAGEBENCH_CCACHE=OFF \
     -DCMAKE_CXX_COMPILER_LAUNCHER="$launcher" -DCMAKE_C_COMPILER_LAUNCHER="$launcher" \
     -DSTAGEBENCH_LLAMA_BUILD_DIR="$(cat "$here/build/.llama-dir")" \
     -DSTAGEBENCH_REPORT_ASSETS_DIR="$(cat "$here/build/.report-assets-dir")" "$@" >"$build/configure.log"
 for step in stagebench all; do
     t0=$(date +%s)
-    cmake --build "$build" -j "$jobs" --target "$step" >"$build/build-$step.log"
+    dl cmake --build "$build" -j "$jobs" --target "$step" >"$build/build-$step.log"
     echo "$step: $(($(date +%s) - t0)) s wall, load average $(cut -d' ' -f1-3 /proc/loadavg)"
     cp "$log" "$build/compile-times-$step.log"
 done

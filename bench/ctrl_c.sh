@@ -13,12 +13,13 @@
 #   DELAY=2 THREADS=1 LIMIT=5 bash bench/ctrl_c.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib/deadline.sh
 DELAY=${DELAY:-2}; THREADS=${THREADS:-1}; LIMIT=${LIMIT:-5}
 SB=build/bin/stagebench
 [ -x "$SB" ] || { echo "build first: make build" >&2; exit 2; }
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 model="$work/model.gguf"
-"$SB" synth --preset tiny -o "$model" >&2
+dl "$SB" synth --preset tiny -o "$model" >&2
 
 missed=0
 echo "| case | answer s | exit | target |"

@@ -13,6 +13,7 @@
 #   ROUNDS=3 THREADS=1 bash bench/decompose_rpc.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib/deadline.sh
 ROUNDS=${ROUNDS:-3}; THREADS=${THREADS:-1}
 . bench/lib/tiny_rpc_server.sh
 start_tiny_rpc_server "$THREADS"
@@ -21,7 +22,7 @@ missed=0
 echo "| round | stage | accelerator compute ms | communication ms | copies ms | dispatch µs | target |"
 echo "| ---: | --- | ---: | ---: | ---: | ---: | --- |"
 for r in $(seq "$ROUNDS"); do
-  "$SB" decompose -m "$model" -p 32 -t "$THREADS" --rpc "127.0.0.1:$port" --device RPC0 \
+  dl "$SB" decompose -m "$model" -p 32 -t "$THREADS" --rpc "127.0.0.1:$port" --device RPC0 \
     --replay 8 --reps 2 --plain-reps 3 -o json -q > "$work/d.json"
   rows=$(python3 - "$work/d.json" "$r" <<'EOF'
 import json, sys

@@ -10,6 +10,7 @@
 #   ROUNDS=3 PRESET=tiny P=64 N=128 REPS=3 bash bench/default_threads.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib/deadline.sh
 ROUNDS=${ROUNDS:-3}; PRESET=${PRESET:-tiny}; LAYERS=${LAYERS:-0}; P=${P:-64}; N=${N:-128}
 REPS=${REPS:-3}; QUANT=${QUANT:-q4_0}
 THREADS=${THREADS:-$(lscpu -p=CORE,SOCKET | grep -v '^#' | sort -u | wc -l)}
@@ -18,7 +19,7 @@ SB=build/bin/stagebench
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 model="$work/model.gguf"
 layers=(); [ "$LAYERS" -gt 0 ] && layers=(--layers "$LAYERS")
-"$SB" synth --preset "$PRESET" "${layers[@]}" --quant "$QUANT" -o "$model" >&2
+dl "$SB" synth --preset "$PRESET" "${layers[@]}" --quant "$QUANT" -o "$model" >&2
 
 arms=("default" "t$THREADS" "t4")
 for r in $(seq 1 "$ROUNDS"); do
@@ -31,7 +32,7 @@ for r in $(seq 1 "$ROUNDS"); do
       t4) targs=(-t 4) ;;
       *) targs=(-t "$THREADS") ;;
     esac
-    "$SB" run -m "$model" -p "$P" -n "$N" -r "$REPS" "${targs[@]}" --membw off -o json -q \
+    dl "$SB" run -m "$model" -p "$P" -n "$N" -r "$REPS" "${targs[@]}" --membw off -o json -q \
       > "$work/$arm.$r.json"
   done
 done

@@ -18,22 +18,23 @@
 #   BENCH_THREADS=1 SERVER_THREADS=2 bash bench/explain_attribution.sh   # more threads slower?
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib/deadline.sh
 SB=${STAGEBENCH:-build/bin/stagebench}
 [ -x "$SB" ] || { echo "build first: make build (or set STAGEBENCH)" >&2; exit 2; }
 ROUNDS=${ROUNDS:-5}
 BENCH_THREADS=${BENCH_THREADS:-2}
 SERVER_THREADS=${SERVER_THREADS:-1}
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
-"$SB" synth --preset tiny -o "$work/tiny.gguf" >/dev/null 2>&1 || { echo "synth failed" >&2; exit 2; }
-"$SB" synth --preset llama-3.2-1b --layers 2 -o "$work/l2.gguf" >/dev/null 2>&1 ||
+dl "$SB" synth --preset tiny -o "$work/tiny.gguf" >/dev/null 2>&1 || { echo "synth failed" >&2; exit 2; }
+dl "$SB" synth --preset llama-3.2-1b --layers 2 -o "$work/l2.gguf" >/dev/null 2>&1 ||
   { echo "synth failed" >&2; exit 2; }
 # The server's devices: every one llama.cpp finds (BLAS runs ops in every context).
-DEVICE=$("$SB" devices 2>/dev/null | awk -F'|' 'NR > 2 { gsub(/ /, "", $2); if ($2 != "CPU" && $2 !~ /^RPC/ && $2 != "") d = d "+" $2 } END { print "CPU" d }')
+DEVICE=$(dl "$SB" devices 2>/dev/null | awk -F'|' 'NR > 2 { gsub(/ /, "", $2); if ($2 != "CPU" && $2 !~ /^RPC/ && $2 != "") d = d "+" $2 } END { print "CPU" d }')
 echo "explain, $ROUNDS rounds each, bench devices $DEVICE (load: $(cut -d' ' -f1-3 /proc/loadavg))"
 
 run() {  # name, stage, setting, explain args...
   local name=$1 stage=$2 setting=$3; shift 3
-  "$SB" explain "$@" -r "$ROUNDS" --device "$DEVICE" --no-ops -q -o json >"$work/$name.json" \
+  dl "$SB" explain "$@" -r "$ROUNDS" --device "$DEVICE" --no-ops -q -o json >"$work/$name.json" \
     2>"$work/$name.err" || { tail -5 "$work/$name.err" >&2; exit 2; }
   python3 - "$work/$name.json" "$stage" "$setting" <<'EOF'
 import json, sys

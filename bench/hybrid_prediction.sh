@@ -12,6 +12,7 @@
 #   ROUNDS=5 PRESET=llama-3.2-1b LAYERS=1 P=32,96 N=8 REPS=9 THREADS=1 bash bench/hybrid_prediction.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib/deadline.sh
 ROUNDS=${ROUNDS:-5}; PRESET=${PRESET:-llama-3.2-1b}; LAYERS=${LAYERS:-1}; P=${P:-32,96}
 N=${N:-8}; REPS=${REPS:-9}; THREADS=${THREADS:-1}; QUANT=${QUANT:-q4_0}
 SB=build/bin/stagebench
@@ -20,18 +21,18 @@ work=$(mktemp -d)
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 "$SB" rpc-server -p "$port" -t "$THREADS" > "$work/rpc.log" 2>&1 &
 rpc_pid=$!
-trap 'kill $rpc_pid 2>/dev/null; rm -rf "$work"' EXIT
+trap 'stop_bg "$rpc_pid"; rm -rf "$work"' EXIT
 model="$work/model.gguf"
 synth=("$SB" synth --preset "$PRESET" --quant "$QUANT" -o "$model")
 [ -n "$LAYERS" ] && synth+=(--layers "$LAYERS")
-"${synth[@]}" >&2
+dl "${synth[@]}" >&2
 sleep 1
 
 for r in $(seq 1 "$ROUNDS"); do
   echo "round $r/$ROUNDS" >&2
-  "$SB" hybrid -m "$model" --prefill-device CPU --decode-device RPC0 --rpc "127.0.0.1:$port" \
+  dl "$SB" hybrid -m "$model" --prefill-device CPU --decode-device RPC0 --rpc "127.0.0.1:$port" \
     -p "$P" -n "$N" -r "$REPS" -t "$THREADS" --out "$work/h.$r.json" -q > /dev/null
-  "$SB" advise "$work/h.$r.json" -o json > "$work/a.$r.json"
+  dl "$SB" advise "$work/h.$r.json" -o json > "$work/a.$r.json"
 done
 
 python3 - "$work" "$ROUNDS" <<'PY'

@@ -28,6 +28,7 @@
 #   ROUNDS=3 THREADS=2 P=512 PD=64 BLAS_P=128 BLAS_LAYERS=4 bash bench/ops_speed.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib/deadline.sh
 ROUNDS=${ROUNDS:-3}; THREADS=${THREADS:-2}; P=${P:-512}; PD=${PD:-64}
 BLAS_P=${BLAS_P:-128}; BLAS_LAYERS=${BLAS_LAYERS:-4}
 SB=build/bin/stagebench; LB=${LB:-build/peers/llama-bench}
@@ -35,14 +36,14 @@ SB=build/bin/stagebench; LB=${LB:-build/peers/llama-bench}
 [ -x /usr/bin/time ] || { echo "needs /usr/bin/time (apt-get install time)" >&2; exit 2; }
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 model="$work/m.gguf"; blas_model="$work/m-f16.gguf"
-"$SB" synth --preset llama-3.2-1b --layers 16 --quant q4_0 -o "$model" >&2
-"$SB" synth --preset llama-3.2-1b --layers "$BLAS_LAYERS" --quant f16 -o "$blas_model" >&2
+dl "$SB" synth --preset llama-3.2-1b --layers 16 --quant q4_0 -o "$model" >&2
+dl "$SB" synth --preset llama-3.2-1b --layers "$BLAS_LAYERS" --quant f16 -o "$blas_model" >&2
 
 # Runs one profile under /usr/bin/time: its document, wall time and peak RSS.
 profile() {  # name round model args...
   local name=$1 r=$2 m=$3; shift 3
   /usr/bin/time -f '%e %M' -o "$work/$name.$r.time" \
-    "$SB" ops -m "$m" -t "$THREADS" -q -o json --out "$work/$name.$r.json" "$@" > /dev/null
+    dl "$SB" ops -m "$m" -t "$THREADS" -q -o json --out "$work/$name.$r.json" "$@" > /dev/null
 }
 
 for r in $(seq 1 "$ROUNDS"); do
@@ -50,9 +51,9 @@ for r in $(seq 1 "$ROUNDS"); do
   profile full "$r" "$model" -p "$P"
   profile decode "$r" "$model" -p "$PD" --stage decode
   /usr/bin/time -f '%e %M' -o "$work/peer.$r.time" \
-    "$LB" -m "$model" -t "$THREADS" -p 0 -n 1 -r 1 -mmp 0 -dev none -o csv > /dev/null 2>&1
+    dl "$LB" -m "$model" -t "$THREADS" -p 0 -n 1 -r 1 -mmp 0 -dev none -o csv > /dev/null 2>&1
   /usr/bin/time -f '%e %M' -o "$work/peer_hp.$r.time" env GLIBC_TUNABLES=glibc.malloc.hugetlb=1 \
-    "$LB" -m "$model" -t "$THREADS" -p 0 -n 1 -r 1 -mmp 0 -dev none -o csv > /dev/null 2>&1
+    dl "$LB" -m "$model" -t "$THREADS" -p 0 -n 1 -r 1 -mmp 0 -dev none -o csv > /dev/null 2>&1
   profile blas "$r" "$blas_model" -p "$BLAS_P" --device BLAS
 done
 

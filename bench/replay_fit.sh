@@ -16,17 +16,18 @@
 #   ROUNDS=5 THREADS=1 PRESET=tiny P=64 REPLAY=8 QUANT=f16 bash bench/replay_fit.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib/deadline.sh
 ROUNDS=${ROUNDS:-5}; THREADS=${THREADS:-1}; PRESET=${PRESET:-tiny}; P=${P:-64}
 REPLAY=${REPLAY:-8}; QUANT=${QUANT:-f16}
 SB=build/bin/stagebench
 [ -x "$SB" ] || { echo "build first: make build" >&2; exit 2; }
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 model="$work/model.gguf"
-"$SB" synth --preset "$PRESET" --quant "$QUANT" -o "$model" >&2
+dl "$SB" synth --preset "$PRESET" --quant "$QUANT" -o "$model" >&2
 
 for r in $(seq 1 "$ROUNDS"); do
   echo "round $r/$ROUNDS" >&2
-  "$SB" ops -m "$model" -p "$P" -t "$THREADS" --replay "$REPLAY" --reps 2 --plain-reps 5 \
+  dl "$SB" ops -m "$model" -p "$P" -t "$THREADS" --replay "$REPLAY" --reps 2 --plain-reps 5 \
     -o json -q > "$work/ops.$r.json"
 done
 

@@ -13,12 +13,13 @@
 #   ROUNDS=5 THREADS=1 bash bench/rpc_op_tax.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib/deadline.sh
 ROUNDS=${ROUNDS:-5}; THREADS=${THREADS:-1}
 . bench/lib/tiny_rpc_server.sh
 start_tiny_rpc_server "$THREADS"
 
 for r in $(seq "$ROUNDS"); do
-  "$SB" ops -m "$model" -p 32 -t "$THREADS" --rpc "127.0.0.1:$port" --device RPC0 \
+  dl "$SB" ops -m "$model" -p 32 -t "$THREADS" --rpc "127.0.0.1:$port" --device RPC0 \
     --replay 8 --reps 2 --plain-reps 3 -o json -q > "$work/ops-$r.json" || exit 2
 done
 python3 - "$work"/ops-*.json <<'EOF'

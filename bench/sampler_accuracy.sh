@@ -10,10 +10,11 @@
 #   ROUNDS=10 bash bench/sampler_accuracy.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib/deadline.sh
 BIN=${SAMPLER_ACCURACY:-build/bin/sampler_accuracy}
 [ -x "$BIN" ] || { echo "build first: make build (it builds $BIN)" >&2; exit 2; }
 echo "sampler accuracy against the writer's log, ${ROUNDS:-10} rounds (load: $(cut -d' ' -f1-3 /proc/loadavg))"
-out=$("$BIN" "${ROUNDS:-10}")
+out=$(dl "$BIN" "${ROUNDS:-10}")
 rc=$?
 echo "$out"
 [ "$rc" -le 1 ] || { echo "sampler_accuracy could not run (exit $rc)" >&2; exit 2; }

@@ -12,6 +12,7 @@
 #   SYSFS_ROOT=tests/fixtures/telemetry/android-snapdragon/sys bash bench/sampler_cost.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib/deadline.sh
 SB=${STAGEBENCH:-build/bin/stagebench}
 DURATION=${DURATION:-10}
 ROOT=${SYSFS_ROOT:-/sys}
@@ -22,7 +23,7 @@ work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 # CPU seconds (user + sys) of: sensors --duration $1 --hz $2
 cpu_s() {
   /usr/bin/time -f "%U %S" -o "$work/time" \
-    "$SB" sensors --sysfs-root "$ROOT" --duration "$1" --hz "$2" -o json > "$work/out.json" 2>/dev/null
+    dl "$SB" sensors --sysfs-root "$ROOT" --duration "$1" --hz "$2" -o json > "$work/out.json" 2>/dev/null
   awk '{ printf "%.3f", $1 + $2 }' "$work/time"
 }
 

@@ -14,10 +14,11 @@
 #   ROUNDS=3 REQUESTS=32 bash bench/serve_client_models.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib/deadline.sh
 . bench/lib/tiny_llama_server.sh
 ROUNDS=${ROUNDS:-3}
 REQUESTS=${REQUESTS:-32}
-default=$("$SB" serve --help | sed -n 's/.*--client TEXT=\([a-z]*\).*/\1/p' | head -1)
+default=$(dl "$SB" serve --help | sed -n 's/.*--client TEXT=\([a-z]*\).*/\1/p' | head -1)
 case "$default" in
   thread) other=loop ;;
   loop) other=thread ;;
@@ -28,7 +29,7 @@ echo "serve --url llama-server(-np 16, tiny) --client thread|loop --concurrency 
 for r in $(seq 1 "$ROUNDS"); do
   if [ $((r % 2)) = 1 ]; then order="thread loop"; else order="loop thread"; fi
   for c in $order; do
-    "$SB" serve --url "http://127.0.0.1:$port" --client "$c" --concurrency 1,4,16 \
+    dl "$SB" serve --url "http://127.0.0.1:$port" --client "$c" --concurrency 1,4,16 \
       --requests "$REQUESTS" -p 32 -n 16 --telemetry off -o json >"$work/r$r-$c.json" \
       2>"$work/r$r-$c.err" || [ -s "$work/r$r-$c.json" ] || { tail -3 "$work/r$r-$c.err"; exit 2; }
   done

@@ -14,6 +14,7 @@
 #   REQUESTS=32 bash bench/serve_client_overhead.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib/deadline.sh
 . bench/lib/tiny_llama_server.sh
 REQUESTS=${REQUESTS:-32}
 start_tiny_llama_server 16
@@ -23,7 +24,7 @@ missed=0
 declare -A client
 for c in 1 4 16; do
   before=$(cpu_s)
-  "$SB" serve --url "http://127.0.0.1:$port" --concurrency "$c" --requests "$REQUESTS" \
+  dl "$SB" serve --url "http://127.0.0.1:$port" --concurrency "$c" --requests "$REQUESTS" \
     -p 32 -n 16 --telemetry off -o json >"$work/c$c.json" 2>"$work/c$c.err" ||
     { tail -3 "$work/c$c.err"; exit 2; }
   after=$(cpu_s)

@@ -12,18 +12,19 @@
 #   ROUNDS=3 REQUESTS=16 bash bench/serve_concurrency.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib/deadline.sh
 SB=${STAGEBENCH:-build/bin/stagebench}
 [ -x "$SB" ] || { echo "build first: make build (or set STAGEBENCH)" >&2; exit 2; }
 ROUNDS=${ROUNDS:-3}
 REQUESTS=${REQUESTS:-16}
 LOW=${LOW:-2}
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
-"$SB" synth --preset tiny -o "$work/tiny.gguf" >/dev/null 2>&1
+dl "$SB" synth --preset tiny -o "$work/tiny.gguf" >/dev/null 2>&1
 echo "serve -m tiny --slots 4 --concurrency 1,4 --requests $REQUESTS -p 64 -n 32, $ROUNDS rounds (load: $(cut -d' ' -f1-3 /proc/loadavg))"
 ratios=()
 ttft_ratios=()
 for r in $(seq 1 "$ROUNDS"); do
-  "$SB" serve -m "$work/tiny.gguf" --slots 4 --concurrency 1,4 --requests "$REQUESTS" -p 64 -n 32 \
+  dl "$SB" serve -m "$work/tiny.gguf" --slots 4 --concurrency 1,4 --requests "$REQUESTS" -p 64 -n 32 \
     -o json >"$work/r$r.json" 2>"$work/r$r.err" || { tail -3 "$work/r$r.err"; exit 2; }
   ratio=$(python3 -c "
 import json, sys
@@ -34,7 +35,7 @@ print('%.3f %.1f %.1f' % (four / one, one, four))" "$work/r$r.json")
   set -- $ratio
   echo "  round $r: concurrency 1 $2 tok/s, concurrency 4 $3 tok/s, ratio $1"
   ratios+=("$1")
-  "$SB" serve -m "$work/tiny.gguf" --slots 4 --rate "$LOW,inf" --requests "$REQUESTS" -p 64 -n 32 \
+  dl "$SB" serve -m "$work/tiny.gguf" --slots 4 --rate "$LOW,inf" --requests "$REQUESTS" -p 64 -n 32 \
     -o json >"$work/q$r.json" 2>"$work/q$r.err" || { tail -3 "$work/q$r.err"; exit 2; }
   ttft=$(python3 -c "
 import json, sys

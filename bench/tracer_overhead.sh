@@ -13,6 +13,7 @@
 #   DEVICE=RPC0 RPC=127.0.0.1:50052 bash bench/tracer_overhead.sh   # an RPC server you started
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib/deadline.sh
 ROUNDS=${ROUNDS:-5}; THREADS=${THREADS:-1}; PRESET=${PRESET:-tiny}; LAYERS=${LAYERS:-}
 P=${P:-128}; DEVICE=${DEVICE:-CPU}; REPS=${REPS:-5}; QUANT=${QUANT:-q4_0}; RPC=${RPC:-}
 SB=build/bin/stagebench
@@ -21,13 +22,13 @@ work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 model="$work/model.gguf"
 synth=("$SB" synth --preset "$PRESET" --quant "$QUANT" -o "$model")
 [ -n "$LAYERS" ] && synth+=(--layers "$LAYERS")
-"${synth[@]}" >&2
+dl "${synth[@]}" >&2
 rpc=(); [ -n "$RPC" ] && rpc=(--rpc "$RPC")
 
 for r in $(seq 1 "$ROUNDS"); do
   echo "round $r/$ROUNDS" >&2
   # --replay 0: no op replay, only the two decode timings matter here.
-  "$SB" ops -m "$model" -p "$P" --stage decode -t "$THREADS" --device "$DEVICE" "${rpc[@]}" \
+  dl "$SB" ops -m "$model" -p "$P" --stage decode -t "$THREADS" --device "$DEVICE" "${rpc[@]}" \
     --replay 0 --reps "$REPS" --plain-reps "$REPS" -o json -q > "$work/ops.$r.json"
 done
 

@@ -3,16 +3,17 @@
 #
 #   start_tiny_rpc_server THREADS   sets work (a temporary directory), model (the tiny model),
 #                                   port and rpc_pid; exits 2 when it cannot start.
+. bench/lib/deadline.sh
 SB=${STAGEBENCH:-build/bin/stagebench}
 [ -x "$SB" ] || { echo "build first: make build (or set STAGEBENCH)" >&2; exit 2; }
 work=$(mktemp -d)
 model="$work/model.gguf"
 rpc_pid=""
-cleanup() { [ -n "$rpc_pid" ] && kill "$rpc_pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"; }
+cleanup() { stop_bg "$rpc_pid"; rm -rf "$work"; }
 trap cleanup EXIT
 
 start_tiny_rpc_server() {
-  "$SB" synth --preset tiny -o "$model" >/dev/null 2>&1 || { echo "synth failed" >&2; exit 2; }
+  dl "$SB" synth --preset tiny -o "$model" >/dev/null 2>&1 || { echo "synth failed" >&2; exit 2; }
   port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   "$SB" rpc-server -p "$port" -t "$1" >"$work/rpc.log" 2>&1 &
   rpc_pid=$!
