@@ -67,7 +67,7 @@ LB_DEVICE=${LB_DEVICE:-none}; NGL=${NGL:-99}; TOLERANCE=${TOLERANCE:-0.03}
 # CPU + LB_DEVICE + BLAS. stagebench loads only what --device names: its device for the same
 # setup is LB_DEVICE plus each accelerator `stagebench devices` lists (-dev none: the
 # accelerators alone, CPU + BLAS; none found: CPU). Without them the two sides would run two
-# configurations (on lavapipe, Vulkan0 against Vulkan0+BLAS until 2026-12-08).
+# configurations (on lavapipe, Vulkan0 against Vulkan0+BLAS until 16:00 UTC on 2026-12-07).
 if [ -z "${SB_DEVICE:-}" ] && [ -z "${JUDGE:-}" ]; then
   accels=$(timeout 120 "$SB" devices 2>/dev/null | awk -F'|' '$3 ~ /^ *accel *$/ {
     gsub(/ /, "", $2); printf "+%s", $2 }') || accels=
@@ -121,7 +121,7 @@ meta = json.load(open(f"{work}/meta.json"))
 rounds, p, n, reps = meta["rounds"], meta["p"], meta["n"], meta["reps"]
 tol = float(sys.argv[2]) if sys.argv[2] else float(meta["tolerance"])
 load0, load1 = meta["load_before"], meta["load_after"]
-# Kept before 2026-12-08, a folder has no devices: said as unknown.
+# Kept before 16:00 UTC on 2026-12-07, a folder has no devices: said as unknown.
 devices = (f"stagebench --device {meta['sb_device']} against llama-bench -dev {meta['lb_device']}"
            f" -ngl {meta['ngl']}" if "sb_device" in meta else "devices not recorded")
 
