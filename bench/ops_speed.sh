@@ -42,18 +42,18 @@ dl "$SB" synth --preset llama-3.2-1b --layers "$BLAS_LAYERS" --quant f16 -o "$bl
 # Runs one profile under /usr/bin/time: its document, wall time and peak RSS.
 profile() {  # name round model args...
   local name=$1 r=$2 m=$3; shift 3
-  /usr/bin/time -f '%e %M' -o "$work/$name.$r.time" \
-    dl "$SB" ops -m "$m" -t "$THREADS" -q -o json --out "$work/$name.$r.json" "$@" > /dev/null
+  dl /usr/bin/time -f '%e %M' -o "$work/$name.$r.time" \
+    "$SB" ops -m "$m" -t "$THREADS" -q -o json --out "$work/$name.$r.json" "$@" > /dev/null
 }
 
 for r in $(seq 1 "$ROUNDS"); do
   echo "round $r/$ROUNDS" >&2
   profile full "$r" "$model" -p "$P"
   profile decode "$r" "$model" -p "$PD" --stage decode
-  /usr/bin/time -f '%e %M' -o "$work/peer.$r.time" \
-    dl "$LB" -m "$model" -t "$THREADS" -p 0 -n 1 -r 1 -mmp 0 -dev none -o csv > /dev/null 2>&1
-  /usr/bin/time -f '%e %M' -o "$work/peer_hp.$r.time" env GLIBC_TUNABLES=glibc.malloc.hugetlb=1 \
-    dl "$LB" -m "$model" -t "$THREADS" -p 0 -n 1 -r 1 -mmp 0 -dev none -o csv > /dev/null 2>&1
+  dl /usr/bin/time -f '%e %M' -o "$work/peer.$r.time" \
+    "$LB" -m "$model" -t "$THREADS" -p 0 -n 1 -r 1 -mmp 0 -dev none -o csv > /dev/null 2>&1
+  dl /usr/bin/time -f '%e %M' -o "$work/peer_hp.$r.time" env GLIBC_TUNABLES=glibc.malloc.hugetlb=1 \
+    "$LB" -m "$model" -t "$THREADS" -p 0 -n 1 -r 1 -mmp 0 -dev none -o csv > /dev/null 2>&1
   profile blas "$r" "$blas_model" -p "$BLAS_P" --device BLAS
 done
 

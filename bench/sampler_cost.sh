@@ -22,8 +22,10 @@ work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 
 # CPU seconds (user + sys) of: sensors --duration $1 --hz $2
 cpu_s() {
-  /usr/bin/time -f "%U %S" -o "$work/time" \
-    dl "$SB" sensors --sysfs-root "$ROOT" --duration "$1" --hz "$2" -o json > "$work/out.json" 2>/dev/null
+  # A run that fails (or time that cannot start it) is no figure: exit 2, not "0 s of CPU".
+  dl /usr/bin/time -f "%U %S" -o "$work/time" \
+    "$SB" sensors --sysfs-root "$ROOT" --duration "$1" --hz "$2" -o json > "$work/out.json" \
+    2> "$work/err" || { echo "sampler_cost.sh: sensors failed: $(tail -n 1 "$work/err")" >&2; exit 2; }
   awk '{ printf "%.3f", $1 + $2 }' "$work/time"
 }
 
