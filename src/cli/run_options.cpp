@@ -19,7 +19,7 @@ std::vector<DeviceSet> device_sets_of(const std::vector<std::string>& texts) {
 
 void add_matrix_options(CLI::App* cmd, RunArgs& a) {
     MatrixSpec& m = a.run.matrix;
-    add_prompt_flag(cmd, m.n_prompt);
+    add_prompt_flag(cmd, m.n_prompt, 0);
     add_gen_flag(cmd, m.n_gen, 0);
     cmd->add_option("-d,--n-depth", m.n_depth, "KV cache depth before the prompt, comma list")
         ->check(tokens_check(0))

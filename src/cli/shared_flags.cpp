@@ -114,9 +114,13 @@ CLI::Option* add_prompt_flag(CLI::App* cmd, int& n_prompt) {
         ->capture_default_str();
 }
 
-CLI::Option* add_prompt_flag(CLI::App* cmd, std::vector<int>& n_prompt) {
-    return cmd->add_option("-p,--n-prompt", n_prompt, "prompt tokens (prefill stage), comma list")
-        ->check(tokens_check(1))
+CLI::Option* add_prompt_flag(CLI::App* cmd, std::vector<int>& n_prompt, int min) {
+    return cmd
+        ->add_option("-p,--n-prompt", n_prompt,
+                     min == 0 ? "prompt tokens (prefill stage), comma list; 0: decode alone "
+                                "(llama-bench's tg test, at -d)"
+                              : "prompt tokens (prefill stage), comma list")
+        ->check(tokens_check(min))
         ->delimiter(',')
         ->capture_default_str();
 }

@@ -39,7 +39,9 @@ CLI::Option* add_device_flag(CLI::App* cmd, std::vector<std::string>& device_set
 
 // -p, --n-prompt: prompt tokens (the prefill stage), 1..kMaxTokens; the command's default.
 CLI::Option* add_prompt_flag(CLI::App* cmd, int& n_prompt);
-CLI::Option* add_prompt_flag(CLI::App* cmd, std::vector<int>& n_prompt);  // comma list
+// The comma list (run, hybrid): min..kMaxTokens; run's min is 0, a test of decode alone, as
+// llama-bench's tg test.
+CLI::Option* add_prompt_flag(CLI::App* cmd, std::vector<int>& n_prompt, int min = 1);
 // -n, --n-gen: generated tokens (the decode stage), min..kMaxTokens: 0 where a command can
 // measure prefill alone, 2 for explain (decode is the time per token after the first). `note`
 // says what more they are in this command (fidelity: the decode positions compared).

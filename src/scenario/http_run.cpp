@@ -84,6 +84,10 @@ HttpRun::HttpRun(const HttpRunOptions& o, const MatrixSpec& m,
         if (d > 0)
             throw usage_error(
                 "-d (KV depth before the prompt) is not available with --engine http");
+    for (int p : m.n_prompt)
+        if (p == 0)
+            throw usage_error("-p 0 (decode alone) is not available with --engine http: a "
+                              "server's request begins with its prompt");
     if (!llama_ && !rpc_servers.empty())
         throw usage_error("--rpc applies to the in-process engine (--engine llama)");
     if (!opts_.url) {

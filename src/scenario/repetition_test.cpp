@@ -165,6 +165,30 @@ TEST(RepetitionRunner, AtDepthTheCacheIsFilledEveryRepetitionAndNoBosIsForced) {
     EXPECT_EQ(rig.events[1], "doing filling the KV cache");
 }
 
+TEST(RepetitionRunner, WithoutAPromptDecodeIsTimedAloneAtDepthAsLlamaBenchsTgTest) {
+    // -p 0: the cache filled to the depth (restored from the engine's copy after the first
+    // time), then the generated tokens alone; no prefill stage, no TTFT.
+    Rig rig;
+    TestConfig c = small_test(0, 2, 2);
+    c.n_depth = 16;
+    const TestResult r = rig.run(c);
+    EXPECT_EQ(rig.ops(), (std::vector<std::string>{"load", "fill_to_depth 16", "decode_step",
+                                                   "fill_to_depth 16", "decode_step",
+                                                   "decode_step", "fill_to_depth 16",
+                                                   "decode_step", "decode_step"}));
+    EXPECT_EQ(r.status, Status::ok);
+    EXPECT_FALSE(r.prefill);
+    ASSERT_TRUE(r.decode);
+    EXPECT_EQ(r.decode->kv_depth_start, 16);
+    EXPECT_EQ(r.decode->duration_ns, (std::vector<int64_t>{20 * kMs, 20 * kMs}));
+    EXPECT_TRUE(r.ttft_ns.empty());
+    EXPECT_EQ(r.config.test_name(), "tg2 @ d16");
+    EXPECT_EQ(rig.engine.loaded_spec().n_batch, 16);  // the depth's cells
+    c.n_depth = 0;
+    EXPECT_EQ(load_spec_for(c).n_batch, 1);  // never 0: llama.cpp needs a batch of one
+    EXPECT_EQ(load_spec_for(c).n_ubatch, 1);
+}
+
 TEST(LoadSpecFor, TheBatchesAreTheCellsBeforeDecodingAsInLlamaBenchsPromptTest) {
     // llama-bench's prompt test gets a context of depth + prompt cells, and llama.cpp clamps
     // the batch (-b) and the micro-batch (-ub) to it; the test's context holds the generated

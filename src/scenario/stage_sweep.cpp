@@ -57,9 +57,15 @@ std::vector<TestConfig> expand_matrix(const MatrixSpec& m) {
                 throw usage_error(std::string(flag) + " must be " + (zero_ok ? ">= 0" : "> 0") +
                                   ", got " + std::to_string(x));
     };
-    // A prefill of no tokens measures nothing; -n 0 gives a prefill-only test.
-    positive(m.n_prompt, "-p", false);
+    // -n 0 gives a test of prefill alone, -p 0 one of decode alone (llama-bench's pp and tg
+    // tests); a point with neither measures nothing and is left out of the sweep (llama-bench's
+    // -p 0,512 -n 0,128 makes pp512 and tg128, here pp512+tg128 too).
+    positive(m.n_prompt, "-p", true);
     positive(m.n_gen, "-n", true);
+    if (std::ranges::all_of(m.n_prompt, [](int p) { return p == 0; }) &&
+        std::ranges::all_of(m.n_gen, [](int n) { return n == 0; }))
+        throw usage_error("-p 0 with -n 0 measures nothing: give prompt (-p) or generated (-n) "
+                          "tokens");
     positive(m.n_depth, "-d", true);
     positive(m.n_threads, "-t", true);
     positive(m.n_batch, "-b", false);
@@ -72,6 +78,8 @@ std::vector<TestConfig> expand_matrix(const MatrixSpec& m) {
             for (int ngl : m.n_gpu_layers)
                 for (int p : m.n_prompt)
                     for (int n : m.n_gen) {
+                        if (p == 0 && n == 0)
+                            continue;
                         for (int d : m.n_depth)
                             for (int t : m.n_threads)
                                 for (int b : m.n_batch)

@@ -48,6 +48,10 @@ TEST(ExpandMatrix, RejectsWhatMeasuresNothing) {
     MatrixSpec m;
     m.models = {"a.gguf"};
     m.n_prompt = {0};
+    m.n_gen = {0};
+    EXPECT_THROW(expand_matrix(m), Error);
+    m.n_prompt = {-1};
+    m.n_gen = {8};
     EXPECT_THROW(expand_matrix(m), Error);
     m.n_prompt = {16};
     m.n_batch = {0};
@@ -60,6 +64,20 @@ TEST(ExpandMatrix, RejectsWhatMeasuresNothing) {
     EXPECT_THROW(expand_matrix(m), Error);
 }
 
+TEST(ExpandMatrix, PromptZeroIsDecodeAloneAndAPointOfNeitherIsLeftOut) {
+    // llama-bench's -p 0,32 -n 0,8 makes pp32 and tg8; the cross product here adds pp32+tg8
+    // and leaves out the point with neither.
+    MatrixSpec m;
+    m.models = {"a.gguf"};
+    m.n_prompt = {0, 32};
+    m.n_gen = {0, 8};
+    m.n_depth = {64};
+    std::vector<std::string> names;
+    for (const auto& t : expand_matrix(m))
+        names.push_back(t.test_name());
+    EXPECT_EQ(names, (std::vector<std::string>{"tg8 @ d64", "pp32 @ d64", "pp32+tg8 @ d64"}));
+}
+
 TEST(TestConfig, NamesLikeLlamaBench) {
     TestConfig c;
     c.n_prompt = 512;
@@ -68,6 +86,8 @@ TEST(TestConfig, NamesLikeLlamaBench) {
     c.n_gen = 128;
     c.n_depth = 1024;
     EXPECT_EQ(c.test_name(), "pp512+tg128 @ d1024");
+    c.n_prompt = 0;
+    EXPECT_EQ(c.test_name(), "tg128 @ d1024");
 }
 
 TEST(StallWarning, SaysHowManyAndHowMuchAndThatTheRobustFigureHolds) {

@@ -140,6 +140,43 @@ TEST(Run, DepthStartsEveryRepetitionAfterDTokensOfContext) {
     EXPECT_NE(md.out.find("| tg4 @ d80 |"), std::string::npos) << md.out;
 }
 
+TEST(Run, PromptZeroTimesDecodeAloneAtDepthAsLlamaBenchsTgTest) {
+    // -p 0,16 -n 0,4: llama-bench's tg4 and pp16 tests, and the two stages together; the
+    // point with neither is left out. Decode alone starts at the depth, with no prefill stage
+    // and no TTFT.
+    Proc p = run_sb({"run", "-m", tiny_model(), "-p", "0,16", "-n", "0,4", "-d", "64", "-r", "2",
+                     "--membw", "off", "-o", "json", "-q"});
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    json doc = json::parse(p.out);
+    ASSERT_EQ(doc["tests"].size(), 3u);
+    const json& tg = doc["tests"][0];
+    EXPECT_EQ(tg["config"]["test"], "tg4 @ d64");
+    EXPECT_EQ(tg["config"]["n_prompt"], 0);
+    EXPECT_EQ(tg["status"], "ok") << tg["error"];
+    EXPECT_FALSE(tg.contains("prefill") && !tg["prefill"].is_null()) << tg["prefill"];
+    EXPECT_EQ(tg["decode"]["kv_depth_start"], 64);
+    EXPECT_EQ(tg["decode"]["token_latency_ns"].size(), 8u);
+    EXPECT_TRUE(!tg.contains("ttft_ns") || tg["ttft_ns"].empty()) << tg["ttft_ns"];
+    EXPECT_EQ(doc["tests"][1]["config"]["test"], "pp16 @ d64");
+    EXPECT_EQ(doc["tests"][2]["config"]["test"], "pp16+tg4 @ d64");
+
+    Proc md = run_sb({"run", "-m", tiny_model(), "-p", "0", "-n", "4", "-d", "64", "-r", "1",
+                      "--membw", "off", "-q"});
+    ASSERT_EQ(md.exit_code, 0) << md.err;
+    EXPECT_NE(md.out.find("| tg4 @ d64 |"), std::string::npos) << md.out;
+    EXPECT_EQ(md.out.find("| pp"), std::string::npos) << md.out;
+
+    // Nothing to measure, and a server's request, which begins with its prompt: exit 2.
+    Proc none = run_sb({"run", "-m", tiny_model(), "-p", "0", "-n", "0"});
+    EXPECT_EQ(none.exit_code, 2);
+    EXPECT_NE(none.err.find("-p 0 with -n 0 measures nothing"), std::string::npos) << none.err;
+    Proc http = run_sb({"run", "-m", tiny_model(), "-p", "0", "-n", "4", "--engine", "http"});
+    EXPECT_EQ(http.exit_code, 2);
+    EXPECT_NE(http.err.find("-p 0 (decode alone) is not available with --engine http"),
+              std::string::npos)
+        << http.err;
+}
+
 TEST(Run, DepthFillsTheKvCacheBeforeTheTimedStages) {
     // What -d does inside the engine: fill_to_depth(d) puts d tokens in the cache (the second
     // time from its cached state), so the sequence after a prompt holds d + p tokens' K and V.
