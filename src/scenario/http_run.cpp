@@ -86,8 +86,9 @@ HttpRun::HttpRun(const HttpRunOptions& o, const MatrixSpec& m,
                 "-d (KV depth before the prompt) is not available with --engine http");
     for (int p : m.n_prompt)
         if (p == 0)
-            throw usage_error("-p 0 (decode alone) is not available with --engine http: a "
-                              "server's request begins with its prompt");
+            throw usage_error(
+                "-p 0 (decode alone) is not available with --engine http: a "
+                "server's request begins with its prompt");
     if (!llama_ && !rpc_servers.empty())
         throw usage_error("--rpc applies to the in-process engine (--engine llama)");
     if (!opts_.url) {

@@ -172,10 +172,10 @@ TEST(RepetitionRunner, WithoutAPromptDecodeIsTimedAloneAtDepthAsLlamaBenchsTgTes
     TestConfig c = small_test(0, 2, 2);
     c.n_depth = 16;
     const TestResult r = rig.run(c);
-    EXPECT_EQ(rig.ops(), (std::vector<std::string>{"load", "fill_to_depth 16", "decode_step",
-                                                   "fill_to_depth 16", "decode_step",
-                                                   "decode_step", "fill_to_depth 16",
-                                                   "decode_step", "decode_step"}));
+    EXPECT_EQ(rig.ops(),
+              (std::vector<std::string>{"load", "fill_to_depth 16", "decode_step",
+                                        "fill_to_depth 16", "decode_step", "decode_step",
+                                        "fill_to_depth 16", "decode_step", "decode_step"}));
     EXPECT_EQ(r.status, Status::ok);
     EXPECT_FALSE(r.prefill);
     ASSERT_TRUE(r.decode);

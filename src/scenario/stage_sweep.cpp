@@ -64,8 +64,9 @@ std::vector<TestConfig> expand_matrix(const MatrixSpec& m) {
     positive(m.n_gen, "-n", true);
     if (std::ranges::all_of(m.n_prompt, [](int p) { return p == 0; }) &&
         std::ranges::all_of(m.n_gen, [](int n) { return n == 0; }))
-        throw usage_error("-p 0 with -n 0 measures nothing: give prompt (-p) or generated (-n) "
-                          "tokens");
+        throw usage_error(
+            "-p 0 with -n 0 measures nothing: give prompt (-p) or generated (-n) "
+            "tokens");
     positive(m.n_depth, "-d", true);
     positive(m.n_threads, "-t", true);
     positive(m.n_batch, "-b", false);
