@@ -71,6 +71,8 @@ judge met "$work/met"
 check "met: exit 0" [ "$(rc_of met)" = 0 ]
 check "met: prefill met" [ "$(verdict_of met "prefill (pp64)")" = met ]
 check "met: decode met" [ "$(verdict_of met "decode (tg16 @ d64)")" = met ]
+check "a folder of one run -p -n a round: judged as such, and said" \
+  grep -q "stagebench \`run -p 64 -n 16\` (the decode right after a timed prompt in each repetition)" "$work/met.md"
 
 # Missed: stagebench 10 % slower in every round, however the level moves.
 make_case "$work/slow" "$(rounds_json "90:100 108:120 81:90 99:110 85.5:95 94.5:105")"
@@ -142,6 +144,11 @@ if [ -n "$build" ] && [ -x "$build/bin/stagebench" ]; then
   check "-dev none: measured, one round unresolved (exit 3)" [ "$(rc_of cpu)" = 3 ]
   check "-dev none: stagebench runs $want" [ "$(device_of cpu)" = "$want" ]
   check "-dev none: the devices said" grep -q "^stagebench --device $want against llama-bench -dev none -ngl 99;" "$work/cpu.md"
+  # stagebench ran llama-bench's two tests, each a test of one stage, and the table says so.
+  test_of() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['tests'][0]['config']['test'])" "$work/cpu/$1.1.json"; }
+  check "stagebench's prompt test is llama-bench's pp8" [ "$(test_of sb_pp)" = pp8 ]
+  check "stagebench's decode test is llama-bench's tg2 @ d8" [ "$(test_of sb_tg)" = "tg2 @ d8" ]
+  check "the tests said" grep -q "stagebench \`run -p 8 -n 0\` and \`run -p 0 -n 2 -d 8\`, llama-bench's tests;" "$work/cpu.md"
   if [ -f "$llama/bin/libggml-vulkan.so" ] && [ -n "$(ls /usr/share/vulkan/icd.d/lvp_icd*.json 2>/dev/null)" ]; then
     # lavapipe, which ggml-vulkan shows only when named.
     measure vk Vulkan0 GGML_VK_VISIBLE_DEVICES=0
