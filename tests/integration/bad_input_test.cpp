@@ -56,10 +56,14 @@ TEST(BadInput, UnknownDevice) {
     expect_one_line_error(sbtest::run_sb(args), "unknown device 'NOPE0'");
 }
 
-TEST(BadInput, ZeroPromptTokens) {
+TEST(BadInput, NegativePromptTokensAndATestOfNoTokens) {
     auto args = run_args(tiny_model());
-    args.insert(args.end(), {"-p", "0"});
+    args.insert(args.end(), {"-p", "-1"});
     expect_one_line_error(sbtest::run_sb(args), "-p");
+    // -p 0 alone is decode alone (llama-bench's tg); with -n 0 nothing is left to measure.
+    expect_one_line_error(sbtest::run_sb({"run", "-m", tiny_model(), "-p", "0", "-n", "0", "-r",
+                                          "1", "--membw", "off", "-q"}),
+                          "-p 0 with -n 0 measures nothing");
 }
 
 TEST(BadInput, UnknownFlag) {

@@ -235,7 +235,7 @@ TEST(Bundle, RunShSaysItCouldNotMeasureWithExit2) {
     TempDir t;
     unpack(t.file("job"));
     // A usage error of the command: exit 2, stagebench's line in stderr.log, a manifest.
-    Proc p = run_job(t.file("job"), {"-p", "0"});
+    Proc p = run_job(t.file("job"), {"-p", "-1"});
     EXPECT_EQ(p.exit_code, 2) << p.err;
     EXPECT_NE(read_file(t.file("job/results/stderr.log")).find("stagebench: error: "),
               std::string::npos);
@@ -376,7 +376,7 @@ TEST(Bundle, RunShExitsOneWhenTheGateOfItsBaselineFails) {
     EXPECT_EQ(mo["outcome"], "measured");
 
     // Nothing measured: exit 2, the gate never asked.
-    Proc bad = run_job(passing, {"-p", "0"});
+    Proc bad = run_job(passing, {"-p", "-1"});
     EXPECT_EQ(bad.exit_code, 2) << bad.err;
     const json mb = json::parse(read_file(passing + "/results/manifest.json"));
     EXPECT_EQ(mb["outcome"], "not_measured");
@@ -518,7 +518,7 @@ TEST(Ingest, ResultsFoldersAreStoredOnceAndDamagedOnesSkipped) {
 TEST(Ingest, AFolderThatMeasuredNothingIsSkippedWithItsError) {
     TempDir t;
     unpack(t.file("job"));
-    Proc r = run_job(t.file("job"), {"-p", "0"});
+    Proc r = run_job(t.file("job"), {"-p", "-1"});
     ASSERT_EQ(r.exit_code, 2) << r.err;
     Proc p = run_sb({"ingest", t.file("job/results"), "--db", t.file("s.sqlite")});
     EXPECT_EQ(p.exit_code, 2) << p.err;
