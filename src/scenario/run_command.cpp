@@ -107,6 +107,11 @@ RunResult run_benchmark(const RunOptions& opts, RunEnv env) {
         throw usage_error(
             "--fidelity compares the in-process engine's logits (--engine llama); a server "
             "does not return them");
+    if (opts.fidelity.enabled &&
+        std::ranges::find(opts.matrix.n_prompt, 0) != opts.matrix.n_prompt.end())
+        throw usage_error(
+            "--fidelity compares the logits after the prompt and of each decoded token: -p 0 "
+            "(decode alone) has none to start from");
     HttpRun http(opts.http, opts.matrix, opts.rpc_servers);
     auto tests = http.plan(opts.matrix);
     RunSetup setup;

@@ -175,6 +175,11 @@ TEST(Run, PromptZeroTimesDecodeAloneAtDepthAsLlamaBenchsTgTest) {
     EXPECT_NE(http.err.find("-p 0 (decode alone) is not available with --engine http"),
               std::string::npos)
         << http.err;
+    // --fidelity starts from the logits after the prompt: none without one.
+    Proc fid = run_sb({"run", "-m", tiny_model(), "-p", "0,8", "-n", "4", "--fidelity"});
+    EXPECT_EQ(fid.exit_code, 2);
+    EXPECT_NE(fid.err.find("-p 0 (decode alone) has none to start from"), std::string::npos)
+        << fid.err;
 }
 
 TEST(Run, DepthFillsTheKvCacheBeforeTheTimedStages) {
