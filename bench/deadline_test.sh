@@ -53,4 +53,4 @@ check "stop_bg: after the grace, not before it ended" [ "$(cat "$work/stubborn_s
 check "stop_bg: a child that honours SIGTERM stops at once" [ "$(cat "$work/polite_s")" -le 1 ]
 check "stop_bg: no pid, nothing" [ "$(cat "$work/empty_rc")" = 0 ]
 
-finish
+finish || exit 1
