@@ -46,7 +46,7 @@ set(_sb_test_costs
   SynthModels.Gemma3HasItsShapesAndTheSlidingWindow                                  10
   Gpu.HybridMovesTheCacheBetweenTheCpuAndTheGpuBothWays                              10
   Rpc.CtrlCEndsARunWaitingOnAServerThatStoppedAnswering                              9
-  Gpu.DeviceTimesOfOpsAreWithinTheirCalls                                            8
+  Gpu.EachStagesOpsGetTheDevicesTimesOfTheirOwnKernels                               8
   Fleet.AdbDevicesThroughTheStandIn                                                  8
   Explain.NamesTheMicroBatchAsTheLargestPartOfThePrefillGap                          8
   FaultsInputs.CtrlCEndsTheWaitForALockedStore                                       8
