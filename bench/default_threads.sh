@@ -13,6 +13,8 @@ cd "$(dirname "$0")/.."
 . bench/lib/deadline.sh
 ROUNDS=${ROUNDS:-3}; PRESET=${PRESET:-tiny}; LAYERS=${LAYERS:-0}; P=${P:-64}; N=${N:-128}
 REPS=${REPS:-3}; QUANT=${QUANT:-q4_0}
+. bench/lib/rounds.sh
+need_rounds 3 "the targets are medians over rounds"
 THREADS=${THREADS:-$(lscpu -p=CORE,SOCKET | grep -v '^#' | sort -u | wc -l)}
 SB=build/bin/stagebench
 [ -x "$SB" ] || { echo "build first: make build" >&2; exit 2; }

@@ -31,11 +31,11 @@ DEVICE=${DEVICE:-Vulkan0}
 ROUNDS=${ROUNDS:-5}
 P=${P:-32}
 N=${N:-4}
-for v in ROUNDS P N; do
+. bench/lib/rounds.sh
+need_rounds 3 "the targets are medians over rounds"
+for v in P N; do
   [[ "${!v}" =~ ^[0-9]+$ ]] || { echo "device_timer.sh: $v=${!v}: a whole number" >&2; exit 2; }
 done
-# A median over rounds is what the targets judge; fewer than 3 rounds is one round's noise.
-[ "$ROUNDS" -ge 3 ] || { echo "device_timer.sh: ROUNDS=$ROUNDS: 3 or more (the targets are medians over rounds)" >&2; exit 2; }
 [ "$P" -ge 2 ] && [ "$N" -ge 1 ] || { echo "device_timer.sh: P=$P N=$N: P 2 or more, N 1 or more" >&2; exit 2; }
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 dl "$SB" devices >"$work/devices.txt" 2>&1 || { tail -3 "$work/devices.txt" >&2; exit 2; }

@@ -22,9 +22,8 @@ cd "$(dirname "$0")/.."
 SB=${STAGEBENCH:-build/bin/stagebench}
 [ -x "$SB" ] || { echo "build first: make build (or set STAGEBENCH)" >&2; exit 2; }
 ROUNDS=${ROUNDS:-5}
-# The second target is the gap's 95 % interval, which one round does not give.
-[[ "$ROUNDS" =~ ^[0-9]+$ ]] && [ "$ROUNDS" -ge 2 ] ||
-  { echo "explain_attribution.sh: ROUNDS=$ROUNDS: 2 or more (the gap's interval needs them)" >&2; exit 2; }
+. bench/lib/rounds.sh
+need_rounds 2 "the second target is the gap's 95 % interval, which one round does not give"
 BENCH_THREADS=${BENCH_THREADS:-2}
 SERVER_THREADS=${SERVER_THREADS:-1}
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT

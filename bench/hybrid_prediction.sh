@@ -14,6 +14,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib/deadline.sh
 ROUNDS=${ROUNDS:-5}; PRESET=${PRESET:-llama-3.2-1b}; LAYERS=${LAYERS:-1}; P=${P:-32,96}
+. bench/lib/rounds.sh
+need_rounds 3 "the target is a median over rounds"
 N=${N:-8}; REPS=${REPS:-9}; THREADS=${THREADS:-1}; QUANT=${QUANT:-q4_0}
 SB=build/bin/stagebench
 [ -x "$SB" ] || { echo "build first: make build" >&2; exit 2; }

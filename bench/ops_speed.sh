@@ -30,6 +30,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib/deadline.sh
 ROUNDS=${ROUNDS:-3}; THREADS=${THREADS:-2}; P=${P:-512}; PD=${PD:-64}
+. bench/lib/rounds.sh
+need_rounds 3 "the targets are medians over rounds"
 BLAS_P=${BLAS_P:-128}; BLAS_LAYERS=${BLAS_LAYERS:-4}
 SB=build/bin/stagebench; LB=${LB:-build/peers/llama-bench}
 [ -x "$SB" ] && [ -x "$LB" ] || { echo "build first: make build" >&2; exit 2; }

@@ -19,6 +19,8 @@ cd "$(dirname "$0")/.."
 . bench/lib/deadline.sh
 ROUNDS=${ROUNDS:-5}; THREADS=${THREADS:-1}; PRESET=${PRESET:-tiny}; P=${P:-64}
 REPLAY=${REPLAY:-8}; QUANT=${QUANT:-f16}
+. bench/lib/rounds.sh
+need_rounds 3 "the targets are medians over rounds"
 SB=build/bin/stagebench
 [ -x "$SB" ] || { echo "build first: make build" >&2; exit 2; }
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT

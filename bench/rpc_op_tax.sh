@@ -15,6 +15,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib/deadline.sh
 ROUNDS=${ROUNDS:-5}; THREADS=${THREADS:-1}
+. bench/lib/rounds.sh
+need_rounds 3 "the targets are medians over rounds"
 . bench/lib/tiny_rpc_server.sh
 start_tiny_rpc_server "$THREADS"
 

@@ -17,6 +17,8 @@ cd "$(dirname "$0")/.."
 . bench/lib/deadline.sh
 . bench/lib/tiny_llama_server.sh
 ROUNDS=${ROUNDS:-3}
+. bench/lib/rounds.sh
+need_rounds 3 "the target is a median over rounds"
 REQUESTS=${REQUESTS:-32}
 default=$(dl "$SB" serve --help | sed -n 's/.*--client TEXT=\([a-z]*\).*/\1/p' | head -1)
 case "$default" in

@@ -16,6 +16,8 @@ cd "$(dirname "$0")/.."
 SB=${STAGEBENCH:-build/bin/stagebench}
 [ -x "$SB" ] || { echo "build first: make build (or set STAGEBENCH)" >&2; exit 2; }
 ROUNDS=${ROUNDS:-3}
+. bench/lib/rounds.sh
+need_rounds 3 "the targets are medians over rounds"
 REQUESTS=${REQUESTS:-16}
 LOW=${LOW:-2}
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT

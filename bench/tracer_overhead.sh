@@ -15,6 +15,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib/deadline.sh
 ROUNDS=${ROUNDS:-5}; THREADS=${THREADS:-1}; PRESET=${PRESET:-tiny}; LAYERS=${LAYERS:-}
+. bench/lib/rounds.sh
+need_rounds 3 "the target is a median over rounds"
 P=${P:-128}; DEVICE=${DEVICE:-CPU}; REPS=${REPS:-5}; QUANT=${QUANT:-q4_0}; RPC=${RPC:-}
 SB=build/bin/stagebench
 [ -x "$SB" ] || { echo "build first: make build" >&2; exit 2; }
