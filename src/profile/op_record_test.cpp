@@ -139,7 +139,21 @@ TEST(OpsProfile, ReconciliationFlagsOpTimeAboveTheStage) {
     t.rec.plain_ns = {500};
     finalize_stage(t);
     EXPECT_FALSE(t.rec.op_within_stage);
-    ASSERT_FALSE(t.notes.empty());
+    ASSERT_EQ(t.notes.size(), 1u);
+    EXPECT_EQ(t.notes[0],
+              "summed op time is 140% of the uninstrumented stage time: 0.000 ms more op time "
+              "than the stage: ops timed on their own ran slower than inside the graph; treat "
+              "op times of this stage as upper bounds");
+    // Where the device's own timer priced ops, its pass is where they may have run slower.
+    StageProfile g = t;
+    g.notes.clear();
+    g.rec.n_op_device_timer = 2;
+    finalize_stage(g);
+    ASSERT_EQ(g.notes.size(), 1u);
+    EXPECT_NE(g.notes[0].find("ops timed on their own or in the device timer's pass ran slower "
+                              "than inside the graph"),
+              std::string::npos)
+        << g.notes[0];
     OpsProfile p;
     p.stages = {t};
     auto w = profile_warnings(p);

@@ -2,12 +2,58 @@
 
 #include <algorithm>
 #include <map>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "core/stats.hpp"
 
 namespace sb {
+
+namespace {
+
+// A call holds its op (the submission, the op's work, the fence), so the device's times of the
+// ops its timer priced sum to at most their calls. More says that the timer's pass, which runs
+// apart from the traced calls (another moment, the stage's ops in one command buffer), was
+// slowed where the calls were not: one note per device, naming the op type with the largest
+// excess, so that a call/op below 1x is read for what it is.
+void note_device_times_above_calls(StageProfile& st, const std::vector<size_t>& timed) {
+    struct Sums {
+        double device = 0, calls = 0;
+    };
+    std::map<std::string, Sums> by_backend;
+    std::map<std::pair<std::string, std::string>, Sums> by_op;  // (backend, op)
+    for (size_t i : timed) {
+        const OpRecord& r = st.ops[i];
+        if (!r.op_ns || !r.call_ns)
+            continue;
+        for (Sums* s : {&by_backend[r.backend], &by_op[{r.backend, r.op}]}) {
+            s->device += *r.op_ns;
+            s->calls += *r.call_ns;
+        }
+    }
+    for (const auto& [backend, sum] : by_backend) {
+        if (sum.calls <= 0 || sum.device <= sum.calls)
+            continue;
+        const std::pair<const std::pair<std::string, std::string>, Sums>* worst = nullptr;
+        for (const auto& e : by_op)
+            if (e.first.first == backend && e.second.calls > 0 &&
+                (!worst ||
+                 e.second.device - e.second.calls > worst->second.device - worst->second.calls))
+                worst = &e;
+        st.notes.push_back(fmt::format(
+            "on {} the device timer's op times sum to {:.0f} % of the same ops' traced calls, "
+            "which hold them: its pass ran apart from the calls and was slowed where they were "
+            "not (most in {}, {:.2f}x its calls); an op's call bounds it better where its device "
+            "time is the larger",
+            backend, 100.0 * sum.device / sum.calls, worst->first.second,
+            worst->second.device / worst->second.calls));
+    }
+}
+
+}  // namespace
 
 void assign_op_times(BuiltStage& b, OpReplayer& replayer, const OpTimeOptions& opts) {
     StageProfile& st = b.stage;
@@ -41,6 +87,7 @@ void assign_op_times(BuiltStage& b, OpReplayer& replayer, const OpTimeOptions& o
         return it->second;
     };
     size_t replays = 0;
+    std::vector<size_t> timed;  // ops priced by the device's own timer
     for (const auto& key : order) {
         const std::vector<size_t>& idx = groups[key];
         const std::string& backend = st.ops[idx.front()].backend;
@@ -67,6 +114,7 @@ void assign_op_times(BuiltStage& b, OpReplayer& replayer, const OpTimeOptions& o
                     st.ops[i].op_ns = (*dev)->op_ns;
                     st.ops[i].op_method = (*dev)->method;
                     st.rec.n_op_device_timer++;
+                    timed.push_back(i);
                     continue;
                 }
                 st.ops[i].op_method = dev && *dev ? method + "; " + (*dev)->method : method;
@@ -109,6 +157,7 @@ void assign_op_times(BuiltStage& b, OpReplayer& replayer, const OpTimeOptions& o
         if (t.op_ns)
             st.rec.n_op_replayed += static_cast<int>(idx.size());
     }
+    note_device_times_above_calls(st, timed);
 }
 
 }  // namespace sb

@@ -36,8 +36,8 @@ struct OpTimeOptions {
 
 // Fills op_ns, isolated_call_ns (replayed) and op_method of b.stage.ops, and
 // rec.node_dispatch_ns, rec.n_op_in_situ, rec.n_op_replayed, rec.n_op_device_timer and
-// rec.sum_op_in_situ_ns. The
-// replayer must be open.
+// rec.sum_op_in_situ_ns; a note in stage.notes for a device whose timer's op times sum to more
+// than the same ops' calls. The replayer must be open.
 void assign_op_times(BuiltStage& b, OpReplayer& replayer, const OpTimeOptions& opts);
 
 }  // namespace sb

@@ -53,9 +53,10 @@ std::string fit_cause_of(const Reconciliation& r) {
             text += (i ? "; " : "") + parts[i];
         return text;
     }
-    std::string text = ms(sum - plain) +
-                       " more op time than the stage: ops timed on their own ran "
-                       "slower than inside the graph";
+    std::string text = ms(sum - plain) + " more op time than the stage: ops timed " +
+                       (r.n_op_device_timer > 0 ? "on their own or in the device timer's pass "
+                                                : "on their own ") +
+                       "ran slower than inside the graph";
     if (r.sum_op_in_situ_ns)
         text += " (" + ms(*r.sum_op_in_situ_ns) +
                 " of the op time is traced calls less their "

@@ -295,4 +295,44 @@ TEST(VkPerfLog, OpTimesPreferTheDeviceTimer) {
     EXPECT_EQ(b.stage.rec.n_op_device_timer, 1);
     EXPECT_EQ(b.stage.rec.n_op_in_situ, 1);
     EXPECT_DOUBLE_EQ(*b.stage.rec.sum_op_in_situ_ns, 800'000);
+    EXPECT_TRUE(b.stage.notes.empty());  // 7 µs of device time within its 150 µs call
+}
+
+// A call holds its op, so device times above the calls are said, once per device, with the op
+// type that exceeds its calls the most; at or below them, nothing.
+TEST(VkPerfLog, DeviceTimesAboveTheirCallsAreSaidWithTheOpThatExceedsMost) {
+    auto stage = [](double norm_device_ns) {
+        BuiltStage b;
+        const TensorInfo v = t("f32", {256, 1, 1, 1});
+        b.stage.ops = {vk_rec("ADD", v, {v, v}), vk_rec("RMS_NORM", v, {v}),
+                       vk_rec("RMS_NORM", v, {v}),
+                       vk_rec("MUL_MAT", v, {t("q4_0", {256, 256}), v})};
+        b.nodes.resize(4);
+        const double calls[] = {100'000, 150'000, 150'000, 1'100'000};
+        const char* sigs[] = {"add", "norm", "norm", "mm"};
+        const double device[] = {50'000, norm_device_ns, norm_device_ns, 1'000'000};
+        std::vector<std::optional<OpTime>> dev(4);
+        for (int i = 0; i < 4; ++i) {
+            b.stage.ops[i].call_ns = calls[i];
+            b.nodes[i].signature = sigs[i];
+            dev[i] = OpTime{device[i], std::nullopt, "device timer: ..."};
+        }
+        GpuReplayer rep;
+        OpTimeOptions o;
+        o.device_times = &dev;
+        assign_op_times(b, rep, o);
+        return b.stage.notes;
+    };
+    // Device 50 + 2 x 450 + 1000 = 1950 µs against calls of 1500 µs; RMS_NORM 900 against 300.
+    const std::vector<std::string> above = stage(450'000);
+    ASSERT_EQ(above.size(), 1u);
+    EXPECT_EQ(above[0],
+              "on Vulkan0 the device timer's op times sum to 130 % of the same ops' traced "
+              "calls, which hold them: its pass ran apart from the calls and was slowed where "
+              "they were not (most in RMS_NORM, 3.00x its calls); an op's call bounds it better "
+              "where its device time is the larger");
+    // 50 + 2 x 175 + 1000 = 1400 µs: within the calls, though RMS_NORM alone is above its own.
+    EXPECT_TRUE(stage(175'000).empty());
+    // Exactly the calls: within.
+    EXPECT_TRUE(stage(225'000).empty());
 }
