@@ -11,6 +11,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "temp_dir.hpp"
+
 namespace sb {
 namespace {
 
@@ -94,8 +96,8 @@ TEST(Process, ZeroTimeoutStillReturnsWhenTheProgramEnds) {
 }
 
 TEST(Process, StdinAndStdoutFiles) {
-    const auto dir = std::filesystem::temp_directory_path() / "sb_process_test";
-    std::filesystem::create_directories(dir);
+    const sbtest::TempDir tmp;
+    const auto& dir = tmp.path;
     { std::ofstream(dir / "in") << "hello\n"; }
     ProcessOptions o;
     o.stdin_path = (dir / "in").string();
@@ -107,7 +109,6 @@ TEST(Process, StdinAndStdoutFiles) {
     std::string line;
     std::getline(f, line);
     EXPECT_EQ(line, "hello");
-    std::filesystem::remove_all(dir);
 }
 
 // A limit on the stdout file: a program that keeps writing is stopped at it, the file holds

@@ -7,6 +7,7 @@
 
 #include "core/doc/modes_section.hpp"
 #include "core/error.hpp"
+#include "temp_dir.hpp"
 
 namespace sb {
 namespace {
@@ -60,8 +61,8 @@ json result_doc() {
 }
 
 TEST(HtmlData, LoadReportInputReadsJsonAndRejectsTheRest) {
-    const fs::path dir = fs::temp_directory_path() / "sb_html_data_test";
-    fs::create_directories(dir);
+    const sbtest::TempDir tmp;
+    const fs::path& dir = tmp.path;
     std::ofstream(dir / "ok.json") << R"({"command": "run"})";
     std::ofstream(dir / "bad.json") << "{ not json";
     EXPECT_EQ(load_report_input((dir / "ok.json").string()).other["command"], "run");
@@ -78,7 +79,6 @@ TEST(HtmlData, LoadReportInputReadsJsonAndRejectsTheRest) {
         EXPECT_NE(std::string(e.what()).find("not JSON"), std::string::npos);
     }
     EXPECT_THROW(load_report_input((dir / "absent.json").string()), Error);
-    fs::remove_all(dir);
 }
 
 TEST(HtmlData, SummaryConvertsToDisplayUnitsAndKeepsMissingNull) {

@@ -17,8 +17,11 @@ using namespace sb;
 
 namespace {
 
+// Each call writes its own folder's log: ctest runs this file's tests as parallel processes, and
+// a name shared among them let one test read another's log.
 std::string failure_of(const std::string& log) {
-    const std::string path = ::testing::TempDir() + "llama_server_test.log";
+    sbtest::TempDir dir;
+    const std::string path = dir.file("llama-server.log");
     std::ofstream(path) << log;
     return startup_failure(path);
 }
@@ -49,8 +52,8 @@ TEST(StartupFailure, AnErrorLineComesFirstElseTheLastLineThatIsNotADebuggers) {
 }
 
 TEST(ChildProcess, APeerStartsWithoutLlamaCppsDebuggerBacktrace) {
-    const std::string log = ::testing::TempDir() + "child_env.log";
-    std::remove(log.c_str());
+    sbtest::TempDir dir;
+    const std::string log = dir.file("child_env.log");
     {
         ChildProcess p = ChildProcess::spawn({"/usr/bin/env"}, log);
         for (int i = 0; i < 500 && p.running(); ++i)
