@@ -15,14 +15,22 @@ namespace sb {
 namespace {
 
 // The offset between the wall clock and the run's, from the closest of a few back-to-back
-// readings.
-int64_t wall_minus_clock(const LogClocks& c) {
-    int64_t best = 0, best_gap = INT64_MAX;
+// readings (run's clock, wall, run's clock), and how far it can be from the true offset: the
+// wall was read somewhere between the two readings around it, and the offset takes their
+// midpoint, so it is off by at most half their gap (rounded up).
+struct ClockOffset {
+    int64_t wall_minus_clock_ns = 0;
+    int64_t uncertainty_ns = 0;
+};
+
+ClockOffset wall_minus_clock(const LogClocks& c) {
+    ClockOffset best;
+    int64_t best_gap = INT64_MAX;
     for (int i = 0; i < 5; ++i) {
         const int64_t a = c.clock(), w = c.wall(), b = c.clock();
         if (b - a < best_gap) {
             best_gap = b - a;
-            best = w - (a + (b - a) / 2);
+            best = {w - (a + (b - a) / 2), (b - a + 1) / 2};
         }
     }
     return best;
@@ -70,7 +78,9 @@ TelemetryLogFeed::TelemetryLogFeed(TelemetryLogChoice choice, LogClocks clocks,
     if (choice_.interval_ns &&
         (*choice_.interval_ns < 1'000'000 || *choice_.interval_ns > 3'600'000'000'000))
         throw usage_error("--telemetry-log-interval must lie within 1 .. 3600000 ms");
-    offset_ns_ = wall_minus_clock(clocks_);
+    const ClockOffset offset = wall_minus_clock(clocks_);
+    offset_ns_ = offset.wall_minus_clock_ns;
+    offset_uncertainty_ns_ = offset.uncertainty_ns;
     const int64_t deadline = clocks_.clock() + wait_first_ns;
     for (;;) {
         auto text = complete_lines(choice_.path);
@@ -140,6 +150,8 @@ void TelemetryLogFeed::sync(Sampler& tel, std::optional<int64_t> wait_past_ns) {
     source_->set_property("time_method", times_.method);
     source_->set_property("time_uncertainty_ms", fmt::format("{:.1f}", times_.uncertainty_ms));
     source_->set_property("wall_minus_monotonic_ns", std::to_string(offset_ns_));
+    source_->set_property("wall_minus_monotonic_uncertainty_ns",
+                          std::to_string(offset_uncertainty_ns_));
     source_->set_property("rows", std::to_string(log_.rows.size()));
     tel.set_idle_stage("idle");
 }

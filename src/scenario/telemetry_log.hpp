@@ -2,8 +2,9 @@
 // A sensor log recorded beside a run (`run`/`sustained --telemetry-log tegrastats:FILE`),
 // aligned to the run's stages by time. The log's lines carry wall-clock stamps; the run's stage
 // marks are on the run's clock (sb::now_ns, CLOCK_MONOTONIC, in a real run). At open, the offset
-// between the two clocks is read once (wall - run's clock, back to back), and every row's wall
-// time minus that offset is its time on the run's clock. The log's rows are then samples of a
+// between the two clocks is read once (wall - run's clock, back to back, the closest of five
+// tries; half that pair's gap is how far the offset can be off), and every row's wall time minus
+// that offset is its time on the run's clock. The log's rows are then samples of a
 // replayed source in the run's Sampler (Sampler::ingest), so stage energy, gauges and the
 // whole-device total come from the log like from any power gauge (integrated, trapezoid). The
 // log is read again, whole, whenever the run asks (sync): at the end of every test, waiting
@@ -75,7 +76,8 @@ class TelemetryLogFeed {
 
     TelemetryLogChoice choice_;
     LogClocks clocks_;
-    int64_t offset_ns_ = 0;  // wall - the run's clock
+    int64_t offset_ns_ = 0;              // wall - the run's clock
+    int64_t offset_uncertainty_ns_ = 0;  // the most offset_ns_ can be off by
     TegrastatsLog log_;
     TegrastatsTimes times_;
     std::unique_ptr<TegrastatsLogSource> owned_;

@@ -8,6 +8,8 @@
 
 #include <ctime>
 #include <fstream>
+#include <utility>
+#include <vector>
 
 #include "core/error.hpp"
 #include "temp_dir.hpp"
@@ -165,4 +167,49 @@ TEST(TelemetryLogFeed, SyncsWaitEndsWhenTheLogPassesTheMoment) {
     EXPECT_EQ(tl.now, 101 * kS + 200'000'000);
     EXPECT_EQ(tl.pauses, 24);
     EXPECT_EQ(tel.record().sources.at(0).properties.at("rows"), "7");
+}
+
+// The wall clock's offset from the run's is read as (run's clock, wall, run's clock), five
+// times: here each triple takes a scripted time, the wall read a scripted lag after its first
+// reading. The closest pair (1 ms and 1 ns apart, the wall read at its start) gives the offset,
+// its midpoint 500 us off the true offset, and the document says it may be off by half that gap.
+TEST(TelemetryLogFeed, TheClockOffsetComesFromTheClosestReadingsAndSaysHowFarItCanBeOff) {
+    sbtest::TempDir dir;
+    const std::string path = dir.file("tegrastats.log");
+    std::ofstream(path) << lines(95, 100);
+    // {the wall read's lag after the first reading, the second reading's}, per triple.
+    const std::vector<std::pair<int64_t, int64_t>> triples = {{4'000'000, 8'000'000},
+                                                              {1'000'000, 3'000'000},
+                                                              {0, 1'000'001},
+                                                              {1'000'000, 2'000'000},
+                                                              {3'000'000, 5'000'000}};
+    int64_t now = 100 * kS;
+    std::size_t triple = 0;
+    bool first_read_done = false;
+    LogClocks clocks{[&]() -> int64_t {
+                         if (triple >= triples.size())
+                             return now;
+                         if (!first_read_done) {
+                             first_read_done = true;
+                             return now;
+                         }
+                         first_read_done = false;
+                         const int64_t second = now + triples[triple++].second;
+                         now = second + 10'000'000;  // the next triple starts later
+                         return second;
+                     },
+                     [&](int64_t ns) { now += std::max<int64_t>(0, ns); },
+                     [&] { return now + triples.at(triple).first + kWallAtZero; }};
+    TelemetryLogFeed feed(choice_of(path), clocks);
+    EXPECT_EQ(triple, 5u);
+    Discovery d;
+    d.sources.push_back(feed.take_source());
+    SamplerOptions so;
+    so.clock = [&now] { return now; };
+    Sampler tel(std::move(d), so);
+    feed.sync(tel, std::nullopt);
+    const auto rec = tel.record();
+    const auto& props = rec.sources.at(0).properties;
+    EXPECT_EQ(props.at("wall_minus_monotonic_ns"), std::to_string(kWallAtZero - 500'000));
+    EXPECT_EQ(props.at("wall_minus_monotonic_uncertainty_ns"), "500001");
 }
