@@ -726,6 +726,48 @@ std::string modules_without_devices() {
     return out;
 }
 
+std::string missing_module_hint(const std::string& device) {
+    // The device names ggml's GPU and NPU backends give (a prefix and the index), their module
+    // files (libggml-<module>.so) and how a user gets one.
+    struct Kind {
+        const char* prefix;
+        const char* module;
+        const char* backend;
+        const char* how;
+    };
+    static const char* const own =
+        "build your own llama.cpp with it and point stagebench's build at it "
+        "(docs/install.md, \"Your own llama.cpp\")";
+    static const Kind kinds[] = {
+        {"CUDA", "cuda", "CUDA", "`make cuda` builds it where nvcc exists (docs/gpu.md)"},
+        {"Vulkan", "vulkan", "Vulkan",
+         "`make build` builds it unless VULKAN=off; its log says why it could not (docs/gpu.md)"},
+        {"ROCm", "hip", "HIP (ROCm)", own},
+        {"MUSA", "musa", "MUSA", own},
+        {"MTL", "metal", "Metal", own},
+        {"SYCL", "sycl", "SYCL", own},
+        {"GPUOpenCL", "opencl", "OpenCL", own},
+        {"HTP", "hexagon", "Hexagon", own},
+        {"CANN", "cann", "CANN", own},
+    };
+    init_backends();
+    if (!g_dynamic)
+        return "";
+    for (const Kind& k : kinds) {
+        const std::string prefix = k.prefix;
+        if (device.rfind(prefix, 0) != 0)
+            continue;
+        const std::string rest = device.substr(prefix.size());
+        if (!rest.empty() && !std::isdigit(static_cast<unsigned char>(rest[0])))
+            continue;
+        if (module_files().count(k.module))
+            return "";
+        return std::string("; this build's llama.cpp has no ") + k.backend +
+               " module (no libggml-" + k.module + ".so in " + llama_library_dir() + "): " + k.how;
+    }
+    return "";
+}
+
 double rpc_setup_budget_s(const char* env) {
     if (!env || !*env)
         return kRpcSetupBudgetS;
@@ -867,7 +909,7 @@ DeviceSelection select_devices(const std::vector<std::string>& devices) {
             for (const auto& info : list_devices())
                 avail += (avail.empty() ? "" : ", ") + info.name;
             throw input_error("unknown device '" + d + "' (available: " + avail +
-                              modules_without_devices() + ")");
+                              missing_module_hint(d) + modules_without_devices() + ")");
         }
     }
     if (g_dynamic) {
@@ -958,7 +1000,7 @@ void check_device_names(const std::vector<std::string>& names) {
                                            "devices with +"
                                          : "";
             throw input_error("unknown device '" + n + "' (available: " + avail + hint +
-                              modules_without_devices() + ")");
+                              missing_module_hint(n) + modules_without_devices() + ")");
         }
     }
 }

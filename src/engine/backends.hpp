@@ -52,6 +52,11 @@ std::vector<ModuleInfo> list_modules();
 // "; the vulkan module: no Vulkan GPU found; ..." for each module that offers no device, what
 // an "unknown device" error adds (empty when every module offers some).
 std::string modules_without_devices();
+// For a GPU or NPU device name of a backend ggml knows (CUDA0, Vulkan0, MTL0, SYCL0, ROCm0,
+// GPUOpenCL, HTP0, ...) whose module this build's llama.cpp lacks: "; this build's llama.cpp
+// has no CUDA module (...): `make cuda` builds it ...", which that error puts first; empty for any
+// other name, where the module is there, or with statically linked backends.
+std::string missing_module_hint(const std::string& device);
 
 struct BuildInfo {
     std::string llama_tag, llama_commit, llama_lib_dir;

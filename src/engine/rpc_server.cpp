@@ -74,7 +74,7 @@ void serve_rpc(const RpcServeOptions& o, std::ostream& err) {
         ggml_backend_dev_t dev = ggml_backend_dev_by_name(name.c_str());
         if (!dev)
             throw input_error("rpc-server: unknown device '" + name + "' (available: " + servable +
-                              ")");
+                              missing_module_hint(name) + ")");
         // An accelerator (BLAS, AMX...) runs some ops beside the CPU; a client hands an RPC
         // device whole graphs, and the server stops on the first op it lacks.
         if (ggml_backend_dev_type(dev) == GGML_BACKEND_DEVICE_TYPE_ACCEL)

@@ -56,6 +56,43 @@ TEST(BadInput, UnknownDevice) {
     expect_one_line_error(sbtest::run_sb(args), "unknown device 'NOPE0'");
 }
 
+// A GPU device of a backend whose module this build lacks: the error says so and how to get it
+// (make cuda for CUDA, the user's own llama.cpp for the others), in every command that takes a
+// device. A name that only looks like one (CUDAx) gets no such hint.
+TEST(BadInput, AGpuDeviceWithoutItsModuleSaysHowToGetIt) {
+    const std::string lib = std::string(SB_LLAMA_BUILD_DIR) + "/bin";
+    auto args = run_args(tiny_model());
+    args.insert(args.end(), {"--device", "SYCL0"});
+    expect_one_line_error(sbtest::run_sb(args), "unknown device 'SYCL0' (available: CPU");
+    expect_one_line_error(sbtest::run_sb(args),
+                          "; this build's llama.cpp has no SYCL module (no libggml-sycl.so in " +
+                              lib +
+                              "): build your own llama.cpp with it and point stagebench's "
+                              "build at it (docs/install.md, \"Your own llama.cpp\")");
+    expect_one_line_error(
+        sbtest::run_sb({"ops", "-m", tiny_model(), "--device", "MTL0"}),
+        "this build's llama.cpp has no Metal module (no libggml-metal.so in " + lib + ")");
+    expect_one_line_error(sbtest::run_sb({"rpc-server", "--device", "HTP0"}),
+                          "rpc-server: unknown device 'HTP0'");
+    expect_one_line_error(sbtest::run_sb({"rpc-server", "--device", "HTP0"}),
+                          "this build's llama.cpp has no Hexagon module");
+    // CUDA: make cuda, unless this build has the module (then it says why it offers no device).
+    Proc cuda = sbtest::run_sb(
+        {"hybrid", "-m", tiny_model(), "--prefill-device", "CUDA0", "--decode-device", "CPU"});
+    if (std::filesystem::exists(lib + "/libggml-cuda.so"))
+        expect_one_line_error(cuda, "the cuda module: ");
+    else
+        expect_one_line_error(cuda,
+                              "this build's llama.cpp has no CUDA module (no "
+                              "libggml-cuda.so in " +
+                                  lib + "): `make cuda` builds it where nvcc exists");
+    auto looks_like = run_args(tiny_model());
+    looks_like.insert(looks_like.end(), {"--device", "CUDAx"});
+    Proc p = sbtest::run_sb(looks_like);
+    expect_one_line_error(p, "unknown device 'CUDAx'");
+    EXPECT_EQ(p.err.find("has no CUDA module"), std::string::npos) << p.err;
+}
+
 TEST(BadInput, NegativePromptTokensAndATestOfNoTokens) {
     auto args = run_args(tiny_model());
     args.insert(args.end(), {"-p", "-1"});
