@@ -82,6 +82,28 @@ void add_devices_command(CLI::App& app, Context& ctx) {
                 if (m.note)
                     ctx.out << "  " << m.name << ": " << *m.note << "\n";
         }
+        // An NVIDIA GPU the build cannot drive with CUDA: NVML sees it, and there is no CUDA
+        // module (built by `make cuda`, apart from the rest).
+        bool cuda_module = false;
+        for (const auto& m : modules)
+            cuda_module |= m.name == "cuda";
+        if (!cuda && !cuda_module && build_info().dynamic_backends) {
+            Discovery nvml;
+            discover_nvml(DiscoverOptions{}.nvml_library, nvml);
+            std::string gpus, driver;
+            for (const auto& src : nvml.sources) {
+                auto p = src->properties();
+                if (p.count("model"))
+                    gpus += (gpus.empty() ? "" : ", ") + p["model"];
+                if (p.count("driver"))
+                    driver = p["driver"];
+            }
+            if (!gpus.empty())
+                ctx.out << "\nNVIDIA GPU(s) that NVML sees" << (driver.empty() ? "" : " (driver ")
+                        << driver << (driver.empty() ? "" : ")") << ": " << gpus
+                        << "; this build's llama.cpp has no CUDA module: `make cuda` builds it "
+                           "where nvcc exists (docs/gpu.md)\n";
+        }
         // Which kernels the CPU device runs: the variant ggml chose for the features it saw.
         BuildInfo b = build_info();
         if (b.cpu_variant)

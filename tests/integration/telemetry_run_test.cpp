@@ -436,3 +436,29 @@ TEST(TelemetryRun, NvmlGpuEnergyPerStageAndPerTokenAndInEverySustainedRound) {
         EXPECT_EQ(r["temp_gpu_c"], 67.0) << r.dump();
     }
 }
+
+// `devices` on a machine whose NVIDIA GPU NVML sees (the stand-in) while the build has no CUDA
+// module: a line names the GPU and the driver and says `make cuda`. Without NVML, nothing.
+TEST(Devices, AnNvidiaGpuWithoutTheCudaModuleIsNamedWithMakeCuda) {
+    TempDir t;
+    const std::string conf = t.file("nvml.conf");
+    std::ofstream(conf) << "name=NVIDIA GeForce RTX 4050 Laptop GPU\ndriver=580.65.06\n"
+                           "power_limit_mw=35000\npower_mw=12000\nenergy_base_mj=0\ntemp_c=51\n"
+                           "sm_mhz=2370\nmem_mhz=8001\nutil_gpu=0\nreasons=0\n";
+    Proc with =
+        run({"/usr/bin/env", std::string("LD_LIBRARY_PATH=") + SB_BINARY_DIR + "/nvml-standin",
+             "SB_NVML_STANDIN=" + conf, stagebench_bin(), "devices"},
+            120);
+    ASSERT_EQ(with.exit_code, 0) << with.err;
+    const std::string line =
+        "NVIDIA GPU(s) that NVML sees (driver 580.65.06): NVIDIA GeForce RTX 4050 Laptop GPU; "
+        "this build's llama.cpp has no CUDA module: `make cuda` builds it where nvcc exists "
+        "(docs/gpu.md)\n";
+    if (std::filesystem::exists(std::string(SB_LLAMA_BUILD_DIR) + "/bin/libggml-cuda.so"))
+        EXPECT_EQ(with.out.find("NVIDIA GPU(s) that NVML sees"), std::string::npos) << with.out;
+    else
+        EXPECT_NE(with.out.find(line), std::string::npos) << with.out;
+    Proc without = run_sb({"devices"}, 120);
+    ASSERT_EQ(without.exit_code, 0) << without.err;
+    EXPECT_EQ(without.out.find("NVIDIA GPU(s)"), std::string::npos) << without.out;
+}
