@@ -353,6 +353,20 @@ TEST(TelemetryRun, BatteryDrainFromTheChargeCounterThroughRunSustainedAndCompare
         EXPECT_TRUE(metrics.count(m)) << m;
 }
 
+namespace {
+
+// stagebench with the NVML stand-in (tests/fixtures/nvml/nvml_standin.c, configured by conf)
+// where the real binary finds libnvidia-ml.so.1: on the loader's path.
+Proc run_with_nvml(const std::string& conf, const std::vector<std::string>& args, int timeout_s) {
+    std::vector<std::string> argv = {
+        "/usr/bin/env", std::string("LD_LIBRARY_PATH=") + SB_BINARY_DIR + "/nvml-standin",
+        "SB_NVML_STANDIN=" + conf, stagebench_bin()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run(argv, timeout_s);
+}
+
+}  // namespace
+
 // An NVIDIA GPU's meters through NVML, as the real binary finds libnvidia-ml.so.1 (on the
 // loader's path): here tests/fixtures/nvml/nvml_standin.c, whose energy counter grows at 50 W on
 // the monotonic clock stagebench stamps with (no NVIDIA GPU or driver on this machine). `run`
@@ -364,13 +378,7 @@ TEST(TelemetryRun, NvmlGpuEnergyPerStageAndPerTokenAndInEverySustainedRound) {
     std::ofstream(conf) << "name=NVIDIA H100 80GB HBM3\ndriver=580.65.06\npower_limit_mw=700000\n"
                            "power_mw=50000\nenergy_base_mj=1000000\ntemp_c=67\nsm_mhz=1980\n"
                            "mem_mhz=2619\nutil_gpu=93\nreasons=4\n";
-    auto sb = [&](std::vector<std::string> args) {
-        std::vector<std::string> argv = {
-            "/usr/bin/env", std::string("LD_LIBRARY_PATH=") + SB_BINARY_DIR + "/nvml-standin",
-            "SB_NVML_STANDIN=" + conf, stagebench_bin()};
-        argv.insert(argv.end(), args.begin(), args.end());
-        return run(argv, 600);
-    };
+    auto sb = [&](std::vector<std::string> args) { return run_with_nvml(conf, args, 600); };
     Proc p = sb({"run", "-m", tiny_model(), "-p", "256", "-n", "64", "-r", "2", "--membw", "off",
                  "--telemetry", "on", "--idle", "0.3", "-o", "json", "-q"});
     ASSERT_EQ(p.exit_code, 0) << p.err;
@@ -445,10 +453,7 @@ TEST(Devices, AnNvidiaGpuWithoutTheCudaModuleIsNamedWithMakeCuda) {
     std::ofstream(conf) << "name=NVIDIA GeForce RTX 4050 Laptop GPU\ndriver=580.65.06\n"
                            "power_limit_mw=35000\npower_mw=12000\nenergy_base_mj=0\ntemp_c=51\n"
                            "sm_mhz=2370\nmem_mhz=8001\nutil_gpu=0\nreasons=0\n";
-    Proc with =
-        run({"/usr/bin/env", std::string("LD_LIBRARY_PATH=") + SB_BINARY_DIR + "/nvml-standin",
-             "SB_NVML_STANDIN=" + conf, stagebench_bin(), "devices"},
-            120);
+    Proc with = run_with_nvml(conf, {"devices"}, 120);
     ASSERT_EQ(with.exit_code, 0) << with.err;
     const std::string line =
         "NVIDIA GPU(s) that NVML sees (driver 580.65.06): NVIDIA GeForce RTX 4050 Laptop GPU; "
