@@ -73,6 +73,24 @@ else()
   target_link_libraries(sb_llama INTERFACE ${_libs})
 endif()
 add_library(sb::llama ALIAS sb_llama)
+
+# llama.cpp's own accounting of what it allocated per buffer type (weights, context, compute):
+# llama_get_memory_breakdown, exported by libllama but declared in a staging header of its
+# src/ (llama-ext.h). Where the tree has it, one generated header includes that file alone (the
+# rest of src/ stays off the include path) and SB_HAVE_LLAMA_MEMORY_BREAKDOWN is set; a
+# llama.cpp without it builds too, and its tests record no memory.
+set(SB_HAVE_LLAMA_MEMORY_BREAKDOWN OFF)
+if(EXISTS "${_ls}/src/llama-ext.h")
+  file(STRINGS "${_ls}/src/llama-ext.h" _mb REGEX "llama_get_memory_breakdown")
+  if(_mb)
+    set(SB_HAVE_LLAMA_MEMORY_BREAKDOWN ON)
+    file(WRITE "${CMAKE_BINARY_DIR}/generated/sb_llama_ext/sb_llama_ext.h.in"
+         "#pragma once\n#include \"${_ls}/src/llama-ext.h\"\n")
+    configure_file("${CMAKE_BINARY_DIR}/generated/sb_llama_ext/sb_llama_ext.h.in"
+                   "${CMAKE_BINARY_DIR}/generated/sb_llama_ext/sb_llama_ext.h" COPYONLY)
+  endif()
+endif()
+message(STATUS "llama.cpp memory breakdown per buffer type: ${SB_HAVE_LLAMA_MEMORY_BREAKDOWN}")
 set(CMAKE_BUILD_RPATH "${SB_LLAMA_LIB_DIR}")
 set(CMAKE_INSTALL_RPATH "${SB_LLAMA_LIB_DIR}")
 

@@ -136,12 +136,23 @@ json to_json(const ServerSide& s) {
                   {"e2e_minus_total", to_json(s.e2e_minus_total)}}}};
 }
 
+json to_json(const BufferMemory& m) {
+    return {{"buffer", m.buffer},
+            {"model_bytes", m.model_bytes},
+            {"context_bytes", m.context_bytes},
+            {"compute_bytes", m.compute_bytes}};
+}
+
 json to_json(const TestResult& t) {
+    json memory = json::array();
+    for (const auto& m : t.memory)
+        memory.push_back(to_json(m));
     json j{{"config", to_json(t.config)},
            {"status", to_string(t.status)},
            {"error", opt(t.error)},
            {"error_kind", t.error_kind ? json(to_string(*t.error_kind)) : json(nullptr)},
            {"backends", t.backends},
+           {"memory", memory},
            {"notes", t.notes},
            {"reps_done", t.reps_done},
            {"stopped_by", t.stopped_by ? to_string(*t.stopped_by) : std::string()},
@@ -387,13 +398,18 @@ void read(const JsonIn& in, Roofline& r) {
                        "decode_bandwidth_fraction", "prefill_gflops"});
 }
 
+void read(const JsonIn& in, BufferMemory& m) {
+    ObjectIn{in}("buffer", m.buffer)("model_bytes", m.model_bytes)(
+        "context_bytes", m.context_bytes)("compute_bytes", m.compute_bytes);
+}
+
 void read(const JsonIn& in, TestResult& t) {
     ObjectIn o(in);
     o("config", t.config)("status", t.status)("error", t.error)("error_kind", t.error_kind)(
-        "backends", t.backends)("notes", t.notes)("reps_done", t.reps_done)("prefill", t.prefill)(
-        "decode", t.decode)("ttft_ns", t.ttft_ns)("ttft", t.ttft)("roofline", t.roofline)(
-        "started_ns", t.started_ns)("finished_ns", t.finished_ns)("client", t.client)(
-        "server", t.server)("fidelity", t.fidelity)("import", t.imported)
+        "backends", t.backends)("memory", t.memory)("notes", t.notes)("reps_done", t.reps_done)(
+        "prefill", t.prefill)("decode", t.decode)("ttft_ns", t.ttft_ns)("ttft", t.ttft)(
+        "roofline", t.roofline)("started_ns", t.started_ns)("finished_ns", t.finished_ns)(
+        "client", t.client)("server", t.server)("fidelity", t.fidelity)("import", t.imported)
         .lenient("telemetry", t.telemetry)
         .non_negative({"reps_done", "ttft_ns", "ttft"}, {"ci95_lo"});
     // "" while the test runs (and in documents saved meanwhile).

@@ -135,6 +135,16 @@ struct ServerSide {
     Summary e2e_minus_total;
 };
 
+// What llama.cpp allocated in one buffer type for a test's model and context, by its own
+// accounting (llama_get_memory_breakdown): the weights, the context's state (the KV cache) and
+// the scheduler's compute buffers. The buffer type names where they live: a device ("Vulkan0",
+// "CUDA0", "CPU"), its pinned host memory ("Vulkan_Host", "CUDA_Host") or a CPU layout
+// ("CPU_REPACK").
+struct BufferMemory {
+    std::string buffer;
+    uint64_t model_bytes = 0, context_bytes = 0, compute_bytes = 0;
+};
+
 struct TestResult {
     TestConfig config;
     Status status = Status::ok;
@@ -143,6 +153,9 @@ struct TestResult {
     // refuses; "runtime": the measurement); null when not known.
     std::optional<ErrorKind> error_kind;
     std::vector<std::string> backends;  // devices that ran ops (host CPU last)
+    // Per buffer type, once the model and context were made; empty where the engine does not say
+    // (an engine behind HTTP, a llama.cpp without the call).
+    std::vector<BufferMemory> memory;
     std::vector<std::string> notes;
     int reps_done = 0;
     std::optional<StopReason> stopped_by;  // nullopt ("" in JSON) until the test ends
@@ -275,6 +288,7 @@ nlohmann::json to_json(const StageResult&);
 nlohmann::json to_json(const DecodeResult&);
 nlohmann::json to_json(const ClientTimings&);
 nlohmann::json to_json(const ServerSide&);
+nlohmann::json to_json(const BufferMemory&);
 nlohmann::json to_json(const TestResult&);
 nlohmann::json to_json(const ResultDocument&);
 
@@ -287,6 +301,7 @@ void read(const JsonIn&, StageResult&);
 void read(const JsonIn&, DecodeResult&);
 void read(const JsonIn&, ClientTimings&);
 void read(const JsonIn&, ServerSide&);
+void read(const JsonIn&, BufferMemory&);
 void read(const JsonIn&, TestResult&);
 // The root of a document: from_json<ResultDocument>(j, "'r.json'"). Also checks "schema" (it
 // must be "stagebench.result": "SOURCE is not a stagebench result document ..."),

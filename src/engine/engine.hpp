@@ -151,6 +151,10 @@ class Engine {
     virtual std::optional<int32_t> bos_token() const = 0;
     // The devices and backends that the current context really uses, e.g. "CPU", "BLAS".
     virtual std::vector<std::string> active_backends() const = 0;
+    // What the current model and context hold in each buffer type (weights, context, compute
+    // buffers), by the engine's own accounting (core/result.hpp, BufferMemory); empty where it
+    // cannot say.
+    virtual std::vector<BufferMemory> memory() const { return {}; }
     // Notes about the current load that a reader of the results should know.
     virtual std::vector<std::string> notes() const { return {}; }
     // What the load did to the pages the weights sit on, when it was asked to advise them

@@ -1,5 +1,6 @@
 #include "engine/llama_engine.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
@@ -15,6 +16,9 @@
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
 #include "llama.h"
+#ifdef SB_HAVE_LLAMA_MEMORY_BREAKDOWN
+#include "sb_llama_ext.h"
+#endif
 
 namespace sb {
 namespace {
@@ -383,6 +387,20 @@ std::optional<int32_t> LlamaEngine::bos_token() const {
 
 std::vector<std::string> LlamaEngine::active_backends() const {
     return impl_->selection.active;
+}
+
+std::vector<BufferMemory> LlamaEngine::memory() const {
+    std::vector<BufferMemory> out;
+#ifdef SB_HAVE_LLAMA_MEMORY_BREAKDOWN
+    if (!impl_->ctx)
+        return out;
+    for (const auto& [buft, mb] : llama_get_memory_breakdown(impl_->ctx))
+        if (mb.total() > 0)
+            out.push_back({ggml_backend_buft_name(buft), mb.model, mb.context, mb.compute});
+    std::sort(out.begin(), out.end(),
+              [](const BufferMemory& a, const BufferMemory& b) { return a.buffer < b.buffer; });
+#endif
+    return out;
 }
 
 std::optional<uint64_t> LlamaEngine::weight_bytes() const {

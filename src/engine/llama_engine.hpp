@@ -42,6 +42,9 @@ class LlamaEngine final : public Engine {
     int32_t n_vocab() const override;
     std::optional<int32_t> bos_token() const override;
     std::vector<std::string> active_backends() const override;
+    // llama_get_memory_breakdown, buffer types that hold nothing left out, by name; empty for a
+    // llama.cpp without it (cmake/llama.cmake) or before load.
+    std::vector<BufferMemory> memory() const override;
 
     std::vector<std::string> notes() const override;
     std::optional<HugePageAdvice> huge_pages() const override;

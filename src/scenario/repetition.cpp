@@ -403,10 +403,24 @@ void RepetitionRunner::prepare() {
             r_.notes.insert(r_.notes.begin(), notes.begin(), notes.end());
         }
         r_.backends = pre_.active_backends();
-        if (&dec_ != &pre_)
+        r_.memory = pre_.memory();
+        if (&dec_ != &pre_) {
             for (auto& b : dec_.active_backends())
                 if (std::find(r_.backends.begin(), r_.backends.end(), b) == r_.backends.end())
                     r_.backends.push_back(std::move(b));
+            // Two engines, each with its model and context, held at once: their buffers add up.
+            for (const auto& m : dec_.memory()) {
+                auto it = std::find_if(r_.memory.begin(), r_.memory.end(),
+                                       [&](const BufferMemory& x) { return x.buffer == m.buffer; });
+                if (it == r_.memory.end()) {
+                    r_.memory.push_back(m);
+                } else {
+                    it->model_bytes += m.model_bytes;
+                    it->context_bytes += m.context_bytes;
+                    it->compute_bytes += m.compute_bytes;
+                }
+            }
+        }
         if (whole_request_) {
             // The stages appear with the first request (add_request_repetition).
             if (c_.warmup) {

@@ -135,6 +135,38 @@ TEST(Gpu, RunPutsTheCpuAndTheGpuSideBySideWithAnOffloadSweep) {
             EXPECT_GT(stage_of(test, stage)["robust"]["tokens_per_s"].get<double>(), 0);
     }
     EXPECT_EQ(seen.size(), 4u);
+
+    // Where llama.cpp put the weights, the KV cache and the compute buffers (its own
+    // accounting): with -ngl 0 the device holds no weight and no cache, only compute buffers
+    // for the ops it takes; with -ngl 99 it holds the cache the CPU held and the weights, more
+    // of them than the token embedding's table that stays mapped in host memory for the lookup.
+    // The Markdown says it too.
+    auto buffers = [&](const std::string& devices, int ngl) {
+        std::map<std::string, json> by;
+        for (const auto& test : doc["tests"])
+            if (test["config"]["devices"] == devices && test["config"]["n_gpu_layers"] == ngl)
+                for (const auto& m : test["memory"])
+                    by[m["buffer"].get<std::string>()] = m;
+        return by;
+    };
+    auto none = buffers("Vulkan0", 0), all = buffers("Vulkan0", 99);
+    ASSERT_TRUE(none.count("Vulkan0") && none.count("CPU") && all.count("Vulkan0") &&
+                all.count("CPU_Mapped"))
+        << doc["tests"].dump();
+    EXPECT_EQ(none["Vulkan0"]["model_bytes"], 0);
+    EXPECT_EQ(none["Vulkan0"]["context_bytes"], 0);
+    EXPECT_GT(none["Vulkan0"]["compute_bytes"].get<uint64_t>(), 0u);
+    EXPECT_GT(none["CPU"]["context_bytes"].get<uint64_t>(), 0u);
+    EXPECT_EQ(all["Vulkan0"]["context_bytes"], none["CPU"]["context_bytes"]);
+    EXPECT_FALSE(all.count("CPU") && all["CPU"]["context_bytes"] != 0) << all["CPU"].dump();
+    EXPECT_GT(all["Vulkan0"]["model_bytes"].get<uint64_t>(),
+              all["CPU_Mapped"]["model_bytes"].get<uint64_t>());
+    EXPECT_NE(p.out.find("| buffer | weights MiB | context MiB | compute MiB | total MiB |"),
+              std::string::npos)
+        << p.out;
+    EXPECT_NE(p.out.find("| pp32+tg8 | Vulkan0 (ngl 0) | Vulkan0 | 0.00 | 0.00 | "),
+              std::string::npos)
+        << p.out;
 }
 
 // The op profiler on the GPU: every computing node ran on Vulkan0 but the token embedding (its

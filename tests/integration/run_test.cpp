@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <thread>
@@ -288,6 +289,48 @@ TEST(Run, CpuAloneAndCpuWithBlasAreDifferentTests) {
     ASSERT_EQ(doc["tests"].size(), 2u);
     EXPECT_EQ(doc["tests"][0]["backends"], json::array({"CPU"}));
     EXPECT_EQ(doc["tests"][1]["backends"], json::array({"BLAS", "CPU"}));
+}
+
+// Every test records what llama.cpp allocated per buffer type (its own accounting). On the CPU:
+// the KV cache in the CPU buffer, a whole number of cells of the model's shape (2 x layers x
+// KV width x the element's bytes), at least the cells the test needs; q8_0 for K and V takes
+// exactly 34/64 of f16's; the weights mapped from the file, no more than the file.
+TEST(Run, MemoryIsLlamaCppsOwnAccountingOfWeightsCacheAndComputeBuffers) {
+    Proc p = run_sb({"run", "-m", tiny_model(), "-p", "64", "-n", "8", "-r", "1", "-ctk",
+                     "f16,q8_0", "-ctv", "f16,q8_0", "--membw", "off", "-o", "json", "-q"});
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    const json doc = json::parse(p.out);
+    const json& model = doc["models"][0];
+    const uint64_t kv_width = model["n_head_kv"].get<uint64_t>() *
+                              (model["n_embd"].get<uint64_t>() / model["n_head"].get<uint64_t>());
+    const uint64_t f16_cell = 2 * model["n_layers"].get<uint64_t>() * kv_width * 2;
+    std::map<std::string, std::map<std::string, json>> by_cache;  // "f16/f16" -> buffer -> entry
+    for (const auto& t : doc["tests"]) {
+        std::string prev;
+        for (const auto& m : t["memory"]) {
+            const std::string name = m["buffer"];
+            EXPECT_LT(prev, name) << "sorted by buffer, each once";
+            prev = name;
+            EXPECT_GT(m["model_bytes"].get<uint64_t>() + m["context_bytes"].get<uint64_t>() +
+                          m["compute_bytes"].get<uint64_t>(),
+                      0u)
+                << "a buffer type that holds nothing is left out";
+            by_cache[t["config"]["type_k"].get<std::string>() + "/" +
+                     t["config"]["type_v"].get<std::string>()][name] = m;
+        }
+    }
+    ASSERT_TRUE(by_cache.count("f16/f16") && by_cache.count("q8_0/q8_0")) << p.out;
+    auto& f16 = by_cache["f16/f16"];
+    ASSERT_TRUE(f16.count("CPU") && f16.count("CPU_Mapped")) << p.out;
+    const uint64_t kv = f16["CPU"]["context_bytes"];
+    EXPECT_EQ(kv % f16_cell, 0u) << kv;
+    EXPECT_GE(kv / f16_cell, 64u + 8u) << kv;
+    EXPECT_GT(f16["CPU"]["compute_bytes"].get<uint64_t>(), 0u);
+    EXPECT_EQ(by_cache["q8_0/q8_0"]["CPU"]["context_bytes"].get<uint64_t>() * 64, kv * 34);
+    const uint64_t mapped = f16["CPU_Mapped"]["model_bytes"];
+    EXPECT_GT(mapped, 0u);
+    EXPECT_LE(mapped, model["file_bytes"].get<uint64_t>());
+    EXPECT_EQ(f16["CPU_Mapped"]["context_bytes"], 0);
 }
 
 TEST(Run, AdaptiveRepetitionsStopAtTheTargetOrTheCap) {

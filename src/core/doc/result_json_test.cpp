@@ -69,6 +69,7 @@ ResultDocument full_document() {
     t.error = "stopped";
     t.error_kind = ErrorKind::runtime;
     t.backends = {"BLAS", "CPU"};
+    t.memory = {{"CPU", 0, 524288, 1179904}, {"CPU_Mapped", uint64_t{1} << 40, 0, 0}};
     t.notes = {"a note"};
     t.reps_done = 2;
     t.stopped_by = StopReason::interrupt;
@@ -306,6 +307,10 @@ TEST(ResultJson, FromJsonIsTheInverseOfToJson) {
     EXPECT_EQ(back.sustained->phases[0].rounds[0].battery,
               want.sustained->phases[0].rounds[0].battery);
     EXPECT_EQ(back.sustained->phases[0].across.battery, want.sustained->phases[0].across.battery);
+    ASSERT_EQ(back.tests[0].memory.size(), 2u);
+    EXPECT_EQ(back.tests[0].memory[1].buffer, "CPU_Mapped");
+    EXPECT_EQ(back.tests[0].memory[1].model_bytes, uint64_t{1} << 40);
+    EXPECT_EQ(back.tests[0].memory[0].compute_bytes, 1179904u);
     EXPECT_EQ(back.tests[0].client->first_content_ns[0], std::nullopt);
     EXPECT_EQ(back.tests[0].fidelity->decode->top1_agreement, 0.75);
     EXPECT_FALSE(back.tests[1].fidelity);
@@ -434,6 +439,9 @@ TEST(ResultJson, RefusalsNameTheSourceAndThePath) {
            "'d.json': tests[0].decode.stalls.tokens.count: expected an integer, found a string");
     refuse([](json& j) { j["tests"][0]["decode"]["throughput"]["median"] = "fast"; },
            "'d.json': tests[0].decode.throughput.median: expected a number, found a string");
+    refuse([](json& j) { j["tests"][0]["memory"][0]["context_bytes"] = -1; },
+           "'d.json': tests[0].memory[0].context_bytes: expected an integer of at least 0, "
+           "found -1");
     refuse([](json& j) { j["tests"] = json::object(); },
            "'d.json': tests: expected an array, found an object");
     refuse([](json& j) { j["hybrid"]["points"][0]["tests"]["hybrid"] = 3; },
