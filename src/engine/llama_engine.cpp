@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <map>
 
 #include "core/clock.hpp"
 #include "core/error.hpp"
@@ -394,11 +395,19 @@ std::vector<BufferMemory> LlamaEngine::memory() const {
 #ifdef SB_HAVE_LLAMA_MEMORY_BREAKDOWN
     if (!impl_->ctx)
         return out;
-    for (const auto& [buft, mb] : llama_get_memory_breakdown(impl_->ctx))
-        if (mb.total() > 0)
-            out.push_back({ggml_backend_buft_name(buft), mb.model, mb.context, mb.compute});
-    std::sort(out.begin(), out.end(),
-              [](const BufferMemory& a, const BufferMemory& b) { return a.buffer < b.buffer; });
+    // Keyed by buffer type: two types of one name (a backend's and another's) are one entry.
+    std::map<std::string, BufferMemory> by_name;
+    for (const auto& [buft, mb] : llama_get_memory_breakdown(impl_->ctx)) {
+        if (mb.total() == 0)
+            continue;
+        BufferMemory& m = by_name[ggml_backend_buft_name(buft)];
+        m.buffer = ggml_backend_buft_name(buft);
+        m.model_bytes += mb.model;
+        m.context_bytes += mb.context;
+        m.compute_bytes += mb.compute;
+    }
+    for (auto& [name, m] : by_name)
+        out.push_back(std::move(m));
 #endif
     return out;
 }
