@@ -101,11 +101,13 @@ json result_header(const ResultDocument& doc) {
                 {"command_line", command_line}};
 }
 
-std::string test_label(const TestConfig& cfg, bool with_model) {
+std::string test_label(const TestConfig& cfg, bool with_model, bool with_ngl) {
     std::string s = cfg.test_name();
     const std::string devices = cfg.devices.str();
     if (!devices.empty())
         s += " · " + devices;
+    if (with_ngl)
+        s += " · ngl " + std::to_string(cfg.n_gpu_layers);
     if (cfg.n_threads > 0)
         s += " · " + std::to_string(cfg.n_threads) + "t";
     if (cfg.engine != EngineKind::llama)
@@ -339,6 +341,7 @@ json summary_view(const ResultDocument& doc) {
                         {"model", basename(cfg.model_path)},
                         {"engine", to_string(cfg.engine)},
                         {"devices", cfg.devices.str()},
+                        {"n_gpu_layers", cfg.n_gpu_layers},
                         {"threads", cfg.n_threads > 0 ? json(cfg.n_threads) : json()},
                         {"backends", t.backends},
                         {"status", to_string(t.status)},
@@ -354,10 +357,31 @@ json summary_view(const ResultDocument& doc) {
     return rows;
 }
 
+json memory_view(const ResultDocument& doc) {
+    json rows = json::array();
+    auto mib = [](uint64_t b) { return static_cast<double>(b) / 1048576; };
+    for (const auto& t : doc.tests)
+        for (const auto& m : t.memory)
+            rows.push_back({{"test", t.config.test_name()},
+                            {"devices", t.config.devices.str()},
+                            {"n_gpu_layers", t.config.n_gpu_layers},
+                            {"buffer", m.buffer},
+                            {"weights_mib", mib(m.model_bytes)},
+                            {"context_mib", mib(m.context_bytes)},
+                            {"compute_mib", mib(m.compute_bytes)},
+                            {"total_mib", mib(m.model_bytes + m.context_bytes + m.compute_bytes)}});
+    if (rows.empty())
+        return nullptr;
+    return rows;
+}
+
 json throughput_view(const ResultDocument& doc) {
     std::set<std::string> models;
-    for (const auto& t : doc.tests)
+    std::set<int> ngl;
+    for (const auto& t : doc.tests) {
         models.insert(t.config.model_path);
+        ngl.insert(t.config.n_gpu_layers);
+    }
     json labels = json::array(), prefill = json::array(), decode = json::array();
     std::map<std::string, int> seen;  // label -> times used: repeated tests get " #2", " #3"
     bool any = false;
@@ -367,7 +391,7 @@ json throughput_view(const ResultDocument& doc) {
         if (p.is_null() && d.is_null())
             continue;
         any = true;
-        std::string label = test_label(t.config, models.size() > 1);
+        std::string label = test_label(t.config, models.size() > 1, ngl.size() > 1);
         if (const int k = ++seen[label]; k > 1)
             label += " #" + std::to_string(k);
         labels.push_back(label);
@@ -1017,6 +1041,7 @@ json result_view(const ReportInput& in, json v) {
     };
     section("summary", [&] { return summary_view(doc); });
     section("throughput", [&] { return throughput_view(doc); });
+    section("memory", [&] { return memory_view(doc); });
     section("ops", [&] { return ops_view(doc, notes); });
     section("telemetry", [&] { return telemetry_view(doc, notes); });
     section("sustained", [&] { return sustained_view(doc); });

@@ -57,6 +57,10 @@ nlohmann::json report_view(const std::vector<ReportInput>& inputs);
 nlohmann::json summary_view(const ResultDocument& doc);
 // Per test the prefill and decode stall-robust rates as summary_view gives them.
 nlohmann::json throughput_view(const ResultDocument& doc);
+// Per test and buffer type, what llama.cpp allocated (tests[].memory) in MiB: {test, devices,
+// n_gpu_layers, buffer, weights_mib, context_mib, compute_mib, total_mib}; null when no test
+// says.
+nlohmann::json memory_view(const ResultDocument& doc);
 nlohmann::json ops_view(const ResultDocument& doc, std::vector<std::string>& notes);
 nlohmann::json telemetry_view(const ResultDocument& doc, std::vector<std::string>& notes,
                               std::size_t max_points = 2000);

@@ -81,6 +81,31 @@ TEST(HtmlData, LoadReportInputReadsJsonAndRejectsTheRest) {
     EXPECT_THROW(load_report_input((dir / "absent.json").string()), Error);
 }
 
+// The memory section: a row per test and buffer type in MiB, with the test's -ngl; none when
+// no test says (an older document, an engine behind HTTP).
+TEST(HtmlData, MemoryIsARowPerTestAndBufferInMiB) {
+    EXPECT_TRUE(memory_view(doc_of(result_doc())).is_null());
+    json doc = result_doc();
+    doc["tests"][1]["config"]["n_gpu_layers"] = 99;
+    doc["tests"][1]["memory"] = {{{"buffer", "CPU_Mapped"}, {"model_bytes", 860160}},
+                                 {{"buffer", "Vulkan0"},
+                                  {"model_bytes", 2 * 1048576},
+                                  {"context_bytes", 524288},
+                                  {"compute_bytes", 1048576}}};
+    const json rows = memory_view(doc_of(doc));
+    ASSERT_EQ(rows.size(), 2u);
+    EXPECT_EQ(rows[1]["test"], "pp32+tg8");
+    EXPECT_EQ(rows[1]["devices"], "CPU");
+    EXPECT_EQ(rows[1]["n_gpu_layers"], 99);
+    EXPECT_EQ(rows[1]["buffer"], "Vulkan0");
+    EXPECT_DOUBLE_EQ(rows[1]["weights_mib"].get<double>(), 2);
+    EXPECT_DOUBLE_EQ(rows[1]["context_mib"].get<double>(), 0.5);
+    EXPECT_DOUBLE_EQ(rows[1]["compute_mib"].get<double>(), 1);
+    EXPECT_DOUBLE_EQ(rows[1]["total_mib"].get<double>(), 3.5);
+    EXPECT_DOUBLE_EQ(rows[0]["weights_mib"].get<double>(), 860160.0 / 1048576);
+    EXPECT_DOUBLE_EQ(rows[0]["context_mib"].get<double>(), 0);
+}
+
 TEST(HtmlData, SummaryConvertsToDisplayUnitsAndKeepsMissingNull) {
     json rows = summary_view(doc_of(result_doc()));
     ASSERT_EQ(rows.size(), 2u);
@@ -118,6 +143,13 @@ TEST(HtmlData, ThroughputLabelsNameDevicesAndThreadsAndStayDistinct) {
     EXPECT_EQ(t["labels"][1], "pp32+tg8 · CPU · 4t");
     EXPECT_EQ(t["labels"][2], "pp32+tg8 · CPU · 4t #2");
     EXPECT_DOUBLE_EQ(t["decode"][1]["hi"].get<double>(), 110);
+    // An -ngl sweep: the layers offloaded join the label (and the summary's devices) only where
+    // the tests differ in them.
+    doc["tests"][2]["config"]["n_gpu_layers"] = 0;
+    t = throughput_view(doc_of(doc));
+    EXPECT_EQ(t["labels"][0], "pp32+tg8 · CPU · ngl 99");
+    EXPECT_EQ(t["labels"][2], "pp32+tg8 · CPU · ngl 0 · 4t");
+    EXPECT_EQ(summary_view(doc_of(doc))[2]["n_gpu_layers"], 0);
 
     json failed = result_doc();
     for (auto& test : failed["tests"]) {

@@ -271,10 +271,13 @@
 
   function renderSummary(sec, rows) {
     sec.appendChild(el('h3', null, 'Summary'));
+    // -ngl beside the devices where the tests differ in it, as in every table of the run.
+    const ngl = new Set(rows.map((r) => r.n_gpu_layers)).size > 1;
     sec.appendChild(table(
       ['test', 'model', 'devices', 'threads', 'backends', 'prefill tok/s robust [95% CI]', 'prefill stalls',
        'decode tok/s robust [95% CI]', 'decode stalls', 'TTFT ms median [95% CI]', 'ITL ms median / p99', 'status'],
-      rows.map((r) => [r.test, r.model, r.devices + (r.engine && r.engine !== 'llama' ? ' (' + r.engine + ')' : ''),
+      rows.map((r) => [r.test, r.model, r.devices + (ngl ? ' (ngl ' + r.n_gpu_layers + ')' : '') +
+                         (r.engine && r.engine !== 'llama' ? ' (' + r.engine + ')' : ''),
                        r.threads === null ? 'default' : String(r.threads), (r.backends || []).join(', '),
                        withCi(r.prefill), stallsText(r.prefill), withCi(r.decode), stallsText(r.decode),
                        withCi(r.ttft_ms), num(r.itl_ms.median) + ' / ' + num(r.itl_ms.p99),
@@ -286,6 +289,21 @@
       'repetition. Brackets: the 95% confidence interval of that median (seeded bootstrap resampling whole ' +
       'repetitions). Stalls: slow prefill repetitions and stalled decode tokens (modified z-score above 3.5), ' +
       'counted, never dropped.'));
+  }
+
+  function renderMemory(sec, rows) {
+    sec.appendChild(el('h3', null, 'Memory per buffer type'));
+    const ngl = new Set(rows.map((r) => r.n_gpu_layers)).size > 1;
+    sec.appendChild(table(
+      ['test', 'devices', 'buffer', 'weights MiB', 'context MiB', 'compute MiB', 'total MiB'],
+      rows.map((r) => [r.test, r.devices + (ngl ? ' (ngl ' + r.n_gpu_layers + ')' : ''), r.buffer,
+                       num(r.weights_mib), num(r.context_mib), num(r.compute_mib), num(r.total_mib)])));
+    sec.appendChild(el('p', { class: 'caption' },
+      'What llama.cpp allocated per buffer type once the test\'s model and context were made, by its own ' +
+      'accounting: the weights, the context (the KV cache) and the compute buffers. A device\'s name is its ' +
+      'memory; CPU_Mapped is the model file\'s range mapped into memory (it may span weights another buffer ' +
+      'type holds too, such as CPU_REPACK\'s, the weights laid out again for the CPU\'s kernels); *_Host is a ' +
+      'GPU backend\'s pinned host memory.'));
   }
 
   function renderThroughput(sec, t) {
@@ -991,6 +1009,7 @@
     (d.notes || []).forEach((n) => sec.appendChild(note(n)));
     if (d.summary) section(sec, 'summary', () => renderSummary(sec, d.summary));
     if (d.throughput) section(sec, 'throughput', () => renderThroughput(sec, d.throughput));
+    if (d.memory) section(sec, 'memory', () => renderMemory(sec, d.memory));
     if (d.ops) section(sec, 'operator', () => renderOps(sec, d.ops, d.command));
     if (d.telemetry) section(sec, 'telemetry', () => renderTelemetry(sec, d.telemetry));
     if (d.sustained) section(sec, 'sustained', () => renderSustained(sec, d.sustained));
