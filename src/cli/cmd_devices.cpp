@@ -84,10 +84,11 @@ void add_devices_command(CLI::App& app, Context& ctx) {
         }
         // An NVIDIA GPU the build cannot drive with CUDA: NVML sees it, and there is no CUDA
         // module (built by `make cuda`, apart from the rest).
+        const BuildInfo b = build_info();
         bool cuda_module = false;
         for (const auto& m : modules)
             cuda_module |= m.name == "cuda";
-        if (!cuda && !cuda_module && build_info().dynamic_backends) {
+        if (!cuda && !cuda_module && b.dynamic_backends) {
             Discovery nvml;
             discover_nvml(DiscoverOptions{}.nvml_library, nvml);
             std::string gpus, driver;
@@ -105,7 +106,6 @@ void add_devices_command(CLI::App& app, Context& ctx) {
                            "where nvcc exists (docs/gpu.md)\n";
         }
         // Which kernels the CPU device runs: the variant ggml chose for the features it saw.
-        BuildInfo b = build_info();
         if (b.cpu_variant)
             ctx.out << "\nCPU variant: " << *b.cpu_variant << "\n";
         if (b.cpu_features) {
