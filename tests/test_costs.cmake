@@ -45,6 +45,7 @@ set(_sb_test_costs
   PgCli.TwoParallelFleetRunsIntoOneDatabaseThenCompareReportAndCopyBothWays          10
   SynthModels.Gemma3HasItsShapesAndTheSlidingWindow                                  10
   Gpu.HybridMovesTheCacheBetweenTheCpuAndTheGpuBothWays                              10
+  Gpu.AKvCacheTooLargeForTheGpuSaysSoAndKeepsTheTestsBeforeIt                        10
   Rpc.CtrlCEndsARunWaitingOnAServerThatStoppedAnswering                              9
   Gpu.EachStagesOpsGetTheDevicesTimesOfTheirOwnKernels                               8
   Fleet.AdbDevicesThroughTheStandIn                                                  8

@@ -55,8 +55,10 @@ std::set<std::string> g_accel_modules;
 std::map<std::string, int> g_held_modules;
 
 std::mutex g_llama_error_mu;
-std::string g_llama_error;        // the first error line since take_llama_error()
-bool g_llama_error_open = false;  // its line has not ended yet (llama.cpp logs in pieces)
+// The error lines since take_llama_error(s), first first (kLlamaErrorsKept at most).
+std::vector<std::string> g_llama_errors;
+bool g_llama_error_open = false;  // the last line has not ended yet (llama.cpp logs in pieces)
+constexpr size_t kLlamaErrorsKept = 16;
 
 FatalHandler g_fatal_handler = nullptr;
 
@@ -110,24 +112,35 @@ void record_llama_log(int level, const char* text) {
         g_llama_error_open = false;
         return;
     }
-    if (!cont && !g_llama_error.empty())
-        return;  // a later error: the first one says why
+    if (!cont) {
+        if (g_llama_errors.size() >= kLlamaErrorsKept)
+            return;  // the first ones say why
+        g_llama_errors.emplace_back();
+    }
     std::string_view t(text);
     g_llama_error_open = t.empty() || t.back() != '\n';
     if (!g_llama_error_open)
         t.remove_suffix(1);
-    if (g_llama_error.size() < 4096)
-        g_llama_error.append(t.substr(0, 4096 - g_llama_error.size()));
+    std::string& line = g_llama_errors.back();
+    if (line.size() < 4096)
+        line.append(t.substr(0, 4096 - line.size()));
+}
+
+std::vector<std::string> take_llama_errors() {
+    std::vector<std::string> lines;
+    {
+        std::lock_guard<std::mutex> lock(g_llama_error_mu);
+        lines.swap(g_llama_errors);
+        g_llama_error_open = false;
+    }
+    for (auto& line : lines)
+        line = llama_reason(std::move(line));
+    return lines;
 }
 
 std::string take_llama_error() {
-    std::string e;
-    {
-        std::lock_guard<std::mutex> lock(g_llama_error_mu);
-        e.swap(g_llama_error);
-        g_llama_error_open = false;
-    }
-    return llama_reason(e);
+    std::vector<std::string> lines = take_llama_errors();
+    return lines.empty() ? std::string() : std::move(lines.front());
 }
 
 std::string llama_reason(std::string e) {

@@ -95,6 +95,10 @@ BuildInfo build_info();
 // (e.g. "unknown model architecture: 'x'"): the reason behind a call that failed, since its log
 // is silenced (unless STAGEBENCH_LLAMA_LOG=1). "" when none. Clears it. Thread-safe.
 std::string take_llama_error();
+// Every error line of llama.cpp's log since the last call (at most 16, the first first), each
+// as llama_reason gives it: what an out-of-memory reason reads (engine/out_of_memory.hpp).
+// take_llama_error() is the first of them. Clears them. Thread-safe.
+std::vector<std::string> take_llama_errors();
 // A line of llama.cpp's log as a reason: llama_text_line, then the function names in front
 // taken off ("llama_model_load: error loading model: unknown model architecture: 'x'" ->
 // "unknown model architecture: 'x'"), valid UTF-8. Also for a peer's log (llama-server).

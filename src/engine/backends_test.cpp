@@ -93,6 +93,30 @@ TEST(LlamaText, TheLogRecordIsOneLine) {
     EXPECT_EQ(take_llama_error(), "");
 }
 
+// Every error line is kept, each its own line, in order (an out-of-memory reason reads the
+// allocator's line and llama.cpp's after it); at most 16, the first ones.
+TEST(LlamaText, EveryErrorLineIsKeptInOrderUpToSixteen) {
+    take_llama_errors();
+    record_llama_log(4, "alloc_tensor_range: failed to allocate Vulkan0 buffer of size ");
+    record_llama_log(5, "4096\n");
+    record_llama_log(2 /* INFO */, "an info line between\n");
+    record_llama_log(5, "a continuation of the info line\n");
+    record_llama_log(4,
+                     "llama_init_from_model: failed to initialize the context: failed to "
+                     "allocate buffer for kv cache\n");
+    EXPECT_EQ(take_llama_errors(),
+              (std::vector<std::string>{
+                  "failed to allocate Vulkan0 buffer of size 4096",
+                  "failed to initialize the context: failed to allocate buffer for kv cache"}));
+    EXPECT_TRUE(take_llama_errors().empty());
+    for (int i = 0; i < 20; ++i)
+        record_llama_log(4, ("error " + std::to_string(i) + "\n").c_str());
+    const std::vector<std::string> kept = take_llama_errors();
+    ASSERT_EQ(kept.size(), 16u);
+    EXPECT_EQ(kept.front(), "error 0");
+    EXPECT_EQ(kept.back(), "error 15");
+}
+
 }  // namespace
 }  // namespace sb
 

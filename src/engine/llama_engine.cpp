@@ -12,6 +12,7 @@
 #include "core/watchdog.hpp"
 #include "engine/backends.hpp"
 #include "engine/llama_params.hpp"
+#include "engine/out_of_memory.hpp"
 #include "engine/tokenizer_check.hpp"
 #include "engine/workload.hpp"
 #include "ggml-backend.h"
@@ -43,6 +44,15 @@ Error decode_failure(int rc, const std::string& what) {
         return runtime_error("interrupted (Ctrl-C) during " + what);
     return runtime_error("llama_decode failed during " + what + " (code " + std::to_string(rc) +
                          ")");
+}
+
+// Why llama.cpp's call failed, from its error lines since the last take: a device that ran out
+// of memory is said as such (engine/out_of_memory.hpp), anything else is its first line.
+std::string failure_reason(AllocStep step) {
+    const std::vector<std::string> errors = take_llama_errors();
+    if (auto oom = out_of_memory_reason(errors, step))
+        return *oom;
+    return errors.empty() ? std::string() : errors.front();
 }
 
 bool same_context(const LoadSpec& a, const LoadSpec& b) {
@@ -169,7 +179,7 @@ void LlamaEngine::load(const LoadSpec& spec) {
         if (m.options.huge_pages)
             m.huge_pages = advisor.advice();
         if (!m.model) {
-            const std::string why = take_llama_error();
+            const std::string why = failure_reason(AllocStep::load_model);
             throw input_error(
                 "llama.cpp could not load model '" + spec.model_path + "'" +
                 (why.empty() ? " (set STAGEBENCH_LLAMA_LOG=1 to see why)" : ": " + why));
@@ -196,7 +206,7 @@ void LlamaEngine::load(const LoadSpec& spec) {
     take_llama_error();
     m.ctx = llama_init_from_model(m.model, cp);
     if (!m.ctx) {
-        const std::string why = take_llama_error();
+        const std::string why = failure_reason(AllocStep::create_context);
         throw input_error("llama.cpp could not create a context (n_ctx " +
                           std::to_string(spec.n_ctx) + ", batch " + std::to_string(spec.n_batch) +
                           ", ubatch " + std::to_string(spec.n_ubatch) + ")" +

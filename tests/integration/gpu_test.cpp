@@ -303,6 +303,48 @@ TEST(Gpu, HybridMovesTheCacheBetweenTheCpuAndTheGpuBothWays) {
     }
 }
 
+// A KV cache too large for the GPU: the test fails with one reason a user can act on (the
+// device, what for, the size, the device's memory, what asks for less), the run exits 2, and
+// the test measured before it stays on disk beside the failed one. lavapipe refuses any one
+// allocation larger than its heap (2048 MiB here), and a 16M-cell cache of the tiny model asks
+// for 3906 MiB at once; a lavapipe with a heap that large would try to hold all of it.
+TEST(Gpu, AKvCacheTooLargeForTheGpuSaysSoAndKeepsTheTestsBeforeIt) {
+    Lavapipe vk;
+    Proc devices = run_sb({"devices"}, 120);
+    ASSERT_EQ(devices.exit_code, 0) << devices.err;
+    const size_t row = devices.out.find("| Vulkan0 |");
+    ASSERT_NE(row, std::string::npos) << devices.out;
+    const std::string line = devices.out.substr(row, devices.out.find('\n', row) - row);
+    const size_t slash = line.find(" MiB / ");
+    ASSERT_NE(slash, std::string::npos) << line;
+    if (std::stod(line.substr(slash + 7)) >= 3906)
+        GTEST_SKIP() << "this lavapipe's heap would take the 3906 MiB buffer: " << line;
+
+    TempDir t;
+    const std::string out = t.file("oom.json");
+    Proc p = run_sb({"run", "-m", tiny_model(), "--device", "Vulkan0", "-p", "8", "-n", "2", "-d",
+                     "0,16000000", "-r", "1", "--out", out},
+                    300);
+    EXPECT_EQ(p.exit_code, 2) << p.err;
+    const std::string reason =
+        "out of memory on Vulkan0 for the KV cache: a buffer of 3906.3 MiB "
+        "could not be allocated (Vulkan0 reports ";
+    const size_t error = p.err.find("stagebench: error: llama.cpp could not create a context");
+    ASSERT_NE(error, std::string::npos) << p.err;
+    const std::string last = p.err.substr(error, p.err.find('\n', error) - error);
+    EXPECT_NE(last.find(reason), std::string::npos) << last;
+    EXPECT_NE(last.find("try a smaller context, a quantized KV cache (-ctk/-ctv q8_0) or fewer "
+                        "layers on the device (-ngl)"),
+              std::string::npos)
+        << last;
+    const json doc = json::parse(read_file(out));
+    ASSERT_EQ(doc["tests"].size(), 2u) << doc["tests"].dump();
+    EXPECT_EQ(doc["tests"][0]["status"], "ok");
+    EXPECT_EQ(doc["tests"][1]["status"], "failed");
+    EXPECT_NE(doc["tests"][1]["error"].get<std::string>().find(reason), std::string::npos)
+        << doc["tests"][1].dump();
+}
+
 // The GPU's logits against the CPU's: close (float and f16 kernels of the same model), not
 // identical (another device's arithmetic).
 TEST(Gpu, FidelityOfTheGpuAgainstTheCpu) {
