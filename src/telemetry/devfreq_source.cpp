@@ -163,6 +163,11 @@ void discover_gpu_drm(const std::string& root, Discovery& d) {
         std::vector<DevfreqItem> items;
         add(items, c + "/device/gpu_busy_percent", s, "busy_pct", Quantity::percent, 1, 0, 100);
         add(items, c + "/device/mem_busy_percent", s, "mem_busy_pct", Quantity::percent, 1, 0, 100);
+        // amdgpu's own memory (VRAM), bytes as MB (10^6 bytes), up to 1 PB
+        add(items, c + "/device/mem_info_vram_used", s, "mem_used_mb", Quantity::memory, 1e-6, 0,
+            1e9);
+        add(items, c + "/device/mem_info_vram_total", s, "mem_total_mb", Quantity::memory, 1e-6, 0,
+            1e9);
         // i915 (the hardware's frequency first: the requested one may differ under a limit)
         add(items, c + "/gt_act_freq_mhz", s, "cur_freq_khz", Quantity::frequency, 1e3, 0, kMaxKhz);
         if (!sysfs::exists(c + "/gt_act_freq_mhz"))

@@ -1,9 +1,10 @@
 // NVIDIA GPUs through NVML, loaded at run time with dlopen (never linked; no nvml.h needed).
 // An absent library, a failed nvmlInit or zero devices mean the family is absent. Per GPU:
 // total energy (mJ counter since driver load, Volta+, refreshed every 20-100 ms), power usage
-// (mW; a 1 s average on Ampere+), SM and memory clocks, temperature, utilisation and the
-// clocks-event (throttle) reason bits; as properties, read once: the enforced power limit (mW)
-// and the driver's version. Metrics a GPU does not support are left out.
+// (mW; a 1 s average on Ampere+), SM and memory clocks, temperature, utilisation, the memory
+// in use (MB, 10^6 bytes) and the clocks-event (throttle) reason bits; as properties, read
+// once: the enforced power limit (mW), the memory's total (MB) and the driver's version. Metrics a
+// GPU does not support are left out.
 #include <dlfcn.h>
 
 #include <cstring>
@@ -21,8 +22,12 @@ using nvmlDevice_t = nvmlDevice_st*;
 struct nvmlUtilization_t {
     unsigned int gpu, memory;
 };
+struct nvmlMemory_t {  // nvmlDeviceGetMemoryInfo's (v1): bytes
+    unsigned long long total, free, used;
+};
 constexpr nvmlReturn_t kNvmlSuccess = 0;
 constexpr int kClockSm = 1, kClockMem = 2, kTempGpu = 0;
+constexpr unsigned long long kMaxMemoryBytes = 1ULL << 50;  // 1 PiB: more is no GPU's memory
 
 struct NvmlLib {
     void* handle = nullptr;
@@ -37,6 +42,7 @@ struct NvmlLib {
     nvmlReturn_t (*temperature)(nvmlDevice_t, int, unsigned int*) = nullptr;
     nvmlReturn_t (*reasons)(nvmlDevice_t, unsigned long long*) = nullptr;
     nvmlReturn_t (*utilization)(nvmlDevice_t, nvmlUtilization_t*) = nullptr;
+    nvmlReturn_t (*memory)(nvmlDevice_t, nvmlMemory_t*) = nullptr;
     nvmlReturn_t (*power_limit)(nvmlDevice_t, unsigned int*) = nullptr;
     nvmlReturn_t (*driver_version)(char*, unsigned int) = nullptr;
     bool initialized = false;
@@ -54,7 +60,7 @@ void resolve(void* h, F& f, const char* name) {
     f = reinterpret_cast<F>(::dlsym(h, name));
 }
 
-enum class Field { energy, power, temp, sm_clock, mem_clock, busy, reasons };
+enum class Field { energy, power, temp, sm_clock, mem_clock, busy, mem_used, reasons };
 
 class NvmlSource : public Source {
   public:
@@ -75,6 +81,10 @@ class NvmlSource : public Source {
         unsigned int limit = 0;
         if (lib_->power_limit && lib_->power_limit(dev_, &limit) == kNvmlSuccess)
             p["power_limit_mw"] = std::to_string(limit);
+        nvmlMemory_t mem{};
+        if (lib_->memory && lib_->memory(dev_, &mem) == kNvmlSuccess && mem.total > 0 &&
+            mem.total <= kMaxMemoryBytes)
+            p["memory_total_mb"] = fmt::format("{:.1f}", static_cast<double>(mem.total) / 1e6);
         char driver[96] = {};
         if (lib_->driver_version && lib_->driver_version(driver, sizeof driver) == kNvmlSuccess &&
             driver[0])
@@ -117,6 +127,15 @@ class NvmlSource : public Source {
                 rc = lib_->utilization(dev_, &ut);
                 return static_cast<double>(ut.gpu);
             }
+            case Field::mem_used: {
+                // Used as the driver counts it (v1: the driver's reservation included, as
+                // nvidia-smi's used column), in MB; bounded here by the total of the same reading.
+                nvmlMemory_t mem{};
+                rc = lib_->memory(dev_, &mem);
+                if (mem.total == 0 || mem.total > kMaxMemoryBytes || mem.used > mem.total)
+                    return std::nullopt;
+                return static_cast<double>(mem.used) / 1e6;
+            }
             case Field::reasons:
                 rc = lib_->reasons(dev_, &ull);
                 return static_cast<double>(ull);
@@ -141,6 +160,8 @@ class NvmlSource : public Source {
                 return v >= 0 && v <= 1e8;
             case Field::busy:
                 return v >= 0 && v <= 100;
+            case Field::mem_used:
+                return v >= 0;  // and no more than the total (query)
             case Field::reasons:
                 return true;
         }
@@ -175,6 +196,7 @@ class NvmlSource : public Source {
             {Field::sm_clock, lib_->clock != nullptr, "sm_freq_khz", Quantity::frequency},
             {Field::mem_clock, lib_->clock != nullptr, "mem_freq_khz", Quantity::frequency},
             {Field::busy, lib_->utilization != nullptr, "busy_pct", Quantity::percent},
+            {Field::mem_used, lib_->memory != nullptr, "mem_used_mb", Quantity::memory},
             {Field::reasons, lib_->reasons != nullptr, "throttle_flags", Quantity::flags},
         };
         for (const auto& c : cands) {
@@ -231,6 +253,7 @@ void discover_nvml(const std::string& library, Discovery& d) {
     if (!lib->reasons)
         resolve(h, lib->reasons, "nvmlDeviceGetCurrentClocksThrottleReasons");
     resolve(h, lib->utilization, "nvmlDeviceGetUtilizationRates");
+    resolve(h, lib->memory, "nvmlDeviceGetMemoryInfo");
     resolve(h, lib->power_limit, "nvmlDeviceGetEnforcedPowerLimit");
     resolve(h, lib->driver_version, "nvmlSystemGetDriverVersion");
     unsigned int n = 0;

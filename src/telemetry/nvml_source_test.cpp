@@ -40,7 +40,8 @@ class StandIn {
 
 const char* kH100 =
     "name=NVIDIA H100 80GB HBM3\ndriver=580.65.06\npower_limit_mw=700000\npower_mw=50000\n"
-    "energy_base_mj=1000000\ntemp_c=67\nsm_mhz=1980\nmem_mhz=2619\nutil_gpu=93\nreasons=4\n";
+    "energy_base_mj=1000000\ntemp_c=67\nsm_mhz=1980\nmem_mhz=2619\nutil_gpu=93\nreasons=4\n"
+    "mem_total_mib=81559\nmem_used_mib=4721\n";
 
 double mono_s() {
     timespec ts{};
@@ -63,11 +64,12 @@ TEST(Nvml, EveryFieldInItsUnitAndThePropertiesReadOnce) {
     std::vector<std::string> names;
     for (const auto& x : m)
         names.push_back(x.name);
-    EXPECT_EQ(names, (std::vector<std::string>{"nvml.gpu0.energy_uj", "nvml.gpu0.power_mw",
-                                               "nvml.gpu0.temp_mc", "nvml.gpu0.sm_freq_khz",
-                                               "nvml.gpu0.mem_freq_khz", "nvml.gpu0.busy_pct",
-                                               "nvml.gpu0.throttle_flags"}));
+    EXPECT_EQ(names, (std::vector<std::string>{
+                         "nvml.gpu0.energy_uj", "nvml.gpu0.power_mw", "nvml.gpu0.temp_mc",
+                         "nvml.gpu0.sm_freq_khz", "nvml.gpu0.mem_freq_khz", "nvml.gpu0.busy_pct",
+                         "nvml.gpu0.mem_used_mb", "nvml.gpu0.throttle_flags"}));
     EXPECT_EQ(m[0].kind, MetricKind::counter);
+    EXPECT_EQ(m[6].quantity, Quantity::memory);
     EXPECT_EQ(m[0].refresh_ns, 100'000'000);
     EXPECT_EQ(m[1].kind, MetricKind::gauge);
 
@@ -79,12 +81,13 @@ TEST(Nvml, EveryFieldInItsUnitAndThePropertiesReadOnce) {
     const double t2 = mono_s();
     src.read(0, b);
     const double t3 = mono_s();
-    EXPECT_EQ(a[1], 50'000.0);     // mW
-    EXPECT_EQ(a[2], 67'000.0);     // m°C
-    EXPECT_EQ(a[3], 1'980'000.0);  // kHz
-    EXPECT_EQ(a[4], 2'619'000.0);  // kHz
-    EXPECT_EQ(a[5], 93.0);         // %
-    EXPECT_EQ(a[6], 4.0);          // the reason bits as NVML gives them
+    EXPECT_EQ(a[1], 50'000.0);             // mW
+    EXPECT_EQ(a[2], 67'000.0);             // m°C
+    EXPECT_EQ(a[3], 1'980'000.0);          // kHz
+    EXPECT_EQ(a[4], 2'619'000.0);          // kHz
+    EXPECT_EQ(a[5], 93.0);                 // %
+    EXPECT_DOUBLE_EQ(*a[6], 4950.327296);  // MB: 4721 MiB in bytes / 10^6
+    EXPECT_EQ(a[7], 4.0);                  // the reason bits as NVML gives them
     ASSERT_TRUE(a[0] && b[0]);
     EXPECT_GE(*a[0], 1e9);  // 1e6 mJ at nvmlInit_v2, in µJ
     // The counter grows at 50 W: between the two reads, bracketed by this clock.
@@ -104,13 +107,15 @@ TEST(Nvml, EveryFieldInItsUnitAndThePropertiesReadOnce) {
     EXPECT_EQ(p.at("model"), "NVIDIA H100 80GB HBM3");
     EXPECT_EQ(p.at("power_limit_mw"), "700000");
     EXPECT_EQ(p.at("driver"), "580.65.06");
+    EXPECT_EQ(p.at("memory_total_mb"), "85520.8");  // 81559 MiB
     EXPECT_TRUE(src.warnings().empty());
 }
 
 TEST(Nvml, UnsupportedFieldsAreLeftOutAndImplausibleAnswersRefused) {
     StandIn s(std::string(kH100) +
               "unsupported=nvmlDeviceGetTemperature\nunsupported=nvmlDeviceGetUtilizationRates\n"
-              "unsupported=nvmlDeviceGetEnforcedPowerLimit\nsm_mhz=4294967295\ngpus=2\n");
+              "unsupported=nvmlDeviceGetEnforcedPowerLimit\nsm_mhz=4294967295\ngpus=2\n"
+              "mem_used_mib=90000\n");
     Discovery d;
     discover_nvml(kLib, d);
     ASSERT_EQ(d.sources.size(), 2u);
@@ -120,16 +125,20 @@ TEST(Nvml, UnsupportedFieldsAreLeftOutAndImplausibleAnswersRefused) {
     std::vector<std::string> names;
     for (const auto& x : m)
         names.push_back(x.name);
-    EXPECT_EQ(names, (std::vector<std::string>{"nvml.gpu0.energy_uj", "nvml.gpu0.power_mw",
-                                               "nvml.gpu0.sm_freq_khz", "nvml.gpu0.mem_freq_khz",
-                                               "nvml.gpu0.throttle_flags"}));
+    EXPECT_EQ(names,
+              (std::vector<std::string>{"nvml.gpu0.energy_uj", "nvml.gpu0.power_mw",
+                                        "nvml.gpu0.sm_freq_khz", "nvml.gpu0.mem_freq_khz",
+                                        "nvml.gpu0.mem_used_mb", "nvml.gpu0.throttle_flags"}));
     std::vector<std::optional<double>> v(m.size());
     src.read(0, v);
     EXPECT_FALSE(v[2].has_value());  // 4294967295 MHz: not a clock
     EXPECT_EQ(v[3], 2'619'000.0);
+    EXPECT_FALSE(v[4].has_value());  // 90000 MiB used of 81559: not the GPU's memory
     const auto w = src.warnings();
-    ASSERT_EQ(w.size(), 1u);
-    EXPECT_NE(w[0].message.find("nvml.gpu0.sm_freq_khz"), std::string::npos) << w[0].message;
+    ASSERT_EQ(w.size(), 2u);
+    const std::string both = w[0].message + "\n" + w[1].message;
+    EXPECT_NE(both.find("nvml.gpu0.sm_freq_khz"), std::string::npos) << both;
+    EXPECT_NE(both.find("nvml.gpu0.mem_used_mb"), std::string::npos) << both;
     EXPECT_EQ(src.properties().count("power_limit_mw"), 0u);
 }
 

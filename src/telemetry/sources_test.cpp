@@ -332,6 +332,12 @@ TEST(Discover, DesktopGpusThroughDrmAndHwmon) {
     auto v = read_all(d);
     EXPECT_EQ(v["gpu.drm-card0.busy_pct"], 37.0);
     EXPECT_EQ(v["gpu.drm-card0.mem_busy_pct"], 12.0);
+    ASSERT_TRUE(v["gpu.drm-card0.mem_used_mb"] && v["gpu.drm-card0.mem_total_mb"]);
+    EXPECT_DOUBLE_EQ(*v["gpu.drm-card0.mem_used_mb"], 4950.327296);  // bytes / 10^6
+    EXPECT_DOUBLE_EQ(*v["gpu.drm-card0.mem_total_mb"], 17163.091968);
+    const auto vram = find_metric(d, "gpu.drm-card0.mem_used_mb");
+    ASSERT_TRUE(vram);
+    EXPECT_EQ(vram->quantity, Quantity::memory);
     // i915: the hardware's frequency, not the requested one.
     EXPECT_EQ(v["gpu.drm-card1.cur_freq_khz"], 1150000.0);
     EXPECT_EQ(v["gpu.drm-card1.min_freq_khz"], 300000.0);
