@@ -292,6 +292,11 @@ std::optional<SeriesKind> series_kind(const TelemetrySeries& s) {
         return SeriesKind{"power", "W", 1e-3};
     if (unit == "uJ" && counter)  // uJ per ns is kW
         return SeriesKind{"power", "W", 1e3, true};
+    // As nvtop draws them: a GPU's busy share (and a battery's level) and its memory in use.
+    if (unit == "%" && !counter)
+        return SeriesKind{"percent", "%", 1};
+    if (unit == "MB" && !counter)
+        return SeriesKind{"memory", "MB", 1};
     return std::nullopt;
 }
 
@@ -562,7 +567,8 @@ json telemetry_view(const ResultDocument& doc, std::vector<std::string>& notes,
         return nullptr;
     const int64_t t0_ns = *t0;
 
-    const std::vector<std::string> order = {"temperature", "frequency", "power"};
+    const std::vector<std::string> order = {"temperature", "frequency", "power", "percent",
+                                            "memory"};
     std::map<std::string, json> groups;
     std::set<std::string> other_units;
     std::size_t limits = 0;
@@ -627,7 +633,8 @@ json telemetry_view(const ResultDocument& doc, std::vector<std::string>& notes,
         if (groups.count(q))
             out_groups.push_back(groups[q]);
     if (out_groups.empty()) {
-        notes.push_back("no temperature, frequency or power series in the telemetry");
+        notes.push_back(
+            "no temperature, frequency, power, percent or memory series in the telemetry");
         return nullptr;
     }
     // Shaded: the stages themselves (and the idle baseline), not the rounds around them.

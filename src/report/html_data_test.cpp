@@ -235,7 +235,9 @@ json telemetry_doc() {
             series("cpufreq.policy0.max_freq_khz", "kHz", "gauge", {2400000, 2400000, 2400000}),
             series("rapl.package-0.energy_uj", "uJ", "counter", {0, 2'000'000, 5'000'000}),
             series("battery.BAT0.power_mw", "mW", "gauge", {7000, 7100, 7200}),
-            series("battery.BAT0.voltage_mv", "mV", "gauge", {12000, 12000, 12000})}},
+            series("battery.BAT0.voltage_mv", "mV", "gauge", {12000, 12000, 12000}),
+            series("nvml.gpu0.mem_used_mb", "MB", "gauge", {4950.3, 6000, 6000}),
+            series("nvml.gpu0.busy_pct", "%", "gauge", {0, 93, 100})}},
           {"marks",
            {{{"stage", "p0/r1/round"}, {"begin", true}, {"t_ns", 5'000'000'000}},
             {{"stage", "test0/prefill"}, {"begin", true}, {"t_ns", 5'500'000'000}},
@@ -249,7 +251,7 @@ TEST(HtmlData, TelemetryGroupsSeriesInDisplayUnitsWithStageShading) {
     std::vector<std::string> notes;
     json t = telemetry_view(doc_of(telemetry_doc()), notes);
     ASSERT_FALSE(t.is_null());
-    ASSERT_EQ(t["groups"].size(), 3u) << t.dump();
+    ASSERT_EQ(t["groups"].size(), 5u) << t.dump();
     const json& temp = t["groups"][0];
     EXPECT_EQ(temp["quantity"], "temperature");
     EXPECT_EQ(temp["unit"], "°C");
@@ -272,6 +274,17 @@ TEST(HtmlData, TelemetryGroupsSeriesInDisplayUnitsWithStageShading) {
     EXPECT_DOUBLE_EQ(rapl["points"][0][1].get<double>(), 2.0);
     EXPECT_DOUBLE_EQ(rapl["points"][1][1].get<double>(), 3.0);
     EXPECT_DOUBLE_EQ(power["series"][1]["points"][0][1].get<double>(), 7.0);
+
+    // A GPU's busy share and its memory in use, as they were read.
+    const json& percent = t["groups"][3];
+    EXPECT_EQ(percent["quantity"], "percent");
+    EXPECT_EQ(percent["unit"], "%");
+    EXPECT_EQ(percent["series"][0]["name"], "nvml.gpu0.busy_pct");
+    EXPECT_DOUBLE_EQ(percent["series"][0]["points"][1][1].get<double>(), 93.0);
+    const json& memory = t["groups"][4];
+    EXPECT_EQ(memory["quantity"], "memory");
+    EXPECT_EQ(memory["unit"], "MB");
+    EXPECT_DOUBLE_EQ(memory["series"][0]["points"][0][1].get<double>(), 4950.3);
 
     // Only the stages are shaded, not the rounds that hold them.
     ASSERT_EQ(t["spans"].size(), 2u);
