@@ -363,13 +363,44 @@ json summary_view(const ResultDocument& doc) {
 }
 
 json memory_view(const ResultDocument& doc) {
+    // A test repeated with the same memory (sustained's rounds, a test run twice) is one set of
+    // rows that counts its tests: llama.cpp's accounting of one configuration does not change.
+    struct Group {
+        const TestResult* test;
+        int tests = 1;
+    };
+    auto same = [](const TestResult& a, const TestResult& b) {
+        if (a.config.test_name() != b.config.test_name() ||
+            a.config.devices.str() != b.config.devices.str() ||
+            a.config.n_gpu_layers != b.config.n_gpu_layers || a.memory.size() != b.memory.size())
+            return false;
+        for (std::size_t i = 0; i < a.memory.size(); ++i) {
+            const BufferMemory &x = a.memory[i], &y = b.memory[i];
+            if (x.buffer != y.buffer || x.model_bytes != y.model_bytes ||
+                x.context_bytes != y.context_bytes || x.compute_bytes != y.compute_bytes)
+                return false;
+        }
+        return true;
+    };
+    std::vector<Group> groups;
+    for (const auto& t : doc.tests) {
+        if (t.memory.empty())
+            continue;
+        auto g = std::find_if(groups.begin(), groups.end(),
+                              [&](const Group& g) { return same(*g.test, t); });
+        if (g != groups.end())
+            ++g->tests;
+        else
+            groups.push_back({&t});
+    }
     json rows = json::array();
     auto mib = [](uint64_t b) { return static_cast<double>(b) / 1048576; };
-    for (const auto& t : doc.tests)
-        for (const auto& m : t.memory)
-            rows.push_back({{"test", t.config.test_name()},
-                            {"devices", t.config.devices.str()},
-                            {"n_gpu_layers", t.config.n_gpu_layers},
+    for (const auto& [t, tests] : groups)
+        for (const auto& m : t->memory)
+            rows.push_back({{"test", t->config.test_name()},
+                            {"tests", tests},
+                            {"devices", t->config.devices.str()},
+                            {"n_gpu_layers", t->config.n_gpu_layers},
                             {"buffer", m.buffer},
                             {"weights_mib", mib(m.model_bytes)},
                             {"context_mib", mib(m.context_bytes)},

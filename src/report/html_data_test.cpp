@@ -104,6 +104,19 @@ TEST(HtmlData, MemoryIsARowPerTestAndBufferInMiB) {
     EXPECT_DOUBLE_EQ(rows[1]["total_mib"].get<double>(), 3.5);
     EXPECT_DOUBLE_EQ(rows[0]["weights_mib"].get<double>(), 860160.0 / 1048576);
     EXPECT_DOUBLE_EQ(rows[0]["context_mib"].get<double>(), 0);
+    EXPECT_EQ(rows[0]["tests"], 1);
+
+    // The same test again (a sustained round) with the same memory: its rows count two tests;
+    // with other memory, its own rows.
+    doc["tests"].push_back(doc["tests"][1]);
+    doc["tests"].push_back(doc["tests"][1]);
+    doc["tests"][3]["memory"][1]["compute_bytes"] = 2 * 1048576;
+    const json alike = memory_view(doc_of(doc));
+    ASSERT_EQ(alike.size(), 4u) << alike.dump();
+    EXPECT_EQ(alike[0]["tests"], 2);
+    EXPECT_EQ(alike[1]["tests"], 2);
+    EXPECT_EQ(alike[3]["tests"], 1);
+    EXPECT_DOUBLE_EQ(alike[3]["compute_mib"].get<double>(), 2);
 }
 
 TEST(HtmlData, SummaryConvertsToDisplayUnitsAndKeepsMissingNull) {

@@ -296,14 +296,16 @@
     const ngl = new Set(rows.map((r) => r.n_gpu_layers)).size > 1;
     sec.appendChild(table(
       ['test', 'devices', 'buffer', 'weights MiB', 'context MiB', 'compute MiB', 'total MiB'],
-      rows.map((r) => [r.test, r.devices + (ngl ? ' (ngl ' + r.n_gpu_layers + ')' : ''), r.buffer,
+      rows.map((r) => [r.test + (r.tests > 1 ? ' (' + r.tests + ' tests alike)' : ''),
+                       r.devices + (ngl ? ' (ngl ' + r.n_gpu_layers + ')' : ''), r.buffer,
                        num(r.weights_mib), num(r.context_mib), num(r.compute_mib), num(r.total_mib)])));
     sec.appendChild(el('p', { class: 'caption' },
       'What llama.cpp allocated per buffer type once the test\'s model and context were made, by its own ' +
       'accounting: the weights, the context (the KV cache) and the compute buffers. A device\'s name is its ' +
       'memory; CPU_Mapped is the model file\'s range mapped into memory (it may span weights another buffer ' +
       'type holds too, such as CPU_REPACK\'s, the weights laid out again for the CPU\'s kernels); *_Host is a ' +
-      'GPU backend\'s pinned host memory.'));
+      'GPU backend\'s pinned host memory. Tests of one configuration with the same memory (sustained\'s rounds) ' +
+      'are one set of rows.'));
   }
 
   function renderThroughput(sec, t) {
