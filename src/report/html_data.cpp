@@ -17,6 +17,7 @@
 #include "core/json_util.hpp"
 #include "core/stats_json.hpp"
 #include "report/explain_report.hpp"
+#include "report/memory_report.hpp"
 #include "report/stage_fields.hpp"
 
 namespace sb {
@@ -363,39 +364,9 @@ json summary_view(const ResultDocument& doc) {
 }
 
 json memory_view(const ResultDocument& doc) {
-    // A test repeated with the same memory (sustained's rounds, a test run twice) is one set of
-    // rows that counts its tests: llama.cpp's accounting of one configuration does not change.
-    struct Group {
-        const TestResult* test;
-        int tests = 1;
-    };
-    auto same = [](const TestResult& a, const TestResult& b) {
-        if (a.config.test_name() != b.config.test_name() ||
-            a.config.devices.str() != b.config.devices.str() ||
-            a.config.n_gpu_layers != b.config.n_gpu_layers || a.memory.size() != b.memory.size())
-            return false;
-        for (std::size_t i = 0; i < a.memory.size(); ++i) {
-            const BufferMemory &x = a.memory[i], &y = b.memory[i];
-            if (x.buffer != y.buffer || x.model_bytes != y.model_bytes ||
-                x.context_bytes != y.context_bytes || x.compute_bytes != y.compute_bytes)
-                return false;
-        }
-        return true;
-    };
-    std::vector<Group> groups;
-    for (const auto& t : doc.tests) {
-        if (t.memory.empty())
-            continue;
-        auto g = std::find_if(groups.begin(), groups.end(),
-                              [&](const Group& g) { return same(*g.test, t); });
-        if (g != groups.end())
-            ++g->tests;
-        else
-            groups.push_back({&t});
-    }
     json rows = json::array();
     auto mib = [](uint64_t b) { return static_cast<double>(b) / 1048576; };
-    for (const auto& [t, tests] : groups)
+    for (const auto& [t, tests] : memory_groups(doc))
         for (const auto& m : t->memory)
             rows.push_back({{"test", t->config.test_name()},
                             {"tests", tests},

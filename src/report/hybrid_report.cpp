@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "report/memory_report.hpp"
+
 namespace sb {
 namespace {
 
@@ -131,6 +133,7 @@ void write_hybrid_markdown(const ResultDocument& doc, std::ostream& out) {
         << h.decode_device.str() << "; process RSS +" << mib(m.rss_growth_prefill_engine_bytes)
         << " (prefill engine), +" << mib(m.rss_growth_decode_engine_bytes) << " (decode engine). "
         << m.note << ".\n";
+    write_memory_markdown(doc, out);
     for (const auto& w : doc.warnings)
         out << "\nwarning: " << w.message;
     if (!doc.warnings.empty())

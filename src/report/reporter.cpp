@@ -7,6 +7,7 @@
 #include "report/explain_report.hpp"
 #include "report/fidelity_report.hpp"
 #include "report/hybrid_report.hpp"
+#include "report/memory_report.hpp"
 #include "report/serve_report.hpp"
 #include "report/stage_fields.hpp"
 #include "report/sustained_report.hpp"
@@ -65,35 +66,6 @@ class MarkdownReporter : public Reporter {
                 "(whole percent)\n";
     }
 
-    // What llama.cpp allocated per buffer type for each test's model and context: a row per test
-    // and buffer type that holds something.
-    void write_memory_table(const ResultDocument& doc) {
-        bool any = false;
-        for (const auto& t : doc.tests)
-            any |= !t.memory.empty();
-        if (!any)
-            return;
-        auto mib = [](uint64_t b) {
-            return fmt::format("{:.2f}", static_cast<double>(b) / 1048576);
-        };
-        out_ << "\n| test | devices | buffer | weights MiB | context MiB | compute MiB | total MiB "
-                "|\n"
-             << "| --- | --- | --- | ---: | ---: | ---: | ---: |\n";
-        for (const auto& t : doc.tests)
-            for (const auto& m : t.memory)
-                out_ << "| " << t.config.test_name() << " | " << devices(t) << " | " << m.buffer
-                     << " | " << mib(m.model_bytes) << " | " << mib(m.context_bytes) << " | "
-                     << mib(m.compute_bytes) << " | "
-                     << mib(m.model_bytes + m.context_bytes + m.compute_bytes) << " |\n";
-        out_
-            << "\nmemory: what llama.cpp allocated per buffer type once the model and context were "
-               "made (its own accounting): the weights, the context (the KV cache) and the "
-               "compute buffers; CPU_Mapped is the model file's range mapped into memory (it may "
-               "span weights another buffer type holds too, such as CPU_REPACK's, the weights "
-               "laid out again for the CPU's kernels), *_Host pinned host memory of a GPU "
-               "backend\n";
-    }
-
     void test_done(const ResultDocument& doc, const TestResult& t) override {
         if (t.status == Status::failed && !t.prefill && !t.decode) {
             message_row(doc, t, "FAILED: " + t.error.value_or(""));
@@ -125,7 +97,7 @@ class MarkdownReporter : public Reporter {
                      << " | " << reporter_num(t.roofline.prefill_gflops, "{:.1f}") << " |\n";
             }
         }
-        write_memory_table(doc);
+        write_memory_markdown(doc, out_, [this](const TestResult& t) { return devices(t); });
         bool any_energy = false;
         for (const auto& t : doc.tests)
             any_energy |= t.telemetry && !t.telemetry->summary.empty();
@@ -306,7 +278,10 @@ void print_document(OutputFormat format, const ResultDocument& doc, std::ostream
     } else if (format == OutputFormat::md && doc.serve) {
         write_serve_markdown(*doc.serve, doc.warnings, out);
     } else if (format == OutputFormat::md && doc.sustained) {
-        write_sustained_markdown(*doc.sustained, doc.warnings, out);
+        write_sustained_markdown(*doc.sustained, out);
+        if (write_memory_markdown(doc, out) && !doc.warnings.empty())
+            out << "\n";
+        write_sustained_warnings(doc.warnings, out);
     } else {
         auto r = make_reporter(format, out);
         r->begin(doc);

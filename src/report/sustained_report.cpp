@@ -196,8 +196,7 @@ void write_request_table(const SustainedPhase& p, std::ostream& out) {
 
 }  // namespace
 
-void write_sustained_markdown(const SustainedResult& r, const Warnings& warnings,
-                              std::ostream& out) {
+void write_sustained_markdown(const SustainedResult& r, std::ostream& out) {
     for (const auto& p : r.phases) {
         out << "## " << p.name << (p.background.empty() ? "" : " (background " + p.background + ")")
             << "\n\n";
@@ -299,6 +298,9 @@ void write_sustained_markdown(const SustainedResult& r, const Warnings& warnings
                 << (s.no_difference ? "no difference" : "") << " |\n";
         out << "\n";
     }
+}
+
+void write_sustained_warnings(const Warnings& warnings, std::ostream& out) {
     for (const auto& w : warnings)
         out << "warning: " << w.message << (w.hint.empty() ? "" : " (" + w.hint + ")") << "\n";
 }

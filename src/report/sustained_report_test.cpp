@@ -28,7 +28,7 @@ SustainedRound round_of(int k, double e2e_s, double power_w, double cpu_c, doubl
 
 std::string markdown(const SustainedResult& r) {
     std::ostringstream out;
-    write_sustained_markdown(r, {}, out);
+    write_sustained_markdown(r, out);
     return out.str();
 }
 
