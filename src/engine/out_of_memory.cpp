@@ -43,7 +43,7 @@ std::optional<std::string> out_of_memory_reason(const std::vector<std::string>& 
     static const std::regex loader(R"(unable to allocate (\S+) buffer)");
     std::string device;
     std::optional<double> bytes;
-    std::string part = step == AllocStep::load_model ? "the weights" : "";
+    std::string part;
     bool failed = false;
     for (const std::string& line : errors) {
         std::smatch m;
@@ -62,9 +62,10 @@ std::optional<std::string> out_of_memory_reason(const std::vector<std::string>& 
         } else if (std::regex_search(line, m, loader)) {
             if (device.empty())
                 device = m[1];
+            part = "the weights";  // only the model's loader says "unable to allocate"
             failed = true;
         }
-        if (step == AllocStep::create_context && part.empty()) {
+        if (part.empty()) {
             if (line.find("failed to allocate buffer for kv cache") != std::string::npos)
                 part = "the KV cache";
             else if (line.find("failed to allocate compute") != std::string::npos)
@@ -78,6 +79,8 @@ std::optional<std::string> out_of_memory_reason(const std::vector<std::string>& 
     }
     if (!failed)
         return std::nullopt;
+    if (part.empty() && step == AllocStep::load_model)
+        part = "the weights";
 
     const bool host = device.empty() || host_buffer(device);
     std::string r = "out of memory";

@@ -15,10 +15,12 @@
 
 namespace sb {
 
-// What llama.cpp was doing when the allocation failed.
+// What llama.cpp was doing when the allocation failed, where its lines do not say what the
+// buffer was for.
 enum class AllocStep {
     load_model,      // llama_model_load_from_file: the weights
     create_context,  // llama_init_from_model: the KV cache, the output and compute buffers
+    unknown,         // a peer's log (llama-server's)
 };
 
 struct DeviceMemory {

@@ -90,6 +90,17 @@ TEST(OutOfMemory, ComputeBuffersAskForASmallerMicroBatch) {
               "attention (-fa on)");
 }
 
+// A peer's log (llama-server's): the loader's line says the weights whatever the step; the
+// allocator's line alone says the device and the size, and no remedy it cannot know.
+TEST(OutOfMemory, WithoutTheStepTheLinesAloneSayWhatFor) {
+    EXPECT_EQ(out_of_memory_reason({"unable to allocate CUDA0 buffer"}, AllocStep::unknown, {}),
+              "out of memory on CUDA0 for the weights; try fewer layers on the device (-ngl) or a "
+              "smaller quantization");
+    EXPECT_EQ(out_of_memory_reason({"failed to allocate Vulkan0 buffer of size 1048576"},
+                                   AllocStep::unknown, {}),
+              "out of memory on Vulkan0: a buffer of 1.0 MiB could not be allocated");
+}
+
 // Any other failure is not this reason: the caller keeps llama.cpp's first line.
 TEST(OutOfMemory, OtherFailuresAreNotOutOfMemory) {
     EXPECT_EQ(out_of_memory_reason({}, AllocStep::load_model, devices({})), std::nullopt);

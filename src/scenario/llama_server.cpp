@@ -16,6 +16,7 @@
 #include "core/utf8.hpp"
 #include "engine/backends.hpp"
 #include "engine/http_client.hpp"
+#include "engine/out_of_memory.hpp"
 #include "engine/process.hpp"
 #include "scenario/explain_settings.hpp"
 
@@ -56,11 +57,14 @@ std::optional<std::string> failure_in_log(const std::string& log_path, bool with
     // the first failed assertion or abort (GGML_ASSERT(...) failed); else the last line that is
     // not a debugger's (llama.cpp's abort handler attaches gdb for a backtrace).
     std::string first_error, first_failed, last, line;
+    std::vector<std::string> allocations;  // what an out-of-memory reason reads
     std::ifstream f(log_path);
     for (int n = 0; n < 100000 && std::getline(f, line); ++n) {
         if (line.find_first_not_of(" \t\r") == std::string::npos || debugger_noise(line))
             continue;
         last = line;
+        if (allocations.size() < 64 && line.find("allocat") != std::string::npos)
+            allocations.push_back(llama_reason(line));
         const std::string l = lowercase(line);
         if (first_error.empty() && l.find("error") != std::string::npos)
             first_error = line;
@@ -71,10 +75,14 @@ std::optional<std::string> failure_in_log(const std::string& log_path, bool with
     }
     if (!with_last && first_error.empty() && first_failed.empty())
         return std::nullopt;
-    std::string why = !first_error.empty() ? llama_reason(first_error)
+    // A device out of memory, said as in-process llama.cpp says it (engine/out_of_memory.hpp),
+    // without the device's memory: the server's view of its devices is its own.
+    const auto oom = out_of_memory_reason(allocations, AllocStep::unknown, {});
+    std::string why = oom                    ? *oom
+                      : !first_error.empty() ? llama_reason(first_error)
                       : !first_failed.empty()
                           ? llama_reason(strip_source_location(llama_text_line(first_failed)))
-                          : llama_reason(last);
+                          : llama_reason(strip_source_location(llama_text_line(last)));
     if (why.size() > 300)
         why = utf8_prefix(why, 297) + "...";
     return why.empty() ? "it printed nothing" : why;

@@ -49,6 +49,33 @@ TEST(StartupFailure, AnErrorLineComesFirstElseTheLastLineThatIsNotADebuggers) {
                          "[Inferior 1 (process 9) detached]\n"),
               "terminate called without an active exception");
     EXPECT_EQ(failure_of(""), "it printed nothing");
+    // ggml's abort without a word of failure: its source location is no reason.
+    EXPECT_EQ(failure_of("/src/ggml/src/ggml-backend.cpp:941: pre-allocated tensor (cache_k_l0) "
+                         "in a buffer (Vulkan0) that cannot run the operation (NONE)\n"
+                         "[Inferior 1 (process 9) detached]\n"),
+              "pre-allocated tensor (cache_k_l0) in a buffer (Vulkan0) that cannot run the "
+              "operation (NONE)");
+}
+
+// A server that ran out of device memory says so as in-process llama.cpp does (device, what
+// for, the size, what asks for less), not ggml-vulkan's first line that names an error.
+TEST(StartupFailure, OutOfMemoryIsSaidAsRunSaysIt) {
+    // The pinned llama-server's own log with -c 16000000 -ngl 99 -dev Vulkan0 -fit off on
+    // lavapipe (its lines stamped).
+    EXPECT_EQ(failure_of("ggml_vulkan: Device memory allocation of size 4096000000 failed.\n"
+                         "ggml_vulkan: No suitable memory type found: ErrorOutOfDeviceMemory\n"
+                         "0.00.597.292 E alloc_tensor_range: failed to allocate Vulkan0 buffer of "
+                         "size 4096000000\n"
+                         "0.00.641.123 E llama_init_from_model: failed to initialize the context: "
+                         "failed to allocate buffer for kv cache\n"
+                         "0.00.641.155 E cmn  common_init_: failed to create context with model "
+                         "'tiny.gguf'\n"
+                         "0.00.641.171 E srv    load_model: failed to create_context with model "
+                         "'tiny.gguf'\n"
+                         "0.00.641.906 E srv  llama_server: exiting due to model loading error\n"),
+              "out of memory on Vulkan0 for the KV cache: a buffer of 3906.2 MiB could not be "
+              "allocated; try a smaller context, a quantized KV cache (-ctk/-ctv q8_0) or fewer "
+              "layers on the device (-ngl)");
 }
 
 TEST(ChildProcess, APeerStartsWithoutLlamaCppsDebuggerBacktrace) {

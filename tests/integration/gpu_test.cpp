@@ -6,6 +6,7 @@
 // llama.cpp build has the Vulkan module (scripts/gpu-module.sh; tests/CMakeLists.txt).
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -343,6 +344,20 @@ TEST(Gpu, AKvCacheTooLargeForTheGpuSaysSoAndKeepsTheTestsBeforeIt) {
     EXPECT_EQ(doc["tests"][1]["status"], "failed");
     EXPECT_NE(doc["tests"][1]["error"].get<std::string>().find(reason), std::string::npos)
         << doc["tests"][1].dump();
+
+    // A llama-server that stagebench starts says the same from its log (without its fitting,
+    // which llama.cpp's scheduler stops on at this size before allocating anything).
+    Proc server = run_sb({"serve", "-m", tiny_model(), "--concurrency", "1", "--server-args",
+                          "-ngl 99 -dev Vulkan0 -c 16000000 -fit off"},
+                         300);
+    EXPECT_EQ(server.exit_code, 2) << server.err;
+    EXPECT_NE(server.err.find("llama-server could not start on '" + tiny_model() +
+                              "': out of memory on Vulkan0 for the KV cache: a buffer of "),
+              std::string::npos)
+        << server.err;
+    // A failed start keeps its log and names it: this test's is removed.
+    if (const size_t at = server.err.rfind("(log "); at != std::string::npos)
+        std::remove(server.err.substr(at + 5, server.err.find(')', at) - at - 5).c_str());
 }
 
 // The GPU's logits against the CPU's: close (float and f16 kernels of the same model), not
