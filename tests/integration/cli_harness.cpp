@@ -20,6 +20,7 @@
 #include <functional>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 #include <thread>
 
 extern char** environ;
@@ -75,8 +76,17 @@ pid_t spawn_bg(const std::vector<std::string>& argv, const std::string& log) {
     for (const auto& s : argv)
         a.push_back(const_cast<char*>(s.c_str()));
     a.push_back(nullptr);
+    // The child's temporary files (a failed llama-server's log, kept and named for the user) go
+    // beside its log, in the test's own folder, which the test removes: none is left in /tmp.
+    const std::string tmpdir = "TMPDIR=" + std::filesystem::path(log).parent_path().string();
+    std::vector<char*> env;
+    for (char** e = environ; *e; ++e)
+        if (std::string_view(*e).substr(0, 7) != "TMPDIR=")
+            env.push_back(*e);
+    env.push_back(const_cast<char*>(tmpdir.c_str()));
+    env.push_back(nullptr);
     pid_t pid = -1;
-    if (posix_spawn(&pid, argv[0].c_str(), &fa, nullptr, a.data(), environ) != 0)
+    if (posix_spawn(&pid, argv[0].c_str(), &fa, nullptr, a.data(), env.data()) != 0)
         throw std::runtime_error("cannot start " + argv[0]);
     posix_spawn_file_actions_destroy(&fa);
     return pid;

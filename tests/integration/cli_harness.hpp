@@ -36,7 +36,8 @@ struct TempDir {
 // The tiny synthetic model, written once per test binary.
 const std::string& tiny_model();
 
-// Starts a background process; returns its pid (stdout/stderr to log).
+// Starts a background process; returns its pid (stdout/stderr to log). Its TMPDIR is the log's
+// folder.
 pid_t spawn_bg(const std::vector<std::string>& argv, const std::string& log);
 // Sends sig to pid and waits for it; returns its exit code (128 + signal if killed).
 int signal_and_wait(pid_t pid, int sig, int timeout_s = 60);
