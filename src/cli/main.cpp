@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "cli/commands.hpp"
+#include "core/crash.hpp"
 #include "core/interrupt.hpp"
 #include "core/last_word.hpp"
 #include "core/watchdog.hpp"
@@ -51,6 +52,12 @@ void on_fatal(const char* message) {
     end_run(message, "llama.cpp stopped: " + sb::strip_source_location(message));
 }
 
+// A crash in the process (core/crash.hpp): most often in llama.cpp or a driver it loaded, on a
+// thread of its own. The same end as llama.cpp's stop, the crash named.
+void on_crash(const char* description) {
+    end_run(std::string(sb::kCrashMarker) + description, std::string("crashed: ") + description);
+}
+
 // A stage that waits past its deadline, or does not end after Ctrl-C (core/watchdog.hpp): the
 // same end as llama.cpp's stop, with the watchdog's line as the reason. A setup step that hangs
 // (a device that took the connection and stopped answering before anything was measured) is
@@ -81,6 +88,7 @@ int main(int argc, char** argv) {
     std::signal(SIGPIPE, SIG_IGN);
     sb::set_fatal_handler(on_fatal);
     sb::set_overrun_action(on_overrun);
+    sb::install_crash_handlers(on_crash);
     sb::install_interrupt_handlers();
     sb::cli::Context ctx{std::cout, std::cerr, 0, {}, {}};
 #ifdef SB_AGENT_ISA

@@ -141,8 +141,9 @@ std::vector<std::string> rpc_endpoints_of(const std::string& device_set);
 // One line for a test that llama.cpp stopped (see set_fatal_handler) while it ran on
 // device_set, doing activity ("prefill", "" when unknown): for a test on RPC devices it names
 // each server and whether it went away or still answers the RPC hello (each wait at most
-// 2 s), then llama.cpp's message without its source location. Touches no llama.cpp state, so
-// it is safe while llama.cpp is stopping.
+// 2 s), then llama.cpp's message without its source location. A crash (core/crash.hpp's
+// marker in front) is "crashed during prefill: segmentation fault (SIGSEGV) in ...". Touches
+// no llama.cpp state, so it is safe while llama.cpp is stopping.
 std::string describe_llama_stop(const std::string& llama_message, const std::string& device_set,
                                 const std::string& activity);
 

@@ -367,6 +367,64 @@ Proc run_with_nvml(const std::string& conf, const std::vector<std::string>& args
 
 }  // namespace
 
+// A crash in a library stagebench loaded, on a thread of its own (as a GPU driver's bug does):
+// here the NVML stand-in writes through a null pointer on the sampler's thread once told to,
+// during the second test. The run ends with one line that names the crash and the library, exit
+// 1, and --out holds the first test measured and the second one failed with that reason.
+TEST(TelemetryRun, ACrashInALoadedLibraryIsOneLineAndKeepsTheTestsBeforeIt) {
+    TempDir t;
+    const std::string conf = t.file("nvml.conf"), crash = t.file("crash"), out = t.file("o.json");
+    std::ofstream(conf) << "power_mw=50000\nenergy_base_mj=1000000\ncrash_file=" << crash << "\n";
+    const pid_t pid = spawn_bg({"/usr/bin/env",
+                                std::string("LD_LIBRARY_PATH=") + SB_BINARY_DIR + "/nvml-standin",
+                                "SB_NVML_STANDIN=" + conf,
+                                stagebench_bin(),
+                                "run",
+                                "-m",
+                                tiny_model(),
+                                "-p",
+                                "32",
+                                "-n",
+                                "8,4096",
+                                "-r",
+                                "3",
+                                "--membw",
+                                "off",
+                                "--telemetry",
+                                "on",
+                                "--idle",
+                                "0",
+                                "--out",
+                                out},
+                               t.file("log"));
+    const auto start = std::chrono::steady_clock::now();
+    while (read_file(t.file("log.err")).find("pp32+tg4096 on CPU") == std::string::npos &&
+           std::chrono::steady_clock::now() - start < std::chrono::seconds(120))
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::ofstream(crash) << "now\n";
+    const int rc = wait_exit(pid, 300);
+    const std::string err = read_file(t.file("log.err"));
+    EXPECT_EQ(rc, 1) << err;
+    const std::string reason = "segmentation fault (SIGSEGV) in libnvidia-ml.so.1";
+    EXPECT_NE(err.find("stagebench: error: test pp32+tg4096 on CPU failed: crashed during "),
+              std::string::npos)
+        << err;
+    EXPECT_NE(err.find(reason + "; 1 earlier test(s) kept in"), std::string::npos) << err;
+    const json doc = json::parse(read_file(out));
+    ASSERT_EQ(doc["tests"].size(), 2u) << doc.dump();
+    EXPECT_EQ(doc["tests"][0]["status"], "ok");
+    EXPECT_EQ(doc["tests"][1]["status"], "failed");
+    const std::string error = doc["tests"][1]["error"];
+    EXPECT_EQ(error.rfind("crashed during ", 0), 0u) << error;
+    EXPECT_NE(error.find(reason), std::string::npos) << error;
+
+    // Outside any test (sensors finding its sources): the crash alone, one line.
+    Proc sensors = run_with_nvml(conf, {"sensors", "--duration", "0.2s"}, 120);
+    EXPECT_EQ(sensors.exit_code, 1) << sensors.err;
+    EXPECT_NE(sensors.err.find("stagebench: error: crashed: " + reason + "\n"), std::string::npos)
+        << sensors.err;
+}
+
 // An NVIDIA GPU's meters through NVML, as the real binary finds libnvidia-ml.so.1 (on the
 // loader's path): here tests/fixtures/nvml/nvml_standin.c, whose energy counter grows at 50 W on
 // the monotonic clock stagebench stamps with (no NVIDIA GPU or driver on this machine). `run`

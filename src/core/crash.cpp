@@ -1,0 +1,100 @@
+#include "core/crash.hpp"
+
+#include <dlfcn.h>
+#include <signal.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+
+namespace sb {
+namespace {
+
+void (*g_on_crash)(const char*) = nullptr;
+char g_description[512];
+
+const char* signal_words(int sig) {
+    switch (sig) {
+        case SIGSEGV:
+            return "segmentation fault (SIGSEGV)";
+        case SIGBUS:
+            return "bus error (SIGBUS)";
+        case SIGILL:
+            return "illegal instruction (SIGILL)";
+        case SIGFPE:
+            return "arithmetic fault (SIGFPE)";
+        case SIGABRT:
+            return "abort (SIGABRT)";
+        default:
+            return "fatal signal";
+    }
+}
+
+const void* pc_of(const void* context) {
+    if (!context)
+        return nullptr;
+    const auto* uc = static_cast<const ucontext_t*>(context);
+#if defined(__x86_64__)
+    return reinterpret_cast<const void*>(uc->uc_mcontext.gregs[REG_RIP]);
+#elif defined(__aarch64__)
+    return reinterpret_cast<const void*>(uc->uc_mcontext.pc);
+#else
+    (void)uc;
+    return nullptr;
+#endif
+}
+
+void on_signal(int sig, siginfo_t*, void* context) {
+    alarm(kCrashLastWordsS);
+    g_on_crash(crash_description(sig, pc_of(context)));
+    _exit(1);  // on_crash does not return; should it, the process still ends here
+}
+
+}  // namespace
+
+const char* crash_description(int sig, const void* pc) {
+    const char* words = signal_words(sig);
+    Dl_info info{};
+    if (sig == SIGABRT) {
+        // abort() is always libc's: who called it is in what was printed before.
+        std::snprintf(g_description, sizeof g_description,
+                      "%s: an exception nothing caught or a failed check (see the lines above)",
+                      words);
+    } else if (!pc) {
+        std::snprintf(g_description, sizeof g_description, "%s at an unknown address", words);
+    } else if (dladdr(pc, &info) == 0 || !info.dli_fname) {
+        std::snprintf(g_description, sizeof g_description,
+                      "%s at an address outside every loaded library (code made at run time, "
+                      "such as a driver's compiled shader)",
+                      words);
+    } else {
+        // The running binary's own name comes back as it was started ("build/bin/stagebench").
+        Dl_info self{};
+        const bool ours = dladdr(reinterpret_cast<const void*>(&crash_description), &self) != 0 &&
+                          self.dli_fbase == info.dli_fbase;
+        const char* slash = std::strrchr(info.dli_fname, '/');
+        std::snprintf(g_description, sizeof g_description, "%s in %s", words,
+                      ours    ? "stagebench itself"
+                      : slash ? slash + 1
+                              : info.dli_fname);
+    }
+    return g_description;
+}
+
+void install_crash_handlers(void (*on_crash)(const char* description)) {
+    g_on_crash = on_crash;
+    static char stack[64 * 1024];
+    stack_t ss{};
+    ss.ss_sp = stack;
+    ss.ss_size = sizeof stack;
+    sigaltstack(&ss, nullptr);
+    struct sigaction sa {};
+    sa.sa_sigaction = on_signal;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    for (int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT})
+        sigaction(sig, &sa, nullptr);
+}
+
+}  // namespace sb
