@@ -5,9 +5,14 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include <cxxabi.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <initializer_list>
+#include <string>
 
 namespace sb {
 namespace {
@@ -44,6 +49,16 @@ const void* pc_of(const void* context) {
     (void)uc;
     return nullptr;
 #endif
+}
+
+// A C++ exception nothing caught (a GPU backend's vk::DeviceLostError on its own thread):
+// std::terminate's handler, in an ordinary context, names it before libstdc++ would abort.
+[[noreturn]] void on_terminate() {
+    alarm(kCrashLastWordsS);
+    static std::string description;
+    description = uncaught_description(std::current_exception());
+    g_on_crash(description.c_str());
+    _exit(1);
 }
 
 void on_signal(int sig, siginfo_t*, void* context) {
@@ -83,8 +98,34 @@ const char* crash_description(int sig, const void* pc) {
     return g_description;
 }
 
+std::string uncaught_description(const std::exception_ptr& e) {
+    if (!e)
+        return "std::terminate called without an exception";
+    std::string type = "unknown type", what;
+    try {
+        std::rethrow_exception(e);
+    } catch (const std::exception& x) {
+        what = x.what();
+    } catch (...) {
+    }
+    // The type of the exception being handled (the one just rethrown and caught above is done
+    // with; ask for the pointer's own).
+    try {
+        std::rethrow_exception(e);
+    } catch (...) {
+        if (const std::type_info* t = abi::__cxa_current_exception_type()) {
+            int status = 0;
+            char* name = abi::__cxa_demangle(t->name(), nullptr, nullptr, &status);
+            type = status == 0 && name ? name : t->name();
+            std::free(name);
+        }
+    }
+    return "an exception nothing caught (" + type + ")" + (what.empty() ? "" : ": " + what);
+}
+
 void install_crash_handlers(void (*on_crash)(const char* description)) {
     g_on_crash = on_crash;
+    std::set_terminate(on_terminate);
     static char stack[64 * 1024];
     stack_t ss{};
     ss.ss_sp = stack;

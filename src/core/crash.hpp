@@ -9,6 +9,9 @@
 // Best effort: the last words are not async-signal-safe. An alarm ends the process (SIGALRM's
 // default action) if they hang, say on a heap the crash corrupted; the caller ends a fault
 // inside them at once.
+#include <exception>
+#include <string>
+
 namespace sb {
 
 // What main puts in front of a crash's description when it hands it to the last words as the
@@ -24,7 +27,13 @@ inline constexpr unsigned kCrashLastWordsS = 30;
 // libc's, so it says where to look instead.
 const char* crash_description(int sig, const void* pc);
 
-// Installs the handlers of SIGSEGV, SIGBUS, SIGILL, SIGFPE and SIGABRT (on an alternate stack for
+// "an exception nothing caught (vk::DeviceLostError): vk::Device::waitForFences:
+// ErrorDeviceLost": the exception's type, demangled, and its what() where it is a
+// std::exception.
+std::string uncaught_description(const std::exception_ptr& e);
+
+// Installs std::terminate's handler (an exception nothing caught, described as above) and the
+// handlers of SIGSEGV, SIGBUS, SIGILL, SIGFPE and SIGABRT (on an alternate stack for
 // this thread, so that a stack overflow here can be described): each arms the alarm, describes the
 // crash and calls on_crash, which must not return.
 void install_crash_handlers(void (*on_crash)(const char* description));

@@ -2,10 +2,13 @@
 
 #include <signal.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <stdexcept>
 #include <string>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -32,6 +35,44 @@ TEST(Crash, TheDescriptionNamesTheSignalAndWhereTheInstructionWas) {
     EXPECT_EQ(std::string(crash_description(SIGABRT, heap.get())),
               "abort (SIGABRT): an exception nothing caught or a failed check (see the lines "
               "above)");
+}
+
+// An exception nothing caught, as std::terminate's handler names it: its type and its what().
+TEST(Crash, AnUncaughtExceptionIsNamedByItsTypeAndItsMessage) {
+    EXPECT_EQ(uncaught_description(std::make_exception_ptr(std::runtime_error("device lost"))),
+              "an exception nothing caught (std::runtime_error): device lost");
+    struct NotAnException {};
+    EXPECT_EQ(uncaught_description(std::make_exception_ptr(NotAnException{}))
+                  .rfind("an exception nothing caught (", 0),
+              0u);
+    EXPECT_EQ(uncaught_description(std::make_exception_ptr(42)),
+              "an exception nothing caught (int)");
+    EXPECT_EQ(uncaught_description(nullptr), "std::terminate called without an exception");
+}
+
+// The handlers reach the caller's function from a fault on any thread: a write through a null
+// pointer here, an exception nothing caught on a thread of its own (as a GPU backend's).
+[[noreturn]] void print_and_exit(const char* description) {
+    std::fprintf(stderr, "crash: %s\n", description);
+    std::_Exit(3);
+}
+
+TEST(CrashDeathTest, AFaultOrAnExceptionNothingCaughtReachesTheHandler) {
+    EXPECT_EXIT(
+        {
+            install_crash_handlers(print_and_exit);
+            int* volatile null = nullptr;  // not known to be null: a real store, a real fault
+            *null = 0;
+        },
+        ::testing::ExitedWithCode(3),
+        "crash: segmentation fault \\(SIGSEGV\\) in stagebench itself");
+    EXPECT_EXIT(
+        {
+            install_crash_handlers(print_and_exit);
+            std::thread([] { throw std::runtime_error("device lost"); }).join();
+        },
+        ::testing::ExitedWithCode(3),
+        "crash: an exception nothing caught \\(std::runtime_error\\): device lost");
 }
 
 }  // namespace

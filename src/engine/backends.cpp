@@ -865,10 +865,10 @@ std::string describe_llama_stop(const std::string& llama_message, const std::str
                                 const std::string& activity) {
     const std::string during = activity.empty() ? "" : " during " + activity;
     const auto endpoints = rpc_endpoints_of(device_set);
-    // The stage watchdog ended the run (core/watchdog.hpp), not llama.cpp.
     // A crash (core/crash.hpp): the process's own fault, whatever the devices.
     if (llama_message.rfind(kCrashMarker, 0) == 0)
         return "crashed" + during + ": " + llama_message.substr(std::string(kCrashMarker).size());
+    // The stage watchdog ended the run (core/watchdog.hpp), not llama.cpp.
     const bool overrun = llama_message.rfind(kOverrunMarker, 0) == 0;
     const std::string what = overrun ? llama_message.substr(std::string(kOverrunMarker).size())
                                      : strip_source_location(llama_message);

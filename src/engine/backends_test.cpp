@@ -1,6 +1,8 @@
 #include "engine/backends.hpp"
 
+#include "core/crash.hpp"
 #include "core/error.hpp"
+#include "core/watchdog.hpp"
 
 #include <cstdio>
 
@@ -155,6 +157,28 @@ TEST(GpuDeviceLine, VulkanAndCudaLinesAreRead) {
           "ggml_vulkan: x = llvmpipe (llvmpipe) | uma: 1", "Device: CPU", "Device 0 NVIDIA",
           "ggml_cuda_init: found 1 CUDA devices (Total VRAM: 81079 MiB):", ""})
         EXPECT_FALSE(gpu_device_line(other)) << other;
+}
+
+}  // namespace
+}  // namespace sb
+
+namespace sb {
+namespace {
+
+// A stop's line: llama.cpp's own message without its source location, the watchdog's line as it
+// is, a crash named as one (core/crash.hpp), each with what was running.
+TEST(LlamaStop, EachKindOfStopIsOneLineWithWhatWasRunning) {
+    EXPECT_EQ(describe_llama_stop("ggml.c:12: GGML_ASSERT(x) failed", "CPU", "prefill"),
+              "llama.cpp stopped during prefill: GGML_ASSERT(x) failed");
+    EXPECT_EQ(describe_llama_stop(std::string(kOverrunMarker) + "decode took over 120 s", "Vulkan0",
+                                  "decode"),
+              "decode took over 120 s");
+    EXPECT_EQ(describe_llama_stop(
+                  std::string(kCrashMarker) + "segmentation fault (SIGSEGV) in libvulkan_lvp.so",
+                  "Vulkan0", "decode"),
+              "crashed during decode: segmentation fault (SIGSEGV) in libvulkan_lvp.so");
+    EXPECT_EQ(describe_llama_stop(std::string(kCrashMarker) + "abort (SIGABRT)", "CPU", ""),
+              "crashed: abort (SIGABRT)");
 }
 
 }  // namespace

@@ -38,9 +38,13 @@ std::optional<std::string> out_of_memory_reason(const std::vector<std::string>& 
                                                 AllocStep step, const DeviceMemoryOf& memory_of) {
     // ggml-alloc's line names the buffer type and the bytes; ggml-cuda's comes first and names
     // the device by its index; llama.cpp's loader names the buffer type it could not allocate.
-    static const std::regex allocator(R"(failed to allocate (\S+) buffer of size (\d+))");
-    static const std::regex cuda(R"(allocating ([0-9.]+) MiB on device (\d+): cudaMalloc failed)");
-    static const std::regex loader(R"(unable to allocate (\S+) buffer)");
+    // A peer's log is a claim: numbers of bounded length (std::stod never throws on them), a
+    // device name of at most 64 characters.
+    static const std::regex allocator(
+        R"(failed to allocate (\S{1,64}) buffer of size (\d{1,19})\b)");
+    static const std::regex cuda(
+        R"(allocating (\d{1,12}(?:\.\d{1,6})?) MiB on device (\d{1,4}): cudaMalloc failed)");
+    static const std::regex loader(R"(unable to allocate (\S{1,64}) buffer)");
     std::string device;
     std::optional<double> bytes;
     std::string part;

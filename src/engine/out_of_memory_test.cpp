@@ -101,6 +101,24 @@ TEST(OutOfMemory, WithoutTheStepTheLinesAloneSayWhatFor) {
               "out of memory on Vulkan0: a buffer of 1.0 MiB could not be allocated");
 }
 
+// A peer's log is a claim: numbers too long to be sizes and names too long to be devices are
+// not read (and never throw).
+TEST(OutOfMemory, ALogsNumbersAndNamesAreBounded) {
+    const std::string digits(400, '9');
+    EXPECT_EQ(out_of_memory_reason({"failed to allocate CUDA0 buffer of size " + digits},
+                                   AllocStep::unknown, {}),
+              std::nullopt);
+    EXPECT_EQ(out_of_memory_reason({"allocating . MiB on device 0: cudaMalloc failed: oom",
+                                    "allocating 1" + digits +
+                                        " MiB on device 0: cudaMalloc "
+                                        "failed"},
+                                   AllocStep::unknown, {}),
+              std::nullopt);
+    EXPECT_EQ(out_of_memory_reason({"unable to allocate " + std::string(200, 'x') + " buffer"},
+                                   AllocStep::unknown, {}),
+              std::nullopt);
+}
+
 // Any other failure is not this reason: the caller keeps llama.cpp's first line.
 TEST(OutOfMemory, OtherFailuresAreNotOutOfMemory) {
     EXPECT_EQ(out_of_memory_reason({}, AllocStep::load_model, devices({})), std::nullopt);
