@@ -369,6 +369,7 @@ json memory_view(const ResultDocument& doc) {
     for (const auto& [t, tests] : memory_groups(doc))
         for (const auto& m : t->memory)
             rows.push_back({{"test", t->config.test_name()},
+                            {"model", basename(t->config.model_path)},
                             {"tests", tests},
                             {"devices", t->config.devices.str()},
                             {"n_gpu_layers", t->config.n_gpu_layers},

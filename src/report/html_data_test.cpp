@@ -105,6 +105,7 @@ TEST(HtmlData, MemoryIsARowPerTestAndBufferInMiB) {
     EXPECT_DOUBLE_EQ(rows[0]["weights_mib"].get<double>(), 860160.0 / 1048576);
     EXPECT_DOUBLE_EQ(rows[0]["context_mib"].get<double>(), 0);
     EXPECT_EQ(rows[0]["tests"], 1);
+    EXPECT_EQ(rows[0]["model"], "tiny.gguf");
 
     // The same test again (a sustained round) with the same memory: its rows count two tests;
     // with other memory, its own rows.

@@ -1,6 +1,7 @@
 #include "report/memory_report.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <set>
 
 #include <fmt/format.h>
@@ -9,7 +10,8 @@ namespace sb {
 namespace {
 
 bool alike(const TestResult& a, const TestResult& b) {
-    if (a.config.test_name() != b.config.test_name() ||
+    if (a.config.model_path != b.config.model_path ||
+        a.config.test_name() != b.config.test_name() ||
         a.config.devices.str() != b.config.devices.str() ||
         a.config.n_gpu_layers != b.config.n_gpu_layers || a.memory.size() != b.memory.size())
         return false;
@@ -45,8 +47,13 @@ bool write_memory_markdown(const ResultDocument& doc, std::ostream& out,
     if (groups.empty())
         return false;
     std::set<int> ngl;
-    for (const auto& t : doc.tests)
+    std::set<std::string> models;
+    for (const auto& t : doc.tests) {
         ngl.insert(t.config.n_gpu_layers);
+        models.insert(t.config.model_path);
+    }
+    // Several models: a column of their file names, as the run table has theirs.
+    const bool model_column = models.size() > 1;
     auto devices_of = [&](const TestResult& t) {
         if (devices)
             return devices(t);
@@ -54,14 +61,19 @@ bool write_memory_markdown(const ResultDocument& doc, std::ostream& out,
                (ngl.size() > 1 ? " (ngl " + std::to_string(t.config.n_gpu_layers) + ")" : "");
     };
     auto mib = [](uint64_t b) { return fmt::format("{:.2f}", static_cast<double>(b) / 1048576); };
-    out << "\n| test | devices | buffer | weights MiB | context MiB | compute MiB | total MiB |\n"
-        << "| --- | --- | --- | ---: | ---: | ---: | ---: |\n";
+    out << (model_column ? "\n| model " : "\n")
+        << "| test | devices | buffer | weights MiB | context MiB | compute MiB | total MiB |\n"
+        << (model_column ? "| --- " : "") << "| --- | --- | --- | ---: | ---: | ---: | ---: |\n";
     for (const auto& [t, tests] : groups) {
         const std::string name =
             t->config.test_name() +
             (tests > 1 ? " (" + std::to_string(tests) + " tests alike)" : std::string());
+        const std::string model =
+            model_column
+                ? "| " + std::filesystem::path(t->config.model_path).filename().string() + " "
+                : std::string();
         for (const auto& m : t->memory)
-            out << "| " << name << " | " << devices_of(*t) << " | " << m.buffer << " | "
+            out << model << "| " << name << " | " << devices_of(*t) << " | " << m.buffer << " | "
                 << mib(m.model_bytes) << " | " << mib(m.context_bytes) << " | "
                 << mib(m.compute_bytes) << " | "
                 << mib(m.model_bytes + m.context_bytes + m.compute_bytes) << " |\n";

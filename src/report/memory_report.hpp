@@ -11,8 +11,8 @@
 
 namespace sb {
 
-// Tests of one configuration (test, devices, -ngl) whose memory is the same, buffer by buffer
-// (sustained's rounds, a test run twice), are one group: llama.cpp's accounting of one
+// Tests of one configuration (model, test, devices, -ngl) whose memory is the same, buffer by
+// buffer (sustained's rounds, a test run twice), are one group: llama.cpp's accounting of one
 // configuration does not change. In the order of their first test; tests without memory are in
 // none.
 struct MemoryGroup {
@@ -21,7 +21,8 @@ struct MemoryGroup {
 };
 std::vector<MemoryGroup> memory_groups(const ResultDocument& doc);
 
-// "| test | devices | buffer | weights MiB | context MiB | compute MiB | total MiB |", a row per
+// "| test | devices | buffer | weights MiB | context MiB | compute MiB | total MiB |" (with a
+// model column first where the document's tests differ in model), a row per
 // group and buffer type ("pp512+tg128 (20 tests alike)" for a group of more than one), then
 // what the columns are. `devices` gives a test's devices cell (default: its devices, with
 // " (ngl N)" where the document's tests differ in -ngl). Nothing when no test has memory;

@@ -82,6 +82,22 @@ TEST(MemoryMarkdown, AnOffloadSweepNamesNglAndNoMemoryIsNoTable) {
     EXPECT_EQ(markdown(doc), "");
 }
 
+// Two models of one test: a model column tells their rows apart, and the same memory of two
+// models is still two groups.
+TEST(MemoryMarkdown, SeveralModelsGetAModelColumn) {
+    ResultDocument doc;
+    doc.tests.push_back(test_of(32, "CPU", 99, {{"CPU", kMiB, 0, 0}}));
+    doc.tests.push_back(test_of(32, "CPU", 99, {{"CPU", kMiB, 0, 0}}));
+    doc.tests[0].config.model_path = "/models/a.gguf";
+    doc.tests[1].config.model_path = "/models/b.gguf";
+    const std::string md = markdown(doc);
+    EXPECT_NE(md.find("| model | test | devices | buffer |"), std::string::npos) << md;
+    EXPECT_NE(md.find("| --- | --- | --- | --- | ---: |"), std::string::npos) << md;
+    EXPECT_NE(md.find("| a.gguf | pp32+tg16 | CPU | CPU | 1.00 |"), std::string::npos) << md;
+    EXPECT_NE(md.find("| b.gguf | pp32+tg16 | CPU | CPU | 1.00 |"), std::string::npos) << md;
+    EXPECT_EQ(memory_groups(doc).size(), 2u);
+}
+
 // A sustained document's Markdown: the rounds, then the memory, then the warnings last.
 TEST(MemoryMarkdown, SustainedPrintsItsMemoryBeforeItsWarnings) {
     ResultDocument doc;

@@ -294,11 +294,13 @@
   function renderMemory(sec, rows) {
     sec.appendChild(el('h3', null, 'Memory per buffer type'));
     const ngl = new Set(rows.map((r) => r.n_gpu_layers)).size > 1;
+    const models = new Set(rows.map((r) => r.model)).size > 1;
     sec.appendChild(table(
-      ['test', 'devices', 'buffer', 'weights MiB', 'context MiB', 'compute MiB', 'total MiB'],
-      rows.map((r) => [r.test + (r.tests > 1 ? ' (' + r.tests + ' tests alike)' : ''),
+      (models ? ['model'] : []).concat(['test', 'devices', 'buffer', 'weights MiB', 'context MiB',
+                                        'compute MiB', 'total MiB']),
+      rows.map((r) => (models ? [r.model] : []).concat([r.test + (r.tests > 1 ? ' (' + r.tests + ' tests alike)' : ''),
                        r.devices + (ngl ? ' (ngl ' + r.n_gpu_layers + ')' : ''), r.buffer,
-                       num(r.weights_mib), num(r.context_mib), num(r.compute_mib), num(r.total_mib)])));
+                       num(r.weights_mib), num(r.context_mib), num(r.compute_mib), num(r.total_mib)]))));
     sec.appendChild(el('p', { class: 'caption' },
       'What llama.cpp allocated per buffer type once the test\'s model and context were made, by its own ' +
       'accounting: the weights, the context (the KV cache) and the compute buffers. A device\'s name is its ' +
