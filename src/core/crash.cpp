@@ -61,8 +61,15 @@ const void* pc_of(const void* context) {
     _exit(1);
 }
 
-void on_signal(int sig, siginfo_t*, void* context) {
+void on_signal(int sig, siginfo_t* info, void* context) {
     alarm(kCrashLastWordsS);
+    // Sent by another process (kill -SEGV): no instruction of ours faulted.
+    if (info && info->si_code <= 0 && info->si_pid != getpid()) {
+        std::snprintf(g_description, sizeof g_description, "%s sent by process %d",
+                      signal_words(sig), static_cast<int>(info->si_pid));
+        g_on_crash(g_description);
+        _exit(1);
+    }
     g_on_crash(crash_description(sig, pc_of(context)));
     _exit(1);  // on_crash does not return; should it, the process still ends here
 }

@@ -34,8 +34,9 @@ std::string uncaught_description(const std::exception_ptr& e);
 
 // Installs std::terminate's handler (an exception nothing caught, described as above) and the
 // handlers of SIGSEGV, SIGBUS, SIGILL, SIGFPE and SIGABRT (on an alternate stack for
-// this thread, so that a stack overflow here can be described): each arms the alarm, describes the
-// crash and calls on_crash, which must not return.
+// this thread, so that a stack overflow here can be described): each arms the alarm,
+// describes the crash ("... sent by process N" for a signal another process sent) and calls
+// on_crash, which must not return.
 void install_crash_handlers(void (*on_crash)(const char* description));
 
 }  // namespace sb

@@ -1,6 +1,7 @@
 #include "core/crash.hpp"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -73,6 +74,20 @@ TEST(CrashDeathTest, AFaultOrAnExceptionNothingCaughtReachesTheHandler) {
         },
         ::testing::ExitedWithCode(3),
         "crash: an exception nothing caught \\(std::runtime_error\\): device lost");
+    // A signal another process sent (kill -SEGV) is said as such: no instruction faulted.
+    EXPECT_EXIT(
+        {
+            install_crash_handlers(print_and_exit);
+            const pid_t parent = getpid();
+            if (fork() == 0) {
+                kill(parent, SIGSEGV);
+                std::_Exit(0);
+            }
+            for (;;)
+                pause();
+        },
+        ::testing::ExitedWithCode(3),
+        "crash: segmentation fault \\(SIGSEGV\\) sent by process [0-9]+");
 }
 
 }  // namespace
