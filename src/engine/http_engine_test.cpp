@@ -507,6 +507,35 @@ TEST(ServerClaims, RejectedClaimsOfAStreamBecomeNotes) {
               "the server sent usage.completion_tokens = -2 (not a token count): ignored");
 }
 
+// The TTFT definitions harnesses disagree on, each stamped at the arrival of its own part: a
+// stream's first byte (a comment that carries no token), its first streamed token (reasoning,
+// after the role), its first answer content. Arrival times as the transport gives them.
+TEST(ComputeTiming, FirstByteFirstTokenAndFirstContentAreEachTheirOwnArrival) {
+    GenerationStream::Spec spec;
+    spec.api = HttpApi::openai_chat;
+    spec.n_gen = 3;
+    spec.where = "http://x/v1/chat/completions";
+    GenerationStream st(std::move(spec));
+    auto sse = [](const std::string& delta) {
+        return "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":" + delta +
+               ",\"finish_reason\":null}]}\n\n";
+    };
+    ASSERT_TRUE(st.on_bytes(": keep-alive\n\n", 1'000'000));
+    ASSERT_TRUE(st.on_bytes(sse(R"({"role":"assistant"})"), 41'000'000));
+    ASSERT_TRUE(st.on_bytes(sse(R"({"reasoning_content":"hm"})"), 42'000'000));
+    ASSERT_TRUE(st.on_bytes(sse(R"({"content":"a"})") + sse(R"({"content":"b"})"), 82'000'000));
+    ASSERT_TRUE(st.on_bytes("data: [DONE]\n\n", 83'000'000));
+    StreamOutcome o;
+    o.status = 200;
+    o.complete = true;
+    const Generation g = st.finish(o);
+    ASSERT_TRUE(g.first_byte_ns);
+    EXPECT_EQ(*g.first_byte_ns - g.start_ns, 1'000'000);
+    const RequestMeasure m = request_measure(g);
+    EXPECT_EQ(m.timing.ttft_ns, 42'000'000);
+    EXPECT_EQ(m.timing.first_content_ns, 82'000'000);
+}
+
 TEST(PromptWords, DeterministicAndPrefixStable) {
     EXPECT_EQ(prompt_words(3, 10), prompt_words(3, 10));
     EXPECT_NE(prompt_words(3, 10), prompt_words(4, 10));

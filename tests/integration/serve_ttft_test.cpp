@@ -6,10 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <regex>
 
 #include "cli_harness.hpp"
+#include "core/clock.hpp"
 #include "fault_server.hpp"
 
 namespace {
@@ -27,19 +30,37 @@ json delta(const std::string& id, const json& d, const json& finish = nullptr) {
                 {"choices", {{{"index", 0}, {"delta", d}, {"finish_reason", finish}}}}};
 }
 
+// The three stamps are checked against when the server sent each part, on the monotonic clock
+// both processes read (a request's absolute times: its point's start_ns + send_ns + the TTFT):
+// no stamp can come before its part was sent, whatever the machine's stalls (which only make a
+// stamp later), and a stamp taken at an earlier part than its own would.
+struct SentAt {
+    int64_t comment = 0, reasoning = 0, content = 0;
+};
+
 TEST(ServeTtft, EveryRequestKeepsTheFirstByteTheFirstTokenTheFirstContentAndItsId) {
     std::atomic<int> k{0};
+    std::mutex mu;
+    std::map<std::string, SentAt> sent;  // by the request's id
     FaultServer server([&](const HttpRequest& req, FaultConn& c) {
         if (answer_discovery(req, c))
             return;
         const int n = req.json().value("max_tokens", 1);
         const std::string id = "chatcmpl-" + std::to_string(k++);
+        SentAt at;
         c.begin_chunked(200, "text/event-stream");
+        at.comment = sb::now_ns();
         c.chunk(": keep-alive\n\n");  // the first byte: no token
         c.sleep_ms(40);
         c.chunk(sse(delta(id, {{"role", "assistant"}})));
+        at.reasoning = sb::now_ns();
         c.chunk(sse(delta(id, {{"reasoning_content", "hm"}})));  // the first token: reasoning
         c.sleep_ms(40);
+        at.content = sb::now_ns();
+        {
+            std::lock_guard<std::mutex> lock(mu);
+            sent[id] = at;
+        }
         for (int i = 1; i < n; ++i)
             c.chunk(sse(delta(id, {{"content", "a"}})));  // the first content
         c.chunk(sse(delta(id, json::object(), "length")));
@@ -55,7 +76,8 @@ TEST(ServeTtft, EveryRequestKeepsTheFirstByteTheFirstTokenTheFirstContentAndItsI
     const json d = json::parse(p.out);
     EXPECT_NE(d["serve"]["ttft_definition"].get<std::string>().find("first streamed token"),
               std::string::npos);
-    const json& reqs = d["serve"]["points"][0]["requests"];
+    const json& point = d["serve"]["points"][0];
+    const json& reqs = point["requests"];
     ASSERT_EQ(reqs.size(), 3u);
     std::set<std::string> ids;
     for (const auto& r : reqs) {
@@ -64,9 +86,20 @@ TEST(ServeTtft, EveryRequestKeepsTheFirstByteTheFirstTokenTheFirstContentAndItsI
         const int64_t byte = r["ttft_first_byte_ns"], token = r["ttft_ns"],
                       content = r["ttft_first_content_ns"];
         EXPECT_GE(byte, 0);
-        EXPECT_GE(token - byte, 35'000'000) << "40 ms between the comment and the reasoning";
-        EXPECT_GE(content - token, 35'000'000) << "40 ms between the reasoning and the content";
+        EXPECT_LE(byte, token);
+        EXPECT_LE(token, content);
         ASSERT_TRUE(r["request_id"].is_string()) << r;
+        const std::string id = r["request_id"];
+        SentAt at;
+        {
+            std::lock_guard<std::mutex> lock(mu);
+            ASSERT_TRUE(sent.count(id)) << id;
+            at = sent[id];
+        }
+        const int64_t sent_ns = point["start_ns"].get<int64_t>() + r["send_ns"].get<int64_t>();
+        EXPECT_GE(sent_ns + byte, at.comment) << "the first byte: the comment";
+        EXPECT_GE(sent_ns + token, at.reasoning) << "the first token: the reasoning, 40 ms later";
+        EXPECT_GE(sent_ns + content, at.content) << "the first content, 40 ms after that";
         EXPECT_TRUE(
             std::regex_match(r["request_id"].get<std::string>(), std::regex("chatcmpl-[0-9]+")))
             << r["request_id"];
