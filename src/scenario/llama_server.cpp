@@ -63,8 +63,10 @@ std::optional<std::string> failure_in_log(const std::string& log_path, bool with
         if (line.find_first_not_of(" \t\r") == std::string::npos || debugger_noise(line))
             continue;
         last = line;
+        // A peer's log: at most 64 such lines of at most 4096 bytes (llama.cpp's own lines are
+        // short; the regular expressions that read them run over no more).
         if (allocations.size() < 64 && line.find("allocat") != std::string::npos)
-            allocations.push_back(llama_reason(line));
+            allocations.push_back(llama_reason(line.substr(0, 4096)));
         const std::string l = lowercase(line);
         if (first_error.empty() && l.find("error") != std::string::npos)
             first_error = line;

@@ -76,6 +76,10 @@ TEST(StartupFailure, OutOfMemoryIsSaidAsRunSaysIt) {
               "out of memory on Vulkan0 for the KV cache: a buffer of 3906.2 MiB could not be "
               "allocated; try a smaller context, a quantized KV cache (-ctk/-ctv q8_0) or fewer "
               "layers on the device (-ngl)");
+    // A line of a megabyte that names an allocation is read as its first 4096 bytes.
+    EXPECT_EQ(failure_of("failed to allocate Vulkan0 buffer of size 1048576 " +
+                         std::string(1 << 20, 'x') + "\n"),
+              "out of memory on Vulkan0: a buffer of 1.0 MiB could not be allocated");
 }
 
 TEST(ChildProcess, APeerStartsWithoutLlamaCppsDebuggerBacktrace) {
